@@ -1,0 +1,13 @@
+// ddp — header-only distributed data-parallel training for C++20.
+// The umbrella header: everything for the Gloo backend.
+#pragma once
+
+#include <ddp/config.hpp>
+#include <ddp/error.hpp>
+#include <ddp/topology.hpp>
+#include <ddp/store.hpp>
+#include <ddp/tensor.hpp>
+#include <ddp/op.hpp>
+#include <ddp/work.hpp>
+#include <ddp/process_group.hpp>
+#include <ddp/backend/gloo.hpp>

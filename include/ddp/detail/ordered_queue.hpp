@@ -1,0 +1,109 @@
+// One worker thread that runs a process group's collectives strictly in
+// submission order. The first failure poisons the queue: every pending and
+// every later task fails at once with that same error, so no rank waits on a
+// collective its peers will never join.
+#pragma once
+
+#include <ddp/work.hpp>
+
+#include <deque>
+#include <functional>
+#include <thread>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+class ordered_queue {
+public:
+  using task = std::function<void()>;
+
+  ordered_queue() : thread_([this] { run(); }) {}
+  ordered_queue(const ordered_queue&) = delete;
+  ordered_queue& operator=(const ordered_queue&) = delete;
+  ~ordered_queue() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  /// Queues `fn`; the returned work completes when it ran (or failed).
+  work submit(task fn, std::string what, std::chrono::milliseconds timeout) {
+    auto st = std::make_shared<work_state>();
+    st->what = std::move(what);
+    st->timeout = timeout;
+    {
+      std::lock_guard lock(mu_);
+      if (poison_) {
+        st->finish(poison_);
+        return work(st);
+      }
+      q_.push_back({std::move(fn), st});
+    }
+    cv_.notify_one();
+    return work(st);
+  }
+
+  /// The error that poisoned the queue, if any.
+  std::exception_ptr poisoned() const {
+    std::lock_guard lock(mu_);
+    return poison_;
+  }
+
+  /// Blocks until everything queued so far has run.
+  void drain() {
+    std::unique_lock lock(mu_);
+    idle_cv_.wait(lock, [&] { return q_.empty() && !busy_; });
+  }
+
+private:
+  struct item {
+    task fn;
+    std::shared_ptr<work_state> state;
+  };
+
+  void run() {
+    for (;;) {
+      item it;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || !q_.empty(); });
+        if (q_.empty()) return; // stop_ and nothing left
+        it = std::move(q_.front());
+        q_.pop_front();
+        busy_ = true;
+      }
+      std::exception_ptr failure;
+      try {
+        it.fn();
+      } catch (...) {
+        failure = std::current_exception();
+      }
+      std::deque<item> failed;
+      {
+        std::lock_guard lock(mu_);
+        if (failure && !poison_) {
+          poison_ = failure;
+          failed.swap(q_);
+        }
+        busy_ = false;
+      }
+      it.state->finish(failure);
+      for (auto& f : failed) f.state->finish(failure);
+      idle_cv_.notify_all();
+    }
+  }
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_, idle_cv_;
+  std::deque<item> q_;
+  std::exception_ptr poison_;
+  bool busy_ = false;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE

@@ -1,0 +1,106 @@
+// The rendezvous store's wire format. A frame is a little-endian u32 length
+// followed by that many bytes: a one-byte opcode, then fields. Strings and
+// byte blobs are a u32 length plus bytes; integers are fixed-width.
+#pragma once
+
+#include <ddp/config.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+enum class store_op : std::uint8_t {
+  hello = 1, ///< token, rank (i32): must be the first frame of a connection
+  set = 2,   ///< key, value
+  get = 3,   ///< key -> found(u8) [value]
+  wait = 4,  ///< count (u32), keys, timeout_ms (u64) -> ok(u8)
+  add = 5,   ///< key, delta (i64) -> new value (i64)
+  check = 6, ///< count, keys -> all present (u8)
+  bye = 7,   ///< orderly goodbye: this rank is not lost
+};
+
+enum class store_status : std::uint8_t { ok = 0, missing = 1, timeout = 2, refused = 3 };
+
+/// Frames above this size are malformed by definition and close the connection.
+inline constexpr std::uint32_t store_max_frame = 256u << 20;
+
+class frame_writer {
+public:
+  explicit frame_writer(store_op op) { buf_.resize(4); buf_.push_back(static_cast<char>(op)); }
+  explicit frame_writer(store_status st) { buf_.resize(4); buf_.push_back(static_cast<char>(st)); }
+  frame_writer& u8(std::uint8_t v) { return raw(&v, 1); }
+  frame_writer& u32(std::uint32_t v) { return raw(&v, 4); }
+  frame_writer& i32(std::int32_t v) { return raw(&v, 4); }
+  frame_writer& u64(std::uint64_t v) { return raw(&v, 8); }
+  frame_writer& i64(std::int64_t v) { return raw(&v, 8); }
+  frame_writer& bytes(std::string_view s) {
+    u32(static_cast<std::uint32_t>(s.size()));
+    buf_.insert(buf_.end(), s.begin(), s.end());
+    return *this;
+  }
+  /// The finished frame, length prefix filled in; the writer is spent after this.
+  std::vector<char> finish() {
+    auto n = static_cast<std::uint32_t>(buf_.size() - 4);
+    std::memcpy(buf_.data(), &n, 4);
+    return std::move(buf_);
+  }
+
+private:
+  frame_writer& raw(const void* p, std::size_t n) {
+    auto c = static_cast<const char*>(p);
+    buf_.insert(buf_.end(), c, c + n);
+    return *this;
+  }
+  std::vector<char> buf_;
+};
+
+/// Reads fields from a frame body; every read is bounds-checked, and a short
+/// frame makes `ok()` false instead of reading past the end.
+class frame_reader {
+public:
+  explicit frame_reader(std::string_view body) : s_(body) {}
+  bool ok() const { return ok_; }
+  bool at_end() const { return s_.empty(); }
+  std::uint8_t u8() { return fixed<std::uint8_t>(); }
+  std::uint32_t u32() { return fixed<std::uint32_t>(); }
+  std::int32_t i32() { return fixed<std::int32_t>(); }
+  std::uint64_t u64() { return fixed<std::uint64_t>(); }
+  std::int64_t i64() { return fixed<std::int64_t>(); }
+  std::string bytes() {
+    std::uint32_t n = u32();
+    if (!ok_ || n > s_.size()) { ok_ = false; return {}; }
+    std::string out(s_.substr(0, n));
+    s_.remove_prefix(n);
+    return out;
+  }
+
+private:
+  template <class T> T fixed() {
+    T v{};
+    if (s_.size() < sizeof(T)) { ok_ = false; return v; }
+    std::memcpy(&v, s_.data(), sizeof(T));
+    s_.remove_prefix(sizeof(T));
+    return v;
+  }
+  std::string_view s_;
+  bool ok_ = true;
+};
+
+/// Compares tokens in time independent of where they differ.
+inline bool tokens_equal(std::string_view a, std::string_view b) {
+  unsigned diff = a.size() == b.size() ? 0u : 1u;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    diff |= static_cast<unsigned>(static_cast<unsigned char>(a[i]) ^
+                                  static_cast<unsigned char>(i < b.size() ? b[i] : 0));
+  return diff == 0;
+}
+
+} // namespace detail
+DDP_END_NAMESPACE

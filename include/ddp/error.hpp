@@ -1,0 +1,50 @@
+// ddp::error — the one exception type ddp throws, with a kind to branch on.
+#pragma once
+
+#include <ddp/config.hpp>
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+DDP_BEGIN_NAMESPACE
+
+enum class error_kind {
+  config,    ///< bad environment variable, option or argument
+  timeout,   ///< a wait ran past its deadline
+  peer_lost, ///< another rank went away (rank() names it when known)
+  mismatch,  ///< ranks disagree on a model or collective shape
+  backend,   ///< Gloo/NCCL/CUDA/OS failure, wrapped
+  data,      ///< a data or checkpoint file is missing or corrupt
+};
+
+constexpr std::string_view to_string(error_kind k) noexcept {
+  switch (k) {
+  case error_kind::config: return "config";
+  case error_kind::timeout: return "timeout";
+  case error_kind::peer_lost: return "peer_lost";
+  case error_kind::mismatch: return "mismatch";
+  case error_kind::backend: return "backend";
+  case error_kind::data: return "data";
+  }
+  return "unknown";
+}
+
+class error : public std::runtime_error {
+public:
+  /// `rank` is the rank the error is about (the lost peer, the mismatching
+  /// rank), or -1 when unknown / not applicable.
+  error(error_kind kind, const std::string& what, int rank = -1)
+      : std::runtime_error("ddp " + std::string(to_string(kind)) +
+                           " error: " + what),
+        kind_(kind), rank_(rank) {}
+
+  error_kind kind() const noexcept { return kind_; }
+  int rank() const noexcept { return rank_; }
+
+private:
+  error_kind kind_;
+  int rank_;
+};
+
+DDP_END_NAMESPACE

@@ -1,0 +1,269 @@
+// ddp::process_group<Backend> and ddp::init_process_group<Backend>().
+#pragma once
+
+#include <ddp/detail/log.hpp>
+#include <ddp/detail/rendezvous.hpp>
+#include <ddp/op.hpp>
+#include <ddp/store.hpp>
+#include <ddp/tensor.hpp>
+#include <ddp/topology.hpp>
+#include <ddp/work.hpp>
+
+#include <chrono>
+#include <concepts>
+#include <memory>
+#include <string>
+#include <string_view>
+
+DDP_BEGIN_NAMESPACE
+
+/// A backend policy names its communicator type, which connects from a
+/// detail::rendezvous and offers type-erased collectives.
+template <class B>
+concept backend_policy = requires {
+  typename B::communicator;
+  { B::name } -> std::convertible_to<std::string_view>;
+  { B::supports_device_tensors } -> std::convertible_to<bool>;
+} && std::constructible_from<typename B::communicator, const detail::rendezvous&>;
+
+namespace detail {
+
+/// DDP_TIMEOUT: "600" (seconds), or with a unit: "500ms", "30s", "10m".
+inline std::chrono::milliseconds parse_timeout(std::string_view v) {
+  auto bad = [&] {
+    return error(error_kind::config, "environment variable DDP_TIMEOUT='" + std::string(v) +
+                                         "' is not a positive duration like 600, 30s, 500ms or 10m");
+  };
+  std::int64_t scale = 1000;
+  if (v.ends_with("ms")) { scale = 1; v.remove_suffix(2); }
+  else if (v.ends_with("s")) { v.remove_suffix(1); }
+  else if (v.ends_with("m")) { scale = 60000; v.remove_suffix(1); }
+  auto n = parse_int(v);
+  if (!n || *n <= 0 || *n > (std::int64_t{1} << 40) / scale) throw bad();
+  return std::chrono::milliseconds(*n * scale);
+}
+
+inline std::chrono::milliseconds default_timeout() {
+  if (auto v = getenv_str("DDP_TIMEOUT")) return parse_timeout(*v);
+  return std::chrono::minutes(10);
+}
+
+} // namespace detail
+
+struct init_options {
+  std::string init_method = "env://"; ///< env://, tcp://host:port or file:///shared/dir
+  int rank = -1;                      ///< -1: from the environment (topology)
+  int world_size = -1;                ///< -1: from the environment
+  std::chrono::milliseconds timeout = detail::default_timeout();
+  std::string token;                  ///< empty: DDP_TOKEN (set per job by ddprun)
+};
+
+template <class Backend> class process_group {
+  static_assert(backend_policy<Backend>,
+                "ddp: process_group<B> needs a backend policy such as ddp::gloo or ddp::nccl: a type with "
+                "`using communicator = ...;` (constructible from ddp::detail::rendezvous), "
+                "`static constexpr std::string_view name` and `static constexpr bool supports_device_tensors`.");
+
+public:
+  using backend_type = Backend;
+
+  /// Prefer init_process_group<Backend>(); this connects from a prepared rendezvous.
+  explicit process_group(detail::rendezvous rv)
+      : topo_(rv.topo), store_(rv.store), comm_(std::make_unique<typename Backend::communicator>(rv)) {}
+
+  process_group(const process_group&) = delete;
+  process_group& operator=(const process_group&) = delete;
+  process_group(process_group&&) = delete;
+
+  /// Finishes queued collectives, then leaves in step with the other ranks:
+  /// rank 0 serves the store, so it waits (bounded) until every rank is done with it.
+  ~process_group() {
+    try {
+      comm_->drain();
+      if (store_ && !comm_->poisoned()) {
+        if (store_->add("ddp/exit", 1) >= size()) store_->set("ddp/exit/all", "1");
+        if (store_->is_server() &&
+            !store_->try_wait({"ddp/exit/all"}, std::min(comm_->timeout(), std::chrono::milliseconds(60000))))
+          detail::log_line("rank 0", "not every rank reached process_group teardown; closing the store anyway");
+      }
+    } catch (const std::exception& e) {
+      detail::log_line("rank " + std::to_string(rank()), std::string("teardown: ") + e.what());
+    }
+    comm_.reset();
+  }
+
+  int rank() const noexcept { return topo_.rank; }
+  int size() const noexcept { return topo_.world_size; }
+  const ddp::topology& topology() const noexcept { return topo_; }
+  std::chrono::milliseconds timeout() const { return comm_->timeout(); }
+  /// The job's store (null with file:// init).
+  tcp_store* store() const noexcept { return store_.get(); }
+  typename Backend::communicator& communicator() noexcept { return *comm_; }
+
+  /// Reduces `t` across ranks in place. `t` must stay alive until the work completes.
+  template <class T> work all_reduce_async(T& t, op o = op::sum) {
+    auto s = checked_span<T>(t);
+    return comm_->all_reduce(s.data(), s.size(), dtype_v<tensor_value_t<T>>, o);
+  }
+  template <class T> void all_reduce(T& t, op o = op::sum) { all_reduce_async(t, o).wait(); }
+
+  /// Copies rank `root`'s `t` into every rank's `t`.
+  template <class T> work broadcast_async(T& t, int root = 0) {
+    check_root(root, "broadcast");
+    auto s = checked_span<T>(t);
+    return comm_->broadcast(s.data(), s.size(), dtype_v<tensor_value_t<T>>, root);
+  }
+  template <class T> void broadcast(T& t, int root = 0) { broadcast_async(t, root).wait(); }
+
+  /// `out` (size() * in.size() elements) receives every rank's `in`, in rank order.
+  template <class In, class Out> work all_gather_async(const In& in, Out& out) {
+    auto i = checked_span<const In>(in);
+    auto o = checked_span<Out>(out);
+    static_assert(std::is_same_v<std::remove_cv_t<typename decltype(i)::element_type>,
+                                 typename decltype(o)::element_type>,
+                  "ddp: all_gather needs input and output of the same element type");
+    if (o.size() != i.size() * static_cast<std::size_t>(size()))
+      throw error(error_kind::config, "all_gather on rank " + std::to_string(rank()) + ": output has " +
+                                          std::to_string(o.size()) + " elements, expected world size " +
+                                          std::to_string(size()) + " x input " + std::to_string(i.size()));
+    return comm_->all_gather(i.data(), o.data(), i.size(), dtype_v<tensor_value_t<Out>>);
+  }
+  template <class In, class Out> void all_gather(const In& in, Out& out) { all_gather_async(in, out).wait(); }
+
+  /// Rank r receives in `out` the reduction of block r (out.size() elements) of every rank's `in`.
+  template <class In, class Out> work reduce_scatter_async(const In& in, Out& out, op o = op::sum) {
+    auto i = checked_span<const In>(in);
+    auto s = checked_span<Out>(out);
+    static_assert(std::is_same_v<std::remove_cv_t<typename decltype(i)::element_type>,
+                                 typename decltype(s)::element_type>,
+                  "ddp: reduce_scatter needs input and output of the same element type");
+    if (i.size() != s.size() * static_cast<std::size_t>(size()))
+      throw error(error_kind::config, "reduce_scatter on rank " + std::to_string(rank()) + ": input has " +
+                                          std::to_string(i.size()) + " elements, expected world size " +
+                                          std::to_string(size()) + " x output " + std::to_string(s.size()));
+    return comm_->reduce_scatter(i.data(), s.data(), s.size(), dtype_v<tensor_value_t<Out>>, o);
+  }
+  template <class In, class Out> void reduce_scatter(const In& in, Out& out, op o = op::sum) {
+    reduce_scatter_async(in, out, o).wait();
+  }
+
+  work barrier_async() { return comm_->barrier(); }
+  void barrier() { barrier_async().wait(); }
+
+private:
+  template <class T> static auto checked_span(T& t) {
+    detail::require_tensor<std::remove_cvref_t<T>>();
+    if constexpr (tensor<std::remove_cvref_t<T>>) {
+      static_assert(Backend::supports_device_tensors || !on_device_v<std::remove_cvref_t<T>>,
+                    "ddp: this backend (Gloo) works on host memory; a device_span needs ddp::nccl");
+      return as_span(t);
+    } else {
+      return std::span<float>{};
+    }
+  }
+
+  void check_root(int root, const char* what) const {
+    if (root < 0 || root >= size())
+      throw error(error_kind::config, std::string(what) + ": root " + std::to_string(root) +
+                                          " is not a rank of this group (0.." + std::to_string(size() - 1) + ")");
+  }
+
+  ddp::topology topo_;
+  std::shared_ptr<tcp_store> store_;
+  std::unique_ptr<typename Backend::communicator> comm_;
+};
+
+namespace detail {
+
+inline std::string token_or_env(const std::string& token) {
+  if (!token.empty()) return token;
+  return getenv_str("DDP_TOKEN").value_or("");
+}
+
+inline void parse_host_port(std::string_view hp, std::string_view method, std::string& host, int& port) {
+  auto colon = hp.rfind(':');
+  if (colon == std::string_view::npos || colon == 0)
+    throw error(error_kind::config, "init_method '" + std::string(method) + "' must be tcp://host:port");
+  host = std::string(hp.substr(0, colon));
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  auto p = parse_int(hp.substr(colon + 1));
+  if (!p || *p < 1 || *p > 65535)
+    throw error(error_kind::config, "init_method '" + std::string(method) + "': port is not in 1..65535");
+  port = static_cast<int>(*p);
+}
+
+inline rendezvous make_rendezvous(const init_options& o) {
+  rendezvous rv;
+  rv.topo = topology::from_env();
+  if (o.world_size == 0 || o.world_size < -1)
+    throw error(error_kind::config, "init_options::world_size=" + std::to_string(o.world_size) + " must be >= 1");
+  if (o.world_size > 0) rv.topo.world_size = o.world_size;
+  if (o.rank >= 0) rv.topo.rank = o.rank;
+  if (o.rank < -1 || rv.topo.rank >= rv.topo.world_size)
+    throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) + " is not below world size " +
+                                        std::to_string(rv.topo.world_size));
+  if (rv.topo.local_world_size > rv.topo.world_size) {
+    rv.topo.local_world_size = rv.topo.world_size;
+    rv.topo.local_rank = rv.topo.rank;
+  }
+  if (o.timeout.count() <= 0) throw error(error_kind::config, "init_options::timeout must be positive");
+  rv.timeout = o.timeout;
+  rv.token = token_or_env(o.token);
+
+  std::string_view m = o.init_method;
+  if (m.starts_with("file://")) {
+    rv.file_path = std::string(m.substr(7));
+    if (rv.file_path.empty()) throw error(error_kind::config, "init_method 'file://' needs a directory path");
+    return rv;
+  }
+  std::string host;
+  int port = 0;
+  if (m.starts_with("tcp://")) {
+    parse_host_port(m.substr(6), m, host, port);
+    rv.topo.master_addr = host;
+    rv.topo.master_port = port;
+  } else if (m == "env://" || m.empty()) {
+    host = rv.topo.master_addr;
+    port = rv.topo.master_port;
+    if (rv.topo.world_size > 1 && host.empty())
+      throw error(error_kind::config, "env:// needs MASTER_ADDR (rank " + std::to_string(rv.topo.rank) +
+                                          " of " + std::to_string(rv.topo.world_size) +
+                                          "): launch with ddprun/torchrun, or export MASTER_ADDR and MASTER_PORT");
+    if (rv.topo.world_size > 1 && port == 0)
+      throw error(error_kind::config, "env:// needs MASTER_PORT: launch with ddprun/torchrun, or export it");
+    if (host.empty()) host = "127.0.0.1"; // a single process serves itself on a free port
+  } else {
+    throw error(error_kind::config, "init_method '" + o.init_method +
+                                        "' is not supported: use env://, tcp://host:port or file:///dir");
+  }
+  tcp_store_options so;
+  so.host = host;
+  so.port = port;
+  so.serve = rv.topo.rank == 0;
+  so.timeout = rv.timeout;
+  so.token = rv.token;
+  so.rank = rv.topo.rank;
+  rv.store = std::make_shared<tcp_store>(so);
+  // Two processes claiming one rank would corrupt the mesh: refuse clearly.
+  if (rv.store->add("ddp/rank/" + std::to_string(rv.topo.rank), 1) != 1)
+    throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) +
+                                        " joined twice: two processes have the same RANK in this job");
+  rv.store->set("ddp/world/" + std::to_string(rv.topo.rank), std::to_string(rv.topo.world_size));
+  if (rv.topo.rank != 0) {
+    auto w0 = rv.store->get("ddp/world/0");
+    if (w0 != std::to_string(rv.topo.world_size))
+      throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) + " was started with world size " +
+                                          std::to_string(rv.topo.world_size) + " but rank 0 with " + w0);
+  }
+  return rv;
+}
+
+} // namespace detail
+
+/// Joins the job: rendezvous (env://, tcp://, file://), then the backend connects every pair.
+template <class Backend> process_group<Backend> init_process_group(const init_options& o = {}) {
+  static_assert(backend_policy<Backend>, "ddp: init_process_group<B> needs a backend policy such as ddp::gloo");
+  return process_group<Backend>(detail::make_rendezvous(o));
+}
+
+DDP_END_NAMESPACE

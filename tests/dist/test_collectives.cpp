@@ -1,0 +1,203 @@
+// Every collective, dtype and op at sizes 0, 1 and 1 Mi + 3, plus ordering of
+// async work. Run by ctest through ddprun at world sizes 1..4.
+#include "group.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <numeric>
+
+using ddp_test::group;
+
+namespace {
+
+constexpr std::size_t sizes[] = {0, 1, (1u << 20) + 3};
+
+/// Small integers, exactly representable in every dtype: rank- and index-dependent.
+double input_value(ddp::op o, int rank, std::size_t i) {
+  switch (o) {
+  case ddp::op::product: return static_cast<double>((rank + i) % 2 + 1);
+  case ddp::op::min:
+  case ddp::op::max: return static_cast<double>(rank + static_cast<int>(i % 5));
+  default: return static_cast<double>(i % 7) + rank;
+  }
+}
+
+double expected_value(ddp::op o, int world, std::size_t i) {
+  double r = 0;
+  switch (o) {
+  case ddp::op::sum:
+  case ddp::op::avg:
+    for (int k = 0; k < world; ++k) r += input_value(o, k, i);
+    return o == ddp::op::avg ? r / world : r;
+  case ddp::op::product:
+    r = 1;
+    for (int k = 0; k < world; ++k) r *= input_value(o, k, i);
+    return r;
+  case ddp::op::min: return static_cast<double>(i % 5);
+  case ddp::op::max: return static_cast<double>(world - 1 + static_cast<int>(i % 5));
+  }
+  return 0;
+}
+
+template <class T> T from_double(double v) {
+  if constexpr (std::is_same_v<T, ::gloo::float16>) return ::gloo::cpu_float2half_rn(static_cast<float>(v));
+  else if constexpr (std::is_integral_v<T>) return static_cast<T>(v);
+  else return T(static_cast<float>(v));
+}
+template <class T> double to_double(T v) {
+  if constexpr (std::is_same_v<T, ::gloo::float16>) return ::gloo::cpu_half2float(v);
+  else if constexpr (std::is_integral_v<T> || std::is_floating_point_v<T>) return static_cast<double>(v);
+  else return static_cast<double>(static_cast<float>(v));
+}
+
+template <class T> void check_all_reduce(ddp::op o) {
+  auto& pg = group();
+  for (auto n : sizes) {
+    std::vector<T> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = from_double<T>(input_value(o, pg.rank(), i));
+    pg.all_reduce(v, o);
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      double want = expected_value(o, pg.size(), i);
+      if (std::is_integral_v<T> && o == ddp::op::avg) want = std::trunc(want);
+      double tol = std::is_floating_point_v<T> && sizeof(T) >= 4 ? 1e-6 : 1e-2;
+      if (std::abs(to_double(v[i]) - want) > tol * std::max(1.0, std::abs(want))) ++bad;
+    }
+    CAPTURE(n);
+    CHECK(bad == 0);
+  }
+}
+
+template <class T> void check_every_op() {
+  for (auto o : {ddp::op::sum, ddp::op::min, ddp::op::max, ddp::op::product}) {
+    CAPTURE(ddp::to_string(o));
+    check_all_reduce<T>(o);
+  }
+  if constexpr (!std::is_integral_v<T>) {
+    check_all_reduce<T>(ddp::op::avg);
+  } else {
+    std::vector<T> v(3);
+    CHECK_THROWS_AS(group().all_reduce(v, ddp::op::avg), ddp::error);
+  }
+}
+
+} // namespace
+
+TEST_CASE("all_reduce float") { check_every_op<float>(); }
+TEST_CASE("all_reduce double") { check_every_op<double>(); }
+TEST_CASE("all_reduce int32") { check_every_op<std::int32_t>(); }
+TEST_CASE("all_reduce int64") { check_every_op<std::int64_t>(); }
+TEST_CASE("all_reduce gloo::float16") { check_every_op<::gloo::float16>(); }
+#ifdef DDP_HAS_EIGEN
+TEST_CASE("all_reduce Eigen::half") { check_every_op<Eigen::half>(); }
+TEST_CASE("all_reduce Eigen::bfloat16") { check_every_op<Eigen::bfloat16>(); }
+TEST_CASE("all_reduce an Eigen matrix") {
+  auto& pg = group();
+  Eigen::MatrixXd m = Eigen::MatrixXd::Constant(3, 5, pg.rank() + 1.0);
+  pg.all_reduce(m, ddp::op::avg);
+  CHECK(m.isApproxToConstant((pg.size() + 1) / 2.0));
+}
+#endif
+
+TEST_CASE("broadcast from every root") {
+  auto& pg = group();
+  for (int root = 0; root < pg.size(); ++root)
+    for (auto n : sizes) {
+      std::vector<double> v(n, pg.rank() == root ? 10.0 + root : -1.0);
+      if (n) v[n - 1] = pg.rank() == root ? 99.0 : -2.0;
+      pg.broadcast(v, root);
+      CAPTURE(root);
+      CAPTURE(n);
+      if (n) {
+        CHECK(v[0] == (n == 1 ? 99.0 : 10.0 + root));
+        CHECK(v[n - 1] == 99.0);
+        CHECK(std::count(v.begin(), v.end(), 10.0 + root) == static_cast<long>(n - 1));
+      }
+    }
+  std::vector<int> v(1);
+  CHECK_THROWS_AS(pg.broadcast(v, pg.size()), ddp::error);
+}
+
+TEST_CASE("all_gather") {
+  auto& pg = group();
+  for (auto n : sizes) {
+    std::vector<std::int64_t> in(n);
+    std::iota(in.begin(), in.end(), std::int64_t{1000} * pg.rank());
+    std::vector<std::int64_t> out(n * static_cast<std::size_t>(pg.size()), -1);
+    pg.all_gather(in, out);
+    bool ok = true;
+    for (int r = 0; r < pg.size(); ++r)
+      for (std::size_t i = 0; i < n; ++i)
+        ok &= out[static_cast<std::size_t>(r) * n + i] == 1000 * r + static_cast<std::int64_t>(i);
+    CAPTURE(n);
+    CHECK(ok);
+  }
+  std::vector<std::int64_t> in(2), wrong(1);
+  CHECK_THROWS_AS(pg.all_gather(in, wrong), ddp::error);
+}
+
+TEST_CASE("reduce_scatter") {
+  auto& pg = group();
+  const auto w = static_cast<std::size_t>(pg.size());
+  for (auto n : sizes) {
+    for (auto o : {ddp::op::sum, ddp::op::avg, ddp::op::max}) {
+      // Block b of rank r holds b*10 + r + i.
+      std::vector<float> in(n * w), out(n, -1);
+      for (std::size_t b = 0; b < w; ++b)
+        for (std::size_t i = 0; i < n; ++i) in[b * n + i] = static_cast<float>(b * 10 + pg.rank() + i % 3);
+      pg.reduce_scatter(in, out, o);
+      bool ok = true;
+      for (std::size_t i = 0; i < n; ++i) {
+        double base = pg.rank() * 10.0 + i % 3, want = 0;
+        if (o == ddp::op::max) want = base + w - 1;
+        else {
+          want = base * w + w * (w - 1) / 2.0;
+          if (o == ddp::op::avg) want /= w;
+        }
+        ok &= std::abs(out[i] - want) < 1e-4 * std::max(1.0, want);
+      }
+      CAPTURE(n);
+      CAPTURE(ddp::to_string(o));
+      CHECK(ok);
+    }
+  }
+}
+
+TEST_CASE("barrier") {
+  for (int i = 0; i < 10; ++i) group().barrier();
+}
+
+TEST_CASE("a large async all_reduce, then small blocking ones, never cross") {
+  auto& pg = group();
+  std::vector<float> big((1u << 20) + 3, 1.0f);
+  auto w = pg.all_reduce_async(big);
+  for (int i = 0; i < 20; ++i) {
+    std::vector<std::int32_t> small{i, pg.rank()};
+    pg.all_reduce(small);
+    CHECK(small[0] == i * pg.size());
+    CHECK(small[1] == pg.size() * (pg.size() - 1) / 2);
+  }
+  w.wait();
+  CHECK(w.done());
+  CHECK(std::all_of(big.begin(), big.end(), [&](float x) { return x == static_cast<float>(pg.size()); }));
+}
+
+TEST_CASE("many interleaved async collectives complete in order with the right values") {
+  auto& pg = group();
+  constexpr int count = 40;
+  std::vector<std::vector<double>> bufs(count);
+  std::vector<ddp::work> works;
+  for (int k = 0; k < count; ++k) {
+    bufs[k].assign(static_cast<std::size_t>(1 + (k * 7919) % 50000), k + pg.rank());
+    if (k % 3 == 2) works.push_back(pg.broadcast_async(bufs[k], k % pg.size()));
+    else works.push_back(pg.all_reduce_async(bufs[k]));
+  }
+  for (int k = count - 1; k >= 0; --k) works[static_cast<std::size_t>(k)].wait();
+  for (int k = 0; k < count; ++k) {
+    double want = k % 3 == 2 ? k + k % pg.size() : k * pg.size() + pg.size() * (pg.size() - 1) / 2.0;
+    CAPTURE(k);
+    CHECK(bufs[k].front() == want);
+    CHECK(bufs[k].back() == want);
+  }
+}

@@ -1,0 +1,85 @@
+// Test helper: start a real process with extra environment variables, its
+// output captured in a file, and wait for it with a deadline.
+#pragma once
+
+#include <chrono>
+#include <csignal>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace ddp_test {
+
+struct process {
+  pid_t pid = -1;
+  std::string log;   ///< file holding stdout and stderr
+  int status = -1;   ///< waitpid status once finished
+  bool finished = false;
+
+  std::string output() const {
+    std::ifstream f(log);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+  }
+  int exit_code() const { return finished && WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
+};
+
+inline process spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+                     const std::string& log) {
+  process p;
+  p.log = log;
+  p.pid = ::fork();
+  if (p.pid == 0) {
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    for (auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  return p;
+}
+
+/// Waits until `p` exits; kills it (and reports false) after `limit`.
+inline bool wait_for(process& p, std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (::waitpid(p.pid, &p.status, WNOHANG) == p.pid) {
+      p.finished = true;
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(p.pid, SIGKILL);
+  ::waitpid(p.pid, &p.status, 0);
+  p.finished = true;
+  return false;
+}
+
+/// A port that was free a moment ago.
+inline int free_port() {
+  auto fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+} // namespace ddp_test

@@ -1,0 +1,100 @@
+#include <ddp/detail/elementwise.hpp>
+#include <ddp/tensor.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+
+TEST_CASE("containers are tensors") {
+  std::vector<float> v(5);
+  std::array<double, 3> a{};
+  std::span<std::int32_t> s;
+  static_assert(ddp::tensor<std::vector<float>>);
+  static_assert(ddp::tensor<const std::vector<float>>);
+  static_assert(ddp::tensor<std::array<double, 3>>);
+  static_assert(ddp::tensor<std::span<std::int32_t>>);
+  static_assert(!ddp::tensor<std::vector<bool>>);
+  static_assert(!ddp::tensor<std::vector<std::string>>);
+  static_assert(!ddp::tensor<int>);
+  CHECK(ddp::as_span(v).size() == 5);
+  CHECK(ddp::as_span(a).data() == a.data());
+  CHECK(ddp::as_span(s).empty());
+  static_assert(ddp::dtype_v<float> == ddp::dtype::f32);
+  static_assert(ddp::dtype_v<std::int64_t> == ddp::dtype::i64);
+}
+
+TEST_CASE("device_span is a device tensor") {
+  ddp::device_span<float> d{nullptr, 7};
+  static_assert(ddp::tensor<ddp::device_span<float>>);
+  static_assert(ddp::on_device_v<ddp::device_span<float>>);
+  static_assert(!ddp::on_device_v<std::vector<float>>);
+  CHECK(ddp::as_span(d).size() == 7);
+}
+
+#ifdef DDP_HAS_EIGEN
+TEST_CASE("Eigen dense objects are tensors") {
+  Eigen::MatrixXf m(3, 4);
+  Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> r(2, 5);
+  Eigen::ArrayXd arr(6);
+  std::vector<float> store(12);
+  Eigen::Map<Eigen::MatrixXf> map(store.data(), 3, 4);
+  Eigen::Ref<Eigen::MatrixXf> ref(m);
+  Eigen::Matrix<Eigen::half, 2, 2> h;
+  Eigen::Matrix<Eigen::bfloat16, Eigen::Dynamic, 1> b(4);
+  CHECK(ddp::as_span(m).size() == 12);
+  CHECK(ddp::as_span(r).size() == 10);
+  CHECK(ddp::as_span(arr).size() == 6);
+  CHECK(ddp::as_span(map).data() == store.data());
+  CHECK(ddp::as_span(ref).data() == m.data());
+  CHECK(ddp::as_span(h).size() == 4);
+  CHECK(ddp::as_span(b).size() == 4);
+  static_assert(ddp::dtype_v<ddp::tensor_value_t<decltype(h)>> == ddp::dtype::f16);
+  static_assert(ddp::dtype_v<ddp::tensor_value_t<decltype(b)>> == ddp::dtype::bf16);
+  // A column of a column-major matrix is contiguous...
+  Eigen::Ref<Eigen::VectorXf> col(m.col(1));
+  CHECK(ddp::as_span(col).size() == 3);
+  // ...a block of several columns is not, and says so at run time.
+  Eigen::Ref<Eigen::MatrixXf> blk(m.block(0, 0, 2, 2));
+  CHECK_THROWS_AS(ddp::as_span(blk), ddp::error);
+  // A row of a column-major matrix has a non-unit inner stride: not a tensor at all.
+  static_assert(!ddp::tensor<decltype(m.row(0))>);
+}
+#endif
+
+TEST_CASE("half conversions round-trip every finite half exactly") {
+  for (std::uint32_t bits = 0; bits < 0x10000; ++bits) {
+    auto h = static_cast<std::uint16_t>(bits);
+    if ((h & 0x7c00u) == 0x7c00u) continue; // inf and nan
+    float f = ddp::detail::half_bits_to_float(h);
+    REQUIRE(ddp::detail::float_to_half_bits(f) == h);
+  }
+  CHECK(ddp::detail::half_bits_to_float(0x3c00) == 1.0f);
+  CHECK(ddp::detail::float_to_half_bits(65520.0f) == 0x7c00); // rounds to inf
+  CHECK(ddp::detail::float_to_half_bits(1.0f + 1.0f / 4096) == 0x3c00); // ties to even
+  CHECK(std::isnan(ddp::detail::half_bits_to_float(ddp::detail::float_to_half_bits(NAN))));
+#ifdef DDP_HAS_EIGEN
+  for (float f : {0.1f, -3.75f, 1e-6f, 6e-8f, 60000.0f, 1.0f / 3})
+    CHECK(ddp::detail::float_to_half_bits(f) == Eigen::numext::bit_cast<std::uint16_t>(Eigen::half(f)));
+  for (float f : {0.1f, -3.75f, 1e-30f, 3e38f, 1.0f / 3})
+    CHECK(ddp::detail::float_to_bf16_bits(f) == Eigen::numext::bit_cast<std::uint16_t>(Eigen::bfloat16(f)));
+#endif
+}
+
+TEST_CASE("reduce kernels") {
+  std::vector<float> a{1, -2, 3}, b{4, 5, -6}, out(3);
+  ddp::detail::reduce_for(ddp::dtype::f32, ddp::op::sum)(out.data(), a.data(), b.data(), 3);
+  CHECK(out == std::vector<float>{5, 3, -3});
+  ddp::detail::reduce_for(ddp::dtype::f32, ddp::op::min)(out.data(), a.data(), b.data(), 3);
+  CHECK(out == std::vector<float>{1, -2, -6});
+  ddp::detail::reduce_for(ddp::dtype::f32, ddp::op::max)(out.data(), a.data(), b.data(), 3);
+  CHECK(out == std::vector<float>{4, 5, 3});
+  ddp::detail::reduce_for(ddp::dtype::f32, ddp::op::product)(out.data(), a.data(), b.data(), 3);
+  CHECK(out == std::vector<float>{4, -10, -18});
+  std::vector<std::int64_t> x{1, 2}, y{3, 4}, z(2);
+  ddp::detail::reduce_for(ddp::dtype::i64, ddp::op::sum)(z.data(), x.data(), y.data(), 2);
+  CHECK(z == std::vector<std::int64_t>{4, 6});
+  ddp::detail::scale_in_place(a.data(), 3, ddp::dtype::f32, 0.5);
+  CHECK(a == std::vector<float>{0.5f, -1, 1.5f});
+  CHECK_THROWS_AS(ddp::detail::scale_in_place(x.data(), 2, ddp::dtype::i64, 0.5), ddp::error);
+}
