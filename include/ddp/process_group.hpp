@@ -101,22 +101,43 @@ public:
   typename Backend::communicator& communicator() noexcept { return *comm_; }
 
   /// Reduces `t` across ranks in place. `t` must stay alive until the work completes.
-  template <class T> work all_reduce_async(T& t, op o = op::sum) {
-    auto s = checked_span<T>(t);
-    return comm_->all_reduce(s.data(), s.size(), dtype_v<tensor_value_t<T>>, o);
-  }
-  template <class T> void all_reduce(T& t, op o = op::sum) { all_reduce_async(t, o).wait(); }
+  template <class T> work all_reduce_async(T& t, op o = op::sum) { return all_reduce_impl(t, o, false); }
+  template <class T> void all_reduce(T& t, op o = op::sum) { all_reduce_impl(t, o, true).wait(); }
 
   /// Copies rank `root`'s `t` into every rank's `t`.
-  template <class T> work broadcast_async(T& t, int root = 0) {
-    check_root(root, "broadcast");
-    auto s = checked_span<T>(t);
-    return comm_->broadcast(s.data(), s.size(), dtype_v<tensor_value_t<T>>, root);
-  }
-  template <class T> void broadcast(T& t, int root = 0) { broadcast_async(t, root).wait(); }
+  template <class T> work broadcast_async(T& t, int root = 0) { return broadcast_impl(t, root, false); }
+  template <class T> void broadcast(T& t, int root = 0) { broadcast_impl(t, root, true).wait(); }
 
   /// `out` (size() * in.size() elements) receives every rank's `in`, in rank order.
   template <class In, class Out> work all_gather_async(const In& in, Out& out) {
+    return all_gather_impl(in, out, false);
+  }
+  template <class In, class Out> void all_gather(const In& in, Out& out) { all_gather_impl(in, out, true).wait(); }
+
+  /// Rank r receives in `out` the reduction of block r (out.size() elements) of every rank's `in`.
+  template <class In, class Out> work reduce_scatter_async(const In& in, Out& out, op o = op::sum) {
+    return reduce_scatter_impl(in, out, o, false);
+  }
+  template <class In, class Out> void reduce_scatter(const In& in, Out& out, op o = op::sum) {
+    reduce_scatter_impl(in, out, o, true).wait();
+  }
+
+  work barrier_async() { return comm_->barrier(false); }
+  void barrier() { comm_->barrier(true).wait(); }
+
+private:
+  template <class T> work all_reduce_impl(T& t, op o, bool blocking) {
+    auto s = checked_span<T>(t);
+    return comm_->all_reduce(s.data(), s.size(), dtype_v<tensor_value_t<T>>, o, blocking);
+  }
+
+  template <class T> work broadcast_impl(T& t, int root, bool blocking) {
+    check_root(root, "broadcast");
+    auto s = checked_span<T>(t);
+    return comm_->broadcast(s.data(), s.size(), dtype_v<tensor_value_t<T>>, root, blocking);
+  }
+
+  template <class In, class Out> work all_gather_impl(const In& in, Out& out, bool blocking) {
     auto i = checked_span<const In>(in);
     auto o = checked_span<Out>(out);
     static_assert(std::is_same_v<std::remove_cv_t<typename decltype(i)::element_type>,
@@ -126,12 +147,10 @@ public:
       throw error(error_kind::config, "all_gather on rank " + std::to_string(rank()) + ": output has " +
                                           std::to_string(o.size()) + " elements, expected world size " +
                                           std::to_string(size()) + " x input " + std::to_string(i.size()));
-    return comm_->all_gather(i.data(), o.data(), i.size(), dtype_v<tensor_value_t<Out>>);
+    return comm_->all_gather(i.data(), o.data(), i.size(), dtype_v<tensor_value_t<Out>>, blocking);
   }
-  template <class In, class Out> void all_gather(const In& in, Out& out) { all_gather_async(in, out).wait(); }
 
-  /// Rank r receives in `out` the reduction of block r (out.size() elements) of every rank's `in`.
-  template <class In, class Out> work reduce_scatter_async(const In& in, Out& out, op o = op::sum) {
+  template <class In, class Out> work reduce_scatter_impl(const In& in, Out& out, op o, bool blocking) {
     auto i = checked_span<const In>(in);
     auto s = checked_span<Out>(out);
     static_assert(std::is_same_v<std::remove_cv_t<typename decltype(i)::element_type>,
@@ -141,16 +160,9 @@ public:
       throw error(error_kind::config, "reduce_scatter on rank " + std::to_string(rank()) + ": input has " +
                                           std::to_string(i.size()) + " elements, expected world size " +
                                           std::to_string(size()) + " x output " + std::to_string(s.size()));
-    return comm_->reduce_scatter(i.data(), s.data(), s.size(), dtype_v<tensor_value_t<Out>>, o);
-  }
-  template <class In, class Out> void reduce_scatter(const In& in, Out& out, op o = op::sum) {
-    reduce_scatter_async(in, out, o).wait();
+    return comm_->reduce_scatter(i.data(), s.data(), s.size(), dtype_v<tensor_value_t<Out>>, o, blocking);
   }
 
-  work barrier_async() { return comm_->barrier(); }
-  void barrier() { barrier_async().wait(); }
-
-private:
   template <class T> static auto checked_span(T& t) {
     detail::require_tensor<std::remove_cvref_t<T>>();
     if constexpr (tensor<std::remove_cvref_t<T>>) {

@@ -159,11 +159,11 @@ public:
   std::exception_ptr poisoned() const { return queue_.poisoned(); }
   void drain() { queue_.drain(); }
 
-  work all_reduce(void* data, std::size_t n, dtype dt, op o) {
+  work all_reduce(void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
       throw error(error_kind::config, "op::avg needs a floating-point tensor, got " + std::string(to_string(dt)) +
                                           ": use op::sum and divide yourself");
-    return submit("all_reduce", n, dt, [=, this](std::uint32_t tag) {
+    return submit("all_reduce", n, dt, blocking, [=, this](std::uint32_t tag) {
       if (n == 0) return;
       with_element_type(size_of(dt), [&](auto t) {
         using T = decltype(t);
@@ -178,8 +178,8 @@ public:
     });
   }
 
-  work broadcast(void* data, std::size_t n, dtype dt, int root) {
-    return submit("broadcast", n, dt, [=, this](std::uint32_t tag) {
+  work broadcast(void* data, std::size_t n, dtype dt, int root, bool blocking = false) {
+    return submit("broadcast", n, dt, blocking, [=, this](std::uint32_t tag) {
       if (n == 0 || size_ == 1) return;
       with_element_type(size_of(dt), [&](auto t) {
         using T = decltype(t);
@@ -193,8 +193,8 @@ public:
     });
   }
 
-  work all_gather(const void* in, void* out, std::size_t n, dtype dt) {
-    return submit("all_gather", n, dt, [=, this](std::uint32_t tag) {
+  work all_gather(const void* in, void* out, std::size_t n, dtype dt, bool blocking = false) {
+    return submit("all_gather", n, dt, blocking, [=, this](std::uint32_t tag) {
       if (n == 0) return;
       with_element_type(size_of(dt), [&](auto t) {
         using T = decltype(t);
@@ -210,10 +210,10 @@ public:
 
   /// Block r of `in` (n elements each) is reduced across ranks into rank r's `out`.
   /// One all-to-all moves each block to its owner, then a local reduction.
-  work reduce_scatter(const void* in, void* out, std::size_t n, dtype dt, op o) {
+  work reduce_scatter(const void* in, void* out, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
       throw error(error_kind::config, "op::avg needs a floating-point tensor, got " + std::string(to_string(dt)));
-    return submit("reduce_scatter", n, dt, [=, this](std::uint32_t tag) {
+    return submit("reduce_scatter", n, dt, blocking, [=, this](std::uint32_t tag) {
       if (n == 0) return;
       const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(size_);
       scratch_.resize(total);
@@ -237,8 +237,8 @@ public:
     });
   }
 
-  work barrier() {
-    return submit("barrier", 0, dtype::u8, [this](std::uint32_t tag) {
+  work barrier(bool blocking = false) {
+    return submit("barrier", 0, dtype::u8, blocking, [this](std::uint32_t tag) {
       if (size_ == 1) return;
       ::gloo::BarrierOptions opts(ctx_);
       opts.setTag(tag);
@@ -248,7 +248,7 @@ public:
   }
 
 private:
-  template <class F> work submit(const char* name, std::size_t n, dtype dt, F body) {
+  template <class F> work submit(const char* name, std::size_t n, dtype dt, bool blocking, F body) {
     std::string what = "rank " + std::to_string(rank_) + ": " + name + " #" + std::to_string(seq_++) + " (" +
                        std::to_string(n) + " x " + std::string(to_string(dt)) + ")";
     return queue_.submit(
@@ -256,7 +256,7 @@ private:
           std::uint32_t tag = next_tag_++;
           run_guarded(what, [&] { body(tag); });
         },
-        what, timeout_);
+        what, timeout_, blocking);
   }
 
   template <class F> void run_guarded(const std::string& what, F&& f) {

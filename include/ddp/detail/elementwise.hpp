@@ -7,7 +7,6 @@
 #include <ddp/op.hpp>
 #include <ddp/tensor.hpp>
 
-#include <algorithm>
 #include <cstring>
 
 DDP_BEGIN_NAMESPACE
@@ -31,18 +30,30 @@ template <class T> struct plain_codec {
   static T store(T v) { return v; }
 };
 
+template <op O, class V> V combine(V u, V v) {
+  if constexpr (O == op::sum || O == op::avg) return u + v;
+  else if constexpr (O == op::product) return u * v;
+  else if constexpr (O == op::min) return v < u ? v : u;
+  else return u < v ? v : u;
+}
+
 template <class Codec, op O> void reduce_kernel(void* out, const void* a, const void* b, std::size_t n) {
   using S = typename Codec::storage;
   auto* o = static_cast<S*>(out);
   auto* x = static_cast<const S*>(a);
   auto* y = static_cast<const S*>(b);
-  for (std::size_t i = 0; i < n; ++i) {
-    auto u = Codec::load(x[i]), v = Codec::load(y[i]);
-    if constexpr (O == op::sum || O == op::avg) o[i] = Codec::store(u + v);
-    else if constexpr (O == op::product) o[i] = Codec::store(u * v);
-    else if constexpr (O == op::min) o[i] = Codec::store(std::min(u, v));
-    else o[i] = Codec::store(std::max(u, v));
+  // `out` may be `a` or `b` (index for index). Blocks that load everything
+  // before storing anything are safe under that aliasing, and g++ -O2 turns
+  // them into SIMD code (a plain loop would need -O3).
+  constexpr std::size_t block = 64 / sizeof(S);
+  std::size_t i = 0;
+  for (; i + block <= n; i += block) {
+    S r[block];
+    for (std::size_t k = 0; k < block; ++k)
+      r[k] = Codec::store(combine<O>(Codec::load(x[i + k]), Codec::load(y[i + k])));
+    for (std::size_t k = 0; k < block; ++k) o[i + k] = r[k];
   }
+  for (; i < n; ++i) o[i] = Codec::store(combine<O>(Codec::load(x[i]), Codec::load(y[i])));
 }
 
 template <class Codec> reduce_fn pick_reduce(op o) {
@@ -73,8 +84,13 @@ inline reduce_fn reduce_for(dtype d, op o) {
 }
 
 template <class Codec, class F> void scale_kernel(void* data, std::size_t n, F factor) {
-  auto* p = static_cast<typename Codec::storage*>(data);
-  for (std::size_t i = 0; i < n; ++i) p[i] = Codec::store(Codec::load(p[i]) * factor);
+  using S = typename Codec::storage;
+  auto* p = static_cast<S*>(data);
+  constexpr std::size_t block = 64 / sizeof(S); // blocks: see reduce_kernel
+  std::size_t i = 0;
+  for (; i + block <= n; i += block)
+    for (std::size_t k = 0; k < block; ++k) p[i + k] = Codec::store(Codec::load(p[i + k]) * factor);
+  for (; i < n; ++i) p[i] = Codec::store(Codec::load(p[i]) * factor);
 }
 
 /// Multiplies n elements in place by `factor` (floating dtypes only).

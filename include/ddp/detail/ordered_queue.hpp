@@ -17,6 +17,13 @@ class ordered_queue {
 public:
   using task = std::function<void()>;
 
+private:
+  struct item {
+    task fn;
+    std::shared_ptr<work_state> state;
+  };
+
+public:
   ordered_queue() : thread_([this] { run(); }) {}
   ordered_queue(const ordered_queue&) = delete;
   ordered_queue& operator=(const ordered_queue&) = delete;
@@ -30,7 +37,9 @@ public:
   }
 
   /// Queues `fn`; the returned work completes when it ran (or failed).
-  work submit(task fn, std::string what, std::chrono::milliseconds timeout) {
+  /// With `inline_if_idle`, a caller that is about to wait anyway runs `fn`
+  /// itself when nothing is queued or running: same order, no thread hand-off.
+  work submit(task fn, std::string what, std::chrono::milliseconds timeout, bool inline_if_idle = false) {
     auto st = std::make_shared<work_state>();
     st->what = std::move(what);
     st->timeout = timeout;
@@ -40,9 +49,14 @@ public:
         st->finish(poison_);
         return work(st);
       }
-      q_.push_back({std::move(fn), st});
+      if (!inline_if_idle || busy_ || !q_.empty()) {
+        q_.push_back({std::move(fn), st});
+        cv_.notify_one();
+        return work(st);
+      }
+      busy_ = true;
     }
-    cv_.notify_one();
+    execute(item{std::move(fn), st});
     return work(st);
   }
 
@@ -59,41 +73,42 @@ public:
   }
 
 private:
-  struct item {
-    task fn;
-    std::shared_ptr<work_state> state;
-  };
-
   void run() {
     for (;;) {
       item it;
       {
         std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return stop_ || !q_.empty(); });
+        cv_.wait(lock, [&] { return !busy_ && (stop_ || !q_.empty()); });
         if (q_.empty()) return; // stop_ and nothing left
         it = std::move(q_.front());
         q_.pop_front();
         busy_ = true;
       }
-      std::exception_ptr failure;
-      try {
-        it.fn();
-      } catch (...) {
-        failure = std::current_exception();
-      }
-      std::deque<item> failed;
-      {
-        std::lock_guard lock(mu_);
-        if (failure && !poison_) {
-          poison_ = failure;
-          failed.swap(q_);
-        }
-        busy_ = false;
-      }
-      it.state->finish(failure);
-      for (auto& f : failed) f.state->finish(failure);
-      idle_cv_.notify_all();
+      execute(std::move(it));
     }
+  }
+
+  /// Runs one item; the caller has set busy_.
+  void execute(item it) {
+    std::exception_ptr failure;
+    try {
+      it.fn();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    std::deque<item> failed;
+    {
+      std::lock_guard lock(mu_);
+      if (failure && !poison_) {
+        poison_ = failure;
+        failed.swap(q_);
+      }
+      busy_ = false;
+    }
+    it.state->finish(failure);
+    for (auto& f : failed) f.state->finish(failure);
+    idle_cv_.notify_all();
+    cv_.notify_one(); // the worker may have items that queued behind an inline run
   }
 
   mutable std::mutex mu_;

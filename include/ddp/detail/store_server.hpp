@@ -102,14 +102,14 @@ private:
 
   void read_from(connection& c) {
     char buf[65536];
+    bool eof = false;
     for (;;) {
       ssize_t k = ::recv(c.fd.get(), buf, sizeof buf, MSG_DONTWAIT);
       if (k > 0) { c.in.append(buf, static_cast<std::size_t>(k)); continue; }
-      if (k == 0) { drop(c, ""); return; }
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-      drop(c, "");
-      return;
+      if (k < 0 && errno == EINTR) continue;
+      if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      eof = true; // closed or reset: still handle what arrived first (a goodbye, say)
+      break;
     }
     while (c.fd && c.in.size() >= 4) {
       std::uint32_t n;
@@ -123,6 +123,7 @@ private:
       c.in.erase(0, 4 + std::size_t{n});
       handle(c, body);
     }
+    if (eof && c.fd) drop(c, "");
   }
 
   void reply(connection& c, const std::vector<char>& frame) {
