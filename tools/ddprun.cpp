@@ -95,7 +95,7 @@ void drain(int& fd, std::string& buf, FILE* to, const std::string& prefix) {
   if (k > 0) {
     buf.append(tmp, static_cast<std::size_t>(k));
     emit_lines(buf, to, prefix, false);
-  } else if (k == 0 || (errno != EINTR && errno != EAGAIN)) {
+  } else if (k == 0 || (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
     emit_lines(buf, to, prefix, true);
     ::close(fd);
     fd = -1;
@@ -203,11 +203,13 @@ int main(int argc, char** argv) {
       ::close(err[1]);
       k.out = out[0];
       k.err = err[0];
+      ::fcntl(k.out, F_SETFL, O_NONBLOCK); // the loop reads whatever is there, never waits on one pipe
+      ::fcntl(k.err, F_SETFL, O_NONBLOCK);
     }
   }
 
   using clock = std::chrono::steady_clock;
-  std::optional<clock::time_point> kill_at;
+  std::optional<clock::time_point> kill_at, pipes_deadline;
   int exit_code = 0;
   bool failed = false;
   auto terminate_all = [&](int sig) {
@@ -260,8 +262,8 @@ int main(int argc, char** argv) {
     if (all_exited && !pipes_open) break;
     if (all_exited && pipes_open) {
       // Grandchildren may hold the pipes; give them a moment, then stop reading.
-      static auto until = clock::now() + std::chrono::seconds(1);
-      if (clock::now() > until) break;
+      if (!pipes_deadline) pipes_deadline = clock::now() + std::chrono::seconds(1);
+      if (clock::now() > *pipes_deadline) break;
     }
     if (kill_at && clock::now() > *kill_at) {
       terminate_all(SIGKILL);

@@ -42,7 +42,7 @@ std::vector<process> start_job(int world, const std::string& scenario, int port,
     env["MASTER_PORT"] = std::to_string(port);
     env.emplace("DDP_TOKEN", "job-" + std::to_string(port));
     env.emplace("DDP_TIMEOUT", "20s");
-    ps.push_back(ddp_test::spawn({DDP_FAULT_WORKER, scenario}, env,
+    ps.push_back(ddp_test::spawn({DDP_SCENARIO_WORKER, scenario}, env,
                                  "fault_" + scenario + "_" + std::to_string(world) + "_" + std::to_string(r) + ".log"));
   }
   return ps;
@@ -102,7 +102,7 @@ TEST_CASE("a wrong token is refused and the job still completes") {
   int port = ddp_test::free_port();
   auto ps = start_job(2, "ok", port);
   // An intruder claims rank 1 of the same job with another token.
-  auto intruder = ddp_test::spawn({DDP_FAULT_WORKER, "ok"},
+  auto intruder = ddp_test::spawn({DDP_SCENARIO_WORKER, "ok"},
                                   {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
                                    {"MASTER_PORT", std::to_string(port)}, {"DDP_TOKEN", "not-the-job"},
                                    {"DDP_TIMEOUT", "20s"}},

@@ -38,9 +38,10 @@ inline process spawn(const std::vector<std::string>& argv, const std::map<std::s
                      const std::string& log) {
   process p;
   p.log = log;
+  // Truncate here, not in the child: a reader must never see the last run's log.
+  int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   p.pid = ::fork();
   if (p.pid == 0) {
-    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(fd, 1);
     ::dup2(fd, 2);
     for (auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
@@ -50,6 +51,7 @@ inline process spawn(const std::vector<std::string>& argv, const std::map<std::s
     ::execv(args[0], args.data());
     ::_exit(127);
   }
+  ::close(fd);
   return p;
 }
 

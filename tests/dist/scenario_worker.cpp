@@ -1,4 +1,5 @@
-// One rank of a fault scenario, started by test_faults. Prints one line
+// One rank of a scenario, started by test_faults and test_launch. The init
+// method comes from DDP_TEST_INIT_METHOD (default env://). Prints one line
 // "RESULT kind=<kind> rank=<named rank> ms=<elapsed>" when it catches the
 // expected ddp::error, and exits 0; anything else exits non-zero.
 #include <ddp/ddp.hpp>
@@ -23,7 +24,9 @@ int main(int argc, char** argv) {
   std::string scenario = argc > 1 ? argv[1] : "";
   auto t0 = clk::now();
   try {
-    auto pg = ddp::init_process_group<ddp::gloo>();
+    ddp::init_options opts;
+    if (const char* m = std::getenv("DDP_TEST_INIT_METHOD")) opts.init_method = m;
+    auto pg = ddp::init_process_group<ddp::gloo>(opts);
     const int victim = pg.size() - 1;
     std::vector<float> warm(1024, 1.0f);
     pg.all_reduce(warm);
@@ -62,8 +65,11 @@ int main(int argc, char** argv) {
       return 1;
     }
     if (scenario == "ok") {
+      std::vector<std::int64_t> ranks{pg.rank()};
+      pg.all_reduce(ranks);
       pg.barrier();
-      std::puts("RESULT ok");
+      if (ranks[0] != std::int64_t{pg.size()} * (pg.size() - 1) / 2) return 1;
+      std::printf("RESULT ok rank=%d size=%d\n", pg.rank(), pg.size());
       return 0;
     }
     std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());

@@ -1,0 +1,199 @@
+// ddprun and the init methods, with real processes.
+#include "../support/spawn.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <regex>
+#include <set>
+
+using namespace std::chrono_literals;
+using ddp_test::process;
+
+namespace {
+
+process run_ddprun(const std::vector<std::string>& args, const std::string& log,
+                   std::map<std::string, std::string> env = {}) {
+  std::vector<std::string> argv{DDPRUN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  env.emplace("DDP_TIMEOUT", "30s");
+  return ddp_test::spawn(argv, env, log);
+}
+
+int count(const std::string& s, const std::string& what) {
+  int n = 0;
+  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+bool wait_for_text(const process& p, const std::string& text, int times, std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (count(p.output(), text) >= times) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+} // namespace
+
+TEST_CASE("ddprun sets the launcher environment and prefixes lines") {
+  auto p = run_ddprun({"--nproc-per-node", "3", "/bin/sh", "-c",
+                       "echo R=$RANK L=$LOCAL_RANK W=$WORLD_SIZE LW=$LOCAL_WORLD_SIZE G=$GROUP_RANK N=$NODE_RANK "
+                       "A=$MASTER_ADDR P=$MASTER_PORT T=$DDP_TOKEN"},
+                      "launch_env.log");
+  REQUIRE(ddp_test::wait_for(p, 30s));
+  auto out = p.output();
+  INFO(out);
+  CHECK(p.exit_code() == 0);
+  std::smatch m;
+  std::set<std::string> tokens, ports;
+  for (int r = 0; r < 3; ++r) {
+    std::regex line("\\[" + std::to_string(r) + "\\] R=" + std::to_string(r) + " L=" + std::to_string(r) +
+                    " W=3 LW=3 G=0 N=0 A=127.0.0.1 P=(\\d+) T=([0-9a-f]{32})");
+    REQUIRE(std::regex_search(out, m, line));
+    ports.insert(m[1]);
+    tokens.insert(m[2]);
+  }
+  CHECK(ports.size() == 1); // one job, one store
+  CHECK(tokens.size() == 1);
+}
+
+TEST_CASE("ddprun keeps a DDP_TOKEN that is already set, and --no-prefix leaves lines alone") {
+  auto p = run_ddprun({"--nproc-per-node", "2", "--no-prefix", "--master-port", "0", "--", "/bin/sh", "-c",
+                       "echo token=$DDP_TOKEN"},
+                      "launch_token.log", {{"DDP_TOKEN", "preset-token"}});
+  REQUIRE(ddp_test::wait_for(p, 30s));
+  INFO(p.output());
+  CHECK(count(p.output(), "\ntoken=preset-token") + (p.output().rfind("token=preset-token", 0) == 0) == 2);
+  CHECK(p.output().find("[0]") == std::string::npos);
+}
+
+TEST_CASE("ddprun stops the others when a rank fails and exits with its code") {
+  auto t0 = std::chrono::steady_clock::now();
+  auto p = run_ddprun({"--nproc-per-node", "3", "--grace-period", "1", "/bin/sh", "-c",
+                       "if [ $RANK = 1 ]; then sleep 0.2; exit 7; fi; exec sleep 60"},
+                      "launch_fail.log");
+  REQUIRE(ddp_test::wait_for(p, 30s));
+  INFO(p.output());
+  CHECK(p.exit_code() == 7);
+  CHECK(p.output().find("rank 1") != std::string::npos);
+  CHECK(p.output().find("exited with code 7") != std::string::npos);
+  CHECK(std::chrono::steady_clock::now() - t0 < 10s);
+}
+
+TEST_CASE("ddprun reports a rank killed by a signal") {
+  auto p = run_ddprun({"--nproc-per-node", "2", "/bin/sh", "-c", "if [ $RANK = 0 ]; then kill -SEGV $$; fi; exec sleep 60"},
+                      "launch_signal.log");
+  REQUIRE(ddp_test::wait_for(p, 30s));
+  INFO(p.output());
+  CHECK(p.exit_code() == 128 + SIGSEGV);
+  CHECK(p.output().find("SIGSEGV") != std::string::npos);
+}
+
+TEST_CASE("ddprun forwards SIGTERM to every rank") {
+  auto p = run_ddprun({"--nproc-per-node", "2", "/bin/sh", "-c",
+                       "trap 'echo got-term; exit 0' TERM; echo ready; sleep 60 & wait"},
+                      "launch_term.log");
+  REQUIRE(wait_for_text(p, "ready", 2, 20s));
+  ::kill(p.pid, SIGTERM);
+  REQUIRE(ddp_test::wait_for(p, 20s));
+  INFO(p.output());
+  CHECK(count(p.output(), "got-term") == 2);
+  CHECK(p.exit_code() == 128 + SIGTERM);
+}
+
+TEST_CASE("ddprun: a program that does not exist") {
+  auto p = run_ddprun({"--nproc-per-node", "1", "/no/such/program"}, "launch_missing.log");
+  REQUIRE(ddp_test::wait_for(p, 30s));
+  INFO(p.output());
+  CHECK(p.exit_code() == 127);
+  CHECK(p.output().find("/no/such/program") != std::string::npos);
+}
+
+TEST_CASE("ddprun runs a real ddp job at world sizes 1..4") {
+  for (int n = 1; n <= 4; ++n) {
+    auto p = run_ddprun({"--nproc-per-node", std::to_string(n), DDP_SCENARIO_WORKER, "ok"},
+                        "launch_job" + std::to_string(n) + ".log");
+    REQUIRE(ddp_test::wait_for(p, 60s));
+    INFO(p.output());
+    CHECK(p.exit_code() == 0);
+    CHECK(count(p.output(), "RESULT ok") == n);
+  }
+}
+
+namespace {
+std::vector<process> start(int world, const std::map<std::string, std::string>& common, const std::string& tag) {
+  std::vector<process> ps;
+  for (int r = 0; r < world; ++r) {
+    auto env = common;
+    env["RANK"] = std::to_string(r);
+    env["WORLD_SIZE"] = std::to_string(world);
+    env.emplace("DDP_TIMEOUT", "30s");
+    ps.push_back(ddp_test::spawn({DDP_SCENARIO_WORKER, "ok"}, env, "init_" + tag + std::to_string(r) + ".log"));
+  }
+  return ps;
+}
+void expect_ok(std::vector<process>& ps) {
+  for (auto& p : ps) {
+    REQUIRE(ddp_test::wait_for(p, 60s));
+    INFO(p.output());
+    CHECK(p.exit_code() == 0);
+    CHECK(p.output().find("RESULT ok") != std::string::npos);
+  }
+}
+} // namespace
+
+TEST_CASE("init method tcp://host:port") {
+  auto ps = start(3, {{"DDP_TEST_INIT_METHOD", "tcp://127.0.0.1:" + std::to_string(ddp_test::free_port())}}, "tcp");
+  expect_ok(ps);
+}
+
+TEST_CASE("init method file:// on a fresh directory") {
+  auto dir = std::filesystem::temp_directory_path() / ("ddp_file_init_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  auto ps = start(3, {{"DDP_TEST_INIT_METHOD", "file://" + dir.string()}, {"DDP_TOKEN", "filejob"}}, "file");
+  expect_ok(ps);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("GLOO_SOCKET_IFNAME: lo works, an unknown interface is named in the error") {
+  int port = ddp_test::free_port();
+  auto ok = start(2, {{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)}, {"GLOO_SOCKET_IFNAME", "lo"}},
+                  "iface_ok");
+  expect_ok(ok);
+  auto bad = start(1, {{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(ddp_test::free_port())},
+                       {"GLOO_SOCKET_IFNAME", "nosuchif0"}},
+                   "iface_bad");
+  REQUIRE(ddp_test::wait_for(bad[0], 30s));
+  INFO(bad[0].output());
+  CHECK(bad[0].output().find("RESULT kind=config") != std::string::npos);
+  CHECK(bad[0].output().find("'nosuchif0'") != std::string::npos);
+}
+
+TEST_CASE("env:// without MASTER_ADDR on several ranks says what to set") {
+  auto ps = start(2, {}, "noaddr");
+  for (auto& p : ps) {
+    REQUIRE(ddp_test::wait_for(p, 30s));
+    INFO(p.output());
+    CHECK(p.output().find("RESULT kind=config") != std::string::npos);
+    CHECK(p.output().find("MASTER_ADDR") != std::string::npos);
+  }
+}
+
+TEST_CASE("ranks started with different world sizes fail clearly") {
+  int port = ddp_test::free_port();
+  std::map<std::string, std::string> env{{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)},
+                                         {"DDP_TOKEN", "w"}, {"DDP_TIMEOUT", "5s"}};
+  auto e0 = env, e1 = env;
+  e0["RANK"] = "0"; e0["WORLD_SIZE"] = "2";
+  e1["RANK"] = "1"; e1["WORLD_SIZE"] = "3";
+  auto p0 = ddp_test::spawn({DDP_SCENARIO_WORKER, "ok"}, e0, "init_world0.log");
+  auto p1 = ddp_test::spawn({DDP_SCENARIO_WORKER, "ok"}, e1, "init_world1.log");
+  REQUIRE(ddp_test::wait_for(p1, 30s));
+  REQUIRE(ddp_test::wait_for(p0, 30s));
+  INFO(p1.output());
+  CHECK(p1.output().find("world size 3 but rank 0 with 2") != std::string::npos);
+  CHECK(p0.exit_code() == 0); // rank 0 reports its own failure (a timeout) as a RESULT line
+}
