@@ -5,6 +5,7 @@
 #include <ddp/config.hpp>
 #include <ddp/error.hpp>
 #include <ddp/topology.hpp>
+#include <ddp/sampler.hpp>
 #include <ddp/store.hpp>
 #include <ddp/tensor.hpp>
 #include <ddp/op.hpp>

@@ -1,0 +1,202 @@
+#include <ddp/sampler.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace {
+
+std::uint64_t fnv1a64(const std::string& s) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+template <class P>
+std::vector<std::int64_t> indices_of(std::size_t n, int replicas, int rank, std::uint64_t seed, std::uint64_t epoch,
+                                     bool drop) {
+  ddp::distributed_sampler<P> s(n, replicas, rank, {.seed = seed, .drop_last = drop});
+  s.set_epoch(epoch);
+  return {s.begin(), s.end()};
+}
+
+std::string reference_path() {
+  if (const char* p = std::getenv("DDP_SAMPLER_REFERENCE")) return p;
+  return DDP_SAMPLER_REFERENCE_FILE;
+}
+
+} // namespace
+
+TEST_CASE("shuffled and sequential are index-identical to PyTorch's DistributedSampler") {
+  std::ifstream in(reference_path());
+  REQUIRE_MESSAGE(in.good(), "cannot read " << reference_path());
+  std::string line;
+  int compared = 0, listed = 0;
+  std::set<std::string> policies;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ls(line);
+    std::string policy, hash, colon;
+    std::size_t n, count;
+    int replicas, rank, drop;
+    std::uint64_t seed, epoch;
+    ls >> policy >> n >> replicas >> seed >> epoch >> drop >> rank >> count >> hash >> colon;
+    REQUIRE(colon == ":");
+    std::vector<std::int64_t> want;
+    for (std::int64_t v; ls >> v;) want.push_back(v);
+    auto got = policy == "shuffled"
+                   ? indices_of<ddp::sampling::shuffled>(n, replicas, rank, seed, epoch, drop != 0)
+                   : indices_of<ddp::sampling::sequential>(n, replicas, rank, seed, epoch, drop != 0);
+    std::string text;
+    for (auto v : got) text += (text.empty() ? "" : ",") + std::to_string(v);
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fnv1a64(text)));
+    INFO(line.substr(0, 80));
+    REQUIRE(got.size() == count);
+    REQUIRE(std::string(buf) == hash);
+    if (!want.empty() || count == 0) {
+      REQUIRE(got == want);
+      ++listed;
+    }
+    policies.insert(policy);
+    ++compared;
+  }
+  MESSAGE("compared " << compared << " cases (" << listed << " listed in full) from " << reference_path());
+  CHECK(compared >= 9000);
+  CHECK(policies == std::set<std::string>{"sequential", "shuffled"});
+}
+
+TEST_CASE("sizes follow PyTorch's num_samples and total_size") {
+  ddp::distributed_sampler<> a(10, 4, 0);
+  CHECK(a.size() == 3);
+  CHECK(a.total_size() == 12);
+  ddp::distributed_sampler<> b(10, 4, 0, {.drop_last = true});
+  CHECK(b.size() == 2);
+  ddp::distributed_sampler<> c(3, 4, 3, {.drop_last = true});
+  CHECK(c.size() == 0);
+  ddp::distributed_sampler<> d(0, 2, 1);
+  CHECK(d.size() == 0);
+  CHECK(d.indices().empty());
+}
+
+TEST_CASE("every index is covered, and ranks are disjoint without padding") {
+  const std::size_t n = 1000;
+  for (int R : {1, 2, 4, 5, 8}) {
+    std::vector<int> seen(n, 0);
+    for (int r = 0; r < R; ++r)
+      for (auto i : indices_of<ddp::sampling::shuffled>(n, R, r, 7, 3, false)) ++seen[static_cast<std::size_t>(i)];
+    CAPTURE(R);
+    CHECK(std::all_of(seen.begin(), seen.end(), [](int k) { return k == 1; }));
+  }
+}
+
+TEST_CASE("set_epoch reshuffles; the same epoch gives the same order") {
+  ddp::distributed_sampler<> s(100, 2, 0, {.seed = 3});
+  std::vector<std::int64_t> e0(s.begin(), s.end());
+  s.set_epoch(1);
+  std::vector<std::int64_t> e1(s.begin(), s.end());
+  s.set_epoch(0);
+  std::vector<std::int64_t> again(s.begin(), s.end());
+  CHECK(e0 != e1);
+  CHECK(e0 == again);
+}
+
+TEST_CASE("contiguous: one block per rank, same sizes and padding as shuffled") {
+  auto r0 = indices_of<ddp::sampling::contiguous>(10, 3, 0, 0, 0, false);
+  auto r1 = indices_of<ddp::sampling::contiguous>(10, 3, 1, 0, 0, false);
+  auto r2 = indices_of<ddp::sampling::contiguous>(10, 3, 2, 0, 0, false);
+  CHECK(r0 == std::vector<std::int64_t>{0, 1, 2, 3});
+  CHECK(r1 == std::vector<std::int64_t>{4, 5, 6, 7});
+  CHECK(r2 == std::vector<std::int64_t>{8, 9, 0, 1}); // padded with the head, like PyTorch
+  auto d2 = indices_of<ddp::sampling::contiguous>(10, 3, 2, 0, 0, true);
+  CHECK(d2 == std::vector<std::int64_t>{6, 7, 8});
+  // Shuffled blocks: a permutation of the blocks across ranks, changing by epoch.
+  for (std::uint64_t epoch : {0u, 1u, 2u}) {
+    std::set<std::int64_t> firsts;
+    for (int r = 0; r < 4; ++r) {
+      auto v = indices_of<ddp::sampling::contiguous_shuffled_blocks>(40, 4, r, 9, epoch, false);
+      REQUIRE(v.size() == 10);
+      CHECK(v.back() - v.front() == 9);
+      firsts.insert(v.front());
+    }
+    CHECK(firsts == std::set<std::int64_t>{0, 10, 20, 30});
+  }
+  std::vector<std::int64_t> e0, e1;
+  for (int r = 0; r < 4; ++r) {
+    e0.push_back(indices_of<ddp::sampling::contiguous_shuffled_blocks>(40, 4, r, 9, 0, false).front());
+    e1.push_back(indices_of<ddp::sampling::contiguous_shuffled_blocks>(40, 4, r, 9, 1, false).front());
+  }
+  CHECK(e0 != e1);
+}
+
+namespace {
+/// A user-written policy: every rank sees the whole data set in reverse.
+struct reversed_everything {
+  static void rank_indices(const ddp::sampler_context& c, std::vector<std::int64_t>& out) {
+    out.resize(c.num_samples);
+    for (std::size_t k = 0; k < c.num_samples; ++k) out[k] = static_cast<std::int64_t>((c.n - 1 - k % c.n));
+  }
+};
+struct wrong_count {
+  static void rank_indices(const ddp::sampler_context&, std::vector<std::int64_t>& out) { out.assign(1, 0); }
+};
+} // namespace
+
+TEST_CASE("a user-written sampling policy works") {
+  static_assert(ddp::sampling_policy<reversed_everything>);
+  static_assert(!ddp::sampling_policy<int>);
+  ddp::distributed_sampler<reversed_everything> s(5, 1, 0);
+  CHECK(std::vector<std::int64_t>(s.begin(), s.end()) == std::vector<std::int64_t>{4, 3, 2, 1, 0});
+  ddp::distributed_sampler<wrong_count> w(5, 1, 0);
+  CHECK_THROWS_AS(w.indices(), ddp::error);
+}
+
+TEST_CASE("invalid arguments name the argument and value") {
+  auto msg = [](auto&& f) {
+    try {
+      f();
+    } catch (const ddp::error& e) {
+      CHECK(e.kind() == ddp::error_kind::config);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(msg([] { ddp::distributed_sampler<> s(10, 2, 2); }).find("rank=2") != std::string::npos);
+  CHECK(msg([] { ddp::distributed_sampler<> s(10, 0, 0); }).find("num_replicas=0") != std::string::npos);
+  CHECK(msg([] { ddp::distributed_sampler<> s(10, 2, -1); }).find("rank=-1") != std::string::npos);
+  CHECK(msg([] {
+          ddp::distributed_sampler<> s(10, 1, 0);
+          (void)ddp::batches(s, 0);
+        }).find("batch_size") != std::string::npos);
+}
+
+TEST_CASE("a process-group-like object gives replicas and rank") {
+  struct fake_group {
+    int rank() const { return 1; }
+    int size() const { return 3; }
+  } g;
+  ddp::distributed_sampler<ddp::sampling::sequential> s(9, g);
+  CHECK(std::vector<std::int64_t>(s.begin(), s.end()) == std::vector<std::int64_t>{1, 4, 7});
+}
+
+TEST_CASE("batches: spans into the index list, last batch short unless drop_last") {
+  ddp::distributed_sampler<ddp::sampling::sequential> s(10, 1, 0);
+  std::vector<std::size_t> sizes;
+  const std::int64_t* expect = s.indices().data();
+  for (auto b : ddp::batches(s, 4)) {
+    CHECK(b.data() == expect); // no copy: a view into the sampler's list
+    expect += b.size();
+    sizes.push_back(b.size());
+  }
+  CHECK(sizes == std::vector<std::size_t>{4, 4, 2});
+  CHECK(ddp::batches(s, 4).size() == 3);
+  sizes.clear();
+  for (auto b : ddp::batches(s, 4, true)) sizes.push_back(b.size());
+  CHECK(sizes == std::vector<std::size_t>{4, 4});
+  CHECK(ddp::batches(s, 20, true).size() == 0);
+  static_assert(std::ranges::input_range<ddp::batch_range>);
+}
