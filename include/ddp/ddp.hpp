@@ -12,3 +12,8 @@
 #include <ddp/work.hpp>
 #include <ddp/process_group.hpp>
 #include <ddp/backend/gloo.hpp>
+#include <ddp/model.hpp>
+#include <ddp/bucketing.hpp>
+#include <ddp/reduction.hpp>
+#include <ddp/arena.hpp>
+#include <ddp/data_parallel.hpp>

@@ -8,6 +8,7 @@
 #include <ddp/tensor.hpp>
 
 #include <cstring>
+#include <type_traits>
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
@@ -37,23 +38,26 @@ template <op O, class V> V combine(V u, V v) {
   else return u < v ? v : u;
 }
 
-template <class Codec, op O> void reduce_kernel(void* out, const void* a, const void* b, std::size_t n) {
-  using S = typename Codec::storage;
-  auto* o = static_cast<S*>(out);
-  auto* x = static_cast<const S*>(a);
-  auto* y = static_cast<const S*>(b);
-  // `out` may be `a` or `b` (index for index). Blocks that load everything
-  // before storing anything are safe under that aliasing, and g++ -O2 turns
-  // them into SIMD code (a plain loop would need -O3).
+/// out[i] = value_at(i) for i < n, in blocks that compute every value before
+/// storing any: safe when `out` is also an input index for index, and g++ -O2
+/// turns such blocks into SIMD code (a plain loop would need -O3).
+template <class S, class F> void blockwise(S* out, std::size_t n, F&& value_at) {
   constexpr std::size_t block = 64 / sizeof(S);
   std::size_t i = 0;
   for (; i + block <= n; i += block) {
     S r[block];
-    for (std::size_t k = 0; k < block; ++k)
-      r[k] = Codec::store(combine<O>(Codec::load(x[i + k]), Codec::load(y[i + k])));
-    for (std::size_t k = 0; k < block; ++k) o[i + k] = r[k];
+    for (std::size_t k = 0; k < block; ++k) r[k] = value_at(i + k);
+    for (std::size_t k = 0; k < block; ++k) out[i + k] = r[k];
   }
-  for (; i < n; ++i) o[i] = Codec::store(combine<O>(Codec::load(x[i]), Codec::load(y[i])));
+  for (; i < n; ++i) out[i] = value_at(i);
+}
+
+template <class Codec, op O> void reduce_kernel(void* out, const void* a, const void* b, std::size_t n) {
+  using S = typename Codec::storage;
+  auto* x = static_cast<const S*>(a);
+  auto* y = static_cast<const S*>(b);
+  blockwise(static_cast<S*>(out), n,
+            [&](std::size_t i) { return Codec::store(combine<O>(Codec::load(x[i]), Codec::load(y[i]))); });
 }
 
 template <class Codec> reduce_fn pick_reduce(op o) {
@@ -84,13 +88,8 @@ inline reduce_fn reduce_for(dtype d, op o) {
 }
 
 template <class Codec, class F> void scale_kernel(void* data, std::size_t n, F factor) {
-  using S = typename Codec::storage;
-  auto* p = static_cast<S*>(data);
-  constexpr std::size_t block = 64 / sizeof(S); // blocks: see reduce_kernel
-  std::size_t i = 0;
-  for (; i + block <= n; i += block)
-    for (std::size_t k = 0; k < block; ++k) p[i + k] = Codec::store(Codec::load(p[i + k]) * factor);
-  for (; i < n; ++i) p[i] = Codec::store(Codec::load(p[i]) * factor);
+  auto* p = static_cast<typename Codec::storage*>(data);
+  blockwise(p, n, [&](std::size_t i) { return Codec::store(Codec::load(p[i]) * factor); });
 }
 
 /// Multiplies n elements in place by `factor` (floating dtypes only).
@@ -103,6 +102,42 @@ inline void scale_in_place(void* data, std::size_t n, dtype d, double factor) {
   default:
     throw error(error_kind::config, "op::avg needs a floating-point tensor, got " + std::string(to_string(d)) +
                                         ": use op::sum and divide yourself");
+  }
+}
+
+template <class To, class From> void convert_kernel(void* dst, const void* src, std::size_t n, double factor) {
+  auto* d = static_cast<typename To::storage*>(dst);
+  auto* s = static_cast<const typename From::storage*>(src);
+  using compute = std::conditional_t<std::is_same_v<typename To::storage, double> ||
+                                         std::is_same_v<typename From::storage, double>,
+                                     double, float>;
+  const auto f = static_cast<compute>(factor);
+  blockwise(d, n, [&](std::size_t i) { return To::store(static_cast<compute>(From::load(s[i])) * f); });
+}
+
+template <class From> void convert_from(void* dst, dtype to, const void* src, std::size_t n, double factor) {
+  switch (to) {
+  case dtype::f32: return convert_kernel<plain_codec<float>, From>(dst, src, n, factor);
+  case dtype::f64: return convert_kernel<plain_codec<double>, From>(dst, src, n, factor);
+  case dtype::f16: return convert_kernel<f16_codec, From>(dst, src, n, factor);
+  case dtype::bf16: return convert_kernel<bf16_codec, From>(dst, src, n, factor);
+  default: throw error(error_kind::config, "cannot convert to " + std::string(to_string(to)));
+  }
+}
+
+/// dst[i] = src[i] * factor, converting between floating dtypes (a plain copy
+/// when the types match and factor is 1). dst and src must not overlap.
+inline void copy_scaled(void* dst, dtype to, const void* src, dtype from, std::size_t n, double factor) {
+  if (to == from && factor == 1.0) {
+    if (n) std::memcpy(dst, src, n * size_of(to));
+    return;
+  }
+  switch (from) {
+  case dtype::f32: return convert_from<plain_codec<float>>(dst, to, src, n, factor);
+  case dtype::f64: return convert_from<plain_codec<double>>(dst, to, src, n, factor);
+  case dtype::f16: return convert_from<f16_codec>(dst, to, src, n, factor);
+  case dtype::bf16: return convert_from<bf16_codec>(dst, to, src, n, factor);
+  default: throw error(error_kind::config, "cannot convert from " + std::string(to_string(from)));
   }
 }
 

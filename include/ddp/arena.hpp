@@ -1,0 +1,70 @@
+// ddp::arena — gradient storage laid out so that buckets need no packing.
+// Parameters are registered forward; backward (and so every bucket) walks them
+// in reverse. The arena places slot k (registration order) so that the slots
+// lie in memory in reverse registration order, back to back: any bucket of
+// consecutive parameters is then one contiguous range, and DDP reduces it in
+// place. (PyTorch's gradient_as_bucket_view, without the view bookkeeping.)
+#pragma once
+
+#include <ddp/error.hpp>
+
+#include <algorithm>
+
+#include <cstddef>
+#include <memory>
+#include <numeric>
+#include <span>
+#include <string>
+#include <vector>
+
+#if !defined(DDP_NO_EIGEN) && __has_include(<Eigen/Core>)
+#include <Eigen/Core>
+#endif
+
+DDP_BEGIN_NAMESPACE
+
+template <class T> class arena {
+public:
+  /// `sizes`: element counts of the gradients, in registration order.
+  explicit arena(std::vector<std::size_t> sizes) : sizes_(std::move(sizes)), offsets_(sizes_.size()) {
+    std::size_t off = 0;
+    for (std::size_t k = sizes_.size(); k-- > 0;) {
+      offsets_[k] = off;
+      off += sizes_[k];
+    }
+    total_ = off;
+    storage_ = std::make_unique<T[]>(total_ ? total_ : 1);
+    std::fill_n(storage_.get(), total_, T{});
+  }
+
+  std::size_t size() const noexcept { return sizes_.size(); }
+  std::size_t total_elements() const noexcept { return total_; }
+  std::span<T> all() noexcept { return {storage_.get(), total_}; }
+
+  /// The storage of gradient k (registration order).
+  std::span<T> slot(std::size_t k) {
+    if (k >= sizes_.size())
+      throw error(error_kind::config, "arena: slot " + std::to_string(k) + " does not exist (" +
+                                          std::to_string(sizes_.size()) + " slots)");
+    return {storage_.get() + offsets_[k], sizes_[k]};
+  }
+
+#ifdef EIGEN_WORLD_VERSION
+  /// Gradient k as a column-major rows x cols Eigen map.
+  Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>> matrix(std::size_t k, Eigen::Index rows,
+                                                                       Eigen::Index cols) {
+    auto s = slot(k);
+    if (static_cast<std::size_t>(rows * cols) != s.size())
+      throw error(error_kind::config, "arena: slot " + std::to_string(k) + " holds " + std::to_string(s.size()) +
+                                          " elements, not " + std::to_string(rows) + "x" + std::to_string(cols));
+    return {s.data(), rows, cols};
+  }
+#endif
+
+private:
+  std::vector<std::size_t> sizes_, offsets_;
+  std::size_t total_ = 0;
+  std::unique_ptr<T[]> storage_;
+};
+
+DDP_END_NAMESPACE

@@ -1,0 +1,134 @@
+// The parameters and buffers of a model, walked once into type-erased slots,
+// plus the description that ranks compare to prove they hold the same model.
+#pragma once
+
+#include <ddp/error.hpp>
+#include <ddp/model.hpp>
+#include <ddp/tensor.hpp>
+
+#include <cstdint>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+struct tensor_slot {
+  std::string name;
+  dtype type = dtype::f32;
+  void* value = nullptr;
+  void* grad = nullptr; ///< null for buffers
+  std::size_t count = 0;
+};
+
+template <class T> consteval void require_parameter_tensor() {
+  static_assert(tensor<T>, "ddp: for_each_parameter passed a value or gradient that is not a contiguous tensor: "
+                           "use std::vector, std::span, an Eigen Matrix/Array/Map, or specialize ddp::tensor_traits");
+}
+
+template <class M> std::vector<tensor_slot> collect_parameters(M& m) {
+  std::vector<tensor_slot> out;
+  model_traits<M>::for_each_parameter(m, [&](auto&& name, auto& value, auto& grad) {
+    using V = std::remove_cvref_t<decltype(value)>;
+    using G = std::remove_cvref_t<decltype(grad)>;
+    require_parameter_tensor<V>();
+    require_parameter_tensor<G>();
+    if constexpr (tensor<V> && tensor<G>) {
+      static_assert(std::is_same_v<tensor_value_t<V>, tensor_value_t<G>>,
+                    "ddp: a parameter and its gradient must have the same element type");
+      auto v = as_span(value);
+      auto g = as_span(grad);
+      std::string n(name);
+      if (v.size() != g.size())
+        throw error(error_kind::config, "parameter '" + n + "' has " + std::to_string(v.size()) +
+                                            " elements but its gradient has " + std::to_string(g.size()));
+      if (!is_floating(dtype_v<tensor_value_t<V>>))
+        throw error(error_kind::config, "parameter '" + n + "' is " +
+                                            std::string(to_string(dtype_v<tensor_value_t<V>>)) +
+                                            ": gradients must be floating point");
+      out.push_back({std::move(n), dtype_v<tensor_value_t<V>>, v.data(), g.data(), v.size()});
+    }
+  });
+  return out;
+}
+
+template <class M> std::vector<tensor_slot> collect_buffers(M& m) {
+  std::vector<tensor_slot> out;
+  if constexpr (model_with_buffers<M>) {
+    model_traits<M>::for_each_buffer(m, [&](auto&& name, auto& value) {
+      using V = std::remove_cvref_t<decltype(value)>;
+      require_parameter_tensor<V>();
+      if constexpr (tensor<V>) {
+        auto v = as_span(value);
+        out.push_back({std::string(name), dtype_v<tensor_value_t<V>>, v.data(), nullptr, v.size()});
+      }
+    });
+  }
+  return out;
+}
+
+inline void check_unique_names(const std::vector<tensor_slot>& slots, const char* what) {
+  std::unordered_set<std::string> seen;
+  for (auto& s : slots)
+    if (!seen.insert(s.name).second)
+      throw error(error_kind::config, std::string("two ") + what + " are named '" + s.name +
+                                          "': names identify them across ranks, make them unique");
+}
+
+/// "name|dtype|count\n" per parameter, then per buffer: what ranks compare.
+inline std::string describe(const std::vector<tensor_slot>& params, const std::vector<tensor_slot>& buffers) {
+  std::string d;
+  for (auto* list : {&params, &buffers}) {
+    d += list == &params ? "P\n" : "B\n";
+    for (auto& s : *list) d += s.name + "|" + std::string(to_string(s.type)) + "|" + std::to_string(s.count) + "\n";
+  }
+  return d;
+}
+
+inline std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < s.size(); ++i)
+    if (s[i] == '\n') {
+      out.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  return out;
+}
+
+/// "'fc1.weight' float32 x 100" from a description line.
+inline std::string pretty_entry(const std::string& line) {
+  auto a = line.find('|'), b = line.rfind('|');
+  if (a == std::string::npos || a == b) return "'" + line + "'";
+  return "'" + line.substr(0, a) + "' " + line.substr(a + 1, b - a - 1) + " x " + line.substr(b + 1);
+}
+
+/// The first difference between rank 0's description and rank r's, as a sentence; empty when equal.
+inline std::string first_difference(const std::string& d0, const std::string& dr, int r) {
+  auto a = split_lines(d0), b = split_lines(dr);
+  std::size_t section = 0, index = 0;
+  for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    std::string x = i < a.size() ? a[i] : "", y = i < b.size() ? b[i] : "";
+    if (x == "P" || x == "B") {
+      section = x == "B";
+      index = 0;
+    } else {
+      ++index;
+    }
+    if (x == y) continue;
+    const char* kind = section ? "buffer" : "parameter";
+    std::string where = std::string(kind) + " #" + std::to_string(index - 1);
+    if (x == "B" || x.empty())
+      return "rank " + std::to_string(r) + " has an extra " + where + " " + pretty_entry(y) +
+             " that rank 0 does not have";
+    if (y == "B" || y.empty())
+      return "rank " + std::to_string(r) + " lacks " + where + " " + pretty_entry(x) + " that rank 0 has";
+    return where + " differs: rank 0 has " + pretty_entry(x) + ", rank " + std::to_string(r) + " has " +
+           pretty_entry(y);
+  }
+  return {};
+}
+
+} // namespace detail
+DDP_END_NAMESPACE

@@ -1,0 +1,375 @@
+// distributed_data_parallel at world sizes 1..4 against single-process oracles.
+#include "../support/mlp.hpp"
+#include "group.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+using ddp_test::group;
+using ddp_test::mlp;
+
+namespace {
+
+const std::vector<int> dims{6, 16, 12, 3};
+constexpr int per_rank_batch = 5;
+constexpr int steps = 6;
+
+enum class marking { none, per_layer, by_tensor };
+
+/// Trains R ranks (each its shard of every global batch) and, in this process,
+/// the same MLP on the whole batches; returns the relative parameter difference.
+template <class S, class Bucketing, class Reduction = ddp::reduction::mean>
+double train_and_compare(bool use_arena, marking how, int micro_batches = 1,
+                         std::vector<ddp::bucket_info>* layout = nullptr) {
+  auto& pg = group();
+  const int R = pg.size(), global = R * per_rank_batch * micro_batches;
+  mlp<S> reference(dims, 7, false);
+  // Every rank starts from different weights: the constructor must broadcast rank 0's.
+  mlp<S> local(dims, pg.rank() == 0 ? 7u : 7u + 1000u * static_cast<unsigned>(pg.rank()), use_arena);
+  ddp::distributed_data_parallel<mlp<S>, ddp::gloo, Bucketing, Reduction> dp(local, pg);
+  if (layout) *layout = dp.buckets();
+  const S lr = S(0.1);
+  for (int step = 0; step < steps; ++step) {
+    auto [x, y] = ddp_test::make_batch<S>(dims.front(), dims.back(), global, 100u + static_cast<unsigned>(step));
+    reference.zero_grad();
+    reference.train_step(x, y);
+    reference.sgd(lr);
+
+    local.zero_grad();
+    const int shard = per_rank_batch * micro_batches;
+    for (int m = 0; m < micro_batches; ++m) {
+      auto cols = [&](const auto& a) {
+        return typename mlp<S>::mat(a.middleCols(pg.rank() * shard + m * per_rank_batch, per_rank_batch));
+      };
+      std::function<void(std::size_t)> done;
+      if (how == marking::per_layer)
+        done = [&](std::size_t l) {
+          dp.mark_grad_ready(2 * l);
+          dp.mark_grad_ready(2 * l + 1);
+        };
+      else if (how == marking::by_tensor)
+        done = [&](std::size_t l) {
+          dp.mark_grad_ready(local.dw[l]);
+          dp.mark_grad_ready(local.db[l]);
+        };
+      if (m + 1 < micro_batches) {
+        auto guard = dp.no_sync();
+        local.train_step(cols(x), cols(y), done);
+        dp.synchronize(); // inside no_sync: ends the step, communicates nothing
+      } else {
+        local.train_step(cols(x), cols(y), done);
+        dp.synchronize();
+      }
+    }
+    local.sgd(lr / static_cast<S>(micro_batches)); // accumulated micro-batch means
+  }
+  return ddp_test::relative_difference(local.flat(), reference.flat());
+}
+
+/// A user-written bucketing policy: two parameters per bucket, reverse order.
+struct pairs {
+  static std::vector<std::vector<std::size_t>> assign(std::span<const ddp::parameter_desc> p) {
+    std::vector<std::vector<std::size_t>> out;
+    for (std::size_t k = p.size(); k-- > 0;) {
+      if (out.empty() || out.back().size() == 2) out.emplace_back();
+      out.back().push_back(k);
+    }
+    return out;
+  }
+};
+
+using small_buckets = ddp::bucketing::size_capped<256, 128>;
+
+} // namespace
+
+TEST_CASE("R ranks equal one process on the whole batch: every bucketing policy, float") {
+  static_assert(ddp::bucketing_policy<pairs>);
+  CHECK(train_and_compare<float, ddp::bucketing::size_capped<>>(false, marking::per_layer) < 1e-5);
+  CHECK(train_and_compare<float, small_buckets>(false, marking::per_layer) < 1e-5);
+  CHECK(train_and_compare<float, ddp::bucketing::per_tensor>(false, marking::per_layer) < 1e-5);
+  CHECK(train_and_compare<float, ddp::bucketing::single_buffer>(false, marking::per_layer) < 1e-5);
+  CHECK(train_and_compare<float, pairs>(false, marking::by_tensor) < 1e-5);
+}
+
+TEST_CASE("equivalence in double is tighter") {
+  CHECK(train_and_compare<double, small_buckets>(false, marking::per_layer) < 1e-12);
+  CHECK(train_and_compare<double, ddp::bucketing::per_tensor>(false, marking::none) < 1e-12);
+}
+
+TEST_CASE("only synchronize(): unmarked gradients count as ready") {
+  CHECK(train_and_compare<float, small_buckets>(false, marking::none) < 1e-5);
+}
+
+TEST_CASE("gradients in a ddp::arena reduce in place") {
+  std::vector<ddp::bucket_info> layout;
+  CHECK(train_and_compare<float, small_buckets>(true, marking::per_layer, 1, &layout) < 1e-5);
+  REQUIRE(layout.size() > 1);
+  for (auto& b : layout) CHECK(b.in_place);
+  layout.clear();
+  CHECK(train_and_compare<float, small_buckets>(false, marking::per_layer, 1, &layout) < 1e-5);
+  for (auto& b : layout) CHECK(b.in_place == (b.parameters.size() == 1)); // one tensor is always contiguous
+  // A compressed wire type always packs.
+  CHECK(train_and_compare<float, small_buckets, ddp::reduction::bf16_compressed_mean>(true, marking::per_layer, 1,
+                                                                                      &layout) < 2e-2);
+  for (auto& b : layout) CHECK_FALSE(b.in_place);
+}
+
+TEST_CASE("gradient accumulation through no_sync") {
+  CHECK(train_and_compare<float, small_buckets>(false, marking::per_layer, 3) < 1e-5);
+  CHECK(train_and_compare<double, ddp::bucketing::per_tensor>(true, marking::by_tensor, 2) < 1e-12);
+}
+
+TEST_CASE("bucket layout: reverse registration order, first bucket small") {
+  std::vector<ddp::bucket_info> layout;
+  train_and_compare<float, small_buckets>(false, marking::none, 1, &layout);
+  // 6 parameters: fc3.bias(3) fc3.weight(36) fc2.bias(12) fc2.weight(192) fc1.bias(16) fc1.weight(96)
+  REQUIRE(!layout.empty());
+  CHECK(layout.front().parameters.front() == 5);
+  std::size_t total = 0;
+  for (auto& b : layout) {
+    total += b.parameters.size();
+    for (std::size_t k = 1; k < b.parameters.size(); ++k) CHECK(b.parameters[k] < b.parameters[k - 1]);
+  }
+  CHECK(total == 6);
+}
+
+namespace {
+
+/// A model whose parameters are plain vectors; variants differ on the last rank.
+struct flex_model {
+  std::vector<std::string> names{"p0", "p1", "p2"};
+  std::vector<std::vector<float>> v{std::vector<float>(4, 1.f), std::vector<float>(8, 2.f), std::vector<float>(3, 3.f)};
+  std::vector<std::vector<float>> g{std::vector<float>(4), std::vector<float>(8), std::vector<float>(3)};
+  std::vector<double> dv, dg; // a double parameter, when present
+  std::vector<float> running{0.f, 0.f};
+  template <class F> void for_each_parameter(F&& f) {
+    for (std::size_t i = 0; i < v.size(); ++i) f(names[i], v[i], g[i]);
+    if (!dv.empty()) f("pd", dv, dg);
+  }
+  template <class F> void for_each_buffer(F&& f) { f("running", running); }
+};
+
+std::string mismatch_message(flex_model& m) {
+  try {
+    ddp::distributed_data_parallel dp(m, group());
+  } catch (const ddp::error& e) {
+    CHECK(e.kind() == ddp::error_kind::mismatch);
+    CHECK(e.rank() == group().size() - 1);
+    return e.what();
+  }
+  return "no error";
+}
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+} // namespace
+
+TEST_CASE("mismatched models fail on every rank, naming the parameter and the rank") {
+  auto& pg = group();
+  if (pg.size() == 1) return;
+  const bool odd = pg.rank() == pg.size() - 1;
+  const std::string last = "rank " + std::to_string(pg.size() - 1);
+  {
+    flex_model m;
+    if (odd) m.v.push_back({1.f}), m.g.push_back({0.f}), m.names.push_back("extra");
+    auto msg = mismatch_message(m);
+    INFO(msg);
+    CHECK(has(msg, "'extra'"));
+    CHECK(has(msg, last));
+  }
+  {
+    flex_model m;
+    if (odd) m.names[1] = "renamed";
+    auto msg = mismatch_message(m);
+    INFO(msg);
+    CHECK(has(msg, "'p1'"));
+    CHECK(has(msg, "'renamed'"));
+    CHECK(has(msg, last));
+  }
+  {
+    flex_model m;
+    if (odd) m.v[2].resize(5), m.g[2].resize(5);
+    auto msg = mismatch_message(m);
+    INFO(msg);
+    CHECK(has(msg, "'p2' float32 x 3"));
+    CHECK(has(msg, "'p2' float32 x 5"));
+  }
+  {
+    flex_model m;
+    m.dv.assign(2, 0.0);
+    m.dg.assign(2, 0.0);
+    if (odd) m.dv.clear(), m.dg.clear();
+    auto msg = mismatch_message(m);
+    INFO(msg);
+    CHECK(has(msg, "'pd' float64 x 2"));
+    CHECK(has(msg, "lacks"));
+  }
+  // The group still works after all of that.
+  std::vector<int> one{1};
+  pg.all_reduce(one);
+  CHECK(one[0] == pg.size());
+}
+
+TEST_CASE("construction broadcasts rank 0's parameters and buffers; synchronize() keeps buffers in step") {
+  auto& pg = group();
+  flex_model m;
+  for (auto& x : m.v[0]) x = static_cast<float>(pg.rank() + 10);
+  m.running = {static_cast<float>(pg.rank()), 5.f};
+  ddp::distributed_data_parallel dp(m, pg);
+  CHECK(m.v[0][0] == 10.f);
+  CHECK(m.running[0] == 0.f);
+  m.running[0] = static_cast<float>(100 + pg.rank());
+  dp.synchronize();
+  CHECK(m.running[0] == 100.f);
+}
+
+TEST_CASE("mark_unused: zeros contributed, the average still received") {
+  auto& pg = group();
+  flex_model m;
+  ddp::distributed_data_parallel<flex_model, ddp::gloo, ddp::bucketing::per_tensor> dp(m, pg);
+  for (int rep = 0; rep < 3; ++rep) {
+    for (std::size_t i = 0; i < 3; ++i) std::fill(m.g[i].begin(), m.g[i].end(), static_cast<float>(pg.rank() + 1));
+    if (pg.rank() == 0) dp.mark_unused(m.g[1]);
+    dp.synchronize();
+    const float all = static_cast<float>(pg.size() * (pg.size() + 1)) / 2.f / pg.size();
+    const float without0 = (static_cast<float>(pg.size() * (pg.size() + 1)) / 2.f - 1.f) / pg.size();
+    CHECK(m.g[0][0] == doctest::Approx(all));
+    CHECK(m.g[1][7] == doctest::Approx(without0));
+    CHECK(m.g[2][2] == doctest::Approx(all));
+  }
+}
+
+TEST_CASE("strict_marking names the unmarked gradient and the rank; the next step works") {
+  auto& pg = group();
+  flex_model m;
+  ddp::distributed_data_parallel<flex_model, ddp::gloo, ddp::bucketing::per_tensor> dp(m, pg,
+                                                                                    {.strict_marking = true});
+  dp.mark_grad_ready(2);
+  dp.mark_grad_ready(1);
+  try {
+    dp.synchronize();
+    FAIL("expected an error");
+  } catch (const ddp::error& e) {
+    CHECK(has(e.what(), "'p0'"));
+    CHECK(has(e.what(), "rank " + std::to_string(pg.rank())));
+  }
+  for (auto& x : m.g[0]) x = 2.f;
+  for (std::size_t i = 0; i < 3; ++i) dp.mark_grad_ready(i);
+  dp.synchronize();
+  CHECK(m.g[0][0] == doctest::Approx(2.f));
+}
+
+TEST_CASE("marking a gradient twice in one step names it") {
+  auto& pg = group();
+  flex_model m;
+  ddp::distributed_data_parallel dp(m, pg);
+  dp.mark_grad_ready(m.g[1]);
+  try {
+    dp.mark_grad_ready(m.g[1]);
+    FAIL("expected an error");
+  } catch (const ddp::error& e) {
+    CHECK(has(e.what(), "'p1'"));
+    CHECK(has(e.what(), "twice"));
+  }
+  dp.synchronize();
+  std::vector<float> other(3);
+  CHECK_THROWS_AS(dp.mark_grad_ready(other), ddp::error);
+  CHECK_THROWS_AS(dp.mark_grad_ready(std::size_t{99}), ddp::error);
+  dp.synchronize();
+}
+
+TEST_CASE("uneven inputs: join() shadows the steps of ranks that still have data") {
+  auto& pg = group();
+  const int R = pg.size();
+  auto my_steps = [](int r) { return 2 + r; };
+  mlp<double> reference(dims, 3, false);
+  mlp<double> local(dims, 3, false);
+  ddp::distributed_data_parallel<mlp<double>, ddp::gloo, small_buckets> dp(local, pg, {.uneven_inputs = true});
+  auto shard = [&](int r, int step) {
+    return ddp_test::make_batch<double>(dims.front(), dims.back(), per_rank_batch,
+                                        1000u + 37u * static_cast<unsigned>(r) + static_cast<unsigned>(step));
+  };
+  const double lr = 0.1;
+  for (int step = 0; step < my_steps(pg.rank()); ++step) {
+    auto [x, y] = shard(pg.rank(), step);
+    local.zero_grad();
+    local.train_step(x, y, [&](std::size_t l) {
+      dp.mark_grad_ready(2 * l);
+      dp.mark_grad_ready(2 * l + 1);
+    });
+    dp.synchronize();
+    local.sgd(lr);
+  }
+  dp.join();
+  // The oracle: step t averages the shards of the ranks still training, over all R ranks.
+  for (int step = 0; step < my_steps(R - 1); ++step) {
+    std::vector<double> sum;
+    for (int r = 0; r < R; ++r) {
+      if (step >= my_steps(r)) continue;
+      auto [x, y] = shard(r, step);
+      reference.zero_grad();
+      reference.train_step(x, y);
+      std::vector<double> g;
+      for (std::size_t l = 0; l < reference.w.size(); ++l) {
+        g.insert(g.end(), reference.dw[l].data(), reference.dw[l].data() + reference.dw[l].size());
+        g.insert(g.end(), reference.db[l].data(), reference.db[l].data() + reference.db[l].size());
+      }
+      if (sum.empty()) sum.assign(g.size(), 0.0);
+      for (std::size_t i = 0; i < g.size(); ++i) sum[i] += g[i] / R;
+    }
+    std::size_t k = 0;
+    for (std::size_t l = 0; l < reference.w.size(); ++l) {
+      for (Eigen::Index i = 0; i < reference.dw[l].size(); ++i) reference.dw[l].data()[i] = sum[k++];
+      for (Eigen::Index i = 0; i < reference.db[l].size(); ++i) reference.db[l].data()[i] = sum[k++];
+    }
+    reference.sgd(lr);
+  }
+  // Ranks that finished early stopped updating: compare the last rank, which saw every step.
+  if (pg.rank() == R - 1) CHECK(ddp_test::relative_difference(local.flat(), reference.flat()) < 1e-12);
+  CHECK_THROWS_AS(
+      [&] {
+        flex_model m;
+        ddp::distributed_data_parallel plain(m, pg);
+        plain.join();
+      }(),
+      ddp::error);
+}
+
+namespace {
+template <class Reduction> double compressed_error_ratio(double eps) {
+  auto& pg = group();
+  const int R = pg.size();
+  const std::size_t n = 10000;
+  auto grad_of = [&](int r, std::size_t i) { return std::sin(0.37 * static_cast<double>(i) + r) * (1.0 + r); };
+  flex_model m;
+  m.v = {std::vector<float>(n)};
+  m.g = {std::vector<float>(n)};
+  m.names = {"big"};
+  ddp::distributed_data_parallel<flex_model, ddp::gloo, ddp::bucketing::size_capped<>, Reduction> dp(m, pg);
+  for (std::size_t i = 0; i < n; ++i) m.g[0][i] = static_cast<float>(grad_of(pg.rank(), i));
+  dp.synchronize();
+  double worst = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    double mean = 0, largest = 0;
+    for (int r = 0; r < R; ++r) {
+      mean += grad_of(r, i) / R;
+      largest = std::max(largest, std::abs(grad_of(r, i)));
+    }
+    // The documented bound: |error| <= 2 * eps * max_r |g_r| (see reduction.hpp).
+    worst = std::max(worst, std::abs(m.g[0][i] - mean) / (2 * eps * largest));
+  }
+  return worst; // <= 1 when within the bound
+}
+} // namespace
+
+TEST_CASE("fp16 and bf16 compressed means stay within their documented error") {
+  CHECK(compressed_error_ratio<ddp::reduction::fp16_compressed_mean>(std::ldexp(1.0, -11)) <= 1.0);
+  CHECK(compressed_error_ratio<ddp::reduction::bf16_compressed_mean>(std::ldexp(1.0, -8)) <= 1.0);
+  // The sum policy does not divide.
+  flex_model m;
+  ddp::distributed_data_parallel<flex_model, ddp::gloo, ddp::bucketing::size_capped<>, ddp::reduction::sum> dp(m, group());
+  std::fill(m.g[0].begin(), m.g[0].end(), 1.f);
+  dp.synchronize();
+  CHECK(m.g[0][0] == static_cast<float>(group().size()));
+}
