@@ -27,6 +27,7 @@
 #include <gloo/types.h>
 
 #include <net/if.h>
+#include <signal.h>
 
 #include <atomic>
 #include <cstdint>
@@ -117,6 +118,21 @@ inline std::shared_ptr<::gloo::transport::Device> make_gloo_device(const rendezv
   }
 }
 
+/// Gloo writes to its sockets without MSG_NOSIGNAL: a peer that dies mid-write
+/// would kill this process with SIGPIPE instead of raising an error we can
+/// report. Like Python (and so PyTorch) does at start-up, ignore SIGPIPE, but
+/// only when nobody installed a handler of their own.
+inline void ignore_sigpipe_if_default() {
+  struct sigaction current{};
+  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL &&
+      !(current.sa_flags & SA_SIGINFO)) {
+    struct sigaction ignore{};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    ::sigaction(SIGPIPE, &ignore, nullptr);
+  }
+}
+
 /// Gloo wants typed pointers only for their element size.
 template <class F> decltype(auto) with_element_type(std::size_t size, F&& f) {
   switch (size) {
@@ -131,6 +147,7 @@ class gloo_communicator {
 public:
   explicit gloo_communicator(const rendezvous& rv)
       : rank_(rv.topo.rank), size_(rv.topo.world_size), timeout_(rv.timeout), store_(rv.store) {
+    ignore_sigpipe_if_default();
     auto device = make_gloo_device(rv);
     auto ctx = std::make_shared<::gloo::rendezvous::Context>(rank_, size_);
     ctx->setTimeout(timeout_); // before connectFullMesh, or it keeps Gloo's 30 s
