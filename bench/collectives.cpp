@@ -2,33 +2,16 @@
 // size on its own context, interleaved round by round so both see the same noise.
 //   ddprun --nproc-per-node 2 --no-prefix build/bench/bench_collectives
 #include "common.hpp"
-
-#include <ddp/ddp.hpp>
-
-#include <gloo/math.h>
+#include "raw_gloo.hpp"
 
 int main() {
   auto pg = ddp::init_process_group<ddp::gloo>();
-  // The baseline: a second, plain Gloo context over the same store.
-  ddp::detail::rendezvous rv;
-  rv.topo = pg.topology();
-  auto device = ddp::detail::make_gloo_device(rv);
-  auto raw = std::make_shared<::gloo::rendezvous::Context>(pg.rank(), pg.size());
-  raw->setTimeout(std::chrono::seconds(120));
-  ddp::detail::gloo_store_adapter adapter(*pg.store(), "bench/raw/");
-  raw->connectFullMesh(adapter, device);
-  std::uint32_t tag = 1000;
+  bench::raw_gloo raw(pg, "bench/raw/"); // the baseline: a plain Gloo context of its own
 
   for (std::size_t bytes : {std::size_t{4} << 10, std::size_t{1} << 20, std::size_t{100} << 20}) {
     std::vector<float> a(bytes / sizeof(float), 1.0f), b(a.size(), 1.0f);
     auto run_ddp = [&] { pg.all_reduce(a); };
-    auto run_raw = [&] {
-      ::gloo::AllreduceOptions opts(raw);
-      opts.setOutput(b.data(), b.size());
-      opts.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, size_t)>(&::gloo::sum<float>));
-      opts.setTag(tag++);
-      ::gloo::allreduce(opts);
-    };
+    auto run_raw = [&] { raw.all_reduce(b); };
     // Warm up, and agree on a repetition count (rank 0's estimate) so every rank runs the same number.
     run_ddp();
     run_raw();

@@ -1,0 +1,153 @@
+// synchronize() cost for ResNet-50's parameter shapes and for 2000 small
+// tensors, per bucketing policy, against one raw Gloo allreduce of a flat
+// buffer of the same total size; plus how much communication a (sleeping)
+// backward hides. One JSON line per case from rank 0.
+//   ddprun --nproc-per-node 2 --no-prefix build/bench/bench_grad_sync
+#include "common.hpp"
+#include "raw_gloo.hpp"
+
+#include <thread>
+
+namespace {
+
+/// ResNet-50 (torchvision) parameter sizes in registration order: 161 tensors, 25 557 032 floats.
+std::vector<std::size_t> resnet50_sizes() {
+  std::vector<std::size_t> s{64 * 3 * 7 * 7, 64, 64};
+  std::size_t in = 64;
+  for (auto [planes, blocks] : {std::pair<std::size_t, int>{64, 3}, {128, 4}, {256, 6}, {512, 3}}) {
+    for (int b = 0; b < blocks; ++b) {
+      std::size_t out = planes * 4;
+      for (std::size_t x : {planes * in, planes, planes, planes * planes * 9, planes, planes, out * planes, out, out})
+        s.push_back(x);
+      if (b == 0) s.insert(s.end(), {out * in, out, out});
+      in = out;
+    }
+  }
+  s.insert(s.end(), {1000 * 2048, 1000});
+  return s;
+}
+
+/// A model made of float tensors of given sizes; gradients in separate allocations
+/// (the common case) or in a ddp::arena (then buckets reduce in place).
+struct shape_model {
+  std::vector<std::vector<float>> values, grads;
+  std::unique_ptr<ddp::arena<float>> arena;
+  std::vector<std::span<float>> grad_views;
+  shape_model(const std::vector<std::size_t>& sizes, bool use_arena) {
+    if (use_arena) arena = std::make_unique<ddp::arena<float>>(sizes);
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      values.emplace_back(sizes[k], 0.01f);
+      if (use_arena) {
+        grad_views.push_back(arena->slot(k));
+      } else {
+        grads.emplace_back(sizes[k], 1.0f);
+        grad_views.emplace_back(grads.back());
+      }
+    }
+  }
+  template <class F> void for_each_parameter(F&& f) {
+    for (std::size_t k = 0; k < values.size(); ++k) f("p" + std::to_string(k), values[k], grad_views[k]);
+  }
+};
+
+template <class Policy> double time_sync(ddp::process_group<ddp::gloo>& pg, const std::vector<std::size_t>& sizes,
+                                         bool use_arena, int reps) {
+  shape_model m(sizes, use_arena);
+  ddp::distributed_data_parallel<shape_model, ddp::gloo, Policy> dp(m, pg, {.broadcast_buffers = false});
+  dp.synchronize(); // warm up: buffers allocated, connections hot
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    pg.barrier();
+    t.push_back(bench::time_once([&] { dp.synchronize(); }));
+  }
+  return bench::median(t);
+}
+
+double time_flat(ddp::process_group<ddp::gloo>& pg, bench::raw_gloo& raw, std::size_t total, int reps) {
+  std::vector<float> flat(total, 1.0f);
+  raw.all_reduce(flat);
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    pg.barrier();
+    t.push_back(bench::time_once([&] { raw.all_reduce(flat); }));
+  }
+  return bench::median(t);
+}
+
+template <class Policy>
+void report(ddp::process_group<ddp::gloo>& pg, bench::raw_gloo& raw, const char* name, const char* policy,
+            const std::vector<std::size_t>& sizes, bool use_arena, int reps) {
+  std::size_t total = 0;
+  for (auto s : sizes) total += s;
+  // Interleave the two measurements in rounds so both see the same machine.
+  std::vector<double> sync, flat;
+  for (int round = 0; round < 3; ++round) {
+    sync.push_back(time_sync<Policy>(pg, sizes, use_arena, reps));
+    flat.push_back(time_flat(pg, raw, total, reps));
+  }
+  double s = bench::median(sync), f = bench::median(flat);
+  if (pg.rank() == 0)
+    std::printf("{\"case\":\"%s\",\"policy\":\"%s%s\",\"tensors\":%zu,\"floats\":%zu,\"sync_s\":%.6g,\"flat_s\":%.6g,"
+                "\"ratio\":%.4f}\n",
+                name, policy, use_arena ? "+arena" : "", sizes.size(), total, s, f, s / f);
+  std::fflush(stdout);
+}
+
+/// A backward that takes `per_layer` per group of parameters (sleeping: the two
+/// cores stay free for communication) and marks each group's gradients as it
+/// finishes them, last layer first.
+void overlap(ddp::process_group<ddp::gloo>& pg, const std::vector<std::size_t>& sizes, int reps) {
+  shape_model m(sizes, false);
+  ddp::distributed_data_parallel dp(m, pg, {.broadcast_buffers = false});
+  dp.synchronize();
+  std::vector<double> comm;
+  for (int i = 0; i < reps; ++i) {
+    pg.barrier();
+    comm.push_back(bench::time_once([&] { dp.synchronize(); }));
+  }
+  const double c = bench::median(comm);
+  const int layers = 16;
+  const auto per_layer = std::chrono::duration<double>(1.2 * c / layers); // backward a bit longer than communication
+  std::vector<double> step, backward;
+  for (int i = 0; i < reps; ++i) {
+    pg.barrier();
+    double b = 0;
+    step.push_back(bench::time_once([&] {
+      const std::size_t n = sizes.size();
+      for (int l = layers; l-- > 0;) {
+        b += bench::time_once([&] { std::this_thread::sleep_for(per_layer); });
+        for (std::size_t k = n * static_cast<std::size_t>(l) / layers; k < n * static_cast<std::size_t>(l + 1) / layers; ++k)
+          dp.mark_grad_ready(n - 1 - (n - 1 - k)); // layer l owns parameters [n*l/L, n*(l+1)/L)
+      }
+      dp.synchronize();
+    }));
+    backward.push_back(b);
+  }
+  const double t = bench::median(step), b = bench::median(backward);
+  const double hidden = std::clamp((b + c - t) / c, 0.0, 1.0);
+  if (pg.rank() == 0)
+    std::printf("{\"case\":\"overlap_resnet50\",\"policy\":\"size_capped\",\"backward_s\":%.6g,\"comm_s\":%.6g,"
+                "\"step_s\":%.6g,\"hidden_fraction\":%.3f}\n",
+                b, c, t, hidden);
+  std::fflush(stdout);
+}
+
+} // namespace
+
+int main() {
+  auto pg = ddp::init_process_group<ddp::gloo>();
+  bench::raw_gloo raw(pg, "bench/grad_sync/raw/");
+  const auto resnet = resnet50_sizes();
+  const std::vector<std::size_t> small(2000, 256);
+  using namespace ddp::bucketing;
+  report<size_capped<>>(pg, raw, "resnet50", "size_capped", resnet, false, 5);
+  report<size_capped<>>(pg, raw, "resnet50", "size_capped", resnet, true, 5);
+  report<per_tensor>(pg, raw, "resnet50", "per_tensor", resnet, false, 5);
+  report<single_buffer>(pg, raw, "resnet50", "single_buffer", resnet, false, 5);
+  report<size_capped<>>(pg, raw, "many_small", "size_capped", small, false, 31);
+  report<size_capped<>>(pg, raw, "many_small", "size_capped", small, true, 31);
+  report<per_tensor>(pg, raw, "many_small", "per_tensor", small, false, 11);
+  report<single_buffer>(pg, raw, "many_small", "single_buffer", small, false, 31);
+  overlap(pg, resnet, 7);
+  pg.barrier();
+}

@@ -1,0 +1,37 @@
+// The baseline the DDP benchmarks compare against: a plain Gloo context of its
+// own, connected through the job's store, running gloo::allreduce directly.
+#pragma once
+
+#include <ddp/ddp.hpp>
+
+#include <gloo/math.h>
+
+namespace bench {
+
+class raw_gloo {
+public:
+  template <class PG> explicit raw_gloo(PG& pg, const std::string& prefix) {
+    ddp::detail::rendezvous rv;
+    rv.topo = pg.topology();
+    auto device = ddp::detail::make_gloo_device(rv);
+    ctx_ = std::make_shared<::gloo::rendezvous::Context>(pg.rank(), pg.size());
+    ctx_->setTimeout(std::chrono::seconds(300));
+    ddp::detail::gloo_store_adapter adapter(*pg.store(), prefix);
+    ctx_->connectFullMesh(adapter, device);
+  }
+
+  /// Sums `v` across ranks in place, as a user of plain Gloo would.
+  void all_reduce(std::vector<float>& v) {
+    ::gloo::AllreduceOptions opts(ctx_);
+    opts.setOutput(v.data(), v.size());
+    opts.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, size_t)>(&::gloo::sum<float>));
+    opts.setTag(tag_++);
+    ::gloo::allreduce(opts);
+  }
+
+private:
+  std::shared_ptr<::gloo::rendezvous::Context> ctx_;
+  std::uint32_t tag_ = 1;
+};
+
+} // namespace bench
