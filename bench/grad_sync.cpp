@@ -117,7 +117,7 @@ void overlap(ddp::process_group<ddp::gloo>& pg, const std::vector<std::size_t>& 
       for (int l = layers; l-- > 0;) {
         b += bench::time_once([&] { std::this_thread::sleep_for(per_layer); });
         for (std::size_t k = n * static_cast<std::size_t>(l) / layers; k < n * static_cast<std::size_t>(l + 1) / layers; ++k)
-          dp.mark_grad_ready(n - 1 - (n - 1 - k)); // layer l owns parameters [n*l/L, n*(l+1)/L)
+          dp.mark_grad_ready(k); // layer l owns parameters [n*l/L, n*(l+1)/L)
       }
       dp.synchronize();
     }));

@@ -4,7 +4,8 @@
 // lie in memory in reverse registration order, back to back: any bucket of
 // consecutive parameters is then one contiguous range, and DDP reduces it in
 // place. (PyTorch's gradient_as_bucket_view, without the view bookkeeping.)
-#pragma once
+#ifndef DDP_ARENA_HPP
+#define DDP_ARENA_HPP
 
 #include <ddp/error.hpp>
 
@@ -68,3 +69,5 @@ private:
 };
 
 DDP_END_NAMESPACE
+
+#endif // DDP_ARENA_HPP

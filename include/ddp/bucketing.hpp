@@ -1,7 +1,8 @@
 // Bucketing policies: which gradients travel together in one all-reduce.
 // Buckets launch in bucket order, so bucket 0 should hold the gradients that
 // backward produces first (the last parameters).
-#pragma once
+#ifndef DDP_BUCKETING_HPP
+#define DDP_BUCKETING_HPP
 
 #include <ddp/tensor.hpp>
 
@@ -92,3 +93,5 @@ struct single_buffer {
 
 } // namespace bucketing
 DDP_END_NAMESPACE
+
+#endif // DDP_BUCKETING_HPP

@@ -1,5 +1,6 @@
 // ddp — version, ABI namespace and the few macros every header uses.
-#pragma once
+#ifndef DDP_CONFIG_HPP
+#define DDP_CONFIG_HPP
 
 #define DDP_VERSION_MAJOR 0
 #define DDP_VERSION_MINOR 1
@@ -44,3 +45,5 @@ constexpr version_info version() noexcept {
 }
 
 DDP_END_NAMESPACE
+
+#endif // DDP_CONFIG_HPP

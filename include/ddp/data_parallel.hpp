@@ -1,6 +1,7 @@
 // ddp::distributed_data_parallel — gradient averaging for any model type, in
 // buckets that launch while backward is still running.
-#pragma once
+#ifndef DDP_DATA_PARALLEL_HPP
+#define DDP_DATA_PARALLEL_HPP
 
 #include <ddp/bucketing.hpp>
 #include <ddp/detail/elementwise.hpp>
@@ -33,22 +34,33 @@ struct bucket_info {
   bool in_place; ///< reduced directly in the gradients' memory (no packing)
 };
 
+/// The primary template only diagnoses: it is chosen when an argument is not
+/// what it should be, and says which one and how to fix it, once.
 template <class Model, class Backend, class Bucketing = bucketing::size_capped<>, class Reduction = reduction::mean>
 class distributed_data_parallel {
   static_assert(model<Model>,
                 "ddp: the model type must provide `template <class F> void for_each_parameter(F&& f)` calling "
                 "f(name, value, grad) for each parameter in registration order, or specialize "
                 "ddp::model_traits<Model> with a static for_each_parameter(Model&, F&&).");
-  static_assert(backend_policy<Backend>, "ddp: Backend must be a backend policy such as ddp::gloo or ddp::nccl.");
-  static_assert(bucketing_policy<Bucketing>,
+  static_assert(!model<Model> || backend_policy<Backend>,
+                "ddp: Backend must be a backend policy such as ddp::gloo or ddp::nccl.");
+  static_assert(!model<Model> || !backend_policy<Backend> || bucketing_policy<Bucketing>,
                 "ddp: Bucketing must be a bucketing policy: a type with `static "
                 "std::vector<std::vector<std::size_t>> assign(std::span<const ddp::parameter_desc>)` "
                 "(see ddp::bucketing::size_capped, per_tensor, single_buffer).");
-  static_assert(reduction_policy<Reduction>,
+  static_assert(!model<Model> || !backend_policy<Backend> || !bucketing_policy<Bucketing> ||
+                    reduction_policy<Reduction>,
                 "ddp: Reduction must be a reduction policy: a type with `static constexpr bool average` and "
                 "`static constexpr ddp::dtype wire(ddp::dtype)` (see ddp::reduction::mean, sum, "
                 "fp16_compressed_mean, bf16_compressed_mean).");
 
+public:
+  template <class... Args> explicit distributed_data_parallel(Args&&...) {}
+};
+
+template <class Model, class Backend, class Bucketing, class Reduction>
+  requires model<Model> && backend_policy<Backend> && bucketing_policy<Bucketing> && reduction_policy<Reduction>
+class distributed_data_parallel<Model, Backend, Bucketing, Reduction> {
 public:
   using model_type = Model;
   using backend_type = Backend;
@@ -492,3 +504,5 @@ template <class M, class B>
 distributed_data_parallel(M&, process_group<B>&, ddp_options) -> distributed_data_parallel<M, B>;
 
 DDP_END_NAMESPACE
+
+#endif // DDP_DATA_PARALLEL_HPP

@@ -1,6 +1,7 @@
 // ddp — header-only distributed data-parallel training for C++20.
 // The umbrella header: everything for the Gloo backend.
-#pragma once
+#ifndef DDP_DDP_HPP
+#define DDP_DDP_HPP
 
 #include <ddp/config.hpp>
 #include <ddp/error.hpp>
@@ -17,3 +18,5 @@
 #include <ddp/reduction.hpp>
 #include <ddp/arena.hpp>
 #include <ddp/data_parallel.hpp>
+
+#endif // DDP_DDP_HPP

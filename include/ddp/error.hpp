@@ -1,5 +1,6 @@
 // ddp::error — the one exception type ddp throws, with a kind to branch on.
-#pragma once
+#ifndef DDP_ERROR_HPP
+#define DDP_ERROR_HPP
 
 #include <ddp/config.hpp>
 
@@ -48,3 +49,5 @@ private:
 };
 
 DDP_END_NAMESPACE
+
+#endif // DDP_ERROR_HPP

@@ -1,6 +1,7 @@
 // The model concept: any type that can list its parameters (value and gradient
 // tensors, in forward/registration order) and, optionally, its buffers.
-#pragma once
+#ifndef DDP_MODEL_HPP
+#define DDP_MODEL_HPP
 
 #include <ddp/tensor.hpp>
 
@@ -43,3 +44,5 @@ template <class M>
 concept model_with_buffers = model<M> && requires(M& m) { model_traits<M>::for_each_buffer(m, detail::buffer_probe{}); };
 
 DDP_END_NAMESPACE
+
+#endif // DDP_MODEL_HPP

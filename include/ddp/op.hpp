@@ -1,5 +1,6 @@
 // ddp::op — the reduction operators of all_reduce and reduce_scatter.
-#pragma once
+#ifndef DDP_OP_HPP
+#define DDP_OP_HPP
 
 #include <ddp/config.hpp>
 
@@ -21,3 +22,5 @@ constexpr std::string_view to_string(op o) noexcept {
 }
 
 DDP_END_NAMESPACE
+
+#endif // DDP_OP_HPP

@@ -1,5 +1,6 @@
 // ddp::process_group<Backend> and ddp::init_process_group<Backend>().
-#pragma once
+#ifndef DDP_PROCESS_GROUP_HPP
+#define DDP_PROCESS_GROUP_HPP
 
 #include <ddp/detail/log.hpp>
 #include <ddp/detail/rendezvous.hpp>
@@ -127,51 +128,67 @@ public:
 
 private:
   template <class T> work all_reduce_impl(T& t, op o, bool blocking) {
-    auto s = checked_span<T>(t);
-    return comm_->all_reduce(s.data(), s.size(), dtype_v<tensor_value_t<T>>, o, blocking);
+    if constexpr (usable<T>()) {
+      auto s = as_span(t);
+      return comm_->all_reduce(s.data(), s.size(), dtype_v<tensor_value_t<T>>, o, blocking);
+    } else {
+      return {};
+    }
   }
 
   template <class T> work broadcast_impl(T& t, int root, bool blocking) {
-    check_root(root, "broadcast");
-    auto s = checked_span<T>(t);
-    return comm_->broadcast(s.data(), s.size(), dtype_v<tensor_value_t<T>>, root, blocking);
+    if constexpr (usable<T>()) {
+      check_root(root, "broadcast");
+      auto s = as_span(t);
+      return comm_->broadcast(s.data(), s.size(), dtype_v<tensor_value_t<T>>, root, blocking);
+    } else {
+      return {};
+    }
   }
 
   template <class In, class Out> work all_gather_impl(const In& in, Out& out, bool blocking) {
-    auto i = checked_span<const In>(in);
-    auto o = checked_span<Out>(out);
-    static_assert(std::is_same_v<std::remove_cv_t<typename decltype(i)::element_type>,
-                                 typename decltype(o)::element_type>,
-                  "ddp: all_gather needs input and output of the same element type");
-    if (o.size() != i.size() * static_cast<std::size_t>(size()))
-      throw error(error_kind::config, "all_gather on rank " + std::to_string(rank()) + ": output has " +
-                                          std::to_string(o.size()) + " elements, expected world size " +
-                                          std::to_string(size()) + " x input " + std::to_string(i.size()));
-    return comm_->all_gather(i.data(), o.data(), i.size(), dtype_v<tensor_value_t<Out>>, blocking);
+    if constexpr (usable<const In>() && usable<Out>()) {
+      static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
+                    "ddp: all_gather needs input and output of the same element type");
+      auto i = as_span(in);
+      auto o = as_span(out);
+      if (o.size() != i.size() * static_cast<std::size_t>(size()))
+        throw error(error_kind::config, "all_gather on rank " + std::to_string(rank()) + ": output has " +
+                                            std::to_string(o.size()) + " elements, expected world size " +
+                                            std::to_string(size()) + " x input " + std::to_string(i.size()));
+      return comm_->all_gather(i.data(), o.data(), i.size(), dtype_v<tensor_value_t<Out>>, blocking);
+    } else {
+      return {};
+    }
   }
 
   template <class In, class Out> work reduce_scatter_impl(const In& in, Out& out, op o, bool blocking) {
-    auto i = checked_span<const In>(in);
-    auto s = checked_span<Out>(out);
-    static_assert(std::is_same_v<std::remove_cv_t<typename decltype(i)::element_type>,
-                                 typename decltype(s)::element_type>,
-                  "ddp: reduce_scatter needs input and output of the same element type");
-    if (i.size() != s.size() * static_cast<std::size_t>(size()))
-      throw error(error_kind::config, "reduce_scatter on rank " + std::to_string(rank()) + ": input has " +
-                                          std::to_string(i.size()) + " elements, expected world size " +
-                                          std::to_string(size()) + " x output " + std::to_string(s.size()));
-    return comm_->reduce_scatter(i.data(), s.data(), s.size(), dtype_v<tensor_value_t<Out>>, o, blocking);
+    if constexpr (usable<const In>() && usable<Out>()) {
+      static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
+                    "ddp: reduce_scatter needs input and output of the same element type");
+      auto i = as_span(in);
+      auto s = as_span(out);
+      if (i.size() != s.size() * static_cast<std::size_t>(size()))
+        throw error(error_kind::config, "reduce_scatter on rank " + std::to_string(rank()) + ": input has " +
+                                            std::to_string(i.size()) + " elements, expected world size " +
+                                            std::to_string(size()) + " x output " + std::to_string(s.size()));
+      return comm_->reduce_scatter(i.data(), s.data(), s.size(), dtype_v<tensor_value_t<Out>>, o, blocking);
+    } else {
+      return {};
+    }
   }
 
-  template <class T> static auto checked_span(T& t) {
-    detail::require_tensor<std::remove_cvref_t<T>>();
-    if constexpr (tensor<std::remove_cvref_t<T>>) {
-      static_assert(Backend::supports_device_tensors || !on_device_v<std::remove_cvref_t<T>>,
+  /// True when T can be used here; otherwise one static_assert says why, and the
+  /// caller compiles nothing else (no cascade of follow-up errors).
+  template <class T> static constexpr bool usable() {
+    using U = std::remove_reference_t<T>;
+    detail::require_tensor<std::remove_cv_t<U>>();
+    if constexpr (tensor<U>) {
+      static_assert(Backend::supports_device_tensors || !on_device_v<std::remove_cv_t<U>>,
                     "ddp: this backend (Gloo) works on host memory; a device_span needs ddp::nccl");
-      return as_span(t);
-    } else {
-      return std::span<float>{};
+      return Backend::supports_device_tensors || !on_device_v<std::remove_cv_t<U>>;
     }
+    return false;
   }
 
   void check_root(int root, const char* what) const {
@@ -279,3 +296,5 @@ template <class Backend> process_group<Backend> init_process_group(const init_op
 }
 
 DDP_END_NAMESPACE
+
+#endif // DDP_PROCESS_GROUP_HPP

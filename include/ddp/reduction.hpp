@@ -7,7 +7,8 @@
 // with eps = 2^-11 (fp16) or 2^-8 (bf16): about 3 (fp16) or 2.4 (bf16)
 // significant decimal digits. fp16 overflows above 65504: use bf16 for
 // gradients that large. tests/dist/test_data_parallel checks these bounds.
-#pragma once
+#ifndef DDP_REDUCTION_HPP
+#define DDP_REDUCTION_HPP
 
 #include <ddp/tensor.hpp>
 
@@ -50,3 +51,5 @@ struct bf16_compressed_mean {
 
 } // namespace reduction
 DDP_END_NAMESPACE
+
+#endif // DDP_REDUCTION_HPP

@@ -2,7 +2,8 @@
 // `shuffled` and `sequential` are index-identical to PyTorch's
 // torch.utils.data.DistributedSampler (shuffle=True/False) for every
 // (n, num_replicas, rank, seed, epoch, drop_last). Needs neither Gloo nor NCCL.
-#pragma once
+#ifndef DDP_SAMPLER_HPP
+#define DDP_SAMPLER_HPP
 
 #include <ddp/error.hpp>
 
@@ -130,12 +131,18 @@ using contiguous_shuffled_blocks = basic_contiguous<true>;
 
 } // namespace sampling
 
+/// The primary template only diagnoses a policy that is not one, once.
 template <class Policy = sampling::shuffled> class distributed_sampler {
   static_assert(sampling_policy<Policy>,
                 "ddp: distributed_sampler<P> needs a sampling policy: a type with "
                 "`static void rank_indices(const ddp::sampler_context&, std::vector<std::int64_t>& out)` "
                 "(see ddp::sampling::shuffled, sequential, contiguous).");
 
+public:
+  template <class... Args> explicit distributed_sampler(Args&&...) {}
+};
+
+template <sampling_policy Policy> class distributed_sampler<Policy> {
 public:
   using policy_type = Policy;
 
@@ -237,9 +244,11 @@ private:
   bool drop_last_;
 };
 
-template <class Policy>
+template <sampling_policy Policy>
 batch_range batches(const distributed_sampler<Policy>& s, std::size_t batch_size, bool drop_last = false) {
   return batch_range(s.indices(), batch_size, drop_last);
 }
 
 DDP_END_NAMESPACE
+
+#endif // DDP_SAMPLER_HPP

@@ -1,7 +1,8 @@
 // ddp::tcp_store — the rendezvous key-value store. Rank 0 serves it on
 // MASTER_ADDR:MASTER_PORT (that address only); every rank, rank 0 included,
 // talks to it as a client. Connections are gated by the job token.
-#pragma once
+#ifndef DDP_STORE_HPP
+#define DDP_STORE_HPP
 
 #include <ddp/detail/socket.hpp>
 #include <ddp/detail/store_protocol.hpp>
@@ -194,3 +195,5 @@ private:
 };
 
 DDP_END_NAMESPACE
+
+#endif // DDP_STORE_HPP

@@ -1,7 +1,8 @@
 // Tensors: any contiguous buffer of a supported element type. tensor_traits
 // is the customization point; std::vector, std::array, std::span, Eigen dense
 // objects (Matrix, Array, Map, Ref) and ddp::device_span are built in.
-#pragma once
+#ifndef DDP_TENSOR_HPP
+#define DDP_TENSOR_HPP
 
 #include <ddp/error.hpp>
 
@@ -164,3 +165,5 @@ template <class T> consteval void require_tensor() {
 } // namespace detail
 
 DDP_END_NAMESPACE
+
+#endif // DDP_TENSOR_HPP

@@ -1,5 +1,6 @@
 // ddp::topology — who this process is: from ddprun/torchrun, OpenMPI or SLURM variables.
-#pragma once
+#ifndef DDP_TOPOLOGY_HPP
+#define DDP_TOPOLOGY_HPP
 
 #include <ddp/detail/env.hpp>
 #include <ddp/detail/nodelist.hpp>
@@ -188,3 +189,5 @@ inline topology topology::from_env() {
 }
 
 DDP_END_NAMESPACE
+
+#endif // DDP_TOPOLOGY_HPP

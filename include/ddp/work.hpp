@@ -1,5 +1,6 @@
 // ddp::work — the handle of an asynchronous collective.
-#pragma once
+#ifndef DDP_WORK_HPP
+#define DDP_WORK_HPP
 
 #include <ddp/error.hpp>
 
@@ -62,3 +63,5 @@ private:
 };
 
 DDP_END_NAMESPACE
+
+#endif // DDP_WORK_HPP

@@ -2,7 +2,8 @@
 // submission order, on a worker thread (Gloo has no non-blocking collectives),
 // each with a fresh tag. The first failure closes every connection, so peers
 // fail fast too, and poisons the group.
-#pragma once
+#ifndef DDP_BACKEND_GLOO_HPP
+#define DDP_BACKEND_GLOO_HPP
 
 #include <ddp/detail/elementwise.hpp>
 #include <ddp/detail/log.hpp>
@@ -344,3 +345,5 @@ struct gloo {
 };
 
 DDP_END_NAMESPACE
+
+#endif // DDP_BACKEND_GLOO_HPP

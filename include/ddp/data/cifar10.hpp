@@ -1,6 +1,7 @@
 // CIFAR-10 binary batches: records of 1 label byte + 3072 pixel bytes
 // (32x32, the R plane, then G, then B), plain or .gz.
-#pragma once
+#ifndef DDP_DATA_CIFAR10_HPP
+#define DDP_DATA_CIFAR10_HPP
 
 #include <ddp/data/reader.hpp>
 
@@ -45,3 +46,5 @@ inline labeled_images read_cifar10(const std::vector<std::string>& paths) {
 
 } // namespace data
 DDP_END_NAMESPACE
+
+#endif // DDP_DATA_CIFAR10_HPP

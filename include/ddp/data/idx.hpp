@@ -1,5 +1,6 @@
 // IDX files (MNIST, Fashion-MNIST): images and labels, plain or .gz.
-#pragma once
+#ifndef DDP_DATA_IDX_HPP
+#define DDP_DATA_IDX_HPP
 
 #include <ddp/data/reader.hpp>
 
@@ -93,3 +94,5 @@ inline labeled_images read_idx(const std::string& images_path, const std::string
 
 } // namespace data
 DDP_END_NAMESPACE
+
+#endif // DDP_DATA_IDX_HPP

@@ -1,7 +1,8 @@
 // Shared by the data readers: a byte reader over plain or gzip files (zlib
 // reads both) that knows its offset, so every error names the file and the
 // byte where things went wrong. Needs zlib: link ddp::data.
-#pragma once
+#ifndef DDP_DATA_READER_HPP
+#define DDP_DATA_READER_HPP
 
 #include <ddp/error.hpp>
 
@@ -131,3 +132,5 @@ inline sample_matrix to_unit_floats(const std::vector<std::uint8_t>& bytes, std:
 } // namespace detail
 } // namespace data
 DDP_END_NAMESPACE
+
+#endif // DDP_DATA_READER_HPP

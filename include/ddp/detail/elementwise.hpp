@@ -1,7 +1,8 @@
 // Type-erased elementwise kernels on raw buffers, keyed by dtype: the reduce
 // functions handed to the backends, and in-place scaling for op::avg. Half
 // types compute in float and round once.
-#pragma once
+#ifndef DDP_DETAIL_ELEMENTWISE_HPP
+#define DDP_DETAIL_ELEMENTWISE_HPP
 
 #include <ddp/detail/half.hpp>
 #include <ddp/op.hpp>
@@ -143,3 +144,5 @@ inline void copy_scaled(void* dst, dtype to, const void* src, dtype from, std::s
 
 } // namespace detail
 DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_ELEMENTWISE_HPP

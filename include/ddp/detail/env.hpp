@@ -1,6 +1,7 @@
 // Reading and validating environment variables: every failure names the
 // variable and its value.
-#pragma once
+#ifndef DDP_DETAIL_ENV_HPP
+#define DDP_DETAIL_ENV_HPP
 
 #include <ddp/error.hpp>
 
@@ -60,3 +61,5 @@ inline std::int64_t require_env_int(const char* name, std::int64_t lo,
 
 } // namespace detail
 DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_ENV_HPP

@@ -1,6 +1,7 @@
 // Diagnostics on stderr, gated by DDP_DEBUG (OFF | INFO | DETAIL). Warnings
 // (refused connections, teardown trouble) are always printed.
-#pragma once
+#ifndef DDP_DETAIL_LOG_HPP
+#define DDP_DETAIL_LOG_HPP
 
 #include <ddp/detail/env.hpp>
 
@@ -36,3 +37,5 @@ inline void log_line(std::string_view who, std::string_view text) {
 
 } // namespace detail
 DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_LOG_HPP

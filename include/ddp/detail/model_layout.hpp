@@ -1,6 +1,7 @@
 // The parameters and buffers of a model, walked once into type-erased slots,
 // plus the description that ranks compare to prove they hold the same model.
-#pragma once
+#ifndef DDP_DETAIL_MODEL_LAYOUT_HPP
+#define DDP_DETAIL_MODEL_LAYOUT_HPP
 
 #include <ddp/error.hpp>
 #include <ddp/model.hpp>
@@ -132,3 +133,5 @@ inline std::string first_difference(const std::string& d0, const std::string& dr
 
 } // namespace detail
 DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_MODEL_LAYOUT_HPP

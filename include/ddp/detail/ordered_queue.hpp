@@ -2,7 +2,8 @@
 // submission order. The first failure poisons the queue: every pending and
 // every later task fails at once with that same error, so no rank waits on a
 // collective its peers will never join.
-#pragma once
+#ifndef DDP_DETAIL_ORDERED_QUEUE_HPP
+#define DDP_DETAIL_ORDERED_QUEUE_HPP
 
 #include <ddp/work.hpp>
 
@@ -122,3 +123,5 @@ private:
 
 } // namespace detail
 DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_ORDERED_QUEUE_HPP

@@ -1,6 +1,7 @@
 // What a backend needs to connect: the resolved topology, timeout, token and
 // (for env:// and tcp://) the job's tcp_store. Built by init_process_group.
-#pragma once
+#ifndef DDP_DETAIL_RENDEZVOUS_HPP
+#define DDP_DETAIL_RENDEZVOUS_HPP
 
 #include <ddp/store.hpp>
 #include <ddp/topology.hpp>
@@ -22,3 +23,5 @@ struct rendezvous {
 
 } // namespace detail
 DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_RENDEZVOUS_HPP

@@ -1,7 +1,8 @@
 // The rendezvous store's wire format. A frame is a little-endian u32 length
 // followed by that many bytes: a one-byte opcode, then fields. Strings and
 // byte blobs are a u32 length plus bytes; integers are fixed-width.
-#pragma once
+#ifndef DDP_DETAIL_STORE_PROTOCOL_HPP
+#define DDP_DETAIL_STORE_PROTOCOL_HPP
 
 #include <ddp/config.hpp>
 
@@ -104,3 +105,5 @@ inline bool tokens_equal(std::string_view a, std::string_view b) {
 
 } // namespace detail
 DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_STORE_PROTOCOL_HPP

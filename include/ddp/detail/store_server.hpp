@@ -3,7 +3,8 @@
 // job token; a wrong token, a malformed or an oversized frame closes that
 // connection only. A rank whose connection drops without saying goodbye is
 // recorded under `store_lost_key`, so survivors can name the rank they lost.
-#pragma once
+#ifndef DDP_DETAIL_STORE_SERVER_HPP
+#define DDP_DETAIL_STORE_SERVER_HPP
 
 #include <ddp/detail/log.hpp>
 #include <ddp/detail/socket.hpp>
@@ -242,3 +243,5 @@ private:
 
 } // namespace detail
 DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_STORE_SERVER_HPP
