@@ -1,0 +1,41 @@
+#!/bin/sh
+# Builds one consumer project the way a user would, then runs it on 2 ranks.
+# usage: run.sh KIND DDP_SOURCE_DIR DDPRUN CXX
+#   KIND: find_package | add_subdirectory | fetchcontent | single_header
+set -eu
+kind=$1; src=$2; ddprun=$3; cxx=$4
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/ddp-consumer-$kind.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+gen=""
+command -v ninja >/dev/null && gen="-G Ninja"
+case "$kind" in
+  find_package)
+    # Install ddp into a private prefix, as a package would.
+    cmake -S "$src" -B "$work/ddp-build" $gen -DDDP_BUILD_TESTS=OFF -DDDP_BUILD_EXAMPLES=OFF \
+          -DDDP_BUILD_BENCHMARKS=OFF -DDDP_BUILD_TOOLS=OFF -DCMAKE_INSTALL_PREFIX="$work/prefix" >/dev/null
+    cmake --install "$work/ddp-build" >/dev/null
+    cmake -S "$here/find_package" -B "$work/build" $gen -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_CXX_COMPILER="$cxx"
+    ;;
+  add_subdirectory)
+    cmake -S "$here/add_subdirectory" -B "$work/build" $gen -DDDP_SOURCE_DIR="$src" -DCMAKE_CXX_COMPILER="$cxx"
+    ;;
+  fetchcontent)
+    if ! git -C "$src" rev-parse HEAD >/dev/null 2>&1; then
+      echo "SKIP: $src is not a git checkout"; exit 77
+    fi
+    cmake -S "$here/fetchcontent" -B "$work/build" $gen -DDDP_SOURCE_DIR="$src" \
+          -DDDP_GIT_TAG="$(git -C "$src" rev-parse HEAD)" -DCMAKE_CXX_COMPILER="$cxx"
+    ;;
+  single_header)
+    mkdir -p "$work/build"
+    "$cxx" -std=c++20 -O1 -I"$src/single_include" "$here/common/main.cpp" -o "$work/build/consumer" -lgloo -pthread
+    ;;
+  *) echo "unknown consumer kind '$kind'"; exit 2 ;;
+esac
+if [ "$kind" != single_header ]; then
+  cmake --build "$work/build" -j2
+fi
+"$ddprun" --nproc-per-node 2 "$work/build/consumer" > "$work/out.txt" 2>&1 || { cat "$work/out.txt"; exit 1; }
+cat "$work/out.txt"
+test "$(grep -c ': ok$' "$work/out.txt")" -eq 2
