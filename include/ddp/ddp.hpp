@@ -18,5 +18,9 @@
 #include <ddp/reduction.hpp>
 #include <ddp/arena.hpp>
 #include <ddp/data_parallel.hpp>
+// The NCCL backend joins when the build says so (target ddp::nccl defines DDP_WITH_NCCL).
+#if defined(DDP_WITH_NCCL)
+#include <ddp/backend/nccl.hpp>
+#endif
 
 #endif // DDP_DDP_HPP

@@ -1,0 +1,114 @@
+// The example's model: an MLP 784-256-128-10 (ReLU, softmax cross-entropy)
+// in Eigen. Gradients live in a ddp::arena, so DDP reduces them in place.
+#pragma once
+
+#include <ddp/arena.hpp>
+
+#include <Eigen/Core>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace example {
+
+using matrix = Eigen::MatrixXf;
+using grad_map = Eigen::Map<matrix>;
+
+struct mlp {
+  static constexpr int layers = 3;
+  std::vector<int> dims{784, 256, 128, 10};
+  matrix w[layers], b[layers];           // w[l]: dims[l+1] x dims[l], b[l]: dims[l+1] x 1
+  ddp::arena<float> grads;               // dw0, db0, dw1, db1, dw2, db2
+  std::vector<grad_map> dw, db;
+  matrix act[layers + 1];                // activations of the last forward
+
+  explicit mlp(unsigned seed) : grads(sizes()) {
+    std::mt19937 gen(seed);
+    for (int l = 0; l < layers; ++l) {
+      // He initialisation for ReLU layers: N(0, 2 / fan_in).
+      std::normal_distribution<float> n(0.0f, std::sqrt(2.0f / static_cast<float>(dims[l])));
+      w[l] = matrix(dims[l + 1], dims[l]);
+      for (Eigen::Index i = 0; i < w[l].size(); ++i) w[l].data()[i] = n(gen);
+      b[l] = matrix::Zero(dims[l + 1], 1);
+      dw.emplace_back(grads.slot(2 * l).data(), dims[l + 1], dims[l]);
+      db.emplace_back(grads.slot(2 * l + 1).data(), dims[l + 1], 1);
+    }
+  }
+
+  std::vector<std::size_t> sizes() const {
+    std::vector<std::size_t> s;
+    for (int l = 0; l < layers; ++l) {
+      s.push_back(static_cast<std::size_t>(dims[l + 1] * dims[l]));
+      s.push_back(static_cast<std::size_t>(dims[l + 1]));
+    }
+    return s;
+  }
+
+  template <class F> void for_each_parameter(F&& f) {
+    for (int l = 0; l < layers; ++l) {
+      f("fc" + std::to_string(l + 1) + ".weight", w[l], dw[l]);
+      f("fc" + std::to_string(l + 1) + ".bias", b[l], db[l]);
+    }
+  }
+
+  /// Logits (10 x batch) for inputs x (784 x batch).
+  const matrix& forward(const matrix& x) {
+    act[0] = x;
+    for (int l = 0; l < layers; ++l) {
+      act[l + 1].noalias() = w[l] * act[l];
+      act[l + 1].colwise() += b[l].col(0);
+      if (l + 1 < layers) act[l + 1] = act[l + 1].cwiseMax(0.0f);
+    }
+    return act[layers];
+  }
+
+  /// Mean softmax cross-entropy of the last forward against `labels`; writes the
+  /// gradients (replacing them) and calls `layer_done(l)` as each layer's are final.
+  float backward(const std::vector<int>& labels, const std::function<void(int)>& layer_done) {
+    const auto batch = static_cast<float>(labels.size());
+    matrix delta = act[layers];
+    float loss = 0;
+    for (Eigen::Index c = 0; c < delta.cols(); ++c) {
+      auto col = delta.col(c);
+      const float m = col.maxCoeff();
+      col = (col.array() - m).exp();
+      const float z = col.sum();
+      col /= z;
+      loss -= std::log(std::max(col(labels[static_cast<std::size_t>(c)]), 1e-30f));
+      col(labels[static_cast<std::size_t>(c)]) -= 1.0f;
+    }
+    delta /= batch;
+    for (int l = layers - 1; l >= 0; --l) {
+      dw[l].noalias() = delta * act[l].transpose();
+      db[l] = delta.rowwise().sum();
+      if (layer_done) layer_done(l);
+      if (l > 0) delta = (w[l].transpose() * delta).cwiseProduct((act[l].array() > 0.0f).cast<float>().matrix());
+    }
+    return loss / batch;
+  }
+};
+
+/// SGD with momentum, PyTorch's formulation: v = mu * v + g; w -= lr * v.
+struct sgd_momentum {
+  float lr, mu;
+  std::vector<matrix> velocity;
+
+  void step(mlp& m) {
+    if (velocity.empty())
+      for (int l = 0; l < mlp::layers; ++l) {
+        velocity.push_back(matrix::Zero(m.w[l].rows(), m.w[l].cols()));
+        velocity.push_back(matrix::Zero(m.b[l].rows(), 1));
+      }
+    for (int l = 0; l < mlp::layers; ++l) {
+      velocity[2 * l] = mu * velocity[2 * l] + m.dw[l];
+      velocity[2 * l + 1] = mu * velocity[2 * l + 1] + m.db[l];
+      m.w[l] -= lr * velocity[2 * l];
+      m.b[l] -= lr * velocity[2 * l + 1];
+    }
+  }
+};
+
+} // namespace example

@@ -1,0 +1,310 @@
+// The NCCL backend: GPU collectives. Tensors in device memory (ddp::device_span)
+// go to NCCL directly; host tensors are staged through a device buffer kept
+// across calls. Collectives run in submission order on one worker thread and
+// one CUDA stream; every wait polls with a deadline and aborts the communicator
+// on timeout, so a dead or stalled peer is an error, not a hang.
+// Needs <nccl.h> and the CUDA runtime: link ddp::nccl.
+#ifndef DDP_BACKEND_NCCL_HPP
+#define DDP_BACKEND_NCCL_HPP
+
+#include <ddp/detail/log.hpp>
+#include <ddp/detail/ordered_queue.hpp>
+#include <ddp/detail/rendezvous.hpp>
+#include <ddp/op.hpp>
+#include <ddp/tensor.hpp>
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <atomic>
+#include <memory>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+inline ncclDataType_t nccl_type(dtype d) {
+  switch (d) {
+  case dtype::f32: return ncclFloat32;
+  case dtype::f64: return ncclFloat64;
+  case dtype::f16: return ncclFloat16;
+  case dtype::bf16: return ncclBfloat16;
+  case dtype::i32: return ncclInt32;
+  case dtype::i64: return ncclInt64;
+  case dtype::u8: return ncclUint8;
+  case dtype::i8: return ncclInt8;
+  }
+  return ncclFloat32;
+}
+
+inline ncclRedOp_t nccl_op(op o) {
+  switch (o) {
+  case op::sum: return ncclSum;
+  case op::avg: return ncclAvg;
+  case op::min: return ncclMin;
+  case op::max: return ncclMax;
+  case op::product: return ncclProd;
+  }
+  return ncclSum;
+}
+
+class nccl_communicator {
+public:
+  explicit nccl_communicator(const rendezvous& rv)
+      : rank_(rv.topo.rank), size_(rv.topo.world_size), timeout_(rv.timeout), store_(rv.store) {
+    if (!store_)
+      throw error(error_kind::config, "the NCCL backend needs env:// or tcp:// initialisation (file:// has no store)");
+    int count = 0;
+    cudaError_t ce = cudaGetDeviceCount(&count);
+    if (ce != cudaSuccess || count == 0)
+      throw error(error_kind::backend,
+                  "rank " + std::to_string(rank_) + ": no usable CUDA device for NCCL (cudaGetDeviceCount: " +
+                      (ce != cudaSuccess ? std::string(cudaGetErrorString(ce)) : std::string("0 devices")) +
+                      "). On machines without a GPU use ddp::gloo.",
+                  rank_);
+    device_ = rv.topo.local_rank % count;
+    cuda(cudaSetDevice(device_), "cudaSetDevice");
+    ncclUniqueId id;
+    if (rank_ == 0) {
+      nccl_call(ncclGetUniqueId(&id), "ncclGetUniqueId");
+      store_->set("ddp/nccl/unique_id", std::string_view(reinterpret_cast<const char*>(&id), sizeof id));
+    } else {
+      auto bytes = store_->get("ddp/nccl/unique_id");
+      if (bytes.size() != sizeof id) throw error(error_kind::backend, "malformed NCCL unique id in the store");
+      std::memcpy(&id, bytes.data(), sizeof id);
+    }
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0; // so that every wait below can time out
+    nccl_call(ncclCommInitRankConfig(&comm_, size_, id, rank_, &config), "ncclCommInitRankConfig");
+    await_comm("ncclCommInitRankConfig", clock::now() + timeout_);
+    cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  }
+
+  nccl_communicator(const nccl_communicator&) = delete;
+  nccl_communicator& operator=(const nccl_communicator&) = delete;
+
+  ~nccl_communicator() {
+    queue_.reset(); // finish or fail what is queued, stop the worker
+    if (scratch_) cudaFree(scratch_);
+    if (stream_) cudaStreamDestroy(stream_);
+    if (comm_) {
+      if (aborted_) return;
+      ncclCommFinalize(comm_);
+      ncclResult_t state = ncclInProgress;
+      auto deadline = clock::now() + std::chrono::seconds(10);
+      while (ncclCommGetAsyncError(comm_, &state) == ncclSuccess && state == ncclInProgress && clock::now() < deadline)
+        std::this_thread::yield();
+      if (state == ncclSuccess) ncclCommDestroy(comm_);
+      else ncclCommAbort(comm_);
+    }
+  }
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int device() const { return device_; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+  std::exception_ptr poisoned() const { return queue_->poisoned(); }
+  void drain() { queue_->drain(); }
+
+  work all_reduce(void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
+    return submit("all_reduce", n, dt, blocking, [=, this] {
+      auto* d = stage_in(data, n * size_of(dt), n * size_of(dt));
+      nccl_call(ncclAllReduce(d, d, n, nccl_type(dt), nccl_op(o), comm_, stream_), "ncclAllReduce");
+      stage_out(data, d, n * size_of(dt));
+    });
+  }
+
+  work broadcast(void* data, std::size_t n, dtype dt, int root, bool blocking = false) {
+    return submit("broadcast", n, dt, blocking, [=, this] {
+      auto* d = stage_in(data, n * size_of(dt), n * size_of(dt));
+      nccl_call(ncclBroadcast(d, d, n, nccl_type(dt), root, comm_, stream_), "ncclBroadcast");
+      stage_out(data, d, n * size_of(dt));
+    });
+  }
+
+  work all_gather(const void* in, void* out, std::size_t n, dtype dt, bool blocking = false) {
+    return submit("all_gather", n, dt, blocking, [=, this] {
+      const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(size_);
+      if (is_device(out) && is_device(in)) {
+        nccl_call(ncclAllGather(in, out, n, nccl_type(dt), comm_, stream_), "ncclAllGather");
+        return sync("all_gather");
+      }
+      auto* d = static_cast<char*>(scratch(total + bytes));
+      copy_in(d + total, in, bytes);
+      nccl_call(ncclAllGather(d + total, d, n, nccl_type(dt), comm_, stream_), "ncclAllGather");
+      copy_out(out, d, total);
+    });
+  }
+
+  work reduce_scatter(const void* in, void* out, std::size_t n, dtype dt, op o, bool blocking = false) {
+    return submit("reduce_scatter", n, dt, blocking, [=, this] {
+      const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(size_);
+      if (is_device(out) && is_device(in)) {
+        nccl_call(ncclReduceScatter(in, out, n, nccl_type(dt), nccl_op(o), comm_, stream_), "ncclReduceScatter");
+        return sync("reduce_scatter");
+      }
+      auto* d = static_cast<char*>(scratch(total + bytes));
+      copy_in(d, in, total);
+      nccl_call(ncclReduceScatter(d, d + total, n, nccl_type(dt), nccl_op(o), comm_, stream_), "ncclReduceScatter");
+      copy_out(out, d + total, bytes);
+    });
+  }
+
+  work barrier(bool blocking = false) {
+    return submit("barrier", 1, dtype::i32, blocking, [this] {
+      auto* d = scratch(sizeof(std::int32_t));
+      nccl_call(ncclAllReduce(d, d, 1, ncclInt32, ncclSum, comm_, stream_), "ncclAllReduce (barrier)");
+      sync("barrier");
+    });
+  }
+
+private:
+  using clock = std::chrono::steady_clock;
+
+  template <class F> work submit(const char* name, std::size_t n, dtype dt, bool blocking, F body) {
+    std::string what = "rank " + std::to_string(rank_) + ": " + name + " #" + std::to_string(seq_++) + " (" +
+                       std::to_string(n) + " x " + std::string(to_string(dt)) + ", NCCL)";
+    return queue_->submit(
+        [this, body = std::move(body), what, n]() mutable {
+          if (n == 0) return;
+          current_ = what;
+          cuda(cudaSetDevice(device_), "cudaSetDevice");
+          body();
+        },
+        what, timeout_, blocking);
+  }
+
+  static bool is_device(const void* p) {
+    cudaPointerAttributes a{};
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+      cudaGetLastError(); // plain host memory on old drivers: clear the sticky error
+      return false;
+    }
+    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+  }
+
+  void* scratch(std::size_t bytes) {
+    if (bytes > scratch_bytes_) {
+      if (scratch_) cuda(cudaFree(scratch_), "cudaFree");
+      scratch_ = nullptr;
+      cuda(cudaMalloc(&scratch_, bytes), "cudaMalloc of the staging buffer");
+      scratch_bytes_ = bytes;
+    }
+    return scratch_;
+  }
+
+  void copy_in(void* dst, const void* src, std::size_t bytes) {
+    cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_), "cudaMemcpyAsync");
+  }
+
+  void copy_out(void* dst, const void* src, std::size_t bytes) {
+    cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_), "cudaMemcpyAsync");
+    sync(current_.c_str());
+  }
+
+  /// The device buffer a collective works on: `data` itself, or the staging copy of it.
+  void* stage_in(void* data, std::size_t bytes, std::size_t capacity) {
+    if (is_device(data)) return data;
+    void* d = scratch(capacity);
+    copy_in(d, data, bytes);
+    return d;
+  }
+
+  void stage_out(void* data, void* d, std::size_t bytes) {
+    if (d == data) return sync(current_.c_str());
+    copy_out(data, d, bytes);
+  }
+
+  /// Waits for the stream with a deadline; a communicator error or a timeout aborts it.
+  void sync(const char* what) {
+    auto deadline = clock::now() + timeout_;
+    for (;;) {
+      cudaError_t e = cudaStreamQuery(stream_);
+      if (e == cudaSuccess) return;
+      if (e != cudaErrorNotReady) cuda(e, what);
+      ncclResult_t async = ncclSuccess;
+      ncclCommGetAsyncError(comm_, &async);
+      if (async != ncclSuccess && async != ncclInProgress) fail_nccl(async, what);
+      if (clock::now() > deadline) {
+        abort();
+        throw error(error_kind::timeout, current_ + " timed out after " + std::to_string(timeout_.count()) +
+                                             " ms: a rank stalled, died or skipped this collective; the NCCL "
+                                             "communicator was aborted",
+                    -1);
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+
+  void await_comm(const char* what, clock::time_point deadline) {
+    for (;;) {
+      ncclResult_t state = ncclSuccess;
+      nccl_call(ncclCommGetAsyncError(comm_, &state), "ncclCommGetAsyncError");
+      if (state == ncclSuccess) return;
+      if (state != ncclInProgress) fail_nccl(state, what);
+      if (clock::now() > deadline) {
+        abort();
+        throw error(error_kind::timeout, "rank " + std::to_string(rank_) + ": " + what + " did not finish within " +
+                                             std::to_string(timeout_.count()) + " ms (a rank did not join?)");
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+
+  void nccl_call(ncclResult_t r, const char* what) {
+    if (r == ncclSuccess || r == ncclInProgress) return;
+    fail_nccl(r, what);
+  }
+
+  [[noreturn]] void fail_nccl(ncclResult_t r, const char* what) {
+    std::string text = std::string(what) + " failed: " + ncclGetErrorString(r);
+    if (comm_) {
+      if (const char* last = ncclGetLastError(comm_); last && *last) text += " (" + std::string(last) + ")";
+      abort();
+    }
+    throw error(r == ncclRemoteError ? error_kind::peer_lost : error_kind::backend,
+                "rank " + std::to_string(rank_) + ": " + text, -1);
+  }
+
+  void cuda(cudaError_t e, const char* what) {
+    if (e == cudaSuccess) return;
+    throw error(error_kind::backend,
+                "rank " + std::to_string(rank_) + ": " + what + " failed: " + cudaGetErrorString(e), rank_);
+  }
+
+  void abort() {
+    if (comm_ && !aborted_) {
+      ncclCommAbort(comm_);
+      aborted_ = true;
+    }
+  }
+
+  int rank_, size_, device_ = 0;
+  std::chrono::milliseconds timeout_;
+  std::shared_ptr<tcp_store> store_;
+  ncclComm_t comm_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  void* scratch_ = nullptr;
+  std::size_t scratch_bytes_ = 0;
+  bool aborted_ = false;
+  std::string current_;
+  std::atomic<std::uint64_t> seq_{0};
+  std::unique_ptr<ordered_queue> queue_ = std::make_unique<ordered_queue>();
+};
+
+} // namespace detail
+
+/// Backend policy: NCCL, for GPU tensors (host tensors are staged).
+struct nccl {
+  static constexpr std::string_view name = "nccl";
+  using communicator = detail::nccl_communicator;
+  static constexpr bool supports_device_tensors = true;
+};
+
+DDP_END_NAMESPACE
+
+#endif // DDP_BACKEND_NCCL_HPP
