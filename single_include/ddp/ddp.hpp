@@ -3740,6 +3740,9 @@ DDP_END_NAMESPACE
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <atomic>
+#include <memory>
+
 #include <chrono>
 #include <cstring>
 #include <string>
