@@ -25,9 +25,10 @@ int main() {
     }
     double d = bench::median(t_ddp), r = bench::median(t_raw);
     if (pg.rank() == 0)
-      std::printf("{\"case\":\"all_reduce\",\"bytes\":%zu,\"ranks\":%d,\"reps\":%d,\"ddp_s\":%.6g,\"raw_s\":%.6g,"
-                  "\"ratio\":%.4f}\n",
-                  bytes, pg.size(), reps[0], d, r, d / r);
+      std::printf(
+          "{\"case\":\"all_reduce\",\"bytes\":%zu,\"ranks\":%d,\"reps\":%d,\"ddp_s\":%.6g,\"raw_s\":%.6g,"
+          "\"ratio\":%.4f}\n",
+          bytes, pg.size(), reps[0], d, r, d / r);
     std::fflush(stdout);
   }
   pg.barrier();

@@ -17,7 +17,8 @@ std::vector<std::size_t> resnet50_sizes() {
   for (auto [planes, blocks] : {std::pair<std::size_t, int>{64, 3}, {128, 4}, {256, 6}, {512, 3}}) {
     for (int b = 0; b < blocks; ++b) {
       std::size_t out = planes * 4;
-      for (std::size_t x : {planes * in, planes, planes, planes * planes * 9, planes, planes, out * planes, out, out})
+      for (std::size_t x :
+           {planes * in, planes, planes, planes * planes * 9, planes, planes, out * planes, out, out})
         s.push_back(x);
       if (b == 0) s.insert(s.end(), {out * in, out, out});
       in = out;
@@ -33,7 +34,7 @@ struct shape_model {
   std::vector<std::vector<float>> values, grads;
   std::unique_ptr<ddp::arena<float>> arena;
   std::vector<std::span<float>> grad_views;
-  shape_model(const std::vector<std::size_t>& sizes, bool use_arena) {
+  shape_model(const std::vector<std::size_t> &sizes, bool use_arena) {
     if (use_arena) arena = std::make_unique<ddp::arena<float>>(sizes);
     for (std::size_t k = 0; k < sizes.size(); ++k) {
       values.emplace_back(sizes[k], 0.01f);
@@ -45,13 +46,15 @@ struct shape_model {
       }
     }
   }
-  template <class F> void for_each_parameter(F&& f) {
-    for (std::size_t k = 0; k < values.size(); ++k) f("p" + std::to_string(k), values[k], grad_views[k]);
+  template <class F> void for_each_parameter(F &&f) {
+    for (std::size_t k = 0; k < values.size(); ++k)
+      f("p" + std::to_string(k), values[k], grad_views[k]);
   }
 };
 
-template <class Policy> double time_sync(ddp::process_group<ddp::gloo>& pg, const std::vector<std::size_t>& sizes,
-                                         bool use_arena, int reps) {
+template <class Policy>
+double time_sync(ddp::process_group<ddp::gloo> &pg, const std::vector<std::size_t> &sizes, bool use_arena,
+                 int reps) {
   shape_model m(sizes, use_arena);
   ddp::distributed_data_parallel<shape_model, ddp::gloo, Policy> dp(m, pg, {.broadcast_buffers = false});
   dp.synchronize(); // warm up: buffers allocated, connections hot
@@ -63,7 +66,7 @@ template <class Policy> double time_sync(ddp::process_group<ddp::gloo>& pg, cons
   return bench::median(t);
 }
 
-double time_flat(ddp::process_group<ddp::gloo>& pg, bench::raw_gloo& raw, std::size_t total, int reps) {
+double time_flat(ddp::process_group<ddp::gloo> &pg, bench::raw_gloo &raw, std::size_t total, int reps) {
   std::vector<float> flat(total, 1.0f);
   raw.all_reduce(flat);
   std::vector<double> t;
@@ -75,10 +78,11 @@ double time_flat(ddp::process_group<ddp::gloo>& pg, bench::raw_gloo& raw, std::s
 }
 
 template <class Policy>
-void report(ddp::process_group<ddp::gloo>& pg, bench::raw_gloo& raw, const char* name, const char* policy,
-            const std::vector<std::size_t>& sizes, bool use_arena, int reps) {
+void report(ddp::process_group<ddp::gloo> &pg, bench::raw_gloo &raw, const char *name, const char *policy,
+            const std::vector<std::size_t> &sizes, bool use_arena, int reps) {
   std::size_t total = 0;
-  for (auto s : sizes) total += s;
+  for (auto s : sizes)
+    total += s;
   // Interleave the two measurements in rounds so both see the same machine.
   std::vector<double> sync, flat;
   for (int round = 0; round < 3; ++round) {
@@ -87,16 +91,17 @@ void report(ddp::process_group<ddp::gloo>& pg, bench::raw_gloo& raw, const char*
   }
   double s = bench::median(sync), f = bench::median(flat);
   if (pg.rank() == 0)
-    std::printf("{\"case\":\"%s\",\"policy\":\"%s%s\",\"tensors\":%zu,\"floats\":%zu,\"sync_s\":%.6g,\"flat_s\":%.6g,"
-                "\"ratio\":%.4f}\n",
-                name, policy, use_arena ? "+arena" : "", sizes.size(), total, s, f, s / f);
+    std::printf(
+        "{\"case\":\"%s\",\"policy\":\"%s%s\",\"tensors\":%zu,\"floats\":%zu,\"sync_s\":%.6g,\"flat_s\":%.6g,"
+        "\"ratio\":%.4f}\n",
+        name, policy, use_arena ? "+arena" : "", sizes.size(), total, s, f, s / f);
   std::fflush(stdout);
 }
 
 /// A backward that takes `per_layer` per group of parameters (sleeping: the two
 /// cores stay free for communication) and marks each group's gradients as it
 /// finishes them, last layer first.
-void overlap(ddp::process_group<ddp::gloo>& pg, const std::vector<std::size_t>& sizes, int reps) {
+void overlap(ddp::process_group<ddp::gloo> &pg, const std::vector<std::size_t> &sizes, int reps) {
   shape_model m(sizes, false);
   ddp::distributed_data_parallel dp(m, pg, {.broadcast_buffers = false});
   dp.synchronize();
@@ -107,7 +112,8 @@ void overlap(ddp::process_group<ddp::gloo>& pg, const std::vector<std::size_t>& 
   }
   const double c = bench::median(comm);
   const int layers = 16;
-  const auto per_layer = std::chrono::duration<double>(1.2 * c / layers); // backward a bit longer than communication
+  const auto per_layer =
+      std::chrono::duration<double>(1.2 * c / layers); // backward a bit longer than communication
   std::vector<double> step, backward;
   for (int i = 0; i < reps; ++i) {
     pg.barrier();
@@ -116,7 +122,8 @@ void overlap(ddp::process_group<ddp::gloo>& pg, const std::vector<std::size_t>& 
       const std::size_t n = sizes.size();
       for (int l = layers; l-- > 0;) {
         b += bench::time_once([&] { std::this_thread::sleep_for(per_layer); });
-        for (std::size_t k = n * static_cast<std::size_t>(l) / layers; k < n * static_cast<std::size_t>(l + 1) / layers; ++k)
+        for (std::size_t k = n * static_cast<std::size_t>(l) / layers;
+             k < n * static_cast<std::size_t>(l + 1) / layers; ++k)
           dp.mark_grad_ready(k); // layer l owns parameters [n*l/L, n*(l+1)/L)
       }
       dp.synchronize();
@@ -126,9 +133,10 @@ void overlap(ddp::process_group<ddp::gloo>& pg, const std::vector<std::size_t>& 
   const double t = bench::median(step), b = bench::median(backward);
   const double hidden = std::clamp((b + c - t) / c, 0.0, 1.0);
   if (pg.rank() == 0)
-    std::printf("{\"case\":\"overlap_resnet50\",\"policy\":\"size_capped\",\"backward_s\":%.6g,\"comm_s\":%.6g,"
-                "\"step_s\":%.6g,\"hidden_fraction\":%.3f}\n",
-                b, c, t, hidden);
+    std::printf(
+        "{\"case\":\"overlap_resnet50\",\"policy\":\"size_capped\",\"backward_s\":%.6g,\"comm_s\":%.6g,"
+        "\"step_s\":%.6g,\"hidden_fraction\":%.3f}\n",
+        b, c, t, hidden);
   std::fflush(stdout);
 }
 

@@ -38,16 +38,16 @@ struct options {
 
 /// The learning rate at `progress` in [0, 1] of the whole run: constant, or a
 /// cosine decay from lr to 0 (which settles the noise momentum 0.9 brings).
-float learning_rate(const options& o, double progress) {
+float learning_rate(const options &o, double progress) {
   if (o.schedule == "constant") return o.lr;
   return static_cast<float>(0.5 * o.lr * (1.0 + std::cos(3.14159265358979 * progress)));
 }
 
-constexpr const char* data_hint = "install Debian's dataset-fashion-mnist, or pass --data DIR";
+constexpr const char *data_hint = "install Debian's dataset-fashion-mnist, or pass --data DIR";
 
 /// Columns of x for the given sample indices (images are stored one sample per row).
-void gather(const ddp::data::labeled_images& d, std::span<const std::int64_t> idx, example::matrix& x,
-            std::vector<int>& y) {
+void gather(const ddp::data::labeled_images &d, std::span<const std::int64_t> idx, example::matrix &x,
+            std::vector<int> &y) {
   x.resize(d.images.cols(), static_cast<Eigen::Index>(idx.size()));
   y.resize(idx.size());
   for (std::size_t j = 0; j < idx.size(); ++j) {
@@ -56,7 +56,7 @@ void gather(const ddp::data::labeled_images& d, std::span<const std::int64_t> id
   }
 }
 
-std::vector<example::named_tensor> state_of(example::mlp& m, example::sgd_momentum& opt) {
+std::vector<example::named_tensor> state_of(example::mlp &m, example::sgd_momentum &opt) {
   std::vector<example::named_tensor> t;
   for (int l = 0; l < example::mlp::layers; ++l) {
     auto name = "fc" + std::to_string(l + 1);
@@ -64,32 +64,36 @@ std::vector<example::named_tensor> state_of(example::mlp& m, example::sgd_moment
     t.push_back({name + ".bias", {m.b[l].data(), static_cast<std::size_t>(m.b[l].size())}});
   }
   for (std::size_t k = 0; k < opt.velocity.size(); ++k)
-    t.push_back({t[k].name + ".momentum", {opt.velocity[k].data(), static_cast<std::size_t>(opt.velocity[k].size())}});
+    t.push_back({t[k].name + ".momentum",
+                 {opt.velocity[k].data(), static_cast<std::size_t>(opt.velocity[k].size())}});
   return t;
 }
 
 /// Rank 0 loads and verifies; every rank learns whether that worked, then receives the state.
-template <class PG> std::uint64_t resume(PG& pg, const std::string& path, std::vector<example::named_tensor> state) {
+template <class PG>
+std::uint64_t resume(PG &pg, const std::string &path, std::vector<example::named_tensor> state) {
   std::vector<std::int64_t> status{0, 0}; // ok?, epoch
   std::string why;
   if (pg.rank() == 0) {
     try {
       status = {1, static_cast<std::int64_t>(example::load_checkpoint(path, state))};
-    } catch (const ddp::error& e) {
-      why = e.what();
-    }
+    } catch (const ddp::error &e) { why = e.what(); }
   }
   pg.broadcast(status, 0);
   if (!status[0])
-    throw ddp::error(ddp::error_kind::data, pg.rank() == 0 ? why : "rank 0 could not load the checkpoint " + path + " (see its error)");
-  for (auto& t : state) pg.broadcast(t.data, 0);
+    throw ddp::error(ddp::error_kind::data,
+                     pg.rank() == 0 ? why
+                                    : "rank 0 could not load the checkpoint " + path + " (see its error)");
+  for (auto &t : state)
+    pg.broadcast(t.data, 0);
   return static_cast<std::uint64_t>(status[1]);
 }
 
 /// Test accuracy: each rank scores every size()-th test sample, then one all-reduce.
-template <class PG> double evaluate(PG& pg, example::mlp& m, const ddp::data::labeled_images& test) {
+template <class PG> double evaluate(PG &pg, example::mlp &m, const ddp::data::labeled_images &test) {
   std::vector<std::int64_t> idx;
-  for (auto i = static_cast<std::size_t>(pg.rank()); i < test.size(); i += static_cast<std::size_t>(pg.size()))
+  for (auto i = static_cast<std::size_t>(pg.rank()); i < test.size();
+       i += static_cast<std::size_t>(pg.size()))
     idx.push_back(static_cast<std::int64_t>(i));
   std::vector<double> counts{0, static_cast<double>(idx.size())};
   example::matrix x;
@@ -97,7 +101,7 @@ template <class PG> double evaluate(PG& pg, example::mlp& m, const ddp::data::la
   for (std::size_t start = 0; start < idx.size(); start += 1000) {
     std::span<const std::int64_t> part(idx.data() + start, std::min<std::size_t>(1000, idx.size() - start));
     gather(test, part, x, y);
-    const auto& logits = m.forward(x);
+    const auto &logits = m.forward(x);
     for (Eigen::Index c = 0; c < logits.cols(); ++c) {
       Eigen::Index best;
       logits.col(c).maxCoeff(&best);
@@ -108,10 +112,12 @@ template <class PG> double evaluate(PG& pg, example::mlp& m, const ddp::data::la
   return counts[0] / counts[1];
 }
 
-template <class Backend> int train(const options& o) {
+template <class Backend> int train(const options &o) {
   // Data first: a missing file fails on every rank before anyone waits for a peer.
-  auto train_set = ddp::data::read_idx(o.data + "/train-images-idx3-ubyte.gz", o.data + "/train-labels-idx1-ubyte.gz", data_hint);
-  auto test_set = ddp::data::read_idx(o.data + "/t10k-images-idx3-ubyte.gz", o.data + "/t10k-labels-idx1-ubyte.gz", data_hint);
+  auto train_set = ddp::data::read_idx(o.data + "/train-images-idx3-ubyte.gz",
+                                       o.data + "/train-labels-idx1-ubyte.gz", data_hint);
+  auto test_set = ddp::data::read_idx(o.data + "/t10k-images-idx3-ubyte.gz",
+                                      o.data + "/t10k-labels-idx1-ubyte.gz", data_hint);
   const std::size_t n = o.limit ? std::min(o.limit, train_set.size()) : train_set.size();
 
   auto pg = ddp::init_process_group<Backend>();
@@ -124,7 +130,9 @@ template <class Backend> int train(const options& o) {
     if (o.checkpoint.empty()) throw ddp::error(ddp::error_kind::config, "--resume needs --checkpoint PATH");
     opt.step(model); // allocates the momentum buffers (gradients are zero: no change)
     first_epoch = resume(pg, o.checkpoint, state_of(model, opt));
-    if (lead && !o.quiet) std::printf("resumed from %s at epoch %llu\n", o.checkpoint.c_str(), static_cast<unsigned long long>(first_epoch));
+    if (lead && !o.quiet)
+      std::printf("resumed from %s at epoch %llu\n", o.checkpoint.c_str(),
+                  static_cast<unsigned long long>(first_epoch));
   }
 
   ddp::distributed_sampler<ddp::sampling::shuffled> sampler(n, pg, {.seed = o.seed});
@@ -153,7 +161,8 @@ template <class Backend> int train(const options& o) {
         dp.mark_grad_ready(model.db[l]);
       });
       dp.synchronize();
-      opt.lr = learning_rate(o, (epoch + static_cast<double>(step) / static_cast<double>(batches.size())) / o.epochs);
+      opt.lr = learning_rate(o, (epoch + static_cast<double>(step) / static_cast<double>(batches.size())) /
+                                    o.epochs);
       opt.step(model);
       loss_sum += loss;
       seen += batch.size() * static_cast<std::size_t>(pg.size());
@@ -173,12 +182,15 @@ template <class Backend> int train(const options& o) {
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (lead) {
       if (o.json)
-        std::printf("{\"epoch\":%d,\"train_loss\":%.6f,\"test_acc\":%.6f,\"epoch_s\":%.4f}\n", epoch + 1, train_loss, acc, secs);
+        std::printf("{\"epoch\":%d,\"train_loss\":%.6f,\"test_acc\":%.6f,\"epoch_s\":%.4f}\n", epoch + 1,
+                    train_loss, acc, secs);
       else if (!o.quiet)
-        std::printf("epoch %d/%d: train loss %.4f, test accuracy %.2f%%, %.2f s\n", epoch + 1, o.epochs, train_loss, 100 * acc, secs);
+        std::printf("epoch %d/%d: train loss %.4f, test accuracy %.2f%%, %.2f s\n", epoch + 1, o.epochs,
+                    train_loss, 100 * acc, secs);
       std::fflush(stdout);
       if (csv.is_open()) csv << epoch + 1 << "," << train_loss << "," << acc << "," << secs << std::endl;
-      if (!o.checkpoint.empty()) example::save_checkpoint(o.checkpoint, static_cast<std::uint64_t>(epoch + 1), state_of(model, opt));
+      if (!o.checkpoint.empty())
+        example::save_checkpoint(o.checkpoint, static_cast<std::uint64_t>(epoch + 1), state_of(model, opt));
     }
   }
   return 0;
@@ -186,17 +198,23 @@ template <class Backend> int train(const options& o) {
 
 } // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char **argv) {
   CLI::App app{"Fashion-MNIST MLP (784-256-128-10) trained with ddp"};
   options o;
   app.add_option("--data", o.data, "directory with the Fashion-MNIST .gz files")->capture_default_str();
-  app.add_option("--epochs", o.epochs, "epochs to train")->check(CLI::Range(0, 100000))->capture_default_str();
-  app.add_option("--batch-size", o.batch_size, "samples per rank per step")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--epochs", o.epochs, "epochs to train")
+      ->check(CLI::Range(0, 100000))
+      ->capture_default_str();
+  app.add_option("--batch-size", o.batch_size, "samples per rank per step")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   app.add_option("--lr", o.lr, "initial learning rate")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--lr-schedule", o.schedule, "cosine (decays to 0 over --epochs) or constant")
       ->check(CLI::IsMember({"cosine", "constant"}))
       ->capture_default_str();
-  app.add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  app.add_option("--momentum", o.momentum, "SGD momentum")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   app.add_option("--seed", o.seed, "seed of the initial weights and of the shuffling")->capture_default_str();
   app.add_option("--limit", o.limit, "train on the first N samples only (0: all)");
   app.add_option("--checkpoint", o.checkpoint, "save parameters and optimizer state here after every epoch");
@@ -212,7 +230,7 @@ int main(int argc, char** argv) {
 #else
     return train<ddp::gloo>(o);
 #endif
-  } catch (const std::exception& e) {
+  } catch (const std::exception &e) {
     std::fprintf(stderr, "fashion_mnist: %s\n", e.what());
     return 1;
   }

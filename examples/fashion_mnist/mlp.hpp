@@ -20,10 +20,10 @@ using grad_map = Eigen::Map<matrix>;
 struct mlp {
   static constexpr int layers = 3;
   std::vector<int> dims{784, 256, 128, 10};
-  matrix w[layers], b[layers];           // w[l]: dims[l+1] x dims[l], b[l]: dims[l+1] x 1
-  ddp::arena<float> grads;               // dw0, db0, dw1, db1, dw2, db2
+  matrix w[layers], b[layers]; // w[l]: dims[l+1] x dims[l], b[l]: dims[l+1] x 1
+  ddp::arena<float> grads;     // dw0, db0, dw1, db1, dw2, db2
   std::vector<grad_map> dw, db;
-  matrix act[layers + 1];                // activations of the last forward
+  matrix act[layers + 1]; // activations of the last forward
 
   explicit mlp(unsigned seed) : grads(sizes()) {
     std::mt19937 gen(seed);
@@ -31,7 +31,8 @@ struct mlp {
       // He initialisation for ReLU layers: N(0, 2 / fan_in).
       std::normal_distribution<float> n(0.0f, std::sqrt(2.0f / static_cast<float>(dims[l])));
       w[l] = matrix(dims[l + 1], dims[l]);
-      for (Eigen::Index i = 0; i < w[l].size(); ++i) w[l].data()[i] = n(gen);
+      for (Eigen::Index i = 0; i < w[l].size(); ++i)
+        w[l].data()[i] = n(gen);
       b[l] = matrix::Zero(dims[l + 1], 1);
       dw.emplace_back(grads.slot(2 * l).data(), dims[l + 1], dims[l]);
       db.emplace_back(grads.slot(2 * l + 1).data(), dims[l + 1], 1);
@@ -47,7 +48,7 @@ struct mlp {
     return s;
   }
 
-  template <class F> void for_each_parameter(F&& f) {
+  template <class F> void for_each_parameter(F &&f) {
     for (int l = 0; l < layers; ++l) {
       f("fc" + std::to_string(l + 1) + ".weight", w[l], dw[l]);
       f("fc" + std::to_string(l + 1) + ".bias", b[l], db[l]);
@@ -55,7 +56,7 @@ struct mlp {
   }
 
   /// Logits (10 x batch) for inputs x (784 x batch).
-  const matrix& forward(const matrix& x) {
+  const matrix &forward(const matrix &x) {
     act[0] = x;
     for (int l = 0; l < layers; ++l) {
       act[l + 1].noalias() = w[l] * act[l];
@@ -67,7 +68,7 @@ struct mlp {
 
   /// Mean softmax cross-entropy of the last forward against `labels`; writes the
   /// gradients (replacing them) and calls `layer_done(l)` as each layer's are final.
-  float backward(const std::vector<int>& labels, const std::function<void(int)>& layer_done) {
+  float backward(const std::vector<int> &labels, const std::function<void(int)> &layer_done) {
     const auto batch = static_cast<float>(labels.size());
     matrix delta = act[layers];
     float loss = 0;
@@ -85,7 +86,8 @@ struct mlp {
       dw[l].noalias() = delta * act[l].transpose();
       db[l] = delta.rowwise().sum();
       if (layer_done) layer_done(l);
-      if (l > 0) delta = (w[l].transpose() * delta).cwiseProduct((act[l].array() > 0.0f).cast<float>().matrix());
+      if (l > 0)
+        delta = (w[l].transpose() * delta).cwiseProduct((act[l].array() > 0.0f).cast<float>().matrix());
     }
     return loss / batch;
   }
@@ -96,7 +98,7 @@ struct sgd_momentum {
   float lr, mu;
   std::vector<matrix> velocity;
 
-  void step(mlp& m) {
+  void step(mlp &m) {
     if (velocity.empty())
       for (int l = 0; l < mlp::layers; ++l) {
         velocity.push_back(matrix::Zero(m.w[l].rows(), m.w[l].cols()));

@@ -24,8 +24,9 @@ public:
     last_ = now;
     const double s = std::chrono::duration<double>(now - start_).count();
     const double eta = step ? s / static_cast<double>(step) * static_cast<double>(steps_ - step) : 0.0;
-    std::printf("%sepoch %d/%d  step %zu/%zu  %.0f samples/s  loss %.4f  ETA %.1fs%s", tty_ ? "\r\033[K" : "", epoch_,
-                epochs_, step, steps_, s > 0 ? static_cast<double>(samples) / s : 0.0, loss, eta, tty_ ? "" : "\n");
+    std::printf("%sepoch %d/%d  step %zu/%zu  %.0f samples/s  loss %.4f  ETA %.1fs%s", tty_ ? "\r\033[K" : "",
+                epoch_, epochs_, step, steps_, s > 0 ? static_cast<double>(samples) / s : 0.0, loss, eta,
+                tty_ ? "" : "\n");
     std::fflush(stdout);
   }
 

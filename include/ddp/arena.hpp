@@ -53,11 +53,12 @@ public:
 #ifdef EIGEN_WORLD_VERSION
   /// Gradient k as a column-major rows x cols Eigen map.
   Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>> matrix(std::size_t k, Eigen::Index rows,
-                                                                       Eigen::Index cols) {
+                                                                      Eigen::Index cols) {
     auto s = slot(k);
     if (static_cast<std::size_t>(rows * cols) != s.size())
-      throw error(error_kind::config, "arena: slot " + std::to_string(k) + " holds " + std::to_string(s.size()) +
-                                          " elements, not " + std::to_string(rows) + "x" + std::to_string(cols));
+      throw error(error_kind::config, "arena: slot " + std::to_string(k) + " holds " +
+                                          std::to_string(s.size()) + " elements, not " +
+                                          std::to_string(rows) + "x" + std::to_string(cols));
     return {s.data(), rows, cols};
   }
 #endif

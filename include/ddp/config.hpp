@@ -8,8 +8,8 @@
 
 #define DDP_DETAIL_STR2(x) #x
 #define DDP_DETAIL_STR(x) DDP_DETAIL_STR2(x)
-#define DDP_VERSION_STRING                                                   \
-  DDP_DETAIL_STR(DDP_VERSION_MAJOR)                                          \
+#define DDP_VERSION_STRING                                                                                   \
+  DDP_DETAIL_STR(DDP_VERSION_MAJOR)                                                                          \
   "." DDP_DETAIL_STR(DDP_VERSION_MINOR) "." DDP_DETAIL_STR(DDP_VERSION_PATCH)
 
 // Every public name lives in ddp::DDP_ABI_NAMESPACE (an inline namespace), so two
@@ -17,14 +17,13 @@
 // mixing layouts.
 #define DDP_DETAIL_ABI_CAT3(a, b, c) v##a##_##b##_##c
 #define DDP_DETAIL_ABI_NAME(a, b, c) DDP_DETAIL_ABI_CAT3(a, b, c)
-#define DDP_ABI_NAMESPACE                                                    \
-  DDP_DETAIL_ABI_NAME(DDP_VERSION_MAJOR, DDP_VERSION_MINOR, DDP_VERSION_PATCH)
+#define DDP_ABI_NAMESPACE DDP_DETAIL_ABI_NAME(DDP_VERSION_MAJOR, DDP_VERSION_MINOR, DDP_VERSION_PATCH)
 
-#define DDP_BEGIN_NAMESPACE                                                  \
-  namespace ddp {                                                            \
+#define DDP_BEGIN_NAMESPACE                                                                                  \
+  namespace ddp {                                                                                            \
   inline namespace DDP_ABI_NAMESPACE {
-#define DDP_END_NAMESPACE                                                    \
-  }                                                                          \
+#define DDP_END_NAMESPACE                                                                                    \
+  }                                                                                                          \
   }
 
 #include <string_view>
@@ -40,8 +39,7 @@ struct version_info {
 
 /// The version of the headers this translation unit was compiled against.
 constexpr version_info version() noexcept {
-  return {DDP_VERSION_MAJOR, DDP_VERSION_MINOR, DDP_VERSION_PATCH,
-          DDP_VERSION_STRING};
+  return {DDP_VERSION_MAJOR, DDP_VERSION_MINOR, DDP_VERSION_PATCH, DDP_VERSION_STRING};
 }
 
 DDP_END_NAMESPACE

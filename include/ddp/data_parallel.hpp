@@ -36,12 +36,14 @@ struct bucket_info {
 
 /// The primary template only diagnoses: it is chosen when an argument is not
 /// what it should be, and says which one and how to fix it, once.
-template <class Model, class Backend, class Bucketing = bucketing::size_capped<>, class Reduction = reduction::mean>
+template <class Model, class Backend, class Bucketing = bucketing::size_capped<>,
+          class Reduction = reduction::mean>
 class distributed_data_parallel {
-  static_assert(model<Model>,
-                "ddp: the model type must provide `template <class F> void for_each_parameter(F&& f)` calling "
-                "f(name, value, grad) for each parameter in registration order, or specialize "
-                "ddp::model_traits<Model> with a static for_each_parameter(Model&, F&&).");
+  static_assert(
+      model<Model>,
+      "ddp: the model type must provide `template <class F> void for_each_parameter(F&& f)` calling "
+      "f(name, value, grad) for each parameter in registration order, or specialize "
+      "ddp::model_traits<Model> with a static for_each_parameter(Model&, F&&).");
   static_assert(!model<Model> || backend_policy<Backend>,
                 "ddp: Backend must be a backend policy such as ddp::gloo or ddp::nccl.");
   static_assert(!model<Model> || !backend_policy<Backend> || bucketing_policy<Bucketing>,
@@ -55,11 +57,11 @@ class distributed_data_parallel {
                 "fp16_compressed_mean, bf16_compressed_mean).");
 
 public:
-  template <class... Args> explicit distributed_data_parallel(Args&&...) {}
+  template <class... Args> explicit distributed_data_parallel(Args &&...) {}
 };
 
 template <class Model, class Backend, class Bucketing, class Reduction>
-  requires model<Model> && backend_policy<Backend> && bucketing_policy<Bucketing> && reduction_policy<Reduction>
+requires model<Model> && backend_policy<Backend> && bucketing_policy<Bucketing> && reduction_policy<Reduction>
 class distributed_data_parallel<Model, Backend, Bucketing, Reduction> {
 public:
   using model_type = Model;
@@ -67,7 +69,7 @@ public:
 
   /// Verifies the model across ranks (names, dtypes, sizes), then copies rank 0's
   /// parameters and buffers to every rank.
-  distributed_data_parallel(Model& m, process_group<Backend>& pg, ddp_options o = {})
+  distributed_data_parallel(Model &m, process_group<Backend> &pg, ddp_options o = {})
       : model_(m), pg_(pg), opts_(o) {
     params_ = detail::collect_parameters(m);
     buffers_ = detail::collect_buffers(m);
@@ -80,21 +82,20 @@ public:
     if (detail::debug() >= detail::debug_level::info && pg_.rank() == 0) log_layout();
   }
 
-  distributed_data_parallel(const distributed_data_parallel&) = delete;
-  distributed_data_parallel& operator=(const distributed_data_parallel&) = delete;
+  distributed_data_parallel(const distributed_data_parallel &) = delete;
+  distributed_data_parallel &operator=(const distributed_data_parallel &) = delete;
 
   ~distributed_data_parallel() {
-    for (auto& b : buckets_)
+    for (auto &b : buckets_)
       if (b.in_flight) try {
           b.in_flight->wait();
-        } catch (...) {
-        }
+        } catch (...) {}
   }
 
-  Model& module() noexcept { return model_; }
-  process_group<Backend>& group() noexcept { return pg_; }
+  Model &module() noexcept { return model_; }
+  process_group<Backend> &group() noexcept { return pg_; }
   std::size_t num_parameters() const noexcept { return params_.size(); }
-  const std::string& parameter_name(std::size_t i) const { return params_.at(i).name; }
+  const std::string &parameter_name(std::size_t i) const { return params_.at(i).name; }
 
   /// The index of the parameter called `name`.
   std::size_t parameter_index(std::string_view name) const {
@@ -105,19 +106,20 @@ public:
 
   std::vector<bucket_info> buckets() const {
     std::vector<bucket_info> out;
-    for (auto& b : buckets_) out.push_back({b.params, b.param_type, b.wire_type, b.elements, b.in_place});
+    for (auto &b : buckets_)
+      out.push_back({b.params, b.param_type, b.wire_type, b.elements, b.in_place});
     return out;
   }
 
   /// Gradient `index` (registration order) is final for this step; a bucket
   /// whose gradients are all final starts its all-reduce, in bucket order.
   void mark_grad_ready(std::size_t index) { mark(index, mark_state::ready); }
-  template <tensor G> void mark_grad_ready(const G& grad) { mark(index_of(grad), mark_state::ready); }
+  template <tensor G> void mark_grad_ready(const G &grad) { mark(index_of(grad), mark_state::ready); }
 
   /// This rank has no gradient for `index` this step (a branch it did not take):
   /// its gradient is zeroed, contributes zeros, and still receives the average.
   void mark_unused(std::size_t index) { mark(index, mark_state::unused); }
-  template <tensor G> void mark_unused(const G& grad) { mark(index_of(grad), mark_state::unused); }
+  template <tensor G> void mark_unused(const G &grad) { mark(index_of(grad), mark_state::unused); }
 
   /// Launches what is left (unmarked gradients count as ready unless
   /// strict_marking), waits, and leaves the reduced gradients in the model's
@@ -133,10 +135,10 @@ public:
       if (opts_.strict_marking) {
         wait_launched_quietly();
         reset_step();
-        throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) + ": gradient of parameter '" +
-                                            params_[i].name +
-                                            "' was not marked ready before synchronize() (strict_marking is on: "
-                                            "call mark_grad_ready or mark_unused for it)",
+        throw error(error_kind::config,
+                    "rank " + std::to_string(pg_.rank()) + ": gradient of parameter '" + params_[i].name +
+                        "' was not marked ready before synchronize() (strict_marking is on: "
+                        "call mark_grad_ready or mark_unused for it)",
                     pg_.rank());
       }
       marks_[i] = mark_state::ready;
@@ -144,7 +146,8 @@ public:
     }
     launch_ready_buckets();
     try {
-      for (auto& b : buckets_) finish(b);
+      for (auto &b : buckets_)
+        finish(b);
       if (opts_.broadcast_buffers && !buffers_.empty()) sync_buffers();
     } catch (...) {
       wait_launched_quietly();
@@ -159,17 +162,17 @@ public:
   /// and synchronize() communicates nothing.
   class no_sync_guard {
   public:
-    explicit no_sync_guard(distributed_data_parallel& d) : d_(&d) { ++d_->no_sync_depth_; }
-    no_sync_guard(no_sync_guard&& o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
-    no_sync_guard(const no_sync_guard&) = delete;
-    no_sync_guard& operator=(const no_sync_guard&) = delete;
-    no_sync_guard& operator=(no_sync_guard&&) = delete;
+    explicit no_sync_guard(distributed_data_parallel &d) : d_(&d) { ++d_->no_sync_depth_; }
+    no_sync_guard(no_sync_guard &&o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
+    no_sync_guard(const no_sync_guard &) = delete;
+    no_sync_guard &operator=(const no_sync_guard &) = delete;
+    no_sync_guard &operator=(no_sync_guard &&) = delete;
     ~no_sync_guard() {
       if (d_) --d_->no_sync_depth_;
     }
 
   private:
-    distributed_data_parallel* d_;
+    distributed_data_parallel *d_;
   };
   [[nodiscard]] no_sync_guard no_sync() {
     if (step_started_)
@@ -181,8 +184,10 @@ public:
   /// Copies rank 0's buffers (running statistics and such) to every rank.
   void sync_buffers() {
     std::vector<work> ws;
-    for (auto& s : buffers_) ws.push_back(pg_.communicator().broadcast(s.value, s.count, s.type, 0));
-    for (auto& w : ws) w.wait();
+    for (auto &s : buffers_)
+      ws.push_back(pg_.communicator().broadcast(s.value, s.count, s.type, 0));
+    for (auto &w : ws)
+      w.wait();
   }
 
   /// For uneven inputs (options.uneven_inputs on every rank): a rank that has
@@ -199,12 +204,14 @@ public:
       pg_.communicator().all_reduce(&active, 1, dtype::i32, op::sum, true).wait();
       if (active == 0) return;
       std::vector<work> ws;
-      for (auto& b : buckets_) {
-        if (detail::debug() >= detail::debug_level::detail) check_same_bucket_everywhere(b); // as launch() does
+      for (auto &b : buckets_) {
+        if (detail::debug() >= detail::debug_level::detail)
+          check_same_bucket_everywhere(b); // as launch() does
         b.shadow.assign(b.elements * size_of(b.wire_type), std::byte{0});
         ws.push_back(pg_.communicator().all_reduce(b.shadow.data(), b.elements, b.wire_type, op::sum));
       }
-      for (auto& w : ws) w.wait();
+      for (auto &w : ws)
+        w.wait();
       if (opts_.broadcast_buffers && !buffers_.empty()) sync_buffers();
     }
   }
@@ -226,7 +233,7 @@ private:
     std::chrono::steady_clock::time_point t_launch, t_done;
   };
 
-  void* wire_data(bucket& b) { return b.in_place ? params_[b.params.front()].grad : b.buffer.data(); }
+  void *wire_data(bucket &b) { return b.in_place ? params_[b.params.front()].grad : b.buffer.data(); }
 
   void verify_across_ranks() {
     auto desc = detail::describe(params_, buffers_);
@@ -234,38 +241,44 @@ private:
     std::vector<std::int64_t> len{static_cast<std::int64_t>(desc.size())}, lens(w);
     pg_.all_gather(len, lens);
     std::size_t longest = 0;
-    for (auto l : lens) longest = std::max(longest, static_cast<std::size_t>(l));
+    for (auto l : lens)
+      longest = std::max(longest, static_cast<std::size_t>(l));
     std::vector<std::uint8_t> mine(longest, 0), all(longest * w);
     std::memcpy(mine.data(), desc.data(), desc.size());
     pg_.all_gather(mine, all);
     auto of = [&](std::size_t r) {
-      return std::string(reinterpret_cast<const char*>(all.data() + r * longest), static_cast<std::size_t>(lens[r]));
+      return std::string(reinterpret_cast<const char *>(all.data() + r * longest),
+                         static_cast<std::size_t>(lens[r]));
     };
     const std::string d0 = of(0);
     for (std::size_t r = 1; r < w; ++r) {
       auto diff = detail::first_difference(d0, of(r), static_cast<int>(r));
       if (!diff.empty())
-        throw error(error_kind::mismatch, "the model differs between ranks: " + diff +
-                                              ". Every rank must build the same model (same parameters, in the "
-                                              "same order, with the same dtypes and sizes).",
+        throw error(error_kind::mismatch,
+                    "the model differs between ranks: " + diff +
+                        ". Every rank must build the same model (same parameters, in the "
+                        "same order, with the same dtypes and sizes).",
                     static_cast<int>(r));
     }
   }
 
   void broadcast_state() {
     std::vector<work> ws;
-    for (auto* list : {&params_, &buffers_})
-      for (auto& s : *list) ws.push_back(pg_.communicator().broadcast(s.value, s.count, s.type, 0));
-    for (auto& w : ws) w.wait();
+    for (auto *list : {&params_, &buffers_})
+      for (auto &s : *list)
+        ws.push_back(pg_.communicator().broadcast(s.value, s.count, s.type, 0));
+    for (auto &w : ws)
+      w.wait();
   }
 
   void build_buckets() {
     std::vector<parameter_desc> descs;
-    for (auto& p : params_) descs.push_back({p.name, p.type, p.count, p.count * size_of(p.type)});
+    for (auto &p : params_)
+      descs.push_back({p.name, p.type, p.count, p.count * size_of(p.type)});
     auto assignment = Bucketing::assign(std::span<const parameter_desc>(descs));
     std::vector<int> seen(params_.size(), 0);
     bucket_of_.assign(params_.size(), 0);
-    for (auto& members : assignment) {
+    for (auto &members : assignment) {
       if (members.empty()) throw error(error_kind::config, "the bucketing policy produced an empty bucket");
       bucket b;
       b.params = members;
@@ -273,13 +286,15 @@ private:
       b.wire_type = Reduction::wire(b.param_type);
       for (auto i : members) {
         if (i >= params_.size())
-          throw error(error_kind::config, "the bucketing policy named parameter " + std::to_string(i) + " of " +
-                                              std::to_string(params_.size()));
+          throw error(error_kind::config, "the bucketing policy named parameter " + std::to_string(i) +
+                                              " of " + std::to_string(params_.size()));
         if (seen[i]++)
-          throw error(error_kind::config, "the bucketing policy put parameter '" + params_[i].name + "' in two buckets");
+          throw error(error_kind::config,
+                      "the bucketing policy put parameter '" + params_[i].name + "' in two buckets");
         if (params_[i].type != b.param_type)
-          throw error(error_kind::config, "the bucketing policy mixed dtypes in one bucket ('" + params_[i].name +
-                                              "' is " + std::string(to_string(params_[i].type)) + ")");
+          throw error(error_kind::config, "the bucketing policy mixed dtypes in one bucket ('" +
+                                              params_[i].name + "' is " +
+                                              std::string(to_string(params_[i].type)) + ")");
         b.offsets.push_back(b.elements);
         b.elements += params_[i].count;
         bucket_of_[i] = buckets_.size();
@@ -297,20 +312,24 @@ private:
   /// In place when the wire type is the gradient type and the bucket's gradients
   /// lie back to back in bucket order; otherwise a packing buffer, kept across steps.
   void layout_buckets() {
-    for (auto& b : buckets_) {
+    for (auto &b : buckets_) {
       bool contiguous = b.wire_type == b.param_type;
-      auto* base = static_cast<std::byte*>(params_[b.params.front()].grad);
+      auto *base = static_cast<std::byte *>(params_[b.params.front()].grad);
       for (std::size_t k = 0; contiguous && k < b.params.size(); ++k)
-        contiguous = static_cast<std::byte*>(params_[b.params[k]].grad) == base + b.offsets[k] * size_of(b.param_type);
+        contiguous = static_cast<std::byte *>(params_[b.params[k]].grad) ==
+                     base + b.offsets[k] * size_of(b.param_type);
       b.in_place = contiguous;
-      if (!b.in_place) b.buffer.resize(b.elements * size_of(b.wire_type));
-      else b.buffer = {};
+      if (!b.in_place)
+        b.buffer.resize(b.elements * size_of(b.wire_type));
+      else
+        b.buffer = {};
     }
   }
 
   void index_gradients() {
     grad_index_.clear();
-    for (std::size_t i = 0; i < params_.size(); ++i) grad_index_[params_[i].grad] = i;
+    for (std::size_t i = 0; i < params_.size(); ++i)
+      grad_index_[params_[i].grad] = i;
   }
 
   /// Gradient storage may have moved since the last step (a resized Eigen
@@ -320,12 +339,14 @@ private:
     bool moved = false;
     for (std::size_t i = 0; i < params_.size(); ++i) {
       if (i >= now.size() || now[i].count != params_[i].count || now[i].name != params_[i].name)
-        throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) + ": parameter '" + params_[i].name +
-                                            "' changed its name or size after distributed_data_parallel was built");
+        throw error(error_kind::config,
+                    "rank " + std::to_string(pg_.rank()) + ": parameter '" + params_[i].name +
+                        "' changed its name or size after distributed_data_parallel was built");
       moved |= now[i].grad != params_[i].grad || now[i].value != params_[i].value;
     }
     if (now.size() != params_.size())
-      throw error(error_kind::config, "the model's parameter count changed after distributed_data_parallel was built");
+      throw error(error_kind::config,
+                  "the model's parameter count changed after distributed_data_parallel was built");
     if (moved) {
       params_ = std::move(now);
       layout_buckets();
@@ -333,17 +354,18 @@ private:
     }
   }
 
-  template <tensor G> std::size_t index_of(const G& grad) {
-    auto s = as_span(const_cast<G&>(grad));
-    auto it = grad_index_.find(static_cast<const void*>(s.data()));
+  template <tensor G> std::size_t index_of(const G &grad) {
+    auto s = as_span(const_cast<G &>(grad));
+    auto it = grad_index_.find(static_cast<const void *>(s.data()));
     if (it == grad_index_.end()) {
       refresh_pointers();
-      it = grad_index_.find(static_cast<const void*>(s.data()));
+      it = grad_index_.find(static_cast<const void *>(s.data()));
     }
     if (it == grad_index_.end())
-      throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) +
-                                          ": mark_grad_ready/mark_unused got a tensor that is not the gradient of "
-                                          "any parameter (pass the gradient tensor itself, or an index)");
+      throw error(error_kind::config,
+                  "rank " + std::to_string(pg_.rank()) +
+                      ": mark_grad_ready/mark_unused got a tensor that is not the gradient of "
+                      "any parameter (pass the gradient tensor itself, or an index)");
     return it->second;
   }
 
@@ -366,24 +388,26 @@ private:
     if (no_sync_depth_ > 0) return;
     begin_step();
     if (marks_[index] != mark_state::pending)
-      throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) + ": gradient of parameter '" +
-                                          params_[index].name + "' was marked twice in one step",
+      throw error(error_kind::config,
+                  "rank " + std::to_string(pg_.rank()) + ": gradient of parameter '" + params_[index].name +
+                      "' was marked twice in one step",
                   pg_.rank());
     marks_[index] = how;
     if (how == mark_state::unused) {
-      auto& p = params_[index];
+      auto &p = params_[index];
       std::memset(p.grad, 0, p.count * size_of(p.type));
     }
-    auto& b = buckets_[bucket_of_[index]];
+    auto &b = buckets_[bucket_of_[index]];
     if (--b.pending == 0) launch_ready_buckets();
   }
 
   /// Starts every bucket that is complete, strictly in bucket order.
   void launch_ready_buckets() {
-    while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) launch(buckets_[next_launch_++]);
+    while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0)
+      launch(buckets_[next_launch_++]);
   }
 
-  void launch(bucket& b) {
+  void launch(bucket &b) {
     if (detail::debug() >= detail::debug_level::detail) check_same_bucket_everywhere(b);
     const double scale = Reduction::average ? 1.0 / pg_.size() : 1.0;
     if (b.in_place) {
@@ -391,8 +415,9 @@ private:
     } else {
       const std::size_t wsize = size_of(b.wire_type);
       for (std::size_t k = 0; k < b.params.size(); ++k) {
-        auto& p = params_[b.params[k]];
-        detail::copy_scaled(b.buffer.data() + b.offsets[k] * wsize, b.wire_type, p.grad, p.type, p.count, scale);
+        auto &p = params_[b.params[k]];
+        detail::copy_scaled(b.buffer.data() + b.offsets[k] * wsize, b.wire_type, p.grad, p.type, p.count,
+                            scale);
       }
     }
     b.t_launch = std::chrono::steady_clock::now();
@@ -401,24 +426,26 @@ private:
   }
 
   /// DDP_DEBUG=DETAIL: every rank must be launching the same bucket; say who is not.
-  void check_same_bucket_everywhere(const bucket& b) {
+  void check_same_bucket_everywhere(const bucket &b) {
     const auto w = static_cast<std::size_t>(pg_.size());
     std::vector<std::int64_t> mine{static_cast<std::int64_t>(&b - buckets_.data()),
-                                   static_cast<std::int64_t>(b.elements), static_cast<std::int64_t>(b.wire_type)},
+                                   static_cast<std::int64_t>(b.elements),
+                                   static_cast<std::int64_t>(b.wire_type)},
         all(3 * w);
     pg_.all_gather(mine, all);
     for (std::size_t r = 1; r < w; ++r)
       if (all[3 * r] != all[0] || all[3 * r + 1] != all[1] || all[3 * r + 2] != all[2])
         throw error(error_kind::mismatch,
                     "collective mismatch: rank 0 launches bucket " + std::to_string(all[0]) + " (" +
-                        std::to_string(all[1]) + " elements) but rank " + std::to_string(r) + " launches bucket " +
-                        std::to_string(all[3 * r]) + " (" + std::to_string(all[3 * r + 1]) +
+                        std::to_string(all[1]) + " elements) but rank " + std::to_string(r) +
+                        " launches bucket " + std::to_string(all[3 * r]) + " (" +
+                        std::to_string(all[3 * r + 1]) +
                         " elements): the ranks disagree on this step's gradients",
                     static_cast<int>(r));
   }
 
   /// Waits for bucket b and unpacks it into the gradients.
-  void finish(bucket& b) {
+  void finish(bucket &b) {
     if (!b.in_flight) return;
     auto w = std::move(*b.in_flight);
     b.in_flight.reset();
@@ -427,19 +454,19 @@ private:
     if (!b.in_place) {
       const std::size_t wsize = size_of(b.wire_type);
       for (std::size_t k = 0; k < b.params.size(); ++k) {
-        auto& p = params_[b.params[k]];
-        detail::copy_scaled(p.grad, p.type, b.buffer.data() + b.offsets[k] * wsize, b.wire_type, p.count, 1.0);
+        auto &p = params_[b.params[k]];
+        detail::copy_scaled(p.grad, p.type, b.buffer.data() + b.offsets[k] * wsize, b.wire_type, p.count,
+                            1.0);
       }
     }
   }
 
   void wait_launched_quietly() {
-    for (auto& b : buckets_)
+    for (auto &b : buckets_)
       if (b.in_flight) {
         try {
           b.in_flight->wait();
-        } catch (...) {
-        }
+        } catch (...) {}
         b.in_flight.reset();
       }
   }
@@ -448,12 +475,11 @@ private:
     if (pending_flag_) {
       try {
         pending_flag_->wait();
-      } catch (...) {
-      }
+      } catch (...) {}
       pending_flag_.reset();
     }
     std::fill(marks_.begin(), marks_.end(), mark_state::pending);
-    for (auto& b : buckets_) {
+    for (auto &b : buckets_) {
       b.pending = b.params.size();
       b.launched = false;
     }
@@ -465,7 +491,7 @@ private:
     std::string s = "distributed_data_parallel: " + std::to_string(params_.size()) + " parameters in " +
                     std::to_string(buckets_.size()) + " buckets (launch order):";
     for (std::size_t i = 0; i < buckets_.size(); ++i) {
-      auto& b = buckets_[i];
+      auto &b = buckets_[i];
       s += "\n  bucket " + std::to_string(i) + ": " + std::to_string(b.params.size()) + " tensors, " +
            std::to_string(b.elements) + " x " + std::string(to_string(b.param_type)) +
            (b.wire_type != b.param_type ? " sent as " + std::string(to_string(b.wire_type)) : "") +
@@ -479,18 +505,19 @@ private:
     std::string s = "step timing (ms from launch to done):";
     for (std::size_t i = 0; i < buckets_.size(); ++i)
       s += " b" + std::to_string(i) + "=" +
-           std::to_string(std::chrono::duration<double, std::milli>(buckets_[i].t_done - buckets_[i].t_launch).count());
+           std::to_string(
+               std::chrono::duration<double, std::milli>(buckets_[i].t_done - buckets_[i].t_launch).count());
     detail::log_line("rank 0", s);
   }
 
-  Model& model_;
-  process_group<Backend>& pg_;
+  Model &model_;
+  process_group<Backend> &pg_;
   ddp_options opts_;
   std::vector<detail::tensor_slot> params_, buffers_;
   std::vector<bucket> buckets_;
   std::vector<std::size_t> bucket_of_;
   std::vector<mark_state> marks_;
-  std::unordered_map<const void*, std::size_t> grad_index_;
+  std::unordered_map<const void *, std::size_t> grad_index_;
   std::size_t next_launch_ = 0;
   bool step_started_ = false;
   int no_sync_depth_ = 0;
@@ -499,9 +526,9 @@ private:
 };
 
 template <class M, class B>
-distributed_data_parallel(M&, process_group<B>&) -> distributed_data_parallel<M, B>;
+distributed_data_parallel(M &, process_group<B> &) -> distributed_data_parallel<M, B>;
 template <class M, class B>
-distributed_data_parallel(M&, process_group<B>&, ddp_options) -> distributed_data_parallel<M, B>;
+distributed_data_parallel(M &, process_group<B> &, ddp_options) -> distributed_data_parallel<M, B>;
 
 DDP_END_NAMESPACE
 

@@ -3,21 +3,21 @@
 #ifndef DDP_DDP_HPP
 #define DDP_DDP_HPP
 
+#include <ddp/arena.hpp>
+#include <ddp/backend/gloo.hpp>
+#include <ddp/bucketing.hpp>
 #include <ddp/config.hpp>
+#include <ddp/data_parallel.hpp>
 #include <ddp/error.hpp>
-#include <ddp/topology.hpp>
+#include <ddp/model.hpp>
+#include <ddp/op.hpp>
+#include <ddp/process_group.hpp>
+#include <ddp/reduction.hpp>
 #include <ddp/sampler.hpp>
 #include <ddp/store.hpp>
 #include <ddp/tensor.hpp>
-#include <ddp/op.hpp>
+#include <ddp/topology.hpp>
 #include <ddp/work.hpp>
-#include <ddp/process_group.hpp>
-#include <ddp/backend/gloo.hpp>
-#include <ddp/model.hpp>
-#include <ddp/bucketing.hpp>
-#include <ddp/reduction.hpp>
-#include <ddp/arena.hpp>
-#include <ddp/data_parallel.hpp>
 // The NCCL backend joins when the build says so (target ddp::nccl defines DDP_WITH_NCCL).
 #if defined(DDP_WITH_NCCL)
 #include <ddp/backend/nccl.hpp>

@@ -25,7 +25,8 @@ concept backend_policy = requires {
   typename B::communicator;
   { B::name } -> std::convertible_to<std::string_view>;
   { B::supports_device_tensors } -> std::convertible_to<bool>;
-} && std::constructible_from<typename B::communicator, const detail::rendezvous&>;
+}
+&&std::constructible_from<typename B::communicator, const detail::rendezvous &>;
 
 namespace detail {
 
@@ -36,9 +37,15 @@ inline std::chrono::milliseconds parse_timeout(std::string_view v) {
                                          "' is not a positive duration like 600, 30s, 500ms or 10m");
   };
   std::int64_t scale = 1000;
-  if (v.ends_with("ms")) { scale = 1; v.remove_suffix(2); }
-  else if (v.ends_with("s")) { v.remove_suffix(1); }
-  else if (v.ends_with("m")) { scale = 60000; v.remove_suffix(1); }
+  if (v.ends_with("ms")) {
+    scale = 1;
+    v.remove_suffix(2);
+  } else if (v.ends_with("s")) {
+    v.remove_suffix(1);
+  } else if (v.ends_with("m")) {
+    scale = 60000;
+    v.remove_suffix(1);
+  }
   auto n = parse_int(v);
   if (!n || *n <= 0 || *n > (std::int64_t{1} << 40) / scale) throw bad();
   return std::chrono::milliseconds(*n * scale);
@@ -56,14 +63,15 @@ struct init_options {
   int rank = -1;                      ///< -1: from the environment (topology)
   int world_size = -1;                ///< -1: from the environment
   std::chrono::milliseconds timeout = detail::default_timeout();
-  std::string token;                  ///< empty: DDP_TOKEN (set per job by ddprun)
+  std::string token; ///< empty: DDP_TOKEN (set per job by ddprun)
 };
 
 template <class Backend> class process_group {
-  static_assert(backend_policy<Backend>,
-                "ddp: process_group<B> needs a backend policy such as ddp::gloo or ddp::nccl: a type with "
-                "`using communicator = ...;` (constructible from ddp::detail::rendezvous), "
-                "`static constexpr std::string_view name` and `static constexpr bool supports_device_tensors`.");
+  static_assert(
+      backend_policy<Backend>,
+      "ddp: process_group<B> needs a backend policy such as ddp::gloo or ddp::nccl: a type with "
+      "`using communicator = ...;` (constructible from ddp::detail::rendezvous), "
+      "`static constexpr std::string_view name` and `static constexpr bool supports_device_tensors`.");
 
 public:
   using backend_type = Backend;
@@ -72,9 +80,9 @@ public:
   explicit process_group(detail::rendezvous rv)
       : topo_(rv.topo), store_(rv.store), comm_(std::make_unique<typename Backend::communicator>(rv)) {}
 
-  process_group(const process_group&) = delete;
-  process_group& operator=(const process_group&) = delete;
-  process_group(process_group&&) = delete;
+  process_group(const process_group &) = delete;
+  process_group &operator=(const process_group &) = delete;
+  process_group(process_group &&) = delete;
 
   /// Finishes queued collectives, then leaves in step with the other ranks:
   /// rank 0 serves the store, so it waits (bounded) until every rank is done with it.
@@ -85,9 +93,10 @@ public:
         if (store_->add("ddp/exit", 1) >= size()) store_->set("ddp/exit/all", "1");
         if (store_->is_server() &&
             !store_->try_wait({"ddp/exit/all"}, std::min(comm_->timeout(), std::chrono::milliseconds(60000))))
-          detail::log_line("rank 0", "not every rank reached process_group teardown; closing the store anyway");
+          detail::log_line("rank 0",
+                           "not every rank reached process_group teardown; closing the store anyway");
       }
-    } catch (const std::exception& e) {
+    } catch (const std::exception &e) {
       detail::log_line("rank " + std::to_string(rank()), std::string("teardown: ") + e.what());
     }
     comm_.reset();
@@ -95,31 +104,33 @@ public:
 
   int rank() const noexcept { return topo_.rank; }
   int size() const noexcept { return topo_.world_size; }
-  const ddp::topology& topology() const noexcept { return topo_; }
+  const ddp::topology &topology() const noexcept { return topo_; }
   std::chrono::milliseconds timeout() const { return comm_->timeout(); }
   /// The job's store (null with file:// init).
-  tcp_store* store() const noexcept { return store_.get(); }
-  typename Backend::communicator& communicator() noexcept { return *comm_; }
+  tcp_store *store() const noexcept { return store_.get(); }
+  typename Backend::communicator &communicator() noexcept { return *comm_; }
 
   /// Reduces `t` across ranks in place. `t` must stay alive until the work completes.
-  template <class T> work all_reduce_async(T& t, op o = op::sum) { return all_reduce_impl(t, o, false); }
-  template <class T> void all_reduce(T& t, op o = op::sum) { all_reduce_impl(t, o, true).wait(); }
+  template <class T> work all_reduce_async(T &t, op o = op::sum) { return all_reduce_impl(t, o, false); }
+  template <class T> void all_reduce(T &t, op o = op::sum) { all_reduce_impl(t, o, true).wait(); }
 
   /// Copies rank `root`'s `t` into every rank's `t`.
-  template <class T> work broadcast_async(T& t, int root = 0) { return broadcast_impl(t, root, false); }
-  template <class T> void broadcast(T& t, int root = 0) { broadcast_impl(t, root, true).wait(); }
+  template <class T> work broadcast_async(T &t, int root = 0) { return broadcast_impl(t, root, false); }
+  template <class T> void broadcast(T &t, int root = 0) { broadcast_impl(t, root, true).wait(); }
 
   /// `out` (size() * in.size() elements) receives every rank's `in`, in rank order.
-  template <class In, class Out> work all_gather_async(const In& in, Out& out) {
+  template <class In, class Out> work all_gather_async(const In &in, Out &out) {
     return all_gather_impl(in, out, false);
   }
-  template <class In, class Out> void all_gather(const In& in, Out& out) { all_gather_impl(in, out, true).wait(); }
+  template <class In, class Out> void all_gather(const In &in, Out &out) {
+    all_gather_impl(in, out, true).wait();
+  }
 
   /// Rank r receives in `out` the reduction of block r (out.size() elements) of every rank's `in`.
-  template <class In, class Out> work reduce_scatter_async(const In& in, Out& out, op o = op::sum) {
+  template <class In, class Out> work reduce_scatter_async(const In &in, Out &out, op o = op::sum) {
     return reduce_scatter_impl(in, out, o, false);
   }
-  template <class In, class Out> void reduce_scatter(const In& in, Out& out, op o = op::sum) {
+  template <class In, class Out> void reduce_scatter(const In &in, Out &out, op o = op::sum) {
     reduce_scatter_impl(in, out, o, true).wait();
   }
 
@@ -127,7 +138,7 @@ public:
   void barrier() { comm_->barrier(true).wait(); }
 
 private:
-  template <class T> work all_reduce_impl(T& t, op o, bool blocking) {
+  template <class T> work all_reduce_impl(T &t, op o, bool blocking) {
     if constexpr (usable<T>()) {
       auto s = as_span(t);
       return comm_->all_reduce(s.data(), s.size(), dtype_v<tensor_value_t<T>>, o, blocking);
@@ -136,7 +147,7 @@ private:
     }
   }
 
-  template <class T> work broadcast_impl(T& t, int root, bool blocking) {
+  template <class T> work broadcast_impl(T &t, int root, bool blocking) {
     if constexpr (usable<T>()) {
       check_root(root, "broadcast");
       auto s = as_span(t);
@@ -146,7 +157,7 @@ private:
     }
   }
 
-  template <class In, class Out> work all_gather_impl(const In& in, Out& out, bool blocking) {
+  template <class In, class Out> work all_gather_impl(const In &in, Out &out, bool blocking) {
     if constexpr (usable<const In>() && usable<Out>()) {
       static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                     "ddp: all_gather needs input and output of the same element type");
@@ -162,7 +173,7 @@ private:
     }
   }
 
-  template <class In, class Out> work reduce_scatter_impl(const In& in, Out& out, op o, bool blocking) {
+  template <class In, class Out> work reduce_scatter_impl(const In &in, Out &out, op o, bool blocking) {
     if constexpr (usable<const In>() && usable<Out>()) {
       static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                     "ddp: reduce_scatter needs input and output of the same element type");
@@ -191,10 +202,11 @@ private:
     return false;
   }
 
-  void check_root(int root, const char* what) const {
+  void check_root(int root, const char *what) const {
     if (root < 0 || root >= size())
       throw error(error_kind::config, std::string(what) + ": root " + std::to_string(root) +
-                                          " is not a rank of this group (0.." + std::to_string(size() - 1) + ")");
+                                          " is not a rank of this group (0.." + std::to_string(size() - 1) +
+                                          ")");
   }
 
   ddp::topology topo_;
@@ -204,12 +216,12 @@ private:
 
 namespace detail {
 
-inline std::string token_or_env(const std::string& token) {
+inline std::string token_or_env(const std::string &token) {
   if (!token.empty()) return token;
   return getenv_str("DDP_TOKEN").value_or("");
 }
 
-inline void parse_host_port(std::string_view hp, std::string_view method, std::string& host, int& port) {
+inline void parse_host_port(std::string_view hp, std::string_view method, std::string &host, int &port) {
   auto colon = hp.rfind(':');
   if (colon == std::string_view::npos || colon == 0)
     throw error(error_kind::config, "init_method '" + std::string(method) + "' must be tcp://host:port");
@@ -221,11 +233,12 @@ inline void parse_host_port(std::string_view hp, std::string_view method, std::s
   port = static_cast<int>(*p);
 }
 
-inline rendezvous make_rendezvous(const init_options& o) {
+inline rendezvous make_rendezvous(const init_options &o) {
   rendezvous rv;
   rv.topo = topology::from_env();
   if (o.world_size == 0 || o.world_size < -1)
-    throw error(error_kind::config, "init_options::world_size=" + std::to_string(o.world_size) + " must be >= 1");
+    throw error(error_kind::config,
+                "init_options::world_size=" + std::to_string(o.world_size) + " must be >= 1");
   if (o.world_size > 0) rv.topo.world_size = o.world_size;
   if (o.rank >= 0) rv.topo.rank = o.rank;
   if (o.rank < -1 || rv.topo.rank >= rv.topo.world_size)
@@ -255,9 +268,10 @@ inline rendezvous make_rendezvous(const init_options& o) {
     host = rv.topo.master_addr;
     port = rv.topo.master_port;
     if (rv.topo.world_size > 1 && host.empty())
-      throw error(error_kind::config, "env:// needs MASTER_ADDR (rank " + std::to_string(rv.topo.rank) +
-                                          " of " + std::to_string(rv.topo.world_size) +
-                                          "): launch with ddprun/torchrun, or export MASTER_ADDR and MASTER_PORT");
+      throw error(error_kind::config,
+                  "env:// needs MASTER_ADDR (rank " + std::to_string(rv.topo.rank) + " of " +
+                      std::to_string(rv.topo.world_size) +
+                      "): launch with ddprun/torchrun, or export MASTER_ADDR and MASTER_PORT");
     if (rv.topo.world_size > 1 && port == 0)
       throw error(error_kind::config, "env:// needs MASTER_PORT: launch with ddprun/torchrun, or export it");
     if (host.empty()) host = "127.0.0.1"; // a single process serves itself on a free port
@@ -281,7 +295,8 @@ inline rendezvous make_rendezvous(const init_options& o) {
   if (rv.topo.rank != 0) {
     auto w0 = rv.store->get("ddp/world/0");
     if (w0 != std::to_string(rv.topo.world_size))
-      throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) + " was started with world size " +
+      throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) +
+                                          " was started with world size " +
                                           std::to_string(rv.topo.world_size) + " but rank 0 with " + w0);
   }
   return rv;
@@ -290,8 +305,9 @@ inline rendezvous make_rendezvous(const init_options& o) {
 } // namespace detail
 
 /// Joins the job: rendezvous (env://, tcp://, file://), then the backend connects every pair.
-template <class Backend> process_group<Backend> init_process_group(const init_options& o = {}) {
-  static_assert(backend_policy<Backend>, "ddp: init_process_group<B> needs a backend policy such as ddp::gloo");
+template <class Backend> process_group<Backend> init_process_group(const init_options &o = {}) {
+  static_assert(backend_policy<Backend>,
+                "ddp: init_process_group<B> needs a backend policy such as ddp::gloo");
   return process_group<Backend>(detail::make_rendezvous(o));
 }
 

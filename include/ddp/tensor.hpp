@@ -37,7 +37,9 @@ constexpr std::size_t size_of(dtype d) noexcept {
   return sizes[static_cast<int>(d)];
 }
 
-constexpr bool is_floating(dtype d) noexcept { return d == dtype::f32 || d == dtype::f64 || d == dtype::f16 || d == dtype::bf16; }
+constexpr bool is_floating(dtype d) noexcept {
+  return d == dtype::f32 || d == dtype::f64 || d == dtype::f16 || d == dtype::bf16;
+}
 
 /// Maps an element type to its dtype. Specialize for your own 16-bit types
 /// (layout must be IEEE binary16 or bfloat16).
@@ -57,16 +59,18 @@ template <> struct dtype_of<Eigen::bfloat16> : std::integral_constant<dtype, dty
 /// 16-bit types, gloo::float16 among them, are not trivially copyable; their
 /// bytes are still what goes on the wire.)
 template <class T>
-concept element = requires { { dtype_of<std::remove_cv_t<T>>::value } -> std::convertible_to<dtype>; } &&
-                  sizeof(T) == size_of(dtype_of<std::remove_cv_t<T>>::value);
+concept element = requires {
+  { dtype_of<std::remove_cv_t<T>>::value } -> std::convertible_to<dtype>;
+}
+&&sizeof(T) == size_of(dtype_of<std::remove_cv_t<T>>::value);
 
 template <element T> inline constexpr dtype dtype_v = dtype_of<std::remove_cv_t<T>>::value;
 
 /// A buffer in CUDA device memory: pointer plus element count.
 template <class T> struct device_span {
-  T* ptr = nullptr;
+  T *ptr = nullptr;
   std::size_t count = 0;
-  T* data() const noexcept { return ptr; }
+  T *data() const noexcept { return ptr; }
   std::size_t size() const noexcept { return count; }
 };
 
@@ -77,30 +81,36 @@ template <class T, class = void> struct tensor_traits {};
 
 namespace detail {
 template <class C> struct contiguous_container_traits {
-  using value_type = std::remove_reference_t<decltype(*std::declval<C&>().data())>;
+  using value_type = std::remove_reference_t<decltype(*std::declval<C &>().data())>;
   static constexpr bool on_device = false;
-  static auto* data(C& c) noexcept { return c.data(); }
-  static std::size_t size(const C& c) noexcept { return c.size(); }
+  static auto *data(C &c) noexcept { return c.data(); }
+  static std::size_t size(const C &c) noexcept { return c.size(); }
 };
 } // namespace detail
 
 // std::vector<bool> packs bits: not a tensor.
 template <class T, class A>
-  requires(!std::is_same_v<T, bool>)
-struct tensor_traits<std::vector<T, A>> : detail::contiguous_container_traits<std::vector<T, A>> {};
+requires(!std::is_same_v<T, bool>) struct tensor_traits<std::vector<T, A>>
+    : detail::contiguous_container_traits<std::vector<T, A>> {
+};
 template <class T, class A>
-  requires(!std::is_same_v<T, bool>)
-struct tensor_traits<const std::vector<T, A>> : detail::contiguous_container_traits<const std::vector<T, A>> {};
-template <class T, std::size_t N> struct tensor_traits<std::array<T, N>> : detail::contiguous_container_traits<std::array<T, N>> {};
-template <class T, std::size_t N> struct tensor_traits<const std::array<T, N>> : detail::contiguous_container_traits<const std::array<T, N>> {};
-template <class T, std::size_t E> struct tensor_traits<std::span<T, E>> : detail::contiguous_container_traits<std::span<T, E>> {};
-template <class T, std::size_t E> struct tensor_traits<const std::span<T, E>> : detail::contiguous_container_traits<const std::span<T, E>> {};
+requires(!std::is_same_v<T, bool>) struct tensor_traits<const std::vector<T, A>>
+    : detail::contiguous_container_traits<const std::vector<T, A>> {
+};
+template <class T, std::size_t N>
+struct tensor_traits<std::array<T, N>> : detail::contiguous_container_traits<std::array<T, N>> {};
+template <class T, std::size_t N>
+struct tensor_traits<const std::array<T, N>> : detail::contiguous_container_traits<const std::array<T, N>> {};
+template <class T, std::size_t E>
+struct tensor_traits<std::span<T, E>> : detail::contiguous_container_traits<std::span<T, E>> {};
+template <class T, std::size_t E>
+struct tensor_traits<const std::span<T, E>> : detail::contiguous_container_traits<const std::span<T, E>> {};
 
 template <class T> struct tensor_traits<device_span<T>> {
   using value_type = T;
   static constexpr bool on_device = true;
-  static T* data(const device_span<T>& s) noexcept { return s.ptr; }
-  static std::size_t size(const device_span<T>& s) noexcept { return s.count; }
+  static T *data(const device_span<T> &s) noexcept { return s.ptr; }
+  static std::size_t size(const device_span<T> &s) noexcept { return s.count; }
 };
 template <class T> struct tensor_traits<const device_span<T>> : tensor_traits<device_span<T>> {};
 
@@ -111,23 +121,25 @@ namespace detail {
 /// stride that differs from the inner size (a block of a larger matrix) is caught
 /// at run time by `size()`.
 template <class T>
-concept eigen_dense = std::is_base_of_v<Eigen::DenseBase<std::remove_cv_t<T>>, std::remove_cv_t<T>> && requires(T& t) {
-  { t.data() };
-  { t.outerStride() };
+concept eigen_dense = std::is_base_of_v<Eigen::DenseBase<std::remove_cv_t<T>>, std::remove_cv_t<T>> &&
+    requires(T &t) {
+  {t.data()};
+  {t.outerStride()};
 };
 } // namespace detail
 
 template <class T>
-  requires detail::eigen_dense<T> && (int(std::remove_cv_t<T>::InnerStrideAtCompileTime) == 1)
-struct tensor_traits<T> {
-  using value_type = std::remove_pointer_t<decltype(std::declval<T&>().data())>;
+requires detail::eigen_dense<T> &&
+    (int(std::remove_cv_t<T>::InnerStrideAtCompileTime) == 1) struct tensor_traits<T> {
+  using value_type = std::remove_pointer_t<decltype(std::declval<T &>().data())>;
   static constexpr bool on_device = false;
-  static value_type* data(T& t) noexcept { return t.data(); }
-  static std::size_t size(const T& t) {
+  static value_type *data(T &t) noexcept { return t.data(); }
+  static std::size_t size(const T &t) {
     if (t.size() > 1 && t.outerStride() != t.innerSize() && t.outerSize() > 1)
-      throw error(error_kind::config, "an Eigen object with outer stride " + std::to_string(t.outerStride()) +
-                                          " and inner size " + std::to_string(t.innerSize()) +
-                                          " is not contiguous: copy it into a Matrix, or use a Map over contiguous storage");
+      throw error(error_kind::config,
+                  "an Eigen object with outer stride " + std::to_string(t.outerStride()) +
+                      " and inner size " + std::to_string(t.innerSize()) +
+                      " is not contiguous: copy it into a Matrix, or use a Map over contiguous storage");
     return static_cast<std::size_t>(t.size());
   }
 };
@@ -135,32 +147,37 @@ struct tensor_traits<T> {
 
 /// A type ddp can treat as one contiguous run of elements.
 template <class T>
-concept tensor = requires(std::remove_reference_t<T>& t) {
+concept tensor = requires(std::remove_reference_t<T> &t) {
   typename tensor_traits<std::remove_reference_t<T>>::value_type;
-  { tensor_traits<std::remove_reference_t<T>>::data(t) };
+  {tensor_traits<std::remove_reference_t<T>>::data(t)};
   { tensor_traits<std::remove_reference_t<T>>::size(t) } -> std::convertible_to<std::size_t>;
-} && element<typename tensor_traits<std::remove_reference_t<T>>::value_type>;
+}
+&&element<typename tensor_traits<std::remove_reference_t<T>>::value_type>;
 
 template <tensor T> using tensor_value_t = typename tensor_traits<std::remove_reference_t<T>>::value_type;
 
 /// A view of a tensor as a span of its elements.
-template <tensor T> auto as_span(T& t) {
+template <tensor T> auto as_span(T &t) {
   using traits = tensor_traits<std::remove_reference_t<T>>;
   return std::span<tensor_value_t<T>>(traits::data(t), traits::size(t));
 }
 
-template <class T> constexpr bool on_device_v = [] {
-  if constexpr (tensor<T>) return tensor_traits<std::remove_reference_t<T>>::on_device;
-  else return false;
+template <class T>
+constexpr bool on_device_v = [] {
+  if constexpr (tensor<T>)
+    return tensor_traits<std::remove_reference_t<T>>::on_device;
+  else
+    return false;
 }();
 
 namespace detail {
 /// Gives the one readable message for a type that is not a tensor, instead of
 /// a page of failed overloads.
 template <class T> consteval void require_tensor() {
-  static_assert(tensor<T>, "ddp: this type is not a contiguous tensor. Use std::vector, std::array, std::span, "
-                           "an Eigen Matrix/Array/Map/Ref of float, double, half, bfloat16, int32 or int64, "
-                           "or specialize ddp::tensor_traits<T> (value_type, data(t), size(t), on_device).");
+  static_assert(tensor<T>,
+                "ddp: this type is not a contiguous tensor. Use std::vector, std::array, std::span, "
+                "an Eigen Matrix/Array/Map/Ref of float, double, half, bfloat16, int32 or int64, "
+                "or specialize ddp::tensor_traits<T> (value_type, data(t), size(t), on_device).");
 }
 } // namespace detail
 

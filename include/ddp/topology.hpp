@@ -18,8 +18,8 @@ struct topology {
   int local_world_size = 1;
   int node_rank = 0;
   int nnodes = 1;
-  std::string master_addr; ///< empty when the environment names none
-  int master_port = 0;     ///< 0 when the environment names none
+  std::string master_addr;        ///< empty when the environment names none
+  int master_port = 0;            ///< 0 when the environment names none
   std::string source = "default"; ///< "ddprun/torchrun", "openmpi", "slurm" or "default"
 
   /// Reads ddprun/torchrun variables (RANK, ...) first, then OpenMPI
@@ -34,17 +34,16 @@ namespace detail {
 /// The port a SLURM or OpenMPI job uses when MASTER_PORT is not set: a
 /// deterministic function of the job id in [20000, 29999], so every task of a
 /// job agrees without talking, and concurrent jobs rarely collide.
-inline int port_from_job_id(std::uint64_t job_id) {
-  return 20000 + static_cast<int>(job_id % 10000);
-}
+inline int port_from_job_id(std::uint64_t job_id) { return 20000 + static_cast<int>(job_id % 10000); }
 
-inline int port_from_job_id(const std::string& job) {
+inline int port_from_job_id(const std::string &job) {
   std::uint64_t h = 1469598103934665603ull; // FNV-1a: stable across builds
-  for (unsigned char c : job) h = (h ^ c) * 1099511628211ull;
+  for (unsigned char c : job)
+    h = (h ^ c) * 1099511628211ull;
   return port_from_job_id(h);
 }
 
-inline void read_master(topology& t) {
+inline void read_master(topology &t) {
   if (auto a = getenv_str("MASTER_ADDR")) {
     if (a->empty()) throw error(error_kind::config, "environment variable MASTER_ADDR is set but empty");
     t.master_addr = *a;
@@ -52,20 +51,20 @@ inline void read_master(topology& t) {
   if (auto p = env_int("MASTER_PORT", 1, 65535)) t.master_port = static_cast<int>(*p);
 }
 
-inline void check_topology(const topology& t, const char* rank_var, const char* world_var,
-                           const char* local_var, const char* local_world_var) {
-  auto fail = [&](const std::string& what) {
+inline void check_topology(const topology &t, const char *rank_var, const char *world_var,
+                           const char *local_var, const char *local_world_var) {
+  auto fail = [&](const std::string &what) {
     throw error(error_kind::config, "contradictory " + t.source + " environment: " + what);
   };
   if (t.rank >= t.world_size)
-    fail(std::string(rank_var) + "=" + std::to_string(t.rank) + " is not below " + world_var +
-         "=" + std::to_string(t.world_size));
+    fail(std::string(rank_var) + "=" + std::to_string(t.rank) + " is not below " + world_var + "=" +
+         std::to_string(t.world_size));
   if (t.local_rank >= t.local_world_size)
-    fail(std::string(local_var) + "=" + std::to_string(t.local_rank) + " is not below " +
-         local_world_var + "=" + std::to_string(t.local_world_size));
+    fail(std::string(local_var) + "=" + std::to_string(t.local_rank) + " is not below " + local_world_var +
+         "=" + std::to_string(t.local_world_size));
   if (t.local_world_size > t.world_size)
-    fail(std::string(local_world_var) + "=" + std::to_string(t.local_world_size) +
-         " exceeds " + world_var + "=" + std::to_string(t.world_size));
+    fail(std::string(local_world_var) + "=" + std::to_string(t.local_world_size) + " exceeds " + world_var +
+         "=" + std::to_string(t.world_size));
   if (t.node_rank >= t.nnodes)
     fail("node rank " + std::to_string(t.node_rank) + " is not below the node count " +
          std::to_string(t.nnodes));
@@ -74,11 +73,11 @@ inline void check_topology(const topology& t, const char* rank_var, const char* 
 inline topology topology_from_torchrun() {
   topology t;
   t.source = "ddprun/torchrun";
-  t.world_size = static_cast<int>(require_env_int("WORLD_SIZE", 1, 1 << 20, "RANK is set, so WORLD_SIZE must be too"));
+  t.world_size =
+      static_cast<int>(require_env_int("WORLD_SIZE", 1, 1 << 20, "RANK is set, so WORLD_SIZE must be too"));
   t.rank = static_cast<int>(require_env_int("RANK", 0, 1 << 20, "launcher"));
   t.local_rank = static_cast<int>(env_int("LOCAL_RANK", 0, 1 << 20).value_or(t.rank));
-  t.local_world_size =
-      static_cast<int>(env_int("LOCAL_WORLD_SIZE", 1, 1 << 20).value_or(t.world_size));
+  t.local_world_size = static_cast<int>(env_int("LOCAL_WORLD_SIZE", 1, 1 << 20).value_or(t.world_size));
   auto group = env_int("GROUP_RANK", 0, 1 << 20);
   auto node = env_int("NODE_RANK", 0, 1 << 20);
   if (group && node && *group != *node)
@@ -86,9 +85,9 @@ inline topology topology_from_torchrun() {
                                         " but NODE_RANK=" + std::to_string(*node));
   t.node_rank = static_cast<int>(group ? *group : node.value_or(0));
   if (t.world_size % t.local_world_size != 0)
-    throw error(error_kind::config, "contradictory environment: WORLD_SIZE=" + std::to_string(t.world_size) +
-                                        " is not a multiple of LOCAL_WORLD_SIZE=" +
-                                        std::to_string(t.local_world_size));
+    throw error(error_kind::config,
+                "contradictory environment: WORLD_SIZE=" + std::to_string(t.world_size) +
+                    " is not a multiple of LOCAL_WORLD_SIZE=" + std::to_string(t.local_world_size));
   t.nnodes = t.world_size / t.local_world_size;
   read_master(t);
   check_topology(t, "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE");
@@ -98,7 +97,8 @@ inline topology topology_from_torchrun() {
 inline topology topology_from_openmpi() {
   topology t;
   t.source = "openmpi";
-  t.world_size = static_cast<int>(require_env_int("OMPI_COMM_WORLD_SIZE", 1, 1 << 20, "OMPI_COMM_WORLD_RANK is set"));
+  t.world_size =
+      static_cast<int>(require_env_int("OMPI_COMM_WORLD_SIZE", 1, 1 << 20, "OMPI_COMM_WORLD_RANK is set"));
   t.rank = static_cast<int>(require_env_int("OMPI_COMM_WORLD_RANK", 0, 1 << 20, "launcher"));
   t.local_rank = static_cast<int>(env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0, 1 << 20).value_or(0));
   t.local_world_size = static_cast<int>(env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1, 1 << 20).value_or(1));
@@ -131,21 +131,25 @@ inline int slurm_tasks_on_node(int node, int ntasks, int nnodes) {
     std::size_t paren = item.find('(');
     auto count = parse_int(item.substr(0, paren));
     if (paren != std::string_view::npos) {
-      auto r = item.size() > paren + 3 ? parse_int(item.substr(paren + 2, item.size() - paren - 3)) : std::nullopt;
-      if (!r || *r < 1 || item.substr(paren, 2) != "(x" || item.back() != ')') count.reset();
-      else repeat = static_cast<int>(*r);
+      auto r =
+          item.size() > paren + 3 ? parse_int(item.substr(paren + 2, item.size() - paren - 3)) : std::nullopt;
+      if (!r || *r < 1 || item.substr(paren, 2) != "(x" || item.back() != ')')
+        count.reset();
+      else
+        repeat = static_cast<int>(*r);
     }
     const std::int64_t tasks = count.value_or(0);
     if (tasks < 1)
-      throw error(error_kind::config, "environment variable SLURM_STEP_TASKS_PER_NODE='" + *spec +
-                                          "' cannot be parsed");
+      throw error(error_kind::config,
+                  "environment variable SLURM_STEP_TASKS_PER_NODE='" + *spec + "' cannot be parsed");
     if (node < seen + repeat) return static_cast<int>(tasks);
     seen += repeat;
     if (comma == std::string_view::npos) break;
     s.remove_prefix(comma + 1);
   }
   throw error(error_kind::config, "environment variable SLURM_STEP_TASKS_PER_NODE='" + *spec +
-                                      "' names fewer nodes than SLURM_NODEID=" + std::to_string(node) + " needs");
+                                      "' names fewer nodes than SLURM_NODEID=" + std::to_string(node) +
+                                      " needs");
 }
 
 inline topology topology_from_slurm() {
@@ -157,16 +161,18 @@ inline topology topology_from_slurm() {
   t.nnodes = static_cast<int>(env_int("SLURM_NNODES", 1, 1 << 20).value_or(1));
   t.node_rank = static_cast<int>(env_int("SLURM_NODEID", 0, 1 << 20).value_or(0));
   if (t.node_rank >= t.nnodes)
-    throw error(error_kind::config, "contradictory slurm environment: SLURM_NODEID=" + std::to_string(t.node_rank) +
-                                        " is not below SLURM_NNODES=" + std::to_string(t.nnodes));
+    throw error(error_kind::config,
+                "contradictory slurm environment: SLURM_NODEID=" + std::to_string(t.node_rank) +
+                    " is not below SLURM_NNODES=" + std::to_string(t.nnodes));
   t.local_world_size = slurm_tasks_on_node(t.node_rank, t.world_size, t.nnodes);
   read_master(t);
   if (t.master_addr.empty()) {
     auto list = getenv_str("SLURM_STEP_NODELIST");
     if (!list) list = getenv_str("SLURM_JOB_NODELIST");
     if (!list)
-      throw error(error_kind::config, "SLURM_PROCID is set but neither MASTER_ADDR nor SLURM_STEP_NODELIST is: "
-                                      "run under srun, or export MASTER_ADDR");
+      throw error(error_kind::config,
+                  "SLURM_PROCID is set but neither MASTER_ADDR nor SLURM_STEP_NODELIST is: "
+                  "run under srun, or export MASTER_ADDR");
     t.master_addr = first_node(*list);
   }
   if (t.master_port == 0) {

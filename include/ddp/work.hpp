@@ -53,8 +53,8 @@ public:
     std::unique_lock lock(s_->mu);
     auto limit = s_->timeout + std::chrono::seconds(30);
     if (!s_->cv.wait_for(lock, limit, [&] { return s_->finished; }))
-      throw error(error_kind::timeout, s_->what + " did not complete within " +
-                                           std::to_string(limit.count()) + " ms");
+      throw error(error_kind::timeout,
+                  s_->what + " did not complete within " + std::to_string(limit.count()) + " ms");
     if (s_->failure) std::rethrow_exception(s_->failure);
   }
 

@@ -8,6 +8,21 @@
 #ifndef DDP_DDP_HPP
 #define DDP_DDP_HPP
 
+// ---- begin ddp/arena.hpp ----
+// ddp::arena — gradient storage laid out so that buckets need no packing.
+// Parameters are registered forward; backward (and so every bucket) walks them
+// in reverse. The arena places slot k (registration order) so that the slots
+// lie in memory in reverse registration order, back to back: any bucket of
+// consecutive parameters is then one contiguous range, and DDP reduces it in
+// place. (PyTorch's gradient_as_bucket_view, without the view bookkeeping.)
+#ifndef DDP_ARENA_HPP
+#define DDP_ARENA_HPP
+
+// ---- begin ddp/error.hpp ----
+// ddp::error — the one exception type ddp throws, with a kind to branch on.
+#ifndef DDP_ERROR_HPP
+#define DDP_ERROR_HPP
+
 // ---- begin ddp/config.hpp ----
 // ddp — version, ABI namespace and the few macros every header uses.
 #ifndef DDP_CONFIG_HPP
@@ -19,8 +34,8 @@
 
 #define DDP_DETAIL_STR2(x) #x
 #define DDP_DETAIL_STR(x) DDP_DETAIL_STR2(x)
-#define DDP_VERSION_STRING                                                   \
-  DDP_DETAIL_STR(DDP_VERSION_MAJOR)                                          \
+#define DDP_VERSION_STRING                                                                                   \
+  DDP_DETAIL_STR(DDP_VERSION_MAJOR)                                                                          \
   "." DDP_DETAIL_STR(DDP_VERSION_MINOR) "." DDP_DETAIL_STR(DDP_VERSION_PATCH)
 
 // Every public name lives in ddp::DDP_ABI_NAMESPACE (an inline namespace), so two
@@ -28,14 +43,13 @@
 // mixing layouts.
 #define DDP_DETAIL_ABI_CAT3(a, b, c) v##a##_##b##_##c
 #define DDP_DETAIL_ABI_NAME(a, b, c) DDP_DETAIL_ABI_CAT3(a, b, c)
-#define DDP_ABI_NAMESPACE                                                    \
-  DDP_DETAIL_ABI_NAME(DDP_VERSION_MAJOR, DDP_VERSION_MINOR, DDP_VERSION_PATCH)
+#define DDP_ABI_NAMESPACE DDP_DETAIL_ABI_NAME(DDP_VERSION_MAJOR, DDP_VERSION_MINOR, DDP_VERSION_PATCH)
 
-#define DDP_BEGIN_NAMESPACE                                                  \
-  namespace ddp {                                                            \
+#define DDP_BEGIN_NAMESPACE                                                                                  \
+  namespace ddp {                                                                                            \
   inline namespace DDP_ABI_NAMESPACE {
-#define DDP_END_NAMESPACE                                                    \
-  }                                                                          \
+#define DDP_END_NAMESPACE                                                                                    \
+  }                                                                                                          \
   }
 
 #include <string_view>
@@ -51,19 +65,13 @@ struct version_info {
 
 /// The version of the headers this translation unit was compiled against.
 constexpr version_info version() noexcept {
-  return {DDP_VERSION_MAJOR, DDP_VERSION_MINOR, DDP_VERSION_PATCH,
-          DDP_VERSION_STRING};
+  return {DDP_VERSION_MAJOR, DDP_VERSION_MINOR, DDP_VERSION_PATCH, DDP_VERSION_STRING};
 }
 
 DDP_END_NAMESPACE
 
 #endif // DDP_CONFIG_HPP
 // ---- end ddp/config.hpp ----
-// ---- begin ddp/error.hpp ----
-// ddp::error — the one exception type ddp throws, with a kind to branch on.
-#ifndef DDP_ERROR_HPP
-#define DDP_ERROR_HPP
-
 
 #include <stdexcept>
 #include <string>
@@ -96,10 +104,9 @@ class error : public std::runtime_error {
 public:
   /// `rank` is the rank the error is about (the lost peer, the mismatching
   /// rank), or -1 when unknown / not applicable.
-  error(error_kind kind, const std::string& what, int rank = -1)
-      : std::runtime_error("ddp " + std::string(to_string(kind)) +
-                           " error: " + what),
-        kind_(kind), rank_(rank) {}
+  error(error_kind kind, const std::string &what, int rank = -1)
+      : std::runtime_error("ddp " + std::string(to_string(kind)) + " error: " + what), kind_(kind),
+        rank_(rank) {}
 
   error_kind kind() const noexcept { return kind_; }
   int rank() const noexcept { return rank_; }
@@ -113,1425 +120,187 @@ DDP_END_NAMESPACE
 
 #endif // DDP_ERROR_HPP
 // ---- end ddp/error.hpp ----
-// ---- begin ddp/topology.hpp ----
-// ddp::topology — who this process is: from ddprun/torchrun, OpenMPI or SLURM variables.
-#ifndef DDP_TOPOLOGY_HPP
-#define DDP_TOPOLOGY_HPP
-
-// ---- begin ddp/detail/env.hpp ----
-// Reading and validating environment variables: every failure names the
-// variable and its value.
-#ifndef DDP_DETAIL_ENV_HPP
-#define DDP_DETAIL_ENV_HPP
-
-
-#include <charconv>
-#include <cstdint>
-#include <cstdlib>
-#include <optional>
-#include <string>
-#include <string_view>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-inline std::optional<std::string> getenv_str(const char* name) {
-  const char* v = std::getenv(name);
-  if (v == nullptr) return std::nullopt;
-  return std::string(v);
-}
-
-/// Parses a whole decimal integer; no sign games, no trailing junk.
-inline std::optional<std::int64_t> parse_int(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n'))
-    s.remove_suffix(1);
-  if (s.empty()) return std::nullopt;
-  std::int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || p != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
-/// An integer from `name`, within [lo, hi]; nullopt when unset.
-inline std::optional<std::int64_t> env_int(const char* name, std::int64_t lo,
-                                           std::int64_t hi) {
-  auto raw = getenv_str(name);
-  if (!raw) return std::nullopt;
-  auto v = parse_int(*raw);
-  if (!v)
-    throw error(error_kind::config, std::string("environment variable ") + name +
-                                        "='" + *raw + "' is not an integer");
-  if (*v < lo || *v > hi)
-    throw error(error_kind::config,
-                std::string("environment variable ") + name + "=" + *raw +
-                    " is out of range [" + std::to_string(lo) + ", " +
-                    std::to_string(hi) + "]");
-  return v;
-}
-
-inline std::int64_t require_env_int(const char* name, std::int64_t lo,
-                                    std::int64_t hi, std::string_view why) {
-  auto v = env_int(name, lo, hi);
-  if (!v)
-    throw error(error_kind::config, std::string("environment variable ") + name +
-                                        " is not set (" + std::string(why) + ")");
-  return *v;
-}
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_ENV_HPP
-// ---- end ddp/detail/env.hpp ----
-// ---- begin ddp/detail/nodelist.hpp ----
-// Expansion of SLURM host lists: "gpu[01-03,07],cpu5" -> gpu01 gpu02 gpu03 gpu07 cpu5.
-// Several bracket groups in one name expand as a product: "r[1-2]n[1-2]" -> r1n1 r1n2 r2n1 r2n2.
-#ifndef DDP_DETAIL_NODELIST_HPP
-#define DDP_DETAIL_NODELIST_HPP
-
-
-#include <string>
-#include <string_view>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-inline error nodelist_error(std::string_view list, std::string_view why) {
-  return error(error_kind::config, "SLURM node list '" + std::string(list) +
-                                       "' cannot be parsed: " + std::string(why));
-}
-
-/// Expands the inside of one bracket group ("01-03,07") into its tokens,
-/// keeping the zero padding of each range's lower bound.
-inline std::vector<std::string> expand_bracket(std::string_view body,
-                                               std::string_view whole) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= body.size()) {
-    std::size_t comma = body.find(',', start);
-    if (comma == std::string_view::npos) comma = body.size();
-    std::string_view item = body.substr(start, comma - start);
-    if (item.empty()) throw nodelist_error(whole, "empty item inside brackets");
-    std::size_t dash = item.find('-');
-    if (dash == std::string_view::npos) {
-      if (!parse_int(item)) throw nodelist_error(whole, "'" + std::string(item) + "' is not a number");
-      out.emplace_back(item);
-    } else {
-      std::string_view lo_s = item.substr(0, dash), hi_s = item.substr(dash + 1);
-      auto lo = parse_int(lo_s), hi = parse_int(hi_s);
-      if (!lo || !hi || *lo < 0 || *hi < *lo)
-        throw nodelist_error(whole, "bad range '" + std::string(item) + "'");
-      if (*hi - *lo > 100000) throw nodelist_error(whole, "range too large");
-      for (auto v = *lo; v <= *hi; ++v) {
-        std::string s = std::to_string(v);
-        if (s.size() < lo_s.size()) s.insert(0, lo_s.size() - s.size(), '0');
-        out.push_back(std::move(s));
-      }
-    }
-    start = comma + 1;
-  }
-  return out;
-}
-
-/// Expands one host pattern that contains no top-level comma.
-inline std::vector<std::string> expand_host(std::string_view pat, std::string_view whole) {
-  std::vector<std::string> acc{std::string()};
-  std::size_t i = 0;
-  while (i < pat.size()) {
-    if (pat[i] == '[') {
-      std::size_t close = pat.find(']', i);
-      if (close == std::string_view::npos) throw nodelist_error(whole, "unbalanced '['");
-      auto parts = expand_bracket(pat.substr(i + 1, close - i - 1), whole);
-      std::vector<std::string> next;
-      next.reserve(acc.size() * parts.size());
-      for (const auto& a : acc)
-        for (const auto& p : parts) next.push_back(a + p);
-      acc = std::move(next);
-      i = close + 1;
-    } else if (pat[i] == ']') {
-      throw nodelist_error(whole, "unbalanced ']'");
-    } else {
-      std::size_t next_br = pat.find_first_of("[]", i);
-      if (next_br == std::string_view::npos) next_br = pat.size();
-      for (auto& a : acc) a.append(pat.substr(i, next_br - i));
-      i = next_br;
-    }
-  }
-  return acc;
-}
-
-/// All host names of a SLURM node list, in order.
-inline std::vector<std::string> expand_nodelist(std::string_view list) {
-  std::vector<std::string> hosts;
-  if (list.empty()) throw nodelist_error(list, "it is empty");
-  int depth = 0;
-  std::size_t start = 0;
-  for (std::size_t i = 0; i <= list.size(); ++i) {
-    char c = i < list.size() ? list[i] : ',';
-    if (c == '[') ++depth;
-    else if (c == ']') --depth;
-    else if (c == ',' && depth == 0) {
-      std::string_view pat = list.substr(start, i - start);
-      if (pat.empty()) throw nodelist_error(list, "empty host name");
-      for (auto& h : expand_host(pat, list)) hosts.push_back(std::move(h));
-      start = i + 1;
-    }
-    if (depth < 0 || depth > 1) throw nodelist_error(list, "unbalanced or nested brackets");
-  }
-  if (depth != 0) throw nodelist_error(list, "unbalanced '['");
-  return hosts;
-}
-
-/// The first host of a node list without expanding the rest.
-inline std::string first_node(std::string_view list) { return expand_nodelist(list).front(); }
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_NODELIST_HPP
-// ---- end ddp/detail/nodelist.hpp ----
-
-#include <cstdint>
-#include <string>
-
-DDP_BEGIN_NAMESPACE
-
-/// Where this process sits in the job.
-struct topology {
-  int rank = 0;
-  int world_size = 1;
-  int local_rank = 0;
-  int local_world_size = 1;
-  int node_rank = 0;
-  int nnodes = 1;
-  std::string master_addr; ///< empty when the environment names none
-  int master_port = 0;     ///< 0 when the environment names none
-  std::string source = "default"; ///< "ddprun/torchrun", "openmpi", "slurm" or "default"
-
-  /// Reads ddprun/torchrun variables (RANK, ...) first, then OpenMPI
-  /// (OMPI_COMM_WORLD_*), then SLURM (SLURM_PROCID, ...). With none of them
-  /// set, a single process (rank 0 of 1). Every bad value throws ddp::error
-  /// (kind config) naming the variable and its value.
-  static topology from_env();
-};
-
-namespace detail {
-
-/// The port a SLURM or OpenMPI job uses when MASTER_PORT is not set: a
-/// deterministic function of the job id in [20000, 29999], so every task of a
-/// job agrees without talking, and concurrent jobs rarely collide.
-inline int port_from_job_id(std::uint64_t job_id) {
-  return 20000 + static_cast<int>(job_id % 10000);
-}
-
-inline int port_from_job_id(const std::string& job) {
-  std::uint64_t h = 1469598103934665603ull; // FNV-1a: stable across builds
-  for (unsigned char c : job) h = (h ^ c) * 1099511628211ull;
-  return port_from_job_id(h);
-}
-
-inline void read_master(topology& t) {
-  if (auto a = getenv_str("MASTER_ADDR")) {
-    if (a->empty()) throw error(error_kind::config, "environment variable MASTER_ADDR is set but empty");
-    t.master_addr = *a;
-  }
-  if (auto p = env_int("MASTER_PORT", 1, 65535)) t.master_port = static_cast<int>(*p);
-}
-
-inline void check_topology(const topology& t, const char* rank_var, const char* world_var,
-                           const char* local_var, const char* local_world_var) {
-  auto fail = [&](const std::string& what) {
-    throw error(error_kind::config, "contradictory " + t.source + " environment: " + what);
-  };
-  if (t.rank >= t.world_size)
-    fail(std::string(rank_var) + "=" + std::to_string(t.rank) + " is not below " + world_var +
-         "=" + std::to_string(t.world_size));
-  if (t.local_rank >= t.local_world_size)
-    fail(std::string(local_var) + "=" + std::to_string(t.local_rank) + " is not below " +
-         local_world_var + "=" + std::to_string(t.local_world_size));
-  if (t.local_world_size > t.world_size)
-    fail(std::string(local_world_var) + "=" + std::to_string(t.local_world_size) +
-         " exceeds " + world_var + "=" + std::to_string(t.world_size));
-  if (t.node_rank >= t.nnodes)
-    fail("node rank " + std::to_string(t.node_rank) + " is not below the node count " +
-         std::to_string(t.nnodes));
-}
-
-inline topology topology_from_torchrun() {
-  topology t;
-  t.source = "ddprun/torchrun";
-  t.world_size = static_cast<int>(require_env_int("WORLD_SIZE", 1, 1 << 20, "RANK is set, so WORLD_SIZE must be too"));
-  t.rank = static_cast<int>(require_env_int("RANK", 0, 1 << 20, "launcher"));
-  t.local_rank = static_cast<int>(env_int("LOCAL_RANK", 0, 1 << 20).value_or(t.rank));
-  t.local_world_size =
-      static_cast<int>(env_int("LOCAL_WORLD_SIZE", 1, 1 << 20).value_or(t.world_size));
-  auto group = env_int("GROUP_RANK", 0, 1 << 20);
-  auto node = env_int("NODE_RANK", 0, 1 << 20);
-  if (group && node && *group != *node)
-    throw error(error_kind::config, "contradictory environment: GROUP_RANK=" + std::to_string(*group) +
-                                        " but NODE_RANK=" + std::to_string(*node));
-  t.node_rank = static_cast<int>(group ? *group : node.value_or(0));
-  if (t.world_size % t.local_world_size != 0)
-    throw error(error_kind::config, "contradictory environment: WORLD_SIZE=" + std::to_string(t.world_size) +
-                                        " is not a multiple of LOCAL_WORLD_SIZE=" +
-                                        std::to_string(t.local_world_size));
-  t.nnodes = t.world_size / t.local_world_size;
-  read_master(t);
-  check_topology(t, "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE");
-  return t;
-}
-
-inline topology topology_from_openmpi() {
-  topology t;
-  t.source = "openmpi";
-  t.world_size = static_cast<int>(require_env_int("OMPI_COMM_WORLD_SIZE", 1, 1 << 20, "OMPI_COMM_WORLD_RANK is set"));
-  t.rank = static_cast<int>(require_env_int("OMPI_COMM_WORLD_RANK", 0, 1 << 20, "launcher"));
-  t.local_rank = static_cast<int>(env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0, 1 << 20).value_or(0));
-  t.local_world_size = static_cast<int>(env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1, 1 << 20).value_or(1));
-  // mpirun's default (--map-by slot) places consecutive ranks on one node.
-  t.nnodes = (t.world_size + t.local_world_size - 1) / t.local_world_size;
-  t.node_rank = t.rank / t.local_world_size;
-  read_master(t);
-  if (t.master_addr.empty() && t.nnodes == 1) t.master_addr = "127.0.0.1";
-  if (t.master_port == 0) {
-    auto job = getenv_str("OMPI_MCA_ess_base_jobid");
-    if (!job) job = getenv_str("PMIX_NAMESPACE");
-    if (job) t.master_port = port_from_job_id(*job);
-  }
-  check_topology(t, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-                 "OMPI_COMM_WORLD_LOCAL_SIZE");
-  return t;
-}
-
-/// Tasks on this node from SLURM_STEP_TASKS_PER_NODE ("2(x3),1"), else ntasks/nnodes.
-inline int slurm_tasks_on_node(int node, int ntasks, int nnodes) {
-  auto spec = getenv_str("SLURM_STEP_TASKS_PER_NODE");
-  if (!spec) spec = getenv_str("SLURM_TASKS_PER_NODE");
-  if (!spec) return (ntasks + nnodes - 1) / nnodes;
-  std::string_view s = *spec;
-  int seen = 0;
-  while (!s.empty()) {
-    std::size_t comma = s.find(',');
-    std::string_view item = s.substr(0, comma);
-    int repeat = 1;
-    std::size_t paren = item.find('(');
-    auto count = parse_int(item.substr(0, paren));
-    if (paren != std::string_view::npos) {
-      auto r = item.size() > paren + 3 ? parse_int(item.substr(paren + 2, item.size() - paren - 3)) : std::nullopt;
-      if (!r || *r < 1 || item.substr(paren, 2) != "(x" || item.back() != ')') count.reset();
-      else repeat = static_cast<int>(*r);
-    }
-    const std::int64_t tasks = count.value_or(0);
-    if (tasks < 1)
-      throw error(error_kind::config, "environment variable SLURM_STEP_TASKS_PER_NODE='" + *spec +
-                                          "' cannot be parsed");
-    if (node < seen + repeat) return static_cast<int>(tasks);
-    seen += repeat;
-    if (comma == std::string_view::npos) break;
-    s.remove_prefix(comma + 1);
-  }
-  throw error(error_kind::config, "environment variable SLURM_STEP_TASKS_PER_NODE='" + *spec +
-                                      "' names fewer nodes than SLURM_NODEID=" + std::to_string(node) + " needs");
-}
-
-inline topology topology_from_slurm() {
-  topology t;
-  t.source = "slurm";
-  t.world_size = static_cast<int>(require_env_int("SLURM_NTASKS", 1, 1 << 20, "SLURM_PROCID is set"));
-  t.rank = static_cast<int>(require_env_int("SLURM_PROCID", 0, 1 << 20, "launcher"));
-  t.local_rank = static_cast<int>(env_int("SLURM_LOCALID", 0, 1 << 20).value_or(0));
-  t.nnodes = static_cast<int>(env_int("SLURM_NNODES", 1, 1 << 20).value_or(1));
-  t.node_rank = static_cast<int>(env_int("SLURM_NODEID", 0, 1 << 20).value_or(0));
-  if (t.node_rank >= t.nnodes)
-    throw error(error_kind::config, "contradictory slurm environment: SLURM_NODEID=" + std::to_string(t.node_rank) +
-                                        " is not below SLURM_NNODES=" + std::to_string(t.nnodes));
-  t.local_world_size = slurm_tasks_on_node(t.node_rank, t.world_size, t.nnodes);
-  read_master(t);
-  if (t.master_addr.empty()) {
-    auto list = getenv_str("SLURM_STEP_NODELIST");
-    if (!list) list = getenv_str("SLURM_JOB_NODELIST");
-    if (!list)
-      throw error(error_kind::config, "SLURM_PROCID is set but neither MASTER_ADDR nor SLURM_STEP_NODELIST is: "
-                                      "run under srun, or export MASTER_ADDR");
-    t.master_addr = first_node(*list);
-  }
-  if (t.master_port == 0) {
-    if (auto job = env_int("SLURM_JOB_ID", 0, INT64_MAX))
-      t.master_port = port_from_job_id(static_cast<std::uint64_t>(*job));
-  }
-  check_topology(t, "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "local task count");
-  return t;
-}
-
-} // namespace detail
-
-inline topology topology::from_env() {
-  if (detail::getenv_str("RANK")) return detail::topology_from_torchrun();
-  if (detail::getenv_str("OMPI_COMM_WORLD_RANK")) return detail::topology_from_openmpi();
-  if (detail::getenv_str("SLURM_PROCID")) return detail::topology_from_slurm();
-  topology t;
-  detail::read_master(t);
-  return t;
-}
-
-DDP_END_NAMESPACE
-
-#endif // DDP_TOPOLOGY_HPP
-// ---- end ddp/topology.hpp ----
-// ---- begin ddp/sampler.hpp ----
-// ddp::distributed_sampler — which sample indices this rank visits each epoch.
-// `shuffled` and `sequential` are index-identical to PyTorch's
-// torch.utils.data.DistributedSampler (shuffle=True/False) for every
-// (n, num_replicas, rank, seed, epoch, drop_last). Needs neither Gloo nor NCCL.
-#ifndef DDP_SAMPLER_HPP
-#define DDP_SAMPLER_HPP
-
 
 #include <algorithm>
-#include <concepts>
+
 #include <cstddef>
-#include <cstdint>
-#include <iterator>
+#include <memory>
 #include <numeric>
-#include <random>
-#include <ranges>
 #include <span>
 #include <string>
 #include <vector>
 
+#if !defined(DDP_NO_EIGEN) && __has_include(<Eigen/Core>)
+#include <Eigen/Core>
+#endif
+
 DDP_BEGIN_NAMESPACE
 
-struct sampler_options {
-  std::uint64_t seed = 0;
-  bool drop_last = false;
-};
-
-/// Everything a sampling policy needs to pick this rank's indices.
-struct sampler_context {
-  std::size_t n = 0;           ///< data set size
-  int num_replicas = 1;
-  int rank = 0;
-  std::uint64_t seed = 0;
-  std::uint64_t epoch = 0;
-  bool drop_last = false;
-  std::size_t num_samples = 0; ///< indices per rank (PyTorch's num_samples)
-  std::size_t total_size = 0;  ///< num_samples * num_replicas
-};
-
-/// A sampling policy writes exactly ctx.num_samples indices for ctx.rank.
-template <class P>
-concept sampling_policy = requires(const sampler_context& ctx, std::vector<std::int64_t>& out) {
-  { P::rank_indices(ctx, out) };
-};
-
-namespace detail {
-
-/// PyTorch's torch.randperm(n, generator) on the CPU, with the generator
-/// seeded by `seed`: a Fisher–Yates pass driven by MT19937, which PyTorch
-/// seeds with the low 32 bits of the seed. Large n draws 64-bit numbers, as
-/// PyTorch does from n >= 2^32 / 20.
-template <class Index> void torch_randperm(std::vector<Index>& r, std::size_t n, std::uint64_t seed) {
-  r.resize(n);
-  std::iota(r.begin(), r.end(), Index{0});
-  if (n < 2) return;
-  std::mt19937 gen(static_cast<std::uint32_t>(seed));
-  const bool wide = n >= std::size_t{0xffffffffu} / 20;
-  for (std::size_t i = 0; i + 1 < n; ++i) {
-    std::uint64_t x = gen();
-    if (wide) x = (x << 32) | gen();
-    std::size_t z = static_cast<std::size_t>(x % (n - i));
-    std::swap(r[i], r[z + i]);
-  }
-}
-
-/// Rank r's share of a global order, PyTorch style: the order padded with its
-/// own head (repeated as needed) or truncated to total_size, then every
-/// num_replicas-th element starting at rank. `order(j)` gives element j < n.
-template <class Order>
-void strided_share(const sampler_context& c, std::vector<std::int64_t>& out, Order&& order) {
-  out.resize(c.num_samples);
-  for (std::size_t k = 0; k < c.num_samples; ++k) {
-    std::size_t j = static_cast<std::size_t>(c.rank) + k * static_cast<std::size_t>(c.num_replicas);
-    out[k] = static_cast<std::int64_t>(order(j % c.n)); // j >= n only when padding: repeats the head
-  }
-}
-
-} // namespace detail
-
-namespace sampling {
-
-/// PyTorch's DistributedSampler(shuffle=True): a fresh permutation per
-/// (seed + epoch), interleaved over ranks.
-struct shuffled {
-  static void rank_indices(const sampler_context& c, std::vector<std::int64_t>& out) {
-    if (c.n == 0) { out.clear(); return; }
-    // The permutation is the one O(n) buffer; 32-bit entries when they fit.
-    if (c.n <= 0xffffffffu) {
-      std::vector<std::uint32_t> perm;
-      detail::torch_randperm(perm, c.n, c.seed + c.epoch);
-      detail::strided_share(c, out, [&](std::size_t j) { return perm[j]; });
-    } else {
-      std::vector<std::uint64_t> perm;
-      detail::torch_randperm(perm, c.n, c.seed + c.epoch);
-      detail::strided_share(c, out, [&](std::size_t j) { return perm[j]; });
-    }
-  }
-};
-
-/// PyTorch's DistributedSampler(shuffle=False): 0..n-1 interleaved over ranks.
-struct sequential {
-  static void rank_indices(const sampler_context& c, std::vector<std::int64_t>& out) {
-    if (c.n == 0) { out.clear(); return; }
-    detail::strided_share(c, out, [](std::size_t j) { return j; });
-  }
-};
-
-/// Each rank reads one contiguous block of the (padded or truncated) index
-/// range: rank r gets [r * num_samples, (r + 1) * num_samples). Prefer it for
-/// streamed or memory-mapped data, where sequential reads matter more than
-/// mixing; same sizes and padding as `shuffled`. With ShuffleBlocks, which
-/// rank reads which block changes every epoch (a permutation of the ranks
-/// seeded by seed + epoch); the order inside a block stays sequential.
-template <bool ShuffleBlocks = false> struct basic_contiguous {
-  static void rank_indices(const sampler_context& c, std::vector<std::int64_t>& out) {
-    out.resize(c.num_samples);
-    if (c.n == 0) return;
-    std::size_t block = static_cast<std::size_t>(c.rank);
-    if constexpr (ShuffleBlocks) {
-      std::vector<std::uint32_t> perm;
-      detail::torch_randperm(perm, static_cast<std::size_t>(c.num_replicas), c.seed + c.epoch);
-      block = perm[block];
-    }
-    for (std::size_t k = 0; k < c.num_samples; ++k)
-      out[k] = static_cast<std::int64_t>((block * c.num_samples + k) % c.n);
-  }
-};
-using contiguous = basic_contiguous<false>;
-using contiguous_shuffled_blocks = basic_contiguous<true>;
-
-} // namespace sampling
-
-/// The primary template only diagnoses a policy that is not one, once.
-template <class Policy = sampling::shuffled> class distributed_sampler {
-  static_assert(sampling_policy<Policy>,
-                "ddp: distributed_sampler<P> needs a sampling policy: a type with "
-                "`static void rank_indices(const ddp::sampler_context&, std::vector<std::int64_t>& out)` "
-                "(see ddp::sampling::shuffled, sequential, contiguous).");
-
+template <class T> class arena {
 public:
-  template <class... Args> explicit distributed_sampler(Args&&...) {}
-};
-
-template <sampling_policy Policy> class distributed_sampler<Policy> {
-public:
-  using policy_type = Policy;
-
-  distributed_sampler(std::size_t n, int num_replicas, int rank, sampler_options o = {}) {
-    if (num_replicas < 1)
-      throw error(error_kind::config, "distributed_sampler: num_replicas=" + std::to_string(num_replicas) +
-                                          " must be at least 1");
-    if (rank < 0 || rank >= num_replicas)
-      throw error(error_kind::config, "distributed_sampler: rank=" + std::to_string(rank) +
-                                          " must be in [0, num_replicas=" + std::to_string(num_replicas) + ")");
-    ctx_.n = n;
-    ctx_.num_replicas = num_replicas;
-    ctx_.rank = rank;
-    ctx_.seed = o.seed;
-    ctx_.drop_last = o.drop_last;
-    const auto r = static_cast<std::size_t>(num_replicas);
-    ctx_.num_samples = o.drop_last ? n / r : (n + r - 1) / r;
-    ctx_.total_size = ctx_.num_samples * r;
+  /// `sizes`: element counts of the gradients, in registration order.
+  explicit arena(std::vector<std::size_t> sizes) : sizes_(std::move(sizes)), offsets_(sizes_.size()) {
+    std::size_t off = 0;
+    for (std::size_t k = sizes_.size(); k-- > 0;) {
+      offsets_[k] = off;
+      off += sizes_[k];
+    }
+    total_ = off;
+    storage_ = std::make_unique<T[]>(total_ ? total_ : 1);
+    std::fill_n(storage_.get(), total_, T{});
   }
 
-  /// From a process group (anything with rank() and size()).
-  template <class Group>
-    requires requires(const Group& g) {
-      { g.rank() } -> std::convertible_to<int>;
-      { g.size() } -> std::convertible_to<int>;
-    }
-  distributed_sampler(std::size_t n, const Group& group, sampler_options o = {})
-      : distributed_sampler(n, group.size(), group.rank(), o) {}
+  std::size_t size() const noexcept { return sizes_.size(); }
+  std::size_t total_elements() const noexcept { return total_; }
+  std::span<T> all() noexcept { return {storage_.get(), total_}; }
 
-  /// Like PyTorch: call before each epoch so every epoch is shuffled differently.
-  void set_epoch(std::uint64_t epoch) {
-    if (epoch != ctx_.epoch) {
-      ctx_.epoch = epoch;
-      valid_ = false;
-    }
-  }
-  std::uint64_t epoch() const noexcept { return ctx_.epoch; }
-
-  /// Indices this rank visits per epoch (PyTorch's len(sampler)).
-  std::size_t size() const noexcept { return ctx_.num_samples; }
-  std::size_t total_size() const noexcept { return ctx_.total_size; }
-  const sampler_context& context() const noexcept { return ctx_; }
-
-  /// This rank's indices for the current epoch; computed once per epoch.
-  std::span<const std::int64_t> indices() const {
-    if (!valid_) {
-      Policy::rank_indices(ctx_, cache_);
-      if (cache_.size() != ctx_.num_samples)
-        throw error(error_kind::config, "sampling policy produced " + std::to_string(cache_.size()) +
-                                            " indices for rank " + std::to_string(ctx_.rank) + ", expected " +
-                                            std::to_string(ctx_.num_samples));
-      valid_ = true;
-    }
-    return cache_;
+  /// The storage of gradient k (registration order).
+  std::span<T> slot(std::size_t k) {
+    if (k >= sizes_.size())
+      throw error(error_kind::config, "arena: slot " + std::to_string(k) + " does not exist (" +
+                                          std::to_string(sizes_.size()) + " slots)");
+    return {storage_.get() + offsets_[k], sizes_[k]};
   }
 
-  auto begin() const { return indices().begin(); }
-  auto end() const { return indices().end(); }
+#ifdef EIGEN_WORLD_VERSION
+  /// Gradient k as a column-major rows x cols Eigen map.
+  Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>> matrix(std::size_t k, Eigen::Index rows,
+                                                                      Eigen::Index cols) {
+    auto s = slot(k);
+    if (static_cast<std::size_t>(rows * cols) != s.size())
+      throw error(error_kind::config, "arena: slot " + std::to_string(k) + " holds " +
+                                          std::to_string(s.size()) + " elements, not " +
+                                          std::to_string(rows) + "x" + std::to_string(cols));
+    return {s.data(), rows, cols};
+  }
+#endif
 
 private:
-  sampler_context ctx_;
-  mutable std::vector<std::int64_t> cache_;
-  mutable bool valid_ = false;
+  std::vector<std::size_t> sizes_, offsets_;
+  std::size_t total_ = 0;
+  std::unique_ptr<T[]> storage_;
 };
-
-/// Consecutive batches of a sampler's indices, as spans into its index list:
-/// no allocation per batch. The last batch is short unless drop_last.
-class batch_range {
-public:
-  batch_range(std::span<const std::int64_t> all, std::size_t batch_size, bool drop_last)
-      : all_(all), batch_(batch_size), drop_last_(drop_last) {
-    if (batch_size == 0) throw error(error_kind::config, "batches: batch_size must be at least 1");
-  }
-
-  class iterator {
-  public:
-    using value_type = std::span<const std::int64_t>;
-    using difference_type = std::ptrdiff_t;
-    iterator() = default;
-    iterator(std::span<const std::int64_t> all, std::size_t batch, std::size_t pos) : all_(all), batch_(batch), pos_(pos) {}
-    value_type operator*() const { return all_.subspan(pos_, std::min(batch_, all_.size() - pos_)); }
-    iterator& operator++() { pos_ += batch_; return *this; }
-    iterator operator++(int) { auto t = *this; ++*this; return t; }
-    bool operator==(const iterator& o) const { return pos_ == o.pos_; }
-
-  private:
-    std::span<const std::int64_t> all_;
-    std::size_t batch_ = 1, pos_ = 0;
-  };
-
-  /// Number of batches.
-  std::size_t size() const { return drop_last_ ? all_.size() / batch_ : (all_.size() + batch_ - 1) / batch_; }
-  iterator begin() const { return {all_, batch_, 0}; }
-  iterator end() const { return {all_, batch_, size() * batch_}; }
-
-private:
-  std::span<const std::int64_t> all_;
-  std::size_t batch_;
-  bool drop_last_;
-};
-
-template <sampling_policy Policy>
-batch_range batches(const distributed_sampler<Policy>& s, std::size_t batch_size, bool drop_last = false) {
-  return batch_range(s.indices(), batch_size, drop_last);
-}
 
 DDP_END_NAMESPACE
 
-#endif // DDP_SAMPLER_HPP
-// ---- end ddp/sampler.hpp ----
-// ---- begin ddp/store.hpp ----
-// ddp::tcp_store — the rendezvous key-value store. Rank 0 serves it on
-// MASTER_ADDR:MASTER_PORT (that address only); every rank, rank 0 included,
-// talks to it as a client. Connections are gated by the job token.
-#ifndef DDP_STORE_HPP
-#define DDP_STORE_HPP
+#endif // DDP_ARENA_HPP
+// ---- end ddp/arena.hpp ----
+// ---- begin ddp/backend/gloo.hpp ----
+// The Gloo backend: CPU tensors over TCP. Collectives run one at a time, in
+// submission order, on a worker thread (Gloo has no non-blocking collectives),
+// each with a fresh tag. The first failure closes every connection, so peers
+// fail fast too, and poisons the group.
+#ifndef DDP_BACKEND_GLOO_HPP
+#define DDP_BACKEND_GLOO_HPP
 
-// ---- begin ddp/detail/socket.hpp ----
-// Minimal POSIX TCP helpers for the rendezvous store: RAII descriptors, bind
-// to one address, connect with retry and backoff, and deadline-bounded I/O.
-#ifndef DDP_DETAIL_SOCKET_HPP
-#define DDP_DETAIL_SOCKET_HPP
+// ---- begin ddp/detail/elementwise.hpp ----
+// Type-erased elementwise kernels on raw buffers, keyed by dtype: the reduce
+// functions handed to the backends, and in-place scaling for op::avg. Half
+// types compute in float and round once.
+#ifndef DDP_DETAIL_ELEMENTWISE_HPP
+#define DDP_DETAIL_ELEMENTWISE_HPP
 
-
-#include <arpa/inet.h>
-#include <cerrno>
-#include <chrono>
-#include <cstring>
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <string>
-#include <sys/socket.h>
-#include <thread>
-#include <unistd.h>
-#include <utility>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-using clock = std::chrono::steady_clock;
-
-class unique_fd {
-public:
-  unique_fd() = default;
-  explicit unique_fd(int fd) noexcept : fd_(fd) {}
-  unique_fd(unique_fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  unique_fd& operator=(unique_fd&& o) noexcept {
-    if (this != &o) reset(std::exchange(o.fd_, -1));
-    return *this;
-  }
-  unique_fd(const unique_fd&) = delete;
-  unique_fd& operator=(const unique_fd&) = delete;
-  ~unique_fd() { reset(); }
-  int get() const noexcept { return fd_; }
-  explicit operator bool() const noexcept { return fd_ >= 0; }
-  void reset(int fd = -1) noexcept {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
-private:
-  int fd_ = -1;
-};
-
-inline std::string errno_text(int e) { return std::string(std::strerror(e)); }
-
-inline std::string endpoint(const std::string& host, int port) {
-  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
-
-struct addrinfo_list {
-  addrinfo* head = nullptr;
-  ~addrinfo_list() {
-    if (head) ::freeaddrinfo(head);
-  }
-};
-
-inline void resolve(const std::string& host, int port, bool passive, addrinfo_list& out) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = passive ? AI_PASSIVE : 0;
-  std::string service = std::to_string(port);
-  int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &out.head);
-  if (rc != 0)
-    throw error(error_kind::config, "cannot resolve address '" + host + "': " + ::gai_strerror(rc) +
-                                        " (check MASTER_ADDR / --master-addr)");
-}
-
-inline int local_port(int fd) {
-  sockaddr_storage ss{};
-  socklen_t len = sizeof ss;
-  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return 0;
-  if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
-  if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
-  return 0;
-}
-
-inline std::string peer_name(int fd) {
-  sockaddr_storage ss{};
-  socklen_t len = sizeof ss;
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "?";
-  char host[NI_MAXHOST], serv[NI_MAXSERV];
-  if (::getnameinfo(reinterpret_cast<sockaddr*>(&ss), len, host, sizeof host, serv, sizeof serv,
-                    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
-    return "?";
-  return endpoint(host, std::atoi(serv));
-}
-
-/// Listens on `host:port` (that address only; port 0 picks a free one).
-inline unique_fd listen_tcp(const std::string& host, int port) {
-  addrinfo_list ai;
-  resolve(host, port, true, ai);
-  int last = 0;
-  for (addrinfo* p = ai.head; p; p = p->ai_next) {
-    unique_fd fd(::socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol));
-    if (!fd) { last = errno; continue; }
-    int one = 1;
-    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd.get(), p->ai_addr, p->ai_addrlen) != 0) { last = errno; continue; }
-    if (::listen(fd.get(), 1024) != 0) { last = errno; continue; }
-    return fd;
-  }
-  if (last == EADDRINUSE)
-    throw error(error_kind::config, "cannot serve the rendezvous store on " + endpoint(host, port) +
-                                        ": port " + std::to_string(port) +
-                                        " is already in use (another job still running? choose another "
-                                        "MASTER_PORT, or --master-port 0 with ddprun)");
-  throw error(error_kind::config, "cannot serve the rendezvous store on " + endpoint(host, port) + ": " +
-                                      errno_text(last) + " (MASTER_ADDR must be an address of rank 0's host)");
-}
-
-inline void set_nodelay(int fd) {
-  int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-}
-
-/// Connects to `host:port`, retrying with exponential backoff (10 ms .. 1 s)
-/// until `deadline`: rank 0 may start its server after the others start.
-inline unique_fd connect_tcp(const std::string& host, int port, clock::time_point deadline) {
-  auto backoff = std::chrono::milliseconds(10);
-  std::string last = "no attempt";
-  for (;;) {
-    addrinfo_list ai;
-    resolve(host, port, false, ai);
-    for (addrinfo* p = ai.head; p; p = p->ai_next) {
-      unique_fd fd(::socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol));
-      if (!fd) { last = errno_text(errno); continue; }
-      if (::connect(fd.get(), p->ai_addr, p->ai_addrlen) == 0) {
-        set_nodelay(fd.get());
-        return fd;
-      }
-      last = errno_text(errno);
-    }
-    if (clock::now() + backoff > deadline)
-      throw error(error_kind::timeout, "could not reach the rendezvous store at " + endpoint(host, port) +
-                                           " before the timeout (last error: " + last +
-                                           "). Is rank 0 running, and are MASTER_ADDR/MASTER_PORT right?");
-    std::this_thread::sleep_for(backoff);
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
-  }
-}
-
-/// Waits until `fd` is readable (or writable) or the deadline passes.
-inline bool wait_fd(int fd, short events, clock::time_point deadline) {
-  for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
-    if (left < 0) left = 0;
-    pollfd p{fd, events, 0};
-    int rc = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1 << 30)));
-    if (rc > 0) return true;
-    if (rc == 0) return false;
-    if (errno != EINTR) return true; // let the I/O call report the error
-  }
-}
-
-/// Outcome of deadline-bounded I/O.
-enum class io_status { ok, closed, timeout, failed };
-
-inline io_status send_all(int fd, const void* data, std::size_t n, clock::time_point deadline) {
-  auto p = static_cast<const char*>(data);
-  while (n > 0) {
-    if (!wait_fd(fd, POLLOUT, deadline)) return io_status::timeout;
-    ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (k < 0) {
-      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
-      return errno == EPIPE || errno == ECONNRESET ? io_status::closed : io_status::failed;
-    }
-    p += k;
-    n -= static_cast<std::size_t>(k);
-  }
-  return io_status::ok;
-}
-
-inline io_status recv_all(int fd, void* data, std::size_t n, clock::time_point deadline) {
-  auto p = static_cast<char*>(data);
-  while (n > 0) {
-    if (!wait_fd(fd, POLLIN, deadline)) return io_status::timeout;
-    ssize_t k = ::recv(fd, p, n, MSG_DONTWAIT);
-    if (k == 0) return io_status::closed;
-    if (k < 0) {
-      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
-      return errno == ECONNRESET ? io_status::closed : io_status::failed;
-    }
-    p += k;
-    n -= static_cast<std::size_t>(k);
-  }
-  return io_status::ok;
-}
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_SOCKET_HPP
-// ---- end ddp/detail/socket.hpp ----
-// ---- begin ddp/detail/store_protocol.hpp ----
-// The rendezvous store's wire format. A frame is a little-endian u32 length
-// followed by that many bytes: a one-byte opcode, then fields. Strings and
-// byte blobs are a u32 length plus bytes; integers are fixed-width.
-#ifndef DDP_DETAIL_STORE_PROTOCOL_HPP
-#define DDP_DETAIL_STORE_PROTOCOL_HPP
+// ---- begin ddp/detail/half.hpp ----
+// IEEE binary16 and bfloat16 <-> float conversions (round to nearest even),
+// used by reductions on half types and by the compressed reductions.
+#ifndef DDP_DETAIL_HALF_HPP
+#define DDP_DETAIL_HALF_HPP
 
 
+#include <bit>
 #include <cstdint>
-#include <cstring>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
-enum class store_op : std::uint8_t {
-  hello = 1, ///< token, rank (i32): must be the first frame of a connection
-  set = 2,   ///< key, value
-  get = 3,   ///< key -> found(u8) [value]
-  wait = 4,  ///< count (u32), keys, timeout_ms (u64) -> ok(u8)
-  add = 5,   ///< key, delta (i64) -> new value (i64)
-  check = 6, ///< count, keys -> all present (u8)
-  bye = 7,   ///< orderly goodbye: this rank is not lost
-};
-
-enum class store_status : std::uint8_t { ok = 0, missing = 1, timeout = 2, refused = 3 };
-
-/// Frames above this size are malformed by definition and close the connection.
-inline constexpr std::uint32_t store_max_frame = 256u << 20;
-
-class frame_writer {
-public:
-  explicit frame_writer(store_op op) { buf_.resize(4); buf_.push_back(static_cast<char>(op)); }
-  explicit frame_writer(store_status st) { buf_.resize(4); buf_.push_back(static_cast<char>(st)); }
-  frame_writer& u8(std::uint8_t v) { return raw(&v, 1); }
-  frame_writer& u32(std::uint32_t v) { return raw(&v, 4); }
-  frame_writer& i32(std::int32_t v) { return raw(&v, 4); }
-  frame_writer& u64(std::uint64_t v) { return raw(&v, 8); }
-  frame_writer& i64(std::int64_t v) { return raw(&v, 8); }
-  frame_writer& bytes(std::string_view s) {
-    u32(static_cast<std::uint32_t>(s.size()));
-    buf_.insert(buf_.end(), s.begin(), s.end());
-    return *this;
+inline float half_bits_to_float(std::uint16_t h) {
+  std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  std::uint32_t exp = (h >> 10) & 0x1fu;
+  std::uint32_t man = h & 0x3ffu;
+  std::uint32_t bits;
+  if (exp == 0) {
+    if (man == 0)
+      bits = sign;
+    else { // subnormal: normalise
+      int e = -1;
+      do {
+        ++e;
+        man <<= 1;
+      } while ((man & 0x400u) == 0);
+      bits = sign | (static_cast<std::uint32_t>(127 - 15 - e) << 23) | ((man & 0x3ffu) << 13);
+    }
+  } else if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (man << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
   }
-  /// The finished frame, length prefix filled in; the writer is spent after this.
-  std::vector<char> finish() {
-    auto n = static_cast<std::uint32_t>(buf_.size() - 4);
-    std::memcpy(buf_.data(), &n, 4);
-    return std::move(buf_);
-  }
+  return std::bit_cast<float>(bits);
+}
 
-private:
-  frame_writer& raw(const void* p, std::size_t n) {
-    auto c = static_cast<const char*>(p);
-    buf_.insert(buf_.end(), c, c + n);
-    return *this;
+inline std::uint16_t float_to_half_bits(float f) {
+  std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+  std::uint32_t sign = (x >> 16) & 0x8000u;
+  std::uint32_t abs = x & 0x7fffffffu;
+  if (abs >= 0x7f800000u) // inf or nan
+    return static_cast<std::uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
+  if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u); // rounds to inf
+  if (abs < 0x38800000u) {                                                   // subnormal or zero in half
+    if (abs < 0x33000000u) return static_cast<std::uint16_t>(sign); // below half of the smallest subnormal
+    std::uint32_t man = (abs & 0x7fffffu) | 0x800000u;
+    int shift = 126 - static_cast<int>(abs >> 23); // 14..24
+    std::uint32_t half_man = man >> (shift);
+    std::uint32_t rest = man & ((1u << shift) - 1u);
+    std::uint32_t halfway = 1u << (shift - 1);
+    if (rest > halfway || (rest == halfway && (half_man & 1u))) ++half_man;
+    return static_cast<std::uint16_t>(sign | half_man);
   }
-  std::vector<char> buf_;
-};
+  std::uint32_t r = abs + 0xfffu + ((abs >> 13) & 1u) - (static_cast<std::uint32_t>(127 - 15) << 23);
+  return static_cast<std::uint16_t>(sign | (r >> 13));
+}
 
-/// Reads fields from a frame body; every read is bounds-checked, and a short
-/// frame makes `ok()` false instead of reading past the end.
-class frame_reader {
-public:
-  explicit frame_reader(std::string_view body) : s_(body) {}
-  bool ok() const { return ok_; }
-  bool at_end() const { return s_.empty(); }
-  std::uint8_t u8() { return fixed<std::uint8_t>(); }
-  std::uint32_t u32() { return fixed<std::uint32_t>(); }
-  std::int32_t i32() { return fixed<std::int32_t>(); }
-  std::uint64_t u64() { return fixed<std::uint64_t>(); }
-  std::int64_t i64() { return fixed<std::int64_t>(); }
-  std::string bytes() {
-    std::uint32_t n = u32();
-    if (!ok_ || n > s_.size()) { ok_ = false; return {}; }
-    std::string out(s_.substr(0, n));
-    s_.remove_prefix(n);
-    return out;
-  }
+inline float bf16_bits_to_float(std::uint16_t h) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
+}
 
-private:
-  template <class T> T fixed() {
-    T v{};
-    if (s_.size() < sizeof(T)) { ok_ = false; return v; }
-    std::memcpy(&v, s_.data(), sizeof(T));
-    s_.remove_prefix(sizeof(T));
-    return v;
-  }
-  std::string_view s_;
-  bool ok_ = true;
-};
-
-/// Compares tokens in time independent of where they differ.
-inline bool tokens_equal(std::string_view a, std::string_view b) {
-  unsigned diff = a.size() == b.size() ? 0u : 1u;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    diff |= static_cast<unsigned>(static_cast<unsigned char>(a[i]) ^
-                                  static_cast<unsigned char>(i < b.size() ? b[i] : 0));
-  return diff == 0;
+inline std::uint16_t float_to_bf16_bits(float f) {
+  std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u); // quiet nan
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<std::uint16_t>(x >> 16);
 }
 
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_STORE_PROTOCOL_HPP
-// ---- end ddp/detail/store_protocol.hpp ----
-// ---- begin ddp/detail/store_server.hpp ----
-// The rendezvous store's server, run by rank 0 on one background thread.
-// One poll() loop serves every connection: a connection must first present the
-// job token; a wrong token, a malformed or an oversized frame closes that
-// connection only. A rank whose connection drops without saying goodbye is
-// recorded under `store_lost_key`, so survivors can name the rank they lost.
-#ifndef DDP_DETAIL_STORE_SERVER_HPP
-#define DDP_DETAIL_STORE_SERVER_HPP
-
-// ---- begin ddp/detail/log.hpp ----
-// Diagnostics on stderr, gated by DDP_DEBUG (OFF | INFO | DETAIL). Warnings
-// (refused connections, teardown trouble) are always printed.
-#ifndef DDP_DETAIL_LOG_HPP
-#define DDP_DETAIL_LOG_HPP
+#endif // DDP_DETAIL_HALF_HPP
+// ---- end ddp/detail/half.hpp ----
+// ---- begin ddp/op.hpp ----
+// ddp::op — the reduction operators of all_reduce and reduce_scatter.
+#ifndef DDP_OP_HPP
+#define DDP_OP_HPP
 
 
-#include <cstdio>
-#include <string>
 #include <string_view>
 
 DDP_BEGIN_NAMESPACE
-namespace detail {
 
-enum class debug_level { off = 0, info = 1, detail = 2 };
+enum class op { sum, avg, min, max, product };
 
-inline debug_level parse_debug_level(std::string_view v) {
-  if (v.empty() || v == "OFF" || v == "off" || v == "0") return debug_level::off;
-  if (v == "INFO" || v == "info" || v == "1") return debug_level::info;
-  if (v == "DETAIL" || v == "detail" || v == "2") return debug_level::detail;
-  throw error(error_kind::config,
-              "environment variable DDP_DEBUG='" + std::string(v) + "' is not one of OFF, INFO, DETAIL");
+constexpr std::string_view to_string(op o) noexcept {
+  switch (o) {
+  case op::sum: return "sum";
+  case op::avg: return "avg";
+  case op::min: return "min";
+  case op::max: return "max";
+  case op::product: return "product";
+  }
+  return "?";
 }
-
-/// DDP_DEBUG, read once per process.
-inline debug_level debug() {
-  static const debug_level level = parse_debug_level(getenv_str("DDP_DEBUG").value_or(""));
-  return level;
-}
-
-inline void log_line(std::string_view who, std::string_view text) {
-  std::string line = "[ddp";
-  if (!who.empty()) line.append(" ").append(who);
-  line.append("] ").append(text).append("\n");
-  std::fwrite(line.data(), 1, line.size(), stderr); // one write: lines do not interleave
-}
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_LOG_HPP
-// ---- end ddp/detail/log.hpp ----
-
-#include <atomic>
-#include <map>
-#include <memory>
-#include <thread>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-inline constexpr const char* store_lost_key = "ddp/lost";
-
-class store_server {
-public:
-  store_server(const std::string& host, int port, std::string token)
-      : listener_(listen_tcp(host, port)), token_(std::move(token)) {
-    port_ = local_port(listener_.get());
-    int p[2];
-    if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0)
-      throw error(error_kind::backend, "pipe2 failed: " + errno_text(errno));
-    wake_r_.reset(p[0]);
-    wake_w_.reset(p[1]);
-    thread_ = std::thread([this] { loop(); });
-  }
-  store_server(const store_server&) = delete;
-  store_server& operator=(const store_server&) = delete;
-  ~store_server() {
-    stop_ = true;
-    char c = 1;
-    [[maybe_unused]] auto r = ::write(wake_w_.get(), &c, 1);
-    if (thread_.joinable()) thread_.join();
-  }
-  int port() const { return port_; }
-  int refused_connections() const { return refused_.load(); }
-
-private:
-  struct connection {
-    unique_fd fd;
-    std::string peer;
-    std::string in;
-    bool authed = false;
-    bool said_bye = false;
-    int rank = -1;
-    clock::time_point hello_deadline;
-    // A pending wait: replied to when all keys exist or the deadline passes.
-    std::vector<std::string> wait_keys;
-    clock::time_point wait_deadline;
-    bool waiting = false;
-  };
-
-  void loop() {
-    std::vector<pollfd> fds;
-    while (!stop_) {
-      fds.clear();
-      fds.push_back({wake_r_.get(), POLLIN, 0});
-      fds.push_back({listener_.get(), POLLIN, 0});
-      for (auto& c : conns_) fds.push_back({c->fd.get(), POLLIN, 0});
-      int rc = ::poll(fds.data(), fds.size(), 100);
-      if (rc < 0 && errno != EINTR) break;
-      if (fds[1].revents & POLLIN) accept_one();
-      for (std::size_t i = 2; i < fds.size(); ++i)
-        if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) read_from(*conns_[i - 2]);
-      expire(clock::now());
-      std::erase_if(conns_, [](const auto& c) { return !c->fd; });
-    }
-  }
-
-  void accept_one() {
-    int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) return;
-    if (conns_.size() >= 4096) { ::close(fd); return; }
-    set_nodelay(fd);
-    auto c = std::make_unique<connection>();
-    c->fd.reset(fd);
-    c->peer = peer_name(fd);
-    c->hello_deadline = clock::now() + std::chrono::seconds(30);
-    conns_.push_back(std::move(c));
-  }
-
-  void drop(connection& c, const std::string& why) {
-    if (!why.empty()) log_line("store", "closing connection from " + c.peer + ": " + why);
-    if (c.authed && !c.said_bye && c.rank >= 0) record_lost(c.rank);
-    c.fd.reset();
-  }
-
-  void record_lost(int rank) {
-    auto& v = data_[store_lost_key];
-    if (!v.empty()) v += ",";
-    v += std::to_string(rank);
-    wake_waiters();
-  }
-
-  void read_from(connection& c) {
-    char buf[65536];
-    bool eof = false;
-    for (;;) {
-      ssize_t k = ::recv(c.fd.get(), buf, sizeof buf, MSG_DONTWAIT);
-      if (k > 0) { c.in.append(buf, static_cast<std::size_t>(k)); continue; }
-      if (k < 0 && errno == EINTR) continue;
-      if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-      eof = true; // closed or reset: still handle what arrived first (a goodbye, say)
-      break;
-    }
-    while (c.fd && c.in.size() >= 4) {
-      std::uint32_t n;
-      std::memcpy(&n, c.in.data(), 4);
-      if (n == 0 || n > store_max_frame || (!c.authed && n > 4096)) {
-        drop(c, "oversized or empty frame (" + std::to_string(n) + " bytes)");
-        return;
-      }
-      if (c.in.size() < 4 + std::size_t{n}) break;
-      std::string body = c.in.substr(4, n);
-      c.in.erase(0, 4 + std::size_t{n});
-      handle(c, body);
-    }
-    if (eof && c.fd) drop(c, "");
-  }
-
-  void reply(connection& c, const std::vector<char>& frame) {
-    if (send_all(c.fd.get(), frame.data(), frame.size(), clock::now() + std::chrono::seconds(10)) !=
-        io_status::ok)
-      drop(c, "client does not read its replies");
-  }
-
-  void handle(connection& c, const std::string& body) {
-    auto op = static_cast<store_op>(static_cast<std::uint8_t>(body[0]));
-    frame_reader r(std::string_view(body).substr(1));
-    if (!c.authed) {
-      if (op != store_op::hello) return drop(c, "first message is not a hello");
-      std::string token = r.bytes();
-      std::int32_t rank = r.i32();
-      if (!r.ok() || !r.at_end()) return drop(c, "malformed hello");
-      if (!tokens_equal(token, token_)) {
-        ++refused_;
-        log_line("store", "refused a connection from " + c.peer +
-                              ": wrong job token (a process of another job, or DDP_TOKEN differs between ranks)");
-        reply(c, frame_writer(store_status::refused).finish());
-        c.fd.reset();
-        return;
-      }
-      c.authed = true;
-      c.rank = rank;
-      return reply(c, frame_writer(store_status::ok).finish());
-    }
-    switch (op) {
-    case store_op::set: {
-      std::string key = r.bytes(), value = r.bytes();
-      if (!r.ok() || !r.at_end()) return drop(c, "malformed set");
-      data_[key] = std::move(value);
-      reply(c, frame_writer(store_status::ok).finish());
-      return wake_waiters();
-    }
-    case store_op::get: {
-      std::string key = r.bytes();
-      if (!r.ok() || !r.at_end()) return drop(c, "malformed get");
-      auto it = data_.find(key);
-      if (it == data_.end()) return reply(c, frame_writer(store_status::missing).finish());
-      return reply(c, frame_writer(store_status::ok).bytes(it->second).finish());
-    }
-    case store_op::add: {
-      std::string key = r.bytes();
-      std::int64_t delta = r.i64();
-      if (!r.ok() || !r.at_end()) return drop(c, "malformed add");
-      auto& v = data_[key];
-      std::int64_t now = (v.empty() ? 0 : parse_int(v).value_or(0)) + delta;
-      v = std::to_string(now);
-      reply(c, frame_writer(store_status::ok).i64(now).finish());
-      return wake_waiters();
-    }
-    case store_op::wait:
-    case store_op::check: {
-      std::uint32_t count = r.u32();
-      if (!r.ok() || count > 65536) return drop(c, "malformed key list");
-      std::vector<std::string> keys;
-      for (std::uint32_t i = 0; i < count && r.ok(); ++i) keys.push_back(r.bytes());
-      std::uint64_t timeout_ms = op == store_op::wait ? r.u64() : 0;
-      if (!r.ok() || !r.at_end()) return drop(c, "malformed key list");
-      if (op == store_op::check)
-        return reply(c, frame_writer(store_status::ok).u8(all_present(keys) ? 1 : 0).finish());
-      c.wait_keys = std::move(keys);
-      c.wait_deadline = clock::now() + std::chrono::milliseconds(std::min<std::uint64_t>(timeout_ms, 1ull << 40));
-      c.waiting = true;
-      return try_finish_wait(c);
-    }
-    case store_op::bye:
-      c.said_bye = true;
-      return;
-    default:
-      return drop(c, "unknown opcode " + std::to_string(static_cast<int>(op)));
-    }
-  }
-
-  bool all_present(const std::vector<std::string>& keys) const {
-    for (auto& k : keys)
-      if (!data_.count(k)) return false;
-    return true;
-  }
-
-  void try_finish_wait(connection& c) {
-    if (!c.waiting || !c.fd) return;
-    if (all_present(c.wait_keys)) {
-      c.waiting = false;
-      reply(c, frame_writer(store_status::ok).finish());
-    }
-  }
-
-  void wake_waiters() {
-    for (auto& c : conns_) try_finish_wait(*c);
-  }
-
-  void expire(clock::time_point now) {
-    for (auto& c : conns_) {
-      if (!c->fd) continue;
-      if (!c->authed && now > c->hello_deadline) drop(*c, "no hello within 30 s");
-      else if (c->waiting && now > c->wait_deadline) {
-        c->waiting = false;
-        reply(*c, frame_writer(store_status::timeout).finish());
-      }
-    }
-  }
-
-  unique_fd listener_;
-  unique_fd wake_r_, wake_w_;
-  std::string token_;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> refused_{0};
-  std::vector<std::unique_ptr<connection>> conns_;
-  std::map<std::string, std::string> data_;
-  std::thread thread_;
-};
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_STORE_SERVER_HPP
-// ---- end ddp/detail/store_server.hpp ----
-
-#include <chrono>
-#include <cstdint>
-#include <memory>
-#include <mutex>
-#include <optional>
-#include <string>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-
-struct tcp_store_options {
-  std::string host = "127.0.0.1";
-  int port = 0;                  ///< 0 with serve=true picks a free port (see port())
-  bool serve = false;            ///< true on exactly one process (rank 0)
-  std::chrono::milliseconds timeout = std::chrono::minutes(10);
-  std::string token;             ///< must match the server's; empty is a valid token
-  int rank = -1;                 ///< reported to the server so a lost connection names the rank
-};
-
-class tcp_store {
-public:
-  explicit tcp_store(const tcp_store_options& o) : opts_(o) {
-    if (o.port < 0 || o.port > 65535 || (!o.serve && o.port == 0))
-      throw error(error_kind::config, "tcp_store: port " + std::to_string(o.port) +
-                                          " is not a valid port to connect to (1..65535)");
-    if (o.serve) {
-      server_ = std::make_unique<detail::store_server>(o.host, o.port, o.token);
-      opts_.port = server_->port();
-    }
-    auto deadline = detail::clock::now() + o.timeout;
-    fd_ = detail::connect_tcp(o.host, opts_.port, deadline);
-    send_frame(detail::frame_writer(detail::store_op::hello).bytes(o.token).i32(o.rank).finish(), deadline);
-    auto reply = recv_frame(deadline, "hello");
-    if (static_cast<detail::store_status>(reply[0]) == detail::store_status::refused)
-      throw error(error_kind::config, "the rendezvous store at " + where() +
-                                          " refused this process: its job token differs (set the same DDP_TOKEN "
-                                          "on every rank, or let the launcher set it)");
-  }
-
-  tcp_store(const tcp_store&) = delete;
-  tcp_store& operator=(const tcp_store&) = delete;
-
-  ~tcp_store() {
-    if (fd_ && !broken_) {
-      auto f = detail::frame_writer(detail::store_op::bye).finish();
-      detail::send_all(fd_.get(), f.data(), f.size(), detail::clock::now() + std::chrono::seconds(1));
-    }
-  }
-
-  /// The port the store listens on (useful with port 0).
-  int port() const { return opts_.port; }
-  const std::string& host() const { return opts_.host; }
-  std::chrono::milliseconds timeout() const { return opts_.timeout; }
-  bool is_server() const { return server_ != nullptr; }
-
-  void set(const std::string& key, std::string_view value) {
-    request(detail::frame_writer(detail::store_op::set).bytes(key).bytes(value), "set '" + key + "'");
-  }
-
-  /// Waits (up to the store timeout) until `key` exists, then returns its value.
-  std::string get(const std::string& key) {
-    wait({key});
-    auto v = try_get(key);
-    if (!v) throw error(error_kind::backend, "store key '" + key + "' vanished");
-    return *v;
-  }
-
-  std::optional<std::string> try_get(const std::string& key) {
-    auto r = request(detail::frame_writer(detail::store_op::get).bytes(key), "get '" + key + "'");
-    if (static_cast<detail::store_status>(r[0]) == detail::store_status::missing) return std::nullopt;
-    detail::frame_reader fr(std::string_view(r).substr(1));
-    auto v = fr.bytes();
-    if (!fr.ok()) throw protocol_error("get");
-    return v;
-  }
-
-  /// Atomically adds `delta` to the integer under `key` (0 when absent); returns the new value.
-  std::int64_t add(const std::string& key, std::int64_t delta) {
-    auto r = request(detail::frame_writer(detail::store_op::add).bytes(key).i64(delta), "add '" + key + "'");
-    detail::frame_reader fr(std::string_view(r).substr(1));
-    auto v = fr.i64();
-    if (!fr.ok()) throw protocol_error("add");
-    return v;
-  }
-
-  bool check(const std::vector<std::string>& keys) {
-    detail::frame_writer w(detail::store_op::check);
-    w.u32(static_cast<std::uint32_t>(keys.size()));
-    for (auto& k : keys) w.bytes(k);
-    auto r = request(w, "check");
-    return r.size() >= 2 && r[1] == 1;
-  }
-
-  void wait(const std::vector<std::string>& keys) { wait(keys, opts_.timeout); }
-
-  /// Waits until every key exists; ddp::error (kind timeout) naming the
-  /// missing keys after `timeout`.
-  void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
-    if (!try_wait(keys, timeout)) {
-      std::string names;
-      for (auto& k : keys) names += (names.empty() ? "'" : ", '") + k + "'";
-      throw error(error_kind::timeout, "waited " + std::to_string(timeout.count()) + " ms for store key(s) " +
-                                           names + " at " + where() +
-                                           ": a rank did not arrive (crashed, stuck, or started with other "
-                                           "arguments). Raise DDP_TIMEOUT if startup is just slow.");
-    }
-  }
-
-  /// Like wait(), but returns false on timeout instead of throwing.
-  bool try_wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
-    detail::frame_writer w(detail::store_op::wait);
-    w.u32(static_cast<std::uint32_t>(keys.size()));
-    for (auto& k : keys) w.bytes(k);
-    w.u64(static_cast<std::uint64_t>(std::max<std::int64_t>(0, timeout.count())));
-    auto r = request(w, "wait", timeout + std::chrono::seconds(10));
-    return static_cast<detail::store_status>(r[0]) == detail::store_status::ok;
-  }
-
-  /// Ranks whose connection dropped without a goodbye (crashed processes).
-  std::vector<int> lost_ranks() {
-    std::vector<int> out;
-    auto v = try_get(detail::store_lost_key);
-    if (!v) return out;
-    std::string_view s = *v;
-    while (!s.empty()) {
-      auto comma = s.find(',');
-      if (auto r = detail::parse_int(s.substr(0, comma))) out.push_back(static_cast<int>(*r));
-      if (comma == std::string_view::npos) break;
-      s.remove_prefix(comma + 1);
-    }
-    return out;
-  }
-
-private:
-  std::string where() const { return detail::endpoint(opts_.host, opts_.port); }
-
-  error protocol_error(const char* what) const {
-    return error(error_kind::backend, std::string("malformed reply from the rendezvous store to ") + what);
-  }
-
-  std::string request(detail::frame_writer& w, const std::string& what,
-                      std::optional<std::chrono::milliseconds> io_timeout = std::nullopt) {
-    std::lock_guard lock(mu_);
-    if (broken_)
-      throw error(error_kind::peer_lost, "the rendezvous store at " + where() + " is gone (rank 0 exited)", 0);
-    auto deadline = detail::clock::now() + io_timeout.value_or(opts_.timeout);
-    send_frame(w.finish(), deadline);
-    return recv_frame(deadline, what);
-  }
-
-  void send_frame(const std::vector<char>& f, detail::clock::time_point deadline) {
-    auto st = detail::send_all(fd_.get(), f.data(), f.size(), deadline);
-    if (st != detail::io_status::ok) fail(st, "sending");
-  }
-
-  std::string recv_frame(detail::clock::time_point deadline, const std::string& what) {
-    std::uint32_t n = 0;
-    auto st = detail::recv_all(fd_.get(), &n, 4, deadline);
-    if (st != detail::io_status::ok) fail(st, what);
-    if (n == 0 || n > detail::store_max_frame) {
-      broken_ = true;
-      throw protocol_error(what.c_str());
-    }
-    std::string body(n, '\0');
-    st = detail::recv_all(fd_.get(), body.data(), n, deadline);
-    if (st != detail::io_status::ok) fail(st, what);
-    return body;
-  }
-
-  [[noreturn]] void fail(detail::io_status st, const std::string& what) {
-    broken_ = true;
-    if (st == detail::io_status::timeout)
-      throw error(error_kind::timeout, "the rendezvous store at " + where() + " did not answer (" + what +
-                                           ") within the timeout");
-    throw error(error_kind::peer_lost, "lost the connection to the rendezvous store at " + where() + " (" +
-                                           what + "): rank 0, which serves it, has probably exited",
-                0);
-  }
-
-  tcp_store_options opts_;
-  std::unique_ptr<detail::store_server> server_;
-  detail::unique_fd fd_;
-  std::mutex mu_;
-  bool broken_ = false;
-};
 
 DDP_END_NAMESPACE
 
-#endif // DDP_STORE_HPP
-// ---- end ddp/store.hpp ----
+#endif // DDP_OP_HPP
+// ---- end ddp/op.hpp ----
 // ---- begin ddp/tensor.hpp ----
 // Tensors: any contiguous buffer of a supported element type. tensor_traits
 // is the customization point; std::vector, std::array, std::span, Eigen dense
@@ -1571,7 +340,9 @@ constexpr std::size_t size_of(dtype d) noexcept {
   return sizes[static_cast<int>(d)];
 }
 
-constexpr bool is_floating(dtype d) noexcept { return d == dtype::f32 || d == dtype::f64 || d == dtype::f16 || d == dtype::bf16; }
+constexpr bool is_floating(dtype d) noexcept {
+  return d == dtype::f32 || d == dtype::f64 || d == dtype::f16 || d == dtype::bf16;
+}
 
 /// Maps an element type to its dtype. Specialize for your own 16-bit types
 /// (layout must be IEEE binary16 or bfloat16).
@@ -1591,16 +362,18 @@ template <> struct dtype_of<Eigen::bfloat16> : std::integral_constant<dtype, dty
 /// 16-bit types, gloo::float16 among them, are not trivially copyable; their
 /// bytes are still what goes on the wire.)
 template <class T>
-concept element = requires { { dtype_of<std::remove_cv_t<T>>::value } -> std::convertible_to<dtype>; } &&
-                  sizeof(T) == size_of(dtype_of<std::remove_cv_t<T>>::value);
+concept element = requires {
+  { dtype_of<std::remove_cv_t<T>>::value } -> std::convertible_to<dtype>;
+}
+&&sizeof(T) == size_of(dtype_of<std::remove_cv_t<T>>::value);
 
 template <element T> inline constexpr dtype dtype_v = dtype_of<std::remove_cv_t<T>>::value;
 
 /// A buffer in CUDA device memory: pointer plus element count.
 template <class T> struct device_span {
-  T* ptr = nullptr;
+  T *ptr = nullptr;
   std::size_t count = 0;
-  T* data() const noexcept { return ptr; }
+  T *data() const noexcept { return ptr; }
   std::size_t size() const noexcept { return count; }
 };
 
@@ -1611,30 +384,36 @@ template <class T, class = void> struct tensor_traits {};
 
 namespace detail {
 template <class C> struct contiguous_container_traits {
-  using value_type = std::remove_reference_t<decltype(*std::declval<C&>().data())>;
+  using value_type = std::remove_reference_t<decltype(*std::declval<C &>().data())>;
   static constexpr bool on_device = false;
-  static auto* data(C& c) noexcept { return c.data(); }
-  static std::size_t size(const C& c) noexcept { return c.size(); }
+  static auto *data(C &c) noexcept { return c.data(); }
+  static std::size_t size(const C &c) noexcept { return c.size(); }
 };
 } // namespace detail
 
 // std::vector<bool> packs bits: not a tensor.
 template <class T, class A>
-  requires(!std::is_same_v<T, bool>)
-struct tensor_traits<std::vector<T, A>> : detail::contiguous_container_traits<std::vector<T, A>> {};
+requires(!std::is_same_v<T, bool>) struct tensor_traits<std::vector<T, A>>
+    : detail::contiguous_container_traits<std::vector<T, A>> {
+};
 template <class T, class A>
-  requires(!std::is_same_v<T, bool>)
-struct tensor_traits<const std::vector<T, A>> : detail::contiguous_container_traits<const std::vector<T, A>> {};
-template <class T, std::size_t N> struct tensor_traits<std::array<T, N>> : detail::contiguous_container_traits<std::array<T, N>> {};
-template <class T, std::size_t N> struct tensor_traits<const std::array<T, N>> : detail::contiguous_container_traits<const std::array<T, N>> {};
-template <class T, std::size_t E> struct tensor_traits<std::span<T, E>> : detail::contiguous_container_traits<std::span<T, E>> {};
-template <class T, std::size_t E> struct tensor_traits<const std::span<T, E>> : detail::contiguous_container_traits<const std::span<T, E>> {};
+requires(!std::is_same_v<T, bool>) struct tensor_traits<const std::vector<T, A>>
+    : detail::contiguous_container_traits<const std::vector<T, A>> {
+};
+template <class T, std::size_t N>
+struct tensor_traits<std::array<T, N>> : detail::contiguous_container_traits<std::array<T, N>> {};
+template <class T, std::size_t N>
+struct tensor_traits<const std::array<T, N>> : detail::contiguous_container_traits<const std::array<T, N>> {};
+template <class T, std::size_t E>
+struct tensor_traits<std::span<T, E>> : detail::contiguous_container_traits<std::span<T, E>> {};
+template <class T, std::size_t E>
+struct tensor_traits<const std::span<T, E>> : detail::contiguous_container_traits<const std::span<T, E>> {};
 
 template <class T> struct tensor_traits<device_span<T>> {
   using value_type = T;
   static constexpr bool on_device = true;
-  static T* data(const device_span<T>& s) noexcept { return s.ptr; }
-  static std::size_t size(const device_span<T>& s) noexcept { return s.count; }
+  static T *data(const device_span<T> &s) noexcept { return s.ptr; }
+  static std::size_t size(const device_span<T> &s) noexcept { return s.count; }
 };
 template <class T> struct tensor_traits<const device_span<T>> : tensor_traits<device_span<T>> {};
 
@@ -1645,23 +424,25 @@ namespace detail {
 /// stride that differs from the inner size (a block of a larger matrix) is caught
 /// at run time by `size()`.
 template <class T>
-concept eigen_dense = std::is_base_of_v<Eigen::DenseBase<std::remove_cv_t<T>>, std::remove_cv_t<T>> && requires(T& t) {
-  { t.data() };
-  { t.outerStride() };
+concept eigen_dense = std::is_base_of_v<Eigen::DenseBase<std::remove_cv_t<T>>, std::remove_cv_t<T>> &&
+    requires(T &t) {
+  {t.data()};
+  {t.outerStride()};
 };
 } // namespace detail
 
 template <class T>
-  requires detail::eigen_dense<T> && (int(std::remove_cv_t<T>::InnerStrideAtCompileTime) == 1)
-struct tensor_traits<T> {
-  using value_type = std::remove_pointer_t<decltype(std::declval<T&>().data())>;
+requires detail::eigen_dense<T> &&
+    (int(std::remove_cv_t<T>::InnerStrideAtCompileTime) == 1) struct tensor_traits<T> {
+  using value_type = std::remove_pointer_t<decltype(std::declval<T &>().data())>;
   static constexpr bool on_device = false;
-  static value_type* data(T& t) noexcept { return t.data(); }
-  static std::size_t size(const T& t) {
+  static value_type *data(T &t) noexcept { return t.data(); }
+  static std::size_t size(const T &t) {
     if (t.size() > 1 && t.outerStride() != t.innerSize() && t.outerSize() > 1)
-      throw error(error_kind::config, "an Eigen object with outer stride " + std::to_string(t.outerStride()) +
-                                          " and inner size " + std::to_string(t.innerSize()) +
-                                          " is not contiguous: copy it into a Matrix, or use a Map over contiguous storage");
+      throw error(error_kind::config,
+                  "an Eigen object with outer stride " + std::to_string(t.outerStride()) +
+                      " and inner size " + std::to_string(t.innerSize()) +
+                      " is not contiguous: copy it into a Matrix, or use a Map over contiguous storage");
     return static_cast<std::size_t>(t.size());
   }
 };
@@ -1669,32 +450,37 @@ struct tensor_traits<T> {
 
 /// A type ddp can treat as one contiguous run of elements.
 template <class T>
-concept tensor = requires(std::remove_reference_t<T>& t) {
+concept tensor = requires(std::remove_reference_t<T> &t) {
   typename tensor_traits<std::remove_reference_t<T>>::value_type;
-  { tensor_traits<std::remove_reference_t<T>>::data(t) };
+  {tensor_traits<std::remove_reference_t<T>>::data(t)};
   { tensor_traits<std::remove_reference_t<T>>::size(t) } -> std::convertible_to<std::size_t>;
-} && element<typename tensor_traits<std::remove_reference_t<T>>::value_type>;
+}
+&&element<typename tensor_traits<std::remove_reference_t<T>>::value_type>;
 
 template <tensor T> using tensor_value_t = typename tensor_traits<std::remove_reference_t<T>>::value_type;
 
 /// A view of a tensor as a span of its elements.
-template <tensor T> auto as_span(T& t) {
+template <tensor T> auto as_span(T &t) {
   using traits = tensor_traits<std::remove_reference_t<T>>;
   return std::span<tensor_value_t<T>>(traits::data(t), traits::size(t));
 }
 
-template <class T> constexpr bool on_device_v = [] {
-  if constexpr (tensor<T>) return tensor_traits<std::remove_reference_t<T>>::on_device;
-  else return false;
+template <class T>
+constexpr bool on_device_v = [] {
+  if constexpr (tensor<T>)
+    return tensor_traits<std::remove_reference_t<T>>::on_device;
+  else
+    return false;
 }();
 
 namespace detail {
 /// Gives the one readable message for a type that is not a tensor, instead of
 /// a page of failed overloads.
 template <class T> consteval void require_tensor() {
-  static_assert(tensor<T>, "ddp: this type is not a contiguous tensor. Use std::vector, std::array, std::span, "
-                           "an Eigen Matrix/Array/Map/Ref of float, double, half, bfloat16, int32 or int64, "
-                           "or specialize ddp::tensor_traits<T> (value_type, data(t), size(t), on_device).");
+  static_assert(tensor<T>,
+                "ddp: this type is not a contiguous tensor. Use std::vector, std::array, std::span, "
+                "an Eigen Matrix/Array/Map/Ref of float, double, half, bfloat16, int32 or int64, "
+                "or specialize ddp::tensor_traits<T> (value_type, data(t), size(t), on_device).");
 }
 } // namespace detail
 
@@ -1702,33 +488,269 @@ DDP_END_NAMESPACE
 
 #endif // DDP_TENSOR_HPP
 // ---- end ddp/tensor.hpp ----
-// ---- begin ddp/op.hpp ----
-// ddp::op — the reduction operators of all_reduce and reduce_scatter.
-#ifndef DDP_OP_HPP
-#define DDP_OP_HPP
+
+#include <cstring>
+#include <type_traits>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+using reduce_fn = void (*)(void *out, const void *a, const void *b, std::size_t n);
+
+struct f16_codec {
+  using storage = std::uint16_t;
+  static float load(storage s) { return half_bits_to_float(s); }
+  static storage store(float f) { return float_to_half_bits(f); }
+};
+struct bf16_codec {
+  using storage = std::uint16_t;
+  static float load(storage s) { return bf16_bits_to_float(s); }
+  static storage store(float f) { return float_to_bf16_bits(f); }
+};
+template <class T> struct plain_codec {
+  using storage = T;
+  static T load(T v) { return v; }
+  static T store(T v) { return v; }
+};
+
+template <op O, class V> V combine(V u, V v) {
+  if constexpr (O == op::sum || O == op::avg)
+    return u + v;
+  else if constexpr (O == op::product)
+    return u * v;
+  else if constexpr (O == op::min)
+    return v < u ? v : u;
+  else
+    return u < v ? v : u;
+}
+
+/// out[i] = value_at(i) for i < n, in blocks that compute every value before
+/// storing any: safe when `out` is also an input index for index, and g++ -O2
+/// turns such blocks into SIMD code (a plain loop would need -O3).
+template <class S, class F> void blockwise(S *out, std::size_t n, F &&value_at) {
+  constexpr std::size_t block = 64 / sizeof(S);
+  std::size_t i = 0;
+  for (; i + block <= n; i += block) {
+    S r[block];
+    for (std::size_t k = 0; k < block; ++k)
+      r[k] = value_at(i + k);
+    for (std::size_t k = 0; k < block; ++k)
+      out[i + k] = r[k];
+  }
+  for (; i < n; ++i)
+    out[i] = value_at(i);
+}
+
+template <class Codec, op O> void reduce_kernel(void *out, const void *a, const void *b, std::size_t n) {
+  using S = typename Codec::storage;
+  auto *x = static_cast<const S *>(a);
+  auto *y = static_cast<const S *>(b);
+  blockwise(static_cast<S *>(out), n,
+            [&](std::size_t i) { return Codec::store(combine<O>(Codec::load(x[i]), Codec::load(y[i]))); });
+}
+
+template <class Codec> reduce_fn pick_reduce(op o) {
+  switch (o) {
+  case op::sum: return &reduce_kernel<Codec, op::sum>;
+  case op::avg: return &reduce_kernel<Codec, op::avg>;
+  case op::min: return &reduce_kernel<Codec, op::min>;
+  case op::max: return &reduce_kernel<Codec, op::max>;
+  case op::product: return &reduce_kernel<Codec, op::product>;
+  }
+  return nullptr;
+}
+
+/// The reduce function for (dtype, op). op::avg reduces as a sum; the caller
+/// scales afterwards (see scale_in_place).
+inline reduce_fn reduce_for(dtype d, op o) {
+  switch (d) {
+  case dtype::f32: return pick_reduce<plain_codec<float>>(o);
+  case dtype::f64: return pick_reduce<plain_codec<double>>(o);
+  case dtype::f16: return pick_reduce<f16_codec>(o);
+  case dtype::bf16: return pick_reduce<bf16_codec>(o);
+  case dtype::i32: return pick_reduce<plain_codec<std::int32_t>>(o);
+  case dtype::i64: return pick_reduce<plain_codec<std::int64_t>>(o);
+  case dtype::u8: return pick_reduce<plain_codec<std::uint8_t>>(o);
+  case dtype::i8: return pick_reduce<plain_codec<std::int8_t>>(o);
+  }
+  return nullptr;
+}
+
+template <class Codec, class F> void scale_kernel(void *data, std::size_t n, F factor) {
+  auto *p = static_cast<typename Codec::storage *>(data);
+  blockwise(p, n, [&](std::size_t i) { return Codec::store(Codec::load(p[i]) * factor); });
+}
+
+/// Multiplies n elements in place by `factor` (floating dtypes only).
+inline void scale_in_place(void *data, std::size_t n, dtype d, double factor) {
+  switch (d) {
+  case dtype::f32: return scale_kernel<plain_codec<float>>(data, n, static_cast<float>(factor));
+  case dtype::f64: return scale_kernel<plain_codec<double>>(data, n, factor);
+  case dtype::f16: return scale_kernel<f16_codec>(data, n, static_cast<float>(factor));
+  case dtype::bf16: return scale_kernel<bf16_codec>(data, n, static_cast<float>(factor));
+  default:
+    throw error(error_kind::config, "op::avg needs a floating-point tensor, got " +
+                                        std::string(to_string(d)) + ": use op::sum and divide yourself");
+  }
+}
+
+template <class To, class From>
+void convert_kernel(void *dst, const void *src, std::size_t n, double factor) {
+  auto *d = static_cast<typename To::storage *>(dst);
+  auto *s = static_cast<const typename From::storage *>(src);
+  using compute = std::conditional_t<std::is_same_v<typename To::storage, double> ||
+                                         std::is_same_v<typename From::storage, double>,
+                                     double, float>;
+  const auto f = static_cast<compute>(factor);
+  blockwise(d, n, [&](std::size_t i) { return To::store(static_cast<compute>(From::load(s[i])) * f); });
+}
+
+template <class From> void convert_from(void *dst, dtype to, const void *src, std::size_t n, double factor) {
+  switch (to) {
+  case dtype::f32: return convert_kernel<plain_codec<float>, From>(dst, src, n, factor);
+  case dtype::f64: return convert_kernel<plain_codec<double>, From>(dst, src, n, factor);
+  case dtype::f16: return convert_kernel<f16_codec, From>(dst, src, n, factor);
+  case dtype::bf16: return convert_kernel<bf16_codec, From>(dst, src, n, factor);
+  default: throw error(error_kind::config, "cannot convert to " + std::string(to_string(to)));
+  }
+}
+
+/// dst[i] = src[i] * factor, converting between floating dtypes (a plain copy
+/// when the types match and factor is 1). dst and src must not overlap.
+inline void copy_scaled(void *dst, dtype to, const void *src, dtype from, std::size_t n, double factor) {
+  if (to == from && factor == 1.0) {
+    if (n) std::memcpy(dst, src, n * size_of(to));
+    return;
+  }
+  switch (from) {
+  case dtype::f32: return convert_from<plain_codec<float>>(dst, to, src, n, factor);
+  case dtype::f64: return convert_from<plain_codec<double>>(dst, to, src, n, factor);
+  case dtype::f16: return convert_from<f16_codec>(dst, to, src, n, factor);
+  case dtype::bf16: return convert_from<bf16_codec>(dst, to, src, n, factor);
+  default: throw error(error_kind::config, "cannot convert from " + std::string(to_string(from)));
+  }
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_ELEMENTWISE_HPP
+// ---- end ddp/detail/elementwise.hpp ----
+// ---- begin ddp/detail/log.hpp ----
+// Diagnostics on stderr, gated by DDP_DEBUG (OFF | INFO | DETAIL). Warnings
+// (refused connections, teardown trouble) are always printed.
+#ifndef DDP_DETAIL_LOG_HPP
+#define DDP_DETAIL_LOG_HPP
+
+// ---- begin ddp/detail/env.hpp ----
+// Reading and validating environment variables: every failure names the
+// variable and its value.
+#ifndef DDP_DETAIL_ENV_HPP
+#define DDP_DETAIL_ENV_HPP
 
 
+#include <charconv>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <string>
 #include <string_view>
 
 DDP_BEGIN_NAMESPACE
+namespace detail {
 
-enum class op { sum, avg, min, max, product };
-
-constexpr std::string_view to_string(op o) noexcept {
-  switch (o) {
-  case op::sum: return "sum";
-  case op::avg: return "avg";
-  case op::min: return "min";
-  case op::max: return "max";
-  case op::product: return "product";
-  }
-  return "?";
+inline std::optional<std::string> getenv_str(const char *name) {
+  const char *v = std::getenv(name);
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
 }
 
+/// Parses a whole decimal integer; no sign games, no trailing junk.
+inline std::optional<std::int64_t> parse_int(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n'))
+    s.remove_suffix(1);
+  if (s.empty()) return std::nullopt;
+  std::int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+/// An integer from `name`, within [lo, hi]; nullopt when unset.
+inline std::optional<std::int64_t> env_int(const char *name, std::int64_t lo, std::int64_t hi) {
+  auto raw = getenv_str(name);
+  if (!raw) return std::nullopt;
+  auto v = parse_int(*raw);
+  if (!v)
+    throw error(error_kind::config,
+                std::string("environment variable ") + name + "='" + *raw + "' is not an integer");
+  if (*v < lo || *v > hi)
+    throw error(error_kind::config, std::string("environment variable ") + name + "=" + *raw +
+                                        " is out of range [" + std::to_string(lo) + ", " +
+                                        std::to_string(hi) + "]");
+  return v;
+}
+
+inline std::int64_t require_env_int(const char *name, std::int64_t lo, std::int64_t hi,
+                                    std::string_view why) {
+  auto v = env_int(name, lo, hi);
+  if (!v)
+    throw error(error_kind::config,
+                std::string("environment variable ") + name + " is not set (" + std::string(why) + ")");
+  return *v;
+}
+
+} // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_OP_HPP
-// ---- end ddp/op.hpp ----
+#endif // DDP_DETAIL_ENV_HPP
+// ---- end ddp/detail/env.hpp ----
+
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+enum class debug_level { off = 0, info = 1, detail = 2 };
+
+inline debug_level parse_debug_level(std::string_view v) {
+  if (v.empty() || v == "OFF" || v == "off" || v == "0") return debug_level::off;
+  if (v == "INFO" || v == "info" || v == "1") return debug_level::info;
+  if (v == "DETAIL" || v == "detail" || v == "2") return debug_level::detail;
+  throw error(error_kind::config,
+              "environment variable DDP_DEBUG='" + std::string(v) + "' is not one of OFF, INFO, DETAIL");
+}
+
+/// DDP_DEBUG, read once per process.
+inline debug_level debug() {
+  static const debug_level level = parse_debug_level(getenv_str("DDP_DEBUG").value_or(""));
+  return level;
+}
+
+inline void log_line(std::string_view who, std::string_view text) {
+  std::string line = "[ddp";
+  if (!who.empty()) line.append(" ").append(who);
+  line.append("] ").append(text).append("\n");
+  std::fwrite(line.data(), 1, line.size(), stderr); // one write: lines do not interleave
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_LOG_HPP
+// ---- end ddp/detail/log.hpp ----
+// ---- begin ddp/detail/ordered_queue.hpp ----
+// One worker thread that runs a process group's collectives strictly in
+// submission order. The first failure poisons the queue: every pending and
+// every later task fails at once with that same error, so no rank waits on a
+// collective its peers will never join.
+#ifndef DDP_DETAIL_ORDERED_QUEUE_HPP
+#define DDP_DETAIL_ORDERED_QUEUE_HPP
+
 // ---- begin ddp/work.hpp ----
 // ddp::work — the handle of an asynchronous collective.
 #ifndef DDP_WORK_HPP
@@ -1784,8 +806,8 @@ public:
     std::unique_lock lock(s_->mu);
     auto limit = s_->timeout + std::chrono::seconds(30);
     if (!s_->cv.wait_for(lock, limit, [&] { return s_->finished; }))
-      throw error(error_kind::timeout, s_->what + " did not complete within " +
-                                           std::to_string(limit.count()) + " ms");
+      throw error(error_kind::timeout,
+                  s_->what + " did not complete within " + std::to_string(limit.count()) + " ms");
     if (s_->failure) std::rethrow_exception(s_->failure);
   }
 
@@ -1797,561 +819,6 @@ DDP_END_NAMESPACE
 
 #endif // DDP_WORK_HPP
 // ---- end ddp/work.hpp ----
-// ---- begin ddp/process_group.hpp ----
-// ddp::process_group<Backend> and ddp::init_process_group<Backend>().
-#ifndef DDP_PROCESS_GROUP_HPP
-#define DDP_PROCESS_GROUP_HPP
-
-// ---- begin ddp/detail/rendezvous.hpp ----
-// What a backend needs to connect: the resolved topology, timeout, token and
-// (for env:// and tcp://) the job's tcp_store. Built by init_process_group.
-#ifndef DDP_DETAIL_RENDEZVOUS_HPP
-#define DDP_DETAIL_RENDEZVOUS_HPP
-
-
-#include <chrono>
-#include <memory>
-#include <string>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-struct rendezvous {
-  ddp::topology topo;             ///< rank/world_size already overridden by init_options
-  std::chrono::milliseconds timeout{};
-  std::string token;
-  std::shared_ptr<tcp_store> store; ///< null for file://
-  std::string file_path;            ///< the directory of file://
-};
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_RENDEZVOUS_HPP
-// ---- end ddp/detail/rendezvous.hpp ----
-
-#include <chrono>
-#include <concepts>
-#include <memory>
-#include <string>
-#include <string_view>
-
-DDP_BEGIN_NAMESPACE
-
-/// A backend policy names its communicator type, which connects from a
-/// detail::rendezvous and offers type-erased collectives.
-template <class B>
-concept backend_policy = requires {
-  typename B::communicator;
-  { B::name } -> std::convertible_to<std::string_view>;
-  { B::supports_device_tensors } -> std::convertible_to<bool>;
-} && std::constructible_from<typename B::communicator, const detail::rendezvous&>;
-
-namespace detail {
-
-/// DDP_TIMEOUT: "600" (seconds), or with a unit: "500ms", "30s", "10m".
-inline std::chrono::milliseconds parse_timeout(std::string_view v) {
-  auto bad = [&] {
-    return error(error_kind::config, "environment variable DDP_TIMEOUT='" + std::string(v) +
-                                         "' is not a positive duration like 600, 30s, 500ms or 10m");
-  };
-  std::int64_t scale = 1000;
-  if (v.ends_with("ms")) { scale = 1; v.remove_suffix(2); }
-  else if (v.ends_with("s")) { v.remove_suffix(1); }
-  else if (v.ends_with("m")) { scale = 60000; v.remove_suffix(1); }
-  auto n = parse_int(v);
-  if (!n || *n <= 0 || *n > (std::int64_t{1} << 40) / scale) throw bad();
-  return std::chrono::milliseconds(*n * scale);
-}
-
-inline std::chrono::milliseconds default_timeout() {
-  if (auto v = getenv_str("DDP_TIMEOUT")) return parse_timeout(*v);
-  return std::chrono::minutes(10);
-}
-
-} // namespace detail
-
-struct init_options {
-  std::string init_method = "env://"; ///< env://, tcp://host:port or file:///shared/dir
-  int rank = -1;                      ///< -1: from the environment (topology)
-  int world_size = -1;                ///< -1: from the environment
-  std::chrono::milliseconds timeout = detail::default_timeout();
-  std::string token;                  ///< empty: DDP_TOKEN (set per job by ddprun)
-};
-
-template <class Backend> class process_group {
-  static_assert(backend_policy<Backend>,
-                "ddp: process_group<B> needs a backend policy such as ddp::gloo or ddp::nccl: a type with "
-                "`using communicator = ...;` (constructible from ddp::detail::rendezvous), "
-                "`static constexpr std::string_view name` and `static constexpr bool supports_device_tensors`.");
-
-public:
-  using backend_type = Backend;
-
-  /// Prefer init_process_group<Backend>(); this connects from a prepared rendezvous.
-  explicit process_group(detail::rendezvous rv)
-      : topo_(rv.topo), store_(rv.store), comm_(std::make_unique<typename Backend::communicator>(rv)) {}
-
-  process_group(const process_group&) = delete;
-  process_group& operator=(const process_group&) = delete;
-  process_group(process_group&&) = delete;
-
-  /// Finishes queued collectives, then leaves in step with the other ranks:
-  /// rank 0 serves the store, so it waits (bounded) until every rank is done with it.
-  ~process_group() {
-    try {
-      comm_->drain();
-      if (store_ && !comm_->poisoned()) {
-        if (store_->add("ddp/exit", 1) >= size()) store_->set("ddp/exit/all", "1");
-        if (store_->is_server() &&
-            !store_->try_wait({"ddp/exit/all"}, std::min(comm_->timeout(), std::chrono::milliseconds(60000))))
-          detail::log_line("rank 0", "not every rank reached process_group teardown; closing the store anyway");
-      }
-    } catch (const std::exception& e) {
-      detail::log_line("rank " + std::to_string(rank()), std::string("teardown: ") + e.what());
-    }
-    comm_.reset();
-  }
-
-  int rank() const noexcept { return topo_.rank; }
-  int size() const noexcept { return topo_.world_size; }
-  const ddp::topology& topology() const noexcept { return topo_; }
-  std::chrono::milliseconds timeout() const { return comm_->timeout(); }
-  /// The job's store (null with file:// init).
-  tcp_store* store() const noexcept { return store_.get(); }
-  typename Backend::communicator& communicator() noexcept { return *comm_; }
-
-  /// Reduces `t` across ranks in place. `t` must stay alive until the work completes.
-  template <class T> work all_reduce_async(T& t, op o = op::sum) { return all_reduce_impl(t, o, false); }
-  template <class T> void all_reduce(T& t, op o = op::sum) { all_reduce_impl(t, o, true).wait(); }
-
-  /// Copies rank `root`'s `t` into every rank's `t`.
-  template <class T> work broadcast_async(T& t, int root = 0) { return broadcast_impl(t, root, false); }
-  template <class T> void broadcast(T& t, int root = 0) { broadcast_impl(t, root, true).wait(); }
-
-  /// `out` (size() * in.size() elements) receives every rank's `in`, in rank order.
-  template <class In, class Out> work all_gather_async(const In& in, Out& out) {
-    return all_gather_impl(in, out, false);
-  }
-  template <class In, class Out> void all_gather(const In& in, Out& out) { all_gather_impl(in, out, true).wait(); }
-
-  /// Rank r receives in `out` the reduction of block r (out.size() elements) of every rank's `in`.
-  template <class In, class Out> work reduce_scatter_async(const In& in, Out& out, op o = op::sum) {
-    return reduce_scatter_impl(in, out, o, false);
-  }
-  template <class In, class Out> void reduce_scatter(const In& in, Out& out, op o = op::sum) {
-    reduce_scatter_impl(in, out, o, true).wait();
-  }
-
-  work barrier_async() { return comm_->barrier(false); }
-  void barrier() { comm_->barrier(true).wait(); }
-
-private:
-  template <class T> work all_reduce_impl(T& t, op o, bool blocking) {
-    if constexpr (usable<T>()) {
-      auto s = as_span(t);
-      return comm_->all_reduce(s.data(), s.size(), dtype_v<tensor_value_t<T>>, o, blocking);
-    } else {
-      return {};
-    }
-  }
-
-  template <class T> work broadcast_impl(T& t, int root, bool blocking) {
-    if constexpr (usable<T>()) {
-      check_root(root, "broadcast");
-      auto s = as_span(t);
-      return comm_->broadcast(s.data(), s.size(), dtype_v<tensor_value_t<T>>, root, blocking);
-    } else {
-      return {};
-    }
-  }
-
-  template <class In, class Out> work all_gather_impl(const In& in, Out& out, bool blocking) {
-    if constexpr (usable<const In>() && usable<Out>()) {
-      static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
-                    "ddp: all_gather needs input and output of the same element type");
-      auto i = as_span(in);
-      auto o = as_span(out);
-      if (o.size() != i.size() * static_cast<std::size_t>(size()))
-        throw error(error_kind::config, "all_gather on rank " + std::to_string(rank()) + ": output has " +
-                                            std::to_string(o.size()) + " elements, expected world size " +
-                                            std::to_string(size()) + " x input " + std::to_string(i.size()));
-      return comm_->all_gather(i.data(), o.data(), i.size(), dtype_v<tensor_value_t<Out>>, blocking);
-    } else {
-      return {};
-    }
-  }
-
-  template <class In, class Out> work reduce_scatter_impl(const In& in, Out& out, op o, bool blocking) {
-    if constexpr (usable<const In>() && usable<Out>()) {
-      static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
-                    "ddp: reduce_scatter needs input and output of the same element type");
-      auto i = as_span(in);
-      auto s = as_span(out);
-      if (i.size() != s.size() * static_cast<std::size_t>(size()))
-        throw error(error_kind::config, "reduce_scatter on rank " + std::to_string(rank()) + ": input has " +
-                                            std::to_string(i.size()) + " elements, expected world size " +
-                                            std::to_string(size()) + " x output " + std::to_string(s.size()));
-      return comm_->reduce_scatter(i.data(), s.data(), s.size(), dtype_v<tensor_value_t<Out>>, o, blocking);
-    } else {
-      return {};
-    }
-  }
-
-  /// True when T can be used here; otherwise one static_assert says why, and the
-  /// caller compiles nothing else (no cascade of follow-up errors).
-  template <class T> static constexpr bool usable() {
-    using U = std::remove_reference_t<T>;
-    detail::require_tensor<std::remove_cv_t<U>>();
-    if constexpr (tensor<U>) {
-      static_assert(Backend::supports_device_tensors || !on_device_v<std::remove_cv_t<U>>,
-                    "ddp: this backend (Gloo) works on host memory; a device_span needs ddp::nccl");
-      return Backend::supports_device_tensors || !on_device_v<std::remove_cv_t<U>>;
-    }
-    return false;
-  }
-
-  void check_root(int root, const char* what) const {
-    if (root < 0 || root >= size())
-      throw error(error_kind::config, std::string(what) + ": root " + std::to_string(root) +
-                                          " is not a rank of this group (0.." + std::to_string(size() - 1) + ")");
-  }
-
-  ddp::topology topo_;
-  std::shared_ptr<tcp_store> store_;
-  std::unique_ptr<typename Backend::communicator> comm_;
-};
-
-namespace detail {
-
-inline std::string token_or_env(const std::string& token) {
-  if (!token.empty()) return token;
-  return getenv_str("DDP_TOKEN").value_or("");
-}
-
-inline void parse_host_port(std::string_view hp, std::string_view method, std::string& host, int& port) {
-  auto colon = hp.rfind(':');
-  if (colon == std::string_view::npos || colon == 0)
-    throw error(error_kind::config, "init_method '" + std::string(method) + "' must be tcp://host:port");
-  host = std::string(hp.substr(0, colon));
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  auto p = parse_int(hp.substr(colon + 1));
-  if (!p || *p < 1 || *p > 65535)
-    throw error(error_kind::config, "init_method '" + std::string(method) + "': port is not in 1..65535");
-  port = static_cast<int>(*p);
-}
-
-inline rendezvous make_rendezvous(const init_options& o) {
-  rendezvous rv;
-  rv.topo = topology::from_env();
-  if (o.world_size == 0 || o.world_size < -1)
-    throw error(error_kind::config, "init_options::world_size=" + std::to_string(o.world_size) + " must be >= 1");
-  if (o.world_size > 0) rv.topo.world_size = o.world_size;
-  if (o.rank >= 0) rv.topo.rank = o.rank;
-  if (o.rank < -1 || rv.topo.rank >= rv.topo.world_size)
-    throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) + " is not below world size " +
-                                        std::to_string(rv.topo.world_size));
-  if (rv.topo.local_world_size > rv.topo.world_size) {
-    rv.topo.local_world_size = rv.topo.world_size;
-    rv.topo.local_rank = rv.topo.rank;
-  }
-  if (o.timeout.count() <= 0) throw error(error_kind::config, "init_options::timeout must be positive");
-  rv.timeout = o.timeout;
-  rv.token = token_or_env(o.token);
-
-  std::string_view m = o.init_method;
-  if (m.starts_with("file://")) {
-    rv.file_path = std::string(m.substr(7));
-    if (rv.file_path.empty()) throw error(error_kind::config, "init_method 'file://' needs a directory path");
-    return rv;
-  }
-  std::string host;
-  int port = 0;
-  if (m.starts_with("tcp://")) {
-    parse_host_port(m.substr(6), m, host, port);
-    rv.topo.master_addr = host;
-    rv.topo.master_port = port;
-  } else if (m == "env://" || m.empty()) {
-    host = rv.topo.master_addr;
-    port = rv.topo.master_port;
-    if (rv.topo.world_size > 1 && host.empty())
-      throw error(error_kind::config, "env:// needs MASTER_ADDR (rank " + std::to_string(rv.topo.rank) +
-                                          " of " + std::to_string(rv.topo.world_size) +
-                                          "): launch with ddprun/torchrun, or export MASTER_ADDR and MASTER_PORT");
-    if (rv.topo.world_size > 1 && port == 0)
-      throw error(error_kind::config, "env:// needs MASTER_PORT: launch with ddprun/torchrun, or export it");
-    if (host.empty()) host = "127.0.0.1"; // a single process serves itself on a free port
-  } else {
-    throw error(error_kind::config, "init_method '" + o.init_method +
-                                        "' is not supported: use env://, tcp://host:port or file:///dir");
-  }
-  tcp_store_options so;
-  so.host = host;
-  so.port = port;
-  so.serve = rv.topo.rank == 0;
-  so.timeout = rv.timeout;
-  so.token = rv.token;
-  so.rank = rv.topo.rank;
-  rv.store = std::make_shared<tcp_store>(so);
-  // Two processes claiming one rank would corrupt the mesh: refuse clearly.
-  if (rv.store->add("ddp/rank/" + std::to_string(rv.topo.rank), 1) != 1)
-    throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) +
-                                        " joined twice: two processes have the same RANK in this job");
-  rv.store->set("ddp/world/" + std::to_string(rv.topo.rank), std::to_string(rv.topo.world_size));
-  if (rv.topo.rank != 0) {
-    auto w0 = rv.store->get("ddp/world/0");
-    if (w0 != std::to_string(rv.topo.world_size))
-      throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) + " was started with world size " +
-                                          std::to_string(rv.topo.world_size) + " but rank 0 with " + w0);
-  }
-  return rv;
-}
-
-} // namespace detail
-
-/// Joins the job: rendezvous (env://, tcp://, file://), then the backend connects every pair.
-template <class Backend> process_group<Backend> init_process_group(const init_options& o = {}) {
-  static_assert(backend_policy<Backend>, "ddp: init_process_group<B> needs a backend policy such as ddp::gloo");
-  return process_group<Backend>(detail::make_rendezvous(o));
-}
-
-DDP_END_NAMESPACE
-
-#endif // DDP_PROCESS_GROUP_HPP
-// ---- end ddp/process_group.hpp ----
-// ---- begin ddp/backend/gloo.hpp ----
-// The Gloo backend: CPU tensors over TCP. Collectives run one at a time, in
-// submission order, on a worker thread (Gloo has no non-blocking collectives),
-// each with a fresh tag. The first failure closes every connection, so peers
-// fail fast too, and poisons the group.
-#ifndef DDP_BACKEND_GLOO_HPP
-#define DDP_BACKEND_GLOO_HPP
-
-// ---- begin ddp/detail/elementwise.hpp ----
-// Type-erased elementwise kernels on raw buffers, keyed by dtype: the reduce
-// functions handed to the backends, and in-place scaling for op::avg. Half
-// types compute in float and round once.
-#ifndef DDP_DETAIL_ELEMENTWISE_HPP
-#define DDP_DETAIL_ELEMENTWISE_HPP
-
-// ---- begin ddp/detail/half.hpp ----
-// IEEE binary16 and bfloat16 <-> float conversions (round to nearest even),
-// used by reductions on half types and by the compressed reductions.
-#ifndef DDP_DETAIL_HALF_HPP
-#define DDP_DETAIL_HALF_HPP
-
-
-#include <bit>
-#include <cstdint>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-inline float half_bits_to_float(std::uint16_t h) {
-  std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  std::uint32_t exp = (h >> 10) & 0x1fu;
-  std::uint32_t man = h & 0x3ffu;
-  std::uint32_t bits;
-  if (exp == 0) {
-    if (man == 0) bits = sign;
-    else { // subnormal: normalise
-      int e = -1;
-      do { ++e; man <<= 1; } while ((man & 0x400u) == 0);
-      bits = sign | (static_cast<std::uint32_t>(127 - 15 - e) << 23) | ((man & 0x3ffu) << 13);
-    }
-  } else if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (man << 13);
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
-  }
-  return std::bit_cast<float>(bits);
-}
-
-inline std::uint16_t float_to_half_bits(float f) {
-  std::uint32_t x = std::bit_cast<std::uint32_t>(f);
-  std::uint32_t sign = (x >> 16) & 0x8000u;
-  std::uint32_t abs = x & 0x7fffffffu;
-  if (abs >= 0x7f800000u) // inf or nan
-    return static_cast<std::uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
-  if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u); // rounds to inf
-  if (abs < 0x38800000u) { // subnormal or zero in half
-    if (abs < 0x33000000u) return static_cast<std::uint16_t>(sign); // below half of the smallest subnormal
-    std::uint32_t man = (abs & 0x7fffffu) | 0x800000u;
-    int shift = 126 - static_cast<int>(abs >> 23); // 14..24
-    std::uint32_t half_man = man >> (shift);
-    std::uint32_t rest = man & ((1u << shift) - 1u);
-    std::uint32_t halfway = 1u << (shift - 1);
-    if (rest > halfway || (rest == halfway && (half_man & 1u))) ++half_man;
-    return static_cast<std::uint16_t>(sign | half_man);
-  }
-  std::uint32_t r = abs + 0xfffu + ((abs >> 13) & 1u) - (static_cast<std::uint32_t>(127 - 15) << 23);
-  return static_cast<std::uint16_t>(sign | (r >> 13));
-}
-
-inline float bf16_bits_to_float(std::uint16_t h) {
-  return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
-}
-
-inline std::uint16_t float_to_bf16_bits(float f) {
-  std::uint32_t x = std::bit_cast<std::uint32_t>(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u); // quiet nan
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return static_cast<std::uint16_t>(x >> 16);
-}
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_HALF_HPP
-// ---- end ddp/detail/half.hpp ----
-
-#include <cstring>
-#include <type_traits>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-using reduce_fn = void (*)(void* out, const void* a, const void* b, std::size_t n);
-
-struct f16_codec {
-  using storage = std::uint16_t;
-  static float load(storage s) { return half_bits_to_float(s); }
-  static storage store(float f) { return float_to_half_bits(f); }
-};
-struct bf16_codec {
-  using storage = std::uint16_t;
-  static float load(storage s) { return bf16_bits_to_float(s); }
-  static storage store(float f) { return float_to_bf16_bits(f); }
-};
-template <class T> struct plain_codec {
-  using storage = T;
-  static T load(T v) { return v; }
-  static T store(T v) { return v; }
-};
-
-template <op O, class V> V combine(V u, V v) {
-  if constexpr (O == op::sum || O == op::avg) return u + v;
-  else if constexpr (O == op::product) return u * v;
-  else if constexpr (O == op::min) return v < u ? v : u;
-  else return u < v ? v : u;
-}
-
-/// out[i] = value_at(i) for i < n, in blocks that compute every value before
-/// storing any: safe when `out` is also an input index for index, and g++ -O2
-/// turns such blocks into SIMD code (a plain loop would need -O3).
-template <class S, class F> void blockwise(S* out, std::size_t n, F&& value_at) {
-  constexpr std::size_t block = 64 / sizeof(S);
-  std::size_t i = 0;
-  for (; i + block <= n; i += block) {
-    S r[block];
-    for (std::size_t k = 0; k < block; ++k) r[k] = value_at(i + k);
-    for (std::size_t k = 0; k < block; ++k) out[i + k] = r[k];
-  }
-  for (; i < n; ++i) out[i] = value_at(i);
-}
-
-template <class Codec, op O> void reduce_kernel(void* out, const void* a, const void* b, std::size_t n) {
-  using S = typename Codec::storage;
-  auto* x = static_cast<const S*>(a);
-  auto* y = static_cast<const S*>(b);
-  blockwise(static_cast<S*>(out), n,
-            [&](std::size_t i) { return Codec::store(combine<O>(Codec::load(x[i]), Codec::load(y[i]))); });
-}
-
-template <class Codec> reduce_fn pick_reduce(op o) {
-  switch (o) {
-  case op::sum: return &reduce_kernel<Codec, op::sum>;
-  case op::avg: return &reduce_kernel<Codec, op::avg>;
-  case op::min: return &reduce_kernel<Codec, op::min>;
-  case op::max: return &reduce_kernel<Codec, op::max>;
-  case op::product: return &reduce_kernel<Codec, op::product>;
-  }
-  return nullptr;
-}
-
-/// The reduce function for (dtype, op). op::avg reduces as a sum; the caller
-/// scales afterwards (see scale_in_place).
-inline reduce_fn reduce_for(dtype d, op o) {
-  switch (d) {
-  case dtype::f32: return pick_reduce<plain_codec<float>>(o);
-  case dtype::f64: return pick_reduce<plain_codec<double>>(o);
-  case dtype::f16: return pick_reduce<f16_codec>(o);
-  case dtype::bf16: return pick_reduce<bf16_codec>(o);
-  case dtype::i32: return pick_reduce<plain_codec<std::int32_t>>(o);
-  case dtype::i64: return pick_reduce<plain_codec<std::int64_t>>(o);
-  case dtype::u8: return pick_reduce<plain_codec<std::uint8_t>>(o);
-  case dtype::i8: return pick_reduce<plain_codec<std::int8_t>>(o);
-  }
-  return nullptr;
-}
-
-template <class Codec, class F> void scale_kernel(void* data, std::size_t n, F factor) {
-  auto* p = static_cast<typename Codec::storage*>(data);
-  blockwise(p, n, [&](std::size_t i) { return Codec::store(Codec::load(p[i]) * factor); });
-}
-
-/// Multiplies n elements in place by `factor` (floating dtypes only).
-inline void scale_in_place(void* data, std::size_t n, dtype d, double factor) {
-  switch (d) {
-  case dtype::f32: return scale_kernel<plain_codec<float>>(data, n, static_cast<float>(factor));
-  case dtype::f64: return scale_kernel<plain_codec<double>>(data, n, factor);
-  case dtype::f16: return scale_kernel<f16_codec>(data, n, static_cast<float>(factor));
-  case dtype::bf16: return scale_kernel<bf16_codec>(data, n, static_cast<float>(factor));
-  default:
-    throw error(error_kind::config, "op::avg needs a floating-point tensor, got " + std::string(to_string(d)) +
-                                        ": use op::sum and divide yourself");
-  }
-}
-
-template <class To, class From> void convert_kernel(void* dst, const void* src, std::size_t n, double factor) {
-  auto* d = static_cast<typename To::storage*>(dst);
-  auto* s = static_cast<const typename From::storage*>(src);
-  using compute = std::conditional_t<std::is_same_v<typename To::storage, double> ||
-                                         std::is_same_v<typename From::storage, double>,
-                                     double, float>;
-  const auto f = static_cast<compute>(factor);
-  blockwise(d, n, [&](std::size_t i) { return To::store(static_cast<compute>(From::load(s[i])) * f); });
-}
-
-template <class From> void convert_from(void* dst, dtype to, const void* src, std::size_t n, double factor) {
-  switch (to) {
-  case dtype::f32: return convert_kernel<plain_codec<float>, From>(dst, src, n, factor);
-  case dtype::f64: return convert_kernel<plain_codec<double>, From>(dst, src, n, factor);
-  case dtype::f16: return convert_kernel<f16_codec, From>(dst, src, n, factor);
-  case dtype::bf16: return convert_kernel<bf16_codec, From>(dst, src, n, factor);
-  default: throw error(error_kind::config, "cannot convert to " + std::string(to_string(to)));
-  }
-}
-
-/// dst[i] = src[i] * factor, converting between floating dtypes (a plain copy
-/// when the types match and factor is 1). dst and src must not overlap.
-inline void copy_scaled(void* dst, dtype to, const void* src, dtype from, std::size_t n, double factor) {
-  if (to == from && factor == 1.0) {
-    if (n) std::memcpy(dst, src, n * size_of(to));
-    return;
-  }
-  switch (from) {
-  case dtype::f32: return convert_from<plain_codec<float>>(dst, to, src, n, factor);
-  case dtype::f64: return convert_from<plain_codec<double>>(dst, to, src, n, factor);
-  case dtype::f16: return convert_from<f16_codec>(dst, to, src, n, factor);
-  case dtype::bf16: return convert_from<bf16_codec>(dst, to, src, n, factor);
-  default: throw error(error_kind::config, "cannot convert from " + std::string(to_string(from)));
-  }
-}
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_ELEMENTWISE_HPP
-// ---- end ddp/detail/elementwise.hpp ----
-// ---- begin ddp/detail/ordered_queue.hpp ----
-// One worker thread that runs a process group's collectives strictly in
-// submission order. The first failure poisons the queue: every pending and
-// every later task fails at once with that same error, so no rank waits on a
-// collective its peers will never join.
-#ifndef DDP_DETAIL_ORDERED_QUEUE_HPP
-#define DDP_DETAIL_ORDERED_QUEUE_HPP
-
 
 #include <deque>
 #include <functional>
@@ -2372,8 +839,8 @@ private:
 
 public:
   ordered_queue() : thread_([this] { run(); }) {}
-  ordered_queue(const ordered_queue&) = delete;
-  ordered_queue& operator=(const ordered_queue&) = delete;
+  ordered_queue(const ordered_queue &) = delete;
+  ordered_queue &operator=(const ordered_queue &) = delete;
   ~ordered_queue() {
     {
       std::lock_guard lock(mu_);
@@ -2440,9 +907,7 @@ private:
     std::exception_ptr failure;
     try {
       it.fn();
-    } catch (...) {
-      failure = std::current_exception();
-    }
+    } catch (...) { failure = std::current_exception(); }
     std::deque<item> failed;
     {
       std::lock_guard lock(mu_);
@@ -2453,7 +918,8 @@ private:
       busy_ = false;
     }
     it.state->finish(failure);
-    for (auto& f : failed) f.state->finish(failure);
+    for (auto &f : failed)
+      f.state->finish(failure);
     idle_cv_.notify_all();
     cv_.notify_one(); // the worker may have items that queued behind an inline run
   }
@@ -2472,6 +938,1139 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_ORDERED_QUEUE_HPP
 // ---- end ddp/detail/ordered_queue.hpp ----
+// ---- begin ddp/detail/rendezvous.hpp ----
+// What a backend needs to connect: the resolved topology, timeout, token and
+// (for env:// and tcp://) the job's tcp_store. Built by init_process_group.
+#ifndef DDP_DETAIL_RENDEZVOUS_HPP
+#define DDP_DETAIL_RENDEZVOUS_HPP
+
+// ---- begin ddp/store.hpp ----
+// ddp::tcp_store — the rendezvous key-value store. Rank 0 serves it on
+// MASTER_ADDR:MASTER_PORT (that address only); every rank, rank 0 included,
+// talks to it as a client. Connections are gated by the job token.
+#ifndef DDP_STORE_HPP
+#define DDP_STORE_HPP
+
+// ---- begin ddp/detail/socket.hpp ----
+// Minimal POSIX TCP helpers for the rendezvous store: RAII descriptors, bind
+// to one address, connect with retry and backoff, and deadline-bounded I/O.
+#ifndef DDP_DETAIL_SOCKET_HPP
+#define DDP_DETAIL_SOCKET_HPP
+
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <string>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+#include <utility>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+using clock = std::chrono::steady_clock;
+
+class unique_fd {
+public:
+  unique_fd() = default;
+  explicit unique_fd(int fd) noexcept : fd_(fd) {}
+  unique_fd(unique_fd &&o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  unique_fd &operator=(unique_fd &&o) noexcept {
+    if (this != &o) reset(std::exchange(o.fd_, -1));
+    return *this;
+  }
+  unique_fd(const unique_fd &) = delete;
+  unique_fd &operator=(const unique_fd &) = delete;
+  ~unique_fd() { reset(); }
+  int get() const noexcept { return fd_; }
+  explicit operator bool() const noexcept { return fd_ >= 0; }
+  void reset(int fd = -1) noexcept {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+  }
+
+private:
+  int fd_ = -1;
+};
+
+inline std::string errno_text(int e) { return std::string(std::strerror(e)); }
+
+inline std::string endpoint(const std::string &host, int port) {
+  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+struct addrinfo_list {
+  addrinfo *head = nullptr;
+  ~addrinfo_list() {
+    if (head) ::freeaddrinfo(head);
+  }
+};
+
+inline void resolve(const std::string &host, int port, bool passive, addrinfo_list &out) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = passive ? AI_PASSIVE : 0;
+  std::string service = std::to_string(port);
+  int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &out.head);
+  if (rc != 0)
+    throw error(error_kind::config, "cannot resolve address '" + host + "': " + ::gai_strerror(rc) +
+                                        " (check MASTER_ADDR / --master-addr)");
+}
+
+inline int local_port(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getsockname(fd, reinterpret_cast<sockaddr *>(&ss), &len) != 0) return 0;
+  if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in *>(&ss)->sin_port);
+  if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6 *>(&ss)->sin6_port);
+  return 0;
+}
+
+inline std::string peer_name(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getpeername(fd, reinterpret_cast<sockaddr *>(&ss), &len) != 0) return "?";
+  char host[NI_MAXHOST], serv[NI_MAXSERV];
+  if (::getnameinfo(reinterpret_cast<sockaddr *>(&ss), len, host, sizeof host, serv, sizeof serv,
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    return "?";
+  return endpoint(host, std::atoi(serv));
+}
+
+/// Listens on `host:port` (that address only; port 0 picks a free one).
+inline unique_fd listen_tcp(const std::string &host, int port) {
+  addrinfo_list ai;
+  resolve(host, port, true, ai);
+  int last = 0;
+  for (addrinfo *p = ai.head; p; p = p->ai_next) {
+    unique_fd fd(::socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol));
+    if (!fd) {
+      last = errno;
+      continue;
+    }
+    int one = 1;
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd.get(), p->ai_addr, p->ai_addrlen) != 0) {
+      last = errno;
+      continue;
+    }
+    if (::listen(fd.get(), 1024) != 0) {
+      last = errno;
+      continue;
+    }
+    return fd;
+  }
+  if (last == EADDRINUSE)
+    throw error(error_kind::config, "cannot serve the rendezvous store on " + endpoint(host, port) +
+                                        ": port " + std::to_string(port) +
+                                        " is already in use (another job still running? choose another "
+                                        "MASTER_PORT, or --master-port 0 with ddprun)");
+  throw error(error_kind::config, "cannot serve the rendezvous store on " + endpoint(host, port) + ": " +
+                                      errno_text(last) +
+                                      " (MASTER_ADDR must be an address of rank 0's host)");
+}
+
+inline void set_nodelay(int fd) {
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+/// Connects to `host:port`, retrying with exponential backoff (10 ms .. 1 s)
+/// until `deadline`: rank 0 may start its server after the others start.
+inline unique_fd connect_tcp(const std::string &host, int port, clock::time_point deadline) {
+  auto backoff = std::chrono::milliseconds(10);
+  std::string last = "no attempt";
+  for (;;) {
+    addrinfo_list ai;
+    resolve(host, port, false, ai);
+    for (addrinfo *p = ai.head; p; p = p->ai_next) {
+      unique_fd fd(::socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol));
+      if (!fd) {
+        last = errno_text(errno);
+        continue;
+      }
+      if (::connect(fd.get(), p->ai_addr, p->ai_addrlen) == 0) {
+        set_nodelay(fd.get());
+        return fd;
+      }
+      last = errno_text(errno);
+    }
+    if (clock::now() + backoff > deadline)
+      throw error(error_kind::timeout, "could not reach the rendezvous store at " + endpoint(host, port) +
+                                           " before the timeout (last error: " + last +
+                                           "). Is rank 0 running, and are MASTER_ADDR/MASTER_PORT right?");
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+  }
+}
+
+/// Waits until `fd` is readable (or writable) or the deadline passes.
+inline bool wait_fd(int fd, short events, clock::time_point deadline) {
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
+    if (left < 0) left = 0;
+    pollfd p{fd, events, 0};
+    int rc = ::poll(&p, 1, static_cast<int>(std::min<long long>(left, 1 << 30)));
+    if (rc > 0) return true;
+    if (rc == 0) return false;
+    if (errno != EINTR) return true; // let the I/O call report the error
+  }
+}
+
+/// Outcome of deadline-bounded I/O.
+enum class io_status { ok, closed, timeout, failed };
+
+inline io_status send_all(int fd, const void *data, std::size_t n, clock::time_point deadline) {
+  auto p = static_cast<const char *>(data);
+  while (n > 0) {
+    if (!wait_fd(fd, POLLOUT, deadline)) return io_status::timeout;
+    ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (k < 0) {
+      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+      return errno == EPIPE || errno == ECONNRESET ? io_status::closed : io_status::failed;
+    }
+    p += k;
+    n -= static_cast<std::size_t>(k);
+  }
+  return io_status::ok;
+}
+
+inline io_status recv_all(int fd, void *data, std::size_t n, clock::time_point deadline) {
+  auto p = static_cast<char *>(data);
+  while (n > 0) {
+    if (!wait_fd(fd, POLLIN, deadline)) return io_status::timeout;
+    ssize_t k = ::recv(fd, p, n, MSG_DONTWAIT);
+    if (k == 0) return io_status::closed;
+    if (k < 0) {
+      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+      return errno == ECONNRESET ? io_status::closed : io_status::failed;
+    }
+    p += k;
+    n -= static_cast<std::size_t>(k);
+  }
+  return io_status::ok;
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_SOCKET_HPP
+// ---- end ddp/detail/socket.hpp ----
+// ---- begin ddp/detail/store_protocol.hpp ----
+// The rendezvous store's wire format. A frame is a little-endian u32 length
+// followed by that many bytes: a one-byte opcode, then fields. Strings and
+// byte blobs are a u32 length plus bytes; integers are fixed-width.
+#ifndef DDP_DETAIL_STORE_PROTOCOL_HPP
+#define DDP_DETAIL_STORE_PROTOCOL_HPP
+
+
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+enum class store_op : std::uint8_t {
+  hello = 1, ///< token, rank (i32): must be the first frame of a connection
+  set = 2,   ///< key, value
+  get = 3,   ///< key -> found(u8) [value]
+  wait = 4,  ///< count (u32), keys, timeout_ms (u64) -> ok(u8)
+  add = 5,   ///< key, delta (i64) -> new value (i64)
+  check = 6, ///< count, keys -> all present (u8)
+  bye = 7,   ///< orderly goodbye: this rank is not lost
+};
+
+enum class store_status : std::uint8_t { ok = 0, missing = 1, timeout = 2, refused = 3 };
+
+/// Frames above this size are malformed by definition and close the connection.
+inline constexpr std::uint32_t store_max_frame = 256u << 20;
+
+class frame_writer {
+public:
+  explicit frame_writer(store_op op) {
+    buf_.resize(4);
+    buf_.push_back(static_cast<char>(op));
+  }
+  explicit frame_writer(store_status st) {
+    buf_.resize(4);
+    buf_.push_back(static_cast<char>(st));
+  }
+  frame_writer &u8(std::uint8_t v) { return raw(&v, 1); }
+  frame_writer &u32(std::uint32_t v) { return raw(&v, 4); }
+  frame_writer &i32(std::int32_t v) { return raw(&v, 4); }
+  frame_writer &u64(std::uint64_t v) { return raw(&v, 8); }
+  frame_writer &i64(std::int64_t v) { return raw(&v, 8); }
+  frame_writer &bytes(std::string_view s) {
+    u32(static_cast<std::uint32_t>(s.size()));
+    buf_.insert(buf_.end(), s.begin(), s.end());
+    return *this;
+  }
+  /// The finished frame, length prefix filled in; the writer is spent after this.
+  std::vector<char> finish() {
+    auto n = static_cast<std::uint32_t>(buf_.size() - 4);
+    std::memcpy(buf_.data(), &n, 4);
+    return std::move(buf_);
+  }
+
+private:
+  frame_writer &raw(const void *p, std::size_t n) {
+    auto c = static_cast<const char *>(p);
+    buf_.insert(buf_.end(), c, c + n);
+    return *this;
+  }
+  std::vector<char> buf_;
+};
+
+/// Reads fields from a frame body; every read is bounds-checked, and a short
+/// frame makes `ok()` false instead of reading past the end.
+class frame_reader {
+public:
+  explicit frame_reader(std::string_view body) : s_(body) {}
+  bool ok() const { return ok_; }
+  bool at_end() const { return s_.empty(); }
+  std::uint8_t u8() { return fixed<std::uint8_t>(); }
+  std::uint32_t u32() { return fixed<std::uint32_t>(); }
+  std::int32_t i32() { return fixed<std::int32_t>(); }
+  std::uint64_t u64() { return fixed<std::uint64_t>(); }
+  std::int64_t i64() { return fixed<std::int64_t>(); }
+  std::string bytes() {
+    std::uint32_t n = u32();
+    if (!ok_ || n > s_.size()) {
+      ok_ = false;
+      return {};
+    }
+    std::string out(s_.substr(0, n));
+    s_.remove_prefix(n);
+    return out;
+  }
+
+private:
+  template <class T> T fixed() {
+    T v{};
+    if (s_.size() < sizeof(T)) {
+      ok_ = false;
+      return v;
+    }
+    std::memcpy(&v, s_.data(), sizeof(T));
+    s_.remove_prefix(sizeof(T));
+    return v;
+  }
+  std::string_view s_;
+  bool ok_ = true;
+};
+
+/// Compares tokens in time independent of where they differ.
+inline bool tokens_equal(std::string_view a, std::string_view b) {
+  unsigned diff = a.size() == b.size() ? 0u : 1u;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    diff |= static_cast<unsigned>(static_cast<unsigned char>(a[i]) ^
+                                  static_cast<unsigned char>(i < b.size() ? b[i] : 0));
+  return diff == 0;
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_STORE_PROTOCOL_HPP
+// ---- end ddp/detail/store_protocol.hpp ----
+// ---- begin ddp/detail/store_server.hpp ----
+// The rendezvous store's server, run by rank 0 on one background thread.
+// One poll() loop serves every connection: a connection must first present the
+// job token; a wrong token, a malformed or an oversized frame closes that
+// connection only. A rank whose connection drops without saying goodbye is
+// recorded under `store_lost_key`, so survivors can name the rank they lost.
+#ifndef DDP_DETAIL_STORE_SERVER_HPP
+#define DDP_DETAIL_STORE_SERVER_HPP
+
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <thread>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+inline constexpr const char *store_lost_key = "ddp/lost";
+
+class store_server {
+public:
+  store_server(const std::string &host, int port, std::string token)
+      : listener_(listen_tcp(host, port)), token_(std::move(token)) {
+    port_ = local_port(listener_.get());
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0)
+      throw error(error_kind::backend, "pipe2 failed: " + errno_text(errno));
+    wake_r_.reset(p[0]);
+    wake_w_.reset(p[1]);
+    thread_ = std::thread([this] { loop(); });
+  }
+  store_server(const store_server &) = delete;
+  store_server &operator=(const store_server &) = delete;
+  ~store_server() {
+    stop_ = true;
+    char c = 1;
+    [[maybe_unused]] auto r = ::write(wake_w_.get(), &c, 1);
+    if (thread_.joinable()) thread_.join();
+  }
+  int port() const { return port_; }
+  int refused_connections() const { return refused_.load(); }
+
+private:
+  struct connection {
+    unique_fd fd;
+    std::string peer;
+    std::string in;
+    bool authed = false;
+    bool said_bye = false;
+    int rank = -1;
+    clock::time_point hello_deadline;
+    // A pending wait: replied to when all keys exist or the deadline passes.
+    std::vector<std::string> wait_keys;
+    clock::time_point wait_deadline;
+    bool waiting = false;
+  };
+
+  void loop() {
+    std::vector<pollfd> fds;
+    while (!stop_) {
+      fds.clear();
+      fds.push_back({wake_r_.get(), POLLIN, 0});
+      fds.push_back({listener_.get(), POLLIN, 0});
+      for (auto &c : conns_)
+        fds.push_back({c->fd.get(), POLLIN, 0});
+      int rc = ::poll(fds.data(), fds.size(), 100);
+      if (rc < 0 && errno != EINTR) break;
+      if (fds[1].revents & POLLIN) accept_one();
+      for (std::size_t i = 2; i < fds.size(); ++i)
+        if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) read_from(*conns_[i - 2]);
+      expire(clock::now());
+      std::erase_if(conns_, [](const auto &c) { return !c->fd; });
+    }
+  }
+
+  void accept_one() {
+    int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) return;
+    if (conns_.size() >= 4096) {
+      ::close(fd);
+      return;
+    }
+    set_nodelay(fd);
+    auto c = std::make_unique<connection>();
+    c->fd.reset(fd);
+    c->peer = peer_name(fd);
+    c->hello_deadline = clock::now() + std::chrono::seconds(30);
+    conns_.push_back(std::move(c));
+  }
+
+  void drop(connection &c, const std::string &why) {
+    if (!why.empty()) log_line("store", "closing connection from " + c.peer + ": " + why);
+    if (c.authed && !c.said_bye && c.rank >= 0) record_lost(c.rank);
+    c.fd.reset();
+  }
+
+  void record_lost(int rank) {
+    auto &v = data_[store_lost_key];
+    if (!v.empty()) v += ",";
+    v += std::to_string(rank);
+    wake_waiters();
+  }
+
+  void read_from(connection &c) {
+    char buf[65536];
+    bool eof = false;
+    for (;;) {
+      ssize_t k = ::recv(c.fd.get(), buf, sizeof buf, MSG_DONTWAIT);
+      if (k > 0) {
+        c.in.append(buf, static_cast<std::size_t>(k));
+        continue;
+      }
+      if (k < 0 && errno == EINTR) continue;
+      if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      eof = true; // closed or reset: still handle what arrived first (a goodbye, say)
+      break;
+    }
+    while (c.fd && c.in.size() >= 4) {
+      std::uint32_t n;
+      std::memcpy(&n, c.in.data(), 4);
+      if (n == 0 || n > store_max_frame || (!c.authed && n > 4096)) {
+        drop(c, "oversized or empty frame (" + std::to_string(n) + " bytes)");
+        return;
+      }
+      if (c.in.size() < 4 + std::size_t{n}) break;
+      std::string body = c.in.substr(4, n);
+      c.in.erase(0, 4 + std::size_t{n});
+      handle(c, body);
+    }
+    if (eof && c.fd) drop(c, "");
+  }
+
+  void reply(connection &c, const std::vector<char> &frame) {
+    if (send_all(c.fd.get(), frame.data(), frame.size(), clock::now() + std::chrono::seconds(10)) !=
+        io_status::ok)
+      drop(c, "client does not read its replies");
+  }
+
+  void handle(connection &c, const std::string &body) {
+    auto op = static_cast<store_op>(static_cast<std::uint8_t>(body[0]));
+    frame_reader r(std::string_view(body).substr(1));
+    if (!c.authed) {
+      if (op != store_op::hello) return drop(c, "first message is not a hello");
+      std::string token = r.bytes();
+      std::int32_t rank = r.i32();
+      if (!r.ok() || !r.at_end()) return drop(c, "malformed hello");
+      if (!tokens_equal(token, token_)) {
+        ++refused_;
+        log_line("store",
+                 "refused a connection from " + c.peer +
+                     ": wrong job token (a process of another job, or DDP_TOKEN differs between ranks)");
+        reply(c, frame_writer(store_status::refused).finish());
+        c.fd.reset();
+        return;
+      }
+      c.authed = true;
+      c.rank = rank;
+      return reply(c, frame_writer(store_status::ok).finish());
+    }
+    switch (op) {
+    case store_op::set: {
+      std::string key = r.bytes(), value = r.bytes();
+      if (!r.ok() || !r.at_end()) return drop(c, "malformed set");
+      data_[key] = std::move(value);
+      reply(c, frame_writer(store_status::ok).finish());
+      return wake_waiters();
+    }
+    case store_op::get: {
+      std::string key = r.bytes();
+      if (!r.ok() || !r.at_end()) return drop(c, "malformed get");
+      auto it = data_.find(key);
+      if (it == data_.end()) return reply(c, frame_writer(store_status::missing).finish());
+      return reply(c, frame_writer(store_status::ok).bytes(it->second).finish());
+    }
+    case store_op::add: {
+      std::string key = r.bytes();
+      std::int64_t delta = r.i64();
+      if (!r.ok() || !r.at_end()) return drop(c, "malformed add");
+      auto &v = data_[key];
+      std::int64_t now = (v.empty() ? 0 : parse_int(v).value_or(0)) + delta;
+      v = std::to_string(now);
+      reply(c, frame_writer(store_status::ok).i64(now).finish());
+      return wake_waiters();
+    }
+    case store_op::wait:
+    case store_op::check: {
+      std::uint32_t count = r.u32();
+      if (!r.ok() || count > 65536) return drop(c, "malformed key list");
+      std::vector<std::string> keys;
+      for (std::uint32_t i = 0; i < count && r.ok(); ++i)
+        keys.push_back(r.bytes());
+      std::uint64_t timeout_ms = op == store_op::wait ? r.u64() : 0;
+      if (!r.ok() || !r.at_end()) return drop(c, "malformed key list");
+      if (op == store_op::check)
+        return reply(c, frame_writer(store_status::ok).u8(all_present(keys) ? 1 : 0).finish());
+      c.wait_keys = std::move(keys);
+      c.wait_deadline =
+          clock::now() + std::chrono::milliseconds(std::min<std::uint64_t>(timeout_ms, 1ull << 40));
+      c.waiting = true;
+      return try_finish_wait(c);
+    }
+    case store_op::bye: c.said_bye = true; return;
+    default: return drop(c, "unknown opcode " + std::to_string(static_cast<int>(op)));
+    }
+  }
+
+  bool all_present(const std::vector<std::string> &keys) const {
+    for (auto &k : keys)
+      if (!data_.count(k)) return false;
+    return true;
+  }
+
+  void try_finish_wait(connection &c) {
+    if (!c.waiting || !c.fd) return;
+    if (all_present(c.wait_keys)) {
+      c.waiting = false;
+      reply(c, frame_writer(store_status::ok).finish());
+    }
+  }
+
+  void wake_waiters() {
+    for (auto &c : conns_)
+      try_finish_wait(*c);
+  }
+
+  void expire(clock::time_point now) {
+    for (auto &c : conns_) {
+      if (!c->fd) continue;
+      if (!c->authed && now > c->hello_deadline)
+        drop(*c, "no hello within 30 s");
+      else if (c->waiting && now > c->wait_deadline) {
+        c->waiting = false;
+        reply(*c, frame_writer(store_status::timeout).finish());
+      }
+    }
+  }
+
+  unique_fd listener_;
+  unique_fd wake_r_, wake_w_;
+  std::string token_;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> refused_{0};
+  std::vector<std::unique_ptr<connection>> conns_;
+  std::map<std::string, std::string> data_;
+  std::thread thread_;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_STORE_SERVER_HPP
+// ---- end ddp/detail/store_server.hpp ----
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+
+struct tcp_store_options {
+  std::string host = "127.0.0.1";
+  int port = 0;       ///< 0 with serve=true picks a free port (see port())
+  bool serve = false; ///< true on exactly one process (rank 0)
+  std::chrono::milliseconds timeout = std::chrono::minutes(10);
+  std::string token; ///< must match the server's; empty is a valid token
+  int rank = -1;     ///< reported to the server so a lost connection names the rank
+};
+
+class tcp_store {
+public:
+  explicit tcp_store(const tcp_store_options &o) : opts_(o) {
+    if (o.port < 0 || o.port > 65535 || (!o.serve && o.port == 0))
+      throw error(error_kind::config, "tcp_store: port " + std::to_string(o.port) +
+                                          " is not a valid port to connect to (1..65535)");
+    if (o.serve) {
+      server_ = std::make_unique<detail::store_server>(o.host, o.port, o.token);
+      opts_.port = server_->port();
+    }
+    auto deadline = detail::clock::now() + o.timeout;
+    fd_ = detail::connect_tcp(o.host, opts_.port, deadline);
+    send_frame(detail::frame_writer(detail::store_op::hello).bytes(o.token).i32(o.rank).finish(), deadline);
+    auto reply = recv_frame(deadline, "hello");
+    if (static_cast<detail::store_status>(reply[0]) == detail::store_status::refused)
+      throw error(error_kind::config,
+                  "the rendezvous store at " + where() +
+                      " refused this process: its job token differs (set the same DDP_TOKEN "
+                      "on every rank, or let the launcher set it)");
+  }
+
+  tcp_store(const tcp_store &) = delete;
+  tcp_store &operator=(const tcp_store &) = delete;
+
+  ~tcp_store() {
+    if (fd_ && !broken_) {
+      auto f = detail::frame_writer(detail::store_op::bye).finish();
+      detail::send_all(fd_.get(), f.data(), f.size(), detail::clock::now() + std::chrono::seconds(1));
+    }
+  }
+
+  /// The port the store listens on (useful with port 0).
+  int port() const { return opts_.port; }
+  const std::string &host() const { return opts_.host; }
+  std::chrono::milliseconds timeout() const { return opts_.timeout; }
+  bool is_server() const { return server_ != nullptr; }
+
+  void set(const std::string &key, std::string_view value) {
+    request(detail::frame_writer(detail::store_op::set).bytes(key).bytes(value), "set '" + key + "'");
+  }
+
+  /// Waits (up to the store timeout) until `key` exists, then returns its value.
+  std::string get(const std::string &key) {
+    wait({key});
+    auto v = try_get(key);
+    if (!v) throw error(error_kind::backend, "store key '" + key + "' vanished");
+    return *v;
+  }
+
+  std::optional<std::string> try_get(const std::string &key) {
+    auto r = request(detail::frame_writer(detail::store_op::get).bytes(key), "get '" + key + "'");
+    if (static_cast<detail::store_status>(r[0]) == detail::store_status::missing) return std::nullopt;
+    detail::frame_reader fr(std::string_view(r).substr(1));
+    auto v = fr.bytes();
+    if (!fr.ok()) throw protocol_error("get");
+    return v;
+  }
+
+  /// Atomically adds `delta` to the integer under `key` (0 when absent); returns the new value.
+  std::int64_t add(const std::string &key, std::int64_t delta) {
+    auto r = request(detail::frame_writer(detail::store_op::add).bytes(key).i64(delta), "add '" + key + "'");
+    detail::frame_reader fr(std::string_view(r).substr(1));
+    auto v = fr.i64();
+    if (!fr.ok()) throw protocol_error("add");
+    return v;
+  }
+
+  bool check(const std::vector<std::string> &keys) {
+    detail::frame_writer w(detail::store_op::check);
+    w.u32(static_cast<std::uint32_t>(keys.size()));
+    for (auto &k : keys)
+      w.bytes(k);
+    auto r = request(w, "check");
+    return r.size() >= 2 && r[1] == 1;
+  }
+
+  void wait(const std::vector<std::string> &keys) { wait(keys, opts_.timeout); }
+
+  /// Waits until every key exists; ddp::error (kind timeout) naming the
+  /// missing keys after `timeout`.
+  void wait(const std::vector<std::string> &keys, std::chrono::milliseconds timeout) {
+    if (!try_wait(keys, timeout)) {
+      std::string names;
+      for (auto &k : keys)
+        names += (names.empty() ? "'" : ", '") + k + "'";
+      throw error(error_kind::timeout, "waited " + std::to_string(timeout.count()) + " ms for store key(s) " +
+                                           names + " at " + where() +
+                                           ": a rank did not arrive (crashed, stuck, or started with other "
+                                           "arguments). Raise DDP_TIMEOUT if startup is just slow.");
+    }
+  }
+
+  /// Like wait(), but returns false on timeout instead of throwing.
+  bool try_wait(const std::vector<std::string> &keys, std::chrono::milliseconds timeout) {
+    detail::frame_writer w(detail::store_op::wait);
+    w.u32(static_cast<std::uint32_t>(keys.size()));
+    for (auto &k : keys)
+      w.bytes(k);
+    w.u64(static_cast<std::uint64_t>(std::max<std::int64_t>(0, timeout.count())));
+    auto r = request(w, "wait", timeout + std::chrono::seconds(10));
+    return static_cast<detail::store_status>(r[0]) == detail::store_status::ok;
+  }
+
+  /// Ranks whose connection dropped without a goodbye (crashed processes).
+  std::vector<int> lost_ranks() {
+    std::vector<int> out;
+    auto v = try_get(detail::store_lost_key);
+    if (!v) return out;
+    std::string_view s = *v;
+    while (!s.empty()) {
+      auto comma = s.find(',');
+      if (auto r = detail::parse_int(s.substr(0, comma))) out.push_back(static_cast<int>(*r));
+      if (comma == std::string_view::npos) break;
+      s.remove_prefix(comma + 1);
+    }
+    return out;
+  }
+
+private:
+  std::string where() const { return detail::endpoint(opts_.host, opts_.port); }
+
+  error protocol_error(const char *what) const {
+    return error(error_kind::backend, std::string("malformed reply from the rendezvous store to ") + what);
+  }
+
+  std::string request(detail::frame_writer &w, const std::string &what,
+                      std::optional<std::chrono::milliseconds> io_timeout = std::nullopt) {
+    std::lock_guard lock(mu_);
+    if (broken_)
+      throw error(error_kind::peer_lost, "the rendezvous store at " + where() + " is gone (rank 0 exited)",
+                  0);
+    auto deadline = detail::clock::now() + io_timeout.value_or(opts_.timeout);
+    send_frame(w.finish(), deadline);
+    return recv_frame(deadline, what);
+  }
+
+  void send_frame(const std::vector<char> &f, detail::clock::time_point deadline) {
+    auto st = detail::send_all(fd_.get(), f.data(), f.size(), deadline);
+    if (st != detail::io_status::ok) fail(st, "sending");
+  }
+
+  std::string recv_frame(detail::clock::time_point deadline, const std::string &what) {
+    std::uint32_t n = 0;
+    auto st = detail::recv_all(fd_.get(), &n, 4, deadline);
+    if (st != detail::io_status::ok) fail(st, what);
+    if (n == 0 || n > detail::store_max_frame) {
+      broken_ = true;
+      throw protocol_error(what.c_str());
+    }
+    std::string body(n, '\0');
+    st = detail::recv_all(fd_.get(), body.data(), n, deadline);
+    if (st != detail::io_status::ok) fail(st, what);
+    return body;
+  }
+
+  [[noreturn]] void fail(detail::io_status st, const std::string &what) {
+    broken_ = true;
+    if (st == detail::io_status::timeout)
+      throw error(error_kind::timeout,
+                  "the rendezvous store at " + where() + " did not answer (" + what + ") within the timeout");
+    throw error(error_kind::peer_lost,
+                "lost the connection to the rendezvous store at " + where() + " (" + what +
+                    "): rank 0, which serves it, has probably exited",
+                0);
+  }
+
+  tcp_store_options opts_;
+  std::unique_ptr<detail::store_server> server_;
+  detail::unique_fd fd_;
+  std::mutex mu_;
+  bool broken_ = false;
+};
+
+DDP_END_NAMESPACE
+
+#endif // DDP_STORE_HPP
+// ---- end ddp/store.hpp ----
+// ---- begin ddp/topology.hpp ----
+// ddp::topology — who this process is: from ddprun/torchrun, OpenMPI or SLURM variables.
+#ifndef DDP_TOPOLOGY_HPP
+#define DDP_TOPOLOGY_HPP
+
+// ---- begin ddp/detail/nodelist.hpp ----
+// Expansion of SLURM host lists: "gpu[01-03,07],cpu5" -> gpu01 gpu02 gpu03 gpu07 cpu5.
+// Several bracket groups in one name expand as a product: "r[1-2]n[1-2]" -> r1n1 r1n2 r2n1 r2n2.
+#ifndef DDP_DETAIL_NODELIST_HPP
+#define DDP_DETAIL_NODELIST_HPP
+
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+inline error nodelist_error(std::string_view list, std::string_view why) {
+  return error(error_kind::config,
+               "SLURM node list '" + std::string(list) + "' cannot be parsed: " + std::string(why));
+}
+
+/// Expands the inside of one bracket group ("01-03,07") into its tokens,
+/// keeping the zero padding of each range's lower bound.
+inline std::vector<std::string> expand_bracket(std::string_view body, std::string_view whole) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= body.size()) {
+    std::size_t comma = body.find(',', start);
+    if (comma == std::string_view::npos) comma = body.size();
+    std::string_view item = body.substr(start, comma - start);
+    if (item.empty()) throw nodelist_error(whole, "empty item inside brackets");
+    std::size_t dash = item.find('-');
+    if (dash == std::string_view::npos) {
+      if (!parse_int(item)) throw nodelist_error(whole, "'" + std::string(item) + "' is not a number");
+      out.emplace_back(item);
+    } else {
+      std::string_view lo_s = item.substr(0, dash), hi_s = item.substr(dash + 1);
+      auto lo = parse_int(lo_s), hi = parse_int(hi_s);
+      if (!lo || !hi || *lo < 0 || *hi < *lo)
+        throw nodelist_error(whole, "bad range '" + std::string(item) + "'");
+      if (*hi - *lo > 100000) throw nodelist_error(whole, "range too large");
+      for (auto v = *lo; v <= *hi; ++v) {
+        std::string s = std::to_string(v);
+        if (s.size() < lo_s.size()) s.insert(0, lo_s.size() - s.size(), '0');
+        out.push_back(std::move(s));
+      }
+    }
+    start = comma + 1;
+  }
+  return out;
+}
+
+/// Expands one host pattern that contains no top-level comma.
+inline std::vector<std::string> expand_host(std::string_view pat, std::string_view whole) {
+  std::vector<std::string> acc{std::string()};
+  std::size_t i = 0;
+  while (i < pat.size()) {
+    if (pat[i] == '[') {
+      std::size_t close = pat.find(']', i);
+      if (close == std::string_view::npos) throw nodelist_error(whole, "unbalanced '['");
+      auto parts = expand_bracket(pat.substr(i + 1, close - i - 1), whole);
+      std::vector<std::string> next;
+      next.reserve(acc.size() * parts.size());
+      for (const auto &a : acc)
+        for (const auto &p : parts)
+          next.push_back(a + p);
+      acc = std::move(next);
+      i = close + 1;
+    } else if (pat[i] == ']') {
+      throw nodelist_error(whole, "unbalanced ']'");
+    } else {
+      std::size_t next_br = pat.find_first_of("[]", i);
+      if (next_br == std::string_view::npos) next_br = pat.size();
+      for (auto &a : acc)
+        a.append(pat.substr(i, next_br - i));
+      i = next_br;
+    }
+  }
+  return acc;
+}
+
+/// All host names of a SLURM node list, in order.
+inline std::vector<std::string> expand_nodelist(std::string_view list) {
+  std::vector<std::string> hosts;
+  if (list.empty()) throw nodelist_error(list, "it is empty");
+  int depth = 0;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= list.size(); ++i) {
+    char c = i < list.size() ? list[i] : ',';
+    if (c == '[')
+      ++depth;
+    else if (c == ']')
+      --depth;
+    else if (c == ',' && depth == 0) {
+      std::string_view pat = list.substr(start, i - start);
+      if (pat.empty()) throw nodelist_error(list, "empty host name");
+      for (auto &h : expand_host(pat, list))
+        hosts.push_back(std::move(h));
+      start = i + 1;
+    }
+    if (depth < 0 || depth > 1) throw nodelist_error(list, "unbalanced or nested brackets");
+  }
+  if (depth != 0) throw nodelist_error(list, "unbalanced '['");
+  return hosts;
+}
+
+/// The first host of a node list without expanding the rest.
+inline std::string first_node(std::string_view list) { return expand_nodelist(list).front(); }
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_NODELIST_HPP
+// ---- end ddp/detail/nodelist.hpp ----
+
+#include <cstdint>
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+
+/// Where this process sits in the job.
+struct topology {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 1;
+  int node_rank = 0;
+  int nnodes = 1;
+  std::string master_addr;        ///< empty when the environment names none
+  int master_port = 0;            ///< 0 when the environment names none
+  std::string source = "default"; ///< "ddprun/torchrun", "openmpi", "slurm" or "default"
+
+  /// Reads ddprun/torchrun variables (RANK, ...) first, then OpenMPI
+  /// (OMPI_COMM_WORLD_*), then SLURM (SLURM_PROCID, ...). With none of them
+  /// set, a single process (rank 0 of 1). Every bad value throws ddp::error
+  /// (kind config) naming the variable and its value.
+  static topology from_env();
+};
+
+namespace detail {
+
+/// The port a SLURM or OpenMPI job uses when MASTER_PORT is not set: a
+/// deterministic function of the job id in [20000, 29999], so every task of a
+/// job agrees without talking, and concurrent jobs rarely collide.
+inline int port_from_job_id(std::uint64_t job_id) { return 20000 + static_cast<int>(job_id % 10000); }
+
+inline int port_from_job_id(const std::string &job) {
+  std::uint64_t h = 1469598103934665603ull; // FNV-1a: stable across builds
+  for (unsigned char c : job)
+    h = (h ^ c) * 1099511628211ull;
+  return port_from_job_id(h);
+}
+
+inline void read_master(topology &t) {
+  if (auto a = getenv_str("MASTER_ADDR")) {
+    if (a->empty()) throw error(error_kind::config, "environment variable MASTER_ADDR is set but empty");
+    t.master_addr = *a;
+  }
+  if (auto p = env_int("MASTER_PORT", 1, 65535)) t.master_port = static_cast<int>(*p);
+}
+
+inline void check_topology(const topology &t, const char *rank_var, const char *world_var,
+                           const char *local_var, const char *local_world_var) {
+  auto fail = [&](const std::string &what) {
+    throw error(error_kind::config, "contradictory " + t.source + " environment: " + what);
+  };
+  if (t.rank >= t.world_size)
+    fail(std::string(rank_var) + "=" + std::to_string(t.rank) + " is not below " + world_var + "=" +
+         std::to_string(t.world_size));
+  if (t.local_rank >= t.local_world_size)
+    fail(std::string(local_var) + "=" + std::to_string(t.local_rank) + " is not below " + local_world_var +
+         "=" + std::to_string(t.local_world_size));
+  if (t.local_world_size > t.world_size)
+    fail(std::string(local_world_var) + "=" + std::to_string(t.local_world_size) + " exceeds " + world_var +
+         "=" + std::to_string(t.world_size));
+  if (t.node_rank >= t.nnodes)
+    fail("node rank " + std::to_string(t.node_rank) + " is not below the node count " +
+         std::to_string(t.nnodes));
+}
+
+inline topology topology_from_torchrun() {
+  topology t;
+  t.source = "ddprun/torchrun";
+  t.world_size =
+      static_cast<int>(require_env_int("WORLD_SIZE", 1, 1 << 20, "RANK is set, so WORLD_SIZE must be too"));
+  t.rank = static_cast<int>(require_env_int("RANK", 0, 1 << 20, "launcher"));
+  t.local_rank = static_cast<int>(env_int("LOCAL_RANK", 0, 1 << 20).value_or(t.rank));
+  t.local_world_size = static_cast<int>(env_int("LOCAL_WORLD_SIZE", 1, 1 << 20).value_or(t.world_size));
+  auto group = env_int("GROUP_RANK", 0, 1 << 20);
+  auto node = env_int("NODE_RANK", 0, 1 << 20);
+  if (group && node && *group != *node)
+    throw error(error_kind::config, "contradictory environment: GROUP_RANK=" + std::to_string(*group) +
+                                        " but NODE_RANK=" + std::to_string(*node));
+  t.node_rank = static_cast<int>(group ? *group : node.value_or(0));
+  if (t.world_size % t.local_world_size != 0)
+    throw error(error_kind::config,
+                "contradictory environment: WORLD_SIZE=" + std::to_string(t.world_size) +
+                    " is not a multiple of LOCAL_WORLD_SIZE=" + std::to_string(t.local_world_size));
+  t.nnodes = t.world_size / t.local_world_size;
+  read_master(t);
+  check_topology(t, "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE");
+  return t;
+}
+
+inline topology topology_from_openmpi() {
+  topology t;
+  t.source = "openmpi";
+  t.world_size =
+      static_cast<int>(require_env_int("OMPI_COMM_WORLD_SIZE", 1, 1 << 20, "OMPI_COMM_WORLD_RANK is set"));
+  t.rank = static_cast<int>(require_env_int("OMPI_COMM_WORLD_RANK", 0, 1 << 20, "launcher"));
+  t.local_rank = static_cast<int>(env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0, 1 << 20).value_or(0));
+  t.local_world_size = static_cast<int>(env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1, 1 << 20).value_or(1));
+  // mpirun's default (--map-by slot) places consecutive ranks on one node.
+  t.nnodes = (t.world_size + t.local_world_size - 1) / t.local_world_size;
+  t.node_rank = t.rank / t.local_world_size;
+  read_master(t);
+  if (t.master_addr.empty() && t.nnodes == 1) t.master_addr = "127.0.0.1";
+  if (t.master_port == 0) {
+    auto job = getenv_str("OMPI_MCA_ess_base_jobid");
+    if (!job) job = getenv_str("PMIX_NAMESPACE");
+    if (job) t.master_port = port_from_job_id(*job);
+  }
+  check_topology(t, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+                 "OMPI_COMM_WORLD_LOCAL_SIZE");
+  return t;
+}
+
+/// Tasks on this node from SLURM_STEP_TASKS_PER_NODE ("2(x3),1"), else ntasks/nnodes.
+inline int slurm_tasks_on_node(int node, int ntasks, int nnodes) {
+  auto spec = getenv_str("SLURM_STEP_TASKS_PER_NODE");
+  if (!spec) spec = getenv_str("SLURM_TASKS_PER_NODE");
+  if (!spec) return (ntasks + nnodes - 1) / nnodes;
+  std::string_view s = *spec;
+  int seen = 0;
+  while (!s.empty()) {
+    std::size_t comma = s.find(',');
+    std::string_view item = s.substr(0, comma);
+    int repeat = 1;
+    std::size_t paren = item.find('(');
+    auto count = parse_int(item.substr(0, paren));
+    if (paren != std::string_view::npos) {
+      auto r =
+          item.size() > paren + 3 ? parse_int(item.substr(paren + 2, item.size() - paren - 3)) : std::nullopt;
+      if (!r || *r < 1 || item.substr(paren, 2) != "(x" || item.back() != ')')
+        count.reset();
+      else
+        repeat = static_cast<int>(*r);
+    }
+    const std::int64_t tasks = count.value_or(0);
+    if (tasks < 1)
+      throw error(error_kind::config,
+                  "environment variable SLURM_STEP_TASKS_PER_NODE='" + *spec + "' cannot be parsed");
+    if (node < seen + repeat) return static_cast<int>(tasks);
+    seen += repeat;
+    if (comma == std::string_view::npos) break;
+    s.remove_prefix(comma + 1);
+  }
+  throw error(error_kind::config, "environment variable SLURM_STEP_TASKS_PER_NODE='" + *spec +
+                                      "' names fewer nodes than SLURM_NODEID=" + std::to_string(node) +
+                                      " needs");
+}
+
+inline topology topology_from_slurm() {
+  topology t;
+  t.source = "slurm";
+  t.world_size = static_cast<int>(require_env_int("SLURM_NTASKS", 1, 1 << 20, "SLURM_PROCID is set"));
+  t.rank = static_cast<int>(require_env_int("SLURM_PROCID", 0, 1 << 20, "launcher"));
+  t.local_rank = static_cast<int>(env_int("SLURM_LOCALID", 0, 1 << 20).value_or(0));
+  t.nnodes = static_cast<int>(env_int("SLURM_NNODES", 1, 1 << 20).value_or(1));
+  t.node_rank = static_cast<int>(env_int("SLURM_NODEID", 0, 1 << 20).value_or(0));
+  if (t.node_rank >= t.nnodes)
+    throw error(error_kind::config,
+                "contradictory slurm environment: SLURM_NODEID=" + std::to_string(t.node_rank) +
+                    " is not below SLURM_NNODES=" + std::to_string(t.nnodes));
+  t.local_world_size = slurm_tasks_on_node(t.node_rank, t.world_size, t.nnodes);
+  read_master(t);
+  if (t.master_addr.empty()) {
+    auto list = getenv_str("SLURM_STEP_NODELIST");
+    if (!list) list = getenv_str("SLURM_JOB_NODELIST");
+    if (!list)
+      throw error(error_kind::config,
+                  "SLURM_PROCID is set but neither MASTER_ADDR nor SLURM_STEP_NODELIST is: "
+                  "run under srun, or export MASTER_ADDR");
+    t.master_addr = first_node(*list);
+  }
+  if (t.master_port == 0) {
+    if (auto job = env_int("SLURM_JOB_ID", 0, INT64_MAX))
+      t.master_port = port_from_job_id(static_cast<std::uint64_t>(*job));
+  }
+  check_topology(t, "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "local task count");
+  return t;
+}
+
+} // namespace detail
+
+inline topology topology::from_env() {
+  if (detail::getenv_str("RANK")) return detail::topology_from_torchrun();
+  if (detail::getenv_str("OMPI_COMM_WORLD_RANK")) return detail::topology_from_openmpi();
+  if (detail::getenv_str("SLURM_PROCID")) return detail::topology_from_slurm();
+  topology t;
+  detail::read_master(t);
+  return t;
+}
+
+DDP_END_NAMESPACE
+
+#endif // DDP_TOPOLOGY_HPP
+// ---- end ddp/topology.hpp ----
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+struct rendezvous {
+  ddp::topology topo; ///< rank/world_size already overridden by init_options
+  std::chrono::milliseconds timeout{};
+  std::string token;
+  std::shared_ptr<tcp_store> store; ///< null for file://
+  std::string file_path;            ///< the directory of file://
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_RENDEZVOUS_HPP
+// ---- end ddp/detail/rendezvous.hpp ----
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
@@ -2505,45 +2104,47 @@ namespace detail {
 /// Lets Gloo's rendezvous use our token-gated tcp_store, under a key prefix.
 class gloo_store_adapter : public ::gloo::rendezvous::Store {
 public:
-  gloo_store_adapter(tcp_store& s, std::string prefix) : s_(s), prefix_(std::move(prefix)) {}
-  void set(const std::string& key, const std::vector<char>& data) override {
+  gloo_store_adapter(tcp_store &s, std::string prefix) : s_(s), prefix_(std::move(prefix)) {}
+  void set(const std::string &key, const std::vector<char> &data) override {
     s_.set(prefix_ + key, std::string_view(data.data(), data.size()));
   }
-  std::vector<char> get(const std::string& key) override {
+  std::vector<char> get(const std::string &key) override {
     auto v = s_.get(prefix_ + key);
     return {v.begin(), v.end()};
   }
-  void wait(const std::vector<std::string>& keys) override { wait(keys, s_.timeout()); }
-  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+  void wait(const std::vector<std::string> &keys) override { wait(keys, s_.timeout()); }
+  void wait(const std::vector<std::string> &keys, const std::chrono::milliseconds &timeout) override {
     std::vector<std::string> full;
-    for (auto& k : keys) full.push_back(prefix_ + k);
+    for (auto &k : keys)
+      full.push_back(prefix_ + k);
     s_.wait(full, timeout);
   }
 
 private:
-  tcp_store& s_;
+  tcp_store &s_;
   std::string prefix_;
 };
 
 /// The local address that routes to `host`: what peers on other nodes can reach.
-inline std::string local_address_towards(const std::string& host, int port) {
+inline std::string local_address_towards(const std::string &host, int port) {
   addrinfo_list ai;
   resolve(host, port > 0 ? port : 1, false, ai);
-  for (addrinfo* p = ai.head; p; p = p->ai_next) {
+  for (addrinfo *p = ai.head; p; p = p->ai_next) {
     unique_fd fd(::socket(p->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
     if (!fd || ::connect(fd.get(), p->ai_addr, p->ai_addrlen) != 0) continue; // UDP: sends nothing
     sockaddr_storage ss{};
     socklen_t len = sizeof ss;
-    if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&ss), &len) != 0) continue;
+    if (::getsockname(fd.get(), reinterpret_cast<sockaddr *>(&ss), &len) != 0) continue;
     char buf[NI_MAXHOST];
-    if (::getnameinfo(reinterpret_cast<sockaddr*>(&ss), len, buf, sizeof buf, nullptr, 0, NI_NUMERICHOST) == 0)
+    if (::getnameinfo(reinterpret_cast<sockaddr *>(&ss), len, buf, sizeof buf, nullptr, 0, NI_NUMERICHOST) ==
+        0)
       return buf;
   }
   throw error(error_kind::config, "no local address routes to MASTER_ADDR=" + host +
                                       ": set GLOO_SOCKET_IFNAME to the interface to use");
 }
 
-inline std::shared_ptr<::gloo::transport::Device> make_gloo_device(const rendezvous& rv) {
+inline std::shared_ptr<::gloo::transport::Device> make_gloo_device(const rendezvous &rv) {
   ::gloo::transport::tcp::attr attr;
   if (auto names = getenv_str("GLOO_SOCKET_IFNAME"); names && !names->empty()) {
     std::vector<std::string> list;
@@ -2553,15 +2154,17 @@ inline std::shared_ptr<::gloo::transport::Device> make_gloo_device(const rendezv
       auto name = std::string(s.substr(0, comma));
       if (!name.empty()) {
         if (::if_nametoindex(name.c_str()) == 0)
-          throw error(error_kind::config, "GLOO_SOCKET_IFNAME='" + *names + "' names interface '" + name +
-                                              "', which this host does not have (see `ip link`)",
+          throw error(error_kind::config,
+                      "GLOO_SOCKET_IFNAME='" + *names + "' names interface '" + name +
+                          "', which this host does not have (see `ip link`)",
                       rv.topo.rank);
         list.push_back(name);
       }
       if (comma == std::string_view::npos) break;
       s.remove_prefix(comma + 1);
     }
-    if (list.empty()) throw error(error_kind::config, "GLOO_SOCKET_IFNAME='" + *names + "' names no interface");
+    if (list.empty())
+      throw error(error_kind::config, "GLOO_SOCKET_IFNAME='" + *names + "' names no interface");
     // Several interfaces: spread the node's processes over them.
     attr.iface = list[static_cast<std::size_t>(rv.topo.local_rank) % list.size()];
   } else if (!rv.topo.master_addr.empty()) {
@@ -2571,10 +2174,11 @@ inline std::shared_ptr<::gloo::transport::Device> make_gloo_device(const rendezv
   }
   try {
     return ::gloo::transport::tcp::CreateDevice(attr);
-  } catch (const std::exception& e) {
-    throw error(error_kind::config, std::string("cannot create the Gloo TCP device (") +
-                                        (attr.iface.empty() ? "address " + attr.hostname : "interface " + attr.iface) +
-                                        "): " + e.what(),
+  } catch (const std::exception &e) {
+    throw error(error_kind::config,
+                std::string("cannot create the Gloo TCP device (") +
+                    (attr.iface.empty() ? "address " + attr.hostname : "interface " + attr.iface) +
+                    "): " + e.what(),
                 rv.topo.rank);
   }
 }
@@ -2584,10 +2188,10 @@ inline std::shared_ptr<::gloo::transport::Device> make_gloo_device(const rendezv
 /// report. Like Python (and so PyTorch) does at start-up, ignore SIGPIPE, but
 /// only when nobody installed a handler of their own.
 inline void ignore_sigpipe_if_default() {
-  struct sigaction current{};
+  struct sigaction current {};
   if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL &&
       !(current.sa_flags & SA_SIGINFO)) {
-    struct sigaction ignore{};
+    struct sigaction ignore {};
     ignore.sa_handler = SIG_IGN;
     sigemptyset(&ignore.sa_mask);
     ::sigaction(SIGPIPE, &ignore, nullptr);
@@ -2595,7 +2199,7 @@ inline void ignore_sigpipe_if_default() {
 }
 
 /// Gloo wants typed pointers only for their element size.
-template <class F> decltype(auto) with_element_type(std::size_t size, F&& f) {
+template <class F> decltype(auto) with_element_type(std::size_t size, F &&f) {
   switch (size) {
   case 1: return f(std::uint8_t{});
   case 2: return f(std::uint16_t{});
@@ -2606,7 +2210,7 @@ template <class F> decltype(auto) with_element_type(std::size_t size, F&& f) {
 
 class gloo_communicator {
 public:
-  explicit gloo_communicator(const rendezvous& rv)
+  explicit gloo_communicator(const rendezvous &rv)
       : rank_(rv.topo.rank), size_(rv.topo.world_size), timeout_(rv.timeout), store_(rv.store) {
     ignore_sigpipe_if_default();
     auto device = make_gloo_device(rv);
@@ -2621,11 +2225,9 @@ public:
         ::gloo::rendezvous::PrefixStore prefixed(rv.token.empty() ? "ddp" : "ddp-" + rv.token, files);
         ctx->connectFullMesh(prefixed, device);
       }
-    } catch (const ddp::error&) {
-      throw;
-    } catch (const std::exception& e) {
-      throw error(error_kind::backend, "rank " + std::to_string(rank_) + ": Gloo could not connect to its peers: " +
-                                           e.what(),
+    } catch (const ddp::error &) { throw; } catch (const std::exception &e) {
+      throw error(error_kind::backend,
+                  "rank " + std::to_string(rank_) + ": Gloo could not connect to its peers: " + e.what(),
                   rank_);
     }
     ctx_ = std::move(ctx);
@@ -2637,16 +2239,16 @@ public:
   std::exception_ptr poisoned() const { return queue_.poisoned(); }
   void drain() { queue_.drain(); }
 
-  work all_reduce(void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
+  work all_reduce(void *data, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
-      throw error(error_kind::config, "op::avg needs a floating-point tensor, got " + std::string(to_string(dt)) +
-                                          ": use op::sum and divide yourself");
+      throw error(error_kind::config, "op::avg needs a floating-point tensor, got " +
+                                          std::string(to_string(dt)) + ": use op::sum and divide yourself");
     return submit("all_reduce", n, dt, blocking, [=, this](std::uint32_t tag) {
       if (n == 0) return;
       with_element_type(size_of(dt), [&](auto t) {
         using T = decltype(t);
         ::gloo::AllreduceOptions opts(ctx_);
-        opts.setOutput(static_cast<T*>(data), n);
+        opts.setOutput(static_cast<T *>(data), n);
         opts.setReduceFunction(reduce_for(dt, o));
         opts.setTag(tag);
         opts.setTimeout(timeout_);
@@ -2656,13 +2258,13 @@ public:
     });
   }
 
-  work broadcast(void* data, std::size_t n, dtype dt, int root, bool blocking = false) {
+  work broadcast(void *data, std::size_t n, dtype dt, int root, bool blocking = false) {
     return submit("broadcast", n, dt, blocking, [=, this](std::uint32_t tag) {
       if (n == 0 || size_ == 1) return;
       with_element_type(size_of(dt), [&](auto t) {
         using T = decltype(t);
         ::gloo::BroadcastOptions opts(ctx_);
-        opts.setOutput(static_cast<T*>(data), n);
+        opts.setOutput(static_cast<T *>(data), n);
         opts.setRoot(root);
         opts.setTag(tag);
         opts.setTimeout(timeout_);
@@ -2671,14 +2273,14 @@ public:
     });
   }
 
-  work all_gather(const void* in, void* out, std::size_t n, dtype dt, bool blocking = false) {
+  work all_gather(const void *in, void *out, std::size_t n, dtype dt, bool blocking = false) {
     return submit("all_gather", n, dt, blocking, [=, this](std::uint32_t tag) {
       if (n == 0) return;
       with_element_type(size_of(dt), [&](auto t) {
         using T = decltype(t);
         ::gloo::AllgatherOptions opts(ctx_);
-        opts.setInput(const_cast<T*>(static_cast<const T*>(in)), n);
-        opts.setOutput(static_cast<T*>(out), n * static_cast<std::size_t>(size_));
+        opts.setInput(const_cast<T *>(static_cast<const T *>(in)), n);
+        opts.setOutput(static_cast<T *>(out), n * static_cast<std::size_t>(size_));
         opts.setTag(tag);
         opts.setTimeout(timeout_);
         ::gloo::allgather(opts);
@@ -2688,9 +2290,10 @@ public:
 
   /// Block r of `in` (n elements each) is reduced across ranks into rank r's `out`.
   /// One all-to-all moves each block to its owner, then a local reduction.
-  work reduce_scatter(const void* in, void* out, std::size_t n, dtype dt, op o, bool blocking = false) {
+  work reduce_scatter(const void *in, void *out, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
-      throw error(error_kind::config, "op::avg needs a floating-point tensor, got " + std::string(to_string(dt)));
+      throw error(error_kind::config,
+                  "op::avg needs a floating-point tensor, got " + std::string(to_string(dt)));
     return submit("reduce_scatter", n, dt, blocking, [=, this](std::uint32_t tag) {
       if (n == 0) return;
       const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(size_);
@@ -2699,8 +2302,8 @@ public:
         with_element_type(size_of(dt), [&](auto t) {
           using T = decltype(t);
           ::gloo::AlltoallOptions opts(ctx_);
-          opts.setInput(const_cast<T*>(static_cast<const T*>(in)), n * static_cast<std::size_t>(size_));
-          opts.setOutput(reinterpret_cast<T*>(scratch_.data()), n * static_cast<std::size_t>(size_));
+          opts.setInput(const_cast<T *>(static_cast<const T *>(in)), n * static_cast<std::size_t>(size_));
+          opts.setOutput(reinterpret_cast<T *>(scratch_.data()), n * static_cast<std::size_t>(size_));
           opts.setTag(tag);
           opts.setTimeout(timeout_);
           ::gloo::alltoall(opts);
@@ -2710,7 +2313,8 @@ public:
       }
       std::memcpy(out, scratch_.data(), bytes);
       auto fn = reduce_for(dt, o);
-      for (int r = 1; r < size_; ++r) fn(out, out, scratch_.data() + bytes * static_cast<std::size_t>(r), n);
+      for (int r = 1; r < size_; ++r)
+        fn(out, out, scratch_.data() + bytes * static_cast<std::size_t>(r), n);
       if (o == op::avg) scale_in_place(out, n, dt, 1.0 / size_);
     });
   }
@@ -2726,7 +2330,7 @@ public:
   }
 
 private:
-  template <class F> work submit(const char* name, std::size_t n, dtype dt, bool blocking, F body) {
+  template <class F> work submit(const char *name, std::size_t n, dtype dt, bool blocking, F body) {
     std::string what = "rank " + std::to_string(rank_) + ": " + name + " #" + std::to_string(seq_++) + " (" +
                        std::to_string(n) + " x " + std::string(to_string(dt)) + ")";
     return queue_.submit(
@@ -2737,37 +2341,42 @@ private:
         what, timeout_, blocking);
   }
 
-  template <class F> void run_guarded(const std::string& what, F&& f) {
+  template <class F> void run_guarded(const std::string &what, F &&f) {
     try {
       f();
       return;
-    } catch (const ::gloo::IoException& e) {
+    } catch (const ::gloo::IoException &e) {
       fail_io(what, e.what());
-    } catch (const ::gloo::EnforceNotMet& e) {
+    } catch (const ::gloo::EnforceNotMet &e) {
       close_all();
       throw error(error_kind::backend, what + " failed inside Gloo: " + e.what(), rank_);
-    } catch (const ddp::error&) {
+    } catch (const ddp::error &) {
       close_all();
       throw;
-    } catch (const std::exception& e) {
+    } catch (const std::exception &e) {
       close_all();
       throw error(error_kind::backend, what + " failed: " + e.what(), rank_);
     }
   }
 
-  [[noreturn]] void fail_io(const std::string& what, const std::string& gloo_text) {
+  [[noreturn]] void fail_io(const std::string &what, const std::string &gloo_text) {
     close_all(); // peers blocked on us fail now instead of at their timeout
     if (gloo_text.find("imed out") != std::string::npos)
-      throw error(error_kind::timeout, what + " timed out after " + std::to_string(timeout_.count()) +
-                                           " ms waiting for a peer: a rank stalled, is far behind, or skipped this "
-                                           "collective (raise DDP_TIMEOUT if that is expected). Gloo: " + gloo_text);
+      throw error(error_kind::timeout,
+                  what + " timed out after " + std::to_string(timeout_.count()) +
+                      " ms waiting for a peer: a rank stalled, is far behind, or skipped this "
+                      "collective (raise DDP_TIMEOUT if that is expected). Gloo: " +
+                      gloo_text);
     int lost = find_lost_rank();
     if (lost >= 0)
-      throw error(error_kind::peer_lost, what + " failed: rank " + std::to_string(lost) +
-                                             " exited or lost its connection. Gloo: " + gloo_text,
+      throw error(error_kind::peer_lost,
+                  what + " failed: rank " + std::to_string(lost) +
+                      " exited or lost its connection. Gloo: " + gloo_text,
                   lost);
-    throw error(error_kind::peer_lost, what + " failed: a peer closed its connection (it failed or timed out). "
-                                              "Gloo: " + gloo_text);
+    throw error(error_kind::peer_lost, what +
+                                           " failed: a peer closed its connection (it failed or timed out). "
+                                           "Gloo: " +
+                                           gloo_text);
   }
 
   /// Asks the store which rank dropped without a goodbye. The store notices a
@@ -2778,7 +2387,7 @@ private:
       if (!store_->try_wait({store_lost_key}, std::chrono::milliseconds(1000))) return -1;
       auto lost = store_->lost_ranks();
       return lost.empty() ? -1 : lost.front();
-    } catch (const ddp::error&) {
+    } catch (const ddp::error &) {
       return 0; // the store itself is gone: rank 0 serves it
     }
   }
@@ -2808,55 +2417,6 @@ DDP_END_NAMESPACE
 
 #endif // DDP_BACKEND_GLOO_HPP
 // ---- end ddp/backend/gloo.hpp ----
-// ---- begin ddp/model.hpp ----
-// The model concept: any type that can list its parameters (value and gradient
-// tensors, in forward/registration order) and, optionally, its buffers.
-#ifndef DDP_MODEL_HPP
-#define DDP_MODEL_HPP
-
-
-#include <string_view>
-#include <type_traits>
-
-DDP_BEGIN_NAMESPACE
-
-/// Customization point for model types you cannot change: specialize with
-///   template <class F> static void for_each_parameter(M& m, F&& f);  // f(name, value, grad)
-///   template <class F> static void for_each_buffer(M& m, F&& f);     // optional: f(name, value)
-/// The primary template forwards to the model's own member functions.
-template <class M> struct model_traits {
-  // MM = M keeps the member lookup in the immediate context: a model without
-  // for_each_buffer makes this overload vanish instead of a hard error.
-  template <class F, class MM = M>
-  static auto for_each_parameter(MM& m, F&& f) -> decltype(m.for_each_parameter(static_cast<F&&>(f))) {
-    return m.for_each_parameter(static_cast<F&&>(f));
-  }
-  template <class F, class MM = M>
-  static auto for_each_buffer(MM& m, F&& f) -> decltype(m.for_each_buffer(static_cast<F&&>(f))) {
-    return m.for_each_buffer(static_cast<F&&>(f));
-  }
-};
-
-namespace detail {
-/// Stands in for ddp's visitor when checking the concept.
-struct parameter_probe {
-  template <class N, class V, class G> void operator()(N&&, V&&, G&&) const {}
-};
-struct buffer_probe {
-  template <class N, class V> void operator()(N&&, V&&) const {}
-};
-} // namespace detail
-
-template <class M>
-concept model = requires(M& m) { model_traits<M>::for_each_parameter(m, detail::parameter_probe{}); };
-
-template <class M>
-concept model_with_buffers = model<M> && requires(M& m) { model_traits<M>::for_each_buffer(m, detail::buffer_probe{}); };
-
-DDP_END_NAMESPACE
-
-#endif // DDP_MODEL_HPP
-// ---- end ddp/model.hpp ----
 // ---- begin ddp/bucketing.hpp ----
 // Bucketing policies: which gradients travel together in one all-reduce.
 // Buckets launch in bucket order, so bucket 0 should hold the gradients that
@@ -2909,10 +2469,10 @@ struct size_capped {
     };
     std::map<dtype, open_bucket> open;
     for (std::size_t k = params.size(); k-- > 0;) {
-      const auto& p = params[k];
+      const auto &p = params[k];
       auto it = open.find(p.type);
       if (it != open.end()) {
-        auto& b = it->second;
+        auto &b = it->second;
         std::size_t cap = b.first ? FirstBucketBytes : CapBytes;
         if (b.bytes + p.bytes > cap) {
           open.erase(it);
@@ -2924,7 +2484,7 @@ struct size_capped {
         }
       } else {
         bool first = true;
-        for (auto& b : buckets)
+        for (auto &b : buckets)
           if (params[b.front()].type == p.type) first = false;
         buckets.push_back({k});
         open.emplace(p.type, open_bucket{buckets.size() - 1, p.bytes, first});
@@ -2938,7 +2498,8 @@ struct size_capped {
 struct per_tensor {
   static std::vector<std::vector<std::size_t>> assign(std::span<const parameter_desc> params) {
     std::vector<std::vector<std::size_t>> buckets;
-    for (std::size_t k = params.size(); k-- > 0;) buckets.push_back({k});
+    for (std::size_t k = params.size(); k-- > 0;)
+      buckets.push_back({k});
     return buckets;
   }
 };
@@ -2955,6 +2516,514 @@ DDP_END_NAMESPACE
 
 #endif // DDP_BUCKETING_HPP
 // ---- end ddp/bucketing.hpp ----
+// ---- begin ddp/data_parallel.hpp ----
+// ddp::distributed_data_parallel — gradient averaging for any model type, in
+// buckets that launch while backward is still running.
+#ifndef DDP_DATA_PARALLEL_HPP
+#define DDP_DATA_PARALLEL_HPP
+
+// ---- begin ddp/detail/model_layout.hpp ----
+// The parameters and buffers of a model, walked once into type-erased slots,
+// plus the description that ranks compare to prove they hold the same model.
+#ifndef DDP_DETAIL_MODEL_LAYOUT_HPP
+#define DDP_DETAIL_MODEL_LAYOUT_HPP
+
+// ---- begin ddp/model.hpp ----
+// The model concept: any type that can list its parameters (value and gradient
+// tensors, in forward/registration order) and, optionally, its buffers.
+#ifndef DDP_MODEL_HPP
+#define DDP_MODEL_HPP
+
+
+#include <string_view>
+#include <type_traits>
+
+DDP_BEGIN_NAMESPACE
+
+/// Customization point for model types you cannot change: specialize with
+///   template <class F> static void for_each_parameter(M& m, F&& f);  // f(name, value, grad)
+///   template <class F> static void for_each_buffer(M& m, F&& f);     // optional: f(name, value)
+/// The primary template forwards to the model's own member functions.
+template <class M> struct model_traits {
+  // MM = M keeps the member lookup in the immediate context: a model without
+  // for_each_buffer makes this overload vanish instead of a hard error.
+  template <class F, class MM = M>
+  static auto for_each_parameter(MM &m, F &&f) -> decltype(m.for_each_parameter(static_cast<F &&>(f))) {
+    return m.for_each_parameter(static_cast<F &&>(f));
+  }
+  template <class F, class MM = M>
+  static auto for_each_buffer(MM &m, F &&f) -> decltype(m.for_each_buffer(static_cast<F &&>(f))) {
+    return m.for_each_buffer(static_cast<F &&>(f));
+  }
+};
+
+namespace detail {
+/// Stands in for ddp's visitor when checking the concept.
+struct parameter_probe {
+  template <class N, class V, class G> void operator()(N &&, V &&, G &&) const {}
+};
+struct buffer_probe {
+  template <class N, class V> void operator()(N &&, V &&) const {}
+};
+} // namespace detail
+
+template <class M>
+concept model = requires(M &m) {
+  model_traits<M>::for_each_parameter(m, detail::parameter_probe{});
+};
+
+template <class M>
+concept model_with_buffers = model<M> && requires(M &m) {
+  model_traits<M>::for_each_buffer(m, detail::buffer_probe{});
+};
+
+DDP_END_NAMESPACE
+
+#endif // DDP_MODEL_HPP
+// ---- end ddp/model.hpp ----
+
+#include <cstdint>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+struct tensor_slot {
+  std::string name;
+  dtype type = dtype::f32;
+  void *value = nullptr;
+  void *grad = nullptr; ///< null for buffers
+  std::size_t count = 0;
+};
+
+template <class T> consteval void require_parameter_tensor() {
+  static_assert(tensor<T>,
+                "ddp: for_each_parameter passed a value or gradient that is not a contiguous tensor: "
+                "use std::vector, std::span, an Eigen Matrix/Array/Map, or specialize ddp::tensor_traits");
+}
+
+template <class M> std::vector<tensor_slot> collect_parameters(M &m) {
+  std::vector<tensor_slot> out;
+  model_traits<M>::for_each_parameter(m, [&](auto &&name, auto &value, auto &grad) {
+    using V = std::remove_cvref_t<decltype(value)>;
+    using G = std::remove_cvref_t<decltype(grad)>;
+    require_parameter_tensor<V>();
+    require_parameter_tensor<G>();
+    if constexpr (tensor<V> && tensor<G>) {
+      static_assert(std::is_same_v<tensor_value_t<V>, tensor_value_t<G>>,
+                    "ddp: a parameter and its gradient must have the same element type");
+      auto v = as_span(value);
+      auto g = as_span(grad);
+      std::string n(name);
+      if (v.size() != g.size())
+        throw error(error_kind::config, "parameter '" + n + "' has " + std::to_string(v.size()) +
+                                            " elements but its gradient has " + std::to_string(g.size()));
+      if (!is_floating(dtype_v<tensor_value_t<V>>))
+        throw error(error_kind::config, "parameter '" + n + "' is " +
+                                            std::string(to_string(dtype_v<tensor_value_t<V>>)) +
+                                            ": gradients must be floating point");
+      out.push_back({std::move(n), dtype_v<tensor_value_t<V>>, v.data(), g.data(), v.size()});
+    }
+  });
+  return out;
+}
+
+template <class M> std::vector<tensor_slot> collect_buffers(M &m) {
+  std::vector<tensor_slot> out;
+  if constexpr (model_with_buffers<M>) {
+    model_traits<M>::for_each_buffer(m, [&](auto &&name, auto &value) {
+      using V = std::remove_cvref_t<decltype(value)>;
+      require_parameter_tensor<V>();
+      if constexpr (tensor<V>) {
+        auto v = as_span(value);
+        out.push_back({std::string(name), dtype_v<tensor_value_t<V>>, v.data(), nullptr, v.size()});
+      }
+    });
+  }
+  return out;
+}
+
+inline void check_unique_names(const std::vector<tensor_slot> &slots, const char *what) {
+  std::unordered_set<std::string> seen;
+  for (auto &s : slots)
+    if (!seen.insert(s.name).second)
+      throw error(error_kind::config, std::string("two ") + what + " are named '" + s.name +
+                                          "': names identify them across ranks, make them unique");
+}
+
+/// "name|dtype|count\n" per parameter, then per buffer: what ranks compare.
+inline std::string describe(const std::vector<tensor_slot> &params, const std::vector<tensor_slot> &buffers) {
+  std::string d;
+  for (auto *list : {&params, &buffers}) {
+    d += list == &params ? "P\n" : "B\n";
+    for (auto &s : *list)
+      d += s.name + "|" + std::string(to_string(s.type)) + "|" + std::to_string(s.count) + "\n";
+  }
+  return d;
+}
+
+inline std::vector<std::string> split_lines(const std::string &s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < s.size(); ++i)
+    if (s[i] == '\n') {
+      out.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  return out;
+}
+
+/// "'fc1.weight' float32 x 100" from a description line.
+inline std::string pretty_entry(const std::string &line) {
+  auto a = line.find('|'), b = line.rfind('|');
+  if (a == std::string::npos || a == b) return "'" + line + "'";
+  return "'" + line.substr(0, a) + "' " + line.substr(a + 1, b - a - 1) + " x " + line.substr(b + 1);
+}
+
+/// The first difference between rank 0's description and rank r's, as a sentence; empty when equal.
+inline std::string first_difference(const std::string &d0, const std::string &dr, int r) {
+  auto a = split_lines(d0), b = split_lines(dr);
+  std::size_t section = 0, index = 0;
+  for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
+    std::string x = i < a.size() ? a[i] : "", y = i < b.size() ? b[i] : "";
+    if (x == "P" || x == "B") {
+      section = x == "B";
+      index = 0;
+    } else {
+      ++index;
+    }
+    if (x == y) continue;
+    const char *kind = section ? "buffer" : "parameter";
+    std::string where = std::string(kind) + " #" + std::to_string(index - 1);
+    if (x == "B" || x.empty())
+      return "rank " + std::to_string(r) + " has an extra " + where + " " + pretty_entry(y) +
+             " that rank 0 does not have";
+    if (y == "B" || y.empty())
+      return "rank " + std::to_string(r) + " lacks " + where + " " + pretty_entry(x) + " that rank 0 has";
+    return where + " differs: rank 0 has " + pretty_entry(x) + ", rank " + std::to_string(r) + " has " +
+           pretty_entry(y);
+  }
+  return {};
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_MODEL_LAYOUT_HPP
+// ---- end ddp/detail/model_layout.hpp ----
+// ---- begin ddp/process_group.hpp ----
+// ddp::process_group<Backend> and ddp::init_process_group<Backend>().
+#ifndef DDP_PROCESS_GROUP_HPP
+#define DDP_PROCESS_GROUP_HPP
+
+
+#include <chrono>
+#include <concepts>
+#include <memory>
+#include <string>
+#include <string_view>
+
+DDP_BEGIN_NAMESPACE
+
+/// A backend policy names its communicator type, which connects from a
+/// detail::rendezvous and offers type-erased collectives.
+template <class B>
+concept backend_policy = requires {
+  typename B::communicator;
+  { B::name } -> std::convertible_to<std::string_view>;
+  { B::supports_device_tensors } -> std::convertible_to<bool>;
+}
+&&std::constructible_from<typename B::communicator, const detail::rendezvous &>;
+
+namespace detail {
+
+/// DDP_TIMEOUT: "600" (seconds), or with a unit: "500ms", "30s", "10m".
+inline std::chrono::milliseconds parse_timeout(std::string_view v) {
+  auto bad = [&] {
+    return error(error_kind::config, "environment variable DDP_TIMEOUT='" + std::string(v) +
+                                         "' is not a positive duration like 600, 30s, 500ms or 10m");
+  };
+  std::int64_t scale = 1000;
+  if (v.ends_with("ms")) {
+    scale = 1;
+    v.remove_suffix(2);
+  } else if (v.ends_with("s")) {
+    v.remove_suffix(1);
+  } else if (v.ends_with("m")) {
+    scale = 60000;
+    v.remove_suffix(1);
+  }
+  auto n = parse_int(v);
+  if (!n || *n <= 0 || *n > (std::int64_t{1} << 40) / scale) throw bad();
+  return std::chrono::milliseconds(*n * scale);
+}
+
+inline std::chrono::milliseconds default_timeout() {
+  if (auto v = getenv_str("DDP_TIMEOUT")) return parse_timeout(*v);
+  return std::chrono::minutes(10);
+}
+
+} // namespace detail
+
+struct init_options {
+  std::string init_method = "env://"; ///< env://, tcp://host:port or file:///shared/dir
+  int rank = -1;                      ///< -1: from the environment (topology)
+  int world_size = -1;                ///< -1: from the environment
+  std::chrono::milliseconds timeout = detail::default_timeout();
+  std::string token; ///< empty: DDP_TOKEN (set per job by ddprun)
+};
+
+template <class Backend> class process_group {
+  static_assert(
+      backend_policy<Backend>,
+      "ddp: process_group<B> needs a backend policy such as ddp::gloo or ddp::nccl: a type with "
+      "`using communicator = ...;` (constructible from ddp::detail::rendezvous), "
+      "`static constexpr std::string_view name` and `static constexpr bool supports_device_tensors`.");
+
+public:
+  using backend_type = Backend;
+
+  /// Prefer init_process_group<Backend>(); this connects from a prepared rendezvous.
+  explicit process_group(detail::rendezvous rv)
+      : topo_(rv.topo), store_(rv.store), comm_(std::make_unique<typename Backend::communicator>(rv)) {}
+
+  process_group(const process_group &) = delete;
+  process_group &operator=(const process_group &) = delete;
+  process_group(process_group &&) = delete;
+
+  /// Finishes queued collectives, then leaves in step with the other ranks:
+  /// rank 0 serves the store, so it waits (bounded) until every rank is done with it.
+  ~process_group() {
+    try {
+      comm_->drain();
+      if (store_ && !comm_->poisoned()) {
+        if (store_->add("ddp/exit", 1) >= size()) store_->set("ddp/exit/all", "1");
+        if (store_->is_server() &&
+            !store_->try_wait({"ddp/exit/all"}, std::min(comm_->timeout(), std::chrono::milliseconds(60000))))
+          detail::log_line("rank 0",
+                           "not every rank reached process_group teardown; closing the store anyway");
+      }
+    } catch (const std::exception &e) {
+      detail::log_line("rank " + std::to_string(rank()), std::string("teardown: ") + e.what());
+    }
+    comm_.reset();
+  }
+
+  int rank() const noexcept { return topo_.rank; }
+  int size() const noexcept { return topo_.world_size; }
+  const ddp::topology &topology() const noexcept { return topo_; }
+  std::chrono::milliseconds timeout() const { return comm_->timeout(); }
+  /// The job's store (null with file:// init).
+  tcp_store *store() const noexcept { return store_.get(); }
+  typename Backend::communicator &communicator() noexcept { return *comm_; }
+
+  /// Reduces `t` across ranks in place. `t` must stay alive until the work completes.
+  template <class T> work all_reduce_async(T &t, op o = op::sum) { return all_reduce_impl(t, o, false); }
+  template <class T> void all_reduce(T &t, op o = op::sum) { all_reduce_impl(t, o, true).wait(); }
+
+  /// Copies rank `root`'s `t` into every rank's `t`.
+  template <class T> work broadcast_async(T &t, int root = 0) { return broadcast_impl(t, root, false); }
+  template <class T> void broadcast(T &t, int root = 0) { broadcast_impl(t, root, true).wait(); }
+
+  /// `out` (size() * in.size() elements) receives every rank's `in`, in rank order.
+  template <class In, class Out> work all_gather_async(const In &in, Out &out) {
+    return all_gather_impl(in, out, false);
+  }
+  template <class In, class Out> void all_gather(const In &in, Out &out) {
+    all_gather_impl(in, out, true).wait();
+  }
+
+  /// Rank r receives in `out` the reduction of block r (out.size() elements) of every rank's `in`.
+  template <class In, class Out> work reduce_scatter_async(const In &in, Out &out, op o = op::sum) {
+    return reduce_scatter_impl(in, out, o, false);
+  }
+  template <class In, class Out> void reduce_scatter(const In &in, Out &out, op o = op::sum) {
+    reduce_scatter_impl(in, out, o, true).wait();
+  }
+
+  work barrier_async() { return comm_->barrier(false); }
+  void barrier() { comm_->barrier(true).wait(); }
+
+private:
+  template <class T> work all_reduce_impl(T &t, op o, bool blocking) {
+    if constexpr (usable<T>()) {
+      auto s = as_span(t);
+      return comm_->all_reduce(s.data(), s.size(), dtype_v<tensor_value_t<T>>, o, blocking);
+    } else {
+      return {};
+    }
+  }
+
+  template <class T> work broadcast_impl(T &t, int root, bool blocking) {
+    if constexpr (usable<T>()) {
+      check_root(root, "broadcast");
+      auto s = as_span(t);
+      return comm_->broadcast(s.data(), s.size(), dtype_v<tensor_value_t<T>>, root, blocking);
+    } else {
+      return {};
+    }
+  }
+
+  template <class In, class Out> work all_gather_impl(const In &in, Out &out, bool blocking) {
+    if constexpr (usable<const In>() && usable<Out>()) {
+      static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
+                    "ddp: all_gather needs input and output of the same element type");
+      auto i = as_span(in);
+      auto o = as_span(out);
+      if (o.size() != i.size() * static_cast<std::size_t>(size()))
+        throw error(error_kind::config, "all_gather on rank " + std::to_string(rank()) + ": output has " +
+                                            std::to_string(o.size()) + " elements, expected world size " +
+                                            std::to_string(size()) + " x input " + std::to_string(i.size()));
+      return comm_->all_gather(i.data(), o.data(), i.size(), dtype_v<tensor_value_t<Out>>, blocking);
+    } else {
+      return {};
+    }
+  }
+
+  template <class In, class Out> work reduce_scatter_impl(const In &in, Out &out, op o, bool blocking) {
+    if constexpr (usable<const In>() && usable<Out>()) {
+      static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
+                    "ddp: reduce_scatter needs input and output of the same element type");
+      auto i = as_span(in);
+      auto s = as_span(out);
+      if (i.size() != s.size() * static_cast<std::size_t>(size()))
+        throw error(error_kind::config, "reduce_scatter on rank " + std::to_string(rank()) + ": input has " +
+                                            std::to_string(i.size()) + " elements, expected world size " +
+                                            std::to_string(size()) + " x output " + std::to_string(s.size()));
+      return comm_->reduce_scatter(i.data(), s.data(), s.size(), dtype_v<tensor_value_t<Out>>, o, blocking);
+    } else {
+      return {};
+    }
+  }
+
+  /// True when T can be used here; otherwise one static_assert says why, and the
+  /// caller compiles nothing else (no cascade of follow-up errors).
+  template <class T> static constexpr bool usable() {
+    using U = std::remove_reference_t<T>;
+    detail::require_tensor<std::remove_cv_t<U>>();
+    if constexpr (tensor<U>) {
+      static_assert(Backend::supports_device_tensors || !on_device_v<std::remove_cv_t<U>>,
+                    "ddp: this backend (Gloo) works on host memory; a device_span needs ddp::nccl");
+      return Backend::supports_device_tensors || !on_device_v<std::remove_cv_t<U>>;
+    }
+    return false;
+  }
+
+  void check_root(int root, const char *what) const {
+    if (root < 0 || root >= size())
+      throw error(error_kind::config, std::string(what) + ": root " + std::to_string(root) +
+                                          " is not a rank of this group (0.." + std::to_string(size() - 1) +
+                                          ")");
+  }
+
+  ddp::topology topo_;
+  std::shared_ptr<tcp_store> store_;
+  std::unique_ptr<typename Backend::communicator> comm_;
+};
+
+namespace detail {
+
+inline std::string token_or_env(const std::string &token) {
+  if (!token.empty()) return token;
+  return getenv_str("DDP_TOKEN").value_or("");
+}
+
+inline void parse_host_port(std::string_view hp, std::string_view method, std::string &host, int &port) {
+  auto colon = hp.rfind(':');
+  if (colon == std::string_view::npos || colon == 0)
+    throw error(error_kind::config, "init_method '" + std::string(method) + "' must be tcp://host:port");
+  host = std::string(hp.substr(0, colon));
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  auto p = parse_int(hp.substr(colon + 1));
+  if (!p || *p < 1 || *p > 65535)
+    throw error(error_kind::config, "init_method '" + std::string(method) + "': port is not in 1..65535");
+  port = static_cast<int>(*p);
+}
+
+inline rendezvous make_rendezvous(const init_options &o) {
+  rendezvous rv;
+  rv.topo = topology::from_env();
+  if (o.world_size == 0 || o.world_size < -1)
+    throw error(error_kind::config,
+                "init_options::world_size=" + std::to_string(o.world_size) + " must be >= 1");
+  if (o.world_size > 0) rv.topo.world_size = o.world_size;
+  if (o.rank >= 0) rv.topo.rank = o.rank;
+  if (o.rank < -1 || rv.topo.rank >= rv.topo.world_size)
+    throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) + " is not below world size " +
+                                        std::to_string(rv.topo.world_size));
+  if (rv.topo.local_world_size > rv.topo.world_size) {
+    rv.topo.local_world_size = rv.topo.world_size;
+    rv.topo.local_rank = rv.topo.rank;
+  }
+  if (o.timeout.count() <= 0) throw error(error_kind::config, "init_options::timeout must be positive");
+  rv.timeout = o.timeout;
+  rv.token = token_or_env(o.token);
+
+  std::string_view m = o.init_method;
+  if (m.starts_with("file://")) {
+    rv.file_path = std::string(m.substr(7));
+    if (rv.file_path.empty()) throw error(error_kind::config, "init_method 'file://' needs a directory path");
+    return rv;
+  }
+  std::string host;
+  int port = 0;
+  if (m.starts_with("tcp://")) {
+    parse_host_port(m.substr(6), m, host, port);
+    rv.topo.master_addr = host;
+    rv.topo.master_port = port;
+  } else if (m == "env://" || m.empty()) {
+    host = rv.topo.master_addr;
+    port = rv.topo.master_port;
+    if (rv.topo.world_size > 1 && host.empty())
+      throw error(error_kind::config,
+                  "env:// needs MASTER_ADDR (rank " + std::to_string(rv.topo.rank) + " of " +
+                      std::to_string(rv.topo.world_size) +
+                      "): launch with ddprun/torchrun, or export MASTER_ADDR and MASTER_PORT");
+    if (rv.topo.world_size > 1 && port == 0)
+      throw error(error_kind::config, "env:// needs MASTER_PORT: launch with ddprun/torchrun, or export it");
+    if (host.empty()) host = "127.0.0.1"; // a single process serves itself on a free port
+  } else {
+    throw error(error_kind::config, "init_method '" + o.init_method +
+                                        "' is not supported: use env://, tcp://host:port or file:///dir");
+  }
+  tcp_store_options so;
+  so.host = host;
+  so.port = port;
+  so.serve = rv.topo.rank == 0;
+  so.timeout = rv.timeout;
+  so.token = rv.token;
+  so.rank = rv.topo.rank;
+  rv.store = std::make_shared<tcp_store>(so);
+  // Two processes claiming one rank would corrupt the mesh: refuse clearly.
+  if (rv.store->add("ddp/rank/" + std::to_string(rv.topo.rank), 1) != 1)
+    throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) +
+                                        " joined twice: two processes have the same RANK in this job");
+  rv.store->set("ddp/world/" + std::to_string(rv.topo.rank), std::to_string(rv.topo.world_size));
+  if (rv.topo.rank != 0) {
+    auto w0 = rv.store->get("ddp/world/0");
+    if (w0 != std::to_string(rv.topo.world_size))
+      throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) +
+                                          " was started with world size " +
+                                          std::to_string(rv.topo.world_size) + " but rank 0 with " + w0);
+  }
+  return rv;
+}
+
+} // namespace detail
+
+/// Joins the job: rendezvous (env://, tcp://, file://), then the backend connects every pair.
+template <class Backend> process_group<Backend> init_process_group(const init_options &o = {}) {
+  static_assert(backend_policy<Backend>,
+                "ddp: init_process_group<B> needs a backend policy such as ddp::gloo");
+  return process_group<Backend>(detail::make_rendezvous(o));
+}
+
+DDP_END_NAMESPACE
+
+#endif // DDP_PROCESS_GROUP_HPP
+// ---- end ddp/process_group.hpp ----
 // ---- begin ddp/reduction.hpp ----
 // Reduction policies (PyTorch's communication hooks): how a bucket is averaged
 // and in which dtype it travels.
@@ -3011,222 +3080,6 @@ DDP_END_NAMESPACE
 
 #endif // DDP_REDUCTION_HPP
 // ---- end ddp/reduction.hpp ----
-// ---- begin ddp/arena.hpp ----
-// ddp::arena — gradient storage laid out so that buckets need no packing.
-// Parameters are registered forward; backward (and so every bucket) walks them
-// in reverse. The arena places slot k (registration order) so that the slots
-// lie in memory in reverse registration order, back to back: any bucket of
-// consecutive parameters is then one contiguous range, and DDP reduces it in
-// place. (PyTorch's gradient_as_bucket_view, without the view bookkeeping.)
-#ifndef DDP_ARENA_HPP
-#define DDP_ARENA_HPP
-
-
-#include <algorithm>
-
-#include <cstddef>
-#include <memory>
-#include <numeric>
-#include <span>
-#include <string>
-#include <vector>
-
-#if !defined(DDP_NO_EIGEN) && __has_include(<Eigen/Core>)
-#include <Eigen/Core>
-#endif
-
-DDP_BEGIN_NAMESPACE
-
-template <class T> class arena {
-public:
-  /// `sizes`: element counts of the gradients, in registration order.
-  explicit arena(std::vector<std::size_t> sizes) : sizes_(std::move(sizes)), offsets_(sizes_.size()) {
-    std::size_t off = 0;
-    for (std::size_t k = sizes_.size(); k-- > 0;) {
-      offsets_[k] = off;
-      off += sizes_[k];
-    }
-    total_ = off;
-    storage_ = std::make_unique<T[]>(total_ ? total_ : 1);
-    std::fill_n(storage_.get(), total_, T{});
-  }
-
-  std::size_t size() const noexcept { return sizes_.size(); }
-  std::size_t total_elements() const noexcept { return total_; }
-  std::span<T> all() noexcept { return {storage_.get(), total_}; }
-
-  /// The storage of gradient k (registration order).
-  std::span<T> slot(std::size_t k) {
-    if (k >= sizes_.size())
-      throw error(error_kind::config, "arena: slot " + std::to_string(k) + " does not exist (" +
-                                          std::to_string(sizes_.size()) + " slots)");
-    return {storage_.get() + offsets_[k], sizes_[k]};
-  }
-
-#ifdef EIGEN_WORLD_VERSION
-  /// Gradient k as a column-major rows x cols Eigen map.
-  Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>> matrix(std::size_t k, Eigen::Index rows,
-                                                                       Eigen::Index cols) {
-    auto s = slot(k);
-    if (static_cast<std::size_t>(rows * cols) != s.size())
-      throw error(error_kind::config, "arena: slot " + std::to_string(k) + " holds " + std::to_string(s.size()) +
-                                          " elements, not " + std::to_string(rows) + "x" + std::to_string(cols));
-    return {s.data(), rows, cols};
-  }
-#endif
-
-private:
-  std::vector<std::size_t> sizes_, offsets_;
-  std::size_t total_ = 0;
-  std::unique_ptr<T[]> storage_;
-};
-
-DDP_END_NAMESPACE
-
-#endif // DDP_ARENA_HPP
-// ---- end ddp/arena.hpp ----
-// ---- begin ddp/data_parallel.hpp ----
-// ddp::distributed_data_parallel — gradient averaging for any model type, in
-// buckets that launch while backward is still running.
-#ifndef DDP_DATA_PARALLEL_HPP
-#define DDP_DATA_PARALLEL_HPP
-
-// ---- begin ddp/detail/model_layout.hpp ----
-// The parameters and buffers of a model, walked once into type-erased slots,
-// plus the description that ranks compare to prove they hold the same model.
-#ifndef DDP_DETAIL_MODEL_LAYOUT_HPP
-#define DDP_DETAIL_MODEL_LAYOUT_HPP
-
-
-#include <cstdint>
-#include <string>
-#include <unordered_set>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-struct tensor_slot {
-  std::string name;
-  dtype type = dtype::f32;
-  void* value = nullptr;
-  void* grad = nullptr; ///< null for buffers
-  std::size_t count = 0;
-};
-
-template <class T> consteval void require_parameter_tensor() {
-  static_assert(tensor<T>, "ddp: for_each_parameter passed a value or gradient that is not a contiguous tensor: "
-                           "use std::vector, std::span, an Eigen Matrix/Array/Map, or specialize ddp::tensor_traits");
-}
-
-template <class M> std::vector<tensor_slot> collect_parameters(M& m) {
-  std::vector<tensor_slot> out;
-  model_traits<M>::for_each_parameter(m, [&](auto&& name, auto& value, auto& grad) {
-    using V = std::remove_cvref_t<decltype(value)>;
-    using G = std::remove_cvref_t<decltype(grad)>;
-    require_parameter_tensor<V>();
-    require_parameter_tensor<G>();
-    if constexpr (tensor<V> && tensor<G>) {
-      static_assert(std::is_same_v<tensor_value_t<V>, tensor_value_t<G>>,
-                    "ddp: a parameter and its gradient must have the same element type");
-      auto v = as_span(value);
-      auto g = as_span(grad);
-      std::string n(name);
-      if (v.size() != g.size())
-        throw error(error_kind::config, "parameter '" + n + "' has " + std::to_string(v.size()) +
-                                            " elements but its gradient has " + std::to_string(g.size()));
-      if (!is_floating(dtype_v<tensor_value_t<V>>))
-        throw error(error_kind::config, "parameter '" + n + "' is " +
-                                            std::string(to_string(dtype_v<tensor_value_t<V>>)) +
-                                            ": gradients must be floating point");
-      out.push_back({std::move(n), dtype_v<tensor_value_t<V>>, v.data(), g.data(), v.size()});
-    }
-  });
-  return out;
-}
-
-template <class M> std::vector<tensor_slot> collect_buffers(M& m) {
-  std::vector<tensor_slot> out;
-  if constexpr (model_with_buffers<M>) {
-    model_traits<M>::for_each_buffer(m, [&](auto&& name, auto& value) {
-      using V = std::remove_cvref_t<decltype(value)>;
-      require_parameter_tensor<V>();
-      if constexpr (tensor<V>) {
-        auto v = as_span(value);
-        out.push_back({std::string(name), dtype_v<tensor_value_t<V>>, v.data(), nullptr, v.size()});
-      }
-    });
-  }
-  return out;
-}
-
-inline void check_unique_names(const std::vector<tensor_slot>& slots, const char* what) {
-  std::unordered_set<std::string> seen;
-  for (auto& s : slots)
-    if (!seen.insert(s.name).second)
-      throw error(error_kind::config, std::string("two ") + what + " are named '" + s.name +
-                                          "': names identify them across ranks, make them unique");
-}
-
-/// "name|dtype|count\n" per parameter, then per buffer: what ranks compare.
-inline std::string describe(const std::vector<tensor_slot>& params, const std::vector<tensor_slot>& buffers) {
-  std::string d;
-  for (auto* list : {&params, &buffers}) {
-    d += list == &params ? "P\n" : "B\n";
-    for (auto& s : *list) d += s.name + "|" + std::string(to_string(s.type)) + "|" + std::to_string(s.count) + "\n";
-  }
-  return d;
-}
-
-inline std::vector<std::string> split_lines(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  for (std::size_t i = 0; i < s.size(); ++i)
-    if (s[i] == '\n') {
-      out.push_back(s.substr(start, i - start));
-      start = i + 1;
-    }
-  return out;
-}
-
-/// "'fc1.weight' float32 x 100" from a description line.
-inline std::string pretty_entry(const std::string& line) {
-  auto a = line.find('|'), b = line.rfind('|');
-  if (a == std::string::npos || a == b) return "'" + line + "'";
-  return "'" + line.substr(0, a) + "' " + line.substr(a + 1, b - a - 1) + " x " + line.substr(b + 1);
-}
-
-/// The first difference between rank 0's description and rank r's, as a sentence; empty when equal.
-inline std::string first_difference(const std::string& d0, const std::string& dr, int r) {
-  auto a = split_lines(d0), b = split_lines(dr);
-  std::size_t section = 0, index = 0;
-  for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
-    std::string x = i < a.size() ? a[i] : "", y = i < b.size() ? b[i] : "";
-    if (x == "P" || x == "B") {
-      section = x == "B";
-      index = 0;
-    } else {
-      ++index;
-    }
-    if (x == y) continue;
-    const char* kind = section ? "buffer" : "parameter";
-    std::string where = std::string(kind) + " #" + std::to_string(index - 1);
-    if (x == "B" || x.empty())
-      return "rank " + std::to_string(r) + " has an extra " + where + " " + pretty_entry(y) +
-             " that rank 0 does not have";
-    if (y == "B" || y.empty())
-      return "rank " + std::to_string(r) + " lacks " + where + " " + pretty_entry(x) + " that rank 0 has";
-    return where + " differs: rank 0 has " + pretty_entry(x) + ", rank " + std::to_string(r) + " has " +
-           pretty_entry(y);
-  }
-  return {};
-}
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_MODEL_LAYOUT_HPP
-// ---- end ddp/detail/model_layout.hpp ----
 
 #include <chrono>
 #include <cstring>
@@ -3253,12 +3106,14 @@ struct bucket_info {
 
 /// The primary template only diagnoses: it is chosen when an argument is not
 /// what it should be, and says which one and how to fix it, once.
-template <class Model, class Backend, class Bucketing = bucketing::size_capped<>, class Reduction = reduction::mean>
+template <class Model, class Backend, class Bucketing = bucketing::size_capped<>,
+          class Reduction = reduction::mean>
 class distributed_data_parallel {
-  static_assert(model<Model>,
-                "ddp: the model type must provide `template <class F> void for_each_parameter(F&& f)` calling "
-                "f(name, value, grad) for each parameter in registration order, or specialize "
-                "ddp::model_traits<Model> with a static for_each_parameter(Model&, F&&).");
+  static_assert(
+      model<Model>,
+      "ddp: the model type must provide `template <class F> void for_each_parameter(F&& f)` calling "
+      "f(name, value, grad) for each parameter in registration order, or specialize "
+      "ddp::model_traits<Model> with a static for_each_parameter(Model&, F&&).");
   static_assert(!model<Model> || backend_policy<Backend>,
                 "ddp: Backend must be a backend policy such as ddp::gloo or ddp::nccl.");
   static_assert(!model<Model> || !backend_policy<Backend> || bucketing_policy<Bucketing>,
@@ -3272,11 +3127,11 @@ class distributed_data_parallel {
                 "fp16_compressed_mean, bf16_compressed_mean).");
 
 public:
-  template <class... Args> explicit distributed_data_parallel(Args&&...) {}
+  template <class... Args> explicit distributed_data_parallel(Args &&...) {}
 };
 
 template <class Model, class Backend, class Bucketing, class Reduction>
-  requires model<Model> && backend_policy<Backend> && bucketing_policy<Bucketing> && reduction_policy<Reduction>
+requires model<Model> && backend_policy<Backend> && bucketing_policy<Bucketing> && reduction_policy<Reduction>
 class distributed_data_parallel<Model, Backend, Bucketing, Reduction> {
 public:
   using model_type = Model;
@@ -3284,7 +3139,7 @@ public:
 
   /// Verifies the model across ranks (names, dtypes, sizes), then copies rank 0's
   /// parameters and buffers to every rank.
-  distributed_data_parallel(Model& m, process_group<Backend>& pg, ddp_options o = {})
+  distributed_data_parallel(Model &m, process_group<Backend> &pg, ddp_options o = {})
       : model_(m), pg_(pg), opts_(o) {
     params_ = detail::collect_parameters(m);
     buffers_ = detail::collect_buffers(m);
@@ -3297,21 +3152,20 @@ public:
     if (detail::debug() >= detail::debug_level::info && pg_.rank() == 0) log_layout();
   }
 
-  distributed_data_parallel(const distributed_data_parallel&) = delete;
-  distributed_data_parallel& operator=(const distributed_data_parallel&) = delete;
+  distributed_data_parallel(const distributed_data_parallel &) = delete;
+  distributed_data_parallel &operator=(const distributed_data_parallel &) = delete;
 
   ~distributed_data_parallel() {
-    for (auto& b : buckets_)
+    for (auto &b : buckets_)
       if (b.in_flight) try {
           b.in_flight->wait();
-        } catch (...) {
-        }
+        } catch (...) {}
   }
 
-  Model& module() noexcept { return model_; }
-  process_group<Backend>& group() noexcept { return pg_; }
+  Model &module() noexcept { return model_; }
+  process_group<Backend> &group() noexcept { return pg_; }
   std::size_t num_parameters() const noexcept { return params_.size(); }
-  const std::string& parameter_name(std::size_t i) const { return params_.at(i).name; }
+  const std::string &parameter_name(std::size_t i) const { return params_.at(i).name; }
 
   /// The index of the parameter called `name`.
   std::size_t parameter_index(std::string_view name) const {
@@ -3322,19 +3176,20 @@ public:
 
   std::vector<bucket_info> buckets() const {
     std::vector<bucket_info> out;
-    for (auto& b : buckets_) out.push_back({b.params, b.param_type, b.wire_type, b.elements, b.in_place});
+    for (auto &b : buckets_)
+      out.push_back({b.params, b.param_type, b.wire_type, b.elements, b.in_place});
     return out;
   }
 
   /// Gradient `index` (registration order) is final for this step; a bucket
   /// whose gradients are all final starts its all-reduce, in bucket order.
   void mark_grad_ready(std::size_t index) { mark(index, mark_state::ready); }
-  template <tensor G> void mark_grad_ready(const G& grad) { mark(index_of(grad), mark_state::ready); }
+  template <tensor G> void mark_grad_ready(const G &grad) { mark(index_of(grad), mark_state::ready); }
 
   /// This rank has no gradient for `index` this step (a branch it did not take):
   /// its gradient is zeroed, contributes zeros, and still receives the average.
   void mark_unused(std::size_t index) { mark(index, mark_state::unused); }
-  template <tensor G> void mark_unused(const G& grad) { mark(index_of(grad), mark_state::unused); }
+  template <tensor G> void mark_unused(const G &grad) { mark(index_of(grad), mark_state::unused); }
 
   /// Launches what is left (unmarked gradients count as ready unless
   /// strict_marking), waits, and leaves the reduced gradients in the model's
@@ -3350,10 +3205,10 @@ public:
       if (opts_.strict_marking) {
         wait_launched_quietly();
         reset_step();
-        throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) + ": gradient of parameter '" +
-                                            params_[i].name +
-                                            "' was not marked ready before synchronize() (strict_marking is on: "
-                                            "call mark_grad_ready or mark_unused for it)",
+        throw error(error_kind::config,
+                    "rank " + std::to_string(pg_.rank()) + ": gradient of parameter '" + params_[i].name +
+                        "' was not marked ready before synchronize() (strict_marking is on: "
+                        "call mark_grad_ready or mark_unused for it)",
                     pg_.rank());
       }
       marks_[i] = mark_state::ready;
@@ -3361,7 +3216,8 @@ public:
     }
     launch_ready_buckets();
     try {
-      for (auto& b : buckets_) finish(b);
+      for (auto &b : buckets_)
+        finish(b);
       if (opts_.broadcast_buffers && !buffers_.empty()) sync_buffers();
     } catch (...) {
       wait_launched_quietly();
@@ -3376,17 +3232,17 @@ public:
   /// and synchronize() communicates nothing.
   class no_sync_guard {
   public:
-    explicit no_sync_guard(distributed_data_parallel& d) : d_(&d) { ++d_->no_sync_depth_; }
-    no_sync_guard(no_sync_guard&& o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
-    no_sync_guard(const no_sync_guard&) = delete;
-    no_sync_guard& operator=(const no_sync_guard&) = delete;
-    no_sync_guard& operator=(no_sync_guard&&) = delete;
+    explicit no_sync_guard(distributed_data_parallel &d) : d_(&d) { ++d_->no_sync_depth_; }
+    no_sync_guard(no_sync_guard &&o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
+    no_sync_guard(const no_sync_guard &) = delete;
+    no_sync_guard &operator=(const no_sync_guard &) = delete;
+    no_sync_guard &operator=(no_sync_guard &&) = delete;
     ~no_sync_guard() {
       if (d_) --d_->no_sync_depth_;
     }
 
   private:
-    distributed_data_parallel* d_;
+    distributed_data_parallel *d_;
   };
   [[nodiscard]] no_sync_guard no_sync() {
     if (step_started_)
@@ -3398,8 +3254,10 @@ public:
   /// Copies rank 0's buffers (running statistics and such) to every rank.
   void sync_buffers() {
     std::vector<work> ws;
-    for (auto& s : buffers_) ws.push_back(pg_.communicator().broadcast(s.value, s.count, s.type, 0));
-    for (auto& w : ws) w.wait();
+    for (auto &s : buffers_)
+      ws.push_back(pg_.communicator().broadcast(s.value, s.count, s.type, 0));
+    for (auto &w : ws)
+      w.wait();
   }
 
   /// For uneven inputs (options.uneven_inputs on every rank): a rank that has
@@ -3416,12 +3274,14 @@ public:
       pg_.communicator().all_reduce(&active, 1, dtype::i32, op::sum, true).wait();
       if (active == 0) return;
       std::vector<work> ws;
-      for (auto& b : buckets_) {
-        if (detail::debug() >= detail::debug_level::detail) check_same_bucket_everywhere(b); // as launch() does
+      for (auto &b : buckets_) {
+        if (detail::debug() >= detail::debug_level::detail)
+          check_same_bucket_everywhere(b); // as launch() does
         b.shadow.assign(b.elements * size_of(b.wire_type), std::byte{0});
         ws.push_back(pg_.communicator().all_reduce(b.shadow.data(), b.elements, b.wire_type, op::sum));
       }
-      for (auto& w : ws) w.wait();
+      for (auto &w : ws)
+        w.wait();
       if (opts_.broadcast_buffers && !buffers_.empty()) sync_buffers();
     }
   }
@@ -3443,7 +3303,7 @@ private:
     std::chrono::steady_clock::time_point t_launch, t_done;
   };
 
-  void* wire_data(bucket& b) { return b.in_place ? params_[b.params.front()].grad : b.buffer.data(); }
+  void *wire_data(bucket &b) { return b.in_place ? params_[b.params.front()].grad : b.buffer.data(); }
 
   void verify_across_ranks() {
     auto desc = detail::describe(params_, buffers_);
@@ -3451,38 +3311,44 @@ private:
     std::vector<std::int64_t> len{static_cast<std::int64_t>(desc.size())}, lens(w);
     pg_.all_gather(len, lens);
     std::size_t longest = 0;
-    for (auto l : lens) longest = std::max(longest, static_cast<std::size_t>(l));
+    for (auto l : lens)
+      longest = std::max(longest, static_cast<std::size_t>(l));
     std::vector<std::uint8_t> mine(longest, 0), all(longest * w);
     std::memcpy(mine.data(), desc.data(), desc.size());
     pg_.all_gather(mine, all);
     auto of = [&](std::size_t r) {
-      return std::string(reinterpret_cast<const char*>(all.data() + r * longest), static_cast<std::size_t>(lens[r]));
+      return std::string(reinterpret_cast<const char *>(all.data() + r * longest),
+                         static_cast<std::size_t>(lens[r]));
     };
     const std::string d0 = of(0);
     for (std::size_t r = 1; r < w; ++r) {
       auto diff = detail::first_difference(d0, of(r), static_cast<int>(r));
       if (!diff.empty())
-        throw error(error_kind::mismatch, "the model differs between ranks: " + diff +
-                                              ". Every rank must build the same model (same parameters, in the "
-                                              "same order, with the same dtypes and sizes).",
+        throw error(error_kind::mismatch,
+                    "the model differs between ranks: " + diff +
+                        ". Every rank must build the same model (same parameters, in the "
+                        "same order, with the same dtypes and sizes).",
                     static_cast<int>(r));
     }
   }
 
   void broadcast_state() {
     std::vector<work> ws;
-    for (auto* list : {&params_, &buffers_})
-      for (auto& s : *list) ws.push_back(pg_.communicator().broadcast(s.value, s.count, s.type, 0));
-    for (auto& w : ws) w.wait();
+    for (auto *list : {&params_, &buffers_})
+      for (auto &s : *list)
+        ws.push_back(pg_.communicator().broadcast(s.value, s.count, s.type, 0));
+    for (auto &w : ws)
+      w.wait();
   }
 
   void build_buckets() {
     std::vector<parameter_desc> descs;
-    for (auto& p : params_) descs.push_back({p.name, p.type, p.count, p.count * size_of(p.type)});
+    for (auto &p : params_)
+      descs.push_back({p.name, p.type, p.count, p.count * size_of(p.type)});
     auto assignment = Bucketing::assign(std::span<const parameter_desc>(descs));
     std::vector<int> seen(params_.size(), 0);
     bucket_of_.assign(params_.size(), 0);
-    for (auto& members : assignment) {
+    for (auto &members : assignment) {
       if (members.empty()) throw error(error_kind::config, "the bucketing policy produced an empty bucket");
       bucket b;
       b.params = members;
@@ -3490,13 +3356,15 @@ private:
       b.wire_type = Reduction::wire(b.param_type);
       for (auto i : members) {
         if (i >= params_.size())
-          throw error(error_kind::config, "the bucketing policy named parameter " + std::to_string(i) + " of " +
-                                              std::to_string(params_.size()));
+          throw error(error_kind::config, "the bucketing policy named parameter " + std::to_string(i) +
+                                              " of " + std::to_string(params_.size()));
         if (seen[i]++)
-          throw error(error_kind::config, "the bucketing policy put parameter '" + params_[i].name + "' in two buckets");
+          throw error(error_kind::config,
+                      "the bucketing policy put parameter '" + params_[i].name + "' in two buckets");
         if (params_[i].type != b.param_type)
-          throw error(error_kind::config, "the bucketing policy mixed dtypes in one bucket ('" + params_[i].name +
-                                              "' is " + std::string(to_string(params_[i].type)) + ")");
+          throw error(error_kind::config, "the bucketing policy mixed dtypes in one bucket ('" +
+                                              params_[i].name + "' is " +
+                                              std::string(to_string(params_[i].type)) + ")");
         b.offsets.push_back(b.elements);
         b.elements += params_[i].count;
         bucket_of_[i] = buckets_.size();
@@ -3514,20 +3382,24 @@ private:
   /// In place when the wire type is the gradient type and the bucket's gradients
   /// lie back to back in bucket order; otherwise a packing buffer, kept across steps.
   void layout_buckets() {
-    for (auto& b : buckets_) {
+    for (auto &b : buckets_) {
       bool contiguous = b.wire_type == b.param_type;
-      auto* base = static_cast<std::byte*>(params_[b.params.front()].grad);
+      auto *base = static_cast<std::byte *>(params_[b.params.front()].grad);
       for (std::size_t k = 0; contiguous && k < b.params.size(); ++k)
-        contiguous = static_cast<std::byte*>(params_[b.params[k]].grad) == base + b.offsets[k] * size_of(b.param_type);
+        contiguous = static_cast<std::byte *>(params_[b.params[k]].grad) ==
+                     base + b.offsets[k] * size_of(b.param_type);
       b.in_place = contiguous;
-      if (!b.in_place) b.buffer.resize(b.elements * size_of(b.wire_type));
-      else b.buffer = {};
+      if (!b.in_place)
+        b.buffer.resize(b.elements * size_of(b.wire_type));
+      else
+        b.buffer = {};
     }
   }
 
   void index_gradients() {
     grad_index_.clear();
-    for (std::size_t i = 0; i < params_.size(); ++i) grad_index_[params_[i].grad] = i;
+    for (std::size_t i = 0; i < params_.size(); ++i)
+      grad_index_[params_[i].grad] = i;
   }
 
   /// Gradient storage may have moved since the last step (a resized Eigen
@@ -3537,12 +3409,14 @@ private:
     bool moved = false;
     for (std::size_t i = 0; i < params_.size(); ++i) {
       if (i >= now.size() || now[i].count != params_[i].count || now[i].name != params_[i].name)
-        throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) + ": parameter '" + params_[i].name +
-                                            "' changed its name or size after distributed_data_parallel was built");
+        throw error(error_kind::config,
+                    "rank " + std::to_string(pg_.rank()) + ": parameter '" + params_[i].name +
+                        "' changed its name or size after distributed_data_parallel was built");
       moved |= now[i].grad != params_[i].grad || now[i].value != params_[i].value;
     }
     if (now.size() != params_.size())
-      throw error(error_kind::config, "the model's parameter count changed after distributed_data_parallel was built");
+      throw error(error_kind::config,
+                  "the model's parameter count changed after distributed_data_parallel was built");
     if (moved) {
       params_ = std::move(now);
       layout_buckets();
@@ -3550,17 +3424,18 @@ private:
     }
   }
 
-  template <tensor G> std::size_t index_of(const G& grad) {
-    auto s = as_span(const_cast<G&>(grad));
-    auto it = grad_index_.find(static_cast<const void*>(s.data()));
+  template <tensor G> std::size_t index_of(const G &grad) {
+    auto s = as_span(const_cast<G &>(grad));
+    auto it = grad_index_.find(static_cast<const void *>(s.data()));
     if (it == grad_index_.end()) {
       refresh_pointers();
-      it = grad_index_.find(static_cast<const void*>(s.data()));
+      it = grad_index_.find(static_cast<const void *>(s.data()));
     }
     if (it == grad_index_.end())
-      throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) +
-                                          ": mark_grad_ready/mark_unused got a tensor that is not the gradient of "
-                                          "any parameter (pass the gradient tensor itself, or an index)");
+      throw error(error_kind::config,
+                  "rank " + std::to_string(pg_.rank()) +
+                      ": mark_grad_ready/mark_unused got a tensor that is not the gradient of "
+                      "any parameter (pass the gradient tensor itself, or an index)");
     return it->second;
   }
 
@@ -3583,24 +3458,26 @@ private:
     if (no_sync_depth_ > 0) return;
     begin_step();
     if (marks_[index] != mark_state::pending)
-      throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) + ": gradient of parameter '" +
-                                          params_[index].name + "' was marked twice in one step",
+      throw error(error_kind::config,
+                  "rank " + std::to_string(pg_.rank()) + ": gradient of parameter '" + params_[index].name +
+                      "' was marked twice in one step",
                   pg_.rank());
     marks_[index] = how;
     if (how == mark_state::unused) {
-      auto& p = params_[index];
+      auto &p = params_[index];
       std::memset(p.grad, 0, p.count * size_of(p.type));
     }
-    auto& b = buckets_[bucket_of_[index]];
+    auto &b = buckets_[bucket_of_[index]];
     if (--b.pending == 0) launch_ready_buckets();
   }
 
   /// Starts every bucket that is complete, strictly in bucket order.
   void launch_ready_buckets() {
-    while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) launch(buckets_[next_launch_++]);
+    while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0)
+      launch(buckets_[next_launch_++]);
   }
 
-  void launch(bucket& b) {
+  void launch(bucket &b) {
     if (detail::debug() >= detail::debug_level::detail) check_same_bucket_everywhere(b);
     const double scale = Reduction::average ? 1.0 / pg_.size() : 1.0;
     if (b.in_place) {
@@ -3608,8 +3485,9 @@ private:
     } else {
       const std::size_t wsize = size_of(b.wire_type);
       for (std::size_t k = 0; k < b.params.size(); ++k) {
-        auto& p = params_[b.params[k]];
-        detail::copy_scaled(b.buffer.data() + b.offsets[k] * wsize, b.wire_type, p.grad, p.type, p.count, scale);
+        auto &p = params_[b.params[k]];
+        detail::copy_scaled(b.buffer.data() + b.offsets[k] * wsize, b.wire_type, p.grad, p.type, p.count,
+                            scale);
       }
     }
     b.t_launch = std::chrono::steady_clock::now();
@@ -3618,24 +3496,26 @@ private:
   }
 
   /// DDP_DEBUG=DETAIL: every rank must be launching the same bucket; say who is not.
-  void check_same_bucket_everywhere(const bucket& b) {
+  void check_same_bucket_everywhere(const bucket &b) {
     const auto w = static_cast<std::size_t>(pg_.size());
     std::vector<std::int64_t> mine{static_cast<std::int64_t>(&b - buckets_.data()),
-                                   static_cast<std::int64_t>(b.elements), static_cast<std::int64_t>(b.wire_type)},
+                                   static_cast<std::int64_t>(b.elements),
+                                   static_cast<std::int64_t>(b.wire_type)},
         all(3 * w);
     pg_.all_gather(mine, all);
     for (std::size_t r = 1; r < w; ++r)
       if (all[3 * r] != all[0] || all[3 * r + 1] != all[1] || all[3 * r + 2] != all[2])
         throw error(error_kind::mismatch,
                     "collective mismatch: rank 0 launches bucket " + std::to_string(all[0]) + " (" +
-                        std::to_string(all[1]) + " elements) but rank " + std::to_string(r) + " launches bucket " +
-                        std::to_string(all[3 * r]) + " (" + std::to_string(all[3 * r + 1]) +
+                        std::to_string(all[1]) + " elements) but rank " + std::to_string(r) +
+                        " launches bucket " + std::to_string(all[3 * r]) + " (" +
+                        std::to_string(all[3 * r + 1]) +
                         " elements): the ranks disagree on this step's gradients",
                     static_cast<int>(r));
   }
 
   /// Waits for bucket b and unpacks it into the gradients.
-  void finish(bucket& b) {
+  void finish(bucket &b) {
     if (!b.in_flight) return;
     auto w = std::move(*b.in_flight);
     b.in_flight.reset();
@@ -3644,19 +3524,19 @@ private:
     if (!b.in_place) {
       const std::size_t wsize = size_of(b.wire_type);
       for (std::size_t k = 0; k < b.params.size(); ++k) {
-        auto& p = params_[b.params[k]];
-        detail::copy_scaled(p.grad, p.type, b.buffer.data() + b.offsets[k] * wsize, b.wire_type, p.count, 1.0);
+        auto &p = params_[b.params[k]];
+        detail::copy_scaled(p.grad, p.type, b.buffer.data() + b.offsets[k] * wsize, b.wire_type, p.count,
+                            1.0);
       }
     }
   }
 
   void wait_launched_quietly() {
-    for (auto& b : buckets_)
+    for (auto &b : buckets_)
       if (b.in_flight) {
         try {
           b.in_flight->wait();
-        } catch (...) {
-        }
+        } catch (...) {}
         b.in_flight.reset();
       }
   }
@@ -3665,12 +3545,11 @@ private:
     if (pending_flag_) {
       try {
         pending_flag_->wait();
-      } catch (...) {
-      }
+      } catch (...) {}
       pending_flag_.reset();
     }
     std::fill(marks_.begin(), marks_.end(), mark_state::pending);
-    for (auto& b : buckets_) {
+    for (auto &b : buckets_) {
       b.pending = b.params.size();
       b.launched = false;
     }
@@ -3682,7 +3561,7 @@ private:
     std::string s = "distributed_data_parallel: " + std::to_string(params_.size()) + " parameters in " +
                     std::to_string(buckets_.size()) + " buckets (launch order):";
     for (std::size_t i = 0; i < buckets_.size(); ++i) {
-      auto& b = buckets_[i];
+      auto &b = buckets_[i];
       s += "\n  bucket " + std::to_string(i) + ": " + std::to_string(b.params.size()) + " tensors, " +
            std::to_string(b.elements) + " x " + std::string(to_string(b.param_type)) +
            (b.wire_type != b.param_type ? " sent as " + std::string(to_string(b.wire_type)) : "") +
@@ -3696,18 +3575,19 @@ private:
     std::string s = "step timing (ms from launch to done):";
     for (std::size_t i = 0; i < buckets_.size(); ++i)
       s += " b" + std::to_string(i) + "=" +
-           std::to_string(std::chrono::duration<double, std::milli>(buckets_[i].t_done - buckets_[i].t_launch).count());
+           std::to_string(
+               std::chrono::duration<double, std::milli>(buckets_[i].t_done - buckets_[i].t_launch).count());
     detail::log_line("rank 0", s);
   }
 
-  Model& model_;
-  process_group<Backend>& pg_;
+  Model &model_;
+  process_group<Backend> &pg_;
   ddp_options opts_;
   std::vector<detail::tensor_slot> params_, buffers_;
   std::vector<bucket> buckets_;
   std::vector<std::size_t> bucket_of_;
   std::vector<mark_state> marks_;
-  std::unordered_map<const void*, std::size_t> grad_index_;
+  std::unordered_map<const void *, std::size_t> grad_index_;
   std::size_t next_launch_ = 0;
   bool step_started_ = false;
   int no_sync_depth_ = 0;
@@ -3716,14 +3596,284 @@ private:
 };
 
 template <class M, class B>
-distributed_data_parallel(M&, process_group<B>&) -> distributed_data_parallel<M, B>;
+distributed_data_parallel(M &, process_group<B> &) -> distributed_data_parallel<M, B>;
 template <class M, class B>
-distributed_data_parallel(M&, process_group<B>&, ddp_options) -> distributed_data_parallel<M, B>;
+distributed_data_parallel(M &, process_group<B> &, ddp_options) -> distributed_data_parallel<M, B>;
 
 DDP_END_NAMESPACE
 
 #endif // DDP_DATA_PARALLEL_HPP
 // ---- end ddp/data_parallel.hpp ----
+// ---- begin ddp/sampler.hpp ----
+// ddp::distributed_sampler — which sample indices this rank visits each epoch.
+// `shuffled` and `sequential` are index-identical to PyTorch's
+// torch.utils.data.DistributedSampler (shuffle=True/False) for every
+// (n, num_replicas, rank, seed, epoch, drop_last). Needs neither Gloo nor NCCL.
+#ifndef DDP_SAMPLER_HPP
+#define DDP_SAMPLER_HPP
+
+
+#include <algorithm>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <numeric>
+#include <random>
+#include <ranges>
+#include <span>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+
+struct sampler_options {
+  std::uint64_t seed = 0;
+  bool drop_last = false;
+};
+
+/// Everything a sampling policy needs to pick this rank's indices.
+struct sampler_context {
+  std::size_t n = 0; ///< data set size
+  int num_replicas = 1;
+  int rank = 0;
+  std::uint64_t seed = 0;
+  std::uint64_t epoch = 0;
+  bool drop_last = false;
+  std::size_t num_samples = 0; ///< indices per rank (PyTorch's num_samples)
+  std::size_t total_size = 0;  ///< num_samples * num_replicas
+};
+
+/// A sampling policy writes exactly ctx.num_samples indices for ctx.rank.
+template <class P>
+concept sampling_policy = requires(const sampler_context &ctx, std::vector<std::int64_t> &out) {
+  {P::rank_indices(ctx, out)};
+};
+
+namespace detail {
+
+/// PyTorch's torch.randperm(n, generator) on the CPU, with the generator
+/// seeded by `seed`: a Fisher–Yates pass driven by MT19937, which PyTorch
+/// seeds with the low 32 bits of the seed. Large n draws 64-bit numbers, as
+/// PyTorch does from n >= 2^32 / 20.
+template <class Index> void torch_randperm(std::vector<Index> &r, std::size_t n, std::uint64_t seed) {
+  r.resize(n);
+  std::iota(r.begin(), r.end(), Index{0});
+  if (n < 2) return;
+  std::mt19937 gen(static_cast<std::uint32_t>(seed));
+  const bool wide = n >= std::size_t{0xffffffffu} / 20;
+  for (std::size_t i = 0; i + 1 < n; ++i) {
+    std::uint64_t x = gen();
+    if (wide) x = (x << 32) | gen();
+    std::size_t z = static_cast<std::size_t>(x % (n - i));
+    std::swap(r[i], r[z + i]);
+  }
+}
+
+/// Rank r's share of a global order, PyTorch style: the order padded with its
+/// own head (repeated as needed) or truncated to total_size, then every
+/// num_replicas-th element starting at rank. `order(j)` gives element j < n.
+template <class Order>
+void strided_share(const sampler_context &c, std::vector<std::int64_t> &out, Order &&order) {
+  out.resize(c.num_samples);
+  for (std::size_t k = 0; k < c.num_samples; ++k) {
+    std::size_t j = static_cast<std::size_t>(c.rank) + k * static_cast<std::size_t>(c.num_replicas);
+    out[k] = static_cast<std::int64_t>(order(j % c.n)); // j >= n only when padding: repeats the head
+  }
+}
+
+} // namespace detail
+
+namespace sampling {
+
+/// PyTorch's DistributedSampler(shuffle=True): a fresh permutation per
+/// (seed + epoch), interleaved over ranks.
+struct shuffled {
+  static void rank_indices(const sampler_context &c, std::vector<std::int64_t> &out) {
+    if (c.n == 0) {
+      out.clear();
+      return;
+    }
+    // The permutation is the one O(n) buffer; 32-bit entries when they fit.
+    if (c.n <= 0xffffffffu) {
+      std::vector<std::uint32_t> perm;
+      detail::torch_randperm(perm, c.n, c.seed + c.epoch);
+      detail::strided_share(c, out, [&](std::size_t j) { return perm[j]; });
+    } else {
+      std::vector<std::uint64_t> perm;
+      detail::torch_randperm(perm, c.n, c.seed + c.epoch);
+      detail::strided_share(c, out, [&](std::size_t j) { return perm[j]; });
+    }
+  }
+};
+
+/// PyTorch's DistributedSampler(shuffle=False): 0..n-1 interleaved over ranks.
+struct sequential {
+  static void rank_indices(const sampler_context &c, std::vector<std::int64_t> &out) {
+    if (c.n == 0) {
+      out.clear();
+      return;
+    }
+    detail::strided_share(c, out, [](std::size_t j) { return j; });
+  }
+};
+
+/// Each rank reads one contiguous block of the (padded or truncated) index
+/// range: rank r gets [r * num_samples, (r + 1) * num_samples). Prefer it for
+/// streamed or memory-mapped data, where sequential reads matter more than
+/// mixing; same sizes and padding as `shuffled`. With ShuffleBlocks, which
+/// rank reads which block changes every epoch (a permutation of the ranks
+/// seeded by seed + epoch); the order inside a block stays sequential.
+template <bool ShuffleBlocks = false> struct basic_contiguous {
+  static void rank_indices(const sampler_context &c, std::vector<std::int64_t> &out) {
+    out.resize(c.num_samples);
+    if (c.n == 0) return;
+    std::size_t block = static_cast<std::size_t>(c.rank);
+    if constexpr (ShuffleBlocks) {
+      std::vector<std::uint32_t> perm;
+      detail::torch_randperm(perm, static_cast<std::size_t>(c.num_replicas), c.seed + c.epoch);
+      block = perm[block];
+    }
+    for (std::size_t k = 0; k < c.num_samples; ++k)
+      out[k] = static_cast<std::int64_t>((block * c.num_samples + k) % c.n);
+  }
+};
+using contiguous = basic_contiguous<false>;
+using contiguous_shuffled_blocks = basic_contiguous<true>;
+
+} // namespace sampling
+
+/// The primary template only diagnoses a policy that is not one, once.
+template <class Policy = sampling::shuffled> class distributed_sampler {
+  static_assert(sampling_policy<Policy>,
+                "ddp: distributed_sampler<P> needs a sampling policy: a type with "
+                "`static void rank_indices(const ddp::sampler_context&, std::vector<std::int64_t>& out)` "
+                "(see ddp::sampling::shuffled, sequential, contiguous).");
+
+public:
+  template <class... Args> explicit distributed_sampler(Args &&...) {}
+};
+
+template <sampling_policy Policy> class distributed_sampler<Policy> {
+public:
+  using policy_type = Policy;
+
+  distributed_sampler(std::size_t n, int num_replicas, int rank, sampler_options o = {}) {
+    if (num_replicas < 1)
+      throw error(error_kind::config, "distributed_sampler: num_replicas=" + std::to_string(num_replicas) +
+                                          " must be at least 1");
+    if (rank < 0 || rank >= num_replicas)
+      throw error(error_kind::config, "distributed_sampler: rank=" + std::to_string(rank) +
+                                          " must be in [0, num_replicas=" + std::to_string(num_replicas) +
+                                          ")");
+    ctx_.n = n;
+    ctx_.num_replicas = num_replicas;
+    ctx_.rank = rank;
+    ctx_.seed = o.seed;
+    ctx_.drop_last = o.drop_last;
+    const auto r = static_cast<std::size_t>(num_replicas);
+    ctx_.num_samples = o.drop_last ? n / r : (n + r - 1) / r;
+    ctx_.total_size = ctx_.num_samples * r;
+  }
+
+  /// From a process group (anything with rank() and size()).
+  template <class Group>
+  requires requires(const Group &g) {
+    { g.rank() } -> std::convertible_to<int>;
+    { g.size() } -> std::convertible_to<int>;
+  }
+  distributed_sampler(std::size_t n, const Group &group, sampler_options o = {})
+      : distributed_sampler(n, group.size(), group.rank(), o) {}
+
+  /// Like PyTorch: call before each epoch so every epoch is shuffled differently.
+  void set_epoch(std::uint64_t epoch) {
+    if (epoch != ctx_.epoch) {
+      ctx_.epoch = epoch;
+      valid_ = false;
+    }
+  }
+  std::uint64_t epoch() const noexcept { return ctx_.epoch; }
+
+  /// Indices this rank visits per epoch (PyTorch's len(sampler)).
+  std::size_t size() const noexcept { return ctx_.num_samples; }
+  std::size_t total_size() const noexcept { return ctx_.total_size; }
+  const sampler_context &context() const noexcept { return ctx_; }
+
+  /// This rank's indices for the current epoch; computed once per epoch.
+  std::span<const std::int64_t> indices() const {
+    if (!valid_) {
+      Policy::rank_indices(ctx_, cache_);
+      if (cache_.size() != ctx_.num_samples)
+        throw error(error_kind::config, "sampling policy produced " + std::to_string(cache_.size()) +
+                                            " indices for rank " + std::to_string(ctx_.rank) + ", expected " +
+                                            std::to_string(ctx_.num_samples));
+      valid_ = true;
+    }
+    return cache_;
+  }
+
+  auto begin() const { return indices().begin(); }
+  auto end() const { return indices().end(); }
+
+private:
+  sampler_context ctx_;
+  mutable std::vector<std::int64_t> cache_;
+  mutable bool valid_ = false;
+};
+
+/// Consecutive batches of a sampler's indices, as spans into its index list:
+/// no allocation per batch. The last batch is short unless drop_last.
+class batch_range {
+public:
+  batch_range(std::span<const std::int64_t> all, std::size_t batch_size, bool drop_last)
+      : all_(all), batch_(batch_size), drop_last_(drop_last) {
+    if (batch_size == 0) throw error(error_kind::config, "batches: batch_size must be at least 1");
+  }
+
+  class iterator {
+  public:
+    using value_type = std::span<const std::int64_t>;
+    using difference_type = std::ptrdiff_t;
+    iterator() = default;
+    iterator(std::span<const std::int64_t> all, std::size_t batch, std::size_t pos)
+        : all_(all), batch_(batch), pos_(pos) {}
+    value_type operator*() const { return all_.subspan(pos_, std::min(batch_, all_.size() - pos_)); }
+    iterator &operator++() {
+      pos_ += batch_;
+      return *this;
+    }
+    iterator operator++(int) {
+      auto t = *this;
+      ++*this;
+      return t;
+    }
+    bool operator==(const iterator &o) const { return pos_ == o.pos_; }
+
+  private:
+    std::span<const std::int64_t> all_;
+    std::size_t batch_ = 1, pos_ = 0;
+  };
+
+  /// Number of batches.
+  std::size_t size() const { return drop_last_ ? all_.size() / batch_ : (all_.size() + batch_ - 1) / batch_; }
+  iterator begin() const { return {all_, batch_, 0}; }
+  iterator end() const { return {all_, batch_, size() * batch_}; }
+
+private:
+  std::span<const std::int64_t> all_;
+  std::size_t batch_;
+  bool drop_last_;
+};
+
+template <sampling_policy Policy>
+batch_range batches(const distributed_sampler<Policy> &s, std::size_t batch_size, bool drop_last = false) {
+  return batch_range(s.indices(), batch_size, drop_last);
+}
+
+DDP_END_NAMESPACE
+
+#endif // DDP_SAMPLER_HPP
+// ---- end ddp/sampler.hpp ----
 // The NCCL backend joins when the build says so (target ddp::nccl defines DDP_WITH_NCCL).
 #if defined(DDP_WITH_NCCL)
 // ---- begin ddp/backend/nccl.hpp ----
@@ -3778,10 +3928,11 @@ inline ncclRedOp_t nccl_op(op o) {
 
 class nccl_communicator {
 public:
-  explicit nccl_communicator(const rendezvous& rv)
+  explicit nccl_communicator(const rendezvous &rv)
       : rank_(rv.topo.rank), size_(rv.topo.world_size), timeout_(rv.timeout), store_(rv.store) {
     if (!store_)
-      throw error(error_kind::config, "the NCCL backend needs env:// or tcp:// initialisation (file:// has no store)");
+      throw error(error_kind::config,
+                  "the NCCL backend needs env:// or tcp:// initialisation (file:// has no store)");
     int count = 0;
     cudaError_t ce = cudaGetDeviceCount(&count);
     if (ce != cudaSuccess || count == 0)
@@ -3795,10 +3946,11 @@ public:
     ncclUniqueId id;
     if (rank_ == 0) {
       nccl_call(ncclGetUniqueId(&id), "ncclGetUniqueId");
-      store_->set("ddp/nccl/unique_id", std::string_view(reinterpret_cast<const char*>(&id), sizeof id));
+      store_->set("ddp/nccl/unique_id", std::string_view(reinterpret_cast<const char *>(&id), sizeof id));
     } else {
       auto bytes = store_->get("ddp/nccl/unique_id");
-      if (bytes.size() != sizeof id) throw error(error_kind::backend, "malformed NCCL unique id in the store");
+      if (bytes.size() != sizeof id)
+        throw error(error_kind::backend, "malformed NCCL unique id in the store");
       std::memcpy(&id, bytes.data(), sizeof id);
     }
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -3808,8 +3960,8 @@ public:
     cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   }
 
-  nccl_communicator(const nccl_communicator&) = delete;
-  nccl_communicator& operator=(const nccl_communicator&) = delete;
+  nccl_communicator(const nccl_communicator &) = delete;
+  nccl_communicator &operator=(const nccl_communicator &) = delete;
 
   ~nccl_communicator() {
     queue_.reset(); // finish or fail what is queued, stop the worker
@@ -3820,10 +3972,13 @@ public:
       ncclCommFinalize(comm_);
       ncclResult_t state = ncclInProgress;
       auto deadline = clock::now() + std::chrono::seconds(10);
-      while (ncclCommGetAsyncError(comm_, &state) == ncclSuccess && state == ncclInProgress && clock::now() < deadline)
+      while (ncclCommGetAsyncError(comm_, &state) == ncclSuccess && state == ncclInProgress &&
+             clock::now() < deadline)
         std::this_thread::yield();
-      if (state == ncclSuccess) ncclCommDestroy(comm_);
-      else ncclCommAbort(comm_);
+      if (state == ncclSuccess)
+        ncclCommDestroy(comm_);
+      else
+        ncclCommAbort(comm_);
     }
   }
 
@@ -3834,53 +3989,55 @@ public:
   std::exception_ptr poisoned() const { return queue_->poisoned(); }
   void drain() { queue_->drain(); }
 
-  work all_reduce(void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
+  work all_reduce(void *data, std::size_t n, dtype dt, op o, bool blocking = false) {
     return submit("all_reduce", n, dt, blocking, [=, this] {
-      auto* d = stage_in(data, n * size_of(dt), n * size_of(dt));
+      auto *d = stage_in(data, n * size_of(dt), n * size_of(dt));
       nccl_call(ncclAllReduce(d, d, n, nccl_type(dt), nccl_op(o), comm_, stream_), "ncclAllReduce");
       stage_out(data, d, n * size_of(dt));
     });
   }
 
-  work broadcast(void* data, std::size_t n, dtype dt, int root, bool blocking = false) {
+  work broadcast(void *data, std::size_t n, dtype dt, int root, bool blocking = false) {
     return submit("broadcast", n, dt, blocking, [=, this] {
-      auto* d = stage_in(data, n * size_of(dt), n * size_of(dt));
+      auto *d = stage_in(data, n * size_of(dt), n * size_of(dt));
       nccl_call(ncclBroadcast(d, d, n, nccl_type(dt), root, comm_, stream_), "ncclBroadcast");
       stage_out(data, d, n * size_of(dt));
     });
   }
 
-  work all_gather(const void* in, void* out, std::size_t n, dtype dt, bool blocking = false) {
+  work all_gather(const void *in, void *out, std::size_t n, dtype dt, bool blocking = false) {
     return submit("all_gather", n, dt, blocking, [=, this] {
       const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(size_);
       if (is_device(out) && is_device(in)) {
         nccl_call(ncclAllGather(in, out, n, nccl_type(dt), comm_, stream_), "ncclAllGather");
         return sync("all_gather");
       }
-      auto* d = static_cast<char*>(scratch(total + bytes));
+      auto *d = static_cast<char *>(scratch(total + bytes));
       copy_in(d + total, in, bytes);
       nccl_call(ncclAllGather(d + total, d, n, nccl_type(dt), comm_, stream_), "ncclAllGather");
       copy_out(out, d, total);
     });
   }
 
-  work reduce_scatter(const void* in, void* out, std::size_t n, dtype dt, op o, bool blocking = false) {
+  work reduce_scatter(const void *in, void *out, std::size_t n, dtype dt, op o, bool blocking = false) {
     return submit("reduce_scatter", n, dt, blocking, [=, this] {
       const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(size_);
       if (is_device(out) && is_device(in)) {
-        nccl_call(ncclReduceScatter(in, out, n, nccl_type(dt), nccl_op(o), comm_, stream_), "ncclReduceScatter");
+        nccl_call(ncclReduceScatter(in, out, n, nccl_type(dt), nccl_op(o), comm_, stream_),
+                  "ncclReduceScatter");
         return sync("reduce_scatter");
       }
-      auto* d = static_cast<char*>(scratch(total + bytes));
+      auto *d = static_cast<char *>(scratch(total + bytes));
       copy_in(d, in, total);
-      nccl_call(ncclReduceScatter(d, d + total, n, nccl_type(dt), nccl_op(o), comm_, stream_), "ncclReduceScatter");
+      nccl_call(ncclReduceScatter(d, d + total, n, nccl_type(dt), nccl_op(o), comm_, stream_),
+                "ncclReduceScatter");
       copy_out(out, d + total, bytes);
     });
   }
 
   work barrier(bool blocking = false) {
     return submit("barrier", 1, dtype::i32, blocking, [this] {
-      auto* d = scratch(sizeof(std::int32_t));
+      auto *d = scratch(sizeof(std::int32_t));
       nccl_call(ncclAllReduce(d, d, 1, ncclInt32, ncclSum, comm_, stream_), "ncclAllReduce (barrier)");
       sync("barrier");
     });
@@ -3889,7 +4046,7 @@ public:
 private:
   using clock = std::chrono::steady_clock;
 
-  template <class F> work submit(const char* name, std::size_t n, dtype dt, bool blocking, F body) {
+  template <class F> work submit(const char *name, std::size_t n, dtype dt, bool blocking, F body) {
     std::string what = "rank " + std::to_string(rank_) + ": " + name + " #" + std::to_string(seq_++) + " (" +
                        std::to_string(n) + " x " + std::string(to_string(dt)) + ", NCCL)";
     return queue_->submit(
@@ -3902,7 +4059,7 @@ private:
         what, timeout_, blocking);
   }
 
-  static bool is_device(const void* p) {
+  static bool is_device(const void *p) {
     cudaPointerAttributes a{};
     if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
       cudaGetLastError(); // plain host memory on old drivers: clear the sticky error
@@ -3911,7 +4068,7 @@ private:
     return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
   }
 
-  void* scratch(std::size_t bytes) {
+  void *scratch(std::size_t bytes) {
     if (bytes > scratch_bytes_) {
       if (scratch_) cuda(cudaFree(scratch_), "cudaFree");
       scratch_ = nullptr;
@@ -3921,30 +4078,30 @@ private:
     return scratch_;
   }
 
-  void copy_in(void* dst, const void* src, std::size_t bytes) {
+  void copy_in(void *dst, const void *src, std::size_t bytes) {
     cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_), "cudaMemcpyAsync");
   }
 
-  void copy_out(void* dst, const void* src, std::size_t bytes) {
+  void copy_out(void *dst, const void *src, std::size_t bytes) {
     cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_), "cudaMemcpyAsync");
     sync(current_.c_str());
   }
 
   /// The device buffer a collective works on: `data` itself, or the staging copy of it.
-  void* stage_in(void* data, std::size_t bytes, std::size_t capacity) {
+  void *stage_in(void *data, std::size_t bytes, std::size_t capacity) {
     if (is_device(data)) return data;
-    void* d = scratch(capacity);
+    void *d = scratch(capacity);
     copy_in(d, data, bytes);
     return d;
   }
 
-  void stage_out(void* data, void* d, std::size_t bytes) {
+  void stage_out(void *data, void *d, std::size_t bytes) {
     if (d == data) return sync(current_.c_str());
     copy_out(data, d, bytes);
   }
 
   /// Waits for the stream with a deadline; a communicator error or a timeout aborts it.
-  void sync(const char* what) {
+  void sync(const char *what) {
     auto deadline = clock::now() + timeout_;
     for (;;) {
       cudaError_t e = cudaStreamQuery(stream_);
@@ -3955,16 +4112,17 @@ private:
       if (async != ncclSuccess && async != ncclInProgress) fail_nccl(async, what);
       if (clock::now() > deadline) {
         abort();
-        throw error(error_kind::timeout, current_ + " timed out after " + std::to_string(timeout_.count()) +
-                                             " ms: a rank stalled, died or skipped this collective; the NCCL "
-                                             "communicator was aborted",
+        throw error(error_kind::timeout,
+                    current_ + " timed out after " + std::to_string(timeout_.count()) +
+                        " ms: a rank stalled, died or skipped this collective; the NCCL "
+                        "communicator was aborted",
                     -1);
       }
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   }
 
-  void await_comm(const char* what, clock::time_point deadline) {
+  void await_comm(const char *what, clock::time_point deadline) {
     for (;;) {
       ncclResult_t state = ncclSuccess;
       nccl_call(ncclCommGetAsyncError(comm_, &state), "ncclCommGetAsyncError");
@@ -3972,29 +4130,30 @@ private:
       if (state != ncclInProgress) fail_nccl(state, what);
       if (clock::now() > deadline) {
         abort();
-        throw error(error_kind::timeout, "rank " + std::to_string(rank_) + ": " + what + " did not finish within " +
-                                             std::to_string(timeout_.count()) + " ms (a rank did not join?)");
+        throw error(error_kind::timeout, "rank " + std::to_string(rank_) + ": " + what +
+                                             " did not finish within " + std::to_string(timeout_.count()) +
+                                             " ms (a rank did not join?)");
       }
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
   }
 
-  void nccl_call(ncclResult_t r, const char* what) {
+  void nccl_call(ncclResult_t r, const char *what) {
     if (r == ncclSuccess || r == ncclInProgress) return;
     fail_nccl(r, what);
   }
 
-  [[noreturn]] void fail_nccl(ncclResult_t r, const char* what) {
+  [[noreturn]] void fail_nccl(ncclResult_t r, const char *what) {
     std::string text = std::string(what) + " failed: " + ncclGetErrorString(r);
     if (comm_) {
-      if (const char* last = ncclGetLastError(comm_); last && *last) text += " (" + std::string(last) + ")";
+      if (const char *last = ncclGetLastError(comm_); last && *last) text += " (" + std::string(last) + ")";
       abort();
     }
     throw error(r == ncclRemoteError ? error_kind::peer_lost : error_kind::backend,
                 "rank " + std::to_string(rank_) + ": " + text, -1);
   }
 
-  void cuda(cudaError_t e, const char* what) {
+  void cuda(cudaError_t e, const char *what) {
     if (e == cudaSuccess) return;
     throw error(error_kind::backend,
                 "rank " + std::to_string(rank_) + ": " + what + " failed: " + cudaGetErrorString(e), rank_);
@@ -4012,7 +4171,7 @@ private:
   std::shared_ptr<tcp_store> store_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
-  void* scratch_ = nullptr;
+  void *scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
   bool aborted_ = false;
   std::string current_;

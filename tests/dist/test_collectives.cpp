@@ -28,11 +28,13 @@ double expected_value(ddp::op o, int world, std::size_t i) {
   switch (o) {
   case ddp::op::sum:
   case ddp::op::avg:
-    for (int k = 0; k < world; ++k) r += input_value(o, k, i);
+    for (int k = 0; k < world; ++k)
+      r += input_value(o, k, i);
     return o == ddp::op::avg ? r / world : r;
   case ddp::op::product:
     r = 1;
-    for (int k = 0; k < world; ++k) r *= input_value(o, k, i);
+    for (int k = 0; k < world; ++k)
+      r *= input_value(o, k, i);
     return r;
   case ddp::op::min: return static_cast<double>(i % 5);
   case ddp::op::max: return static_cast<double>(world - 1 + static_cast<int>(i % 5));
@@ -41,21 +43,28 @@ double expected_value(ddp::op o, int world, std::size_t i) {
 }
 
 template <class T> T from_double(double v) {
-  if constexpr (std::is_same_v<T, ::gloo::float16>) return ::gloo::cpu_float2half_rn(static_cast<float>(v));
-  else if constexpr (std::is_integral_v<T>) return static_cast<T>(v);
-  else return T(static_cast<float>(v));
+  if constexpr (std::is_same_v<T, ::gloo::float16>)
+    return ::gloo::cpu_float2half_rn(static_cast<float>(v));
+  else if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(v);
+  else
+    return T(static_cast<float>(v));
 }
 template <class T> double to_double(T v) {
-  if constexpr (std::is_same_v<T, ::gloo::float16>) return ::gloo::cpu_half2float(v);
-  else if constexpr (std::is_integral_v<T> || std::is_floating_point_v<T>) return static_cast<double>(v);
-  else return static_cast<double>(static_cast<float>(v));
+  if constexpr (std::is_same_v<T, ::gloo::float16>)
+    return ::gloo::cpu_half2float(v);
+  else if constexpr (std::is_integral_v<T> || std::is_floating_point_v<T>)
+    return static_cast<double>(v);
+  else
+    return static_cast<double>(static_cast<float>(v));
 }
 
 template <class T> void check_all_reduce(ddp::op o) {
-  auto& pg = group();
+  auto &pg = group();
   for (auto n : sizes) {
     std::vector<T> v(n);
-    for (std::size_t i = 0; i < n; ++i) v[i] = from_double<T>(input_value(o, pg.rank(), i));
+    for (std::size_t i = 0; i < n; ++i)
+      v[i] = from_double<T>(input_value(o, pg.rank(), i));
     pg.all_reduce(v, o);
     std::size_t bad = 0;
     for (std::size_t i = 0; i < n; ++i) {
@@ -93,7 +102,7 @@ TEST_CASE("all_reduce gloo::float16") { check_every_op<::gloo::float16>(); }
 TEST_CASE("all_reduce Eigen::half") { check_every_op<Eigen::half>(); }
 TEST_CASE("all_reduce Eigen::bfloat16") { check_every_op<Eigen::bfloat16>(); }
 TEST_CASE("all_reduce an Eigen matrix") {
-  auto& pg = group();
+  auto &pg = group();
   Eigen::MatrixXd m = Eigen::MatrixXd::Constant(3, 5, pg.rank() + 1.0);
   pg.all_reduce(m, ddp::op::avg);
   CHECK(m.isApproxToConstant((pg.size() + 1) / 2.0));
@@ -101,7 +110,7 @@ TEST_CASE("all_reduce an Eigen matrix") {
 #endif
 
 TEST_CASE("broadcast from every root") {
-  auto& pg = group();
+  auto &pg = group();
   for (int root = 0; root < pg.size(); ++root)
     for (auto n : sizes) {
       std::vector<double> v(n, pg.rank() == root ? 10.0 + root : -1.0);
@@ -120,7 +129,7 @@ TEST_CASE("broadcast from every root") {
 }
 
 TEST_CASE("all_gather") {
-  auto& pg = group();
+  auto &pg = group();
   for (auto n : sizes) {
     std::vector<std::int64_t> in(n);
     std::iota(in.begin(), in.end(), std::int64_t{1000} * pg.rank());
@@ -138,19 +147,21 @@ TEST_CASE("all_gather") {
 }
 
 TEST_CASE("reduce_scatter") {
-  auto& pg = group();
+  auto &pg = group();
   const auto w = static_cast<std::size_t>(pg.size());
   for (auto n : sizes) {
     for (auto o : {ddp::op::sum, ddp::op::avg, ddp::op::max}) {
       // Block b of rank r holds b*10 + r + i.
       std::vector<float> in(n * w), out(n, -1);
       for (std::size_t b = 0; b < w; ++b)
-        for (std::size_t i = 0; i < n; ++i) in[b * n + i] = static_cast<float>(b * 10 + pg.rank() + i % 3);
+        for (std::size_t i = 0; i < n; ++i)
+          in[b * n + i] = static_cast<float>(b * 10 + pg.rank() + i % 3);
       pg.reduce_scatter(in, out, o);
       bool ok = true;
       for (std::size_t i = 0; i < n; ++i) {
         double base = pg.rank() * 10.0 + i % 3, want = 0;
-        if (o == ddp::op::max) want = base + w - 1;
+        if (o == ddp::op::max)
+          want = base + w - 1;
         else {
           want = base * w + w * (w - 1) / 2.0;
           if (o == ddp::op::avg) want /= w;
@@ -165,11 +176,12 @@ TEST_CASE("reduce_scatter") {
 }
 
 TEST_CASE("barrier") {
-  for (int i = 0; i < 10; ++i) group().barrier();
+  for (int i = 0; i < 10; ++i)
+    group().barrier();
 }
 
 TEST_CASE("a large async all_reduce, then small blocking ones, never cross") {
-  auto& pg = group();
+  auto &pg = group();
   std::vector<float> big((1u << 20) + 3, 1.0f);
   auto w = pg.all_reduce_async(big);
   for (int i = 0; i < 20; ++i) {
@@ -184,16 +196,19 @@ TEST_CASE("a large async all_reduce, then small blocking ones, never cross") {
 }
 
 TEST_CASE("many interleaved async collectives complete in order with the right values") {
-  auto& pg = group();
+  auto &pg = group();
   constexpr int count = 40;
   std::vector<std::vector<double>> bufs(count);
   std::vector<ddp::work> works;
   for (int k = 0; k < count; ++k) {
     bufs[k].assign(static_cast<std::size_t>(1 + (k * 7919) % 50000), k + pg.rank());
-    if (k % 3 == 2) works.push_back(pg.broadcast_async(bufs[k], k % pg.size()));
-    else works.push_back(pg.all_reduce_async(bufs[k]));
+    if (k % 3 == 2)
+      works.push_back(pg.broadcast_async(bufs[k], k % pg.size()));
+    else
+      works.push_back(pg.all_reduce_async(bufs[k]));
   }
-  for (int k = count - 1; k >= 0; --k) works[static_cast<std::size_t>(k)].wait();
+  for (int k = count - 1; k >= 0; --k)
+    works[static_cast<std::size_t>(k)].wait();
   for (int k = 0; k < count; ++k) {
     double want = k % 3 == 2 ? k + k % pg.size() : k * pg.size() + pg.size() * (pg.size() - 1) / 2.0;
     CAPTURE(k);

@@ -21,8 +21,8 @@ enum class marking { none, per_layer, by_tensor };
 /// the same MLP on the whole batches; returns the relative parameter difference.
 template <class S, class Bucketing, class Reduction = ddp::reduction::mean>
 double train_and_compare(bool use_arena, marking how, int micro_batches = 1,
-                         std::vector<ddp::bucket_info>* layout = nullptr) {
-  auto& pg = group();
+                         std::vector<ddp::bucket_info> *layout = nullptr) {
+  auto &pg = group();
   const int R = pg.size(), global = R * per_rank_batch * micro_batches;
   mlp<S> reference(dims, 7, false);
   // Every rank starts from different weights: the constructor must broadcast rank 0's.
@@ -31,7 +31,8 @@ double train_and_compare(bool use_arena, marking how, int micro_batches = 1,
   if (layout) *layout = dp.buckets();
   const S lr = S(0.1);
   for (int step = 0; step < steps; ++step) {
-    auto [x, y] = ddp_test::make_batch<S>(dims.front(), dims.back(), global, 100u + static_cast<unsigned>(step));
+    auto [x, y] =
+        ddp_test::make_batch<S>(dims.front(), dims.back(), global, 100u + static_cast<unsigned>(step));
     reference.zero_grad();
     reference.train_step(x, y);
     reference.sgd(lr);
@@ -39,7 +40,7 @@ double train_and_compare(bool use_arena, marking how, int micro_batches = 1,
     local.zero_grad();
     const int shard = per_rank_batch * micro_batches;
     for (int m = 0; m < micro_batches; ++m) {
-      auto cols = [&](const auto& a) {
+      auto cols = [&](const auto &a) {
         return typename mlp<S>::mat(a.middleCols(pg.rank() * shard + m * per_rank_batch, per_rank_batch));
       };
       std::function<void(std::size_t)> done;
@@ -105,14 +106,17 @@ TEST_CASE("gradients in a ddp::arena reduce in place") {
   std::vector<ddp::bucket_info> layout;
   CHECK(train_and_compare<float, small_buckets>(true, marking::per_layer, 1, &layout) < 1e-5);
   REQUIRE(layout.size() > 1);
-  for (auto& b : layout) CHECK(b.in_place);
+  for (auto &b : layout)
+    CHECK(b.in_place);
   layout.clear();
   CHECK(train_and_compare<float, small_buckets>(false, marking::per_layer, 1, &layout) < 1e-5);
-  for (auto& b : layout) CHECK(b.in_place == (b.parameters.size() == 1)); // one tensor is always contiguous
+  for (auto &b : layout)
+    CHECK(b.in_place == (b.parameters.size() == 1)); // one tensor is always contiguous
   // A compressed wire type always packs.
-  CHECK(train_and_compare<float, small_buckets, ddp::reduction::bf16_compressed_mean>(true, marking::per_layer, 1,
-                                                                                      &layout) < 2e-2);
-  for (auto& b : layout) CHECK_FALSE(b.in_place);
+  CHECK(train_and_compare<float, small_buckets, ddp::reduction::bf16_compressed_mean>(
+            true, marking::per_layer, 1, &layout) < 2e-2);
+  for (auto &b : layout)
+    CHECK_FALSE(b.in_place);
 }
 
 TEST_CASE("gradient accumulation through no_sync") {
@@ -127,9 +131,10 @@ TEST_CASE("bucket layout: reverse registration order, first bucket small") {
   REQUIRE(!layout.empty());
   CHECK(layout.front().parameters.front() == 5);
   std::size_t total = 0;
-  for (auto& b : layout) {
+  for (auto &b : layout) {
     total += b.parameters.size();
-    for (std::size_t k = 1; k < b.parameters.size(); ++k) CHECK(b.parameters[k] < b.parameters[k - 1]);
+    for (std::size_t k = 1; k < b.parameters.size(); ++k)
+      CHECK(b.parameters[k] < b.parameters[k - 1]);
   }
   CHECK(total == 6);
 }
@@ -139,21 +144,23 @@ namespace {
 /// A model whose parameters are plain vectors; variants differ on the last rank.
 struct flex_model {
   std::vector<std::string> names{"p0", "p1", "p2"};
-  std::vector<std::vector<float>> v{std::vector<float>(4, 1.f), std::vector<float>(8, 2.f), std::vector<float>(3, 3.f)};
+  std::vector<std::vector<float>> v{std::vector<float>(4, 1.f), std::vector<float>(8, 2.f),
+                                    std::vector<float>(3, 3.f)};
   std::vector<std::vector<float>> g{std::vector<float>(4), std::vector<float>(8), std::vector<float>(3)};
   std::vector<double> dv, dg; // a double parameter, when present
   std::vector<float> running{0.f, 0.f};
-  template <class F> void for_each_parameter(F&& f) {
-    for (std::size_t i = 0; i < v.size(); ++i) f(names[i], v[i], g[i]);
+  template <class F> void for_each_parameter(F &&f) {
+    for (std::size_t i = 0; i < v.size(); ++i)
+      f(names[i], v[i], g[i]);
     if (!dv.empty()) f("pd", dv, dg);
   }
-  template <class F> void for_each_buffer(F&& f) { f("running", running); }
+  template <class F> void for_each_buffer(F &&f) { f("running", running); }
 };
 
-std::string mismatch_message(flex_model& m) {
+std::string mismatch_message(flex_model &m) {
   try {
     ddp::distributed_data_parallel dp(m, group());
-  } catch (const ddp::error& e) {
+  } catch (const ddp::error &e) {
     CHECK(e.kind() == ddp::error_kind::mismatch);
     CHECK(e.rank() == group().size() - 1);
     return e.what();
@@ -161,12 +168,12 @@ std::string mismatch_message(flex_model& m) {
   return "no error";
 }
 
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string &s, const std::string &part) { return s.find(part) != std::string::npos; }
 
 } // namespace
 
 TEST_CASE("mismatched models fail on every rank, naming the parameter and the rank") {
-  auto& pg = group();
+  auto &pg = group();
   if (pg.size() == 1) return;
   const bool odd = pg.rank() == pg.size() - 1;
   const std::string last = "rank " + std::to_string(pg.size() - 1);
@@ -212,9 +219,10 @@ TEST_CASE("mismatched models fail on every rank, naming the parameter and the ra
 }
 
 TEST_CASE("construction broadcasts rank 0's parameters and buffers; synchronize() keeps buffers in step") {
-  auto& pg = group();
+  auto &pg = group();
   flex_model m;
-  for (auto& x : m.v[0]) x = static_cast<float>(pg.rank() + 10);
+  for (auto &x : m.v[0])
+    x = static_cast<float>(pg.rank() + 10);
   m.running = {static_cast<float>(pg.rank()), 5.f};
   ddp::distributed_data_parallel dp(m, pg);
   CHECK(m.v[0][0] == 10.f);
@@ -225,11 +233,12 @@ TEST_CASE("construction broadcasts rank 0's parameters and buffers; synchronize(
 }
 
 TEST_CASE("mark_unused: zeros contributed, the average still received") {
-  auto& pg = group();
+  auto &pg = group();
   flex_model m;
   ddp::distributed_data_parallel<flex_model, ddp::gloo, ddp::bucketing::per_tensor> dp(m, pg);
   for (int rep = 0; rep < 3; ++rep) {
-    for (std::size_t i = 0; i < 3; ++i) std::fill(m.g[i].begin(), m.g[i].end(), static_cast<float>(pg.rank() + 1));
+    for (std::size_t i = 0; i < 3; ++i)
+      std::fill(m.g[i].begin(), m.g[i].end(), static_cast<float>(pg.rank() + 1));
     if (pg.rank() == 0) dp.mark_unused(m.g[1]);
     dp.synchronize();
     const float all = static_cast<float>(pg.size() * (pg.size() + 1)) / 2.f / pg.size();
@@ -241,34 +250,36 @@ TEST_CASE("mark_unused: zeros contributed, the average still received") {
 }
 
 TEST_CASE("strict_marking names the unmarked gradient and the rank; the next step works") {
-  auto& pg = group();
+  auto &pg = group();
   flex_model m;
-  ddp::distributed_data_parallel<flex_model, ddp::gloo, ddp::bucketing::per_tensor> dp(m, pg,
-                                                                                    {.strict_marking = true});
+  ddp::distributed_data_parallel<flex_model, ddp::gloo, ddp::bucketing::per_tensor> dp(
+      m, pg, {.strict_marking = true});
   dp.mark_grad_ready(2);
   dp.mark_grad_ready(1);
   try {
     dp.synchronize();
     FAIL("expected an error");
-  } catch (const ddp::error& e) {
+  } catch (const ddp::error &e) {
     CHECK(has(e.what(), "'p0'"));
     CHECK(has(e.what(), "rank " + std::to_string(pg.rank())));
   }
-  for (auto& x : m.g[0]) x = 2.f;
-  for (std::size_t i = 0; i < 3; ++i) dp.mark_grad_ready(i);
+  for (auto &x : m.g[0])
+    x = 2.f;
+  for (std::size_t i = 0; i < 3; ++i)
+    dp.mark_grad_ready(i);
   dp.synchronize();
   CHECK(m.g[0][0] == doctest::Approx(2.f));
 }
 
 TEST_CASE("marking a gradient twice in one step names it") {
-  auto& pg = group();
+  auto &pg = group();
   flex_model m;
   ddp::distributed_data_parallel dp(m, pg);
   dp.mark_grad_ready(m.g[1]);
   try {
     dp.mark_grad_ready(m.g[1]);
     FAIL("expected an error");
-  } catch (const ddp::error& e) {
+  } catch (const ddp::error &e) {
     CHECK(has(e.what(), "'p1'"));
     CHECK(has(e.what(), "twice"));
   }
@@ -280,12 +291,13 @@ TEST_CASE("marking a gradient twice in one step names it") {
 }
 
 TEST_CASE("uneven inputs: join() shadows the steps of ranks that still have data") {
-  auto& pg = group();
+  auto &pg = group();
   const int R = pg.size();
   auto my_steps = [](int r) { return 2 + r; };
   mlp<double> reference(dims, 3, false);
   mlp<double> local(dims, 3, false);
-  ddp::distributed_data_parallel<mlp<double>, ddp::gloo, small_buckets> dp(local, pg, {.uneven_inputs = true});
+  ddp::distributed_data_parallel<mlp<double>, ddp::gloo, small_buckets> dp(local, pg,
+                                                                           {.uneven_inputs = true});
   auto shard = [&](int r, int step) {
     return ddp_test::make_batch<double>(dims.front(), dims.back(), per_rank_batch,
                                         1000u + 37u * static_cast<unsigned>(r) + static_cast<unsigned>(step));
@@ -316,12 +328,15 @@ TEST_CASE("uneven inputs: join() shadows the steps of ranks that still have data
         g.insert(g.end(), reference.db[l].data(), reference.db[l].data() + reference.db[l].size());
       }
       if (sum.empty()) sum.assign(g.size(), 0.0);
-      for (std::size_t i = 0; i < g.size(); ++i) sum[i] += g[i] / R;
+      for (std::size_t i = 0; i < g.size(); ++i)
+        sum[i] += g[i] / R;
     }
     std::size_t k = 0;
     for (std::size_t l = 0; l < reference.w.size(); ++l) {
-      for (Eigen::Index i = 0; i < reference.dw[l].size(); ++i) reference.dw[l].data()[i] = sum[k++];
-      for (Eigen::Index i = 0; i < reference.db[l].size(); ++i) reference.db[l].data()[i] = sum[k++];
+      for (Eigen::Index i = 0; i < reference.dw[l].size(); ++i)
+        reference.dw[l].data()[i] = sum[k++];
+      for (Eigen::Index i = 0; i < reference.db[l].size(); ++i)
+        reference.db[l].data()[i] = sum[k++];
     }
     reference.sgd(lr);
   }
@@ -338,16 +353,19 @@ TEST_CASE("uneven inputs: join() shadows the steps of ranks that still have data
 
 namespace {
 template <class Reduction> double compressed_error_ratio(double eps) {
-  auto& pg = group();
+  auto &pg = group();
   const int R = pg.size();
   const std::size_t n = 10000;
-  auto grad_of = [&](int r, std::size_t i) { return std::sin(0.37 * static_cast<double>(i) + r) * (1.0 + r); };
+  auto grad_of = [&](int r, std::size_t i) {
+    return std::sin(0.37 * static_cast<double>(i) + r) * (1.0 + r);
+  };
   flex_model m;
   m.v = {std::vector<float>(n)};
   m.g = {std::vector<float>(n)};
   m.names = {"big"};
   ddp::distributed_data_parallel<flex_model, ddp::gloo, ddp::bucketing::size_capped<>, Reduction> dp(m, pg);
-  for (std::size_t i = 0; i < n; ++i) m.g[0][i] = static_cast<float>(grad_of(pg.rank(), i));
+  for (std::size_t i = 0; i < n; ++i)
+    m.g[0][i] = static_cast<float>(grad_of(pg.rank(), i));
   dp.synchronize();
   double worst = 0;
   for (std::size_t i = 0; i < n; ++i) {
@@ -368,7 +386,8 @@ TEST_CASE("fp16 and bf16 compressed means stay within their documented error") {
   CHECK(compressed_error_ratio<ddp::reduction::bf16_compressed_mean>(std::ldexp(1.0, -8)) <= 1.0);
   // The sum policy does not divide.
   flex_model m;
-  ddp::distributed_data_parallel<flex_model, ddp::gloo, ddp::bucketing::size_capped<>, ddp::reduction::sum> dp(m, group());
+  ddp::distributed_data_parallel<flex_model, ddp::gloo, ddp::bucketing::size_capped<>, ddp::reduction::sum>
+      dp(m, group());
   std::fill(m.g[0].begin(), m.g[0].end(), 1.f);
   dp.synchronize();
   CHECK(m.g[0][0] == static_cast<float>(group().size()));

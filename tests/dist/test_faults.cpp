@@ -19,7 +19,7 @@ struct result {
   long ms = -1;
 };
 
-result parse(const process& p) {
+result parse(const process &p) {
   std::smatch m;
   std::string out = p.output();
   result r;
@@ -31,7 +31,7 @@ result parse(const process& p) {
   return r;
 }
 
-std::vector<process> start_job(int world, const std::string& scenario, int port,
+std::vector<process> start_job(int world, const std::string &scenario, int port,
                                std::map<std::string, std::string> extra = {}) {
   std::vector<process> ps;
   for (int r = 0; r < world; ++r) {
@@ -43,7 +43,8 @@ std::vector<process> start_job(int world, const std::string& scenario, int port,
     env.emplace("DDP_TOKEN", "job-" + std::to_string(port));
     env.emplace("DDP_TIMEOUT", "20s");
     ps.push_back(ddp_test::spawn({DDP_SCENARIO_WORKER, scenario}, env,
-                                 "fault_" + scenario + "_" + std::to_string(world) + "_" + std::to_string(r) + ".log"));
+                                 "fault_" + scenario + "_" + std::to_string(world) + "_" + std::to_string(r) +
+                                     ".log"));
   }
   return ps;
 }
@@ -54,7 +55,8 @@ TEST_CASE("a rank that exits mid-collective: survivors get peer_lost naming it w
   for (int world : {2, 3, 4}) {
     CAPTURE(world);
     auto ps = start_job(world, "exit_mid", ddp_test::free_port());
-    for (auto& p : ps) REQUIRE(ddp_test::wait_for(p, 60s));
+    for (auto &p : ps)
+      REQUIRE(ddp_test::wait_for(p, 60s));
     CHECK(ps.back().exit_code() == 3);
     for (int r = 0; r + 1 < world; ++r) {
       auto res = parse(ps[static_cast<std::size_t>(r)]);
@@ -72,7 +74,8 @@ TEST_CASE("a rank that stalls: the others get timeout after the configured timeo
   for (int world : {2, 3}) {
     CAPTURE(world);
     auto ps = start_job(world, "stall", ddp_test::free_port(), {{"DDP_TIMEOUT", "2s"}});
-    for (auto& p : ps) REQUIRE(ddp_test::wait_for(p, 60s));
+    for (auto &p : ps)
+      REQUIRE(ddp_test::wait_for(p, 60s));
     for (int r = 0; r + 1 < world; ++r) {
       auto res = parse(ps[static_cast<std::size_t>(r)]);
       CAPTURE(r);
@@ -89,7 +92,8 @@ TEST_CASE("a rank that stalls: the others get timeout after the configured timeo
 
 TEST_CASE("after a failure every call throws at once") {
   auto ps = start_job(3, "after_failure", ddp_test::free_port());
-  for (auto& p : ps) REQUIRE(ddp_test::wait_for(p, 60s));
+  for (auto &p : ps)
+    REQUIRE(ddp_test::wait_for(p, 60s));
   for (int r = 0; r < 2; ++r) {
     auto res = parse(ps[static_cast<std::size_t>(r)]);
     INFO(ps[static_cast<std::size_t>(r)].output());
@@ -103,17 +107,21 @@ TEST_CASE("a wrong token is refused and the job still completes") {
   auto ps = start_job(2, "ok", port);
   // An intruder claims rank 1 of the same job with another token.
   auto intruder = ddp_test::spawn({DDP_SCENARIO_WORKER, "ok"},
-                                  {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"},
-                                   {"MASTER_PORT", std::to_string(port)}, {"DDP_TOKEN", "not-the-job"},
+                                  {{"RANK", "1"},
+                                   {"WORLD_SIZE", "2"},
+                                   {"MASTER_ADDR", "127.0.0.1"},
+                                   {"MASTER_PORT", std::to_string(port)},
+                                   {"DDP_TOKEN", "not-the-job"},
                                    {"DDP_TIMEOUT", "20s"}},
                                   "fault_intruder.log");
   REQUIRE(ddp_test::wait_for(intruder, 60s));
-  for (auto& p : ps) REQUIRE(ddp_test::wait_for(p, 60s));
+  for (auto &p : ps)
+    REQUIRE(ddp_test::wait_for(p, 60s));
   INFO(intruder.output());
   auto res = parse(intruder);
   CHECK(res.kind == "config");
   CHECK(intruder.output().find("token") != std::string::npos);
-  for (auto& p : ps) {
+  for (auto &p : ps) {
     INFO(p.output());
     CHECK(p.exit_code() == 0);
     CHECK(p.output().find("RESULT ok") != std::string::npos);

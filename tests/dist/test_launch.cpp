@@ -12,7 +12,7 @@ using ddp_test::process;
 
 namespace {
 
-process run_ddprun(const std::vector<std::string>& args, const std::string& log,
+process run_ddprun(const std::vector<std::string> &args, const std::string &log,
                    std::map<std::string, std::string> env = {}) {
   std::vector<std::string> argv{DDPRUN};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -20,13 +20,14 @@ process run_ddprun(const std::vector<std::string>& args, const std::string& log,
   return ddp_test::spawn(argv, env, log);
 }
 
-int count(const std::string& s, const std::string& what) {
+int count(const std::string &s, const std::string &what) {
   int n = 0;
-  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1))
+    ++n;
   return n;
 }
 
-bool wait_for_text(const process& p, const std::string& text, int times, std::chrono::milliseconds limit) {
+bool wait_for_text(const process &p, const std::string &text, int times, std::chrono::milliseconds limit) {
   auto deadline = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < deadline) {
     if (count(p.output(), text) >= times) return true;
@@ -38,10 +39,11 @@ bool wait_for_text(const process& p, const std::string& text, int times, std::ch
 } // namespace
 
 TEST_CASE("ddprun sets the launcher environment and prefixes lines") {
-  auto p = run_ddprun({"--nproc-per-node", "3", "/bin/sh", "-c",
-                       "echo R=$RANK L=$LOCAL_RANK W=$WORLD_SIZE LW=$LOCAL_WORLD_SIZE G=$GROUP_RANK N=$NODE_RANK "
-                       "A=$MASTER_ADDR P=$MASTER_PORT T=$DDP_TOKEN"},
-                      "launch_env.log");
+  auto p =
+      run_ddprun({"--nproc-per-node", "3", "/bin/sh", "-c",
+                  "echo R=$RANK L=$LOCAL_RANK W=$WORLD_SIZE LW=$LOCAL_WORLD_SIZE G=$GROUP_RANK N=$NODE_RANK "
+                  "A=$MASTER_ADDR P=$MASTER_PORT T=$DDP_TOKEN"},
+                 "launch_env.log");
   REQUIRE(ddp_test::wait_for(p, 30s));
   auto out = p.output();
   INFO(out);
@@ -83,8 +85,9 @@ TEST_CASE("ddprun stops the others when a rank fails and exits with its code") {
 }
 
 TEST_CASE("ddprun reports a rank killed by a signal") {
-  auto p = run_ddprun({"--nproc-per-node", "2", "/bin/sh", "-c", "if [ $RANK = 0 ]; then kill -SEGV $$; fi; exec sleep 60"},
-                      "launch_signal.log");
+  auto p = run_ddprun(
+      {"--nproc-per-node", "2", "/bin/sh", "-c", "if [ $RANK = 0 ]; then kill -SEGV $$; fi; exec sleep 60"},
+      "launch_signal.log");
   REQUIRE(ddp_test::wait_for(p, 30s));
   INFO(p.output());
   CHECK(p.exit_code() == 128 + SIGSEGV);
@@ -123,19 +126,21 @@ TEST_CASE("ddprun runs a real ddp job at world sizes 1..4") {
 }
 
 namespace {
-std::vector<process> start(int world, const std::map<std::string, std::string>& common, const std::string& tag) {
+std::vector<process> start(int world, const std::map<std::string, std::string> &common,
+                           const std::string &tag) {
   std::vector<process> ps;
   for (int r = 0; r < world; ++r) {
     auto env = common;
     env["RANK"] = std::to_string(r);
     env["WORLD_SIZE"] = std::to_string(world);
     env.emplace("DDP_TIMEOUT", "30s");
-    ps.push_back(ddp_test::spawn({DDP_SCENARIO_WORKER, "ok"}, env, "init_" + tag + std::to_string(r) + ".log"));
+    ps.push_back(
+        ddp_test::spawn({DDP_SCENARIO_WORKER, "ok"}, env, "init_" + tag + std::to_string(r) + ".log"));
   }
   return ps;
 }
-void expect_ok(std::vector<process>& ps) {
-  for (auto& p : ps) {
+void expect_ok(std::vector<process> &ps) {
+  for (auto &p : ps) {
     REQUIRE(ddp_test::wait_for(p, 60s));
     INFO(p.output());
     CHECK(p.exit_code() == 0);
@@ -145,7 +150,8 @@ void expect_ok(std::vector<process>& ps) {
 } // namespace
 
 TEST_CASE("init method tcp://host:port") {
-  auto ps = start(3, {{"DDP_TEST_INIT_METHOD", "tcp://127.0.0.1:" + std::to_string(ddp_test::free_port())}}, "tcp");
+  auto ps =
+      start(3, {{"DDP_TEST_INIT_METHOD", "tcp://127.0.0.1:" + std::to_string(ddp_test::free_port())}}, "tcp");
   expect_ok(ps);
 }
 
@@ -160,11 +166,14 @@ TEST_CASE("init method file:// on a fresh directory") {
 
 TEST_CASE("GLOO_SOCKET_IFNAME: lo works, an unknown interface is named in the error") {
   int port = ddp_test::free_port();
-  auto ok = start(2, {{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)}, {"GLOO_SOCKET_IFNAME", "lo"}},
-                  "iface_ok");
+  auto ok = start(
+      2, {{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)}, {"GLOO_SOCKET_IFNAME", "lo"}},
+      "iface_ok");
   expect_ok(ok);
-  auto bad = start(1, {{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(ddp_test::free_port())},
-                       {"GLOO_SOCKET_IFNAME", "nosuchif0"}},
+  auto bad = start(1,
+                   {{"MASTER_ADDR", "127.0.0.1"},
+                    {"MASTER_PORT", std::to_string(ddp_test::free_port())},
+                    {"GLOO_SOCKET_IFNAME", "nosuchif0"}},
                    "iface_bad");
   REQUIRE(ddp_test::wait_for(bad[0], 30s));
   INFO(bad[0].output());
@@ -174,7 +183,7 @@ TEST_CASE("GLOO_SOCKET_IFNAME: lo works, an unknown interface is named in the er
 
 TEST_CASE("env:// without MASTER_ADDR on several ranks says what to set") {
   auto ps = start(2, {}, "noaddr");
-  for (auto& p : ps) {
+  for (auto &p : ps) {
     REQUIRE(ddp_test::wait_for(p, 30s));
     INFO(p.output());
     CHECK(p.output().find("RESULT kind=config") != std::string::npos);
@@ -184,11 +193,15 @@ TEST_CASE("env:// without MASTER_ADDR on several ranks says what to set") {
 
 TEST_CASE("ranks started with different world sizes fail clearly") {
   int port = ddp_test::free_port();
-  std::map<std::string, std::string> env{{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)},
-                                         {"DDP_TOKEN", "w"}, {"DDP_TIMEOUT", "5s"}};
+  std::map<std::string, std::string> env{{"MASTER_ADDR", "127.0.0.1"},
+                                         {"MASTER_PORT", std::to_string(port)},
+                                         {"DDP_TOKEN", "w"},
+                                         {"DDP_TIMEOUT", "5s"}};
   auto e0 = env, e1 = env;
-  e0["RANK"] = "0"; e0["WORLD_SIZE"] = "2";
-  e1["RANK"] = "1"; e1["WORLD_SIZE"] = "3";
+  e0["RANK"] = "0";
+  e0["WORLD_SIZE"] = "2";
+  e1["RANK"] = "1";
+  e1["WORLD_SIZE"] = "3";
   auto p0 = ddp_test::spawn({DDP_SCENARIO_WORKER, "ok"}, e0, "init_world0.log");
   auto p1 = ddp_test::spawn({DDP_SCENARIO_WORKER, "ok"}, e1, "init_world1.log");
   REQUIRE(ddp_test::wait_for(p1, 30s));

@@ -7,17 +7,17 @@
 #include <cstdio>
 
 static int failures = 0;
-#define EXPECT(cond)                                                                                                   \
-  do {                                                                                                                 \
-    if (!(cond)) {                                                                                                     \
-      std::printf("FAILED: %s (line %d)\n", #cond, __LINE__);                                                          \
-      ++failures;                                                                                                      \
-    }                                                                                                                  \
+#define EXPECT(cond)                                                                                         \
+  do {                                                                                                       \
+    if (!(cond)) {                                                                                           \
+      std::printf("FAILED: %s (line %d)\n", #cond, __LINE__);                                                \
+      ++failures;                                                                                            \
+    }                                                                                                        \
   } while (0)
 
 struct tiny_model {
   std::vector<float> w{1, 2, 3}, dw{0, 0, 0};
-  template <class F> void for_each_parameter(F&& f) { f("w", w, dw); }
+  template <class F> void for_each_parameter(F &&f) { f("w", w, dw); }
 };
 
 int main() {
@@ -28,8 +28,9 @@ int main() {
       auto pg = ddp::init_process_group<ddp::nccl>();
       std::puts("FAILED: NCCL initialised without a GPU");
       return 1;
-    } catch (const ddp::error& e) {
-      bool clean = e.kind() == ddp::error_kind::backend && std::string(e.what()).find("no usable CUDA device") != std::string::npos;
+    } catch (const ddp::error &e) {
+      bool clean = e.kind() == ddp::error_kind::backend &&
+                   std::string(e.what()).find("no usable CUDA device") != std::string::npos;
       std::printf("SKIP: no CUDA device (init failed cleanly: %s)\n", clean ? "yes" : e.what());
       return clean ? 77 : 1;
     }
@@ -58,7 +59,7 @@ int main() {
   pg.barrier();
   // Device tensors (no staging), async, in order.
   const std::size_t n = (1u << 20) + 3;
-  float* d = nullptr;
+  float *d = nullptr;
   cudaMalloc(&d, n * sizeof(float));
   std::vector<float> ones(n, 1.0f);
   cudaMemcpy(d, ones.data(), n * sizeof(float), cudaMemcpyHostToDevice);
@@ -73,9 +74,11 @@ int main() {
   // One DDP step over NCCL with host gradients.
   tiny_model model;
   ddp::distributed_data_parallel dp(model, pg);
-  for (auto& g : model.dw) g = static_cast<float>(pg.rank() + 1);
+  for (auto &g : model.dw)
+    g = static_cast<float>(pg.rank() + 1);
   dp.synchronize();
   EXPECT(model.dw[0] == static_cast<float>(R + 1) / 2.0f);
-  std::printf("rank %d/%d on GPU %d: %s\n", pg.rank(), R, pg.communicator().device(), failures ? "FAILED" : "ok");
+  std::printf("rank %d/%d on GPU %d: %s\n", pg.rank(), R, pg.communicator().device(),
+              failures ? "FAILED" : "ok");
   return failures ? 1 : 0;
 }

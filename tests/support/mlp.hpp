@@ -33,8 +33,10 @@ template <class S> struct mlp {
     std::vector<std::size_t> sizes; // registration order: w0, b0, w1, b1, ...
     for (std::size_t l = 0; l < layers; ++l) {
       mat wl(dims[l + 1], dims[l]), bl(dims[l + 1], 1);
-      for (Eigen::Index i = 0; i < wl.size(); ++i) wl.data()[i] = static_cast<S>(n(g) / std::sqrt(dims[l]));
-      for (Eigen::Index i = 0; i < bl.size(); ++i) bl.data()[i] = static_cast<S>(0.1 * n(g));
+      for (Eigen::Index i = 0; i < wl.size(); ++i)
+        wl.data()[i] = static_cast<S>(n(g) / std::sqrt(dims[l]));
+      for (Eigen::Index i = 0; i < bl.size(); ++i)
+        bl.data()[i] = static_cast<S>(0.1 * n(g));
       w.push_back(wl);
       b.push_back(bl);
       sizes.push_back(static_cast<std::size_t>(wl.size()));
@@ -42,7 +44,7 @@ template <class S> struct mlp {
     }
     if (use_arena) grads_arena = std::make_unique<ddp::arena<S>>(sizes);
     for (std::size_t k = 0; k < sizes.size(); ++k) {
-      S* p;
+      S *p;
       if (use_arena) {
         p = grads_arena->slot(k).data();
       } else {
@@ -54,7 +56,7 @@ template <class S> struct mlp {
     }
   }
 
-  template <class F> void for_each_parameter(F&& f) {
+  template <class F> void for_each_parameter(F &&f) {
     for (std::size_t l = 0; l < w.size(); ++l) {
       f("fc" + std::to_string(l + 1) + ".weight", w[l], dw[l]);
       f("fc" + std::to_string(l + 1) + ".bias", b[l], db[l]);
@@ -62,14 +64,16 @@ template <class S> struct mlp {
   }
 
   void zero_grad() {
-    for (auto& m : dw) m.setZero();
-    for (auto& m : db) m.setZero();
+    for (auto &m : dw)
+      m.setZero();
+    for (auto &m : db)
+      m.setZero();
   }
 
   /// Forward and backward on columns of x (inputs) and y (targets); adds
   /// d(mean loss)/d(theta) to the gradients. `layer_done(l)` runs when layer l's
   /// gradients are final (last layer first), for overlapping communication.
-  S train_step(const mat& x, const mat& y, const std::function<void(std::size_t)>& layer_done = {}) {
+  S train_step(const mat &x, const mat &y, const std::function<void(std::size_t)> &layer_done = {}) {
     const std::size_t layers = w.size();
     acts.assign(1, x);
     for (std::size_t l = 0; l < layers; ++l) {
@@ -99,8 +103,10 @@ template <class S> struct mlp {
   std::vector<double> flat() const {
     std::vector<double> out;
     for (std::size_t l = 0; l < w.size(); ++l) {
-      for (Eigen::Index i = 0; i < w[l].size(); ++i) out.push_back(static_cast<double>(w[l].data()[i]));
-      for (Eigen::Index i = 0; i < b[l].size(); ++i) out.push_back(static_cast<double>(b[l].data()[i]));
+      for (Eigen::Index i = 0; i < w[l].size(); ++i)
+        out.push_back(static_cast<double>(w[l].data()[i]));
+      for (Eigen::Index i = 0; i < b[l].size(); ++i)
+        out.push_back(static_cast<double>(b[l].data()[i]));
     }
     return out;
   }
@@ -112,13 +118,15 @@ std::pair<typename mlp<S>::mat, typename mlp<S>::mat> make_batch(int in, int out
   std::mt19937 g(seed);
   std::uniform_real_distribution<double> u(-1.0, 1.0);
   typename mlp<S>::mat x(in, count), y(out, count);
-  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = static_cast<S>(u(g));
+  for (Eigen::Index i = 0; i < x.size(); ++i)
+    x.data()[i] = static_cast<S>(u(g));
   for (int c = 0; c < count; ++c)
-    for (int o = 0; o < out; ++o) y(o, c) = static_cast<S>(std::sin(static_cast<double>(x((o * 3) % in, c)) * (o + 1)));
+    for (int o = 0; o < out; ++o)
+      y(o, c) = static_cast<S>(std::sin(static_cast<double>(x((o * 3) % in, c)) * (o + 1)));
   return {x, y};
 }
 
-inline double relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
+inline double relative_difference(const std::vector<double> &a, const std::vector<double> &b) {
   double num = 0, den = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
     num += (a[i] - b[i]) * (a[i] - b[i]);

@@ -26,22 +26,25 @@ fs::path temp_dir() {
 }
 
 std::string be32(std::uint32_t v) {
-  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8), static_cast<char>(v)};
+  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+          static_cast<char>(v)};
 }
 
 std::string idx_images(std::uint32_t count, std::uint32_t rows, std::uint32_t cols) {
   std::string s = be32(0x803) + be32(count) + be32(rows) + be32(cols);
-  for (std::uint32_t i = 0; i < count * rows * cols; ++i) s.push_back(static_cast<char>(i % 256));
+  for (std::uint32_t i = 0; i < count * rows * cols; ++i)
+    s.push_back(static_cast<char>(i % 256));
   return s;
 }
 
 std::string idx_labels(std::uint32_t count) {
   std::string s = be32(0x801) + be32(count);
-  for (std::uint32_t i = 0; i < count; ++i) s.push_back(static_cast<char>(i % 10));
+  for (std::uint32_t i = 0; i < count; ++i)
+    s.push_back(static_cast<char>(i % 10));
   return s;
 }
 
-std::string write(const std::string& name, const std::string& bytes, bool gz = false) {
+std::string write(const std::string &name, const std::string &bytes, bool gz = false) {
   auto p = (temp_dir() / name).string();
   if (gz) {
     gzFile f = gzopen(p.c_str(), "wb");
@@ -53,15 +56,15 @@ std::string write(const std::string& name, const std::string& bytes, bool gz = f
   return p;
 }
 
-std::string read_file(const std::string& p) {
+std::string read_file(const std::string &p) {
   std::ifstream f(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(f), {}};
 }
 
-template <class F> std::string data_error(F&& f) {
+template <class F> std::string data_error(F &&f) {
   try {
     f();
-  } catch (const ddp::error& e) {
+  } catch (const ddp::error &e) {
     CHECK(e.kind() == ddp::error_kind::data);
     return e.what();
   }
@@ -69,7 +72,7 @@ template <class F> std::string data_error(F&& f) {
   return {};
 }
 
-bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool has(const std::string &s, const std::string &part) { return s.find(part) != std::string::npos; }
 
 } // namespace
 
@@ -114,12 +117,15 @@ TEST_CASE("IDX errors name the file and the byte offset") {
   CHECK(has(m, "3 labels"));
   CHECK(has(m, "2 images"));
 
-  m = data_error([&] { ddp::data::read_idx_images((temp_dir() / "missing").string(), "install dataset-fashion-mnist"); });
+  m = data_error([&] {
+    ddp::data::read_idx_images((temp_dir() / "missing").string(), "install dataset-fashion-mnist");
+  });
   CHECK(has(m, "missing"));
   CHECK(has(m, "install dataset-fashion-mnist"));
 
   // A huge count in a corrupt header fails at the end of the data, without a huge allocation.
-  m = data_error([&] { ddp::data::read_idx_labels(write("hugecount", be32(0x801) + be32(0xfffffff0u) + "ab")); });
+  m = data_error(
+      [&] { ddp::data::read_idx_labels(write("hugecount", be32(0x801) + be32(0xfffffff0u) + "ab")); });
   CHECK(has(m, "byte offset 10"));
 }
 
@@ -131,7 +137,8 @@ TEST_CASE("damaged gzip data is reported, not silently truncated") {
   CHECK(has(m, "cut.gz"));
   CHECK((has(m, "truncated") || has(m, "ends early")));
   auto flipped = bytes;
-  for (std::size_t i = bytes.size() / 3; i < bytes.size() / 3 + 64; ++i) flipped[i] = static_cast<char>(~flipped[i]);
+  for (std::size_t i = bytes.size() / 3; i < bytes.size() / 3 + 64; ++i)
+    flipped[i] = static_cast<char>(~flipped[i]);
   m = data_error([&] { ddp::data::read_idx_images(write("flip.gz", flipped)); });
   CHECK(has(m, "flip.gz"));
   CHECK(has(m, "byte offset"));
@@ -141,7 +148,8 @@ TEST_CASE("CIFAR-10 binary batches") {
   std::string batch;
   for (int r = 0; r < 4; ++r) {
     batch.push_back(static_cast<char>(r * 3 % 10));
-    for (std::size_t i = 0; i < ddp::data::cifar10_pixels; ++i) batch.push_back(static_cast<char>((r + i) % 256));
+    for (std::size_t i = 0; i < ddp::data::cifar10_pixels; ++i)
+      batch.push_back(static_cast<char>((r + i) % 256));
   }
   auto a = write("data_batch_1.bin", batch);
   auto b = write("data_batch_2.bin.gz", batch, true);

@@ -10,22 +10,23 @@
 
 namespace {
 
-std::uint64_t fnv1a64(const std::string& s) {
+std::uint64_t fnv1a64(const std::string &s) {
   std::uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  for (unsigned char c : s)
+    h = (h ^ c) * 0x100000001b3ull;
   return h;
 }
 
 template <class P>
-std::vector<std::int64_t> indices_of(std::size_t n, int replicas, int rank, std::uint64_t seed, std::uint64_t epoch,
-                                     bool drop) {
+std::vector<std::int64_t> indices_of(std::size_t n, int replicas, int rank, std::uint64_t seed,
+                                     std::uint64_t epoch, bool drop) {
   ddp::distributed_sampler<P> s(n, replicas, rank, {.seed = seed, .drop_last = drop});
   s.set_epoch(epoch);
   return {s.begin(), s.end()};
 }
 
 std::string reference_path() {
-  if (const char* p = std::getenv("DDP_SAMPLER_REFERENCE")) return p;
+  if (const char *p = std::getenv("DDP_SAMPLER_REFERENCE")) return p;
   return DDP_SAMPLER_REFERENCE_FILE;
 }
 
@@ -47,12 +48,14 @@ TEST_CASE("shuffled and sequential are index-identical to PyTorch's DistributedS
     ls >> policy >> n >> replicas >> seed >> epoch >> drop >> rank >> count >> hash >> colon;
     REQUIRE(colon == ":");
     std::vector<std::int64_t> want;
-    for (std::int64_t v; ls >> v;) want.push_back(v);
+    for (std::int64_t v; ls >> v;)
+      want.push_back(v);
     auto got = policy == "shuffled"
                    ? indices_of<ddp::sampling::shuffled>(n, replicas, rank, seed, epoch, drop != 0)
                    : indices_of<ddp::sampling::sequential>(n, replicas, rank, seed, epoch, drop != 0);
     std::string text;
-    for (auto v : got) text += (text.empty() ? "" : ",") + std::to_string(v);
+    for (auto v : got)
+      text += (text.empty() ? "" : ",") + std::to_string(v);
     char buf[17];
     std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fnv1a64(text)));
     INFO(line.substr(0, 80));
@@ -88,7 +91,8 @@ TEST_CASE("every index is covered, and ranks are disjoint without padding") {
   for (int R : {1, 2, 4, 5, 8}) {
     std::vector<int> seen(n, 0);
     for (int r = 0; r < R; ++r)
-      for (auto i : indices_of<ddp::sampling::shuffled>(n, R, r, 7, 3, false)) ++seen[static_cast<std::size_t>(i)];
+      for (auto i : indices_of<ddp::sampling::shuffled>(n, R, r, 7, 3, false))
+        ++seen[static_cast<std::size_t>(i)];
     CAPTURE(R);
     CHECK(std::all_of(seen.begin(), seen.end(), [](int k) { return k == 1; }));
   }
@@ -136,13 +140,14 @@ TEST_CASE("contiguous: one block per rank, same sizes and padding as shuffled") 
 namespace {
 /// A user-written policy: every rank sees the whole data set in reverse.
 struct reversed_everything {
-  static void rank_indices(const ddp::sampler_context& c, std::vector<std::int64_t>& out) {
+  static void rank_indices(const ddp::sampler_context &c, std::vector<std::int64_t> &out) {
     out.resize(c.num_samples);
-    for (std::size_t k = 0; k < c.num_samples; ++k) out[k] = static_cast<std::int64_t>((c.n - 1 - k % c.n));
+    for (std::size_t k = 0; k < c.num_samples; ++k)
+      out[k] = static_cast<std::int64_t>((c.n - 1 - k % c.n));
   }
 };
 struct wrong_count {
-  static void rank_indices(const ddp::sampler_context&, std::vector<std::int64_t>& out) { out.assign(1, 0); }
+  static void rank_indices(const ddp::sampler_context &, std::vector<std::int64_t> &out) { out.assign(1, 0); }
 };
 } // namespace
 
@@ -156,10 +161,10 @@ TEST_CASE("a user-written sampling policy works") {
 }
 
 TEST_CASE("invalid arguments name the argument and value") {
-  auto msg = [](auto&& f) {
+  auto msg = [](auto &&f) {
     try {
       f();
-    } catch (const ddp::error& e) {
+    } catch (const ddp::error &e) {
       CHECK(e.kind() == ddp::error_kind::config);
       return std::string(e.what());
     }
@@ -186,7 +191,7 @@ TEST_CASE("a process-group-like object gives replicas and rank") {
 TEST_CASE("batches: spans into the index list, last batch short unless drop_last") {
   ddp::distributed_sampler<ddp::sampling::sequential> s(10, 1, 0);
   std::vector<std::size_t> sizes;
-  const std::int64_t* expect = s.indices().data();
+  const std::int64_t *expect = s.indices().data();
   for (auto b : ddp::batches(s, 4)) {
     CHECK(b.data() == expect); // no copy: a view into the sampler's list
     expect += b.size();
@@ -195,7 +200,8 @@ TEST_CASE("batches: spans into the index list, last batch short unless drop_last
   CHECK(sizes == std::vector<std::size_t>{4, 4, 2});
   CHECK(ddp::batches(s, 4).size() == 3);
   sizes.clear();
-  for (auto b : ddp::batches(s, 4, true)) sizes.push_back(b.size());
+  for (auto b : ddp::batches(s, 4, true))
+    sizes.push_back(b.size());
   CHECK(sizes == std::vector<std::size_t>{4, 4});
   CHECK(ddp::batches(s, 20, true).size() == 0);
   static_assert(std::ranges::input_range<ddp::batch_range>);

@@ -70,7 +70,7 @@ TEST_CASE("half conversions round-trip every finite half exactly") {
     REQUIRE(ddp::detail::float_to_half_bits(f) == h);
   }
   CHECK(ddp::detail::half_bits_to_float(0x3c00) == 1.0f);
-  CHECK(ddp::detail::float_to_half_bits(65520.0f) == 0x7c00); // rounds to inf
+  CHECK(ddp::detail::float_to_half_bits(65520.0f) == 0x7c00);           // rounds to inf
   CHECK(ddp::detail::float_to_half_bits(1.0f + 1.0f / 4096) == 0x3c00); // ties to even
   CHECK(std::isnan(ddp::detail::half_bits_to_float(ddp::detail::float_to_half_bits(NAN))));
 #ifdef DDP_HAS_EIGEN

@@ -8,11 +8,11 @@ using ddp_test::env_guard;
 
 namespace {
 /// The message of the config error that from_env() throws.
-std::string config_error(const std::map<std::string, std::string>& env) {
+std::string config_error(const std::map<std::string, std::string> &env) {
   env_guard g(env);
   try {
     (void)ddp::topology::from_env();
-  } catch (const ddp::error& e) {
+  } catch (const ddp::error &e) {
     CHECK(e.kind() == ddp::error_kind::config);
     return e.what();
   }
@@ -32,8 +32,13 @@ TEST_CASE("no launcher: a single process") {
 }
 
 TEST_CASE("ddprun/torchrun variables") {
-  env_guard g({{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "4"},
-               {"GROUP_RANK", "1"}, {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29500"}});
+  env_guard g({{"RANK", "5"},
+               {"WORLD_SIZE", "8"},
+               {"LOCAL_RANK", "1"},
+               {"LOCAL_WORLD_SIZE", "4"},
+               {"GROUP_RANK", "1"},
+               {"MASTER_ADDR", "node0"},
+               {"MASTER_PORT", "29500"}});
   auto t = ddp::topology::from_env();
   CHECK(t.rank == 5);
   CHECK(t.world_size == 8);
@@ -47,14 +52,22 @@ TEST_CASE("ddprun/torchrun variables") {
 }
 
 TEST_CASE("torchrun variables take precedence over SLURM and OpenMPI") {
-  env_guard g({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"},
-               {"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "4"}});
+  env_guard g({{"RANK", "0"},
+               {"WORLD_SIZE", "1"},
+               {"SLURM_PROCID", "3"},
+               {"SLURM_NTASKS", "4"},
+               {"OMPI_COMM_WORLD_RANK", "2"},
+               {"OMPI_COMM_WORLD_SIZE", "4"}});
   CHECK(ddp::topology::from_env().source == "ddprun/torchrun");
 }
 
 TEST_CASE("OpenMPI variables") {
-  env_guard g({{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
-               {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}, {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "1234"}});
+  env_guard g({{"OMPI_COMM_WORLD_RANK", "3"},
+               {"OMPI_COMM_WORLD_SIZE", "4"},
+               {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+               {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+               {"MASTER_ADDR", "10.0.0.1"},
+               {"MASTER_PORT", "1234"}});
   auto t = ddp::topology::from_env();
   CHECK(t.rank == 3);
   CHECK(t.world_size == 4);
@@ -68,8 +81,11 @@ TEST_CASE("OpenMPI variables") {
 }
 
 TEST_CASE("OpenMPI on one node defaults to loopback and a job-derived port") {
-  env_guard g({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
-               {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}, {"OMPI_MCA_ess_base_jobid", "12345"}});
+  env_guard g({{"OMPI_COMM_WORLD_RANK", "0"},
+               {"OMPI_COMM_WORLD_SIZE", "2"},
+               {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+               {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+               {"OMPI_MCA_ess_base_jobid", "12345"}});
   auto t = ddp::topology::from_env();
   CHECK(t.master_addr == "127.0.0.1");
   CHECK(t.master_port >= 20000);
@@ -78,8 +94,13 @@ TEST_CASE("OpenMPI on one node defaults to loopback and a job-derived port") {
 }
 
 TEST_CASE("SLURM variables") {
-  env_guard g({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"}, {"SLURM_NODEID", "2"},
-               {"SLURM_NNODES", "4"}, {"SLURM_STEP_NODELIST", "gpu[01-03,07],cpu5"}, {"SLURM_JOB_ID", "4242"},
+  env_guard g({{"SLURM_PROCID", "5"},
+               {"SLURM_NTASKS", "8"},
+               {"SLURM_LOCALID", "1"},
+               {"SLURM_NODEID", "2"},
+               {"SLURM_NNODES", "4"},
+               {"SLURM_STEP_NODELIST", "gpu[01-03,07],cpu5"},
+               {"SLURM_JOB_ID", "4242"},
                {"SLURM_STEP_TASKS_PER_NODE", "2(x4)"}});
   auto t = ddp::topology::from_env();
   CHECK(t.rank == 5);
@@ -94,16 +115,25 @@ TEST_CASE("SLURM variables") {
 }
 
 TEST_CASE("SLURM: MASTER_ADDR and MASTER_PORT override the derived ones") {
-  env_guard g({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}, {"SLURM_STEP_NODELIST", "a[1-2]"},
-               {"SLURM_JOB_ID", "7"}, {"MASTER_ADDR", "b"}, {"MASTER_PORT", "999"}});
+  env_guard g({{"SLURM_PROCID", "0"},
+               {"SLURM_NTASKS", "1"},
+               {"SLURM_STEP_NODELIST", "a[1-2]"},
+               {"SLURM_JOB_ID", "7"},
+               {"MASTER_ADDR", "b"},
+               {"MASTER_PORT", "999"}});
   auto t = ddp::topology::from_env();
   CHECK(t.master_addr == "b");
   CHECK(t.master_port == 999);
 }
 
 TEST_CASE("SLURM: uneven tasks per node") {
-  env_guard g({{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "5"}, {"SLURM_LOCALID", "0"}, {"SLURM_NODEID", "2"},
-               {"SLURM_NNODES", "3"}, {"SLURM_STEP_NODELIST", "n[1-3]"}, {"SLURM_STEP_TASKS_PER_NODE", "2(x2),1"}});
+  env_guard g({{"SLURM_PROCID", "4"},
+               {"SLURM_NTASKS", "5"},
+               {"SLURM_LOCALID", "0"},
+               {"SLURM_NODEID", "2"},
+               {"SLURM_NNODES", "3"},
+               {"SLURM_STEP_NODELIST", "n[1-3]"},
+               {"SLURM_STEP_TASKS_PER_NODE", "2(x2),1"}});
   auto t = ddp::topology::from_env();
   CHECK(t.local_world_size == 1);
 }
@@ -155,18 +185,23 @@ TEST_CASE("bad values name the variable and the value") {
   m = config_error({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}});
   CHECK(m.find("SLURM_STEP_NODELIST") != std::string::npos);
 
-  m = config_error({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_NODEID", "3"}, {"SLURM_NNODES", "2"},
+  m = config_error({{"SLURM_PROCID", "0"},
+                    {"SLURM_NTASKS", "2"},
+                    {"SLURM_NODEID", "3"},
+                    {"SLURM_NNODES", "2"},
                     {"SLURM_STEP_NODELIST", "a"}});
   CHECK(m.find("SLURM_NODEID=3") != std::string::npos);
 
   m = config_error({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEP_NODELIST", "gpu[01-"}});
   CHECK(m.find("gpu[01-") != std::string::npos);
 
-  m = config_error({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEP_NODELIST", "a"},
+  m = config_error({{"SLURM_PROCID", "0"},
+                    {"SLURM_NTASKS", "2"},
+                    {"SLURM_STEP_NODELIST", "a"},
                     {"SLURM_STEP_TASKS_PER_NODE", "2(y3)"}});
   CHECK(m.find("2(y3)") != std::string::npos);
 
-  m = config_error({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEP_NODELIST", "a"},
-                    {"SLURM_JOB_ID", "-5"}});
+  m = config_error(
+      {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEP_NODELIST", "a"}, {"SLURM_JOB_ID", "-5"}});
   CHECK(m.find("SLURM_JOB_ID=-5") != std::string::npos);
 }

@@ -13,13 +13,13 @@ inline constexpr std::size_t cifar10_record = 1 + cifar10_pixels;
 
 /// Reads and concatenates CIFAR-10 batch files (data_batch_1.bin ... or test_batch.bin).
 /// Images are count x 3072 (channel planes as stored), in [0, 1].
-inline labeled_images read_cifar10(const std::vector<std::string>& paths) {
+inline labeled_images read_cifar10(const std::vector<std::string> &paths) {
   if (paths.empty()) throw error(error_kind::config, "read_cifar10: no files given");
   labeled_images out;
   out.rows = out.cols = 32;
   out.channels = 3;
   std::vector<std::uint8_t> pixels;
-  for (const auto& path : paths) {
+  for (const auto &path : paths) {
     detail::byte_reader r(path);
     std::uint8_t rec[cifar10_record];
     std::size_t in_file = 0;
@@ -32,7 +32,8 @@ inline labeled_images read_cifar10(const std::vector<std::string>& paths) {
                                            std::to_string(start) + " has " + std::to_string(got) + " of " +
                                            std::to_string(cifar10_record) + " bytes");
       if (rec[0] > 9)
-        throw detail::data_error(path, "label " + std::to_string(rec[0]) + " at byte offset " + std::to_string(start) +
+        throw detail::data_error(path, "label " + std::to_string(rec[0]) + " at byte offset " +
+                                           std::to_string(start) +
                                            " is not a CIFAR-10 class (0..9): not a CIFAR-10 binary batch?");
       out.labels.push_back(rec[0]);
       pixels.insert(pixels.end(), rec + 1, rec + cifar10_record);

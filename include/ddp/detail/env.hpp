@@ -15,15 +15,16 @@
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
-inline std::optional<std::string> getenv_str(const char* name) {
-  const char* v = std::getenv(name);
+inline std::optional<std::string> getenv_str(const char *name) {
+  const char *v = std::getenv(name);
   if (v == nullptr) return std::nullopt;
   return std::string(v);
 }
 
 /// Parses a whole decimal integer; no sign games, no trailing junk.
 inline std::optional<std::int64_t> parse_int(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+    s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n'))
     s.remove_suffix(1);
   if (s.empty()) return std::nullopt;
@@ -34,28 +35,26 @@ inline std::optional<std::int64_t> parse_int(std::string_view s) {
 }
 
 /// An integer from `name`, within [lo, hi]; nullopt when unset.
-inline std::optional<std::int64_t> env_int(const char* name, std::int64_t lo,
-                                           std::int64_t hi) {
+inline std::optional<std::int64_t> env_int(const char *name, std::int64_t lo, std::int64_t hi) {
   auto raw = getenv_str(name);
   if (!raw) return std::nullopt;
   auto v = parse_int(*raw);
   if (!v)
-    throw error(error_kind::config, std::string("environment variable ") + name +
-                                        "='" + *raw + "' is not an integer");
-  if (*v < lo || *v > hi)
     throw error(error_kind::config,
-                std::string("environment variable ") + name + "=" + *raw +
-                    " is out of range [" + std::to_string(lo) + ", " +
-                    std::to_string(hi) + "]");
+                std::string("environment variable ") + name + "='" + *raw + "' is not an integer");
+  if (*v < lo || *v > hi)
+    throw error(error_kind::config, std::string("environment variable ") + name + "=" + *raw +
+                                        " is out of range [" + std::to_string(lo) + ", " +
+                                        std::to_string(hi) + "]");
   return v;
 }
 
-inline std::int64_t require_env_int(const char* name, std::int64_t lo,
-                                    std::int64_t hi, std::string_view why) {
+inline std::int64_t require_env_int(const char *name, std::int64_t lo, std::int64_t hi,
+                                    std::string_view why) {
   auto v = env_int(name, lo, hi);
   if (!v)
-    throw error(error_kind::config, std::string("environment variable ") + name +
-                                        " is not set (" + std::string(why) + ")");
+    throw error(error_kind::config,
+                std::string("environment variable ") + name + " is not set (" + std::string(why) + ")");
   return *v;
 }
 

@@ -17,10 +17,14 @@ inline float half_bits_to_float(std::uint16_t h) {
   std::uint32_t man = h & 0x3ffu;
   std::uint32_t bits;
   if (exp == 0) {
-    if (man == 0) bits = sign;
+    if (man == 0)
+      bits = sign;
     else { // subnormal: normalise
       int e = -1;
-      do { ++e; man <<= 1; } while ((man & 0x400u) == 0);
+      do {
+        ++e;
+        man <<= 1;
+      } while ((man & 0x400u) == 0);
       bits = sign | (static_cast<std::uint32_t>(127 - 15 - e) << 23) | ((man & 0x3ffu) << 13);
     }
   } else if (exp == 0x1f) {
@@ -38,7 +42,7 @@ inline std::uint16_t float_to_half_bits(float f) {
   if (abs >= 0x7f800000u) // inf or nan
     return static_cast<std::uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
   if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u); // rounds to inf
-  if (abs < 0x38800000u) { // subnormal or zero in half
+  if (abs < 0x38800000u) {                                                   // subnormal or zero in half
     if (abs < 0x33000000u) return static_cast<std::uint16_t>(sign); // below half of the smallest subnormal
     std::uint32_t man = (abs & 0x7fffffu) | 0x800000u;
     int shift = 126 - static_cast<int>(abs >> 23); // 14..24

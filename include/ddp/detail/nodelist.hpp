@@ -13,14 +13,13 @@ DDP_BEGIN_NAMESPACE
 namespace detail {
 
 inline error nodelist_error(std::string_view list, std::string_view why) {
-  return error(error_kind::config, "SLURM node list '" + std::string(list) +
-                                       "' cannot be parsed: " + std::string(why));
+  return error(error_kind::config,
+               "SLURM node list '" + std::string(list) + "' cannot be parsed: " + std::string(why));
 }
 
 /// Expands the inside of one bracket group ("01-03,07") into its tokens,
 /// keeping the zero padding of each range's lower bound.
-inline std::vector<std::string> expand_bracket(std::string_view body,
-                                               std::string_view whole) {
+inline std::vector<std::string> expand_bracket(std::string_view body, std::string_view whole) {
   std::vector<std::string> out;
   std::size_t start = 0;
   while (start <= body.size()) {
@@ -60,8 +59,9 @@ inline std::vector<std::string> expand_host(std::string_view pat, std::string_vi
       auto parts = expand_bracket(pat.substr(i + 1, close - i - 1), whole);
       std::vector<std::string> next;
       next.reserve(acc.size() * parts.size());
-      for (const auto& a : acc)
-        for (const auto& p : parts) next.push_back(a + p);
+      for (const auto &a : acc)
+        for (const auto &p : parts)
+          next.push_back(a + p);
       acc = std::move(next);
       i = close + 1;
     } else if (pat[i] == ']') {
@@ -69,7 +69,8 @@ inline std::vector<std::string> expand_host(std::string_view pat, std::string_vi
     } else {
       std::size_t next_br = pat.find_first_of("[]", i);
       if (next_br == std::string_view::npos) next_br = pat.size();
-      for (auto& a : acc) a.append(pat.substr(i, next_br - i));
+      for (auto &a : acc)
+        a.append(pat.substr(i, next_br - i));
       i = next_br;
     }
   }
@@ -84,12 +85,15 @@ inline std::vector<std::string> expand_nodelist(std::string_view list) {
   std::size_t start = 0;
   for (std::size_t i = 0; i <= list.size(); ++i) {
     char c = i < list.size() ? list[i] : ',';
-    if (c == '[') ++depth;
-    else if (c == ']') --depth;
+    if (c == '[')
+      ++depth;
+    else if (c == ']')
+      --depth;
     else if (c == ',' && depth == 0) {
       std::string_view pat = list.substr(start, i - start);
       if (pat.empty()) throw nodelist_error(list, "empty host name");
-      for (auto& h : expand_host(pat, list)) hosts.push_back(std::move(h));
+      for (auto &h : expand_host(pat, list))
+        hosts.push_back(std::move(h));
       start = i + 1;
     }
     if (depth < 0 || depth > 1) throw nodelist_error(list, "unbalanced or nested brackets");

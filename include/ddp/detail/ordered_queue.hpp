@@ -26,8 +26,8 @@ private:
 
 public:
   ordered_queue() : thread_([this] { run(); }) {}
-  ordered_queue(const ordered_queue&) = delete;
-  ordered_queue& operator=(const ordered_queue&) = delete;
+  ordered_queue(const ordered_queue &) = delete;
+  ordered_queue &operator=(const ordered_queue &) = delete;
   ~ordered_queue() {
     {
       std::lock_guard lock(mu_);
@@ -94,9 +94,7 @@ private:
     std::exception_ptr failure;
     try {
       it.fn();
-    } catch (...) {
-      failure = std::current_exception();
-    }
+    } catch (...) { failure = std::current_exception(); }
     std::deque<item> failed;
     {
       std::lock_guard lock(mu_);
@@ -107,7 +105,8 @@ private:
       busy_ = false;
     }
     it.state->finish(failure);
-    for (auto& f : failed) f.state->finish(failure);
+    for (auto &f : failed)
+      f.state->finish(failure);
     idle_cv_.notify_all();
     cv_.notify_one(); // the worker may have items that queued behind an inline run
   }

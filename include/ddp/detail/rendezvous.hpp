@@ -14,7 +14,7 @@ DDP_BEGIN_NAMESPACE
 namespace detail {
 
 struct rendezvous {
-  ddp::topology topo;             ///< rank/world_size already overridden by init_options
+  ddp::topology topo; ///< rank/world_size already overridden by init_options
   std::chrono::milliseconds timeout{};
   std::string token;
   std::shared_ptr<tcp_store> store; ///< null for file://

@@ -34,14 +34,20 @@ inline constexpr std::uint32_t store_max_frame = 256u << 20;
 
 class frame_writer {
 public:
-  explicit frame_writer(store_op op) { buf_.resize(4); buf_.push_back(static_cast<char>(op)); }
-  explicit frame_writer(store_status st) { buf_.resize(4); buf_.push_back(static_cast<char>(st)); }
-  frame_writer& u8(std::uint8_t v) { return raw(&v, 1); }
-  frame_writer& u32(std::uint32_t v) { return raw(&v, 4); }
-  frame_writer& i32(std::int32_t v) { return raw(&v, 4); }
-  frame_writer& u64(std::uint64_t v) { return raw(&v, 8); }
-  frame_writer& i64(std::int64_t v) { return raw(&v, 8); }
-  frame_writer& bytes(std::string_view s) {
+  explicit frame_writer(store_op op) {
+    buf_.resize(4);
+    buf_.push_back(static_cast<char>(op));
+  }
+  explicit frame_writer(store_status st) {
+    buf_.resize(4);
+    buf_.push_back(static_cast<char>(st));
+  }
+  frame_writer &u8(std::uint8_t v) { return raw(&v, 1); }
+  frame_writer &u32(std::uint32_t v) { return raw(&v, 4); }
+  frame_writer &i32(std::int32_t v) { return raw(&v, 4); }
+  frame_writer &u64(std::uint64_t v) { return raw(&v, 8); }
+  frame_writer &i64(std::int64_t v) { return raw(&v, 8); }
+  frame_writer &bytes(std::string_view s) {
     u32(static_cast<std::uint32_t>(s.size()));
     buf_.insert(buf_.end(), s.begin(), s.end());
     return *this;
@@ -54,8 +60,8 @@ public:
   }
 
 private:
-  frame_writer& raw(const void* p, std::size_t n) {
-    auto c = static_cast<const char*>(p);
+  frame_writer &raw(const void *p, std::size_t n) {
+    auto c = static_cast<const char *>(p);
     buf_.insert(buf_.end(), c, c + n);
     return *this;
   }
@@ -76,7 +82,10 @@ public:
   std::int64_t i64() { return fixed<std::int64_t>(); }
   std::string bytes() {
     std::uint32_t n = u32();
-    if (!ok_ || n > s_.size()) { ok_ = false; return {}; }
+    if (!ok_ || n > s_.size()) {
+      ok_ = false;
+      return {};
+    }
     std::string out(s_.substr(0, n));
     s_.remove_prefix(n);
     return out;
@@ -85,7 +94,10 @@ public:
 private:
   template <class T> T fixed() {
     T v{};
-    if (s_.size() < sizeof(T)) { ok_ = false; return v; }
+    if (s_.size() < sizeof(T)) {
+      ok_ = false;
+      return v;
+    }
     std::memcpy(&v, s_.data(), sizeof(T));
     s_.remove_prefix(sizeof(T));
     return v;

@@ -5,7 +5,7 @@
 
 struct tiny_model {
   std::vector<float> w{1, 2, 3}, dw{0, 0, 0};
-  template <class F> void for_each_parameter(F&& f) { f("w", w, dw); }
+  template <class F> void for_each_parameter(F &&f) { f("w", w, dw); }
 };
 
 int main() {
@@ -15,11 +15,12 @@ int main() {
   const double want = pg.size() * (pg.size() - 1) / 2.0;
   tiny_model m;
   ddp::distributed_data_parallel dp(m, pg);
-  for (auto& g : m.dw) g = static_cast<float>(pg.rank() + 1);
+  for (auto &g : m.dw)
+    g = static_cast<float>(pg.rank() + 1);
   dp.synchronize();
   const float mean = static_cast<float>(pg.size() + 1) / 2.0f;
   const bool ok = v[0] == want && v[1] == pg.size() && m.dw[2] == mean;
-  std::printf("consumer rank %d/%d ddp %s: %s\n", pg.rank(), pg.size(), std::string(ddp::version().string).c_str(),
-              ok ? "ok" : "WRONG");
+  std::printf("consumer rank %d/%d ddp %s: %s\n", pg.rank(), pg.size(),
+              std::string(ddp::version().string).c_str(), ok ? "ok" : "WRONG");
   return ok ? 0 : 1;
 }
