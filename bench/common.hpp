@@ -13,7 +13,7 @@ inline double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-template <class F> double time_once(F &&f) {
+template <class F> double time_once(F&& f) {
   auto t0 = std::chrono::steady_clock::now();
   f();
   return seconds_since(t0);

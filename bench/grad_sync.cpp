@@ -34,7 +34,7 @@ struct shape_model {
   std::vector<std::vector<float>> values, grads;
   std::unique_ptr<ddp::arena<float>> arena;
   std::vector<std::span<float>> grad_views;
-  shape_model(const std::vector<std::size_t> &sizes, bool use_arena) {
+  shape_model(const std::vector<std::size_t>& sizes, bool use_arena) {
     if (use_arena) arena = std::make_unique<ddp::arena<float>>(sizes);
     for (std::size_t k = 0; k < sizes.size(); ++k) {
       values.emplace_back(sizes[k], 0.01f);
@@ -46,14 +46,14 @@ struct shape_model {
       }
     }
   }
-  template <class F> void for_each_parameter(F &&f) {
+  template <class F> void for_each_parameter(F&& f) {
     for (std::size_t k = 0; k < values.size(); ++k)
       f("p" + std::to_string(k), values[k], grad_views[k]);
   }
 };
 
 template <class Policy>
-double time_sync(ddp::process_group<ddp::gloo> &pg, const std::vector<std::size_t> &sizes, bool use_arena,
+double time_sync(ddp::process_group<ddp::gloo>& pg, const std::vector<std::size_t>& sizes, bool use_arena,
                  int reps) {
   shape_model m(sizes, use_arena);
   ddp::distributed_data_parallel<shape_model, ddp::gloo, Policy> dp(m, pg, {.broadcast_buffers = false});
@@ -66,7 +66,7 @@ double time_sync(ddp::process_group<ddp::gloo> &pg, const std::vector<std::size_
   return bench::median(t);
 }
 
-double time_flat(ddp::process_group<ddp::gloo> &pg, bench::raw_gloo &raw, std::size_t total, int reps) {
+double time_flat(ddp::process_group<ddp::gloo>& pg, bench::raw_gloo& raw, std::size_t total, int reps) {
   std::vector<float> flat(total, 1.0f);
   raw.all_reduce(flat);
   std::vector<double> t;
@@ -78,8 +78,8 @@ double time_flat(ddp::process_group<ddp::gloo> &pg, bench::raw_gloo &raw, std::s
 }
 
 template <class Policy>
-void report(ddp::process_group<ddp::gloo> &pg, bench::raw_gloo &raw, const char *name, const char *policy,
-            const std::vector<std::size_t> &sizes, bool use_arena, int reps) {
+void report(ddp::process_group<ddp::gloo>& pg, bench::raw_gloo& raw, const char* name, const char* policy,
+            const std::vector<std::size_t>& sizes, bool use_arena, int reps) {
   std::size_t total = 0;
   for (auto s : sizes)
     total += s;
@@ -101,7 +101,7 @@ void report(ddp::process_group<ddp::gloo> &pg, bench::raw_gloo &raw, const char 
 /// A backward that takes `per_layer` per group of parameters (sleeping: the two
 /// cores stay free for communication) and marks each group's gradients as it
 /// finishes them, last layer first.
-void overlap(ddp::process_group<ddp::gloo> &pg, const std::vector<std::size_t> &sizes, int reps) {
+void overlap(ddp::process_group<ddp::gloo>& pg, const std::vector<std::size_t>& sizes, int reps) {
   shape_model m(sizes, false);
   ddp::distributed_data_parallel dp(m, pg, {.broadcast_buffers = false});
   dp.synchronize();

@@ -10,7 +10,7 @@ namespace bench {
 
 class raw_gloo {
 public:
-  template <class PG> explicit raw_gloo(PG &pg, const std::string &prefix) {
+  template <class PG> explicit raw_gloo(PG& pg, const std::string& prefix) {
     ddp::detail::rendezvous rv;
     rv.topo = pg.topology();
     auto device = ddp::detail::make_gloo_device(rv);
@@ -21,11 +21,11 @@ public:
   }
 
   /// Sums `v` across ranks in place, as a user of plain Gloo would.
-  void all_reduce(std::vector<float> &v) {
+  void all_reduce(std::vector<float>& v) {
     ::gloo::AllreduceOptions opts(ctx_);
     opts.setOutput(v.data(), v.size());
     opts.setReduceFunction(
-        static_cast<void (*)(void *, const void *, const void *, size_t)>(&::gloo::sum<float>));
+        static_cast<void (*)(void*, const void*, const void*, size_t)>(&::gloo::sum<float>));
     opts.setTag(tag_++);
     ::gloo::allreduce(opts);
   }

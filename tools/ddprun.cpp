@@ -41,8 +41,8 @@ struct child {
 
 std::string random_token() {
   std::array<unsigned char, 16> b{};
-  std::ifstream("/dev/urandom", std::ios::binary).read(reinterpret_cast<char *>(b.data()), b.size());
-  static const char *hex = "0123456789abcdef";
+  std::ifstream("/dev/urandom", std::ios::binary).read(reinterpret_cast<char*>(b.data()), b.size());
+  static const char* hex = "0123456789abcdef";
   std::string s;
   for (auto c : b) {
     s += hex[c >> 4];
@@ -51,7 +51,7 @@ std::string random_token() {
   return s;
 }
 
-int pick_free_port(const std::string &addr) {
+int pick_free_port(const std::string& addr) {
   auto fd = ddp::detail::listen_tcp(addr, 0);
   return ddp::detail::local_port(fd.get()); // closed here; the store binds it again right away
 }
@@ -60,7 +60,7 @@ std::string describe(int status) {
   if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) {
     int s = WTERMSIG(status);
-    const char *name = ::sigabbrev_np(s);
+    const char* name = ::sigabbrev_np(s);
     return "was killed by signal " + std::to_string(s) + (name ? std::string(" (SIG") + name + ")" : "");
   }
   return "stopped";
@@ -73,7 +73,7 @@ int exit_code_of(int status) {
 }
 
 /// Moves complete lines of `buf` to `to`, each prefixed; with `flush`, the rest too.
-void emit_lines(std::string &buf, FILE *to, const std::string &prefix, bool flush) {
+void emit_lines(std::string& buf, FILE* to, const std::string& prefix, bool flush) {
   std::size_t start = 0;
   for (;;) {
     auto nl = buf.find('\n', start);
@@ -92,7 +92,7 @@ void emit_lines(std::string &buf, FILE *to, const std::string &prefix, bool flus
 }
 
 /// Reads what is available on `fd`; closes it at EOF.
-void drain(int &fd, std::string &buf, FILE *to, const std::string &prefix) {
+void drain(int& fd, std::string& buf, FILE* to, const std::string& prefix) {
   char tmp[65536];
   ssize_t k = ::read(fd, tmp, sizeof tmp);
   if (k > 0) {
@@ -107,7 +107,7 @@ void drain(int &fd, std::string &buf, FILE *to, const std::string &prefix) {
 
 } // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   CLI::App app{"ddprun: launch the local ranks of a distributed data-parallel job"};
   int nproc = 1, nnodes = 1, node_rank = 0, master_port = -1;
   double grace = 5.0;
@@ -133,7 +133,7 @@ int main(int argc, char **argv) {
   app.footer("usage: ddprun [options] [--] program [args...]");
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError &e) { return app.exit(e); }
+  } catch (const CLI::ParseError& e) { return app.exit(e); }
   command = app.remaining();
   if (!command.empty() && command.front() == "--") command.erase(command.begin());
   if (command.empty()) {
@@ -151,7 +151,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   std::string token;
-  if (const char *t = std::getenv("DDP_TOKEN"); t && *t)
+  if (const char* t = std::getenv("DDP_TOKEN"); t && *t)
     token = t;
   else if (nnodes > 1) {
     std::cerr << "ddprun: with several nodes, export the same DDP_TOKEN on every node (e.g. "
@@ -161,7 +161,7 @@ int main(int argc, char **argv) {
     token = random_token();
   try {
     if (master_port == 0) master_port = pick_free_port(master_addr);
-  } catch (const std::exception &e) {
+  } catch (const std::exception& e) {
     std::cerr << "ddprun: " << e.what() << "\n";
     return 2;
   }
@@ -177,7 +177,7 @@ int main(int argc, char **argv) {
   const int world = nnodes * nproc;
   std::vector<child> kids(static_cast<std::size_t>(nproc));
   for (int local = 0; local < nproc; ++local) {
-    auto &k = kids[static_cast<std::size_t>(local)];
+    auto& k = kids[static_cast<std::size_t>(local)];
     k.rank = node_rank * nproc + local;
     int out[2] = {-1, -1}, err[2] = {-1, -1};
     if (!no_prefix && (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)) return 1;
@@ -193,7 +193,7 @@ int main(int argc, char **argv) {
         ::dup2(out[1], 1);
         ::dup2(err[1], 2);
       }
-      auto set = [](const char *n, const std::string &v) { ::setenv(n, v.c_str(), 1); };
+      auto set = [](const char* n, const std::string& v) { ::setenv(n, v.c_str(), 1); };
       set("RANK", std::to_string(k.rank));
       set("LOCAL_RANK", std::to_string(local));
       set("WORLD_SIZE", std::to_string(world));
@@ -203,8 +203,8 @@ int main(int argc, char **argv) {
       set("MASTER_ADDR", master_addr);
       set("MASTER_PORT", std::to_string(master_port));
       set("DDP_TOKEN", token);
-      std::vector<char *> args;
-      for (auto &a : command)
+      std::vector<char*> args;
+      for (auto& a : command)
         args.push_back(a.data());
       args.push_back(nullptr);
       ::execvp(args[0], args.data());
@@ -228,12 +228,12 @@ int main(int argc, char **argv) {
   int exit_code = 0;
   bool failed = false;
   auto terminate_all = [&](int sig) {
-    for (auto &k : kids)
+    for (auto& k : kids)
       if (!k.exited) ::kill(k.pid, sig);
   };
   for (;;) {
     std::vector<pollfd> fds{{signal_pipe[0], POLLIN, 0}};
-    for (auto &k : kids) {
+    for (auto& k : kids) {
       if (k.out >= 0) fds.push_back({k.out, POLLIN, 0});
       if (k.err >= 0) fds.push_back({k.err, POLLIN, 0});
     }
@@ -247,13 +247,13 @@ int main(int argc, char **argv) {
             clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(grace));
       if (exit_code == 0) exit_code = 128 + sig;
     }
-    for (auto &k : kids) {
+    for (auto& k : kids) {
       std::string prefix = "[" + std::to_string(k.rank) + "] ";
       if (k.out >= 0) drain(k.out, k.out_buf, stdout, prefix);
       if (k.err >= 0) drain(k.err, k.err_buf, stderr, prefix);
     }
     // Reap children that exited.
-    for (auto &k : kids) {
+    for (auto& k : kids) {
       if (k.exited) continue;
       int st = 0;
       if (::waitpid(k.pid, &st, WNOHANG) == k.pid) {
@@ -274,10 +274,10 @@ int main(int argc, char **argv) {
       }
     }
     bool all_exited = true;
-    for (auto &k : kids)
+    for (auto& k : kids)
       all_exited &= k.exited;
     bool pipes_open = false;
-    for (auto &k : kids)
+    for (auto& k : kids)
       pipes_open |= k.out >= 0 || k.err >= 0;
     if (all_exited && !pipes_open) break;
     if (all_exited && pipes_open) {

@@ -29,28 +29,28 @@ struct named_tensor {
 namespace detail {
 constexpr char magic[8] = {'D', 'D', 'P', 'C', 'K', 'P', 'T', '1'};
 
-template <class T> void put(std::string &out, const T &v) {
-  out.append(reinterpret_cast<const char *>(&v), sizeof v);
+template <class T> void put(std::string& out, const T& v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
 }
 
-inline ddp::error bad(const std::string &path, const std::string &what) {
+inline ddp::error bad(const std::string& path, const std::string& what) {
   return ddp::error(ddp::error_kind::data, "checkpoint " + path + ": " + what);
 }
 } // namespace detail
 
-inline void save_checkpoint(const std::string &path, std::uint64_t epoch,
-                            const std::vector<named_tensor> &tensors) {
+inline void save_checkpoint(const std::string& path, std::uint64_t epoch,
+                            const std::vector<named_tensor>& tensors) {
   std::string blob(detail::magic, 8);
   detail::put(blob, std::uint64_t{epoch});
   detail::put(blob, static_cast<std::uint32_t>(tensors.size()));
-  for (auto &t : tensors) {
+  for (auto& t : tensors) {
     detail::put(blob, static_cast<std::uint32_t>(t.name.size()));
     blob += t.name;
     detail::put(blob, static_cast<std::uint64_t>(t.data.size()));
-    blob.append(reinterpret_cast<const char *>(t.data.data()), t.data.size_bytes());
+    blob.append(reinterpret_cast<const char*>(t.data.data()), t.data.size_bytes());
   }
   const auto crc = static_cast<std::uint32_t>(
-      ::crc32(0L, reinterpret_cast<const Bytef *>(blob.data()), static_cast<uInt>(blob.size())));
+      ::crc32(0L, reinterpret_cast<const Bytef*>(blob.data()), static_cast<uInt>(blob.size())));
   detail::put(blob, crc);
 
   const std::string tmp = path + ".tmp";
@@ -79,7 +79,7 @@ inline void save_checkpoint(const std::string &path, std::uint64_t epoch,
 }
 
 /// Loads into `tensors` (names and sizes must match); returns the saved epoch.
-inline std::uint64_t load_checkpoint(const std::string &path, const std::vector<named_tensor> &tensors) {
+inline std::uint64_t load_checkpoint(const std::string& path, const std::vector<named_tensor>& tensors) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw detail::bad(path, "cannot open it (" + std::string(std::strerror(errno)) + ")");
   std::string blob((std::istreambuf_iterator<char>(f)), {});
@@ -90,10 +90,10 @@ inline std::uint64_t load_checkpoint(const std::string &path, const std::vector<
   std::uint32_t stored;
   std::memcpy(&stored, blob.data() + blob.size() - 4, 4);
   const auto actual = static_cast<std::uint32_t>(
-      ::crc32(0L, reinterpret_cast<const Bytef *>(blob.data()), static_cast<uInt>(blob.size() - 4)));
+      ::crc32(0L, reinterpret_cast<const Bytef*>(blob.data()), static_cast<uInt>(blob.size() - 4)));
   if (stored != actual) throw detail::bad(path, "checksum mismatch: the file is damaged or truncated");
   std::size_t at = 8;
-  auto take = [&](void *dst, std::size_t n, const std::string &what) {
+  auto take = [&](void* dst, std::size_t n, const std::string& what) {
     if (at + n > blob.size() - 4)
       throw detail::bad(path, what + " at byte offset " + std::to_string(at) + " runs past the end");
     std::memcpy(dst, blob.data() + at, n);
@@ -106,7 +106,7 @@ inline std::uint64_t load_checkpoint(const std::string &path, const std::vector<
   if (count != tensors.size())
     throw detail::bad(path, "holds " + std::to_string(count) + " tensors, the model has " +
                                 std::to_string(tensors.size()));
-  for (auto &t : tensors) {
+  for (auto& t : tensors) {
     std::uint32_t len;
     take(&len, 4, "a name length");
     std::string name(len, '\0');

@@ -38,16 +38,16 @@ struct options {
 
 /// The learning rate at `progress` in [0, 1] of the whole run: constant, or a
 /// cosine decay from lr to 0 (which settles the noise momentum 0.9 brings).
-float learning_rate(const options &o, double progress) {
+float learning_rate(const options& o, double progress) {
   if (o.schedule == "constant") return o.lr;
   return static_cast<float>(0.5 * o.lr * (1.0 + std::cos(3.14159265358979 * progress)));
 }
 
-constexpr const char *data_hint = "install Debian's dataset-fashion-mnist, or pass --data DIR";
+constexpr const char* data_hint = "install Debian's dataset-fashion-mnist, or pass --data DIR";
 
 /// Columns of x for the given sample indices (images are stored one sample per row).
-void gather(const ddp::data::labeled_images &d, std::span<const std::int64_t> idx, example::matrix &x,
-            std::vector<int> &y) {
+void gather(const ddp::data::labeled_images& d, std::span<const std::int64_t> idx, example::matrix& x,
+            std::vector<int>& y) {
   x.resize(d.images.cols(), static_cast<Eigen::Index>(idx.size()));
   y.resize(idx.size());
   for (std::size_t j = 0; j < idx.size(); ++j) {
@@ -56,7 +56,7 @@ void gather(const ddp::data::labeled_images &d, std::span<const std::int64_t> id
   }
 }
 
-std::vector<example::named_tensor> state_of(example::mlp &m, example::sgd_momentum &opt) {
+std::vector<example::named_tensor> state_of(example::mlp& m, example::sgd_momentum& opt) {
   std::vector<example::named_tensor> t;
   for (int l = 0; l < example::mlp::layers; ++l) {
     auto name = "fc" + std::to_string(l + 1);
@@ -71,26 +71,26 @@ std::vector<example::named_tensor> state_of(example::mlp &m, example::sgd_moment
 
 /// Rank 0 loads and verifies; every rank learns whether that worked, then receives the state.
 template <class PG>
-std::uint64_t resume(PG &pg, const std::string &path, std::vector<example::named_tensor> state) {
+std::uint64_t resume(PG& pg, const std::string& path, std::vector<example::named_tensor> state) {
   std::vector<std::int64_t> status{0, 0}; // ok?, epoch
   std::string why;
   if (pg.rank() == 0) {
     try {
       status = {1, static_cast<std::int64_t>(example::load_checkpoint(path, state))};
-    } catch (const ddp::error &e) { why = e.what(); }
+    } catch (const ddp::error& e) { why = e.what(); }
   }
   pg.broadcast(status, 0);
   if (!status[0])
     throw ddp::error(ddp::error_kind::data,
                      pg.rank() == 0 ? why
                                     : "rank 0 could not load the checkpoint " + path + " (see its error)");
-  for (auto &t : state)
+  for (auto& t : state)
     pg.broadcast(t.data, 0);
   return static_cast<std::uint64_t>(status[1]);
 }
 
 /// Test accuracy: each rank scores every size()-th test sample, then one all-reduce.
-template <class PG> double evaluate(PG &pg, example::mlp &m, const ddp::data::labeled_images &test) {
+template <class PG> double evaluate(PG& pg, example::mlp& m, const ddp::data::labeled_images& test) {
   std::vector<std::int64_t> idx;
   for (auto i = static_cast<std::size_t>(pg.rank()); i < test.size();
        i += static_cast<std::size_t>(pg.size()))
@@ -101,7 +101,7 @@ template <class PG> double evaluate(PG &pg, example::mlp &m, const ddp::data::la
   for (std::size_t start = 0; start < idx.size(); start += 1000) {
     std::span<const std::int64_t> part(idx.data() + start, std::min<std::size_t>(1000, idx.size() - start));
     gather(test, part, x, y);
-    const auto &logits = m.forward(x);
+    const auto& logits = m.forward(x);
     for (Eigen::Index c = 0; c < logits.cols(); ++c) {
       Eigen::Index best;
       logits.col(c).maxCoeff(&best);
@@ -112,7 +112,7 @@ template <class PG> double evaluate(PG &pg, example::mlp &m, const ddp::data::la
   return counts[0] / counts[1];
 }
 
-template <class Backend> int train(const options &o) {
+template <class Backend> int train(const options& o) {
   // Data first: a missing file fails on every rank before anyone waits for a peer.
   auto train_set = ddp::data::read_idx(o.data + "/train-images-idx3-ubyte.gz",
                                        o.data + "/train-labels-idx1-ubyte.gz", data_hint);
@@ -198,7 +198,7 @@ template <class Backend> int train(const options &o) {
 
 } // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   CLI::App app{"Fashion-MNIST MLP (784-256-128-10) trained with ddp"};
   options o;
   app.add_option("--data", o.data, "directory with the Fashion-MNIST .gz files")->capture_default_str();
@@ -230,7 +230,7 @@ int main(int argc, char **argv) {
 #else
     return train<ddp::gloo>(o);
 #endif
-  } catch (const std::exception &e) {
+  } catch (const std::exception& e) {
     std::fprintf(stderr, "fashion_mnist: %s\n", e.what());
     return 1;
   }

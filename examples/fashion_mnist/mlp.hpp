@@ -48,7 +48,7 @@ struct mlp {
     return s;
   }
 
-  template <class F> void for_each_parameter(F &&f) {
+  template <class F> void for_each_parameter(F&& f) {
     for (int l = 0; l < layers; ++l) {
       f("fc" + std::to_string(l + 1) + ".weight", w[l], dw[l]);
       f("fc" + std::to_string(l + 1) + ".bias", b[l], db[l]);
@@ -56,7 +56,7 @@ struct mlp {
   }
 
   /// Logits (10 x batch) for inputs x (784 x batch).
-  const matrix &forward(const matrix &x) {
+  const matrix& forward(const matrix& x) {
     act[0] = x;
     for (int l = 0; l < layers; ++l) {
       act[l + 1].noalias() = w[l] * act[l];
@@ -68,7 +68,7 @@ struct mlp {
 
   /// Mean softmax cross-entropy of the last forward against `labels`; writes the
   /// gradients (replacing them) and calls `layer_done(l)` as each layer's are final.
-  float backward(const std::vector<int> &labels, const std::function<void(int)> &layer_done) {
+  float backward(const std::vector<int>& labels, const std::function<void(int)>& layer_done) {
     const auto batch = static_cast<float>(labels.size());
     matrix delta = act[layers];
     float loss = 0;
@@ -98,7 +98,7 @@ struct sgd_momentum {
   float lr, mu;
   std::vector<matrix> velocity;
 
-  void step(mlp &m) {
+  void step(mlp& m) {
     if (velocity.empty())
       for (int l = 0; l < mlp::layers; ++l) {
         velocity.push_back(matrix::Zero(m.w[l].rows(), m.w[l].cols()));

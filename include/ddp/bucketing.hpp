@@ -50,10 +50,10 @@ struct size_capped {
     };
     std::map<dtype, open_bucket> open;
     for (std::size_t k = params.size(); k-- > 0;) {
-      const auto &p = params[k];
+      const auto& p = params[k];
       auto it = open.find(p.type);
       if (it != open.end()) {
-        auto &b = it->second;
+        auto& b = it->second;
         std::size_t cap = b.first ? FirstBucketBytes : CapBytes;
         if (b.bytes + p.bytes > cap) {
           open.erase(it);
@@ -65,7 +65,7 @@ struct size_capped {
         }
       } else {
         bool first = true;
-        for (auto &b : buckets)
+        for (auto& b : buckets)
           if (params[b.front()].type == p.type) first = false;
         buckets.push_back({k});
         open.emplace(p.type, open_bucket{buckets.size() - 1, p.bytes, first});

@@ -5,6 +5,7 @@
 
 #include <ddp/bucketing.hpp>
 #include <ddp/detail/elementwise.hpp>
+#include <ddp/detail/fragment.hpp>
 #include <ddp/detail/log.hpp>
 #include <ddp/detail/model_layout.hpp>
 #include <ddp/model.hpp>
@@ -31,7 +32,8 @@ struct bucket_info {
   dtype param_type;
   dtype wire_type;
   std::size_t elements;
-  bool in_place; ///< reduced directly in the gradients' memory (no packing)
+  bool in_place; ///< the gradients are one contiguous range, reduced where they lie
+  bool unpacked; ///< reduced where the gradients lie, tensor by tensor (no packing copies)
 };
 
 /// The primary template only diagnoses: it is chosen when an argument is not
@@ -57,7 +59,7 @@ class distributed_data_parallel {
                 "fp16_compressed_mean, bf16_compressed_mean).");
 
 public:
-  template <class... Args> explicit distributed_data_parallel(Args &&...) {}
+  template <class... Args> explicit distributed_data_parallel(Args&&...) {}
 };
 
 template <class Model, class Backend, class Bucketing, class Reduction>
@@ -69,7 +71,7 @@ public:
 
   /// Verifies the model across ranks (names, dtypes, sizes), then copies rank 0's
   /// parameters and buffers to every rank.
-  distributed_data_parallel(Model &m, process_group<Backend> &pg, ddp_options o = {})
+  distributed_data_parallel(Model& m, process_group<Backend>& pg, ddp_options o = {})
       : model_(m), pg_(pg), opts_(o) {
     params_ = detail::collect_parameters(m);
     buffers_ = detail::collect_buffers(m);
@@ -82,20 +84,20 @@ public:
     if (detail::debug() >= detail::debug_level::info && pg_.rank() == 0) log_layout();
   }
 
-  distributed_data_parallel(const distributed_data_parallel &) = delete;
-  distributed_data_parallel &operator=(const distributed_data_parallel &) = delete;
+  distributed_data_parallel(const distributed_data_parallel&) = delete;
+  distributed_data_parallel& operator=(const distributed_data_parallel&) = delete;
 
   ~distributed_data_parallel() {
-    for (auto &b : buckets_)
+    for (auto& b : buckets_)
       if (b.in_flight) try {
           b.in_flight->wait();
         } catch (...) {}
   }
 
-  Model &module() noexcept { return model_; }
-  process_group<Backend> &group() noexcept { return pg_; }
+  Model& module() noexcept { return model_; }
+  process_group<Backend>& group() noexcept { return pg_; }
   std::size_t num_parameters() const noexcept { return params_.size(); }
-  const std::string &parameter_name(std::size_t i) const { return params_.at(i).name; }
+  const std::string& parameter_name(std::size_t i) const { return params_.at(i).name; }
 
   /// The index of the parameter called `name`.
   std::size_t parameter_index(std::string_view name) const {
@@ -106,20 +108,20 @@ public:
 
   std::vector<bucket_info> buckets() const {
     std::vector<bucket_info> out;
-    for (auto &b : buckets_)
-      out.push_back({b.params, b.param_type, b.wire_type, b.elements, b.in_place});
+    for (auto& b : buckets_)
+      out.push_back({b.params, b.param_type, b.wire_type, b.elements, b.in_place, b.unpacked});
     return out;
   }
 
   /// Gradient `index` (registration order) is final for this step; a bucket
   /// whose gradients are all final starts its all-reduce, in bucket order.
   void mark_grad_ready(std::size_t index) { mark(index, mark_state::ready); }
-  template <tensor G> void mark_grad_ready(const G &grad) { mark(index_of(grad), mark_state::ready); }
+  template <tensor G> void mark_grad_ready(const G& grad) { mark(index_of(grad), mark_state::ready); }
 
   /// This rank has no gradient for `index` this step (a branch it did not take):
   /// its gradient is zeroed, contributes zeros, and still receives the average.
   void mark_unused(std::size_t index) { mark(index, mark_state::unused); }
-  template <tensor G> void mark_unused(const G &grad) { mark(index_of(grad), mark_state::unused); }
+  template <tensor G> void mark_unused(const G& grad) { mark(index_of(grad), mark_state::unused); }
 
   /// Launches what is left (unmarked gradients count as ready unless
   /// strict_marking), waits, and leaves the reduced gradients in the model's
@@ -146,7 +148,7 @@ public:
     }
     launch_ready_buckets();
     try {
-      for (auto &b : buckets_)
+      for (auto& b : buckets_)
         finish(b);
       if (opts_.broadcast_buffers && !buffers_.empty()) sync_buffers();
     } catch (...) {
@@ -162,17 +164,17 @@ public:
   /// and synchronize() communicates nothing.
   class no_sync_guard {
   public:
-    explicit no_sync_guard(distributed_data_parallel &d) : d_(&d) { ++d_->no_sync_depth_; }
-    no_sync_guard(no_sync_guard &&o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
-    no_sync_guard(const no_sync_guard &) = delete;
-    no_sync_guard &operator=(const no_sync_guard &) = delete;
-    no_sync_guard &operator=(no_sync_guard &&) = delete;
+    explicit no_sync_guard(distributed_data_parallel& d) : d_(&d) { ++d_->no_sync_depth_; }
+    no_sync_guard(no_sync_guard&& o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
+    no_sync_guard(const no_sync_guard&) = delete;
+    no_sync_guard& operator=(const no_sync_guard&) = delete;
+    no_sync_guard& operator=(no_sync_guard&&) = delete;
     ~no_sync_guard() {
       if (d_) --d_->no_sync_depth_;
     }
 
   private:
-    distributed_data_parallel *d_;
+    distributed_data_parallel* d_;
   };
   [[nodiscard]] no_sync_guard no_sync() {
     if (step_started_)
@@ -184,9 +186,9 @@ public:
   /// Copies rank 0's buffers (running statistics and such) to every rank.
   void sync_buffers() {
     std::vector<work> ws;
-    for (auto &s : buffers_)
+    for (auto& s : buffers_)
       ws.push_back(pg_.communicator().broadcast(s.value, s.count, s.type, 0));
-    for (auto &w : ws)
+    for (auto& w : ws)
       w.wait();
   }
 
@@ -204,13 +206,15 @@ public:
       pg_.communicator().all_reduce(&active, 1, dtype::i32, op::sum, true).wait();
       if (active == 0) return;
       std::vector<work> ws;
-      for (auto &b : buckets_) {
+      for (auto& b : buckets_) {
         if (detail::debug() >= detail::debug_level::detail)
           check_same_bucket_everywhere(b); // as launch() does
         b.shadow.assign(b.elements * size_of(b.wire_type), std::byte{0});
-        ws.push_back(pg_.communicator().all_reduce(b.shadow.data(), b.elements, b.wire_type, op::sum));
+        // The same collective the others run, with the same scale: in the ring, a
+        // chunk this rank owns is averaged here.
+        ws.push_back(reduce_bucket(b, b.shadow.data(), mean_scale()));
       }
-      for (auto &w : ws)
+      for (auto& w : ws)
         w.wait();
       if (opts_.broadcast_buffers && !buffers_.empty()) sync_buffers();
     }
@@ -219,12 +223,24 @@ public:
 private:
   enum class mark_state : std::uint8_t { pending, ready, unused };
 
+  /// Whether the backend reduces a bucket as a list of fragments (Gloo does).
+  static constexpr bool fragments_supported =
+      requires(typename Backend::communicator & c, std::vector<detail::fragment> f) {
+    c.all_reduce_fragments(std::move(f), dtype::f32, 1.0);
+  };
+  /// Below this average tensor size a bucket is packed: one message per tiny
+  /// tensor costs more than two copies of the bucket. 64 KiB packs the 1 KiB
+  /// tensors of bench/grad_sync's many_small case and leaves ResNet-50's
+  /// convolutions unpacked (both cases are measured there).
+  static constexpr std::size_t unpacked_min_average_bytes = std::size_t{64} << 10;
+
   struct bucket {
     std::vector<std::size_t> params;
     dtype param_type = dtype::f32, wire_type = dtype::f32;
     std::size_t elements = 0;
     std::vector<std::size_t> offsets; // element offset of each param in the bucket
     bool in_place = false;            // wire == param type and the gradients are contiguous
+    bool unpacked = false;            // reduced as fragments where the gradients lie (no buffer)
     std::vector<std::byte> buffer;    // packed wire data (allocated once, reused)
     std::vector<std::byte> shadow;    // zeros for join()
     std::size_t pending = 0;
@@ -233,7 +249,7 @@ private:
     std::chrono::steady_clock::time_point t_launch, t_done;
   };
 
-  void *wire_data(bucket &b) { return b.in_place ? params_[b.params.front()].grad : b.buffer.data(); }
+  void* wire_data(bucket& b) { return b.in_place ? params_[b.params.front()].grad : b.buffer.data(); }
 
   void verify_across_ranks() {
     auto desc = detail::describe(params_, buffers_);
@@ -247,7 +263,7 @@ private:
     std::memcpy(mine.data(), desc.data(), desc.size());
     pg_.all_gather(mine, all);
     auto of = [&](std::size_t r) {
-      return std::string(reinterpret_cast<const char *>(all.data() + r * longest),
+      return std::string(reinterpret_cast<const char*>(all.data() + r * longest),
                          static_cast<std::size_t>(lens[r]));
     };
     const std::string d0 = of(0);
@@ -264,21 +280,21 @@ private:
 
   void broadcast_state() {
     std::vector<work> ws;
-    for (auto *list : {&params_, &buffers_})
-      for (auto &s : *list)
+    for (auto* list : {&params_, &buffers_})
+      for (auto& s : *list)
         ws.push_back(pg_.communicator().broadcast(s.value, s.count, s.type, 0));
-    for (auto &w : ws)
+    for (auto& w : ws)
       w.wait();
   }
 
   void build_buckets() {
     std::vector<parameter_desc> descs;
-    for (auto &p : params_)
+    for (auto& p : params_)
       descs.push_back({p.name, p.type, p.count, p.count * size_of(p.type)});
     auto assignment = Bucketing::assign(std::span<const parameter_desc>(descs));
     std::vector<int> seen(params_.size(), 0);
     bucket_of_.assign(params_.size(), 0);
-    for (auto &members : assignment) {
+    for (auto& members : assignment) {
       if (members.empty()) throw error(error_kind::config, "the bucketing policy produced an empty bucket");
       bucket b;
       b.params = members;
@@ -312,14 +328,19 @@ private:
   /// In place when the wire type is the gradient type and the bucket's gradients
   /// lie back to back in bucket order; otherwise a packing buffer, kept across steps.
   void layout_buckets() {
-    for (auto &b : buckets_) {
+    for (auto& b : buckets_) {
       bool contiguous = b.wire_type == b.param_type;
-      auto *base = static_cast<std::byte *>(params_[b.params.front()].grad);
+      auto* base = static_cast<std::byte*>(params_[b.params.front()].grad);
       for (std::size_t k = 0; contiguous && k < b.params.size(); ++k)
-        contiguous = static_cast<std::byte *>(params_[b.params[k]].grad) ==
-                     base + b.offsets[k] * size_of(b.param_type);
+        contiguous =
+            static_cast<std::byte*>(params_[b.params[k]].grad) == base + b.offsets[k] * size_of(b.param_type);
       b.in_place = contiguous;
-      if (!b.in_place)
+      // No packing when the backend reduces fragments and the tensors are large
+      // enough that a message each costs less than two copies of the bucket.
+      const std::size_t average_bytes = b.elements * size_of(b.param_type) / b.params.size();
+      b.unpacked = fragments_supported && b.wire_type == b.param_type &&
+                   (b.in_place || average_bytes >= unpacked_min_average_bytes);
+      if (!b.in_place && !b.unpacked)
         b.buffer.resize(b.elements * size_of(b.wire_type));
       else
         b.buffer = {};
@@ -354,12 +375,12 @@ private:
     }
   }
 
-  template <tensor G> std::size_t index_of(const G &grad) {
-    auto s = as_span(const_cast<G &>(grad));
-    auto it = grad_index_.find(static_cast<const void *>(s.data()));
+  template <tensor G> std::size_t index_of(const G& grad) {
+    auto s = as_span(const_cast<G&>(grad));
+    auto it = grad_index_.find(static_cast<const void*>(s.data()));
     if (it == grad_index_.end()) {
       refresh_pointers();
-      it = grad_index_.find(static_cast<const void *>(s.data()));
+      it = grad_index_.find(static_cast<const void*>(s.data()));
     }
     if (it == grad_index_.end())
       throw error(error_kind::config,
@@ -394,10 +415,10 @@ private:
                   pg_.rank());
     marks_[index] = how;
     if (how == mark_state::unused) {
-      auto &p = params_[index];
+      auto& p = params_[index];
       std::memset(p.grad, 0, p.count * size_of(p.type));
     }
-    auto &b = buckets_[bucket_of_[index]];
+    auto& b = buckets_[bucket_of_[index]];
     if (--b.pending == 0) launch_ready_buckets();
   }
 
@@ -407,26 +428,54 @@ private:
       launch(buckets_[next_launch_++]);
   }
 
-  void launch(bucket &b) {
+  void launch(bucket& b) {
     if (detail::debug() >= detail::debug_level::detail) check_same_bucket_everywhere(b);
-    const double scale = Reduction::average ? 1.0 / pg_.size() : 1.0;
+    const double scale = mean_scale();
+    b.t_launch = std::chrono::steady_clock::now();
+    b.launched = true;
+    if (b.unpacked) { // reduced where the gradients lie, the averaging fused into the ring
+      b.in_flight = reduce_bucket(b, nullptr, scale);
+      return;
+    }
     if (b.in_place) {
       if (scale != 1.0) detail::scale_in_place(wire_data(b), b.elements, b.param_type, scale);
     } else {
       const std::size_t wsize = size_of(b.wire_type);
       for (std::size_t k = 0; k < b.params.size(); ++k) {
-        auto &p = params_[b.params[k]];
+        auto& p = params_[b.params[k]];
         detail::copy_scaled(b.buffer.data() + b.offsets[k] * wsize, b.wire_type, p.grad, p.type, p.count,
                             scale);
       }
     }
-    b.t_launch = std::chrono::steady_clock::now();
-    b.in_flight = pg_.communicator().all_reduce(wire_data(b), b.elements, b.wire_type, op::sum);
-    b.launched = true;
+    b.in_flight = reduce_bucket(b, nullptr, 1.0);
+  }
+
+  double mean_scale() const { return Reduction::average ? 1.0 / pg_.size() : 1.0; }
+
+  /// Starts the all-reduce of bucket b. For a packed bucket `zeros` (if given)
+  /// replaces its buffer; for an unpacked one, it replaces the gradients, cut
+  /// into the same fragments, so a joined rank's shadow matches message for message.
+  work reduce_bucket(bucket& b, std::byte* zeros, double scale) {
+    if constexpr (fragments_supported) {
+      if (b.unpacked) {
+        std::vector<detail::fragment> frags;
+        const std::size_t wsize = size_of(b.wire_type);
+        if (b.in_place) {
+          frags.push_back({zeros ? zeros : wire_data(b), b.elements});
+        } else {
+          for (std::size_t k = 0; k < b.params.size(); ++k) {
+            auto& p = params_[b.params[k]];
+            frags.push_back({zeros ? zeros + b.offsets[k] * wsize : p.grad, p.count});
+          }
+        }
+        return pg_.communicator().all_reduce_fragments(std::move(frags), b.wire_type, scale);
+      }
+    }
+    return pg_.communicator().all_reduce(zeros ? zeros : wire_data(b), b.elements, b.wire_type, op::sum);
   }
 
   /// DDP_DEBUG=DETAIL: every rank must be launching the same bucket; say who is not.
-  void check_same_bucket_everywhere(const bucket &b) {
+  void check_same_bucket_everywhere(const bucket& b) {
     const auto w = static_cast<std::size_t>(pg_.size());
     std::vector<std::int64_t> mine{static_cast<std::int64_t>(&b - buckets_.data()),
                                    static_cast<std::int64_t>(b.elements),
@@ -445,16 +494,16 @@ private:
   }
 
   /// Waits for bucket b and unpacks it into the gradients.
-  void finish(bucket &b) {
+  void finish(bucket& b) {
     if (!b.in_flight) return;
     auto w = std::move(*b.in_flight);
     b.in_flight.reset();
     w.wait();
     b.t_done = std::chrono::steady_clock::now();
-    if (!b.in_place) {
+    if (!b.in_place && !b.unpacked) {
       const std::size_t wsize = size_of(b.wire_type);
       for (std::size_t k = 0; k < b.params.size(); ++k) {
-        auto &p = params_[b.params[k]];
+        auto& p = params_[b.params[k]];
         detail::copy_scaled(p.grad, p.type, b.buffer.data() + b.offsets[k] * wsize, b.wire_type, p.count,
                             1.0);
       }
@@ -462,7 +511,7 @@ private:
   }
 
   void wait_launched_quietly() {
-    for (auto &b : buckets_)
+    for (auto& b : buckets_)
       if (b.in_flight) {
         try {
           b.in_flight->wait();
@@ -479,7 +528,7 @@ private:
       pending_flag_.reset();
     }
     std::fill(marks_.begin(), marks_.end(), mark_state::pending);
-    for (auto &b : buckets_) {
+    for (auto& b : buckets_) {
       b.pending = b.params.size();
       b.launched = false;
     }
@@ -491,11 +540,14 @@ private:
     std::string s = "distributed_data_parallel: " + std::to_string(params_.size()) + " parameters in " +
                     std::to_string(buckets_.size()) + " buckets (launch order):";
     for (std::size_t i = 0; i < buckets_.size(); ++i) {
-      auto &b = buckets_[i];
+      auto& b = buckets_[i];
       s += "\n  bucket " + std::to_string(i) + ": " + std::to_string(b.params.size()) + " tensors, " +
            std::to_string(b.elements) + " x " + std::string(to_string(b.param_type)) +
            (b.wire_type != b.param_type ? " sent as " + std::string(to_string(b.wire_type)) : "") +
-           (b.in_place ? ", in place" : ", packed") + " [" + params_[b.params.front()].name +
+           (b.in_place   ? ", in place"
+            : b.unpacked ? ", unpacked fragments"
+                         : ", packed") +
+           " [" + params_[b.params.front()].name +
            (b.params.size() > 1 ? " .. " + params_[b.params.back()].name : "") + "]";
     }
     detail::log_line("rank 0", s);
@@ -510,14 +562,14 @@ private:
     detail::log_line("rank 0", s);
   }
 
-  Model &model_;
-  process_group<Backend> &pg_;
+  Model& model_;
+  process_group<Backend>& pg_;
   ddp_options opts_;
   std::vector<detail::tensor_slot> params_, buffers_;
   std::vector<bucket> buckets_;
   std::vector<std::size_t> bucket_of_;
   std::vector<mark_state> marks_;
-  std::unordered_map<const void *, std::size_t> grad_index_;
+  std::unordered_map<const void*, std::size_t> grad_index_;
   std::size_t next_launch_ = 0;
   bool step_started_ = false;
   int no_sync_depth_ = 0;
@@ -526,9 +578,9 @@ private:
 };
 
 template <class M, class B>
-distributed_data_parallel(M &, process_group<B> &) -> distributed_data_parallel<M, B>;
+distributed_data_parallel(M&, process_group<B>&) -> distributed_data_parallel<M, B>;
 template <class M, class B>
-distributed_data_parallel(M &, process_group<B> &, ddp_options) -> distributed_data_parallel<M, B>;
+distributed_data_parallel(M&, process_group<B>&, ddp_options) -> distributed_data_parallel<M, B>;
 
 DDP_END_NAMESPACE
 

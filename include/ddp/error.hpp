@@ -35,7 +35,7 @@ class error : public std::runtime_error {
 public:
   /// `rank` is the rank the error is about (the lost peer, the mismatching
   /// rank), or -1 when unknown / not applicable.
-  error(error_kind kind, const std::string &what, int rank = -1)
+  error(error_kind kind, const std::string& what, int rank = -1)
       : std::runtime_error("ddp " + std::string(to_string(kind)) + " error: " + what), kind_(kind),
         rank_(rank) {}
 

@@ -18,32 +18,32 @@ template <class M> struct model_traits {
   // MM = M keeps the member lookup in the immediate context: a model without
   // for_each_buffer makes this overload vanish instead of a hard error.
   template <class F, class MM = M>
-  static auto for_each_parameter(MM &m, F &&f) -> decltype(m.for_each_parameter(static_cast<F &&>(f))) {
-    return m.for_each_parameter(static_cast<F &&>(f));
+  static auto for_each_parameter(MM& m, F&& f) -> decltype(m.for_each_parameter(static_cast<F&&>(f))) {
+    return m.for_each_parameter(static_cast<F&&>(f));
   }
   template <class F, class MM = M>
-  static auto for_each_buffer(MM &m, F &&f) -> decltype(m.for_each_buffer(static_cast<F &&>(f))) {
-    return m.for_each_buffer(static_cast<F &&>(f));
+  static auto for_each_buffer(MM& m, F&& f) -> decltype(m.for_each_buffer(static_cast<F&&>(f))) {
+    return m.for_each_buffer(static_cast<F&&>(f));
   }
 };
 
 namespace detail {
 /// Stands in for ddp's visitor when checking the concept.
 struct parameter_probe {
-  template <class N, class V, class G> void operator()(N &&, V &&, G &&) const {}
+  template <class N, class V, class G> void operator()(N&&, V&&, G&&) const {}
 };
 struct buffer_probe {
-  template <class N, class V> void operator()(N &&, V &&) const {}
+  template <class N, class V> void operator()(N&&, V&&) const {}
 };
 } // namespace detail
 
 template <class M>
-concept model = requires(M &m) {
+concept model = requires(M& m) {
   model_traits<M>::for_each_parameter(m, detail::parameter_probe{});
 };
 
 template <class M>
-concept model_with_buffers = model<M> && requires(M &m) {
+concept model_with_buffers = model<M> && requires(M& m) {
   model_traits<M>::for_each_buffer(m, detail::buffer_probe{});
 };
 

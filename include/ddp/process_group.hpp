@@ -26,7 +26,7 @@ concept backend_policy = requires {
   { B::name } -> std::convertible_to<std::string_view>;
   { B::supports_device_tensors } -> std::convertible_to<bool>;
 }
-&&std::constructible_from<typename B::communicator, const detail::rendezvous &>;
+&&std::constructible_from<typename B::communicator, const detail::rendezvous&>;
 
 namespace detail {
 
@@ -80,9 +80,9 @@ public:
   explicit process_group(detail::rendezvous rv)
       : topo_(rv.topo), store_(rv.store), comm_(std::make_unique<typename Backend::communicator>(rv)) {}
 
-  process_group(const process_group &) = delete;
-  process_group &operator=(const process_group &) = delete;
-  process_group(process_group &&) = delete;
+  process_group(const process_group&) = delete;
+  process_group& operator=(const process_group&) = delete;
+  process_group(process_group&&) = delete;
 
   /// Finishes queued collectives, then leaves in step with the other ranks:
   /// rank 0 serves the store, so it waits (bounded) until every rank is done with it.
@@ -96,7 +96,7 @@ public:
           detail::log_line("rank 0",
                            "not every rank reached process_group teardown; closing the store anyway");
       }
-    } catch (const std::exception &e) {
+    } catch (const std::exception& e) {
       detail::log_line("rank " + std::to_string(rank()), std::string("teardown: ") + e.what());
     }
     comm_.reset();
@@ -104,33 +104,33 @@ public:
 
   int rank() const noexcept { return topo_.rank; }
   int size() const noexcept { return topo_.world_size; }
-  const ddp::topology &topology() const noexcept { return topo_; }
+  const ddp::topology& topology() const noexcept { return topo_; }
   std::chrono::milliseconds timeout() const { return comm_->timeout(); }
   /// The job's store (null with file:// init).
-  tcp_store *store() const noexcept { return store_.get(); }
-  typename Backend::communicator &communicator() noexcept { return *comm_; }
+  tcp_store* store() const noexcept { return store_.get(); }
+  typename Backend::communicator& communicator() noexcept { return *comm_; }
 
   /// Reduces `t` across ranks in place. `t` must stay alive until the work completes.
-  template <class T> work all_reduce_async(T &t, op o = op::sum) { return all_reduce_impl(t, o, false); }
-  template <class T> void all_reduce(T &t, op o = op::sum) { all_reduce_impl(t, o, true).wait(); }
+  template <class T> work all_reduce_async(T& t, op o = op::sum) { return all_reduce_impl(t, o, false); }
+  template <class T> void all_reduce(T& t, op o = op::sum) { all_reduce_impl(t, o, true).wait(); }
 
   /// Copies rank `root`'s `t` into every rank's `t`.
-  template <class T> work broadcast_async(T &t, int root = 0) { return broadcast_impl(t, root, false); }
-  template <class T> void broadcast(T &t, int root = 0) { broadcast_impl(t, root, true).wait(); }
+  template <class T> work broadcast_async(T& t, int root = 0) { return broadcast_impl(t, root, false); }
+  template <class T> void broadcast(T& t, int root = 0) { broadcast_impl(t, root, true).wait(); }
 
   /// `out` (size() * in.size() elements) receives every rank's `in`, in rank order.
-  template <class In, class Out> work all_gather_async(const In &in, Out &out) {
+  template <class In, class Out> work all_gather_async(const In& in, Out& out) {
     return all_gather_impl(in, out, false);
   }
-  template <class In, class Out> void all_gather(const In &in, Out &out) {
+  template <class In, class Out> void all_gather(const In& in, Out& out) {
     all_gather_impl(in, out, true).wait();
   }
 
   /// Rank r receives in `out` the reduction of block r (out.size() elements) of every rank's `in`.
-  template <class In, class Out> work reduce_scatter_async(const In &in, Out &out, op o = op::sum) {
+  template <class In, class Out> work reduce_scatter_async(const In& in, Out& out, op o = op::sum) {
     return reduce_scatter_impl(in, out, o, false);
   }
-  template <class In, class Out> void reduce_scatter(const In &in, Out &out, op o = op::sum) {
+  template <class In, class Out> void reduce_scatter(const In& in, Out& out, op o = op::sum) {
     reduce_scatter_impl(in, out, o, true).wait();
   }
 
@@ -138,7 +138,7 @@ public:
   void barrier() { comm_->barrier(true).wait(); }
 
 private:
-  template <class T> work all_reduce_impl(T &t, op o, bool blocking) {
+  template <class T> work all_reduce_impl(T& t, op o, bool blocking) {
     if constexpr (usable<T>()) {
       auto s = as_span(t);
       return comm_->all_reduce(s.data(), s.size(), dtype_v<tensor_value_t<T>>, o, blocking);
@@ -147,7 +147,7 @@ private:
     }
   }
 
-  template <class T> work broadcast_impl(T &t, int root, bool blocking) {
+  template <class T> work broadcast_impl(T& t, int root, bool blocking) {
     if constexpr (usable<T>()) {
       check_root(root, "broadcast");
       auto s = as_span(t);
@@ -157,7 +157,7 @@ private:
     }
   }
 
-  template <class In, class Out> work all_gather_impl(const In &in, Out &out, bool blocking) {
+  template <class In, class Out> work all_gather_impl(const In& in, Out& out, bool blocking) {
     if constexpr (usable<const In>() && usable<Out>()) {
       static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                     "ddp: all_gather needs input and output of the same element type");
@@ -173,7 +173,7 @@ private:
     }
   }
 
-  template <class In, class Out> work reduce_scatter_impl(const In &in, Out &out, op o, bool blocking) {
+  template <class In, class Out> work reduce_scatter_impl(const In& in, Out& out, op o, bool blocking) {
     if constexpr (usable<const In>() && usable<Out>()) {
       static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                     "ddp: reduce_scatter needs input and output of the same element type");
@@ -202,7 +202,7 @@ private:
     return false;
   }
 
-  void check_root(int root, const char *what) const {
+  void check_root(int root, const char* what) const {
     if (root < 0 || root >= size())
       throw error(error_kind::config, std::string(what) + ": root " + std::to_string(root) +
                                           " is not a rank of this group (0.." + std::to_string(size() - 1) +
@@ -216,12 +216,12 @@ private:
 
 namespace detail {
 
-inline std::string token_or_env(const std::string &token) {
+inline std::string token_or_env(const std::string& token) {
   if (!token.empty()) return token;
   return getenv_str("DDP_TOKEN").value_or("");
 }
 
-inline void parse_host_port(std::string_view hp, std::string_view method, std::string &host, int &port) {
+inline void parse_host_port(std::string_view hp, std::string_view method, std::string& host, int& port) {
   auto colon = hp.rfind(':');
   if (colon == std::string_view::npos || colon == 0)
     throw error(error_kind::config, "init_method '" + std::string(method) + "' must be tcp://host:port");
@@ -233,7 +233,7 @@ inline void parse_host_port(std::string_view hp, std::string_view method, std::s
   port = static_cast<int>(*p);
 }
 
-inline rendezvous make_rendezvous(const init_options &o) {
+inline rendezvous make_rendezvous(const init_options& o) {
   rendezvous rv;
   rv.topo = topology::from_env();
   if (o.world_size == 0 || o.world_size < -1)
@@ -305,7 +305,7 @@ inline rendezvous make_rendezvous(const init_options &o) {
 } // namespace detail
 
 /// Joins the job: rendezvous (env://, tcp://, file://), then the backend connects every pair.
-template <class Backend> process_group<Backend> init_process_group(const init_options &o = {}) {
+template <class Backend> process_group<Backend> init_process_group(const init_options& o = {}) {
   static_assert(backend_policy<Backend>,
                 "ddp: init_process_group<B> needs a backend policy such as ddp::gloo");
   return process_group<Backend>(detail::make_rendezvous(o));

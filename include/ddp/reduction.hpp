@@ -2,11 +2,12 @@
 // and in which dtype it travels.
 //
 // Error of the compressed ones, per element, for gradients g_r on W ranks:
-// each g_r / W is rounded once to the wire type, and the ring rounds each of
-// the W - 1 partial sums, so |result - mean| <= W * eps * max_r |g_r| / W * 2
-// with eps = 2^-11 (fp16) or 2^-8 (bf16): about 3 (fp16) or 2.4 (bf16)
-// significant decimal digits. fp16 overflows above 65504: use bf16 for
-// gradients that large. tests/dist/test_data_parallel checks these bounds.
+// each g_r / W is rounded once to the wire type and the ring rounds each of
+// the W - 1 partial sums, each rounding off by at most eps times the partial
+// sum (<= max_r |g_r|). So |result - mean| <= 2 * eps * max_r |g_r| holds with
+// room for W <= 4, where eps = 2^-11 (fp16) or 2^-8 (bf16): about 3 (fp16) or
+// 2 (bf16) significant decimal digits. fp16 overflows above 65504: use bf16 for
+// gradients that large. tests/dist/test_data_parallel.cpp checks this bound.
 #ifndef DDP_REDUCTION_HPP
 #define DDP_REDUCTION_HPP
 
@@ -24,8 +25,10 @@ concept reduction_policy = requires(dtype d) {
 
 namespace reduction {
 
-/// The average over ranks; the division is fused into packing (or done in
-/// place before sending when a bucket needs no packing).
+/// The average over ranks. The division is fused into a pass that touches the
+/// data anyway: the last reduction step of ddp's ring (Gloo, unpacked buckets)
+/// or the packing copy; only a contiguous bucket on a backend without the ring
+/// (NCCL) is scaled in place before sending.
 struct mean {
   static constexpr bool average = true;
   static constexpr dtype wire(dtype d) { return d; }

@@ -40,7 +40,7 @@ struct sampler_context {
 
 /// A sampling policy writes exactly ctx.num_samples indices for ctx.rank.
 template <class P>
-concept sampling_policy = requires(const sampler_context &ctx, std::vector<std::int64_t> &out) {
+concept sampling_policy = requires(const sampler_context& ctx, std::vector<std::int64_t>& out) {
   {P::rank_indices(ctx, out)};
 };
 
@@ -50,7 +50,7 @@ namespace detail {
 /// seeded by `seed`: a Fisher–Yates pass driven by MT19937, which PyTorch
 /// seeds with the low 32 bits of the seed. Large n draws 64-bit numbers, as
 /// PyTorch does from n >= 2^32 / 20.
-template <class Index> void torch_randperm(std::vector<Index> &r, std::size_t n, std::uint64_t seed) {
+template <class Index> void torch_randperm(std::vector<Index>& r, std::size_t n, std::uint64_t seed) {
   r.resize(n);
   std::iota(r.begin(), r.end(), Index{0});
   if (n < 2) return;
@@ -68,7 +68,7 @@ template <class Index> void torch_randperm(std::vector<Index> &r, std::size_t n,
 /// own head (repeated as needed) or truncated to total_size, then every
 /// num_replicas-th element starting at rank. `order(j)` gives element j < n.
 template <class Order>
-void strided_share(const sampler_context &c, std::vector<std::int64_t> &out, Order &&order) {
+void strided_share(const sampler_context& c, std::vector<std::int64_t>& out, Order&& order) {
   out.resize(c.num_samples);
   for (std::size_t k = 0; k < c.num_samples; ++k) {
     std::size_t j = static_cast<std::size_t>(c.rank) + k * static_cast<std::size_t>(c.num_replicas);
@@ -83,7 +83,7 @@ namespace sampling {
 /// PyTorch's DistributedSampler(shuffle=True): a fresh permutation per
 /// (seed + epoch), interleaved over ranks.
 struct shuffled {
-  static void rank_indices(const sampler_context &c, std::vector<std::int64_t> &out) {
+  static void rank_indices(const sampler_context& c, std::vector<std::int64_t>& out) {
     if (c.n == 0) {
       out.clear();
       return;
@@ -103,7 +103,7 @@ struct shuffled {
 
 /// PyTorch's DistributedSampler(shuffle=False): 0..n-1 interleaved over ranks.
 struct sequential {
-  static void rank_indices(const sampler_context &c, std::vector<std::int64_t> &out) {
+  static void rank_indices(const sampler_context& c, std::vector<std::int64_t>& out) {
     if (c.n == 0) {
       out.clear();
       return;
@@ -119,7 +119,7 @@ struct sequential {
 /// rank reads which block changes every epoch (a permutation of the ranks
 /// seeded by seed + epoch); the order inside a block stays sequential.
 template <bool ShuffleBlocks = false> struct basic_contiguous {
-  static void rank_indices(const sampler_context &c, std::vector<std::int64_t> &out) {
+  static void rank_indices(const sampler_context& c, std::vector<std::int64_t>& out) {
     out.resize(c.num_samples);
     if (c.n == 0) return;
     std::size_t block = static_cast<std::size_t>(c.rank);
@@ -145,7 +145,7 @@ template <class Policy = sampling::shuffled> class distributed_sampler {
                 "(see ddp::sampling::shuffled, sequential, contiguous).");
 
 public:
-  template <class... Args> explicit distributed_sampler(Args &&...) {}
+  template <class... Args> explicit distributed_sampler(Args&&...) {}
 };
 
 template <sampling_policy Policy> class distributed_sampler<Policy> {
@@ -172,11 +172,11 @@ public:
 
   /// From a process group (anything with rank() and size()).
   template <class Group>
-  requires requires(const Group &g) {
+  requires requires(const Group& g) {
     { g.rank() } -> std::convertible_to<int>;
     { g.size() } -> std::convertible_to<int>;
   }
-  distributed_sampler(std::size_t n, const Group &group, sampler_options o = {})
+  distributed_sampler(std::size_t n, const Group& group, sampler_options o = {})
       : distributed_sampler(n, group.size(), group.rank(), o) {}
 
   /// Like PyTorch: call before each epoch so every epoch is shuffled differently.
@@ -191,7 +191,7 @@ public:
   /// Indices this rank visits per epoch (PyTorch's len(sampler)).
   std::size_t size() const noexcept { return ctx_.num_samples; }
   std::size_t total_size() const noexcept { return ctx_.total_size; }
-  const sampler_context &context() const noexcept { return ctx_; }
+  const sampler_context& context() const noexcept { return ctx_; }
 
   /// This rank's indices for the current epoch; computed once per epoch.
   std::span<const std::int64_t> indices() const {
@@ -232,7 +232,7 @@ public:
     iterator(std::span<const std::int64_t> all, std::size_t batch, std::size_t pos)
         : all_(all), batch_(batch), pos_(pos) {}
     value_type operator*() const { return all_.subspan(pos_, std::min(batch_, all_.size() - pos_)); }
-    iterator &operator++() {
+    iterator& operator++() {
       pos_ += batch_;
       return *this;
     }
@@ -241,7 +241,7 @@ public:
       ++*this;
       return t;
     }
-    bool operator==(const iterator &o) const { return pos_ == o.pos_; }
+    bool operator==(const iterator& o) const { return pos_ == o.pos_; }
 
   private:
     std::span<const std::int64_t> all_;
@@ -260,7 +260,7 @@ private:
 };
 
 template <sampling_policy Policy>
-batch_range batches(const distributed_sampler<Policy> &s, std::size_t batch_size, bool drop_last = false) {
+batch_range batches(const distributed_sampler<Policy>& s, std::size_t batch_size, bool drop_last = false) {
   return batch_range(s.indices(), batch_size, drop_last);
 }
 

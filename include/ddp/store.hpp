@@ -29,7 +29,7 @@ struct tcp_store_options {
 
 class tcp_store {
 public:
-  explicit tcp_store(const tcp_store_options &o) : opts_(o) {
+  explicit tcp_store(const tcp_store_options& o) : opts_(o) {
     if (o.port < 0 || o.port > 65535 || (!o.serve && o.port == 0))
       throw error(error_kind::config, "tcp_store: port " + std::to_string(o.port) +
                                           " is not a valid port to connect to (1..65535)");
@@ -48,8 +48,8 @@ public:
                       "on every rank, or let the launcher set it)");
   }
 
-  tcp_store(const tcp_store &) = delete;
-  tcp_store &operator=(const tcp_store &) = delete;
+  tcp_store(const tcp_store&) = delete;
+  tcp_store& operator=(const tcp_store&) = delete;
 
   ~tcp_store() {
     if (fd_ && !broken_) {
@@ -60,23 +60,23 @@ public:
 
   /// The port the store listens on (useful with port 0).
   int port() const { return opts_.port; }
-  const std::string &host() const { return opts_.host; }
+  const std::string& host() const { return opts_.host; }
   std::chrono::milliseconds timeout() const { return opts_.timeout; }
   bool is_server() const { return server_ != nullptr; }
 
-  void set(const std::string &key, std::string_view value) {
+  void set(const std::string& key, std::string_view value) {
     request(detail::frame_writer(detail::store_op::set).bytes(key).bytes(value), "set '" + key + "'");
   }
 
   /// Waits (up to the store timeout) until `key` exists, then returns its value.
-  std::string get(const std::string &key) {
+  std::string get(const std::string& key) {
     wait({key});
     auto v = try_get(key);
     if (!v) throw error(error_kind::backend, "store key '" + key + "' vanished");
     return *v;
   }
 
-  std::optional<std::string> try_get(const std::string &key) {
+  std::optional<std::string> try_get(const std::string& key) {
     auto r = request(detail::frame_writer(detail::store_op::get).bytes(key), "get '" + key + "'");
     if (static_cast<detail::store_status>(r[0]) == detail::store_status::missing) return std::nullopt;
     detail::frame_reader fr(std::string_view(r).substr(1));
@@ -86,7 +86,7 @@ public:
   }
 
   /// Atomically adds `delta` to the integer under `key` (0 when absent); returns the new value.
-  std::int64_t add(const std::string &key, std::int64_t delta) {
+  std::int64_t add(const std::string& key, std::int64_t delta) {
     auto r = request(detail::frame_writer(detail::store_op::add).bytes(key).i64(delta), "add '" + key + "'");
     detail::frame_reader fr(std::string_view(r).substr(1));
     auto v = fr.i64();
@@ -94,23 +94,23 @@ public:
     return v;
   }
 
-  bool check(const std::vector<std::string> &keys) {
+  bool check(const std::vector<std::string>& keys) {
     detail::frame_writer w(detail::store_op::check);
     w.u32(static_cast<std::uint32_t>(keys.size()));
-    for (auto &k : keys)
+    for (auto& k : keys)
       w.bytes(k);
     auto r = request(w, "check");
     return r.size() >= 2 && r[1] == 1;
   }
 
-  void wait(const std::vector<std::string> &keys) { wait(keys, opts_.timeout); }
+  void wait(const std::vector<std::string>& keys) { wait(keys, opts_.timeout); }
 
   /// Waits until every key exists; ddp::error (kind timeout) naming the
   /// missing keys after `timeout`.
-  void wait(const std::vector<std::string> &keys, std::chrono::milliseconds timeout) {
+  void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
     if (!try_wait(keys, timeout)) {
       std::string names;
-      for (auto &k : keys)
+      for (auto& k : keys)
         names += (names.empty() ? "'" : ", '") + k + "'";
       throw error(error_kind::timeout, "waited " + std::to_string(timeout.count()) + " ms for store key(s) " +
                                            names + " at " + where() +
@@ -120,10 +120,10 @@ public:
   }
 
   /// Like wait(), but returns false on timeout instead of throwing.
-  bool try_wait(const std::vector<std::string> &keys, std::chrono::milliseconds timeout) {
+  bool try_wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
     detail::frame_writer w(detail::store_op::wait);
     w.u32(static_cast<std::uint32_t>(keys.size()));
-    for (auto &k : keys)
+    for (auto& k : keys)
       w.bytes(k);
     w.u64(static_cast<std::uint64_t>(std::max<std::int64_t>(0, timeout.count())));
     auto r = request(w, "wait", timeout + std::chrono::seconds(10));
@@ -148,11 +148,11 @@ public:
 private:
   std::string where() const { return detail::endpoint(opts_.host, opts_.port); }
 
-  error protocol_error(const char *what) const {
+  error protocol_error(const char* what) const {
     return error(error_kind::backend, std::string("malformed reply from the rendezvous store to ") + what);
   }
 
-  std::string request(detail::frame_writer &w, const std::string &what,
+  std::string request(detail::frame_writer& w, const std::string& what,
                       std::optional<std::chrono::milliseconds> io_timeout = std::nullopt) {
     std::lock_guard lock(mu_);
     if (broken_)
@@ -163,12 +163,12 @@ private:
     return recv_frame(deadline, what);
   }
 
-  void send_frame(const std::vector<char> &f, detail::clock::time_point deadline) {
+  void send_frame(const std::vector<char>& f, detail::clock::time_point deadline) {
     auto st = detail::send_all(fd_.get(), f.data(), f.size(), deadline);
     if (st != detail::io_status::ok) fail(st, "sending");
   }
 
-  std::string recv_frame(detail::clock::time_point deadline, const std::string &what) {
+  std::string recv_frame(detail::clock::time_point deadline, const std::string& what) {
     std::uint32_t n = 0;
     auto st = detail::recv_all(fd_.get(), &n, 4, deadline);
     if (st != detail::io_status::ok) fail(st, what);
@@ -182,7 +182,7 @@ private:
     return body;
   }
 
-  [[noreturn]] void fail(detail::io_status st, const std::string &what) {
+  [[noreturn]] void fail(detail::io_status st, const std::string& what) {
     broken_ = true;
     if (st == detail::io_status::timeout)
       throw error(error_kind::timeout,

@@ -68,9 +68,9 @@ template <element T> inline constexpr dtype dtype_v = dtype_of<std::remove_cv_t<
 
 /// A buffer in CUDA device memory: pointer plus element count.
 template <class T> struct device_span {
-  T *ptr = nullptr;
+  T* ptr = nullptr;
   std::size_t count = 0;
-  T *data() const noexcept { return ptr; }
+  T* data() const noexcept { return ptr; }
   std::size_t size() const noexcept { return count; }
 };
 
@@ -81,10 +81,10 @@ template <class T, class = void> struct tensor_traits {};
 
 namespace detail {
 template <class C> struct contiguous_container_traits {
-  using value_type = std::remove_reference_t<decltype(*std::declval<C &>().data())>;
+  using value_type = std::remove_reference_t<decltype(*std::declval<C&>().data())>;
   static constexpr bool on_device = false;
-  static auto *data(C &c) noexcept { return c.data(); }
-  static std::size_t size(const C &c) noexcept { return c.size(); }
+  static auto* data(C& c) noexcept { return c.data(); }
+  static std::size_t size(const C& c) noexcept { return c.size(); }
 };
 } // namespace detail
 
@@ -109,8 +109,8 @@ struct tensor_traits<const std::span<T, E>> : detail::contiguous_container_trait
 template <class T> struct tensor_traits<device_span<T>> {
   using value_type = T;
   static constexpr bool on_device = true;
-  static T *data(const device_span<T> &s) noexcept { return s.ptr; }
-  static std::size_t size(const device_span<T> &s) noexcept { return s.count; }
+  static T* data(const device_span<T>& s) noexcept { return s.ptr; }
+  static std::size_t size(const device_span<T>& s) noexcept { return s.count; }
 };
 template <class T> struct tensor_traits<const device_span<T>> : tensor_traits<device_span<T>> {};
 
@@ -122,7 +122,7 @@ namespace detail {
 /// at run time by `size()`.
 template <class T>
 concept eigen_dense = std::is_base_of_v<Eigen::DenseBase<std::remove_cv_t<T>>, std::remove_cv_t<T>> &&
-    requires(T &t) {
+    requires(T& t) {
   {t.data()};
   {t.outerStride()};
 };
@@ -131,10 +131,10 @@ concept eigen_dense = std::is_base_of_v<Eigen::DenseBase<std::remove_cv_t<T>>, s
 template <class T>
 requires detail::eigen_dense<T> &&
     (int(std::remove_cv_t<T>::InnerStrideAtCompileTime) == 1) struct tensor_traits<T> {
-  using value_type = std::remove_pointer_t<decltype(std::declval<T &>().data())>;
+  using value_type = std::remove_pointer_t<decltype(std::declval<T&>().data())>;
   static constexpr bool on_device = false;
-  static value_type *data(T &t) noexcept { return t.data(); }
-  static std::size_t size(const T &t) {
+  static value_type* data(T& t) noexcept { return t.data(); }
+  static std::size_t size(const T& t) {
     if (t.size() > 1 && t.outerStride() != t.innerSize() && t.outerSize() > 1)
       throw error(error_kind::config,
                   "an Eigen object with outer stride " + std::to_string(t.outerStride()) +
@@ -147,7 +147,7 @@ requires detail::eigen_dense<T> &&
 
 /// A type ddp can treat as one contiguous run of elements.
 template <class T>
-concept tensor = requires(std::remove_reference_t<T> &t) {
+concept tensor = requires(std::remove_reference_t<T>& t) {
   typename tensor_traits<std::remove_reference_t<T>>::value_type;
   {tensor_traits<std::remove_reference_t<T>>::data(t)};
   { tensor_traits<std::remove_reference_t<T>>::size(t) } -> std::convertible_to<std::size_t>;
@@ -157,7 +157,7 @@ concept tensor = requires(std::remove_reference_t<T> &t) {
 template <tensor T> using tensor_value_t = typename tensor_traits<std::remove_reference_t<T>>::value_type;
 
 /// A view of a tensor as a span of its elements.
-template <tensor T> auto as_span(T &t) {
+template <tensor T> auto as_span(T& t) {
   using traits = tensor_traits<std::remove_reference_t<T>>;
   return std::span<tensor_value_t<T>>(traits::data(t), traits::size(t));
 }

@@ -36,14 +36,14 @@ namespace detail {
 /// job agrees without talking, and concurrent jobs rarely collide.
 inline int port_from_job_id(std::uint64_t job_id) { return 20000 + static_cast<int>(job_id % 10000); }
 
-inline int port_from_job_id(const std::string &job) {
+inline int port_from_job_id(const std::string& job) {
   std::uint64_t h = 1469598103934665603ull; // FNV-1a: stable across builds
   for (unsigned char c : job)
     h = (h ^ c) * 1099511628211ull;
   return port_from_job_id(h);
 }
 
-inline void read_master(topology &t) {
+inline void read_master(topology& t) {
   if (auto a = getenv_str("MASTER_ADDR")) {
     if (a->empty()) throw error(error_kind::config, "environment variable MASTER_ADDR is set but empty");
     t.master_addr = *a;
@@ -51,9 +51,9 @@ inline void read_master(topology &t) {
   if (auto p = env_int("MASTER_PORT", 1, 65535)) t.master_port = static_cast<int>(*p);
 }
 
-inline void check_topology(const topology &t, const char *rank_var, const char *world_var,
-                           const char *local_var, const char *local_world_var) {
-  auto fail = [&](const std::string &what) {
+inline void check_topology(const topology& t, const char* rank_var, const char* world_var,
+                           const char* local_var, const char* local_world_var) {
+  auto fail = [&](const std::string& what) {
     throw error(error_kind::config, "contradictory " + t.source + " environment: " + what);
   };
   if (t.rank >= t.world_size)

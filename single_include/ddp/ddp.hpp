@@ -104,7 +104,7 @@ class error : public std::runtime_error {
 public:
   /// `rank` is the rank the error is about (the lost peer, the mismatching
   /// rank), or -1 when unknown / not applicable.
-  error(error_kind kind, const std::string &what, int rank = -1)
+  error(error_kind kind, const std::string& what, int rank = -1)
       : std::runtime_error("ddp " + std::string(to_string(kind)) + " error: " + what), kind_(kind),
         rank_(rank) {}
 
@@ -371,9 +371,9 @@ template <element T> inline constexpr dtype dtype_v = dtype_of<std::remove_cv_t<
 
 /// A buffer in CUDA device memory: pointer plus element count.
 template <class T> struct device_span {
-  T *ptr = nullptr;
+  T* ptr = nullptr;
   std::size_t count = 0;
-  T *data() const noexcept { return ptr; }
+  T* data() const noexcept { return ptr; }
   std::size_t size() const noexcept { return count; }
 };
 
@@ -384,10 +384,10 @@ template <class T, class = void> struct tensor_traits {};
 
 namespace detail {
 template <class C> struct contiguous_container_traits {
-  using value_type = std::remove_reference_t<decltype(*std::declval<C &>().data())>;
+  using value_type = std::remove_reference_t<decltype(*std::declval<C&>().data())>;
   static constexpr bool on_device = false;
-  static auto *data(C &c) noexcept { return c.data(); }
-  static std::size_t size(const C &c) noexcept { return c.size(); }
+  static auto* data(C& c) noexcept { return c.data(); }
+  static std::size_t size(const C& c) noexcept { return c.size(); }
 };
 } // namespace detail
 
@@ -412,8 +412,8 @@ struct tensor_traits<const std::span<T, E>> : detail::contiguous_container_trait
 template <class T> struct tensor_traits<device_span<T>> {
   using value_type = T;
   static constexpr bool on_device = true;
-  static T *data(const device_span<T> &s) noexcept { return s.ptr; }
-  static std::size_t size(const device_span<T> &s) noexcept { return s.count; }
+  static T* data(const device_span<T>& s) noexcept { return s.ptr; }
+  static std::size_t size(const device_span<T>& s) noexcept { return s.count; }
 };
 template <class T> struct tensor_traits<const device_span<T>> : tensor_traits<device_span<T>> {};
 
@@ -425,7 +425,7 @@ namespace detail {
 /// at run time by `size()`.
 template <class T>
 concept eigen_dense = std::is_base_of_v<Eigen::DenseBase<std::remove_cv_t<T>>, std::remove_cv_t<T>> &&
-    requires(T &t) {
+    requires(T& t) {
   {t.data()};
   {t.outerStride()};
 };
@@ -434,10 +434,10 @@ concept eigen_dense = std::is_base_of_v<Eigen::DenseBase<std::remove_cv_t<T>>, s
 template <class T>
 requires detail::eigen_dense<T> &&
     (int(std::remove_cv_t<T>::InnerStrideAtCompileTime) == 1) struct tensor_traits<T> {
-  using value_type = std::remove_pointer_t<decltype(std::declval<T &>().data())>;
+  using value_type = std::remove_pointer_t<decltype(std::declval<T&>().data())>;
   static constexpr bool on_device = false;
-  static value_type *data(T &t) noexcept { return t.data(); }
-  static std::size_t size(const T &t) {
+  static value_type* data(T& t) noexcept { return t.data(); }
+  static std::size_t size(const T& t) {
     if (t.size() > 1 && t.outerStride() != t.innerSize() && t.outerSize() > 1)
       throw error(error_kind::config,
                   "an Eigen object with outer stride " + std::to_string(t.outerStride()) +
@@ -450,7 +450,7 @@ requires detail::eigen_dense<T> &&
 
 /// A type ddp can treat as one contiguous run of elements.
 template <class T>
-concept tensor = requires(std::remove_reference_t<T> &t) {
+concept tensor = requires(std::remove_reference_t<T>& t) {
   typename tensor_traits<std::remove_reference_t<T>>::value_type;
   {tensor_traits<std::remove_reference_t<T>>::data(t)};
   { tensor_traits<std::remove_reference_t<T>>::size(t) } -> std::convertible_to<std::size_t>;
@@ -460,7 +460,7 @@ concept tensor = requires(std::remove_reference_t<T> &t) {
 template <tensor T> using tensor_value_t = typename tensor_traits<std::remove_reference_t<T>>::value_type;
 
 /// A view of a tensor as a span of its elements.
-template <tensor T> auto as_span(T &t) {
+template <tensor T> auto as_span(T& t) {
   using traits = tensor_traits<std::remove_reference_t<T>>;
   return std::span<tensor_value_t<T>>(traits::data(t), traits::size(t));
 }
@@ -495,7 +495,7 @@ DDP_END_NAMESPACE
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
-using reduce_fn = void (*)(void *out, const void *a, const void *b, std::size_t n);
+using reduce_fn = void (*)(void* out, const void* a, const void* b, std::size_t n);
 
 struct f16_codec {
   using storage = std::uint16_t;
@@ -527,7 +527,7 @@ template <op O, class V> V combine(V u, V v) {
 /// out[i] = value_at(i) for i < n, in blocks that compute every value before
 /// storing any: safe when `out` is also an input index for index, and g++ -O2
 /// turns such blocks into SIMD code (a plain loop would need -O3).
-template <class S, class F> void blockwise(S *out, std::size_t n, F &&value_at) {
+template <class S, class F> void blockwise(S* out, std::size_t n, F&& value_at) {
   constexpr std::size_t block = 64 / sizeof(S);
   std::size_t i = 0;
   for (; i + block <= n; i += block) {
@@ -541,11 +541,11 @@ template <class S, class F> void blockwise(S *out, std::size_t n, F &&value_at) 
     out[i] = value_at(i);
 }
 
-template <class Codec, op O> void reduce_kernel(void *out, const void *a, const void *b, std::size_t n) {
+template <class Codec, op O> void reduce_kernel(void* out, const void* a, const void* b, std::size_t n) {
   using S = typename Codec::storage;
-  auto *x = static_cast<const S *>(a);
-  auto *y = static_cast<const S *>(b);
-  blockwise(static_cast<S *>(out), n,
+  auto* x = static_cast<const S*>(a);
+  auto* y = static_cast<const S*>(b);
+  blockwise(static_cast<S*>(out), n,
             [&](std::size_t i) { return Codec::store(combine<O>(Codec::load(x[i]), Codec::load(y[i]))); });
 }
 
@@ -576,13 +576,37 @@ inline reduce_fn reduce_for(dtype d, op o) {
   return nullptr;
 }
 
-template <class Codec, class F> void scale_kernel(void *data, std::size_t n, F factor) {
-  auto *p = static_cast<typename Codec::storage *>(data);
+template <class Codec, class F> void scale_kernel(void* data, std::size_t n, F factor) {
+  auto* p = static_cast<typename Codec::storage*>(data);
   blockwise(p, n, [&](std::size_t i) { return Codec::store(Codec::load(p[i]) * factor); });
 }
 
+template <class Codec>
+void sum_scaled_kernel(void* out, const void* a, const void* b, std::size_t n, double factor) {
+  using S = typename Codec::storage;
+  auto* x = static_cast<const S*>(a);
+  auto* y = static_cast<const S*>(b);
+  using compute = std::conditional_t<std::is_same_v<S, double>, double, decltype(Codec::load(S{}) * 1.0f)>;
+  const auto f = static_cast<compute>(factor);
+  blockwise(static_cast<S*>(out), n,
+            [&](std::size_t i) { return Codec::store((Codec::load(x[i]) + Codec::load(y[i])) * f); });
+}
+
+/// out[i] = (a[i] + b[i]) * factor: the last step of an averaging all-reduce, fused.
+inline void sum_scaled(void* out, const void* a, const void* b, std::size_t n, dtype d, double factor) {
+  switch (d) {
+  case dtype::f32: return sum_scaled_kernel<plain_codec<float>>(out, a, b, n, factor);
+  case dtype::f64: return sum_scaled_kernel<plain_codec<double>>(out, a, b, n, factor);
+  case dtype::f16: return sum_scaled_kernel<f16_codec>(out, a, b, n, factor);
+  case dtype::bf16: return sum_scaled_kernel<bf16_codec>(out, a, b, n, factor);
+  default:
+    throw error(error_kind::config,
+                "scaling needs a floating-point tensor, got " + std::string(to_string(d)));
+  }
+}
+
 /// Multiplies n elements in place by `factor` (floating dtypes only).
-inline void scale_in_place(void *data, std::size_t n, dtype d, double factor) {
+inline void scale_in_place(void* data, std::size_t n, dtype d, double factor) {
   switch (d) {
   case dtype::f32: return scale_kernel<plain_codec<float>>(data, n, static_cast<float>(factor));
   case dtype::f64: return scale_kernel<plain_codec<double>>(data, n, factor);
@@ -595,9 +619,9 @@ inline void scale_in_place(void *data, std::size_t n, dtype d, double factor) {
 }
 
 template <class To, class From>
-void convert_kernel(void *dst, const void *src, std::size_t n, double factor) {
-  auto *d = static_cast<typename To::storage *>(dst);
-  auto *s = static_cast<const typename From::storage *>(src);
+void convert_kernel(void* dst, const void* src, std::size_t n, double factor) {
+  auto* d = static_cast<typename To::storage*>(dst);
+  auto* s = static_cast<const typename From::storage*>(src);
   using compute = std::conditional_t<std::is_same_v<typename To::storage, double> ||
                                          std::is_same_v<typename From::storage, double>,
                                      double, float>;
@@ -605,7 +629,7 @@ void convert_kernel(void *dst, const void *src, std::size_t n, double factor) {
   blockwise(d, n, [&](std::size_t i) { return To::store(static_cast<compute>(From::load(s[i])) * f); });
 }
 
-template <class From> void convert_from(void *dst, dtype to, const void *src, std::size_t n, double factor) {
+template <class From> void convert_from(void* dst, dtype to, const void* src, std::size_t n, double factor) {
   switch (to) {
   case dtype::f32: return convert_kernel<plain_codec<float>, From>(dst, src, n, factor);
   case dtype::f64: return convert_kernel<plain_codec<double>, From>(dst, src, n, factor);
@@ -617,7 +641,7 @@ template <class From> void convert_from(void *dst, dtype to, const void *src, st
 
 /// dst[i] = src[i] * factor, converting between floating dtypes (a plain copy
 /// when the types match and factor is 1). dst and src must not overlap.
-inline void copy_scaled(void *dst, dtype to, const void *src, dtype from, std::size_t n, double factor) {
+inline void copy_scaled(void* dst, dtype to, const void* src, dtype from, std::size_t n, double factor) {
   if (to == from && factor == 1.0) {
     if (n) std::memcpy(dst, src, n * size_of(to));
     return;
@@ -636,6 +660,186 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_ELEMENTWISE_HPP
 // ---- end ddp/detail/elementwise.hpp ----
+// ---- begin ddp/detail/gloo_ring.hpp ----
+// A ring all-reduce over Gloo's transport that works on the gradients where
+// they are: a bucket is a list of fragments (one per tensor), sent from and
+// received into the tensors themselves, so nothing is packed or unpacked, and
+// the averaging is fused into the last reduction step instead of a pass of
+// its own. Same schedule as Gloo's ring: W-1 reduce-scatter steps, then W-1
+// all-gather steps, each chunk cut at tensor boundaries and at 1 MiB.
+#ifndef DDP_DETAIL_GLOO_RING_HPP
+#define DDP_DETAIL_GLOO_RING_HPP
+
+// ---- begin ddp/detail/fragment.hpp ----
+// A contiguous piece of a bucket: one tensor's memory, as a backend sees it.
+#ifndef DDP_DETAIL_FRAGMENT_HPP
+#define DDP_DETAIL_FRAGMENT_HPP
+
+
+#include <cstddef>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+struct fragment {
+  void* data;
+  std::size_t count; ///< elements
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_FRAGMENT_HPP
+// ---- end ddp/detail/fragment.hpp ----
+
+#include <gloo/common/error.h>
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+inline constexpr std::uint8_t ring_slot_prefix = 0x40; // Gloo's own collectives use 0x01..0x08
+
+class fragment_ring {
+public:
+  fragment_ring(const std::shared_ptr<::gloo::Context>& ctx, const std::vector<fragment>& frags, dtype dt,
+                std::vector<char>& scratch)
+      : ctx_(ctx), frags_(frags), dt_(dt), es_(size_of(dt)), scratch_(scratch) {
+    starts_.reserve(frags_.size() + 1);
+    std::size_t at = 0;
+    for (auto& f : frags_) {
+      starts_.push_back(at);
+      at += f.count;
+      bufs_.push_back(f.count ? ctx_->createUnboundBuffer(f.data, f.count * es_) : nullptr);
+    }
+    starts_.push_back(at);
+    total_ = at;
+  }
+
+  /// Sums over ranks, then multiplies by `scale` (1/W for a mean), in place.
+  void run(std::uint32_t tag, double scale, std::chrono::milliseconds timeout) {
+    const int w = ctx_->size, r = ctx_->rank;
+    if (total_ == 0) return;
+    if (w == 1) {
+      if (scale != 1.0)
+        for (auto& f : frags_)
+          scale_in_place(f.data, f.count, dt_, scale);
+      return;
+    }
+    deadline_ = std::chrono::steady_clock::now() + timeout;
+    slot_ = ::gloo::Slot::build(ring_slot_prefix, tag);
+    const int right = (r + 1) % w, left = (r - 1 + w) % w;
+    std::size_t largest = 0;
+    for (int c = 0; c < w; ++c)
+      largest = std::max(largest, end(c) - begin(c));
+    scratch_.resize(largest * es_);
+    auto tmp = ctx_->createUnboundBuffer(scratch_.data(), scratch_.size());
+    const auto reduce = reduce_for(dt_, op::sum);
+
+    for (int s = 0; s + 1 < w; ++s) { // reduce-scatter: after it, rank r owns chunk r+1
+      const int send_c = (r - s + w) % w, recv_c = (r - s - 1 + w) % w;
+      const bool last = s + 2 == w;
+      pieces(begin(recv_c), end(recv_c), [&](std::size_t, std::size_t, std::size_t n, std::size_t at) {
+        tmp->recv(left, slot_, (at - begin(recv_c)) * es_, n * es_);
+      });
+      post_sends(right, send_c);
+      pieces(begin(recv_c), end(recv_c), [&](std::size_t k, std::size_t off, std::size_t n, std::size_t at) {
+        wait(tmp->waitRecv(remaining()), "receive");
+        auto* dst = static_cast<char*>(frags_[k].data) + off * es_;
+        const char* in = scratch_.data() + (at - begin(recv_c)) * es_;
+        if (last && scale != 1.0)
+          sum_scaled(dst, dst, in, n, dt_, scale); // averaging fused here
+        else
+          reduce(dst, dst, in, n);
+      });
+      wait_sends();
+    }
+    for (int s = 0; s + 1 < w; ++s) { // all-gather the owned, final chunks
+      const int send_c = (r + 1 - s + w) % w, recv_c = (r - s + w) % w;
+      std::vector<std::size_t> receivers;
+      pieces(begin(recv_c), end(recv_c), [&](std::size_t k, std::size_t off, std::size_t n, std::size_t) {
+        bufs_[k]->recv(left, slot_, off * es_, n * es_);
+        receivers.push_back(k);
+      });
+      post_sends(right, send_c);
+      for (auto k : receivers)
+        wait(bufs_[k]->waitRecv(remaining()), "receive");
+      wait_sends();
+    }
+  }
+
+private:
+  static constexpr std::size_t max_piece_bytes = std::size_t{1} << 20;
+
+  std::size_t begin(int c) const {
+    return total_ * static_cast<std::size_t>(c) / static_cast<std::size_t>(ctx_->size);
+  }
+  std::size_t end(int c) const { return begin(c + 1); }
+
+  /// Calls f(fragment, offset in fragment, count, offset in bucket) for the
+  /// pieces of bucket elements [a, b): cut at fragment ends and at 1 MiB.
+  template <class F> void pieces(std::size_t a, std::size_t b, F&& f) const {
+    if (a >= b) return;
+    std::size_t k =
+        static_cast<std::size_t>(std::upper_bound(starts_.begin(), starts_.end(), a) - starts_.begin()) - 1;
+    const std::size_t max_piece = std::max<std::size_t>(1, max_piece_bytes / es_);
+    while (a < b) {
+      while (starts_[k + 1] <= a)
+        ++k;
+      const std::size_t n = std::min({b, starts_[k + 1], a + max_piece}) - a;
+      f(k, a - starts_[k], n, a);
+      a += n;
+    }
+  }
+
+  void post_sends(int right, int c) {
+    pieces(begin(c), end(c), [&](std::size_t k, std::size_t off, std::size_t n, std::size_t) {
+      bufs_[k]->send(right, slot_, off * es_, n * es_);
+      senders_.push_back(k);
+    });
+  }
+
+  void wait_sends() {
+    for (auto k : senders_)
+      wait(bufs_[k]->waitSend(remaining()), "send");
+    senders_.clear();
+  }
+
+  std::chrono::milliseconds remaining() const {
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - std::chrono::steady_clock::now());
+    return std::max(left, std::chrono::milliseconds(1));
+  }
+
+  static void wait(bool ok, const char* what) {
+    if (!ok) throw ::gloo::IoException(std::string("Timed out waiting for a ring ") + what);
+  }
+
+  std::shared_ptr<::gloo::Context> ctx_;
+  const std::vector<fragment>& frags_;
+  dtype dt_;
+  std::size_t es_;
+  std::vector<char>& scratch_;
+  std::vector<std::size_t> starts_;
+  std::vector<std::unique_ptr<::gloo::transport::UnboundBuffer>> bufs_;
+  std::vector<std::size_t> senders_;
+  std::size_t total_ = 0;
+  std::uint64_t slot_ = 0;
+  std::chrono::steady_clock::time_point deadline_;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_RING_HPP
+// ---- end ddp/detail/gloo_ring.hpp ----
 // ---- begin ddp/detail/log.hpp ----
 // Diagnostics on stderr, gated by DDP_DEBUG (OFF | INFO | DETAIL). Warnings
 // (refused connections, teardown trouble) are always printed.
@@ -659,8 +863,8 @@ DDP_END_NAMESPACE
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
-inline std::optional<std::string> getenv_str(const char *name) {
-  const char *v = std::getenv(name);
+inline std::optional<std::string> getenv_str(const char* name) {
+  const char* v = std::getenv(name);
   if (v == nullptr) return std::nullopt;
   return std::string(v);
 }
@@ -679,7 +883,7 @@ inline std::optional<std::int64_t> parse_int(std::string_view s) {
 }
 
 /// An integer from `name`, within [lo, hi]; nullopt when unset.
-inline std::optional<std::int64_t> env_int(const char *name, std::int64_t lo, std::int64_t hi) {
+inline std::optional<std::int64_t> env_int(const char* name, std::int64_t lo, std::int64_t hi) {
   auto raw = getenv_str(name);
   if (!raw) return std::nullopt;
   auto v = parse_int(*raw);
@@ -693,7 +897,7 @@ inline std::optional<std::int64_t> env_int(const char *name, std::int64_t lo, st
   return v;
 }
 
-inline std::int64_t require_env_int(const char *name, std::int64_t lo, std::int64_t hi,
+inline std::int64_t require_env_int(const char* name, std::int64_t lo, std::int64_t hi,
                                     std::string_view why) {
   auto v = env_int(name, lo, hi);
   if (!v)
@@ -839,8 +1043,8 @@ private:
 
 public:
   ordered_queue() : thread_([this] { run(); }) {}
-  ordered_queue(const ordered_queue &) = delete;
-  ordered_queue &operator=(const ordered_queue &) = delete;
+  ordered_queue(const ordered_queue&) = delete;
+  ordered_queue& operator=(const ordered_queue&) = delete;
   ~ordered_queue() {
     {
       std::lock_guard lock(mu_);
@@ -918,7 +1122,7 @@ private:
       busy_ = false;
     }
     it.state->finish(failure);
-    for (auto &f : failed)
+    for (auto& f : failed)
       f.state->finish(failure);
     idle_cv_.notify_all();
     cv_.notify_one(); // the worker may have items that queued behind an inline run
@@ -982,13 +1186,13 @@ class unique_fd {
 public:
   unique_fd() = default;
   explicit unique_fd(int fd) noexcept : fd_(fd) {}
-  unique_fd(unique_fd &&o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  unique_fd &operator=(unique_fd &&o) noexcept {
+  unique_fd(unique_fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  unique_fd& operator=(unique_fd&& o) noexcept {
     if (this != &o) reset(std::exchange(o.fd_, -1));
     return *this;
   }
-  unique_fd(const unique_fd &) = delete;
-  unique_fd &operator=(const unique_fd &) = delete;
+  unique_fd(const unique_fd&) = delete;
+  unique_fd& operator=(const unique_fd&) = delete;
   ~unique_fd() { reset(); }
   int get() const noexcept { return fd_; }
   explicit operator bool() const noexcept { return fd_ >= 0; }
@@ -1003,18 +1207,18 @@ private:
 
 inline std::string errno_text(int e) { return std::string(std::strerror(e)); }
 
-inline std::string endpoint(const std::string &host, int port) {
+inline std::string endpoint(const std::string& host, int port) {
   return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
 struct addrinfo_list {
-  addrinfo *head = nullptr;
+  addrinfo* head = nullptr;
   ~addrinfo_list() {
     if (head) ::freeaddrinfo(head);
   }
 };
 
-inline void resolve(const std::string &host, int port, bool passive, addrinfo_list &out) {
+inline void resolve(const std::string& host, int port, bool passive, addrinfo_list& out) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -1029,29 +1233,29 @@ inline void resolve(const std::string &host, int port, bool passive, addrinfo_li
 inline int local_port(int fd) {
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
-  if (::getsockname(fd, reinterpret_cast<sockaddr *>(&ss), &len) != 0) return 0;
-  if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in *>(&ss)->sin_port);
-  if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6 *>(&ss)->sin6_port);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return 0;
+  if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
   return 0;
 }
 
 inline std::string peer_name(int fd) {
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
-  if (::getpeername(fd, reinterpret_cast<sockaddr *>(&ss), &len) != 0) return "?";
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "?";
   char host[NI_MAXHOST], serv[NI_MAXSERV];
-  if (::getnameinfo(reinterpret_cast<sockaddr *>(&ss), len, host, sizeof host, serv, sizeof serv,
+  if (::getnameinfo(reinterpret_cast<sockaddr*>(&ss), len, host, sizeof host, serv, sizeof serv,
                     NI_NUMERICHOST | NI_NUMERICSERV) != 0)
     return "?";
   return endpoint(host, std::atoi(serv));
 }
 
 /// Listens on `host:port` (that address only; port 0 picks a free one).
-inline unique_fd listen_tcp(const std::string &host, int port) {
+inline unique_fd listen_tcp(const std::string& host, int port) {
   addrinfo_list ai;
   resolve(host, port, true, ai);
   int last = 0;
-  for (addrinfo *p = ai.head; p; p = p->ai_next) {
+  for (addrinfo* p = ai.head; p; p = p->ai_next) {
     unique_fd fd(::socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol));
     if (!fd) {
       last = errno;
@@ -1086,13 +1290,13 @@ inline void set_nodelay(int fd) {
 
 /// Connects to `host:port`, retrying with exponential backoff (10 ms .. 1 s)
 /// until `deadline`: rank 0 may start its server after the others start.
-inline unique_fd connect_tcp(const std::string &host, int port, clock::time_point deadline) {
+inline unique_fd connect_tcp(const std::string& host, int port, clock::time_point deadline) {
   auto backoff = std::chrono::milliseconds(10);
   std::string last = "no attempt";
   for (;;) {
     addrinfo_list ai;
     resolve(host, port, false, ai);
-    for (addrinfo *p = ai.head; p; p = p->ai_next) {
+    for (addrinfo* p = ai.head; p; p = p->ai_next) {
       unique_fd fd(::socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol));
       if (!fd) {
         last = errno_text(errno);
@@ -1129,8 +1333,8 @@ inline bool wait_fd(int fd, short events, clock::time_point deadline) {
 /// Outcome of deadline-bounded I/O.
 enum class io_status { ok, closed, timeout, failed };
 
-inline io_status send_all(int fd, const void *data, std::size_t n, clock::time_point deadline) {
-  auto p = static_cast<const char *>(data);
+inline io_status send_all(int fd, const void* data, std::size_t n, clock::time_point deadline) {
+  auto p = static_cast<const char*>(data);
   while (n > 0) {
     if (!wait_fd(fd, POLLOUT, deadline)) return io_status::timeout;
     ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -1144,8 +1348,8 @@ inline io_status send_all(int fd, const void *data, std::size_t n, clock::time_p
   return io_status::ok;
 }
 
-inline io_status recv_all(int fd, void *data, std::size_t n, clock::time_point deadline) {
-  auto p = static_cast<char *>(data);
+inline io_status recv_all(int fd, void* data, std::size_t n, clock::time_point deadline) {
+  auto p = static_cast<char*>(data);
   while (n > 0) {
     if (!wait_fd(fd, POLLIN, deadline)) return io_status::timeout;
     ssize_t k = ::recv(fd, p, n, MSG_DONTWAIT);
@@ -1209,12 +1413,12 @@ public:
     buf_.resize(4);
     buf_.push_back(static_cast<char>(st));
   }
-  frame_writer &u8(std::uint8_t v) { return raw(&v, 1); }
-  frame_writer &u32(std::uint32_t v) { return raw(&v, 4); }
-  frame_writer &i32(std::int32_t v) { return raw(&v, 4); }
-  frame_writer &u64(std::uint64_t v) { return raw(&v, 8); }
-  frame_writer &i64(std::int64_t v) { return raw(&v, 8); }
-  frame_writer &bytes(std::string_view s) {
+  frame_writer& u8(std::uint8_t v) { return raw(&v, 1); }
+  frame_writer& u32(std::uint32_t v) { return raw(&v, 4); }
+  frame_writer& i32(std::int32_t v) { return raw(&v, 4); }
+  frame_writer& u64(std::uint64_t v) { return raw(&v, 8); }
+  frame_writer& i64(std::int64_t v) { return raw(&v, 8); }
+  frame_writer& bytes(std::string_view s) {
     u32(static_cast<std::uint32_t>(s.size()));
     buf_.insert(buf_.end(), s.begin(), s.end());
     return *this;
@@ -1227,8 +1431,8 @@ public:
   }
 
 private:
-  frame_writer &raw(const void *p, std::size_t n) {
-    auto c = static_cast<const char *>(p);
+  frame_writer& raw(const void* p, std::size_t n) {
+    auto c = static_cast<const char*>(p);
     buf_.insert(buf_.end(), c, c + n);
     return *this;
   }
@@ -1306,11 +1510,11 @@ DDP_END_NAMESPACE
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
-inline constexpr const char *store_lost_key = "ddp/lost";
+inline constexpr const char* store_lost_key = "ddp/lost";
 
 class store_server {
 public:
-  store_server(const std::string &host, int port, std::string token)
+  store_server(const std::string& host, int port, std::string token)
       : listener_(listen_tcp(host, port)), token_(std::move(token)) {
     port_ = local_port(listener_.get());
     int p[2];
@@ -1320,8 +1524,8 @@ public:
     wake_w_.reset(p[1]);
     thread_ = std::thread([this] { loop(); });
   }
-  store_server(const store_server &) = delete;
-  store_server &operator=(const store_server &) = delete;
+  store_server(const store_server&) = delete;
+  store_server& operator=(const store_server&) = delete;
   ~store_server() {
     stop_ = true;
     char c = 1;
@@ -1352,7 +1556,7 @@ private:
       fds.clear();
       fds.push_back({wake_r_.get(), POLLIN, 0});
       fds.push_back({listener_.get(), POLLIN, 0});
-      for (auto &c : conns_)
+      for (auto& c : conns_)
         fds.push_back({c->fd.get(), POLLIN, 0});
       int rc = ::poll(fds.data(), fds.size(), 100);
       if (rc < 0 && errno != EINTR) break;
@@ -1360,7 +1564,7 @@ private:
       for (std::size_t i = 2; i < fds.size(); ++i)
         if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) read_from(*conns_[i - 2]);
       expire(clock::now());
-      std::erase_if(conns_, [](const auto &c) { return !c->fd; });
+      std::erase_if(conns_, [](const auto& c) { return !c->fd; });
     }
   }
 
@@ -1379,20 +1583,20 @@ private:
     conns_.push_back(std::move(c));
   }
 
-  void drop(connection &c, const std::string &why) {
+  void drop(connection& c, const std::string& why) {
     if (!why.empty()) log_line("store", "closing connection from " + c.peer + ": " + why);
     if (c.authed && !c.said_bye && c.rank >= 0) record_lost(c.rank);
     c.fd.reset();
   }
 
   void record_lost(int rank) {
-    auto &v = data_[store_lost_key];
+    auto& v = data_[store_lost_key];
     if (!v.empty()) v += ",";
     v += std::to_string(rank);
     wake_waiters();
   }
 
-  void read_from(connection &c) {
+  void read_from(connection& c) {
     char buf[65536];
     bool eof = false;
     for (;;) {
@@ -1421,13 +1625,13 @@ private:
     if (eof && c.fd) drop(c, "");
   }
 
-  void reply(connection &c, const std::vector<char> &frame) {
+  void reply(connection& c, const std::vector<char>& frame) {
     if (send_all(c.fd.get(), frame.data(), frame.size(), clock::now() + std::chrono::seconds(10)) !=
         io_status::ok)
       drop(c, "client does not read its replies");
   }
 
-  void handle(connection &c, const std::string &body) {
+  void handle(connection& c, const std::string& body) {
     auto op = static_cast<store_op>(static_cast<std::uint8_t>(body[0]));
     frame_reader r(std::string_view(body).substr(1));
     if (!c.authed) {
@@ -1467,7 +1671,7 @@ private:
       std::string key = r.bytes();
       std::int64_t delta = r.i64();
       if (!r.ok() || !r.at_end()) return drop(c, "malformed add");
-      auto &v = data_[key];
+      auto& v = data_[key];
       std::int64_t now = (v.empty() ? 0 : parse_int(v).value_or(0)) + delta;
       v = std::to_string(now);
       reply(c, frame_writer(store_status::ok).i64(now).finish());
@@ -1495,13 +1699,13 @@ private:
     }
   }
 
-  bool all_present(const std::vector<std::string> &keys) const {
-    for (auto &k : keys)
+  bool all_present(const std::vector<std::string>& keys) const {
+    for (auto& k : keys)
       if (!data_.count(k)) return false;
     return true;
   }
 
-  void try_finish_wait(connection &c) {
+  void try_finish_wait(connection& c) {
     if (!c.waiting || !c.fd) return;
     if (all_present(c.wait_keys)) {
       c.waiting = false;
@@ -1510,12 +1714,12 @@ private:
   }
 
   void wake_waiters() {
-    for (auto &c : conns_)
+    for (auto& c : conns_)
       try_finish_wait(*c);
   }
 
   void expire(clock::time_point now) {
-    for (auto &c : conns_) {
+    for (auto& c : conns_) {
       if (!c->fd) continue;
       if (!c->authed && now > c->hello_deadline)
         drop(*c, "no hello within 30 s");
@@ -1564,7 +1768,7 @@ struct tcp_store_options {
 
 class tcp_store {
 public:
-  explicit tcp_store(const tcp_store_options &o) : opts_(o) {
+  explicit tcp_store(const tcp_store_options& o) : opts_(o) {
     if (o.port < 0 || o.port > 65535 || (!o.serve && o.port == 0))
       throw error(error_kind::config, "tcp_store: port " + std::to_string(o.port) +
                                           " is not a valid port to connect to (1..65535)");
@@ -1583,8 +1787,8 @@ public:
                       "on every rank, or let the launcher set it)");
   }
 
-  tcp_store(const tcp_store &) = delete;
-  tcp_store &operator=(const tcp_store &) = delete;
+  tcp_store(const tcp_store&) = delete;
+  tcp_store& operator=(const tcp_store&) = delete;
 
   ~tcp_store() {
     if (fd_ && !broken_) {
@@ -1595,23 +1799,23 @@ public:
 
   /// The port the store listens on (useful with port 0).
   int port() const { return opts_.port; }
-  const std::string &host() const { return opts_.host; }
+  const std::string& host() const { return opts_.host; }
   std::chrono::milliseconds timeout() const { return opts_.timeout; }
   bool is_server() const { return server_ != nullptr; }
 
-  void set(const std::string &key, std::string_view value) {
+  void set(const std::string& key, std::string_view value) {
     request(detail::frame_writer(detail::store_op::set).bytes(key).bytes(value), "set '" + key + "'");
   }
 
   /// Waits (up to the store timeout) until `key` exists, then returns its value.
-  std::string get(const std::string &key) {
+  std::string get(const std::string& key) {
     wait({key});
     auto v = try_get(key);
     if (!v) throw error(error_kind::backend, "store key '" + key + "' vanished");
     return *v;
   }
 
-  std::optional<std::string> try_get(const std::string &key) {
+  std::optional<std::string> try_get(const std::string& key) {
     auto r = request(detail::frame_writer(detail::store_op::get).bytes(key), "get '" + key + "'");
     if (static_cast<detail::store_status>(r[0]) == detail::store_status::missing) return std::nullopt;
     detail::frame_reader fr(std::string_view(r).substr(1));
@@ -1621,7 +1825,7 @@ public:
   }
 
   /// Atomically adds `delta` to the integer under `key` (0 when absent); returns the new value.
-  std::int64_t add(const std::string &key, std::int64_t delta) {
+  std::int64_t add(const std::string& key, std::int64_t delta) {
     auto r = request(detail::frame_writer(detail::store_op::add).bytes(key).i64(delta), "add '" + key + "'");
     detail::frame_reader fr(std::string_view(r).substr(1));
     auto v = fr.i64();
@@ -1629,23 +1833,23 @@ public:
     return v;
   }
 
-  bool check(const std::vector<std::string> &keys) {
+  bool check(const std::vector<std::string>& keys) {
     detail::frame_writer w(detail::store_op::check);
     w.u32(static_cast<std::uint32_t>(keys.size()));
-    for (auto &k : keys)
+    for (auto& k : keys)
       w.bytes(k);
     auto r = request(w, "check");
     return r.size() >= 2 && r[1] == 1;
   }
 
-  void wait(const std::vector<std::string> &keys) { wait(keys, opts_.timeout); }
+  void wait(const std::vector<std::string>& keys) { wait(keys, opts_.timeout); }
 
   /// Waits until every key exists; ddp::error (kind timeout) naming the
   /// missing keys after `timeout`.
-  void wait(const std::vector<std::string> &keys, std::chrono::milliseconds timeout) {
+  void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
     if (!try_wait(keys, timeout)) {
       std::string names;
-      for (auto &k : keys)
+      for (auto& k : keys)
         names += (names.empty() ? "'" : ", '") + k + "'";
       throw error(error_kind::timeout, "waited " + std::to_string(timeout.count()) + " ms for store key(s) " +
                                            names + " at " + where() +
@@ -1655,10 +1859,10 @@ public:
   }
 
   /// Like wait(), but returns false on timeout instead of throwing.
-  bool try_wait(const std::vector<std::string> &keys, std::chrono::milliseconds timeout) {
+  bool try_wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
     detail::frame_writer w(detail::store_op::wait);
     w.u32(static_cast<std::uint32_t>(keys.size()));
-    for (auto &k : keys)
+    for (auto& k : keys)
       w.bytes(k);
     w.u64(static_cast<std::uint64_t>(std::max<std::int64_t>(0, timeout.count())));
     auto r = request(w, "wait", timeout + std::chrono::seconds(10));
@@ -1683,11 +1887,11 @@ public:
 private:
   std::string where() const { return detail::endpoint(opts_.host, opts_.port); }
 
-  error protocol_error(const char *what) const {
+  error protocol_error(const char* what) const {
     return error(error_kind::backend, std::string("malformed reply from the rendezvous store to ") + what);
   }
 
-  std::string request(detail::frame_writer &w, const std::string &what,
+  std::string request(detail::frame_writer& w, const std::string& what,
                       std::optional<std::chrono::milliseconds> io_timeout = std::nullopt) {
     std::lock_guard lock(mu_);
     if (broken_)
@@ -1698,12 +1902,12 @@ private:
     return recv_frame(deadline, what);
   }
 
-  void send_frame(const std::vector<char> &f, detail::clock::time_point deadline) {
+  void send_frame(const std::vector<char>& f, detail::clock::time_point deadline) {
     auto st = detail::send_all(fd_.get(), f.data(), f.size(), deadline);
     if (st != detail::io_status::ok) fail(st, "sending");
   }
 
-  std::string recv_frame(detail::clock::time_point deadline, const std::string &what) {
+  std::string recv_frame(detail::clock::time_point deadline, const std::string& what) {
     std::uint32_t n = 0;
     auto st = detail::recv_all(fd_.get(), &n, 4, deadline);
     if (st != detail::io_status::ok) fail(st, what);
@@ -1717,7 +1921,7 @@ private:
     return body;
   }
 
-  [[noreturn]] void fail(detail::io_status st, const std::string &what) {
+  [[noreturn]] void fail(detail::io_status st, const std::string& what) {
     broken_ = true;
     if (st == detail::io_status::timeout)
       throw error(error_kind::timeout,
@@ -1805,8 +2009,8 @@ inline std::vector<std::string> expand_host(std::string_view pat, std::string_vi
       auto parts = expand_bracket(pat.substr(i + 1, close - i - 1), whole);
       std::vector<std::string> next;
       next.reserve(acc.size() * parts.size());
-      for (const auto &a : acc)
-        for (const auto &p : parts)
+      for (const auto& a : acc)
+        for (const auto& p : parts)
           next.push_back(a + p);
       acc = std::move(next);
       i = close + 1;
@@ -1815,7 +2019,7 @@ inline std::vector<std::string> expand_host(std::string_view pat, std::string_vi
     } else {
       std::size_t next_br = pat.find_first_of("[]", i);
       if (next_br == std::string_view::npos) next_br = pat.size();
-      for (auto &a : acc)
+      for (auto& a : acc)
         a.append(pat.substr(i, next_br - i));
       i = next_br;
     }
@@ -1838,7 +2042,7 @@ inline std::vector<std::string> expand_nodelist(std::string_view list) {
     else if (c == ',' && depth == 0) {
       std::string_view pat = list.substr(start, i - start);
       if (pat.empty()) throw nodelist_error(list, "empty host name");
-      for (auto &h : expand_host(pat, list))
+      for (auto& h : expand_host(pat, list))
         hosts.push_back(std::move(h));
       start = i + 1;
     }
@@ -1888,14 +2092,14 @@ namespace detail {
 /// job agrees without talking, and concurrent jobs rarely collide.
 inline int port_from_job_id(std::uint64_t job_id) { return 20000 + static_cast<int>(job_id % 10000); }
 
-inline int port_from_job_id(const std::string &job) {
+inline int port_from_job_id(const std::string& job) {
   std::uint64_t h = 1469598103934665603ull; // FNV-1a: stable across builds
   for (unsigned char c : job)
     h = (h ^ c) * 1099511628211ull;
   return port_from_job_id(h);
 }
 
-inline void read_master(topology &t) {
+inline void read_master(topology& t) {
   if (auto a = getenv_str("MASTER_ADDR")) {
     if (a->empty()) throw error(error_kind::config, "environment variable MASTER_ADDR is set but empty");
     t.master_addr = *a;
@@ -1903,9 +2107,9 @@ inline void read_master(topology &t) {
   if (auto p = env_int("MASTER_PORT", 1, 65535)) t.master_port = static_cast<int>(*p);
 }
 
-inline void check_topology(const topology &t, const char *rank_var, const char *world_var,
-                           const char *local_var, const char *local_world_var) {
-  auto fail = [&](const std::string &what) {
+inline void check_topology(const topology& t, const char* rank_var, const char* world_var,
+                           const char* local_var, const char* local_world_var) {
+  auto fail = [&](const std::string& what) {
     throw error(error_kind::config, "contradictory " + t.source + " environment: " + what);
   };
   if (t.rank >= t.world_size)
@@ -2104,39 +2308,39 @@ namespace detail {
 /// Lets Gloo's rendezvous use our token-gated tcp_store, under a key prefix.
 class gloo_store_adapter : public ::gloo::rendezvous::Store {
 public:
-  gloo_store_adapter(tcp_store &s, std::string prefix) : s_(s), prefix_(std::move(prefix)) {}
-  void set(const std::string &key, const std::vector<char> &data) override {
+  gloo_store_adapter(tcp_store& s, std::string prefix) : s_(s), prefix_(std::move(prefix)) {}
+  void set(const std::string& key, const std::vector<char>& data) override {
     s_.set(prefix_ + key, std::string_view(data.data(), data.size()));
   }
-  std::vector<char> get(const std::string &key) override {
+  std::vector<char> get(const std::string& key) override {
     auto v = s_.get(prefix_ + key);
     return {v.begin(), v.end()};
   }
-  void wait(const std::vector<std::string> &keys) override { wait(keys, s_.timeout()); }
-  void wait(const std::vector<std::string> &keys, const std::chrono::milliseconds &timeout) override {
+  void wait(const std::vector<std::string>& keys) override { wait(keys, s_.timeout()); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
     std::vector<std::string> full;
-    for (auto &k : keys)
+    for (auto& k : keys)
       full.push_back(prefix_ + k);
     s_.wait(full, timeout);
   }
 
 private:
-  tcp_store &s_;
+  tcp_store& s_;
   std::string prefix_;
 };
 
 /// The local address that routes to `host`: what peers on other nodes can reach.
-inline std::string local_address_towards(const std::string &host, int port) {
+inline std::string local_address_towards(const std::string& host, int port) {
   addrinfo_list ai;
   resolve(host, port > 0 ? port : 1, false, ai);
-  for (addrinfo *p = ai.head; p; p = p->ai_next) {
+  for (addrinfo* p = ai.head; p; p = p->ai_next) {
     unique_fd fd(::socket(p->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
     if (!fd || ::connect(fd.get(), p->ai_addr, p->ai_addrlen) != 0) continue; // UDP: sends nothing
     sockaddr_storage ss{};
     socklen_t len = sizeof ss;
-    if (::getsockname(fd.get(), reinterpret_cast<sockaddr *>(&ss), &len) != 0) continue;
+    if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&ss), &len) != 0) continue;
     char buf[NI_MAXHOST];
-    if (::getnameinfo(reinterpret_cast<sockaddr *>(&ss), len, buf, sizeof buf, nullptr, 0, NI_NUMERICHOST) ==
+    if (::getnameinfo(reinterpret_cast<sockaddr*>(&ss), len, buf, sizeof buf, nullptr, 0, NI_NUMERICHOST) ==
         0)
       return buf;
   }
@@ -2144,7 +2348,7 @@ inline std::string local_address_towards(const std::string &host, int port) {
                                       ": set GLOO_SOCKET_IFNAME to the interface to use");
 }
 
-inline std::shared_ptr<::gloo::transport::Device> make_gloo_device(const rendezvous &rv) {
+inline std::shared_ptr<::gloo::transport::Device> make_gloo_device(const rendezvous& rv) {
   ::gloo::transport::tcp::attr attr;
   if (auto names = getenv_str("GLOO_SOCKET_IFNAME"); names && !names->empty()) {
     std::vector<std::string> list;
@@ -2174,7 +2378,7 @@ inline std::shared_ptr<::gloo::transport::Device> make_gloo_device(const rendezv
   }
   try {
     return ::gloo::transport::tcp::CreateDevice(attr);
-  } catch (const std::exception &e) {
+  } catch (const std::exception& e) {
     throw error(error_kind::config,
                 std::string("cannot create the Gloo TCP device (") +
                     (attr.iface.empty() ? "address " + attr.hostname : "interface " + attr.iface) +
@@ -2199,7 +2403,7 @@ inline void ignore_sigpipe_if_default() {
 }
 
 /// Gloo wants typed pointers only for their element size.
-template <class F> decltype(auto) with_element_type(std::size_t size, F &&f) {
+template <class F> decltype(auto) with_element_type(std::size_t size, F&& f) {
   switch (size) {
   case 1: return f(std::uint8_t{});
   case 2: return f(std::uint16_t{});
@@ -2210,7 +2414,7 @@ template <class F> decltype(auto) with_element_type(std::size_t size, F &&f) {
 
 class gloo_communicator {
 public:
-  explicit gloo_communicator(const rendezvous &rv)
+  explicit gloo_communicator(const rendezvous& rv)
       : rank_(rv.topo.rank), size_(rv.topo.world_size), timeout_(rv.timeout), store_(rv.store) {
     ignore_sigpipe_if_default();
     auto device = make_gloo_device(rv);
@@ -2225,7 +2429,7 @@ public:
         ::gloo::rendezvous::PrefixStore prefixed(rv.token.empty() ? "ddp" : "ddp-" + rv.token, files);
         ctx->connectFullMesh(prefixed, device);
       }
-    } catch (const ddp::error &) { throw; } catch (const std::exception &e) {
+    } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
       throw error(error_kind::backend,
                   "rank " + std::to_string(rank_) + ": Gloo could not connect to its peers: " + e.what(),
                   rank_);
@@ -2239,7 +2443,7 @@ public:
   std::exception_ptr poisoned() const { return queue_.poisoned(); }
   void drain() { queue_.drain(); }
 
-  work all_reduce(void *data, std::size_t n, dtype dt, op o, bool blocking = false) {
+  work all_reduce(void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
       throw error(error_kind::config, "op::avg needs a floating-point tensor, got " +
                                           std::string(to_string(dt)) + ": use op::sum and divide yourself");
@@ -2248,7 +2452,7 @@ public:
       with_element_type(size_of(dt), [&](auto t) {
         using T = decltype(t);
         ::gloo::AllreduceOptions opts(ctx_);
-        opts.setOutput(static_cast<T *>(data), n);
+        opts.setOutput(static_cast<T*>(data), n);
         opts.setReduceFunction(reduce_for(dt, o));
         opts.setTag(tag);
         opts.setTimeout(timeout_);
@@ -2258,13 +2462,27 @@ public:
     });
   }
 
-  work broadcast(void *data, std::size_t n, dtype dt, int root, bool blocking = false) {
+  /// Sums a bucket given as fragments (each tensor where it lies) across ranks,
+  /// then multiplies it by `scale`: no packing, and the averaging fused in.
+  work all_reduce_fragments(std::vector<fragment> frags, dtype dt, double scale, bool blocking = false) {
+    if (!is_floating(dt) && scale != 1.0)
+      throw error(error_kind::config,
+                  "scaling needs a floating-point tensor, got " + std::string(to_string(dt)));
+    std::size_t n = 0;
+    for (auto& f : frags)
+      n += f.count;
+    return submit("all_reduce", n, dt, blocking, [=, this, frags = std::move(frags)](std::uint32_t tag) {
+      fragment_ring(ctx_, frags, dt, scratch_).run(tag, scale, timeout_);
+    });
+  }
+
+  work broadcast(void* data, std::size_t n, dtype dt, int root, bool blocking = false) {
     return submit("broadcast", n, dt, blocking, [=, this](std::uint32_t tag) {
       if (n == 0 || size_ == 1) return;
       with_element_type(size_of(dt), [&](auto t) {
         using T = decltype(t);
         ::gloo::BroadcastOptions opts(ctx_);
-        opts.setOutput(static_cast<T *>(data), n);
+        opts.setOutput(static_cast<T*>(data), n);
         opts.setRoot(root);
         opts.setTag(tag);
         opts.setTimeout(timeout_);
@@ -2273,14 +2491,14 @@ public:
     });
   }
 
-  work all_gather(const void *in, void *out, std::size_t n, dtype dt, bool blocking = false) {
+  work all_gather(const void* in, void* out, std::size_t n, dtype dt, bool blocking = false) {
     return submit("all_gather", n, dt, blocking, [=, this](std::uint32_t tag) {
       if (n == 0) return;
       with_element_type(size_of(dt), [&](auto t) {
         using T = decltype(t);
         ::gloo::AllgatherOptions opts(ctx_);
-        opts.setInput(const_cast<T *>(static_cast<const T *>(in)), n);
-        opts.setOutput(static_cast<T *>(out), n * static_cast<std::size_t>(size_));
+        opts.setInput(const_cast<T*>(static_cast<const T*>(in)), n);
+        opts.setOutput(static_cast<T*>(out), n * static_cast<std::size_t>(size_));
         opts.setTag(tag);
         opts.setTimeout(timeout_);
         ::gloo::allgather(opts);
@@ -2290,7 +2508,7 @@ public:
 
   /// Block r of `in` (n elements each) is reduced across ranks into rank r's `out`.
   /// One all-to-all moves each block to its owner, then a local reduction.
-  work reduce_scatter(const void *in, void *out, std::size_t n, dtype dt, op o, bool blocking = false) {
+  work reduce_scatter(const void* in, void* out, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
       throw error(error_kind::config,
                   "op::avg needs a floating-point tensor, got " + std::string(to_string(dt)));
@@ -2302,8 +2520,8 @@ public:
         with_element_type(size_of(dt), [&](auto t) {
           using T = decltype(t);
           ::gloo::AlltoallOptions opts(ctx_);
-          opts.setInput(const_cast<T *>(static_cast<const T *>(in)), n * static_cast<std::size_t>(size_));
-          opts.setOutput(reinterpret_cast<T *>(scratch_.data()), n * static_cast<std::size_t>(size_));
+          opts.setInput(const_cast<T*>(static_cast<const T*>(in)), n * static_cast<std::size_t>(size_));
+          opts.setOutput(reinterpret_cast<T*>(scratch_.data()), n * static_cast<std::size_t>(size_));
           opts.setTag(tag);
           opts.setTimeout(timeout_);
           ::gloo::alltoall(opts);
@@ -2330,7 +2548,7 @@ public:
   }
 
 private:
-  template <class F> work submit(const char *name, std::size_t n, dtype dt, bool blocking, F body) {
+  template <class F> work submit(const char* name, std::size_t n, dtype dt, bool blocking, F body) {
     std::string what = "rank " + std::to_string(rank_) + ": " + name + " #" + std::to_string(seq_++) + " (" +
                        std::to_string(n) + " x " + std::string(to_string(dt)) + ")";
     return queue_.submit(
@@ -2341,25 +2559,25 @@ private:
         what, timeout_, blocking);
   }
 
-  template <class F> void run_guarded(const std::string &what, F &&f) {
+  template <class F> void run_guarded(const std::string& what, F&& f) {
     try {
       f();
       return;
-    } catch (const ::gloo::IoException &e) {
+    } catch (const ::gloo::IoException& e) {
       fail_io(what, e.what());
-    } catch (const ::gloo::EnforceNotMet &e) {
+    } catch (const ::gloo::EnforceNotMet& e) {
       close_all();
       throw error(error_kind::backend, what + " failed inside Gloo: " + e.what(), rank_);
-    } catch (const ddp::error &) {
+    } catch (const ddp::error&) {
       close_all();
       throw;
-    } catch (const std::exception &e) {
+    } catch (const std::exception& e) {
       close_all();
       throw error(error_kind::backend, what + " failed: " + e.what(), rank_);
     }
   }
 
-  [[noreturn]] void fail_io(const std::string &what, const std::string &gloo_text) {
+  [[noreturn]] void fail_io(const std::string& what, const std::string& gloo_text) {
     close_all(); // peers blocked on us fail now instead of at their timeout
     if (gloo_text.find("imed out") != std::string::npos)
       throw error(error_kind::timeout,
@@ -2387,7 +2605,7 @@ private:
       if (!store_->try_wait({store_lost_key}, std::chrono::milliseconds(1000))) return -1;
       auto lost = store_->lost_ranks();
       return lost.empty() ? -1 : lost.front();
-    } catch (const ddp::error &) {
+    } catch (const ddp::error&) {
       return 0; // the store itself is gone: rank 0 serves it
     }
   }
@@ -2469,10 +2687,10 @@ struct size_capped {
     };
     std::map<dtype, open_bucket> open;
     for (std::size_t k = params.size(); k-- > 0;) {
-      const auto &p = params[k];
+      const auto& p = params[k];
       auto it = open.find(p.type);
       if (it != open.end()) {
-        auto &b = it->second;
+        auto& b = it->second;
         std::size_t cap = b.first ? FirstBucketBytes : CapBytes;
         if (b.bytes + p.bytes > cap) {
           open.erase(it);
@@ -2484,7 +2702,7 @@ struct size_capped {
         }
       } else {
         bool first = true;
-        for (auto &b : buckets)
+        for (auto& b : buckets)
           if (params[b.front()].type == p.type) first = false;
         buckets.push_back({k});
         open.emplace(p.type, open_bucket{buckets.size() - 1, p.bytes, first});
@@ -2548,32 +2766,32 @@ template <class M> struct model_traits {
   // MM = M keeps the member lookup in the immediate context: a model without
   // for_each_buffer makes this overload vanish instead of a hard error.
   template <class F, class MM = M>
-  static auto for_each_parameter(MM &m, F &&f) -> decltype(m.for_each_parameter(static_cast<F &&>(f))) {
-    return m.for_each_parameter(static_cast<F &&>(f));
+  static auto for_each_parameter(MM& m, F&& f) -> decltype(m.for_each_parameter(static_cast<F&&>(f))) {
+    return m.for_each_parameter(static_cast<F&&>(f));
   }
   template <class F, class MM = M>
-  static auto for_each_buffer(MM &m, F &&f) -> decltype(m.for_each_buffer(static_cast<F &&>(f))) {
-    return m.for_each_buffer(static_cast<F &&>(f));
+  static auto for_each_buffer(MM& m, F&& f) -> decltype(m.for_each_buffer(static_cast<F&&>(f))) {
+    return m.for_each_buffer(static_cast<F&&>(f));
   }
 };
 
 namespace detail {
 /// Stands in for ddp's visitor when checking the concept.
 struct parameter_probe {
-  template <class N, class V, class G> void operator()(N &&, V &&, G &&) const {}
+  template <class N, class V, class G> void operator()(N&&, V&&, G&&) const {}
 };
 struct buffer_probe {
-  template <class N, class V> void operator()(N &&, V &&) const {}
+  template <class N, class V> void operator()(N&&, V&&) const {}
 };
 } // namespace detail
 
 template <class M>
-concept model = requires(M &m) {
+concept model = requires(M& m) {
   model_traits<M>::for_each_parameter(m, detail::parameter_probe{});
 };
 
 template <class M>
-concept model_with_buffers = model<M> && requires(M &m) {
+concept model_with_buffers = model<M> && requires(M& m) {
   model_traits<M>::for_each_buffer(m, detail::buffer_probe{});
 };
 
@@ -2593,8 +2811,8 @@ namespace detail {
 struct tensor_slot {
   std::string name;
   dtype type = dtype::f32;
-  void *value = nullptr;
-  void *grad = nullptr; ///< null for buffers
+  void* value = nullptr;
+  void* grad = nullptr; ///< null for buffers
   std::size_t count = 0;
 };
 
@@ -2604,9 +2822,9 @@ template <class T> consteval void require_parameter_tensor() {
                 "use std::vector, std::span, an Eigen Matrix/Array/Map, or specialize ddp::tensor_traits");
 }
 
-template <class M> std::vector<tensor_slot> collect_parameters(M &m) {
+template <class M> std::vector<tensor_slot> collect_parameters(M& m) {
   std::vector<tensor_slot> out;
-  model_traits<M>::for_each_parameter(m, [&](auto &&name, auto &value, auto &grad) {
+  model_traits<M>::for_each_parameter(m, [&](auto&& name, auto& value, auto& grad) {
     using V = std::remove_cvref_t<decltype(value)>;
     using G = std::remove_cvref_t<decltype(grad)>;
     require_parameter_tensor<V>();
@@ -2630,10 +2848,10 @@ template <class M> std::vector<tensor_slot> collect_parameters(M &m) {
   return out;
 }
 
-template <class M> std::vector<tensor_slot> collect_buffers(M &m) {
+template <class M> std::vector<tensor_slot> collect_buffers(M& m) {
   std::vector<tensor_slot> out;
   if constexpr (model_with_buffers<M>) {
-    model_traits<M>::for_each_buffer(m, [&](auto &&name, auto &value) {
+    model_traits<M>::for_each_buffer(m, [&](auto&& name, auto& value) {
       using V = std::remove_cvref_t<decltype(value)>;
       require_parameter_tensor<V>();
       if constexpr (tensor<V>) {
@@ -2645,26 +2863,26 @@ template <class M> std::vector<tensor_slot> collect_buffers(M &m) {
   return out;
 }
 
-inline void check_unique_names(const std::vector<tensor_slot> &slots, const char *what) {
+inline void check_unique_names(const std::vector<tensor_slot>& slots, const char* what) {
   std::unordered_set<std::string> seen;
-  for (auto &s : slots)
+  for (auto& s : slots)
     if (!seen.insert(s.name).second)
       throw error(error_kind::config, std::string("two ") + what + " are named '" + s.name +
                                           "': names identify them across ranks, make them unique");
 }
 
 /// "name|dtype|count\n" per parameter, then per buffer: what ranks compare.
-inline std::string describe(const std::vector<tensor_slot> &params, const std::vector<tensor_slot> &buffers) {
+inline std::string describe(const std::vector<tensor_slot>& params, const std::vector<tensor_slot>& buffers) {
   std::string d;
-  for (auto *list : {&params, &buffers}) {
+  for (auto* list : {&params, &buffers}) {
     d += list == &params ? "P\n" : "B\n";
-    for (auto &s : *list)
+    for (auto& s : *list)
       d += s.name + "|" + std::string(to_string(s.type)) + "|" + std::to_string(s.count) + "\n";
   }
   return d;
 }
 
-inline std::vector<std::string> split_lines(const std::string &s) {
+inline std::vector<std::string> split_lines(const std::string& s) {
   std::vector<std::string> out;
   std::size_t start = 0;
   for (std::size_t i = 0; i < s.size(); ++i)
@@ -2676,14 +2894,14 @@ inline std::vector<std::string> split_lines(const std::string &s) {
 }
 
 /// "'fc1.weight' float32 x 100" from a description line.
-inline std::string pretty_entry(const std::string &line) {
+inline std::string pretty_entry(const std::string& line) {
   auto a = line.find('|'), b = line.rfind('|');
   if (a == std::string::npos || a == b) return "'" + line + "'";
   return "'" + line.substr(0, a) + "' " + line.substr(a + 1, b - a - 1) + " x " + line.substr(b + 1);
 }
 
 /// The first difference between rank 0's description and rank r's, as a sentence; empty when equal.
-inline std::string first_difference(const std::string &d0, const std::string &dr, int r) {
+inline std::string first_difference(const std::string& d0, const std::string& dr, int r) {
   auto a = split_lines(d0), b = split_lines(dr);
   std::size_t section = 0, index = 0;
   for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
@@ -2695,7 +2913,7 @@ inline std::string first_difference(const std::string &d0, const std::string &dr
       ++index;
     }
     if (x == y) continue;
-    const char *kind = section ? "buffer" : "parameter";
+    const char* kind = section ? "buffer" : "parameter";
     std::string where = std::string(kind) + " #" + std::to_string(index - 1);
     if (x == "B" || x.empty())
       return "rank " + std::to_string(r) + " has an extra " + where + " " + pretty_entry(y) +
@@ -2735,7 +2953,7 @@ concept backend_policy = requires {
   { B::name } -> std::convertible_to<std::string_view>;
   { B::supports_device_tensors } -> std::convertible_to<bool>;
 }
-&&std::constructible_from<typename B::communicator, const detail::rendezvous &>;
+&&std::constructible_from<typename B::communicator, const detail::rendezvous&>;
 
 namespace detail {
 
@@ -2789,9 +3007,9 @@ public:
   explicit process_group(detail::rendezvous rv)
       : topo_(rv.topo), store_(rv.store), comm_(std::make_unique<typename Backend::communicator>(rv)) {}
 
-  process_group(const process_group &) = delete;
-  process_group &operator=(const process_group &) = delete;
-  process_group(process_group &&) = delete;
+  process_group(const process_group&) = delete;
+  process_group& operator=(const process_group&) = delete;
+  process_group(process_group&&) = delete;
 
   /// Finishes queued collectives, then leaves in step with the other ranks:
   /// rank 0 serves the store, so it waits (bounded) until every rank is done with it.
@@ -2805,7 +3023,7 @@ public:
           detail::log_line("rank 0",
                            "not every rank reached process_group teardown; closing the store anyway");
       }
-    } catch (const std::exception &e) {
+    } catch (const std::exception& e) {
       detail::log_line("rank " + std::to_string(rank()), std::string("teardown: ") + e.what());
     }
     comm_.reset();
@@ -2813,33 +3031,33 @@ public:
 
   int rank() const noexcept { return topo_.rank; }
   int size() const noexcept { return topo_.world_size; }
-  const ddp::topology &topology() const noexcept { return topo_; }
+  const ddp::topology& topology() const noexcept { return topo_; }
   std::chrono::milliseconds timeout() const { return comm_->timeout(); }
   /// The job's store (null with file:// init).
-  tcp_store *store() const noexcept { return store_.get(); }
-  typename Backend::communicator &communicator() noexcept { return *comm_; }
+  tcp_store* store() const noexcept { return store_.get(); }
+  typename Backend::communicator& communicator() noexcept { return *comm_; }
 
   /// Reduces `t` across ranks in place. `t` must stay alive until the work completes.
-  template <class T> work all_reduce_async(T &t, op o = op::sum) { return all_reduce_impl(t, o, false); }
-  template <class T> void all_reduce(T &t, op o = op::sum) { all_reduce_impl(t, o, true).wait(); }
+  template <class T> work all_reduce_async(T& t, op o = op::sum) { return all_reduce_impl(t, o, false); }
+  template <class T> void all_reduce(T& t, op o = op::sum) { all_reduce_impl(t, o, true).wait(); }
 
   /// Copies rank `root`'s `t` into every rank's `t`.
-  template <class T> work broadcast_async(T &t, int root = 0) { return broadcast_impl(t, root, false); }
-  template <class T> void broadcast(T &t, int root = 0) { broadcast_impl(t, root, true).wait(); }
+  template <class T> work broadcast_async(T& t, int root = 0) { return broadcast_impl(t, root, false); }
+  template <class T> void broadcast(T& t, int root = 0) { broadcast_impl(t, root, true).wait(); }
 
   /// `out` (size() * in.size() elements) receives every rank's `in`, in rank order.
-  template <class In, class Out> work all_gather_async(const In &in, Out &out) {
+  template <class In, class Out> work all_gather_async(const In& in, Out& out) {
     return all_gather_impl(in, out, false);
   }
-  template <class In, class Out> void all_gather(const In &in, Out &out) {
+  template <class In, class Out> void all_gather(const In& in, Out& out) {
     all_gather_impl(in, out, true).wait();
   }
 
   /// Rank r receives in `out` the reduction of block r (out.size() elements) of every rank's `in`.
-  template <class In, class Out> work reduce_scatter_async(const In &in, Out &out, op o = op::sum) {
+  template <class In, class Out> work reduce_scatter_async(const In& in, Out& out, op o = op::sum) {
     return reduce_scatter_impl(in, out, o, false);
   }
-  template <class In, class Out> void reduce_scatter(const In &in, Out &out, op o = op::sum) {
+  template <class In, class Out> void reduce_scatter(const In& in, Out& out, op o = op::sum) {
     reduce_scatter_impl(in, out, o, true).wait();
   }
 
@@ -2847,7 +3065,7 @@ public:
   void barrier() { comm_->barrier(true).wait(); }
 
 private:
-  template <class T> work all_reduce_impl(T &t, op o, bool blocking) {
+  template <class T> work all_reduce_impl(T& t, op o, bool blocking) {
     if constexpr (usable<T>()) {
       auto s = as_span(t);
       return comm_->all_reduce(s.data(), s.size(), dtype_v<tensor_value_t<T>>, o, blocking);
@@ -2856,7 +3074,7 @@ private:
     }
   }
 
-  template <class T> work broadcast_impl(T &t, int root, bool blocking) {
+  template <class T> work broadcast_impl(T& t, int root, bool blocking) {
     if constexpr (usable<T>()) {
       check_root(root, "broadcast");
       auto s = as_span(t);
@@ -2866,7 +3084,7 @@ private:
     }
   }
 
-  template <class In, class Out> work all_gather_impl(const In &in, Out &out, bool blocking) {
+  template <class In, class Out> work all_gather_impl(const In& in, Out& out, bool blocking) {
     if constexpr (usable<const In>() && usable<Out>()) {
       static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                     "ddp: all_gather needs input and output of the same element type");
@@ -2882,7 +3100,7 @@ private:
     }
   }
 
-  template <class In, class Out> work reduce_scatter_impl(const In &in, Out &out, op o, bool blocking) {
+  template <class In, class Out> work reduce_scatter_impl(const In& in, Out& out, op o, bool blocking) {
     if constexpr (usable<const In>() && usable<Out>()) {
       static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                     "ddp: reduce_scatter needs input and output of the same element type");
@@ -2911,7 +3129,7 @@ private:
     return false;
   }
 
-  void check_root(int root, const char *what) const {
+  void check_root(int root, const char* what) const {
     if (root < 0 || root >= size())
       throw error(error_kind::config, std::string(what) + ": root " + std::to_string(root) +
                                           " is not a rank of this group (0.." + std::to_string(size() - 1) +
@@ -2925,12 +3143,12 @@ private:
 
 namespace detail {
 
-inline std::string token_or_env(const std::string &token) {
+inline std::string token_or_env(const std::string& token) {
   if (!token.empty()) return token;
   return getenv_str("DDP_TOKEN").value_or("");
 }
 
-inline void parse_host_port(std::string_view hp, std::string_view method, std::string &host, int &port) {
+inline void parse_host_port(std::string_view hp, std::string_view method, std::string& host, int& port) {
   auto colon = hp.rfind(':');
   if (colon == std::string_view::npos || colon == 0)
     throw error(error_kind::config, "init_method '" + std::string(method) + "' must be tcp://host:port");
@@ -2942,7 +3160,7 @@ inline void parse_host_port(std::string_view hp, std::string_view method, std::s
   port = static_cast<int>(*p);
 }
 
-inline rendezvous make_rendezvous(const init_options &o) {
+inline rendezvous make_rendezvous(const init_options& o) {
   rendezvous rv;
   rv.topo = topology::from_env();
   if (o.world_size == 0 || o.world_size < -1)
@@ -3014,7 +3232,7 @@ inline rendezvous make_rendezvous(const init_options &o) {
 } // namespace detail
 
 /// Joins the job: rendezvous (env://, tcp://, file://), then the backend connects every pair.
-template <class Backend> process_group<Backend> init_process_group(const init_options &o = {}) {
+template <class Backend> process_group<Backend> init_process_group(const init_options& o = {}) {
   static_assert(backend_policy<Backend>,
                 "ddp: init_process_group<B> needs a backend policy such as ddp::gloo");
   return process_group<Backend>(detail::make_rendezvous(o));
@@ -3029,11 +3247,12 @@ DDP_END_NAMESPACE
 // and in which dtype it travels.
 //
 // Error of the compressed ones, per element, for gradients g_r on W ranks:
-// each g_r / W is rounded once to the wire type, and the ring rounds each of
-// the W - 1 partial sums, so |result - mean| <= W * eps * max_r |g_r| / W * 2
-// with eps = 2^-11 (fp16) or 2^-8 (bf16): about 3 (fp16) or 2.4 (bf16)
-// significant decimal digits. fp16 overflows above 65504: use bf16 for
-// gradients that large. tests/dist/test_data_parallel checks these bounds.
+// each g_r / W is rounded once to the wire type and the ring rounds each of
+// the W - 1 partial sums, each rounding off by at most eps times the partial
+// sum (<= max_r |g_r|). So |result - mean| <= 2 * eps * max_r |g_r| holds with
+// room for W <= 4, where eps = 2^-11 (fp16) or 2^-8 (bf16): about 3 (fp16) or
+// 2 (bf16) significant decimal digits. fp16 overflows above 65504: use bf16 for
+// gradients that large. tests/dist/test_data_parallel.cpp checks this bound.
 #ifndef DDP_REDUCTION_HPP
 #define DDP_REDUCTION_HPP
 
@@ -3050,8 +3269,10 @@ concept reduction_policy = requires(dtype d) {
 
 namespace reduction {
 
-/// The average over ranks; the division is fused into packing (or done in
-/// place before sending when a bucket needs no packing).
+/// The average over ranks. The division is fused into a pass that touches the
+/// data anyway: the last reduction step of ddp's ring (Gloo, unpacked buckets)
+/// or the packing copy; only a contiguous bucket on a backend without the ring
+/// (NCCL) is scaled in place before sending.
 struct mean {
   static constexpr bool average = true;
   static constexpr dtype wire(dtype d) { return d; }
@@ -3101,7 +3322,8 @@ struct bucket_info {
   dtype param_type;
   dtype wire_type;
   std::size_t elements;
-  bool in_place; ///< reduced directly in the gradients' memory (no packing)
+  bool in_place; ///< the gradients are one contiguous range, reduced where they lie
+  bool unpacked; ///< reduced where the gradients lie, tensor by tensor (no packing copies)
 };
 
 /// The primary template only diagnoses: it is chosen when an argument is not
@@ -3127,7 +3349,7 @@ class distributed_data_parallel {
                 "fp16_compressed_mean, bf16_compressed_mean).");
 
 public:
-  template <class... Args> explicit distributed_data_parallel(Args &&...) {}
+  template <class... Args> explicit distributed_data_parallel(Args&&...) {}
 };
 
 template <class Model, class Backend, class Bucketing, class Reduction>
@@ -3139,7 +3361,7 @@ public:
 
   /// Verifies the model across ranks (names, dtypes, sizes), then copies rank 0's
   /// parameters and buffers to every rank.
-  distributed_data_parallel(Model &m, process_group<Backend> &pg, ddp_options o = {})
+  distributed_data_parallel(Model& m, process_group<Backend>& pg, ddp_options o = {})
       : model_(m), pg_(pg), opts_(o) {
     params_ = detail::collect_parameters(m);
     buffers_ = detail::collect_buffers(m);
@@ -3152,20 +3374,20 @@ public:
     if (detail::debug() >= detail::debug_level::info && pg_.rank() == 0) log_layout();
   }
 
-  distributed_data_parallel(const distributed_data_parallel &) = delete;
-  distributed_data_parallel &operator=(const distributed_data_parallel &) = delete;
+  distributed_data_parallel(const distributed_data_parallel&) = delete;
+  distributed_data_parallel& operator=(const distributed_data_parallel&) = delete;
 
   ~distributed_data_parallel() {
-    for (auto &b : buckets_)
+    for (auto& b : buckets_)
       if (b.in_flight) try {
           b.in_flight->wait();
         } catch (...) {}
   }
 
-  Model &module() noexcept { return model_; }
-  process_group<Backend> &group() noexcept { return pg_; }
+  Model& module() noexcept { return model_; }
+  process_group<Backend>& group() noexcept { return pg_; }
   std::size_t num_parameters() const noexcept { return params_.size(); }
-  const std::string &parameter_name(std::size_t i) const { return params_.at(i).name; }
+  const std::string& parameter_name(std::size_t i) const { return params_.at(i).name; }
 
   /// The index of the parameter called `name`.
   std::size_t parameter_index(std::string_view name) const {
@@ -3176,20 +3398,20 @@ public:
 
   std::vector<bucket_info> buckets() const {
     std::vector<bucket_info> out;
-    for (auto &b : buckets_)
-      out.push_back({b.params, b.param_type, b.wire_type, b.elements, b.in_place});
+    for (auto& b : buckets_)
+      out.push_back({b.params, b.param_type, b.wire_type, b.elements, b.in_place, b.unpacked});
     return out;
   }
 
   /// Gradient `index` (registration order) is final for this step; a bucket
   /// whose gradients are all final starts its all-reduce, in bucket order.
   void mark_grad_ready(std::size_t index) { mark(index, mark_state::ready); }
-  template <tensor G> void mark_grad_ready(const G &grad) { mark(index_of(grad), mark_state::ready); }
+  template <tensor G> void mark_grad_ready(const G& grad) { mark(index_of(grad), mark_state::ready); }
 
   /// This rank has no gradient for `index` this step (a branch it did not take):
   /// its gradient is zeroed, contributes zeros, and still receives the average.
   void mark_unused(std::size_t index) { mark(index, mark_state::unused); }
-  template <tensor G> void mark_unused(const G &grad) { mark(index_of(grad), mark_state::unused); }
+  template <tensor G> void mark_unused(const G& grad) { mark(index_of(grad), mark_state::unused); }
 
   /// Launches what is left (unmarked gradients count as ready unless
   /// strict_marking), waits, and leaves the reduced gradients in the model's
@@ -3216,7 +3438,7 @@ public:
     }
     launch_ready_buckets();
     try {
-      for (auto &b : buckets_)
+      for (auto& b : buckets_)
         finish(b);
       if (opts_.broadcast_buffers && !buffers_.empty()) sync_buffers();
     } catch (...) {
@@ -3232,17 +3454,17 @@ public:
   /// and synchronize() communicates nothing.
   class no_sync_guard {
   public:
-    explicit no_sync_guard(distributed_data_parallel &d) : d_(&d) { ++d_->no_sync_depth_; }
-    no_sync_guard(no_sync_guard &&o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
-    no_sync_guard(const no_sync_guard &) = delete;
-    no_sync_guard &operator=(const no_sync_guard &) = delete;
-    no_sync_guard &operator=(no_sync_guard &&) = delete;
+    explicit no_sync_guard(distributed_data_parallel& d) : d_(&d) { ++d_->no_sync_depth_; }
+    no_sync_guard(no_sync_guard&& o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
+    no_sync_guard(const no_sync_guard&) = delete;
+    no_sync_guard& operator=(const no_sync_guard&) = delete;
+    no_sync_guard& operator=(no_sync_guard&&) = delete;
     ~no_sync_guard() {
       if (d_) --d_->no_sync_depth_;
     }
 
   private:
-    distributed_data_parallel *d_;
+    distributed_data_parallel* d_;
   };
   [[nodiscard]] no_sync_guard no_sync() {
     if (step_started_)
@@ -3254,9 +3476,9 @@ public:
   /// Copies rank 0's buffers (running statistics and such) to every rank.
   void sync_buffers() {
     std::vector<work> ws;
-    for (auto &s : buffers_)
+    for (auto& s : buffers_)
       ws.push_back(pg_.communicator().broadcast(s.value, s.count, s.type, 0));
-    for (auto &w : ws)
+    for (auto& w : ws)
       w.wait();
   }
 
@@ -3274,13 +3496,15 @@ public:
       pg_.communicator().all_reduce(&active, 1, dtype::i32, op::sum, true).wait();
       if (active == 0) return;
       std::vector<work> ws;
-      for (auto &b : buckets_) {
+      for (auto& b : buckets_) {
         if (detail::debug() >= detail::debug_level::detail)
           check_same_bucket_everywhere(b); // as launch() does
         b.shadow.assign(b.elements * size_of(b.wire_type), std::byte{0});
-        ws.push_back(pg_.communicator().all_reduce(b.shadow.data(), b.elements, b.wire_type, op::sum));
+        // The same collective the others run, with the same scale: in the ring, a
+        // chunk this rank owns is averaged here.
+        ws.push_back(reduce_bucket(b, b.shadow.data(), mean_scale()));
       }
-      for (auto &w : ws)
+      for (auto& w : ws)
         w.wait();
       if (opts_.broadcast_buffers && !buffers_.empty()) sync_buffers();
     }
@@ -3289,12 +3513,24 @@ public:
 private:
   enum class mark_state : std::uint8_t { pending, ready, unused };
 
+  /// Whether the backend reduces a bucket as a list of fragments (Gloo does).
+  static constexpr bool fragments_supported =
+      requires(typename Backend::communicator & c, std::vector<detail::fragment> f) {
+    c.all_reduce_fragments(std::move(f), dtype::f32, 1.0);
+  };
+  /// Below this average tensor size a bucket is packed: one message per tiny
+  /// tensor costs more than two copies of the bucket. 64 KiB packs the 1 KiB
+  /// tensors of bench/grad_sync's many_small case and leaves ResNet-50's
+  /// convolutions unpacked (both cases are measured there).
+  static constexpr std::size_t unpacked_min_average_bytes = std::size_t{64} << 10;
+
   struct bucket {
     std::vector<std::size_t> params;
     dtype param_type = dtype::f32, wire_type = dtype::f32;
     std::size_t elements = 0;
     std::vector<std::size_t> offsets; // element offset of each param in the bucket
     bool in_place = false;            // wire == param type and the gradients are contiguous
+    bool unpacked = false;            // reduced as fragments where the gradients lie (no buffer)
     std::vector<std::byte> buffer;    // packed wire data (allocated once, reused)
     std::vector<std::byte> shadow;    // zeros for join()
     std::size_t pending = 0;
@@ -3303,7 +3539,7 @@ private:
     std::chrono::steady_clock::time_point t_launch, t_done;
   };
 
-  void *wire_data(bucket &b) { return b.in_place ? params_[b.params.front()].grad : b.buffer.data(); }
+  void* wire_data(bucket& b) { return b.in_place ? params_[b.params.front()].grad : b.buffer.data(); }
 
   void verify_across_ranks() {
     auto desc = detail::describe(params_, buffers_);
@@ -3317,7 +3553,7 @@ private:
     std::memcpy(mine.data(), desc.data(), desc.size());
     pg_.all_gather(mine, all);
     auto of = [&](std::size_t r) {
-      return std::string(reinterpret_cast<const char *>(all.data() + r * longest),
+      return std::string(reinterpret_cast<const char*>(all.data() + r * longest),
                          static_cast<std::size_t>(lens[r]));
     };
     const std::string d0 = of(0);
@@ -3334,21 +3570,21 @@ private:
 
   void broadcast_state() {
     std::vector<work> ws;
-    for (auto *list : {&params_, &buffers_})
-      for (auto &s : *list)
+    for (auto* list : {&params_, &buffers_})
+      for (auto& s : *list)
         ws.push_back(pg_.communicator().broadcast(s.value, s.count, s.type, 0));
-    for (auto &w : ws)
+    for (auto& w : ws)
       w.wait();
   }
 
   void build_buckets() {
     std::vector<parameter_desc> descs;
-    for (auto &p : params_)
+    for (auto& p : params_)
       descs.push_back({p.name, p.type, p.count, p.count * size_of(p.type)});
     auto assignment = Bucketing::assign(std::span<const parameter_desc>(descs));
     std::vector<int> seen(params_.size(), 0);
     bucket_of_.assign(params_.size(), 0);
-    for (auto &members : assignment) {
+    for (auto& members : assignment) {
       if (members.empty()) throw error(error_kind::config, "the bucketing policy produced an empty bucket");
       bucket b;
       b.params = members;
@@ -3382,14 +3618,19 @@ private:
   /// In place when the wire type is the gradient type and the bucket's gradients
   /// lie back to back in bucket order; otherwise a packing buffer, kept across steps.
   void layout_buckets() {
-    for (auto &b : buckets_) {
+    for (auto& b : buckets_) {
       bool contiguous = b.wire_type == b.param_type;
-      auto *base = static_cast<std::byte *>(params_[b.params.front()].grad);
+      auto* base = static_cast<std::byte*>(params_[b.params.front()].grad);
       for (std::size_t k = 0; contiguous && k < b.params.size(); ++k)
-        contiguous = static_cast<std::byte *>(params_[b.params[k]].grad) ==
-                     base + b.offsets[k] * size_of(b.param_type);
+        contiguous =
+            static_cast<std::byte*>(params_[b.params[k]].grad) == base + b.offsets[k] * size_of(b.param_type);
       b.in_place = contiguous;
-      if (!b.in_place)
+      // No packing when the backend reduces fragments and the tensors are large
+      // enough that a message each costs less than two copies of the bucket.
+      const std::size_t average_bytes = b.elements * size_of(b.param_type) / b.params.size();
+      b.unpacked = fragments_supported && b.wire_type == b.param_type &&
+                   (b.in_place || average_bytes >= unpacked_min_average_bytes);
+      if (!b.in_place && !b.unpacked)
         b.buffer.resize(b.elements * size_of(b.wire_type));
       else
         b.buffer = {};
@@ -3424,12 +3665,12 @@ private:
     }
   }
 
-  template <tensor G> std::size_t index_of(const G &grad) {
-    auto s = as_span(const_cast<G &>(grad));
-    auto it = grad_index_.find(static_cast<const void *>(s.data()));
+  template <tensor G> std::size_t index_of(const G& grad) {
+    auto s = as_span(const_cast<G&>(grad));
+    auto it = grad_index_.find(static_cast<const void*>(s.data()));
     if (it == grad_index_.end()) {
       refresh_pointers();
-      it = grad_index_.find(static_cast<const void *>(s.data()));
+      it = grad_index_.find(static_cast<const void*>(s.data()));
     }
     if (it == grad_index_.end())
       throw error(error_kind::config,
@@ -3464,10 +3705,10 @@ private:
                   pg_.rank());
     marks_[index] = how;
     if (how == mark_state::unused) {
-      auto &p = params_[index];
+      auto& p = params_[index];
       std::memset(p.grad, 0, p.count * size_of(p.type));
     }
-    auto &b = buckets_[bucket_of_[index]];
+    auto& b = buckets_[bucket_of_[index]];
     if (--b.pending == 0) launch_ready_buckets();
   }
 
@@ -3477,26 +3718,54 @@ private:
       launch(buckets_[next_launch_++]);
   }
 
-  void launch(bucket &b) {
+  void launch(bucket& b) {
     if (detail::debug() >= detail::debug_level::detail) check_same_bucket_everywhere(b);
-    const double scale = Reduction::average ? 1.0 / pg_.size() : 1.0;
+    const double scale = mean_scale();
+    b.t_launch = std::chrono::steady_clock::now();
+    b.launched = true;
+    if (b.unpacked) { // reduced where the gradients lie, the averaging fused into the ring
+      b.in_flight = reduce_bucket(b, nullptr, scale);
+      return;
+    }
     if (b.in_place) {
       if (scale != 1.0) detail::scale_in_place(wire_data(b), b.elements, b.param_type, scale);
     } else {
       const std::size_t wsize = size_of(b.wire_type);
       for (std::size_t k = 0; k < b.params.size(); ++k) {
-        auto &p = params_[b.params[k]];
+        auto& p = params_[b.params[k]];
         detail::copy_scaled(b.buffer.data() + b.offsets[k] * wsize, b.wire_type, p.grad, p.type, p.count,
                             scale);
       }
     }
-    b.t_launch = std::chrono::steady_clock::now();
-    b.in_flight = pg_.communicator().all_reduce(wire_data(b), b.elements, b.wire_type, op::sum);
-    b.launched = true;
+    b.in_flight = reduce_bucket(b, nullptr, 1.0);
+  }
+
+  double mean_scale() const { return Reduction::average ? 1.0 / pg_.size() : 1.0; }
+
+  /// Starts the all-reduce of bucket b. For a packed bucket `zeros` (if given)
+  /// replaces its buffer; for an unpacked one, it replaces the gradients, cut
+  /// into the same fragments, so a joined rank's shadow matches message for message.
+  work reduce_bucket(bucket& b, std::byte* zeros, double scale) {
+    if constexpr (fragments_supported) {
+      if (b.unpacked) {
+        std::vector<detail::fragment> frags;
+        const std::size_t wsize = size_of(b.wire_type);
+        if (b.in_place) {
+          frags.push_back({zeros ? zeros : wire_data(b), b.elements});
+        } else {
+          for (std::size_t k = 0; k < b.params.size(); ++k) {
+            auto& p = params_[b.params[k]];
+            frags.push_back({zeros ? zeros + b.offsets[k] * wsize : p.grad, p.count});
+          }
+        }
+        return pg_.communicator().all_reduce_fragments(std::move(frags), b.wire_type, scale);
+      }
+    }
+    return pg_.communicator().all_reduce(zeros ? zeros : wire_data(b), b.elements, b.wire_type, op::sum);
   }
 
   /// DDP_DEBUG=DETAIL: every rank must be launching the same bucket; say who is not.
-  void check_same_bucket_everywhere(const bucket &b) {
+  void check_same_bucket_everywhere(const bucket& b) {
     const auto w = static_cast<std::size_t>(pg_.size());
     std::vector<std::int64_t> mine{static_cast<std::int64_t>(&b - buckets_.data()),
                                    static_cast<std::int64_t>(b.elements),
@@ -3515,16 +3784,16 @@ private:
   }
 
   /// Waits for bucket b and unpacks it into the gradients.
-  void finish(bucket &b) {
+  void finish(bucket& b) {
     if (!b.in_flight) return;
     auto w = std::move(*b.in_flight);
     b.in_flight.reset();
     w.wait();
     b.t_done = std::chrono::steady_clock::now();
-    if (!b.in_place) {
+    if (!b.in_place && !b.unpacked) {
       const std::size_t wsize = size_of(b.wire_type);
       for (std::size_t k = 0; k < b.params.size(); ++k) {
-        auto &p = params_[b.params[k]];
+        auto& p = params_[b.params[k]];
         detail::copy_scaled(p.grad, p.type, b.buffer.data() + b.offsets[k] * wsize, b.wire_type, p.count,
                             1.0);
       }
@@ -3532,7 +3801,7 @@ private:
   }
 
   void wait_launched_quietly() {
-    for (auto &b : buckets_)
+    for (auto& b : buckets_)
       if (b.in_flight) {
         try {
           b.in_flight->wait();
@@ -3549,7 +3818,7 @@ private:
       pending_flag_.reset();
     }
     std::fill(marks_.begin(), marks_.end(), mark_state::pending);
-    for (auto &b : buckets_) {
+    for (auto& b : buckets_) {
       b.pending = b.params.size();
       b.launched = false;
     }
@@ -3561,11 +3830,14 @@ private:
     std::string s = "distributed_data_parallel: " + std::to_string(params_.size()) + " parameters in " +
                     std::to_string(buckets_.size()) + " buckets (launch order):";
     for (std::size_t i = 0; i < buckets_.size(); ++i) {
-      auto &b = buckets_[i];
+      auto& b = buckets_[i];
       s += "\n  bucket " + std::to_string(i) + ": " + std::to_string(b.params.size()) + " tensors, " +
            std::to_string(b.elements) + " x " + std::string(to_string(b.param_type)) +
            (b.wire_type != b.param_type ? " sent as " + std::string(to_string(b.wire_type)) : "") +
-           (b.in_place ? ", in place" : ", packed") + " [" + params_[b.params.front()].name +
+           (b.in_place   ? ", in place"
+            : b.unpacked ? ", unpacked fragments"
+                         : ", packed") +
+           " [" + params_[b.params.front()].name +
            (b.params.size() > 1 ? " .. " + params_[b.params.back()].name : "") + "]";
     }
     detail::log_line("rank 0", s);
@@ -3580,14 +3852,14 @@ private:
     detail::log_line("rank 0", s);
   }
 
-  Model &model_;
-  process_group<Backend> &pg_;
+  Model& model_;
+  process_group<Backend>& pg_;
   ddp_options opts_;
   std::vector<detail::tensor_slot> params_, buffers_;
   std::vector<bucket> buckets_;
   std::vector<std::size_t> bucket_of_;
   std::vector<mark_state> marks_;
-  std::unordered_map<const void *, std::size_t> grad_index_;
+  std::unordered_map<const void*, std::size_t> grad_index_;
   std::size_t next_launch_ = 0;
   bool step_started_ = false;
   int no_sync_depth_ = 0;
@@ -3596,9 +3868,9 @@ private:
 };
 
 template <class M, class B>
-distributed_data_parallel(M &, process_group<B> &) -> distributed_data_parallel<M, B>;
+distributed_data_parallel(M&, process_group<B>&) -> distributed_data_parallel<M, B>;
 template <class M, class B>
-distributed_data_parallel(M &, process_group<B> &, ddp_options) -> distributed_data_parallel<M, B>;
+distributed_data_parallel(M&, process_group<B>&, ddp_options) -> distributed_data_parallel<M, B>;
 
 DDP_END_NAMESPACE
 
@@ -3646,7 +3918,7 @@ struct sampler_context {
 
 /// A sampling policy writes exactly ctx.num_samples indices for ctx.rank.
 template <class P>
-concept sampling_policy = requires(const sampler_context &ctx, std::vector<std::int64_t> &out) {
+concept sampling_policy = requires(const sampler_context& ctx, std::vector<std::int64_t>& out) {
   {P::rank_indices(ctx, out)};
 };
 
@@ -3656,7 +3928,7 @@ namespace detail {
 /// seeded by `seed`: a Fisher–Yates pass driven by MT19937, which PyTorch
 /// seeds with the low 32 bits of the seed. Large n draws 64-bit numbers, as
 /// PyTorch does from n >= 2^32 / 20.
-template <class Index> void torch_randperm(std::vector<Index> &r, std::size_t n, std::uint64_t seed) {
+template <class Index> void torch_randperm(std::vector<Index>& r, std::size_t n, std::uint64_t seed) {
   r.resize(n);
   std::iota(r.begin(), r.end(), Index{0});
   if (n < 2) return;
@@ -3674,7 +3946,7 @@ template <class Index> void torch_randperm(std::vector<Index> &r, std::size_t n,
 /// own head (repeated as needed) or truncated to total_size, then every
 /// num_replicas-th element starting at rank. `order(j)` gives element j < n.
 template <class Order>
-void strided_share(const sampler_context &c, std::vector<std::int64_t> &out, Order &&order) {
+void strided_share(const sampler_context& c, std::vector<std::int64_t>& out, Order&& order) {
   out.resize(c.num_samples);
   for (std::size_t k = 0; k < c.num_samples; ++k) {
     std::size_t j = static_cast<std::size_t>(c.rank) + k * static_cast<std::size_t>(c.num_replicas);
@@ -3689,7 +3961,7 @@ namespace sampling {
 /// PyTorch's DistributedSampler(shuffle=True): a fresh permutation per
 /// (seed + epoch), interleaved over ranks.
 struct shuffled {
-  static void rank_indices(const sampler_context &c, std::vector<std::int64_t> &out) {
+  static void rank_indices(const sampler_context& c, std::vector<std::int64_t>& out) {
     if (c.n == 0) {
       out.clear();
       return;
@@ -3709,7 +3981,7 @@ struct shuffled {
 
 /// PyTorch's DistributedSampler(shuffle=False): 0..n-1 interleaved over ranks.
 struct sequential {
-  static void rank_indices(const sampler_context &c, std::vector<std::int64_t> &out) {
+  static void rank_indices(const sampler_context& c, std::vector<std::int64_t>& out) {
     if (c.n == 0) {
       out.clear();
       return;
@@ -3725,7 +3997,7 @@ struct sequential {
 /// rank reads which block changes every epoch (a permutation of the ranks
 /// seeded by seed + epoch); the order inside a block stays sequential.
 template <bool ShuffleBlocks = false> struct basic_contiguous {
-  static void rank_indices(const sampler_context &c, std::vector<std::int64_t> &out) {
+  static void rank_indices(const sampler_context& c, std::vector<std::int64_t>& out) {
     out.resize(c.num_samples);
     if (c.n == 0) return;
     std::size_t block = static_cast<std::size_t>(c.rank);
@@ -3751,7 +4023,7 @@ template <class Policy = sampling::shuffled> class distributed_sampler {
                 "(see ddp::sampling::shuffled, sequential, contiguous).");
 
 public:
-  template <class... Args> explicit distributed_sampler(Args &&...) {}
+  template <class... Args> explicit distributed_sampler(Args&&...) {}
 };
 
 template <sampling_policy Policy> class distributed_sampler<Policy> {
@@ -3778,11 +4050,11 @@ public:
 
   /// From a process group (anything with rank() and size()).
   template <class Group>
-  requires requires(const Group &g) {
+  requires requires(const Group& g) {
     { g.rank() } -> std::convertible_to<int>;
     { g.size() } -> std::convertible_to<int>;
   }
-  distributed_sampler(std::size_t n, const Group &group, sampler_options o = {})
+  distributed_sampler(std::size_t n, const Group& group, sampler_options o = {})
       : distributed_sampler(n, group.size(), group.rank(), o) {}
 
   /// Like PyTorch: call before each epoch so every epoch is shuffled differently.
@@ -3797,7 +4069,7 @@ public:
   /// Indices this rank visits per epoch (PyTorch's len(sampler)).
   std::size_t size() const noexcept { return ctx_.num_samples; }
   std::size_t total_size() const noexcept { return ctx_.total_size; }
-  const sampler_context &context() const noexcept { return ctx_; }
+  const sampler_context& context() const noexcept { return ctx_; }
 
   /// This rank's indices for the current epoch; computed once per epoch.
   std::span<const std::int64_t> indices() const {
@@ -3838,7 +4110,7 @@ public:
     iterator(std::span<const std::int64_t> all, std::size_t batch, std::size_t pos)
         : all_(all), batch_(batch), pos_(pos) {}
     value_type operator*() const { return all_.subspan(pos_, std::min(batch_, all_.size() - pos_)); }
-    iterator &operator++() {
+    iterator& operator++() {
       pos_ += batch_;
       return *this;
     }
@@ -3847,7 +4119,7 @@ public:
       ++*this;
       return t;
     }
-    bool operator==(const iterator &o) const { return pos_ == o.pos_; }
+    bool operator==(const iterator& o) const { return pos_ == o.pos_; }
 
   private:
     std::span<const std::int64_t> all_;
@@ -3866,7 +4138,7 @@ private:
 };
 
 template <sampling_policy Policy>
-batch_range batches(const distributed_sampler<Policy> &s, std::size_t batch_size, bool drop_last = false) {
+batch_range batches(const distributed_sampler<Policy>& s, std::size_t batch_size, bool drop_last = false) {
   return batch_range(s.indices(), batch_size, drop_last);
 }
 
@@ -3928,7 +4200,7 @@ inline ncclRedOp_t nccl_op(op o) {
 
 class nccl_communicator {
 public:
-  explicit nccl_communicator(const rendezvous &rv)
+  explicit nccl_communicator(const rendezvous& rv)
       : rank_(rv.topo.rank), size_(rv.topo.world_size), timeout_(rv.timeout), store_(rv.store) {
     if (!store_)
       throw error(error_kind::config,
@@ -3946,7 +4218,7 @@ public:
     ncclUniqueId id;
     if (rank_ == 0) {
       nccl_call(ncclGetUniqueId(&id), "ncclGetUniqueId");
-      store_->set("ddp/nccl/unique_id", std::string_view(reinterpret_cast<const char *>(&id), sizeof id));
+      store_->set("ddp/nccl/unique_id", std::string_view(reinterpret_cast<const char*>(&id), sizeof id));
     } else {
       auto bytes = store_->get("ddp/nccl/unique_id");
       if (bytes.size() != sizeof id)
@@ -3960,8 +4232,8 @@ public:
     cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   }
 
-  nccl_communicator(const nccl_communicator &) = delete;
-  nccl_communicator &operator=(const nccl_communicator &) = delete;
+  nccl_communicator(const nccl_communicator&) = delete;
+  nccl_communicator& operator=(const nccl_communicator&) = delete;
 
   ~nccl_communicator() {
     queue_.reset(); // finish or fail what is queued, stop the worker
@@ -3989,37 +4261,37 @@ public:
   std::exception_ptr poisoned() const { return queue_->poisoned(); }
   void drain() { queue_->drain(); }
 
-  work all_reduce(void *data, std::size_t n, dtype dt, op o, bool blocking = false) {
+  work all_reduce(void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
     return submit("all_reduce", n, dt, blocking, [=, this] {
-      auto *d = stage_in(data, n * size_of(dt), n * size_of(dt));
+      auto* d = stage_in(data, n * size_of(dt), n * size_of(dt));
       nccl_call(ncclAllReduce(d, d, n, nccl_type(dt), nccl_op(o), comm_, stream_), "ncclAllReduce");
       stage_out(data, d, n * size_of(dt));
     });
   }
 
-  work broadcast(void *data, std::size_t n, dtype dt, int root, bool blocking = false) {
+  work broadcast(void* data, std::size_t n, dtype dt, int root, bool blocking = false) {
     return submit("broadcast", n, dt, blocking, [=, this] {
-      auto *d = stage_in(data, n * size_of(dt), n * size_of(dt));
+      auto* d = stage_in(data, n * size_of(dt), n * size_of(dt));
       nccl_call(ncclBroadcast(d, d, n, nccl_type(dt), root, comm_, stream_), "ncclBroadcast");
       stage_out(data, d, n * size_of(dt));
     });
   }
 
-  work all_gather(const void *in, void *out, std::size_t n, dtype dt, bool blocking = false) {
+  work all_gather(const void* in, void* out, std::size_t n, dtype dt, bool blocking = false) {
     return submit("all_gather", n, dt, blocking, [=, this] {
       const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(size_);
       if (is_device(out) && is_device(in)) {
         nccl_call(ncclAllGather(in, out, n, nccl_type(dt), comm_, stream_), "ncclAllGather");
         return sync("all_gather");
       }
-      auto *d = static_cast<char *>(scratch(total + bytes));
+      auto* d = static_cast<char*>(scratch(total + bytes));
       copy_in(d + total, in, bytes);
       nccl_call(ncclAllGather(d + total, d, n, nccl_type(dt), comm_, stream_), "ncclAllGather");
       copy_out(out, d, total);
     });
   }
 
-  work reduce_scatter(const void *in, void *out, std::size_t n, dtype dt, op o, bool blocking = false) {
+  work reduce_scatter(const void* in, void* out, std::size_t n, dtype dt, op o, bool blocking = false) {
     return submit("reduce_scatter", n, dt, blocking, [=, this] {
       const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(size_);
       if (is_device(out) && is_device(in)) {
@@ -4027,7 +4299,7 @@ public:
                   "ncclReduceScatter");
         return sync("reduce_scatter");
       }
-      auto *d = static_cast<char *>(scratch(total + bytes));
+      auto* d = static_cast<char*>(scratch(total + bytes));
       copy_in(d, in, total);
       nccl_call(ncclReduceScatter(d, d + total, n, nccl_type(dt), nccl_op(o), comm_, stream_),
                 "ncclReduceScatter");
@@ -4037,7 +4309,7 @@ public:
 
   work barrier(bool blocking = false) {
     return submit("barrier", 1, dtype::i32, blocking, [this] {
-      auto *d = scratch(sizeof(std::int32_t));
+      auto* d = scratch(sizeof(std::int32_t));
       nccl_call(ncclAllReduce(d, d, 1, ncclInt32, ncclSum, comm_, stream_), "ncclAllReduce (barrier)");
       sync("barrier");
     });
@@ -4046,7 +4318,7 @@ public:
 private:
   using clock = std::chrono::steady_clock;
 
-  template <class F> work submit(const char *name, std::size_t n, dtype dt, bool blocking, F body) {
+  template <class F> work submit(const char* name, std::size_t n, dtype dt, bool blocking, F body) {
     std::string what = "rank " + std::to_string(rank_) + ": " + name + " #" + std::to_string(seq_++) + " (" +
                        std::to_string(n) + " x " + std::string(to_string(dt)) + ", NCCL)";
     return queue_->submit(
@@ -4059,7 +4331,7 @@ private:
         what, timeout_, blocking);
   }
 
-  static bool is_device(const void *p) {
+  static bool is_device(const void* p) {
     cudaPointerAttributes a{};
     if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
       cudaGetLastError(); // plain host memory on old drivers: clear the sticky error
@@ -4068,7 +4340,7 @@ private:
     return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
   }
 
-  void *scratch(std::size_t bytes) {
+  void* scratch(std::size_t bytes) {
     if (bytes > scratch_bytes_) {
       if (scratch_) cuda(cudaFree(scratch_), "cudaFree");
       scratch_ = nullptr;
@@ -4078,30 +4350,30 @@ private:
     return scratch_;
   }
 
-  void copy_in(void *dst, const void *src, std::size_t bytes) {
+  void copy_in(void* dst, const void* src, std::size_t bytes) {
     cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_), "cudaMemcpyAsync");
   }
 
-  void copy_out(void *dst, const void *src, std::size_t bytes) {
+  void copy_out(void* dst, const void* src, std::size_t bytes) {
     cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_), "cudaMemcpyAsync");
     sync(current_.c_str());
   }
 
   /// The device buffer a collective works on: `data` itself, or the staging copy of it.
-  void *stage_in(void *data, std::size_t bytes, std::size_t capacity) {
+  void* stage_in(void* data, std::size_t bytes, std::size_t capacity) {
     if (is_device(data)) return data;
-    void *d = scratch(capacity);
+    void* d = scratch(capacity);
     copy_in(d, data, bytes);
     return d;
   }
 
-  void stage_out(void *data, void *d, std::size_t bytes) {
+  void stage_out(void* data, void* d, std::size_t bytes) {
     if (d == data) return sync(current_.c_str());
     copy_out(data, d, bytes);
   }
 
   /// Waits for the stream with a deadline; a communicator error or a timeout aborts it.
-  void sync(const char *what) {
+  void sync(const char* what) {
     auto deadline = clock::now() + timeout_;
     for (;;) {
       cudaError_t e = cudaStreamQuery(stream_);
@@ -4122,7 +4394,7 @@ private:
     }
   }
 
-  void await_comm(const char *what, clock::time_point deadline) {
+  void await_comm(const char* what, clock::time_point deadline) {
     for (;;) {
       ncclResult_t state = ncclSuccess;
       nccl_call(ncclCommGetAsyncError(comm_, &state), "ncclCommGetAsyncError");
@@ -4138,22 +4410,22 @@ private:
     }
   }
 
-  void nccl_call(ncclResult_t r, const char *what) {
+  void nccl_call(ncclResult_t r, const char* what) {
     if (r == ncclSuccess || r == ncclInProgress) return;
     fail_nccl(r, what);
   }
 
-  [[noreturn]] void fail_nccl(ncclResult_t r, const char *what) {
+  [[noreturn]] void fail_nccl(ncclResult_t r, const char* what) {
     std::string text = std::string(what) + " failed: " + ncclGetErrorString(r);
     if (comm_) {
-      if (const char *last = ncclGetLastError(comm_); last && *last) text += " (" + std::string(last) + ")";
+      if (const char* last = ncclGetLastError(comm_); last && *last) text += " (" + std::string(last) + ")";
       abort();
     }
     throw error(r == ncclRemoteError ? error_kind::peer_lost : error_kind::backend,
                 "rank " + std::to_string(rank_) + ": " + text, -1);
   }
 
-  void cuda(cudaError_t e, const char *what) {
+  void cuda(cudaError_t e, const char* what) {
     if (e == cudaSuccess) return;
     throw error(error_kind::backend,
                 "rank " + std::to_string(rank_) + ": " + what + " failed: " + cudaGetErrorString(e), rank_);
@@ -4171,7 +4443,7 @@ private:
   std::shared_ptr<tcp_store> store_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
-  void *scratch_ = nullptr;
+  void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
   bool aborted_ = false;
   std::string current_;

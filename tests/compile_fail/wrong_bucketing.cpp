@@ -3,7 +3,7 @@
 
 struct model {
   std::vector<float> w{1, 2}, dw{0, 0};
-  template <class F> void for_each_parameter(F &&f) { f("w", w, dw); }
+  template <class F> void for_each_parameter(F&& f) { f("w", w, dw); }
 };
 
 struct not_a_policy {

@@ -6,7 +6,7 @@
 
 namespace ddp_test {
 
-inline ddp::process_group<ddp::gloo> &group() {
+inline ddp::process_group<ddp::gloo>& group() {
   static auto pg = ddp::init_process_group<ddp::gloo>();
   return pg;
 }

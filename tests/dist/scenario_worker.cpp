@@ -12,7 +12,7 @@
 
 using clk = std::chrono::steady_clock;
 
-static int report(const ddp::error &e, clk::time_point t0) {
+static int report(const ddp::error& e, clk::time_point t0) {
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - t0).count();
   std::printf("RESULT kind=%s rank=%d ms=%lld\nMESSAGE %s\n", std::string(ddp::to_string(e.kind())).c_str(),
               e.rank(), static_cast<long long>(ms), e.what());
@@ -20,12 +20,12 @@ static int report(const ddp::error &e, clk::time_point t0) {
   return 0;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   std::string scenario = argc > 1 ? argv[1] : "";
   auto t0 = clk::now();
   try {
     ddp::init_options opts;
-    if (const char *m = std::getenv("DDP_TEST_INIT_METHOD")) opts.init_method = m;
+    if (const char* m = std::getenv("DDP_TEST_INIT_METHOD")) opts.init_method = m;
     auto pg = ddp::init_process_group<ddp::gloo>(opts);
     const int victim = pg.size() - 1;
     std::vector<float> warm(1024, 1.0f);
@@ -59,7 +59,7 @@ int main(int argc, char **argv) {
       try {
         for (int i = 0; i < 1000; ++i)
           pg.all_reduce(warm);
-      } catch (const ddp::error &) {}
+      } catch (const ddp::error&) {}
       t0 = clk::now();
       pg.barrier();
       std::puts("NO ERROR");
@@ -75,5 +75,5 @@ int main(int argc, char **argv) {
     }
     std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
     return 2;
-  } catch (const ddp::error &e) { return report(e, t0); }
+  } catch (const ddp::error& e) { return report(e, t0); }
 }

@@ -60,7 +60,7 @@ template <class T> double to_double(T v) {
 }
 
 template <class T> void check_all_reduce(ddp::op o) {
-  auto &pg = group();
+  auto& pg = group();
   for (auto n : sizes) {
     std::vector<T> v(n);
     for (std::size_t i = 0; i < n; ++i)
@@ -102,7 +102,7 @@ TEST_CASE("all_reduce gloo::float16") { check_every_op<::gloo::float16>(); }
 TEST_CASE("all_reduce Eigen::half") { check_every_op<Eigen::half>(); }
 TEST_CASE("all_reduce Eigen::bfloat16") { check_every_op<Eigen::bfloat16>(); }
 TEST_CASE("all_reduce an Eigen matrix") {
-  auto &pg = group();
+  auto& pg = group();
   Eigen::MatrixXd m = Eigen::MatrixXd::Constant(3, 5, pg.rank() + 1.0);
   pg.all_reduce(m, ddp::op::avg);
   CHECK(m.isApproxToConstant((pg.size() + 1) / 2.0));
@@ -110,7 +110,7 @@ TEST_CASE("all_reduce an Eigen matrix") {
 #endif
 
 TEST_CASE("broadcast from every root") {
-  auto &pg = group();
+  auto& pg = group();
   for (int root = 0; root < pg.size(); ++root)
     for (auto n : sizes) {
       std::vector<double> v(n, pg.rank() == root ? 10.0 + root : -1.0);
@@ -129,7 +129,7 @@ TEST_CASE("broadcast from every root") {
 }
 
 TEST_CASE("all_gather") {
-  auto &pg = group();
+  auto& pg = group();
   for (auto n : sizes) {
     std::vector<std::int64_t> in(n);
     std::iota(in.begin(), in.end(), std::int64_t{1000} * pg.rank());
@@ -147,7 +147,7 @@ TEST_CASE("all_gather") {
 }
 
 TEST_CASE("reduce_scatter") {
-  auto &pg = group();
+  auto& pg = group();
   const auto w = static_cast<std::size_t>(pg.size());
   for (auto n : sizes) {
     for (auto o : {ddp::op::sum, ddp::op::avg, ddp::op::max}) {
@@ -181,7 +181,7 @@ TEST_CASE("barrier") {
 }
 
 TEST_CASE("a large async all_reduce, then small blocking ones, never cross") {
-  auto &pg = group();
+  auto& pg = group();
   std::vector<float> big((1u << 20) + 3, 1.0f);
   auto w = pg.all_reduce_async(big);
   for (int i = 0; i < 20; ++i) {
@@ -196,7 +196,7 @@ TEST_CASE("a large async all_reduce, then small blocking ones, never cross") {
 }
 
 TEST_CASE("many interleaved async collectives complete in order with the right values") {
-  auto &pg = group();
+  auto& pg = group();
   constexpr int count = 40;
   std::vector<std::vector<double>> bufs(count);
   std::vector<ddp::work> works;

@@ -21,8 +21,8 @@ enum class marking { none, per_layer, by_tensor };
 /// the same MLP on the whole batches; returns the relative parameter difference.
 template <class S, class Bucketing, class Reduction = ddp::reduction::mean>
 double train_and_compare(bool use_arena, marking how, int micro_batches = 1,
-                         std::vector<ddp::bucket_info> *layout = nullptr) {
-  auto &pg = group();
+                         std::vector<ddp::bucket_info>* layout = nullptr) {
+  auto& pg = group();
   const int R = pg.size(), global = R * per_rank_batch * micro_batches;
   mlp<S> reference(dims, 7, false);
   // Every rank starts from different weights: the constructor must broadcast rank 0's.
@@ -40,7 +40,7 @@ double train_and_compare(bool use_arena, marking how, int micro_batches = 1,
     local.zero_grad();
     const int shard = per_rank_batch * micro_batches;
     for (int m = 0; m < micro_batches; ++m) {
-      auto cols = [&](const auto &a) {
+      auto cols = [&](const auto& a) {
         return typename mlp<S>::mat(a.middleCols(pg.rank() * shard + m * per_rank_batch, per_rank_batch));
       };
       std::function<void(std::size_t)> done;
@@ -106,16 +106,16 @@ TEST_CASE("gradients in a ddp::arena reduce in place") {
   std::vector<ddp::bucket_info> layout;
   CHECK(train_and_compare<float, small_buckets>(true, marking::per_layer, 1, &layout) < 1e-5);
   REQUIRE(layout.size() > 1);
-  for (auto &b : layout)
+  for (auto& b : layout)
     CHECK(b.in_place);
   layout.clear();
   CHECK(train_and_compare<float, small_buckets>(false, marking::per_layer, 1, &layout) < 1e-5);
-  for (auto &b : layout)
+  for (auto& b : layout)
     CHECK(b.in_place == (b.parameters.size() == 1)); // one tensor is always contiguous
   // A compressed wire type always packs.
   CHECK(train_and_compare<float, small_buckets, ddp::reduction::bf16_compressed_mean>(
             true, marking::per_layer, 1, &layout) < 2e-2);
-  for (auto &b : layout)
+  for (auto& b : layout)
     CHECK_FALSE(b.in_place);
 }
 
@@ -131,7 +131,7 @@ TEST_CASE("bucket layout: reverse registration order, first bucket small") {
   REQUIRE(!layout.empty());
   CHECK(layout.front().parameters.front() == 5);
   std::size_t total = 0;
-  for (auto &b : layout) {
+  for (auto& b : layout) {
     total += b.parameters.size();
     for (std::size_t k = 1; k < b.parameters.size(); ++k)
       CHECK(b.parameters[k] < b.parameters[k - 1]);
@@ -149,18 +149,18 @@ struct flex_model {
   std::vector<std::vector<float>> g{std::vector<float>(4), std::vector<float>(8), std::vector<float>(3)};
   std::vector<double> dv, dg; // a double parameter, when present
   std::vector<float> running{0.f, 0.f};
-  template <class F> void for_each_parameter(F &&f) {
+  template <class F> void for_each_parameter(F&& f) {
     for (std::size_t i = 0; i < v.size(); ++i)
       f(names[i], v[i], g[i]);
     if (!dv.empty()) f("pd", dv, dg);
   }
-  template <class F> void for_each_buffer(F &&f) { f("running", running); }
+  template <class F> void for_each_buffer(F&& f) { f("running", running); }
 };
 
-std::string mismatch_message(flex_model &m) {
+std::string mismatch_message(flex_model& m) {
   try {
     ddp::distributed_data_parallel dp(m, group());
-  } catch (const ddp::error &e) {
+  } catch (const ddp::error& e) {
     CHECK(e.kind() == ddp::error_kind::mismatch);
     CHECK(e.rank() == group().size() - 1);
     return e.what();
@@ -168,12 +168,12 @@ std::string mismatch_message(flex_model &m) {
   return "no error";
 }
 
-bool has(const std::string &s, const std::string &part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 } // namespace
 
 TEST_CASE("mismatched models fail on every rank, naming the parameter and the rank") {
-  auto &pg = group();
+  auto& pg = group();
   if (pg.size() == 1) return;
   const bool odd = pg.rank() == pg.size() - 1;
   const std::string last = "rank " + std::to_string(pg.size() - 1);
@@ -219,9 +219,9 @@ TEST_CASE("mismatched models fail on every rank, naming the parameter and the ra
 }
 
 TEST_CASE("construction broadcasts rank 0's parameters and buffers; synchronize() keeps buffers in step") {
-  auto &pg = group();
+  auto& pg = group();
   flex_model m;
-  for (auto &x : m.v[0])
+  for (auto& x : m.v[0])
     x = static_cast<float>(pg.rank() + 10);
   m.running = {static_cast<float>(pg.rank()), 5.f};
   ddp::distributed_data_parallel dp(m, pg);
@@ -233,7 +233,7 @@ TEST_CASE("construction broadcasts rank 0's parameters and buffers; synchronize(
 }
 
 TEST_CASE("mark_unused: zeros contributed, the average still received") {
-  auto &pg = group();
+  auto& pg = group();
   flex_model m;
   ddp::distributed_data_parallel<flex_model, ddp::gloo, ddp::bucketing::per_tensor> dp(m, pg);
   for (int rep = 0; rep < 3; ++rep) {
@@ -250,7 +250,7 @@ TEST_CASE("mark_unused: zeros contributed, the average still received") {
 }
 
 TEST_CASE("strict_marking names the unmarked gradient and the rank; the next step works") {
-  auto &pg = group();
+  auto& pg = group();
   flex_model m;
   ddp::distributed_data_parallel<flex_model, ddp::gloo, ddp::bucketing::per_tensor> dp(
       m, pg, {.strict_marking = true});
@@ -259,11 +259,11 @@ TEST_CASE("strict_marking names the unmarked gradient and the rank; the next ste
   try {
     dp.synchronize();
     FAIL("expected an error");
-  } catch (const ddp::error &e) {
+  } catch (const ddp::error& e) {
     CHECK(has(e.what(), "'p0'"));
     CHECK(has(e.what(), "rank " + std::to_string(pg.rank())));
   }
-  for (auto &x : m.g[0])
+  for (auto& x : m.g[0])
     x = 2.f;
   for (std::size_t i = 0; i < 3; ++i)
     dp.mark_grad_ready(i);
@@ -272,14 +272,14 @@ TEST_CASE("strict_marking names the unmarked gradient and the rank; the next ste
 }
 
 TEST_CASE("marking a gradient twice in one step names it") {
-  auto &pg = group();
+  auto& pg = group();
   flex_model m;
   ddp::distributed_data_parallel dp(m, pg);
   dp.mark_grad_ready(m.g[1]);
   try {
     dp.mark_grad_ready(m.g[1]);
     FAIL("expected an error");
-  } catch (const ddp::error &e) {
+  } catch (const ddp::error& e) {
     CHECK(has(e.what(), "'p1'"));
     CHECK(has(e.what(), "twice"));
   }
@@ -291,7 +291,7 @@ TEST_CASE("marking a gradient twice in one step names it") {
 }
 
 TEST_CASE("uneven inputs: join() shadows the steps of ranks that still have data") {
-  auto &pg = group();
+  auto& pg = group();
   const int R = pg.size();
   auto my_steps = [](int r) { return 2 + r; };
   mlp<double> reference(dims, 3, false);
@@ -353,7 +353,7 @@ TEST_CASE("uneven inputs: join() shadows the steps of ranks that still have data
 
 namespace {
 template <class Reduction> double compressed_error_ratio(double eps) {
-  auto &pg = group();
+  auto& pg = group();
   const int R = pg.size();
   const std::size_t n = 10000;
   auto grad_of = [&](int r, std::size_t i) {
@@ -391,4 +391,36 @@ TEST_CASE("fp16 and bf16 compressed means stay within their documented error") {
   std::fill(m.g[0].begin(), m.g[0].end(), 1.f);
   dp.synchronize();
   CHECK(m.g[0][0] == static_cast<float>(group().size()));
+}
+
+TEST_CASE("large separate tensors are reduced where they lie, across chunk and tensor boundaries") {
+  auto& pg = group();
+  flex_model m;
+  // Sizes chosen so ring chunks straddle tensor ends; the average is above the packing threshold.
+  const std::vector<std::size_t> sizes{70001, 3, 50000, 300007};
+  m.names = {"a", "b", "c", "d"};
+  m.v.clear();
+  m.g.clear();
+  for (auto n : sizes) {
+    m.v.emplace_back(n, 0.f);
+    m.g.emplace_back(n, 0.f);
+  }
+  ddp::distributed_data_parallel dp(m, pg);
+  bool any_unpacked_fragments = false;
+  for (auto& b : dp.buckets())
+    any_unpacked_fragments |= b.unpacked && !b.in_place;
+  CHECK(any_unpacked_fragments);
+  for (int step = 0; step < 2; ++step) {
+    for (std::size_t t = 0; t < sizes.size(); ++t)
+      for (std::size_t i = 0; i < sizes[t]; ++i)
+        m.g[t][i] = static_cast<float>(pg.rank() + 1 + (i + t + step) % 7);
+    dp.synchronize();
+    std::size_t bad = 0;
+    for (std::size_t t = 0; t < sizes.size(); ++t)
+      for (std::size_t i = 0; i < sizes[t]; ++i) {
+        const double want = (pg.size() + 1) / 2.0 + static_cast<double>((i + t + step) % 7);
+        bad += std::abs(m.g[t][i] - want) > 1e-5 * want;
+      }
+    CHECK(bad == 0);
+  }
 }

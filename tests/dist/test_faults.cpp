@@ -19,7 +19,7 @@ struct result {
   long ms = -1;
 };
 
-result parse(const process &p) {
+result parse(const process& p) {
   std::smatch m;
   std::string out = p.output();
   result r;
@@ -31,7 +31,7 @@ result parse(const process &p) {
   return r;
 }
 
-std::vector<process> start_job(int world, const std::string &scenario, int port,
+std::vector<process> start_job(int world, const std::string& scenario, int port,
                                std::map<std::string, std::string> extra = {}) {
   std::vector<process> ps;
   for (int r = 0; r < world; ++r) {
@@ -55,7 +55,7 @@ TEST_CASE("a rank that exits mid-collective: survivors get peer_lost naming it w
   for (int world : {2, 3, 4}) {
     CAPTURE(world);
     auto ps = start_job(world, "exit_mid", ddp_test::free_port());
-    for (auto &p : ps)
+    for (auto& p : ps)
       REQUIRE(ddp_test::wait_for(p, 60s));
     CHECK(ps.back().exit_code() == 3);
     for (int r = 0; r + 1 < world; ++r) {
@@ -74,7 +74,7 @@ TEST_CASE("a rank that stalls: the others get timeout after the configured timeo
   for (int world : {2, 3}) {
     CAPTURE(world);
     auto ps = start_job(world, "stall", ddp_test::free_port(), {{"DDP_TIMEOUT", "2s"}});
-    for (auto &p : ps)
+    for (auto& p : ps)
       REQUIRE(ddp_test::wait_for(p, 60s));
     for (int r = 0; r + 1 < world; ++r) {
       auto res = parse(ps[static_cast<std::size_t>(r)]);
@@ -92,7 +92,7 @@ TEST_CASE("a rank that stalls: the others get timeout after the configured timeo
 
 TEST_CASE("after a failure every call throws at once") {
   auto ps = start_job(3, "after_failure", ddp_test::free_port());
-  for (auto &p : ps)
+  for (auto& p : ps)
     REQUIRE(ddp_test::wait_for(p, 60s));
   for (int r = 0; r < 2; ++r) {
     auto res = parse(ps[static_cast<std::size_t>(r)]);
@@ -115,13 +115,13 @@ TEST_CASE("a wrong token is refused and the job still completes") {
                                    {"DDP_TIMEOUT", "20s"}},
                                   "fault_intruder.log");
   REQUIRE(ddp_test::wait_for(intruder, 60s));
-  for (auto &p : ps)
+  for (auto& p : ps)
     REQUIRE(ddp_test::wait_for(p, 60s));
   INFO(intruder.output());
   auto res = parse(intruder);
   CHECK(res.kind == "config");
   CHECK(intruder.output().find("token") != std::string::npos);
-  for (auto &p : ps) {
+  for (auto& p : ps) {
     INFO(p.output());
     CHECK(p.exit_code() == 0);
     CHECK(p.output().find("RESULT ok") != std::string::npos);

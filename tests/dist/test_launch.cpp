@@ -12,7 +12,7 @@ using ddp_test::process;
 
 namespace {
 
-process run_ddprun(const std::vector<std::string> &args, const std::string &log,
+process run_ddprun(const std::vector<std::string>& args, const std::string& log,
                    std::map<std::string, std::string> env = {}) {
   std::vector<std::string> argv{DDPRUN};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -20,14 +20,14 @@ process run_ddprun(const std::vector<std::string> &args, const std::string &log,
   return ddp_test::spawn(argv, env, log);
 }
 
-int count(const std::string &s, const std::string &what) {
+int count(const std::string& s, const std::string& what) {
   int n = 0;
   for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1))
     ++n;
   return n;
 }
 
-bool wait_for_text(const process &p, const std::string &text, int times, std::chrono::milliseconds limit) {
+bool wait_for_text(const process& p, const std::string& text, int times, std::chrono::milliseconds limit) {
   auto deadline = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < deadline) {
     if (count(p.output(), text) >= times) return true;
@@ -126,8 +126,8 @@ TEST_CASE("ddprun runs a real ddp job at world sizes 1..4") {
 }
 
 namespace {
-std::vector<process> start(int world, const std::map<std::string, std::string> &common,
-                           const std::string &tag) {
+std::vector<process> start(int world, const std::map<std::string, std::string>& common,
+                           const std::string& tag) {
   std::vector<process> ps;
   for (int r = 0; r < world; ++r) {
     auto env = common;
@@ -139,8 +139,8 @@ std::vector<process> start(int world, const std::map<std::string, std::string> &
   }
   return ps;
 }
-void expect_ok(std::vector<process> &ps) {
-  for (auto &p : ps) {
+void expect_ok(std::vector<process>& ps) {
+  for (auto& p : ps) {
     REQUIRE(ddp_test::wait_for(p, 60s));
     INFO(p.output());
     CHECK(p.exit_code() == 0);
@@ -183,7 +183,7 @@ TEST_CASE("GLOO_SOCKET_IFNAME: lo works, an unknown interface is named in the er
 
 TEST_CASE("env:// without MASTER_ADDR on several ranks says what to set") {
   auto ps = start(2, {}, "noaddr");
-  for (auto &p : ps) {
+  for (auto& p : ps) {
     REQUIRE(ddp_test::wait_for(p, 30s));
     INFO(p.output());
     CHECK(p.output().find("RESULT kind=config") != std::string::npos);

@@ -17,7 +17,7 @@ static int failures = 0;
 
 struct tiny_model {
   std::vector<float> w{1, 2, 3}, dw{0, 0, 0};
-  template <class F> void for_each_parameter(F &&f) { f("w", w, dw); }
+  template <class F> void for_each_parameter(F&& f) { f("w", w, dw); }
 };
 
 int main() {
@@ -28,7 +28,7 @@ int main() {
       auto pg = ddp::init_process_group<ddp::nccl>();
       std::puts("FAILED: NCCL initialised without a GPU");
       return 1;
-    } catch (const ddp::error &e) {
+    } catch (const ddp::error& e) {
       bool clean = e.kind() == ddp::error_kind::backend &&
                    std::string(e.what()).find("no usable CUDA device") != std::string::npos;
       std::printf("SKIP: no CUDA device (init failed cleanly: %s)\n", clean ? "yes" : e.what());
@@ -59,7 +59,7 @@ int main() {
   pg.barrier();
   // Device tensors (no staging), async, in order.
   const std::size_t n = (1u << 20) + 3;
-  float *d = nullptr;
+  float* d = nullptr;
   cudaMalloc(&d, n * sizeof(float));
   std::vector<float> ones(n, 1.0f);
   cudaMemcpy(d, ones.data(), n * sizeof(float), cudaMemcpyHostToDevice);
@@ -74,7 +74,7 @@ int main() {
   // One DDP step over NCCL with host gradients.
   tiny_model model;
   ddp::distributed_data_parallel dp(model, pg);
-  for (auto &g : model.dw)
+  for (auto& g : model.dw)
     g = static_cast<float>(pg.rank() + 1);
   dp.synchronize();
   EXPECT(model.dw[0] == static_cast<float>(R + 1) / 2.0f);

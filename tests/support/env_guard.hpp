@@ -10,7 +10,7 @@
 
 namespace ddp_test {
 
-inline const std::vector<std::string> &launcher_vars() {
+inline const std::vector<std::string>& launcher_vars() {
   static const std::vector<std::string> v{"RANK",
                                           "WORLD_SIZE",
                                           "LOCAL_RANK",
@@ -42,19 +42,19 @@ inline const std::vector<std::string> &launcher_vars() {
 
 class env_guard {
 public:
-  explicit env_guard(const std::map<std::string, std::string> &set = {}) {
-    for (auto &n : launcher_vars()) {
-      const char *v = std::getenv(n.c_str());
+  explicit env_guard(const std::map<std::string, std::string>& set = {}) {
+    for (auto& n : launcher_vars()) {
+      const char* v = std::getenv(n.c_str());
       saved_[n] = v ? std::optional<std::string>(v) : std::nullopt;
       ::unsetenv(n.c_str());
     }
-    for (auto &[k, v] : set)
+    for (auto& [k, v] : set)
       ::setenv(k.c_str(), v.c_str(), 1);
   }
-  env_guard(const env_guard &) = delete;
-  env_guard &operator=(const env_guard &) = delete;
+  env_guard(const env_guard&) = delete;
+  env_guard& operator=(const env_guard&) = delete;
   ~env_guard() {
-    for (auto &[n, v] : saved_) {
+    for (auto& [n, v] : saved_) {
       if (v)
         ::setenv(n.c_str(), v->c_str(), 1);
       else

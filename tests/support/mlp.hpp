@@ -44,7 +44,7 @@ template <class S> struct mlp {
     }
     if (use_arena) grads_arena = std::make_unique<ddp::arena<S>>(sizes);
     for (std::size_t k = 0; k < sizes.size(); ++k) {
-      S *p;
+      S* p;
       if (use_arena) {
         p = grads_arena->slot(k).data();
       } else {
@@ -56,7 +56,7 @@ template <class S> struct mlp {
     }
   }
 
-  template <class F> void for_each_parameter(F &&f) {
+  template <class F> void for_each_parameter(F&& f) {
     for (std::size_t l = 0; l < w.size(); ++l) {
       f("fc" + std::to_string(l + 1) + ".weight", w[l], dw[l]);
       f("fc" + std::to_string(l + 1) + ".bias", b[l], db[l]);
@@ -64,16 +64,16 @@ template <class S> struct mlp {
   }
 
   void zero_grad() {
-    for (auto &m : dw)
+    for (auto& m : dw)
       m.setZero();
-    for (auto &m : db)
+    for (auto& m : db)
       m.setZero();
   }
 
   /// Forward and backward on columns of x (inputs) and y (targets); adds
   /// d(mean loss)/d(theta) to the gradients. `layer_done(l)` runs when layer l's
   /// gradients are final (last layer first), for overlapping communication.
-  S train_step(const mat &x, const mat &y, const std::function<void(std::size_t)> &layer_done = {}) {
+  S train_step(const mat& x, const mat& y, const std::function<void(std::size_t)>& layer_done = {}) {
     const std::size_t layers = w.size();
     acts.assign(1, x);
     for (std::size_t l = 0; l < layers; ++l) {
@@ -126,7 +126,7 @@ std::pair<typename mlp<S>::mat, typename mlp<S>::mat> make_batch(int in, int out
   return {x, y};
 }
 
-inline double relative_difference(const std::vector<double> &a, const std::vector<double> &b) {
+inline double relative_difference(const std::vector<double>& a, const std::vector<double>& b) {
   double num = 0, den = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
     num += (a[i] - b[i]) * (a[i] - b[i]);

@@ -34,8 +34,8 @@ struct process {
   int exit_code() const { return finished && WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
 };
 
-inline process spawn(const std::vector<std::string> &argv, const std::map<std::string, std::string> &env,
-                     const std::string &log) {
+inline process spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+                     const std::string& log) {
   process p;
   p.log = log;
   // Truncate here, not in the child: a reader must never see the last run's log.
@@ -44,11 +44,11 @@ inline process spawn(const std::vector<std::string> &argv, const std::map<std::s
   if (p.pid == 0) {
     ::dup2(fd, 1);
     ::dup2(fd, 2);
-    for (auto &[k, v] : env)
+    for (auto& [k, v] : env)
       ::setenv(k.c_str(), v.c_str(), 1);
-    std::vector<char *> args;
-    for (auto &a : argv)
-      args.push_back(const_cast<char *>(a.c_str()));
+    std::vector<char*> args;
+    for (auto& a : argv)
+      args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     ::execv(args[0], args.data());
     ::_exit(127);
@@ -58,7 +58,7 @@ inline process spawn(const std::vector<std::string> &argv, const std::map<std::s
 }
 
 /// Waits until `p` exits; kills it (and reports false) after `limit`.
-inline bool wait_for(process &p, std::chrono::milliseconds limit) {
+inline bool wait_for(process& p, std::chrono::milliseconds limit) {
   auto deadline = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < deadline) {
     if (::waitpid(p.pid, &p.status, WNOHANG) == p.pid) {
@@ -79,9 +79,9 @@ inline int free_port() {
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
   socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
   ::close(fd);
   return ntohs(a.sin_port);
 }

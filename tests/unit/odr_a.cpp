@@ -28,6 +28,6 @@ TEST_CASE("DDP_TIMEOUT parsing") {
   CHECK(parse_timeout("600").count() == 600000);
   CHECK(parse_timeout("500ms").count() == 500);
   CHECK(parse_timeout("2m").count() == 120000);
-  for (const char *bad : {"", "0", "-5", "abc", "10h", "s", "1.5s"})
+  for (const char* bad : {"", "0", "-5", "abc", "10h", "s", "1.5s"})
     CHECK_THROWS_AS(parse_timeout(bad), ddp::error);
 }

@@ -44,7 +44,7 @@ std::string idx_labels(std::uint32_t count) {
   return s;
 }
 
-std::string write(const std::string &name, const std::string &bytes, bool gz = false) {
+std::string write(const std::string& name, const std::string& bytes, bool gz = false) {
   auto p = (temp_dir() / name).string();
   if (gz) {
     gzFile f = gzopen(p.c_str(), "wb");
@@ -56,15 +56,15 @@ std::string write(const std::string &name, const std::string &bytes, bool gz = f
   return p;
 }
 
-std::string read_file(const std::string &p) {
+std::string read_file(const std::string& p) {
   std::ifstream f(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(f), {}};
 }
 
-template <class F> std::string data_error(F &&f) {
+template <class F> std::string data_error(F&& f) {
   try {
     f();
-  } catch (const ddp::error &e) {
+  } catch (const ddp::error& e) {
     CHECK(e.kind() == ddp::error_kind::data);
     return e.what();
   }
@@ -72,7 +72,7 @@ template <class F> std::string data_error(F &&f) {
   return {};
 }
 
-bool has(const std::string &s, const std::string &part) { return s.find(part) != std::string::npos; }
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 } // namespace
 

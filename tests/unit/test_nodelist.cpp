@@ -23,12 +23,12 @@ TEST_CASE("several bracket groups expand as a product") {
 }
 
 TEST_CASE("malformed lists are config errors that quote the list") {
-  for (const char *bad : {"", "a[1-", "a]", "a[3-1]", "a[x]", "a,,b", "a[1,]", "a[[1]]"}) {
+  for (const char* bad : {"", "a[1-", "a]", "a[3-1]", "a[x]", "a,,b", "a[1,]", "a[[1]]"}) {
     CAPTURE(bad);
     try {
       expand_nodelist(bad);
       FAIL("expected an error");
-    } catch (const ddp::error &e) {
+    } catch (const ddp::error& e) {
       CHECK(e.kind() == ddp::error_kind::config);
       CHECK(std::string(e.what()).find("'" + std::string(bad) + "'") != std::string::npos);
     }

@@ -10,7 +10,7 @@
 
 namespace {
 
-std::uint64_t fnv1a64(const std::string &s) {
+std::uint64_t fnv1a64(const std::string& s) {
   std::uint64_t h = 0xcbf29ce484222325ull;
   for (unsigned char c : s)
     h = (h ^ c) * 0x100000001b3ull;
@@ -26,7 +26,7 @@ std::vector<std::int64_t> indices_of(std::size_t n, int replicas, int rank, std:
 }
 
 std::string reference_path() {
-  if (const char *p = std::getenv("DDP_SAMPLER_REFERENCE")) return p;
+  if (const char* p = std::getenv("DDP_SAMPLER_REFERENCE")) return p;
   return DDP_SAMPLER_REFERENCE_FILE;
 }
 
@@ -140,14 +140,14 @@ TEST_CASE("contiguous: one block per rank, same sizes and padding as shuffled") 
 namespace {
 /// A user-written policy: every rank sees the whole data set in reverse.
 struct reversed_everything {
-  static void rank_indices(const ddp::sampler_context &c, std::vector<std::int64_t> &out) {
+  static void rank_indices(const ddp::sampler_context& c, std::vector<std::int64_t>& out) {
     out.resize(c.num_samples);
     for (std::size_t k = 0; k < c.num_samples; ++k)
       out[k] = static_cast<std::int64_t>((c.n - 1 - k % c.n));
   }
 };
 struct wrong_count {
-  static void rank_indices(const ddp::sampler_context &, std::vector<std::int64_t> &out) { out.assign(1, 0); }
+  static void rank_indices(const ddp::sampler_context&, std::vector<std::int64_t>& out) { out.assign(1, 0); }
 };
 } // namespace
 
@@ -161,10 +161,10 @@ TEST_CASE("a user-written sampling policy works") {
 }
 
 TEST_CASE("invalid arguments name the argument and value") {
-  auto msg = [](auto &&f) {
+  auto msg = [](auto&& f) {
     try {
       f();
-    } catch (const ddp::error &e) {
+    } catch (const ddp::error& e) {
       CHECK(e.kind() == ddp::error_kind::config);
       return std::string(e.what());
     }
@@ -191,7 +191,7 @@ TEST_CASE("a process-group-like object gives replicas and rank") {
 TEST_CASE("batches: spans into the index list, last batch short unless drop_last") {
   ddp::distributed_sampler<ddp::sampling::sequential> s(10, 1, 0);
   std::vector<std::size_t> sizes;
-  const std::int64_t *expect = s.indices().data();
+  const std::int64_t* expect = s.indices().data();
   for (auto b : ddp::batches(s, 4)) {
     CHECK(b.data() == expect); // no copy: a view into the sampler's list
     expect += b.size();

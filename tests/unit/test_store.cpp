@@ -29,7 +29,7 @@ ddp::tcp_store_options client_opts(int port, std::string token = "secret", int r
   return o;
 }
 /// A raw connection that sends `bytes` and reports whether the server closed it.
-bool server_closes_after(int port, const std::string &bytes) {
+bool server_closes_after(int port, const std::string& bytes) {
   auto fd = ddp::detail::connect_tcp("127.0.0.1", port, ddp::detail::clock::now() + 2s);
   ddp::detail::send_all(fd.get(), bytes.data(), bytes.size(), ddp::detail::clock::now() + 2s);
   char buf[64];
@@ -39,9 +39,9 @@ bool server_closes_after(int port, const std::string &bytes) {
     if (st == ddp::detail::io_status::timeout) return false;
   }
 }
-std::string frame(const std::string &body) {
+std::string frame(const std::string& body) {
   auto n = static_cast<std::uint32_t>(body.size());
-  return std::string(reinterpret_cast<const char *>(&n), 4) + body;
+  return std::string(reinterpret_cast<const char*>(&n), 4) + body;
 }
 } // namespace
 
@@ -73,7 +73,7 @@ TEST_CASE("wait times out with a message naming the keys") {
   try {
     server.wait({"never"}, 300ms);
     FAIL("expected a timeout");
-  } catch (const ddp::error &e) {
+  } catch (const ddp::error& e) {
     CHECK(e.kind() == ddp::error_kind::timeout);
     CHECK(std::string(e.what()).find("'never'") != std::string::npos);
   }
@@ -90,7 +90,7 @@ TEST_CASE("add is atomic across concurrent clients") {
       for (int k = 0; k < 100; ++k)
         c.add("counter", 1);
     });
-  for (auto &t : threads)
+  for (auto& t : threads)
     t.join();
   CHECK(server.add("counter", 0) == 400);
 }
@@ -100,7 +100,7 @@ TEST_CASE("a wrong token is refused and the store keeps serving") {
   try {
     ddp::tcp_store intruder(client_opts(server.port(), "wrong"));
     FAIL("expected refusal");
-  } catch (const ddp::error &e) {
+  } catch (const ddp::error& e) {
     CHECK(e.kind() == ddp::error_kind::config);
     CHECK(std::string(e.what()).find("token") != std::string::npos);
   }
@@ -145,7 +145,7 @@ TEST_CASE("connecting to nothing times out naming the address") {
   try {
     ddp::tcp_store c(o);
     FAIL("expected a timeout");
-  } catch (const ddp::error &e) {
+  } catch (const ddp::error& e) {
     CHECK(e.kind() == ddp::error_kind::timeout);
     CHECK(std::string(e.what()).find("127.0.0.1:1") != std::string::npos);
   }
@@ -158,7 +158,7 @@ TEST_CASE("a port in use is a clear config error") {
   try {
     ddp::tcp_store second(o);
     FAIL("expected an error");
-  } catch (const ddp::error &e) {
+  } catch (const ddp::error& e) {
     CHECK(e.kind() == ddp::error_kind::config);
     CHECK(std::string(e.what()).find("already in use") != std::string::npos);
   }

@@ -8,11 +8,11 @@ using ddp_test::env_guard;
 
 namespace {
 /// The message of the config error that from_env() throws.
-std::string config_error(const std::map<std::string, std::string> &env) {
+std::string config_error(const std::map<std::string, std::string>& env) {
   env_guard g(env);
   try {
     (void)ddp::topology::from_env();
-  } catch (const ddp::error &e) {
+  } catch (const ddp::error& e) {
     CHECK(e.kind() == ddp::error_kind::config);
     return e.what();
   }

@@ -6,6 +6,7 @@
 #define DDP_BACKEND_GLOO_HPP
 
 #include <ddp/detail/elementwise.hpp>
+#include <ddp/detail/gloo_ring.hpp>
 #include <ddp/detail/log.hpp>
 #include <ddp/detail/ordered_queue.hpp>
 #include <ddp/detail/rendezvous.hpp>
@@ -45,39 +46,39 @@ namespace detail {
 /// Lets Gloo's rendezvous use our token-gated tcp_store, under a key prefix.
 class gloo_store_adapter : public ::gloo::rendezvous::Store {
 public:
-  gloo_store_adapter(tcp_store &s, std::string prefix) : s_(s), prefix_(std::move(prefix)) {}
-  void set(const std::string &key, const std::vector<char> &data) override {
+  gloo_store_adapter(tcp_store& s, std::string prefix) : s_(s), prefix_(std::move(prefix)) {}
+  void set(const std::string& key, const std::vector<char>& data) override {
     s_.set(prefix_ + key, std::string_view(data.data(), data.size()));
   }
-  std::vector<char> get(const std::string &key) override {
+  std::vector<char> get(const std::string& key) override {
     auto v = s_.get(prefix_ + key);
     return {v.begin(), v.end()};
   }
-  void wait(const std::vector<std::string> &keys) override { wait(keys, s_.timeout()); }
-  void wait(const std::vector<std::string> &keys, const std::chrono::milliseconds &timeout) override {
+  void wait(const std::vector<std::string>& keys) override { wait(keys, s_.timeout()); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
     std::vector<std::string> full;
-    for (auto &k : keys)
+    for (auto& k : keys)
       full.push_back(prefix_ + k);
     s_.wait(full, timeout);
   }
 
 private:
-  tcp_store &s_;
+  tcp_store& s_;
   std::string prefix_;
 };
 
 /// The local address that routes to `host`: what peers on other nodes can reach.
-inline std::string local_address_towards(const std::string &host, int port) {
+inline std::string local_address_towards(const std::string& host, int port) {
   addrinfo_list ai;
   resolve(host, port > 0 ? port : 1, false, ai);
-  for (addrinfo *p = ai.head; p; p = p->ai_next) {
+  for (addrinfo* p = ai.head; p; p = p->ai_next) {
     unique_fd fd(::socket(p->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
     if (!fd || ::connect(fd.get(), p->ai_addr, p->ai_addrlen) != 0) continue; // UDP: sends nothing
     sockaddr_storage ss{};
     socklen_t len = sizeof ss;
-    if (::getsockname(fd.get(), reinterpret_cast<sockaddr *>(&ss), &len) != 0) continue;
+    if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&ss), &len) != 0) continue;
     char buf[NI_MAXHOST];
-    if (::getnameinfo(reinterpret_cast<sockaddr *>(&ss), len, buf, sizeof buf, nullptr, 0, NI_NUMERICHOST) ==
+    if (::getnameinfo(reinterpret_cast<sockaddr*>(&ss), len, buf, sizeof buf, nullptr, 0, NI_NUMERICHOST) ==
         0)
       return buf;
   }
@@ -85,7 +86,7 @@ inline std::string local_address_towards(const std::string &host, int port) {
                                       ": set GLOO_SOCKET_IFNAME to the interface to use");
 }
 
-inline std::shared_ptr<::gloo::transport::Device> make_gloo_device(const rendezvous &rv) {
+inline std::shared_ptr<::gloo::transport::Device> make_gloo_device(const rendezvous& rv) {
   ::gloo::transport::tcp::attr attr;
   if (auto names = getenv_str("GLOO_SOCKET_IFNAME"); names && !names->empty()) {
     std::vector<std::string> list;
@@ -115,7 +116,7 @@ inline std::shared_ptr<::gloo::transport::Device> make_gloo_device(const rendezv
   }
   try {
     return ::gloo::transport::tcp::CreateDevice(attr);
-  } catch (const std::exception &e) {
+  } catch (const std::exception& e) {
     throw error(error_kind::config,
                 std::string("cannot create the Gloo TCP device (") +
                     (attr.iface.empty() ? "address " + attr.hostname : "interface " + attr.iface) +
@@ -140,7 +141,7 @@ inline void ignore_sigpipe_if_default() {
 }
 
 /// Gloo wants typed pointers only for their element size.
-template <class F> decltype(auto) with_element_type(std::size_t size, F &&f) {
+template <class F> decltype(auto) with_element_type(std::size_t size, F&& f) {
   switch (size) {
   case 1: return f(std::uint8_t{});
   case 2: return f(std::uint16_t{});
@@ -151,7 +152,7 @@ template <class F> decltype(auto) with_element_type(std::size_t size, F &&f) {
 
 class gloo_communicator {
 public:
-  explicit gloo_communicator(const rendezvous &rv)
+  explicit gloo_communicator(const rendezvous& rv)
       : rank_(rv.topo.rank), size_(rv.topo.world_size), timeout_(rv.timeout), store_(rv.store) {
     ignore_sigpipe_if_default();
     auto device = make_gloo_device(rv);
@@ -166,7 +167,7 @@ public:
         ::gloo::rendezvous::PrefixStore prefixed(rv.token.empty() ? "ddp" : "ddp-" + rv.token, files);
         ctx->connectFullMesh(prefixed, device);
       }
-    } catch (const ddp::error &) { throw; } catch (const std::exception &e) {
+    } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
       throw error(error_kind::backend,
                   "rank " + std::to_string(rank_) + ": Gloo could not connect to its peers: " + e.what(),
                   rank_);
@@ -180,7 +181,7 @@ public:
   std::exception_ptr poisoned() const { return queue_.poisoned(); }
   void drain() { queue_.drain(); }
 
-  work all_reduce(void *data, std::size_t n, dtype dt, op o, bool blocking = false) {
+  work all_reduce(void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
       throw error(error_kind::config, "op::avg needs a floating-point tensor, got " +
                                           std::string(to_string(dt)) + ": use op::sum and divide yourself");
@@ -189,7 +190,7 @@ public:
       with_element_type(size_of(dt), [&](auto t) {
         using T = decltype(t);
         ::gloo::AllreduceOptions opts(ctx_);
-        opts.setOutput(static_cast<T *>(data), n);
+        opts.setOutput(static_cast<T*>(data), n);
         opts.setReduceFunction(reduce_for(dt, o));
         opts.setTag(tag);
         opts.setTimeout(timeout_);
@@ -199,13 +200,27 @@ public:
     });
   }
 
-  work broadcast(void *data, std::size_t n, dtype dt, int root, bool blocking = false) {
+  /// Sums a bucket given as fragments (each tensor where it lies) across ranks,
+  /// then multiplies it by `scale`: no packing, and the averaging fused in.
+  work all_reduce_fragments(std::vector<fragment> frags, dtype dt, double scale, bool blocking = false) {
+    if (!is_floating(dt) && scale != 1.0)
+      throw error(error_kind::config,
+                  "scaling needs a floating-point tensor, got " + std::string(to_string(dt)));
+    std::size_t n = 0;
+    for (auto& f : frags)
+      n += f.count;
+    return submit("all_reduce", n, dt, blocking, [=, this, frags = std::move(frags)](std::uint32_t tag) {
+      fragment_ring(ctx_, frags, dt, scratch_).run(tag, scale, timeout_);
+    });
+  }
+
+  work broadcast(void* data, std::size_t n, dtype dt, int root, bool blocking = false) {
     return submit("broadcast", n, dt, blocking, [=, this](std::uint32_t tag) {
       if (n == 0 || size_ == 1) return;
       with_element_type(size_of(dt), [&](auto t) {
         using T = decltype(t);
         ::gloo::BroadcastOptions opts(ctx_);
-        opts.setOutput(static_cast<T *>(data), n);
+        opts.setOutput(static_cast<T*>(data), n);
         opts.setRoot(root);
         opts.setTag(tag);
         opts.setTimeout(timeout_);
@@ -214,14 +229,14 @@ public:
     });
   }
 
-  work all_gather(const void *in, void *out, std::size_t n, dtype dt, bool blocking = false) {
+  work all_gather(const void* in, void* out, std::size_t n, dtype dt, bool blocking = false) {
     return submit("all_gather", n, dt, blocking, [=, this](std::uint32_t tag) {
       if (n == 0) return;
       with_element_type(size_of(dt), [&](auto t) {
         using T = decltype(t);
         ::gloo::AllgatherOptions opts(ctx_);
-        opts.setInput(const_cast<T *>(static_cast<const T *>(in)), n);
-        opts.setOutput(static_cast<T *>(out), n * static_cast<std::size_t>(size_));
+        opts.setInput(const_cast<T*>(static_cast<const T*>(in)), n);
+        opts.setOutput(static_cast<T*>(out), n * static_cast<std::size_t>(size_));
         opts.setTag(tag);
         opts.setTimeout(timeout_);
         ::gloo::allgather(opts);
@@ -231,7 +246,7 @@ public:
 
   /// Block r of `in` (n elements each) is reduced across ranks into rank r's `out`.
   /// One all-to-all moves each block to its owner, then a local reduction.
-  work reduce_scatter(const void *in, void *out, std::size_t n, dtype dt, op o, bool blocking = false) {
+  work reduce_scatter(const void* in, void* out, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
       throw error(error_kind::config,
                   "op::avg needs a floating-point tensor, got " + std::string(to_string(dt)));
@@ -243,8 +258,8 @@ public:
         with_element_type(size_of(dt), [&](auto t) {
           using T = decltype(t);
           ::gloo::AlltoallOptions opts(ctx_);
-          opts.setInput(const_cast<T *>(static_cast<const T *>(in)), n * static_cast<std::size_t>(size_));
-          opts.setOutput(reinterpret_cast<T *>(scratch_.data()), n * static_cast<std::size_t>(size_));
+          opts.setInput(const_cast<T*>(static_cast<const T*>(in)), n * static_cast<std::size_t>(size_));
+          opts.setOutput(reinterpret_cast<T*>(scratch_.data()), n * static_cast<std::size_t>(size_));
           opts.setTag(tag);
           opts.setTimeout(timeout_);
           ::gloo::alltoall(opts);
@@ -271,7 +286,7 @@ public:
   }
 
 private:
-  template <class F> work submit(const char *name, std::size_t n, dtype dt, bool blocking, F body) {
+  template <class F> work submit(const char* name, std::size_t n, dtype dt, bool blocking, F body) {
     std::string what = "rank " + std::to_string(rank_) + ": " + name + " #" + std::to_string(seq_++) + " (" +
                        std::to_string(n) + " x " + std::string(to_string(dt)) + ")";
     return queue_.submit(
@@ -282,25 +297,25 @@ private:
         what, timeout_, blocking);
   }
 
-  template <class F> void run_guarded(const std::string &what, F &&f) {
+  template <class F> void run_guarded(const std::string& what, F&& f) {
     try {
       f();
       return;
-    } catch (const ::gloo::IoException &e) {
+    } catch (const ::gloo::IoException& e) {
       fail_io(what, e.what());
-    } catch (const ::gloo::EnforceNotMet &e) {
+    } catch (const ::gloo::EnforceNotMet& e) {
       close_all();
       throw error(error_kind::backend, what + " failed inside Gloo: " + e.what(), rank_);
-    } catch (const ddp::error &) {
+    } catch (const ddp::error&) {
       close_all();
       throw;
-    } catch (const std::exception &e) {
+    } catch (const std::exception& e) {
       close_all();
       throw error(error_kind::backend, what + " failed: " + e.what(), rank_);
     }
   }
 
-  [[noreturn]] void fail_io(const std::string &what, const std::string &gloo_text) {
+  [[noreturn]] void fail_io(const std::string& what, const std::string& gloo_text) {
     close_all(); // peers blocked on us fail now instead of at their timeout
     if (gloo_text.find("imed out") != std::string::npos)
       throw error(error_kind::timeout,
@@ -328,7 +343,7 @@ private:
       if (!store_->try_wait({store_lost_key}, std::chrono::milliseconds(1000))) return -1;
       auto lost = store_->lost_ranks();
       return lost.empty() ? -1 : lost.front();
-    } catch (const ddp::error &) {
+    } catch (const ddp::error&) {
       return 0; // the store itself is gone: rank 0 serves it
     }
   }

@@ -54,7 +54,7 @@ inline ncclRedOp_t nccl_op(op o) {
 
 class nccl_communicator {
 public:
-  explicit nccl_communicator(const rendezvous &rv)
+  explicit nccl_communicator(const rendezvous& rv)
       : rank_(rv.topo.rank), size_(rv.topo.world_size), timeout_(rv.timeout), store_(rv.store) {
     if (!store_)
       throw error(error_kind::config,
@@ -72,7 +72,7 @@ public:
     ncclUniqueId id;
     if (rank_ == 0) {
       nccl_call(ncclGetUniqueId(&id), "ncclGetUniqueId");
-      store_->set("ddp/nccl/unique_id", std::string_view(reinterpret_cast<const char *>(&id), sizeof id));
+      store_->set("ddp/nccl/unique_id", std::string_view(reinterpret_cast<const char*>(&id), sizeof id));
     } else {
       auto bytes = store_->get("ddp/nccl/unique_id");
       if (bytes.size() != sizeof id)
@@ -86,8 +86,8 @@ public:
     cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   }
 
-  nccl_communicator(const nccl_communicator &) = delete;
-  nccl_communicator &operator=(const nccl_communicator &) = delete;
+  nccl_communicator(const nccl_communicator&) = delete;
+  nccl_communicator& operator=(const nccl_communicator&) = delete;
 
   ~nccl_communicator() {
     queue_.reset(); // finish or fail what is queued, stop the worker
@@ -115,37 +115,37 @@ public:
   std::exception_ptr poisoned() const { return queue_->poisoned(); }
   void drain() { queue_->drain(); }
 
-  work all_reduce(void *data, std::size_t n, dtype dt, op o, bool blocking = false) {
+  work all_reduce(void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
     return submit("all_reduce", n, dt, blocking, [=, this] {
-      auto *d = stage_in(data, n * size_of(dt), n * size_of(dt));
+      auto* d = stage_in(data, n * size_of(dt), n * size_of(dt));
       nccl_call(ncclAllReduce(d, d, n, nccl_type(dt), nccl_op(o), comm_, stream_), "ncclAllReduce");
       stage_out(data, d, n * size_of(dt));
     });
   }
 
-  work broadcast(void *data, std::size_t n, dtype dt, int root, bool blocking = false) {
+  work broadcast(void* data, std::size_t n, dtype dt, int root, bool blocking = false) {
     return submit("broadcast", n, dt, blocking, [=, this] {
-      auto *d = stage_in(data, n * size_of(dt), n * size_of(dt));
+      auto* d = stage_in(data, n * size_of(dt), n * size_of(dt));
       nccl_call(ncclBroadcast(d, d, n, nccl_type(dt), root, comm_, stream_), "ncclBroadcast");
       stage_out(data, d, n * size_of(dt));
     });
   }
 
-  work all_gather(const void *in, void *out, std::size_t n, dtype dt, bool blocking = false) {
+  work all_gather(const void* in, void* out, std::size_t n, dtype dt, bool blocking = false) {
     return submit("all_gather", n, dt, blocking, [=, this] {
       const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(size_);
       if (is_device(out) && is_device(in)) {
         nccl_call(ncclAllGather(in, out, n, nccl_type(dt), comm_, stream_), "ncclAllGather");
         return sync("all_gather");
       }
-      auto *d = static_cast<char *>(scratch(total + bytes));
+      auto* d = static_cast<char*>(scratch(total + bytes));
       copy_in(d + total, in, bytes);
       nccl_call(ncclAllGather(d + total, d, n, nccl_type(dt), comm_, stream_), "ncclAllGather");
       copy_out(out, d, total);
     });
   }
 
-  work reduce_scatter(const void *in, void *out, std::size_t n, dtype dt, op o, bool blocking = false) {
+  work reduce_scatter(const void* in, void* out, std::size_t n, dtype dt, op o, bool blocking = false) {
     return submit("reduce_scatter", n, dt, blocking, [=, this] {
       const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(size_);
       if (is_device(out) && is_device(in)) {
@@ -153,7 +153,7 @@ public:
                   "ncclReduceScatter");
         return sync("reduce_scatter");
       }
-      auto *d = static_cast<char *>(scratch(total + bytes));
+      auto* d = static_cast<char*>(scratch(total + bytes));
       copy_in(d, in, total);
       nccl_call(ncclReduceScatter(d, d + total, n, nccl_type(dt), nccl_op(o), comm_, stream_),
                 "ncclReduceScatter");
@@ -163,7 +163,7 @@ public:
 
   work barrier(bool blocking = false) {
     return submit("barrier", 1, dtype::i32, blocking, [this] {
-      auto *d = scratch(sizeof(std::int32_t));
+      auto* d = scratch(sizeof(std::int32_t));
       nccl_call(ncclAllReduce(d, d, 1, ncclInt32, ncclSum, comm_, stream_), "ncclAllReduce (barrier)");
       sync("barrier");
     });
@@ -172,7 +172,7 @@ public:
 private:
   using clock = std::chrono::steady_clock;
 
-  template <class F> work submit(const char *name, std::size_t n, dtype dt, bool blocking, F body) {
+  template <class F> work submit(const char* name, std::size_t n, dtype dt, bool blocking, F body) {
     std::string what = "rank " + std::to_string(rank_) + ": " + name + " #" + std::to_string(seq_++) + " (" +
                        std::to_string(n) + " x " + std::string(to_string(dt)) + ", NCCL)";
     return queue_->submit(
@@ -185,7 +185,7 @@ private:
         what, timeout_, blocking);
   }
 
-  static bool is_device(const void *p) {
+  static bool is_device(const void* p) {
     cudaPointerAttributes a{};
     if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
       cudaGetLastError(); // plain host memory on old drivers: clear the sticky error
@@ -194,7 +194,7 @@ private:
     return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
   }
 
-  void *scratch(std::size_t bytes) {
+  void* scratch(std::size_t bytes) {
     if (bytes > scratch_bytes_) {
       if (scratch_) cuda(cudaFree(scratch_), "cudaFree");
       scratch_ = nullptr;
@@ -204,30 +204,30 @@ private:
     return scratch_;
   }
 
-  void copy_in(void *dst, const void *src, std::size_t bytes) {
+  void copy_in(void* dst, const void* src, std::size_t bytes) {
     cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_), "cudaMemcpyAsync");
   }
 
-  void copy_out(void *dst, const void *src, std::size_t bytes) {
+  void copy_out(void* dst, const void* src, std::size_t bytes) {
     cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_), "cudaMemcpyAsync");
     sync(current_.c_str());
   }
 
   /// The device buffer a collective works on: `data` itself, or the staging copy of it.
-  void *stage_in(void *data, std::size_t bytes, std::size_t capacity) {
+  void* stage_in(void* data, std::size_t bytes, std::size_t capacity) {
     if (is_device(data)) return data;
-    void *d = scratch(capacity);
+    void* d = scratch(capacity);
     copy_in(d, data, bytes);
     return d;
   }
 
-  void stage_out(void *data, void *d, std::size_t bytes) {
+  void stage_out(void* data, void* d, std::size_t bytes) {
     if (d == data) return sync(current_.c_str());
     copy_out(data, d, bytes);
   }
 
   /// Waits for the stream with a deadline; a communicator error or a timeout aborts it.
-  void sync(const char *what) {
+  void sync(const char* what) {
     auto deadline = clock::now() + timeout_;
     for (;;) {
       cudaError_t e = cudaStreamQuery(stream_);
@@ -248,7 +248,7 @@ private:
     }
   }
 
-  void await_comm(const char *what, clock::time_point deadline) {
+  void await_comm(const char* what, clock::time_point deadline) {
     for (;;) {
       ncclResult_t state = ncclSuccess;
       nccl_call(ncclCommGetAsyncError(comm_, &state), "ncclCommGetAsyncError");
@@ -264,22 +264,22 @@ private:
     }
   }
 
-  void nccl_call(ncclResult_t r, const char *what) {
+  void nccl_call(ncclResult_t r, const char* what) {
     if (r == ncclSuccess || r == ncclInProgress) return;
     fail_nccl(r, what);
   }
 
-  [[noreturn]] void fail_nccl(ncclResult_t r, const char *what) {
+  [[noreturn]] void fail_nccl(ncclResult_t r, const char* what) {
     std::string text = std::string(what) + " failed: " + ncclGetErrorString(r);
     if (comm_) {
-      if (const char *last = ncclGetLastError(comm_); last && *last) text += " (" + std::string(last) + ")";
+      if (const char* last = ncclGetLastError(comm_); last && *last) text += " (" + std::string(last) + ")";
       abort();
     }
     throw error(r == ncclRemoteError ? error_kind::peer_lost : error_kind::backend,
                 "rank " + std::to_string(rank_) + ": " + text, -1);
   }
 
-  void cuda(cudaError_t e, const char *what) {
+  void cuda(cudaError_t e, const char* what) {
     if (e == cudaSuccess) return;
     throw error(error_kind::backend,
                 "rank " + std::to_string(rank_) + ": " + what + " failed: " + cudaGetErrorString(e), rank_);
@@ -297,7 +297,7 @@ private:
   std::shared_ptr<tcp_store> store_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
-  void *scratch_ = nullptr;
+  void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
   bool aborted_ = false;
   std::string current_;

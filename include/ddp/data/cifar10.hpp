@@ -13,13 +13,13 @@ inline constexpr std::size_t cifar10_record = 1 + cifar10_pixels;
 
 /// Reads and concatenates CIFAR-10 batch files (data_batch_1.bin ... or test_batch.bin).
 /// Images are count x 3072 (channel planes as stored), in [0, 1].
-inline labeled_images read_cifar10(const std::vector<std::string> &paths) {
+inline labeled_images read_cifar10(const std::vector<std::string>& paths) {
   if (paths.empty()) throw error(error_kind::config, "read_cifar10: no files given");
   labeled_images out;
   out.rows = out.cols = 32;
   out.channels = 3;
   std::vector<std::uint8_t> pixels;
-  for (const auto &path : paths) {
+  for (const auto& path : paths) {
     detail::byte_reader r(path);
     std::uint8_t rec[cifar10_record];
     std::size_t in_file = 0;

@@ -18,7 +18,7 @@ inline std::string hex32(std::uint32_t v) {
 }
 
 /// Reads the magic and dimensions of an IDX file of unsigned bytes.
-inline std::vector<std::uint32_t> read_idx_header(byte_reader &r, std::uint32_t dims, const char *kind) {
+inline std::vector<std::uint32_t> read_idx_header(byte_reader& r, std::uint32_t dims, const char* kind) {
   auto magic = r.read_be32("the IDX magic number");
   const std::uint32_t want = 0x00000800u | dims;
   if (magic != want)
@@ -32,8 +32,8 @@ inline std::vector<std::uint32_t> read_idx_header(byte_reader &r, std::uint32_t 
 
 /// Reads count records of `width` bytes, growing the buffer as data arrives so a
 /// corrupt header cannot make us allocate more than the file holds.
-inline std::vector<std::uint8_t> read_records(byte_reader &r, std::size_t count, std::size_t width,
-                                              const char *what) {
+inline std::vector<std::uint8_t> read_records(byte_reader& r, std::size_t count, std::size_t width,
+                                              const char* what) {
   std::vector<std::uint8_t> bytes;
   const std::size_t total = count * width;
   bytes.reserve(std::min<std::size_t>(total, std::size_t{64} << 20));
@@ -57,7 +57,7 @@ inline std::vector<std::uint8_t> read_records(byte_reader &r, std::size_t count,
 
 /// Reads an IDX image file (magic 0x00000803): count x rows x cols bytes.
 /// `hint` is appended to a cannot-open error (e.g. the package that provides the file).
-inline labeled_images read_idx_images(const std::string &path, const std::string &hint = {}) {
+inline labeled_images read_idx_images(const std::string& path, const std::string& hint = {}) {
   detail::byte_reader r(path, hint);
   auto d = detail::read_idx_header(r, 3, "images");
   if (d[1] == 0 || d[2] == 0 || d[1] > 65536 || d[2] > 65536)
@@ -74,7 +74,7 @@ inline labeled_images read_idx_images(const std::string &path, const std::string
 }
 
 /// Reads an IDX label file (magic 0x00000801).
-inline std::vector<std::uint8_t> read_idx_labels(const std::string &path, const std::string &hint = {}) {
+inline std::vector<std::uint8_t> read_idx_labels(const std::string& path, const std::string& hint = {}) {
   detail::byte_reader r(path, hint);
   auto d = detail::read_idx_header(r, 1, "labels");
   auto labels = detail::read_records(r, d[0], 1, "label");
@@ -83,8 +83,8 @@ inline std::vector<std::uint8_t> read_idx_labels(const std::string &path, const 
 }
 
 /// Images and labels together; their counts must agree.
-inline labeled_images read_idx(const std::string &images_path, const std::string &labels_path,
-                               const std::string &hint = {}) {
+inline labeled_images read_idx(const std::string& images_path, const std::string& labels_path,
+                               const std::string& hint = {}) {
   auto out = read_idx_images(images_path, hint);
   out.labels = read_idx_labels(labels_path, hint);
   if (out.labels.size() != static_cast<std::size_t>(out.images.rows()))

@@ -38,7 +38,7 @@ struct labeled_images {
 
 namespace detail {
 
-inline error data_error(const std::string &path, const std::string &what) {
+inline error data_error(const std::string& path, const std::string& what) {
   return error(error_kind::data, path + ": " + what);
 }
 
@@ -52,32 +52,32 @@ public:
                                   (hint_.empty() ? "" : "; " + hint_));
     ::gzbuffer(file_, 1 << 17);
   }
-  byte_reader(const byte_reader &) = delete;
-  byte_reader &operator=(const byte_reader &) = delete;
+  byte_reader(const byte_reader&) = delete;
+  byte_reader& operator=(const byte_reader&) = delete;
   ~byte_reader() {
     if (file_) ::gzclose(file_);
   }
 
-  const std::string &path() const { return path_; }
+  const std::string& path() const { return path_; }
   std::uint64_t offset() const { return offset_; }
 
   /// Reads up to n bytes; fewer only at the end of the data. Corrupt gzip data throws.
-  std::size_t read_some(void *buf, std::size_t n) {
+  std::size_t read_some(void* buf, std::size_t n) {
     std::size_t got = 0;
-    auto *p = static_cast<unsigned char *>(buf);
+    auto* p = static_cast<unsigned char*>(buf);
     while (got < n) {
       unsigned chunk = static_cast<unsigned>(std::min<std::size_t>(n - got, 1u << 30));
       int k = ::gzread(file_, p + got, chunk);
       if (k < 0) {
         int code = 0;
-        const char *msg = ::gzerror(file_, &code);
+        const char* msg = ::gzerror(file_, &code);
         throw data_error(path_, "corrupt compressed data near uncompressed byte offset " +
                                     std::to_string(offset_ + got) + " (" + (msg ? msg : "zlib error") +
                                     "); the file is damaged, fetch it again");
       }
       if (k == 0) {
         int code = 0;
-        const char *msg = ::gzerror(file_, &code);
+        const char* msg = ::gzerror(file_, &code);
         if (code != Z_OK && code != Z_STREAM_END)
           throw data_error(path_, "compressed data ends early at uncompressed byte offset " +
                                       std::to_string(offset_ + got) + " (" + (msg ? msg : "zlib error") +
@@ -91,7 +91,7 @@ public:
   }
 
   /// Reads exactly n bytes or throws naming `what` and the offset.
-  void read_exact(void *buf, std::size_t n, const std::string &what) {
+  void read_exact(void* buf, std::size_t n, const std::string& what) {
     auto start = offset_;
     auto got = read_some(buf, n);
     if (got != n)
@@ -99,14 +99,14 @@ public:
                                   std::to_string(n) + " bytes, the file ends after " + std::to_string(got));
   }
 
-  std::uint32_t read_be32(const std::string &what) {
+  std::uint32_t read_be32(const std::string& what) {
     unsigned char b[4];
     read_exact(b, 4, what);
     return (std::uint32_t{b[0]} << 24) | (std::uint32_t{b[1]} << 16) | (std::uint32_t{b[2]} << 8) | b[3];
   }
 
   /// Throws when bytes remain: a count in the header that is too small.
-  void expect_end(const std::string &what) {
+  void expect_end(const std::string& what) {
     unsigned char b[4096];
     auto start = offset_;
     std::size_t extra = 0;
@@ -124,10 +124,10 @@ private:
 };
 
 /// Bytes to floats in [0, 1], row by row into a sample matrix.
-inline sample_matrix to_unit_floats(const std::vector<std::uint8_t> &bytes, std::size_t count,
+inline sample_matrix to_unit_floats(const std::vector<std::uint8_t>& bytes, std::size_t count,
                                     std::size_t width) {
   sample_matrix m(static_cast<Eigen::Index>(count), static_cast<Eigen::Index>(width));
-  float *out = m.data();
+  float* out = m.data();
   for (std::size_t i = 0; i < bytes.size(); ++i)
     out[i] = static_cast<float>(bytes[i]) * (1.0f / 255.0f);
   return m;

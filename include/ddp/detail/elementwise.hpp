@@ -14,7 +14,7 @@
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
-using reduce_fn = void (*)(void *out, const void *a, const void *b, std::size_t n);
+using reduce_fn = void (*)(void* out, const void* a, const void* b, std::size_t n);
 
 struct f16_codec {
   using storage = std::uint16_t;
@@ -46,7 +46,7 @@ template <op O, class V> V combine(V u, V v) {
 /// out[i] = value_at(i) for i < n, in blocks that compute every value before
 /// storing any: safe when `out` is also an input index for index, and g++ -O2
 /// turns such blocks into SIMD code (a plain loop would need -O3).
-template <class S, class F> void blockwise(S *out, std::size_t n, F &&value_at) {
+template <class S, class F> void blockwise(S* out, std::size_t n, F&& value_at) {
   constexpr std::size_t block = 64 / sizeof(S);
   std::size_t i = 0;
   for (; i + block <= n; i += block) {
@@ -60,11 +60,11 @@ template <class S, class F> void blockwise(S *out, std::size_t n, F &&value_at) 
     out[i] = value_at(i);
 }
 
-template <class Codec, op O> void reduce_kernel(void *out, const void *a, const void *b, std::size_t n) {
+template <class Codec, op O> void reduce_kernel(void* out, const void* a, const void* b, std::size_t n) {
   using S = typename Codec::storage;
-  auto *x = static_cast<const S *>(a);
-  auto *y = static_cast<const S *>(b);
-  blockwise(static_cast<S *>(out), n,
+  auto* x = static_cast<const S*>(a);
+  auto* y = static_cast<const S*>(b);
+  blockwise(static_cast<S*>(out), n,
             [&](std::size_t i) { return Codec::store(combine<O>(Codec::load(x[i]), Codec::load(y[i]))); });
 }
 
@@ -95,13 +95,37 @@ inline reduce_fn reduce_for(dtype d, op o) {
   return nullptr;
 }
 
-template <class Codec, class F> void scale_kernel(void *data, std::size_t n, F factor) {
-  auto *p = static_cast<typename Codec::storage *>(data);
+template <class Codec, class F> void scale_kernel(void* data, std::size_t n, F factor) {
+  auto* p = static_cast<typename Codec::storage*>(data);
   blockwise(p, n, [&](std::size_t i) { return Codec::store(Codec::load(p[i]) * factor); });
 }
 
+template <class Codec>
+void sum_scaled_kernel(void* out, const void* a, const void* b, std::size_t n, double factor) {
+  using S = typename Codec::storage;
+  auto* x = static_cast<const S*>(a);
+  auto* y = static_cast<const S*>(b);
+  using compute = std::conditional_t<std::is_same_v<S, double>, double, decltype(Codec::load(S{}) * 1.0f)>;
+  const auto f = static_cast<compute>(factor);
+  blockwise(static_cast<S*>(out), n,
+            [&](std::size_t i) { return Codec::store((Codec::load(x[i]) + Codec::load(y[i])) * f); });
+}
+
+/// out[i] = (a[i] + b[i]) * factor: the last step of an averaging all-reduce, fused.
+inline void sum_scaled(void* out, const void* a, const void* b, std::size_t n, dtype d, double factor) {
+  switch (d) {
+  case dtype::f32: return sum_scaled_kernel<plain_codec<float>>(out, a, b, n, factor);
+  case dtype::f64: return sum_scaled_kernel<plain_codec<double>>(out, a, b, n, factor);
+  case dtype::f16: return sum_scaled_kernel<f16_codec>(out, a, b, n, factor);
+  case dtype::bf16: return sum_scaled_kernel<bf16_codec>(out, a, b, n, factor);
+  default:
+    throw error(error_kind::config,
+                "scaling needs a floating-point tensor, got " + std::string(to_string(d)));
+  }
+}
+
 /// Multiplies n elements in place by `factor` (floating dtypes only).
-inline void scale_in_place(void *data, std::size_t n, dtype d, double factor) {
+inline void scale_in_place(void* data, std::size_t n, dtype d, double factor) {
   switch (d) {
   case dtype::f32: return scale_kernel<plain_codec<float>>(data, n, static_cast<float>(factor));
   case dtype::f64: return scale_kernel<plain_codec<double>>(data, n, factor);
@@ -114,9 +138,9 @@ inline void scale_in_place(void *data, std::size_t n, dtype d, double factor) {
 }
 
 template <class To, class From>
-void convert_kernel(void *dst, const void *src, std::size_t n, double factor) {
-  auto *d = static_cast<typename To::storage *>(dst);
-  auto *s = static_cast<const typename From::storage *>(src);
+void convert_kernel(void* dst, const void* src, std::size_t n, double factor) {
+  auto* d = static_cast<typename To::storage*>(dst);
+  auto* s = static_cast<const typename From::storage*>(src);
   using compute = std::conditional_t<std::is_same_v<typename To::storage, double> ||
                                          std::is_same_v<typename From::storage, double>,
                                      double, float>;
@@ -124,7 +148,7 @@ void convert_kernel(void *dst, const void *src, std::size_t n, double factor) {
   blockwise(d, n, [&](std::size_t i) { return To::store(static_cast<compute>(From::load(s[i])) * f); });
 }
 
-template <class From> void convert_from(void *dst, dtype to, const void *src, std::size_t n, double factor) {
+template <class From> void convert_from(void* dst, dtype to, const void* src, std::size_t n, double factor) {
   switch (to) {
   case dtype::f32: return convert_kernel<plain_codec<float>, From>(dst, src, n, factor);
   case dtype::f64: return convert_kernel<plain_codec<double>, From>(dst, src, n, factor);
@@ -136,7 +160,7 @@ template <class From> void convert_from(void *dst, dtype to, const void *src, st
 
 /// dst[i] = src[i] * factor, converting between floating dtypes (a plain copy
 /// when the types match and factor is 1). dst and src must not overlap.
-inline void copy_scaled(void *dst, dtype to, const void *src, dtype from, std::size_t n, double factor) {
+inline void copy_scaled(void* dst, dtype to, const void* src, dtype from, std::size_t n, double factor) {
   if (to == from && factor == 1.0) {
     if (n) std::memcpy(dst, src, n * size_of(to));
     return;

@@ -15,8 +15,8 @@
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
-inline std::optional<std::string> getenv_str(const char *name) {
-  const char *v = std::getenv(name);
+inline std::optional<std::string> getenv_str(const char* name) {
+  const char* v = std::getenv(name);
   if (v == nullptr) return std::nullopt;
   return std::string(v);
 }
@@ -35,7 +35,7 @@ inline std::optional<std::int64_t> parse_int(std::string_view s) {
 }
 
 /// An integer from `name`, within [lo, hi]; nullopt when unset.
-inline std::optional<std::int64_t> env_int(const char *name, std::int64_t lo, std::int64_t hi) {
+inline std::optional<std::int64_t> env_int(const char* name, std::int64_t lo, std::int64_t hi) {
   auto raw = getenv_str(name);
   if (!raw) return std::nullopt;
   auto v = parse_int(*raw);
@@ -49,7 +49,7 @@ inline std::optional<std::int64_t> env_int(const char *name, std::int64_t lo, st
   return v;
 }
 
-inline std::int64_t require_env_int(const char *name, std::int64_t lo, std::int64_t hi,
+inline std::int64_t require_env_int(const char* name, std::int64_t lo, std::int64_t hi,
                                     std::string_view why) {
   auto v = env_int(name, lo, hi);
   if (!v)

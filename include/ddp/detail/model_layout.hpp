@@ -18,8 +18,8 @@ namespace detail {
 struct tensor_slot {
   std::string name;
   dtype type = dtype::f32;
-  void *value = nullptr;
-  void *grad = nullptr; ///< null for buffers
+  void* value = nullptr;
+  void* grad = nullptr; ///< null for buffers
   std::size_t count = 0;
 };
 
@@ -29,9 +29,9 @@ template <class T> consteval void require_parameter_tensor() {
                 "use std::vector, std::span, an Eigen Matrix/Array/Map, or specialize ddp::tensor_traits");
 }
 
-template <class M> std::vector<tensor_slot> collect_parameters(M &m) {
+template <class M> std::vector<tensor_slot> collect_parameters(M& m) {
   std::vector<tensor_slot> out;
-  model_traits<M>::for_each_parameter(m, [&](auto &&name, auto &value, auto &grad) {
+  model_traits<M>::for_each_parameter(m, [&](auto&& name, auto& value, auto& grad) {
     using V = std::remove_cvref_t<decltype(value)>;
     using G = std::remove_cvref_t<decltype(grad)>;
     require_parameter_tensor<V>();
@@ -55,10 +55,10 @@ template <class M> std::vector<tensor_slot> collect_parameters(M &m) {
   return out;
 }
 
-template <class M> std::vector<tensor_slot> collect_buffers(M &m) {
+template <class M> std::vector<tensor_slot> collect_buffers(M& m) {
   std::vector<tensor_slot> out;
   if constexpr (model_with_buffers<M>) {
-    model_traits<M>::for_each_buffer(m, [&](auto &&name, auto &value) {
+    model_traits<M>::for_each_buffer(m, [&](auto&& name, auto& value) {
       using V = std::remove_cvref_t<decltype(value)>;
       require_parameter_tensor<V>();
       if constexpr (tensor<V>) {
@@ -70,26 +70,26 @@ template <class M> std::vector<tensor_slot> collect_buffers(M &m) {
   return out;
 }
 
-inline void check_unique_names(const std::vector<tensor_slot> &slots, const char *what) {
+inline void check_unique_names(const std::vector<tensor_slot>& slots, const char* what) {
   std::unordered_set<std::string> seen;
-  for (auto &s : slots)
+  for (auto& s : slots)
     if (!seen.insert(s.name).second)
       throw error(error_kind::config, std::string("two ") + what + " are named '" + s.name +
                                           "': names identify them across ranks, make them unique");
 }
 
 /// "name|dtype|count\n" per parameter, then per buffer: what ranks compare.
-inline std::string describe(const std::vector<tensor_slot> &params, const std::vector<tensor_slot> &buffers) {
+inline std::string describe(const std::vector<tensor_slot>& params, const std::vector<tensor_slot>& buffers) {
   std::string d;
-  for (auto *list : {&params, &buffers}) {
+  for (auto* list : {&params, &buffers}) {
     d += list == &params ? "P\n" : "B\n";
-    for (auto &s : *list)
+    for (auto& s : *list)
       d += s.name + "|" + std::string(to_string(s.type)) + "|" + std::to_string(s.count) + "\n";
   }
   return d;
 }
 
-inline std::vector<std::string> split_lines(const std::string &s) {
+inline std::vector<std::string> split_lines(const std::string& s) {
   std::vector<std::string> out;
   std::size_t start = 0;
   for (std::size_t i = 0; i < s.size(); ++i)
@@ -101,14 +101,14 @@ inline std::vector<std::string> split_lines(const std::string &s) {
 }
 
 /// "'fc1.weight' float32 x 100" from a description line.
-inline std::string pretty_entry(const std::string &line) {
+inline std::string pretty_entry(const std::string& line) {
   auto a = line.find('|'), b = line.rfind('|');
   if (a == std::string::npos || a == b) return "'" + line + "'";
   return "'" + line.substr(0, a) + "' " + line.substr(a + 1, b - a - 1) + " x " + line.substr(b + 1);
 }
 
 /// The first difference between rank 0's description and rank r's, as a sentence; empty when equal.
-inline std::string first_difference(const std::string &d0, const std::string &dr, int r) {
+inline std::string first_difference(const std::string& d0, const std::string& dr, int r) {
   auto a = split_lines(d0), b = split_lines(dr);
   std::size_t section = 0, index = 0;
   for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
@@ -120,7 +120,7 @@ inline std::string first_difference(const std::string &d0, const std::string &dr
       ++index;
     }
     if (x == y) continue;
-    const char *kind = section ? "buffer" : "parameter";
+    const char* kind = section ? "buffer" : "parameter";
     std::string where = std::string(kind) + " #" + std::to_string(index - 1);
     if (x == "B" || x.empty())
       return "rank " + std::to_string(r) + " has an extra " + where + " " + pretty_entry(y) +

@@ -59,8 +59,8 @@ inline std::vector<std::string> expand_host(std::string_view pat, std::string_vi
       auto parts = expand_bracket(pat.substr(i + 1, close - i - 1), whole);
       std::vector<std::string> next;
       next.reserve(acc.size() * parts.size());
-      for (const auto &a : acc)
-        for (const auto &p : parts)
+      for (const auto& a : acc)
+        for (const auto& p : parts)
           next.push_back(a + p);
       acc = std::move(next);
       i = close + 1;
@@ -69,7 +69,7 @@ inline std::vector<std::string> expand_host(std::string_view pat, std::string_vi
     } else {
       std::size_t next_br = pat.find_first_of("[]", i);
       if (next_br == std::string_view::npos) next_br = pat.size();
-      for (auto &a : acc)
+      for (auto& a : acc)
         a.append(pat.substr(i, next_br - i));
       i = next_br;
     }
@@ -92,7 +92,7 @@ inline std::vector<std::string> expand_nodelist(std::string_view list) {
     else if (c == ',' && depth == 0) {
       std::string_view pat = list.substr(start, i - start);
       if (pat.empty()) throw nodelist_error(list, "empty host name");
-      for (auto &h : expand_host(pat, list))
+      for (auto& h : expand_host(pat, list))
         hosts.push_back(std::move(h));
       start = i + 1;
     }

@@ -26,8 +26,8 @@ private:
 
 public:
   ordered_queue() : thread_([this] { run(); }) {}
-  ordered_queue(const ordered_queue &) = delete;
-  ordered_queue &operator=(const ordered_queue &) = delete;
+  ordered_queue(const ordered_queue&) = delete;
+  ordered_queue& operator=(const ordered_queue&) = delete;
   ~ordered_queue() {
     {
       std::lock_guard lock(mu_);
@@ -105,7 +105,7 @@ private:
       busy_ = false;
     }
     it.state->finish(failure);
-    for (auto &f : failed)
+    for (auto& f : failed)
       f.state->finish(failure);
     idle_cv_.notify_all();
     cv_.notify_one(); // the worker may have items that queued behind an inline run

@@ -29,13 +29,13 @@ class unique_fd {
 public:
   unique_fd() = default;
   explicit unique_fd(int fd) noexcept : fd_(fd) {}
-  unique_fd(unique_fd &&o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  unique_fd &operator=(unique_fd &&o) noexcept {
+  unique_fd(unique_fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  unique_fd& operator=(unique_fd&& o) noexcept {
     if (this != &o) reset(std::exchange(o.fd_, -1));
     return *this;
   }
-  unique_fd(const unique_fd &) = delete;
-  unique_fd &operator=(const unique_fd &) = delete;
+  unique_fd(const unique_fd&) = delete;
+  unique_fd& operator=(const unique_fd&) = delete;
   ~unique_fd() { reset(); }
   int get() const noexcept { return fd_; }
   explicit operator bool() const noexcept { return fd_ >= 0; }
@@ -50,18 +50,18 @@ private:
 
 inline std::string errno_text(int e) { return std::string(std::strerror(e)); }
 
-inline std::string endpoint(const std::string &host, int port) {
+inline std::string endpoint(const std::string& host, int port) {
   return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
 struct addrinfo_list {
-  addrinfo *head = nullptr;
+  addrinfo* head = nullptr;
   ~addrinfo_list() {
     if (head) ::freeaddrinfo(head);
   }
 };
 
-inline void resolve(const std::string &host, int port, bool passive, addrinfo_list &out) {
+inline void resolve(const std::string& host, int port, bool passive, addrinfo_list& out) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -76,29 +76,29 @@ inline void resolve(const std::string &host, int port, bool passive, addrinfo_li
 inline int local_port(int fd) {
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
-  if (::getsockname(fd, reinterpret_cast<sockaddr *>(&ss), &len) != 0) return 0;
-  if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in *>(&ss)->sin_port);
-  if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6 *>(&ss)->sin6_port);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return 0;
+  if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port);
   return 0;
 }
 
 inline std::string peer_name(int fd) {
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
-  if (::getpeername(fd, reinterpret_cast<sockaddr *>(&ss), &len) != 0) return "?";
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "?";
   char host[NI_MAXHOST], serv[NI_MAXSERV];
-  if (::getnameinfo(reinterpret_cast<sockaddr *>(&ss), len, host, sizeof host, serv, sizeof serv,
+  if (::getnameinfo(reinterpret_cast<sockaddr*>(&ss), len, host, sizeof host, serv, sizeof serv,
                     NI_NUMERICHOST | NI_NUMERICSERV) != 0)
     return "?";
   return endpoint(host, std::atoi(serv));
 }
 
 /// Listens on `host:port` (that address only; port 0 picks a free one).
-inline unique_fd listen_tcp(const std::string &host, int port) {
+inline unique_fd listen_tcp(const std::string& host, int port) {
   addrinfo_list ai;
   resolve(host, port, true, ai);
   int last = 0;
-  for (addrinfo *p = ai.head; p; p = p->ai_next) {
+  for (addrinfo* p = ai.head; p; p = p->ai_next) {
     unique_fd fd(::socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol));
     if (!fd) {
       last = errno;
@@ -133,13 +133,13 @@ inline void set_nodelay(int fd) {
 
 /// Connects to `host:port`, retrying with exponential backoff (10 ms .. 1 s)
 /// until `deadline`: rank 0 may start its server after the others start.
-inline unique_fd connect_tcp(const std::string &host, int port, clock::time_point deadline) {
+inline unique_fd connect_tcp(const std::string& host, int port, clock::time_point deadline) {
   auto backoff = std::chrono::milliseconds(10);
   std::string last = "no attempt";
   for (;;) {
     addrinfo_list ai;
     resolve(host, port, false, ai);
-    for (addrinfo *p = ai.head; p; p = p->ai_next) {
+    for (addrinfo* p = ai.head; p; p = p->ai_next) {
       unique_fd fd(::socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol));
       if (!fd) {
         last = errno_text(errno);
@@ -176,8 +176,8 @@ inline bool wait_fd(int fd, short events, clock::time_point deadline) {
 /// Outcome of deadline-bounded I/O.
 enum class io_status { ok, closed, timeout, failed };
 
-inline io_status send_all(int fd, const void *data, std::size_t n, clock::time_point deadline) {
-  auto p = static_cast<const char *>(data);
+inline io_status send_all(int fd, const void* data, std::size_t n, clock::time_point deadline) {
+  auto p = static_cast<const char*>(data);
   while (n > 0) {
     if (!wait_fd(fd, POLLOUT, deadline)) return io_status::timeout;
     ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -191,8 +191,8 @@ inline io_status send_all(int fd, const void *data, std::size_t n, clock::time_p
   return io_status::ok;
 }
 
-inline io_status recv_all(int fd, void *data, std::size_t n, clock::time_point deadline) {
-  auto p = static_cast<char *>(data);
+inline io_status recv_all(int fd, void* data, std::size_t n, clock::time_point deadline) {
+  auto p = static_cast<char*>(data);
   while (n > 0) {
     if (!wait_fd(fd, POLLIN, deadline)) return io_status::timeout;
     ssize_t k = ::recv(fd, p, n, MSG_DONTWAIT);

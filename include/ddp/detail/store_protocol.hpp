@@ -42,12 +42,12 @@ public:
     buf_.resize(4);
     buf_.push_back(static_cast<char>(st));
   }
-  frame_writer &u8(std::uint8_t v) { return raw(&v, 1); }
-  frame_writer &u32(std::uint32_t v) { return raw(&v, 4); }
-  frame_writer &i32(std::int32_t v) { return raw(&v, 4); }
-  frame_writer &u64(std::uint64_t v) { return raw(&v, 8); }
-  frame_writer &i64(std::int64_t v) { return raw(&v, 8); }
-  frame_writer &bytes(std::string_view s) {
+  frame_writer& u8(std::uint8_t v) { return raw(&v, 1); }
+  frame_writer& u32(std::uint32_t v) { return raw(&v, 4); }
+  frame_writer& i32(std::int32_t v) { return raw(&v, 4); }
+  frame_writer& u64(std::uint64_t v) { return raw(&v, 8); }
+  frame_writer& i64(std::int64_t v) { return raw(&v, 8); }
+  frame_writer& bytes(std::string_view s) {
     u32(static_cast<std::uint32_t>(s.size()));
     buf_.insert(buf_.end(), s.begin(), s.end());
     return *this;
@@ -60,8 +60,8 @@ public:
   }
 
 private:
-  frame_writer &raw(const void *p, std::size_t n) {
-    auto c = static_cast<const char *>(p);
+  frame_writer& raw(const void* p, std::size_t n) {
+    auto c = static_cast<const char*>(p);
     buf_.insert(buf_.end(), c, c + n);
     return *this;
   }

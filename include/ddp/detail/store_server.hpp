@@ -19,11 +19,11 @@
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
-inline constexpr const char *store_lost_key = "ddp/lost";
+inline constexpr const char* store_lost_key = "ddp/lost";
 
 class store_server {
 public:
-  store_server(const std::string &host, int port, std::string token)
+  store_server(const std::string& host, int port, std::string token)
       : listener_(listen_tcp(host, port)), token_(std::move(token)) {
     port_ = local_port(listener_.get());
     int p[2];
@@ -33,8 +33,8 @@ public:
     wake_w_.reset(p[1]);
     thread_ = std::thread([this] { loop(); });
   }
-  store_server(const store_server &) = delete;
-  store_server &operator=(const store_server &) = delete;
+  store_server(const store_server&) = delete;
+  store_server& operator=(const store_server&) = delete;
   ~store_server() {
     stop_ = true;
     char c = 1;
@@ -65,7 +65,7 @@ private:
       fds.clear();
       fds.push_back({wake_r_.get(), POLLIN, 0});
       fds.push_back({listener_.get(), POLLIN, 0});
-      for (auto &c : conns_)
+      for (auto& c : conns_)
         fds.push_back({c->fd.get(), POLLIN, 0});
       int rc = ::poll(fds.data(), fds.size(), 100);
       if (rc < 0 && errno != EINTR) break;
@@ -73,7 +73,7 @@ private:
       for (std::size_t i = 2; i < fds.size(); ++i)
         if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) read_from(*conns_[i - 2]);
       expire(clock::now());
-      std::erase_if(conns_, [](const auto &c) { return !c->fd; });
+      std::erase_if(conns_, [](const auto& c) { return !c->fd; });
     }
   }
 
@@ -92,20 +92,20 @@ private:
     conns_.push_back(std::move(c));
   }
 
-  void drop(connection &c, const std::string &why) {
+  void drop(connection& c, const std::string& why) {
     if (!why.empty()) log_line("store", "closing connection from " + c.peer + ": " + why);
     if (c.authed && !c.said_bye && c.rank >= 0) record_lost(c.rank);
     c.fd.reset();
   }
 
   void record_lost(int rank) {
-    auto &v = data_[store_lost_key];
+    auto& v = data_[store_lost_key];
     if (!v.empty()) v += ",";
     v += std::to_string(rank);
     wake_waiters();
   }
 
-  void read_from(connection &c) {
+  void read_from(connection& c) {
     char buf[65536];
     bool eof = false;
     for (;;) {
@@ -134,13 +134,13 @@ private:
     if (eof && c.fd) drop(c, "");
   }
 
-  void reply(connection &c, const std::vector<char> &frame) {
+  void reply(connection& c, const std::vector<char>& frame) {
     if (send_all(c.fd.get(), frame.data(), frame.size(), clock::now() + std::chrono::seconds(10)) !=
         io_status::ok)
       drop(c, "client does not read its replies");
   }
 
-  void handle(connection &c, const std::string &body) {
+  void handle(connection& c, const std::string& body) {
     auto op = static_cast<store_op>(static_cast<std::uint8_t>(body[0]));
     frame_reader r(std::string_view(body).substr(1));
     if (!c.authed) {
@@ -180,7 +180,7 @@ private:
       std::string key = r.bytes();
       std::int64_t delta = r.i64();
       if (!r.ok() || !r.at_end()) return drop(c, "malformed add");
-      auto &v = data_[key];
+      auto& v = data_[key];
       std::int64_t now = (v.empty() ? 0 : parse_int(v).value_or(0)) + delta;
       v = std::to_string(now);
       reply(c, frame_writer(store_status::ok).i64(now).finish());
@@ -208,13 +208,13 @@ private:
     }
   }
 
-  bool all_present(const std::vector<std::string> &keys) const {
-    for (auto &k : keys)
+  bool all_present(const std::vector<std::string>& keys) const {
+    for (auto& k : keys)
       if (!data_.count(k)) return false;
     return true;
   }
 
-  void try_finish_wait(connection &c) {
+  void try_finish_wait(connection& c) {
     if (!c.waiting || !c.fd) return;
     if (all_present(c.wait_keys)) {
       c.waiting = false;
@@ -223,12 +223,12 @@ private:
   }
 
   void wake_waiters() {
-    for (auto &c : conns_)
+    for (auto& c : conns_)
       try_finish_wait(*c);
   }
 
   void expire(clock::time_point now) {
-    for (auto &c : conns_) {
+    for (auto& c : conns_) {
       if (!c->fd) continue;
       if (!c->authed && now > c->hello_deadline)
         drop(*c, "no hello within 30 s");

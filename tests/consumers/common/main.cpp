@@ -5,7 +5,7 @@
 
 struct tiny_model {
   std::vector<float> w{1, 2, 3}, dw{0, 0, 0};
-  template <class F> void for_each_parameter(F &&f) { f("w", w, dw); }
+  template <class F> void for_each_parameter(F&& f) { f("w", w, dw); }
 };
 
 int main() {
@@ -15,7 +15,7 @@ int main() {
   const double want = pg.size() * (pg.size() - 1) / 2.0;
   tiny_model m;
   ddp::distributed_data_parallel dp(m, pg);
-  for (auto &g : m.dw)
+  for (auto& g : m.dw)
     g = static_cast<float>(pg.rank() + 1);
   dp.synchronize();
   const float mean = static_cast<float>(pg.size() + 1) / 2.0f;
