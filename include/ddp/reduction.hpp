@@ -2,12 +2,13 @@
 // and in which dtype it travels.
 //
 // Error of the compressed ones, per element, for gradients g_r on W ranks:
-// each g_r / W is rounded once to the wire type and the ring rounds each of
-// the W - 1 partial sums, each rounding off by at most eps times the partial
-// sum (<= max_r |g_r|). So |result - mean| <= 2 * eps * max_r |g_r| holds with
-// room for W <= 4, where eps = 2^-11 (fp16) or 2^-8 (bf16): about 3 (fp16) or
-// 2 (bf16) significant decimal digits. fp16 overflows above 65504: use bf16 for
-// gradients that large. tests/dist/test_data_parallel.cpp checks this bound.
+// each g_r / W is rounded once to the wire type (error <= eps * max|g| / W
+// each) and the ring rounds each of the W - 1 partial sums (<= max|g| in
+// magnitude, error <= eps * max|g| each), so |result - mean| <= W * eps *
+// max_r |g_r|, with eps = 2^-11 (fp16) or 2^-8 (bf16): about 3 (fp16) or 2
+// (bf16) significant decimal digits. Measured at W <= 4 the error stays under
+// 2 * eps * max_r |g_r|, which tests/dist/test_data_parallel.cpp checks.
+// fp16 overflows above 65504: use bf16 for gradients that large.
 #ifndef DDP_REDUCTION_HPP
 #define DDP_REDUCTION_HPP
 
