@@ -424,3 +424,32 @@ TEST_CASE("large separate tensors are reduced where they lie, across chunk and t
     CHECK(bad == 0);
   }
 }
+
+namespace {
+/// A type the user cannot change: no member functions at all.
+struct foreign_model {
+  std::vector<double> weights = std::vector<double>(6, 1.0), grads = std::vector<double>(6, 0.0);
+  std::vector<double> stats = std::vector<double>(2, 0.0);
+};
+} // namespace
+
+template <> struct ddp::model_traits<foreign_model> {
+  template <class F> static void for_each_parameter(foreign_model& m, F&& f) {
+    f("weights", m.weights, m.grads);
+  }
+  template <class F> static void for_each_buffer(foreign_model& m, F&& f) { f("stats", m.stats); }
+};
+
+TEST_CASE("a model_traits specialization adapts a type the user cannot change") {
+  static_assert(ddp::model<foreign_model>);
+  static_assert(ddp::model_with_buffers<foreign_model>);
+  auto& pg = group();
+  foreign_model m;
+  m.stats[0] = pg.rank();
+  ddp::distributed_data_parallel dp(m, pg);
+  CHECK(m.stats[0] == 0.0); // rank 0's buffer everywhere
+  for (auto& g : m.grads)
+    g = pg.rank() + 1.0;
+  dp.synchronize();
+  CHECK(m.grads[5] == doctest::Approx((pg.size() + 1) / 2.0));
+}
