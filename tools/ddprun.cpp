@@ -5,7 +5,8 @@
 //
 // Each child gets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, NODE_RANK,
 // MASTER_ADDR, MASTER_PORT and DDP_TOKEN. Output lines are prefixed with "[rank] ".
-// When one rank fails, the others get SIGTERM, then SIGKILL after a grace period,
+// When one rank fails, the others get a grace period to finish (and report what they
+// saw), then SIGTERM, then SIGKILL after another grace period;
 // and ddprun exits with the failed rank's code (128 + signal for a signal).
 #include <ddp/detail/socket.hpp>
 
@@ -125,7 +126,8 @@ int main(int argc, char** argv) {
          "--master-port,--master_port", master_port,
          "port of the store; 0 picks a free one (single node only). Default: 0 on one node, 29500 on several")
       ->check(CLI::Range(0, 65535));
-  app.add_option("--grace-period", grace, "seconds between SIGTERM and SIGKILL when a rank fails")
+  app.add_option("--grace-period", grace,
+                 "when a rank fails: seconds the others get before SIGTERM, and again before SIGKILL")
       ->check(CLI::Range(0.0, 3600.0));
   app.add_flag("--no-prefix", no_prefix, "do not prefix output lines with [rank]");
   // Everything from the program name on belongs to the program, like torchrun.
@@ -224,7 +226,8 @@ int main(int argc, char** argv) {
   }
 
   using clock = std::chrono::steady_clock;
-  std::optional<clock::time_point> kill_at, pipes_deadline;
+  const auto grace_span = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(grace));
+  std::optional<clock::time_point> term_at, kill_at, pipes_deadline;
   int exit_code = 0;
   bool failed = false;
   auto terminate_all = [&](int sig) {
@@ -241,10 +244,9 @@ int main(int argc, char** argv) {
     unsigned char sig;
     while (::read(signal_pipe[0], &sig, 1) == 1) {
       std::fprintf(stderr, "ddprun: got signal %d, forwarding it to every rank\n", sig);
-      terminate_all(sig);
-      if (!kill_at)
-        kill_at =
-            clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(grace));
+      terminate_all(sig); // the user asked: forward at once
+      term_at.reset();
+      if (!kill_at) kill_at = clock::now() + grace_span;
       if (exit_code == 0) exit_code = 128 + sig;
     }
     for (auto& k : kids) {
@@ -261,13 +263,13 @@ int main(int argc, char** argv) {
         k.status = st;
         bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
         if (!ok && !failed && !kill_at) {
+          // The others usually fail on their own a moment later, with their own
+          // error: let them say it before stopping them.
           failed = true;
           exit_code = exit_code_of(st);
           std::fprintf(stderr, "ddprun: rank %d (pid %d) %s; stopping the other ranks\n", k.rank, k.pid,
                        describe(st).c_str());
-          terminate_all(SIGTERM);
-          kill_at = clock::now() +
-                    std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(grace));
+          term_at = clock::now() + grace_span;
         } else if (!ok && kill_at && !failed) {
           failed = true;
         }
@@ -284,6 +286,11 @@ int main(int argc, char** argv) {
       // Grandchildren may hold the pipes; give them a moment, then stop reading.
       if (!pipes_deadline) pipes_deadline = clock::now() + std::chrono::seconds(1);
       if (clock::now() > *pipes_deadline) break;
+    }
+    if (term_at && clock::now() > *term_at) {
+      terminate_all(SIGTERM);
+      term_at.reset();
+      kill_at = clock::now() + grace_span;
     }
     if (kill_at && clock::now() > *kill_at) {
       terminate_all(SIGKILL);

@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 namespace {
 
@@ -73,17 +74,17 @@ std::vector<example::named_tensor> state_of(example::mlp& m, example::sgd_moment
 template <class PG>
 std::uint64_t resume(PG& pg, const std::string& path, std::vector<example::named_tensor> state) {
   std::vector<std::int64_t> status{0, 0}; // ok?, epoch
-  std::string why;
+  std::optional<ddp::error> failure;
   if (pg.rank() == 0) {
     try {
       status = {1, static_cast<std::int64_t>(example::load_checkpoint(path, state))};
-    } catch (const ddp::error& e) { why = e.what(); }
+    } catch (const ddp::error& e) { failure = e; }
   }
   pg.broadcast(status, 0);
+  if (failure) throw *failure; // rank 0: the reader's own error, file and offset
   if (!status[0])
     throw ddp::error(ddp::error_kind::data,
-                     pg.rank() == 0 ? why
-                                    : "rank 0 could not load the checkpoint " + path + " (see its error)");
+                     "rank 0 could not load the checkpoint " + path + " (see its error)");
   for (auto& t : state)
     pg.broadcast(t.data, 0);
   return static_cast<std::uint64_t>(status[1]);

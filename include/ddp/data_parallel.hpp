@@ -244,7 +244,6 @@ private:
     std::vector<std::byte> buffer;    // packed wire data (allocated once, reused)
     std::vector<std::byte> shadow;    // zeros for join()
     std::size_t pending = 0;
-    bool launched = false;
     std::optional<ddp::work> in_flight;
     std::chrono::steady_clock::time_point t_launch, t_done;
   };
@@ -432,7 +431,6 @@ private:
     if (detail::debug() >= detail::debug_level::detail) check_same_bucket_everywhere(b);
     const double scale = mean_scale();
     b.t_launch = std::chrono::steady_clock::now();
-    b.launched = true;
     if (b.unpacked) { // reduced where the gradients lie, the averaging fused into the ring
       b.in_flight = reduce_bucket(b, nullptr, scale);
       return;
@@ -530,7 +528,6 @@ private:
     std::fill(marks_.begin(), marks_.end(), mark_state::pending);
     for (auto& b : buckets_) {
       b.pending = b.params.size();
-      b.launched = false;
     }
     next_launch_ = 0;
     step_started_ = false;

@@ -1533,7 +1533,6 @@ public:
     if (thread_.joinable()) thread_.join();
   }
   int port() const { return port_; }
-  int refused_connections() const { return refused_.load(); }
 
 private:
   struct connection {
@@ -1640,7 +1639,6 @@ private:
       std::int32_t rank = r.i32();
       if (!r.ok() || !r.at_end()) return drop(c, "malformed hello");
       if (!tokens_equal(token, token_)) {
-        ++refused_;
         log_line("store",
                  "refused a connection from " + c.peer +
                      ": wrong job token (a process of another job, or DDP_TOKEN differs between ranks)");
@@ -1735,7 +1733,6 @@ private:
   std::string token_;
   int port_ = 0;
   std::atomic<bool> stop_{false};
-  std::atomic<int> refused_{0};
   std::vector<std::unique_ptr<connection>> conns_;
   std::map<std::string, std::string> data_;
   std::thread thread_;
@@ -2052,7 +2049,7 @@ inline std::vector<std::string> expand_nodelist(std::string_view list) {
   return hosts;
 }
 
-/// The first host of a node list without expanding the rest.
+/// The first host of a node list (the list is validated whole).
 inline std::string first_node(std::string_view list) { return expand_nodelist(list).front(); }
 
 } // namespace detail
@@ -3535,7 +3532,6 @@ private:
     std::vector<std::byte> buffer;    // packed wire data (allocated once, reused)
     std::vector<std::byte> shadow;    // zeros for join()
     std::size_t pending = 0;
-    bool launched = false;
     std::optional<ddp::work> in_flight;
     std::chrono::steady_clock::time_point t_launch, t_done;
   };
@@ -3723,7 +3719,6 @@ private:
     if (detail::debug() >= detail::debug_level::detail) check_same_bucket_everywhere(b);
     const double scale = mean_scale();
     b.t_launch = std::chrono::steady_clock::now();
-    b.launched = true;
     if (b.unpacked) { // reduced where the gradients lie, the averaging fused into the ring
       b.in_flight = reduce_bucket(b, nullptr, scale);
       return;
@@ -3821,7 +3816,6 @@ private:
     std::fill(marks_.begin(), marks_.end(), mark_state::pending);
     for (auto& b : buckets_) {
       b.pending = b.params.size();
-      b.launched = false;
     }
     next_launch_ = 0;
     step_started_ = false;

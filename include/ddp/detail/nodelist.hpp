@@ -102,7 +102,7 @@ inline std::vector<std::string> expand_nodelist(std::string_view list) {
   return hosts;
 }
 
-/// The first host of a node list without expanding the rest.
+/// The first host of a node list (the list is validated whole).
 inline std::string first_node(std::string_view list) { return expand_nodelist(list).front(); }
 
 } // namespace detail

@@ -42,7 +42,6 @@ public:
     if (thread_.joinable()) thread_.join();
   }
   int port() const { return port_; }
-  int refused_connections() const { return refused_.load(); }
 
 private:
   struct connection {
@@ -149,7 +148,6 @@ private:
       std::int32_t rank = r.i32();
       if (!r.ok() || !r.at_end()) return drop(c, "malformed hello");
       if (!tokens_equal(token, token_)) {
-        ++refused_;
         log_line("store",
                  "refused a connection from " + c.peer +
                      ": wrong job token (a process of another job, or DDP_TOKEN differs between ranks)");
@@ -244,7 +242,6 @@ private:
   std::string token_;
   int port_ = 0;
   std::atomic<bool> stop_{false};
-  std::atomic<int> refused_{0};
   std::vector<std::unique_ptr<connection>> conns_;
   std::map<std::string, std::string> data_;
   std::thread thread_;
