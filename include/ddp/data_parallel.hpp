@@ -185,6 +185,7 @@ public:
 
   /// Copies rank 0's buffers (running statistics and such) to every rank.
   void sync_buffers() {
+    if (!step_started_) refresh_pointers(); // inside a step, begin_step() did
     std::vector<work> ws;
     for (auto& s : buffers_)
       ws.push_back(pg_.communicator().broadcast(s.value, s.count, s.type, 0));
@@ -355,23 +356,28 @@ private:
   /// Gradient storage may have moved since the last step (a resized Eigen
   /// matrix): walk the model again, and refuse changed sizes.
   void refresh_pointers() {
-    auto now = detail::collect_parameters(model_);
-    bool moved = false;
-    for (std::size_t i = 0; i < params_.size(); ++i) {
-      if (i >= now.size() || now[i].count != params_[i].count || now[i].name != params_[i].name)
+    if (detail::same_storage(model_, params_, buffers_)) return; // the common case: nothing moved
+    auto params = detail::collect_parameters(model_);
+    auto buffers = detail::collect_buffers(model_);
+    check_unchanged(params, params_, "parameter");
+    check_unchanged(buffers, buffers_, "buffer");
+    params_ = std::move(params);
+    buffers_ = std::move(buffers);
+    layout_buckets();
+    index_gradients();
+  }
+
+  /// Storage may move between steps; names, sizes and count may not.
+  void check_unchanged(const std::vector<detail::tensor_slot>& now,
+                       const std::vector<detail::tensor_slot>& before, const char* what) const {
+    for (std::size_t i = 0; i < before.size(); ++i)
+      if (i >= now.size() || now[i].count != before[i].count || now[i].name != before[i].name)
         throw error(error_kind::config,
-                    "rank " + std::to_string(pg_.rank()) + ": parameter '" + params_[i].name +
+                    "rank " + std::to_string(pg_.rank()) + ": " + what + " '" + before[i].name +
                         "' changed its name or size after distributed_data_parallel was built");
-      moved |= now[i].grad != params_[i].grad || now[i].value != params_[i].value;
-    }
-    if (now.size() != params_.size())
-      throw error(error_kind::config,
-                  "the model's parameter count changed after distributed_data_parallel was built");
-    if (moved) {
-      params_ = std::move(now);
-      layout_buckets();
-      index_gradients();
-    }
+    if (now.size() != before.size())
+      throw error(error_kind::config, std::string("the model's ") + what +
+                                          " count changed after distributed_data_parallel was built");
   }
 
   template <tensor G> std::size_t index_of(const G& grad) {

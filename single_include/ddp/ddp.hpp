@@ -2799,6 +2799,7 @@ DDP_END_NAMESPACE
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 #include <vector>
 
@@ -2858,6 +2859,40 @@ template <class M> std::vector<tensor_slot> collect_buffers(M& m) {
     });
   }
   return out;
+}
+
+/// Whether the model still lists the same parameters and buffers (names, sizes)
+/// at the same addresses as `params` and `buffers`. Walks the model without
+/// allocating: it runs at the start of every step.
+template <class M>
+bool same_storage(M& m, const std::vector<tensor_slot>& params, const std::vector<tensor_slot>& buffers) {
+  bool same = true;
+  std::size_t i = 0;
+  model_traits<M>::for_each_parameter(m, [&](auto&& name, auto& value, auto& grad) {
+    if constexpr (tensor<std::remove_cvref_t<decltype(value)>> &&
+                  tensor<std::remove_cvref_t<decltype(grad)>>) {
+      auto v = as_span(value);
+      auto g = as_span(grad);
+      same = same && i < params.size() && std::string_view(name) == params[i].name &&
+             v.size() == params[i].count && static_cast<void*>(v.data()) == params[i].value &&
+             static_cast<void*>(g.data()) == params[i].grad;
+      ++i;
+    }
+  });
+  same = same && i == params.size();
+  if constexpr (model_with_buffers<M>) {
+    std::size_t j = 0;
+    model_traits<M>::for_each_buffer(m, [&](auto&& name, auto& value) {
+      if constexpr (tensor<std::remove_cvref_t<decltype(value)>>) {
+        auto v = as_span(value);
+        same = same && j < buffers.size() && std::string_view(name) == buffers[j].name &&
+               v.size() == buffers[j].count && static_cast<void*>(v.data()) == buffers[j].value;
+        ++j;
+      }
+    });
+    same = same && j == buffers.size();
+  }
+  return same;
 }
 
 inline void check_unique_names(const std::vector<tensor_slot>& slots, const char* what) {
@@ -3473,6 +3508,7 @@ public:
 
   /// Copies rank 0's buffers (running statistics and such) to every rank.
   void sync_buffers() {
+    if (!step_started_) refresh_pointers(); // inside a step, begin_step() did
     std::vector<work> ws;
     for (auto& s : buffers_)
       ws.push_back(pg_.communicator().broadcast(s.value, s.count, s.type, 0));
@@ -3643,23 +3679,28 @@ private:
   /// Gradient storage may have moved since the last step (a resized Eigen
   /// matrix): walk the model again, and refuse changed sizes.
   void refresh_pointers() {
-    auto now = detail::collect_parameters(model_);
-    bool moved = false;
-    for (std::size_t i = 0; i < params_.size(); ++i) {
-      if (i >= now.size() || now[i].count != params_[i].count || now[i].name != params_[i].name)
+    if (detail::same_storage(model_, params_, buffers_)) return; // the common case: nothing moved
+    auto params = detail::collect_parameters(model_);
+    auto buffers = detail::collect_buffers(model_);
+    check_unchanged(params, params_, "parameter");
+    check_unchanged(buffers, buffers_, "buffer");
+    params_ = std::move(params);
+    buffers_ = std::move(buffers);
+    layout_buckets();
+    index_gradients();
+  }
+
+  /// Storage may move between steps; names, sizes and count may not.
+  void check_unchanged(const std::vector<detail::tensor_slot>& now,
+                       const std::vector<detail::tensor_slot>& before, const char* what) const {
+    for (std::size_t i = 0; i < before.size(); ++i)
+      if (i >= now.size() || now[i].count != before[i].count || now[i].name != before[i].name)
         throw error(error_kind::config,
-                    "rank " + std::to_string(pg_.rank()) + ": parameter '" + params_[i].name +
+                    "rank " + std::to_string(pg_.rank()) + ": " + what + " '" + before[i].name +
                         "' changed its name or size after distributed_data_parallel was built");
-      moved |= now[i].grad != params_[i].grad || now[i].value != params_[i].value;
-    }
-    if (now.size() != params_.size())
-      throw error(error_kind::config,
-                  "the model's parameter count changed after distributed_data_parallel was built");
-    if (moved) {
-      params_ = std::move(now);
-      layout_buckets();
-      index_gradients();
-    }
+    if (now.size() != before.size())
+      throw error(error_kind::config, std::string("the model's ") + what +
+                                          " count changed after distributed_data_parallel was built");
   }
 
   template <tensor G> std::size_t index_of(const G& grad) {

@@ -230,6 +230,18 @@ TEST_CASE("construction broadcasts rank 0's parameters and buffers; synchronize(
   m.running[0] = static_cast<float>(100 + pg.rank());
   dp.synchronize();
   CHECK(m.running[0] == 100.f);
+  // Storage that moves between steps (a reassigned buffer, a reallocated gradient) is followed.
+  std::vector<float> fresh_buffer{static_cast<float>(200 + pg.rank()), 5.f};
+  m.running.swap(fresh_buffer);
+  std::vector<float> fresh_grad(4, static_cast<float>(pg.rank() + 1));
+  m.g[0].swap(fresh_grad);
+  dp.synchronize();
+  CHECK(m.running[0] == 200.f);
+  CHECK(m.g[0][3] == doctest::Approx((pg.size() + 1) / 2.0f));
+  std::vector<float> fresh_again{static_cast<float>(300 + pg.rank()), 5.f};
+  m.running.swap(fresh_again);
+  dp.sync_buffers();
+  CHECK(m.running[0] == 300.f);
 }
 
 TEST_CASE("mark_unused: zeros contributed, the average still received") {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 #include <vector>
 
@@ -68,6 +69,40 @@ template <class M> std::vector<tensor_slot> collect_buffers(M& m) {
     });
   }
   return out;
+}
+
+/// Whether the model still lists the same parameters and buffers (names, sizes)
+/// at the same addresses as `params` and `buffers`. Walks the model without
+/// allocating: it runs at the start of every step.
+template <class M>
+bool same_storage(M& m, const std::vector<tensor_slot>& params, const std::vector<tensor_slot>& buffers) {
+  bool same = true;
+  std::size_t i = 0;
+  model_traits<M>::for_each_parameter(m, [&](auto&& name, auto& value, auto& grad) {
+    if constexpr (tensor<std::remove_cvref_t<decltype(value)>> &&
+                  tensor<std::remove_cvref_t<decltype(grad)>>) {
+      auto v = as_span(value);
+      auto g = as_span(grad);
+      same = same && i < params.size() && std::string_view(name) == params[i].name &&
+             v.size() == params[i].count && static_cast<void*>(v.data()) == params[i].value &&
+             static_cast<void*>(g.data()) == params[i].grad;
+      ++i;
+    }
+  });
+  same = same && i == params.size();
+  if constexpr (model_with_buffers<M>) {
+    std::size_t j = 0;
+    model_traits<M>::for_each_buffer(m, [&](auto&& name, auto& value) {
+      if constexpr (tensor<std::remove_cvref_t<decltype(value)>>) {
+        auto v = as_span(value);
+        same = same && j < buffers.size() && std::string_view(name) == buffers[j].name &&
+               v.size() == buffers[j].count && static_cast<void*>(v.data()) == buffers[j].value;
+        ++j;
+      }
+    });
+    same = same && j == buffers.size();
+  }
+  return same;
 }
 
 inline void check_unique_names(const std::vector<tensor_slot>& slots, const char* what) {
