@@ -11,9 +11,8 @@ namespace bench {
 class raw_gloo {
 public:
   template <class PG> explicit raw_gloo(PG& pg, const std::string& prefix) {
-    ddp::detail::rendezvous rv;
-    rv.topo = pg.topology();
-    auto device = ddp::detail::make_gloo_device(rv);
+    const auto& t = pg.topology();
+    auto device = ddp::detail::make_gloo_device({t.rank, t.local_rank, t.master_addr, t.master_port});
     ctx_ = std::make_shared<::gloo::rendezvous::Context>(pg.rank(), pg.size());
     ctx_->setTimeout(std::chrono::seconds(300));
     ddp::detail::gloo_store_adapter adapter(*pg.store(), prefix);

@@ -8,7 +8,7 @@
 // When one rank fails, the others get a grace period to finish (and report what they
 // saw), then SIGTERM, then SIGKILL after another grace period;
 // and ddprun exits with the failed rank's code (128 + signal for a signal).
-#include <ddp/detail/socket.hpp>
+#include <ddp/detail/store/socket.hpp>
 
 #include <CLI/CLI.hpp>
 
@@ -227,7 +227,9 @@ int main(int argc, char** argv) {
 
   using clock = std::chrono::steady_clock;
   const auto grace_span = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(grace));
-  std::optional<clock::time_point> term_at, kill_at, pipes_deadline;
+  // Deadlines; `never` when not armed (now() > never is false).
+  constexpr auto never = clock::time_point::max();
+  clock::time_point term_at = never, kill_at = never, pipes_deadline = never;
   int exit_code = 0;
   bool failed = false;
   auto terminate_all = [&](int sig) {
@@ -245,8 +247,8 @@ int main(int argc, char** argv) {
     while (::read(signal_pipe[0], &sig, 1) == 1) {
       std::fprintf(stderr, "ddprun: got signal %d, forwarding it to every rank\n", sig);
       terminate_all(sig); // the user asked: forward at once
-      term_at.reset();
-      if (!kill_at) kill_at = clock::now() + grace_span;
+      term_at = never;
+      if (kill_at == never) kill_at = clock::now() + grace_span;
       if (exit_code == 0) exit_code = 128 + sig;
     }
     for (auto& k : kids) {
@@ -262,7 +264,7 @@ int main(int argc, char** argv) {
         k.exited = true;
         k.status = st;
         bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-        if (!ok && !failed && !kill_at) {
+        if (!ok && !failed && kill_at == never) {
           // The others usually fail on their own a moment later, with their own
           // error: let them say it before stopping them.
           failed = true;
@@ -270,7 +272,7 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "ddprun: rank %d (pid %d) %s; stopping the other ranks\n", k.rank, k.pid,
                        describe(st).c_str());
           term_at = clock::now() + grace_span;
-        } else if (!ok && kill_at && !failed) {
+        } else if (!ok && kill_at != never && !failed) {
           failed = true;
         }
       }
@@ -284,15 +286,15 @@ int main(int argc, char** argv) {
     if (all_exited && !pipes_open) break;
     if (all_exited && pipes_open) {
       // Grandchildren may hold the pipes; give them a moment, then stop reading.
-      if (!pipes_deadline) pipes_deadline = clock::now() + std::chrono::seconds(1);
-      if (clock::now() > *pipes_deadline) break;
+      if (pipes_deadline == never) pipes_deadline = clock::now() + std::chrono::seconds(1);
+      if (clock::now() > pipes_deadline) break;
     }
-    if (term_at && clock::now() > *term_at) {
+    if (clock::now() > term_at) {
       terminate_all(SIGTERM);
-      term_at.reset();
+      term_at = never;
       kill_at = clock::now() + grace_span;
     }
-    if (kill_at && clock::now() > *kill_at) {
+    if (clock::now() > kill_at) {
       terminate_all(SIGKILL);
       kill_at = clock::now() + std::chrono::hours(24);
     }

@@ -4,6 +4,7 @@
 #define DDP_DDP_HPP
 
 #include <ddp/arena.hpp>
+#include <ddp/backend/communicator.hpp>
 #include <ddp/backend/gloo.hpp>
 #include <ddp/bucketing.hpp>
 #include <ddp/config.hpp>

@@ -2,8 +2,9 @@
 #ifndef DDP_PROCESS_GROUP_HPP
 #define DDP_PROCESS_GROUP_HPP
 
-#include <ddp/detail/log.hpp>
-#include <ddp/detail/rendezvous.hpp>
+#include <ddp/backend/communicator.hpp>
+#include <ddp/detail/common/log.hpp>
+#include <ddp/detail/common/timeout.hpp>
 #include <ddp/op.hpp>
 #include <ddp/store.hpp>
 #include <ddp/tensor.hpp>
@@ -18,46 +19,6 @@
 
 DDP_BEGIN_NAMESPACE
 
-/// A backend policy names its communicator type, which connects from a
-/// detail::rendezvous and offers type-erased collectives.
-template <class B>
-concept backend_policy = requires {
-  typename B::communicator;
-  { B::name } -> std::convertible_to<std::string_view>;
-  { B::supports_device_tensors } -> std::convertible_to<bool>;
-}
-&&std::constructible_from<typename B::communicator, const detail::rendezvous&>;
-
-namespace detail {
-
-/// DDP_TIMEOUT: "600" (seconds), or with a unit: "500ms", "30s", "10m".
-inline std::chrono::milliseconds parse_timeout(std::string_view v) {
-  auto bad = [&] {
-    return error(error_kind::config, "environment variable DDP_TIMEOUT='" + std::string(v) +
-                                         "' is not a positive duration like 600, 30s, 500ms or 10m");
-  };
-  std::int64_t scale = 1000;
-  if (v.ends_with("ms")) {
-    scale = 1;
-    v.remove_suffix(2);
-  } else if (v.ends_with("s")) {
-    v.remove_suffix(1);
-  } else if (v.ends_with("m")) {
-    scale = 60000;
-    v.remove_suffix(1);
-  }
-  auto n = parse_int(v);
-  if (!n || *n <= 0 || *n > (std::int64_t{1} << 40) / scale) throw bad();
-  return std::chrono::milliseconds(*n * scale);
-}
-
-inline std::chrono::milliseconds default_timeout() {
-  if (auto v = getenv_str("DDP_TIMEOUT")) return parse_timeout(*v);
-  return std::chrono::minutes(10);
-}
-
-} // namespace detail
-
 struct init_options {
   std::string init_method = "env://"; ///< env://, tcp://host:port or file:///shared/dir
   int rank = -1;                      ///< -1: from the environment (topology)
@@ -67,17 +28,16 @@ struct init_options {
 };
 
 template <class Backend> class process_group {
-  static_assert(
-      backend_policy<Backend>,
-      "ddp: process_group<B> needs a backend policy such as ddp::gloo or ddp::nccl: a type with "
-      "`using communicator = ...;` (constructible from ddp::detail::rendezvous), "
-      "`static constexpr std::string_view name` and `static constexpr bool supports_device_tensors`.");
+  static_assert(backend_policy<Backend>,
+                "ddp: process_group<B> needs a backend policy such as ddp::gloo or ddp::nccl: a type with "
+                "`static constexpr std::string_view name` and `using communicator = ...;` naming a type that "
+                "models ddp::communicator (see ddp/backend/communicator.hpp).");
 
 public:
   using backend_type = Backend;
 
   /// Prefer init_process_group<Backend>(); this connects from a prepared rendezvous.
-  explicit process_group(detail::rendezvous rv)
+  explicit process_group(rendezvous rv)
       : topo_(rv.topo), store_(rv.store), comm_(std::make_unique<typename Backend::communicator>(rv)) {}
 
   process_group(const process_group&) = delete;
@@ -141,7 +101,9 @@ private:
   template <class T> work all_reduce_impl(T& t, op o, bool blocking) {
     if constexpr (usable<T>()) {
       auto s = as_span(t);
-      return comm_->all_reduce(s.data(), s.size(), dtype_v<tensor_value_t<T>>, o, blocking);
+      return in_space<T>([&](auto... where) {
+        return comm_->all_reduce(where..., s.data(), s.size(), dtype_v<tensor_value_t<T>>, o, blocking);
+      });
     } else {
       return {};
     }
@@ -151,14 +113,16 @@ private:
     if constexpr (usable<T>()) {
       check_root(root, "broadcast");
       auto s = as_span(t);
-      return comm_->broadcast(s.data(), s.size(), dtype_v<tensor_value_t<T>>, root, blocking);
+      return in_space<T>([&](auto... where) {
+        return comm_->broadcast(where..., s.data(), s.size(), dtype_v<tensor_value_t<T>>, root, blocking);
+      });
     } else {
       return {};
     }
   }
 
   template <class In, class Out> work all_gather_impl(const In& in, Out& out, bool blocking) {
-    if constexpr (usable<const In>() && usable<Out>()) {
+    if constexpr (usable<const In>() && usable<Out>() && same_space<In, Out>("all_gather")) {
       static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                     "ddp: all_gather needs input and output of the same element type");
       auto i = as_span(in);
@@ -167,14 +131,17 @@ private:
         throw error(error_kind::config, "all_gather on rank " + std::to_string(rank()) + ": output has " +
                                             std::to_string(o.size()) + " elements, expected world size " +
                                             std::to_string(size()) + " x input " + std::to_string(i.size()));
-      return comm_->all_gather(i.data(), o.data(), i.size(), dtype_v<tensor_value_t<Out>>, blocking);
+      return in_space<Out>([&](auto... where) {
+        return comm_->all_gather(where..., i.data(), o.data(), i.size(), dtype_v<tensor_value_t<Out>>,
+                                 blocking);
+      });
     } else {
       return {};
     }
   }
 
   template <class In, class Out> work reduce_scatter_impl(const In& in, Out& out, op o, bool blocking) {
-    if constexpr (usable<const In>() && usable<Out>()) {
+    if constexpr (usable<const In>() && usable<Out>() && same_space<In, Out>("reduce_scatter")) {
       static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                     "ddp: reduce_scatter needs input and output of the same element type");
       auto i = as_span(in);
@@ -183,7 +150,10 @@ private:
         throw error(error_kind::config, "reduce_scatter on rank " + std::to_string(rank()) + ": input has " +
                                             std::to_string(i.size()) + " elements, expected world size " +
                                             std::to_string(size()) + " x output " + std::to_string(s.size()));
-      return comm_->reduce_scatter(i.data(), s.data(), s.size(), dtype_v<tensor_value_t<Out>>, o, blocking);
+      return in_space<Out>([&](auto... where) {
+        return comm_->reduce_scatter(where..., i.data(), s.data(), s.size(), dtype_v<tensor_value_t<Out>>, o,
+                                     blocking);
+      });
     } else {
       return {};
     }
@@ -195,11 +165,29 @@ private:
     using U = std::remove_reference_t<T>;
     detail::require_tensor<std::remove_cv_t<U>>();
     if constexpr (tensor<U>) {
-      static_assert(Backend::supports_device_tensors || !on_device_v<std::remove_cv_t<U>>,
+      static_assert(accepts_device_tensors_v<Backend> || !on_device_v<std::remove_cv_t<U>>,
                     "ddp: this backend (Gloo) works on host memory; a device_span needs ddp::nccl");
-      return Backend::supports_device_tensors || !on_device_v<std::remove_cv_t<U>>;
+      return accepts_device_tensors_v<Backend> || !on_device_v<std::remove_cv_t<U>>;
     }
     return false;
+  }
+
+  /// Input and output of one collective live in one memory space.
+  template <class In, class Out> static constexpr bool same_space(const char*) {
+    constexpr bool same =
+        on_device_v<std::remove_cv_t<std::remove_reference_t<In>>> == on_device_v<std::remove_cv_t<Out>>;
+    static_assert(same,
+                  "ddp: a collective's input and output must both be host tensors or both device tensors");
+    return same;
+  }
+
+  /// Calls f() for a host tensor, f(device_memory) for a device tensor: where
+  /// memory lives is a compile-time fact, so the backend never has to ask.
+  template <class T, class F> static work in_space(F&& f) {
+    if constexpr (on_device_v<std::remove_cv_t<std::remove_reference_t<T>>>)
+      return f(device_memory);
+    else
+      return f();
   }
 
   void check_root(int root, const char* what) const {
@@ -233,8 +221,8 @@ inline void parse_host_port(std::string_view hp, std::string_view method, std::s
   port = static_cast<int>(*p);
 }
 
-inline rendezvous make_rendezvous(const init_options& o) {
-  rendezvous rv;
+inline ddp::rendezvous make_rendezvous(const init_options& o) {
+  ddp::rendezvous rv;
   rv.topo = topology::from_env();
   if (o.world_size == 0 || o.world_size < -1)
     throw error(error_kind::config,

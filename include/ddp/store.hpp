@@ -4,9 +4,9 @@
 #ifndef DDP_STORE_HPP
 #define DDP_STORE_HPP
 
-#include <ddp/detail/socket.hpp>
-#include <ddp/detail/store_protocol.hpp>
-#include <ddp/detail/store_server.hpp>
+#include <ddp/detail/store/protocol.hpp>
+#include <ddp/detail/store/server.hpp>
+#include <ddp/detail/store/socket.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -143,6 +143,18 @@ public:
       s.remove_prefix(comma + 1);
     }
     return out;
+  }
+
+  /// The rank whose connection dropped without a goodbye, for a survivor whose
+  /// collective just failed: the store notices a crash at about the same
+  /// moment, so it is given `grace` to record it. -1 when none was recorded;
+  /// 0 when the store itself is gone (rank 0 serves it).
+  int wait_for_lost_rank(std::chrono::milliseconds grace) {
+    try {
+      if (!try_wait({detail::store_lost_key}, grace)) return -1;
+      auto lost = lost_ranks();
+      return lost.empty() ? -1 : lost.front();
+    } catch (const ddp::error&) { return 0; }
   }
 
 private:

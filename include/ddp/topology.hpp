@@ -2,8 +2,8 @@
 #ifndef DDP_TOPOLOGY_HPP
 #define DDP_TOPOLOGY_HPP
 
-#include <ddp/detail/env.hpp>
-#include <ddp/detail/nodelist.hpp>
+#include <ddp/detail/common/env.hpp>
+#include <ddp/detail/topology/nodelist.hpp>
 
 #include <cstdint>
 #include <string>

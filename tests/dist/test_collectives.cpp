@@ -159,12 +159,13 @@ TEST_CASE("reduce_scatter") {
       pg.reduce_scatter(in, out, o);
       bool ok = true;
       for (std::size_t i = 0; i < n; ++i) {
-        double base = pg.rank() * 10.0 + i % 3, want = 0;
+        double base = pg.rank() * 10.0 + static_cast<double>(i % 3), want = 0;
+        const auto wd = static_cast<double>(w);
         if (o == ddp::op::max)
-          want = base + w - 1;
+          want = base + wd - 1;
         else {
-          want = base * w + w * (w - 1) / 2.0;
-          if (o == ddp::op::avg) want /= w;
+          want = base * wd + wd * (wd - 1) / 2.0;
+          if (o == ddp::op::avg) want /= wd;
         }
         ok &= std::abs(out[i] - want) < 1e-4 * std::max(1.0, want);
       }

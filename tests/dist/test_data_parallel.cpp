@@ -107,16 +107,16 @@ TEST_CASE("gradients in a ddp::arena reduce in place") {
   CHECK(train_and_compare<float, small_buckets>(true, marking::per_layer, 1, &layout) < 1e-5);
   REQUIRE(layout.size() > 1);
   for (auto& b : layout)
-    CHECK(b.in_place);
+    CHECK(b.path == ddp::bucket_path::in_place);
   layout.clear();
   CHECK(train_and_compare<float, small_buckets>(false, marking::per_layer, 1, &layout) < 1e-5);
   for (auto& b : layout)
-    CHECK(b.in_place == (b.parameters.size() == 1)); // one tensor is always contiguous
+    CHECK((b.path == ddp::bucket_path::in_place) == (b.parameters.size() == 1)); // one tensor: contiguous
   // A compressed wire type always packs.
   CHECK(train_and_compare<float, small_buckets, ddp::reduction::bf16_compressed_mean>(
             true, marking::per_layer, 1, &layout) < 2e-2);
   for (auto& b : layout)
-    CHECK_FALSE(b.in_place);
+    CHECK(b.path == ddp::bucket_path::packed);
 }
 
 TEST_CASE("gradient accumulation through no_sync") {
@@ -237,7 +237,7 @@ TEST_CASE("construction broadcasts rank 0's parameters and buffers; synchronize(
   m.g[0].swap(fresh_grad);
   dp.synchronize();
   CHECK(m.running[0] == 200.f);
-  CHECK(m.g[0][3] == doctest::Approx((pg.size() + 1) / 2.0f));
+  CHECK(m.g[0][3] == doctest::Approx((pg.size() + 1) / 2.0));
   std::vector<float> fresh_again{static_cast<float>(300 + pg.rank()), 5.f};
   m.running.swap(fresh_again);
   dp.sync_buffers();
@@ -253,8 +253,9 @@ TEST_CASE("mark_unused: zeros contributed, the average still received") {
       std::fill(m.g[i].begin(), m.g[i].end(), static_cast<float>(pg.rank() + 1));
     if (pg.rank() == 0) dp.mark_unused(m.g[1]);
     dp.synchronize();
-    const float all = static_cast<float>(pg.size() * (pg.size() + 1)) / 2.f / pg.size();
-    const float without0 = (static_cast<float>(pg.size() * (pg.size() + 1)) / 2.f - 1.f) / pg.size();
+    const double w = pg.size();
+    const double all = w * (w + 1) / 2 / w;
+    const double without0 = (w * (w + 1) / 2 - 1) / w;
     CHECK(m.g[0][0] == doctest::Approx(all));
     CHECK(m.g[1][7] == doctest::Approx(without0));
     CHECK(m.g[2][2] == doctest::Approx(all));
@@ -420,7 +421,7 @@ TEST_CASE("large separate tensors are reduced where they lie, across chunk and t
   ddp::distributed_data_parallel dp(m, pg);
   bool any_unpacked_fragments = false;
   for (auto& b : dp.buckets())
-    any_unpacked_fragments |= b.unpacked && !b.in_place;
+    any_unpacked_fragments |= b.path == ddp::bucket_path::fragments;
   CHECK(any_unpacked_fragments);
   for (int step = 0; step < 2; ++step) {
     for (std::size_t t = 0; t < sizes.size(); ++t)

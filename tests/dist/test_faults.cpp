@@ -4,7 +4,7 @@
 
 #include <doctest/doctest.h>
 
-#include <ddp/detail/socket.hpp>
+#include <ddp/detail/store/socket.hpp>
 
 #include <regex>
 

@@ -1,4 +1,4 @@
-#include <ddp/detail/nodelist.hpp>
+#include <ddp/detail/topology/nodelist.hpp>
 
 #include <doctest/doctest.h>
 

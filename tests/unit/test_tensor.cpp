@@ -1,4 +1,4 @@
-#include <ddp/detail/elementwise.hpp>
+#include <ddp/detail/numeric/elementwise.hpp>
 #include <ddp/tensor.hpp>
 
 #include <doctest/doctest.h>

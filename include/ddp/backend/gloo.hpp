@@ -5,13 +5,13 @@
 #ifndef DDP_BACKEND_GLOO_HPP
 #define DDP_BACKEND_GLOO_HPP
 
-#include <ddp/detail/elementwise.hpp>
-#include <ddp/detail/gloo_ring.hpp>
-#include <ddp/detail/log.hpp>
-#include <ddp/detail/ordered_queue.hpp>
-#include <ddp/detail/rendezvous.hpp>
-#include <ddp/detail/socket.hpp>
+#include <ddp/backend/communicator.hpp>
+#include <ddp/detail/backend/collective_queue.hpp>
+#include <ddp/detail/backend/gloo_device.hpp>
+#include <ddp/detail/backend/gloo_ring.hpp>
+#include <ddp/detail/numeric/elementwise.hpp>
 #include <ddp/op.hpp>
+#include <ddp/store.hpp>
 #include <ddp/tensor.hpp>
 
 #include <gloo/allgather.h>
@@ -25,13 +25,8 @@
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/rendezvous/store.h>
-#include <gloo/transport/tcp/device.h>
 #include <gloo/types.h>
 
-#include <net/if.h>
-#include <signal.h>
-
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -67,79 +62,6 @@ private:
   std::string prefix_;
 };
 
-/// The local address that routes to `host`: what peers on other nodes can reach.
-inline std::string local_address_towards(const std::string& host, int port) {
-  addrinfo_list ai;
-  resolve(host, port > 0 ? port : 1, false, ai);
-  for (addrinfo* p = ai.head; p; p = p->ai_next) {
-    unique_fd fd(::socket(p->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-    if (!fd || ::connect(fd.get(), p->ai_addr, p->ai_addrlen) != 0) continue; // UDP: sends nothing
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&ss), &len) != 0) continue;
-    char buf[NI_MAXHOST];
-    if (::getnameinfo(reinterpret_cast<sockaddr*>(&ss), len, buf, sizeof buf, nullptr, 0, NI_NUMERICHOST) ==
-        0)
-      return buf;
-  }
-  throw error(error_kind::config, "no local address routes to MASTER_ADDR=" + host +
-                                      ": set GLOO_SOCKET_IFNAME to the interface to use");
-}
-
-inline std::shared_ptr<::gloo::transport::Device> make_gloo_device(const rendezvous& rv) {
-  ::gloo::transport::tcp::attr attr;
-  if (auto names = getenv_str("GLOO_SOCKET_IFNAME"); names && !names->empty()) {
-    std::vector<std::string> list;
-    std::string_view s = *names;
-    while (!s.empty()) {
-      auto comma = s.find(',');
-      auto name = std::string(s.substr(0, comma));
-      if (!name.empty()) {
-        if (::if_nametoindex(name.c_str()) == 0)
-          throw error(error_kind::config,
-                      "GLOO_SOCKET_IFNAME='" + *names + "' names interface '" + name +
-                          "', which this host does not have (see `ip link`)",
-                      rv.topo.rank);
-        list.push_back(name);
-      }
-      if (comma == std::string_view::npos) break;
-      s.remove_prefix(comma + 1);
-    }
-    if (list.empty())
-      throw error(error_kind::config, "GLOO_SOCKET_IFNAME='" + *names + "' names no interface");
-    // Several interfaces: spread the node's processes over them.
-    attr.iface = list[static_cast<std::size_t>(rv.topo.local_rank) % list.size()];
-  } else if (!rv.topo.master_addr.empty()) {
-    attr.hostname = local_address_towards(rv.topo.master_addr, rv.topo.master_port);
-  } else {
-    attr.hostname = "127.0.0.1";
-  }
-  try {
-    return ::gloo::transport::tcp::CreateDevice(attr);
-  } catch (const std::exception& e) {
-    throw error(error_kind::config,
-                std::string("cannot create the Gloo TCP device (") +
-                    (attr.iface.empty() ? "address " + attr.hostname : "interface " + attr.iface) +
-                    "): " + e.what(),
-                rv.topo.rank);
-  }
-}
-
-/// Gloo writes to its sockets without MSG_NOSIGNAL: a peer that dies mid-write
-/// would kill this process with SIGPIPE instead of raising an error we can
-/// report. Like Python (and so PyTorch) does at start-up, ignore SIGPIPE, but
-/// only when nobody installed a handler of their own.
-inline void ignore_sigpipe_if_default() {
-  struct sigaction current {};
-  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL &&
-      !(current.sa_flags & SA_SIGINFO)) {
-    struct sigaction ignore {};
-    ignore.sa_handler = SIG_IGN;
-    sigemptyset(&ignore.sa_mask);
-    ::sigaction(SIGPIPE, &ignore, nullptr);
-  }
-}
-
 /// Gloo wants typed pointers only for their element size.
 template <class F> decltype(auto) with_element_type(std::size_t size, F&& f) {
   switch (size) {
@@ -153,9 +75,11 @@ template <class F> decltype(auto) with_element_type(std::size_t size, F&& f) {
 class gloo_communicator {
 public:
   explicit gloo_communicator(const rendezvous& rv)
-      : rank_(rv.topo.rank), size_(rv.topo.world_size), timeout_(rv.timeout), store_(rv.store) {
+      : rank_(rv.topo.rank), size_(rv.topo.world_size), timeout_(rv.timeout), store_(rv.store),
+        queue_(rank_, timeout_) {
     ignore_sigpipe_if_default();
-    auto device = make_gloo_device(rv);
+    auto device =
+        make_gloo_device({rv.topo.rank, rv.topo.local_rank, rv.topo.master_addr, rv.topo.master_port});
     auto ctx = std::make_shared<::gloo::rendezvous::Context>(rank_, size_);
     ctx->setTimeout(timeout_); // before connectFullMesh, or it keeps Gloo's 30 s
     try {
@@ -175,11 +99,22 @@ public:
     ctx_ = std::move(ctx);
   }
 
+  gloo_communicator(const gloo_communicator&) = delete;
+  gloo_communicator& operator=(const gloo_communicator&) = delete;
+  ~gloo_communicator() { queue_.stop(); } // the worker stops before the context goes
+
   int rank() const { return rank_; }
   int size() const { return size_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
   std::exception_ptr poisoned() const { return queue_.poisoned(); }
   void drain() { queue_.drain(); }
+
+  /// The largest message ddp's fragment ring sends (1 MiB by default). Like
+  /// Gloo's maxSegmentSize: tests make it small so that small tensors cross
+  /// piece boundaries. Every rank must use the same value, set before the
+  /// first all_reduce_fragments.
+  void set_ring_piece_bytes(std::size_t bytes) { ring_piece_bytes_ = std::max<std::size_t>(bytes, 1); }
+  std::size_t ring_piece_bytes() const { return ring_piece_bytes_; }
 
   work all_reduce(void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
@@ -210,7 +145,7 @@ public:
     for (auto& f : frags)
       n += f.count;
     return submit("all_reduce", n, dt, blocking, [=, this, frags = std::move(frags)](std::uint32_t tag) {
-      fragment_ring(ctx_, frags, dt, scratch_).run(tag, scale, timeout_);
+      fragment_ring(ctx_, frags, dt, scratch_, ring_piece_bytes_).run(tag, scale, timeout_);
     });
   }
 
@@ -286,15 +221,14 @@ public:
   }
 
 private:
+  /// Queues `body(tag)`: each collective gets a fresh Gloo tag, and any failure
+  /// closes every connection (peers fail at once) and poisons the group.
   template <class F> work submit(const char* name, std::size_t n, dtype dt, bool blocking, F body) {
-    std::string what = "rank " + std::to_string(rank_) + ": " + name + " #" + std::to_string(seq_++) + " (" +
-                       std::to_string(n) + " x " + std::string(to_string(dt)) + ")";
-    return queue_.submit(
-        [this, body = std::move(body), what]() mutable {
-          std::uint32_t tag = next_tag_++;
-          run_guarded(what, [&] { body(tag); });
-        },
-        what, timeout_, blocking);
+    return queue_.submit(name, n, dt, blocking,
+                         [this, body = std::move(body)](const std::string& what) mutable {
+                           std::uint32_t tag = next_tag_++;
+                           run_guarded(what, [&] { body(tag); });
+                         });
   }
 
   template <class F> void run_guarded(const std::string& what, F&& f) {
@@ -335,18 +269,9 @@ private:
                                            gloo_text);
   }
 
-  /// Asks the store which rank dropped without a goodbye. The store notices a
-  /// crash at the same moment we do, so allow it a moment.
-  int find_lost_rank() {
-    if (!store_) return -1;
-    try {
-      if (!store_->try_wait({store_lost_key}, std::chrono::milliseconds(1000))) return -1;
-      auto lost = store_->lost_ranks();
-      return lost.empty() ? -1 : lost.front();
-    } catch (const ddp::error&) {
-      return 0; // the store itself is gone: rank 0 serves it
-    }
-  }
+  /// Asks the store which rank dropped without a goodbye; it notices a crash at
+  /// about the moment we do, so it gets a second to record it.
+  int find_lost_rank() { return store_ ? store_->wait_for_lost_rank(std::chrono::milliseconds(1000)) : -1; }
 
   void close_all() { ctx_.reset(); }
 
@@ -355,9 +280,9 @@ private:
   std::shared_ptr<tcp_store> store_;
   std::shared_ptr<::gloo::Context> ctx_;
   std::vector<char> scratch_;
+  std::size_t ring_piece_bytes_ = fragment_ring::default_piece_bytes;
   std::uint32_t next_tag_ = 1; // worker thread only
-  std::atomic<std::uint64_t> seq_{0};
-  ordered_queue queue_; // last: its worker stops before the context goes
+  collective_queue queue_;
 };
 
 } // namespace detail
@@ -366,7 +291,6 @@ private:
 struct gloo {
   static constexpr std::string_view name = "gloo";
   using communicator = detail::gloo_communicator;
-  static constexpr bool supports_device_tensors = false;
 };
 
 DDP_END_NAMESPACE

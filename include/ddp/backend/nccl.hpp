@@ -1,26 +1,24 @@
-// The NCCL backend: GPU collectives. Tensors in device memory (ddp::device_span)
-// go to NCCL directly; host tensors are staged through a device buffer kept
-// across calls. Collectives run in submission order on one worker thread and
-// one CUDA stream; every wait polls with a deadline and aborts the communicator
-// on timeout, so a dead or stalled peer is an error, not a hang.
-// Needs <nccl.h> and the CUDA runtime: link ddp::nccl.
+// The NCCL backend: GPU collectives. Tensors in device memory (ddp::device_span,
+// passed with the device_memory tag: known at compile time) go to NCCL
+// directly; host tensors are staged through a device buffer kept across calls. Collectives run in submission
+// order on one worker thread and one CUDA stream; every wait polls with a deadline and aborts the
+// communicator on timeout, so a dead or stalled peer is an error, not a hang. Needs <nccl.h> and the CUDA
+// runtime: link ddp::nccl.
 #ifndef DDP_BACKEND_NCCL_HPP
 #define DDP_BACKEND_NCCL_HPP
 
-#include <ddp/detail/log.hpp>
-#include <ddp/detail/ordered_queue.hpp>
-#include <ddp/detail/rendezvous.hpp>
+#include <ddp/backend/communicator.hpp>
+#include <ddp/detail/backend/collective_queue.hpp>
 #include <ddp/op.hpp>
+#include <ddp/store.hpp>
 #include <ddp/tensor.hpp>
 
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include <atomic>
-#include <memory>
-
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -55,7 +53,8 @@ inline ncclRedOp_t nccl_op(op o) {
 class nccl_communicator {
 public:
   explicit nccl_communicator(const rendezvous& rv)
-      : rank_(rv.topo.rank), size_(rv.topo.world_size), timeout_(rv.timeout), store_(rv.store) {
+      : rank_(rv.topo.rank), size_(rv.topo.world_size), timeout_(rv.timeout), store_(rv.store),
+        queue_(rank_, timeout_, ", NCCL") {
     if (!store_)
       throw error(error_kind::config,
                   "the NCCL backend needs env:// or tcp:// initialisation (file:// has no store)");
@@ -90,7 +89,7 @@ public:
   nccl_communicator& operator=(const nccl_communicator&) = delete;
 
   ~nccl_communicator() {
-    queue_.reset(); // finish or fail what is queued, stop the worker
+    queue_.stop(); // finish or fail what is queued, stop the worker
     if (scratch_) cudaFree(scratch_);
     if (stream_) cudaStreamDestroy(stream_);
     if (comm_) {
@@ -112,52 +111,86 @@ public:
   int size() const { return size_; }
   int device() const { return device_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
-  std::exception_ptr poisoned() const { return queue_->poisoned(); }
-  void drain() { queue_->drain(); }
+  std::exception_ptr poisoned() const { return queue_.poisoned(); }
+  void drain() { queue_.drain(); }
+
+  // Host memory: staged through the device scratch buffer.
 
   work all_reduce(void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
     return submit("all_reduce", n, dt, blocking, [=, this] {
-      auto* d = stage_in(data, n * size_of(dt), n * size_of(dt));
+      const std::size_t bytes = n * size_of(dt);
+      void* d = scratch(bytes);
+      copy(d, data, bytes);
       nccl_call(ncclAllReduce(d, d, n, nccl_type(dt), nccl_op(o), comm_, stream_), "ncclAllReduce");
-      stage_out(data, d, n * size_of(dt));
+      copy(data, d, bytes);
+      sync();
     });
   }
 
   work broadcast(void* data, std::size_t n, dtype dt, int root, bool blocking = false) {
     return submit("broadcast", n, dt, blocking, [=, this] {
-      auto* d = stage_in(data, n * size_of(dt), n * size_of(dt));
+      const std::size_t bytes = n * size_of(dt);
+      void* d = scratch(bytes);
+      copy(d, data, bytes);
       nccl_call(ncclBroadcast(d, d, n, nccl_type(dt), root, comm_, stream_), "ncclBroadcast");
-      stage_out(data, d, n * size_of(dt));
+      copy(data, d, bytes);
+      sync();
     });
   }
 
   work all_gather(const void* in, void* out, std::size_t n, dtype dt, bool blocking = false) {
     return submit("all_gather", n, dt, blocking, [=, this] {
       const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(size_);
-      if (is_device(out) && is_device(in)) {
-        nccl_call(ncclAllGather(in, out, n, nccl_type(dt), comm_, stream_), "ncclAllGather");
-        return sync("all_gather");
-      }
       auto* d = static_cast<char*>(scratch(total + bytes));
-      copy_in(d + total, in, bytes);
+      copy(d + total, in, bytes);
       nccl_call(ncclAllGather(d + total, d, n, nccl_type(dt), comm_, stream_), "ncclAllGather");
-      copy_out(out, d, total);
+      copy(out, d, total);
+      sync();
     });
   }
 
   work reduce_scatter(const void* in, void* out, std::size_t n, dtype dt, op o, bool blocking = false) {
     return submit("reduce_scatter", n, dt, blocking, [=, this] {
       const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(size_);
-      if (is_device(out) && is_device(in)) {
-        nccl_call(ncclReduceScatter(in, out, n, nccl_type(dt), nccl_op(o), comm_, stream_),
-                  "ncclReduceScatter");
-        return sync("reduce_scatter");
-      }
       auto* d = static_cast<char*>(scratch(total + bytes));
-      copy_in(d, in, total);
+      copy(d, in, total);
       nccl_call(ncclReduceScatter(d, d + total, n, nccl_type(dt), nccl_op(o), comm_, stream_),
                 "ncclReduceScatter");
-      copy_out(out, d + total, bytes);
+      copy(out, d + total, bytes);
+      sync();
+    });
+  }
+
+  // Device memory: straight to NCCL.
+
+  work all_reduce(device_memory_t, void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
+    return submit("all_reduce", n, dt, blocking, [=, this] {
+      nccl_call(ncclAllReduce(data, data, n, nccl_type(dt), nccl_op(o), comm_, stream_), "ncclAllReduce");
+      sync();
+    });
+  }
+
+  work broadcast(device_memory_t, void* data, std::size_t n, dtype dt, int root, bool blocking = false) {
+    return submit("broadcast", n, dt, blocking, [=, this] {
+      nccl_call(ncclBroadcast(data, data, n, nccl_type(dt), root, comm_, stream_), "ncclBroadcast");
+      sync();
+    });
+  }
+
+  work all_gather(device_memory_t, const void* in, void* out, std::size_t n, dtype dt,
+                  bool blocking = false) {
+    return submit("all_gather", n, dt, blocking, [=, this] {
+      nccl_call(ncclAllGather(in, out, n, nccl_type(dt), comm_, stream_), "ncclAllGather");
+      sync();
+    });
+  }
+
+  work reduce_scatter(device_memory_t, const void* in, void* out, std::size_t n, dtype dt, op o,
+                      bool blocking = false) {
+    return submit("reduce_scatter", n, dt, blocking, [=, this] {
+      nccl_call(ncclReduceScatter(in, out, n, nccl_type(dt), nccl_op(o), comm_, stream_),
+                "ncclReduceScatter");
+      sync();
     });
   }
 
@@ -165,7 +198,7 @@ public:
     return submit("barrier", 1, dtype::i32, blocking, [this] {
       auto* d = scratch(sizeof(std::int32_t));
       nccl_call(ncclAllReduce(d, d, 1, ncclInt32, ncclSum, comm_, stream_), "ncclAllReduce (barrier)");
-      sync("barrier");
+      sync();
     });
   }
 
@@ -173,25 +206,13 @@ private:
   using clock = std::chrono::steady_clock;
 
   template <class F> work submit(const char* name, std::size_t n, dtype dt, bool blocking, F body) {
-    std::string what = "rank " + std::to_string(rank_) + ": " + name + " #" + std::to_string(seq_++) + " (" +
-                       std::to_string(n) + " x " + std::string(to_string(dt)) + ", NCCL)";
-    return queue_->submit(
-        [this, body = std::move(body), what, n]() mutable {
-          if (n == 0) return;
-          current_ = what;
-          cuda(cudaSetDevice(device_), "cudaSetDevice");
-          body();
-        },
-        what, timeout_, blocking);
-  }
-
-  static bool is_device(const void* p) {
-    cudaPointerAttributes a{};
-    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-      cudaGetLastError(); // plain host memory on old drivers: clear the sticky error
-      return false;
-    }
-    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+    return queue_.submit(name, n, dt, blocking,
+                         [this, body = std::move(body), n](const std::string& what) mutable {
+                           if (n == 0) return;
+                           current_ = what;
+                           cuda(cudaSetDevice(device_), "cudaSetDevice");
+                           body();
+                         });
   }
 
   void* scratch(std::size_t bytes) {
@@ -204,38 +225,20 @@ private:
     return scratch_;
   }
 
-  void copy_in(void* dst, const void* src, std::size_t bytes) {
+  void copy(void* dst, const void* src, std::size_t bytes) {
     cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_), "cudaMemcpyAsync");
-  }
-
-  void copy_out(void* dst, const void* src, std::size_t bytes) {
-    cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_), "cudaMemcpyAsync");
-    sync(current_.c_str());
-  }
-
-  /// The device buffer a collective works on: `data` itself, or the staging copy of it.
-  void* stage_in(void* data, std::size_t bytes, std::size_t capacity) {
-    if (is_device(data)) return data;
-    void* d = scratch(capacity);
-    copy_in(d, data, bytes);
-    return d;
-  }
-
-  void stage_out(void* data, void* d, std::size_t bytes) {
-    if (d == data) return sync(current_.c_str());
-    copy_out(data, d, bytes);
   }
 
   /// Waits for the stream with a deadline; a communicator error or a timeout aborts it.
-  void sync(const char* what) {
+  void sync() {
     auto deadline = clock::now() + timeout_;
     for (;;) {
       cudaError_t e = cudaStreamQuery(stream_);
       if (e == cudaSuccess) return;
-      if (e != cudaErrorNotReady) cuda(e, what);
+      if (e != cudaErrorNotReady) cuda(e, current_.c_str());
       ncclResult_t async = ncclSuccess;
       ncclCommGetAsyncError(comm_, &async);
-      if (async != ncclSuccess && async != ncclInProgress) fail_nccl(async, what);
+      if (async != ncclSuccess && async != ncclInProgress) fail_nccl(async, current_.c_str());
       if (clock::now() > deadline) {
         abort();
         throw error(error_kind::timeout,
@@ -300,9 +303,8 @@ private:
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
   bool aborted_ = false;
-  std::string current_;
-  std::atomic<std::uint64_t> seq_{0};
-  std::unique_ptr<ordered_queue> queue_ = std::make_unique<ordered_queue>();
+  std::string current_; ///< the running collective's description (worker thread)
+  collective_queue queue_;
 };
 
 } // namespace detail
@@ -311,7 +313,6 @@ private:
 struct nccl {
   static constexpr std::string_view name = "nccl";
   using communicator = detail::nccl_communicator;
-  static constexpr bool supports_device_tensors = true;
 };
 
 DDP_END_NAMESPACE

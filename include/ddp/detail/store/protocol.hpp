@@ -30,6 +30,10 @@ enum class store_op : std::uint8_t {
 enum class store_status : std::uint8_t { ok = 0, missing = 1, timeout = 2, refused = 3 };
 
 /// Frames above this size are malformed by definition and close the connection.
+/// The server records, under this key, each rank whose connection dropped
+/// without a goodbye; clients read it to name the rank a job lost.
+inline constexpr const char* store_lost_key = "ddp/lost";
+
 inline constexpr std::uint32_t store_max_frame = 256u << 20;
 
 class frame_writer {

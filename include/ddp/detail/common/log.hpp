@@ -3,7 +3,7 @@
 #ifndef DDP_DETAIL_LOG_HPP
 #define DDP_DETAIL_LOG_HPP
 
-#include <ddp/detail/env.hpp>
+#include <ddp/detail/common/env.hpp>
 
 #include <cstdio>
 #include <string>

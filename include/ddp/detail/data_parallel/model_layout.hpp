@@ -22,6 +22,7 @@ struct tensor_slot {
   void* value = nullptr;
   void* grad = nullptr; ///< null for buffers
   std::size_t count = 0;
+  bool on_device = false; ///< value (and grad) in device memory
 };
 
 template <class T> consteval void require_parameter_tensor() {
@@ -40,6 +41,8 @@ template <class M> std::vector<tensor_slot> collect_parameters(M& m) {
     if constexpr (tensor<V> && tensor<G>) {
       static_assert(std::is_same_v<tensor_value_t<V>, tensor_value_t<G>>,
                     "ddp: a parameter and its gradient must have the same element type");
+      static_assert(on_device_v<V> == on_device_v<G>,
+                    "ddp: a parameter and its gradient must live in the same memory space (host or device)");
       auto v = as_span(value);
       auto g = as_span(grad);
       std::string n(name);
@@ -50,7 +53,7 @@ template <class M> std::vector<tensor_slot> collect_parameters(M& m) {
         throw error(error_kind::config, "parameter '" + n + "' is " +
                                             std::string(to_string(dtype_v<tensor_value_t<V>>)) +
                                             ": gradients must be floating point");
-      out.push_back({std::move(n), dtype_v<tensor_value_t<V>>, v.data(), g.data(), v.size()});
+      out.push_back({std::move(n), dtype_v<tensor_value_t<V>>, v.data(), g.data(), v.size(), on_device_v<V>});
     }
   });
   return out;
@@ -64,7 +67,8 @@ template <class M> std::vector<tensor_slot> collect_buffers(M& m) {
       require_parameter_tensor<V>();
       if constexpr (tensor<V>) {
         auto v = as_span(value);
-        out.push_back({std::string(name), dtype_v<tensor_value_t<V>>, v.data(), nullptr, v.size()});
+        out.push_back(
+            {std::string(name), dtype_v<tensor_value_t<V>>, v.data(), nullptr, v.size(), on_device_v<V>});
       }
     });
   }

@@ -3,12 +3,13 @@
 // received into the tensors themselves, so nothing is packed or unpacked, and
 // the averaging is fused into the last reduction step instead of a pass of
 // its own. Same schedule as Gloo's ring: W-1 reduce-scatter steps, then W-1
-// all-gather steps, each chunk cut at tensor boundaries and at 1 MiB.
+// all-gather steps, each chunk cut at tensor boundaries and into pieces of at
+// most 1 MiB (the piece size is a parameter, so tests can cross it cheaply).
 #ifndef DDP_DETAIL_GLOO_RING_HPP
 #define DDP_DETAIL_GLOO_RING_HPP
 
-#include <ddp/detail/elementwise.hpp>
-#include <ddp/detail/fragment.hpp>
+#include <ddp/detail/backend/fragment.hpp>
+#include <ddp/detail/numeric/elementwise.hpp>
 
 #include <gloo/common/error.h>
 #include <gloo/context.h>
@@ -27,9 +28,13 @@ inline constexpr std::uint8_t ring_slot_prefix = 0x40; // Gloo's own collectives
 
 class fragment_ring {
 public:
+  /// 1 MiB, as Gloo's own ring uses for its segments.
+  static constexpr std::size_t default_piece_bytes = std::size_t{1} << 20;
+
   fragment_ring(const std::shared_ptr<::gloo::Context>& ctx, const std::vector<fragment>& frags, dtype dt,
-                std::vector<char>& scratch)
-      : ctx_(ctx), frags_(frags), dt_(dt), es_(size_of(dt)), scratch_(scratch) {
+                std::vector<char>& scratch, std::size_t max_piece_bytes = default_piece_bytes)
+      : ctx_(ctx), frags_(frags), dt_(dt), es_(size_of(dt)), max_piece_bytes_(max_piece_bytes),
+        scratch_(scratch) {
     starts_.reserve(frags_.size() + 1);
     std::size_t at = 0;
     for (auto& f : frags_) {
@@ -94,20 +99,18 @@ public:
   }
 
 private:
-  static constexpr std::size_t max_piece_bytes = std::size_t{1} << 20;
-
   std::size_t begin(int c) const {
     return total_ * static_cast<std::size_t>(c) / static_cast<std::size_t>(ctx_->size);
   }
   std::size_t end(int c) const { return begin(c + 1); }
 
   /// Calls f(fragment, offset in fragment, count, offset in bucket) for the
-  /// pieces of bucket elements [a, b): cut at fragment ends and at 1 MiB.
+  /// pieces of bucket elements [a, b): cut at fragment ends and at the piece size.
   template <class F> void pieces(std::size_t a, std::size_t b, F&& f) const {
     if (a >= b) return;
     std::size_t k =
         static_cast<std::size_t>(std::upper_bound(starts_.begin(), starts_.end(), a) - starts_.begin()) - 1;
-    const std::size_t max_piece = std::max<std::size_t>(1, max_piece_bytes / es_);
+    const std::size_t max_piece = std::max<std::size_t>(1, max_piece_bytes_ / es_);
     while (a < b) {
       while (starts_[k + 1] <= a)
         ++k;
@@ -144,6 +147,7 @@ private:
   const std::vector<fragment>& frags_;
   dtype dt_;
   std::size_t es_;
+  std::size_t max_piece_bytes_;
   std::vector<char>& scratch_;
   std::vector<std::size_t> starts_;
   std::vector<std::unique_ptr<::gloo::transport::UnboundBuffer>> bufs_;

@@ -6,9 +6,9 @@
 #ifndef DDP_DETAIL_STORE_SERVER_HPP
 #define DDP_DETAIL_STORE_SERVER_HPP
 
-#include <ddp/detail/log.hpp>
-#include <ddp/detail/socket.hpp>
-#include <ddp/detail/store_protocol.hpp>
+#include <ddp/detail/common/log.hpp>
+#include <ddp/detail/store/protocol.hpp>
+#include <ddp/detail/store/socket.hpp>
 
 #include <atomic>
 #include <map>
@@ -18,8 +18,6 @@
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
-
-inline constexpr const char* store_lost_key = "ddp/lost";
 
 class store_server {
 public:

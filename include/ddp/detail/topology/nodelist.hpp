@@ -3,7 +3,7 @@
 #ifndef DDP_DETAIL_NODELIST_HPP
 #define DDP_DETAIL_NODELIST_HPP
 
-#include <ddp/detail/env.hpp>
+#include <ddp/detail/common/env.hpp>
 
 #include <string>
 #include <string_view>

@@ -4,7 +4,7 @@
 #ifndef DDP_DETAIL_ELEMENTWISE_HPP
 #define DDP_DETAIL_ELEMENTWISE_HPP
 
-#include <ddp/detail/half.hpp>
+#include <ddp/detail/numeric/half.hpp>
 #include <ddp/op.hpp>
 #include <ddp/tensor.hpp>
 
@@ -18,16 +18,19 @@ using reduce_fn = void (*)(void* out, const void* a, const void* b, std::size_t 
 
 struct f16_codec {
   using storage = std::uint16_t;
+  using value = float; ///< what load() gives and store() takes
   static float load(storage s) { return half_bits_to_float(s); }
   static storage store(float f) { return float_to_half_bits(f); }
 };
 struct bf16_codec {
   using storage = std::uint16_t;
+  using value = float;
   static float load(storage s) { return bf16_bits_to_float(s); }
   static storage store(float f) { return float_to_bf16_bits(f); }
 };
 template <class T> struct plain_codec {
   using storage = T;
+  using value = T;
   static T load(T v) { return v; }
   static T store(T v) { return v; }
 };
@@ -145,7 +148,10 @@ void convert_kernel(void* dst, const void* src, std::size_t n, double factor) {
                                          std::is_same_v<typename From::storage, double>,
                                      double, float>;
   const auto f = static_cast<compute>(factor);
-  blockwise(d, n, [&](std::size_t i) { return To::store(static_cast<compute>(From::load(s[i])) * f); });
+  blockwise(d, n, [&](std::size_t i) {
+    // Narrowing to the destination is the point of a conversion (f64 -> f32 here).
+    return To::store(static_cast<typename To::value>(static_cast<compute>(From::load(s[i])) * f));
+  });
 }
 
 template <class From> void convert_from(void* dst, dtype to, const void* src, std::size_t n, double factor) {

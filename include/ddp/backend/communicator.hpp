@@ -1,0 +1,103 @@
+// The backend contract. A backend policy (ddp::gloo, ddp::nccl, or a user's)
+// names a communicator type; the communicator connects from a rendezvous and
+// runs type-erased collectives on (pointer, count, dtype) in submission order.
+// What a backend can do beyond that is a refinement of the concept, and
+// process_group and distributed_data_parallel choose their path by which
+// refinements the communicator models — never by probing for members at the
+// point of use:
+//   communicator           host memory; rank/size/timeout; poison state
+//   fragment_communicator  reduces a bucket as a list of fragments where its
+//                          tensors lie, with a scale fused in (no packing)
+//   device_communicator    also takes device pointers (tagged device_memory:
+//                          where memory lives is known at compile time)
+#ifndef DDP_BACKEND_COMMUNICATOR_HPP
+#define DDP_BACKEND_COMMUNICATOR_HPP
+
+#include <ddp/detail/backend/fragment.hpp>
+#include <ddp/op.hpp>
+#include <ddp/store.hpp>
+#include <ddp/tensor.hpp>
+#include <ddp/topology.hpp>
+#include <ddp/work.hpp>
+
+#include <chrono>
+#include <concepts>
+#include <exception>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+
+/// What a communicator needs to connect: the resolved topology, timeout,
+/// token and (for env:// and tcp://) the job's tcp_store. Built by
+/// init_process_group.
+struct rendezvous {
+  ddp::topology topo; ///< rank/world_size already overridden by init_options
+  std::chrono::milliseconds timeout{};
+  std::string token;
+  std::shared_ptr<tcp_store> store; ///< null for file://
+  std::string file_path;            ///< the directory of file://
+};
+
+/// Tags a collective's pointers as device memory (for a device_communicator).
+struct device_memory_t {
+  explicit device_memory_t() = default;
+};
+inline constexpr device_memory_t device_memory{};
+
+/// The collectives every backend offers, on host memory. `blocking` tells the
+/// backend that the caller waits at once (it may then run the collective inline).
+/// Every collective returns a ddp::work; the first failure poisons the
+/// communicator, and every pending and later work fails with that error.
+template <class C>
+concept communicator = std::constructible_from<C, const rendezvous&> &&
+    requires(C& c, const C& cc, void* p, const void* in, std::size_t n, dtype dt, op o, int root,
+             bool blocking) {
+  { cc.rank() } -> std::same_as<int>;
+  { cc.size() } -> std::same_as<int>;
+  { cc.timeout() } -> std::same_as<std::chrono::milliseconds>;
+  { cc.poisoned() } -> std::same_as<std::exception_ptr>;
+  c.drain();
+  { c.all_reduce(p, n, dt, o, blocking) } -> std::same_as<work>;
+  { c.broadcast(p, n, dt, root, blocking) } -> std::same_as<work>;
+  { c.all_gather(in, p, n, dt, blocking) } -> std::same_as<work>;
+  { c.reduce_scatter(in, p, n, dt, o, blocking) } -> std::same_as<work>;
+  { c.barrier(blocking) } -> std::same_as<work>;
+};
+
+/// Sums a bucket given as fragments (each tensor where it lies) across ranks
+/// and multiplies the result by a scale (1/W for a mean): no packing copies,
+/// and the averaging fused into the pass that already touches the data.
+template <class C>
+concept fragment_communicator = communicator<C> &&
+    requires(C& c, std::vector<detail::fragment> frags, dtype dt, double scale, bool blocking) {
+  { c.all_reduce_fragments(std::move(frags), dt, scale, blocking) } -> std::same_as<work>;
+};
+
+/// Also takes pointers to device memory, tagged `device_memory`.
+template <class C>
+concept device_communicator = communicator<C> &&
+    requires(C& c, void* p, const void* in, std::size_t n, dtype dt, op o, int root, bool blocking) {
+  { c.all_reduce(device_memory, p, n, dt, o, blocking) } -> std::same_as<work>;
+  { c.broadcast(device_memory, p, n, dt, root, blocking) } -> std::same_as<work>;
+  { c.all_gather(device_memory, in, p, n, dt, blocking) } -> std::same_as<work>;
+  { c.reduce_scatter(device_memory, in, p, n, dt, o, blocking) } -> std::same_as<work>;
+};
+
+/// A backend policy: a name and a communicator type.
+template <class B>
+concept backend_policy = requires {
+  typename B::communicator;
+  { B::name } -> std::convertible_to<std::string_view>;
+}
+&&communicator<typename B::communicator>;
+
+/// Whether tensors in device memory may be given to this backend's collectives.
+template <class B>
+inline constexpr bool accepts_device_tensors_v = device_communicator<typename B::communicator>;
+
+DDP_END_NAMESPACE
+
+#endif // DDP_BACKEND_COMMUNICATOR_HPP

@@ -1,0 +1,48 @@
+// What users set and see of distributed_data_parallel: its options and the
+// description of its buckets.
+#ifndef DDP_DATA_PARALLEL_OPTIONS_HPP
+#define DDP_DATA_PARALLEL_OPTIONS_HPP
+
+#include <ddp/tensor.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+
+struct ddp_options {
+  bool broadcast_buffers = true; ///< broadcast rank 0's buffers at the end of every synchronize()
+  bool strict_marking = false;   ///< a gradient still unmarked at synchronize() is an error
+  bool verify_model = true;      ///< compare names, dtypes and sizes across ranks at construction
+  bool uneven_inputs = false;    ///< ranks may run out of data at different steps: enables join()
+};
+
+/// How a bucket travels.
+enum class bucket_path : std::uint8_t {
+  in_place,  ///< its gradients are one contiguous range of the wire type: reduced where they lie
+  fragments, ///< reduced tensor by tensor where they lie (a fragment_communicator's ring): no copies
+  packed,    ///< copied (and converted, scaled) into a buffer kept across steps, and back
+};
+
+inline constexpr const char* to_string(bucket_path p) {
+  switch (p) {
+  case bucket_path::in_place: return "in place";
+  case bucket_path::fragments: return "unpacked fragments";
+  case bucket_path::packed: return "packed";
+  }
+  return "?";
+}
+
+/// Introspection: one entry per bucket, in launch order.
+struct bucket_info {
+  std::vector<std::size_t> parameters; ///< indices in registration order
+  dtype param_type;
+  dtype wire_type;
+  std::size_t elements;
+  bucket_path path;
+};
+
+DDP_END_NAMESPACE
+
+#endif // DDP_DATA_PARALLEL_OPTIONS_HPP

@@ -1,0 +1,56 @@
+// What every backend shares: one ordered queue of collectives per group (so
+// ranks stay in lock-step and an async bucket never crosses a blocking call),
+// each collective described once — "rank 1: all_reduce #12 (4096 x float32)" —
+// so that a timeout or a failure names it, and the first failure poisoning the
+// group.
+#ifndef DDP_DETAIL_COLLECTIVE_QUEUE_HPP
+#define DDP_DETAIL_COLLECTIVE_QUEUE_HPP
+
+#include <ddp/detail/backend/ordered_queue.hpp>
+#include <ddp/tensor.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+class collective_queue {
+public:
+  /// `note` is appended to every description (", NCCL").
+  collective_queue(int rank, std::chrono::milliseconds timeout, std::string note = {})
+      : rank_(rank), timeout_(timeout), note_(std::move(note)) {}
+
+  /// Queues `body(what)` behind every collective submitted before it. With
+  /// `blocking`, a caller about to wait anyway runs it inline when the queue is idle.
+  template <class F> work submit(std::string_view name, std::size_t n, dtype dt, bool blocking, F body) {
+    std::string what = "rank " + std::to_string(rank_) + ": " + std::string(name) + " #" +
+                       std::to_string(seq_++) + " (" + std::to_string(n) + " x " +
+                       std::string(to_string(dt)) + note_ + ")";
+    return queue_->submit([body = std::move(body), what]() mutable { body(what); }, what, timeout_, blocking);
+  }
+
+  /// The error that poisoned the group, if any.
+  std::exception_ptr poisoned() const { return queue_->poisoned(); }
+  /// Blocks until every collective submitted so far has run.
+  void drain() { queue_->drain(); }
+  /// Finishes (or fails) what is queued and stops the worker: a backend calls
+  /// this before it frees what its collectives use.
+  void stop() { queue_.reset(); }
+
+private:
+  int rank_;
+  std::chrono::milliseconds timeout_;
+  std::string note_;
+  std::atomic<std::uint64_t> seq_{0};
+  std::unique_ptr<ordered_queue> queue_ = std::make_unique<ordered_queue>();
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_COLLECTIVE_QUEUE_HPP
