@@ -185,95 +185,43 @@ DDP_END_NAMESPACE
 
 #endif // DDP_ARENA_HPP
 // ---- end ddp/arena.hpp ----
-// ---- begin ddp/backend/gloo.hpp ----
-// The Gloo backend: CPU tensors over TCP. Collectives run one at a time, in
-// submission order, on a worker thread (Gloo has no non-blocking collectives),
-// each with a fresh tag. The first failure closes every connection, so peers
-// fail fast too, and poisons the group.
-#ifndef DDP_BACKEND_GLOO_HPP
-#define DDP_BACKEND_GLOO_HPP
+// ---- begin ddp/backend/communicator.hpp ----
+// The backend contract. A backend policy (ddp::gloo, ddp::nccl, or a user's)
+// names a communicator type; the communicator connects from a rendezvous and
+// runs type-erased collectives on (pointer, count, dtype) in submission order.
+// What a backend can do beyond that is a refinement of the concept, and
+// process_group and distributed_data_parallel choose their path by which
+// refinements the communicator models — never by probing for members at the
+// point of use:
+//   communicator           host memory; rank/size/timeout; poison state
+//   fragment_communicator  reduces a bucket as a list of fragments where its
+//                          tensors lie, with a scale fused in (no packing)
+//   device_communicator    also takes device pointers (tagged device_memory:
+//                          where memory lives is known at compile time)
+#ifndef DDP_BACKEND_COMMUNICATOR_HPP
+#define DDP_BACKEND_COMMUNICATOR_HPP
 
-// ---- begin ddp/detail/elementwise.hpp ----
-// Type-erased elementwise kernels on raw buffers, keyed by dtype: the reduce
-// functions handed to the backends, and in-place scaling for op::avg. Half
-// types compute in float and round once.
-#ifndef DDP_DETAIL_ELEMENTWISE_HPP
-#define DDP_DETAIL_ELEMENTWISE_HPP
-
-// ---- begin ddp/detail/half.hpp ----
-// IEEE binary16 and bfloat16 <-> float conversions (round to nearest even),
-// used by reductions on half types and by the compressed reductions.
-#ifndef DDP_DETAIL_HALF_HPP
-#define DDP_DETAIL_HALF_HPP
+// ---- begin ddp/detail/backend/fragment.hpp ----
+// A contiguous piece of a bucket: one tensor's memory, as a backend sees it.
+#ifndef DDP_DETAIL_FRAGMENT_HPP
+#define DDP_DETAIL_FRAGMENT_HPP
 
 
-#include <bit>
-#include <cstdint>
+#include <cstddef>
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
-inline float half_bits_to_float(std::uint16_t h) {
-  std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  std::uint32_t exp = (h >> 10) & 0x1fu;
-  std::uint32_t man = h & 0x3ffu;
-  std::uint32_t bits;
-  if (exp == 0) {
-    if (man == 0)
-      bits = sign;
-    else { // subnormal: normalise
-      int e = -1;
-      do {
-        ++e;
-        man <<= 1;
-      } while ((man & 0x400u) == 0);
-      bits = sign | (static_cast<std::uint32_t>(127 - 15 - e) << 23) | ((man & 0x3ffu) << 13);
-    }
-  } else if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (man << 13);
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
-  }
-  return std::bit_cast<float>(bits);
-}
-
-inline std::uint16_t float_to_half_bits(float f) {
-  std::uint32_t x = std::bit_cast<std::uint32_t>(f);
-  std::uint32_t sign = (x >> 16) & 0x8000u;
-  std::uint32_t abs = x & 0x7fffffffu;
-  if (abs >= 0x7f800000u) // inf or nan
-    return static_cast<std::uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
-  if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u); // rounds to inf
-  if (abs < 0x38800000u) {                                                   // subnormal or zero in half
-    if (abs < 0x33000000u) return static_cast<std::uint16_t>(sign); // below half of the smallest subnormal
-    std::uint32_t man = (abs & 0x7fffffu) | 0x800000u;
-    int shift = 126 - static_cast<int>(abs >> 23); // 14..24
-    std::uint32_t half_man = man >> (shift);
-    std::uint32_t rest = man & ((1u << shift) - 1u);
-    std::uint32_t halfway = 1u << (shift - 1);
-    if (rest > halfway || (rest == halfway && (half_man & 1u))) ++half_man;
-    return static_cast<std::uint16_t>(sign | half_man);
-  }
-  std::uint32_t r = abs + 0xfffu + ((abs >> 13) & 1u) - (static_cast<std::uint32_t>(127 - 15) << 23);
-  return static_cast<std::uint16_t>(sign | (r >> 13));
-}
-
-inline float bf16_bits_to_float(std::uint16_t h) {
-  return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
-}
-
-inline std::uint16_t float_to_bf16_bits(float f) {
-  std::uint32_t x = std::bit_cast<std::uint32_t>(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u); // quiet nan
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return static_cast<std::uint16_t>(x >> 16);
-}
+struct fragment {
+  void* data;
+  std::size_t count; ///< elements
+};
 
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_HALF_HPP
-// ---- end ddp/detail/half.hpp ----
+#endif // DDP_DETAIL_FRAGMENT_HPP
+// ---- end ddp/detail/backend/fragment.hpp ----
 // ---- begin ddp/op.hpp ----
 // ddp::op — the reduction operators of all_reduce and reduce_scatter.
 #ifndef DDP_OP_HPP
@@ -301,552 +249,155 @@ DDP_END_NAMESPACE
 
 #endif // DDP_OP_HPP
 // ---- end ddp/op.hpp ----
-// ---- begin ddp/tensor.hpp ----
-// Tensors: any contiguous buffer of a supported element type. tensor_traits
-// is the customization point; std::vector, std::array, std::span, Eigen dense
-// objects (Matrix, Array, Map, Ref) and ddp::device_span are built in.
-#ifndef DDP_TENSOR_HPP
-#define DDP_TENSOR_HPP
+// ---- begin ddp/store.hpp ----
+// ddp::tcp_store — the rendezvous key-value store. Rank 0 serves it on
+// MASTER_ADDR:MASTER_PORT (that address only); every rank, rank 0 included,
+// talks to it as a client. Connections are gated by the job token.
+#ifndef DDP_STORE_HPP
+#define DDP_STORE_HPP
+
+// ---- begin ddp/detail/store/protocol.hpp ----
+// The rendezvous store's wire format. A frame is a little-endian u32 length
+// followed by that many bytes: a one-byte opcode, then fields. Strings and
+// byte blobs are a u32 length plus bytes; integers are fixed-width.
+#ifndef DDP_DETAIL_STORE_PROTOCOL_HPP
+#define DDP_DETAIL_STORE_PROTOCOL_HPP
 
 
-#include <array>
-#include <concepts>
-#include <cstddef>
 #include <cstdint>
-#include <span>
+#include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
-#include <type_traits>
-#include <vector>
-
-#if !defined(DDP_NO_EIGEN) && __has_include(<Eigen/Core>)
-#include <Eigen/Core>
-#define DDP_HAS_EIGEN 1
-#endif
-
-DDP_BEGIN_NAMESPACE
-
-/// Element types the collectives understand.
-enum class dtype : std::uint8_t { f32, f64, f16, bf16, i32, i64, u8, i8 };
-
-constexpr std::string_view to_string(dtype d) noexcept {
-  constexpr std::string_view names[] = {"float32", "float64", "float16", "bfloat16",
-                                        "int32",   "int64",   "uint8",   "int8"};
-  return names[static_cast<int>(d)];
-}
-
-constexpr std::size_t size_of(dtype d) noexcept {
-  constexpr std::size_t sizes[] = {4, 8, 2, 2, 4, 8, 1, 1};
-  return sizes[static_cast<int>(d)];
-}
-
-constexpr bool is_floating(dtype d) noexcept {
-  return d == dtype::f32 || d == dtype::f64 || d == dtype::f16 || d == dtype::bf16;
-}
-
-/// Maps an element type to its dtype. Specialize for your own 16-bit types
-/// (layout must be IEEE binary16 or bfloat16).
-template <class T> struct dtype_of {};
-template <> struct dtype_of<float> : std::integral_constant<dtype, dtype::f32> {};
-template <> struct dtype_of<double> : std::integral_constant<dtype, dtype::f64> {};
-template <> struct dtype_of<std::int32_t> : std::integral_constant<dtype, dtype::i32> {};
-template <> struct dtype_of<std::int64_t> : std::integral_constant<dtype, dtype::i64> {};
-template <> struct dtype_of<std::uint8_t> : std::integral_constant<dtype, dtype::u8> {};
-template <> struct dtype_of<std::int8_t> : std::integral_constant<dtype, dtype::i8> {};
-#ifdef DDP_HAS_EIGEN
-template <> struct dtype_of<Eigen::half> : std::integral_constant<dtype, dtype::f16> {};
-template <> struct dtype_of<Eigen::bfloat16> : std::integral_constant<dtype, dtype::bf16> {};
-#endif
-
-/// An element type: dtype_of<T> names its dtype and its size matches. (Some
-/// 16-bit types, gloo::float16 among them, are not trivially copyable; their
-/// bytes are still what goes on the wire.)
-template <class T>
-concept element = requires {
-  { dtype_of<std::remove_cv_t<T>>::value } -> std::convertible_to<dtype>;
-}
-&&sizeof(T) == size_of(dtype_of<std::remove_cv_t<T>>::value);
-
-template <element T> inline constexpr dtype dtype_v = dtype_of<std::remove_cv_t<T>>::value;
-
-/// A buffer in CUDA device memory: pointer plus element count.
-template <class T> struct device_span {
-  T* ptr = nullptr;
-  std::size_t count = 0;
-  T* data() const noexcept { return ptr; }
-  std::size_t size() const noexcept { return count; }
-};
-
-/// Customization point: specialize with `value_type`, `static data(t)`,
-/// `static size(t)` and `static constexpr bool on_device` for your own
-/// contiguous buffer type.
-template <class T, class = void> struct tensor_traits {};
-
-namespace detail {
-template <class C> struct contiguous_container_traits {
-  using value_type = std::remove_reference_t<decltype(*std::declval<C&>().data())>;
-  static constexpr bool on_device = false;
-  static auto* data(C& c) noexcept { return c.data(); }
-  static std::size_t size(const C& c) noexcept { return c.size(); }
-};
-} // namespace detail
-
-// std::vector<bool> packs bits: not a tensor.
-template <class T, class A>
-requires(!std::is_same_v<T, bool>) struct tensor_traits<std::vector<T, A>>
-    : detail::contiguous_container_traits<std::vector<T, A>> {
-};
-template <class T, class A>
-requires(!std::is_same_v<T, bool>) struct tensor_traits<const std::vector<T, A>>
-    : detail::contiguous_container_traits<const std::vector<T, A>> {
-};
-template <class T, std::size_t N>
-struct tensor_traits<std::array<T, N>> : detail::contiguous_container_traits<std::array<T, N>> {};
-template <class T, std::size_t N>
-struct tensor_traits<const std::array<T, N>> : detail::contiguous_container_traits<const std::array<T, N>> {};
-template <class T, std::size_t E>
-struct tensor_traits<std::span<T, E>> : detail::contiguous_container_traits<std::span<T, E>> {};
-template <class T, std::size_t E>
-struct tensor_traits<const std::span<T, E>> : detail::contiguous_container_traits<const std::span<T, E>> {};
-
-template <class T> struct tensor_traits<device_span<T>> {
-  using value_type = T;
-  static constexpr bool on_device = true;
-  static T* data(const device_span<T>& s) noexcept { return s.ptr; }
-  static std::size_t size(const device_span<T>& s) noexcept { return s.count; }
-};
-template <class T> struct tensor_traits<const device_span<T>> : tensor_traits<device_span<T>> {};
-
-#ifdef DDP_HAS_EIGEN
-namespace detail {
-/// Eigen dense objects whose elements are contiguous: unit inner stride known at
-/// compile time (Matrix, Array, Map and Ref with the default strides). An outer
-/// stride that differs from the inner size (a block of a larger matrix) is caught
-/// at run time by `size()`.
-template <class T>
-concept eigen_dense = std::is_base_of_v<Eigen::DenseBase<std::remove_cv_t<T>>, std::remove_cv_t<T>> &&
-    requires(T& t) {
-  {t.data()};
-  {t.outerStride()};
-};
-} // namespace detail
-
-template <class T>
-requires detail::eigen_dense<T> &&
-    (int(std::remove_cv_t<T>::InnerStrideAtCompileTime) == 1) struct tensor_traits<T> {
-  using value_type = std::remove_pointer_t<decltype(std::declval<T&>().data())>;
-  static constexpr bool on_device = false;
-  static value_type* data(T& t) noexcept { return t.data(); }
-  static std::size_t size(const T& t) {
-    if (t.size() > 1 && t.outerStride() != t.innerSize() && t.outerSize() > 1)
-      throw error(error_kind::config,
-                  "an Eigen object with outer stride " + std::to_string(t.outerStride()) +
-                      " and inner size " + std::to_string(t.innerSize()) +
-                      " is not contiguous: copy it into a Matrix, or use a Map over contiguous storage");
-    return static_cast<std::size_t>(t.size());
-  }
-};
-#endif
-
-/// A type ddp can treat as one contiguous run of elements.
-template <class T>
-concept tensor = requires(std::remove_reference_t<T>& t) {
-  typename tensor_traits<std::remove_reference_t<T>>::value_type;
-  {tensor_traits<std::remove_reference_t<T>>::data(t)};
-  { tensor_traits<std::remove_reference_t<T>>::size(t) } -> std::convertible_to<std::size_t>;
-}
-&&element<typename tensor_traits<std::remove_reference_t<T>>::value_type>;
-
-template <tensor T> using tensor_value_t = typename tensor_traits<std::remove_reference_t<T>>::value_type;
-
-/// A view of a tensor as a span of its elements.
-template <tensor T> auto as_span(T& t) {
-  using traits = tensor_traits<std::remove_reference_t<T>>;
-  return std::span<tensor_value_t<T>>(traits::data(t), traits::size(t));
-}
-
-template <class T>
-constexpr bool on_device_v = [] {
-  if constexpr (tensor<T>)
-    return tensor_traits<std::remove_reference_t<T>>::on_device;
-  else
-    return false;
-}();
-
-namespace detail {
-/// Gives the one readable message for a type that is not a tensor, instead of
-/// a page of failed overloads.
-template <class T> consteval void require_tensor() {
-  static_assert(tensor<T>,
-                "ddp: this type is not a contiguous tensor. Use std::vector, std::array, std::span, "
-                "an Eigen Matrix/Array/Map/Ref of float, double, half, bfloat16, int32 or int64, "
-                "or specialize ddp::tensor_traits<T> (value_type, data(t), size(t), on_device).");
-}
-} // namespace detail
-
-DDP_END_NAMESPACE
-
-#endif // DDP_TENSOR_HPP
-// ---- end ddp/tensor.hpp ----
-
-#include <cstring>
-#include <type_traits>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-using reduce_fn = void (*)(void* out, const void* a, const void* b, std::size_t n);
-
-struct f16_codec {
-  using storage = std::uint16_t;
-  static float load(storage s) { return half_bits_to_float(s); }
-  static storage store(float f) { return float_to_half_bits(f); }
-};
-struct bf16_codec {
-  using storage = std::uint16_t;
-  static float load(storage s) { return bf16_bits_to_float(s); }
-  static storage store(float f) { return float_to_bf16_bits(f); }
-};
-template <class T> struct plain_codec {
-  using storage = T;
-  static T load(T v) { return v; }
-  static T store(T v) { return v; }
-};
-
-template <op O, class V> V combine(V u, V v) {
-  if constexpr (O == op::sum || O == op::avg)
-    return u + v;
-  else if constexpr (O == op::product)
-    return u * v;
-  else if constexpr (O == op::min)
-    return v < u ? v : u;
-  else
-    return u < v ? v : u;
-}
-
-/// out[i] = value_at(i) for i < n, in blocks that compute every value before
-/// storing any: safe when `out` is also an input index for index, and g++ -O2
-/// turns such blocks into SIMD code (a plain loop would need -O3).
-template <class S, class F> void blockwise(S* out, std::size_t n, F&& value_at) {
-  constexpr std::size_t block = 64 / sizeof(S);
-  std::size_t i = 0;
-  for (; i + block <= n; i += block) {
-    S r[block];
-    for (std::size_t k = 0; k < block; ++k)
-      r[k] = value_at(i + k);
-    for (std::size_t k = 0; k < block; ++k)
-      out[i + k] = r[k];
-  }
-  for (; i < n; ++i)
-    out[i] = value_at(i);
-}
-
-template <class Codec, op O> void reduce_kernel(void* out, const void* a, const void* b, std::size_t n) {
-  using S = typename Codec::storage;
-  auto* x = static_cast<const S*>(a);
-  auto* y = static_cast<const S*>(b);
-  blockwise(static_cast<S*>(out), n,
-            [&](std::size_t i) { return Codec::store(combine<O>(Codec::load(x[i]), Codec::load(y[i]))); });
-}
-
-template <class Codec> reduce_fn pick_reduce(op o) {
-  switch (o) {
-  case op::sum: return &reduce_kernel<Codec, op::sum>;
-  case op::avg: return &reduce_kernel<Codec, op::avg>;
-  case op::min: return &reduce_kernel<Codec, op::min>;
-  case op::max: return &reduce_kernel<Codec, op::max>;
-  case op::product: return &reduce_kernel<Codec, op::product>;
-  }
-  return nullptr;
-}
-
-/// The reduce function for (dtype, op). op::avg reduces as a sum; the caller
-/// scales afterwards (see scale_in_place).
-inline reduce_fn reduce_for(dtype d, op o) {
-  switch (d) {
-  case dtype::f32: return pick_reduce<plain_codec<float>>(o);
-  case dtype::f64: return pick_reduce<plain_codec<double>>(o);
-  case dtype::f16: return pick_reduce<f16_codec>(o);
-  case dtype::bf16: return pick_reduce<bf16_codec>(o);
-  case dtype::i32: return pick_reduce<plain_codec<std::int32_t>>(o);
-  case dtype::i64: return pick_reduce<plain_codec<std::int64_t>>(o);
-  case dtype::u8: return pick_reduce<plain_codec<std::uint8_t>>(o);
-  case dtype::i8: return pick_reduce<plain_codec<std::int8_t>>(o);
-  }
-  return nullptr;
-}
-
-template <class Codec, class F> void scale_kernel(void* data, std::size_t n, F factor) {
-  auto* p = static_cast<typename Codec::storage*>(data);
-  blockwise(p, n, [&](std::size_t i) { return Codec::store(Codec::load(p[i]) * factor); });
-}
-
-template <class Codec>
-void sum_scaled_kernel(void* out, const void* a, const void* b, std::size_t n, double factor) {
-  using S = typename Codec::storage;
-  auto* x = static_cast<const S*>(a);
-  auto* y = static_cast<const S*>(b);
-  using compute = std::conditional_t<std::is_same_v<S, double>, double, decltype(Codec::load(S{}) * 1.0f)>;
-  const auto f = static_cast<compute>(factor);
-  blockwise(static_cast<S*>(out), n,
-            [&](std::size_t i) { return Codec::store((Codec::load(x[i]) + Codec::load(y[i])) * f); });
-}
-
-/// out[i] = (a[i] + b[i]) * factor: the last step of an averaging all-reduce, fused.
-inline void sum_scaled(void* out, const void* a, const void* b, std::size_t n, dtype d, double factor) {
-  switch (d) {
-  case dtype::f32: return sum_scaled_kernel<plain_codec<float>>(out, a, b, n, factor);
-  case dtype::f64: return sum_scaled_kernel<plain_codec<double>>(out, a, b, n, factor);
-  case dtype::f16: return sum_scaled_kernel<f16_codec>(out, a, b, n, factor);
-  case dtype::bf16: return sum_scaled_kernel<bf16_codec>(out, a, b, n, factor);
-  default:
-    throw error(error_kind::config,
-                "scaling needs a floating-point tensor, got " + std::string(to_string(d)));
-  }
-}
-
-/// Multiplies n elements in place by `factor` (floating dtypes only).
-inline void scale_in_place(void* data, std::size_t n, dtype d, double factor) {
-  switch (d) {
-  case dtype::f32: return scale_kernel<plain_codec<float>>(data, n, static_cast<float>(factor));
-  case dtype::f64: return scale_kernel<plain_codec<double>>(data, n, factor);
-  case dtype::f16: return scale_kernel<f16_codec>(data, n, static_cast<float>(factor));
-  case dtype::bf16: return scale_kernel<bf16_codec>(data, n, static_cast<float>(factor));
-  default:
-    throw error(error_kind::config, "op::avg needs a floating-point tensor, got " +
-                                        std::string(to_string(d)) + ": use op::sum and divide yourself");
-  }
-}
-
-template <class To, class From>
-void convert_kernel(void* dst, const void* src, std::size_t n, double factor) {
-  auto* d = static_cast<typename To::storage*>(dst);
-  auto* s = static_cast<const typename From::storage*>(src);
-  using compute = std::conditional_t<std::is_same_v<typename To::storage, double> ||
-                                         std::is_same_v<typename From::storage, double>,
-                                     double, float>;
-  const auto f = static_cast<compute>(factor);
-  blockwise(d, n, [&](std::size_t i) { return To::store(static_cast<compute>(From::load(s[i])) * f); });
-}
-
-template <class From> void convert_from(void* dst, dtype to, const void* src, std::size_t n, double factor) {
-  switch (to) {
-  case dtype::f32: return convert_kernel<plain_codec<float>, From>(dst, src, n, factor);
-  case dtype::f64: return convert_kernel<plain_codec<double>, From>(dst, src, n, factor);
-  case dtype::f16: return convert_kernel<f16_codec, From>(dst, src, n, factor);
-  case dtype::bf16: return convert_kernel<bf16_codec, From>(dst, src, n, factor);
-  default: throw error(error_kind::config, "cannot convert to " + std::string(to_string(to)));
-  }
-}
-
-/// dst[i] = src[i] * factor, converting between floating dtypes (a plain copy
-/// when the types match and factor is 1). dst and src must not overlap.
-inline void copy_scaled(void* dst, dtype to, const void* src, dtype from, std::size_t n, double factor) {
-  if (to == from && factor == 1.0) {
-    if (n) std::memcpy(dst, src, n * size_of(to));
-    return;
-  }
-  switch (from) {
-  case dtype::f32: return convert_from<plain_codec<float>>(dst, to, src, n, factor);
-  case dtype::f64: return convert_from<plain_codec<double>>(dst, to, src, n, factor);
-  case dtype::f16: return convert_from<f16_codec>(dst, to, src, n, factor);
-  case dtype::bf16: return convert_from<bf16_codec>(dst, to, src, n, factor);
-  default: throw error(error_kind::config, "cannot convert from " + std::string(to_string(from)));
-  }
-}
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_ELEMENTWISE_HPP
-// ---- end ddp/detail/elementwise.hpp ----
-// ---- begin ddp/detail/gloo_ring.hpp ----
-// A ring all-reduce over Gloo's transport that works on the gradients where
-// they are: a bucket is a list of fragments (one per tensor), sent from and
-// received into the tensors themselves, so nothing is packed or unpacked, and
-// the averaging is fused into the last reduction step instead of a pass of
-// its own. Same schedule as Gloo's ring: W-1 reduce-scatter steps, then W-1
-// all-gather steps, each chunk cut at tensor boundaries and at 1 MiB.
-#ifndef DDP_DETAIL_GLOO_RING_HPP
-#define DDP_DETAIL_GLOO_RING_HPP
-
-// ---- begin ddp/detail/fragment.hpp ----
-// A contiguous piece of a bucket: one tensor's memory, as a backend sees it.
-#ifndef DDP_DETAIL_FRAGMENT_HPP
-#define DDP_DETAIL_FRAGMENT_HPP
-
-
-#include <cstddef>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-struct fragment {
-  void* data;
-  std::size_t count; ///< elements
-};
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_FRAGMENT_HPP
-// ---- end ddp/detail/fragment.hpp ----
-
-#include <gloo/common/error.h>
-#include <gloo/context.h>
-#include <gloo/transport/unbound_buffer.h>
-#include <gloo/types.h>
-
-#include <algorithm>
-#include <chrono>
-#include <memory>
+#include <utility>
 #include <vector>
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
-inline constexpr std::uint8_t ring_slot_prefix = 0x40; // Gloo's own collectives use 0x01..0x08
+enum class store_op : std::uint8_t {
+  hello = 1, ///< token, rank (i32): must be the first frame of a connection
+  set = 2,   ///< key, value
+  get = 3,   ///< key -> found(u8) [value]
+  wait = 4,  ///< count (u32), keys, timeout_ms (u64) -> ok(u8)
+  add = 5,   ///< key, delta (i64) -> new value (i64)
+  check = 6, ///< count, keys -> all present (u8)
+  bye = 7,   ///< orderly goodbye: this rank is not lost
+};
 
-class fragment_ring {
+enum class store_status : std::uint8_t { ok = 0, missing = 1, timeout = 2, refused = 3 };
+
+/// Frames above this size are malformed by definition and close the connection.
+/// The server records, under this key, each rank whose connection dropped
+/// without a goodbye; clients read it to name the rank a job lost.
+inline constexpr const char* store_lost_key = "ddp/lost";
+
+inline constexpr std::uint32_t store_max_frame = 256u << 20;
+
+class frame_writer {
 public:
-  fragment_ring(const std::shared_ptr<::gloo::Context>& ctx, const std::vector<fragment>& frags, dtype dt,
-                std::vector<char>& scratch)
-      : ctx_(ctx), frags_(frags), dt_(dt), es_(size_of(dt)), scratch_(scratch) {
-    starts_.reserve(frags_.size() + 1);
-    std::size_t at = 0;
-    for (auto& f : frags_) {
-      starts_.push_back(at);
-      at += f.count;
-      bufs_.push_back(f.count ? ctx_->createUnboundBuffer(f.data, f.count * es_) : nullptr);
-    }
-    starts_.push_back(at);
-    total_ = at;
+  explicit frame_writer(store_op op) {
+    buf_.resize(4);
+    buf_.push_back(static_cast<char>(op));
   }
-
-  /// Sums over ranks, then multiplies by `scale` (1/W for a mean), in place.
-  void run(std::uint32_t tag, double scale, std::chrono::milliseconds timeout) {
-    const int w = ctx_->size, r = ctx_->rank;
-    if (total_ == 0) return;
-    if (w == 1) {
-      if (scale != 1.0)
-        for (auto& f : frags_)
-          scale_in_place(f.data, f.count, dt_, scale);
-      return;
-    }
-    deadline_ = std::chrono::steady_clock::now() + timeout;
-    slot_ = ::gloo::Slot::build(ring_slot_prefix, tag);
-    const int right = (r + 1) % w, left = (r - 1 + w) % w;
-    std::size_t largest = 0;
-    for (int c = 0; c < w; ++c)
-      largest = std::max(largest, end(c) - begin(c));
-    scratch_.resize(largest * es_);
-    auto tmp = ctx_->createUnboundBuffer(scratch_.data(), scratch_.size());
-    const auto reduce = reduce_for(dt_, op::sum);
-
-    for (int s = 0; s + 1 < w; ++s) { // reduce-scatter: after it, rank r owns chunk r+1
-      const int send_c = (r - s + w) % w, recv_c = (r - s - 1 + w) % w;
-      const bool last = s + 2 == w;
-      pieces(begin(recv_c), end(recv_c), [&](std::size_t, std::size_t, std::size_t n, std::size_t at) {
-        tmp->recv(left, slot_, (at - begin(recv_c)) * es_, n * es_);
-      });
-      post_sends(right, send_c);
-      pieces(begin(recv_c), end(recv_c), [&](std::size_t k, std::size_t off, std::size_t n, std::size_t at) {
-        wait(tmp->waitRecv(remaining()), "receive");
-        auto* dst = static_cast<char*>(frags_[k].data) + off * es_;
-        const char* in = scratch_.data() + (at - begin(recv_c)) * es_;
-        if (last && scale != 1.0)
-          sum_scaled(dst, dst, in, n, dt_, scale); // averaging fused here
-        else
-          reduce(dst, dst, in, n);
-      });
-      wait_sends();
-    }
-    for (int s = 0; s + 1 < w; ++s) { // all-gather the owned, final chunks
-      const int send_c = (r + 1 - s + w) % w, recv_c = (r - s + w) % w;
-      std::vector<std::size_t> receivers;
-      pieces(begin(recv_c), end(recv_c), [&](std::size_t k, std::size_t off, std::size_t n, std::size_t) {
-        bufs_[k]->recv(left, slot_, off * es_, n * es_);
-        receivers.push_back(k);
-      });
-      post_sends(right, send_c);
-      for (auto k : receivers)
-        wait(bufs_[k]->waitRecv(remaining()), "receive");
-      wait_sends();
-    }
+  explicit frame_writer(store_status st) {
+    buf_.resize(4);
+    buf_.push_back(static_cast<char>(st));
+  }
+  frame_writer& u8(std::uint8_t v) { return raw(&v, 1); }
+  frame_writer& u32(std::uint32_t v) { return raw(&v, 4); }
+  frame_writer& i32(std::int32_t v) { return raw(&v, 4); }
+  frame_writer& u64(std::uint64_t v) { return raw(&v, 8); }
+  frame_writer& i64(std::int64_t v) { return raw(&v, 8); }
+  frame_writer& bytes(std::string_view s) {
+    u32(static_cast<std::uint32_t>(s.size()));
+    buf_.insert(buf_.end(), s.begin(), s.end());
+    return *this;
+  }
+  /// The finished frame, length prefix filled in; the writer is spent after this.
+  std::vector<char> finish() {
+    auto n = static_cast<std::uint32_t>(buf_.size() - 4);
+    std::memcpy(buf_.data(), &n, 4);
+    return std::move(buf_);
   }
 
 private:
-  static constexpr std::size_t max_piece_bytes = std::size_t{1} << 20;
-
-  std::size_t begin(int c) const {
-    return total_ * static_cast<std::size_t>(c) / static_cast<std::size_t>(ctx_->size);
+  frame_writer& raw(const void* p, std::size_t n) {
+    auto c = static_cast<const char*>(p);
+    buf_.insert(buf_.end(), c, c + n);
+    return *this;
   }
-  std::size_t end(int c) const { return begin(c + 1); }
-
-  /// Calls f(fragment, offset in fragment, count, offset in bucket) for the
-  /// pieces of bucket elements [a, b): cut at fragment ends and at 1 MiB.
-  template <class F> void pieces(std::size_t a, std::size_t b, F&& f) const {
-    if (a >= b) return;
-    std::size_t k =
-        static_cast<std::size_t>(std::upper_bound(starts_.begin(), starts_.end(), a) - starts_.begin()) - 1;
-    const std::size_t max_piece = std::max<std::size_t>(1, max_piece_bytes / es_);
-    while (a < b) {
-      while (starts_[k + 1] <= a)
-        ++k;
-      const std::size_t n = std::min({b, starts_[k + 1], a + max_piece}) - a;
-      f(k, a - starts_[k], n, a);
-      a += n;
-    }
-  }
-
-  void post_sends(int right, int c) {
-    pieces(begin(c), end(c), [&](std::size_t k, std::size_t off, std::size_t n, std::size_t) {
-      bufs_[k]->send(right, slot_, off * es_, n * es_);
-      senders_.push_back(k);
-    });
-  }
-
-  void wait_sends() {
-    for (auto k : senders_)
-      wait(bufs_[k]->waitSend(remaining()), "send");
-    senders_.clear();
-  }
-
-  std::chrono::milliseconds remaining() const {
-    auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - std::chrono::steady_clock::now());
-    return std::max(left, std::chrono::milliseconds(1));
-  }
-
-  static void wait(bool ok, const char* what) {
-    if (!ok) throw ::gloo::IoException(std::string("Timed out waiting for a ring ") + what);
-  }
-
-  std::shared_ptr<::gloo::Context> ctx_;
-  const std::vector<fragment>& frags_;
-  dtype dt_;
-  std::size_t es_;
-  std::vector<char>& scratch_;
-  std::vector<std::size_t> starts_;
-  std::vector<std::unique_ptr<::gloo::transport::UnboundBuffer>> bufs_;
-  std::vector<std::size_t> senders_;
-  std::size_t total_ = 0;
-  std::uint64_t slot_ = 0;
-  std::chrono::steady_clock::time_point deadline_;
+  std::vector<char> buf_;
 };
+
+/// Reads fields from a frame body; every read is bounds-checked, and a short
+/// frame makes `ok()` false instead of reading past the end.
+class frame_reader {
+public:
+  explicit frame_reader(std::string_view body) : s_(body) {}
+  bool ok() const { return ok_; }
+  bool at_end() const { return s_.empty(); }
+  std::uint8_t u8() { return fixed<std::uint8_t>(); }
+  std::uint32_t u32() { return fixed<std::uint32_t>(); }
+  std::int32_t i32() { return fixed<std::int32_t>(); }
+  std::uint64_t u64() { return fixed<std::uint64_t>(); }
+  std::int64_t i64() { return fixed<std::int64_t>(); }
+  std::string bytes() {
+    std::uint32_t n = u32();
+    if (!ok_ || n > s_.size()) {
+      ok_ = false;
+      return {};
+    }
+    std::string out(s_.substr(0, n));
+    s_.remove_prefix(n);
+    return out;
+  }
+
+private:
+  template <class T> T fixed() {
+    T v{};
+    if (s_.size() < sizeof(T)) {
+      ok_ = false;
+      return v;
+    }
+    std::memcpy(&v, s_.data(), sizeof(T));
+    s_.remove_prefix(sizeof(T));
+    return v;
+  }
+  std::string_view s_;
+  bool ok_ = true;
+};
+
+/// Compares tokens in time independent of where they differ.
+inline bool tokens_equal(std::string_view a, std::string_view b) {
+  unsigned diff = a.size() == b.size() ? 0u : 1u;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    diff |= static_cast<unsigned>(static_cast<unsigned char>(a[i]) ^
+                                  static_cast<unsigned char>(i < b.size() ? b[i] : 0));
+  return diff == 0;
+}
 
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_GLOO_RING_HPP
-// ---- end ddp/detail/gloo_ring.hpp ----
-// ---- begin ddp/detail/log.hpp ----
+#endif // DDP_DETAIL_STORE_PROTOCOL_HPP
+// ---- end ddp/detail/store/protocol.hpp ----
+// ---- begin ddp/detail/store/server.hpp ----
+// The rendezvous store's server, run by rank 0 on one background thread.
+// One poll() loop serves every connection: a connection must first present the
+// job token; a wrong token, a malformed or an oversized frame closes that
+// connection only. A rank whose connection drops without saying goodbye is
+// recorded under `store_lost_key`, so survivors can name the rank they lost.
+#ifndef DDP_DETAIL_STORE_SERVER_HPP
+#define DDP_DETAIL_STORE_SERVER_HPP
+
+// ---- begin ddp/detail/common/log.hpp ----
 // Diagnostics on stderr, gated by DDP_DEBUG (OFF | INFO | DETAIL). Warnings
 // (refused connections, teardown trouble) are always printed.
 #ifndef DDP_DETAIL_LOG_HPP
 #define DDP_DETAIL_LOG_HPP
 
-// ---- begin ddp/detail/env.hpp ----
+// ---- begin ddp/detail/common/env.hpp ----
 // Reading and validating environment variables: every failure names the
 // variable and its value.
 #ifndef DDP_DETAIL_ENV_HPP
@@ -910,7 +461,7 @@ inline std::int64_t require_env_int(const char* name, std::int64_t lo, std::int6
 DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_ENV_HPP
-// ---- end ddp/detail/env.hpp ----
+// ---- end ddp/detail/common/env.hpp ----
 
 #include <cstdio>
 #include <string>
@@ -946,216 +497,8 @@ inline void log_line(std::string_view who, std::string_view text) {
 DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_LOG_HPP
-// ---- end ddp/detail/log.hpp ----
-// ---- begin ddp/detail/ordered_queue.hpp ----
-// One worker thread that runs a process group's collectives strictly in
-// submission order. The first failure poisons the queue: every pending and
-// every later task fails at once with that same error, so no rank waits on a
-// collective its peers will never join.
-#ifndef DDP_DETAIL_ORDERED_QUEUE_HPP
-#define DDP_DETAIL_ORDERED_QUEUE_HPP
-
-// ---- begin ddp/work.hpp ----
-// ddp::work — the handle of an asynchronous collective.
-#ifndef DDP_WORK_HPP
-#define DDP_WORK_HPP
-
-
-#include <chrono>
-#include <condition_variable>
-#include <exception>
-#include <memory>
-#include <mutex>
-#include <string>
-
-DDP_BEGIN_NAMESPACE
-
-namespace detail {
-struct work_state {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool finished = false;
-  std::exception_ptr failure;
-  std::string what; ///< "all_reduce #12 (4096 x float32)": names it in a timeout
-  std::chrono::milliseconds timeout{std::chrono::minutes(10)};
-
-  void finish(std::exception_ptr e) {
-    {
-      std::lock_guard lock(mu);
-      finished = true;
-      failure = std::move(e);
-    }
-    cv.notify_all();
-  }
-};
-} // namespace detail
-
-class work {
-public:
-  work() = default;
-  explicit work(std::shared_ptr<detail::work_state> s) : s_(std::move(s)) {}
-
-  /// True once the collective finished, successfully or not.
-  bool done() const {
-    if (!s_) return true;
-    std::lock_guard lock(s_->mu);
-    return s_->finished;
-  }
-
-  /// Waits for the collective; rethrows its ddp::error. The backend's own
-  /// timeout fires first; the extra margin here only guards against a
-  /// collective that never reaches the wire.
-  void wait() const {
-    if (!s_) return;
-    std::unique_lock lock(s_->mu);
-    auto limit = s_->timeout + std::chrono::seconds(30);
-    if (!s_->cv.wait_for(lock, limit, [&] { return s_->finished; }))
-      throw error(error_kind::timeout,
-                  s_->what + " did not complete within " + std::to_string(limit.count()) + " ms");
-    if (s_->failure) std::rethrow_exception(s_->failure);
-  }
-
-private:
-  std::shared_ptr<detail::work_state> s_;
-};
-
-DDP_END_NAMESPACE
-
-#endif // DDP_WORK_HPP
-// ---- end ddp/work.hpp ----
-
-#include <deque>
-#include <functional>
-#include <thread>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-class ordered_queue {
-public:
-  using task = std::function<void()>;
-
-private:
-  struct item {
-    task fn;
-    std::shared_ptr<work_state> state;
-  };
-
-public:
-  ordered_queue() : thread_([this] { run(); }) {}
-  ordered_queue(const ordered_queue&) = delete;
-  ordered_queue& operator=(const ordered_queue&) = delete;
-  ~ordered_queue() {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
-
-  /// Queues `fn`; the returned work completes when it ran (or failed).
-  /// With `inline_if_idle`, a caller that is about to wait anyway runs `fn`
-  /// itself when nothing is queued or running: same order, no thread hand-off.
-  work submit(task fn, std::string what, std::chrono::milliseconds timeout, bool inline_if_idle = false) {
-    auto st = std::make_shared<work_state>();
-    st->what = std::move(what);
-    st->timeout = timeout;
-    {
-      std::lock_guard lock(mu_);
-      if (poison_) {
-        st->finish(poison_);
-        return work(st);
-      }
-      if (!inline_if_idle || busy_ || !q_.empty()) {
-        q_.push_back({std::move(fn), st});
-        cv_.notify_one();
-        return work(st);
-      }
-      busy_ = true;
-    }
-    execute(item{std::move(fn), st});
-    return work(st);
-  }
-
-  /// The error that poisoned the queue, if any.
-  std::exception_ptr poisoned() const {
-    std::lock_guard lock(mu_);
-    return poison_;
-  }
-
-  /// Blocks until everything queued so far has run.
-  void drain() {
-    std::unique_lock lock(mu_);
-    idle_cv_.wait(lock, [&] { return q_.empty() && !busy_; });
-  }
-
-private:
-  void run() {
-    for (;;) {
-      item it;
-      {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return !busy_ && (stop_ || !q_.empty()); });
-        if (q_.empty()) return; // stop_ and nothing left
-        it = std::move(q_.front());
-        q_.pop_front();
-        busy_ = true;
-      }
-      execute(std::move(it));
-    }
-  }
-
-  /// Runs one item; the caller has set busy_.
-  void execute(item it) {
-    std::exception_ptr failure;
-    try {
-      it.fn();
-    } catch (...) { failure = std::current_exception(); }
-    std::deque<item> failed;
-    {
-      std::lock_guard lock(mu_);
-      if (failure && !poison_) {
-        poison_ = failure;
-        failed.swap(q_);
-      }
-      busy_ = false;
-    }
-    it.state->finish(failure);
-    for (auto& f : failed)
-      f.state->finish(failure);
-    idle_cv_.notify_all();
-    cv_.notify_one(); // the worker may have items that queued behind an inline run
-  }
-
-  mutable std::mutex mu_;
-  std::condition_variable cv_, idle_cv_;
-  std::deque<item> q_;
-  std::exception_ptr poison_;
-  bool busy_ = false;
-  bool stop_ = false;
-  std::thread thread_;
-};
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_ORDERED_QUEUE_HPP
-// ---- end ddp/detail/ordered_queue.hpp ----
-// ---- begin ddp/detail/rendezvous.hpp ----
-// What a backend needs to connect: the resolved topology, timeout, token and
-// (for env:// and tcp://) the job's tcp_store. Built by init_process_group.
-#ifndef DDP_DETAIL_RENDEZVOUS_HPP
-#define DDP_DETAIL_RENDEZVOUS_HPP
-
-// ---- begin ddp/store.hpp ----
-// ddp::tcp_store — the rendezvous key-value store. Rank 0 serves it on
-// MASTER_ADDR:MASTER_PORT (that address only); every rank, rank 0 included,
-// talks to it as a client. Connections are gated by the job token.
-#ifndef DDP_STORE_HPP
-#define DDP_STORE_HPP
-
-// ---- begin ddp/detail/socket.hpp ----
+// ---- end ddp/detail/common/log.hpp ----
+// ---- begin ddp/detail/store/socket.hpp ----
 // Minimal POSIX TCP helpers for the rendezvous store: RAII descriptors, bind
 // to one address, connect with retry and backoff, and deadline-bounded I/O.
 #ifndef DDP_DETAIL_SOCKET_HPP
@@ -1368,138 +711,7 @@ inline io_status recv_all(int fd, void* data, std::size_t n, clock::time_point d
 DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_SOCKET_HPP
-// ---- end ddp/detail/socket.hpp ----
-// ---- begin ddp/detail/store_protocol.hpp ----
-// The rendezvous store's wire format. A frame is a little-endian u32 length
-// followed by that many bytes: a one-byte opcode, then fields. Strings and
-// byte blobs are a u32 length plus bytes; integers are fixed-width.
-#ifndef DDP_DETAIL_STORE_PROTOCOL_HPP
-#define DDP_DETAIL_STORE_PROTOCOL_HPP
-
-
-#include <cstdint>
-#include <cstring>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-enum class store_op : std::uint8_t {
-  hello = 1, ///< token, rank (i32): must be the first frame of a connection
-  set = 2,   ///< key, value
-  get = 3,   ///< key -> found(u8) [value]
-  wait = 4,  ///< count (u32), keys, timeout_ms (u64) -> ok(u8)
-  add = 5,   ///< key, delta (i64) -> new value (i64)
-  check = 6, ///< count, keys -> all present (u8)
-  bye = 7,   ///< orderly goodbye: this rank is not lost
-};
-
-enum class store_status : std::uint8_t { ok = 0, missing = 1, timeout = 2, refused = 3 };
-
-/// Frames above this size are malformed by definition and close the connection.
-inline constexpr std::uint32_t store_max_frame = 256u << 20;
-
-class frame_writer {
-public:
-  explicit frame_writer(store_op op) {
-    buf_.resize(4);
-    buf_.push_back(static_cast<char>(op));
-  }
-  explicit frame_writer(store_status st) {
-    buf_.resize(4);
-    buf_.push_back(static_cast<char>(st));
-  }
-  frame_writer& u8(std::uint8_t v) { return raw(&v, 1); }
-  frame_writer& u32(std::uint32_t v) { return raw(&v, 4); }
-  frame_writer& i32(std::int32_t v) { return raw(&v, 4); }
-  frame_writer& u64(std::uint64_t v) { return raw(&v, 8); }
-  frame_writer& i64(std::int64_t v) { return raw(&v, 8); }
-  frame_writer& bytes(std::string_view s) {
-    u32(static_cast<std::uint32_t>(s.size()));
-    buf_.insert(buf_.end(), s.begin(), s.end());
-    return *this;
-  }
-  /// The finished frame, length prefix filled in; the writer is spent after this.
-  std::vector<char> finish() {
-    auto n = static_cast<std::uint32_t>(buf_.size() - 4);
-    std::memcpy(buf_.data(), &n, 4);
-    return std::move(buf_);
-  }
-
-private:
-  frame_writer& raw(const void* p, std::size_t n) {
-    auto c = static_cast<const char*>(p);
-    buf_.insert(buf_.end(), c, c + n);
-    return *this;
-  }
-  std::vector<char> buf_;
-};
-
-/// Reads fields from a frame body; every read is bounds-checked, and a short
-/// frame makes `ok()` false instead of reading past the end.
-class frame_reader {
-public:
-  explicit frame_reader(std::string_view body) : s_(body) {}
-  bool ok() const { return ok_; }
-  bool at_end() const { return s_.empty(); }
-  std::uint8_t u8() { return fixed<std::uint8_t>(); }
-  std::uint32_t u32() { return fixed<std::uint32_t>(); }
-  std::int32_t i32() { return fixed<std::int32_t>(); }
-  std::uint64_t u64() { return fixed<std::uint64_t>(); }
-  std::int64_t i64() { return fixed<std::int64_t>(); }
-  std::string bytes() {
-    std::uint32_t n = u32();
-    if (!ok_ || n > s_.size()) {
-      ok_ = false;
-      return {};
-    }
-    std::string out(s_.substr(0, n));
-    s_.remove_prefix(n);
-    return out;
-  }
-
-private:
-  template <class T> T fixed() {
-    T v{};
-    if (s_.size() < sizeof(T)) {
-      ok_ = false;
-      return v;
-    }
-    std::memcpy(&v, s_.data(), sizeof(T));
-    s_.remove_prefix(sizeof(T));
-    return v;
-  }
-  std::string_view s_;
-  bool ok_ = true;
-};
-
-/// Compares tokens in time independent of where they differ.
-inline bool tokens_equal(std::string_view a, std::string_view b) {
-  unsigned diff = a.size() == b.size() ? 0u : 1u;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    diff |= static_cast<unsigned>(static_cast<unsigned char>(a[i]) ^
-                                  static_cast<unsigned char>(i < b.size() ? b[i] : 0));
-  return diff == 0;
-}
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_STORE_PROTOCOL_HPP
-// ---- end ddp/detail/store_protocol.hpp ----
-// ---- begin ddp/detail/store_server.hpp ----
-// The rendezvous store's server, run by rank 0 on one background thread.
-// One poll() loop serves every connection: a connection must first present the
-// job token; a wrong token, a malformed or an oversized frame closes that
-// connection only. A rank whose connection drops without saying goodbye is
-// recorded under `store_lost_key`, so survivors can name the rank they lost.
-#ifndef DDP_DETAIL_STORE_SERVER_HPP
-#define DDP_DETAIL_STORE_SERVER_HPP
-
+// ---- end ddp/detail/store/socket.hpp ----
 
 #include <atomic>
 #include <map>
@@ -1509,8 +721,6 @@ DDP_END_NAMESPACE
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
-
-inline constexpr const char* store_lost_key = "ddp/lost";
 
 class store_server {
 public:
@@ -1742,7 +952,7 @@ private:
 DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_STORE_SERVER_HPP
-// ---- end ddp/detail/store_server.hpp ----
+// ---- end ddp/detail/store/server.hpp ----
 
 #include <chrono>
 #include <cstdint>
@@ -1881,6 +1091,18 @@ public:
     return out;
   }
 
+  /// The rank whose connection dropped without a goodbye, for a survivor whose
+  /// collective just failed: the store notices a crash at about the same
+  /// moment, so it is given `grace` to record it. -1 when none was recorded;
+  /// 0 when the store itself is gone (rank 0 serves it).
+  int wait_for_lost_rank(std::chrono::milliseconds grace) {
+    try {
+      if (!try_wait({detail::store_lost_key}, grace)) return -1;
+      auto lost = lost_ranks();
+      return lost.empty() ? -1 : lost.front();
+    } catch (const ddp::error&) { return 0; }
+  }
+
 private:
   std::string where() const { return detail::endpoint(opts_.host, opts_.port); }
 
@@ -1940,12 +1162,199 @@ DDP_END_NAMESPACE
 
 #endif // DDP_STORE_HPP
 // ---- end ddp/store.hpp ----
+// ---- begin ddp/tensor.hpp ----
+// Tensors: any contiguous buffer of a supported element type. tensor_traits
+// is the customization point; std::vector, std::array, std::span, Eigen dense
+// objects (Matrix, Array, Map, Ref) and ddp::device_span are built in.
+#ifndef DDP_TENSOR_HPP
+#define DDP_TENSOR_HPP
+
+
+#include <array>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#if !defined(DDP_NO_EIGEN) && __has_include(<Eigen/Core>)
+#include <Eigen/Core>
+#define DDP_HAS_EIGEN 1
+#endif
+
+DDP_BEGIN_NAMESPACE
+
+/// Element types the collectives understand.
+enum class dtype : std::uint8_t { f32, f64, f16, bf16, i32, i64, u8, i8 };
+
+constexpr std::string_view to_string(dtype d) noexcept {
+  constexpr std::string_view names[] = {"float32", "float64", "float16", "bfloat16",
+                                        "int32",   "int64",   "uint8",   "int8"};
+  return names[static_cast<int>(d)];
+}
+
+constexpr std::size_t size_of(dtype d) noexcept {
+  constexpr std::size_t sizes[] = {4, 8, 2, 2, 4, 8, 1, 1};
+  return sizes[static_cast<int>(d)];
+}
+
+constexpr bool is_floating(dtype d) noexcept {
+  return d == dtype::f32 || d == dtype::f64 || d == dtype::f16 || d == dtype::bf16;
+}
+
+/// Maps an element type to its dtype. Specialize for your own 16-bit types
+/// (layout must be IEEE binary16 or bfloat16).
+template <class T> struct dtype_of {};
+template <> struct dtype_of<float> : std::integral_constant<dtype, dtype::f32> {};
+template <> struct dtype_of<double> : std::integral_constant<dtype, dtype::f64> {};
+template <> struct dtype_of<std::int32_t> : std::integral_constant<dtype, dtype::i32> {};
+template <> struct dtype_of<std::int64_t> : std::integral_constant<dtype, dtype::i64> {};
+template <> struct dtype_of<std::uint8_t> : std::integral_constant<dtype, dtype::u8> {};
+template <> struct dtype_of<std::int8_t> : std::integral_constant<dtype, dtype::i8> {};
+#ifdef DDP_HAS_EIGEN
+template <> struct dtype_of<Eigen::half> : std::integral_constant<dtype, dtype::f16> {};
+template <> struct dtype_of<Eigen::bfloat16> : std::integral_constant<dtype, dtype::bf16> {};
+#endif
+
+/// An element type: dtype_of<T> names its dtype and its size matches. (Some
+/// 16-bit types, gloo::float16 among them, are not trivially copyable; their
+/// bytes are still what goes on the wire.)
+template <class T>
+concept element = requires {
+  { dtype_of<std::remove_cv_t<T>>::value } -> std::convertible_to<dtype>;
+}
+&&sizeof(T) == size_of(dtype_of<std::remove_cv_t<T>>::value);
+
+template <element T> inline constexpr dtype dtype_v = dtype_of<std::remove_cv_t<T>>::value;
+
+/// A buffer in CUDA device memory: pointer plus element count.
+template <class T> struct device_span {
+  T* ptr = nullptr;
+  std::size_t count = 0;
+  T* data() const noexcept { return ptr; }
+  std::size_t size() const noexcept { return count; }
+};
+
+/// Customization point: specialize with `value_type`, `static data(t)`,
+/// `static size(t)` and `static constexpr bool on_device` for your own
+/// contiguous buffer type.
+template <class T, class = void> struct tensor_traits {};
+
+namespace detail {
+template <class C> struct contiguous_container_traits {
+  using value_type = std::remove_reference_t<decltype(*std::declval<C&>().data())>;
+  static constexpr bool on_device = false;
+  static auto* data(C& c) noexcept { return c.data(); }
+  static std::size_t size(const C& c) noexcept { return c.size(); }
+};
+} // namespace detail
+
+// std::vector<bool> packs bits: not a tensor.
+template <class T, class A>
+requires(!std::is_same_v<T, bool>) struct tensor_traits<std::vector<T, A>>
+    : detail::contiguous_container_traits<std::vector<T, A>> {
+};
+template <class T, class A>
+requires(!std::is_same_v<T, bool>) struct tensor_traits<const std::vector<T, A>>
+    : detail::contiguous_container_traits<const std::vector<T, A>> {
+};
+template <class T, std::size_t N>
+struct tensor_traits<std::array<T, N>> : detail::contiguous_container_traits<std::array<T, N>> {};
+template <class T, std::size_t N>
+struct tensor_traits<const std::array<T, N>> : detail::contiguous_container_traits<const std::array<T, N>> {};
+template <class T, std::size_t E>
+struct tensor_traits<std::span<T, E>> : detail::contiguous_container_traits<std::span<T, E>> {};
+template <class T, std::size_t E>
+struct tensor_traits<const std::span<T, E>> : detail::contiguous_container_traits<const std::span<T, E>> {};
+
+template <class T> struct tensor_traits<device_span<T>> {
+  using value_type = T;
+  static constexpr bool on_device = true;
+  static T* data(const device_span<T>& s) noexcept { return s.ptr; }
+  static std::size_t size(const device_span<T>& s) noexcept { return s.count; }
+};
+template <class T> struct tensor_traits<const device_span<T>> : tensor_traits<device_span<T>> {};
+
+#ifdef DDP_HAS_EIGEN
+namespace detail {
+/// Eigen dense objects whose elements are contiguous: unit inner stride known at
+/// compile time (Matrix, Array, Map and Ref with the default strides). An outer
+/// stride that differs from the inner size (a block of a larger matrix) is caught
+/// at run time by `size()`.
+template <class T>
+concept eigen_dense = std::is_base_of_v<Eigen::DenseBase<std::remove_cv_t<T>>, std::remove_cv_t<T>> &&
+    requires(T& t) {
+  {t.data()};
+  {t.outerStride()};
+};
+} // namespace detail
+
+template <class T>
+requires detail::eigen_dense<T> &&
+    (int(std::remove_cv_t<T>::InnerStrideAtCompileTime) == 1) struct tensor_traits<T> {
+  using value_type = std::remove_pointer_t<decltype(std::declval<T&>().data())>;
+  static constexpr bool on_device = false;
+  static value_type* data(T& t) noexcept { return t.data(); }
+  static std::size_t size(const T& t) {
+    if (t.size() > 1 && t.outerStride() != t.innerSize() && t.outerSize() > 1)
+      throw error(error_kind::config,
+                  "an Eigen object with outer stride " + std::to_string(t.outerStride()) +
+                      " and inner size " + std::to_string(t.innerSize()) +
+                      " is not contiguous: copy it into a Matrix, or use a Map over contiguous storage");
+    return static_cast<std::size_t>(t.size());
+  }
+};
+#endif
+
+/// A type ddp can treat as one contiguous run of elements.
+template <class T>
+concept tensor = requires(std::remove_reference_t<T>& t) {
+  typename tensor_traits<std::remove_reference_t<T>>::value_type;
+  {tensor_traits<std::remove_reference_t<T>>::data(t)};
+  { tensor_traits<std::remove_reference_t<T>>::size(t) } -> std::convertible_to<std::size_t>;
+}
+&&element<typename tensor_traits<std::remove_reference_t<T>>::value_type>;
+
+template <tensor T> using tensor_value_t = typename tensor_traits<std::remove_reference_t<T>>::value_type;
+
+/// A view of a tensor as a span of its elements.
+template <tensor T> auto as_span(T& t) {
+  using traits = tensor_traits<std::remove_reference_t<T>>;
+  return std::span<tensor_value_t<T>>(traits::data(t), traits::size(t));
+}
+
+template <class T>
+constexpr bool on_device_v = [] {
+  if constexpr (tensor<T>)
+    return tensor_traits<std::remove_reference_t<T>>::on_device;
+  else
+    return false;
+}();
+
+namespace detail {
+/// Gives the one readable message for a type that is not a tensor, instead of
+/// a page of failed overloads.
+template <class T> consteval void require_tensor() {
+  static_assert(tensor<T>,
+                "ddp: this type is not a contiguous tensor. Use std::vector, std::array, std::span, "
+                "an Eigen Matrix/Array/Map/Ref of float, double, half, bfloat16, int32 or int64, "
+                "or specialize ddp::tensor_traits<T> (value_type, data(t), size(t), on_device).");
+}
+} // namespace detail
+
+DDP_END_NAMESPACE
+
+#endif // DDP_TENSOR_HPP
+// ---- end ddp/tensor.hpp ----
 // ---- begin ddp/topology.hpp ----
 // ddp::topology — who this process is: from ddprun/torchrun, OpenMPI or SLURM variables.
 #ifndef DDP_TOPOLOGY_HPP
 #define DDP_TOPOLOGY_HPP
 
-// ---- begin ddp/detail/nodelist.hpp ----
+// ---- begin ddp/detail/topology/nodelist.hpp ----
 // Expansion of SLURM host lists: "gpu[01-03,07],cpu5" -> gpu01 gpu02 gpu03 gpu07 cpu5.
 // Several bracket groups in one name expand as a product: "r[1-2]n[1-2]" -> r1n1 r1n2 r2n1 r2n2.
 #ifndef DDP_DETAIL_NODELIST_HPP
@@ -2056,7 +1465,7 @@ inline std::string first_node(std::string_view list) { return expand_nodelist(li
 DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_NODELIST_HPP
-// ---- end ddp/detail/nodelist.hpp ----
+// ---- end ddp/detail/topology/nodelist.hpp ----
 
 #include <cstdint>
 #include <string>
@@ -2251,14 +1660,88 @@ DDP_END_NAMESPACE
 
 #endif // DDP_TOPOLOGY_HPP
 // ---- end ddp/topology.hpp ----
+// ---- begin ddp/work.hpp ----
+// ddp::work — the handle of an asynchronous collective.
+#ifndef DDP_WORK_HPP
+#define DDP_WORK_HPP
+
 
 #include <chrono>
+#include <condition_variable>
+#include <exception>
 #include <memory>
+#include <mutex>
 #include <string>
 
 DDP_BEGIN_NAMESPACE
-namespace detail {
 
+namespace detail {
+struct work_state {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool finished = false;
+  std::exception_ptr failure;
+  std::string what; ///< "all_reduce #12 (4096 x float32)": names it in a timeout
+  std::chrono::milliseconds timeout{std::chrono::minutes(10)};
+
+  void finish(std::exception_ptr e) {
+    {
+      std::lock_guard lock(mu);
+      finished = true;
+      failure = std::move(e);
+    }
+    cv.notify_all();
+  }
+};
+} // namespace detail
+
+class work {
+public:
+  work() = default;
+  explicit work(std::shared_ptr<detail::work_state> s) : s_(std::move(s)) {}
+
+  /// True once the collective finished, successfully or not.
+  bool done() const {
+    if (!s_) return true;
+    std::lock_guard lock(s_->mu);
+    return s_->finished;
+  }
+
+  /// Waits for the collective; rethrows its ddp::error. The backend's own
+  /// timeout fires first; the extra margin here only guards against a
+  /// collective that never reaches the wire.
+  void wait() const {
+    if (!s_) return;
+    std::unique_lock lock(s_->mu);
+    auto limit = s_->timeout + std::chrono::seconds(30);
+    if (!s_->cv.wait_for(lock, limit, [&] { return s_->finished; }))
+      throw error(error_kind::timeout,
+                  s_->what + " did not complete within " + std::to_string(limit.count()) + " ms");
+    if (s_->failure) std::rethrow_exception(s_->failure);
+  }
+
+private:
+  std::shared_ptr<detail::work_state> s_;
+};
+
+DDP_END_NAMESPACE
+
+#endif // DDP_WORK_HPP
+// ---- end ddp/work.hpp ----
+
+#include <chrono>
+#include <concepts>
+#include <exception>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+
+/// What a communicator needs to connect: the resolved topology, timeout,
+/// token and (for env:// and tcp://) the job's tcp_store. Built by
+/// init_process_group.
 struct rendezvous {
   ddp::topology topo; ///< rank/world_size already overridden by init_options
   std::chrono::milliseconds timeout{};
@@ -2267,11 +1750,787 @@ struct rendezvous {
   std::string file_path;            ///< the directory of file://
 };
 
+/// Tags a collective's pointers as device memory (for a device_communicator).
+struct device_memory_t {
+  explicit device_memory_t() = default;
+};
+inline constexpr device_memory_t device_memory{};
+
+/// The collectives every backend offers, on host memory. `blocking` tells the
+/// backend that the caller waits at once (it may then run the collective inline).
+/// Every collective returns a ddp::work; the first failure poisons the
+/// communicator, and every pending and later work fails with that error.
+template <class C>
+concept communicator = std::constructible_from<C, const rendezvous&> &&
+    requires(C& c, const C& cc, void* p, const void* in, std::size_t n, dtype dt, op o, int root,
+             bool blocking) {
+  { cc.rank() } -> std::same_as<int>;
+  { cc.size() } -> std::same_as<int>;
+  { cc.timeout() } -> std::same_as<std::chrono::milliseconds>;
+  { cc.poisoned() } -> std::same_as<std::exception_ptr>;
+  c.drain();
+  { c.all_reduce(p, n, dt, o, blocking) } -> std::same_as<work>;
+  { c.broadcast(p, n, dt, root, blocking) } -> std::same_as<work>;
+  { c.all_gather(in, p, n, dt, blocking) } -> std::same_as<work>;
+  { c.reduce_scatter(in, p, n, dt, o, blocking) } -> std::same_as<work>;
+  { c.barrier(blocking) } -> std::same_as<work>;
+};
+
+/// Sums a bucket given as fragments (each tensor where it lies) across ranks
+/// and multiplies the result by a scale (1/W for a mean): no packing copies,
+/// and the averaging fused into the pass that already touches the data.
+template <class C>
+concept fragment_communicator = communicator<C> &&
+    requires(C& c, std::vector<detail::fragment> frags, dtype dt, double scale, bool blocking) {
+  { c.all_reduce_fragments(std::move(frags), dt, scale, blocking) } -> std::same_as<work>;
+};
+
+/// Also takes pointers to device memory, tagged `device_memory`.
+template <class C>
+concept device_communicator = communicator<C> &&
+    requires(C& c, void* p, const void* in, std::size_t n, dtype dt, op o, int root, bool blocking) {
+  { c.all_reduce(device_memory, p, n, dt, o, blocking) } -> std::same_as<work>;
+  { c.broadcast(device_memory, p, n, dt, root, blocking) } -> std::same_as<work>;
+  { c.all_gather(device_memory, in, p, n, dt, blocking) } -> std::same_as<work>;
+  { c.reduce_scatter(device_memory, in, p, n, dt, o, blocking) } -> std::same_as<work>;
+};
+
+/// A backend policy: a name and a communicator type.
+template <class B>
+concept backend_policy = requires {
+  typename B::communicator;
+  { B::name } -> std::convertible_to<std::string_view>;
+}
+&&communicator<typename B::communicator>;
+
+/// Whether tensors in device memory may be given to this backend's collectives.
+template <class B>
+inline constexpr bool accepts_device_tensors_v = device_communicator<typename B::communicator>;
+
+DDP_END_NAMESPACE
+
+#endif // DDP_BACKEND_COMMUNICATOR_HPP
+// ---- end ddp/backend/communicator.hpp ----
+// ---- begin ddp/backend/gloo.hpp ----
+// The Gloo backend: CPU tensors over TCP. Collectives run one at a time, in
+// submission order, on a worker thread (Gloo has no non-blocking collectives),
+// each with a fresh tag. The first failure closes every connection, so peers
+// fail fast too, and poisons the group.
+#ifndef DDP_BACKEND_GLOO_HPP
+#define DDP_BACKEND_GLOO_HPP
+
+// ---- begin ddp/detail/backend/collective_queue.hpp ----
+// What every backend shares: one ordered queue of collectives per group (so
+// ranks stay in lock-step and an async bucket never crosses a blocking call),
+// each collective described once — "rank 1: all_reduce #12 (4096 x float32)" —
+// so that a timeout or a failure names it, and the first failure poisoning the
+// group.
+#ifndef DDP_DETAIL_COLLECTIVE_QUEUE_HPP
+#define DDP_DETAIL_COLLECTIVE_QUEUE_HPP
+
+// ---- begin ddp/detail/backend/ordered_queue.hpp ----
+// One worker thread that runs a process group's collectives strictly in
+// submission order. The first failure poisons the queue: every pending and
+// every later task fails at once with that same error, so no rank waits on a
+// collective its peers will never join.
+#ifndef DDP_DETAIL_ORDERED_QUEUE_HPP
+#define DDP_DETAIL_ORDERED_QUEUE_HPP
+
+
+#include <deque>
+#include <functional>
+#include <thread>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+class ordered_queue {
+public:
+  using task = std::function<void()>;
+
+private:
+  struct item {
+    task fn;
+    std::shared_ptr<work_state> state;
+  };
+
+public:
+  ordered_queue() : thread_([this] { run(); }) {}
+  ordered_queue(const ordered_queue&) = delete;
+  ordered_queue& operator=(const ordered_queue&) = delete;
+  ~ordered_queue() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  /// Queues `fn`; the returned work completes when it ran (or failed).
+  /// With `inline_if_idle`, a caller that is about to wait anyway runs `fn`
+  /// itself when nothing is queued or running: same order, no thread hand-off.
+  work submit(task fn, std::string what, std::chrono::milliseconds timeout, bool inline_if_idle = false) {
+    auto st = std::make_shared<work_state>();
+    st->what = std::move(what);
+    st->timeout = timeout;
+    {
+      std::lock_guard lock(mu_);
+      if (poison_) {
+        st->finish(poison_);
+        return work(st);
+      }
+      if (!inline_if_idle || busy_ || !q_.empty()) {
+        q_.push_back({std::move(fn), st});
+        cv_.notify_one();
+        return work(st);
+      }
+      busy_ = true;
+    }
+    execute(item{std::move(fn), st});
+    return work(st);
+  }
+
+  /// The error that poisoned the queue, if any.
+  std::exception_ptr poisoned() const {
+    std::lock_guard lock(mu_);
+    return poison_;
+  }
+
+  /// Blocks until everything queued so far has run.
+  void drain() {
+    std::unique_lock lock(mu_);
+    idle_cv_.wait(lock, [&] { return q_.empty() && !busy_; });
+  }
+
+private:
+  void run() {
+    for (;;) {
+      item it;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return !busy_ && (stop_ || !q_.empty()); });
+        if (q_.empty()) return; // stop_ and nothing left
+        it = std::move(q_.front());
+        q_.pop_front();
+        busy_ = true;
+      }
+      execute(std::move(it));
+    }
+  }
+
+  /// Runs one item; the caller has set busy_.
+  void execute(item it) {
+    std::exception_ptr failure;
+    try {
+      it.fn();
+    } catch (...) { failure = std::current_exception(); }
+    std::deque<item> failed;
+    {
+      std::lock_guard lock(mu_);
+      if (failure && !poison_) {
+        poison_ = failure;
+        failed.swap(q_);
+      }
+      busy_ = false;
+    }
+    it.state->finish(failure);
+    for (auto& f : failed)
+      f.state->finish(failure);
+    idle_cv_.notify_all();
+    cv_.notify_one(); // the worker may have items that queued behind an inline run
+  }
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_, idle_cv_;
+  std::deque<item> q_;
+  std::exception_ptr poison_;
+  bool busy_ = false;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_RENDEZVOUS_HPP
-// ---- end ddp/detail/rendezvous.hpp ----
+#endif // DDP_DETAIL_ORDERED_QUEUE_HPP
+// ---- end ddp/detail/backend/ordered_queue.hpp ----
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+class collective_queue {
+public:
+  /// `note` is appended to every description (", NCCL").
+  collective_queue(int rank, std::chrono::milliseconds timeout, std::string note = {})
+      : rank_(rank), timeout_(timeout), note_(std::move(note)) {}
+
+  /// Queues `body(what)` behind every collective submitted before it. With
+  /// `blocking`, a caller about to wait anyway runs it inline when the queue is idle.
+  template <class F> work submit(std::string_view name, std::size_t n, dtype dt, bool blocking, F body) {
+    std::string what = "rank " + std::to_string(rank_) + ": " + std::string(name) + " #" +
+                       std::to_string(seq_++) + " (" + std::to_string(n) + " x " +
+                       std::string(to_string(dt)) + note_ + ")";
+    return queue_->submit([body = std::move(body), what]() mutable { body(what); }, what, timeout_, blocking);
+  }
+
+  /// The error that poisoned the group, if any.
+  std::exception_ptr poisoned() const { return queue_->poisoned(); }
+  /// Blocks until every collective submitted so far has run.
+  void drain() { queue_->drain(); }
+  /// Finishes (or fails) what is queued and stops the worker: a backend calls
+  /// this before it frees what its collectives use.
+  void stop() { queue_.reset(); }
+
+private:
+  int rank_;
+  std::chrono::milliseconds timeout_;
+  std::string note_;
+  std::atomic<std::uint64_t> seq_{0};
+  std::unique_ptr<ordered_queue> queue_ = std::make_unique<ordered_queue>();
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_COLLECTIVE_QUEUE_HPP
+// ---- end ddp/detail/backend/collective_queue.hpp ----
+// ---- begin ddp/detail/backend/gloo_device.hpp ----
+// Setting up Gloo's TCP transport: which local interface or address to use,
+// and the process-wide SIGPIPE policy Gloo's sockets need.
+#ifndef DDP_DETAIL_GLOO_DEVICE_HPP
+#define DDP_DETAIL_GLOO_DEVICE_HPP
+
+
+#include <gloo/transport/tcp/device.h>
+
+#include <net/if.h>
+#include <signal.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// The local address that routes to `host`: what peers on other nodes can reach.
+inline std::string local_address_towards(const std::string& host, int port) {
+  addrinfo_list ai;
+  resolve(host, port > 0 ? port : 1, false, ai);
+  for (addrinfo* p = ai.head; p; p = p->ai_next) {
+    unique_fd fd(::socket(p->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    if (!fd || ::connect(fd.get(), p->ai_addr, p->ai_addrlen) != 0) continue; // UDP: sends nothing
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&ss), &len) != 0) continue;
+    char buf[NI_MAXHOST];
+    if (::getnameinfo(reinterpret_cast<sockaddr*>(&ss), len, buf, sizeof buf, nullptr, 0, NI_NUMERICHOST) ==
+        0)
+      return buf;
+  }
+  throw error(error_kind::config, "no local address routes to MASTER_ADDR=" + host +
+                                      ": set GLOO_SOCKET_IFNAME to the interface to use");
+}
+
+/// Where this process's Gloo endpoint listens.
+struct gloo_endpoint {
+  int rank = 0;
+  int local_rank = 0;
+  std::string master_addr; ///< empty: loopback
+  int master_port = 0;
+};
+
+/// GLOO_SOCKET_IFNAME (a list spreads a node's ranks over the interfaces),
+/// else the local address that routes to MASTER_ADDR, else loopback.
+inline std::shared_ptr<::gloo::transport::Device> make_gloo_device(const gloo_endpoint& at) {
+  ::gloo::transport::tcp::attr attr;
+  if (auto names = getenv_str("GLOO_SOCKET_IFNAME"); names && !names->empty()) {
+    std::vector<std::string> list;
+    std::string_view s = *names;
+    while (!s.empty()) {
+      auto comma = s.find(',');
+      auto name = std::string(s.substr(0, comma));
+      if (!name.empty()) {
+        if (::if_nametoindex(name.c_str()) == 0)
+          throw error(error_kind::config,
+                      "GLOO_SOCKET_IFNAME='" + *names + "' names interface '" + name +
+                          "', which this host does not have (see `ip link`)",
+                      at.rank);
+        list.push_back(name);
+      }
+      if (comma == std::string_view::npos) break;
+      s.remove_prefix(comma + 1);
+    }
+    if (list.empty())
+      throw error(error_kind::config, "GLOO_SOCKET_IFNAME='" + *names + "' names no interface");
+    attr.iface = list[static_cast<std::size_t>(at.local_rank) % list.size()];
+  } else if (!at.master_addr.empty()) {
+    attr.hostname = local_address_towards(at.master_addr, at.master_port);
+  } else {
+    attr.hostname = "127.0.0.1";
+  }
+  try {
+    return ::gloo::transport::tcp::CreateDevice(attr);
+  } catch (const std::exception& e) {
+    throw error(error_kind::config,
+                std::string("cannot create the Gloo TCP device (") +
+                    (attr.iface.empty() ? "address " + attr.hostname : "interface " + attr.iface) +
+                    "): " + e.what(),
+                at.rank);
+  }
+}
+
+/// Gloo writes to its sockets without MSG_NOSIGNAL: a peer that dies mid-write
+/// would kill this process with SIGPIPE instead of raising an error we can
+/// report. Like Python (and so PyTorch) does at start-up, ignore SIGPIPE, but
+/// only when nobody installed a handler of their own.
+inline void ignore_sigpipe_if_default() {
+  struct sigaction current {};
+  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL &&
+      !(current.sa_flags & SA_SIGINFO)) {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    ::sigaction(SIGPIPE, &ignore, nullptr);
+  }
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_DEVICE_HPP
+// ---- end ddp/detail/backend/gloo_device.hpp ----
+// ---- begin ddp/detail/backend/gloo_ring.hpp ----
+// A ring all-reduce over Gloo's transport that works on the gradients where
+// they are: a bucket is a list of fragments (one per tensor), sent from and
+// received into the tensors themselves, so nothing is packed or unpacked, and
+// the averaging is fused into the last reduction step instead of a pass of
+// its own. Same schedule as Gloo's ring: W-1 reduce-scatter steps, then W-1
+// all-gather steps, each chunk cut at tensor boundaries and into pieces of at
+// most 1 MiB (the piece size is a parameter, so tests can cross it cheaply).
+#ifndef DDP_DETAIL_GLOO_RING_HPP
+#define DDP_DETAIL_GLOO_RING_HPP
+
+// ---- begin ddp/detail/numeric/elementwise.hpp ----
+// Type-erased elementwise kernels on raw buffers, keyed by dtype: the reduce
+// functions handed to the backends, and in-place scaling for op::avg. Half
+// types compute in float and round once.
+#ifndef DDP_DETAIL_ELEMENTWISE_HPP
+#define DDP_DETAIL_ELEMENTWISE_HPP
+
+// ---- begin ddp/detail/numeric/half.hpp ----
+// IEEE binary16 and bfloat16 <-> float conversions (round to nearest even),
+// used by reductions on half types and by the compressed reductions.
+#ifndef DDP_DETAIL_HALF_HPP
+#define DDP_DETAIL_HALF_HPP
+
+
+#include <bit>
+#include <cstdint>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+inline float half_bits_to_float(std::uint16_t h) {
+  std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  std::uint32_t exp = (h >> 10) & 0x1fu;
+  std::uint32_t man = h & 0x3ffu;
+  std::uint32_t bits;
+  if (exp == 0) {
+    if (man == 0)
+      bits = sign;
+    else { // subnormal: normalise
+      int e = -1;
+      do {
+        ++e;
+        man <<= 1;
+      } while ((man & 0x400u) == 0);
+      bits = sign | (static_cast<std::uint32_t>(127 - 15 - e) << 23) | ((man & 0x3ffu) << 13);
+    }
+  } else if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (man << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+  }
+  return std::bit_cast<float>(bits);
+}
+
+inline std::uint16_t float_to_half_bits(float f) {
+  std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+  std::uint32_t sign = (x >> 16) & 0x8000u;
+  std::uint32_t abs = x & 0x7fffffffu;
+  if (abs >= 0x7f800000u) // inf or nan
+    return static_cast<std::uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
+  if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u); // rounds to inf
+  if (abs < 0x38800000u) {                                                   // subnormal or zero in half
+    if (abs < 0x33000000u) return static_cast<std::uint16_t>(sign); // below half of the smallest subnormal
+    std::uint32_t man = (abs & 0x7fffffu) | 0x800000u;
+    int shift = 126 - static_cast<int>(abs >> 23); // 14..24
+    std::uint32_t half_man = man >> (shift);
+    std::uint32_t rest = man & ((1u << shift) - 1u);
+    std::uint32_t halfway = 1u << (shift - 1);
+    if (rest > halfway || (rest == halfway && (half_man & 1u))) ++half_man;
+    return static_cast<std::uint16_t>(sign | half_man);
+  }
+  std::uint32_t r = abs + 0xfffu + ((abs >> 13) & 1u) - (static_cast<std::uint32_t>(127 - 15) << 23);
+  return static_cast<std::uint16_t>(sign | (r >> 13));
+}
+
+inline float bf16_bits_to_float(std::uint16_t h) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16);
+}
+
+inline std::uint16_t float_to_bf16_bits(float f) {
+  std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u); // quiet nan
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<std::uint16_t>(x >> 16);
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_HALF_HPP
+// ---- end ddp/detail/numeric/half.hpp ----
+
+#include <cstring>
+#include <type_traits>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+using reduce_fn = void (*)(void* out, const void* a, const void* b, std::size_t n);
+
+struct f16_codec {
+  using storage = std::uint16_t;
+  using value = float; ///< what load() gives and store() takes
+  static float load(storage s) { return half_bits_to_float(s); }
+  static storage store(float f) { return float_to_half_bits(f); }
+};
+struct bf16_codec {
+  using storage = std::uint16_t;
+  using value = float;
+  static float load(storage s) { return bf16_bits_to_float(s); }
+  static storage store(float f) { return float_to_bf16_bits(f); }
+};
+template <class T> struct plain_codec {
+  using storage = T;
+  using value = T;
+  static T load(T v) { return v; }
+  static T store(T v) { return v; }
+};
+
+template <op O, class V> V combine(V u, V v) {
+  if constexpr (O == op::sum || O == op::avg)
+    return u + v;
+  else if constexpr (O == op::product)
+    return u * v;
+  else if constexpr (O == op::min)
+    return v < u ? v : u;
+  else
+    return u < v ? v : u;
+}
+
+/// out[i] = value_at(i) for i < n, in blocks that compute every value before
+/// storing any: safe when `out` is also an input index for index, and g++ -O2
+/// turns such blocks into SIMD code (a plain loop would need -O3).
+template <class S, class F> void blockwise(S* out, std::size_t n, F&& value_at) {
+  constexpr std::size_t block = 64 / sizeof(S);
+  std::size_t i = 0;
+  for (; i + block <= n; i += block) {
+    S r[block];
+    for (std::size_t k = 0; k < block; ++k)
+      r[k] = value_at(i + k);
+    for (std::size_t k = 0; k < block; ++k)
+      out[i + k] = r[k];
+  }
+  for (; i < n; ++i)
+    out[i] = value_at(i);
+}
+
+template <class Codec, op O> void reduce_kernel(void* out, const void* a, const void* b, std::size_t n) {
+  using S = typename Codec::storage;
+  auto* x = static_cast<const S*>(a);
+  auto* y = static_cast<const S*>(b);
+  blockwise(static_cast<S*>(out), n,
+            [&](std::size_t i) { return Codec::store(combine<O>(Codec::load(x[i]), Codec::load(y[i]))); });
+}
+
+template <class Codec> reduce_fn pick_reduce(op o) {
+  switch (o) {
+  case op::sum: return &reduce_kernel<Codec, op::sum>;
+  case op::avg: return &reduce_kernel<Codec, op::avg>;
+  case op::min: return &reduce_kernel<Codec, op::min>;
+  case op::max: return &reduce_kernel<Codec, op::max>;
+  case op::product: return &reduce_kernel<Codec, op::product>;
+  }
+  return nullptr;
+}
+
+/// The reduce function for (dtype, op). op::avg reduces as a sum; the caller
+/// scales afterwards (see scale_in_place).
+inline reduce_fn reduce_for(dtype d, op o) {
+  switch (d) {
+  case dtype::f32: return pick_reduce<plain_codec<float>>(o);
+  case dtype::f64: return pick_reduce<plain_codec<double>>(o);
+  case dtype::f16: return pick_reduce<f16_codec>(o);
+  case dtype::bf16: return pick_reduce<bf16_codec>(o);
+  case dtype::i32: return pick_reduce<plain_codec<std::int32_t>>(o);
+  case dtype::i64: return pick_reduce<plain_codec<std::int64_t>>(o);
+  case dtype::u8: return pick_reduce<plain_codec<std::uint8_t>>(o);
+  case dtype::i8: return pick_reduce<plain_codec<std::int8_t>>(o);
+  }
+  return nullptr;
+}
+
+template <class Codec, class F> void scale_kernel(void* data, std::size_t n, F factor) {
+  auto* p = static_cast<typename Codec::storage*>(data);
+  blockwise(p, n, [&](std::size_t i) { return Codec::store(Codec::load(p[i]) * factor); });
+}
+
+template <class Codec>
+void sum_scaled_kernel(void* out, const void* a, const void* b, std::size_t n, double factor) {
+  using S = typename Codec::storage;
+  auto* x = static_cast<const S*>(a);
+  auto* y = static_cast<const S*>(b);
+  using compute = std::conditional_t<std::is_same_v<S, double>, double, decltype(Codec::load(S{}) * 1.0f)>;
+  const auto f = static_cast<compute>(factor);
+  blockwise(static_cast<S*>(out), n,
+            [&](std::size_t i) { return Codec::store((Codec::load(x[i]) + Codec::load(y[i])) * f); });
+}
+
+/// out[i] = (a[i] + b[i]) * factor: the last step of an averaging all-reduce, fused.
+inline void sum_scaled(void* out, const void* a, const void* b, std::size_t n, dtype d, double factor) {
+  switch (d) {
+  case dtype::f32: return sum_scaled_kernel<plain_codec<float>>(out, a, b, n, factor);
+  case dtype::f64: return sum_scaled_kernel<plain_codec<double>>(out, a, b, n, factor);
+  case dtype::f16: return sum_scaled_kernel<f16_codec>(out, a, b, n, factor);
+  case dtype::bf16: return sum_scaled_kernel<bf16_codec>(out, a, b, n, factor);
+  default:
+    throw error(error_kind::config,
+                "scaling needs a floating-point tensor, got " + std::string(to_string(d)));
+  }
+}
+
+/// Multiplies n elements in place by `factor` (floating dtypes only).
+inline void scale_in_place(void* data, std::size_t n, dtype d, double factor) {
+  switch (d) {
+  case dtype::f32: return scale_kernel<plain_codec<float>>(data, n, static_cast<float>(factor));
+  case dtype::f64: return scale_kernel<plain_codec<double>>(data, n, factor);
+  case dtype::f16: return scale_kernel<f16_codec>(data, n, static_cast<float>(factor));
+  case dtype::bf16: return scale_kernel<bf16_codec>(data, n, static_cast<float>(factor));
+  default:
+    throw error(error_kind::config, "op::avg needs a floating-point tensor, got " +
+                                        std::string(to_string(d)) + ": use op::sum and divide yourself");
+  }
+}
+
+template <class To, class From>
+void convert_kernel(void* dst, const void* src, std::size_t n, double factor) {
+  auto* d = static_cast<typename To::storage*>(dst);
+  auto* s = static_cast<const typename From::storage*>(src);
+  using compute = std::conditional_t<std::is_same_v<typename To::storage, double> ||
+                                         std::is_same_v<typename From::storage, double>,
+                                     double, float>;
+  const auto f = static_cast<compute>(factor);
+  blockwise(d, n, [&](std::size_t i) {
+    // Narrowing to the destination is the point of a conversion (f64 -> f32 here).
+    return To::store(static_cast<typename To::value>(static_cast<compute>(From::load(s[i])) * f));
+  });
+}
+
+template <class From> void convert_from(void* dst, dtype to, const void* src, std::size_t n, double factor) {
+  switch (to) {
+  case dtype::f32: return convert_kernel<plain_codec<float>, From>(dst, src, n, factor);
+  case dtype::f64: return convert_kernel<plain_codec<double>, From>(dst, src, n, factor);
+  case dtype::f16: return convert_kernel<f16_codec, From>(dst, src, n, factor);
+  case dtype::bf16: return convert_kernel<bf16_codec, From>(dst, src, n, factor);
+  default: throw error(error_kind::config, "cannot convert to " + std::string(to_string(to)));
+  }
+}
+
+/// dst[i] = src[i] * factor, converting between floating dtypes (a plain copy
+/// when the types match and factor is 1). dst and src must not overlap.
+inline void copy_scaled(void* dst, dtype to, const void* src, dtype from, std::size_t n, double factor) {
+  if (to == from && factor == 1.0) {
+    if (n) std::memcpy(dst, src, n * size_of(to));
+    return;
+  }
+  switch (from) {
+  case dtype::f32: return convert_from<plain_codec<float>>(dst, to, src, n, factor);
+  case dtype::f64: return convert_from<plain_codec<double>>(dst, to, src, n, factor);
+  case dtype::f16: return convert_from<f16_codec>(dst, to, src, n, factor);
+  case dtype::bf16: return convert_from<bf16_codec>(dst, to, src, n, factor);
+  default: throw error(error_kind::config, "cannot convert from " + std::string(to_string(from)));
+  }
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_ELEMENTWISE_HPP
+// ---- end ddp/detail/numeric/elementwise.hpp ----
+
+#include <gloo/common/error.h>
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+inline constexpr std::uint8_t ring_slot_prefix = 0x40; // Gloo's own collectives use 0x01..0x08
+
+class fragment_ring {
+public:
+  /// 1 MiB, as Gloo's own ring uses for its segments.
+  static constexpr std::size_t default_piece_bytes = std::size_t{1} << 20;
+
+  fragment_ring(const std::shared_ptr<::gloo::Context>& ctx, const std::vector<fragment>& frags, dtype dt,
+                std::vector<char>& scratch, std::size_t max_piece_bytes = default_piece_bytes)
+      : ctx_(ctx), frags_(frags), dt_(dt), es_(size_of(dt)), max_piece_bytes_(max_piece_bytes),
+        scratch_(scratch) {
+    starts_.reserve(frags_.size() + 1);
+    std::size_t at = 0;
+    for (auto& f : frags_) {
+      starts_.push_back(at);
+      at += f.count;
+      bufs_.push_back(f.count ? ctx_->createUnboundBuffer(f.data, f.count * es_) : nullptr);
+    }
+    starts_.push_back(at);
+    total_ = at;
+  }
+
+  /// Sums over ranks, then multiplies by `scale` (1/W for a mean), in place.
+  void run(std::uint32_t tag, double scale, std::chrono::milliseconds timeout) {
+    const int w = ctx_->size, r = ctx_->rank;
+    if (total_ == 0) return;
+    if (w == 1) {
+      if (scale != 1.0)
+        for (auto& f : frags_)
+          scale_in_place(f.data, f.count, dt_, scale);
+      return;
+    }
+    deadline_ = std::chrono::steady_clock::now() + timeout;
+    slot_ = ::gloo::Slot::build(ring_slot_prefix, tag);
+    const int right = (r + 1) % w, left = (r - 1 + w) % w;
+    std::size_t largest = 0;
+    for (int c = 0; c < w; ++c)
+      largest = std::max(largest, end(c) - begin(c));
+    scratch_.resize(largest * es_);
+    auto tmp = ctx_->createUnboundBuffer(scratch_.data(), scratch_.size());
+    const auto reduce = reduce_for(dt_, op::sum);
+
+    for (int s = 0; s + 1 < w; ++s) { // reduce-scatter: after it, rank r owns chunk r+1
+      const int send_c = (r - s + w) % w, recv_c = (r - s - 1 + w) % w;
+      const bool last = s + 2 == w;
+      pieces(begin(recv_c), end(recv_c), [&](std::size_t, std::size_t, std::size_t n, std::size_t at) {
+        tmp->recv(left, slot_, (at - begin(recv_c)) * es_, n * es_);
+      });
+      post_sends(right, send_c);
+      pieces(begin(recv_c), end(recv_c), [&](std::size_t k, std::size_t off, std::size_t n, std::size_t at) {
+        wait(tmp->waitRecv(remaining()), "receive");
+        auto* dst = static_cast<char*>(frags_[k].data) + off * es_;
+        const char* in = scratch_.data() + (at - begin(recv_c)) * es_;
+        if (last && scale != 1.0)
+          sum_scaled(dst, dst, in, n, dt_, scale); // averaging fused here
+        else
+          reduce(dst, dst, in, n);
+      });
+      wait_sends();
+    }
+    for (int s = 0; s + 1 < w; ++s) { // all-gather the owned, final chunks
+      const int send_c = (r + 1 - s + w) % w, recv_c = (r - s + w) % w;
+      std::vector<std::size_t> receivers;
+      pieces(begin(recv_c), end(recv_c), [&](std::size_t k, std::size_t off, std::size_t n, std::size_t) {
+        bufs_[k]->recv(left, slot_, off * es_, n * es_);
+        receivers.push_back(k);
+      });
+      post_sends(right, send_c);
+      for (auto k : receivers)
+        wait(bufs_[k]->waitRecv(remaining()), "receive");
+      wait_sends();
+    }
+  }
+
+private:
+  std::size_t begin(int c) const {
+    return total_ * static_cast<std::size_t>(c) / static_cast<std::size_t>(ctx_->size);
+  }
+  std::size_t end(int c) const { return begin(c + 1); }
+
+  /// Calls f(fragment, offset in fragment, count, offset in bucket) for the
+  /// pieces of bucket elements [a, b): cut at fragment ends and at the piece size.
+  template <class F> void pieces(std::size_t a, std::size_t b, F&& f) const {
+    if (a >= b) return;
+    std::size_t k =
+        static_cast<std::size_t>(std::upper_bound(starts_.begin(), starts_.end(), a) - starts_.begin()) - 1;
+    const std::size_t max_piece = std::max<std::size_t>(1, max_piece_bytes_ / es_);
+    while (a < b) {
+      while (starts_[k + 1] <= a)
+        ++k;
+      const std::size_t n = std::min({b, starts_[k + 1], a + max_piece}) - a;
+      f(k, a - starts_[k], n, a);
+      a += n;
+    }
+  }
+
+  void post_sends(int right, int c) {
+    pieces(begin(c), end(c), [&](std::size_t k, std::size_t off, std::size_t n, std::size_t) {
+      bufs_[k]->send(right, slot_, off * es_, n * es_);
+      senders_.push_back(k);
+    });
+  }
+
+  void wait_sends() {
+    for (auto k : senders_)
+      wait(bufs_[k]->waitSend(remaining()), "send");
+    senders_.clear();
+  }
+
+  std::chrono::milliseconds remaining() const {
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - std::chrono::steady_clock::now());
+    return std::max(left, std::chrono::milliseconds(1));
+  }
+
+  static void wait(bool ok, const char* what) {
+    if (!ok) throw ::gloo::IoException(std::string("Timed out waiting for a ring ") + what);
+  }
+
+  std::shared_ptr<::gloo::Context> ctx_;
+  const std::vector<fragment>& frags_;
+  dtype dt_;
+  std::size_t es_;
+  std::size_t max_piece_bytes_;
+  std::vector<char>& scratch_;
+  std::vector<std::size_t> starts_;
+  std::vector<std::unique_ptr<::gloo::transport::UnboundBuffer>> bufs_;
+  std::vector<std::size_t> senders_;
+  std::size_t total_ = 0;
+  std::uint64_t slot_ = 0;
+  std::chrono::steady_clock::time_point deadline_;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_RING_HPP
+// ---- end ddp/detail/backend/gloo_ring.hpp ----
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
@@ -2284,13 +2543,8 @@ DDP_END_NAMESPACE
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/rendezvous/store.h>
-#include <gloo/transport/tcp/device.h>
 #include <gloo/types.h>
 
-#include <net/if.h>
-#include <signal.h>
-
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -2326,79 +2580,6 @@ private:
   std::string prefix_;
 };
 
-/// The local address that routes to `host`: what peers on other nodes can reach.
-inline std::string local_address_towards(const std::string& host, int port) {
-  addrinfo_list ai;
-  resolve(host, port > 0 ? port : 1, false, ai);
-  for (addrinfo* p = ai.head; p; p = p->ai_next) {
-    unique_fd fd(::socket(p->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-    if (!fd || ::connect(fd.get(), p->ai_addr, p->ai_addrlen) != 0) continue; // UDP: sends nothing
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&ss), &len) != 0) continue;
-    char buf[NI_MAXHOST];
-    if (::getnameinfo(reinterpret_cast<sockaddr*>(&ss), len, buf, sizeof buf, nullptr, 0, NI_NUMERICHOST) ==
-        0)
-      return buf;
-  }
-  throw error(error_kind::config, "no local address routes to MASTER_ADDR=" + host +
-                                      ": set GLOO_SOCKET_IFNAME to the interface to use");
-}
-
-inline std::shared_ptr<::gloo::transport::Device> make_gloo_device(const rendezvous& rv) {
-  ::gloo::transport::tcp::attr attr;
-  if (auto names = getenv_str("GLOO_SOCKET_IFNAME"); names && !names->empty()) {
-    std::vector<std::string> list;
-    std::string_view s = *names;
-    while (!s.empty()) {
-      auto comma = s.find(',');
-      auto name = std::string(s.substr(0, comma));
-      if (!name.empty()) {
-        if (::if_nametoindex(name.c_str()) == 0)
-          throw error(error_kind::config,
-                      "GLOO_SOCKET_IFNAME='" + *names + "' names interface '" + name +
-                          "', which this host does not have (see `ip link`)",
-                      rv.topo.rank);
-        list.push_back(name);
-      }
-      if (comma == std::string_view::npos) break;
-      s.remove_prefix(comma + 1);
-    }
-    if (list.empty())
-      throw error(error_kind::config, "GLOO_SOCKET_IFNAME='" + *names + "' names no interface");
-    // Several interfaces: spread the node's processes over them.
-    attr.iface = list[static_cast<std::size_t>(rv.topo.local_rank) % list.size()];
-  } else if (!rv.topo.master_addr.empty()) {
-    attr.hostname = local_address_towards(rv.topo.master_addr, rv.topo.master_port);
-  } else {
-    attr.hostname = "127.0.0.1";
-  }
-  try {
-    return ::gloo::transport::tcp::CreateDevice(attr);
-  } catch (const std::exception& e) {
-    throw error(error_kind::config,
-                std::string("cannot create the Gloo TCP device (") +
-                    (attr.iface.empty() ? "address " + attr.hostname : "interface " + attr.iface) +
-                    "): " + e.what(),
-                rv.topo.rank);
-  }
-}
-
-/// Gloo writes to its sockets without MSG_NOSIGNAL: a peer that dies mid-write
-/// would kill this process with SIGPIPE instead of raising an error we can
-/// report. Like Python (and so PyTorch) does at start-up, ignore SIGPIPE, but
-/// only when nobody installed a handler of their own.
-inline void ignore_sigpipe_if_default() {
-  struct sigaction current {};
-  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL &&
-      !(current.sa_flags & SA_SIGINFO)) {
-    struct sigaction ignore {};
-    ignore.sa_handler = SIG_IGN;
-    sigemptyset(&ignore.sa_mask);
-    ::sigaction(SIGPIPE, &ignore, nullptr);
-  }
-}
-
 /// Gloo wants typed pointers only for their element size.
 template <class F> decltype(auto) with_element_type(std::size_t size, F&& f) {
   switch (size) {
@@ -2412,9 +2593,11 @@ template <class F> decltype(auto) with_element_type(std::size_t size, F&& f) {
 class gloo_communicator {
 public:
   explicit gloo_communicator(const rendezvous& rv)
-      : rank_(rv.topo.rank), size_(rv.topo.world_size), timeout_(rv.timeout), store_(rv.store) {
+      : rank_(rv.topo.rank), size_(rv.topo.world_size), timeout_(rv.timeout), store_(rv.store),
+        queue_(rank_, timeout_) {
     ignore_sigpipe_if_default();
-    auto device = make_gloo_device(rv);
+    auto device =
+        make_gloo_device({rv.topo.rank, rv.topo.local_rank, rv.topo.master_addr, rv.topo.master_port});
     auto ctx = std::make_shared<::gloo::rendezvous::Context>(rank_, size_);
     ctx->setTimeout(timeout_); // before connectFullMesh, or it keeps Gloo's 30 s
     try {
@@ -2434,11 +2617,22 @@ public:
     ctx_ = std::move(ctx);
   }
 
+  gloo_communicator(const gloo_communicator&) = delete;
+  gloo_communicator& operator=(const gloo_communicator&) = delete;
+  ~gloo_communicator() { queue_.stop(); } // the worker stops before the context goes
+
   int rank() const { return rank_; }
   int size() const { return size_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
   std::exception_ptr poisoned() const { return queue_.poisoned(); }
   void drain() { queue_.drain(); }
+
+  /// The largest message ddp's fragment ring sends (1 MiB by default). Like
+  /// Gloo's maxSegmentSize: tests make it small so that small tensors cross
+  /// piece boundaries. Every rank must use the same value, set before the
+  /// first all_reduce_fragments.
+  void set_ring_piece_bytes(std::size_t bytes) { ring_piece_bytes_ = std::max<std::size_t>(bytes, 1); }
+  std::size_t ring_piece_bytes() const { return ring_piece_bytes_; }
 
   work all_reduce(void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
@@ -2469,7 +2663,7 @@ public:
     for (auto& f : frags)
       n += f.count;
     return submit("all_reduce", n, dt, blocking, [=, this, frags = std::move(frags)](std::uint32_t tag) {
-      fragment_ring(ctx_, frags, dt, scratch_).run(tag, scale, timeout_);
+      fragment_ring(ctx_, frags, dt, scratch_, ring_piece_bytes_).run(tag, scale, timeout_);
     });
   }
 
@@ -2545,15 +2739,14 @@ public:
   }
 
 private:
+  /// Queues `body(tag)`: each collective gets a fresh Gloo tag, and any failure
+  /// closes every connection (peers fail at once) and poisons the group.
   template <class F> work submit(const char* name, std::size_t n, dtype dt, bool blocking, F body) {
-    std::string what = "rank " + std::to_string(rank_) + ": " + name + " #" + std::to_string(seq_++) + " (" +
-                       std::to_string(n) + " x " + std::string(to_string(dt)) + ")";
-    return queue_.submit(
-        [this, body = std::move(body), what]() mutable {
-          std::uint32_t tag = next_tag_++;
-          run_guarded(what, [&] { body(tag); });
-        },
-        what, timeout_, blocking);
+    return queue_.submit(name, n, dt, blocking,
+                         [this, body = std::move(body)](const std::string& what) mutable {
+                           std::uint32_t tag = next_tag_++;
+                           run_guarded(what, [&] { body(tag); });
+                         });
   }
 
   template <class F> void run_guarded(const std::string& what, F&& f) {
@@ -2594,18 +2787,9 @@ private:
                                            gloo_text);
   }
 
-  /// Asks the store which rank dropped without a goodbye. The store notices a
-  /// crash at the same moment we do, so allow it a moment.
-  int find_lost_rank() {
-    if (!store_) return -1;
-    try {
-      if (!store_->try_wait({store_lost_key}, std::chrono::milliseconds(1000))) return -1;
-      auto lost = store_->lost_ranks();
-      return lost.empty() ? -1 : lost.front();
-    } catch (const ddp::error&) {
-      return 0; // the store itself is gone: rank 0 serves it
-    }
-  }
+  /// Asks the store which rank dropped without a goodbye; it notices a crash at
+  /// about the moment we do, so it gets a second to record it.
+  int find_lost_rank() { return store_ ? store_->wait_for_lost_rank(std::chrono::milliseconds(1000)) : -1; }
 
   void close_all() { ctx_.reset(); }
 
@@ -2614,9 +2798,9 @@ private:
   std::shared_ptr<tcp_store> store_;
   std::shared_ptr<::gloo::Context> ctx_;
   std::vector<char> scratch_;
+  std::size_t ring_piece_bytes_ = fragment_ring::default_piece_bytes;
   std::uint32_t next_tag_ = 1; // worker thread only
-  std::atomic<std::uint64_t> seq_{0};
-  ordered_queue queue_; // last: its worker stops before the context goes
+  collective_queue queue_;
 };
 
 } // namespace detail
@@ -2625,7 +2809,6 @@ private:
 struct gloo {
   static constexpr std::string_view name = "gloo";
   using communicator = detail::gloo_communicator;
-  static constexpr bool supports_device_tensors = false;
 };
 
 DDP_END_NAMESPACE
@@ -2733,11 +2916,73 @@ DDP_END_NAMESPACE
 // ---- end ddp/bucketing.hpp ----
 // ---- begin ddp/data_parallel.hpp ----
 // ddp::distributed_data_parallel — gradient averaging for any model type, in
-// buckets that launch while backward is still running.
+// buckets that launch while backward is still running. The class coordinates;
+// the work is done by its parts in ddp/data_parallel/: the parameter registry
+// (walk, verify, follow moved storage), the bucket plan (pure: which path each
+// bucket takes), the bucket engine of the gradients' memory space (pack,
+// reduce, unpack), the step state (marks, launch order), join and DDP_DEBUG.
 #ifndef DDP_DATA_PARALLEL_HPP
 #define DDP_DATA_PARALLEL_HPP
 
-// ---- begin ddp/detail/model_layout.hpp ----
+// ---- begin ddp/data_parallel/bucket_plan.hpp ----
+// The bucket plan: which parameters travel together, at which offsets, as
+// which wire type, and along which path. A pure function of the bucketing
+// policy's assignment, the parameters' dtypes, sizes and addresses, the
+// reduction's wire type and what the backend can do — testable without a
+// process group (tests/unit/test_bucket_plan.cpp).
+#ifndef DDP_DATA_PARALLEL_BUCKET_PLAN_HPP
+#define DDP_DATA_PARALLEL_BUCKET_PLAN_HPP
+
+// ---- begin ddp/data_parallel/options.hpp ----
+// What users set and see of distributed_data_parallel: its options and the
+// description of its buckets.
+#ifndef DDP_DATA_PARALLEL_OPTIONS_HPP
+#define DDP_DATA_PARALLEL_OPTIONS_HPP
+
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+
+struct ddp_options {
+  bool broadcast_buffers = true; ///< broadcast rank 0's buffers at the end of every synchronize()
+  bool strict_marking = false;   ///< a gradient still unmarked at synchronize() is an error
+  bool verify_model = true;      ///< compare names, dtypes and sizes across ranks at construction
+  bool uneven_inputs = false;    ///< ranks may run out of data at different steps: enables join()
+};
+
+/// How a bucket travels.
+enum class bucket_path : std::uint8_t {
+  in_place,  ///< its gradients are one contiguous range of the wire type: reduced where they lie
+  fragments, ///< reduced tensor by tensor where they lie (a fragment_communicator's ring): no copies
+  packed,    ///< copied (and converted, scaled) into a buffer kept across steps, and back
+};
+
+inline constexpr const char* to_string(bucket_path p) {
+  switch (p) {
+  case bucket_path::in_place: return "in place";
+  case bucket_path::fragments: return "unpacked fragments";
+  case bucket_path::packed: return "packed";
+  }
+  return "?";
+}
+
+/// Introspection: one entry per bucket, in launch order.
+struct bucket_info {
+  std::vector<std::size_t> parameters; ///< indices in registration order
+  dtype param_type;
+  dtype wire_type;
+  std::size_t elements;
+  bucket_path path;
+};
+
+DDP_END_NAMESPACE
+
+#endif // DDP_DATA_PARALLEL_OPTIONS_HPP
+// ---- end ddp/data_parallel/options.hpp ----
+// ---- begin ddp/detail/data_parallel/model_layout.hpp ----
 // The parameters and buffers of a model, walked once into type-erased slots,
 // plus the description that ranks compare to prove they hold the same model.
 #ifndef DDP_DETAIL_MODEL_LAYOUT_HPP
@@ -2812,6 +3057,7 @@ struct tensor_slot {
   void* value = nullptr;
   void* grad = nullptr; ///< null for buffers
   std::size_t count = 0;
+  bool on_device = false; ///< value (and grad) in device memory
 };
 
 template <class T> consteval void require_parameter_tensor() {
@@ -2830,6 +3076,8 @@ template <class M> std::vector<tensor_slot> collect_parameters(M& m) {
     if constexpr (tensor<V> && tensor<G>) {
       static_assert(std::is_same_v<tensor_value_t<V>, tensor_value_t<G>>,
                     "ddp: a parameter and its gradient must have the same element type");
+      static_assert(on_device_v<V> == on_device_v<G>,
+                    "ddp: a parameter and its gradient must live in the same memory space (host or device)");
       auto v = as_span(value);
       auto g = as_span(grad);
       std::string n(name);
@@ -2840,7 +3088,7 @@ template <class M> std::vector<tensor_slot> collect_parameters(M& m) {
         throw error(error_kind::config, "parameter '" + n + "' is " +
                                             std::string(to_string(dtype_v<tensor_value_t<V>>)) +
                                             ": gradients must be floating point");
-      out.push_back({std::move(n), dtype_v<tensor_value_t<V>>, v.data(), g.data(), v.size()});
+      out.push_back({std::move(n), dtype_v<tensor_value_t<V>>, v.data(), g.data(), v.size(), on_device_v<V>});
     }
   });
   return out;
@@ -2854,7 +3102,8 @@ template <class M> std::vector<tensor_slot> collect_buffers(M& m) {
       require_parameter_tensor<V>();
       if constexpr (tensor<V>) {
         auto v = as_span(value);
-        out.push_back({std::string(name), dtype_v<tensor_value_t<V>>, v.data(), nullptr, v.size()});
+        out.push_back(
+            {std::string(name), dtype_v<tensor_value_t<V>>, v.data(), nullptr, v.size(), on_device_v<V>});
       }
     });
   }
@@ -2962,34 +3211,608 @@ inline std::string first_difference(const std::string& d0, const std::string& dr
 DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_MODEL_LAYOUT_HPP
-// ---- end ddp/detail/model_layout.hpp ----
+// ---- end ddp/detail/data_parallel/model_layout.hpp ----
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+struct planned_bucket {
+  std::vector<std::size_t> params;  ///< registration indices, in bucket order
+  std::vector<std::size_t> offsets; ///< element offset of each parameter in the bucket
+  dtype param_type = dtype::f32;
+  dtype wire_type = dtype::f32;
+  std::size_t elements = 0;
+  bucket_path path = bucket_path::packed;
+};
+
+struct bucket_plan {
+  std::vector<planned_bucket> buckets; ///< in launch order
+  std::vector<std::size_t> bucket_of;  ///< parameter index -> bucket index
+};
+
+/// What the backend offers the plan.
+struct plan_capabilities {
+  bool fragments = false; ///< reduces lists of fragments where they lie (a fragment_communicator)
+};
+
+/// Below this average tensor size a bucket is packed: one message per tiny
+/// tensor costs more than two copies of the bucket. 64 KiB packs the 1 KiB
+/// tensors of bench/grad_sync's many_small case and leaves ResNet-50's
+/// convolutions unpacked (both cases are measured there).
+inline constexpr std::size_t unpacked_min_average_bytes = std::size_t{64} << 10;
+
+/// The path of one bucket, from where its gradients lie now.
+inline bucket_path choose_path(const planned_bucket& b, std::span<const tensor_slot> params,
+                               plan_capabilities caps) {
+  if (b.wire_type != b.param_type) return bucket_path::packed; // conversion needs a buffer
+  const std::size_t esize = size_of(b.param_type);
+  auto* base = static_cast<std::byte*>(params[b.params.front()].grad);
+  bool contiguous = true;
+  for (std::size_t k = 0; contiguous && k < b.params.size(); ++k)
+    contiguous = static_cast<std::byte*>(params[b.params[k]].grad) == base + b.offsets[k] * esize;
+  if (contiguous) return bucket_path::in_place;
+  const std::size_t average_bytes = b.elements * esize / b.params.size();
+  if (caps.fragments && average_bytes >= unpacked_min_average_bytes) return bucket_path::fragments;
+  return bucket_path::packed;
+}
+
+/// Gradient storage moved (a resized Eigen matrix): the paths follow it.
+inline void choose_paths(bucket_plan& plan, std::span<const tensor_slot> params, plan_capabilities caps) {
+  for (auto& b : plan.buckets)
+    b.path = choose_path(b, params, caps);
+}
+
+/// Checks the policy's assignment (every parameter exactly once, one dtype per
+/// bucket, no empty bucket) and lays the buckets out.
+inline bucket_plan make_bucket_plan(const std::vector<std::vector<std::size_t>>& assignment,
+                                    std::span<const tensor_slot> params, dtype (*wire)(dtype),
+                                    plan_capabilities caps) {
+  bucket_plan plan;
+  std::vector<int> seen(params.size(), 0);
+  plan.bucket_of.assign(params.size(), 0);
+  for (auto& members : assignment) {
+    if (members.empty()) throw error(error_kind::config, "the bucketing policy produced an empty bucket");
+    planned_bucket b;
+    b.params = members;
+    for (auto i : members) {
+      if (i >= params.size())
+        throw error(error_kind::config, "the bucketing policy named parameter " + std::to_string(i) + " of " +
+                                            std::to_string(params.size()));
+      if (seen[i]++)
+        throw error(error_kind::config,
+                    "the bucketing policy put parameter '" + params[i].name + "' in two buckets");
+      if (params[i].type != params[members.front()].type)
+        throw error(error_kind::config, "the bucketing policy mixed dtypes in one bucket ('" +
+                                            params[i].name + "' is " +
+                                            std::string(to_string(params[i].type)) + ")");
+      b.offsets.push_back(b.elements);
+      b.elements += params[i].count;
+      plan.bucket_of[i] = plan.buckets.size();
+    }
+    b.param_type = params[members.front()].type;
+    b.wire_type = wire(b.param_type);
+    plan.buckets.push_back(std::move(b));
+  }
+  for (std::size_t i = 0; i < params.size(); ++i)
+    if (!seen[i])
+      throw error(error_kind::config, "the bucketing policy left parameter '" + params[i].name + "' out");
+  choose_paths(plan, params, caps);
+  return plan;
+}
+
+/// What a bucketing policy sees of the parameters.
+inline std::vector<parameter_desc> describe_for_bucketing(std::span<const tensor_slot> params) {
+  std::vector<parameter_desc> out;
+  out.reserve(params.size());
+  for (auto& p : params)
+    out.push_back({p.name, p.type, p.count, p.count * size_of(p.type)});
+  return out;
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DATA_PARALLEL_BUCKET_PLAN_HPP
+// ---- end ddp/data_parallel/bucket_plan.hpp ----
+// ---- begin ddp/data_parallel/debug.hpp ----
+// DDP_DEBUG diagnostics for distributed_data_parallel, kept apart from it:
+// INFO logs the bucket layout once, DETAIL adds per-step bucket timings and a
+// cross-rank check before every bucket that all ranks launch the same one.
+#ifndef DDP_DATA_PARALLEL_DEBUG_HPP
+#define DDP_DATA_PARALLEL_DEBUG_HPP
+
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+inline void log_bucket_layout(const bucket_plan& plan, const std::vector<tensor_slot>& params) {
+  std::string s = "distributed_data_parallel: " + std::to_string(params.size()) + " parameters in " +
+                  std::to_string(plan.buckets.size()) + " buckets (launch order):";
+  for (std::size_t i = 0; i < plan.buckets.size(); ++i) {
+    auto& b = plan.buckets[i];
+    s += "\n  bucket " + std::to_string(i) + ": " + std::to_string(b.params.size()) + " tensors, " +
+         std::to_string(b.elements) + " x " + std::string(to_string(b.param_type)) +
+         (b.wire_type != b.param_type ? " sent as " + std::string(to_string(b.wire_type)) : "") + ", " +
+         to_string(b.path) + " [" + params[b.params.front()].name +
+         (b.params.size() > 1 ? " .. " + params[b.params.back()].name : "") + "]";
+  }
+  log_line("rank 0", s);
+}
+
+template <class Engine> void log_step_timing(const Engine& engine, std::size_t buckets) {
+  std::string s = "step timing (ms from launch to done):";
+  for (std::size_t i = 0; i < buckets; ++i)
+    s += " b" + std::to_string(i) + "=" + std::to_string(engine.last_duration_ms(i));
+  log_line("rank 0", s);
+}
+
+/// Every rank must be launching the same bucket; say who is not.
+template <communicator Comm>
+void check_same_bucket_everywhere(Comm& comm, std::size_t index, const planned_bucket& b) {
+  const auto w = static_cast<std::size_t>(comm.size());
+  std::int64_t mine[3] = {static_cast<std::int64_t>(index), static_cast<std::int64_t>(b.elements),
+                          static_cast<std::int64_t>(b.wire_type)};
+  std::vector<std::int64_t> all(3 * w);
+  comm.all_gather(mine, all.data(), 3, dtype::i64, true).wait();
+  for (std::size_t r = 1; r < w; ++r)
+    if (all[3 * r] != all[0] || all[3 * r + 1] != all[1] || all[3 * r + 2] != all[2])
+      throw error(error_kind::mismatch,
+                  "collective mismatch: rank 0 launches bucket " + std::to_string(all[0]) + " (" +
+                      std::to_string(all[1]) + " elements) but rank " + std::to_string(r) +
+                      " launches bucket " + std::to_string(all[3 * r]) + " (" +
+                      std::to_string(all[3 * r + 1]) +
+                      " elements): the ranks disagree on this step's gradients",
+                  static_cast<int>(r));
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DATA_PARALLEL_DEBUG_HPP
+// ---- end ddp/data_parallel/debug.hpp ----
+// ---- begin ddp/data_parallel/host_bucket_engine.hpp ----
+// Launches and completes the buckets of a plan whose gradients are in host
+// memory: packs (converting and scaling in the same pass) where the plan says
+// packed, scales in place or fuses the scale into the ring otherwise, and
+// unpacks when a bucket is done. The CUDA engine sits beside it.
+#ifndef DDP_DATA_PARALLEL_HOST_BUCKET_ENGINE_HPP
+#define DDP_DATA_PARALLEL_HOST_BUCKET_ENGINE_HPP
+
+
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+template <communicator Comm> class host_bucket_engine {
+public:
+  static constexpr plan_capabilities capabilities{.fragments = fragment_communicator<Comm>};
+
+  host_bucket_engine(Comm& comm, const bucket_plan& plan, const std::vector<tensor_slot>& params)
+      : comm_(comm), plan_(plan), params_(params), state_(plan.buckets.size()) {
+    layout();
+  }
+  host_bucket_engine(const host_bucket_engine&) = delete;
+  host_bucket_engine& operator=(const host_bucket_engine&) = delete;
+  ~host_bucket_engine() { wait_all_quietly(); }
+
+  /// Packing buffers for the packed buckets (kept across steps); call again
+  /// when the plan's paths changed.
+  void layout() {
+    for (std::size_t i = 0; i < state_.size(); ++i) {
+      auto& b = plan_.buckets[i];
+      if (b.path == bucket_path::packed)
+        state_[i].buffer.resize(b.elements * size_of(b.wire_type));
+      else
+        state_[i].buffer = {};
+    }
+  }
+
+  /// A gradient with no contribution this step.
+  static void zero(const tensor_slot& p) { std::memset(p.grad, 0, p.count * size_of(p.type)); }
+
+  /// Starts the all-reduce of bucket i; `scale` (1/W for a mean, else 1) is
+  /// fused into the packing copy or the ring's last step where there is one.
+  void launch(std::size_t i, double scale) {
+    auto& b = plan_.buckets[i];
+    auto& s = state_[i];
+    s.t_launch = std::chrono::steady_clock::now();
+    if (b.path == bucket_path::packed) {
+      const std::size_t wsize = size_of(b.wire_type);
+      for (std::size_t k = 0; k < b.params.size(); ++k) {
+        auto& p = params_[b.params[k]];
+        copy_scaled(s.buffer.data() + b.offsets[k] * wsize, b.wire_type, p.grad, p.type, p.count, scale);
+      }
+      s.in_flight = reduce(i, nullptr, 1.0);
+      return;
+    }
+    if constexpr (!fragment_communicator<Comm>)
+      if (scale != 1.0) scale_in_place(params_[b.params.front()].grad, b.elements, b.param_type, scale);
+    s.in_flight = reduce(i, nullptr, fragment_communicator<Comm> ? scale : 1.0);
+  }
+
+  /// Waits for bucket i (if launched) and unpacks it into the gradients.
+  void finish(std::size_t i) {
+    auto& s = state_[i];
+    if (!s.in_flight) return;
+    auto w = std::move(*s.in_flight);
+    s.in_flight.reset();
+    w.wait();
+    s.t_done = std::chrono::steady_clock::now();
+    auto& b = plan_.buckets[i];
+    if (b.path != bucket_path::packed) return;
+    const std::size_t wsize = size_of(b.wire_type);
+    for (std::size_t k = 0; k < b.params.size(); ++k) {
+      auto& p = params_[b.params[k]];
+      copy_scaled(p.grad, p.type, s.buffer.data() + b.offsets[k] * wsize, b.wire_type, p.count, 1.0);
+    }
+  }
+
+  /// A joined rank's stand-in for bucket i: the same collective the others
+  /// run, message for message, on zeros.
+  work reduce_zeros(std::size_t i, double scale) {
+    auto& b = plan_.buckets[i];
+    auto& s = state_[i];
+    s.shadow.assign(b.elements * size_of(b.wire_type), std::byte{0});
+    return reduce(i, s.shadow.data(), scale);
+  }
+
+  void wait_all_quietly() {
+    for (auto& s : state_)
+      if (s.in_flight) {
+        try {
+          s.in_flight->wait();
+        } catch (...) {}
+        s.in_flight.reset();
+      }
+  }
+
+  /// Milliseconds from launch to done of bucket i in the last step.
+  double last_duration_ms(std::size_t i) const {
+    return std::chrono::duration<double, std::milli>(state_[i].t_done - state_[i].t_launch).count();
+  }
+
+private:
+  struct runtime {
+    std::vector<std::byte> buffer; ///< packed wire data (allocated once, reused)
+    std::vector<std::byte> shadow; ///< zeros for join()
+    std::optional<work> in_flight;
+    std::chrono::steady_clock::time_point t_launch, t_done;
+  };
+
+  /// Starts the all-reduce of bucket i on its gradients, its buffer, or
+  /// `zeros` in their place (cut into the same fragments).
+  work reduce(std::size_t i, std::byte* zeros, double scale) {
+    auto& b = plan_.buckets[i];
+    if constexpr (fragment_communicator<Comm>) {
+      if (b.path != bucket_path::packed) {
+        std::vector<fragment> frags;
+        const std::size_t wsize = size_of(b.wire_type);
+        if (b.path == bucket_path::in_place) {
+          frags.push_back({zeros ? zeros : params_[b.params.front()].grad, b.elements});
+        } else {
+          for (std::size_t k = 0; k < b.params.size(); ++k) {
+            auto& p = params_[b.params[k]];
+            frags.push_back({zeros ? zeros + b.offsets[k] * wsize : p.grad, p.count});
+          }
+        }
+        return comm_.all_reduce_fragments(std::move(frags), b.wire_type, scale);
+      }
+    }
+    void* data = zeros                           ? static_cast<void*>(zeros)
+                 : b.path == bucket_path::packed ? static_cast<void*>(state_[i].buffer.data())
+                                                 : params_[b.params.front()].grad;
+    return comm_.all_reduce(data, b.elements, b.wire_type, op::sum);
+  }
+
+  Comm& comm_;
+  const bucket_plan& plan_;
+  const std::vector<tensor_slot>& params_;
+  std::vector<runtime> state_;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DATA_PARALLEL_HOST_BUCKET_ENGINE_HPP
+// ---- end ddp/data_parallel/host_bucket_engine.hpp ----
+// ---- begin ddp/data_parallel/join.hpp ----
+// Uneven inputs (PyTorch's Join, with divide_by_initial_world_size): every
+// step, training ranks all-reduce a "still training" flag; a rank that ran out
+// of data answers those rounds with zeros until the flag reads zero.
+#ifndef DDP_DATA_PARALLEL_JOIN_HPP
+#define DDP_DATA_PARALLEL_JOIN_HPP
+
+
+#include <cstdint>
+#include <optional>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+template <communicator Comm> class join_tracker {
+public:
+  explicit join_tracker(Comm& comm) : comm_(comm) {}
+  join_tracker(const join_tracker&) = delete;
+  join_tracker& operator=(const join_tracker&) = delete;
+  ~join_tracker() { end_step(); }
+
+  /// A training rank's step begins: joined ranks are waiting on this flag.
+  void begin_step() {
+    flag_ = 1;
+    pending_ = comm_.all_reduce(&flag_, 1, dtype::i32, op::sum);
+  }
+
+  /// Waits for the flag's all-reduce (its failure is the step's, reported there).
+  void end_step() {
+    if (!pending_) return;
+    try {
+      pending_->wait();
+    } catch (...) {}
+    pending_.reset();
+  }
+
+  /// A joined rank: while some rank still trains, calls shadow_step() — which
+  /// must issue exactly the collectives of one training step, on zeros.
+  template <class F> void shadow_until_all_joined(F&& shadow_step) {
+    for (;;) {
+      std::int32_t active = 0;
+      comm_.all_reduce(&active, 1, dtype::i32, op::sum, true).wait();
+      if (active == 0) return;
+      shadow_step();
+    }
+  }
+
+private:
+  Comm& comm_;
+  std::int32_t flag_ = 1;
+  std::optional<work> pending_;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DATA_PARALLEL_JOIN_HPP
+// ---- end ddp/data_parallel/join.hpp ----
+// ---- begin ddp/data_parallel/parameter_registry.hpp ----
+// The model as distributed_data_parallel sees it: its parameters and buffers
+// walked into type-erased slots, found by name or by gradient address, checked
+// against the other ranks, and followed when their storage moves.
+#ifndef DDP_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
+#define DDP_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
+
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+template <class Model> class parameter_registry {
+public:
+  explicit parameter_registry(Model& m)
+      : model_(m), params_(collect_parameters(m)), buffers_(collect_buffers(m)) {
+    check_unique_names(params_, "parameters");
+    check_unique_names(buffers_, "buffers");
+    index_gradients();
+  }
+
+  const std::vector<tensor_slot>& parameters() const noexcept { return params_; }
+  const std::vector<tensor_slot>& buffers() const noexcept { return buffers_; }
+  std::size_t size() const noexcept { return params_.size(); }
+  const tensor_slot& operator[](std::size_t i) const { return params_[i]; }
+
+  /// The index of the parameter called `name`.
+  std::size_t index(std::string_view name) const {
+    for (std::size_t i = 0; i < params_.size(); ++i)
+      if (params_[i].name == name) return i;
+    throw error(error_kind::config, "no parameter named '" + std::string(name) + "'");
+  }
+
+  /// The index of the parameter whose gradient starts at `grad`, as of the last walk.
+  std::optional<std::size_t> find_gradient(const void* grad) const {
+    auto it = by_grad_.find(grad);
+    if (it == by_grad_.end()) return std::nullopt;
+    return it->second;
+  }
+
+  /// Walks the model again when storage moved since the last walk (a resized
+  /// Eigen matrix), refusing changed names, sizes or counts. Cheap when nothing
+  /// moved (no allocation): it runs at the start of every step. True if it moved.
+  bool refresh(int rank) {
+    if (same_storage(model_, params_, buffers_)) return false;
+    auto params = collect_parameters(model_);
+    auto buffers = collect_buffers(model_);
+    check_unchanged(params, params_, "parameter", rank);
+    check_unchanged(buffers, buffers_, "buffer", rank);
+    params_ = std::move(params);
+    buffers_ = std::move(buffers);
+    index_gradients();
+    return true;
+  }
+
+  /// Every rank must hold the same parameters and buffers (names, order,
+  /// dtypes, sizes): the first difference from rank 0 is an error naming the
+  /// rank and the parameter, on every rank.
+  template <communicator C> void verify_across_ranks(C& comm) const {
+    const std::string desc = describe(params_, buffers_);
+    const auto w = static_cast<std::size_t>(comm.size());
+    std::int64_t len = static_cast<std::int64_t>(desc.size());
+    std::vector<std::int64_t> lens(w);
+    comm.all_gather(&len, lens.data(), 1, dtype::i64, true).wait();
+    std::size_t longest = 0;
+    for (auto l : lens)
+      longest = std::max(longest, static_cast<std::size_t>(l));
+    std::vector<std::uint8_t> mine(longest, 0), all(longest * w);
+    std::memcpy(mine.data(), desc.data(), desc.size());
+    comm.all_gather(mine.data(), all.data(), longest, dtype::u8, true).wait();
+    auto of = [&](std::size_t r) {
+      return std::string(reinterpret_cast<const char*>(all.data() + r * longest),
+                         static_cast<std::size_t>(lens[r]));
+    };
+    const std::string d0 = of(0);
+    for (std::size_t r = 1; r < w; ++r) {
+      auto diff = first_difference(d0, of(r), static_cast<int>(r));
+      if (!diff.empty())
+        throw error(error_kind::mismatch,
+                    "the model differs between ranks: " + diff +
+                        ". Every rank must build the same model (same parameters, in the "
+                        "same order, with the same dtypes and sizes).",
+                    static_cast<int>(r));
+    }
+  }
+
+  /// Copies rank 0's parameters and buffers (or only its buffers) to every rank.
+  template <communicator C> void broadcast_from_rank0(C& comm, bool buffers_only = false) const {
+    std::vector<work> ws;
+    for (auto* list : {&params_, &buffers_}) {
+      if (buffers_only && list == &params_) continue;
+      for (auto& s : *list)
+        ws.push_back(comm.broadcast(s.value, s.count, s.type, 0));
+    }
+    for (auto& w : ws)
+      w.wait();
+  }
+
+  /// The first slot in device memory, if any.
+  const tensor_slot* first_on_device() const {
+    for (auto* list : {&params_, &buffers_})
+      for (auto& s : *list)
+        if (s.on_device) return &s;
+    return nullptr;
+  }
+
+private:
+  void index_gradients() {
+    by_grad_.clear();
+    for (std::size_t i = 0; i < params_.size(); ++i)
+      by_grad_[params_[i].grad] = i;
+  }
+
+  /// Storage may move between steps; names, sizes and count may not.
+  static void check_unchanged(const std::vector<tensor_slot>& now, const std::vector<tensor_slot>& before,
+                              const char* what, int rank) {
+    for (std::size_t i = 0; i < before.size(); ++i)
+      if (i >= now.size() || now[i].count != before[i].count || now[i].name != before[i].name)
+        throw error(error_kind::config,
+                    "rank " + std::to_string(rank) + ": " + what + " '" + before[i].name +
+                        "' changed its name or size after distributed_data_parallel was built");
+    if (now.size() != before.size())
+      throw error(error_kind::config, std::string("the model's ") + what +
+                                          " count changed after distributed_data_parallel was built");
+  }
+
+  Model& model_;
+  std::vector<tensor_slot> params_, buffers_;
+  std::unordered_map<const void*, std::size_t> by_grad_;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
+// ---- end ddp/data_parallel/parameter_registry.hpp ----
+// ---- begin ddp/data_parallel/step_state.hpp ----
+// One step of distributed_data_parallel as a state machine: which gradients
+// are marked (ready, or unused on this rank), how many each bucket still
+// waits for, and which bucket launches next — strictly in bucket order, so
+// every rank issues the same collectives in the same order.
+#ifndef DDP_DATA_PARALLEL_STEP_STATE_HPP
+#define DDP_DATA_PARALLEL_STEP_STATE_HPP
+
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+enum class mark_state : std::uint8_t { pending, ready, unused };
+
+class step_state {
+public:
+  explicit step_state(const bucket_plan& plan) : plan_(plan) {
+    marks_.assign(plan.bucket_of.size(), mark_state::pending);
+    pending_.resize(plan.buckets.size());
+    reset();
+  }
+
+  bool started() const noexcept { return started_; }
+  void start() noexcept { started_ = true; }
+  bool is_pending(std::size_t param) const { return marks_[param] == mark_state::pending; }
+
+  /// Records the mark (the caller checked it was pending).
+  void mark(std::size_t param, mark_state how) {
+    marks_[param] = how;
+    --pending_[plan_.bucket_of[param]];
+  }
+
+  /// Calls launch(bucket) for every bucket that is complete, in bucket order,
+  /// stopping at the first that is not.
+  template <class F> void launch_ready(F&& launch) {
+    while (next_launch_ < pending_.size() && pending_[next_launch_] == 0)
+      launch(next_launch_++);
+  }
+
+  void reset() {
+    std::fill(marks_.begin(), marks_.end(), mark_state::pending);
+    for (std::size_t i = 0; i < pending_.size(); ++i)
+      pending_[i] = plan_.buckets[i].params.size();
+    next_launch_ = 0;
+    started_ = false;
+  }
+
+private:
+  const bucket_plan& plan_;
+  std::vector<mark_state> marks_;
+  std::vector<std::size_t> pending_; ///< per bucket: gradients not yet marked
+  std::size_t next_launch_ = 0;
+  bool started_ = false;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DATA_PARALLEL_STEP_STATE_HPP
+// ---- end ddp/data_parallel/step_state.hpp ----
 // ---- begin ddp/process_group.hpp ----
 // ddp::process_group<Backend> and ddp::init_process_group<Backend>().
 #ifndef DDP_PROCESS_GROUP_HPP
 #define DDP_PROCESS_GROUP_HPP
 
+// ---- begin ddp/detail/common/timeout.hpp ----
+// DDP_TIMEOUT: the one deadline every wait in ddp is bounded by.
+#ifndef DDP_DETAIL_TIMEOUT_HPP
+#define DDP_DETAIL_TIMEOUT_HPP
+
 
 #include <chrono>
-#include <concepts>
-#include <memory>
 #include <string>
 #include <string_view>
 
 DDP_BEGIN_NAMESPACE
-
-/// A backend policy names its communicator type, which connects from a
-/// detail::rendezvous and offers type-erased collectives.
-template <class B>
-concept backend_policy = requires {
-  typename B::communicator;
-  { B::name } -> std::convertible_to<std::string_view>;
-  { B::supports_device_tensors } -> std::convertible_to<bool>;
-}
-&&std::constructible_from<typename B::communicator, const detail::rendezvous&>;
-
 namespace detail {
 
-/// DDP_TIMEOUT: "600" (seconds), or with a unit: "500ms", "30s", "10m".
+/// "600" (seconds), or with a unit: "500ms", "30s", "10m".
 inline std::chrono::milliseconds parse_timeout(std::string_view v) {
   auto bad = [&] {
     return error(error_kind::config, "environment variable DDP_TIMEOUT='" + std::string(v) +
@@ -3010,12 +3833,25 @@ inline std::chrono::milliseconds parse_timeout(std::string_view v) {
   return std::chrono::milliseconds(*n * scale);
 }
 
+/// DDP_TIMEOUT when set, else 10 minutes (PyTorch's default for Gloo and NCCL).
 inline std::chrono::milliseconds default_timeout() {
   if (auto v = getenv_str("DDP_TIMEOUT")) return parse_timeout(*v);
   return std::chrono::minutes(10);
 }
 
 } // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_TIMEOUT_HPP
+// ---- end ddp/detail/common/timeout.hpp ----
+
+#include <chrono>
+#include <concepts>
+#include <memory>
+#include <string>
+#include <string_view>
+
+DDP_BEGIN_NAMESPACE
 
 struct init_options {
   std::string init_method = "env://"; ///< env://, tcp://host:port or file:///shared/dir
@@ -3026,17 +3862,16 @@ struct init_options {
 };
 
 template <class Backend> class process_group {
-  static_assert(
-      backend_policy<Backend>,
-      "ddp: process_group<B> needs a backend policy such as ddp::gloo or ddp::nccl: a type with "
-      "`using communicator = ...;` (constructible from ddp::detail::rendezvous), "
-      "`static constexpr std::string_view name` and `static constexpr bool supports_device_tensors`.");
+  static_assert(backend_policy<Backend>,
+                "ddp: process_group<B> needs a backend policy such as ddp::gloo or ddp::nccl: a type with "
+                "`static constexpr std::string_view name` and `using communicator = ...;` naming a type that "
+                "models ddp::communicator (see ddp/backend/communicator.hpp).");
 
 public:
   using backend_type = Backend;
 
   /// Prefer init_process_group<Backend>(); this connects from a prepared rendezvous.
-  explicit process_group(detail::rendezvous rv)
+  explicit process_group(rendezvous rv)
       : topo_(rv.topo), store_(rv.store), comm_(std::make_unique<typename Backend::communicator>(rv)) {}
 
   process_group(const process_group&) = delete;
@@ -3100,7 +3935,9 @@ private:
   template <class T> work all_reduce_impl(T& t, op o, bool blocking) {
     if constexpr (usable<T>()) {
       auto s = as_span(t);
-      return comm_->all_reduce(s.data(), s.size(), dtype_v<tensor_value_t<T>>, o, blocking);
+      return in_space<T>([&](auto... where) {
+        return comm_->all_reduce(where..., s.data(), s.size(), dtype_v<tensor_value_t<T>>, o, blocking);
+      });
     } else {
       return {};
     }
@@ -3110,14 +3947,16 @@ private:
     if constexpr (usable<T>()) {
       check_root(root, "broadcast");
       auto s = as_span(t);
-      return comm_->broadcast(s.data(), s.size(), dtype_v<tensor_value_t<T>>, root, blocking);
+      return in_space<T>([&](auto... where) {
+        return comm_->broadcast(where..., s.data(), s.size(), dtype_v<tensor_value_t<T>>, root, blocking);
+      });
     } else {
       return {};
     }
   }
 
   template <class In, class Out> work all_gather_impl(const In& in, Out& out, bool blocking) {
-    if constexpr (usable<const In>() && usable<Out>()) {
+    if constexpr (usable<const In>() && usable<Out>() && same_space<In, Out>("all_gather")) {
       static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                     "ddp: all_gather needs input and output of the same element type");
       auto i = as_span(in);
@@ -3126,14 +3965,17 @@ private:
         throw error(error_kind::config, "all_gather on rank " + std::to_string(rank()) + ": output has " +
                                             std::to_string(o.size()) + " elements, expected world size " +
                                             std::to_string(size()) + " x input " + std::to_string(i.size()));
-      return comm_->all_gather(i.data(), o.data(), i.size(), dtype_v<tensor_value_t<Out>>, blocking);
+      return in_space<Out>([&](auto... where) {
+        return comm_->all_gather(where..., i.data(), o.data(), i.size(), dtype_v<tensor_value_t<Out>>,
+                                 blocking);
+      });
     } else {
       return {};
     }
   }
 
   template <class In, class Out> work reduce_scatter_impl(const In& in, Out& out, op o, bool blocking) {
-    if constexpr (usable<const In>() && usable<Out>()) {
+    if constexpr (usable<const In>() && usable<Out>() && same_space<In, Out>("reduce_scatter")) {
       static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                     "ddp: reduce_scatter needs input and output of the same element type");
       auto i = as_span(in);
@@ -3142,7 +3984,10 @@ private:
         throw error(error_kind::config, "reduce_scatter on rank " + std::to_string(rank()) + ": input has " +
                                             std::to_string(i.size()) + " elements, expected world size " +
                                             std::to_string(size()) + " x output " + std::to_string(s.size()));
-      return comm_->reduce_scatter(i.data(), s.data(), s.size(), dtype_v<tensor_value_t<Out>>, o, blocking);
+      return in_space<Out>([&](auto... where) {
+        return comm_->reduce_scatter(where..., i.data(), s.data(), s.size(), dtype_v<tensor_value_t<Out>>, o,
+                                     blocking);
+      });
     } else {
       return {};
     }
@@ -3154,11 +3999,29 @@ private:
     using U = std::remove_reference_t<T>;
     detail::require_tensor<std::remove_cv_t<U>>();
     if constexpr (tensor<U>) {
-      static_assert(Backend::supports_device_tensors || !on_device_v<std::remove_cv_t<U>>,
+      static_assert(accepts_device_tensors_v<Backend> || !on_device_v<std::remove_cv_t<U>>,
                     "ddp: this backend (Gloo) works on host memory; a device_span needs ddp::nccl");
-      return Backend::supports_device_tensors || !on_device_v<std::remove_cv_t<U>>;
+      return accepts_device_tensors_v<Backend> || !on_device_v<std::remove_cv_t<U>>;
     }
     return false;
+  }
+
+  /// Input and output of one collective live in one memory space.
+  template <class In, class Out> static constexpr bool same_space(const char*) {
+    constexpr bool same =
+        on_device_v<std::remove_cv_t<std::remove_reference_t<In>>> == on_device_v<std::remove_cv_t<Out>>;
+    static_assert(same,
+                  "ddp: a collective's input and output must both be host tensors or both device tensors");
+    return same;
+  }
+
+  /// Calls f() for a host tensor, f(device_memory) for a device tensor: where
+  /// memory lives is a compile-time fact, so the backend never has to ask.
+  template <class T, class F> static work in_space(F&& f) {
+    if constexpr (on_device_v<std::remove_cv_t<std::remove_reference_t<T>>>)
+      return f(device_memory);
+    else
+      return f();
   }
 
   void check_root(int root, const char* what) const {
@@ -3192,8 +4055,8 @@ inline void parse_host_port(std::string_view hp, std::string_view method, std::s
   port = static_cast<int>(*p);
 }
 
-inline rendezvous make_rendezvous(const init_options& o) {
-  rendezvous rv;
+inline ddp::rendezvous make_rendezvous(const init_options& o) {
+  ddp::rendezvous rv;
   rv.topo = topology::from_env();
   if (o.world_size == 0 || o.world_size < -1)
     throw error(error_kind::config,
@@ -3335,29 +4198,10 @@ DDP_END_NAMESPACE
 #endif // DDP_REDUCTION_HPP
 // ---- end ddp/reduction.hpp ----
 
-#include <chrono>
-#include <cstring>
-#include <optional>
-#include <unordered_map>
+#include <string>
+#include <utility>
 
 DDP_BEGIN_NAMESPACE
-
-struct ddp_options {
-  bool broadcast_buffers = true; ///< broadcast rank 0's buffers at the end of every synchronize()
-  bool strict_marking = false;   ///< a gradient still unmarked at synchronize() is an error
-  bool verify_model = true;      ///< compare names, dtypes and sizes across ranks at construction
-  bool uneven_inputs = false;    ///< ranks may run out of data at different steps: enables join()
-};
-
-/// Introspection: one entry per bucket, in launch order.
-struct bucket_info {
-  std::vector<std::size_t> parameters; ///< indices in registration order
-  dtype param_type;
-  dtype wire_type;
-  std::size_t elements;
-  bool in_place; ///< the gradients are one contiguous range, reduced where they lie
-  bool unpacked; ///< reduced where the gradients lie, tensor by tensor (no packing copies)
-};
 
 /// The primary template only diagnoses: it is chosen when an argument is not
 /// what it should be, and says which one and how to fix it, once.
@@ -3388,6 +4232,9 @@ public:
 template <class Model, class Backend, class Bucketing, class Reduction>
 requires model<Model> && backend_policy<Backend> && bucketing_policy<Bucketing> && reduction_policy<Reduction>
 class distributed_data_parallel<Model, Backend, Bucketing, Reduction> {
+  using comm_type = typename Backend::communicator;
+  using engine_type = detail::host_bucket_engine<comm_type>;
+
 public:
   using model_type = Model;
   using backend_type = Backend;
@@ -3395,92 +4242,67 @@ public:
   /// Verifies the model across ranks (names, dtypes, sizes), then copies rank 0's
   /// parameters and buffers to every rank.
   distributed_data_parallel(Model& m, process_group<Backend>& pg, ddp_options o = {})
-      : model_(m), pg_(pg), opts_(o) {
-    params_ = detail::collect_parameters(m);
-    buffers_ = detail::collect_buffers(m);
-    detail::check_unique_names(params_, "parameters");
-    detail::check_unique_names(buffers_, "buffers");
-    if (opts_.verify_model) verify_across_ranks();
-    broadcast_state();
-    build_buckets();
-    index_gradients();
-    if (detail::debug() >= detail::debug_level::info && pg_.rank() == 0) log_layout();
+      : model_(m), pg_(pg), opts_(o), registry_(m), plan_(verify_then_plan()), step_(plan_),
+        engine_(pg.communicator(), plan_, registry_.parameters()), join_(pg.communicator()) {
+    if (detail::debug() >= detail::debug_level::info && pg_.rank() == 0)
+      detail::log_bucket_layout(plan_, registry_.parameters());
   }
-
   distributed_data_parallel(const distributed_data_parallel&) = delete;
   distributed_data_parallel& operator=(const distributed_data_parallel&) = delete;
 
-  ~distributed_data_parallel() {
-    for (auto& b : buckets_)
-      if (b.in_flight) try {
-          b.in_flight->wait();
-        } catch (...) {}
-  }
-
   Model& module() noexcept { return model_; }
   process_group<Backend>& group() noexcept { return pg_; }
-  std::size_t num_parameters() const noexcept { return params_.size(); }
-  const std::string& parameter_name(std::size_t i) const { return params_.at(i).name; }
-
+  std::size_t num_parameters() const noexcept { return registry_.size(); }
+  const std::string& parameter_name(std::size_t i) const { return registry_.parameters().at(i).name; }
   /// The index of the parameter called `name`.
-  std::size_t parameter_index(std::string_view name) const {
-    for (std::size_t i = 0; i < params_.size(); ++i)
-      if (params_[i].name == name) return i;
-    throw error(error_kind::config, "no parameter named '" + std::string(name) + "'");
-  }
+  std::size_t parameter_index(std::string_view name) const { return registry_.index(name); }
 
   std::vector<bucket_info> buckets() const {
     std::vector<bucket_info> out;
-    for (auto& b : buckets_)
-      out.push_back({b.params, b.param_type, b.wire_type, b.elements, b.in_place, b.unpacked});
+    for (auto& b : plan_.buckets)
+      out.push_back({b.params, b.param_type, b.wire_type, b.elements, b.path});
     return out;
   }
 
   /// Gradient `index` (registration order) is final for this step; a bucket
   /// whose gradients are all final starts its all-reduce, in bucket order.
-  void mark_grad_ready(std::size_t index) { mark(index, mark_state::ready); }
-  template <tensor G> void mark_grad_ready(const G& grad) { mark(index_of(grad), mark_state::ready); }
+  void mark_grad_ready(std::size_t index) { mark(index, detail::mark_state::ready); }
+  template <tensor G> void mark_grad_ready(const G& grad) { mark(index_of(grad), detail::mark_state::ready); }
 
   /// This rank has no gradient for `index` this step (a branch it did not take):
   /// its gradient is zeroed, contributes zeros, and still receives the average.
-  void mark_unused(std::size_t index) { mark(index, mark_state::unused); }
-  template <tensor G> void mark_unused(const G& grad) { mark(index_of(grad), mark_state::unused); }
+  void mark_unused(std::size_t index) { mark(index, detail::mark_state::unused); }
+  template <tensor G> void mark_unused(const G& grad) { mark(index_of(grad), detail::mark_state::unused); }
 
   /// Launches what is left (unmarked gradients count as ready unless
   /// strict_marking), waits, and leaves the reduced gradients in the model's
   /// gradient tensors on every rank. Inside no_sync(), does nothing but end the step.
   void synchronize() {
-    if (no_sync_depth_ > 0) {
-      reset_step();
-      return;
-    }
+    if (no_sync_depth_ > 0) return end_step();
     begin_step();
-    for (std::size_t i = 0; i < params_.size(); ++i) {
-      if (marks_[i] != mark_state::pending) continue;
-      if (opts_.strict_marking) {
-        wait_launched_quietly();
-        reset_step();
-        throw error(error_kind::config,
-                    "rank " + std::to_string(pg_.rank()) + ": gradient of parameter '" + params_[i].name +
-                        "' was not marked ready before synchronize() (strict_marking is on: "
-                        "call mark_grad_ready or mark_unused for it)",
-                    pg_.rank());
-      }
-      marks_[i] = mark_state::ready;
-      --buckets_[bucket_of_[i]].pending;
-    }
-    launch_ready_buckets();
     try {
-      for (auto& b : buckets_)
-        finish(b);
-      if (opts_.broadcast_buffers && !buffers_.empty()) sync_buffers();
+      for (std::size_t i = 0; i < registry_.size(); ++i) {
+        if (!step_.is_pending(i)) continue;
+        if (opts_.strict_marking)
+          throw error(error_kind::config,
+                      "rank " + std::to_string(pg_.rank()) + ": gradient of parameter '" + registry_[i].name +
+                          "' was not marked ready before synchronize() (strict_marking is on: "
+                          "call mark_grad_ready or mark_unused for it)",
+                      pg_.rank());
+        step_.mark(i, detail::mark_state::ready);
+      }
+      launch_ready();
+      for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+        engine_.finish(b);
+      if (opts_.broadcast_buffers && !registry_.buffers().empty()) sync_buffers();
     } catch (...) {
-      wait_launched_quietly();
-      reset_step();
+      engine_.wait_all_quietly();
+      end_step();
       throw;
     }
-    if (detail::debug() >= detail::debug_level::detail && pg_.rank() == 0) log_step_timing();
-    reset_step();
+    if (detail::debug() >= detail::debug_level::detail && pg_.rank() == 0)
+      detail::log_step_timing(engine_, plan_.buckets.size());
+    end_step();
   }
 
   /// While the guard lives, gradients accumulate locally: marks are ignored
@@ -3500,7 +4322,7 @@ public:
     distributed_data_parallel* d_;
   };
   [[nodiscard]] no_sync_guard no_sync() {
-    if (step_started_)
+    if (step_.started())
       throw error(error_kind::config, "no_sync() entered in the middle of a step (gradients already marked): "
                                       "enter it before backward");
     return no_sync_guard(*this);
@@ -3508,399 +4330,119 @@ public:
 
   /// Copies rank 0's buffers (running statistics and such) to every rank.
   void sync_buffers() {
-    if (!step_started_) refresh_pointers(); // inside a step, begin_step() did
-    std::vector<work> ws;
-    for (auto& s : buffers_)
-      ws.push_back(pg_.communicator().broadcast(s.value, s.count, s.type, 0));
-    for (auto& w : ws)
-      w.wait();
+    if (!step_.started()) refresh(); // inside a step, begin_step() did
+    registry_.broadcast_from_rank0(comm(), /*buffers_only=*/true);
   }
 
   /// For uneven inputs (options.uneven_inputs on every rank): a rank that has
   /// run out of data calls join(). Until every rank has joined, it shadows the
   /// others' steps, contributing zero gradients, so their collectives complete.
-  /// Like PyTorch's Join with divide_by_initial_world_size: averages keep
-  /// dividing by the full world size, so joined ranks count as zeros.
+  /// Averages keep dividing by the full world size: joined ranks count as zeros.
   void join() {
     if (!opts_.uneven_inputs)
       throw error(error_kind::config, "join() needs ddp_options::uneven_inputs = true on every rank");
-    if (step_started_) throw error(error_kind::config, "join() called in the middle of a step");
-    for (;;) {
-      std::int32_t active = 0;
-      pg_.communicator().all_reduce(&active, 1, dtype::i32, op::sum, true).wait();
-      if (active == 0) return;
+    if (step_.started()) throw error(error_kind::config, "join() called in the middle of a step");
+    join_.shadow_until_all_joined([&] {
       std::vector<work> ws;
-      for (auto& b : buckets_) {
+      for (std::size_t b = 0; b < plan_.buckets.size(); ++b) {
         if (detail::debug() >= detail::debug_level::detail)
-          check_same_bucket_everywhere(b); // as launch() does
-        b.shadow.assign(b.elements * size_of(b.wire_type), std::byte{0});
-        // The same collective the others run, with the same scale: in the ring, a
-        // chunk this rank owns is averaged here.
-        ws.push_back(reduce_bucket(b, b.shadow.data(), mean_scale()));
+          detail::check_same_bucket_everywhere(comm(), b, plan_.buckets[b]); // as launch does
+        ws.push_back(engine_.reduce_zeros(b, mean_scale())); // the ring averages owned chunks here
       }
       for (auto& w : ws)
         w.wait();
-      if (opts_.broadcast_buffers && !buffers_.empty()) sync_buffers();
-    }
+      if (opts_.broadcast_buffers && !registry_.buffers().empty()) sync_buffers();
+    });
   }
 
 private:
-  enum class mark_state : std::uint8_t { pending, ready, unused };
+  comm_type& comm() noexcept { return pg_.communicator(); }
+  double mean_scale() const { return Reduction::average ? 1.0 / pg_.size() : 1.0; }
 
-  /// Whether the backend reduces a bucket as a list of fragments (Gloo does).
-  static constexpr bool fragments_supported =
-      requires(typename Backend::communicator & c, std::vector<detail::fragment> f) {
-    c.all_reduce_fragments(std::move(f), dtype::f32, 1.0);
-  };
-  /// Below this average tensor size a bucket is packed: one message per tiny
-  /// tensor costs more than two copies of the bucket. 64 KiB packs the 1 KiB
-  /// tensors of bench/grad_sync's many_small case and leaves ResNet-50's
-  /// convolutions unpacked (both cases are measured there).
-  static constexpr std::size_t unpacked_min_average_bytes = std::size_t{64} << 10;
-
-  struct bucket {
-    std::vector<std::size_t> params;
-    dtype param_type = dtype::f32, wire_type = dtype::f32;
-    std::size_t elements = 0;
-    std::vector<std::size_t> offsets; // element offset of each param in the bucket
-    bool in_place = false;            // wire == param type and the gradients are contiguous
-    bool unpacked = false;            // reduced as fragments where the gradients lie (no buffer)
-    std::vector<std::byte> buffer;    // packed wire data (allocated once, reused)
-    std::vector<std::byte> shadow;    // zeros for join()
-    std::size_t pending = 0;
-    std::optional<ddp::work> in_flight;
-    std::chrono::steady_clock::time_point t_launch, t_done;
-  };
-
-  void* wire_data(bucket& b) { return b.in_place ? params_[b.params.front()].grad : b.buffer.data(); }
-
-  void verify_across_ranks() {
-    auto desc = detail::describe(params_, buffers_);
-    const auto w = static_cast<std::size_t>(pg_.size());
-    std::vector<std::int64_t> len{static_cast<std::int64_t>(desc.size())}, lens(w);
-    pg_.all_gather(len, lens);
-    std::size_t longest = 0;
-    for (auto l : lens)
-      longest = std::max(longest, static_cast<std::size_t>(l));
-    std::vector<std::uint8_t> mine(longest, 0), all(longest * w);
-    std::memcpy(mine.data(), desc.data(), desc.size());
-    pg_.all_gather(mine, all);
-    auto of = [&](std::size_t r) {
-      return std::string(reinterpret_cast<const char*>(all.data() + r * longest),
-                         static_cast<std::size_t>(lens[r]));
-    };
-    const std::string d0 = of(0);
-    for (std::size_t r = 1; r < w; ++r) {
-      auto diff = detail::first_difference(d0, of(r), static_cast<int>(r));
-      if (!diff.empty())
-        throw error(error_kind::mismatch,
-                    "the model differs between ranks: " + diff +
-                        ". Every rank must build the same model (same parameters, in the "
-                        "same order, with the same dtypes and sizes).",
-                    static_cast<int>(r));
-    }
+  /// Construction, in order: the model is checked (host memory, the same on
+  /// every rank), rank 0's state is copied everywhere, then the buckets are planned.
+  detail::bucket_plan verify_then_plan() {
+    if (auto* s = registry_.first_on_device())
+      throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) + ": '" + s->name +
+                                          "' lives in device memory; distributed_data_parallel reduces "
+                                          "host-memory gradients only so far (keep the model on the host, "
+                                          "or all-reduce device gradients with process_group<ddp::nccl>)");
+    if (opts_.verify_model) registry_.verify_across_ranks(comm());
+    registry_.broadcast_from_rank0(comm());
+    auto descs = detail::describe_for_bucketing(registry_.parameters());
+    return detail::make_bucket_plan(Bucketing::assign(std::span<const parameter_desc>(descs)),
+                                    registry_.parameters(), &Reduction::wire, engine_type::capabilities);
   }
 
-  void broadcast_state() {
-    std::vector<work> ws;
-    for (auto* list : {&params_, &buffers_})
-      for (auto& s : *list)
-        ws.push_back(pg_.communicator().broadcast(s.value, s.count, s.type, 0));
-    for (auto& w : ws)
-      w.wait();
-  }
-
-  void build_buckets() {
-    std::vector<parameter_desc> descs;
-    for (auto& p : params_)
-      descs.push_back({p.name, p.type, p.count, p.count * size_of(p.type)});
-    auto assignment = Bucketing::assign(std::span<const parameter_desc>(descs));
-    std::vector<int> seen(params_.size(), 0);
-    bucket_of_.assign(params_.size(), 0);
-    for (auto& members : assignment) {
-      if (members.empty()) throw error(error_kind::config, "the bucketing policy produced an empty bucket");
-      bucket b;
-      b.params = members;
-      b.param_type = params_.at(members.front()).type;
-      b.wire_type = Reduction::wire(b.param_type);
-      for (auto i : members) {
-        if (i >= params_.size())
-          throw error(error_kind::config, "the bucketing policy named parameter " + std::to_string(i) +
-                                              " of " + std::to_string(params_.size()));
-        if (seen[i]++)
-          throw error(error_kind::config,
-                      "the bucketing policy put parameter '" + params_[i].name + "' in two buckets");
-        if (params_[i].type != b.param_type)
-          throw error(error_kind::config, "the bucketing policy mixed dtypes in one bucket ('" +
-                                              params_[i].name + "' is " +
-                                              std::string(to_string(params_[i].type)) + ")");
-        b.offsets.push_back(b.elements);
-        b.elements += params_[i].count;
-        bucket_of_[i] = buckets_.size();
-      }
-      buckets_.push_back(std::move(b));
-    }
-    for (std::size_t i = 0; i < params_.size(); ++i)
-      if (!seen[i])
-        throw error(error_kind::config, "the bucketing policy left parameter '" + params_[i].name + "' out");
-    marks_.assign(params_.size(), mark_state::pending);
-    layout_buckets();
-    reset_step();
-  }
-
-  /// In place when the wire type is the gradient type and the bucket's gradients
-  /// lie back to back in bucket order; otherwise a packing buffer, kept across steps.
-  void layout_buckets() {
-    for (auto& b : buckets_) {
-      bool contiguous = b.wire_type == b.param_type;
-      auto* base = static_cast<std::byte*>(params_[b.params.front()].grad);
-      for (std::size_t k = 0; contiguous && k < b.params.size(); ++k)
-        contiguous =
-            static_cast<std::byte*>(params_[b.params[k]].grad) == base + b.offsets[k] * size_of(b.param_type);
-      b.in_place = contiguous;
-      // No packing when the backend reduces fragments and the tensors are large
-      // enough that a message each costs less than two copies of the bucket.
-      const std::size_t average_bytes = b.elements * size_of(b.param_type) / b.params.size();
-      b.unpacked = fragments_supported && b.wire_type == b.param_type &&
-                   (b.in_place || average_bytes >= unpacked_min_average_bytes);
-      if (!b.in_place && !b.unpacked)
-        b.buffer.resize(b.elements * size_of(b.wire_type));
-      else
-        b.buffer = {};
-    }
-  }
-
-  void index_gradients() {
-    grad_index_.clear();
-    for (std::size_t i = 0; i < params_.size(); ++i)
-      grad_index_[params_[i].grad] = i;
-  }
-
-  /// Gradient storage may have moved since the last step (a resized Eigen
-  /// matrix): walk the model again, and refuse changed sizes.
-  void refresh_pointers() {
-    if (detail::same_storage(model_, params_, buffers_)) return; // the common case: nothing moved
-    auto params = detail::collect_parameters(model_);
-    auto buffers = detail::collect_buffers(model_);
-    check_unchanged(params, params_, "parameter");
-    check_unchanged(buffers, buffers_, "buffer");
-    params_ = std::move(params);
-    buffers_ = std::move(buffers);
-    layout_buckets();
-    index_gradients();
-  }
-
-  /// Storage may move between steps; names, sizes and count may not.
-  void check_unchanged(const std::vector<detail::tensor_slot>& now,
-                       const std::vector<detail::tensor_slot>& before, const char* what) const {
-    for (std::size_t i = 0; i < before.size(); ++i)
-      if (i >= now.size() || now[i].count != before[i].count || now[i].name != before[i].name)
-        throw error(error_kind::config,
-                    "rank " + std::to_string(pg_.rank()) + ": " + what + " '" + before[i].name +
-                        "' changed its name or size after distributed_data_parallel was built");
-    if (now.size() != before.size())
-      throw error(error_kind::config, std::string("the model's ") + what +
-                                          " count changed after distributed_data_parallel was built");
+  /// Follows moved gradient storage: new addresses, maybe new bucket paths.
+  void refresh() {
+    if (!registry_.refresh(pg_.rank())) return;
+    detail::choose_paths(plan_, registry_.parameters(), engine_type::capabilities);
+    engine_.layout();
   }
 
   template <tensor G> std::size_t index_of(const G& grad) {
-    auto s = as_span(const_cast<G&>(grad));
-    auto it = grad_index_.find(static_cast<const void*>(s.data()));
-    if (it == grad_index_.end()) {
-      refresh_pointers();
-      it = grad_index_.find(static_cast<const void*>(s.data()));
+    const void* p = as_span(const_cast<G&>(grad)).data();
+    auto i = registry_.find_gradient(p);
+    if (!i) {
+      refresh(); // the storage may have moved since the last walk
+      i = registry_.find_gradient(p);
     }
-    if (it == grad_index_.end())
+    if (!i)
       throw error(error_kind::config,
                   "rank " + std::to_string(pg_.rank()) +
-                      ": mark_grad_ready/mark_unused got a tensor that is not the gradient of "
-                      "any parameter (pass the gradient tensor itself, or an index)");
-    return it->second;
+                      ": mark_grad_ready/mark_unused got a tensor that is not the gradient "
+                      "of any parameter (pass the gradient tensor itself, or an index)");
+    return *i;
   }
 
   void begin_step() {
-    if (step_started_) return;
-    step_started_ = true;
-    refresh_pointers();
-    if (opts_.uneven_inputs) {
-      // Joined ranks are waiting on this: one all-reduce of "still training" per step.
-      active_flag_ = 1;
-      pending_flag_ = pg_.communicator().all_reduce(&active_flag_, 1, dtype::i32, op::sum);
-    }
+    if (step_.started()) return;
+    step_.start();
+    refresh();
+    if (opts_.uneven_inputs) join_.begin_step();
   }
 
-  void mark(std::size_t index, mark_state how) {
-    if (index >= params_.size())
+  void end_step() {
+    join_.end_step();
+    step_.reset();
+  }
+
+  void mark(std::size_t index, detail::mark_state how) {
+    if (index >= registry_.size())
       throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) + ": parameter index " +
                                           std::to_string(index) + " is out of range (" +
-                                          std::to_string(params_.size()) + " parameters)");
+                                          std::to_string(registry_.size()) + " parameters)");
     if (no_sync_depth_ > 0) return;
     begin_step();
-    if (marks_[index] != mark_state::pending)
+    if (!step_.is_pending(index))
       throw error(error_kind::config,
-                  "rank " + std::to_string(pg_.rank()) + ": gradient of parameter '" + params_[index].name +
+                  "rank " + std::to_string(pg_.rank()) + ": gradient of parameter '" + registry_[index].name +
                       "' was marked twice in one step",
                   pg_.rank());
-    marks_[index] = how;
-    if (how == mark_state::unused) {
-      auto& p = params_[index];
-      std::memset(p.grad, 0, p.count * size_of(p.type));
-    }
-    auto& b = buckets_[bucket_of_[index]];
-    if (--b.pending == 0) launch_ready_buckets();
+    if (how == detail::mark_state::unused) engine_type::zero(registry_[index]);
+    step_.mark(index, how);
+    launch_ready();
   }
 
-  /// Starts every bucket that is complete, strictly in bucket order.
-  void launch_ready_buckets() {
-    while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0)
-      launch(buckets_[next_launch_++]);
-  }
-
-  void launch(bucket& b) {
-    if (detail::debug() >= detail::debug_level::detail) check_same_bucket_everywhere(b);
-    const double scale = mean_scale();
-    b.t_launch = std::chrono::steady_clock::now();
-    if (b.unpacked) { // reduced where the gradients lie, the averaging fused into the ring
-      b.in_flight = reduce_bucket(b, nullptr, scale);
-      return;
-    }
-    if (b.in_place) {
-      if (scale != 1.0) detail::scale_in_place(wire_data(b), b.elements, b.param_type, scale);
-    } else {
-      const std::size_t wsize = size_of(b.wire_type);
-      for (std::size_t k = 0; k < b.params.size(); ++k) {
-        auto& p = params_[b.params[k]];
-        detail::copy_scaled(b.buffer.data() + b.offsets[k] * wsize, b.wire_type, p.grad, p.type, p.count,
-                            scale);
-      }
-    }
-    b.in_flight = reduce_bucket(b, nullptr, 1.0);
-  }
-
-  double mean_scale() const { return Reduction::average ? 1.0 / pg_.size() : 1.0; }
-
-  /// Starts the all-reduce of bucket b. For a packed bucket `zeros` (if given)
-  /// replaces its buffer; for an unpacked one, it replaces the gradients, cut
-  /// into the same fragments, so a joined rank's shadow matches message for message.
-  work reduce_bucket(bucket& b, std::byte* zeros, double scale) {
-    if constexpr (fragments_supported) {
-      if (b.unpacked) {
-        std::vector<detail::fragment> frags;
-        const std::size_t wsize = size_of(b.wire_type);
-        if (b.in_place) {
-          frags.push_back({zeros ? zeros : wire_data(b), b.elements});
-        } else {
-          for (std::size_t k = 0; k < b.params.size(); ++k) {
-            auto& p = params_[b.params[k]];
-            frags.push_back({zeros ? zeros + b.offsets[k] * wsize : p.grad, p.count});
-          }
-        }
-        return pg_.communicator().all_reduce_fragments(std::move(frags), b.wire_type, scale);
-      }
-    }
-    return pg_.communicator().all_reduce(zeros ? zeros : wire_data(b), b.elements, b.wire_type, op::sum);
-  }
-
-  /// DDP_DEBUG=DETAIL: every rank must be launching the same bucket; say who is not.
-  void check_same_bucket_everywhere(const bucket& b) {
-    const auto w = static_cast<std::size_t>(pg_.size());
-    std::vector<std::int64_t> mine{static_cast<std::int64_t>(&b - buckets_.data()),
-                                   static_cast<std::int64_t>(b.elements),
-                                   static_cast<std::int64_t>(b.wire_type)},
-        all(3 * w);
-    pg_.all_gather(mine, all);
-    for (std::size_t r = 1; r < w; ++r)
-      if (all[3 * r] != all[0] || all[3 * r + 1] != all[1] || all[3 * r + 2] != all[2])
-        throw error(error_kind::mismatch,
-                    "collective mismatch: rank 0 launches bucket " + std::to_string(all[0]) + " (" +
-                        std::to_string(all[1]) + " elements) but rank " + std::to_string(r) +
-                        " launches bucket " + std::to_string(all[3 * r]) + " (" +
-                        std::to_string(all[3 * r + 1]) +
-                        " elements): the ranks disagree on this step's gradients",
-                    static_cast<int>(r));
-  }
-
-  /// Waits for bucket b and unpacks it into the gradients.
-  void finish(bucket& b) {
-    if (!b.in_flight) return;
-    auto w = std::move(*b.in_flight);
-    b.in_flight.reset();
-    w.wait();
-    b.t_done = std::chrono::steady_clock::now();
-    if (!b.in_place && !b.unpacked) {
-      const std::size_t wsize = size_of(b.wire_type);
-      for (std::size_t k = 0; k < b.params.size(); ++k) {
-        auto& p = params_[b.params[k]];
-        detail::copy_scaled(p.grad, p.type, b.buffer.data() + b.offsets[k] * wsize, b.wire_type, p.count,
-                            1.0);
-      }
-    }
-  }
-
-  void wait_launched_quietly() {
-    for (auto& b : buckets_)
-      if (b.in_flight) {
-        try {
-          b.in_flight->wait();
-        } catch (...) {}
-        b.in_flight.reset();
-      }
-  }
-
-  void reset_step() {
-    if (pending_flag_) {
-      try {
-        pending_flag_->wait();
-      } catch (...) {}
-      pending_flag_.reset();
-    }
-    std::fill(marks_.begin(), marks_.end(), mark_state::pending);
-    for (auto& b : buckets_) {
-      b.pending = b.params.size();
-    }
-    next_launch_ = 0;
-    step_started_ = false;
-  }
-
-  void log_layout() const {
-    std::string s = "distributed_data_parallel: " + std::to_string(params_.size()) + " parameters in " +
-                    std::to_string(buckets_.size()) + " buckets (launch order):";
-    for (std::size_t i = 0; i < buckets_.size(); ++i) {
-      auto& b = buckets_[i];
-      s += "\n  bucket " + std::to_string(i) + ": " + std::to_string(b.params.size()) + " tensors, " +
-           std::to_string(b.elements) + " x " + std::string(to_string(b.param_type)) +
-           (b.wire_type != b.param_type ? " sent as " + std::string(to_string(b.wire_type)) : "") +
-           (b.in_place   ? ", in place"
-            : b.unpacked ? ", unpacked fragments"
-                         : ", packed") +
-           " [" + params_[b.params.front()].name +
-           (b.params.size() > 1 ? " .. " + params_[b.params.back()].name : "") + "]";
-    }
-    detail::log_line("rank 0", s);
-  }
-
-  void log_step_timing() const {
-    std::string s = "step timing (ms from launch to done):";
-    for (std::size_t i = 0; i < buckets_.size(); ++i)
-      s += " b" + std::to_string(i) + "=" +
-           std::to_string(
-               std::chrono::duration<double, std::milli>(buckets_[i].t_done - buckets_[i].t_launch).count());
-    detail::log_line("rank 0", s);
+  /// Starts every complete bucket, strictly in bucket order.
+  void launch_ready() {
+    step_.launch_ready([&](std::size_t b) {
+      if (detail::debug() >= detail::debug_level::detail)
+        detail::check_same_bucket_everywhere(comm(), b, plan_.buckets[b]);
+      engine_.launch(b, mean_scale());
+    });
   }
 
   Model& model_;
   process_group<Backend>& pg_;
   ddp_options opts_;
-  std::vector<detail::tensor_slot> params_, buffers_;
-  std::vector<bucket> buckets_;
-  std::vector<std::size_t> bucket_of_;
-  std::vector<mark_state> marks_;
-  std::unordered_map<const void*, std::size_t> grad_index_;
-  std::size_t next_launch_ = 0;
-  bool step_started_ = false;
+  detail::parameter_registry<Model> registry_;
+  detail::bucket_plan plan_;
+  detail::step_state step_;
+  engine_type engine_;
+  detail::join_tracker<comm_type> join_;
   int no_sync_depth_ = 0;
-  std::int32_t active_flag_ = 1;
-  std::optional<work> pending_flag_;
 };
 
 template <class M, class B>
@@ -4185,12 +4727,12 @@ DDP_END_NAMESPACE
 // The NCCL backend joins when the build says so (target ddp::nccl defines DDP_WITH_NCCL).
 #if defined(DDP_WITH_NCCL)
 // ---- begin ddp/backend/nccl.hpp ----
-// The NCCL backend: GPU collectives. Tensors in device memory (ddp::device_span)
-// go to NCCL directly; host tensors are staged through a device buffer kept
-// across calls. Collectives run in submission order on one worker thread and
-// one CUDA stream; every wait polls with a deadline and aborts the communicator
-// on timeout, so a dead or stalled peer is an error, not a hang.
-// Needs <nccl.h> and the CUDA runtime: link ddp::nccl.
+// The NCCL backend: GPU collectives. Tensors in device memory (ddp::device_span,
+// passed with the device_memory tag: known at compile time) go to NCCL
+// directly; host tensors are staged through a device buffer kept across calls. Collectives run in submission
+// order on one worker thread and one CUDA stream; every wait polls with a deadline and aborts the
+// communicator on timeout, so a dead or stalled peer is an error, not a hang. Needs <nccl.h> and the CUDA
+// runtime: link ddp::nccl.
 #ifndef DDP_BACKEND_NCCL_HPP
 #define DDP_BACKEND_NCCL_HPP
 
@@ -4198,11 +4740,9 @@ DDP_END_NAMESPACE
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include <atomic>
-#include <memory>
-
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -4237,7 +4777,8 @@ inline ncclRedOp_t nccl_op(op o) {
 class nccl_communicator {
 public:
   explicit nccl_communicator(const rendezvous& rv)
-      : rank_(rv.topo.rank), size_(rv.topo.world_size), timeout_(rv.timeout), store_(rv.store) {
+      : rank_(rv.topo.rank), size_(rv.topo.world_size), timeout_(rv.timeout), store_(rv.store),
+        queue_(rank_, timeout_, ", NCCL") {
     if (!store_)
       throw error(error_kind::config,
                   "the NCCL backend needs env:// or tcp:// initialisation (file:// has no store)");
@@ -4272,7 +4813,7 @@ public:
   nccl_communicator& operator=(const nccl_communicator&) = delete;
 
   ~nccl_communicator() {
-    queue_.reset(); // finish or fail what is queued, stop the worker
+    queue_.stop(); // finish or fail what is queued, stop the worker
     if (scratch_) cudaFree(scratch_);
     if (stream_) cudaStreamDestroy(stream_);
     if (comm_) {
@@ -4294,52 +4835,86 @@ public:
   int size() const { return size_; }
   int device() const { return device_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
-  std::exception_ptr poisoned() const { return queue_->poisoned(); }
-  void drain() { queue_->drain(); }
+  std::exception_ptr poisoned() const { return queue_.poisoned(); }
+  void drain() { queue_.drain(); }
+
+  // Host memory: staged through the device scratch buffer.
 
   work all_reduce(void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
     return submit("all_reduce", n, dt, blocking, [=, this] {
-      auto* d = stage_in(data, n * size_of(dt), n * size_of(dt));
+      const std::size_t bytes = n * size_of(dt);
+      void* d = scratch(bytes);
+      copy(d, data, bytes);
       nccl_call(ncclAllReduce(d, d, n, nccl_type(dt), nccl_op(o), comm_, stream_), "ncclAllReduce");
-      stage_out(data, d, n * size_of(dt));
+      copy(data, d, bytes);
+      sync();
     });
   }
 
   work broadcast(void* data, std::size_t n, dtype dt, int root, bool blocking = false) {
     return submit("broadcast", n, dt, blocking, [=, this] {
-      auto* d = stage_in(data, n * size_of(dt), n * size_of(dt));
+      const std::size_t bytes = n * size_of(dt);
+      void* d = scratch(bytes);
+      copy(d, data, bytes);
       nccl_call(ncclBroadcast(d, d, n, nccl_type(dt), root, comm_, stream_), "ncclBroadcast");
-      stage_out(data, d, n * size_of(dt));
+      copy(data, d, bytes);
+      sync();
     });
   }
 
   work all_gather(const void* in, void* out, std::size_t n, dtype dt, bool blocking = false) {
     return submit("all_gather", n, dt, blocking, [=, this] {
       const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(size_);
-      if (is_device(out) && is_device(in)) {
-        nccl_call(ncclAllGather(in, out, n, nccl_type(dt), comm_, stream_), "ncclAllGather");
-        return sync("all_gather");
-      }
       auto* d = static_cast<char*>(scratch(total + bytes));
-      copy_in(d + total, in, bytes);
+      copy(d + total, in, bytes);
       nccl_call(ncclAllGather(d + total, d, n, nccl_type(dt), comm_, stream_), "ncclAllGather");
-      copy_out(out, d, total);
+      copy(out, d, total);
+      sync();
     });
   }
 
   work reduce_scatter(const void* in, void* out, std::size_t n, dtype dt, op o, bool blocking = false) {
     return submit("reduce_scatter", n, dt, blocking, [=, this] {
       const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(size_);
-      if (is_device(out) && is_device(in)) {
-        nccl_call(ncclReduceScatter(in, out, n, nccl_type(dt), nccl_op(o), comm_, stream_),
-                  "ncclReduceScatter");
-        return sync("reduce_scatter");
-      }
       auto* d = static_cast<char*>(scratch(total + bytes));
-      copy_in(d, in, total);
+      copy(d, in, total);
       nccl_call(ncclReduceScatter(d, d + total, n, nccl_type(dt), nccl_op(o), comm_, stream_),
                 "ncclReduceScatter");
-      copy_out(out, d + total, bytes);
+      copy(out, d + total, bytes);
+      sync();
+    });
+  }
+
+  // Device memory: straight to NCCL.
+
+  work all_reduce(device_memory_t, void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
+    return submit("all_reduce", n, dt, blocking, [=, this] {
+      nccl_call(ncclAllReduce(data, data, n, nccl_type(dt), nccl_op(o), comm_, stream_), "ncclAllReduce");
+      sync();
+    });
+  }
+
+  work broadcast(device_memory_t, void* data, std::size_t n, dtype dt, int root, bool blocking = false) {
+    return submit("broadcast", n, dt, blocking, [=, this] {
+      nccl_call(ncclBroadcast(data, data, n, nccl_type(dt), root, comm_, stream_), "ncclBroadcast");
+      sync();
+    });
+  }
+
+  work all_gather(device_memory_t, const void* in, void* out, std::size_t n, dtype dt,
+                  bool blocking = false) {
+    return submit("all_gather", n, dt, blocking, [=, this] {
+      nccl_call(ncclAllGather(in, out, n, nccl_type(dt), comm_, stream_), "ncclAllGather");
+      sync();
+    });
+  }
+
+  work reduce_scatter(device_memory_t, const void* in, void* out, std::size_t n, dtype dt, op o,
+                      bool blocking = false) {
+    return submit("reduce_scatter", n, dt, blocking, [=, this] {
+      nccl_call(ncclReduceScatter(in, out, n, nccl_type(dt), nccl_op(o), comm_, stream_),
+                "ncclReduceScatter");
+      sync();
     });
   }
 
@@ -4347,7 +4922,7 @@ public:
     return submit("barrier", 1, dtype::i32, blocking, [this] {
       auto* d = scratch(sizeof(std::int32_t));
       nccl_call(ncclAllReduce(d, d, 1, ncclInt32, ncclSum, comm_, stream_), "ncclAllReduce (barrier)");
-      sync("barrier");
+      sync();
     });
   }
 
@@ -4355,25 +4930,13 @@ private:
   using clock = std::chrono::steady_clock;
 
   template <class F> work submit(const char* name, std::size_t n, dtype dt, bool blocking, F body) {
-    std::string what = "rank " + std::to_string(rank_) + ": " + name + " #" + std::to_string(seq_++) + " (" +
-                       std::to_string(n) + " x " + std::string(to_string(dt)) + ", NCCL)";
-    return queue_->submit(
-        [this, body = std::move(body), what, n]() mutable {
-          if (n == 0) return;
-          current_ = what;
-          cuda(cudaSetDevice(device_), "cudaSetDevice");
-          body();
-        },
-        what, timeout_, blocking);
-  }
-
-  static bool is_device(const void* p) {
-    cudaPointerAttributes a{};
-    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-      cudaGetLastError(); // plain host memory on old drivers: clear the sticky error
-      return false;
-    }
-    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+    return queue_.submit(name, n, dt, blocking,
+                         [this, body = std::move(body), n](const std::string& what) mutable {
+                           if (n == 0) return;
+                           current_ = what;
+                           cuda(cudaSetDevice(device_), "cudaSetDevice");
+                           body();
+                         });
   }
 
   void* scratch(std::size_t bytes) {
@@ -4386,38 +4949,20 @@ private:
     return scratch_;
   }
 
-  void copy_in(void* dst, const void* src, std::size_t bytes) {
+  void copy(void* dst, const void* src, std::size_t bytes) {
     cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_), "cudaMemcpyAsync");
-  }
-
-  void copy_out(void* dst, const void* src, std::size_t bytes) {
-    cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_), "cudaMemcpyAsync");
-    sync(current_.c_str());
-  }
-
-  /// The device buffer a collective works on: `data` itself, or the staging copy of it.
-  void* stage_in(void* data, std::size_t bytes, std::size_t capacity) {
-    if (is_device(data)) return data;
-    void* d = scratch(capacity);
-    copy_in(d, data, bytes);
-    return d;
-  }
-
-  void stage_out(void* data, void* d, std::size_t bytes) {
-    if (d == data) return sync(current_.c_str());
-    copy_out(data, d, bytes);
   }
 
   /// Waits for the stream with a deadline; a communicator error or a timeout aborts it.
-  void sync(const char* what) {
+  void sync() {
     auto deadline = clock::now() + timeout_;
     for (;;) {
       cudaError_t e = cudaStreamQuery(stream_);
       if (e == cudaSuccess) return;
-      if (e != cudaErrorNotReady) cuda(e, what);
+      if (e != cudaErrorNotReady) cuda(e, current_.c_str());
       ncclResult_t async = ncclSuccess;
       ncclCommGetAsyncError(comm_, &async);
-      if (async != ncclSuccess && async != ncclInProgress) fail_nccl(async, what);
+      if (async != ncclSuccess && async != ncclInProgress) fail_nccl(async, current_.c_str());
       if (clock::now() > deadline) {
         abort();
         throw error(error_kind::timeout,
@@ -4482,9 +5027,8 @@ private:
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
   bool aborted_ = false;
-  std::string current_;
-  std::atomic<std::uint64_t> seq_{0};
-  std::unique_ptr<ordered_queue> queue_ = std::make_unique<ordered_queue>();
+  std::string current_; ///< the running collective's description (worker thread)
+  collective_queue queue_;
 };
 
 } // namespace detail
@@ -4493,7 +5037,6 @@ private:
 struct nccl {
   static constexpr std::string_view name = "nccl";
   using communicator = detail::nccl_communicator;
-  static constexpr bool supports_device_tensors = true;
 };
 
 DDP_END_NAMESPACE

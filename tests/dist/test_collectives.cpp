@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <numeric>
 
@@ -216,4 +217,39 @@ TEST_CASE("many interleaved async collectives complete in order with the right v
     CHECK(bufs[k].front() == want);
     CHECK(bufs[k].back() == want);
   }
+}
+
+TEST_CASE("the fragment ring crosses piece boundaries inside and across fragments") {
+  auto& pg = group();
+  auto& comm = pg.communicator();
+  static_assert(ddp::fragment_communicator<ddp::gloo::communicator>);
+  const std::size_t default_piece = comm.ring_piece_bytes();
+  CHECK(default_piece == std::size_t{1} << 20);
+  // 48-byte pieces: 12 floats. Fragments of 1, 11, 12, 13, 37, 0 and 100 elements
+  // put piece cuts before, at and after fragment ends, and in every ring chunk.
+  comm.set_ring_piece_bytes(48);
+  const std::vector<std::size_t> sizes{1, 11, 12, 13, 37, 0, 100};
+  std::vector<std::vector<float>> tensors;
+  for (std::size_t t = 0; t < sizes.size(); ++t) {
+    tensors.emplace_back(sizes[t]);
+    for (std::size_t i = 0; i < sizes[t]; ++i)
+      tensors[t][i] = static_cast<float>(pg.rank() + 1) * static_cast<float>(t * 1000 + i);
+  }
+  for (double scale : {1.0, 0.5}) {
+    std::vector<ddp::detail::fragment> frags;
+    for (auto& v : tensors)
+      frags.push_back({v.data(), v.size()});
+    comm.all_reduce_fragments(std::move(frags), ddp::dtype::f32, scale).wait();
+    // After a pass every rank holds sum_r (r + 1) * x * (scale so far) = x * W(W+1)/2 * ...
+    const double w = pg.size();
+    std::size_t bad = 0;
+    for (std::size_t t = 0; t < sizes.size(); ++t)
+      for (std::size_t i = 0; i < sizes[t]; ++i) {
+        const double x = static_cast<double>(t * 1000 + i);
+        const double want = scale == 1.0 ? x * w * (w + 1) / 2 : x * w * (w + 1) / 2 * w * 0.5;
+        bad += std::abs(tensors[t][i] - want) > 1e-6 * std::max(1.0, want);
+      }
+    CHECK(bad == 0);
+  }
+  comm.set_ring_piece_bytes(default_piece);
 }

@@ -22,12 +22,3 @@ TEST_CASE("version macros, string and function agree") {
   CHECK(v.string == std::to_string(v.major) + "." + std::to_string(v.minor) + "." + std::to_string(v.patch));
   CHECK(std::string(v.string) == DDP_PROJECT_VERSION); // the CMake project version
 }
-
-TEST_CASE("DDP_TIMEOUT parsing") {
-  using ddp::detail::parse_timeout;
-  CHECK(parse_timeout("600").count() == 600000);
-  CHECK(parse_timeout("500ms").count() == 500);
-  CHECK(parse_timeout("2m").count() == 120000);
-  for (const char* bad : {"", "0", "-5", "abc", "10h", "s", "1.5s"})
-    CHECK_THROWS_AS(parse_timeout(bad), ddp::error);
-}

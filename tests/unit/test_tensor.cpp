@@ -1,4 +1,3 @@
-#include <ddp/detail/numeric/elementwise.hpp>
 #include <ddp/tensor.hpp>
 
 #include <doctest/doctest.h>
@@ -61,40 +60,3 @@ TEST_CASE("Eigen dense objects are tensors") {
   static_assert(!ddp::tensor<decltype(m.row(0))>);
 }
 #endif
-
-TEST_CASE("half conversions round-trip every finite half exactly") {
-  for (std::uint32_t bits = 0; bits < 0x10000; ++bits) {
-    auto h = static_cast<std::uint16_t>(bits);
-    if ((h & 0x7c00u) == 0x7c00u) continue; // inf and nan
-    float f = ddp::detail::half_bits_to_float(h);
-    REQUIRE(ddp::detail::float_to_half_bits(f) == h);
-  }
-  CHECK(ddp::detail::half_bits_to_float(0x3c00) == 1.0f);
-  CHECK(ddp::detail::float_to_half_bits(65520.0f) == 0x7c00);           // rounds to inf
-  CHECK(ddp::detail::float_to_half_bits(1.0f + 1.0f / 4096) == 0x3c00); // ties to even
-  CHECK(std::isnan(ddp::detail::half_bits_to_float(ddp::detail::float_to_half_bits(NAN))));
-#ifdef DDP_HAS_EIGEN
-  for (float f : {0.1f, -3.75f, 1e-6f, 6e-8f, 60000.0f, 1.0f / 3})
-    CHECK(ddp::detail::float_to_half_bits(f) == Eigen::numext::bit_cast<std::uint16_t>(Eigen::half(f)));
-  for (float f : {0.1f, -3.75f, 1e-30f, 3e38f, 1.0f / 3})
-    CHECK(ddp::detail::float_to_bf16_bits(f) == Eigen::numext::bit_cast<std::uint16_t>(Eigen::bfloat16(f)));
-#endif
-}
-
-TEST_CASE("reduce kernels") {
-  std::vector<float> a{1, -2, 3}, b{4, 5, -6}, out(3);
-  ddp::detail::reduce_for(ddp::dtype::f32, ddp::op::sum)(out.data(), a.data(), b.data(), 3);
-  CHECK(out == std::vector<float>{5, 3, -3});
-  ddp::detail::reduce_for(ddp::dtype::f32, ddp::op::min)(out.data(), a.data(), b.data(), 3);
-  CHECK(out == std::vector<float>{1, -2, -6});
-  ddp::detail::reduce_for(ddp::dtype::f32, ddp::op::max)(out.data(), a.data(), b.data(), 3);
-  CHECK(out == std::vector<float>{4, 5, 3});
-  ddp::detail::reduce_for(ddp::dtype::f32, ddp::op::product)(out.data(), a.data(), b.data(), 3);
-  CHECK(out == std::vector<float>{4, -10, -18});
-  std::vector<std::int64_t> x{1, 2}, y{3, 4}, z(2);
-  ddp::detail::reduce_for(ddp::dtype::i64, ddp::op::sum)(z.data(), x.data(), y.data(), 2);
-  CHECK(z == std::vector<std::int64_t>{4, 6});
-  ddp::detail::scale_in_place(a.data(), 3, ddp::dtype::f32, 0.5);
-  CHECK(a == std::vector<float>{0.5f, -1, 1.5f});
-  CHECK_THROWS_AS(ddp::detail::scale_in_place(x.data(), 2, ddp::dtype::i64, 0.5), ddp::error);
-}

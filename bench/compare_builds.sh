@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Before/after: runs bench_collectives, bench_grad_sync and one Fashion-MNIST
+# epoch (2 ranks) from two build trees, interleaved round by round (the order
+# alternating) so both see the same noisy machine, then prints one JSON line per
+# case with each build's median and new/old. A change should keep new/old <= 1.10.
+#   bench/compare_builds.sh OLD_BUILD NEW_BUILD [ROUNDS]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+old=$1 new=$2 rounds=${3:-3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+run_one() { # build label
+  local b=$1 tag=$2 run="$1/tools/ddprun --nproc-per-node 2 --no-prefix"
+  $run "$b/bench/bench_collectives" | sed "s/^/$tag /" >> "$tmp/all"
+  $run "$b/bench/bench_grad_sync" | sed "s/^/$tag /" >> "$tmp/all"
+  $run "$b/examples/fashion_mnist/fashion_mnist" --epochs 1 --json | grep '"epoch_s"' | sed "s/^/$tag /" >> "$tmp/all"
+}
+for r in $(seq "$rounds"); do
+  if (( r % 2 )); then run_one "$old" old; run_one "$new" new; else run_one "$new" new; run_one "$old" old; fi
+done
+python3 - "$tmp/all" <<'PY'
+import json, statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    tag, _, text = line.partition(" ")
+    d = json.loads(text)
+    if "epoch_s" in d:
+        key, value = "fashion_mnist_epoch", d["epoch_s"]
+    elif d.get("case") == "all_reduce":
+        key, value = f"all_reduce/{d['bytes']}", d["ddp_s"]
+    elif "sync_s" in d:
+        key, value = f"{d['case']}/{d['policy']}", d["sync_s"]
+    elif "step_s" in d:
+        key, value = f"{d['case']}/{d['policy']}", d["step_s"]
+    else:
+        continue
+    rows.setdefault(key, {"old": [], "new": []})[tag].append(value)
+for key, v in rows.items():
+    o, n = statistics.median(v["old"]), statistics.median(v["new"])
+    print(json.dumps({"case": key, "old_s": round(o, 6), "new_s": round(n, 6), "new_over_old": round(n / o, 3),
+                      "runs": len(v["new"])}))
+PY
