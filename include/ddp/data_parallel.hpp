@@ -12,6 +12,7 @@
 #include <ddp/data_parallel/debug.hpp>
 #include <ddp/data_parallel/host_bucket_engine.hpp>
 #include <ddp/data_parallel/join.hpp>
+#include <ddp/data_parallel/no_sync.hpp>
 #include <ddp/data_parallel/options.hpp>
 #include <ddp/data_parallel/parameter_registry.hpp>
 #include <ddp/data_parallel/step_state.hpp>
@@ -129,25 +130,12 @@ public:
 
   /// While the guard lives, gradients accumulate locally: marks are ignored
   /// and synchronize() communicates nothing.
-  class no_sync_guard {
-  public:
-    explicit no_sync_guard(distributed_data_parallel& d) : d_(&d) { ++d_->no_sync_depth_; }
-    no_sync_guard(no_sync_guard&& o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
-    no_sync_guard(const no_sync_guard&) = delete;
-    no_sync_guard& operator=(const no_sync_guard&) = delete;
-    no_sync_guard& operator=(no_sync_guard&&) = delete;
-    ~no_sync_guard() {
-      if (d_) --d_->no_sync_depth_;
-    }
-
-  private:
-    distributed_data_parallel* d_;
-  };
+  using no_sync_guard = ddp::no_sync_guard;
   [[nodiscard]] no_sync_guard no_sync() {
     if (step_.started())
       throw error(error_kind::config, "no_sync() entered in the middle of a step (gradients already marked): "
                                       "enter it before backward");
-    return no_sync_guard(*this);
+    return no_sync_guard(no_sync_depth_);
   }
 
   /// Copies rank 0's buffers (running statistics and such) to every rank.
@@ -184,11 +172,7 @@ private:
   /// Construction, in order: the model is checked (host memory, the same on
   /// every rank), rank 0's state is copied everywhere, then the buckets are planned.
   detail::bucket_plan verify_then_plan() {
-    if (auto* s = registry_.first_on_device())
-      throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) + ": '" + s->name +
-                                          "' lives in device memory; distributed_data_parallel reduces "
-                                          "host-memory gradients only so far (keep the model on the host, "
-                                          "or all-reduce device gradients with process_group<ddp::nccl>)");
+    registry_.require_host_memory(pg_.rank()); // the host bucket engine's precondition
     if (opts_.verify_model) registry_.verify_across_ranks(comm());
     registry_.broadcast_from_rank0(comm());
     auto descs = detail::describe_for_bucketing(registry_.parameters());

@@ -3586,6 +3586,37 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DATA_PARALLEL_JOIN_HPP
 // ---- end ddp/data_parallel/join.hpp ----
+// ---- begin ddp/data_parallel/no_sync.hpp ----
+// ddp::no_sync_guard: while it lives, distributed_data_parallel lets gradients
+// accumulate locally (PyTorch's no_sync()). Guards nest.
+#ifndef DDP_DATA_PARALLEL_NO_SYNC_HPP
+#define DDP_DATA_PARALLEL_NO_SYNC_HPP
+
+
+#include <utility>
+
+DDP_BEGIN_NAMESPACE
+
+class no_sync_guard {
+public:
+  /// Prefer distributed_data_parallel::no_sync(), which checks it is not mid-step.
+  explicit no_sync_guard(int& depth) : depth_(&depth) { ++*depth_; }
+  no_sync_guard(no_sync_guard&& o) noexcept : depth_(std::exchange(o.depth_, nullptr)) {}
+  no_sync_guard(const no_sync_guard&) = delete;
+  no_sync_guard& operator=(const no_sync_guard&) = delete;
+  no_sync_guard& operator=(no_sync_guard&&) = delete;
+  ~no_sync_guard() {
+    if (depth_) --*depth_;
+  }
+
+private:
+  int* depth_;
+};
+
+DDP_END_NAMESPACE
+
+#endif // DDP_DATA_PARALLEL_NO_SYNC_HPP
+// ---- end ddp/data_parallel/no_sync.hpp ----
 // ---- begin ddp/data_parallel/parameter_registry.hpp ----
 // The model as distributed_data_parallel sees it: its parameters and buffers
 // walked into type-erased slots, found by name or by gradient address, checked
@@ -3692,12 +3723,16 @@ public:
       w.wait();
   }
 
-  /// The first slot in device memory, if any.
-  const tensor_slot* first_on_device() const {
+  /// Refuses a model with parameters or buffers in device memory.
+  void require_host_memory(int rank) const {
     for (auto* list : {&params_, &buffers_})
       for (auto& s : *list)
-        if (s.on_device) return &s;
-    return nullptr;
+        if (s.on_device)
+          throw error(error_kind::config,
+                      "rank " + std::to_string(rank) + ": '" + s.name +
+                          "' lives in device memory; distributed_data_parallel reduces "
+                          "host-memory gradients only so far (keep the model on the host, "
+                          "or all-reduce device gradients with process_group<ddp::nccl>)");
   }
 
 private:
@@ -4307,25 +4342,12 @@ public:
 
   /// While the guard lives, gradients accumulate locally: marks are ignored
   /// and synchronize() communicates nothing.
-  class no_sync_guard {
-  public:
-    explicit no_sync_guard(distributed_data_parallel& d) : d_(&d) { ++d_->no_sync_depth_; }
-    no_sync_guard(no_sync_guard&& o) noexcept : d_(std::exchange(o.d_, nullptr)) {}
-    no_sync_guard(const no_sync_guard&) = delete;
-    no_sync_guard& operator=(const no_sync_guard&) = delete;
-    no_sync_guard& operator=(no_sync_guard&&) = delete;
-    ~no_sync_guard() {
-      if (d_) --d_->no_sync_depth_;
-    }
-
-  private:
-    distributed_data_parallel* d_;
-  };
+  using no_sync_guard = ddp::no_sync_guard;
   [[nodiscard]] no_sync_guard no_sync() {
     if (step_.started())
       throw error(error_kind::config, "no_sync() entered in the middle of a step (gradients already marked): "
                                       "enter it before backward");
-    return no_sync_guard(*this);
+    return no_sync_guard(no_sync_depth_);
   }
 
   /// Copies rank 0's buffers (running statistics and such) to every rank.
@@ -4362,11 +4384,7 @@ private:
   /// Construction, in order: the model is checked (host memory, the same on
   /// every rank), rank 0's state is copied everywhere, then the buckets are planned.
   detail::bucket_plan verify_then_plan() {
-    if (auto* s = registry_.first_on_device())
-      throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) + ": '" + s->name +
-                                          "' lives in device memory; distributed_data_parallel reduces "
-                                          "host-memory gradients only so far (keep the model on the host, "
-                                          "or all-reduce device gradients with process_group<ddp::nccl>)");
+    registry_.require_host_memory(pg_.rank()); // the host bucket engine's precondition
     if (opts_.verify_model) registry_.verify_across_ranks(comm());
     registry_.broadcast_from_rank0(comm());
     auto descs = detail::describe_for_bucketing(registry_.parameters());

@@ -105,12 +105,16 @@ public:
       w.wait();
   }
 
-  /// The first slot in device memory, if any.
-  const tensor_slot* first_on_device() const {
+  /// Refuses a model with parameters or buffers in device memory.
+  void require_host_memory(int rank) const {
     for (auto* list : {&params_, &buffers_})
       for (auto& s : *list)
-        if (s.on_device) return &s;
-    return nullptr;
+        if (s.on_device)
+          throw error(error_kind::config,
+                      "rank " + std::to_string(rank) + ": '" + s.name +
+                          "' lives in device memory; distributed_data_parallel reduces "
+                          "host-memory gradients only so far (keep the model on the host, "
+                          "or all-reduce device gradients with process_group<ddp::nccl>)");
   }
 
 private:
