@@ -4,6 +4,10 @@
 // lie in memory in reverse registration order, back to back: any bucket of
 // consecutive parameters is then one contiguous range, and DDP reduces it in
 // place. (PyTorch's gradient_as_bucket_view, without the view bookkeeping.)
+// The storage starts on a 64-byte boundary, so every slot lies at the same
+// alignment in every run: kernels that peel to an aligned address (Eigen
+// writing through a Map, e.g. a rowwise sum) then round the same way each
+// time, and a restarted run reproduces a straight one bit for bit.
 #ifndef DDP_ARENA_HPP
 #define DDP_ARENA_HPP
 
@@ -13,9 +17,11 @@
 
 #include <cstddef>
 #include <memory>
+#include <new>
 #include <numeric>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #if !defined(DDP_NO_EIGEN) && __has_include(<Eigen/Core>)
@@ -25,7 +31,12 @@
 DDP_BEGIN_NAMESPACE
 
 template <class T> class arena {
+  static_assert(std::is_trivially_destructible_v<T>, "ddp::arena holds plain gradient values");
+
 public:
+  /// Alignment of the storage: the widest SIMD vector (AVX-512) and a cache line.
+  static constexpr std::size_t alignment = std::max<std::size_t>(64, alignof(T));
+
   /// `sizes`: element counts of the gradients, in registration order.
   explicit arena(std::vector<std::size_t> sizes) : sizes_(std::move(sizes)), offsets_(sizes_.size()) {
     std::size_t off = 0;
@@ -34,8 +45,9 @@ public:
       off += sizes_[k];
     }
     total_ = off;
-    storage_ = std::make_unique<T[]>(total_ ? total_ : 1);
-    std::fill_n(storage_.get(), total_, T{});
+    const std::size_t n = total_ ? total_ : 1;
+    storage_.reset(static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{alignment})));
+    std::uninitialized_fill_n(storage_.get(), n, T{});
   }
 
   std::size_t size() const noexcept { return sizes_.size(); }
@@ -64,9 +76,13 @@ public:
 #endif
 
 private:
+  struct aligned_delete {
+    void operator()(T* p) const noexcept { ::operator delete (p, std::align_val_t{alignment}); }
+  };
+
   std::vector<std::size_t> sizes_, offsets_;
   std::size_t total_ = 0;
-  std::unique_ptr<T[]> storage_;
+  std::unique_ptr<T[], aligned_delete> storage_;
 };
 
 DDP_END_NAMESPACE
