@@ -200,7 +200,17 @@ template <class Backend> int train(const options& o) {
 } // namespace
 
 int main(int argc, char** argv) {
+  // torch.distributed.launch without --use_env adds --local_rank=N: check it against LOCAL_RANK, drop it.
+  try {
+    ddp::consume_local_rank_arg(argc, argv);
+  } catch (const ddp::error& e) {
+    std::fprintf(stderr, "fashion_mnist: %s\n", e.what());
+    return 2;
+  }
   CLI::App app{"Fashion-MNIST MLP (784-256-128-10) trained with ddp"};
+  app.footer(
+      "Also accepted: --local_rank N, --local_rank=N, --local-rank=N (from torch.distributed.launch),\n"
+      "checked against LOCAL_RANK.\n");
   options o;
   app.add_option("--data", o.data, "directory with the Fashion-MNIST .gz files")->capture_default_str();
   app.add_option("--epochs", o.epochs, "epochs to train")

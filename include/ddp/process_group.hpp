@@ -11,6 +11,7 @@
 #include <ddp/topology.hpp>
 #include <ddp/work.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <concepts>
 #include <memory>
@@ -221,6 +222,24 @@ inline void parse_host_port(std::string_view hp, std::string_view method, std::s
   port = static_cast<int>(*p);
 }
 
+/// Connects to (rank 0: serves) the store. When that fails on a port ddp chose rather than
+/// MASTER_PORT itself, the error also says where the port came from and how to choose another.
+inline std::shared_ptr<tcp_store> make_store(const tcp_store_options& so, const std::string& origin) {
+  try {
+    return std::make_shared<tcp_store>(so);
+  } catch (const error& e) {
+    if (origin.empty() || origin.starts_with("MASTER_PORT")) throw;
+    std::string_view what = e.what();
+    what.remove_prefix(std::min(what.size(), what.find(": ") + 2)); // "ddp <kind> error: "
+    what = what.substr(0, what.find(" (another job"));              // its MASTER_PORT advice
+    throw error(e.kind(),
+                std::string(what) + ". ddp's rendezvous store uses " + origin +
+                    ": that port must be free on the master node and reachable from every node; "
+                    "set DDP_STORE_PORT (the same on every node) to choose another",
+                e.rank());
+  }
+}
+
 inline ddp::rendezvous make_rendezvous(const init_options& o) {
   ddp::rendezvous rv;
   rv.topo = topology::from_env();
@@ -251,17 +270,18 @@ inline ddp::rendezvous make_rendezvous(const init_options& o) {
   if (m.starts_with("tcp://")) {
     parse_host_port(m.substr(6), m, host, port);
     rv.topo.master_addr = host;
-    rv.topo.master_port = port;
+    rv.topo.master_port = rv.topo.store_port = port;
   } else if (m == "env://" || m.empty()) {
     host = rv.topo.master_addr;
-    port = rv.topo.master_port;
+    port = rv.topo.store_port; // MASTER_PORT, or beside it under torch's elastic agent (see topology)
     if (rv.topo.world_size > 1 && host.empty())
       throw error(error_kind::config,
                   "env:// needs MASTER_ADDR (rank " + std::to_string(rv.topo.rank) + " of " +
                       std::to_string(rv.topo.world_size) +
                       "): launch with ddprun/torchrun, or export MASTER_ADDR and MASTER_PORT");
     if (rv.topo.world_size > 1 && port == 0)
-      throw error(error_kind::config, "env:// needs MASTER_PORT: launch with ddprun/torchrun, or export it");
+      throw error(error_kind::config,
+                  "env:// needs MASTER_PORT (or DDP_STORE_PORT): launch with ddprun/torchrun, or export it");
     if (host.empty()) host = "127.0.0.1"; // a single process serves itself on a free port
   } else {
     throw error(error_kind::config, "init_method '" + o.init_method +
@@ -274,7 +294,7 @@ inline ddp::rendezvous make_rendezvous(const init_options& o) {
   so.timeout = rv.timeout;
   so.token = rv.token;
   so.rank = rv.topo.rank;
-  rv.store = std::make_shared<tcp_store>(so);
+  rv.store = make_store(so, m.starts_with("tcp://") ? std::string() : store_port_origin(rv.topo));
   // Two processes claiming one rank would corrupt the mesh: refuse clearly.
   if (rv.store->add("ddp/rank/" + std::to_string(rv.topo.rank), 1) != 1)
     throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) +

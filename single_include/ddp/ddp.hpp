@@ -1484,7 +1484,9 @@ DDP_END_NAMESPACE
 // ---- end ddp/detail/topology/nodelist.hpp ----
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 DDP_BEGIN_NAMESPACE
 
@@ -1499,6 +1501,11 @@ struct topology {
   std::string master_addr;        ///< empty when the environment names none
   int master_port = 0;            ///< 0 when the environment names none
   std::string source = "default"; ///< "ddprun/torchrun", "openmpi", "slurm" or "default"
+  /// The port ddp's own rendezvous store listens on (env://), 0 when none is known:
+  /// DDP_STORE_PORT when set; else MASTER_PORT + 1 when torch's elastic agent serves its own store
+  /// on MASTER_PORT (it says so with TORCHELASTIC_USE_AGENT_STORE=True: torchrun's static
+  /// rendezvous, torch.distributed.launch); else master_port.
+  int store_port = 0;
 
   /// Reads ddprun/torchrun variables (RANK, ...) first, then OpenMPI
   /// (OMPI_COMM_WORLD_*), then SLURM (SLURM_PROCID, ...). With none of them
@@ -1546,6 +1553,37 @@ inline void check_topology(const topology& t, const char* rank_var, const char* 
   if (t.node_rank >= t.nnodes)
     fail("node rank " + std::to_string(t.node_rank) + " is not below the node count " +
          std::to_string(t.nnodes));
+}
+
+/// True when torch's elastic agent serves its own store on MASTER_PORT (torch sets "True"/"False").
+inline bool agent_holds_master_port() {
+  auto v = getenv_str("TORCHELASTIC_USE_AGENT_STORE");
+  return v && (*v == "True" || *v == "true" || *v == "1");
+}
+
+inline void read_store_port(topology& t) {
+  if (auto p = env_int("DDP_STORE_PORT", 1, 65535)) {
+    t.store_port = static_cast<int>(*p);
+  } else if (t.master_port != 0 && agent_holds_master_port()) {
+    if (t.master_port == 65535)
+      throw error(error_kind::config,
+                  "MASTER_PORT=65535 and torch's elastic agent holds it (TORCHELASTIC_USE_AGENT_STORE=True), "
+                  "so ddp's store has no MASTER_PORT+1 to use: choose a lower --master_port, or set "
+                  "DDP_STORE_PORT to a free port");
+    t.store_port = t.master_port + 1;
+  } else {
+    t.store_port = t.master_port;
+  }
+}
+
+/// Where the store port came from, for error messages.
+inline std::string store_port_origin(const topology& t) {
+  if (getenv_str("DDP_STORE_PORT")) return "DDP_STORE_PORT=" + std::to_string(t.store_port);
+  if (t.store_port != t.master_port)
+    return "port " + std::to_string(t.store_port) +
+           " = MASTER_PORT+1, because torch's elastic agent serves its own store on MASTER_PORT=" +
+           std::to_string(t.master_port) + " (TORCHELASTIC_USE_AGENT_STORE=True)";
+  return "MASTER_PORT=" + std::to_string(t.master_port);
 }
 
 inline topology topology_from_torchrun() {
@@ -1664,12 +1702,98 @@ inline topology topology_from_slurm() {
 } // namespace detail
 
 inline topology topology::from_env() {
-  if (detail::getenv_str("RANK")) return detail::topology_from_torchrun();
-  if (detail::getenv_str("OMPI_COMM_WORLD_RANK")) return detail::topology_from_openmpi();
-  if (detail::getenv_str("SLURM_PROCID")) return detail::topology_from_slurm();
   topology t;
-  detail::read_master(t);
+  if (detail::getenv_str("RANK"))
+    t = detail::topology_from_torchrun();
+  else if (detail::getenv_str("OMPI_COMM_WORLD_RANK"))
+    t = detail::topology_from_openmpi();
+  else if (detail::getenv_str("SLURM_PROCID"))
+    t = detail::topology_from_slurm();
+  else
+    detail::read_master(t);
+  detail::read_store_port(t);
   return t;
+}
+
+/// The CUDA device (an index among the visible ones) a rank uses, given how many devices
+/// it sees (cudaGetDeviceCount, which honours CUDA_VISIBLE_DEVICES):
+/// - local_world_size <= visible_devices: device local_rank (the node's ranks share one
+///   visible set, as under ddprun, torchrun or `CUDA_VISIBLE_DEVICES=0,1,2,3 torchrun ...`);
+/// - one visible device: device 0 (each rank sees its own GPU, as with SLURM
+///   `--gpus-per-task=1` or a per-rank CUDA_VISIBLE_DEVICES);
+/// - otherwise ddp::error (config): more ranks on this node than visible GPUs, and NCCL
+///   refuses two ranks on one GPU. Every rank of the node fails alike, before NCCL starts.
+inline int cuda_device_for(const topology& t, int visible_devices) {
+  if (visible_devices < 1)
+    throw error(error_kind::backend,
+                "rank " + std::to_string(t.rank) + ": no visible CUDA device (check CUDA_VISIBLE_DEVICES)",
+                t.rank);
+  if (t.local_world_size <= visible_devices) return t.local_rank;
+  if (visible_devices == 1) return 0;
+  throw error(error_kind::config,
+              "rank " + std::to_string(t.rank) + " (local rank " + std::to_string(t.local_rank) +
+                  "): " + std::to_string(t.local_world_size) + " ranks on this node but only " +
+                  std::to_string(visible_devices) +
+                  " CUDA devices visible (CUDA_VISIBLE_DEVICES), and NCCL needs one GPU per rank: start "
+                  "at most " +
+                  std::to_string(visible_devices) +
+                  " ranks per node, make one device visible to each rank (SLURM --gpus-per-task=1), or use "
+                  "ddp::gloo, whose ranks may share a GPU",
+              t.rank);
+}
+
+/// Removes the local-rank option that torch.distributed.launch (without --use_env) passes to
+/// the program — `--local_rank=N` (torch 1.x), `--local-rank=N` (torch 2.x), or either with
+/// the value as the next argument — from argc/argv, so that a command-line parser that
+/// rejects unknown options (CLI11, getopt) never sees it. Call it first thing in main().
+/// Scanning stops at "--". Returns the value, or nullopt when the option is absent.
+/// Throws ddp::error (config) when the value is missing or not a non-negative integer, when
+/// two occurrences disagree, or when it differs from LOCAL_RANK (which ddp reads; every
+/// launcher that passes the option also sets LOCAL_RANK).
+inline std::optional<int> consume_local_rank_arg(int& argc, char** argv) {
+  if (argc < 1 || argv == nullptr) return std::nullopt;
+  std::optional<int> found;
+  int out = 1;
+  int i = 1;
+  auto take = [&](std::string_view opt, std::string_view value) {
+    auto v = detail::parse_int(value);
+    if (!v || *v < 0 || *v > (1 << 20))
+      throw error(error_kind::config, "command line: " + std::string(opt) + " needs a local rank (a " +
+                                          "non-negative integer), got '" + std::string(value) + "'");
+    if (found && *found != *v)
+      throw error(error_kind::config, "command line: the local rank is given twice, as " +
+                                          std::to_string(*found) + " and " + std::to_string(*v));
+    found = static_cast<int>(*v);
+  };
+  for (; i < argc; ++i) {
+    std::string_view a = argv[i] ? argv[i] : "";
+    if (a == "--") break;
+    std::string_view opt;
+    for (std::string_view name : {"--local_rank", "--local-rank"})
+      if (a.starts_with(name) && (a.size() == name.size() || a[name.size()] == '=')) opt = name;
+    if (opt.empty()) {
+      argv[out++] = argv[i];
+      continue;
+    }
+    if (a.size() > opt.size()) {
+      take(opt, a.substr(opt.size() + 1));
+    } else {
+      if (i + 1 >= argc) take(opt, "");
+      take(opt, argv[++i]);
+    }
+  }
+  for (; i < argc; ++i)
+    argv[out++] = argv[i];
+  argc = out;
+  argv[argc] = nullptr;
+  if (found) {
+    if (auto env = detail::env_int("LOCAL_RANK", 0, 1 << 20); env && *env != *found)
+      throw error(error_kind::config,
+                  "command line says --local_rank=" + std::to_string(*found) +
+                      " but LOCAL_RANK=" + std::to_string(*env) +
+                      ": the option and the environment must come from the same launcher");
+  }
+  return found;
 }
 
 DDP_END_NAMESPACE
@@ -3896,6 +4020,7 @@ DDP_END_NAMESPACE
 #endif // DDP_DETAIL_TIMEOUT_HPP
 // ---- end ddp/detail/common/timeout.hpp ----
 
+#include <algorithm>
 #include <chrono>
 #include <concepts>
 #include <memory>
@@ -4106,6 +4231,24 @@ inline void parse_host_port(std::string_view hp, std::string_view method, std::s
   port = static_cast<int>(*p);
 }
 
+/// Connects to (rank 0: serves) the store. When that fails on a port ddp chose rather than
+/// MASTER_PORT itself, the error also says where the port came from and how to choose another.
+inline std::shared_ptr<tcp_store> make_store(const tcp_store_options& so, const std::string& origin) {
+  try {
+    return std::make_shared<tcp_store>(so);
+  } catch (const error& e) {
+    if (origin.empty() || origin.starts_with("MASTER_PORT")) throw;
+    std::string_view what = e.what();
+    what.remove_prefix(std::min(what.size(), what.find(": ") + 2)); // "ddp <kind> error: "
+    what = what.substr(0, what.find(" (another job"));              // its MASTER_PORT advice
+    throw error(e.kind(),
+                std::string(what) + ". ddp's rendezvous store uses " + origin +
+                    ": that port must be free on the master node and reachable from every node; "
+                    "set DDP_STORE_PORT (the same on every node) to choose another",
+                e.rank());
+  }
+}
+
 inline ddp::rendezvous make_rendezvous(const init_options& o) {
   ddp::rendezvous rv;
   rv.topo = topology::from_env();
@@ -4136,17 +4279,18 @@ inline ddp::rendezvous make_rendezvous(const init_options& o) {
   if (m.starts_with("tcp://")) {
     parse_host_port(m.substr(6), m, host, port);
     rv.topo.master_addr = host;
-    rv.topo.master_port = port;
+    rv.topo.master_port = rv.topo.store_port = port;
   } else if (m == "env://" || m.empty()) {
     host = rv.topo.master_addr;
-    port = rv.topo.master_port;
+    port = rv.topo.store_port; // MASTER_PORT, or beside it under torch's elastic agent (see topology)
     if (rv.topo.world_size > 1 && host.empty())
       throw error(error_kind::config,
                   "env:// needs MASTER_ADDR (rank " + std::to_string(rv.topo.rank) + " of " +
                       std::to_string(rv.topo.world_size) +
                       "): launch with ddprun/torchrun, or export MASTER_ADDR and MASTER_PORT");
     if (rv.topo.world_size > 1 && port == 0)
-      throw error(error_kind::config, "env:// needs MASTER_PORT: launch with ddprun/torchrun, or export it");
+      throw error(error_kind::config,
+                  "env:// needs MASTER_PORT (or DDP_STORE_PORT): launch with ddprun/torchrun, or export it");
     if (host.empty()) host = "127.0.0.1"; // a single process serves itself on a free port
   } else {
     throw error(error_kind::config, "init_method '" + o.init_method +
@@ -4159,7 +4303,7 @@ inline ddp::rendezvous make_rendezvous(const init_options& o) {
   so.timeout = rv.timeout;
   so.token = rv.token;
   so.rank = rv.topo.rank;
-  rv.store = std::make_shared<tcp_store>(so);
+  rv.store = make_store(so, m.starts_with("tcp://") ? std::string() : store_port_origin(rv.topo));
   // Two processes claiming one rank would corrupt the mesh: refuse clearly.
   if (rv.store->add("ddp/rank/" + std::to_string(rv.topo.rank), 1) != 1)
     throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) +
@@ -4824,7 +4968,7 @@ public:
                       (ce != cudaSuccess ? std::string(cudaGetErrorString(ce)) : std::string("0 devices")) +
                       "). On machines without a GPU use ddp::gloo.",
                   rank_);
-    device_ = rv.topo.local_rank % count;
+    device_ = cuda_device_for(rv.topo, count); // LOCAL_RANK within the visible devices
     cuda(cudaSetDevice(device_), "cudaSetDevice");
     ncclUniqueId id;
     if (rank_ == 0) {

@@ -21,9 +21,11 @@ static int report(const ddp::error& e, clk::time_point t0) {
 }
 
 int main(int argc, char** argv) {
-  std::string scenario = argc > 1 ? argv[1] : "";
   auto t0 = clk::now();
   try {
+    // torch.distributed.launch without --use_env passes --local_rank=N first.
+    if (auto lr = ddp::consume_local_rank_arg(argc, argv)) std::printf("LOCAL_RANK_ARG %d\n", *lr);
+    std::string scenario = argc > 1 ? argv[1] : "";
     ddp::init_options opts;
     if (const char* m = std::getenv("DDP_TEST_INIT_METHOD")) opts.init_method = m;
     auto pg = ddp::init_process_group<ddp::gloo>(opts);

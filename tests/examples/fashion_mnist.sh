@@ -1,7 +1,7 @@
 #!/bin/sh
 # Checks of the flagship example with real processes and the real data.
 # usage: fashion_mnist.sh CASE EXAMPLE_BINARY DDPRUN
-#   accuracy | same_global_batches | resume | errors
+#   accuracy | same_global_batches | resume | errors | local_rank
 set -u
 case_=$1; bin=$2; ddprun=$3
 data=${DDP_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
@@ -67,6 +67,20 @@ errors)
   grep -q "^\[0\] .*checksum mismatch" "$work/corrupt" || fail "rank 0 did not report the checksum"
   grep -q "^\[1\] .*rank 0 could not load the checkpoint" "$work/corrupt" || fail "rank 1 did not report it"
   echo "ok: clear errors"
+  ;;
+local_rank)
+  # torch.distributed.launch's --local_rank option (every spelling) is accepted and checked
+  # against LOCAL_RANK; the launcher itself: launcher.torch_distributed_launch.example.
+  LOCAL_RANK=1 "$bin" --local_rank=0 --epochs 0 > "$work/mismatch" 2>&1
+  rc=$?
+  cat "$work/mismatch"
+  [ $rc -eq 2 ] || fail "a --local_rank that contradicts LOCAL_RANK exited with $rc, not 2"
+  grep -q -- "--local_rank=0 but LOCAL_RANK=1" "$work/mismatch" || fail "the mismatch is not named"
+  need_data
+  for spelling in "--local_rank 0" "--local_rank=0" "--local-rank=0" "--local-rank 0"; do
+    LOCAL_RANK=0 "$bin" $spelling --epochs 0 --quiet > "$work/accepted" 2>&1 || { cat "$work/accepted"; fail "'$spelling' was rejected"; }
+  done
+  echo "ok: --local_rank accepted in every spelling, checked against LOCAL_RANK"
   ;;
 *) echo "unknown case $case_"; exit 2 ;;
 esac

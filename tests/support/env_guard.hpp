@@ -35,6 +35,8 @@ inline const std::vector<std::string>& launcher_vars() {
                                           "SLURM_JOB_ID",
                                           "SLURM_STEP_TASKS_PER_NODE",
                                           "SLURM_TASKS_PER_NODE",
+                                          "TORCHELASTIC_USE_AGENT_STORE",
+                                          "DDP_STORE_PORT",
                                           "DDP_TOKEN",
                                           "DDP_TIMEOUT"};
   return v;

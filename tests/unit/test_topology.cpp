@@ -4,6 +4,9 @@
 
 #include <doctest/doctest.h>
 
+#include <string>
+#include <vector>
+
 using ddp_test::env_guard;
 
 namespace {
@@ -204,4 +207,174 @@ TEST_CASE("bad values name the variable and the value") {
   m = config_error(
       {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEP_NODELIST", "a"}, {"SLURM_JOB_ID", "-5"}});
   CHECK(m.find("SLURM_JOB_ID=-5") != std::string::npos);
+}
+
+TEST_CASE("the store port: MASTER_PORT, beside it under torch's elastic agent, or DDP_STORE_PORT") {
+  const std::map<std::string, std::string> torchrun{
+      {"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29555"}};
+  auto with = [&](std::map<std::string, std::string> extra) {
+    extra.insert(torchrun.begin(), torchrun.end());
+    return extra;
+  };
+  {
+    env_guard g(torchrun); // ddprun, torchrun --standalone: MASTER_PORT is free for ddp
+    CHECK(ddp::topology::from_env().store_port == 29555);
+  }
+  {
+    env_guard g(with({{"TORCHELASTIC_USE_AGENT_STORE", "False"}}));
+    CHECK(ddp::topology::from_env().store_port == 29555);
+  }
+  {
+    env_guard g(with({{"TORCHELASTIC_USE_AGENT_STORE", "True"}})); // static rendezvous: the agent holds it
+    auto t = ddp::topology::from_env();
+    CHECK(t.master_port == 29555);
+    CHECK(t.store_port == 29556);
+    auto why = ddp::detail::store_port_origin(t);
+    CHECK(why.find("MASTER_PORT+1") != std::string::npos);
+    CHECK(why.find("TORCHELASTIC_USE_AGENT_STORE") != std::string::npos);
+  }
+  {
+    env_guard g(with({{"TORCHELASTIC_USE_AGENT_STORE", "True"}, {"DDP_STORE_PORT", "31000"}}));
+    auto t = ddp::topology::from_env();
+    CHECK(t.store_port == 31000);
+    CHECK(ddp::detail::store_port_origin(t) == "DDP_STORE_PORT=31000");
+  }
+  {
+    env_guard g(with({{"DDP_STORE_PORT", "31000"}})); // also without torch
+    CHECK(ddp::topology::from_env().store_port == 31000);
+  }
+  {
+    env_guard g({{"SLURM_PROCID", "0"},
+                 {"SLURM_NTASKS", "1"},
+                 {"SLURM_STEP_NODELIST", "a"},
+                 {"SLURM_JOB_ID", "7"},
+                 {"DDP_STORE_PORT", "4000"}});
+    auto t = ddp::topology::from_env();
+    CHECK(t.master_port == 20007);
+    CHECK(t.store_port == 4000);
+  }
+  {
+    env_guard g;
+    CHECK(ddp::topology::from_env().store_port == 0);
+  }
+  auto m = config_error(with({{"DDP_STORE_PORT", "0"}}));
+  CHECK(m.find("DDP_STORE_PORT=0") != std::string::npos);
+  m = config_error(with({{"DDP_STORE_PORT", "port"}}));
+  CHECK(m.find("DDP_STORE_PORT='port'") != std::string::npos);
+  m = config_error({{"RANK", "0"},
+                    {"WORLD_SIZE", "1"},
+                    {"MASTER_PORT", "65535"},
+                    {"TORCHELASTIC_USE_AGENT_STORE", "True"}});
+  CHECK(m.find("MASTER_PORT=65535") != std::string::npos);
+  CHECK(m.find("DDP_STORE_PORT") != std::string::npos);
+}
+
+namespace {
+/// consume_local_rank_arg on a copy of `args` (args[0] is the program): the returned value
+/// and what is left of the command line.
+std::pair<std::optional<int>, std::vector<std::string>> consume(std::vector<std::string> args) {
+  std::vector<char*> argv;
+  for (auto& a : args)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int argc = static_cast<int>(args.size());
+  auto v = ddp::consume_local_rank_arg(argc, argv.data());
+  REQUIRE(argv[static_cast<std::size_t>(argc)] == nullptr);
+  return {v, std::vector<std::string>(argv.begin(), argv.begin() + argc)};
+}
+
+std::string consume_error(std::vector<std::string> args) {
+  try {
+    (void)consume(std::move(args));
+  } catch (const ddp::error& e) {
+    CHECK(e.kind() == ddp::error_kind::config);
+    return e.what();
+  }
+  FAIL("expected a config error");
+  return {};
+}
+
+using strings = std::vector<std::string>;
+using env = std::map<std::string, std::string>;
+} // namespace
+
+TEST_CASE("consume_local_rank_arg strips torch.distributed.launch's option in every spelling") {
+  env_guard g(env{{"LOCAL_RANK", "1"}});
+  for (const strings& args : {strings{"prog", "--local_rank=1", "--epochs", "3"},
+                              strings{"prog", "--local-rank=1", "--epochs", "3"},
+                              strings{"prog", "--local_rank", "1", "--epochs", "3"},
+                              strings{"prog", "--local-rank", "1", "--epochs", "3"},
+                              strings{"prog", "--epochs", "--local_rank=1", "3"},
+                              strings{"prog", "--epochs", "3", "--local_rank=1", "--local-rank=1"}}) {
+    CAPTURE(args.size());
+    auto [v, left] = consume(args);
+    CHECK(v == 1);
+    CHECK(left == strings{"prog", "--epochs", "3"});
+  }
+}
+
+TEST_CASE("consume_local_rank_arg leaves other command lines alone") {
+  env_guard g(env{{"LOCAL_RANK", "0"}});
+  auto [v, left] = consume({"prog", "--local_ranks=2", "--local", "x", "--", "--local_rank=5"});
+  CHECK(!v);
+  CHECK(left == strings{"prog", "--local_ranks=2", "--local", "x", "--", "--local_rank=5"});
+  auto [v2, left2] = consume({"prog"});
+  CHECK(!v2);
+  CHECK(left2 == strings{"prog"});
+}
+
+TEST_CASE("consume_local_rank_arg without LOCAL_RANK returns the value unchecked") {
+  env_guard g;
+  auto [v, left] = consume({"prog", "--local_rank=3"});
+  CHECK(v == 3);
+  CHECK(left == strings{"prog"});
+}
+
+TEST_CASE("consume_local_rank_arg: a mismatch or a bad value is a clear error") {
+  env_guard g(env{{"LOCAL_RANK", "1"}});
+  auto m = consume_error({"prog", "--local_rank=0"});
+  CHECK(m.find("--local_rank=0") != std::string::npos);
+  CHECK(m.find("LOCAL_RANK=1") != std::string::npos);
+  m = consume_error({"prog", "--local-rank=x"});
+  CHECK(m.find("--local-rank") != std::string::npos);
+  CHECK(m.find("'x'") != std::string::npos);
+  m = consume_error({"prog", "--local_rank"});
+  CHECK(m.find("--local_rank") != std::string::npos);
+  m = consume_error({"prog", "--local_rank=-1"});
+  CHECK(m.find("'-1'") != std::string::npos);
+  m = consume_error({"prog", "--local_rank=1", "--local-rank=2"});
+  CHECK(m.find("twice") != std::string::npos);
+}
+
+TEST_CASE("cuda_device_for: LOCAL_RANK within the visible devices") {
+  auto on = [](int local_rank, int local_world_size) {
+    ddp::topology t;
+    t.rank = 8 + local_rank;
+    t.world_size = 16;
+    t.local_rank = local_rank;
+    t.local_world_size = local_world_size;
+    return t;
+  };
+  // The node's ranks share one visible set (torchrun, ddprun, CUDA_VISIBLE_DEVICES=0,1,2,3).
+  CHECK(ddp::cuda_device_for(on(0, 4), 4) == 0);
+  CHECK(ddp::cuda_device_for(on(3, 4), 4) == 3);
+  CHECK(ddp::cuda_device_for(on(1, 2), 8) == 1);
+  CHECK(ddp::cuda_device_for(on(0, 1), 1) == 0);
+  // One visible device per rank (SLURM --gpus-per-task=1): device 0 whatever the local rank.
+  CHECK(ddp::cuda_device_for(on(5, 8), 1) == 0);
+  CHECK(ddp::cuda_device_for(on(7, 8), 1) == 0);
+  // More ranks on the node than visible GPUs: an error on every rank, not "Duplicate GPU".
+  for (int lr : {0, 1, 3}) {
+    try {
+      (void)ddp::cuda_device_for(on(lr, 4), 2);
+      FAIL("expected an error");
+    } catch (const ddp::error& e) {
+      CHECK(e.kind() == ddp::error_kind::config);
+      CHECK(e.rank() == 8 + lr);
+      std::string m = e.what();
+      CHECK(m.find("4 ranks on this node but only 2 CUDA devices") != std::string::npos);
+      CHECK(m.find("CUDA_VISIBLE_DEVICES") != std::string::npos);
+    }
+  }
+  CHECK_THROWS_AS(ddp::cuda_device_for(on(0, 1), 0), ddp::error);
 }

@@ -66,7 +66,7 @@ public:
                       (ce != cudaSuccess ? std::string(cudaGetErrorString(ce)) : std::string("0 devices")) +
                       "). On machines without a GPU use ddp::gloo.",
                   rank_);
-    device_ = rv.topo.local_rank % count;
+    device_ = cuda_device_for(rv.topo, count); // LOCAL_RANK within the visible devices
     cuda(cudaSetDevice(device_), "cudaSetDevice");
     ncclUniqueId id;
     if (rank_ == 0) {
