@@ -172,12 +172,14 @@ private:
   /// Construction, in order: the model is checked (host memory, the same on
   /// every rank), rank 0's state is copied everywhere, then the buckets are planned.
   detail::bucket_plan verify_then_plan() {
-    registry_.require_host_memory(pg_.rank()); // the host bucket engine's precondition
+    registry_.require_host_memory(pg_.rank(),
+                                  device_communicator<comm_type>); // the host engine's precondition
     if (opts_.verify_model) registry_.verify_across_ranks(comm());
     registry_.broadcast_from_rank0(comm());
     auto descs = detail::describe_for_bucketing(registry_.parameters());
-    return detail::make_bucket_plan(Bucketing::assign(std::span<const parameter_desc>(descs)),
-                                    registry_.parameters(), &Reduction::wire, engine_type::capabilities);
+    return detail::make_bucket_plan(
+        Bucketing::assign(std::span<const parameter_desc>(descs)), registry_.parameters(),
+        [](dtype d) { return Reduction::wire(d); }, engine_type::capabilities);
   }
 
   /// Follows moved gradient storage: new addresses, maybe new bucket paths.

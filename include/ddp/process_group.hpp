@@ -123,7 +123,7 @@ private:
   }
 
   template <class In, class Out> work all_gather_impl(const In& in, Out& out, bool blocking) {
-    if constexpr (usable<const In>() && usable<Out>() && same_space<In, Out>("all_gather")) {
+    if constexpr (usable<const In>() && usable<Out>()) {
       static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                     "ddp: all_gather needs input and output of the same element type");
       auto i = as_span(in);
@@ -132,7 +132,7 @@ private:
         throw error(error_kind::config, "all_gather on rank " + std::to_string(rank()) + ": output has " +
                                             std::to_string(o.size()) + " elements, expected world size " +
                                             std::to_string(size()) + " x input " + std::to_string(i.size()));
-      return in_space<Out>([&](auto... where) {
+      return in_space<const In, Out>([&](auto... where) {
         return comm_->all_gather(where..., i.data(), o.data(), i.size(), dtype_v<tensor_value_t<Out>>,
                                  blocking);
       });
@@ -142,7 +142,7 @@ private:
   }
 
   template <class In, class Out> work reduce_scatter_impl(const In& in, Out& out, op o, bool blocking) {
-    if constexpr (usable<const In>() && usable<Out>() && same_space<In, Out>("reduce_scatter")) {
+    if constexpr (usable<const In>() && usable<Out>()) {
       static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                     "ddp: reduce_scatter needs input and output of the same element type");
       auto i = as_span(in);
@@ -151,7 +151,7 @@ private:
         throw error(error_kind::config, "reduce_scatter on rank " + std::to_string(rank()) + ": input has " +
                                             std::to_string(i.size()) + " elements, expected world size " +
                                             std::to_string(size()) + " x output " + std::to_string(s.size()));
-      return in_space<Out>([&](auto... where) {
+      return in_space<const In, Out>([&](auto... where) {
         return comm_->reduce_scatter(where..., i.data(), s.data(), s.size(), dtype_v<tensor_value_t<Out>>, o,
                                      blocking);
       });
@@ -173,19 +173,12 @@ private:
     return false;
   }
 
-  /// Input and output of one collective live in one memory space.
-  template <class In, class Out> static constexpr bool same_space(const char*) {
-    constexpr bool same =
-        on_device_v<std::remove_cv_t<std::remove_reference_t<In>>> == on_device_v<std::remove_cv_t<Out>>;
-    static_assert(same,
-                  "ddp: a collective's input and output must both be host tensors or both device tensors");
-    return same;
-  }
-
-  /// Calls f() for a host tensor, f(device_memory) for a device tensor: where
-  /// memory lives is a compile-time fact, so the backend never has to ask.
-  template <class T, class F> static work in_space(F&& f) {
-    if constexpr (on_device_v<std::remove_cv_t<std::remove_reference_t<T>>>)
+  /// Calls f(device_memory) when every tensor of the collective is in device
+  /// memory, else f(): where memory lives is a compile-time fact, so the
+  /// backend never has to ask. (A host/device mix takes the host path, which
+  /// stages through the device and copies either way.)
+  template <class... T, class F> static work in_space(F&& f) {
+    if constexpr ((on_device_v<std::remove_cv_t<std::remove_reference_t<T>>> && ...))
       return f(device_memory);
     else
       return f();

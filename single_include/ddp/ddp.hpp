@@ -1890,6 +1890,10 @@ struct rendezvous {
   std::string file_path;            ///< the directory of file://
 };
 
+namespace detail {
+using ddp::rendezvous; // its name before the backend contract was written down
+} // namespace detail
+
 /// Tags a collective's pointers as device memory (for a device_communicator).
 struct device_memory_t {
   explicit device_memory_t() = default;
@@ -2802,9 +2806,12 @@ public:
     std::size_t n = 0;
     for (auto& f : frags)
       n += f.count;
-    return submit("all_reduce", n, dt, blocking, [=, this, frags = std::move(frags)](std::uint32_t tag) {
-      fragment_ring(ctx_, frags, dt, scratch_, ring_piece_bytes_).run(tag, scale, timeout_);
-    });
+    // The piece size as of submission: a later set_ring_piece_bytes() does not
+    // reach a collective already queued.
+    return submit("all_reduce", n, dt, blocking,
+                  [=, this, frags = std::move(frags), piece = ring_piece_bytes_](std::uint32_t tag) {
+                    fragment_ring(ctx_, frags, dt, scratch_, piece).run(tag, scale, timeout_);
+                  });
   }
 
   work broadcast(void* data, std::size_t n, dtype dt, int root, bool blocking = false) {
@@ -3648,13 +3655,13 @@ private:
             frags.push_back({zeros ? zeros + b.offsets[k] * wsize : p.grad, p.count});
           }
         }
-        return comm_.all_reduce_fragments(std::move(frags), b.wire_type, scale);
+        return comm_.all_reduce_fragments(std::move(frags), b.wire_type, scale, false);
       }
     }
     void* data = zeros                           ? static_cast<void*>(zeros)
                  : b.path == bucket_path::packed ? static_cast<void*>(state_[i].buffer.data())
                                                  : params_[b.params.front()].grad;
-    return comm_.all_reduce(data, b.elements, b.wire_type, op::sum);
+    return comm_.all_reduce(data, b.elements, b.wire_type, op::sum, false);
   }
 
   Comm& comm_;
@@ -3692,7 +3699,7 @@ public:
   /// A training rank's step begins: joined ranks are waiting on this flag.
   void begin_step() {
     flag_ = 1;
-    pending_ = comm_.all_reduce(&flag_, 1, dtype::i32, op::sum);
+    pending_ = comm_.all_reduce(&flag_, 1, dtype::i32, op::sum, false);
   }
 
   /// Waits for the flag's all-reduce (its failure is the step's, reported there).
@@ -3737,10 +3744,14 @@ DDP_END_NAMESPACE
 
 DDP_BEGIN_NAMESPACE
 
+template <class Model, class Backend, class Bucketing, class Reduction> class distributed_data_parallel;
+
 class no_sync_guard {
 public:
-  /// Prefer distributed_data_parallel::no_sync(), which checks it is not mid-step.
-  explicit no_sync_guard(int& depth) : depth_(&depth) { ++*depth_; }
+  /// Same as dp.no_sync(): refused in the middle of a step.
+  template <class DataParallel>
+  requires requires(DataParallel& d) { d.no_sync(); }
+  explicit no_sync_guard(DataParallel& dp) : no_sync_guard(dp.no_sync()) {}
   no_sync_guard(no_sync_guard&& o) noexcept : depth_(std::exchange(o.depth_, nullptr)) {}
   no_sync_guard(const no_sync_guard&) = delete;
   no_sync_guard& operator=(const no_sync_guard&) = delete;
@@ -3750,6 +3761,9 @@ public:
   }
 
 private:
+  template <class, class, class, class> friend class distributed_data_parallel;
+  explicit no_sync_guard(int& depth) : depth_(&depth) { ++*depth_; }
+
   int* depth_;
 };
 
@@ -3856,23 +3870,31 @@ public:
     std::vector<work> ws;
     for (auto* list : {&params_, &buffers_}) {
       if (buffers_only && list == &params_) continue;
-      for (auto& s : *list)
-        ws.push_back(comm.broadcast(s.value, s.count, s.type, 0));
+      for (auto& s : *list) {
+        if constexpr (device_communicator<C>)
+          if (s.on_device) {
+            ws.push_back(comm.broadcast(device_memory, s.value, s.count, s.type, 0, false));
+            continue;
+          }
+        ws.push_back(comm.broadcast(s.value, s.count, s.type, 0, false));
+      }
     }
     for (auto& w : ws)
       w.wait();
   }
 
-  /// Refuses a model with parameters or buffers in device memory.
-  void require_host_memory(int rank) const {
+  /// Refuses parameters in device memory (the host bucket engine would touch
+  /// them from the host), and device buffers where the backend cannot take them.
+  void require_host_memory(int rank, bool device_buffers_ok) const {
     for (auto* list : {&params_, &buffers_})
       for (auto& s : *list)
-        if (s.on_device)
+        if (s.on_device && (list == &params_ || !device_buffers_ok))
           throw error(error_kind::config,
-                      "rank " + std::to_string(rank) + ": '" + s.name +
-                          "' lives in device memory; distributed_data_parallel reduces "
-                          "host-memory gradients only so far (keep the model on the host, "
-                          "or all-reduce device gradients with process_group<ddp::nccl>)");
+                      "rank " + std::to_string(rank) + ": " +
+                          (list == &params_ ? "parameter '" : "buffer '") + s.name +
+                          "' lives in device memory; distributed_data_parallel reduces host-memory gradients "
+                          "only so far (keep the model on the host, or all-reduce device gradients with "
+                          "process_group<ddp::nccl>)");
   }
 
 private:
@@ -4132,7 +4154,7 @@ private:
   }
 
   template <class In, class Out> work all_gather_impl(const In& in, Out& out, bool blocking) {
-    if constexpr (usable<const In>() && usable<Out>() && same_space<In, Out>("all_gather")) {
+    if constexpr (usable<const In>() && usable<Out>()) {
       static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                     "ddp: all_gather needs input and output of the same element type");
       auto i = as_span(in);
@@ -4141,7 +4163,7 @@ private:
         throw error(error_kind::config, "all_gather on rank " + std::to_string(rank()) + ": output has " +
                                             std::to_string(o.size()) + " elements, expected world size " +
                                             std::to_string(size()) + " x input " + std::to_string(i.size()));
-      return in_space<Out>([&](auto... where) {
+      return in_space<const In, Out>([&](auto... where) {
         return comm_->all_gather(where..., i.data(), o.data(), i.size(), dtype_v<tensor_value_t<Out>>,
                                  blocking);
       });
@@ -4151,7 +4173,7 @@ private:
   }
 
   template <class In, class Out> work reduce_scatter_impl(const In& in, Out& out, op o, bool blocking) {
-    if constexpr (usable<const In>() && usable<Out>() && same_space<In, Out>("reduce_scatter")) {
+    if constexpr (usable<const In>() && usable<Out>()) {
       static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                     "ddp: reduce_scatter needs input and output of the same element type");
       auto i = as_span(in);
@@ -4160,7 +4182,7 @@ private:
         throw error(error_kind::config, "reduce_scatter on rank " + std::to_string(rank()) + ": input has " +
                                             std::to_string(i.size()) + " elements, expected world size " +
                                             std::to_string(size()) + " x output " + std::to_string(s.size()));
-      return in_space<Out>([&](auto... where) {
+      return in_space<const In, Out>([&](auto... where) {
         return comm_->reduce_scatter(where..., i.data(), s.data(), s.size(), dtype_v<tensor_value_t<Out>>, o,
                                      blocking);
       });
@@ -4182,19 +4204,12 @@ private:
     return false;
   }
 
-  /// Input and output of one collective live in one memory space.
-  template <class In, class Out> static constexpr bool same_space(const char*) {
-    constexpr bool same =
-        on_device_v<std::remove_cv_t<std::remove_reference_t<In>>> == on_device_v<std::remove_cv_t<Out>>;
-    static_assert(same,
-                  "ddp: a collective's input and output must both be host tensors or both device tensors");
-    return same;
-  }
-
-  /// Calls f() for a host tensor, f(device_memory) for a device tensor: where
-  /// memory lives is a compile-time fact, so the backend never has to ask.
-  template <class T, class F> static work in_space(F&& f) {
-    if constexpr (on_device_v<std::remove_cv_t<std::remove_reference_t<T>>>)
+  /// Calls f(device_memory) when every tensor of the collective is in device
+  /// memory, else f(): where memory lives is a compile-time fact, so the
+  /// backend never has to ask. (A host/device mix takes the host path, which
+  /// stages through the device and copies either way.)
+  template <class... T, class F> static work in_space(F&& f) {
+    if constexpr ((on_device_v<std::remove_cv_t<std::remove_reference_t<T>>> && ...))
       return f(device_memory);
     else
       return f();
@@ -4544,12 +4559,14 @@ private:
   /// Construction, in order: the model is checked (host memory, the same on
   /// every rank), rank 0's state is copied everywhere, then the buckets are planned.
   detail::bucket_plan verify_then_plan() {
-    registry_.require_host_memory(pg_.rank()); // the host bucket engine's precondition
+    registry_.require_host_memory(pg_.rank(),
+                                  device_communicator<comm_type>); // the host engine's precondition
     if (opts_.verify_model) registry_.verify_across_ranks(comm());
     registry_.broadcast_from_rank0(comm());
     auto descs = detail::describe_for_bucketing(registry_.parameters());
-    return detail::make_bucket_plan(Bucketing::assign(std::span<const parameter_desc>(descs)),
-                                    registry_.parameters(), &Reduction::wire, engine_type::capabilities);
+    return detail::make_bucket_plan(
+        Bucketing::assign(std::span<const parameter_desc>(descs)), registry_.parameters(),
+        [](dtype d) { return Reduction::wire(d); }, engine_type::capabilities);
   }
 
   /// Follows moved gradient storage: new addresses, maybe new bucket paths.

@@ -466,3 +466,18 @@ TEST_CASE("a model_traits specialization adapts a type the user cannot change") 
   dp.synchronize();
   CHECK(m.grads[5] == doctest::Approx((pg.size() + 1) / 2.0));
 }
+
+TEST_CASE("no_sync_guard can be made from the data-parallel object, as before") {
+  auto& pg = group();
+  flex_model m;
+  ddp::distributed_data_parallel<flex_model, ddp::gloo, ddp::bucketing::per_tensor> dp(m, pg);
+  for (std::size_t i = 0; i < 3; ++i)
+    std::fill(m.g[i].begin(), m.g[i].end(), static_cast<float>(pg.rank() + 1));
+  {
+    decltype(dp)::no_sync_guard guard(dp);
+    dp.synchronize(); // communicates nothing: gradients stay local
+  }
+  CHECK(m.g[0][0] == static_cast<float>(pg.rank() + 1));
+  dp.synchronize();
+  CHECK(m.g[0][0] == doctest::Approx((pg.size() + 1) / 2.0));
+}

@@ -41,6 +41,10 @@ struct rendezvous {
   std::string file_path;            ///< the directory of file://
 };
 
+namespace detail {
+using ddp::rendezvous; // its name before the backend contract was written down
+} // namespace detail
+
 /// Tags a collective's pointers as device memory (for a device_communicator).
 struct device_memory_t {
   explicit device_memory_t() = default;

@@ -144,9 +144,12 @@ public:
     std::size_t n = 0;
     for (auto& f : frags)
       n += f.count;
-    return submit("all_reduce", n, dt, blocking, [=, this, frags = std::move(frags)](std::uint32_t tag) {
-      fragment_ring(ctx_, frags, dt, scratch_, ring_piece_bytes_).run(tag, scale, timeout_);
-    });
+    // The piece size as of submission: a later set_ring_piece_bytes() does not
+    // reach a collective already queued.
+    return submit("all_reduce", n, dt, blocking,
+                  [=, this, frags = std::move(frags), piece = ring_piece_bytes_](std::uint32_t tag) {
+                    fragment_ring(ctx_, frags, dt, scratch_, piece).run(tag, scale, timeout_);
+                  });
   }
 
   work broadcast(void* data, std::size_t n, dtype dt, int root, bool blocking = false) {

@@ -129,13 +129,13 @@ private:
             frags.push_back({zeros ? zeros + b.offsets[k] * wsize : p.grad, p.count});
           }
         }
-        return comm_.all_reduce_fragments(std::move(frags), b.wire_type, scale);
+        return comm_.all_reduce_fragments(std::move(frags), b.wire_type, scale, false);
       }
     }
     void* data = zeros                           ? static_cast<void*>(zeros)
                  : b.path == bucket_path::packed ? static_cast<void*>(state_[i].buffer.data())
                                                  : params_[b.params.front()].grad;
-    return comm_.all_reduce(data, b.elements, b.wire_type, op::sum);
+    return comm_.all_reduce(data, b.elements, b.wire_type, op::sum, false);
   }
 
   Comm& comm_;

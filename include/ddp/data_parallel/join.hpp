@@ -22,7 +22,7 @@ public:
   /// A training rank's step begins: joined ranks are waiting on this flag.
   void begin_step() {
     flag_ = 1;
-    pending_ = comm_.all_reduce(&flag_, 1, dtype::i32, op::sum);
+    pending_ = comm_.all_reduce(&flag_, 1, dtype::i32, op::sum, false);
   }
 
   /// Waits for the flag's all-reduce (its failure is the step's, reported there).

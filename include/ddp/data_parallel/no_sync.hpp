@@ -9,10 +9,14 @@
 
 DDP_BEGIN_NAMESPACE
 
+template <class Model, class Backend, class Bucketing, class Reduction> class distributed_data_parallel;
+
 class no_sync_guard {
 public:
-  /// Prefer distributed_data_parallel::no_sync(), which checks it is not mid-step.
-  explicit no_sync_guard(int& depth) : depth_(&depth) { ++*depth_; }
+  /// Same as dp.no_sync(): refused in the middle of a step.
+  template <class DataParallel>
+  requires requires(DataParallel& d) { d.no_sync(); }
+  explicit no_sync_guard(DataParallel& dp) : no_sync_guard(dp.no_sync()) {}
   no_sync_guard(no_sync_guard&& o) noexcept : depth_(std::exchange(o.depth_, nullptr)) {}
   no_sync_guard(const no_sync_guard&) = delete;
   no_sync_guard& operator=(const no_sync_guard&) = delete;
@@ -22,6 +26,9 @@ public:
   }
 
 private:
+  template <class, class, class, class> friend class distributed_data_parallel;
+  explicit no_sync_guard(int& depth) : depth_(&depth) { ++*depth_; }
+
   int* depth_;
 };
 

@@ -98,23 +98,31 @@ public:
     std::vector<work> ws;
     for (auto* list : {&params_, &buffers_}) {
       if (buffers_only && list == &params_) continue;
-      for (auto& s : *list)
-        ws.push_back(comm.broadcast(s.value, s.count, s.type, 0));
+      for (auto& s : *list) {
+        if constexpr (device_communicator<C>)
+          if (s.on_device) {
+            ws.push_back(comm.broadcast(device_memory, s.value, s.count, s.type, 0, false));
+            continue;
+          }
+        ws.push_back(comm.broadcast(s.value, s.count, s.type, 0, false));
+      }
     }
     for (auto& w : ws)
       w.wait();
   }
 
-  /// Refuses a model with parameters or buffers in device memory.
-  void require_host_memory(int rank) const {
+  /// Refuses parameters in device memory (the host bucket engine would touch
+  /// them from the host), and device buffers where the backend cannot take them.
+  void require_host_memory(int rank, bool device_buffers_ok) const {
     for (auto* list : {&params_, &buffers_})
       for (auto& s : *list)
-        if (s.on_device)
+        if (s.on_device && (list == &params_ || !device_buffers_ok))
           throw error(error_kind::config,
-                      "rank " + std::to_string(rank) + ": '" + s.name +
-                          "' lives in device memory; distributed_data_parallel reduces "
-                          "host-memory gradients only so far (keep the model on the host, "
-                          "or all-reduce device gradients with process_group<ddp::nccl>)");
+                      "rank " + std::to_string(rank) + ": " +
+                          (list == &params_ ? "parameter '" : "buffer '") + s.name +
+                          "' lives in device memory; distributed_data_parallel reduces host-memory gradients "
+                          "only so far (keep the model on the host, or all-reduce device gradients with "
+                          "process_group<ddp::nccl>)");
   }
 
 private:
