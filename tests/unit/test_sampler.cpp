@@ -5,7 +5,11 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <optional>
+#include <random>
 #include <set>
+#include <span>
 #include <sstream>
 
 namespace {
@@ -71,6 +75,148 @@ TEST_CASE("shuffled and sequential are index-identical to PyTorch's DistributedS
   MESSAGE("compared " << compared << " cases (" << listed << " listed in full) from " << reference_path());
   CHECK(compared >= 9000);
   CHECK(policies == std::set<std::string>{"sequential", "shuffled"});
+}
+
+namespace {
+
+/// One line of tests/reference/sampler_reference_large.py's output.
+struct large_case {
+  std::string line;
+  std::size_t n = 0, count = 0;
+  int replicas = 1, rank = 0;
+  std::uint64_t seed = 0, epoch = 0, sum = 0, wsum = 0;
+  bool drop = false;
+  std::vector<std::pair<std::size_t, std::int64_t>> at; // (k, idx[k])
+};
+
+void check_share(const large_case& c, std::span<const std::int64_t> got) {
+  INFO(c.line.substr(0, 70));
+  REQUIRE(got.size() == c.count);
+  std::uint64_t sum = 0, wsum = 0; // wsum = sum((k % 64 + 1) * idx[k]) mod 2^64, as the script
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    const auto v = static_cast<std::uint64_t>(got[k]);
+    sum += v;
+    wsum += (k % 64 + 1) * v;
+  }
+  CHECK(sum == c.sum);
+  CHECK(wsum == c.wsum);
+  for (auto [k, v] : c.at) {
+    CAPTURE(k);
+    CHECK(got[k] == v);
+  }
+}
+
+} // namespace
+
+TEST_CASE("the inside-out randperm (PyTorch 2.6+, large n) matches the Python model of PyTorch's source") {
+  // Values from tests/reference/randperm_model.py: CPython's MT19937 with std::mt19937's
+  // seeding driving the loop of randperm_cpu; its forward loop is checked against torch.
+  static_assert(ddp::detail::randperm_inside_out_from == 214'748'364); // (2^32 - 1) / 20, integer division
+  auto inside_out = [](std::size_t n, std::uint64_t seed) {
+    std::mt19937 gen(static_cast<std::uint32_t>(seed));
+    std::vector<std::uint32_t> r;
+    ddp::detail::randperm_inside_out(r, n, gen);
+    return std::vector<std::int64_t>(r.begin(), r.end());
+  };
+  CHECK(inside_out(12, 8) == std::vector<std::int64_t>{0, 5, 2, 8, 3, 11, 4, 6, 10, 1, 7, 9});
+  CHECK(inside_out(20, (1ull << 32) + 5) ==
+        std::vector<std::int64_t>{16, 17, 4, 11, 18, 0, 15, 13, 1, 19, 9, 8, 7, 2, 14, 5, 12, 10, 6, 3});
+  CHECK(inside_out(1, 3) == std::vector<std::int64_t>{0});
+  CHECK(inside_out(0, 3).empty());
+  const large_case big{
+      .line = "inside_out n=100000 seed=8",
+      .count = 100000,
+      .sum = 100000ull * 99999 / 2,
+      .wsum = 162284838257ull,
+      .at = {{0, 24793}, {1, 88861}, {2, 86898}, {99997, 58052}, {99998, 8938}, {99999, 11326}}};
+  check_share(big, inside_out(100000, 8));
+  // Below the switch every PyTorch, and so every option, gives the forward shuffle.
+  std::vector<std::uint32_t> a, b;
+  ddp::detail::randperm(a, 1000, 5, ddp::torch_randperm::since_2_6);
+  ddp::detail::randperm(b, 1000, 5, ddp::torch_randperm::before_2_6);
+  CHECK(a == b);
+  // The permutation buffer of `shuffled` (2 MiB-aligned, huge pages asked for, from 2 MiB up)
+  // holds the same as a plain vector.
+  ddp::detail::shuffle_buffer<std::uint32_t> big_buffer;
+  std::vector<std::uint32_t> plain;
+  ddp::detail::randperm(big_buffer, std::size_t{1} << 20, 5);
+  ddp::detail::randperm(plain, std::size_t{1} << 20, 5);
+  CHECK(reinterpret_cast<std::uintptr_t>(big_buffer.data()) % (std::size_t{2} << 20) == 0);
+  CHECK(std::equal(big_buffer.begin(), big_buffer.end(), plain.begin(), plain.end()));
+}
+
+TEST_CASE("index-identical to PyTorch at n = 214,748,363 and 214,748,364 (large n; torch_live_large)") {
+  const char* path = std::getenv("DDP_SAMPLER_REFERENCE_LARGE");
+  if (!path) {
+    MESSAGE("skipped: DDP_SAMPLER_REFERENCE_LARGE is not set (ctest unit.sampler.torch_live_large sets it)");
+    return;
+  }
+  std::ifstream in(path);
+  REQUIRE_MESSAGE(in.good(), "cannot read " << path);
+  std::optional<ddp::torch_randperm> mode;
+  std::map<std::size_t, std::vector<large_case>> by_n; // one permutation per n
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty()) continue;
+    if (line[0] == '#') {
+      // "# torch 1.13.0a0 randperm before_2_6": which randperm the installed PyTorch has.
+      auto m = line.substr(line.rfind(' ') + 1);
+      REQUIRE((m == "since_2_6" || m == "before_2_6"));
+      auto v = m == "since_2_6" ? ddp::torch_randperm::since_2_6 : ddp::torch_randperm::before_2_6;
+      REQUIRE((!mode || *mode == v));
+      mode = v;
+      MESSAGE(line);
+      continue;
+    }
+    std::istringstream ls(line);
+    large_case c;
+    c.line = line;
+    std::string policy, colon;
+    int drop = 0;
+    ls >> policy >> c.n >> c.replicas >> c.seed >> c.epoch >> drop >> c.rank >> c.count >> c.sum >> c.wsum >>
+        colon;
+    REQUIRE(policy == "shuffled");
+    REQUIRE(colon == ":");
+    c.drop = drop != 0;
+    for (std::string kv; ls >> kv;) {
+      auto eq = kv.find('=');
+      REQUIRE(eq != std::string::npos);
+      c.at.emplace_back(std::stoull(kv.substr(0, eq)), std::stoll(kv.substr(eq + 1)));
+    }
+    REQUIRE(c.at.size() >= 7);
+    by_n[c.n].push_back(std::move(c));
+  }
+  REQUIRE(mode.has_value());
+  REQUIRE(by_n.size() >= 2);
+  CHECK(by_n.begin()->first < ddp::detail::randperm_inside_out_from); // both sides of the switch
+  CHECK(by_n.rbegin()->first >= ddp::detail::randperm_inside_out_from);
+  int compared = 0;
+  for (const auto& [n, cases] : by_n) {
+    // Drawing a permutation takes seconds at this n: once per n, end to end, as the
+    // share of a single replica (the whole permutation); the other cases take their
+    // shares from it with the policy's own helper and their sizes from the sampler.
+    const large_case& whole = cases.front();
+    REQUIRE_MESSAGE((whole.replicas == 1 && !whole.drop), "the first case of each n must be one replica");
+    ddp::sampler_options o{.seed = whole.seed, .drop_last = false};
+    // Below the switch with the default options (every PyTorch agrees there), from
+    // it on with the installed PyTorch's.
+    if (n >= ddp::detail::randperm_inside_out_from) o.randperm = *mode;
+    ddp::distributed_sampler<> all(n, 1, 0, o);
+    all.set_epoch(whole.epoch);
+    const std::span<const std::int64_t> perm = all.indices();
+    check_share(whole, perm);
+    ++compared;
+    std::vector<std::int64_t> out;
+    for (const auto& c : std::span(cases).subspan(1)) {
+      REQUIRE(c.seed + c.epoch == whole.seed + whole.epoch);
+      ddp::distributed_sampler<> s(n, c.replicas, c.rank,
+                                   {.seed = c.seed, .drop_last = c.drop, .randperm = *mode});
+      s.set_epoch(c.epoch);
+      ddp::detail::strided_share(s.context(), out, [&](std::size_t j) { return perm[j]; });
+      check_share(c, out);
+      ++compared;
+    }
+  }
+  MESSAGE("compared " << compared << " large-n shares from " << std::string(path));
 }
 
 TEST_CASE("sizes follow PyTorch's num_samples and total_size") {
