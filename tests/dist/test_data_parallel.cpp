@@ -481,3 +481,63 @@ TEST_CASE("no_sync_guard can be made from the data-parallel object, as before") 
   dp.synchronize();
   CHECK(m.g[0][0] == doctest::Approx((pg.size() + 1) / 2.0));
 }
+
+namespace {
+
+/// Parameters p0.. and buffers b0.., as many of each as asked: ranks that disagree on the counts.
+struct counted_model {
+  std::vector<std::vector<float>> v, g, buf;
+  counted_model(std::size_t params, std::size_t buffers)
+      : v(params, std::vector<float>(2, 1.f)), g(params, std::vector<float>(2)),
+        buf(buffers, std::vector<float>(1)) {}
+  template <class F> void for_each_parameter(F&& f) {
+    for (std::size_t i = 0; i < v.size(); ++i)
+      f("p" + std::to_string(i), v[i], g[i]);
+  }
+  template <class F> void for_each_buffer(F&& f) {
+    for (std::size_t i = 0; i < buf.size(); ++i)
+      f("b" + std::to_string(i), buf[i]);
+  }
+};
+
+std::string count_mismatch(std::size_t params, std::size_t buffers) {
+  counted_model m(params, buffers);
+  try {
+    ddp::distributed_data_parallel dp(m, group());
+  } catch (const ddp::error& e) {
+    CHECK(e.kind() == ddp::error_kind::mismatch);
+    CHECK(e.rank() == group().size() - 1);
+    return e.what();
+  }
+  return "no error";
+}
+
+} // namespace
+
+TEST_CASE("ranks that disagree on the parameter or buffer count: the index and the rank are right") {
+  // Once "extra buffer #18446744073709551615": the index was counted along rank 0's lines only.
+  auto& pg = group();
+  if (pg.size() == 1) return;
+  const bool last = pg.rank() == pg.size() - 1;
+  const std::string r = "rank " + std::to_string(pg.size() - 1);
+  auto msg = count_mismatch(last ? 4 : 3, 2); // one parameter more, before the same buffers
+  INFO(msg);
+  CHECK(has(msg, r + " has an extra parameter #3 'p3' float32 x 2 that rank 0 does not have"));
+  CHECK(has(msg, "(rank 0 has 3 parameters, " + r + " has 4)"));
+  CHECK_FALSE(has(msg, "18446744073709551615"));
+
+  msg = count_mismatch(last ? 1 : 3, 2); // two parameters fewer
+  CHECK(has(msg, r + " lacks parameter #1 'p1' float32 x 2 that rank 0 has"));
+  CHECK(has(msg, "(rank 0 has 3 parameters, " + r + " has 1)"));
+
+  msg = count_mismatch(3, last ? 3 : 2); // one buffer more
+  CHECK(has(msg, r + " has an extra buffer #2 'b2' float32 x 1 that rank 0 does not have"));
+  CHECK(has(msg, "(rank 0 has 2 buffers, " + r + " has 3)"));
+
+  msg = count_mismatch(3, last ? 0 : 1); // no buffer where rank 0 has one
+  CHECK(has(msg, r + " lacks buffer #0 'b0' float32 x 1 that rank 0 has"));
+
+  std::vector<int> one{1}; // the group still works
+  pg.all_reduce(one);
+  CHECK(one[0] == pg.size());
+}

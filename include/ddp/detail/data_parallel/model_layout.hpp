@@ -128,13 +128,25 @@ inline std::string describe(const std::vector<tensor_slot>& params, const std::v
   return d;
 }
 
-inline std::vector<std::string> split_lines(const std::string& s) {
-  std::vector<std::string> out;
+/// A description split back into its two sections, one line per entry.
+struct described_layout {
+  std::vector<std::string> params, buffers;
+};
+
+inline described_layout parse_description(const std::string& d) {
+  described_layout out;
+  std::vector<std::string>* section = &out.params;
   std::size_t start = 0;
-  for (std::size_t i = 0; i < s.size(); ++i)
-    if (s[i] == '\n') {
-      out.push_back(s.substr(start, i - start));
+  for (std::size_t i = 0; i < d.size(); ++i)
+    if (d[i] == '\n') {
+      std::string line = d.substr(start, i - start);
       start = i + 1;
+      if (line == "P")
+        section = &out.params;
+      else if (line == "B")
+        section = &out.buffers;
+      else
+        section->push_back(std::move(line));
     }
   return out;
 }
@@ -147,27 +159,28 @@ inline std::string pretty_entry(const std::string& line) {
 }
 
 /// The first difference between rank 0's description and rank r's, as a sentence; empty when equal.
+/// Parameters and buffers are compared section by section, each counted from #0 on both sides, so
+/// an extra parameter on rank r is named by its own index whatever rank 0 lists at that line.
 inline std::string first_difference(const std::string& d0, const std::string& dr, int r) {
-  auto a = split_lines(d0), b = split_lines(dr);
-  std::size_t section = 0, index = 0;
-  for (std::size_t i = 0; i < std::max(a.size(), b.size()); ++i) {
-    std::string x = i < a.size() ? a[i] : "", y = i < b.size() ? b[i] : "";
-    if (x == "P" || x == "B") {
-      section = x == "B";
-      index = 0;
-    } else {
-      ++index;
+  const auto a = parse_description(d0), b = parse_description(dr);
+  const std::string rank = "rank " + std::to_string(r);
+  for (const bool buffers : {false, true}) {
+    const auto& x = buffers ? a.buffers : a.params;
+    const auto& y = buffers ? b.buffers : b.params;
+    const std::string kind = buffers ? "buffer" : "parameter";
+    const std::string counts = " (rank 0 has " + std::to_string(x.size()) + " " + kind + "s, " + rank +
+                               " has " + std::to_string(y.size()) + ")";
+    for (std::size_t i = 0; i < std::max(x.size(), y.size()); ++i) {
+      const std::string where = kind + " #" + std::to_string(i);
+      if (i >= x.size())
+        return rank + " has an extra " + where + " " + pretty_entry(y[i]) + " that rank 0 does not have" +
+               counts;
+      if (i >= y.size())
+        return rank + " lacks " + where + " " + pretty_entry(x[i]) + " that rank 0 has" + counts;
+      if (x[i] != y[i])
+        return where + " differs: rank 0 has " + pretty_entry(x[i]) + ", " + rank + " has " +
+               pretty_entry(y[i]);
     }
-    if (x == y) continue;
-    const char* kind = section ? "buffer" : "parameter";
-    std::string where = std::string(kind) + " #" + std::to_string(index - 1);
-    if (x == "B" || x.empty())
-      return "rank " + std::to_string(r) + " has an extra " + where + " " + pretty_entry(y) +
-             " that rank 0 does not have";
-    if (y == "B" || y.empty())
-      return "rank " + std::to_string(r) + " lacks " + where + " " + pretty_entry(x) + " that rank 0 has";
-    return where + " differs: rank 0 has " + pretty_entry(x) + ", rank " + std::to_string(r) + " has " +
-           pretty_entry(y);
   }
   return {};
 }
