@@ -1,7 +1,9 @@
 // Checkpoints of the example: named float tensors plus the epoch, written
 // atomically (temporary file, fsync, rename, fsync of the directory) and
 // protected by a CRC-32, so a crash mid-write never leaves a torn file and a
-// damaged file is refused with the offset of what is wrong.
+// damaged file is refused with the offset of what is wrong. The path is checked
+// before training (writable for saving; a regular file for --resume), so a bad
+// one fails at once instead of after an epoch, and every message names it.
 #pragma once
 
 #include <ddp/error.hpp>
@@ -13,9 +15,9 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
-#include <fstream>
 #include <span>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 
@@ -36,7 +38,46 @@ template <class T> void put(std::string& out, const T& v) {
 inline ddp::error bad(const std::string& path, const std::string& what) {
   return ddp::error(ddp::error_kind::data, "checkpoint " + path + ": " + what);
 }
+
+/// A path the user gave that cannot be used: an option error, not damaged data.
+inline ddp::error bad_path(const std::string& path, const std::string& what) {
+  return ddp::error(ddp::error_kind::config, "checkpoint " + path + ": " + what);
+}
+
+/// The file's size when a checkpoint of `tensors` is written (magic, epoch, count, entries, CRC).
+inline std::uint64_t expected_size(const std::vector<named_tensor>& tensors) {
+  std::uint64_t n = 8 + 8 + 4 + 4;
+  for (auto& t : tensors)
+    n += 4 + t.name.size() + 8 + t.data.size_bytes();
+  return n;
+}
 } // namespace detail
+
+/// Refuses a checkpoint path that save_checkpoint could not write, by creating
+/// (and removing) the temporary file it writes first: permissions, a read-only
+/// file system, a missing directory or a parent that is a file all show here,
+/// as root too. A directory as the path would fail only at the final rename.
+inline void check_writable(const std::string& path) {
+  struct ::stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode))
+      throw detail::bad_path(path, "is a directory; --checkpoint takes a file path, e.g. " + path +
+                                       "/checkpoint.bin");
+    if (!S_ISREG(st.st_mode))
+      throw detail::bad_path(path, "exists and is not a regular file; choose another --checkpoint path");
+  }
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    const int e = errno;
+    auto dir = std::filesystem::path(path).parent_path().string();
+    throw detail::bad_path(path, "cannot be written: creating " + tmp + " failed (" + std::strerror(e) +
+                                     "); make " + (dir.empty() ? std::string(".") : dir) +
+                                     " a writable directory or choose another --checkpoint path");
+  }
+  ::close(fd);
+  ::unlink(tmp.c_str());
+}
 
 inline void save_checkpoint(const std::string& path, std::uint64_t epoch,
                             const std::vector<named_tensor>& tensors) {
@@ -78,11 +119,42 @@ inline void save_checkpoint(const std::string& path, std::uint64_t epoch,
   }
 }
 
-/// Loads into `tensors` (names and sizes must match); returns the saved epoch.
-inline std::uint64_t load_checkpoint(const std::string& path, const std::vector<named_tensor>& tensors) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw detail::bad(path, "cannot open it (" + std::string(std::strerror(errno)) + ")");
-  std::string blob((std::istreambuf_iterator<char>(f)), {});
+/// Loads into `tensors` (names and sizes must match); returns the saved epoch,
+/// which must not exceed `max_epoch` (the run's --epochs: a later one would train nothing).
+inline std::uint64_t load_checkpoint(const std::string& path, const std::vector<named_tensor>& tensors,
+                                     std::uint64_t max_epoch) {
+  struct ::stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    throw detail::bad(path, "cannot open it (" + std::string(std::strerror(errno)) +
+                                "); --resume needs a checkpoint saved by an earlier run with --checkpoint");
+  if (S_ISDIR(st.st_mode))
+    throw detail::bad_path(path, "is a directory, not a checkpoint file; give the file's path");
+  if (!S_ISREG(st.st_mode)) throw detail::bad_path(path, "is not a regular file");
+  // The size is known from the model: a larger file is not one of its checkpoints, and is not read
+  // (a corrupt or foreign file must not make rank 0 allocate whatever it claims).
+  const auto want = detail::expected_size(tensors);
+  if (static_cast<std::uint64_t>(st.st_size) > want)
+    throw detail::bad(path, "is " + std::to_string(st.st_size) + " bytes, more than the " +
+                                std::to_string(want) +
+                                " of a checkpoint of this model: not one of its checkpoints");
+  std::string blob(static_cast<std::size_t>(st.st_size), '\0');
+  {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw detail::bad(path, "cannot open it (" + std::string(std::strerror(errno)) + ")");
+    std::size_t got = 0;
+    while (got < blob.size()) {
+      ssize_t k = ::read(fd, blob.data() + got, blob.size() - got);
+      if (k < 0 && errno == EINTR) continue;
+      if (k <= 0) {
+        const int e = errno;
+        ::close(fd);
+        throw detail::bad(path, "reading failed at byte offset " + std::to_string(got) + " (" +
+                                    (k < 0 ? std::strerror(e) : "the file shrank while being read") + ")");
+      }
+      got += static_cast<std::size_t>(k);
+    }
+    ::close(fd);
+  }
   if (blob.size() < 8 + 8 + 4 + 4)
     throw detail::bad(path, "only " + std::to_string(blob.size()) + " bytes: truncated");
   if (std::memcmp(blob.data(), detail::magic, 8) != 0)
@@ -102,6 +174,13 @@ inline std::uint64_t load_checkpoint(const std::string& path, const std::vector<
   std::uint64_t epoch;
   std::uint32_t count;
   take(&epoch, 8, "the epoch");
+  // A valid checksum proves the bytes are as written, not that they make sense.
+  if (epoch > max_epoch)
+    throw detail::bad(path,
+                      "the epoch at byte offset 8 is " + std::to_string(epoch) + ", beyond the " +
+                          std::to_string(max_epoch) +
+                          " epochs of this run (--epochs): resuming would train nothing. Raise --epochs "
+                          "above it, or leave out --resume to start afresh");
   take(&count, 4, "the tensor count");
   if (count != tensors.size())
     throw detail::bad(path, "holds " + std::to_string(count) + " tensors, the model has " +
@@ -109,6 +188,9 @@ inline std::uint64_t load_checkpoint(const std::string& path, const std::vector<
   for (auto& t : tensors) {
     std::uint32_t len;
     take(&len, 4, "a name length");
+    if (len > blob.size() - 4 - at)
+      throw detail::bad(path, "the name length " + std::to_string(len) + " at byte offset " +
+                                  std::to_string(at - 4) + " runs past the end");
     std::string name(len, '\0');
     const auto name_at = at;
     take(name.data(), len, "a name");

@@ -16,10 +16,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <optional>
 
 namespace {
@@ -31,7 +33,7 @@ struct options {
   float lr = 0.05f;
   float momentum = 0.9f;
   unsigned seed = 0;
-  std::size_t limit = 0;
+  std::uint64_t limit = 0;
   std::string checkpoint, metrics_csv, step_log;
   std::string schedule = "cosine";
   bool resume = false, json = false, quiet = false;
@@ -45,6 +47,93 @@ float learning_rate(const options& o, double progress) {
 }
 
 constexpr const char* data_hint = "install Debian's dataset-fashion-mnist, or pass --data DIR";
+
+/// "0.05", "1e+06": a bound as people write it.
+std::string shortest(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", v);
+  return b;
+}
+
+/// A finite number in (low, high] or [low, high]. CLI11's PositiveNumber and Range let
+/// nan through (every comparison with nan is false): --lr nan once trained to a nan loss, rc 0.
+CLI::Validator finite_number(double low, bool low_allowed, double high) {
+  const std::string range = std::isinf(high) ? std::string(low_allowed ? ">= " : "> ") + shortest(low)
+                                             : std::string("in ") + (low_allowed ? "[" : "(") +
+                                                   shortest(low) + ", " + shortest(high) + "]";
+  return CLI::Validator(
+      [=](std::string& s) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(s.c_str(), &end);
+        if (s.empty() || end != s.c_str() + s.size()) return "'" + s + "' is not a number";
+        if (!std::isfinite(v) || v < low || (v == low && !low_allowed) || v > high)
+          return "'" + s + "' must be a finite number " + range;
+        return {};
+      },
+      "FINITE " + range);
+}
+
+/// A whole number in [low, high], in decimal. CLI11 reads unsigned options with strtoull,
+/// which takes "-1" as 2^64-1 (--limit -1 silently meant "all") and "010" as octal 8.
+CLI::Validator whole_number(std::uint64_t low, std::uint64_t high) {
+  const std::string range = high == std::numeric_limits<std::uint64_t>::max()
+                                ? ">= " + std::to_string(low)
+                                : "in [" + std::to_string(low) + ", " + std::to_string(high) + "]";
+  return CLI::Validator(
+      [=](std::string& s) -> std::string {
+        std::uint64_t v = 0;
+        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        const bool digits =
+            !s.empty() && s[0] != '-' && ec != std::errc::invalid_argument && end == s.data() + s.size();
+        if (!digits || ec == std::errc::result_out_of_range || v < low || v > high)
+          return "'" + s + "' must be a whole number " + range + " (decimal digits only)";
+        s = std::to_string(v); // canonical decimal for CLI11's base-detecting conversion
+        return {};
+      },
+      "INT " + range);
+}
+
+/// What a ddp::error says after its "ddp <kind> error: " prefix.
+std::string message_of(const std::exception& e) {
+  std::string m = e.what();
+  if (m.rfind("ddp ", 0) == 0)
+    if (auto colon = m.find(": "); colon != std::string::npos) return m.substr(colon + 2);
+  return m;
+}
+
+/// Runs `f` on rank 0 only (it alone reads and writes the checkpoint and the logs) and
+/// makes every rank learn the outcome: a failure there ends every rank at once, each
+/// naming what rank 0 found, instead of leaving the others to wait out the timeout.
+template <class PG, class F> void on_rank0(PG& pg, const std::string& what, F&& f) {
+  std::vector<std::uint8_t> outcome(1024, 0); // failed?, error kind, message (NUL-terminated)
+  std::optional<ddp::error> failure;
+  if (pg.rank() == 0) {
+    try {
+      f();
+    } catch (const ddp::error& e) { failure = e; } catch (const std::exception& e) {
+      failure = ddp::error(ddp::error_kind::data, e.what());
+    }
+    if (failure) {
+      outcome[0] = 1;
+      outcome[1] = static_cast<std::uint8_t>(failure->kind());
+      auto m = message_of(*failure);
+      std::memcpy(outcome.data() + 2, m.data(), std::min(m.size(), outcome.size() - 3));
+    }
+  }
+  pg.broadcast(outcome, 0);
+  if (failure) throw *failure; // rank 0: its own error, path and offset
+  if (outcome[0])
+    throw ddp::error(static_cast<ddp::error_kind>(outcome[1]),
+                     "rank 0 " + what + ": " + reinterpret_cast<const char*>(outcome.data() + 2));
+}
+
+void open_or_throw(std::ofstream& f, const std::string& path, std::ios::openmode mode, const char* option) {
+  f.open(path, mode);
+  if (!f.is_open())
+    throw ddp::error(ddp::error_kind::config, std::string(option) + " " + path +
+                                                  ": cannot open it for writing (" + std::strerror(errno) +
+                                                  "); choose a writable path");
+}
 
 /// Columns of x for the given sample indices (images are stored one sample per row).
 void gather(const ddp::data::labeled_images& d, std::span<const std::int64_t> idx, example::matrix& x,
@@ -72,22 +161,15 @@ std::vector<example::named_tensor> state_of(example::mlp& m, example::sgd_moment
 
 /// Rank 0 loads and verifies; every rank learns whether that worked, then receives the state.
 template <class PG>
-std::uint64_t resume(PG& pg, const std::string& path, std::vector<example::named_tensor> state) {
-  std::vector<std::int64_t> status{0, 0}; // ok?, epoch
-  std::optional<ddp::error> failure;
-  if (pg.rank() == 0) {
-    try {
-      status = {1, static_cast<std::int64_t>(example::load_checkpoint(path, state))};
-    } catch (const ddp::error& e) { failure = e; }
-  }
-  pg.broadcast(status, 0);
-  if (failure) throw *failure; // rank 0: the reader's own error, file and offset
-  if (!status[0])
-    throw ddp::error(ddp::error_kind::data,
-                     "rank 0 could not load the checkpoint " + path + " (see its error)");
+std::uint64_t resume(PG& pg, const std::string& path, std::vector<example::named_tensor> state,
+                     std::uint64_t max_epoch) {
+  std::vector<std::int64_t> epoch{0};
+  on_rank0(pg, "could not load the checkpoint",
+           [&] { epoch[0] = static_cast<std::int64_t>(example::load_checkpoint(path, state, max_epoch)); });
+  pg.broadcast(epoch, 0);
   for (auto& t : state)
     pg.broadcast(t.data, 0);
-  return static_cast<std::uint64_t>(status[1]);
+  return static_cast<std::uint64_t>(epoch[0]);
 }
 
 /// Test accuracy: each rank scores every size()-th test sample, then one all-reduce.
@@ -115,34 +197,42 @@ template <class PG> double evaluate(PG& pg, example::mlp& m, const ddp::data::la
 
 template <class Backend> int train(const options& o) {
   // Data first: a missing file fails on every rank before anyone waits for a peer.
-  auto train_set = ddp::data::read_idx(o.data + "/train-images-idx3-ubyte.gz",
-                                       o.data + "/train-labels-idx1-ubyte.gz", data_hint);
-  auto test_set = ddp::data::read_idx(o.data + "/t10k-images-idx3-ubyte.gz",
-                                      o.data + "/t10k-labels-idx1-ubyte.gz", data_hint);
-  const std::size_t n = o.limit ? std::min(o.limit, train_set.size()) : train_set.size();
+  // Every label must index one of the model's outputs: the reader refuses others, naming the byte.
+  auto train_set =
+      ddp::data::read_idx(o.data + "/train-images-idx3-ubyte.gz", o.data + "/train-labels-idx1-ubyte.gz",
+                          example::mlp::classes, data_hint);
+  auto test_set =
+      ddp::data::read_idx(o.data + "/t10k-images-idx3-ubyte.gz", o.data + "/t10k-labels-idx1-ubyte.gz",
+                          example::mlp::classes, data_hint);
+  const std::size_t n = o.limit ? static_cast<std::size_t>(std::min<std::uint64_t>(o.limit, train_set.size()))
+                                : train_set.size();
 
   auto pg = ddp::init_process_group<Backend>();
   const bool lead = pg.rank() == 0;
+  // Rank 0 writes the checkpoint and the logs: prove it can before anyone trains. A read-only
+  // checkpoint directory once failed only after a whole epoch, and then after the others' timeout.
+  std::ofstream csv, steps;
+  on_rank0(pg, "cannot write its output files", [&] {
+    if (!o.checkpoint.empty()) example::check_writable(o.checkpoint);
+    if (!o.metrics_csv.empty()) {
+      open_or_throw(csv, o.metrics_csv, o.resume ? std::ios::app : std::ios::trunc, "--metrics-csv");
+      if (!o.resume) csv << "epoch,train_loss,test_acc,epoch_s\n";
+    }
+    if (!o.step_log.empty()) open_or_throw(steps, o.step_log, std::ios::trunc, "--step-log");
+  });
   example::mlp model(o.seed);
   ddp::distributed_data_parallel dp(model, pg); // checks the model on every rank, copies rank 0's weights
   example::sgd_momentum opt{o.lr, o.momentum, {}};
   std::uint64_t first_epoch = 0;
   if (o.resume) {
-    if (o.checkpoint.empty()) throw ddp::error(ddp::error_kind::config, "--resume needs --checkpoint PATH");
     opt.step(model); // allocates the momentum buffers (gradients are zero: no change)
-    first_epoch = resume(pg, o.checkpoint, state_of(model, opt));
+    first_epoch = resume(pg, o.checkpoint, state_of(model, opt), static_cast<std::uint64_t>(o.epochs));
     if (lead && !o.quiet)
       std::printf("resumed from %s at epoch %llu\n", o.checkpoint.c_str(),
                   static_cast<unsigned long long>(first_epoch));
   }
 
   ddp::distributed_sampler<ddp::sampling::shuffled> sampler(n, pg, {.seed = o.seed});
-  std::ofstream csv, steps;
-  if (lead && !o.metrics_csv.empty()) {
-    csv.open(o.metrics_csv, o.resume ? std::ios::app : std::ios::trunc);
-    if (!o.resume) csv << "epoch,train_loss,test_acc,epoch_s\n";
-  }
-  if (lead && !o.step_log.empty()) steps.open(o.step_log);
 
   example::matrix x;
   std::vector<int> y;
@@ -213,23 +303,31 @@ int main(int argc, char** argv) {
       "checked against LOCAL_RANK.\n");
   options o;
   app.add_option("--data", o.data, "directory with the Fashion-MNIST .gz files")->capture_default_str();
+  // Every number is checked for range and form here, before any rank reads data or waits for a peer
+  // (whole numbers as a transform: it hands CLI11 the canonical decimal, check() would drop that).
   app.add_option("--epochs", o.epochs, "epochs to train")
-      ->check(CLI::Range(0, 100000))
+      ->transform(whole_number(0, 100000))
       ->capture_default_str();
   app.add_option("--batch-size", o.batch_size, "samples per rank per step")
-      ->check(CLI::Range(1, 1 << 20))
+      ->transform(whole_number(1, 1 << 20))
       ->capture_default_str();
-  app.add_option("--lr", o.lr, "initial learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--lr", o.lr, "initial learning rate")
+      ->check(finite_number(0, false, std::numeric_limits<double>::infinity()))
+      ->capture_default_str();
   app.add_option("--lr-schedule", o.schedule, "cosine (decays to 0 over --epochs) or constant")
       ->check(CLI::IsMember({"cosine", "constant"}))
       ->capture_default_str();
   app.add_option("--momentum", o.momentum, "SGD momentum")
-      ->check(CLI::Range(0.0, 1.0))
+      ->check(finite_number(0, true, 1))
       ->capture_default_str();
-  app.add_option("--seed", o.seed, "seed of the initial weights and of the shuffling")->capture_default_str();
-  app.add_option("--limit", o.limit, "train on the first N samples only (0: all)");
-  app.add_option("--checkpoint", o.checkpoint, "save parameters and optimizer state here after every epoch");
-  app.add_flag("--resume", o.resume, "continue from --checkpoint");
+  app.add_option("--seed", o.seed, "seed of the initial weights and of the shuffling")
+      ->transform(whole_number(0, std::numeric_limits<unsigned>::max()))
+      ->capture_default_str();
+  app.add_option("--limit", o.limit, "train on the first N samples only (0: all)")
+      ->transform(whole_number(0, std::numeric_limits<std::uint64_t>::max()));
+  auto* checkpoint = app.add_option("--checkpoint", o.checkpoint,
+                                    "save parameters and optimizer state here after every epoch");
+  app.add_flag("--resume", o.resume, "continue from --checkpoint")->needs(checkpoint);
   app.add_option("--metrics-csv", o.metrics_csv, "append per-epoch metrics to this CSV file");
   app.add_option("--step-log", o.step_log, "write the global loss of every step to this file (rank 0)");
   app.add_flag("--json", o.json, "one JSON line per epoch instead of the progress display");

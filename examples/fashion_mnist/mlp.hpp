@@ -3,6 +3,7 @@
 #pragma once
 
 #include <ddp/arena.hpp>
+#include <ddp/error.hpp>
 
 #include <Eigen/Core>
 
@@ -19,7 +20,8 @@ using grad_map = Eigen::Map<matrix>;
 
 struct mlp {
   static constexpr int layers = 3;
-  std::vector<int> dims{784, 256, 128, 10};
+  static constexpr int classes = 10; ///< outputs; the data reader refuses labels outside 0..classes-1
+  std::vector<int> dims{784, 256, 128, classes};
   matrix w[layers], b[layers]; // w[l]: dims[l+1] x dims[l], b[l]: dims[l+1] x 1
   ddp::arena<float> grads;     // dw0, db0, dw1, db1, dw2, db2
   std::vector<grad_map> dw, db;
@@ -68,18 +70,29 @@ struct mlp {
 
   /// Mean softmax cross-entropy of the last forward against `labels`; writes the
   /// gradients (replacing them) and calls `layer_done(l)` as each layer's are final.
+  /// A label indexes a row of the logits: one outside them is refused, never followed
+  /// (the reader already refuses such files; this keeps any other caller in bounds).
   float backward(const std::vector<int>& labels, const std::function<void(int)>& layer_done) {
-    const auto batch = static_cast<float>(labels.size());
     matrix delta = act[layers];
+    if (static_cast<Eigen::Index>(labels.size()) != delta.cols())
+      throw ddp::error(ddp::error_kind::data, "mlp::backward: " + std::to_string(labels.size()) +
+                                                  " labels for a batch of " + std::to_string(delta.cols()));
+    const auto batch = static_cast<float>(labels.size());
     float loss = 0;
     for (Eigen::Index c = 0; c < delta.cols(); ++c) {
+      const int label = labels[static_cast<std::size_t>(c)];
+      if (label < 0 || label >= delta.rows())
+        throw ddp::error(ddp::error_kind::data, "mlp::backward: label " + std::to_string(label) +
+                                                    " of batch column " + std::to_string(c) +
+                                                    " is not one of the " + std::to_string(delta.rows()) +
+                                                    " classes; check the labels file");
       auto col = delta.col(c);
       const float m = col.maxCoeff();
       col = (col.array() - m).exp();
       const float z = col.sum();
       col /= z;
-      loss -= std::log(std::max(col(labels[static_cast<std::size_t>(c)]), 1e-30f));
-      col(labels[static_cast<std::size_t>(c)]) -= 1.0f;
+      loss -= std::log(std::max(col(label), 1e-30f));
+      col(label) -= 1.0f;
     }
     delta /= batch;
     for (int l = layers - 1; l >= 0; --l) {

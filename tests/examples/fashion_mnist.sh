@@ -11,6 +11,21 @@ fail() { echo "FAIL: $*"; exit 1; }
 need_data() {
   [ -f "$data/train-images-idx3-ubyte.gz" ] || { echo "SKIP: no Fashion-MNIST in $data (apt-get install dataset-fashion-mnist)"; exit 77; }
 }
+# expect_refusal NAME PATTERN CMD...: CMD must fail (rc != 0) within 30 s, before any epoch is
+# trained, and rank 0 and rank 1 must both print a line matching PATTERN (ddprun prefixes).
+expect_refusal() {
+  name=$1; pattern=$2; shift 2
+  start=$(date +%s)
+  "$@" > "$work/$name" 2>&1 && { cat "$work/$name"; fail "$name: accepted"; }
+  took=$(( $(date +%s) - start ))
+  cat "$work/$name"
+  [ "$took" -le 30 ] || fail "$name: took $took s to fail; expected a prompt refusal"
+  ! grep -q '"epoch"\|^\[0\] epoch ' "$work/$name" || fail "$name: trained before refusing"
+  for r in 0 1; do
+    grep -q "^\[$r\] .*$pattern" "$work/$name" || fail "$name: rank $r did not say '$pattern'"
+  done
+  echo "ok: $name refused in $took s"
+}
 json_field() { # json_field FILE EPOCH FIELD
   grep "\"epoch\":$2," "$1" | sed -n "s/.*\"$3\":\([0-9.eE+-]*\).*/\1/p"
 }
@@ -66,6 +81,70 @@ errors)
   cat "$work/corrupt"
   grep -q "^\[0\] .*checksum mismatch" "$work/corrupt" || fail "rank 0 did not report the checksum"
   grep -q "^\[1\] .*rank 0 could not load the checkpoint" "$work/corrupt" || fail "rank 1 did not report it"
+
+  # Numbers out of range or not numbers at all: refused by the option parser, before any data is read.
+  for bad in "--lr nan" "--lr inf" "--lr -0.1" "--lr 0" "--momentum nan" "--momentum 1.5" "--limit -1" \
+             "--limit 0x10" "--epochs -1" "--epochs 2.5" "--batch-size 0" "--batch-size nan" "--seed -1"; do
+    "$bin" $bad --epochs 0 > "$work/flag" 2>&1 && { cat "$work/flag"; fail "'$bad' was accepted"; }
+    opt=${bad%% *}; val=${bad#* }
+    grep -q -- "^$opt: '$val' must be a " "$work/flag" || { cat "$work/flag"; fail "'$bad': no clear message"; }
+  done
+  "$bin" --resume --epochs 0 > "$work/flag" 2>&1 && fail "--resume without --checkpoint was accepted"
+  grep -q -- "--resume requires --checkpoint" "$work/flag" || { cat "$work/flag"; fail "--resume: no clear message"; }
+  echo "ok: bad numbers refused with the option and the value"
+
+  # A label outside the 10 classes (once a heap overflow in mlp::backward, rc 0): refused on every
+  # rank, naming the file and the byte, before training.
+  mkdir "$work/labels"
+  for f in train-images-idx3-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz; do
+    ln -s "$data/$f" "$work/labels/$f"
+  done
+  gzip -dc "$data/train-labels-idx1-ubyte.gz" > "$work/raw-labels"
+  printf '\377' | dd of="$work/raw-labels" bs=1 seek=1008 conv=notrunc 2>/dev/null # sample 1000
+  gzip -c "$work/raw-labels" > "$work/labels/train-labels-idx1-ubyte.gz"
+  expect_refusal label255 "$work/labels/train-labels-idx1-ubyte.gz: label 255 at byte offset 1008 of the uncompressed data (sample 1000)" \
+    "$ddprun" --nproc-per-node 2 "$bin" --data "$work/labels" --epochs 1 --limit 500 --json
+
+  # A checkpoint whose checksum is valid but whose epoch (2^63+5) is past --epochs: nothing would train.
+  "$ddprun" --nproc-per-node 2 --no-prefix "$bin" --epochs 1 --limit 500 --quiet --checkpoint "$work/ck2" > /dev/null 2>&1 || fail "could not write a checkpoint"
+  python3 - "$work/ck2" <<'PY' || fail "could not patch the checkpoint"
+import struct, sys, zlib
+path = sys.argv[1]
+b = bytearray(open(path, "rb").read())
+b[8:16] = struct.pack("<Q", 2**63 + 5)
+b[-4:] = struct.pack("<I", zlib.crc32(bytes(b[:-4])))
+open(path, "wb").write(b)
+PY
+  expect_refusal epoch_past "checkpoint $work/ck2: the epoch at byte offset 8 is 9223372036854775813, beyond the 2 epochs" \
+    "$ddprun" --nproc-per-node 2 "$bin" --epochs 2 --limit 500 --json --checkpoint "$work/ck2" --resume
+  grep -q "^\[1\] .*rank 0 could not load the checkpoint" "$work/epoch_past" || fail "rank 1 did not report the epoch"
+
+  # Checkpoint paths that cannot work fail before training, naming the path (not "basic_filebuf::underflow").
+  expect_refusal dir_resume "checkpoint $work: is a directory" \
+    "$ddprun" --nproc-per-node 2 "$bin" --epochs 1 --limit 500 --json --checkpoint "$work" --resume
+  expect_refusal dir_save "checkpoint $work: is a directory" \
+    "$ddprun" --nproc-per-node 2 "$bin" --epochs 1 --limit 500 --json --checkpoint "$work"
+  expect_refusal missing_resume "checkpoint $work/none: cannot open it (No such file or directory)" \
+    "$ddprun" --nproc-per-node 2 "$bin" --epochs 1 --limit 500 --json --checkpoint "$work/none" --resume
+  # Unwritable as root too: the parent is a regular file. Once found only after an epoch of training.
+  expect_refusal parent_is_file "checkpoint $work/ck/sub: cannot be written: creating $work/ck/sub.tmp failed (Not a directory)" \
+    "$ddprun" --nproc-per-node 2 "$bin" --epochs 2 --limit 500 --json --checkpoint "$work/ck/sub"
+  expect_refusal metrics_unwritable "--metrics-csv $work/ck/m.csv: cannot open it for writing" \
+    "$ddprun" --nproc-per-node 2 "$bin" --epochs 1 --limit 500 --json --metrics-csv "$work/ck/m.csv"
+  # A directory without write permission: root ignores permissions, so as root run as nobody.
+  mkdir "$work/ro"
+  if [ "$(id -u)" -ne 0 ]; then
+    chmod a-w "$work/ro"
+    expect_refusal read_only "checkpoint $work/ro/ck: cannot be written: .*(Permission denied)" \
+      "$ddprun" --nproc-per-node 2 "$bin" --epochs 2 --limit 500 --json --checkpoint "$work/ro/ck"
+  elif command -v setpriv > /dev/null && chmod 711 "$work" && chmod 755 "$work/ro" &&
+       setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$bin"; then
+    expect_refusal read_only "checkpoint $work/ro/ck: cannot be written: .*(Permission denied)" \
+      setpriv --reuid=65534 --regid=65534 --clear-groups \
+      "$ddprun" --nproc-per-node 2 "$bin" --epochs 2 --limit 500 --json --checkpoint "$work/ro/ck"
+  else
+    echo "note: the permission case needs a non-root user or setpriv; skipped"
+  fi
   echo "ok: clear errors"
   ;;
 local_rank)

@@ -81,7 +81,8 @@ TEST_CASE("IDX images and labels, plain and gzip") {
     CAPTURE(gz);
     auto img = write(gz ? "i.gz" : "i", idx_images(3, 2, 4), gz);
     auto lab = write(gz ? "l.gz" : "l", idx_labels(3), gz);
-    auto d = ddp::data::read_idx(img, lab);
+    auto d = ddp::data::read_idx(img, lab, 10);
+    CHECK(d.classes == 10);
     CHECK(d.size() == 3);
     CHECK(d.rows == 2);
     CHECK(d.cols == 4);
@@ -113,7 +114,7 @@ TEST_CASE("IDX errors name the file and the byte offset") {
   m = data_error([&] { ddp::data::read_idx_images(write("extra", full + "xyz")); });
   CHECK(has(m, "3 unexpected bytes at byte offset 40"));
 
-  m = data_error([&] { ddp::data::read_idx(write("img2", idx_images(2, 2, 4)), lab); });
+  m = data_error([&] { ddp::data::read_idx(write("img2", idx_images(2, 2, 4)), lab, 10); });
   CHECK(has(m, "3 labels"));
   CHECK(has(m, "2 images"));
 
@@ -125,8 +126,45 @@ TEST_CASE("IDX errors name the file and the byte offset") {
 
   // A huge count in a corrupt header fails at the end of the data, without a huge allocation.
   m = data_error(
-      [&] { ddp::data::read_idx_labels(write("hugecount", be32(0x801) + be32(0xfffffff0u) + "ab")); });
+      [&] { ddp::data::read_idx_labels(write("hugecount", be32(0x801) + be32(0xfffffff0u) + "ab"), 10); });
   CHECK(has(m, "byte offset 10"));
+}
+
+TEST_CASE("a label outside the classes is refused with the file and the byte offset, plain and gzip") {
+  // Models index their outputs by label: 255 in a 10-class file once overflowed the example's heap.
+  auto labels = idx_labels(20); // labels 0..9, 0..9 after the 8-byte header
+  for (bool gz : {false, true}) {
+    CAPTURE(gz);
+    auto bad = labels;
+    bad[8 + 13] = static_cast<char>(255);
+    auto path = write(gz ? "bad255.gz" : "bad255", bad, gz);
+    auto m = data_error([&] { ddp::data::read_idx_labels(path, 10); });
+    CHECK(has(m, path));
+    CHECK(has(m, "label 255 at byte offset 21"));
+    CHECK(has(m, "(sample 13)"));
+    CHECK(has(m, "10 classes 0..9"));
+    CHECK(has(m, "fetch it again"));
+    CHECK(has(m, "uncompressed") == gz);
+    auto img = write(gz ? "img20.gz" : "img20", idx_images(20, 2, 2), gz);
+    m = data_error([&] { ddp::data::read_idx(img, path, 10); });
+    CHECK(has(m, "label 255 at byte offset 21"));
+  }
+  // The bound is exact: the largest label passes at its class count and fails one below it.
+  auto nine = write("nine", be32(0x801) + be32(2) + std::string{0, 9});
+  CHECK(ddp::data::read_idx_labels(nine, 10) == std::vector<std::uint8_t>{0, 9});
+  auto m = data_error([&] { ddp::data::read_idx_labels(nine, 9); });
+  CHECK(has(m, "label 9 at byte offset 9 (sample 1)"));
+  CHECK(ddp::data::read_idx_labels(write("all", be32(0x801) + be32(1) + "\xff"), 256).at(0) == 255);
+  for (std::size_t classes : {std::size_t{0}, std::size_t{257}}) {
+    CAPTURE(classes);
+    try {
+      ddp::data::read_idx_labels(nine, classes);
+      FAIL("accepted a class count of " << classes);
+    } catch (const ddp::error& e) {
+      CHECK(e.kind() == ddp::error_kind::config);
+      CHECK(has(e.what(), "number of classes"));
+    }
+  }
 }
 
 TEST_CASE("damaged gzip data is reported, not silently truncated") {
@@ -156,6 +194,7 @@ TEST_CASE("CIFAR-10 binary batches") {
   auto d = ddp::data::read_cifar10({a, b});
   CHECK(d.size() == 8);
   CHECK(d.channels == 3);
+  CHECK(d.classes == 10);
   CHECK(d.images.cols() == 3072);
   CHECK(d.labels[1] == 3);
   CHECK(d.labels[7] == 9);
@@ -168,7 +207,11 @@ TEST_CASE("CIFAR-10 binary batches") {
   auto bad = batch;
   bad[3073] = 12;
   m = data_error([&] { ddp::data::read_cifar10({write("badlabel.bin", bad)}); });
-  CHECK(has(m, "label 12 at byte offset 3073"));
+  CHECK(has(m, "label 12 at byte offset 3073 (sample 1)"));
+  bad[3073] = 0;
+  bad[3 * 3073] = static_cast<char>(255);
+  m = data_error([&] { ddp::data::read_cifar10({a, write("badlabel.bin.gz", bad, true)}); });
+  CHECK(has(m, "badlabel.bin.gz: label 255 at byte offset 9219 of the uncompressed data (sample 3)"));
   m = data_error([&] { ddp::data::read_cifar10({write("empty.bin", "")}); });
   CHECK(has(m, "empty.bin"));
 }
@@ -179,8 +222,9 @@ TEST_CASE("Debian's Fashion-MNIST, when installed") {
     MESSAGE("skipped: dataset-fashion-mnist is not installed");
     return;
   }
-  auto train = ddp::data::read_idx(dir + "train-images-idx3-ubyte.gz", dir + "train-labels-idx1-ubyte.gz");
-  auto test = ddp::data::read_idx(dir + "t10k-images-idx3-ubyte.gz", dir + "t10k-labels-idx1-ubyte.gz");
+  auto train =
+      ddp::data::read_idx(dir + "train-images-idx3-ubyte.gz", dir + "train-labels-idx1-ubyte.gz", 10);
+  auto test = ddp::data::read_idx(dir + "t10k-images-idx3-ubyte.gz", dir + "t10k-labels-idx1-ubyte.gz", 10);
   CHECK(train.size() == 60000);
   CHECK(test.size() == 10000);
   CHECK(train.rows == 28);

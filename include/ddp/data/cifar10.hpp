@@ -10,14 +10,17 @@ namespace data {
 
 inline constexpr std::size_t cifar10_pixels = 3 * 32 * 32;
 inline constexpr std::size_t cifar10_record = 1 + cifar10_pixels;
+inline constexpr std::size_t cifar10_classes = 10;
 
 /// Reads and concatenates CIFAR-10 batch files (data_batch_1.bin ... or test_batch.bin).
-/// Images are count x 3072 (channel planes as stored), in [0, 1].
+/// Images are count x 3072 (channel planes as stored), in [0, 1]. Every label must be
+/// one of the 10 classes, or a data error names the file and the byte.
 inline labeled_images read_cifar10(const std::vector<std::string>& paths) {
   if (paths.empty()) throw error(error_kind::config, "read_cifar10: no files given");
   labeled_images out;
   out.rows = out.cols = 32;
   out.channels = 3;
+  out.classes = cifar10_classes;
   std::vector<std::uint8_t> pixels;
   for (const auto& path : paths) {
     detail::byte_reader r(path);
@@ -31,10 +34,7 @@ inline labeled_images read_cifar10(const std::vector<std::string>& paths) {
         throw detail::data_error(path, "truncated: record " + std::to_string(in_file) + " at byte offset " +
                                            std::to_string(start) + " has " + std::to_string(got) + " of " +
                                            std::to_string(cifar10_record) + " bytes");
-      if (rec[0] > 9)
-        throw detail::data_error(path, "label " + std::to_string(rec[0]) + " at byte offset " +
-                                           std::to_string(start) +
-                                           " is not a CIFAR-10 class (0..9): not a CIFAR-10 binary batch?");
+      detail::check_label(r, rec[0], start, in_file, cifar10_classes);
       out.labels.push_back(rec[0]);
       pixels.insert(pixels.end(), rec + 1, rec + cifar10_record);
       ++in_file;

@@ -73,20 +73,27 @@ inline labeled_images read_idx_images(const std::string& path, const std::string
   return out;
 }
 
-/// Reads an IDX label file (magic 0x00000801).
-inline std::vector<std::uint8_t> read_idx_labels(const std::string& path, const std::string& hint = {}) {
+/// Reads an IDX label file (magic 0x00000801); every label must be below `classes`
+/// (10 for MNIST and Fashion-MNIST), or a data error names the file and the byte.
+inline std::vector<std::uint8_t> read_idx_labels(const std::string& path, std::size_t classes,
+                                                 const std::string& hint = {}) {
+  detail::check_classes(path, classes);
   detail::byte_reader r(path, hint);
   auto d = detail::read_idx_header(r, 1, "labels");
+  const auto first = r.offset(); // the labels follow the header, one byte each
   auto labels = detail::read_records(r, d[0], 1, "label");
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    detail::check_label(r, labels[i], first + i, i, classes);
   r.expect_end(std::to_string(d[0]) + " labels");
   return labels;
 }
 
-/// Images and labels together; their counts must agree.
+/// Images and labels together; their counts must agree and every label must be below `classes`.
 inline labeled_images read_idx(const std::string& images_path, const std::string& labels_path,
-                               const std::string& hint = {}) {
+                               std::size_t classes, const std::string& hint = {}) {
   auto out = read_idx_images(images_path, hint);
-  out.labels = read_idx_labels(labels_path, hint);
+  out.labels = read_idx_labels(labels_path, classes, hint);
+  out.classes = classes;
   if (out.labels.size() != static_cast<std::size_t>(out.images.rows()))
     throw detail::data_error(labels_path, "holds " + std::to_string(out.labels.size()) + " labels but " +
                                               images_path + " holds " + std::to_string(out.images.rows()) +

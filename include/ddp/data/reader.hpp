@@ -33,6 +33,7 @@ struct labeled_images {
   sample_matrix images;             ///< count x (channels * rows * cols)
   std::vector<std::uint8_t> labels; ///< count entries
   std::size_t rows = 0, cols = 0, channels = 1;
+  std::size_t classes = 0; ///< every label is below this (checked by the reader)
   std::size_t size() const { return labels.size(); }
 };
 
@@ -60,6 +61,8 @@ public:
 
   const std::string& path() const { return path_; }
   std::uint64_t offset() const { return offset_; }
+  /// Whether the file is gzip data (offsets then count uncompressed bytes). Valid after a read.
+  bool compressed() const { return ::gzdirect(file_) == 0; }
 
   /// Reads up to n bytes; fewer only at the end of the data. Corrupt gzip data throws.
   std::size_t read_some(void* buf, std::size_t n) {
@@ -122,6 +125,25 @@ private:
   gzFile file_ = nullptr;
   std::uint64_t offset_ = 0;
 };
+
+/// A model indexes its outputs by label, so a label at or above the number of
+/// classes (a damaged file, or the labels of another data set) would read and
+/// write out of bounds: refuse it where it is read, with the file and the byte.
+inline void check_classes(const std::string& path, std::size_t classes) {
+  if (classes == 0 || classes > 256)
+    throw error(error_kind::config, path + ": the number of classes must be 1..256 (labels are bytes), not " +
+                                        std::to_string(classes));
+}
+
+inline void check_label(const byte_reader& r, std::uint8_t label, std::uint64_t offset, std::size_t sample,
+                        std::size_t classes) {
+  if (label < classes) return;
+  throw data_error(r.path(), "label " + std::to_string(label) + " at byte offset " + std::to_string(offset) +
+                                 (r.compressed() ? " of the uncompressed data" : "") + " (sample " +
+                                 std::to_string(sample) + ") is not one of the " + std::to_string(classes) +
+                                 " classes 0.." + std::to_string(classes - 1) +
+                                 ": the file is damaged or belongs to another data set; fetch it again");
+}
 
 /// Bytes to floats in [0, 1], row by row into a sample matrix.
 inline sample_matrix to_unit_floats(const std::vector<std::uint8_t>& bytes, std::size_t count,
