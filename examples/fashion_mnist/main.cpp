@@ -19,6 +19,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -55,16 +56,17 @@ std::string shortest(double v) {
   return b;
 }
 
-/// A finite number in (low, high] or [low, high]. CLI11's PositiveNumber and Range let
+/// A finite float in (low, high] or [low, high]. CLI11's PositiveNumber and Range let
 /// nan through (every comparison with nan is false): --lr nan once trained to a nan loss, rc 0.
-CLI::Validator finite_number(double low, bool low_allowed, double high) {
+/// Read as a float, as the options are: 1e39 is inf there, 1e-50 is 0.
+CLI::Validator finite_number(float low, bool low_allowed, float high) {
   const std::string range = std::isinf(high) ? std::string(low_allowed ? ">= " : "> ") + shortest(low)
                                              : std::string("in ") + (low_allowed ? "[" : "(") +
                                                    shortest(low) + ", " + shortest(high) + "]";
   return CLI::Validator(
       [=](std::string& s) -> std::string {
         char* end = nullptr;
-        const double v = std::strtod(s.c_str(), &end);
+        const float v = std::strtof(s.c_str(), &end);
         if (s.empty() || end != s.c_str() + s.size()) return "'" + s + "' is not a number";
         if (!std::isfinite(v) || v < low || (v == low && !low_allowed) || v > high)
           return "'" + s + "' must be a finite number " + range;
@@ -312,7 +314,7 @@ int main(int argc, char** argv) {
       ->transform(whole_number(1, 1 << 20))
       ->capture_default_str();
   app.add_option("--lr", o.lr, "initial learning rate")
-      ->check(finite_number(0, false, std::numeric_limits<double>::infinity()))
+      ->check(finite_number(0, false, std::numeric_limits<float>::infinity()))
       ->capture_default_str();
   app.add_option("--lr-schedule", o.schedule, "cosine (decays to 0 over --epochs) or constant")
       ->check(CLI::IsMember({"cosine", "constant"}))

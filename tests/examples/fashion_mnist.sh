@@ -83,7 +83,7 @@ errors)
   grep -q "^\[1\] .*rank 0 could not load the checkpoint" "$work/corrupt" || fail "rank 1 did not report it"
 
   # Numbers out of range or not numbers at all: refused by the option parser, before any data is read.
-  for bad in "--lr nan" "--lr inf" "--lr -0.1" "--lr 0" "--momentum nan" "--momentum 1.5" "--limit -1" \
+  for bad in "--lr nan" "--lr inf" "--lr 1e39" "--lr -0.1" "--lr 0" "--momentum nan" "--momentum 1.5" "--limit -1" \
              "--limit 0x10" "--epochs -1" "--epochs 2.5" "--batch-size 0" "--batch-size nan" "--seed -1"; do
     "$bin" $bad --epochs 0 > "$work/flag" 2>&1 && { cat "$work/flag"; fail "'$bad' was accepted"; }
     opt=${bad%% *}; val=${bad#* }
