@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <sched.h>
 #include <thread>
 
@@ -179,6 +180,14 @@ TEST_CASE("set, get, add, check and wait") {
   client.wait({"late"}, 3s);
   CHECK(client.get("late") == "here");
   t.join();
+}
+
+TEST_CASE("add wraps around at 2^63 instead of overflowing (found by tests/fuzz)") {
+  ddp::tcp_store server(server_opts());
+  CHECK(server.add("n", std::numeric_limits<std::int64_t>::max()) ==
+        std::numeric_limits<std::int64_t>::max());
+  CHECK(server.add("n", 1) == std::numeric_limits<std::int64_t>::min());
+  CHECK(server.add("n", -1) == std::numeric_limits<std::int64_t>::max());
 }
 
 TEST_CASE("wait times out with a message naming the keys") {

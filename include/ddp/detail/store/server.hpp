@@ -328,7 +328,11 @@ private:
       std::int64_t delta = r.i64();
       if (!r.ok() || !r.at_end()) return drop(c, "malformed add");
       auto& v = data_[key];
-      std::int64_t now = (v.empty() ? 0 : parse_int(v).value_or(0)) + delta;
+      // Wraps around at 2^63 like a machine counter (as PyTorch's TCPStore does in
+      // practice); computed unsigned, since signed overflow is undefined (found by tests/fuzz).
+      std::int64_t now =
+          static_cast<std::int64_t>(static_cast<std::uint64_t>(v.empty() ? 0 : parse_int(v).value_or(0)) +
+                                    static_cast<std::uint64_t>(delta));
       v = std::to_string(now);
       reply(c, frame_writer(store_status::ok).i64(now).finish());
       return wake_waiters();
