@@ -295,6 +295,13 @@ private:
       c.in.erase(0, 4 + std::size_t{n});
       handle(c, body);
     }
+    if (eof && c.fd && !c.authed && c.challenged)
+      // A rank hangs up after the challenge when the store's proof does not
+      // check out: its token differs. Say so here too, on rank 0.
+      auth_log_.line("refused a connection from " + c.peer + " (claiming rank " + std::to_string(c.rank) +
+                         "): it left after the challenge, so its job token differs (a process of another "
+                         "job, or DDP_TOKEN differs between ranks)",
+                     clock::now());
     if (eof && c.fd) drop(c, "");
   }
 
