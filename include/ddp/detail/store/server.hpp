@@ -4,8 +4,9 @@
 // store_handshake_timeout; a wrong proof, a malformed or an oversized frame
 // closes that connection only. Connections still in their handshake are
 // capped, and are shed first when descriptors run short, so silent or hostile
-// connections cannot lock the ranks out or make the loop spin. A rank whose connection drops without saying
-// goodbye is recorded under `store_lost_key`, so survivors can name the rank they lost.
+// connections cannot lock the ranks out or make the loop spin. A rank whose
+// connection drops without saying goodbye is recorded under `store_lost_key`,
+// so survivors can name the rank they lost.
 #ifndef DDP_DETAIL_STORE_SERVER_HPP
 #define DDP_DETAIL_STORE_SERVER_HPP
 
