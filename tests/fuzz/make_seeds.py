@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the hand-made seed inputs of the store fuzzer (tests/fuzz/fuzz_store.cpp)
 into tests/fuzz/corpus/store/seed-*. Byte 0 of each picks the mode; see the harness.
-The rest of that directory is what libFuzzer found, minimized (-merge=1)."""
+The rest of that directory: regress-* (inputs that once crashed) and found-* (what
+libFuzzer found, minimized with -merge=1)."""
 import pathlib
 import struct
 
