@@ -48,8 +48,8 @@ def amalgamate() -> str:
     out = [
         f"// ddp {version()} — single-header edition, generated from include/ddp/ddp.hpp.\n",
         "// Do not edit: change include/ddp/ and run `python3 tools/amalgamate.py`.\n",
-        "// Header-only distributed data-parallel training for C++20; needs Gloo (and\n",
-        "// optionally Eigen). Link: -lgloo -pthread.\n",
+        "// Header-only distributed data-parallel training for C++20; needs Gloo and\n",
+        "// OpenSSL's libcrypto (and optionally Eigen). Link: -lgloo -lcrypto -pthread.\n",
     ]
     inline("ddp/ddp.hpp", set(), out)
     return "".join(out)

@@ -1,9 +1,11 @@
 // ddp::tcp_store — the rendezvous key-value store. Rank 0 serves it on
 // MASTER_ADDR:MASTER_PORT (that address only); every rank, rank 0 included,
-// talks to it as a client. Connections are gated by the job token.
+// talks to it as a client. Both ends of every connection prove they hold the
+// job token without sending it (detail/store/auth.hpp).
 #ifndef DDP_STORE_HPP
 #define DDP_STORE_HPP
 
+#include <ddp/detail/store/handshake.hpp>
 #include <ddp/detail/store/protocol.hpp>
 #include <ddp/detail/store/server.hpp>
 #include <ddp/detail/store/socket.hpp>
@@ -14,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 DDP_BEGIN_NAMESPACE
@@ -33,19 +36,12 @@ public:
     if (o.port < 0 || o.port > 65535 || (!o.serve && o.port == 0))
       throw error(error_kind::config, "tcp_store: port " + std::to_string(o.port) +
                                           " is not a valid port to connect to (1..65535)");
+    auto deadline = detail::clock::now() + o.timeout;
     if (o.serve) {
-      server_ = std::make_unique<detail::store_server>(o.host, o.port, o.token);
+      server_ = std::make_unique<detail::store_server>(o.host, o.port, o.token, deadline);
       opts_.port = server_->port();
     }
-    auto deadline = detail::clock::now() + o.timeout;
-    fd_ = detail::connect_tcp(o.host, opts_.port, deadline);
-    send_frame(detail::frame_writer(detail::store_op::hello).bytes(o.token).i32(o.rank).finish(), deadline);
-    auto reply = recv_frame(deadline, "hello");
-    if (static_cast<detail::store_status>(reply[0]) == detail::store_status::refused)
-      throw error(error_kind::config,
-                  "the rendezvous store at " + where() +
-                      " refused this process: its job token differs (set the same DDP_TOKEN "
-                      "on every rank, or let the launcher set it)");
+    open_connection(deadline);
   }
 
   tcp_store(const tcp_store&) = delete;
@@ -159,6 +155,42 @@ public:
 
 private:
   std::string where() const { return detail::endpoint(opts_.host, opts_.port); }
+
+  /// Connects and authenticates (detail/store/auth.hpp). A server that closes
+  /// the connection or goes quiet mid-handshake is shedding load (its cap on
+  /// pending handshakes, or out of descriptors): ask again, with backoff,
+  /// until the deadline. A wrong proof either way is final.
+  void open_connection(detail::clock::time_point deadline) {
+    using detail::handshake_result;
+    auto backoff = std::chrono::milliseconds(10);
+    for (;;) {
+      fd_ = detail::connect_tcp(opts_.host, opts_.port, deadline);
+      // Twice the server's own deadline: a store that takes longer is not going to answer.
+      auto attempt = std::min(deadline, detail::clock::now() + 2 * detail::store_handshake_timeout);
+      auto res = detail::client_handshake(fd_.get(), opts_.token, opts_.rank, attempt);
+      if (res == handshake_result::ok) return;
+      fd_.reset();
+      if (res == handshake_result::refused)
+        throw error(error_kind::config, "the rendezvous store at " + where() +
+                                            " refused this process: its job token differs (set the same "
+                                            "DDP_TOKEN on every rank, or let the launcher set it)");
+      if (res == handshake_result::server_unproven || res == handshake_result::malformed)
+        throw error(error_kind::config,
+                    "the process listening on " + where() + " is not this job's rendezvous store: it " +
+                        (res == handshake_result::malformed ? "does not speak ddp's store protocol"
+                                                            : "could not prove it knows the job token") +
+                        ". DDP_TOKEN differs between this rank and rank 0, or another program holds the "
+                        "port (check MASTER_ADDR/MASTER_PORT; the token was not sent)");
+      if (detail::clock::now() + backoff > deadline)
+        throw error(error_kind::timeout,
+                    "the rendezvous store at " + where() + " accepted the connection but " +
+                        (res == handshake_result::closed ? "closed it" : "did not answer") +
+                        " during the handshake, until the timeout. Is that rank 0's store (check "
+                        "MASTER_ADDR/MASTER_PORT), and is rank 0 alive and not out of file descriptors?");
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+    }
+  }
 
   error protocol_error(const char* what) const {
     return error(error_kind::backend, std::string("malformed reply from the rendezvous store to ") + what);

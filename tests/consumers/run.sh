@@ -29,7 +29,7 @@ case "$kind" in
     ;;
   single_header)
     mkdir -p "$work/build"
-    "$cxx" -std=c++20 -O1 -I"$src/single_include" "$here/common/main.cpp" -o "$work/build/consumer" -lgloo -pthread
+    "$cxx" -std=c++20 -O1 -I"$src/single_include" "$here/common/main.cpp" -o "$work/build/consumer" -lgloo -lcrypto -pthread
     ;;
   *) echo "unknown consumer kind '$kind'"; exit 2 ;;
 esac

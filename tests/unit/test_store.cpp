@@ -1,9 +1,23 @@
 // tcp_store in one process: a serving instance plus clients on threads, and
-// raw sockets that misbehave on purpose.
+// raw sockets that misbehave on purpose (fake servers, fake clients, silent
+// connections), all over real loopback sockets.
 #include <ddp/store.hpp>
 
 #include <doctest/doctest.h>
 
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <sched.h>
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -43,6 +57,107 @@ std::string frame(const std::string& body) {
   auto n = static_cast<std::uint32_t>(body.size());
   return std::string(reinterpret_cast<const char*>(&n), 4) + body;
 }
+ddp::detail::clock::time_point in(std::chrono::milliseconds d) { return ddp::detail::clock::now() + d; }
+void send_frame(int fd, std::vector<char> f) {
+  REQUIRE(ddp::detail::send_all(fd, f.data(), f.size(), in(2s)) == ddp::detail::io_status::ok);
+}
+std::string recv_frame(int fd) {
+  std::string body;
+  REQUIRE(ddp::detail::recv_handshake_frame(fd, body, in(3s)) == ddp::detail::handshake_result::ok);
+  return body;
+}
+/// A hand-made client: sends a hello, returns the server's nonce and proof.
+struct challenge {
+  ddp::detail::auth_nonce client_nonce{}, server_nonce{};
+  std::string server_proof;
+};
+challenge send_hello(int fd, std::int32_t rank) {
+  challenge ch;
+  ch.client_nonce = ddp::detail::auth_random_nonce();
+  send_frame(fd, ddp::detail::frame_writer(ddp::detail::store_op::hello)
+                     .i32(rank)
+                     .bytes(ddp::detail::as_view(ch.client_nonce))
+                     .finish());
+  auto body = recv_frame(fd);
+  REQUIRE(body[0] == static_cast<char>(ddp::detail::store_status::ok));
+  ddp::detail::frame_reader r(std::string_view(body).substr(1));
+  REQUIRE(ddp::detail::to_nonce(r.bytes(), ch.server_nonce));
+  ch.server_proof = r.bytes();
+  REQUIRE(r.ok());
+  return ch;
+}
+/// Sends `proof` and returns the server's verdict.
+ddp::detail::store_status send_proof(int fd, std::string_view proof) {
+  send_frame(fd, ddp::detail::frame_writer(ddp::detail::store_op::proof).bytes(proof).finish());
+  auto body = recv_frame(fd);
+  return static_cast<ddp::detail::store_status>(body[0]);
+}
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+/// A fake store: a plain listening socket that records all one client sends
+/// until it closes, answering the hello with `answer(hello body)` (nothing
+/// when that is empty).
+class fake_server {
+public:
+  explicit fake_server(std::function<std::string(const std::string&)> answer)
+      : listener_(ddp::detail::listen_tcp("127.0.0.1", 0)), answer_(std::move(answer)) {
+    port_ = ddp::detail::local_port(listener_.get());
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~fake_server() { thread_.join(); }
+  int port() const { return port_; }
+  /// Everything the client sent (waits for the client to close).
+  std::string received() {
+    thread_.join();
+    thread_ = std::thread([] {});
+    return got_;
+  }
+
+private:
+  void serve() {
+    if (!ddp::detail::wait_fd(listener_.get(), POLLIN, in(10s))) return;
+    ddp::detail::unique_fd c(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!c) return;
+    bool answered = false;
+    char buf[4096];
+    for (;;) {
+      if (!ddp::detail::wait_fd(c.get(), POLLIN, in(10s))) return;
+      ssize_t k = ::recv(c.get(), buf, sizeof buf, 0);
+      if (k <= 0) return;
+      got_.append(buf, static_cast<std::size_t>(k));
+      if (!answered && got_.size() >= 4) {
+        std::uint32_t n;
+        std::memcpy(&n, got_.data(), 4);
+        if (got_.size() >= 4 + std::size_t{n}) {
+          answered = true;
+          auto a = answer_(got_.substr(4, n));
+          if (!a.empty()) ddp::detail::send_all(c.get(), a.data(), a.size(), in(2s));
+        }
+      }
+    }
+  }
+  ddp::detail::unique_fd listener_;
+  std::function<std::string(const std::string&)> answer_;
+  int port_ = 0;
+  std::string got_;
+  std::thread thread_;
+};
+
+/// The challenge a server that does not hold `token` would send: proof made with its own key.
+std::string challenge_with_key(const std::string& hello_body, const std::string& key) {
+  ddp::detail::frame_reader r(std::string_view(hello_body).substr(1));
+  std::int32_t rank = r.i32();
+  ddp::detail::auth_nonce nc{}, ns = ddp::detail::auth_random_nonce();
+  ddp::detail::to_nonce(r.bytes(), nc);
+  auto proof = ddp::detail::auth_proof(key, ddp::detail::auth_role::server, nc, ns, rank);
+  auto f = ddp::detail::frame_writer(ddp::detail::store_status::ok)
+               .bytes(ddp::detail::as_view(ns))
+               .bytes(ddp::detail::as_view(proof))
+               .finish();
+  return std::string(f.begin(), f.end());
+}
 } // namespace
 
 TEST_CASE("set, get, add, check and wait") {
@@ -65,6 +180,14 @@ TEST_CASE("set, get, add, check and wait") {
   client.wait({"late"}, 3s);
   CHECK(client.get("late") == "here");
   t.join();
+}
+
+TEST_CASE("add wraps around at 2^63 instead of overflowing (found by tests/fuzz)") {
+  ddp::tcp_store server(server_opts());
+  CHECK(server.add("n", std::numeric_limits<std::int64_t>::max()) ==
+        std::numeric_limits<std::int64_t>::max());
+  CHECK(server.add("n", 1) == std::numeric_limits<std::int64_t>::min());
+  CHECK(server.add("n", -1) == std::numeric_limits<std::int64_t>::max());
 }
 
 TEST_CASE("wait times out with a message naming the keys") {
@@ -102,11 +225,116 @@ TEST_CASE("a wrong token is refused and the store keeps serving") {
     FAIL("expected refusal");
   } catch (const ddp::error& e) {
     CHECK(e.kind() == ddp::error_kind::config);
-    CHECK(std::string(e.what()).find("token") != std::string::npos);
+    CHECK(contains(e.what(), "127.0.0.1:" + std::to_string(server.port())));
+    CHECK(contains(e.what(), "not this job's rendezvous store"));
+    CHECK(contains(e.what(), "DDP_TOKEN differs"));
   }
   ddp::tcp_store good(client_opts(server.port()));
   good.set("k", "v");
   CHECK(server.get("k") == "v");
+}
+
+TEST_CASE("the empty token is a token like any other") {
+  ddp::tcp_store server(server_opts(""));
+  ddp::tcp_store client(client_opts(server.port(), ""));
+  client.set("k", "v");
+  CHECK(server.get("k") == "v");
+  CHECK_THROWS_AS(ddp::tcp_store(client_opts(server.port(), "x")), ddp::error);
+}
+
+TEST_CASE("the server refuses a client that cannot prove it knows the token") {
+  ddp::tcp_store server(server_opts());
+  using ddp::detail::auth_role;
+  auto connect = [&] { return ddp::detail::connect_tcp("127.0.0.1", server.port(), in(2s)); };
+  SUBCASE("a proof made with another token") {
+    auto fd = connect();
+    auto ch = send_hello(fd.get(), 1);
+    auto proof = ddp::detail::auth_proof("wrong", auth_role::client, ch.client_nonce, ch.server_nonce, 1);
+    CHECK(send_proof(fd.get(), ddp::detail::as_view(proof)) == ddp::detail::store_status::refused);
+    char c;
+    CHECK(ddp::detail::recv_all(fd.get(), &c, 1, in(2s)) == ddp::detail::io_status::closed);
+  }
+  SUBCASE("garbage of the right length") {
+    auto fd = connect();
+    send_hello(fd.get(), 1);
+    CHECK(send_proof(fd.get(), std::string(32, 'x')) == ddp::detail::store_status::refused);
+  }
+  SUBCASE("reflection: the server's own proof sent back") {
+    auto fd = connect();
+    auto ch = send_hello(fd.get(), 1);
+    CHECK(send_proof(fd.get(), ch.server_proof) == ddp::detail::store_status::refused);
+  }
+  SUBCASE("replay: a good client's hello and proof, recorded and sent again") {
+    auto fd = connect();
+    auto ch = send_hello(fd.get(), 2);
+    auto proof = ddp::detail::auth_proof("secret", auth_role::client, ch.client_nonce, ch.server_nonce, 2);
+    REQUIRE(send_proof(fd.get(), ddp::detail::as_view(proof)) == ddp::detail::store_status::ok);
+    auto again = connect();
+    send_frame(again.get(), ddp::detail::frame_writer(ddp::detail::store_op::hello)
+                                .i32(2)
+                                .bytes(ddp::detail::as_view(ch.client_nonce))
+                                .finish());
+    recv_frame(again.get()); // a fresh server nonce, which the recorded proof does not cover
+    CHECK(send_proof(again.get(), ddp::detail::as_view(proof)) == ddp::detail::store_status::refused);
+  }
+  SUBCASE("the server's proof checks out for a client that holds the token") {
+    auto fd = connect();
+    auto ch = send_hello(fd.get(), 1);
+    auto expect = ddp::detail::auth_proof("secret", auth_role::server, ch.client_nonce, ch.server_nonce, 1);
+    CHECK(ddp::detail::auth_proof_matches(expect, ch.server_proof));
+  }
+  ddp::tcp_store good(client_opts(server.port()));
+  good.set("k", "v");
+  CHECK(server.get("k") == "v");
+}
+
+TEST_CASE("a fake server never receives the token and is refused by the client") {
+  const std::string token = "tok-3f9c2a71d8e04b5a"; // distinctive, to search for in the bytes
+  auto expect_refusal = [&](int port) {
+    auto o = client_opts(port, token);
+    o.timeout = 3s;
+    try {
+      ddp::tcp_store c(o);
+      FAIL("expected the client to refuse the fake server");
+    } catch (const ddp::error& e) {
+      CHECK(e.kind() == ddp::error_kind::config);
+      CHECK(contains(e.what(), "127.0.0.1:" + std::to_string(port)));
+      CHECK(contains(e.what(), "not this job's rendezvous store"));
+    }
+  };
+  SUBCASE("it answers with a proof made without the token") {
+    fake_server fake([](const std::string& hello) { return challenge_with_key(hello, "guess"); });
+    expect_refusal(fake.port());
+    auto got = fake.received();
+    CHECK(got.size() == 4 + 1 + 4 + 4 + 32); // the hello and nothing after it
+    CHECK_FALSE(contains(got, token));
+  }
+  SUBCASE("it echoes the client's own nonce and a zero proof") {
+    fake_server fake([](const std::string& hello) {
+      auto f = ddp::detail::frame_writer(ddp::detail::store_status::ok)
+                   .bytes(hello.substr(hello.size() - 32))
+                   .bytes(std::string(32, '\0'))
+                   .finish();
+      return std::string(f.begin(), f.end());
+    });
+    expect_refusal(fake.port());
+    CHECK_FALSE(contains(fake.received(), token));
+  }
+  SUBCASE("it answers the way the old token hello was answered") {
+    fake_server fake([](const std::string&) {
+      auto f = ddp::detail::frame_writer(ddp::detail::store_status::ok).finish();
+      return std::string(f.begin(), f.end());
+    });
+    expect_refusal(fake.port());
+    CHECK_FALSE(contains(fake.received(), token));
+  }
+  SUBCASE("it says nothing: the client gives up at its timeout, token unsent") {
+    fake_server fake([](const std::string&) { return std::string(); });
+    auto o = client_opts(fake.port(), token);
+    o.timeout = 1s;
+    CHECK_THROWS_AS(ddp::tcp_store{o}, ddp::error);
+    CHECK_FALSE(contains(fake.received(), token));
+  }
 }
 
 TEST_CASE("malformed and oversized frames close that connection only") {
@@ -127,13 +355,8 @@ TEST_CASE("a client that drops without goodbye is recorded as lost") {
   }
   {
     auto fd = ddp::detail::connect_tcp("127.0.0.1", server.port(), ddp::detail::clock::now() + 2s);
-    ddp::detail::frame_writer w(ddp::detail::store_op::hello);
-    w.bytes("secret").i32(3);
-    auto f = w.finish();
-    ddp::detail::send_all(fd.get(), f.data(), f.size(), ddp::detail::clock::now() + 2s);
-    char reply[5];
-    REQUIRE(ddp::detail::recv_all(fd.get(), reply, 5, ddp::detail::clock::now() + 2s) ==
-            ddp::detail::io_status::ok);
+    REQUIRE(ddp::detail::client_handshake(fd.get(), "secret", 3, in(2s)) ==
+            ddp::detail::handshake_result::ok);
   } // closed without bye: like a crash
   server.wait({ddp::detail::store_lost_key}, 2s);
   CHECK(server.lost_ranks() == std::vector<int>{3});
@@ -162,4 +385,238 @@ TEST_CASE("a port in use is a clear config error") {
     CHECK(e.kind() == ddp::error_kind::config);
     CHECK(std::string(e.what()).find("already in use") != std::string::npos);
   }
+}
+
+TEST_CASE("a silent connection is closed after the handshake deadline, not 30 s") {
+  ddp::tcp_store server(server_opts());
+  auto fd = ddp::detail::connect_tcp("127.0.0.1", server.port(), in(2s));
+  auto t0 = ddp::detail::clock::now();
+  char c;
+  auto st = ddp::detail::recv_all(fd.get(), &c, 1, in(20s));
+  auto waited = ddp::detail::clock::now() - t0;
+  CHECK(st == ddp::detail::io_status::closed);
+  CHECK(waited >= ddp::detail::store_handshake_timeout - 500ms);
+  CHECK(waited < ddp::detail::store_handshake_timeout + 3s);
+}
+
+namespace {
+double cpu_seconds(const rusage& ru) {
+  auto tv = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
+  };
+  return tv(ru.ru_utime) + tv(ru.ru_stime);
+}
+} // namespace
+
+TEST_CASE("200 silent connections under RLIMIT_NOFILE=128: the job completes and the server does not spin") {
+  // Rank 0 (serving) runs in a child whose descriptor limit is 128; this
+  // process opens 200 connections that never speak, then runs rank 1.
+  int to_parent[2], to_child[2];
+  REQUIRE(::pipe2(to_parent, O_CLOEXEC) == 0);
+  REQUIRE(::pipe2(to_child, O_CLOEXEC) == 0);
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int rc = 1;
+    try {
+      rlimit lim{128, 128};
+      if (::setrlimit(RLIMIT_NOFILE, &lim) != 0) ::_exit(3);
+      auto o = server_opts();
+      o.timeout = 20s;
+      ddp::tcp_store rank0(o);
+      int port = rank0.port();
+      [[maybe_unused]] auto w = ::write(to_parent[1], &port, sizeof port);
+      char go;
+      if (::read(to_child[0], &go, 1) != 1) ::_exit(4); // the silent connections are open
+      rusage ru0{}, ru1{};
+      ::getrusage(RUSAGE_SELF, &ru0);
+      auto t0 = ddp::detail::clock::now();
+      try {
+        rank0.set("rank0", "here");
+        rank0.wait({"rank1", "done"}, 15s);
+        rc = 0;
+      } catch (const std::exception& e) { std::fprintf(stderr, "rank 0 (child): %s\n", e.what()); }
+      // Keep serving under the attack a while longer: a spinning loop shows here.
+      std::this_thread::sleep_until(t0 + 3s);
+      ::getrusage(RUSAGE_SELF, &ru1);
+      double report[2] = {cpu_seconds(ru1) - cpu_seconds(ru0),
+                          std::chrono::duration<double>(ddp::detail::clock::now() - t0).count()};
+      w = ::write(to_parent[1], report, sizeof report);
+    } catch (const std::exception& e) { std::fprintf(stderr, "rank 0 (child): %s\n", e.what()); }
+    ::_exit(rc);
+  }
+  ::close(to_parent[1]);
+  ::close(to_child[0]);
+  int port = 0;
+  REQUIRE(::read(to_parent[0], &port, sizeof port) == sizeof port);
+  std::vector<ddp::detail::unique_fd> silent;
+  for (int i = 0; i < 200; ++i)
+    silent.push_back(ddp::detail::connect_tcp("127.0.0.1", port, in(5s)));
+  REQUIRE(::write(to_child[1], "g", 1) == 1);
+  auto t0 = ddp::detail::clock::now();
+  bool ok = false;
+  try {
+    auto o = client_opts(port, "secret", 1);
+    o.timeout = 15s;
+    ddp::tcp_store rank1(o);
+    rank1.set("rank1", "here");
+    rank1.wait({"rank0"}, 15s);
+    rank1.set("done", "1");
+    ok = true;
+  } catch (const ddp::error& e) { MESSAGE("rank 1: " << std::string(e.what())); }
+  auto job = std::chrono::duration<double>(ddp::detail::clock::now() - t0).count();
+  double report[2] = {-1, -1};
+  auto got = ::read(to_parent[0], report, sizeof report);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  silent.clear();
+  ::close(to_parent[0]);
+  ::close(to_child[1]);
+  MESSAGE("job took " << job << " s; rank 0's process used " << report[0] << " s of CPU in " << report[1]
+                      << " s under the attack");
+  CHECK(ok);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  REQUIRE(got == sizeof report);
+  CHECK(job < 3.0); // was 30.9 s (the old 30 s hello deadline)
+  // Spinning on accept4's EMFILE took 80-90 % of a core; an idle loop takes
+  // milliseconds. A quarter of the window leaves room for a loaded machine.
+  CHECK(report[0] < 0.25 * report[1]);
+}
+
+TEST_CASE("DNS: only a temporary failure is worth asking again") {
+  CHECK(ddp::detail::resolve_failure_is_temporary(EAI_AGAIN));
+  CHECK_FALSE(ddp::detail::resolve_failure_is_temporary(EAI_NONAME));
+  CHECK_FALSE(ddp::detail::resolve_failure_is_temporary(EAI_FAIL));
+  CHECK_FALSE(ddp::detail::resolve_failure_is_temporary(EAI_SERVICE));
+}
+
+namespace {
+/// A DNS server on 127.0.0.1:53 (in a private network namespace): SERVFAIL
+/// (getaddrinfo: EAI_AGAIN) for the first `failures` A queries, then
+/// 127.0.0.1 for "store.ddp-test", NXDOMAIN (EAI_NONAME) for other names.
+class fake_dns {
+public:
+  explicit fake_dns(int failures) : failures_(failures) {
+    fd_.reset(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(53);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (!fd_ || ::bind(fd_.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+      throw std::runtime_error("cannot bind 127.0.0.1:53");
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~fake_dns() {
+    stop_ = true;
+    thread_.join();
+  }
+  int a_queries() const { return a_queries_; }
+
+private:
+  void serve() {
+    unsigned char q[512];
+    while (!stop_) {
+      if (!ddp::detail::wait_fd(fd_.get(), POLLIN, in(100ms))) continue;
+      sockaddr_in from{};
+      socklen_t len = sizeof from;
+      ssize_t n = ::recvfrom(fd_.get(), q, sizeof q, 0, reinterpret_cast<sockaddr*>(&from), &len);
+      if (n < 12) continue;
+      // The question: labels from byte 12, then qtype and qclass.
+      std::size_t p = 12;
+      std::string name;
+      while (p < static_cast<std::size_t>(n) && q[p] != 0) {
+        name.append(reinterpret_cast<const char*>(q + p + 1), q[p]).append(".");
+        p += q[p] + 1u;
+      }
+      std::size_t qend = p + 5;
+      if (qend > static_cast<std::size_t>(n)) continue;
+      int qtype = (q[p + 1] << 8) | q[p + 2];
+      std::string r(reinterpret_cast<const char*>(q), qend);
+      r[2] = static_cast<char>(0x80 | (q[2] & 0x01)); // QR, RD copied
+      r[6] = r[7] = r[8] = r[9] = r[10] = r[11] = 0;  // no answers, authority, additional
+      r[5] = 1;
+      int rcode = 0;
+      if (qtype == 1 && a_queries_++ < failures_)
+        rcode = 2; // SERVFAIL
+      else if (qtype != 1 && a_queries_ <= failures_)
+        rcode = 2;
+      else if (name != "store.ddp-test.")
+        rcode = 3; // NXDOMAIN
+      else if (qtype == 1) {
+        r[7] = 1;
+        const unsigned char answer[] = {0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 127, 0, 0, 1};
+        r.append(reinterpret_cast<const char*>(answer), sizeof answer);
+      }
+      r[3] = static_cast<char>(0x80 | rcode); // RA
+      ::sendto(fd_.get(), r.data(), r.size(), 0, reinterpret_cast<sockaddr*>(&from), len);
+    }
+  }
+  ddp::detail::unique_fd fd_;
+  int failures_;
+  std::atomic<int> a_queries_{0};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+/// In a child with its own network and mount namespaces, where /etc/resolv.conf
+/// names a DNS server this process runs, returns `body()`'s exit code; 77 when
+/// namespaces are not allowed here.
+int in_private_dns(const std::function<int()>& body) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::unshare(CLONE_NEWNET | CLONE_NEWNS) != 0) ::_exit(77);
+    ddp::detail::unique_fd s(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    ifreq ifr{};
+    std::strcpy(ifr.ifr_name, "lo");
+    ifr.ifr_flags = IFF_UP | IFF_LOOPBACK | IFF_RUNNING;
+    if (::ioctl(s.get(), SIOCSIFFLAGS, &ifr) != 0) ::_exit(77);
+    char conf[] = "/tmp/ddp-resolv-XXXXXX";
+    int cfd = ::mkstemp(conf);
+    const char text[] = "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n";
+    if (cfd < 0 || ::write(cfd, text, sizeof text - 1) != sizeof text - 1) ::_exit(77);
+    ::close(cfd);
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount(conf, "/etc/resolv.conf", nullptr, MS_BIND, nullptr) != 0) {
+      ::unlink(conf);
+      ::_exit(77);
+    }
+    ::unlink(conf);
+    int rc = 1;
+    try {
+      rc = body();
+    } catch (const std::exception& e) { std::fprintf(stderr, "%s\n", e.what()); }
+    ::_exit(rc);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+} // namespace
+
+TEST_CASE("DNS: a temporary failure (EAI_AGAIN) is retried until it resolves; a missing name fails at once") {
+  int rc = in_private_dns([] {
+    fake_dns dns(3);
+    ddp::tcp_store server(server_opts());
+    auto o = client_opts(server.port());
+    o.host = "store.ddp-test.";
+    ddp::tcp_store client(o); // three SERVFAILs first
+    client.set("k", "v");
+    if (server.get("k") != "v" || dns.a_queries() < 4) return 10;
+    o.host = "nosuch.ddp-test.";
+    o.timeout = 20s;
+    auto t0 = ddp::detail::clock::now();
+    try {
+      ddp::tcp_store missing(o);
+      return 11;
+    } catch (const ddp::error& e) {
+      if (e.kind() != ddp::error_kind::config || !contains(e.what(), "nosuch.ddp-test")) return 12;
+    }
+    return ddp::detail::clock::now() - t0 < 5s ? 0 : 13;
+  });
+  if (rc == 77) {
+    MESSAGE("skipped: no network/mount namespaces here (needs root)");
+    return;
+  }
+  CHECK(rc == 0);
 }

@@ -17,14 +17,17 @@
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
+// A connection starts with the handshake of auth.hpp: hello, then proof; any
+// other first frame closes it.
 enum class store_op : std::uint8_t {
-  hello = 1, ///< token, rank (i32): must be the first frame of a connection
+  hello = 1, ///< rank (i32), client nonce -> ok, server nonce, server proof
   set = 2,   ///< key, value
   get = 3,   ///< key -> found(u8) [value]
   wait = 4,  ///< count (u32), keys, timeout_ms (u64) -> ok(u8)
   add = 5,   ///< key, delta (i64) -> new value (i64)
   check = 6, ///< count, keys -> all present (u8)
   bye = 7,   ///< orderly goodbye: this rank is not lost
+  proof = 8, ///< client proof -> ok | refused
 };
 
 enum class store_status : std::uint8_t { ok = 0, missing = 1, timeout = 2, refused = 3 };
@@ -109,15 +112,6 @@ private:
   std::string_view s_;
   bool ok_ = true;
 };
-
-/// Compares tokens in time independent of where they differ.
-inline bool tokens_equal(std::string_view a, std::string_view b) {
-  unsigned diff = a.size() == b.size() ? 0u : 1u;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    diff |= static_cast<unsigned>(static_cast<unsigned char>(a[i]) ^
-                                  static_cast<unsigned char>(i < b.size() ? b[i] : 0));
-  return diff == 0;
-}
 
 } // namespace detail
 DDP_END_NAMESPACE

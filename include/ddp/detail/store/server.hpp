@@ -1,29 +1,94 @@
 // The rendezvous store's server, run by rank 0 on one background thread.
-// One poll() loop serves every connection: a connection must first present the
-// job token; a wrong token, a malformed or an oversized frame closes that
-// connection only. A rank whose connection drops without saying goodbye is
-// recorded under `store_lost_key`, so survivors can name the rank they lost.
+// One poll() loop serves every connection: a connection must first complete
+// the handshake of auth.hpp (both sides prove they hold the job token) within
+// store_handshake_timeout; a wrong proof, a malformed or an oversized frame
+// closes that connection only. Connections still in their handshake are
+// capped, and are shed first when descriptors run short, so silent or hostile
+// connections cannot lock the ranks out or make the loop spin. A rank whose
+// connection drops without saying goodbye is recorded under `store_lost_key`,
+// so survivors can name the rank they lost.
 #ifndef DDP_DETAIL_STORE_SERVER_HPP
 #define DDP_DETAIL_STORE_SERVER_HPP
 
 #include <ddp/detail/common/log.hpp>
+#include <ddp/detail/store/auth.hpp>
+#include <ddp/detail/store/handshake.hpp>
 #include <ddp/detail/store/protocol.hpp>
 #include <ddp/detail/store/socket.hpp>
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
+/// Connections still in their handshake, at most. Legitimate fan-in stays far
+/// below: a rank's handshake takes one round trip after accept, so even 1024+
+/// ranks connecting at once never have this many pending.
+inline constexpr std::size_t store_max_pending_handshakes = 4096;
+
+/// Under pressure (the cap above, or descriptors nearly spent), a pending
+/// handshake at least this old is closed to make room. Long enough for a rank
+/// on a loaded machine to answer its challenge; a rank that is cut off anyway
+/// connects again.
+inline constexpr std::chrono::milliseconds store_shed_min_age{500};
+
+/// How long the listener is left alone after accept fails for want of
+/// descriptors (EMFILE/ENFILE) with nothing to shed: retrying at once spins
+/// (issue 11: 80-90 % CPU on failed accept4).
+inline constexpr std::chrono::milliseconds store_accept_backoff{100};
+
+/// Descriptors kept free for the rest of the process (rank 0's own client,
+/// Gloo's pairs): pending handshakes are shed before they take these.
+inline int store_fd_reserve(long soft_limit) {
+  return static_cast<int>(std::clamp(soft_limit / 16, 16L, 64L));
+}
+
+/// Rate limit for the log lines that unauthenticated peers can cause, so a
+/// flood of connections cannot flood stderr: 10 lines per 10 s, then a count.
+class log_throttle {
+public:
+  void line(const std::string& text, clock::time_point now) {
+    if (now - window_ > std::chrono::seconds(10)) {
+      if (suppressed_ > 0)
+        log_line("store",
+                 std::to_string(suppressed_) + " more such message(s) in the last 10 s were not shown");
+      window_ = now;
+      shown_ = 0;
+      suppressed_ = 0;
+    }
+    if (shown_ < 10) {
+      ++shown_;
+      log_line("store", text);
+    } else
+      ++suppressed_;
+  }
+
+private:
+  clock::time_point window_{};
+  int shown_ = 0;
+  long suppressed_ = 0;
+};
+
 class store_server {
 public:
-  store_server(const std::string& host, int port, std::string token)
-      : listener_(listen_tcp(host, port)), token_(std::move(token)) {
+  /// Serves on `host:port`; a temporary DNS failure resolving `host` is
+  /// retried until `resolve_deadline` (default: not retried).
+  store_server(const std::string& host, int port, std::string token, clock::time_point resolve_deadline = {})
+      : listener_(listen_tcp(host, port, resolve_deadline)), token_(std::move(token)) {
     port_ = local_port(listener_.get());
+    // Non-blocking, so the loop can accept a burst of connections at once.
+    if (int fl = ::fcntl(listener_.get(), F_GETFL);
+        fl < 0 || ::fcntl(listener_.get(), F_SETFL, fl | O_NONBLOCK) != 0)
+      throw error(error_kind::backend,
+                  "fcntl(O_NONBLOCK) on the store's listener failed: " + errno_text(errno));
     int p[2];
     if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0)
       throw error(error_kind::backend, "pipe2 failed: " + errno_text(errno));
@@ -41,6 +106,17 @@ public:
   }
   int port() const { return port_; }
 
+  /// Serves an already connected socket (a socketpair end, one accepted
+  /// elsewhere) exactly like an accepted connection: it must authenticate.
+  void adopt(unique_fd fd) {
+    {
+      std::lock_guard lock(adopt_mu_);
+      adopted_.push_back(std::move(fd));
+    }
+    char c = 1;
+    [[maybe_unused]] auto r = ::write(wake_w_.get(), &c, 1);
+  }
+
 private:
   struct connection {
     unique_fd fd;
@@ -49,7 +125,11 @@ private:
     bool authed = false;
     bool said_bye = false;
     int rank = -1;
+    clock::time_point accepted;
     clock::time_point hello_deadline;
+    // The handshake (auth.hpp): after the hello, the nonces its proofs cover.
+    bool challenged = false;
+    auth_nonce client_nonce{}, server_nonce{};
     // A pending wait: replied to when all keys exist or the deadline passes.
     std::vector<std::string> wait_keys;
     clock::time_point wait_deadline;
@@ -61,12 +141,14 @@ private:
     while (!stop_) {
       fds.clear();
       fds.push_back({wake_r_.get(), POLLIN, 0});
-      fds.push_back({listener_.get(), POLLIN, 0});
+      // Negative: poll() skips the listener while accepting is backed off.
+      fds.push_back({clock::now() < listen_paused_until_ ? -1 : listener_.get(), POLLIN, 0});
       for (auto& c : conns_)
         fds.push_back({c->fd.get(), POLLIN, 0});
       int rc = ::poll(fds.data(), fds.size(), 100);
       if (rc < 0 && errno != EINTR) break;
-      if (fds[1].revents & POLLIN) accept_one();
+      if (fds[0].revents & POLLIN) take_adopted();
+      if (fds[1].revents & POLLIN) accept_ready(clock::now());
       for (std::size_t i = 2; i < fds.size(); ++i)
         if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) read_from(*conns_[i - 2]);
       expire(clock::now());
@@ -74,19 +156,102 @@ private:
     }
   }
 
-  void accept_one() {
-    int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) return;
-    if (conns_.size() >= 4096) {
-      ::close(fd);
-      return;
+  std::size_t pending_handshakes() const {
+    return static_cast<std::size_t>(
+        std::count_if(conns_.begin(), conns_.end(), [](const auto& c) { return c->fd && !c->authed; }));
+  }
+
+  /// Accepts what is queued (a burst at most, then the loop serves the rest).
+  void accept_ready(clock::time_point now) {
+    rlimit lim{};
+    long soft = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY
+                    ? static_cast<long>(std::min<rlim_t>(lim.rlim_cur, 1L << 30))
+                    : 1L << 30;
+    const long crowded_fd = soft - store_fd_reserve(soft);
+    std::size_t pending = pending_handshakes();
+    for (int burst = 0; burst < 256; ++burst) {
+      int fd = ::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) {
+        int e = errno;
+        if (e == EINTR || e == ECONNABORTED) continue;
+        if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) {
+          // Out of descriptors: free one a pending handshake holds and try
+          // again, or leave the listener alone for a while.
+          if (shed_pending(now, std::chrono::milliseconds(0))) {
+            --pending;
+            continue;
+          }
+          pause_accepting(now, "accept failed (" + errno_text(e) + ") and no pending handshake to close");
+        }
+        return; // EAGAIN: nothing more queued
+      }
+      add_connection(unique_fd(fd), now);
+      ++pending;
+      if (pending > store_max_pending_handshakes || fd >= crowded_fd) {
+        // Crowded: close the oldest pending handshake (not this newest one).
+        if (shed_pending(now, store_shed_min_age)) {
+          --pending;
+        } else {
+          pause_accepting(now, pending > store_max_pending_handshakes
+                                   ? std::to_string(pending) + " connections are in their handshake"
+                                   : "descriptors nearly spent (RLIMIT_NOFILE " + std::to_string(soft) + ")");
+          return;
+        }
+      }
     }
-    set_nodelay(fd);
+  }
+
+  void add_connection(unique_fd fd, clock::time_point now) {
+    set_nodelay(fd.get());
     auto c = std::make_unique<connection>();
-    c->fd.reset(fd);
-    c->peer = peer_name(fd);
-    c->hello_deadline = clock::now() + std::chrono::seconds(30);
+    c->peer = peer_name(fd.get());
+    c->fd = std::move(fd);
+    c->accepted = now;
+    c->hello_deadline = now + store_handshake_timeout;
     conns_.push_back(std::move(c));
+  }
+
+  void take_adopted() {
+    char buf[256];
+    while (::read(wake_r_.get(), buf, sizeof buf) > 0) {}
+    std::vector<unique_fd> fds;
+    {
+      std::lock_guard lock(adopt_mu_);
+      fds.swap(adopted_);
+    }
+    for (auto& fd : fds)
+      add_connection(std::move(fd), clock::now());
+  }
+
+  /// Closes the pending handshake to shed: at least `min_age` old, silent
+  /// ones (nothing received yet) first, then the oldest. False when none.
+  bool shed_pending(clock::time_point now, std::chrono::milliseconds min_age) {
+    connection* victim = nullptr;
+    for (auto& c : conns_) {
+      if (!c->fd || c->authed || now - c->accepted < min_age) continue;
+      bool silent = !c->challenged && c->in.empty();
+      bool victim_silent = victim && !victim->challenged && victim->in.empty();
+      if (!victim || (silent && !victim_silent) ||
+          (silent == victim_silent && c->accepted < victim->accepted))
+        victim = c.get();
+    }
+    if (!victim) return false;
+    drop_pending(*victim, "closed to make room (too many connections in their handshake, or descriptors "
+                          "nearly spent)");
+    return true;
+  }
+
+  void pause_accepting(clock::time_point now, const std::string& why) {
+    listen_paused_until_ = now + store_accept_backoff;
+    auth_log_.line("not accepting connections for " + std::to_string(store_accept_backoff.count()) +
+                       " ms: " + why + ". If ranks are many, raise the open-files limit (ulimit -n).",
+                   now);
+  }
+
+  /// Closes a connection that has not authenticated, through the log throttle.
+  void drop_pending(connection& c, const std::string& why) {
+    auth_log_.line("closing connection from " + c.peer + " during the handshake: " + why, clock::now());
+    c.fd.reset();
   }
 
   void drop(connection& c, const std::string& why) {
@@ -103,12 +268,15 @@ private:
   }
 
   void read_from(connection& c) {
+    if (!c.fd) return; // shed this round
     char buf[65536];
     bool eof = false;
     for (;;) {
       ssize_t k = ::recv(c.fd.get(), buf, sizeof buf, MSG_DONTWAIT);
       if (k > 0) {
         c.in.append(buf, static_cast<std::size_t>(k));
+        if (!c.authed && c.in.size() > 2 * (4 + std::size_t{store_max_handshake_frame}))
+          break; // enough to judge
         continue;
       }
       if (k < 0 && errno == EINTR) continue;
@@ -119,15 +287,22 @@ private:
     while (c.fd && c.in.size() >= 4) {
       std::uint32_t n;
       std::memcpy(&n, c.in.data(), 4);
-      if (n == 0 || n > store_max_frame || (!c.authed && n > 4096)) {
-        drop(c, "oversized or empty frame (" + std::to_string(n) + " bytes)");
-        return;
+      if (n == 0 || n > store_max_frame || (!c.authed && n > store_max_handshake_frame)) {
+        std::string why = "oversized or empty frame (" + std::to_string(n) + " bytes)";
+        return c.authed ? drop(c, why) : drop_pending(c, why);
       }
       if (c.in.size() < 4 + std::size_t{n}) break;
       std::string body = c.in.substr(4, n);
       c.in.erase(0, 4 + std::size_t{n});
       handle(c, body);
     }
+    if (eof && c.fd && !c.authed && c.challenged)
+      // A rank hangs up after the challenge when the store's proof does not
+      // check out: its token differs. Say so here too, on rank 0.
+      auth_log_.line("refused a connection from " + c.peer + " (claiming rank " + std::to_string(c.rank) +
+                         "): it left after the challenge, so its job token differs (a process of another "
+                         "job, or DDP_TOKEN differs between ranks)",
+                     clock::now());
     if (eof && c.fd) drop(c, "");
   }
 
@@ -140,23 +315,7 @@ private:
   void handle(connection& c, const std::string& body) {
     auto op = static_cast<store_op>(static_cast<std::uint8_t>(body[0]));
     frame_reader r(std::string_view(body).substr(1));
-    if (!c.authed) {
-      if (op != store_op::hello) return drop(c, "first message is not a hello");
-      std::string token = r.bytes();
-      std::int32_t rank = r.i32();
-      if (!r.ok() || !r.at_end()) return drop(c, "malformed hello");
-      if (!tokens_equal(token, token_)) {
-        log_line("store",
-                 "refused a connection from " + c.peer +
-                     ": wrong job token (a process of another job, or DDP_TOKEN differs between ranks)");
-        reply(c, frame_writer(store_status::refused).finish());
-        c.fd.reset();
-        return;
-      }
-      c.authed = true;
-      c.rank = rank;
-      return reply(c, frame_writer(store_status::ok).finish());
-    }
+    if (!c.authed) return handshake(c, op, r);
     switch (op) {
     case store_op::set: {
       std::string key = r.bytes(), value = r.bytes();
@@ -177,7 +336,11 @@ private:
       std::int64_t delta = r.i64();
       if (!r.ok() || !r.at_end()) return drop(c, "malformed add");
       auto& v = data_[key];
-      std::int64_t now = (v.empty() ? 0 : parse_int(v).value_or(0)) + delta;
+      // Wraps around at 2^63 like a machine counter (as PyTorch's TCPStore does in
+      // practice); computed unsigned, since signed overflow is undefined (found by tests/fuzz).
+      std::int64_t now =
+          static_cast<std::int64_t>(static_cast<std::uint64_t>(v.empty() ? 0 : parse_int(v).value_or(0)) +
+                                    static_cast<std::uint64_t>(delta));
       v = std::to_string(now);
       reply(c, frame_writer(store_status::ok).i64(now).finish());
       return wake_waiters();
@@ -204,6 +367,42 @@ private:
     }
   }
 
+  /// The server's side of auth.hpp's exchange: hello -> challenge, proof -> verdict.
+  void handshake(connection& c, store_op op, frame_reader& r) {
+    try {
+      if (!c.challenged) {
+        if (op != store_op::hello) return drop_pending(c, "the first message is not a hello");
+        std::int32_t rank = r.i32();
+        std::string nonce = r.bytes();
+        if (!r.ok() || !r.at_end() || !to_nonce(nonce, c.client_nonce))
+          return drop_pending(c, "malformed hello (a ddp rank of another version, or not a ddp rank)");
+        c.rank = rank;
+        c.server_nonce = auth_random_nonce();
+        c.challenged = true;
+        auto proof = auth_proof(token_, auth_role::server, c.client_nonce, c.server_nonce, rank);
+        return reply(
+            c, frame_writer(store_status::ok).bytes(as_view(c.server_nonce)).bytes(as_view(proof)).finish());
+      }
+      if (op != store_op::proof) return drop_pending(c, "expected the handshake's proof");
+      std::string proof = r.bytes();
+      if (!r.ok() || !r.at_end()) return drop_pending(c, "malformed proof");
+      if (!auth_proof_matches(auth_proof(token_, auth_role::client, c.client_nonce, c.server_nonce, c.rank),
+                              proof)) {
+        auth_log_.line("refused a connection from " + c.peer + " (claiming rank " + std::to_string(c.rank) +
+                           "): it could not prove it knows the job token (a process of another job, or "
+                           "DDP_TOKEN differs between ranks)",
+                       clock::now());
+        reply(c, frame_writer(store_status::refused).finish());
+        c.fd.reset();
+        return;
+      }
+      c.authed = true;
+      reply(c, frame_writer(store_status::ok).finish());
+    } catch (const error& e) { // OpenSSL failed: this connection cannot be served
+      drop_pending(c, e.what());
+    }
+  }
+
   bool all_present(const std::vector<std::string>& keys) const {
     for (auto& k : keys)
       if (!data_.count(k)) return false;
@@ -227,7 +426,7 @@ private:
     for (auto& c : conns_) {
       if (!c->fd) continue;
       if (!c->authed && now > c->hello_deadline)
-        drop(*c, "no hello within 30 s");
+        drop_pending(*c, "no handshake within " + std::to_string(store_handshake_timeout.count()) + " s");
       else if (c->waiting && now > c->wait_deadline) {
         c->waiting = false;
         reply(*c, frame_writer(store_status::timeout).finish());
@@ -241,6 +440,10 @@ private:
   int port_ = 0;
   std::atomic<bool> stop_{false};
   std::vector<std::unique_ptr<connection>> conns_;
+  clock::time_point listen_paused_until_{};
+  log_throttle auth_log_;
+  std::mutex adopt_mu_;
+  std::vector<unique_fd> adopted_;
   std::map<std::string, std::string> data_;
   std::thread thread_;
 };

@@ -61,16 +61,57 @@ struct addrinfo_list {
   }
 };
 
-inline void resolve(const std::string& host, int port, bool passive, addrinfo_list& out) {
+/// getaddrinfo: 0, or its EAI_ code.
+inline int try_resolve(const std::string& host, int port, bool passive, addrinfo_list& out) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = passive ? AI_PASSIVE : 0;
   std::string service = std::to_string(port);
-  int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &out.head);
-  if (rc != 0)
-    throw error(error_kind::config, "cannot resolve address '" + host + "': " + ::gai_strerror(rc) +
-                                        " (check MASTER_ADDR / --master-addr)");
+  if (out.head) {
+    ::freeaddrinfo(out.head);
+    out.head = nullptr;
+  }
+  return ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &out.head);
+}
+
+/// Whether a getaddrinfo failure may pass when asked again. EAI_AGAIN is the
+/// resolver's "temporary failure" (its DNS server timed out or answered
+/// SERVFAIL, as one does while it restarts); EAI_NONAME and the others are
+/// answers about the name itself, and asking again will not change them.
+inline bool resolve_failure_is_temporary(int gai_code) { return gai_code == EAI_AGAIN; }
+
+inline std::string resolve_failure_text(const std::string& host, int gai_code) {
+  return "cannot resolve address '" + host + "': " + ::gai_strerror(gai_code);
+}
+
+inline error resolve_error(const std::string& host, int gai_code) {
+  return error(error_kind::config,
+               resolve_failure_text(host, gai_code) + " (check MASTER_ADDR / --master-addr)");
+}
+
+/// Resolves once; a failure is a ddp::error (kind config).
+inline void resolve(const std::string& host, int port, bool passive, addrinfo_list& out) {
+  if (int rc = try_resolve(host, port, passive, out)) throw resolve_error(host, rc);
+}
+
+/// Resolves, asking again after a temporary failure with backoff (10 ms .. 1 s)
+/// until `deadline`; a lasting failure is a ddp::error (kind config) at once.
+inline void resolve(const std::string& host, int port, bool passive, addrinfo_list& out,
+                    clock::time_point deadline) {
+  auto backoff = std::chrono::milliseconds(10);
+  for (bool first = true;; first = false) {
+    int rc = try_resolve(host, port, passive, out);
+    if (rc == 0) return;
+    if (!resolve_failure_is_temporary(rc) || (first && clock::now() + backoff > deadline))
+      throw resolve_error(host, rc);
+    if (clock::now() + backoff > deadline)
+      throw error(error_kind::timeout, resolve_failure_text(host, rc) +
+                                           ", still at the timeout: check the DNS server, or give "
+                                           "MASTER_ADDR as an IP address");
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+  }
 }
 
 inline int local_port(int fd) {
@@ -86,6 +127,7 @@ inline std::string peer_name(int fd) {
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
   if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "?";
+  if (ss.ss_family == AF_UNIX) return "a local socket";
   char host[NI_MAXHOST], serv[NI_MAXSERV];
   if (::getnameinfo(reinterpret_cast<sockaddr*>(&ss), len, host, sizeof host, serv, sizeof serv,
                     NI_NUMERICHOST | NI_NUMERICSERV) != 0)
@@ -93,10 +135,11 @@ inline std::string peer_name(int fd) {
   return endpoint(host, std::atoi(serv));
 }
 
-/// Listens on `host:port` (that address only; port 0 picks a free one).
-inline unique_fd listen_tcp(const std::string& host, int port) {
+/// Listens on `host:port` (that address only; port 0 picks a free one). A
+/// temporary DNS failure is retried until `resolve_deadline` (default: no retry).
+inline unique_fd listen_tcp(const std::string& host, int port, clock::time_point resolve_deadline = {}) {
   addrinfo_list ai;
-  resolve(host, port, true, ai);
+  resolve(host, port, true, ai, resolve_deadline);
   int last = 0;
   for (addrinfo* p = ai.head; p; p = p->ai_next) {
     unique_fd fd(::socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol));
@@ -132,13 +175,17 @@ inline void set_nodelay(int fd) {
 }
 
 /// Connects to `host:port`, retrying with exponential backoff (10 ms .. 1 s)
-/// until `deadline`: rank 0 may start its server after the others start.
+/// until `deadline`: rank 0 may start its server after the others start, and
+/// a DNS server may fail for a moment (EAI_AGAIN). A name that does not exist
+/// is a ddp::error (kind config) at once.
 inline unique_fd connect_tcp(const std::string& host, int port, clock::time_point deadline) {
   auto backoff = std::chrono::milliseconds(10);
   std::string last = "no attempt";
   for (;;) {
     addrinfo_list ai;
-    resolve(host, port, false, ai);
+    int rc = try_resolve(host, port, false, ai);
+    if (rc != 0 && !resolve_failure_is_temporary(rc)) throw resolve_error(host, rc);
+    if (rc != 0) last = resolve_failure_text(host, rc);
     for (addrinfo* p = ai.head; p; p = p->ai_next) {
       unique_fd fd(::socket(p->ai_family, p->ai_socktype | SOCK_CLOEXEC, p->ai_protocol));
       if (!fd) {
