@@ -29,8 +29,9 @@ struct tcp_store_options {
 
 /// The rank a survivor blames for a failure, as the store tells it.
 struct lost_rank {
-  int rank = -1;      ///< -1: the store knows of no lost rank (unknown)
-  std::string reason; ///< "exited or lost its connection", "failed: <its reason>", ...
+  int rank = -1;       ///< -1: the store knows of no lost rank (unknown)
+  std::string reason;  ///< "exited or lost its connection", "failed: <its reason>", ...
+  bool silent = false; ///< rank 0 did not answer (stopped or hung), rather than died
   explicit operator bool() const { return rank >= 0; }
 };
 
@@ -189,8 +190,10 @@ public:
       return {lost.front(), describe_lost(lost.front())};
     } catch (const ddp::error& e) {
       if (e.kind() == error_kind::timeout)
-        return {0, "does not answer: the rendezvous store it serves did not reply within " +
-                       std::to_string((grace + fault_slack).count()) + " ms (rank 0 is stopped or hung)"};
+        return {0,
+                "does not answer: the rendezvous store it serves did not reply within " +
+                    std::to_string((grace + fault_slack).count()) + " ms (rank 0 is stopped or hung)",
+                true};
       return {0, "exited: the rendezvous store it serves is gone"};
     }
   }

@@ -1,12 +1,17 @@
 // Failures with real processes: a rank that exits mid-collective, a rank that
-// stalls, an intruder with the wrong token, a port already in use.
+// stalls, a rank that throws in its own code, a rank lost during rendezvous,
+// ddprun naming the first rank to fail, the flight recorder's JSON, an
+// intruder with the wrong token, a port already in use.
 #include "../support/spawn.hpp"
 
 #include <doctest/doctest.h>
 
 #include <ddp/detail/store/socket.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <regex>
+#include <thread>
 
 using namespace std::chrono_literals;
 using ddp_test::process;
@@ -70,10 +75,14 @@ TEST_CASE("a rank that exits mid-collective: survivors get peer_lost naming it w
   }
 }
 
-TEST_CASE("a rank that stalls: the others get timeout after the configured timeout") {
+TEST_CASE("a rank that stalls: the others name it after the configured timeout") {
   for (int world : {2, 3}) {
     CAPTURE(world);
-    auto ps = start_job(world, "stall", ddp_test::free_port(), {{"DDP_TIMEOUT", "2s"}});
+    auto dir = std::filesystem::temp_directory_path() /
+               ("ddp_fr_" + std::to_string(::getpid()) + "_" + std::to_string(world));
+    std::filesystem::create_directories(dir);
+    auto ps = start_job(world, "stall", ddp_test::free_port(),
+                        {{"DDP_TIMEOUT", "2s"}, {"DDP_FLIGHT_RECORDER", dir.string()}});
     for (auto& p : ps)
       REQUIRE(ddp_test::wait_for(p, 60s));
     for (int r = 0; r + 1 < world; ++r) {
@@ -83,10 +92,112 @@ TEST_CASE("a rank that stalls: the others get timeout after the configured timeo
       CHECK(ps[static_cast<std::size_t>(r)].exit_code() == 0);
       // Ranks next to the staller time out; the rest learn it from them (peer_lost) a moment later.
       CHECK((res.kind == "timeout" || res.kind == "peer_lost"));
+      // The desync report names the rank that could not say how far it got.
+      CHECK(res.rank == world - 1);
+      CHECK(ps[static_cast<std::size_t>(r)].output().find("desync report") != std::string::npos);
       CHECK(res.ms >= 1900);
-      CHECK(res.ms < 6000);
+      CHECK(res.ms < 9000); // 2 s timeout + up to 1 s looking for a lost rank + the 3 s report window
+      // DDP_FLIGHT_RECORDER: this rank's last collectives as JSON, the failed one last.
+      std::ifstream f(dir / ("rank_" + std::to_string(r) + ".json"));
+      std::stringstream json;
+      json << f.rdbuf();
+      INFO(json.str());
+      CHECK(json.str().find("\"rank\": " + std::to_string(r)) != std::string::npos);
+      CHECK(json.str().find("\"kind\": \"all_reduce\"") != std::string::npos);
+      CHECK(json.str().find("\"state\": \"failed\"") != std::string::npos);
+      CHECK(json.str().find("rank " + std::to_string(world - 1) + " sent no progress report") !=
+            std::string::npos);
     }
     CHECK(parse(ps[0]).kind == "timeout");
+    std::filesystem::remove_all(dir);
+  }
+}
+
+TEST_CASE("a rank that throws in its own code: its peers name it within 2 s, rank 0 included") {
+  for (int victim : {0, 1}) {
+    CAPTURE(victim);
+    // Before: 15 s (the exit barrier held rank 0's connections open) when rank 0 threw.
+    auto ps = start_job(2, "throw_mid", ddp_test::free_port(),
+                        {{"DDP_TIMEOUT", "15s"}, {"DDP_TEST_VICTIM", std::to_string(victim)}});
+    for (auto& p : ps)
+      REQUIRE(ddp_test::wait_for(p, 60s));
+    auto& v = ps[static_cast<std::size_t>(victim)];
+    auto& s = ps[static_cast<std::size_t>(1 - victim)];
+    INFO(v.output());
+    INFO(s.output());
+    CHECK(v.exit_code() == 1);
+    auto res = parse(s);
+    CHECK(res.kind == "peer_lost");
+    CHECK(res.rank == victim);
+    CHECK(res.ms < 2000); // the victim throws after 300 ms
+  }
+}
+
+TEST_CASE("a rank lost during rendezvous is named within 2 s") {
+  int port = ddp_test::free_port();
+  std::vector<process> ps;
+  for (int r = 0; r < 2; ++r)
+    ps.push_back(ddp_test::spawn({DDP_SCENARIO_WORKER, "lost_in_rendezvous"},
+                                 {{"RANK", std::to_string(r)},
+                                  {"WORLD_SIZE", "3"},
+                                  {"MASTER_ADDR", "127.0.0.1"},
+                                  {"MASTER_PORT", std::to_string(port)},
+                                  {"DDP_TOKEN", "job-" + std::to_string(port)},
+                                  {"DDP_TIMEOUT", "20s"},
+                                  {"DDP_TEST_VICTIM", "2"}},
+                                 "fault_lost_in_rendezvous_" + std::to_string(r) + ".log"));
+  // The victim (rank 2 of 3) connects, registers, and drops without a goodbye
+  // once the others are waiting for it.
+  std::this_thread::sleep_for(500ms);
+  auto victim = ddp_test::spawn({DDP_SCENARIO_WORKER, "lost_in_rendezvous"},
+                                {{"RANK", "2"},
+                                 {"WORLD_SIZE", "3"},
+                                 {"MASTER_ADDR", "127.0.0.1"},
+                                 {"MASTER_PORT", std::to_string(port)},
+                                 {"DDP_TOKEN", "job-" + std::to_string(port)},
+                                 {"DDP_TEST_VICTIM", "2"}},
+                                "fault_lost_in_rendezvous_victim.log");
+  REQUIRE(ddp_test::wait_for(victim, 60s));
+  CHECK(victim.exit_code() == 3);
+  for (auto& p : ps) {
+    REQUIRE(ddp_test::wait_for(p, 60s));
+    INFO(p.output());
+    auto res = parse(p);
+    CHECK(res.kind == "peer_lost");
+    CHECK(res.rank == 2);
+    CHECK(res.ms < 2500); // 500 ms before the victim starts, then < 2 s (before: the 20 s timeout)
+  }
+}
+
+TEST_CASE("ddprun reports the rank that failed first, with its own code") {
+  SUBCASE("rank 0 throws: ddprun names rank 0, not the peer that exits first") {
+    auto p = ddp_test::spawn({DDPRUN, "--nproc-per-node", "2", DDP_SCENARIO_WORKER, "throw_mid"},
+                             {{"DDP_TIMEOUT", "15s"}, {"DDP_TEST_VICTIM", "0"}}, "fault_ddprun_throw.log");
+    REQUIRE(ddp_test::wait_for(p, 60s));
+    INFO(p.output());
+    CHECK(p.exit_code() == 1);
+    CHECK(p.output().find("the first rank to fail was rank 0") != std::string::npos);
+  }
+  SUBCASE("a rank killed by SIGKILL: ddprun names it and exits 137, though the others exit 1") {
+    auto p =
+        ddp_test::spawn({DDPRUN, "--nproc-per-node", "3", DDP_SCENARIO_WORKER, "loop"},
+                        {{"DDP_TIMEOUT", "15s"}, {"DDP_TEST_LOOP_SECONDS", "60"}}, "fault_ddprun_kill.log");
+    std::smatch m;
+    std::regex ready("\\[2\\] READY rank=2 pid=(\\d+)");
+    auto deadline = std::chrono::steady_clock::now() + 30s;
+    std::string out;
+    while (std::chrono::steady_clock::now() < deadline && !std::regex_search(out = p.output(), m, ready))
+      std::this_thread::sleep_for(20ms);
+    REQUIRE(std::regex_search(out, m, ready));
+    std::this_thread::sleep_for(300ms);
+    ::kill(std::stoi(m[1]), SIGKILL);
+    REQUIRE(ddp_test::wait_for(p, 60s));
+    INFO(p.output());
+    CHECK(p.exit_code() == 137);
+    CHECK(p.output().find("the first rank to fail was rank 2: it was killed by signal 9") !=
+          std::string::npos);
+    CHECK(p.output().find("[0] RESULT kind=peer_lost rank=2") != std::string::npos);
+    CHECK(p.output().find("[1] RESULT kind=peer_lost rank=2") != std::string::npos);
   }
 }
 

@@ -36,6 +36,16 @@ def free_port():
         return s.getsockname()[1]
 
 
+def parse_seconds(t):
+    if t.endswith("ms"):
+        return float(t[:-2]) / 1000
+    if t.endswith("s"):
+        return float(t[:-1])
+    if t.endswith("m"):
+        return float(t[:-1]) * 60
+    return float(t)
+
+
 def read(path):
     with open(path, errors="replace") as f:
         return f.read()
@@ -57,7 +67,11 @@ def trial(args, launch, fault, workdir, n):
     else:
         base.pop("MASTER_PORT")
         log = os.path.join(workdir, f"t{n}_ddprun.log")
-        procs.append(subprocess.Popen([args.ddprun, "--nproc-per-node", str(world), "--grace-period", "3",
+        # The grace period must outlast a survivor's detection: a survivor whose
+        # send is stuck inside Gloo learns of the loss only at DDP_TIMEOUT (seen
+        # with kill -9, 4 ranks), and a stall is named ~4 s after it.
+        grace = str(parse_seconds(args.timeout) + 6)
+        procs.append(subprocess.Popen([args.ddprun, "--nproc-per-node", str(world), "--grace-period", grace,
                                        args.worker, "loop"], env=base, stdout=open(log, "w"),
                                       stderr=subprocess.STDOUT))
         logs.append(log)

@@ -94,6 +94,13 @@ public:
         ctx->connectFullMesh(prefixed, device);
       }
     } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
+      // A peer that died while the mesh was forming refuses or drops our
+      // connection: name it when the store saw it go.
+      if (auto lost = find_lost_rank(false))
+        throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
+                    "rank " + std::to_string(rank_) + ": Gloo could not connect to its peers: rank " +
+                        std::to_string(lost.rank) + " " + lost.reason + ". Gloo: " + e.what(),
+                    lost.rank);
       throw error(error_kind::backend,
                   "rank " + std::to_string(rank_) + ": Gloo could not connect to its peers: " + e.what(),
                   rank_);
@@ -273,7 +280,7 @@ private:
     const bool timed_out = gloo_text.find("imed out") != std::string::npos;
     if (auto lost = find_lost_rank(timed_out)) {
       queue_.recorder().note("rank " + std::to_string(lost.rank) + " " + lost.reason);
-      throw error(error_kind::peer_lost,
+      throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
                   what + " failed: rank " + std::to_string(lost.rank) + " " + lost.reason +
                       ". Gloo: " + gloo_text,
                   lost.rank);
