@@ -122,9 +122,14 @@ public:
   /// dropped without a goodbye meanwhile: the keys it owed will never come.
   void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
     if (!try_wait(keys, timeout)) {
-      std::string names;
-      for (auto& k : keys)
-        names += (names.empty() ? "'" : ", '") + k + "'";
+      std::string names; // the keys still missing: they say which rank did not arrive
+      for (auto& k : keys) {
+        bool present = false;
+        try {
+          present = keys.size() > 1 && check({k});
+        } catch (const ddp::error&) {}
+        if (!present) names += (names.empty() ? "'" : ", '") + k + "'";
+      }
       throw error(error_kind::timeout, "waited " + std::to_string(timeout.count()) + " ms for store key(s) " +
                                            names + " at " + where() +
                                            ": a rank did not arrive (crashed, stuck, or started with other "

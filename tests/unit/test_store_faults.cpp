@@ -56,6 +56,19 @@ TEST_CASE("a rank's failure answers pending and later waits with peer_lost namin
   CHECK_FALSE(lost.silent);
 }
 
+TEST_CASE("a wait that times out names only the keys still missing") {
+  ddp::tcp_store server(opts(0, 0));
+  server.set("ddp/arrived/0", "1");
+  try {
+    server.wait({"ddp/arrived/0", "ddp/arrived/1"}, 200ms);
+    FAIL("expected a timeout");
+  } catch (const ddp::error& e) {
+    CHECK(e.kind() == ddp::error_kind::timeout);
+    CHECK(std::string(e.what()).find("'ddp/arrived/1'") != std::string::npos);
+    CHECK(std::string(e.what()).find("'ddp/arrived/0'") == std::string::npos);
+  }
+}
+
 TEST_CASE("no lost rank is 'unknown', not rank 0") {
   ddp::tcp_store server(opts(0, 0));
   ddp::tcp_store client(opts(server.port(), 1));
