@@ -25,6 +25,9 @@ struct tcp_store_options {
   std::chrono::milliseconds timeout = std::chrono::minutes(10);
   std::string token; ///< must match the server's; empty is a valid token
   int rank = -1;     ///< reported to the server so a lost connection names the rank
+  /// With serve: how long teardown keeps serving ranks still connected
+  /// (default: timeout + 10 s, see default_linger).
+  std::optional<std::chrono::milliseconds> linger;
 };
 
 /// The rank a survivor blames for a failure, as the store tells it.
@@ -44,7 +47,7 @@ public:
     if (o.serve) {
       server_ = std::make_unique<detail::store_server>(o.host, o.port, o.token);
       opts_.port = server_->port();
-      server_->set_linger(default_linger(o.timeout));
+      server_->set_linger(o.linger.value_or(default_linger(o.timeout)));
     }
     auto deadline = detail::clock::now() + o.timeout;
     fd_ = detail::connect_tcp(o.host, opts_.port, deadline);
@@ -241,11 +244,15 @@ private:
   }
 
   /// How long rank 0's store keeps serving on teardown for ranks still
-  /// connected: a survivor needs ~1 s to learn who was lost and up to ~6 s
-  /// for the desync report (gloo.hpp), so 10 s covers both; a stopped rank
-  /// that never disconnects costs rank 0 at most this, never the full timeout.
+  /// connected. A survivor blocked in a send inside Gloo learns of a loss only
+  /// at its timeout (seen with kill -9 of 1 rank of 4), then needs ~1 s to ask
+  /// who was lost, or up to ~6 s for the desync report (gloo.hpp): so the
+  /// timeout plus 10 s. (A linger of min(timeout, 10 s) let such a survivor
+  /// find the store gone and blame rank 0: 1 trial in 50 beside a CPU hog.)
+  /// It ends as soon as every other rank has left, so it costs time only
+  /// while a rank is stopped or stuck: bounded, never forever.
   static std::chrono::milliseconds default_linger(std::chrono::milliseconds timeout) {
-    return std::min<std::chrono::milliseconds>(timeout, std::chrono::seconds(10));
+    return timeout + std::chrono::seconds(10);
   }
 
   std::string where() const { return detail::endpoint(opts_.host, opts_.port); }
