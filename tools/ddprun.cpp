@@ -6,13 +6,19 @@
 // Each child gets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, NODE_RANK,
 // MASTER_ADDR, MASTER_PORT and DDP_TOKEN. Output lines are prefixed with "[rank] ".
 // When one rank fails, the others get a grace period to finish (and report what they
-// saw), then SIGTERM, then SIGKILL after another grace period;
-// and ddprun exits with the failed rank's code (128 + signal for a signal).
+// saw), then SIGTERM (and SIGCONT, for a stopped rank), then SIGKILL after another
+// grace period; and ddprun exits with the code of the rank that failed *first*
+// (128 + signal for a signal or a stop). First by time, not by rank: exits and
+// stops are seen as they happen (waitpid with WUNTRACED every 20 ms), and a rank
+// that fails on its own notes the moment in DDP_FAILURE_FILE before it tells its
+// peers, who may exit before it does (see ddp/detail/common/failure_note.hpp).
 #include <ddp/detail/store/socket.hpp>
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -37,8 +43,49 @@ struct child {
   int out = -1, err = -1; // read ends, -1 once closed
   std::string out_buf, err_buf;
   bool exited = false;
+  bool stopped = false;
   int status = 0;
 };
+
+/// A failure as ddprun saw it: an exit with a non-zero code, a death by signal,
+/// a stop, or a rank's own note. `prio` orders events seen in one pass: a
+/// signal or a stop comes before the exits it causes.
+struct failure {
+  std::int64_t ns = 0; ///< wall clock
+  int prio = 0;
+  int rank = 0;
+  std::string what; ///< "was killed by signal 9 (SIGKILL)"
+  int code = 1;
+  bool from_note = false;
+};
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+/// Notes left by ranks that failed on their own: "<unix ns> <rank> <reason>".
+std::vector<failure> read_notes(const std::string& path) {
+  std::vector<failure> out;
+  std::ifstream f(path);
+  std::string line;
+  while (std::getline(f, line)) {
+    auto a = line.find(' ');
+    auto b = a == std::string::npos ? a : line.find(' ', a + 1);
+    if (b == std::string::npos) continue;
+    try {
+      failure e;
+      e.ns = std::stoll(line.substr(0, a));
+      e.rank = std::stoi(line.substr(a + 1, b - a - 1));
+      e.what = "failed: " + line.substr(b + 1);
+      e.prio = -1; // it wrote the note before anything else happened
+      e.from_note = true;
+      out.push_back(e);
+    } catch (const std::exception&) {}
+  }
+  return out;
+}
 
 std::string random_token() {
   std::array<unsigned char, 16> b{};
@@ -168,6 +215,11 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  // Where ranks that fail on their own say so, with the time (see the header).
+  char note_dir[] = "/tmp/ddprun-XXXXXX";
+  std::string note_file;
+  if (::mkdtemp(note_dir)) note_file = std::string(note_dir) + "/failures";
+
   if (::pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return 1;
   struct sigaction sa {};
   sa.sa_handler = on_signal;
@@ -205,6 +257,7 @@ int main(int argc, char** argv) {
       set("MASTER_ADDR", master_addr);
       set("MASTER_PORT", std::to_string(master_port));
       set("DDP_TOKEN", token);
+      if (!note_file.empty()) set("DDP_FAILURE_FILE", note_file);
       std::vector<char*> args;
       for (auto& a : command)
         args.push_back(a.data());
@@ -231,10 +284,15 @@ int main(int argc, char** argv) {
   constexpr auto never = clock::time_point::max();
   clock::time_point term_at = never, kill_at = never, pipes_deadline = never;
   int exit_code = 0;
-  bool failed = false;
+  bool failed = false, user_signal = false;
+  std::vector<failure> failures;
   auto terminate_all = [&](int sig) {
     for (auto& k : kids)
-      if (!k.exited) ::kill(k.pid, sig);
+      if (!k.exited) {
+        ::kill(k.pid, sig);
+        if (k.stopped && sig != SIGKILL)
+          ::kill(k.pid, SIGCONT); // a stopped rank acts on it only once continued
+      }
   };
   for (;;) {
     std::vector<pollfd> fds{{signal_pipe[0], POLLIN, 0}};
@@ -242,7 +300,7 @@ int main(int argc, char** argv) {
       if (k.out >= 0) fds.push_back({k.out, POLLIN, 0});
       if (k.err >= 0) fds.push_back({k.err, POLLIN, 0});
     }
-    ::poll(fds.data(), fds.size(), 50);
+    ::poll(fds.data(), fds.size(), 20);
     unsigned char sig;
     while (::read(signal_pipe[0], &sig, 1) == 1) {
       std::fprintf(stderr, "ddprun: got signal %d, forwarding it to every rank\n", sig);
@@ -250,20 +308,40 @@ int main(int argc, char** argv) {
       term_at = never;
       if (kill_at == never) kill_at = clock::now() + grace_span;
       if (exit_code == 0) exit_code = 128 + sig;
+      user_signal = true;
     }
     for (auto& k : kids) {
       std::string prefix = "[" + std::to_string(k.rank) + "] ";
       if (k.out >= 0) drain(k.out, k.out_buf, stdout, prefix);
       if (k.err >= 0) drain(k.err, k.err_buf, stderr, prefix);
     }
-    // Reap children that exited.
+    // Reap children that exited; note those that stopped.
+    const auto pass_ns = now_ns();
     for (auto& k : kids) {
       if (k.exited) continue;
       int st = 0;
-      if (::waitpid(k.pid, &st, WNOHANG) == k.pid) {
+      if (::waitpid(k.pid, &st, WNOHANG | WUNTRACED | WCONTINUED) == k.pid) {
+        if (WIFCONTINUED(st)) {
+          k.stopped = false;
+          continue;
+        }
+        if (WIFSTOPPED(st)) {
+          k.stopped = true;
+          int s = WSTOPSIG(st);
+          const char* name = ::sigabbrev_np(s);
+          failures.push_back(
+              {pass_ns, 0, k.rank,
+               "was stopped by signal " + std::to_string(s) + (name ? std::string(" (SIG") + name + ")" : ""),
+               128 + s, false});
+          std::fprintf(stderr, "ddprun: rank %d (pid %d) %s\n", k.rank, k.pid, failures.back().what.c_str());
+          continue;
+        }
         k.exited = true;
         k.status = st;
         bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+        if (!ok)
+          failures.push_back(
+              {pass_ns, WIFSIGNALED(st) ? 0 : 1, k.rank, describe(st), exit_code_of(st), false});
         if (!ok && !failed && kill_at == never) {
           // The others usually fail on their own a moment later, with their own
           // error: let them say it before stopping them.
@@ -298,6 +376,29 @@ int main(int argc, char** argv) {
       terminate_all(SIGKILL);
       kill_at = clock::now() + std::chrono::hours(24);
     }
+  }
+  if (!note_file.empty()) {
+    for (auto& n : read_notes(note_file)) {
+      // The note's rank exits with its own code, reported with it.
+      for (auto& k : kids)
+        if (k.rank == n.rank && k.exited) n.code = exit_code_of(k.status);
+      failures.push_back(n);
+    }
+    ::unlink(note_file.c_str());
+    ::rmdir(note_dir);
+  }
+  // A stop or a note matters only when the job failed.
+  bool job_failed = std::any_of(failures.begin(), failures.end(), [&](const failure& f) {
+    return !f.from_note && f.what.rfind("was stopped", 0) != 0;
+  });
+  if (job_failed && exit_code == 0) exit_code = 1;
+  if (job_failed && !user_signal) {
+    auto first = std::min_element(failures.begin(), failures.end(), [](const failure& a, const failure& b) {
+      return a.ns != b.ns ? a.ns < b.ns : a.prio < b.prio;
+    });
+    std::fprintf(stderr, "ddprun: the first rank to fail was rank %d: it %s (ddprun exits with %d)\n",
+                 first->rank, first->what.c_str(), first->code);
+    exit_code = first->code;
   }
   return exit_code;
 }

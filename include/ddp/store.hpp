@@ -28,6 +28,17 @@ struct tcp_store_options {
   std::chrono::milliseconds timeout = std::chrono::minutes(10);
   std::string token; ///< must match the server's; empty is a valid token
   int rank = -1;     ///< reported to the server so a lost connection names the rank
+  /// With serve: how long teardown keeps serving ranks still connected
+  /// (default: timeout + 10 s, see default_linger).
+  std::optional<std::chrono::milliseconds> linger;
+};
+
+/// The rank a survivor blames for a failure, as the store tells it.
+struct lost_rank {
+  int rank = -1;       ///< -1: the store knows of no lost rank (unknown)
+  std::string reason;  ///< "exited or lost its connection", "failed: <its reason>", ...
+  bool silent = false; ///< rank 0 did not answer (stopped or hung), rather than died
+  explicit operator bool() const { return rank >= 0; }
 };
 
 class tcp_store {
@@ -40,6 +51,7 @@ public:
     if (o.serve) {
       server_ = std::make_unique<detail::store_server>(o.host, o.port, o.token, deadline);
       opts_.port = server_->port();
+      server_->set_linger(o.linger.value_or(default_linger(o.timeout)));
     }
     open_connection(deadline);
   }
@@ -60,8 +72,10 @@ public:
   std::chrono::milliseconds timeout() const { return opts_.timeout; }
   bool is_server() const { return server_ != nullptr; }
 
-  void set(const std::string& key, std::string_view value) {
-    request(detail::frame_writer(detail::store_op::set).bytes(key).bytes(value), "set '" + key + "'");
+  void set(const std::string& key, std::string_view value,
+           std::optional<std::chrono::milliseconds> io_timeout = std::nullopt) {
+    request(detail::frame_writer(detail::store_op::set).bytes(key).bytes(value), "set '" + key + "'",
+            io_timeout);
   }
 
   /// Waits (up to the store timeout) until `key` exists, then returns its value.
@@ -72,8 +86,9 @@ public:
     return *v;
   }
 
-  std::optional<std::string> try_get(const std::string& key) {
-    auto r = request(detail::frame_writer(detail::store_op::get).bytes(key), "get '" + key + "'");
+  std::optional<std::string> try_get(const std::string& key,
+                                     std::optional<std::chrono::milliseconds> io_timeout = std::nullopt) {
+    auto r = request(detail::frame_writer(detail::store_op::get).bytes(key), "get '" + key + "'", io_timeout);
     if (static_cast<detail::store_status>(r[0]) == detail::store_status::missing) return std::nullopt;
     detail::frame_reader fr(std::string_view(r).substr(1));
     auto v = fr.bytes();
@@ -102,12 +117,18 @@ public:
   void wait(const std::vector<std::string>& keys) { wait(keys, opts_.timeout); }
 
   /// Waits until every key exists; ddp::error (kind timeout) naming the
-  /// missing keys after `timeout`.
+  /// missing keys after `timeout`, or (kind peer_lost) naming a rank that
+  /// dropped without a goodbye meanwhile: the keys it owed will never come.
   void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
     if (!try_wait(keys, timeout)) {
-      std::string names;
-      for (auto& k : keys)
-        names += (names.empty() ? "'" : ", '") + k + "'";
+      std::string names; // the keys still missing: they say which rank did not arrive
+      for (auto& k : keys) {
+        bool present = false;
+        try {
+          present = keys.size() > 1 && check({k});
+        } catch (const ddp::error&) {}
+        if (!present) names += (names.empty() ? "'" : ", '") + k + "'";
+      }
       throw error(error_kind::timeout, "waited " + std::to_string(timeout.count()) + " ms for store key(s) " +
                                            names + " at " + where() +
                                            ": a rank did not arrive (crashed, stuck, or started with other "
@@ -115,21 +136,38 @@ public:
     }
   }
 
-  /// Like wait(), but returns false on timeout instead of throwing.
-  bool try_wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
+  /// Like wait(), but returns false on timeout instead of throwing (a lost rank
+  /// still throws peer_lost). `slack`: how long past `timeout` the store may
+  /// take to answer before it counts as gone (failure paths keep it short).
+  bool try_wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout,
+                std::chrono::milliseconds slack = std::chrono::seconds(10)) {
     detail::frame_writer w(detail::store_op::wait);
     w.u32(static_cast<std::uint32_t>(keys.size()));
     for (auto& k : keys)
       w.bytes(k);
     w.u64(static_cast<std::uint64_t>(std::max<std::int64_t>(0, timeout.count())));
-    auto r = request(w, "wait", timeout + std::chrono::seconds(10));
-    return static_cast<detail::store_status>(r[0]) == detail::store_status::ok;
+    auto r = request(w, "wait", timeout + slack);
+    auto st = static_cast<detail::store_status>(r[0]);
+    if (st == detail::store_status::lost) {
+      detail::frame_reader fr(std::string_view(r).substr(1));
+      int lost = fr.i32();
+      if (!fr.ok()) throw protocol_error("wait");
+      std::string names;
+      for (auto& k : keys)
+        names += (names.empty() ? "'" : ", '") + k + "'";
+      throw error(error_kind::peer_lost,
+                  "rank " + std::to_string(lost) + " " + describe_lost(lost) + " while rank " +
+                      std::to_string(opts_.rank) + " waited for store key(s) " + names + " at " + where() +
+                      ": it will never set them. Look at rank " + std::to_string(lost) + "'s output first.",
+                  lost);
+    }
+    return st == detail::store_status::ok;
   }
 
   /// Ranks whose connection dropped without a goodbye (crashed processes).
   std::vector<int> lost_ranks() {
     std::vector<int> out;
-    auto v = try_get(detail::store_lost_key);
+    auto v = try_get(detail::store_lost_key, fault_slack);
     if (!v) return out;
     std::string_view s = *v;
     while (!s.empty()) {
@@ -141,19 +179,78 @@ public:
     return out;
   }
 
-  /// The rank whose connection dropped without a goodbye, for a survivor whose
-  /// collective just failed: the store notices a crash at about the same
-  /// moment, so it is given `grace` to record it. -1 when none was recorded;
-  /// 0 when the store itself is gone (rank 0 serves it).
-  int wait_for_lost_rank(std::chrono::milliseconds grace) {
+  /// The rank to blame, for a survivor whose collective just failed: the
+  /// first rank that dropped without a goodbye or announced its own failure.
+  /// The store notices a crash at about the moment we do, so it is given
+  /// `grace` to record it. `rank == -1` (unknown) when none was recorded.
+  /// Rank 0 when the store is gone or silent: rank 0 serves it and, on
+  /// teardown, keeps serving until the other ranks are done with it (see
+  /// store_server), so a vanished store means rank 0 really died or stopped.
+  lost_rank wait_for_lost_rank(std::chrono::milliseconds grace) {
     try {
-      if (!try_wait({detail::store_lost_key}, grace)) return -1;
+      if (!try_wait({detail::store_lost_key}, grace, fault_slack)) return {};
       auto lost = lost_ranks();
-      return lost.empty() ? -1 : lost.front();
-    } catch (const ddp::error&) { return 0; }
+      if (lost.empty()) return {};
+      return {lost.front(), describe_lost(lost.front())};
+    } catch (const ddp::error& e) {
+      if (e.kind() == error_kind::timeout)
+        return {0,
+                "does not answer: the rendezvous store it serves did not reply within " +
+                    std::to_string((grace + fault_slack).count()) + " ms (rank 0 is stopped or hung)",
+                true};
+      return {0, "exited: the rendezvous store it serves is gone"};
+    }
   }
 
+  /// Announces that this rank fails on its own (not because of a peer): the
+  /// store records it as lost at once, so peers name it instead of waiting.
+  /// Best effort, bounded by a short deadline; false when the store is gone.
+  bool report_failure(std::string_view reason) noexcept {
+    try {
+      request(detail::frame_writer(detail::store_op::set)
+                  .bytes(std::string(detail::store_failed_prefix) + std::to_string(opts_.rank))
+                  .bytes(reason),
+              "report failure", fault_slack);
+      return true;
+    } catch (...) { return false; }
+  }
+
+  /// Rank 0 only: on teardown, do not wait for the other ranks to disconnect
+  /// (rank 0 failed itself and said so; its peers need nothing more from it).
+  void stop_serving_at_once() {
+    if (server_) server_->set_linger(std::chrono::milliseconds(0));
+  }
+
+  /// The rank this client registered as (-1: none).
+  int rank() const { return opts_.rank; }
+
+  /// Failure paths (naming a lost rank, the desync report) give the store this
+  /// long to answer beyond their own wait: a live store answers in well under a
+  /// millisecond, even beside a CPU hog, so a silent one is a stopped rank 0.
+  static constexpr std::chrono::milliseconds fault_slack{3000};
+
 private:
+  /// A failed rank's own reason, when it gave one (store_failed_prefix).
+  std::string describe_lost(int rank) {
+    try {
+      auto why = try_get(std::string(detail::store_failed_prefix) + std::to_string(rank), fault_slack);
+      if (why) return "failed: " + *why;
+    } catch (const ddp::error&) {}
+    return "exited or lost its connection";
+  }
+
+  /// How long rank 0's store keeps serving on teardown for ranks still
+  /// connected. A survivor blocked in a send inside Gloo learns of a loss only
+  /// at its timeout (seen with kill -9 of 1 rank of 4), then needs ~1 s to ask
+  /// who was lost, or up to ~6 s for the desync report (gloo.hpp): so the
+  /// timeout plus 10 s. (A linger of min(timeout, 10 s) let such a survivor
+  /// find the store gone and blame rank 0: 1 trial in 50 beside a CPU hog.)
+  /// It ends as soon as every other rank has left, so it costs time only
+  /// while a rank is stopped or stuck: bounded, never forever.
+  static std::chrono::milliseconds default_linger(std::chrono::milliseconds timeout) {
+    return timeout + std::chrono::seconds(10);
+  }
+
   std::string where() const { return detail::endpoint(opts_.host, opts_.port); }
 
   /// Connects and authenticates (detail/store/auth.hpp). A server that closes
@@ -200,8 +297,8 @@ private:
                       std::optional<std::chrono::milliseconds> io_timeout = std::nullopt) {
     std::lock_guard lock(mu_);
     if (broken_)
-      throw error(error_kind::peer_lost, "the rendezvous store at " + where() + " is gone (rank 0 exited)",
-                  0);
+      throw error(broken_kind_,
+                  "the rendezvous store at " + where() + " is gone or silent (rank 0 exited or stopped)", 0);
     auto deadline = detail::clock::now() + io_timeout.value_or(opts_.timeout);
     send_frame(w.finish(), deadline);
     return recv_frame(deadline, what);
@@ -228,6 +325,7 @@ private:
 
   [[noreturn]] void fail(detail::io_status st, const std::string& what) {
     broken_ = true;
+    broken_kind_ = st == detail::io_status::timeout ? error_kind::timeout : error_kind::peer_lost;
     if (st == detail::io_status::timeout)
       throw error(error_kind::timeout,
                   "the rendezvous store at " + where() + " did not answer (" + what + ") within the timeout");
@@ -242,6 +340,7 @@ private:
   detail::unique_fd fd_;
   std::mutex mu_;
   bool broken_ = false;
+  error_kind broken_kind_ = error_kind::peer_lost;
 };
 
 DDP_END_NAMESPACE

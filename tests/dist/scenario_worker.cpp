@@ -1,7 +1,10 @@
-// One rank of a scenario, started by test_faults and test_launch. The init
-// method comes from DDP_TEST_INIT_METHOD (default env://). Prints one line
-// "RESULT kind=<kind> rank=<named rank> ms=<elapsed>" when it catches the
-// expected ddp::error, and exits 0; anything else exits non-zero.
+// One rank of a scenario, started by test_faults, test_launch and
+// tests/faults/matrix.py. The init method comes from DDP_TEST_INIT_METHOD
+// (default env://). Prints one line
+// "RESULT kind=<kind> rank=<named rank> ms=<elapsed> wall_ms=<unix ms>" when it
+// catches the expected ddp::error (before the group is torn down, so `ms` is
+// the time to detect, not to leave), and exits 0 (1 in the `loop` scenario,
+// like a training program); anything else exits non-zero.
 #include <ddp/ddp.hpp>
 
 #include <chrono>
@@ -14,24 +17,102 @@ using clk = std::chrono::steady_clock;
 
 static int report(const ddp::error& e, clk::time_point t0) {
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - t0).count();
-  std::printf("RESULT kind=%s rank=%d ms=%lld\nMESSAGE %s\n", std::string(ddp::to_string(e.kind())).c_str(),
-              e.rank(), static_cast<long long>(ms), e.what());
+  auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+  std::printf("RESULT kind=%s rank=%d ms=%lld wall_ms=%lld\nMESSAGE %s\n",
+              std::string(ddp::to_string(e.kind())).c_str(), e.rank(), static_cast<long long>(ms),
+              static_cast<long long>(wall), e.what());
   std::fflush(stdout);
   return 0;
 }
 
+static int env_int_or(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+/// The scenarios that need a process group; a ddp::error is reported here,
+/// while the group is still alive.
+static int run(ddp::process_group<ddp::gloo>& pg, const std::string& scenario, clk::time_point& t0);
+
 int main(int argc, char** argv) {
   auto t0 = clk::now();
+  std::string scenario;
   try {
     // torch.distributed.launch without --use_env passes --local_rank=N first.
     if (auto lr = ddp::consume_local_rank_arg(argc, argv)) std::printf("LOCAL_RANK_ARG %d\n", *lr);
-    std::string scenario = argc > 1 ? argv[1] : "";
+    scenario = argc > 1 ? argv[1] : "";
     ddp::init_options opts;
     if (const char* m = std::getenv("DDP_TEST_INIT_METHOD")) opts.init_method = m;
+    if (scenario == "lost_in_rendezvous" &&
+        ddp::topology::from_env().rank == env_int_or("DDP_TEST_VICTIM", 1)) {
+      // Connects to the store, registers like a rank, then dies without a goodbye.
+      auto topo = ddp::topology::from_env();
+      ddp::tcp_store_options so;
+      so.host = topo.master_addr;
+      so.port = topo.master_port;
+      so.token = ddp::detail::getenv_str("DDP_TOKEN").value_or("");
+      so.rank = topo.rank;
+      so.timeout = std::chrono::seconds(20);
+      ddp::tcp_store store(so);
+      store.add("ddp/rank/" + std::to_string(topo.rank), 1);
+      store.set("ddp/world/" + std::to_string(topo.rank), std::to_string(topo.world_size));
+      std::_Exit(3);
+    }
     auto pg = ddp::init_process_group<ddp::gloo>(opts);
+    try {
+      return run(pg, scenario, t0);
+    } catch (const ddp::error& e) {
+      report(e, t0);
+      return scenario == "loop" ? 1 : 0;
+    }
+  } catch (const ddp::error& e) {
+    report(e, t0);
+    return scenario == "loop" ? 1 : 0;
+  } catch (const std::exception& e) {
+    // What a training program does with its own errors: say it, exit 1.
+    std::printf("FAILED %s\n", e.what());
+    std::fflush(stdout);
+    return 1;
+  }
+}
+
+static int run(ddp::process_group<ddp::gloo>& pg, const std::string& scenario, clk::time_point& t0) {
+  {
     const int victim = pg.size() - 1;
     std::vector<float> warm(1024, 1.0f);
+    if (scenario == "lost_in_rendezvous") {
+      std::puts("NO ERROR");
+      return 1;
+    }
     pg.all_reduce(warm);
+    if (scenario == "loop") {
+      // The fault matrix: all_reduce 1 MiB and "compute" 2 ms, until a rank is
+      // killed or stopped from outside (or DDP_TEST_LOOP_SECONDS pass).
+      std::printf("READY rank=%d pid=%d\n", pg.rank(), static_cast<int>(::getpid()));
+      std::fflush(stdout);
+      std::vector<float> grad(256u << 10, 1.0f);
+      auto end = clk::now() + std::chrono::seconds(env_int_or("DDP_TEST_LOOP_SECONDS", 30));
+      while (clk::now() < end) {
+        pg.all_reduce(grad);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      std::puts("NO ERROR");
+      return 0;
+    }
+    if (scenario == "throw_mid") {
+      // The victim (DDP_TEST_VICTIM, default 0) throws in its own code between
+      // collectives while the others are inside an all_reduce.
+      if (pg.rank() == env_int_or("DDP_TEST_VICTIM", 0)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        throw std::runtime_error("user code failed on purpose");
+      }
+      t0 = clk::now();
+      pg.all_reduce(warm);
+      std::puts("NO ERROR");
+      return 1;
+    }
     if (scenario == "exit_mid") {
       // The victim dies while the others are inside a large all_reduce.
       if (pg.rank() == victim) {
@@ -77,5 +158,5 @@ int main(int argc, char** argv) {
     }
     std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
     return 2;
-  } catch (const ddp::error& e) { return report(e, t0); }
+  }
 }

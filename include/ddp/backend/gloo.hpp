@@ -7,8 +7,10 @@
 
 #include <ddp/backend/communicator.hpp>
 #include <ddp/detail/backend/collective_queue.hpp>
+#include <ddp/detail/backend/desync.hpp>
 #include <ddp/detail/backend/gloo_device.hpp>
 #include <ddp/detail/backend/gloo_ring.hpp>
+#include <ddp/detail/common/log.hpp>
 #include <ddp/detail/numeric/elementwise.hpp>
 #include <ddp/op.hpp>
 #include <ddp/store.hpp>
@@ -92,6 +94,13 @@ public:
         ctx->connectFullMesh(prefixed, device);
       }
     } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
+      // A peer that died while the mesh was forming refuses or drops our
+      // connection: name it when the store saw it go.
+      if (auto lost = find_lost_rank(false))
+        throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
+                    "rank " + std::to_string(rank_) + ": Gloo could not connect to its peers: rank " +
+                        std::to_string(lost.rank) + " " + lost.reason + ". Gloo: " + e.what(),
+                    lost.rank);
       throw error(error_kind::backend,
                   "rank " + std::to_string(rank_) + ": Gloo could not connect to its peers: " + e.what(),
                   rank_);
@@ -108,6 +117,15 @@ public:
   std::chrono::milliseconds timeout() const { return timeout_; }
   std::exception_ptr poisoned() const { return queue_.poisoned(); }
   void drain() { queue_.drain(); }
+
+  /// For a rank leaving on an error of its own (process_group's teardown): what
+  /// is queued fails, the collective running (if any) ends, then every
+  /// connection closes, so peers blocked on this rank fail now, not at their timeout.
+  void abort_for_failure(const std::string& reason) {
+    queue_.abort(std::make_exception_ptr(error(error_kind::backend, reason, rank_)));
+    queue_.drain();
+    close_all();
+  }
 
   /// The largest message ddp's fragment ring sends (1 MiB by default). Like
   /// Gloo's maxSegmentSize: tests make it small so that small tensors cross
@@ -252,29 +270,50 @@ private:
     }
   }
 
+  /// A collective failed on the wire. Whom to blame: first a rank the store
+  /// recorded lost (it dropped, or announced its own failure); else, since
+  /// nobody died, a rank that stalled: the desync report finds the rank that
+  /// cannot say how far it got. The report is printed, and kept in the flight
+  /// recorder's JSON (DDP_FLIGHT_RECORDER).
   [[noreturn]] void fail_io(const std::string& what, const std::string& gloo_text) {
     close_all(); // peers blocked on us fail now instead of at their timeout
-    if (gloo_text.find("imed out") != std::string::npos)
+    const bool timed_out = gloo_text.find("imed out") != std::string::npos;
+    if (auto lost = find_lost_rank(timed_out)) {
+      queue_.recorder().note("rank " + std::to_string(lost.rank) + " " + lost.reason);
+      throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
+                  what + " failed: rank " + std::to_string(lost.rank) + " " + lost.reason +
+                      ". Gloo: " + gloo_text,
+                  lost.rank);
+    }
+    desync_result d;
+    if (store_) {
+      d = exchange_progress(*store_, rank_, size_, queue_.recorder().progress());
+      log_line("rank " + std::to_string(rank_), "desync report: " + d.verdict + d.table);
+      queue_.recorder().note(d.verdict + d.table);
+    }
+    std::string blame = d.verdict.empty() ? std::string() : " " + d.verdict + ".";
+    if (timed_out)
       throw error(error_kind::timeout,
-                  what + " timed out after " + std::to_string(timeout_.count()) +
-                      " ms waiting for a peer: a rank stalled, is far behind, or skipped this "
-                      "collective (raise DDP_TIMEOUT if that is expected). Gloo: " +
-                      gloo_text);
-    int lost = find_lost_rank();
-    if (lost >= 0)
-      throw error(error_kind::peer_lost,
-                  what + " failed: rank " + std::to_string(lost) +
-                      " exited or lost its connection. Gloo: " + gloo_text,
-                  lost);
-    throw error(error_kind::peer_lost, what +
-                                           " failed: a peer closed its connection (it failed or timed out). "
-                                           "Gloo: " +
-                                           gloo_text);
+                  what + " timed out after " + std::to_string(timeout_.count()) + " ms waiting for a peer." +
+                      blame +
+                      " (A rank stalled, is far behind, or skipped this collective; raise DDP_TIMEOUT if "
+                      "that is expected.) Gloo: " +
+                      gloo_text,
+                  d.culprit);
+    throw error(error_kind::peer_lost,
+                what + " failed: a peer closed its connection (it failed or timed out)." + blame +
+                    " Gloo: " + gloo_text,
+                d.culprit);
   }
 
-  /// Asks the store which rank dropped without a goodbye; it notices a crash at
-  /// about the moment we do, so it gets a second to record it.
-  int find_lost_rank() { return store_ ? store_->wait_for_lost_rank(std::chrono::milliseconds(1000)) : -1; }
+  /// Asks the store which rank dropped without a goodbye or announced its own
+  /// failure. After a closed connection the store notices a crash at about the
+  /// moment we do, so it gets a second to record it; after a timeout whoever
+  /// died did so long ago, so a look suffices.
+  lost_rank find_lost_rank(bool timed_out) {
+    if (!store_) return {};
+    return store_->wait_for_lost_rank(std::chrono::milliseconds(timed_out ? 0 : 1000));
+  }
 
   void close_all() { ctx_.reset(); }
 

@@ -2,10 +2,11 @@
 // ranks stay in lock-step and an async bucket never crosses a blocking call),
 // each collective described once — "rank 1: all_reduce #12 (4096 x float32)" —
 // so that a timeout or a failure names it, and the first failure poisoning the
-// group.
+// group. Every collective passes through the flight recorder on its way.
 #ifndef DDP_DETAIL_COLLECTIVE_QUEUE_HPP
 #define DDP_DETAIL_COLLECTIVE_QUEUE_HPP
 
+#include <ddp/detail/backend/flight_recorder.hpp>
 #include <ddp/detail/backend/ordered_queue.hpp>
 #include <ddp/tensor.hpp>
 
@@ -27,12 +28,36 @@ public:
 
   /// Queues `body(what)` behind every collective submitted before it. With
   /// `blocking`, a caller about to wait anyway runs it inline when the queue is idle.
-  template <class F> work submit(std::string_view name, std::size_t n, dtype dt, bool blocking, F body) {
+  /// `bucket`: the DDP bucket this collective reduces, when the caller knows it.
+  template <class F>
+  work submit(std::string_view name, std::size_t n, dtype dt, bool blocking, F body, int bucket = -1) {
+    const std::uint64_t seq = seq_++;
     std::string what = "rank " + std::to_string(rank_) + ": " + std::string(name) + " #" +
-                       std::to_string(seq_++) + " (" + std::to_string(n) + " x " +
-                       std::string(to_string(dt)) + note_ + ")";
-    return queue_->submit([body = std::move(body), what]() mutable { body(what); }, what, timeout_, blocking);
+                       std::to_string(seq) + " (" + std::to_string(n) + " x " + std::string(to_string(dt)) +
+                       note_ + ")";
+    recorder_.queued(seq, name, dt, n, bucket);
+    return queue_->submit(
+        [this, body = std::move(body), what, seq]() mutable {
+          recorder_.running(seq);
+          try {
+            body(what);
+          } catch (...) {
+            recorder_.finished(seq, false);
+            recorder_.dump_if_asked(rank_);
+            throw;
+          }
+          recorder_.finished(seq, true);
+        },
+        what, timeout_, blocking);
   }
+
+  /// The last collectives of this rank (the desync report reads it).
+  flight_recorder& recorder() noexcept { return recorder_; }
+
+  /// Fails everything queued but not started with `why` and refuses later
+  /// collectives; the one running (if any) finishes on its own. For a rank
+  /// leaving on an error of its own, before it closes its connections.
+  void abort(std::exception_ptr why) { queue_->abort(std::move(why)); }
 
   /// The error that poisoned the group, if any.
   std::exception_ptr poisoned() const { return queue_->poisoned(); }
@@ -47,6 +72,7 @@ private:
   std::chrono::milliseconds timeout_;
   std::string note_;
   std::atomic<std::uint64_t> seq_{0};
+  flight_recorder recorder_; // before queue_: the worker records into it until it stops
   std::unique_ptr<ordered_queue> queue_ = std::make_unique<ordered_queue>();
 };
 

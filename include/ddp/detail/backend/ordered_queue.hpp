@@ -67,6 +67,21 @@ public:
     return poison_;
   }
 
+  /// Poisons the queue with `why` (unless already poisoned): what is queued
+  /// fails now, later submissions fail at once; a running task is not touched.
+  void abort(std::exception_ptr why) {
+    std::deque<item> failed;
+    {
+      std::lock_guard lock(mu_);
+      if (!poison_) poison_ = std::move(why);
+      why = poison_;
+      failed.swap(q_);
+    }
+    for (auto& f : failed)
+      f.state->finish(why);
+    idle_cv_.notify_all();
+  }
+
   /// Blocks until everything queued so far has run.
   void drain() {
     std::unique_lock lock(mu_);

@@ -30,12 +30,22 @@ enum class store_op : std::uint8_t {
   proof = 8, ///< client proof -> ok | refused
 };
 
-enum class store_status : std::uint8_t { ok = 0, missing = 1, timeout = 2, refused = 3 };
+/// `lost` answers a pending wait (then i32: the rank) as soon as a rank drops
+/// without a goodbye: the keys it would have set will never come.
+enum class store_status : std::uint8_t { ok = 0, missing = 1, timeout = 2, refused = 3, lost = 4 };
 
 /// Frames above this size are malformed by definition and close the connection.
 /// The server records, under this key, each rank whose connection dropped
 /// without a goodbye; clients read it to name the rank a job lost.
 inline constexpr const char* store_lost_key = "ddp/lost";
+
+/// Keys under this prefix serve failure diagnostics (who failed, who reached
+/// which collective): waits on them are never cut short by a lost rank.
+inline constexpr std::string_view store_fault_prefix = "ddp/fault/";
+
+/// A rank that fails on its own sets `store_failed_prefix + rank` to its
+/// reason; the server then records that rank as lost, like a dropped one.
+inline constexpr std::string_view store_failed_prefix = "ddp/fault/failed/";
 
 inline constexpr std::uint32_t store_max_frame = 256u << 20;
 

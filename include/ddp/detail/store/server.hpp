@@ -6,7 +6,16 @@
 // capped, and are shed first when descriptors run short, so silent or hostile
 // connections cannot lock the ranks out or make the loop spin. A rank whose
 // connection drops without saying goodbye is recorded under `store_lost_key`,
-// so survivors can name the rank they lost.
+// so survivors can name the rank they lost, and every pending wait is answered
+// at once with "lost, rank r": the keys a dead rank would have set never come,
+// so nobody waits out the timeout.
+//
+// The server lives in rank 0's process, so when rank 0 leaves, the store goes
+// and the survivors of a failure could no longer ask it who was lost (they used
+// to blame rank 0 for it). So on teardown it lingers, still serving, until
+// every other rank has disconnected or said goodbye, bounded by `set_linger()`:
+// "store gone" then really means "rank 0 died". A rank 0 that failed itself
+// sets no linger (it recorded its failure first; see process_group).
 #ifndef DDP_DETAIL_STORE_SERVER_HPP
 #define DDP_DETAIL_STORE_SERVER_HPP
 
@@ -20,6 +29,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -99,6 +109,7 @@ public:
   store_server(const store_server&) = delete;
   store_server& operator=(const store_server&) = delete;
   ~store_server() {
+    linger_until_ = clock::now() + std::chrono::milliseconds(linger_ms_.load());
     stop_ = true;
     char c = 1;
     [[maybe_unused]] auto r = ::write(wake_w_.get(), &c, 1);
@@ -116,6 +127,9 @@ public:
     char c = 1;
     [[maybe_unused]] auto r = ::write(wake_w_.get(), &c, 1);
   }
+
+  /// How long teardown may wait for the other ranks to disconnect (0: not at all).
+  void set_linger(std::chrono::milliseconds d) { linger_ms_ = std::max<std::int64_t>(0, d.count()); }
 
 private:
   struct connection {
@@ -138,7 +152,7 @@ private:
 
   void loop() {
     std::vector<pollfd> fds;
-    while (!stop_) {
+    while (!stop_ || (others_connected() && clock::now() < linger_until_)) {
       fds.clear();
       fds.push_back({wake_r_.get(), POLLIN, 0});
       // Negative: poll() skips the listener while accepting is backed off.
@@ -147,7 +161,8 @@ private:
         fds.push_back({c->fd.get(), POLLIN, 0});
       int rc = ::poll(fds.data(), fds.size(), 100);
       if (rc < 0 && errno != EINTR) break;
-      if (fds[0].revents & POLLIN) take_adopted();
+      if (fds[0].revents & POLLIN)
+        take_adopted(); // also drains the wake-up bytes (a lingering loop would spin)
       if (fds[1].revents & POLLIN) accept_ready(clock::now());
       for (std::size_t i = 2; i < fds.size(); ++i)
         if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) read_from(*conns_[i - 2]);
@@ -261,10 +276,26 @@ private:
   }
 
   void record_lost(int rank) {
+    if (std::find(lost_.begin(), lost_.end(), rank) != lost_.end()) return; // failed, then dropped
+    lost_.push_back(rank);
     auto& v = data_[store_lost_key];
     if (!v.empty()) v += ",";
     v += std::to_string(rank);
     wake_waiters();
+  }
+
+  /// True while a rank other than a goodbye-sayer still holds a connection.
+  bool others_connected() const {
+    return std::any_of(conns_.begin(), conns_.end(),
+                       [](const auto& c) { return c->fd && c->authed && !c->said_bye; });
+  }
+
+  /// Waits on the lost key or on diagnostics are how survivors learn about a
+  /// failure: a lost rank must not cut them short.
+  static bool waits_through_loss(const std::vector<std::string>& keys) {
+    return std::all_of(keys.begin(), keys.end(), [](const std::string& k) {
+      return k == store_lost_key || std::string_view(k).starts_with(store_fault_prefix);
+    });
   }
 
   void read_from(connection& c) {
@@ -320,8 +351,12 @@ private:
     case store_op::set: {
       std::string key = r.bytes(), value = r.bytes();
       if (!r.ok() || !r.at_end()) return drop(c, "malformed set");
+      // A rank announcing its own failure counts as lost from now on (it will
+      // say goodbye later, but its peers must not wait for it).
+      bool failed = c.rank >= 0 && key == std::string(store_failed_prefix) + std::to_string(c.rank);
       data_[key] = std::move(value);
       reply(c, frame_writer(store_status::ok).finish());
+      if (failed) record_lost(c.rank);
       return wake_waiters();
     }
     case store_op::get: {
@@ -414,6 +449,9 @@ private:
     if (all_present(c.wait_keys)) {
       c.waiting = false;
       reply(c, frame_writer(store_status::ok).finish());
+    } else if (!lost_.empty() && !waits_through_loss(c.wait_keys)) {
+      c.waiting = false;
+      reply(c, frame_writer(store_status::lost).i32(lost_.front()).finish());
     }
   }
 
@@ -439,6 +477,9 @@ private:
   std::string token_;
   int port_ = 0;
   std::atomic<bool> stop_{false};
+  std::atomic<std::int64_t> linger_ms_{0};
+  clock::time_point linger_until_{}; // set before stop_, read by the loop after it
+  std::vector<int> lost_;            // ranks recorded lost, in order
   std::vector<std::unique_ptr<connection>> conns_;
   clock::time_point listen_paused_until_{};
   log_throttle auth_log_;

@@ -1,0 +1,99 @@
+// The desync report: after a collective timed out, or a peer closed its
+// connections without any rank being recorded lost, each survivor publishes
+// how far it got (its flight recorder's progress) to the store and reads the
+// others'. A rank that publishes nothing within the window is stopped or hung
+// (a dead rank would have been recorded lost): that is the rank to name. When
+// every rank reports, the one furthest behind is named.
+#ifndef DDP_DETAIL_DESYNC_HPP
+#define DDP_DETAIL_DESYNC_HPP
+
+#include <ddp/detail/backend/flight_recorder.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+struct desync_result {
+  int culprit = -1;    ///< the stalled or lagging rank; -1: cannot tell
+  std::string verdict; ///< "rank 2 sent no progress report: it is stopped or hung"
+  std::string table;   ///< one line per rank: "rank 1: all_reduce #57 (failed)"
+};
+
+inline std::string progress_key(int rank) { return "ddp/fault/progress/" + std::to_string(rank); }
+
+/// `Store` is tcp_store (a template so that this internal header stays below
+/// the public API). Survivors reach this at different moments: the ranks next
+/// to a stalled one when their wait times out, the others when those close
+/// their connections and a 1 s search for a lost rank finds none. So the first
+/// window is 3 s (the spread is that 1 s plus scheduling delay); only when two or
+/// more ranks are still silent does it wait one more window, to tell a slow
+/// survivor from a second stalled rank. Every store call is bounded.
+template <class Store>
+desync_result exchange_progress(Store& store, int rank, int size, const flight_progress& mine) {
+  using namespace std::chrono_literals;
+  constexpr auto window = 3000ms;
+  desync_result out;
+  std::vector<std::string> keys;
+  for (int r = 0; r < size; ++r)
+    keys.push_back(progress_key(r));
+  std::vector<std::optional<flight_progress>> seen(static_cast<std::size_t>(size));
+  std::vector<int> silent;
+  try {
+    store.set(progress_key(rank), mine.encode(), Store::fault_slack);
+    for (int round = 0; round < 2; ++round) {
+      store.try_wait(keys, window, Store::fault_slack);
+      silent.clear();
+      for (int r = 0; r < size; ++r) {
+        auto& s = seen[static_cast<std::size_t>(r)];
+        if (!s)
+          if (auto v = store.try_get(keys[static_cast<std::size_t>(r)], Store::fault_slack))
+            s = flight_progress::decode(*v);
+        if (!s) silent.push_back(r);
+      }
+      if (silent.size() <= 1) break;
+    }
+  } catch (const std::exception& e) {
+    out.verdict = std::string("no desync report: the store did not answer (") + e.what() + ")";
+    return out;
+  }
+  for (int r = 0; r < size; ++r) {
+    auto& s = seen[static_cast<std::size_t>(r)];
+    out.table += "\n  rank " + std::to_string(r) + ": " +
+                 (s ? s->describe() : std::string("no report (stopped, hung, or outside ddp)"));
+  }
+  if (silent.size() == 1) {
+    out.culprit = silent.front();
+    out.verdict = "rank " + std::to_string(out.culprit) +
+                  " sent no progress report: it is stopped or hung (its connections are still open, so it "
+                  "did not exit)";
+  } else if (silent.empty()) {
+    // Everyone is alive: the rank furthest behind skipped or never reached a collective.
+    auto lowest = std::min_element(seen.begin(), seen.end(),
+                                   [](const auto& a, const auto& b) { return a->seq < b->seq; });
+    auto behind =
+        std::count_if(seen.begin(), seen.end(), [&](const auto& s) { return s->seq == (*lowest)->seq; });
+    if (behind == 1) {
+      out.culprit = static_cast<int>(lowest - seen.begin());
+      out.verdict = "rank " + std::to_string(out.culprit) + " is behind the others (at " +
+                    (*lowest)->describe() + "): it skipped a collective or took another path";
+    } else {
+      out.verdict = "every rank reported and none is behind: the collectives themselves differ";
+    }
+  } else {
+    std::string list;
+    for (int r : silent)
+      list += (list.empty() ? "" : ", ") + std::to_string(r);
+    out.verdict = "ranks " + list + " sent no progress report: they are stopped or hung";
+  }
+  return out;
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_DESYNC_HPP

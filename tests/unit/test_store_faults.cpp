@@ -1,0 +1,156 @@
+// How the store serves a failing job, in one process: a rank's own failure
+// answers every pending wait with "lost, rank r" (waits on diagnostics
+// excepted), rank 0's server keeps serving on teardown until the other ranks
+// have left (bounded), and the flight recorder keeps the last 64 collectives.
+#include <ddp/detail/backend/flight_recorder.hpp>
+#include <ddp/store.hpp>
+
+#include <doctest/doctest.h>
+
+#include <future>
+#include <memory>
+#include <thread>
+
+using namespace std::chrono_literals;
+
+namespace {
+ddp::tcp_store_options opts(int port, int rank, std::chrono::milliseconds timeout = 5s) {
+  ddp::tcp_store_options o;
+  o.host = "127.0.0.1";
+  o.port = port;
+  o.serve = port == 0;
+  o.timeout = timeout;
+  o.token = "secret";
+  o.rank = rank;
+  return o;
+}
+} // namespace
+
+TEST_CASE("a rank's failure answers pending and later waits with peer_lost naming it") {
+  ddp::tcp_store server(opts(0, 0));
+  ddp::tcp_store waiter(opts(server.port(), 1));
+  ddp::tcp_store victim(opts(server.port(), 2));
+  auto t0 = std::chrono::steady_clock::now();
+  auto pending = std::async(std::launch::async, [&] {
+    try {
+      waiter.wait({"never/set"}, 4s);
+      return -2;
+    } catch (const ddp::error& e) {
+      CHECK(e.kind() == ddp::error_kind::peer_lost);
+      CHECK(std::string(e.what()).find("'never/set'") != std::string::npos);
+      CHECK(std::string(e.what()).find("failed: out of memory") != std::string::npos);
+      return e.rank();
+    }
+  });
+  std::this_thread::sleep_for(200ms);
+  REQUIRE(victim.report_failure("out of memory"));
+  CHECK(pending.get() == 2);
+  CHECK(std::chrono::steady_clock::now() - t0 < 2s); // not the 4 s wait
+  // A wait that starts afterwards is answered at once too.
+  CHECK_THROWS_AS(waiter.wait({"also/never"}, 4s), ddp::error);
+  // Diagnostics are not cut short: they wait (and here time out) as asked.
+  CHECK_FALSE(waiter.try_wait({"ddp/fault/progress/9"}, 300ms));
+  auto lost = waiter.wait_for_lost_rank(0ms);
+  CHECK(lost.rank == 2);
+  CHECK(lost.reason == "failed: out of memory");
+  CHECK_FALSE(lost.silent);
+}
+
+TEST_CASE("a wait that times out names only the keys still missing") {
+  ddp::tcp_store server(opts(0, 0));
+  server.set("ddp/arrived/0", "1");
+  try {
+    server.wait({"ddp/arrived/0", "ddp/arrived/1"}, 200ms);
+    FAIL("expected a timeout");
+  } catch (const ddp::error& e) {
+    CHECK(e.kind() == ddp::error_kind::timeout);
+    CHECK(std::string(e.what()).find("'ddp/arrived/1'") != std::string::npos);
+    CHECK(std::string(e.what()).find("'ddp/arrived/0'") == std::string::npos);
+  }
+}
+
+TEST_CASE("no lost rank is 'unknown', not rank 0") {
+  ddp::tcp_store server(opts(0, 0));
+  ddp::tcp_store client(opts(server.port(), 1));
+  auto lost = client.wait_for_lost_rank(100ms);
+  CHECK(lost.rank == -1);
+  CHECK_FALSE(lost);
+}
+
+TEST_CASE("rank 0's store keeps serving on teardown until the others have left") {
+  // A survivor stuck in a Gloo send asks only after its timeout (1 s here):
+  // the store must still be there then.
+  auto server = std::make_unique<ddp::tcp_store>(opts(0, 0, 1s));
+  auto client = std::make_unique<ddp::tcp_store>(opts(server->port(), 1, 1s));
+  auto t0 = std::chrono::steady_clock::now();
+  std::thread teardown([&] { server.reset(); });
+  std::this_thread::sleep_for(1500ms);
+  // Rank 0 is tearing down, yet a survivor can still ask who was lost.
+  client->set("still", "served");
+  CHECK(client->get("still") == "served");
+  CHECK(client->wait_for_lost_rank(0ms).rank == -1);
+  client.reset(); // says goodbye: the server may go now
+  teardown.join();
+  auto took = std::chrono::steady_clock::now() - t0;
+  CHECK(took >= 1500ms);
+  CHECK(took < 3s);
+}
+
+TEST_CASE("the linger is bounded, and a rank 0 that failed itself does not linger") {
+  SUBCASE("bounded") {
+    auto o = opts(0, 0);
+    o.linger = 1s;
+    auto server = std::make_unique<ddp::tcp_store>(o);
+    ddp::tcp_store stuck(opts(server->port(), 1)); // never leaves
+    auto t0 = std::chrono::steady_clock::now();
+    server.reset();
+    auto took = std::chrono::steady_clock::now() - t0;
+    CHECK(took >= 900ms);
+    CHECK(took < 3s);
+  }
+  SUBCASE("stop_serving_at_once") {
+    auto server = std::make_unique<ddp::tcp_store>(opts(0, 0));
+    ddp::tcp_store other(opts(server->port(), 1));
+    server->stop_serving_at_once();
+    auto t0 = std::chrono::steady_clock::now();
+    server.reset();
+    CHECK(std::chrono::steady_clock::now() - t0 < 500ms);
+    // The store is gone, so rank 0 is the one to blame: it really left.
+    auto lost = other.wait_for_lost_rank(0ms);
+    CHECK(lost.rank == 0);
+    CHECK(lost.reason.find("gone") != std::string::npos);
+  }
+}
+
+TEST_CASE("the flight recorder keeps the last 64 collectives and writes them as JSON") {
+  ddp::detail::flight_recorder fr;
+  CHECK(fr.progress().seq == -1);
+  for (std::uint64_t s = 0; s < 70; ++s) {
+    fr.queued(s, "all_reduce", ddp::dtype::f32, 1024 + s, s == 69 ? 3 : -1);
+    fr.running(s);
+    fr.finished(s, s != 69);
+  }
+  fr.queued(70, "broadcast", ddp::dtype::i64, 8);
+  auto all = fr.snapshot();
+  REQUIRE(all.size() == 64);
+  CHECK(all.front().seq == 7);
+  CHECK(all.back().seq == 70);
+  CHECK(all.back().state == ddp::detail::flight_state::queued);
+  CHECK(all[all.size() - 2].state == ddp::detail::flight_state::failed);
+  CHECK(all[all.size() - 2].started_us >= all[all.size() - 2].queued_us);
+  auto p = fr.progress(); // the latest that started, not the queued one
+  CHECK(p.seq == 69);
+  CHECK(p.state == ddp::detail::flight_state::failed);
+  auto back = ddp::detail::flight_progress::decode(p.encode());
+  CHECK(back.seq == 69);
+  CHECK(back.kind == "all_reduce");
+  CHECK(back.state == ddp::detail::flight_state::failed);
+  fr.note("rank 2 sent no \"report\"");
+  auto j = fr.to_json(1);
+  CHECK(j.find("\"rank\": 1") != std::string::npos);
+  CHECK(j.find(
+            "{\"seq\": 69, \"kind\": \"all_reduce\", \"dtype\": \"float32\", \"count\": 1093, \"bucket\": 3, "
+            "\"state\": \"failed\"") != std::string::npos);
+  CHECK(j.find("\"seq\": 6,") == std::string::npos); // fell off the ring
+  CHECK(j.find("sent no \\\"report\\\"") != std::string::npos);
+}
