@@ -205,7 +205,7 @@ namespace {
 template <class T> void check_around_cap() {
   auto& pg = group();
   const std::size_t w = static_cast<std::size_t>(pg.size()), r = static_cast<std::size_t>(pg.rank());
-  const std::size_t cap = ddp::detail::header_round::inline_cap / sizeof(T);
+  const std::size_t cap = ddp::detail::header_round::inline_cap(pg.size()) / sizeof(T);
   for (std::size_t n : {cap - 1, cap, cap + 1, 3 * cap + 7}) {
     CAPTURE(n);
     std::vector<T> v(n);

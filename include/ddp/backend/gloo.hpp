@@ -117,7 +117,7 @@ public:
   void set_ring_piece_bytes(std::size_t bytes) { ring_piece_bytes_ = std::max<std::size_t>(bytes, 1); }
   std::size_t ring_piece_bytes() const { return ring_piece_bytes_; }
 
-  /// Small tensors (up to header_round::inline_cap) travel with the header:
+  /// Small tensors (up to header_round::inline_cap: 64 KiB at 2-4 ranks) travel with the header:
   /// one round, and every rank reduces all contributions in rank order, so
   /// every rank gets the same bits. Larger ones go around ddp's ring (as
   /// buckets do), the averaging fused into its last reduction step.
@@ -202,7 +202,7 @@ private:
     h.reduce = static_cast<std::uint8_t>(o);
     h.piece = piece;
     const std::size_t bytes = n * size_of(dt);
-    const bool small = bytes <= header_round::inline_cap;
+    const bool small = bytes <= header_round::inline_cap(size_);
     exchange(h, what, [&](int) { return payload{data, small ? bytes : 0}; });
     if (n == 0) return;
     const double scale = o == op::avg ? 1.0 / size_ : 1.0;
@@ -229,7 +229,7 @@ private:
     auto h = header(collective_kind::broadcast, tag, n, dt);
     h.root = root;
     const std::size_t bytes = n * size_of(dt);
-    const bool small = bytes <= header_round::inline_cap;
+    const bool small = bytes <= header_round::inline_cap(size_);
     exchange(h, what, [&](int) { return payload{data, small && rank_ == root ? bytes : 0}; });
     if (n == 0) return;
     if (small) {
@@ -254,7 +254,7 @@ private:
       if (n) std::memmove(out, in, bytes);
       return;
     }
-    const bool small = bytes <= header_round::inline_cap;
+    const bool small = bytes <= header_round::inline_cap(size_);
     exchange(header(collective_kind::all_gather, tag, n, dt), what, [&](int) {
       return payload{in, small ? bytes : 0};
     });
@@ -280,7 +280,7 @@ private:
   void run_reduce_scatter(std::uint32_t tag, const std::string& what, const void* in, void* out,
                           std::size_t n, dtype dt, op o) {
     const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(size_);
-    const bool small = bytes <= header_round::inline_cap;
+    const bool small = bytes <= header_round::inline_cap(size_);
     const auto* blocks = static_cast<const char*>(in);
     auto block = [&](int r) { return blocks + bytes * static_cast<std::size_t>(r); };
     if (size_ > 1) {

@@ -7,13 +7,13 @@
 // message fits the receive posted for it (GLOO_ENFORCE_LE(op.preamble.length,
 // op.nbytes) in tcp::Pair::prepareRead) on its own I/O thread, where the
 // throw ends in std::terminate. Header messages cannot trip it: every rank
-// posts receives of the same size (header + inline_cap) and sends at most that
+// posts receives of the same size (header + inline_cap(w)) and sends at most that
 // much, whatever its count. After the headers agree, every rank computes the
 // same message sizes, so the data steps cannot trip it either.
 //
 // The exchange is all-to-all, so every rank sees every header and names the
 // same disagreement, and no rank closes its connections before its peers have
-// its header. Payloads up to inline_cap ride along with the header, so a small
+// its header. Payloads up to inline_cap(w) ride along with the header, so a small
 // all_reduce, broadcast, all_gather or reduce_scatter is this one round and
 // nothing else.
 #ifndef DDP_DETAIL_GLOO_HEADER_HPP
@@ -28,6 +28,7 @@
 #include <gloo/transport/unbound_buffer.h>
 #include <gloo/types.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -87,14 +88,18 @@ static_assert(sizeof(collective_header) == 32,
 /// most inline_cap bytes. The buffers are kept across collectives (worker thread only).
 class header_round {
 public:
-  /// Payloads up to 64 KiB travel with the header. Measured here (2 ranks,
-  /// loopback): one direct round beats the ring's 2(W-1) steps up to well past
-  /// that; the cost is (W-1) x this much receive space posted per collective.
-  static constexpr std::size_t inline_cap = std::size_t{64} << 10;
-  static constexpr std::size_t slot_bytes = sizeof(collective_header) + inline_cap;
+  /// The largest payload that travels with the header at world size w: 64 KiB
+  /// up to 4 ranks, then less, so that a rank posts at most ~192 KiB of receive
+  /// space and sends each peer's share directly only while that is cheaper than
+  /// the ring's 2(W-1) steps (never under 4 KiB). Every rank computes the same.
+  static constexpr std::size_t inline_cap(int w) {
+    const std::size_t peers = w > 1 ? static_cast<std::size_t>(w - 1) : 1;
+    return std::max(std::size_t{4} << 10, std::min(std::size_t{64} << 10, (std::size_t{192} << 10) / peers));
+  }
+  static constexpr std::size_t slot_bytes(int w) { return sizeof(collective_header) + inline_cap(w); }
 
   /// Sends `mine` to every peer, each followed by payload_for(peer) (a
-  /// {pointer, bytes} pair, bytes <= inline_cap), and receives every peer's.
+  /// {pointer, bytes} pair, bytes <= inline_cap(w)), and receives every peer's.
   /// Throws ddp::error(mismatch) if any peer's header differs from `mine`.
   template <class Payload>
   void run(const std::shared_ptr<::gloo::Context>& ctx, const collective_header& mine, Payload&& payload_for,
@@ -102,17 +107,18 @@ public:
     const int w = ctx->size, r = ctx->rank;
     const auto slot = ::gloo::Slot::build(header_slot_prefix, mine.tag);
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    const std::size_t ws = static_cast<std::size_t>(w);
-    if (recv_.size() < ws * slot_bytes) recv_.resize(ws * slot_bytes);
-    if (send_.size() < ws * slot_bytes) send_.resize(ws * slot_bytes);
-    auto in = ctx->createUnboundBuffer(recv_.data(), ws * slot_bytes);
-    auto out = ctx->createUnboundBuffer(send_.data(), ws * slot_bytes);
+    slot_ = slot_bytes(w);
+    const std::size_t total = static_cast<std::size_t>(w) * slot_;
+    if (recv_.size() < total) recv_.resize(total);
+    if (send_.size() < total) send_.resize(total);
+    auto in = ctx->createUnboundBuffer(recv_.data(), total);
+    auto out = ctx->createUnboundBuffer(send_.data(), total);
     for (int p = 0; p < w; ++p)
-      if (p != r) in->recv(p, slot, at(p), slot_bytes);
+      if (p != r) in->recv(p, slot, at(p), slot_);
     for (int p = 0; p < w; ++p) {
       if (p == r) continue;
       auto [data, bytes] = payload_for(p);
-      if (bytes > inline_cap)
+      if (bytes > inline_cap(w))
         throw error(error_kind::backend, what + ": internal error: inline payload over the cap");
       char* dst = send_.data() + at(p);
       std::memcpy(dst, &mine, sizeof mine);
@@ -145,7 +151,7 @@ public:
   char* own_slot(int r) { return recv_.data() + at(r) + sizeof(collective_header); }
 
 private:
-  static std::size_t at(int p) { return static_cast<std::size_t>(p) * slot_bytes; }
+  std::size_t at(int p) const { return static_cast<std::size_t>(p) * slot_; }
   static std::chrono::milliseconds remaining(std::chrono::steady_clock::time_point deadline) {
     auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
@@ -156,6 +162,7 @@ private:
   }
 
   std::vector<char> recv_, send_;
+  std::size_t slot_ = 0; // slot_bytes(w) of the last run
 };
 
 } // namespace detail
