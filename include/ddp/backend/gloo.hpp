@@ -16,6 +16,7 @@
 #include <ddp/tensor.hpp>
 
 #include <gloo/allgather.h>
+#include <gloo/allreduce.h>
 #include <gloo/alltoall.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
@@ -117,10 +118,16 @@ public:
   void set_ring_piece_bytes(std::size_t bytes) { ring_piece_bytes_ = std::max<std::size_t>(bytes, 1); }
   std::size_t ring_piece_bytes() const { return ring_piece_bytes_; }
 
+  /// From here on a plain all_reduce goes around ddp's ring (the averaging fused
+  /// in); below, Gloo's. Measured, 2 ranks, loaded machine, in one run: at 1 MiB
+  /// ddp's ring took 2.0x Gloo's; at 100 MiB 0.91-0.96x.
+  static constexpr std::size_t own_ring_min_bytes = std::size_t{16} << 20;
+
   /// Small tensors (up to header_round::inline_cap: 64 KiB at 2-4 ranks) travel with the header:
   /// one round, and every rank reduces all contributions in rank order, so
-  /// every rank gets the same bits. Larger ones go around ddp's ring (as
-  /// buckets do), the averaging fused into its last reduction step.
+  /// every rank gets the same bits. Larger ones go through Gloo's ring, and from
+  /// own_ring_min_bytes on around ddp's ring (as buckets do), the averaging fused
+  /// into its last reduction step.
   work all_reduce(void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
       throw error(error_kind::config, "op::avg needs a floating-point tensor, got " +
@@ -206,9 +213,22 @@ private:
     exchange(h, what, [&](int) { return payload{data, small ? bytes : 0}; });
     if (n == 0) return;
     const double scale = o == op::avg ? 1.0 / size_ : 1.0;
-    if (!small) {
+    if (!small && bytes >= own_ring_min_bytes) {
       std::vector<fragment> whole{{data, n}};
       fragment_ring(ctx_, whole, dt, scratch_, piece, o == op::avg ? op::sum : o).run(tag, scale, timeout_);
+      return;
+    }
+    if (!small) { // Gloo's ring, which pipelines its segments: 2x faster than ddp's at 1 MiB here
+      with_element_type(size_of(dt), [&](auto t) {
+        using T = decltype(t);
+        ::gloo::AllreduceOptions opts(ctx_);
+        opts.setOutput(static_cast<T*>(data), n);
+        opts.setReduceFunction(reduce_for(dt, o));
+        opts.setTag(tag);
+        opts.setTimeout(timeout_);
+        ::gloo::allreduce(opts);
+      });
+      if (o == op::avg) scale_in_place(data, n, dt, scale);
       return;
     }
     // Every rank reduces the same contributions in the same (rank) order: same bits everywhere.
