@@ -4,6 +4,7 @@
 
 #include <ddp/ddp.hpp>
 
+#include <gloo/allreduce.h>
 #include <gloo/math.h>
 
 namespace bench {

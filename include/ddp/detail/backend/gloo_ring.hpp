@@ -10,6 +10,7 @@
 
 #include <ddp/detail/backend/fragment.hpp>
 #include <ddp/detail/numeric/elementwise.hpp>
+#include <ddp/op.hpp>
 
 #include <gloo/common/error.h>
 #include <gloo/context.h>
@@ -32,9 +33,9 @@ public:
   static constexpr std::size_t default_piece_bytes = std::size_t{1} << 20;
 
   fragment_ring(const std::shared_ptr<::gloo::Context>& ctx, const std::vector<fragment>& frags, dtype dt,
-                std::vector<char>& scratch, std::size_t max_piece_bytes = default_piece_bytes)
+                std::vector<char>& scratch, std::size_t max_piece_bytes = default_piece_bytes, op o = op::sum)
       : ctx_(ctx), frags_(frags), dt_(dt), es_(size_of(dt)), max_piece_bytes_(max_piece_bytes),
-        scratch_(scratch) {
+        reduce_(reduce_for(dt, o)), scratch_(scratch) {
     starts_.reserve(frags_.size() + 1);
     std::size_t at = 0;
     for (auto& f : frags_) {
@@ -46,7 +47,8 @@ public:
     total_ = at;
   }
 
-  /// Sums over ranks, then multiplies by `scale` (1/W for a mean), in place.
+  /// Reduces over ranks with the op given at construction (a sum by default),
+  /// then multiplies by `scale` (1/W for a mean; sums only), in place.
   void run(std::uint32_t tag, double scale, std::chrono::milliseconds timeout) {
     const int w = ctx_->size, r = ctx_->rank;
     if (total_ == 0) return;
@@ -64,7 +66,7 @@ public:
       largest = std::max(largest, end(c) - begin(c));
     scratch_.resize(largest * es_);
     auto tmp = ctx_->createUnboundBuffer(scratch_.data(), scratch_.size());
-    const auto reduce = reduce_for(dt_, op::sum);
+    const auto reduce = reduce_;
 
     for (int s = 0; s + 1 < w; ++s) { // reduce-scatter: after it, rank r owns chunk r+1
       const int send_c = (r - s + w) % w, recv_c = (r - s - 1 + w) % w;
@@ -148,6 +150,7 @@ private:
   dtype dt_;
   std::size_t es_;
   std::size_t max_piece_bytes_;
+  reduce_fn reduce_;
   std::vector<char>& scratch_;
   std::vector<std::size_t> starts_;
   std::vector<std::unique_ptr<::gloo::transport::UnboundBuffer>> bufs_;

@@ -1,0 +1,171 @@
+// Before any data moves, every Gloo collective sends a small fixed-size header
+// (kind, dtype, op, root, count, ring piece size) to every peer and receives
+// theirs, so ranks that disagree fail with ddp::error(mismatch) naming both
+// sides, on every rank, instead of Gloo aborting the process.
+//
+// Why a header and not just care: Gloo's TCP pair checks that an incoming
+// message fits the receive posted for it (GLOO_ENFORCE_LE(op.preamble.length,
+// op.nbytes) in tcp::Pair::prepareRead) on its own I/O thread, where the
+// throw ends in std::terminate. Header messages cannot trip it: every rank
+// posts receives of the same size (header + inline_cap(w)) and sends at most that
+// much, whatever its count. After the headers agree, every rank computes the
+// same message sizes, so the data steps cannot trip it either.
+//
+// The exchange is all-to-all, so every rank sees every header and names the
+// same disagreement, and no rank closes its connections before its peers have
+// its header. Payloads up to inline_cap(w) ride along with the header, so a small
+// all_reduce, broadcast, all_gather or reduce_scatter is this one round and
+// nothing else.
+#ifndef DDP_DETAIL_GLOO_HEADER_HPP
+#define DDP_DETAIL_GLOO_HEADER_HPP
+
+#include <ddp/error.hpp>
+#include <ddp/op.hpp>
+#include <ddp/tensor.hpp>
+
+#include <gloo/common/error.h>
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+inline constexpr std::uint8_t header_slot_prefix = 0x41; // the fragment ring uses 0x40
+
+enum class collective_kind : std::uint8_t { all_reduce = 1, broadcast, all_gather, reduce_scatter, barrier };
+
+constexpr const char* to_string(collective_kind k) noexcept {
+  switch (k) {
+  case collective_kind::all_reduce: return "all_reduce";
+  case collective_kind::broadcast: return "broadcast";
+  case collective_kind::all_gather: return "all_gather";
+  case collective_kind::reduce_scatter: return "reduce_scatter";
+  case collective_kind::barrier: return "barrier";
+  }
+  return "unknown collective";
+}
+
+/// What a rank is about to do; sent as raw bytes, so fixed-size and padding-free.
+struct collective_header {
+  static constexpr std::uint32_t expected_magic = 0x48504444; // "DDPH"
+  std::uint32_t magic = expected_magic;
+  collective_kind kind = collective_kind::barrier;
+  std::uint8_t dt = 0;     ///< ddp::dtype
+  std::uint8_t reduce = 0; ///< ddp::op (reductions only)
+  std::uint8_t unused = 0;
+  std::int32_t root = 0;   ///< broadcast only
+  std::uint32_t tag = 0;   ///< the collective's sequence tag
+  std::uint64_t count = 0; ///< elements (per rank for all_gather/reduce_scatter blocks)
+  std::uint64_t piece = 0; ///< the ring's piece size: it shapes the ring's messages
+
+  bool operator==(const collective_header&) const = default;
+
+  std::string describe() const {
+    if (magic != expected_magic) return "something that is not a ddp collective header";
+    std::string s = to_string(kind);
+    if (kind == collective_kind::barrier) return s;
+    s += " of " + std::to_string(count) + " x " + std::string(ddp::to_string(static_cast<dtype>(dt)));
+    if (kind == collective_kind::all_reduce || kind == collective_kind::reduce_scatter)
+      s += " (op " + std::string(ddp::to_string(static_cast<op>(reduce))) + ")";
+    if (kind == collective_kind::broadcast) s += " from root " + std::to_string(root);
+    if (kind == collective_kind::all_reduce) s += " (ring piece " + std::to_string(piece) + " B)";
+    return s;
+  }
+};
+static_assert(sizeof(collective_header) == 32,
+              "collective_header is sent as raw bytes: keep it padding-free");
+
+/// One all-to-all round of headers, each followed by an optional payload of at
+/// most inline_cap bytes. The buffers are kept across collectives (worker thread only).
+class header_round {
+public:
+  /// The largest payload that travels with the header at world size w: 64 KiB
+  /// up to 4 ranks, then less, so that a rank posts at most ~192 KiB of receive
+  /// space and sends each peer's share directly only while that is cheaper than
+  /// the ring's 2(W-1) steps (never under 4 KiB). Every rank computes the same.
+  static constexpr std::size_t inline_cap(int w) {
+    const std::size_t peers = w > 1 ? static_cast<std::size_t>(w - 1) : 1;
+    return std::max(std::size_t{4} << 10, std::min(std::size_t{64} << 10, (std::size_t{192} << 10) / peers));
+  }
+  static constexpr std::size_t slot_bytes(int w) { return sizeof(collective_header) + inline_cap(w); }
+
+  /// Sends `mine` to every peer, each followed by payload_for(peer) (a
+  /// {pointer, bytes} pair, bytes <= inline_cap(w)), and receives every peer's.
+  /// Throws ddp::error(mismatch) if any peer's header differs from `mine`.
+  template <class Payload>
+  void run(const std::shared_ptr<::gloo::Context>& ctx, const collective_header& mine, Payload&& payload_for,
+           std::chrono::milliseconds timeout, const std::string& what) {
+    const int w = ctx->size, r = ctx->rank;
+    const auto slot = ::gloo::Slot::build(header_slot_prefix, mine.tag);
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    slot_ = slot_bytes(w);
+    const std::size_t total = static_cast<std::size_t>(w) * slot_;
+    if (recv_.size() < total) recv_.resize(total);
+    if (send_.size() < total) send_.resize(total);
+    auto in = ctx->createUnboundBuffer(recv_.data(), total);
+    auto out = ctx->createUnboundBuffer(send_.data(), total);
+    for (int p = 0; p < w; ++p)
+      if (p != r) in->recv(p, slot, at(p), slot_);
+    for (int p = 0; p < w; ++p) {
+      if (p == r) continue;
+      auto [data, bytes] = payload_for(p);
+      if (bytes > inline_cap(w))
+        throw error(error_kind::backend, what + ": internal error: inline payload over the cap");
+      char* dst = send_.data() + at(p);
+      std::memcpy(dst, &mine, sizeof mine);
+      if (bytes) std::memcpy(dst + sizeof mine, data, bytes);
+      out->send(p, slot, at(p), sizeof mine + bytes);
+    }
+    for (int p = 0; p + 1 < w; ++p)
+      wait(in->waitRecv(remaining(deadline)), "header receive");
+    for (int p = 0; p + 1 < w; ++p)
+      wait(out->waitSend(remaining(deadline)), "header send");
+    for (int p = 0; p < w; ++p) {
+      if (p == r) continue;
+      collective_header theirs;
+      std::memcpy(&theirs, recv_.data() + at(p), sizeof theirs);
+      if (theirs == mine) continue;
+      throw error(error_kind::mismatch,
+                  what + ": ranks called different collectives: this rank (" + std::to_string(r) +
+                      ") called " + mine.describe() + ", rank " + std::to_string(p) + " called " +
+                      theirs.describe() +
+                      ". Every rank must call the same collectives in the same order with the same "
+                      "counts, dtypes, ops and roots. This group is unusable now: every later collective "
+                      "throws this error; create a new group.",
+                  p);
+    }
+  }
+
+  /// The payload peer p sent, valid until the next run().
+  const char* payload(int p) const { return recv_.data() + at(p) + sizeof(collective_header); }
+  /// Room for one payload of this rank's own (e.g. to reduce all ranks' in rank order).
+  char* own_slot(int r) { return recv_.data() + at(r) + sizeof(collective_header); }
+
+private:
+  std::size_t at(int p) const { return static_cast<std::size_t>(p) * slot_; }
+  static std::chrono::milliseconds remaining(std::chrono::steady_clock::time_point deadline) {
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    return std::max(left, std::chrono::milliseconds(1));
+  }
+  static void wait(bool ok, const char* what) {
+    if (!ok) throw ::gloo::IoException(std::string("Timed out waiting for a ") + what);
+  }
+
+  std::vector<char> recv_, send_;
+  std::size_t slot_ = 0; // slot_bytes(w) of the last run
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_HEADER_HPP
