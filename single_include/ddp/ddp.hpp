@@ -3281,6 +3281,56 @@ DDP_END_NAMESPACE
 #ifndef DDP_DETAIL_GLOO_HEADER_HPP
 #define DDP_DETAIL_GLOO_HEADER_HPP
 
+// ---- begin ddp/detail/backend/gloo_deadline.hpp ----
+// One deadline for a whole Gloo collective that is made of many transport
+// waits. Gloo's waitRecv/waitSend take a relative timeout each; passing the
+// group's full timeout to every one of them would let a collective of N
+// steps wait N times as long as the user asked for. The header round
+// (gloo_header.hpp) and the fragment ring (gloo_ring.hpp) both count down
+// from one absolute time point instead.
+#ifndef DDP_DETAIL_GLOO_DEADLINE_HPP
+#define DDP_DETAIL_GLOO_DEADLINE_HPP
+
+
+#include <gloo/common/error.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+class gloo_deadline {
+public:
+  gloo_deadline() = default;
+  explicit gloo_deadline(std::chrono::milliseconds timeout)
+      : at_(std::chrono::steady_clock::now() + timeout) {}
+
+  /// What is left, for the next transport wait. Never below 1 ms: a deadline
+  /// that has passed still gets one short wait (data that already arrived is
+  /// taken), and Gloo reads -1 ms as "use the context's timeout" (kUnsetTimeout).
+  std::chrono::milliseconds remaining() const {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(at_ - std::chrono::steady_clock::now());
+    return std::max(left, std::chrono::milliseconds(1));
+  }
+
+  /// Turns a transport wait that returned false (timed out) into the
+  /// IoException the rest of the backend already handles for Gloo's own
+  /// collectives, so every timeout takes the same lost-rank path.
+  static void check(bool ok, const char* what) {
+    if (!ok) throw ::gloo::IoException(std::string("Timed out waiting for a ") + what);
+  }
+
+private:
+  std::chrono::steady_clock::time_point at_{};
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_DEADLINE_HPP
+// ---- end ddp/detail/backend/gloo_deadline.hpp ----
 
 #include <gloo/common/error.h>
 #include <gloo/context.h>
@@ -3365,7 +3415,7 @@ public:
            std::chrono::milliseconds timeout, const std::string& what) {
     const int w = ctx->size, r = ctx->rank;
     const auto slot = ::gloo::Slot::build(header_slot_prefix, mine.tag);
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    const gloo_deadline deadline(timeout);
     slot_ = slot_bytes(w);
     const std::size_t total = static_cast<std::size_t>(w) * slot_;
     if (recv_.size() < total) recv_.resize(total);
@@ -3385,9 +3435,9 @@ public:
       out->send(p, slot, at(p), sizeof mine + bytes);
     }
     for (int p = 0; p + 1 < w; ++p)
-      wait(in->waitRecv(remaining(deadline)), "header receive");
+      gloo_deadline::check(in->waitRecv(deadline.remaining()), "header receive");
     for (int p = 0; p + 1 < w; ++p)
-      wait(out->waitSend(remaining(deadline)), "header send");
+      gloo_deadline::check(out->waitSend(deadline.remaining()), "header send");
     for (int p = 0; p < w; ++p) {
       if (p == r) continue;
       collective_header theirs;
@@ -3411,15 +3461,6 @@ public:
 
 private:
   std::size_t at(int p) const { return static_cast<std::size_t>(p) * slot_; }
-  static std::chrono::milliseconds remaining(std::chrono::steady_clock::time_point deadline) {
-    auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    return std::max(left, std::chrono::milliseconds(1));
-  }
-  static void wait(bool ok, const char* what) {
-    if (!ok) throw ::gloo::IoException(std::string("Timed out waiting for a ") + what);
-  }
-
   std::vector<char> recv_, send_;
   std::size_t slot_ = 0; // slot_bytes(w) of the last run
 };
@@ -3746,7 +3787,7 @@ public:
           scale_in_place(f.data, f.count, dt_, scale);
       return;
     }
-    deadline_ = std::chrono::steady_clock::now() + timeout;
+    deadline_ = gloo_deadline(timeout);
     slot_ = ::gloo::Slot::build(ring_slot_prefix, tag);
     const int right = (r + 1) % w, left = (r - 1 + w) % w;
     std::size_t largest = 0;
@@ -3764,7 +3805,7 @@ public:
       });
       post_sends(right, send_c);
       pieces(begin(recv_c), end(recv_c), [&](std::size_t k, std::size_t off, std::size_t n, std::size_t at) {
-        wait(tmp->waitRecv(remaining()), "receive");
+        gloo_deadline::check(tmp->waitRecv(deadline_.remaining()), "ring receive");
         auto* dst = static_cast<char*>(frags_[k].data) + off * es_;
         const char* in = scratch_.data() + (at - begin(recv_c)) * es_;
         if (last && scale != 1.0)
@@ -3783,7 +3824,7 @@ public:
       });
       post_sends(right, send_c);
       for (auto k : receivers)
-        wait(bufs_[k]->waitRecv(remaining()), "receive");
+        gloo_deadline::check(bufs_[k]->waitRecv(deadline_.remaining()), "ring receive");
       wait_sends();
     }
   }
@@ -3819,18 +3860,8 @@ private:
 
   void wait_sends() {
     for (auto k : senders_)
-      wait(bufs_[k]->waitSend(remaining()), "send");
+      gloo_deadline::check(bufs_[k]->waitSend(deadline_.remaining()), "ring send");
     senders_.clear();
-  }
-
-  std::chrono::milliseconds remaining() const {
-    auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - std::chrono::steady_clock::now());
-    return std::max(left, std::chrono::milliseconds(1));
-  }
-
-  static void wait(bool ok, const char* what) {
-    if (!ok) throw ::gloo::IoException(std::string("Timed out waiting for a ring ") + what);
   }
 
   std::shared_ptr<::gloo::Context> ctx_;
@@ -3845,7 +3876,7 @@ private:
   std::vector<std::size_t> senders_;
   std::size_t total_ = 0;
   std::uint64_t slot_ = 0;
-  std::chrono::steady_clock::time_point deadline_;
+  gloo_deadline deadline_;
 };
 
 } // namespace detail

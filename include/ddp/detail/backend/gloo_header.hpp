@@ -19,6 +19,7 @@
 #ifndef DDP_DETAIL_GLOO_HEADER_HPP
 #define DDP_DETAIL_GLOO_HEADER_HPP
 
+#include <ddp/detail/backend/gloo_deadline.hpp>
 #include <ddp/error.hpp>
 #include <ddp/op.hpp>
 #include <ddp/tensor.hpp>
@@ -106,7 +107,7 @@ public:
            std::chrono::milliseconds timeout, const std::string& what) {
     const int w = ctx->size, r = ctx->rank;
     const auto slot = ::gloo::Slot::build(header_slot_prefix, mine.tag);
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    const gloo_deadline deadline(timeout);
     slot_ = slot_bytes(w);
     const std::size_t total = static_cast<std::size_t>(w) * slot_;
     if (recv_.size() < total) recv_.resize(total);
@@ -126,9 +127,9 @@ public:
       out->send(p, slot, at(p), sizeof mine + bytes);
     }
     for (int p = 0; p + 1 < w; ++p)
-      wait(in->waitRecv(remaining(deadline)), "header receive");
+      gloo_deadline::check(in->waitRecv(deadline.remaining()), "header receive");
     for (int p = 0; p + 1 < w; ++p)
-      wait(out->waitSend(remaining(deadline)), "header send");
+      gloo_deadline::check(out->waitSend(deadline.remaining()), "header send");
     for (int p = 0; p < w; ++p) {
       if (p == r) continue;
       collective_header theirs;
@@ -152,15 +153,6 @@ public:
 
 private:
   std::size_t at(int p) const { return static_cast<std::size_t>(p) * slot_; }
-  static std::chrono::milliseconds remaining(std::chrono::steady_clock::time_point deadline) {
-    auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    return std::max(left, std::chrono::milliseconds(1));
-  }
-  static void wait(bool ok, const char* what) {
-    if (!ok) throw ::gloo::IoException(std::string("Timed out waiting for a ") + what);
-  }
-
   std::vector<char> recv_, send_;
   std::size_t slot_ = 0; // slot_bytes(w) of the last run
 };

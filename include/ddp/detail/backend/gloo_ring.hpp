@@ -9,6 +9,7 @@
 #define DDP_DETAIL_GLOO_RING_HPP
 
 #include <ddp/detail/backend/fragment.hpp>
+#include <ddp/detail/backend/gloo_deadline.hpp>
 #include <ddp/detail/numeric/elementwise.hpp>
 #include <ddp/op.hpp>
 
@@ -58,7 +59,7 @@ public:
           scale_in_place(f.data, f.count, dt_, scale);
       return;
     }
-    deadline_ = std::chrono::steady_clock::now() + timeout;
+    deadline_ = gloo_deadline(timeout);
     slot_ = ::gloo::Slot::build(ring_slot_prefix, tag);
     const int right = (r + 1) % w, left = (r - 1 + w) % w;
     std::size_t largest = 0;
@@ -76,7 +77,7 @@ public:
       });
       post_sends(right, send_c);
       pieces(begin(recv_c), end(recv_c), [&](std::size_t k, std::size_t off, std::size_t n, std::size_t at) {
-        wait(tmp->waitRecv(remaining()), "receive");
+        gloo_deadline::check(tmp->waitRecv(deadline_.remaining()), "ring receive");
         auto* dst = static_cast<char*>(frags_[k].data) + off * es_;
         const char* in = scratch_.data() + (at - begin(recv_c)) * es_;
         if (last && scale != 1.0)
@@ -95,7 +96,7 @@ public:
       });
       post_sends(right, send_c);
       for (auto k : receivers)
-        wait(bufs_[k]->waitRecv(remaining()), "receive");
+        gloo_deadline::check(bufs_[k]->waitRecv(deadline_.remaining()), "ring receive");
       wait_sends();
     }
   }
@@ -131,18 +132,8 @@ private:
 
   void wait_sends() {
     for (auto k : senders_)
-      wait(bufs_[k]->waitSend(remaining()), "send");
+      gloo_deadline::check(bufs_[k]->waitSend(deadline_.remaining()), "ring send");
     senders_.clear();
-  }
-
-  std::chrono::milliseconds remaining() const {
-    auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - std::chrono::steady_clock::now());
-    return std::max(left, std::chrono::milliseconds(1));
-  }
-
-  static void wait(bool ok, const char* what) {
-    if (!ok) throw ::gloo::IoException(std::string("Timed out waiting for a ring ") + what);
   }
 
   std::shared_ptr<::gloo::Context> ctx_;
@@ -157,7 +148,7 @@ private:
   std::vector<std::size_t> senders_;
   std::size_t total_ = 0;
   std::uint64_t slot_ = 0;
-  std::chrono::steady_clock::time_point deadline_;
+  gloo_deadline deadline_;
 };
 
 } // namespace detail
