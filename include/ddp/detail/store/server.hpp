@@ -167,7 +167,7 @@ private:
       fds.push_back({clock::now() < listen_paused_until_ ? -1 : listener_.get(), POLLIN, 0});
       for (auto& c : conns_)
         fds.push_back({c->fd.get(), POLLIN, 0});
-      int rc = ::poll(fds.data(), fds.size(), 100);
+      int rc = ::poll(fds.data(), fds.size(), poll_timeout_ms(clock::now()));
       if (rc < 0 && errno != EINTR) break;
       if (fds[0].revents & POLLIN)
         take_adopted(); // also drains the wake-up bytes (a lingering loop would spin)
@@ -177,6 +177,17 @@ private:
       expire(clock::now());
       std::erase_if(conns_, [](const auto& c) { return !c->fd; });
     }
+  }
+
+  /// At most 100 ms (handshake deadlines, linger, stop), and no later than the
+  /// earliest pending wait's deadline: a short wait (the failure paths' 1 s
+  /// grace, a try_wait of a few ms) times out when asked, not up to 100 ms late.
+  int poll_timeout_ms(clock::time_point now) const {
+    auto t = std::chrono::milliseconds(100);
+    for (auto& c : conns_)
+      if (c->waiting && c->fd)
+        t = std::min(t, std::chrono::ceil<std::chrono::milliseconds>(c->wait_deadline - now));
+    return static_cast<int>(std::max<std::int64_t>(0, t.count()));
   }
 
   std::size_t pending_handshakes() const {
@@ -511,7 +522,7 @@ private:
       if (!c->fd) continue;
       if (!c->authed && now > c->hello_deadline)
         drop_pending(*c, "no handshake within " + std::to_string(store_handshake_timeout.count()) + " s");
-      else if (c->waiting && now > c->wait_deadline) {
+      else if (c->waiting && now >= c->wait_deadline) {
         c->waiting = false;
         reply(*c, frame_writer(store_status::timeout).finish());
       }
