@@ -15,7 +15,9 @@
 // One JSON line per N: median seconds of --repeats runs, per-phase medians
 // (from per-thread timestamps), and the ratio to linear scaling from the
 // smallest N (the baseline, measured in the same run).
+// --counter-barrier replaces the arrival wait on N keys by a counter (see options).
 //   build/bench/bench_store_fanin [--ranks 8,64,256,512,1024] [--repeats 3] [--gloo-keys]
+//                                 [--counter-barrier]
 #include "common.hpp"
 
 #include <ddp/store.hpp>
@@ -41,6 +43,11 @@ struct options {
   std::vector<int> ranks{8, 64, 256, 512, 1024};
   int repeats = 3;
   bool gloo_keys = false;
+  /// The arrival barrier as a counter (a proposal, not what ddp does today):
+  /// set ddp/arrived/<r> as now, add ddp/arrived, the last sets ddp/arrived/all
+  /// and every rank waits for that one key. The per-rank keys still name the
+  /// missing ranks on a timeout. Today's barrier waits for N keys: N² lookups.
+  bool counter_barrier = false;
   std::chrono::milliseconds timeout{60000};
 };
 
@@ -161,10 +168,15 @@ run_result run_once(int n, const options& o) {
       s->set("ddp/world/" + std::to_string(r), std::to_string(n));
       if (r != 0 && s->get("ddp/world/0") != std::to_string(n)) throw std::runtime_error("world differs");
       s->set("ddp/arrived/" + std::to_string(r), "1");
-      std::vector<std::string> arrived;
-      for (int i = 0; i < n; ++i)
-        arrived.push_back("ddp/arrived/" + std::to_string(i));
-      s->wait(arrived);
+      if (o.counter_barrier) {
+        if (s->add("ddp/arrived", 1) == n) s->set("ddp/arrived/all", "1");
+        s->wait({"ddp/arrived/all"});
+      } else {
+        std::vector<std::string> arrived;
+        for (int i = 0; i < n; ++i)
+          arrived.push_back("ddp/arrived/" + std::to_string(i));
+        s->wait(arrived);
+      }
       t.arrived = bench::seconds_since(t0);
       if (o.gloo_keys) gloo_key_pattern(*s, r, n);
       t.meshed = bench::seconds_since(t0);
@@ -198,6 +210,15 @@ run_result run_once(int n, const options& o) {
   return res;
 }
 
+/// The q-quantile (0..1) of one phase over the ranks.
+double phase_quantile(const run_result& r, double rank_times::*field, double q) {
+  std::vector<double> v;
+  for (auto& t : r.per_rank)
+    v.push_back(t.*field);
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
+}
+
 double phase_max(const run_result& r, double rank_times::*field) {
   double m = 0;
   for (auto& t : r.per_rank)
@@ -217,11 +238,13 @@ int main(int argc, char** argv) {
       o.repeats = std::max(1, std::atoi(argv[++i]));
     else if (a == "--gloo-keys")
       o.gloo_keys = true;
+    else if (a == "--counter-barrier")
+      o.counter_barrier = true;
     else if (a == "--timeout-s" && i + 1 < argc)
       o.timeout = std::chrono::milliseconds(1000L * std::atoi(argv[++i]));
     else {
-      std::cerr
-          << "usage: bench_store_fanin [--ranks 8,64,...] [--repeats R] [--gloo-keys] [--timeout-s S]\n";
+      std::cerr << "usage: bench_store_fanin [--ranks 8,64,...] [--repeats R] [--gloo-keys] "
+                   "[--counter-barrier] [--timeout-s S]\n";
       return 2;
     }
   }
@@ -235,7 +258,7 @@ int main(int argc, char** argv) {
                 << " is below 2 per rank\"}" << std::endl;
       continue;
     }
-    std::vector<double> total, connect, arrive, mesh, done, server_cpu;
+    std::vector<double> total, connect, connect_p50, connect_p90, arrive, mesh, done, server_cpu;
     std::size_t bytes = 0;
     try {
       for (int k = 0; k < o.repeats; ++k) {
@@ -243,6 +266,8 @@ int main(int argc, char** argv) {
         total.push_back(r.total);
         server_cpu.push_back(r.server_cpu);
         connect.push_back(phase_max(r, &rank_times::connected));
+        connect_p50.push_back(phase_quantile(r, &rank_times::connected, 0.5));
+        connect_p90.push_back(phase_quantile(r, &rank_times::connected, 0.9));
         arrive.push_back(phase_max(r, &rank_times::arrived));
         mesh.push_back(phase_max(r, &rank_times::meshed));
         done.push_back(phase_max(r, &rank_times::done));
@@ -257,9 +282,12 @@ int main(int argc, char** argv) {
     const double med = bench::median(total);
     if (base_per_rank == 0) base_per_rank = med / n;
     std::cout << "{\"bench\":\"store_fanin\",\"ranks\":" << n
-              << ",\"gloo_keys\":" << (o.gloo_keys ? "true" : "false") << ",\"repeats\":" << o.repeats
+              << ",\"gloo_keys\":" << (o.gloo_keys ? "true" : "false") << ",\"barrier\":\""
+              << (o.counter_barrier ? "counter" : "n_keys") << "\",\"repeats\":" << o.repeats
               << ",\"median_s\":" << med << ",\"min_s\":" << *std::min_element(total.begin(), total.end())
               << ",\"max_s\":" << *std::max_element(total.begin(), total.end())
+              << ",\"connected_p50_s\":" << bench::median(connect_p50)
+              << ",\"connected_p90_s\":" << bench::median(connect_p90)
               << ",\"all_connected_s\":" << bench::median(connect)
               << ",\"all_arrived_s\":" << bench::median(arrive);
     if (o.gloo_keys)
