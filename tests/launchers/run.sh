@@ -1,14 +1,14 @@
 #!/bin/sh
 # Runs a 2-rank ddp job through a real launcher and checks that both ranks
 # joined the same group. Exit 77 (ctest: skipped) when the launcher is missing.
-# usage: run.sh torchrun|mpirun|srun WORKER
+# usage: run.sh torchrun|mpirun|srun|sbatch WORKER
 set -u
 launcher=$1; worker=$2
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ddp-launch.XXXXXX")
 chmod 755 "$work" # munged wants o+x on every directory above its socket
 cleanup() {
-  [ "$launcher" = srun ] && bash "$here/slurm/stop.sh" "$work/slurm" >/dev/null 2>&1
+  case "$launcher" in srun|sbatch) bash "$here/slurm/stop.sh" "$work/slurm" >/dev/null 2>&1 ;; esac
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -30,10 +30,19 @@ case "$launcher" in
     bash "$here/slurm/start.sh" "$work/slurm" > "$work/slurm-start.log" 2>&1 || { cat "$work/slurm-start.log"; exit 1; }
     SLURM_CONF="$work/slurm/slurm.conf" timeout 120 srun -n 2 "$worker" ok > "$work/out" 2>&1
     ;;
+  sbatch)
+    # The README's batch recipe, submitted as is (sbatch_job.sh); --wait returns the job's exit code.
+    command -v slurmctld >/dev/null || { echo "SKIP: slurm-wlm is missing (apt-get install slurm-wlm munge)"; exit 77; }
+    [ -r /etc/munge/munge.key ] || { echo "SKIP: no /etc/munge/munge.key"; exit 77; }
+    bash "$here/slurm/start.sh" "$work/slurm" > "$work/slurm-start.log" 2>&1 || { cat "$work/slurm-start.log"; exit 1; }
+    SLURM_CONF="$work/slurm/slurm.conf" timeout 120 sbatch --wait --quiet -o "$work/out" \
+      "$here/sbatch_job.sh" "$worker" ok > "$work/sbatch.log" 2>&1
+    ;;
   *) echo "unknown launcher $launcher"; exit 2 ;;
 esac
 rc=$?
-cat "$work/out"
+cat "$work/out" 2>/dev/null
+[ -s "$work/sbatch.log" ] && cat "$work/sbatch.log"
 [ $rc -eq 0 ] || { echo "FAIL: $launcher exited with $rc"; exit 1; }
 [ "$(grep -c 'RESULT ok rank=[01] size=2' "$work/out")" -eq 2 ] || { echo "FAIL: expected two ranks of one 2-rank group"; exit 1; }
 echo "ok: $launcher"

@@ -204,6 +204,39 @@ TEST_CASE("wait times out with a message naming the keys") {
   CHECK(ddp::detail::clock::now() - t0 < 3s);
 }
 
+TEST_CASE("a wait on several keys ends when the last one comes, whoever sets it and however") {
+  // The server indexes pending waits by the keys they miss (server.hpp): a key
+  // named twice, a key created by add, and waits that ended earlier on the same
+  // keys must neither end a wait early nor leave it hanging.
+  ddp::tcp_store server(server_opts());
+  ddp::tcp_store a(client_opts(server.port(), "secret", 1));
+  ddp::tcp_store b(client_opts(server.port(), "secret", 2));
+  // Waits on "x" that time out leave entries behind: 70 of them (pruned past 64).
+  for (int i = 0; i < 70; ++i)
+    CHECK_FALSE(a.try_wait({"x"}, 1ms));
+  std::atomic<bool> last_key_next{false};
+  std::atomic<bool> ended_early{false};
+  std::thread waiter([&] {
+    a.wait({"x", "y", "x", "counter", "already"}, 10s);
+    if (!last_key_next) ended_early = true;
+  });
+  server.set("already", "1");
+  std::this_thread::sleep_for(50ms);
+  b.set("x", "1"); // counts twice for the waiter (named twice), once for each stale entry: they must not
+  std::this_thread::sleep_for(50ms);
+  CHECK(server.add("counter", 7) == 7);
+  std::this_thread::sleep_for(50ms);
+  b.set("x", "2"); // overwriting a present key adds nothing
+  std::this_thread::sleep_for(50ms);
+  last_key_next = true;
+  b.set("y", "1");
+  waiter.join();
+  CHECK_FALSE(ended_early);
+  // Another wait on keys all present ends at once; one key short, it times out.
+  b.wait({"x", "y", "counter"}, 1s);
+  CHECK_FALSE(b.try_wait({"x", "nope"}, 50ms));
+}
+
 TEST_CASE("add is atomic across concurrent clients") {
   ddp::tcp_store server(server_opts());
   std::vector<std::thread> threads;
