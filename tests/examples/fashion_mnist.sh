@@ -189,13 +189,13 @@ PY
   [ "$(head -c 8 "$work/t.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "no PNG written"
   [ "$(stat -c %s "$work/t.png")" -gt 5000 ] || fail "the PNG is suspiciously small"
   # A ring too small for the run keeps the newest events and says how many it dropped.
-  DDP_TRACE="$work/small" DDP_TRACE_EVENTS=1024 "$ddprun" --nproc-per-node 2 --no-prefix "$bin" --epochs 1 --limit 12800 --json > "$work/out" 2>&1 || { cat "$work/out"; fail "training with a small ring failed"; }
+  DDP_TRACE="$work/small" DDP_TRACE_EVENTS=64 "$ddprun" --nproc-per-node 2 --no-prefix "$bin" --epochs 1 --limit 1280 --json > "$work/out" 2>&1 || { cat "$work/out"; fail "training with a small ring failed"; }
   python3 - "$work/small/rank_1.json" <<'PY' || fail "the wrapped ring is not what it should be"
 import json, sys
 doc = json.load(open(sys.argv[1]))
 steps = [e["args"]["step"] for e in doc["traceEvents"] if e["name"] == "synchronize"]
-assert doc["otherData"]["dropped"] > 0 and steps[-1] == 99 and steps[0] > 0, (doc["otherData"], steps[:3], steps[-3:])
-print(f"ok: a 1024-event ring kept steps {steps[0]}..{steps[-1]}, dropped {doc['otherData']['dropped']} events")
+assert doc["otherData"]["dropped"] > 0 and steps[-1] == 9 and steps[0] > 0, (doc["otherData"], steps[:3], steps[-3:])
+print(f"ok: a 64-event ring kept steps {steps[0]}..{steps[-1]}, dropped {doc['otherData']['dropped']} events")
 PY
   python3 "$plot" "$work/small" "$work/small.png" > /dev/null || fail "plot-timeline failed on a wrapped trace"
   # A DDP_TRACE that cannot be a directory is refused at start, on every rank.

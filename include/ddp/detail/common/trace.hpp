@@ -139,7 +139,7 @@ public:
       dir_ = *dir;
       rank_ = rank;
       capacity_ = static_cast<std::size_t>(
-          env_int("DDP_TRACE_EVENTS", 1024, std::int64_t{1} << 26).value_or(std::int64_t{1} << 17));
+          env_int("DDP_TRACE_EVENTS", 64, std::int64_t{1} << 26).value_or(std::int64_t{1} << 17));
     }
     active_flag.store(true, std::memory_order_relaxed);
     return true;
