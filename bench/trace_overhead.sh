@@ -2,9 +2,10 @@
 # What the timeline (DDP_TRACE) costs: one Fashion-MNIST epoch at 2 ranks with
 # tracing off and on, and with the probes compiled out (DDP_TRACE_DISABLED,
 # target fashion_mnist_notrace, built here when missing), interleaved round by
-# round in one run; medians. End to end, the noise of this shared machine is
-# larger than the cost, so it also reports the cost from bench_trace (CPU ns per
-# probe, off and on) times the events each step records. One JSON line.
+# round in one run (the order rotating); medians, and every run's time. End to
+# end, the noise of this shared machine is larger than the cost, so it also
+# reports the cost from bench_trace (CPU ns per probe, off and on) times the
+# events each step records. One JSON line.
 #   bench/trace_overhead.sh [BUILD_DIR] [ROUNDS] [LIMIT]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,8 +23,8 @@ run() { # label binary [env...]
 }
 for r in $(seq "$rounds"); do
   rm -rf "$tmp/tl"
-  order=(off on compiled_out)
-  (( r % 2 )) || order=(compiled_out on off)
+  all=(off on compiled_out) # each round starts one further along: no variant always runs first
+  order=("${all[@]:r%3}" "${all[@]:0:r%3}")
   for label in "${order[@]}"; do
     case $label in
     off) run off fashion_mnist ;;
@@ -54,6 +55,7 @@ print(json.dumps({
     "epoch_s_off": round(med["off"], 4), "epoch_s_on": round(med["on"], 4),
     "epoch_s_compiled_out": round(med["compiled_out"], 4),
     "on_over_off": round(med["on"] / med["off"], 3), "off_over_compiled_out": round(med["off"] / med["compiled_out"], 3),
+    "runs": {k: [round(x, 3) for x in v] for k, v in t.items()},
     "events_per_step": round(per_step, 1), "probe_on_ns": probe["on_span_ns"], "probe_off_ns": probe["off_span_ns"],
     "cost_on_pct_of_step": round(on_pct, 4), "cost_off_pct_of_step": round(off_pct, 5)}))
 PY
