@@ -16,6 +16,7 @@
 #include <ddp/data_parallel/options.hpp>
 #include <ddp/data_parallel/parameter_registry.hpp>
 #include <ddp/data_parallel/step_state.hpp>
+#include <ddp/data_parallel/timeline.hpp>
 #include <ddp/detail/common/log.hpp>
 #include <ddp/model.hpp>
 #include <ddp/process_group.hpp>
@@ -65,7 +66,7 @@ public:
   /// Verifies the model across ranks (names, dtypes, sizes), then copies rank 0's
   /// parameters and buffers to every rank.
   distributed_data_parallel(Model& m, process_group<Backend>& pg, ddp_options o = {})
-      : model_(m), pg_(pg), opts_(o), registry_(m), plan_(verify_then_plan()), step_(plan_),
+      : model_(m), pg_(pg), opts_(o), registry_(m), plan_(verify_then_plan()), step_(plan_), timeline_(plan_),
         engine_(pg.communicator(), plan_, registry_.parameters()), join_(pg.communicator()) {
     if (detail::debug() >= detail::debug_level::info && pg_.rank() == 0)
       detail::log_bucket_layout(plan_, registry_.parameters());
@@ -102,6 +103,7 @@ public:
   /// gradient tensors on every rank. Inside no_sync(), does nothing but end the step.
   void synchronize() {
     if (no_sync_depth_ > 0) return end_step();
+    auto traced = timeline_.synchronizing();
     begin_step();
     try {
       for (std::size_t i = 0; i < registry_.size(); ++i) {
@@ -116,7 +118,7 @@ public:
       }
       launch_ready();
       for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
-        engine_.finish(b);
+        finish(b);
       if (opts_.broadcast_buffers && !registry_.buffers().empty()) sync_buffers();
     } catch (...) {
       engine_.wait_all_quietly();
@@ -125,6 +127,7 @@ public:
     }
     if (detail::debug() >= detail::debug_level::detail && pg_.rank() == 0)
       detail::log_step_timing(engine_, plan_.buckets.size());
+    timeline_.step_done();
     end_step();
   }
 
@@ -230,7 +233,21 @@ private:
                   pg_.rank());
     if (how == detail::mark_state::unused) engine_type::zero(registry_[index]);
     step_.mark(index, how);
+    timeline_.marked(index, how == detail::mark_state::unused);
     launch_ready();
+  }
+
+  /// Waits for bucket b (if launched) and unpacks it into the gradients.
+  void finish(std::size_t b) {
+    {
+      auto traced = timeline_.waiting(b);
+      if (!engine_.wait(b)) return;
+    }
+    {
+      auto traced = timeline_.unpacking(b);
+      engine_.unpack(b);
+    }
+    timeline_.completed(b);
   }
 
   /// Starts every complete bucket, strictly in bucket order.
@@ -238,6 +255,7 @@ private:
     step_.launch_ready([&](std::size_t b) {
       if (detail::debug() >= detail::debug_level::detail)
         detail::check_same_bucket_everywhere(comm(), b, plan_.buckets[b]);
+      auto traced = timeline_.launching(b);
       engine_.launch(b, mean_scale());
     });
   }
@@ -248,6 +266,7 @@ private:
   detail::parameter_registry<Model> registry_;
   detail::bucket_plan plan_;
   detail::step_state step_;
+  detail::step_timeline timeline_;
   engine_type engine_;
   detail::join_tracker<comm_type> join_;
   int no_sync_depth_ = 0;

@@ -680,6 +680,13 @@ inline std::string peer_name(int fd) {
   return endpoint(host, std::atoi(serv));
 }
 
+/// The accept queue asked for. The kernel clamps it to net.core.somaxconn
+/// (4096 by default since Linux 5.4), so this asks for what the host allows.
+/// A queue of 1024 overflowed when 2048 ranks connected at once
+/// (bench/store_fanin: 2921 listen overflows in 3 runs, each costing a rank a
+/// SYN retransmit of 1 s or more; with this queue, none in 6 runs).
+inline constexpr int store_listen_backlog = 65535;
+
 /// Listens on `host:port` (that address only; port 0 picks a free one). A
 /// temporary DNS failure is retried until `resolve_deadline` (default: no retry).
 inline unique_fd listen_tcp(const std::string& host, int port, clock::time_point resolve_deadline = {}) {
@@ -698,7 +705,7 @@ inline unique_fd listen_tcp(const std::string& host, int port, clock::time_point
       last = errno;
       continue;
     }
-    if (::listen(fd.get(), 1024) != 0) {
+    if (::listen(fd.get(), store_listen_backlog) != 0) {
       last = errno;
       continue;
     }
@@ -1026,10 +1033,10 @@ DDP_END_NAMESPACE
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 DDP_BEGIN_NAMESPACE
@@ -1128,7 +1135,7 @@ public:
   void set_linger(std::chrono::milliseconds d) { linger_ms_ = std::max<std::int64_t>(0, d.count()); }
 
 private:
-  struct connection {
+  struct connection : std::enable_shared_from_this<connection> {
     unique_fd fd;
     std::string peer;
     std::string in;
@@ -1144,6 +1151,14 @@ private:
     std::vector<std::string> wait_keys;
     clock::time_point wait_deadline;
     bool waiting = false;
+    std::size_t wait_missing = 0; ///< keys of the pending wait still absent (a repeated key counts twice)
+    std::uint64_t wait_seq = 0;   ///< tells the pending wait from earlier ones in waiters_
+  };
+
+  /// A wait registered under one of its missing keys (see waiters_).
+  struct waiter {
+    std::weak_ptr<connection> conn;
+    std::uint64_t seq = 0;
   };
 
   void loop() {
@@ -1155,7 +1170,7 @@ private:
       fds.push_back({clock::now() < listen_paused_until_ ? -1 : listener_.get(), POLLIN, 0});
       for (auto& c : conns_)
         fds.push_back({c->fd.get(), POLLIN, 0});
-      int rc = ::poll(fds.data(), fds.size(), 100);
+      int rc = ::poll(fds.data(), fds.size(), poll_timeout_ms(clock::now()));
       if (rc < 0 && errno != EINTR) break;
       if (fds[0].revents & POLLIN)
         take_adopted(); // also drains the wake-up bytes (a lingering loop would spin)
@@ -1165,6 +1180,17 @@ private:
       expire(clock::now());
       std::erase_if(conns_, [](const auto& c) { return !c->fd; });
     }
+  }
+
+  /// At most 100 ms (handshake deadlines, linger, stop), and no later than the
+  /// earliest pending wait's deadline: a short wait (the failure paths' 1 s
+  /// grace, a try_wait of a few ms) times out when asked, not up to 100 ms late.
+  int poll_timeout_ms(clock::time_point now) const {
+    auto t = std::chrono::milliseconds(100);
+    for (auto& c : conns_)
+      if (c->waiting && c->fd)
+        t = std::min(t, std::chrono::ceil<std::chrono::milliseconds>(c->wait_deadline - now));
+    return static_cast<int>(std::max<std::int64_t>(0, t.count()));
   }
 
   std::size_t pending_handshakes() const {
@@ -1214,7 +1240,7 @@ private:
 
   void add_connection(unique_fd fd, clock::time_point now) {
     set_nodelay(fd.get());
-    auto c = std::make_unique<connection>();
+    auto c = std::make_shared<connection>();
     c->peer = peer_name(fd.get());
     c->fd = std::move(fd);
     c->accepted = now;
@@ -1274,10 +1300,12 @@ private:
   void record_lost(int rank) {
     if (std::find(lost_.begin(), lost_.end(), rank) != lost_.end()) return; // failed, then dropped
     lost_.push_back(rank);
-    auto& v = data_[store_lost_key];
-    if (!v.empty()) v += ",";
-    v += std::to_string(rank);
-    wake_waiters();
+    auto [it, fresh] = data_.try_emplace(store_lost_key);
+    if (!fresh) it->second += ",";
+    it->second += std::to_string(rank);
+    if (fresh) key_added(store_lost_key);
+    for (auto& c : conns_) // every other wait is answered "lost" now
+      try_finish_wait(*c);
   }
 
   /// True while a rank other than a goodbye-sayer still holds a connection.
@@ -1350,10 +1378,11 @@ private:
       // A rank announcing its own failure counts as lost from now on (it will
       // say goodbye later, but its peers must not wait for it).
       bool failed = c.rank >= 0 && key == std::string(store_failed_prefix) + std::to_string(c.rank);
-      data_[key] = std::move(value);
+      bool fresh = data_.insert_or_assign(key, std::move(value)).second;
       reply(c, frame_writer(store_status::ok).finish());
+      if (fresh) key_added(key);
       if (failed) record_lost(c.rank);
-      return wake_waiters();
+      return;
     }
     case store_op::get: {
       std::string key = r.bytes();
@@ -1366,7 +1395,8 @@ private:
       std::string key = r.bytes();
       std::int64_t delta = r.i64();
       if (!r.ok() || !r.at_end()) return drop(c, "malformed add");
-      auto& v = data_[key];
+      auto [it, fresh] = data_.try_emplace(key);
+      auto& v = it->second;
       // Wraps around at 2^63 like a machine counter (as PyTorch's TCPStore does in
       // practice); computed unsigned, since signed overflow is undefined (found by tests/fuzz).
       std::int64_t now =
@@ -1374,7 +1404,8 @@ private:
                                     static_cast<std::uint64_t>(delta));
       v = std::to_string(now);
       reply(c, frame_writer(store_status::ok).i64(now).finish());
-      return wake_waiters();
+      if (fresh) key_added(key);
+      return;
     }
     case store_op::wait:
     case store_op::check: {
@@ -1391,7 +1422,7 @@ private:
       c.wait_deadline =
           clock::now() + std::chrono::milliseconds(std::min<std::uint64_t>(timeout_ms, 1ull << 40));
       c.waiting = true;
-      return try_finish_wait(c);
+      return begin_wait(c);
     }
     case store_op::bye: c.said_bye = true; return;
     default: return drop(c, "unknown opcode " + std::to_string(static_cast<int>(op)));
@@ -1440,9 +1471,47 @@ private:
     return true;
   }
 
+  /// Registers a new wait under each key it still misses, then answers it if
+  /// it can be answered now. Waits are indexed by key so that a set wakes only
+  /// the waits on that key: rechecking every wait on every set cost O(N) waits
+  /// x O(N) keys per set at N ranks waiting for ddp/arrived/0..N-1 (bench/
+  /// store_fanin: 1024 ranks took 4.4 s median, 39 s at worst, before).
+  void begin_wait(connection& c) {
+    ++c.wait_seq;
+    c.wait_missing = 0;
+    for (auto& k : c.wait_keys) {
+      if (data_.count(k)) continue;
+      ++c.wait_missing;
+      auto& list = waiters_[k];
+      // Waits that ended (timed out, answered "lost", connection gone) leave
+      // entries under keys that may never come: prune them now and then.
+      if (list.size() >= 64 && (list.size() & (list.size() - 1)) == 0)
+        std::erase_if(list, [](const waiter& w) {
+          auto p = w.conn.lock();
+          return !p || !p->fd || !p->waiting || p->wait_seq != w.seq;
+        });
+      list.push_back({c.weak_from_this(), c.wait_seq});
+    }
+    try_finish_wait(c);
+  }
+
+  /// `key` has just come into existence: count it off the waits that miss it.
+  void key_added(const std::string& key) {
+    auto it = waiters_.find(key);
+    if (it == waiters_.end()) return;
+    auto list = std::move(it->second);
+    waiters_.erase(it);
+    for (auto& w : list) {
+      auto c = w.conn.lock();
+      if (!c || !c->fd || !c->waiting || c->wait_seq != w.seq) continue; // that wait is over
+      if (c->wait_missing > 0) --c->wait_missing;
+      try_finish_wait(*c);
+    }
+  }
+
   void try_finish_wait(connection& c) {
     if (!c.waiting || !c.fd) return;
-    if (all_present(c.wait_keys)) {
+    if (c.wait_missing == 0) {
       c.waiting = false;
       reply(c, frame_writer(store_status::ok).finish());
     } else if (!lost_.empty() && !waits_through_loss(c.wait_keys)) {
@@ -1451,17 +1520,12 @@ private:
     }
   }
 
-  void wake_waiters() {
-    for (auto& c : conns_)
-      try_finish_wait(*c);
-  }
-
   void expire(clock::time_point now) {
     for (auto& c : conns_) {
       if (!c->fd) continue;
       if (!c->authed && now > c->hello_deadline)
         drop_pending(*c, "no handshake within " + std::to_string(store_handshake_timeout.count()) + " s");
-      else if (c->waiting && now > c->wait_deadline) {
+      else if (c->waiting && now >= c->wait_deadline) {
         c->waiting = false;
         reply(*c, frame_writer(store_status::timeout).finish());
       }
@@ -1474,14 +1538,16 @@ private:
   int port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<std::int64_t> linger_ms_{0};
-  clock::time_point linger_until_{}; // set before stop_, read by the loop after it
-  std::vector<int> lost_;            // ranks recorded lost, in order
-  std::vector<std::unique_ptr<connection>> conns_;
+  clock::time_point linger_until_{};               // set before stop_, read by the loop after it
+  std::vector<int> lost_;                          // ranks recorded lost, in order
+  std::vector<std::shared_ptr<connection>> conns_; // shared: waiters_ holds weak references
   clock::time_point listen_paused_until_{};
   log_throttle auth_log_;
   std::mutex adopt_mu_;
   std::vector<unique_fd> adopted_;
-  std::map<std::string, std::string> data_;
+  std::unordered_map<std::string, std::string> data_;
+  /// Pending waits by a key they miss (each wait appears under every such key).
+  std::unordered_map<std::string, std::vector<waiter>> waiters_;
   std::thread thread_;
 };
 
@@ -2618,7 +2684,8 @@ DDP_END_NAMESPACE
 // ranks stay in lock-step and an async bucket never crosses a blocking call),
 // each collective described once — "rank 1: all_reduce #12 (4096 x float32)" —
 // so that a timeout or a failure names it, and the first failure poisoning the
-// group. Every collective passes through the flight recorder on its way.
+// group. Every collective passes through the flight recorder on its way, and
+// onto the timeline (DDP_TRACE) when that is on.
 #ifndef DDP_DETAIL_COLLECTIVE_QUEUE_HPP
 #define DDP_DETAIL_COLLECTIVE_QUEUE_HPP
 
@@ -2846,6 +2913,318 @@ DDP_END_NAMESPACE
 #ifndef DDP_DETAIL_ORDERED_QUEUE_HPP
 #define DDP_DETAIL_ORDERED_QUEUE_HPP
 
+// ---- begin ddp/detail/common/trace.hpp ----
+// The timeline: with DDP_TRACE=DIR, each rank records what its threads do —
+// gradients marked ready, buckets launched, waited for and completed, every
+// collective of its process groups — and writes DIR/rank_<r>.json in Chrome's
+// trace event format (Perfetto, chrome://tracing; scripts/plot-timeline draws
+// one step of all ranks) when its last process group goes away.
+//
+// Off (the default), a probe costs one load of a global flag and a branch that
+// is always predicted; define DDP_TRACE_DISABLED to remove even that. On, each
+// thread appends 64-byte events to a ring of its own, allocated once, with no
+// lock (DDP_TRACE_EVENTS per thread, default 131072 = 8 MiB: about 10 000 steps
+// of the example, whose compute thread records 13 events a step); when it is
+// full the newest events win and the file says how many were dropped.
+// Timestamps are steady_clock (CLOCK_MONOTONIC: one clock for every process of
+// a host, so ranks of one host line up), written in µs.
+#ifndef DDP_DETAIL_TRACE_HPP
+#define DDP_DETAIL_TRACE_HPP
+
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail::trace {
+
+/// What an event is; fixes its phase and the names of its arguments.
+enum class kind : std::uint8_t {
+  mark_grad_ready, ///< instant: parameter, unused (1 when marked unused)
+  bucket_launch,   ///< span: the launch call (packing, submission): bucket, bytes
+  bucket_begin,    ///< async begin of "bucket in flight": bucket, bytes
+  bucket_end,      ///< async end of it
+  bucket_complete, ///< instant: bucket, bytes, launch_to_complete_us
+  synchronize,     ///< span: the whole synchronize() call: step
+  wait,            ///< span: synchronize() blocked on a bucket's collective: bucket, step
+  unpack,          ///< span: copying a packed bucket back into the gradients: bucket, bytes
+  collective,      ///< span on the thread that ran it: seq, bytes, bucket, queued_us
+};
+
+struct kind_info {
+  const char* name;
+  char phase; ///< Chrome trace phase: X span, i instant, b/e async begin/end
+  const char* args[4];
+};
+
+inline const kind_info& info(kind k) noexcept {
+  static constexpr kind_info table[] = {
+      {"mark_grad_ready", 'i', {"parameter", "unused", nullptr, nullptr}},
+      {"bucket_launch", 'X', {"bucket", "bytes", nullptr, nullptr}},
+      {"bucket in flight", 'b', {"bucket", "bytes", nullptr, nullptr}},
+      {"bucket in flight", 'e', {"bucket", nullptr, nullptr, nullptr}},
+      {"bucket_complete", 'i', {"bucket", "bytes", "launch_to_complete_us", nullptr}},
+      {"synchronize", 'X', {"step", nullptr, nullptr, nullptr}},
+      {"wait", 'X', {"bucket", "step", nullptr, nullptr}},
+      {"unpack", 'X', {"bucket", "bytes", nullptr, nullptr}},
+      {"collective", 'X', {"seq", "bytes", "bucket", "queued_us"}},
+  };
+  return table[static_cast<std::size_t>(k)];
+}
+
+struct event {
+  std::int64_t ts_ns;  ///< steady_clock
+  std::int64_t dur_ns; ///< spans only
+  const char* label;   ///< a string literal that overrides the kind's name (a collective's kind), or null
+  kind what;
+  std::int64_t arg[4];
+};
+static_assert(sizeof(event) <= 64);
+
+inline std::int64_t now_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// One thread's ring. Only its thread writes; the writer publishes the count
+/// after the slot, so a reader sees whole events below the count it loads.
+struct thread_ring {
+  std::unique_ptr<event[]> slots; ///< not zeroed: pages are touched only as events arrive
+  std::size_t capacity = 0;
+  std::atomic<std::uint64_t> count{0};
+  int tid = 0;
+  std::string name;
+};
+
+/// The flag every probe reads: set while a traced process group exists.
+inline std::atomic<bool> active_flag{false};
+
+/// The one branch a probe costs when tracing is off.
+inline bool on() noexcept {
+#ifdef DDP_TRACE_DISABLED
+  return false;
+#else
+  return active_flag.load(std::memory_order_relaxed);
+#endif
+}
+
+/// Set by a thread that wants its row named ("comm" for a group's worker).
+inline thread_local const char* thread_label = nullptr;
+inline thread_local thread_ring* my_ring = nullptr;
+/// The DDP bucket whose collective this thread is submitting (-1: none):
+/// lets the collective's event name its bucket without a new parameter on
+/// every backend's all_reduce.
+inline thread_local int submitting_bucket = -1;
+
+class recorder {
+public:
+  /// Never destroyed: a thread may still record while the process exits.
+  static recorder& get() {
+    static recorder* r = new recorder;
+    return *r;
+  }
+
+  /// A process group starts: with DDP_TRACE set, tracing turns on (the first
+  /// group names the file with its rank). Returns whether this group traces.
+  bool open(int rank) {
+    auto dir = getenv_str("DDP_TRACE");
+    if (!dir || dir->empty() || *dir == "0") return false;
+    std::lock_guard lock(mu_);
+    if (sessions_++ == 0 && dir_.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(*dir, ec);
+      if (!std::filesystem::is_directory(*dir)) {
+        --sessions_;
+        throw error(error_kind::config,
+                    "rank " + std::to_string(rank) + ": DDP_TRACE=" + *dir +
+                        " is not a directory that can be created (" + ec.message() +
+                        "); point DDP_TRACE at a writable directory or unset it",
+                    rank);
+      }
+      dir_ = *dir;
+      rank_ = rank;
+      capacity_ = static_cast<std::size_t>(
+          env_int("DDP_TRACE_EVENTS", 64, std::int64_t{1} << 26).value_or(std::int64_t{1} << 17));
+    }
+    active_flag.store(true, std::memory_order_relaxed);
+    return true;
+  }
+
+  /// A traced process group ends: when it was the last one, the trace is
+  /// written (its threads have stopped; events recorded so far are kept, so a
+  /// later group's file holds both).
+  void close() {
+    std::unique_lock lock(mu_);
+    if (sessions_ == 0 || --sessions_ > 0) return;
+    active_flag.store(false, std::memory_order_relaxed);
+    write_locked();
+  }
+
+  thread_ring& ring_of_this_thread() {
+    if (my_ring) return *my_ring;
+    std::lock_guard lock(mu_);
+    auto r = std::make_unique<thread_ring>();
+    r->capacity = capacity_ ? capacity_ : std::size_t{1} << 17;
+    r->slots.reset(new event[r->capacity]);
+    r->tid = static_cast<int>(rings_.size());
+    r->name = thread_label ? thread_label : "compute";
+    rings_.push_back(std::move(r));
+    my_ring = rings_.back().get();
+    return *my_ring;
+  }
+
+  /// The path the trace goes to ("" before a traced group opened).
+  std::string path() const {
+    std::lock_guard lock(mu_);
+    return dir_.empty() ? std::string() : dir_ + "/rank_" + std::to_string(rank_) + ".json";
+  }
+
+private:
+  void write_locked() {
+    const std::string path = dir_ + "/rank_" + std::to_string(rank_) + ".json";
+    const std::string tmp = path + ".tmp";
+    std::string j = "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"rank\":" + std::to_string(rank_) +
+                    ",\"clock\":\"steady_clock\",\"dropped\":";
+    std::uint64_t dropped = 0;
+    for (auto& r : rings_) {
+      auto n = r->count.load(std::memory_order_acquire);
+      if (n > r->capacity) dropped += n - r->capacity;
+    }
+    j += std::to_string(dropped) + "},\"traceEvents\":[\n";
+    const std::string pid = std::to_string(rank_);
+    j += R"({"ph":"M","name":"process_name","pid":)" + pid + R"(,"tid":0,"args":{"name":"rank )" + pid +
+         "\"}},\n";
+    j += R"({"ph":"M","name":"process_sort_index","pid":)" + pid + R"(,"tid":0,"args":{"sort_index":)" + pid +
+         "}}";
+    for (auto& r : rings_) {
+      const std::string tid = std::to_string(r->tid);
+      j += ",\n" + std::string(R"({"ph":"M","name":"thread_name","pid":)") + pid + ",\"tid\":" + tid +
+           R"(,"args":{"name":")" + r->name + "\"}}";
+      const auto n = r->count.load(std::memory_order_acquire);
+      const std::uint64_t first = n > r->capacity ? n - r->capacity : 0;
+      for (std::uint64_t s = first; s < n; ++s)
+        append(j, r->slots[s % r->capacity], pid, tid);
+    }
+    j += "\n]}\n";
+    std::FILE* f = std::fopen(tmp.c_str(), "w");
+    bool ok = f && std::fwrite(j.data(), 1, j.size(), f) == j.size();
+    if (f) ok = (std::fclose(f) == 0) && ok;
+    std::error_code ec;
+    if (ok) std::filesystem::rename(tmp, path, ec);
+    if (!ok || ec)
+      log_line("rank " + std::to_string(rank_),
+               "DDP_TRACE: could not write " + path + " (is the directory still there and writable?)");
+  }
+
+  static void append_us(std::string& j, std::int64_t ns) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%lld.%03lld", static_cast<long long>(ns / 1000),
+                  static_cast<long long>(ns % 1000));
+    j += b;
+  }
+
+  static void append(std::string& j, const event& e, const std::string& pid, const std::string& tid) {
+    const auto& k = info(e.what);
+    j += ",\n{\"name\":\"";
+    j += e.label ? e.label : k.name;
+    j += "\",\"cat\":\"";
+    j += e.what == kind::collective ? "collective" : "ddp";
+    j += "\",\"ph\":\"";
+    j += k.phase;
+    j += "\",\"ts\":";
+    append_us(j, e.ts_ns);
+    if (k.phase == 'X') {
+      j += ",\"dur\":";
+      append_us(j, e.dur_ns);
+    }
+    if (k.phase == 'i') j += ",\"s\":\"t\"";
+    if (k.phase == 'b' || k.phase == 'e') j += ",\"id\":" + std::to_string(e.arg[0]);
+    j += ",\"pid\":" + pid + ",\"tid\":" + tid + ",\"args\":{";
+    for (int a = 0; a < 4 && k.args[a]; ++a) {
+      if (a) j += ",";
+      j += "\"";
+      j += k.args[a];
+      j += "\":";
+      if (std::string_view(k.args[a]).ends_with("_us"))
+        append_us(j, e.arg[a]);
+      else
+        j += std::to_string(e.arg[a]);
+    }
+    j += "}}";
+  }
+
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<thread_ring>> rings_;
+  std::string dir_;
+  int rank_ = 0;
+  int sessions_ = 0;
+  std::size_t capacity_ = 0;
+};
+
+/// Appends one event to this thread's ring (call only when on()).
+inline void record(kind what, std::int64_t ts_ns, std::int64_t dur_ns, std::int64_t a0 = 0,
+                   std::int64_t a1 = 0, std::int64_t a2 = 0, std::int64_t a3 = 0,
+                   const char* label = nullptr) noexcept {
+  thread_ring* r = my_ring;
+  if (!r) {
+    try {
+      r = &recorder::get().ring_of_this_thread();
+    } catch (...) { return; } // out of memory: lose the event, not the step
+  }
+  const auto n = r->count.load(std::memory_order_relaxed);
+  r->slots[n % r->capacity] = event{ts_ns, dur_ns, label, what, {a0, a1, a2, a3}};
+  r->count.store(n + 1, std::memory_order_release);
+}
+
+inline void instant(kind what, std::int64_t a0 = 0, std::int64_t a1 = 0, std::int64_t a2 = 0) noexcept {
+  if (on()) record(what, now_ns(), 0, a0, a1, a2);
+}
+
+/// Records a span from its construction to its destruction (when on() at construction).
+class span {
+public:
+  explicit span(kind what, std::int64_t a0 = 0, std::int64_t a1 = 0) noexcept
+      : what_(what), a0_(a0), a1_(a1), start_(on() ? now_ns() : -1) {}
+  span(const span&) = delete;
+  span& operator=(const span&) = delete;
+  ~span() {
+    if (start_ >= 0) record(what_, start_, now_ns() - start_, a0_, a1_);
+  }
+
+private:
+  kind what_;
+  std::int64_t a0_, a1_;
+  std::int64_t start_;
+};
+
+/// Holds tracing on for the life of a process group (opened with its rank).
+class session {
+public:
+  explicit session(int rank) : open_(recorder::get().open(rank)) {}
+  session(const session&) = delete;
+  session& operator=(const session&) = delete;
+  ~session() {
+    if (open_) recorder::get().close();
+  }
+
+private:
+  bool open_;
+};
+
+} // namespace detail::trace
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_TRACE_HPP
+// ---- end ddp/detail/common/trace.hpp ----
 
 #include <deque>
 #include <functional>
@@ -2930,6 +3309,7 @@ public:
 
 private:
   void run() {
+    trace::thread_label = "comm"; // its row on the timeline
     for (;;) {
       item it;
       {
@@ -2995,29 +3375,37 @@ class collective_queue {
 public:
   /// `note` is appended to every description (", NCCL").
   collective_queue(int rank, std::chrono::milliseconds timeout, std::string note = {})
-      : rank_(rank), timeout_(timeout), note_(std::move(note)) {}
+      : trace_(rank), rank_(rank), timeout_(timeout), note_(std::move(note)) {}
 
   /// Queues `body(what)` behind every collective submitted before it. With
   /// `blocking`, a caller about to wait anyway runs it inline when the queue is idle.
-  /// `bucket`: the DDP bucket this collective reduces, when the caller knows it.
+  /// `bucket`: the DDP bucket this collective reduces, when the caller knows it
+  /// (else the one distributed_data_parallel is launching on this thread, if any).
   template <class F>
   work submit(std::string_view name, std::size_t n, dtype dt, bool blocking, F body, int bucket = -1) {
     const std::uint64_t seq = seq_++;
     std::string what = "rank " + std::to_string(rank_) + ": " + std::string(name) + " #" +
                        std::to_string(seq) + " (" + std::to_string(n) + " x " + std::string(to_string(dt)) +
                        note_ + ")";
+    if (bucket < 0) bucket = trace::submitting_bucket;
     recorder_.queued(seq, name, dt, n, bucket);
+    traced t{-1, 0, bucket, nullptr};
+    if (trace::on())
+      t = {trace::now_ns(), static_cast<std::int64_t>(n * size_of(dt)), bucket, trace_label(name)};
     return queue_->submit(
-        [this, body = std::move(body), what, seq]() mutable {
+        [this, body = std::move(body), what, seq, t]() mutable {
+          const std::int64_t start = t.queued_ns >= 0 ? trace::now_ns() : -1;
           recorder_.running(seq);
           try {
             body(what);
           } catch (...) {
             recorder_.finished(seq, false);
+            t.record(seq, start);
             recorder_.dump_if_asked(rank_);
             throw;
           }
           recorder_.finished(seq, true);
+          t.record(seq, start);
         },
         what, timeout_, blocking);
   }
@@ -3039,6 +3427,26 @@ public:
   void stop() { queue_.reset(); }
 
 private:
+  /// What the timeline keeps of a collective: when it was queued, its size and
+  /// bucket, its kind as a string literal.
+  struct traced {
+    std::int64_t queued_ns; ///< -1: not traced
+    std::int64_t bytes;
+    int bucket;
+    const char* label;
+    void record(std::uint64_t seq, std::int64_t start) const {
+      if (start < 0) return;
+      trace::record(trace::kind::collective, start, trace::now_ns() - start, static_cast<std::int64_t>(seq),
+                    bytes, bucket, start - queued_ns, label);
+    }
+  };
+  static const char* trace_label(std::string_view name) {
+    for (const char* k : {"all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier"})
+      if (name == k) return k;
+    return "collective";
+  }
+
+  trace::session trace_; // first: the trace is written after the worker stopped
   int rank_;
   std::chrono::milliseconds timeout_;
   std::string note_;
@@ -4980,12 +5388,23 @@ public:
 
   /// Waits for bucket i (if launched) and unpacks it into the gradients.
   void finish(std::size_t i) {
+    if (wait(i)) unpack(i);
+  }
+
+  /// Waits for bucket i's collective; false when it was not launched.
+  bool wait(std::size_t i) {
     auto& s = state_[i];
-    if (!s.in_flight) return;
+    if (!s.in_flight) return false;
     auto w = std::move(*s.in_flight);
     s.in_flight.reset();
     w.wait();
     s.t_done = std::chrono::steady_clock::now();
+    return true;
+  }
+
+  /// Copies a packed bucket's reduced data back into its gradients (after wait).
+  void unpack(std::size_t i) {
+    auto& s = state_[i];
     auto& b = plan_.buckets[i];
     if (b.path != bucket_path::packed) return;
     const std::size_t wsize = size_of(b.wire_type);
@@ -5380,6 +5799,97 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DATA_PARALLEL_STEP_STATE_HPP
 // ---- end ddp/data_parallel/step_state.hpp ----
+// ---- begin ddp/data_parallel/timeline.hpp ----
+// What distributed_data_parallel tells the timeline (DDP_TRACE, see
+// ddp/detail/common/trace.hpp): gradients marked, buckets launched, waited
+// for, unpacked and completed, one synchronize() per step. Kept apart from the
+// reducer, as c10d keeps its timer and logger apart: the reducer calls one probe
+// per point, and each probe is one predictable branch when tracing is off.
+#ifndef DDP_DATA_PARALLEL_TIMELINE_HPP
+#define DDP_DATA_PARALLEL_TIMELINE_HPP
+
+
+#include <cstdint>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+class step_timeline {
+public:
+  explicit step_timeline(const bucket_plan& plan) : plan_(plan), launched_ns_(plan.buckets.size(), 0) {}
+
+  void marked(std::size_t param, bool unused) {
+    trace::instant(trace::kind::mark_grad_ready, static_cast<std::int64_t>(param), unused ? 1 : 0);
+  }
+
+  /// Around the launch of bucket b: the span of the call (packing and
+  /// submission), the start of "bucket in flight", and the bucket's index
+  /// handed to the collective it submits.
+  class launch_probe {
+  public:
+    launch_probe(step_timeline& t, std::size_t b) : t_(t), b_(b), start_(trace::on() ? trace::now_ns() : -1) {
+      if (start_ < 0) return;
+      t_.launched_ns_[b] = start_;
+      trace::record(trace::kind::bucket_begin, start_, 0, index(), t_.bytes(b));
+      trace::submitting_bucket = static_cast<int>(b);
+    }
+    launch_probe(const launch_probe&) = delete;
+    launch_probe& operator=(const launch_probe&) = delete;
+    ~launch_probe() {
+      if (start_ < 0) return;
+      trace::submitting_bucket = -1;
+      trace::record(trace::kind::bucket_launch, start_, trace::now_ns() - start_, index(), t_.bytes(b_));
+    }
+
+  private:
+    std::int64_t index() const { return static_cast<std::int64_t>(b_); }
+    step_timeline& t_;
+    std::size_t b_;
+    std::int64_t start_;
+  };
+  launch_probe launching(std::size_t b) { return launch_probe(*this, b); }
+
+  /// synchronize() as a whole: one step.
+  trace::span synchronizing() { return trace::span(trace::kind::synchronize, step_); }
+  /// synchronize() blocked on bucket b's collective.
+  trace::span waiting(std::size_t b) {
+    return trace::span(trace::kind::wait, static_cast<std::int64_t>(b), step_);
+  }
+  trace::span unpacking(std::size_t b) {
+    const bool packed = plan_.buckets[b].path == bucket_path::packed;
+    return trace::span(trace::kind::unpack, static_cast<std::int64_t>(b), packed ? bytes(b) : 0);
+  }
+
+  /// Bucket b's gradients hold the average.
+  void completed(std::size_t b) {
+    if (!trace::on() || launched_ns_[b] == 0) return;
+    const auto t = trace::now_ns();
+    const auto i = static_cast<std::int64_t>(b);
+    trace::record(trace::kind::bucket_end, t, 0, i);
+    trace::record(trace::kind::bucket_complete, t, 0, i, bytes(b), t - launched_ns_[b]);
+    launched_ns_[b] = 0;
+  }
+
+  /// A step (a synchronize() that communicated) ended.
+  void step_done() { ++step_; }
+
+private:
+  std::int64_t bytes(std::size_t b) const {
+    auto& k = plan_.buckets[b];
+    return static_cast<std::int64_t>(k.elements * size_of(k.wire_type));
+  }
+
+  const bucket_plan& plan_;
+  std::vector<std::int64_t> launched_ns_; ///< per bucket, 0 when not in flight (or not traced)
+  std::int64_t step_ = 0;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DATA_PARALLEL_TIMELINE_HPP
+// ---- end ddp/data_parallel/timeline.hpp ----
 // ---- begin ddp/process_group.hpp ----
 // ddp::process_group<Backend> and ddp::init_process_group<Backend>().
 #ifndef DDP_PROCESS_GROUP_HPP
@@ -5925,7 +6435,7 @@ public:
   /// Verifies the model across ranks (names, dtypes, sizes), then copies rank 0's
   /// parameters and buffers to every rank.
   distributed_data_parallel(Model& m, process_group<Backend>& pg, ddp_options o = {})
-      : model_(m), pg_(pg), opts_(o), registry_(m), plan_(verify_then_plan()), step_(plan_),
+      : model_(m), pg_(pg), opts_(o), registry_(m), plan_(verify_then_plan()), step_(plan_), timeline_(plan_),
         engine_(pg.communicator(), plan_, registry_.parameters()), join_(pg.communicator()) {
     if (detail::debug() >= detail::debug_level::info && pg_.rank() == 0)
       detail::log_bucket_layout(plan_, registry_.parameters());
@@ -5962,6 +6472,7 @@ public:
   /// gradient tensors on every rank. Inside no_sync(), does nothing but end the step.
   void synchronize() {
     if (no_sync_depth_ > 0) return end_step();
+    auto traced = timeline_.synchronizing();
     begin_step();
     try {
       for (std::size_t i = 0; i < registry_.size(); ++i) {
@@ -5976,7 +6487,7 @@ public:
       }
       launch_ready();
       for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
-        engine_.finish(b);
+        finish(b);
       if (opts_.broadcast_buffers && !registry_.buffers().empty()) sync_buffers();
     } catch (...) {
       engine_.wait_all_quietly();
@@ -5985,6 +6496,7 @@ public:
     }
     if (detail::debug() >= detail::debug_level::detail && pg_.rank() == 0)
       detail::log_step_timing(engine_, plan_.buckets.size());
+    timeline_.step_done();
     end_step();
   }
 
@@ -6090,7 +6602,21 @@ private:
                   pg_.rank());
     if (how == detail::mark_state::unused) engine_type::zero(registry_[index]);
     step_.mark(index, how);
+    timeline_.marked(index, how == detail::mark_state::unused);
     launch_ready();
+  }
+
+  /// Waits for bucket b (if launched) and unpacks it into the gradients.
+  void finish(std::size_t b) {
+    {
+      auto traced = timeline_.waiting(b);
+      if (!engine_.wait(b)) return;
+    }
+    {
+      auto traced = timeline_.unpacking(b);
+      engine_.unpack(b);
+    }
+    timeline_.completed(b);
   }
 
   /// Starts every complete bucket, strictly in bucket order.
@@ -6098,6 +6624,7 @@ private:
     step_.launch_ready([&](std::size_t b) {
       if (detail::debug() >= detail::debug_level::detail)
         detail::check_same_bucket_everywhere(comm(), b, plan_.buckets[b]);
+      auto traced = timeline_.launching(b);
       engine_.launch(b, mean_scale());
     });
   }
@@ -6108,6 +6635,7 @@ private:
   detail::parameter_registry<Model> registry_;
   detail::bucket_plan plan_;
   detail::step_state step_;
+  detail::step_timeline timeline_;
   engine_type engine_;
   detail::join_tracker<comm_type> join_;
   int no_sync_depth_ = 0;

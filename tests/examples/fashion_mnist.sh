@@ -1,7 +1,7 @@
 #!/bin/sh
 # Checks of the flagship example with real processes and the real data.
 # usage: fashion_mnist.sh CASE EXAMPLE_BINARY DDPRUN
-#   accuracy | same_global_batches | resume | errors | local_rank
+#   accuracy | same_global_batches | resume | errors | local_rank | timeline
 set -u
 case_=$1; bin=$2; ddprun=$3
 data=${DDP_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
@@ -146,6 +146,63 @@ PY
     echo "note: the permission case needs a non-root user or setpriv; skipped"
   fi
   echo "ok: clear errors"
+  ;;
+timeline)
+  # DDP_TRACE=DIR: one Chrome trace per rank with the steps' events in a sane order, and
+  # scripts/plot-timeline draws a step of both ranks as a PNG.
+  need_data
+  DDP_TRACE="$work/tl" "$ddprun" --nproc-per-node 2 --no-prefix "$bin" --epochs 1 --limit 1280 --json > "$work/out" 2>&1 || { cat "$work/out"; fail "training failed"; }
+  python3 - "$work/tl" <<'PY' || fail "the traces are not what they should be"
+import json, os, sys
+d = sys.argv[1]
+seen_pids = set()
+for rank in (0, 1):
+    doc = json.load(open(os.path.join(d, f"rank_{rank}.json")))
+    assert doc["otherData"]["rank"] == rank and doc["otherData"]["dropped"] == 0, doc["otherData"]
+    ev = doc["traceEvents"]
+    threads = {e["tid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert sorted(threads.values()) == ["comm", "compute"], threads
+    ev = [e for e in ev if e["ph"] != "M"]
+    for e in ev:
+        for k in ("name", "cat", "ph", "ts", "pid", "tid", "args"):
+            assert k in e, (k, e)
+        assert e["ph"] != "X" or e["dur"] >= 0, e
+        seen_pids.add(e["pid"])
+    by = lambda n: [e for e in ev if e["name"] == n]
+    steps = by("synchronize")
+    assert [e["args"]["step"] for e in steps] == list(range(10)), [e["args"]["step"] for e in steps]
+    assert len(by("mark_grad_ready")) == 6 * 10, len(by("mark_grad_ready"))
+    launches, completes, waits = by("bucket_launch"), by("bucket_complete"), by("wait")
+    assert len(launches) == len(completes) == len(waits) == 10, (len(launches), len(completes), len(waits))
+    colls = [e for e in ev if e["cat"] == "collective" and e["args"]["bucket"] == 0]
+    assert len(colls) == 10 and all(threads[c["tid"]] == "comm" for c in colls), colls
+    for s, l, c, k in zip(steps, launches, completes, colls):
+        assert l["args"]["bucket"] == c["args"]["bucket"] == 0 and l["args"]["bytes"] == 235146 * 4, (l, c)
+        # launch, then its collective, then complete, all inside the step's marks and synchronize()
+        assert l["ts"] <= k["ts"] <= k["ts"] + k["dur"] <= c["ts"] <= s["ts"] + s["dur"], (l, k, c, s)
+assert seen_pids == {0, 1}, seen_pids
+print("ok: traces of both ranks: 10 steps, 60 marks, 10 bucket launches each before their collective and completion")
+PY
+  plot=$(dirname "$0")/../../scripts/plot-timeline
+  python3 "$plot" "$work/tl" "$work/t.png" --step 5 --stats > "$work/plot" 2>&1 || { cat "$work/plot"; fail "plot-timeline failed"; }
+  cat "$work/plot"
+  [ "$(head -c 8 "$work/t.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "no PNG written"
+  [ "$(stat -c %s "$work/t.png")" -gt 5000 ] || fail "the PNG is suspiciously small"
+  # A ring too small for the run keeps the newest events and says how many it dropped.
+  DDP_TRACE="$work/small" DDP_TRACE_EVENTS=64 "$ddprun" --nproc-per-node 2 --no-prefix "$bin" --epochs 1 --limit 1280 --json > "$work/out" 2>&1 || { cat "$work/out"; fail "training with a small ring failed"; }
+  python3 - "$work/small/rank_1.json" <<'PY' || fail "the wrapped ring is not what it should be"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+steps = [e["args"]["step"] for e in doc["traceEvents"] if e["name"] == "synchronize"]
+assert doc["otherData"]["dropped"] > 0 and steps[-1] == 9 and steps[0] > 0, (doc["otherData"], steps[:3], steps[-3:])
+print(f"ok: a 64-event ring kept steps {steps[0]}..{steps[-1]}, dropped {doc['otherData']['dropped']} events")
+PY
+  python3 "$plot" "$work/small" "$work/small.png" > /dev/null || fail "plot-timeline failed on a wrapped trace"
+  # A DDP_TRACE that cannot be a directory is refused at start, on every rank.
+  : > "$work/file"
+  expect_refusal trace_dir "DDP_TRACE=$work/file is not a directory" \
+    env DDP_TRACE="$work/file" "$ddprun" --nproc-per-node 2 "$bin" --epochs 1 --limit 500 --json
+  echo "ok: timeline"
   ;;
 local_rank)
   # torch.distributed.launch's --local_rank option (every spelling) is accepted and checked

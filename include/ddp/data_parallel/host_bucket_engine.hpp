@@ -66,12 +66,23 @@ public:
 
   /// Waits for bucket i (if launched) and unpacks it into the gradients.
   void finish(std::size_t i) {
+    if (wait(i)) unpack(i);
+  }
+
+  /// Waits for bucket i's collective; false when it was not launched.
+  bool wait(std::size_t i) {
     auto& s = state_[i];
-    if (!s.in_flight) return;
+    if (!s.in_flight) return false;
     auto w = std::move(*s.in_flight);
     s.in_flight.reset();
     w.wait();
     s.t_done = std::chrono::steady_clock::now();
+    return true;
+  }
+
+  /// Copies a packed bucket's reduced data back into its gradients (after wait).
+  void unpack(std::size_t i) {
+    auto& s = state_[i];
     auto& b = plan_.buckets[i];
     if (b.path != bucket_path::packed) return;
     const std::size_t wsize = size_of(b.wire_type);

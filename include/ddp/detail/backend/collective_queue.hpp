@@ -2,12 +2,14 @@
 // ranks stay in lock-step and an async bucket never crosses a blocking call),
 // each collective described once — "rank 1: all_reduce #12 (4096 x float32)" —
 // so that a timeout or a failure names it, and the first failure poisoning the
-// group. Every collective passes through the flight recorder on its way.
+// group. Every collective passes through the flight recorder on its way, and
+// onto the timeline (DDP_TRACE) when that is on.
 #ifndef DDP_DETAIL_COLLECTIVE_QUEUE_HPP
 #define DDP_DETAIL_COLLECTIVE_QUEUE_HPP
 
 #include <ddp/detail/backend/flight_recorder.hpp>
 #include <ddp/detail/backend/ordered_queue.hpp>
+#include <ddp/detail/common/trace.hpp>
 #include <ddp/tensor.hpp>
 
 #include <atomic>
@@ -24,29 +26,37 @@ class collective_queue {
 public:
   /// `note` is appended to every description (", NCCL").
   collective_queue(int rank, std::chrono::milliseconds timeout, std::string note = {})
-      : rank_(rank), timeout_(timeout), note_(std::move(note)) {}
+      : trace_(rank), rank_(rank), timeout_(timeout), note_(std::move(note)) {}
 
   /// Queues `body(what)` behind every collective submitted before it. With
   /// `blocking`, a caller about to wait anyway runs it inline when the queue is idle.
-  /// `bucket`: the DDP bucket this collective reduces, when the caller knows it.
+  /// `bucket`: the DDP bucket this collective reduces, when the caller knows it
+  /// (else the one distributed_data_parallel is launching on this thread, if any).
   template <class F>
   work submit(std::string_view name, std::size_t n, dtype dt, bool blocking, F body, int bucket = -1) {
     const std::uint64_t seq = seq_++;
     std::string what = "rank " + std::to_string(rank_) + ": " + std::string(name) + " #" +
                        std::to_string(seq) + " (" + std::to_string(n) + " x " + std::string(to_string(dt)) +
                        note_ + ")";
+    if (bucket < 0) bucket = trace::submitting_bucket;
     recorder_.queued(seq, name, dt, n, bucket);
+    traced t{-1, 0, bucket, nullptr};
+    if (trace::on())
+      t = {trace::now_ns(), static_cast<std::int64_t>(n * size_of(dt)), bucket, trace_label(name)};
     return queue_->submit(
-        [this, body = std::move(body), what, seq]() mutable {
+        [this, body = std::move(body), what, seq, t]() mutable {
+          const std::int64_t start = t.queued_ns >= 0 ? trace::now_ns() : -1;
           recorder_.running(seq);
           try {
             body(what);
           } catch (...) {
             recorder_.finished(seq, false);
+            t.record(seq, start);
             recorder_.dump_if_asked(rank_);
             throw;
           }
           recorder_.finished(seq, true);
+          t.record(seq, start);
         },
         what, timeout_, blocking);
   }
@@ -68,6 +78,26 @@ public:
   void stop() { queue_.reset(); }
 
 private:
+  /// What the timeline keeps of a collective: when it was queued, its size and
+  /// bucket, its kind as a string literal.
+  struct traced {
+    std::int64_t queued_ns; ///< -1: not traced
+    std::int64_t bytes;
+    int bucket;
+    const char* label;
+    void record(std::uint64_t seq, std::int64_t start) const {
+      if (start < 0) return;
+      trace::record(trace::kind::collective, start, trace::now_ns() - start, static_cast<std::int64_t>(seq),
+                    bytes, bucket, start - queued_ns, label);
+    }
+  };
+  static const char* trace_label(std::string_view name) {
+    for (const char* k : {"all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier"})
+      if (name == k) return k;
+    return "collective";
+  }
+
+  trace::session trace_; // first: the trace is written after the worker stopped
   int rank_;
   std::chrono::milliseconds timeout_;
   std::string note_;

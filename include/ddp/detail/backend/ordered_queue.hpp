@@ -5,6 +5,7 @@
 #ifndef DDP_DETAIL_ORDERED_QUEUE_HPP
 #define DDP_DETAIL_ORDERED_QUEUE_HPP
 
+#include <ddp/detail/common/trace.hpp>
 #include <ddp/work.hpp>
 
 #include <deque>
@@ -90,6 +91,7 @@ public:
 
 private:
   void run() {
+    trace::thread_label = "comm"; // its row on the timeline
     for (;;) {
       item it;
       {
