@@ -131,6 +131,13 @@ public:
   /// How long teardown may wait for the other ranks to disconnect (0: not at all).
   void set_linger(std::chrono::milliseconds d) { linger_ms_ = std::max<std::int64_t>(0, d.count()); }
 
+  /// Connections accepted from now on fail once their peer's host has acknowledged
+  /// nothing for `d` (set_keepalive), so a rank cut off by the network is recorded
+  /// lost, with that reason, like one that exited (0: off, the default).
+  void set_peer_timeout(std::chrono::milliseconds d) {
+    peer_timeout_ms_ = std::max<std::int64_t>(0, d.count());
+  }
+
 private:
   struct connection {
     unique_fd fd;
@@ -218,6 +225,7 @@ private:
 
   void add_connection(unique_fd fd, clock::time_point now) {
     set_nodelay(fd.get());
+    if (auto ms = peer_timeout_ms_.load(); ms > 0) set_keepalive(fd.get(), std::chrono::milliseconds(ms));
     auto c = std::make_unique<connection>();
     c->peer = peer_name(fd.get());
     c->fd = std::move(fd);
@@ -301,7 +309,7 @@ private:
   void read_from(connection& c) {
     if (!c.fd) return; // shed this round
     char buf[65536];
-    bool eof = false;
+    bool eof = false, unreachable = false;
     for (;;) {
       ssize_t k = ::recv(c.fd.get(), buf, sizeof buf, MSG_DONTWAIT);
       if (k > 0) {
@@ -312,6 +320,7 @@ private:
       }
       if (k < 0 && errno == EINTR) continue;
       if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      unreachable = k < 0 && errno_is_unreachable(errno);
       eof = true; // closed or reset: still handle what arrived first (a goodbye, say)
       break;
     }
@@ -334,6 +343,13 @@ private:
                          "): it left after the challenge, so its job token differs (a process of another "
                          "job, or DDP_TOKEN differs between ranks)",
                      clock::now());
+    if (eof && c.fd && unreachable && c.authed && !c.said_bye && c.rank >= 0)
+      // Its host stopped acknowledging (set_keepalive): a cut link or a host down, not
+      // an exit. Said before the loss is recorded, so whoever reads the loss sees why.
+      data_.try_emplace(std::string(store_unreachable_prefix) + std::to_string(c.rank),
+                        "is unreachable: its host acknowledged nothing on its connection to the store "
+                        "for " +
+                            std::to_string(peer_timeout_ms_.load()) + " ms (network cut or host down)");
     if (eof && c.fd) drop(c, "");
   }
 
@@ -478,6 +494,7 @@ private:
   int port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<std::int64_t> linger_ms_{0};
+  std::atomic<std::int64_t> peer_timeout_ms_{0};
   clock::time_point linger_until_{}; // set before stop_, read by the loop after it
   std::vector<int> lost_;            // ranks recorded lost, in order
   std::vector<std::unique_ptr<connection>> conns_;
