@@ -138,6 +138,7 @@ netns.sh)
   trap 'on_signal 130' INT
   trap 'on_signal 143' TERM
   trap 'on_signal 129' HUP
+  trap 'on_signal 141' PIPE
   netns_sweep_stale
   netns_up "$rate" || exit 1
   DDP_NETNS_EXEC="$self exec"; export DDP_NETNS_EXEC
