@@ -49,10 +49,10 @@ public:
                                           " is not a valid port to connect to (1..65535)");
     auto deadline = detail::clock::now() + o.timeout;
     if (o.serve) {
-      server_ = std::make_unique<detail::store_server>(o.host, o.port, o.token, deadline);
+      server_ =
+          std::make_unique<detail::store_server>(o.host, o.port, o.token, deadline, peer_timeout(o.timeout));
       opts_.port = server_->port();
       server_->set_linger(o.linger.value_or(default_linger(o.timeout)));
-      server_->set_peer_timeout(peer_timeout(o.timeout));
     }
     open_connection(deadline);
   }

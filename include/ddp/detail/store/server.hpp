@@ -90,9 +90,15 @@ private:
 class store_server {
 public:
   /// Serves on `host:port`; a temporary DNS failure resolving `host` is
-  /// retried until `resolve_deadline` (default: not retried).
-  store_server(const std::string& host, int port, std::string token, clock::time_point resolve_deadline = {})
-      : listener_(listen_tcp(host, port, resolve_deadline)), token_(std::move(token)) {
+  /// retried until `resolve_deadline` (default: not retried). With a
+  /// `peer_timeout`, a connection fails once its peer's host has acknowledged
+  /// nothing for that long (set_keepalive), so a rank cut off by the network is
+  /// recorded lost, with that reason, like one that exited (0: off). Given here,
+  /// before the loop starts, so that no connection is accepted without it.
+  store_server(const std::string& host, int port, std::string token, clock::time_point resolve_deadline = {},
+               std::chrono::milliseconds peer_timeout = {})
+      : listener_(listen_tcp(host, port, resolve_deadline)), token_(std::move(token)),
+        peer_timeout_ms_(std::max<std::int64_t>(0, peer_timeout.count())) {
     port_ = local_port(listener_.get());
     // Non-blocking, so the loop can accept a burst of connections at once.
     if (int fl = ::fcntl(listener_.get(), F_GETFL);
@@ -130,13 +136,6 @@ public:
 
   /// How long teardown may wait for the other ranks to disconnect (0: not at all).
   void set_linger(std::chrono::milliseconds d) { linger_ms_ = std::max<std::int64_t>(0, d.count()); }
-
-  /// Connections accepted from now on fail once their peer's host has acknowledged
-  /// nothing for `d` (set_keepalive), so a rank cut off by the network is recorded
-  /// lost, with that reason, like one that exited (0: off, the default).
-  void set_peer_timeout(std::chrono::milliseconds d) {
-    peer_timeout_ms_ = std::max<std::int64_t>(0, d.count());
-  }
 
 private:
   struct connection {
@@ -225,7 +224,7 @@ private:
 
   void add_connection(unique_fd fd, clock::time_point now) {
     set_nodelay(fd.get());
-    if (auto ms = peer_timeout_ms_.load(); ms > 0) set_keepalive(fd.get(), std::chrono::milliseconds(ms));
+    if (peer_timeout_ms_ > 0) set_keepalive(fd.get(), std::chrono::milliseconds(peer_timeout_ms_));
     auto c = std::make_unique<connection>();
     c->peer = peer_name(fd.get());
     c->fd = std::move(fd);
@@ -349,7 +348,7 @@ private:
       data_.try_emplace(std::string(store_unreachable_prefix) + std::to_string(c.rank),
                         "is unreachable: its host acknowledged nothing on its connection to the store "
                         "for " +
-                            std::to_string(peer_timeout_ms_.load()) + " ms (network cut or host down)");
+                            std::to_string(peer_timeout_ms_) + " ms (network cut or host down)");
     if (eof && c.fd) drop(c, "");
   }
 
@@ -494,7 +493,7 @@ private:
   int port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<std::int64_t> linger_ms_{0};
-  std::atomic<std::int64_t> peer_timeout_ms_{0};
+  const std::int64_t peer_timeout_ms_;
   clock::time_point linger_until_{}; // set before stop_, read by the loop after it
   std::vector<int> lost_;            // ranks recorded lost, in order
   std::vector<std::unique_ptr<connection>> conns_;
