@@ -7,8 +7,8 @@
 #              and DDP steps equal to one process on the concatenated batch (dist_data_parallel)
 #   example    (fashion_mnist) examples/fashion_mnist for 200 steps (4 ranks x 16 samples), test accuracy > 0.70
 #   link_down  (scenario_worker) the veth goes down in node 1 mid-run (DDP_TIMEOUT=5s): every rank ends with an
-#              error that names a rank it lost, and both ddpruns exit non-zero within
-#              DDP_TIMEOUT + 5 s of the link going down
+#              error that names a rank of the other node as unreachable, and both ddpruns exit non-zero
+#              within DDP_TIMEOUT + 5 s of the link going down
 set -u
 case_=$1; ddprun=$2; shift 2
 work=$(mktemp -d "${TMPDIR:-/tmp}/ddp-netns.XXXXXX")
@@ -119,6 +119,9 @@ link_down)
     # Node 0's ranks lost node 1's (2, 3) and the other way round.
     case $r in 0|1) lost='ranks\{0,1\} [2-3]' ;; *) lost='rank [0-1]' ;; esac
     echo "$msg" | grep -q "$lost" || fail "rank $r's message names no rank of the other node: $msg"
+    # What was lost: a host or link, not a stopped process (the store's keepalive tells them apart).
+    echo "$msg" | grep -q "is unreachable: .*(network cut or host down)" ||
+      fail "rank $r's message does not say the other node is unreachable: $msg"
     wall=$(echo "$line" | sed -n 's/.*wall_ms=\([0-9]*\).*/\1/p')
     [ $(( wall - down )) -le "$limit_ms" ] || fail "rank $r reported $(( wall - down )) ms after the link went down"
     echo "rank $r: error after $(( wall - down )) ms"
