@@ -49,7 +49,8 @@ public:
                                           " is not a valid port to connect to (1..65535)");
     auto deadline = detail::clock::now() + o.timeout;
     if (o.serve) {
-      server_ = std::make_unique<detail::store_server>(o.host, o.port, o.token, deadline);
+      server_ =
+          std::make_unique<detail::store_server>(o.host, o.port, o.token, deadline, peer_timeout(o.timeout));
       opts_.port = server_->port();
       server_->set_linger(o.linger.value_or(default_linger(o.timeout)));
     }
@@ -193,6 +194,11 @@ public:
       if (lost.empty()) return {};
       return {lost.front(), describe_lost(lost.front())};
     } catch (const ddp::error& e) {
+      if (unreachable_)
+        return {0, "is unreachable: its host acknowledged nothing on the connection to the rendezvous store "
+                   "it serves for " +
+                       std::to_string(peer_timeout(opts_.timeout).count()) +
+                       " ms (network cut or host down)"};
       if (e.kind() == error_kind::timeout)
         return {0,
                 "does not answer: the rendezvous store it serves did not reply within " +
@@ -233,6 +239,8 @@ private:
   /// A failed rank's own reason, when it gave one (store_failed_prefix).
   std::string describe_lost(int rank) {
     try {
+      auto cut = try_get(std::string(detail::store_unreachable_prefix) + std::to_string(rank), fault_slack);
+      if (cut) return *cut;
       auto why = try_get(std::string(detail::store_failed_prefix) + std::to_string(rank), fault_slack);
       if (why) return "failed: " + *why;
     } catch (const ddp::error&) {}
@@ -251,6 +259,14 @@ private:
     return timeout + std::chrono::seconds(10);
   }
 
+  /// After how long without acknowledgements a store connection's peer host counts
+  /// as lost (detail::set_keepalive): half the timeout, so that a survivor whose
+  /// collective times out finds a rank cut off by the network already recorded
+  /// lost (it takes one look, see gloo.hpp's find_lost_rank). At least 1 s.
+  static std::chrono::milliseconds peer_timeout(std::chrono::milliseconds timeout) {
+    return std::max(timeout / 2, std::chrono::milliseconds(1000));
+  }
+
   std::string where() const { return detail::endpoint(opts_.host, opts_.port); }
 
   /// Connects and authenticates (detail/store/auth.hpp). A server that closes
@@ -262,6 +278,7 @@ private:
     auto backoff = std::chrono::milliseconds(10);
     for (;;) {
       fd_ = detail::connect_tcp(opts_.host, opts_.port, deadline);
+      detail::set_keepalive(fd_.get(), peer_timeout(opts_.timeout));
       // Twice the server's own deadline: a store that takes longer is not going to answer.
       auto attempt = std::min(deadline, detail::clock::now() + 2 * detail::store_handshake_timeout);
       auto res = detail::client_handshake(fd_.get(), opts_.token, opts_.rank, attempt);
@@ -325,6 +342,15 @@ private:
 
   [[noreturn]] void fail(detail::io_status st, const std::string& what) {
     broken_ = true;
+    if (st == detail::io_status::unreachable) {
+      unreachable_ = true;
+      throw error(error_kind::peer_lost,
+                  "lost the connection to the rendezvous store at " + where() + " (" + what +
+                      "): the host of rank 0, which serves it, acknowledged nothing for " +
+                      std::to_string(peer_timeout(opts_.timeout).count()) +
+                      " ms (network cut or host down; check the link and GLOO_SOCKET_IFNAME)",
+                  0);
+    }
     broken_kind_ = st == detail::io_status::timeout ? error_kind::timeout : error_kind::peer_lost;
     if (st == detail::io_status::timeout)
       throw error(error_kind::timeout,
@@ -340,6 +366,7 @@ private:
   detail::unique_fd fd_;
   std::mutex mu_;
   bool broken_ = false;
+  bool unreachable_ = false; ///< broken because rank 0's host stopped acknowledging
   error_kind broken_kind_ = error_kind::peer_lost;
 };
 

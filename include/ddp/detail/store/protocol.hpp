@@ -47,6 +47,10 @@ inline constexpr std::string_view store_fault_prefix = "ddp/fault/";
 /// reason; the server then records that rank as lost, like a dropped one.
 inline constexpr std::string_view store_failed_prefix = "ddp/fault/failed/";
 
+/// A rank whose host stopped acknowledging its store connection (see set_keepalive):
+/// the server sets `store_unreachable_prefix + rank` to the reason when it records it lost.
+inline constexpr std::string_view store_unreachable_prefix = "ddp/fault/unreachable/";
+
 inline constexpr std::uint32_t store_max_frame = 256u << 20;
 
 class frame_writer {

@@ -90,9 +90,15 @@ private:
 class store_server {
 public:
   /// Serves on `host:port`; a temporary DNS failure resolving `host` is
-  /// retried until `resolve_deadline` (default: not retried).
-  store_server(const std::string& host, int port, std::string token, clock::time_point resolve_deadline = {})
-      : listener_(listen_tcp(host, port, resolve_deadline)), token_(std::move(token)) {
+  /// retried until `resolve_deadline` (default: not retried). With a
+  /// `peer_timeout`, a connection fails once its peer's host has acknowledged
+  /// nothing for that long (set_keepalive), so a rank cut off by the network is
+  /// recorded lost, with that reason, like one that exited (0: off). Given here,
+  /// before the loop starts, so that no connection is accepted without it.
+  store_server(const std::string& host, int port, std::string token, clock::time_point resolve_deadline = {},
+               std::chrono::milliseconds peer_timeout = {})
+      : listener_(listen_tcp(host, port, resolve_deadline)), token_(std::move(token)),
+        peer_timeout_ms_(std::max<std::int64_t>(0, peer_timeout.count())) {
     port_ = local_port(listener_.get());
     // Non-blocking, so the loop can accept a burst of connections at once.
     if (int fl = ::fcntl(listener_.get(), F_GETFL);
@@ -237,6 +243,7 @@ private:
 
   void add_connection(unique_fd fd, clock::time_point now) {
     set_nodelay(fd.get());
+    if (peer_timeout_ms_ > 0) set_keepalive(fd.get(), std::chrono::milliseconds(peer_timeout_ms_));
     auto c = std::make_shared<connection>();
     c->peer = peer_name(fd.get());
     c->fd = std::move(fd);
@@ -322,7 +329,7 @@ private:
   void read_from(connection& c) {
     if (!c.fd) return; // shed this round
     char buf[65536];
-    bool eof = false;
+    bool eof = false, unreachable = false;
     for (;;) {
       ssize_t k = ::recv(c.fd.get(), buf, sizeof buf, MSG_DONTWAIT);
       if (k > 0) {
@@ -333,6 +340,7 @@ private:
       }
       if (k < 0 && errno == EINTR) continue;
       if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      unreachable = k < 0 && errno_is_unreachable(errno);
       eof = true; // closed or reset: still handle what arrived first (a goodbye, say)
       break;
     }
@@ -355,6 +363,15 @@ private:
                          "): it left after the challenge, so its job token differs (a process of another "
                          "job, or DDP_TOKEN differs between ranks)",
                      clock::now());
+    if (eof && c.fd && unreachable && c.authed && !c.said_bye && c.rank >= 0)
+      // Its host stopped acknowledging (set_keepalive): a cut link or a host down, not
+      // an exit. Said before the loss is recorded, so whoever reads the loss sees why.
+      if (auto [at, fresh] = data_.try_emplace(
+              std::string(store_unreachable_prefix) + std::to_string(c.rank),
+              "is unreachable: its host acknowledged nothing on its connection to the store for " +
+                  std::to_string(peer_timeout_ms_) + " ms (network cut or host down)");
+          fresh)
+        key_added(at->first);
     if (eof && c.fd) drop(c, "");
   }
 
@@ -535,6 +552,7 @@ private:
   int port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<std::int64_t> linger_ms_{0};
+  const std::int64_t peer_timeout_ms_;
   clock::time_point linger_until_{};               // set before stop_, read by the loop after it
   std::vector<int> lost_;                          // ranks recorded lost, in order
   std::vector<std::shared_ptr<connection>> conns_; // shared: waiters_ holds weak references
