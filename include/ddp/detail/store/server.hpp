@@ -8,7 +8,9 @@
 // connection drops without saying goodbye is recorded under `store_lost_key`,
 // so survivors can name the rank they lost, and every pending wait is answered
 // at once with "lost, rank r": the keys a dead rank would have set never come,
-// so nobody waits out the timeout.
+// so nobody waits out the timeout. A connection may declare a scope (a key
+// prefix: a restart round's "r<k>/", see store_op::scope): its loss is then
+// recorded under scope + store_lost_key and ends only that scope's waits.
 //
 // The server lives in rank 0's process, so when rank 0 leaves, the store goes
 // and the survivors of a failure could no longer ask it who was lost (they used
@@ -139,6 +141,7 @@ private:
     bool authed = false;
     bool said_bye = false;
     int rank = -1;
+    std::string scope; ///< key prefix of this connection's rank (store_op::scope)
     clock::time_point accepted;
     clock::time_point hello_deadline;
     // The handshake (auth.hpp): after the hello, the nonces its proofs cover.
@@ -271,14 +274,15 @@ private:
 
   void drop(connection& c, const std::string& why) {
     if (!why.empty()) log_line("store", "closing connection from " + c.peer + ": " + why);
-    if (c.authed && !c.said_bye && c.rank >= 0) record_lost(c.rank);
+    if (c.authed && !c.said_bye && c.rank >= 0) record_lost(c.scope, c.rank);
     c.fd.reset();
   }
 
-  void record_lost(int rank) {
-    if (std::find(lost_.begin(), lost_.end(), rank) != lost_.end()) return; // failed, then dropped
-    lost_.push_back(rank);
-    auto& v = data_[store_lost_key];
+  void record_lost(const std::string& scope, int rank) {
+    auto& lost = lost_[scope];
+    if (std::find(lost.begin(), lost.end(), rank) != lost.end()) return; // failed, then dropped
+    lost.push_back(rank);
+    auto& v = data_[scope + store_lost_key];
     if (!v.empty()) v += ",";
     v += std::to_string(rank);
     wake_waiters();
@@ -292,9 +296,12 @@ private:
 
   /// Waits on the lost key or on diagnostics are how survivors learn about a
   /// failure: a lost rank must not cut them short.
-  static bool waits_through_loss(const std::vector<std::string>& keys) {
-    return std::all_of(keys.begin(), keys.end(), [](const std::string& k) {
-      return k == store_lost_key || std::string_view(k).starts_with(store_fault_prefix);
+  static bool waits_through_loss(const std::vector<std::string>& keys, const std::string& scope) {
+    return std::all_of(keys.begin(), keys.end(), [&](const std::string& k) {
+      std::string_view v = k;
+      if (!v.starts_with(scope)) return false;
+      v.remove_prefix(scope.size());
+      return v == store_lost_key || v.starts_with(store_fault_prefix);
     });
   }
 
@@ -353,10 +360,10 @@ private:
       if (!r.ok() || !r.at_end()) return drop(c, "malformed set");
       // A rank announcing its own failure counts as lost from now on (it will
       // say goodbye later, but its peers must not wait for it).
-      bool failed = c.rank >= 0 && key == std::string(store_failed_prefix) + std::to_string(c.rank);
+      bool failed = c.rank >= 0 && key == c.scope + std::string(store_failed_prefix) + std::to_string(c.rank);
       data_[key] = std::move(value);
       reply(c, frame_writer(store_status::ok).finish());
-      if (failed) record_lost(c.rank);
+      if (failed) record_lost(c.scope, c.rank);
       return wake_waiters();
     }
     case store_op::get: {
@@ -396,6 +403,12 @@ private:
           clock::now() + std::chrono::milliseconds(std::min<std::uint64_t>(timeout_ms, 1ull << 40));
       c.waiting = true;
       return try_finish_wait(c);
+    }
+    case store_op::scope: {
+      std::string scope = r.bytes();
+      if (!r.ok() || !r.at_end() || scope.size() > 256) return drop(c, "malformed scope");
+      c.scope = std::move(scope);
+      return reply(c, frame_writer(store_status::ok).finish());
     }
     case store_op::bye: c.said_bye = true; return;
     default: return drop(c, "unknown opcode " + std::to_string(static_cast<int>(op)));
@@ -449,9 +462,10 @@ private:
     if (all_present(c.wait_keys)) {
       c.waiting = false;
       reply(c, frame_writer(store_status::ok).finish());
-    } else if (!lost_.empty() && !waits_through_loss(c.wait_keys)) {
+    } else if (auto it = lost_.find(c.scope);
+               it != lost_.end() && !it->second.empty() && !waits_through_loss(c.wait_keys, c.scope)) {
       c.waiting = false;
-      reply(c, frame_writer(store_status::lost).i32(lost_.front()).finish());
+      reply(c, frame_writer(store_status::lost).i32(it->second.front()).finish());
     }
   }
 
@@ -478,8 +492,8 @@ private:
   int port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<std::int64_t> linger_ms_{0};
-  clock::time_point linger_until_{}; // set before stop_, read by the loop after it
-  std::vector<int> lost_;            // ranks recorded lost, in order
+  clock::time_point linger_until_{};             // set before stop_, read by the loop after it
+  std::map<std::string, std::vector<int>> lost_; // per scope: ranks recorded lost, in order
   std::vector<std::unique_ptr<connection>> conns_;
   clock::time_point listen_paused_until_{};
   log_throttle auth_log_;
