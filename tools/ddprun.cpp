@@ -190,6 +190,12 @@ int reported_code(std::string_view report) {
   return code && *code > 0 && *code < 256 ? static_cast<int>(*code) : 1;
 }
 
+/// Reports this round's failure to the other nodes, unless one was reported
+/// already: the first report is the job's failure, and its code every node's.
+void report_round_failure(job& j, int round, const std::string& report) {
+  if (j.store->add(round_key(round, "failures"), 1) == 1) j.store->set(round_key(round, "failed"), report);
+}
+
 /// The environment of a rank, built before fork: the child only execs (ddprun
 /// runs the store's thread, so a child must not allocate: a lock held by that
 /// thread at fork time would never be released in the child).
@@ -353,9 +359,9 @@ round_outcome run_round(job& j, int round) {
           if (term_at == never) term_at = clock::now() + grace_span;
           if (watch_store && !remote_failure) {
             try { // tell the other nodes (best effort: they also see our ranks leave the mesh)
-              if (!j.store->check({failed_key}))
-                j.store->set(failed_key, std::to_string(exit_code_of(st)) + " rank " +
-                                             std::to_string(k.rank) + " " + describe(st));
+              report_round_failure(j, round,
+                                   std::to_string(exit_code_of(st)) + " rank " + std::to_string(k.rank) +
+                                       " " + describe(st));
             } catch (const std::exception& e) { std::fprintf(stderr, "ddprun: %s\n", e.what()); }
           }
         } else if (!ok && kill_at != never && !failed) {
@@ -444,8 +450,8 @@ round_outcome run_round(job& j, int round) {
 bool agree_on_round(job& j, int round, round_outcome& res) {
   const std::string failed_key = round_key(round, "failed");
   try {
-    if (res.failed && !res.user_signal && !j.store->check({failed_key}))
-      j.store->set(failed_key, std::to_string(res.exit_code) + " " + res.what);
+    if (res.failed && !res.user_signal)
+      report_round_failure(j, round, std::to_string(res.exit_code) + " " + res.what);
     if (res.user_signal) j.store->set("ddprun/stop", "interrupted on node " + std::to_string(j.node_rank));
     j.store->set(round_key(round, "ended/" + std::to_string(j.node_rank)), res.failed ? "failed" : "ok");
     std::vector<std::string> ended;
@@ -454,12 +460,11 @@ bool agree_on_round(job& j, int round, round_outcome& res) {
     // Every node's ranks end within their own timeout plus two grace periods.
     j.store->wait(ended,
                   ddp::detail::default_timeout() + std::chrono::seconds(static_cast<long>(4 * j.grace + 30)));
-    if (!res.failed) {
-      if (auto v = j.store->try_get(failed_key)) {
-        res.failed = true;
-        res.exit_code = reported_code(*v);
-        res.what = "on another node: " + *v;
-      }
+    // The first failure reported, on whichever node, is the job's: every node ends with its code.
+    if (auto v = j.store->try_get(failed_key)) {
+      res.failed = true;
+      res.exit_code = reported_code(*v);
+      res.what = *v;
     }
     if (j.store->check({"ddprun/stop"})) res.user_signal = true;
     return true;

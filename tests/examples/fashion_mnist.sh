@@ -68,24 +68,44 @@ resume)
 restart)
   # ddprun --max-restarts 1: rank 1 kills itself (SIGKILL, a deterministic kill -9) in the middle of
   # epoch 2 of 3; every rank restarts in round 1 and resumes from --checkpoint. The final checkpoint
-  # (parameters and momentum) must be byte-identical to an uninterrupted run's: resumed from the end
-  # of epoch 1, and (--checkpoint-every 4) from mid-epoch 2 with the sampler's position.
+  # (parameters and momentum) must be byte-identical to an uninterrupted run's. Resumed from the end
+  # of epoch 1 on one node; and, with --checkpoint-every 4, from mid-epoch 2 (the sampler's position)
+  # with two ddprun as two nodes on loopback, so the failure travels through the store to node 0.
   need_data
   common="--epochs 3 --limit 1280 --batch-size 64 --json" # 10 steps per epoch on 2 ranks
   "$ddprun" --nproc-per-node 2 "$bin" $common --checkpoint "$work/straight" > "$work/o_straight" 2>&1 || { cat "$work/o_straight"; fail "straight run failed"; }
+  # Step 16 is batch 6 of epoch 2; the last save before it: the end of epoch 1, or step 16 itself with
+  # --checkpoint-every 4 (rank 1 dies right after it): "epoch 1, batch 6" in 0-based counts.
   for every in 0 4; do
     rm -f "$work/ck"
     start=$(date +%s)
-    # step 16 is batch 6 of epoch 2; the last save before it: the end of epoch 1, or step 16 itself with
-    # --checkpoint-every 4 (rank 1 dies right after it: resumed at epoch 1, batch 6, as 0-based counts)
-    FASHION_MNIST_TEST_KILL=1:16 "$ddprun" --nproc-per-node 2 --max-restarts 1 --grace-period 3 "$bin" $common \
-      --checkpoint "$work/ck" --checkpoint-every $every > "$work/o_$every" 2>&1
-    rc=$?
+    kill_rank1="env FASHION_MNIST_TEST_KILL=1:16"
+    if [ $every -eq 0 ]; then
+      $kill_rank1 "$ddprun" --nproc-per-node 2 --max-restarts 1 --grace-period 3 "$bin" $common \
+        --checkpoint "$work/ck" > "$work/o_$every" 2>&1
+      rc=$?
+      want="at epoch 1, batch 0"
+    else
+      port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+      two="--nnodes 2 --master-port $port --nproc-per-node 1 --max-restarts 1 --grace-period 3"
+      DDP_TOKEN=restart-$port $kill_rank1 "$ddprun" $two --node-rank 1 "$bin" $common --checkpoint "$work/ck" \
+        --checkpoint-every $every > "$work/o_node1" 2>&1 &
+      node1=$!
+      DDP_TOKEN=restart-$port $kill_rank1 "$ddprun" $two --node-rank 0 "$bin" $common --checkpoint "$work/ck" \
+        --checkpoint-every $every > "$work/o_$every" 2>&1
+      rc=$?
+      wait $node1
+      rc1=$?
+      cat "$work/o_node1" >> "$work/o_$every"
+      [ $rc1 -eq 0 ] || { cat "$work/o_$every"; fail "node 1's ddprun exited with $rc1 after the restart, not 0"; }
+      grep -q "another node reported a failure (137 rank 1 was killed by signal 9" "$work/o_$every" ||
+        { cat "$work/o_$every"; fail "node 0 did not hear of node 1's failure through the store"; }
+      want="at epoch 1, batch 6"
+    fi
     cat "$work/o_$every"
     [ $rc -eq 0 ] || fail "--checkpoint-every $every: ddprun exited with $rc after the restart, not 0"
     grep -q "rank 1 kills itself after step 16" "$work/o_$every" || fail "the test kill did not happen"
     grep -q "ddprun: restarting every rank: round 1" "$work/o_$every" || fail "ddprun did not restart"
-    if [ $every -eq 0 ]; then want="at epoch 1, batch 0"; else want="at epoch 1, batch 6"; fi
     grep -q "^\[0\] resumed from $work/ck $want" "$work/o_$every" || fail "round 1 did not resume $want"
     cmp "$work/straight" "$work/ck" || fail "--checkpoint-every $every: the final parameters differ from the uninterrupted run"
     echo "ok: killed mid-epoch 2, restarted, resumed $want: final checkpoint identical ($(( $(date +%s) - start )) s)"
