@@ -1,4 +1,5 @@
-// The rendezvous store's server, run by rank 0 on one background thread.
+// The rendezvous store's server, run on one background thread by ddprun on
+// node 0 when it launched the job, else by rank 0.
 // One poll() loop serves every connection: a connection must first complete
 // the handshake of auth.hpp (both sides prove they hold the job token) within
 // store_handshake_timeout; a wrong proof, a malformed or an oversized frame
@@ -12,7 +13,8 @@
 // prefix: a restart round's "r<k>/", see store_op::scope): its loss is then
 // recorded under scope + store_lost_key and ends only that scope's waits.
 //
-// The server lives in rank 0's process, so when rank 0 leaves, the store goes
+// Under ddprun the server lives in the launcher on node 0 and outlives every
+// rank. Otherwise it lives in rank 0's process, so when rank 0 leaves, the store goes
 // and the survivors of a failure could no longer ask it who was lost (they used
 // to blame rank 0 for it). So on teardown it lingers, still serving, until
 // every other rank has disconnected or said goodbye, bounded by `set_linger()`:
