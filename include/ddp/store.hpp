@@ -1,7 +1,11 @@
-// ddp::tcp_store — the rendezvous key-value store. Rank 0 serves it on
-// MASTER_ADDR:MASTER_PORT (that address only); every rank, rank 0 included,
-// talks to it as a client. Both ends of every connection prove they hold the
-// job token without sending it (detail/store/auth.hpp).
+// ddp::tcp_store — the rendezvous key-value store. Served on
+// MASTER_ADDR:MASTER_PORT (that address only) by ddprun on node 0 when ddprun
+// launched the job (it says so with DDP_STORE_IN_LAUNCHER=1), so the store
+// outlives every rank; otherwise by rank 0. Every rank, rank 0 included, talks
+// to it as a client. Both ends of every connection prove they hold the job
+// token without sending it (detail/store/auth.hpp). A client may scope its
+// keys with a prefix (a restart round's "r<k>/"): every key it names, the
+// store's own lost-rank keys included, then lives under that prefix.
 #ifndef DDP_STORE_HPP
 #define DDP_STORE_HPP
 
@@ -31,6 +35,11 @@ struct tcp_store_options {
   /// With serve: how long teardown keeps serving ranks still connected
   /// (default: timeout + 10 s, see default_linger).
   std::optional<std::chrono::milliseconds> linger;
+  /// Prefix of every key this client names ("r1/": restart round 1); empty: none.
+  std::string scope;
+  /// The launcher (ddprun on node 0) serves the store, not rank 0: a vanished
+  /// store then means the launcher died, and names no rank.
+  bool served_by_launcher = false;
 };
 
 /// The rank a survivor blames for a failure, as the store tells it.
@@ -75,7 +84,7 @@ public:
 
   void set(const std::string& key, std::string_view value,
            std::optional<std::chrono::milliseconds> io_timeout = std::nullopt) {
-    request(detail::frame_writer(detail::store_op::set).bytes(key).bytes(value), "set '" + key + "'",
+    request(detail::frame_writer(detail::store_op::set).bytes(scoped(key)).bytes(value), "set '" + key + "'",
             io_timeout);
   }
 
@@ -89,7 +98,8 @@ public:
 
   std::optional<std::string> try_get(const std::string& key,
                                      std::optional<std::chrono::milliseconds> io_timeout = std::nullopt) {
-    auto r = request(detail::frame_writer(detail::store_op::get).bytes(key), "get '" + key + "'", io_timeout);
+    auto r = request(detail::frame_writer(detail::store_op::get).bytes(scoped(key)), "get '" + key + "'",
+                     io_timeout);
     if (static_cast<detail::store_status>(r[0]) == detail::store_status::missing) return std::nullopt;
     detail::frame_reader fr(std::string_view(r).substr(1));
     auto v = fr.bytes();
@@ -99,7 +109,8 @@ public:
 
   /// Atomically adds `delta` to the integer under `key` (0 when absent); returns the new value.
   std::int64_t add(const std::string& key, std::int64_t delta) {
-    auto r = request(detail::frame_writer(detail::store_op::add).bytes(key).i64(delta), "add '" + key + "'");
+    auto r = request(detail::frame_writer(detail::store_op::add).bytes(scoped(key)).i64(delta),
+                     "add '" + key + "'");
     detail::frame_reader fr(std::string_view(r).substr(1));
     auto v = fr.i64();
     if (!fr.ok()) throw protocol_error("add");
@@ -110,7 +121,7 @@ public:
     detail::frame_writer w(detail::store_op::check);
     w.u32(static_cast<std::uint32_t>(keys.size()));
     for (auto& k : keys)
-      w.bytes(k);
+      w.bytes(scoped(k));
     auto r = request(w, "check");
     return r.size() >= 2 && r[1] == 1;
   }
@@ -145,7 +156,7 @@ public:
     detail::frame_writer w(detail::store_op::wait);
     w.u32(static_cast<std::uint32_t>(keys.size()));
     for (auto& k : keys)
-      w.bytes(k);
+      w.bytes(scoped(k));
     w.u64(static_cast<std::uint64_t>(std::max<std::int64_t>(0, timeout.count())));
     auto r = request(w, "wait", timeout + slack);
     auto st = static_cast<detail::store_status>(r[0]);
@@ -187,6 +198,7 @@ public:
   /// Rank 0 when the store is gone or silent: rank 0 serves it and, on
   /// teardown, keeps serving until the other ranks are done with it (see
   /// store_server), so a vanished store means rank 0 really died or stopped.
+  /// When the launcher serves the store, a vanished one names nobody (-1).
   lost_rank wait_for_lost_rank(std::chrono::milliseconds grace) {
     try {
       if (!try_wait({detail::store_lost_key}, grace, fault_slack)) return {};
@@ -194,11 +206,13 @@ public:
       if (lost.empty()) return {};
       return {lost.front(), describe_lost(lost.front())};
     } catch (const ddp::error& e) {
-      if (unreachable_)
-        return {0, "is unreachable: its host acknowledged nothing on the connection to the rendezvous store "
-                   "it serves for " +
+      if (unreachable_) // our own connection timed out: the store's host is cut off, not just slow
+        return {0, std::string("is unreachable: its host acknowledged nothing on the connection to the "
+                               "rendezvous store ") +
+                       (opts_.served_by_launcher ? "its node's ddprun serves" : "it serves") + " for " +
                        std::to_string(peer_timeout(opts_.timeout).count()) +
                        " ms (network cut or host down)"};
+      if (opts_.served_by_launcher) return {}; // the launcher died, not a rank: nobody to name
       if (e.kind() == error_kind::timeout)
         return {0,
                 "does not answer: the rendezvous store it serves did not reply within " +
@@ -214,7 +228,7 @@ public:
   bool report_failure(std::string_view reason) noexcept {
     try {
       request(detail::frame_writer(detail::store_op::set)
-                  .bytes(std::string(detail::store_failed_prefix) + std::to_string(opts_.rank))
+                  .bytes(scoped(std::string(detail::store_failed_prefix) + std::to_string(opts_.rank)))
                   .bytes(reason),
               "report failure", fault_slack);
       return true;
@@ -229,6 +243,9 @@ public:
 
   /// The rank this client registered as (-1: none).
   int rank() const { return opts_.rank; }
+  /// The prefix of every key this client names (empty: none).
+  const std::string& scope() const { return opts_.scope; }
+  bool served_by_launcher() const { return opts_.served_by_launcher; }
 
   /// Failure paths (naming a lost rank, the desync report) give the store this
   /// long to answer beyond their own wait: a live store answers in well under a
@@ -236,6 +253,8 @@ public:
   static constexpr std::chrono::milliseconds fault_slack{3000};
 
 private:
+  std::string scoped(const std::string& key) const { return opts_.scope.empty() ? key : opts_.scope + key; }
+
   /// A failed rank's own reason, when it gave one (store_failed_prefix).
   std::string describe_lost(int rank) {
     try {
@@ -282,7 +301,7 @@ private:
       // Twice the server's own deadline: a store that takes longer is not going to answer.
       auto attempt = std::min(deadline, detail::clock::now() + 2 * detail::store_handshake_timeout);
       auto res = detail::client_handshake(fd_.get(), opts_.token, opts_.rank, attempt);
-      if (res == handshake_result::ok) return;
+      if (res == handshake_result::ok) return declare_scope(deadline);
       fd_.reset();
       if (res == handshake_result::refused)
         throw error(error_kind::config, "the rendezvous store at " + where() +
@@ -306,6 +325,20 @@ private:
     }
   }
 
+  /// Tells the server this connection's key prefix (store_op::scope).
+  void declare_scope(detail::clock::time_point deadline) {
+    if (opts_.scope.empty()) return;
+    send_frame(detail::frame_writer(detail::store_op::scope).bytes(opts_.scope).finish(), deadline);
+    auto r = recv_frame(deadline, "scope");
+    if (static_cast<detail::store_status>(r[0]) != detail::store_status::ok) throw protocol_error("scope");
+  }
+
+  /// Who serves the store, for messages about it vanishing.
+  std::string server_name() const {
+    return opts_.served_by_launcher ? "ddprun on the master node, which serves it,"
+                                    : "rank 0, which serves it,";
+  }
+
   error protocol_error(const char* what) const {
     return error(error_kind::backend, std::string("malformed reply from the rendezvous store to ") + what);
   }
@@ -315,7 +348,9 @@ private:
     std::lock_guard lock(mu_);
     if (broken_)
       throw error(broken_kind_,
-                  "the rendezvous store at " + where() + " is gone or silent (rank 0 exited or stopped)", 0);
+                  "the rendezvous store at " + where() + " is gone or silent (" + server_name() +
+                      " exited or stopped)",
+                  opts_.served_by_launcher ? -1 : 0);
     auto deadline = detail::clock::now() + io_timeout.value_or(opts_.timeout);
     send_frame(w.finish(), deadline);
     return recv_frame(deadline, what);
@@ -357,8 +392,8 @@ private:
                   "the rendezvous store at " + where() + " did not answer (" + what + ") within the timeout");
     throw error(error_kind::peer_lost,
                 "lost the connection to the rendezvous store at " + where() + " (" + what +
-                    "): rank 0, which serves it, has probably exited",
-                0);
+                    "): " + server_name() + " has probably exited",
+                opts_.served_by_launcher ? -1 : 0);
   }
 
   tcp_store_options opts_;

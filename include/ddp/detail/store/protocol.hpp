@@ -28,6 +28,11 @@ enum class store_op : std::uint8_t {
   check = 6, ///< count, keys -> all present (u8)
   bye = 7,   ///< orderly goodbye: this rank is not lost
   proof = 8, ///< client proof -> ok | refused
+  /// scope (bytes) -> ok: this connection's keys carry that prefix (a restart
+  /// round's, "r1/"), so its loss is recorded under scope + store_lost_key and
+  /// cuts short only waits of the same scope (a rank lost in round 0 must not
+  /// end round 1's waits).
+  scope = 9,
 };
 
 /// `lost` answers a pending wait (then i32: the rank) as soon as a rank drops
