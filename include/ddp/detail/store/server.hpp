@@ -570,9 +570,9 @@ private:
   std::atomic<bool> stop_{false};
   std::atomic<std::int64_t> linger_ms_{0};
   const std::int64_t peer_timeout_ms_;
-  clock::time_point linger_until_{};               // set before stop_, read by the loop after it
-  std::map<std::string, std::vector<int>> lost_;   // per scope: ranks recorded lost, in order
-  std::vector<std::shared_ptr<connection>> conns_; // shared: waiters_ holds weak references
+  clock::time_point linger_until_{};                       // set before stop_, read by the loop after it
+  std::unordered_map<std::string, std::vector<int>> lost_; // per scope: ranks recorded lost, in order
+  std::vector<std::shared_ptr<connection>> conns_;         // shared: waiters_ holds weak references
   clock::time_point listen_paused_until_{};
   log_throttle auth_log_;
   std::mutex adopt_mu_;
