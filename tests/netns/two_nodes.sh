@@ -6,6 +6,9 @@
 #   two_nodes  (PROGRAMS: scenario_worker dist_collectives dist_data_parallel) a 4-rank all_reduce (scenario_worker ok; dist_collectives' float all_reduce),
 #              and DDP steps equal to one process on the concatenated batch (dist_data_parallel)
 #   example    (fashion_mnist) examples/fashion_mnist for 200 steps (4 ranks x 16 samples), test accuracy > 0.70
+#   restart    (fashion_mnist) ddprun --max-restarts 1 on both nodes; rank 3 (node 1) is killed (SIGKILL) mid-epoch
+#              2 of 3: both nodes restart, resume from the mid-epoch checkpoint, and the final checkpoint is
+#              byte-identical to an uninterrupted run's on the same two nodes
 #   link_down  (scenario_worker) the veth goes down in node 1 mid-run (DDP_TIMEOUT=5s): every rank ends with an
 #              error that names a rank of the other node as unreachable, and both ddpruns exit non-zero
 #              within DDP_TIMEOUT + 5 s of the link going down
@@ -83,6 +86,26 @@ example)
   [ -n "$acc" ] || fail "no JSON line for epoch 1 from rank 0"
   awk -v a="$acc" 'BEGIN { exit !(a > 0.70) }' || fail "test accuracy $acc is not above 0.70"
   echo "ok: example, $steps steps on two nodes, test accuracy $acc, in $(( $(now_ms) - t0 )) ms"
+  ;;
+restart)
+  data=${DDP_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
+  [ -f "$data/train-images-idx3-ubyte.gz" ] || { echo "SKIP: no Fashion-MNIST in $data (apt-get install dataset-fashion-mnist)"; exit 77; }
+  t0=$(now_ms)
+  # 2560 samples / (4 ranks x 64) = 10 steps an epoch. Rank 0 (node 0) writes the checkpoints; the
+  # namespaces share the file system, as nodes share a cluster file system.
+  common="--data $data --epochs 3 --limit 2560 --batch-size 64 --json"
+  run_nodes straight "$1" $common --checkpoint "$work/straight"
+  # Step 16 is batch 6 of epoch 2 (0-based: epoch 1, batch 6); --checkpoint-every 4 saved right before.
+  export FASHION_MNIST_TEST_KILL=3:16
+  run_nodes restarted --max-restarts 1 --grace-period 3 "$1" $common --checkpoint "$work/ck" --checkpoint-every 4
+  unset FASHION_MNIST_TEST_KILL
+  grep -q "rank 3 kills itself after step 16" "$work/restarted.1" || fail "the test kill did not happen"
+  for n in 0 1; do
+    grep -q "ddprun: restarting every rank: round 1" "$work/restarted.$n" || fail "node $n's ddprun did not restart"
+  done
+  grep -q "^\[0\] resumed from $work/ck at epoch 1, batch 6" "$work/restarted.0" || fail "round 1 did not resume at epoch 1, batch 6"
+  cmp "$work/straight" "$work/ck" || fail "the final parameters differ from the uninterrupted run"
+  echo "ok: restart on two nodes: killed rank 3 mid-epoch 2, both nodes restarted, final checkpoint identical ($(( $(now_ms) - t0 )) ms)"
   ;;
 link_down)
   export DDP_TIMEOUT=5s DDP_TEST_LOOP_SECONDS=60
