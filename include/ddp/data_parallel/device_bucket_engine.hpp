@@ -12,9 +12,10 @@
 //           for a contiguous bucket (ddp::device_arena), packs nothing;
 //           a device communicator (NCCL) averages with ncclAvg where no
 //           conversion is needed; otherwise the sum is pre-multiplied by 1/W.
-//           Host backends: one device->pinned copy. The host waits (deadline)
-//           for this stream before handing the pointer to the communicator,
-//           whose own worker and stream run the collective.
+//           NCCL: an event recorded after the packing is handed over with the
+//           pointer; NCCL's stream waits for it on the device (no host wait).
+//           Host backends: one device->pinned copy; the host waits (deadline)
+//           for it before handing the pinned pointer to the communicator.
 //   unpack  (after the collective's work completed) pinned->device copy and one
 //           unpack kernel, queued on the engine's stream.
 //   finish_step  the user's stream waits for the engine's stream (an event),
@@ -36,6 +37,14 @@
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
+/// A device communicator that orders a collective after an event on the
+/// device (ddp::nccl): the caller's thread does not wait for its own stream.
+template <class C>
+concept event_ordered_communicator = device_communicator<C> &&
+    requires(C& c, void* p, std::size_t n, dtype dt, op o, cudaEvent_t ready) {
+  { c.all_reduce(device_memory, p, n, dt, o, ready, false) } -> std::same_as<work>;
+};
+
 template <communicator Comm> class device_bucket_engine {
   static constexpr bool device_comm = device_communicator<Comm>;
 
@@ -55,14 +64,17 @@ public:
   device_bucket_engine& operator=(const device_bucket_engine&) = delete;
   ~device_bucket_engine() {
     wait_all_quietly();
-    cudaStreamSynchronize(stream_.get()); // buffers are freed below: nothing may still use them
+    try { // buffers are freed below: nothing queued may still use them
+      cuda::wait_stream(stream_.get(), comm_.timeout(), "the last unpacking (destruction)", rank());
+    } catch (...) {}
   }
 
   /// Buffers and copy tables for the plan's current paths and gradient
   /// addresses; call again when they changed. Synchronous (construction and
   /// moved storage only).
   void layout() {
-    check(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize (before re-layout)");
+    cuda::wait_stream(stream_.get(), comm_.timeout(), "the previous step's unpacking (before a re-layout)",
+                      rank());
     for (std::size_t i = 0; i < state_.size(); ++i) {
       auto& b = plan_.buckets[i];
       auto& s = state_[i];
@@ -157,9 +169,8 @@ public:
     if constexpr (device_comm) {
       if (s.zeros.bytes() != bytes) s.zeros = cuda::device_buffer(bytes, rank());
       check(cudaMemsetAsync(s.zeros.get(), 0, bytes, stream_.get()), "cudaMemsetAsync (join's zeros)");
-      cuda::wait_stream(stream_.get(), comm_.timeout(), "zeroing join's stand-in bucket", rank());
-      return comm_.all_reduce(device_memory, s.zeros.get(), b.elements, b.wire_type,
-                              uses_avg(b, scale) ? op::avg : op::sum, false);
+      return hand_over(s, s.zeros.get(), b.elements, b.wire_type, uses_avg(b, scale) ? op::avg : op::sum,
+                       "zeroing join's stand-in bucket " + std::to_string(i));
     } else {
       s.host_zeros.assign(bytes, std::byte{0});
       return comm_.all_reduce(s.host_zeros.data(), b.elements, b.wire_type, op::sum, false);
@@ -189,6 +200,7 @@ private:
     cuda::device_buffer zeros;        ///< join's stand-in (device communicators)
     cuda::pinned_buffer pinned;       ///< staging for host communicators
     std::vector<std::byte> host_zeros;
+    std::optional<cuda::event> ready; ///< recorded after packing (event-ordered communicators)
     std::size_t longest = 0;
     std::optional<work> in_flight;
     std::chrono::steady_clock::time_point t_launch, t_done;
@@ -226,8 +238,7 @@ private:
     auto& b = plan_.buckets[i];
     const std::string what = "packing bucket " + std::to_string(i);
     if constexpr (device_comm) {
-      cuda::wait_stream(stream_.get(), comm_.timeout(), what, rank());
-      return comm_.all_reduce(device_memory, data, b.elements, b.wire_type, avg ? op::avg : op::sum, false);
+      return hand_over(state_[i], data, b.elements, b.wire_type, avg ? op::avg : op::sum, what);
     } else {
       auto& s = state_[i];
       check(cudaMemcpyAsync(s.pinned.get(), data, b.elements * size_of(b.wire_type), cudaMemcpyDeviceToHost,
@@ -235,6 +246,20 @@ private:
             "cudaMemcpyAsync (device -> pinned staging)");
       cuda::wait_stream(stream_.get(), comm_.timeout(), what + " and copying it to pinned memory", rank());
       return comm_.all_reduce(s.pinned.get(), b.elements, b.wire_type, op::sum, false);
+    }
+  }
+
+  /// Gives device data queued on the engine's stream to a device communicator:
+  /// with an event it waits for on the device, or after the host waited.
+  work hand_over(runtime& s, void* data, std::size_t n, dtype t, op o, const std::string& what) {
+    if constexpr (event_ordered_communicator<Comm>) {
+      (void)what;
+      if (!s.ready) s.ready.emplace(rank());
+      check(cudaEventRecord(s.ready->get(), stream_.get()), "cudaEventRecord (a bucket's ready event)");
+      return comm_.all_reduce(device_memory, data, n, t, o, s.ready->get(), false);
+    } else {
+      cuda::wait_stream(stream_.get(), comm_.timeout(), what, rank());
+      return comm_.all_reduce(device_memory, data, n, t, o, false);
     }
   }
 

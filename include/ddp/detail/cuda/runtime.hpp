@@ -107,8 +107,10 @@ public:
     check(cudaEventCreateWithFlags(&e_, cudaEventDisableTiming), "cudaEventCreateWithFlags", rank);
   }
   event(event&& o) noexcept : e_(std::exchange(o.e_, nullptr)) {}
-  event(const event&) = delete;
-  event& operator=(const event&) = delete;
+  event& operator=(event&& o) noexcept {
+    std::swap(e_, o.e_);
+    return *this;
+  }
   ~event() {
     if (e_) cudaEventDestroy(e_);
   }
