@@ -158,6 +158,7 @@ public:
   /// Copies rank 0's buffers (running statistics and such) to every rank.
   void sync_buffers() {
     if (!step_.started()) refresh(); // inside a step, begin_step() did
+    if (device_communicator<comm_type> && registry_.any_on_device()) staging_.settle_compute_stream();
     registry_.broadcast_from_rank0(comm(), /*buffers_only=*/true, staging_);
   }
 
@@ -205,6 +206,7 @@ private:
   /// then the buckets are planned.
   detail::bucket_plan verify_then_plan() {
     if (opts_.verify_model) registry_.verify_across_ranks(comm());
+    if (device_communicator<comm_type> && registry_.any_on_device()) staging_.settle_compute_stream();
     registry_.broadcast_from_rank0(comm(), /*buffers_only=*/false, staging_);
     auto descs = detail::describe_for_bucketing(registry_.parameters());
     return detail::make_bucket_plan(

@@ -44,6 +44,16 @@ public:
 #endif
   }
 
+  /// Before a device communicator broadcasts device tensors in place: its
+  /// stream does not follow the compute stream, so the host waits (with the
+  /// communicator's deadline) for what the compute stream queued.
+  void settle_compute_stream() {
+#ifdef DDP_DETAIL_DEVICE_ENGINE
+    cuda::wait_stream(stream_, comm_.timeout(), "the compute stream (before broadcasting device tensors)",
+                      comm_.rank());
+#endif
+  }
+
 private:
   Comm& comm_;
   CUstream_st* stream_;
