@@ -8,9 +8,9 @@
 #define DDP_DATA_PARALLEL_HPP
 
 #include <ddp/bucketing.hpp>
+#include <ddp/data_parallel/bucket_engine.hpp>
 #include <ddp/data_parallel/bucket_plan.hpp>
 #include <ddp/data_parallel/debug.hpp>
-#include <ddp/data_parallel/host_bucket_engine.hpp>
 #include <ddp/data_parallel/join.hpp>
 #include <ddp/data_parallel/no_sync.hpp>
 #include <ddp/data_parallel/options.hpp>
@@ -57,7 +57,7 @@ template <class Model, class Backend, class Bucketing, class Reduction>
 requires model<Model> && backend_policy<Backend> && bucketing_policy<Bucketing> && reduction_policy<Reduction>
 class distributed_data_parallel<Model, Backend, Bucketing, Reduction> {
   using comm_type = typename Backend::communicator;
-  using engine_type = detail::host_bucket_engine<comm_type>;
+  using engine_type = detail::bucket_engine<comm_type>;
 
 public:
   using model_type = Model;
@@ -66,8 +66,11 @@ public:
   /// Verifies the model across ranks (names, dtypes, sizes), then copies rank 0's
   /// parameters and buffers to every rank.
   distributed_data_parallel(Model& m, process_group<Backend>& pg, ddp_options o = {})
-      : model_(m), pg_(pg), opts_(o), registry_(m), plan_(verify_then_plan()), step_(plan_), timeline_(plan_),
-        engine_(pg.communicator(), plan_, registry_.parameters()), join_(pg.communicator()) {
+      : model_(m), pg_(pg), opts_(o), registry_(m), on_device_(gradients_on_device()),
+        staging_(pg.communicator(), o.compute_stream), plan_(verify_then_plan()), step_(plan_),
+        timeline_(plan_),
+        engine_(pg.communicator(), plan_, registry_.parameters(), on_device_, o.compute_stream),
+        join_(pg.communicator()) {
     if (detail::debug() >= detail::debug_level::info && pg_.rank() == 0)
       detail::log_bucket_layout(plan_, registry_.parameters());
   }
@@ -101,7 +104,16 @@ public:
   /// Launches what is left (unmarked gradients count as ready unless
   /// strict_marking), waits, and leaves the reduced gradients in the model's
   /// gradient tensors on every rank. Inside no_sync(), does nothing but end the step.
-  void synchronize() {
+  /// Device gradients with ddp_options::compute_stream: the collectives are
+  /// waited for, the last unpacking is not: the compute stream waits for it.
+  void synchronize() { synchronize_impl(/*blocking=*/false); }
+
+  /// synchronize(), and the host also waits until the reduced gradients are in
+  /// place in device memory (the same as synchronize() for host gradients).
+  void synchronize_blocking() { synchronize_impl(/*blocking=*/true); }
+
+private:
+  void synchronize_impl(bool blocking) {
     if (no_sync_depth_ > 0) return end_step();
     auto traced = timeline_.synchronizing();
     begin_step();
@@ -119,6 +131,7 @@ public:
       launch_ready();
       for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
         finish(b);
+      engine_.finish_step(blocking);
       if (opts_.broadcast_buffers && !registry_.buffers().empty()) sync_buffers();
     } catch (...) {
       engine_.wait_all_quietly();
@@ -131,6 +144,7 @@ public:
     end_step();
   }
 
+public:
   /// While the guard lives, gradients accumulate locally: marks are ignored
   /// and synchronize() communicates nothing.
   using no_sync_guard = ddp::no_sync_guard;
@@ -144,7 +158,8 @@ public:
   /// Copies rank 0's buffers (running statistics and such) to every rank.
   void sync_buffers() {
     if (!step_.started()) refresh(); // inside a step, begin_step() did
-    registry_.broadcast_from_rank0(comm(), /*buffers_only=*/true);
+    if (device_communicator<comm_type> && registry_.any_on_device()) staging_.settle_compute_stream();
+    registry_.broadcast_from_rank0(comm(), /*buffers_only=*/true, staging_);
   }
 
   /// For uneven inputs (options.uneven_inputs on every rank): a rank that has
@@ -172,23 +187,37 @@ private:
   comm_type& comm() noexcept { return pg_.communicator(); }
   double mean_scale() const { return Reduction::average ? 1.0 / pg_.size() : 1.0; }
 
-  /// Construction, in order: the model is checked (host memory, the same on
-  /// every rank), rank 0's state is copied everywhere, then the buckets are planned.
+  /// Where the gradients live picks the bucket engine: all on the host or all
+  /// on the device (the CUDA engine, where ddp was compiled with it).
+  bool gradients_on_device() const {
+    const bool dev = registry_.gradients_on_device(pg_.rank());
+    if (registry_.any_on_device() && !detail::cuda_engine_available)
+      throw error(
+          error_kind::config,
+          "rank " + std::to_string(pg_.rank()) +
+              ": the model has tensors in device memory but ddp was compiled without its CUDA engine: "
+              "link ddp::cuda or ddp::nccl (they define DDP_WITH_CUDA)",
+          pg_.rank());
+    return dev;
+  }
+
+  /// Construction, in order: the model is checked (the same on every rank;
+  /// descriptions only, no tensor data), rank 0's state is copied everywhere,
+  /// then the buckets are planned.
   detail::bucket_plan verify_then_plan() {
-    registry_.require_host_memory(pg_.rank(),
-                                  device_communicator<comm_type>); // the host engine's precondition
     if (opts_.verify_model) registry_.verify_across_ranks(comm());
-    registry_.broadcast_from_rank0(comm());
+    if (device_communicator<comm_type> && registry_.any_on_device()) staging_.settle_compute_stream();
+    registry_.broadcast_from_rank0(comm(), /*buffers_only=*/false, staging_);
     auto descs = detail::describe_for_bucketing(registry_.parameters());
     return detail::make_bucket_plan(
         Bucketing::assign(std::span<const parameter_desc>(descs)), registry_.parameters(),
-        [](dtype d) { return Reduction::wire(d); }, engine_type::capabilities);
+        [](dtype d) { return Reduction::wire(d); }, engine_type::capabilities(on_device_));
   }
 
   /// Follows moved gradient storage: new addresses, maybe new bucket paths.
   void refresh() {
     if (!registry_.refresh(pg_.rank())) return;
-    detail::choose_paths(plan_, registry_.parameters(), engine_type::capabilities);
+    detail::choose_paths(plan_, registry_.parameters(), engine_type::capabilities(on_device_));
     engine_.layout();
   }
 
@@ -231,7 +260,7 @@ private:
                   "rank " + std::to_string(pg_.rank()) + ": gradient of parameter '" + registry_[index].name +
                       "' was marked twice in one step",
                   pg_.rank());
-    if (how == detail::mark_state::unused) engine_type::zero(registry_[index]);
+    if (how == detail::mark_state::unused) engine_.zero(registry_[index]);
     step_.mark(index, how);
     timeline_.marked(index, how == detail::mark_state::unused);
     launch_ready();
@@ -264,6 +293,8 @@ private:
   process_group<Backend>& pg_;
   ddp_options opts_;
   detail::parameter_registry<Model> registry_;
+  bool on_device_;                            ///< gradients in device memory: the CUDA engine
+  detail::device_staging<comm_type> staging_; ///< device tensors over a host-only communicator
   detail::bucket_plan plan_;
   detail::step_state step_;
   detail::step_timeline timeline_;

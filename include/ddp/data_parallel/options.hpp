@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <vector>
 
+struct CUstream_st; // cudaStream_t is CUstream_st*: no CUDA header needed here
+
 DDP_BEGIN_NAMESPACE
 
 struct ddp_options {
@@ -16,6 +18,12 @@ struct ddp_options {
   bool strict_marking = false;   ///< a gradient still unmarked at synchronize() is an error
   bool verify_model = true;      ///< compare names, dtypes and sizes across ranks at construction
   bool uneven_inputs = false;    ///< ranks may run out of data at different steps: enables join()
+  /// Device gradients: the CUDA stream that computes them (a cudaStream_t).
+  /// Buckets start after what is queued there when they complete; synchronize()
+  /// then makes this stream wait for the reduced gradients instead of blocking
+  /// the host (synchronize_blocking() still blocks). Null: the legacy default
+  /// stream, and synchronize() blocks.
+  CUstream_st* compute_stream = nullptr;
 };
 
 /// How a bucket travels.

@@ -94,16 +94,22 @@ public:
   }
 
   /// Copies rank 0's parameters and buffers (or only its buffers) to every rank.
-  template <communicator C> void broadcast_from_rank0(C& comm, bool buffers_only = false) const {
+  /// Device tensors go to a device communicator directly; with a host-only
+  /// communicator they go through `staged(slot)` (pinned memory: never a
+  /// device pointer handed to host code).
+  template <communicator C, class Staged>
+  void broadcast_from_rank0(C& comm, bool buffers_only, Staged&& staged) const {
     std::vector<work> ws;
     for (auto* list : {&params_, &buffers_}) {
       if (buffers_only && list == &params_) continue;
       for (auto& s : *list) {
-        if constexpr (device_communicator<C>)
-          if (s.on_device) {
+        if (s.on_device) {
+          if constexpr (device_communicator<C>)
             ws.push_back(comm.broadcast(device_memory, s.value, s.count, s.type, 0, false));
-            continue;
-          }
+          else
+            staged(s);
+          continue;
+        }
         ws.push_back(comm.broadcast(s.value, s.count, s.type, 0, false));
       }
     }
@@ -111,18 +117,24 @@ public:
       w.wait();
   }
 
-  /// Refuses parameters in device memory (the host bucket engine would touch
-  /// them from the host), and device buffers where the backend cannot take them.
-  void require_host_memory(int rank, bool device_buffers_ok) const {
+  /// Whether the gradients are in device memory; all of them or none.
+  bool gradients_on_device(int rank) const {
+    for (auto& p : params_)
+      if (p.on_device != params_.front().on_device)
+        throw error(error_kind::config,
+                    "rank " + std::to_string(rank) + ": parameter '" + p.name + "' lives in " +
+                        (p.on_device ? "device" : "host") + " memory but parameter '" + params_.front().name +
+                        "' does not: distributed_data_parallel needs every gradient in one memory space",
+                    rank);
+    return !params_.empty() && params_.front().on_device;
+  }
+
+  /// Whether any parameter or buffer lives in device memory.
+  bool any_on_device() const {
     for (auto* list : {&params_, &buffers_})
       for (auto& s : *list)
-        if (s.on_device && (list == &params_ || !device_buffers_ok))
-          throw error(error_kind::config,
-                      "rank " + std::to_string(rank) + ": " +
-                          (list == &params_ ? "parameter '" : "buffer '") + s.name +
-                          "' lives in device memory; distributed_data_parallel reduces host-memory gradients "
-                          "only so far (keep the model on the host, or all-reduce device gradients with "
-                          "process_group<ddp::nccl>)");
+        if (s.on_device) return true;
+    return false;
   }
 
 private:

@@ -1,0 +1,149 @@
+// Chooses the bucket engine by where the gradients live: the host engine for
+// host memory, the CUDA engine (device_bucket_engine.hpp) for device memory.
+// The CUDA engine is compiled in where DDP_WITH_CUDA is defined (the ddp::cuda
+// and ddp::nccl CMake targets define it); without it, device gradients are a
+// clear error at construction, and nothing here needs CUDA headers.
+#ifndef DDP_DATA_PARALLEL_BUCKET_ENGINE_HPP
+#define DDP_DATA_PARALLEL_BUCKET_ENGINE_HPP
+
+#include <ddp/data_parallel/host_bucket_engine.hpp>
+#if defined(DDP_WITH_CUDA) || defined(DDP_WITH_NCCL)
+#include <ddp/data_parallel/device_bucket_engine.hpp>
+#define DDP_DETAIL_DEVICE_ENGINE 1
+#endif
+
+#include <memory>
+#include <string>
+
+struct CUstream_st;
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// Whether ddp was compiled with its CUDA engine.
+inline constexpr bool cuda_engine_available =
+#ifdef DDP_DETAIL_DEVICE_ENGINE
+    true;
+#else
+    false;
+#endif
+
+/// Broadcasts one device tensor over a host-only communicator (see
+/// staged_broadcaster); an error where ddp was built without CUDA.
+template <communicator Comm> class device_staging {
+public:
+  device_staging(Comm& comm, CUstream_st* compute_stream) : comm_(comm), stream_(compute_stream) {}
+  void operator()(const tensor_slot& s) {
+#ifdef DDP_DETAIL_DEVICE_ENGINE
+    if (!impl_) impl_ = std::make_unique<staged_broadcaster<Comm>>(comm_, stream_);
+    (*impl_)(s);
+#else
+    throw error(error_kind::config, "rank " + std::to_string(comm_.rank()) + ": '" + s.name +
+                                        "' lives in device memory but ddp was compiled without CUDA: link "
+                                        "ddp::cuda or ddp::nccl (they define DDP_WITH_CUDA)");
+#endif
+  }
+
+  /// Before a device communicator broadcasts device tensors in place: its
+  /// stream does not follow the compute stream, so the host waits (with the
+  /// communicator's deadline) for what the compute stream queued.
+  void settle_compute_stream() {
+#ifdef DDP_DETAIL_DEVICE_ENGINE
+    cuda::wait_stream(stream_, comm_.timeout(), "the compute stream (before broadcasting device tensors)",
+                      comm_.rank());
+#endif
+  }
+
+private:
+  Comm& comm_;
+  CUstream_st* stream_;
+#ifdef DDP_DETAIL_DEVICE_ENGINE
+  std::unique_ptr<staged_broadcaster<Comm>> impl_;
+#endif
+};
+
+template <communicator Comm> class bucket_engine {
+public:
+  static plan_capabilities capabilities(bool on_device) {
+#ifdef DDP_DETAIL_DEVICE_ENGINE
+    if (on_device) return device_bucket_engine<Comm>::capabilities;
+#endif
+    (void)on_device;
+    return host_bucket_engine<Comm>::capabilities;
+  }
+
+  bucket_engine(Comm& comm, const bucket_plan& plan, const std::vector<tensor_slot>& params, bool on_device,
+                CUstream_st* compute_stream) {
+#ifdef DDP_DETAIL_DEVICE_ENGINE
+    if (on_device) {
+      device_ = std::make_unique<device_bucket_engine<Comm>>(comm, plan, params, compute_stream);
+      return;
+    }
+#endif
+    (void)on_device;
+    (void)compute_stream;
+    host_ = std::make_unique<host_bucket_engine<Comm>>(comm, plan, params);
+  }
+
+  void layout() {
+    call([](auto& e) { e.layout(); });
+  }
+  void zero(const tensor_slot& p) {
+    call([&](auto& e) { e.zero(p); });
+  }
+  void launch(std::size_t i, double scale) {
+    call([&](auto& e) { e.launch(i, scale); });
+  }
+  bool wait(std::size_t i) {
+    bool r = false;
+    call([&](auto& e) { r = e.wait(i); });
+    return r;
+  }
+  void unpack(std::size_t i) {
+    call([&](auto& e) { e.unpack(i); });
+  }
+  work reduce_zeros(std::size_t i, double scale) {
+    work w;
+    call([&](auto& e) { w = e.reduce_zeros(i, scale); });
+    return w;
+  }
+  void wait_all_quietly() {
+    call([](auto& e) { e.wait_all_quietly(); });
+  }
+  double last_duration_ms(std::size_t i) const {
+    return host_ ? host_->last_duration_ms(i) : device_duration(i);
+  }
+
+  /// After the last bucket's unpack: device engines order the compute stream
+  /// after the unpacking (or wait, `blocking`); host engines are done already.
+  void finish_step([[maybe_unused]] bool blocking) {
+#ifdef DDP_DETAIL_DEVICE_ENGINE
+    if (device_) device_->finish_step(blocking);
+#endif
+  }
+
+private:
+  template <class F> void call(F&& f) {
+#ifdef DDP_DETAIL_DEVICE_ENGINE
+    if (device_) return f(*device_);
+#endif
+    f(*host_);
+  }
+  double device_duration([[maybe_unused]] std::size_t i) const {
+#ifdef DDP_DETAIL_DEVICE_ENGINE
+    return device_->last_duration_ms(i);
+#else
+    return 0;
+#endif
+  }
+
+  std::unique_ptr<host_bucket_engine<Comm>> host_;
+#ifdef DDP_DETAIL_DEVICE_ENGINE
+  std::unique_ptr<device_bucket_engine<Comm>> device_;
+#endif
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DATA_PARALLEL_BUCKET_ENGINE_HPP

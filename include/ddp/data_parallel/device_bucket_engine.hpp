@@ -1,0 +1,316 @@
+// Launches and completes the buckets of a plan whose gradients are in CUDA
+// device memory; the host engine's twin. Host code here never dereferences
+// device memory: every touch of a gradient is a kernel, cudaMemsetAsync or
+// cudaMemcpyAsync on the engine's stream.
+//
+// Per bucket, allocated once (layout()): a device buffer for packed buckets,
+// a device table of (src, dst, count) runs for packing and one for unpacking,
+// and, where the backend takes host memory only (ddp::gloo), a pinned host
+// staging buffer. A step:
+//   launch  the engine's stream waits for the user's compute stream (an event),
+//           packs with one kernel (converting to the wire type, scale fused) or,
+//           for a contiguous bucket (ddp::device_arena), packs nothing;
+//           a device communicator (NCCL) averages with ncclAvg where no
+//           conversion is needed; otherwise the sum is pre-multiplied by 1/W.
+//           NCCL: an event recorded after the packing is handed over with the
+//           pointer; NCCL's stream waits for it on the device (no host wait).
+//           Host backends: one device->pinned copy; the host waits (deadline)
+//           for it before handing the pinned pointer to the communicator.
+//   unpack  (after the collective's work completed) pinned->device copy and one
+//           unpack kernel, queued on the engine's stream.
+//   finish_step  the user's stream waits for the engine's stream (an event),
+//           or the host waits with a deadline (blocking form).
+#ifndef DDP_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
+#define DDP_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
+
+#include <ddp/backend/communicator.hpp>
+#include <ddp/data_parallel/bucket_plan.hpp>
+#include <ddp/detail/cuda/kernels.hpp>
+#include <ddp/detail/cuda/runtime.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// A device communicator that orders a collective after an event on the
+/// device (ddp::nccl): the caller's thread does not wait for its own stream.
+template <class C>
+concept event_ordered_communicator = device_communicator<C> &&
+    requires(C& c, void* p, std::size_t n, dtype dt, op o, cudaEvent_t ready) {
+  { c.all_reduce(device_memory, p, n, dt, o, ready, false) } -> std::same_as<work>;
+};
+
+template <communicator Comm> class device_bucket_engine {
+  static constexpr bool device_comm = device_communicator<Comm>;
+
+public:
+  /// No fragments: a bucket is in place (contiguous) or packed on the device.
+  static constexpr plan_capabilities capabilities{.fragments = false};
+
+  /// `compute_stream`: the user's stream that produces the gradients (null:
+  /// the legacy default stream).
+  device_bucket_engine(Comm& comm, const bucket_plan& plan, const std::vector<tensor_slot>& params,
+                       cudaStream_t compute_stream)
+      : comm_(comm), plan_(plan), params_(params), user_(compute_stream), stream_(comm.rank()),
+        ordered_(comm.rank()), state_(plan.buckets.size()) {
+    layout();
+  }
+  device_bucket_engine(const device_bucket_engine&) = delete;
+  device_bucket_engine& operator=(const device_bucket_engine&) = delete;
+  ~device_bucket_engine() {
+    wait_all_quietly();
+    try { // buffers are freed below: nothing queued may still use them
+      cuda::wait_stream(stream_.get(), comm_.timeout(), "the last unpacking (destruction)", rank());
+    } catch (...) {}
+  }
+
+  /// Buffers and copy tables for the plan's current paths and gradient
+  /// addresses; call again when they changed. Synchronous (construction and
+  /// moved storage only).
+  void layout() {
+    cuda::wait_stream(stream_.get(), comm_.timeout(), "the previous step's unpacking (before a re-layout)",
+                      rank());
+    for (std::size_t i = 0; i < state_.size(); ++i) {
+      auto& b = plan_.buckets[i];
+      auto& s = state_[i];
+      const std::size_t wbytes = b.elements * size_of(b.wire_type);
+      s = runtime{};
+      if constexpr (!device_comm) s.pinned = cuda::pinned_buffer(wbytes, rank());
+      if (b.path != bucket_path::packed) continue;
+      s.packed = cuda::device_buffer(wbytes, rank());
+      std::vector<cuda::copy_entry> pack, unpack;
+      auto* base = static_cast<std::byte*>(s.packed.get());
+      for (std::size_t k = 0; k < b.params.size(); ++k) {
+        auto& p = params_[b.params[k]];
+        void* slot = base + b.offsets[k] * size_of(b.wire_type);
+        pack.push_back({p.grad, slot, p.count});
+        unpack.push_back({slot, p.grad, p.count});
+        s.longest = std::max(s.longest, p.count);
+      }
+      s.pack_table = upload(pack);
+      s.unpack_table = upload(unpack);
+    }
+  }
+
+  /// A gradient with no contribution this step: zeroed on the engine's stream,
+  /// after what the compute stream has queued.
+  void zero(const tensor_slot& p) {
+    follow_compute_stream();
+    check(cudaMemsetAsync(p.grad, 0, p.count * size_of(p.type), stream_.get()),
+          "cudaMemsetAsync (mark_unused)");
+  }
+
+  /// Starts the all-reduce of bucket i; `scale` is 1/W for a mean, else 1.
+  void launch(std::size_t i, double scale) {
+    auto& b = plan_.buckets[i];
+    auto& s = state_[i];
+    s.t_launch = std::chrono::steady_clock::now();
+    follow_compute_stream();
+    const bool avg = uses_avg(b, scale);
+    const double pre = avg ? 1.0 : scale;
+    void* data = nullptr;
+    if (b.path == bucket_path::packed) {
+      cuda::launch_convert_copy(static_cast<const cuda::copy_entry*>(s.pack_table.get()), b.params.size(),
+                                s.longest, b.param_type, b.wire_type, pre, stream_.get(), rank());
+      data = s.packed.get();
+    } else {
+      data = params_[b.params.front()].grad;
+      if (pre != 1.0) scale_in_place(s, data, b.elements, b.param_type, pre);
+    }
+    s.in_flight = reduce(i, data, avg);
+  }
+
+  /// Waits for bucket i's collective; false when it was not launched.
+  bool wait(std::size_t i) {
+    auto& s = state_[i];
+    if (!s.in_flight) return false;
+    auto w = std::move(*s.in_flight);
+    s.in_flight.reset();
+    w.wait();
+    s.t_done = std::chrono::steady_clock::now();
+    return true;
+  }
+
+  /// Queues the copy of bucket i's result into its gradients (after wait).
+  void unpack(std::size_t i) {
+    auto& b = plan_.buckets[i];
+    auto& s = state_[i];
+    if constexpr (!device_comm) {
+      void* target = b.path == bucket_path::packed ? s.packed.get() : params_[b.params.front()].grad;
+      check(cudaMemcpyAsync(target, s.pinned.get(), b.elements * size_of(b.wire_type), cudaMemcpyHostToDevice,
+                            stream_.get()),
+            "cudaMemcpyAsync (pinned staging -> device)");
+    }
+    if (b.path == bucket_path::packed)
+      cuda::launch_convert_copy(static_cast<const cuda::copy_entry*>(s.unpack_table.get()), b.params.size(),
+                                s.longest, b.wire_type, b.param_type, 1.0, stream_.get(), rank());
+  }
+
+  /// The end of synchronize(): the compute stream waits for the unpacking
+  /// (stream-ordered), or the host waits for it with the communicator's deadline.
+  void finish_step(bool blocking) {
+    if (blocking || !user_) {
+      cuda::wait_stream(stream_.get(), comm_.timeout(), "unpacking the reduced gradients", rank());
+      return;
+    }
+    cuda::order_after(user_, stream_.get(), ordered_.get(), rank());
+  }
+
+  /// A joined rank's stand-in for bucket i: the same collective on zeros.
+  work reduce_zeros(std::size_t i, double scale) {
+    auto& b = plan_.buckets[i];
+    auto& s = state_[i];
+    const std::size_t bytes = b.elements * size_of(b.wire_type);
+    if constexpr (device_comm) {
+      if (s.zeros.bytes() != bytes) s.zeros = cuda::device_buffer(bytes, rank());
+      check(cudaMemsetAsync(s.zeros.get(), 0, bytes, stream_.get()), "cudaMemsetAsync (join's zeros)");
+      return hand_over(s, s.zeros.get(), b.elements, b.wire_type, uses_avg(b, scale) ? op::avg : op::sum,
+                       "zeroing join's stand-in bucket " + std::to_string(i));
+    } else {
+      s.host_zeros.assign(bytes, std::byte{0});
+      return comm_.all_reduce(s.host_zeros.data(), b.elements, b.wire_type, op::sum, false);
+    }
+  }
+
+  void wait_all_quietly() {
+    for (auto& s : state_)
+      if (s.in_flight) {
+        try {
+          s.in_flight->wait();
+        } catch (...) {}
+        s.in_flight.reset();
+      }
+  }
+
+  double last_duration_ms(std::size_t i) const {
+    return std::chrono::duration<double, std::milli>(state_[i].t_done - state_[i].t_launch).count();
+  }
+
+private:
+  struct runtime {
+    cuda::device_buffer packed;       ///< the wire-typed bucket (packed path)
+    cuda::device_buffer pack_table;   ///< copy_entry[] gradients -> packed
+    cuda::device_buffer unpack_table; ///< copy_entry[] packed -> gradients
+    cuda::device_buffer scale_table;  ///< one copy_entry: the bucket onto itself
+    cuda::device_buffer zeros;        ///< join's stand-in (device communicators)
+    cuda::pinned_buffer pinned;       ///< staging for host communicators
+    std::vector<std::byte> host_zeros;
+    std::optional<cuda::event> ready; ///< recorded after packing (event-ordered communicators)
+    std::size_t longest = 0;
+    std::optional<work> in_flight;
+    std::chrono::steady_clock::time_point t_launch, t_done;
+  };
+
+  int rank() const { return comm_.rank(); }
+  void check(cudaError_t e, const char* call) const { cuda::check(e, call, rank()); }
+
+  /// ncclAvg where the communicator is on the device and no conversion packs
+  /// the bucket; the same answer on every rank (same plan, same scale).
+  static bool uses_avg(const planned_bucket& b, double scale) {
+    return device_comm && scale != 1.0 && b.wire_type == b.param_type;
+  }
+
+  /// The engine's stream continues after what the compute stream queued so far.
+  void follow_compute_stream() { cuda::order_after(stream_.get(), user_, ordered_.get(), rank()); }
+
+  cuda::device_buffer upload(const std::vector<cuda::copy_entry>& table) {
+    cuda::device_buffer d(table.size() * sizeof(cuda::copy_entry), rank());
+    check(cudaMemcpy(d.get(), table.data(), d.bytes(), cudaMemcpyHostToDevice),
+          "cudaMemcpy (a bucket's copy table)");
+    return d;
+  }
+
+  void scale_in_place(runtime& s, void* data, std::size_t n, dtype t, double scale) {
+    if (!s.scale_table.get()) s.scale_table = upload({{data, data, n}});
+    cuda::launch_convert_copy(static_cast<const cuda::copy_entry*>(s.scale_table.get()), 1, n, t, t, scale,
+                              stream_.get(), rank());
+  }
+
+  /// Hands bucket i's device data to the communicator: directly (after the
+  /// engine's stream drained: the communicator's stream does not see it), or
+  /// through the pinned buffer.
+  work reduce(std::size_t i, void* data, bool avg) {
+    auto& b = plan_.buckets[i];
+    const std::string what = "packing bucket " + std::to_string(i);
+    if constexpr (device_comm) {
+      return hand_over(state_[i], data, b.elements, b.wire_type, avg ? op::avg : op::sum, what);
+    } else {
+      auto& s = state_[i];
+      check(cudaMemcpyAsync(s.pinned.get(), data, b.elements * size_of(b.wire_type), cudaMemcpyDeviceToHost,
+                            stream_.get()),
+            "cudaMemcpyAsync (device -> pinned staging)");
+      cuda::wait_stream(stream_.get(), comm_.timeout(), what + " and copying it to pinned memory", rank());
+      return comm_.all_reduce(s.pinned.get(), b.elements, b.wire_type, op::sum, false);
+    }
+  }
+
+  /// Gives device data queued on the engine's stream to a device communicator:
+  /// with an event it waits for on the device, or after the host waited.
+  work hand_over(runtime& s, void* data, std::size_t n, dtype t, op o, const std::string& what) {
+    if constexpr (event_ordered_communicator<Comm>) {
+      (void)what;
+      if (!s.ready) s.ready.emplace(rank());
+      check(cudaEventRecord(s.ready->get(), stream_.get()), "cudaEventRecord (a bucket's ready event)");
+      return comm_.all_reduce(device_memory, data, n, t, o, s.ready->get(), false);
+    } else {
+      cuda::wait_stream(stream_.get(), comm_.timeout(), what, rank());
+      return comm_.all_reduce(device_memory, data, n, t, o, false);
+    }
+  }
+
+  Comm& comm_;
+  const bucket_plan& plan_;
+  const std::vector<tensor_slot>& params_;
+  cudaStream_t user_;
+  cuda::stream stream_;
+  cuda::event ordered_; ///< recorded for each cross-stream wait (re-recording is allowed)
+  std::vector<runtime> state_;
+};
+
+/// Broadcasts device tensors from rank 0 over a host-only communicator
+/// (ddp::gloo): device -> pinned, broadcast, pinned -> device, on its own
+/// stream after the compute stream. One pinned buffer, grown to the largest
+/// tensor and kept. Synchronous: construction and sync_buffers() only.
+template <communicator Comm> class staged_broadcaster {
+public:
+  staged_broadcaster(Comm& comm, cudaStream_t compute_stream)
+      : comm_(comm), user_(compute_stream), stream_(comm.rank()), ordered_(comm.rank()) {}
+
+  void operator()(const tensor_slot& s) {
+    const int r = comm_.rank();
+    const std::size_t bytes = s.count * size_of(s.type);
+    if (bytes == 0) return;
+    if (pinned_.bytes() < bytes) pinned_ = cuda::pinned_buffer(bytes, r);
+    const std::string what = "staging '" + s.name + "' for the broadcast from rank 0";
+    if (r == 0) {
+      cuda::order_after(stream_.get(), user_, ordered_.get(), r);
+      cuda::check(cudaMemcpyAsync(pinned_.get(), s.value, bytes, cudaMemcpyDeviceToHost, stream_.get()),
+                  "cudaMemcpyAsync (device -> pinned, broadcast)", r);
+      cuda::wait_stream(stream_.get(), comm_.timeout(), what, r);
+    }
+    comm_.broadcast(pinned_.get(), s.count, s.type, 0, true).wait();
+    if (r != 0) {
+      cuda::order_after(stream_.get(), user_, ordered_.get(), r);
+      cuda::check(cudaMemcpyAsync(s.value, pinned_.get(), bytes, cudaMemcpyHostToDevice, stream_.get()),
+                  "cudaMemcpyAsync (pinned -> device, broadcast)", r);
+      cuda::wait_stream(stream_.get(), comm_.timeout(), what, r);
+    }
+  }
+
+private:
+  Comm& comm_;
+  cudaStream_t user_;
+  cuda::stream stream_;
+  cuda::event ordered_;
+  cuda::pinned_buffer pinned_;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP

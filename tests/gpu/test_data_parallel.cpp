@@ -1,0 +1,341 @@
+// distributed_data_parallel with gradients in CUDA device memory (issue 10):
+// R ranks equal one process on the whole batch, for every bucketing policy and
+// reduction, mark_unused, no_sync, join, buffers, moved storage, a compute
+// stream and ddp::device_arena. `gpu_data_parallel gloo` runs at any world size
+// (ranks share the GPU: pinned staging); `gpu_data_parallel nccl` at world 1
+// (NCCL refuses two ranks on one GPU). A plain .cpp compiled by g++: the
+// kernels come from ddp's embedded fatbin.
+//
+// The "model": parameter k of n_k elements; rank r's gradient at step t is the
+// mean over its shard of per-example gradients g(example, k, i), computed here
+// and uploaded to the device (the engine, not this file, is under test). The
+// oracle is the same mean over the whole global batch, computed in this process.
+// Without a CUDA device every rank exits 77 (ctest: skipped) saying why.
+#include <ddp/backend/nccl.hpp>
+#include <ddp/ddp.hpp>
+#include <ddp/device_arena.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+int failures = 0;
+#define EXPECT(cond)                                                                                         \
+  do {                                                                                                       \
+    if (!(cond)) {                                                                                           \
+      std::printf("FAILED: %s (%s line %d)\n", #cond, current_case, __LINE__);                               \
+      ++failures;                                                                                            \
+    }                                                                                                        \
+  } while (0)
+const char* current_case = "";
+
+void cuda_ok(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::printf("FAILED: %s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+const std::vector<std::size_t> sizes{7, 300, 1, 4096, 33, 70000};
+constexpr int per_rank_batch = 3;
+
+/// Per-example gradient: deterministic, different per example, parameter, element and step.
+double example_grad(int example, std::size_t k, std::size_t i, int step) {
+  return std::sin(0.37 * example + 1.3 * static_cast<double>(k) + 0.011 * static_cast<double>(i) +
+                  0.7 * step);
+}
+
+/// The mean over examples [first, first + count).
+template <class S> std::vector<S> shard_grad(std::size_t k, int first, int count, int step) {
+  std::vector<S> g(sizes[k]);
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    double s = 0;
+    for (int e = first; e < first + count; ++e)
+      s += example_grad(e, k, i, step);
+    g[i] = static_cast<S>(s / count);
+  }
+  return g;
+}
+
+/// Parameters, gradients and one buffer, all in device memory; gradients in a
+/// device_arena (contiguous, reverse registration order) or one cudaMalloc each.
+template <class S> struct gpu_model {
+  std::vector<ddp::device_span<S>> w, dw;
+  ddp::device_span<S> running{};
+  std::vector<S*> owned;
+  std::unique_ptr<ddp::device_arena<S>> arena;
+
+  gpu_model(bool use_arena, S init) {
+    if (use_arena) arena = std::make_unique<ddp::device_arena<S>>(sizes);
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      w.push_back(alloc(sizes[k], init + static_cast<S>(k)));
+      dw.push_back(use_arena ? arena->slot(k) : alloc(sizes[k], 0));
+    }
+    running = alloc(5, init);
+  }
+  gpu_model(const gpu_model&) = delete;
+  ~gpu_model() {
+    for (auto* p : owned)
+      cudaFree(p);
+  }
+  ddp::device_span<S> alloc(std::size_t n, S value) {
+    S* p = nullptr;
+    cuda_ok(cudaMalloc(&p, n * sizeof(S)), "cudaMalloc");
+    owned.push_back(p);
+    std::vector<S> h(n, value);
+    cuda_ok(cudaMemcpy(p, h.data(), n * sizeof(S), cudaMemcpyHostToDevice), "cudaMemcpy");
+    return {p, n};
+  }
+  template <class F> void for_each_parameter(F&& f) {
+    for (std::size_t k = 0; k < w.size(); ++k)
+      f("p" + std::to_string(k), w[k], dw[k]);
+  }
+  template <class F> void for_each_buffer(F&& f) { f("running", running); }
+};
+
+template <class S> std::vector<S> download(ddp::device_span<S> d) {
+  std::vector<S> h(d.count);
+  cuda_ok(cudaMemcpy(h.data(), d.ptr, d.count * sizeof(S), cudaMemcpyDeviceToHost), "cudaMemcpy (download)");
+  return h;
+}
+template <class S> void upload(ddp::device_span<S> d, const std::vector<S>& h, cudaStream_t s = nullptr) {
+  cuda_ok(cudaMemcpyAsync(d.ptr, h.data(), h.size() * sizeof(S), cudaMemcpyHostToDevice, s),
+          "cudaMemcpyAsync");
+  cuda_ok(cudaStreamSynchronize(s), "cudaStreamSynchronize"); // h is pageable and short-lived
+}
+
+double rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    num += (a[i] - b[i]) * (a[i] - b[i]);
+    den += b[i] * b[i];
+  }
+  return std::sqrt(num / (den > 0 ? den : 1));
+}
+
+/// A user-written policy: two parameters per bucket, reverse order.
+struct pairs {
+  static std::vector<std::vector<std::size_t>> assign(std::span<const ddp::parameter_desc> p) {
+    std::vector<std::vector<std::size_t>> out;
+    for (std::size_t k = p.size(); k-- > 0;) {
+      if (out.empty() || out.back().size() == 2) out.emplace_back();
+      out.back().push_back(k);
+    }
+    return out;
+  }
+};
+using small_buckets = ddp::bucketing::size_capped<1024, 512>;
+
+struct run_options {
+  bool use_arena = false;
+  bool mark = true;          ///< mark every gradient ready (else only synchronize())
+  int micro_batches = 1;     ///< > 1: accumulate through no_sync
+  bool use_stream = false;   ///< a compute stream, stream-ordered synchronize()
+  bool move_storage = false; ///< a gradient moves to new device memory after step 1
+  std::vector<ddp::bucket_info>* layout = nullptr;
+};
+
+/// Trains `steps` SGD steps on R ranks and in this process on the whole batch;
+/// returns the relative difference of the parameters (every rank's own).
+template <class Backend, class S, class Bucketing, class Reduction = ddp::reduction::mean>
+double train_and_compare(ddp::process_group<Backend>& pg, run_options o) {
+  const int R = pg.size(), rank = pg.rank(), steps = 3;
+  cudaStream_t stream = nullptr;
+  if (o.use_stream) cuda_ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  // Ranks start from different weights: construction must broadcast rank 0's.
+  gpu_model<S> m(o.use_arena, static_cast<S>(rank == 0 ? 1 : 50 + rank));
+  ddp::ddp_options opts;
+  opts.compute_stream = stream;
+  ddp::distributed_data_parallel<gpu_model<S>, Backend, Bucketing, Reduction> dp(m, pg, opts);
+  if (o.layout) *o.layout = dp.buckets();
+  const double lr = 0.1, mult = Reduction::average ? 1.0 : R;
+  std::vector<std::vector<double>> ref(sizes.size());
+  for (std::size_t k = 0; k < sizes.size(); ++k)
+    ref[k].assign(sizes[k], 1.0 + static_cast<double>(k));
+  std::vector<std::vector<S>> mine(sizes.size());
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    auto h = download(m.w[k]);
+    mine[k].assign(h.begin(), h.end());
+  }
+  const int shard = per_rank_batch * o.micro_batches;
+  for (int step = 0; step < steps; ++step) {
+    if (o.move_storage && step == 1) m.dw[3] = m.alloc(sizes[3], 0); // dp must follow it
+    // The oracle: the whole global batch in one process.
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      auto g = shard_grad<double>(k, 0, R * shard, step);
+      for (std::size_t i = 0; i < g.size(); ++i)
+        ref[k][i] -= lr * mult * g[i];
+    }
+    // This rank: its shard, in micro-batches; gradients accumulate on the device.
+    std::vector<std::vector<S>> acc(sizes.size());
+    auto backward = [&](int mb) {
+      for (std::size_t k = sizes.size(); k-- > 0;) { // backward: last layer first
+        auto g = shard_grad<S>(k, rank * shard + mb * per_rank_batch, per_rank_batch, step);
+        if (acc[k].empty()) acc[k].assign(g.size(), S(0));
+        for (std::size_t i = 0; i < g.size(); ++i)
+          acc[k][i] += g[i] / static_cast<S>(o.micro_batches);
+        upload(m.dw[k], acc[k], stream);
+        if (o.mark && mb + 1 == o.micro_batches) dp.mark_grad_ready(m.dw[k]);
+      }
+    };
+    for (int mb = 0; mb + 1 < o.micro_batches; ++mb) {
+      auto guard = dp.no_sync();
+      backward(mb);
+      dp.synchronize(); // inside no_sync: ends the step, communicates nothing
+    }
+    backward(o.micro_batches - 1);
+    dp.synchronize();
+    if (o.use_stream) cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize (compute stream)");
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      auto g = download(m.dw[k]);
+      for (std::size_t i = 0; i < g.size(); ++i)
+        mine[k][i] = static_cast<S>(mine[k][i] - static_cast<S>(lr) * g[i]);
+      upload(m.w[k], mine[k]);
+    }
+  }
+  std::vector<double> a, b;
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    auto w = download(m.w[k]);
+    a.insert(a.end(), w.begin(), w.end());
+    b.insert(b.end(), ref[k].begin(), ref[k].end());
+  }
+  if (stream) cudaStreamDestroy(stream);
+  return rel_diff(a, b);
+}
+
+/// One gradient on the host, one on the device: refused.
+struct mixed {
+  std::vector<float> hw{1}, hdw{0};
+  ddp::device_span<float> w{}, dw{};
+  template <class F> void for_each_parameter(F&& f) {
+    f("host", hw, hdw);
+    f("device", w, dw);
+  }
+};
+
+template <class Backend> void suite(ddp::process_group<Backend>& pg) {
+  const int R = pg.size(), rank = pg.rank();
+  current_case = "every bucketing policy, float";
+  EXPECT((train_and_compare<Backend, float, ddp::bucketing::size_capped<>>(pg, {}) < 1e-5));
+  EXPECT((train_and_compare<Backend, float, small_buckets>(pg, {}) < 1e-5));
+  EXPECT((train_and_compare<Backend, float, ddp::bucketing::per_tensor>(pg, {}) < 1e-5));
+  EXPECT((train_and_compare<Backend, float, ddp::bucketing::single_buffer>(pg, {}) < 1e-5));
+  EXPECT((train_and_compare<Backend, float, pairs>(pg, {.mark = false}) < 1e-5));
+  current_case = "double";
+  EXPECT((train_and_compare<Backend, double, small_buckets>(pg, {}) < 1e-12));
+  current_case = "sum";
+  EXPECT((train_and_compare<Backend, double, small_buckets, ddp::reduction::sum>(pg, {}) < 1e-12));
+  current_case = "fp16 and bf16 compressed means";
+  EXPECT((train_and_compare<Backend, float, small_buckets, ddp::reduction::fp16_compressed_mean>(pg, {}) <
+          2e-3));
+  EXPECT((train_and_compare<Backend, float, small_buckets, ddp::reduction::bf16_compressed_mean>(pg, {}) <
+          2e-2));
+  current_case = "device_arena: buckets in place";
+  std::vector<ddp::bucket_info> layout;
+  EXPECT(
+      (train_and_compare<Backend, float, small_buckets>(pg, {.use_arena = true, .layout = &layout}) < 1e-5));
+  EXPECT(layout.size() > 1);
+  for (auto& b : layout)
+    EXPECT(b.path == ddp::bucket_path::in_place);
+  EXPECT((train_and_compare<Backend, float, small_buckets>(pg, {.layout = &layout}) < 1e-5));
+  for (auto& b : layout)
+    EXPECT((b.path == ddp::bucket_path::in_place) == (b.parameters.size() == 1));
+  current_case = "no_sync accumulation";
+  EXPECT((train_and_compare<Backend, float, small_buckets>(pg, {.micro_batches = 3}) < 1e-5));
+  current_case = "compute stream, stream-ordered synchronize()";
+  EXPECT((train_and_compare<Backend, float, small_buckets>(pg, {.use_stream = true}) < 1e-5));
+  EXPECT((train_and_compare<Backend, float, ddp::bucketing::single_buffer>(
+              pg, {.use_arena = true, .use_stream = true}) < 1e-5));
+  current_case = "moved gradient storage is followed";
+  EXPECT((train_and_compare<Backend, float, small_buckets>(pg, {.move_storage = true}) < 1e-5));
+
+  current_case = "buffers: rank 0's after construction and after synchronize()";
+  {
+    gpu_model<float> m(false, static_cast<float>(rank + 1));
+    ddp::distributed_data_parallel<gpu_model<float>, Backend> dp(m, pg);
+    EXPECT(download(m.running)[4] == 1.0f);
+    upload(m.running, std::vector<float>(5, static_cast<float>(10 + rank)));
+    dp.synchronize();
+    EXPECT(download(m.running)[0] == 10.0f);
+  }
+
+  current_case = "mark_unused: zeros contributed, the average still received";
+  {
+    gpu_model<double> m(false, 0.0);
+    ddp::distributed_data_parallel<gpu_model<double>, Backend, small_buckets> dp(m, pg);
+    for (std::size_t k = 0; k < sizes.size(); ++k)
+      upload(m.dw[k], std::vector<double>(sizes[k], rank + 1.0));
+    if (rank % 2 == 1) dp.mark_unused(m.dw[1]); // this rank's garbage must not count
+    dp.synchronize();
+    double used = 0;
+    for (int r = 0; r < R; ++r)
+      used += r % 2 == 1 ? 0.0 : r + 1.0;
+    EXPECT(std::abs(download(m.dw[1])[299] - used / R) < 1e-12);
+    EXPECT(std::abs(download(m.dw[0])[0] - (R + 1) / 2.0) < 1e-12);
+  }
+
+  current_case = "join: uneven inputs";
+  {
+    auto my_steps = [](int r) { return 1 + r; };
+    gpu_model<double> m(false, 0.0);
+    ddp::distributed_data_parallel<gpu_model<double>, Backend, small_buckets> dp(m, pg,
+                                                                                 {.uneven_inputs = true});
+    std::vector<double> got;
+    for (int step = 0; step < my_steps(rank); ++step) {
+      for (std::size_t k = 0; k < sizes.size(); ++k)
+        upload(m.dw[k], std::vector<double>(sizes[k], rank + 1.0));
+      dp.synchronize();
+      got.push_back(download(m.dw[5])[69999]);
+    }
+    dp.join();
+    for (int step = 0; step < my_steps(rank); ++step) {
+      double s = 0; // ranks still training at this step contribute rank+1, joined ones zeros
+      for (int r = 0; r < R; ++r)
+        if (step < my_steps(r)) s += r + 1.0;
+      EXPECT(std::abs(got[static_cast<std::size_t>(step)] - s / R) < 1e-12);
+    }
+  }
+
+  current_case = "mixed host and device gradients are refused, naming the parameter";
+  {
+    mixed m;
+    float* p = nullptr;
+    cuda_ok(cudaMalloc(&p, 2 * sizeof(float)), "cudaMalloc");
+    m.w = {p, 1};
+    m.dw = {p + 1, 1};
+    bool refused = false;
+    try {
+      ddp::distributed_data_parallel<mixed, Backend> dp(m, pg);
+    } catch (const ddp::error& e) { refused = std::string(e.what()).find("'device'") != std::string::npos; }
+    EXPECT(refused);
+    cudaFree(p);
+  }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  const std::string backend = argc > 1 ? argv[1] : "gloo";
+  int devices = 0;
+  cudaError_t e = cudaGetDeviceCount(&devices);
+  if (e != cudaSuccess || devices == 0) {
+    std::printf("SKIP: no CUDA device (cudaGetDeviceCount: %s): device-gradient DDP needs a GPU\n",
+                e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+    return 77;
+  }
+  if (backend == "nccl") {
+    auto pg = ddp::init_process_group<ddp::nccl>();
+    suite(pg);
+    std::printf("rank %d/%d nccl: %s\n", pg.rank(), pg.size(), failures ? "FAILED" : "ok");
+  } else {
+    cuda_ok(cudaSetDevice(0), "cudaSetDevice"); // every rank shares GPU 0
+    auto pg = ddp::init_process_group<ddp::gloo>();
+    suite(pg);
+    std::printf("rank %d/%d gloo: %s\n", pg.rank(), pg.size(), failures ? "FAILED" : "ok");
+  }
+  return failures ? 1 : 0;
+}
