@@ -6,28 +6,11 @@
 // With `overlap`, only the last case (bench/grad_sync_netns.sh runs it over a slow link).
 #include "common.hpp"
 #include "raw_gloo.hpp"
+#include "shapes.hpp"
 
 #include <thread>
 
 namespace {
-
-/// ResNet-50 (torchvision) parameter sizes in registration order: 161 tensors, 25 557 032 floats.
-std::vector<std::size_t> resnet50_sizes() {
-  std::vector<std::size_t> s{64 * 3 * 7 * 7, 64, 64};
-  std::size_t in = 64;
-  for (auto [planes, blocks] : {std::pair<std::size_t, int>{64, 3}, {128, 4}, {256, 6}, {512, 3}}) {
-    for (int b = 0; b < blocks; ++b) {
-      std::size_t out = planes * 4;
-      for (std::size_t x :
-           {planes * in, planes, planes, planes * planes * 9, planes, planes, out * planes, out, out})
-        s.push_back(x);
-      if (b == 0) s.insert(s.end(), {out * in, out, out});
-      in = out;
-    }
-  }
-  s.insert(s.end(), {1000 * 2048, 1000});
-  return s;
-}
 
 /// A model made of float tensors of given sizes; gradients in separate allocations
 /// (the common case) or in a ddp::arena (then buckets reduce in place).
@@ -145,7 +128,7 @@ void overlap(ddp::process_group<ddp::gloo>& pg, const std::vector<std::size_t>& 
 
 int main(int argc, char** argv) {
   auto pg = ddp::init_process_group<ddp::gloo>();
-  const auto resnet = resnet50_sizes();
+  const auto resnet = bench::resnet50_sizes();
   if (argc > 1 && std::string(argv[1]) == "overlap") {
     overlap(pg, resnet, 7);
     pg.barrier();

@@ -21,9 +21,10 @@ public:
   }
 
   /// Sums `v` across ranks in place, as a user of plain Gloo would.
-  void all_reduce(std::vector<float>& v) {
+  void all_reduce(std::vector<float>& v) { all_reduce(v.data(), v.size()); }
+  void all_reduce(float* p, std::size_t n) {
     ::gloo::AllreduceOptions opts(ctx_);
-    opts.setOutput(v.data(), v.size());
+    opts.setOutput(p, n);
     opts.setReduceFunction(
         static_cast<void (*)(void*, const void*, const void*, size_t)>(&::gloo::sum<float>));
     opts.setTag(tag_++);
