@@ -20,8 +20,8 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 
 namespace {
