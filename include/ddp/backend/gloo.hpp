@@ -268,7 +268,13 @@ private:
       ctx->connectFullMesh(adapter, device);
       leaders_ = std::move(ctx);
     }
-    shm_ = std::make_unique<shm_all_reduce>(std::move(seg), store_, rank_, timeout_);
+    auto find_lost = [store = store_](std::chrono::milliseconds grace) -> shm_all_reduce::lost_peer {
+      // check() first: one round trip, no wait, on the common path where nobody is lost.
+      if (grace.count() == 0 && !store->check({store_lost_key})) return {};
+      auto l = store->wait_for_lost_rank(grace);
+      return {l.rank, l.reason, l.silent};
+    };
+    shm_ = std::make_unique<shm_all_reduce>(std::move(seg), std::move(find_lost), rank_, timeout_);
   }
 
   /// All-reduce through the node's segment; across nodes the leaders reduce

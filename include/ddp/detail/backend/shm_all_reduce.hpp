@@ -18,7 +18,6 @@
 #include <ddp/detail/backend/fragment.hpp>
 #include <ddp/detail/backend/shm_segment.hpp>
 #include <ddp/detail/numeric/elementwise.hpp>
-#include <ddp/detail/store/protocol.hpp>
 
 #include <algorithm>
 #include <fstream>
@@ -36,9 +35,18 @@ public:
   /// 4 MiB ones (twice the barriers).
   static constexpr std::size_t default_chunk_bytes = std::size_t{4} << 20;
 
-  shm_all_reduce(std::unique_ptr<shm_segment> seg, std::shared_ptr<tcp_store> store, int rank,
+  /// A rank the rendezvous store saw lost: (-1, "") for none.
+  struct lost_peer {
+    int rank = -1;
+    std::string reason;
+    bool silent = false;
+  };
+  /// `find_lost(grace)`: asks the store for a lost rank, waiting up to `grace`.
+  using lost_finder = std::function<lost_peer(std::chrono::milliseconds grace)>;
+
+  shm_all_reduce(std::unique_ptr<shm_segment> seg, lost_finder find_lost, int rank,
                  std::chrono::milliseconds timeout)
-      : seg_(std::move(seg)), store_(std::move(store)), rank_(rank), timeout_(timeout),
+      : seg_(std::move(seg)), find_lost_(std::move(find_lost)), rank_(rank), timeout_(timeout),
         chunk_bytes_(seg_->chunk_capacity()) {}
 
   const shm_segment& segment() const { return *seg_; }
@@ -234,9 +242,9 @@ private:
                     sl.global);
       }
     }
-    if (store_ && store_->check({store_lost_key})) {
-      auto lost = store_->wait_for_lost_rank(std::chrono::milliseconds(0));
-      if (lost) {
+    if (find_lost_) {
+      auto lost = find_lost_(std::chrono::milliseconds(0));
+      if (lost.rank >= 0) {
         abort();
         throw error(error_kind::peer_lost,
                     *what_ + " failed: rank " + std::to_string(lost.rank) + " " + lost.reason +
@@ -254,8 +262,8 @@ private:
     // too: blame that one, as a timeout (the caller's desync report follows).
     for (int l : missing())
       if (seg_->slot(l).global != by) fail_timeout();
-    if (store_)
-      if (auto lost = store_->wait_for_lost_rank(std::chrono::milliseconds(1000)))
+    if (find_lost_)
+      if (auto lost = find_lost_(std::chrono::milliseconds(1000)); lost.rank >= 0)
         throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
                     *what_ + " failed: rank " + std::to_string(lost.rank) + " " + lost.reason, lost.rank);
     throw error(error_kind::peer_lost,
@@ -281,7 +289,7 @@ private:
   }
 
   std::unique_ptr<shm_segment> seg_;
-  std::shared_ptr<tcp_store> store_;
+  lost_finder find_lost_;
   int rank_;
   std::chrono::milliseconds timeout_;
   std::size_t chunk_bytes_;

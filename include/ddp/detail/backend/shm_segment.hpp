@@ -17,7 +17,6 @@
 
 #include <ddp/detail/backend/gloo_header.hpp>
 #include <ddp/error.hpp>
-#include <ddp/store.hpp>
 
 #include <openssl/evp.h>
 
@@ -28,6 +27,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -85,9 +85,9 @@ class shm_segment {
 public:
   /// Collective over the node's ranks (all must call it): maps the segment and
   /// unlinks its name before returning. Throws ddp::error naming what failed.
-  shm_segment(tcp_store& store, const std::string& token, const std::string& store_where, int rank,
-              int node_rank, int local_rank, int local_size, std::size_t chunk_capacity,
-              std::chrono::milliseconds timeout)
+  template <class Store>
+  shm_segment(Store& store, const std::string& token, const std::string& store_where, int rank, int node_rank,
+              int local_rank, int local_size, std::size_t chunk_capacity, std::chrono::milliseconds timeout)
       : local_rank_(local_rank), local_size_(local_size) {
     name_ = shm_segment_name(token, store_where, node_rank);
     const std::string prefix = "ddp/shm/" + std::to_string(node_rank) + "/";
