@@ -125,6 +125,9 @@ public:
   void set_shm_chunk_bytes(std::size_t bytes) {
     if (shm_) shm_->set_chunk_bytes(bytes);
   }
+  /// Benches compare the two paths in one run: false sends all_reduce over TCP
+  /// again. Every rank must switch at the same point of its collective sequence.
+  void use_shm(bool on) { shm_on_ = on; }
   std::size_t shm_chunk_bytes() const { return shm_ ? shm_->chunk_bytes() : 0; }
   /// The shm segment's name (tests look for it in /dev/shm); empty when off.
   std::string shm_segment_name() const { return shm_ ? shm_->segment().name() : std::string(); }
@@ -166,8 +169,9 @@ public:
       throw error(error_kind::config, "op::avg needs a floating-point tensor, got " +
                                           std::string(to_string(dt)) + ": use op::sum and divide yourself");
     return submit("all_reduce", n, dt, blocking,
-                  [=, this, piece = ring_piece_bytes_](std::uint32_t tag, const std::string& what) {
-                    run_all_reduce(tag, what, data, n, dt, o, piece);
+                  [=, this, piece = ring_piece_bytes_, shm = shm_ && shm_on_](std::uint32_t tag,
+                                                                              const std::string& what) {
+                    run_all_reduce(tag, what, data, n, dt, o, piece, shm);
                   });
   }
 
@@ -183,9 +187,9 @@ public:
     // The piece size as of submission: a later set_ring_piece_bytes() does not
     // reach a collective already queued.
     return submit("all_reduce", n, dt, blocking,
-                  [=, this, frags = std::move(frags), piece = ring_piece_bytes_](std::uint32_t tag,
-                                                                                 const std::string& what) {
-                    if (shm_ && size_ > 1) {
+                  [=, this, frags = std::move(frags), piece = ring_piece_bytes_,
+                   shm = shm_ && shm_on_](std::uint32_t tag, const std::string& what) {
+                    if (shm && size_ > 1) {
                       auto h = header(collective_kind::all_reduce, tag, n, dt);
                       h.reduce = static_cast<std::uint8_t>(op::sum);
                       h.piece = piece;
@@ -328,12 +332,12 @@ private:
   }
 
   void run_all_reduce(std::uint32_t tag, const std::string& what, void* data, std::size_t n, dtype dt, op o,
-                      std::size_t piece) {
+                      std::size_t piece, bool shm) {
     if (size_ == 1) return;
     auto h = header(collective_kind::all_reduce, tag, n, dt);
     h.reduce = static_cast<std::uint8_t>(o);
     h.piece = piece;
-    if (shm_) {
+    if (shm) {
       std::vector<fragment> whole{{data, n}};
       run_shm(h, what, whole, dt, o, o == op::avg ? 1.0 / size_ : 1.0);
       return;
@@ -568,6 +572,7 @@ private:
   std::shared_ptr<::gloo::Context> leaders_; ///< local rank 0 of each node, across nodes with shm
   std::unique_ptr<shm_all_reduce> shm_;
   int nnodes_ = 1;
+  bool shm_on_ = true;
   std::vector<char> scratch_;
   header_round headers_;
   std::size_t ring_piece_bytes_ = fragment_ring::default_piece_bytes;

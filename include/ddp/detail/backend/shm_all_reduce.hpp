@@ -185,6 +185,13 @@ private:
       if (gen.load(std::memory_order_acquire) != g) return;
       pause();
     }
+    // Then yield for up to ~100 us: on a busy host the peer may be waiting for
+    // this very core, and a yield hands it over without the futex round trip.
+    for (auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
+         std::chrono::steady_clock::now() < until;) {
+      if (gen.load(std::memory_order_acquire) != g) return;
+      std::this_thread::yield();
+    }
     auto next_check = std::chrono::steady_clock::now();
     while (gen.load(std::memory_order_acquire) == g) {
       const timespec ts{0, 2'000'000};
