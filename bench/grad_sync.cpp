@@ -3,7 +3,8 @@
 // default) and over TCP (tcp_s: today's path before shm), against one raw
 // Gloo allreduce of a flat buffer of the same total size; plus how much communication a (sleeping)
 // backward hides. One JSON line per case from rank 0.
-//   ddprun --nproc-per-node 2 --no-prefix build/bench/bench_grad_sync
+//   ddprun --nproc-per-node 2 --no-prefix build/bench/bench_grad_sync [overlap]
+// With `overlap`, only the last case (bench/grad_sync_netns.sh runs it over a slow link).
 #include "common.hpp"
 #include "raw_gloo.hpp"
 
@@ -147,10 +148,15 @@ void overlap(ddp::process_group<ddp::gloo>& pg, const std::vector<std::size_t>& 
 
 } // namespace
 
-int main() {
+int main(int argc, char** argv) {
   auto pg = ddp::init_process_group<ddp::gloo>();
-  bench::raw_gloo raw(pg, "bench/grad_sync/raw/");
   const auto resnet = resnet50_sizes();
+  if (argc > 1 && std::string(argv[1]) == "overlap") {
+    overlap(pg, resnet, 7);
+    pg.barrier();
+    return 0;
+  }
+  bench::raw_gloo raw(pg, "bench/grad_sync/raw/");
   const std::vector<std::size_t> small(2000, 256);
   using namespace ddp::bucketing;
   report<size_capped<>>(pg, raw, "resnet50", "size_capped", resnet, false, 5);

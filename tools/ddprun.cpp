@@ -4,7 +4,18 @@
 //   ddprun --nnodes 2 --node-rank 0 --master-addr node0 --master-port 29500 --nproc-per-node 8 ./train
 //
 // Each child gets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, NODE_RANK,
-// MASTER_ADDR, MASTER_PORT and DDP_TOKEN. Output lines are prefixed with "[rank] ".
+// MASTER_ADDR, MASTER_PORT, DDP_TOKEN, DDP_STORE_IN_LAUNCHER=1 and DDP_RESTART_ROUND.
+// Output lines are prefixed with "[rank] ".
+//
+// The rendezvous store: ddprun on node 0 serves it (as torchrun's agent does), so
+// it outlives every rank and is still there to say which rank was lost; the ranks
+// connect to it as clients (DDP_STORE_IN_LAUNCHER=1 tells them not to serve one).
+//
+// Restarts (--max-restarts N): when a rank fails, ddprun stops its local ranks,
+// tells the other nodes' ddprun through the store (key ddprun/r<k>/failed), and
+// every node relaunches its ranks in round k+1 (DDP_RESTART_ROUND=k+1; the ranks'
+// store keys are scoped "r<k+1>/", so nothing of round k leaks in). After N
+// restarts a failing job ends with the last failure's exit code.
 // When one rank fails, the others get a grace period to finish (and report what they
 // saw), then SIGTERM (and SIGCONT, for a stopped rank), then SIGKILL after another
 // grace period; and ddprun exits with the code of the rank that failed *first*
@@ -12,7 +23,8 @@
 // stops are seen as they happen (waitpid with WUNTRACED every 20 ms), and a rank
 // that fails on its own notes the moment in DDP_FAILURE_FILE before it tells its
 // peers, who may exit before it does (see ddp/detail/common/failure_note.hpp).
-#include <ddp/detail/store/socket.hpp>
+#include <ddp/detail/common/timeout.hpp>
+#include <ddp/store.hpp>
 
 #include <CLI/CLI.hpp>
 
@@ -23,6 +35,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <sys/wait.h>
@@ -99,11 +112,6 @@ std::string random_token() {
   return s;
 }
 
-int pick_free_port(const std::string& addr) {
-  auto fd = ddp::detail::listen_tcp(addr, 0);
-  return ddp::detail::local_port(fd.get()); // closed here; the store binds it again right away
-}
-
 std::string describe(int status) {
   if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) {
@@ -153,122 +161,117 @@ void drain(int& fd, std::string& buf, FILE* to, const std::string& prefix) {
   }
 }
 
-} // namespace
+/// What one round of the job came to on this node.
+struct round_outcome {
+  bool failed = false;      ///< a local rank failed, or another node reported a failure
+  bool user_signal = false; ///< ddprun itself got SIGINT/SIGTERM: no restart
+  int exit_code = 0;
+  std::string what; ///< the failure, for the store and the final message
+};
 
-int main(int argc, char** argv) {
-  CLI::App app{"ddprun: launch the local ranks of a distributed data-parallel job"};
-  int nproc = 1, nnodes = 1, node_rank = 0, master_port = -1;
+struct job {
+  int nproc = 1, nnodes = 1, node_rank = 0, master_port = 0, store_port = 0, max_restarts = 0;
   double grace = 5.0;
-  std::string master_addr = "127.0.0.1";
+  std::string master_addr, token;
   bool no_prefix = false;
   std::vector<std::string> command;
-  app.add_option("--nproc-per-node,--nproc_per_node", nproc, "processes (ranks) on this node")
-      ->check(CLI::Range(1, 4096));
-  app.add_option("--nnodes", nnodes, "number of nodes in the job")->check(CLI::Range(1, 65536));
-  app.add_option("--node-rank,--node_rank", node_rank, "index of this node, 0..nnodes-1")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--master-addr,--master_addr", master_addr,
-                 "address of node 0, where rank 0 serves the store");
-  app.add_option(
-         "--master-port,--master_port", master_port,
-         "port of the store; 0 picks a free one (single node only). Default: 0 on one node, 29500 on several")
-      ->check(CLI::Range(0, 65535));
-  app.add_option("--grace-period", grace,
-                 "when a rank fails: seconds the others get before SIGTERM, and again before SIGKILL")
-      ->check(CLI::Range(0.0, 3600.0));
-  app.add_flag("--no-prefix", no_prefix, "do not prefix output lines with [rank]");
-  // Everything from the program name on belongs to the program, like torchrun.
-  app.prefix_command(true);
-  app.footer("usage: ddprun [options] [--] program [args...]");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) { return app.exit(e); }
-  command = app.remaining();
-  if (!command.empty() && command.front() == "--") command.erase(command.begin());
-  if (command.empty()) {
-    std::cerr << "ddprun: no program given\n" << app.help();
-    return 2;
-  }
-  if (node_rank >= nnodes) {
-    std::cerr << "ddprun: --node-rank " << node_rank << " must be below --nnodes " << nnodes << "\n";
-    return 2;
-  }
-  if (master_port < 0) master_port = nnodes > 1 ? 29500 : 0;
-  if (master_port == 0 && nnodes > 1) {
-    std::cerr << "ddprun: --master-port 0 (pick a free port) works on one node only: give every node the "
-                 "same port\n";
-    return 2;
-  }
-  std::string token;
-  if (const char* t = std::getenv("DDP_TOKEN"); t && *t)
-    token = t;
-  else if (nnodes > 1) {
-    std::cerr << "ddprun: with several nodes, export the same DDP_TOKEN on every node (e.g. "
-                 "DDP_TOKEN=$(openssl rand -hex 16))\n";
-    return 2;
-  } else
-    token = random_token();
-  try {
-    if (master_port == 0) master_port = pick_free_port(master_addr);
-  } catch (const std::exception& e) {
-    std::cerr << "ddprun: " << e.what() << "\n";
-    return 2;
-  }
+  /// Node 0: serves the store (and is a client of it); other nodes with
+  /// restarts: a client, to hear of failures elsewhere. Null otherwise.
+  std::unique_ptr<ddp::tcp_store> store;
+};
 
+std::string round_key(int round, const std::string& what) {
+  return "ddprun/r" + std::to_string(round) + "/" + what;
+}
+
+/// The exit code in a failure report "<code> <what>" (1 when unreadable).
+int reported_code(std::string_view report) {
+  auto code = ddp::detail::parse_int(report.substr(0, report.find(' ')));
+  return code && *code > 0 && *code < 256 ? static_cast<int>(*code) : 1;
+}
+
+/// Reports this round's failure to the other nodes, unless one was reported
+/// already: the first report is the job's failure, and its code every node's.
+void report_round_failure(job& j, int round, const std::string& report) {
+  if (j.store->add(round_key(round, "failures"), 1) == 1) j.store->set(round_key(round, "failed"), report);
+}
+
+/// The environment of a rank, built before fork: the child only execs (ddprun
+/// runs the store's thread, so a child must not allocate: a lock held by that
+/// thread at fork time would never be released in the child).
+std::vector<std::string> rank_environment(const job& j, int local, int round, const std::string& note_file) {
+  std::vector<std::string> env;
+  auto skip = [](std::string_view kv) {
+    for (std::string_view n :
+         {"RANK=", "LOCAL_RANK=", "WORLD_SIZE=", "LOCAL_WORLD_SIZE=", "GROUP_RANK=", "NODE_RANK=",
+          "MASTER_ADDR=", "MASTER_PORT=", "DDP_TOKEN=", "DDP_FAILURE_FILE=", "DDP_STORE_IN_LAUNCHER=",
+          "DDP_RESTART_ROUND=", "TORCHELASTIC_USE_AGENT_STORE="})
+      if (kv.starts_with(n)) return true;
+    return false;
+  };
+  for (char** e = environ; *e; ++e)
+    if (!skip(*e)) env.emplace_back(*e);
+  auto set = [&](const char* n, const std::string& v) { env.push_back(std::string(n) + "=" + v); };
+  set("RANK", std::to_string(j.node_rank * j.nproc + local));
+  set("LOCAL_RANK", std::to_string(local));
+  set("WORLD_SIZE", std::to_string(j.nnodes * j.nproc));
+  set("LOCAL_WORLD_SIZE", std::to_string(j.nproc));
+  set("GROUP_RANK", std::to_string(j.node_rank));
+  set("NODE_RANK", std::to_string(j.node_rank));
+  set("MASTER_ADDR", j.master_addr);
+  set("MASTER_PORT", std::to_string(j.master_port));
+  set("DDP_TOKEN", j.token);
+  set("DDP_STORE_IN_LAUNCHER", "1");
+  set("DDP_RESTART_ROUND", std::to_string(round));
+  if (!note_file.empty()) set("DDP_FAILURE_FILE", note_file);
+  return env;
+}
+
+/// Starts this node's ranks for `round`, watches them until every one has
+/// exited, and says how the round went.
+round_outcome run_round(job& j, int round) {
   // Where ranks that fail on their own say so, with the time (see the header).
   char note_dir[] = "/tmp/ddprun-XXXXXX";
   std::string note_file;
   if (::mkdtemp(note_dir)) note_file = std::string(note_dir) + "/failures";
+  const std::string failed_key = round_key(round, "failed");
 
-  if (::pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return 1;
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
-
-  const int world = nnodes * nproc;
-  std::vector<child> kids(static_cast<std::size_t>(nproc));
-  for (int local = 0; local < nproc; ++local) {
+  std::vector<child> kids(static_cast<std::size_t>(j.nproc));
+  for (int local = 0; local < j.nproc; ++local) {
     auto& k = kids[static_cast<std::size_t>(local)];
-    k.rank = node_rank * nproc + local;
+    k.rank = j.node_rank * j.nproc + local;
+    auto env = rank_environment(j, local, round, note_file);
+    std::vector<char*> envp, args;
+    for (auto& e : env)
+      envp.push_back(e.data());
+    envp.push_back(nullptr);
+    for (auto& a : j.command)
+      args.push_back(a.data());
+    args.push_back(nullptr);
+    const std::string cannot = "ddprun: cannot run '" + j.command.front() + "': ";
     int out[2] = {-1, -1}, err[2] = {-1, -1};
-    if (!no_prefix && (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)) return 1;
+    if (!j.no_prefix && (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)) std::exit(1);
     pid_t pid = ::fork();
     if (pid < 0) {
       std::perror("ddprun: fork");
-      return 1;
+      std::exit(1);
     }
     if (pid == 0) {
       ::signal(SIGINT, SIG_DFL);
       ::signal(SIGTERM, SIG_DFL);
-      if (!no_prefix) {
+      if (!j.no_prefix) {
         ::dup2(out[1], 1);
         ::dup2(err[1], 2);
       }
-      auto set = [](const char* n, const std::string& v) { ::setenv(n, v.c_str(), 1); };
-      set("RANK", std::to_string(k.rank));
-      set("LOCAL_RANK", std::to_string(local));
-      set("WORLD_SIZE", std::to_string(world));
-      set("LOCAL_WORLD_SIZE", std::to_string(nproc));
-      set("GROUP_RANK", std::to_string(node_rank));
-      set("NODE_RANK", std::to_string(node_rank));
-      set("MASTER_ADDR", master_addr);
-      set("MASTER_PORT", std::to_string(master_port));
-      set("DDP_TOKEN", token);
-      if (!note_file.empty()) set("DDP_FAILURE_FILE", note_file);
-      std::vector<char*> args;
-      for (auto& a : command)
-        args.push_back(a.data());
-      args.push_back(nullptr);
-      ::execvp(args[0], args.data());
-      std::fprintf(stderr, "ddprun: cannot run '%s': %s\n", args[0], std::strerror(errno));
-      std::fflush(stderr);
+      ::execvpe(args[0], args.data(), envp.data());
+      const char* why = std::strerror(errno);
+      [[maybe_unused]] auto w1 = ::write(2, cannot.data(), cannot.size());
+      [[maybe_unused]] auto w2 = ::write(2, why, std::strlen(why));
+      [[maybe_unused]] auto w3 = ::write(2, "\n", 1);
       ::_exit(127);
     }
     k.pid = pid;
-    if (!no_prefix) {
+    if (!j.no_prefix) {
       ::close(out[1]);
       ::close(err[1]);
       k.out = out[0];
@@ -279,12 +282,16 @@ int main(int argc, char** argv) {
   }
 
   using clock = std::chrono::steady_clock;
-  const auto grace_span = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(grace));
+  const auto grace_span = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(j.grace));
   // Deadlines; `never` when not armed (now() > never is false).
   constexpr auto never = clock::time_point::max();
   clock::time_point term_at = never, kill_at = never, pipes_deadline = never;
-  int exit_code = 0;
-  bool failed = false, user_signal = false;
+  // Another node's failure is looked for in the store this often (a check is one
+  // round trip, well under a millisecond on a live store).
+  const bool watch_store = j.store && j.nnodes > 1 && j.max_restarts > 0;
+  clock::time_point next_store_check = clock::now();
+  round_outcome res;
+  bool failed = false, remote_failure = false;
   std::vector<failure> failures;
   auto terminate_all = [&](int sig) {
     for (auto& k : kids)
@@ -307,8 +314,8 @@ int main(int argc, char** argv) {
       terminate_all(sig); // the user asked: forward at once
       term_at = never;
       if (kill_at == never) kill_at = clock::now() + grace_span;
-      if (exit_code == 0) exit_code = 128 + sig;
-      user_signal = true;
+      if (res.exit_code == 0) res.exit_code = 128 + sig;
+      res.user_signal = true;
     }
     for (auto& k : kids) {
       std::string prefix = "[" + std::to_string(k.rank) + "] ";
@@ -346,13 +353,41 @@ int main(int argc, char** argv) {
           // The others usually fail on their own a moment later, with their own
           // error: let them say it before stopping them.
           failed = true;
-          exit_code = exit_code_of(st);
+          res.exit_code = exit_code_of(st);
           std::fprintf(stderr, "ddprun: rank %d (pid %d) %s; stopping the other ranks\n", k.rank, k.pid,
                        describe(st).c_str());
-          term_at = clock::now() + grace_span;
+          if (term_at == never) term_at = clock::now() + grace_span;
+          if (watch_store && !remote_failure) {
+            try { // tell the other nodes (best effort: they also see our ranks leave the mesh)
+              report_round_failure(j, round,
+                                   std::to_string(exit_code_of(st)) + " rank " + std::to_string(k.rank) +
+                                       " " + describe(st));
+            } catch (const std::exception& e) { std::fprintf(stderr, "ddprun: %s\n", e.what()); }
+          }
         } else if (!ok && kill_at != never && !failed) {
           failed = true;
         }
+      }
+    }
+    if (watch_store && !failed && !remote_failure && !res.user_signal && clock::now() >= next_store_check) {
+      next_store_check = clock::now() + std::chrono::milliseconds(100);
+      try {
+        if (auto v = j.store->try_get(failed_key, std::chrono::seconds(10))) {
+          remote_failure = true;
+          res.what = "on another node: " + *v;
+          std::fprintf(stderr,
+                       "ddprun: node %d: another node reported a failure (%s); stopping the local ranks\n",
+                       j.node_rank, v->c_str());
+          res.exit_code = reported_code(*v);
+          if (term_at == never) term_at = clock::now() + grace_span;
+        }
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "ddprun: node %d: the store on the master node does not answer: %s\n",
+                     j.node_rank, e.what());
+        remote_failure = true;
+        res.exit_code = 1;
+        res.what = "the store on the master node is gone";
+        if (term_at == never) term_at = clock::now() + grace_span;
       }
     }
     bool all_exited = true;
@@ -387,18 +422,156 @@ int main(int argc, char** argv) {
     ::unlink(note_file.c_str());
     ::rmdir(note_dir);
   }
+  if (remote_failure) {
+    res.failed = true;
+    return res; // our ranks were stopped for another node's failure: that one is the job's
+  }
   // A stop or a note matters only when the job failed.
   bool job_failed = std::any_of(failures.begin(), failures.end(), [&](const failure& f) {
     return !f.from_note && f.what.rfind("was stopped", 0) != 0;
   });
-  if (job_failed && exit_code == 0) exit_code = 1;
-  if (job_failed && !user_signal) {
+  if (job_failed && res.exit_code == 0) res.exit_code = 1;
+  if (job_failed && !res.user_signal) {
     auto first = std::min_element(failures.begin(), failures.end(), [](const failure& a, const failure& b) {
       return a.ns != b.ns ? a.ns < b.ns : a.prio < b.prio;
     });
     std::fprintf(stderr, "ddprun: the first rank to fail was rank %d: it %s (ddprun exits with %d)\n",
                  first->rank, first->what.c_str(), first->code);
-    exit_code = first->code;
+    res.exit_code = first->code;
+    res.what = "rank " + std::to_string(first->rank) + " " + first->what;
   }
-  return exit_code;
+  res.failed = job_failed || res.user_signal;
+  return res;
+}
+
+/// Several nodes with restarts: every node says how its round ended, then all
+/// agree: the round failed if any node failed (its code is the job's).
+/// Returns false when the other nodes did not report in time.
+bool agree_on_round(job& j, int round, round_outcome& res) {
+  const std::string failed_key = round_key(round, "failed");
+  try {
+    if (res.failed && !res.user_signal)
+      report_round_failure(j, round, std::to_string(res.exit_code) + " " + res.what);
+    if (res.user_signal) j.store->set("ddprun/stop", "interrupted on node " + std::to_string(j.node_rank));
+    j.store->set(round_key(round, "ended/" + std::to_string(j.node_rank)), res.failed ? "failed" : "ok");
+    std::vector<std::string> ended;
+    for (int n = 0; n < j.nnodes; ++n)
+      ended.push_back(round_key(round, "ended/" + std::to_string(n)));
+    // Every node's ranks end within their own timeout plus two grace periods.
+    j.store->wait(ended,
+                  ddp::detail::default_timeout() + std::chrono::seconds(static_cast<long>(4 * j.grace + 30)));
+    // The first failure reported, on whichever node, is the job's: every node ends with its code.
+    if (auto v = j.store->try_get(failed_key)) {
+      res.failed = true;
+      res.exit_code = reported_code(*v);
+      res.what = *v;
+    }
+    if (j.store->check({"ddprun/stop"})) res.user_signal = true;
+    return true;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ddprun: node %d: could not agree with the other nodes on how round %d ended: %s\n",
+                 j.node_rank, round, e.what());
+    return false;
+  }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"ddprun: launch the local ranks of a distributed data-parallel job"};
+  job j;
+  j.master_addr = "127.0.0.1";
+  int master_port = -1;
+  app.add_option("--nproc-per-node,--nproc_per_node", j.nproc, "processes (ranks) on this node")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--nnodes", j.nnodes, "number of nodes in the job")->check(CLI::Range(1, 65536));
+  app.add_option("--node-rank,--node_rank", j.node_rank, "index of this node, 0..nnodes-1")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--master-addr,--master_addr", j.master_addr,
+                 "address of node 0, where its ddprun serves the rendezvous store");
+  app.add_option(
+         "--master-port,--master_port", master_port,
+         "port of the store; 0 picks a free one (single node only). Default: 0 on one node, 29500 on several")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--grace-period", j.grace,
+                 "when a rank fails: seconds the others get before SIGTERM, and again before SIGKILL")
+      ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--max-restarts,--max_restarts", j.max_restarts,
+                 "when a rank fails, stop every rank and start them all again, up to N times (the same N on "
+                 "every node); each rank sees the round in DDP_RESTART_ROUND")
+      ->check(CLI::Range(0, 1000000));
+  app.add_flag("--no-prefix", j.no_prefix, "do not prefix output lines with [rank]");
+  // Everything from the program name on belongs to the program, like torchrun.
+  app.prefix_command(true);
+  app.footer("usage: ddprun [options] [--] program [args...]");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) { return app.exit(e); }
+  j.command = app.remaining();
+  if (!j.command.empty() && j.command.front() == "--") j.command.erase(j.command.begin());
+  if (j.command.empty()) {
+    std::cerr << "ddprun: no program given\n" << app.help();
+    return 2;
+  }
+  if (j.node_rank >= j.nnodes) {
+    std::cerr << "ddprun: --node-rank " << j.node_rank << " must be below --nnodes " << j.nnodes << "\n";
+    return 2;
+  }
+  if (master_port < 0) master_port = j.nnodes > 1 ? 29500 : 0;
+  if (master_port == 0 && j.nnodes > 1) {
+    std::cerr << "ddprun: --master-port 0 (pick a free port) works on one node only: give every node the "
+                 "same port\n";
+    return 2;
+  }
+  if (const char* t = std::getenv("DDP_TOKEN"); t && *t)
+    j.token = t;
+  else if (j.nnodes > 1) {
+    std::cerr << "ddprun: with several nodes, export the same DDP_TOKEN on every node (e.g. "
+                 "DDP_TOKEN=$(openssl rand -hex 16))\n";
+    return 2;
+  } else
+    j.token = random_token();
+
+  // The store: on node 0, served here on MASTER_PORT (or DDP_STORE_PORT, which the
+  // ranks read too), so it outlives every rank; port 0 binds a free one at once.
+  try {
+    ddp::tcp_store_options so;
+    so.host = j.master_addr;
+    so.port = master_port;
+    if (auto p = ddp::detail::env_int("DDP_STORE_PORT", 1, 65535)) so.port = static_cast<int>(*p);
+    so.token = j.token;
+    so.timeout = ddp::detail::default_timeout();
+    so.serve = j.node_rank == 0;
+    if (so.serve || j.max_restarts > 0) j.store = std::make_unique<ddp::tcp_store>(so);
+    j.store_port = j.store ? j.store->port() : so.port;
+    j.master_port = master_port == 0 ? j.store_port : master_port;
+  } catch (const std::exception& e) {
+    std::cerr << "ddprun: " << e.what() << "\n";
+    return 2;
+  }
+
+  if (::pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return 1;
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+
+  for (int round = 0;; ++round) {
+    round_outcome res = run_round(j, round);
+    if (j.store && j.nnodes > 1 && j.max_restarts > 0 && !agree_on_round(j, round, res))
+      return res.exit_code ? res.exit_code : 1;
+    if (!res.failed || res.user_signal) return res.exit_code;
+    if (round >= j.max_restarts) {
+      if (j.max_restarts > 0)
+        std::fprintf(stderr,
+                     "ddprun: the job failed in round %d and --max-restarts %d are spent (ddprun exits "
+                     "with %d)\n",
+                     round, j.max_restarts, res.exit_code);
+      return res.exit_code;
+    }
+    std::fprintf(stderr, "ddprun: restarting every rank: round %d of at most %d (--max-restarts %d)\n",
+                 round + 1, j.max_restarts + 1, j.max_restarts);
+  }
 }

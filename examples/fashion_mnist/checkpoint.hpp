@@ -1,4 +1,5 @@
-// Checkpoints of the example: named float tensors plus the epoch, written
+// Checkpoints of the example: named float tensors plus the training position
+// (epoch, batches done within it, and each rank's running loss), written
 // atomically (temporary file, fsync, rename, fsync of the directory) and
 // protected by a CRC-32, so a crash mid-write never leaves a torn file and a
 // damaged file is refused with the offset of what is wrong. The path is checked
@@ -28,8 +29,26 @@ struct named_tensor {
   std::span<float> data;
 };
 
+/// Where training stands: `batch` batches of `epoch` are done (0 at an epoch's
+/// start). A mid-epoch position holds only for the world size and batch size
+/// it was saved with; `loss_sums` is each rank's running loss of the epoch.
+struct position {
+  std::uint64_t epoch = 0;
+  std::uint64_t batch = 0;
+  std::uint32_t batch_size = 0;
+  std::vector<double> loss_sums; ///< one per rank: its size is the world size
+};
+
+/// Layout (little-endian): magic "DDPCKPTV", u32 version, u64 epoch, u64 batch,
+/// u32 batch size, u32 world size W, W x f64 loss sums, u32 tensor count, per
+/// tensor (u32 name length, name, u64 count, floats), u32 CRC-32 of all before.
+/// Version 1 ("DDPCKPT1", u64 epoch, tensors, CRC) had no position within an epoch.
+inline constexpr std::uint32_t checkpoint_version = 2;
+
 namespace detail {
-constexpr char magic[8] = {'D', 'D', 'P', 'C', 'K', 'P', 'T', '1'};
+constexpr char magic[8] = {'D', 'D', 'P', 'C', 'K', 'P', 'T', 'V'};
+constexpr char magic_v1[8] = {'D', 'D', 'P', 'C', 'K', 'P', 'T', '1'};
+constexpr std::size_t epoch_offset = 12; // after the magic and the version
 
 template <class T> void put(std::string& out, const T& v) {
   out.append(reinterpret_cast<const char*>(&v), sizeof v);
@@ -44,9 +63,9 @@ inline ddp::error bad_path(const std::string& path, const std::string& what) {
   return ddp::error(ddp::error_kind::config, "checkpoint " + path + ": " + what);
 }
 
-/// The file's size when a checkpoint of `tensors` is written (magic, epoch, count, entries, CRC).
-inline std::uint64_t expected_size(const std::vector<named_tensor>& tensors) {
-  std::uint64_t n = 8 + 8 + 4 + 4;
+/// The largest file a checkpoint of `tensors` can be, from up to `max_world` ranks.
+inline std::uint64_t expected_size(const std::vector<named_tensor>& tensors, std::uint64_t max_world) {
+  std::uint64_t n = 8 + 4 + 8 + 8 + 4 + 4 + 8 * max_world + 4 + 4;
   for (auto& t : tensors)
     n += 4 + t.name.size() + 8 + t.data.size_bytes();
   return n;
@@ -79,10 +98,16 @@ inline void check_writable(const std::string& path) {
   ::unlink(tmp.c_str());
 }
 
-inline void save_checkpoint(const std::string& path, std::uint64_t epoch,
+inline void save_checkpoint(const std::string& path, const position& at,
                             const std::vector<named_tensor>& tensors) {
   std::string blob(detail::magic, 8);
-  detail::put(blob, std::uint64_t{epoch});
+  detail::put(blob, checkpoint_version);
+  detail::put(blob, std::uint64_t{at.epoch});
+  detail::put(blob, std::uint64_t{at.batch});
+  detail::put(blob, std::uint32_t{at.batch_size});
+  detail::put(blob, static_cast<std::uint32_t>(at.loss_sums.size()));
+  for (double l : at.loss_sums)
+    detail::put(blob, l);
   detail::put(blob, static_cast<std::uint32_t>(tensors.size()));
   for (auto& t : tensors) {
     detail::put(blob, static_cast<std::uint32_t>(t.name.size()));
@@ -119,10 +144,12 @@ inline void save_checkpoint(const std::string& path, std::uint64_t epoch,
   }
 }
 
-/// Loads into `tensors` (names and sizes must match); returns the saved epoch,
-/// which must not exceed `max_epoch` (the run's --epochs: a later one would train nothing).
-inline std::uint64_t load_checkpoint(const std::string& path, const std::vector<named_tensor>& tensors,
-                                     std::uint64_t max_epoch) {
+/// Loads into `tensors` (names and sizes must match); returns the saved
+/// position, whose epoch must not exceed `max_epoch` (the run's --epochs: a
+/// later one would train nothing). A file of another format version, or not a
+/// checkpoint at all, is refused saying which.
+inline position load_checkpoint(const std::string& path, const std::vector<named_tensor>& tensors,
+                                std::uint64_t max_epoch, std::uint64_t max_world = 1u << 20) {
   struct ::stat st {};
   if (::stat(path.c_str(), &st) != 0)
     throw detail::bad(path, "cannot open it (" + std::string(std::strerror(errno)) +
@@ -132,7 +159,7 @@ inline std::uint64_t load_checkpoint(const std::string& path, const std::vector<
   if (!S_ISREG(st.st_mode)) throw detail::bad_path(path, "is not a regular file");
   // The size is known from the model: a larger file is not one of its checkpoints, and is not read
   // (a corrupt or foreign file must not make rank 0 allocate whatever it claims).
-  const auto want = detail::expected_size(tensors);
+  const auto want = detail::expected_size(tensors, max_world);
   if (static_cast<std::uint64_t>(st.st_size) > want)
     throw detail::bad(path, "is " + std::to_string(st.st_size) + " bytes, more than the " +
                                 std::to_string(want) +
@@ -155,7 +182,13 @@ inline std::uint64_t load_checkpoint(const std::string& path, const std::vector<
     }
     ::close(fd);
   }
-  if (blob.size() < 8 + 8 + 4 + 4)
+  if (blob.size() >= 8 && std::memcmp(blob.data(), detail::magic_v1, 8) == 0)
+    throw detail::bad(path, "format version 1 (an older build of this example), which has no position within "
+                            "an epoch: this build reads version " +
+                                std::to_string(checkpoint_version) +
+                                " only. Leave out --resume to start afresh, or resume with the build that "
+                                "wrote it");
+  if (blob.size() < 8 + 4 + 8 + 8 + 4 + 4 + 4 + 4)
     throw detail::bad(path, "only " + std::to_string(blob.size()) + " bytes: truncated");
   if (std::memcmp(blob.data(), detail::magic, 8) != 0)
     throw detail::bad(path, "wrong magic at byte offset 0: not a ddp checkpoint");
@@ -171,16 +204,33 @@ inline std::uint64_t load_checkpoint(const std::string& path, const std::vector<
     std::memcpy(dst, blob.data() + at, n);
     at += n;
   };
-  std::uint64_t epoch;
-  std::uint32_t count;
-  take(&epoch, 8, "the epoch");
+  std::uint32_t version;
+  take(&version, 4, "the format version");
+  if (version != checkpoint_version)
+    throw detail::bad(path, "format version " + std::to_string(version) +
+                                " at byte offset 8, but this build "
+                                "reads version " +
+                                std::to_string(checkpoint_version) +
+                                " only: written by another build of this example, or not its checkpoint");
+  position pos;
+  std::uint32_t count, world;
+  take(&pos.epoch, 8, "the epoch");
   // A valid checksum proves the bytes are as written, not that they make sense.
-  if (epoch > max_epoch)
+  if (pos.epoch > max_epoch)
     throw detail::bad(path,
-                      "the epoch at byte offset 8 is " + std::to_string(epoch) + ", beyond the " +
-                          std::to_string(max_epoch) +
+                      "the epoch at byte offset " + std::to_string(detail::epoch_offset) + " is " +
+                          std::to_string(pos.epoch) + ", beyond the " + std::to_string(max_epoch) +
                           " epochs of this run (--epochs): resuming would train nothing. Raise --epochs "
                           "above it, or leave out --resume to start afresh");
+  take(&pos.batch, 8, "the batch within the epoch");
+  take(&pos.batch_size, 4, "the batch size");
+  take(&world, 4, "the world size");
+  if (world > max_world || std::uint64_t{world} * 8 > blob.size() - 4 - at)
+    throw detail::bad(path, "the world size " + std::to_string(world) + " at byte offset " +
+                                std::to_string(at - 4) + " does not fit the file");
+  pos.loss_sums.resize(world);
+  for (auto& l : pos.loss_sums)
+    take(&l, 8, "a rank's running loss");
   take(&count, 4, "the tensor count");
   if (count != tensors.size())
     throw detail::bad(path, "holds " + std::to_string(count) + " tensors, the model has " +
@@ -205,7 +255,7 @@ inline std::uint64_t load_checkpoint(const std::string& path, const std::vector<
     take(t.data.data(), t.data.size_bytes(), "the values of '" + name + "'");
   }
   if (at != blob.size() - 4) throw detail::bad(path, "unexpected bytes at byte offset " + std::to_string(at));
-  return epoch;
+  return pos;
 }
 
 } // namespace example

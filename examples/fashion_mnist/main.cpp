@@ -18,6 +18,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -35,6 +36,7 @@ struct options {
   float momentum = 0.9f;
   unsigned seed = 0;
   std::uint64_t limit = 0;
+  std::uint64_t checkpoint_every = 0;
   std::string checkpoint, metrics_csv, step_log;
   std::string schedule = "cosine";
   bool resume = false, json = false, quiet = false;
@@ -163,15 +165,42 @@ std::vector<example::named_tensor> state_of(example::mlp& m, example::sgd_moment
 
 /// Rank 0 loads and verifies; every rank learns whether that worked, then receives the state.
 template <class PG>
-std::uint64_t resume(PG& pg, const std::string& path, std::vector<example::named_tensor> state,
-                     std::uint64_t max_epoch) {
-  std::vector<std::int64_t> epoch{0};
+example::position resume(PG& pg, const std::string& path, std::vector<example::named_tensor> state,
+                         std::uint64_t max_epoch) {
+  example::position pos;
   on_rank0(pg, "could not load the checkpoint",
-           [&] { epoch[0] = static_cast<std::int64_t>(example::load_checkpoint(path, state, max_epoch)); });
-  pg.broadcast(epoch, 0);
+           [&] { pos = example::load_checkpoint(path, state, max_epoch); });
+  std::vector<std::int64_t> head{static_cast<std::int64_t>(pos.epoch), static_cast<std::int64_t>(pos.batch),
+                                 pos.batch_size, static_cast<std::int64_t>(pos.loss_sums.size())};
+  pg.broadcast(head, 0);
+  pos.epoch = static_cast<std::uint64_t>(head[0]);
+  pos.batch = static_cast<std::uint64_t>(head[1]);
+  pos.batch_size = static_cast<std::uint32_t>(head[2]);
+  pos.loss_sums.resize(static_cast<std::size_t>(head[3]));
+  if (!pos.loss_sums.empty()) pg.broadcast(pos.loss_sums, 0);
   for (auto& t : state)
     pg.broadcast(t.data, 0);
-  return static_cast<std::uint64_t>(epoch[0]);
+  return pos;
+}
+
+/// For tests only: FASHION_MNIST_TEST_KILL="<rank>:<step>" makes that rank kill itself with
+/// SIGKILL (what kill -9 does) right after global step <step> (counted from the first epoch,
+/// 1-based) in the job's first round (DDP_RESTART_ROUND unset or 0): a deterministic moment
+/// for the restart tests, which need a rank to die mid-epoch.
+void maybe_die_for_test(int rank, int round, std::uint64_t global_step) {
+  static const auto spec = [] {
+    std::pair<int, std::uint64_t> s{-1, 0};
+    if (const char* v = std::getenv("FASHION_MNIST_TEST_KILL"))
+      if (std::sscanf(v, "%d:%llu", &s.first, reinterpret_cast<unsigned long long*>(&s.second)) != 2)
+        s.first = -1;
+    return s;
+  }();
+  if (round == 0 && rank == spec.first && global_step == spec.second) {
+    std::fprintf(stderr, "fashion_mnist: FASHION_MNIST_TEST_KILL: rank %d kills itself after step %llu\n",
+                 rank, static_cast<unsigned long long>(global_step));
+    std::fflush(stderr);
+    ::raise(SIGKILL);
+  }
 }
 
 /// Test accuracy: each rank scores every size()-th test sample, then one all-reduce.
@@ -211,41 +240,75 @@ template <class Backend> int train(const options& o) {
 
   auto pg = ddp::init_process_group<Backend>();
   const bool lead = pg.rank() == 0;
+  // Restarted by ddprun --max-restarts (DDP_RESTART_ROUND > 0): resume from --checkpoint
+  // when rank 0 has one (a failure before the first save starts afresh).
+  const int round = pg.topology().restart_round.value_or(0);
+  bool resuming = o.resume;
+  if (!resuming && round > 0 && !o.checkpoint.empty()) {
+    std::vector<std::uint8_t> exists{0};
+    if (lead) exists[0] = std::filesystem::is_regular_file(o.checkpoint) ? 1 : 0;
+    pg.broadcast(exists, 0);
+    resuming = exists[0] != 0;
+    if (lead && !o.quiet && !resuming)
+      std::printf("restart round %d: no checkpoint at %s yet, starting afresh\n", round,
+                  o.checkpoint.c_str());
+  }
   // Rank 0 writes the checkpoint and the logs: prove it can before anyone trains. A read-only
   // checkpoint directory once failed only after a whole epoch, and then after the others' timeout.
   std::ofstream csv, steps;
   on_rank0(pg, "cannot write its output files", [&] {
     if (!o.checkpoint.empty()) example::check_writable(o.checkpoint);
     if (!o.metrics_csv.empty()) {
-      open_or_throw(csv, o.metrics_csv, o.resume ? std::ios::app : std::ios::trunc, "--metrics-csv");
-      if (!o.resume) csv << "epoch,train_loss,test_acc,epoch_s\n";
+      open_or_throw(csv, o.metrics_csv, resuming ? std::ios::app : std::ios::trunc, "--metrics-csv");
+      if (!resuming) csv << "epoch,train_loss,test_acc,epoch_s\n";
     }
     if (!o.step_log.empty()) open_or_throw(steps, o.step_log, std::ios::trunc, "--step-log");
   });
   example::mlp model(o.seed);
   ddp::distributed_data_parallel dp(model, pg); // checks the model on every rank, copies rank 0's weights
   example::sgd_momentum opt{o.lr, o.momentum, {}};
-  std::uint64_t first_epoch = 0;
-  if (o.resume) {
+  example::position start;
+  if (resuming) {
     opt.step(model); // allocates the momentum buffers (gradients are zero: no change)
-    first_epoch = resume(pg, o.checkpoint, state_of(model, opt), static_cast<std::uint64_t>(o.epochs));
+    start = resume(pg, o.checkpoint, state_of(model, opt), static_cast<std::uint64_t>(o.epochs));
+    // A mid-epoch position counts batches of this batch size over this many ranks.
+    if (start.batch > 0 && (start.loss_sums.size() != static_cast<std::size_t>(pg.size()) ||
+                            start.batch_size != static_cast<std::uint32_t>(o.batch_size)))
+      throw ddp::error(ddp::error_kind::config,
+                       "checkpoint " + o.checkpoint + " was saved mid-epoch by " +
+                           std::to_string(start.loss_sums.size()) + " ranks with --batch-size " +
+                           std::to_string(start.batch_size) + "; this run has " + std::to_string(pg.size()) +
+                           " ranks and --batch-size " + std::to_string(o.batch_size) +
+                           ": resume with those, or from a checkpoint saved at the end of an epoch");
     if (lead && !o.quiet)
-      std::printf("resumed from %s at epoch %llu\n", o.checkpoint.c_str(),
-                  static_cast<unsigned long long>(first_epoch));
+      std::printf("resumed from %s at epoch %llu, batch %llu\n", o.checkpoint.c_str(),
+                  static_cast<unsigned long long>(start.epoch), static_cast<unsigned long long>(start.batch));
   }
 
   ddp::distributed_sampler<ddp::sampling::shuffled> sampler(n, pg, {.seed = o.seed});
 
   example::matrix x;
   std::vector<int> y;
-  for (auto epoch = static_cast<int>(first_epoch); epoch < o.epochs; ++epoch) {
+  // Rank 0 saves; every rank's running loss goes with it, so a resumed epoch reports what an
+  // uninterrupted one would.
+  auto save = [&](std::uint64_t epoch, std::uint64_t batch, double loss_sum) {
+    std::vector<double> sums(static_cast<std::size_t>(pg.size()), 0.0);
+    if (batch > 0) pg.all_gather(std::vector<double>{loss_sum}, sums);
+    if (lead)
+      example::save_checkpoint(o.checkpoint,
+                               {epoch, batch, static_cast<std::uint32_t>(o.batch_size), std::move(sums)},
+                               state_of(model, opt));
+  };
+  for (auto epoch = static_cast<int>(start.epoch); epoch < o.epochs; ++epoch) {
     auto t0 = std::chrono::steady_clock::now();
     sampler.set_epoch(static_cast<std::uint64_t>(epoch));
     auto batches = ddp::batches(sampler, static_cast<std::size_t>(o.batch_size));
+    const bool mid = static_cast<std::uint64_t>(epoch) == start.epoch && start.batch > 0;
+    const std::size_t first = mid ? static_cast<std::size_t>(start.batch) : 0;
     example::progress bar(epoch + 1, o.epochs, batches.size(), lead && !o.quiet && !o.json);
-    double loss_sum = 0;
-    std::size_t step = 0, seen = 0;
-    for (auto batch : batches) {
+    double loss_sum = mid ? start.loss_sums[static_cast<std::size_t>(pg.rank())] : 0.0;
+    std::size_t step = first, seen = first * static_cast<std::size_t>(o.batch_size * pg.size());
+    for (auto batch : batches.from(first)) {
       gather(train_set, batch, x, y);
       model.forward(x);
       // Backward, last layer first; each layer's gradients start their all-reduce at once.
@@ -266,6 +329,10 @@ template <class Backend> int train(const options& o) {
         if (lead) steps << l[0] << "\n";
       }
       bar.update(step, seen, loss_sum / static_cast<double>(step));
+      const auto global_step = static_cast<std::uint64_t>(epoch) * batches.size() + step;
+      if (o.checkpoint_every && global_step % o.checkpoint_every == 0 && step < batches.size())
+        save(static_cast<std::uint64_t>(epoch), step, loss_sum); // mid-epoch (the epoch's end saves below)
+      maybe_die_for_test(pg.rank(), round, global_step);
     }
     bar.finish();
     std::vector<double> totals{loss_sum, static_cast<double>(step)};
@@ -282,9 +349,8 @@ template <class Backend> int train(const options& o) {
                     train_loss, 100 * acc, secs);
       std::fflush(stdout);
       if (csv.is_open()) csv << epoch + 1 << "," << train_loss << "," << acc << "," << secs << std::endl;
-      if (!o.checkpoint.empty())
-        example::save_checkpoint(o.checkpoint, static_cast<std::uint64_t>(epoch + 1), state_of(model, opt));
     }
+    if (!o.checkpoint.empty()) save(static_cast<std::uint64_t>(epoch + 1), 0, 0.0);
   }
   return 0;
 }
@@ -329,7 +395,14 @@ int main(int argc, char** argv) {
       ->transform(whole_number(0, std::numeric_limits<std::uint64_t>::max()));
   auto* checkpoint = app.add_option("--checkpoint", o.checkpoint,
                                     "save parameters and optimizer state here after every epoch");
-  app.add_flag("--resume", o.resume, "continue from --checkpoint")->needs(checkpoint);
+  app.add_option("--checkpoint-every", o.checkpoint_every,
+                 "also save every N steps, with the position in the epoch (0: at epochs' ends only)")
+      ->transform(whole_number(0, std::numeric_limits<std::uint64_t>::max()))
+      ->needs(checkpoint);
+  app.add_flag("--resume", o.resume,
+               "continue from --checkpoint (after a ddprun restart, DDP_RESTART_ROUND > 0, it does so "
+               "whenever the checkpoint exists)")
+      ->needs(checkpoint);
   app.add_option("--metrics-csv", o.metrics_csv, "append per-epoch metrics to this CSV file");
   app.add_option("--step-log", o.step_log, "write the global loss of every step to this file (rank 0)");
   app.add_flag("--json", o.json, "one JSON line per epoch instead of the progress display");

@@ -315,10 +315,16 @@ inline ddp::rendezvous make_rendezvous(const init_options& o) {
   tcp_store_options so;
   so.host = host;
   so.port = port;
-  so.serve = rv.topo.rank == 0;
+  // ddprun on the master node serves the store when it launched the job (so it
+  // outlives every rank); otherwise rank 0 does. tcp:// always means rank 0.
+  const bool launcher = rv.topo.store_in_launcher && !m.starts_with("tcp://");
+  so.serve = rv.topo.rank == 0 && !launcher;
+  so.served_by_launcher = launcher;
   so.timeout = rv.timeout;
   so.token = rv.token;
   so.rank = rv.topo.rank;
+  // Each restart round of the job has keys of its own, lost ranks included.
+  if (rv.topo.restart_round) so.scope = "r" + std::to_string(*rv.topo.restart_round) + "/";
   rv.store = make_store(so, m.starts_with("tcp://") ? std::string() : store_port_origin(rv.topo));
   // Two processes claiming one rank would corrupt the mesh: refuse clearly.
   if (rv.store->add("ddp/rank/" + std::to_string(rv.topo.rank), 1) != 1)

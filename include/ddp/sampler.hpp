@@ -400,15 +400,36 @@ public:
     std::size_t batch_ = 1, pos_ = 0;
   };
 
-  /// Number of batches.
-  std::size_t size() const { return drop_last_ ? all_.size() / batch_ : (all_.size() + batch_ - 1) / batch_; }
-  iterator begin() const { return {all_, batch_, 0}; }
-  iterator end() const { return {all_, batch_, size() * batch_}; }
+  /// Number of batches this range yields (those of the epoch from first() on).
+  std::size_t size() const { return epoch_batches() - first_; }
+  /// Number of batches in the whole epoch.
+  std::size_t epoch_batches() const {
+    return drop_last_ ? all_.size() / batch_ : (all_.size() + batch_ - 1) / batch_;
+  }
+  /// Index within the epoch of the first batch this range yields.
+  std::size_t first() const { return first_; }
+  iterator begin() const { return {all_, batch_, first_ * batch_}; }
+  iterator end() const { return {all_, batch_, epoch_batches() * batch_}; }
+
+  /// The same epoch's batches from batch `first` on: resuming mid-epoch, the
+  /// sampler's position is (epoch, batches done), and the batches that follow
+  /// are exactly those an uninterrupted epoch would have seen.
+  batch_range from(std::size_t first) const {
+    if (first > epoch_batches())
+      throw error(error_kind::config, "batches: cannot start at batch " + std::to_string(first) +
+                                          " of an epoch of " + std::to_string(epoch_batches()) +
+                                          " batches (was the position saved with another batch size, "
+                                          "data set size or world size?)");
+    batch_range r = *this;
+    r.first_ = first;
+    return r;
+  }
 
 private:
   std::span<const std::int64_t> all_;
   std::size_t batch_;
   bool drop_last_;
+  std::size_t first_ = 0;
 };
 
 template <sampling_policy Policy>

@@ -1,7 +1,11 @@
-// ddp::tcp_store — the rendezvous key-value store. Rank 0 serves it on
-// MASTER_ADDR:MASTER_PORT (that address only); every rank, rank 0 included,
-// talks to it as a client. Both ends of every connection prove they hold the
-// job token without sending it (detail/store/auth.hpp).
+// ddp::tcp_store — the rendezvous key-value store. Served on
+// MASTER_ADDR:MASTER_PORT (that address only) by ddprun on node 0 when ddprun
+// launched the job (it says so with DDP_STORE_IN_LAUNCHER=1), so the store
+// outlives every rank; otherwise by rank 0. Every rank, rank 0 included, talks
+// to it as a client. Both ends of every connection prove they hold the job
+// token without sending it (detail/store/auth.hpp). A client may scope its
+// keys with a prefix (a restart round's "r<k>/"): every key it names, the
+// store's own lost-rank keys included, then lives under that prefix.
 #ifndef DDP_STORE_HPP
 #define DDP_STORE_HPP
 
@@ -31,6 +35,11 @@ struct tcp_store_options {
   /// With serve: how long teardown keeps serving ranks still connected
   /// (default: timeout + 10 s, see default_linger).
   std::optional<std::chrono::milliseconds> linger;
+  /// Prefix of every key this client names ("r1/": restart round 1); empty: none.
+  std::string scope;
+  /// The launcher (ddprun on node 0) serves the store, not rank 0: a vanished
+  /// store then means the launcher died, and names no rank.
+  bool served_by_launcher = false;
 };
 
 /// The rank a survivor blames for a failure, as the store tells it.
@@ -49,7 +58,8 @@ public:
                                           " is not a valid port to connect to (1..65535)");
     auto deadline = detail::clock::now() + o.timeout;
     if (o.serve) {
-      server_ = std::make_unique<detail::store_server>(o.host, o.port, o.token, deadline);
+      server_ =
+          std::make_unique<detail::store_server>(o.host, o.port, o.token, deadline, peer_timeout(o.timeout));
       opts_.port = server_->port();
       server_->set_linger(o.linger.value_or(default_linger(o.timeout)));
     }
@@ -74,7 +84,7 @@ public:
 
   void set(const std::string& key, std::string_view value,
            std::optional<std::chrono::milliseconds> io_timeout = std::nullopt) {
-    request(detail::frame_writer(detail::store_op::set).bytes(key).bytes(value), "set '" + key + "'",
+    request(detail::frame_writer(detail::store_op::set).bytes(scoped(key)).bytes(value), "set '" + key + "'",
             io_timeout);
   }
 
@@ -88,7 +98,8 @@ public:
 
   std::optional<std::string> try_get(const std::string& key,
                                      std::optional<std::chrono::milliseconds> io_timeout = std::nullopt) {
-    auto r = request(detail::frame_writer(detail::store_op::get).bytes(key), "get '" + key + "'", io_timeout);
+    auto r = request(detail::frame_writer(detail::store_op::get).bytes(scoped(key)), "get '" + key + "'",
+                     io_timeout);
     if (static_cast<detail::store_status>(r[0]) == detail::store_status::missing) return std::nullopt;
     detail::frame_reader fr(std::string_view(r).substr(1));
     auto v = fr.bytes();
@@ -98,7 +109,8 @@ public:
 
   /// Atomically adds `delta` to the integer under `key` (0 when absent); returns the new value.
   std::int64_t add(const std::string& key, std::int64_t delta) {
-    auto r = request(detail::frame_writer(detail::store_op::add).bytes(key).i64(delta), "add '" + key + "'");
+    auto r = request(detail::frame_writer(detail::store_op::add).bytes(scoped(key)).i64(delta),
+                     "add '" + key + "'");
     detail::frame_reader fr(std::string_view(r).substr(1));
     auto v = fr.i64();
     if (!fr.ok()) throw protocol_error("add");
@@ -109,7 +121,7 @@ public:
     detail::frame_writer w(detail::store_op::check);
     w.u32(static_cast<std::uint32_t>(keys.size()));
     for (auto& k : keys)
-      w.bytes(k);
+      w.bytes(scoped(k));
     auto r = request(w, "check");
     return r.size() >= 2 && r[1] == 1;
   }
@@ -144,7 +156,7 @@ public:
     detail::frame_writer w(detail::store_op::wait);
     w.u32(static_cast<std::uint32_t>(keys.size()));
     for (auto& k : keys)
-      w.bytes(k);
+      w.bytes(scoped(k));
     w.u64(static_cast<std::uint64_t>(std::max<std::int64_t>(0, timeout.count())));
     auto r = request(w, "wait", timeout + slack);
     auto st = static_cast<detail::store_status>(r[0]);
@@ -186,6 +198,7 @@ public:
   /// Rank 0 when the store is gone or silent: rank 0 serves it and, on
   /// teardown, keeps serving until the other ranks are done with it (see
   /// store_server), so a vanished store means rank 0 really died or stopped.
+  /// When the launcher serves the store, a vanished one names nobody (-1).
   lost_rank wait_for_lost_rank(std::chrono::milliseconds grace) {
     try {
       if (!try_wait({detail::store_lost_key}, grace, fault_slack)) return {};
@@ -193,6 +206,13 @@ public:
       if (lost.empty()) return {};
       return {lost.front(), describe_lost(lost.front())};
     } catch (const ddp::error& e) {
+      if (unreachable_) // our own connection timed out: the store's host is cut off, not just slow
+        return {0, std::string("is unreachable: its host acknowledged nothing on the connection to the "
+                               "rendezvous store ") +
+                       (opts_.served_by_launcher ? "its node's ddprun serves" : "it serves") + " for " +
+                       std::to_string(peer_timeout(opts_.timeout).count()) +
+                       " ms (network cut or host down)"};
+      if (opts_.served_by_launcher) return {}; // the launcher died, not a rank: nobody to name
       if (e.kind() == error_kind::timeout)
         return {0,
                 "does not answer: the rendezvous store it serves did not reply within " +
@@ -208,7 +228,7 @@ public:
   bool report_failure(std::string_view reason) noexcept {
     try {
       request(detail::frame_writer(detail::store_op::set)
-                  .bytes(std::string(detail::store_failed_prefix) + std::to_string(opts_.rank))
+                  .bytes(scoped(std::string(detail::store_failed_prefix) + std::to_string(opts_.rank)))
                   .bytes(reason),
               "report failure", fault_slack);
       return true;
@@ -223,6 +243,9 @@ public:
 
   /// The rank this client registered as (-1: none).
   int rank() const { return opts_.rank; }
+  /// The prefix of every key this client names (empty: none).
+  const std::string& scope() const { return opts_.scope; }
+  bool served_by_launcher() const { return opts_.served_by_launcher; }
 
   /// Failure paths (naming a lost rank, the desync report) give the store this
   /// long to answer beyond their own wait: a live store answers in well under a
@@ -230,9 +253,13 @@ public:
   static constexpr std::chrono::milliseconds fault_slack{3000};
 
 private:
+  std::string scoped(const std::string& key) const { return opts_.scope.empty() ? key : opts_.scope + key; }
+
   /// A failed rank's own reason, when it gave one (store_failed_prefix).
   std::string describe_lost(int rank) {
     try {
+      auto cut = try_get(std::string(detail::store_unreachable_prefix) + std::to_string(rank), fault_slack);
+      if (cut) return *cut;
       auto why = try_get(std::string(detail::store_failed_prefix) + std::to_string(rank), fault_slack);
       if (why) return "failed: " + *why;
     } catch (const ddp::error&) {}
@@ -251,6 +278,14 @@ private:
     return timeout + std::chrono::seconds(10);
   }
 
+  /// After how long without acknowledgements a store connection's peer host counts
+  /// as lost (detail::set_keepalive): half the timeout, so that a survivor whose
+  /// collective times out finds a rank cut off by the network already recorded
+  /// lost (it takes one look, see gloo.hpp's find_lost_rank). At least 1 s.
+  static std::chrono::milliseconds peer_timeout(std::chrono::milliseconds timeout) {
+    return std::max(timeout / 2, std::chrono::milliseconds(1000));
+  }
+
   std::string where() const { return detail::endpoint(opts_.host, opts_.port); }
 
   /// Connects and authenticates (detail/store/auth.hpp). A server that closes
@@ -262,10 +297,11 @@ private:
     auto backoff = std::chrono::milliseconds(10);
     for (;;) {
       fd_ = detail::connect_tcp(opts_.host, opts_.port, deadline);
+      detail::set_keepalive(fd_.get(), peer_timeout(opts_.timeout));
       // Twice the server's own deadline: a store that takes longer is not going to answer.
       auto attempt = std::min(deadline, detail::clock::now() + 2 * detail::store_handshake_timeout);
       auto res = detail::client_handshake(fd_.get(), opts_.token, opts_.rank, attempt);
-      if (res == handshake_result::ok) return;
+      if (res == handshake_result::ok) return declare_scope(deadline);
       fd_.reset();
       if (res == handshake_result::refused)
         throw error(error_kind::config, "the rendezvous store at " + where() +
@@ -289,6 +325,20 @@ private:
     }
   }
 
+  /// Tells the server this connection's key prefix (store_op::scope).
+  void declare_scope(detail::clock::time_point deadline) {
+    if (opts_.scope.empty()) return;
+    send_frame(detail::frame_writer(detail::store_op::scope).bytes(opts_.scope).finish(), deadline);
+    auto r = recv_frame(deadline, "scope");
+    if (static_cast<detail::store_status>(r[0]) != detail::store_status::ok) throw protocol_error("scope");
+  }
+
+  /// Who serves the store, for messages about it vanishing.
+  std::string server_name() const {
+    return opts_.served_by_launcher ? "ddprun on the master node, which serves it,"
+                                    : "rank 0, which serves it,";
+  }
+
   error protocol_error(const char* what) const {
     return error(error_kind::backend, std::string("malformed reply from the rendezvous store to ") + what);
   }
@@ -298,7 +348,9 @@ private:
     std::lock_guard lock(mu_);
     if (broken_)
       throw error(broken_kind_,
-                  "the rendezvous store at " + where() + " is gone or silent (rank 0 exited or stopped)", 0);
+                  "the rendezvous store at " + where() + " is gone or silent (" + server_name() +
+                      " exited or stopped)",
+                  opts_.served_by_launcher ? -1 : 0);
     auto deadline = detail::clock::now() + io_timeout.value_or(opts_.timeout);
     send_frame(w.finish(), deadline);
     return recv_frame(deadline, what);
@@ -325,14 +377,23 @@ private:
 
   [[noreturn]] void fail(detail::io_status st, const std::string& what) {
     broken_ = true;
+    if (st == detail::io_status::unreachable) {
+      unreachable_ = true;
+      throw error(error_kind::peer_lost,
+                  "lost the connection to the rendezvous store at " + where() + " (" + what +
+                      "): the host of rank 0, which serves it, acknowledged nothing for " +
+                      std::to_string(peer_timeout(opts_.timeout).count()) +
+                      " ms (network cut or host down; check the link and GLOO_SOCKET_IFNAME)",
+                  0);
+    }
     broken_kind_ = st == detail::io_status::timeout ? error_kind::timeout : error_kind::peer_lost;
     if (st == detail::io_status::timeout)
       throw error(error_kind::timeout,
                   "the rendezvous store at " + where() + " did not answer (" + what + ") within the timeout");
     throw error(error_kind::peer_lost,
                 "lost the connection to the rendezvous store at " + where() + " (" + what +
-                    "): rank 0, which serves it, has probably exited",
-                0);
+                    "): " + server_name() + " has probably exited",
+                opts_.served_by_launcher ? -1 : 0);
   }
 
   tcp_store_options opts_;
@@ -340,6 +401,7 @@ private:
   detail::unique_fd fd_;
   std::mutex mu_;
   bool broken_ = false;
+  bool unreachable_ = false; ///< broken because rank 0's host stopped acknowledging
   error_kind broken_kind_ = error_kind::peer_lost;
 };
 

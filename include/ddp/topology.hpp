@@ -28,6 +28,12 @@ struct topology {
   /// on MASTER_PORT (it says so with TORCHELASTIC_USE_AGENT_STORE=True: torchrun's static
   /// rendezvous, torch.distributed.launch); else master_port.
   int store_port = 0;
+  /// DDP_STORE_IN_LAUNCHER=1 (ddprun sets it): the launcher on the master node serves the
+  /// store on store_port, so it outlives every rank, and no rank serves one.
+  bool store_in_launcher = false;
+  /// DDP_RESTART_ROUND (ddprun sets it: 0, then 1, 2, ... after each restart of the job);
+  /// nullopt when no launcher restarts the job. Store keys are scoped by it ("r<round>/").
+  std::optional<int> restart_round;
 
   /// Reads ddprun/torchrun variables (RANK, ...) first, then OpenMPI
   /// (OMPI_COMM_WORLD_*), then SLURM (SLURM_PROCID, ...). With none of them
@@ -81,6 +87,17 @@ inline void check_topology(const topology& t, const char* rank_var, const char* 
 inline bool agent_holds_master_port() {
   auto v = getenv_str("TORCHELASTIC_USE_AGENT_STORE");
   return v && (*v == "True" || *v == "true" || *v == "1");
+}
+
+/// The launcher's part: DDP_STORE_IN_LAUNCHER and DDP_RESTART_ROUND (ddprun sets both).
+inline void read_launcher(topology& t) {
+  if (auto v = getenv_str("DDP_STORE_IN_LAUNCHER")) {
+    if (*v != "0" && *v != "1")
+      throw error(error_kind::config,
+                  "environment variable DDP_STORE_IN_LAUNCHER='" + *v + "' must be 0 or 1 (ddprun sets it)");
+    t.store_in_launcher = *v == "1";
+  }
+  if (auto r = env_int("DDP_RESTART_ROUND", 0, 1 << 30)) t.restart_round = static_cast<int>(*r);
 }
 
 inline void read_store_port(topology& t) {
@@ -234,6 +251,7 @@ inline topology topology::from_env() {
   else
     detail::read_master(t);
   detail::read_store_port(t);
+  detail::read_launcher(t);
   return t;
 }
 

@@ -219,6 +219,35 @@ TEST_CASE("ddprun reports the rank that failed first, with its own code") {
   }
 }
 
+TEST_CASE("under ddprun the store lives in ddprun: rank 0 killed, the others still ask it and name rank 0") {
+  // With the store in rank 0, its death took the store along: survivors could only
+  // infer "the store is gone, so rank 0 died". ddprun's store outlives rank 0 and
+  // records its dropped connection like any other rank's.
+  auto p =
+      ddp_test::spawn({DDPRUN, "--nproc-per-node", "3", "--grace-period", "15", DDP_SCENARIO_WORKER, "loop"},
+                      {{"DDP_TIMEOUT", "5s"}, {"DDP_TEST_LOOP_SECONDS", "60"}}, "fault_ddprun_store.log");
+  std::smatch m;
+  std::regex ready("\\[0\\] READY rank=0 pid=(\\d+)");
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  std::string out;
+  while (std::chrono::steady_clock::now() < deadline && !std::regex_search(out = p.output(), m, ready))
+    std::this_thread::sleep_for(20ms);
+  REQUIRE(std::regex_search(out, m, ready));
+  std::this_thread::sleep_for(300ms);
+  ::kill(std::stoi(m[1]), SIGKILL);
+  REQUIRE(ddp_test::wait_for(p, 60s));
+  INFO(p.output());
+  CHECK(p.exit_code() == 137);
+  CHECK(p.output().find("the first rank to fail was rank 0: it was killed by signal 9") != std::string::npos);
+  for (int r : {1, 2}) {
+    CAPTURE(r);
+    CHECK(p.output().find("[" + std::to_string(r) + "] RESULT kind=peer_lost rank=0") != std::string::npos);
+  }
+  // Named from the store's record of the lost connection, not from the store's absence.
+  CHECK(p.output().find("rank 0 exited or lost its connection") != std::string::npos);
+  CHECK(p.output().find("the rendezvous store it serves is gone") == std::string::npos);
+}
+
 TEST_CASE("after a failure every call throws at once") {
   auto ps = start_job(3, "after_failure", ddp_test::free_port());
   for (auto& p : ps)

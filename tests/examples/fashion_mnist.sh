@@ -1,7 +1,7 @@
 #!/bin/sh
 # Checks of the flagship example with real processes and the real data.
 # usage: fashion_mnist.sh CASE EXAMPLE_BINARY DDPRUN
-#   accuracy | same_global_batches | resume | errors | local_rank | timeline
+#   accuracy | same_global_batches | resume | restart | errors | local_rank | timeline
 set -u
 case_=$1; bin=$2; ddprun=$3
 data=${DDP_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
@@ -65,6 +65,54 @@ resume)
   echo "epoch 3 straight: loss $a acc $c; resumed: loss $b acc $d"
   [ -n "$a" ] && [ "$a" = "$b" ] && [ "$c" = "$d" ] || fail "resumed training differs from straight training"
   ;;
+restart)
+  # ddprun --max-restarts 1: rank 1 kills itself (SIGKILL, a deterministic kill -9) in the middle of
+  # epoch 2 of 3; every rank restarts in round 1 and resumes from --checkpoint. The final checkpoint
+  # (parameters and momentum) must be byte-identical to an uninterrupted run's. Resumed from the end
+  # of epoch 1 on one node; and, with --checkpoint-every 4, from mid-epoch 2 (the sampler's position)
+  # with two ddprun as two nodes on loopback, so the failure travels through the store to node 0.
+  need_data
+  common="--epochs 3 --limit 1280 --batch-size 64 --json" # 10 steps per epoch on 2 ranks
+  "$ddprun" --nproc-per-node 2 "$bin" $common --checkpoint "$work/straight" > "$work/o_straight" 2>&1 || { cat "$work/o_straight"; fail "straight run failed"; }
+  # Step 16 is batch 6 of epoch 2; the last save before it: the end of epoch 1, or step 16 itself with
+  # --checkpoint-every 4 (rank 1 dies right after it): "epoch 1, batch 6" in 0-based counts.
+  for every in 0 4; do
+    rm -f "$work/ck"
+    start=$(date +%s)
+    kill_rank1="env FASHION_MNIST_TEST_KILL=1:16"
+    if [ $every -eq 0 ]; then
+      $kill_rank1 "$ddprun" --nproc-per-node 2 --max-restarts 1 --grace-period 3 "$bin" $common \
+        --checkpoint "$work/ck" > "$work/o_$every" 2>&1
+      rc=$?
+      want="at epoch 1, batch 0"
+    else
+      port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+      two="--nnodes 2 --master-port $port --nproc-per-node 1 --max-restarts 1 --grace-period 3"
+      DDP_TOKEN=restart-$port $kill_rank1 "$ddprun" $two --node-rank 1 "$bin" $common --checkpoint "$work/ck" \
+        --checkpoint-every $every > "$work/o_node1" 2>&1 &
+      node1=$!
+      DDP_TOKEN=restart-$port $kill_rank1 "$ddprun" $two --node-rank 0 "$bin" $common --checkpoint "$work/ck" \
+        --checkpoint-every $every > "$work/o_$every" 2>&1
+      rc=$?
+      wait $node1
+      rc1=$?
+      cat "$work/o_node1" >> "$work/o_$every"
+      [ $rc1 -eq 0 ] || { cat "$work/o_$every"; fail "node 1's ddprun exited with $rc1 after the restart, not 0"; }
+      # Node 0 hears of it through the store, or from its own rank failing a moment later (peer_lost):
+      # either way both nodes restart, in step.
+      [ "$(grep -c "ddprun: restarting every rank: round 1" "$work/o_$every")" -eq 2 ] ||
+        { cat "$work/o_$every"; fail "the two nodes did not both restart"; }
+      want="at epoch 1, batch 6"
+    fi
+    cat "$work/o_$every"
+    [ $rc -eq 0 ] || fail "--checkpoint-every $every: ddprun exited with $rc after the restart, not 0"
+    grep -q "rank 1 kills itself after step 16" "$work/o_$every" || fail "the test kill did not happen"
+    grep -q "ddprun: restarting every rank: round 1" "$work/o_$every" || fail "ddprun did not restart"
+    grep -q "^\[0\] resumed from $work/ck $want" "$work/o_$every" || fail "round 1 did not resume $want"
+    cmp "$work/straight" "$work/ck" || fail "--checkpoint-every $every: the final parameters differ from the uninterrupted run"
+    echo "ok: killed mid-epoch 2, restarted, resumed $want: final checkpoint identical ($(( $(date +%s) - start )) s)"
+  done
+  ;;
 errors)
   # Missing data: a clear error naming the file and the package, on every rank, non-zero exit.
   "$ddprun" --nproc-per-node 2 "$bin" --data "$work/nothing" --epochs 1 > "$work/missing" 2>&1 && fail "missing data did not fail"
@@ -111,13 +159,28 @@ errors)
 import struct, sys, zlib
 path = sys.argv[1]
 b = bytearray(open(path, "rb").read())
-b[8:16] = struct.pack("<Q", 2**63 + 5)
+b[12:20] = struct.pack("<Q", 2**63 + 5)
 b[-4:] = struct.pack("<I", zlib.crc32(bytes(b[:-4])))
 open(path, "wb").write(b)
 PY
-  expect_refusal epoch_past "checkpoint $work/ck2: the epoch at byte offset 8 is 9223372036854775813, beyond the 2 epochs" \
+  expect_refusal epoch_past "checkpoint $work/ck2: the epoch at byte offset 12 is 9223372036854775813, beyond the 2 epochs" \
     "$ddprun" --nproc-per-node 2 "$bin" --epochs 2 --limit 500 --json --checkpoint "$work/ck2" --resume
   grep -q "^\[1\] .*rank 0 could not load the checkpoint" "$work/epoch_past" || fail "rank 1 did not report the epoch"
+
+  # Another format version (valid CRC), and a version-1 file (no position in the epoch): refused, saying which.
+  python3 - "$work/ck2" "$work/ck3" "$work/ck1" <<'PY' || fail "could not write the other versions"
+import struct, sys, zlib
+b = bytearray(open(sys.argv[1], "rb").read())
+b[8:12] = struct.pack("<I", 3)
+b[-4:] = struct.pack("<I", zlib.crc32(bytes(b[:-4])))
+open(sys.argv[2], "wb").write(b)
+v1 = b"DDPCKPT1" + struct.pack("<QI", 1, 0)
+open(sys.argv[3], "wb").write(v1 + struct.pack("<I", zlib.crc32(v1)))
+PY
+  expect_refusal version3 "checkpoint $work/ck3: format version 3 at byte offset 8, but this build reads version 2 only" \
+    "$ddprun" --nproc-per-node 2 "$bin" --epochs 2 --limit 500 --json --checkpoint "$work/ck3" --resume
+  expect_refusal version1 "checkpoint $work/ck1: format version 1 (an older build of this example)" \
+    "$ddprun" --nproc-per-node 2 "$bin" --epochs 2 --limit 500 --json --checkpoint "$work/ck1" --resume
 
   # Checkpoint paths that cannot work fail before training, naming the path (not "basic_filebuf::underflow").
   expect_refusal dir_resume "checkpoint $work: is a directory" \

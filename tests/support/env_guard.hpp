@@ -37,6 +37,8 @@ inline const std::vector<std::string>& launcher_vars() {
                                           "SLURM_TASKS_PER_NODE",
                                           "TORCHELASTIC_USE_AGENT_STORE",
                                           "DDP_STORE_PORT",
+                                          "DDP_STORE_IN_LAUNCHER",
+                                          "DDP_RESTART_ROUND",
                                           "DDP_TOKEN",
                                           "DDP_TIMEOUT"};
   return v;

@@ -352,3 +352,32 @@ TEST_CASE("batches: spans into the index list, last batch short unless drop_last
   CHECK(ddp::batches(s, 20, true).size() == 0);
   static_assert(std::ranges::input_range<ddp::batch_range>);
 }
+
+TEST_CASE("batches(...).from(k): an epoch resumed at batch k yields what the whole epoch yields from there") {
+  ddp::distributed_sampler<ddp::sampling::shuffled> s(103, 2, 1, {.seed = 7});
+  s.set_epoch(3);
+  auto all = ddp::batches(s, 8);
+  std::vector<std::vector<std::int64_t>> whole;
+  for (auto b : all)
+    whole.emplace_back(b.begin(), b.end());
+  REQUIRE(whole.size() == 7); // 52 indices: 6 full batches and one of 4
+  for (std::size_t k = 0; k <= whole.size(); ++k) {
+    CAPTURE(k);
+    auto rest = all.from(k);
+    CHECK(rest.first() == k);
+    CHECK(rest.size() == whole.size() - k);
+    CHECK(rest.epoch_batches() == whole.size());
+    std::size_t i = k;
+    for (auto b : rest)
+      CHECK(std::vector<std::int64_t>(b.begin(), b.end()) == whole[i++]);
+    CHECK(i == whole.size());
+  }
+  // A fresh sampler at the same epoch (a restarted process) gives the same batches.
+  ddp::distributed_sampler<ddp::sampling::shuffled> again(103, 2, 1, {.seed = 7});
+  again.set_epoch(3);
+  auto b5 = *ddp::batches(again, 8).from(5).begin();
+  CHECK(std::vector<std::int64_t>(b5.begin(), b5.end()) == whole[5]);
+  CHECK_THROWS_WITH_AS(all.from(8), doctest::Contains("cannot start at batch 8 of an epoch of 7"),
+                       ddp::error);
+  CHECK(ddp::batches(s, 8, true).from(6).size() == 0);
+}

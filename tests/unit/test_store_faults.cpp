@@ -154,3 +154,56 @@ TEST_CASE("the flight recorder keeps the last 64 collectives and writes them as 
   CHECK(j.find("\"seq\": 6,") == std::string::npos); // fell off the ring
   CHECK(j.find("sent no \\\"report\\\"") != std::string::npos);
 }
+
+TEST_CASE("scoped keys (restart rounds): a rank lost in one round does not end the next round's waits") {
+  // As under ddprun: the launcher serves (rank -1, no scope); each round's ranks scope their keys.
+  auto launcher_opts = opts(0, -1);
+  ddp::tcp_store launcher(launcher_opts);
+  auto in_round = [&](int round, int rank) {
+    auto o = opts(launcher.port(), rank);
+    o.scope = "r" + std::to_string(round) + "/";
+    o.served_by_launcher = true;
+    return std::make_unique<ddp::tcp_store>(o);
+  };
+  auto r0_waiter = in_round(0, 0);
+  auto r0_victim = in_round(0, 1);
+  r0_victim->set("ddp/arrived/1", "1");
+  CHECK(launcher.check({"r0/ddp/arrived/1"})); // the prefix is on the wire: the store holds it so
+  CHECK_FALSE(launcher.check({"ddp/arrived/1"}));
+  REQUIRE(r0_victim->report_failure("killed"));
+  CHECK_THROWS_AS(r0_waiter->wait({"ddp/arrived/2"}, 2s), ddp::error); // round 0: lost, at once
+  CHECK(r0_waiter->wait_for_lost_rank(0ms).rank == 1);
+  r0_waiter.reset();
+  r0_victim.reset();
+
+  // Round 1: the same ranks again. Nothing of round 0 shows, and waits run their course.
+  auto r1_a = in_round(1, 0);
+  auto r1_b = in_round(1, 1);
+  CHECK_FALSE(r1_a->check({"ddp/arrived/1"}));
+  CHECK_FALSE(r1_a->wait_for_lost_rank(0ms));
+  auto t0 = std::chrono::steady_clock::now();
+  auto setter = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(300ms);
+    r1_b->set("ddp/arrived/1", "1");
+  });
+  r1_a->wait({"ddp/arrived/1"}, 4s); // would be answered "lost, rank 1" without scopes
+  setter.get();
+  CHECK(std::chrono::steady_clock::now() - t0 >= 250ms);
+  // A loss in round 1 is round 1's: named, under round 1's prefix.
+  REQUIRE(r1_b->report_failure("again"));
+  auto lost = r1_a->wait_for_lost_rank(0ms);
+  CHECK(lost.rank == 1);
+  CHECK(lost.reason == "failed: again");
+  CHECK(launcher.try_get("r1/ddp/lost") == std::optional<std::string>("1"));
+}
+
+TEST_CASE("a store served by the launcher: when it vanishes, no rank is blamed") {
+  auto launcher = std::make_unique<ddp::tcp_store>(opts(0, -1));
+  auto o = opts(launcher->port(), 1, 2s);
+  o.served_by_launcher = true;
+  ddp::tcp_store client(o);
+  launcher->stop_serving_at_once();
+  launcher.reset();
+  auto lost = client.wait_for_lost_rank(100ms);
+  CHECK(lost.rank == -1); // not "rank 0": rank 0 does not serve it
+}

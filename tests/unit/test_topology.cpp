@@ -378,3 +378,30 @@ TEST_CASE("cuda_device_for: LOCAL_RANK within the visible devices") {
   }
   CHECK_THROWS_AS(ddp::cuda_device_for(on(0, 1), 0), ddp::error);
 }
+
+TEST_CASE("ddprun's part: DDP_STORE_IN_LAUNCHER and DDP_RESTART_ROUND") {
+  const std::map<std::string, std::string> ddprun{
+      {"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29555"}};
+  {
+    env_guard g(ddprun); // torchrun, srun, mpirun, by hand: rank 0 serves, no rounds
+    auto t = ddp::topology::from_env();
+    CHECK_FALSE(t.store_in_launcher);
+    CHECK_FALSE(t.restart_round);
+  }
+  {
+    auto env = ddprun;
+    env["DDP_STORE_IN_LAUNCHER"] = "1";
+    env["DDP_RESTART_ROUND"] = "3";
+    env_guard g(env);
+    auto t = ddp::topology::from_env();
+    CHECK(t.store_in_launcher);
+    CHECK(t.restart_round == 3);
+    CHECK(t.store_port == 29555);
+  }
+  auto env = ddprun;
+  env["DDP_STORE_IN_LAUNCHER"] = "yes";
+  CHECK(config_error(env).find("DDP_STORE_IN_LAUNCHER='yes' must be 0 or 1") != std::string::npos);
+  env = ddprun;
+  env["DDP_RESTART_ROUND"] = "-1";
+  CHECK(config_error(env).find("DDP_RESTART_ROUND") != std::string::npos);
+}

@@ -28,6 +28,11 @@ enum class store_op : std::uint8_t {
   check = 6, ///< count, keys -> all present (u8)
   bye = 7,   ///< orderly goodbye: this rank is not lost
   proof = 8, ///< client proof -> ok | refused
+  /// scope (bytes) -> ok: this connection's keys carry that prefix (a restart
+  /// round's, "r1/"), so its loss is recorded under scope + store_lost_key and
+  /// cuts short only waits of the same scope (a rank lost in round 0 must not
+  /// end round 1's waits).
+  scope = 9,
 };
 
 /// `lost` answers a pending wait (then i32: the rank) as soon as a rank drops
@@ -46,6 +51,10 @@ inline constexpr std::string_view store_fault_prefix = "ddp/fault/";
 /// A rank that fails on its own sets `store_failed_prefix + rank` to its
 /// reason; the server then records that rank as lost, like a dropped one.
 inline constexpr std::string_view store_failed_prefix = "ddp/fault/failed/";
+
+/// A rank whose host stopped acknowledging its store connection (see set_keepalive):
+/// the server sets `store_unreachable_prefix + rank` to the reason when it records it lost.
+inline constexpr std::string_view store_unreachable_prefix = "ddp/fault/unreachable/";
 
 inline constexpr std::uint32_t store_max_frame = 256u << 20;
 

@@ -1,4 +1,5 @@
-// The rendezvous store's server, run by rank 0 on one background thread.
+// The rendezvous store's server, run on one background thread by ddprun on
+// node 0 when it launched the job, else by rank 0.
 // One poll() loop serves every connection: a connection must first complete
 // the handshake of auth.hpp (both sides prove they hold the job token) within
 // store_handshake_timeout; a wrong proof, a malformed or an oversized frame
@@ -8,9 +9,12 @@
 // connection drops without saying goodbye is recorded under `store_lost_key`,
 // so survivors can name the rank they lost, and every pending wait is answered
 // at once with "lost, rank r": the keys a dead rank would have set never come,
-// so nobody waits out the timeout.
+// so nobody waits out the timeout. A connection may declare a scope (a key
+// prefix: a restart round's "r<k>/", see store_op::scope): its loss is then
+// recorded under scope + store_lost_key and ends only that scope's waits.
 //
-// The server lives in rank 0's process, so when rank 0 leaves, the store goes
+// Under ddprun the server lives in the launcher on node 0 and outlives every
+// rank. Otherwise it lives in rank 0's process, so when rank 0 leaves, the store goes
 // and the survivors of a failure could no longer ask it who was lost (they used
 // to blame rank 0 for it). So on teardown it lingers, still serving, until
 // every other rank has disconnected or said goodbye, bounded by `set_linger()`:
@@ -90,9 +94,15 @@ private:
 class store_server {
 public:
   /// Serves on `host:port`; a temporary DNS failure resolving `host` is
-  /// retried until `resolve_deadline` (default: not retried).
-  store_server(const std::string& host, int port, std::string token, clock::time_point resolve_deadline = {})
-      : listener_(listen_tcp(host, port, resolve_deadline)), token_(std::move(token)) {
+  /// retried until `resolve_deadline` (default: not retried). With a
+  /// `peer_timeout`, a connection fails once its peer's host has acknowledged
+  /// nothing for that long (set_keepalive), so a rank cut off by the network is
+  /// recorded lost, with that reason, like one that exited (0: off). Given here,
+  /// before the loop starts, so that no connection is accepted without it.
+  store_server(const std::string& host, int port, std::string token, clock::time_point resolve_deadline = {},
+               std::chrono::milliseconds peer_timeout = {})
+      : listener_(listen_tcp(host, port, resolve_deadline)), token_(std::move(token)),
+        peer_timeout_ms_(std::max<std::int64_t>(0, peer_timeout.count())) {
     port_ = local_port(listener_.get());
     // Non-blocking, so the loop can accept a burst of connections at once.
     if (int fl = ::fcntl(listener_.get(), F_GETFL);
@@ -139,6 +149,7 @@ private:
     bool authed = false;
     bool said_bye = false;
     int rank = -1;
+    std::string scope; ///< key prefix of this connection's rank (store_op::scope)
     clock::time_point accepted;
     clock::time_point hello_deadline;
     // The handshake (auth.hpp): after the hello, the nonces its proofs cover.
@@ -237,6 +248,7 @@ private:
 
   void add_connection(unique_fd fd, clock::time_point now) {
     set_nodelay(fd.get());
+    if (peer_timeout_ms_ > 0) set_keepalive(fd.get(), std::chrono::milliseconds(peer_timeout_ms_));
     auto c = std::make_shared<connection>();
     c->peer = peer_name(fd.get());
     c->fd = std::move(fd);
@@ -290,19 +302,21 @@ private:
 
   void drop(connection& c, const std::string& why) {
     if (!why.empty()) log_line("store", "closing connection from " + c.peer + ": " + why);
-    if (c.authed && !c.said_bye && c.rank >= 0) record_lost(c.rank);
+    if (c.authed && !c.said_bye && c.rank >= 0) record_lost(c.scope, c.rank);
     c.fd.reset();
   }
 
-  void record_lost(int rank) {
-    if (std::find(lost_.begin(), lost_.end(), rank) != lost_.end()) return; // failed, then dropped
-    lost_.push_back(rank);
-    auto [it, fresh] = data_.try_emplace(store_lost_key);
+  void record_lost(const std::string& scope, int rank) {
+    auto& lost = lost_[scope];
+    if (std::find(lost.begin(), lost.end(), rank) != lost.end()) return; // failed, then dropped
+    lost.push_back(rank);
+    const std::string key = scope + store_lost_key;
+    auto [it, fresh] = data_.try_emplace(key);
     if (!fresh) it->second += ",";
     it->second += std::to_string(rank);
-    if (fresh) key_added(store_lost_key);
-    for (auto& c : conns_) // every other wait is answered "lost" now
-      try_finish_wait(*c);
+    if (fresh) key_added(key);
+    for (auto& c : conns_) // every other wait of that scope is answered "lost" now
+      if (c->scope == scope) try_finish_wait(*c);
   }
 
   /// True while a rank other than a goodbye-sayer still holds a connection.
@@ -313,16 +327,19 @@ private:
 
   /// Waits on the lost key or on diagnostics are how survivors learn about a
   /// failure: a lost rank must not cut them short.
-  static bool waits_through_loss(const std::vector<std::string>& keys) {
-    return std::all_of(keys.begin(), keys.end(), [](const std::string& k) {
-      return k == store_lost_key || std::string_view(k).starts_with(store_fault_prefix);
+  static bool waits_through_loss(const std::vector<std::string>& keys, const std::string& scope) {
+    return std::all_of(keys.begin(), keys.end(), [&](const std::string& k) {
+      std::string_view v = k;
+      if (!v.starts_with(scope)) return false;
+      v.remove_prefix(scope.size());
+      return v == store_lost_key || v.starts_with(store_fault_prefix);
     });
   }
 
   void read_from(connection& c) {
     if (!c.fd) return; // shed this round
     char buf[65536];
-    bool eof = false;
+    bool eof = false, unreachable = false;
     for (;;) {
       ssize_t k = ::recv(c.fd.get(), buf, sizeof buf, MSG_DONTWAIT);
       if (k > 0) {
@@ -333,6 +350,7 @@ private:
       }
       if (k < 0 && errno == EINTR) continue;
       if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      unreachable = k < 0 && errno_is_unreachable(errno);
       eof = true; // closed or reset: still handle what arrived first (a goodbye, say)
       break;
     }
@@ -355,6 +373,15 @@ private:
                          "): it left after the challenge, so its job token differs (a process of another "
                          "job, or DDP_TOKEN differs between ranks)",
                      clock::now());
+    if (eof && c.fd && unreachable && c.authed && !c.said_bye && c.rank >= 0)
+      // Its host stopped acknowledging (set_keepalive): a cut link or a host down, not
+      // an exit. Said before the loss is recorded, so whoever reads the loss sees why.
+      if (auto [at, fresh] = data_.try_emplace(
+              c.scope + std::string(store_unreachable_prefix) + std::to_string(c.rank),
+              "is unreachable: its host acknowledged nothing on its connection to the store for " +
+                  std::to_string(peer_timeout_ms_) + " ms (network cut or host down)");
+          fresh)
+        key_added(at->first);
     if (eof && c.fd) drop(c, "");
   }
 
@@ -374,11 +401,11 @@ private:
       if (!r.ok() || !r.at_end()) return drop(c, "malformed set");
       // A rank announcing its own failure counts as lost from now on (it will
       // say goodbye later, but its peers must not wait for it).
-      bool failed = c.rank >= 0 && key == std::string(store_failed_prefix) + std::to_string(c.rank);
+      bool failed = c.rank >= 0 && key == c.scope + std::string(store_failed_prefix) + std::to_string(c.rank);
       bool fresh = data_.insert_or_assign(key, std::move(value)).second;
       reply(c, frame_writer(store_status::ok).finish());
       if (fresh) key_added(key);
-      if (failed) record_lost(c.rank);
+      if (failed) record_lost(c.scope, c.rank);
       return;
     }
     case store_op::get: {
@@ -420,6 +447,12 @@ private:
           clock::now() + std::chrono::milliseconds(std::min<std::uint64_t>(timeout_ms, 1ull << 40));
       c.waiting = true;
       return begin_wait(c);
+    }
+    case store_op::scope: {
+      std::string scope = r.bytes();
+      if (!r.ok() || !r.at_end() || scope.size() > 256) return drop(c, "malformed scope");
+      c.scope = std::move(scope);
+      return reply(c, frame_writer(store_status::ok).finish());
     }
     case store_op::bye: c.said_bye = true; return;
     default: return drop(c, "unknown opcode " + std::to_string(static_cast<int>(op)));
@@ -511,9 +544,10 @@ private:
     if (c.wait_missing == 0) {
       c.waiting = false;
       reply(c, frame_writer(store_status::ok).finish());
-    } else if (!lost_.empty() && !waits_through_loss(c.wait_keys)) {
+    } else if (auto it = lost_.find(c.scope);
+               it != lost_.end() && !it->second.empty() && !waits_through_loss(c.wait_keys, c.scope)) {
       c.waiting = false;
-      reply(c, frame_writer(store_status::lost).i32(lost_.front()).finish());
+      reply(c, frame_writer(store_status::lost).i32(it->second.front()).finish());
     }
   }
 
@@ -535,8 +569,9 @@ private:
   int port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<std::int64_t> linger_ms_{0};
+  const std::int64_t peer_timeout_ms_;
   clock::time_point linger_until_{};               // set before stop_, read by the loop after it
-  std::vector<int> lost_;                          // ranks recorded lost, in order
+  std::map<std::string, std::vector<int>> lost_;   // per scope: ranks recorded lost, in order
   std::vector<std::shared_ptr<connection>> conns_; // shared: waiters_ holds weak references
   clock::time_point listen_paused_until_{};
   log_throttle auth_log_;

@@ -5,9 +5,11 @@
 
 #include <ddp/error.hpp>
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <fcntl.h>
 #include <netdb.h>
@@ -181,6 +183,30 @@ inline void set_nodelay(int fd) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
+/// Lets the kernel notice a peer *host* that stops answering (a cut link, a host
+/// down): keepalive probes once the connection is idle for `within` / 4 (at least
+/// 1 s, the option's unit), and the connection fails with ETIMEDOUT once nothing
+/// was acknowledged for `within` (TCP_USER_TIMEOUT, which also bounds unacknowledged
+/// data). A process that is stopped or busy still has its kernel answer, so only a
+/// lost host or link trips it. Without it a cut link looked like stopped ranks, and
+/// rank 0's store waited for their goodbyes until its linger ran out: ranks ended
+/// 11-16 s after a veth went down with DDP_TIMEOUT=5s (tests/netns, link_down).
+inline void set_keepalive(int fd, std::chrono::milliseconds within) {
+  const auto ms = std::max<std::int64_t>(within.count(), 1000);
+  int on = 1;
+  int idle = static_cast<int>(std::clamp<std::int64_t>(ms / 4000, 1, 3600));
+  int count = 3;
+  unsigned user_timeout = static_cast<unsigned>(std::min<std::int64_t>(ms, 0x7fffffff));
+  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &idle, sizeof idle);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);
+}
+
+/// errno values that mean the peer's host or the path to it is gone (not the process).
+inline bool errno_is_unreachable(int e) { return e == ETIMEDOUT || e == EHOSTUNREACH || e == ENETUNREACH; }
+
 /// Connects to `host:port`, retrying with exponential backoff (10 ms .. 1 s)
 /// until `deadline`: rank 0 may start its server after the others start, and
 /// a DNS server may fail for a moment (EAI_AGAIN). A name that does not exist
@@ -227,8 +253,10 @@ inline bool wait_fd(int fd, short events, clock::time_point deadline) {
   }
 }
 
-/// Outcome of deadline-bounded I/O.
-enum class io_status { ok, closed, timeout, failed };
+/// Outcome of deadline-bounded I/O. `unreachable`: the kernel gave up on the peer's
+/// host (ETIMEDOUT after set_keepalive's window, or no route), as opposed to `timeout`,
+/// our own deadline with the peer's host still answering.
+enum class io_status { ok, closed, timeout, failed, unreachable };
 
 inline io_status send_all(int fd, const void* data, std::size_t n, clock::time_point deadline) {
   auto p = static_cast<const char*>(data);
@@ -237,6 +265,7 @@ inline io_status send_all(int fd, const void* data, std::size_t n, clock::time_p
     ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (k < 0) {
       if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+      if (errno_is_unreachable(errno)) return io_status::unreachable;
       return errno == EPIPE || errno == ECONNRESET ? io_status::closed : io_status::failed;
     }
     p += k;
@@ -253,6 +282,7 @@ inline io_status recv_all(int fd, void* data, std::size_t n, clock::time_point d
     if (k == 0) return io_status::closed;
     if (k < 0) {
       if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+      if (errno_is_unreachable(errno)) return io_status::unreachable;
       return errno == ECONNRESET ? io_status::closed : io_status::failed;
     }
     p += k;

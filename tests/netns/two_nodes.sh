@@ -1,0 +1,132 @@
+#!/bin/sh
+# ddprun on two nodes: runs inside tests/netns/netns.sh (two network namespaces joined by a
+# veth pair), one `ddprun --nnodes 2 --node-rank N --nproc-per-node 2 --master-addr <node 0>`
+# per namespace, Gloo on the veth (GLOO_SOCKET_IFNAME). The ctest dist.netns.<CASE>:
+#   tests/netns/netns.sh -- sh tests/netns/two_nodes.sh CASE DDPRUN PROGRAMS...
+#   two_nodes  (PROGRAMS: scenario_worker dist_collectives dist_data_parallel) a 4-rank all_reduce (scenario_worker ok; dist_collectives' float all_reduce),
+#              and DDP steps equal to one process on the concatenated batch (dist_data_parallel)
+#   example    (fashion_mnist) examples/fashion_mnist for 200 steps (4 ranks x 16 samples), test accuracy > 0.70
+#   link_down  (scenario_worker) the veth goes down in node 1 mid-run (DDP_TIMEOUT=5s): every rank ends with an
+#              error that names a rank of the other node as unreachable, and both ddpruns exit non-zero
+#              within DDP_TIMEOUT + 5 s of the link going down
+set -u
+case_=$1; ddprun=$2; shift 2
+work=$(mktemp -d "${TMPDIR:-/tmp}/ddp-netns.XXXXXX")
+pids=""
+cleanup() {
+  for p in $pids; do kill "$p" 2>/dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+fail() { echo "FAIL: $*"; exit 1; }
+[ -n "${DDP_NETNS0:-}" ] || fail "run me inside tests/netns/netns.sh"
+now_ms() { date +%s%3N; }
+# One job token for both nodes, as a user would export it on each.
+DDP_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n'); export DDP_TOKEN
+export DDP_TIMEOUT=${DDP_TIMEOUT:-30s}
+
+# start_nodes NAME PROGRAM [ARGS...]: ddprun on both nodes in the background; output in
+# $work/NAME.N, exit code and end time (unix ms) in $work/NAME.N.rc and .end, pids in $pids.
+# The namespaces are fresh, so any fixed port is free; 29500 is ddprun's multi-node default.
+start_nodes() {
+  name=$1; shift
+  pids=""
+  for n in 0 1; do
+    eval "ifc=\$DDP_NETNS_IF$n; ns=\$DDP_NETNS$n"
+    (
+      GLOO_SOCKET_IFNAME=$ifc ip netns exec "$ns" timeout -k 5 120 "$ddprun" --nnodes 2 --node-rank $n \
+        --nproc-per-node 2 --master-addr "$DDP_NETNS_ADDR0" --master-port 29500 "$@" > "$work/$name.$n" 2>&1
+      echo $? > "$work/$name.$n.rc"
+      now_ms > "$work/$name.$n.end"
+    ) &
+    pids="$pids $!"
+  done
+}
+# wait_nodes NAME: waits for both; prints their output; fails unless both exit 0.
+wait_nodes() {
+  for p in $pids; do wait "$p"; done
+  pids=""
+  rc=$(( $(cat "$work/$1.0.rc") | $(cat "$work/$1.1.rc") ))
+  cat "$work/$1.0" "$work/$1.1"
+  [ $rc -eq 0 ] || fail "$1: a node's ddprun exited with $rc"
+}
+run_nodes() { start_nodes "$@"; wait_nodes "$1"; }
+count() { cat "$work/$1.0" "$work/$1.1" | grep -c "$2"; }
+
+case "$case_" in
+two_nodes)
+  t0=$(now_ms)
+  # scenario_worker ok: all_reduce of the ranks (0+1+2+3) on a group of 4, then a barrier.
+  run_nodes ok "$1" ok
+  [ "$(count ok 'RESULT ok rank=[0-3] size=4')" -eq 4 ] || fail "expected 4 ranks of one 4-rank group"
+  for r in 0 1; do grep -q "^\[$r\] RESULT ok" "$work/ok.0" || fail "rank $r did not run on node 0"; done
+  for r in 2 3; do grep -q "^\[$r\] RESULT ok" "$work/ok.1" || fail "rank $r did not run on node 1"; done
+  # Every reduce op on floats against its closed form, across the link.
+  run_nodes coll "$2" -tc='all_reduce float'
+  [ "$(count coll 'Status: SUCCESS')" -eq 4 ] || fail "dist_collectives did not pass on 4 ranks"
+  # DDP: 4 ranks, each its shard, equal one process on the whole batches (every bucketing policy).
+  run_nodes ddp "$3" -tc='R ranks equal one process*,equivalence in double*'
+  [ "$(count ddp 'test cases: *2 | *2 passed')" -eq 4 ] || fail "dist_data_parallel did not pass 2 cases on 4 ranks"
+  echo "ok: two_nodes in $(( $(now_ms) - t0 )) ms"
+  ;;
+example)
+  data=${DDP_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
+  [ -f "$data/train-images-idx3-ubyte.gz" ] || { echo "SKIP: no Fashion-MNIST in $data (apt-get install dataset-fashion-mnist)"; exit 77; }
+  t0=$(now_ms)
+  # 12800 samples / (4 ranks x 16) = 200 steps.
+  run_nodes ex "$1" --data "$data" --epochs 1 --limit 12800 \
+    --batch-size 16 --json --step-log "$work/steps"
+  steps=$(wc -l < "$work/steps")
+  [ "$steps" -eq 200 ] || fail "expected 200 steps, rank 0 logged $steps"
+  acc=$(sed -n 's/.*"epoch":1,.*"test_acc":\([0-9.]*\).*/\1/p' "$work/ex.0")
+  [ -n "$acc" ] || fail "no JSON line for epoch 1 from rank 0"
+  awk -v a="$acc" 'BEGIN { exit !(a > 0.70) }' || fail "test accuracy $acc is not above 0.70"
+  echo "ok: example, $steps steps on two nodes, test accuracy $acc, in $(( $(now_ms) - t0 )) ms"
+  ;;
+link_down)
+  export DDP_TIMEOUT=5s DDP_TEST_LOOP_SECONDS=60
+  limit_ms=$(( 5000 + 5000 ))
+  # scenario_worker loop: all_reduce 1 MiB every 2 ms until something fails.
+  start_nodes loop "$1" loop
+  i=0
+  until [ "$(count loop READY)" -eq 4 ]; do
+    i=$((i + 1))
+    [ $i -lt 300 ] || { cat "$work/loop.0" "$work/loop.1"; fail "the 4 ranks did not start within 30 s"; }
+    sleep 0.1
+  done
+  sleep 0.5 # mid-run: collectives in flight
+  down=$(now_ms)
+  ip netns exec "$DDP_NETNS1" ip link set "$DDP_NETNS_IF1" down || fail "ip link set $DDP_NETNS_IF1 down"
+  for p in $pids; do wait "$p"; done
+  pids=""
+  cat "$work/loop.0" "$work/loop.1"
+  ends=""
+  for n in 0 1; do
+    rc=$(cat "$work/loop.$n.rc"); end=$(( $(cat "$work/loop.$n.end") - down ))
+    ends="$ends node $n: ${end} ms (exit $rc);"
+    [ "$rc" -ne 0 ] || fail "node $n's ddprun exited 0 after its link went down"
+    [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] || fail "node $n's ddprun hung (timeout killed it)"
+    [ "$end" -le "$limit_ms" ] || fail "node $n's ddprun ended $end ms after the link went down (limit $limit_ms)"
+  done
+  echo "link down; ddprun ended:$ends"
+  # Every rank reported a ddp::error that names another rank, within the bound.
+  for r in 0 1 2 3; do
+    line=$(cat "$work/loop.0" "$work/loop.1" | grep "^\[$r\] RESULT kind=")
+    [ -n "$line" ] || fail "rank $r reported no ddp::error"
+    msg=$(cat "$work/loop.0" "$work/loop.1" | grep "^\[$r\] MESSAGE")
+    echo "$msg" | grep -q "rank $r: " || fail "rank $r's message does not say which rank it is: $msg"
+    # Node 0's ranks lost node 1's (2, 3) and the other way round.
+    case $r in 0|1) lost='ranks\{0,1\} [2-3]' ;; *) lost='rank [0-1]' ;; esac
+    echo "$msg" | grep -q "$lost" || fail "rank $r's message names no rank of the other node: $msg"
+    # What was lost: a host or link, not a stopped process (the store's keepalive tells them apart).
+    echo "$msg" | grep -q "is unreachable: .*(network cut or host down)" ||
+      fail "rank $r's message does not say the other node is unreachable: $msg"
+    wall=$(echo "$line" | sed -n 's/.*wall_ms=\([0-9]*\).*/\1/p')
+    [ $(( wall - down )) -le "$limit_ms" ] || fail "rank $r reported $(( wall - down )) ms after the link went down"
+    echo "rank $r: error after $(( wall - down )) ms"
+  done
+  echo "ok: link_down"
+  ;;
+*) echo "unknown case $case_"; exit 2 ;;
+esac
