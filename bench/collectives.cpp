@@ -1,5 +1,7 @@
-// all_reduce through ddp::process_group against raw gloo::allreduce of the same
-// size on its own context, interleaved round by round so both see the same noise.
+// all_reduce through ddp::process_group, through the node's shared memory (the
+// default) and over TCP (use_shm(false), today's path before shm), against raw
+// gloo::allreduce of the same size on its own context, interleaved round by
+// round so all three see the same noise. Ratios: tcp_s / shm_s, shm_s / raw_s.
 //   ddprun --nproc-per-node 2 --no-prefix build/bench/bench_collectives
 #include "common.hpp"
 #include "raw_gloo.hpp"
@@ -8,27 +10,40 @@ int main() {
   auto pg = ddp::init_process_group<ddp::gloo>();
   bench::raw_gloo raw(pg, "bench/raw/"); // the baseline: a plain Gloo context of its own
 
+  auto& comm = pg.communicator();
   for (std::size_t bytes : {std::size_t{4} << 10, std::size_t{1} << 20, std::size_t{100} << 20}) {
-    std::vector<float> a(bytes / sizeof(float), 1.0f), b(a.size(), 1.0f);
-    auto run_ddp = [&] { pg.all_reduce(a); };
+    std::vector<float> a(bytes / sizeof(float), 1.0f), b(a.size(), 1.0f), c(a.size(), 1.0f);
+    auto run_shm = [&] {
+      comm.use_shm(true);
+      pg.all_reduce(a);
+    };
+    auto run_tcp = [&] {
+      comm.use_shm(false);
+      pg.all_reduce(c);
+    };
     auto run_raw = [&] { raw.all_reduce(b); };
     // Warm up, and agree on a repetition count (rank 0's estimate) so every rank runs the same number.
-    run_ddp();
+    run_shm();
+    run_tcp();
     run_raw();
-    std::vector<std::int32_t> reps{bench::reps_for(bench::time_once(run_ddp), 3.0, 5, 500)};
+    std::vector<std::int32_t> reps{bench::reps_for(bench::time_once(run_tcp), 3.0, 5, 500)};
     pg.broadcast(reps, 0);
-    std::vector<double> t_ddp, t_raw;
-    for (int i = 0; i < reps[0]; ++i) { // alternate which goes first: neither always runs on a warm cache
-      if (i % 2) t_raw.push_back(bench::time_once(run_raw));
-      t_ddp.push_back(bench::time_once(run_ddp));
-      if (i % 2 == 0) t_raw.push_back(bench::time_once(run_raw));
+    std::vector<double> t_shm, t_tcp, t_raw;
+    for (int i = 0; i < reps[0]; ++i) { // rotate which goes first: none always runs on a warm cache
+      for (int k = 0; k < 3; ++k)
+        switch ((i + k) % 3) {
+        case 0: t_shm.push_back(bench::time_once(run_shm)); break;
+        case 1: t_tcp.push_back(bench::time_once(run_tcp)); break;
+        default: t_raw.push_back(bench::time_once(run_raw));
+        }
     }
-    double d = bench::median(t_ddp), r = bench::median(t_raw);
+    comm.use_shm(true);
+    double s = bench::median(t_shm), t = bench::median(t_tcp), r = bench::median(t_raw);
     if (pg.rank() == 0)
       std::printf(
-          "{\"case\":\"all_reduce\",\"bytes\":%zu,\"ranks\":%d,\"reps\":%d,\"ddp_s\":%.6g,\"raw_s\":%.6g,"
-          "\"ratio\":%.4f}\n",
-          bytes, pg.size(), reps[0], d, r, d / r);
+          "{\"case\":\"all_reduce\",\"bytes\":%zu,\"ranks\":%d,\"reps\":%d,\"shm_active\":%s,"
+          "\"shm_s\":%.6g,\"tcp_s\":%.6g,\"raw_s\":%.6g,\"tcp_over_shm\":%.3f,\"shm_over_raw\":%.4f}\n",
+          bytes, pg.size(), reps[0], comm.shm_active() ? "true" : "false", s, t, r, t / s, s / r);
     std::fflush(stdout);
   }
   pg.barrier();

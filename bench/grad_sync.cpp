@@ -1,6 +1,7 @@
 // synchronize() cost for ResNet-50's parameter shapes and for 2000 small
-// tensors, per bucketing policy, against one raw Gloo allreduce of a flat
-// buffer of the same total size; plus how much communication a (sleeping)
+// tensors, per bucketing policy, through the node's shared memory (sync_s, the
+// default) and over TCP (tcp_s: today's path before shm), against one raw
+// Gloo allreduce of a flat buffer of the same total size; plus how much communication a (sleeping)
 // backward hides. One JSON line per case from rank 0.
 //   ddprun --nproc-per-node 2 --no-prefix build/bench/bench_grad_sync [overlap]
 // With `overlap`, only the last case (bench/grad_sync_netns.sh runs it over a slow link).
@@ -38,7 +39,8 @@ struct shape_model {
 
 template <class Policy>
 double time_sync(ddp::process_group<ddp::gloo>& pg, const std::vector<std::size_t>& sizes, bool use_arena,
-                 int reps) {
+                 int reps, bool shm = true) {
+  pg.communicator().use_shm(shm);
   shape_model m(sizes, use_arena);
   ddp::distributed_data_parallel<shape_model, ddp::gloo, Policy> dp(m, pg, {.broadcast_buffers = false});
   dp.synchronize(); // warm up: buffers allocated, connections hot
@@ -47,6 +49,7 @@ double time_sync(ddp::process_group<ddp::gloo>& pg, const std::vector<std::size_
     pg.barrier();
     t.push_back(bench::time_once([&] { dp.synchronize(); }));
   }
+  pg.communicator().use_shm(true);
   return bench::median(t);
 }
 
@@ -68,17 +71,19 @@ void report(ddp::process_group<ddp::gloo>& pg, bench::raw_gloo& raw, const char*
   for (auto s : sizes)
     total += s;
   // Interleave the two measurements in rounds so both see the same machine.
-  std::vector<double> sync, flat;
+  std::vector<double> sync, tcp, flat;
   for (int round = 0; round < 3; ++round) {
     sync.push_back(time_sync<Policy>(pg, sizes, use_arena, reps));
+    tcp.push_back(time_sync<Policy>(pg, sizes, use_arena, reps, false));
     flat.push_back(time_flat(pg, raw, total, reps));
   }
-  double s = bench::median(sync), f = bench::median(flat);
+  double s = bench::median(sync), t = bench::median(tcp), f = bench::median(flat);
   if (pg.rank() == 0)
-    std::printf(
-        "{\"case\":\"%s\",\"policy\":\"%s%s\",\"tensors\":%zu,\"floats\":%zu,\"sync_s\":%.6g,\"flat_s\":%.6g,"
-        "\"ratio\":%.4f}\n",
-        name, policy, use_arena ? "+arena" : "", sizes.size(), total, s, f, s / f);
+    std::printf("{\"case\":\"%s\",\"policy\":\"%s%s\",\"tensors\":%zu,\"floats\":%zu,\"shm_active\":%s,"
+                "\"sync_s\":%.6g,"
+                "\"tcp_s\":%.6g,\"flat_s\":%.6g,\"tcp_over_shm\":%.3f,\"ratio\":%.4f}\n",
+                name, policy, use_arena ? "+arena" : "", sizes.size(), total,
+                pg.communicator().shm_active() ? "true" : "false", s, t, f, t / s, s / f);
   std::fflush(stdout);
 }
 

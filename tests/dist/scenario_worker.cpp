@@ -90,7 +90,8 @@ static int run(ddp::process_group<ddp::gloo>& pg, const std::string& scenario, c
     if (scenario == "loop") {
       // The fault matrix: all_reduce 1 MiB and "compute" 2 ms, until a rank is
       // killed or stopped from outside (or DDP_TEST_LOOP_SECONDS pass).
-      std::printf("READY rank=%d pid=%d\n", pg.rank(), static_cast<int>(::getpid()));
+      std::printf("READY rank=%d pid=%d shm=%s\n", pg.rank(), static_cast<int>(::getpid()),
+                  pg.communicator().shm_segment_name().c_str());
       std::fflush(stdout);
       std::vector<float> grad(256u << 10, 1.0f);
       auto end = clk::now() + std::chrono::seconds(env_int_or("DDP_TEST_LOOP_SECONDS", 30));

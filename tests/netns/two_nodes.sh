@@ -3,7 +3,7 @@
 # veth pair), one `ddprun --nnodes 2 --node-rank N --nproc-per-node 2 --master-addr <node 0>`
 # per namespace, Gloo on the veth (GLOO_SOCKET_IFNAME). The ctest dist.netns.<CASE>:
 #   tests/netns/netns.sh -- sh tests/netns/two_nodes.sh CASE DDPRUN PROGRAMS...
-#   two_nodes  (PROGRAMS: scenario_worker dist_collectives dist_data_parallel) a 4-rank all_reduce (scenario_worker ok; dist_collectives' float all_reduce),
+#   two_nodes  (PROGRAMS: scenario_worker dist_collectives dist_data_parallel [dist_shm]) a 4-rank all_reduce (scenario_worker ok; dist_collectives' float all_reduce),
 #              and DDP steps equal to one process on the concatenated batch (dist_data_parallel)
 #   example    (fashion_mnist) examples/fashion_mnist for 200 steps (4 ranks x 16 samples), test accuracy > 0.70
 #   restart    (fashion_mnist) ddprun --max-restarts 1 on both nodes; rank 3 (node 1) is killed (SIGKILL) mid-epoch
@@ -71,6 +71,12 @@ two_nodes)
   # DDP: 4 ranks, each its shard, equal one process on the whole batches (every bucketing policy).
   run_nodes ddp "$3" -tc='R ranks equal one process*,equivalence in double*'
   [ "$(count ddp 'test cases: *2 | *2 passed')" -eq 4 ] || fail "dist_data_parallel did not pass 2 cases on 4 ranks"
+  # Hierarchical all_reduce (PROGRAM 4, dist_shm): shm among each node's 2 ranks, Gloo between the
+  # nodes' leaders; every dtype and op against the rank-order sum, across chunk ends.
+  if [ $# -ge 4 ]; then
+    run_nodes shm "$4"
+    [ "$(count shm 'Status: SUCCESS')" -eq 4 ] || fail "dist_shm did not pass on 2 nodes x 2 ranks"
+  fi
   echo "ok: two_nodes in $(( $(now_ms) - t0 )) ms"
   ;;
 example)

@@ -11,6 +11,8 @@
 #include <ddp/detail/backend/gloo_device.hpp>
 #include <ddp/detail/backend/gloo_header.hpp>
 #include <ddp/detail/backend/gloo_ring.hpp>
+#include <ddp/detail/backend/shm_all_reduce.hpp>
+#include <ddp/detail/common/env.hpp>
 #include <ddp/detail/common/log.hpp>
 #include <ddp/detail/numeric/elementwise.hpp>
 #include <ddp/op.hpp>
@@ -108,11 +110,27 @@ public:
                   rank_);
     }
     ctx_ = std::move(ctx);
+    if (store_ && shm_vote(rv)) setup_shm(rv);
   }
 
   gloo_communicator(const gloo_communicator&) = delete;
   gloo_communicator& operator=(const gloo_communicator&) = delete;
   ~gloo_communicator() { queue_.stop(); } // the worker stops before the context goes
+
+  /// True when all_reduce goes through the node's shared-memory segment (see
+  /// shm_all_reduce.hpp): on by default when ranks share a node, DDP_SHM=0 off.
+  bool shm_active() const { return shm_ != nullptr; }
+  /// The shm path's chunk size (like set_ring_piece_bytes: tests make it small
+  /// to cross chunk boundaries; same value on every rank, before collectives).
+  void set_shm_chunk_bytes(std::size_t bytes) {
+    if (shm_) shm_->set_chunk_bytes(bytes);
+  }
+  /// Benches compare the two paths in one run: false sends all_reduce over TCP
+  /// again. Every rank must switch at the same point of its collective sequence.
+  void use_shm(bool on) { shm_on_ = on; }
+  std::size_t shm_chunk_bytes() const { return shm_ ? shm_->chunk_bytes() : 0; }
+  /// The shm segment's name (tests look for it in /dev/shm); empty when off.
+  std::string shm_segment_name() const { return shm_ ? shm_->segment().name() : std::string(); }
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -151,8 +169,9 @@ public:
       throw error(error_kind::config, "op::avg needs a floating-point tensor, got " +
                                           std::string(to_string(dt)) + ": use op::sum and divide yourself");
     return submit("all_reduce", n, dt, blocking,
-                  [=, this, piece = ring_piece_bytes_](std::uint32_t tag, const std::string& what) {
-                    run_all_reduce(tag, what, data, n, dt, o, piece);
+                  [=, this, piece = ring_piece_bytes_, shm = shm_ && shm_on_](std::uint32_t tag,
+                                                                              const std::string& what) {
+                    run_all_reduce(tag, what, data, n, dt, o, piece, shm);
                   });
   }
 
@@ -168,8 +187,15 @@ public:
     // The piece size as of submission: a later set_ring_piece_bytes() does not
     // reach a collective already queued.
     return submit("all_reduce", n, dt, blocking,
-                  [=, this, frags = std::move(frags), piece = ring_piece_bytes_](std::uint32_t tag,
-                                                                                 const std::string&) {
+                  [=, this, frags = std::move(frags), piece = ring_piece_bytes_,
+                   shm = shm_ && shm_on_](std::uint32_t tag, const std::string& what) {
+                    if (shm && size_ > 1) {
+                      auto h = header(collective_kind::all_reduce, tag, n, dt);
+                      h.reduce = static_cast<std::uint8_t>(op::sum);
+                      h.piece = piece;
+                      run_shm(h, what, frags, dt, op::sum, scale);
+                      return;
+                    }
                     fragment_ring(ctx_, frags, dt, scratch_, piece).run(tag, scale, timeout_);
                   });
   }
@@ -210,6 +236,91 @@ public:
   }
 
 private:
+  /// Whether every rank can and wants to reduce through shared memory: DDP_SHM
+  /// not 0, more than one rank per node, and the launcher's layout (node_rank,
+  /// local_rank: never the hostname) contiguous, as ddprun and torchrun lay
+  /// ranks out. A vote in the store, so that all ranks take the same path.
+  bool shm_vote(const rendezvous& rv) {
+    const auto& t = rv.topo;
+    const int L = t.local_world_size;
+    bool want = getenv_str("DDP_SHM").value_or("1") != "0" && L > 1 && size_ > 1 && size_ % L == 0 &&
+                L <= 256 && t.local_rank == rank_ % L && t.node_rank == rank_ / L;
+    if (!want) store_->add("ddp/shm/no", 1);
+    if (store_->add("ddp/shm/votes", 1) == size_)
+      store_->set("ddp/shm/decision", store_->add("ddp/shm/no", 0) == 0 ? "on" : "off");
+    store_->wait({"ddp/shm/decision"}, timeout_);
+    return store_->get("ddp/shm/decision") == "on";
+  }
+
+  /// Maps the node's segment; across nodes also connects the nodes' leaders
+  /// (local rank 0 of each) in a Gloo context of their own.
+  void setup_shm(const rendezvous& rv) {
+    const auto& t = rv.topo;
+    const std::size_t chunk =
+        static_cast<std::size_t>(env_int("DDP_SHM_CHUNK_BYTES", 4096, std::int64_t{1} << 30)
+                                     .value_or(shm_all_reduce::default_chunk_bytes));
+    auto seg =
+        std::make_unique<shm_segment>(*store_, rv.token, t.master_addr + ":" + std::to_string(t.store_port),
+                                      rank_, t.node_rank, t.local_rank, t.local_world_size, chunk, timeout_);
+    nnodes_ = size_ / t.local_world_size;
+    if (nnodes_ > 1 && t.local_rank == 0) {
+      auto device =
+          make_gloo_device({rv.topo.rank, rv.topo.local_rank, rv.topo.master_addr, rv.topo.master_port});
+      auto ctx = std::make_shared<::gloo::rendezvous::Context>(t.node_rank, nnodes_);
+      ctx->setTimeout(timeout_);
+      gloo_store_adapter adapter(*store_, "ddp/gloo-leaders/");
+      ctx->connectFullMesh(adapter, device);
+      leaders_ = std::move(ctx);
+    }
+    auto find_lost = [store = store_](std::chrono::milliseconds grace) -> shm_all_reduce::lost_peer {
+      // check() first: one round trip, no wait, on the common path where nobody is lost.
+      if (grace.count() == 0 && !store->check({store_lost_key})) return {};
+      auto l = store->wait_for_lost_rank(grace);
+      return {l.rank, l.reason, l.silent};
+    };
+    shm_ = std::make_unique<shm_all_reduce>(std::move(seg), std::move(find_lost), rank_, timeout_);
+  }
+
+  /// All-reduce through the node's segment; across nodes the leaders reduce
+  /// each chunk over Gloo between the node's two barriers. Across nodes the
+  /// header round runs first over TCP, so ranks of different nodes that
+  /// disagree fail with mismatch as on the TCP path.
+  void run_shm(collective_header h, const std::string& what, const std::vector<fragment>& frags, dtype dt,
+               op o, double scale) {
+    h.piece = shm_->chunk_bytes(); // the chunking shapes the barriers: ranks must agree on it
+    try {
+      if (nnodes_ == 1) {
+        shm_->run(frags, dt, o, scale, h, what);
+        return;
+      }
+      exchange(h, what, [](int) { return payload{}; });
+      const op node_op = o == op::avg ? op::sum : o;
+      std::uint32_t sub = 0;
+      shm_->run(frags, dt, node_op, 1.0, h, what, [&, this](char* res, std::size_t m) {
+        if (m == 0) return;
+        with_element_type(size_of(dt), [&](auto t) {
+          using T = decltype(t);
+          ::gloo::AllreduceOptions opts(leaders_);
+          opts.setOutput(reinterpret_cast<T*>(res), m);
+          opts.setReduceFunction(reduce_for(dt, node_op));
+          opts.setTag(h.tag * 4096u + (sub++ % 4096u));
+          opts.setTimeout(timeout_);
+          ::gloo::allreduce(opts);
+        });
+        if (scale != 1.0) scale_in_place(res, m, dt, scale);
+      });
+    } catch (const ddp::error& e) {
+      shm_->abort(); // the node's other ranks stop waiting on this one
+      // A rank that stalls: the same lost-rank search and desync report as a
+      // timeout over TCP, so both paths blame alike.
+      if (e.kind() == error_kind::timeout) fail_io(what, std::string("Timed out: ") + e.what());
+      throw;
+    } catch (...) {
+      shm_->abort();
+      throw;
+    }
+  }
+
   /// Queues `body(tag, what)`: each collective gets a fresh Gloo tag, and any
   /// failure closes every connection (peers fail at once) and poisons the group.
   template <class F> work submit(const char* name, std::size_t n, dtype dt, bool blocking, F body) {
@@ -221,11 +332,16 @@ private:
   }
 
   void run_all_reduce(std::uint32_t tag, const std::string& what, void* data, std::size_t n, dtype dt, op o,
-                      std::size_t piece) {
+                      std::size_t piece, bool shm) {
     if (size_ == 1) return;
     auto h = header(collective_kind::all_reduce, tag, n, dt);
     h.reduce = static_cast<std::uint8_t>(o);
     h.piece = piece;
+    if (shm) {
+      std::vector<fragment> whole{{data, n}};
+      run_shm(h, what, whole, dt, o, o == op::avg ? 1.0 / size_ : 1.0);
+      return;
+    }
     const std::size_t bytes = n * size_of(dt);
     const bool small = bytes <= header_round::inline_cap(size_);
     exchange(h, what, [&](int) { return payload{data, small ? bytes : 0}; });
@@ -444,12 +560,19 @@ private:
     return store_->wait_for_lost_rank(std::chrono::milliseconds(timed_out ? 0 : 1000));
   }
 
-  void close_all() { ctx_.reset(); }
+  void close_all() {
+    ctx_.reset();
+    leaders_.reset();
+  }
 
   int rank_, size_;
   std::chrono::milliseconds timeout_;
   std::shared_ptr<tcp_store> store_;
   std::shared_ptr<::gloo::Context> ctx_;
+  std::shared_ptr<::gloo::Context> leaders_; ///< local rank 0 of each node, across nodes with shm
+  std::unique_ptr<shm_all_reduce> shm_;
+  int nnodes_ = 1;
+  bool shm_on_ = true;
   std::vector<char> scratch_;
   header_round headers_;
   std::size_t ring_piece_bytes_ = fragment_ring::default_piece_bytes;

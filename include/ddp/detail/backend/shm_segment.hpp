@@ -1,0 +1,209 @@
+// The POSIX shared-memory segment the ranks of one node share (see
+// shm_all_reduce.hpp for what travels through it).
+//
+// Naming: "/ddp-" + the first 128 bits of SHA-256 over the job token, the
+// store's address and the node rank: never the token itself (/dev/shm is
+// world-listable). Mode 0600.
+// Lifetime: local rank 0 creates it (O_EXCL) during the process group's
+// construction; every local rank maps it, says so in the store, waits until all
+// have, and then unlinks the name (ENOENT is fine). From then on the segment
+// lives only in the mappings, so a rank killed with SIGKILL leaks nothing: the
+// kernel frees the memory when the last mapping goes. Before that point every
+// failure path unlinks the name too.
+// Which ranks share a node comes from the topology (node_rank), never the
+// hostname: two network namespaces of one host share a hostname and /dev/shm.
+#ifndef DDP_DETAIL_BACKEND_SHM_SEGMENT_HPP
+#define DDP_DETAIL_BACKEND_SHM_SEGMENT_HPP
+
+#include <ddp/detail/backend/gloo_header.hpp>
+#include <ddp/error.hpp>
+
+#include <openssl/evp.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// One local rank's line in the control block (own cache lines: no false sharing).
+struct alignas(128) shm_rank_slot {
+  std::uint64_t seq = 0;      ///< barriers this rank has arrived at (atomic_ref)
+  std::int32_t global = -1;   ///< its global rank, for error messages
+  std::int32_t pid = 0;       ///< for the liveness check while others wait
+  collective_header header{}; ///< what it is running now: ranks that disagree fail with mismatch
+};
+
+struct shm_control {
+  static constexpr std::uint64_t expected_magic = 0x314d485350444444; // "DDDPSHM1"
+  std::uint64_t magic = 0;
+  std::uint32_t local_size = 0;
+  std::uint32_t unused = 0;
+  std::uint64_t chunk_capacity = 0; ///< bytes per slot
+  alignas(128) std::uint32_t arrived = 0;
+  alignas(128) std::uint32_t generation = 0; ///< the futex word: bumped by the last arriver
+  alignas(128) std::int32_t aborted_by = -1; ///< global rank of a rank that failed inside a collective
+  // followed by local_size shm_rank_slot
+};
+
+inline std::string shm_segment_name(const std::string& token, const std::string& store_where, int node_rank) {
+  const std::string msg = "ddp shm v1\n" + token + "\n" + store_where + "\n" + std::to_string(node_rank);
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (::EVP_Digest(msg.data(), msg.size(), md, &len, ::EVP_sha256(), nullptr) != 1 || len < 16)
+    throw error(error_kind::backend, "OpenSSL EVP_Digest(SHA-256) failed while naming the shm segment");
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string name = "/ddp-";
+  for (unsigned i = 0; i < 16; ++i) {
+    name += hex[md[i] >> 4];
+    name += hex[md[i] & 15];
+  }
+  return name;
+}
+
+inline long futex_call(void* addr, int op, std::uint32_t val, const timespec* ts) {
+  return ::syscall(SYS_futex, addr, op, val, ts, nullptr, 0);
+}
+
+/// A mapped segment: control block, local_size slots of chunk_capacity bytes,
+/// and one result area of chunk_capacity bytes.
+class shm_segment {
+public:
+  /// Collective over the node's ranks (all must call it): maps the segment and
+  /// unlinks its name before returning. Throws ddp::error naming what failed.
+  template <class Store>
+  shm_segment(Store& store, const std::string& token, const std::string& store_where, int rank, int node_rank,
+              int local_rank, int local_size, std::size_t chunk_capacity, std::chrono::milliseconds timeout)
+      : local_rank_(local_rank), local_size_(local_size) {
+    name_ = shm_segment_name(token, store_where, node_rank);
+    const std::string prefix = "ddp/shm/" + std::to_string(node_rank) + "/";
+    bytes_ = control_bytes(local_size) + (static_cast<std::size_t>(local_size) + 1) * chunk_capacity;
+    try {
+      if (local_rank == 0) {
+        create(chunk_capacity);
+        store.set(prefix + "created", name_);
+      } else {
+        store.wait({prefix + "created"}, timeout);
+        open_existing();
+      }
+      auto& me = slot(local_rank);
+      me.global = rank;
+      me.pid = static_cast<std::int32_t>(::getpid());
+      store.set(prefix + "mapped/" + std::to_string(local_rank), "1");
+      std::vector<std::string> keys;
+      for (int l = 0; l < local_size; ++l)
+        keys.push_back(prefix + "mapped/" + std::to_string(l));
+      store.wait(keys, timeout);
+    } catch (...) {
+      ::shm_unlink(name_.c_str());
+      unmap();
+      throw;
+    }
+    ::shm_unlink(name_.c_str()); // every local rank has it mapped: the name is no longer needed
+  }
+  shm_segment(const shm_segment&) = delete;
+  shm_segment& operator=(const shm_segment&) = delete;
+  ~shm_segment() { unmap(); }
+
+  const std::string& name() const { return name_; }
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+  std::size_t chunk_capacity() const { return ctl().chunk_capacity; }
+  shm_control& ctl() const { return *static_cast<shm_control*>(base_); }
+  shm_rank_slot& slot(int l) const {
+    return reinterpret_cast<shm_rank_slot*>(static_cast<char*>(base_) + sizeof(shm_control))[l];
+  }
+  char* data(int l) const {
+    return static_cast<char*>(base_) + control_bytes(local_size_) +
+           static_cast<std::size_t>(l) * ctl().chunk_capacity;
+  }
+  char* result() const { return data(local_size_); }
+
+private:
+  static std::size_t control_bytes(int local_size) {
+    const std::size_t raw =
+        sizeof(shm_control) + static_cast<std::size_t>(local_size) * sizeof(shm_rank_slot);
+    return (raw + 4095) / 4096 * 4096; // the data areas start page-aligned
+  }
+
+  [[noreturn]] void fail(const std::string& what, int err) const {
+    throw error(error_kind::backend,
+                what + " shared-memory segment " + name_ + " (" + std::to_string(bytes_) +
+                    " B): " + std::strerror(err) +
+                    ". Check that /dev/shm is mounted and has room, or set DDP_SHM=0 to reduce over TCP.");
+  }
+
+  void create(std::size_t chunk_capacity) {
+    int fd = ::shm_open(name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) fail("cannot create", errno);
+    // posix_fallocate, not ftruncate: a full /dev/shm fails here with ENOSPC,
+    // not later with SIGBUS on first touch.
+    int e = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes_));
+    if (e != 0) {
+      ::close(fd);
+      fail("cannot size", e);
+    }
+    map(fd);
+    auto* c = new (base_) shm_control{};
+    c->local_size = static_cast<std::uint32_t>(local_size_);
+    c->chunk_capacity = chunk_capacity;
+    for (int l = 0; l < local_size_; ++l)
+      new (&slot(l)) shm_rank_slot{};
+    std::atomic_ref<std::uint64_t>(c->magic).store(shm_control::expected_magic, std::memory_order_release);
+  }
+
+  void open_existing() {
+    int fd = ::shm_open(name_.c_str(), O_RDWR, 0600);
+    if (fd < 0) fail("cannot open", errno);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) != bytes_) {
+      ::close(fd);
+      throw error(error_kind::mismatch, "shared-memory segment " + name_ + " has " +
+                                            std::to_string(st.st_size) + " B, this rank expected " +
+                                            std::to_string(bytes_) +
+                                            " B: the node's ranks disagree on LOCAL_WORLD_SIZE or "
+                                            "DDP_SHM_CHUNK_BYTES; start them with the same settings.");
+    }
+    map(fd);
+    if (std::atomic_ref<std::uint64_t>(ctl().magic).load(std::memory_order_acquire) !=
+        shm_control::expected_magic)
+      throw error(error_kind::backend, "shared-memory segment " + name_ + " is not initialized");
+  }
+
+  void map(int fd) {
+    void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int e = errno;
+    ::close(fd);
+    if (p == MAP_FAILED) fail("cannot map", e);
+    base_ = p;
+  }
+
+  void unmap() {
+    if (base_) ::munmap(base_, bytes_);
+    base_ = nullptr;
+  }
+
+  std::string name_;
+  int local_rank_, local_size_;
+  std::size_t bytes_ = 0;
+  void* base_ = nullptr;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_BACKEND_SHM_SEGMENT_HPP
