@@ -1080,6 +1080,7 @@ DDP_END_NAMESPACE
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -4446,6 +4447,525 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_GLOO_RING_HPP
 // ---- end ddp/detail/backend/gloo_ring.hpp ----
+// ---- begin ddp/detail/backend/shm_all_reduce.hpp ----
+// All-reduce among the ranks of one node through their shared segment
+// (shm_segment.hpp): per chunk, every local rank copies its part into its own
+// slot, then (barrier) reduces its own slice of the chunk over all slots, in
+// local-rank order, into the result area, the averaging fused into the last
+// step, then (barrier) copies the whole result back. Two barriers per chunk;
+// across nodes a third step runs between them: local rank 0 reduces the
+// node's result with the other nodes' leaders (over Gloo) before the copy-out.
+//
+// Barriers: each rank bumps its sequence counter (for blame) and a shared
+// arrival count; the last arriver advances the generation word, on which the
+// others spin briefly, then sleep in futex waits of at most 2 ms. Between
+// sleeps a waiter checks the group's deadline, whether a rank aborted, and
+// every 20 ms whether the ranks it waits for are still alive (their pid; then
+// the store's record of lost ranks), so a rank that dies is named, no hang.
+#ifndef DDP_DETAIL_BACKEND_SHM_ALL_REDUCE_HPP
+#define DDP_DETAIL_BACKEND_SHM_ALL_REDUCE_HPP
+
+// ---- begin ddp/detail/backend/shm_segment.hpp ----
+// The POSIX shared-memory segment the ranks of one node share (see
+// shm_all_reduce.hpp for what travels through it).
+//
+// Naming: "/ddp-" + the first 128 bits of SHA-256 over the job token, the
+// store's address and the node rank: never the token itself (/dev/shm is
+// world-listable). Mode 0600.
+// Lifetime: local rank 0 creates it (O_EXCL) during the process group's
+// construction; every local rank maps it, says so in the store, waits until all
+// have, and then unlinks the name (ENOENT is fine). From then on the segment
+// lives only in the mappings, so a rank killed with SIGKILL leaks nothing: the
+// kernel frees the memory when the last mapping goes. Before that point every
+// failure path unlinks the name too.
+// Which ranks share a node comes from the topology (node_rank), never the
+// hostname: two network namespaces of one host share a hostname and /dev/shm.
+#ifndef DDP_DETAIL_BACKEND_SHM_SEGMENT_HPP
+#define DDP_DETAIL_BACKEND_SHM_SEGMENT_HPP
+
+
+#include <openssl/evp.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// One local rank's line in the control block (own cache lines: no false sharing).
+struct alignas(128) shm_rank_slot {
+  std::uint64_t seq = 0;      ///< barriers this rank has arrived at (atomic_ref)
+  std::int32_t global = -1;   ///< its global rank, for error messages
+  std::int32_t pid = 0;       ///< for the liveness check while others wait
+  collective_header header{}; ///< what it is running now: ranks that disagree fail with mismatch
+};
+
+struct shm_control {
+  static constexpr std::uint64_t expected_magic = 0x314d485350444444; // "DDDPSHM1"
+  std::uint64_t magic = 0;
+  std::uint32_t local_size = 0;
+  std::uint32_t unused = 0;
+  std::uint64_t chunk_capacity = 0; ///< bytes per slot
+  alignas(128) std::uint32_t arrived = 0;
+  alignas(128) std::uint32_t generation = 0; ///< the futex word: bumped by the last arriver
+  alignas(128) std::int32_t aborted_by = -1; ///< global rank of a rank that failed inside a collective
+  // followed by local_size shm_rank_slot
+};
+
+inline std::string shm_segment_name(const std::string& token, const std::string& store_where, int node_rank) {
+  const std::string msg = "ddp shm v1\n" + token + "\n" + store_where + "\n" + std::to_string(node_rank);
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (::EVP_Digest(msg.data(), msg.size(), md, &len, ::EVP_sha256(), nullptr) != 1 || len < 16)
+    throw error(error_kind::backend, "OpenSSL EVP_Digest(SHA-256) failed while naming the shm segment");
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string name = "/ddp-";
+  for (unsigned i = 0; i < 16; ++i) {
+    name += hex[md[i] >> 4];
+    name += hex[md[i] & 15];
+  }
+  return name;
+}
+
+inline long futex_call(void* addr, int op, std::uint32_t val, const timespec* ts) {
+  return ::syscall(SYS_futex, addr, op, val, ts, nullptr, 0);
+}
+
+/// A mapped segment: control block, local_size slots of chunk_capacity bytes,
+/// and one result area of chunk_capacity bytes.
+class shm_segment {
+public:
+  /// Collective over the node's ranks (all must call it): maps the segment and
+  /// unlinks its name before returning. Throws ddp::error naming what failed.
+  template <class Store>
+  shm_segment(Store& store, const std::string& token, const std::string& store_where, int rank, int node_rank,
+              int local_rank, int local_size, std::size_t chunk_capacity, std::chrono::milliseconds timeout)
+      : local_rank_(local_rank), local_size_(local_size) {
+    name_ = shm_segment_name(token, store_where, node_rank);
+    const std::string prefix = "ddp/shm/" + std::to_string(node_rank) + "/";
+    bytes_ = control_bytes(local_size) + (static_cast<std::size_t>(local_size) + 1) * chunk_capacity;
+    try {
+      if (local_rank == 0) {
+        create(chunk_capacity);
+        store.set(prefix + "created", name_);
+      } else {
+        store.wait({prefix + "created"}, timeout);
+        open_existing();
+      }
+      auto& me = slot(local_rank);
+      me.global = rank;
+      me.pid = static_cast<std::int32_t>(::getpid());
+      store.set(prefix + "mapped/" + std::to_string(local_rank), "1");
+      std::vector<std::string> keys;
+      for (int l = 0; l < local_size; ++l)
+        keys.push_back(prefix + "mapped/" + std::to_string(l));
+      store.wait(keys, timeout);
+    } catch (...) {
+      ::shm_unlink(name_.c_str());
+      unmap();
+      throw;
+    }
+    ::shm_unlink(name_.c_str()); // every local rank has it mapped: the name is no longer needed
+  }
+  shm_segment(const shm_segment&) = delete;
+  shm_segment& operator=(const shm_segment&) = delete;
+  ~shm_segment() { unmap(); }
+
+  const std::string& name() const { return name_; }
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+  std::size_t chunk_capacity() const { return ctl().chunk_capacity; }
+  shm_control& ctl() const { return *static_cast<shm_control*>(base_); }
+  shm_rank_slot& slot(int l) const {
+    return reinterpret_cast<shm_rank_slot*>(static_cast<char*>(base_) + sizeof(shm_control))[l];
+  }
+  char* data(int l) const {
+    return static_cast<char*>(base_) + control_bytes(local_size_) +
+           static_cast<std::size_t>(l) * ctl().chunk_capacity;
+  }
+  char* result() const { return data(local_size_); }
+
+private:
+  static std::size_t control_bytes(int local_size) {
+    const std::size_t raw =
+        sizeof(shm_control) + static_cast<std::size_t>(local_size) * sizeof(shm_rank_slot);
+    return (raw + 4095) / 4096 * 4096; // the data areas start page-aligned
+  }
+
+  [[noreturn]] void fail(const std::string& what, int err) const {
+    throw error(error_kind::backend,
+                what + " shared-memory segment " + name_ + " (" + std::to_string(bytes_) +
+                    " B): " + std::strerror(err) +
+                    ". Check that /dev/shm is mounted and has room, or set DDP_SHM=0 to reduce over TCP.");
+  }
+
+  void create(std::size_t chunk_capacity) {
+    int fd = ::shm_open(name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) fail("cannot create", errno);
+    // posix_fallocate, not ftruncate: a full /dev/shm fails here with ENOSPC,
+    // not later with SIGBUS on first touch.
+    int e = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes_));
+    if (e != 0) {
+      ::close(fd);
+      fail("cannot size", e);
+    }
+    map(fd);
+    auto* c = new (base_) shm_control{};
+    c->local_size = static_cast<std::uint32_t>(local_size_);
+    c->chunk_capacity = chunk_capacity;
+    for (int l = 0; l < local_size_; ++l)
+      new (&slot(l)) shm_rank_slot{};
+    std::atomic_ref<std::uint64_t>(c->magic).store(shm_control::expected_magic, std::memory_order_release);
+  }
+
+  void open_existing() {
+    int fd = ::shm_open(name_.c_str(), O_RDWR, 0600);
+    if (fd < 0) fail("cannot open", errno);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) != bytes_) {
+      ::close(fd);
+      throw error(error_kind::mismatch, "shared-memory segment " + name_ + " has " +
+                                            std::to_string(st.st_size) + " B, this rank expected " +
+                                            std::to_string(bytes_) +
+                                            " B: the node's ranks disagree on LOCAL_WORLD_SIZE or "
+                                            "DDP_SHM_CHUNK_BYTES; start them with the same settings.");
+    }
+    map(fd);
+    if (std::atomic_ref<std::uint64_t>(ctl().magic).load(std::memory_order_acquire) !=
+        shm_control::expected_magic)
+      throw error(error_kind::backend, "shared-memory segment " + name_ + " is not initialized");
+  }
+
+  void map(int fd) {
+    void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int e = errno;
+    ::close(fd);
+    if (p == MAP_FAILED) fail("cannot map", e);
+    base_ = p;
+  }
+
+  void unmap() {
+    if (base_) ::munmap(base_, bytes_);
+    base_ = nullptr;
+  }
+
+  std::string name_;
+  int local_rank_, local_size_;
+  std::size_t bytes_ = 0;
+  void* base_ = nullptr;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_BACKEND_SHM_SEGMENT_HPP
+// ---- end ddp/detail/backend/shm_segment.hpp ----
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+class shm_all_reduce {
+public:
+  /// The default slot size: 4 MiB per local rank (12 MiB of /dev/shm at 2
+  /// ranks). Measured at 2 ranks, 100 MiB: 1 MiB chunks took ~1.1x the time of
+  /// 4 MiB ones (twice the barriers).
+  static constexpr std::size_t default_chunk_bytes = std::size_t{4} << 20;
+
+  /// A rank the rendezvous store saw lost: (-1, "") for none.
+  struct lost_peer {
+    int rank = -1;
+    std::string reason;
+    bool silent = false;
+  };
+  /// `find_lost(grace)`: asks the store for a lost rank, waiting up to `grace`.
+  using lost_finder = std::function<lost_peer(std::chrono::milliseconds grace)>;
+
+  shm_all_reduce(std::unique_ptr<shm_segment> seg, lost_finder find_lost, int rank,
+                 std::chrono::milliseconds timeout)
+      : seg_(std::move(seg)), find_lost_(std::move(find_lost)), rank_(rank), timeout_(timeout),
+        chunk_bytes_(seg_->chunk_capacity()) {}
+
+  const shm_segment& segment() const { return *seg_; }
+  /// Bytes per chunk (tests make it small to cross chunk boundaries); at most
+  /// the segment's capacity. Every local rank must use the same value.
+  void set_chunk_bytes(std::size_t b) {
+    chunk_bytes_ = std::clamp<std::size_t>(b, 64, seg_->chunk_capacity());
+  }
+  std::size_t chunk_bytes() const { return chunk_bytes_; }
+
+  /// Reduces `frags` (op o; scale multiplies the sum, 1.0 for none) across the
+  /// node's ranks. `between(result, m)`, when set, runs on local rank 0 on each
+  /// chunk's reduced result before the others copy it out (the cross-node step).
+  void run(const std::vector<fragment>& frags, dtype dt, op o, double scale, const collective_header& h,
+           const std::string& what, const std::function<void(char*, std::size_t)>& between = {}) {
+    deadline_ = std::chrono::steady_clock::now() + timeout_;
+    what_ = &what;
+    std::memcpy(&seg_->slot(seg_->local_rank()).header, &h, sizeof h);
+    const std::size_t esz = size_of(dt);
+    std::size_t n = 0;
+    for (auto& f : frags)
+      n += f.count;
+    const std::size_t cap = std::max<std::size_t>(chunk_bytes_ / esz, 1);
+    const auto fn = reduce_for(dt, o == op::avg ? op::sum : o);
+    const int L = seg_->local_size(), me = seg_->local_rank();
+    bool first = true;
+    for (std::size_t off = 0; first || off < n; off += cap) {
+      const std::size_t m = std::min(cap, n - off);
+      copy_frags(frags, off, m, esz, seg_->data(me), true);
+      barrier();
+      if (first) check_headers(h);
+      first = false;
+      // My slice, rounded to 64 B so that slices share no cache line.
+      const std::size_t align = std::max<std::size_t>(64 / esz, 1);
+      const std::size_t per = (m + static_cast<std::size_t>(L) - 1) / static_cast<std::size_t>(L);
+      const std::size_t step = (per + align - 1) / align * align;
+      const std::size_t a = std::min(m, step * static_cast<std::size_t>(me)), b = std::min(m, a + step);
+      if (a < b) {
+        char* out = seg_->result() + a * esz;
+        auto src = [&](int k) { return seg_->data(k) + a * esz; };
+        for (int k = 1; k < L; ++k) {
+          const void* acc = k == 1 ? src(0) : out;
+          if (k + 1 == L && scale != 1.0)
+            sum_scaled(out, acc, src(k), b - a, dt, scale); // the averaging, fused
+          else
+            fn(out, acc, src(k), b - a);
+        }
+      }
+      barrier();
+      if (between) {
+        if (me == 0) guard_leader([&] { between(seg_->result(), m); });
+        barrier();
+      }
+      copy_frags(frags, off, m, esz, seg_->result(), false);
+      if (m == 0) break;
+    }
+    what_ = nullptr;
+  }
+
+  /// Marks the segment aborted by this rank (its peers on the node stop waiting).
+  void abort() noexcept {
+    std::atomic_ref<std::int32_t> ab(seg_->ctl().aborted_by);
+    std::int32_t none = -1;
+    ab.compare_exchange_strong(none, rank_);
+    std::atomic_ref<std::uint32_t>(seg_->ctl().generation).fetch_add(0); // a fence for the wake below
+    futex_call(&seg_->ctl().generation, FUTEX_WAKE, INT32_MAX, nullptr);
+  }
+
+private:
+  template <class F> void guard_leader(F&& f) {
+    try {
+      f();
+    } catch (...) {
+      abort();
+      throw;
+    }
+  }
+
+  /// Copies elements [off, off+m) of the fragments to `shm` (in) or back (out).
+  static void copy_frags(const std::vector<fragment>& frags, std::size_t off, std::size_t m, std::size_t esz,
+                         char* shm, bool in) {
+    std::size_t pos = 0;
+    for (auto& f : frags) {
+      if (m == 0) return;
+      if (off >= pos + f.count) {
+        pos += f.count;
+        continue;
+      }
+      const std::size_t from = off - pos, take = std::min(m, f.count - from);
+      char* p = static_cast<char*>(f.data) + from * esz;
+      if (in)
+        std::memcpy(shm, p, take * esz);
+      else
+        std::memcpy(p, shm, take * esz);
+      shm += take * esz;
+      off += take;
+      m -= take;
+      pos += f.count;
+    }
+  }
+
+  void check_headers(const collective_header& mine) {
+    for (int l = 0; l < seg_->local_size(); ++l) {
+      collective_header theirs;
+      std::memcpy(&theirs, &seg_->slot(l).header, sizeof theirs);
+      if (theirs == mine) continue;
+      const int p = seg_->slot(l).global;
+      throw error(error_kind::mismatch,
+                  *what_ + ": ranks called different collectives: this rank (" + std::to_string(rank_) +
+                      ") called " + mine.describe() + ", rank " + std::to_string(p) + " called " +
+                      theirs.describe() +
+                      ". Every rank must call the same collectives in the same order with the same "
+                      "counts, dtypes, ops and roots. This group is unusable now: every later collective "
+                      "throws this error; create a new group.",
+                  p);
+    }
+  }
+
+  void barrier() {
+    auto& c = seg_->ctl();
+    const int L = seg_->local_size();
+    ++epoch_;
+    std::atomic_ref<std::uint64_t>(seg_->slot(seg_->local_rank()).seq)
+        .store(epoch_, std::memory_order_release);
+    std::atomic_ref<std::uint32_t> gen(c.generation), arrived(c.arrived);
+    const std::uint32_t g = gen.load(std::memory_order_acquire);
+    if (arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<std::uint32_t>(L)) {
+      arrived.store(0, std::memory_order_relaxed);
+      gen.store(g + 1, std::memory_order_seq_cst);
+      futex_call(&c.generation, FUTEX_WAKE, INT32_MAX, nullptr);
+      return;
+    }
+    // Spin ~20 us first: on an idle core the peer usually arrives within that
+    // (the 4 KiB all-reduce), and a futex sleep plus wake costs ~10 us more.
+    for (int i = 0; i < 400; ++i) {
+      if (gen.load(std::memory_order_acquire) != g) return;
+      pause();
+    }
+    // Then yield for up to ~100 us: on a busy host the peer may be waiting for
+    // this very core, and a yield hands it over without the futex round trip.
+    for (auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
+         std::chrono::steady_clock::now() < until;) {
+      if (gen.load(std::memory_order_acquire) != g) return;
+      std::this_thread::yield();
+    }
+    auto next_check = std::chrono::steady_clock::now();
+    while (gen.load(std::memory_order_acquire) == g) {
+      const timespec ts{0, 2'000'000};
+      futex_call(&c.generation, FUTEX_WAIT, g, &ts);
+      if (gen.load(std::memory_order_acquire) != g) return;
+      const auto now = std::chrono::steady_clock::now();
+      if (std::atomic_ref<std::int32_t>(c.aborted_by).load() >= 0) fail_aborted();
+      if (now >= next_check) {
+        check_alive();
+        next_check = now + std::chrono::milliseconds(20);
+      }
+      if (now >= deadline_) fail_timeout();
+    }
+  }
+
+  static void pause() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#else
+    std::this_thread::yield();
+#endif
+  }
+
+  /// Local ranks that have not reached this rank's barrier yet.
+  std::vector<int> missing() const {
+    std::vector<int> out;
+    for (int l = 0; l < seg_->local_size(); ++l)
+      if (std::atomic_ref<std::uint64_t>(seg_->slot(l).seq).load(std::memory_order_acquire) < epoch_)
+        out.push_back(l);
+    return out;
+  }
+
+  static bool process_gone(int pid) {
+    if (pid <= 0) return false;
+    if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
+    // A killed process its parent has not reaped yet is a zombie: gone too.
+    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+    std::string s;
+    std::getline(f, s);
+    auto close = s.rfind(')');
+    return close != std::string::npos && close + 2 < s.size() && (s[close + 2] == 'Z' || s[close + 2] == 'X');
+  }
+
+  void check_alive() {
+    for (int l : missing()) {
+      const auto& sl = seg_->slot(l);
+      if (process_gone(sl.pid)) {
+        abort();
+        throw error(error_kind::peer_lost,
+                    *what_ + " failed: rank " + std::to_string(sl.global) + " (local rank " +
+                        std::to_string(l) + ", pid " + std::to_string(sl.pid) + ") exited while rank " +
+                        std::to_string(rank_) +
+                        " waited for it at the node's shared-memory segment. Look at rank " +
+                        std::to_string(sl.global) + "'s output first.",
+                    sl.global);
+      }
+    }
+    if (find_lost_) {
+      auto lost = find_lost_(std::chrono::milliseconds(0));
+      if (lost.rank >= 0) {
+        abort();
+        throw error(error_kind::peer_lost,
+                    *what_ + " failed: rank " + std::to_string(lost.rank) + " " + lost.reason +
+                        " while rank " + std::to_string(rank_) +
+                        " waited at the node's shared-memory segment.",
+                    lost.rank);
+      }
+    }
+  }
+
+  [[noreturn]] void fail_aborted() {
+    const int by = std::atomic_ref<std::int32_t>(seg_->ctl().aborted_by).load();
+    check_alive(); // a dead rank is the better name
+    // The aborting rank gave up waiting for a rank that is still missing here
+    // too: blame that one, as a timeout (the caller's desync report follows).
+    for (int l : missing())
+      if (seg_->slot(l).global != by) fail_timeout();
+    if (find_lost_)
+      if (auto lost = find_lost_(std::chrono::milliseconds(1000)); lost.rank >= 0)
+        throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
+                    *what_ + " failed: rank " + std::to_string(lost.rank) + " " + lost.reason, lost.rank);
+    throw error(error_kind::peer_lost,
+                *what_ + " failed: rank " + std::to_string(by) +
+                    " failed inside this collective and left the node's shared-memory segment; look at its "
+                    "output first.",
+                by);
+  }
+
+  [[noreturn]] void fail_timeout() {
+    abort();
+    auto late = missing();
+    int culprit = late.empty() ? -1 : seg_->slot(late.front()).global;
+    std::string names;
+    for (int l : late)
+      names += (names.empty() ? "" : ", ") + std::to_string(seg_->slot(l).global);
+    throw error(error_kind::timeout,
+                *what_ + " timed out after " + std::to_string(timeout_.count()) + " ms waiting for rank(s) " +
+                    names +
+                    " at the node's shared-memory segment (a rank stalled, is far behind, or skipped this "
+                    "collective; raise DDP_TIMEOUT if that is expected).",
+                culprit);
+  }
+
+  std::unique_ptr<shm_segment> seg_;
+  lost_finder find_lost_;
+  int rank_;
+  std::chrono::milliseconds timeout_;
+  std::size_t chunk_bytes_;
+  std::uint64_t epoch_ = 0; ///< barriers this rank has passed (worker thread only)
+  std::chrono::steady_clock::time_point deadline_{};
+  const std::string* what_ = nullptr;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_BACKEND_SHM_ALL_REDUCE_HPP
+// ---- end ddp/detail/backend/shm_all_reduce.hpp ----
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
@@ -4538,11 +5058,27 @@ public:
                   rank_);
     }
     ctx_ = std::move(ctx);
+    if (store_ && shm_vote(rv)) setup_shm(rv);
   }
 
   gloo_communicator(const gloo_communicator&) = delete;
   gloo_communicator& operator=(const gloo_communicator&) = delete;
   ~gloo_communicator() { queue_.stop(); } // the worker stops before the context goes
+
+  /// True when all_reduce goes through the node's shared-memory segment (see
+  /// shm_all_reduce.hpp): on by default when ranks share a node, DDP_SHM=0 off.
+  bool shm_active() const { return shm_ != nullptr; }
+  /// The shm path's chunk size (like set_ring_piece_bytes: tests make it small
+  /// to cross chunk boundaries; same value on every rank, before collectives).
+  void set_shm_chunk_bytes(std::size_t bytes) {
+    if (shm_) shm_->set_chunk_bytes(bytes);
+  }
+  /// Benches compare the two paths in one run: false sends all_reduce over TCP
+  /// again. Every rank must switch at the same point of its collective sequence.
+  void use_shm(bool on) { shm_on_ = on; }
+  std::size_t shm_chunk_bytes() const { return shm_ ? shm_->chunk_bytes() : 0; }
+  /// The shm segment's name (tests look for it in /dev/shm); empty when off.
+  std::string shm_segment_name() const { return shm_ ? shm_->segment().name() : std::string(); }
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -4581,8 +5117,9 @@ public:
       throw error(error_kind::config, "op::avg needs a floating-point tensor, got " +
                                           std::string(to_string(dt)) + ": use op::sum and divide yourself");
     return submit("all_reduce", n, dt, blocking,
-                  [=, this, piece = ring_piece_bytes_](std::uint32_t tag, const std::string& what) {
-                    run_all_reduce(tag, what, data, n, dt, o, piece);
+                  [=, this, piece = ring_piece_bytes_, shm = shm_ && shm_on_](std::uint32_t tag,
+                                                                              const std::string& what) {
+                    run_all_reduce(tag, what, data, n, dt, o, piece, shm);
                   });
   }
 
@@ -4598,8 +5135,15 @@ public:
     // The piece size as of submission: a later set_ring_piece_bytes() does not
     // reach a collective already queued.
     return submit("all_reduce", n, dt, blocking,
-                  [=, this, frags = std::move(frags), piece = ring_piece_bytes_](std::uint32_t tag,
-                                                                                 const std::string&) {
+                  [=, this, frags = std::move(frags), piece = ring_piece_bytes_,
+                   shm = shm_ && shm_on_](std::uint32_t tag, const std::string& what) {
+                    if (shm && size_ > 1) {
+                      auto h = header(collective_kind::all_reduce, tag, n, dt);
+                      h.reduce = static_cast<std::uint8_t>(op::sum);
+                      h.piece = piece;
+                      run_shm(h, what, frags, dt, op::sum, scale);
+                      return;
+                    }
                     fragment_ring(ctx_, frags, dt, scratch_, piece).run(tag, scale, timeout_);
                   });
   }
@@ -4640,6 +5184,91 @@ public:
   }
 
 private:
+  /// Whether every rank can and wants to reduce through shared memory: DDP_SHM
+  /// not 0, more than one rank per node, and the launcher's layout (node_rank,
+  /// local_rank: never the hostname) contiguous, as ddprun and torchrun lay
+  /// ranks out. A vote in the store, so that all ranks take the same path.
+  bool shm_vote(const rendezvous& rv) {
+    const auto& t = rv.topo;
+    const int L = t.local_world_size;
+    bool want = getenv_str("DDP_SHM").value_or("1") != "0" && L > 1 && size_ > 1 && size_ % L == 0 &&
+                L <= 256 && t.local_rank == rank_ % L && t.node_rank == rank_ / L;
+    if (!want) store_->add("ddp/shm/no", 1);
+    if (store_->add("ddp/shm/votes", 1) == size_)
+      store_->set("ddp/shm/decision", store_->add("ddp/shm/no", 0) == 0 ? "on" : "off");
+    store_->wait({"ddp/shm/decision"}, timeout_);
+    return store_->get("ddp/shm/decision") == "on";
+  }
+
+  /// Maps the node's segment; across nodes also connects the nodes' leaders
+  /// (local rank 0 of each) in a Gloo context of their own.
+  void setup_shm(const rendezvous& rv) {
+    const auto& t = rv.topo;
+    const std::size_t chunk =
+        static_cast<std::size_t>(env_int("DDP_SHM_CHUNK_BYTES", 4096, std::int64_t{1} << 30)
+                                     .value_or(shm_all_reduce::default_chunk_bytes));
+    auto seg =
+        std::make_unique<shm_segment>(*store_, rv.token, t.master_addr + ":" + std::to_string(t.store_port),
+                                      rank_, t.node_rank, t.local_rank, t.local_world_size, chunk, timeout_);
+    nnodes_ = size_ / t.local_world_size;
+    if (nnodes_ > 1 && t.local_rank == 0) {
+      auto device =
+          make_gloo_device({rv.topo.rank, rv.topo.local_rank, rv.topo.master_addr, rv.topo.master_port});
+      auto ctx = std::make_shared<::gloo::rendezvous::Context>(t.node_rank, nnodes_);
+      ctx->setTimeout(timeout_);
+      gloo_store_adapter adapter(*store_, "ddp/gloo-leaders/");
+      ctx->connectFullMesh(adapter, device);
+      leaders_ = std::move(ctx);
+    }
+    auto find_lost = [store = store_](std::chrono::milliseconds grace) -> shm_all_reduce::lost_peer {
+      // check() first: one round trip, no wait, on the common path where nobody is lost.
+      if (grace.count() == 0 && !store->check({store_lost_key})) return {};
+      auto l = store->wait_for_lost_rank(grace);
+      return {l.rank, l.reason, l.silent};
+    };
+    shm_ = std::make_unique<shm_all_reduce>(std::move(seg), std::move(find_lost), rank_, timeout_);
+  }
+
+  /// All-reduce through the node's segment; across nodes the leaders reduce
+  /// each chunk over Gloo between the node's two barriers. Across nodes the
+  /// header round runs first over TCP, so ranks of different nodes that
+  /// disagree fail with mismatch as on the TCP path.
+  void run_shm(collective_header h, const std::string& what, const std::vector<fragment>& frags, dtype dt,
+               op o, double scale) {
+    h.piece = shm_->chunk_bytes(); // the chunking shapes the barriers: ranks must agree on it
+    try {
+      if (nnodes_ == 1) {
+        shm_->run(frags, dt, o, scale, h, what);
+        return;
+      }
+      exchange(h, what, [](int) { return payload{}; });
+      const op node_op = o == op::avg ? op::sum : o;
+      std::uint32_t sub = 0;
+      shm_->run(frags, dt, node_op, 1.0, h, what, [&, this](char* res, std::size_t m) {
+        if (m == 0) return;
+        with_element_type(size_of(dt), [&](auto t) {
+          using T = decltype(t);
+          ::gloo::AllreduceOptions opts(leaders_);
+          opts.setOutput(reinterpret_cast<T*>(res), m);
+          opts.setReduceFunction(reduce_for(dt, node_op));
+          opts.setTag(h.tag * 4096u + (sub++ % 4096u));
+          opts.setTimeout(timeout_);
+          ::gloo::allreduce(opts);
+        });
+        if (scale != 1.0) scale_in_place(res, m, dt, scale);
+      });
+    } catch (const ddp::error& e) {
+      shm_->abort(); // the node's other ranks stop waiting on this one
+      // A rank that stalls: the same lost-rank search and desync report as a
+      // timeout over TCP, so both paths blame alike.
+      if (e.kind() == error_kind::timeout) fail_io(what, std::string("Timed out: ") + e.what());
+      throw;
+    } catch (...) {
+      shm_->abort();
+      throw;
+    }
+  }
+
   /// Queues `body(tag, what)`: each collective gets a fresh Gloo tag, and any
   /// failure closes every connection (peers fail at once) and poisons the group.
   template <class F> work submit(const char* name, std::size_t n, dtype dt, bool blocking, F body) {
@@ -4651,11 +5280,16 @@ private:
   }
 
   void run_all_reduce(std::uint32_t tag, const std::string& what, void* data, std::size_t n, dtype dt, op o,
-                      std::size_t piece) {
+                      std::size_t piece, bool shm) {
     if (size_ == 1) return;
     auto h = header(collective_kind::all_reduce, tag, n, dt);
     h.reduce = static_cast<std::uint8_t>(o);
     h.piece = piece;
+    if (shm) {
+      std::vector<fragment> whole{{data, n}};
+      run_shm(h, what, whole, dt, o, o == op::avg ? 1.0 / size_ : 1.0);
+      return;
+    }
     const std::size_t bytes = n * size_of(dt);
     const bool small = bytes <= header_round::inline_cap(size_);
     exchange(h, what, [&](int) { return payload{data, small ? bytes : 0}; });
@@ -4874,12 +5508,19 @@ private:
     return store_->wait_for_lost_rank(std::chrono::milliseconds(timed_out ? 0 : 1000));
   }
 
-  void close_all() { ctx_.reset(); }
+  void close_all() {
+    ctx_.reset();
+    leaders_.reset();
+  }
 
   int rank_, size_;
   std::chrono::milliseconds timeout_;
   std::shared_ptr<tcp_store> store_;
   std::shared_ptr<::gloo::Context> ctx_;
+  std::shared_ptr<::gloo::Context> leaders_; ///< local rank 0 of each node, across nodes with shm
+  std::unique_ptr<shm_all_reduce> shm_;
+  int nnodes_ = 1;
+  bool shm_on_ = true;
   std::vector<char> scratch_;
   header_round headers_;
   std::size_t ring_piece_bytes_ = fragment_ring::default_piece_bytes;
