@@ -4485,6 +4485,7 @@ DDP_END_NAMESPACE
 
 
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 
 #include <atomic>
 #include <cerrno>
@@ -4526,8 +4527,18 @@ struct shm_control {
   // followed by local_size shm_rank_slot
 };
 
+/// The segment's name: a hash of the job's token and store, the node, and 128
+/// random bits drawn by the node's local rank 0, who publishes the name through
+/// the (token-authenticated) store. The random part means a name left behind by
+/// a rank killed inside the setup window never blocks a restart round or a later
+/// job with the same settings (O_EXCL would refuse it), and a local user cannot
+/// pre-create the name of a job whose token is empty (torchrun, tcp://).
 inline std::string shm_segment_name(const std::string& token, const std::string& store_where, int node_rank) {
-  const std::string msg = "ddp shm v1\n" + token + "\n" + store_where + "\n" + std::to_string(node_rank);
+  unsigned char nonce[16];
+  if (::RAND_bytes(nonce, sizeof nonce) != 1)
+    throw error(error_kind::backend, "OpenSSL RAND_bytes failed while naming the shm segment");
+  const std::string msg = "ddp shm v2\n" + token + "\n" + store_where + "\n" + std::to_string(node_rank) +
+                          "\n" + std::string(reinterpret_cast<const char*>(nonce), sizeof nonce);
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   if (::EVP_Digest(msg.data(), msg.size(), md, &len, ::EVP_sha256(), nullptr) != 1 || len < 16)
@@ -4555,15 +4566,16 @@ public:
   shm_segment(Store& store, const std::string& token, const std::string& store_where, int rank, int node_rank,
               int local_rank, int local_size, std::size_t chunk_capacity, std::chrono::milliseconds timeout)
       : local_rank_(local_rank), local_size_(local_size) {
-    name_ = shm_segment_name(token, store_where, node_rank);
     const std::string prefix = "ddp/shm/" + std::to_string(node_rank) + "/";
     bytes_ = control_bytes(local_size) + (static_cast<std::size_t>(local_size) + 1) * chunk_capacity;
     try {
       if (local_rank == 0) {
+        name_ = shm_segment_name(token, store_where, node_rank);
         create(chunk_capacity);
         store.set(prefix + "created", name_);
       } else {
         store.wait({prefix + "created"}, timeout);
+        name_ = store.get(prefix + "created");
         open_existing();
       }
       auto& me = slot(local_rank);
@@ -4636,6 +4648,12 @@ private:
     int fd = ::shm_open(name_.c_str(), O_RDWR, 0600);
     if (fd < 0) fail("cannot open", errno);
     struct stat st {};
+    if (::fstat(fd, &st) == 0 && (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0)) {
+      ::close(fd);
+      throw error(error_kind::backend, "shared-memory segment " + name_ +
+                                           " is not this user's private segment (owner or mode differ): "
+                                           "refusing to use it; set DDP_SHM=0 to reduce over TCP");
+    }
     if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) != bytes_) {
       ::close(fd);
       throw error(error_kind::mismatch, "shared-memory segment " + name_ + " has " +
@@ -5204,9 +5222,12 @@ private:
   /// (local rank 0 of each) in a Gloo context of their own.
   void setup_shm(const rendezvous& rv) {
     const auto& t = rv.topo;
+    // Whole pages: every slot and the result area stay aligned for any dtype.
     const std::size_t chunk =
-        static_cast<std::size_t>(env_int("DDP_SHM_CHUNK_BYTES", 4096, std::int64_t{1} << 30)
-                                     .value_or(shm_all_reduce::default_chunk_bytes));
+        (static_cast<std::size_t>(env_int("DDP_SHM_CHUNK_BYTES", 4096, std::int64_t{1} << 30)
+                                      .value_or(shm_all_reduce::default_chunk_bytes)) +
+         4095) /
+        4096 * 4096;
     auto seg =
         std::make_unique<shm_segment>(*store_, rv.token, t.master_addr + ":" + std::to_string(t.store_port),
                                       rank_, t.node_rank, t.local_rank, t.local_world_size, chunk, timeout_);
@@ -5509,6 +5530,7 @@ private:
   }
 
   void close_all() {
+    if (shm_) shm_->abort(); // the node's ranks waiting in the segment fail now too, as over TCP
     ctx_.reset();
     leaders_.reset();
   }

@@ -256,9 +256,12 @@ private:
   /// (local rank 0 of each) in a Gloo context of their own.
   void setup_shm(const rendezvous& rv) {
     const auto& t = rv.topo;
+    // Whole pages: every slot and the result area stay aligned for any dtype.
     const std::size_t chunk =
-        static_cast<std::size_t>(env_int("DDP_SHM_CHUNK_BYTES", 4096, std::int64_t{1} << 30)
-                                     .value_or(shm_all_reduce::default_chunk_bytes));
+        (static_cast<std::size_t>(env_int("DDP_SHM_CHUNK_BYTES", 4096, std::int64_t{1} << 30)
+                                      .value_or(shm_all_reduce::default_chunk_bytes)) +
+         4095) /
+        4096 * 4096;
     auto seg =
         std::make_unique<shm_segment>(*store_, rv.token, t.master_addr + ":" + std::to_string(t.store_port),
                                       rank_, t.node_rank, t.local_rank, t.local_world_size, chunk, timeout_);
@@ -561,6 +564,7 @@ private:
   }
 
   void close_all() {
+    if (shm_) shm_->abort(); // the node's ranks waiting in the segment fail now too, as over TCP
     ctx_.reset();
     leaders_.reset();
   }

@@ -19,6 +19,7 @@
 #include <ddp/error.hpp>
 
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 
 #include <atomic>
 #include <cerrno>
@@ -60,8 +61,18 @@ struct shm_control {
   // followed by local_size shm_rank_slot
 };
 
+/// The segment's name: a hash of the job's token and store, the node, and 128
+/// random bits drawn by the node's local rank 0, who publishes the name through
+/// the (token-authenticated) store. The random part means a name left behind by
+/// a rank killed inside the setup window never blocks a restart round or a later
+/// job with the same settings (O_EXCL would refuse it), and a local user cannot
+/// pre-create the name of a job whose token is empty (torchrun, tcp://).
 inline std::string shm_segment_name(const std::string& token, const std::string& store_where, int node_rank) {
-  const std::string msg = "ddp shm v1\n" + token + "\n" + store_where + "\n" + std::to_string(node_rank);
+  unsigned char nonce[16];
+  if (::RAND_bytes(nonce, sizeof nonce) != 1)
+    throw error(error_kind::backend, "OpenSSL RAND_bytes failed while naming the shm segment");
+  const std::string msg = "ddp shm v2\n" + token + "\n" + store_where + "\n" + std::to_string(node_rank) +
+                          "\n" + std::string(reinterpret_cast<const char*>(nonce), sizeof nonce);
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   if (::EVP_Digest(msg.data(), msg.size(), md, &len, ::EVP_sha256(), nullptr) != 1 || len < 16)
@@ -89,15 +100,16 @@ public:
   shm_segment(Store& store, const std::string& token, const std::string& store_where, int rank, int node_rank,
               int local_rank, int local_size, std::size_t chunk_capacity, std::chrono::milliseconds timeout)
       : local_rank_(local_rank), local_size_(local_size) {
-    name_ = shm_segment_name(token, store_where, node_rank);
     const std::string prefix = "ddp/shm/" + std::to_string(node_rank) + "/";
     bytes_ = control_bytes(local_size) + (static_cast<std::size_t>(local_size) + 1) * chunk_capacity;
     try {
       if (local_rank == 0) {
+        name_ = shm_segment_name(token, store_where, node_rank);
         create(chunk_capacity);
         store.set(prefix + "created", name_);
       } else {
         store.wait({prefix + "created"}, timeout);
+        name_ = store.get(prefix + "created");
         open_existing();
       }
       auto& me = slot(local_rank);
@@ -170,6 +182,12 @@ private:
     int fd = ::shm_open(name_.c_str(), O_RDWR, 0600);
     if (fd < 0) fail("cannot open", errno);
     struct stat st {};
+    if (::fstat(fd, &st) == 0 && (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0)) {
+      ::close(fd);
+      throw error(error_kind::backend, "shared-memory segment " + name_ +
+                                           " is not this user's private segment (owner or mode differ): "
+                                           "refusing to use it; set DDP_SHM=0 to reduce over TCP");
+    }
     if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) != bytes_) {
       ::close(fd);
       throw error(error_kind::mismatch, "shared-memory segment " + name_ + " has " +
