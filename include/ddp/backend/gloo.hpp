@@ -277,7 +277,11 @@ private:
     }
     auto find_lost = [store = store_](std::chrono::milliseconds grace) -> shm_all_reduce::lost_peer {
       // check() first: one round trip, no wait, on the common path where nobody is lost.
-      if (grace.count() == 0 && !store->check({store_lost_key})) return {};
+      // A store that fails to answer is news too: wait_for_lost_rank names whom that
+      // means (rank 0 cut off, or the store's host unreachable), as the TCP path does.
+      try {
+        if (grace.count() == 0 && !store->check({store_lost_key})) return {};
+      } catch (const ddp::error&) {}
       auto l = store->wait_for_lost_rank(grace);
       return {l.rank, l.reason, l.silent};
     };
