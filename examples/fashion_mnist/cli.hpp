@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <optional>
@@ -122,6 +123,20 @@ template <class PG, class F> void on_rank0(PG& pg, const std::string& what, F&& 
   if (outcome[0])
     throw ddp::error(static_cast<ddp::error_kind>(outcome[1]),
                      "rank 0 " + what + ": " + reinterpret_cast<const char*>(outcome.data() + 2));
+}
+
+/// Whether this run resumes from `o.checkpoint`: --resume, or a restart by ddprun
+/// --max-restarts (DDP_RESTART_ROUND > 0) when rank 0 has a checkpoint (a failure
+/// before the first save starts afresh). Rank 0 looks; every rank gets its answer.
+template <class PG> bool resumes(PG& pg, const options& o) {
+  const int round = pg.topology().restart_round.value_or(0);
+  if (o.resume || round == 0 || o.checkpoint.empty()) return o.resume;
+  std::vector<std::uint8_t> exists{0};
+  if (pg.rank() == 0) exists[0] = std::filesystem::is_regular_file(o.checkpoint) ? 1 : 0;
+  pg.broadcast(exists, 0);
+  if (pg.rank() == 0 && !o.quiet && exists[0] == 0)
+    std::printf("restart round %d: no checkpoint at %s yet, starting afresh\n", round, o.checkpoint.c_str());
+  return exists[0] != 0;
 }
 
 inline void open_or_throw(std::ofstream& f, const std::string& path, std::ios::openmode mode,

@@ -136,19 +136,8 @@ template <class Backend> int train(const options& o) {
 
   auto pg = ddp::init_process_group<Backend>();
   const bool lead = pg.rank() == 0;
-  // Restarted by ddprun --max-restarts (DDP_RESTART_ROUND > 0): resume from --checkpoint
-  // when rank 0 has one (a failure before the first save starts afresh).
-  const int round = pg.topology().restart_round.value_or(0);
-  bool resuming = o.resume;
-  if (!resuming && round > 0 && !o.checkpoint.empty()) {
-    std::vector<std::uint8_t> exists{0};
-    if (lead) exists[0] = std::filesystem::is_regular_file(o.checkpoint) ? 1 : 0;
-    pg.broadcast(exists, 0);
-    resuming = exists[0] != 0;
-    if (lead && !o.quiet && !resuming)
-      std::printf("restart round %d: no checkpoint at %s yet, starting afresh\n", round,
-                  o.checkpoint.c_str());
-  }
+  const int round = pg.topology().restart_round.value_or(0); // > 0: restarted by ddprun
+  const bool resuming = example::resumes(pg, o);
   // Rank 0 writes the checkpoint and the logs: prove it can before anyone trains. A read-only
   // checkpoint directory once failed only after a whole epoch, and then after the others' timeout.
   std::ofstream csv, steps;

@@ -21,7 +21,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <optional>
 
 namespace {
@@ -169,17 +168,7 @@ template <class Backend, class Bucketing> int train(const example::options& o, c
 
   std::vector<float> host_params, host_velocity;
   std::uint64_t first_epoch = 0;
-  // Restarted by ddprun --max-restarts (DDP_RESTART_ROUND > 0): resume from --checkpoint
-  // when rank 0 has one, as the CPU example does.
-  bool resuming = o.resume;
-  if (const int round = pg.topology().restart_round.value_or(0);
-      !resuming && round > 0 && !o.checkpoint.empty()) {
-    std::vector<std::uint8_t> exists{0};
-    if (lead) exists[0] = std::filesystem::is_regular_file(o.checkpoint) ? 1 : 0;
-    pg.broadcast(exists, 0);
-    resuming = exists[0] != 0;
-  }
-  if (resuming) {
+  if (example::resumes(pg, o)) {
     model.download(host_params, host_velocity);
     auto state = state_of(model, host_params, host_velocity);
     std::vector<std::int64_t> epoch{0};
