@@ -4460,8 +4460,10 @@ DDP_END_NAMESPACE
 // arrival count; the last arriver advances the generation word, on which the
 // others spin briefly, then sleep in futex waits of at most 2 ms. Between
 // sleeps a waiter checks the group's deadline, whether a rank aborted, and
-// every 20 ms whether the ranks it waits for are still alive (their pid; then
-// the store's record of lost ranks), so a rank that dies is named, no hang.
+// every 20 ms whether the ranks it waits for are still alive (their pid, if in
+// this PID namespace; then the store's record of lost ranks), so a rank that
+// dies is named, no hang. Collectives over TCP on a one-node group meet here
+// first too (agree), so a rank in either kind of collective sees the other.
 #ifndef DDP_DETAIL_BACKEND_SHM_ALL_REDUCE_HPP
 #define DDP_DETAIL_BACKEND_SHM_ALL_REDUCE_HPP
 
@@ -4473,11 +4475,14 @@ DDP_END_NAMESPACE
 // store's address and the node rank: never the token itself (/dev/shm is
 // world-listable). Mode 0600.
 // Lifetime: local rank 0 creates it (O_EXCL) during the process group's
-// construction; every local rank maps it, says so in the store, waits until all
-// have, and then unlinks the name (ENOENT is fine). From then on the segment
-// lives only in the mappings, so a rank killed with SIGKILL leaks nothing: the
-// kernel frees the memory when the last mapping goes. Before that point every
-// failure path unlinks the name too.
+// construction and publishes the name, or its failure, in the store; every
+// other local rank maps it; each rank then reports success or failure, and the
+// last one to report decides for the whole job (shm_segment::setup). Only
+// when every rank of every node has mapped its segment is the shm path taken;
+// otherwise every rank reduces over TCP. Either way every rank then unlinks the
+// name (ENOENT is fine): from then on the segment lives only in the mappings,
+// so a rank killed with SIGKILL leaks nothing: the kernel frees the memory
+// when the last mapping goes. Every failure path unlinks the name too.
 // Which ranks share a node comes from the topology (node_rank), never the
 // hostname: two network namespaces of one host share a hostname and /dev/shm.
 #ifndef DDP_DETAIL_BACKEND_SHM_SEGMENT_HPP
@@ -4492,7 +4497,9 @@ DDP_END_NAMESPACE
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -4512,6 +4519,7 @@ struct alignas(128) shm_rank_slot {
   std::uint64_t seq = 0;      ///< barriers this rank has arrived at (atomic_ref)
   std::int32_t global = -1;   ///< its global rank, for error messages
   std::int32_t pid = 0;       ///< for the liveness check while others wait
+  std::uint64_t pidns = 0;    ///< its PID namespace (inode of /proc/self/ns/pid; 0: unknown)
   collective_header header{}; ///< what it is running now: ranks that disagree fail with mismatch
 };
 
@@ -4552,6 +4560,30 @@ inline std::string shm_segment_name(const std::string& token, const std::string&
   return name;
 }
 
+/// This process's PID namespace: the inode of /proc/self/ns/pid, 0 when it
+/// cannot be read. A pid means something only within its namespace: ranks in
+/// two containers that share /dev/shm must not judge each other's pids.
+inline std::uint64_t own_pid_namespace() {
+  struct stat st {};
+  return ::stat("/proc/self/ns/pid", &st) == 0 ? static_cast<std::uint64_t>(st.st_ino) : 0;
+}
+
+/// The inputs of shm_segment::setup, the same on every rank but rank and local_rank.
+struct shm_setup {
+  std::string token, store_where;
+  int rank = 0, world_size = 1, node_rank = 0, local_rank = 0, local_size = 1;
+  std::size_t chunk_capacity = 0;
+  std::chrono::milliseconds timeout{};
+};
+
+/// Why shm_segment::setup did not give a segment: the first rank that failed
+/// (-1: none), its error kind and message.
+struct shm_setup_failure {
+  int rank = -1;
+  error_kind kind = error_kind::backend;
+  std::string message;
+};
+
 inline long futex_call(void* addr, int op, std::uint32_t val, const timespec* ts) {
   return ::syscall(SYS_futex, addr, op, val, ts, nullptr, 0);
 }
@@ -4560,38 +4592,78 @@ inline long futex_call(void* addr, int op, std::uint32_t val, const timespec* ts
 /// and one result area of chunk_capacity bytes.
 class shm_segment {
 public:
-  /// Collective over the node's ranks (all must call it): maps the segment and
-  /// unlinks its name before returning. Throws ddp::error naming what failed.
+  /// Collective over every rank of the group (all must call it): maps this
+  /// node's segment, and returns it only when every rank of every node mapped
+  /// its own; else nullptr on every rank, `failed` naming the first rank that
+  /// failed and why (a full /dev/shm, a refused shm_open or mmap, ...). Throws
+  /// ddp::error only when the store fails (a rank died or stalled meanwhile).
   template <class Store>
-  shm_segment(Store& store, const std::string& token, const std::string& store_where, int rank, int node_rank,
-              int local_rank, int local_size, std::size_t chunk_capacity, std::chrono::milliseconds timeout)
-      : local_rank_(local_rank), local_size_(local_size) {
-    const std::string prefix = "ddp/shm/" + std::to_string(node_rank) + "/";
-    bytes_ = control_bytes(local_size) + (static_cast<std::size_t>(local_size) + 1) * chunk_capacity;
+  static std::unique_ptr<shm_segment> setup(Store& store, const shm_setup& a, shm_setup_failure& failed) {
+    const std::string node = "ddp/shm/" + std::to_string(a.node_rank) + "/";
+    std::unique_ptr<shm_segment> seg(new shm_segment(a.local_rank, a.local_size, a.chunk_capacity));
+    std::string mine; // this rank's failure, "" for none
+    error_kind mine_kind = error_kind::backend;
     try {
-      if (local_rank == 0) {
-        name_ = shm_segment_name(token, store_where, node_rank);
-        create(chunk_capacity);
-        store.set(prefix + "created", name_);
-      } else {
-        store.wait({prefix + "created"}, timeout);
-        name_ = store.get(prefix + "created");
-        open_existing();
+      try {
+        if (a.local_rank == 0) {
+          seg->name_ = shm_segment_name(a.token, a.store_where, a.node_rank);
+          seg->create(a.chunk_capacity);
+          store.set(node + "created", "ok " + seg->name_);
+        } else {
+          store.wait({node + "created"}, a.timeout);
+          const std::string v = store.get(node + "created");
+          // "failed": local rank 0's own report names the cause; nothing to add here
+          if (v.rfind("ok ", 0) == 0) {
+            seg->name_ = v.substr(3);
+            seg->open_existing();
+          }
+        }
+      } catch (const error& e) {
+        // A resource failure of this rank's own (not the store's): report it, decide below.
+        if (e.kind() == error_kind::timeout || e.kind() == error_kind::peer_lost) throw;
+        std::string_view text = e.what(); // without "ddp <kind> error: ": it is said again later
+        const std::string head = "ddp " + std::string(to_string(e.kind())) + " error: ";
+        if (text.substr(0, head.size()) == head) text.remove_prefix(head.size());
+        mine = "(node " + std::to_string(a.node_rank) + ", local rank " + std::to_string(a.local_rank) +
+               ") " + std::string(text);
+        mine_kind = e.kind();
+        if (a.local_rank == 0) {
+          seg->discard(); // nobody else will open it
+          store.set(node + "created", "failed");
+        } else {
+          seg->unmap(); // the name stays until all have reported: the others' opens must not fail on it
+        }
       }
-      auto& me = slot(local_rank);
-      me.global = rank;
-      me.pid = static_cast<std::int32_t>(::getpid());
-      store.set(prefix + "mapped/" + std::to_string(local_rank), "1");
-      std::vector<std::string> keys;
-      for (int l = 0; l < local_size; ++l)
-        keys.push_back(prefix + "mapped/" + std::to_string(l));
-      store.wait(keys, timeout);
+      if (seg->base_) {
+        auto& me = seg->slot(a.local_rank);
+        me.global = a.rank;
+        me.pid = static_cast<std::int32_t>(::getpid());
+        me.pidns = own_pid_namespace();
+      }
+      // The job-wide decision: the last rank to report sets it. A failing rank
+      // records its failure before it reports, so the last one sees it.
+      if (!mine.empty() && store.add("ddp/shm/failures", 1) == 1)
+        store.set("ddp/shm/first-failure",
+                  std::to_string(a.rank) + " " + std::to_string(static_cast<int>(mine_kind)) + " " + mine);
+      if (store.add("ddp/shm/reported", 1) == a.world_size)
+        store.set("ddp/shm/outcome", store.add("ddp/shm/failures", 0) == 0
+                                         ? "ok"
+                                         : "failed " + store.get("ddp/shm/first-failure"));
+      store.wait({"ddp/shm/outcome"}, a.timeout);
+      const std::string outcome = store.get("ddp/shm/outcome");
+      seg->unlink(); // every rank that will ever map it has: the name is no longer needed
+      if (outcome == "ok") return seg;
+      seg->discard();
+      // "failed <rank> <kind> <message>"
+      std::size_t p1 = outcome.find(' ', 7), p2 = outcome.find(' ', p1 + 1);
+      failed.rank = std::stoi(outcome.substr(7, p1 - 7));
+      failed.kind = static_cast<error_kind>(std::stoi(outcome.substr(p1 + 1, p2 - p1 - 1)));
+      failed.message = outcome.substr(p2 + 1);
+      return nullptr;
     } catch (...) {
-      ::shm_unlink(name_.c_str());
-      unmap();
+      seg->discard();
       throw;
     }
-    ::shm_unlink(name_.c_str()); // every local rank has it mapped: the name is no longer needed
   }
   shm_segment(const shm_segment&) = delete;
   shm_segment& operator=(const shm_segment&) = delete;
@@ -4612,6 +4684,19 @@ public:
   char* result() const { return data(local_size_); }
 
 private:
+  shm_segment(int local_rank, int local_size, std::size_t chunk_capacity)
+      : local_rank_(local_rank), local_size_(local_size),
+        bytes_(control_bytes(local_size) + (static_cast<std::size_t>(local_size) + 1) * chunk_capacity) {}
+
+  void unlink() {
+    if (!name_.empty()) ::shm_unlink(name_.c_str());
+  }
+  /// Unlinks (local rank 0's, if still named) and unmaps: nothing of it stays.
+  void discard() {
+    unlink();
+    unmap();
+  }
+
   static std::size_t control_bytes(int local_size) {
     const std::size_t raw =
         sizeof(shm_control) + static_cast<std::size_t>(local_size) * sizeof(shm_rank_slot);
@@ -4619,10 +4704,8 @@ private:
   }
 
   [[noreturn]] void fail(const std::string& what, int err) const {
-    throw error(error_kind::backend,
-                what + " shared-memory segment " + name_ + " (" + std::to_string(bytes_) +
-                    " B): " + std::strerror(err) +
-                    ". Check that /dev/shm is mounted and has room, or set DDP_SHM=0 to reduce over TCP.");
+    throw error(error_kind::backend, what + " shared-memory segment /dev/shm" + name_ + " (" +
+                                         std::to_string(bytes_) + " B): " + std::strerror(err));
   }
 
   void create(std::size_t chunk_capacity) {
@@ -4652,13 +4735,13 @@ private:
       ::close(fd);
       throw error(error_kind::backend, "shared-memory segment " + name_ +
                                            " is not this user's private segment (owner or mode differ): "
-                                           "refusing to use it; set DDP_SHM=0 to reduce over TCP");
+                                           "refusing to use it");
     }
     if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) != bytes_) {
       ::close(fd);
       throw error(error_kind::mismatch, "shared-memory segment " + name_ + " has " +
-                                            std::to_string(st.st_size) + " B, this rank expected " +
-                                            std::to_string(bytes_) +
+                                            std::to_string(st.st_size) +
+                                            " B, but the rank opening it expected " + std::to_string(bytes_) +
                                             " B: the node's ranks disagree on LOCAL_WORLD_SIZE or "
                                             "DDP_SHM_CHUNK_BYTES; start them with the same settings.");
     }
@@ -4780,6 +4863,23 @@ public:
     what_ = nullptr;
   }
 
+  /// The header check alone, for a collective that runs over TCP on a node
+  /// whose all_reduce runs here: every rank publishes what it is about to run,
+  /// meets the others at one barrier and compares. Without it a rank in the shm
+  /// all_reduce and a rank in a TCP collective would wait for each other until
+  /// the timeout; with it both fail at once with mismatch naming both. Sound:
+  /// after the barrier no rank can overwrite its header before every rank has
+  /// checked, since the TCP collective that follows needs every rank's header
+  /// message, sent only after its check.
+  void agree(const collective_header& h, const std::string& what) {
+    deadline_ = std::chrono::steady_clock::now() + timeout_;
+    what_ = &what;
+    std::memcpy(&seg_->slot(seg_->local_rank()).header, &h, sizeof h);
+    barrier();
+    check_headers(h);
+    what_ = nullptr;
+  }
+
   /// Marks the segment aborted by this rank (its peers on the node stop waiting).
   void abort() noexcept {
     std::atomic_ref<std::int32_t> ab(seg_->ctl().aborted_by);
@@ -4845,6 +4945,10 @@ private:
     ++epoch_;
     std::atomic_ref<std::uint64_t>(seg_->slot(seg_->local_rank()).seq)
         .store(epoch_, std::memory_order_release);
+    // A rank that aborted left the counts of an unfinished barrier behind: no
+    // barrier may complete on them, so fail before arriving (every later
+    // collective on this node throws; the aborting rank's group is poisoned).
+    if (std::atomic_ref<std::int32_t>(c.aborted_by).load() >= 0) fail_aborted();
     std::atomic_ref<std::uint32_t> gen(c.generation), arrived(c.arrived);
     const std::uint32_t g = gen.load(std::memory_order_acquire);
     if (arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<std::uint32_t>(L)) {
@@ -4898,6 +5002,16 @@ private:
     return out;
   }
 
+public:
+  /// Whether the rank of slot `sl` has exited, judged by its pid: only when it
+  /// lives in this process's PID namespace (`own_ns`), since a pid read across
+  /// namespaces (containers sharing /dev/shm) names another process or none.
+  /// Else the store's record of lost ranks is the only evidence.
+  static bool peer_exited(const shm_rank_slot& sl, std::uint64_t own_ns) {
+    return sl.pidns != 0 && sl.pidns == own_ns && process_gone(sl.pid);
+  }
+
+private:
   static bool process_gone(int pid) {
     if (pid <= 0) return false;
     if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
@@ -4912,7 +5026,7 @@ private:
   void check_alive() {
     for (int l : missing()) {
       const auto& sl = seg_->slot(l);
-      if (process_gone(sl.pid)) {
+      if (peer_exited(sl, own_pidns_)) {
         abort();
         throw error(error_kind::peer_lost,
                     *what_ + " failed: rank " + std::to_string(sl.global) + " (local rank " +
@@ -4974,6 +5088,7 @@ private:
   int rank_;
   std::chrono::milliseconds timeout_;
   std::size_t chunk_bytes_;
+  std::uint64_t own_pidns_ = own_pid_namespace();
   std::uint64_t epoch_ = 0; ///< barriers this rank has passed (worker thread only)
   std::chrono::steady_clock::time_point deadline_{};
   const std::string* what_ = nullptr;
@@ -5228,9 +5343,31 @@ private:
                                       .value_or(shm_all_reduce::default_chunk_bytes)) +
          4095) /
         4096 * 4096;
-    auto seg =
-        std::make_unique<shm_segment>(*store_, rv.token, t.master_addr + ":" + std::to_string(t.store_port),
-                                      rank_, t.node_rank, t.local_rank, t.local_world_size, chunk, timeout_);
+    shm_setup a;
+    a.token = rv.token;
+    a.store_where = t.master_addr + ":" + std::to_string(t.store_port);
+    a.rank = rank_;
+    a.world_size = size_;
+    a.node_rank = t.node_rank;
+    a.local_rank = t.local_rank;
+    a.local_size = t.local_world_size;
+    a.chunk_capacity = chunk;
+    a.timeout = timeout_;
+    shm_setup_failure failed;
+    auto seg = shm_segment::setup(*store_, a, failed);
+    if (!seg) {
+      // Every rank got the same outcome: all stay on TCP, or all throw.
+      if (failed.kind == error_kind::mismatch)
+        throw error(error_kind::mismatch, "rank " + std::to_string(failed.rank) + " " + failed.message,
+                    failed.rank);
+      if (rank_ == 0) // one warning for the job, not one per rank
+        log_line("rank 0",
+                 "warning: the shared-memory all-reduce is off, every rank reduces over TCP (slower): rank " +
+                     std::to_string(failed.rank) + " " + failed.message +
+                     ". Enlarge /dev/shm (each node needs (LOCAL_WORLD_SIZE + 1) x DDP_SHM_CHUNK_BYTES, "
+                     "default 4 MiB, plus a page) or lower DDP_SHM_CHUNK_BYTES; DDP_SHM=0 silences this.");
+      return;
+    }
     nnodes_ = size_ / t.local_world_size;
     if (nnodes_ > 1 && t.local_rank == 0) {
       auto device =
@@ -5261,7 +5398,7 @@ private:
   void run_shm(collective_header h, const std::string& what, const std::vector<fragment>& frags, dtype dt,
                op o, double scale) {
     h.piece = shm_->chunk_bytes(); // the chunking shapes the barriers: ranks must agree on it
-    try {
+    guard_shm(what, [&] {
       if (nnodes_ == 1) {
         shm_->run(frags, dt, o, scale, h, what);
         return;
@@ -5282,10 +5419,17 @@ private:
         });
         if (scale != 1.0) scale_in_place(res, m, dt, scale);
       });
+    });
+  }
+
+  /// Runs `f`, a step in the node's segment. On failure the node's other ranks
+  /// stop waiting on this one, and a timeout gets the same lost-rank search and
+  /// desync report as one over TCP, so both paths blame alike.
+  template <class F> void guard_shm(const std::string& what, F&& f) {
+    try {
+      f();
     } catch (const ddp::error& e) {
-      shm_->abort(); // the node's other ranks stop waiting on this one
-      // A rank that stalls: the same lost-rank search and desync report as a
-      // timeout over TCP, so both paths blame alike.
+      shm_->abort();
       if (e.kind() == error_kind::timeout) fail_io(what, std::string("Timed out: ") + e.what());
       throw;
     } catch (...) {
@@ -5461,6 +5605,9 @@ private:
   /// The header round every collective starts with (see gloo_header.hpp):
   /// throws ddp::error(mismatch) on every rank when ranks disagree.
   template <class P> void exchange(const collective_header& h, const std::string& what, P&& payload_for) {
+    // On one node with shm every collective first compares headers in the
+    // segment, where an all_reduce would wait (see shm_all_reduce::agree).
+    if (shm_ && nnodes_ == 1) guard_shm(what, [&] { shm_->agree(h, what); });
     headers_.run(
         ctx_, h,
         [&](int p) {

@@ -149,6 +149,55 @@ static int run(ddp::process_group<ddp::gloo>& pg, const std::string& scenario, c
       std::puts("NO ERROR");
       return 1;
     }
+    if (scenario == "shm_off") {
+      // The shm path could not be set up (a full /dev/shm): the group must
+      // still work, over TCP, on every rank.
+      if (pg.communicator().shm_active()) {
+        std::puts("FAILED shm is active, expected the TCP fallback");
+        return 1;
+      }
+      std::vector<std::int64_t> ranks{pg.rank()};
+      pg.all_reduce(ranks);
+      std::vector<float> big(300000, static_cast<float>(pg.rank() + 1)); // over the inline cap: Gloo's ring
+      pg.all_reduce(big);
+      std::vector<std::int64_t> b{pg.rank() == 0 ? 42 : 0};
+      pg.broadcast(b, 0);
+      const float want = static_cast<float>(pg.size() * (pg.size() + 1) / 2);
+      if (ranks[0] != std::int64_t{pg.size()} * (pg.size() - 1) / 2 || big.front() != want ||
+          big.back() != want || b[0] != 42) {
+        std::puts("FAILED wrong results over TCP");
+        return 1;
+      }
+      std::printf("RESULT ok rank=%d size=%d shm=0\n", pg.rank(), pg.size());
+      return 0;
+    }
+    if (scenario == "mismatch_kinds") {
+      // Rank 0 all-reduces (through shm) while the others broadcast (over TCP):
+      // both sides must fail fast with mismatch, then the group stays poisoned.
+      t0 = clk::now();
+      try {
+        if (pg.rank() == 0) {
+          pg.all_reduce(warm);
+        } else {
+          std::vector<std::int64_t> b{1};
+          pg.broadcast(b, 0);
+        }
+        std::puts("NO ERROR");
+        return 1;
+      } catch (const ddp::error& e) { report(e, t0); }
+      auto t1 = clk::now();
+      try {
+        pg.all_reduce(warm);
+        std::puts("NO ERROR after the mismatch");
+        return 1;
+      } catch (const ddp::error& e) {
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - t1).count();
+        std::printf("POISONED kind=%s ms=%lld\n", std::string(ddp::to_string(e.kind())).c_str(),
+                    static_cast<long long>(ms));
+        std::fflush(stdout);
+      }
+      return 0;
+    }
     if (scenario == "ok") {
       std::vector<std::int64_t> ranks{pg.rank()};
       pg.all_reduce(ranks);

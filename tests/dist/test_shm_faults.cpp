@@ -1,11 +1,17 @@
-// The shm path when a rank dies: kill -9 of one rank of 3 inside the all_reduce
-// loop; the survivors must fail naming it, well within the timeout, and the
-// segment must not survive in /dev/shm.
+// The shm path's failures: kill -9 of one rank of 3 inside the all_reduce loop
+// (the survivors must fail naming it, well within the timeout, and the segment
+// must not survive in /dev/shm); a /dev/shm too small for the segment (every
+// rank falls back to TCP); ranks that disagree on the segment; an all_reduce
+// through shm against a broadcast over TCP (mismatch at once); PID namespaces.
 #include "../support/spawn.hpp"
+
+#include <ddp/detail/backend/shm_all_reduce.hpp>
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <thread>
 
@@ -56,4 +62,149 @@ TEST_CASE("kill -9 of a rank mid-collective: survivors name it, no /dev/shm segm
   }
   CHECK(took < 10s); // well within DDP_TIMEOUT=20s: it was named, not waited out
   CHECK_FALSE(std::filesystem::exists("/dev/shm" + shm));
+}
+
+namespace {
+
+std::size_t count(const std::string& s, const std::string& what) {
+  std::size_t n = 0;
+  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1))
+    ++n;
+  return n;
+}
+
+/// Whether this process may give a child a private /dev/shm (root, and
+/// `unshare -m` works: not in a container without CAP_SYS_ADMIN).
+bool can_mount_private_shm() {
+  return ::geteuid() == 0 &&
+         std::system("unshare -m /bin/sh -c 'mount -t tmpfs -o size=64k ddp-probe /dev/shm' "
+                     ">/dev/null 2>&1") == 0;
+}
+
+/// Runs `argv` in a mount namespace of its own whose /dev/shm is a fresh tmpfs
+/// of `size` (e.g. "1m"), then prints "DEVSHM=[<what is left in it>]".
+ddp_test::process run_with_private_shm(const std::string& size, const std::vector<std::string>& argv,
+                                       const std::map<std::string, std::string>& env,
+                                       const std::string& log) {
+  std::vector<std::string> cmd{"/usr/bin/unshare",
+                               "-m",
+                               "/bin/sh",
+                               "-c",
+                               "mount -t tmpfs -o size=" + size +
+                                   " ddp-test /dev/shm || exit 90; \"$@\"; rc=$?; "
+                                   "echo \"DEVSHM=[$(ls -A /dev/shm)]\"; exit $rc",
+                               "sh"};
+  cmd.insert(cmd.end(), argv.begin(), argv.end());
+  return ddp_test::spawn(cmd, env, log);
+}
+
+} // namespace
+
+TEST_CASE(
+    "/dev/shm too small for the segment: every rank takes TCP, one warning names rank 0, nothing left") {
+  if (!can_mount_private_shm()) {
+    MESSAGE("skipped: needs root and `unshare -m` to give the job a tiny /dev/shm");
+    return;
+  }
+  // 3 ranks need (3 + 1) x 4 MiB + a page of /dev/shm; this one holds 1 MiB,
+  // so local rank 0's posix_fallocate fails with ENOSPC.
+  auto p = run_with_private_shm("1m", {DDPRUN, "--nproc-per-node", "3", DDP_SCENARIO_WORKER, "shm_off"},
+                                {{"DDP_TIMEOUT", "20s"}}, "shm_full.log");
+  REQUIRE(ddp_test::wait_for(p, 60s));
+  const std::string out = p.output();
+  INFO(out);
+  REQUIRE(p.exit_code() != 90); // the tmpfs was mounted
+  CHECK(p.exit_code() == 0);
+  for (int r = 0; r < 3; ++r) // correct results over TCP, shm off, on every rank
+    CHECK(out.find("RESULT ok rank=" + std::to_string(r) + " size=3 shm=0") != std::string::npos);
+  // One warning for the job, naming the rank, the segment, its size, errno and the ways out.
+  CHECK(count(out, "shared-memory all-reduce is off") == 1);
+  CHECK(std::regex_search(out,
+                          std::regex("rank 0 \\(node 0, local rank 0\\) cannot size shared-memory segment "
+                                     "/dev/shm/ddp-[0-9a-f]{32} \\(16781312 B\\): No space left on device")));
+  CHECK(out.find("Enlarge /dev/shm") != std::string::npos);
+  CHECK(out.find("DDP_SHM=0 silences this") != std::string::npos);
+  // The other local ranks saw local rank 0's failure, not one of their own.
+  CHECK(out.find("cannot open") == std::string::npos);
+  CHECK(out.find("FAILED") == std::string::npos);
+  CHECK(out.find("DEVSHM=[]") != std::string::npos); // no segment left behind
+}
+
+TEST_CASE("a local rank that disagrees on the segment size: every rank names it, nothing left") {
+  if (!can_mount_private_shm()) {
+    MESSAGE("skipped: needs root and `unshare -m` to give the job a /dev/shm of its own to inspect");
+    return;
+  }
+  // Rank 1 (not the creator) expects another size: every rank must get the
+  // same mismatch error naming rank 1, not a secondary "cannot open" of its own.
+  auto p = run_with_private_shm(
+      "64m",
+      {DDPRUN, "--nproc-per-node", "3", "/bin/sh", "-c",
+       "if [ \"$RANK\" = 1 ]; then export DDP_SHM_CHUNK_BYTES=8192; fi; exec \"$0\" ok", DDP_SCENARIO_WORKER},
+      {{"DDP_TIMEOUT", "20s"}}, "shm_size_mismatch.log");
+  REQUIRE(ddp_test::wait_for(p, 60s));
+  const std::string out = p.output();
+  INFO(out);
+  REQUIRE(p.exit_code() != 90);
+  CHECK(count(out, "RESULT kind=mismatch rank=1 ") == 3);
+  CHECK(count(out, "DDP_SHM_CHUNK_BYTES") >= 3);
+  CHECK(out.find("cannot open") == std::string::npos);
+  CHECK(out.find("DEVSHM=[]") != std::string::npos);
+}
+
+TEST_CASE("all_reduce (shm) on one rank, broadcast (TCP) on the others: mismatch at once, then poisoned") {
+  const int world = 3, port = ddp_test::free_port();
+  std::vector<ddp_test::process> ps;
+  for (int r = 0; r < world; ++r)
+    ps.push_back(ddp_test::spawn({DDP_SCENARIO_WORKER, "mismatch_kinds"},
+                                 {{"RANK", std::to_string(r)},
+                                  {"WORLD_SIZE", std::to_string(world)},
+                                  {"MASTER_ADDR", "127.0.0.1"},
+                                  {"MASTER_PORT", std::to_string(port)},
+                                  {"DDP_TOKEN", "shm-mismatch-" + std::to_string(port)},
+                                  {"DDP_TIMEOUT", "30s"}},
+                                 "shm_mismatch_" + std::to_string(r) + ".log"));
+  for (auto& p : ps)
+    REQUIRE(ddp_test::wait_for(p, 90s));
+  for (int r = 0; r < world; ++r) {
+    CAPTURE(r);
+    const std::string out = ps[static_cast<std::size_t>(r)].output();
+    INFO(out);
+    CHECK(ps[static_cast<std::size_t>(r)].exit_code() == 0);
+    std::smatch m;
+    REQUIRE(std::regex_search(out, m, std::regex("RESULT kind=(\\w+) rank=(-?\\d+) ms=(\\d+)")));
+    CHECK(m[1] == "mismatch");
+    CHECK(std::stoi(m[2]) == (r == 0 ? 1 : 0)); // each side names the other
+    CHECK(std::stoi(m[3]) < 10000);             // not the 30 s timeout
+    // Both collectives are named, with both ranks.
+    CHECK(std::regex_search(
+        out, std::regex("this rank \\(" + std::to_string(r) + "\\) called (all_reduce|broadcast)")));
+    CHECK(out.find("all_reduce of 1024 x float32") != std::string::npos);
+    CHECK(out.find("broadcast of 1 x int64") != std::string::npos);
+    // The group is poisoned: the next collective throws at once, never meets stale segment state.
+    REQUIRE(std::regex_search(out, m, std::regex("POISONED kind=(\\w+) ms=(\\d+)")));
+    CHECK(m[1] == "mismatch");
+    CHECK(std::stoi(m[2]) < 1000);
+  }
+}
+
+TEST_CASE("a peer's pid is judged only within the same PID namespace") {
+  // A pid that is certainly gone: a child that exited and was reaped.
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  REQUIRE(child > 0);
+  ::waitpid(child, nullptr, 0);
+  const std::uint64_t own = ddp::detail::own_pid_namespace();
+  REQUIRE(own != 0);
+  ddp::detail::shm_rank_slot sl;
+  sl.pid = static_cast<std::int32_t>(child);
+  sl.pidns = own;
+  CHECK(ddp::detail::shm_all_reduce::peer_exited(sl, own)); // same namespace: the pid speaks
+  sl.pidns = own + 1;
+  CHECK_FALSE(ddp::detail::shm_all_reduce::peer_exited(sl, own)); // another namespace: it does not
+  sl.pidns = 0;
+  CHECK_FALSE(ddp::detail::shm_all_reduce::peer_exited(sl, own)); // unknown: neither
+  sl.pid = static_cast<std::int32_t>(::getpid());
+  sl.pidns = own;
+  CHECK_FALSE(ddp::detail::shm_all_reduce::peer_exited(sl, own)); // alive
 }

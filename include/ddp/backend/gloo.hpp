@@ -262,9 +262,31 @@ private:
                                       .value_or(shm_all_reduce::default_chunk_bytes)) +
          4095) /
         4096 * 4096;
-    auto seg =
-        std::make_unique<shm_segment>(*store_, rv.token, t.master_addr + ":" + std::to_string(t.store_port),
-                                      rank_, t.node_rank, t.local_rank, t.local_world_size, chunk, timeout_);
+    shm_setup a;
+    a.token = rv.token;
+    a.store_where = t.master_addr + ":" + std::to_string(t.store_port);
+    a.rank = rank_;
+    a.world_size = size_;
+    a.node_rank = t.node_rank;
+    a.local_rank = t.local_rank;
+    a.local_size = t.local_world_size;
+    a.chunk_capacity = chunk;
+    a.timeout = timeout_;
+    shm_setup_failure failed;
+    auto seg = shm_segment::setup(*store_, a, failed);
+    if (!seg) {
+      // Every rank got the same outcome: all stay on TCP, or all throw.
+      if (failed.kind == error_kind::mismatch)
+        throw error(error_kind::mismatch, "rank " + std::to_string(failed.rank) + " " + failed.message,
+                    failed.rank);
+      if (rank_ == 0) // one warning for the job, not one per rank
+        log_line("rank 0",
+                 "warning: the shared-memory all-reduce is off, every rank reduces over TCP (slower): rank " +
+                     std::to_string(failed.rank) + " " + failed.message +
+                     ". Enlarge /dev/shm (each node needs (LOCAL_WORLD_SIZE + 1) x DDP_SHM_CHUNK_BYTES, "
+                     "default 4 MiB, plus a page) or lower DDP_SHM_CHUNK_BYTES; DDP_SHM=0 silences this.");
+      return;
+    }
     nnodes_ = size_ / t.local_world_size;
     if (nnodes_ > 1 && t.local_rank == 0) {
       auto device =
@@ -295,7 +317,7 @@ private:
   void run_shm(collective_header h, const std::string& what, const std::vector<fragment>& frags, dtype dt,
                op o, double scale) {
     h.piece = shm_->chunk_bytes(); // the chunking shapes the barriers: ranks must agree on it
-    try {
+    guard_shm(what, [&] {
       if (nnodes_ == 1) {
         shm_->run(frags, dt, o, scale, h, what);
         return;
@@ -316,10 +338,17 @@ private:
         });
         if (scale != 1.0) scale_in_place(res, m, dt, scale);
       });
+    });
+  }
+
+  /// Runs `f`, a step in the node's segment. On failure the node's other ranks
+  /// stop waiting on this one, and a timeout gets the same lost-rank search and
+  /// desync report as one over TCP, so both paths blame alike.
+  template <class F> void guard_shm(const std::string& what, F&& f) {
+    try {
+      f();
     } catch (const ddp::error& e) {
-      shm_->abort(); // the node's other ranks stop waiting on this one
-      // A rank that stalls: the same lost-rank search and desync report as a
-      // timeout over TCP, so both paths blame alike.
+      shm_->abort();
       if (e.kind() == error_kind::timeout) fail_io(what, std::string("Timed out: ") + e.what());
       throw;
     } catch (...) {
@@ -495,6 +524,9 @@ private:
   /// The header round every collective starts with (see gloo_header.hpp):
   /// throws ddp::error(mismatch) on every rank when ranks disagree.
   template <class P> void exchange(const collective_header& h, const std::string& what, P&& payload_for) {
+    // On one node with shm every collective first compares headers in the
+    // segment, where an all_reduce would wait (see shm_all_reduce::agree).
+    if (shm_ && nnodes_ == 1) guard_shm(what, [&] { shm_->agree(h, what); });
     headers_.run(
         ctx_, h,
         [&](int p) {

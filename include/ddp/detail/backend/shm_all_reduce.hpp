@@ -10,8 +10,10 @@
 // arrival count; the last arriver advances the generation word, on which the
 // others spin briefly, then sleep in futex waits of at most 2 ms. Between
 // sleeps a waiter checks the group's deadline, whether a rank aborted, and
-// every 20 ms whether the ranks it waits for are still alive (their pid; then
-// the store's record of lost ranks), so a rank that dies is named, no hang.
+// every 20 ms whether the ranks it waits for are still alive (their pid, if in
+// this PID namespace; then the store's record of lost ranks), so a rank that
+// dies is named, no hang. Collectives over TCP on a one-node group meet here
+// first too (agree), so a rank in either kind of collective sees the other.
 #ifndef DDP_DETAIL_BACKEND_SHM_ALL_REDUCE_HPP
 #define DDP_DETAIL_BACKEND_SHM_ALL_REDUCE_HPP
 
@@ -106,6 +108,23 @@ public:
     what_ = nullptr;
   }
 
+  /// The header check alone, for a collective that runs over TCP on a node
+  /// whose all_reduce runs here: every rank publishes what it is about to run,
+  /// meets the others at one barrier and compares. Without it a rank in the shm
+  /// all_reduce and a rank in a TCP collective would wait for each other until
+  /// the timeout; with it both fail at once with mismatch naming both. Sound:
+  /// after the barrier no rank can overwrite its header before every rank has
+  /// checked, since the TCP collective that follows needs every rank's header
+  /// message, sent only after its check.
+  void agree(const collective_header& h, const std::string& what) {
+    deadline_ = std::chrono::steady_clock::now() + timeout_;
+    what_ = &what;
+    std::memcpy(&seg_->slot(seg_->local_rank()).header, &h, sizeof h);
+    barrier();
+    check_headers(h);
+    what_ = nullptr;
+  }
+
   /// Marks the segment aborted by this rank (its peers on the node stop waiting).
   void abort() noexcept {
     std::atomic_ref<std::int32_t> ab(seg_->ctl().aborted_by);
@@ -171,6 +190,10 @@ private:
     ++epoch_;
     std::atomic_ref<std::uint64_t>(seg_->slot(seg_->local_rank()).seq)
         .store(epoch_, std::memory_order_release);
+    // A rank that aborted left the counts of an unfinished barrier behind: no
+    // barrier may complete on them, so fail before arriving (every later
+    // collective on this node throws; the aborting rank's group is poisoned).
+    if (std::atomic_ref<std::int32_t>(c.aborted_by).load() >= 0) fail_aborted();
     std::atomic_ref<std::uint32_t> gen(c.generation), arrived(c.arrived);
     const std::uint32_t g = gen.load(std::memory_order_acquire);
     if (arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<std::uint32_t>(L)) {
@@ -224,6 +247,16 @@ private:
     return out;
   }
 
+public:
+  /// Whether the rank of slot `sl` has exited, judged by its pid: only when it
+  /// lives in this process's PID namespace (`own_ns`), since a pid read across
+  /// namespaces (containers sharing /dev/shm) names another process or none.
+  /// Else the store's record of lost ranks is the only evidence.
+  static bool peer_exited(const shm_rank_slot& sl, std::uint64_t own_ns) {
+    return sl.pidns != 0 && sl.pidns == own_ns && process_gone(sl.pid);
+  }
+
+private:
   static bool process_gone(int pid) {
     if (pid <= 0) return false;
     if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
@@ -238,7 +271,7 @@ private:
   void check_alive() {
     for (int l : missing()) {
       const auto& sl = seg_->slot(l);
-      if (process_gone(sl.pid)) {
+      if (peer_exited(sl, own_pidns_)) {
         abort();
         throw error(error_kind::peer_lost,
                     *what_ + " failed: rank " + std::to_string(sl.global) + " (local rank " +
@@ -300,6 +333,7 @@ private:
   int rank_;
   std::chrono::milliseconds timeout_;
   std::size_t chunk_bytes_;
+  std::uint64_t own_pidns_ = own_pid_namespace();
   std::uint64_t epoch_ = 0; ///< barriers this rank has passed (worker thread only)
   std::chrono::steady_clock::time_point deadline_{};
   const std::string* what_ = nullptr;

@@ -5,11 +5,14 @@
 // store's address and the node rank: never the token itself (/dev/shm is
 // world-listable). Mode 0600.
 // Lifetime: local rank 0 creates it (O_EXCL) during the process group's
-// construction; every local rank maps it, says so in the store, waits until all
-// have, and then unlinks the name (ENOENT is fine). From then on the segment
-// lives only in the mappings, so a rank killed with SIGKILL leaks nothing: the
-// kernel frees the memory when the last mapping goes. Before that point every
-// failure path unlinks the name too.
+// construction and publishes the name, or its failure, in the store; every
+// other local rank maps it; each rank then reports success or failure, and the
+// last one to report decides for the whole job (shm_segment::setup). Only
+// when every rank of every node has mapped its segment is the shm path taken;
+// otherwise every rank reduces over TCP. Either way every rank then unlinks the
+// name (ENOENT is fine): from then on the segment lives only in the mappings,
+// so a rank killed with SIGKILL leaks nothing: the kernel frees the memory
+// when the last mapping goes. Every failure path unlinks the name too.
 // Which ranks share a node comes from the topology (node_rank), never the
 // hostname: two network namespaces of one host share a hostname and /dev/shm.
 #ifndef DDP_DETAIL_BACKEND_SHM_SEGMENT_HPP
@@ -26,7 +29,9 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -46,6 +51,7 @@ struct alignas(128) shm_rank_slot {
   std::uint64_t seq = 0;      ///< barriers this rank has arrived at (atomic_ref)
   std::int32_t global = -1;   ///< its global rank, for error messages
   std::int32_t pid = 0;       ///< for the liveness check while others wait
+  std::uint64_t pidns = 0;    ///< its PID namespace (inode of /proc/self/ns/pid; 0: unknown)
   collective_header header{}; ///< what it is running now: ranks that disagree fail with mismatch
 };
 
@@ -86,6 +92,30 @@ inline std::string shm_segment_name(const std::string& token, const std::string&
   return name;
 }
 
+/// This process's PID namespace: the inode of /proc/self/ns/pid, 0 when it
+/// cannot be read. A pid means something only within its namespace: ranks in
+/// two containers that share /dev/shm must not judge each other's pids.
+inline std::uint64_t own_pid_namespace() {
+  struct stat st {};
+  return ::stat("/proc/self/ns/pid", &st) == 0 ? static_cast<std::uint64_t>(st.st_ino) : 0;
+}
+
+/// The inputs of shm_segment::setup, the same on every rank but rank and local_rank.
+struct shm_setup {
+  std::string token, store_where;
+  int rank = 0, world_size = 1, node_rank = 0, local_rank = 0, local_size = 1;
+  std::size_t chunk_capacity = 0;
+  std::chrono::milliseconds timeout{};
+};
+
+/// Why shm_segment::setup did not give a segment: the first rank that failed
+/// (-1: none), its error kind and message.
+struct shm_setup_failure {
+  int rank = -1;
+  error_kind kind = error_kind::backend;
+  std::string message;
+};
+
 inline long futex_call(void* addr, int op, std::uint32_t val, const timespec* ts) {
   return ::syscall(SYS_futex, addr, op, val, ts, nullptr, 0);
 }
@@ -94,38 +124,78 @@ inline long futex_call(void* addr, int op, std::uint32_t val, const timespec* ts
 /// and one result area of chunk_capacity bytes.
 class shm_segment {
 public:
-  /// Collective over the node's ranks (all must call it): maps the segment and
-  /// unlinks its name before returning. Throws ddp::error naming what failed.
+  /// Collective over every rank of the group (all must call it): maps this
+  /// node's segment, and returns it only when every rank of every node mapped
+  /// its own; else nullptr on every rank, `failed` naming the first rank that
+  /// failed and why (a full /dev/shm, a refused shm_open or mmap, ...). Throws
+  /// ddp::error only when the store fails (a rank died or stalled meanwhile).
   template <class Store>
-  shm_segment(Store& store, const std::string& token, const std::string& store_where, int rank, int node_rank,
-              int local_rank, int local_size, std::size_t chunk_capacity, std::chrono::milliseconds timeout)
-      : local_rank_(local_rank), local_size_(local_size) {
-    const std::string prefix = "ddp/shm/" + std::to_string(node_rank) + "/";
-    bytes_ = control_bytes(local_size) + (static_cast<std::size_t>(local_size) + 1) * chunk_capacity;
+  static std::unique_ptr<shm_segment> setup(Store& store, const shm_setup& a, shm_setup_failure& failed) {
+    const std::string node = "ddp/shm/" + std::to_string(a.node_rank) + "/";
+    std::unique_ptr<shm_segment> seg(new shm_segment(a.local_rank, a.local_size, a.chunk_capacity));
+    std::string mine; // this rank's failure, "" for none
+    error_kind mine_kind = error_kind::backend;
     try {
-      if (local_rank == 0) {
-        name_ = shm_segment_name(token, store_where, node_rank);
-        create(chunk_capacity);
-        store.set(prefix + "created", name_);
-      } else {
-        store.wait({prefix + "created"}, timeout);
-        name_ = store.get(prefix + "created");
-        open_existing();
+      try {
+        if (a.local_rank == 0) {
+          seg->name_ = shm_segment_name(a.token, a.store_where, a.node_rank);
+          seg->create(a.chunk_capacity);
+          store.set(node + "created", "ok " + seg->name_);
+        } else {
+          store.wait({node + "created"}, a.timeout);
+          const std::string v = store.get(node + "created");
+          // "failed": local rank 0's own report names the cause; nothing to add here
+          if (v.rfind("ok ", 0) == 0) {
+            seg->name_ = v.substr(3);
+            seg->open_existing();
+          }
+        }
+      } catch (const error& e) {
+        // A resource failure of this rank's own (not the store's): report it, decide below.
+        if (e.kind() == error_kind::timeout || e.kind() == error_kind::peer_lost) throw;
+        std::string_view text = e.what(); // without "ddp <kind> error: ": it is said again later
+        const std::string head = "ddp " + std::string(to_string(e.kind())) + " error: ";
+        if (text.substr(0, head.size()) == head) text.remove_prefix(head.size());
+        mine = "(node " + std::to_string(a.node_rank) + ", local rank " + std::to_string(a.local_rank) +
+               ") " + std::string(text);
+        mine_kind = e.kind();
+        if (a.local_rank == 0) {
+          seg->discard(); // nobody else will open it
+          store.set(node + "created", "failed");
+        } else {
+          seg->unmap(); // the name stays until all have reported: the others' opens must not fail on it
+        }
       }
-      auto& me = slot(local_rank);
-      me.global = rank;
-      me.pid = static_cast<std::int32_t>(::getpid());
-      store.set(prefix + "mapped/" + std::to_string(local_rank), "1");
-      std::vector<std::string> keys;
-      for (int l = 0; l < local_size; ++l)
-        keys.push_back(prefix + "mapped/" + std::to_string(l));
-      store.wait(keys, timeout);
+      if (seg->base_) {
+        auto& me = seg->slot(a.local_rank);
+        me.global = a.rank;
+        me.pid = static_cast<std::int32_t>(::getpid());
+        me.pidns = own_pid_namespace();
+      }
+      // The job-wide decision: the last rank to report sets it. A failing rank
+      // records its failure before it reports, so the last one sees it.
+      if (!mine.empty() && store.add("ddp/shm/failures", 1) == 1)
+        store.set("ddp/shm/first-failure",
+                  std::to_string(a.rank) + " " + std::to_string(static_cast<int>(mine_kind)) + " " + mine);
+      if (store.add("ddp/shm/reported", 1) == a.world_size)
+        store.set("ddp/shm/outcome", store.add("ddp/shm/failures", 0) == 0
+                                         ? "ok"
+                                         : "failed " + store.get("ddp/shm/first-failure"));
+      store.wait({"ddp/shm/outcome"}, a.timeout);
+      const std::string outcome = store.get("ddp/shm/outcome");
+      seg->unlink(); // every rank that will ever map it has: the name is no longer needed
+      if (outcome == "ok") return seg;
+      seg->discard();
+      // "failed <rank> <kind> <message>"
+      std::size_t p1 = outcome.find(' ', 7), p2 = outcome.find(' ', p1 + 1);
+      failed.rank = std::stoi(outcome.substr(7, p1 - 7));
+      failed.kind = static_cast<error_kind>(std::stoi(outcome.substr(p1 + 1, p2 - p1 - 1)));
+      failed.message = outcome.substr(p2 + 1);
+      return nullptr;
     } catch (...) {
-      ::shm_unlink(name_.c_str());
-      unmap();
+      seg->discard();
       throw;
     }
-    ::shm_unlink(name_.c_str()); // every local rank has it mapped: the name is no longer needed
   }
   shm_segment(const shm_segment&) = delete;
   shm_segment& operator=(const shm_segment&) = delete;
@@ -146,6 +216,19 @@ public:
   char* result() const { return data(local_size_); }
 
 private:
+  shm_segment(int local_rank, int local_size, std::size_t chunk_capacity)
+      : local_rank_(local_rank), local_size_(local_size),
+        bytes_(control_bytes(local_size) + (static_cast<std::size_t>(local_size) + 1) * chunk_capacity) {}
+
+  void unlink() {
+    if (!name_.empty()) ::shm_unlink(name_.c_str());
+  }
+  /// Unlinks (local rank 0's, if still named) and unmaps: nothing of it stays.
+  void discard() {
+    unlink();
+    unmap();
+  }
+
   static std::size_t control_bytes(int local_size) {
     const std::size_t raw =
         sizeof(shm_control) + static_cast<std::size_t>(local_size) * sizeof(shm_rank_slot);
@@ -153,10 +236,8 @@ private:
   }
 
   [[noreturn]] void fail(const std::string& what, int err) const {
-    throw error(error_kind::backend,
-                what + " shared-memory segment " + name_ + " (" + std::to_string(bytes_) +
-                    " B): " + std::strerror(err) +
-                    ". Check that /dev/shm is mounted and has room, or set DDP_SHM=0 to reduce over TCP.");
+    throw error(error_kind::backend, what + " shared-memory segment /dev/shm" + name_ + " (" +
+                                         std::to_string(bytes_) + " B): " + std::strerror(err));
   }
 
   void create(std::size_t chunk_capacity) {
@@ -186,13 +267,13 @@ private:
       ::close(fd);
       throw error(error_kind::backend, "shared-memory segment " + name_ +
                                            " is not this user's private segment (owner or mode differ): "
-                                           "refusing to use it; set DDP_SHM=0 to reduce over TCP");
+                                           "refusing to use it");
     }
     if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) != bytes_) {
       ::close(fd);
       throw error(error_kind::mismatch, "shared-memory segment " + name_ + " has " +
-                                            std::to_string(st.st_size) + " B, this rank expected " +
-                                            std::to_string(bytes_) +
+                                            std::to_string(st.st_size) +
+                                            " B, but the rank opening it expected " + std::to_string(bytes_) +
                                             " B: the node's ranks disagree on LOCAL_WORLD_SIZE or "
                                             "DDP_SHM_CHUNK_BYTES; start them with the same settings.");
     }
