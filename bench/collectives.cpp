@@ -2,11 +2,11 @@
 // default) and over TCP (use_shm(false), today's path before shm), against raw
 // gloo::allreduce of the same size on its own context, interleaved round by
 // round so all three see the same noise. Ratios: tcp_s / shm_s, shm_s / raw_s.
-// Each sample times a burst of back-to-back calls of one kind (as a step's
-// buckets run) and divides: timing single calls between calls of the other
-// kinds charged Gloo's exit skew between the ranks (tens of us) to whichever
-// collective came next (4 KiB over shm: 39-54 us that way, 11 us back to back,
-// 2026-12-01, quiet machine).
+// The calls of one kind run in blocks back to back (as a step's buckets do),
+// each timed on its own: timing single calls between calls of the other kinds
+// charged the exit skew between the ranks (tens of us after a Gloo call) to
+// whichever collective came next (4 KiB over shm: 39-54 us that way, 3-11 us
+// back to back, 2026-12-01, quiet machine).
 //   ddprun --nproc-per-node 2 --no-prefix build/bench/bench_collectives
 #include "common.hpp"
 #include "raw_gloo.hpp"
@@ -32,24 +32,24 @@ int main() {
     run_tcp();
     run_raw();
     const double one = bench::time_once(run_tcp);
-    // Bursts of about 2 ms (at most 64 calls), enough samples for about 3 s.
-    const int burst = std::clamp(static_cast<int>(2e-3 / std::max(one, 1e-7)), 1, 64);
+    // Bursts by size (an estimate from the first calls was unreliable: right after the
+    // raw Gloo warm-up a 4 KiB TCP call took ~3.9 ms, later ~0.13 ms; 2026-12-01).
+    const int burst = bytes <= (std::size_t{64} << 10) ? 32 : bytes <= (std::size_t{4} << 20) ? 4 : 1;
     std::vector<std::int32_t> reps{bench::reps_for(one * burst, 3.0, 5, 300), burst};
     pg.broadcast(reps, 0);
-    auto timed = [n = reps[1]](auto& f) {
-      return bench::time_once([&] {
-               for (int j = 0; j < n; ++j)
-                 f();
-             }) /
-             n;
+    // Each call timed on its own, in blocks of back-to-back calls of one kind: the
+    // median drops the block's first call, which absorbs the previous kind's exit skew.
+    auto timed = [n = reps[1]](auto& f, std::vector<double>& out) {
+      for (int j = 0; j < n; ++j)
+        out.push_back(bench::time_once(f));
     };
     std::vector<double> t_shm, t_tcp, t_raw;
     for (int i = 0; i < reps[0]; ++i) { // rotate which goes first: none always runs on a warm cache
       for (int k = 0; k < 3; ++k)
         switch ((i + k) % 3) {
-        case 0: t_shm.push_back(timed(run_shm)); break;
-        case 1: t_tcp.push_back(timed(run_tcp)); break;
-        default: t_raw.push_back(timed(run_raw));
+        case 0: timed(run_shm, t_shm); break;
+        case 1: timed(run_tcp, t_tcp); break;
+        default: timed(run_raw, t_raw);
         }
     }
     comm.use_shm(true);

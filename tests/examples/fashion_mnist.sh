@@ -224,7 +224,9 @@ for rank in (0, 1):
     assert doc["otherData"]["rank"] == rank and doc["otherData"]["dropped"] == 0, doc["otherData"]
     ev = doc["traceEvents"]
     threads = {e["tid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
-    assert sorted(threads.values()) == ["comm", "compute"], threads
+    # The group's worker ("comm") appears once it ran something; the step's last bucket
+    # runs on the caller's thread when the queue is idle (it always is here: one bucket).
+    assert "compute" in threads.values() and set(threads.values()) <= {"comm", "compute"}, threads
     ev = [e for e in ev if e["ph"] != "M"]
     for e in ev:
         for k in ("name", "cat", "ph", "ts", "pid", "tid", "args"):
@@ -238,7 +240,7 @@ for rank in (0, 1):
     launches, completes, waits = by("bucket_launch"), by("bucket_complete"), by("wait")
     assert len(launches) == len(completes) == len(waits) == 10, (len(launches), len(completes), len(waits))
     colls = [e for e in ev if e["cat"] == "collective" and e["args"]["bucket"] == 0]
-    assert len(colls) == 10 and all(threads[c["tid"]] == "comm" for c in colls), colls
+    assert len(colls) == 10 and all(threads[c["tid"]] == "compute" for c in colls), colls
     for s, l, c, k in zip(steps, launches, completes, colls):
         assert l["args"]["bucket"] == c["args"]["bucket"] == 0 and l["args"]["bytes"] == 235146 * 4, (l, c)
         # launch, then its collective, then complete, all inside the step's marks and synchronize()

@@ -91,9 +91,17 @@ public:
   void zero(const tensor_slot& p) {
     call([&](auto& e) { e.zero(p); });
   }
-  void launch(std::size_t i, double scale) {
-    call([&](auto& e) { e.launch(i, scale); });
+  /// `caller_waits`: see host_bucket_engine::launch (the device engine never
+  /// blocks its caller: it queues on streams either way).
+  void launch(std::size_t i, double scale, bool caller_waits) {
+#ifdef DDP_DETAIL_DEVICE_ENGINE
+    if (device_) return device_->launch(i, scale);
+#endif
+    host_->launch(i, scale, caller_waits);
   }
+  /// Whether the step's last bucket waits for synchronize() to launch it (host
+  /// gradients; device engines launch it at once, stream-ordered).
+  bool defers_last_bucket() const { return host_ != nullptr; }
   bool wait(std::size_t i) {
     bool r = false;
     call([&](auto& e) { r = e.wait(i); });

@@ -46,7 +46,9 @@ public:
 
   /// Starts the all-reduce of bucket i; `scale` (1/W for a mean, else 1) is
   /// fused into the packing copy or the ring's last step where there is one.
-  void launch(std::size_t i, double scale) {
+  /// `caller_waits`: the caller waits for it at once (the step's last bucket,
+  /// launched by synchronize()), so the communicator may run it on this thread.
+  void launch(std::size_t i, double scale, bool caller_waits = false) {
     auto& b = plan_.buckets[i];
     auto& s = state_[i];
     s.t_launch = std::chrono::steady_clock::now();
@@ -56,12 +58,12 @@ public:
         auto& p = params_[b.params[k]];
         copy_scaled(s.buffer.data() + b.offsets[k] * wsize, b.wire_type, p.grad, p.type, p.count, scale);
       }
-      s.in_flight = reduce(i, nullptr, 1.0);
+      s.in_flight = reduce(i, nullptr, 1.0, caller_waits);
       return;
     }
     if constexpr (!fragment_communicator<Comm>)
       if (scale != 1.0) scale_in_place(params_[b.params.front()].grad, b.elements, b.param_type, scale);
-    s.in_flight = reduce(i, nullptr, fragment_communicator<Comm> ? scale : 1.0);
+    s.in_flight = reduce(i, nullptr, fragment_communicator<Comm> ? scale : 1.0, caller_waits);
   }
 
   /// Waits for bucket i (if launched) and unpacks it into the gradients.
@@ -126,7 +128,7 @@ private:
 
   /// Starts the all-reduce of bucket i on its gradients, its buffer, or
   /// `zeros` in their place (cut into the same fragments).
-  work reduce(std::size_t i, std::byte* zeros, double scale) {
+  work reduce(std::size_t i, std::byte* zeros, double scale, bool caller_waits = false) {
     auto& b = plan_.buckets[i];
     if constexpr (fragment_communicator<Comm>) {
       if (b.path != bucket_path::packed) {
@@ -140,13 +142,13 @@ private:
             frags.push_back({zeros ? zeros + b.offsets[k] * wsize : p.grad, p.count});
           }
         }
-        return comm_.all_reduce_fragments(std::move(frags), b.wire_type, scale, false);
+        return comm_.all_reduce_fragments(std::move(frags), b.wire_type, scale, caller_waits);
       }
     }
     void* data = zeros                           ? static_cast<void*>(zeros)
                  : b.path == bucket_path::packed ? static_cast<void*>(state_[i].buffer.data())
                                                  : params_[b.params.front()].grad;
-    return comm_.all_reduce(data, b.elements, b.wire_type, op::sum, false);
+    return comm_.all_reduce(data, b.elements, b.wire_type, op::sum, caller_waits);
   }
 
   Comm& comm_;

@@ -34,10 +34,11 @@ public:
     --pending_[plan_.bucket_of[param]];
   }
 
-  /// Calls launch(bucket) for every bucket that is complete, in bucket order,
-  /// stopping at the first that is not.
-  template <class F> void launch_ready(F&& launch) {
-    while (next_launch_ < pending_.size() && pending_[next_launch_] == 0)
+  /// Calls launch(bucket) for every bucket below `limit` that is complete, in
+  /// bucket order, stopping at the first that is not.
+  template <class F> void launch_ready(F&& launch, std::size_t limit) {
+    limit = std::min(limit, pending_.size());
+    while (next_launch_ < limit && pending_[next_launch_] == 0)
       launch(next_launch_++);
   }
 
