@@ -6,13 +6,13 @@
 // world-listable). Mode 0600.
 // Lifetime: local rank 0 creates it (O_EXCL) during the process group's
 // construction and publishes the name, or its failure, in the store; every
-// other local rank maps it; each rank then reports success or failure, and the
-// last one to report decides for the whole job (shm_segment::setup). Only
-// when every rank of every node has mapped its segment is the shm path taken;
-// otherwise every rank reduces over TCP. Either way every rank then unlinks the
+// other local rank maps it; the node's last rank to have tried unlinks the
 // name (ENOENT is fine): from then on the segment lives only in the mappings,
 // so a rank killed with SIGKILL leaks nothing: the kernel frees the memory
-// when the last mapping goes. Every failure path unlinks the name too.
+// when the last mapping goes. Every failure path unlinks the name too. Each
+// rank then reports success or failure, and the last one to report decides for
+// the whole job (shm_segment::setup): only when every rank of every node has
+// mapped its segment is the shm path taken; otherwise every rank reduces over TCP.
 // Which ranks share a node comes from the topology (node_rank), never the
 // hostname: two network namespaces of one host share a hostname and /dev/shm.
 #ifndef DDP_DETAIL_BACKEND_SHM_SEGMENT_HPP
@@ -172,6 +172,10 @@ public:
         me.pid = static_cast<std::int32_t>(::getpid());
         me.pidns = own_pid_namespace();
       }
+      // The node's last rank to have tried (mapped or failed) unlinks the name
+      // now: the job-wide decision below may wait up to the timeout for other
+      // nodes, and a node whose ranks are all killed meanwhile must leak nothing.
+      if (store.add(node + "tried", 1) == a.local_size) seg->unlink();
       // The job-wide decision: the last rank to report sets it. A failing rank
       // records its failure before it reports, so the last one sees it.
       if (!mine.empty() && store.add("ddp/shm/failures", 1) == 1)
@@ -183,7 +187,7 @@ public:
                                          : "failed " + store.get("ddp/shm/first-failure"));
       store.wait({"ddp/shm/outcome"}, a.timeout);
       const std::string outcome = store.get("ddp/shm/outcome");
-      seg->unlink(); // every rank that will ever map it has: the name is no longer needed
+      seg->unlink(); // (done above by the node's last rank; again in case that rank failed first)
       if (outcome == "ok") return seg;
       seg->discard();
       // "failed <rank> <kind> <message>"
