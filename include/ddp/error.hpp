@@ -37,14 +37,19 @@ public:
   /// rank), or -1 when unknown / not applicable.
   error(error_kind kind, const std::string& what, int rank = -1)
       : std::runtime_error("ddp " + std::string(to_string(kind)) + " error: " + what), kind_(kind),
-        rank_(rank) {}
+        rank_(rank), prefix_(what_string().size() - what.size()) {}
 
   error_kind kind() const noexcept { return kind_; }
   int rank() const noexcept { return rank_; }
+  /// what() without its "ddp <kind> error: " prefix, for quoting inside another message.
+  std::string_view message() const noexcept { return what_string().substr(prefix_); }
 
 private:
+  std::string_view what_string() const noexcept { return what(); }
+
   error_kind kind_;
   int rank_;
+  std::size_t prefix_;
 };
 
 DDP_END_NAMESPACE

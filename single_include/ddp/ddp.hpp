@@ -110,14 +110,19 @@ public:
   /// rank), or -1 when unknown / not applicable.
   error(error_kind kind, const std::string& what, int rank = -1)
       : std::runtime_error("ddp " + std::string(to_string(kind)) + " error: " + what), kind_(kind),
-        rank_(rank) {}
+        rank_(rank), prefix_(what_string().size() - what.size()) {}
 
   error_kind kind() const noexcept { return kind_; }
   int rank() const noexcept { return rank_; }
+  /// what() without its "ddp <kind> error: " prefix, for quoting inside another message.
+  std::string_view message() const noexcept { return what_string().substr(prefix_); }
 
 private:
+  std::string_view what_string() const noexcept { return what(); }
+
   error_kind kind_;
   int rank_;
+  std::size_t prefix_;
 };
 
 DDP_END_NAMESPACE
@@ -4499,7 +4504,6 @@ DDP_END_NAMESPACE
 #include <cstring>
 #include <memory>
 #include <string>
-#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -4621,17 +4625,15 @@ public:
       } catch (const error& e) {
         // A resource failure of this rank's own (not the store's): report it, decide below.
         if (e.kind() == error_kind::timeout || e.kind() == error_kind::peer_lost) throw;
-        std::string_view text = e.what(); // without "ddp <kind> error: ": it is said again later
-        const std::string head = "ddp " + std::string(to_string(e.kind())) + " error: ";
-        if (text.substr(0, head.size()) == head) text.remove_prefix(head.size());
+        // Without "ddp <kind> error: ": the kind is said again when the outcome is reported.
         mine = "(node " + std::to_string(a.node_rank) + ", local rank " + std::to_string(a.local_rank) +
-               ") " + std::string(text);
+               ") " + std::string(e.message());
         mine_kind = e.kind();
         if (a.local_rank == 0) {
           seg->discard(); // nobody else will open it
           store.set(node + "created", "failed");
         } else {
-          seg->unmap(); // the name stays until all have reported: the others' opens must not fail on it
+          seg->unmap(); // the name stays until the node's last rank tried: others may still open it
         }
       }
       if (seg->base_) {
@@ -4823,9 +4825,7 @@ public:
   /// chunk's reduced result before the others copy it out (the cross-node step).
   void run(const std::vector<fragment>& frags, dtype dt, op o, double scale, const collective_header& h,
            const std::string& what, const std::function<void(char*, std::size_t)>& between = {}) {
-    deadline_ = std::chrono::steady_clock::now() + timeout_;
-    what_ = &what;
-    std::memcpy(&seg_->slot(seg_->local_rank()).header, &h, sizeof h);
+    begin(h, what);
     const std::size_t esz = size_of(dt);
     std::size_t n = 0;
     for (auto& f : frags)
@@ -4876,9 +4876,7 @@ public:
   /// checked, since the TCP collective that follows needs every rank's header
   /// message, sent only after its check.
   void agree(const collective_header& h, const std::string& what) {
-    deadline_ = std::chrono::steady_clock::now() + timeout_;
-    what_ = &what;
-    std::memcpy(&seg_->slot(seg_->local_rank()).header, &h, sizeof h);
+    begin(h, what);
     barrier();
     check_headers(h);
     what_ = nullptr;
@@ -4894,6 +4892,14 @@ public:
   }
 
 private:
+  /// A collective starts here: its deadline, its name for errors, and its
+  /// header in this rank's slot for the others to check.
+  void begin(const collective_header& h, const std::string& what) {
+    deadline_ = std::chrono::steady_clock::now() + timeout_;
+    what_ = &what;
+    std::memcpy(&seg_->slot(seg_->local_rank()).header, &h, sizeof h);
+  }
+
   template <class F> void guard_leader(F&& f) {
     try {
       f();
@@ -5093,7 +5099,9 @@ private:
   std::chrono::milliseconds timeout_;
   std::size_t chunk_bytes_;
   std::uint64_t own_pidns_ = own_pid_namespace();
-  std::uint64_t epoch_ = 0; ///< barriers this rank has passed (worker thread only)
+  /// Barriers this rank has passed (one collective at a time: the group's
+  /// worker thread, or the caller when it runs one inline).
+  std::uint64_t epoch_ = 0;
   std::chrono::steady_clock::time_point deadline_{};
   const std::string* what_ = nullptr;
 };
@@ -5347,16 +5355,15 @@ private:
                                       .value_or(shm_all_reduce::default_chunk_bytes)) +
          4095) /
         4096 * 4096;
-    shm_setup a;
-    a.token = rv.token;
-    a.store_where = t.master_addr + ":" + std::to_string(t.store_port);
-    a.rank = rank_;
-    a.world_size = size_;
-    a.node_rank = t.node_rank;
-    a.local_rank = t.local_rank;
-    a.local_size = t.local_world_size;
-    a.chunk_capacity = chunk;
-    a.timeout = timeout_;
+    const shm_setup a{.token = rv.token,
+                      .store_where = t.master_addr + ":" + std::to_string(t.store_port),
+                      .rank = rank_,
+                      .world_size = size_,
+                      .node_rank = t.node_rank,
+                      .local_rank = t.local_rank,
+                      .local_size = t.local_world_size,
+                      .chunk_capacity = chunk,
+                      .timeout = timeout_};
     shm_setup_failure failed;
     auto seg = shm_segment::setup(*store_, a, failed);
     if (!seg) {

@@ -1,5 +1,6 @@
-// DDP_TIMEOUT: ddp/detail/common/timeout.hpp.
+// DDP_TIMEOUT: ddp/detail/common/timeout.hpp; ddp::error: ddp/error.hpp.
 #include <ddp/detail/common/timeout.hpp>
+#include <ddp/error.hpp>
 
 #include "../support/env_guard.hpp"
 
@@ -25,4 +26,11 @@ TEST_CASE("DDP_TIMEOUT sets the default timeout; unset means 10 minutes") {
   }
   ddp_test::env_guard g(std::map<std::string, std::string>{{"DDP_TIMEOUT", "soon"}});
   CHECK_THROWS_AS(ddp::detail::default_timeout(), ddp::error);
+}
+
+TEST_CASE("ddp::error: what() names the kind; message() is the text alone") {
+  const ddp::error e(ddp::error_kind::timeout, "rank 2 stalled", 2);
+  CHECK(std::string(e.what()) == "ddp timeout error: rank 2 stalled");
+  CHECK(e.message() == "rank 2 stalled");
+  CHECK(ddp::error(ddp::error_kind::config, "").message().empty());
 }

@@ -262,16 +262,15 @@ private:
                                       .value_or(shm_all_reduce::default_chunk_bytes)) +
          4095) /
         4096 * 4096;
-    shm_setup a;
-    a.token = rv.token;
-    a.store_where = t.master_addr + ":" + std::to_string(t.store_port);
-    a.rank = rank_;
-    a.world_size = size_;
-    a.node_rank = t.node_rank;
-    a.local_rank = t.local_rank;
-    a.local_size = t.local_world_size;
-    a.chunk_capacity = chunk;
-    a.timeout = timeout_;
+    const shm_setup a{.token = rv.token,
+                      .store_where = t.master_addr + ":" + std::to_string(t.store_port),
+                      .rank = rank_,
+                      .world_size = size_,
+                      .node_rank = t.node_rank,
+                      .local_rank = t.local_rank,
+                      .local_size = t.local_world_size,
+                      .chunk_capacity = chunk,
+                      .timeout = timeout_};
     shm_setup_failure failed;
     auto seg = shm_segment::setup(*store_, a, failed);
     if (!seg) {

@@ -64,9 +64,7 @@ public:
   /// chunk's reduced result before the others copy it out (the cross-node step).
   void run(const std::vector<fragment>& frags, dtype dt, op o, double scale, const collective_header& h,
            const std::string& what, const std::function<void(char*, std::size_t)>& between = {}) {
-    deadline_ = std::chrono::steady_clock::now() + timeout_;
-    what_ = &what;
-    std::memcpy(&seg_->slot(seg_->local_rank()).header, &h, sizeof h);
+    begin(h, what);
     const std::size_t esz = size_of(dt);
     std::size_t n = 0;
     for (auto& f : frags)
@@ -117,9 +115,7 @@ public:
   /// checked, since the TCP collective that follows needs every rank's header
   /// message, sent only after its check.
   void agree(const collective_header& h, const std::string& what) {
-    deadline_ = std::chrono::steady_clock::now() + timeout_;
-    what_ = &what;
-    std::memcpy(&seg_->slot(seg_->local_rank()).header, &h, sizeof h);
+    begin(h, what);
     barrier();
     check_headers(h);
     what_ = nullptr;
@@ -135,6 +131,14 @@ public:
   }
 
 private:
+  /// A collective starts here: its deadline, its name for errors, and its
+  /// header in this rank's slot for the others to check.
+  void begin(const collective_header& h, const std::string& what) {
+    deadline_ = std::chrono::steady_clock::now() + timeout_;
+    what_ = &what;
+    std::memcpy(&seg_->slot(seg_->local_rank()).header, &h, sizeof h);
+  }
+
   template <class F> void guard_leader(F&& f) {
     try {
       f();
@@ -334,7 +338,9 @@ private:
   std::chrono::milliseconds timeout_;
   std::size_t chunk_bytes_;
   std::uint64_t own_pidns_ = own_pid_namespace();
-  std::uint64_t epoch_ = 0; ///< barriers this rank has passed (worker thread only)
+  /// Barriers this rank has passed (one collective at a time: the group's
+  /// worker thread, or the caller when it runs one inline).
+  std::uint64_t epoch_ = 0;
   std::chrono::steady_clock::time_point deadline_{};
   const std::string* what_ = nullptr;
 };

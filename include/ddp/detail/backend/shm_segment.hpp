@@ -31,7 +31,6 @@
 #include <cstring>
 #include <memory>
 #include <string>
-#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -153,17 +152,15 @@ public:
       } catch (const error& e) {
         // A resource failure of this rank's own (not the store's): report it, decide below.
         if (e.kind() == error_kind::timeout || e.kind() == error_kind::peer_lost) throw;
-        std::string_view text = e.what(); // without "ddp <kind> error: ": it is said again later
-        const std::string head = "ddp " + std::string(to_string(e.kind())) + " error: ";
-        if (text.substr(0, head.size()) == head) text.remove_prefix(head.size());
+        // Without "ddp <kind> error: ": the kind is said again when the outcome is reported.
         mine = "(node " + std::to_string(a.node_rank) + ", local rank " + std::to_string(a.local_rank) +
-               ") " + std::string(text);
+               ") " + std::string(e.message());
         mine_kind = e.kind();
         if (a.local_rank == 0) {
           seg->discard(); // nobody else will open it
           store.set(node + "created", "failed");
         } else {
-          seg->unmap(); // the name stays until all have reported: the others' opens must not fail on it
+          seg->unmap(); // the name stays until the node's last rank tried: others may still open it
         }
       }
       if (seg->base_) {
