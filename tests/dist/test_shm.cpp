@@ -105,7 +105,9 @@ TEST_CASE("shm is on by default among a node's ranks; DDP_SHM=0 turns it off; th
   // Every local rank mapped it before construction returned, then the name went:
   // a rank killed from here on leaks nothing.
   CHECK_FALSE(std::filesystem::exists("/dev/shm" + name));
-  CHECK(comm.shm_chunk_bytes() == ddp::detail::shm_all_reduce::default_chunk_bytes);
+  CHECK(comm.shm_chunk_bytes() == (pg.topology().nnodes > 1
+                                       ? ddp::detail::shm_all_reduce::default_slot_bytes
+                                       : ddp::detail::shm_all_reduce::default_chunk_bytes));
 }
 
 TEST_CASE("all_reduce through shm equals the rank-order result, across chunk boundaries") {
@@ -133,7 +135,7 @@ TEST_CASE("all_reduce through shm equals the rank-order result, across chunk bou
             (comm.shm_active() && pg.topology().nnodes > 1);
         CHECK(differences(buf, want, dt, n, ring && (o == ddp::op::sum || o == ddp::op::avg)) == 0);
       }
-  comm.set_shm_chunk_bytes(ddp::detail::shm_all_reduce::default_chunk_bytes);
+  comm.set_shm_chunk_bytes(0); // the defaults
 }
 
 TEST_CASE("buckets (fragments) through shm: scaled, across fragment and chunk ends") {
@@ -157,7 +159,7 @@ TEST_CASE("buckets (fragments) through shm: scaled, across fragment and chunk en
   const auto want = expected(ddp::dtype::f32, ddp::op::sum, total, w, 1.0 / w);
   // Over TCP buckets take ddp's ring: another order of summation.
   CHECK(differences(flat, want, ddp::dtype::f32, total, !comm.shm_active() || pg.topology().nnodes > 1) == 0);
-  comm.set_shm_chunk_bytes(ddp::detail::shm_all_reduce::default_chunk_bytes);
+  comm.set_shm_chunk_bytes(0); // the defaults
 }
 
 TEST_CASE("shm and TCP collectives interleave in order") {

@@ -106,7 +106,7 @@ TEST_CASE(
     MESSAGE("skipped: needs root and `unshare -m` to give the job a tiny /dev/shm");
     return;
   }
-  // 3 ranks need (3 + 1) x 4 MiB + a page of /dev/shm; this one holds 1 MiB,
+  // 3 ranks on one node need (3 + 1) x 512 KiB + a page of /dev/shm; this one holds 1 MiB,
   // so local rank 0's posix_fallocate fails with ENOSPC.
   auto p = run_with_private_shm("1m", {DDPRUN, "--nproc-per-node", "3", DDP_SCENARIO_WORKER, "shm_off"},
                                 {{"DDP_TIMEOUT", "20s"}}, "shm_full.log");
@@ -121,7 +121,7 @@ TEST_CASE(
   CHECK(count(out, "shared-memory all-reduce is off") == 1);
   CHECK(std::regex_search(out,
                           std::regex("rank 0 \\(node 0, local rank 0\\) cannot size shared-memory segment "
-                                     "/dev/shm/ddp-[0-9a-f]{32} \\(16781312 B\\): No space left on device")));
+                                     "/dev/shm/ddp-[0-9a-f]{32} \\(2101248 B\\): No space left on device")));
   CHECK(out.find("Enlarge /dev/shm") != std::string::npos);
   CHECK(out.find("DDP_SHM=0 silences this") != std::string::npos);
   // The other local ranks saw local rank 0's failure, not one of their own.

@@ -120,15 +120,16 @@ public:
   /// True when all_reduce goes through the node's shared-memory segment (see
   /// shm_all_reduce.hpp): on by default when ranks share a node, DDP_SHM=0 off.
   bool shm_active() const { return shm_ != nullptr; }
-  /// The shm path's chunk size (like set_ring_piece_bytes: tests make it small
-  /// to cross chunk boundaries; same value on every rank, before collectives).
+  /// The shm path's step size (like set_ring_piece_bytes: tests make it small
+  /// to cross step ends; same value on every rank, before collectives); 0
+  /// restores the defaults (256 KiB within a node, the slot across nodes).
   void set_shm_chunk_bytes(std::size_t bytes) {
     if (shm_) shm_->set_chunk_bytes(bytes);
   }
   /// Benches compare the two paths in one run: false sends all_reduce over TCP
   /// again. Every rank must switch at the same point of its collective sequence.
   void use_shm(bool on) { shm_on_ = on; }
-  std::size_t shm_chunk_bytes() const { return shm_ ? shm_->chunk_bytes() : 0; }
+  std::size_t shm_chunk_bytes() const { return shm_ ? shm_->chunk_bytes(nnodes_ > 1) : 0; }
   /// The shm segment's name (tests look for it in /dev/shm); empty when off.
   std::string shm_segment_name() const { return shm_ ? shm_->segment().name() : std::string(); }
 
@@ -256,10 +257,14 @@ private:
   /// (local rank 0 of each) in a Gloo context of their own.
   void setup_shm(const rendezvous& rv) {
     const auto& t = rv.topo;
-    // Whole pages: every slot and the result area stay aligned for any dtype.
+    // The slot: on one node the pipelined path needs two of its steps (512 KiB),
+    // across nodes the staged path fills it whole (4 MiB). Whole pages: every
+    // slot and the result area stay aligned for any dtype.
+    const std::size_t slot_default = size_ == t.local_world_size ? 2 * shm_all_reduce::default_chunk_bytes
+                                                                 : shm_all_reduce::default_slot_bytes;
     const std::size_t chunk =
         (static_cast<std::size_t>(env_int("DDP_SHM_CHUNK_BYTES", 4096, std::int64_t{1} << 30)
-                                      .value_or(shm_all_reduce::default_chunk_bytes)) +
+                                      .value_or(static_cast<std::int64_t>(slot_default))) +
          4095) /
         4096 * 4096;
     const shm_setup a{.token = rv.token,
@@ -276,14 +281,18 @@ private:
     if (!seg) {
       // Every rank got the same outcome: all stay on TCP, or all throw.
       if (failed.kind == error_kind::mismatch)
-        throw error(error_kind::mismatch, "rank " + std::to_string(failed.rank) + " " + failed.message,
+        throw error(error_kind::mismatch,
+                    "rank " + std::to_string(rank_) + ": setting up the node's shared-memory segment: rank " +
+                        std::to_string(failed.rank) + " " + failed.message,
                     failed.rank);
       if (rank_ == 0) // one warning for the job, not one per rank
-        log_line("rank 0",
-                 "warning: the shared-memory all-reduce is off, every rank reduces over TCP (slower): rank " +
-                     std::to_string(failed.rank) + " " + failed.message +
-                     ". Enlarge /dev/shm (each node needs (LOCAL_WORLD_SIZE + 1) x DDP_SHM_CHUNK_BYTES, "
-                     "default 4 MiB, plus a page) or lower DDP_SHM_CHUNK_BYTES; DDP_SHM=0 silences this.");
+        log_line(
+            "rank 0",
+            "warning: the shared-memory all-reduce is off, every rank reduces over TCP (slower): rank " +
+                std::to_string(failed.rank) + " " + failed.message +
+                ". Enlarge /dev/shm (each node needs (LOCAL_WORLD_SIZE + 1) x DDP_SHM_CHUNK_BYTES, "
+                "default 512 KiB on one node, 4 MiB across nodes, plus a page) or lower DDP_SHM_CHUNK_BYTES; "
+                "DDP_SHM=0 silences this.");
       return;
     }
     nnodes_ = size_ / t.local_world_size;
@@ -315,7 +324,7 @@ private:
   /// disagree fail with mismatch as on the TCP path.
   void run_shm(collective_header h, const std::string& what, const std::vector<fragment>& frags, dtype dt,
                op o, double scale) {
-    h.piece = shm_->chunk_bytes(); // the chunking shapes the barriers: ranks must agree on it
+    h.piece = shm_->chunk_bytes(nnodes_ > 1); // the chunking shapes the barriers: ranks must agree on it
     guard_shm(what, [&] {
       if (nnodes_ == 1) {
         shm_->run(frags, dt, o, scale, h, what);

@@ -1,19 +1,28 @@
 // All-reduce among the ranks of one node through their shared segment
-// (shm_segment.hpp): per chunk, every local rank copies its part into its own
-// slot, then (barrier) reduces its own slice of the chunk over all slots, in
-// local-rank order, into the result area, the averaging fused into the last
-// step, then (barrier) copies the whole result back. Two barriers per chunk;
-// across nodes a third step runs between them: local rank 0 reduces the
-// node's result with the other nodes' leaders (over Gloo) before the copy-out.
+// (shm_segment.hpp). Within one node (run_pipelined) the data goes through in
+// steps of 256 KiB, alternating between two halves of each slot and of the
+// result area, with one barrier per step: every local rank copies the parts of
+// step k that the others reduce into its slot (its own slice stays where it
+// is), meets the others, copies step k-1's result out, and reduces its own
+// slice of step k over all ranks, in local-rank order, the averaging fused
+// into the last step. The steps are small enough that what one rank writes is
+// still in cache when the others read it: at 2 ranks, 100 MiB, 34-37 ms
+// against 50 ms for the earlier 4 MiB chunks with two barriers each (see
+// default_chunk_bytes for the sweep).
+// Across nodes (run_staged) the node's leader reduces each chunk with the other
+// nodes' leaders over Gloo between the node's reduce and copy-out, so each chunk
+// has three barriers and fills the whole slot (fewer, larger TCP calls).
 //
 // Barriers: each rank bumps its sequence counter (for blame) and a shared
 // arrival count; the last arriver advances the generation word, on which the
-// others spin briefly, then sleep in futex waits of at most 2 ms. Between
-// sleeps a waiter checks the group's deadline, whether a rank aborted, and
-// every 20 ms whether the ranks it waits for are still alive (their pid, if in
-// this PID namespace; then the store's record of lost ranks), so a rank that
-// dies is named, no hang. Collectives over TCP on a one-node group meet here
-// first too (agree), so a rank in either kind of collective sees the other.
+// others spin briefly, then sleep in futex waits of at most 2 ms (the waker
+// calls futex_wake only when one sleeps). Between sleeps a waiter checks the
+// group's deadline, whether a rank aborted, and whether the ranks it waits for
+// are still alive (every 20 ms their pid, if in this PID namespace; the store's
+// record of lost ranks ever less often, to every 0.5 s), so a rank that dies
+// is named, no hang.
+// Collectives over TCP on a one-node group meet here first too (agree), so a
+// rank in either kind of collective sees the other.
 #ifndef DDP_DETAIL_BACKEND_SHM_ALL_REDUCE_HPP
 #define DDP_DETAIL_BACKEND_SHM_ALL_REDUCE_HPP
 
@@ -32,10 +41,16 @@ namespace detail {
 
 class shm_all_reduce {
 public:
-  /// The default slot size: 4 MiB per local rank (12 MiB of /dev/shm at 2
-  /// ranks). Measured at 2 ranks, 100 MiB: 1 MiB chunks took ~1.1x the time of
-  /// 4 MiB ones (twice the barriers).
-  static constexpr std::size_t default_chunk_bytes = std::size_t{4} << 20;
+  /// The default slot size, per local rank, across nodes (12 MiB of /dev/shm
+  /// at 2 ranks a node): the staged path's chunk. On one node the slot holds
+  /// two steps of the pipelined path (2 x default_chunk_bytes).
+  static constexpr std::size_t default_slot_bytes = std::size_t{4} << 20;
+  /// The pipelined path's step. Measured at 2 ranks, 100 MiB, quiet
+  /// (2026-12-01, bench/collectives): 64-512 KiB 34-37 ms, 1 MiB 39 ms,
+  /// 2 MiB 41 ms (the old scheme, two barriers per 4 MiB chunk: 50 ms); for a
+  /// 1 MiB all-reduce all steps from 64 KiB to 1 MiB within noise. Small steps
+  /// keep the two buffers of every rank in this host's 4 MiB L2.
+  static constexpr std::size_t default_chunk_bytes = std::size_t{256} << 10;
 
   /// A rank the rendezvous store saw lost: (-1, "") for none.
   struct lost_peer {
@@ -48,16 +63,19 @@ public:
 
   shm_all_reduce(std::unique_ptr<shm_segment> seg, lost_finder find_lost, int rank,
                  std::chrono::milliseconds timeout)
-      : seg_(std::move(seg)), find_lost_(std::move(find_lost)), rank_(rank), timeout_(timeout),
-        chunk_bytes_(seg_->chunk_capacity()) {}
+      : seg_(std::move(seg)), find_lost_(std::move(find_lost)), rank_(rank), timeout_(timeout) {}
 
   const shm_segment& segment() const { return *seg_; }
-  /// Bytes per chunk (tests make it small to cross chunk boundaries); at most
-  /// the segment's capacity. Every local rank must use the same value.
-  void set_chunk_bytes(std::size_t b) {
-    chunk_bytes_ = std::clamp<std::size_t>(b, 64, seg_->chunk_capacity());
+  /// Bytes per step (tests make it small to cross step ends); 0 restores the
+  /// defaults. Every local rank must use the same value.
+  void set_chunk_bytes(std::size_t b) { chunk_setting_ = b; }
+  /// The step in effect: `staged` for the cross-node path, whose default is
+  /// the whole slot; the pipelined path's is at most half a slot.
+  std::size_t chunk_bytes(bool staged) const {
+    const std::size_t cap = staged ? seg_->chunk_capacity() : half_slot();
+    const std::size_t want = chunk_setting_ ? chunk_setting_ : staged ? cap : default_chunk_bytes;
+    return std::clamp<std::size_t>(want, 64, cap);
   }
-  std::size_t chunk_bytes() const { return chunk_bytes_; }
 
   /// Reduces `frags` (op o; scale multiplies the sum, 1.0 for none) across the
   /// node's ranks. `between(result, m)`, when set, runs on local rank 0 on each
@@ -65,44 +83,10 @@ public:
   void run(const std::vector<fragment>& frags, dtype dt, op o, double scale, const collective_header& h,
            const std::string& what, const std::function<void(char*, std::size_t)>& between = {}) {
     begin(h, what);
-    const std::size_t esz = size_of(dt);
-    std::size_t n = 0;
-    for (auto& f : frags)
-      n += f.count;
-    const std::size_t cap = std::max<std::size_t>(chunk_bytes_ / esz, 1);
-    const auto fn = reduce_for(dt, o == op::avg ? op::sum : o);
-    const int L = seg_->local_size(), me = seg_->local_rank();
-    bool first = true;
-    for (std::size_t off = 0; first || off < n; off += cap) {
-      const std::size_t m = std::min(cap, n - off);
-      copy_frags(frags, off, m, esz, seg_->data(me), true);
-      barrier();
-      if (first) check_headers(h);
-      first = false;
-      // My slice, rounded to 64 B so that slices share no cache line.
-      const std::size_t align = std::max<std::size_t>(64 / esz, 1);
-      const std::size_t per = (m + static_cast<std::size_t>(L) - 1) / static_cast<std::size_t>(L);
-      const std::size_t step = (per + align - 1) / align * align;
-      const std::size_t a = std::min(m, step * static_cast<std::size_t>(me)), b = std::min(m, a + step);
-      if (a < b) {
-        char* out = seg_->result() + a * esz;
-        auto src = [&](int k) { return seg_->data(k) + a * esz; };
-        for (int k = 1; k < L; ++k) {
-          const void* acc = k == 1 ? src(0) : out;
-          if (k + 1 == L && scale != 1.0)
-            sum_scaled(out, acc, src(k), b - a, dt, scale); // the averaging, fused
-          else
-            fn(out, acc, src(k), b - a);
-        }
-      }
-      barrier();
-      if (between) {
-        if (me == 0) guard_leader([&] { between(seg_->result(), m); });
-        barrier();
-      }
-      copy_frags(frags, off, m, esz, seg_->result(), false);
-      if (m == 0) break;
-    }
+    if (between)
+      run_staged(frags, dt, o, scale, h, between);
+    else
+      run_pipelined(frags, dt, o, scale, h);
     what_ = nullptr;
   }
 
@@ -131,6 +115,134 @@ public:
   }
 
 private:
+  /// Elements [a, b) of a step of m: this rank's slice, the same cut on every
+  /// rank, rounded to 64 B so that slices share no cache line.
+  struct slice {
+    std::size_t a, b;
+  };
+  slice my_slice(std::size_t m, std::size_t esz) const {
+    const auto L = static_cast<std::size_t>(seg_->local_size()),
+               me = static_cast<std::size_t>(seg_->local_rank());
+    const std::size_t align = std::max<std::size_t>(64 / esz, 1);
+    const std::size_t per = (m + L - 1) / L;
+    const std::size_t step = (per + align - 1) / align * align;
+    const std::size_t a = std::min(m, step * me);
+    return {a, std::min(m, a + step)};
+  }
+
+  std::size_t half_slot() const { return seg_->chunk_capacity() / 2 / 64 * 64; }
+  /// Buffer `buf` (0 or 1) of local rank l's slot, and of the result area.
+  char* data(int l, int buf) const { return seg_->data(l) + static_cast<std::size_t>(buf) * half_slot(); }
+  char* result(int buf) const { return seg_->result() + static_cast<std::size_t>(buf) * half_slot(); }
+
+  static std::size_t total(const std::vector<fragment>& frags) {
+    std::size_t n = 0;
+    for (auto& f : frags)
+      n += f.count;
+    return n;
+  }
+
+  /// One barrier per step, double-buffered. Per step k on every rank:
+  ///   copy in k (slot[k%2]); barrier k; copy out k-1 (result[(k-1)%2]);
+  ///   reduce my slice of k into result[k%2];
+  /// then a last barrier and the last copy-out. Why it is safe: slot[k%2] is
+  /// next written by copy-in k+2, after barrier k+1, which no rank reaches
+  /// before finishing reduce k; result[k%2] is next written by reduce k+2,
+  /// after barrier k+2, which no rank reaches before finishing copy-out k.
+  void run_pipelined(const std::vector<fragment>& frags, dtype dt, op o, double scale,
+                     const collective_header& h) {
+    const std::size_t esz = size_of(dt), n = total(frags);
+    const std::size_t cap = std::max<std::size_t>(chunk_bytes(false) / esz, 1);
+    const auto fn = reduce_for(dt, o == op::avg ? op::sum : o);
+    const int L = seg_->local_size(), me = seg_->local_rank();
+    std::size_t prev_off = 0, prev_m = 0;
+    int buf = 0, prev_buf = 0;
+    bool first = true;
+    for (std::size_t off = 0; first || off < n; off += cap, buf ^= 1) {
+      const std::size_t m = std::min(cap, n - off);
+      const slice cut = my_slice(m, esz); // not a structured binding: lambdas capture these
+      const std::size_t a = cut.a, b = cut.b;
+      // My slice is read from my own memory below: only the others' parts go in.
+      char* mine = data(me, buf);
+      auto copy_in = [&](char* p, std::size_t at, std::size_t k) {
+        std::memcpy(mine + at * esz, p, k * esz);
+      };
+      for_each_piece(frags, off, a, esz, copy_in);
+      for_each_piece(frags, off + b, m - b, esz,
+                     [&](char* p, std::size_t at, std::size_t k) { copy_in(p, b + at, k); });
+      barrier();
+      if (first)
+        check_headers(h);
+      else
+        copy_out(frags, prev_off, prev_m, esz, result(prev_buf));
+      first = false;
+      for_each_piece(frags, off + a, b - a, esz, [&](char* own, std::size_t at, std::size_t k) {
+        const std::size_t byte = (a + at) * esz;
+        char* out = result(buf) + byte;
+        auto src = [&](int l) -> const char* { return l == me ? own : data(l, buf) + byte; };
+        for (int l = 1; l < L; ++l) {
+          const void* acc = l == 1 ? src(0) : out;
+          if (l + 1 == L && scale != 1.0)
+            sum_scaled(out, acc, src(l), k, dt, scale); // the averaging, fused
+          else
+            fn(out, acc, src(l), k);
+        }
+      });
+      prev_off = off;
+      prev_m = m;
+      prev_buf = buf;
+      if (m == 0) break; // nothing to reduce: the barriers still check headers
+    }
+    barrier();
+    copy_out(frags, prev_off, prev_m, esz, result(prev_buf));
+  }
+
+  /// Three barriers per chunk (copy in; reduce; the leader's cross-node step;
+  /// copy out), chunks of the whole slot: across nodes the TCP step dominates,
+  /// and fewer, larger calls serve it best.
+  void run_staged(const std::vector<fragment>& frags, dtype dt, op o, double scale,
+                  const collective_header& h, const std::function<void(char*, std::size_t)>& between) {
+    const std::size_t esz = size_of(dt), n = total(frags);
+    const std::size_t cap = std::max<std::size_t>(chunk_bytes(true) / esz, 1);
+    const auto fn = reduce_for(dt, o == op::avg ? op::sum : o);
+    const int L = seg_->local_size(), me = seg_->local_rank();
+    bool first = true;
+    for (std::size_t off = 0; first || off < n; off += cap) {
+      const std::size_t m = std::min(cap, n - off);
+      for_each_piece(frags, off, m, esz, [&](char* p, std::size_t at, std::size_t k) {
+        std::memcpy(seg_->data(me) + at * esz, p, k * esz);
+      });
+      barrier();
+      if (first) check_headers(h);
+      first = false;
+      const slice cut = my_slice(m, esz); // not a structured binding: lambdas capture these
+      const std::size_t a = cut.a, b = cut.b;
+      if (a < b) {
+        char* out = seg_->result() + a * esz;
+        auto src = [&](int l) { return seg_->data(l) + a * esz; };
+        for (int l = 1; l < L; ++l) {
+          const void* acc = l == 1 ? src(0) : out;
+          if (l + 1 == L && scale != 1.0)
+            sum_scaled(out, acc, src(l), b - a, dt, scale);
+          else
+            fn(out, acc, src(l), b - a);
+        }
+      }
+      barrier();
+      if (me == 0) guard_leader([&] { between(seg_->result(), m); });
+      barrier();
+      copy_out(frags, off, m, esz, seg_->result());
+      if (m == 0) break;
+    }
+  }
+
+  /// Copies a step's result (elements [off, off+m)) back to the fragments.
+  static void copy_out(const std::vector<fragment>& frags, std::size_t off, std::size_t m, std::size_t esz,
+                       const char* res) {
+    for_each_piece(frags, off, m, esz,
+                   [&](char* p, std::size_t at, std::size_t k) { std::memcpy(p, res + at * esz, k * esz); });
+  }
+
   /// A collective starts here: its deadline, its name for errors, and its
   /// header in this rank's slot for the others to check.
   void begin(const collective_header& h, const std::string& what) {
@@ -145,29 +257,6 @@ private:
     } catch (...) {
       abort();
       throw;
-    }
-  }
-
-  /// Copies elements [off, off+m) of the fragments to `shm` (in) or back (out).
-  static void copy_frags(const std::vector<fragment>& frags, std::size_t off, std::size_t m, std::size_t esz,
-                         char* shm, bool in) {
-    std::size_t pos = 0;
-    for (auto& f : frags) {
-      if (m == 0) return;
-      if (off >= pos + f.count) {
-        pos += f.count;
-        continue;
-      }
-      const std::size_t from = off - pos, take = std::min(m, f.count - from);
-      char* p = static_cast<char*>(f.data) + from * esz;
-      if (in)
-        std::memcpy(shm, p, take * esz);
-      else
-        std::memcpy(p, shm, take * esz);
-      shm += take * esz;
-      off += take;
-      m -= take;
-      pos += f.count;
     }
   }
 
@@ -203,7 +292,11 @@ private:
     if (arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<std::uint32_t>(L)) {
       arrived.store(0, std::memory_order_relaxed);
       gen.store(g + 1, std::memory_order_seq_cst);
-      futex_call(&c.generation, FUTEX_WAKE, INT32_MAX, nullptr);
+      // Both sides seq_cst: either a sleeper's count is seen here, or it sees
+      // the new generation (and FUTEX_WAIT refuses a changed word anyway). A
+      // wake without sleepers is a syscall per barrier for nothing.
+      if (std::atomic_ref<std::uint32_t>(c.sleepers).load(std::memory_order_seq_cst) != 0)
+        futex_call(&c.generation, FUTEX_WAKE, INT32_MAX, nullptr);
       return;
     }
     // Spin ~20 us first: on an idle core the peer usually arrives within that
@@ -219,16 +312,30 @@ private:
       if (gen.load(std::memory_order_acquire) != g) return;
       std::this_thread::yield();
     }
+    // Pids are cheap to check (local syscalls), every 20 ms; the store is a
+    // round trip, asked at the first check, then 20, 40, ... ms later, to
+    // every 0.5 s: a rank that waits long here (a slow peer, a long agree
+    // before a TCP collective) sends a few calls a second, not fifty.
     auto next_check = std::chrono::steady_clock::now();
+    auto next_store = next_check;
+    std::chrono::milliseconds store_every{20};
     while (gen.load(std::memory_order_acquire) == g) {
       const timespec ts{0, 2'000'000};
-      futex_call(&c.generation, FUTEX_WAIT, g, &ts);
+      std::atomic_ref<std::uint32_t> sleepers(c.sleepers);
+      sleepers.fetch_add(1, std::memory_order_seq_cst);
+      if (gen.load(std::memory_order_seq_cst) == g) futex_call(&c.generation, FUTEX_WAIT, g, &ts);
+      sleepers.fetch_sub(1, std::memory_order_seq_cst);
       if (gen.load(std::memory_order_acquire) != g) return;
       const auto now = std::chrono::steady_clock::now();
       if (std::atomic_ref<std::int32_t>(c.aborted_by).load() >= 0) fail_aborted();
       if (now >= next_check) {
-        check_alive();
+        const bool ask_store = now >= next_store;
+        check_alive(ask_store);
         next_check = now + std::chrono::milliseconds(20);
+        if (ask_store) {
+          next_store = now + store_every;
+          store_every = std::min(store_every * 2, std::chrono::milliseconds(500));
+        }
       }
       if (now >= deadline_) fail_timeout();
     }
@@ -272,7 +379,7 @@ private:
     return close != std::string::npos && close + 2 < s.size() && (s[close + 2] == 'Z' || s[close + 2] == 'X');
   }
 
-  void check_alive() {
+  void check_alive(bool ask_store = true) {
     for (int l : missing()) {
       const auto& sl = seg_->slot(l);
       if (peer_exited(sl, own_pidns_)) {
@@ -286,7 +393,7 @@ private:
                     sl.global);
       }
     }
-    if (find_lost_) {
+    if (ask_store && find_lost_) {
       auto lost = find_lost_(std::chrono::milliseconds(0));
       if (lost.rank >= 0) {
         abort();
@@ -305,7 +412,7 @@ private:
     // The aborting rank gave up waiting for a rank that is still missing here
     // too: blame that one, as a timeout (the caller's desync report follows).
     for (int l : missing())
-      if (seg_->slot(l).global != by) fail_timeout();
+      if (seg_->slot(l).global != by) fail_timeout(by);
     if (find_lost_)
       if (auto lost = find_lost_(std::chrono::milliseconds(1000)); lost.rank >= 0)
         throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
@@ -317,18 +424,26 @@ private:
                 by);
   }
 
-  [[noreturn]] void fail_timeout() {
+  /// `gave_up_by`: the rank that aborted the collective, when not this one
+  /// (this rank arrived later and found its abort; why it aborted, its own
+  /// timeout or another failure, only its output says).
+  [[noreturn]] void fail_timeout(int gave_up_by = -1) {
     abort();
     auto late = missing();
     int culprit = late.empty() ? -1 : seg_->slot(late.front()).global;
     std::string names;
     for (int l : late)
       names += (names.empty() ? "" : ", ") + std::to_string(seg_->slot(l).global);
+    const std::string text =
+        gave_up_by < 0 ? " timed out after " + std::to_string(timeout_.count()) + " ms waiting for rank(s) " +
+                             names + " at the node's shared-memory segment"
+                       : " failed: rank " + std::to_string(gave_up_by) +
+                             " gave up on it (its own timeout or a failure: see its output) while rank(s) " +
+                             names + " had not yet reached the node's shared-memory segment";
     throw error(error_kind::timeout,
-                *what_ + " timed out after " + std::to_string(timeout_.count()) + " ms waiting for rank(s) " +
-                    names +
-                    " at the node's shared-memory segment (a rank stalled, is far behind, or skipped this "
-                    "collective; raise DDP_TIMEOUT if that is expected).",
+                *what_ + text +
+                    " (a rank stalled, is far behind, or skipped this collective; raise DDP_TIMEOUT if that "
+                    "is expected).",
                 culprit);
   }
 
@@ -336,7 +451,7 @@ private:
   lost_finder find_lost_;
   int rank_;
   std::chrono::milliseconds timeout_;
-  std::size_t chunk_bytes_;
+  std::size_t chunk_setting_ = 0; ///< 0: the defaults
   std::uint64_t own_pidns_ = own_pid_namespace();
   /// Barriers this rank has passed (one collective at a time: the group's
   /// worker thread, or the caller when it runs one inline).

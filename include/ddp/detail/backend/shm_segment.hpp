@@ -55,13 +55,14 @@ struct alignas(128) shm_rank_slot {
 };
 
 struct shm_control {
-  static constexpr std::uint64_t expected_magic = 0x314d485350444444; // "DDDPSHM1"
+  static constexpr std::uint64_t expected_magic = 0x324d485350444444; // "DDDPSHM2"
   std::uint64_t magic = 0;
   std::uint32_t local_size = 0;
   std::uint32_t unused = 0;
   std::uint64_t chunk_capacity = 0; ///< bytes per slot
   alignas(128) std::uint32_t arrived = 0;
   alignas(128) std::uint32_t generation = 0; ///< the futex word: bumped by the last arriver
+  std::uint32_t sleepers = 0;                ///< ranks in a futex wait on it: 0 spares the wake
   alignas(128) std::int32_t aborted_by = -1; ///< global rank of a rank that failed inside a collective
   // followed by local_size shm_rank_slot
 };
