@@ -240,6 +240,14 @@ struct fragment {
   std::size_t count; ///< elements
 };
 
+/// Elements in all the fragments together.
+inline std::size_t total_count(const std::vector<fragment>& frags) {
+  std::size_t n = 0;
+  for (const auto& f : frags)
+    n += f.count;
+  return n;
+}
+
 /// Calls f(ptr, at, count) for each contiguous piece of elements [first,
 /// first + count) of the concatenated fragments: `ptr` points into the
 /// fragment's memory, `at` counts elements from `first`. Elements are `esz`
@@ -4926,11 +4934,19 @@ private:
   char* data(int l, int buf) const { return seg_->data(l) + static_cast<std::size_t>(buf) * half_slot(); }
   char* result(int buf) const { return seg_->result() + static_cast<std::size_t>(buf) * half_slot(); }
 
-  static std::size_t total(const std::vector<fragment>& frags) {
-    std::size_t n = 0;
-    for (auto& f : frags)
-      n += f.count;
-    return n;
+  /// out = src(0) op src(1) op ... op src(L-1) over k elements, in local-rank
+  /// order (the same bits on every path), the last step scaled when scale != 1
+  /// (the averaging, fused). `src(l)` gives local rank l's contribution.
+  template <class Src>
+  void reduce_slots(char* out, Src&& src, std::size_t k, dtype dt, reduce_fn fn, double scale) const {
+    const int L = seg_->local_size();
+    for (int l = 1; l < L; ++l) {
+      const void* acc = l == 1 ? static_cast<const void*>(src(0)) : out;
+      if (l + 1 == L && scale != 1.0)
+        sum_scaled(out, acc, src(l), k, dt, scale);
+      else
+        fn(out, acc, src(l), k);
+    }
   }
 
   /// One barrier per step, double-buffered. Per step k on every rank:
@@ -4942,10 +4958,10 @@ private:
   /// after barrier k+2, which no rank reaches before finishing copy-out k.
   void run_pipelined(const std::vector<fragment>& frags, dtype dt, op o, double scale,
                      const collective_header& h) {
-    const std::size_t esz = size_of(dt), n = total(frags);
+    const std::size_t esz = size_of(dt), n = total_count(frags);
     const std::size_t cap = std::max<std::size_t>(chunk_bytes(false) / esz, 1);
     const auto fn = reduce_for(dt, o == op::avg ? op::sum : o);
-    const int L = seg_->local_size(), me = seg_->local_rank();
+    const int me = seg_->local_rank();
     std::size_t prev_off = 0, prev_m = 0;
     int buf = 0, prev_buf = 0;
     bool first = true;
@@ -4954,13 +4970,8 @@ private:
       const slice cut = my_slice(m, esz); // not a structured binding: lambdas capture these
       const std::size_t a = cut.a, b = cut.b;
       // My slice is read from my own memory below: only the others' parts go in.
-      char* mine = data(me, buf);
-      auto copy_in = [&](char* p, std::size_t at, std::size_t k) {
-        std::memcpy(mine + at * esz, p, k * esz);
-      };
-      for_each_piece(frags, off, a, esz, copy_in);
-      for_each_piece(frags, off + b, m - b, esz,
-                     [&](char* p, std::size_t at, std::size_t k) { copy_in(p, b + at, k); });
+      copy_in(frags, off, 0, a, esz, data(me, buf));
+      copy_in(frags, off, b, m - b, esz, data(me, buf));
       barrier();
       if (first)
         check_headers(h);
@@ -4969,15 +4980,9 @@ private:
       first = false;
       for_each_piece(frags, off + a, b - a, esz, [&](char* own, std::size_t at, std::size_t k) {
         const std::size_t byte = (a + at) * esz;
-        char* out = result(buf) + byte;
-        auto src = [&](int l) -> const char* { return l == me ? own : data(l, buf) + byte; };
-        for (int l = 1; l < L; ++l) {
-          const void* acc = l == 1 ? src(0) : out;
-          if (l + 1 == L && scale != 1.0)
-            sum_scaled(out, acc, src(l), k, dt, scale); // the averaging, fused
-          else
-            fn(out, acc, src(l), k);
-        }
+        reduce_slots(
+            result(buf) + byte, [&](int l) -> const char* { return l == me ? own : data(l, buf) + byte; }, k,
+            dt, fn, scale);
       });
       prev_off = off;
       prev_m = m;
@@ -4993,38 +4998,37 @@ private:
   /// and fewer, larger calls serve it best.
   void run_staged(const std::vector<fragment>& frags, dtype dt, op o, double scale,
                   const collective_header& h, const std::function<void(char*, std::size_t)>& between) {
-    const std::size_t esz = size_of(dt), n = total(frags);
+    const std::size_t esz = size_of(dt), n = total_count(frags);
     const std::size_t cap = std::max<std::size_t>(chunk_bytes(true) / esz, 1);
     const auto fn = reduce_for(dt, o == op::avg ? op::sum : o);
-    const int L = seg_->local_size(), me = seg_->local_rank();
+    const int me = seg_->local_rank();
     bool first = true;
     for (std::size_t off = 0; first || off < n; off += cap) {
       const std::size_t m = std::min(cap, n - off);
-      for_each_piece(frags, off, m, esz, [&](char* p, std::size_t at, std::size_t k) {
-        std::memcpy(seg_->data(me) + at * esz, p, k * esz);
-      });
+      copy_in(frags, off, 0, m, esz, seg_->data(me));
       barrier();
       if (first) check_headers(h);
       first = false;
       const slice cut = my_slice(m, esz); // not a structured binding: lambdas capture these
       const std::size_t a = cut.a, b = cut.b;
-      if (a < b) {
-        char* out = seg_->result() + a * esz;
-        auto src = [&](int l) { return seg_->data(l) + a * esz; };
-        for (int l = 1; l < L; ++l) {
-          const void* acc = l == 1 ? src(0) : out;
-          if (l + 1 == L && scale != 1.0)
-            sum_scaled(out, acc, src(l), b - a, dt, scale);
-          else
-            fn(out, acc, src(l), b - a);
-        }
-      }
+      if (a < b)
+        reduce_slots(
+            seg_->result() + a * esz, [&](int l) -> const char* { return seg_->data(l) + a * esz; }, b - a,
+            dt, fn, scale);
       barrier();
       if (me == 0) guard_leader([&] { between(seg_->result(), m); });
       barrier();
       copy_out(frags, off, m, esz, seg_->result());
       if (m == 0) break;
     }
+  }
+
+  /// Copies elements [off+at, off+at+k) of the fragments to `slot` + at.
+  static void copy_in(const std::vector<fragment>& frags, std::size_t off, std::size_t at, std::size_t k,
+                      std::size_t esz, char* slot) {
+    for_each_piece(frags, off + at, k, esz, [&](char* p, std::size_t i, std::size_t c) {
+      std::memcpy(slot + (at + i) * esz, p, c * esz);
+    });
   }
 
   /// Copies a step's result (elements [off, off+m)) back to the fragments.
@@ -5420,9 +5424,7 @@ public:
     if (!is_floating(dt) && scale != 1.0)
       throw error(error_kind::config,
                   "scaling needs a floating-point tensor, got " + std::string(to_string(dt)));
-    std::size_t n = 0;
-    for (auto& f : frags)
-      n += f.count;
+    const std::size_t n = total_count(frags);
     // The piece size as of submission: a later set_ring_piece_bytes() does not
     // reach a collective already queued.
     return submit("all_reduce", n, dt, blocking,

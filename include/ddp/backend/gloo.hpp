@@ -182,9 +182,7 @@ public:
     if (!is_floating(dt) && scale != 1.0)
       throw error(error_kind::config,
                   "scaling needs a floating-point tensor, got " + std::string(to_string(dt)));
-    std::size_t n = 0;
-    for (auto& f : frags)
-      n += f.count;
+    const std::size_t n = total_count(frags);
     // The piece size as of submission: a later set_ring_piece_bytes() does not
     // reach a collective already queued.
     return submit("all_reduce", n, dt, blocking,

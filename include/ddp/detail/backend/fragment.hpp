@@ -16,6 +16,14 @@ struct fragment {
   std::size_t count; ///< elements
 };
 
+/// Elements in all the fragments together.
+inline std::size_t total_count(const std::vector<fragment>& frags) {
+  std::size_t n = 0;
+  for (const auto& f : frags)
+    n += f.count;
+  return n;
+}
+
 /// Calls f(ptr, at, count) for each contiguous piece of elements [first,
 /// first + count) of the concatenated fragments: `ptr` points into the
 /// fragment's memory, `at` counts elements from `first`. Elements are `esz`
