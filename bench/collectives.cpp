@@ -7,6 +7,8 @@
 // charged the exit skew between the ranks (tens of us after a Gloo call) to
 // whichever collective came next (4 KiB over shm: 39-54 us that way, 3-11 us
 // back to back, 2026-12-01, quiet machine).
+// in_place_s: the same all_reduce of a ddp::shm_array (pg.make_shm_array),
+// reduced in place in the node's shared memory, no copies through the segment.
 // Last, "all_reduce_loop": 3000 back-to-back 4 KiB all-reduces, nothing between.
 //   ddprun --nproc-per-node 2 --no-prefix build/bench/bench_collectives
 #include "common.hpp"
@@ -19,6 +21,12 @@ int main() {
   auto& comm = pg.communicator();
   for (std::size_t bytes : {std::size_t{4} << 10, std::size_t{1} << 20, std::size_t{100} << 20}) {
     std::vector<float> a(bytes / sizeof(float), 1.0f), b(a.size(), 1.0f), c(a.size(), 1.0f);
+    auto d = pg.make_shm_array<float>(a.size());
+    std::fill(d.begin(), d.end(), 1.0f);
+    auto run_in_place = [&] {
+      comm.use_shm(true);
+      pg.all_reduce(d);
+    };
     auto run_shm = [&] {
       comm.use_shm(true);
       pg.all_reduce(a);
@@ -32,6 +40,7 @@ int main() {
     run_shm();
     run_tcp();
     run_raw();
+    run_in_place();
     const double one = bench::time_once(run_tcp);
     // Bursts by size (an estimate from the first calls was unreliable: right after the
     // raw Gloo warm-up a 4 KiB TCP call took ~3.9 ms, later ~0.13 ms; 2026-12-01).
@@ -44,37 +53,49 @@ int main() {
       for (int j = 0; j < n; ++j)
         out.push_back(bench::time_once(f));
     };
-    std::vector<double> t_shm, t_tcp, t_raw;
-    for (int i = 0; i < reps[0]; ++i) { // rotate which goes first: none always runs on a warm cache
-      for (int k = 0; k < 3; ++k)
-        switch ((i + k) % 3) {
+    std::vector<double> t_shm, t_tcp, t_raw, t_in_place;
+    // Rotate which goes first (none always runs on a warm cache), and the
+    // direction every other round, so that each kind follows two others: a
+    // block right after ddp's TCP path ran 3-6x slower at 4 KiB (21 against
+    // 3.5-7 us, 2026-12-01), which a fixed order charged to one kind alone.
+    for (int i = 0; i < reps[0]; ++i) {
+      for (int k = 0; k < 4; ++k)
+        switch ((i + (i % 2 ? 4 - k : k)) % 4) {
         case 0: timed(run_shm, t_shm); break;
         case 1: timed(run_tcp, t_tcp); break;
+        case 2: timed(run_in_place, t_in_place); break;
         default: timed(run_raw, t_raw);
         }
     }
     comm.use_shm(true);
-    double s = bench::median(t_shm), t = bench::median(t_tcp), r = bench::median(t_raw);
+    double s = bench::median(t_shm), t = bench::median(t_tcp), r = bench::median(t_raw),
+           ip = bench::median(t_in_place);
     if (pg.rank() == 0)
       std::printf(
           "{\"case\":\"all_reduce\",\"bytes\":%zu,\"ranks\":%d,\"reps\":%d,\"burst\":%d,\"shm_active\":%s,"
-          "\"shm_s\":%.6g,\"tcp_s\":%.6g,\"raw_s\":%.6g,\"tcp_over_shm\":%.3f,\"shm_over_raw\":%.4f}\n",
-          bytes, pg.size(), reps[0], reps[1], comm.shm_active() ? "true" : "false", s, t, r, t / s, s / r);
+          "\"in_segment\":%s,\"shm_s\":%.6g,\"in_place_s\":%.6g,\"tcp_s\":%.6g,\"raw_s\":%.6g,"
+          "\"tcp_over_shm\":%.3f,\"shm_over_raw\":%.4f,\"raw_over_in_place\":%.3f}\n",
+          bytes, pg.size(), reps[0], reps[1], comm.shm_active() ? "true" : "false",
+          d.in_shared_memory() ? "true" : "false", s, ip, t, r, t / s, s / r, r / ip);
     std::fflush(stdout);
   }
   // The latency floor: 3000 back-to-back 4 KiB all-reduces of the default path,
   // each timed (p10, median, p90), nothing interleaved.
-  {
-    std::vector<float> a(1024, 1.0f);
+  // The same of a ddp::shm_array (in place), memory "shm_array".
+  std::vector<float> a(1024, 1.0f);
+  auto d = pg.make_shm_array<float>(1024);
+  auto loop = [&](const char* memory, auto& x) {
     std::vector<double> t;
     for (int i = 0; i < 3000; ++i)
-      t.push_back(bench::time_once([&] { pg.all_reduce(a); }));
+      t.push_back(bench::time_once([&] { pg.all_reduce(x); }));
     std::sort(t.begin(), t.end());
     if (pg.rank() == 0)
       std::printf(
-          "{\"case\":\"all_reduce_loop\",\"bytes\":4096,\"ranks\":%d,\"calls\":3000,\"shm_active\":%s,"
-          "\"p10_s\":%.6g,\"median_s\":%.6g,\"p90_s\":%.6g}\n",
-          pg.size(), comm.shm_active() ? "true" : "false", t[300], t[1500], t[2700]);
-  }
+          "{\"case\":\"all_reduce_loop\",\"memory\":\"%s\",\"bytes\":4096,\"ranks\":%d,\"calls\":3000,"
+          "\"shm_active\":%s,\"p10_s\":%.6g,\"median_s\":%.6g,\"p90_s\":%.6g}\n",
+          memory, pg.size(), comm.shm_active() ? "true" : "false", t[300], t[1500], t[2700]);
+  };
+  loop("vector", a);
+  loop("shm_array", d);
   pg.barrier();
 }

@@ -13,14 +13,23 @@
 
 namespace {
 
-/// A model made of float tensors of given sizes; gradients in separate allocations
-/// (the common case) or in a ddp::arena (then buckets reduce in place).
+/// Where a model's gradients live: separate allocations (the common case), a
+/// ddp::arena (buckets reduce in place), or an arena in the node's shared
+/// memory (buckets reduce in place there: no copy through the segment).
+enum class grads_in { vectors, arena, shared_arena };
+constexpr const char* suffix(grads_in g) {
+  return g == grads_in::vectors ? "" : g == grads_in::arena ? "+arena" : "+shared_arena";
+}
+
+/// A model made of float tensors of given sizes.
 struct shape_model {
   std::vector<std::vector<float>> values, grads;
   std::unique_ptr<ddp::arena<float>> arena;
   std::vector<std::span<float>> grad_views;
-  shape_model(const std::vector<std::size_t>& sizes, bool use_arena) {
-    if (use_arena) arena = std::make_unique<ddp::arena<float>>(sizes);
+  shape_model(const std::vector<std::size_t>& sizes, grads_in where, ddp::process_group<ddp::gloo>& pg) {
+    const bool use_arena = where != grads_in::vectors;
+    if (where == grads_in::arena) arena = std::make_unique<ddp::arena<float>>(sizes);
+    if (where == grads_in::shared_arena) arena = std::make_unique<ddp::arena<float>>(sizes, pg);
     for (std::size_t k = 0; k < sizes.size(); ++k) {
       values.emplace_back(sizes[k], 0.01f);
       if (use_arena) {
@@ -38,10 +47,10 @@ struct shape_model {
 };
 
 template <class Policy>
-double time_sync(ddp::process_group<ddp::gloo>& pg, const std::vector<std::size_t>& sizes, bool use_arena,
+double time_sync(ddp::process_group<ddp::gloo>& pg, const std::vector<std::size_t>& sizes, grads_in where,
                  int reps, bool shm = true) {
+  shape_model m(sizes, where, pg);
   pg.communicator().use_shm(shm);
-  shape_model m(sizes, use_arena);
   ddp::distributed_data_parallel<shape_model, ddp::gloo, Policy> dp(m, pg, {.broadcast_buffers = false});
   dp.synchronize(); // warm up: buffers allocated, connections hot
   std::vector<double> t;
@@ -66,15 +75,15 @@ double time_flat(ddp::process_group<ddp::gloo>& pg, bench::raw_gloo& raw, std::s
 
 template <class Policy>
 void report(ddp::process_group<ddp::gloo>& pg, bench::raw_gloo& raw, const char* name, const char* policy,
-            const std::vector<std::size_t>& sizes, bool use_arena, int reps) {
+            const std::vector<std::size_t>& sizes, grads_in where, int reps) {
   std::size_t total = 0;
   for (auto s : sizes)
     total += s;
   // Interleave the two measurements in rounds so both see the same machine.
   std::vector<double> sync, tcp, flat;
   for (int round = 0; round < 3; ++round) {
-    sync.push_back(time_sync<Policy>(pg, sizes, use_arena, reps));
-    tcp.push_back(time_sync<Policy>(pg, sizes, use_arena, reps, false));
+    sync.push_back(time_sync<Policy>(pg, sizes, where, reps));
+    tcp.push_back(time_sync<Policy>(pg, sizes, where, reps, false));
     flat.push_back(time_flat(pg, raw, total, reps));
   }
   double s = bench::median(sync), t = bench::median(tcp), f = bench::median(flat);
@@ -82,7 +91,7 @@ void report(ddp::process_group<ddp::gloo>& pg, bench::raw_gloo& raw, const char*
     std::printf("{\"case\":\"%s\",\"policy\":\"%s%s\",\"tensors\":%zu,\"floats\":%zu,\"shm_active\":%s,"
                 "\"sync_s\":%.6g,"
                 "\"tcp_s\":%.6g,\"flat_s\":%.6g,\"tcp_over_shm\":%.3f,\"ratio\":%.4f}\n",
-                name, policy, use_arena ? "+arena" : "", sizes.size(), total,
+                name, policy, suffix(where), sizes.size(), total,
                 pg.communicator().shm_active() ? "true" : "false", s, t, f, t / s, s / f);
   std::fflush(stdout);
 }
@@ -91,7 +100,7 @@ void report(ddp::process_group<ddp::gloo>& pg, bench::raw_gloo& raw, const char*
 /// cores stay free for communication) and marks each group's gradients as it
 /// finishes them, last layer first.
 void overlap(ddp::process_group<ddp::gloo>& pg, const std::vector<std::size_t>& sizes, int reps) {
-  shape_model m(sizes, false);
+  shape_model m(sizes, grads_in::vectors, pg);
   ddp::distributed_data_parallel dp(m, pg, {.broadcast_buffers = false});
   dp.synchronize();
   std::vector<double> comm;
@@ -142,14 +151,17 @@ int main(int argc, char** argv) {
   bench::raw_gloo raw(pg, "bench/grad_sync/raw/");
   const std::vector<std::size_t> small(2000, 256);
   using namespace ddp::bucketing;
-  report<size_capped<>>(pg, raw, "resnet50", "size_capped", resnet, false, 5);
-  report<size_capped<>>(pg, raw, "resnet50", "size_capped", resnet, true, 5);
-  report<per_tensor>(pg, raw, "resnet50", "per_tensor", resnet, false, 5);
-  report<single_buffer>(pg, raw, "resnet50", "single_buffer", resnet, false, 5);
-  report<size_capped<>>(pg, raw, "many_small", "size_capped", small, false, 31);
-  report<size_capped<>>(pg, raw, "many_small", "size_capped", small, true, 31);
-  report<per_tensor>(pg, raw, "many_small", "per_tensor", small, false, 11);
-  report<single_buffer>(pg, raw, "many_small", "single_buffer", small, false, 31);
+  using enum grads_in;
+  report<size_capped<>>(pg, raw, "resnet50", "size_capped", resnet, vectors, 5);
+  report<size_capped<>>(pg, raw, "resnet50", "size_capped", resnet, arena, 5);
+  report<size_capped<>>(pg, raw, "resnet50", "size_capped", resnet, shared_arena, 5);
+  report<per_tensor>(pg, raw, "resnet50", "per_tensor", resnet, vectors, 5);
+  report<single_buffer>(pg, raw, "resnet50", "single_buffer", resnet, vectors, 5);
+  report<size_capped<>>(pg, raw, "many_small", "size_capped", small, vectors, 31);
+  report<size_capped<>>(pg, raw, "many_small", "size_capped", small, arena, 31);
+  report<size_capped<>>(pg, raw, "many_small", "size_capped", small, shared_arena, 31);
+  report<per_tensor>(pg, raw, "many_small", "per_tensor", small, vectors, 11);
+  report<single_buffer>(pg, raw, "many_small", "single_buffer", small, vectors, 31);
   overlap(pg, resnet, 7);
   pg.barrier();
 }

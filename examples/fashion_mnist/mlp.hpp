@@ -1,5 +1,6 @@
 // The example's model: an MLP 784-256-128-10 (ReLU, softmax cross-entropy)
-// in Eigen. Gradients live in a ddp::arena, so DDP reduces them in place.
+// in Eigen. Gradients live in a ddp::arena, so DDP reduces them in place (with
+// ddp::gloo in the node's shared memory: no copies through the segment).
 #pragma once
 
 #include <ddp/arena.hpp>
@@ -7,6 +8,7 @@
 
 #include <Eigen/Core>
 
+#include <array>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -21,13 +23,17 @@ using grad_map = Eigen::Map<matrix>;
 struct mlp {
   static constexpr int layers = 3;
   static constexpr int classes = 10; ///< outputs; the data reader refuses labels outside 0..classes-1
-  std::vector<int> dims{784, 256, 128, classes};
+  static constexpr std::array<int, layers + 1> shape{784, 256, 128, classes};
+  std::vector<int> dims{shape.begin(), shape.end()};
   matrix w[layers], b[layers]; // w[l]: dims[l+1] x dims[l], b[l]: dims[l+1] x 1
   ddp::arena<float> grads;     // dw0, db0, dw1, db1, dw2, db2
   std::vector<grad_map> dw, db;
   matrix act[layers + 1]; // activations of the last forward
 
-  explicit mlp(unsigned seed) : grads(sizes()) {
+  explicit mlp(unsigned seed) : mlp(seed, ddp::arena<float>(sizes())) {}
+  /// Gradients in `g` (laid out by sizes()): e.g. ddp::arena<float>(mlp::sizes(), pg),
+  /// in the memory a node's ranks share, where DDP reduces them without copies.
+  mlp(unsigned seed, ddp::arena<float> g) : grads(std::move(g)) {
     std::mt19937 gen(seed);
     for (int l = 0; l < layers; ++l) {
       // He initialisation for ReLU layers: N(0, 2 / fan_in).
@@ -41,11 +47,11 @@ struct mlp {
     }
   }
 
-  std::vector<std::size_t> sizes() const {
+  static std::vector<std::size_t> sizes() {
     std::vector<std::size_t> s;
-    for (int l = 0; l < layers; ++l) {
-      s.push_back(static_cast<std::size_t>(dims[l + 1] * dims[l]));
-      s.push_back(static_cast<std::size_t>(dims[l + 1]));
+    for (std::size_t l = 0; l < layers; ++l) {
+      s.push_back(static_cast<std::size_t>(shape[l + 1] * shape[l]));
+      s.push_back(static_cast<std::size_t>(shape[l + 1]));
     }
     return s;
   }

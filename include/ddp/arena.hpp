@@ -8,12 +8,18 @@
 // alignment in every run: kernels that peel to an aligned address (Eigen
 // writing through a Map, e.g. a rowwise sum) then round the same way each
 // time, and a restarted run reproduces a straight one bit for bit.
+// `arena(sizes, pg)` puts the storage in memory the node's ranks share
+// (process_group<gloo>::make_shm_array): each bucket is then reduced in
+// place there, with no copy through the node's segment (bench/grad_sync).
 #ifndef DDP_ARENA_HPP
 #define DDP_ARENA_HPP
 
+#include <ddp/backend/communicator.hpp>
 #include <ddp/error.hpp>
+#include <ddp/shm_array.hpp>
 
 #include <algorithm>
+#include <concepts>
 
 #include <cstddef>
 #include <memory>
@@ -39,27 +45,41 @@ public:
 
   /// `sizes`: element counts of the gradients, in registration order.
   explicit arena(std::vector<std::size_t> sizes) : sizes_(std::move(sizes)), offsets_(sizes_.size()) {
-    std::size_t off = 0;
-    for (std::size_t k = sizes_.size(); k-- > 0;) {
-      offsets_[k] = off;
-      off += sizes_[k];
-    }
-    total_ = off;
+    lay_out();
     const std::size_t n = total_ ? total_ : 1;
-    storage_.reset(static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{alignment})));
-    std::uninitialized_fill_n(storage_.get(), n, T{});
+    T* p = static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{alignment}));
+    std::uninitialized_fill_n(p, n, T{});
+    std::shared_ptr<void> owner(p, [](void* q) { ::operator delete (q, std::align_val_t{alignment}); });
+    storage_ = shm_array<T>(p, total_, std::move(owner), false);
   }
+
+  /// The same, in memory the node's ranks share: `group.make_shm_array`
+  /// (ddp::process_group<ddp::gloo>); collective, like it: every rank builds
+  /// its arenas in the same order with the same sizes. Buckets are then
+  /// reduced in place in shared memory. Private memory where that is off
+  /// (see ddp/shm_array.hpp); in_shared_memory() says which.
+  template <class Group>
+  requires shm_communicator<typename Group::backend_type::communicator>
+  explicit arena(std::vector<std::size_t> sizes, Group& group)
+      : sizes_(std::move(sizes)), offsets_(sizes_.size()) {
+    lay_out();
+    storage_ = group.template make_shm_array<T>(total_);
+  }
+
+  /// Whether the storage lies in the node's shared memory (the arena(sizes, pg)
+  /// form, where that is on: see ddp/shm_array.hpp).
+  bool in_shared_memory() const noexcept { return storage_.in_shared_memory(); }
 
   std::size_t size() const noexcept { return sizes_.size(); }
   std::size_t total_elements() const noexcept { return total_; }
-  std::span<T> all() noexcept { return {storage_.get(), total_}; }
+  std::span<T> all() noexcept { return {storage_.data(), total_}; }
 
   /// The storage of gradient k (registration order).
   std::span<T> slot(std::size_t k) {
     if (k >= sizes_.size())
       throw error(error_kind::config, "arena: slot " + std::to_string(k) + " does not exist (" +
                                           std::to_string(sizes_.size()) + " slots)");
-    return {storage_.get() + offsets_[k], sizes_[k]};
+    return {storage_.data() + offsets_[k], sizes_[k]};
   }
 
 #ifdef EIGEN_WORLD_VERSION
@@ -76,13 +96,18 @@ public:
 #endif
 
 private:
-  struct aligned_delete {
-    void operator()(T* p) const noexcept { ::operator delete (p, std::align_val_t{alignment}); }
-  };
+  void lay_out() {
+    std::size_t off = 0;
+    for (std::size_t k = sizes_.size(); k-- > 0;) {
+      offsets_[k] = off;
+      off += sizes_[k];
+    }
+    total_ = off;
+  }
 
   std::vector<std::size_t> sizes_, offsets_;
   std::size_t total_ = 0;
-  std::unique_ptr<T[], aligned_delete> storage_;
+  shm_array<T> storage_;
 };
 
 DDP_END_NAMESPACE

@@ -7,6 +7,7 @@
 #include <ddp/detail/common/log.hpp>
 #include <ddp/detail/common/timeout.hpp>
 #include <ddp/op.hpp>
+#include <ddp/shm_array.hpp>
 #include <ddp/store.hpp>
 #include <ddp/tensor.hpp>
 #include <ddp/topology.hpp>
@@ -106,6 +107,24 @@ public:
   }
   template <class In, class Out> void reduce_scatter(const In& in, Out& out, op o = op::sum) {
     reduce_scatter_impl(in, out, o, true).wait();
+  }
+
+  /// `n` zeroed elements of host memory that every rank of this node can see
+  /// (ddp/shm_array.hpp): an all_reduce of a range inside it runs in place,
+  /// without copies through the node's segment. Collective: every rank calls
+  /// it, in the same order, with the same n and T. ddp::gloo only.
+  template <class T> [[nodiscard]] shm_array<T> make_shm_array(std::size_t n) {
+    if constexpr (!element<T>) {
+      static_assert(element<T>, "ddp: make_shm_array<T> needs an element type the collectives reduce "
+                                "(float, double, ddp::half, std::int32_t, ...): make one array per field");
+      return {};
+    } else if constexpr (shm_communicator<typename Backend::communicator>) {
+      return comm_->template make_shm_array<T>(n);
+    } else {
+      static_assert(sizeof(T) == 0, "ddp: make_shm_array is a feature of ddp::gloo (host memory shared by "
+                                    "the ranks of a node); this backend has none");
+      return {};
+    }
   }
 
   work barrier_async() { return comm_->barrier(false); }

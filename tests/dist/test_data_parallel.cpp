@@ -19,14 +19,23 @@ enum class marking { none, per_layer, by_tensor };
 
 /// Trains R ranks (each its shard of every global batch) and, in this process,
 /// the same MLP on the whole batches; returns the relative parameter difference.
+enum class arena_kind { none, private_memory, shared_memory };
+
 template <class S, class Bucketing, class Reduction = ddp::reduction::mean>
-double train_and_compare(bool use_arena, marking how, int micro_batches = 1,
-                         std::vector<ddp::bucket_info>* layout = nullptr) {
+double train_and_compare(arena_kind arena, marking how, int micro_batches = 1,
+                         std::vector<ddp::bucket_info>* layout = nullptr, bool* arena_shared = nullptr) {
   auto& pg = group();
   const int R = pg.size(), global = R * per_rank_batch * micro_batches;
   mlp<S> reference(dims, 7, false);
   // Every rank starts from different weights: the constructor must broadcast rank 0's.
-  mlp<S> local(dims, pg.rank() == 0 ? 7u : 7u + 1000u * static_cast<unsigned>(pg.rank()), use_arena);
+  const unsigned seed = pg.rank() == 0 ? 7u : 7u + 1000u * static_cast<unsigned>(pg.rank());
+  auto local = arena == arena_kind::shared_memory
+                   ? mlp<S>(dims, seed, true,
+                            [&](std::vector<std::size_t> sizes) {
+                              return std::make_unique<ddp::arena<S>>(std::move(sizes), pg);
+                            })
+                   : mlp<S>(dims, seed, arena == arena_kind::private_memory);
+  if (arena_shared) *arena_shared = local.grads_arena && local.grads_arena->in_shared_memory();
   ddp::distributed_data_parallel<mlp<S>, ddp::gloo, Bucketing, Reduction> dp(local, pg);
   if (layout) *layout = dp.buckets();
   const S lr = S(0.1);
@@ -86,47 +95,72 @@ using small_buckets = ddp::bucketing::size_capped<256, 128>;
 
 TEST_CASE("R ranks equal one process on the whole batch: every bucketing policy, float") {
   static_assert(ddp::bucketing_policy<pairs>);
-  CHECK(train_and_compare<float, ddp::bucketing::size_capped<>>(false, marking::per_layer) < 1e-5);
-  CHECK(train_and_compare<float, small_buckets>(false, marking::per_layer) < 1e-5);
-  CHECK(train_and_compare<float, ddp::bucketing::per_tensor>(false, marking::per_layer) < 1e-5);
-  CHECK(train_and_compare<float, ddp::bucketing::single_buffer>(false, marking::per_layer) < 1e-5);
-  CHECK(train_and_compare<float, pairs>(false, marking::by_tensor) < 1e-5);
+  CHECK(train_and_compare<float, ddp::bucketing::size_capped<>>(arena_kind::none, marking::per_layer) < 1e-5);
+  CHECK(train_and_compare<float, small_buckets>(arena_kind::none, marking::per_layer) < 1e-5);
+  CHECK(train_and_compare<float, ddp::bucketing::per_tensor>(arena_kind::none, marking::per_layer) < 1e-5);
+  CHECK(train_and_compare<float, ddp::bucketing::single_buffer>(arena_kind::none, marking::per_layer) < 1e-5);
+  CHECK(train_and_compare<float, pairs>(arena_kind::none, marking::by_tensor) < 1e-5);
 }
 
 TEST_CASE("equivalence in double is tighter") {
-  CHECK(train_and_compare<double, small_buckets>(false, marking::per_layer) < 1e-12);
-  CHECK(train_and_compare<double, ddp::bucketing::per_tensor>(false, marking::none) < 1e-12);
+  CHECK(train_and_compare<double, small_buckets>(arena_kind::none, marking::per_layer) < 1e-12);
+  CHECK(train_and_compare<double, ddp::bucketing::per_tensor>(arena_kind::none, marking::none) < 1e-12);
 }
 
 TEST_CASE("only synchronize(): unmarked gradients count as ready") {
-  CHECK(train_and_compare<float, small_buckets>(false, marking::none) < 1e-5);
+  CHECK(train_and_compare<float, small_buckets>(arena_kind::none, marking::none) < 1e-5);
 }
 
 TEST_CASE("gradients in a ddp::arena reduce in place") {
   std::vector<ddp::bucket_info> layout;
-  CHECK(train_and_compare<float, small_buckets>(true, marking::per_layer, 1, &layout) < 1e-5);
+  CHECK(train_and_compare<float, small_buckets>(arena_kind::private_memory, marking::per_layer, 1, &layout) <
+        1e-5);
   REQUIRE(layout.size() > 1);
   for (auto& b : layout)
     CHECK(b.path == ddp::bucket_path::in_place);
   layout.clear();
-  CHECK(train_and_compare<float, small_buckets>(false, marking::per_layer, 1, &layout) < 1e-5);
+  CHECK(train_and_compare<float, small_buckets>(arena_kind::none, marking::per_layer, 1, &layout) < 1e-5);
   for (auto& b : layout)
     CHECK((b.path == ddp::bucket_path::in_place) == (b.parameters.size() == 1)); // one tensor: contiguous
   // A compressed wire type always packs.
   CHECK(train_and_compare<float, small_buckets, ddp::reduction::bf16_compressed_mean>(
-            true, marking::per_layer, 1, &layout) < 2e-2);
+            arena_kind::private_memory, marking::per_layer, 1, &layout) < 2e-2);
   for (auto& b : layout)
     CHECK(b.path == ddp::bucket_path::packed);
 }
 
+TEST_CASE("gradients in a shared ddp::arena reduce in place in the node's shared memory") {
+  auto& pg = group();
+  const bool expect_shared = pg.communicator().shm_active() && pg.topology().nnodes == 1;
+  std::vector<ddp::bucket_info> layout;
+  bool shared = false;
+  const auto runs = pg.communicator().shm_in_place_runs();
+  CHECK(train_and_compare<float, small_buckets>(arena_kind::shared_memory, marking::per_layer, 1, &layout,
+                                                &shared) < 1e-5);
+  CHECK(shared == expect_shared);
+  REQUIRE(layout.size() > 1);
+  // Every bucket of every step (the warm-up included) reduced in place in shared memory.
+  if (expect_shared) CHECK(pg.communicator().shm_in_place_runs() - runs >= layout.size() * steps);
+  for (auto& b : layout)
+    CHECK(b.path == ddp::bucket_path::in_place);
+  CHECK(train_and_compare<double, ddp::bucketing::single_buffer>(arena_kind::shared_memory, marking::none) <
+        1e-12);
+  CHECK(
+      train_and_compare<float, ddp::bucketing::per_tensor>(arena_kind::shared_memory, marking::by_tensor, 3) <
+      1e-5); // no_sync micro-batches accumulate in the shared arena
+  CHECK(train_and_compare<float, small_buckets, ddp::reduction::fp16_compressed_mean>(
+            arena_kind::shared_memory, marking::per_layer) < 2e-2); // packs: not in place
+}
+
 TEST_CASE("gradient accumulation through no_sync") {
-  CHECK(train_and_compare<float, small_buckets>(false, marking::per_layer, 3) < 1e-5);
-  CHECK(train_and_compare<double, ddp::bucketing::per_tensor>(true, marking::by_tensor, 2) < 1e-12);
+  CHECK(train_and_compare<float, small_buckets>(arena_kind::none, marking::per_layer, 3) < 1e-5);
+  CHECK(train_and_compare<double, ddp::bucketing::per_tensor>(arena_kind::private_memory, marking::by_tensor,
+                                                              2) < 1e-12);
 }
 
 TEST_CASE("bucket layout: reverse registration order, first bucket small") {
   std::vector<ddp::bucket_info> layout;
-  train_and_compare<float, small_buckets>(false, marking::none, 1, &layout);
+  train_and_compare<float, small_buckets>(arena_kind::none, marking::none, 1, &layout);
   // 6 parameters: fc3.bias(3) fc3.weight(36) fc2.bias(12) fc2.weight(192) fc1.bias(16) fc1.weight(96)
   REQUIRE(!layout.empty());
   CHECK(layout.front().parameters.front() == 5);
@@ -303,12 +337,24 @@ TEST_CASE("marking a gradient twice in one step names it") {
   dp.synchronize();
 }
 
-TEST_CASE("uneven inputs: join() shadows the steps of ranks that still have data") {
+namespace {
+void join_shadows_steps(bool shared_arena) {
+  CAPTURE(shared_arena);
   auto& pg = group();
   const int R = pg.size();
   auto my_steps = [](int r) { return 2 + r; };
   mlp<double> reference(dims, 3, false);
-  mlp<double> local(dims, 3, false);
+  // Gradients in a shared arena: a joined rank's zeros must go where the
+  // others reduce in place.
+  auto local = shared_arena ? mlp<double>(dims, 3, true,
+                                          [&](std::vector<std::size_t> sizes) {
+                                            return std::make_unique<ddp::arena<double>>(std::move(sizes), pg);
+                                          })
+                            : mlp<double>(dims, 3, false);
+  if (shared_arena)
+    CHECK(local.grads_arena->in_shared_memory() ==
+          (pg.communicator().shm_active() && pg.topology().nnodes == 1));
+  const auto in_place_before = pg.communicator().shm_in_place_runs();
   ddp::distributed_data_parallel<mlp<double>, ddp::gloo, small_buckets> dp(local, pg,
                                                                            {.uneven_inputs = true});
   auto shard = [&](int r, int step) {
@@ -327,6 +373,10 @@ TEST_CASE("uneven inputs: join() shadows the steps of ranks that still have data
     local.sgd(lr);
   }
   dp.join();
+  // In a shared arena every bucket of every step reduced in place, shadowed ones included.
+  if (shared_arena && local.grads_arena->in_shared_memory())
+    CHECK(pg.communicator().shm_in_place_runs() - in_place_before >=
+          static_cast<std::uint64_t>(my_steps(R - 1)));
   // The oracle: step t averages the shards of the ranks still training, over all R ranks.
   for (int step = 0; step < my_steps(R - 1); ++step) {
     std::vector<double> sum;
@@ -362,6 +412,12 @@ TEST_CASE("uneven inputs: join() shadows the steps of ranks that still have data
         plain.join();
       }(),
       ddp::error);
+}
+} // namespace
+
+TEST_CASE("uneven inputs: join() shadows the steps of ranks that still have data") {
+  join_shadows_steps(false);
+  join_shadows_steps(true); // gradients in a shared arena
 }
 
 namespace {

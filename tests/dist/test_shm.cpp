@@ -174,3 +174,116 @@ TEST_CASE("shm and TCP collectives interleave in order") {
   }
   CHECK(bad == 0);
 }
+
+TEST_CASE("a shared array reduces in place: the rank-order bits, across pieces, only the range given") {
+  auto& pg = group();
+  auto& comm = pg.communicator();
+  const int w = pg.size();
+  const bool in_place = comm.shm_active() && pg.topology().nnodes == 1;
+  // Bytes enough for 3 x 65536 + 5 floats (the in-place path reduces in 256 KiB
+  // pieces) at an offset of 40 B: ranges need not start on a cache line.
+  const std::size_t cap = 4 * (3 * 65536 + 5) + 64;
+  auto arr = pg.make_shm_array<std::uint8_t>(cap);
+  REQUIRE(arr.size() == cap);
+  CHECK(arr.in_shared_memory() == in_place);
+  std::size_t nonzero = 0;
+  for (std::size_t i = 0; i < cap; ++i)
+    nonzero += arr[i] != 0;
+  CHECK(nonzero == 0); // zeroed
+  const std::size_t at = 40;
+  for (auto dt : {ddp::dtype::f32, ddp::dtype::f64, ddp::dtype::f16})
+    for (auto o : {ddp::op::sum, ddp::op::avg, ddp::op::max})
+      for (std::size_t n : {std::size_t{1}, std::size_t{1023}, std::size_t{3 * 65536 + 5}}) {
+        const std::size_t bytes = n * ddp::size_of(dt);
+        if (at + bytes > cap) continue;
+        CAPTURE(ddp::to_string(dt));
+        CAPTURE(ddp::to_string(o));
+        CAPTURE(n);
+        std::vector<char> buf;
+        fill(buf, dt, n, pg.rank());
+        std::memset(arr.data(), 0x5a, cap); // around the range: must stay
+        std::memcpy(arr.data() + at, buf.data(), bytes);
+        const auto runs = comm.shm_in_place_runs();
+        comm.all_reduce(arr.data() + at, n, dt, o, true).wait();
+        CHECK(comm.shm_in_place_runs() == runs + (in_place ? 1 : 0)); // the path taken
+        std::vector<char> got(arr.data() + at, arr.data() + at + bytes);
+        // Exact where ranks sum in rank order (in place, and TCP's small round); Gloo's
+        // ring and the cross-node step sum in another order.
+        const bool ring = (!comm.shm_active() && bytes > ddp::detail::header_round::inline_cap(w)) ||
+                          (comm.shm_active() && pg.topology().nnodes > 1);
+        CHECK(differences(got, expected(dt, o, n, w, o == ddp::op::avg ? 1.0 / w : 1.0), dt, n,
+                          ring && o != ddp::op::max) == 0);
+        std::size_t clobbered = 0;
+        for (std::size_t i = 0; i < cap; ++i)
+          clobbered += (i < at || i >= at + bytes) && arr[i] != 0x5a;
+        CHECK(clobbered == 0);
+      }
+  // Through process_group, typed, and a bucket of fragments back to back in it.
+  auto floats = pg.make_shm_array<float>(1000);
+  for (std::size_t i = 0; i < floats.size(); ++i)
+    floats[i] = static_cast<float>(pg.rank() + 1) * static_cast<float>(i);
+  pg.all_reduce(floats);
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < floats.size(); ++i)
+    bad += floats[i] != static_cast<float>(w * (w + 1) / 2) * static_cast<float>(i);
+  CHECK(bad == 0);
+  auto runs = comm.shm_in_place_runs();
+  std::vector<ddp::detail::fragment> frags{{floats.data(), 300}, {floats.data() + 300, 700}};
+  comm.all_reduce_fragments(std::move(frags), ddp::dtype::f32, 1.0 / w, true).wait();
+  CHECK(comm.shm_in_place_runs() == runs + (in_place ? 1 : 0));
+  bad = 0;
+  for (std::size_t i = 0; i < floats.size(); ++i)
+    bad += floats[i] != static_cast<float>(w * (w + 1) / 2) * static_cast<float>(i);
+  CHECK(bad == 0);
+  // Fragments with a gap between them: through the segment's slots, the gap untouched.
+  for (std::size_t i = 0; i < floats.size(); ++i)
+    floats[i] = i >= 300 && i < 400 ? -1.0f : static_cast<float>(pg.rank() + 1);
+  runs = comm.shm_in_place_runs();
+  std::vector<ddp::detail::fragment> gap{{floats.data(), 300}, {floats.data() + 400, 600}};
+  comm.all_reduce_fragments(std::move(gap), ddp::dtype::f32, 1.0, true).wait();
+  CHECK(comm.shm_in_place_runs() == runs);
+  bad = 0;
+  for (std::size_t i = 0; i < floats.size(); ++i)
+    bad += floats[i] != (i >= 300 && i < 400 ? -1.0f : static_cast<float>(w * (w + 1) / 2));
+  CHECK(bad == 0);
+  // Empty arrays are fine too.
+  auto none = pg.make_shm_array<double>(0);
+  CHECK(none.empty());
+  pg.all_reduce(none);
+}
+
+TEST_CASE("make_shm_array with different sizes on the node's ranks: mismatch on every rank") {
+  auto& pg = group();
+  if (!(pg.communicator().shm_active() && pg.topology().nnodes == 1)) return;
+  try {
+    (void)pg.make_shm_array<float>(1000 +
+                                   17 * static_cast<std::size_t>(pg.topology().local_rank)); // 68 B apart
+    FAIL("no error");
+  } catch (const ddp::error& e) {
+    CHECK(e.kind() == ddp::error_kind::mismatch);
+    CHECK(std::string(e.what()).find("make_shm_array") != std::string::npos);
+    CHECK(std::string(e.what()).find("different sizes") != std::string::npos);
+  }
+  // The group lives on.
+  std::vector<int> one{1};
+  pg.all_reduce(one);
+  CHECK(one[0] == pg.size());
+}
+
+// Last in this file: it poisons the group.
+TEST_CASE("a shared array on some ranks and private memory on others: mismatch, naming both") {
+  auto& pg = group();
+  if (!(pg.communicator().shm_active() && pg.topology().nnodes == 1)) return;
+  auto arr = pg.make_shm_array<float>(100);
+  std::vector<float> priv(100);
+  try {
+    if (pg.rank() == 0)
+      pg.all_reduce(arr);
+    else
+      pg.all_reduce(priv);
+    FAIL("no error");
+  } catch (const ddp::error& e) {
+    CHECK(e.kind() == ddp::error_kind::mismatch);
+    CHECK(std::string(e.what()).find("in place in ddp::shm_array") != std::string::npos);
+  }
+}

@@ -26,7 +26,11 @@ template <class S> struct mlp {
   std::vector<map> dw, db;
   std::vector<mat> acts; // forward activations, for backward
 
-  mlp(std::vector<int> d, unsigned seed, bool use_arena) : dims(std::move(d)) {
+  /// `make_arena(sizes)`, when given, makes the arena (e.g. in shared memory:
+  /// ddp::arena(sizes, pg)); else a private one.
+  template <class MakeArena = std::nullptr_t>
+  mlp(std::vector<int> d, unsigned seed, bool use_arena, MakeArena make_arena = nullptr)
+      : dims(std::move(d)) {
     std::mt19937 g(seed);
     std::normal_distribution<double> n(0.0, 1.0);
     const std::size_t layers = dims.size() - 1;
@@ -42,7 +46,11 @@ template <class S> struct mlp {
       sizes.push_back(static_cast<std::size_t>(wl.size()));
       sizes.push_back(static_cast<std::size_t>(bl.size()));
     }
-    if (use_arena) grads_arena = std::make_unique<ddp::arena<S>>(sizes);
+    if constexpr (std::is_same_v<MakeArena, std::nullptr_t>) {
+      if (use_arena) grads_arena = std::make_unique<ddp::arena<S>>(sizes);
+    } else {
+      if (use_arena) grads_arena = make_arena(sizes);
+    }
     for (std::size_t k = 0; k < sizes.size(); ++k) {
       S* p;
       if (use_arena) {

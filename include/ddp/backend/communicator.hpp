@@ -10,11 +10,14 @@
 //                          tensors lie, with a scale fused in (no packing)
 //   device_communicator    also takes device pointers (tagged device_memory:
 //                          where memory lives is known at compile time)
+//   shm_communicator       makes host memory the node's ranks share
+//                          (ddp::shm_array) and reduces ranges of it in place
 #ifndef DDP_BACKEND_COMMUNICATOR_HPP
 #define DDP_BACKEND_COMMUNICATOR_HPP
 
 #include <ddp/detail/backend/fragment.hpp>
 #include <ddp/op.hpp>
+#include <ddp/shm_array.hpp>
 #include <ddp/store.hpp>
 #include <ddp/tensor.hpp>
 #include <ddp/topology.hpp>
@@ -88,6 +91,15 @@ concept device_communicator = communicator<C> &&
   { c.broadcast(device_memory, p, n, dt, root, blocking) } -> std::same_as<work>;
   { c.all_gather(device_memory, in, p, n, dt, blocking) } -> std::same_as<work>;
   { c.reduce_scatter(device_memory, in, p, n, dt, o, blocking) } -> std::same_as<work>;
+};
+
+/// Makes arrays in memory every rank of the node sees (collectively), and says
+/// whether a range lies in one: an all_reduce of it runs in place there, and a
+/// joined rank's zeros must go there too (host_bucket_engine::reduce_zeros).
+template <class C>
+concept shm_communicator = communicator<C> && requires(C& c, std::size_t n, const void* p) {
+  { c.template make_shm_array<float>(n) } -> std::same_as<shm_array<float>>;
+  { c.is_shm_array_memory(p, n) } -> std::same_as<bool>;
 };
 
 /// A backend policy: a name and a communicator type.

@@ -12,10 +12,12 @@
 #include <ddp/detail/backend/gloo_header.hpp>
 #include <ddp/detail/backend/gloo_ring.hpp>
 #include <ddp/detail/backend/shm_all_reduce.hpp>
+#include <ddp/detail/backend/shm_arrays.hpp>
 #include <ddp/detail/common/env.hpp>
 #include <ddp/detail/common/log.hpp>
 #include <ddp/detail/numeric/elementwise.hpp>
 #include <ddp/op.hpp>
+#include <ddp/shm_array.hpp>
 #include <ddp/store.hpp>
 #include <ddp/tensor.hpp>
 
@@ -31,10 +33,12 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -132,6 +136,58 @@ public:
   std::size_t shm_chunk_bytes() const { return shm_ ? shm_->chunk_bytes(nnodes_ > 1) : 0; }
   /// The shm segment's name (tests look for it in /dev/shm); empty when off.
   std::string shm_segment_name() const { return shm_ ? shm_->segment().name() : std::string(); }
+
+  /// All-reduces run in place in a shm array so far (tests check the path taken).
+  std::uint64_t shm_in_place_runs() const { return in_place_runs_.load(); }
+
+  /// Whether [p, p + bytes) lies in one of this rank's shm arrays and an
+  /// all_reduce of it would run in place.
+  bool is_shm_array_memory(const void* p, std::size_t bytes) const {
+    return shm_ && shm_on_ && nnodes_ == 1 && arrays_.find(p, bytes).has_value();
+  }
+
+  /// `n` zeroed elements in memory every rank of the node sees (ddp::shm_array):
+  /// an all_reduce of a range inside it runs in place. Collective: every rank
+  /// calls it, in the same order, with the same n and T. It runs in the
+  /// group's queue, after the collectives submitted before it. Private memory
+  /// where the shm path is off or spans nodes, or when the node's segment for
+  /// it (LOCAL_WORLD_SIZE x n x sizeof(T)) cannot be made (rank 0 warns once).
+  template <class T> shm_array<T> make_shm_array(std::size_t n) {
+    const std::string what =
+        "make_shm_array<" + std::string(ddp::to_string(dtype_v<T>)) + ">(" + std::to_string(n) + ")";
+    const std::size_t L = shm_ ? static_cast<std::size_t>(shm_->segment().local_size()) : 1;
+    // Every local rank's area in one mapping, whose size must fit size_t and off_t.
+    if (n > (std::size_t{1} << 60) / sizeof(T) / L)
+      throw error(error_kind::config, "rank " + std::to_string(rank_) + ": " + what +
+                                          ": too many elements for one node's shared memory (" +
+                                          std::to_string(L) + " local ranks); make several smaller arrays");
+    const std::size_t bytes = std::max<std::size_t>(n * sizeof(T), 1);
+    std::shared_ptr<shm_segment> shared;
+    if (shm_ && nnodes_ == 1) {
+      // In the queue: its store calls then never contend with a running
+      // collective's (a barrier's liveness checks share the store client).
+      std::exception_ptr mismatch;
+      submit("make_shm_array", n, dtype_v<T>, true, [&](std::uint32_t, const std::string& where) {
+        shared = setup_shm_array(bytes, where, mismatch);
+      }).wait();
+      if (mismatch) std::rethrow_exception(mismatch); // the group lives on: every rank got it
+    }
+    if (shared) {
+      auto* p = reinterpret_cast<T*>(shared->data(shared->local_rank()));
+      return {p, n, std::move(shared), true};
+    }
+    const std::size_t rounded = (bytes + 63) / 64 * 64;
+    void* raw = nullptr;
+    try {
+      raw = ::operator new (rounded, std::align_val_t{64});
+    } catch (const std::bad_alloc&) {
+      throw error(error_kind::config, "rank " + std::to_string(rank_) + ": " + what + ": cannot allocate " +
+                                          std::to_string(rounded) + " B of private memory");
+    }
+    std::memset(raw, 0, rounded);
+    std::shared_ptr<void> owner(raw, [](void* q) { ::operator delete (q, std::align_val_t{64}); });
+    return {static_cast<T*>(raw), n, std::move(owner), false};
+  }
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -274,6 +330,7 @@ private:
                       .local_size = t.local_world_size,
                       .chunk_capacity = chunk,
                       .timeout = timeout_};
+    shm_args_ = a;
     shm_setup_failure failed;
     auto seg = shm_segment::setup(*store_, a, failed);
     if (!seg) {
@@ -325,6 +382,14 @@ private:
     h.piece = shm_->chunk_bytes(nnodes_ > 1); // the chunking shapes the barriers: ranks must agree on it
     guard_shm(what, [&] {
       if (nnodes_ == 1) {
+        if (auto in = in_shm_array(frags, dt)) {
+          ++in_place_runs_;
+          h.in_place = 1;
+          h.root = static_cast<std::int32_t>(in->id);
+          h.piece = in->offset;
+          shm_->run_in_place(*in->seg, in->offset, total_count(frags), dt, o, scale, h, what);
+          return;
+        }
         shm_->run(frags, dt, o, scale, h, what);
         return;
       }
@@ -345,6 +410,67 @@ private:
         if (scale != 1.0) scale_in_place(res, m, dt, scale);
       });
     });
+  }
+
+  /// make_shm_array's collective part (on the queue's thread): the node's
+  /// segment for the array, or nullptr when it could not be made (then every
+  /// rank uses private memory; rank 0 says why). Ranks that asked for different
+  /// sizes get `mismatch` set, on every rank. A timeout or a lost rank throws:
+  /// the arrays' count would differ between ranks, so the group is poisoned.
+  std::shared_ptr<shm_segment> setup_shm_array(std::size_t bytes, const std::string& what,
+                                               std::exception_ptr& mismatch) {
+    auto [key, id] = arrays_.next();
+    shm_setup a = shm_args_;
+    a.key = key;
+    a.result_area = false;
+    // Areas of whole cache lines, not pages: ranks whose sizes differ by more
+    // than 64 B get segments of different sizes, which is how they are caught.
+    a.chunk_capacity = (bytes + 63) / 64 * 64;
+    a.size_mismatch_hint =
+        "the node's ranks asked for different sizes (" + what +
+        " here): call make_shm_array with the same element count and type on every rank, in "
+        "the same order.";
+    shm_setup_failure failed;
+    std::unique_ptr<shm_segment> seg;
+    try {
+      seg = shm_segment::setup(*store_, a, failed);
+    } catch (const error& e) {
+      throw error(e.kind(),
+                  "rank " + std::to_string(rank_) + ": " + what +
+                      " is collective: every rank of the group calls it, in the same order. " + e.what(),
+                  e.rank());
+    }
+    if (seg) {
+      std::shared_ptr<shm_segment> shared(std::move(seg));
+      arrays_.add(id, shared);
+      return shared;
+    }
+    if (failed.kind == error_kind::mismatch) {
+      mismatch = std::make_exception_ptr(error(error_kind::mismatch,
+                                               "rank " + std::to_string(rank_) + ": " + what + ": rank " +
+                                                   std::to_string(failed.rank) + " " + failed.message,
+                                               failed.rank));
+      return nullptr;
+    }
+    if (rank_ == 0)
+      log_line("rank 0", "warning: " + what +
+                             " got private memory on every rank, so all-reduces of it copy "
+                             "through the node's segment as usual (slower): rank " +
+                             std::to_string(failed.rank) + " " + failed.message +
+                             ". If /dev/shm is full, enlarge it: each node needs LOCAL_WORLD_SIZE x the "
+                             "array's bytes (docker run --shm-size=...).");
+    return nullptr;
+  }
+
+  /// Where the fragments, back to back in memory, lie in a shm array of this
+  /// rank's: an all_reduce of them runs in place.
+  std::optional<shm_array_registry::hit> in_shm_array(const std::vector<fragment>& frags, dtype dt) const {
+    const std::size_t esz = size_of(dt);
+    if (frags.empty() || total_count(frags) == 0) return std::nullopt;
+    for (std::size_t i = 1; i < frags.size(); ++i)
+      if (static_cast<const char*>(frags[i - 1].data) + frags[i - 1].count * esz != frags[i].data)
+        return std::nullopt;
+    return arrays_.find(frags.front().data, total_count(frags) * esz);
   }
 
   /// Runs `f`, a step in the node's segment. On failure the node's other ranks
@@ -617,6 +743,9 @@ private:
   std::shared_ptr<::gloo::Context> ctx_;
   std::shared_ptr<::gloo::Context> leaders_; ///< local rank 0 of each node, across nodes with shm
   std::unique_ptr<shm_all_reduce> shm_;
+  shm_setup shm_args_;        ///< how shm_'s segment was set up: shm arrays start from it
+  shm_array_registry arrays_; ///< make_shm_array's segments, for in-place all-reduces
+  std::atomic<std::uint64_t> in_place_runs_{0};
   int nnodes_ = 1;
   bool shm_on_ = true;
   std::vector<char> scratch_;

@@ -99,7 +99,18 @@ public:
   work reduce_zeros(std::size_t i, double scale) {
     auto& b = plan_.buckets[i];
     auto& s = state_[i];
-    s.shadow.assign(b.elements * size_of(b.wire_type), std::byte{0});
+    const std::size_t bytes = b.elements * size_of(b.wire_type);
+    if constexpr (shm_communicator<Comm>) {
+      // Gradients in a shared arena are reduced in place, and the other ranks
+      // reduce exactly there (the collective's header says so): zeros go there
+      // too. This rank's gradients end as the others' average; it steps no more.
+      void* grads = params_[b.params.front()].grad;
+      if (b.path == bucket_path::in_place && comm_.is_shm_array_memory(grads, bytes)) {
+        std::memset(grads, 0, bytes);
+        return reduce(i, nullptr, scale);
+      }
+    }
+    s.shadow.assign(bytes, std::byte{0});
     return reduce(i, s.shadow.data(), scale);
   }
 

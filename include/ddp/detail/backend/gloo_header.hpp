@@ -60,13 +60,13 @@ struct collective_header {
   static constexpr std::uint32_t expected_magic = 0x48504444; // "DDPH"
   std::uint32_t magic = expected_magic;
   collective_kind kind = collective_kind::barrier;
-  std::uint8_t dt = 0;     ///< ddp::dtype
-  std::uint8_t reduce = 0; ///< ddp::op (reductions only)
-  std::uint8_t unused = 0;
-  std::int32_t root = 0;   ///< broadcast only
-  std::uint32_t tag = 0;   ///< the collective's sequence tag
-  std::uint64_t count = 0; ///< elements (per rank for all_gather/reduce_scatter blocks)
-  std::uint64_t piece = 0; ///< the ring's piece size: it shapes the ring's messages
+  std::uint8_t dt = 0;       ///< ddp::dtype
+  std::uint8_t reduce = 0;   ///< ddp::op (reductions only)
+  std::uint8_t in_place = 0; ///< all_reduce of a shm array (root: its id; piece: the byte offset)
+  std::int32_t root = 0;     ///< broadcast's root; an in-place all_reduce's array id
+  std::uint32_t tag = 0;     ///< the collective's sequence tag
+  std::uint64_t count = 0;   ///< elements (per rank for all_gather/reduce_scatter blocks)
+  std::uint64_t piece = 0;   ///< the ring's piece size: it shapes the ring's messages
 
   bool operator==(const collective_header&) const = default;
 
@@ -78,7 +78,11 @@ struct collective_header {
     if (kind == collective_kind::all_reduce || kind == collective_kind::reduce_scatter)
       s += " (op " + std::string(ddp::to_string(static_cast<op>(reduce))) + ")";
     if (kind == collective_kind::broadcast) s += " from root " + std::to_string(root);
-    if (kind == collective_kind::all_reduce) s += " (ring piece " + std::to_string(piece) + " B)";
+    if (kind == collective_kind::all_reduce && in_place)
+      s += " in place in ddp::shm_array " + std::to_string(root) + " at byte " + std::to_string(piece) +
+           " (every rank must pass the same part of its own shm array)";
+    else if (kind == collective_kind::all_reduce)
+      s += " (ring piece " + std::to_string(piece) + " B)";
     return s;
   }
 };

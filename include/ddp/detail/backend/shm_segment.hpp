@@ -104,8 +104,17 @@ inline std::uint64_t own_pid_namespace() {
 struct shm_setup {
   std::string token, store_where;
   int rank = 0, world_size = 1, node_rank = 0, local_rank = 0, local_size = 1;
-  std::size_t chunk_capacity = 0;
+  std::size_t chunk_capacity = 0; ///< bytes per area
   std::chrono::milliseconds timeout{};
+  /// Areas after the control block: one per local rank, plus the result area
+  /// of the all-reduce's segment (a shm array has none).
+  bool result_area = true;
+  /// The store keys of this segment's setup ("ddp/shm/": the all-reduce's;
+  /// each shm array has its own).
+  std::string key = "ddp/shm/";
+  /// Said when the node's ranks asked for segments of different sizes.
+  std::string size_mismatch_hint = "the node's ranks disagree on LOCAL_WORLD_SIZE or DDP_SHM_CHUNK_BYTES; "
+                                   "start them with the same settings.";
 };
 
 /// Why shm_segment::setup did not give a segment: the first rank that failed
@@ -120,8 +129,9 @@ inline long futex_call(void* addr, int op, std::uint32_t val, const timespec* ts
   return ::syscall(SYS_futex, addr, op, val, ts, nullptr, 0);
 }
 
-/// A mapped segment: control block, local_size slots of chunk_capacity bytes,
-/// and one result area of chunk_capacity bytes.
+/// A mapped segment: control block, local_size areas ("slots") of
+/// chunk_capacity bytes, and (the all-reduce's segment) one result area of
+/// chunk_capacity bytes.
 class shm_segment {
 public:
   /// Collective over every rank of the group (all must call it): maps this
@@ -131,8 +141,9 @@ public:
   /// ddp::error only when the store fails (a rank died or stalled meanwhile).
   template <class Store>
   static std::unique_ptr<shm_segment> setup(Store& store, const shm_setup& a, shm_setup_failure& failed) {
-    const std::string node = "ddp/shm/" + std::to_string(a.node_rank) + "/";
-    std::unique_ptr<shm_segment> seg(new shm_segment(a.local_rank, a.local_size, a.chunk_capacity));
+    const std::string node = a.key + std::to_string(a.node_rank) + "/";
+    std::unique_ptr<shm_segment> seg(
+        new shm_segment(a.local_rank, a.local_size, a.chunk_capacity, a.result_area));
     std::string mine; // this rank's failure, "" for none
     error_kind mine_kind = error_kind::backend;
     try {
@@ -147,7 +158,7 @@ public:
           // "failed": local rank 0's own report names the cause; nothing to add here
           if (v.rfind("ok ", 0) == 0) {
             seg->name_ = v.substr(3);
-            seg->open_existing();
+            seg->open_existing(a.size_mismatch_hint);
           }
         }
       } catch (const error& e) {
@@ -176,15 +187,15 @@ public:
       if (store.add(node + "tried", 1) == a.local_size) seg->unlink();
       // The job-wide decision: the last rank to report sets it. A failing rank
       // records its failure before it reports, so the last one sees it.
-      if (!mine.empty() && store.add("ddp/shm/failures", 1) == 1)
-        store.set("ddp/shm/first-failure",
+      if (!mine.empty() && store.add(a.key + "failures", 1) == 1)
+        store.set(a.key + "first-failure",
                   std::to_string(a.rank) + " " + std::to_string(static_cast<int>(mine_kind)) + " " + mine);
-      if (store.add("ddp/shm/reported", 1) == a.world_size)
-        store.set("ddp/shm/outcome", store.add("ddp/shm/failures", 0) == 0
+      if (store.add(a.key + "reported", 1) == a.world_size)
+        store.set(a.key + "outcome", store.add(a.key + "failures", 0) == 0
                                          ? "ok"
-                                         : "failed " + store.get("ddp/shm/first-failure"));
-      store.wait({"ddp/shm/outcome"}, a.timeout);
-      const std::string outcome = store.get("ddp/shm/outcome");
+                                         : "failed " + store.get(a.key + "first-failure"));
+      store.wait({a.key + "outcome"}, a.timeout);
+      const std::string outcome = store.get(a.key + "outcome");
       seg->unlink(); // (done above by the node's last rank; again in case that rank failed first)
       if (outcome == "ok") return seg;
       seg->discard();
@@ -216,11 +227,20 @@ public:
            static_cast<std::size_t>(l) * ctl().chunk_capacity;
   }
   char* result() const { return data(local_size_); }
+  /// Whether [p, p + bytes) lies in local rank l's area.
+  bool in_area(int l, const void* p, std::size_t bytes) const {
+    if (!base_) return false;
+    // As integers: p may point into any object, and comparing pointers into different ones is undefined.
+    const auto a = reinterpret_cast<std::uintptr_t>(data(l)), c = reinterpret_cast<std::uintptr_t>(p);
+    const std::size_t cap = ctl().chunk_capacity;
+    return c >= a && bytes <= cap && c - a <= cap - bytes;
+  }
 
 private:
-  shm_segment(int local_rank, int local_size, std::size_t chunk_capacity)
+  shm_segment(int local_rank, int local_size, std::size_t chunk_capacity, bool result_area)
       : local_rank_(local_rank), local_size_(local_size),
-        bytes_(control_bytes(local_size) + (static_cast<std::size_t>(local_size) + 1) * chunk_capacity) {}
+        bytes_(control_bytes(local_size) +
+               (static_cast<std::size_t>(local_size) + (result_area ? 1 : 0)) * chunk_capacity) {}
 
   void unlink() {
     if (!name_.empty()) ::shm_unlink(name_.c_str());
@@ -261,7 +281,7 @@ private:
     std::atomic_ref<std::uint64_t>(c->magic).store(shm_control::expected_magic, std::memory_order_release);
   }
 
-  void open_existing() {
+  void open_existing(const std::string& size_mismatch_hint) {
     int fd = ::shm_open(name_.c_str(), O_RDWR, 0600);
     if (fd < 0) fail("cannot open", errno);
     struct stat st {};
@@ -276,8 +296,7 @@ private:
       throw error(error_kind::mismatch, "shared-memory segment " + name_ + " has " +
                                             std::to_string(st.st_size) +
                                             " B, but the rank opening it expected " + std::to_string(bytes_) +
-                                            " B: the node's ranks disagree on LOCAL_WORLD_SIZE or "
-                                            "DDP_SHM_CHUNK_BYTES; start them with the same settings.");
+                                            " B: " + size_mismatch_hint);
     }
     map(fd);
     if (std::atomic_ref<std::uint64_t>(ctl().magic).load(std::memory_order_acquire) !=
