@@ -54,13 +54,15 @@ int main() {
         out.push_back(bench::time_once(f));
     };
     std::vector<double> t_shm, t_tcp, t_raw, t_in_place;
-    // Rotate which goes first (none always runs on a warm cache), and the
-    // direction every other round, so that each kind follows two others: a
-    // block right after ddp's TCP path ran 3-6x slower at 4 KiB (21 against
-    // 3.5-7 us, 2026-12-01), which a fixed order charged to one kind alone.
+    // The order of the kinds within a round follows a Williams Latin square:
+    // over 4 rounds each kind goes first once and follows each other kind
+    // once. A block right after ddp's TCP path ran 3-6x slower at 4 KiB (21
+    // against 3.5-7 us, 2026-12-01), which a fixed cyclic order charged to
+    // one kind alone; none always runs on a warm cache either.
+    static constexpr int order[4][4] = {{0, 1, 3, 2}, {1, 2, 0, 3}, {2, 3, 1, 0}, {3, 0, 2, 1}};
     for (int i = 0; i < reps[0]; ++i) {
       for (int k = 0; k < 4; ++k)
-        switch ((i + (i % 2 ? 4 - k : k)) % 4) {
+        switch (order[i % 4][k]) {
         case 0: timed(run_shm, t_shm); break;
         case 1: timed(run_tcp, t_tcp); break;
         case 2: timed(run_in_place, t_in_place); break;

@@ -14,7 +14,6 @@
 #ifndef DDP_ARENA_HPP
 #define DDP_ARENA_HPP
 
-#include <ddp/backend/communicator.hpp>
 #include <ddp/error.hpp>
 #include <ddp/shm_array.hpp>
 
@@ -54,12 +53,15 @@ public:
   }
 
   /// The same, in memory the node's ranks share: `group.make_shm_array`
-  /// (ddp::process_group<ddp::gloo>); collective, like it: every rank builds
+  /// (ddp::process_group<ddp::gloo>; another backend's says it has none);
+  /// collective, like it: every rank builds
   /// its arenas in the same order with the same sizes. Buckets are then
   /// reduced in place in shared memory. Private memory where that is off
   /// (see ddp/shm_array.hpp); in_shared_memory() says which.
   template <class Group>
-  requires shm_communicator<typename Group::backend_type::communicator>
+  requires requires(Group& g) {
+    { g.template make_shm_array<T>(std::size_t{}) } -> std::same_as<shm_array<T>>;
+  }
   explicit arena(std::vector<std::size_t> sizes, Group& group)
       : sizes_(std::move(sizes)), offsets_(sizes_.size()) {
     lay_out();

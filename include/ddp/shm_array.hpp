@@ -15,6 +15,8 @@
 // another part) fails with ddp::error(mismatch) on every rank, since the
 // in-place reduction reads the others' arrays where its own range lies.
 // Keep the array alive until the collectives on it have completed (wait()).
+// A child made by fork() without exec shares the array with the node's ranks
+// (it is a shared mapping, not copy-on-write like private memory).
 #ifndef DDP_SHM_ARRAY_HPP
 #define DDP_SHM_ARRAY_HPP
 

@@ -25,28 +25,10 @@
 #ifndef DDP_ARENA_HPP
 #define DDP_ARENA_HPP
 
-// ---- begin ddp/backend/communicator.hpp ----
-// The backend contract. A backend policy (ddp::gloo, ddp::nccl, or a user's)
-// names a communicator type; the communicator connects from a rendezvous and
-// runs type-erased collectives on (pointer, count, dtype) in submission order.
-// What a backend can do beyond that is a refinement of the concept, and
-// process_group and distributed_data_parallel choose their path by which
-// refinements the communicator models — never by probing for members at the
-// point of use:
-//   communicator           host memory; rank/size/timeout; poison state
-//   fragment_communicator  reduces a bucket as a list of fragments where its
-//                          tensors lie, with a scale fused in (no packing)
-//   device_communicator    also takes device pointers (tagged device_memory:
-//                          where memory lives is known at compile time)
-//   shm_communicator       makes host memory the node's ranks share
-//                          (ddp::shm_array) and reduces ranges of it in place
-#ifndef DDP_BACKEND_COMMUNICATOR_HPP
-#define DDP_BACKEND_COMMUNICATOR_HPP
-
-// ---- begin ddp/detail/backend/fragment.hpp ----
-// A contiguous piece of a bucket: one tensor's memory, as a backend sees it.
-#ifndef DDP_DETAIL_FRAGMENT_HPP
-#define DDP_DETAIL_FRAGMENT_HPP
+// ---- begin ddp/error.hpp ----
+// ddp::error — the one exception type ddp throws, with a kind to branch on.
+#ifndef DDP_ERROR_HPP
+#define DDP_ERROR_HPP
 
 // ---- begin ddp/config.hpp ----
 // ddp — version, ABI namespace and the few macros every header uses.
@@ -97,113 +79,6 @@ DDP_END_NAMESPACE
 
 #endif // DDP_CONFIG_HPP
 // ---- end ddp/config.hpp ----
-
-#include <algorithm>
-#include <cstddef>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-struct fragment {
-  void* data;
-  std::size_t count; ///< elements
-};
-
-/// Elements in all the fragments together.
-inline std::size_t total_count(const std::vector<fragment>& frags) {
-  std::size_t n = 0;
-  for (const auto& f : frags)
-    n += f.count;
-  return n;
-}
-
-/// Calls f(ptr, at, count) for each contiguous piece of elements [first,
-/// first + count) of the concatenated fragments: `ptr` points into the
-/// fragment's memory, `at` counts elements from `first`. Elements are `esz`
-/// bytes. A linear walk: buckets hold hundreds of fragments, not millions.
-template <class F>
-void for_each_piece(const std::vector<fragment>& frags, std::size_t first, std::size_t count, std::size_t esz,
-                    F&& f) {
-  std::size_t pos = 0, at = 0;
-  for (const auto& fr : frags) {
-    if (at == count) return;
-    if (first + at >= pos + fr.count) {
-      pos += fr.count;
-      continue;
-    }
-    const std::size_t from = first + at - pos, take = std::min(count - at, fr.count - from);
-    f(static_cast<char*>(fr.data) + from * esz, at, take);
-    at += take;
-    pos += fr.count;
-  }
-}
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_FRAGMENT_HPP
-// ---- end ddp/detail/backend/fragment.hpp ----
-// ---- begin ddp/op.hpp ----
-// ddp::op — the reduction operators of all_reduce and reduce_scatter.
-#ifndef DDP_OP_HPP
-#define DDP_OP_HPP
-
-
-#include <string_view>
-
-DDP_BEGIN_NAMESPACE
-
-enum class op { sum, avg, min, max, product };
-
-constexpr std::string_view to_string(op o) noexcept {
-  switch (o) {
-  case op::sum: return "sum";
-  case op::avg: return "avg";
-  case op::min: return "min";
-  case op::max: return "max";
-  case op::product: return "product";
-  }
-  return "?";
-}
-
-DDP_END_NAMESPACE
-
-#endif // DDP_OP_HPP
-// ---- end ddp/op.hpp ----
-// ---- begin ddp/shm_array.hpp ----
-// ddp::shm_array — host memory the ranks of one node can all see, made by
-// process_group<gloo>::make_shm_array (collective). An all_reduce of a range
-// inside it runs in place in shared memory: no copy into the node's segment and
-// out again, two barriers instead of one per 256 KiB step (NCCL's ncclMemAlloc
-// and user-buffer registration serve the same purpose on GPUs). ddp::arena
-// builds on it: `ddp::arena<float> grads(sizes, pg)` puts the gradients there.
-//
-// Where the shared-memory all-reduce is off (DDP_SHM=0, one rank per node,
-// ranks on several nodes, /dev/shm too small) the array is private memory,
-// in_shared_memory() is false, and everything works as with any other tensor.
-//
-// What every rank must do alike: make its arrays in the same order with the
-// same sizes, and pass the same kind of memory to each collective: a rank that
-// reduces part of its shm_array while another passes private memory (or
-// another part) fails with ddp::error(mismatch) on every rank, since the
-// in-place reduction reads the others' arrays where its own range lies.
-// Keep the array alive until the collectives on it have completed (wait()).
-#ifndef DDP_SHM_ARRAY_HPP
-#define DDP_SHM_ARRAY_HPP
-
-// ---- begin ddp/tensor.hpp ----
-// Tensors: any contiguous buffer of a supported element type. tensor_traits
-// is the customization point; std::vector, std::array, std::span, Eigen dense
-// objects (Matrix, Array, Map, Ref) and ddp::device_span are built in.
-#ifndef DDP_TENSOR_HPP
-#define DDP_TENSOR_HPP
-
-// ---- begin ddp/error.hpp ----
-// ddp::error — the one exception type ddp throws, with a kind to branch on.
-#ifndef DDP_ERROR_HPP
-#define DDP_ERROR_HPP
-
 
 #include <stdexcept>
 #include <string>
@@ -257,6 +132,36 @@ DDP_END_NAMESPACE
 
 #endif // DDP_ERROR_HPP
 // ---- end ddp/error.hpp ----
+// ---- begin ddp/shm_array.hpp ----
+// ddp::shm_array — host memory the ranks of one node can all see, made by
+// process_group<gloo>::make_shm_array (collective). An all_reduce of a range
+// inside it runs in place in shared memory: no copy into the node's segment and
+// out again, two barriers instead of one per 256 KiB step (NCCL's ncclMemAlloc
+// and user-buffer registration serve the same purpose on GPUs). ddp::arena
+// builds on it: `ddp::arena<float> grads(sizes, pg)` puts the gradients there.
+//
+// Where the shared-memory all-reduce is off (DDP_SHM=0, one rank per node,
+// ranks on several nodes, /dev/shm too small) the array is private memory,
+// in_shared_memory() is false, and everything works as with any other tensor.
+//
+// What every rank must do alike: make its arrays in the same order with the
+// same sizes, and pass the same kind of memory to each collective: a rank that
+// reduces part of its shm_array while another passes private memory (or
+// another part) fails with ddp::error(mismatch) on every rank, since the
+// in-place reduction reads the others' arrays where its own range lies.
+// Keep the array alive until the collectives on it have completed (wait()).
+// A child made by fork() without exec shares the array with the node's ranks
+// (it is a shared mapping, not copy-on-write like private memory).
+#ifndef DDP_SHM_ARRAY_HPP
+#define DDP_SHM_ARRAY_HPP
+
+// ---- begin ddp/tensor.hpp ----
+// Tensors: any contiguous buffer of a supported element type. tensor_traits
+// is the customization point; std::vector, std::array, std::span, Eigen dense
+// objects (Matrix, Array, Map, Ref) and ddp::device_span are built in.
+#ifndef DDP_TENSOR_HPP
+#define DDP_TENSOR_HPP
+
 
 #include <array>
 #include <concepts>
@@ -504,6 +409,203 @@ DDP_END_NAMESPACE
 
 #endif // DDP_SHM_ARRAY_HPP
 // ---- end ddp/shm_array.hpp ----
+
+#include <algorithm>
+#include <concepts>
+
+#include <cstddef>
+#include <memory>
+#include <new>
+#include <numeric>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#if !defined(DDP_NO_EIGEN) && __has_include(<Eigen/Core>)
+#include <Eigen/Core>
+#endif
+
+DDP_BEGIN_NAMESPACE
+
+template <class T> class arena {
+  static_assert(std::is_trivially_destructible_v<T>, "ddp::arena holds plain gradient values");
+
+public:
+  /// Alignment of the storage: the widest SIMD vector (AVX-512) and a cache line.
+  static constexpr std::size_t alignment = std::max<std::size_t>(64, alignof(T));
+
+  /// `sizes`: element counts of the gradients, in registration order.
+  explicit arena(std::vector<std::size_t> sizes) : sizes_(std::move(sizes)), offsets_(sizes_.size()) {
+    lay_out();
+    const std::size_t n = total_ ? total_ : 1;
+    T* p = static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{alignment}));
+    std::uninitialized_fill_n(p, n, T{});
+    std::shared_ptr<void> owner(p, [](void* q) { ::operator delete (q, std::align_val_t{alignment}); });
+    storage_ = shm_array<T>(p, total_, std::move(owner), false);
+  }
+
+  /// The same, in memory the node's ranks share: `group.make_shm_array`
+  /// (ddp::process_group<ddp::gloo>; another backend's says it has none);
+  /// collective, like it: every rank builds
+  /// its arenas in the same order with the same sizes. Buckets are then
+  /// reduced in place in shared memory. Private memory where that is off
+  /// (see ddp/shm_array.hpp); in_shared_memory() says which.
+  template <class Group>
+  requires requires(Group& g) {
+    { g.template make_shm_array<T>(std::size_t{}) } -> std::same_as<shm_array<T>>;
+  }
+  explicit arena(std::vector<std::size_t> sizes, Group& group)
+      : sizes_(std::move(sizes)), offsets_(sizes_.size()) {
+    lay_out();
+    storage_ = group.template make_shm_array<T>(total_);
+  }
+
+  /// Whether the storage lies in the node's shared memory (the arena(sizes, pg)
+  /// form, where that is on: see ddp/shm_array.hpp).
+  bool in_shared_memory() const noexcept { return storage_.in_shared_memory(); }
+
+  std::size_t size() const noexcept { return sizes_.size(); }
+  std::size_t total_elements() const noexcept { return total_; }
+  std::span<T> all() noexcept { return {storage_.data(), total_}; }
+
+  /// The storage of gradient k (registration order).
+  std::span<T> slot(std::size_t k) {
+    if (k >= sizes_.size())
+      throw error(error_kind::config, "arena: slot " + std::to_string(k) + " does not exist (" +
+                                          std::to_string(sizes_.size()) + " slots)");
+    return {storage_.data() + offsets_[k], sizes_[k]};
+  }
+
+#ifdef EIGEN_WORLD_VERSION
+  /// Gradient k as a column-major rows x cols Eigen map.
+  Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>> matrix(std::size_t k, Eigen::Index rows,
+                                                                      Eigen::Index cols) {
+    auto s = slot(k);
+    if (static_cast<std::size_t>(rows * cols) != s.size())
+      throw error(error_kind::config, "arena: slot " + std::to_string(k) + " holds " +
+                                          std::to_string(s.size()) + " elements, not " +
+                                          std::to_string(rows) + "x" + std::to_string(cols));
+    return {s.data(), rows, cols};
+  }
+#endif
+
+private:
+  void lay_out() {
+    std::size_t off = 0;
+    for (std::size_t k = sizes_.size(); k-- > 0;) {
+      offsets_[k] = off;
+      off += sizes_[k];
+    }
+    total_ = off;
+  }
+
+  std::vector<std::size_t> sizes_, offsets_;
+  std::size_t total_ = 0;
+  shm_array<T> storage_;
+};
+
+DDP_END_NAMESPACE
+
+#endif // DDP_ARENA_HPP
+// ---- end ddp/arena.hpp ----
+// ---- begin ddp/backend/communicator.hpp ----
+// The backend contract. A backend policy (ddp::gloo, ddp::nccl, or a user's)
+// names a communicator type; the communicator connects from a rendezvous and
+// runs type-erased collectives on (pointer, count, dtype) in submission order.
+// What a backend can do beyond that is a refinement of the concept, and
+// process_group and distributed_data_parallel choose their path by which
+// refinements the communicator models — never by probing for members at the
+// point of use:
+//   communicator           host memory; rank/size/timeout; poison state
+//   fragment_communicator  reduces a bucket as a list of fragments where its
+//                          tensors lie, with a scale fused in (no packing)
+//   device_communicator    also takes device pointers (tagged device_memory:
+//                          where memory lives is known at compile time)
+//   shm_communicator       makes host memory the node's ranks share
+//                          (ddp::shm_array) and reduces ranges of it in place
+#ifndef DDP_BACKEND_COMMUNICATOR_HPP
+#define DDP_BACKEND_COMMUNICATOR_HPP
+
+// ---- begin ddp/detail/backend/fragment.hpp ----
+// A contiguous piece of a bucket: one tensor's memory, as a backend sees it.
+#ifndef DDP_DETAIL_FRAGMENT_HPP
+#define DDP_DETAIL_FRAGMENT_HPP
+
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+struct fragment {
+  void* data;
+  std::size_t count; ///< elements
+};
+
+/// Elements in all the fragments together.
+inline std::size_t total_count(const std::vector<fragment>& frags) {
+  std::size_t n = 0;
+  for (const auto& f : frags)
+    n += f.count;
+  return n;
+}
+
+/// Calls f(ptr, at, count) for each contiguous piece of elements [first,
+/// first + count) of the concatenated fragments: `ptr` points into the
+/// fragment's memory, `at` counts elements from `first`. Elements are `esz`
+/// bytes. A linear walk: buckets hold hundreds of fragments, not millions.
+template <class F>
+void for_each_piece(const std::vector<fragment>& frags, std::size_t first, std::size_t count, std::size_t esz,
+                    F&& f) {
+  std::size_t pos = 0, at = 0;
+  for (const auto& fr : frags) {
+    if (at == count) return;
+    if (first + at >= pos + fr.count) {
+      pos += fr.count;
+      continue;
+    }
+    const std::size_t from = first + at - pos, take = std::min(count - at, fr.count - from);
+    f(static_cast<char*>(fr.data) + from * esz, at, take);
+    at += take;
+    pos += fr.count;
+  }
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_FRAGMENT_HPP
+// ---- end ddp/detail/backend/fragment.hpp ----
+// ---- begin ddp/op.hpp ----
+// ddp::op — the reduction operators of all_reduce and reduce_scatter.
+#ifndef DDP_OP_HPP
+#define DDP_OP_HPP
+
+
+#include <string_view>
+
+DDP_BEGIN_NAMESPACE
+
+enum class op { sum, avg, min, max, product };
+
+constexpr std::string_view to_string(op o) noexcept {
+  switch (o) {
+  case op::sum: return "sum";
+  case op::avg: return "avg";
+  case op::min: return "min";
+  case op::max: return "max";
+  case op::product: return "product";
+  }
+  return "?";
+}
+
+DDP_END_NAMESPACE
+
+#endif // DDP_OP_HPP
+// ---- end ddp/op.hpp ----
 // ---- begin ddp/store.hpp ----
 // ddp::tcp_store — the rendezvous key-value store. Served on
 // MASTER_ADDR:MASTER_PORT (that address only) by ddprun on node 0 when ddprun
@@ -2887,103 +2989,6 @@ DDP_END_NAMESPACE
 
 #endif // DDP_BACKEND_COMMUNICATOR_HPP
 // ---- end ddp/backend/communicator.hpp ----
-
-#include <algorithm>
-#include <concepts>
-
-#include <cstddef>
-#include <memory>
-#include <new>
-#include <numeric>
-#include <span>
-#include <string>
-#include <type_traits>
-#include <vector>
-
-#if !defined(DDP_NO_EIGEN) && __has_include(<Eigen/Core>)
-#include <Eigen/Core>
-#endif
-
-DDP_BEGIN_NAMESPACE
-
-template <class T> class arena {
-  static_assert(std::is_trivially_destructible_v<T>, "ddp::arena holds plain gradient values");
-
-public:
-  /// Alignment of the storage: the widest SIMD vector (AVX-512) and a cache line.
-  static constexpr std::size_t alignment = std::max<std::size_t>(64, alignof(T));
-
-  /// `sizes`: element counts of the gradients, in registration order.
-  explicit arena(std::vector<std::size_t> sizes) : sizes_(std::move(sizes)), offsets_(sizes_.size()) {
-    lay_out();
-    const std::size_t n = total_ ? total_ : 1;
-    T* p = static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{alignment}));
-    std::uninitialized_fill_n(p, n, T{});
-    std::shared_ptr<void> owner(p, [](void* q) { ::operator delete (q, std::align_val_t{alignment}); });
-    storage_ = shm_array<T>(p, total_, std::move(owner), false);
-  }
-
-  /// The same, in memory the node's ranks share: `group.make_shm_array`
-  /// (ddp::process_group<ddp::gloo>); collective, like it: every rank builds
-  /// its arenas in the same order with the same sizes. Buckets are then
-  /// reduced in place in shared memory. Private memory where that is off
-  /// (see ddp/shm_array.hpp); in_shared_memory() says which.
-  template <class Group>
-  requires shm_communicator<typename Group::backend_type::communicator>
-  explicit arena(std::vector<std::size_t> sizes, Group& group)
-      : sizes_(std::move(sizes)), offsets_(sizes_.size()) {
-    lay_out();
-    storage_ = group.template make_shm_array<T>(total_);
-  }
-
-  /// Whether the storage lies in the node's shared memory (the arena(sizes, pg)
-  /// form, where that is on: see ddp/shm_array.hpp).
-  bool in_shared_memory() const noexcept { return storage_.in_shared_memory(); }
-
-  std::size_t size() const noexcept { return sizes_.size(); }
-  std::size_t total_elements() const noexcept { return total_; }
-  std::span<T> all() noexcept { return {storage_.data(), total_}; }
-
-  /// The storage of gradient k (registration order).
-  std::span<T> slot(std::size_t k) {
-    if (k >= sizes_.size())
-      throw error(error_kind::config, "arena: slot " + std::to_string(k) + " does not exist (" +
-                                          std::to_string(sizes_.size()) + " slots)");
-    return {storage_.data() + offsets_[k], sizes_[k]};
-  }
-
-#ifdef EIGEN_WORLD_VERSION
-  /// Gradient k as a column-major rows x cols Eigen map.
-  Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>> matrix(std::size_t k, Eigen::Index rows,
-                                                                      Eigen::Index cols) {
-    auto s = slot(k);
-    if (static_cast<std::size_t>(rows * cols) != s.size())
-      throw error(error_kind::config, "arena: slot " + std::to_string(k) + " holds " +
-                                          std::to_string(s.size()) + " elements, not " +
-                                          std::to_string(rows) + "x" + std::to_string(cols));
-    return {s.data(), rows, cols};
-  }
-#endif
-
-private:
-  void lay_out() {
-    std::size_t off = 0;
-    for (std::size_t k = sizes_.size(); k-- > 0;) {
-      offsets_[k] = off;
-      off += sizes_[k];
-    }
-    total_ = off;
-  }
-
-  std::vector<std::size_t> sizes_, offsets_;
-  std::size_t total_ = 0;
-  shm_array<T> storage_;
-};
-
-DDP_END_NAMESPACE
-
-#endif // DDP_ARENA_HPP
-// ---- end ddp/arena.hpp ----
 // ---- begin ddp/backend/gloo.hpp ----
 // The Gloo backend: CPU tensors over TCP. Collectives run one at a time, in
 // submission order, on a worker thread (Gloo has no non-blocking collectives),
@@ -5052,7 +5057,7 @@ public:
     barrier();
     check_headers(h);
     const std::size_t esz = size_of(dt);
-    const slice cut = my_slice(n, esz, offset % 64 / esz); // areas start page-aligned
+    const slice cut = my_slice(n, esz, offset % 64 / esz); // areas start on a cache line
     const auto fn = reduce_for(dt, o == op::avg ? op::sum : o);
     const int me = seg_->local_rank(), L = seg_->local_size();
     // Reduced into private scratch first: the destination may not be any
@@ -5660,11 +5665,19 @@ public:
     if (shm_ && nnodes_ == 1) {
       // In the queue: its store calls then never contend with a running
       // collective's (a barrier's liveness checks share the store client).
-      std::exception_ptr mismatch;
-      submit("make_shm_array", n, dtype_v<T>, true, [&](std::uint32_t, const std::string& where) {
-        shared = setup_shm_array(bytes, where, mismatch);
-      }).wait();
-      if (mismatch) std::rethrow_exception(mismatch); // the group lives on: every rank got it
+      // The outcome is shared, not on this stack: wait() may give up first.
+      struct outcome {
+        std::shared_ptr<shm_segment> seg;
+        std::exception_ptr mismatch;
+      };
+      auto out = std::make_shared<outcome>();
+      submit("make_shm_array", n, dtype_v<T>, true,
+             [this, out, bytes](std::uint32_t, const std::string& where) {
+               out->seg = setup_shm_array(bytes, where, out->mismatch);
+             })
+          .wait();
+      if (out->mismatch) std::rethrow_exception(out->mismatch); // the group lives on: every rank got it
+      shared = std::move(out->seg);
     }
     if (shared) {
       auto* p = reinterpret_cast<T*>(shared->data(shared->local_rank()));
@@ -5929,10 +5942,13 @@ private:
     try {
       seg = shm_segment::setup(*store_, a, failed);
     } catch (const error& e) {
-      throw error(e.kind(),
-                  "rank " + std::to_string(rank_) + ": " + what +
-                      " is collective: every rank of the group calls it, in the same order. " + e.what(),
-                  e.rank());
+      const std::string text = what +
+                               " is collective: every rank of the group calls it, in the same order. " +
+                               std::string(e.what());
+      // A rank that skipped the call, or is far behind: the lost-rank search
+      // and the desync report name it, as for a collective that timed out.
+      if (e.kind() == error_kind::timeout) fail_io(what, "Timed out: " + text);
+      throw error(e.kind(), "rank " + std::to_string(rank_) + ": " + text, e.rank());
     }
     if (seg) {
       std::shared_ptr<shm_segment> shared(std::move(seg));
@@ -6898,7 +6914,8 @@ public:
     if constexpr (shm_communicator<Comm>) {
       // Gradients in a shared arena are reduced in place, and the other ranks
       // reduce exactly there (the collective's header says so): zeros go there
-      // too. This rank's gradients end as the others' average; it steps no more.
+      // too. This rank's gradients then end as the others' reduced sum (times
+      // the scale), where a private arena's would stay its own: it steps no more.
       void* grads = params_[b.params.front()].grad;
       if (b.path == bucket_path::in_place && comm_.is_shm_array_memory(grads, bytes)) {
         std::memset(grads, 0, bytes);

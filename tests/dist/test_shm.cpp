@@ -227,9 +227,11 @@ TEST_CASE("a shared array reduces in place: the rank-order bits, across pieces, 
   for (std::size_t i = 0; i < floats.size(); ++i)
     bad += floats[i] != static_cast<float>(w * (w + 1) / 2) * static_cast<float>(i);
   CHECK(bad == 0);
+  for (std::size_t i = 0; i < floats.size(); ++i) // rank-dependent again: a no-op must fail
+    floats[i] = static_cast<float>(pg.rank() + 1) * static_cast<float>(i);
   auto runs = comm.shm_in_place_runs();
   std::vector<ddp::detail::fragment> frags{{floats.data(), 300}, {floats.data() + 300, 700}};
-  comm.all_reduce_fragments(std::move(frags), ddp::dtype::f32, 1.0 / w, true).wait();
+  comm.all_reduce_fragments(std::move(frags), ddp::dtype::f32, 1.0, true).wait();
   CHECK(comm.shm_in_place_runs() == runs + (in_place ? 1 : 0));
   bad = 0;
   for (std::size_t i = 0; i < floats.size(); ++i)

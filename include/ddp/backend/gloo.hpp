@@ -166,11 +166,19 @@ public:
     if (shm_ && nnodes_ == 1) {
       // In the queue: its store calls then never contend with a running
       // collective's (a barrier's liveness checks share the store client).
-      std::exception_ptr mismatch;
-      submit("make_shm_array", n, dtype_v<T>, true, [&](std::uint32_t, const std::string& where) {
-        shared = setup_shm_array(bytes, where, mismatch);
-      }).wait();
-      if (mismatch) std::rethrow_exception(mismatch); // the group lives on: every rank got it
+      // The outcome is shared, not on this stack: wait() may give up first.
+      struct outcome {
+        std::shared_ptr<shm_segment> seg;
+        std::exception_ptr mismatch;
+      };
+      auto out = std::make_shared<outcome>();
+      submit("make_shm_array", n, dtype_v<T>, true,
+             [this, out, bytes](std::uint32_t, const std::string& where) {
+               out->seg = setup_shm_array(bytes, where, out->mismatch);
+             })
+          .wait();
+      if (out->mismatch) std::rethrow_exception(out->mismatch); // the group lives on: every rank got it
+      shared = std::move(out->seg);
     }
     if (shared) {
       auto* p = reinterpret_cast<T*>(shared->data(shared->local_rank()));
@@ -435,10 +443,13 @@ private:
     try {
       seg = shm_segment::setup(*store_, a, failed);
     } catch (const error& e) {
-      throw error(e.kind(),
-                  "rank " + std::to_string(rank_) + ": " + what +
-                      " is collective: every rank of the group calls it, in the same order. " + e.what(),
-                  e.rank());
+      const std::string text = what +
+                               " is collective: every rank of the group calls it, in the same order. " +
+                               std::string(e.what());
+      // A rank that skipped the call, or is far behind: the lost-rank search
+      // and the desync report name it, as for a collective that timed out.
+      if (e.kind() == error_kind::timeout) fail_io(what, "Timed out: " + text);
+      throw error(e.kind(), "rank " + std::to_string(rank_) + ": " + text, e.rank());
     }
     if (seg) {
       std::shared_ptr<shm_segment> shared(std::move(seg));

@@ -103,7 +103,8 @@ public:
     if constexpr (shm_communicator<Comm>) {
       // Gradients in a shared arena are reduced in place, and the other ranks
       // reduce exactly there (the collective's header says so): zeros go there
-      // too. This rank's gradients end as the others' average; it steps no more.
+      // too. This rank's gradients then end as the others' reduced sum (times
+      // the scale), where a private arena's would stay its own: it steps no more.
       void* grads = params_[b.params.front()].grad;
       if (b.path == bucket_path::in_place && comm_.is_shm_array_memory(grads, bytes)) {
         std::memset(grads, 0, bytes);

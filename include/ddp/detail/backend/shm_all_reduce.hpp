@@ -108,7 +108,7 @@ public:
     barrier();
     check_headers(h);
     const std::size_t esz = size_of(dt);
-    const slice cut = my_slice(n, esz, offset % 64 / esz); // areas start page-aligned
+    const slice cut = my_slice(n, esz, offset % 64 / esz); // areas start on a cache line
     const auto fn = reduce_for(dt, o == op::avg ? op::sum : o);
     const int me = seg_->local_rank(), L = seg_->local_size();
     // Reduced into private scratch first: the destination may not be any
