@@ -45,11 +45,7 @@ public:
   /// `sizes`: element counts of the gradients, in registration order.
   explicit arena(std::vector<std::size_t> sizes) : sizes_(std::move(sizes)), offsets_(sizes_.size()) {
     lay_out();
-    const std::size_t n = total_ ? total_ : 1;
-    T* p = static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{alignment}));
-    std::uninitialized_fill_n(p, n, T{});
-    std::shared_ptr<void> owner(p, [](void* q) { ::operator delete (q, std::align_val_t{alignment}); });
-    storage_ = shm_array<T>(p, total_, std::move(owner), false);
+    storage_ = shm_array<T>::private_memory(total_);
   }
 
   /// The same, in memory the node's ranks share: `group.make_shm_array`

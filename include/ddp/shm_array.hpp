@@ -22,8 +22,11 @@
 
 #include <ddp/tensor.hpp>
 
+#include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <memory>
+#include <new>
 #include <span>
 #include <type_traits>
 #include <utility>
@@ -33,6 +36,7 @@ DDP_BEGIN_NAMESPACE
 template <class T> class shm_array {
   static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>,
                 "ddp::shm_array holds plain values (its memory is shared with other processes)");
+  static_assert(alignof(T) <= 64, "ddp::shm_array aligns its storage to 64 B");
 
 public:
   shm_array() = default;
@@ -55,6 +59,16 @@ public:
   }
   shm_array(const shm_array&) = delete;
   shm_array& operator=(const shm_array&) = delete;
+
+  /// `n` zeroed elements of private memory on a 64 B boundary: the array where
+  /// shared memory is off, and ddp::arena's own storage. Throws std::bad_alloc.
+  static shm_array private_memory(std::size_t n) {
+    const std::size_t bytes = (std::max<std::size_t>(n * sizeof(T), 1) + 63) / 64 * 64;
+    void* p = ::operator new (bytes, std::align_val_t{64});
+    std::memset(p, 0, bytes);
+    std::shared_ptr<void> owner(p, [](void* q) { ::operator delete (q, std::align_val_t{64}); });
+    return {static_cast<T*>(p), n, std::move(owner), false};
+  }
 
   T* data() noexcept { return data_; }
   const T* data() const noexcept { return data_; }

@@ -343,8 +343,11 @@ DDP_END_NAMESPACE
 #endif // DDP_TENSOR_HPP
 // ---- end ddp/tensor.hpp ----
 
+#include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <memory>
+#include <new>
 #include <span>
 #include <type_traits>
 #include <utility>
@@ -354,6 +357,7 @@ DDP_BEGIN_NAMESPACE
 template <class T> class shm_array {
   static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>,
                 "ddp::shm_array holds plain values (its memory is shared with other processes)");
+  static_assert(alignof(T) <= 64, "ddp::shm_array aligns its storage to 64 B");
 
 public:
   shm_array() = default;
@@ -376,6 +380,16 @@ public:
   }
   shm_array(const shm_array&) = delete;
   shm_array& operator=(const shm_array&) = delete;
+
+  /// `n` zeroed elements of private memory on a 64 B boundary: the array where
+  /// shared memory is off, and ddp::arena's own storage. Throws std::bad_alloc.
+  static shm_array private_memory(std::size_t n) {
+    const std::size_t bytes = (std::max<std::size_t>(n * sizeof(T), 1) + 63) / 64 * 64;
+    void* p = ::operator new (bytes, std::align_val_t{64});
+    std::memset(p, 0, bytes);
+    std::shared_ptr<void> owner(p, [](void* q) { ::operator delete (q, std::align_val_t{64}); });
+    return {static_cast<T*>(p), n, std::move(owner), false};
+  }
 
   T* data() noexcept { return data_; }
   const T* data() const noexcept { return data_; }
@@ -438,11 +452,7 @@ public:
   /// `sizes`: element counts of the gradients, in registration order.
   explicit arena(std::vector<std::size_t> sizes) : sizes_(std::move(sizes)), offsets_(sizes_.size()) {
     lay_out();
-    const std::size_t n = total_ ? total_ : 1;
-    T* p = static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{alignment}));
-    std::uninitialized_fill_n(p, n, T{});
-    std::shared_ptr<void> owner(p, [](void* q) { ::operator delete (q, std::align_val_t{alignment}); });
-    storage_ = shm_array<T>(p, total_, std::move(owner), false);
+    storage_ = shm_array<T>::private_memory(total_);
   }
 
   /// The same, in memory the node's ranks share: `group.make_shm_array`
@@ -5048,9 +5058,9 @@ public:
   /// paths), and writes the result into every rank's area; a second barrier
   /// ends it. Two barriers per collective, not one per step. Measured at 2
   /// ranks, 100 MiB (bench/collectives, in_place_s against shm_s in the same
-  /// runs, 2026-12-01): 14.6-16.7 ms against 31-35 ms through the slots; on a
-  /// busier host an hour earlier 23-51 ms against 53-161 ms (the step barriers
-  /// suffer most when a rank is descheduled).
+  /// runs, 2026-12-01, seven runs): 14.6-24.8 ms against 31-52 ms through the
+  /// slots; on a busier host an hour earlier 23-51 ms against 53-161 ms (the
+  /// step barriers suffer most when a rank is descheduled).
   void run_in_place(const shm_segment& arr, std::size_t offset, std::size_t n, dtype dt, op o, double scale,
                     const collective_header& h, const std::string& what) {
     begin(h, what);
@@ -5650,7 +5660,7 @@ public:
   /// calls it, in the same order, with the same n and T. It runs in the
   /// group's queue, after the collectives submitted before it. Private memory
   /// where the shm path is off or spans nodes, or when the node's segment for
-  /// it (LOCAL_WORLD_SIZE x n x sizeof(T)) cannot be made (rank 0 warns once).
+  /// it (LOCAL_WORLD_SIZE x n x sizeof(T)) cannot be made (rank 0 warns, once per array).
   template <class T> shm_array<T> make_shm_array(std::size_t n) {
     const std::string what =
         "make_shm_array<" + std::string(ddp::to_string(dtype_v<T>)) + ">(" + std::to_string(n) + ")";
@@ -5683,17 +5693,12 @@ public:
       auto* p = reinterpret_cast<T*>(shared->data(shared->local_rank()));
       return {p, n, std::move(shared), true};
     }
-    const std::size_t rounded = (bytes + 63) / 64 * 64;
-    void* raw = nullptr;
     try {
-      raw = ::operator new (rounded, std::align_val_t{64});
+      return shm_array<T>::private_memory(n);
     } catch (const std::bad_alloc&) {
       throw error(error_kind::config, "rank " + std::to_string(rank_) + ": " + what + ": cannot allocate " +
-                                          std::to_string(rounded) + " B of private memory");
+                                          std::to_string(bytes) + " B of private memory");
     }
-    std::memset(raw, 0, rounded);
-    std::shared_ptr<void> owner(raw, [](void* q) { ::operator delete (q, std::align_val_t{64}); });
-    return {static_cast<T*>(raw), n, std::move(owner), false};
   }
 
   int rank() const { return rank_; }

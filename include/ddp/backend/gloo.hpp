@@ -151,7 +151,7 @@ public:
   /// calls it, in the same order, with the same n and T. It runs in the
   /// group's queue, after the collectives submitted before it. Private memory
   /// where the shm path is off or spans nodes, or when the node's segment for
-  /// it (LOCAL_WORLD_SIZE x n x sizeof(T)) cannot be made (rank 0 warns once).
+  /// it (LOCAL_WORLD_SIZE x n x sizeof(T)) cannot be made (rank 0 warns, once per array).
   template <class T> shm_array<T> make_shm_array(std::size_t n) {
     const std::string what =
         "make_shm_array<" + std::string(ddp::to_string(dtype_v<T>)) + ">(" + std::to_string(n) + ")";
@@ -184,17 +184,12 @@ public:
       auto* p = reinterpret_cast<T*>(shared->data(shared->local_rank()));
       return {p, n, std::move(shared), true};
     }
-    const std::size_t rounded = (bytes + 63) / 64 * 64;
-    void* raw = nullptr;
     try {
-      raw = ::operator new (rounded, std::align_val_t{64});
+      return shm_array<T>::private_memory(n);
     } catch (const std::bad_alloc&) {
       throw error(error_kind::config, "rank " + std::to_string(rank_) + ": " + what + ": cannot allocate " +
-                                          std::to_string(rounded) + " B of private memory");
+                                          std::to_string(bytes) + " B of private memory");
     }
-    std::memset(raw, 0, rounded);
-    std::shared_ptr<void> owner(raw, [](void* q) { ::operator delete (q, std::align_val_t{64}); });
-    return {static_cast<T*>(raw), n, std::move(owner), false};
   }
 
   int rank() const { return rank_; }

@@ -99,9 +99,9 @@ public:
   /// paths), and writes the result into every rank's area; a second barrier
   /// ends it. Two barriers per collective, not one per step. Measured at 2
   /// ranks, 100 MiB (bench/collectives, in_place_s against shm_s in the same
-  /// runs, 2026-12-01): 14.6-16.7 ms against 31-35 ms through the slots; on a
-  /// busier host an hour earlier 23-51 ms against 53-161 ms (the step barriers
-  /// suffer most when a rank is descheduled).
+  /// runs, 2026-12-01, seven runs): 14.6-24.8 ms against 31-52 ms through the
+  /// slots; on a busier host an hour earlier 23-51 ms against 53-161 ms (the
+  /// step barriers suffer most when a rank is descheduled).
   void run_in_place(const shm_segment& arr, std::size_t offset, std::size_t n, dtype dt, op o, double scale,
                     const collective_header& h, const std::string& what) {
     begin(h, what);
