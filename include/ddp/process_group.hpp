@@ -3,6 +3,7 @@
 #define DDP_PROCESS_GROUP_HPP
 
 #include <ddp/backend/communicator.hpp>
+#include <ddp/detail/backend/staged_collectives.hpp>
 #include <ddp/detail/common/failure_note.hpp>
 #include <ddp/detail/common/log.hpp>
 #include <ddp/detail/common/timeout.hpp>
@@ -20,6 +21,13 @@
 #include <memory>
 #include <string>
 #include <string_view>
+
+// Device tensors on a host-only backend are staged through pinned memory where
+// ddp is built with CUDA (ddp::cuda and ddp::nccl define these).
+#if defined(DDP_WITH_CUDA) || defined(DDP_WITH_NCCL)
+#include <ddp/detail/cuda/pinned_staging.hpp>
+#define DDP_DETAIL_PINNED_STAGING 1
+#endif
 
 DDP_BEGIN_NAMESPACE
 
@@ -63,6 +71,7 @@ public:
       return;
     }
     try {
+      staged_.reset();
       comm_->drain();
       if (store_ && !comm_->poisoned()) {
         if (store_->add("ddp/exit", 1) >= size()) store_->set("ddp/exit/all", "1");
@@ -86,15 +95,30 @@ public:
   typename Backend::communicator& communicator() noexcept { return *comm_; }
 
   /// Reduces `t` across ranks in place. `t` must stay alive until the work completes.
-  template <class T> work all_reduce_async(T& t, op o = op::sum) { return all_reduce_impl(t, o, false); }
+  ///
+  /// Device tensors (ddp::device_span) go to a device backend (ddp::nccl) as
+  /// they are. On a host backend (ddp::gloo) the blocking forms stage them
+  /// through a pinned host buffer and return once the result is back in device
+  /// memory; the copies follow the legacy default stream (like cudaMemcpy).
+  /// Needs ddp built with CUDA (link ddp::cuda). The _async forms refuse them
+  /// there at compile time: distributed_data_parallel overlaps the staging of
+  /// device gradients with backward instead.
+  template <class T> work all_reduce_async(T& t, op o = op::sum) {
+    require_async_allowed<T>();
+    return all_reduce_impl(t, o, false);
+  }
   template <class T> void all_reduce(T& t, op o = op::sum) { all_reduce_impl(t, o, true).wait(); }
 
   /// Copies rank `root`'s `t` into every rank's `t`.
-  template <class T> work broadcast_async(T& t, int root = 0) { return broadcast_impl(t, root, false); }
+  template <class T> work broadcast_async(T& t, int root = 0) {
+    require_async_allowed<T>();
+    return broadcast_impl(t, root, false);
+  }
   template <class T> void broadcast(T& t, int root = 0) { broadcast_impl(t, root, true).wait(); }
 
   /// `out` (size() * in.size() elements) receives every rank's `in`, in rank order.
   template <class In, class Out> work all_gather_async(const In& in, Out& out) {
+    require_async_allowed<const In, Out>();
     return all_gather_impl(in, out, false);
   }
   template <class In, class Out> void all_gather(const In& in, Out& out) {
@@ -103,6 +127,7 @@ public:
 
   /// Rank r receives in `out` the reduction of block r (out.size() elements) of every rank's `in`.
   template <class In, class Out> work reduce_scatter_async(const In& in, Out& out, op o = op::sum) {
+    require_async_allowed<const In, Out>();
     return reduce_scatter_impl(in, out, o, false);
   }
   template <class In, class Out> void reduce_scatter(const In& in, Out& out, op o = op::sum) {
@@ -138,6 +163,7 @@ private:
     detail::note_failure_for_launcher(rank(), reason);
     detail::log_line(who, "leaving on an error of its own: telling the other ranks");
     try {
+      staged_.reset();
       if (store_) {
         store_->report_failure(reason);
         store_->stop_serving_at_once(); // rank 0: its peers learn "rank 0 failed" from it now or from its
@@ -152,9 +178,14 @@ private:
   template <class T> work all_reduce_impl(T& t, op o, bool blocking) {
     if constexpr (usable<T>()) {
       auto s = as_span(t);
-      return in_space<T>([&](auto... where) {
-        return comm_->all_reduce(where..., s.data(), s.size(), dtype_v<tensor_value_t<T>>, o, blocking);
-      });
+      if constexpr (staged<T>()) {
+        staging().all_reduce(s.data(), s.size(), dtype_v<tensor_value_t<T>>, o);
+        return {};
+      } else {
+        return in_space<T>([&](auto... where) {
+          return comm_->all_reduce(where..., s.data(), s.size(), dtype_v<tensor_value_t<T>>, o, blocking);
+        });
+      }
     } else {
       return {};
     }
@@ -164,9 +195,14 @@ private:
     if constexpr (usable<T>()) {
       check_root(root, "broadcast");
       auto s = as_span(t);
-      return in_space<T>([&](auto... where) {
-        return comm_->broadcast(where..., s.data(), s.size(), dtype_v<tensor_value_t<T>>, root, blocking);
-      });
+      if constexpr (staged<T>()) {
+        staging().broadcast(s.data(), s.size(), dtype_v<tensor_value_t<T>>, root);
+        return {};
+      } else {
+        return in_space<T>([&](auto... where) {
+          return comm_->broadcast(where..., s.data(), s.size(), dtype_v<tensor_value_t<T>>, root, blocking);
+        });
+      }
     } else {
       return {};
     }
@@ -182,10 +218,15 @@ private:
         throw error(error_kind::config, "all_gather on rank " + std::to_string(rank()) + ": output has " +
                                             std::to_string(o.size()) + " elements, expected world size " +
                                             std::to_string(size()) + " x input " + std::to_string(i.size()));
-      return in_space<const In, Out>([&](auto... where) {
-        return comm_->all_gather(where..., i.data(), o.data(), i.size(), dtype_v<tensor_value_t<Out>>,
-                                 blocking);
-      });
+      if constexpr (staged<const In, Out>()) {
+        staging().all_gather(i.data(), o.data(), i.size(), dtype_v<tensor_value_t<Out>>);
+        return {};
+      } else {
+        return in_space<const In, Out>([&](auto... where) {
+          return comm_->all_gather(where..., i.data(), o.data(), i.size(), dtype_v<tensor_value_t<Out>>,
+                                   blocking);
+        });
+      }
     } else {
       return {};
     }
@@ -201,10 +242,15 @@ private:
         throw error(error_kind::config, "reduce_scatter on rank " + std::to_string(rank()) + ": input has " +
                                             std::to_string(i.size()) + " elements, expected world size " +
                                             std::to_string(size()) + " x output " + std::to_string(s.size()));
-      return in_space<const In, Out>([&](auto... where) {
-        return comm_->reduce_scatter(where..., i.data(), s.data(), s.size(), dtype_v<tensor_value_t<Out>>, o,
-                                     blocking);
-      });
+      if constexpr (staged<const In, Out>()) {
+        staging().reduce_scatter(i.data(), s.data(), s.size(), dtype_v<tensor_value_t<Out>>, o);
+        return {};
+      } else {
+        return in_space<const In, Out>([&](auto... where) {
+          return comm_->reduce_scatter(where..., i.data(), s.data(), s.size(), dtype_v<tensor_value_t<Out>>,
+                                       o, blocking);
+        });
+      }
     } else {
       return {};
     }
@@ -216,11 +262,50 @@ private:
     using U = std::remove_reference_t<T>;
     detail::require_tensor<std::remove_cv_t<U>>();
     if constexpr (tensor<U>) {
-      static_assert(accepts_device_tensors_v<Backend> || !on_device_v<std::remove_cv_t<U>>,
-                    "ddp: this backend (Gloo) works on host memory; a device_span needs ddp::nccl");
-      return accepts_device_tensors_v<Backend> || !on_device_v<std::remove_cv_t<U>>;
+      constexpr bool ok =
+          accepts_device_tensors_v<Backend> || !on_device_v<std::remove_cv_t<U>> || pinned_staging_available;
+      static_assert(ok, "ddp: this backend (Gloo) works on host memory; a device_span is staged through "
+                        "pinned host memory only where ddp is built with CUDA: link ddp::cuda (it defines "
+                        "DDP_WITH_CUDA), or use ddp::nccl");
+      return ok;
     }
     return false;
+  }
+
+  static constexpr bool pinned_staging_available =
+#ifdef DDP_DETAIL_PINNED_STAGING
+      true;
+#else
+      false;
+#endif
+
+  /// Whether a collective of these tensors goes through pinned staging: some
+  /// are in device memory and the backend takes host memory only.
+  template <class... T> static constexpr bool staged() {
+    return !accepts_device_tensors_v<Backend> &&
+           (on_device_v<std::remove_cv_t<std::remove_reference_t<T>>> || ...);
+  }
+  /// Staged collectives block; without CUDA, usable() already said why not.
+  template <class... T> static constexpr bool async_allowed() {
+    return !pinned_staging_available || !staged<T...>();
+  }
+  template <class... T> static constexpr void require_async_allowed() {
+    static_assert(async_allowed<T...>(),
+                  "ddp: on this backend (Gloo) a device tensor's collective is staged through pinned host "
+                  "memory and blocks: call the blocking form (all_reduce, not all_reduce_async), or use "
+                  "ddp::nccl");
+  }
+
+  detail::staged_collectives& staging() {
+    if (!staged_) staged_ = make_staging();
+    return *staged_;
+  }
+  std::unique_ptr<detail::staged_collectives> make_staging() {
+#ifdef DDP_DETAIL_PINNED_STAGING
+    return std::make_unique<detail::cuda::pinned_staging<typename Backend::communicator>>(*comm_);
+#else
+    throw error(error_kind::config, "ddp was built without CUDA: device tensors cannot be staged");
+#endif
   }
 
   /// Calls f(device_memory) when every tensor of the collective is in device
@@ -244,6 +329,7 @@ private:
   ddp::topology topo_;
   std::shared_ptr<tcp_store> store_;
   std::unique_ptr<typename Backend::communicator> comm_;
+  std::unique_ptr<detail::staged_collectives> staged_; ///< device tensors on a host backend (lazily)
   int uncaught_at_start_ = std::uncaught_exceptions(); // the group is made outside any unwinding, usually
 };
 

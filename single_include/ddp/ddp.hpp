@@ -7508,10 +7508,12 @@ private:
   std::size_t bytes_ = 0;
 };
 
+/// A stream of ddp's own. Non-blocking by default (ordered after other streams
+/// only by events); cudaStreamDefault makes it follow the legacy default stream.
 class stream {
 public:
-  explicit stream(int rank = -1) {
-    check(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", rank);
+  explicit stream(int rank = -1, unsigned flags = cudaStreamNonBlocking) {
+    check(cudaStreamCreateWithFlags(&s_, flags), "cudaStreamCreateWithFlags", rank);
   }
   stream(const stream&) = delete;
   stream& operator=(const stream&) = delete;
@@ -7563,7 +7565,8 @@ inline void wait_stream(cudaStream_t s, std::chrono::milliseconds timeout, const
       throw error(error_kind::timeout,
                   "rank " + std::to_string(rank) + ": " + what + " did not finish on the GPU within " +
                       std::to_string(timeout.count()) +
-                      " ms (is the compute stream given to ddp_options blocked, or a kernel stuck?)",
+                      " ms (a kernel stuck, or a stream it follows blocked: the compute stream given to "
+                      "ddp_options, or the legacy default stream)",
                   rank);
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
@@ -8583,6 +8586,37 @@ DDP_END_NAMESPACE
 #ifndef DDP_PROCESS_GROUP_HPP
 #define DDP_PROCESS_GROUP_HPP
 
+// ---- begin ddp/detail/backend/staged_collectives.hpp ----
+// The interface process_group<B> uses for device tensors when its backend
+// takes host memory only (ddp::gloo): each collective is staged through host
+// memory and blocks until the result is back in device memory. No CUDA here:
+// the implementation (detail/cuda/pinned_staging.hpp) is compiled in where
+// DDP_WITH_CUDA is defined, and process_group's layout does not depend on it.
+#ifndef DDP_DETAIL_BACKEND_STAGED_COLLECTIVES_HPP
+#define DDP_DETAIL_BACKEND_STAGED_COLLECTIVES_HPP
+
+
+#include <cstddef>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+class staged_collectives {
+public:
+  virtual ~staged_collectives() = default;
+  virtual void all_reduce(void* data, std::size_t n, dtype dt, op o) = 0;
+  virtual void broadcast(void* data, std::size_t n, dtype dt, int root) = 0;
+  /// `in`: n elements; `out`: n x world size.
+  virtual void all_gather(const void* in, void* out, std::size_t n, dtype dt) = 0;
+  /// `in`: n x world size elements; `out`: n.
+  virtual void reduce_scatter(const void* in, void* out, std::size_t n, dtype dt, op o) = 0;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_BACKEND_STAGED_COLLECTIVES_HPP
+// ---- end ddp/detail/backend/staged_collectives.hpp ----
 // ---- begin ddp/detail/common/failure_note.hpp ----
 // Tells the launcher that this rank fails on its own, before it tells its
 // peers. ddprun sets DDP_FAILURE_FILE to one file shared by its ranks; a rank
@@ -8681,6 +8715,116 @@ DDP_END_NAMESPACE
 #include <string>
 #include <string_view>
 
+// Device tensors on a host-only backend are staged through pinned memory where
+// ddp is built with CUDA (ddp::cuda and ddp::nccl define these).
+#if defined(DDP_WITH_CUDA) || defined(DDP_WITH_NCCL)
+// ---- begin ddp/detail/cuda/pinned_staging.hpp ----
+// process_group<B>'s collectives on device tensors where the backend takes
+// host memory only (ddp::gloo): device -> pinned host buffer -> the backend's
+// collective -> device. Blocking: the call returns once the result is in
+// device memory. PyTorch's Gloo group stages CUDA tensors the same way.
+//
+// Ordering: the copies run on a blocking stream of this object's own, so they
+// follow what the legacy default stream (and every other blocking stream)
+// queued before the call, as cudaMemcpy does; work on a stream created with
+// cudaStreamNonBlocking must be finished by the caller. Every wait polls with
+// the group's timeout. One pinned buffer, grown to the largest collective and
+// kept: page-locked copies ran at ~55 GB/s on the H200 against 6-10 GB/s
+// pageable (FACTS.md: 102 MB 1.9 ms pinned, 10-18 ms pageable).
+//
+// Copies use cudaMemcpyDefault (unified addressing), so a collective that
+// mixes host and device tensors (all_gather of a host vector into a
+// device_span) stages both the same way.
+#ifndef DDP_DETAIL_CUDA_PINNED_STAGING_HPP
+#define DDP_DETAIL_CUDA_PINNED_STAGING_HPP
+
+
+#include <algorithm>
+#include <mutex>
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+namespace detail::cuda {
+
+/// `Comm`: a ddp::communicator on host memory (process_group checks it).
+template <class Comm> class pinned_staging final : public staged_collectives {
+public:
+  explicit pinned_staging(Comm& comm) : comm_(comm), stream_(comm.rank(), cudaStreamDefault) {}
+
+  void all_reduce(void* data, std::size_t n, dtype dt, op o) override {
+    const std::size_t bytes = n * size_of(dt);
+    std::lock_guard lock(mu_);
+    std::byte* h = pinned(bytes);
+    copy(h, data, bytes, "all_reduce", "device -> pinned");
+    comm_.all_reduce(h, n, dt, o, true).wait();
+    copy(data, h, bytes, "all_reduce", "pinned -> device");
+  }
+
+  void broadcast(void* data, std::size_t n, dtype dt, int root) override {
+    const std::size_t bytes = n * size_of(dt);
+    const bool is_root = comm_.rank() == root;
+    std::lock_guard lock(mu_);
+    std::byte* h = pinned(bytes);
+    if (is_root) copy(h, data, bytes, "broadcast", "device -> pinned");
+    comm_.broadcast(h, n, dt, root, true).wait();
+    if (!is_root) copy(data, h, bytes, "broadcast", "pinned -> device");
+  }
+
+  void all_gather(const void* in, void* out, std::size_t n, dtype dt) override {
+    const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(comm_.size());
+    std::lock_guard lock(mu_);
+    std::byte* h = pinned(total + bytes); // [0, total): the result; then this rank's input
+    copy(h + total, in, bytes, "all_gather", "device -> pinned");
+    comm_.all_gather(h + total, h, n, dt, true).wait();
+    copy(out, h, total, "all_gather", "pinned -> device");
+  }
+
+  void reduce_scatter(const void* in, void* out, std::size_t n, dtype dt, op o) override {
+    const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(comm_.size());
+    std::lock_guard lock(mu_);
+    std::byte* h = pinned(total + bytes); // [0, total): the input; then this rank's block
+    copy(h, in, total, "reduce_scatter", "device -> pinned");
+    comm_.reduce_scatter(h, h + total, n, dt, o, true).wait();
+    copy(out, h + total, bytes, "reduce_scatter", "pinned -> device");
+  }
+
+private:
+  /// At least `bytes` of pinned memory (never null: a 0-element collective
+  /// still passes a valid pointer). Nothing is in flight when it grows.
+  std::byte* pinned(std::size_t bytes) {
+    bytes = std::max<std::size_t>(bytes, 64);
+    if (buffer_.bytes() < bytes) {
+      buffer_ = pinned_buffer(); // free the old one first: the two need not fit at once
+      buffer_ = pinned_buffer(bytes, comm_.rank());
+    }
+    return buffer_.get();
+  }
+
+  /// One copy on the staging stream, waited for with the group's deadline.
+  void copy(void* dst, const void* src, std::size_t bytes, const char* collective, const char* direction) {
+    if (bytes == 0) return;
+    const int rank = comm_.rank();
+    const std::string what = std::string(collective) + " of a device tensor on a host backend (" + direction +
+                             ", " + std::to_string(bytes) + " B)";
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_.get()),
+          ("cudaMemcpyAsync: " + what).c_str(), rank);
+    wait_stream(stream_.get(), comm_.timeout(), what, rank);
+  }
+
+  Comm& comm_;
+  stream stream_;
+  pinned_buffer buffer_;
+  std::mutex mu_; ///< one staged collective at a time per group (they share buffer_)
+};
+
+} // namespace detail::cuda
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_CUDA_PINNED_STAGING_HPP
+// ---- end ddp/detail/cuda/pinned_staging.hpp ----
+#define DDP_DETAIL_PINNED_STAGING 1
+#endif
+
 DDP_BEGIN_NAMESPACE
 
 struct init_options {
@@ -8723,6 +8867,7 @@ public:
       return;
     }
     try {
+      staged_.reset();
       comm_->drain();
       if (store_ && !comm_->poisoned()) {
         if (store_->add("ddp/exit", 1) >= size()) store_->set("ddp/exit/all", "1");
@@ -8746,15 +8891,30 @@ public:
   typename Backend::communicator& communicator() noexcept { return *comm_; }
 
   /// Reduces `t` across ranks in place. `t` must stay alive until the work completes.
-  template <class T> work all_reduce_async(T& t, op o = op::sum) { return all_reduce_impl(t, o, false); }
+  ///
+  /// Device tensors (ddp::device_span) go to a device backend (ddp::nccl) as
+  /// they are. On a host backend (ddp::gloo) the blocking forms stage them
+  /// through a pinned host buffer and return once the result is back in device
+  /// memory; the copies follow the legacy default stream (like cudaMemcpy).
+  /// Needs ddp built with CUDA (link ddp::cuda). The _async forms refuse them
+  /// there at compile time: distributed_data_parallel overlaps the staging of
+  /// device gradients with backward instead.
+  template <class T> work all_reduce_async(T& t, op o = op::sum) {
+    require_async_allowed<T>();
+    return all_reduce_impl(t, o, false);
+  }
   template <class T> void all_reduce(T& t, op o = op::sum) { all_reduce_impl(t, o, true).wait(); }
 
   /// Copies rank `root`'s `t` into every rank's `t`.
-  template <class T> work broadcast_async(T& t, int root = 0) { return broadcast_impl(t, root, false); }
+  template <class T> work broadcast_async(T& t, int root = 0) {
+    require_async_allowed<T>();
+    return broadcast_impl(t, root, false);
+  }
   template <class T> void broadcast(T& t, int root = 0) { broadcast_impl(t, root, true).wait(); }
 
   /// `out` (size() * in.size() elements) receives every rank's `in`, in rank order.
   template <class In, class Out> work all_gather_async(const In& in, Out& out) {
+    require_async_allowed<const In, Out>();
     return all_gather_impl(in, out, false);
   }
   template <class In, class Out> void all_gather(const In& in, Out& out) {
@@ -8763,6 +8923,7 @@ public:
 
   /// Rank r receives in `out` the reduction of block r (out.size() elements) of every rank's `in`.
   template <class In, class Out> work reduce_scatter_async(const In& in, Out& out, op o = op::sum) {
+    require_async_allowed<const In, Out>();
     return reduce_scatter_impl(in, out, o, false);
   }
   template <class In, class Out> void reduce_scatter(const In& in, Out& out, op o = op::sum) {
@@ -8798,6 +8959,7 @@ private:
     detail::note_failure_for_launcher(rank(), reason);
     detail::log_line(who, "leaving on an error of its own: telling the other ranks");
     try {
+      staged_.reset();
       if (store_) {
         store_->report_failure(reason);
         store_->stop_serving_at_once(); // rank 0: its peers learn "rank 0 failed" from it now or from its
@@ -8812,9 +8974,14 @@ private:
   template <class T> work all_reduce_impl(T& t, op o, bool blocking) {
     if constexpr (usable<T>()) {
       auto s = as_span(t);
-      return in_space<T>([&](auto... where) {
-        return comm_->all_reduce(where..., s.data(), s.size(), dtype_v<tensor_value_t<T>>, o, blocking);
-      });
+      if constexpr (staged<T>()) {
+        staging().all_reduce(s.data(), s.size(), dtype_v<tensor_value_t<T>>, o);
+        return {};
+      } else {
+        return in_space<T>([&](auto... where) {
+          return comm_->all_reduce(where..., s.data(), s.size(), dtype_v<tensor_value_t<T>>, o, blocking);
+        });
+      }
     } else {
       return {};
     }
@@ -8824,9 +8991,14 @@ private:
     if constexpr (usable<T>()) {
       check_root(root, "broadcast");
       auto s = as_span(t);
-      return in_space<T>([&](auto... where) {
-        return comm_->broadcast(where..., s.data(), s.size(), dtype_v<tensor_value_t<T>>, root, blocking);
-      });
+      if constexpr (staged<T>()) {
+        staging().broadcast(s.data(), s.size(), dtype_v<tensor_value_t<T>>, root);
+        return {};
+      } else {
+        return in_space<T>([&](auto... where) {
+          return comm_->broadcast(where..., s.data(), s.size(), dtype_v<tensor_value_t<T>>, root, blocking);
+        });
+      }
     } else {
       return {};
     }
@@ -8842,10 +9014,15 @@ private:
         throw error(error_kind::config, "all_gather on rank " + std::to_string(rank()) + ": output has " +
                                             std::to_string(o.size()) + " elements, expected world size " +
                                             std::to_string(size()) + " x input " + std::to_string(i.size()));
-      return in_space<const In, Out>([&](auto... where) {
-        return comm_->all_gather(where..., i.data(), o.data(), i.size(), dtype_v<tensor_value_t<Out>>,
-                                 blocking);
-      });
+      if constexpr (staged<const In, Out>()) {
+        staging().all_gather(i.data(), o.data(), i.size(), dtype_v<tensor_value_t<Out>>);
+        return {};
+      } else {
+        return in_space<const In, Out>([&](auto... where) {
+          return comm_->all_gather(where..., i.data(), o.data(), i.size(), dtype_v<tensor_value_t<Out>>,
+                                   blocking);
+        });
+      }
     } else {
       return {};
     }
@@ -8861,10 +9038,15 @@ private:
         throw error(error_kind::config, "reduce_scatter on rank " + std::to_string(rank()) + ": input has " +
                                             std::to_string(i.size()) + " elements, expected world size " +
                                             std::to_string(size()) + " x output " + std::to_string(s.size()));
-      return in_space<const In, Out>([&](auto... where) {
-        return comm_->reduce_scatter(where..., i.data(), s.data(), s.size(), dtype_v<tensor_value_t<Out>>, o,
-                                     blocking);
-      });
+      if constexpr (staged<const In, Out>()) {
+        staging().reduce_scatter(i.data(), s.data(), s.size(), dtype_v<tensor_value_t<Out>>, o);
+        return {};
+      } else {
+        return in_space<const In, Out>([&](auto... where) {
+          return comm_->reduce_scatter(where..., i.data(), s.data(), s.size(), dtype_v<tensor_value_t<Out>>,
+                                       o, blocking);
+        });
+      }
     } else {
       return {};
     }
@@ -8876,11 +9058,50 @@ private:
     using U = std::remove_reference_t<T>;
     detail::require_tensor<std::remove_cv_t<U>>();
     if constexpr (tensor<U>) {
-      static_assert(accepts_device_tensors_v<Backend> || !on_device_v<std::remove_cv_t<U>>,
-                    "ddp: this backend (Gloo) works on host memory; a device_span needs ddp::nccl");
-      return accepts_device_tensors_v<Backend> || !on_device_v<std::remove_cv_t<U>>;
+      constexpr bool ok =
+          accepts_device_tensors_v<Backend> || !on_device_v<std::remove_cv_t<U>> || pinned_staging_available;
+      static_assert(ok, "ddp: this backend (Gloo) works on host memory; a device_span is staged through "
+                        "pinned host memory only where ddp is built with CUDA: link ddp::cuda (it defines "
+                        "DDP_WITH_CUDA), or use ddp::nccl");
+      return ok;
     }
     return false;
+  }
+
+  static constexpr bool pinned_staging_available =
+#ifdef DDP_DETAIL_PINNED_STAGING
+      true;
+#else
+      false;
+#endif
+
+  /// Whether a collective of these tensors goes through pinned staging: some
+  /// are in device memory and the backend takes host memory only.
+  template <class... T> static constexpr bool staged() {
+    return !accepts_device_tensors_v<Backend> &&
+           (on_device_v<std::remove_cv_t<std::remove_reference_t<T>>> || ...);
+  }
+  /// Staged collectives block; without CUDA, usable() already said why not.
+  template <class... T> static constexpr bool async_allowed() {
+    return !pinned_staging_available || !staged<T...>();
+  }
+  template <class... T> static constexpr void require_async_allowed() {
+    static_assert(async_allowed<T...>(),
+                  "ddp: on this backend (Gloo) a device tensor's collective is staged through pinned host "
+                  "memory and blocks: call the blocking form (all_reduce, not all_reduce_async), or use "
+                  "ddp::nccl");
+  }
+
+  detail::staged_collectives& staging() {
+    if (!staged_) staged_ = make_staging();
+    return *staged_;
+  }
+  std::unique_ptr<detail::staged_collectives> make_staging() {
+#ifdef DDP_DETAIL_PINNED_STAGING
+    return std::make_unique<detail::cuda::pinned_staging<typename Backend::communicator>>(*comm_);
+#else
+    throw error(error_kind::config, "ddp was built without CUDA: device tensors cannot be staged");
+#endif
   }
 
   /// Calls f(device_memory) when every tensor of the collective is in device
@@ -8904,6 +9125,7 @@ private:
   ddp::topology topo_;
   std::shared_ptr<tcp_store> store_;
   std::unique_ptr<typename Backend::communicator> comm_;
+  std::unique_ptr<detail::staged_collectives> staged_; ///< device tensors on a host backend (lazily)
   int uncaught_at_start_ = std::uncaught_exceptions(); // the group is made outside any unwinding, usually
 };
 
@@ -10014,10 +10236,16 @@ public:
     });
   }
 
-  // Device memory: straight to NCCL.
+  // Device memory: straight to NCCL. The tensors were produced on the caller's
+  // streams while NCCL's own stream is non-blocking: each of these collectives
+  // first waits, on the device, for what the legacy default stream had queued
+  // when it was submitted (what cudaMemcpy follows). Work on streams created
+  // with cudaStreamNonBlocking is the caller's to finish (or use DDP's
+  // compute_stream, which hands NCCL an event of that stream instead).
 
   work all_reduce(device_memory_t, void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
-    return submit("all_reduce", n, dt, blocking, [=, this] {
+    return submit("all_reduce", n, dt, blocking, [=, this, after = default_stream_point()] {
+      cuda(cudaStreamWaitEvent(stream_, after.get(), 0), "cudaStreamWaitEvent (the legacy default stream)");
       nccl_call(ncclAllReduce(data, data, n, nccl_type(dt), nccl_op(o), comm_, stream_), "ncclAllReduce");
       sync();
     });
@@ -10037,7 +10265,8 @@ public:
   }
 
   work broadcast(device_memory_t, void* data, std::size_t n, dtype dt, int root, bool blocking = false) {
-    return submit("broadcast", n, dt, blocking, [=, this] {
+    return submit("broadcast", n, dt, blocking, [=, this, after = default_stream_point()] {
+      cuda(cudaStreamWaitEvent(stream_, after.get(), 0), "cudaStreamWaitEvent (the legacy default stream)");
       nccl_call(ncclBroadcast(data, data, n, nccl_type(dt), root, comm_, stream_), "ncclBroadcast");
       sync();
     });
@@ -10045,7 +10274,8 @@ public:
 
   work all_gather(device_memory_t, const void* in, void* out, std::size_t n, dtype dt,
                   bool blocking = false) {
-    return submit("all_gather", n, dt, blocking, [=, this] {
+    return submit("all_gather", n, dt, blocking, [=, this, after = default_stream_point()] {
+      cuda(cudaStreamWaitEvent(stream_, after.get(), 0), "cudaStreamWaitEvent (the legacy default stream)");
       nccl_call(ncclAllGather(in, out, n, nccl_type(dt), comm_, stream_), "ncclAllGather");
       sync();
     });
@@ -10053,7 +10283,8 @@ public:
 
   work reduce_scatter(device_memory_t, const void* in, void* out, std::size_t n, dtype dt, op o,
                       bool blocking = false) {
-    return submit("reduce_scatter", n, dt, blocking, [=, this] {
+    return submit("reduce_scatter", n, dt, blocking, [=, this, after = default_stream_point()] {
+      cuda(cudaStreamWaitEvent(stream_, after.get(), 0), "cudaStreamWaitEvent (the legacy default stream)");
       nccl_call(ncclReduceScatter(in, out, n, nccl_type(dt), nccl_op(o), comm_, stream_),
                 "ncclReduceScatter");
       sync();
@@ -10070,6 +10301,25 @@ public:
 
 private:
   using clock = std::chrono::steady_clock;
+
+  /// An event recorded now, on the caller's thread, on this device's legacy
+  /// default stream (the thread's current device is restored). One per
+  /// collective: a shared event re-recorded by a later submission could make
+  /// an earlier collective wait for work queued after it.
+  std::shared_ptr<CUevent_st> default_stream_point() {
+    int current = 0;
+    cuda(cudaGetDevice(&current), "cudaGetDevice");
+    if (current != device_) cuda(cudaSetDevice(device_), "cudaSetDevice");
+    cudaEvent_t e = nullptr;
+    cudaError_t made = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+    std::shared_ptr<CUevent_st> point(made == cudaSuccess ? e : nullptr, [](cudaEvent_t x) {
+      if (x) cudaEventDestroy(x);
+    });
+    cudaError_t recorded = made == cudaSuccess ? cudaEventRecord(e, cudaStreamLegacy) : made;
+    if (current != device_) cudaSetDevice(current);
+    cuda(recorded, "cudaEventRecord (the legacy default stream, before a collective of device tensors)");
+    return point;
+  }
 
   template <class F> work submit(const char* name, std::size_t n, dtype dt, bool blocking, F body) {
     return queue_.submit(name, n, dt, blocking,

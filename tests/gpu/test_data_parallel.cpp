@@ -91,8 +91,13 @@ template <class S> struct gpu_model {
     return {p, n};
   }
   template <class F> void for_each_parameter(F&& f) {
-    for (std::size_t k = 0; k < w.size(); ++k)
-      f("p" + std::to_string(k), w[k], dw[k]);
+    for (std::size_t k = 0; k < w.size(); ++k) {
+      // Not "p" + std::to_string(k): g++ 12 at -O3 (scripts/gpu-pack's Release build) reports a
+      // false -Wrestrict inside that operator+ (GCC bug 105329).
+      std::string name = std::to_string(k);
+      name.insert(name.begin(), 'p');
+      f(name, w[k], dw[k]);
+    }
   }
   template <class F> void for_each_buffer(F&& f) { f("running", running); }
 };

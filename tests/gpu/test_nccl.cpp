@@ -4,7 +4,9 @@
 #include <ddp/backend/nccl.hpp>
 #include <ddp/ddp.hpp>
 
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 
 static int failures = 0;
 #define EXPECT(cond)                                                                                         \
@@ -71,6 +73,24 @@ int main() {
   cudaMemcpy(ones.data(), d, n * sizeof(float), cudaMemcpyDeviceToHost);
   EXPECT(ones[n - 1] == static_cast<float>(R));
   cudaFree(d);
+  // A device collective follows the legacy default stream: a large memset queued there
+  // and not waited for must be in the buffer's tail when NCCL reduces it.
+  {
+    const std::size_t bytes = std::size_t{512} << 20, tail = 1024;
+    void* p = nullptr;
+    EXPECT(cudaMalloc(&p, bytes) == cudaSuccess);
+    EXPECT(cudaMemset(p, 0, bytes) == cudaSuccess);
+    EXPECT(cudaMemsetAsync(p, 0x3f, bytes, nullptr) == cudaSuccess);
+    ddp::device_span<float> last{static_cast<float*>(p) + (bytes / sizeof(float) - tail), tail};
+    pg.all_reduce(last);
+    std::vector<float> got(tail);
+    cudaMemcpy(got.data(), last.ptr, tail * sizeof(float), cudaMemcpyDeviceToHost);
+    const std::uint32_t pattern = 0x3f3f3f3f;
+    float v = 0;
+    std::memcpy(&v, &pattern, sizeof v);
+    EXPECT(got[0] == v * static_cast<float>(R) && got[tail - 1] == got[0]);
+    cudaFree(p);
+  }
   // One DDP step over NCCL with host gradients.
   tiny_model model;
   ddp::distributed_data_parallel dp(model, pg);

@@ -166,10 +166,16 @@ public:
     });
   }
 
-  // Device memory: straight to NCCL.
+  // Device memory: straight to NCCL. The tensors were produced on the caller's
+  // streams while NCCL's own stream is non-blocking: each of these collectives
+  // first waits, on the device, for what the legacy default stream had queued
+  // when it was submitted (what cudaMemcpy follows). Work on streams created
+  // with cudaStreamNonBlocking is the caller's to finish (or use DDP's
+  // compute_stream, which hands NCCL an event of that stream instead).
 
   work all_reduce(device_memory_t, void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
-    return submit("all_reduce", n, dt, blocking, [=, this] {
+    return submit("all_reduce", n, dt, blocking, [=, this, after = default_stream_point()] {
+      cuda(cudaStreamWaitEvent(stream_, after.get(), 0), "cudaStreamWaitEvent (the legacy default stream)");
       nccl_call(ncclAllReduce(data, data, n, nccl_type(dt), nccl_op(o), comm_, stream_), "ncclAllReduce");
       sync();
     });
@@ -189,7 +195,8 @@ public:
   }
 
   work broadcast(device_memory_t, void* data, std::size_t n, dtype dt, int root, bool blocking = false) {
-    return submit("broadcast", n, dt, blocking, [=, this] {
+    return submit("broadcast", n, dt, blocking, [=, this, after = default_stream_point()] {
+      cuda(cudaStreamWaitEvent(stream_, after.get(), 0), "cudaStreamWaitEvent (the legacy default stream)");
       nccl_call(ncclBroadcast(data, data, n, nccl_type(dt), root, comm_, stream_), "ncclBroadcast");
       sync();
     });
@@ -197,7 +204,8 @@ public:
 
   work all_gather(device_memory_t, const void* in, void* out, std::size_t n, dtype dt,
                   bool blocking = false) {
-    return submit("all_gather", n, dt, blocking, [=, this] {
+    return submit("all_gather", n, dt, blocking, [=, this, after = default_stream_point()] {
+      cuda(cudaStreamWaitEvent(stream_, after.get(), 0), "cudaStreamWaitEvent (the legacy default stream)");
       nccl_call(ncclAllGather(in, out, n, nccl_type(dt), comm_, stream_), "ncclAllGather");
       sync();
     });
@@ -205,7 +213,8 @@ public:
 
   work reduce_scatter(device_memory_t, const void* in, void* out, std::size_t n, dtype dt, op o,
                       bool blocking = false) {
-    return submit("reduce_scatter", n, dt, blocking, [=, this] {
+    return submit("reduce_scatter", n, dt, blocking, [=, this, after = default_stream_point()] {
+      cuda(cudaStreamWaitEvent(stream_, after.get(), 0), "cudaStreamWaitEvent (the legacy default stream)");
       nccl_call(ncclReduceScatter(in, out, n, nccl_type(dt), nccl_op(o), comm_, stream_),
                 "ncclReduceScatter");
       sync();
@@ -222,6 +231,25 @@ public:
 
 private:
   using clock = std::chrono::steady_clock;
+
+  /// An event recorded now, on the caller's thread, on this device's legacy
+  /// default stream (the thread's current device is restored). One per
+  /// collective: a shared event re-recorded by a later submission could make
+  /// an earlier collective wait for work queued after it.
+  std::shared_ptr<CUevent_st> default_stream_point() {
+    int current = 0;
+    cuda(cudaGetDevice(&current), "cudaGetDevice");
+    if (current != device_) cuda(cudaSetDevice(device_), "cudaSetDevice");
+    cudaEvent_t e = nullptr;
+    cudaError_t made = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+    std::shared_ptr<CUevent_st> point(made == cudaSuccess ? e : nullptr, [](cudaEvent_t x) {
+      if (x) cudaEventDestroy(x);
+    });
+    cudaError_t recorded = made == cudaSuccess ? cudaEventRecord(e, cudaStreamLegacy) : made;
+    if (current != device_) cudaSetDevice(current);
+    cuda(recorded, "cudaEventRecord (the legacy default stream, before a collective of device tensors)");
+    return point;
+  }
 
   template <class F> work submit(const char* name, std::size_t n, dtype dt, bool blocking, F body) {
     return queue_.submit(name, n, dt, blocking,

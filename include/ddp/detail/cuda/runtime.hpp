@@ -85,10 +85,12 @@ private:
   std::size_t bytes_ = 0;
 };
 
+/// A stream of ddp's own. Non-blocking by default (ordered after other streams
+/// only by events); cudaStreamDefault makes it follow the legacy default stream.
 class stream {
 public:
-  explicit stream(int rank = -1) {
-    check(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", rank);
+  explicit stream(int rank = -1, unsigned flags = cudaStreamNonBlocking) {
+    check(cudaStreamCreateWithFlags(&s_, flags), "cudaStreamCreateWithFlags", rank);
   }
   stream(const stream&) = delete;
   stream& operator=(const stream&) = delete;
@@ -140,7 +142,8 @@ inline void wait_stream(cudaStream_t s, std::chrono::milliseconds timeout, const
       throw error(error_kind::timeout,
                   "rank " + std::to_string(rank) + ": " + what + " did not finish on the GPU within " +
                       std::to_string(timeout.count()) +
-                      " ms (is the compute stream given to ddp_options blocked, or a kernel stuck?)",
+                      " ms (a kernel stuck, or a stream it follows blocked: the compute stream given to "
+                      "ddp_options, or the legacy default stream)",
                   rank);
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
