@@ -318,7 +318,11 @@ round_outcome run_round(job& j, int round) {
       res.user_signal = true;
     }
     for (auto& k : kids) {
-      std::string prefix = "[" + std::to_string(k.rank) + "] ";
+      // Appended, not "[" + std::to_string(...): g++ 12 at -O3 reports a false -Wrestrict
+      // inside that operator+ (GCC bug 105329), which broke Release builds under -Werror.
+      std::string prefix = "[";
+      prefix += std::to_string(k.rank);
+      prefix += "] ";
       if (k.out >= 0) drain(k.out, k.out_buf, stdout, prefix);
       if (k.err >= 0) drain(k.err, k.err_buf, stderr, prefix);
     }

@@ -19,6 +19,7 @@
 #include <concepts>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -71,7 +72,6 @@ public:
       return;
     }
     try {
-      staged_.reset();
       comm_->drain();
       if (store_ && !comm_->poisoned()) {
         if (store_->add("ddp/exit", 1) >= size()) store_->set("ddp/exit/all", "1");
@@ -84,6 +84,7 @@ public:
       detail::log_line("rank " + std::to_string(rank()), std::string("teardown: ") + e.what());
     }
     comm_.reset();
+    staged_.reset(); // after the communicator: a job whose wait() gave up may still use its buffer
   }
 
   int rank() const noexcept { return topo_.rank; }
@@ -163,7 +164,6 @@ private:
     detail::note_failure_for_launcher(rank(), reason);
     detail::log_line(who, "leaving on an error of its own: telling the other ranks");
     try {
-      staged_.reset();
       if (store_) {
         store_->report_failure(reason);
         store_->stop_serving_at_once(); // rank 0: its peers learn "rank 0 failed" from it now or from its
@@ -173,6 +173,7 @@ private:
         comm_->abort_for_failure(who + " left the job: " + reason);
     } catch (const std::exception& e) { detail::log_line(who, std::string("teardown: ") + e.what()); }
     comm_.reset();
+    staged_.reset();
   }
 
   template <class T> work all_reduce_impl(T& t, op o, bool blocking) {
@@ -209,7 +210,7 @@ private:
   }
 
   template <class In, class Out> work all_gather_impl(const In& in, Out& out, bool blocking) {
-    if constexpr (usable<const In>() && usable<Out>()) {
+    if constexpr (usable<const In, Out>()) {
       static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                     "ddp: all_gather needs input and output of the same element type");
       auto i = as_span(in);
@@ -233,7 +234,7 @@ private:
   }
 
   template <class In, class Out> work reduce_scatter_impl(const In& in, Out& out, op o, bool blocking) {
-    if constexpr (usable<const In>() && usable<Out>()) {
+    if constexpr (usable<const In, Out>()) {
       static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                     "ddp: reduce_scatter needs input and output of the same element type");
       auto i = as_span(in);
@@ -256,20 +257,30 @@ private:
     }
   }
 
-  /// True when T can be used here; otherwise one static_assert says why, and the
-  /// caller compiles nothing else (no cascade of follow-up errors).
-  template <class T> static constexpr bool usable() {
-    using U = std::remove_reference_t<T>;
-    detail::require_tensor<std::remove_cv_t<U>>();
-    if constexpr (tensor<U>) {
-      constexpr bool ok =
-          accepts_device_tensors_v<Backend> || !on_device_v<std::remove_cv_t<U>> || pinned_staging_available;
+  /// True when the tensors of one collective can be used here; otherwise one
+  /// static_assert says why (for the first tensor at fault), and the caller
+  /// compiles nothing else (no cascade of follow-up errors).
+  template <class... T> static constexpr bool usable() {
+    if constexpr (!all_tensors<std::remove_reference_t<T>...>()) {
+      return false;
+    } else {
+      constexpr bool ok = accepts_device_tensors_v<Backend> || pinned_staging_available ||
+                          !(on_device_v<std::remove_cv_t<std::remove_reference_t<T>>> || ...);
       static_assert(ok, "ddp: this backend (Gloo) works on host memory; a device_span is staged through "
                         "pinned host memory only where ddp is built with CUDA: link ddp::cuda (it defines "
                         "DDP_WITH_CUDA), or use ddp::nccl");
       return ok;
     }
-    return false;
+  }
+  template <class T, class... Rest> static constexpr bool all_tensors() {
+    if constexpr (!tensor<T>) {
+      detail::require_tensor<T>(); // its one message
+      return false;
+    } else if constexpr (sizeof...(Rest) > 0) {
+      return all_tensors<Rest...>();
+    } else {
+      return true;
+    }
   }
 
   static constexpr bool pinned_staging_available =
@@ -296,8 +307,10 @@ private:
                   "ddp::nccl");
   }
 
+  /// Made on first use (not at construction: that would make a CUDA context
+  /// before the user's cudaSetDevice), once even when threads race to it.
   detail::staged_collectives& staging() {
-    if (!staged_) staged_ = make_staging();
+    std::call_once(staged_once_, [this] { staged_ = make_staging(); });
     return *staged_;
   }
   std::unique_ptr<detail::staged_collectives> make_staging() {
@@ -330,6 +343,7 @@ private:
   std::shared_ptr<tcp_store> store_;
   std::unique_ptr<typename Backend::communicator> comm_;
   std::unique_ptr<detail::staged_collectives> staged_; ///< device tensors on a host backend (lazily)
+  std::once_flag staged_once_;
   int uncaught_at_start_ = std::uncaught_exceptions(); // the group is made outside any unwinding, usually
 };
 

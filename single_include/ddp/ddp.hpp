@@ -7447,8 +7447,8 @@ inline void check(cudaError_t e, const char* call, int rank = -1) {
   throw error(error_kind::backend,
               (rank >= 0 ? "rank " + std::to_string(rank) + ": " : std::string()) + call +
                   " failed: " + cudaGetErrorString(e) +
-                  " (check that a CUDA device is visible and that the gradients are device pointers of this "
-                  "process's current device)",
+                  " (check that a CUDA device is visible and that the device pointers given to ddp (gradients, "
+                  "device_span tensors) belong to this process's device)",
               rank);
 }
 
@@ -7543,6 +7543,34 @@ public:
 
 private:
   cudaEvent_t e_ = nullptr;
+};
+
+/// The calling thread's current device.
+inline int current_device(int rank = -1) {
+  int d = 0;
+  check(cudaGetDevice(&d), "cudaGetDevice", rank);
+  return d;
+}
+
+/// Makes `device` the calling thread's current device for its lifetime, then
+/// restores the one it found (ddp's objects live on one device; a user thread
+/// may have switched to another since).
+class device_guard {
+public:
+  device_guard(int device, int rank = -1) {
+    const int was = current_device(rank);
+    if (was == device) return;
+    check(cudaSetDevice(device), "cudaSetDevice", rank);
+    restore_ = was;
+  }
+  device_guard(const device_guard&) = delete;
+  device_guard& operator=(const device_guard&) = delete;
+  ~device_guard() {
+    if (restore_ >= 0) cudaSetDevice(restore_);
+  }
+
+private:
+  int restore_ = -1;
 };
 
 /// Makes `waiter` wait (on the device) for what is queued on `producer` so far.
@@ -8712,6 +8740,7 @@ DDP_END_NAMESPACE
 #include <concepts>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -8724,9 +8753,12 @@ DDP_END_NAMESPACE
 // collective -> device. Blocking: the call returns once the result is in
 // device memory. PyTorch's Gloo group stages CUDA tensors the same way.
 //
-// Ordering: the copies run on a blocking stream of this object's own, so they
-// follow what the legacy default stream (and every other blocking stream)
-// queued before the call, as cudaMemcpy does; work on a stream created with
+// Ordering: the copies run on a stream of this object's own that first waits
+// for an event recorded on the legacy default stream at each call, so they
+// follow what the legacy stream (and, through it, every blocking stream and a
+// per-thread default stream) queued on the device that was current when the
+// group staged its first device tensor, before the call, as cudaMemcpy does
+// (with one device per rank, the rank's device). Work on a stream created with
 // cudaStreamNonBlocking must be finished by the caller. Every wait polls with
 // the group's timeout. One pinned buffer, grown to the largest collective and
 // kept: page-locked copies ran at ~55 GB/s on the H200 against 6-10 GB/s
@@ -8742,6 +8774,7 @@ DDP_END_NAMESPACE
 #include <algorithm>
 #include <mutex>
 #include <string>
+#include <vector>
 
 DDP_BEGIN_NAMESPACE
 namespace detail::cuda {
@@ -8749,14 +8782,15 @@ namespace detail::cuda {
 /// `Comm`: a ddp::communicator on host memory (process_group checks it).
 template <class Comm> class pinned_staging final : public staged_collectives {
 public:
-  explicit pinned_staging(Comm& comm) : comm_(comm), stream_(comm.rank(), cudaStreamDefault) {}
+  explicit pinned_staging(Comm& comm)
+      : comm_(comm), device_(current_device(comm.rank())), stream_(comm.rank()), after_legacy_(comm.rank()) {}
 
   void all_reduce(void* data, std::size_t n, dtype dt, op o) override {
     const std::size_t bytes = n * size_of(dt);
     std::lock_guard lock(mu_);
     std::byte* h = pinned(bytes);
     copy(h, data, bytes, "all_reduce", "device -> pinned");
-    comm_.all_reduce(h, n, dt, o, true).wait();
+    await(comm_.all_reduce(h, n, dt, o, true));
     copy(data, h, bytes, "all_reduce", "pinned -> device");
   }
 
@@ -8766,7 +8800,7 @@ public:
     std::lock_guard lock(mu_);
     std::byte* h = pinned(bytes);
     if (is_root) copy(h, data, bytes, "broadcast", "device -> pinned");
-    comm_.broadcast(h, n, dt, root, true).wait();
+    await(comm_.broadcast(h, n, dt, root, true));
     if (!is_root) copy(data, h, bytes, "broadcast", "pinned -> device");
   }
 
@@ -8775,7 +8809,7 @@ public:
     std::lock_guard lock(mu_);
     std::byte* h = pinned(total + bytes); // [0, total): the result; then this rank's input
     copy(h + total, in, bytes, "all_gather", "device -> pinned");
-    comm_.all_gather(h + total, h, n, dt, true).wait();
+    await(comm_.all_gather(h + total, h, n, dt, true));
     copy(out, h, total, "all_gather", "pinned -> device");
   }
 
@@ -8784,11 +8818,25 @@ public:
     std::lock_guard lock(mu_);
     std::byte* h = pinned(total + bytes); // [0, total): the input; then this rank's block
     copy(h, in, total, "reduce_scatter", "device -> pinned");
-    comm_.reduce_scatter(h, h + total, n, dt, o, true).wait();
+    await(comm_.reduce_scatter(h, h + total, n, dt, o, true));
     copy(out, h + total, bytes, "reduce_scatter", "pinned -> device");
   }
 
 private:
+  /// Waits for the host collective on the pinned buffer. When the wait gives up
+  /// (its own deadline) the collective may still be queued or running on the
+  /// group's thread and write the buffer later: it is retired, not freed or
+  /// reused, until this object goes (after the communicator stopped).
+  void await(work w) {
+    try {
+      w.wait();
+    } catch (...) {
+      retired_.push_back(std::move(buffer_));
+      buffer_ = pinned_buffer();
+      throw;
+    }
+  }
+
   /// At least `bytes` of pinned memory (never null: a 0-element collective
   /// still passes a valid pointer). Nothing is in flight when it grows.
   std::byte* pinned(std::size_t bytes) {
@@ -8804,17 +8852,22 @@ private:
   void copy(void* dst, const void* src, std::size_t bytes, const char* collective, const char* direction) {
     if (bytes == 0) return;
     const int rank = comm_.rank();
+    device_guard on(device_, rank); // the stream, the event and the legacy stream of one device
     const std::string what = std::string(collective) + " of a device tensor on a host backend (" + direction +
                              ", " + std::to_string(bytes) + " B)";
+    order_after(stream_.get(), cudaStreamLegacy, after_legacy_.get(), rank);
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_.get()),
           ("cudaMemcpyAsync: " + what).c_str(), rank);
     wait_stream(stream_.get(), comm_.timeout(), what, rank);
   }
 
   Comm& comm_;
+  int device_; ///< current at construction; stream_ and after_legacy_ belong to it
   stream stream_;
+  event after_legacy_; ///< re-recorded per copy: each copy is waited for before the next
   pinned_buffer buffer_;
-  std::mutex mu_; ///< one staged collective at a time per group (they share buffer_)
+  std::vector<pinned_buffer> retired_; ///< buffers a collective may still write (see await)
+  std::mutex mu_;                      ///< one staged collective at a time per group (they share buffer_)
 };
 
 } // namespace detail::cuda
@@ -8867,7 +8920,6 @@ public:
       return;
     }
     try {
-      staged_.reset();
       comm_->drain();
       if (store_ && !comm_->poisoned()) {
         if (store_->add("ddp/exit", 1) >= size()) store_->set("ddp/exit/all", "1");
@@ -8880,6 +8932,7 @@ public:
       detail::log_line("rank " + std::to_string(rank()), std::string("teardown: ") + e.what());
     }
     comm_.reset();
+    staged_.reset(); // after the communicator: a job whose wait() gave up may still use its buffer
   }
 
   int rank() const noexcept { return topo_.rank; }
@@ -8959,7 +9012,6 @@ private:
     detail::note_failure_for_launcher(rank(), reason);
     detail::log_line(who, "leaving on an error of its own: telling the other ranks");
     try {
-      staged_.reset();
       if (store_) {
         store_->report_failure(reason);
         store_->stop_serving_at_once(); // rank 0: its peers learn "rank 0 failed" from it now or from its
@@ -8969,6 +9021,7 @@ private:
         comm_->abort_for_failure(who + " left the job: " + reason);
     } catch (const std::exception& e) { detail::log_line(who, std::string("teardown: ") + e.what()); }
     comm_.reset();
+    staged_.reset();
   }
 
   template <class T> work all_reduce_impl(T& t, op o, bool blocking) {
@@ -9005,7 +9058,7 @@ private:
   }
 
   template <class In, class Out> work all_gather_impl(const In& in, Out& out, bool blocking) {
-    if constexpr (usable<const In>() && usable<Out>()) {
+    if constexpr (usable<const In, Out>()) {
       static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                     "ddp: all_gather needs input and output of the same element type");
       auto i = as_span(in);
@@ -9029,7 +9082,7 @@ private:
   }
 
   template <class In, class Out> work reduce_scatter_impl(const In& in, Out& out, op o, bool blocking) {
-    if constexpr (usable<const In>() && usable<Out>()) {
+    if constexpr (usable<const In, Out>()) {
       static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                     "ddp: reduce_scatter needs input and output of the same element type");
       auto i = as_span(in);
@@ -9052,20 +9105,30 @@ private:
     }
   }
 
-  /// True when T can be used here; otherwise one static_assert says why, and the
-  /// caller compiles nothing else (no cascade of follow-up errors).
-  template <class T> static constexpr bool usable() {
-    using U = std::remove_reference_t<T>;
-    detail::require_tensor<std::remove_cv_t<U>>();
-    if constexpr (tensor<U>) {
-      constexpr bool ok =
-          accepts_device_tensors_v<Backend> || !on_device_v<std::remove_cv_t<U>> || pinned_staging_available;
+  /// True when the tensors of one collective can be used here; otherwise one
+  /// static_assert says why (for the first tensor at fault), and the caller
+  /// compiles nothing else (no cascade of follow-up errors).
+  template <class... T> static constexpr bool usable() {
+    if constexpr (!all_tensors<std::remove_reference_t<T>...>()) {
+      return false;
+    } else {
+      constexpr bool ok = accepts_device_tensors_v<Backend> || pinned_staging_available ||
+                          !(on_device_v<std::remove_cv_t<std::remove_reference_t<T>>> || ...);
       static_assert(ok, "ddp: this backend (Gloo) works on host memory; a device_span is staged through "
                         "pinned host memory only where ddp is built with CUDA: link ddp::cuda (it defines "
                         "DDP_WITH_CUDA), or use ddp::nccl");
       return ok;
     }
-    return false;
+  }
+  template <class T, class... Rest> static constexpr bool all_tensors() {
+    if constexpr (!tensor<T>) {
+      detail::require_tensor<T>(); // its one message
+      return false;
+    } else if constexpr (sizeof...(Rest) > 0) {
+      return all_tensors<Rest...>();
+    } else {
+      return true;
+    }
   }
 
   static constexpr bool pinned_staging_available =
@@ -9092,8 +9155,10 @@ private:
                   "ddp::nccl");
   }
 
+  /// Made on first use (not at construction: that would make a CUDA context
+  /// before the user's cudaSetDevice), once even when threads race to it.
   detail::staged_collectives& staging() {
-    if (!staged_) staged_ = make_staging();
+    std::call_once(staged_once_, [this] { staged_ = make_staging(); });
     return *staged_;
   }
   std::unique_ptr<detail::staged_collectives> make_staging() {
@@ -9126,6 +9191,7 @@ private:
   std::shared_ptr<tcp_store> store_;
   std::unique_ptr<typename Backend::communicator> comm_;
   std::unique_ptr<detail::staged_collectives> staged_; ///< device tensors on a host backend (lazily)
+  std::once_flag staged_once_;
   int uncaught_at_start_ = std::uncaught_exceptions(); // the group is made outside any unwinding, usually
 };
 
@@ -10241,7 +10307,10 @@ public:
   // first waits, on the device, for what the legacy default stream had queued
   // when it was submitted (what cudaMemcpy follows). Work on streams created
   // with cudaStreamNonBlocking is the caller's to finish (or use DDP's
-  // compute_stream, which hands NCCL an event of that stream instead).
+  // compute_stream, which hands NCCL an event of that stream instead). Costs
+  // one event per call (created, recorded, destroyed: microseconds), and the
+  // record on the legacy stream waits for every blocking stream of the device;
+  // it also invalidates a CUDA graph capture in global mode.
 
   work all_reduce(device_memory_t, void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
     return submit("all_reduce", n, dt, blocking, [=, this, after = default_stream_point()] {

@@ -94,8 +94,8 @@ template <class S> struct gpu_model {
     for (std::size_t k = 0; k < w.size(); ++k) {
       // Not "p" + std::to_string(k): g++ 12 at -O3 (scripts/gpu-pack's Release build) reports a
       // false -Wrestrict inside that operator+ (GCC bug 105329).
-      std::string name = std::to_string(k);
-      name.insert(name.begin(), 'p');
+      std::string name = "p";
+      name += std::to_string(k);
       f(name, w[k], dw[k]);
     }
   }

@@ -9,12 +9,14 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -78,13 +80,29 @@ void all_reduce_case(ddp::process_group<ddp::gloo>& pg, std::size_t n, ddp::op o
   EXPECT(same_bits(dev.download(), host));
 }
 
+void CUDART_CB sleep_300ms(void*) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); }
+
+/// Queues, on the legacy default stream and without waiting: a 300 ms sleep,
+/// then a memset of every byte to 0x3f.
+void legacy_stream_sleeps_then_fills(void* p, std::size_t bytes) {
+  cuda_ok(cudaLaunchHostFunc(cudaStreamLegacy, sleep_300ms, nullptr), "cudaLaunchHostFunc");
+  cuda_ok(cudaMemsetAsync(p, 0x3f, bytes, cudaStreamLegacy), "cudaMemsetAsync (legacy stream)");
+}
+float filled_value() {
+  const std::uint32_t pattern = 0x3f3f3f3f;
+  float v = 0;
+  std::memcpy(&v, &pattern, sizeof v);
+  return v;
+}
+
 void run(ddp::process_group<ddp::gloo>& pg) {
   const int R = pg.size(), me = pg.rank();
   const auto W = static_cast<std::size_t>(R);
 
   current_case = "all_reduce";
-  // 1 and 1023 travel with the header, 3 x 65536 + 5 through Gloo's ring (and the
-  // shm slots where on), 5 M floats (20 MB) around ddp's own ring.
+  // Over TCP (DDP_SHM=0: gpu.gloo_device.tcp_w2) 1 and 1023 elements travel with the
+  // header, 3 x 65536 + 5 through Gloo's ring, 5 M floats (20 MB) around ddp's own ring;
+  // with the node's shared memory (the default here) all of them go through its slots.
   for (std::size_t n : {std::size_t{1}, std::size_t{1023}, std::size_t{3 * 65536 + 5}, std::size_t{5u << 20}})
     all_reduce_case<float>(pg, n, ddp::op::sum, 1);
   all_reduce_case<float>(pg, 70001, ddp::op::avg, 2);
@@ -113,6 +131,9 @@ void run(ddp::process_group<ddp::gloo>& pg) {
     device_vector<float> dout2(std::vector<float>(1001 * W, -1.0f));
     pg.all_gather(in, dout2.span);
     EXPECT(same_bits(dout2.download(), expect));
+    std::vector<float> hout(1001 * W, -1.0f); // device in, host out
+    pg.all_gather(din.span, hout);
+    EXPECT(same_bits(hout, expect));
   }
 
   current_case = "reduce_scatter";
@@ -140,25 +161,13 @@ void run(ddp::process_group<ddp::gloo>& pg) {
 
   current_case = "the staging copy follows the legacy default stream";
   {
-    // A large memset queued on the legacy default stream, not waited for: the
-    // all_reduce of the buffer's last 4 KiB must see it (ranks fill the same byte).
-    const std::size_t bytes = std::size_t{512} << 20, tail = 1024;
-    void* p = nullptr;
-    cuda_ok(cudaMalloc(&p, bytes), "cudaMalloc (512 MiB)");
-    cuda_ok(cudaMemset(p, 0, bytes), "cudaMemset");
-    cuda_ok(cudaMemsetAsync(p, 0x3f, bytes, nullptr), "cudaMemsetAsync on the legacy stream");
-    ddp::device_span<float> last{static_cast<float*>(p) + (bytes / sizeof(float) - tail), tail};
-    pg.all_reduce(last);
-    std::vector<float> got(tail);
-    cuda_ok(cudaMemcpy(got.data(), last.ptr, tail * sizeof(float), cudaMemcpyDeviceToHost), "download");
-    const std::uint32_t pattern = 0x3f3f3f3f;
-    float v = 0, sum = 0;
-    std::memcpy(&v, &pattern, sizeof v);
-    for (int r = 0; r < R; ++r)
-      sum += v;
-    const std::vector<float> expect(tail, sum);
-    EXPECT(same_bits(got, expect));
-    cudaFree(p);
+    // The legacy stream sleeps 300 ms (a host function), then fills the tensor:
+    // a staging copy that did not wait for that stream reads the zeros before.
+    const std::size_t n = 1024;
+    device_vector<float> dev(std::vector<float>(n, 0.0f));
+    legacy_stream_sleeps_then_fills(dev.span.ptr, n * sizeof(float));
+    pg.all_reduce(dev.span);
+    EXPECT(same_bits(dev.download(), std::vector<float>(n, filled_value() * static_cast<float>(R))));
   }
 }
 

@@ -4,9 +4,11 @@
 #include <ddp/backend/nccl.hpp>
 #include <ddp/ddp.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 static int failures = 0;
 #define EXPECT(cond)                                                                                         \
@@ -73,23 +75,29 @@ int main() {
   cudaMemcpy(ones.data(), d, n * sizeof(float), cudaMemcpyDeviceToHost);
   EXPECT(ones[n - 1] == static_cast<float>(R));
   cudaFree(d);
-  // A device collective follows the legacy default stream: a large memset queued there
-  // and not waited for must be in the buffer's tail when NCCL reduces it.
+  // A device collective follows the legacy default stream: that stream sleeps 300 ms (a host
+  // function), then fills `src`; an all_gather that did not wait for it copies the zeros before.
+  // Out of place on purpose: at one rank NCCL's in-place collectives touch nothing.
   {
-    const std::size_t bytes = std::size_t{512} << 20, tail = 1024;
-    void* p = nullptr;
-    EXPECT(cudaMalloc(&p, bytes) == cudaSuccess);
-    EXPECT(cudaMemset(p, 0, bytes) == cudaSuccess);
-    EXPECT(cudaMemsetAsync(p, 0x3f, bytes, nullptr) == cudaSuccess);
-    ddp::device_span<float> last{static_cast<float*>(p) + (bytes / sizeof(float) - tail), tail};
-    pg.all_reduce(last);
-    std::vector<float> got(tail);
-    cudaMemcpy(got.data(), last.ptr, tail * sizeof(float), cudaMemcpyDeviceToHost);
+    const std::size_t tail = 1024;
+    float *src = nullptr, *dst = nullptr;
+    EXPECT(cudaMalloc(&src, tail * sizeof(float)) == cudaSuccess);
+    EXPECT(cudaMalloc(&dst, tail * sizeof(float) * static_cast<std::size_t>(R)) == cudaSuccess);
+    EXPECT(cudaMemset(src, 0, tail * sizeof(float)) == cudaSuccess);
+    EXPECT(cudaLaunchHostFunc(
+               cudaStreamLegacy, [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); },
+               nullptr) == cudaSuccess);
+    EXPECT(cudaMemsetAsync(src, 0x3f, tail * sizeof(float), cudaStreamLegacy) == cudaSuccess);
+    ddp::device_span<float> din{src, tail}, dout{dst, tail * static_cast<std::size_t>(R)};
+    pg.all_gather(din, dout);
+    std::vector<float> got(dout.count);
+    cudaMemcpy(got.data(), dst, got.size() * sizeof(float), cudaMemcpyDeviceToHost);
     const std::uint32_t pattern = 0x3f3f3f3f;
     float v = 0;
     std::memcpy(&v, &pattern, sizeof v);
-    EXPECT(got[0] == v * static_cast<float>(R) && got[tail - 1] == got[0]);
-    cudaFree(p);
+    EXPECT(got.front() == v && got.back() == v);
+    cudaFree(src);
+    cudaFree(dst);
   }
   // One DDP step over NCCL with host gradients.
   tiny_model model;

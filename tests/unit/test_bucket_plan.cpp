@@ -28,8 +28,11 @@ struct fake_model {
     for (std::size_t i = 0; i < sizes.size(); ++i)
       end = std::max(end, at[i] + sizes[i]);
     storage.resize(end);
-    for (std::size_t i = 0; i < sizes.size(); ++i)
-      params.push_back({"p" + std::to_string(i), type, nullptr, storage.data() + at[i], sizes[i]});
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      std::string name(1, 'p'); // not "p" + std::to_string(i): g++ 12's false -Wrestrict at -O3
+      name += std::to_string(i);
+      params.push_back({name, type, nullptr, storage.data() + at[i], sizes[i]});
+    }
   }
 };
 

@@ -58,8 +58,10 @@ TEST_CASE("shuffled and sequential are index-identical to PyTorch's DistributedS
                    ? indices_of<ddp::sampling::shuffled>(n, replicas, rank, seed, epoch, drop != 0)
                    : indices_of<ddp::sampling::sequential>(n, replicas, rank, seed, epoch, drop != 0);
     std::string text;
-    for (auto v : got)
-      text += (text.empty() ? "" : ",") + std::to_string(v);
+    for (auto v : got) {
+      if (!text.empty()) text += ',';
+      text += std::to_string(v);
+    }
     char buf[17];
     std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fnv1a64(text)));
     INFO(line.substr(0, 80));

@@ -3,9 +3,12 @@
 // collective -> device. Blocking: the call returns once the result is in
 // device memory. PyTorch's Gloo group stages CUDA tensors the same way.
 //
-// Ordering: the copies run on a blocking stream of this object's own, so they
-// follow what the legacy default stream (and every other blocking stream)
-// queued before the call, as cudaMemcpy does; work on a stream created with
+// Ordering: the copies run on a stream of this object's own that first waits
+// for an event recorded on the legacy default stream at each call, so they
+// follow what the legacy stream (and, through it, every blocking stream and a
+// per-thread default stream) queued on the device that was current when the
+// group staged its first device tensor, before the call, as cudaMemcpy does
+// (with one device per rank, the rank's device). Work on a stream created with
 // cudaStreamNonBlocking must be finished by the caller. Every wait polls with
 // the group's timeout. One pinned buffer, grown to the largest collective and
 // kept: page-locked copies ran at ~55 GB/s on the H200 against 6-10 GB/s
@@ -19,10 +22,12 @@
 
 #include <ddp/detail/backend/staged_collectives.hpp>
 #include <ddp/detail/cuda/runtime.hpp>
+#include <ddp/work.hpp>
 
 #include <algorithm>
 #include <mutex>
 #include <string>
+#include <vector>
 
 DDP_BEGIN_NAMESPACE
 namespace detail::cuda {
@@ -30,14 +35,15 @@ namespace detail::cuda {
 /// `Comm`: a ddp::communicator on host memory (process_group checks it).
 template <class Comm> class pinned_staging final : public staged_collectives {
 public:
-  explicit pinned_staging(Comm& comm) : comm_(comm), stream_(comm.rank(), cudaStreamDefault) {}
+  explicit pinned_staging(Comm& comm)
+      : comm_(comm), device_(current_device(comm.rank())), stream_(comm.rank()), after_legacy_(comm.rank()) {}
 
   void all_reduce(void* data, std::size_t n, dtype dt, op o) override {
     const std::size_t bytes = n * size_of(dt);
     std::lock_guard lock(mu_);
     std::byte* h = pinned(bytes);
     copy(h, data, bytes, "all_reduce", "device -> pinned");
-    comm_.all_reduce(h, n, dt, o, true).wait();
+    await(comm_.all_reduce(h, n, dt, o, true));
     copy(data, h, bytes, "all_reduce", "pinned -> device");
   }
 
@@ -47,7 +53,7 @@ public:
     std::lock_guard lock(mu_);
     std::byte* h = pinned(bytes);
     if (is_root) copy(h, data, bytes, "broadcast", "device -> pinned");
-    comm_.broadcast(h, n, dt, root, true).wait();
+    await(comm_.broadcast(h, n, dt, root, true));
     if (!is_root) copy(data, h, bytes, "broadcast", "pinned -> device");
   }
 
@@ -56,7 +62,7 @@ public:
     std::lock_guard lock(mu_);
     std::byte* h = pinned(total + bytes); // [0, total): the result; then this rank's input
     copy(h + total, in, bytes, "all_gather", "device -> pinned");
-    comm_.all_gather(h + total, h, n, dt, true).wait();
+    await(comm_.all_gather(h + total, h, n, dt, true));
     copy(out, h, total, "all_gather", "pinned -> device");
   }
 
@@ -65,11 +71,25 @@ public:
     std::lock_guard lock(mu_);
     std::byte* h = pinned(total + bytes); // [0, total): the input; then this rank's block
     copy(h, in, total, "reduce_scatter", "device -> pinned");
-    comm_.reduce_scatter(h, h + total, n, dt, o, true).wait();
+    await(comm_.reduce_scatter(h, h + total, n, dt, o, true));
     copy(out, h + total, bytes, "reduce_scatter", "pinned -> device");
   }
 
 private:
+  /// Waits for the host collective on the pinned buffer. When the wait gives up
+  /// (its own deadline) the collective may still be queued or running on the
+  /// group's thread and write the buffer later: it is retired, not freed or
+  /// reused, until this object goes (after the communicator stopped).
+  void await(work w) {
+    try {
+      w.wait();
+    } catch (...) {
+      retired_.push_back(std::move(buffer_));
+      buffer_ = pinned_buffer();
+      throw;
+    }
+  }
+
   /// At least `bytes` of pinned memory (never null: a 0-element collective
   /// still passes a valid pointer). Nothing is in flight when it grows.
   std::byte* pinned(std::size_t bytes) {
@@ -85,17 +105,22 @@ private:
   void copy(void* dst, const void* src, std::size_t bytes, const char* collective, const char* direction) {
     if (bytes == 0) return;
     const int rank = comm_.rank();
+    device_guard on(device_, rank); // the stream, the event and the legacy stream of one device
     const std::string what = std::string(collective) + " of a device tensor on a host backend (" + direction +
                              ", " + std::to_string(bytes) + " B)";
+    order_after(stream_.get(), cudaStreamLegacy, after_legacy_.get(), rank);
     check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_.get()),
           ("cudaMemcpyAsync: " + what).c_str(), rank);
     wait_stream(stream_.get(), comm_.timeout(), what, rank);
   }
 
   Comm& comm_;
+  int device_; ///< current at construction; stream_ and after_legacy_ belong to it
   stream stream_;
+  event after_legacy_; ///< re-recorded per copy: each copy is waited for before the next
   pinned_buffer buffer_;
-  std::mutex mu_; ///< one staged collective at a time per group (they share buffer_)
+  std::vector<pinned_buffer> retired_; ///< buffers a collective may still write (see await)
+  std::mutex mu_;                      ///< one staged collective at a time per group (they share buffer_)
 };
 
 } // namespace detail::cuda

@@ -24,8 +24,8 @@ inline void check(cudaError_t e, const char* call, int rank = -1) {
   throw error(error_kind::backend,
               (rank >= 0 ? "rank " + std::to_string(rank) + ": " : std::string()) + call +
                   " failed: " + cudaGetErrorString(e) +
-                  " (check that a CUDA device is visible and that the gradients are device pointers of this "
-                  "process's current device)",
+                  " (check that a CUDA device is visible and that the device pointers given to ddp (gradients, "
+                  "device_span tensors) belong to this process's device)",
               rank);
 }
 
@@ -120,6 +120,34 @@ public:
 
 private:
   cudaEvent_t e_ = nullptr;
+};
+
+/// The calling thread's current device.
+inline int current_device(int rank = -1) {
+  int d = 0;
+  check(cudaGetDevice(&d), "cudaGetDevice", rank);
+  return d;
+}
+
+/// Makes `device` the calling thread's current device for its lifetime, then
+/// restores the one it found (ddp's objects live on one device; a user thread
+/// may have switched to another since).
+class device_guard {
+public:
+  device_guard(int device, int rank = -1) {
+    const int was = current_device(rank);
+    if (was == device) return;
+    check(cudaSetDevice(device), "cudaSetDevice", rank);
+    restore_ = was;
+  }
+  device_guard(const device_guard&) = delete;
+  device_guard& operator=(const device_guard&) = delete;
+  ~device_guard() {
+    if (restore_ >= 0) cudaSetDevice(restore_);
+  }
+
+private:
+  int restore_ = -1;
 };
 
 /// Makes `waiter` wait (on the device) for what is queued on `producer` so far.
