@@ -73,7 +73,7 @@ struct device_model {
   }
   template <class F> void for_each_parameter(F&& f) {
     for (std::size_t k = 0; k < values.size(); ++k)
-      f("p" + std::to_string(k), values[k], grads[k]);
+      f(std::string(1, 'p') + std::to_string(k), values[k], grads[k]); // not "p" + ...: g++ 12 -Wrestrict
   }
 };
 

@@ -443,7 +443,11 @@ inline ddp::rendezvous make_rendezvous(const init_options& o) {
   so.token = rv.token;
   so.rank = rv.topo.rank;
   // Each restart round of the job has keys of its own, lost ranks included.
-  if (rv.topo.restart_round) so.scope = "r" + std::to_string(*rv.topo.restart_round) + "/";
+  if (rv.topo.restart_round) { // appended, not "r" + std::to_string(...): g++ 12's false -Wrestrict at -O3
+    so.scope.assign(1, 'r');
+    so.scope += std::to_string(*rv.topo.restart_round);
+    so.scope += '/';
+  }
   rv.store = make_store(so, m.starts_with("tcp://") ? std::string() : store_port_origin(rv.topo));
   // Two processes claiming one rank would corrupt the mesh: refuse clearly.
   if (rv.store->add("ddp/rank/" + std::to_string(rv.topo.rank), 1) != 1)

@@ -51,8 +51,8 @@ inline int port_from_job_id(std::uint64_t job_id) { return 20000 + static_cast<i
 
 inline int port_from_job_id(const std::string& job) {
   std::uint64_t h = 1469598103934665603ull; // FNV-1a: stable across builds
-  for (unsigned char c : job)
-    h = (h ^ c) * 1099511628211ull;
+  for (char c : job)
+    h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
   return port_from_job_id(h);
 }
 

@@ -2546,8 +2546,8 @@ inline int port_from_job_id(std::uint64_t job_id) { return 20000 + static_cast<i
 
 inline int port_from_job_id(const std::string& job) {
   std::uint64_t h = 1469598103934665603ull; // FNV-1a: stable across builds
-  for (unsigned char c : job)
-    h = (h ^ c) * 1099511628211ull;
+  for (char c : job)
+    h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
   return port_from_job_id(h);
 }
 
@@ -7444,12 +7444,13 @@ namespace detail::cuda {
 inline void check(cudaError_t e, const char* call, int rank = -1) {
   if (e == cudaSuccess) return;
   cudaGetLastError(); // clear the sticky non-fatal error so later calls report their own
-  throw error(error_kind::backend,
-              (rank >= 0 ? "rank " + std::to_string(rank) + ": " : std::string()) + call +
-                  " failed: " + cudaGetErrorString(e) +
-                  " (check that a CUDA device is visible and that the device pointers given to ddp (gradients, "
-                  "device_span tensors) belong to this process's device)",
-              rank);
+  throw error(
+      error_kind::backend,
+      (rank >= 0 ? "rank " + std::to_string(rank) + ": " : std::string()) + call +
+          " failed: " + cudaGetErrorString(e) +
+          " (check that a CUDA device is visible and that the device pointers given to ddp (gradients, "
+          "device_span tensors) belong to this process's device)",
+      rank);
 }
 
 /// Device memory, allocated once and kept.
@@ -8766,7 +8767,8 @@ DDP_END_NAMESPACE
 //
 // Copies use cudaMemcpyDefault (unified addressing), so a collective that
 // mixes host and device tensors (all_gather of a host vector into a
-// device_span) stages both the same way.
+// device_span) stages both the same way. The event recorded on the legacy
+// stream invalidates a CUDA graph capture in global mode, as NCCL's does.
 #ifndef DDP_DETAIL_CUDA_PINNED_STAGING_HPP
 #define DDP_DETAIL_CUDA_PINNED_STAGING_HPP
 
@@ -8789,9 +8791,9 @@ public:
     const std::size_t bytes = n * size_of(dt);
     std::lock_guard lock(mu_);
     std::byte* h = pinned(bytes);
-    copy(h, data, bytes, "all_reduce", "device -> pinned");
+    copy(h, data, bytes, "all_reduce", "to pinned");
     await(comm_.all_reduce(h, n, dt, o, true));
-    copy(data, h, bytes, "all_reduce", "pinned -> device");
+    copy(data, h, bytes, "all_reduce", "from pinned");
   }
 
   void broadcast(void* data, std::size_t n, dtype dt, int root) override {
@@ -8799,27 +8801,27 @@ public:
     const bool is_root = comm_.rank() == root;
     std::lock_guard lock(mu_);
     std::byte* h = pinned(bytes);
-    if (is_root) copy(h, data, bytes, "broadcast", "device -> pinned");
+    if (is_root) copy(h, data, bytes, "broadcast", "to pinned");
     await(comm_.broadcast(h, n, dt, root, true));
-    if (!is_root) copy(data, h, bytes, "broadcast", "pinned -> device");
+    if (!is_root) copy(data, h, bytes, "broadcast", "from pinned");
   }
 
   void all_gather(const void* in, void* out, std::size_t n, dtype dt) override {
     const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(comm_.size());
     std::lock_guard lock(mu_);
     std::byte* h = pinned(total + bytes); // [0, total): the result; then this rank's input
-    copy(h + total, in, bytes, "all_gather", "device -> pinned");
+    copy(h + total, in, bytes, "all_gather", "to pinned");
     await(comm_.all_gather(h + total, h, n, dt, true));
-    copy(out, h, total, "all_gather", "pinned -> device");
+    copy(out, h, total, "all_gather", "from pinned");
   }
 
   void reduce_scatter(const void* in, void* out, std::size_t n, dtype dt, op o) override {
     const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(comm_.size());
     std::lock_guard lock(mu_);
     std::byte* h = pinned(total + bytes); // [0, total): the input; then this rank's block
-    copy(h, in, total, "reduce_scatter", "device -> pinned");
+    copy(h, in, total, "reduce_scatter", "to pinned");
     await(comm_.reduce_scatter(h, h + total, n, dt, o, true));
-    copy(out, h + total, bytes, "reduce_scatter", "pinned -> device");
+    copy(out, h + total, bytes, "reduce_scatter", "from pinned");
   }
 
 private:
@@ -8831,10 +8833,13 @@ private:
     try {
       w.wait();
     } catch (...) {
-      retired_.push_back(std::move(buffer_));
-      buffer_ = pinned_buffer();
+      retire();
       throw;
     }
+  }
+  void retire() {
+    retired_.push_back(std::move(buffer_));
+    buffer_ = pinned_buffer();
   }
 
   /// At least `bytes` of pinned memory (never null: a 0-element collective
@@ -8848,7 +8853,8 @@ private:
     return buffer_.get();
   }
 
-  /// One copy on the staging stream, waited for with the group's deadline.
+  /// One copy on the staging stream, waited for with the group's deadline. A
+  /// copy that failed or timed out may still be queued: its buffer is retired.
   void copy(void* dst, const void* src, std::size_t bytes, const char* collective, const char* direction) {
     if (bytes == 0) return;
     const int rank = comm_.rank();
@@ -8856,9 +8862,14 @@ private:
     const std::string what = std::string(collective) + " of a device tensor on a host backend (" + direction +
                              ", " + std::to_string(bytes) + " B)";
     order_after(stream_.get(), cudaStreamLegacy, after_legacy_.get(), rank);
-    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_.get()),
-          ("cudaMemcpyAsync: " + what).c_str(), rank);
-    wait_stream(stream_.get(), comm_.timeout(), what, rank);
+    try {
+      check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_.get()),
+            ("cudaMemcpyAsync: " + what).c_str(), rank);
+      wait_stream(stream_.get(), comm_.timeout(), what, rank);
+    } catch (...) {
+      retire();
+      throw;
+    }
   }
 
   Comm& comm_;
@@ -9291,7 +9302,11 @@ inline ddp::rendezvous make_rendezvous(const init_options& o) {
   so.token = rv.token;
   so.rank = rv.topo.rank;
   // Each restart round of the job has keys of its own, lost ranks included.
-  if (rv.topo.restart_round) so.scope = "r" + std::to_string(*rv.topo.restart_round) + "/";
+  if (rv.topo.restart_round) { // appended, not "r" + std::to_string(...): g++ 12's false -Wrestrict at -O3
+    so.scope.assign(1, 'r');
+    so.scope += std::to_string(*rv.topo.restart_round);
+    so.scope += '/';
+  }
   rv.store = make_store(so, m.starts_with("tcp://") ? std::string() : store_port_origin(rv.topo));
   // Two processes claiming one rank would corrupt the mesh: refuse clearly.
   if (rv.store->add("ddp/rank/" + std::to_string(rv.topo.rank), 1) != 1)
@@ -10513,7 +10528,6 @@ private:
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
   std::byte* pinned_ = nullptr; ///< host staging, mirrors scratch_ (worker thread only)
-  std::size_t pinned_bytes_ = 0;
   bool aborted_ = false;
   std::string current_; ///< the running collective's description (worker thread)
   collective_queue queue_;

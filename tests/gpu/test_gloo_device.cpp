@@ -180,14 +180,16 @@ int main() {
     std::puts("SKIP: no CUDA device (process_group<gloo> collectives on device tensors need one)");
     return 77;
   }
-  auto pg = ddp::init_process_group<ddp::gloo>();
-  cuda_ok(cudaSetDevice(pg.topology().local_rank % devices), "cudaSetDevice");
   try {
+    // The group inside the try: an exception unwinds through its destructor, which then tells
+    // the other ranks at once instead of holding them in a collective until their timeout.
+    auto pg = ddp::init_process_group<ddp::gloo>();
+    cuda_ok(cudaSetDevice(pg.topology().local_rank % devices), "cudaSetDevice");
     run(pg);
+    std::printf("rank %d/%d gloo device collectives: %s\n", pg.rank(), pg.size(), failures ? "FAILED" : "ok");
   } catch (const std::exception& e) {
     std::printf("FAILED: %s: %s\n", current_case, e.what());
-    ++failures;
+    return 1;
   }
-  std::printf("rank %d/%d gloo device collectives: %s\n", pg.rank(), pg.size(), failures ? "FAILED" : "ok");
   return failures ? 1 : 0;
 }

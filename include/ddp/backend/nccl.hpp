@@ -377,7 +377,6 @@ private:
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
   std::byte* pinned_ = nullptr; ///< host staging, mirrors scratch_ (worker thread only)
-  std::size_t pinned_bytes_ = 0;
   bool aborted_ = false;
   std::string current_; ///< the running collective's description (worker thread)
   collective_queue queue_;

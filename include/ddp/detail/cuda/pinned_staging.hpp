@@ -16,7 +16,8 @@
 //
 // Copies use cudaMemcpyDefault (unified addressing), so a collective that
 // mixes host and device tensors (all_gather of a host vector into a
-// device_span) stages both the same way.
+// device_span) stages both the same way. The event recorded on the legacy
+// stream invalidates a CUDA graph capture in global mode, as NCCL's does.
 #ifndef DDP_DETAIL_CUDA_PINNED_STAGING_HPP
 #define DDP_DETAIL_CUDA_PINNED_STAGING_HPP
 
@@ -42,9 +43,9 @@ public:
     const std::size_t bytes = n * size_of(dt);
     std::lock_guard lock(mu_);
     std::byte* h = pinned(bytes);
-    copy(h, data, bytes, "all_reduce", "device -> pinned");
+    copy(h, data, bytes, "all_reduce", "to pinned");
     await(comm_.all_reduce(h, n, dt, o, true));
-    copy(data, h, bytes, "all_reduce", "pinned -> device");
+    copy(data, h, bytes, "all_reduce", "from pinned");
   }
 
   void broadcast(void* data, std::size_t n, dtype dt, int root) override {
@@ -52,27 +53,27 @@ public:
     const bool is_root = comm_.rank() == root;
     std::lock_guard lock(mu_);
     std::byte* h = pinned(bytes);
-    if (is_root) copy(h, data, bytes, "broadcast", "device -> pinned");
+    if (is_root) copy(h, data, bytes, "broadcast", "to pinned");
     await(comm_.broadcast(h, n, dt, root, true));
-    if (!is_root) copy(data, h, bytes, "broadcast", "pinned -> device");
+    if (!is_root) copy(data, h, bytes, "broadcast", "from pinned");
   }
 
   void all_gather(const void* in, void* out, std::size_t n, dtype dt) override {
     const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(comm_.size());
     std::lock_guard lock(mu_);
     std::byte* h = pinned(total + bytes); // [0, total): the result; then this rank's input
-    copy(h + total, in, bytes, "all_gather", "device -> pinned");
+    copy(h + total, in, bytes, "all_gather", "to pinned");
     await(comm_.all_gather(h + total, h, n, dt, true));
-    copy(out, h, total, "all_gather", "pinned -> device");
+    copy(out, h, total, "all_gather", "from pinned");
   }
 
   void reduce_scatter(const void* in, void* out, std::size_t n, dtype dt, op o) override {
     const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(comm_.size());
     std::lock_guard lock(mu_);
     std::byte* h = pinned(total + bytes); // [0, total): the input; then this rank's block
-    copy(h, in, total, "reduce_scatter", "device -> pinned");
+    copy(h, in, total, "reduce_scatter", "to pinned");
     await(comm_.reduce_scatter(h, h + total, n, dt, o, true));
-    copy(out, h + total, bytes, "reduce_scatter", "pinned -> device");
+    copy(out, h + total, bytes, "reduce_scatter", "from pinned");
   }
 
 private:
@@ -84,10 +85,13 @@ private:
     try {
       w.wait();
     } catch (...) {
-      retired_.push_back(std::move(buffer_));
-      buffer_ = pinned_buffer();
+      retire();
       throw;
     }
+  }
+  void retire() {
+    retired_.push_back(std::move(buffer_));
+    buffer_ = pinned_buffer();
   }
 
   /// At least `bytes` of pinned memory (never null: a 0-element collective
@@ -101,7 +105,8 @@ private:
     return buffer_.get();
   }
 
-  /// One copy on the staging stream, waited for with the group's deadline.
+  /// One copy on the staging stream, waited for with the group's deadline. A
+  /// copy that failed or timed out may still be queued: its buffer is retired.
   void copy(void* dst, const void* src, std::size_t bytes, const char* collective, const char* direction) {
     if (bytes == 0) return;
     const int rank = comm_.rank();
@@ -109,9 +114,14 @@ private:
     const std::string what = std::string(collective) + " of a device tensor on a host backend (" + direction +
                              ", " + std::to_string(bytes) + " B)";
     order_after(stream_.get(), cudaStreamLegacy, after_legacy_.get(), rank);
-    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_.get()),
-          ("cudaMemcpyAsync: " + what).c_str(), rank);
-    wait_stream(stream_.get(), comm_.timeout(), what, rank);
+    try {
+      check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_.get()),
+            ("cudaMemcpyAsync: " + what).c_str(), rank);
+      wait_stream(stream_.get(), comm_.timeout(), what, rank);
+    } catch (...) {
+      retire();
+      throw;
+    }
   }
 
   Comm& comm_;

@@ -21,12 +21,13 @@ namespace detail::cuda {
 inline void check(cudaError_t e, const char* call, int rank = -1) {
   if (e == cudaSuccess) return;
   cudaGetLastError(); // clear the sticky non-fatal error so later calls report their own
-  throw error(error_kind::backend,
-              (rank >= 0 ? "rank " + std::to_string(rank) + ": " : std::string()) + call +
-                  " failed: " + cudaGetErrorString(e) +
-                  " (check that a CUDA device is visible and that the device pointers given to ddp (gradients, "
-                  "device_span tensors) belong to this process's device)",
-              rank);
+  throw error(
+      error_kind::backend,
+      (rank >= 0 ? "rank " + std::to_string(rank) + ": " : std::string()) + call +
+          " failed: " + cudaGetErrorString(e) +
+          " (check that a CUDA device is visible and that the device pointers given to ddp (gradients, "
+          "device_span tensors) belong to this process's device)",
+      rank);
 }
 
 /// Device memory, allocated once and kept.
