@@ -169,7 +169,7 @@ private:
         store_->stop_serving_at_once(); // rank 0: its peers learn "rank 0 failed" from it now or from its
                                         // absence
       }
-      if constexpr (requires { comm_->abort_for_failure(reason); })
+      if constexpr (abortable_communicator<typename Backend::communicator>)
         comm_->abort_for_failure(who + " left the job: " + reason);
     } catch (const std::exception& e) { detail::log_line(who, std::string("teardown: ") + e.what()); }
     comm_.reset();
@@ -315,7 +315,13 @@ private:
   }
   std::unique_ptr<detail::staged_collectives> make_staging() {
 #ifdef DDP_DETAIL_PINNED_STAGING
-    return std::make_unique<detail::cuda::pinned_staging<typename Backend::communicator>>(*comm_);
+    // A staging copy fails outside the group's collectives: the group is failed
+    // at once where the backend can, or the peers would wait in the collective
+    // this rank never joins (or left) until their timeout.
+    auto fail_group = [this](const std::string& why) {
+      if constexpr (abortable_communicator<typename Backend::communicator>) comm_->abort_for_failure(why);
+    };
+    return std::make_unique<detail::cuda::pinned_staging<typename Backend::communicator>>(*comm_, fail_group);
 #else
     throw error(error_kind::config, "ddp was built without CUDA: device tensors cannot be staged");
 #endif

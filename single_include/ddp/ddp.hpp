@@ -534,6 +534,8 @@ DDP_END_NAMESPACE
 //                          where memory lives is known at compile time)
 //   shm_communicator       makes host memory the node's ranks share
 //                          (ddp::shm_array) and reduces ranges of it in place
+//   abortable_communicator fails the whole group at once from outside a
+//                          collective (peers blocked on this rank fail now)
 #ifndef DDP_BACKEND_COMMUNICATOR_HPP
 #define DDP_BACKEND_COMMUNICATOR_HPP
 
@@ -2981,6 +2983,16 @@ template <class C>
 concept shm_communicator = communicator<C> && requires(C& c, std::size_t n, const void* p) {
   { c.template make_shm_array<float>(n) } -> std::same_as<shm_array<float>>;
   { c.is_shm_array_memory(p, n) } -> std::same_as<bool>;
+};
+
+/// Fails the group at once from outside a collective, for an error of this
+/// rank's own: what is queued fails, then every connection closes, so peers
+/// blocked on this rank fail now and name it instead of waiting for their
+/// timeout. process_group uses it when an exception leaves it, and when a
+/// device tensor's staging copy fails between its collectives (ddp::gloo).
+template <class C>
+concept abortable_communicator = communicator<C> && requires(C& c, const std::string& why) {
+  c.abort_for_failure(why);
 };
 
 /// A backend policy: a name and a communicator type.
@@ -8774,6 +8786,7 @@ DDP_END_NAMESPACE
 
 
 #include <algorithm>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -8784,8 +8797,11 @@ namespace detail::cuda {
 /// `Comm`: a ddp::communicator on host memory (process_group checks it).
 template <class Comm> class pinned_staging final : public staged_collectives {
 public:
-  explicit pinned_staging(Comm& comm)
-      : comm_(comm), device_(current_device(comm.rank())), stream_(comm.rank()), after_legacy_(comm.rank()) {}
+  /// `fail_group(why)`: fails the group at once (a staging copy failed between
+  /// collectives; see copy()).
+  pinned_staging(Comm& comm, std::function<void(const std::string&)> fail_group)
+      : comm_(comm), fail_group_(std::move(fail_group)), device_(current_device(comm.rank())),
+        stream_(comm.rank()), after_legacy_(comm.rank()) {}
 
   void all_reduce(void* data, std::size_t n, dtype dt, op o) override {
     const std::size_t bytes = n * size_of(dt);
@@ -8855,17 +8871,26 @@ private:
 
   /// One copy on the staging stream, waited for with the group's deadline. A
   /// copy that failed or timed out may still be queued: its buffer is retired.
+  /// And it failed outside the group's collectives, where the peers are (or
+  /// will be) waiting for this rank: the group is failed at once, so they
+  /// fail now, naming this rank, and this group refuses later collectives.
   void copy(void* dst, const void* src, std::size_t bytes, const char* collective, const char* direction) {
     if (bytes == 0) return;
     const int rank = comm_.rank();
-    device_guard on(device_, rank); // the stream, the event and the legacy stream of one device
     const std::string what = std::string(collective) + " of a device tensor on a host backend (" + direction +
                              ", " + std::to_string(bytes) + " B)";
-    order_after(stream_.get(), cudaStreamLegacy, after_legacy_.get(), rank);
     try {
+      device_guard on(device_, rank); // the stream, the event and the legacy stream of one device
+      order_after(stream_.get(), cudaStreamLegacy, after_legacy_.get(), rank);
       check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_.get()),
             ("cudaMemcpyAsync: " + what).c_str(), rank);
       wait_stream(stream_.get(), comm_.timeout(), what, rank);
+    } catch (const std::exception& e) {
+      retire();
+      try {
+        fail_group_("rank " + std::to_string(rank) + ": " + what + " failed: " + e.what());
+      } catch (...) {} // the copy's own error is the one to report
+      throw;
     } catch (...) {
       retire();
       throw;
@@ -8873,6 +8898,7 @@ private:
   }
 
   Comm& comm_;
+  std::function<void(const std::string&)> fail_group_;
   int device_; ///< current at construction; stream_ and after_legacy_ belong to it
   stream stream_;
   event after_legacy_; ///< re-recorded per copy: each copy is waited for before the next
@@ -9028,7 +9054,7 @@ private:
         store_->stop_serving_at_once(); // rank 0: its peers learn "rank 0 failed" from it now or from its
                                         // absence
       }
-      if constexpr (requires { comm_->abort_for_failure(reason); })
+      if constexpr (abortable_communicator<typename Backend::communicator>)
         comm_->abort_for_failure(who + " left the job: " + reason);
     } catch (const std::exception& e) { detail::log_line(who, std::string("teardown: ") + e.what()); }
     comm_.reset();
@@ -9174,7 +9200,13 @@ private:
   }
   std::unique_ptr<detail::staged_collectives> make_staging() {
 #ifdef DDP_DETAIL_PINNED_STAGING
-    return std::make_unique<detail::cuda::pinned_staging<typename Backend::communicator>>(*comm_);
+    // A staging copy fails outside the group's collectives: the group is failed
+    // at once where the backend can, or the peers would wait in the collective
+    // this rank never joins (or left) until their timeout.
+    auto fail_group = [this](const std::string& why) {
+      if constexpr (abortable_communicator<typename Backend::communicator>) comm_->abort_for_failure(why);
+    };
+    return std::make_unique<detail::cuda::pinned_staging<typename Backend::communicator>>(*comm_, fail_group);
 #else
     throw error(error_kind::config, "ddp was built without CUDA: device tensors cannot be staged");
 #endif
@@ -10329,7 +10361,7 @@ public:
 
   work all_reduce(device_memory_t, void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
     return submit("all_reduce", n, dt, blocking, [=, this, after = default_stream_point()] {
-      cuda(cudaStreamWaitEvent(stream_, after.get(), 0), "cudaStreamWaitEvent (the legacy default stream)");
+      follow(after);
       nccl_call(ncclAllReduce(data, data, n, nccl_type(dt), nccl_op(o), comm_, stream_), "ncclAllReduce");
       sync();
     });
@@ -10350,7 +10382,7 @@ public:
 
   work broadcast(device_memory_t, void* data, std::size_t n, dtype dt, int root, bool blocking = false) {
     return submit("broadcast", n, dt, blocking, [=, this, after = default_stream_point()] {
-      cuda(cudaStreamWaitEvent(stream_, after.get(), 0), "cudaStreamWaitEvent (the legacy default stream)");
+      follow(after);
       nccl_call(ncclBroadcast(data, data, n, nccl_type(dt), root, comm_, stream_), "ncclBroadcast");
       sync();
     });
@@ -10359,7 +10391,7 @@ public:
   work all_gather(device_memory_t, const void* in, void* out, std::size_t n, dtype dt,
                   bool blocking = false) {
     return submit("all_gather", n, dt, blocking, [=, this, after = default_stream_point()] {
-      cuda(cudaStreamWaitEvent(stream_, after.get(), 0), "cudaStreamWaitEvent (the legacy default stream)");
+      follow(after);
       nccl_call(ncclAllGather(in, out, n, nccl_type(dt), comm_, stream_), "ncclAllGather");
       sync();
     });
@@ -10368,7 +10400,7 @@ public:
   work reduce_scatter(device_memory_t, const void* in, void* out, std::size_t n, dtype dt, op o,
                       bool blocking = false) {
     return submit("reduce_scatter", n, dt, blocking, [=, this, after = default_stream_point()] {
-      cuda(cudaStreamWaitEvent(stream_, after.get(), 0), "cudaStreamWaitEvent (the legacy default stream)");
+      follow(after);
       nccl_call(ncclReduceScatter(in, out, n, nccl_type(dt), nccl_op(o), comm_, stream_),
                 "ncclReduceScatter");
       sync();
@@ -10391,6 +10423,7 @@ private:
   /// collective: a shared event re-recorded by a later submission could make
   /// an earlier collective wait for work queued after it.
   std::shared_ptr<CUevent_st> default_stream_point() {
+    if (queue_.poisoned()) return {}; // the collective will fail with the group's error, not a CUDA one
     int current = 0;
     cuda(cudaGetDevice(&current), "cudaGetDevice");
     if (current != device_) cuda(cudaSetDevice(device_), "cudaSetDevice");
@@ -10403,6 +10436,12 @@ private:
     if (current != device_) cudaSetDevice(current);
     cuda(recorded, "cudaEventRecord (the legacy default stream, before a collective of device tensors)");
     return point;
+  }
+
+  /// In a job: NCCL's stream waits for the point default_stream_point() recorded.
+  void follow(const std::shared_ptr<CUevent_st>& point) {
+    if (point)
+      cuda(cudaStreamWaitEvent(stream_, point.get(), 0), "cudaStreamWaitEvent (the legacy default stream)");
   }
 
   template <class F> work submit(const char* name, std::size_t n, dtype dt, bool blocking, F body) {

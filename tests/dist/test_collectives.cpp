@@ -219,10 +219,16 @@ TEST_CASE("many interleaved async collectives complete in order with the right v
   }
 }
 
+// What process_group and DDP choose by: Gloo's refinements of the backend contract.
+static_assert(ddp::fragment_communicator<ddp::gloo::communicator>);
+static_assert(ddp::shm_communicator<ddp::gloo::communicator>);
+static_assert(
+    ddp::abortable_communicator<ddp::gloo::communicator>);         // leaving on an error fails peers at once
+static_assert(!ddp::device_communicator<ddp::gloo::communicator>); // device tensors are staged instead
+
 TEST_CASE("the fragment ring crosses piece boundaries inside and across fragments") {
   auto& pg = group();
   auto& comm = pg.communicator();
-  static_assert(ddp::fragment_communicator<ddp::gloo::communicator>);
   const std::size_t default_piece = comm.ring_piece_bytes();
   CHECK(default_piece == std::size_t{1} << 20);
   // 48-byte pieces: 12 floats. Fragments of 1, 11, 12, 13, 37, 0 and 100 elements

@@ -12,6 +12,8 @@
 //                          where memory lives is known at compile time)
 //   shm_communicator       makes host memory the node's ranks share
 //                          (ddp::shm_array) and reduces ranges of it in place
+//   abortable_communicator fails the whole group at once from outside a
+//                          collective (peers blocked on this rank fail now)
 #ifndef DDP_BACKEND_COMMUNICATOR_HPP
 #define DDP_BACKEND_COMMUNICATOR_HPP
 
@@ -100,6 +102,16 @@ template <class C>
 concept shm_communicator = communicator<C> && requires(C& c, std::size_t n, const void* p) {
   { c.template make_shm_array<float>(n) } -> std::same_as<shm_array<float>>;
   { c.is_shm_array_memory(p, n) } -> std::same_as<bool>;
+};
+
+/// Fails the group at once from outside a collective, for an error of this
+/// rank's own: what is queued fails, then every connection closes, so peers
+/// blocked on this rank fail now and name it instead of waiting for their
+/// timeout. process_group uses it when an exception leaves it, and when a
+/// device tensor's staging copy fails between its collectives (ddp::gloo).
+template <class C>
+concept abortable_communicator = communicator<C> && requires(C& c, const std::string& why) {
+  c.abort_for_failure(why);
 };
 
 /// A backend policy: a name and a communicator type.

@@ -178,7 +178,7 @@ public:
 
   work all_reduce(device_memory_t, void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
     return submit("all_reduce", n, dt, blocking, [=, this, after = default_stream_point()] {
-      cuda(cudaStreamWaitEvent(stream_, after.get(), 0), "cudaStreamWaitEvent (the legacy default stream)");
+      follow(after);
       nccl_call(ncclAllReduce(data, data, n, nccl_type(dt), nccl_op(o), comm_, stream_), "ncclAllReduce");
       sync();
     });
@@ -199,7 +199,7 @@ public:
 
   work broadcast(device_memory_t, void* data, std::size_t n, dtype dt, int root, bool blocking = false) {
     return submit("broadcast", n, dt, blocking, [=, this, after = default_stream_point()] {
-      cuda(cudaStreamWaitEvent(stream_, after.get(), 0), "cudaStreamWaitEvent (the legacy default stream)");
+      follow(after);
       nccl_call(ncclBroadcast(data, data, n, nccl_type(dt), root, comm_, stream_), "ncclBroadcast");
       sync();
     });
@@ -208,7 +208,7 @@ public:
   work all_gather(device_memory_t, const void* in, void* out, std::size_t n, dtype dt,
                   bool blocking = false) {
     return submit("all_gather", n, dt, blocking, [=, this, after = default_stream_point()] {
-      cuda(cudaStreamWaitEvent(stream_, after.get(), 0), "cudaStreamWaitEvent (the legacy default stream)");
+      follow(after);
       nccl_call(ncclAllGather(in, out, n, nccl_type(dt), comm_, stream_), "ncclAllGather");
       sync();
     });
@@ -217,7 +217,7 @@ public:
   work reduce_scatter(device_memory_t, const void* in, void* out, std::size_t n, dtype dt, op o,
                       bool blocking = false) {
     return submit("reduce_scatter", n, dt, blocking, [=, this, after = default_stream_point()] {
-      cuda(cudaStreamWaitEvent(stream_, after.get(), 0), "cudaStreamWaitEvent (the legacy default stream)");
+      follow(after);
       nccl_call(ncclReduceScatter(in, out, n, nccl_type(dt), nccl_op(o), comm_, stream_),
                 "ncclReduceScatter");
       sync();
@@ -240,6 +240,7 @@ private:
   /// collective: a shared event re-recorded by a later submission could make
   /// an earlier collective wait for work queued after it.
   std::shared_ptr<CUevent_st> default_stream_point() {
+    if (queue_.poisoned()) return {}; // the collective will fail with the group's error, not a CUDA one
     int current = 0;
     cuda(cudaGetDevice(&current), "cudaGetDevice");
     if (current != device_) cuda(cudaSetDevice(device_), "cudaSetDevice");
@@ -252,6 +253,12 @@ private:
     if (current != device_) cudaSetDevice(current);
     cuda(recorded, "cudaEventRecord (the legacy default stream, before a collective of device tensors)");
     return point;
+  }
+
+  /// In a job: NCCL's stream waits for the point default_stream_point() recorded.
+  void follow(const std::shared_ptr<CUevent_st>& point) {
+    if (point)
+      cuda(cudaStreamWaitEvent(stream_, point.get(), 0), "cudaStreamWaitEvent (the legacy default stream)");
   }
 
   template <class F> work submit(const char* name, std::size_t n, dtype dt, bool blocking, F body) {

@@ -26,6 +26,7 @@
 #include <ddp/work.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -36,8 +37,11 @@ namespace detail::cuda {
 /// `Comm`: a ddp::communicator on host memory (process_group checks it).
 template <class Comm> class pinned_staging final : public staged_collectives {
 public:
-  explicit pinned_staging(Comm& comm)
-      : comm_(comm), device_(current_device(comm.rank())), stream_(comm.rank()), after_legacy_(comm.rank()) {}
+  /// `fail_group(why)`: fails the group at once (a staging copy failed between
+  /// collectives; see copy()).
+  pinned_staging(Comm& comm, std::function<void(const std::string&)> fail_group)
+      : comm_(comm), fail_group_(std::move(fail_group)), device_(current_device(comm.rank())),
+        stream_(comm.rank()), after_legacy_(comm.rank()) {}
 
   void all_reduce(void* data, std::size_t n, dtype dt, op o) override {
     const std::size_t bytes = n * size_of(dt);
@@ -107,17 +111,26 @@ private:
 
   /// One copy on the staging stream, waited for with the group's deadline. A
   /// copy that failed or timed out may still be queued: its buffer is retired.
+  /// And it failed outside the group's collectives, where the peers are (or
+  /// will be) waiting for this rank: the group is failed at once, so they
+  /// fail now, naming this rank, and this group refuses later collectives.
   void copy(void* dst, const void* src, std::size_t bytes, const char* collective, const char* direction) {
     if (bytes == 0) return;
     const int rank = comm_.rank();
-    device_guard on(device_, rank); // the stream, the event and the legacy stream of one device
     const std::string what = std::string(collective) + " of a device tensor on a host backend (" + direction +
                              ", " + std::to_string(bytes) + " B)";
-    order_after(stream_.get(), cudaStreamLegacy, after_legacy_.get(), rank);
     try {
+      device_guard on(device_, rank); // the stream, the event and the legacy stream of one device
+      order_after(stream_.get(), cudaStreamLegacy, after_legacy_.get(), rank);
       check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_.get()),
             ("cudaMemcpyAsync: " + what).c_str(), rank);
       wait_stream(stream_.get(), comm_.timeout(), what, rank);
+    } catch (const std::exception& e) {
+      retire();
+      try {
+        fail_group_("rank " + std::to_string(rank) + ": " + what + " failed: " + e.what());
+      } catch (...) {} // the copy's own error is the one to report
+      throw;
     } catch (...) {
       retire();
       throw;
@@ -125,6 +138,7 @@ private:
   }
 
   Comm& comm_;
+  std::function<void(const std::string&)> fail_group_;
   int device_; ///< current at construction; stream_ and after_legacy_ belong to it
   stream stream_;
   event after_legacy_; ///< re-recorded per copy: each copy is waited for before the next
