@@ -158,11 +158,22 @@ public:
 
 private:
   void leave_on_own_failure() noexcept {
+    fail_job("an exception escaped while its process group was alive (an error of its own, outside ddp's "
+             "collectives: see its output)",
+             "left the job");
+    comm_.reset();
+    staged_.reset();
+  }
+
+  /// This rank failed on its own, outside the group's collectives: the
+  /// launcher, the store (peers then name this rank and `reason` within a
+  /// second) and every connection (peers blocked on this rank fail now) are
+  /// told; the group refuses later collectives. Not a teardown: the caller
+  /// decides what happens to the group object.
+  void fail_job(const std::string& reason, const char* what_happened) noexcept {
     const std::string who = "rank " + std::to_string(rank());
-    const std::string reason = "an exception escaped while its process group was alive (an error of its own, "
-                               "outside ddp's collectives: see its output)";
     detail::note_failure_for_launcher(rank(), reason);
-    detail::log_line(who, "leaving on an error of its own: telling the other ranks");
+    detail::log_line(who, std::string(what_happened) + " on an error of its own: telling the other ranks");
     try {
       if (store_) {
         store_->report_failure(reason);
@@ -170,10 +181,8 @@ private:
                                         // absence
       }
       if constexpr (abortable_communicator<typename Backend::communicator>)
-        comm_->abort_for_failure(who + " left the job: " + reason);
+        comm_->abort_for_failure(who + " " + what_happened + ": " + reason);
     } catch (const std::exception& e) { detail::log_line(who, std::string("teardown: ") + e.what()); }
-    comm_.reset();
-    staged_.reset();
   }
 
   template <class T> work all_reduce_impl(T& t, op o, bool blocking) {
@@ -318,9 +327,7 @@ private:
     // A staging copy fails outside the group's collectives: the group is failed
     // at once where the backend can, or the peers would wait in the collective
     // this rank never joins (or left) until their timeout.
-    auto fail_group = [this](const std::string& why) {
-      if constexpr (abortable_communicator<typename Backend::communicator>) comm_->abort_for_failure(why);
-    };
+    auto fail_group = [this](const std::string& why) { fail_job(why, "failed its part of a collective"); };
     return std::make_unique<detail::cuda::pinned_staging<typename Backend::communicator>>(*comm_, fail_group);
 #else
     throw error(error_kind::config, "ddp was built without CUDA: device tensors cannot be staged");

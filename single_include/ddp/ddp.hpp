@@ -8797,8 +8797,8 @@ namespace detail::cuda {
 /// `Comm`: a ddp::communicator on host memory (process_group checks it).
 template <class Comm> class pinned_staging final : public staged_collectives {
 public:
-  /// `fail_group(why)`: fails the group at once (a staging copy failed between
-  /// collectives; see copy()).
+  /// `fail_group(why)`: fails the group at once, noexcept (a staging copy
+  /// failed before its collective; see copy()).
   pinned_staging(Comm& comm, std::function<void(const std::string&)> fail_group)
       : comm_(comm), fail_group_(std::move(fail_group)), device_(current_device(comm.rank())),
         stream_(comm.rank()), after_legacy_(comm.rank()) {}
@@ -8806,41 +8806,54 @@ public:
   void all_reduce(void* data, std::size_t n, dtype dt, op o) override {
     const std::size_t bytes = n * size_of(dt);
     std::lock_guard lock(mu_);
+    refuse_if_failed();
     std::byte* h = pinned(bytes);
-    copy(h, data, bytes, "all_reduce", "to pinned");
+    copy(h, data, bytes, "all_reduce", before_collective);
     await(comm_.all_reduce(h, n, dt, o, true));
-    copy(data, h, bytes, "all_reduce", "from pinned");
+    copy(data, h, bytes, "all_reduce", after_collective);
   }
 
   void broadcast(void* data, std::size_t n, dtype dt, int root) override {
     const std::size_t bytes = n * size_of(dt);
     const bool is_root = comm_.rank() == root;
     std::lock_guard lock(mu_);
+    refuse_if_failed();
     std::byte* h = pinned(bytes);
-    if (is_root) copy(h, data, bytes, "broadcast", "to pinned");
+    if (is_root) copy(h, data, bytes, "broadcast", before_collective);
     await(comm_.broadcast(h, n, dt, root, true));
-    if (!is_root) copy(data, h, bytes, "broadcast", "from pinned");
+    if (!is_root) copy(data, h, bytes, "broadcast", after_collective);
   }
 
   void all_gather(const void* in, void* out, std::size_t n, dtype dt) override {
     const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(comm_.size());
     std::lock_guard lock(mu_);
+    refuse_if_failed();
     std::byte* h = pinned(total + bytes); // [0, total): the result; then this rank's input
-    copy(h + total, in, bytes, "all_gather", "to pinned");
+    copy(h + total, in, bytes, "all_gather", before_collective);
     await(comm_.all_gather(h + total, h, n, dt, true));
-    copy(out, h, total, "all_gather", "from pinned");
+    copy(out, h, total, "all_gather", after_collective);
   }
 
   void reduce_scatter(const void* in, void* out, std::size_t n, dtype dt, op o) override {
     const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(comm_.size());
     std::lock_guard lock(mu_);
+    refuse_if_failed();
     std::byte* h = pinned(total + bytes); // [0, total): the input; then this rank's block
-    copy(h, in, total, "reduce_scatter", "to pinned");
+    copy(h, in, total, "reduce_scatter", before_collective);
     await(comm_.reduce_scatter(h, h + total, n, dt, o, true));
-    copy(out, h + total, bytes, "reduce_scatter", "from pinned");
+    copy(out, h + total, bytes, "reduce_scatter", after_collective);
   }
 
 private:
+  /// Which side of the host collective a copy is on.
+  enum class phase : bool { before, after };
+  static constexpr phase before_collective = phase::before, after_collective = phase::after;
+
+  /// A group that failed (here or in a collective) refuses at once, before any copy.
+  void refuse_if_failed() const {
+    if (auto failed = comm_.poisoned()) std::rethrow_exception(failed);
+  }
+
   /// Waits for the host collective on the pinned buffer. When the wait gives up
   /// (its own deadline) the collective may still be queued or running on the
   /// group's thread and write the buffer later: it is retired, not freed or
@@ -8871,27 +8884,31 @@ private:
 
   /// One copy on the staging stream, waited for with the group's deadline. A
   /// copy that failed or timed out may still be queued: its buffer is retired.
-  /// And it failed outside the group's collectives, where the peers are (or
-  /// will be) waiting for this rank: the group is failed at once, so they
-  /// fail now, naming this rank, and this group refuses later collectives.
-  void copy(void* dst, const void* src, std::size_t bytes, const char* collective, const char* direction) {
+  /// Before the collective, the peers are (or will be) waiting for this rank
+  /// in it: the group is failed at once (fail_group_: the store names this rank
+  /// and why, connections close), so they fail now, not at their timeout; that
+  /// may wait, bounded by the group's timeout, for a collective this rank
+  /// submitted earlier to end. After the collective nobody waits: the error is
+  /// this rank's alone, and a stuck device fails the next staged call's first copy.
+  void copy(void* dst, const void* src, std::size_t bytes, const char* collective, phase when) {
     if (bytes == 0) return;
     const int rank = comm_.rank();
-    const std::string what = std::string(collective) + " of a device tensor on a host backend (" + direction +
-                             ", " + std::to_string(bytes) + " B)";
+    const std::string what = std::string(collective) + " of a device tensor on a host backend (" +
+                             (when == phase::before ? "to" : "from") + " pinned memory, " +
+                             std::to_string(bytes) + " B)";
     try {
       device_guard on(device_, rank); // the stream, the event and the legacy stream of one device
       order_after(stream_.get(), cudaStreamLegacy, after_legacy_.get(), rank);
       check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_.get()),
             ("cudaMemcpyAsync: " + what).c_str(), rank);
       wait_stream(stream_.get(), comm_.timeout(), what, rank);
-    } catch (const std::exception& e) {
+    } catch (const error& e) {
+      if (when == phase::before)
+        fail_group_(what + " failed before its collective: " + std::string(e.message()));
       retire();
-      try {
-        fail_group_("rank " + std::to_string(rank) + ": " + what + " failed: " + e.what());
-      } catch (...) {} // the copy's own error is the one to report
       throw;
     } catch (...) {
+      if (when == phase::before) fail_group_(what + " failed before its collective");
       retire();
       throw;
     }
@@ -9043,11 +9060,22 @@ public:
 
 private:
   void leave_on_own_failure() noexcept {
+    fail_job("an exception escaped while its process group was alive (an error of its own, outside ddp's "
+             "collectives: see its output)",
+             "left the job");
+    comm_.reset();
+    staged_.reset();
+  }
+
+  /// This rank failed on its own, outside the group's collectives: the
+  /// launcher, the store (peers then name this rank and `reason` within a
+  /// second) and every connection (peers blocked on this rank fail now) are
+  /// told; the group refuses later collectives. Not a teardown: the caller
+  /// decides what happens to the group object.
+  void fail_job(const std::string& reason, const char* what_happened) noexcept {
     const std::string who = "rank " + std::to_string(rank());
-    const std::string reason = "an exception escaped while its process group was alive (an error of its own, "
-                               "outside ddp's collectives: see its output)";
     detail::note_failure_for_launcher(rank(), reason);
-    detail::log_line(who, "leaving on an error of its own: telling the other ranks");
+    detail::log_line(who, std::string(what_happened) + " on an error of its own: telling the other ranks");
     try {
       if (store_) {
         store_->report_failure(reason);
@@ -9055,10 +9083,8 @@ private:
                                         // absence
       }
       if constexpr (abortable_communicator<typename Backend::communicator>)
-        comm_->abort_for_failure(who + " left the job: " + reason);
+        comm_->abort_for_failure(who + " " + what_happened + ": " + reason);
     } catch (const std::exception& e) { detail::log_line(who, std::string("teardown: ") + e.what()); }
-    comm_.reset();
-    staged_.reset();
   }
 
   template <class T> work all_reduce_impl(T& t, op o, bool blocking) {
@@ -9203,9 +9229,7 @@ private:
     // A staging copy fails outside the group's collectives: the group is failed
     // at once where the backend can, or the peers would wait in the collective
     // this rank never joins (or left) until their timeout.
-    auto fail_group = [this](const std::string& why) {
-      if constexpr (abortable_communicator<typename Backend::communicator>) comm_->abort_for_failure(why);
-    };
+    auto fail_group = [this](const std::string& why) { fail_job(why, "failed its part of a collective"); };
     return std::make_unique<detail::cuda::pinned_staging<typename Backend::communicator>>(*comm_, fail_group);
 #else
     throw error(error_kind::config, "ddp was built without CUDA: device tensors cannot be staged");
