@@ -7521,12 +7521,10 @@ private:
   std::size_t bytes_ = 0;
 };
 
-/// A stream of ddp's own. Non-blocking by default (ordered after other streams
-/// only by events); cudaStreamDefault makes it follow the legacy default stream.
 class stream {
 public:
-  explicit stream(int rank = -1, unsigned flags = cudaStreamNonBlocking) {
-    check(cudaStreamCreateWithFlags(&s_, flags), "cudaStreamCreateWithFlags", rank);
+  explicit stream(int rank = -1) {
+    check(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", rank);
   }
   stream(const stream&) = delete;
   stream& operator=(const stream&) = delete;
@@ -10446,26 +10444,19 @@ private:
   /// default stream (the thread's current device is restored). One per
   /// collective: a shared event re-recorded by a later submission could make
   /// an earlier collective wait for work queued after it.
-  std::shared_ptr<CUevent_st> default_stream_point() {
+  std::shared_ptr<detail::cuda::event> default_stream_point() {
     if (queue_.poisoned()) return {}; // the collective will fail with the group's error, not a CUDA one
-    int current = 0;
-    cuda(cudaGetDevice(&current), "cudaGetDevice");
-    if (current != device_) cuda(cudaSetDevice(device_), "cudaSetDevice");
-    cudaEvent_t e = nullptr;
-    cudaError_t made = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
-    std::shared_ptr<CUevent_st> point(made == cudaSuccess ? e : nullptr, [](cudaEvent_t x) {
-      if (x) cudaEventDestroy(x);
-    });
-    cudaError_t recorded = made == cudaSuccess ? cudaEventRecord(e, cudaStreamLegacy) : made;
-    if (current != device_) cudaSetDevice(current);
-    cuda(recorded, "cudaEventRecord (the legacy default stream, before a collective of device tensors)");
+    detail::cuda::device_guard on(device_, rank_);
+    auto point = std::make_shared<detail::cuda::event>(rank_);
+    cuda(cudaEventRecord(point->get(), cudaStreamLegacy),
+         "cudaEventRecord (the legacy default stream, before a collective of device tensors)");
     return point;
   }
 
   /// In a job: NCCL's stream waits for the point default_stream_point() recorded.
-  void follow(const std::shared_ptr<CUevent_st>& point) {
+  void follow(const std::shared_ptr<detail::cuda::event>& point) {
     if (point)
-      cuda(cudaStreamWaitEvent(stream_, point.get(), 0), "cudaStreamWaitEvent (the legacy default stream)");
+      cuda(cudaStreamWaitEvent(stream_, point->get(), 0), "cudaStreamWaitEvent (the legacy default stream)");
   }
 
   template <class F> work submit(const char* name, std::size_t n, dtype dt, bool blocking, F body) {

@@ -86,12 +86,10 @@ private:
   std::size_t bytes_ = 0;
 };
 
-/// A stream of ddp's own. Non-blocking by default (ordered after other streams
-/// only by events); cudaStreamDefault makes it follow the legacy default stream.
 class stream {
 public:
-  explicit stream(int rank = -1, unsigned flags = cudaStreamNonBlocking) {
-    check(cudaStreamCreateWithFlags(&s_, flags), "cudaStreamCreateWithFlags", rank);
+  explicit stream(int rank = -1) {
+    check(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", rank);
   }
   stream(const stream&) = delete;
   stream& operator=(const stream&) = delete;
