@@ -11,6 +11,7 @@
 #include <ddp/data_parallel/bucket_engine.hpp>
 #include <ddp/data_parallel/bucket_plan.hpp>
 #include <ddp/data_parallel/debug.hpp>
+#include <ddp/data_parallel/device_broadcasts.hpp>
 #include <ddp/data_parallel/join.hpp>
 #include <ddp/data_parallel/no_sync.hpp>
 #include <ddp/data_parallel/options.hpp>
@@ -67,7 +68,7 @@ public:
   /// parameters and buffers to every rank.
   distributed_data_parallel(Model& m, process_group<Backend>& pg, ddp_options o = {})
       : model_(m), pg_(pg), opts_(o), registry_(m), on_device_(gradients_on_device()),
-        staging_(pg.communicator(), o.compute_stream), plan_(verify_then_plan()), step_(plan_),
+        broadcasts_(pg.communicator(), o.compute_stream), plan_(verify_then_plan()), step_(plan_),
         timeline_(plan_),
         engine_(pg.communicator(), plan_, registry_.parameters(), on_device_, o.compute_stream),
         join_(pg.communicator()) {
@@ -104,8 +105,14 @@ public:
   /// Launches what is left (unmarked gradients count as ready unless
   /// strict_marking), waits, and leaves the reduced gradients in the model's
   /// gradient tensors on every rank. Inside no_sync(), does nothing but end the step.
-  /// Device gradients with ddp_options::compute_stream: the collectives are
-  /// waited for, the last unpacking is not: the compute stream waits for it.
+  /// Device gradients with ddp_options::compute_stream: stream-ordered, the
+  /// compute stream waits on the device for the reduced gradients. Over
+  /// ddp::nccl the host waits for none of it (only until each bucket's
+  /// collective is queued; a failure found later is thrown by the next
+  /// synchronize() or collective), except that broadcasting device buffers
+  /// (broadcast_buffers, a model with buffers) first waits for the compute
+  /// stream; over ddp::gloo it waits for each bucket's collective (it runs on
+  /// the host), not for the copies back.
   void synchronize() { synchronize_impl(/*blocking=*/false); }
 
   /// synchronize(), and the host also waits until the reduced gradients are in
@@ -132,7 +139,8 @@ private:
       for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
         finish(b);
       engine_.finish_step(blocking);
-      if (opts_.broadcast_buffers && !registry_.buffers().empty()) sync_buffers();
+      if (opts_.broadcast_buffers && !registry_.buffers().empty())
+        broadcast_buffers(/*stream_ordered=*/!blocking);
     } catch (...) {
       engine_.wait_all_quietly();
       end_step();
@@ -155,12 +163,9 @@ public:
     return no_sync_guard(no_sync_depth_);
   }
 
-  /// Copies rank 0's buffers (running statistics and such) to every rank.
-  void sync_buffers() {
-    if (!step_.started()) refresh(); // inside a step, begin_step() did
-    if (device_communicator<comm_type> && registry_.any_on_device()) staging_.settle_compute_stream();
-    registry_.broadcast_from_rank0(comm(), /*buffers_only=*/true, staging_);
-  }
+  /// Copies rank 0's buffers (running statistics and such) to every rank;
+  /// returns once they are in place (device buffers too).
+  void sync_buffers() { broadcast_buffers(/*stream_ordered=*/false); }
 
   /// For uneven inputs (options.uneven_inputs on every rank): a rank that has
   /// run out of data calls join(). Until every rank has joined, it shadows the
@@ -185,6 +190,14 @@ public:
 
 private:
   comm_type& comm() noexcept { return pg_.communicator(); }
+
+  /// `stream_ordered`: the compute stream, not the host, waits for device
+  /// buffers (synchronize() with a compute stream, over ddp::nccl).
+  void broadcast_buffers(bool stream_ordered) {
+    if (!step_.started()) refresh(); // inside a step, begin_step() did
+    if (registry_.any_on_device()) broadcasts_.begin(stream_ordered);
+    registry_.broadcast_from_rank0(comm(), /*buffers_only=*/true, broadcasts_);
+  }
   double mean_scale() const { return Reduction::average ? 1.0 / pg_.size() : 1.0; }
 
   /// Where the gradients live picks the bucket engine: all on the host or all
@@ -206,8 +219,9 @@ private:
   /// then the buckets are planned.
   detail::bucket_plan verify_then_plan() {
     if (opts_.verify_model) registry_.verify_across_ranks(comm());
-    if (device_communicator<comm_type> && registry_.any_on_device()) staging_.settle_compute_stream();
-    registry_.broadcast_from_rank0(comm(), /*buffers_only=*/false, staging_);
+    if (registry_.any_on_device())
+      broadcasts_.begin(/*stream_ordered=*/false); // a failure is the constructor's
+    registry_.broadcast_from_rank0(comm(), /*buffers_only=*/false, broadcasts_);
     auto descs = detail::describe_for_bucketing(registry_.parameters());
     return detail::make_bucket_plan(
         Bucketing::assign(std::span<const parameter_desc>(descs)), registry_.parameters(),
@@ -305,8 +319,8 @@ private:
   process_group<Backend>& pg_;
   ddp_options opts_;
   detail::parameter_registry<Model> registry_;
-  bool on_device_;                            ///< gradients in device memory: the CUDA engine
-  detail::device_staging<comm_type> staging_; ///< device tensors over a host-only communicator
+  bool on_device_;                                  ///< gradients in device memory: the CUDA engine
+  detail::device_broadcasts<comm_type> broadcasts_; ///< device tensors in broadcasts from rank 0
   detail::bucket_plan plan_;
   detail::step_state step_;
   detail::step_timeline timeline_;

@@ -2846,9 +2846,12 @@ DDP_END_NAMESPACE
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+
+struct CUstream_st; // cudaStream_t is CUstream_st*: no CUDA header needed here
 
 DDP_BEGIN_NAMESPACE
 
@@ -2860,6 +2863,19 @@ struct work_state {
   std::exception_ptr failure;
   std::string what; ///< "all_reduce #12 (4096 x float32)": names it in a timeout
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
+  /// Set by a backend whose collective completes on a device stream (NCCL,
+  /// device tensors) once it is queued there: makes a stream wait for it on
+  /// the device. Empty for collectives that complete on the host.
+  std::function<void(CUstream_st*)> order_stream;
+
+  /// Called by the running collective, on the backend's thread.
+  void queued_on_device(std::function<void(CUstream_st*)> order) {
+    {
+      std::lock_guard lock(mu);
+      order_stream = std::move(order);
+    }
+    cv.notify_all();
+  }
 
   void finish(std::exception_ptr e) {
     {
@@ -2895,6 +2911,29 @@ public:
       throw error(error_kind::timeout,
                   s_->what + " did not complete within " + std::to_string(limit.count()) + " ms");
     if (s_->failure) std::rethrow_exception(s_->failure);
+  }
+
+  /// Stream-ordered wait: `stream` (a cudaStream_t; null: the legacy default
+  /// stream of the calling thread's device) waits, on the device, for the
+  /// collective. Where it completes on a device stream (ddp::nccl, device
+  /// tensors) the calling thread waits only until it was queued there, not
+  /// for it to finish; a failure after that (a timeout, a lost peer) is
+  /// reported by wait(), and the group refuses every later collective with it.
+  /// Anywhere else (host memory, ddp::gloo) the result is written by the host:
+  /// this is wait().
+  void wait_on(CUstream_st* stream) const {
+    if (!s_) return;
+    std::function<void(CUstream_st*)> order;
+    {
+      std::unique_lock lock(s_->mu);
+      auto limit = s_->timeout + std::chrono::seconds(30);
+      if (!s_->cv.wait_for(lock, limit, [&] { return s_->finished || s_->order_stream; }))
+        throw error(error_kind::timeout,
+                    s_->what + " was not queued within " + std::to_string(limit.count()) + " ms");
+      if (s_->failure) std::rethrow_exception(s_->failure);
+      order = s_->order_stream;
+    }
+    if (order) order(stream);
   }
 
 private:
@@ -3575,7 +3614,9 @@ namespace detail {
 
 class ordered_queue {
 public:
-  using task = std::function<void()>;
+  /// Gets its own work's state: a collective that completes on a device
+  /// stream publishes how to wait for it there (work_state::queued_on_device).
+  using task = std::function<void(work_state&)>;
 
 private:
   struct item {
@@ -3668,7 +3709,7 @@ private:
   void execute(item it) {
     std::exception_ptr failure;
     try {
-      it.fn();
+      it.fn(*it.state);
     } catch (...) { failure = std::current_exception(); }
     std::deque<item> failed;
     {
@@ -3723,10 +3764,10 @@ public:
   collective_queue(int rank, std::chrono::milliseconds timeout, std::string note = {})
       : trace_(rank), rank_(rank), timeout_(timeout), note_(std::move(note)) {}
 
-  /// Queues `body(what)` behind every collective submitted before it. With
-  /// `blocking`, a caller about to wait anyway runs it inline when the queue is idle.
-  /// `bucket`: the DDP bucket this collective reduces, when the caller knows it
-  /// (else the one distributed_data_parallel is launching on this thread, if any).
+  /// Queues `body(what, state)` (state: the returned work's) behind every collective submitted before it.
+  /// With `blocking`, a caller about to wait anyway runs it inline when the queue is idle. `bucket`: the DDP
+  /// bucket this collective reduces, when the caller knows it (else the one distributed_data_parallel is
+  /// launching on this thread, if any).
   template <class F>
   work submit(std::string_view name, std::size_t n, dtype dt, bool blocking, F body, int bucket = -1) {
     const std::uint64_t seq = seq_++;
@@ -3739,11 +3780,11 @@ public:
     if (trace::on())
       t = {trace::now_ns(), static_cast<std::int64_t>(n * size_of(dt)), bucket, trace_label(name)};
     return queue_->submit(
-        [this, body = std::move(body), what, seq, t]() mutable {
+        [this, body = std::move(body), what, seq, t](work_state& self) mutable {
           const std::int64_t start = t.queued_ns >= 0 ? trace::now_ns() : -1;
           recorder_.running(seq);
           try {
-            body(what);
+            body(what, self);
           } catch (...) {
             recorder_.finished(seq, false);
             t.record(seq, start);
@@ -6020,7 +6061,7 @@ private:
   /// failure closes every connection (peers fail at once) and poisons the group.
   template <class F> work submit(const char* name, std::size_t n, dtype dt, bool blocking, F body) {
     return queue_.submit(name, n, dt, blocking,
-                         [this, body = std::move(body)](const std::string& what) mutable {
+                         [this, body = std::move(body)](const std::string& what, work_state&) mutable {
                            std::uint32_t tag = next_tag_++;
                            run_guarded(what, [&] { body(tag, what); });
                          });
@@ -7022,10 +7063,16 @@ DDP_END_NAMESPACE
 //           pointer; NCCL's stream waits for it on the device (no host wait).
 //           Host backends: one device->pinned copy; the host waits (deadline)
 //           for it before handing the pinned pointer to the communicator.
-//   unpack  (after the collective's work completed) pinned->device copy and one
-//           unpack kernel, queued on the engine's stream.
+//   wait    NCCL: the engine's stream waits for the collective's event (the
+//           host only until it is queued: work::wait_on); host backends: the
+//           host waits for the collective (it runs there).
+//   unpack  pinned->device copy (host backends) and one unpack kernel, queued
+//           on the engine's stream.
 //   finish_step  the user's stream waits for the engine's stream (an event),
-//           or the host waits with a deadline (blocking form).
+//           or the host waits with a deadline (blocking form, or no compute
+//           stream) and then for every collective's work, so that a failure
+//           (an NCCL timeout aborts the communicator: its stream then runs
+//           on) is an error here, not reduced gradients that are not.
 #ifndef DDP_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
 #define DDP_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
 
@@ -7720,6 +7767,7 @@ template <class C>
 concept event_ordered_communicator = device_communicator<C> &&
     requires(C& c, void* p, std::size_t n, dtype dt, op o, cudaEvent_t ready) {
   { c.all_reduce(device_memory, p, n, dt, o, ready, false) } -> std::same_as<work>;
+  { c.broadcast(device_memory, p, n, dt, 0, ready, false) } -> std::same_as<work>;
 };
 
 template <communicator Comm> class device_bucket_engine {
@@ -7802,13 +7850,22 @@ public:
     s.in_flight = reduce(i, data, avg);
   }
 
-  /// Waits for bucket i's collective; false when it was not launched.
+  /// Waits for bucket i's collective, so that unpack(i) follows it; false
+  /// when it was not launched. A device communicator's collective is waited
+  /// for on the engine's stream (over NCCL the host waits only until it is
+  /// queued) and kept until finish_step() checks it; t_done is then the host's
+  /// view (when it was queued), not the collective's end.
   bool wait(std::size_t i) {
     auto& s = state_[i];
     if (!s.in_flight) return false;
     auto w = std::move(*s.in_flight);
     s.in_flight.reset();
-    w.wait();
+    if constexpr (device_comm) {
+      w.wait_on(stream_.get());
+      s.settling = std::move(w);
+    } else {
+      w.wait();
+    }
     s.t_done = std::chrono::steady_clock::now();
     return true;
   }
@@ -7833,9 +7890,11 @@ public:
   void finish_step(bool blocking) {
     if (blocking || !user_) {
       cuda::wait_stream(stream_.get(), comm_.timeout(), "unpacking the reduced gradients", rank());
+      settle(/*wait=*/true);
       return;
     }
     cuda::order_after(user_, stream_.get(), ordered_.get(), rank());
+    settle(/*wait=*/false);
   }
 
   /// A joined rank's stand-in for bucket i: the same collective on zeros.
@@ -7856,12 +7915,13 @@ public:
 
   void wait_all_quietly() {
     for (auto& s : state_)
-      if (s.in_flight) {
-        try {
-          s.in_flight->wait();
-        } catch (...) {}
-        s.in_flight.reset();
-      }
+      for (auto* w : {&s.in_flight, &s.settling})
+        if (*w) {
+          try {
+            (*w)->wait();
+          } catch (...) {}
+          w->reset();
+        }
   }
 
   double last_duration_ms(std::size_t i) const {
@@ -7880,6 +7940,7 @@ private:
     std::optional<cuda::event> ready; ///< recorded after packing (event-ordered communicators)
     std::size_t longest = 0;
     std::optional<work> in_flight;
+    std::optional<work> settling; ///< waited for on the device, not yet on the host (device communicators)
     std::chrono::steady_clock::time_point t_launch, t_done;
   };
 
@@ -7890,6 +7951,20 @@ private:
   /// the bucket; the same answer on every rank (same plan, same scale).
   static bool uses_avg(const planned_bucket& b, double scale) {
     return device_comm && scale != 1.0 && b.wire_type == b.param_type;
+  }
+
+  /// The collectives waited for on the device: with `wait`, the host waits for
+  /// each (they are done or about to be: the engine's stream drained after
+  /// them) and a failure is thrown; without, only a failure already known is.
+  /// Either way they are forgotten: one that fails later poisons the group, so
+  /// the next collective reports it.
+  void settle(bool wait) {
+    for (auto& s : state_) {
+      if (!s.settling) continue;
+      auto w = std::move(*s.settling);
+      s.settling.reset();
+      if (wait || w.done()) w.wait();
+    }
   }
 
   /// The engine's stream continues after what the compute stream queued so far.
@@ -8010,40 +8085,6 @@ inline constexpr bool cuda_engine_available =
 #else
     false;
 #endif
-
-/// Broadcasts one device tensor over a host-only communicator (see
-/// staged_broadcaster); an error where ddp was built without CUDA.
-template <communicator Comm> class device_staging {
-public:
-  device_staging(Comm& comm, CUstream_st* compute_stream) : comm_(comm), stream_(compute_stream) {}
-  void operator()(const tensor_slot& s) {
-#ifdef DDP_DETAIL_DEVICE_ENGINE
-    if (!impl_) impl_ = std::make_unique<staged_broadcaster<Comm>>(comm_, stream_);
-    (*impl_)(s);
-#else
-    throw error(error_kind::config, "rank " + std::to_string(comm_.rank()) + ": '" + s.name +
-                                        "' lives in device memory but ddp was compiled without CUDA: link "
-                                        "ddp::cuda or ddp::nccl (they define DDP_WITH_CUDA)");
-#endif
-  }
-
-  /// Before a device communicator broadcasts device tensors in place: its
-  /// stream does not follow the compute stream, so the host waits (with the
-  /// communicator's deadline) for what the compute stream queued.
-  void settle_compute_stream() {
-#ifdef DDP_DETAIL_DEVICE_ENGINE
-    cuda::wait_stream(stream_, comm_.timeout(), "the compute stream (before broadcasting device tensors)",
-                      comm_.rank());
-#endif
-  }
-
-private:
-  Comm& comm_;
-  CUstream_st* stream_;
-#ifdef DDP_DETAIL_DEVICE_ENGINE
-  std::unique_ptr<staged_broadcaster<Comm>> impl_;
-#endif
-};
 
 template <communicator Comm> class bucket_engine {
 public:
@@ -8199,6 +8240,103 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DATA_PARALLEL_DEBUG_HPP
 // ---- end ddp/data_parallel/debug.hpp ----
+// ---- begin ddp/data_parallel/device_broadcasts.hpp ----
+// How DDP's broadcasts from rank 0 (construction, sync_buffers()) carry
+// device tensors. Over a host-only communicator (ddp::gloo) they go through
+// pinned memory (staged_broadcaster), never as device pointers. Over a device
+// communicator (ddp::nccl) they go directly, after what the compute stream
+// queued: stream-ordered where the communicator takes an event (NCCL's stream
+// waits for the compute stream on the device, then the compute stream for the
+// broadcasts: synchronize() does not block the host for buffers), otherwise
+// the host waits for the compute stream first and for the broadcasts after.
+// Without ddp's CUDA engine a device tensor here is a clear error.
+#ifndef DDP_DATA_PARALLEL_DEVICE_BROADCASTS_HPP
+#define DDP_DATA_PARALLEL_DEVICE_BROADCASTS_HPP
+
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+struct CUstream_st;
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// One round of broadcasts (parameter_registry::broadcast_from_rank0):
+/// begin(), broadcast(slot) for each device tensor, complete(works) for all.
+template <communicator Comm> class device_broadcasts {
+public:
+  device_broadcasts(Comm& comm, CUstream_st* compute_stream) : comm_(comm), stream_(compute_stream) {}
+
+  /// Before a round with device tensors. `stream_ordered`: the caller lets
+  /// the compute stream, not the host, wait for the result (synchronize()
+  /// with a compute stream); honoured where the communicator takes an event.
+  void begin([[maybe_unused]] bool stream_ordered) {
+    ordered_ = false;
+#ifdef DDP_DETAIL_DEVICE_ENGINE
+    if constexpr (event_ordered_communicator<Comm>) {
+      if (stream_ordered && stream_) {
+        if (!ready_) ready_.emplace(comm_.rank());
+        cuda::check(cudaEventRecord(ready_->get(), stream_),
+                    "cudaEventRecord (the compute stream, before broadcasting device tensors)", comm_.rank());
+        ordered_ = true;
+        return;
+      }
+    }
+    if constexpr (device_communicator<Comm>) // its stream does not follow the compute stream
+      cuda::wait_stream(stream_, comm_.timeout(), "the compute stream (before broadcasting device tensors)",
+                        comm_.rank());
+#endif
+  }
+
+  /// Broadcasts device tensor `s` from rank 0: queued on a device
+  /// communicator, done before it returns over a host-only one (empty work).
+  work broadcast(const tensor_slot& s) {
+#ifdef DDP_DETAIL_DEVICE_ENGINE
+    if constexpr (event_ordered_communicator<Comm>) {
+      if (ordered_) return comm_.broadcast(device_memory, s.value, s.count, s.type, 0, ready_->get(), false);
+    }
+    if constexpr (device_communicator<Comm>) {
+      return comm_.broadcast(device_memory, s.value, s.count, s.type, 0, false);
+    } else {
+      if (!staged_) staged_ = std::make_unique<staged_broadcaster<Comm>>(comm_, stream_);
+      (*staged_)(s);
+      return work{};
+    }
+#else
+    throw error(error_kind::config, "rank " + std::to_string(comm_.rank()) + ": '" + s.name +
+                                        "' lives in device memory but ddp was compiled without CUDA: link "
+                                        "ddp::cuda or ddp::nccl (they define DDP_WITH_CUDA)");
+#endif
+  }
+
+  /// Ends the round: the compute stream (stream-ordered; the host waits only
+  /// until each broadcast is queued, and re-recording the ready event is safe
+  /// after that) or the host waits for every broadcast, host tensors' too.
+  void complete(std::vector<work>& ws) {
+    const bool ordered = std::exchange(ordered_, false);
+    for (auto& w : ws)
+      ordered ? w.wait_on(stream_) : w.wait();
+  }
+
+private:
+  Comm& comm_;
+  CUstream_st* stream_;
+  bool ordered_ = false; ///< this round waits on the compute stream, not the host
+#ifdef DDP_DETAIL_DEVICE_ENGINE
+  std::optional<cuda::event> ready_; ///< the compute stream's point the broadcasts follow
+  std::unique_ptr<staged_broadcaster<Comm>> staged_;
+#endif
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DATA_PARALLEL_DEVICE_BROADCASTS_HPP
+// ---- end ddp/data_parallel/device_broadcasts.hpp ----
 // ---- begin ddp/data_parallel/join.hpp ----
 // Uneven inputs (PyTorch's Join, with divide_by_initial_world_size): every
 // step, training ranks all-reduce a "still training" flag; a rank that ran out
@@ -8391,27 +8529,17 @@ public:
   }
 
   /// Copies rank 0's parameters and buffers (or only its buffers) to every rank.
-  /// Device tensors go to a device communicator directly; with a host-only
-  /// communicator they go through `staged(slot)` (pinned memory: never a
-  /// device pointer handed to host code).
-  template <communicator C, class Staged>
-  void broadcast_from_rank0(C& comm, bool buffers_only, Staged&& staged) const {
+  /// Device tensors go through `device` (device_broadcasts: never a device
+  /// pointer handed to host code), which also ends the round.
+  template <communicator C, class Device>
+  void broadcast_from_rank0(C& comm, bool buffers_only, Device& device) const {
     std::vector<work> ws;
     for (auto* list : {&params_, &buffers_}) {
       if (buffers_only && list == &params_) continue;
-      for (auto& s : *list) {
-        if (s.on_device) {
-          if constexpr (device_communicator<C>)
-            ws.push_back(comm.broadcast(device_memory, s.value, s.count, s.type, 0, false));
-          else
-            staged(s);
-          continue;
-        }
-        ws.push_back(comm.broadcast(s.value, s.count, s.type, 0, false));
-      }
+      for (auto& s : *list)
+        ws.push_back(s.on_device ? device.broadcast(s) : comm.broadcast(s.value, s.count, s.type, 0, false));
     }
-    for (auto& w : ws)
-      w.wait();
+    device.complete(ws);
   }
 
   /// Whether the gradients are in device memory; all of them or none.
@@ -9505,7 +9633,7 @@ public:
   /// parameters and buffers to every rank.
   distributed_data_parallel(Model& m, process_group<Backend>& pg, ddp_options o = {})
       : model_(m), pg_(pg), opts_(o), registry_(m), on_device_(gradients_on_device()),
-        staging_(pg.communicator(), o.compute_stream), plan_(verify_then_plan()), step_(plan_),
+        broadcasts_(pg.communicator(), o.compute_stream), plan_(verify_then_plan()), step_(plan_),
         timeline_(plan_),
         engine_(pg.communicator(), plan_, registry_.parameters(), on_device_, o.compute_stream),
         join_(pg.communicator()) {
@@ -9542,8 +9670,14 @@ public:
   /// Launches what is left (unmarked gradients count as ready unless
   /// strict_marking), waits, and leaves the reduced gradients in the model's
   /// gradient tensors on every rank. Inside no_sync(), does nothing but end the step.
-  /// Device gradients with ddp_options::compute_stream: the collectives are
-  /// waited for, the last unpacking is not: the compute stream waits for it.
+  /// Device gradients with ddp_options::compute_stream: stream-ordered, the
+  /// compute stream waits on the device for the reduced gradients. Over
+  /// ddp::nccl the host waits for none of it (only until each bucket's
+  /// collective is queued; a failure found later is thrown by the next
+  /// synchronize() or collective), except that broadcasting device buffers
+  /// (broadcast_buffers, a model with buffers) first waits for the compute
+  /// stream; over ddp::gloo it waits for each bucket's collective (it runs on
+  /// the host), not for the copies back.
   void synchronize() { synchronize_impl(/*blocking=*/false); }
 
   /// synchronize(), and the host also waits until the reduced gradients are in
@@ -9570,7 +9704,8 @@ private:
       for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
         finish(b);
       engine_.finish_step(blocking);
-      if (opts_.broadcast_buffers && !registry_.buffers().empty()) sync_buffers();
+      if (opts_.broadcast_buffers && !registry_.buffers().empty())
+        broadcast_buffers(/*stream_ordered=*/!blocking);
     } catch (...) {
       engine_.wait_all_quietly();
       end_step();
@@ -9593,12 +9728,9 @@ public:
     return no_sync_guard(no_sync_depth_);
   }
 
-  /// Copies rank 0's buffers (running statistics and such) to every rank.
-  void sync_buffers() {
-    if (!step_.started()) refresh(); // inside a step, begin_step() did
-    if (device_communicator<comm_type> && registry_.any_on_device()) staging_.settle_compute_stream();
-    registry_.broadcast_from_rank0(comm(), /*buffers_only=*/true, staging_);
-  }
+  /// Copies rank 0's buffers (running statistics and such) to every rank;
+  /// returns once they are in place (device buffers too).
+  void sync_buffers() { broadcast_buffers(/*stream_ordered=*/false); }
 
   /// For uneven inputs (options.uneven_inputs on every rank): a rank that has
   /// run out of data calls join(). Until every rank has joined, it shadows the
@@ -9623,6 +9755,14 @@ public:
 
 private:
   comm_type& comm() noexcept { return pg_.communicator(); }
+
+  /// `stream_ordered`: the compute stream, not the host, waits for device
+  /// buffers (synchronize() with a compute stream, over ddp::nccl).
+  void broadcast_buffers(bool stream_ordered) {
+    if (!step_.started()) refresh(); // inside a step, begin_step() did
+    if (registry_.any_on_device()) broadcasts_.begin(stream_ordered);
+    registry_.broadcast_from_rank0(comm(), /*buffers_only=*/true, broadcasts_);
+  }
   double mean_scale() const { return Reduction::average ? 1.0 / pg_.size() : 1.0; }
 
   /// Where the gradients live picks the bucket engine: all on the host or all
@@ -9644,8 +9784,9 @@ private:
   /// then the buckets are planned.
   detail::bucket_plan verify_then_plan() {
     if (opts_.verify_model) registry_.verify_across_ranks(comm());
-    if (device_communicator<comm_type> && registry_.any_on_device()) staging_.settle_compute_stream();
-    registry_.broadcast_from_rank0(comm(), /*buffers_only=*/false, staging_);
+    if (registry_.any_on_device())
+      broadcasts_.begin(/*stream_ordered=*/false); // a failure is the constructor's
+    registry_.broadcast_from_rank0(comm(), /*buffers_only=*/false, broadcasts_);
     auto descs = detail::describe_for_bucketing(registry_.parameters());
     return detail::make_bucket_plan(
         Bucketing::assign(std::span<const parameter_desc>(descs)), registry_.parameters(),
@@ -9743,8 +9884,8 @@ private:
   process_group<Backend>& pg_;
   ddp_options opts_;
   detail::parameter_registry<Model> registry_;
-  bool on_device_;                            ///< gradients in device memory: the CUDA engine
-  detail::device_staging<comm_type> staging_; ///< device tensors over a host-only communicator
+  bool on_device_;                                  ///< gradients in device memory: the CUDA engine
+  detail::device_broadcasts<comm_type> broadcasts_; ///< device tensors in broadcasts from rank 0
   detail::bucket_plan plan_;
   detail::step_state step_;
   detail::step_timeline timeline_;
@@ -10213,7 +10354,8 @@ DDP_END_NAMESPACE
 // directly; host tensors are staged through a pinned host buffer and a device buffer kept
 // across calls. Collectives run in submission order on one worker thread and one CUDA stream; every wait
 // polls with a deadline and aborts the communicator on timeout, so a dead or stalled peer is an error, not a
-// hang. Needs <nccl.h> and the CUDA runtime: link ddp::nccl.
+// hang. A device collective's work is also an event on that stream: work::wait_on(stream) makes a caller's
+// stream wait for it without blocking the caller. Needs <nccl.h> and the CUDA runtime: link ddp::nccl.
 #ifndef DDP_BACKEND_NCCL_HPP
 #define DDP_BACKEND_NCCL_HPP
 
@@ -10385,6 +10527,7 @@ public:
     return submit("all_reduce", n, dt, blocking, [=, this, after = default_stream_point()] {
       follow(after);
       nccl_call(ncclAllReduce(data, data, n, nccl_type(dt), nccl_op(o), comm_, stream_), "ncclAllReduce");
+      publish_completion();
       sync();
     });
   }
@@ -10392,12 +10535,26 @@ public:
   /// Stream-ordered: NCCL's stream first waits, on the device, for `ready`, an
   /// event the caller recorded on its own stream after producing `data` (the
   /// caller's thread never blocks on that). The caller must not re-record
-  /// `ready` before this work completes. Used by the CUDA bucket engine.
+  /// `ready` before this work was queued (work::wait_on returned, or the work
+  /// completed): NCCL's stream takes the record it finds then. Used by the
+  /// CUDA bucket engine.
   work all_reduce(device_memory_t, void* data, std::size_t n, dtype dt, op o, cudaEvent_t ready,
                   bool blocking = false) {
     return submit("all_reduce", n, dt, blocking, [=, this] {
       cuda(cudaStreamWaitEvent(stream_, ready, 0), "cudaStreamWaitEvent (the bucket's ready event)");
       nccl_call(ncclAllReduce(data, data, n, nccl_type(dt), nccl_op(o), comm_, stream_), "ncclAllReduce");
+      publish_completion();
+      sync();
+    });
+  }
+
+  /// Stream-ordered like the all_reduce above: after `ready`, on the device.
+  work broadcast(device_memory_t, void* data, std::size_t n, dtype dt, int root, cudaEvent_t ready,
+                 bool blocking = false) {
+    return submit("broadcast", n, dt, blocking, [=, this] {
+      cuda(cudaStreamWaitEvent(stream_, ready, 0), "cudaStreamWaitEvent (the compute stream's ready event)");
+      nccl_call(ncclBroadcast(data, data, n, nccl_type(dt), root, comm_, stream_), "ncclBroadcast");
+      publish_completion();
       sync();
     });
   }
@@ -10406,6 +10563,7 @@ public:
     return submit("broadcast", n, dt, blocking, [=, this, after = default_stream_point()] {
       follow(after);
       nccl_call(ncclBroadcast(data, data, n, nccl_type(dt), root, comm_, stream_), "ncclBroadcast");
+      publish_completion();
       sync();
     });
   }
@@ -10415,6 +10573,7 @@ public:
     return submit("all_gather", n, dt, blocking, [=, this, after = default_stream_point()] {
       follow(after);
       nccl_call(ncclAllGather(in, out, n, nccl_type(dt), comm_, stream_), "ncclAllGather");
+      publish_completion();
       sync();
     });
   }
@@ -10425,6 +10584,7 @@ public:
       follow(after);
       nccl_call(ncclReduceScatter(in, out, n, nccl_type(dt), nccl_op(o), comm_, stream_),
                 "ncclReduceScatter");
+      publish_completion();
       sync();
     });
   }
@@ -10453,6 +10613,22 @@ private:
     return point;
   }
 
+  /// In a job, right after a device collective was queued on NCCL's stream:
+  /// an event recorded there, published to the work, so that work::wait_on
+  /// lets a caller's stream wait for the collective on the device while this
+  /// thread still watches it (sync(): the deadline, the abort). A new event
+  /// per collective, kept alive by the work: a later collective must not
+  /// re-record the event an earlier work's waiters use.
+  void publish_completion() {
+    auto done = std::make_shared<detail::cuda::event>(rank_);
+    cuda(cudaEventRecord(done->get(), stream_), "cudaEventRecord (after a collective, on NCCL's stream)");
+    running_->queued_on_device([done, what = current_](CUstream_st* waiter) {
+      // -1: `what` names the rank already
+      detail::cuda::check(cudaStreamWaitEvent(waiter, done->get(), 0),
+                          ("cudaStreamWaitEvent (a stream waiting for " + what + ")").c_str(), -1);
+    });
+  }
+
   /// In a job: NCCL's stream waits for the point default_stream_point() recorded.
   void follow(const std::shared_ptr<detail::cuda::event>& point) {
     if (point)
@@ -10460,13 +10636,15 @@ private:
   }
 
   template <class F> work submit(const char* name, std::size_t n, dtype dt, bool blocking, F body) {
-    return queue_.submit(name, n, dt, blocking,
-                         [this, body = std::move(body), n](const std::string& what) mutable {
-                           if (n == 0) return;
-                           current_ = what;
-                           cuda(cudaSetDevice(device_), "cudaSetDevice");
-                           body();
-                         });
+    return queue_.submit(
+        name, n, dt, blocking,
+        [this, body = std::move(body), n](const std::string& what, work_state& self) mutable {
+          if (n == 0) return;
+          current_ = what;
+          running_ = &self;
+          cuda(cudaSetDevice(device_), "cudaSetDevice");
+          body();
+        });
   }
 
   /// The device staging buffer and its pinned host mirror, grown together
@@ -10583,7 +10761,8 @@ private:
   std::size_t scratch_bytes_ = 0;
   std::byte* pinned_ = nullptr; ///< host staging, mirrors scratch_ (worker thread only)
   bool aborted_ = false;
-  std::string current_; ///< the running collective's description (worker thread)
+  std::string current_;           ///< the running collective's description (worker thread)
+  work_state* running_ = nullptr; ///< the running collective's work (worker thread)
   collective_queue queue_;
 };
 

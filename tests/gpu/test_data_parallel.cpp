@@ -15,10 +15,13 @@
 #include <ddp/ddp.hpp>
 #include <ddp/device_arena.hpp>
 
+#include "held_stream.hpp"
+
+#include <atomic>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -255,6 +258,51 @@ template <class Backend> void suite(ddp::process_group<Backend>& pg) {
   EXPECT((train_and_compare<Backend, float, small_buckets>(pg, {.use_stream = true}) < 1e-5));
   EXPECT((train_and_compare<Backend, float, ddp::bucketing::single_buffer>(
               pg, {.use_arena = true, .use_stream = true}) < 1e-5));
+  current_case = "compute stream: synchronize() follows it on the device (NCCL: without blocking the host)";
+  {
+    // The compute stream sleeps 1 s in a host function, then writes the gradients and the
+    // buffer (from pinned memory: truly queued). synchronize() launches every bucket behind that;
+    // over NCCL it returns before the sleep ends, over Gloo (host collectives) after it. Either
+    // way, once the compute stream drained, the gradients are the average of what was written
+    // after the sleep: a reduction that did not follow the stream would average the zeros before.
+    cudaStream_t stream = nullptr;
+    cuda_ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    gpu_model<float> m(false, 1.0f);
+    ddp::ddp_options opts;
+    opts.compute_stream = stream;
+    ddp::distributed_data_parallel<gpu_model<float>, Backend, small_buckets> dp(m, pg, opts);
+    std::size_t total = 5;
+    for (auto n : sizes)
+      total += n;
+    float* pinned = nullptr; // the gradients' values, then the buffer's
+    cuda_ok(cudaMallocHost(&pinned, total * sizeof(float)), "cudaMallocHost");
+    for (std::size_t i = 0; i < total; ++i)
+      pinned[i] = static_cast<float>(i + 5 < total ? rank + 1 : 10 + rank);
+    std::atomic<bool> slept{false};
+    gpu_test::hold_back(stream, 1000, &slept);
+    std::size_t at = 0;
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      cuda_ok(
+          cudaMemcpyAsync(m.dw[k].ptr, pinned + at, sizes[k] * sizeof(float), cudaMemcpyHostToDevice, stream),
+          "cudaMemcpyAsync (gradient)");
+      at += sizes[k];
+    }
+    cuda_ok(cudaMemcpyAsync(m.running.ptr, pinned + at, 5 * sizeof(float), cudaMemcpyHostToDevice, stream),
+            "cudaMemcpyAsync (buffer)");
+    dp.synchronize();
+    if constexpr (std::is_same_v<Backend, ddp::nccl>) EXPECT(!slept.load());
+    cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize (compute stream)");
+    EXPECT(slept.load());
+    const float mean = static_cast<float>(R + 1) / 2.0f;
+    for (std::size_t k = 0; k < sizes.size(); ++k) {
+      auto g = download(m.dw[k]);
+      EXPECT(std::abs(g.front() - mean) < 1e-6f && std::abs(g.back() - mean) < 1e-6f);
+    }
+    EXPECT(download(m.running)[4] == 10.0f); // rank 0's, written after the sleep
+    cudaFreeHost(pinned);
+    cudaStreamDestroy(stream);
+  }
+
   current_case = "moved gradient storage is followed";
   EXPECT((train_and_compare<Backend, float, small_buckets>(pg, {.move_storage = true}) < 1e-5));
 

@@ -6,17 +6,16 @@
 // Without a CUDA device every rank exits 77 (ctest: skipped) saying why.
 #include <ddp/ddp.hpp>
 
+#include "held_stream.hpp"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace {
@@ -78,21 +77,6 @@ void all_reduce_case(ddp::process_group<ddp::gloo>& pg, std::size_t n, ddp::op o
   pg.all_reduce(host, o);
   pg.all_reduce(dev.span, o);
   EXPECT(same_bits(dev.download(), host));
-}
-
-void CUDART_CB sleep_300ms(void*) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); }
-
-/// Queues, on the legacy default stream and without waiting: a 300 ms sleep,
-/// then a memset of every byte to 0x3f.
-void legacy_stream_sleeps_then_fills(void* p, std::size_t bytes) {
-  cuda_ok(cudaLaunchHostFunc(cudaStreamLegacy, sleep_300ms, nullptr), "cudaLaunchHostFunc");
-  cuda_ok(cudaMemsetAsync(p, 0x3f, bytes, cudaStreamLegacy), "cudaMemsetAsync (legacy stream)");
-}
-float filled_value() {
-  const std::uint32_t pattern = 0x3f3f3f3f;
-  float v = 0;
-  std::memcpy(&v, &pattern, sizeof v);
-  return v;
 }
 
 void run(ddp::process_group<ddp::gloo>& pg) {
@@ -165,9 +149,11 @@ void run(ddp::process_group<ddp::gloo>& pg) {
     // a staging copy that did not wait for that stream reads the zeros before.
     const std::size_t n = 1024;
     device_vector<float> dev(std::vector<float>(n, 0.0f));
-    legacy_stream_sleeps_then_fills(dev.span.ptr, n * sizeof(float));
+    gpu_test::hold_back(cudaStreamLegacy, 300);
+    gpu_test::fill(cudaStreamLegacy, dev.span.ptr, n * sizeof(float));
     pg.all_reduce(dev.span);
-    EXPECT(same_bits(dev.download(), std::vector<float>(n, filled_value() * static_cast<float>(R))));
+    EXPECT(
+        same_bits(dev.download(), std::vector<float>(n, gpu_test::filled_value() * static_cast<float>(R))));
   }
 }
 

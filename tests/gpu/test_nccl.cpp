@@ -4,11 +4,11 @@
 #include <ddp/backend/nccl.hpp>
 #include <ddp/ddp.hpp>
 
-#include <chrono>
+#include "held_stream.hpp"
+
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
-#include <thread>
 
 static int failures = 0;
 #define EXPECT(cond)                                                                                         \
@@ -84,20 +84,48 @@ int main() {
     EXPECT(cudaMalloc(&src, tail * sizeof(float)) == cudaSuccess);
     EXPECT(cudaMalloc(&dst, tail * sizeof(float) * static_cast<std::size_t>(R)) == cudaSuccess);
     EXPECT(cudaMemset(src, 0, tail * sizeof(float)) == cudaSuccess);
-    EXPECT(cudaLaunchHostFunc(
-               cudaStreamLegacy, [](void*) { std::this_thread::sleep_for(std::chrono::milliseconds(300)); },
-               nullptr) == cudaSuccess);
-    EXPECT(cudaMemsetAsync(src, 0x3f, tail * sizeof(float), cudaStreamLegacy) == cudaSuccess);
+    gpu_test::hold_back(cudaStreamLegacy, 300);
+    gpu_test::fill(cudaStreamLegacy, src, tail * sizeof(float));
     ddp::device_span<float> din{src, tail}, dout{dst, tail * static_cast<std::size_t>(R)};
     pg.all_gather(din, dout);
     std::vector<float> got(dout.count);
     cudaMemcpy(got.data(), dst, got.size() * sizeof(float), cudaMemcpyDeviceToHost);
-    const std::uint32_t pattern = 0x3f3f3f3f;
-    float v = 0;
-    std::memcpy(&v, &pattern, sizeof v);
+    const float v = gpu_test::filled_value();
     EXPECT(got.front() == v && got.back() == v);
     cudaFree(src);
     cudaFree(dst);
+  }
+  // work::wait_on: a user stream waits for a device collective on the device; the host does not
+  // wait for it to finish. The collective is held back 1 s behind the legacy default stream (a
+  // sleeping host function, then the fill); wait_on returns long before, with the work not done,
+  // and a copy queued on the user stream after it still sees the gathered fill.
+  {
+    const std::size_t tail = 4096;
+    float *src = nullptr, *dst = nullptr;
+    cudaStream_t user = nullptr;
+    EXPECT(cudaStreamCreateWithFlags(&user, cudaStreamNonBlocking) == cudaSuccess);
+    EXPECT(cudaMalloc(&src, tail * sizeof(float)) == cudaSuccess);
+    EXPECT(cudaMalloc(&dst, tail * sizeof(float) * static_cast<std::size_t>(R)) == cudaSuccess);
+    EXPECT(cudaMemset(src, 0, tail * sizeof(float)) == cudaSuccess);
+    EXPECT(cudaMemset(dst, 0, tail * sizeof(float) * static_cast<std::size_t>(R)) == cudaSuccess);
+    std::atomic<bool> woke{false};
+    gpu_test::hold_back(cudaStreamLegacy, 1000, &woke);
+    gpu_test::fill(cudaStreamLegacy, src, tail * sizeof(float));
+    ddp::device_span<float> din{src, tail}, dout{dst, tail * static_cast<std::size_t>(R)};
+    auto w = pg.all_gather_async(din, dout);
+    w.wait_on(user);
+    EXPECT(!woke.load() && !w.done()); // still behind the 1 s sleep: wait_on did not wait for the end
+    std::vector<float> got(dout.count);
+    EXPECT(cudaMemcpyAsync(got.data(), dst, got.size() * sizeof(float), cudaMemcpyDeviceToHost, user) ==
+           cudaSuccess);
+    EXPECT(cudaStreamSynchronize(user) == cudaSuccess);
+    const float v = gpu_test::filled_value();
+    EXPECT(got.front() == v && got.back() == v);
+    w.wait(); // the host view agrees
+    EXPECT(w.done());
+    cudaFree(src);
+    cudaFree(dst);
+    cudaStreamDestroy(user);
   }
   // One DDP step over NCCL with host gradients.
   tiny_model model;

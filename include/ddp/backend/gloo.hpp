@@ -499,7 +499,7 @@ private:
   /// failure closes every connection (peers fail at once) and poisons the group.
   template <class F> work submit(const char* name, std::size_t n, dtype dt, bool blocking, F body) {
     return queue_.submit(name, n, dt, blocking,
-                         [this, body = std::move(body)](const std::string& what) mutable {
+                         [this, body = std::move(body)](const std::string& what, work_state&) mutable {
                            std::uint32_t tag = next_tag_++;
                            run_guarded(what, [&] { body(tag, what); });
                          });

@@ -3,7 +3,8 @@
 // directly; host tensors are staged through a pinned host buffer and a device buffer kept
 // across calls. Collectives run in submission order on one worker thread and one CUDA stream; every wait
 // polls with a deadline and aborts the communicator on timeout, so a dead or stalled peer is an error, not a
-// hang. Needs <nccl.h> and the CUDA runtime: link ddp::nccl.
+// hang. A device collective's work is also an event on that stream: work::wait_on(stream) makes a caller's
+// stream wait for it without blocking the caller. Needs <nccl.h> and the CUDA runtime: link ddp::nccl.
 #ifndef DDP_BACKEND_NCCL_HPP
 #define DDP_BACKEND_NCCL_HPP
 
@@ -181,6 +182,7 @@ public:
     return submit("all_reduce", n, dt, blocking, [=, this, after = default_stream_point()] {
       follow(after);
       nccl_call(ncclAllReduce(data, data, n, nccl_type(dt), nccl_op(o), comm_, stream_), "ncclAllReduce");
+      publish_completion();
       sync();
     });
   }
@@ -188,12 +190,26 @@ public:
   /// Stream-ordered: NCCL's stream first waits, on the device, for `ready`, an
   /// event the caller recorded on its own stream after producing `data` (the
   /// caller's thread never blocks on that). The caller must not re-record
-  /// `ready` before this work completes. Used by the CUDA bucket engine.
+  /// `ready` before this work was queued (work::wait_on returned, or the work
+  /// completed): NCCL's stream takes the record it finds then. Used by the
+  /// CUDA bucket engine.
   work all_reduce(device_memory_t, void* data, std::size_t n, dtype dt, op o, cudaEvent_t ready,
                   bool blocking = false) {
     return submit("all_reduce", n, dt, blocking, [=, this] {
       cuda(cudaStreamWaitEvent(stream_, ready, 0), "cudaStreamWaitEvent (the bucket's ready event)");
       nccl_call(ncclAllReduce(data, data, n, nccl_type(dt), nccl_op(o), comm_, stream_), "ncclAllReduce");
+      publish_completion();
+      sync();
+    });
+  }
+
+  /// Stream-ordered like the all_reduce above: after `ready`, on the device.
+  work broadcast(device_memory_t, void* data, std::size_t n, dtype dt, int root, cudaEvent_t ready,
+                 bool blocking = false) {
+    return submit("broadcast", n, dt, blocking, [=, this] {
+      cuda(cudaStreamWaitEvent(stream_, ready, 0), "cudaStreamWaitEvent (the compute stream's ready event)");
+      nccl_call(ncclBroadcast(data, data, n, nccl_type(dt), root, comm_, stream_), "ncclBroadcast");
+      publish_completion();
       sync();
     });
   }
@@ -202,6 +218,7 @@ public:
     return submit("broadcast", n, dt, blocking, [=, this, after = default_stream_point()] {
       follow(after);
       nccl_call(ncclBroadcast(data, data, n, nccl_type(dt), root, comm_, stream_), "ncclBroadcast");
+      publish_completion();
       sync();
     });
   }
@@ -211,6 +228,7 @@ public:
     return submit("all_gather", n, dt, blocking, [=, this, after = default_stream_point()] {
       follow(after);
       nccl_call(ncclAllGather(in, out, n, nccl_type(dt), comm_, stream_), "ncclAllGather");
+      publish_completion();
       sync();
     });
   }
@@ -221,6 +239,7 @@ public:
       follow(after);
       nccl_call(ncclReduceScatter(in, out, n, nccl_type(dt), nccl_op(o), comm_, stream_),
                 "ncclReduceScatter");
+      publish_completion();
       sync();
     });
   }
@@ -249,6 +268,22 @@ private:
     return point;
   }
 
+  /// In a job, right after a device collective was queued on NCCL's stream:
+  /// an event recorded there, published to the work, so that work::wait_on
+  /// lets a caller's stream wait for the collective on the device while this
+  /// thread still watches it (sync(): the deadline, the abort). A new event
+  /// per collective, kept alive by the work: a later collective must not
+  /// re-record the event an earlier work's waiters use.
+  void publish_completion() {
+    auto done = std::make_shared<detail::cuda::event>(rank_);
+    cuda(cudaEventRecord(done->get(), stream_), "cudaEventRecord (after a collective, on NCCL's stream)");
+    running_->queued_on_device([done, what = current_](CUstream_st* waiter) {
+      // -1: `what` names the rank already
+      detail::cuda::check(cudaStreamWaitEvent(waiter, done->get(), 0),
+                          ("cudaStreamWaitEvent (a stream waiting for " + what + ")").c_str(), -1);
+    });
+  }
+
   /// In a job: NCCL's stream waits for the point default_stream_point() recorded.
   void follow(const std::shared_ptr<detail::cuda::event>& point) {
     if (point)
@@ -256,13 +291,15 @@ private:
   }
 
   template <class F> work submit(const char* name, std::size_t n, dtype dt, bool blocking, F body) {
-    return queue_.submit(name, n, dt, blocking,
-                         [this, body = std::move(body), n](const std::string& what) mutable {
-                           if (n == 0) return;
-                           current_ = what;
-                           cuda(cudaSetDevice(device_), "cudaSetDevice");
-                           body();
-                         });
+    return queue_.submit(
+        name, n, dt, blocking,
+        [this, body = std::move(body), n](const std::string& what, work_state& self) mutable {
+          if (n == 0) return;
+          current_ = what;
+          running_ = &self;
+          cuda(cudaSetDevice(device_), "cudaSetDevice");
+          body();
+        });
   }
 
   /// The device staging buffer and its pinned host mirror, grown together
@@ -379,7 +416,8 @@ private:
   std::size_t scratch_bytes_ = 0;
   std::byte* pinned_ = nullptr; ///< host staging, mirrors scratch_ (worker thread only)
   bool aborted_ = false;
-  std::string current_; ///< the running collective's description (worker thread)
+  std::string current_;           ///< the running collective's description (worker thread)
+  work_state* running_ = nullptr; ///< the running collective's work (worker thread)
   collective_queue queue_;
 };
 

@@ -28,40 +28,6 @@ inline constexpr bool cuda_engine_available =
     false;
 #endif
 
-/// Broadcasts one device tensor over a host-only communicator (see
-/// staged_broadcaster); an error where ddp was built without CUDA.
-template <communicator Comm> class device_staging {
-public:
-  device_staging(Comm& comm, CUstream_st* compute_stream) : comm_(comm), stream_(compute_stream) {}
-  void operator()(const tensor_slot& s) {
-#ifdef DDP_DETAIL_DEVICE_ENGINE
-    if (!impl_) impl_ = std::make_unique<staged_broadcaster<Comm>>(comm_, stream_);
-    (*impl_)(s);
-#else
-    throw error(error_kind::config, "rank " + std::to_string(comm_.rank()) + ": '" + s.name +
-                                        "' lives in device memory but ddp was compiled without CUDA: link "
-                                        "ddp::cuda or ddp::nccl (they define DDP_WITH_CUDA)");
-#endif
-  }
-
-  /// Before a device communicator broadcasts device tensors in place: its
-  /// stream does not follow the compute stream, so the host waits (with the
-  /// communicator's deadline) for what the compute stream queued.
-  void settle_compute_stream() {
-#ifdef DDP_DETAIL_DEVICE_ENGINE
-    cuda::wait_stream(stream_, comm_.timeout(), "the compute stream (before broadcasting device tensors)",
-                      comm_.rank());
-#endif
-  }
-
-private:
-  Comm& comm_;
-  CUstream_st* stream_;
-#ifdef DDP_DETAIL_DEVICE_ENGINE
-  std::unique_ptr<staged_broadcaster<Comm>> impl_;
-#endif
-};
-
 template <communicator Comm> class bucket_engine {
 public:
   static plan_capabilities capabilities(bool on_device) {

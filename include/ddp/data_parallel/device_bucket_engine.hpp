@@ -16,10 +16,16 @@
 //           pointer; NCCL's stream waits for it on the device (no host wait).
 //           Host backends: one device->pinned copy; the host waits (deadline)
 //           for it before handing the pinned pointer to the communicator.
-//   unpack  (after the collective's work completed) pinned->device copy and one
-//           unpack kernel, queued on the engine's stream.
+//   wait    NCCL: the engine's stream waits for the collective's event (the
+//           host only until it is queued: work::wait_on); host backends: the
+//           host waits for the collective (it runs there).
+//   unpack  pinned->device copy (host backends) and one unpack kernel, queued
+//           on the engine's stream.
 //   finish_step  the user's stream waits for the engine's stream (an event),
-//           or the host waits with a deadline (blocking form).
+//           or the host waits with a deadline (blocking form, or no compute
+//           stream) and then for every collective's work, so that a failure
+//           (an NCCL timeout aborts the communicator: its stream then runs
+//           on) is an error here, not reduced gradients that are not.
 #ifndef DDP_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
 #define DDP_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
 
@@ -43,6 +49,7 @@ template <class C>
 concept event_ordered_communicator = device_communicator<C> &&
     requires(C& c, void* p, std::size_t n, dtype dt, op o, cudaEvent_t ready) {
   { c.all_reduce(device_memory, p, n, dt, o, ready, false) } -> std::same_as<work>;
+  { c.broadcast(device_memory, p, n, dt, 0, ready, false) } -> std::same_as<work>;
 };
 
 template <communicator Comm> class device_bucket_engine {
@@ -125,13 +132,22 @@ public:
     s.in_flight = reduce(i, data, avg);
   }
 
-  /// Waits for bucket i's collective; false when it was not launched.
+  /// Waits for bucket i's collective, so that unpack(i) follows it; false
+  /// when it was not launched. A device communicator's collective is waited
+  /// for on the engine's stream (over NCCL the host waits only until it is
+  /// queued) and kept until finish_step() checks it; t_done is then the host's
+  /// view (when it was queued), not the collective's end.
   bool wait(std::size_t i) {
     auto& s = state_[i];
     if (!s.in_flight) return false;
     auto w = std::move(*s.in_flight);
     s.in_flight.reset();
-    w.wait();
+    if constexpr (device_comm) {
+      w.wait_on(stream_.get());
+      s.settling = std::move(w);
+    } else {
+      w.wait();
+    }
     s.t_done = std::chrono::steady_clock::now();
     return true;
   }
@@ -156,9 +172,11 @@ public:
   void finish_step(bool blocking) {
     if (blocking || !user_) {
       cuda::wait_stream(stream_.get(), comm_.timeout(), "unpacking the reduced gradients", rank());
+      settle(/*wait=*/true);
       return;
     }
     cuda::order_after(user_, stream_.get(), ordered_.get(), rank());
+    settle(/*wait=*/false);
   }
 
   /// A joined rank's stand-in for bucket i: the same collective on zeros.
@@ -179,12 +197,13 @@ public:
 
   void wait_all_quietly() {
     for (auto& s : state_)
-      if (s.in_flight) {
-        try {
-          s.in_flight->wait();
-        } catch (...) {}
-        s.in_flight.reset();
-      }
+      for (auto* w : {&s.in_flight, &s.settling})
+        if (*w) {
+          try {
+            (*w)->wait();
+          } catch (...) {}
+          w->reset();
+        }
   }
 
   double last_duration_ms(std::size_t i) const {
@@ -203,6 +222,7 @@ private:
     std::optional<cuda::event> ready; ///< recorded after packing (event-ordered communicators)
     std::size_t longest = 0;
     std::optional<work> in_flight;
+    std::optional<work> settling; ///< waited for on the device, not yet on the host (device communicators)
     std::chrono::steady_clock::time_point t_launch, t_done;
   };
 
@@ -213,6 +233,20 @@ private:
   /// the bucket; the same answer on every rank (same plan, same scale).
   static bool uses_avg(const planned_bucket& b, double scale) {
     return device_comm && scale != 1.0 && b.wire_type == b.param_type;
+  }
+
+  /// The collectives waited for on the device: with `wait`, the host waits for
+  /// each (they are done or about to be: the engine's stream drained after
+  /// them) and a failure is thrown; without, only a failure already known is.
+  /// Either way they are forgotten: one that fails later poisons the group, so
+  /// the next collective reports it.
+  void settle(bool wait) {
+    for (auto& s : state_) {
+      if (!s.settling) continue;
+      auto w = std::move(*s.settling);
+      s.settling.reset();
+      if (wait || w.done()) w.wait();
+    }
   }
 
   /// The engine's stream continues after what the compute stream queued so far.

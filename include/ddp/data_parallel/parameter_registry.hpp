@@ -94,27 +94,17 @@ public:
   }
 
   /// Copies rank 0's parameters and buffers (or only its buffers) to every rank.
-  /// Device tensors go to a device communicator directly; with a host-only
-  /// communicator they go through `staged(slot)` (pinned memory: never a
-  /// device pointer handed to host code).
-  template <communicator C, class Staged>
-  void broadcast_from_rank0(C& comm, bool buffers_only, Staged&& staged) const {
+  /// Device tensors go through `device` (device_broadcasts: never a device
+  /// pointer handed to host code), which also ends the round.
+  template <communicator C, class Device>
+  void broadcast_from_rank0(C& comm, bool buffers_only, Device& device) const {
     std::vector<work> ws;
     for (auto* list : {&params_, &buffers_}) {
       if (buffers_only && list == &params_) continue;
-      for (auto& s : *list) {
-        if (s.on_device) {
-          if constexpr (device_communicator<C>)
-            ws.push_back(comm.broadcast(device_memory, s.value, s.count, s.type, 0, false));
-          else
-            staged(s);
-          continue;
-        }
-        ws.push_back(comm.broadcast(s.value, s.count, s.type, 0, false));
-      }
+      for (auto& s : *list)
+        ws.push_back(s.on_device ? device.broadcast(s) : comm.broadcast(s.value, s.count, s.type, 0, false));
     }
-    for (auto& w : ws)
-      w.wait();
+    device.complete(ws);
   }
 
   /// Whether the gradients are in device memory; all of them or none.

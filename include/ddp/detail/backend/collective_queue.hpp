@@ -28,10 +28,10 @@ public:
   collective_queue(int rank, std::chrono::milliseconds timeout, std::string note = {})
       : trace_(rank), rank_(rank), timeout_(timeout), note_(std::move(note)) {}
 
-  /// Queues `body(what)` behind every collective submitted before it. With
-  /// `blocking`, a caller about to wait anyway runs it inline when the queue is idle.
-  /// `bucket`: the DDP bucket this collective reduces, when the caller knows it
-  /// (else the one distributed_data_parallel is launching on this thread, if any).
+  /// Queues `body(what, state)` (state: the returned work's) behind every collective submitted before it.
+  /// With `blocking`, a caller about to wait anyway runs it inline when the queue is idle. `bucket`: the DDP
+  /// bucket this collective reduces, when the caller knows it (else the one distributed_data_parallel is
+  /// launching on this thread, if any).
   template <class F>
   work submit(std::string_view name, std::size_t n, dtype dt, bool blocking, F body, int bucket = -1) {
     const std::uint64_t seq = seq_++;
@@ -44,11 +44,11 @@ public:
     if (trace::on())
       t = {trace::now_ns(), static_cast<std::int64_t>(n * size_of(dt)), bucket, trace_label(name)};
     return queue_->submit(
-        [this, body = std::move(body), what, seq, t]() mutable {
+        [this, body = std::move(body), what, seq, t](work_state& self) mutable {
           const std::int64_t start = t.queued_ns >= 0 ? trace::now_ns() : -1;
           recorder_.running(seq);
           try {
-            body(what);
+            body(what, self);
           } catch (...) {
             recorder_.finished(seq, false);
             t.record(seq, start);

@@ -17,7 +17,9 @@ namespace detail {
 
 class ordered_queue {
 public:
-  using task = std::function<void()>;
+  /// Gets its own work's state: a collective that completes on a device
+  /// stream publishes how to wait for it there (work_state::queued_on_device).
+  using task = std::function<void(work_state&)>;
 
 private:
   struct item {
@@ -110,7 +112,7 @@ private:
   void execute(item it) {
     std::exception_ptr failure;
     try {
-      it.fn();
+      it.fn(*it.state);
     } catch (...) { failure = std::current_exception(); }
     std::deque<item> failed;
     {
