@@ -165,7 +165,7 @@ template <class Backend, class Bucketing> int train(const example::options& o, c
   // backward). --grad-sync all_reduce: one process_group all-reduce per gradient as
   // backward produces it (every rank starts from the same seed, so from the same
   // weights): asynchronous on NCCL (the compute stream waits for each on the device:
-  // work::wait_on), blocking and staged through pinned memory on Gloo.
+  // work::stream_wait), blocking and staged through pinned memory on Gloo.
   using dp_type = ddp::distributed_data_parallel<example::gpu_mlp, Backend, Bucketing>;
   std::optional<dp_type> dp;
   if (g.grad_sync == "ddp") dp.emplace(model, pg, ddp::ddp_options{.compute_stream = ctx.stream()});
@@ -230,7 +230,7 @@ template <class Backend, class Bucketing> int train(const example::options& o, c
         dp->synchronize();
       } else {
         for (auto& w : pending)
-          w.wait_on(ctx.stream()); // the compute stream waits for it on the device, not the host
+          w.stream_wait(ctx.stream()); // the compute stream waits for it on the device, not the host
         pending.clear();
       }
       const float lr = example::learning_rate(

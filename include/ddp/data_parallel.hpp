@@ -109,10 +109,9 @@ public:
   /// compute stream waits on the device for the reduced gradients. Over
   /// ddp::nccl the host waits for none of it (only until each bucket's
   /// collective is queued; a failure found later is thrown by the next
-  /// synchronize() or collective), except that broadcasting device buffers
-  /// (broadcast_buffers, a model with buffers) first waits for the compute
-  /// stream; over ddp::gloo it waits for each bucket's collective (it runs on
-  /// the host), not for the copies back.
+  /// synchronize() or collective, or logged when this object goes; device
+  /// buffers are broadcast the same way); over ddp::gloo it waits for each
+  /// bucket's collective (it runs on the host), not for the copies back.
   void synchronize() { synchronize_impl(/*blocking=*/false); }
 
   /// synchronize(), and the host also waits until the reduced gradients are in

@@ -17,34 +17,54 @@ struct CUstream_st; // cudaStream_t is CUstream_st*: no CUDA header needed here
 DDP_BEGIN_NAMESPACE
 
 namespace detail {
-struct work_state {
+/// Made with std::make_shared only (a backend that finishes a work later keeps it alive).
+struct work_state : std::enable_shared_from_this<work_state> {
   std::mutex mu;
   std::condition_variable cv;
   bool finished = false;
   std::exception_ptr failure;
   std::string what; ///< "all_reduce #12 (4096 x float32)": names it in a timeout
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
-  /// Set by a backend whose collective completes on a device stream (NCCL,
-  /// device tensors) once it is queued there: makes a stream wait for it on
-  /// the device. Empty for collectives that complete on the host.
+  /// Set once a collective that completes on a device stream (NCCL, device
+  /// tensors) is queued there: makes a stream wait for it on the device.
+  /// Empty for collectives that complete on the host.
   std::function<void(CUstream_st*)> order_stream;
+  /// Such a collective's task returns before it completes: the backend calls
+  /// finish() when the device is done, and finish() then runs
+  /// `on_deferred_finish(ok)` (the queue's bookkeeping: flight recorder, trace).
+  bool deferred = false;
+  std::function<void(bool ok)> on_deferred_finish;
 
-  /// Called by the running collective, on the backend's thread.
+  /// Called by the running task once its collective is queued on a device
+  /// stream, before it hands the work to whatever will finish() it (which
+  /// may then happen at once, on another thread): from here on the task's
+  /// return does not finish the work, and it must not throw.
   void queued_on_device(std::function<void(CUstream_st*)> order) {
     {
       std::lock_guard lock(mu);
       order_stream = std::move(order);
+      deferred = true;
     }
     cv.notify_all();
   }
 
+  /// The first call wins: a later one (a failure racing a completion) is ignored.
   void finish(std::exception_ptr e) {
+    std::function<void(bool)> bookkeeping;
     {
       std::lock_guard lock(mu);
+      if (finished) return;
       finished = true;
       failure = std::move(e);
+      if (deferred) bookkeeping = std::move(on_deferred_finish);
     }
+    if (bookkeeping) bookkeeping(failure == nullptr);
     cv.notify_all();
+  }
+
+  bool is_deferred() {
+    std::lock_guard lock(mu);
+    return deferred;
   }
 };
 } // namespace detail
@@ -74,15 +94,14 @@ public:
     if (s_->failure) std::rethrow_exception(s_->failure);
   }
 
-  /// Stream-ordered wait: `stream` (a cudaStream_t; null: the legacy default
-  /// stream of the calling thread's device) waits, on the device, for the
-  /// collective. Where it completes on a device stream (ddp::nccl, device
-  /// tensors) the calling thread waits only until it was queued there, not
-  /// for it to finish; a failure after that (a timeout, a lost peer) is
-  /// reported by wait(), and the group refuses every later collective with it.
-  /// Anywhere else (host memory, ddp::gloo) the result is written by the host:
-  /// this is wait().
-  void wait_on(CUstream_st* stream) const {
+  /// Stream-ordered wait: `stream` (a cudaStream_t; null: the default stream
+  /// of the calling thread's device) waits, on the device, for the
+  /// collective (what cudaStreamWaitEvent does with an event). Where it completes on a device stream
+  /// (ddp::nccl, device tensors) the calling thread waits only until it was queued there, not for it to
+  /// finish; a failure after that (a timeout, a lost peer) is reported by wait(), and the group refuses every
+  /// later collective with it. Anywhere else (host memory, ddp::gloo) the result is written by the host: this
+  /// is wait().
+  void stream_wait(CUstream_st* stream) const {
     if (!s_) return;
     std::function<void(CUstream_st*)> order;
     {

@@ -2856,34 +2856,54 @@ struct CUstream_st; // cudaStream_t is CUstream_st*: no CUDA header needed here
 DDP_BEGIN_NAMESPACE
 
 namespace detail {
-struct work_state {
+/// Made with std::make_shared only (a backend that finishes a work later keeps it alive).
+struct work_state : std::enable_shared_from_this<work_state> {
   std::mutex mu;
   std::condition_variable cv;
   bool finished = false;
   std::exception_ptr failure;
   std::string what; ///< "all_reduce #12 (4096 x float32)": names it in a timeout
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
-  /// Set by a backend whose collective completes on a device stream (NCCL,
-  /// device tensors) once it is queued there: makes a stream wait for it on
-  /// the device. Empty for collectives that complete on the host.
+  /// Set once a collective that completes on a device stream (NCCL, device
+  /// tensors) is queued there: makes a stream wait for it on the device.
+  /// Empty for collectives that complete on the host.
   std::function<void(CUstream_st*)> order_stream;
+  /// Such a collective's task returns before it completes: the backend calls
+  /// finish() when the device is done, and finish() then runs
+  /// `on_deferred_finish(ok)` (the queue's bookkeeping: flight recorder, trace).
+  bool deferred = false;
+  std::function<void(bool ok)> on_deferred_finish;
 
-  /// Called by the running collective, on the backend's thread.
+  /// Called by the running task once its collective is queued on a device
+  /// stream, before it hands the work to whatever will finish() it (which
+  /// may then happen at once, on another thread): from here on the task's
+  /// return does not finish the work, and it must not throw.
   void queued_on_device(std::function<void(CUstream_st*)> order) {
     {
       std::lock_guard lock(mu);
       order_stream = std::move(order);
+      deferred = true;
     }
     cv.notify_all();
   }
 
+  /// The first call wins: a later one (a failure racing a completion) is ignored.
   void finish(std::exception_ptr e) {
+    std::function<void(bool)> bookkeeping;
     {
       std::lock_guard lock(mu);
+      if (finished) return;
       finished = true;
       failure = std::move(e);
+      if (deferred) bookkeeping = std::move(on_deferred_finish);
     }
+    if (bookkeeping) bookkeeping(failure == nullptr);
     cv.notify_all();
+  }
+
+  bool is_deferred() {
+    std::lock_guard lock(mu);
+    return deferred;
   }
 };
 } // namespace detail
@@ -2913,15 +2933,14 @@ public:
     if (s_->failure) std::rethrow_exception(s_->failure);
   }
 
-  /// Stream-ordered wait: `stream` (a cudaStream_t; null: the legacy default
-  /// stream of the calling thread's device) waits, on the device, for the
-  /// collective. Where it completes on a device stream (ddp::nccl, device
-  /// tensors) the calling thread waits only until it was queued there, not
-  /// for it to finish; a failure after that (a timeout, a lost peer) is
-  /// reported by wait(), and the group refuses every later collective with it.
-  /// Anywhere else (host memory, ddp::gloo) the result is written by the host:
-  /// this is wait().
-  void wait_on(CUstream_st* stream) const {
+  /// Stream-ordered wait: `stream` (a cudaStream_t; null: the default stream
+  /// of the calling thread's device) waits, on the device, for the
+  /// collective (what cudaStreamWaitEvent does with an event). Where it completes on a device stream
+  /// (ddp::nccl, device tensors) the calling thread waits only until it was queued there, not for it to
+  /// finish; a failure after that (a timeout, a lost peer) is reported by wait(), and the group refuses every
+  /// later collective with it. Anywhere else (host memory, ddp::gloo) the result is written by the host: this
+  /// is wait().
+  void stream_wait(CUstream_st* stream) const {
     if (!s_) return;
     std::function<void(CUstream_st*)> order;
     {
@@ -3628,16 +3647,21 @@ public:
   ordered_queue() : thread_([this] { run(); }) {}
   ordered_queue(const ordered_queue&) = delete;
   ordered_queue& operator=(const ordered_queue&) = delete;
-  ~ordered_queue() {
+  ~ordered_queue() { stop(); }
+
+  /// Runs (or fails) what is queued, then ends the worker; later submissions
+  /// fail at once. abort() and poisoned() keep working.
+  void stop() {
     {
       std::lock_guard lock(mu_);
       stop_ = true;
     }
     cv_.notify_all();
-    thread_.join();
+    if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
   }
 
-  /// Queues `fn`; the returned work completes when it ran (or failed).
+  /// Queues `fn`; the returned work completes when it ran (or failed), or,
+  /// where `fn` deferred its completion, when its backend says so.
   /// With `inline_if_idle`, a caller that is about to wait anyway runs `fn`
   /// itself when nothing is queued or running: same order, no thread hand-off.
   work submit(task fn, std::string what, std::chrono::milliseconds timeout, bool inline_if_idle = false) {
@@ -3646,8 +3670,10 @@ public:
     st->timeout = timeout;
     {
       std::lock_guard lock(mu_);
-      if (poison_) {
-        st->finish(poison_);
+      if (poison_ || stop_) {
+        st->finish(poison_ ? poison_
+                           : std::make_exception_ptr(error(
+                                 error_kind::backend, st->what + ": the process group is shutting down")));
         return work(st);
       }
       if (!inline_if_idle || busy_ || !q_.empty()) {
@@ -3728,7 +3754,9 @@ private:
       // shm at 2 ranks took 13 us (median of 3000) that way, 2-4.6 us without.
       if (!q_.empty() || stop_) cv_.notify_one();
     }
-    it.state->finish(failure);
+    // A task whose collective completes on a device stream (work_state::
+    // queued_on_device) is finished by its backend when the device is done.
+    if (failure || !it.state->is_deferred()) it.state->finish(failure);
     for (auto& f : failed)
       f.state->finish(failure);
   }
@@ -3783,16 +3811,19 @@ public:
         [this, body = std::move(body), what, seq, t](work_state& self) mutable {
           const std::int64_t start = t.queued_ns >= 0 ? trace::now_ns() : -1;
           recorder_.running(seq);
+          auto done = [this, seq, t, start](bool ok) {
+            recorder_.finished(seq, ok);
+            t.record(seq, start);
+            if (!ok) recorder_.dump_if_asked(rank_);
+          };
+          self.on_deferred_finish = done; // before body: a deferred finish may come at once
           try {
             body(what, self);
           } catch (...) {
-            recorder_.finished(seq, false);
-            t.record(seq, start);
-            recorder_.dump_if_asked(rank_);
+            if (!self.is_deferred()) done(false);
             throw;
           }
-          recorder_.finished(seq, true);
-          t.record(seq, start);
+          if (!self.is_deferred()) done(true);
         },
         what, timeout_, blocking);
   }
@@ -3811,7 +3842,9 @@ public:
   void drain() { queue_->drain(); }
   /// Finishes (or fails) what is queued and stops the worker: a backend calls
   /// this before it frees what its collectives use.
-  void stop() { queue_.reset(); }
+  /// abort() and poisoned() still work afterwards (a backend whose collectives
+  /// finish later, on another thread, may fail the group then).
+  void stop() { queue_->stop(); }
 
 private:
   /// What the timeline keeps of a collective: when it was queued, its size and
@@ -7064,18 +7097,97 @@ DDP_END_NAMESPACE
 //           Host backends: one device->pinned copy; the host waits (deadline)
 //           for it before handing the pinned pointer to the communicator.
 //   wait    NCCL: the engine's stream waits for the collective's event (the
-//           host only until it is queued: work::wait_on); host backends: the
+//           host only until it is queued: work::stream_wait); host backends: the
 //           host waits for the collective (it runs there).
 //   unpack  pinned->device copy (host backends) and one unpack kernel, queued
 //           on the engine's stream.
-//   finish_step  the user's stream waits for the engine's stream (an event),
-//           or the host waits with a deadline (blocking form, or no compute
-//           stream) and then for every collective's work, so that a failure
-//           (an NCCL timeout aborts the communicator: its stream then runs
-//           on) is an error here, not reduced gradients that are not.
+//   finish_step  the user's stream waits for the engine's stream (an event;
+//           a collective's failure known by then is thrown, a later one by
+//           the next step or the group's next collective, or logged), or the
+//           host waits with a deadline (blocking form, or no compute stream)
+//           for every collective's work first (an NCCL timeout aborts the
+//           communicator, whose stream then runs on: the error must come from
+//           the work, naming the collective), then for the engine's stream.
 #ifndef DDP_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
 #define DDP_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
 
+// ---- begin ddp/data_parallel/unchecked_works.hpp ----
+// Works whose results a stream waited for on the device (work::stream_wait)
+// while the host went on: DDP's buckets and buffer broadcasts over NCCL in a
+// stream-ordered synchronize(). Their failures still reach the user: a
+// failure already known is thrown by the next check() (the next step), and one
+// still unchecked when they go is logged. A failed collective also poisons the
+// group, so the next collective fails with it anyway; this covers the last
+// step, after which there may be none.
+#ifndef DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
+#define DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
+
+
+#include <exception>
+#include <string>
+#include <utility>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+class unchecked_works {
+public:
+  explicit unchecked_works(int rank) : rank_(rank) {}
+  unchecked_works(const unchecked_works&) = delete;
+  unchecked_works& operator=(const unchecked_works&) = delete;
+  ~unchecked_works() {
+    for (auto& w : works_)
+      if (w.done()) try {
+          w.wait();
+        } catch (const std::exception& e) {
+          log_line("rank " + std::to_string(rank_),
+                   std::string("a collective whose result a stream waited for failed after synchronize() "
+                               "returned (the reduced values on the device are not valid): ") +
+                       e.what());
+        }
+  }
+
+  void add(work w) { works_.push_back(std::move(w)); }
+
+  /// Forgets the finished ones; throws the first failure among them.
+  void check() {
+    std::exception_ptr first;
+    std::erase_if(works_, [&](work& w) {
+      if (!w.done()) return false;
+      try {
+        w.wait();
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+      return true;
+    });
+    if (first) std::rethrow_exception(first);
+  }
+
+  /// Waits for every one on the host (each with its deadline); throws the first failure.
+  void wait_all() {
+    std::exception_ptr first;
+    for (auto& w : works_)
+      try {
+        w.wait();
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    works_.clear();
+    if (first) std::rethrow_exception(first);
+  }
+
+private:
+  int rank_;
+  std::vector<work> works_;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
+// ---- end ddp/data_parallel/unchecked_works.hpp ----
 // ---- begin ddp/detail/cuda/kernels.hpp ----
 // ddp's device kernels from host code compiled by any C++ compiler.
 //
@@ -7782,7 +7894,7 @@ public:
   device_bucket_engine(Comm& comm, const bucket_plan& plan, const std::vector<tensor_slot>& params,
                        cudaStream_t compute_stream)
       : comm_(comm), plan_(plan), params_(params), user_(compute_stream), stream_(comm.rank()),
-        ordered_(comm.rank()), state_(plan.buckets.size()) {
+        ordered_(comm.rank()), state_(plan.buckets.size()), unchecked_(comm.rank()) {
     layout();
   }
   device_bucket_engine(const device_bucket_engine&) = delete;
@@ -7853,16 +7965,16 @@ public:
   /// Waits for bucket i's collective, so that unpack(i) follows it; false
   /// when it was not launched. A device communicator's collective is waited
   /// for on the engine's stream (over NCCL the host waits only until it is
-  /// queued) and kept until finish_step() checks it; t_done is then the host's
-  /// view (when it was queued), not the collective's end.
+  /// queued) and kept until finish_step() checks it; t_done is then when it
+  /// was queued, not when it ended (DDP_DEBUG=DETAIL's step timing says so).
   bool wait(std::size_t i) {
     auto& s = state_[i];
     if (!s.in_flight) return false;
     auto w = std::move(*s.in_flight);
     s.in_flight.reset();
     if constexpr (device_comm) {
-      w.wait_on(stream_.get());
-      s.settling = std::move(w);
+      unchecked_.add(w); // first: a stream_wait that throws leaves it tracked
+      w.stream_wait(stream_.get());
     } else {
       w.wait();
     }
@@ -7889,12 +8001,12 @@ public:
   /// (stream-ordered), or the host waits for it with the communicator's deadline.
   void finish_step(bool blocking) {
     if (blocking || !user_) {
+      unchecked_.wait_all(); // first: a stalled collective is reported by its own deadline and name
       cuda::wait_stream(stream_.get(), comm_.timeout(), "unpacking the reduced gradients", rank());
-      settle(/*wait=*/true);
       return;
     }
     cuda::order_after(user_, stream_.get(), ordered_.get(), rank());
-    settle(/*wait=*/false);
+    unchecked_.check(); // failures known by now (this step's or the last one's)
   }
 
   /// A joined rank's stand-in for bucket i: the same collective on zeros.
@@ -7915,13 +8027,15 @@ public:
 
   void wait_all_quietly() {
     for (auto& s : state_)
-      for (auto* w : {&s.in_flight, &s.settling})
-        if (*w) {
-          try {
-            (*w)->wait();
-          } catch (...) {}
-          w->reset();
-        }
+      if (s.in_flight) {
+        try {
+          s.in_flight->wait();
+        } catch (...) {}
+        s.in_flight.reset();
+      }
+    try {
+      unchecked_.wait_all();
+    } catch (...) {}
   }
 
   double last_duration_ms(std::size_t i) const {
@@ -7940,7 +8054,6 @@ private:
     std::optional<cuda::event> ready; ///< recorded after packing (event-ordered communicators)
     std::size_t longest = 0;
     std::optional<work> in_flight;
-    std::optional<work> settling; ///< waited for on the device, not yet on the host (device communicators)
     std::chrono::steady_clock::time_point t_launch, t_done;
   };
 
@@ -7951,20 +8064,6 @@ private:
   /// the bucket; the same answer on every rank (same plan, same scale).
   static bool uses_avg(const planned_bucket& b, double scale) {
     return device_comm && scale != 1.0 && b.wire_type == b.param_type;
-  }
-
-  /// The collectives waited for on the device: with `wait`, the host waits for
-  /// each (they are done or about to be: the engine's stream drained after
-  /// them) and a failure is thrown; without, only a failure already known is.
-  /// Either way they are forgotten: one that fails later poisons the group, so
-  /// the next collective reports it.
-  void settle(bool wait) {
-    for (auto& s : state_) {
-      if (!s.settling) continue;
-      auto w = std::move(*s.settling);
-      s.settling.reset();
-      if (wait || w.done()) w.wait();
-    }
   }
 
   /// The engine's stream continues after what the compute stream queued so far.
@@ -8022,6 +8121,7 @@ private:
   cuda::stream stream_;
   cuda::event ordered_; ///< recorded for each cross-stream wait (re-recording is allowed)
   std::vector<runtime> state_;
+  unchecked_works unchecked_; ///< collectives waited for on the device, not yet on the host
 };
 
 /// Broadcasts device tensors from rank 0 over a host-only communicator
@@ -8210,7 +8310,9 @@ inline void log_bucket_layout(const bucket_plan& plan, const std::vector<tensor_
 }
 
 template <class Engine> void log_step_timing(const Engine& engine, std::size_t buckets) {
-  std::string s = "step timing (ms from launch to done):";
+  // Host time: until the host saw the collective done, or, for device
+  // gradients over NCCL (stream-ordered), until it was queued there.
+  std::string s = "step timing (ms from launch to done, or to queued on the device):";
   for (std::size_t i = 0; i < buckets; ++i)
     s += " b" + std::to_string(i) + "=" + std::to_string(engine.last_duration_ms(i));
   log_line("rank 0", s);
@@ -8269,17 +8371,22 @@ namespace detail {
 /// begin(), broadcast(slot) for each device tensor, complete(works) for all.
 template <communicator Comm> class device_broadcasts {
 public:
-  device_broadcasts(Comm& comm, CUstream_st* compute_stream) : comm_(comm), stream_(compute_stream) {}
+  device_broadcasts(Comm& comm, CUstream_st* compute_stream)
+      : comm_(comm), stream_(compute_stream), unchecked_(comm.rank()) {}
 
   /// Before a round with device tensors. `stream_ordered`: the caller lets
   /// the compute stream, not the host, wait for the result (synchronize()
   /// with a compute stream); honoured where the communicator takes an event.
   void begin([[maybe_unused]] bool stream_ordered) {
     ordered_ = false;
+    unchecked_.check(); // the last stream-ordered round's failures, if known by now
 #ifdef DDP_DETAIL_DEVICE_ENGINE
     if constexpr (event_ordered_communicator<Comm>) {
       if (stream_ordered && stream_) {
-        if (!ready_) ready_.emplace(comm_.rank());
+        if (!ready_) { // on the communicator's device, which the compute stream is on
+          cuda::device_guard on(comm_.device(), comm_.rank());
+          ready_.emplace(comm_.rank());
+        }
         cuda::check(cudaEventRecord(ready_->get(), stream_),
                     "cudaEventRecord (the compute stream, before broadcasting device tensors)", comm_.rank());
         ordered_ = true;
@@ -8315,17 +8422,25 @@ public:
 
   /// Ends the round: the compute stream (stream-ordered; the host waits only
   /// until each broadcast is queued, and re-recording the ready event is safe
-  /// after that) or the host waits for every broadcast, host tensors' too.
+  /// after that; the works are checked at the next round) or the host waits
+  /// for every broadcast, host tensors' too.
   void complete(std::vector<work>& ws) {
     const bool ordered = std::exchange(ordered_, false);
-    for (auto& w : ws)
-      ordered ? w.wait_on(stream_) : w.wait();
+    for (auto& w : ws) {
+      if (!ordered) {
+        w.wait();
+        continue;
+      }
+      unchecked_.add(w);
+      w.stream_wait(stream_);
+    }
   }
 
 private:
   Comm& comm_;
   CUstream_st* stream_;
   bool ordered_ = false; ///< this round waits on the compute stream, not the host
+  unchecked_works unchecked_;
 #ifdef DDP_DETAIL_DEVICE_ENGINE
   std::optional<cuda::event> ready_; ///< the compute stream's point the broadcasts follow
   std::unique_ptr<staged_broadcaster<Comm>> staged_;
@@ -9674,10 +9789,9 @@ public:
   /// compute stream waits on the device for the reduced gradients. Over
   /// ddp::nccl the host waits for none of it (only until each bucket's
   /// collective is queued; a failure found later is thrown by the next
-  /// synchronize() or collective), except that broadcasting device buffers
-  /// (broadcast_buffers, a model with buffers) first waits for the compute
-  /// stream; over ddp::gloo it waits for each bucket's collective (it runs on
-  /// the host), not for the copies back.
+  /// synchronize() or collective, or logged when this object goes; device
+  /// buffers are broadcast the same way); over ddp::gloo it waits for each
+  /// bucket's collective (it runs on the host), not for the copies back.
   void synchronize() { synchronize_impl(/*blocking=*/false); }
 
   /// synchronize(), and the host also waits until the reduced gradients are in
@@ -10351,14 +10465,212 @@ DDP_END_NAMESPACE
 // ---- begin ddp/backend/nccl.hpp ----
 // The NCCL backend: GPU collectives. Tensors in device memory (ddp::device_span,
 // passed with the device_memory tag: known at compile time) go to NCCL
-// directly; host tensors are staged through a pinned host buffer and a device buffer kept
-// across calls. Collectives run in submission order on one worker thread and one CUDA stream; every wait
-// polls with a deadline and aborts the communicator on timeout, so a dead or stalled peer is an error, not a
-// hang. A device collective's work is also an event on that stream: work::wait_on(stream) makes a caller's
-// stream wait for it without blocking the caller. Needs <nccl.h> and the CUDA runtime: link ddp::nccl.
+// directly; host tensors are staged through a pinned host buffer and a device
+// buffer kept across calls. Collectives are queued in submission order by one
+// worker thread on one CUDA stream. A device collective's job does not wait
+// for it: it records an event after it and hands the work to a watcher thread
+// (completion_watch.hpp) that finishes it when the event completes, so a
+// step's collectives reach NCCL back to back, and work::stream_wait(stream)
+// makes a caller's stream wait for that event without blocking the caller. A
+// host collective's job waits for the stream (the copy back needs it). Every
+// wait polls with a deadline and aborts the communicator on timeout or error,
+// so a dead or stalled peer is an error naming the collective, not a hang.
+// Needs <nccl.h> and the CUDA runtime: link ddp::nccl.
 #ifndef DDP_BACKEND_NCCL_HPP
 #define DDP_BACKEND_NCCL_HPP
 
+// ---- begin ddp/detail/cuda/completion_watch.hpp ----
+// Finishes the works of collectives that complete on a device stream (NCCL,
+// device tensors), from a thread of its own, in the order they were queued.
+// The communicator's worker queues such a collective, records an event after
+// it and hands both here instead of waiting: so it can queue the next one at
+// once (a step's buckets reach NCCL back to back, and work::stream_wait
+// returns as soon as its collective is queued, not after those before it
+// ended), while every collective keeps its deadline. PyTorch's NCCL watchdog
+// does the same job. The watcher polls the oldest event (one stream: they
+// complete in order), the communicator's health (`comm_error`) and the
+// deadline; the first failure fails the group (`fail_group`: abort, poison)
+// and every work still watched.
+#ifndef DDP_DETAIL_CUDA_COMPLETION_WATCH_HPP
+#define DDP_DETAIL_CUDA_COMPLETION_WATCH_HPP
+
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+DDP_BEGIN_NAMESPACE
+namespace detail::cuda {
+
+class completion_watch {
+public:
+  using clock = std::chrono::steady_clock;
+
+  /// `comm_error(what)`: the communicator's asynchronous error, if any, as a
+  /// failure of collective `what` (polled while one is outstanding). `fail_group(why)`: aborts the
+  /// communicator and poisons the group; called once, on the watcher thread.
+  completion_watch(int rank, int device, std::chrono::milliseconds timeout,
+                   std::function<std::exception_ptr(const std::string&)> comm_error,
+                   std::function<void(std::exception_ptr)> fail_group)
+      : rank_(rank), device_(device), timeout_(timeout), comm_error_(std::move(comm_error)),
+        fail_group_(std::move(fail_group)), thread_([this] { run(); }) {}
+  completion_watch(const completion_watch&) = delete;
+  completion_watch& operator=(const completion_watch&) = delete;
+  ~completion_watch() { stop(); }
+
+  /// Takes over `st` (its task called queued_on_device): finished when `done`
+  /// completes, failed at `deadline`. Called by the communicator's worker. At
+  /// most `capacity` are outstanding; beyond, this waits (bounded by the
+  /// oldest one's deadline, which the watcher enforces).
+  void watch(std::shared_ptr<work_state> st, std::shared_ptr<event> done, clock::time_point deadline,
+             std::string what) noexcept {
+    std::unique_lock lock(mu_);
+    room_.wait_for(lock, timeout_ + std::chrono::seconds(30),
+                   [&] { return failed_ || stop_ || q_.size() < capacity; });
+    if (failed_ || stop_) {
+      auto why = failed_ ? failed_
+                         : std::make_exception_ptr(error(
+                               error_kind::backend, what + ": the communicator is shutting down", rank_));
+      lock.unlock();
+      st->finish(why);
+      return;
+    }
+    q_.push_back({std::move(st), std::move(done), deadline, std::move(what)});
+    lock.unlock();
+    work_.notify_one();
+  }
+
+  /// Blocks until every collective handed over so far has completed or failed
+  /// (each is bounded by its deadline).
+  void drain() {
+    std::unique_lock lock(mu_);
+    room_.wait_for(lock, timeout_ + std::chrono::seconds(30), [&] { return q_.empty(); });
+  }
+
+  /// Waits for what is outstanding (as drain()), then ends the thread.
+  void stop() {
+    {
+      std::lock_guard lock(mu_);
+      if (!thread_.joinable()) return;
+      stop_ = true;
+    }
+    work_.notify_all();
+    room_.notify_all();
+    thread_.join();
+  }
+
+  /// At most this many collectives outstanding on the device; far more than
+  /// a step's buckets, and it bounds the events alive at once.
+  static constexpr std::size_t capacity = 4096;
+
+private:
+  struct outstanding {
+    std::shared_ptr<work_state> state;
+    std::shared_ptr<event> done;
+    clock::time_point deadline;
+    std::string what;
+  };
+
+  void run() {
+    trace::thread_label = "comm (device)";
+    if (cudaSetDevice(device_) != cudaSuccess) cudaGetLastError(); // events query on any device anyway
+    for (;;) {
+      const outstanding* front = nullptr; // stable: only this thread pops, push_back keeps references
+      {
+        std::unique_lock lock(mu_);
+        work_.wait(lock, [&] { return stop_ || !q_.empty(); });
+        if (q_.empty()) return; // stop_, and nothing left
+        front = &q_.front();
+      }
+      std::exception_ptr why = poll(*front);
+      if (why) {
+        fail_all(why);
+        continue;
+      }
+      if (!completed_) {
+        // 20 us, as the worker's own sync() polls: a coarser sleep is latency
+        // added to every collective's work, a finer one a busier core.
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+        continue;
+      }
+      completed_ = false;
+      std::shared_ptr<work_state> st;
+      {
+        std::lock_guard lock(mu_);
+        st = std::move(q_.front().state);
+        q_.pop_front();
+      }
+      room_.notify_all();
+      st->finish(nullptr);
+    }
+  }
+
+  /// Sets completed_ when `o` completed; returns its failure, if it failed.
+  std::exception_ptr poll(const outstanding& o) {
+    cudaError_t e = cudaEventQuery(o.done->get());
+    if (e == cudaSuccess) {
+      completed_ = true;
+      return nullptr;
+    }
+    if (e != cudaErrorNotReady) {
+      cudaGetLastError();
+      return std::make_exception_ptr(error(error_kind::backend,
+                                           o.what + " failed on the device: " + cudaGetErrorString(e) +
+                                               "; the NCCL communicator was aborted",
+                                           rank_));
+    }
+    if (auto x = comm_error_(o.what)) return x;
+    if (clock::now() > o.deadline)
+      return std::make_exception_ptr(error(error_kind::timeout,
+                                           o.what + " timed out after " + std::to_string(timeout_.count()) +
+                                               " ms: a rank stalled, died or skipped this collective; the "
+                                               "NCCL communicator was aborted",
+                                           -1));
+    return nullptr;
+  }
+
+  /// The group fails (once) and every outstanding work with it; later
+  /// watch() calls fail at once.
+  void fail_all(std::exception_ptr why) {
+    std::deque<outstanding> failed;
+    bool first = false;
+    {
+      std::lock_guard lock(mu_);
+      first = !failed_;
+      if (first) failed_ = why;
+      why = failed_;
+      failed.swap(q_);
+    }
+    if (first) fail_group_(why);
+    room_.notify_all();
+    for (auto& o : failed)
+      o.state->finish(why);
+  }
+
+  int rank_, device_;
+  std::chrono::milliseconds timeout_;
+  std::function<std::exception_ptr(const std::string&)> comm_error_;
+  std::function<void(std::exception_ptr)> fail_group_;
+  std::mutex mu_;
+  std::condition_variable work_, room_;
+  std::deque<outstanding> q_;
+  std::exception_ptr failed_;
+  bool stop_ = false;
+  bool completed_ = false; ///< watcher thread only
+  std::thread thread_;     // last: started once the rest exists
+};
+
+} // namespace detail::cuda
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_CUDA_COMPLETION_WATCH_HPP
+// ---- end ddp/detail/cuda/completion_watch.hpp ----
 
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -10366,6 +10678,8 @@ DDP_END_NAMESPACE
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -10430,13 +10744,21 @@ public:
     nccl_call(ncclCommInitRankConfig(&comm_, size_, id, rank_, &config), "ncclCommInitRankConfig");
     await_comm("ncclCommInitRankConfig", clock::now() + timeout_);
     cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    watch_.emplace(
+        rank_, device_, timeout_, [this](const std::string& what) { return async_error(what); },
+        [this](
+            std::exception_ptr why) { // poison first: a job that finds the communicator aborted reports why
+          queue_.abort(why);
+          abort();
+        });
   }
 
   nccl_communicator(const nccl_communicator&) = delete;
   nccl_communicator& operator=(const nccl_communicator&) = delete;
 
   ~nccl_communicator() {
-    queue_.stop(); // finish or fail what is queued, stop the worker
+    queue_.stop();  // finish or fail what is queued, stop the worker
+    watch_.reset(); // then what the device still runs (each until its deadline)
     if (scratch_) cudaFree(scratch_);
     if (pinned_) cudaFreeHost(pinned_);
     if (stream_) cudaStreamDestroy(stream_);
@@ -10460,7 +10782,11 @@ public:
   int device() const { return device_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
   std::exception_ptr poisoned() const { return queue_.poisoned(); }
-  void drain() { queue_.drain(); }
+  /// Until every collective submitted so far completed (device ones included).
+  void drain() {
+    queue_.drain();
+    if (watch_) watch_->drain();
+  }
 
   // Host memory: staged through the device scratch buffer.
 
@@ -10469,7 +10795,8 @@ public:
       const std::size_t bytes = n * size_of(dt);
       auto* d = static_cast<char*>(scratch(bytes));
       stage_in(d, 0, data, bytes);
-      nccl_call(ncclAllReduce(d, d, n, nccl_type(dt), nccl_op(o), comm_, stream_), "ncclAllReduce");
+      nccl_call(comm_call([&] { return ncclAllReduce(d, d, n, nccl_type(dt), nccl_op(o), comm_, stream_); }),
+                "ncclAllReduce");
       stage_out(d, 0, bytes);
       sync();
       unstage(data, 0, bytes);
@@ -10481,7 +10808,8 @@ public:
       const std::size_t bytes = n * size_of(dt);
       auto* d = static_cast<char*>(scratch(bytes));
       stage_in(d, 0, data, bytes);
-      nccl_call(ncclBroadcast(d, d, n, nccl_type(dt), root, comm_, stream_), "ncclBroadcast");
+      nccl_call(comm_call([&] { return ncclBroadcast(d, d, n, nccl_type(dt), root, comm_, stream_); }),
+                "ncclBroadcast");
       stage_out(d, 0, bytes);
       sync();
       unstage(data, 0, bytes);
@@ -10493,7 +10821,8 @@ public:
       const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(size_);
       auto* d = static_cast<char*>(scratch(total + bytes));
       stage_in(d, total, in, bytes);
-      nccl_call(ncclAllGather(d + total, d, n, nccl_type(dt), comm_, stream_), "ncclAllGather");
+      nccl_call(comm_call([&] { return ncclAllGather(d + total, d, n, nccl_type(dt), comm_, stream_); }),
+                "ncclAllGather");
       stage_out(d, 0, total);
       sync();
       unstage(out, 0, total);
@@ -10505,7 +10834,9 @@ public:
       const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(size_);
       auto* d = static_cast<char*>(scratch(total + bytes));
       stage_in(d, 0, in, total);
-      nccl_call(ncclReduceScatter(d, d + total, n, nccl_type(dt), nccl_op(o), comm_, stream_),
+      nccl_call(comm_call([&] {
+                  return ncclReduceScatter(d, d + total, n, nccl_type(dt), nccl_op(o), comm_, stream_);
+                }),
                 "ncclReduceScatter");
       stage_out(d, total, bytes);
       sync();
@@ -10526,25 +10857,27 @@ public:
   work all_reduce(device_memory_t, void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
     return submit("all_reduce", n, dt, blocking, [=, this, after = default_stream_point()] {
       follow(after);
-      nccl_call(ncclAllReduce(data, data, n, nccl_type(dt), nccl_op(o), comm_, stream_), "ncclAllReduce");
-      publish_completion();
-      sync();
+      nccl_call(
+          comm_call([&] { return ncclAllReduce(data, data, n, nccl_type(dt), nccl_op(o), comm_, stream_); }),
+          "ncclAllReduce");
+      complete_on_device();
     });
   }
 
   /// Stream-ordered: NCCL's stream first waits, on the device, for `ready`, an
   /// event the caller recorded on its own stream after producing `data` (the
   /// caller's thread never blocks on that). The caller must not re-record
-  /// `ready` before this work was queued (work::wait_on returned, or the work
+  /// `ready` before this work was queued (work::stream_wait returned, or the work
   /// completed): NCCL's stream takes the record it finds then. Used by the
   /// CUDA bucket engine.
   work all_reduce(device_memory_t, void* data, std::size_t n, dtype dt, op o, cudaEvent_t ready,
                   bool blocking = false) {
     return submit("all_reduce", n, dt, blocking, [=, this] {
       cuda(cudaStreamWaitEvent(stream_, ready, 0), "cudaStreamWaitEvent (the bucket's ready event)");
-      nccl_call(ncclAllReduce(data, data, n, nccl_type(dt), nccl_op(o), comm_, stream_), "ncclAllReduce");
-      publish_completion();
-      sync();
+      nccl_call(
+          comm_call([&] { return ncclAllReduce(data, data, n, nccl_type(dt), nccl_op(o), comm_, stream_); }),
+          "ncclAllReduce");
+      complete_on_device();
     });
   }
 
@@ -10553,18 +10886,18 @@ public:
                  bool blocking = false) {
     return submit("broadcast", n, dt, blocking, [=, this] {
       cuda(cudaStreamWaitEvent(stream_, ready, 0), "cudaStreamWaitEvent (the compute stream's ready event)");
-      nccl_call(ncclBroadcast(data, data, n, nccl_type(dt), root, comm_, stream_), "ncclBroadcast");
-      publish_completion();
-      sync();
+      nccl_call(comm_call([&] { return ncclBroadcast(data, data, n, nccl_type(dt), root, comm_, stream_); }),
+                "ncclBroadcast");
+      complete_on_device();
     });
   }
 
   work broadcast(device_memory_t, void* data, std::size_t n, dtype dt, int root, bool blocking = false) {
     return submit("broadcast", n, dt, blocking, [=, this, after = default_stream_point()] {
       follow(after);
-      nccl_call(ncclBroadcast(data, data, n, nccl_type(dt), root, comm_, stream_), "ncclBroadcast");
-      publish_completion();
-      sync();
+      nccl_call(comm_call([&] { return ncclBroadcast(data, data, n, nccl_type(dt), root, comm_, stream_); }),
+                "ncclBroadcast");
+      complete_on_device();
     });
   }
 
@@ -10572,9 +10905,9 @@ public:
                   bool blocking = false) {
     return submit("all_gather", n, dt, blocking, [=, this, after = default_stream_point()] {
       follow(after);
-      nccl_call(ncclAllGather(in, out, n, nccl_type(dt), comm_, stream_), "ncclAllGather");
-      publish_completion();
-      sync();
+      nccl_call(comm_call([&] { return ncclAllGather(in, out, n, nccl_type(dt), comm_, stream_); }),
+                "ncclAllGather");
+      complete_on_device();
     });
   }
 
@@ -10582,17 +10915,18 @@ public:
                       bool blocking = false) {
     return submit("reduce_scatter", n, dt, blocking, [=, this, after = default_stream_point()] {
       follow(after);
-      nccl_call(ncclReduceScatter(in, out, n, nccl_type(dt), nccl_op(o), comm_, stream_),
-                "ncclReduceScatter");
-      publish_completion();
-      sync();
+      nccl_call(
+          comm_call([&] { return ncclReduceScatter(in, out, n, nccl_type(dt), nccl_op(o), comm_, stream_); }),
+          "ncclReduceScatter");
+      complete_on_device();
     });
   }
 
   work barrier(bool blocking = false) {
     return submit("barrier", 1, dtype::i32, blocking, [this] {
       auto* d = scratch(sizeof(std::int32_t));
-      nccl_call(ncclAllReduce(d, d, 1, ncclInt32, ncclSum, comm_, stream_), "ncclAllReduce (barrier)");
+      nccl_call(comm_call([&] { return ncclAllReduce(d, d, 1, ncclInt32, ncclSum, comm_, stream_); }),
+                "ncclAllReduce (barrier)");
       sync();
     });
   }
@@ -10613,20 +10947,27 @@ private:
     return point;
   }
 
-  /// In a job, right after a device collective was queued on NCCL's stream:
-  /// an event recorded there, published to the work, so that work::wait_on
-  /// lets a caller's stream wait for the collective on the device while this
-  /// thread still watches it (sync(): the deadline, the abort). A new event
-  /// per collective, kept alive by the work: a later collective must not
-  /// re-record the event an earlier work's waiters use.
-  void publish_completion() {
+  /// The end of a device collective's job. Once NCCL has really queued it (a
+  /// non-blocking communicator may return ncclInProgress while it connects),
+  /// an event is recorded after it on NCCL's stream and published to the work
+  /// (work::stream_wait), and the work goes to the watcher, which finishes it
+  /// when the device is done, or fails it at its deadline. This thread does
+  /// not wait: the next collective is queued at once. A new event per
+  /// collective, kept alive by the work and the watcher: re-recording one
+  /// would move the point an earlier work's waiters wait for.
+  void complete_on_device() {
+    const auto deadline = clock::now() + timeout_;
+    await_comm(current_.c_str(), deadline);
     auto done = std::make_shared<detail::cuda::event>(rank_);
     cuda(cudaEventRecord(done->get(), stream_), "cudaEventRecord (after a collective, on NCCL's stream)");
-    running_->queued_on_device([done, what = current_](CUstream_st* waiter) {
+    auto self = running_->shared_from_this();
+    std::string what = current_;
+    self->queued_on_device([done, what](CUstream_st* waiter) {
       // -1: `what` names the rank already
       detail::cuda::check(cudaStreamWaitEvent(waiter, done->get(), 0),
                           ("cudaStreamWaitEvent (a stream waiting for " + what + ")").c_str(), -1);
     });
+    watch_->watch(std::move(self), std::move(done), deadline, std::move(what)); // noexcept
   }
 
   /// In a job: NCCL's stream waits for the point default_stream_point() recorded.
@@ -10648,7 +10989,8 @@ private:
   }
 
   /// The device staging buffer and its pinned host mirror, grown together
-  /// (between collectives: each one ends with sync()).
+  /// (between host-memory collectives: each one ends with sync(), which also
+  /// waits for the device collectives queued before it on the same stream).
   void* scratch(std::size_t bytes) {
     if (bytes > scratch_bytes_) {
       if (scratch_) cuda(cudaFree(scratch_), "cudaFree");
@@ -10689,12 +11031,13 @@ private:
   /// Waits for the stream with a deadline; a communicator error or a timeout aborts it.
   void sync() {
     auto deadline = clock::now() + timeout_;
+    await_comm(current_.c_str(), deadline); // cudaStreamQuery says nothing of what NCCL has not queued yet
     for (;;) {
       cudaError_t e = cudaStreamQuery(stream_);
       if (e == cudaSuccess) return;
       if (e != cudaErrorNotReady) cuda(e, current_.c_str());
       ncclResult_t async = ncclSuccess;
-      ncclCommGetAsyncError(comm_, &async);
+      comm_call([&] { return ncclCommGetAsyncError(comm_, &async); });
       if (async != ncclSuccess && async != ncclInProgress) fail_nccl(async, current_.c_str());
       if (clock::now() > deadline) {
         abort();
@@ -10708,20 +11051,60 @@ private:
     }
   }
 
+  /// Polls until the communicator's last call (init, or a collective that
+  /// returned ncclInProgress) is done; a failure or the deadline aborts it.
   void await_comm(const char* what, clock::time_point deadline) {
     for (;;) {
       ncclResult_t state = ncclSuccess;
-      nccl_call(ncclCommGetAsyncError(comm_, &state), "ncclCommGetAsyncError");
+      nccl_call(comm_call([&] { return ncclCommGetAsyncError(comm_, &state); }), "ncclCommGetAsyncError");
       if (state == ncclSuccess) return;
       if (state != ncclInProgress) fail_nccl(state, what);
       if (clock::now() > deadline) {
         abort();
-        throw error(error_kind::timeout, "rank " + std::to_string(rank_) + ": " + what +
-                                             " did not finish within " + std::to_string(timeout_.count()) +
-                                             " ms (a rank did not join?)");
+        throw error(error_kind::timeout,
+                    std::string(what) + ": NCCL did not finish within " + std::to_string(timeout_.count()) +
+                        " ms (a rank did not join, or stalled?); the NCCL communicator "
+                        "was aborted",
+                    rank_);
       }
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
+  }
+
+  /// For the watcher (its own thread): the communicator's asynchronous error
+  /// while `what` runs, if any.
+  std::exception_ptr async_error(const std::string& what) noexcept {
+    try {
+      ncclResult_t state = ncclSuccess;
+      std::string last;
+      comm_call([&] {
+        ncclResult_t r = ncclCommGetAsyncError(comm_, &state);
+        if (state != ncclSuccess && state != ncclInProgress)
+          if (const char* l = ncclGetLastError(comm_); l && *l) last = l;
+        return r;
+      });
+      if (state == ncclSuccess || state == ncclInProgress) return nullptr;
+      return std::make_exception_ptr(error(
+          state == ncclRemoteError ? error_kind::peer_lost : error_kind::backend,
+          what + " failed: " + ncclGetErrorString(state) +
+              (last.empty() ? std::string() : " (" + last + ")") + "; the NCCL communicator was aborted",
+          -1));
+    } catch (...) { return std::current_exception(); }
+  }
+
+  /// Every use of comm_ once the watcher runs: under comm_mu_, and none once
+  /// it was aborted (ncclCommAbort frees it; the watcher may abort it from
+  /// its own thread while this one polls).
+  template <class F> ncclResult_t comm_call(F&& f) {
+    std::lock_guard lock(comm_mu_);
+    if (aborted_) {
+      if (auto why = queue_.poisoned()) std::rethrow_exception(why);
+      throw error(error_kind::backend,
+                  "rank " + std::to_string(rank_) +
+                      ": the NCCL communicator was aborted after an earlier failure",
+                  rank_);
+    }
+    return f();
   }
 
   void nccl_call(ncclResult_t r, const char* what) {
@@ -10731,10 +11114,12 @@ private:
 
   [[noreturn]] void fail_nccl(ncclResult_t r, const char* what) {
     std::string text = std::string(what) + " failed: " + ncclGetErrorString(r);
-    if (comm_) {
-      if (const char* last = ncclGetLastError(comm_); last && *last) text += " (" + std::string(last) + ")";
-      abort();
+    {
+      std::lock_guard lock(comm_mu_);
+      if (comm_ && !aborted_)
+        if (const char* last = ncclGetLastError(comm_); last && *last) text += " (" + std::string(last) + ")";
     }
+    abort();
     throw error(r == ncclRemoteError ? error_kind::peer_lost : error_kind::backend,
                 "rank " + std::to_string(rank_) + ": " + text, -1);
   }
@@ -10745,7 +11130,9 @@ private:
                 "rank " + std::to_string(rank_) + ": " + what + " failed: " + cudaGetErrorString(e), rank_);
   }
 
+  /// Once, from either thread (the worker or the watcher).
   void abort() {
+    std::lock_guard lock(comm_mu_);
     if (comm_ && !aborted_) {
       ncclCommAbort(comm_);
       aborted_ = true;
@@ -10759,11 +11146,14 @@ private:
   cudaStream_t stream_ = nullptr;
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
-  std::byte* pinned_ = nullptr; ///< host staging, mirrors scratch_ (worker thread only)
-  bool aborted_ = false;
+  std::byte* pinned_ = nullptr;   ///< host staging, mirrors scratch_ (worker thread only)
+  bool aborted_ = false;          ///< under comm_mu_ (the destructor reads it alone)
+  std::mutex comm_mu_;            ///< comm_'s calls against its abort (see comm_call)
   std::string current_;           ///< the running collective's description (worker thread)
   work_state* running_ = nullptr; ///< the running collective's work (worker thread)
   collective_queue queue_;
+  std::optional<detail::cuda::completion_watch>
+      watch_; ///< after queue_: destroyed first (it fails into queue_)
 };
 
 } // namespace detail

@@ -95,10 +95,11 @@ int main() {
     cudaFree(src);
     cudaFree(dst);
   }
-  // work::wait_on: a user stream waits for a device collective on the device; the host does not
-  // wait for it to finish. The collective is held back 1 s behind the legacy default stream (a
-  // sleeping host function, then the fill); wait_on returns long before, with the work not done,
-  // and a copy queued on the user stream after it still sees the gathered fill.
+  // work::stream_wait: a user stream waits for a device collective on the device; the host does not
+  // wait for it to finish. Two collectives are held back 1 s behind the legacy default stream (a
+  // sleeping host function, then the fill); the second's stream_wait returns long before, with
+  // neither done (the communicator queues them back to back, it does not wait for the first on
+  // the host), and a copy queued on the user stream after the first still sees the gathered fill.
   {
     const std::size_t tail = 4096;
     float *src = nullptr, *dst = nullptr;
@@ -112,17 +113,20 @@ int main() {
     gpu_test::hold_back(cudaStreamLegacy, 1000, &woke);
     gpu_test::fill(cudaStreamLegacy, src, tail * sizeof(float));
     ddp::device_span<float> din{src, tail}, dout{dst, tail * static_cast<std::size_t>(R)};
-    auto w = pg.all_gather_async(din, dout);
-    w.wait_on(user);
-    EXPECT(!woke.load() && !w.done()); // still behind the 1 s sleep: wait_on did not wait for the end
+    auto gather = pg.all_gather_async(din, dout);
+    auto reduce = pg.all_reduce_async(din);
+    reduce.stream_wait(user);
+    gather.stream_wait(user);
+    EXPECT(!woke.load() && !gather.done() && !reduce.done()); // still behind the 1 s sleep
     std::vector<float> got(dout.count);
     EXPECT(cudaMemcpyAsync(got.data(), dst, got.size() * sizeof(float), cudaMemcpyDeviceToHost, user) ==
            cudaSuccess);
     EXPECT(cudaStreamSynchronize(user) == cudaSuccess);
     const float v = gpu_test::filled_value();
     EXPECT(got.front() == v && got.back() == v);
-    w.wait(); // the host view agrees
-    EXPECT(w.done());
+    gather.wait(); // the host view agrees
+    reduce.wait();
+    EXPECT(gather.done() && reduce.done());
     cudaFree(src);
     cudaFree(dst);
     cudaStreamDestroy(user);

@@ -1,130 +1,235 @@
-// ddp::work on the ordered queue every backend runs its collectives on
-// (ddp/work.hpp, ddp/detail/backend/ordered_queue.hpp): wait(), done(), and
-// wait_on(stream), the stream-ordered wait. A collective that completes on a
-// device stream (NCCL) publishes how a stream waits for it; here the task
-// publishes a function that records the stream it was given, so what is
-// checked is the handle's contract (when wait_on returns, what it calls, what
-// it throws), with real threads. tests/gpu/test_nccl.cpp checks the device side.
-#include <ddp/detail/backend/ordered_queue.hpp>
+// ddp::work on the queue every backend runs its collectives on
+// (ddp/work.hpp, ddp/detail/backend/{ordered,collective}_queue.hpp): wait(),
+// done(), and stream_wait(stream), the stream-ordered wait, with deferred
+// completion. A collective that completes on a device stream (NCCL) publishes
+// how a stream waits for it and hands its work to something that finishes it
+// when the device is done (NCCL's completion watch), so the queue moves on at
+// once. Here a thread stands in for the device: it finishes what it was handed
+// when the test releases it. What is checked is the contract (when stream_wait
+// returns, what it calls, what it throws, what the flight recorder says), with
+// real threads; tests/gpu/test_nccl.cpp checks the device side on a GPU.
+#include <ddp/detail/backend/collective_queue.hpp>
 #include <ddp/error.hpp>
 
 #include <doctest/doctest.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <future>
+#include <mutex>
 #include <thread>
 
 using namespace std::chrono_literals;
-using ddp::detail::ordered_queue;
+using ddp::detail::collective_queue;
+using ddp::detail::flight_state;
 using ddp::detail::work_state;
 
 namespace {
-/// A stand-in for a cudaStream_t: wait_on passes the pointer through untouched.
+/// A stand-in for a cudaStream_t: stream_wait passes the pointer through untouched.
 CUstream_st* fake_stream(int k) {
   return reinterpret_cast<CUstream_st*>(static_cast<std::uintptr_t>(0x1000 + k));
 }
-} // namespace
 
-/// Lets a "running" collective end 2 s from now, from its own thread; declared
-/// before the queue, so it outlives the worker whatever a failed check leaves.
-struct release_later {
-  std::promise<void> p;
-  std::shared_future<void> released = p.get_future().share();
-  std::atomic<bool> fired{false};
-  std::jthread t{[this] {
-    std::this_thread::sleep_for(2s);
-    fired = true;
-    p.set_value();
-  }};
+/// Finishes the works handed to it, in order, each once released (or, with
+/// fail(), fails them and the group, as NCCL's watch does). Declared after the
+/// queue, as NCCL's watch is (a finish records into the queue's flight
+/// recorder). Finishes everything left when it goes.
+class stand_in_device {
+public:
+  explicit stand_in_device(collective_queue* group) : group_(group) {}
+  ~stand_in_device() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    t_.join();
+  }
+  /// In a task: publishes the collective as queued on the device (calls to
+  /// the published function record their stream in `ordered`) and hands it over.
+  void take(work_state& self, std::atomic<CUstream_st*>* ordered) {
+    auto st = self.shared_from_this();
+    self.queued_on_device([ordered](CUstream_st* s) {
+      if (ordered) *ordered = s;
+    });
+    std::lock_guard lock(mu_);
+    q_.push_back(std::move(st));
+    cv_.notify_all();
+  }
+  void release_one() { signal(+1, nullptr); }
+  void fail(std::exception_ptr why) { signal(0, std::move(why)); }
+
+private:
+  void signal(int n, std::exception_ptr why) {
+    std::lock_guard lock(mu_);
+    releases_ += n;
+    if (why) failure_ = std::move(why);
+    cv_.notify_all();
+  }
+  void run() {
+    for (;;) {
+      std::shared_ptr<work_state> st;
+      std::exception_ptr why;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || (!q_.empty() && (releases_ > 0 || failure_)); });
+        if (q_.empty()) return;
+        st = std::move(q_.front());
+        q_.pop_front();
+        if (failure_ && !stop_)
+          why = failure_;
+        else if (releases_ > 0)
+          --releases_;
+      }
+      if (why && group_) group_->abort(why);
+      st->finish(why);
+    }
+  }
+  collective_queue* group_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<work_state>> q_;
+  int releases_ = 0;
+  std::exception_ptr failure_;
+  bool stop_ = false;
+  std::thread t_{[this] { run(); }};
 };
 
-TEST_CASE("wait_on returns once the collective is queued on the device, before it finishes") {
-  release_later end;
+flight_state state_of(collective_queue& q, std::uint64_t seq) {
+  for (auto& e : q.recorder().snapshot())
+    if (e.seq == seq) return e.state;
+  FAIL("no flight entry " << seq);
+  return flight_state::queued;
+}
+
+/// Waits (bounded) until `pred` holds: the stand-in finishes on its own thread.
+template <class P> bool eventually(P pred) {
+  for (int i = 0; i < 2000 && !pred(); ++i)
+    std::this_thread::sleep_for(1ms);
+  return pred();
+}
+} // namespace
+
+TEST_CASE("stream_wait returns once the collective is queued on the device; its work finishes later") {
+  collective_queue q(0, 5s, ", NCCL");
+  stand_in_device device(&q);
   std::atomic<CUstream_st*> ordered{nullptr};
-  ordered_queue q;
-  auto w = q.submit(
-      [&](work_state& self) {
-        self.queued_on_device([&](CUstream_st* s) { ordered = s; });
-        end.released.wait(); // the collective is still "running" on the device
-      },
-      "rank 0: all_reduce #0 (4 x float32, NCCL)", 5s);
-  w.wait_on(fake_stream(7));
-  CHECK_FALSE(end.fired.load()); // it did not wait for the end (2 s away)
+  auto w = q.submit("all_reduce", 4, ddp::dtype::f32, false,
+                    [&](const std::string&, work_state& self) { device.take(self, &ordered); });
+  w.stream_wait(fake_stream(7));
   CHECK(ordered.load() == fake_stream(7));
+  CHECK_FALSE(w.done()); // the device has not finished it: nothing waited for that
+  q.drain();             // the task returned, and still the work is not done
   CHECK_FALSE(w.done());
+  CHECK(state_of(q, 0) == flight_state::running);
+  device.release_one();
   w.wait();
   CHECK(w.done());
-  // After the end it still orders the stream (the event has completed: a no-op on the device).
-  w.wait_on(fake_stream(8));
+  CHECK(eventually([&] { return state_of(q, 0) == flight_state::done; }));
+  w.stream_wait(fake_stream(8)); // after the end it still orders the stream (a no-op on the device)
   CHECK(ordered.load() == fake_stream(8));
 }
 
-TEST_CASE("wait_on of a collective that completes on the host is wait()") {
-  ordered_queue q;
+TEST_CASE("collectives on the device are queued back to back: the second's stream_wait does not wait for the "
+          "first to finish") {
+  collective_queue q(0, 5s, ", NCCL");
+  stand_in_device device(&q);
+  auto on_device = [&](const std::string&, work_state& self) { device.take(self, nullptr); };
+  auto first = q.submit("all_reduce", 4, ddp::dtype::f32, false, on_device);
+  auto second = q.submit("all_reduce", 4, ddp::dtype::f32, false, on_device);
+  second.stream_wait(fake_stream(1)); // with a host wait per collective in the queue, this would hang
+  CHECK_FALSE(first.done());
+  CHECK_FALSE(second.done());
+  device.release_one();
+  device.release_one();
+  first.wait();
+  second.wait();
+}
+
+TEST_CASE("stream_wait of a collective that completes on the host is wait()") {
+  collective_queue q(0, 5s);
   std::atomic<bool> ran{false};
-  auto w = q.submit(
-      [&](work_state&) {
-        std::this_thread::sleep_for(50ms);
-        ran = true;
-      },
-      "rank 0: all_reduce #0 (4 x float32)", 5s);
-  w.wait_on(nullptr);
+  auto w = q.submit("all_reduce", 4, ddp::dtype::f32, false, [&](const std::string&, work_state&) {
+    std::this_thread::sleep_for(50ms);
+    ran = true;
+  });
+  w.stream_wait(nullptr);
   CHECK(ran.load());
   CHECK(w.done());
+  CHECK(state_of(q, 0) == flight_state::done);
 }
 
-TEST_CASE("wait_on rethrows a failure before the collective was queued, and calls nothing") {
-  ordered_queue q;
+TEST_CASE("a failure before the collective was queued: stream_wait rethrows it, the group refuses the next") {
+  collective_queue q(0, 5s, ", NCCL");
   bool called = false;
-  auto w = q.submit(
-      [&](work_state&) {
-        throw ddp::error(ddp::error_kind::backend, "rank 0: ncclAllReduce failed: unhandled cuda error", 0);
-      },
-      "rank 0: all_reduce #0 (4 x float32, NCCL)", 5s);
-  CHECK_THROWS_WITH_AS(w.wait_on(fake_stream(1)), doctest::Contains("ncclAllReduce failed"), ddp::error);
-  CHECK_FALSE(called);
-  // The queue is poisoned: a later collective fails with the same error, stream-ordered or not.
-  auto later = q.submit([&](work_state&) { called = true; }, "rank 0: all_reduce #1 (4 x float32, NCCL)", 5s);
-  CHECK_THROWS_WITH_AS(later.wait_on(fake_stream(2)), doctest::Contains("ncclAllReduce failed"), ddp::error);
+  auto w = q.submit("all_reduce", 4, ddp::dtype::f32, false, [&](const std::string& what, work_state&) {
+    throw ddp::error(ddp::error_kind::backend, what + ": ncclAllReduce failed: unhandled cuda error", 0);
+  });
+  CHECK_THROWS_WITH_AS(w.stream_wait(fake_stream(1)), doctest::Contains("ncclAllReduce failed"), ddp::error);
+  CHECK(state_of(q, 0) == flight_state::failed);
+  auto later = q.submit("all_reduce", 4, ddp::dtype::f32, false,
+                        [&](const std::string&, work_state&) { called = true; });
+  CHECK_THROWS_WITH_AS(later.stream_wait(fake_stream(2)), doctest::Contains("ncclAllReduce failed"),
+                       ddp::error);
   CHECK_FALSE(called);
 }
 
-TEST_CASE("a failure after the collective was queued: wait_on returned, wait() reports it, the group refuses "
-          "the next one") {
-  release_later end;
-  ordered_queue q;
-  auto w = q.submit(
-      [&](work_state& self) {
-        self.queued_on_device([](CUstream_st*) {});
-        end.released.wait();
-        throw ddp::error(ddp::error_kind::timeout, "rank 0: all_reduce #0 timed out after 100 ms", 0);
-      },
-      "rank 0: all_reduce #0 (4 x float32, NCCL)", 5s);
-  w.wait_on(fake_stream(3)); // returns: the failure is not known yet
-  CHECK_FALSE(end.fired.load());
+TEST_CASE("a failure after the collective was queued: stream_wait returned, wait() reports it, the group "
+          "refuses the next, the recorder says failed") {
+  collective_queue q(0, 5s, ", NCCL");
+  stand_in_device device(&q);
+  auto w = q.submit("all_reduce", 4, ddp::dtype::f32, false,
+                    [&](const std::string&, work_state& self) { device.take(self, nullptr); });
+  w.stream_wait(fake_stream(3)); // returns: the failure is not known yet
+  device.fail(std::make_exception_ptr(
+      ddp::error(ddp::error_kind::timeout, "rank 0: all_reduce #0 timed out after 100 ms", 0)));
   CHECK_THROWS_WITH_AS(w.wait(), doctest::Contains("timed out"), ddp::error);
-  auto next = q.submit([](work_state&) {}, "rank 0: all_reduce #1 (4 x float32, NCCL)", 5s);
-  CHECK_THROWS_WITH_AS(next.wait_on(fake_stream(4)), doctest::Contains("all_reduce #0 timed out"),
+  CHECK(eventually([&] { return state_of(q, 0) == flight_state::failed; }));
+  auto next = q.submit("all_reduce", 4, ddp::dtype::f32, false, [](const std::string&, work_state&) {});
+  CHECK_THROWS_WITH_AS(next.stream_wait(fake_stream(4)), doctest::Contains("all_reduce #0 timed out"),
                        ddp::error);
 }
 
-TEST_CASE("wait_on gives up at the work's deadline, naming the collective") {
+TEST_CASE("a deferred work finished twice keeps the first outcome") {
+  auto st = std::make_shared<work_state>();
+  st->queued_on_device([](CUstream_st*) {});
+  st->finish(nullptr);
+  st->finish(std::make_exception_ptr(ddp::error(ddp::error_kind::backend, "late failure", 0)));
+  ddp::work w(st);
+  w.wait(); // no throw: the completion came first
+}
+
+TEST_CASE("stream_wait gives up at the work's deadline, naming the collective") {
   // Nothing ever queues this one. Its timeout plus the 30 s margin wait() and
-  // wait_on() add comes to 100 ms (a real one is at least 30 s).
+  // stream_wait() add comes to 100 ms (a real one is at least 30 s).
   auto st = std::make_shared<work_state>();
   st->what = "rank 0: broadcast #5 (1 x int32, NCCL)";
-  st->timeout = std::chrono::milliseconds(-29'900); // limit: 100 ms
+  st->timeout = std::chrono::milliseconds(-29'900);
   ddp::work w(st);
   CHECK_THROWS_WITH_AS(
-      w.wait_on(fake_stream(5)),
+      w.stream_wait(fake_stream(5)),
       doctest::Contains("rank 0: broadcast #5 (1 x int32, NCCL) was not queued within 100 ms"), ddp::error);
+}
+
+TEST_CASE("after stop() a submission fails at once, and the poison is still readable") {
+  collective_queue q(0, 5s);
+  q.stop();
+  bool ran = false;
+  auto w =
+      q.submit("barrier", 1, ddp::dtype::i32, false, [&](const std::string&, work_state&) { ran = true; });
+  CHECK_THROWS_WITH_AS(w.wait(), doctest::Contains("shutting down"), ddp::error);
+  CHECK_FALSE(ran);
+  CHECK(q.poisoned() == nullptr);
+  q.abort(std::make_exception_ptr(ddp::error(ddp::error_kind::timeout, "late", 0)));
+  CHECK(q.poisoned() != nullptr);
 }
 
 TEST_CASE("a default-constructed work is complete") {
   ddp::work w;
   CHECK(w.done());
   w.wait();
-  w.wait_on(fake_stream(0));
+  w.stream_wait(fake_stream(0));
 }

@@ -1,15 +1,22 @@
 // The NCCL backend: GPU collectives. Tensors in device memory (ddp::device_span,
 // passed with the device_memory tag: known at compile time) go to NCCL
-// directly; host tensors are staged through a pinned host buffer and a device buffer kept
-// across calls. Collectives run in submission order on one worker thread and one CUDA stream; every wait
-// polls with a deadline and aborts the communicator on timeout, so a dead or stalled peer is an error, not a
-// hang. A device collective's work is also an event on that stream: work::wait_on(stream) makes a caller's
-// stream wait for it without blocking the caller. Needs <nccl.h> and the CUDA runtime: link ddp::nccl.
+// directly; host tensors are staged through a pinned host buffer and a device
+// buffer kept across calls. Collectives are queued in submission order by one
+// worker thread on one CUDA stream. A device collective's job does not wait
+// for it: it records an event after it and hands the work to a watcher thread
+// (completion_watch.hpp) that finishes it when the event completes, so a
+// step's collectives reach NCCL back to back, and work::stream_wait(stream)
+// makes a caller's stream wait for that event without blocking the caller. A
+// host collective's job waits for the stream (the copy back needs it). Every
+// wait polls with a deadline and aborts the communicator on timeout or error,
+// so a dead or stalled peer is an error naming the collective, not a hang.
+// Needs <nccl.h> and the CUDA runtime: link ddp::nccl.
 #ifndef DDP_BACKEND_NCCL_HPP
 #define DDP_BACKEND_NCCL_HPP
 
 #include <ddp/backend/communicator.hpp>
 #include <ddp/detail/backend/collective_queue.hpp>
+#include <ddp/detail/cuda/completion_watch.hpp>
 #include <ddp/detail/cuda/runtime.hpp>
 #include <ddp/op.hpp>
 #include <ddp/store.hpp>
@@ -21,6 +28,8 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -85,13 +94,21 @@ public:
     nccl_call(ncclCommInitRankConfig(&comm_, size_, id, rank_, &config), "ncclCommInitRankConfig");
     await_comm("ncclCommInitRankConfig", clock::now() + timeout_);
     cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    watch_.emplace(
+        rank_, device_, timeout_, [this](const std::string& what) { return async_error(what); },
+        [this](
+            std::exception_ptr why) { // poison first: a job that finds the communicator aborted reports why
+          queue_.abort(why);
+          abort();
+        });
   }
 
   nccl_communicator(const nccl_communicator&) = delete;
   nccl_communicator& operator=(const nccl_communicator&) = delete;
 
   ~nccl_communicator() {
-    queue_.stop(); // finish or fail what is queued, stop the worker
+    queue_.stop();  // finish or fail what is queued, stop the worker
+    watch_.reset(); // then what the device still runs (each until its deadline)
     if (scratch_) cudaFree(scratch_);
     if (pinned_) cudaFreeHost(pinned_);
     if (stream_) cudaStreamDestroy(stream_);
@@ -115,7 +132,11 @@ public:
   int device() const { return device_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
   std::exception_ptr poisoned() const { return queue_.poisoned(); }
-  void drain() { queue_.drain(); }
+  /// Until every collective submitted so far completed (device ones included).
+  void drain() {
+    queue_.drain();
+    if (watch_) watch_->drain();
+  }
 
   // Host memory: staged through the device scratch buffer.
 
@@ -124,7 +145,8 @@ public:
       const std::size_t bytes = n * size_of(dt);
       auto* d = static_cast<char*>(scratch(bytes));
       stage_in(d, 0, data, bytes);
-      nccl_call(ncclAllReduce(d, d, n, nccl_type(dt), nccl_op(o), comm_, stream_), "ncclAllReduce");
+      nccl_call(comm_call([&] { return ncclAllReduce(d, d, n, nccl_type(dt), nccl_op(o), comm_, stream_); }),
+                "ncclAllReduce");
       stage_out(d, 0, bytes);
       sync();
       unstage(data, 0, bytes);
@@ -136,7 +158,8 @@ public:
       const std::size_t bytes = n * size_of(dt);
       auto* d = static_cast<char*>(scratch(bytes));
       stage_in(d, 0, data, bytes);
-      nccl_call(ncclBroadcast(d, d, n, nccl_type(dt), root, comm_, stream_), "ncclBroadcast");
+      nccl_call(comm_call([&] { return ncclBroadcast(d, d, n, nccl_type(dt), root, comm_, stream_); }),
+                "ncclBroadcast");
       stage_out(d, 0, bytes);
       sync();
       unstage(data, 0, bytes);
@@ -148,7 +171,8 @@ public:
       const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(size_);
       auto* d = static_cast<char*>(scratch(total + bytes));
       stage_in(d, total, in, bytes);
-      nccl_call(ncclAllGather(d + total, d, n, nccl_type(dt), comm_, stream_), "ncclAllGather");
+      nccl_call(comm_call([&] { return ncclAllGather(d + total, d, n, nccl_type(dt), comm_, stream_); }),
+                "ncclAllGather");
       stage_out(d, 0, total);
       sync();
       unstage(out, 0, total);
@@ -160,7 +184,9 @@ public:
       const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(size_);
       auto* d = static_cast<char*>(scratch(total + bytes));
       stage_in(d, 0, in, total);
-      nccl_call(ncclReduceScatter(d, d + total, n, nccl_type(dt), nccl_op(o), comm_, stream_),
+      nccl_call(comm_call([&] {
+                  return ncclReduceScatter(d, d + total, n, nccl_type(dt), nccl_op(o), comm_, stream_);
+                }),
                 "ncclReduceScatter");
       stage_out(d, total, bytes);
       sync();
@@ -181,25 +207,27 @@ public:
   work all_reduce(device_memory_t, void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
     return submit("all_reduce", n, dt, blocking, [=, this, after = default_stream_point()] {
       follow(after);
-      nccl_call(ncclAllReduce(data, data, n, nccl_type(dt), nccl_op(o), comm_, stream_), "ncclAllReduce");
-      publish_completion();
-      sync();
+      nccl_call(
+          comm_call([&] { return ncclAllReduce(data, data, n, nccl_type(dt), nccl_op(o), comm_, stream_); }),
+          "ncclAllReduce");
+      complete_on_device();
     });
   }
 
   /// Stream-ordered: NCCL's stream first waits, on the device, for `ready`, an
   /// event the caller recorded on its own stream after producing `data` (the
   /// caller's thread never blocks on that). The caller must not re-record
-  /// `ready` before this work was queued (work::wait_on returned, or the work
+  /// `ready` before this work was queued (work::stream_wait returned, or the work
   /// completed): NCCL's stream takes the record it finds then. Used by the
   /// CUDA bucket engine.
   work all_reduce(device_memory_t, void* data, std::size_t n, dtype dt, op o, cudaEvent_t ready,
                   bool blocking = false) {
     return submit("all_reduce", n, dt, blocking, [=, this] {
       cuda(cudaStreamWaitEvent(stream_, ready, 0), "cudaStreamWaitEvent (the bucket's ready event)");
-      nccl_call(ncclAllReduce(data, data, n, nccl_type(dt), nccl_op(o), comm_, stream_), "ncclAllReduce");
-      publish_completion();
-      sync();
+      nccl_call(
+          comm_call([&] { return ncclAllReduce(data, data, n, nccl_type(dt), nccl_op(o), comm_, stream_); }),
+          "ncclAllReduce");
+      complete_on_device();
     });
   }
 
@@ -208,18 +236,18 @@ public:
                  bool blocking = false) {
     return submit("broadcast", n, dt, blocking, [=, this] {
       cuda(cudaStreamWaitEvent(stream_, ready, 0), "cudaStreamWaitEvent (the compute stream's ready event)");
-      nccl_call(ncclBroadcast(data, data, n, nccl_type(dt), root, comm_, stream_), "ncclBroadcast");
-      publish_completion();
-      sync();
+      nccl_call(comm_call([&] { return ncclBroadcast(data, data, n, nccl_type(dt), root, comm_, stream_); }),
+                "ncclBroadcast");
+      complete_on_device();
     });
   }
 
   work broadcast(device_memory_t, void* data, std::size_t n, dtype dt, int root, bool blocking = false) {
     return submit("broadcast", n, dt, blocking, [=, this, after = default_stream_point()] {
       follow(after);
-      nccl_call(ncclBroadcast(data, data, n, nccl_type(dt), root, comm_, stream_), "ncclBroadcast");
-      publish_completion();
-      sync();
+      nccl_call(comm_call([&] { return ncclBroadcast(data, data, n, nccl_type(dt), root, comm_, stream_); }),
+                "ncclBroadcast");
+      complete_on_device();
     });
   }
 
@@ -227,9 +255,9 @@ public:
                   bool blocking = false) {
     return submit("all_gather", n, dt, blocking, [=, this, after = default_stream_point()] {
       follow(after);
-      nccl_call(ncclAllGather(in, out, n, nccl_type(dt), comm_, stream_), "ncclAllGather");
-      publish_completion();
-      sync();
+      nccl_call(comm_call([&] { return ncclAllGather(in, out, n, nccl_type(dt), comm_, stream_); }),
+                "ncclAllGather");
+      complete_on_device();
     });
   }
 
@@ -237,17 +265,18 @@ public:
                       bool blocking = false) {
     return submit("reduce_scatter", n, dt, blocking, [=, this, after = default_stream_point()] {
       follow(after);
-      nccl_call(ncclReduceScatter(in, out, n, nccl_type(dt), nccl_op(o), comm_, stream_),
-                "ncclReduceScatter");
-      publish_completion();
-      sync();
+      nccl_call(
+          comm_call([&] { return ncclReduceScatter(in, out, n, nccl_type(dt), nccl_op(o), comm_, stream_); }),
+          "ncclReduceScatter");
+      complete_on_device();
     });
   }
 
   work barrier(bool blocking = false) {
     return submit("barrier", 1, dtype::i32, blocking, [this] {
       auto* d = scratch(sizeof(std::int32_t));
-      nccl_call(ncclAllReduce(d, d, 1, ncclInt32, ncclSum, comm_, stream_), "ncclAllReduce (barrier)");
+      nccl_call(comm_call([&] { return ncclAllReduce(d, d, 1, ncclInt32, ncclSum, comm_, stream_); }),
+                "ncclAllReduce (barrier)");
       sync();
     });
   }
@@ -268,20 +297,27 @@ private:
     return point;
   }
 
-  /// In a job, right after a device collective was queued on NCCL's stream:
-  /// an event recorded there, published to the work, so that work::wait_on
-  /// lets a caller's stream wait for the collective on the device while this
-  /// thread still watches it (sync(): the deadline, the abort). A new event
-  /// per collective, kept alive by the work: a later collective must not
-  /// re-record the event an earlier work's waiters use.
-  void publish_completion() {
+  /// The end of a device collective's job. Once NCCL has really queued it (a
+  /// non-blocking communicator may return ncclInProgress while it connects),
+  /// an event is recorded after it on NCCL's stream and published to the work
+  /// (work::stream_wait), and the work goes to the watcher, which finishes it
+  /// when the device is done, or fails it at its deadline. This thread does
+  /// not wait: the next collective is queued at once. A new event per
+  /// collective, kept alive by the work and the watcher: re-recording one
+  /// would move the point an earlier work's waiters wait for.
+  void complete_on_device() {
+    const auto deadline = clock::now() + timeout_;
+    await_comm(current_.c_str(), deadline);
     auto done = std::make_shared<detail::cuda::event>(rank_);
     cuda(cudaEventRecord(done->get(), stream_), "cudaEventRecord (after a collective, on NCCL's stream)");
-    running_->queued_on_device([done, what = current_](CUstream_st* waiter) {
+    auto self = running_->shared_from_this();
+    std::string what = current_;
+    self->queued_on_device([done, what](CUstream_st* waiter) {
       // -1: `what` names the rank already
       detail::cuda::check(cudaStreamWaitEvent(waiter, done->get(), 0),
                           ("cudaStreamWaitEvent (a stream waiting for " + what + ")").c_str(), -1);
     });
+    watch_->watch(std::move(self), std::move(done), deadline, std::move(what)); // noexcept
   }
 
   /// In a job: NCCL's stream waits for the point default_stream_point() recorded.
@@ -303,7 +339,8 @@ private:
   }
 
   /// The device staging buffer and its pinned host mirror, grown together
-  /// (between collectives: each one ends with sync()).
+  /// (between host-memory collectives: each one ends with sync(), which also
+  /// waits for the device collectives queued before it on the same stream).
   void* scratch(std::size_t bytes) {
     if (bytes > scratch_bytes_) {
       if (scratch_) cuda(cudaFree(scratch_), "cudaFree");
@@ -344,12 +381,13 @@ private:
   /// Waits for the stream with a deadline; a communicator error or a timeout aborts it.
   void sync() {
     auto deadline = clock::now() + timeout_;
+    await_comm(current_.c_str(), deadline); // cudaStreamQuery says nothing of what NCCL has not queued yet
     for (;;) {
       cudaError_t e = cudaStreamQuery(stream_);
       if (e == cudaSuccess) return;
       if (e != cudaErrorNotReady) cuda(e, current_.c_str());
       ncclResult_t async = ncclSuccess;
-      ncclCommGetAsyncError(comm_, &async);
+      comm_call([&] { return ncclCommGetAsyncError(comm_, &async); });
       if (async != ncclSuccess && async != ncclInProgress) fail_nccl(async, current_.c_str());
       if (clock::now() > deadline) {
         abort();
@@ -363,20 +401,60 @@ private:
     }
   }
 
+  /// Polls until the communicator's last call (init, or a collective that
+  /// returned ncclInProgress) is done; a failure or the deadline aborts it.
   void await_comm(const char* what, clock::time_point deadline) {
     for (;;) {
       ncclResult_t state = ncclSuccess;
-      nccl_call(ncclCommGetAsyncError(comm_, &state), "ncclCommGetAsyncError");
+      nccl_call(comm_call([&] { return ncclCommGetAsyncError(comm_, &state); }), "ncclCommGetAsyncError");
       if (state == ncclSuccess) return;
       if (state != ncclInProgress) fail_nccl(state, what);
       if (clock::now() > deadline) {
         abort();
-        throw error(error_kind::timeout, "rank " + std::to_string(rank_) + ": " + what +
-                                             " did not finish within " + std::to_string(timeout_.count()) +
-                                             " ms (a rank did not join?)");
+        throw error(error_kind::timeout,
+                    std::string(what) + ": NCCL did not finish within " + std::to_string(timeout_.count()) +
+                        " ms (a rank did not join, or stalled?); the NCCL communicator "
+                        "was aborted",
+                    rank_);
       }
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
+  }
+
+  /// For the watcher (its own thread): the communicator's asynchronous error
+  /// while `what` runs, if any.
+  std::exception_ptr async_error(const std::string& what) noexcept {
+    try {
+      ncclResult_t state = ncclSuccess;
+      std::string last;
+      comm_call([&] {
+        ncclResult_t r = ncclCommGetAsyncError(comm_, &state);
+        if (state != ncclSuccess && state != ncclInProgress)
+          if (const char* l = ncclGetLastError(comm_); l && *l) last = l;
+        return r;
+      });
+      if (state == ncclSuccess || state == ncclInProgress) return nullptr;
+      return std::make_exception_ptr(error(
+          state == ncclRemoteError ? error_kind::peer_lost : error_kind::backend,
+          what + " failed: " + ncclGetErrorString(state) +
+              (last.empty() ? std::string() : " (" + last + ")") + "; the NCCL communicator was aborted",
+          -1));
+    } catch (...) { return std::current_exception(); }
+  }
+
+  /// Every use of comm_ once the watcher runs: under comm_mu_, and none once
+  /// it was aborted (ncclCommAbort frees it; the watcher may abort it from
+  /// its own thread while this one polls).
+  template <class F> ncclResult_t comm_call(F&& f) {
+    std::lock_guard lock(comm_mu_);
+    if (aborted_) {
+      if (auto why = queue_.poisoned()) std::rethrow_exception(why);
+      throw error(error_kind::backend,
+                  "rank " + std::to_string(rank_) +
+                      ": the NCCL communicator was aborted after an earlier failure",
+                  rank_);
+    }
+    return f();
   }
 
   void nccl_call(ncclResult_t r, const char* what) {
@@ -386,10 +464,12 @@ private:
 
   [[noreturn]] void fail_nccl(ncclResult_t r, const char* what) {
     std::string text = std::string(what) + " failed: " + ncclGetErrorString(r);
-    if (comm_) {
-      if (const char* last = ncclGetLastError(comm_); last && *last) text += " (" + std::string(last) + ")";
-      abort();
+    {
+      std::lock_guard lock(comm_mu_);
+      if (comm_ && !aborted_)
+        if (const char* last = ncclGetLastError(comm_); last && *last) text += " (" + std::string(last) + ")";
     }
+    abort();
     throw error(r == ncclRemoteError ? error_kind::peer_lost : error_kind::backend,
                 "rank " + std::to_string(rank_) + ": " + text, -1);
   }
@@ -400,7 +480,9 @@ private:
                 "rank " + std::to_string(rank_) + ": " + what + " failed: " + cudaGetErrorString(e), rank_);
   }
 
+  /// Once, from either thread (the worker or the watcher).
   void abort() {
+    std::lock_guard lock(comm_mu_);
     if (comm_ && !aborted_) {
       ncclCommAbort(comm_);
       aborted_ = true;
@@ -414,11 +496,14 @@ private:
   cudaStream_t stream_ = nullptr;
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
-  std::byte* pinned_ = nullptr; ///< host staging, mirrors scratch_ (worker thread only)
-  bool aborted_ = false;
+  std::byte* pinned_ = nullptr;   ///< host staging, mirrors scratch_ (worker thread only)
+  bool aborted_ = false;          ///< under comm_mu_ (the destructor reads it alone)
+  std::mutex comm_mu_;            ///< comm_'s calls against its abort (see comm_call)
   std::string current_;           ///< the running collective's description (worker thread)
   work_state* running_ = nullptr; ///< the running collective's work (worker thread)
   collective_queue queue_;
+  std::optional<detail::cuda::completion_watch>
+      watch_; ///< after queue_: destroyed first (it fails into queue_)
 };
 
 } // namespace detail

@@ -30,7 +30,9 @@ inline void log_bucket_layout(const bucket_plan& plan, const std::vector<tensor_
 }
 
 template <class Engine> void log_step_timing(const Engine& engine, std::size_t buckets) {
-  std::string s = "step timing (ms from launch to done):";
+  // Host time: until the host saw the collective done, or, for device
+  // gradients over NCCL (stream-ordered), until it was queued there.
+  std::string s = "step timing (ms from launch to done, or to queued on the device):";
   for (std::size_t i = 0; i < buckets; ++i)
     s += " b" + std::to_string(i) + "=" + std::to_string(engine.last_duration_ms(i));
   log_line("rank 0", s);

@@ -11,6 +11,7 @@
 #define DDP_DATA_PARALLEL_DEVICE_BROADCASTS_HPP
 
 #include <ddp/data_parallel/bucket_engine.hpp> // DDP_DETAIL_DEVICE_ENGINE, the CUDA engine's helpers
+#include <ddp/data_parallel/unchecked_works.hpp>
 
 #include <memory>
 #include <optional>
@@ -27,17 +28,22 @@ namespace detail {
 /// begin(), broadcast(slot) for each device tensor, complete(works) for all.
 template <communicator Comm> class device_broadcasts {
 public:
-  device_broadcasts(Comm& comm, CUstream_st* compute_stream) : comm_(comm), stream_(compute_stream) {}
+  device_broadcasts(Comm& comm, CUstream_st* compute_stream)
+      : comm_(comm), stream_(compute_stream), unchecked_(comm.rank()) {}
 
   /// Before a round with device tensors. `stream_ordered`: the caller lets
   /// the compute stream, not the host, wait for the result (synchronize()
   /// with a compute stream); honoured where the communicator takes an event.
   void begin([[maybe_unused]] bool stream_ordered) {
     ordered_ = false;
+    unchecked_.check(); // the last stream-ordered round's failures, if known by now
 #ifdef DDP_DETAIL_DEVICE_ENGINE
     if constexpr (event_ordered_communicator<Comm>) {
       if (stream_ordered && stream_) {
-        if (!ready_) ready_.emplace(comm_.rank());
+        if (!ready_) { // on the communicator's device, which the compute stream is on
+          cuda::device_guard on(comm_.device(), comm_.rank());
+          ready_.emplace(comm_.rank());
+        }
         cuda::check(cudaEventRecord(ready_->get(), stream_),
                     "cudaEventRecord (the compute stream, before broadcasting device tensors)", comm_.rank());
         ordered_ = true;
@@ -73,17 +79,25 @@ public:
 
   /// Ends the round: the compute stream (stream-ordered; the host waits only
   /// until each broadcast is queued, and re-recording the ready event is safe
-  /// after that) or the host waits for every broadcast, host tensors' too.
+  /// after that; the works are checked at the next round) or the host waits
+  /// for every broadcast, host tensors' too.
   void complete(std::vector<work>& ws) {
     const bool ordered = std::exchange(ordered_, false);
-    for (auto& w : ws)
-      ordered ? w.wait_on(stream_) : w.wait();
+    for (auto& w : ws) {
+      if (!ordered) {
+        w.wait();
+        continue;
+      }
+      unchecked_.add(w);
+      w.stream_wait(stream_);
+    }
   }
 
 private:
   Comm& comm_;
   CUstream_st* stream_;
   bool ordered_ = false; ///< this round waits on the compute stream, not the host
+  unchecked_works unchecked_;
 #ifdef DDP_DETAIL_DEVICE_ENGINE
   std::optional<cuda::event> ready_; ///< the compute stream's point the broadcasts follow
   std::unique_ptr<staged_broadcaster<Comm>> staged_;

@@ -17,20 +17,23 @@
 //           Host backends: one device->pinned copy; the host waits (deadline)
 //           for it before handing the pinned pointer to the communicator.
 //   wait    NCCL: the engine's stream waits for the collective's event (the
-//           host only until it is queued: work::wait_on); host backends: the
+//           host only until it is queued: work::stream_wait); host backends: the
 //           host waits for the collective (it runs there).
 //   unpack  pinned->device copy (host backends) and one unpack kernel, queued
 //           on the engine's stream.
-//   finish_step  the user's stream waits for the engine's stream (an event),
-//           or the host waits with a deadline (blocking form, or no compute
-//           stream) and then for every collective's work, so that a failure
-//           (an NCCL timeout aborts the communicator: its stream then runs
-//           on) is an error here, not reduced gradients that are not.
+//   finish_step  the user's stream waits for the engine's stream (an event;
+//           a collective's failure known by then is thrown, a later one by
+//           the next step or the group's next collective, or logged), or the
+//           host waits with a deadline (blocking form, or no compute stream)
+//           for every collective's work first (an NCCL timeout aborts the
+//           communicator, whose stream then runs on: the error must come from
+//           the work, naming the collective), then for the engine's stream.
 #ifndef DDP_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
 #define DDP_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
 
 #include <ddp/backend/communicator.hpp>
 #include <ddp/data_parallel/bucket_plan.hpp>
+#include <ddp/data_parallel/unchecked_works.hpp>
 #include <ddp/detail/cuda/kernels.hpp>
 #include <ddp/detail/cuda/runtime.hpp>
 
@@ -64,7 +67,7 @@ public:
   device_bucket_engine(Comm& comm, const bucket_plan& plan, const std::vector<tensor_slot>& params,
                        cudaStream_t compute_stream)
       : comm_(comm), plan_(plan), params_(params), user_(compute_stream), stream_(comm.rank()),
-        ordered_(comm.rank()), state_(plan.buckets.size()) {
+        ordered_(comm.rank()), state_(plan.buckets.size()), unchecked_(comm.rank()) {
     layout();
   }
   device_bucket_engine(const device_bucket_engine&) = delete;
@@ -135,16 +138,16 @@ public:
   /// Waits for bucket i's collective, so that unpack(i) follows it; false
   /// when it was not launched. A device communicator's collective is waited
   /// for on the engine's stream (over NCCL the host waits only until it is
-  /// queued) and kept until finish_step() checks it; t_done is then the host's
-  /// view (when it was queued), not the collective's end.
+  /// queued) and kept until finish_step() checks it; t_done is then when it
+  /// was queued, not when it ended (DDP_DEBUG=DETAIL's step timing says so).
   bool wait(std::size_t i) {
     auto& s = state_[i];
     if (!s.in_flight) return false;
     auto w = std::move(*s.in_flight);
     s.in_flight.reset();
     if constexpr (device_comm) {
-      w.wait_on(stream_.get());
-      s.settling = std::move(w);
+      unchecked_.add(w); // first: a stream_wait that throws leaves it tracked
+      w.stream_wait(stream_.get());
     } else {
       w.wait();
     }
@@ -171,12 +174,12 @@ public:
   /// (stream-ordered), or the host waits for it with the communicator's deadline.
   void finish_step(bool blocking) {
     if (blocking || !user_) {
+      unchecked_.wait_all(); // first: a stalled collective is reported by its own deadline and name
       cuda::wait_stream(stream_.get(), comm_.timeout(), "unpacking the reduced gradients", rank());
-      settle(/*wait=*/true);
       return;
     }
     cuda::order_after(user_, stream_.get(), ordered_.get(), rank());
-    settle(/*wait=*/false);
+    unchecked_.check(); // failures known by now (this step's or the last one's)
   }
 
   /// A joined rank's stand-in for bucket i: the same collective on zeros.
@@ -197,13 +200,15 @@ public:
 
   void wait_all_quietly() {
     for (auto& s : state_)
-      for (auto* w : {&s.in_flight, &s.settling})
-        if (*w) {
-          try {
-            (*w)->wait();
-          } catch (...) {}
-          w->reset();
-        }
+      if (s.in_flight) {
+        try {
+          s.in_flight->wait();
+        } catch (...) {}
+        s.in_flight.reset();
+      }
+    try {
+      unchecked_.wait_all();
+    } catch (...) {}
   }
 
   double last_duration_ms(std::size_t i) const {
@@ -222,7 +227,6 @@ private:
     std::optional<cuda::event> ready; ///< recorded after packing (event-ordered communicators)
     std::size_t longest = 0;
     std::optional<work> in_flight;
-    std::optional<work> settling; ///< waited for on the device, not yet on the host (device communicators)
     std::chrono::steady_clock::time_point t_launch, t_done;
   };
 
@@ -233,20 +237,6 @@ private:
   /// the bucket; the same answer on every rank (same plan, same scale).
   static bool uses_avg(const planned_bucket& b, double scale) {
     return device_comm && scale != 1.0 && b.wire_type == b.param_type;
-  }
-
-  /// The collectives waited for on the device: with `wait`, the host waits for
-  /// each (they are done or about to be: the engine's stream drained after
-  /// them) and a failure is thrown; without, only a failure already known is.
-  /// Either way they are forgotten: one that fails later poisons the group, so
-  /// the next collective reports it.
-  void settle(bool wait) {
-    for (auto& s : state_) {
-      if (!s.settling) continue;
-      auto w = std::move(*s.settling);
-      s.settling.reset();
-      if (wait || w.done()) w.wait();
-    }
   }
 
   /// The engine's stream continues after what the compute stream queued so far.
@@ -304,6 +294,7 @@ private:
   cuda::stream stream_;
   cuda::event ordered_; ///< recorded for each cross-stream wait (re-recording is allowed)
   std::vector<runtime> state_;
+  unchecked_works unchecked_; ///< collectives waited for on the device, not yet on the host
 };
 
 /// Broadcasts device tensors from rank 0 over a host-only communicator

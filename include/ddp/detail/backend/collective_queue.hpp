@@ -47,16 +47,19 @@ public:
         [this, body = std::move(body), what, seq, t](work_state& self) mutable {
           const std::int64_t start = t.queued_ns >= 0 ? trace::now_ns() : -1;
           recorder_.running(seq);
+          auto done = [this, seq, t, start](bool ok) {
+            recorder_.finished(seq, ok);
+            t.record(seq, start);
+            if (!ok) recorder_.dump_if_asked(rank_);
+          };
+          self.on_deferred_finish = done; // before body: a deferred finish may come at once
           try {
             body(what, self);
           } catch (...) {
-            recorder_.finished(seq, false);
-            t.record(seq, start);
-            recorder_.dump_if_asked(rank_);
+            if (!self.is_deferred()) done(false);
             throw;
           }
-          recorder_.finished(seq, true);
-          t.record(seq, start);
+          if (!self.is_deferred()) done(true);
         },
         what, timeout_, blocking);
   }
@@ -75,7 +78,9 @@ public:
   void drain() { queue_->drain(); }
   /// Finishes (or fails) what is queued and stops the worker: a backend calls
   /// this before it frees what its collectives use.
-  void stop() { queue_.reset(); }
+  /// abort() and poisoned() still work afterwards (a backend whose collectives
+  /// finish later, on another thread, may fail the group then).
+  void stop() { queue_->stop(); }
 
 private:
   /// What the timeline keeps of a collective: when it was queued, its size and

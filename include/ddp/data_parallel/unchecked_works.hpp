@@ -1,0 +1,78 @@
+// Works whose results a stream waited for on the device (work::stream_wait)
+// while the host went on: DDP's buckets and buffer broadcasts over NCCL in a
+// stream-ordered synchronize(). Their failures still reach the user: a
+// failure already known is thrown by the next check() (the next step), and one
+// still unchecked when they go is logged. A failed collective also poisons the
+// group, so the next collective fails with it anyway; this covers the last
+// step, after which there may be none.
+#ifndef DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
+#define DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
+
+#include <ddp/detail/common/log.hpp>
+#include <ddp/error.hpp>
+#include <ddp/work.hpp>
+
+#include <exception>
+#include <string>
+#include <utility>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+class unchecked_works {
+public:
+  explicit unchecked_works(int rank) : rank_(rank) {}
+  unchecked_works(const unchecked_works&) = delete;
+  unchecked_works& operator=(const unchecked_works&) = delete;
+  ~unchecked_works() {
+    for (auto& w : works_)
+      if (w.done()) try {
+          w.wait();
+        } catch (const std::exception& e) {
+          log_line("rank " + std::to_string(rank_),
+                   std::string("a collective whose result a stream waited for failed after synchronize() "
+                               "returned (the reduced values on the device are not valid): ") +
+                       e.what());
+        }
+  }
+
+  void add(work w) { works_.push_back(std::move(w)); }
+
+  /// Forgets the finished ones; throws the first failure among them.
+  void check() {
+    std::exception_ptr first;
+    std::erase_if(works_, [&](work& w) {
+      if (!w.done()) return false;
+      try {
+        w.wait();
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+      return true;
+    });
+    if (first) std::rethrow_exception(first);
+  }
+
+  /// Waits for every one on the host (each with its deadline); throws the first failure.
+  void wait_all() {
+    std::exception_ptr first;
+    for (auto& w : works_)
+      try {
+        w.wait();
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    works_.clear();
+    if (first) std::rethrow_exception(first);
+  }
+
+private:
+  int rank_;
+  std::vector<work> works_;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
