@@ -231,12 +231,14 @@ template <class Backend, class Bucketing> int train(const example::options& o, c
       } else {
         for (auto& w : pending)
           w.stream_wait(ctx.stream()); // the compute stream waits for it on the device, not the host
-        pending.clear();
       }
       const float lr = example::learning_rate(
           o, (epoch + static_cast<double>(step) / static_cast<double>(batches.size())) / o.epochs);
       model.sgd_step(lr, o.momentum);
       ctx.sync(); // the index staging buffer is reused by the next step
+      for (auto& w : pending)
+        w.wait(); // done by now (the stream drained after them): reports a failure
+      pending.clear();
       seen += batch.size() * static_cast<std::size_t>(pg.size());
       ++step;
       if (!o.step_log.empty()) { // global loss of this step (costs one small all-reduce)

@@ -30,8 +30,8 @@ struct work_state : std::enable_shared_from_this<work_state> {
   /// Empty for collectives that complete on the host.
   std::function<void(CUstream_st*)> order_stream;
   /// Such a collective's task returns before it completes: the backend calls
-  /// finish() when the device is done, and finish() then runs
-  /// `on_deferred_finish(ok)` (the queue's bookkeeping: flight recorder, trace).
+  /// finish() when the device is done, and the queue's bookkeeping (flight
+  /// recorder, trace) for it runs then (after_deferred_finish).
   bool deferred = false;
   std::function<void(bool ok)> on_deferred_finish;
 
@@ -56,15 +56,40 @@ struct work_state : std::enable_shared_from_this<work_state> {
       if (finished) return;
       finished = true;
       failure = std::move(e);
-      if (deferred) bookkeeping = std::move(on_deferred_finish);
+      if (deferred) bookkeeping = std::move(on_deferred_finish); // empty: the queue sets it later
     }
-    if (bookkeeping) bookkeeping(failure == nullptr);
     cv.notify_all();
+    run_bookkeeping(bookkeeping, failure == nullptr);
+  }
+
+  /// By the queue, after a task that deferred its completion returned: `fn(ok)`
+  /// runs when the work finishes, or now if it already did. (Set only then, so
+  /// a collective that completes on the host allocates nothing for it.)
+  void after_deferred_finish(std::function<void(bool)> fn) {
+    bool ok = false;
+    {
+      std::lock_guard lock(mu);
+      if (!finished) {
+        on_deferred_finish = std::move(fn);
+        return;
+      }
+      ok = failure == nullptr;
+    }
+    run_bookkeeping(fn, ok);
   }
 
   bool is_deferred() {
     std::lock_guard lock(mu);
     return deferred;
+  }
+
+private:
+  /// Diagnostics only: on a backend's thread (NCCL's watcher), nothing may escape.
+  static void run_bookkeeping(const std::function<void(bool)>& fn, bool ok) noexcept {
+    if (!fn) return;
+    try {
+      fn(ok);
+    } catch (...) {}
   }
 };
 } // namespace detail

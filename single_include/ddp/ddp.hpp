@@ -2869,8 +2869,8 @@ struct work_state : std::enable_shared_from_this<work_state> {
   /// Empty for collectives that complete on the host.
   std::function<void(CUstream_st*)> order_stream;
   /// Such a collective's task returns before it completes: the backend calls
-  /// finish() when the device is done, and finish() then runs
-  /// `on_deferred_finish(ok)` (the queue's bookkeeping: flight recorder, trace).
+  /// finish() when the device is done, and the queue's bookkeeping (flight
+  /// recorder, trace) for it runs then (after_deferred_finish).
   bool deferred = false;
   std::function<void(bool ok)> on_deferred_finish;
 
@@ -2895,15 +2895,40 @@ struct work_state : std::enable_shared_from_this<work_state> {
       if (finished) return;
       finished = true;
       failure = std::move(e);
-      if (deferred) bookkeeping = std::move(on_deferred_finish);
+      if (deferred) bookkeeping = std::move(on_deferred_finish); // empty: the queue sets it later
     }
-    if (bookkeeping) bookkeeping(failure == nullptr);
     cv.notify_all();
+    run_bookkeeping(bookkeeping, failure == nullptr);
+  }
+
+  /// By the queue, after a task that deferred its completion returned: `fn(ok)`
+  /// runs when the work finishes, or now if it already did. (Set only then, so
+  /// a collective that completes on the host allocates nothing for it.)
+  void after_deferred_finish(std::function<void(bool)> fn) {
+    bool ok = false;
+    {
+      std::lock_guard lock(mu);
+      if (!finished) {
+        on_deferred_finish = std::move(fn);
+        return;
+      }
+      ok = failure == nullptr;
+    }
+    run_bookkeeping(fn, ok);
   }
 
   bool is_deferred() {
     std::lock_guard lock(mu);
     return deferred;
+  }
+
+private:
+  /// Diagnostics only: on a backend's thread (NCCL's watcher), nothing may escape.
+  static void run_bookkeeping(const std::function<void(bool)>& fn, bool ok) noexcept {
+    if (!fn) return;
+    try {
+      fn(ok);
+    } catch (...) {}
   }
 };
 } // namespace detail
@@ -3816,14 +3841,16 @@ public:
             t.record(seq, start);
             if (!ok) recorder_.dump_if_asked(rank_);
           };
-          self.on_deferred_finish = done; // before body: a deferred finish may come at once
           try {
             body(what, self);
           } catch (...) {
-            if (!self.is_deferred()) done(false);
+            done(false);
             throw;
           }
-          if (!self.is_deferred()) done(true);
+          if (self.is_deferred())
+            self.after_deferred_finish(done); // NCCL's device collectives: when the device is done
+          else
+            done(true);
         },
         what, timeout_, blocking);
   }
@@ -7076,6 +7103,97 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DATA_PARALLEL_HOST_BUCKET_ENGINE_HPP
 // ---- end ddp/data_parallel/host_bucket_engine.hpp ----
+// Before the conditional block: the single header inlines a file where it is
+// first included, and device_broadcasts.hpp needs this one without CUDA too.
+// ---- begin ddp/data_parallel/unchecked_works.hpp ----
+// Works whose results a stream waited for on the device (work::stream_wait)
+// while the host went on: DDP's buckets and buffer broadcasts over NCCL in a
+// stream-ordered synchronize(). Their failures still reach the user: a
+// failure already known is thrown by the next check() (the next step), and one
+// still unchecked at teardown is waited for and logged. A failed collective also poisons the
+// group, so the next collective fails with it anyway; this covers the last
+// step, after which there may be none.
+#ifndef DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
+#define DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
+
+
+#include <exception>
+#include <string>
+#include <utility>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+class unchecked_works {
+public:
+  explicit unchecked_works(int rank) : rank_(rank) {}
+  unchecked_works(const unchecked_works&) = delete;
+  unchecked_works& operator=(const unchecked_works&) = delete;
+  ~unchecked_works() { log_all(); }
+
+  void add(work w) { works_.push_back(std::move(w)); }
+
+  /// After the last add()'s stream_wait threw: a finished work's failure is
+  /// being thrown now, so it is forgotten (not reported twice); one not
+  /// finished (stream_wait gave up waiting) stays, to be waited for.
+  void drop_last_if_done() {
+    if (!works_.empty() && works_.back().done()) works_.pop_back();
+  }
+
+  /// Forgets the finished ones; throws the first failure among them.
+  void check() {
+    std::exception_ptr first;
+    std::erase_if(works_, [&](work& w) {
+      if (!w.done()) return false;
+      try {
+        w.wait();
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+      return true;
+    });
+    if (first) std::rethrow_exception(first);
+  }
+
+  /// Waits for every one on the host (each with its deadline); throws the first failure.
+  void wait_all() {
+    std::exception_ptr first;
+    for (auto& w : works_)
+      try {
+        w.wait();
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    works_.clear();
+    if (first) std::rethrow_exception(first);
+  }
+
+  /// Waits for every one on the host (each with its deadline) and logs the
+  /// failures: where nobody is left to throw them to (teardown).
+  void log_all() noexcept {
+    for (auto& w : works_)
+      try {
+        w.wait();
+      } catch (const std::exception& e) {
+        log_line("rank " + std::to_string(rank_),
+                 std::string("a collective whose result a stream waited for failed after synchronize() "
+                             "returned (the values it left on the device are not valid): ") +
+                     e.what());
+      } catch (...) {}
+    works_.clear();
+  }
+
+private:
+  int rank_;
+  std::vector<work> works_;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
+// ---- end ddp/data_parallel/unchecked_works.hpp ----
 #if defined(DDP_WITH_CUDA) || defined(DDP_WITH_NCCL)
 // ---- begin ddp/data_parallel/device_bucket_engine.hpp ----
 // Launches and completes the buckets of a plan whose gradients are in CUDA
@@ -7111,83 +7229,6 @@ DDP_END_NAMESPACE
 #ifndef DDP_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
 #define DDP_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
 
-// ---- begin ddp/data_parallel/unchecked_works.hpp ----
-// Works whose results a stream waited for on the device (work::stream_wait)
-// while the host went on: DDP's buckets and buffer broadcasts over NCCL in a
-// stream-ordered synchronize(). Their failures still reach the user: a
-// failure already known is thrown by the next check() (the next step), and one
-// still unchecked when they go is logged. A failed collective also poisons the
-// group, so the next collective fails with it anyway; this covers the last
-// step, after which there may be none.
-#ifndef DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
-#define DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
-
-
-#include <exception>
-#include <string>
-#include <utility>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-class unchecked_works {
-public:
-  explicit unchecked_works(int rank) : rank_(rank) {}
-  unchecked_works(const unchecked_works&) = delete;
-  unchecked_works& operator=(const unchecked_works&) = delete;
-  ~unchecked_works() {
-    for (auto& w : works_)
-      if (w.done()) try {
-          w.wait();
-        } catch (const std::exception& e) {
-          log_line("rank " + std::to_string(rank_),
-                   std::string("a collective whose result a stream waited for failed after synchronize() "
-                               "returned (the reduced values on the device are not valid): ") +
-                       e.what());
-        }
-  }
-
-  void add(work w) { works_.push_back(std::move(w)); }
-
-  /// Forgets the finished ones; throws the first failure among them.
-  void check() {
-    std::exception_ptr first;
-    std::erase_if(works_, [&](work& w) {
-      if (!w.done()) return false;
-      try {
-        w.wait();
-      } catch (...) {
-        if (!first) first = std::current_exception();
-      }
-      return true;
-    });
-    if (first) std::rethrow_exception(first);
-  }
-
-  /// Waits for every one on the host (each with its deadline); throws the first failure.
-  void wait_all() {
-    std::exception_ptr first;
-    for (auto& w : works_)
-      try {
-        w.wait();
-      } catch (...) {
-        if (!first) first = std::current_exception();
-      }
-    works_.clear();
-    if (first) std::rethrow_exception(first);
-  }
-
-private:
-  int rank_;
-  std::vector<work> works_;
-};
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
-// ---- end ddp/data_parallel/unchecked_works.hpp ----
 // ---- begin ddp/detail/cuda/kernels.hpp ----
 // ddp's device kernels from host code compiled by any C++ compiler.
 //
@@ -7900,8 +7941,9 @@ public:
   device_bucket_engine(const device_bucket_engine&) = delete;
   device_bucket_engine& operator=(const device_bucket_engine&) = delete;
   ~device_bucket_engine() {
-    wait_all_quietly();
-    try { // buffers are freed below: nothing queued may still use them
+    wait_in_flight_quietly();
+    unchecked_.log_all(); // the last step's collectives: nobody else would hear of a failure
+    try {                 // buffers are freed below: nothing queued may still use them
       cuda::wait_stream(stream_.get(), comm_.timeout(), "the last unpacking (destruction)", rank());
     } catch (...) {}
   }
@@ -7973,8 +8015,13 @@ public:
     auto w = std::move(*s.in_flight);
     s.in_flight.reset();
     if constexpr (device_comm) {
-      unchecked_.add(w); // first: a stream_wait that throws leaves it tracked
-      w.stream_wait(stream_.get());
+      unchecked_.add(w); // first: a stream_wait that gives up leaves it tracked
+      try {
+        w.stream_wait(stream_.get());
+      } catch (...) {
+        unchecked_.drop_last_if_done();
+        throw;
+      }
     } else {
       w.wait();
     }
@@ -8025,14 +8072,10 @@ public:
     }
   }
 
+  /// On a step's error path (that error is being thrown): every collective
+  /// waited for, failures dropped.
   void wait_all_quietly() {
-    for (auto& s : state_)
-      if (s.in_flight) {
-        try {
-          s.in_flight->wait();
-        } catch (...) {}
-        s.in_flight.reset();
-      }
+    wait_in_flight_quietly();
     try {
       unchecked_.wait_all();
     } catch (...) {}
@@ -8059,6 +8102,16 @@ private:
 
   int rank() const { return comm_.rank(); }
   void check(cudaError_t e, const char* call) const { cuda::check(e, call, rank()); }
+
+  void wait_in_flight_quietly() {
+    for (auto& s : state_)
+      if (s.in_flight) {
+        try {
+          s.in_flight->wait();
+        } catch (...) {}
+        s.in_flight.reset();
+      }
+  }
 
   /// ncclAvg where the communicator is on the device and no conversion packs
   /// the bucket; the same answer on every rank (same plan, same scale).
@@ -8432,7 +8485,12 @@ public:
         continue;
       }
       unchecked_.add(w);
-      w.stream_wait(stream_);
+      try {
+        w.stream_wait(stream_);
+      } catch (...) {
+        unchecked_.drop_last_if_done();
+        throw;
+      }
     }
   }
 
@@ -10479,20 +10537,28 @@ DDP_END_NAMESPACE
 #ifndef DDP_BACKEND_NCCL_HPP
 #define DDP_BACKEND_NCCL_HPP
 
-// ---- begin ddp/detail/cuda/completion_watch.hpp ----
+// ---- begin ddp/detail/backend/completion_watch.hpp ----
 // Finishes the works of collectives that complete on a device stream (NCCL,
 // device tensors), from a thread of its own, in the order they were queued.
 // The communicator's worker queues such a collective, records an event after
-// it and hands both here instead of waiting: so it can queue the next one at
-// once (a step's buckets reach NCCL back to back, and work::stream_wait
-// returns as soon as its collective is queued, not after those before it
-// ended), while every collective keeps its deadline. PyTorch's NCCL watchdog
-// does the same job. The watcher polls the oldest event (one stream: they
-// complete in order), the communicator's health (`comm_error`) and the
-// deadline; the first failure fails the group (`fail_group`: abort, poison)
-// and every work still watched.
-#ifndef DDP_DETAIL_CUDA_COMPLETION_WATCH_HPP
-#define DDP_DETAIL_CUDA_COMPLETION_WATCH_HPP
+// it and hands both here instead of waiting: so it queues the next one at once
+// (a step's buckets reach NCCL back to back, and work::stream_wait returns as
+// soon as its collective is queued, not after those before it ended), while
+// every collective keeps its deadline. PyTorch's NCCL watchdog does this job.
+//
+// The watcher polls the oldest outstanding completion (one stream: they
+// complete in order), the communicator's health (`health(what)`: its
+// asynchronous error, or the group's error once it was aborted: an aborted
+// NCCL communicator's kernels exit, so its events complete, and that is not
+// a success) and the deadline. The first failure fails the group
+// (`fail_group`: poison, abort) and every outstanding work; so does
+// fail_all(), for a failure the communicator's worker found.
+//
+// `Completion` is a device event's handle: `bool ready() const` (throws a
+// ddp::error when the device reported an error). CUDA-free, so tests/unit
+// drives it with completions of their own.
+#ifndef DDP_DETAIL_COMPLETION_WATCH_HPP
+#define DDP_DETAIL_COMPLETION_WATCH_HPP
 
 
 #include <chrono>
@@ -10506,48 +10572,66 @@ DDP_END_NAMESPACE
 #include <thread>
 
 DDP_BEGIN_NAMESPACE
-namespace detail::cuda {
+namespace detail {
 
-class completion_watch {
+template <class Completion> class completion_watch {
 public:
   using clock = std::chrono::steady_clock;
 
-  /// `comm_error(what)`: the communicator's asynchronous error, if any, as a
-  /// failure of collective `what` (polled while one is outstanding). `fail_group(why)`: aborts the
-  /// communicator and poisons the group; called once, on the watcher thread.
-  completion_watch(int rank, int device, std::chrono::milliseconds timeout,
-                   std::function<std::exception_ptr(const std::string&)> comm_error,
-                   std::function<void(std::exception_ptr)> fail_group)
-      : rank_(rank), device_(device), timeout_(timeout), comm_error_(std::move(comm_error)),
-        fail_group_(std::move(fail_group)), thread_([this] { run(); }) {}
+  struct hooks {
+    std::function<void()> on_start;                               ///< on the watcher thread (cudaSetDevice)
+    std::function<std::exception_ptr(const std::string&)> health; ///< see above
+    std::function<void(std::exception_ptr)> fail_group;           ///< once, on the first failure
+  };
+
+  completion_watch(int rank, std::chrono::milliseconds timeout, hooks h)
+      : rank_(rank), timeout_(timeout), hooks_(std::move(h)), thread_([this] { run(); }) {}
   completion_watch(const completion_watch&) = delete;
   completion_watch& operator=(const completion_watch&) = delete;
   ~completion_watch() { stop(); }
 
   /// Takes over `st` (its task called queued_on_device): finished when `done`
-  /// completes, failed at `deadline`. Called by the communicator's worker. At
-  /// most `capacity` are outstanding; beyond, this waits (bounded by the
-  /// oldest one's deadline, which the watcher enforces).
-  void watch(std::shared_ptr<work_state> st, std::shared_ptr<event> done, clock::time_point deadline,
+  /// is ready, failed at `deadline` (counted from when it was queued, so it
+  /// includes the device's backlog ahead of it, as PyTorch's does). Called by
+  /// the communicator's worker. Beyond `capacity` outstanding this waits,
+  /// bounded by the oldest one's deadline, which the watcher enforces.
+  void watch(std::shared_ptr<work_state> st, Completion done, clock::time_point deadline,
              std::string what) noexcept {
     std::unique_lock lock(mu_);
     room_.wait_for(lock, timeout_ + std::chrono::seconds(30),
                    [&] { return failed_ || stop_ || q_.size() < capacity; });
     if (failed_ || stop_) {
-      auto why = failed_ ? failed_
-                         : std::make_exception_ptr(error(
-                               error_kind::backend, what + ": the communicator is shutting down", rank_));
+      auto why = failed_ ? failed_ : shutting_down(what);
       lock.unlock();
       st->finish(why);
       return;
     }
-    q_.push_back({std::move(st), std::move(done), deadline, std::move(what)});
+    q_.push_back(std::make_shared<outstanding>(
+        outstanding{std::move(st), std::move(done), deadline, std::move(what)}));
     lock.unlock();
     work_.notify_one();
   }
 
-  /// Blocks until every collective handed over so far has completed or failed
-  /// (each is bounded by its deadline).
+  /// Fails the group (once) and every outstanding work with `why`; later
+  /// watch() calls fail at once. From any thread.
+  void fail_all(std::exception_ptr why) {
+    std::deque<std::shared_ptr<outstanding>> failed;
+    bool first = false;
+    {
+      std::lock_guard lock(mu_);
+      first = !failed_;
+      if (first) failed_ = why;
+      why = failed_;
+      failed.swap(q_);
+    }
+    if (first && hooks_.fail_group) hooks_.fail_group(why);
+    room_.notify_all();
+    for (auto& o : failed)
+      o->state->finish(why);
+  }
+
+  /// Blocks until every collective handed over so far completed or failed
+  /// (each is bounded by its deadline; this wait too).
   void drain() {
     std::unique_lock lock(mu_);
     room_.wait_for(lock, timeout_ + std::chrono::seconds(30), [&] { return q_.empty(); });
@@ -10557,7 +10641,7 @@ public:
   void stop() {
     {
       std::lock_guard lock(mu_);
-      if (!thread_.joinable()) return;
+      if (stop_) return;
       stop_ = true;
     }
     work_.notify_all();
@@ -10565,112 +10649,94 @@ public:
     thread_.join();
   }
 
-  /// At most this many collectives outstanding on the device; far more than
-  /// a step's buckets, and it bounds the events alive at once.
+  /// At most this many collectives outstanding on the device: far more than
+  /// a step's buckets; it bounds the events alive at once.
   static constexpr std::size_t capacity = 4096;
 
 private:
   struct outstanding {
     std::shared_ptr<work_state> state;
-    std::shared_ptr<event> done;
+    Completion done;
     clock::time_point deadline;
     std::string what;
   };
 
+  std::exception_ptr shutting_down(const std::string& what) const {
+    return std::make_exception_ptr(
+        error(error_kind::backend, what + ": the communicator is shutting down", rank_));
+  }
+
   void run() {
     trace::thread_label = "comm (device)";
-    if (cudaSetDevice(device_) != cudaSuccess) cudaGetLastError(); // events query on any device anyway
+    if (hooks_.on_start) hooks_.on_start();
+    auto last_health = clock::time_point{};
     for (;;) {
-      const outstanding* front = nullptr; // stable: only this thread pops, push_back keeps references
+      std::shared_ptr<outstanding> front; // a copy: fail_all() may empty q_ from another thread
       {
         std::unique_lock lock(mu_);
         work_.wait(lock, [&] { return stop_ || !q_.empty(); });
         if (q_.empty()) return; // stop_, and nothing left
-        front = &q_.front();
+        front = q_.front();
       }
-      std::exception_ptr why = poll(*front);
+      const auto now = clock::now();
+      std::exception_ptr why;
+      bool ready = false;
+      try {
+        ready = front->done.ready();
+      } catch (...) { why = std::current_exception(); }
+      // The communicator's health: at every completion (an aborted
+      // communicator's events complete too), else once a millisecond (each
+      // check takes the communicator's lock its worker enqueues under).
+      if (!why && (ready || now - last_health > std::chrono::milliseconds(1))) {
+        last_health = now;
+        if (hooks_.health) why = hooks_.health(front->what);
+      }
+      if (!why && !ready && now > front->deadline)
+        why = std::make_exception_ptr(error(error_kind::timeout,
+                                            front->what + " timed out after " +
+                                                std::to_string(timeout_.count()) +
+                                                " ms: a rank stalled, died or skipped this collective; the "
+                                                "NCCL communicator was aborted",
+                                            -1));
       if (why) {
         fail_all(why);
         continue;
       }
-      if (!completed_) {
-        // 20 us, as the worker's own sync() polls: a coarser sleep is latency
-        // added to every collective's work, a finer one a busier core.
-        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      if (!ready) {
+        // 20 us while the oldest is young (a small collective's work is not
+        // held up by a coarse sleep), then 200 us: a collective that runs for
+        // milliseconds gets noticed a fraction later and this thread stays
+        // off the cores backward computes on.
+        const bool young = now - front->deadline + timeout_ < std::chrono::milliseconds(2);
+        std::this_thread::sleep_for(std::chrono::microseconds(young ? 20 : 200));
         continue;
       }
-      completed_ = false;
-      std::shared_ptr<work_state> st;
       {
         std::lock_guard lock(mu_);
-        st = std::move(q_.front().state);
+        if (q_.empty() || q_.front() != front) continue; // fail_all() took it meanwhile
         q_.pop_front();
       }
       room_.notify_all();
-      st->finish(nullptr);
+      front->state->finish(nullptr);
     }
   }
 
-  /// Sets completed_ when `o` completed; returns its failure, if it failed.
-  std::exception_ptr poll(const outstanding& o) {
-    cudaError_t e = cudaEventQuery(o.done->get());
-    if (e == cudaSuccess) {
-      completed_ = true;
-      return nullptr;
-    }
-    if (e != cudaErrorNotReady) {
-      cudaGetLastError();
-      return std::make_exception_ptr(error(error_kind::backend,
-                                           o.what + " failed on the device: " + cudaGetErrorString(e) +
-                                               "; the NCCL communicator was aborted",
-                                           rank_));
-    }
-    if (auto x = comm_error_(o.what)) return x;
-    if (clock::now() > o.deadline)
-      return std::make_exception_ptr(error(error_kind::timeout,
-                                           o.what + " timed out after " + std::to_string(timeout_.count()) +
-                                               " ms: a rank stalled, died or skipped this collective; the "
-                                               "NCCL communicator was aborted",
-                                           -1));
-    return nullptr;
-  }
-
-  /// The group fails (once) and every outstanding work with it; later
-  /// watch() calls fail at once.
-  void fail_all(std::exception_ptr why) {
-    std::deque<outstanding> failed;
-    bool first = false;
-    {
-      std::lock_guard lock(mu_);
-      first = !failed_;
-      if (first) failed_ = why;
-      why = failed_;
-      failed.swap(q_);
-    }
-    if (first) fail_group_(why);
-    room_.notify_all();
-    for (auto& o : failed)
-      o.state->finish(why);
-  }
-
-  int rank_, device_;
+  int rank_;
   std::chrono::milliseconds timeout_;
-  std::function<std::exception_ptr(const std::string&)> comm_error_;
-  std::function<void(std::exception_ptr)> fail_group_;
+  hooks hooks_;
   std::mutex mu_;
   std::condition_variable work_, room_;
-  std::deque<outstanding> q_;
+  std::deque<std::shared_ptr<outstanding>> q_;
   std::exception_ptr failed_;
   bool stop_ = false;
-  bool completed_ = false; ///< watcher thread only
-  std::thread thread_;     // last: started once the rest exists
+  std::thread thread_; // last: started once the rest exists
 };
 
-} // namespace detail::cuda
+} // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_CUDA_COMPLETION_WATCH_HPP
-// ---- end ddp/detail/cuda/completion_watch.hpp ----
+#endif // DDP_DETAIL_COMPLETION_WATCH_HPP
+// ---- end ddp/detail/backend/completion_watch.hpp ----
 
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -10685,6 +10751,19 @@ DDP_END_NAMESPACE
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
+
+/// An event recorded after a collective on NCCL's stream, as completion_watch
+/// polls it.
+struct event_completion {
+  std::shared_ptr<cuda::event> event;
+  int rank;
+  bool ready() const {
+    const cudaError_t e = cudaEventQuery(event->get());
+    if (e == cudaErrorNotReady) return false;
+    cuda::check(e, "cudaEventQuery (a collective's completion, on NCCL's stream)", rank);
+    return true;
+  }
+};
 
 inline ncclDataType_t nccl_type(dtype d) {
   switch (d) {
@@ -10745,12 +10824,14 @@ public:
     await_comm("ncclCommInitRankConfig", clock::now() + timeout_);
     cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     watch_.emplace(
-        rank_, device_, timeout_, [this](const std::string& what) { return async_error(what); },
-        [this](
-            std::exception_ptr why) { // poison first: a job that finds the communicator aborted reports why
-          queue_.abort(why);
-          abort();
-        });
+        rank_, timeout_,
+        watch_type::hooks{.on_start = [this] { cudaSetDevice(device_); }, // events query on any device anyway
+                          .health = [this](const std::string& what) { return async_error(what); },
+                          .fail_group = // poison first: a job that finds the communicator aborted reports why
+                          [this](std::exception_ptr why) {
+                            queue_.abort(why);
+                            abort();
+                          }});
   }
 
   nccl_communicator(const nccl_communicator&) = delete;
@@ -10795,8 +10876,8 @@ public:
       const std::size_t bytes = n * size_of(dt);
       auto* d = static_cast<char*>(scratch(bytes));
       stage_in(d, 0, data, bytes);
-      nccl_call(comm_call([&] { return ncclAllReduce(d, d, n, nccl_type(dt), nccl_op(o), comm_, stream_); }),
-                "ncclAllReduce");
+      enqueue([&] { return ncclAllReduce(d, d, n, nccl_type(dt), nccl_op(o), comm_, stream_); },
+              "ncclAllReduce");
       stage_out(d, 0, bytes);
       sync();
       unstage(data, 0, bytes);
@@ -10808,8 +10889,7 @@ public:
       const std::size_t bytes = n * size_of(dt);
       auto* d = static_cast<char*>(scratch(bytes));
       stage_in(d, 0, data, bytes);
-      nccl_call(comm_call([&] { return ncclBroadcast(d, d, n, nccl_type(dt), root, comm_, stream_); }),
-                "ncclBroadcast");
+      enqueue([&] { return ncclBroadcast(d, d, n, nccl_type(dt), root, comm_, stream_); }, "ncclBroadcast");
       stage_out(d, 0, bytes);
       sync();
       unstage(data, 0, bytes);
@@ -10821,8 +10901,7 @@ public:
       const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(size_);
       auto* d = static_cast<char*>(scratch(total + bytes));
       stage_in(d, total, in, bytes);
-      nccl_call(comm_call([&] { return ncclAllGather(d + total, d, n, nccl_type(dt), comm_, stream_); }),
-                "ncclAllGather");
+      enqueue([&] { return ncclAllGather(d + total, d, n, nccl_type(dt), comm_, stream_); }, "ncclAllGather");
       stage_out(d, 0, total);
       sync();
       unstage(out, 0, total);
@@ -10834,10 +10913,8 @@ public:
       const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(size_);
       auto* d = static_cast<char*>(scratch(total + bytes));
       stage_in(d, 0, in, total);
-      nccl_call(comm_call([&] {
-                  return ncclReduceScatter(d, d + total, n, nccl_type(dt), nccl_op(o), comm_, stream_);
-                }),
-                "ncclReduceScatter");
+      enqueue([&] { return ncclReduceScatter(d, d + total, n, nccl_type(dt), nccl_op(o), comm_, stream_); },
+              "ncclReduceScatter");
       stage_out(d, total, bytes);
       sync();
       unstage(out, total, bytes);
@@ -10857,9 +10934,8 @@ public:
   work all_reduce(device_memory_t, void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
     return submit("all_reduce", n, dt, blocking, [=, this, after = default_stream_point()] {
       follow(after);
-      nccl_call(
-          comm_call([&] { return ncclAllReduce(data, data, n, nccl_type(dt), nccl_op(o), comm_, stream_); }),
-          "ncclAllReduce");
+      enqueue([&] { return ncclAllReduce(data, data, n, nccl_type(dt), nccl_op(o), comm_, stream_); },
+              "ncclAllReduce");
       complete_on_device();
     });
   }
@@ -10874,9 +10950,8 @@ public:
                   bool blocking = false) {
     return submit("all_reduce", n, dt, blocking, [=, this] {
       cuda(cudaStreamWaitEvent(stream_, ready, 0), "cudaStreamWaitEvent (the bucket's ready event)");
-      nccl_call(
-          comm_call([&] { return ncclAllReduce(data, data, n, nccl_type(dt), nccl_op(o), comm_, stream_); }),
-          "ncclAllReduce");
+      enqueue([&] { return ncclAllReduce(data, data, n, nccl_type(dt), nccl_op(o), comm_, stream_); },
+              "ncclAllReduce");
       complete_on_device();
     });
   }
@@ -10886,8 +10961,8 @@ public:
                  bool blocking = false) {
     return submit("broadcast", n, dt, blocking, [=, this] {
       cuda(cudaStreamWaitEvent(stream_, ready, 0), "cudaStreamWaitEvent (the compute stream's ready event)");
-      nccl_call(comm_call([&] { return ncclBroadcast(data, data, n, nccl_type(dt), root, comm_, stream_); }),
-                "ncclBroadcast");
+      enqueue([&] { return ncclBroadcast(data, data, n, nccl_type(dt), root, comm_, stream_); },
+              "ncclBroadcast");
       complete_on_device();
     });
   }
@@ -10895,8 +10970,8 @@ public:
   work broadcast(device_memory_t, void* data, std::size_t n, dtype dt, int root, bool blocking = false) {
     return submit("broadcast", n, dt, blocking, [=, this, after = default_stream_point()] {
       follow(after);
-      nccl_call(comm_call([&] { return ncclBroadcast(data, data, n, nccl_type(dt), root, comm_, stream_); }),
-                "ncclBroadcast");
+      enqueue([&] { return ncclBroadcast(data, data, n, nccl_type(dt), root, comm_, stream_); },
+              "ncclBroadcast");
       complete_on_device();
     });
   }
@@ -10905,8 +10980,7 @@ public:
                   bool blocking = false) {
     return submit("all_gather", n, dt, blocking, [=, this, after = default_stream_point()] {
       follow(after);
-      nccl_call(comm_call([&] { return ncclAllGather(in, out, n, nccl_type(dt), comm_, stream_); }),
-                "ncclAllGather");
+      enqueue([&] { return ncclAllGather(in, out, n, nccl_type(dt), comm_, stream_); }, "ncclAllGather");
       complete_on_device();
     });
   }
@@ -10915,9 +10989,8 @@ public:
                       bool blocking = false) {
     return submit("reduce_scatter", n, dt, blocking, [=, this, after = default_stream_point()] {
       follow(after);
-      nccl_call(
-          comm_call([&] { return ncclReduceScatter(in, out, n, nccl_type(dt), nccl_op(o), comm_, stream_); }),
-          "ncclReduceScatter");
+      enqueue([&] { return ncclReduceScatter(in, out, n, nccl_type(dt), nccl_op(o), comm_, stream_); },
+              "ncclReduceScatter");
       complete_on_device();
     });
   }
@@ -10925,8 +10998,8 @@ public:
   work barrier(bool blocking = false) {
     return submit("barrier", 1, dtype::i32, blocking, [this] {
       auto* d = scratch(sizeof(std::int32_t));
-      nccl_call(comm_call([&] { return ncclAllReduce(d, d, 1, ncclInt32, ncclSum, comm_, stream_); }),
-                "ncclAllReduce (barrier)");
+      enqueue([&] { return ncclAllReduce(d, d, 1, ncclInt32, ncclSum, comm_, stream_); },
+              "ncclAllReduce (barrier)");
       sync();
     });
   }
@@ -10947,9 +11020,8 @@ private:
     return point;
   }
 
-  /// The end of a device collective's job. Once NCCL has really queued it (a
-  /// non-blocking communicator may return ncclInProgress while it connects),
-  /// an event is recorded after it on NCCL's stream and published to the work
+  /// The end of a device collective's job, after enqueue(): an event is
+  /// recorded after it on NCCL's stream and published to the work
   /// (work::stream_wait), and the work goes to the watcher, which finishes it
   /// when the device is done, or fails it at its deadline. This thread does
   /// not wait: the next collective is queued at once. A new event per
@@ -10957,7 +11029,6 @@ private:
   /// would move the point an earlier work's waiters wait for.
   void complete_on_device() {
     const auto deadline = clock::now() + timeout_;
-    await_comm(current_.c_str(), deadline);
     auto done = std::make_shared<detail::cuda::event>(rank_);
     cuda(cudaEventRecord(done->get(), stream_), "cudaEventRecord (after a collective, on NCCL's stream)");
     auto self = running_->shared_from_this();
@@ -10967,7 +11038,18 @@ private:
       detail::cuda::check(cudaStreamWaitEvent(waiter, done->get(), 0),
                           ("cudaStreamWaitEvent (a stream waiting for " + what + ")").c_str(), -1);
     });
-    watch_->watch(std::move(self), std::move(done), deadline, std::move(what)); // noexcept
+    watch_->watch(std::move(self), event_completion{std::move(done), rank_}, deadline,
+                  std::move(what)); // noexcept
+  }
+
+  /// Queues one NCCL operation on stream_ (`op` returns its ncclResult_t) and
+  /// waits, with the deadline, until NCCL really did: a non-blocking
+  /// communicator may return ncclInProgress and launch it later (while it
+  /// connects to a peer), and nothing may be queued behind it on stream_
+  /// before that (the copy back of a host tensor, the completion event).
+  template <class F> void enqueue(F&& op, const char* name) {
+    nccl_call(comm_call(std::forward<F>(op)), name);
+    await_comm(name, clock::now() + timeout_);
   }
 
   /// In a job: NCCL's stream waits for the point default_stream_point() recorded.
@@ -10993,6 +11075,9 @@ private:
   /// waits for the device collectives queued before it on the same stream).
   void* scratch(std::size_t bytes) {
     if (bytes > scratch_bytes_) {
+      // cudaFree waits for the whole device: first wait, with the deadline,
+      // for what NCCL's stream still runs (device collectives queued before).
+      if (scratch_) sync();
       if (scratch_) cuda(cudaFree(scratch_), "cudaFree");
       scratch_ = nullptr;
       if (pinned_) cuda(cudaFreeHost(pinned_), "cudaFreeHost");
@@ -11028,45 +11113,43 @@ private:
     std::memcpy(host, pinned_ + offset, bytes);
   }
 
-  /// Waits for the stream with a deadline; a communicator error or a timeout aborts it.
+  /// Waits for the stream with a deadline; a communicator error or a timeout
+  /// fails the group. A drained stream after an abort (by the watcher) is not
+  /// a result: the communicator's state is checked once more at the end.
   void sync() {
     auto deadline = clock::now() + timeout_;
-    await_comm(current_.c_str(), deadline); // cudaStreamQuery says nothing of what NCCL has not queued yet
     for (;;) {
       cudaError_t e = cudaStreamQuery(stream_);
-      if (e == cudaSuccess) return;
-      if (e != cudaErrorNotReady) cuda(e, current_.c_str());
+      if (e != cudaSuccess && e != cudaErrorNotReady) cuda(e, current_.c_str());
       ncclResult_t async = ncclSuccess;
-      comm_call([&] { return ncclCommGetAsyncError(comm_, &async); });
+      comm_call([&] { return ncclCommGetAsyncError(comm_, &async); }); // throws once aborted
       if (async != ncclSuccess && async != ncclInProgress) fail_nccl(async, current_.c_str());
-      if (clock::now() > deadline) {
-        abort();
-        throw error(error_kind::timeout,
-                    current_ + " timed out after " + std::to_string(timeout_.count()) +
-                        " ms: a rank stalled, died or skipped this collective; the NCCL "
-                        "communicator was aborted",
-                    -1);
-      }
+      if (e == cudaSuccess) return;
+      if (clock::now() > deadline)
+        fail_group_and_throw(error(error_kind::timeout,
+                                   current_ + " timed out after " + std::to_string(timeout_.count()) +
+                                       " ms: a rank stalled, died or skipped this collective; the NCCL "
+                                       "communicator was aborted",
+                                   -1));
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   }
 
-  /// Polls until the communicator's last call (init, or a collective that
-  /// returned ncclInProgress) is done; a failure or the deadline aborts it.
+  /// Polls until the communicator's last call (init, or an operation that
+  /// returned ncclInProgress) is done; a failure or the deadline fails the group.
   void await_comm(const char* what, clock::time_point deadline) {
     for (;;) {
       ncclResult_t state = ncclSuccess;
       nccl_call(comm_call([&] { return ncclCommGetAsyncError(comm_, &state); }), "ncclCommGetAsyncError");
       if (state == ncclSuccess) return;
       if (state != ncclInProgress) fail_nccl(state, what);
-      if (clock::now() > deadline) {
-        abort();
-        throw error(error_kind::timeout,
-                    std::string(what) + ": NCCL did not finish within " + std::to_string(timeout_.count()) +
-                        " ms (a rank did not join, or stalled?); the NCCL communicator "
-                        "was aborted",
-                    rank_);
-      }
+      if (clock::now() > deadline)
+        fail_group_and_throw(
+            error(error_kind::timeout,
+                  (current_.empty() ? "rank " + std::to_string(rank_) : current_) + ": " + what +
+                      ": NCCL did not finish within " + std::to_string(timeout_.count()) +
+                      " ms (a rank did not join, or stalled?); the NCCL communicator was aborted",
+                  rank_));
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
   }
@@ -11119,9 +11202,23 @@ private:
       if (comm_ && !aborted_)
         if (const char* last = ncclGetLastError(comm_); last && *last) text += " (" + std::string(last) + ")";
     }
-    abort();
-    throw error(r == ncclRemoteError ? error_kind::peer_lost : error_kind::backend,
-                "rank " + std::to_string(rank_) + ": " + text, -1);
+    fail_group_and_throw(error(r == ncclRemoteError ? error_kind::peer_lost : error_kind::backend,
+                               "rank " + std::to_string(rank_) + ": " + text, -1));
+  }
+
+  /// A failure this thread found: the group is poisoned with it, the works the
+  /// watcher holds fail with it (an aborted communicator's events complete:
+  /// they must not read as results), the communicator is aborted; then it is
+  /// thrown. Before the watcher exists (construction), only the abort.
+  [[noreturn]] void fail_group_and_throw(const error& e) {
+    auto why = std::make_exception_ptr(e);
+    if (watch_) {
+      watch_->fail_all(why); // poisons, then aborts (hooks.fail_group), unless something failed first
+    } else {
+      queue_.abort(why);
+      abort();
+    }
+    throw e;
   }
 
   void cuda(cudaError_t e, const char* what) {
@@ -11152,8 +11249,8 @@ private:
   std::string current_;           ///< the running collective's description (worker thread)
   work_state* running_ = nullptr; ///< the running collective's work (worker thread)
   collective_queue queue_;
-  std::optional<detail::cuda::completion_watch>
-      watch_; ///< after queue_: destroyed first (it fails into queue_)
+  using watch_type = completion_watch<event_completion>;
+  std::optional<watch_type> watch_; ///< after queue_: destroyed first (it fails into queue_)
 };
 
 } // namespace detail

@@ -7,8 +7,11 @@
 #include "held_stream.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 static int failures = 0;
 #define EXPECT(cond)                                                                                         \
@@ -24,7 +27,42 @@ struct tiny_model {
   template <class F> void for_each_parameter(F&& f) { f("w", w, dw); }
 };
 
-int main() {
+/// `timeout` (DDP_TIMEOUT=1s): an all_reduce held 3 s behind the legacy default stream outlives
+/// its deadline. Its work fails with a timeout naming it, within seconds; the group is poisoned,
+/// so a host all_reduce after it is refused with the same error instead of reading an aborted
+/// communicator's stream as a result.
+int timeout_case(ddp::process_group<ddp::nccl>& pg) {
+  const std::size_t n = 1024;
+  float* d = nullptr;
+  EXPECT(cudaMalloc(&d, n * sizeof(float)) == cudaSuccess);
+  gpu_test::hold_back(cudaStreamLegacy, 3000);
+  ddp::device_span<float> ds{d, n};
+  auto w = pg.all_reduce_async(ds);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string first;
+  try {
+    w.wait();
+    std::puts("FAILED: a collective held 3 s past a 1 s deadline succeeded");
+    ++failures;
+  } catch (const ddp::error& e) {
+    first = e.what();
+    std::printf("the held all_reduce failed after %.1f s: %s\n",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), e.what());
+    EXPECT(e.kind() == ddp::error_kind::timeout);
+    EXPECT(first.find("all_reduce #") != std::string::npos && first.find("timed out") != std::string::npos);
+  }
+  std::vector<float> h(16, 1.0f);
+  try {
+    pg.all_reduce(h);
+    std::puts("FAILED: a host all_reduce after the failure succeeded");
+    ++failures;
+  } catch (const ddp::error& e) { EXPECT(std::string(e.what()) == first); }
+  std::printf("rank %d timeout case: %s\n", pg.rank(), failures ? "FAILED" : "ok");
+  return failures ? 1 : 0; // d is left to the process's end: the aborted stream may still hold it
+}
+
+int main(int argc, char** argv) {
+  const bool timeout_mode = argc > 1 && std::string(argv[1]) == "timeout";
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     cudaGetLastError();
@@ -40,6 +78,7 @@ int main() {
     }
   }
   auto pg = ddp::init_process_group<ddp::nccl>();
+  if (timeout_mode) return timeout_case(pg);
   const int R = pg.size();
   // Host tensors (staged).
   std::vector<float> h(1000, static_cast<float>(pg.rank() + 1));

@@ -16,7 +16,7 @@
 
 #include <ddp/backend/communicator.hpp>
 #include <ddp/detail/backend/collective_queue.hpp>
-#include <ddp/detail/cuda/completion_watch.hpp>
+#include <ddp/detail/backend/completion_watch.hpp>
 #include <ddp/detail/cuda/runtime.hpp>
 #include <ddp/op.hpp>
 #include <ddp/store.hpp>
@@ -35,6 +35,19 @@
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
+
+/// An event recorded after a collective on NCCL's stream, as completion_watch
+/// polls it.
+struct event_completion {
+  std::shared_ptr<cuda::event> event;
+  int rank;
+  bool ready() const {
+    const cudaError_t e = cudaEventQuery(event->get());
+    if (e == cudaErrorNotReady) return false;
+    cuda::check(e, "cudaEventQuery (a collective's completion, on NCCL's stream)", rank);
+    return true;
+  }
+};
 
 inline ncclDataType_t nccl_type(dtype d) {
   switch (d) {
@@ -95,12 +108,14 @@ public:
     await_comm("ncclCommInitRankConfig", clock::now() + timeout_);
     cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     watch_.emplace(
-        rank_, device_, timeout_, [this](const std::string& what) { return async_error(what); },
-        [this](
-            std::exception_ptr why) { // poison first: a job that finds the communicator aborted reports why
-          queue_.abort(why);
-          abort();
-        });
+        rank_, timeout_,
+        watch_type::hooks{.on_start = [this] { cudaSetDevice(device_); }, // events query on any device anyway
+                          .health = [this](const std::string& what) { return async_error(what); },
+                          .fail_group = // poison first: a job that finds the communicator aborted reports why
+                          [this](std::exception_ptr why) {
+                            queue_.abort(why);
+                            abort();
+                          }});
   }
 
   nccl_communicator(const nccl_communicator&) = delete;
@@ -145,8 +160,8 @@ public:
       const std::size_t bytes = n * size_of(dt);
       auto* d = static_cast<char*>(scratch(bytes));
       stage_in(d, 0, data, bytes);
-      nccl_call(comm_call([&] { return ncclAllReduce(d, d, n, nccl_type(dt), nccl_op(o), comm_, stream_); }),
-                "ncclAllReduce");
+      enqueue([&] { return ncclAllReduce(d, d, n, nccl_type(dt), nccl_op(o), comm_, stream_); },
+              "ncclAllReduce");
       stage_out(d, 0, bytes);
       sync();
       unstage(data, 0, bytes);
@@ -158,8 +173,7 @@ public:
       const std::size_t bytes = n * size_of(dt);
       auto* d = static_cast<char*>(scratch(bytes));
       stage_in(d, 0, data, bytes);
-      nccl_call(comm_call([&] { return ncclBroadcast(d, d, n, nccl_type(dt), root, comm_, stream_); }),
-                "ncclBroadcast");
+      enqueue([&] { return ncclBroadcast(d, d, n, nccl_type(dt), root, comm_, stream_); }, "ncclBroadcast");
       stage_out(d, 0, bytes);
       sync();
       unstage(data, 0, bytes);
@@ -171,8 +185,7 @@ public:
       const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(size_);
       auto* d = static_cast<char*>(scratch(total + bytes));
       stage_in(d, total, in, bytes);
-      nccl_call(comm_call([&] { return ncclAllGather(d + total, d, n, nccl_type(dt), comm_, stream_); }),
-                "ncclAllGather");
+      enqueue([&] { return ncclAllGather(d + total, d, n, nccl_type(dt), comm_, stream_); }, "ncclAllGather");
       stage_out(d, 0, total);
       sync();
       unstage(out, 0, total);
@@ -184,10 +197,8 @@ public:
       const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(size_);
       auto* d = static_cast<char*>(scratch(total + bytes));
       stage_in(d, 0, in, total);
-      nccl_call(comm_call([&] {
-                  return ncclReduceScatter(d, d + total, n, nccl_type(dt), nccl_op(o), comm_, stream_);
-                }),
-                "ncclReduceScatter");
+      enqueue([&] { return ncclReduceScatter(d, d + total, n, nccl_type(dt), nccl_op(o), comm_, stream_); },
+              "ncclReduceScatter");
       stage_out(d, total, bytes);
       sync();
       unstage(out, total, bytes);
@@ -207,9 +218,8 @@ public:
   work all_reduce(device_memory_t, void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
     return submit("all_reduce", n, dt, blocking, [=, this, after = default_stream_point()] {
       follow(after);
-      nccl_call(
-          comm_call([&] { return ncclAllReduce(data, data, n, nccl_type(dt), nccl_op(o), comm_, stream_); }),
-          "ncclAllReduce");
+      enqueue([&] { return ncclAllReduce(data, data, n, nccl_type(dt), nccl_op(o), comm_, stream_); },
+              "ncclAllReduce");
       complete_on_device();
     });
   }
@@ -224,9 +234,8 @@ public:
                   bool blocking = false) {
     return submit("all_reduce", n, dt, blocking, [=, this] {
       cuda(cudaStreamWaitEvent(stream_, ready, 0), "cudaStreamWaitEvent (the bucket's ready event)");
-      nccl_call(
-          comm_call([&] { return ncclAllReduce(data, data, n, nccl_type(dt), nccl_op(o), comm_, stream_); }),
-          "ncclAllReduce");
+      enqueue([&] { return ncclAllReduce(data, data, n, nccl_type(dt), nccl_op(o), comm_, stream_); },
+              "ncclAllReduce");
       complete_on_device();
     });
   }
@@ -236,8 +245,8 @@ public:
                  bool blocking = false) {
     return submit("broadcast", n, dt, blocking, [=, this] {
       cuda(cudaStreamWaitEvent(stream_, ready, 0), "cudaStreamWaitEvent (the compute stream's ready event)");
-      nccl_call(comm_call([&] { return ncclBroadcast(data, data, n, nccl_type(dt), root, comm_, stream_); }),
-                "ncclBroadcast");
+      enqueue([&] { return ncclBroadcast(data, data, n, nccl_type(dt), root, comm_, stream_); },
+              "ncclBroadcast");
       complete_on_device();
     });
   }
@@ -245,8 +254,8 @@ public:
   work broadcast(device_memory_t, void* data, std::size_t n, dtype dt, int root, bool blocking = false) {
     return submit("broadcast", n, dt, blocking, [=, this, after = default_stream_point()] {
       follow(after);
-      nccl_call(comm_call([&] { return ncclBroadcast(data, data, n, nccl_type(dt), root, comm_, stream_); }),
-                "ncclBroadcast");
+      enqueue([&] { return ncclBroadcast(data, data, n, nccl_type(dt), root, comm_, stream_); },
+              "ncclBroadcast");
       complete_on_device();
     });
   }
@@ -255,8 +264,7 @@ public:
                   bool blocking = false) {
     return submit("all_gather", n, dt, blocking, [=, this, after = default_stream_point()] {
       follow(after);
-      nccl_call(comm_call([&] { return ncclAllGather(in, out, n, nccl_type(dt), comm_, stream_); }),
-                "ncclAllGather");
+      enqueue([&] { return ncclAllGather(in, out, n, nccl_type(dt), comm_, stream_); }, "ncclAllGather");
       complete_on_device();
     });
   }
@@ -265,9 +273,8 @@ public:
                       bool blocking = false) {
     return submit("reduce_scatter", n, dt, blocking, [=, this, after = default_stream_point()] {
       follow(after);
-      nccl_call(
-          comm_call([&] { return ncclReduceScatter(in, out, n, nccl_type(dt), nccl_op(o), comm_, stream_); }),
-          "ncclReduceScatter");
+      enqueue([&] { return ncclReduceScatter(in, out, n, nccl_type(dt), nccl_op(o), comm_, stream_); },
+              "ncclReduceScatter");
       complete_on_device();
     });
   }
@@ -275,8 +282,8 @@ public:
   work barrier(bool blocking = false) {
     return submit("barrier", 1, dtype::i32, blocking, [this] {
       auto* d = scratch(sizeof(std::int32_t));
-      nccl_call(comm_call([&] { return ncclAllReduce(d, d, 1, ncclInt32, ncclSum, comm_, stream_); }),
-                "ncclAllReduce (barrier)");
+      enqueue([&] { return ncclAllReduce(d, d, 1, ncclInt32, ncclSum, comm_, stream_); },
+              "ncclAllReduce (barrier)");
       sync();
     });
   }
@@ -297,9 +304,8 @@ private:
     return point;
   }
 
-  /// The end of a device collective's job. Once NCCL has really queued it (a
-  /// non-blocking communicator may return ncclInProgress while it connects),
-  /// an event is recorded after it on NCCL's stream and published to the work
+  /// The end of a device collective's job, after enqueue(): an event is
+  /// recorded after it on NCCL's stream and published to the work
   /// (work::stream_wait), and the work goes to the watcher, which finishes it
   /// when the device is done, or fails it at its deadline. This thread does
   /// not wait: the next collective is queued at once. A new event per
@@ -307,7 +313,6 @@ private:
   /// would move the point an earlier work's waiters wait for.
   void complete_on_device() {
     const auto deadline = clock::now() + timeout_;
-    await_comm(current_.c_str(), deadline);
     auto done = std::make_shared<detail::cuda::event>(rank_);
     cuda(cudaEventRecord(done->get(), stream_), "cudaEventRecord (after a collective, on NCCL's stream)");
     auto self = running_->shared_from_this();
@@ -317,7 +322,18 @@ private:
       detail::cuda::check(cudaStreamWaitEvent(waiter, done->get(), 0),
                           ("cudaStreamWaitEvent (a stream waiting for " + what + ")").c_str(), -1);
     });
-    watch_->watch(std::move(self), std::move(done), deadline, std::move(what)); // noexcept
+    watch_->watch(std::move(self), event_completion{std::move(done), rank_}, deadline,
+                  std::move(what)); // noexcept
+  }
+
+  /// Queues one NCCL operation on stream_ (`op` returns its ncclResult_t) and
+  /// waits, with the deadline, until NCCL really did: a non-blocking
+  /// communicator may return ncclInProgress and launch it later (while it
+  /// connects to a peer), and nothing may be queued behind it on stream_
+  /// before that (the copy back of a host tensor, the completion event).
+  template <class F> void enqueue(F&& op, const char* name) {
+    nccl_call(comm_call(std::forward<F>(op)), name);
+    await_comm(name, clock::now() + timeout_);
   }
 
   /// In a job: NCCL's stream waits for the point default_stream_point() recorded.
@@ -343,6 +359,9 @@ private:
   /// waits for the device collectives queued before it on the same stream).
   void* scratch(std::size_t bytes) {
     if (bytes > scratch_bytes_) {
+      // cudaFree waits for the whole device: first wait, with the deadline,
+      // for what NCCL's stream still runs (device collectives queued before).
+      if (scratch_) sync();
       if (scratch_) cuda(cudaFree(scratch_), "cudaFree");
       scratch_ = nullptr;
       if (pinned_) cuda(cudaFreeHost(pinned_), "cudaFreeHost");
@@ -378,45 +397,43 @@ private:
     std::memcpy(host, pinned_ + offset, bytes);
   }
 
-  /// Waits for the stream with a deadline; a communicator error or a timeout aborts it.
+  /// Waits for the stream with a deadline; a communicator error or a timeout
+  /// fails the group. A drained stream after an abort (by the watcher) is not
+  /// a result: the communicator's state is checked once more at the end.
   void sync() {
     auto deadline = clock::now() + timeout_;
-    await_comm(current_.c_str(), deadline); // cudaStreamQuery says nothing of what NCCL has not queued yet
     for (;;) {
       cudaError_t e = cudaStreamQuery(stream_);
-      if (e == cudaSuccess) return;
-      if (e != cudaErrorNotReady) cuda(e, current_.c_str());
+      if (e != cudaSuccess && e != cudaErrorNotReady) cuda(e, current_.c_str());
       ncclResult_t async = ncclSuccess;
-      comm_call([&] { return ncclCommGetAsyncError(comm_, &async); });
+      comm_call([&] { return ncclCommGetAsyncError(comm_, &async); }); // throws once aborted
       if (async != ncclSuccess && async != ncclInProgress) fail_nccl(async, current_.c_str());
-      if (clock::now() > deadline) {
-        abort();
-        throw error(error_kind::timeout,
-                    current_ + " timed out after " + std::to_string(timeout_.count()) +
-                        " ms: a rank stalled, died or skipped this collective; the NCCL "
-                        "communicator was aborted",
-                    -1);
-      }
+      if (e == cudaSuccess) return;
+      if (clock::now() > deadline)
+        fail_group_and_throw(error(error_kind::timeout,
+                                   current_ + " timed out after " + std::to_string(timeout_.count()) +
+                                       " ms: a rank stalled, died or skipped this collective; the NCCL "
+                                       "communicator was aborted",
+                                   -1));
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   }
 
-  /// Polls until the communicator's last call (init, or a collective that
-  /// returned ncclInProgress) is done; a failure or the deadline aborts it.
+  /// Polls until the communicator's last call (init, or an operation that
+  /// returned ncclInProgress) is done; a failure or the deadline fails the group.
   void await_comm(const char* what, clock::time_point deadline) {
     for (;;) {
       ncclResult_t state = ncclSuccess;
       nccl_call(comm_call([&] { return ncclCommGetAsyncError(comm_, &state); }), "ncclCommGetAsyncError");
       if (state == ncclSuccess) return;
       if (state != ncclInProgress) fail_nccl(state, what);
-      if (clock::now() > deadline) {
-        abort();
-        throw error(error_kind::timeout,
-                    std::string(what) + ": NCCL did not finish within " + std::to_string(timeout_.count()) +
-                        " ms (a rank did not join, or stalled?); the NCCL communicator "
-                        "was aborted",
-                    rank_);
-      }
+      if (clock::now() > deadline)
+        fail_group_and_throw(
+            error(error_kind::timeout,
+                  (current_.empty() ? "rank " + std::to_string(rank_) : current_) + ": " + what +
+                      ": NCCL did not finish within " + std::to_string(timeout_.count()) +
+                      " ms (a rank did not join, or stalled?); the NCCL communicator was aborted",
+                  rank_));
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
   }
@@ -469,9 +486,23 @@ private:
       if (comm_ && !aborted_)
         if (const char* last = ncclGetLastError(comm_); last && *last) text += " (" + std::string(last) + ")";
     }
-    abort();
-    throw error(r == ncclRemoteError ? error_kind::peer_lost : error_kind::backend,
-                "rank " + std::to_string(rank_) + ": " + text, -1);
+    fail_group_and_throw(error(r == ncclRemoteError ? error_kind::peer_lost : error_kind::backend,
+                               "rank " + std::to_string(rank_) + ": " + text, -1));
+  }
+
+  /// A failure this thread found: the group is poisoned with it, the works the
+  /// watcher holds fail with it (an aborted communicator's events complete:
+  /// they must not read as results), the communicator is aborted; then it is
+  /// thrown. Before the watcher exists (construction), only the abort.
+  [[noreturn]] void fail_group_and_throw(const error& e) {
+    auto why = std::make_exception_ptr(e);
+    if (watch_) {
+      watch_->fail_all(why); // poisons, then aborts (hooks.fail_group), unless something failed first
+    } else {
+      queue_.abort(why);
+      abort();
+    }
+    throw e;
   }
 
   void cuda(cudaError_t e, const char* what) {
@@ -502,8 +533,8 @@ private:
   std::string current_;           ///< the running collective's description (worker thread)
   work_state* running_ = nullptr; ///< the running collective's work (worker thread)
   collective_queue queue_;
-  std::optional<detail::cuda::completion_watch>
-      watch_; ///< after queue_: destroyed first (it fails into queue_)
+  using watch_type = completion_watch<event_completion>;
+  std::optional<watch_type> watch_; ///< after queue_: destroyed first (it fails into queue_)
 };
 
 } // namespace detail

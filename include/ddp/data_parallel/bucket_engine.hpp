@@ -7,6 +7,9 @@
 #define DDP_DATA_PARALLEL_BUCKET_ENGINE_HPP
 
 #include <ddp/data_parallel/host_bucket_engine.hpp>
+// Before the conditional block: the single header inlines a file where it is
+// first included, and device_broadcasts.hpp needs this one without CUDA too.
+#include <ddp/data_parallel/unchecked_works.hpp>
 #if defined(DDP_WITH_CUDA) || defined(DDP_WITH_NCCL)
 #include <ddp/data_parallel/device_bucket_engine.hpp>
 #define DDP_DETAIL_DEVICE_ENGINE 1

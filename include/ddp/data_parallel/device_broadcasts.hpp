@@ -89,7 +89,12 @@ public:
         continue;
       }
       unchecked_.add(w);
-      w.stream_wait(stream_);
+      try {
+        w.stream_wait(stream_);
+      } catch (...) {
+        unchecked_.drop_last_if_done();
+        throw;
+      }
     }
   }
 

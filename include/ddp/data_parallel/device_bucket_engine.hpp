@@ -73,8 +73,9 @@ public:
   device_bucket_engine(const device_bucket_engine&) = delete;
   device_bucket_engine& operator=(const device_bucket_engine&) = delete;
   ~device_bucket_engine() {
-    wait_all_quietly();
-    try { // buffers are freed below: nothing queued may still use them
+    wait_in_flight_quietly();
+    unchecked_.log_all(); // the last step's collectives: nobody else would hear of a failure
+    try {                 // buffers are freed below: nothing queued may still use them
       cuda::wait_stream(stream_.get(), comm_.timeout(), "the last unpacking (destruction)", rank());
     } catch (...) {}
   }
@@ -146,8 +147,13 @@ public:
     auto w = std::move(*s.in_flight);
     s.in_flight.reset();
     if constexpr (device_comm) {
-      unchecked_.add(w); // first: a stream_wait that throws leaves it tracked
-      w.stream_wait(stream_.get());
+      unchecked_.add(w); // first: a stream_wait that gives up leaves it tracked
+      try {
+        w.stream_wait(stream_.get());
+      } catch (...) {
+        unchecked_.drop_last_if_done();
+        throw;
+      }
     } else {
       w.wait();
     }
@@ -198,14 +204,10 @@ public:
     }
   }
 
+  /// On a step's error path (that error is being thrown): every collective
+  /// waited for, failures dropped.
   void wait_all_quietly() {
-    for (auto& s : state_)
-      if (s.in_flight) {
-        try {
-          s.in_flight->wait();
-        } catch (...) {}
-        s.in_flight.reset();
-      }
+    wait_in_flight_quietly();
     try {
       unchecked_.wait_all();
     } catch (...) {}
@@ -232,6 +234,16 @@ private:
 
   int rank() const { return comm_.rank(); }
   void check(cudaError_t e, const char* call) const { cuda::check(e, call, rank()); }
+
+  void wait_in_flight_quietly() {
+    for (auto& s : state_)
+      if (s.in_flight) {
+        try {
+          s.in_flight->wait();
+        } catch (...) {}
+        s.in_flight.reset();
+      }
+  }
 
   /// ncclAvg where the communicator is on the device and no conversion packs
   /// the bucket; the same answer on every rank (same plan, same scale).

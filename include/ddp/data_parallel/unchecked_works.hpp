@@ -2,7 +2,7 @@
 // while the host went on: DDP's buckets and buffer broadcasts over NCCL in a
 // stream-ordered synchronize(). Their failures still reach the user: a
 // failure already known is thrown by the next check() (the next step), and one
-// still unchecked when they go is logged. A failed collective also poisons the
+// still unchecked at teardown is waited for and logged. A failed collective also poisons the
 // group, so the next collective fails with it anyway; this covers the last
 // step, after which there may be none.
 #ifndef DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
@@ -25,19 +25,16 @@ public:
   explicit unchecked_works(int rank) : rank_(rank) {}
   unchecked_works(const unchecked_works&) = delete;
   unchecked_works& operator=(const unchecked_works&) = delete;
-  ~unchecked_works() {
-    for (auto& w : works_)
-      if (w.done()) try {
-          w.wait();
-        } catch (const std::exception& e) {
-          log_line("rank " + std::to_string(rank_),
-                   std::string("a collective whose result a stream waited for failed after synchronize() "
-                               "returned (the reduced values on the device are not valid): ") +
-                       e.what());
-        }
-  }
+  ~unchecked_works() { log_all(); }
 
   void add(work w) { works_.push_back(std::move(w)); }
+
+  /// After the last add()'s stream_wait threw: a finished work's failure is
+  /// being thrown now, so it is forgotten (not reported twice); one not
+  /// finished (stream_wait gave up waiting) stays, to be waited for.
+  void drop_last_if_done() {
+    if (!works_.empty() && works_.back().done()) works_.pop_back();
+  }
 
   /// Forgets the finished ones; throws the first failure among them.
   void check() {
@@ -65,6 +62,21 @@ public:
       }
     works_.clear();
     if (first) std::rethrow_exception(first);
+  }
+
+  /// Waits for every one on the host (each with its deadline) and logs the
+  /// failures: where nobody is left to throw them to (teardown).
+  void log_all() noexcept {
+    for (auto& w : works_)
+      try {
+        w.wait();
+      } catch (const std::exception& e) {
+        log_line("rank " + std::to_string(rank_),
+                 std::string("a collective whose result a stream waited for failed after synchronize() "
+                             "returned (the values it left on the device are not valid): ") +
+                     e.what());
+      } catch (...) {}
+    works_.clear();
   }
 
 private:

@@ -52,14 +52,16 @@ public:
             t.record(seq, start);
             if (!ok) recorder_.dump_if_asked(rank_);
           };
-          self.on_deferred_finish = done; // before body: a deferred finish may come at once
           try {
             body(what, self);
           } catch (...) {
-            if (!self.is_deferred()) done(false);
+            done(false);
             throw;
           }
-          if (!self.is_deferred()) done(true);
+          if (self.is_deferred())
+            self.after_deferred_finish(done); // NCCL's device collectives: when the device is done
+          else
+            done(true);
         },
         what, timeout_, blocking);
   }

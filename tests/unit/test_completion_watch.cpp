@@ -1,0 +1,197 @@
+// The NCCL backend's completion watch (ddp/detail/backend/completion_watch.hpp)
+// with completions of this test's own: a flag set by the test stands in for a
+// CUDA event (ready, not yet, or a device error), the health hook for
+// ncclCommGetAsyncError. The watch's thread, deadlines, group failure and
+// shutdown are the real ones; tests/gpu/test_nccl.cpp runs it on NCCL.
+#include <ddp/detail/backend/completion_watch.hpp>
+#include <ddp/error.hpp>
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using ddp::detail::work_state;
+
+namespace {
+enum : int { pending = 0, complete = 1, device_error = 2 };
+
+struct flag_completion {
+  std::shared_ptr<std::atomic<int>> flag = std::make_shared<std::atomic<int>>(pending);
+  bool ready() const {
+    if (*flag == device_error)
+      throw ddp::error(ddp::error_kind::backend, "rank 0: an illegal memory access", 0);
+    return *flag == complete;
+  }
+};
+using watch = ddp::detail::completion_watch<flag_completion>;
+using clock_type = watch::clock;
+
+/// What the hooks saw, and the communicator's health the test sets.
+struct group {
+  std::mutex mu;
+  std::vector<std::string> failures; ///< fail_group's whys, in order
+  std::atomic<bool> aborted{false};
+  std::atomic<bool> started{false};
+
+  watch::hooks hooks() {
+    return {.on_start = [this] { started = true; },
+            .health = [this](const std::string& what) -> std::exception_ptr {
+              if (!aborted) return nullptr;
+              return std::make_exception_ptr(
+                  ddp::error(ddp::error_kind::peer_lost, what + " failed: remote process exited", -1));
+            },
+            .fail_group =
+                [this](std::exception_ptr why) {
+                  try {
+                    std::rethrow_exception(why);
+                  } catch (const std::exception& e) {
+                    std::lock_guard lock(mu);
+                    failures.emplace_back(e.what());
+                  }
+                }};
+  }
+  std::size_t failed_times() {
+    std::lock_guard lock(mu);
+    return failures.size();
+  }
+};
+
+std::shared_ptr<work_state> deferred_state(std::string what) {
+  auto st = std::make_shared<work_state>();
+  st->what = std::move(what);
+  st->timeout = 5s;
+  st->queued_on_device([](CUstream_st*) {});
+  return st;
+}
+
+std::string failure_of(const std::shared_ptr<work_state>& st) {
+  try {
+    ddp::work(st).wait();
+  } catch (const std::exception& e) { return e.what(); }
+  return "";
+}
+} // namespace
+
+TEST_CASE("works finish in order as their completions become ready; drain waits for all") {
+  group g;
+  watch w(0, 5s, g.hooks());
+  std::vector<std::shared_ptr<work_state>> states;
+  std::vector<flag_completion> done(3);
+  for (int i = 0; i < 3; ++i) {
+    states.push_back(deferred_state("rank 0: all_reduce #" + std::to_string(i) + " (4 x float32, NCCL)"));
+    w.watch(states.back(), done[static_cast<std::size_t>(i)], clock_type::now() + 5s, states.back()->what);
+  }
+  std::this_thread::sleep_for(20ms);
+  CHECK(g.started.load());
+  for (auto& st : states)
+    CHECK_FALSE(ddp::work(st).done());
+  *done[0].flag = complete;
+  ddp::work(states[0]).wait();
+  CHECK_FALSE(ddp::work(states[1]).done());
+  *done[1].flag = complete;
+  *done[2].flag = complete;
+  w.drain();
+  for (auto& st : states)
+    CHECK(failure_of(st).empty());
+  CHECK(g.failed_times() == 0);
+}
+
+TEST_CASE("a collective past its deadline fails the group once, naming it, and every work outstanding") {
+  group g;
+  watch w(0, 100ms, g.hooks());
+  auto first = deferred_state("rank 0: all_reduce #7 (4 x float32, NCCL)");
+  auto second = deferred_state("rank 0: broadcast #8 (2 x int32, NCCL)");
+  w.watch(first, flag_completion{}, clock_type::now() + 100ms, first->what);
+  w.watch(second, flag_completion{}, clock_type::now() + 100ms, second->what);
+  CHECK(failure_of(first).find("all_reduce #7 (4 x float32, NCCL) timed out after 100 ms") !=
+        std::string::npos);
+  CHECK(failure_of(second).find("all_reduce #7") != std::string::npos); // the group's error, first one's name
+  CHECK(g.failed_times() == 1);
+  // Later ones fail at once with the same error.
+  auto later = deferred_state("rank 0: all_reduce #9 (4 x float32, NCCL)");
+  w.watch(later, flag_completion{}, clock_type::now() + 5s, later->what);
+  CHECK(ddp::work(later).done());
+  CHECK(failure_of(later).find("all_reduce #7") != std::string::npos);
+  CHECK(g.failed_times() == 1);
+}
+
+TEST_CASE("a completion after the communicator was aborted is a failure, not a result") {
+  group g;
+  watch w(0, 5s, g.hooks());
+  auto st = deferred_state("rank 0: all_reduce #3 (4 x float32, NCCL)");
+  flag_completion done;
+  w.watch(st, done, clock_type::now() + 5s, st->what);
+  std::this_thread::sleep_for(5ms); // the watcher polls it, healthy
+  g.aborted = true;                 // then, e.g., the worker aborts the communicator: the kernels exit ...
+  *done.flag = complete;            // ... and the event completes
+  CHECK(failure_of(st).find("all_reduce #3 (4 x float32, NCCL) failed: remote process exited") !=
+        std::string::npos);
+  CHECK(g.failed_times() == 1);
+}
+
+TEST_CASE("the communicator's asynchronous error fails an outstanding collective before its deadline") {
+  group g;
+  watch w(0, 5s, g.hooks());
+  auto st = deferred_state("rank 0: reduce_scatter #4 (8 x float32, NCCL)");
+  w.watch(st, flag_completion{}, clock_type::now() + 5s, st->what);
+  std::this_thread::sleep_for(10ms);
+  CHECK_FALSE(ddp::work(st).done());
+  const auto t0 = clock_type::now();
+  g.aborted = true;
+  CHECK(failure_of(st).find("reduce_scatter #4") != std::string::npos);
+  CHECK(clock_type::now() - t0 < 4s); // long before the 5 s deadline
+}
+
+TEST_CASE("a device error while polling fails the group") {
+  group g;
+  watch w(0, 5s, g.hooks());
+  auto st = deferred_state("rank 0: all_gather #2 (4 x float32, NCCL)");
+  flag_completion done;
+  w.watch(st, done, clock_type::now() + 5s, st->what);
+  *done.flag = device_error;
+  CHECK(failure_of(st).find("illegal memory access") != std::string::npos);
+  CHECK(g.failed_times() == 1);
+}
+
+TEST_CASE("fail_all from another thread (the worker found an error) fails what is outstanding, once") {
+  group g;
+  watch w(0, 5s, g.hooks());
+  auto st = deferred_state("rank 0: all_reduce #5 (4 x float32, NCCL)");
+  w.watch(st, flag_completion{}, clock_type::now() + 5s, st->what);
+  std::thread worker([&] {
+    w.fail_all(std::make_exception_ptr(
+        ddp::error(ddp::error_kind::backend, "rank 0: ncclAllReduce failed: unhandled system error", 0)));
+  });
+  worker.join();
+  CHECK(failure_of(st).find("unhandled system error") != std::string::npos);
+  w.fail_all(std::make_exception_ptr(ddp::error(ddp::error_kind::backend, "a second one", 0)));
+  CHECK(g.failed_times() == 1);
+  CHECK(g.failures.front().find("unhandled system error") != std::string::npos);
+}
+
+TEST_CASE("stop() waits for what is outstanding, then a watch() fails at once") {
+  group g;
+  auto w = std::make_unique<watch>(0, 5s, g.hooks());
+  auto st = deferred_state("rank 0: all_reduce #6 (4 x float32, NCCL)");
+  flag_completion done;
+  w->watch(st, done, clock_type::now() + 5s, st->what);
+  std::thread device([flag = done.flag] {
+    std::this_thread::sleep_for(100ms);
+    *flag = complete;
+  });
+  w->stop();
+  CHECK(ddp::work(st).done());
+  CHECK(failure_of(st).empty());
+  auto after = deferred_state("rank 0: barrier #7 (1 x int32, NCCL)");
+  w->watch(after, flag_completion{}, clock_type::now() + 5s, after->what);
+  CHECK(failure_of(after).find("shutting down") != std::string::npos);
+  device.join();
+  w.reset();
+}
