@@ -7117,6 +7117,7 @@ DDP_END_NAMESPACE
 #define DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
 
 
+#include <algorithm>
 #include <exception>
 #include <string>
 #include <utility>
@@ -7170,18 +7171,27 @@ public:
   }
 
   /// Waits for every one on the host (each with its deadline) and logs the
-  /// failures: where nobody is left to throw them to (teardown).
+  /// failures, each distinct one once (a failed group fails them all with
+  /// one error): where nobody is left to throw them to (teardown).
   void log_all() noexcept {
+    std::vector<std::pair<std::string, int>> seen;
     for (auto& w : works_)
       try {
         w.wait();
       } catch (const std::exception& e) {
-        log_line("rank " + std::to_string(rank_),
-                 std::string("a collective whose result a stream waited for failed after synchronize() "
-                             "returned (the values it left on the device are not valid): ") +
-                     e.what());
+        auto it = std::find_if(seen.begin(), seen.end(), [&](auto& p) { return p.first == e.what(); });
+        if (it == seen.end())
+          seen.emplace_back(e.what(), 1);
+        else
+          ++it->second;
       } catch (...) {}
     works_.clear();
+    for (auto& [what, times] : seen)
+      log_line("rank " + std::to_string(rank_),
+               (times > 1 ? std::to_string(times) + " collectives" : std::string("a collective")) +
+                   " whose results a stream waited for failed after synchronize() returned (the values left "
+                   "on the device are not valid): " +
+                   what);
   }
 
 private:
@@ -10550,9 +10560,9 @@ DDP_END_NAMESPACE
 // complete in order), the communicator's health (`health(what)`: its
 // asynchronous error, or the group's error once it was aborted: an aborted
 // NCCL communicator's kernels exit, so its events complete, and that is not
-// a success) and the deadline. The first failure fails the group
-// (`fail_group`: poison, abort) and every outstanding work; so does
-// fail_all(), for a failure the communicator's worker found.
+// a success) and the deadline. The first failure poisons the group, fails
+// every outstanding work, then aborts the communicator; so does fail_all(),
+// for a failure the communicator's worker found.
 //
 // `Completion` is a device event's handle: `bool ready() const` (throws a
 // ddp::error when the device reported an error). CUDA-free, so tests/unit
@@ -10578,10 +10588,17 @@ template <class Completion> class completion_watch {
 public:
   using clock = std::chrono::steady_clock;
 
+  /// Called on whichever thread found the failure, with no lock of this
+  /// class held; none may call fail_all().
   struct hooks {
     std::function<void()> on_start;                               ///< on the watcher thread (cudaSetDevice)
     std::function<std::exception_ptr(const std::string&)> health; ///< see above
-    std::function<void(std::exception_ptr)> fail_group;           ///< once, on the first failure
+    std::function<void(std::exception_ptr)> poison;               ///< once, on the first failure: refuse
+    std::function<void()> abort; ///< once, after the works failed (an abort may block: cudaFree)
+    /// How often `health` runs while nothing completes (it also runs at every
+    /// completion): each call takes the communicator's lock its worker
+    /// enqueues under.
+    std::chrono::microseconds health_every{1000};
   };
 
   completion_watch(int rank, std::chrono::milliseconds timeout, hooks h)
@@ -10612,8 +10629,9 @@ public:
     work_.notify_one();
   }
 
-  /// Fails the group (once) and every outstanding work with `why`; later
-  /// watch() calls fail at once. From any thread.
+  /// Fails the group (once: poison, the works, then abort) and every
+  /// outstanding work with `why`; later watch() calls fail at once. From any
+  /// thread but inside a hook.
   void fail_all(std::exception_ptr why) {
     std::deque<std::shared_ptr<outstanding>> failed;
     bool first = false;
@@ -10624,10 +10642,11 @@ public:
       why = failed_;
       failed.swap(q_);
     }
-    if (first && hooks_.fail_group) hooks_.fail_group(why);
+    if (first && hooks_.poison) hooks_.poison(why);
     room_.notify_all();
     for (auto& o : failed)
       o->state->finish(why);
+    if (first && hooks_.abort) hooks_.abort();
   }
 
   /// Blocks until every collective handed over so far completed or failed
@@ -10646,7 +10665,7 @@ public:
     }
     work_.notify_all();
     room_.notify_all();
-    thread_.join();
+    if (thread_.get_id() != std::this_thread::get_id()) thread_.join();
   }
 
   /// At most this many collectives outstanding on the device: far more than
@@ -10687,7 +10706,7 @@ private:
       // The communicator's health: at every completion (an aborted
       // communicator's events complete too), else once a millisecond (each
       // check takes the communicator's lock its worker enqueues under).
-      if (!why && (ready || now - last_health > std::chrono::milliseconds(1))) {
+      if (!why && (ready || now - last_health > hooks_.health_every)) {
         last_health = now;
         if (hooks_.health) why = hooks_.health(front->what);
       }
@@ -10823,15 +10842,11 @@ public:
     nccl_call(ncclCommInitRankConfig(&comm_, size_, id, rank_, &config), "ncclCommInitRankConfig");
     await_comm("ncclCommInitRankConfig", clock::now() + timeout_);
     cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-    watch_.emplace(
-        rank_, timeout_,
-        watch_type::hooks{.on_start = [this] { cudaSetDevice(device_); }, // events query on any device anyway
-                          .health = [this](const std::string& what) { return async_error(what); },
-                          .fail_group = // poison first: a job that finds the communicator aborted reports why
-                          [this](std::exception_ptr why) {
-                            queue_.abort(why);
-                            abort();
-                          }});
+    watch_.emplace(rank_, timeout_,
+                   watch_type::hooks{.on_start = [this] { cudaSetDevice(device_); }, // events query anywhere
+                                     .health = [this](const std::string& what) { return async_error(what); },
+                                     .poison = [this](std::exception_ptr why) { queue_.abort(why); },
+                                     .abort = [this] { abort(); }});
   }
 
   nccl_communicator(const nccl_communicator&) = delete;
@@ -11028,7 +11043,6 @@ private:
   /// collective, kept alive by the work and the watcher: re-recording one
   /// would move the point an earlier work's waiters wait for.
   void complete_on_device() {
-    const auto deadline = clock::now() + timeout_;
     auto done = std::make_shared<detail::cuda::event>(rank_);
     cuda(cudaEventRecord(done->get(), stream_), "cudaEventRecord (after a collective, on NCCL's stream)");
     auto self = running_->shared_from_this();
@@ -11038,7 +11052,7 @@ private:
       detail::cuda::check(cudaStreamWaitEvent(waiter, done->get(), 0),
                           ("cudaStreamWaitEvent (a stream waiting for " + what + ")").c_str(), -1);
     });
-    watch_->watch(std::move(self), event_completion{std::move(done), rank_}, deadline,
+    watch_->watch(std::move(self), event_completion{std::move(done), rank_}, deadline_,
                   std::move(what)); // noexcept
   }
 
@@ -11049,7 +11063,7 @@ private:
   /// before that (the copy back of a host tensor, the completion event).
   template <class F> void enqueue(F&& op, const char* name) {
     nccl_call(comm_call(std::forward<F>(op)), name);
-    await_comm(name, clock::now() + timeout_);
+    await_comm(name, deadline_);
   }
 
   /// In a job: NCCL's stream waits for the point default_stream_point() recorded.
@@ -11065,6 +11079,7 @@ private:
           if (n == 0) return;
           current_ = what;
           running_ = &self;
+          deadline_ = clock::now() + timeout_; // the job's one deadline: queueing, completion, copies
           cuda(cudaSetDevice(device_), "cudaSetDevice");
           body();
         });
@@ -11077,7 +11092,7 @@ private:
     if (bytes > scratch_bytes_) {
       // cudaFree waits for the whole device: first wait, with the deadline,
       // for what NCCL's stream still runs (device collectives queued before).
-      if (scratch_) sync();
+      if (scratch_) sync("the collectives queued before it (before growing the staging buffer)");
       if (scratch_) cuda(cudaFree(scratch_), "cudaFree");
       scratch_ = nullptr;
       if (pinned_) cuda(cudaFreeHost(pinned_), "cudaFreeHost");
@@ -11116,8 +11131,7 @@ private:
   /// Waits for the stream with a deadline; a communicator error or a timeout
   /// fails the group. A drained stream after an abort (by the watcher) is not
   /// a result: the communicator's state is checked once more at the end.
-  void sync() {
-    auto deadline = clock::now() + timeout_;
+  void sync(const char* waiting_for = nullptr) {
     for (;;) {
       cudaError_t e = cudaStreamQuery(stream_);
       if (e != cudaSuccess && e != cudaErrorNotReady) cuda(e, current_.c_str());
@@ -11125,10 +11139,12 @@ private:
       comm_call([&] { return ncclCommGetAsyncError(comm_, &async); }); // throws once aborted
       if (async != ncclSuccess && async != ncclInProgress) fail_nccl(async, current_.c_str());
       if (e == cudaSuccess) return;
-      if (clock::now() > deadline)
+      if (clock::now() > deadline_)
         fail_group_and_throw(error(error_kind::timeout,
-                                   current_ + " timed out after " + std::to_string(timeout_.count()) +
-                                       " ms: a rank stalled, died or skipped this collective; the NCCL "
+                                   current_ +
+                                       (waiting_for ? std::string(": waiting for ") + waiting_for : "") +
+                                       ": timed out after " + std::to_string(timeout_.count()) +
+                                       " ms: a rank stalled, died or skipped a collective; the NCCL "
                                        "communicator was aborted",
                                    -1));
       std::this_thread::sleep_for(std::chrono::microseconds(20));
@@ -11149,7 +11165,7 @@ private:
                   (current_.empty() ? "rank " + std::to_string(rank_) : current_) + ": " + what +
                       ": NCCL did not finish within " + std::to_string(timeout_.count()) +
                       " ms (a rank did not join, or stalled?); the NCCL communicator was aborted",
-                  rank_));
+                  -1));
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
   }
@@ -11213,7 +11229,7 @@ private:
   [[noreturn]] void fail_group_and_throw(const error& e) {
     auto why = std::make_exception_ptr(e);
     if (watch_) {
-      watch_->fail_all(why); // poisons, then aborts (hooks.fail_group), unless something failed first
+      watch_->fail_all(why); // poison, the watched works, abort (unless something failed first)
     } else {
       queue_.abort(why);
       abort();
@@ -11221,19 +11237,29 @@ private:
     throw e;
   }
 
+  /// A CUDA error fails the group too (peers would otherwise wait for this
+  /// rank until their deadline, and the communicator would be finalized).
   void cuda(cudaError_t e, const char* what) {
     if (e == cudaSuccess) return;
-    throw error(error_kind::backend,
-                "rank " + std::to_string(rank_) + ": " + what + " failed: " + cudaGetErrorString(e), rank_);
+    cudaGetLastError(); // clear a sticky non-fatal error so later calls report their own
+    fail_group_and_throw(
+        error(error_kind::backend,
+              "rank " + std::to_string(rank_) + ": " + what + " failed: " + cudaGetErrorString(e), rank_));
   }
 
-  /// Once, from either thread (the worker or the watcher).
+  /// Once, from either thread (the worker or the watcher). ncclCommAbort may
+  /// block (it frees device memory: cudaFree waits for the device), so it
+  /// runs outside the lock: once aborted_ is set nothing else touches comm_,
+  /// and every poll gets the group's error at once instead of waiting here.
   void abort() {
-    std::lock_guard lock(comm_mu_);
-    if (comm_ && !aborted_) {
-      ncclCommAbort(comm_);
+    ncclComm_t doomed = nullptr;
+    {
+      std::lock_guard lock(comm_mu_);
+      if (!comm_ || aborted_) return;
       aborted_ = true;
+      doomed = comm_;
     }
+    ncclCommAbort(doomed);
   }
 
   int rank_, size_, device_ = 0;
@@ -11248,6 +11274,7 @@ private:
   std::mutex comm_mu_;            ///< comm_'s calls against its abort (see comm_call)
   std::string current_;           ///< the running collective's description (worker thread)
   work_state* running_ = nullptr; ///< the running collective's work (worker thread)
+  clock::time_point deadline_;    ///< the running collective's (worker thread)
   collective_queue queue_;
   using watch_type = completion_watch<event_completion>;
   std::optional<watch_type> watch_; ///< after queue_: destroyed first (it fails into queue_)

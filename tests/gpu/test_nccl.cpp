@@ -28,9 +28,9 @@ struct tiny_model {
 };
 
 /// `timeout` (DDP_TIMEOUT=1s): an all_reduce held 3 s behind the legacy default stream outlives
-/// its deadline. Its work fails with a timeout naming it, within seconds; the group is poisoned,
-/// so a host all_reduce after it is refused with the same error instead of reading an aborted
-/// communicator's stream as a result.
+/// its deadline. Its work fails with a timeout naming it, within seconds; a host all_reduce queued
+/// behind it fails too (its job waits for the stream the abort drains: that is not a result), and
+/// the group is poisoned, so a host all_reduce after it is refused with the same error.
 int timeout_case(ddp::process_group<ddp::nccl>& pg) {
   const std::size_t n = 1024;
   float* d = nullptr;
@@ -38,6 +38,10 @@ int timeout_case(ddp::process_group<ddp::nccl>& pg) {
   gpu_test::hold_back(cudaStreamLegacy, 3000);
   ddp::device_span<float> ds{d, n};
   auto w = pg.all_reduce_async(ds);
+  // A host collective queued behind it: its job waits for NCCL's stream, which the abort drains;
+  // it must fail, not copy back what the aborted stream left.
+  std::vector<float> behind(16, 1.0f);
+  auto w_behind = pg.all_reduce_async(behind);
   const auto t0 = std::chrono::steady_clock::now();
   std::string first;
   try {
@@ -51,6 +55,11 @@ int timeout_case(ddp::process_group<ddp::nccl>& pg) {
     EXPECT(e.kind() == ddp::error_kind::timeout);
     EXPECT(first.find("all_reduce #") != std::string::npos && first.find("timed out") != std::string::npos);
   }
+  try {
+    w_behind.wait();
+    std::puts("FAILED: a host all_reduce queued behind the failed collective succeeded");
+    ++failures;
+  } catch (const ddp::error& e) { std::printf("the host all_reduce behind it failed: %s\n", e.what()); }
   std::vector<float> h(16, 1.0f);
   try {
     pg.all_reduce(h);

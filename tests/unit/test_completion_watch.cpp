@@ -39,6 +39,7 @@ struct group {
   std::vector<std::string> failures; ///< fail_group's whys, in order
   std::atomic<bool> aborted{false};
   std::atomic<bool> started{false};
+  std::atomic<int> aborts{0};
 
   watch::hooks hooks() {
     return {.on_start = [this] { started = true; },
@@ -47,7 +48,7 @@ struct group {
               return std::make_exception_ptr(
                   ddp::error(ddp::error_kind::peer_lost, what + " failed: remote process exited", -1));
             },
-            .fail_group =
+            .poison =
                 [this](std::exception_ptr why) {
                   try {
                     std::rethrow_exception(why);
@@ -55,13 +56,24 @@ struct group {
                     std::lock_guard lock(mu);
                     failures.emplace_back(e.what());
                   }
-                }};
+                },
+            .abort = [this] { ++aborts; },
+            // Health only at completions: the test of that path must not pass
+            // through a periodic check.
+            .health_every = std::chrono::hours(1)};
   }
   std::size_t failed_times() {
     std::lock_guard lock(mu);
     return failures.size();
   }
 };
+
+/// Waits (bounded: 2 s) until `pred` holds: hooks run on the watcher's thread.
+template <class P> bool eventually_true(P pred) {
+  for (int i = 0; i < 2000 && !pred(); ++i)
+    std::this_thread::sleep_for(1ms);
+  return pred();
+}
 
 std::shared_ptr<work_state> deferred_state(std::string what) {
   auto st = std::make_shared<work_state>();
@@ -88,16 +100,18 @@ TEST_CASE("works finish in order as their completions become ready; drain waits 
     states.push_back(deferred_state("rank 0: all_reduce #" + std::to_string(i) + " (4 x float32, NCCL)"));
     w.watch(states.back(), done[static_cast<std::size_t>(i)], clock_type::now() + 5s, states.back()->what);
   }
+  // In order: the second completing first finishes nothing until the first does.
+  *done[1].flag = complete;
   std::this_thread::sleep_for(20ms);
-  CHECK(g.started.load());
   for (auto& st : states)
     CHECK_FALSE(ddp::work(st).done());
   *done[0].flag = complete;
   ddp::work(states[0]).wait();
-  CHECK_FALSE(ddp::work(states[1]).done());
-  *done[1].flag = complete;
+  ddp::work(states[1]).wait();
+  CHECK_FALSE(ddp::work(states[2]).done());
   *done[2].flag = complete;
   w.drain();
+  CHECK(g.started.load());
   for (auto& st : states)
     CHECK(failure_of(st).empty());
   CHECK(g.failed_times() == 0);
@@ -114,6 +128,7 @@ TEST_CASE("a collective past its deadline fails the group once, naming it, and e
         std::string::npos);
   CHECK(failure_of(second).find("all_reduce #7") != std::string::npos); // the group's error, first one's name
   CHECK(g.failed_times() == 1);
+  CHECK(eventually_true([&] { return g.aborts == 1; }));
   // Later ones fail at once with the same error.
   auto later = deferred_state("rank 0: all_reduce #9 (4 x float32, NCCL)");
   w.watch(later, flag_completion{}, clock_type::now() + 5s, later->what);
@@ -128,7 +143,7 @@ TEST_CASE("a completion after the communicator was aborted is a failure, not a r
   auto st = deferred_state("rank 0: all_reduce #3 (4 x float32, NCCL)");
   flag_completion done;
   w.watch(st, done, clock_type::now() + 5s, st->what);
-  std::this_thread::sleep_for(5ms); // the watcher polls it, healthy
+  std::this_thread::sleep_for(5ms); // the watcher polls it (health is checked only at completions here)
   g.aborted = true;                 // then, e.g., the worker aborts the communicator: the kernels exit ...
   *done.flag = complete;            // ... and the event completes
   CHECK(failure_of(st).find("all_reduce #3 (4 x float32, NCCL) failed: remote process exited") !=
@@ -138,7 +153,9 @@ TEST_CASE("a completion after the communicator was aborted is a failure, not a r
 
 TEST_CASE("the communicator's asynchronous error fails an outstanding collective before its deadline") {
   group g;
-  watch w(0, 5s, g.hooks());
+  auto h = g.hooks();
+  h.health_every = std::chrono::microseconds(1000);
+  watch w(0, 5s, std::move(h));
   auto st = deferred_state("rank 0: reduce_scatter #4 (8 x float32, NCCL)");
   w.watch(st, flag_completion{}, clock_type::now() + 5s, st->what);
   std::this_thread::sleep_for(10ms);
@@ -174,6 +191,7 @@ TEST_CASE("fail_all from another thread (the worker found an error) fails what i
   w.fail_all(std::make_exception_ptr(ddp::error(ddp::error_kind::backend, "a second one", 0)));
   CHECK(g.failed_times() == 1);
   CHECK(g.failures.front().find("unhandled system error") != std::string::npos);
+  CHECK(g.aborts == 1); // fail_all ran the hooks on this thread
 }
 
 TEST_CASE("stop() waits for what is outstanding, then a watch() fails at once") {

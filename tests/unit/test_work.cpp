@@ -193,6 +193,16 @@ TEST_CASE("a failure after the collective was queued: stream_wait returned, wait
                        ddp::error);
 }
 
+TEST_CASE("a deferred work finished before its task returned: the bookkeeping still runs, once") {
+  collective_queue q(0, 5s, ", NCCL");
+  auto w = q.submit("broadcast", 4, ddp::dtype::f32, false, [&](const std::string&, work_state& self) {
+    self.queued_on_device([](CUstream_st*) {});
+    self.finish(nullptr); // the device was quicker than this thread
+  });
+  w.wait();
+  CHECK(eventually([&] { return state_of(q, 0) == flight_state::done; }));
+}
+
 TEST_CASE("a deferred work finished twice keeps the first outcome") {
   auto st = std::make_shared<work_state>();
   st->queued_on_device([](CUstream_st*) {});

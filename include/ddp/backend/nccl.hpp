@@ -107,15 +107,11 @@ public:
     nccl_call(ncclCommInitRankConfig(&comm_, size_, id, rank_, &config), "ncclCommInitRankConfig");
     await_comm("ncclCommInitRankConfig", clock::now() + timeout_);
     cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-    watch_.emplace(
-        rank_, timeout_,
-        watch_type::hooks{.on_start = [this] { cudaSetDevice(device_); }, // events query on any device anyway
-                          .health = [this](const std::string& what) { return async_error(what); },
-                          .fail_group = // poison first: a job that finds the communicator aborted reports why
-                          [this](std::exception_ptr why) {
-                            queue_.abort(why);
-                            abort();
-                          }});
+    watch_.emplace(rank_, timeout_,
+                   watch_type::hooks{.on_start = [this] { cudaSetDevice(device_); }, // events query anywhere
+                                     .health = [this](const std::string& what) { return async_error(what); },
+                                     .poison = [this](std::exception_ptr why) { queue_.abort(why); },
+                                     .abort = [this] { abort(); }});
   }
 
   nccl_communicator(const nccl_communicator&) = delete;
@@ -312,7 +308,6 @@ private:
   /// collective, kept alive by the work and the watcher: re-recording one
   /// would move the point an earlier work's waiters wait for.
   void complete_on_device() {
-    const auto deadline = clock::now() + timeout_;
     auto done = std::make_shared<detail::cuda::event>(rank_);
     cuda(cudaEventRecord(done->get(), stream_), "cudaEventRecord (after a collective, on NCCL's stream)");
     auto self = running_->shared_from_this();
@@ -322,7 +317,7 @@ private:
       detail::cuda::check(cudaStreamWaitEvent(waiter, done->get(), 0),
                           ("cudaStreamWaitEvent (a stream waiting for " + what + ")").c_str(), -1);
     });
-    watch_->watch(std::move(self), event_completion{std::move(done), rank_}, deadline,
+    watch_->watch(std::move(self), event_completion{std::move(done), rank_}, deadline_,
                   std::move(what)); // noexcept
   }
 
@@ -333,7 +328,7 @@ private:
   /// before that (the copy back of a host tensor, the completion event).
   template <class F> void enqueue(F&& op, const char* name) {
     nccl_call(comm_call(std::forward<F>(op)), name);
-    await_comm(name, clock::now() + timeout_);
+    await_comm(name, deadline_);
   }
 
   /// In a job: NCCL's stream waits for the point default_stream_point() recorded.
@@ -349,6 +344,7 @@ private:
           if (n == 0) return;
           current_ = what;
           running_ = &self;
+          deadline_ = clock::now() + timeout_; // the job's one deadline: queueing, completion, copies
           cuda(cudaSetDevice(device_), "cudaSetDevice");
           body();
         });
@@ -361,7 +357,7 @@ private:
     if (bytes > scratch_bytes_) {
       // cudaFree waits for the whole device: first wait, with the deadline,
       // for what NCCL's stream still runs (device collectives queued before).
-      if (scratch_) sync();
+      if (scratch_) sync("the collectives queued before it (before growing the staging buffer)");
       if (scratch_) cuda(cudaFree(scratch_), "cudaFree");
       scratch_ = nullptr;
       if (pinned_) cuda(cudaFreeHost(pinned_), "cudaFreeHost");
@@ -400,8 +396,7 @@ private:
   /// Waits for the stream with a deadline; a communicator error or a timeout
   /// fails the group. A drained stream after an abort (by the watcher) is not
   /// a result: the communicator's state is checked once more at the end.
-  void sync() {
-    auto deadline = clock::now() + timeout_;
+  void sync(const char* waiting_for = nullptr) {
     for (;;) {
       cudaError_t e = cudaStreamQuery(stream_);
       if (e != cudaSuccess && e != cudaErrorNotReady) cuda(e, current_.c_str());
@@ -409,10 +404,12 @@ private:
       comm_call([&] { return ncclCommGetAsyncError(comm_, &async); }); // throws once aborted
       if (async != ncclSuccess && async != ncclInProgress) fail_nccl(async, current_.c_str());
       if (e == cudaSuccess) return;
-      if (clock::now() > deadline)
+      if (clock::now() > deadline_)
         fail_group_and_throw(error(error_kind::timeout,
-                                   current_ + " timed out after " + std::to_string(timeout_.count()) +
-                                       " ms: a rank stalled, died or skipped this collective; the NCCL "
+                                   current_ +
+                                       (waiting_for ? std::string(": waiting for ") + waiting_for : "") +
+                                       ": timed out after " + std::to_string(timeout_.count()) +
+                                       " ms: a rank stalled, died or skipped a collective; the NCCL "
                                        "communicator was aborted",
                                    -1));
       std::this_thread::sleep_for(std::chrono::microseconds(20));
@@ -433,7 +430,7 @@ private:
                   (current_.empty() ? "rank " + std::to_string(rank_) : current_) + ": " + what +
                       ": NCCL did not finish within " + std::to_string(timeout_.count()) +
                       " ms (a rank did not join, or stalled?); the NCCL communicator was aborted",
-                  rank_));
+                  -1));
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
   }
@@ -497,7 +494,7 @@ private:
   [[noreturn]] void fail_group_and_throw(const error& e) {
     auto why = std::make_exception_ptr(e);
     if (watch_) {
-      watch_->fail_all(why); // poisons, then aborts (hooks.fail_group), unless something failed first
+      watch_->fail_all(why); // poison, the watched works, abort (unless something failed first)
     } else {
       queue_.abort(why);
       abort();
@@ -505,19 +502,29 @@ private:
     throw e;
   }
 
+  /// A CUDA error fails the group too (peers would otherwise wait for this
+  /// rank until their deadline, and the communicator would be finalized).
   void cuda(cudaError_t e, const char* what) {
     if (e == cudaSuccess) return;
-    throw error(error_kind::backend,
-                "rank " + std::to_string(rank_) + ": " + what + " failed: " + cudaGetErrorString(e), rank_);
+    cudaGetLastError(); // clear a sticky non-fatal error so later calls report their own
+    fail_group_and_throw(
+        error(error_kind::backend,
+              "rank " + std::to_string(rank_) + ": " + what + " failed: " + cudaGetErrorString(e), rank_));
   }
 
-  /// Once, from either thread (the worker or the watcher).
+  /// Once, from either thread (the worker or the watcher). ncclCommAbort may
+  /// block (it frees device memory: cudaFree waits for the device), so it
+  /// runs outside the lock: once aborted_ is set nothing else touches comm_,
+  /// and every poll gets the group's error at once instead of waiting here.
   void abort() {
-    std::lock_guard lock(comm_mu_);
-    if (comm_ && !aborted_) {
-      ncclCommAbort(comm_);
+    ncclComm_t doomed = nullptr;
+    {
+      std::lock_guard lock(comm_mu_);
+      if (!comm_ || aborted_) return;
       aborted_ = true;
+      doomed = comm_;
     }
+    ncclCommAbort(doomed);
   }
 
   int rank_, size_, device_ = 0;
@@ -532,6 +539,7 @@ private:
   std::mutex comm_mu_;            ///< comm_'s calls against its abort (see comm_call)
   std::string current_;           ///< the running collective's description (worker thread)
   work_state* running_ = nullptr; ///< the running collective's work (worker thread)
+  clock::time_point deadline_;    ///< the running collective's (worker thread)
   collective_queue queue_;
   using watch_type = completion_watch<event_completion>;
   std::optional<watch_type> watch_; ///< after queue_: destroyed first (it fails into queue_)

@@ -12,6 +12,7 @@
 #include <ddp/error.hpp>
 #include <ddp/work.hpp>
 
+#include <algorithm>
 #include <exception>
 #include <string>
 #include <utility>
@@ -65,18 +66,27 @@ public:
   }
 
   /// Waits for every one on the host (each with its deadline) and logs the
-  /// failures: where nobody is left to throw them to (teardown).
+  /// failures, each distinct one once (a failed group fails them all with
+  /// one error): where nobody is left to throw them to (teardown).
   void log_all() noexcept {
+    std::vector<std::pair<std::string, int>> seen;
     for (auto& w : works_)
       try {
         w.wait();
       } catch (const std::exception& e) {
-        log_line("rank " + std::to_string(rank_),
-                 std::string("a collective whose result a stream waited for failed after synchronize() "
-                             "returned (the values it left on the device are not valid): ") +
-                     e.what());
+        auto it = std::find_if(seen.begin(), seen.end(), [&](auto& p) { return p.first == e.what(); });
+        if (it == seen.end())
+          seen.emplace_back(e.what(), 1);
+        else
+          ++it->second;
       } catch (...) {}
     works_.clear();
+    for (auto& [what, times] : seen)
+      log_line("rank " + std::to_string(rank_),
+               (times > 1 ? std::to_string(times) + " collectives" : std::string("a collective")) +
+                   " whose results a stream waited for failed after synchronize() returned (the values left "
+                   "on the device are not valid): " +
+                   what);
   }
 
 private:

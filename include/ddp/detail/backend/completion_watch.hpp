@@ -10,9 +10,9 @@
 // complete in order), the communicator's health (`health(what)`: its
 // asynchronous error, or the group's error once it was aborted: an aborted
 // NCCL communicator's kernels exit, so its events complete, and that is not
-// a success) and the deadline. The first failure fails the group
-// (`fail_group`: poison, abort) and every outstanding work; so does
-// fail_all(), for a failure the communicator's worker found.
+// a success) and the deadline. The first failure poisons the group, fails
+// every outstanding work, then aborts the communicator; so does fail_all(),
+// for a failure the communicator's worker found.
 //
 // `Completion` is a device event's handle: `bool ready() const` (throws a
 // ddp::error when the device reported an error). CUDA-free, so tests/unit
@@ -41,10 +41,17 @@ template <class Completion> class completion_watch {
 public:
   using clock = std::chrono::steady_clock;
 
+  /// Called on whichever thread found the failure, with no lock of this
+  /// class held; none may call fail_all().
   struct hooks {
     std::function<void()> on_start;                               ///< on the watcher thread (cudaSetDevice)
     std::function<std::exception_ptr(const std::string&)> health; ///< see above
-    std::function<void(std::exception_ptr)> fail_group;           ///< once, on the first failure
+    std::function<void(std::exception_ptr)> poison;               ///< once, on the first failure: refuse
+    std::function<void()> abort; ///< once, after the works failed (an abort may block: cudaFree)
+    /// How often `health` runs while nothing completes (it also runs at every
+    /// completion): each call takes the communicator's lock its worker
+    /// enqueues under.
+    std::chrono::microseconds health_every{1000};
   };
 
   completion_watch(int rank, std::chrono::milliseconds timeout, hooks h)
@@ -75,8 +82,9 @@ public:
     work_.notify_one();
   }
 
-  /// Fails the group (once) and every outstanding work with `why`; later
-  /// watch() calls fail at once. From any thread.
+  /// Fails the group (once: poison, the works, then abort) and every
+  /// outstanding work with `why`; later watch() calls fail at once. From any
+  /// thread but inside a hook.
   void fail_all(std::exception_ptr why) {
     std::deque<std::shared_ptr<outstanding>> failed;
     bool first = false;
@@ -87,10 +95,11 @@ public:
       why = failed_;
       failed.swap(q_);
     }
-    if (first && hooks_.fail_group) hooks_.fail_group(why);
+    if (first && hooks_.poison) hooks_.poison(why);
     room_.notify_all();
     for (auto& o : failed)
       o->state->finish(why);
+    if (first && hooks_.abort) hooks_.abort();
   }
 
   /// Blocks until every collective handed over so far completed or failed
@@ -109,7 +118,7 @@ public:
     }
     work_.notify_all();
     room_.notify_all();
-    thread_.join();
+    if (thread_.get_id() != std::this_thread::get_id()) thread_.join();
   }
 
   /// At most this many collectives outstanding on the device: far more than
@@ -150,7 +159,7 @@ private:
       // The communicator's health: at every completion (an aborted
       // communicator's events complete too), else once a millisecond (each
       // check takes the communicator's lock its worker enqueues under).
-      if (!why && (ready || now - last_health > std::chrono::milliseconds(1))) {
+      if (!why && (ready || now - last_health > hooks_.health_every)) {
         last_health = now;
         if (hooks_.health) why = hooks_.health(front->what);
       }
