@@ -10593,7 +10593,10 @@ public:
   struct hooks {
     std::function<void()> on_start;                               ///< on the watcher thread (cudaSetDevice)
     std::function<std::exception_ptr(const std::string&)> health; ///< see above
-    std::function<void(std::exception_ptr)> poison;               ///< once, on the first failure: refuse
+    /// Refuses later collectives with the group's error and returns it: the
+    /// first failure poisons the group (this one, or one the worker's job
+    /// reported meanwhile); the works fail with the same error.
+    std::function<std::exception_ptr(std::exception_ptr)> poison;
     std::function<void()> abort; ///< once, after the works failed (an abort may block: cudaFree)
     /// How often `health` runs while nothing completes (it also runs at every
     /// completion): each call takes the communicator's lock its worker
@@ -10633,6 +10636,7 @@ public:
   /// outstanding work with `why`; later watch() calls fail at once. From any
   /// thread but inside a hook.
   void fail_all(std::exception_ptr why) {
+    if (hooks_.poison) why = hooks_.poison(why); // the group's error, whoever failed first
     std::deque<std::shared_ptr<outstanding>> failed;
     bool first = false;
     {
@@ -10642,7 +10646,6 @@ public:
       why = failed_;
       failed.swap(q_);
     }
-    if (first && hooks_.poison) hooks_.poison(why);
     room_.notify_all();
     for (auto& o : failed)
       o->state->finish(why);
@@ -10665,7 +10668,10 @@ public:
     }
     work_.notify_all();
     room_.notify_all();
-    if (thread_.get_id() != std::this_thread::get_id()) thread_.join();
+    if (thread_.get_id() != std::this_thread::get_id())
+      thread_.join();
+    else
+      thread_.detach(); // from a finish on the watcher itself: nothing may touch this object after
   }
 
   /// At most this many collectives outstanding on the device: far more than
@@ -10688,7 +10694,7 @@ private:
   void run() {
     trace::thread_label = "comm (device)";
     if (hooks_.on_start) hooks_.on_start();
-    auto last_health = clock::time_point{};
+    auto last_health = clock::now();
     for (;;) {
       std::shared_ptr<outstanding> front; // a copy: fail_all() may empty q_ from another thread
       {
@@ -10845,7 +10851,11 @@ public:
     watch_.emplace(rank_, timeout_,
                    watch_type::hooks{.on_start = [this] { cudaSetDevice(device_); }, // events query anywhere
                                      .health = [this](const std::string& what) { return async_error(what); },
-                                     .poison = [this](std::exception_ptr why) { queue_.abort(why); },
+                                     .poison =
+                                         [this](std::exception_ptr why) {
+                                           queue_.abort(why);
+                                           return queue_.poisoned();
+                                         },
                                      .abort = [this] { abort(); }});
   }
 
@@ -11134,7 +11144,7 @@ private:
   void sync(const char* waiting_for = nullptr) {
     for (;;) {
       cudaError_t e = cudaStreamQuery(stream_);
-      if (e != cudaSuccess && e != cudaErrorNotReady) cuda(e, current_.c_str());
+      if (e != cudaSuccess && e != cudaErrorNotReady) cuda(e, ("cudaStreamQuery (" + current_ + ")").c_str());
       ncclResult_t async = ncclSuccess;
       comm_call([&] { return ncclCommGetAsyncError(comm_, &async); }); // throws once aborted
       if (async != ncclSuccess && async != ncclInProgress) fail_nccl(async, current_.c_str());

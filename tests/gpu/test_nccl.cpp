@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 static int failures = 0;
@@ -28,21 +29,23 @@ struct tiny_model {
 };
 
 /// `timeout` (DDP_TIMEOUT=1s): an all_reduce held 3 s behind the legacy default stream outlives
-/// its deadline. Its work fails with a timeout naming it, within seconds; a host all_reduce queued
-/// behind it fails too (its job waits for the stream the abort drains: that is not a result), and
-/// the group is poisoned, so a host all_reduce after it is refused with the same error.
+/// its deadline. Its work fails with a timeout naming it, within seconds (before the abort, which
+/// may block); a host all_reduce queued behind it (its job waits on NCCL's stream) fails with the
+/// same error, and the group is poisoned, so a host all_reduce after it is refused with it too.
 int timeout_case(ddp::process_group<ddp::nccl>& pg) {
   const std::size_t n = 1024;
   float* d = nullptr;
   EXPECT(cudaMalloc(&d, n * sizeof(float)) == cudaSuccess);
   gpu_test::hold_back(cudaStreamLegacy, 3000);
   ddp::device_span<float> ds{d, n};
+  const auto t0 = std::chrono::steady_clock::now();
   auto w = pg.all_reduce_async(ds);
-  // A host collective queued behind it: its job waits for NCCL's stream, which the abort drains;
-  // it must fail, not copy back what the aborted stream left.
+  // A host collective queued behind it, 0.5 s later (its own deadline comes after the held one's):
+  // its job waits for NCCL's stream; when the held collective's deadline fails the group, it must
+  // fail with the group's error, not wait on or copy back what an aborted communicator's stream left.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   std::vector<float> behind(16, 1.0f);
   auto w_behind = pg.all_reduce_async(behind);
-  const auto t0 = std::chrono::steady_clock::now();
   std::string first;
   try {
     w.wait();
@@ -53,13 +56,19 @@ int timeout_case(ddp::process_group<ddp::nccl>& pg) {
     std::printf("the held all_reduce failed after %.1f s: %s\n",
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), e.what());
     EXPECT(e.kind() == ddp::error_kind::timeout);
-    EXPECT(first.find("all_reduce #") != std::string::npos && first.find("timed out") != std::string::npos);
+    EXPECT(first.find("all_reduce #") != std::string::npos &&
+           first.find("1024 x float32") != std::string::npos && first.find("timed out") != std::string::npos);
+    // The works fail before the abort (which may block in cudaFree until the 3 s hold ends).
+    EXPECT(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(2500));
   }
   try {
     w_behind.wait();
     std::puts("FAILED: a host all_reduce queued behind the failed collective succeeded");
     ++failures;
-  } catch (const ddp::error& e) { std::printf("the host all_reduce behind it failed: %s\n", e.what()); }
+  } catch (const ddp::error& e) {
+    std::printf("the host all_reduce behind it failed: %s\n", e.what());
+    EXPECT(std::string(e.what()) == first);
+  }
   std::vector<float> h(16, 1.0f);
   try {
     pg.all_reduce(h);

@@ -36,10 +36,20 @@ using clock_type = watch::clock;
 /// What the hooks saw, and the communicator's health the test sets.
 struct group {
   std::mutex mu;
-  std::vector<std::string> failures; ///< fail_group's whys, in order
+  std::vector<std::string> failures; ///< the group's error, once poisoned (as the queue keeps the first)
+  std::exception_ptr poisoned;
   std::atomic<bool> aborted{false};
   std::atomic<bool> started{false};
   std::atomic<int> aborts{0};
+  std::vector<ddp::work> watched; ///< set by a test: how many were done when poison and abort ran
+  std::atomic<int> done_at_poison{-1}, done_at_abort{-1};
+
+  int done_count() {
+    int n = 0;
+    for (auto& w : watched)
+      n += w.done() ? 1 : 0;
+    return n;
+  }
 
   watch::hooks hooks() {
     return {.on_start = [this] { started = true; },
@@ -50,14 +60,22 @@ struct group {
             },
             .poison =
                 [this](std::exception_ptr why) {
-                  try {
-                    std::rethrow_exception(why);
-                  } catch (const std::exception& e) {
-                    std::lock_guard lock(mu);
-                    failures.emplace_back(e.what());
+                  std::lock_guard lock(mu);
+                  if (done_at_poison < 0) done_at_poison = done_count();
+                  if (!poisoned) {
+                    poisoned = why;
+                    try {
+                      std::rethrow_exception(why);
+                    } catch (const std::exception& e) { failures.emplace_back(e.what()); }
                   }
+                  return poisoned;
                 },
-            .abort = [this] { ++aborts; },
+            .abort =
+                [this] {
+                  std::lock_guard lock(mu);
+                  done_at_abort = done_count();
+                  ++aborts;
+                },
             // Health only at completions: the test of that path must not pass
             // through a periodic check.
             .health_every = std::chrono::hours(1)};
@@ -122,6 +140,10 @@ TEST_CASE("a collective past its deadline fails the group once, naming it, and e
   watch w(0, 100ms, g.hooks());
   auto first = deferred_state("rank 0: all_reduce #7 (4 x float32, NCCL)");
   auto second = deferred_state("rank 0: broadcast #8 (2 x int32, NCCL)");
+  {
+    std::lock_guard lock(g.mu);
+    g.watched = {ddp::work(first), ddp::work(second)};
+  }
   w.watch(first, flag_completion{}, clock_type::now() + 100ms, first->what);
   w.watch(second, flag_completion{}, clock_type::now() + 100ms, second->what);
   CHECK(failure_of(first).find("all_reduce #7 (4 x float32, NCCL) timed out after 100 ms") !=
@@ -129,6 +151,8 @@ TEST_CASE("a collective past its deadline fails the group once, naming it, and e
   CHECK(failure_of(second).find("all_reduce #7") != std::string::npos); // the group's error, first one's name
   CHECK(g.failed_times() == 1);
   CHECK(eventually_true([&] { return g.aborts == 1; }));
+  CHECK(g.done_at_poison == 0); // refuse first, then fail the works, and only then abort
+  CHECK(g.done_at_abort == 2);  // (an abort may block: waiters must not wait for it)
   // Later ones fail at once with the same error.
   auto later = deferred_state("rank 0: all_reduce #9 (4 x float32, NCCL)");
   w.watch(later, flag_completion{}, clock_type::now() + 5s, later->what);
@@ -188,7 +212,11 @@ TEST_CASE("fail_all from another thread (the worker found an error) fails what i
   });
   worker.join();
   CHECK(failure_of(st).find("unhandled system error") != std::string::npos);
+  // A second failure (e.g. the worker's own timeout racing the watcher's) gets the group's error.
+  auto other = deferred_state("rank 0: all_reduce #6 (4 x float32, NCCL)");
   w.fail_all(std::make_exception_ptr(ddp::error(ddp::error_kind::backend, "a second one", 0)));
+  w.watch(other, flag_completion{}, clock_type::now() + 5s, other->what);
+  CHECK(failure_of(other).find("unhandled system error") != std::string::npos);
   CHECK(g.failed_times() == 1);
   CHECK(g.failures.front().find("unhandled system error") != std::string::npos);
   CHECK(g.aborts == 1); // fail_all ran the hooks on this thread

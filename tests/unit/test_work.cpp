@@ -8,6 +8,7 @@
 // when the test releases it. What is checked is the contract (when stream_wait
 // returns, what it calls, what it throws, what the flight recorder says), with
 // real threads; tests/gpu/test_nccl.cpp checks the device side on a GPU.
+#include <ddp/data_parallel/unchecked_works.hpp>
 #include <ddp/detail/backend/collective_queue.hpp>
 #include <ddp/error.hpp>
 
@@ -17,10 +18,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <deque>
+#include <fstream>
 #include <future>
 #include <mutex>
+#include <sstream>
 #include <thread>
+#include <unistd.h>
 
 using namespace std::chrono_literals;
 using ddp::detail::collective_queue;
@@ -193,7 +198,7 @@ TEST_CASE("a failure after the collective was queued: stream_wait returned, wait
                        ddp::error);
 }
 
-TEST_CASE("a deferred work finished before its task returned: the bookkeeping still runs, once") {
+TEST_CASE("a deferred work finished before its task returned: the bookkeeping still runs") {
   collective_queue q(0, 5s, ", NCCL");
   auto w = q.submit("broadcast", 4, ddp::dtype::f32, false, [&](const std::string&, work_state& self) {
     self.queued_on_device([](CUstream_st*) {});
@@ -242,4 +247,51 @@ TEST_CASE("a default-constructed work is complete") {
   CHECK(w.done());
   w.wait();
   w.stream_wait(fake_stream(0));
+}
+
+TEST_CASE("unchecked works: check() throws a known failure once; teardown logs each distinct failure once") {
+  auto failed_with = [](std::exception_ptr why) {
+    auto st = std::make_shared<work_state>();
+    st->finish(why);
+    return ddp::work(st);
+  };
+  auto group_error =
+      std::make_exception_ptr(ddp::error(ddp::error_kind::timeout, "rank 1: all_reduce #4 timed out", 1));
+  {
+    ddp::detail::unchecked_works u(1);
+    u.add(failed_with(group_error));
+    CHECK_THROWS_WITH_AS(u.check(), doctest::Contains("all_reduce #4 timed out"), ddp::error);
+    u.check(); // forgotten once thrown
+  }
+  // Teardown: stderr goes to a file while the works go.
+  char path[] = "/tmp/ddp-unit-work-XXXXXX";
+  const int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  std::fflush(stderr);
+  const int saved = dup(2);
+  dup2(fd, 2);
+  {
+    ddp::detail::unchecked_works u(1);
+    u.add(failed_with(group_error));
+    u.add(failed_with(group_error));
+    u.add(failed_with(std::make_exception_ptr(ddp::error(ddp::error_kind::backend, "another failure", 1))));
+    u.add(ddp::work()); // fine
+  }
+  std::fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  close(fd);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::remove(path);
+  const std::string log = text.str();
+  CHECK(log.find("[ddp rank 1] 2 collectives whose results a stream waited for failed") != std::string::npos);
+  CHECK(log.find("all_reduce #4 timed out") != std::string::npos);
+  CHECK(log.find("[ddp rank 1] a collective whose results") != std::string::npos);
+  CHECK(log.find("another failure") != std::string::npos);
+  std::size_t lines = 0;
+  for (char c : log)
+    lines += c == '\n' ? 1 : 0;
+  CHECK(lines == 2);
 }

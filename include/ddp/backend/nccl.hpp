@@ -110,7 +110,11 @@ public:
     watch_.emplace(rank_, timeout_,
                    watch_type::hooks{.on_start = [this] { cudaSetDevice(device_); }, // events query anywhere
                                      .health = [this](const std::string& what) { return async_error(what); },
-                                     .poison = [this](std::exception_ptr why) { queue_.abort(why); },
+                                     .poison =
+                                         [this](std::exception_ptr why) {
+                                           queue_.abort(why);
+                                           return queue_.poisoned();
+                                         },
                                      .abort = [this] { abort(); }});
   }
 
@@ -399,7 +403,7 @@ private:
   void sync(const char* waiting_for = nullptr) {
     for (;;) {
       cudaError_t e = cudaStreamQuery(stream_);
-      if (e != cudaSuccess && e != cudaErrorNotReady) cuda(e, current_.c_str());
+      if (e != cudaSuccess && e != cudaErrorNotReady) cuda(e, ("cudaStreamQuery (" + current_ + ")").c_str());
       ncclResult_t async = ncclSuccess;
       comm_call([&] { return ncclCommGetAsyncError(comm_, &async); }); // throws once aborted
       if (async != ncclSuccess && async != ncclInProgress) fail_nccl(async, current_.c_str());

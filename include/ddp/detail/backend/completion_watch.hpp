@@ -46,7 +46,10 @@ public:
   struct hooks {
     std::function<void()> on_start;                               ///< on the watcher thread (cudaSetDevice)
     std::function<std::exception_ptr(const std::string&)> health; ///< see above
-    std::function<void(std::exception_ptr)> poison;               ///< once, on the first failure: refuse
+    /// Refuses later collectives with the group's error and returns it: the
+    /// first failure poisons the group (this one, or one the worker's job
+    /// reported meanwhile); the works fail with the same error.
+    std::function<std::exception_ptr(std::exception_ptr)> poison;
     std::function<void()> abort; ///< once, after the works failed (an abort may block: cudaFree)
     /// How often `health` runs while nothing completes (it also runs at every
     /// completion): each call takes the communicator's lock its worker
@@ -86,6 +89,7 @@ public:
   /// outstanding work with `why`; later watch() calls fail at once. From any
   /// thread but inside a hook.
   void fail_all(std::exception_ptr why) {
+    if (hooks_.poison) why = hooks_.poison(why); // the group's error, whoever failed first
     std::deque<std::shared_ptr<outstanding>> failed;
     bool first = false;
     {
@@ -95,7 +99,6 @@ public:
       why = failed_;
       failed.swap(q_);
     }
-    if (first && hooks_.poison) hooks_.poison(why);
     room_.notify_all();
     for (auto& o : failed)
       o->state->finish(why);
@@ -118,7 +121,10 @@ public:
     }
     work_.notify_all();
     room_.notify_all();
-    if (thread_.get_id() != std::this_thread::get_id()) thread_.join();
+    if (thread_.get_id() != std::this_thread::get_id())
+      thread_.join();
+    else
+      thread_.detach(); // from a finish on the watcher itself: nothing may touch this object after
   }
 
   /// At most this many collectives outstanding on the device: far more than
@@ -141,7 +147,7 @@ private:
   void run() {
     trace::thread_label = "comm (device)";
     if (hooks_.on_start) hooks_.on_start();
-    auto last_health = clock::time_point{};
+    auto last_health = clock::now();
     for (;;) {
       std::shared_ptr<outstanding> front; // a copy: fail_all() may empty q_ from another thread
       {
