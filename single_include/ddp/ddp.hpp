@@ -7135,11 +7135,18 @@ public:
 
   void add(work w) { works_.push_back(std::move(w)); }
 
-  /// After the last add()'s stream_wait threw: a finished work's failure is
-  /// being thrown now, so it is forgotten (not reported twice); one not
-  /// finished (stream_wait gave up waiting) stays, to be waited for.
-  void drop_last_if_done() {
-    if (!works_.empty() && works_.back().done()) works_.pop_back();
+  /// Tracks `w`, then makes `stream` wait for it (work::stream_wait). When
+  /// that throws, a finished work's failure is being thrown now, so it is
+  /// forgotten (not reported twice); one not finished (stream_wait gave up
+  /// waiting for it to be queued) stays, to be waited for.
+  void stream_wait(const work& w, CUstream_st* stream) {
+    works_.push_back(w);
+    try {
+      w.stream_wait(stream);
+    } catch (...) {
+      if (works_.back().done()) works_.pop_back();
+      throw;
+    }
   }
 
   /// Forgets the finished ones; throws the first failure among them.
@@ -8025,13 +8032,7 @@ public:
     auto w = std::move(*s.in_flight);
     s.in_flight.reset();
     if constexpr (device_comm) {
-      unchecked_.add(w); // first: a stream_wait that gives up leaves it tracked
-      try {
-        w.stream_wait(stream_.get());
-      } catch (...) {
-        unchecked_.drop_last_if_done();
-        throw;
-      }
+      unchecked_.stream_wait(w, stream_.get());
     } else {
       w.wait();
     }
@@ -8494,13 +8495,7 @@ public:
         w.wait();
         continue;
       }
-      unchecked_.add(w);
-      try {
-        w.stream_wait(stream_);
-      } catch (...) {
-        unchecked_.drop_last_if_done();
-        throw;
-      }
+      unchecked_.stream_wait(w, stream_);
     }
   }
 

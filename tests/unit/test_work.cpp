@@ -262,6 +262,10 @@ TEST_CASE("unchecked works: check() throws a known failure once; teardown logs e
     u.add(failed_with(group_error));
     CHECK_THROWS_WITH_AS(u.check(), doctest::Contains("all_reduce #4 timed out"), ddp::error);
     u.check(); // forgotten once thrown
+    // stream_wait on a work that already failed throws it and keeps nothing to report again.
+    CHECK_THROWS_WITH_AS(u.stream_wait(failed_with(group_error), fake_stream(9)),
+                         doctest::Contains("all_reduce #4 timed out"), ddp::error);
+    u.check();
   }
   // Teardown: stderr goes to a file while the works go.
   char path[] = "/tmp/ddp-unit-work-XXXXXX";

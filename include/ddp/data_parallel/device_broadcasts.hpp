@@ -88,13 +88,7 @@ public:
         w.wait();
         continue;
       }
-      unchecked_.add(w);
-      try {
-        w.stream_wait(stream_);
-      } catch (...) {
-        unchecked_.drop_last_if_done();
-        throw;
-      }
+      unchecked_.stream_wait(w, stream_);
     }
   }
 

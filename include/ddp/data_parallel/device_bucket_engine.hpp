@@ -147,13 +147,7 @@ public:
     auto w = std::move(*s.in_flight);
     s.in_flight.reset();
     if constexpr (device_comm) {
-      unchecked_.add(w); // first: a stream_wait that gives up leaves it tracked
-      try {
-        w.stream_wait(stream_.get());
-      } catch (...) {
-        unchecked_.drop_last_if_done();
-        throw;
-      }
+      unchecked_.stream_wait(w, stream_.get());
     } else {
       w.wait();
     }
