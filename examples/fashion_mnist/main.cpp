@@ -6,6 +6,7 @@
 // (fashion_mnist) and, where NCCL is found, an NCCL one (fashion_mnist_nccl).
 #include "checkpoint.hpp"
 #include "cli.hpp"
+#include "json_number.hpp"
 #include "mlp.hpp"
 #include "progress.hpp"
 
@@ -235,8 +236,8 @@ template <class Backend> int train(const options& o) {
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (lead) {
       if (o.json)
-        std::printf("{\"epoch\":%d,\"train_loss\":%.6f,\"test_acc\":%.6f,\"epoch_s\":%.4f}\n", epoch + 1,
-                    train_loss, acc, secs);
+        std::printf("{\"epoch\":%d,\"train_loss\":%s,\"test_acc\":%s,\"epoch_s\":%.4f}\n", epoch + 1,
+                    json_number(train_loss).c_str(), json_number(acc).c_str(), secs);
       else if (!o.quiet)
         std::printf("epoch %d/%d: train loss %.4f, test accuracy %.2f%%, %.2f s\n", epoch + 1, o.epochs,
                     train_loss, 100 * acc, secs);

@@ -10,6 +10,7 @@
 // Without a CUDA device it says so and exits 77 (ctest: skipped).
 #include "../fashion_mnist/checkpoint.hpp"
 #include "../fashion_mnist/cli.hpp"
+#include "../fashion_mnist/json_number.hpp"
 #include "../fashion_mnist/progress.hpp"
 #include "mlp.hpp"
 
@@ -266,11 +267,10 @@ template <class Backend, class Bucketing> int train(const example::options& o, c
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (lead) {
       if (o.json)
-        std::printf(
-            "{\"epoch\":%d,\"train_loss\":%.6f,\"test_acc\":%.6f,\"epoch_s\":%.4f,\"device\":\"cuda\","
-            "\"backend\":\"%s\",\"bucketing\":\"%s\",\"grad_sync\":\"%s\",\"world\":%d}\n",
-            epoch + 1, train_loss, acc, secs, g.backend.c_str(), g.bucketing.c_str(), g.grad_sync.c_str(),
-            pg.size());
+        std::printf("{\"epoch\":%d,\"train_loss\":%s,\"test_acc\":%s,\"epoch_s\":%.4f,\"device\":\"cuda\","
+                    "\"backend\":\"%s\",\"bucketing\":\"%s\",\"grad_sync\":\"%s\",\"world\":%d}\n",
+                    epoch + 1, json_number(train_loss).c_str(), json_number(acc).c_str(), secs,
+                    g.backend.c_str(), g.bucketing.c_str(), g.grad_sync.c_str(), pg.size());
       else if (!o.quiet)
         std::printf("epoch %d/%d: train loss %.4f, test accuracy %.2f%%, %.2f s\n", epoch + 1, o.epochs,
                     train_loss, 100 * acc, secs);

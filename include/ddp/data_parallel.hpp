@@ -23,6 +23,7 @@
 #include <ddp/process_group.hpp>
 #include <ddp/reduction.hpp>
 
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -68,9 +69,9 @@ public:
   /// parameters and buffers to every rank.
   distributed_data_parallel(Model& m, process_group<Backend>& pg, ddp_options o = {})
       : model_(m), pg_(pg), opts_(o), registry_(m), on_device_(gradients_on_device()),
-        broadcasts_(pg.communicator(), o.compute_stream), plan_(verify_then_plan()), step_(plan_),
-        timeline_(plan_),
-        engine_(pg.communicator(), plan_, registry_.parameters(), on_device_, o.compute_stream),
+        broadcasts_(pg.communicator(), o.compute_stream, fail_group()), plan_(verify_then_plan()),
+        step_(plan_), timeline_(plan_),
+        engine_(pg.communicator(), plan_, registry_.parameters(), on_device_, o.compute_stream, fail_group()),
         join_(pg.communicator()) {
     if (detail::debug() >= detail::debug_level::info && pg_.rank() == 0)
       detail::log_bucket_layout(plan_, registry_.parameters());
@@ -190,6 +191,13 @@ public:
 private:
   comm_type& comm() noexcept { return pg_.communicator(); }
 
+  /// For this rank's own device work before a collective (packing, staging
+  /// copies): when it fails, the peers waiting in that collective are told
+  /// at once (process_group::abort) instead of at their deadline.
+  std::function<void(const std::string&)> fail_group() {
+    return [&pg = pg_](const std::string& why) { pg.abort(why); };
+  }
+
   /// `stream_ordered`: the compute stream, not the host, waits for device
   /// buffers (synchronize() with a compute stream, over ddp::nccl).
   void broadcast_buffers(bool stream_ordered) {
@@ -237,15 +245,22 @@ private:
   template <tensor G> std::size_t index_of(const G& grad) {
     const void* p = as_span(const_cast<G&>(grad)).data();
     auto i = registry_.find_gradient(p);
-    if (!i) {
-      refresh(); // the storage may have moved since the last walk
+    // The storage may have moved since the last walk; once a bucket of this step is in flight
+    // it must not be re-laid out (its collective still uses the old buffers).
+    if (!i && !step_.launched_any()) {
+      refresh();
       i = registry_.find_gradient(p);
     }
     if (!i)
       throw error(error_kind::config,
                   "rank " + std::to_string(pg_.rank()) +
                       ": mark_grad_ready/mark_unused got a tensor that is not the gradient "
-                      "of any parameter (pass the gradient tensor itself, or an index)");
+                      "of any parameter (pass the gradient tensor itself, or an index)" +
+                      (step_.launched_any()
+                           ? "; if its storage moved, move it before backward: buckets of this "
+                             "step already launched with the old addresses"
+                           : ""),
+                  pg_.rank());
     return *i;
   }
 

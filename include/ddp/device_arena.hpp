@@ -23,7 +23,8 @@ template <class T> class device_arena {
 
 public:
   /// `sizes`: element counts of the gradients, in registration order. The
-  /// storage is zeroed (cudaMemset, synchronous: construction only).
+  /// storage is zeroed before this returns (cudaMemset alone is asynchronous
+  /// for device memory, and a non-blocking stream would not follow it).
   explicit device_arena(std::vector<std::size_t> sizes) : sizes_(std::move(sizes)), offsets_(sizes_.size()) {
     std::size_t off = 0;
     for (std::size_t k = sizes_.size(); k-- > 0;) {
@@ -32,7 +33,10 @@ public:
     }
     total_ = off;
     storage_ = detail::cuda::device_buffer((total_ ? total_ : 1) * sizeof(T));
-    detail::cuda::check(cudaMemset(storage_.get(), 0, storage_.bytes()), "cudaMemset (device_arena)");
+    detail::cuda::check(cudaMemsetAsync(storage_.get(), 0, storage_.bytes(), cudaStreamLegacy),
+                        "cudaMemsetAsync (device_arena)");
+    detail::cuda::check(cudaStreamSynchronize(cudaStreamLegacy),
+                        "cudaStreamSynchronize (device_arena's zeroing)");
   }
 
   std::size_t size() const noexcept { return sizes_.size(); }

@@ -156,6 +156,19 @@ public:
   work barrier_async() { return comm_->barrier(false); }
   void barrier() { comm_->barrier(true).wait(); }
 
+  /// This rank cannot go on, for a reason of its own (bad data, a failed
+  /// device copy): instead of letting its peers wait for it until their
+  /// timeout, the launcher, the store (peers name this rank and `reason`
+  /// within a second) and the connections (ddp::gloo: peers blocked on this
+  /// rank fail now; ddp::nccl: the communicator is aborted) are told. Every
+  /// later collective here throws the same error; teardown skips the exit
+  /// barrier. distributed_data_parallel calls it when its own work before a
+  /// collective fails. Does nothing once the group has failed.
+  void abort(std::string_view reason) noexcept {
+    if (comm_->poisoned()) return;
+    fail_job(std::string(reason), "gave up");
+  }
+
 private:
   void leave_on_own_failure() noexcept {
     fail_job("an exception escaped while its process group was alive (an error of its own, outside ddp's "

@@ -6937,6 +6937,124 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DATA_PARALLEL_BUCKET_PLAN_HPP
 // ---- end ddp/data_parallel/bucket_plan.hpp ----
+// ---- begin ddp/data_parallel/unchecked_works.hpp ----
+// Works whose results a stream waited for on the device (work::stream_wait)
+// while the host went on: DDP's buckets and buffer broadcasts over NCCL in a
+// stream-ordered synchronize(). Their failures still reach the user: a
+// failure already known is thrown by the next check() (the next step), and one
+// still unchecked at teardown is waited for and logged. A failed collective also poisons the
+// group, so the next collective fails with it anyway; this covers the last
+// step, after which there may be none.
+#ifndef DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
+#define DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
+
+
+#include <algorithm>
+#include <exception>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// On an error path or at teardown (an error is already on its way, or
+/// nobody is left to tell): waits for a bucket's collective, if any, and
+/// drops its failure. Both bucket engines use it.
+inline void wait_quietly(std::optional<work>& in_flight) noexcept {
+  if (!in_flight) return;
+  try {
+    in_flight->wait();
+  } catch (...) {}
+  in_flight.reset();
+}
+
+class unchecked_works {
+public:
+  explicit unchecked_works(int rank) : rank_(rank) {}
+  unchecked_works(const unchecked_works&) = delete;
+  unchecked_works& operator=(const unchecked_works&) = delete;
+  ~unchecked_works() { log_all(); }
+
+  void add(work w) { works_.push_back(std::move(w)); }
+
+  /// Tracks `w`, then makes `stream` wait for it (work::stream_wait). When
+  /// that throws, a finished work's failure is being thrown now, so it is
+  /// forgotten (not reported twice); one not finished (stream_wait gave up
+  /// waiting for it to be queued) stays, to be waited for.
+  void stream_wait(const work& w, CUstream_st* stream) {
+    works_.push_back(w);
+    try {
+      w.stream_wait(stream);
+    } catch (...) {
+      if (works_.back().done()) works_.pop_back();
+      throw;
+    }
+  }
+
+  /// Forgets the finished ones; throws the first failure among them.
+  void check() {
+    std::exception_ptr first;
+    std::erase_if(works_, [&](work& w) {
+      if (!w.done()) return false;
+      try {
+        w.wait();
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+      return true;
+    });
+    if (first) std::rethrow_exception(first);
+  }
+
+  /// Waits for every one on the host (each with its deadline); throws the first failure.
+  void wait_all() {
+    std::exception_ptr first;
+    for (auto& w : works_)
+      try {
+        w.wait();
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    works_.clear();
+    if (first) std::rethrow_exception(first);
+  }
+
+  /// Waits for every one on the host (each with its deadline) and logs the
+  /// failures, each distinct one once (a failed group fails them all with
+  /// one error): where nobody is left to throw them to (teardown).
+  void log_all() noexcept {
+    std::vector<std::pair<std::string, int>> seen;
+    for (auto& w : works_)
+      try {
+        w.wait();
+      } catch (const std::exception& e) {
+        auto it = std::find_if(seen.begin(), seen.end(), [&](auto& p) { return p.first == e.what(); });
+        if (it == seen.end())
+          seen.emplace_back(e.what(), 1);
+        else
+          ++it->second;
+      } catch (...) {}
+    works_.clear();
+    for (auto& [what, times] : seen)
+      log_line("rank " + std::to_string(rank_),
+               (times > 1 ? std::to_string(times) + " collectives" : std::string("a collective")) +
+                   " whose results a stream waited for failed after synchronize() returned (the values left "
+                   "on the device are not valid): " +
+                   what);
+  }
+
+private:
+  int rank_;
+  std::vector<work> works_;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
+// ---- end ddp/data_parallel/unchecked_works.hpp ----
 
 #include <chrono>
 #include <cstring>
@@ -7046,12 +7164,7 @@ public:
 
   void wait_all_quietly() {
     for (auto& s : state_)
-      if (s.in_flight) {
-        try {
-          s.in_flight->wait();
-        } catch (...) {}
-        s.in_flight.reset();
-      }
+      wait_quietly(s.in_flight);
   }
 
   /// Milliseconds from launch to done of bucket i in the last step.
@@ -7105,112 +7218,6 @@ DDP_END_NAMESPACE
 // ---- end ddp/data_parallel/host_bucket_engine.hpp ----
 // Before the conditional block: the single header inlines a file where it is
 // first included, and device_broadcasts.hpp needs this one without CUDA too.
-// ---- begin ddp/data_parallel/unchecked_works.hpp ----
-// Works whose results a stream waited for on the device (work::stream_wait)
-// while the host went on: DDP's buckets and buffer broadcasts over NCCL in a
-// stream-ordered synchronize(). Their failures still reach the user: a
-// failure already known is thrown by the next check() (the next step), and one
-// still unchecked at teardown is waited for and logged. A failed collective also poisons the
-// group, so the next collective fails with it anyway; this covers the last
-// step, after which there may be none.
-#ifndef DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
-#define DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
-
-
-#include <algorithm>
-#include <exception>
-#include <string>
-#include <utility>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-class unchecked_works {
-public:
-  explicit unchecked_works(int rank) : rank_(rank) {}
-  unchecked_works(const unchecked_works&) = delete;
-  unchecked_works& operator=(const unchecked_works&) = delete;
-  ~unchecked_works() { log_all(); }
-
-  void add(work w) { works_.push_back(std::move(w)); }
-
-  /// Tracks `w`, then makes `stream` wait for it (work::stream_wait). When
-  /// that throws, a finished work's failure is being thrown now, so it is
-  /// forgotten (not reported twice); one not finished (stream_wait gave up
-  /// waiting for it to be queued) stays, to be waited for.
-  void stream_wait(const work& w, CUstream_st* stream) {
-    works_.push_back(w);
-    try {
-      w.stream_wait(stream);
-    } catch (...) {
-      if (works_.back().done()) works_.pop_back();
-      throw;
-    }
-  }
-
-  /// Forgets the finished ones; throws the first failure among them.
-  void check() {
-    std::exception_ptr first;
-    std::erase_if(works_, [&](work& w) {
-      if (!w.done()) return false;
-      try {
-        w.wait();
-      } catch (...) {
-        if (!first) first = std::current_exception();
-      }
-      return true;
-    });
-    if (first) std::rethrow_exception(first);
-  }
-
-  /// Waits for every one on the host (each with its deadline); throws the first failure.
-  void wait_all() {
-    std::exception_ptr first;
-    for (auto& w : works_)
-      try {
-        w.wait();
-      } catch (...) {
-        if (!first) first = std::current_exception();
-      }
-    works_.clear();
-    if (first) std::rethrow_exception(first);
-  }
-
-  /// Waits for every one on the host (each with its deadline) and logs the
-  /// failures, each distinct one once (a failed group fails them all with
-  /// one error): where nobody is left to throw them to (teardown).
-  void log_all() noexcept {
-    std::vector<std::pair<std::string, int>> seen;
-    for (auto& w : works_)
-      try {
-        w.wait();
-      } catch (const std::exception& e) {
-        auto it = std::find_if(seen.begin(), seen.end(), [&](auto& p) { return p.first == e.what(); });
-        if (it == seen.end())
-          seen.emplace_back(e.what(), 1);
-        else
-          ++it->second;
-      } catch (...) {}
-    works_.clear();
-    for (auto& [what, times] : seen)
-      log_line("rank " + std::to_string(rank_),
-               (times > 1 ? std::to_string(times) + " collectives" : std::string("a collective")) +
-                   " whose results a stream waited for failed after synchronize() returned (the values left "
-                   "on the device are not valid): " +
-                   what);
-  }
-
-private:
-  int rank_;
-  std::vector<work> works_;
-};
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
-// ---- end ddp/data_parallel/unchecked_works.hpp ----
 #if defined(DDP_WITH_CUDA) || defined(DDP_WITH_NCCL)
 // ---- begin ddp/data_parallel/device_bucket_engine.hpp ----
 // Launches and completes the buckets of a plan whose gradients are in CUDA
@@ -7236,6 +7243,10 @@ DDP_END_NAMESPACE
 //           host waits for the collective (it runs there).
 //   unpack  pinned->device copy (host backends) and one unpack kernel, queued
 //           on the engine's stream.
+//   failure  this rank's own part before a collective (following the compute
+//           stream, packing, the copy to pinned memory, zeroing) failing means
+//           its peers would wait for it until their deadline: the group is
+//           failed at once (fail_group: process_group::abort), then it throws.
 //   finish_step  the user's stream waits for the engine's stream (an event;
 //           a collective's failure known by then is thrown, a later one by
 //           the next step or the group's next collective, or logged), or the
@@ -7881,6 +7892,17 @@ inline cudaKernel_t convert_copy_kernel(int rank) {
   return kernel;
 }
 
+/// Loads the kernel into the current device's context now, not at its first
+/// launch: with lazy loading (CUDA's default since 12.2) that launch would be
+/// inside a step, and loading a module may wait for work already queued on
+/// the device (CUDA C++ Programming Guide, "Lazy Loading": possible issues),
+/// e.g. behind a compute stream the user is still filling.
+inline void preload_convert_copy(int rank) {
+  cudaFuncAttributes attributes{};
+  check(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(convert_copy_kernel(rank))),
+        "cudaFuncGetAttributes(ddp_convert_copy) (loading ddp's kernel)", rank);
+}
+
 /// The kernel handles the floating types only (gradients are floating point).
 inline int kernel_type(dtype d) {
   switch (d) {
@@ -7924,6 +7946,8 @@ DDP_END_NAMESPACE
 
 #include <chrono>
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -7948,16 +7972,19 @@ public:
   static constexpr plan_capabilities capabilities{.fragments = false};
 
   /// `compute_stream`: the user's stream that produces the gradients (null:
-  /// the legacy default stream).
+  /// the legacy default stream). `fail_group(why)`: fails the group at once
+  /// (this rank's own work before a collective failed), noexcept.
   device_bucket_engine(Comm& comm, const bucket_plan& plan, const std::vector<tensor_slot>& params,
-                       cudaStream_t compute_stream)
-      : comm_(comm), plan_(plan), params_(params), user_(compute_stream), stream_(comm.rank()),
-        ordered_(comm.rank()), state_(plan.buckets.size()), unchecked_(comm.rank()) {
-    layout();
-  }
+                       cudaStream_t compute_stream, std::function<void(const std::string&)> fail_group)
+      : device_bucket_engine(comm, plan, params, compute_stream, std::move(fail_group),
+                             cuda::device_guard(engine_device(comm), comm.rank())) {}
   device_bucket_engine(const device_bucket_engine&) = delete;
   device_bucket_engine& operator=(const device_bucket_engine&) = delete;
   ~device_bucket_engine() {
+    std::optional<cuda::device_guard> on;
+    try {
+      on.emplace(device_, rank());
+    } catch (...) {}
     wait_in_flight_quietly();
     unchecked_.log_all(); // the last step's collectives: nobody else would hear of a failure
     try {                 // buffers are freed below: nothing queued may still use them
@@ -7969,6 +7996,7 @@ public:
   /// addresses; call again when they changed. Synchronous (construction and
   /// moved storage only).
   void layout() {
+    cuda::device_guard on(device_, rank());
     cuda::wait_stream(stream_.get(), comm_.timeout(), "the previous step's unpacking (before a re-layout)",
                       rank());
     for (std::size_t i = 0; i < state_.size(); ++i) {
@@ -7996,29 +8024,20 @@ public:
   /// A gradient with no contribution this step: zeroed on the engine's stream,
   /// after what the compute stream has queued.
   void zero(const tensor_slot& p) {
-    follow_compute_stream();
-    check(cudaMemsetAsync(p.grad, 0, p.count * size_of(p.type), stream_.get()),
-          "cudaMemsetAsync (mark_unused)");
+    cuda::device_guard on(device_, rank());
+    before_collective([&] { return "zeroing the unused gradient of '" + p.name + "'"; },
+                      [&] {
+                        follow_compute_stream();
+                        check(cudaMemsetAsync(p.grad, 0, p.count * size_of(p.type), stream_.get()),
+                              "cudaMemsetAsync (mark_unused)");
+                      });
   }
 
   /// Starts the all-reduce of bucket i; `scale` is 1/W for a mean, else 1.
   void launch(std::size_t i, double scale) {
-    auto& b = plan_.buckets[i];
-    auto& s = state_[i];
-    s.t_launch = std::chrono::steady_clock::now();
-    follow_compute_stream();
-    const bool avg = uses_avg(b, scale);
-    const double pre = avg ? 1.0 : scale;
-    void* data = nullptr;
-    if (b.path == bucket_path::packed) {
-      cuda::launch_convert_copy(static_cast<const cuda::copy_entry*>(s.pack_table.get()), b.params.size(),
-                                s.longest, b.param_type, b.wire_type, pre, stream_.get(), rank());
-      data = s.packed.get();
-    } else {
-      data = params_[b.params.front()].grad;
-      if (pre != 1.0) scale_in_place(s, data, b.elements, b.param_type, pre);
-    }
-    s.in_flight = reduce(i, data, avg);
+    cuda::device_guard on(device_, rank());
+    before_collective([&] { return "launching bucket " + std::to_string(i); },
+                      [&] { launch_unguarded(i, scale); });
   }
 
   /// Waits for bucket i's collective, so that unpack(i) follows it; false
@@ -8032,6 +8051,7 @@ public:
     auto w = std::move(*s.in_flight);
     s.in_flight.reset();
     if constexpr (device_comm) {
+      cuda::device_guard on(device_, rank());
       unchecked_.stream_wait(w, stream_.get());
     } else {
       w.wait();
@@ -8042,6 +8062,7 @@ public:
 
   /// Queues the copy of bucket i's result into its gradients (after wait).
   void unpack(std::size_t i) {
+    cuda::device_guard on(device_, rank());
     auto& b = plan_.buckets[i];
     auto& s = state_[i];
     if constexpr (!device_comm) {
@@ -8058,6 +8079,7 @@ public:
   /// The end of synchronize(): the compute stream waits for the unpacking
   /// (stream-ordered), or the host waits for it with the communicator's deadline.
   void finish_step(bool blocking) {
+    cuda::device_guard on(device_, rank());
     if (blocking || !user_) {
       unchecked_.wait_all(); // first: a stalled collective is reported by its own deadline and name
       cuda::wait_stream(stream_.get(), comm_.timeout(), "unpacking the reduced gradients", rank());
@@ -8073,10 +8095,16 @@ public:
     auto& s = state_[i];
     const std::size_t bytes = b.elements * size_of(b.wire_type);
     if constexpr (device_comm) {
-      if (s.zeros.bytes() != bytes) s.zeros = cuda::device_buffer(bytes, rank());
-      check(cudaMemsetAsync(s.zeros.get(), 0, bytes, stream_.get()), "cudaMemsetAsync (join's zeros)");
-      return hand_over(s, s.zeros.get(), b.elements, b.wire_type, uses_avg(b, scale) ? op::avg : op::sum,
-                       "zeroing join's stand-in bucket " + std::to_string(i));
+      cuda::device_guard on(device_, rank());
+      return before_collective([&] { return "join's stand-in for bucket " + std::to_string(i); },
+                               [&] {
+                                 if (s.zeros.bytes() != bytes) s.zeros = cuda::device_buffer(bytes, rank());
+                                 check(cudaMemsetAsync(s.zeros.get(), 0, bytes, stream_.get()),
+                                       "cudaMemsetAsync (join's zeros)");
+                                 return hand_over(s, s.zeros.get(), b.elements, b.wire_type,
+                                                  uses_avg(b, scale) ? op::avg : op::sum,
+                                                  "zeroing join's stand-in bucket " + std::to_string(i));
+                               });
     } else {
       s.host_zeros.assign(bytes, std::byte{0});
       return comm_.all_reduce(s.host_zeros.data(), b.elements, b.wire_type, op::sum, false);
@@ -8097,6 +8125,18 @@ public:
   }
 
 private:
+  /// Runs while `on` (a temporary of the delegating constructor) holds the
+  /// engine's device current: the stream and events are created on it.
+  device_bucket_engine(Comm& comm, const bucket_plan& plan, const std::vector<tensor_slot>& params,
+                       cudaStream_t compute_stream, std::function<void(const std::string&)> fail_group,
+                       const cuda::device_guard& /*on*/)
+      : comm_(comm), plan_(plan), params_(params), user_(compute_stream), fail_group_(std::move(fail_group)),
+        device_(cuda::current_device(comm.rank())), stream_(comm.rank()), ordered_(comm.rank()),
+        state_(plan.buckets.size()), unchecked_(comm.rank()) {
+    cuda::preload_convert_copy(rank());
+    layout();
+  }
+
   struct runtime {
     cuda::device_buffer packed;       ///< the wire-typed bucket (packed path)
     cuda::device_buffer pack_table;   ///< copy_entry[] gradients -> packed
@@ -8114,14 +8154,45 @@ private:
   int rank() const { return comm_.rank(); }
   void check(cudaError_t e, const char* call) const { cuda::check(e, call, rank()); }
 
+  /// Runs `f`, this rank's own part before a collective its peers will wait
+  /// in; if it throws, the group is failed first (peers fail now and name this
+  /// rank and `what()`, not at their deadline). A failure of the group itself
+  /// (a refused submission) leaves it as it is: process_group::abort does
+  /// nothing once the group has failed.
+  template <class Describe, class F> decltype(auto) before_collective(Describe&& what, F&& f) {
+    try {
+      return f();
+    } catch (const error& e) {
+      fail_group_(what() + " failed before its collective: " + std::string(e.message()));
+      throw;
+    } catch (const std::exception& e) {
+      fail_group_(what() + " failed before its collective: " + e.what());
+      throw;
+    }
+  }
+
+  void launch_unguarded(std::size_t i, double scale) {
+    auto& b = plan_.buckets[i];
+    auto& s = state_[i];
+    s.t_launch = std::chrono::steady_clock::now();
+    follow_compute_stream();
+    const bool avg = uses_avg(b, scale);
+    const double pre = avg ? 1.0 : scale;
+    void* data = nullptr;
+    if (b.path == bucket_path::packed) {
+      cuda::launch_convert_copy(static_cast<const cuda::copy_entry*>(s.pack_table.get()), b.params.size(),
+                                s.longest, b.param_type, b.wire_type, pre, stream_.get(), rank());
+      data = s.packed.get();
+    } else {
+      data = params_[b.params.front()].grad;
+      if (pre != 1.0) scale_in_place(s, data, b.elements, b.param_type, pre);
+    }
+    s.in_flight = reduce(i, data, avg);
+  }
+
   void wait_in_flight_quietly() {
     for (auto& s : state_)
-      if (s.in_flight) {
-        try {
-          s.in_flight->wait();
-        } catch (...) {}
-        s.in_flight.reset();
-      }
+      wait_quietly(s.in_flight);
   }
 
   /// ncclAvg where the communicator is on the device and no conversion packs
@@ -8133,11 +8204,26 @@ private:
   /// The engine's stream continues after what the compute stream queued so far.
   void follow_compute_stream() { cuda::order_after(stream_.get(), user_, ordered_.get(), rank()); }
 
+  /// On the engine's stream, so the kernels queued after it read it: a
+  /// pageable cudaMemcpy may return before its DMA reached the device, and it
+  /// is on the legacy stream, which the engine's stream does not follow. A
+  /// pageable source is staged before cudaMemcpyAsync returns (CUDA runtime
+  /// API, "API synchronization behavior"), so `table` may go at once.
   cuda::device_buffer upload(const std::vector<cuda::copy_entry>& table) {
     cuda::device_buffer d(table.size() * sizeof(cuda::copy_entry), rank());
-    check(cudaMemcpy(d.get(), table.data(), d.bytes(), cudaMemcpyHostToDevice),
-          "cudaMemcpy (a bucket's copy table)");
+    check(cudaMemcpyAsync(d.get(), table.data(), d.bytes(), cudaMemcpyHostToDevice, stream_.get()),
+          "cudaMemcpyAsync (a bucket's copy table)");
     return d;
+  }
+
+  /// The device every call here runs on: the communicator's (NCCL), else the
+  /// one current at construction (the gradients'). A step may come from a
+  /// thread whose current device differs (threads start on device 0).
+  static int engine_device(Comm& comm) {
+    if constexpr (device_comm)
+      return comm.device();
+    else
+      return cuda::current_device(comm.rank());
   }
 
   void scale_in_place(runtime& s, void* data, std::size_t n, dtype t, double scale) {
@@ -8182,6 +8268,8 @@ private:
   const bucket_plan& plan_;
   const std::vector<tensor_slot>& params_;
   cudaStream_t user_;
+  std::function<void(const std::string&)> fail_group_;
+  int device_; ///< the stream, events and buffers below belong to it
   cuda::stream stream_;
   cuda::event ordered_; ///< recorded for each cross-stream wait (re-recording is allowed)
   std::vector<runtime> state_;
@@ -8194,20 +8282,30 @@ private:
 /// tensor and kept. Synchronous: construction and sync_buffers() only.
 template <communicator Comm> class staged_broadcaster {
 public:
-  staged_broadcaster(Comm& comm, cudaStream_t compute_stream)
-      : comm_(comm), user_(compute_stream), stream_(comm.rank()), ordered_(comm.rank()) {}
+  /// `fail_group(why)`: as the engine's; rank 0's copy to pinned memory is
+  /// its own part before the broadcast the others wait in.
+  staged_broadcaster(Comm& comm, cudaStream_t compute_stream,
+                     std::function<void(const std::string&)> fail_group)
+      : comm_(comm), user_(compute_stream), fail_group_(std::move(fail_group)),
+        device_(cuda::current_device(comm.rank())), stream_(comm.rank()), ordered_(comm.rank()) {}
 
   void operator()(const tensor_slot& s) {
     const int r = comm_.rank();
+    cuda::device_guard on(device_, r); // the stream and event belong to it
     const std::size_t bytes = s.count * size_of(s.type);
     if (bytes == 0) return;
     if (pinned_.bytes() < bytes) pinned_ = cuda::pinned_buffer(bytes, r);
     const std::string what = "staging '" + s.name + "' for the broadcast from rank 0";
     if (r == 0) {
-      cuda::order_after(stream_.get(), user_, ordered_.get(), r);
-      cuda::check(cudaMemcpyAsync(pinned_.get(), s.value, bytes, cudaMemcpyDeviceToHost, stream_.get()),
-                  "cudaMemcpyAsync (device -> pinned, broadcast)", r);
-      cuda::wait_stream(stream_.get(), comm_.timeout(), what, r);
+      try {
+        cuda::order_after(stream_.get(), user_, ordered_.get(), r);
+        cuda::check(cudaMemcpyAsync(pinned_.get(), s.value, bytes, cudaMemcpyDeviceToHost, stream_.get()),
+                    "cudaMemcpyAsync (device -> pinned, broadcast)", r);
+        cuda::wait_stream(stream_.get(), comm_.timeout(), what, r);
+      } catch (const error& e) {
+        fail_group_(what + " failed before the broadcast: " + std::string(e.message()));
+        throw;
+      }
     }
     comm_.broadcast(pinned_.get(), s.count, s.type, 0, true).wait();
     if (r != 0) {
@@ -8221,6 +8319,8 @@ public:
 private:
   Comm& comm_;
   cudaStream_t user_;
+  std::function<void(const std::string&)> fail_group_;
+  int device_; ///< current at construction (DDP's construction: the model's device)
   cuda::stream stream_;
   cuda::event ordered_;
   cuda::pinned_buffer pinned_;
@@ -8234,6 +8334,7 @@ DDP_END_NAMESPACE
 #define DDP_DETAIL_DEVICE_ENGINE 1
 #endif
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -8260,16 +8361,20 @@ public:
     return host_bucket_engine<Comm>::capabilities;
   }
 
+  /// `fail_group(why)`: the device engine's own work before a collective
+  /// failed (process_group::abort); noexcept.
   bucket_engine(Comm& comm, const bucket_plan& plan, const std::vector<tensor_slot>& params, bool on_device,
-                CUstream_st* compute_stream) {
+                CUstream_st* compute_stream, std::function<void(const std::string&)> fail_group) {
 #ifdef DDP_DETAIL_DEVICE_ENGINE
     if (on_device) {
-      device_ = std::make_unique<device_bucket_engine<Comm>>(comm, plan, params, compute_stream);
+      device_ = std::make_unique<device_bucket_engine<Comm>>(comm, plan, params, compute_stream,
+                                                             std::move(fail_group));
       return;
     }
 #endif
     (void)on_device;
     (void)compute_stream;
+    (void)fail_group; // the host engine's only failures are the group's own
     host_ = std::make_unique<host_bucket_engine<Comm>>(comm, plan, params);
   }
 
@@ -8420,6 +8525,7 @@ DDP_END_NAMESPACE
 #define DDP_DATA_PARALLEL_DEVICE_BROADCASTS_HPP
 
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -8435,8 +8541,11 @@ namespace detail {
 /// begin(), broadcast(slot) for each device tensor, complete(works) for all.
 template <communicator Comm> class device_broadcasts {
 public:
-  device_broadcasts(Comm& comm, CUstream_st* compute_stream)
-      : comm_(comm), stream_(compute_stream), unchecked_(comm.rank()) {}
+  /// `fail_group(why)`: rank 0's staging copy before a broadcast over a
+  /// host-only communicator failed (process_group::abort); noexcept.
+  device_broadcasts(Comm& comm, CUstream_st* compute_stream,
+                    std::function<void(const std::string&)> fail_group)
+      : comm_(comm), stream_(compute_stream), fail_group_(std::move(fail_group)), unchecked_(comm.rank()) {}
 
   /// Before a round with device tensors. `stream_ordered`: the caller lets
   /// the compute stream, not the host, wait for the result (synchronize()
@@ -8473,7 +8582,7 @@ public:
     if constexpr (device_communicator<Comm>) {
       return comm_.broadcast(device_memory, s.value, s.count, s.type, 0, false);
     } else {
-      if (!staged_) staged_ = std::make_unique<staged_broadcaster<Comm>>(comm_, stream_);
+      if (!staged_) staged_ = std::make_unique<staged_broadcaster<Comm>>(comm_, stream_, fail_group_);
       (*staged_)(s);
       return work{};
     }
@@ -8502,6 +8611,7 @@ public:
 private:
   Comm& comm_;
   CUstream_st* stream_;
+  std::function<void(const std::string&)> fail_group_;
   bool ordered_ = false; ///< this round waits on the compute stream, not the host
   unchecked_works unchecked_;
 #ifdef DDP_DETAIL_DEVICE_ENGINE
@@ -8797,6 +8907,8 @@ public:
   }
 
   bool started() const noexcept { return started_; }
+  /// Whether a bucket of this step has been launched (its collective is in flight).
+  bool launched_any() const noexcept { return next_launch_ > 0; }
   void start() noexcept { started_ = true; }
   bool is_pending(std::size_t param) const { return marks_[param] == mark_state::pending; }
 
@@ -9362,6 +9474,19 @@ public:
   work barrier_async() { return comm_->barrier(false); }
   void barrier() { comm_->barrier(true).wait(); }
 
+  /// This rank cannot go on, for a reason of its own (bad data, a failed
+  /// device copy): instead of letting its peers wait for it until their
+  /// timeout, the launcher, the store (peers name this rank and `reason`
+  /// within a second) and the connections (ddp::gloo: peers blocked on this
+  /// rank fail now; ddp::nccl: the communicator is aborted) are told. Every
+  /// later collective here throws the same error; teardown skips the exit
+  /// barrier. distributed_data_parallel calls it when its own work before a
+  /// collective fails. Does nothing once the group has failed.
+  void abort(std::string_view reason) noexcept {
+    if (comm_->poisoned()) return;
+    fail_job(std::string(reason), "gave up");
+  }
+
 private:
   void leave_on_own_failure() noexcept {
     fail_job("an exception escaped while its process group was alive (an error of its own, outside ddp's "
@@ -9766,6 +9891,7 @@ DDP_END_NAMESPACE
 #endif // DDP_REDUCTION_HPP
 // ---- end ddp/reduction.hpp ----
 
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -9811,9 +9937,9 @@ public:
   /// parameters and buffers to every rank.
   distributed_data_parallel(Model& m, process_group<Backend>& pg, ddp_options o = {})
       : model_(m), pg_(pg), opts_(o), registry_(m), on_device_(gradients_on_device()),
-        broadcasts_(pg.communicator(), o.compute_stream), plan_(verify_then_plan()), step_(plan_),
-        timeline_(plan_),
-        engine_(pg.communicator(), plan_, registry_.parameters(), on_device_, o.compute_stream),
+        broadcasts_(pg.communicator(), o.compute_stream, fail_group()), plan_(verify_then_plan()),
+        step_(plan_), timeline_(plan_),
+        engine_(pg.communicator(), plan_, registry_.parameters(), on_device_, o.compute_stream, fail_group()),
         join_(pg.communicator()) {
     if (detail::debug() >= detail::debug_level::info && pg_.rank() == 0)
       detail::log_bucket_layout(plan_, registry_.parameters());
@@ -9933,6 +10059,13 @@ public:
 private:
   comm_type& comm() noexcept { return pg_.communicator(); }
 
+  /// For this rank's own device work before a collective (packing, staging
+  /// copies): when it fails, the peers waiting in that collective are told
+  /// at once (process_group::abort) instead of at their deadline.
+  std::function<void(const std::string&)> fail_group() {
+    return [&pg = pg_](const std::string& why) { pg.abort(why); };
+  }
+
   /// `stream_ordered`: the compute stream, not the host, waits for device
   /// buffers (synchronize() with a compute stream, over ddp::nccl).
   void broadcast_buffers(bool stream_ordered) {
@@ -9980,15 +10113,22 @@ private:
   template <tensor G> std::size_t index_of(const G& grad) {
     const void* p = as_span(const_cast<G&>(grad)).data();
     auto i = registry_.find_gradient(p);
-    if (!i) {
-      refresh(); // the storage may have moved since the last walk
+    // The storage may have moved since the last walk; once a bucket of this step is in flight
+    // it must not be re-laid out (its collective still uses the old buffers).
+    if (!i && !step_.launched_any()) {
+      refresh();
       i = registry_.find_gradient(p);
     }
     if (!i)
       throw error(error_kind::config,
                   "rank " + std::to_string(pg_.rank()) +
                       ": mark_grad_ready/mark_unused got a tensor that is not the gradient "
-                      "of any parameter (pass the gradient tensor itself, or an index)");
+                      "of any parameter (pass the gradient tensor itself, or an index)" +
+                      (step_.launched_any()
+                           ? "; if its storage moved, move it before backward: buckets of this "
+                             "step already launched with the old addresses"
+                           : ""),
+                  pg_.rank());
     return *i;
   }
 
@@ -10761,6 +10901,7 @@ DDP_END_NAMESPACE
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -10841,7 +10982,12 @@ public:
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0; // so that every wait below can time out
     nccl_call(ncclCommInitRankConfig(&comm_, size_, id, rank_, &config), "ncclCommInitRankConfig");
-    await_comm("ncclCommInitRankConfig", clock::now() + timeout_);
+    // Not the collectives' timeout alone: init loads NCCL's kernels and reads the topology
+    // before any peer matters, about 0.5-1.1 s on one GPU (NCCL's "Init timings" lines in
+    // public logs: 0.66 s, 0.96 s, 1.08 s), so a short DDP_TIMEOUT (1 s in gpu.nccl.timeout)
+    // would fail init itself.
+    const auto init_limit = std::max<std::chrono::milliseconds>(timeout_, std::chrono::seconds(60));
+    await_comm("ncclCommInitRankConfig", clock::now() + init_limit, init_limit);
     cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     watch_.emplace(rank_, timeout_,
                    watch_type::hooks{.on_start = [this] { cudaSetDevice(device_); }, // events query anywhere
@@ -10883,6 +11029,13 @@ public:
   int device() const { return device_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
   std::exception_ptr poisoned() const { return queue_.poisoned(); }
+  /// This rank failed on its own (process_group::abort): later collectives are
+  /// refused with `reason`, outstanding ones fail, the communicator is aborted.
+  /// NCCL has no way to tell the peers: they learn it from the store, or at
+  /// their deadline.
+  void abort_for_failure(const std::string& reason) {
+    fail_group(std::make_exception_ptr(error(error_kind::backend, reason, rank_)));
+  }
   /// Until every collective submitted so far completed (device ones included).
   void drain() {
     queue_.drain();
@@ -11068,7 +11221,7 @@ private:
   /// before that (the copy back of a host tensor, the completion event).
   template <class F> void enqueue(F&& op, const char* name) {
     nccl_call(comm_call(std::forward<F>(op)), name);
-    await_comm(name, deadline_);
+    await_comm(name, deadline_, timeout_);
   }
 
   /// In a job: NCCL's stream waits for the point default_stream_point() recorded.
@@ -11085,7 +11238,11 @@ private:
           current_ = what;
           running_ = &self;
           deadline_ = clock::now() + timeout_; // the job's one deadline: queueing, completion, copies
-          cuda(cudaSetDevice(device_), "cudaSetDevice");
+          // A blocking job may run inline on the caller's thread: its current device is restored.
+          int was = device_;
+          cuda(cudaGetDevice(&was), "cudaGetDevice");
+          restore_device restore{was == device_ ? -1 : was};
+          if (was != device_) cuda(cudaSetDevice(device_), "cudaSetDevice");
           body();
         });
   }
@@ -11158,7 +11315,7 @@ private:
 
   /// Polls until the communicator's last call (init, or an operation that
   /// returned ncclInProgress) is done; a failure or the deadline fails the group.
-  void await_comm(const char* what, clock::time_point deadline) {
+  void await_comm(const char* what, clock::time_point deadline, std::chrono::milliseconds limit) {
     for (;;) {
       ncclResult_t state = ncclSuccess;
       nccl_call(comm_call([&] { return ncclCommGetAsyncError(comm_, &state); }), "ncclCommGetAsyncError");
@@ -11168,7 +11325,7 @@ private:
         fail_group_and_throw(
             error(error_kind::timeout,
                   (current_.empty() ? "rank " + std::to_string(rank_) : current_) + ": " + what +
-                      ": NCCL did not finish within " + std::to_string(timeout_.count()) +
+                      ": NCCL did not finish within " + std::to_string(limit.count()) +
                       " ms (a rank did not join, or stalled?); the NCCL communicator was aborted",
                   -1));
       std::this_thread::sleep_for(std::chrono::microseconds(100));
@@ -11232,14 +11389,18 @@ private:
   /// they must not read as results), the communicator is aborted; then it is
   /// thrown. Before the watcher exists (construction), only the abort.
   [[noreturn]] void fail_group_and_throw(const error& e) {
-    auto why = std::make_exception_ptr(e);
+    fail_group(std::make_exception_ptr(e));
+    if (auto group = queue_.poisoned()) std::rethrow_exception(group); // whoever failed first
+    throw e;
+  }
+
+  void fail_group(std::exception_ptr why) {
     if (watch_) {
       watch_->fail_all(why); // poison, the watched works, abort (unless something failed first)
     } else {
       queue_.abort(why);
       abort();
     }
-    throw e;
   }
 
   /// A CUDA error fails the group too (peers would otherwise wait for this
@@ -11264,8 +11425,18 @@ private:
       aborted_ = true;
       doomed = comm_;
     }
+    int was = -1; // ncclCommAbort sets the communicator's device on the calling thread (any thread)
+    if (cudaGetDevice(&was) != cudaSuccess) was = -1;
     ncclCommAbort(doomed);
+    if (was >= 0) cudaSetDevice(was);
   }
+
+  struct restore_device {
+    int device; ///< -1: nothing to restore
+    ~restore_device() {
+      if (device >= 0) cudaSetDevice(device);
+    }
+  };
 
   int rank_, size_, device_ = 0;
   std::chrono::milliseconds timeout_;

@@ -114,6 +114,22 @@ static int run(ddp::process_group<ddp::gloo>& pg, const std::string& scenario, c
       std::puts("NO ERROR");
       return 1;
     }
+    if (scenario == "abort_mid") {
+      // The victim (DDP_TEST_VICTIM, default 0) gives up between collectives
+      // with process_group::abort while the others are inside an all_reduce,
+      // then tries one more collective (refused at once: RESULT from the victim
+      // too) and leaves normally.
+      if (pg.rank() == env_int_or("DDP_TEST_VICTIM", 0)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        pg.abort("batch 7 could not be read (the test's own reason)");
+        pg.abort("a second call changes nothing");
+        t0 = clk::now();
+      }
+      if (pg.rank() != env_int_or("DDP_TEST_VICTIM", 0)) t0 = clk::now();
+      pg.all_reduce(warm);
+      std::puts("NO ERROR");
+      return 1;
+    }
     if (scenario == "exit_mid") {
       // The victim dies while the others are inside a large all_reduce.
       if (pg.rank() == victim) {

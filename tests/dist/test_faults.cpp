@@ -136,6 +136,37 @@ TEST_CASE("a rank that throws in its own code: its peers name it within 2 s, ran
   }
 }
 
+TEST_CASE("process_group::abort: the peers name the rank and its reason within 2 s; it is refused at once") {
+  for (int victim : {0, 1}) {
+    CAPTURE(victim);
+    auto ps = start_job(3, "abort_mid", ddp_test::free_port(),
+                        {{"DDP_TIMEOUT", "15s"}, {"DDP_TEST_VICTIM", std::to_string(victim)}});
+    auto t_start = std::chrono::steady_clock::now();
+    for (auto& p : ps)
+      REQUIRE(ddp_test::wait_for(p, 60s));
+    // Nobody waited for an exit barrier or a timeout (15 s): the victim skips the barrier.
+    CHECK(std::chrono::steady_clock::now() - t_start < 10s);
+    for (int r = 0; r < 3; ++r) {
+      auto& p = ps[static_cast<std::size_t>(r)];
+      CAPTURE(r);
+      INFO(p.output());
+      CHECK(p.exit_code() == 0);
+      auto res = parse(p);
+      if (r == victim) {
+        CHECK(res.ms < 100); // refused without touching the network
+        CHECK(p.output().find("rank " + std::to_string(victim) + " gave up") != std::string::npos);
+        CHECK(p.output().find("batch 7 could not be read") != std::string::npos);
+        CHECK(p.output().find("a second call") == std::string::npos);
+      } else {
+        CHECK(res.kind == "peer_lost");
+        CHECK(res.rank == victim);
+        CHECK(res.ms < 2000); // the victim gives up after 300 ms
+        CHECK(p.output().find("batch 7 could not be read") != std::string::npos);
+      }
+    }
+  }
+}
+
 TEST_CASE("a rank lost during rendezvous is named within 2 s") {
   int port = ddp_test::free_port();
   std::vector<process> ps;

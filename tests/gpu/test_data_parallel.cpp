@@ -18,9 +18,11 @@
 #include "held_stream.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -194,6 +196,12 @@ double train_and_compare(ddp::process_group<Backend>& pg, run_options o) {
       auto guard = dp.no_sync();
       backward(mb);
       dp.synchronize(); // inside no_sync: ends the step, communicates nothing
+      if (o.use_stream) cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize (compute stream)");
+      // Still this rank's own accumulation (ranks' shards differ): a reduction here would show.
+      for (std::size_t k = 0; k < sizes.size(); ++k) {
+        auto g = download(m.dw[k]);
+        EXPECT(g.front() == acc[k].front() && g.back() == acc[k].back());
+      }
     }
     backward(o.micro_batches - 1);
     dp.synchronize();
@@ -329,11 +337,13 @@ template <class Backend> void suite(ddp::process_group<Backend>& pg) {
     ddp::distributed_data_parallel<gpu_model<double>, Backend, small_buckets> dp(m, pg);
     for (std::size_t k = 0; k < sizes.size(); ++k)
       upload(m.dw[k], std::vector<double>(sizes[k], rank + 1.0));
-    if (rank % 2 == 1) dp.mark_unused(m.dw[1]); // this rank's garbage must not count
+    // Odd ranks, and the only rank at world 1 (NCCL): the zeroing must run on every backend.
+    auto unused_on = [&](int r) { return r % 2 == 1 || R == 1; };
+    if (unused_on(rank)) dp.mark_unused(m.dw[1]); // this rank's garbage must not count
     dp.synchronize();
     double used = 0;
     for (int r = 0; r < R; ++r)
-      used += r % 2 == 1 ? 0.0 : r + 1.0;
+      used += unused_on(r) ? 0.0 : r + 1.0;
     EXPECT(std::abs(download(m.dw[1])[299] - used / R) < 1e-12);
     EXPECT(std::abs(download(m.dw[0])[0] - (R + 1) / 2.0) < 1e-12);
   }
@@ -376,6 +386,55 @@ template <class Backend> void suite(ddp::process_group<Backend>& pg) {
   }
 }
 
+/// `gpu_data_parallel gloo_own_failure` at world 2 with DDP_TIMEOUT=2s: rank 1's
+/// own part of a step fails before its collective. Its compute stream is held
+/// 3 s, so copying bucket 0 to pinned memory times out at 2 s; rank 0 entered
+/// the collective 1 s in. DDP fails the group at once (process_group::abort):
+/// rank 0 must fail about 1 s after entering, naming rank 1 and why, not at
+/// its own deadline (2 s after entering).
+void own_failure(ddp::process_group<ddp::gloo>& pg) {
+  current_case = "a staging copy that fails before its collective fails the group at once";
+  using clk = std::chrono::steady_clock;
+  const int rank = pg.rank();
+  cudaStream_t stream = nullptr;
+  cuda_ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  {
+    gpu_model<float> m(false, 1.0f);
+    ddp::ddp_options opts;
+    opts.compute_stream = stream;
+    ddp::distributed_data_parallel<gpu_model<float>, ddp::gloo> dp(m, pg, opts);
+    if (rank == 1) gpu_test::hold_back(stream, 3000);
+    if (rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    const auto t0 = clk::now();
+    bool failed = false;
+    try {
+      dp.synchronize();
+    } catch (const ddp::error& e) {
+      failed = true;
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - t0).count();
+      const std::string what = e.what();
+      std::printf("rank %d: after %lld ms: %s\n", rank, static_cast<long long>(ms), e.what());
+      EXPECT(e.rank() == 1);
+      EXPECT(what.find("pinned memory") != std::string::npos); // what failed, on both ranks
+      if (rank == 0) {
+        EXPECT(what.find("launching bucket") != std::string::npos); // rank 1's reason, from the store
+        EXPECT(ms < 1800);                                          // its own deadline would be 2000 ms
+      } else {
+        EXPECT(e.kind() == ddp::error_kind::timeout);
+      }
+    }
+    EXPECT(failed);
+    bool refused = false; // the group has failed on both ranks: the next collective is refused at once
+    std::vector<float> one(1, 1.0f);
+    try {
+      pg.all_reduce(one);
+    } catch (const ddp::error&) { refused = true; }
+    EXPECT(refused);
+  }
+  cuda_ok(cudaStreamSynchronize(stream), "cudaStreamSynchronize (the held stream)");
+  cudaStreamDestroy(stream);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -391,6 +450,11 @@ int main(int argc, char** argv) {
     auto pg = ddp::init_process_group<ddp::nccl>();
     suite(pg);
     std::printf("rank %d/%d nccl: %s\n", pg.rank(), pg.size(), failures ? "FAILED" : "ok");
+  } else if (backend == "gloo_own_failure") {
+    cuda_ok(cudaSetDevice(0), "cudaSetDevice");
+    auto pg = ddp::init_process_group<ddp::gloo>();
+    own_failure(pg);
+    std::printf("rank %d/%d gloo_own_failure: %s\n", pg.rank(), pg.size(), failures ? "FAILED" : "ok");
   } else {
     cuda_ok(cudaSetDevice(0), "cudaSetDevice"); // every rank shares GPU 0
     auto pg = ddp::init_process_group<ddp::gloo>();

@@ -79,6 +79,8 @@ int timeout_case(ddp::process_group<ddp::nccl>& pg) {
   return failures ? 1 : 0; // d is left to the process's end: the aborted stream may still hold it
 }
 
+int run(bool timeout_mode);
+
 int main(int argc, char** argv) {
   const bool timeout_mode = argc > 1 && std::string(argv[1]) == "timeout";
   int devices = 0;
@@ -95,6 +97,15 @@ int main(int argc, char** argv) {
       return clean ? 77 : 1;
     }
   }
+  try {
+    return run(timeout_mode);
+  } catch (const std::exception& e) { // init included: a clear failure, not std::terminate
+    std::printf("FAILED: %s\n", e.what());
+    return 1;
+  }
+}
+
+int run(bool timeout_mode) {
   auto pg = ddp::init_process_group<ddp::nccl>();
   if (timeout_mode) return timeout_case(pg);
   const int R = pg.size();

@@ -25,6 +25,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -105,7 +106,12 @@ public:
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0; // so that every wait below can time out
     nccl_call(ncclCommInitRankConfig(&comm_, size_, id, rank_, &config), "ncclCommInitRankConfig");
-    await_comm("ncclCommInitRankConfig", clock::now() + timeout_);
+    // Not the collectives' timeout alone: init loads NCCL's kernels and reads the topology
+    // before any peer matters, about 0.5-1.1 s on one GPU (NCCL's "Init timings" lines in
+    // public logs: 0.66 s, 0.96 s, 1.08 s), so a short DDP_TIMEOUT (1 s in gpu.nccl.timeout)
+    // would fail init itself.
+    const auto init_limit = std::max<std::chrono::milliseconds>(timeout_, std::chrono::seconds(60));
+    await_comm("ncclCommInitRankConfig", clock::now() + init_limit, init_limit);
     cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     watch_.emplace(rank_, timeout_,
                    watch_type::hooks{.on_start = [this] { cudaSetDevice(device_); }, // events query anywhere
@@ -147,6 +153,13 @@ public:
   int device() const { return device_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
   std::exception_ptr poisoned() const { return queue_.poisoned(); }
+  /// This rank failed on its own (process_group::abort): later collectives are
+  /// refused with `reason`, outstanding ones fail, the communicator is aborted.
+  /// NCCL has no way to tell the peers: they learn it from the store, or at
+  /// their deadline.
+  void abort_for_failure(const std::string& reason) {
+    fail_group(std::make_exception_ptr(error(error_kind::backend, reason, rank_)));
+  }
   /// Until every collective submitted so far completed (device ones included).
   void drain() {
     queue_.drain();
@@ -332,7 +345,7 @@ private:
   /// before that (the copy back of a host tensor, the completion event).
   template <class F> void enqueue(F&& op, const char* name) {
     nccl_call(comm_call(std::forward<F>(op)), name);
-    await_comm(name, deadline_);
+    await_comm(name, deadline_, timeout_);
   }
 
   /// In a job: NCCL's stream waits for the point default_stream_point() recorded.
@@ -349,7 +362,11 @@ private:
           current_ = what;
           running_ = &self;
           deadline_ = clock::now() + timeout_; // the job's one deadline: queueing, completion, copies
-          cuda(cudaSetDevice(device_), "cudaSetDevice");
+          // A blocking job may run inline on the caller's thread: its current device is restored.
+          int was = device_;
+          cuda(cudaGetDevice(&was), "cudaGetDevice");
+          restore_device restore{was == device_ ? -1 : was};
+          if (was != device_) cuda(cudaSetDevice(device_), "cudaSetDevice");
           body();
         });
   }
@@ -422,7 +439,7 @@ private:
 
   /// Polls until the communicator's last call (init, or an operation that
   /// returned ncclInProgress) is done; a failure or the deadline fails the group.
-  void await_comm(const char* what, clock::time_point deadline) {
+  void await_comm(const char* what, clock::time_point deadline, std::chrono::milliseconds limit) {
     for (;;) {
       ncclResult_t state = ncclSuccess;
       nccl_call(comm_call([&] { return ncclCommGetAsyncError(comm_, &state); }), "ncclCommGetAsyncError");
@@ -432,7 +449,7 @@ private:
         fail_group_and_throw(
             error(error_kind::timeout,
                   (current_.empty() ? "rank " + std::to_string(rank_) : current_) + ": " + what +
-                      ": NCCL did not finish within " + std::to_string(timeout_.count()) +
+                      ": NCCL did not finish within " + std::to_string(limit.count()) +
                       " ms (a rank did not join, or stalled?); the NCCL communicator was aborted",
                   -1));
       std::this_thread::sleep_for(std::chrono::microseconds(100));
@@ -496,14 +513,18 @@ private:
   /// they must not read as results), the communicator is aborted; then it is
   /// thrown. Before the watcher exists (construction), only the abort.
   [[noreturn]] void fail_group_and_throw(const error& e) {
-    auto why = std::make_exception_ptr(e);
+    fail_group(std::make_exception_ptr(e));
+    if (auto group = queue_.poisoned()) std::rethrow_exception(group); // whoever failed first
+    throw e;
+  }
+
+  void fail_group(std::exception_ptr why) {
     if (watch_) {
       watch_->fail_all(why); // poison, the watched works, abort (unless something failed first)
     } else {
       queue_.abort(why);
       abort();
     }
-    throw e;
   }
 
   /// A CUDA error fails the group too (peers would otherwise wait for this
@@ -528,8 +549,18 @@ private:
       aborted_ = true;
       doomed = comm_;
     }
+    int was = -1; // ncclCommAbort sets the communicator's device on the calling thread (any thread)
+    if (cudaGetDevice(&was) != cudaSuccess) was = -1;
     ncclCommAbort(doomed);
+    if (was >= 0) cudaSetDevice(was);
   }
+
+  struct restore_device {
+    int device; ///< -1: nothing to restore
+    ~restore_device() {
+      if (device >= 0) cudaSetDevice(device);
+    }
+  };
 
   int rank_, size_, device_ = 0;
   std::chrono::milliseconds timeout_;

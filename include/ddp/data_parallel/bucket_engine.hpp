@@ -15,6 +15,7 @@
 #define DDP_DETAIL_DEVICE_ENGINE 1
 #endif
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -41,16 +42,20 @@ public:
     return host_bucket_engine<Comm>::capabilities;
   }
 
+  /// `fail_group(why)`: the device engine's own work before a collective
+  /// failed (process_group::abort); noexcept.
   bucket_engine(Comm& comm, const bucket_plan& plan, const std::vector<tensor_slot>& params, bool on_device,
-                CUstream_st* compute_stream) {
+                CUstream_st* compute_stream, std::function<void(const std::string&)> fail_group) {
 #ifdef DDP_DETAIL_DEVICE_ENGINE
     if (on_device) {
-      device_ = std::make_unique<device_bucket_engine<Comm>>(comm, plan, params, compute_stream);
+      device_ = std::make_unique<device_bucket_engine<Comm>>(comm, plan, params, compute_stream,
+                                                             std::move(fail_group));
       return;
     }
 #endif
     (void)on_device;
     (void)compute_stream;
+    (void)fail_group; // the host engine's only failures are the group's own
     host_ = std::make_unique<host_bucket_engine<Comm>>(comm, plan, params);
   }
 

@@ -13,6 +13,7 @@
 #include <ddp/data_parallel/bucket_engine.hpp> // DDP_DETAIL_DEVICE_ENGINE, the CUDA engine's helpers
 #include <ddp/data_parallel/unchecked_works.hpp>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,8 +29,11 @@ namespace detail {
 /// begin(), broadcast(slot) for each device tensor, complete(works) for all.
 template <communicator Comm> class device_broadcasts {
 public:
-  device_broadcasts(Comm& comm, CUstream_st* compute_stream)
-      : comm_(comm), stream_(compute_stream), unchecked_(comm.rank()) {}
+  /// `fail_group(why)`: rank 0's staging copy before a broadcast over a
+  /// host-only communicator failed (process_group::abort); noexcept.
+  device_broadcasts(Comm& comm, CUstream_st* compute_stream,
+                    std::function<void(const std::string&)> fail_group)
+      : comm_(comm), stream_(compute_stream), fail_group_(std::move(fail_group)), unchecked_(comm.rank()) {}
 
   /// Before a round with device tensors. `stream_ordered`: the caller lets
   /// the compute stream, not the host, wait for the result (synchronize()
@@ -66,7 +70,7 @@ public:
     if constexpr (device_communicator<Comm>) {
       return comm_.broadcast(device_memory, s.value, s.count, s.type, 0, false);
     } else {
-      if (!staged_) staged_ = std::make_unique<staged_broadcaster<Comm>>(comm_, stream_);
+      if (!staged_) staged_ = std::make_unique<staged_broadcaster<Comm>>(comm_, stream_, fail_group_);
       (*staged_)(s);
       return work{};
     }
@@ -95,6 +99,7 @@ public:
 private:
   Comm& comm_;
   CUstream_st* stream_;
+  std::function<void(const std::string&)> fail_group_;
   bool ordered_ = false; ///< this round waits on the compute stream, not the host
   unchecked_works unchecked_;
 #ifdef DDP_DETAIL_DEVICE_ENGINE

@@ -21,6 +21,10 @@
 //           host waits for the collective (it runs there).
 //   unpack  pinned->device copy (host backends) and one unpack kernel, queued
 //           on the engine's stream.
+//   failure  this rank's own part before a collective (following the compute
+//           stream, packing, the copy to pinned memory, zeroing) failing means
+//           its peers would wait for it until their deadline: the group is
+//           failed at once (fail_group: process_group::abort), then it throws.
 //   finish_step  the user's stream waits for the engine's stream (an event;
 //           a collective's failure known by then is thrown, a later one by
 //           the next step or the group's next collective, or logged), or the
@@ -39,6 +43,8 @@
 
 #include <chrono>
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,16 +69,19 @@ public:
   static constexpr plan_capabilities capabilities{.fragments = false};
 
   /// `compute_stream`: the user's stream that produces the gradients (null:
-  /// the legacy default stream).
+  /// the legacy default stream). `fail_group(why)`: fails the group at once
+  /// (this rank's own work before a collective failed), noexcept.
   device_bucket_engine(Comm& comm, const bucket_plan& plan, const std::vector<tensor_slot>& params,
-                       cudaStream_t compute_stream)
-      : comm_(comm), plan_(plan), params_(params), user_(compute_stream), stream_(comm.rank()),
-        ordered_(comm.rank()), state_(plan.buckets.size()), unchecked_(comm.rank()) {
-    layout();
-  }
+                       cudaStream_t compute_stream, std::function<void(const std::string&)> fail_group)
+      : device_bucket_engine(comm, plan, params, compute_stream, std::move(fail_group),
+                             cuda::device_guard(engine_device(comm), comm.rank())) {}
   device_bucket_engine(const device_bucket_engine&) = delete;
   device_bucket_engine& operator=(const device_bucket_engine&) = delete;
   ~device_bucket_engine() {
+    std::optional<cuda::device_guard> on;
+    try {
+      on.emplace(device_, rank());
+    } catch (...) {}
     wait_in_flight_quietly();
     unchecked_.log_all(); // the last step's collectives: nobody else would hear of a failure
     try {                 // buffers are freed below: nothing queued may still use them
@@ -84,6 +93,7 @@ public:
   /// addresses; call again when they changed. Synchronous (construction and
   /// moved storage only).
   void layout() {
+    cuda::device_guard on(device_, rank());
     cuda::wait_stream(stream_.get(), comm_.timeout(), "the previous step's unpacking (before a re-layout)",
                       rank());
     for (std::size_t i = 0; i < state_.size(); ++i) {
@@ -111,29 +121,20 @@ public:
   /// A gradient with no contribution this step: zeroed on the engine's stream,
   /// after what the compute stream has queued.
   void zero(const tensor_slot& p) {
-    follow_compute_stream();
-    check(cudaMemsetAsync(p.grad, 0, p.count * size_of(p.type), stream_.get()),
-          "cudaMemsetAsync (mark_unused)");
+    cuda::device_guard on(device_, rank());
+    before_collective([&] { return "zeroing the unused gradient of '" + p.name + "'"; },
+                      [&] {
+                        follow_compute_stream();
+                        check(cudaMemsetAsync(p.grad, 0, p.count * size_of(p.type), stream_.get()),
+                              "cudaMemsetAsync (mark_unused)");
+                      });
   }
 
   /// Starts the all-reduce of bucket i; `scale` is 1/W for a mean, else 1.
   void launch(std::size_t i, double scale) {
-    auto& b = plan_.buckets[i];
-    auto& s = state_[i];
-    s.t_launch = std::chrono::steady_clock::now();
-    follow_compute_stream();
-    const bool avg = uses_avg(b, scale);
-    const double pre = avg ? 1.0 : scale;
-    void* data = nullptr;
-    if (b.path == bucket_path::packed) {
-      cuda::launch_convert_copy(static_cast<const cuda::copy_entry*>(s.pack_table.get()), b.params.size(),
-                                s.longest, b.param_type, b.wire_type, pre, stream_.get(), rank());
-      data = s.packed.get();
-    } else {
-      data = params_[b.params.front()].grad;
-      if (pre != 1.0) scale_in_place(s, data, b.elements, b.param_type, pre);
-    }
-    s.in_flight = reduce(i, data, avg);
+    cuda::device_guard on(device_, rank());
+    before_collective([&] { return "launching bucket " + std::to_string(i); },
+                      [&] { launch_unguarded(i, scale); });
   }
 
   /// Waits for bucket i's collective, so that unpack(i) follows it; false
@@ -147,6 +148,7 @@ public:
     auto w = std::move(*s.in_flight);
     s.in_flight.reset();
     if constexpr (device_comm) {
+      cuda::device_guard on(device_, rank());
       unchecked_.stream_wait(w, stream_.get());
     } else {
       w.wait();
@@ -157,6 +159,7 @@ public:
 
   /// Queues the copy of bucket i's result into its gradients (after wait).
   void unpack(std::size_t i) {
+    cuda::device_guard on(device_, rank());
     auto& b = plan_.buckets[i];
     auto& s = state_[i];
     if constexpr (!device_comm) {
@@ -173,6 +176,7 @@ public:
   /// The end of synchronize(): the compute stream waits for the unpacking
   /// (stream-ordered), or the host waits for it with the communicator's deadline.
   void finish_step(bool blocking) {
+    cuda::device_guard on(device_, rank());
     if (blocking || !user_) {
       unchecked_.wait_all(); // first: a stalled collective is reported by its own deadline and name
       cuda::wait_stream(stream_.get(), comm_.timeout(), "unpacking the reduced gradients", rank());
@@ -188,10 +192,16 @@ public:
     auto& s = state_[i];
     const std::size_t bytes = b.elements * size_of(b.wire_type);
     if constexpr (device_comm) {
-      if (s.zeros.bytes() != bytes) s.zeros = cuda::device_buffer(bytes, rank());
-      check(cudaMemsetAsync(s.zeros.get(), 0, bytes, stream_.get()), "cudaMemsetAsync (join's zeros)");
-      return hand_over(s, s.zeros.get(), b.elements, b.wire_type, uses_avg(b, scale) ? op::avg : op::sum,
-                       "zeroing join's stand-in bucket " + std::to_string(i));
+      cuda::device_guard on(device_, rank());
+      return before_collective([&] { return "join's stand-in for bucket " + std::to_string(i); },
+                               [&] {
+                                 if (s.zeros.bytes() != bytes) s.zeros = cuda::device_buffer(bytes, rank());
+                                 check(cudaMemsetAsync(s.zeros.get(), 0, bytes, stream_.get()),
+                                       "cudaMemsetAsync (join's zeros)");
+                                 return hand_over(s, s.zeros.get(), b.elements, b.wire_type,
+                                                  uses_avg(b, scale) ? op::avg : op::sum,
+                                                  "zeroing join's stand-in bucket " + std::to_string(i));
+                               });
     } else {
       s.host_zeros.assign(bytes, std::byte{0});
       return comm_.all_reduce(s.host_zeros.data(), b.elements, b.wire_type, op::sum, false);
@@ -212,6 +222,18 @@ public:
   }
 
 private:
+  /// Runs while `on` (a temporary of the delegating constructor) holds the
+  /// engine's device current: the stream and events are created on it.
+  device_bucket_engine(Comm& comm, const bucket_plan& plan, const std::vector<tensor_slot>& params,
+                       cudaStream_t compute_stream, std::function<void(const std::string&)> fail_group,
+                       const cuda::device_guard& /*on*/)
+      : comm_(comm), plan_(plan), params_(params), user_(compute_stream), fail_group_(std::move(fail_group)),
+        device_(cuda::current_device(comm.rank())), stream_(comm.rank()), ordered_(comm.rank()),
+        state_(plan.buckets.size()), unchecked_(comm.rank()) {
+    cuda::preload_convert_copy(rank());
+    layout();
+  }
+
   struct runtime {
     cuda::device_buffer packed;       ///< the wire-typed bucket (packed path)
     cuda::device_buffer pack_table;   ///< copy_entry[] gradients -> packed
@@ -229,14 +251,45 @@ private:
   int rank() const { return comm_.rank(); }
   void check(cudaError_t e, const char* call) const { cuda::check(e, call, rank()); }
 
+  /// Runs `f`, this rank's own part before a collective its peers will wait
+  /// in; if it throws, the group is failed first (peers fail now and name this
+  /// rank and `what()`, not at their deadline). A failure of the group itself
+  /// (a refused submission) leaves it as it is: process_group::abort does
+  /// nothing once the group has failed.
+  template <class Describe, class F> decltype(auto) before_collective(Describe&& what, F&& f) {
+    try {
+      return f();
+    } catch (const error& e) {
+      fail_group_(what() + " failed before its collective: " + std::string(e.message()));
+      throw;
+    } catch (const std::exception& e) {
+      fail_group_(what() + " failed before its collective: " + e.what());
+      throw;
+    }
+  }
+
+  void launch_unguarded(std::size_t i, double scale) {
+    auto& b = plan_.buckets[i];
+    auto& s = state_[i];
+    s.t_launch = std::chrono::steady_clock::now();
+    follow_compute_stream();
+    const bool avg = uses_avg(b, scale);
+    const double pre = avg ? 1.0 : scale;
+    void* data = nullptr;
+    if (b.path == bucket_path::packed) {
+      cuda::launch_convert_copy(static_cast<const cuda::copy_entry*>(s.pack_table.get()), b.params.size(),
+                                s.longest, b.param_type, b.wire_type, pre, stream_.get(), rank());
+      data = s.packed.get();
+    } else {
+      data = params_[b.params.front()].grad;
+      if (pre != 1.0) scale_in_place(s, data, b.elements, b.param_type, pre);
+    }
+    s.in_flight = reduce(i, data, avg);
+  }
+
   void wait_in_flight_quietly() {
     for (auto& s : state_)
-      if (s.in_flight) {
-        try {
-          s.in_flight->wait();
-        } catch (...) {}
-        s.in_flight.reset();
-      }
+      wait_quietly(s.in_flight);
   }
 
   /// ncclAvg where the communicator is on the device and no conversion packs
@@ -248,11 +301,26 @@ private:
   /// The engine's stream continues after what the compute stream queued so far.
   void follow_compute_stream() { cuda::order_after(stream_.get(), user_, ordered_.get(), rank()); }
 
+  /// On the engine's stream, so the kernels queued after it read it: a
+  /// pageable cudaMemcpy may return before its DMA reached the device, and it
+  /// is on the legacy stream, which the engine's stream does not follow. A
+  /// pageable source is staged before cudaMemcpyAsync returns (CUDA runtime
+  /// API, "API synchronization behavior"), so `table` may go at once.
   cuda::device_buffer upload(const std::vector<cuda::copy_entry>& table) {
     cuda::device_buffer d(table.size() * sizeof(cuda::copy_entry), rank());
-    check(cudaMemcpy(d.get(), table.data(), d.bytes(), cudaMemcpyHostToDevice),
-          "cudaMemcpy (a bucket's copy table)");
+    check(cudaMemcpyAsync(d.get(), table.data(), d.bytes(), cudaMemcpyHostToDevice, stream_.get()),
+          "cudaMemcpyAsync (a bucket's copy table)");
     return d;
+  }
+
+  /// The device every call here runs on: the communicator's (NCCL), else the
+  /// one current at construction (the gradients'). A step may come from a
+  /// thread whose current device differs (threads start on device 0).
+  static int engine_device(Comm& comm) {
+    if constexpr (device_comm)
+      return comm.device();
+    else
+      return cuda::current_device(comm.rank());
   }
 
   void scale_in_place(runtime& s, void* data, std::size_t n, dtype t, double scale) {
@@ -297,6 +365,8 @@ private:
   const bucket_plan& plan_;
   const std::vector<tensor_slot>& params_;
   cudaStream_t user_;
+  std::function<void(const std::string&)> fail_group_;
+  int device_; ///< the stream, events and buffers below belong to it
   cuda::stream stream_;
   cuda::event ordered_; ///< recorded for each cross-stream wait (re-recording is allowed)
   std::vector<runtime> state_;
@@ -309,20 +379,30 @@ private:
 /// tensor and kept. Synchronous: construction and sync_buffers() only.
 template <communicator Comm> class staged_broadcaster {
 public:
-  staged_broadcaster(Comm& comm, cudaStream_t compute_stream)
-      : comm_(comm), user_(compute_stream), stream_(comm.rank()), ordered_(comm.rank()) {}
+  /// `fail_group(why)`: as the engine's; rank 0's copy to pinned memory is
+  /// its own part before the broadcast the others wait in.
+  staged_broadcaster(Comm& comm, cudaStream_t compute_stream,
+                     std::function<void(const std::string&)> fail_group)
+      : comm_(comm), user_(compute_stream), fail_group_(std::move(fail_group)),
+        device_(cuda::current_device(comm.rank())), stream_(comm.rank()), ordered_(comm.rank()) {}
 
   void operator()(const tensor_slot& s) {
     const int r = comm_.rank();
+    cuda::device_guard on(device_, r); // the stream and event belong to it
     const std::size_t bytes = s.count * size_of(s.type);
     if (bytes == 0) return;
     if (pinned_.bytes() < bytes) pinned_ = cuda::pinned_buffer(bytes, r);
     const std::string what = "staging '" + s.name + "' for the broadcast from rank 0";
     if (r == 0) {
-      cuda::order_after(stream_.get(), user_, ordered_.get(), r);
-      cuda::check(cudaMemcpyAsync(pinned_.get(), s.value, bytes, cudaMemcpyDeviceToHost, stream_.get()),
-                  "cudaMemcpyAsync (device -> pinned, broadcast)", r);
-      cuda::wait_stream(stream_.get(), comm_.timeout(), what, r);
+      try {
+        cuda::order_after(stream_.get(), user_, ordered_.get(), r);
+        cuda::check(cudaMemcpyAsync(pinned_.get(), s.value, bytes, cudaMemcpyDeviceToHost, stream_.get()),
+                    "cudaMemcpyAsync (device -> pinned, broadcast)", r);
+        cuda::wait_stream(stream_.get(), comm_.timeout(), what, r);
+      } catch (const error& e) {
+        fail_group_(what + " failed before the broadcast: " + std::string(e.message()));
+        throw;
+      }
     }
     comm_.broadcast(pinned_.get(), s.count, s.type, 0, true).wait();
     if (r != 0) {
@@ -336,6 +416,8 @@ public:
 private:
   Comm& comm_;
   cudaStream_t user_;
+  std::function<void(const std::string&)> fail_group_;
+  int device_; ///< current at construction (DDP's construction: the model's device)
   cuda::stream stream_;
   cuda::event ordered_;
   cuda::pinned_buffer pinned_;

@@ -7,6 +7,7 @@
 
 #include <ddp/backend/communicator.hpp>
 #include <ddp/data_parallel/bucket_plan.hpp>
+#include <ddp/data_parallel/unchecked_works.hpp> // wait_quietly
 #include <ddp/detail/numeric/elementwise.hpp>
 
 #include <chrono>
@@ -117,12 +118,7 @@ public:
 
   void wait_all_quietly() {
     for (auto& s : state_)
-      if (s.in_flight) {
-        try {
-          s.in_flight->wait();
-        } catch (...) {}
-        s.in_flight.reset();
-      }
+      wait_quietly(s.in_flight);
   }
 
   /// Milliseconds from launch to done of bucket i in the last step.

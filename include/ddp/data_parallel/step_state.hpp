@@ -25,6 +25,8 @@ public:
   }
 
   bool started() const noexcept { return started_; }
+  /// Whether a bucket of this step has been launched (its collective is in flight).
+  bool launched_any() const noexcept { return next_launch_ > 0; }
   void start() noexcept { started_ = true; }
   bool is_pending(std::size_t param) const { return marks_[param] == mark_state::pending; }
 

@@ -14,12 +14,24 @@
 
 #include <algorithm>
 #include <exception>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
+
+/// On an error path or at teardown (an error is already on its way, or
+/// nobody is left to tell): waits for a bucket's collective, if any, and
+/// drops its failure. Both bucket engines use it.
+inline void wait_quietly(std::optional<work>& in_flight) noexcept {
+  if (!in_flight) return;
+  try {
+    in_flight->wait();
+  } catch (...) {}
+  in_flight.reset();
+}
 
 class unchecked_works {
 public:

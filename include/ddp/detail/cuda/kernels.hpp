@@ -55,6 +55,17 @@ inline cudaKernel_t convert_copy_kernel(int rank) {
   return kernel;
 }
 
+/// Loads the kernel into the current device's context now, not at its first
+/// launch: with lazy loading (CUDA's default since 12.2) that launch would be
+/// inside a step, and loading a module may wait for work already queued on
+/// the device (CUDA C++ Programming Guide, "Lazy Loading": possible issues),
+/// e.g. behind a compute stream the user is still filling.
+inline void preload_convert_copy(int rank) {
+  cudaFuncAttributes attributes{};
+  check(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(convert_copy_kernel(rank))),
+        "cudaFuncGetAttributes(ddp_convert_copy) (loading ddp's kernel)", rank);
+}
+
 /// The kernel handles the floating types only (gradients are floating point).
 inline int kernel_type(dtype d) {
   switch (d) {
