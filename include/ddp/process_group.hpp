@@ -158,12 +158,15 @@ public:
 
   /// This rank cannot go on, for a reason of its own (bad data, a failed
   /// device copy): instead of letting its peers wait for it until their
-  /// timeout, the launcher, the store (peers name this rank and `reason`
-  /// within a second) and the connections (ddp::gloo: peers blocked on this
-  /// rank fail now; ddp::nccl: the communicator is aborted) are told. Every
-  /// later collective here throws the same error; teardown skips the exit
-  /// barrier. distributed_data_parallel calls it when its own work before a
-  /// collective fails. Does nothing once the group has failed.
+  /// timeout, the launcher and the store are told, and the communicator:
+  /// ddp::gloo closes its connections and its peers fail within a second,
+  /// naming this rank and `reason` (a collective already running on this rank
+  /// over TCP is first waited for, bounded by the timeout); ddp::nccl aborts
+  /// its communicator, but NCCL peers do not read the store: they fail at
+  /// their own deadline. Every later collective here throws the same error;
+  /// teardown skips the exit barrier. distributed_data_parallel calls it when
+  /// its own work before a collective fails. Does nothing once the group has
+  /// failed.
   void abort(std::string_view reason) noexcept {
     if (comm_->poisoned()) return;
     fail_job(std::string(reason), "gave up");

@@ -7669,6 +7669,7 @@ DDP_END_NAMESPACE
 #define DDP_DETAIL_CUDA_RUNTIME_HPP
 
 
+#include <cuda.h> // types only (CUresult, CUdevice): driver calls go through cudaGetDriverEntryPoint
 #include <cuda_runtime.h>
 
 #include <chrono>
@@ -7791,16 +7792,56 @@ inline int current_device(int rank = -1) {
   return d;
 }
 
+/// Whether `device`'s primary context exists. Switching a thread back to a
+/// device without one would create it (cudaSetDevice initialises the context
+/// since CUDA 12): hundreds of MiB on a GPU this process never used, for every
+/// rank of a node whose own GPU is not device 0 (threads start on device 0).
+/// PyTorch's MaybeSetDevice makes the same check. The runtime has no such call:
+/// the driver's cuDevicePrimaryCtxGetState is fetched through the runtime
+/// (cudaGetDriverEntryPointByVersion), so nothing links libcuda. When it cannot
+/// be asked (an old driver): true, and callers restore as before.
+inline bool primary_context_active(int device) noexcept {
+  using device_get = CUresult (*)(CUdevice*, int);
+  using state_get = CUresult (*)(CUdevice, unsigned int*, int*);
+  struct driver {
+    device_get get = nullptr;
+    state_get state = nullptr;
+  };
+  static const driver fns = [] {
+    driver d;
+    auto fetch = [](const char* name) -> void* {
+      void* fn = nullptr;
+      cudaDriverEntryPointQueryResult found{};
+      if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+          found != cudaDriverEntryPointSuccess)
+        fn = nullptr;
+      cudaGetLastError();
+      return fn;
+    };
+    d.get = reinterpret_cast<device_get>(fetch("cuDeviceGet"));
+    d.state = reinterpret_cast<state_get>(fetch("cuDevicePrimaryCtxGetState"));
+    return d;
+  }();
+  if (!fns.get || !fns.state) return true;
+  CUdevice handle{};
+  unsigned int flags = 0;
+  int active = 1;
+  if (fns.get(&handle, device) != CUDA_SUCCESS || fns.state(handle, &flags, &active) != CUDA_SUCCESS)
+    return true;
+  return active != 0;
+}
+
 /// Makes `device` the calling thread's current device for its lifetime, then
 /// restores the one it found (ddp's objects live on one device; a user thread
-/// may have switched to another since).
+/// may have switched to another since), unless that one has no context yet:
+/// restoring would create one (primary_context_active).
 class device_guard {
 public:
   device_guard(int device, int rank = -1) {
     const int was = current_device(rank);
     if (was == device) return;
     check(cudaSetDevice(device), "cudaSetDevice", rank);
-    restore_ = was;
+    if (primary_context_active(was)) restore_ = was;
   }
   device_guard(const device_guard&) = delete;
   device_guard& operator=(const device_guard&) = delete;
@@ -9476,12 +9517,15 @@ public:
 
   /// This rank cannot go on, for a reason of its own (bad data, a failed
   /// device copy): instead of letting its peers wait for it until their
-  /// timeout, the launcher, the store (peers name this rank and `reason`
-  /// within a second) and the connections (ddp::gloo: peers blocked on this
-  /// rank fail now; ddp::nccl: the communicator is aborted) are told. Every
-  /// later collective here throws the same error; teardown skips the exit
-  /// barrier. distributed_data_parallel calls it when its own work before a
-  /// collective fails. Does nothing once the group has failed.
+  /// timeout, the launcher and the store are told, and the communicator:
+  /// ddp::gloo closes its connections and its peers fail within a second,
+  /// naming this rank and `reason` (a collective already running on this rank
+  /// over TCP is first waited for, bounded by the timeout); ddp::nccl aborts
+  /// its communicator, but NCCL peers do not read the store: they fail at
+  /// their own deadline. Every later collective here throws the same error;
+  /// teardown skips the exit barrier. distributed_data_parallel calls it when
+  /// its own work before a collective fails. Does nothing once the group has
+  /// failed.
   void abort(std::string_view reason) noexcept {
     if (comm_->poisoned()) return;
     fail_job(std::string(reason), "gave up");
@@ -11241,7 +11285,7 @@ private:
           // A blocking job may run inline on the caller's thread: its current device is restored.
           int was = device_;
           cuda(cudaGetDevice(&was), "cudaGetDevice");
-          restore_device restore{was == device_ ? -1 : was};
+          restore_device restore{was == device_ || !cuda::primary_context_active(was) ? -1 : was};
           if (was != device_) cuda(cudaSetDevice(device_), "cudaSetDevice");
           body();
         });
@@ -11426,7 +11470,7 @@ private:
       doomed = comm_;
     }
     int was = -1; // ncclCommAbort sets the communicator's device on the calling thread (any thread)
-    if (cudaGetDevice(&was) != cudaSuccess) was = -1;
+    if (cudaGetDevice(&was) != cudaSuccess || was == device_ || !cuda::primary_context_active(was)) was = -1;
     ncclCommAbort(doomed);
     if (was >= 0) cudaSetDevice(was);
   }

@@ -52,20 +52,20 @@ args)
 nccl_ddp)
   need_data
   run_or_skip "$work/out" "$ddprun" --nproc-per-node 1 --no-prefix "$bin" --backend nccl --bucketing "$bucketing" \
-    --epochs 1 --limit 6000 --json
+    --data "$data" --epochs 1 --limit 6000 --json
   accuracy_above "$work/out" 0.70
   ;;
 nccl_all_reduce)
   need_data
   run_or_skip "$work/out" "$ddprun" --nproc-per-node 1 --no-prefix "$bin" --backend nccl --grad-sync all_reduce \
-    --epochs 1 --limit 6000 --json
+    --data "$data" --epochs 1 --limit 6000 --json
   accuracy_above "$work/out" 0.70
   ;;
 gloo_ddp)
   # Two ranks sharing the GPU(s) over Gloo: device gradients staged through host memory.
   need_data
   run_or_skip "$work/out" "$ddprun" --nproc-per-node 2 --no-prefix "$bin" --backend gloo --bucketing "$bucketing" \
-    --epochs 1 --limit 6000 --json
+    --data "$data" --epochs 1 --limit 6000 --json
   accuracy_above "$work/out" 0.70
   ;;
 gloo_all_reduce)
@@ -73,7 +73,7 @@ gloo_all_reduce)
   # gradient: staged through pinned host memory by process_group itself.
   need_data
   run_or_skip "$work/out" "$ddprun" --nproc-per-node 2 --no-prefix "$bin" --backend gloo --grad-sync all_reduce \
-    --epochs 1 --limit 6000 --json
+    --data "$data" --epochs 1 --limit 6000 --json
   accuracy_above "$work/out" 0.70
   ;;
 matches_cpu)
@@ -82,8 +82,8 @@ matches_cpu)
   need_data
   [ -n "$cpu" ] || fail "matches_cpu needs the CPU example's binary"
   run_or_skip "$work/o_gpu" "$ddprun" --nproc-per-node 1 "$bin" --backend nccl --grad-sync all_reduce \
-    --epochs 1 --limit 1280 --quiet --step-log "$work/gpu"
-  "$ddprun" --nproc-per-node 1 "$cpu" --epochs 1 --limit 1280 --quiet --step-log "$work/cpu" > "$work/o_cpu" 2>&1 ||
+    --data "$data" --epochs 1 --limit 1280 --quiet --step-log "$work/gpu"
+  "$ddprun" --nproc-per-node 1 "$cpu" --data "$data" --epochs 1 --limit 1280 --quiet --step-log "$work/cpu" > "$work/o_cpu" 2>&1 ||
     { cat "$work/o_cpu"; fail "CPU run failed"; }
   [ "$(wc -l < "$work/gpu")" -eq 20 ] || fail "expected 20 steps, got $(wc -l < "$work/gpu")"
   paste "$work/gpu" "$work/cpu" | awk '

@@ -365,7 +365,7 @@ private:
           // A blocking job may run inline on the caller's thread: its current device is restored.
           int was = device_;
           cuda(cudaGetDevice(&was), "cudaGetDevice");
-          restore_device restore{was == device_ ? -1 : was};
+          restore_device restore{was == device_ || !cuda::primary_context_active(was) ? -1 : was};
           if (was != device_) cuda(cudaSetDevice(device_), "cudaSetDevice");
           body();
         });
@@ -550,7 +550,7 @@ private:
       doomed = comm_;
     }
     int was = -1; // ncclCommAbort sets the communicator's device on the calling thread (any thread)
-    if (cudaGetDevice(&was) != cudaSuccess) was = -1;
+    if (cudaGetDevice(&was) != cudaSuccess || was == device_ || !cuda::primary_context_active(was)) was = -1;
     ncclCommAbort(doomed);
     if (was >= 0) cudaSetDevice(was);
   }

@@ -6,6 +6,7 @@
 
 #include <ddp/error.hpp>
 
+#include <cuda.h> // types only (CUresult, CUdevice): driver calls go through cudaGetDriverEntryPoint
 #include <cuda_runtime.h>
 
 #include <chrono>
@@ -128,16 +129,56 @@ inline int current_device(int rank = -1) {
   return d;
 }
 
+/// Whether `device`'s primary context exists. Switching a thread back to a
+/// device without one would create it (cudaSetDevice initialises the context
+/// since CUDA 12): hundreds of MiB on a GPU this process never used, for every
+/// rank of a node whose own GPU is not device 0 (threads start on device 0).
+/// PyTorch's MaybeSetDevice makes the same check. The runtime has no such call:
+/// the driver's cuDevicePrimaryCtxGetState is fetched through the runtime
+/// (cudaGetDriverEntryPointByVersion), so nothing links libcuda. When it cannot
+/// be asked (an old driver): true, and callers restore as before.
+inline bool primary_context_active(int device) noexcept {
+  using device_get = CUresult (*)(CUdevice*, int);
+  using state_get = CUresult (*)(CUdevice, unsigned int*, int*);
+  struct driver {
+    device_get get = nullptr;
+    state_get state = nullptr;
+  };
+  static const driver fns = [] {
+    driver d;
+    auto fetch = [](const char* name) -> void* {
+      void* fn = nullptr;
+      cudaDriverEntryPointQueryResult found{};
+      if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+          found != cudaDriverEntryPointSuccess)
+        fn = nullptr;
+      cudaGetLastError();
+      return fn;
+    };
+    d.get = reinterpret_cast<device_get>(fetch("cuDeviceGet"));
+    d.state = reinterpret_cast<state_get>(fetch("cuDevicePrimaryCtxGetState"));
+    return d;
+  }();
+  if (!fns.get || !fns.state) return true;
+  CUdevice handle{};
+  unsigned int flags = 0;
+  int active = 1;
+  if (fns.get(&handle, device) != CUDA_SUCCESS || fns.state(handle, &flags, &active) != CUDA_SUCCESS)
+    return true;
+  return active != 0;
+}
+
 /// Makes `device` the calling thread's current device for its lifetime, then
 /// restores the one it found (ddp's objects live on one device; a user thread
-/// may have switched to another since).
+/// may have switched to another since), unless that one has no context yet:
+/// restoring would create one (primary_context_active).
 class device_guard {
 public:
   device_guard(int device, int rank = -1) {
     const int was = current_device(rank);
     if (was == device) return;
     check(cudaSetDevice(device), "cudaSetDevice", rank);
-    restore_ = was;
+    if (primary_context_active(was)) restore_ = was;
   }
   device_guard(const device_guard&) = delete;
   device_guard& operator=(const device_guard&) = delete;
