@@ -7991,6 +7991,7 @@ DDP_END_NAMESPACE
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 DDP_BEGIN_NAMESPACE
@@ -8004,6 +8005,25 @@ concept event_ordered_communicator = device_communicator<C> &&
   { c.all_reduce(device_memory, p, n, dt, o, ready, false) } -> std::same_as<work>;
   { c.broadcast(device_memory, p, n, dt, 0, ready, false) } -> std::same_as<work>;
 };
+
+/// Runs `f`, this rank's own part before a collective its peers will wait in;
+/// if it throws, the group is failed first (`fail_group`: peers fail now and
+/// name this rank and `what()`, not at their deadline), then it is rethrown. A
+/// failure of the group itself (a refused submission) leaves it as it is:
+/// process_group::abort does nothing once the group has failed.
+template <class Describe, class F>
+decltype(auto) run_before_collective(const std::function<void(const std::string&)>& fail_group,
+                                     Describe&& what, F&& f) {
+  try {
+    return f();
+  } catch (const error& e) {
+    fail_group(what() + " failed before its collective: " + std::string(e.message()));
+    throw;
+  } catch (const std::exception& e) {
+    fail_group(what() + " failed before its collective: " + e.what());
+    throw;
+  }
+}
 
 template <communicator Comm> class device_bucket_engine {
   static constexpr bool device_comm = device_communicator<Comm>;
@@ -8195,21 +8215,8 @@ private:
   int rank() const { return comm_.rank(); }
   void check(cudaError_t e, const char* call) const { cuda::check(e, call, rank()); }
 
-  /// Runs `f`, this rank's own part before a collective its peers will wait
-  /// in; if it throws, the group is failed first (peers fail now and name this
-  /// rank and `what()`, not at their deadline). A failure of the group itself
-  /// (a refused submission) leaves it as it is: process_group::abort does
-  /// nothing once the group has failed.
   template <class Describe, class F> decltype(auto) before_collective(Describe&& what, F&& f) {
-    try {
-      return f();
-    } catch (const error& e) {
-      fail_group_(what() + " failed before its collective: " + std::string(e.message()));
-      throw;
-    } catch (const std::exception& e) {
-      fail_group_(what() + " failed before its collective: " + e.what());
-      throw;
-    }
+    return run_before_collective(fail_group_, std::forward<Describe>(what), std::forward<F>(f));
   }
 
   void launch_unguarded(std::size_t i, double scale) {
@@ -8337,17 +8344,15 @@ public:
     if (bytes == 0) return;
     if (pinned_.bytes() < bytes) pinned_ = cuda::pinned_buffer(bytes, r);
     const std::string what = "staging '" + s.name + "' for the broadcast from rank 0";
-    if (r == 0) {
-      try {
-        cuda::order_after(stream_.get(), user_, ordered_.get(), r);
-        cuda::check(cudaMemcpyAsync(pinned_.get(), s.value, bytes, cudaMemcpyDeviceToHost, stream_.get()),
-                    "cudaMemcpyAsync (device -> pinned, broadcast)", r);
-        cuda::wait_stream(stream_.get(), comm_.timeout(), what, r);
-      } catch (const error& e) {
-        fail_group_(what + " failed before the broadcast: " + std::string(e.message()));
-        throw;
-      }
-    }
+    if (r == 0)
+      run_before_collective(
+          fail_group_, [&] { return what; },
+          [&] {
+            cuda::order_after(stream_.get(), user_, ordered_.get(), r);
+            cuda::check(cudaMemcpyAsync(pinned_.get(), s.value, bytes, cudaMemcpyDeviceToHost, stream_.get()),
+                        "cudaMemcpyAsync (device -> pinned, broadcast)", r);
+            cuda::wait_stream(stream_.get(), comm_.timeout(), what, r);
+          });
     comm_.broadcast(pinned_.get(), s.count, s.type, 0, true).wait();
     if (r != 0) {
       cuda::order_after(stream_.get(), user_, ordered_.get(), r);
@@ -11283,10 +11288,10 @@ private:
           running_ = &self;
           deadline_ = clock::now() + timeout_; // the job's one deadline: queueing, completion, copies
           // A blocking job may run inline on the caller's thread: its current device is restored.
-          int was = device_;
-          cuda(cudaGetDevice(&was), "cudaGetDevice");
-          restore_device restore{was == device_ || !cuda::primary_context_active(was) ? -1 : was};
-          if (was != device_) cuda(cudaSetDevice(device_), "cudaSetDevice");
+          std::optional<cuda::device_guard> on;
+          try {
+            on.emplace(device_, rank_);
+          } catch (const error& e) { fail_group_and_throw(e); }
           body();
         });
   }
@@ -11469,18 +11474,12 @@ private:
       aborted_ = true;
       doomed = comm_;
     }
-    int was = -1; // ncclCommAbort sets the communicator's device on the calling thread (any thread)
-    if (cudaGetDevice(&was) != cudaSuccess || was == device_ || !cuda::primary_context_active(was)) was = -1;
+    std::optional<cuda::device_guard> on; // ncclCommAbort sets the device on the calling thread (any thread)
+    try {
+      on.emplace(device_, rank_);
+    } catch (...) {} // abort anyway; the caller's device may then stay switched
     ncclCommAbort(doomed);
-    if (was >= 0) cudaSetDevice(was);
   }
-
-  struct restore_device {
-    int device; ///< -1: nothing to restore
-    ~restore_device() {
-      if (device >= 0) cudaSetDevice(device);
-    }
-  };
 
   int rank_, size_, device_ = 0;
   std::chrono::milliseconds timeout_;

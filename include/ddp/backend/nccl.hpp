@@ -363,10 +363,10 @@ private:
           running_ = &self;
           deadline_ = clock::now() + timeout_; // the job's one deadline: queueing, completion, copies
           // A blocking job may run inline on the caller's thread: its current device is restored.
-          int was = device_;
-          cuda(cudaGetDevice(&was), "cudaGetDevice");
-          restore_device restore{was == device_ || !cuda::primary_context_active(was) ? -1 : was};
-          if (was != device_) cuda(cudaSetDevice(device_), "cudaSetDevice");
+          std::optional<cuda::device_guard> on;
+          try {
+            on.emplace(device_, rank_);
+          } catch (const error& e) { fail_group_and_throw(e); }
           body();
         });
   }
@@ -549,18 +549,12 @@ private:
       aborted_ = true;
       doomed = comm_;
     }
-    int was = -1; // ncclCommAbort sets the communicator's device on the calling thread (any thread)
-    if (cudaGetDevice(&was) != cudaSuccess || was == device_ || !cuda::primary_context_active(was)) was = -1;
+    std::optional<cuda::device_guard> on; // ncclCommAbort sets the device on the calling thread (any thread)
+    try {
+      on.emplace(device_, rank_);
+    } catch (...) {} // abort anyway; the caller's device may then stay switched
     ncclCommAbort(doomed);
-    if (was >= 0) cudaSetDevice(was);
   }
-
-  struct restore_device {
-    int device; ///< -1: nothing to restore
-    ~restore_device() {
-      if (device >= 0) cudaSetDevice(device);
-    }
-  };
 
   int rank_, size_, device_ = 0;
   std::chrono::milliseconds timeout_;

@@ -47,6 +47,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 DDP_BEGIN_NAMESPACE
@@ -60,6 +61,25 @@ concept event_ordered_communicator = device_communicator<C> &&
   { c.all_reduce(device_memory, p, n, dt, o, ready, false) } -> std::same_as<work>;
   { c.broadcast(device_memory, p, n, dt, 0, ready, false) } -> std::same_as<work>;
 };
+
+/// Runs `f`, this rank's own part before a collective its peers will wait in;
+/// if it throws, the group is failed first (`fail_group`: peers fail now and
+/// name this rank and `what()`, not at their deadline), then it is rethrown. A
+/// failure of the group itself (a refused submission) leaves it as it is:
+/// process_group::abort does nothing once the group has failed.
+template <class Describe, class F>
+decltype(auto) run_before_collective(const std::function<void(const std::string&)>& fail_group,
+                                     Describe&& what, F&& f) {
+  try {
+    return f();
+  } catch (const error& e) {
+    fail_group(what() + " failed before its collective: " + std::string(e.message()));
+    throw;
+  } catch (const std::exception& e) {
+    fail_group(what() + " failed before its collective: " + e.what());
+    throw;
+  }
+}
 
 template <communicator Comm> class device_bucket_engine {
   static constexpr bool device_comm = device_communicator<Comm>;
@@ -251,21 +271,8 @@ private:
   int rank() const { return comm_.rank(); }
   void check(cudaError_t e, const char* call) const { cuda::check(e, call, rank()); }
 
-  /// Runs `f`, this rank's own part before a collective its peers will wait
-  /// in; if it throws, the group is failed first (peers fail now and name this
-  /// rank and `what()`, not at their deadline). A failure of the group itself
-  /// (a refused submission) leaves it as it is: process_group::abort does
-  /// nothing once the group has failed.
   template <class Describe, class F> decltype(auto) before_collective(Describe&& what, F&& f) {
-    try {
-      return f();
-    } catch (const error& e) {
-      fail_group_(what() + " failed before its collective: " + std::string(e.message()));
-      throw;
-    } catch (const std::exception& e) {
-      fail_group_(what() + " failed before its collective: " + e.what());
-      throw;
-    }
+    return run_before_collective(fail_group_, std::forward<Describe>(what), std::forward<F>(f));
   }
 
   void launch_unguarded(std::size_t i, double scale) {
@@ -393,17 +400,15 @@ public:
     if (bytes == 0) return;
     if (pinned_.bytes() < bytes) pinned_ = cuda::pinned_buffer(bytes, r);
     const std::string what = "staging '" + s.name + "' for the broadcast from rank 0";
-    if (r == 0) {
-      try {
-        cuda::order_after(stream_.get(), user_, ordered_.get(), r);
-        cuda::check(cudaMemcpyAsync(pinned_.get(), s.value, bytes, cudaMemcpyDeviceToHost, stream_.get()),
-                    "cudaMemcpyAsync (device -> pinned, broadcast)", r);
-        cuda::wait_stream(stream_.get(), comm_.timeout(), what, r);
-      } catch (const error& e) {
-        fail_group_(what + " failed before the broadcast: " + std::string(e.message()));
-        throw;
-      }
-    }
+    if (r == 0)
+      run_before_collective(
+          fail_group_, [&] { return what; },
+          [&] {
+            cuda::order_after(stream_.get(), user_, ordered_.get(), r);
+            cuda::check(cudaMemcpyAsync(pinned_.get(), s.value, bytes, cudaMemcpyDeviceToHost, stream_.get()),
+                        "cudaMemcpyAsync (device -> pinned, broadcast)", r);
+            cuda::wait_stream(stream_.get(), comm_.timeout(), what, r);
+          });
     comm_.broadcast(pinned_.get(), s.count, s.type, 0, true).wait();
     if (r != 0) {
       cuda::order_after(stream_.get(), user_, ordered_.get(), r);
