@@ -8,6 +8,7 @@
 #include <ddp/detail/common/log.hpp>
 #include <ddp/detail/common/timeout.hpp>
 #include <ddp/op.hpp>
+#include <ddp/process_group/peer_failure_watch.hpp>
 #include <ddp/shm_array.hpp>
 #include <ddp/store.hpp>
 #include <ddp/tensor.hpp>
@@ -51,7 +52,9 @@ public:
 
   /// Prefer init_process_group<Backend>(); this connects from a prepared rendezvous.
   explicit process_group(rendezvous rv)
-      : topo_(rv.topo), store_(rv.store), comm_(std::make_unique<typename Backend::communicator>(rv)) {}
+      : topo_(rv.topo), store_(rv.store), comm_(std::make_unique<typename Backend::communicator>(rv)) {
+    start_peer_watch();
+  }
 
   process_group(const process_group&) = delete;
   process_group& operator=(const process_group&) = delete;
@@ -73,6 +76,7 @@ public:
     }
     try {
       comm_->drain();
+      peer_watch_.reset(); // before the exit barrier: ranks leaving from here on are not failures
       if (store_ && !comm_->poisoned()) {
         if (store_->add("ddp/exit", 1) >= size()) store_->set("ddp/exit/all", "1");
         if (store_->is_server() &&
@@ -83,6 +87,7 @@ public:
     } catch (const std::exception& e) {
       detail::log_line("rank " + std::to_string(rank()), std::string("teardown: ") + e.what());
     }
+    peer_watch_.reset();
     comm_.reset();
     staged_.reset(); // after the communicator: a job whose wait() gave up may still use its buffer
   }
@@ -158,14 +163,13 @@ public:
 
   /// This rank cannot go on, for a reason of its own (bad data, a failed
   /// device copy): instead of letting its peers wait for it until their
-  /// timeout, the launcher and the store are told, and the communicator:
-  /// ddp::gloo closes its connections and its peers fail within a second,
-  /// naming this rank and `reason` (a collective already running on this rank
-  /// over TCP is first waited for, bounded by the timeout); ddp::nccl aborts
-  /// its communicator, but NCCL peers do not read the store: they fail at
-  /// their own deadline. Every later collective here throws the same error;
-  /// teardown skips the exit barrier. distributed_data_parallel calls it when
-  /// its own work before a collective fails. Does nothing once the group has
+  /// timeout, the launcher and the store are told, and the communicator
+  /// (ddp::gloo closes its connections, ddp::nccl aborts its communicator). A
+  /// collective running here fails at once with the same error; so does every
+  /// later one; teardown skips the exit barrier. The peers fail within a
+  /// second, naming this rank and `reason`: their groups watch the store
+  /// (detail::peer_failure_watch). distributed_data_parallel calls it when its
+  /// own work before a collective fails. Does nothing once the group has
   /// failed.
   void abort(std::string_view reason) noexcept {
     if (comm_->poisoned()) return;
@@ -173,10 +177,29 @@ public:
   }
 
 private:
+  /// Another rank's failure, as the store records it, fails this group at
+  /// once (see peer_failure_watch.hpp). The group works without the watch.
+  void start_peer_watch() {
+    if constexpr (peer_failure_communicator<typename Backend::communicator>) {
+      if (!store_ || size() == 1) return;
+      try {
+        peer_watch_ = std::make_unique<detail::peer_failure_watch>(
+            *store_, rank(), [comm = comm_.get()](const lost_rank& lost) { comm->fail_for_peer(lost); });
+      } catch (const std::exception& e) {
+        detail::log_line("rank " + std::to_string(rank()),
+                         std::string("warning: no watch for other ranks' failures (") + e.what() +
+                             "): a rank that fails reaches this one through its collectives only, over TCP "
+                             "possibly at the timeout. Raise the open-file limit (ulimit -n) of the store "
+                             "(rank 0, or ddprun on node 0)");
+      }
+    }
+  }
+
   void leave_on_own_failure() noexcept {
     fail_job("an exception escaped while its process group was alive (an error of its own, outside ddp's "
              "collectives: see its output)",
              "left the job");
+    peer_watch_.reset(); // it calls into the communicator
     comm_.reset();
     staged_.reset();
   }
@@ -193,8 +216,7 @@ private:
     try {
       if (store_) {
         store_->report_failure(reason);
-        store_->stop_serving_at_once(); // rank 0: its peers learn "rank 0 failed" from it now or from its
-                                        // absence
+        store_->linger_briefly(); // rank 0: its peers read the reason, then leave
       }
       if constexpr (abortable_communicator<typename Backend::communicator>)
         comm_->abort_for_failure(who + " " + what_happened + ": " + reason);
@@ -371,6 +393,8 @@ private:
   ddp::topology topo_;
   std::shared_ptr<tcp_store> store_;
   std::unique_ptr<typename Backend::communicator> comm_;
+  /// Tells comm_ of another rank's failure (peer_failure_communicator); reset before comm_ is.
+  std::unique_ptr<detail::peer_failure_watch> peer_watch_;
   std::unique_ptr<detail::staged_collectives> staged_; ///< device tensors on a host backend (lazily)
   std::once_flag staged_once_;
   int uncaught_at_start_ = std::uncaught_exceptions(); // the group is made outside any unwinding, usually

@@ -20,6 +20,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <sys/socket.h>
 #include <thread>
 #include <vector>
 
@@ -235,10 +236,44 @@ public:
     } catch (...) { return false; }
   }
 
-  /// Rank 0 only: on teardown, do not wait for the other ranks to disconnect
-  /// (rank 0 failed itself and said so; its peers need nothing more from it).
+  /// Rank 0 only: on teardown, do not wait for the other ranks to disconnect.
   void stop_serving_at_once() {
     if (server_) server_->set_linger(std::chrono::milliseconds(0));
+  }
+
+  /// Rank 0 only, when it failed on its own and said so (report_failure): on
+  /// teardown, keep serving until the other ranks have left, but only for
+  /// own_failure_linger, not the usual timeout + 10 s: its peers, told at once
+  /// by their peer-failure watches, need only read why.
+  void linger_briefly() {
+    if (server_) server_->set_linger(own_failure_linger);
+  }
+
+  /// With no linger at all, a peer sometimes read "the store is gone" instead
+  /// of rank 0's reason: rank 0 exited 30 ms after giving up (dist.faults'
+  /// abort-during-a-collective case, 1 run in 20 beside a CPU hog). Its peers
+  /// fail within milliseconds of the report and then leave, ending the linger.
+  static constexpr std::chrono::milliseconds own_failure_linger{2000};
+
+  /// Another client of the same store, with the same token and key scope,
+  /// registered as no rank (its connection dropping is nobody's loss): for a
+  /// thread that blocks in store waits of its own (ddp's peer-failure watch)
+  /// without holding up this client's requests.
+  /// `timeout` bounds connecting and is the new client's default for requests.
+  std::unique_ptr<tcp_store> connect_again(std::chrono::milliseconds timeout) const {
+    tcp_store_options o = opts_;
+    o.serve = false;
+    o.rank = -1;
+    o.linger.reset();
+    o.timeout = timeout;
+    return std::make_unique<tcp_store>(o);
+  }
+
+  /// Ends the request another thread is blocked in (it throws peer_lost) and
+  /// fails every later one; no goodbye is sent. For the owner of a client
+  /// whose thread blocks on it, at teardown. Safe from any thread.
+  void shutdown_connection() noexcept {
+    if (fd_) ::shutdown(fd_.get(), SHUT_RDWR);
   }
 
   /// The rank this client registered as (-1: none).

@@ -536,6 +536,9 @@ DDP_END_NAMESPACE
 //                          (ddp::shm_array) and reduces ranges of it in place
 //   abortable_communicator fails the whole group at once from outside a
 //                          collective (peers blocked on this rank fail now)
+//   peer_failure_communicator
+//                          fails the group when the store reports another
+//                          rank failed (a wait on a third rank ends now)
 #ifndef DDP_BACKEND_COMMUNICATOR_HPP
 #define DDP_BACKEND_COMMUNICATOR_HPP
 
@@ -1995,6 +1998,7 @@ DDP_END_NAMESPACE
 #include <mutex>
 #include <optional>
 #include <string>
+#include <sys/socket.h>
 #include <thread>
 #include <vector>
 
@@ -2210,10 +2214,44 @@ public:
     } catch (...) { return false; }
   }
 
-  /// Rank 0 only: on teardown, do not wait for the other ranks to disconnect
-  /// (rank 0 failed itself and said so; its peers need nothing more from it).
+  /// Rank 0 only: on teardown, do not wait for the other ranks to disconnect.
   void stop_serving_at_once() {
     if (server_) server_->set_linger(std::chrono::milliseconds(0));
+  }
+
+  /// Rank 0 only, when it failed on its own and said so (report_failure): on
+  /// teardown, keep serving until the other ranks have left, but only for
+  /// own_failure_linger, not the usual timeout + 10 s: its peers, told at once
+  /// by their peer-failure watches, need only read why.
+  void linger_briefly() {
+    if (server_) server_->set_linger(own_failure_linger);
+  }
+
+  /// With no linger at all, a peer sometimes read "the store is gone" instead
+  /// of rank 0's reason: rank 0 exited 30 ms after giving up (dist.faults'
+  /// abort-during-a-collective case, 1 run in 20 beside a CPU hog). Its peers
+  /// fail within milliseconds of the report and then leave, ending the linger.
+  static constexpr std::chrono::milliseconds own_failure_linger{2000};
+
+  /// Another client of the same store, with the same token and key scope,
+  /// registered as no rank (its connection dropping is nobody's loss): for a
+  /// thread that blocks in store waits of its own (ddp's peer-failure watch)
+  /// without holding up this client's requests.
+  /// `timeout` bounds connecting and is the new client's default for requests.
+  std::unique_ptr<tcp_store> connect_again(std::chrono::milliseconds timeout) const {
+    tcp_store_options o = opts_;
+    o.serve = false;
+    o.rank = -1;
+    o.linger.reset();
+    o.timeout = timeout;
+    return std::make_unique<tcp_store>(o);
+  }
+
+  /// Ends the request another thread is blocked in (it throws peer_lost) and
+  /// fails every later one; no goodbye is sent. For the owner of a client
+  /// whose thread blocks on it, at teardown. Safe from any thread.
+  void shutdown_connection() noexcept {
+    if (fd_) ::shutdown(fd_.get(), SHUT_RDWR);
   }
 
   /// The rank this client registered as (-1: none).
@@ -3076,6 +3114,16 @@ concept shm_communicator = communicator<C> && requires(C& c, std::size_t n, cons
 template <class C>
 concept abortable_communicator = communicator<C> && requires(C& c, const std::string& why) {
   c.abort_for_failure(why);
+};
+
+/// Fails the group from outside a collective because another rank failed, as
+/// the store reports it (detail::peer_failure_watch, which process_group runs
+/// for such a communicator): collectives refuse from then on, naming that
+/// rank, and one waiting now ends now, even on a rank that waits on some
+/// third rank. Called at most once, from the watch's thread.
+template <class C>
+concept peer_failure_communicator = communicator<C> && requires(C& c, const lost_rank& lost) {
+  c.fail_for_peer(lost);
 };
 
 /// A backend policy: a name and a communicator type.
@@ -4186,6 +4234,90 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_GLOO_DEADLINE_HPP
 // ---- end ddp/detail/backend/gloo_deadline.hpp ----
+// ---- begin ddp/detail/backend/gloo_waits.hpp ----
+// The transport buffers ddp's own Gloo collectives (the header round, the
+// fragment ring) send from and receive into, kept where another thread can
+// end their waits: when a group fails from outside (process_group::abort, or
+// the store reporting another rank failed), failing every connection is not
+// enough. Gloo then fails the operations still queued on a connection, but
+// not a send or receive already under way, and closes the socket, so that
+// wait runs to its timeout (measured by a reviewer's probe: 4 ranks
+// all-reducing 32 MiB in a loop, one rank aborting: 3 trials in 6 waited the
+// whole 20 s timeout, on the aborting rank or a survivor). Ending the waits
+// themselves (UnboundBuffer::abortWaitSend/abortWaitRecv, Gloo's public API)
+// makes them return false, which gloo_deadline::check turns into a failure.
+// Gloo's own collectives (its ring all-reduce, broadcast, all-gather,
+// all-to-all) keep their buffers to themselves: for them a wait already under
+// way ends with its data or at its timeout.
+#ifndef DDP_DETAIL_GLOO_WAITS_HPP
+#define DDP_DETAIL_GLOO_WAITS_HPP
+
+
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+class gloo_waits {
+public:
+  /// Unregisters, then frees, a buffer made by make().
+  struct release {
+    gloo_waits* owner;
+    void operator()(::gloo::transport::UnboundBuffer* b) const noexcept {
+      owner->remove(b);
+      delete b;
+    }
+  };
+  using buffer = std::unique_ptr<::gloo::transport::UnboundBuffer, release>;
+
+  /// A transport buffer over [data, data + bytes), registered until it is
+  /// freed. After interrupt_all(), a new one starts out interrupted.
+  buffer make(::gloo::Context& ctx, void* data, std::size_t bytes) {
+    buffer b(ctx.createUnboundBuffer(data, bytes).release(), release{this});
+    std::lock_guard lock(mu_);
+    live_.push_back(b.get());
+    if (interrupted_) end_waits(*b);
+    return b;
+  }
+
+  /// Ends every wait on every registered buffer now (they return false), and
+  /// every later one. Call it after the connections failed, so that no
+  /// transfer still writes into memory its collective is about to give back.
+  void interrupt_all() noexcept {
+    std::lock_guard lock(mu_);
+    interrupted_ = true;
+    for (auto* b : live_)
+      end_waits(*b);
+  }
+
+private:
+  static void end_waits(::gloo::transport::UnboundBuffer& b) noexcept {
+    b.abortWaitSend();
+    b.abortWaitRecv();
+  }
+
+  void remove(::gloo::transport::UnboundBuffer* b) noexcept {
+    std::lock_guard lock(mu_);
+    live_.erase(std::remove(live_.begin(), live_.end(), b), live_.end());
+  }
+
+  std::mutex mu_;
+  std::vector<::gloo::transport::UnboundBuffer*> live_;
+  bool interrupted_ = false;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_WAITS_HPP
+// ---- end ddp/detail/backend/gloo_waits.hpp ----
 
 #include <gloo/common/error.h>
 #include <gloo/context.h>
@@ -4269,9 +4401,10 @@ public:
   /// Sends `mine` to every peer, each followed by payload_for(peer) (a
   /// {pointer, bytes} pair, bytes <= inline_cap(w)), and receives every peer's.
   /// Throws ddp::error(mismatch) if any peer's header differs from `mine`.
+  /// `waits` registers the round's buffers, so that another thread can end its waits.
   template <class Payload>
-  void run(const std::shared_ptr<::gloo::Context>& ctx, const collective_header& mine, Payload&& payload_for,
-           std::chrono::milliseconds timeout, const std::string& what) {
+  void run(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits, const collective_header& mine,
+           Payload&& payload_for, std::chrono::milliseconds timeout, const std::string& what) {
     const int w = ctx->size, r = ctx->rank;
     const auto slot = ::gloo::Slot::build(header_slot_prefix, mine.tag);
     const gloo_deadline deadline(timeout);
@@ -4279,8 +4412,8 @@ public:
     const std::size_t total = static_cast<std::size_t>(w) * slot_;
     if (recv_.size() < total) recv_.resize(total);
     if (send_.size() < total) send_.resize(total);
-    auto in = ctx->createUnboundBuffer(recv_.data(), total);
-    auto out = ctx->createUnboundBuffer(send_.data(), total);
+    auto in = waits.make(*ctx, recv_.data(), total);
+    auto out = waits.make(*ctx, send_.data(), total);
     for (int p = 0; p < w; ++p)
       if (p != r) in->recv(p, slot, at(p), slot_);
     for (int p = 0; p < w; ++p) {
@@ -4620,16 +4753,19 @@ public:
   /// 1 MiB, as Gloo's own ring uses for its segments.
   static constexpr std::size_t default_piece_bytes = std::size_t{1} << 20;
 
-  fragment_ring(const std::shared_ptr<::gloo::Context>& ctx, const std::vector<fragment>& frags, dtype dt,
-                std::vector<char>& scratch, std::size_t max_piece_bytes = default_piece_bytes, op o = op::sum)
-      : ctx_(ctx), frags_(frags), dt_(dt), es_(size_of(dt)), max_piece_bytes_(max_piece_bytes),
+  /// `waits` registers the ring's buffers, so that another thread can end its waits.
+  fragment_ring(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits,
+                const std::vector<fragment>& frags, dtype dt, std::vector<char>& scratch,
+                std::size_t max_piece_bytes = default_piece_bytes, op o = op::sum)
+      : ctx_(ctx), waits_(waits), frags_(frags), dt_(dt), es_(size_of(dt)), max_piece_bytes_(max_piece_bytes),
         reduce_(reduce_for(dt, o)), scratch_(scratch) {
     starts_.reserve(frags_.size() + 1);
     std::size_t at = 0;
     for (auto& f : frags_) {
       starts_.push_back(at);
       at += f.count;
-      bufs_.push_back(f.count ? ctx_->createUnboundBuffer(f.data, f.count * es_) : nullptr);
+      bufs_.push_back(f.count ? waits_.make(*ctx_, f.data, f.count * es_)
+                              : gloo_waits::buffer(nullptr, {&waits_}));
     }
     starts_.push_back(at);
     total_ = at;
@@ -4653,7 +4789,7 @@ public:
     for (int c = 0; c < w; ++c)
       largest = std::max(largest, end(c) - begin(c));
     scratch_.resize(largest * es_);
-    auto tmp = ctx_->createUnboundBuffer(scratch_.data(), scratch_.size());
+    auto tmp = waits_.make(*ctx_, scratch_.data(), scratch_.size());
     const auto reduce = reduce_;
 
     for (int s = 0; s + 1 < w; ++s) { // reduce-scatter: after it, rank r owns chunk r+1
@@ -4724,6 +4860,7 @@ private:
   }
 
   std::shared_ptr<::gloo::Context> ctx_;
+  gloo_waits& waits_;
   const std::vector<fragment>& frags_;
   dtype dt_;
   std::size_t es_;
@@ -4731,7 +4868,7 @@ private:
   reduce_fn reduce_;
   std::vector<char>& scratch_;
   std::vector<std::size_t> starts_;
-  std::vector<std::unique_ptr<::gloo::transport::UnboundBuffer>> bufs_;
+  std::vector<gloo_waits::buffer> bufs_;
   std::vector<std::size_t> senders_;
   std::size_t total_ = 0;
   std::uint64_t slot_ = 0;
@@ -5660,6 +5797,7 @@ DDP_END_NAMESPACE
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -5820,13 +5958,41 @@ public:
   std::exception_ptr poisoned() const { return queue_.poisoned(); }
   void drain() { queue_.drain(); }
 
-  /// For a rank leaving on an error of its own (process_group's teardown): what
-  /// is queued fails, the collective running (if any) ends, then every
-  /// connection closes, so peers blocked on this rank fail now, not at their timeout.
+  /// For a rank leaving on an error of its own (process_group::abort, or its
+  /// teardown on an escaping exception), from any thread: what is queued fails
+  /// with `reason`, every connection fails, so peers blocked on this rank fail
+  /// now, not at their timeout, and a collective running here is interrupted
+  /// (it fails with `reason` too; see interrupt_connections for what Gloo's own
+  /// collectives may still wait for). Returns without waiting for it.
   void abort_for_failure(const std::string& reason) {
-    queue_.abort(std::make_exception_ptr(error(error_kind::backend, reason, rank_)));
-    queue_.drain();
-    close_all();
+    {
+      std::lock_guard lock(contexts_mu_); // against fail_for_peer: one of them is the group's error
+      queue_.abort(std::make_exception_ptr(error(error_kind::backend, reason, rank_)));
+    }
+    interrupt_connections(true);
+  }
+
+  /// The store reports that `lost.rank` failed (process_group's
+  /// peer_failure_watch): the group fails naming it, and this rank's TCP
+  /// connections close, so a collective waiting here ends now even when it
+  /// waits on some other rank (Gloo tells a closed connection only to the
+  /// operations posted on it). The node's segment is left alone: its waits
+  /// read the store themselves, and aborting it would name this rank.
+  void fail_for_peer(const lost_rank& lost) {
+    auto why = std::make_exception_ptr(
+        error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
+              "rank " + std::to_string(rank_) + ": rank " + std::to_string(lost.rank) + " " + lost.reason +
+                  " (the rendezvous store reported it): every collective of this group fails",
+              lost.rank));
+    {
+      std::lock_guard lock(contexts_mu_);
+      if (queue_.poisoned()) return; // the group failed already: its error stands
+      peer_failure_ = lost;
+      queue_.abort(why);
+    }
+    queue_.recorder().note("rank " + std::to_string(lost.rank) + " " + lost.reason +
+                           " (the store reported it)");
+    interrupt_connections(false);
   }
 
   /// The largest message ddp's fragment ring sends (1 MiB by default). Like
@@ -5876,7 +6042,7 @@ public:
                       run_shm(h, what, frags, dt, op::sum, scale);
                       return;
                     }
-                    fragment_ring(ctx_, frags, dt, scratch_, piece).run(tag, scale, timeout_);
+                    fragment_ring(ctx_, waits_, frags, dt, scratch_, piece).run(tag, scale, timeout_);
                   });
   }
 
@@ -6145,7 +6311,8 @@ private:
     const double scale = o == op::avg ? 1.0 / size_ : 1.0;
     if (!small && bytes >= own_ring_min_bytes) {
       std::vector<fragment> whole{{data, n}};
-      fragment_ring(ctx_, whole, dt, scratch_, piece, o == op::avg ? op::sum : o).run(tag, scale, timeout_);
+      fragment_ring(ctx_, waits_, whole, dt, scratch_, piece, o == op::avg ? op::sum : o)
+          .run(tag, scale, timeout_);
       return;
     }
     if (!small) { // Gloo's ring, which pipelines its segments: 2x faster than ddp's at 1 MiB here
@@ -6288,7 +6455,7 @@ private:
     // segment, where an all_reduce would wait (see shm_all_reduce::agree).
     if (shm_ && nnodes_ == 1) guard_shm(what, [&] { shm_->agree(h, what); });
     headers_.run(
-        ctx_, h,
+        ctx_, waits_, h,
         [&](int p) {
           payload pl = payload_for(p);
           return std::pair<const void*, std::size_t>{pl.data, pl.bytes};
@@ -6299,7 +6466,27 @@ private:
   template <class F> void run_guarded(const std::string& what, F&& f) {
     try {
       f();
-      return;
+    } catch (...) { fail_collective(what, std::current_exception()); }
+  }
+
+  /// Turns a collective's failure into the group's error; every path closes
+  /// the connections first, so peers blocked on this rank fail now too.
+  [[noreturn]] void fail_collective(const std::string& what, std::exception_ptr failure) {
+    // abort_for_failure or fail_for_peer interrupted this collective: their
+    // reason is the error, not the closed connections they caused (nor a
+    // search for whom to blame).
+    if (auto why = queue_.poisoned()) {
+      close_all();
+      if (auto lost = reported_peer_failure())
+        throw error(lost->silent ? error_kind::timeout : error_kind::peer_lost,
+                    what + " failed: rank " + std::to_string(lost->rank) + " " + lost->reason +
+                        " (the rendezvous store reported it while this rank waited; its connections were "
+                        "closed)",
+                    lost->rank);
+      std::rethrow_exception(why);
+    }
+    try {
+      std::rethrow_exception(failure);
     } catch (const ::gloo::IoException& e) {
       fail_io(what, e.what());
     } catch (const ::gloo::EnforceNotMet& e) {
@@ -6361,13 +6548,56 @@ private:
 
   void close_all() {
     if (shm_) shm_->abort(); // the node's ranks waiting in the segment fail now too, as over TCP
+    std::lock_guard lock(contexts_mu_);
     ctx_.reset();
     leaders_.reset();
+  }
+
+  /// Fails every connection of this rank at once, from any thread, while a
+  /// collective may be running on the worker. Gloo does this itself when a
+  /// wait on one of its buffers times out: it fails every send and receive
+  /// still queued on every connection of the context, waking their waiters,
+  /// and closes the sockets. So a wait of 1 ms on a buffer nothing is sent to
+  /// does it, through Gloo's public API (Debian's Gloo headers for its TCP
+  /// pairs cannot be included). Closing alone (Pair::close) wakes nobody: the
+  /// running collective, and the teardown behind it, then waited out the whole
+  /// timeout. A transfer already under way is not queued any more: ddp's own
+  /// collectives' waits are then ended through waits_ (gloo_waits.hpp); one
+  /// inside Gloo's own collectives ends with its data or at its timeout.
+  /// `with_segment`: the node's segment is aborted too (its waiters fail,
+  /// naming this rank as the one that failed).
+  void interrupt_connections(bool with_segment) noexcept {
+    if (shm_ && with_segment) shm_->abort();
+    std::shared_ptr<::gloo::Context> ctx, leaders;
+    {
+      std::lock_guard lock(contexts_mu_);
+      ctx = ctx_;
+      leaders = leaders_;
+    }
+    for (auto* c : {ctx.get(), leaders.get()}) {
+      if (!c) continue;
+      char nothing = 0;
+      try {
+        auto probe = c->createUnboundBuffer(&nothing, 1);
+        probe->waitRecv(std::chrono::milliseconds(1));
+      } catch (const std::exception&) {} // the timeout it is for
+    }
+    waits_.interrupt_all(); // after the sockets closed: nothing writes into the buffers any more
   }
 
   int rank_, size_;
   std::chrono::milliseconds timeout_;
   std::shared_ptr<tcp_store> store_;
+  std::optional<lost_rank> reported_peer_failure() {
+    std::lock_guard lock(contexts_mu_);
+    return peer_failure_;
+  }
+
+  /// Collectives use ctx_ and leaders_ on the worker without this lock: only
+  /// their replacement (close_all) and another thread's look (interrupt_connections)
+  /// take it; so do the two ways to fail the group from outside (which poisons first).
+  std::mutex contexts_mu_;
+  std::optional<lost_rank> peer_failure_; ///< set by fail_for_peer when its failure is the group's
   std::shared_ptr<::gloo::Context> ctx_;
   std::shared_ptr<::gloo::Context> leaders_; ///< local rank 0 of each node, across nodes with shm
   std::unique_ptr<shm_all_reduce> shm_;
@@ -6378,6 +6608,7 @@ private:
   bool shm_on_ = true;
   std::vector<char> scratch_;
   header_round headers_;
+  gloo_waits waits_; ///< the buffers of ddp's own collectives, for interrupt_connections
   std::size_t ring_piece_bytes_ = fragment_ring::default_piece_bytes;
   std::uint32_t next_tag_ = 1; // worker thread only
   collective_queue queue_;
@@ -9209,6 +9440,90 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_TIMEOUT_HPP
 // ---- end ddp/detail/common/timeout.hpp ----
+// ---- begin ddp/process_group/peer_failure_watch.hpp ----
+// Hears of a failed rank from the store, while the group lives, for the ranks
+// that a collective's own connections would not tell: a rank that crashed,
+// or gave up with process_group::abort, is recorded in the store at once
+// (its dropped connection, or its report), but
+//   - over TCP a rank waiting on a third rank learns nothing: Gloo reports a
+//     closed connection only to operations posted on it (measured: a rank
+//     waiting for a peer 2 s late failed after 2.0 s, not when the third rank
+//     gave up 0.3 s in);
+//   - over NCCL no peer learns anything until its own deadline.
+// So one thread per group blocks in a store wait for the lost-rank key, on a
+// connection of its own (the group's client stays free for its requests),
+// and hands the first lost rank to the communicator once. The store answers a
+// wait as soon as the key appears: no polling, nothing on the wire meanwhile.
+#ifndef DDP_PROCESS_GROUP_PEER_FAILURE_WATCH_HPP
+#define DDP_PROCESS_GROUP_PEER_FAILURE_WATCH_HPP
+
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <utility>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+class peer_failure_watch {
+public:
+  /// `on_failure(lost)` runs on the watch's thread, at most once, for a rank
+  /// other than `self` (this rank's own failure is this rank's business).
+  /// Connects at once, within connect_timeout at most: throws what tcp_store
+  /// throws when the store is gone or takes no more connections.
+  peer_failure_watch(const tcp_store& store, int self, std::function<void(const lost_rank&)> on_failure)
+      : conn_(store.connect_again(std::min(store.timeout(), connect_timeout))), self_(self),
+        on_failure_(std::move(on_failure)), thread_([this] { run(); }) {}
+
+  /// A store that takes no connection more within this long is out of
+  /// descriptors or overloaded (it sheds pending handshakes): the group goes
+  /// on without the watch rather than wait out the store's timeout.
+  static constexpr std::chrono::milliseconds connect_timeout{10000};
+
+  peer_failure_watch(const peer_failure_watch&) = delete;
+  peer_failure_watch& operator=(const peer_failure_watch&) = delete;
+  ~peer_failure_watch() { stop(); }
+
+  /// Returns once the callback cannot run any more (it may be running now:
+  /// then after it returned). Never from the callback itself.
+  void stop() noexcept {
+    stopping_ = true;
+    conn_->shutdown_connection(); // wakes the wait at once
+    if (thread_.joinable()) thread_.join();
+  }
+
+private:
+  void run() noexcept {
+    try {
+      while (!stopping_) {
+        // A long wait, repeated: the store answers the moment the key appears.
+        if (!conn_->try_wait({store_lost_key}, conn_->timeout())) continue;
+        auto lost = conn_->wait_for_lost_rank(std::chrono::milliseconds(0));
+        if (!stopping_ && lost && lost.rank != self_) on_failure_(lost);
+        return;
+      }
+    } catch (...) {
+      // The store is gone or this watch is stopping: a vanished store is the
+      // collectives' news to tell (they name rank 0, or the launcher).
+    }
+  }
+
+  std::unique_ptr<tcp_store> conn_;
+  int self_;
+  std::function<void(const lost_rank&)> on_failure_;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_; // last: starts after everything it reads
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_PROCESS_GROUP_PEER_FAILURE_WATCH_HPP
+// ---- end ddp/process_group/peer_failure_watch.hpp ----
 
 #include <algorithm>
 #include <chrono>
@@ -9415,7 +9730,9 @@ public:
 
   /// Prefer init_process_group<Backend>(); this connects from a prepared rendezvous.
   explicit process_group(rendezvous rv)
-      : topo_(rv.topo), store_(rv.store), comm_(std::make_unique<typename Backend::communicator>(rv)) {}
+      : topo_(rv.topo), store_(rv.store), comm_(std::make_unique<typename Backend::communicator>(rv)) {
+    start_peer_watch();
+  }
 
   process_group(const process_group&) = delete;
   process_group& operator=(const process_group&) = delete;
@@ -9437,6 +9754,7 @@ public:
     }
     try {
       comm_->drain();
+      peer_watch_.reset(); // before the exit barrier: ranks leaving from here on are not failures
       if (store_ && !comm_->poisoned()) {
         if (store_->add("ddp/exit", 1) >= size()) store_->set("ddp/exit/all", "1");
         if (store_->is_server() &&
@@ -9447,6 +9765,7 @@ public:
     } catch (const std::exception& e) {
       detail::log_line("rank " + std::to_string(rank()), std::string("teardown: ") + e.what());
     }
+    peer_watch_.reset();
     comm_.reset();
     staged_.reset(); // after the communicator: a job whose wait() gave up may still use its buffer
   }
@@ -9522,14 +9841,13 @@ public:
 
   /// This rank cannot go on, for a reason of its own (bad data, a failed
   /// device copy): instead of letting its peers wait for it until their
-  /// timeout, the launcher and the store are told, and the communicator:
-  /// ddp::gloo closes its connections and its peers fail within a second,
-  /// naming this rank and `reason` (a collective already running on this rank
-  /// over TCP is first waited for, bounded by the timeout); ddp::nccl aborts
-  /// its communicator, but NCCL peers do not read the store: they fail at
-  /// their own deadline. Every later collective here throws the same error;
-  /// teardown skips the exit barrier. distributed_data_parallel calls it when
-  /// its own work before a collective fails. Does nothing once the group has
+  /// timeout, the launcher and the store are told, and the communicator
+  /// (ddp::gloo closes its connections, ddp::nccl aborts its communicator). A
+  /// collective running here fails at once with the same error; so does every
+  /// later one; teardown skips the exit barrier. The peers fail within a
+  /// second, naming this rank and `reason`: their groups watch the store
+  /// (detail::peer_failure_watch). distributed_data_parallel calls it when its
+  /// own work before a collective fails. Does nothing once the group has
   /// failed.
   void abort(std::string_view reason) noexcept {
     if (comm_->poisoned()) return;
@@ -9537,10 +9855,29 @@ public:
   }
 
 private:
+  /// Another rank's failure, as the store records it, fails this group at
+  /// once (see peer_failure_watch.hpp). The group works without the watch.
+  void start_peer_watch() {
+    if constexpr (peer_failure_communicator<typename Backend::communicator>) {
+      if (!store_ || size() == 1) return;
+      try {
+        peer_watch_ = std::make_unique<detail::peer_failure_watch>(
+            *store_, rank(), [comm = comm_.get()](const lost_rank& lost) { comm->fail_for_peer(lost); });
+      } catch (const std::exception& e) {
+        detail::log_line("rank " + std::to_string(rank()),
+                         std::string("warning: no watch for other ranks' failures (") + e.what() +
+                             "): a rank that fails reaches this one through its collectives only, over TCP "
+                             "possibly at the timeout. Raise the open-file limit (ulimit -n) of the store "
+                             "(rank 0, or ddprun on node 0)");
+      }
+    }
+  }
+
   void leave_on_own_failure() noexcept {
     fail_job("an exception escaped while its process group was alive (an error of its own, outside ddp's "
              "collectives: see its output)",
              "left the job");
+    peer_watch_.reset(); // it calls into the communicator
     comm_.reset();
     staged_.reset();
   }
@@ -9557,8 +9894,7 @@ private:
     try {
       if (store_) {
         store_->report_failure(reason);
-        store_->stop_serving_at_once(); // rank 0: its peers learn "rank 0 failed" from it now or from its
-                                        // absence
+        store_->linger_briefly(); // rank 0: its peers read the reason, then leave
       }
       if constexpr (abortable_communicator<typename Backend::communicator>)
         comm_->abort_for_failure(who + " " + what_happened + ": " + reason);
@@ -9735,6 +10071,8 @@ private:
   ddp::topology topo_;
   std::shared_ptr<tcp_store> store_;
   std::unique_ptr<typename Backend::communicator> comm_;
+  /// Tells comm_ of another rank's failure (peer_failure_communicator); reset before comm_ is.
+  std::unique_ptr<detail::peer_failure_watch> peer_watch_;
   std::unique_ptr<detail::staged_collectives> staged_; ///< device tensors on a host backend (lazily)
   std::once_flag staged_once_;
   int uncaught_at_start_ = std::uncaught_exceptions(); // the group is made outside any unwinding, usually
@@ -11080,10 +11418,22 @@ public:
   std::exception_ptr poisoned() const { return queue_.poisoned(); }
   /// This rank failed on its own (process_group::abort): later collectives are
   /// refused with `reason`, outstanding ones fail, the communicator is aborted.
-  /// NCCL has no way to tell the peers: they learn it from the store, or at
-  /// their deadline.
+  /// NCCL has no way to tell the peers: they learn it from the store
+  /// (process_group's peer_failure_watch, then fail_for_peer).
   void abort_for_failure(const std::string& reason) {
     fail_group(std::make_exception_ptr(error(error_kind::backend, reason, rank_)));
+  }
+  /// The store reports that `lost.rank` failed (process_group's
+  /// peer_failure_watch): the group fails naming it and the communicator is
+  /// aborted, so collectives waiting on it end now, not at their deadline.
+  void fail_for_peer(const lost_rank& lost) {
+    if (queue_.poisoned()) return; // the group failed already: its error stands
+    fail_group(std::make_exception_ptr(
+        error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
+              "rank " + std::to_string(rank_) + ": rank " + std::to_string(lost.rank) + " " + lost.reason +
+                  " (the rendezvous store reported it): this rank's NCCL communicator is aborted and every "
+                  "collective of this group fails",
+              lost.rank)));
   }
   /// Until every collective submitted so far completed (device ones included).
   void drain() {

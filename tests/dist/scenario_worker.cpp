@@ -130,6 +130,64 @@ static int run(ddp::process_group<ddp::gloo>& pg, const std::string& scenario, c
       std::puts("NO ERROR");
       return 1;
     }
+    if (scenario == "abort_running") {
+      // The victim (DDP_TEST_VICTIM, default 0) gives up with process_group::abort
+      // while its own all_reduce runs, waiting for the last rank, which comes
+      // 2 s late. Prints "ABORT_MS n" (how long abort took); the running
+      // collective fails with the victim's reason. The others fail naming it.
+      const int slow = pg.size() - 1;
+      if (pg.rank() == env_int_or("DDP_TEST_VICTIM", 0)) {
+        auto running = pg.all_reduce_async(warm);
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        auto a0 = clk::now();
+        pg.abort("batch 7 could not be read (the test's own reason)");
+        std::printf("ABORT_MS %lld\n",
+                    static_cast<long long>(
+                        std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - a0).count()));
+        std::fflush(stdout);
+        t0 = clk::now();
+        running.wait();
+        std::puts("NO ERROR");
+        return 1;
+      }
+      if (pg.rank() == slow) std::this_thread::sleep_for(std::chrono::seconds(2));
+      t0 = clk::now();
+      pg.all_reduce(warm);
+      std::puts("NO ERROR");
+      return 1;
+    }
+    if (scenario == "abort_from_thread") {
+      // Every rank all-reduces 32 MiB in a loop (ddp's fragment ring: transfers
+      // are under way most of the time); 500 ms in, a thread of the victim's
+      // (DDP_TEST_VICTIM, default 0) gives up with process_group::abort and
+      // prints "ABORT wall_ms=<unix ms> ms=<how long abort took>".
+      std::vector<float> big(8u << 20, 1.0f);
+      std::thread giver;
+      if (pg.rank() == env_int_or("DDP_TEST_VICTIM", 0))
+        giver = std::thread([&pg] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(500));
+          auto a0 = clk::now();
+          pg.abort("batch 7 could not be read (the test's own reason)");
+          auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+          std::printf("ABORT wall_ms=%lld ms=%lld\n", static_cast<long long>(wall),
+                      static_cast<long long>(
+                          std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - a0).count()));
+          std::fflush(stdout);
+        });
+      struct joiner {
+        std::thread& t;
+        ~joiner() {
+          if (t.joinable()) t.join();
+        }
+      } join_giver{giver};
+      t0 = clk::now();
+      for (int i = 0; i < 100000; ++i)
+        pg.all_reduce(big); // until the failure
+      std::puts("NO ERROR");
+      return 1;
+    }
     if (scenario == "exit_mid") {
       // The victim dies while the others are inside a large all_reduce.
       if (pg.rank() == victim) {

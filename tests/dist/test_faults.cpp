@@ -167,6 +167,80 @@ TEST_CASE("process_group::abort: the peers name the rank and its reason within 2
   }
 }
 
+TEST_CASE("process_group::abort during a collective of its own: it ends at once, the peers name the rank") {
+  // The victim's all_reduce waits for a rank that comes 2 s late; abort must
+  // not wait for it (it did over TCP: 2.8 s), and that collective fails with the
+  // victim's reason, not with a closed connection.
+  for (const char* shm : {"0", "1"}) {
+    for (int victim : {0, 1}) {
+      CAPTURE(shm);
+      CAPTURE(victim);
+      auto ps =
+          start_job(3, "abort_running", ddp_test::free_port(),
+                    {{"DDP_TIMEOUT", "15s"}, {"DDP_SHM", shm}, {"DDP_TEST_VICTIM", std::to_string(victim)}});
+      auto t_start = std::chrono::steady_clock::now();
+      for (auto& p : ps)
+        REQUIRE(ddp_test::wait_for(p, 60s));
+      CHECK(std::chrono::steady_clock::now() - t_start < 10s); // nobody waited for the 15 s timeout
+      for (int r = 0; r < 3; ++r) {
+        auto& p = ps[static_cast<std::size_t>(r)];
+        CAPTURE(r);
+        INFO(p.output());
+        CHECK(p.exit_code() == 0);
+        auto res = parse(p);
+        CHECK(p.output().find("batch 7 could not be read") != std::string::npos);
+        if (r == victim) {
+          std::smatch m;
+          std::string out = p.output();
+          REQUIRE(std::regex_search(out, m, std::regex("ABORT_MS (\\d+)")));
+          CHECK(std::stol(m[1]) < 1000); // the slow rank arrives 1.7 s after the abort
+          CHECK(res.kind == "backend");
+          CHECK(res.rank == victim);
+          CHECK(res.ms < 100); // already failed when abort returned
+          CHECK(out.find("rank " + std::to_string(victim) + " gave up") != std::string::npos);
+        } else {
+          CHECK(res.kind == "peer_lost");
+          CHECK(res.rank == victim);
+          CHECK(res.ms < 2000); // the victim gives up after 300 ms; the slow rank fails at once
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("process_group::abort from another thread while transfers are under way ends every rank's wait") {
+  // Failing the connections leaves a transfer already under way to its
+  // timeout (20 s here); ddp ends its own collectives' waits as well. 32 MiB
+  // all-reduces go around ddp's fragment ring.
+  for (int victim : {0, 2}) {
+    CAPTURE(victim);
+    auto ps =
+        start_job(3, "abort_from_thread", ddp_test::free_port(),
+                  {{"DDP_TIMEOUT", "20s"}, {"DDP_SHM", "0"}, {"DDP_TEST_VICTIM", std::to_string(victim)}});
+    for (auto& p : ps)
+      REQUIRE(ddp_test::wait_for(p, 60s));
+    std::smatch m;
+    std::string victim_out = ps[static_cast<std::size_t>(victim)].output();
+    INFO(victim_out);
+    REQUIRE(std::regex_search(victim_out, m, std::regex("ABORT wall_ms=(\\d+) ms=(\\d+)")));
+    const long long abort_wall = std::stoll(m[1]);
+    CHECK(std::stol(m[2]) < 1000);
+    for (int r = 0; r < 3; ++r) {
+      auto& p = ps[static_cast<std::size_t>(r)];
+      CAPTURE(r);
+      INFO(p.output());
+      CHECK(p.exit_code() == 0);
+      std::string out = p.output();
+      REQUIRE(
+          std::regex_search(out, m, std::regex("RESULT kind=(\\w+) rank=(-?\\d+) ms=\\d+ wall_ms=(\\d+)")));
+      CHECK(std::stoi(m[2]) == victim);
+      CHECK(m[1] == std::string(r == victim ? "backend" : "peer_lost"));
+      CHECK(std::stoll(m[3]) - abort_wall < 2000); // not the 20 s timeout
+      CHECK(out.find("batch 7 could not be read") != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("a rank lost during rendezvous is named within 2 s") {
   int port = ddp_test::free_port();
   std::vector<process> ps;

@@ -1,16 +1,21 @@
 // How the store serves a failing job, in one process: a rank's own failure
 // answers every pending wait with "lost, rank r" (waits on diagnostics
 // excepted), rank 0's server keeps serving on teardown until the other ranks
-// have left (bounded), and the flight recorder keeps the last 64 collectives.
+// have left (bounded), the flight recorder keeps the last 64 collectives, and
+// the peer-failure watch hears of a failed rank at once.
 #include <ddp/detail/backend/flight_recorder.hpp>
+#include <ddp/process_group/peer_failure_watch.hpp>
 #include <ddp/store.hpp>
 
 #include <doctest/doctest.h>
 
+#include <condition_variable>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <utility>
+#include <vector>
 
 using namespace std::chrono_literals;
 
@@ -97,7 +102,7 @@ TEST_CASE("rank 0's store keeps serving on teardown until the others have left")
   CHECK(took < 3s);
 }
 
-TEST_CASE("the linger is bounded, and a rank 0 that failed itself does not linger") {
+TEST_CASE("the linger is bounded; a rank 0 that failed itself lingers briefly, or not at all") {
   SUBCASE("bounded") {
     auto o = opts(0, 0);
     o.linger = 1s;
@@ -108,6 +113,32 @@ TEST_CASE("the linger is bounded, and a rank 0 that failed itself does not linge
     auto took = std::chrono::steady_clock::now() - t0;
     CHECK(took >= 900ms);
     CHECK(took < 3s);
+  }
+  SUBCASE("linger_briefly: until the others left, at most own_failure_linger") {
+    auto server = std::make_unique<ddp::tcp_store>(opts(0, 0));
+    auto stuck = std::make_unique<ddp::tcp_store>(opts(server->port(), 1));
+    REQUIRE(server->report_failure("its own reason"));
+    server->linger_briefly();
+    auto t0 = std::chrono::steady_clock::now();
+    std::thread leaver([&] {
+      std::this_thread::sleep_for(300ms);
+      CHECK(stuck->wait_for_lost_rank(0ms).reason == "failed: its own reason"); // still served
+      stuck.reset();
+    });
+    server.reset(); // ends when rank 1 left, not at the bound
+    auto took = std::chrono::steady_clock::now() - t0;
+    leaver.join();
+    CHECK(took >= 250ms);
+    CHECK(took < ddp::tcp_store::own_failure_linger);
+    // Nobody leaves: the bound.
+    server = std::make_unique<ddp::tcp_store>(opts(0, 0));
+    ddp::tcp_store never_leaves(opts(server->port(), 1));
+    server->linger_briefly();
+    t0 = std::chrono::steady_clock::now();
+    server.reset();
+    took = std::chrono::steady_clock::now() - t0;
+    CHECK(took >= ddp::tcp_store::own_failure_linger - 100ms);
+    CHECK(took < ddp::tcp_store::own_failure_linger + 1s);
   }
   SUBCASE("stop_serving_at_once") {
     auto server = std::make_unique<ddp::tcp_store>(opts(0, 0));
@@ -211,4 +242,91 @@ TEST_CASE("a store served by the launcher: when it vanishes, no rank is blamed")
   launcher.reset();
   auto lost = client.wait_for_lost_rank(100ms);
   CHECK(lost.rank == -1); // not "rank 0": rank 0 does not serve it
+}
+
+namespace {
+/// What a peer_failure_watch handed over, for the test thread to wait on.
+struct heard {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<ddp::lost_rank> calls;
+  std::chrono::steady_clock::time_point at;
+  auto callback() {
+    return [this](const ddp::lost_rank& l) {
+      std::lock_guard lock(mu);
+      calls.push_back(l);
+      at = std::chrono::steady_clock::now();
+      cv.notify_all();
+    };
+  }
+  bool wait(std::chrono::milliseconds d) {
+    std::unique_lock lock(mu);
+    return cv.wait_for(lock, d, [&] { return !calls.empty(); });
+  }
+};
+} // namespace
+
+TEST_CASE("peer_failure_watch: another rank's report or dropped connection is heard at once, once") {
+  ddp::tcp_store server(opts(0, 0, 20s));
+  ddp::tcp_store me(opts(server.port(), 1, 20s));
+  SUBCASE("a rank reports its own failure") {
+    ddp::tcp_store victim(opts(server.port(), 2, 20s));
+    heard h;
+    ddp::detail::peer_failure_watch watch(me, 1, h.callback());
+    std::this_thread::sleep_for(200ms); // the watch is waiting in the store by now (if not, it finds the key)
+    auto t0 = std::chrono::steady_clock::now();
+    REQUIRE(victim.report_failure("batch 7 could not be read"));
+    REQUIRE(h.wait(5s));
+    CHECK(h.at - t0 < 1s); // the store answers the wait: no polling period
+    std::this_thread::sleep_for(100ms);
+    watch.stop();
+    std::lock_guard lock(h.mu);
+    REQUIRE(h.calls.size() == 1);
+    CHECK(h.calls[0].rank == 2);
+    CHECK(h.calls[0].reason == "failed: batch 7 could not be read");
+  }
+  SUBCASE("a rank's connection drops without a goodbye") {
+    auto victim = std::make_unique<ddp::tcp_store>(opts(server.port(), 3, 20s));
+    heard h;
+    ddp::detail::peer_failure_watch watch(me, 1, h.callback());
+    victim->shutdown_connection(); // as a crash would: no goodbye
+    victim.reset();
+    REQUIRE(h.wait(5s));
+    std::lock_guard lock(h.mu);
+    CHECK(h.calls.at(0).rank == 3);
+    CHECK(h.calls.at(0).reason == "exited or lost its connection");
+  }
+  SUBCASE("this rank's own failure is not handed over") {
+    heard h;
+    ddp::detail::peer_failure_watch watch(me, 1, h.callback());
+    REQUIRE(me.report_failure("its own reason"));
+    CHECK_FALSE(h.wait(500ms));
+  }
+}
+
+TEST_CASE("peer_failure_watch: stopping it is prompt, says nothing, and loses nobody") {
+  ddp::tcp_store server(opts(0, 0, 20s));
+  ddp::tcp_store me(opts(server.port(), 1, 20s));
+  heard h;
+  auto t0 = std::chrono::steady_clock::now();
+  {
+    ddp::detail::peer_failure_watch watch(me, 1, h.callback());
+    std::this_thread::sleep_for(100ms);
+  } // stopped while its wait (20 s) is pending in the store
+  CHECK(std::chrono::steady_clock::now() - t0 < 1s);
+  std::this_thread::sleep_for(200ms); // the server has seen the dropped connection by now
+  CHECK_FALSE(me.wait_for_lost_rank(0ms));
+  std::lock_guard lock(h.mu);
+  CHECK(h.calls.empty());
+}
+
+TEST_CASE("peer_failure_watch: a store that vanishes ends the watch quietly") {
+  auto server = std::make_unique<ddp::tcp_store>(opts(0, 0, 20s));
+  ddp::tcp_store me(opts(server->port(), 1, 20s));
+  heard h;
+  ddp::detail::peer_failure_watch watch(me, 1, h.callback());
+  server->stop_serving_at_once();
+  server.reset();
+  CHECK_FALSE(h.wait(500ms)); // no rank to name: the collectives say the store is gone
+  watch.stop();
 }

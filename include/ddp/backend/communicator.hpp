@@ -14,6 +14,9 @@
 //                          (ddp::shm_array) and reduces ranges of it in place
 //   abortable_communicator fails the whole group at once from outside a
 //                          collective (peers blocked on this rank fail now)
+//   peer_failure_communicator
+//                          fails the group when the store reports another
+//                          rank failed (a wait on a third rank ends now)
 #ifndef DDP_BACKEND_COMMUNICATOR_HPP
 #define DDP_BACKEND_COMMUNICATOR_HPP
 
@@ -112,6 +115,16 @@ concept shm_communicator = communicator<C> && requires(C& c, std::size_t n, cons
 template <class C>
 concept abortable_communicator = communicator<C> && requires(C& c, const std::string& why) {
   c.abort_for_failure(why);
+};
+
+/// Fails the group from outside a collective because another rank failed, as
+/// the store reports it (detail::peer_failure_watch, which process_group runs
+/// for such a communicator): collectives refuse from then on, naming that
+/// rank, and one waiting now ends now, even on a rank that waits on some
+/// third rank. Called at most once, from the watch's thread.
+template <class C>
+concept peer_failure_communicator = communicator<C> && requires(C& c, const lost_rank& lost) {
+  c.fail_for_peer(lost);
 };
 
 /// A backend policy: a name and a communicator type.

@@ -38,6 +38,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -198,13 +199,41 @@ public:
   std::exception_ptr poisoned() const { return queue_.poisoned(); }
   void drain() { queue_.drain(); }
 
-  /// For a rank leaving on an error of its own (process_group's teardown): what
-  /// is queued fails, the collective running (if any) ends, then every
-  /// connection closes, so peers blocked on this rank fail now, not at their timeout.
+  /// For a rank leaving on an error of its own (process_group::abort, or its
+  /// teardown on an escaping exception), from any thread: what is queued fails
+  /// with `reason`, every connection fails, so peers blocked on this rank fail
+  /// now, not at their timeout, and a collective running here is interrupted
+  /// (it fails with `reason` too; see interrupt_connections for what Gloo's own
+  /// collectives may still wait for). Returns without waiting for it.
   void abort_for_failure(const std::string& reason) {
-    queue_.abort(std::make_exception_ptr(error(error_kind::backend, reason, rank_)));
-    queue_.drain();
-    close_all();
+    {
+      std::lock_guard lock(contexts_mu_); // against fail_for_peer: one of them is the group's error
+      queue_.abort(std::make_exception_ptr(error(error_kind::backend, reason, rank_)));
+    }
+    interrupt_connections(true);
+  }
+
+  /// The store reports that `lost.rank` failed (process_group's
+  /// peer_failure_watch): the group fails naming it, and this rank's TCP
+  /// connections close, so a collective waiting here ends now even when it
+  /// waits on some other rank (Gloo tells a closed connection only to the
+  /// operations posted on it). The node's segment is left alone: its waits
+  /// read the store themselves, and aborting it would name this rank.
+  void fail_for_peer(const lost_rank& lost) {
+    auto why = std::make_exception_ptr(
+        error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
+              "rank " + std::to_string(rank_) + ": rank " + std::to_string(lost.rank) + " " + lost.reason +
+                  " (the rendezvous store reported it): every collective of this group fails",
+              lost.rank));
+    {
+      std::lock_guard lock(contexts_mu_);
+      if (queue_.poisoned()) return; // the group failed already: its error stands
+      peer_failure_ = lost;
+      queue_.abort(why);
+    }
+    queue_.recorder().note("rank " + std::to_string(lost.rank) + " " + lost.reason +
+                           " (the store reported it)");
+    interrupt_connections(false);
   }
 
   /// The largest message ddp's fragment ring sends (1 MiB by default). Like
@@ -254,7 +283,7 @@ public:
                       run_shm(h, what, frags, dt, op::sum, scale);
                       return;
                     }
-                    fragment_ring(ctx_, frags, dt, scratch_, piece).run(tag, scale, timeout_);
+                    fragment_ring(ctx_, waits_, frags, dt, scratch_, piece).run(tag, scale, timeout_);
                   });
   }
 
@@ -523,7 +552,8 @@ private:
     const double scale = o == op::avg ? 1.0 / size_ : 1.0;
     if (!small && bytes >= own_ring_min_bytes) {
       std::vector<fragment> whole{{data, n}};
-      fragment_ring(ctx_, whole, dt, scratch_, piece, o == op::avg ? op::sum : o).run(tag, scale, timeout_);
+      fragment_ring(ctx_, waits_, whole, dt, scratch_, piece, o == op::avg ? op::sum : o)
+          .run(tag, scale, timeout_);
       return;
     }
     if (!small) { // Gloo's ring, which pipelines its segments: 2x faster than ddp's at 1 MiB here
@@ -666,7 +696,7 @@ private:
     // segment, where an all_reduce would wait (see shm_all_reduce::agree).
     if (shm_ && nnodes_ == 1) guard_shm(what, [&] { shm_->agree(h, what); });
     headers_.run(
-        ctx_, h,
+        ctx_, waits_, h,
         [&](int p) {
           payload pl = payload_for(p);
           return std::pair<const void*, std::size_t>{pl.data, pl.bytes};
@@ -677,7 +707,27 @@ private:
   template <class F> void run_guarded(const std::string& what, F&& f) {
     try {
       f();
-      return;
+    } catch (...) { fail_collective(what, std::current_exception()); }
+  }
+
+  /// Turns a collective's failure into the group's error; every path closes
+  /// the connections first, so peers blocked on this rank fail now too.
+  [[noreturn]] void fail_collective(const std::string& what, std::exception_ptr failure) {
+    // abort_for_failure or fail_for_peer interrupted this collective: their
+    // reason is the error, not the closed connections they caused (nor a
+    // search for whom to blame).
+    if (auto why = queue_.poisoned()) {
+      close_all();
+      if (auto lost = reported_peer_failure())
+        throw error(lost->silent ? error_kind::timeout : error_kind::peer_lost,
+                    what + " failed: rank " + std::to_string(lost->rank) + " " + lost->reason +
+                        " (the rendezvous store reported it while this rank waited; its connections were "
+                        "closed)",
+                    lost->rank);
+      std::rethrow_exception(why);
+    }
+    try {
+      std::rethrow_exception(failure);
     } catch (const ::gloo::IoException& e) {
       fail_io(what, e.what());
     } catch (const ::gloo::EnforceNotMet& e) {
@@ -739,13 +789,56 @@ private:
 
   void close_all() {
     if (shm_) shm_->abort(); // the node's ranks waiting in the segment fail now too, as over TCP
+    std::lock_guard lock(contexts_mu_);
     ctx_.reset();
     leaders_.reset();
+  }
+
+  /// Fails every connection of this rank at once, from any thread, while a
+  /// collective may be running on the worker. Gloo does this itself when a
+  /// wait on one of its buffers times out: it fails every send and receive
+  /// still queued on every connection of the context, waking their waiters,
+  /// and closes the sockets. So a wait of 1 ms on a buffer nothing is sent to
+  /// does it, through Gloo's public API (Debian's Gloo headers for its TCP
+  /// pairs cannot be included). Closing alone (Pair::close) wakes nobody: the
+  /// running collective, and the teardown behind it, then waited out the whole
+  /// timeout. A transfer already under way is not queued any more: ddp's own
+  /// collectives' waits are then ended through waits_ (gloo_waits.hpp); one
+  /// inside Gloo's own collectives ends with its data or at its timeout.
+  /// `with_segment`: the node's segment is aborted too (its waiters fail,
+  /// naming this rank as the one that failed).
+  void interrupt_connections(bool with_segment) noexcept {
+    if (shm_ && with_segment) shm_->abort();
+    std::shared_ptr<::gloo::Context> ctx, leaders;
+    {
+      std::lock_guard lock(contexts_mu_);
+      ctx = ctx_;
+      leaders = leaders_;
+    }
+    for (auto* c : {ctx.get(), leaders.get()}) {
+      if (!c) continue;
+      char nothing = 0;
+      try {
+        auto probe = c->createUnboundBuffer(&nothing, 1);
+        probe->waitRecv(std::chrono::milliseconds(1));
+      } catch (const std::exception&) {} // the timeout it is for
+    }
+    waits_.interrupt_all(); // after the sockets closed: nothing writes into the buffers any more
   }
 
   int rank_, size_;
   std::chrono::milliseconds timeout_;
   std::shared_ptr<tcp_store> store_;
+  std::optional<lost_rank> reported_peer_failure() {
+    std::lock_guard lock(contexts_mu_);
+    return peer_failure_;
+  }
+
+  /// Collectives use ctx_ and leaders_ on the worker without this lock: only
+  /// their replacement (close_all) and another thread's look (interrupt_connections)
+  /// take it; so do the two ways to fail the group from outside (which poisons first).
+  std::mutex contexts_mu_;
+  std::optional<lost_rank> peer_failure_; ///< set by fail_for_peer when its failure is the group's
   std::shared_ptr<::gloo::Context> ctx_;
   std::shared_ptr<::gloo::Context> leaders_; ///< local rank 0 of each node, across nodes with shm
   std::unique_ptr<shm_all_reduce> shm_;
@@ -756,6 +849,7 @@ private:
   bool shm_on_ = true;
   std::vector<char> scratch_;
   header_round headers_;
+  gloo_waits waits_; ///< the buffers of ddp's own collectives, for interrupt_connections
   std::size_t ring_piece_bytes_ = fragment_ring::default_piece_bytes;
   std::uint32_t next_tag_ = 1; // worker thread only
   collective_queue queue_;

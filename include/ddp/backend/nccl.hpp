@@ -155,10 +155,22 @@ public:
   std::exception_ptr poisoned() const { return queue_.poisoned(); }
   /// This rank failed on its own (process_group::abort): later collectives are
   /// refused with `reason`, outstanding ones fail, the communicator is aborted.
-  /// NCCL has no way to tell the peers: they learn it from the store, or at
-  /// their deadline.
+  /// NCCL has no way to tell the peers: they learn it from the store
+  /// (process_group's peer_failure_watch, then fail_for_peer).
   void abort_for_failure(const std::string& reason) {
     fail_group(std::make_exception_ptr(error(error_kind::backend, reason, rank_)));
+  }
+  /// The store reports that `lost.rank` failed (process_group's
+  /// peer_failure_watch): the group fails naming it and the communicator is
+  /// aborted, so collectives waiting on it end now, not at their deadline.
+  void fail_for_peer(const lost_rank& lost) {
+    if (queue_.poisoned()) return; // the group failed already: its error stands
+    fail_group(std::make_exception_ptr(
+        error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
+              "rank " + std::to_string(rank_) + ": rank " + std::to_string(lost.rank) + " " + lost.reason +
+                  " (the rendezvous store reported it): this rank's NCCL communicator is aborted and every "
+                  "collective of this group fails",
+              lost.rank)));
   }
   /// Until every collective submitted so far completed (device ones included).
   void drain() {

@@ -20,6 +20,7 @@
 #define DDP_DETAIL_GLOO_HEADER_HPP
 
 #include <ddp/detail/backend/gloo_deadline.hpp>
+#include <ddp/detail/backend/gloo_waits.hpp>
 #include <ddp/error.hpp>
 #include <ddp/op.hpp>
 #include <ddp/tensor.hpp>
@@ -106,9 +107,10 @@ public:
   /// Sends `mine` to every peer, each followed by payload_for(peer) (a
   /// {pointer, bytes} pair, bytes <= inline_cap(w)), and receives every peer's.
   /// Throws ddp::error(mismatch) if any peer's header differs from `mine`.
+  /// `waits` registers the round's buffers, so that another thread can end its waits.
   template <class Payload>
-  void run(const std::shared_ptr<::gloo::Context>& ctx, const collective_header& mine, Payload&& payload_for,
-           std::chrono::milliseconds timeout, const std::string& what) {
+  void run(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits, const collective_header& mine,
+           Payload&& payload_for, std::chrono::milliseconds timeout, const std::string& what) {
     const int w = ctx->size, r = ctx->rank;
     const auto slot = ::gloo::Slot::build(header_slot_prefix, mine.tag);
     const gloo_deadline deadline(timeout);
@@ -116,8 +118,8 @@ public:
     const std::size_t total = static_cast<std::size_t>(w) * slot_;
     if (recv_.size() < total) recv_.resize(total);
     if (send_.size() < total) send_.resize(total);
-    auto in = ctx->createUnboundBuffer(recv_.data(), total);
-    auto out = ctx->createUnboundBuffer(send_.data(), total);
+    auto in = waits.make(*ctx, recv_.data(), total);
+    auto out = waits.make(*ctx, send_.data(), total);
     for (int p = 0; p < w; ++p)
       if (p != r) in->recv(p, slot, at(p), slot_);
     for (int p = 0; p < w; ++p) {

@@ -10,6 +10,7 @@
 
 #include <ddp/detail/backend/fragment.hpp>
 #include <ddp/detail/backend/gloo_deadline.hpp>
+#include <ddp/detail/backend/gloo_waits.hpp>
 #include <ddp/detail/numeric/elementwise.hpp>
 #include <ddp/op.hpp>
 
@@ -33,16 +34,19 @@ public:
   /// 1 MiB, as Gloo's own ring uses for its segments.
   static constexpr std::size_t default_piece_bytes = std::size_t{1} << 20;
 
-  fragment_ring(const std::shared_ptr<::gloo::Context>& ctx, const std::vector<fragment>& frags, dtype dt,
-                std::vector<char>& scratch, std::size_t max_piece_bytes = default_piece_bytes, op o = op::sum)
-      : ctx_(ctx), frags_(frags), dt_(dt), es_(size_of(dt)), max_piece_bytes_(max_piece_bytes),
+  /// `waits` registers the ring's buffers, so that another thread can end its waits.
+  fragment_ring(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits,
+                const std::vector<fragment>& frags, dtype dt, std::vector<char>& scratch,
+                std::size_t max_piece_bytes = default_piece_bytes, op o = op::sum)
+      : ctx_(ctx), waits_(waits), frags_(frags), dt_(dt), es_(size_of(dt)), max_piece_bytes_(max_piece_bytes),
         reduce_(reduce_for(dt, o)), scratch_(scratch) {
     starts_.reserve(frags_.size() + 1);
     std::size_t at = 0;
     for (auto& f : frags_) {
       starts_.push_back(at);
       at += f.count;
-      bufs_.push_back(f.count ? ctx_->createUnboundBuffer(f.data, f.count * es_) : nullptr);
+      bufs_.push_back(f.count ? waits_.make(*ctx_, f.data, f.count * es_)
+                              : gloo_waits::buffer(nullptr, {&waits_}));
     }
     starts_.push_back(at);
     total_ = at;
@@ -66,7 +70,7 @@ public:
     for (int c = 0; c < w; ++c)
       largest = std::max(largest, end(c) - begin(c));
     scratch_.resize(largest * es_);
-    auto tmp = ctx_->createUnboundBuffer(scratch_.data(), scratch_.size());
+    auto tmp = waits_.make(*ctx_, scratch_.data(), scratch_.size());
     const auto reduce = reduce_;
 
     for (int s = 0; s + 1 < w; ++s) { // reduce-scatter: after it, rank r owns chunk r+1
@@ -137,6 +141,7 @@ private:
   }
 
   std::shared_ptr<::gloo::Context> ctx_;
+  gloo_waits& waits_;
   const std::vector<fragment>& frags_;
   dtype dt_;
   std::size_t es_;
@@ -144,7 +149,7 @@ private:
   reduce_fn reduce_;
   std::vector<char>& scratch_;
   std::vector<std::size_t> starts_;
-  std::vector<std::unique_ptr<::gloo::transport::UnboundBuffer>> bufs_;
+  std::vector<gloo_waits::buffer> bufs_;
   std::vector<std::size_t> senders_;
   std::size_t total_ = 0;
   std::uint64_t slot_ = 0;
