@@ -226,12 +226,32 @@ public:
   /// Announces that this rank fails on its own (not because of a peer): the
   /// store records it as lost at once, so peers name it instead of waiting.
   /// Best effort, bounded by a short deadline; false when the store is gone.
+  /// When another thread of this rank holds the connection (a store wait of
+  /// its collective, up to the timeout: a reviewer's probe measured abort()
+  /// blocked 5.5 s behind make_shm_array's), the report goes over a connection
+  /// of its own, as this rank, that says goodbye after it.
   bool report_failure(std::string_view reason) noexcept {
     try {
-      request(detail::frame_writer(detail::store_op::set)
-                  .bytes(scoped(std::string(detail::store_failed_prefix) + std::to_string(opts_.rank)))
-                  .bytes(reason),
-              "report failure", fault_slack);
+      auto frame = [&] {
+        return detail::frame_writer(detail::store_op::set)
+            .bytes(scoped(std::string(detail::store_failed_prefix) + std::to_string(opts_.rank)))
+            .bytes(reason);
+      };
+      {
+        std::unique_lock lock(mu_, report_patience);
+        if (lock.owns_lock()) {
+          auto w = frame();
+          request_holding_lock(w, "report failure", fault_slack);
+          return true;
+        }
+      }
+      tcp_store_options o = opts_;
+      o.serve = false;
+      o.linger.reset();
+      o.timeout = fault_slack;
+      tcp_store alone(o);
+      auto w = frame();
+      alone.request(w, "report failure", fault_slack);
       return true;
     } catch (...) { return false; }
   }
@@ -286,6 +306,11 @@ public:
   /// long to answer beyond their own wait: a live store answers in well under a
   /// millisecond, even beside a CPU hog, so a silent one is a stopped rank 0.
   static constexpr std::chrono::milliseconds fault_slack{3000};
+
+  /// How long report_failure waits for this client's connection before it
+  /// opens one of its own: a request takes well under a millisecond, so a
+  /// connection busy this long is in a wait that may last the timeout.
+  static constexpr std::chrono::milliseconds report_patience{100};
 
 private:
   std::string scoped(const std::string& key) const { return opts_.scope.empty() ? key : opts_.scope + key; }
@@ -381,6 +406,11 @@ private:
   std::string request(detail::frame_writer& w, const std::string& what,
                       std::optional<std::chrono::milliseconds> io_timeout = std::nullopt) {
     std::lock_guard lock(mu_);
+    return request_holding_lock(w, what, io_timeout);
+  }
+
+  std::string request_holding_lock(detail::frame_writer& w, const std::string& what,
+                                   std::optional<std::chrono::milliseconds> io_timeout = std::nullopt) {
     if (broken_)
       throw error(broken_kind_,
                   "the rendezvous store at " + where() + " is gone or silent (" + server_name() +
@@ -434,7 +464,7 @@ private:
   tcp_store_options opts_;
   std::unique_ptr<detail::store_server> server_;
   detail::unique_fd fd_;
-  std::mutex mu_;
+  std::timed_mutex mu_; ///< one request at a time on fd_ (report_failure gives up on it after a while)
   bool broken_ = false;
   bool unreachable_ = false; ///< broken because rank 0's host stopped acknowledging
   error_kind broken_kind_ = error_kind::peer_lost;

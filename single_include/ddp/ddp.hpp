@@ -2204,12 +2204,32 @@ public:
   /// Announces that this rank fails on its own (not because of a peer): the
   /// store records it as lost at once, so peers name it instead of waiting.
   /// Best effort, bounded by a short deadline; false when the store is gone.
+  /// When another thread of this rank holds the connection (a store wait of
+  /// its collective, up to the timeout: a reviewer's probe measured abort()
+  /// blocked 5.5 s behind make_shm_array's), the report goes over a connection
+  /// of its own, as this rank, that says goodbye after it.
   bool report_failure(std::string_view reason) noexcept {
     try {
-      request(detail::frame_writer(detail::store_op::set)
-                  .bytes(scoped(std::string(detail::store_failed_prefix) + std::to_string(opts_.rank)))
-                  .bytes(reason),
-              "report failure", fault_slack);
+      auto frame = [&] {
+        return detail::frame_writer(detail::store_op::set)
+            .bytes(scoped(std::string(detail::store_failed_prefix) + std::to_string(opts_.rank)))
+            .bytes(reason);
+      };
+      {
+        std::unique_lock lock(mu_, report_patience);
+        if (lock.owns_lock()) {
+          auto w = frame();
+          request_holding_lock(w, "report failure", fault_slack);
+          return true;
+        }
+      }
+      tcp_store_options o = opts_;
+      o.serve = false;
+      o.linger.reset();
+      o.timeout = fault_slack;
+      tcp_store alone(o);
+      auto w = frame();
+      alone.request(w, "report failure", fault_slack);
       return true;
     } catch (...) { return false; }
   }
@@ -2264,6 +2284,11 @@ public:
   /// long to answer beyond their own wait: a live store answers in well under a
   /// millisecond, even beside a CPU hog, so a silent one is a stopped rank 0.
   static constexpr std::chrono::milliseconds fault_slack{3000};
+
+  /// How long report_failure waits for this client's connection before it
+  /// opens one of its own: a request takes well under a millisecond, so a
+  /// connection busy this long is in a wait that may last the timeout.
+  static constexpr std::chrono::milliseconds report_patience{100};
 
 private:
   std::string scoped(const std::string& key) const { return opts_.scope.empty() ? key : opts_.scope + key; }
@@ -2359,6 +2384,11 @@ private:
   std::string request(detail::frame_writer& w, const std::string& what,
                       std::optional<std::chrono::milliseconds> io_timeout = std::nullopt) {
     std::lock_guard lock(mu_);
+    return request_holding_lock(w, what, io_timeout);
+  }
+
+  std::string request_holding_lock(detail::frame_writer& w, const std::string& what,
+                                   std::optional<std::chrono::milliseconds> io_timeout = std::nullopt) {
     if (broken_)
       throw error(broken_kind_,
                   "the rendezvous store at " + where() + " is gone or silent (" + server_name() +
@@ -2412,7 +2442,7 @@ private:
   tcp_store_options opts_;
   std::unique_ptr<detail::store_server> server_;
   detail::unique_fd fd_;
-  std::mutex mu_;
+  std::timed_mutex mu_; ///< one request at a time on fd_ (report_failure gives up on it after a while)
   bool broken_ = false;
   bool unreachable_ = false; ///< broken because rank 0's host stopped acknowledging
   error_kind broken_kind_ = error_kind::peer_lost;
@@ -6226,13 +6256,16 @@ private:
     try {
       seg = shm_segment::setup(*store_, a, failed);
     } catch (const error& e) {
+      // A rank that failed: its name and reason are the whole story.
+      if (e.kind() == error_kind::peer_lost)
+        throw error(e.kind(), what + " failed: " + std::string(e.message()), e.rank());
       const std::string text = what +
                                " is collective: every rank of the group calls it, in the same order. " +
-                               std::string(e.what());
+                               std::string(e.message());
       // A rank that skipped the call, or is far behind: the lost-rank search
       // and the desync report name it, as for a collective that timed out.
       if (e.kind() == error_kind::timeout) fail_io(what, "Timed out: " + text);
-      throw error(e.kind(), "rank " + std::to_string(rank_) + ": " + text, e.rank());
+      throw error(e.kind(), text, e.rank());
     }
     if (seg) {
       std::shared_ptr<shm_segment> shared(std::move(seg));
@@ -6476,8 +6509,9 @@ private:
     // reason is the error, not the closed connections they caused (nor a
     // search for whom to blame).
     if (auto why = queue_.poisoned()) {
-      close_all();
-      if (auto lost = reported_peer_failure())
+      auto lost = reported_peer_failure();
+      close_all(!lost); // a peer's failure: aborting the segment would name this rank
+      if (lost)
         throw error(lost->silent ? error_kind::timeout : error_kind::peer_lost,
                     what + " failed: rank " + std::to_string(lost->rank) + " " + lost->reason +
                         " (the rendezvous store reported it while this rank waited; its connections were "
@@ -6546,8 +6580,9 @@ private:
     return store_->wait_for_lost_rank(std::chrono::milliseconds(timed_out ? 0 : 1000));
   }
 
-  void close_all() {
-    if (shm_) shm_->abort(); // the node's ranks waiting in the segment fail now too, as over TCP
+  void close_all(bool with_segment = true) {
+    if (shm_ && with_segment)
+      shm_->abort(); // the node's ranks waiting in the segment fail now too, as over TCP
     std::lock_guard lock(contexts_mu_);
     ctx_.reset();
     leaders_.reset();

@@ -188,6 +188,35 @@ static int run(ddp::process_group<ddp::gloo>& pg, const std::string& scenario, c
       std::puts("NO ERROR");
       return 1;
     }
+    if (scenario == "abort_in_store_wait") {
+      // The last rank comes 3 s late to make_shm_array, whose setup waits in the
+      // store; 500 ms in, a thread of the victim's (DDP_TEST_VICTIM, default 0)
+      // gives up, while the victim's own main thread holds its store connection
+      // in that wait. Prints "ABORT ms=<how long abort took>".
+      std::thread giver;
+      if (pg.rank() == env_int_or("DDP_TEST_VICTIM", 0))
+        giver = std::thread([&pg] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(500));
+          auto a0 = clk::now();
+          pg.abort("batch 7 could not be read (the test's own reason)");
+          std::printf("ABORT ms=%lld\n",
+                      static_cast<long long>(
+                          std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - a0).count()));
+          std::fflush(stdout);
+        });
+      struct joiner {
+        std::thread& t;
+        ~joiner() {
+          if (t.joinable()) t.join();
+        }
+      } join_giver{giver};
+      if (pg.rank() == pg.size() - 1) std::this_thread::sleep_for(std::chrono::seconds(3));
+      t0 = clk::now();
+      auto shared = pg.make_shm_array<float>(1024);
+      pg.all_reduce(shared);
+      std::puts("NO ERROR");
+      return 1;
+    }
     if (scenario == "exit_mid") {
       // The victim dies while the others are inside a large all_reduce.
       if (pg.rank() == victim) {

@@ -241,6 +241,37 @@ TEST_CASE("process_group::abort from another thread while transfers are under wa
   }
 }
 
+TEST_CASE("process_group::abort while its rank waits in the store: it does not wait behind that wait") {
+  // The victim's main thread holds its store connection in make_shm_array's
+  // setup (until the last rank comes, 3 s in); abort reports on a connection
+  // of its own after 100 ms instead of waiting for that one.
+  for (int victim : {0, 1}) {
+    CAPTURE(victim);
+    auto ps = start_job(3, "abort_in_store_wait", ddp_test::free_port(),
+                        {{"DDP_TIMEOUT", "15s"}, {"DDP_TEST_VICTIM", std::to_string(victim)}});
+    for (auto& p : ps)
+      REQUIRE(ddp_test::wait_for(p, 60s));
+    for (int r = 0; r < 3; ++r) {
+      auto& p = ps[static_cast<std::size_t>(r)];
+      CAPTURE(r);
+      INFO(p.output());
+      CHECK(p.exit_code() == 0);
+      auto res = parse(p);
+      if (r == victim) {
+        std::smatch m;
+        std::string out = p.output();
+        REQUIRE(std::regex_search(out, m, std::regex("ABORT ms=(\\d+)")));
+        CHECK(std::stol(m[1]) < 1000); // the wait it would have queued behind ends 2.5 s later
+      } else if (r != 2) {
+        CHECK(res.kind == "peer_lost");
+        CHECK(res.rank == victim);
+        CHECK(res.ms < 2000); // the victim gives up 500 ms in; the last rank comes at 3 s
+        CHECK(p.output().find("batch 7 could not be read") != std::string::npos);
+      }
+    }
+  }
+}
+
 TEST_CASE("a rank lost during rendezvous is named within 2 s") {
   int port = ddp_test::free_port();
   std::vector<process> ps;

@@ -467,13 +467,16 @@ private:
     try {
       seg = shm_segment::setup(*store_, a, failed);
     } catch (const error& e) {
+      // A rank that failed: its name and reason are the whole story.
+      if (e.kind() == error_kind::peer_lost)
+        throw error(e.kind(), what + " failed: " + std::string(e.message()), e.rank());
       const std::string text = what +
                                " is collective: every rank of the group calls it, in the same order. " +
-                               std::string(e.what());
+                               std::string(e.message());
       // A rank that skipped the call, or is far behind: the lost-rank search
       // and the desync report name it, as for a collective that timed out.
       if (e.kind() == error_kind::timeout) fail_io(what, "Timed out: " + text);
-      throw error(e.kind(), "rank " + std::to_string(rank_) + ": " + text, e.rank());
+      throw error(e.kind(), text, e.rank());
     }
     if (seg) {
       std::shared_ptr<shm_segment> shared(std::move(seg));
@@ -717,8 +720,9 @@ private:
     // reason is the error, not the closed connections they caused (nor a
     // search for whom to blame).
     if (auto why = queue_.poisoned()) {
-      close_all();
-      if (auto lost = reported_peer_failure())
+      auto lost = reported_peer_failure();
+      close_all(!lost); // a peer's failure: aborting the segment would name this rank
+      if (lost)
         throw error(lost->silent ? error_kind::timeout : error_kind::peer_lost,
                     what + " failed: rank " + std::to_string(lost->rank) + " " + lost->reason +
                         " (the rendezvous store reported it while this rank waited; its connections were "
@@ -787,8 +791,9 @@ private:
     return store_->wait_for_lost_rank(std::chrono::milliseconds(timed_out ? 0 : 1000));
   }
 
-  void close_all() {
-    if (shm_) shm_->abort(); // the node's ranks waiting in the segment fail now too, as over TCP
+  void close_all(bool with_segment = true) {
+    if (shm_ && with_segment)
+      shm_->abort(); // the node's ranks waiting in the segment fail now too, as over TCP
     std::lock_guard lock(contexts_mu_);
     ctx_.reset();
     leaders_.reset();
