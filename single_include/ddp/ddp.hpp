@@ -6009,11 +6009,12 @@ public:
   /// operations posted on it). The node's segment is left alone: its waits
   /// read the store themselves, and aborting it would name this rank.
   void fail_for_peer(const lost_rank& lost) {
-    auto why = std::make_exception_ptr(
-        error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
-              "rank " + std::to_string(rank_) + ": rank " + std::to_string(lost.rank) + " " + lost.reason +
-                  " (the rendezvous store reported it): every collective of this group fails",
-              lost.rank));
+    auto why = std::make_exception_ptr(error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
+                                             "rank " + std::to_string(rank_) + ": rank " +
+                                                 std::to_string(lost.rank) + " " + lost.reason +
+                                                 "; every collective of this group fails from here on (this "
+                                                 "rank heard it from the rendezvous store)",
+                                             lost.rank));
     {
       std::lock_guard lock(contexts_mu_);
       if (queue_.poisoned()) return; // the group failed already: its error stands
@@ -6512,11 +6513,11 @@ private:
       auto lost = reported_peer_failure();
       close_all(!lost); // a peer's failure: aborting the segment would name this rank
       if (lost)
-        throw error(lost->silent ? error_kind::timeout : error_kind::peer_lost,
-                    what + " failed: rank " + std::to_string(lost->rank) + " " + lost->reason +
-                        " (the rendezvous store reported it while this rank waited; its connections were "
-                        "closed)",
-                    lost->rank);
+        throw error(
+            lost->silent ? error_kind::timeout : error_kind::peer_lost,
+            what + " failed: rank " + std::to_string(lost->rank) + " " + lost->reason +
+                " (this rank heard it from the rendezvous store while it waited, and closed its connections)",
+            lost->rank);
       std::rethrow_exception(why);
     }
     try {
@@ -9487,7 +9488,8 @@ DDP_END_NAMESPACE
 //   - over NCCL no peer learns anything until its own deadline.
 // So one thread per group blocks in a store wait for the lost-rank key, on a
 // connection of its own (the group's client stays free for its requests),
-// and hands the first lost rank to the communicator once. The store answers a
+// and hands the first lost rank to the communicator once; a store that
+// vanishes is rank 0's loss when rank 0 served it. The store answers a
 // wait as soon as the key appears: no polling, nothing on the wire meanwhile.
 #ifndef DDP_PROCESS_GROUP_PEER_FAILURE_WATCH_HPP
 #define DDP_PROCESS_GROUP_PEER_FAILURE_WATCH_HPP
@@ -9542,8 +9544,14 @@ private:
         return;
       }
     } catch (...) {
-      // The store is gone or this watch is stopping: a vanished store is the
-      // collectives' news to tell (they name rank 0, or the launcher).
+      if (stopping_) return;
+      // The store vanished or went silent: when rank 0 serves it, rank 0 died
+      // or stopped (with NCCL nothing else would tell this rank before its
+      // deadline); when ddprun serves it, nobody is named and ddprun ends the job.
+      try {
+        auto lost = conn_->wait_for_lost_rank(std::chrono::milliseconds(0));
+        if (lost && lost.rank != self_) on_failure_(lost);
+      } catch (...) {}
     }
   }
 
@@ -11463,12 +11471,12 @@ public:
   /// aborted, so collectives waiting on it end now, not at their deadline.
   void fail_for_peer(const lost_rank& lost) {
     if (queue_.poisoned()) return; // the group failed already: its error stands
-    fail_group(std::make_exception_ptr(
-        error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
-              "rank " + std::to_string(rank_) + ": rank " + std::to_string(lost.rank) + " " + lost.reason +
-                  " (the rendezvous store reported it): this rank's NCCL communicator is aborted and every "
-                  "collective of this group fails",
-              lost.rank)));
+    fail_group(std::make_exception_ptr(error(
+        lost.silent ? error_kind::timeout : error_kind::peer_lost,
+        "rank " + std::to_string(rank_) + ": rank " + std::to_string(lost.rank) + " " + lost.reason +
+            " (this rank heard it from the rendezvous store): its NCCL communicator is aborted and every "
+            "collective of this group fails",
+        lost.rank)));
   }
   /// Until every collective submitted so far completed (device ones included).
   void drain() {

@@ -320,13 +320,28 @@ TEST_CASE("peer_failure_watch: stopping it is prompt, says nothing, and loses no
   CHECK(h.calls.empty());
 }
 
-TEST_CASE("peer_failure_watch: a store that vanishes ends the watch quietly") {
-  auto server = std::make_unique<ddp::tcp_store>(opts(0, 0, 20s));
-  ddp::tcp_store me(opts(server->port(), 1, 20s));
-  heard h;
-  ddp::detail::peer_failure_watch watch(me, 1, h.callback());
-  server->stop_serving_at_once();
-  server.reset();
-  CHECK_FALSE(h.wait(500ms)); // no rank to name: the collectives say the store is gone
-  watch.stop();
+TEST_CASE("peer_failure_watch: a store rank 0 serves that vanishes is rank 0's loss; ddprun's names nobody") {
+  SUBCASE("rank 0 serves it") {
+    auto server = std::make_unique<ddp::tcp_store>(opts(0, 0, 20s));
+    ddp::tcp_store me(opts(server->port(), 1, 20s));
+    heard h;
+    ddp::detail::peer_failure_watch watch(me, 1, h.callback());
+    server->stop_serving_at_once();
+    server.reset();
+    REQUIRE(h.wait(5s));
+    std::lock_guard lock(h.mu);
+    CHECK(h.calls.at(0).rank == 0);
+    CHECK(h.calls.at(0).reason.find("gone") != std::string::npos);
+  }
+  SUBCASE("ddprun serves it") {
+    auto launcher = std::make_unique<ddp::tcp_store>(opts(0, -1, 20s));
+    auto o = opts(launcher->port(), 1, 20s);
+    o.served_by_launcher = true;
+    ddp::tcp_store me(o);
+    heard h;
+    ddp::detail::peer_failure_watch watch(me, 1, h.callback());
+    launcher->stop_serving_at_once();
+    launcher.reset();
+    CHECK_FALSE(h.wait(500ms)); // ddprun died, not a rank: ddprun's own end tells the job
+  }
 }

@@ -220,11 +220,12 @@ public:
   /// operations posted on it). The node's segment is left alone: its waits
   /// read the store themselves, and aborting it would name this rank.
   void fail_for_peer(const lost_rank& lost) {
-    auto why = std::make_exception_ptr(
-        error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
-              "rank " + std::to_string(rank_) + ": rank " + std::to_string(lost.rank) + " " + lost.reason +
-                  " (the rendezvous store reported it): every collective of this group fails",
-              lost.rank));
+    auto why = std::make_exception_ptr(error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
+                                             "rank " + std::to_string(rank_) + ": rank " +
+                                                 std::to_string(lost.rank) + " " + lost.reason +
+                                                 "; every collective of this group fails from here on (this "
+                                                 "rank heard it from the rendezvous store)",
+                                             lost.rank));
     {
       std::lock_guard lock(contexts_mu_);
       if (queue_.poisoned()) return; // the group failed already: its error stands
@@ -723,11 +724,11 @@ private:
       auto lost = reported_peer_failure();
       close_all(!lost); // a peer's failure: aborting the segment would name this rank
       if (lost)
-        throw error(lost->silent ? error_kind::timeout : error_kind::peer_lost,
-                    what + " failed: rank " + std::to_string(lost->rank) + " " + lost->reason +
-                        " (the rendezvous store reported it while this rank waited; its connections were "
-                        "closed)",
-                    lost->rank);
+        throw error(
+            lost->silent ? error_kind::timeout : error_kind::peer_lost,
+            what + " failed: rank " + std::to_string(lost->rank) + " " + lost->reason +
+                " (this rank heard it from the rendezvous store while it waited, and closed its connections)",
+            lost->rank);
       std::rethrow_exception(why);
     }
     try {

@@ -165,12 +165,12 @@ public:
   /// aborted, so collectives waiting on it end now, not at their deadline.
   void fail_for_peer(const lost_rank& lost) {
     if (queue_.poisoned()) return; // the group failed already: its error stands
-    fail_group(std::make_exception_ptr(
-        error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
-              "rank " + std::to_string(rank_) + ": rank " + std::to_string(lost.rank) + " " + lost.reason +
-                  " (the rendezvous store reported it): this rank's NCCL communicator is aborted and every "
-                  "collective of this group fails",
-              lost.rank)));
+    fail_group(std::make_exception_ptr(error(
+        lost.silent ? error_kind::timeout : error_kind::peer_lost,
+        "rank " + std::to_string(rank_) + ": rank " + std::to_string(lost.rank) + " " + lost.reason +
+            " (this rank heard it from the rendezvous store): its NCCL communicator is aborted and every "
+            "collective of this group fails",
+        lost.rank)));
   }
   /// Until every collective submitted so far completed (device ones included).
   void drain() {

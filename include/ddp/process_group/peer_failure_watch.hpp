@@ -9,7 +9,8 @@
 //   - over NCCL no peer learns anything until its own deadline.
 // So one thread per group blocks in a store wait for the lost-rank key, on a
 // connection of its own (the group's client stays free for its requests),
-// and hands the first lost rank to the communicator once. The store answers a
+// and hands the first lost rank to the communicator once; a store that
+// vanishes is rank 0's loss when rank 0 served it. The store answers a
 // wait as soon as the key appears: no polling, nothing on the wire meanwhile.
 #ifndef DDP_PROCESS_GROUP_PEER_FAILURE_WATCH_HPP
 #define DDP_PROCESS_GROUP_PEER_FAILURE_WATCH_HPP
@@ -65,8 +66,14 @@ private:
         return;
       }
     } catch (...) {
-      // The store is gone or this watch is stopping: a vanished store is the
-      // collectives' news to tell (they name rank 0, or the launcher).
+      if (stopping_) return;
+      // The store vanished or went silent: when rank 0 serves it, rank 0 died
+      // or stopped (with NCCL nothing else would tell this rank before its
+      // deadline); when ddprun serves it, nobody is named and ddprun ends the job.
+      try {
+        auto lost = conn_->wait_for_lost_rank(std::chrono::milliseconds(0));
+        if (lost && lost.rank != self_) on_failure_(lost);
+      } catch (...) {}
     }
   }
 
