@@ -238,7 +238,12 @@ public:
             .bytes(reason);
       };
       {
-        std::unique_lock lock(mu_, report_patience);
+        // Polled with try_lock, not a timed_mutex: GCC 12's TSan does not see
+        // timed_mutex's lock (pthread_mutex_clocklock) and reports its unlock.
+        std::unique_lock lock(mu_, std::defer_lock);
+        const auto give_up = detail::clock::now() + report_patience;
+        while (!lock.try_lock() && detail::clock::now() < give_up)
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
         if (lock.owns_lock()) {
           auto w = frame();
           request_holding_lock(w, "report failure", fault_slack);
@@ -464,7 +469,7 @@ private:
   tcp_store_options opts_;
   std::unique_ptr<detail::store_server> server_;
   detail::unique_fd fd_;
-  std::timed_mutex mu_; ///< one request at a time on fd_ (report_failure gives up on it after a while)
+  std::mutex mu_; ///< one request at a time on fd_ (report_failure gives up on it after a while)
   bool broken_ = false;
   bool unreachable_ = false; ///< broken because rank 0's host stopped acknowledging
   error_kind broken_kind_ = error_kind::peer_lost;
