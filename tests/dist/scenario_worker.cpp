@@ -32,6 +32,41 @@ static int env_int_or(const char* name, int fallback) {
   return v && *v ? std::atoi(v) : fallback;
 }
 
+/// The victim's process_group::abort in the abort_* scenarios, with the
+/// test's own reason; prints "ABORT wall_ms=<unix ms> ms=<how long it took>".
+static void abort_and_report(ddp::process_group<ddp::gloo>& pg) {
+  auto a0 = clk::now();
+  pg.abort("batch 7 could not be read (the test's own reason)");
+  auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+  std::printf(
+      "ABORT wall_ms=%lld ms=%lld\n", static_cast<long long>(wall),
+      static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - a0).count()));
+  std::fflush(stdout);
+}
+
+/// On the victim only (DDP_TEST_VICTIM, default 0): abort_and_report from a
+/// thread of its own 500 ms from now, while the main thread is in a collective.
+class abort_from_thread_later {
+public:
+  explicit abort_from_thread_later(ddp::process_group<ddp::gloo>& pg) {
+    if (pg.rank() == env_int_or("DDP_TEST_VICTIM", 0))
+      t_ = std::thread([&pg] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        abort_and_report(pg);
+      });
+  }
+  abort_from_thread_later(const abort_from_thread_later&) = delete;
+  abort_from_thread_later& operator=(const abort_from_thread_later&) = delete;
+  ~abort_from_thread_later() {
+    if (t_.joinable()) t_.join();
+  }
+
+private:
+  std::thread t_;
+};
+
 /// The scenarios that need a process group; a ddp::error is reported here,
 /// while the group is still alive.
 static int run(ddp::process_group<ddp::gloo>& pg, const std::string& scenario, clk::time_point& t0);
@@ -133,18 +168,13 @@ static int run(ddp::process_group<ddp::gloo>& pg, const std::string& scenario, c
     if (scenario == "abort_running") {
       // The victim (DDP_TEST_VICTIM, default 0) gives up with process_group::abort
       // while its own all_reduce runs, waiting for the last rank, which comes
-      // 2 s late. Prints "ABORT_MS n" (how long abort took); the running
+      // 2 s late. Prints abort_and_report's line; the running
       // collective fails with the victim's reason. The others fail naming it.
       const int slow = pg.size() - 1;
       if (pg.rank() == env_int_or("DDP_TEST_VICTIM", 0)) {
         auto running = pg.all_reduce_async(warm);
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
-        auto a0 = clk::now();
-        pg.abort("batch 7 could not be read (the test's own reason)");
-        std::printf("ABORT_MS %lld\n",
-                    static_cast<long long>(
-                        std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - a0).count()));
-        std::fflush(stdout);
+        abort_and_report(pg);
         t0 = clk::now();
         running.wait();
         std::puts("NO ERROR");
@@ -159,29 +189,10 @@ static int run(ddp::process_group<ddp::gloo>& pg, const std::string& scenario, c
     if (scenario == "abort_from_thread") {
       // Every rank all-reduces 32 MiB in a loop (ddp's fragment ring: transfers
       // are under way most of the time); 500 ms in, a thread of the victim's
-      // (DDP_TEST_VICTIM, default 0) gives up with process_group::abort and
-      // prints "ABORT wall_ms=<unix ms> ms=<how long abort took>".
+      // (DDP_TEST_VICTIM, default 0) gives up with process_group::abort
+      // (abort_and_report).
       std::vector<float> big(8u << 20, 1.0f);
-      std::thread giver;
-      if (pg.rank() == env_int_or("DDP_TEST_VICTIM", 0))
-        giver = std::thread([&pg] {
-          std::this_thread::sleep_for(std::chrono::milliseconds(500));
-          auto a0 = clk::now();
-          pg.abort("batch 7 could not be read (the test's own reason)");
-          auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
-          std::printf("ABORT wall_ms=%lld ms=%lld\n", static_cast<long long>(wall),
-                      static_cast<long long>(
-                          std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - a0).count()));
-          std::fflush(stdout);
-        });
-      struct joiner {
-        std::thread& t;
-        ~joiner() {
-          if (t.joinable()) t.join();
-        }
-      } join_giver{giver};
+      abort_from_thread_later giver(pg);
       t0 = clk::now();
       for (int i = 0; i < 100000; ++i)
         pg.all_reduce(big); // until the failure
@@ -192,24 +203,8 @@ static int run(ddp::process_group<ddp::gloo>& pg, const std::string& scenario, c
       // The last rank comes 3 s late to make_shm_array, whose setup waits in the
       // store; 500 ms in, a thread of the victim's (DDP_TEST_VICTIM, default 0)
       // gives up, while the victim's own main thread holds its store connection
-      // in that wait. Prints "ABORT ms=<how long abort took>".
-      std::thread giver;
-      if (pg.rank() == env_int_or("DDP_TEST_VICTIM", 0))
-        giver = std::thread([&pg] {
-          std::this_thread::sleep_for(std::chrono::milliseconds(500));
-          auto a0 = clk::now();
-          pg.abort("batch 7 could not be read (the test's own reason)");
-          std::printf("ABORT ms=%lld\n",
-                      static_cast<long long>(
-                          std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - a0).count()));
-          std::fflush(stdout);
-        });
-      struct joiner {
-        std::thread& t;
-        ~joiner() {
-          if (t.joinable()) t.join();
-        }
-      } join_giver{giver};
+      // in that wait (abort_and_report).
+      abort_from_thread_later giver(pg);
       if (pg.rank() == pg.size() - 1) std::this_thread::sleep_for(std::chrono::seconds(3));
       t0 = clk::now();
       auto shared = pg.make_shm_array<float>(1024);

@@ -192,7 +192,7 @@ TEST_CASE("process_group::abort during a collective of its own: it ends at once,
         if (r == victim) {
           std::smatch m;
           std::string out = p.output();
-          REQUIRE(std::regex_search(out, m, std::regex("ABORT_MS (\\d+)")));
+          REQUIRE(std::regex_search(out, m, std::regex("ABORT wall_ms=\\d+ ms=(\\d+)")));
           CHECK(std::stol(m[1]) < 1000); // the slow rank arrives 1.7 s after the abort
           CHECK(res.kind == "backend");
           CHECK(res.rank == victim);
@@ -260,7 +260,7 @@ TEST_CASE("process_group::abort while its rank waits in the store: it does not w
       if (r == victim) {
         std::smatch m;
         std::string out = p.output();
-        REQUIRE(std::regex_search(out, m, std::regex("ABORT ms=(\\d+)")));
+        REQUIRE(std::regex_search(out, m, std::regex("ABORT wall_ms=\\d+ ms=(\\d+)")));
         CHECK(std::stol(m[1]) < 1000); // the wait it would have queued behind ends 2.5 s later
       } else if (r != 2) {
         CHECK(res.kind == "peer_lost");
