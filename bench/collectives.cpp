@@ -10,13 +10,79 @@
 // in_place_s: the same all_reduce of a ddp::shm_array (pg.make_shm_array),
 // reduced in place in the node's shared memory, no copies through the segment.
 // Last, "all_reduce_loop": 3000 back-to-back 4 KiB all-reduces, nothing between.
-//   ddprun --nproc-per-node 2 --no-prefix build/bench/bench_collectives
+// Before all of these, data_movement (below): each of ddp's collectives over
+// TCP against Gloo's own.
+//   ddprun --nproc-per-node 2 --no-prefix build/bench/bench_collectives [data_movement|all_reduce]
 #include "common.hpp"
 #include "raw_gloo.hpp"
 
-int main() {
+/// ddp's collectives over TCP against Gloo's own on a context of its own, each
+/// call timed, the two alternating call by call: all_reduce with shm off (ddp's
+/// ring against Gloo's ring), broadcast (ddp's chain against Gloo's),
+/// all_gather and reduce_scatter (ddp's block exchange against Gloo's
+/// all-gather, and its all-to-all and a sum in rank order). All of ddp's run on
+/// buffers an abort can interrupt (gloo_waits.hpp). `bytes` is the block: what
+/// one rank all-reduces, broadcasts, contributes to the all-gather, or keeps of
+/// the reduce-scatter.
+static void data_movement(ddp::process_group<ddp::gloo>& pg, bench::raw_gloo& raw) {
+  auto& comm = pg.communicator();
+  const auto w = static_cast<std::size_t>(pg.size());
+  for (std::string kind : {"all_reduce_tcp", "broadcast", "all_gather", "reduce_scatter"}) {
+    for (std::size_t bytes :
+         {std::size_t{256} << 10, std::size_t{1} << 20, std::size_t{4} << 20, std::size_t{32} << 20}) {
+      const std::size_t n = bytes / sizeof(float);
+      std::vector<float> one(n, 1.0f), many(n * w, 1.0f), one_raw(n, 1.0f), many_raw(n * w, 1.0f);
+      auto run_ddp = [&] {
+        if (kind == "all_reduce_tcp") {
+          pg.all_reduce(one);
+        } else if (kind == "broadcast") {
+          pg.broadcast(one, 0);
+        } else if (kind == "all_gather") {
+          pg.all_gather(one, many);
+        } else {
+          pg.reduce_scatter(many, one);
+        }
+      };
+      auto run_raw = [&] {
+        if (kind == "all_reduce_tcp") {
+          raw.all_reduce(one_raw.data(), n);
+        } else if (kind == "broadcast") {
+          raw.broadcast(one_raw.data(), n, 0);
+        } else if (kind == "all_gather") {
+          raw.all_gather(one_raw.data(), many_raw.data(), n);
+        } else {
+          raw.reduce_scatter(many_raw.data(), one_raw.data(), n);
+        }
+      };
+      comm.use_shm(false);
+      run_ddp();
+      run_raw();
+      std::vector<std::int32_t> reps{bench::reps_for(bench::time_once(run_ddp), 2.0, 5, 200)};
+      pg.broadcast(reps, 0);
+      std::vector<double> t_ddp, t_raw;
+      for (int i = 0; i < reps[0]; ++i) { // alternating which goes first
+        if (i % 2) t_raw.push_back(bench::time_once(run_raw));
+        t_ddp.push_back(bench::time_once(run_ddp));
+        if (i % 2 == 0) t_raw.push_back(bench::time_once(run_raw));
+      }
+      comm.use_shm(true);
+      const double d = bench::median(t_ddp), r = bench::median(t_raw);
+      if (pg.rank() == 0)
+        std::printf("{\"case\":\"%s\",\"bytes\":%zu,\"ranks\":%d,\"reps\":%d,\"ddp_s\":%.6g,"
+                    "\"raw_s\":%.6g,\"ddp_over_raw\":%.3f}\n",
+                    kind.c_str(), bytes, pg.size(), reps[0], d, r, d / r);
+      std::fflush(stdout);
+    }
+  }
+}
+
+int main(int argc, char** argv) {
   auto pg = ddp::init_process_group<ddp::gloo>();
   bench::raw_gloo raw(pg, "bench/raw/"); // the baseline: a plain Gloo context of its own
+  // No argument: everything; "data_movement" or "all_reduce": that part alone.
+  const std::string only = argc > 1 ? argv[1] : "";
+  if (only.empty() || only == "data_movement") data_movement(pg, raw);
+  if (only == "data_movement") return 0;
 
   auto& comm = pg.communicator();
   for (std::size_t bytes : {std::size_t{4} << 10, std::size_t{1} << 20, std::size_t{100} << 20}) {

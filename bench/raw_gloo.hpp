@@ -1,10 +1,13 @@
 // The baseline the DDP benchmarks compare against: a plain Gloo context of its
-// own, connected through the job's store, running gloo::allreduce directly.
+// own, connected through the job's store, running Gloo's collectives directly.
 #pragma once
 
 #include <ddp/ddp.hpp>
 
+#include <gloo/allgather.h>
 #include <gloo/allreduce.h>
+#include <gloo/alltoall.h>
+#include <gloo/broadcast.h>
 #include <gloo/math.h>
 
 namespace bench {
@@ -31,7 +34,41 @@ public:
     ::gloo::allreduce(opts);
   }
 
+  void broadcast(float* p, std::size_t n, int root) {
+    ::gloo::BroadcastOptions opts(ctx_);
+    opts.setOutput(p, n);
+    opts.setRoot(root);
+    opts.setTag(tag_++);
+    ::gloo::broadcast(opts);
+  }
+
+  /// `out` holds size() x n.
+  void all_gather(const float* in, float* out, std::size_t n) {
+    ::gloo::AllgatherOptions opts(ctx_);
+    opts.setInput(const_cast<float*>(in), n);
+    opts.setOutput(out, n * static_cast<std::size_t>(ctx_->size));
+    opts.setTag(tag_++);
+    ::gloo::allgather(opts);
+  }
+
+  /// Block r of `in` (n each) summed across ranks into rank r's `out`: Gloo
+  /// has no reduce-scatter of its own in this API, so an all-to-all and a sum
+  /// of the blocks received in rank order (ddp's path before it had its own).
+  void reduce_scatter(const float* in, float* out, std::size_t n) {
+    const std::size_t w = static_cast<std::size_t>(ctx_->size);
+    scratch_.resize(n * w);
+    ::gloo::AlltoallOptions opts(ctx_);
+    opts.setInput(const_cast<float*>(in), n * w);
+    opts.setOutput(scratch_.data(), n * w);
+    opts.setTag(tag_++);
+    ::gloo::alltoall(opts);
+    std::copy(scratch_.begin(), scratch_.begin() + static_cast<std::ptrdiff_t>(n), out);
+    for (std::size_t r = 1; r < w; ++r)
+      ::gloo::sum<float>(out, out, scratch_.data() + r * n, n);
+  }
+
 private:
+  std::vector<float> scratch_;
   std::shared_ptr<::gloo::rendezvous::Context> ctx_;
   std::uint32_t tag_ = 1;
 };

@@ -4090,6 +4090,232 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_DESYNC_HPP
 // ---- end ddp/detail/backend/desync.hpp ----
+// ---- begin ddp/detail/backend/gloo_chain.hpp ----
+// A pipelined chain broadcast over Gloo's transport, on buffers ddp owns (so
+// that another thread can end its waits: gloo_waits.hpp). The ranks form a
+// chain from the root in rank order (root, root+1, ..., wrapping around); the
+// data goes down it in pieces, and a rank passes each piece on as soon as it
+// has it. Every rank receives the data once and sends it at most once, so a
+// large broadcast costs about one transfer of the data plus (W-2) pieces,
+// whatever the world size, where a tree costs log2(W) transfers.
+// Every receive is posted at the start, straight into the caller's memory:
+// nothing is copied, and no rank waits for room.
+#ifndef DDP_DETAIL_GLOO_CHAIN_HPP
+#define DDP_DETAIL_GLOO_CHAIN_HPP
+
+// ---- begin ddp/detail/backend/gloo_deadline.hpp ----
+// One deadline for a whole Gloo collective that is made of many transport
+// waits. Gloo's waitRecv/waitSend take a relative timeout each; passing the
+// group's full timeout to every one of them would let a collective of N
+// steps wait N times as long as the user asked for. The header round
+// (gloo_header.hpp) and the fragment ring (gloo_ring.hpp) both count down
+// from one absolute time point instead.
+#ifndef DDP_DETAIL_GLOO_DEADLINE_HPP
+#define DDP_DETAIL_GLOO_DEADLINE_HPP
+
+
+#include <gloo/common/error.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+class gloo_deadline {
+public:
+  gloo_deadline() = default;
+  explicit gloo_deadline(std::chrono::milliseconds timeout)
+      : at_(std::chrono::steady_clock::now() + timeout) {}
+
+  /// What is left, for the next transport wait. Never below 1 ms: a deadline
+  /// that has passed still gets one short wait (data that already arrived is
+  /// taken), and Gloo reads -1 ms as "use the context's timeout" (kUnsetTimeout).
+  std::chrono::milliseconds remaining() const {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(at_ - std::chrono::steady_clock::now());
+    return std::max(left, std::chrono::milliseconds(1));
+  }
+
+  /// Turns a transport wait that returned false (timed out) into the
+  /// IoException the rest of the backend already handles for Gloo's own
+  /// collectives, so every timeout takes the same lost-rank path.
+  static void check(bool ok, const char* what) {
+    if (!ok) throw ::gloo::IoException(std::string("Timed out waiting for a ") + what);
+  }
+
+private:
+  std::chrono::steady_clock::time_point at_{};
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_DEADLINE_HPP
+// ---- end ddp/detail/backend/gloo_deadline.hpp ----
+// ---- begin ddp/detail/backend/gloo_slots.hpp ----
+// The slot prefixes of ddp's own collectives over Gloo's transport, in one
+// place so that none collides with another's or with Gloo's (its own
+// collectives use 0x01..0x08). A slot is a prefix and the collective's tag.
+#ifndef DDP_DETAIL_GLOO_SLOTS_HPP
+#define DDP_DETAIL_GLOO_SLOTS_HPP
+
+
+#include <cstdint>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+inline constexpr std::uint8_t ring_slot_prefix = 0x40;           ///< fragment_ring (gloo_ring.hpp)
+inline constexpr std::uint8_t header_slot_prefix = 0x41;         ///< header_round (gloo_header.hpp)
+inline constexpr std::uint8_t chain_slot_prefix = 0x42;          ///< chain_broadcast (gloo_chain.hpp)
+inline constexpr std::uint8_t block_exchange_slot_prefix = 0x43; ///< exchange_blocks (gloo_exchange.hpp)
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_SLOTS_HPP
+// ---- end ddp/detail/backend/gloo_slots.hpp ----
+// ---- begin ddp/detail/backend/gloo_waits.hpp ----
+// The transport buffers ddp's collectives over Gloo (the header round, the
+// fragment ring, the chain broadcast, the block exchange) send from and
+// receive into, kept where another thread can
+// end their waits: when a group fails from outside (process_group::abort, or
+// the store reporting another rank failed), failing every connection is not
+// enough. Gloo then fails the operations still queued on a connection, but
+// not a send or receive already under way, and closes the socket, so that
+// wait runs to its timeout (measured by a reviewer's probe: 4 ranks
+// all-reducing 32 MiB in a loop, one rank aborting: 3 trials in 6 waited the
+// whole 20 s timeout, on the aborting rank or a survivor). Ending the waits
+// themselves (UnboundBuffer::abortWaitSend/abortWaitRecv, Gloo's public API)
+// makes them return false, which gloo_deadline::check turns into a failure.
+// This is why ddp runs none of Gloo's own collectives (its ring all-reduce,
+// broadcast, all-gather, all-to-all): they keep their buffers to themselves,
+// so a wait already under way there ended with its data or at its timeout (a
+// reviewer's probe: 32 MiB broadcasts waited out the timeout in 4 runs of 7).
+#ifndef DDP_DETAIL_GLOO_WAITS_HPP
+#define DDP_DETAIL_GLOO_WAITS_HPP
+
+
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+class gloo_waits {
+public:
+  /// Unregisters, then frees, a buffer made by make().
+  struct release {
+    gloo_waits* owner;
+    void operator()(::gloo::transport::UnboundBuffer* b) const noexcept {
+      owner->remove(b);
+      delete b;
+    }
+  };
+  using buffer = std::unique_ptr<::gloo::transport::UnboundBuffer, release>;
+
+  /// A transport buffer over [data, data + bytes), registered until it is
+  /// freed. After interrupt_all(), a new one starts out interrupted.
+  buffer make(::gloo::Context& ctx, void* data, std::size_t bytes) {
+    buffer b(ctx.createUnboundBuffer(data, bytes).release(), release{this});
+    std::lock_guard lock(mu_);
+    live_.push_back(b.get());
+    if (interrupted_) end_waits(*b);
+    return b;
+  }
+
+  /// Ends every wait on every registered buffer now (they return false), and
+  /// every later one. Call it after the connections failed, so that no
+  /// transfer still writes into memory its collective is about to give back.
+  void interrupt_all() noexcept {
+    std::lock_guard lock(mu_);
+    interrupted_ = true;
+    for (auto* b : live_)
+      end_waits(*b);
+  }
+
+private:
+  static void end_waits(::gloo::transport::UnboundBuffer& b) noexcept {
+    b.abortWaitSend();
+    b.abortWaitRecv();
+  }
+
+  void remove(::gloo::transport::UnboundBuffer* b) noexcept {
+    std::lock_guard lock(mu_);
+    live_.erase(std::remove(live_.begin(), live_.end(), b), live_.end());
+  }
+
+  std::mutex mu_;
+  std::vector<::gloo::transport::UnboundBuffer*> live_;
+  bool interrupted_ = false;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_WAITS_HPP
+// ---- end ddp/detail/backend/gloo_waits.hpp ----
+
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+class chain_broadcast {
+public:
+  /// Copies `bytes` at `data` on rank `root` to `data` on every rank, in
+  /// pieces of at most `piece_bytes`. Throws gloo::IoException when a wait
+  /// times out, is interrupted, or its connection fails.
+  static void run(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits, void* data,
+                  std::size_t bytes, int root, std::uint32_t tag, std::size_t piece_bytes,
+                  std::chrono::milliseconds timeout) {
+    const int w = ctx->size, r = ctx->rank;
+    if (w == 1 || bytes == 0) return;
+    const gloo_deadline deadline(timeout);
+    const auto slot = ::gloo::Slot::build(chain_slot_prefix, tag);
+    const std::size_t piece = std::max<std::size_t>(piece_bytes, 1);
+    const std::size_t pieces = (bytes + piece - 1) / piece;
+    auto at = [&](std::size_t k) { return k * piece; };
+    auto len = [&](std::size_t k) { return std::min(piece, bytes - at(k)); };
+    const int position = (r - root + w) % w; // in the chain
+    const int from = (r - 1 + w) % w, to = (r + 1) % w;
+    const bool receives = position != 0, sends = position + 1 != w;
+
+    auto buf = waits.make(*ctx, data, bytes);
+    if (receives)
+      for (std::size_t k = 0; k < pieces; ++k)
+        buf->recv(from, slot, at(k), len(k));
+    for (std::size_t k = 0; k < pieces; ++k) {
+      // Pieces from one peer in one slot arrive in the order they were sent.
+      if (receives) gloo_deadline::check(buf->waitRecv(deadline.remaining()), "broadcast receive");
+      if (sends) buf->send(to, slot, at(k), len(k));
+    }
+    if (sends)
+      for (std::size_t k = 0; k < pieces; ++k)
+        gloo_deadline::check(buf->waitSend(deadline.remaining()), "broadcast send");
+  }
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_CHAIN_HPP
+// ---- end ddp/detail/backend/gloo_chain.hpp ----
 // ---- begin ddp/detail/backend/gloo_device.hpp ----
 // Setting up Gloo's TCP transport: which local interface or address to use,
 // and the process-wide SIGPIPE policy Gloo's sockets need.
@@ -4197,6 +4423,79 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_GLOO_DEVICE_HPP
 // ---- end ddp/detail/backend/gloo_device.hpp ----
+// ---- begin ddp/detail/backend/gloo_exchange.hpp ----
+// A direct block exchange over Gloo's transport, on buffers ddp owns (so that
+// another thread can end its waits: gloo_waits.hpp): each rank sends a block
+// of `bytes` to every peer and receives one from every peer. all_gather sends
+// its own block to everyone; reduce_scatter sends each peer the block that
+// peer reduces. Every rank sends and receives (W-1) blocks, as in a ring, but
+// in one step: no rank waits for another to pass a block on.
+#ifndef DDP_DETAIL_GLOO_EXCHANGE_HPP
+#define DDP_DETAIL_GLOO_EXCHANGE_HPP
+
+
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// One side of the exchange: W blocks of `block_bytes`, block p at
+/// base + p * block_bytes (or, for a send of the same block to everyone, one
+/// block at base: `same_block` true).
+struct block_layout {
+  void* base;
+  std::size_t block_bytes;
+  bool same_block = false;
+
+  std::size_t offset(int p) const { return same_block ? 0 : static_cast<std::size_t>(p) * block_bytes; }
+  std::size_t span(int w) const {
+    return same_block ? block_bytes : static_cast<std::size_t>(w) * block_bytes;
+  }
+};
+
+/// Sends block p of `out` to each peer p and receives peer p's into block p of
+/// `in` (this rank's own blocks are left alone). `out` and `in` may be the
+/// same memory. Throws gloo::IoException when a wait times out, is
+/// interrupted, or its connection fails.
+inline void exchange_blocks(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits, block_layout out,
+                            block_layout in, std::uint32_t tag, std::chrono::milliseconds timeout) {
+  const int w = ctx->size, r = ctx->rank;
+  if (w == 1 || in.block_bytes == 0) return;
+  const gloo_deadline deadline(timeout);
+  const auto slot = ::gloo::Slot::build(block_exchange_slot_prefix, tag);
+  auto recv_buf = waits.make(*ctx, in.base, in.span(w));
+  // One buffer for both when they are the same memory (all_gather in place).
+  gloo_waits::buffer own_send_buf(nullptr, {&waits});
+  auto* send_buf = recv_buf.get();
+  if (out.base != in.base || out.span(w) != in.span(w)) {
+    own_send_buf = waits.make(*ctx, out.base, out.span(w));
+    send_buf = own_send_buf.get();
+  }
+  for (int p = 0; p < w; ++p)
+    if (p != r) recv_buf->recv(p, slot, in.offset(p), in.block_bytes);
+  // Peers in turn from this rank's right, so that no rank gets every first send.
+  for (int i = 1; i < w; ++i) {
+    const int p = (r + i) % w;
+    send_buf->send(p, slot, out.offset(p), out.block_bytes);
+  }
+  for (int i = 1; i < w; ++i)
+    gloo_deadline::check(recv_buf->waitRecv(deadline.remaining()), "block receive");
+  for (int i = 1; i < w; ++i)
+    gloo_deadline::check(send_buf->waitSend(deadline.remaining()), "block send");
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_EXCHANGE_HPP
+// ---- end ddp/detail/backend/gloo_exchange.hpp ----
 // ---- begin ddp/detail/backend/gloo_header.hpp ----
 // Before any data moves, every Gloo collective sends a small fixed-size header
 // (kind, dtype, op, root, count, ring piece size) to every peer and receives
@@ -4219,140 +4518,6 @@ DDP_END_NAMESPACE
 #ifndef DDP_DETAIL_GLOO_HEADER_HPP
 #define DDP_DETAIL_GLOO_HEADER_HPP
 
-// ---- begin ddp/detail/backend/gloo_deadline.hpp ----
-// One deadline for a whole Gloo collective that is made of many transport
-// waits. Gloo's waitRecv/waitSend take a relative timeout each; passing the
-// group's full timeout to every one of them would let a collective of N
-// steps wait N times as long as the user asked for. The header round
-// (gloo_header.hpp) and the fragment ring (gloo_ring.hpp) both count down
-// from one absolute time point instead.
-#ifndef DDP_DETAIL_GLOO_DEADLINE_HPP
-#define DDP_DETAIL_GLOO_DEADLINE_HPP
-
-
-#include <gloo/common/error.h>
-
-#include <algorithm>
-#include <chrono>
-#include <string>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-class gloo_deadline {
-public:
-  gloo_deadline() = default;
-  explicit gloo_deadline(std::chrono::milliseconds timeout)
-      : at_(std::chrono::steady_clock::now() + timeout) {}
-
-  /// What is left, for the next transport wait. Never below 1 ms: a deadline
-  /// that has passed still gets one short wait (data that already arrived is
-  /// taken), and Gloo reads -1 ms as "use the context's timeout" (kUnsetTimeout).
-  std::chrono::milliseconds remaining() const {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(at_ - std::chrono::steady_clock::now());
-    return std::max(left, std::chrono::milliseconds(1));
-  }
-
-  /// Turns a transport wait that returned false (timed out) into the
-  /// IoException the rest of the backend already handles for Gloo's own
-  /// collectives, so every timeout takes the same lost-rank path.
-  static void check(bool ok, const char* what) {
-    if (!ok) throw ::gloo::IoException(std::string("Timed out waiting for a ") + what);
-  }
-
-private:
-  std::chrono::steady_clock::time_point at_{};
-};
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_GLOO_DEADLINE_HPP
-// ---- end ddp/detail/backend/gloo_deadline.hpp ----
-// ---- begin ddp/detail/backend/gloo_waits.hpp ----
-// The transport buffers ddp's own Gloo collectives (the header round, the
-// fragment ring) send from and receive into, kept where another thread can
-// end their waits: when a group fails from outside (process_group::abort, or
-// the store reporting another rank failed), failing every connection is not
-// enough. Gloo then fails the operations still queued on a connection, but
-// not a send or receive already under way, and closes the socket, so that
-// wait runs to its timeout (measured by a reviewer's probe: 4 ranks
-// all-reducing 32 MiB in a loop, one rank aborting: 3 trials in 6 waited the
-// whole 20 s timeout, on the aborting rank or a survivor). Ending the waits
-// themselves (UnboundBuffer::abortWaitSend/abortWaitRecv, Gloo's public API)
-// makes them return false, which gloo_deadline::check turns into a failure.
-// Gloo's own collectives (its ring all-reduce, broadcast, all-gather,
-// all-to-all) keep their buffers to themselves: for them a wait already under
-// way ends with its data or at its timeout.
-#ifndef DDP_DETAIL_GLOO_WAITS_HPP
-#define DDP_DETAIL_GLOO_WAITS_HPP
-
-
-#include <gloo/context.h>
-#include <gloo/transport/unbound_buffer.h>
-
-#include <algorithm>
-#include <cstddef>
-#include <memory>
-#include <mutex>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-class gloo_waits {
-public:
-  /// Unregisters, then frees, a buffer made by make().
-  struct release {
-    gloo_waits* owner;
-    void operator()(::gloo::transport::UnboundBuffer* b) const noexcept {
-      owner->remove(b);
-      delete b;
-    }
-  };
-  using buffer = std::unique_ptr<::gloo::transport::UnboundBuffer, release>;
-
-  /// A transport buffer over [data, data + bytes), registered until it is
-  /// freed. After interrupt_all(), a new one starts out interrupted.
-  buffer make(::gloo::Context& ctx, void* data, std::size_t bytes) {
-    buffer b(ctx.createUnboundBuffer(data, bytes).release(), release{this});
-    std::lock_guard lock(mu_);
-    live_.push_back(b.get());
-    if (interrupted_) end_waits(*b);
-    return b;
-  }
-
-  /// Ends every wait on every registered buffer now (they return false), and
-  /// every later one. Call it after the connections failed, so that no
-  /// transfer still writes into memory its collective is about to give back.
-  void interrupt_all() noexcept {
-    std::lock_guard lock(mu_);
-    interrupted_ = true;
-    for (auto* b : live_)
-      end_waits(*b);
-  }
-
-private:
-  static void end_waits(::gloo::transport::UnboundBuffer& b) noexcept {
-    b.abortWaitSend();
-    b.abortWaitRecv();
-  }
-
-  void remove(::gloo::transport::UnboundBuffer* b) noexcept {
-    std::lock_guard lock(mu_);
-    live_.erase(std::remove(live_.begin(), live_.end(), b), live_.end());
-  }
-
-  std::mutex mu_;
-  std::vector<::gloo::transport::UnboundBuffer*> live_;
-  bool interrupted_ = false;
-};
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_GLOO_WAITS_HPP
-// ---- end ddp/detail/backend/gloo_waits.hpp ----
 
 #include <gloo/common/error.h>
 #include <gloo/context.h>
@@ -4369,8 +4534,6 @@ DDP_END_NAMESPACE
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
-
-inline constexpr std::uint8_t header_slot_prefix = 0x41; // the fragment ring uses 0x40
 
 enum class collective_kind : std::uint8_t { all_reduce = 1, broadcast, all_gather, reduce_scatter, barrier };
 
@@ -4780,8 +4943,6 @@ DDP_END_NAMESPACE
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
-
-inline constexpr std::uint8_t ring_slot_prefix = 0x40; // Gloo's own collectives use 0x01..0x08
 
 class fragment_ring {
 public:
@@ -5815,10 +5976,6 @@ DDP_END_NAMESPACE
 #endif // DDP_DETAIL_BACKEND_SHM_ARRAYS_HPP
 // ---- end ddp/detail/backend/shm_arrays.hpp ----
 
-#include <gloo/allgather.h>
-#include <gloo/allreduce.h>
-#include <gloo/alltoall.h>
-#include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/common/logging.h>
 #include <gloo/rendezvous/context.h>
@@ -5997,8 +6154,8 @@ public:
   /// teardown on an escaping exception), from any thread: what is queued fails
   /// with `reason`, every connection fails, so peers blocked on this rank fail
   /// now, not at their timeout, and a collective running here is interrupted
-  /// (it fails with `reason` too; see interrupt_connections for what Gloo's own
-  /// collectives may still wait for). Returns without waiting for it.
+  /// (it fails with `reason` too; see interrupt_connections). Returns without
+  /// waiting for it.
   void abort_for_failure(const std::string& reason) {
     {
       std::lock_guard lock(contexts_mu_); // against fail_for_peer: one of them is the group's error
@@ -6031,23 +6188,24 @@ public:
     interrupt_connections(false);
   }
 
-  /// The largest message ddp's fragment ring sends (1 MiB by default). Like
+  /// The largest message ddp's fragment ring and chain broadcast send (1 MiB
+  /// by default; for the broadcast, 256 KiB and 4 MiB pieces measured the same
+  /// within the noise at 3 and 4 ranks, 4 MiB and 32 MiB, 2026-12-02). Like
   /// Gloo's maxSegmentSize: tests make it small so that small tensors cross
   /// piece boundaries. Every rank must use the same value, set before the
-  /// first all_reduce_fragments.
+  /// collectives it is for.
   void set_ring_piece_bytes(std::size_t bytes) { ring_piece_bytes_ = std::max<std::size_t>(bytes, 1); }
   std::size_t ring_piece_bytes() const { return ring_piece_bytes_; }
 
-  /// From here on a plain all_reduce goes around ddp's ring (the averaging fused
-  /// in); below, Gloo's. Measured, 2 ranks, loaded machine, in one run: at 1 MiB
-  /// ddp's ring took 2.0x Gloo's; at 100 MiB 0.91-0.96x.
-  static constexpr std::size_t own_ring_min_bytes = std::size_t{16} << 20;
-
   /// Small tensors (up to header_round::inline_cap: 64 KiB at 2-4 ranks) travel with the header:
   /// one round, and every rank reduces all contributions in rank order, so
-  /// every rank gets the same bits. Larger ones go through Gloo's ring, and from
-  /// own_ring_min_bytes on around ddp's ring (as buckets do), the averaging fused
-  /// into its last reduction step.
+  /// every rank gets the same bits. Larger ones go around ddp's ring (as
+  /// buckets do), the averaging fused into its last reduction step, on buffers
+  /// an abort can interrupt. It was Gloo's ring below 16 MiB; in the same runs
+  /// (bench_collectives data_movement, 2026-12-02, 3 runs at 2 ranks) ddp's
+  /// over Gloo's own, against Gloo's path through ddp: 1.27-1.55 vs 1.62-1.71
+  /// at 256 KiB, 1.11-1.46 vs 1.49-1.54 at 1 MiB, 1.16-1.31 vs 1.18-1.44 at
+  /// 4 MiB (the extra is ddp's header round and queue).
   work all_reduce(void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
       throw error(error_kind::config, "op::avg needs a floating-point tensor, got " +
@@ -6082,14 +6240,17 @@ public:
                   });
   }
 
-  /// Small tensors travel with the header; larger ones with Gloo's broadcast,
-  /// once the headers agree.
+  /// Small tensors travel with the header; larger ones down ddp's chain
+  /// (gloo_chain.hpp), once the headers agree.
   work broadcast(void* data, std::size_t n, dtype dt, int root, bool blocking = false) {
-    return submit("broadcast", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
-      run_broadcast(tag, what, data, n, dt, root);
-    });
+    return submit("broadcast", n, dt, blocking,
+                  [=, this, piece = ring_piece_bytes_](std::uint32_t tag, const std::string& what) {
+                    run_broadcast(tag, what, data, n, dt, root, piece);
+                  });
   }
 
+  /// Small tensors travel with the header; larger ones in ddp's block exchange
+  /// (gloo_exchange.hpp). `in` may be this rank's own block of `out`.
   work all_gather(const void* in, void* out, std::size_t n, dtype dt, bool blocking = false) {
     return submit("all_gather", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
       run_all_gather(tag, what, in, out, n, dt);
@@ -6097,8 +6258,9 @@ public:
   }
 
   /// Block r of `in` (n elements each) is reduced across ranks into rank r's `out`.
-  /// Each block goes to its owner (with the header when small, else one
-  /// all-to-all), then the owner reduces the blocks in rank order.
+  /// Each block goes to its owner (with the header when small, else in ddp's
+  /// block exchange, gloo_exchange.hpp), then the owner reduces the blocks in
+  /// rank order. `out` may be this rank's own block of `in`.
   work reduce_scatter(const void* in, void* out, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
       throw error(error_kind::config,
@@ -6206,6 +6368,7 @@ private:
   /// disagree fail with mismatch as on the TCP path.
   void run_shm(collective_header h, const std::string& what, const std::vector<fragment>& frags, dtype dt,
                op o, double scale) {
+    const std::size_t ring_piece = h.piece;   // the leaders' ring's; the header carries the chunk size
     h.piece = shm_->chunk_bytes(nnodes_ > 1); // the chunking shapes the barriers: ranks must agree on it
     guard_shm(what, [&] {
       if (nnodes_ == 1) {
@@ -6225,16 +6388,12 @@ private:
       std::uint32_t sub = 0;
       shm_->run(frags, dt, node_op, 1.0, h, what, [&, this](char* res, std::size_t m) {
         if (m == 0) return;
-        with_element_type(size_of(dt), [&](auto t) {
-          using T = decltype(t);
-          ::gloo::AllreduceOptions opts(leaders_);
-          opts.setOutput(reinterpret_cast<T*>(res), m);
-          opts.setReduceFunction(reduce_for(dt, node_op));
-          opts.setTag(h.tag * 4096u + (sub++ % 4096u));
-          opts.setTimeout(timeout_);
-          ::gloo::allreduce(opts);
-        });
-        if (scale != 1.0) scale_in_place(res, m, dt, scale);
+        // Around ddp's ring between the leaders, the scaling fused in (sums).
+        const std::vector<fragment> chunk{{res, m}};
+        const bool fuse = node_op == op::sum;
+        fragment_ring(leaders_, waits_, chunk, dt, scratch_, ring_piece, node_op)
+            .run(h.tag * 4096u + (sub++ % 4096u), fuse ? scale : 1.0, timeout_);
+        if (!fuse && scale != 1.0) scale_in_place(res, m, dt, scale);
       });
     });
   }
@@ -6348,23 +6507,10 @@ private:
     exchange(h, what, [&](int) { return payload{data, small ? bytes : 0}; });
     if (n == 0) return;
     const double scale = o == op::avg ? 1.0 / size_ : 1.0;
-    if (!small && bytes >= own_ring_min_bytes) {
+    if (!small) {
       std::vector<fragment> whole{{data, n}};
       fragment_ring(ctx_, waits_, whole, dt, scratch_, piece, o == op::avg ? op::sum : o)
           .run(tag, scale, timeout_);
-      return;
-    }
-    if (!small) { // Gloo's ring, which pipelines its segments: 2x faster than ddp's at 1 MiB here
-      with_element_type(size_of(dt), [&](auto t) {
-        using T = decltype(t);
-        ::gloo::AllreduceOptions opts(ctx_);
-        opts.setOutput(static_cast<T*>(data), n);
-        opts.setReduceFunction(reduce_for(dt, o));
-        opts.setTag(tag);
-        opts.setTimeout(timeout_);
-        ::gloo::allreduce(opts);
-      });
-      if (o == op::avg) scale_in_place(data, n, dt, scale);
       return;
     }
     // Every rank reduces the same contributions in the same (rank) order: same bits everywhere.
@@ -6380,7 +6526,7 @@ private:
   }
 
   void run_broadcast(std::uint32_t tag, const std::string& what, void* data, std::size_t n, dtype dt,
-                     int root) {
+                     int root, std::size_t piece) {
     if (size_ == 1) return;
     auto h = header(collective_kind::broadcast, tag, n, dt);
     h.root = root;
@@ -6392,15 +6538,7 @@ private:
       if (rank_ != root) std::memcpy(data, headers_.payload(root), bytes);
       return;
     }
-    with_element_type(size_of(dt), [&](auto t) {
-      using T = decltype(t);
-      ::gloo::BroadcastOptions opts(ctx_);
-      opts.setOutput(static_cast<T*>(data), n);
-      opts.setRoot(root);
-      opts.setTag(tag);
-      opts.setTimeout(timeout_);
-      ::gloo::broadcast(opts);
-    });
+    chain_broadcast::run(ctx_, waits_, data, bytes, root, tag, piece, timeout_);
   }
 
   void run_all_gather(std::uint32_t tag, const std::string& what, const void* in, void* out, std::size_t n,
@@ -6415,22 +6553,16 @@ private:
       return payload{in, small ? bytes : 0};
     });
     if (n == 0) return;
+    auto* o = static_cast<char*>(out);
+    auto* own = o + bytes * static_cast<std::size_t>(rank_);
+    std::memmove(own, in, bytes);
     if (small) {
-      auto* o = static_cast<char*>(out);
-      std::memmove(o + bytes * static_cast<std::size_t>(rank_), in, bytes);
       for (int r = 0; r < size_; ++r)
         if (r != rank_) std::memcpy(o + bytes * static_cast<std::size_t>(r), headers_.payload(r), bytes);
       return;
     }
-    with_element_type(size_of(dt), [&](auto t) {
-      using T = decltype(t);
-      ::gloo::AllgatherOptions opts(ctx_);
-      opts.setInput(const_cast<T*>(static_cast<const T*>(in)), n);
-      opts.setOutput(static_cast<T*>(out), n * static_cast<std::size_t>(size_));
-      opts.setTag(tag);
-      opts.setTimeout(timeout_);
-      ::gloo::allgather(opts);
-    });
+    // Own block to every peer, theirs straight into `out`.
+    exchange_blocks(ctx_, waits_, {own, bytes, true}, {o, bytes}, tag, timeout_);
   }
 
   void run_reduce_scatter(std::uint32_t tag, const std::string& what, const void* in, void* out,
@@ -6445,23 +6577,20 @@ private:
       exchange(h, what, [&](int p) { return payload{block(p), small ? bytes : 0}; });
     }
     if (n == 0) return;
-    // from(r): the block rank r sent for this rank
+    // from(r): the block rank r sent for this rank. This rank's own is read
+    // from a copy: `out` may overlap `in` (in place), and is written below.
     std::function<const char*(int)> from;
     if (size_ == 1) {
       from = [&](int) { return blocks; };
     } else if (small) {
-      from = [&](int r) { return r == rank_ ? block(rank_) : headers_.payload(r); };
+      std::memcpy(headers_.own_slot(rank_), block(rank_), bytes);
+      from = [&](int r) { return r == rank_ ? headers_.own_slot(rank_) : headers_.payload(r); };
     } else {
       scratch_.resize(total);
-      with_element_type(size_of(dt), [&](auto t) {
-        using T = decltype(t);
-        ::gloo::AlltoallOptions opts(ctx_);
-        opts.setInput(const_cast<T*>(static_cast<const T*>(in)), n * static_cast<std::size_t>(size_));
-        opts.setOutput(reinterpret_cast<T*>(scratch_.data()), n * static_cast<std::size_t>(size_));
-        opts.setTag(tag);
-        opts.setTimeout(timeout_);
-        ::gloo::alltoall(opts);
-      });
+      auto* mine = scratch_.data() + bytes * static_cast<std::size_t>(rank_);
+      std::memcpy(mine, block(rank_), bytes);
+      exchange_blocks(ctx_, waits_, {const_cast<char*>(blocks), bytes}, {scratch_.data(), bytes}, tag,
+                      timeout_);
       from = [&](int r) {
         return static_cast<const char*>(scratch_.data()) + bytes * static_cast<std::size_t>(r);
       };
@@ -6602,9 +6731,9 @@ private:
   /// does it, through Gloo's public API (Debian's Gloo headers for its TCP
   /// pairs cannot be included). Closing alone (Pair::close) wakes nobody: the
   /// running collective, and the teardown behind it, then waited out the whole
-  /// timeout. A transfer already under way is not queued any more: ddp's own
-  /// collectives' waits are then ended through waits_ (gloo_waits.hpp); one
-  /// inside Gloo's own collectives ends with its data or at its timeout.
+  /// timeout. A transfer already under way is not queued any more: the
+  /// collectives' waits are then ended through waits_ (gloo_waits.hpp), which
+  /// holds every buffer they use.
   /// `with_segment`: the node's segment is aborted too (its waiters fail,
   /// naming this rank as the one that failed).
   void interrupt_connections(bool with_segment) noexcept {

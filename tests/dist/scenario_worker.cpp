@@ -10,8 +10,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 using clk = std::chrono::steady_clock;
 
@@ -187,15 +190,29 @@ static int run(ddp::process_group<ddp::gloo>& pg, const std::string& scenario, c
       return 1;
     }
     if (scenario == "abort_from_thread") {
-      // Every rank all-reduces 32 MiB in a loop (ddp's fragment ring: transfers
-      // are under way most of the time); 500 ms in, a thread of the victim's
-      // (DDP_TEST_VICTIM, default 0) gives up with process_group::abort
-      // (abort_and_report).
-      std::vector<float> big(8u << 20, 1.0f);
+      // Every rank runs one collective (DDP_TEST_COLLECTIVE: all_reduce, the
+      // default, broadcast, all_gather or reduce_scatter) of 32 MiB blocks in a
+      // loop (DDP_TEST_MIB sets the size), so transfers are under way most of
+      // the time; 500 ms in, a thread of the victim's (DDP_TEST_VICTIM, default
+      // 0) gives up with process_group::abort (abort_and_report).
+      const char* which = std::getenv("DDP_TEST_COLLECTIVE");
+      const std::string collective = which && *which ? which : "all_reduce";
+      const std::size_t n = static_cast<std::size_t>(env_int_or("DDP_TEST_MIB", 32)) << 18; // floats
+      std::vector<float> block(n, 1.0f), blocks(n * static_cast<std::size_t>(pg.size()), 1.0f);
       abort_from_thread_later giver(pg);
       t0 = clk::now();
-      for (int i = 0; i < 100000; ++i)
-        pg.all_reduce(big); // until the failure
+      for (int i = 0; i < 100000; ++i) { // until the failure
+        if (collective == "all_reduce")
+          pg.all_reduce(block);
+        else if (collective == "broadcast")
+          pg.broadcast(block, i % pg.size());
+        else if (collective == "all_gather")
+          pg.all_gather(block, blocks);
+        else if (collective == "reduce_scatter")
+          pg.reduce_scatter(blocks, block);
+        else
+          throw std::invalid_argument("DDP_TEST_COLLECTIVE=" + collective + ": no such collective");
+      }
       std::puts("NO ERROR");
       return 1;
     }

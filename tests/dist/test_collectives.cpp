@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <numeric>
+#include <span>
 
 using ddp_test::group;
 
@@ -255,6 +256,63 @@ TEST_CASE("the fragment ring crosses piece boundaries inside and across fragment
         const double want = scale == 1.0 ? x * w * (w + 1) / 2 : x * w * (w + 1) / 2 * w * 0.5;
         bad += std::abs(tensors[t][i] - want) > 1e-6 * std::max(1.0, want);
       }
+    CHECK(bad == 0);
+  }
+  comm.set_ring_piece_bytes(default_piece);
+}
+
+TEST_CASE(
+    "above the inline size, ddp's own algorithms cross piece ends; all_gather and reduce_scatter in place") {
+  auto& pg = group();
+  auto& comm = pg.communicator();
+  const std::size_t default_piece = comm.ring_piece_bytes();
+  comm.set_ring_piece_bytes(4096 + 4); // pieces that end inside elements' runs and inside elements
+  const auto w = static_cast<std::size_t>(pg.size());
+  const std::size_t cap = ddp::detail::header_round::inline_cap(pg.size()) / sizeof(double);
+  for (std::size_t n : {cap + 1, 3 * cap + 7}) {
+    CAPTURE(n);
+    for (auto o : {ddp::op::sum, ddp::op::avg, ddp::op::min, ddp::op::max, ddp::op::product}) {
+      CAPTURE(ddp::to_string(o));
+      std::vector<double> v(n);
+      for (std::size_t i = 0; i < n; ++i)
+        v[i] = input_value(o, pg.rank(), i);
+      pg.all_reduce(v, o);
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < n; ++i)
+        bad += std::abs(v[i] - expected_value(o, pg.size(), i)) > 1e-9 * std::max(1.0, v[i]);
+      CHECK(bad == 0);
+    }
+    for (int root = 0; root < pg.size(); ++root) {
+      std::vector<double> v(n, -1.0);
+      if (pg.rank() == root) std::iota(v.begin(), v.end(), 100.0 * root);
+      pg.broadcast(v, root);
+      std::vector<double> want(n);
+      std::iota(want.begin(), want.end(), 100.0 * root);
+      CAPTURE(root);
+      CHECK(v == want);
+    }
+    // all_gather whose input is this rank's own block of the output.
+    std::vector<double> all(n * w, -1.0);
+    auto mine = std::span<double>(all).subspan(static_cast<std::size_t>(pg.rank()) * n, n);
+    std::iota(mine.begin(), mine.end(), 1000.0 * pg.rank());
+    pg.all_gather(std::span<const double>(mine), all);
+    std::size_t bad = 0;
+    for (std::size_t r = 0; r < w; ++r)
+      for (std::size_t i = 0; i < n; ++i)
+        bad += all[r * n + i] != 1000.0 * static_cast<double>(r) + static_cast<double>(i);
+    CHECK(bad == 0);
+    // reduce_scatter whose output is this rank's own block of the input: the
+    // block is read before it is written.
+    std::vector<double> blocks(n * w);
+    for (std::size_t b = 0; b < w; ++b)
+      for (std::size_t i = 0; i < n; ++i)
+        blocks[b * n + i] = static_cast<double>(b * 10 + static_cast<std::size_t>(pg.rank()) + i % 3);
+    auto out = std::span<double>(blocks).subspan(static_cast<std::size_t>(pg.rank()) * n, n);
+    pg.reduce_scatter(std::span<const double>(blocks), out, ddp::op::sum);
+    bad = 0;
+    const double wd = static_cast<double>(w);
+    for (std::size_t i = 0; i < n; ++i)
+      bad += out[i] != (pg.rank() * 10.0 + static_cast<double>(i % 3)) * wd + wd * (wd - 1) / 2;
     CHECK(bad == 0);
   }
   comm.set_ring_piece_bytes(default_piece);

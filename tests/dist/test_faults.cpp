@@ -210,13 +210,28 @@ TEST_CASE("process_group::abort during a collective of its own: it ends at once,
 
 TEST_CASE("process_group::abort from another thread while transfers are under way ends every rank's wait") {
   // Failing the connections leaves a transfer already under way to its
-  // timeout (20 s here); ddp ends its own collectives' waits as well. 32 MiB
-  // all-reduces go around ddp's fragment ring.
-  for (int victim : {0, 2}) {
+  // timeout (20 s here); ddp ends its collectives' waits as well. Each
+  // collective runs on ddp's own algorithms over Gloo's transport (with
+  // Gloo's broadcast, 4 runs in 7 waited out the timeout); the all-reduces of
+  // 1 MiB went around Gloo's ring before.
+  struct job {
+    const char* collective;
+    int mib;
+    int victim;
+  };
+  for (auto [collective, mib, victim] :
+       {job{"all_reduce", 32, 0}, job{"all_reduce", 32, 2}, job{"all_reduce", 1, 1}, job{"broadcast", 32, 0},
+        job{"broadcast", 32, 2}, job{"all_gather", 32, 1}, job{"reduce_scatter", 32, 2}}) {
+    const std::string name = collective;
+    CAPTURE(name);
+    CAPTURE(mib);
     CAPTURE(victim);
-    auto ps =
-        start_job(3, "abort_from_thread", ddp_test::free_port(),
-                  {{"DDP_TIMEOUT", "20s"}, {"DDP_SHM", "0"}, {"DDP_TEST_VICTIM", std::to_string(victim)}});
+    auto ps = start_job(3, "abort_from_thread", ddp_test::free_port(),
+                        {{"DDP_TIMEOUT", "20s"},
+                         {"DDP_SHM", "0"},
+                         {"DDP_TEST_VICTIM", std::to_string(victim)},
+                         {"DDP_TEST_COLLECTIVE", collective},
+                         {"DDP_TEST_MIB", std::to_string(mib)}});
     for (auto& p : ps)
       REQUIRE(ddp_test::wait_for(p, 60s));
     std::smatch m;

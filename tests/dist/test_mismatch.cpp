@@ -277,26 +277,3 @@ TEST_CASE("every rank gets the same bits from a small floating-point all_reduce"
   for (int k = 1; k < pg.size(); ++k)
     CHECK(std::equal(v.begin(), v.end(), all.begin() + static_cast<std::ptrdiff_t>(v.size()) * k));
 }
-
-TEST_CASE("all_reduce from ddp's own-ring size on: sum, avg, max") {
-  auto& pg = group();
-  using comm = ddp::detail::gloo_communicator;
-  const std::size_t n = comm::own_ring_min_bytes / sizeof(float) + 5;
-  const float w = static_cast<float>(pg.size()), r = static_cast<float>(pg.rank());
-  std::vector<float> v(n);
-  for (auto o : {ddp::op::sum, ddp::op::avg, ddp::op::max}) {
-    CAPTURE(ddp::to_string(o));
-    for (std::size_t i = 0; i < n; ++i)
-      v[i] = static_cast<float>(i % 7) + r;
-    pg.all_reduce(v, o);
-    std::size_t bad = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const float base = static_cast<float>(i % 7);
-      const float want = o == ddp::op::max   ? base + w - 1
-                         : o == ddp::op::sum ? w * base + w * (w - 1) / 2
-                                             : base + (w - 1) / 2;
-      bad += v[i] != doctest::Approx(want);
-    }
-    CHECK(bad == 0);
-  }
-}

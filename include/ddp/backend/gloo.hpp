@@ -8,7 +8,9 @@
 #include <ddp/backend/communicator.hpp>
 #include <ddp/detail/backend/collective_queue.hpp>
 #include <ddp/detail/backend/desync.hpp>
+#include <ddp/detail/backend/gloo_chain.hpp>
 #include <ddp/detail/backend/gloo_device.hpp>
+#include <ddp/detail/backend/gloo_exchange.hpp>
 #include <ddp/detail/backend/gloo_header.hpp>
 #include <ddp/detail/backend/gloo_ring.hpp>
 #include <ddp/detail/backend/shm_all_reduce.hpp>
@@ -21,10 +23,6 @@
 #include <ddp/store.hpp>
 #include <ddp/tensor.hpp>
 
-#include <gloo/allgather.h>
-#include <gloo/allreduce.h>
-#include <gloo/alltoall.h>
-#include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/common/logging.h>
 #include <gloo/rendezvous/context.h>
@@ -203,8 +201,8 @@ public:
   /// teardown on an escaping exception), from any thread: what is queued fails
   /// with `reason`, every connection fails, so peers blocked on this rank fail
   /// now, not at their timeout, and a collective running here is interrupted
-  /// (it fails with `reason` too; see interrupt_connections for what Gloo's own
-  /// collectives may still wait for). Returns without waiting for it.
+  /// (it fails with `reason` too; see interrupt_connections). Returns without
+  /// waiting for it.
   void abort_for_failure(const std::string& reason) {
     {
       std::lock_guard lock(contexts_mu_); // against fail_for_peer: one of them is the group's error
@@ -237,23 +235,24 @@ public:
     interrupt_connections(false);
   }
 
-  /// The largest message ddp's fragment ring sends (1 MiB by default). Like
+  /// The largest message ddp's fragment ring and chain broadcast send (1 MiB
+  /// by default; for the broadcast, 256 KiB and 4 MiB pieces measured the same
+  /// within the noise at 3 and 4 ranks, 4 MiB and 32 MiB, 2026-12-02). Like
   /// Gloo's maxSegmentSize: tests make it small so that small tensors cross
   /// piece boundaries. Every rank must use the same value, set before the
-  /// first all_reduce_fragments.
+  /// collectives it is for.
   void set_ring_piece_bytes(std::size_t bytes) { ring_piece_bytes_ = std::max<std::size_t>(bytes, 1); }
   std::size_t ring_piece_bytes() const { return ring_piece_bytes_; }
 
-  /// From here on a plain all_reduce goes around ddp's ring (the averaging fused
-  /// in); below, Gloo's. Measured, 2 ranks, loaded machine, in one run: at 1 MiB
-  /// ddp's ring took 2.0x Gloo's; at 100 MiB 0.91-0.96x.
-  static constexpr std::size_t own_ring_min_bytes = std::size_t{16} << 20;
-
   /// Small tensors (up to header_round::inline_cap: 64 KiB at 2-4 ranks) travel with the header:
   /// one round, and every rank reduces all contributions in rank order, so
-  /// every rank gets the same bits. Larger ones go through Gloo's ring, and from
-  /// own_ring_min_bytes on around ddp's ring (as buckets do), the averaging fused
-  /// into its last reduction step.
+  /// every rank gets the same bits. Larger ones go around ddp's ring (as
+  /// buckets do), the averaging fused into its last reduction step, on buffers
+  /// an abort can interrupt. It was Gloo's ring below 16 MiB; in the same runs
+  /// (bench_collectives data_movement, 2026-12-02, 3 runs at 2 ranks) ddp's
+  /// over Gloo's own, against Gloo's path through ddp: 1.27-1.55 vs 1.62-1.71
+  /// at 256 KiB, 1.11-1.46 vs 1.49-1.54 at 1 MiB, 1.16-1.31 vs 1.18-1.44 at
+  /// 4 MiB (the extra is ddp's header round and queue).
   work all_reduce(void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
       throw error(error_kind::config, "op::avg needs a floating-point tensor, got " +
@@ -288,14 +287,17 @@ public:
                   });
   }
 
-  /// Small tensors travel with the header; larger ones with Gloo's broadcast,
-  /// once the headers agree.
+  /// Small tensors travel with the header; larger ones down ddp's chain
+  /// (gloo_chain.hpp), once the headers agree.
   work broadcast(void* data, std::size_t n, dtype dt, int root, bool blocking = false) {
-    return submit("broadcast", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
-      run_broadcast(tag, what, data, n, dt, root);
-    });
+    return submit("broadcast", n, dt, blocking,
+                  [=, this, piece = ring_piece_bytes_](std::uint32_t tag, const std::string& what) {
+                    run_broadcast(tag, what, data, n, dt, root, piece);
+                  });
   }
 
+  /// Small tensors travel with the header; larger ones in ddp's block exchange
+  /// (gloo_exchange.hpp). `in` may be this rank's own block of `out`.
   work all_gather(const void* in, void* out, std::size_t n, dtype dt, bool blocking = false) {
     return submit("all_gather", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
       run_all_gather(tag, what, in, out, n, dt);
@@ -303,8 +305,9 @@ public:
   }
 
   /// Block r of `in` (n elements each) is reduced across ranks into rank r's `out`.
-  /// Each block goes to its owner (with the header when small, else one
-  /// all-to-all), then the owner reduces the blocks in rank order.
+  /// Each block goes to its owner (with the header when small, else in ddp's
+  /// block exchange, gloo_exchange.hpp), then the owner reduces the blocks in
+  /// rank order. `out` may be this rank's own block of `in`.
   work reduce_scatter(const void* in, void* out, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
       throw error(error_kind::config,
@@ -412,6 +415,7 @@ private:
   /// disagree fail with mismatch as on the TCP path.
   void run_shm(collective_header h, const std::string& what, const std::vector<fragment>& frags, dtype dt,
                op o, double scale) {
+    const std::size_t ring_piece = h.piece;   // the leaders' ring's; the header carries the chunk size
     h.piece = shm_->chunk_bytes(nnodes_ > 1); // the chunking shapes the barriers: ranks must agree on it
     guard_shm(what, [&] {
       if (nnodes_ == 1) {
@@ -431,16 +435,12 @@ private:
       std::uint32_t sub = 0;
       shm_->run(frags, dt, node_op, 1.0, h, what, [&, this](char* res, std::size_t m) {
         if (m == 0) return;
-        with_element_type(size_of(dt), [&](auto t) {
-          using T = decltype(t);
-          ::gloo::AllreduceOptions opts(leaders_);
-          opts.setOutput(reinterpret_cast<T*>(res), m);
-          opts.setReduceFunction(reduce_for(dt, node_op));
-          opts.setTag(h.tag * 4096u + (sub++ % 4096u));
-          opts.setTimeout(timeout_);
-          ::gloo::allreduce(opts);
-        });
-        if (scale != 1.0) scale_in_place(res, m, dt, scale);
+        // Around ddp's ring between the leaders, the scaling fused in (sums).
+        const std::vector<fragment> chunk{{res, m}};
+        const bool fuse = node_op == op::sum;
+        fragment_ring(leaders_, waits_, chunk, dt, scratch_, ring_piece, node_op)
+            .run(h.tag * 4096u + (sub++ % 4096u), fuse ? scale : 1.0, timeout_);
+        if (!fuse && scale != 1.0) scale_in_place(res, m, dt, scale);
       });
     });
   }
@@ -554,23 +554,10 @@ private:
     exchange(h, what, [&](int) { return payload{data, small ? bytes : 0}; });
     if (n == 0) return;
     const double scale = o == op::avg ? 1.0 / size_ : 1.0;
-    if (!small && bytes >= own_ring_min_bytes) {
+    if (!small) {
       std::vector<fragment> whole{{data, n}};
       fragment_ring(ctx_, waits_, whole, dt, scratch_, piece, o == op::avg ? op::sum : o)
           .run(tag, scale, timeout_);
-      return;
-    }
-    if (!small) { // Gloo's ring, which pipelines its segments: 2x faster than ddp's at 1 MiB here
-      with_element_type(size_of(dt), [&](auto t) {
-        using T = decltype(t);
-        ::gloo::AllreduceOptions opts(ctx_);
-        opts.setOutput(static_cast<T*>(data), n);
-        opts.setReduceFunction(reduce_for(dt, o));
-        opts.setTag(tag);
-        opts.setTimeout(timeout_);
-        ::gloo::allreduce(opts);
-      });
-      if (o == op::avg) scale_in_place(data, n, dt, scale);
       return;
     }
     // Every rank reduces the same contributions in the same (rank) order: same bits everywhere.
@@ -586,7 +573,7 @@ private:
   }
 
   void run_broadcast(std::uint32_t tag, const std::string& what, void* data, std::size_t n, dtype dt,
-                     int root) {
+                     int root, std::size_t piece) {
     if (size_ == 1) return;
     auto h = header(collective_kind::broadcast, tag, n, dt);
     h.root = root;
@@ -598,15 +585,7 @@ private:
       if (rank_ != root) std::memcpy(data, headers_.payload(root), bytes);
       return;
     }
-    with_element_type(size_of(dt), [&](auto t) {
-      using T = decltype(t);
-      ::gloo::BroadcastOptions opts(ctx_);
-      opts.setOutput(static_cast<T*>(data), n);
-      opts.setRoot(root);
-      opts.setTag(tag);
-      opts.setTimeout(timeout_);
-      ::gloo::broadcast(opts);
-    });
+    chain_broadcast::run(ctx_, waits_, data, bytes, root, tag, piece, timeout_);
   }
 
   void run_all_gather(std::uint32_t tag, const std::string& what, const void* in, void* out, std::size_t n,
@@ -621,22 +600,16 @@ private:
       return payload{in, small ? bytes : 0};
     });
     if (n == 0) return;
+    auto* o = static_cast<char*>(out);
+    auto* own = o + bytes * static_cast<std::size_t>(rank_);
+    std::memmove(own, in, bytes);
     if (small) {
-      auto* o = static_cast<char*>(out);
-      std::memmove(o + bytes * static_cast<std::size_t>(rank_), in, bytes);
       for (int r = 0; r < size_; ++r)
         if (r != rank_) std::memcpy(o + bytes * static_cast<std::size_t>(r), headers_.payload(r), bytes);
       return;
     }
-    with_element_type(size_of(dt), [&](auto t) {
-      using T = decltype(t);
-      ::gloo::AllgatherOptions opts(ctx_);
-      opts.setInput(const_cast<T*>(static_cast<const T*>(in)), n);
-      opts.setOutput(static_cast<T*>(out), n * static_cast<std::size_t>(size_));
-      opts.setTag(tag);
-      opts.setTimeout(timeout_);
-      ::gloo::allgather(opts);
-    });
+    // Own block to every peer, theirs straight into `out`.
+    exchange_blocks(ctx_, waits_, {own, bytes, true}, {o, bytes}, tag, timeout_);
   }
 
   void run_reduce_scatter(std::uint32_t tag, const std::string& what, const void* in, void* out,
@@ -651,23 +624,20 @@ private:
       exchange(h, what, [&](int p) { return payload{block(p), small ? bytes : 0}; });
     }
     if (n == 0) return;
-    // from(r): the block rank r sent for this rank
+    // from(r): the block rank r sent for this rank. This rank's own is read
+    // from a copy: `out` may overlap `in` (in place), and is written below.
     std::function<const char*(int)> from;
     if (size_ == 1) {
       from = [&](int) { return blocks; };
     } else if (small) {
-      from = [&](int r) { return r == rank_ ? block(rank_) : headers_.payload(r); };
+      std::memcpy(headers_.own_slot(rank_), block(rank_), bytes);
+      from = [&](int r) { return r == rank_ ? headers_.own_slot(rank_) : headers_.payload(r); };
     } else {
       scratch_.resize(total);
-      with_element_type(size_of(dt), [&](auto t) {
-        using T = decltype(t);
-        ::gloo::AlltoallOptions opts(ctx_);
-        opts.setInput(const_cast<T*>(static_cast<const T*>(in)), n * static_cast<std::size_t>(size_));
-        opts.setOutput(reinterpret_cast<T*>(scratch_.data()), n * static_cast<std::size_t>(size_));
-        opts.setTag(tag);
-        opts.setTimeout(timeout_);
-        ::gloo::alltoall(opts);
-      });
+      auto* mine = scratch_.data() + bytes * static_cast<std::size_t>(rank_);
+      std::memcpy(mine, block(rank_), bytes);
+      exchange_blocks(ctx_, waits_, {const_cast<char*>(blocks), bytes}, {scratch_.data(), bytes}, tag,
+                      timeout_);
       from = [&](int r) {
         return static_cast<const char*>(scratch_.data()) + bytes * static_cast<std::size_t>(r);
       };
@@ -808,9 +778,9 @@ private:
   /// does it, through Gloo's public API (Debian's Gloo headers for its TCP
   /// pairs cannot be included). Closing alone (Pair::close) wakes nobody: the
   /// running collective, and the teardown behind it, then waited out the whole
-  /// timeout. A transfer already under way is not queued any more: ddp's own
-  /// collectives' waits are then ended through waits_ (gloo_waits.hpp); one
-  /// inside Gloo's own collectives ends with its data or at its timeout.
+  /// timeout. A transfer already under way is not queued any more: the
+  /// collectives' waits are then ended through waits_ (gloo_waits.hpp), which
+  /// holds every buffer they use.
   /// `with_segment`: the node's segment is aborted too (its waiters fail,
   /// naming this rank as the one that failed).
   void interrupt_connections(bool with_segment) noexcept {

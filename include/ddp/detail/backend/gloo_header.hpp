@@ -20,6 +20,7 @@
 #define DDP_DETAIL_GLOO_HEADER_HPP
 
 #include <ddp/detail/backend/gloo_deadline.hpp>
+#include <ddp/detail/backend/gloo_slots.hpp>
 #include <ddp/detail/backend/gloo_waits.hpp>
 #include <ddp/error.hpp>
 #include <ddp/op.hpp>
@@ -40,8 +41,6 @@
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
-
-inline constexpr std::uint8_t header_slot_prefix = 0x41; // the fragment ring uses 0x40
 
 enum class collective_kind : std::uint8_t { all_reduce = 1, broadcast, all_gather, reduce_scatter, barrier };
 

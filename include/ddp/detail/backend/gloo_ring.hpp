@@ -10,6 +10,7 @@
 
 #include <ddp/detail/backend/fragment.hpp>
 #include <ddp/detail/backend/gloo_deadline.hpp>
+#include <ddp/detail/backend/gloo_slots.hpp>
 #include <ddp/detail/backend/gloo_waits.hpp>
 #include <ddp/detail/numeric/elementwise.hpp>
 #include <ddp/op.hpp>
@@ -26,8 +27,6 @@
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
-
-inline constexpr std::uint8_t ring_slot_prefix = 0x40; // Gloo's own collectives use 0x01..0x08
 
 class fragment_ring {
 public:

@@ -1,0 +1,68 @@
+// A pipelined chain broadcast over Gloo's transport, on buffers ddp owns (so
+// that another thread can end its waits: gloo_waits.hpp). The ranks form a
+// chain from the root in rank order (root, root+1, ..., wrapping around); the
+// data goes down it in pieces, and a rank passes each piece on as soon as it
+// has it. Every rank receives the data once and sends it at most once, so a
+// large broadcast costs about one transfer of the data plus (W-2) pieces,
+// whatever the world size, where a tree costs log2(W) transfers.
+// Every receive is posted at the start, straight into the caller's memory:
+// nothing is copied, and no rank waits for room.
+#ifndef DDP_DETAIL_GLOO_CHAIN_HPP
+#define DDP_DETAIL_GLOO_CHAIN_HPP
+
+#include <ddp/detail/backend/gloo_deadline.hpp>
+#include <ddp/detail/backend/gloo_slots.hpp>
+#include <ddp/detail/backend/gloo_waits.hpp>
+
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+class chain_broadcast {
+public:
+  /// Copies `bytes` at `data` on rank `root` to `data` on every rank, in
+  /// pieces of at most `piece_bytes`. Throws gloo::IoException when a wait
+  /// times out, is interrupted, or its connection fails.
+  static void run(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits, void* data,
+                  std::size_t bytes, int root, std::uint32_t tag, std::size_t piece_bytes,
+                  std::chrono::milliseconds timeout) {
+    const int w = ctx->size, r = ctx->rank;
+    if (w == 1 || bytes == 0) return;
+    const gloo_deadline deadline(timeout);
+    const auto slot = ::gloo::Slot::build(chain_slot_prefix, tag);
+    const std::size_t piece = std::max<std::size_t>(piece_bytes, 1);
+    const std::size_t pieces = (bytes + piece - 1) / piece;
+    auto at = [&](std::size_t k) { return k * piece; };
+    auto len = [&](std::size_t k) { return std::min(piece, bytes - at(k)); };
+    const int position = (r - root + w) % w; // in the chain
+    const int from = (r - 1 + w) % w, to = (r + 1) % w;
+    const bool receives = position != 0, sends = position + 1 != w;
+
+    auto buf = waits.make(*ctx, data, bytes);
+    if (receives)
+      for (std::size_t k = 0; k < pieces; ++k)
+        buf->recv(from, slot, at(k), len(k));
+    for (std::size_t k = 0; k < pieces; ++k) {
+      // Pieces from one peer in one slot arrive in the order they were sent.
+      if (receives) gloo_deadline::check(buf->waitRecv(deadline.remaining()), "broadcast receive");
+      if (sends) buf->send(to, slot, at(k), len(k));
+    }
+    if (sends)
+      for (std::size_t k = 0; k < pieces; ++k)
+        gloo_deadline::check(buf->waitSend(deadline.remaining()), "broadcast send");
+  }
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_CHAIN_HPP

@@ -1,0 +1,74 @@
+// A direct block exchange over Gloo's transport, on buffers ddp owns (so that
+// another thread can end its waits: gloo_waits.hpp): each rank sends a block
+// of `bytes` to every peer and receives one from every peer. all_gather sends
+// its own block to everyone; reduce_scatter sends each peer the block that
+// peer reduces. Every rank sends and receives (W-1) blocks, as in a ring, but
+// in one step: no rank waits for another to pass a block on.
+#ifndef DDP_DETAIL_GLOO_EXCHANGE_HPP
+#define DDP_DETAIL_GLOO_EXCHANGE_HPP
+
+#include <ddp/detail/backend/gloo_deadline.hpp>
+#include <ddp/detail/backend/gloo_slots.hpp>
+#include <ddp/detail/backend/gloo_waits.hpp>
+
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// One side of the exchange: W blocks of `block_bytes`, block p at
+/// base + p * block_bytes (or, for a send of the same block to everyone, one
+/// block at base: `same_block` true).
+struct block_layout {
+  void* base;
+  std::size_t block_bytes;
+  bool same_block = false;
+
+  std::size_t offset(int p) const { return same_block ? 0 : static_cast<std::size_t>(p) * block_bytes; }
+  std::size_t span(int w) const {
+    return same_block ? block_bytes : static_cast<std::size_t>(w) * block_bytes;
+  }
+};
+
+/// Sends block p of `out` to each peer p and receives peer p's into block p of
+/// `in` (this rank's own blocks are left alone). `out` and `in` may be the
+/// same memory. Throws gloo::IoException when a wait times out, is
+/// interrupted, or its connection fails.
+inline void exchange_blocks(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits, block_layout out,
+                            block_layout in, std::uint32_t tag, std::chrono::milliseconds timeout) {
+  const int w = ctx->size, r = ctx->rank;
+  if (w == 1 || in.block_bytes == 0) return;
+  const gloo_deadline deadline(timeout);
+  const auto slot = ::gloo::Slot::build(block_exchange_slot_prefix, tag);
+  auto recv_buf = waits.make(*ctx, in.base, in.span(w));
+  // One buffer for both when they are the same memory (all_gather in place).
+  gloo_waits::buffer own_send_buf(nullptr, {&waits});
+  auto* send_buf = recv_buf.get();
+  if (out.base != in.base || out.span(w) != in.span(w)) {
+    own_send_buf = waits.make(*ctx, out.base, out.span(w));
+    send_buf = own_send_buf.get();
+  }
+  for (int p = 0; p < w; ++p)
+    if (p != r) recv_buf->recv(p, slot, in.offset(p), in.block_bytes);
+  // Peers in turn from this rank's right, so that no rank gets every first send.
+  for (int i = 1; i < w; ++i) {
+    const int p = (r + i) % w;
+    send_buf->send(p, slot, out.offset(p), out.block_bytes);
+  }
+  for (int i = 1; i < w; ++i)
+    gloo_deadline::check(recv_buf->waitRecv(deadline.remaining()), "block receive");
+  for (int i = 1; i < w; ++i)
+    gloo_deadline::check(send_buf->waitSend(deadline.remaining()), "block send");
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_EXCHANGE_HPP

@@ -1,0 +1,22 @@
+// The slot prefixes of ddp's own collectives over Gloo's transport, in one
+// place so that none collides with another's or with Gloo's (its own
+// collectives use 0x01..0x08). A slot is a prefix and the collective's tag.
+#ifndef DDP_DETAIL_GLOO_SLOTS_HPP
+#define DDP_DETAIL_GLOO_SLOTS_HPP
+
+#include <ddp/config.hpp>
+
+#include <cstdint>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+inline constexpr std::uint8_t ring_slot_prefix = 0x40;           ///< fragment_ring (gloo_ring.hpp)
+inline constexpr std::uint8_t header_slot_prefix = 0x41;         ///< header_round (gloo_header.hpp)
+inline constexpr std::uint8_t chain_slot_prefix = 0x42;          ///< chain_broadcast (gloo_chain.hpp)
+inline constexpr std::uint8_t block_exchange_slot_prefix = 0x43; ///< exchange_blocks (gloo_exchange.hpp)
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_SLOTS_HPP
