@@ -214,12 +214,19 @@ private:
     detail::note_failure_for_launcher(rank(), reason);
     detail::log_line(who, std::string(what_happened) + " on an error of its own: telling the other ranks");
     try {
+      const std::string why = who + " " + what_happened + ": " + reason;
+      // Refused first, interrupted last: the store tells the peers, who close
+      // their connections, and a collective running here that fails of that
+      // must fail with `why`, not name this rank as the peer it lost (a
+      // reviewer's probe: 1 run in 28 before). Interrupting before the store
+      // knows left the node's shm peers without a reason to read.
+      if constexpr (requires(typename Backend::communicator & c) { c.poison_for_failure(why); })
+        comm_->poison_for_failure(why);
       if (store_) {
         store_->report_failure(reason);
         store_->linger_briefly(); // rank 0: its peers read the reason, then leave
       }
-      if constexpr (abortable_communicator<typename Backend::communicator>)
-        comm_->abort_for_failure(who + " " + what_happened + ": " + reason);
+      if constexpr (abortable_communicator<typename Backend::communicator>) comm_->abort_for_failure(why);
     } catch (const std::exception& e) { detail::log_line(who, std::string("teardown: ") + e.what()); }
   }
 

@@ -4096,8 +4096,9 @@ DDP_END_NAMESPACE
 // chain from the root in rank order (root, root+1, ..., wrapping around); the
 // data goes down it in pieces, and a rank passes each piece on as soon as it
 // has it. Every rank receives the data once and sends it at most once, so a
-// large broadcast costs about one transfer of the data plus (W-2) pieces,
-// whatever the world size, where a tree costs log2(W) transfers.
+// broadcast costs about one transfer of the data plus (W-2) pieces, whatever
+// the world size, where a tree costs log2(W) transfers (piece_for keeps the
+// pieces small enough for a long chain).
 // Every receive is posted at the start, straight into the caller's memory:
 // nothing is copied, and no rank waits for room.
 #ifndef DDP_DETAIL_GLOO_CHAIN_HPP
@@ -4278,17 +4279,35 @@ namespace detail {
 
 class chain_broadcast {
 public:
+  /// The smallest piece worth its own message, when the data is cut finer to
+  /// keep a long chain busy (below, per-message costs dominate on TCP).
+  static constexpr std::size_t min_piece_bytes = std::size_t{64} << 10;
+
+  /// The piece size: at most `max_piece_bytes`, and small enough that the
+  /// chain's fill, (W-2) pieces, stays near one transfer of the data: with P
+  /// pieces the broadcast costs (W+P-2)/P transfers of it, so P ~ W pieces
+  /// keep it under 2 (a binomial tree: log2 W). Not below min_piece_bytes
+  /// (unless max_piece_bytes is: tests cut pieces small). A model, not a
+  /// measurement: this host has 2 cores and at 3-4 ranks 256 KiB, 1 MiB and
+  /// 4 MiB pieces measured alike.
+  static std::size_t piece_for(std::size_t bytes, int w, std::size_t max_piece_bytes) {
+    const std::size_t most = std::max<std::size_t>(max_piece_bytes, 1);
+    return std::clamp(bytes / static_cast<std::size_t>(std::max(w, 1)), std::min(min_piece_bytes, most),
+                      most);
+  }
+
   /// Copies `bytes` at `data` on rank `root` to `data` on every rank, in
-  /// pieces of at most `piece_bytes`. Throws gloo::IoException when a wait
-  /// times out, is interrupted, or its connection fails.
+  /// pieces of at most `max_piece_bytes` (piece_for). Throws
+  /// gloo::IoException when a wait times out, is interrupted, or its
+  /// connection fails.
   static void run(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits, void* data,
-                  std::size_t bytes, int root, std::uint32_t tag, std::size_t piece_bytes,
+                  std::size_t bytes, int root, std::uint32_t tag, std::size_t max_piece_bytes,
                   std::chrono::milliseconds timeout) {
     const int w = ctx->size, r = ctx->rank;
     if (w == 1 || bytes == 0) return;
     const gloo_deadline deadline(timeout);
     const auto slot = ::gloo::Slot::build(chain_slot_prefix, tag);
-    const std::size_t piece = std::max<std::size_t>(piece_bytes, 1);
+    const std::size_t piece = piece_for(bytes, w, max_piece_bytes);
     const std::size_t pieces = (bytes + piece - 1) / piece;
     auto at = [&](std::size_t k) { return k * piece; };
     auto len = [&](std::size_t k) { return std::min(piece, bytes - at(k)); };
@@ -4555,11 +4574,12 @@ struct collective_header {
   collective_kind kind = collective_kind::barrier;
   std::uint8_t dt = 0;       ///< ddp::dtype
   std::uint8_t reduce = 0;   ///< ddp::op (reductions only)
-  std::uint8_t in_place = 0; ///< all_reduce of a shm array (root: its id; piece: the byte offset)
+  std::uint8_t in_place = 0; ///< all_reduce of a shm array (root: its id; area: the byte offset)
   std::int32_t root = 0;     ///< broadcast's root; an in-place all_reduce's array id
   std::uint32_t tag = 0;     ///< the collective's sequence tag
   std::uint64_t count = 0;   ///< elements (per rank for all_gather/reduce_scatter blocks)
-  std::uint64_t piece = 0;   ///< the ring's piece size: it shapes the ring's messages
+  std::uint64_t piece = 0;   ///< the ring's or chain's largest message: it shapes their messages
+  std::uint64_t area = 0; ///< shm: the node's chunk bytes (they shape its barriers), or the in-place offset
 
   bool operator==(const collective_header&) const = default;
 
@@ -4572,14 +4592,16 @@ struct collective_header {
       s += " (op " + std::string(ddp::to_string(static_cast<op>(reduce))) + ")";
     if (kind == collective_kind::broadcast) s += " from root " + std::to_string(root);
     if (kind == collective_kind::all_reduce && in_place)
-      s += " in place in ddp::shm_array " + std::to_string(root) + " at byte " + std::to_string(piece) +
+      s += " in place in ddp::shm_array " + std::to_string(root) + " at byte " + std::to_string(area) +
            " (every rank must pass the same part of its own shm array)";
-    else if (kind == collective_kind::all_reduce)
-      s += " (ring piece " + std::to_string(piece) + " B)";
+    else if (kind == collective_kind::all_reduce && area)
+      s += " (shm chunk " + std::to_string(area) + " B)";
+    if ((kind == collective_kind::all_reduce && !in_place) || kind == collective_kind::broadcast)
+      s += " (piece " + std::to_string(piece) + " B: set_ring_piece_bytes must agree)";
     return s;
   }
 };
-static_assert(sizeof(collective_header) == 32,
+static_assert(sizeof(collective_header) == 40,
               "collective_header is sent as raw bytes: keep it padding-free");
 
 /// One all-to-all round of headers, each followed by an optional payload of at
@@ -5161,7 +5183,7 @@ struct alignas(128) shm_rank_slot {
 };
 
 struct shm_control {
-  static constexpr std::uint64_t expected_magic = 0x324d485350444444; // "DDDPSHM2"
+  static constexpr std::uint64_t expected_magic = 0x334d485350444444; // "DDDPSHM3": the header grew
   std::uint64_t magic = 0;
   std::uint32_t local_size = 0;
   std::uint32_t unused = 0;
@@ -6024,16 +6046,6 @@ private:
   std::string prefix_;
 };
 
-/// Gloo wants typed pointers only for their element size.
-template <class F> decltype(auto) with_element_type(std::size_t size, F&& f) {
-  switch (size) {
-  case 1: return f(std::uint8_t{});
-  case 2: return f(std::uint16_t{});
-  case 4: return f(std::uint32_t{});
-  default: return f(std::uint64_t{});
-  }
-}
-
 class gloo_communicator {
 public:
   explicit gloo_communicator(const rendezvous& rv)
@@ -6157,11 +6169,17 @@ public:
   /// (it fails with `reason` too; see interrupt_connections). Returns without
   /// waiting for it.
   void abort_for_failure(const std::string& reason) {
-    {
-      std::lock_guard lock(contexts_mu_); // against fail_for_peer: one of them is the group's error
-      queue_.abort(std::make_exception_ptr(error(error_kind::backend, reason, rank_)));
-    }
+    poison_for_failure(reason);
     interrupt_connections(true);
+  }
+
+  /// The first half of abort_for_failure: collectives are refused with
+  /// `reason` from now on, and one running now that fails, fails with it,
+  /// but nothing is interrupted yet. process_group calls it before it tells
+  /// the store, whose news makes the peers close their connections.
+  void poison_for_failure(const std::string& reason) {
+    std::lock_guard lock(contexts_mu_); // against fail_for_peer: one of them is the group's error
+    queue_.abort(std::make_exception_ptr(error(error_kind::backend, reason, rank_)));
   }
 
   /// The store reports that `lost.rank` failed (process_group's
@@ -6194,7 +6212,11 @@ public:
   /// Gloo's maxSegmentSize: tests make it small so that small tensors cross
   /// piece boundaries. Every rank must use the same value, set before the
   /// collectives it is for.
-  void set_ring_piece_bytes(std::size_t bytes) { ring_piece_bytes_ = std::max<std::size_t>(bytes, 1); }
+  void set_ring_piece_bytes(std::size_t bytes) {
+    ring_piece_bytes_ = std::clamp<std::size_t>(bytes, 1, max_piece_bytes);
+  }
+  /// Larger pieces buy nothing, and sizes near SIZE_MAX would overflow the piece arithmetic.
+  static constexpr std::size_t max_piece_bytes = std::size_t{1} << 30;
   std::size_t ring_piece_bytes() const { return ring_piece_bytes_; }
 
   /// Small tensors (up to header_round::inline_cap: 64 KiB at 2-4 ranks) travel with the header:
@@ -6368,15 +6390,14 @@ private:
   /// disagree fail with mismatch as on the TCP path.
   void run_shm(collective_header h, const std::string& what, const std::vector<fragment>& frags, dtype dt,
                op o, double scale) {
-    const std::size_t ring_piece = h.piece;   // the leaders' ring's; the header carries the chunk size
-    h.piece = shm_->chunk_bytes(nnodes_ > 1); // the chunking shapes the barriers: ranks must agree on it
+    h.area = shm_->chunk_bytes(nnodes_ > 1); // the chunking shapes the barriers: ranks must agree on it
     guard_shm(what, [&] {
       if (nnodes_ == 1) {
         if (auto in = in_shm_array(frags, dt)) {
           ++in_place_runs_;
           h.in_place = 1;
           h.root = static_cast<std::int32_t>(in->id);
-          h.piece = in->offset;
+          h.area = in->offset;
           shm_->run_in_place(*in->seg, in->offset, total_count(frags), dt, o, scale, h, what);
           return;
         }
@@ -6391,7 +6412,7 @@ private:
         // Around ddp's ring between the leaders, the scaling fused in (sums).
         const std::vector<fragment> chunk{{res, m}};
         const bool fuse = node_op == op::sum;
-        fragment_ring(leaders_, waits_, chunk, dt, scratch_, ring_piece, node_op)
+        fragment_ring(leaders_, waits_, chunk, dt, scratch_, h.piece, node_op)
             .run(h.tag * 4096u + (sub++ % 4096u), fuse ? scale : 1.0, timeout_);
         if (!fuse && scale != 1.0) scale_in_place(res, m, dt, scale);
       });
@@ -6530,6 +6551,7 @@ private:
     if (size_ == 1) return;
     auto h = header(collective_kind::broadcast, tag, n, dt);
     h.root = root;
+    h.piece = piece; // it cuts the chain's messages: ranks must agree on it
     const std::size_t bytes = n * size_of(dt);
     const bool small = bytes <= header_round::inline_cap(size_);
     exchange(h, what, [&](int) { return payload{data, small && rank_ == root ? bytes : 0}; });
@@ -10069,12 +10091,19 @@ private:
     detail::note_failure_for_launcher(rank(), reason);
     detail::log_line(who, std::string(what_happened) + " on an error of its own: telling the other ranks");
     try {
+      const std::string why = who + " " + what_happened + ": " + reason;
+      // Refused first, interrupted last: the store tells the peers, who close
+      // their connections, and a collective running here that fails of that
+      // must fail with `why`, not name this rank as the peer it lost (a
+      // reviewer's probe: 1 run in 28 before). Interrupting before the store
+      // knows left the node's shm peers without a reason to read.
+      if constexpr (requires(typename Backend::communicator & c) { c.poison_for_failure(why); })
+        comm_->poison_for_failure(why);
       if (store_) {
         store_->report_failure(reason);
         store_->linger_briefly(); // rank 0: its peers read the reason, then leave
       }
-      if constexpr (abortable_communicator<typename Backend::communicator>)
-        comm_->abort_for_failure(who + " " + what_happened + ": " + reason);
+      if constexpr (abortable_communicator<typename Backend::communicator>) comm_->abort_for_failure(why);
     } catch (const std::exception& e) { detail::log_line(who, std::string("teardown: ") + e.what()); }
   }
 

@@ -261,27 +261,33 @@ TEST_CASE("the fragment ring crosses piece boundaries inside and across fragment
   comm.set_ring_piece_bytes(default_piece);
 }
 
-TEST_CASE(
-    "above the inline size, ddp's own algorithms cross piece ends; all_gather and reduce_scatter in place") {
+TEST_CASE("ddp's own algorithms cross piece ends; all_gather and reduce_scatter in place") {
   auto& pg = group();
   auto& comm = pg.communicator();
   const std::size_t default_piece = comm.ring_piece_bytes();
   comm.set_ring_piece_bytes(4096 + 4); // pieces that end inside elements' runs and inside elements
   const auto w = static_cast<std::size_t>(pg.size());
   const std::size_t cap = ddp::detail::header_round::inline_cap(pg.size()) / sizeof(double);
-  for (std::size_t n : {cap + 1, 3 * cap + 7}) {
+  // 5 elements travel with the header; the others go ddp's ring, chain and exchange.
+  for (std::size_t n : {std::size_t{5}, cap + 1, 3 * cap + 7}) {
     CAPTURE(n);
-    for (auto o : {ddp::op::sum, ddp::op::avg, ddp::op::min, ddp::op::max, ddp::op::product}) {
-      CAPTURE(ddp::to_string(o));
-      std::vector<double> v(n);
-      for (std::size_t i = 0; i < n; ++i)
-        v[i] = input_value(o, pg.rank(), i);
-      pg.all_reduce(v, o);
-      std::size_t bad = 0;
-      for (std::size_t i = 0; i < n; ++i)
-        bad += std::abs(v[i] - expected_value(o, pg.size(), i)) > 1e-9 * std::max(1.0, v[i]);
-      CHECK(bad == 0);
+    // Over TCP (the ring) and, on a node with shm, through the node's segment.
+    for (bool shm : {false, true}) {
+      comm.use_shm(shm);
+      for (auto o : {ddp::op::sum, ddp::op::avg, ddp::op::min, ddp::op::max, ddp::op::product}) {
+        CAPTURE(shm);
+        CAPTURE(ddp::to_string(o));
+        std::vector<double> v(n);
+        for (std::size_t i = 0; i < n; ++i)
+          v[i] = input_value(o, pg.rank(), i);
+        pg.all_reduce(v, o);
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < n; ++i)
+          bad += std::abs(v[i] - expected_value(o, pg.size(), i)) > 1e-9 * std::max(1.0, v[i]);
+        CHECK(bad == 0);
+      }
     }
+    comm.use_shm(true);
     for (int root = 0; root < pg.size(); ++root) {
       std::vector<double> v(n, -1.0);
       if (pg.rank() == root) std::iota(v.begin(), v.end(), 100.0 * root);

@@ -3,7 +3,7 @@
 // path). Every rank builds every rank's input, so it can compute the expected
 // result itself: in rank order, the averaging fused into the last step, which
 // is what the shm path and the TCP path for small tensors do, so those must
-// match bit for bit; Gloo's ring (the TCP path above 64 KiB) sums in another
+// match bit for bit; ddp's ring (the TCP path above 64 KiB) sums in another
 // order, so there a tolerance.
 #include "group.hpp"
 
@@ -128,8 +128,8 @@ TEST_CASE("all_reduce through shm equals the rank-order result, across chunk bou
         fill(buf, dt, n, pg.rank());
         comm.all_reduce(buf.data(), n, dt, o, true).wait();
         const auto want = expected(dt, o, n, w, o == ddp::op::avg ? 1.0 / w : 1.0);
-        // TCP: Gloo's ring (another order of summation) above the header's inline cap.
-        // Across nodes (hierarchical): each node's sum, then Gloo's sum of those.
+        // TCP: ddp's ring (another order of summation) above the header's inline cap.
+        // Across nodes (hierarchical): each node's sum, then the leaders' ring's sum of those.
         const bool ring =
             (!comm.shm_active() && n * ddp::size_of(dt) > ddp::detail::header_round::inline_cap(w)) ||
             (comm.shm_active() && pg.topology().nnodes > 1);
@@ -207,7 +207,7 @@ TEST_CASE("a shared array reduces in place: the rank-order bits, across pieces, 
         comm.all_reduce(arr.data() + at, n, dt, o, true).wait();
         CHECK(comm.shm_in_place_runs() == runs + (in_place ? 1 : 0)); // the path taken
         std::vector<char> got(arr.data() + at, arr.data() + at + bytes);
-        // Exact where ranks sum in rank order (in place, and TCP's small round); Gloo's
+        // Exact where ranks sum in rank order (in place, and TCP's small round); ddp's
         // ring and the cross-node step sum in another order.
         const bool ring = (!comm.shm_active() && bytes > ddp::detail::header_round::inline_cap(w)) ||
                           (comm.shm_active() && pg.topology().nnodes > 1);

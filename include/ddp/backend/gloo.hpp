@@ -71,16 +71,6 @@ private:
   std::string prefix_;
 };
 
-/// Gloo wants typed pointers only for their element size.
-template <class F> decltype(auto) with_element_type(std::size_t size, F&& f) {
-  switch (size) {
-  case 1: return f(std::uint8_t{});
-  case 2: return f(std::uint16_t{});
-  case 4: return f(std::uint32_t{});
-  default: return f(std::uint64_t{});
-  }
-}
-
 class gloo_communicator {
 public:
   explicit gloo_communicator(const rendezvous& rv)
@@ -204,11 +194,17 @@ public:
   /// (it fails with `reason` too; see interrupt_connections). Returns without
   /// waiting for it.
   void abort_for_failure(const std::string& reason) {
-    {
-      std::lock_guard lock(contexts_mu_); // against fail_for_peer: one of them is the group's error
-      queue_.abort(std::make_exception_ptr(error(error_kind::backend, reason, rank_)));
-    }
+    poison_for_failure(reason);
     interrupt_connections(true);
+  }
+
+  /// The first half of abort_for_failure: collectives are refused with
+  /// `reason` from now on, and one running now that fails, fails with it,
+  /// but nothing is interrupted yet. process_group calls it before it tells
+  /// the store, whose news makes the peers close their connections.
+  void poison_for_failure(const std::string& reason) {
+    std::lock_guard lock(contexts_mu_); // against fail_for_peer: one of them is the group's error
+    queue_.abort(std::make_exception_ptr(error(error_kind::backend, reason, rank_)));
   }
 
   /// The store reports that `lost.rank` failed (process_group's
@@ -241,7 +237,11 @@ public:
   /// Gloo's maxSegmentSize: tests make it small so that small tensors cross
   /// piece boundaries. Every rank must use the same value, set before the
   /// collectives it is for.
-  void set_ring_piece_bytes(std::size_t bytes) { ring_piece_bytes_ = std::max<std::size_t>(bytes, 1); }
+  void set_ring_piece_bytes(std::size_t bytes) {
+    ring_piece_bytes_ = std::clamp<std::size_t>(bytes, 1, max_piece_bytes);
+  }
+  /// Larger pieces buy nothing, and sizes near SIZE_MAX would overflow the piece arithmetic.
+  static constexpr std::size_t max_piece_bytes = std::size_t{1} << 30;
   std::size_t ring_piece_bytes() const { return ring_piece_bytes_; }
 
   /// Small tensors (up to header_round::inline_cap: 64 KiB at 2-4 ranks) travel with the header:
@@ -415,15 +415,14 @@ private:
   /// disagree fail with mismatch as on the TCP path.
   void run_shm(collective_header h, const std::string& what, const std::vector<fragment>& frags, dtype dt,
                op o, double scale) {
-    const std::size_t ring_piece = h.piece;   // the leaders' ring's; the header carries the chunk size
-    h.piece = shm_->chunk_bytes(nnodes_ > 1); // the chunking shapes the barriers: ranks must agree on it
+    h.area = shm_->chunk_bytes(nnodes_ > 1); // the chunking shapes the barriers: ranks must agree on it
     guard_shm(what, [&] {
       if (nnodes_ == 1) {
         if (auto in = in_shm_array(frags, dt)) {
           ++in_place_runs_;
           h.in_place = 1;
           h.root = static_cast<std::int32_t>(in->id);
-          h.piece = in->offset;
+          h.area = in->offset;
           shm_->run_in_place(*in->seg, in->offset, total_count(frags), dt, o, scale, h, what);
           return;
         }
@@ -438,7 +437,7 @@ private:
         // Around ddp's ring between the leaders, the scaling fused in (sums).
         const std::vector<fragment> chunk{{res, m}};
         const bool fuse = node_op == op::sum;
-        fragment_ring(leaders_, waits_, chunk, dt, scratch_, ring_piece, node_op)
+        fragment_ring(leaders_, waits_, chunk, dt, scratch_, h.piece, node_op)
             .run(h.tag * 4096u + (sub++ % 4096u), fuse ? scale : 1.0, timeout_);
         if (!fuse && scale != 1.0) scale_in_place(res, m, dt, scale);
       });
@@ -577,6 +576,7 @@ private:
     if (size_ == 1) return;
     auto h = header(collective_kind::broadcast, tag, n, dt);
     h.root = root;
+    h.piece = piece; // it cuts the chain's messages: ranks must agree on it
     const std::size_t bytes = n * size_of(dt);
     const bool small = bytes <= header_round::inline_cap(size_);
     exchange(h, what, [&](int) { return payload{data, small && rank_ == root ? bytes : 0}; });

@@ -3,8 +3,9 @@
 // chain from the root in rank order (root, root+1, ..., wrapping around); the
 // data goes down it in pieces, and a rank passes each piece on as soon as it
 // has it. Every rank receives the data once and sends it at most once, so a
-// large broadcast costs about one transfer of the data plus (W-2) pieces,
-// whatever the world size, where a tree costs log2(W) transfers.
+// broadcast costs about one transfer of the data plus (W-2) pieces, whatever
+// the world size, where a tree costs log2(W) transfers (piece_for keeps the
+// pieces small enough for a long chain).
 // Every receive is posted at the start, straight into the caller's memory:
 // nothing is copied, and no rank waits for room.
 #ifndef DDP_DETAIL_GLOO_CHAIN_HPP
@@ -29,17 +30,35 @@ namespace detail {
 
 class chain_broadcast {
 public:
+  /// The smallest piece worth its own message, when the data is cut finer to
+  /// keep a long chain busy (below, per-message costs dominate on TCP).
+  static constexpr std::size_t min_piece_bytes = std::size_t{64} << 10;
+
+  /// The piece size: at most `max_piece_bytes`, and small enough that the
+  /// chain's fill, (W-2) pieces, stays near one transfer of the data: with P
+  /// pieces the broadcast costs (W+P-2)/P transfers of it, so P ~ W pieces
+  /// keep it under 2 (a binomial tree: log2 W). Not below min_piece_bytes
+  /// (unless max_piece_bytes is: tests cut pieces small). A model, not a
+  /// measurement: this host has 2 cores and at 3-4 ranks 256 KiB, 1 MiB and
+  /// 4 MiB pieces measured alike.
+  static std::size_t piece_for(std::size_t bytes, int w, std::size_t max_piece_bytes) {
+    const std::size_t most = std::max<std::size_t>(max_piece_bytes, 1);
+    return std::clamp(bytes / static_cast<std::size_t>(std::max(w, 1)), std::min(min_piece_bytes, most),
+                      most);
+  }
+
   /// Copies `bytes` at `data` on rank `root` to `data` on every rank, in
-  /// pieces of at most `piece_bytes`. Throws gloo::IoException when a wait
-  /// times out, is interrupted, or its connection fails.
+  /// pieces of at most `max_piece_bytes` (piece_for). Throws
+  /// gloo::IoException when a wait times out, is interrupted, or its
+  /// connection fails.
   static void run(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits, void* data,
-                  std::size_t bytes, int root, std::uint32_t tag, std::size_t piece_bytes,
+                  std::size_t bytes, int root, std::uint32_t tag, std::size_t max_piece_bytes,
                   std::chrono::milliseconds timeout) {
     const int w = ctx->size, r = ctx->rank;
     if (w == 1 || bytes == 0) return;
     const gloo_deadline deadline(timeout);
     const auto slot = ::gloo::Slot::build(chain_slot_prefix, tag);
-    const std::size_t piece = std::max<std::size_t>(piece_bytes, 1);
+    const std::size_t piece = piece_for(bytes, w, max_piece_bytes);
     const std::size_t pieces = (bytes + piece - 1) / piece;
     auto at = [&](std::size_t k) { return k * piece; };
     auto len = [&](std::size_t k) { return std::min(piece, bytes - at(k)); };

@@ -62,11 +62,12 @@ struct collective_header {
   collective_kind kind = collective_kind::barrier;
   std::uint8_t dt = 0;       ///< ddp::dtype
   std::uint8_t reduce = 0;   ///< ddp::op (reductions only)
-  std::uint8_t in_place = 0; ///< all_reduce of a shm array (root: its id; piece: the byte offset)
+  std::uint8_t in_place = 0; ///< all_reduce of a shm array (root: its id; area: the byte offset)
   std::int32_t root = 0;     ///< broadcast's root; an in-place all_reduce's array id
   std::uint32_t tag = 0;     ///< the collective's sequence tag
   std::uint64_t count = 0;   ///< elements (per rank for all_gather/reduce_scatter blocks)
-  std::uint64_t piece = 0;   ///< the ring's piece size: it shapes the ring's messages
+  std::uint64_t piece = 0;   ///< the ring's or chain's largest message: it shapes their messages
+  std::uint64_t area = 0; ///< shm: the node's chunk bytes (they shape its barriers), or the in-place offset
 
   bool operator==(const collective_header&) const = default;
 
@@ -79,14 +80,16 @@ struct collective_header {
       s += " (op " + std::string(ddp::to_string(static_cast<op>(reduce))) + ")";
     if (kind == collective_kind::broadcast) s += " from root " + std::to_string(root);
     if (kind == collective_kind::all_reduce && in_place)
-      s += " in place in ddp::shm_array " + std::to_string(root) + " at byte " + std::to_string(piece) +
+      s += " in place in ddp::shm_array " + std::to_string(root) + " at byte " + std::to_string(area) +
            " (every rank must pass the same part of its own shm array)";
-    else if (kind == collective_kind::all_reduce)
-      s += " (ring piece " + std::to_string(piece) + " B)";
+    else if (kind == collective_kind::all_reduce && area)
+      s += " (shm chunk " + std::to_string(area) + " B)";
+    if ((kind == collective_kind::all_reduce && !in_place) || kind == collective_kind::broadcast)
+      s += " (piece " + std::to_string(piece) + " B: set_ring_piece_bytes must agree)";
     return s;
   }
 };
-static_assert(sizeof(collective_header) == 32,
+static_assert(sizeof(collective_header) == 40,
               "collective_header is sent as raw bytes: keep it padding-free");
 
 /// One all-to-all round of headers, each followed by an optional payload of at
