@@ -4596,9 +4596,15 @@ struct collective_header {
            " (every rank must pass the same part of its own shm array)";
     else if (kind == collective_kind::all_reduce && area)
       s += " (shm chunk " + std::to_string(area) + " B)";
-    if ((kind == collective_kind::all_reduce && !in_place) || kind == collective_kind::broadcast)
-      s += " (piece " + std::to_string(piece) + " B: set_ring_piece_bytes must agree)";
+    if (piece) s += " (piece " + std::to_string(piece) + " B)";
     return s;
+  }
+
+  /// What to add to a mismatch message when the pieces are what differ.
+  std::string hint_against(const collective_header& theirs) const {
+    return piece != theirs.piece ? " The ranks set different piece sizes: call set_ring_piece_bytes with the "
+                                   "same value on every rank."
+                                 : "";
   }
 };
 static_assert(sizeof(collective_header) == 40,
@@ -4614,7 +4620,10 @@ public:
   /// the ring's 2(W-1) steps (never under 4 KiB). Every rank computes the same.
   static constexpr std::size_t inline_cap(int w) {
     const std::size_t peers = w > 1 ? static_cast<std::size_t>(w - 1) : 1;
-    return std::max(std::size_t{4} << 10, std::min(std::size_t{64} << 10, (std::size_t{192} << 10) / peers));
+    // Whole cache lines, so that every payload after a 40-byte header stays
+    // 8-byte aligned for the typed reductions (39321 B at 6 ranks was not).
+    return std::max(std::size_t{4} << 10, std::min(std::size_t{64} << 10, (std::size_t{192} << 10) / peers)) /
+           64 * 64;
   }
   static constexpr std::size_t slot_bytes(int w) { return sizeof(collective_header) + inline_cap(w); }
 
@@ -4660,8 +4669,10 @@ public:
                       ") called " + mine.describe() + ", rank " + std::to_string(p) + " called " +
                       theirs.describe() +
                       ". Every rank must call the same collectives in the same order with the same "
-                      "counts, dtypes, ops and roots. This group is unusable now: every later collective "
-                      "throws this error; create a new group.",
+                      "counts, dtypes, ops and roots." +
+                      mine.hint_against(theirs) +
+                      " This group is unusable now: every later collective throws this error; create a new "
+                      "group.",
                   p);
     }
   }
@@ -5734,8 +5745,10 @@ private:
                       ") called " + mine.describe() + ", rank " + std::to_string(p) + " called " +
                       theirs.describe() +
                       ". Every rank must call the same collectives in the same order with the same "
-                      "counts, dtypes, ops and roots. This group is unusable now: every later collective "
-                      "throws this error; create a new group.",
+                      "counts, dtypes, ops and roots." +
+                      mine.hint_against(theirs) +
+                      " This group is unusable now: every later collective throws this error; create a new "
+                      "group.",
                   p);
     }
   }
@@ -6213,7 +6226,11 @@ public:
   /// piece boundaries. Every rank must use the same value, set before the
   /// collectives it is for.
   void set_ring_piece_bytes(std::size_t bytes) {
-    ring_piece_bytes_ = std::clamp<std::size_t>(bytes, 1, max_piece_bytes);
+    if (bytes == 0 || bytes > max_piece_bytes)
+      throw error(error_kind::config, "rank " + std::to_string(rank_) + ": set_ring_piece_bytes(" +
+                                          std::to_string(bytes) + "): the piece size must be 1 B to " +
+                                          std::to_string(max_piece_bytes) + " B (1 GiB)");
+    ring_piece_bytes_ = bytes;
   }
   /// Larger pieces buy nothing, and sizes near SIZE_MAX would overflow the piece arithmetic.
   static constexpr std::size_t max_piece_bytes = std::size_t{1} << 30;
@@ -6257,6 +6274,18 @@ public:
                       h.piece = piece;
                       run_shm(h, what, frags, dt, op::sum, scale);
                       return;
+                    }
+                    if (piece != verified_piece_ && size_ > 1) {
+                      // Buckets over TCP skip the header round (a round trip
+                      // each), but ranks with different pieces would cut the
+                      // ring's messages differently: wrong data, or Gloo
+                      // aborting the process. So the first bucket, and the first
+                      // after a rank changed its piece, compare headers.
+                      auto h = header(collective_kind::all_reduce, tag, n, dt);
+                      h.reduce = static_cast<std::uint8_t>(op::sum);
+                      h.piece = piece;
+                      exchange(h, what, [](int) { return payload{}; });
+                      verified_piece_ = piece;
                     }
                     fragment_ring(ctx_, waits_, frags, dt, scratch_, piece).run(tag, scale, timeout_);
                   });
@@ -6391,6 +6420,7 @@ private:
   void run_shm(collective_header h, const std::string& what, const std::vector<fragment>& frags, dtype dt,
                op o, double scale) {
     h.area = shm_->chunk_bytes(nnodes_ > 1); // the chunking shapes the barriers: ranks must agree on it
+    if (nnodes_ == 1) h.piece = 0;           // no ring on one node: its piece does not matter
     guard_shm(what, [&] {
       if (nnodes_ == 1) {
         if (auto in = in_shm_array(frags, dt)) {
@@ -6802,7 +6832,8 @@ private:
   header_round headers_;
   gloo_waits waits_; ///< the buffers of ddp's own collectives, for interrupt_connections
   std::size_t ring_piece_bytes_ = fragment_ring::default_piece_bytes;
-  std::uint32_t next_tag_ = 1; // worker thread only
+  std::size_t verified_piece_ = 0; ///< the piece every rank's buckets last agreed on (worker thread only)
+  std::uint32_t next_tag_ = 1;     // worker thread only
   collective_queue queue_;
 };
 

@@ -323,3 +323,15 @@ TEST_CASE("ddp's own algorithms cross piece ends; all_gather and reduce_scatter 
   }
   comm.set_ring_piece_bytes(default_piece);
 }
+
+TEST_CASE("the chain's pieces: about bytes / W, at least 64 KiB, at most the ring's piece") {
+  using chain = ddp::detail::chain_broadcast;
+  constexpr std::size_t KiB = 1024, MiB = 1024 * KiB;
+  CHECK(chain::piece_for(32 * MiB, 3, MiB) == MiB);  // large data: the largest piece
+  CHECK(chain::piece_for(MiB, 8, MiB) == 128 * KiB); // a chain of 8 gets 8 pieces
+  CHECK(chain::piece_for(MiB, 64, MiB) == 64 * KiB); // never below 64 KiB
+  CHECK(chain::piece_for(10, 4, MiB) == 64 * KiB);   // less data than ranks
+  CHECK(chain::piece_for(MiB, 1, MiB) == MiB);       // one rank
+  CHECK(chain::piece_for(MiB, 64, 4100) == 4100);    // tests' small pieces stay small
+  CHECK(chain::piece_for(MiB, 2, 1) == 1);           // the smallest piece
+}

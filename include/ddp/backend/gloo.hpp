@@ -238,7 +238,11 @@ public:
   /// piece boundaries. Every rank must use the same value, set before the
   /// collectives it is for.
   void set_ring_piece_bytes(std::size_t bytes) {
-    ring_piece_bytes_ = std::clamp<std::size_t>(bytes, 1, max_piece_bytes);
+    if (bytes == 0 || bytes > max_piece_bytes)
+      throw error(error_kind::config, "rank " + std::to_string(rank_) + ": set_ring_piece_bytes(" +
+                                          std::to_string(bytes) + "): the piece size must be 1 B to " +
+                                          std::to_string(max_piece_bytes) + " B (1 GiB)");
+    ring_piece_bytes_ = bytes;
   }
   /// Larger pieces buy nothing, and sizes near SIZE_MAX would overflow the piece arithmetic.
   static constexpr std::size_t max_piece_bytes = std::size_t{1} << 30;
@@ -282,6 +286,18 @@ public:
                       h.piece = piece;
                       run_shm(h, what, frags, dt, op::sum, scale);
                       return;
+                    }
+                    if (piece != verified_piece_ && size_ > 1) {
+                      // Buckets over TCP skip the header round (a round trip
+                      // each), but ranks with different pieces would cut the
+                      // ring's messages differently: wrong data, or Gloo
+                      // aborting the process. So the first bucket, and the first
+                      // after a rank changed its piece, compare headers.
+                      auto h = header(collective_kind::all_reduce, tag, n, dt);
+                      h.reduce = static_cast<std::uint8_t>(op::sum);
+                      h.piece = piece;
+                      exchange(h, what, [](int) { return payload{}; });
+                      verified_piece_ = piece;
                     }
                     fragment_ring(ctx_, waits_, frags, dt, scratch_, piece).run(tag, scale, timeout_);
                   });
@@ -416,6 +432,7 @@ private:
   void run_shm(collective_header h, const std::string& what, const std::vector<fragment>& frags, dtype dt,
                op o, double scale) {
     h.area = shm_->chunk_bytes(nnodes_ > 1); // the chunking shapes the barriers: ranks must agree on it
+    if (nnodes_ == 1) h.piece = 0;           // no ring on one node: its piece does not matter
     guard_shm(what, [&] {
       if (nnodes_ == 1) {
         if (auto in = in_shm_array(frags, dt)) {
@@ -827,7 +844,8 @@ private:
   header_round headers_;
   gloo_waits waits_; ///< the buffers of ddp's own collectives, for interrupt_connections
   std::size_t ring_piece_bytes_ = fragment_ring::default_piece_bytes;
-  std::uint32_t next_tag_ = 1; // worker thread only
+  std::size_t verified_piece_ = 0; ///< the piece every rank's buckets last agreed on (worker thread only)
+  std::uint32_t next_tag_ = 1;     // worker thread only
   collective_queue queue_;
 };
 

@@ -307,8 +307,10 @@ private:
                       ") called " + mine.describe() + ", rank " + std::to_string(p) + " called " +
                       theirs.describe() +
                       ". Every rank must call the same collectives in the same order with the same "
-                      "counts, dtypes, ops and roots. This group is unusable now: every later collective "
-                      "throws this error; create a new group.",
+                      "counts, dtypes, ops and roots." +
+                      mine.hint_against(theirs) +
+                      " This group is unusable now: every later collective throws this error; create a new "
+                      "group.",
                   p);
     }
   }
