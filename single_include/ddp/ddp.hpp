@@ -4480,9 +4480,9 @@ struct block_layout {
 };
 
 /// Sends block p of `out` to each peer p and receives peer p's into block p of
-/// `in` (this rank's own blocks are left alone). `out` and `in` may be the
-/// same memory. Throws gloo::IoException when a wait times out, is
-/// interrupted, or its connection fails.
+/// `in` (this rank's own blocks are left alone). `out` and `in` may overlap
+/// (all_gather sends its own block of the very memory it receives into). Throws gloo::IoException when a wait
+/// times out, is interrupted, or its connection fails.
 inline void exchange_blocks(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits, block_layout out,
                             block_layout in, std::uint32_t tag, std::chrono::milliseconds timeout) {
   const int w = ctx->size, r = ctx->rank;
@@ -4490,13 +4490,7 @@ inline void exchange_blocks(const std::shared_ptr<::gloo::Context>& ctx, gloo_wa
   const gloo_deadline deadline(timeout);
   const auto slot = ::gloo::Slot::build(block_exchange_slot_prefix, tag);
   auto recv_buf = waits.make(*ctx, in.base, in.span(w));
-  // One buffer for both when they are the same memory (all_gather in place).
-  gloo_waits::buffer own_send_buf(nullptr, {&waits});
-  auto* send_buf = recv_buf.get();
-  if (out.base != in.base || out.span(w) != in.span(w)) {
-    own_send_buf = waits.make(*ctx, out.base, out.span(w));
-    send_buf = own_send_buf.get();
-  }
+  auto send_buf = waits.make(*ctx, out.base, out.span(w));
   for (int p = 0; p < w; ++p)
     if (p != r) recv_buf->recv(p, slot, in.offset(p), in.block_bytes);
   // Peers in turn from this rank's right, so that no rank gets every first send.
@@ -6244,7 +6238,7 @@ public:
   /// (bench_collectives data_movement, 2026-12-02, 3 runs at 2 ranks) ddp's
   /// over Gloo's own, against Gloo's path through ddp: 1.27-1.55 vs 1.62-1.71
   /// at 256 KiB, 1.11-1.46 vs 1.49-1.54 at 1 MiB, 1.16-1.31 vs 1.18-1.44 at
-  /// 4 MiB (the extra is ddp's header round and queue).
+  /// 4 MiB (both paths include ddp's header round, which raw Gloo has not).
   work all_reduce(void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
       throw error(error_kind::config, "op::avg needs a floating-point tensor, got " +
@@ -6268,10 +6262,10 @@ public:
     return submit("all_reduce", n, dt, blocking,
                   [=, this, frags = std::move(frags), piece = ring_piece_bytes_,
                    shm = shm_ && shm_on_](std::uint32_t tag, const std::string& what) {
+                    auto h = header(collective_kind::all_reduce, tag, n, dt);
+                    h.reduce = static_cast<std::uint8_t>(op::sum);
+                    h.piece = piece;
                     if (shm && size_ > 1) {
-                      auto h = header(collective_kind::all_reduce, tag, n, dt);
-                      h.reduce = static_cast<std::uint8_t>(op::sum);
-                      h.piece = piece;
                       run_shm(h, what, frags, dt, op::sum, scale);
                       return;
                     }
@@ -6281,9 +6275,6 @@ public:
                       // ring's messages differently: wrong data, or Gloo
                       // aborting the process. So the first bucket, and the first
                       // after a rank changed its piece, compare headers.
-                      auto h = header(collective_kind::all_reduce, tag, n, dt);
-                      h.reduce = static_cast<std::uint8_t>(op::sum);
-                      h.piece = piece;
                       exchange(h, what, [](int) { return payload{}; });
                       verified_piece_ = piece;
                     }

@@ -256,7 +256,7 @@ public:
   /// (bench_collectives data_movement, 2026-12-02, 3 runs at 2 ranks) ddp's
   /// over Gloo's own, against Gloo's path through ddp: 1.27-1.55 vs 1.62-1.71
   /// at 256 KiB, 1.11-1.46 vs 1.49-1.54 at 1 MiB, 1.16-1.31 vs 1.18-1.44 at
-  /// 4 MiB (the extra is ddp's header round and queue).
+  /// 4 MiB (both paths include ddp's header round, which raw Gloo has not).
   work all_reduce(void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
       throw error(error_kind::config, "op::avg needs a floating-point tensor, got " +
@@ -280,10 +280,10 @@ public:
     return submit("all_reduce", n, dt, blocking,
                   [=, this, frags = std::move(frags), piece = ring_piece_bytes_,
                    shm = shm_ && shm_on_](std::uint32_t tag, const std::string& what) {
+                    auto h = header(collective_kind::all_reduce, tag, n, dt);
+                    h.reduce = static_cast<std::uint8_t>(op::sum);
+                    h.piece = piece;
                     if (shm && size_ > 1) {
-                      auto h = header(collective_kind::all_reduce, tag, n, dt);
-                      h.reduce = static_cast<std::uint8_t>(op::sum);
-                      h.piece = piece;
                       run_shm(h, what, frags, dt, op::sum, scale);
                       return;
                     }
@@ -293,9 +293,6 @@ public:
                       // ring's messages differently: wrong data, or Gloo
                       // aborting the process. So the first bucket, and the first
                       // after a rank changed its piece, compare headers.
-                      auto h = header(collective_kind::all_reduce, tag, n, dt);
-                      h.reduce = static_cast<std::uint8_t>(op::sum);
-                      h.piece = piece;
                       exchange(h, what, [](int) { return payload{}; });
                       verified_piece_ = piece;
                     }

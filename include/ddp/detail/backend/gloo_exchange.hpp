@@ -38,9 +38,9 @@ struct block_layout {
 };
 
 /// Sends block p of `out` to each peer p and receives peer p's into block p of
-/// `in` (this rank's own blocks are left alone). `out` and `in` may be the
-/// same memory. Throws gloo::IoException when a wait times out, is
-/// interrupted, or its connection fails.
+/// `in` (this rank's own blocks are left alone). `out` and `in` may overlap
+/// (all_gather sends its own block of the very memory it receives into). Throws gloo::IoException when a wait
+/// times out, is interrupted, or its connection fails.
 inline void exchange_blocks(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits, block_layout out,
                             block_layout in, std::uint32_t tag, std::chrono::milliseconds timeout) {
   const int w = ctx->size, r = ctx->rank;
@@ -48,13 +48,7 @@ inline void exchange_blocks(const std::shared_ptr<::gloo::Context>& ctx, gloo_wa
   const gloo_deadline deadline(timeout);
   const auto slot = ::gloo::Slot::build(block_exchange_slot_prefix, tag);
   auto recv_buf = waits.make(*ctx, in.base, in.span(w));
-  // One buffer for both when they are the same memory (all_gather in place).
-  gloo_waits::buffer own_send_buf(nullptr, {&waits});
-  auto* send_buf = recv_buf.get();
-  if (out.base != in.base || out.span(w) != in.span(w)) {
-    own_send_buf = waits.make(*ctx, out.base, out.span(w));
-    send_buf = own_send_buf.get();
-  }
+  auto send_buf = waits.make(*ctx, out.base, out.span(w));
   for (int p = 0; p < w; ++p)
     if (p != r) recv_buf->recv(p, slot, in.offset(p), in.block_bytes);
   // Peers in turn from this rank's right, so that no rank gets every first send.
