@@ -23,6 +23,7 @@
 // stops are seen as they happen (waitpid with WUNTRACED every 20 ms), and a rank
 // that fails on its own notes the moment in DDP_FAILURE_FILE before it tells its
 // peers, who may exit before it does (see ddp/detail/common/failure_note.hpp).
+#include <ddp/detail/common/open_files.hpp>
 #include <ddp/detail/common/timeout.hpp>
 #include <ddp/store.hpp>
 
@@ -535,6 +536,22 @@ int main(int argc, char** argv) {
     return 2;
   } else
     j.token = random_token();
+
+  // Before the store listens: the open-files limit must cover two connections
+  // per rank there, and the ranks (which inherit it) raise their own.
+  try {
+    ddp::detail::open_files_need need;
+    need.in_use = ddp::detail::open_files_in_use();
+    need.store_server = j.node_rank == 0 ? ddp::detail::store_server_open_files(j.nnodes * j.nproc) : 0;
+    need.store_client = 2;
+    need.launcher = 2L * j.nproc + 2; // each rank's stdout and stderr, the signal pipe
+    ddp::detail::ensure_open_files(need, "node " + std::to_string(j.node_rank),
+                                   "a job of " + std::to_string(j.nnodes * j.nproc) + " ranks, " +
+                                       std::to_string(j.nproc) + " on this node,");
+  } catch (const std::exception& e) {
+    std::cerr << "ddprun: " << e.what() << "\n";
+    return 2;
+  }
 
   // The store: on node 0, served here on MASTER_PORT (or DDP_STORE_PORT, which the
   // ranks read too), so it outlives every rank; port 0 binds a free one at once.

@@ -6,6 +6,7 @@
 #include <ddp/detail/backend/staged_collectives.hpp>
 #include <ddp/detail/common/failure_note.hpp>
 #include <ddp/detail/common/log.hpp>
+#include <ddp/detail/common/open_files.hpp>
 #include <ddp/detail/common/timeout.hpp>
 #include <ddp/op.hpp>
 #include <ddp/process_group/peer_failure_watch.hpp>
@@ -444,7 +445,23 @@ inline std::shared_ptr<tcp_store> make_store(const tcp_store_options& so, const 
   }
 }
 
-inline ddp::rendezvous make_rendezvous(const init_options& o) {
+/// Raises the open-files limit to what this rank will hold (see open_files.hpp),
+/// or fails now, before the job waits on a rank that ran out.
+inline void ensure_rank_open_files(const ddp::topology& t, long backend_files, bool uses_store,
+                                   bool serves_store) {
+  open_files_need need;
+  need.in_use = open_files_in_use();
+  need.backend = backend_files;
+  need.store_client = uses_store ? 3 : 0; // its own, the failure watch's, one to report a failure
+  need.store_server = serves_store ? store_server_open_files(t.world_size) : 0;
+  ensure_open_files(need, "rank " + std::to_string(t.rank),
+                    "a job of " + std::to_string(t.world_size) + " rank" + (t.world_size == 1 ? "" : "s"));
+}
+
+/// `backend_files`: the descriptors the backend's connections take (its
+/// communicator's open_files(topology), where it has one).
+inline ddp::rendezvous make_rendezvous(const init_options& o,
+                                       long (*backend_files)(const ddp::topology&) = nullptr) {
   ddp::rendezvous rv;
   rv.topo = topology::from_env();
   if (o.world_size == 0 || o.world_size < -1)
@@ -467,6 +484,7 @@ inline ddp::rendezvous make_rendezvous(const init_options& o) {
   if (m.starts_with("file://")) {
     rv.file_path = std::string(m.substr(7));
     if (rv.file_path.empty()) throw error(error_kind::config, "init_method 'file://' needs a directory path");
+    ensure_rank_open_files(rv.topo, backend_files ? backend_files(rv.topo) : 0, false, false);
     return rv;
   }
   std::string host;
@@ -508,6 +526,7 @@ inline ddp::rendezvous make_rendezvous(const init_options& o) {
     so.scope += std::to_string(*rv.topo.restart_round);
     so.scope += '/';
   }
+  ensure_rank_open_files(rv.topo, backend_files ? backend_files(rv.topo) : 0, true, so.serve);
   rv.store = make_store(so, m.starts_with("tcp://") ? std::string() : store_port_origin(rv.topo));
   // Two processes claiming one rank would corrupt the mesh: refuse clearly.
   if (rv.store->add("ddp/rank/" + std::to_string(rv.topo.rank), 1) != 1)
@@ -539,7 +558,10 @@ inline ddp::rendezvous make_rendezvous(const init_options& o) {
 template <class Backend> process_group<Backend> init_process_group(const init_options& o = {}) {
   static_assert(backend_policy<Backend>,
                 "ddp: init_process_group<B> needs a backend policy such as ddp::gloo");
-  return process_group<Backend>(detail::make_rendezvous(o));
+  long (*files)(const ddp::topology&) = nullptr;
+  if constexpr (open_files_communicator<typename Backend::communicator>)
+    files = &Backend::communicator::open_files;
+  return process_group<Backend>(detail::make_rendezvous(o, files));
 }
 
 DDP_END_NAMESPACE

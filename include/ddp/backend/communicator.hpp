@@ -17,6 +17,9 @@
 //   peer_failure_communicator
 //                          fails the group when the store reports another
 //                          rank failed (a wait on a third rank ends now)
+//   open_files_communicator
+//                          says how many descriptors its connections take,
+//                          so the open-files limit is raised before they form
 #ifndef DDP_BACKEND_COMMUNICATOR_HPP
 #define DDP_BACKEND_COMMUNICATOR_HPP
 
@@ -125,6 +128,14 @@ concept abortable_communicator = communicator<C> && requires(C& c, const std::st
 template <class C>
 concept peer_failure_communicator = communicator<C> && requires(C& c, const lost_rank& lost) {
   c.fail_for_peer(lost);
+};
+
+/// Says how many descriptors its connections take at a topology (a static
+/// function: asked before it connects), so that init_process_group raises the
+/// open-files limit, or refuses the job clearly, before the mesh runs out.
+template <class C>
+concept open_files_communicator = communicator<C> && requires(const ddp::topology& t) {
+  { C::open_files(t) } -> std::convertible_to<long>;
 };
 
 /// A backend policy: a name and a communicator type.
