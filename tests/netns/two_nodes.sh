@@ -9,6 +9,8 @@
 #   restart    (fashion_mnist) ddprun --max-restarts 1 on both nodes; rank 3 (node 1) is killed (SIGKILL) mid-epoch
 #              2 of 3: both nodes restart, resume from the mid-epoch checkpoint, and the final checkpoint is
 #              byte-identical to an uninterrupted run's on the same two nodes
+#   unreachable (scenario_worker) node 1's ranks give Gloo an address node 0 cannot route to: every rank's
+#              error names the peer rank and the address its pair could not connect with
 #   link_down  (scenario_worker) the veth goes down in node 1 mid-run (DDP_TIMEOUT=5s): every rank ends with an
 #              error that names a rank of the other node as unreachable, and both ddpruns exit non-zero
 #              within DDP_TIMEOUT + 5 s of the link going down
@@ -156,6 +158,38 @@ link_down)
     echo "rank $r: error after $(( wall - down )) ms"
   done
   echo "ok: link_down"
+  ;;
+unreachable)
+  # Node 1's ranks listen for Gloo on an address node 0 has no route to (a second veth
+  # pair inside node 1, 10.230.X.1/24); the store is reached over the shared link as
+  # usual. Node 0's ranks dial node 1's (the larger address dials, Gloo's rule) and fail
+  # at once; node 1's wait for them until the timeout. Every rank's error names the rank
+  # and the address it could not connect with, node 1's within DDP_TIMEOUT (Gloo alone
+  # waited 5 x DDP_TIMEOUT: 30 s here).
+  export DDP_TIMEOUT=6s
+  x=${DDP_NETNS_ADDR0#10.231.}; x=${x%.1}
+  hidden=10.230.$x.1
+  { ip -n "$DDP_NETNS1" link add ddpu0 type veth peer name ddpu1 &&
+    ip -n "$DDP_NETNS1" addr add "$hidden/24" dev ddpu0 &&
+    ip -n "$DDP_NETNS1" link set ddpu0 up && ip -n "$DDP_NETNS1" link set ddpu1 up; } ||
+    fail "could not add the unrouted interface to node 1"
+  DDP_NETNS_IF1=ddpu0
+  run_nodes unreachable "$1" ok
+  for r in 0 1 2 3; do
+    msg=$(cat "$work/unreachable.0" "$work/unreachable.1" | grep "^\[$r\] MESSAGE")
+    [ -n "$msg" ] || fail "rank $r reported no ddp::error"
+    echo "$msg" | grep -q "rank $r: Gloo could not connect to its peers" || fail "rank $r: $msg"
+    ms=$(cat "$work/unreachable.0" "$work/unreachable.1" | sed -n "s/^\[$r\] RESULT kind=.* ms=\([0-9]*\) .*/\1/p")
+    [ -n "$ms" ] && [ "$ms" -le 10000 ] || fail "rank $r failed after ${ms:-?} ms (DDP_TIMEOUT 6 s)"
+    echo "rank $r: failed after $ms ms"
+    case $r in
+    0|1) echo "$msg" | grep -q "connecting to rank [23] (its pair at \[$hidden\]:[0-9]*, " ||
+           fail "rank $r's message does not name the node-1 rank and address it could not reach: $msg" ;;
+    *) echo "$msg" | grep -q "waiting for a connection from rank [01] (its pair at \[$DDP_NETNS_ADDR0\]:[0-9]*, " ||
+         fail "rank $r's message does not name the node-0 rank and address it waited for: $msg" ;;
+    esac
+  done
+  echo "ok: unreachable"
   ;;
 *) echo "unknown case $case_"; exit 2 ;;
 esac

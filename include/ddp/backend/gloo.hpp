@@ -12,6 +12,7 @@
 #include <ddp/detail/backend/gloo_device.hpp>
 #include <ddp/detail/backend/gloo_exchange.hpp>
 #include <ddp/detail/backend/gloo_header.hpp>
+#include <ddp/detail/backend/gloo_mesh.hpp>
 #include <ddp/detail/backend/gloo_ring.hpp>
 #include <ddp/detail/backend/shm_all_reduce.hpp>
 #include <ddp/detail/backend/shm_arrays.hpp>
@@ -79,16 +80,15 @@ public:
     ignore_sigpipe_if_default();
     auto device =
         make_gloo_device({rv.topo.rank, rv.topo.local_rank, rv.topo.master_addr, rv.topo.master_port});
-    auto ctx = std::make_shared<::gloo::rendezvous::Context>(rank_, size_);
-    ctx->setTimeout(timeout_); // before connectFullMesh, or it keeps Gloo's 30 s
+    auto ctx = std::make_shared<gloo_mesh_context>(rank_, size_, timeout_);
     try {
       if (store_) {
         gloo_store_adapter adapter(*store_, "ddp/gloo/");
-        ctx->connectFullMesh(adapter, device);
+        ctx->connect(adapter, device);
       } else {
         ::gloo::rendezvous::FileStore files(rv.file_path);
         ::gloo::rendezvous::PrefixStore prefixed(rv.token.empty() ? "ddp" : "ddp-" + rv.token, files);
-        ctx->connectFullMesh(prefixed, device);
+        ctx->connect(prefixed, device);
       }
     } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
       // A peer that died while the mesh was forming refuses or drops our
@@ -415,10 +415,19 @@ private:
     if (nnodes_ > 1 && t.local_rank == 0) {
       auto device =
           make_gloo_device({rv.topo.rank, rv.topo.local_rank, rv.topo.master_addr, rv.topo.master_port});
-      auto ctx = std::make_shared<::gloo::rendezvous::Context>(t.node_rank, nnodes_);
-      ctx->setTimeout(timeout_);
+      auto ctx = std::make_shared<gloo_mesh_context>(t.node_rank, nnodes_, timeout_);
       gloo_store_adapter adapter(*store_, "ddp/gloo-leaders/");
-      ctx->connectFullMesh(adapter, device);
+      try {
+        ctx->connect(adapter, device);
+      } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
+        // Ranks here are node ranks: the leader of node N is rank N * LOCAL_WORLD_SIZE.
+        throw error(
+            error_kind::backend,
+            "rank " + std::to_string(rank_) + ", leader of node " + std::to_string(t.node_rank) +
+                ": Gloo could not connect to the other nodes' leaders (\"rank\" below is a node's): " +
+                e.what(),
+            rank_);
+      }
       leaders_ = std::move(ctx);
     }
     auto find_lost = [store = store_](std::chrono::milliseconds grace) -> shm_all_reduce::lost_peer {

@@ -1,0 +1,124 @@
+// ddp's own full mesh of Gloo TCP pairs, in place of Gloo's
+// rendezvous::Context::connectFullMesh (Debian's Gloo, 2022-05), which
+//  - stores each rank's N-1 pair addresses under one key and has every rank
+//    read every key whole: the store serves ~136·N³ bytes (35 MB at 64 ranks,
+//    281 MB at 128, 2.3 GB at 256: bench_gloo_mesh);
+//  - first reads, one round trip each, the host name of every lower rank, for
+//    a local rank its TCP transport never uses;
+//  - connects its pairs in rank order, so a rank that listens for a peer waits
+//    until that peer's own loop reaches it;
+//  - reports a failed connection without saying to whom, after waiting five
+//    times DDP_TIMEOUT for it.
+// Here each rank stores one key per peer, "<from>/<to>": the address of its
+// pair for that peer, so a rank reads N-1 addresses (~136·N² bytes served in
+// all); it first dials the peers it connects to (each dial completes against
+// a listener that exists since the peer published its address), then waits
+// for those that dial it, for DDP_TIMEOUT at most; and a failure names the
+// peer and its address.
+#ifndef DDP_DETAIL_BACKEND_GLOO_MESH_HPP
+#define DDP_DETAIL_BACKEND_GLOO_MESH_HPP
+
+#include <ddp/detail/common/env.hpp>
+
+#include <gloo/context.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/context.h>
+#include <gloo/transport/device.h>
+#include <gloo/transport/tcp/address.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <netinet/in.h>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// The store key under which rank `from` publishes its pair's address for `to`.
+inline std::string gloo_mesh_key(int from, int to) { return std::to_string(from) + "/" + std::to_string(to); }
+
+/// Whether Gloo's TCP pair at `self` dials `peer` (rather than listening for
+/// it): Gloo's own rule (tcp::Pair::connect), the larger address dials. Only
+/// the order of the connect calls depends on it, never their outcome.
+inline bool gloo_pair_dials(const std::vector<char>& self, const std::vector<char>& peer) {
+  const ::gloo::transport::tcp::Address self_at(self), peer_at(peer);
+  const sockaddr_storage& a = self_at.getSockaddr();
+  const sockaddr_storage& b = peer_at.getSockaddr();
+  if (a.ss_family != b.ss_family) return false;
+  int cmp = 0;
+  if (a.ss_family == AF_INET) {
+    const auto& x = reinterpret_cast<const sockaddr_in&>(a);
+    const auto& y = reinterpret_cast<const sockaddr_in&>(b);
+    cmp = std::memcmp(&x.sin_addr, &y.sin_addr, sizeof x.sin_addr);
+    if (cmp == 0)
+      cmp = static_cast<int>(x.sin_port) - static_cast<int>(y.sin_port); // as Gloo: network byte order
+  } else if (a.ss_family == AF_INET6) {
+    const auto& x = reinterpret_cast<const sockaddr_in6&>(a);
+    const auto& y = reinterpret_cast<const sockaddr_in6&>(b);
+    cmp = std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof x.sin6_addr);
+    if (cmp == 0) cmp = static_cast<int>(x.sin6_port) - static_cast<int>(y.sin6_port);
+  }
+  return cmp > 0;
+}
+
+/// A Gloo context whose pairs ddp connects (see the top of this file). Gloo's
+/// algorithms and ddp's own use it like any gloo::Context.
+class gloo_mesh_context final : public ::gloo::Context {
+public:
+  gloo_mesh_context(int this_rank, int ranks, std::chrono::milliseconds timeout)
+      : ::gloo::Context(this_rank, ranks) {
+    setTimeout(timeout);
+  }
+
+  /// Connects a pair to every other rank through `store` (keys relative to
+  /// it). Throws std::runtime_error naming the peer whose connection failed;
+  /// a store that times out throws what it throws (ddp::error for ddp's).
+  void connect(::gloo::rendezvous::Store& store, const std::shared_ptr<::gloo::transport::Device>& device) {
+    auto pairs = device->createContext(rank, size);
+    // Gloo waits five times a pair's timeout for its connection (tcp::Pair::
+    // waitUntil, "a longer timeout when waiting for initial connect"): seen as
+    // 30 s at DDP_TIMEOUT=6s for a rank whose peer never dialed. Pairs get a
+    // fifth, so the wait is the timeout. Once connected, a pair's own timeout
+    // serves only Gloo's sync mode, which ddp does not use; the context's,
+    // restored below, is the default of the unbound buffers' waits.
+    pairs->setTimeout(std::max(std::chrono::milliseconds(1), getTimeout() / 5));
+    std::vector<std::string> theirs;
+    for (int peer = 0; peer < size; ++peer) {
+      if (peer == rank) continue;
+      store.set(gloo_mesh_key(rank, peer), pairs->createPair(peer)->address().bytes());
+      theirs.push_back(gloo_mesh_key(peer, rank));
+    }
+    pairs->setTimeout(getTimeout());
+    store.wait(theirs, getTimeout()); // one round trip for all of them
+    std::vector<std::vector<char>> address(static_cast<std::size_t>(size));
+    for (int peer = 0; peer < size; ++peer)
+      if (peer != rank) address[static_cast<std::size_t>(peer)] = store.get(gloo_mesh_key(peer, rank));
+    // Dial first, then listen: no rank waits on another's progress through its loop.
+    for (bool dialing : {true, false})
+      for (int peer = 0; peer < size; ++peer) {
+        if (peer == rank) continue;
+        auto& pair = pairs->getPair(peer);
+        const auto& at = address[static_cast<std::size_t>(peer)];
+        if (gloo_pair_dials(pair->address().bytes(), at) != dialing) continue;
+        try {
+          pair->connect(at);
+        } catch (const std::exception& e) {
+          throw std::runtime_error(std::string(dialing ? "connecting to" : "waiting for a connection from") +
+                                   " rank " + std::to_string(peer) + " (its pair at " +
+                                   ::gloo::transport::tcp::Address(at).str() + ", this rank's at " +
+                                   pair->address().str() + "): " + e.what());
+        }
+      }
+    device_ = device;
+    transportContext_ = std::move(pairs);
+  }
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_BACKEND_GLOO_MESH_HPP
