@@ -545,6 +545,7 @@ int main(int argc, char** argv) {
     need.store_server = j.node_rank == 0 ? ddp::detail::store_server_open_files(j.nnodes * j.nproc) : 0;
     need.store_client = 2;
     need.launcher = 2L * j.nproc + 2; // each rank's stdout and stderr, the signal pipe
+    if (j.node_rank == 0) need.spare += ddp::detail::store_fd_reserve_max; // or the server pauses accepting
     ddp::detail::ensure_open_files(need, "node " + std::to_string(j.node_rank),
                                    "a job of " + std::to_string(j.nnodes * j.nproc) + " ranks, " +
                                        std::to_string(j.nproc) + " on this node,");

@@ -454,6 +454,7 @@ inline void ensure_rank_open_files(const ddp::topology& t, long backend_files, b
   need.backend = backend_files;
   need.store_client = uses_store ? 3 : 0; // its own, the failure watch's, one to report a failure
   need.store_server = serves_store ? store_server_open_files(t.world_size) : 0;
+  if (serves_store) need.spare += store_fd_reserve_max; // or the server pauses its accepts
   ensure_open_files(need, "rank " + std::to_string(t.rank),
                     "a job of " + std::to_string(t.world_size) + " rank" + (t.world_size == 1 ? "" : "s"));
 }
@@ -560,7 +561,7 @@ template <class Backend> process_group<Backend> init_process_group(const init_op
                 "ddp: init_process_group<B> needs a backend policy such as ddp::gloo");
   long (*files)(const ddp::topology&) = nullptr;
   if constexpr (open_files_communicator<typename Backend::communicator>)
-    files = &Backend::communicator::open_files;
+    files = [](const ddp::topology& t) { return static_cast<long>(Backend::communicator::open_files(t)); };
   return process_group<Backend>(detail::make_rendezvous(o, files));
 }
 

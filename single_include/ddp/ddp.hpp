@@ -1467,8 +1467,9 @@ inline constexpr std::chrono::milliseconds store_accept_backoff{100};
 
 /// Descriptors kept free for the rest of the process (rank 0's own client,
 /// Gloo's pairs): pending handshakes are shed before they take these.
+inline constexpr long store_fd_reserve_max = 64;
 inline int store_fd_reserve(long soft_limit) {
-  return static_cast<int>(std::clamp(soft_limit / 16, 16L, 64L));
+  return static_cast<int>(std::clamp(soft_limit / 16, 16L, store_fd_reserve_max));
 }
 
 /// Rate limit for the log lines that unauthenticated peers can cause, so a
@@ -4715,7 +4716,8 @@ DDP_END_NAMESPACE
 // all); it first dials the peers it connects to (each dial completes against
 // a listener that exists since the peer published its address), then waits
 // for those that dial it, for DDP_TIMEOUT at most; and a failure names the
-// peer and its address.
+// peer and its address. (With file://, Gloo's file store, each rank stores one
+// list as Gloo did: see gloo_mesh_keys.)
 #ifndef DDP_DETAIL_BACKEND_GLOO_MESH_HPP
 #define DDP_DETAIL_BACKEND_GLOO_MESH_HPP
 
@@ -4727,6 +4729,7 @@ DDP_END_NAMESPACE
 #include <gloo/transport/tcp/address.h>
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -4765,6 +4768,32 @@ inline bool gloo_pair_dials(const std::vector<char>& self, const std::vector<cha
   return cmp > 0;
 }
 
+/// "[address]:port" of a Gloo TCP address. Gloo's own Address::str() prints
+/// the port in network byte order (40000 as 16540).
+inline std::string gloo_address_text(const std::vector<char>& bytes) {
+  const ::gloo::transport::tcp::Address at(bytes);
+  const sockaddr_storage& ss = at.getSockaddr();
+  char host[INET6_ADDRSTRLEN] = "?";
+  unsigned port = 0;
+  if (ss.ss_family == AF_INET) {
+    const auto& a = reinterpret_cast<const sockaddr_in&>(ss);
+    ::inet_ntop(AF_INET, &a.sin_addr, host, sizeof host);
+    port = ntohs(a.sin_port);
+  } else if (ss.ss_family == AF_INET6) {
+    const auto& a = reinterpret_cast<const sockaddr_in6&>(ss);
+    ::inet_ntop(AF_INET6, &a.sin6_addr, host, sizeof host);
+    port = ntohs(a.sin6_port);
+  }
+  return "[" + std::string(host) + "]:" + std::to_string(port);
+}
+
+/// Where the mesh's addresses go in the store. A key per pair suits ddp's
+/// TCP store (a rank waits on all of its keys in one round trip and reads
+/// N-1 addresses); Gloo's file store (file://) polls each key of a wait as a
+/// file every 10 ms and keeps every key as a file, so there each rank stores
+/// one list (N files, not N(N-1)) and waits for one peer's at a time.
+enum class gloo_mesh_keys { per_pair, per_rank };
+
 /// A Gloo context whose pairs ddp connects (see the top of this file). Gloo's
 /// algorithms and ddp's own use it like any gloo::Context.
 class gloo_mesh_context final : public ::gloo::Context {
@@ -4777,7 +4806,8 @@ public:
   /// Connects a pair to every other rank through `store` (keys relative to
   /// it). Throws std::runtime_error naming the peer whose connection failed;
   /// a store that times out throws what it throws (ddp::error for ddp's).
-  void connect(::gloo::rendezvous::Store& store, const std::shared_ptr<::gloo::transport::Device>& device) {
+  void connect(::gloo::rendezvous::Store& store, const std::shared_ptr<::gloo::transport::Device>& device,
+               gloo_mesh_keys keys = gloo_mesh_keys::per_pair) {
     auto pairs = device->createContext(rank, size);
     // Gloo waits five times a pair's timeout for its connection (tcp::Pair::
     // waitUntil, "a longer timeout when waiting for initial connect"): seen as
@@ -4786,17 +4816,11 @@ public:
     // serves only Gloo's sync mode, which ddp does not use; the context's,
     // restored below, is the default of the unbound buffers' waits.
     pairs->setTimeout(std::max(std::chrono::milliseconds(1), getTimeout() / 5));
-    std::vector<std::string> theirs;
-    for (int peer = 0; peer < size; ++peer) {
-      if (peer == rank) continue;
-      store.set(gloo_mesh_key(rank, peer), pairs->createPair(peer)->address().bytes());
-      theirs.push_back(gloo_mesh_key(peer, rank));
-    }
-    pairs->setTimeout(getTimeout());
-    store.wait(theirs, getTimeout()); // one round trip for all of them
-    std::vector<std::vector<char>> address(static_cast<std::size_t>(size));
     for (int peer = 0; peer < size; ++peer)
-      if (peer != rank) address[static_cast<std::size_t>(peer)] = store.get(gloo_mesh_key(peer, rank));
+      if (peer != rank) pairs->createPair(peer);
+    pairs->setTimeout(getTimeout());
+    auto address = keys == gloo_mesh_keys::per_pair ? exchange_per_pair(store, *pairs)
+                                                    : exchange_per_rank(store, *pairs);
     // Dial first, then listen: no rank waits on another's progress through its loop.
     for (bool dialing : {true, false})
       for (int peer = 0; peer < size; ++peer) {
@@ -4809,12 +4833,55 @@ public:
         } catch (const std::exception& e) {
           throw std::runtime_error(std::string(dialing ? "connecting to" : "waiting for a connection from") +
                                    " rank " + std::to_string(peer) + " (its pair at " +
-                                   ::gloo::transport::tcp::Address(at).str() + ", this rank's at " +
-                                   pair->address().str() + "): " + e.what());
+                                   gloo_address_text(at) + ", this rank's at " +
+                                   gloo_address_text(pair->address().bytes()) + "): " + e.what());
         }
       }
     device_ = device;
     transportContext_ = std::move(pairs);
+  }
+
+private:
+  using addresses = std::vector<std::vector<char>>; ///< by peer rank; this rank's empty
+
+  addresses exchange_per_pair(::gloo::rendezvous::Store& store, ::gloo::transport::Context& pairs) const {
+    std::vector<std::string> theirs;
+    for (int peer = 0; peer < size; ++peer) {
+      if (peer == rank) continue;
+      store.set(gloo_mesh_key(rank, peer), pairs.getPair(peer)->address().bytes());
+      theirs.push_back(gloo_mesh_key(peer, rank));
+    }
+    store.wait(theirs, getTimeout()); // one round trip for all of them
+    addresses at(static_cast<std::size_t>(size));
+    for (int peer = 0; peer < size; ++peer)
+      if (peer != rank) at[static_cast<std::size_t>(peer)] = store.get(gloo_mesh_key(peer, rank));
+    return at;
+  }
+
+  addresses exchange_per_rank(::gloo::rendezvous::Store& store, ::gloo::transport::Context& pairs) const {
+    std::vector<char> mine;
+    for (int peer = 0; peer < size; ++peer)
+      if (peer != rank) {
+        auto a = pairs.getPair(peer)->address().bytes();
+        mine.insert(mine.end(), a.begin(), a.end());
+      }
+    store.set(std::to_string(rank), mine);
+    addresses at(static_cast<std::size_t>(size));
+    for (int peer = 0; peer < size; ++peer) {
+      if (peer == rank) continue;
+      store.wait({std::to_string(peer)}, getTimeout());
+      auto list = store.get(std::to_string(peer));
+      const std::size_t entry = list.size() / static_cast<std::size_t>(size - 1);
+      if (entry == 0 || entry * static_cast<std::size_t>(size - 1) != list.size())
+        throw std::runtime_error("rank " + std::to_string(peer) + "'s list of pair addresses has " +
+                                 std::to_string(list.size()) + " bytes, not one entry per peer");
+      const std::size_t slot =
+          static_cast<std::size_t>(rank < peer ? rank : rank - 1); // peers skip themselves
+      at[static_cast<std::size_t>(peer)].assign(list.begin() + static_cast<std::ptrdiff_t>(slot * entry),
+                                                list.begin() +
+                                                    static_cast<std::ptrdiff_t>((slot + 1) * entry));
+    }
+    return at;
   }
 };
 
@@ -6205,7 +6272,7 @@ public:
       } else {
         ::gloo::rendezvous::FileStore files(rv.file_path);
         ::gloo::rendezvous::PrefixStore prefixed(rv.token.empty() ? "ddp" : "ddp-" + rv.token, files);
-        ctx->connect(prefixed, device);
+        ctx->connect(prefixed, device, gloo_mesh_keys::per_rank);
       }
     } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
       // A peer that died while the mesh was forming refuses or drops our
@@ -6225,13 +6292,18 @@ public:
 
   /// Descriptors a rank holds at its peak: one per peer (Debian's Gloo swaps
   /// each pair's listener for its connection, never both at once) and its
-  /// device's epoll; the node leaders' mesh again across nodes; the shm
-  /// segment's two. Measured at 8 ranks on one node: 15 open in all per rank,
-  /// with 3 standard streams and 2 store connections.
+  /// device's epoll; where the node's ranks share memory (setup_shm's
+  /// conditions, DDP_SHM aside), the segment's two and, on a node leader, the
+  /// leaders' mesh across nodes. Measured at 8 ranks on one node: 15 open in
+  /// all per rank, with 3 standard streams and 2 store connections.
   static long open_files(const ddp::topology& t) {
-    long n = (t.world_size - 1) + 1 + 2;
-    const int nodes = t.local_world_size > 0 ? t.world_size / t.local_world_size : 1;
-    if (nodes > 1 && t.local_rank == 0) n += (nodes - 1) + 1;
+    long n = (t.world_size - 1) + 1;
+    const int local = t.local_world_size;
+    if (local > 1 && local <= 256 && t.world_size % local == 0) {
+      n += 2;
+      const int nodes = t.world_size / local;
+      if (nodes > 1 && t.local_rank == 0) n += (nodes - 1) + 1;
+    }
     return n;
   }
 
@@ -9806,18 +9878,20 @@ inline long open_files_in_use() {
 inline constexpr long open_files_headroom = 32;
 
 /// What a process of the job will hold at its peak, by owner, for the
-/// estimate and for the message when the limit cannot cover it. total()
-/// includes the headroom.
+/// estimate and for the message when the limit cannot cover it. needed()
+/// is the estimate, wanted() adds what should stay spare.
 struct open_files_need {
   long in_use = 0;       ///< open already (the program's own)
   long backend = 0;      ///< the backend's connections (Gloo: one per peer)
   long store_server = 0; ///< served here: two connections per rank
   long store_client = 0; ///< this process's own store connections
   long launcher = 0;     ///< ddprun: the ranks' output pipes
+  /// Kept free: the program's own files, and where the store is served, the
+  /// reserve below which its server pauses accepting (store_fd_reserve).
+  long spare = open_files_headroom;
 
-  long total() const {
-    return in_use + backend + store_server + store_client + launcher + open_files_headroom;
-  }
+  long needed() const { return in_use + backend + store_server + store_client + launcher; }
+  long wanted() const { return needed() + spare; }
 
   std::string breakdown() const {
     std::string s = std::to_string(in_use) + " open already";
@@ -9850,13 +9924,13 @@ inline rlim_t kernel_open_files_max() {
 inline void ensure_open_files(const open_files_need& need, const std::string& who, const std::string& job) {
   rlimit lim{};
   if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return; // nothing to learn: let the job try
-  const long must = need.total() - open_files_headroom, want = need.total();
+  const long must = need.needed(), want = need.wanted();
   auto covers = [](rlim_t v, long n) { return v == RLIM_INFINITY || v >= static_cast<rlim_t>(n); };
   if (covers(lim.rlim_cur, want)) return;
   const std::string limit = lim.rlim_max == RLIM_INFINITY ? "unlimited" : std::to_string(lim.rlim_max);
   const std::string how =
-      "Raise it to " + std::to_string(want) + " (" + std::to_string(open_files_headroom) +
-      " more for the program's own files) where the job starts: `ulimit -n " + std::to_string(want) +
+      "Raise it to " + std::to_string(want) + " (" + std::to_string(need.spare) +
+      " to spare) where the job starts: `ulimit -n " + std::to_string(want) +
       "` in the job script (above the hard limit as root), `nofile` in "
       "/etc/security/limits.conf, LimitNOFILE= in a systemd unit, or `docker run --ulimit "
       "nofile=" +
@@ -10635,6 +10709,7 @@ inline void ensure_rank_open_files(const ddp::topology& t, long backend_files, b
   need.backend = backend_files;
   need.store_client = uses_store ? 3 : 0; // its own, the failure watch's, one to report a failure
   need.store_server = serves_store ? store_server_open_files(t.world_size) : 0;
+  if (serves_store) need.spare += store_fd_reserve_max; // or the server pauses its accepts
   ensure_open_files(need, "rank " + std::to_string(t.rank),
                     "a job of " + std::to_string(t.world_size) + " rank" + (t.world_size == 1 ? "" : "s"));
 }
@@ -10741,7 +10816,7 @@ template <class Backend> process_group<Backend> init_process_group(const init_op
                 "ddp: init_process_group<B> needs a backend policy such as ddp::gloo");
   long (*files)(const ddp::topology&) = nullptr;
   if constexpr (open_files_communicator<typename Backend::communicator>)
-    files = &Backend::communicator::open_files;
+    files = [](const ddp::topology& t) { return static_cast<long>(Backend::communicator::open_files(t)); };
   return process_group<Backend>(detail::make_rendezvous(o, files));
 }
 

@@ -278,3 +278,30 @@ TEST_CASE("a hard open-files limit too low for the job fails at once and says ho
     }
   }
 }
+
+// One rank per node (LOCAL_WORLD_SIZE=1) builds no shared memory and no leaders'
+// mesh: the estimate once counted the leaders' mesh on every rank (2W instead
+// of W) and refused rank 1 here, where the job runs with as few as 18 (a
+// reviewer's probe).
+TEST_CASE("one rank per node: a hard limit the job fits is not refused") {
+  const int world = 12;
+  const std::string init = "tcp://127.0.0.1:" + std::to_string(ddp_test::free_port());
+  std::vector<process> ps;
+  for (int r = 0; r < world; ++r)
+    ps.push_back(ddp_test::spawn(r == 1 ? with_open_files(26, 26, {DDP_SCENARIO_WORKER, "ok"})
+                                        : std::vector<std::string>{DDP_SCENARIO_WORKER, "ok"},
+                                 {{"RANK", std::to_string(r)},
+                                  {"WORLD_SIZE", std::to_string(world)},
+                                  {"LOCAL_RANK", "0"},
+                                  {"LOCAL_WORLD_SIZE", "1"},
+                                  {"GROUP_RANK", std::to_string(r)},
+                                  {"DDP_TEST_INIT_METHOD", init},
+                                  {"DDP_TOKEN", "nofile1"},
+                                  {"DDP_TIMEOUT", "20s"}},
+                                 "init_nofile_l1_" + std::to_string(r) + ".log"));
+  for (auto& p : ps) {
+    REQUIRE(ddp_test::wait_for(p, 60s));
+    INFO(p.output());
+    CHECK(p.output().find("RESULT ok") != std::string::npos);
+  }
+}

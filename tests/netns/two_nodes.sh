@@ -189,6 +189,16 @@ unreachable)
          fail "rank $r's message does not name the node-0 rank and address it waited for: $msg" ;;
     esac
   done
+  # The ports are real ones (Gloo's own Address::str() prints them byte-swapped): the
+  # port rank 2 waited on for rank 0 is the one rank 0 gave as its own, dialing rank 2.
+  m0=$(grep "^\[0\] MESSAGE" "$work/unreachable.0")
+  m2=$(grep "^\[2\] MESSAGE" "$work/unreachable.1")
+  if echo "$m0" | grep -q "connecting to rank 2 " && echo "$m2" | grep -q "from rank 0 "; then
+    q=$(echo "$m0" | sed -n 's/.*this rank.s at \[[0-9.]*\]:\([0-9]*\)).*/\1/p')
+    p=$(echo "$m2" | sed -n 's/.*from rank 0 (its pair at \[[0-9.]*\]:\([0-9]*\),.*/\1/p')
+    [ -n "$p" ] && [ "$p" = "$q" ] || fail "rank 2 waited on rank 0's port ${p:-?}, rank 0 gave ${q:-?}"
+    echo "rank 2 waited on the port rank 0 gave: $p"
+  fi
   echo "ok: unreachable"
   ;;
 *) echo "unknown case $case_"; exit 2 ;;

@@ -88,7 +88,7 @@ public:
       } else {
         ::gloo::rendezvous::FileStore files(rv.file_path);
         ::gloo::rendezvous::PrefixStore prefixed(rv.token.empty() ? "ddp" : "ddp-" + rv.token, files);
-        ctx->connect(prefixed, device);
+        ctx->connect(prefixed, device, gloo_mesh_keys::per_rank);
       }
     } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
       // A peer that died while the mesh was forming refuses or drops our
@@ -108,13 +108,18 @@ public:
 
   /// Descriptors a rank holds at its peak: one per peer (Debian's Gloo swaps
   /// each pair's listener for its connection, never both at once) and its
-  /// device's epoll; the node leaders' mesh again across nodes; the shm
-  /// segment's two. Measured at 8 ranks on one node: 15 open in all per rank,
-  /// with 3 standard streams and 2 store connections.
+  /// device's epoll; where the node's ranks share memory (setup_shm's
+  /// conditions, DDP_SHM aside), the segment's two and, on a node leader, the
+  /// leaders' mesh across nodes. Measured at 8 ranks on one node: 15 open in
+  /// all per rank, with 3 standard streams and 2 store connections.
   static long open_files(const ddp::topology& t) {
-    long n = (t.world_size - 1) + 1 + 2;
-    const int nodes = t.local_world_size > 0 ? t.world_size / t.local_world_size : 1;
-    if (nodes > 1 && t.local_rank == 0) n += (nodes - 1) + 1;
+    long n = (t.world_size - 1) + 1;
+    const int local = t.local_world_size;
+    if (local > 1 && local <= 256 && t.world_size % local == 0) {
+      n += 2;
+      const int nodes = t.world_size / local;
+      if (nodes > 1 && t.local_rank == 0) n += (nodes - 1) + 1;
+    }
     return n;
   }
 

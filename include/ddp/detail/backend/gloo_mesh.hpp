@@ -14,7 +14,8 @@
 // all); it first dials the peers it connects to (each dial completes against
 // a listener that exists since the peer published its address), then waits
 // for those that dial it, for DDP_TIMEOUT at most; and a failure names the
-// peer and its address.
+// peer and its address. (With file://, Gloo's file store, each rank stores one
+// list as Gloo did: see gloo_mesh_keys.)
 #ifndef DDP_DETAIL_BACKEND_GLOO_MESH_HPP
 #define DDP_DETAIL_BACKEND_GLOO_MESH_HPP
 
@@ -27,6 +28,7 @@
 #include <gloo/transport/tcp/address.h>
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -65,6 +67,32 @@ inline bool gloo_pair_dials(const std::vector<char>& self, const std::vector<cha
   return cmp > 0;
 }
 
+/// "[address]:port" of a Gloo TCP address. Gloo's own Address::str() prints
+/// the port in network byte order (40000 as 16540).
+inline std::string gloo_address_text(const std::vector<char>& bytes) {
+  const ::gloo::transport::tcp::Address at(bytes);
+  const sockaddr_storage& ss = at.getSockaddr();
+  char host[INET6_ADDRSTRLEN] = "?";
+  unsigned port = 0;
+  if (ss.ss_family == AF_INET) {
+    const auto& a = reinterpret_cast<const sockaddr_in&>(ss);
+    ::inet_ntop(AF_INET, &a.sin_addr, host, sizeof host);
+    port = ntohs(a.sin_port);
+  } else if (ss.ss_family == AF_INET6) {
+    const auto& a = reinterpret_cast<const sockaddr_in6&>(ss);
+    ::inet_ntop(AF_INET6, &a.sin6_addr, host, sizeof host);
+    port = ntohs(a.sin6_port);
+  }
+  return "[" + std::string(host) + "]:" + std::to_string(port);
+}
+
+/// Where the mesh's addresses go in the store. A key per pair suits ddp's
+/// TCP store (a rank waits on all of its keys in one round trip and reads
+/// N-1 addresses); Gloo's file store (file://) polls each key of a wait as a
+/// file every 10 ms and keeps every key as a file, so there each rank stores
+/// one list (N files, not N(N-1)) and waits for one peer's at a time.
+enum class gloo_mesh_keys { per_pair, per_rank };
+
 /// A Gloo context whose pairs ddp connects (see the top of this file). Gloo's
 /// algorithms and ddp's own use it like any gloo::Context.
 class gloo_mesh_context final : public ::gloo::Context {
@@ -77,7 +105,8 @@ public:
   /// Connects a pair to every other rank through `store` (keys relative to
   /// it). Throws std::runtime_error naming the peer whose connection failed;
   /// a store that times out throws what it throws (ddp::error for ddp's).
-  void connect(::gloo::rendezvous::Store& store, const std::shared_ptr<::gloo::transport::Device>& device) {
+  void connect(::gloo::rendezvous::Store& store, const std::shared_ptr<::gloo::transport::Device>& device,
+               gloo_mesh_keys keys = gloo_mesh_keys::per_pair) {
     auto pairs = device->createContext(rank, size);
     // Gloo waits five times a pair's timeout for its connection (tcp::Pair::
     // waitUntil, "a longer timeout when waiting for initial connect"): seen as
@@ -86,17 +115,11 @@ public:
     // serves only Gloo's sync mode, which ddp does not use; the context's,
     // restored below, is the default of the unbound buffers' waits.
     pairs->setTimeout(std::max(std::chrono::milliseconds(1), getTimeout() / 5));
-    std::vector<std::string> theirs;
-    for (int peer = 0; peer < size; ++peer) {
-      if (peer == rank) continue;
-      store.set(gloo_mesh_key(rank, peer), pairs->createPair(peer)->address().bytes());
-      theirs.push_back(gloo_mesh_key(peer, rank));
-    }
-    pairs->setTimeout(getTimeout());
-    store.wait(theirs, getTimeout()); // one round trip for all of them
-    std::vector<std::vector<char>> address(static_cast<std::size_t>(size));
     for (int peer = 0; peer < size; ++peer)
-      if (peer != rank) address[static_cast<std::size_t>(peer)] = store.get(gloo_mesh_key(peer, rank));
+      if (peer != rank) pairs->createPair(peer);
+    pairs->setTimeout(getTimeout());
+    auto address = keys == gloo_mesh_keys::per_pair ? exchange_per_pair(store, *pairs)
+                                                    : exchange_per_rank(store, *pairs);
     // Dial first, then listen: no rank waits on another's progress through its loop.
     for (bool dialing : {true, false})
       for (int peer = 0; peer < size; ++peer) {
@@ -109,12 +132,55 @@ public:
         } catch (const std::exception& e) {
           throw std::runtime_error(std::string(dialing ? "connecting to" : "waiting for a connection from") +
                                    " rank " + std::to_string(peer) + " (its pair at " +
-                                   ::gloo::transport::tcp::Address(at).str() + ", this rank's at " +
-                                   pair->address().str() + "): " + e.what());
+                                   gloo_address_text(at) + ", this rank's at " +
+                                   gloo_address_text(pair->address().bytes()) + "): " + e.what());
         }
       }
     device_ = device;
     transportContext_ = std::move(pairs);
+  }
+
+private:
+  using addresses = std::vector<std::vector<char>>; ///< by peer rank; this rank's empty
+
+  addresses exchange_per_pair(::gloo::rendezvous::Store& store, ::gloo::transport::Context& pairs) const {
+    std::vector<std::string> theirs;
+    for (int peer = 0; peer < size; ++peer) {
+      if (peer == rank) continue;
+      store.set(gloo_mesh_key(rank, peer), pairs.getPair(peer)->address().bytes());
+      theirs.push_back(gloo_mesh_key(peer, rank));
+    }
+    store.wait(theirs, getTimeout()); // one round trip for all of them
+    addresses at(static_cast<std::size_t>(size));
+    for (int peer = 0; peer < size; ++peer)
+      if (peer != rank) at[static_cast<std::size_t>(peer)] = store.get(gloo_mesh_key(peer, rank));
+    return at;
+  }
+
+  addresses exchange_per_rank(::gloo::rendezvous::Store& store, ::gloo::transport::Context& pairs) const {
+    std::vector<char> mine;
+    for (int peer = 0; peer < size; ++peer)
+      if (peer != rank) {
+        auto a = pairs.getPair(peer)->address().bytes();
+        mine.insert(mine.end(), a.begin(), a.end());
+      }
+    store.set(std::to_string(rank), mine);
+    addresses at(static_cast<std::size_t>(size));
+    for (int peer = 0; peer < size; ++peer) {
+      if (peer == rank) continue;
+      store.wait({std::to_string(peer)}, getTimeout());
+      auto list = store.get(std::to_string(peer));
+      const std::size_t entry = list.size() / static_cast<std::size_t>(size - 1);
+      if (entry == 0 || entry * static_cast<std::size_t>(size - 1) != list.size())
+        throw std::runtime_error("rank " + std::to_string(peer) + "'s list of pair addresses has " +
+                                 std::to_string(list.size()) + " bytes, not one entry per peer");
+      const std::size_t slot =
+          static_cast<std::size_t>(rank < peer ? rank : rank - 1); // peers skip themselves
+      at[static_cast<std::size_t>(peer)].assign(list.begin() + static_cast<std::ptrdiff_t>(slot * entry),
+                                                list.begin() +
+                                                    static_cast<std::ptrdiff_t>((slot + 1) * entry));
+    }
+    return at;
   }
 };
 

@@ -40,18 +40,20 @@ inline long open_files_in_use() {
 inline constexpr long open_files_headroom = 32;
 
 /// What a process of the job will hold at its peak, by owner, for the
-/// estimate and for the message when the limit cannot cover it. total()
-/// includes the headroom.
+/// estimate and for the message when the limit cannot cover it. needed()
+/// is the estimate, wanted() adds what should stay spare.
 struct open_files_need {
   long in_use = 0;       ///< open already (the program's own)
   long backend = 0;      ///< the backend's connections (Gloo: one per peer)
   long store_server = 0; ///< served here: two connections per rank
   long store_client = 0; ///< this process's own store connections
   long launcher = 0;     ///< ddprun: the ranks' output pipes
+  /// Kept free: the program's own files, and where the store is served, the
+  /// reserve below which its server pauses accepting (store_fd_reserve).
+  long spare = open_files_headroom;
 
-  long total() const {
-    return in_use + backend + store_server + store_client + launcher + open_files_headroom;
-  }
+  long needed() const { return in_use + backend + store_server + store_client + launcher; }
+  long wanted() const { return needed() + spare; }
 
   std::string breakdown() const {
     std::string s = std::to_string(in_use) + " open already";
@@ -84,13 +86,13 @@ inline rlim_t kernel_open_files_max() {
 inline void ensure_open_files(const open_files_need& need, const std::string& who, const std::string& job) {
   rlimit lim{};
   if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return; // nothing to learn: let the job try
-  const long must = need.total() - open_files_headroom, want = need.total();
+  const long must = need.needed(), want = need.wanted();
   auto covers = [](rlim_t v, long n) { return v == RLIM_INFINITY || v >= static_cast<rlim_t>(n); };
   if (covers(lim.rlim_cur, want)) return;
   const std::string limit = lim.rlim_max == RLIM_INFINITY ? "unlimited" : std::to_string(lim.rlim_max);
   const std::string how =
-      "Raise it to " + std::to_string(want) + " (" + std::to_string(open_files_headroom) +
-      " more for the program's own files) where the job starts: `ulimit -n " + std::to_string(want) +
+      "Raise it to " + std::to_string(want) + " (" + std::to_string(need.spare) +
+      " to spare) where the job starts: `ulimit -n " + std::to_string(want) +
       "` in the job script (above the hard limit as root), `nofile` in "
       "/etc/security/limits.conf, LimitNOFILE= in a systemd unit, or `docker run --ulimit "
       "nofile=" +

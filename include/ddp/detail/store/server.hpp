@@ -62,8 +62,9 @@ inline constexpr std::chrono::milliseconds store_accept_backoff{100};
 
 /// Descriptors kept free for the rest of the process (rank 0's own client,
 /// Gloo's pairs): pending handshakes are shed before they take these.
+inline constexpr long store_fd_reserve_max = 64;
 inline int store_fd_reserve(long soft_limit) {
-  return static_cast<int>(std::clamp(soft_limit / 16, 16L, 64L));
+  return static_cast<int>(std::clamp(soft_limit / 16, 16L, store_fd_reserve_max));
 }
 
 /// Rate limit for the log lines that unauthenticated peers can cause, so a
