@@ -4744,27 +4744,36 @@ namespace detail {
 /// The store key under which rank `from` publishes its pair's address for `to`.
 inline std::string gloo_mesh_key(int from, int to) { return std::to_string(from) + "/" + std::to_string(to); }
 
+/// The IP part of a socket address: its family, address bytes and port (in
+/// network byte order); an empty address for other families.
+struct ip_parts {
+  int family = AF_UNSPEC;
+  const void* address = nullptr;
+  std::size_t address_bytes = 0;
+  in_port_t port = 0;
+};
+
+inline ip_parts ip_parts_of(const sockaddr_storage& ss) {
+  if (ss.ss_family == AF_INET) {
+    const auto& a = reinterpret_cast<const sockaddr_in&>(ss);
+    return {AF_INET, &a.sin_addr, sizeof a.sin_addr, a.sin_port};
+  }
+  if (ss.ss_family == AF_INET6) {
+    const auto& a = reinterpret_cast<const sockaddr_in6&>(ss);
+    return {AF_INET6, &a.sin6_addr, sizeof a.sin6_addr, a.sin6_port};
+  }
+  return {};
+}
+
 /// Whether Gloo's TCP pair at `self` dials `peer` (rather than listening for
 /// it): Gloo's own rule (tcp::Pair::connect), the larger address dials. Only
 /// the order of the connect calls depends on it, never their outcome.
 inline bool gloo_pair_dials(const std::vector<char>& self, const std::vector<char>& peer) {
   const ::gloo::transport::tcp::Address self_at(self), peer_at(peer);
-  const sockaddr_storage& a = self_at.getSockaddr();
-  const sockaddr_storage& b = peer_at.getSockaddr();
-  if (a.ss_family != b.ss_family) return false;
-  int cmp = 0;
-  if (a.ss_family == AF_INET) {
-    const auto& x = reinterpret_cast<const sockaddr_in&>(a);
-    const auto& y = reinterpret_cast<const sockaddr_in&>(b);
-    cmp = std::memcmp(&x.sin_addr, &y.sin_addr, sizeof x.sin_addr);
-    if (cmp == 0)
-      cmp = static_cast<int>(x.sin_port) - static_cast<int>(y.sin_port); // as Gloo: network byte order
-  } else if (a.ss_family == AF_INET6) {
-    const auto& x = reinterpret_cast<const sockaddr_in6&>(a);
-    const auto& y = reinterpret_cast<const sockaddr_in6&>(b);
-    cmp = std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof x.sin6_addr);
-    if (cmp == 0) cmp = static_cast<int>(x.sin6_port) - static_cast<int>(y.sin6_port);
-  }
+  const ip_parts a = ip_parts_of(self_at.getSockaddr()), b = ip_parts_of(peer_at.getSockaddr());
+  if (a.family != b.family || a.family == AF_UNSPEC) return false;
+  int cmp = std::memcmp(a.address, b.address, a.address_bytes);
+  if (cmp == 0) cmp = static_cast<int>(a.port) - static_cast<int>(b.port); // as Gloo: network byte order
   return cmp > 0;
 }
 
@@ -4772,19 +4781,10 @@ inline bool gloo_pair_dials(const std::vector<char>& self, const std::vector<cha
 /// the port in network byte order (40000 as 16540).
 inline std::string gloo_address_text(const std::vector<char>& bytes) {
   const ::gloo::transport::tcp::Address at(bytes);
-  const sockaddr_storage& ss = at.getSockaddr();
+  const ip_parts ip = ip_parts_of(at.getSockaddr());
   char host[INET6_ADDRSTRLEN] = "?";
-  unsigned port = 0;
-  if (ss.ss_family == AF_INET) {
-    const auto& a = reinterpret_cast<const sockaddr_in&>(ss);
-    ::inet_ntop(AF_INET, &a.sin_addr, host, sizeof host);
-    port = ntohs(a.sin_port);
-  } else if (ss.ss_family == AF_INET6) {
-    const auto& a = reinterpret_cast<const sockaddr_in6&>(ss);
-    ::inet_ntop(AF_INET6, &a.sin6_addr, host, sizeof host);
-    port = ntohs(a.sin6_port);
-  }
-  return "[" + std::string(host) + "]:" + std::to_string(port);
+  if (ip.family != AF_UNSPEC) ::inet_ntop(ip.family, ip.address, host, sizeof host);
+  return "[" + std::string(host) + "]:" + std::to_string(ntohs(ip.port));
 }
 
 /// Where the mesh's addresses go in the store. A key per pair suits ddp's
@@ -6292,16 +6292,15 @@ public:
 
   /// Descriptors a rank holds at its peak: one per peer (Debian's Gloo swaps
   /// each pair's listener for its connection, never both at once) and its
-  /// device's epoll; where the node's ranks share memory (setup_shm's
-  /// conditions, DDP_SHM aside), the segment's two and, on a node leader, the
+  /// device's epoll; where the node's ranks can share memory
+  /// (shm_layout_fits; DDP_SHM aside), the segment's two and, on a node leader, the
   /// leaders' mesh across nodes. Measured at 8 ranks on one node: 15 open in
   /// all per rank, with 3 standard streams and 2 store connections.
   static long open_files(const ddp::topology& t) {
     long n = (t.world_size - 1) + 1;
-    const int local = t.local_world_size;
-    if (local > 1 && local <= 256 && t.world_size % local == 0) {
+    if (shm_layout_fits(t)) {
       n += 2;
-      const int nodes = t.world_size / local;
+      const int nodes = t.world_size / t.local_world_size;
       if (nodes > 1 && t.local_rank == 0) n += (nodes - 1) + 1;
     }
     return n;
@@ -6541,6 +6540,13 @@ public:
   }
 
 private:
+  /// Whether the job's layout allows shared memory at all: several ranks per
+  /// node, whole nodes, at most 256 ranks on one.
+  static bool shm_layout_fits(const ddp::topology& t) {
+    const int L = t.local_world_size;
+    return L > 1 && L <= 256 && t.world_size > 1 && t.world_size % L == 0;
+  }
+
   /// Whether every rank can and wants to reduce through shared memory: DDP_SHM
   /// not 0, more than one rank per node, and the launcher's layout (node_rank,
   /// local_rank: never the hostname) contiguous, as ddprun and torchrun lay
@@ -6548,8 +6554,8 @@ private:
   bool shm_vote(const rendezvous& rv) {
     const auto& t = rv.topo;
     const int L = t.local_world_size;
-    bool want = getenv_str("DDP_SHM").value_or("1") != "0" && L > 1 && size_ > 1 && size_ % L == 0 &&
-                L <= 256 && t.local_rank == rank_ % L && t.node_rank == rank_ / L;
+    bool want = getenv_str("DDP_SHM").value_or("1") != "0" && shm_layout_fits(t) &&
+                t.local_rank == rank_ % L && t.node_rank == rank_ / L;
     if (!want) store_->add("ddp/shm/no", 1);
     if (store_->add("ddp/shm/votes", 1) == size_)
       store_->set("ddp/shm/decision", store_->add("ddp/shm/no", 0) == 0 ? "on" : "off");
@@ -9935,21 +9941,20 @@ inline void ensure_open_files(const open_files_need& need, const std::string& wh
       "/etc/security/limits.conf, LimitNOFILE= in a systemd unit, or `docker run --ulimit "
       "nofile=" +
       std::to_string(want) + "`";
+  const std::string needs = who + ": " + job + " needs about " + std::to_string(must) +
+                            " open files in this process (" + need.breakdown() + ")";
   if (!covers(lim.rlim_max, must))
-    throw error(error_kind::config, who + ": " + job + " needs about " + std::to_string(must) +
-                                        " open files in this process (" + need.breakdown() +
-                                        "), but its hard open-files limit (RLIMIT_NOFILE) is " + limit +
-                                        ". " + how);
+    throw error(error_kind::config,
+                needs + ", but its hard open-files limit (RLIMIT_NOFILE) is " + limit + ". " + how);
   const rlim_t before = lim.rlim_cur;
   if (lim.rlim_max == RLIM_INFINITY)
     lim.rlim_cur = std::max<rlim_t>(kernel_open_files_max(), static_cast<rlim_t>(want));
   else
     lim.rlim_cur = lim.rlim_max;
   if (::setrlimit(RLIMIT_NOFILE, &lim) != 0)
-    throw error(error_kind::config,
-                who + ": " + job + " needs about " + std::to_string(must) + " open files in this process (" +
-                    need.breakdown() + "); raising the soft open-files limit from " + std::to_string(before) +
-                    " to " + std::to_string(lim.rlim_cur) + " failed (" + std::strerror(errno) + "). " + how);
+    throw error(error_kind::config, needs + "; raising the soft open-files limit from " +
+                                        std::to_string(before) + " to " + std::to_string(lim.rlim_cur) +
+                                        " failed (" + std::strerror(errno) + "). " + how);
   if (!covers(lim.rlim_cur, want))
     log_line(who, "warning: the open-files limit " + std::to_string(lim.rlim_cur) + " leaves " +
                       std::to_string(static_cast<long>(lim.rlim_cur) - must) + " spare beyond the about " +

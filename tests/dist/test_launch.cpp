@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <functional>
 #include <regex>
 #include <set>
 
@@ -126,16 +127,22 @@ TEST_CASE("ddprun runs a real ddp job at world sizes 1..4") {
 }
 
 namespace {
+/// Adjusts one rank's environment and command line before it starts.
+using per_rank =
+    std::function<void(int rank, std::map<std::string, std::string>& env, std::vector<std::string>& argv)>;
+
+/// `world` ranks of `scenario_worker ok` started by hand with `common` in their environment.
 std::vector<process> start(int world, const std::map<std::string, std::string>& common,
-                           const std::string& tag) {
+                           const std::string& tag, const per_rank& each = {}) {
   std::vector<process> ps;
   for (int r = 0; r < world; ++r) {
     auto env = common;
     env["RANK"] = std::to_string(r);
     env["WORLD_SIZE"] = std::to_string(world);
     env.emplace("DDP_TIMEOUT", "30s");
-    ps.push_back(
-        ddp_test::spawn({DDP_SCENARIO_WORKER, "ok"}, env, "init_" + tag + std::to_string(r) + ".log"));
+    std::vector<std::string> argv{DDP_SCENARIO_WORKER, "ok"};
+    if (each) each(r, env, argv);
+    ps.push_back(ddp_test::spawn(argv, env, "init_" + tag + std::to_string(r) + ".log"));
   }
   return ps;
 }
@@ -254,16 +261,10 @@ TEST_CASE("a hard open-files limit too low for the job fails at once and says ho
     // connections (measured); rank 0 alone runs under a hard limit of 40.
     const int world = 12;
     const std::string init = "tcp://127.0.0.1:" + std::to_string(ddp_test::free_port());
-    std::vector<process> ps;
-    for (int r = 0; r < world; ++r)
-      ps.push_back(ddp_test::spawn(r == 0 ? with_open_files(40, 40, {DDP_SCENARIO_WORKER, "ok"})
-                                          : std::vector<std::string>{DDP_SCENARIO_WORKER, "ok"},
-                                   {{"RANK", std::to_string(r)},
-                                    {"WORLD_SIZE", std::to_string(world)},
-                                    {"DDP_TEST_INIT_METHOD", init},
-                                    {"DDP_TOKEN", "nofile"},
-                                    {"DDP_TIMEOUT", "5s"}},
-                                   "init_nofile" + std::to_string(r) + ".log"));
+    auto ps = start(world, {{"DDP_TEST_INIT_METHOD", init}, {"DDP_TOKEN", "nofile"}, {"DDP_TIMEOUT", "5s"}},
+                    "nofile", [](int r, auto&, auto& argv) {
+                      if (r == 0) argv = with_open_files(40, 40, argv);
+                    });
     for (auto& p : ps)
       REQUIRE(ddp_test::wait_for(p, 30s));
     INFO(ps[0].output());
@@ -284,21 +285,17 @@ TEST_CASE("a hard open-files limit too low for the job fails at once and says ho
 // of W) and refused rank 1 here, where the job runs with as few as 18 (a
 // reviewer's probe).
 TEST_CASE("one rank per node: a hard limit the job fits is not refused") {
-  const int world = 12;
   const std::string init = "tcp://127.0.0.1:" + std::to_string(ddp_test::free_port());
-  std::vector<process> ps;
-  for (int r = 0; r < world; ++r)
-    ps.push_back(ddp_test::spawn(r == 1 ? with_open_files(26, 26, {DDP_SCENARIO_WORKER, "ok"})
-                                        : std::vector<std::string>{DDP_SCENARIO_WORKER, "ok"},
-                                 {{"RANK", std::to_string(r)},
-                                  {"WORLD_SIZE", std::to_string(world)},
-                                  {"LOCAL_RANK", "0"},
-                                  {"LOCAL_WORLD_SIZE", "1"},
-                                  {"GROUP_RANK", std::to_string(r)},
-                                  {"DDP_TEST_INIT_METHOD", init},
-                                  {"DDP_TOKEN", "nofile1"},
-                                  {"DDP_TIMEOUT", "20s"}},
-                                 "init_nofile_l1_" + std::to_string(r) + ".log"));
+  auto ps = start(12,
+                  {{"LOCAL_RANK", "0"},
+                   {"LOCAL_WORLD_SIZE", "1"},
+                   {"DDP_TEST_INIT_METHOD", init},
+                   {"DDP_TOKEN", "nofile1"},
+                   {"DDP_TIMEOUT", "20s"}},
+                  "nofile_l1_", [](int r, auto& env, auto& argv) {
+                    env["GROUP_RANK"] = std::to_string(r);
+                    if (r == 1) argv = with_open_files(26, 26, argv);
+                  });
   for (auto& p : ps) {
     REQUIRE(ddp_test::wait_for(p, 60s));
     INFO(p.output());

@@ -108,16 +108,15 @@ public:
 
   /// Descriptors a rank holds at its peak: one per peer (Debian's Gloo swaps
   /// each pair's listener for its connection, never both at once) and its
-  /// device's epoll; where the node's ranks share memory (setup_shm's
-  /// conditions, DDP_SHM aside), the segment's two and, on a node leader, the
+  /// device's epoll; where the node's ranks can share memory
+  /// (shm_layout_fits; DDP_SHM aside), the segment's two and, on a node leader, the
   /// leaders' mesh across nodes. Measured at 8 ranks on one node: 15 open in
   /// all per rank, with 3 standard streams and 2 store connections.
   static long open_files(const ddp::topology& t) {
     long n = (t.world_size - 1) + 1;
-    const int local = t.local_world_size;
-    if (local > 1 && local <= 256 && t.world_size % local == 0) {
+    if (shm_layout_fits(t)) {
       n += 2;
-      const int nodes = t.world_size / local;
+      const int nodes = t.world_size / t.local_world_size;
       if (nodes > 1 && t.local_rank == 0) n += (nodes - 1) + 1;
     }
     return n;
@@ -357,6 +356,13 @@ public:
   }
 
 private:
+  /// Whether the job's layout allows shared memory at all: several ranks per
+  /// node, whole nodes, at most 256 ranks on one.
+  static bool shm_layout_fits(const ddp::topology& t) {
+    const int L = t.local_world_size;
+    return L > 1 && L <= 256 && t.world_size > 1 && t.world_size % L == 0;
+  }
+
   /// Whether every rank can and wants to reduce through shared memory: DDP_SHM
   /// not 0, more than one rank per node, and the launcher's layout (node_rank,
   /// local_rank: never the hostname) contiguous, as ddprun and torchrun lay
@@ -364,8 +370,8 @@ private:
   bool shm_vote(const rendezvous& rv) {
     const auto& t = rv.topo;
     const int L = t.local_world_size;
-    bool want = getenv_str("DDP_SHM").value_or("1") != "0" && L > 1 && size_ > 1 && size_ % L == 0 &&
-                L <= 256 && t.local_rank == rank_ % L && t.node_rank == rank_ / L;
+    bool want = getenv_str("DDP_SHM").value_or("1") != "0" && shm_layout_fits(t) &&
+                t.local_rank == rank_ % L && t.node_rank == rank_ / L;
     if (!want) store_->add("ddp/shm/no", 1);
     if (store_->add("ddp/shm/votes", 1) == size_)
       store_->set("ddp/shm/decision", store_->add("ddp/shm/no", 0) == 0 ? "on" : "off");

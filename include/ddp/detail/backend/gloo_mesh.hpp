@@ -43,27 +43,36 @@ namespace detail {
 /// The store key under which rank `from` publishes its pair's address for `to`.
 inline std::string gloo_mesh_key(int from, int to) { return std::to_string(from) + "/" + std::to_string(to); }
 
+/// The IP part of a socket address: its family, address bytes and port (in
+/// network byte order); an empty address for other families.
+struct ip_parts {
+  int family = AF_UNSPEC;
+  const void* address = nullptr;
+  std::size_t address_bytes = 0;
+  in_port_t port = 0;
+};
+
+inline ip_parts ip_parts_of(const sockaddr_storage& ss) {
+  if (ss.ss_family == AF_INET) {
+    const auto& a = reinterpret_cast<const sockaddr_in&>(ss);
+    return {AF_INET, &a.sin_addr, sizeof a.sin_addr, a.sin_port};
+  }
+  if (ss.ss_family == AF_INET6) {
+    const auto& a = reinterpret_cast<const sockaddr_in6&>(ss);
+    return {AF_INET6, &a.sin6_addr, sizeof a.sin6_addr, a.sin6_port};
+  }
+  return {};
+}
+
 /// Whether Gloo's TCP pair at `self` dials `peer` (rather than listening for
 /// it): Gloo's own rule (tcp::Pair::connect), the larger address dials. Only
 /// the order of the connect calls depends on it, never their outcome.
 inline bool gloo_pair_dials(const std::vector<char>& self, const std::vector<char>& peer) {
   const ::gloo::transport::tcp::Address self_at(self), peer_at(peer);
-  const sockaddr_storage& a = self_at.getSockaddr();
-  const sockaddr_storage& b = peer_at.getSockaddr();
-  if (a.ss_family != b.ss_family) return false;
-  int cmp = 0;
-  if (a.ss_family == AF_INET) {
-    const auto& x = reinterpret_cast<const sockaddr_in&>(a);
-    const auto& y = reinterpret_cast<const sockaddr_in&>(b);
-    cmp = std::memcmp(&x.sin_addr, &y.sin_addr, sizeof x.sin_addr);
-    if (cmp == 0)
-      cmp = static_cast<int>(x.sin_port) - static_cast<int>(y.sin_port); // as Gloo: network byte order
-  } else if (a.ss_family == AF_INET6) {
-    const auto& x = reinterpret_cast<const sockaddr_in6&>(a);
-    const auto& y = reinterpret_cast<const sockaddr_in6&>(b);
-    cmp = std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof x.sin6_addr);
-    if (cmp == 0) cmp = static_cast<int>(x.sin6_port) - static_cast<int>(y.sin6_port);
-  }
+  const ip_parts a = ip_parts_of(self_at.getSockaddr()), b = ip_parts_of(peer_at.getSockaddr());
+  if (a.family != b.family || a.family == AF_UNSPEC) return false;
+  int cmp = std::memcmp(a.address, b.address, a.address_bytes);
+  if (cmp == 0) cmp = static_cast<int>(a.port) - static_cast<int>(b.port); // as Gloo: network byte order
   return cmp > 0;
 }
 
@@ -71,19 +80,10 @@ inline bool gloo_pair_dials(const std::vector<char>& self, const std::vector<cha
 /// the port in network byte order (40000 as 16540).
 inline std::string gloo_address_text(const std::vector<char>& bytes) {
   const ::gloo::transport::tcp::Address at(bytes);
-  const sockaddr_storage& ss = at.getSockaddr();
+  const ip_parts ip = ip_parts_of(at.getSockaddr());
   char host[INET6_ADDRSTRLEN] = "?";
-  unsigned port = 0;
-  if (ss.ss_family == AF_INET) {
-    const auto& a = reinterpret_cast<const sockaddr_in&>(ss);
-    ::inet_ntop(AF_INET, &a.sin_addr, host, sizeof host);
-    port = ntohs(a.sin_port);
-  } else if (ss.ss_family == AF_INET6) {
-    const auto& a = reinterpret_cast<const sockaddr_in6&>(ss);
-    ::inet_ntop(AF_INET6, &a.sin6_addr, host, sizeof host);
-    port = ntohs(a.sin6_port);
-  }
-  return "[" + std::string(host) + "]:" + std::to_string(port);
+  if (ip.family != AF_UNSPEC) ::inet_ntop(ip.family, ip.address, host, sizeof host);
+  return "[" + std::string(host) + "]:" + std::to_string(ntohs(ip.port));
 }
 
 /// Where the mesh's addresses go in the store. A key per pair suits ddp's

@@ -97,21 +97,20 @@ inline void ensure_open_files(const open_files_need& need, const std::string& wh
       "/etc/security/limits.conf, LimitNOFILE= in a systemd unit, or `docker run --ulimit "
       "nofile=" +
       std::to_string(want) + "`";
+  const std::string needs = who + ": " + job + " needs about " + std::to_string(must) +
+                            " open files in this process (" + need.breakdown() + ")";
   if (!covers(lim.rlim_max, must))
-    throw error(error_kind::config, who + ": " + job + " needs about " + std::to_string(must) +
-                                        " open files in this process (" + need.breakdown() +
-                                        "), but its hard open-files limit (RLIMIT_NOFILE) is " + limit +
-                                        ". " + how);
+    throw error(error_kind::config,
+                needs + ", but its hard open-files limit (RLIMIT_NOFILE) is " + limit + ". " + how);
   const rlim_t before = lim.rlim_cur;
   if (lim.rlim_max == RLIM_INFINITY)
     lim.rlim_cur = std::max<rlim_t>(kernel_open_files_max(), static_cast<rlim_t>(want));
   else
     lim.rlim_cur = lim.rlim_max;
   if (::setrlimit(RLIMIT_NOFILE, &lim) != 0)
-    throw error(error_kind::config,
-                who + ": " + job + " needs about " + std::to_string(must) + " open files in this process (" +
-                    need.breakdown() + "); raising the soft open-files limit from " + std::to_string(before) +
-                    " to " + std::to_string(lim.rlim_cur) + " failed (" + std::strerror(errno) + "). " + how);
+    throw error(error_kind::config, needs + "; raising the soft open-files limit from " +
+                                        std::to_string(before) + " to " + std::to_string(lim.rlim_cur) +
+                                        " failed (" + std::strerror(errno) + "). " + how);
   if (!covers(lim.rlim_cur, want))
     log_line(who, "warning: the open-files limit " + std::to_string(lim.rlim_cur) + " leaves " +
                       std::to_string(static_cast<long>(lim.rlim_cur) - must) + " spare beyond the about " +
