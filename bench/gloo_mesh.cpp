@@ -8,12 +8,22 @@
 // init_process_group, and the bytes the store holds and served for the mesh
 // (read back from the store). Its baseline is bench_store_fanin at the same
 // N: ddp's rendezvous alone, without the mesh.
-//   ddprun --nproc-per-node 64 --no-prefix build/bench/bench_gloo_mesh
+//
+// A second line compares, in the same run, what leaving costs: rounds that
+// alternate a mesh of ddp's (gloo_mesh_context, whose pairs close while the
+// event loop is kept ticking: gloo_loop_ticker.hpp) with a plain Gloo
+// context (connectFullMesh), each on a device of its own. In each round rank
+// 0 first fails every connection of its context, as process_group::abort
+// does (timed on rank 0), then every rank destroys its context and device
+// (timed; the slowest rank counts). Medians over the rounds, and ddp / Gloo.
+//   ddprun --nproc-per-node 64 --no-prefix build/bench/bench_gloo_mesh [rounds]
 #include "common.hpp"
 
 #include <ddp/ddp.hpp>
 
+#include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <time.h>
 
 namespace {
@@ -24,9 +34,78 @@ double wall_now() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
+/// One round's times: rank 0's failing of its connections, and the slowest
+/// rank's teardown of its context and device.
+struct leave_times {
+  double fail_s, close_s;
+};
+
+/// `fail` fails every connection of the context (on rank 0 only), `make`
+/// builds the context; both run on every rank.
+template <class Make, class Fail>
+leave_times time_leaving(ddp::process_group<ddp::gloo>& pg, Make make, Fail fail) {
+  auto ctx = make();
+  pg.barrier();
+  std::vector<double> failed{0.0};
+  if (pg.rank() == 0) failed[0] = bench::time_once([&] { fail(*ctx); });
+  pg.barrier();
+  std::vector<double> closed{bench::time_once([&] { ctx.reset(); })};
+  pg.all_reduce(failed, ddp::op::max);
+  pg.all_reduce(closed, ddp::op::max);
+  return {failed[0], closed[0]};
+}
+
+void compare_leaving(ddp::process_group<ddp::gloo>& pg, int rounds) {
+  const auto& t = pg.topology();
+  const ddp::detail::gloo_endpoint at{t.rank, t.local_rank, t.master_addr, t.master_port};
+  auto fail_ddp = [](ddp::detail::gloo_mesh_context& c) { c.fail_connections(); };
+  auto fail_gloo = [](::gloo::Context& c) { // what ddp did before: Gloo fails the pairs one tick each
+    char nothing = 0;
+    try {
+      c.createUnboundBuffer(&nothing, 1)->waitRecv(std::chrono::milliseconds(1));
+    } catch (const std::exception&) {}
+  };
+  std::vector<double> ddp_fail, ddp_close, gloo_fail, gloo_close;
+  for (int round = 0; round < rounds; ++round) {
+    const std::string tag = std::to_string(round);
+    auto d = time_leaving(
+        pg,
+        [&] {
+          auto c = std::make_unique<ddp::detail::gloo_mesh_context>(pg.rank(), pg.size(), pg.timeout());
+          ddp::detail::gloo_store_adapter adapter(*pg.store(), "bench/leave-ddp/" + tag + "/");
+          c->connect(adapter, ddp::detail::make_gloo_device(at));
+          return c;
+        },
+        fail_ddp);
+    auto g = time_leaving(
+        pg,
+        [&] {
+          auto c = std::make_unique<::gloo::rendezvous::Context>(pg.rank(), pg.size());
+          c->setTimeout(pg.timeout());
+          ddp::detail::gloo_store_adapter adapter(*pg.store(), "bench/leave-gloo/" + tag + "/");
+          auto device = ddp::detail::make_gloo_device(at);
+          c->connectFullMesh(adapter, device);
+          return c;
+        },
+        fail_gloo);
+    ddp_fail.push_back(d.fail_s);
+    ddp_close.push_back(d.close_s);
+    gloo_fail.push_back(g.fail_s);
+    gloo_close.push_back(g.close_s);
+  }
+  if (pg.rank() != 0) return;
+  const double df = bench::median(ddp_fail), dc = bench::median(ddp_close);
+  const double gf = bench::median(gloo_fail), gc = bench::median(gloo_close);
+  std::cout << "{\"bench\":\"gloo_mesh_leaving\",\"ranks\":" << pg.size() << ",\"rounds\":" << rounds
+            << ",\"rank0_fail_connections_s\":{\"ddp\":" << df << ",\"gloo\":" << gf
+            << "},\"slowest_teardown_s\":{\"ddp\":" << dc << ",\"gloo\":" << gc
+            << "},\"ddp_over_gloo\":{\"fail\":" << df / gf << ",\"teardown\":" << dc / gc << "}}"
+            << std::endl;
+}
+
 } // namespace
 
-int main() {
+int main(int argc, char** argv) {
   const double started = wall_now();
   try {
     const double t0 = wall_now();
@@ -61,6 +140,7 @@ int main() {
                 << ",\"store_bytes_served_for_mesh\":" << served << ",\"all_reduce_4KiB_s\":" << ar << "}"
                 << std::endl;
     }
+    compare_leaving(pg, argc > 1 ? std::atoi(argv[1]) : 5);
   } catch (const std::exception& e) {
     std::cerr << e.what() << "\n";
     return 1;

@@ -9,6 +9,7 @@
 #include <ddp/detail/common/open_files.hpp>
 #include <ddp/detail/common/timeout.hpp>
 #include <ddp/op.hpp>
+#include <ddp/process_group/peer_failure_relay.hpp>
 #include <ddp/process_group/peer_failure_watch.hpp>
 #include <ddp/shm_array.hpp>
 #include <ddp/store.hpp>
@@ -52,9 +53,17 @@ public:
   using backend_type = Backend;
 
   /// Prefer init_process_group<Backend>(); this connects from a prepared rendezvous.
-  explicit process_group(rendezvous rv)
-      : topo_(rv.topo), store_(rv.store), comm_(std::make_unique<typename Backend::communicator>(rv)) {
-    start_peer_watch();
+  explicit process_group(rendezvous rv) : topo_(rv.topo), store_(rv.store) {
+    start_peer_watch(); // first: a rank failing while the connections form stops this one's waits
+    if (relay_) rv.interrupt = relay_->connecting();
+    try {
+      comm_ = std::make_unique<typename Backend::communicator>(rv);
+    } catch (const std::exception& e) {
+      report_failed_connect(e);
+      throw;
+    }
+    if constexpr (peer_failure_communicator<typename Backend::communicator>)
+      if (relay_) relay_->attach(*comm_);
   }
 
   process_group(const process_group&) = delete;
@@ -179,13 +188,16 @@ public:
 
 private:
   /// Another rank's failure, as the store records it, fails this group at
-  /// once (see peer_failure_watch.hpp). The group works without the watch.
+  /// once (see peer_failure_watch.hpp), or its connect while the communicator
+  /// is being built (peer_failure_relay.hpp). The group works without the watch.
   void start_peer_watch() {
     if constexpr (peer_failure_communicator<typename Backend::communicator>) {
       if (!store_ || size() == 1) return;
       try {
+        auto relay = std::make_unique<detail::peer_failure_relay<typename Backend::communicator>>();
         peer_watch_ = std::make_unique<detail::peer_failure_watch>(
-            *store_, rank(), [comm = comm_.get()](const lost_rank& lost) { comm->fail_for_peer(lost); });
+            *store_, rank(), [r = relay.get()](const lost_rank& lost) { r->deliver(lost); });
+        relay_ = std::move(relay);
       } catch (const std::exception& e) {
         detail::log_line("rank " + std::to_string(rank()),
                          std::string("warning: no watch for other ranks' failures (") + e.what() +
@@ -194,6 +206,34 @@ private:
                              "(rank 0, or ddprun on node 0)");
       }
     }
+  }
+
+  /// A rank whose communicator could not connect for a reason of its own (a
+  /// peer's address it cannot reach, a device it cannot make) tells the store
+  /// before it throws: its peers, waiting for its connections, then stop at
+  /// once and name it (peer_failure_relay.hpp) instead of waiting DDP_TIMEOUT
+  /// (measured in dist.netns.unreachable: 7.05 s at DDP_TIMEOUT=6s, before).
+  /// Its exception going out unwinds the store's client, which says goodbye:
+  /// without the report, nobody would hear of the failure. Not reported: a
+  /// failure for another rank's loss (peer_lost), a timeout (the rank waited
+  /// for is to blame), or any failure once the store knows of a lost rank
+  /// (this rank's is then likely its consequence: the rank that failed first
+  /// reports after a grace of its own, gloo.hpp's find_lost_rank).
+  void report_failed_connect(const std::exception& e) noexcept {
+    if (!store_) return;
+    const auto* d = dynamic_cast<const ddp::error*>(&e);
+    if (d && (d->kind() == error_kind::peer_lost || d->kind() == error_kind::timeout)) return;
+    try {
+      if (store_->wait_for_lost_rank(std::chrono::milliseconds(0))) return;
+      // Peers read "rank R failed: <reason>": the reason need not name R again.
+      std::string reason(d ? d->message() : std::string_view(e.what()));
+      const std::string self = "rank " + std::to_string(rank()) + ": ";
+      if (reason.starts_with(self)) reason.erase(0, self.size());
+      peer_watch_.reset(); // what it would hear now is this rank's own report
+      detail::note_failure_for_launcher(rank(), reason);
+      store_->report_failure(reason);
+      store_->linger_briefly();        // rank 0 serving the store: its peers read the reason, then leave
+    } catch (const std::exception&) {} // best effort: the error going out is what matters
   }
 
   void leave_on_own_failure() noexcept {
@@ -401,6 +441,8 @@ private:
   ddp::topology topo_;
   std::shared_ptr<tcp_store> store_;
   std::unique_ptr<typename Backend::communicator> comm_;
+  /// Hands the watch's news to comm_, or to its connect while it is built.
+  std::unique_ptr<detail::peer_failure_relay<typename Backend::communicator>> relay_;
   /// Tells comm_ of another rank's failure (peer_failure_communicator); reset before comm_ is.
   std::unique_ptr<detail::peer_failure_watch> peer_watch_;
   std::unique_ptr<detail::staged_collectives> staged_; ///< device tensors on a host backend (lazily)

@@ -23,6 +23,7 @@
 #ifndef DDP_BACKEND_COMMUNICATOR_HPP
 #define DDP_BACKEND_COMMUNICATOR_HPP
 
+#include <ddp/detail/backend/connect_interrupt.hpp>
 #include <ddp/detail/backend/fragment.hpp>
 #include <ddp/op.hpp>
 #include <ddp/shm_array.hpp>
@@ -50,6 +51,10 @@ struct rendezvous {
   std::string token;
   std::shared_ptr<tcp_store> store; ///< null for file://
   std::string file_path;            ///< the directory of file://
+  /// Set by process_group where it watches the store for failed ranks: a
+  /// communicator still connecting may register here what ends its waits
+  /// when another rank failed meanwhile (ddp::gloo does). Null: nothing does.
+  std::shared_ptr<detail::connect_interrupt> interrupt;
 };
 
 namespace detail {
@@ -124,7 +129,9 @@ concept abortable_communicator = communicator<C> && requires(C& c, const std::st
 /// the store reports it (detail::peer_failure_watch, which process_group runs
 /// for such a communicator): collectives refuse from then on, naming that
 /// rank, and one waiting now ends now, even on a rank that waits on some
-/// third rank. Called at most once, from the watch's thread.
+/// third rank. Called at most once: from the watch's thread, or, for a failure
+/// heard while the communicator was being built, from process_group's
+/// constructor right after (peer_failure_relay.hpp).
 template <class C>
 concept peer_failure_communicator = communicator<C> && requires(C& c, const lost_rank& lost) {
   c.fail_for_peer(lost);

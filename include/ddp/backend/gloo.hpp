@@ -84,40 +84,31 @@ public:
     try {
       if (store_) {
         gloo_store_adapter adapter(*store_, "ddp/gloo/");
-        ctx->connect(adapter, device);
+        ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get());
       } else {
         ::gloo::rendezvous::FileStore files(rv.file_path);
         ::gloo::rendezvous::PrefixStore prefixed(rv.token.empty() ? "ddp" : "ddp-" + rv.token, files);
         ctx->connect(prefixed, device, gloo_mesh_keys::per_rank);
       }
     } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
-      // A peer that died while the mesh was forming refuses or drops our
-      // connection: name it when the store saw it go.
-      if (auto lost = find_lost_rank(false))
-        throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
-                    "rank " + std::to_string(rank_) + ": Gloo could not connect to its peers: rank " +
-                        std::to_string(lost.rank) + " " + lost.reason + ". Gloo: " + e.what(),
-                    lost.rank);
-      throw error(error_kind::backend,
-                  "rank " + std::to_string(rank_) + ": Gloo could not connect to its peers: " + e.what(),
-                  rank_);
+      throw_mesh_error("rank " + std::to_string(rank_) + ": Gloo could not connect to its peers", e.what());
     }
     ctx_ = std::move(ctx);
     if (store_ && shm_vote(rv)) setup_shm(rv);
   }
 
   /// Descriptors a rank holds at its peak: one per peer (Debian's Gloo swaps
-  /// each pair's listener for its connection, never both at once) and its
-  /// device's epoll; where the node's ranks can share memory
+  /// each pair's listener for its connection, never both at once), its
+  /// device's epoll and the eventfd that wakes it (gloo_loop_ticker); where the node's ranks can share memory
   /// (shm_layout_fits; DDP_SHM aside), the segment's two and, on a node leader, the
-  /// leaders' mesh across nodes. Measured at 8 ranks on one node: 15 open in
+  /// leaders' mesh across nodes. Measured at 8 ranks on one node: 16 open in
   /// all per rank, with 3 standard streams and 2 store connections.
   static long open_files(const ddp::topology& t) {
-    long n = (t.world_size - 1) + 1;
+    long n = (t.world_size - 1) + 2;
     if (shm_layout_fits(t)) {
       n += 2;
       const int nodes = t.world_size / t.local_world_size;
-      if (nodes > 1 && t.local_rank == 0) n += (nodes - 1) + 1;
+      if (nodes > 1 && t.local_rank == 0) n += (nodes - 1) + 2;
     }
     return n;
   }
@@ -429,15 +420,12 @@ private:
       auto ctx = std::make_shared<gloo_mesh_context>(t.node_rank, nnodes_, timeout_);
       gloo_store_adapter adapter(*store_, "ddp/gloo-leaders/");
       try {
-        ctx->connect(adapter, device);
+        ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get());
       } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
-        // Ranks here are node ranks: the leader of node N is rank N * LOCAL_WORLD_SIZE.
-        throw error(
-            error_kind::backend,
-            "rank " + std::to_string(rank_) + ", leader of node " + std::to_string(t.node_rank) +
-                ": Gloo could not connect to the other nodes' leaders (\"rank\" below is a node's): " +
-                e.what(),
-            rank_);
+        // Ranks in Gloo's part are node ranks: the leader of node N is rank N * LOCAL_WORLD_SIZE.
+        throw_mesh_error("rank " + std::to_string(rank_) + ", leader of node " + std::to_string(t.node_rank) +
+                             ": Gloo could not connect to the other nodes' leaders",
+                         std::string("(\"rank\" here is a node's) ") + e.what());
       }
       leaders_ = std::move(ctx);
     }
@@ -799,6 +787,17 @@ private:
                 d.culprit);
   }
 
+  /// A mesh that did not form. A peer that died meanwhile refused or dropped
+  /// a connection, or the connect stopped for it (connect_interrupt.hpp):
+  /// named when the store saw it go.
+  [[noreturn]] void throw_mesh_error(const std::string& what, const std::string& gloo_said) {
+    if (auto lost = find_lost_rank(false))
+      throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
+                  what + ": rank " + std::to_string(lost.rank) + " " + lost.reason + ". Gloo: " + gloo_said,
+                  lost.rank);
+    throw error(error_kind::backend, what + ": " + gloo_said, rank_);
+  }
+
   /// Asks the store which rank dropped without a goodbye or announced its own
   /// failure. After a closed connection the store notices a crash at about the
   /// moment we do, so it gets a second to record it; after a timeout whoever
@@ -817,34 +816,22 @@ private:
   }
 
   /// Fails every connection of this rank at once, from any thread, while a
-  /// collective may be running on the worker. Gloo does this itself when a
-  /// wait on one of its buffers times out: it fails every send and receive
-  /// still queued on every connection of the context, waking their waiters,
-  /// and closes the sockets. So a wait of 1 ms on a buffer nothing is sent to
-  /// does it, through Gloo's public API (Debian's Gloo headers for its TCP
-  /// pairs cannot be included). Closing alone (Pair::close) wakes nobody: the
-  /// running collective, and the teardown behind it, then waited out the whole
-  /// timeout. A transfer already under way is not queued any more: the
-  /// collectives' waits are then ended through waits_ (gloo_waits.hpp), which
-  /// holds every buffer they use.
+  /// collective may be running on the worker (gloo_mesh_context::
+  /// fail_connections). A transfer already under way is not queued any more:
+  /// the collectives' waits are then ended through waits_ (gloo_waits.hpp),
+  /// which holds every buffer they use.
   /// `with_segment`: the node's segment is aborted too (its waiters fail,
   /// naming this rank as the one that failed).
   void interrupt_connections(bool with_segment) noexcept {
     if (shm_ && with_segment) shm_->abort();
-    std::shared_ptr<::gloo::Context> ctx, leaders;
+    std::shared_ptr<gloo_mesh_context> ctx, leaders;
     {
       std::lock_guard lock(contexts_mu_);
       ctx = ctx_;
       leaders = leaders_;
     }
-    for (auto* c : {ctx.get(), leaders.get()}) {
-      if (!c) continue;
-      char nothing = 0;
-      try {
-        auto probe = c->createUnboundBuffer(&nothing, 1);
-        probe->waitRecv(std::chrono::milliseconds(1));
-      } catch (const std::exception&) {} // the timeout it is for
-    }
+    for (auto* c : {ctx.get(), leaders.get()})
+      if (c) c->fail_connections();
     waits_.interrupt_all(); // after the sockets closed: nothing writes into the buffers any more
   }
 
@@ -861,8 +848,8 @@ private:
   /// take it; so do the two ways to fail the group from outside (which poisons first).
   std::mutex contexts_mu_;
   std::optional<lost_rank> peer_failure_; ///< set by fail_for_peer when its failure is the group's
-  std::shared_ptr<::gloo::Context> ctx_;
-  std::shared_ptr<::gloo::Context> leaders_; ///< local rank 0 of each node, across nodes with shm
+  std::shared_ptr<gloo_mesh_context> ctx_;
+  std::shared_ptr<gloo_mesh_context> leaders_; ///< local rank 0 of each node, across nodes with shm
   std::unique_ptr<shm_all_reduce> shm_;
   shm_setup shm_args_;        ///< how shm_'s segment was set up: shm arrays start from it
   shm_array_registry arrays_; ///< make_shm_array's segments, for in-place all-reduces

@@ -19,6 +19,8 @@
 #ifndef DDP_DETAIL_BACKEND_GLOO_MESH_HPP
 #define DDP_DETAIL_BACKEND_GLOO_MESH_HPP
 
+#include <ddp/detail/backend/connect_interrupt.hpp>
+#include <ddp/detail/backend/gloo_loop_ticker.hpp>
 #include <ddp/detail/common/env.hpp>
 
 #include <gloo/context.h>
@@ -33,6 +35,7 @@
 #include <cstring>
 #include <memory>
 #include <netinet/in.h>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -102,46 +105,119 @@ public:
     setTimeout(timeout);
   }
 
+  gloo_mesh_context(const gloo_mesh_context&) = delete;
+  gloo_mesh_context& operator=(const gloo_mesh_context&) = delete;
+
+  /// Closes the pairs while the loop ticks fast (gloo_loop_ticker.hpp), before
+  /// Gloo's Context would close them one 10 ms tick at a time, then lets the
+  /// ticker stop the device's loop (another tick). Where a Gloo buffer still
+  /// holds the pairs' context, they are left to Gloo, to close when it goes.
+  ~gloo_mesh_context() override {
+    if (!ticker_) return; // never connected: nothing here is ddp's
+    if (transportContext_ && transportContext_.use_count() == 1) close_pairs(*transportContext_);
+    transportContext_.reset();
+    device_.reset();
+    ticker_.reset(); // holds the device last, unless another holder still does
+  }
+
   /// Connects a pair to every other rank through `store` (keys relative to
   /// it). Throws std::runtime_error naming the peer whose connection failed;
   /// a store that times out throws what it throws (ddp::error for ddp's).
+  /// `interrupt` (may be null): another thread's way to stop the waits for
+  /// connections, when another rank has failed (connect_interrupt.hpp); then
+  /// this throws, naming the peer it was connecting with and why it stopped.
+  /// A context that failed keeps its pairs until it goes: a peer dialing this
+  /// rank meanwhile still connects, and then fails for the store's news of
+  /// this rank's failure (process_group reports it), not on a refused dial
+  /// that would make it look like the rank that failed.
   void connect(::gloo::rendezvous::Store& store, const std::shared_ptr<::gloo::transport::Device>& device,
-               gloo_mesh_keys keys = gloo_mesh_keys::per_pair) {
-    auto pairs = device->createContext(rank, size);
+               gloo_mesh_keys keys = gloo_mesh_keys::per_pair, connect_interrupt* interrupt = nullptr) {
+    ticker_ = std::make_unique<gloo_loop_ticker>(device);
+    device_ = device;
+    transportContext_ = device->createContext(rank, size);
+    connect_pairs(store, *transportContext_, keys, interrupt);
+  }
+
+  /// Fails every connection of the context at once, from any thread, while a
+  /// collective may be running on it (see fail_pairs).
+  void fail_connections() noexcept {
+    if (transportContext_) fail_pairs(*transportContext_);
+  }
+
+private:
+  using addresses = std::vector<std::vector<char>>; ///< by peer rank; this rank's empty
+
+  void connect_pairs(::gloo::rendezvous::Store& store, ::gloo::transport::Context& pairs, gloo_mesh_keys keys,
+                     connect_interrupt* interrupt) {
     // Gloo waits five times a pair's timeout for its connection (tcp::Pair::
     // waitUntil, "a longer timeout when waiting for initial connect"): seen as
     // 30 s at DDP_TIMEOUT=6s for a rank whose peer never dialed. Pairs get a
     // fifth, so the wait is the timeout. Once connected, a pair's own timeout
     // serves only Gloo's sync mode, which ddp does not use; the context's,
     // restored below, is the default of the unbound buffers' waits.
-    pairs->setTimeout(std::max(std::chrono::milliseconds(1), getTimeout() / 5));
+    pairs.setTimeout(std::max(std::chrono::milliseconds(1), getTimeout() / 5));
     for (int peer = 0; peer < size; ++peer)
-      if (peer != rank) pairs->createPair(peer);
-    pairs->setTimeout(getTimeout());
-    auto address = keys == gloo_mesh_keys::per_pair ? exchange_per_pair(store, *pairs)
-                                                    : exchange_per_rank(store, *pairs);
+      if (peer != rank) pairs.createPair(peer);
+    pairs.setTimeout(getTimeout());
+    // From here the pairs stay where they are, so another thread may close them.
+    std::optional<connect_interrupt::registration> stop;
+    if (interrupt) stop.emplace(*interrupt, [this, &pairs](const std::string&) { fail_pairs(pairs); });
+    auto address =
+        keys == gloo_mesh_keys::per_pair ? exchange_per_pair(store, pairs) : exchange_per_rank(store, pairs);
     // Dial first, then listen: no rank waits on another's progress through its loop.
     for (bool dialing : {true, false})
       for (int peer = 0; peer < size; ++peer) {
         if (peer == rank) continue;
-        auto& pair = pairs->getPair(peer);
+        auto& pair = pairs.getPair(peer);
         const auto& at = address[static_cast<std::size_t>(peer)];
         if (gloo_pair_dials(pair->address().bytes(), at) != dialing) continue;
+        auto failed = [&](const std::string& what) {
+          return std::runtime_error(std::string(dialing ? "connecting to" : "waiting for a connection from") +
+                                    " rank " + std::to_string(peer) + " (its pair at " +
+                                    gloo_address_text(at) + ", this rank's at " +
+                                    gloo_address_text(pair->address().bytes()) + "): " + what);
+        };
+        auto stopped = [&] { return interrupt ? interrupt->why() : std::nullopt; };
+        if (auto why = stopped()) throw failed("stopped: " + *why);
         try {
-          pair->connect(at);
+          pair->connect(at); // throws at once once fail_pairs ran
         } catch (const std::exception& e) {
-          throw std::runtime_error(std::string(dialing ? "connecting to" : "waiting for a connection from") +
-                                   " rank " + std::to_string(peer) + " (its pair at " +
-                                   gloo_address_text(at) + ", this rank's at " +
-                                   gloo_address_text(pair->address().bytes()) + "): " + e.what());
+          if (auto why = stopped()) throw failed("stopped: " + *why); // Gloo's text: fail_pairs' own probe
+          throw failed(e.what());
         }
+        if (auto why = stopped()) throw failed("stopped: " + *why);
       }
-    device_ = device;
-    transportContext_ = std::move(pairs);
   }
 
-private:
-  using addresses = std::vector<std::vector<char>>; ///< by peer rank; this rank's empty
+  /// Fails every pair of `pairs` at once, from any thread: Gloo does this
+  /// itself when a wait on one of its buffers times out (it sets an error on
+  /// every pair, failing every send and receive still queued there and a
+  /// wait for a connection, waking their waiters, and closes the sockets
+  /// gently), so a wait of 1 ms on a buffer nothing is sent to does it,
+  /// through Gloo's public API (Debian's Gloo lacks headers to reach a TCP
+  /// pair's own failure). Closing alone (Pair::close) is no substitute: it
+  /// wakes no collective (the running one, and the teardown behind it, then
+  /// waited out the whole timeout), and its reset (SO_LINGER 0) can reach a
+  /// peer's Gloo loop while it accepts that connection, whose getpeername
+  /// then fails: an exception on Gloo's loop thread, which ends that peer's
+  /// process (a reviewer's probe: 6 runs in 100 of an interrupted connect).
+  /// Gloo fails the pairs one after another, each waiting for its loop, so
+  /// the loop ticks fast meanwhile.
+  void fail_pairs(::gloo::transport::Context& pairs) noexcept {
+    gloo_loop_ticker::burst quick(*ticker_);
+    char nothing = 0;
+    try {
+      auto probe = pairs.createUnboundBuffer(&nothing, 1);
+      probe->waitRecv(nullptr, std::chrono::milliseconds(1));
+    } catch (const std::exception&) {} // the timeout it is for
+  }
+
+  /// Closes every pair of `pairs` while the loop ticks fast.
+  void close_pairs(::gloo::transport::Context& pairs) noexcept {
+    gloo_loop_ticker::burst quick(*ticker_);
+    for (int peer = 0; peer < size; ++peer)
+      pairs.getPair(peer).reset(); // this rank's own is empty already
+  }
 
   addresses exchange_per_pair(::gloo::rendezvous::Store& store, ::gloo::transport::Context& pairs) const {
     std::vector<std::string> theirs;
@@ -182,6 +258,8 @@ private:
     }
     return at;
   }
+
+  std::unique_ptr<gloo_loop_ticker> ticker_; ///< outlives the pairs: the destructor closes them first
 };
 
 } // namespace detail
