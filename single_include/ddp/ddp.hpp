@@ -4879,11 +4879,13 @@ public:
   /// needless, not wrong.)
   ~gloo_loop_ticker() {
     if (fd_ < 0) return;
-    {
+    if (device_.use_count() > 1) {
+      try {
+        device_->unregisterDescriptor(fd_, this);
+      } catch (const std::exception&) {} // epoll_ctl failed: the fd is closed below all the same
+      device_.reset();
+    } else {
       burst quick(*this);
-      if (device_.use_count() > 1) try {
-          device_->unregisterDescriptor(fd_, this);
-        } catch (const std::exception&) {} // epoll_ctl failed: the fd is closed below all the same
       device_.reset();
     }
     {
@@ -5023,6 +5025,14 @@ inline std::string gloo_address_text(const std::vector<char>& bytes) {
 /// one list (N files, not N(N-1)) and waits for one peer's at a time.
 enum class gloo_mesh_keys { per_pair, per_rank };
 
+/// A wait for a peer's connection that ran its whole timeout: that peer (or
+/// the network to it) is to blame, not this rank (process_group then reports
+/// nothing in this rank's name).
+class gloo_mesh_timeout : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
 /// A Gloo context whose pairs ddp connects (see the top of this file). Gloo's
 /// algorithms and ddp's own use it like any gloo::Context.
 class gloo_mesh_context final : public ::gloo::Context {
@@ -5053,10 +5063,11 @@ public:
   /// `interrupt` (may be null): another thread's way to stop the waits for
   /// connections, when another rank has failed (connect_interrupt.hpp); then
   /// this throws, naming the peer it was connecting with and why it stopped.
-  /// A context that failed keeps its pairs until it goes: a peer dialing this
-  /// rank meanwhile still connects, and then fails for the store's news of
-  /// this rank's failure (process_group reports it), not on a refused dial
-  /// that would make it look like the rank that failed.
+  /// A wait for a connection that ran its whole timeout throws
+  /// gloo_mesh_timeout. A context that failed keeps its pairs until it goes
+  /// (ddp::gloo first looks for a lost peer, for up to a second): a peer
+  /// dialing this rank meanwhile still connects, rather than finding its dial
+  /// refused and looking like the rank that failed.
   void connect(::gloo::rendezvous::Store& store, const std::shared_ptr<::gloo::transport::Device>& device,
                gloo_mesh_keys keys = gloo_mesh_keys::per_pair, connect_interrupt* interrupt = nullptr) {
     ticker_ = std::make_unique<gloo_loop_ticker>(device);
@@ -5106,10 +5117,14 @@ private:
         };
         auto stopped = [&] { return interrupt ? interrupt->why() : std::nullopt; };
         if (auto why = stopped()) throw failed("stopped: " + *why);
+        const auto started = std::chrono::steady_clock::now();
         try {
           pair->connect(at); // throws at once once fail_pairs ran
         } catch (const std::exception& e) {
           if (auto why = stopped()) throw failed("stopped: " + *why); // Gloo's text: fail_pairs' own probe
+          // Gloo's "Connect timeout" (an IoException like any other) after the whole wait.
+          if (std::chrono::steady_clock::now() - started >= getTimeout() * 9 / 10)
+            throw gloo_mesh_timeout(failed(e.what()).what());
           throw failed(e.what());
         }
         if (auto why = stopped()) throw failed("stopped: " + *why);
@@ -5120,14 +5135,19 @@ private:
   /// itself when a wait on one of its buffers times out (it sets an error on
   /// every pair, failing every send and receive still queued there and a
   /// wait for a connection, waking their waiters, and closes the sockets
-  /// gently), so a wait of 1 ms on a buffer nothing is sent to does it,
-  /// through Gloo's public API (Debian's Gloo lacks headers to reach a TCP
-  /// pair's own failure). Closing alone (Pair::close) is no substitute: it
-  /// wakes no collective (the running one, and the teardown behind it, then
-  /// waited out the whole timeout), and its reset (SO_LINGER 0) can reach a
-  /// peer's Gloo loop while it accepts that connection, whose getpeername
-  /// then fails: an exception on Gloo's loop thread, which ends that peer's
-  /// process (a reviewer's probe: 6 runs in 100 of an interrupted connect).
+  /// without SO_LINGER), so a wait of 1 ms on a buffer nothing is sent to
+  /// does it, through Gloo's public API (Debian's Gloo lacks headers to reach
+  /// a TCP pair's own failure). Closing alone (Pair::close) is no substitute:
+  /// it wakes no collective (the running one, and the teardown behind it,
+  /// then waited out the whole timeout), and its reset (SO_LINGER 0) reached
+  /// peers' Gloo loops while they accepted those connections, whose
+  /// getpeername then failed: an exception on Gloo's loop thread, which ends
+  /// that process (a reviewer's probe: 6 runs in 100 of an interrupted
+  /// connect). A listener closed here still resets a connection the kernel
+  /// queued but Gloo had not accepted; the peer's Gloo sees that in its
+  /// connect (SO_ERROR) but for a window of two system calls (a second
+  /// reviewer's probe: 6 such resets in 120 rounds, no crash), the same
+  /// window any process exiting during Gloo's connect opens.
   /// Gloo fails the pairs one after another, each waiting for its loop, so
   /// the loop ticks fast meanwhile.
   void fail_pairs(::gloo::transport::Context& pairs) noexcept {
@@ -6578,7 +6598,10 @@ public:
         ::gloo::rendezvous::PrefixStore prefixed(rv.token.empty() ? "ddp" : "ddp-" + rv.token, files);
         ctx->connect(prefixed, device, gloo_mesh_keys::per_rank);
       }
-    } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
+    } catch (const ddp::error&) { throw; } catch (const gloo_mesh_timeout& e) {
+      throw_mesh_error("rank " + std::to_string(rank_) + ": Gloo could not connect to its peers", e.what(),
+                       true);
+    } catch (const std::exception& e) {
       throw_mesh_error("rank " + std::to_string(rank_) + ": Gloo could not connect to its peers", e.what());
     }
     ctx_ = std::move(ctx);
@@ -6910,10 +6933,12 @@ private:
       try {
         ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get());
       } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
-        // Ranks in Gloo's part are node ranks: the leader of node N is rank N * LOCAL_WORLD_SIZE.
-        throw_mesh_error("rank " + std::to_string(rank_) + ", leader of node " + std::to_string(t.node_rank) +
-                             ": Gloo could not connect to the other nodes' leaders",
-                         std::string("(\"rank\" here is a node's) ") + e.what());
+        // Gloo's ranks here are node ranks: the leader of node N is rank N * LOCAL_WORLD_SIZE.
+        throw_mesh_error(
+            "rank " + std::to_string(rank_) + ", leader of node " + std::to_string(t.node_rank) +
+                ": Gloo could not connect to the other nodes' leaders",
+            std::string("(Gloo's \"rank N\" is node N's leader; the store's ranks are global) ") + e.what(),
+            dynamic_cast<const gloo_mesh_timeout*>(&e) != nullptr);
       }
       leaders_ = std::move(ctx);
     }
@@ -7278,12 +7303,16 @@ private:
   /// A mesh that did not form. A peer that died meanwhile refused or dropped
   /// a connection, or the connect stopped for it (connect_interrupt.hpp):
   /// named when the store saw it go.
-  [[noreturn]] void throw_mesh_error(const std::string& what, const std::string& gloo_said) {
+  /// `timed_out`: a wait for a peer's connection ran its whole timeout (that
+  /// peer is to blame: a timeout, which process_group does not report as this
+  /// rank's failure).
+  [[noreturn]] void throw_mesh_error(const std::string& what, const std::string& gloo_said,
+                                     bool timed_out = false) {
     if (auto lost = find_lost_rank(false))
       throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
                   what + ": rank " + std::to_string(lost.rank) + " " + lost.reason + ". Gloo: " + gloo_said,
                   lost.rank);
-    throw error(error_kind::backend, what + ": " + gloo_said, rank_);
+    throw error(timed_out ? error_kind::timeout : error_kind::backend, what + ": " + gloo_said, rank_);
   }
 
   /// Asks the store which rank dropped without a goodbye or announced its own

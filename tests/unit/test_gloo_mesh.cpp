@@ -248,3 +248,25 @@ TEST_CASE("interrupts at any moment of a connect end it cleanly on every rank") 
   MESSAGE(stopped << " connects stopped, " << connected << " connected before their interrupt");
   CHECK(stopped > 0);
 }
+
+TEST_CASE("a wait for a peer that never dials runs its timeout and says it timed out") {
+  // Rank 1 published an address (127.0.0.2: it would dial) and never connects.
+  ::gloo::rendezvous::HashStore store;
+  ::gloo::rendezvous::PrefixStore prefixed("silent", store);
+  sockaddr_in fake{};
+  fake.sin_family = AF_INET;
+  fake.sin_port = htons(9);
+  fake.sin_addr.s_addr = htonl(0x7f000002);
+  sockaddr_storage ss{};
+  std::memcpy(&ss, &fake, sizeof fake);
+  prefixed.set(ddp::detail::gloo_mesh_key(1, 0), ::gloo::transport::tcp::Address(ss).bytes());
+  gloo_mesh_context m(0, 2, 1s);
+  const auto t0 = std::chrono::steady_clock::now();
+  // A timeout, not a failure of this rank's own: process_group does not report it as one.
+  CHECK_THROWS_WITH_AS(m.connect(prefixed, loopback_device(0)),
+                       doctest::Contains("waiting for a connection from rank 1 (its pair at [127.0.0.2]:9, "),
+                       ddp::detail::gloo_mesh_timeout);
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  CHECK(waited >= 900ms);
+  CHECK(waited < 20s);
+}

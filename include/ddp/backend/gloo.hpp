@@ -90,7 +90,10 @@ public:
         ::gloo::rendezvous::PrefixStore prefixed(rv.token.empty() ? "ddp" : "ddp-" + rv.token, files);
         ctx->connect(prefixed, device, gloo_mesh_keys::per_rank);
       }
-    } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
+    } catch (const ddp::error&) { throw; } catch (const gloo_mesh_timeout& e) {
+      throw_mesh_error("rank " + std::to_string(rank_) + ": Gloo could not connect to its peers", e.what(),
+                       true);
+    } catch (const std::exception& e) {
       throw_mesh_error("rank " + std::to_string(rank_) + ": Gloo could not connect to its peers", e.what());
     }
     ctx_ = std::move(ctx);
@@ -422,10 +425,12 @@ private:
       try {
         ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get());
       } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
-        // Ranks in Gloo's part are node ranks: the leader of node N is rank N * LOCAL_WORLD_SIZE.
-        throw_mesh_error("rank " + std::to_string(rank_) + ", leader of node " + std::to_string(t.node_rank) +
-                             ": Gloo could not connect to the other nodes' leaders",
-                         std::string("(\"rank\" here is a node's) ") + e.what());
+        // Gloo's ranks here are node ranks: the leader of node N is rank N * LOCAL_WORLD_SIZE.
+        throw_mesh_error(
+            "rank " + std::to_string(rank_) + ", leader of node " + std::to_string(t.node_rank) +
+                ": Gloo could not connect to the other nodes' leaders",
+            std::string("(Gloo's \"rank N\" is node N's leader; the store's ranks are global) ") + e.what(),
+            dynamic_cast<const gloo_mesh_timeout*>(&e) != nullptr);
       }
       leaders_ = std::move(ctx);
     }
@@ -790,12 +795,16 @@ private:
   /// A mesh that did not form. A peer that died meanwhile refused or dropped
   /// a connection, or the connect stopped for it (connect_interrupt.hpp):
   /// named when the store saw it go.
-  [[noreturn]] void throw_mesh_error(const std::string& what, const std::string& gloo_said) {
+  /// `timed_out`: a wait for a peer's connection ran its whole timeout (that
+  /// peer is to blame: a timeout, which process_group does not report as this
+  /// rank's failure).
+  [[noreturn]] void throw_mesh_error(const std::string& what, const std::string& gloo_said,
+                                     bool timed_out = false) {
     if (auto lost = find_lost_rank(false))
       throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
                   what + ": rank " + std::to_string(lost.rank) + " " + lost.reason + ". Gloo: " + gloo_said,
                   lost.rank);
-    throw error(error_kind::backend, what + ": " + gloo_said, rank_);
+    throw error(timed_out ? error_kind::timeout : error_kind::backend, what + ": " + gloo_said, rank_);
   }
 
   /// Asks the store which rank dropped without a goodbye or announced its own

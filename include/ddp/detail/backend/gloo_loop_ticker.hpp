@@ -76,11 +76,13 @@ public:
   /// needless, not wrong.)
   ~gloo_loop_ticker() {
     if (fd_ < 0) return;
-    {
+    if (device_.use_count() > 1) {
+      try {
+        device_->unregisterDescriptor(fd_, this);
+      } catch (const std::exception&) {} // epoll_ctl failed: the fd is closed below all the same
+      device_.reset();
+    } else {
       burst quick(*this);
-      if (device_.use_count() > 1) try {
-          device_->unregisterDescriptor(fd_, this);
-        } catch (const std::exception&) {} // epoll_ctl failed: the fd is closed below all the same
       device_.reset();
     }
     {

@@ -96,6 +96,14 @@ inline std::string gloo_address_text(const std::vector<char>& bytes) {
 /// one list (N files, not N(N-1)) and waits for one peer's at a time.
 enum class gloo_mesh_keys { per_pair, per_rank };
 
+/// A wait for a peer's connection that ran its whole timeout: that peer (or
+/// the network to it) is to blame, not this rank (process_group then reports
+/// nothing in this rank's name).
+class gloo_mesh_timeout : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
 /// A Gloo context whose pairs ddp connects (see the top of this file). Gloo's
 /// algorithms and ddp's own use it like any gloo::Context.
 class gloo_mesh_context final : public ::gloo::Context {
@@ -126,10 +134,11 @@ public:
   /// `interrupt` (may be null): another thread's way to stop the waits for
   /// connections, when another rank has failed (connect_interrupt.hpp); then
   /// this throws, naming the peer it was connecting with and why it stopped.
-  /// A context that failed keeps its pairs until it goes: a peer dialing this
-  /// rank meanwhile still connects, and then fails for the store's news of
-  /// this rank's failure (process_group reports it), not on a refused dial
-  /// that would make it look like the rank that failed.
+  /// A wait for a connection that ran its whole timeout throws
+  /// gloo_mesh_timeout. A context that failed keeps its pairs until it goes
+  /// (ddp::gloo first looks for a lost peer, for up to a second): a peer
+  /// dialing this rank meanwhile still connects, rather than finding its dial
+  /// refused and looking like the rank that failed.
   void connect(::gloo::rendezvous::Store& store, const std::shared_ptr<::gloo::transport::Device>& device,
                gloo_mesh_keys keys = gloo_mesh_keys::per_pair, connect_interrupt* interrupt = nullptr) {
     ticker_ = std::make_unique<gloo_loop_ticker>(device);
@@ -179,10 +188,14 @@ private:
         };
         auto stopped = [&] { return interrupt ? interrupt->why() : std::nullopt; };
         if (auto why = stopped()) throw failed("stopped: " + *why);
+        const auto started = std::chrono::steady_clock::now();
         try {
           pair->connect(at); // throws at once once fail_pairs ran
         } catch (const std::exception& e) {
           if (auto why = stopped()) throw failed("stopped: " + *why); // Gloo's text: fail_pairs' own probe
+          // Gloo's "Connect timeout" (an IoException like any other) after the whole wait.
+          if (std::chrono::steady_clock::now() - started >= getTimeout() * 9 / 10)
+            throw gloo_mesh_timeout(failed(e.what()).what());
           throw failed(e.what());
         }
         if (auto why = stopped()) throw failed("stopped: " + *why);
@@ -193,14 +206,19 @@ private:
   /// itself when a wait on one of its buffers times out (it sets an error on
   /// every pair, failing every send and receive still queued there and a
   /// wait for a connection, waking their waiters, and closes the sockets
-  /// gently), so a wait of 1 ms on a buffer nothing is sent to does it,
-  /// through Gloo's public API (Debian's Gloo lacks headers to reach a TCP
-  /// pair's own failure). Closing alone (Pair::close) is no substitute: it
-  /// wakes no collective (the running one, and the teardown behind it, then
-  /// waited out the whole timeout), and its reset (SO_LINGER 0) can reach a
-  /// peer's Gloo loop while it accepts that connection, whose getpeername
-  /// then fails: an exception on Gloo's loop thread, which ends that peer's
-  /// process (a reviewer's probe: 6 runs in 100 of an interrupted connect).
+  /// without SO_LINGER), so a wait of 1 ms on a buffer nothing is sent to
+  /// does it, through Gloo's public API (Debian's Gloo lacks headers to reach
+  /// a TCP pair's own failure). Closing alone (Pair::close) is no substitute:
+  /// it wakes no collective (the running one, and the teardown behind it,
+  /// then waited out the whole timeout), and its reset (SO_LINGER 0) reached
+  /// peers' Gloo loops while they accepted those connections, whose
+  /// getpeername then failed: an exception on Gloo's loop thread, which ends
+  /// that process (a reviewer's probe: 6 runs in 100 of an interrupted
+  /// connect). A listener closed here still resets a connection the kernel
+  /// queued but Gloo had not accepted; the peer's Gloo sees that in its
+  /// connect (SO_ERROR) but for a window of two system calls (a second
+  /// reviewer's probe: 6 such resets in 120 rounds, no crash), the same
+  /// window any process exiting during Gloo's connect opens.
   /// Gloo fails the pairs one after another, each waiting for its loop, so
   /// the loop ticks fast meanwhile.
   void fail_pairs(::gloo::transport::Context& pairs) noexcept {
