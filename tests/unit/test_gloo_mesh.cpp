@@ -54,6 +54,19 @@ std::vector<mesh> connect_all(::gloo::rendezvous::Store& store, const std::strin
   return meshes;
 }
 
+/// A Gloo pair address at 127.0.0.2:9 for a rank that never connects: larger
+/// than the ranks' own (127.0.0.1), so by Gloo's rule it would dial them, and
+/// they wait for it.
+std::vector<char> address_nobody_dials_from() {
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_port = htons(9);
+  at.sin_addr.s_addr = htonl(0x7f000002);
+  sockaddr_storage ss{};
+  std::memcpy(&ss, &at, sizeof at);
+  return ::gloo::transport::tcp::Address(ss).bytes();
+}
+
 /// Every rank sends 100 + its rank to the next and checks what the previous sent.
 void pass_ring(std::vector<mesh>& meshes) {
   const int n = static_cast<int>(meshes.size());
@@ -161,13 +174,7 @@ TEST_CASE("an interrupt stops ranks waiting for a peer that never dials, naming 
   // that failed right after publishing.
   ::gloo::rendezvous::HashStore store;
   ::gloo::rendezvous::PrefixStore prefixed("mesh", store);
-  sockaddr_in fake{};
-  fake.sin_family = AF_INET;
-  fake.sin_port = htons(9);
-  fake.sin_addr.s_addr = htonl(0x7f000002);
-  sockaddr_storage ss{};
-  std::memcpy(&ss, &fake, sizeof fake);
-  const auto absent = ::gloo::transport::tcp::Address(ss).bytes();
+  const auto absent = address_nobody_dials_from();
   prefixed.set(ddp::detail::gloo_mesh_key(2, 0), absent);
   prefixed.set(ddp::detail::gloo_mesh_key(2, 1), absent);
 
@@ -253,13 +260,7 @@ TEST_CASE("a wait for a peer that never dials runs its timeout and says it timed
   // Rank 1 published an address (127.0.0.2: it would dial) and never connects.
   ::gloo::rendezvous::HashStore store;
   ::gloo::rendezvous::PrefixStore prefixed("silent", store);
-  sockaddr_in fake{};
-  fake.sin_family = AF_INET;
-  fake.sin_port = htons(9);
-  fake.sin_addr.s_addr = htonl(0x7f000002);
-  sockaddr_storage ss{};
-  std::memcpy(&ss, &fake, sizeof fake);
-  prefixed.set(ddp::detail::gloo_mesh_key(1, 0), ::gloo::transport::tcp::Address(ss).bytes());
+  prefixed.set(ddp::detail::gloo_mesh_key(1, 0), address_nobody_dials_from());
   gloo_mesh_context m(0, 2, 1s);
   const auto t0 = std::chrono::steady_clock::now();
   // A timeout, not a failure of this rank's own: process_group does not report it as one.
