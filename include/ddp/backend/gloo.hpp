@@ -90,11 +90,8 @@ public:
         ::gloo::rendezvous::PrefixStore prefixed(rv.token.empty() ? "ddp" : "ddp-" + rv.token, files);
         ctx->connect(prefixed, device, gloo_mesh_keys::per_rank);
       }
-    } catch (const ddp::error&) { throw; } catch (const gloo_mesh_timeout& e) {
-      throw_mesh_error("rank " + std::to_string(rank_) + ": Gloo could not connect to its peers", e.what(),
-                       true);
-    } catch (const std::exception& e) {
-      throw_mesh_error("rank " + std::to_string(rank_) + ": Gloo could not connect to its peers", e.what());
+    } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
+      throw_mesh_error("rank " + std::to_string(rank_) + ": Gloo could not connect to its peers", "", e);
     }
     ctx_ = std::move(ctx);
     if (store_ && shm_vote(rv)) setup_shm(rv);
@@ -426,11 +423,9 @@ private:
         ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get());
       } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
         // Gloo's ranks here are node ranks: the leader of node N is rank N * LOCAL_WORLD_SIZE.
-        throw_mesh_error(
-            "rank " + std::to_string(rank_) + ", leader of node " + std::to_string(t.node_rank) +
-                ": Gloo could not connect to the other nodes' leaders",
-            std::string("(Gloo's \"rank N\" is node N's leader; the store's ranks are global) ") + e.what(),
-            dynamic_cast<const gloo_mesh_timeout*>(&e) != nullptr);
+        throw_mesh_error("rank " + std::to_string(rank_) + ", leader of node " + std::to_string(t.node_rank) +
+                             ": Gloo could not connect to the other nodes' leaders",
+                         "(Gloo's \"rank N\" is node N's leader; the store's ranks are global) ", e);
       }
       leaders_ = std::move(ctx);
     }
@@ -795,15 +790,18 @@ private:
   /// A mesh that did not form. A peer that died meanwhile refused or dropped
   /// a connection, or the connect stopped for it (connect_interrupt.hpp):
   /// named when the store saw it go.
-  /// `timed_out`: a wait for a peer's connection ran its whole timeout (that
-  /// peer is to blame: a timeout, which process_group does not report as this
-  /// rank's failure).
-  [[noreturn]] void throw_mesh_error(const std::string& what, const std::string& gloo_said,
-                                     bool timed_out = false) {
+  /// Otherwise a wait for a peer's connection that ran its whole timeout
+  /// (gloo_mesh_timeout) is a timeout: that peer is to blame, and
+  /// process_group does not report it as this rank's failure. `note` goes
+  /// before Gloo's text.
+  [[noreturn]] void throw_mesh_error(const std::string& what, const std::string& note,
+                                     const std::exception& gloo) {
+    const std::string gloo_said = note + gloo.what();
     if (auto lost = find_lost_rank(false))
       throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
                   what + ": rank " + std::to_string(lost.rank) + " " + lost.reason + ". Gloo: " + gloo_said,
                   lost.rank);
+    const bool timed_out = dynamic_cast<const gloo_mesh_timeout*>(&gloo) != nullptr;
     throw error(timed_out ? error_kind::timeout : error_kind::backend, what + ": " + gloo_said, rank_);
   }
 
