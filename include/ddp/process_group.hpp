@@ -54,10 +54,8 @@ public:
 
   /// Prefer init_process_group<Backend>(); this connects from a prepared rendezvous.
   explicit process_group(rendezvous rv) : topo_(rv.topo), store_(rv.store) {
-    start_peer_watch(); // first: it hears of a rank failing while the connections form
-    // rv.interrupt stays unset: failing a connect's pairs resets connections a
-    // peer's Gloo is accepting, and Gloo then aborts that process (unit test
-    // of 50 interrupted connects: 3 runs in 25 aborted beside a CPU hog).
+    start_peer_watch(); // first: a rank failing while the connections form stops this one's waits for it
+    if (relay_) rv.interrupt = relay_->connecting();
     try {
       comm_ = std::make_unique<typename Backend::communicator>(rv);
     } catch (const std::exception& e) {
@@ -489,6 +487,43 @@ inline std::shared_ptr<tcp_store> make_store(const tcp_store_options& so, const 
   }
 }
 
+/// A rank whose own setup failed during the rendezvous tells the store (and
+/// ddprun's failure note), so that the peers waiting for it there fail now,
+/// naming it and why, instead of at DDP_TIMEOUT: without a launcher that ends
+/// the job (srun does not by default), ten minutes at the default timeout.
+inline void report_rendezvous_failure(tcp_store& store, int rank, const error& e) noexcept {
+  try {
+    std::string reason(e.message()); // peers read "rank R failed: <reason>"
+    const std::string self = "rank " + std::to_string(rank) + ": ";
+    if (reason.starts_with(self)) reason.erase(0, self.size());
+    note_failure_for_launcher(rank, reason);
+    store.report_failure(reason);
+  } catch (...) {} // best effort: the error going out is what matters
+}
+
+/// How long a rank refused before it joined the store tries to reach it, to
+/// report: the store may not be up yet (rank 0 starts at its own pace), but
+/// where every node has the same low limit, rank 0 was refused too and
+/// serves nothing, and each rank's own error waits this long (10 s at first:
+/// a reviewer's probe saw ranks 1-3 exit 9.5 s after rank 0).
+inline constexpr std::chrono::milliseconds report_before_store_patience{3000};
+
+/// The same for a rank refused before it joined the store (the open-files
+/// check): it connects only to report, for report_before_store_patience at
+/// most, unless it would serve the store itself (then there is none to tell).
+/// It reports only if it can claim its rank there, as joining would: a store
+/// of another job sharing the port and token is not told.
+inline void report_failure_before_store(tcp_store_options so, const error& e) noexcept {
+  if (so.serve) return;
+  try {
+    so.timeout = std::min(so.timeout, report_before_store_patience);
+    so.linger.reset();
+    tcp_store store(so);
+    if (store.add("ddp/rank/" + std::to_string(so.rank), 1) == 1)
+      report_rendezvous_failure(store, so.rank, e);
+  } catch (...) {}
+}
+
 /// Raises the open-files limit to what this rank will hold (see open_files.hpp),
 /// or fails now, before the job waits on a rank that ran out.
 inline void ensure_rank_open_files(const ddp::topology& t, long backend_files, bool uses_store,
@@ -571,19 +606,30 @@ inline ddp::rendezvous make_rendezvous(const init_options& o,
     so.scope += std::to_string(*rv.topo.restart_round);
     so.scope += '/';
   }
-  ensure_rank_open_files(rv.topo, backend_files ? backend_files(rv.topo) : 0, true, so.serve);
+  try {
+    ensure_rank_open_files(rv.topo, backend_files ? backend_files(rv.topo) : 0, true, so.serve);
+  } catch (const error& e) {
+    report_failure_before_store(so, e);
+    throw;
+  }
   rv.store = make_store(so, m.starts_with("tcp://") ? std::string() : store_port_origin(rv.topo));
   // Two processes claiming one rank would corrupt the mesh: refuse clearly.
+  // Not reported: the rank is the other process's (maybe of another job
+  // sharing the port and token, running fine).
   if (rv.store->add("ddp/rank/" + std::to_string(rv.topo.rank), 1) != 1)
     throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) +
                                         " joined twice: two processes have the same RANK in this job");
+  auto refuse = [&](const std::string& why) { // this process holds the rank: it may report
+    error e(error_kind::config, why);
+    report_rendezvous_failure(*rv.store, rv.topo.rank, e);
+    return e;
+  };
   rv.store->set("ddp/world/" + std::to_string(rv.topo.rank), std::to_string(rv.topo.world_size));
   if (rv.topo.rank != 0) {
     auto w0 = rv.store->get("ddp/world/0");
     if (w0 != std::to_string(rv.topo.world_size))
-      throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) +
-                                          " was started with world size " +
-                                          std::to_string(rv.topo.world_size) + " but rank 0 with " + w0);
+      throw refuse("rank " + std::to_string(rv.topo.rank) + " was started with world size " +
+                   std::to_string(rv.topo.world_size) + " but rank 0 with " + w0);
   }
   // Every rank arrives before any enters the backend's mesh: a rank lost
   // until here is named by this wait at once (the store answers "lost").
@@ -593,7 +639,12 @@ inline ddp::rendezvous make_rendezvous(const init_options& o,
   std::vector<std::string> arrived;
   for (int r = 0; r < rv.topo.world_size; ++r)
     arrived.push_back("ddp/arrived/" + std::to_string(r));
-  rv.store->wait(arrived);
+  try {
+    rv.store->wait(arrived);
+  } catch (const error& e) {
+    if (e.kind() == error_kind::peer_lost) rv.store->serve_late_arrivals(rv.topo.world_size);
+    throw;
+  }
   return rv;
 }
 

@@ -261,6 +261,16 @@ public:
     } catch (...) { return false; }
   }
 
+  /// Rank 0 only, when a rank was lost before every rank arrived: on
+  /// teardown, keep serving (late_arrival_linger at most) until each of the
+  /// job's `world_size` ranks has connected once, so that a rank starting late
+  /// reads who was lost instead of finding no store and waiting its timeout.
+  void serve_late_arrivals(int world_size) {
+    if (server_) server_->serve_late_arrivals(world_size, late_arrival_linger);
+  }
+  /// Rank 0's error waits this long at most (a rank that never starts).
+  static constexpr std::chrono::milliseconds late_arrival_linger{3000};
+
   /// Rank 0 only: on teardown, do not wait for the other ranks to disconnect.
   void stop_serving_at_once() {
     if (server_) server_->set_linger(std::chrono::milliseconds(0));

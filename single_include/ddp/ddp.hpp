@@ -546,20 +546,23 @@ DDP_END_NAMESPACE
 #define DDP_BACKEND_COMMUNICATOR_HPP
 
 // ---- begin ddp/detail/backend/connect_interrupt.hpp ----
-// Stops a backend that is still connecting when another rank has failed.
-// A rank that fails while the job's connections form (a peer it cannot dial,
-// an open-files refusal, a crash) is recorded in the store at once, but a rank
-// waiting for that peer's connection inside Gloo heard nothing of it and
-// waited DDP_TIMEOUT (measured in dist.netns.unreachable: node 1's ranks
-// failed after 7.05 s at DDP_TIMEOUT=6s, where node 0's had failed at 1 s; at
-// the default timeout, ten minutes). process_group now starts its peer-failure
-// watch before the communicator; until the communicator exists, the watch's
-// news goes here, and a backend registers here, while it waits for
-// connections, what ends those waits (gloo_mesh_context closes its pairs).
+// Stops a backend's waits for a rank that failed while the connections form.
+// A rank that fails then (a peer it cannot dial, an open-files refusal, a
+// crash) is recorded in the store at once, but a rank waiting for that peer's
+// connection inside Gloo heard nothing of it and waited DDP_TIMEOUT (measured
+// in dist.netns.unreachable: node 1's ranks failed after 7.05 s at
+// DDP_TIMEOUT=6s, where node 0's had failed at 1 s; at the default timeout,
+// ten minutes). process_group starts its peer-failure watch before the
+// communicator; until the communicator exists, the watch's news (which rank
+// was lost, and why) comes here, and a backend registers here, while it waits
+// for connections, what ends its waits for that rank (gloo_mesh_context closes
+// that rank's pair and lets the living peers finish: see there).
 #ifndef DDP_DETAIL_BACKEND_CONNECT_INTERRUPT_HPP
 #define DDP_DETAIL_BACKEND_CONNECT_INTERRUPT_HPP
 
 
+#include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -571,21 +574,39 @@ namespace detail {
 
 class connect_interrupt {
 public:
-  using stop_function = std::function<void(const std::string& why)>;
+  /// The news: the rank that was lost (a global rank; -1: none in
+  /// particular) and why, for the error.
+  struct news {
+    int lost_rank = -1;
+    std::string why;
+  };
+  /// Runs on the thread that brings the news, or in registration's
+  /// constructor when the news came first; it must return promptly (a few
+  /// milliseconds: it holds this object's lock).
+  using stop_function = std::function<void(const news&)>;
 
-  /// Records why (the first reason sticks) and runs the registered stop, on
+  /// Records the news (the first sticks) and runs the registered stop, on
   /// the calling thread. Thread-safe.
-  void interrupt(std::string why) {
-    std::lock_guard lock(mu_);
-    if (why_) return;
-    why_ = std::move(why);
-    if (stop_) stop_(*why_);
+  void interrupt(int lost_rank, std::string why) {
+    {
+      std::lock_guard lock(mu_);
+      if (news_) return;
+      news_ = news{lost_rank, std::move(why)};
+      if (stop_) stop_(*news_);
+    }
+    news_cv_.notify_all();
   }
 
-  /// Why the connect was interrupted; empty while it was not.
-  std::optional<std::string> why() const {
+  /// Waits up to `timeout` for news; true once there is some.
+  bool wait_for_news(std::chrono::milliseconds timeout) const {
+    std::unique_lock lock(mu_);
+    return news_cv_.wait_for(lock, timeout, [&] { return news_.has_value(); });
+  }
+
+  /// The news, once there is some.
+  std::optional<news> heard() const {
     std::lock_guard lock(mu_);
-    return why_;
+    return news_;
   }
 
   /// Keeps `stop` registered while it lives; its destructor returns once the
@@ -595,7 +616,7 @@ public:
     registration(connect_interrupt& owner, stop_function stop) : owner_(owner) {
       std::lock_guard lock(owner_.mu_);
       owner_.stop_ = std::move(stop);
-      if (owner_.why_) owner_.stop_(*owner_.why_); // interrupted already
+      if (owner_.news_) owner_.stop_(*owner_.news_); // interrupted already
     }
     registration(const registration&) = delete;
     registration& operator=(const registration&) = delete;
@@ -610,7 +631,8 @@ public:
 
 private:
   mutable std::mutex mu_;
-  std::optional<std::string> why_;
+  mutable std::condition_variable news_cv_;
+  std::optional<news> news_;
   stop_function stop_;
 };
 
@@ -1513,9 +1535,11 @@ DDP_END_NAMESPACE
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -1601,6 +1625,7 @@ public:
   store_server& operator=(const store_server&) = delete;
   ~store_server() {
     linger_until_ = clock::now() + std::chrono::milliseconds(linger_ms_.load());
+    arrivals_until_ = clock::now() + std::chrono::milliseconds(arrivals_ms_.load());
     stop_ = true;
     char c = 1;
     [[maybe_unused]] auto r = ::write(wake_w_.get(), &c, 1);
@@ -1621,6 +1646,15 @@ public:
 
   /// How long teardown may wait for the other ranks to disconnect (0: not at all).
   void set_linger(std::chrono::milliseconds d) { linger_ms_ = std::max<std::int64_t>(0, d.count()); }
+
+  /// Teardown also serves, for up to `d`, until ranks 0..`ranks`-1 have all
+  /// connected once: a rank starting after the job already failed in its
+  /// rendezvous then reads who was lost at once, where it would have found
+  /// no store and waited its timeout to say so.
+  void serve_late_arrivals(int ranks, std::chrono::milliseconds d) {
+    arrivals_expected_ = ranks;
+    arrivals_ms_ = std::max<std::int64_t>(0, d.count());
+  }
 
 private:
   struct connection : std::enable_shared_from_this<connection> {
@@ -1652,7 +1686,8 @@ private:
 
   void loop() {
     std::vector<pollfd> fds;
-    while (!stop_ || (others_connected() && clock::now() < linger_until_)) {
+    while (!stop_ || (others_connected() && clock::now() < linger_until_) ||
+           (arrivals_missing() && clock::now() < arrivals_until_)) {
       fds.clear();
       fds.push_back({wake_r_.get(), POLLIN, 0});
       // Negative: poll() skips the listener while accepting is backed off.
@@ -1798,6 +1833,13 @@ private:
     if (fresh) key_added(key);
     for (auto& c : conns_) // every other wait of that scope is answered "lost" now
       if (c->scope == scope) try_finish_wait(*c);
+  }
+
+  /// serve_late_arrivals: some rank of 0..ranks-1 has not connected yet
+  /// (a rank of a larger world, started by mistake, does not count).
+  bool arrivals_missing() const {
+    const int expected = arrivals_expected_.load();
+    return std::distance(arrived_.begin(), arrived_.lower_bound(expected)) < expected;
   }
 
   /// True while a rank other than a goodbye-sayer still holds a connection.
@@ -1970,6 +2012,7 @@ private:
         return;
       }
       c.authed = true;
+      if (c.rank >= 0) arrived_.insert(c.rank);
       reply(c, frame_writer(store_status::ok).finish());
     } catch (const error& e) { // OpenSSL failed: this connection cannot be served
       drop_pending(c, e.what());
@@ -2051,7 +2094,11 @@ private:
   std::atomic<bool> stop_{false};
   std::atomic<std::int64_t> linger_ms_{0};
   const std::int64_t peer_timeout_ms_;
-  clock::time_point linger_until_{};                       // set before stop_, read by the loop after it
+  clock::time_point linger_until_{};      // set before stop_, read by the loop after it
+  std::atomic<int> arrivals_expected_{0}; // serve_late_arrivals
+  std::atomic<std::int64_t> arrivals_ms_{0};
+  clock::time_point arrivals_until_{};                     // like linger_until_
+  std::set<int> arrived_;                                  // ranks that authenticated once (the loop's own)
   std::unordered_map<std::string, std::vector<int>> lost_; // per scope: ranks recorded lost, in order
   std::vector<std::shared_ptr<connection>> conns_;         // shared: waiters_ holds weak references
   clock::time_point listen_paused_until_{};
@@ -2316,6 +2363,16 @@ public:
       return true;
     } catch (...) { return false; }
   }
+
+  /// Rank 0 only, when a rank was lost before every rank arrived: on
+  /// teardown, keep serving (late_arrival_linger at most) until each of the
+  /// job's `world_size` ranks has connected once, so that a rank starting late
+  /// reads who was lost instead of finding no store and waiting its timeout.
+  void serve_late_arrivals(int world_size) {
+    if (server_) server_->serve_late_arrivals(world_size, late_arrival_linger);
+  }
+  /// Rank 0's error waits this long at most (a rank that never starts).
+  static constexpr std::chrono::milliseconds late_arrival_linger{3000};
 
   /// Rank 0 only: on teardown, do not wait for the other ranks to disconnect.
   void stop_serving_at_once() {
@@ -3161,7 +3218,8 @@ struct rendezvous {
   std::string file_path;            ///< the directory of file://
   /// Set by process_group where it watches the store for failed ranks: a
   /// communicator still connecting may register here what ends its waits
-  /// when another rank failed meanwhile (ddp::gloo does). Null: nothing does.
+  /// for a rank lost meanwhile (ddp::gloo does: the news names the rank).
+  /// Null: nothing does.
   std::shared_ptr<detail::connect_interrupt> interrupt;
 };
 
@@ -4961,12 +5019,16 @@ DDP_END_NAMESPACE
 #include <algorithm>
 #include <arpa/inet.h>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <netinet/in.h>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 DDP_BEGIN_NAMESPACE
@@ -5060,21 +5122,49 @@ public:
   /// Connects a pair to every other rank through `store` (keys relative to
   /// it). Throws std::runtime_error naming the peer whose connection failed;
   /// a store that times out throws what it throws (ddp::error for ddp's).
-  /// `interrupt` (may be null): another thread's way to stop the waits for
-  /// connections, when another rank has failed (connect_interrupt.hpp); then
-  /// this throws, naming the peer it was connecting with and why it stopped.
   /// A wait for a connection that ran its whole timeout throws
   /// gloo_mesh_timeout. A context that failed keeps its pairs until it goes
   /// (ddp::gloo first looks for a lost peer, for up to a second): a peer
   /// dialing this rank meanwhile still connects, rather than finding its dial
   /// refused and looking like the rank that failed.
+  ///
+  /// `interrupt` (may be null) brings the news of a rank lost meanwhile
+  /// (connect_interrupt.hpp). Then a wait for the lost rank's dial ends (the
+  /// listener here closes: see on_news), and the connections with the living
+  /// peers go on forming; once they have (or when none has formed for
+  /// `living_peers_grace`, a peer being stuck or failed too: then every pair
+  /// fails), this throws, naming the lost rank and why it stopped (and this
+  /// rank's own failure since, if any). Failing every pair at
+  /// the news instead (Gloo's own failure path) closed listeners that living
+  /// peers were dialing; a connection the kernel had queued there was reset,
+  /// and a peer's Gloo loop that met the reset between two system calls of
+  /// its connect threw on its own thread, which ended that process (3 runs in
+  /// 25 of a test interrupting every rank 50 times, beside a CPU hog).
+  /// `peer_step`: this mesh's rank r is the store's (global) rank r ×
+  /// peer_step, so that the news names it (the nodes' leaders' mesh:
+  /// LOCAL_WORLD_SIZE).
   void connect(::gloo::rendezvous::Store& store, const std::shared_ptr<::gloo::transport::Device>& device,
-               gloo_mesh_keys keys = gloo_mesh_keys::per_pair, connect_interrupt* interrupt = nullptr) {
+               gloo_mesh_keys keys = gloo_mesh_keys::per_pair, connect_interrupt* interrupt = nullptr,
+               int peer_step = 1) {
     ticker_ = std::make_unique<gloo_loop_ticker>(device);
     device_ = device;
     transportContext_ = device->createContext(rank, size);
-    connect_pairs(store, *transportContext_, keys, interrupt);
+    connect_pairs(store, *transportContext_, keys, interrupt, std::max(1, peer_step));
   }
+
+  /// Once a lost rank is reported during the connect, how long this rank's
+  /// waits may go without one of them ending before they all fail: the
+  /// living peers need only their own remaining connects then, each a
+  /// handshake with a listener that exists, so they keep connections forming;
+  /// a peer whose connection does not form is stuck or failed too. A grace
+  /// from the news on, however many connects were left, failed every living
+  /// rank of 96 (threads of one process on 2 cores: a reviewer's probe).
+  static constexpr std::chrono::milliseconds living_peers_grace{2000};
+
+  /// How long a connect that failed waits for news before it counts as this
+  /// rank's own failure: the news reaches every rank from one store answer,
+  /// but a peer that heard it first may have connected and left already.
+  static constexpr std::chrono::milliseconds news_look{250};
 
   /// Fails every connection of the context at once, from any thread, while a
   /// collective may be running on it (see fail_pairs).
@@ -5085,8 +5175,23 @@ public:
 private:
   using addresses = std::vector<std::vector<char>>; ///< by peer rank; this rank's empty
 
+  /// What the connect and its stop (on the thread bringing the news) share.
+  struct connect_progress {
+    std::mutex mu;
+    std::condition_variable leaving_cv;
+    int listening_for = -1; ///< the peer whose dial this rank's connect waits for now
+    std::optional<connect_interrupt::news> news;
+    int lost = -1; ///< the lost rank's rank in this mesh, if it is one of its peers
+    std::chrono::steady_clock::time_point last_formed; ///< after the news: when a wait last ended
+    std::string also_failed;                           ///< the first failure of a connect after the news
+    bool exchanging = true;  ///< the addresses are on their way: the grace waits for them
+    bool failed_all = false; ///< the grace ran out: every pair failed
+    bool leaving = false;    ///< connect_pairs is returning: the stop does nothing more
+    std::thread grace;       ///< after the news: fails the waits left once none ended for the grace
+  };
+
   void connect_pairs(::gloo::rendezvous::Store& store, ::gloo::transport::Context& pairs, gloo_mesh_keys keys,
-                     connect_interrupt* interrupt) {
+                     connect_interrupt* interrupt, int peer_step) {
     // Gloo waits five times a pair's timeout for its connection (tcp::Pair::
     // waitUntil, "a longer timeout when waiting for initial connect"): seen as
     // 30 s at DDP_TIMEOUT=6s for a rank whose peer never dialed. Pairs get a
@@ -5097,38 +5202,150 @@ private:
     for (int peer = 0; peer < size; ++peer)
       if (peer != rank) pairs.createPair(peer);
     pairs.setTimeout(getTimeout());
+    // This rank's pair addresses, read before they are published: once a peer
+    // dials one, Gloo's loop rewrites it (to the connection's own address).
+    addresses mine(static_cast<std::size_t>(size));
+    for (int peer = 0; peer < size; ++peer)
+      if (peer != rank) mine[static_cast<std::size_t>(peer)] = pairs.getPair(peer)->address().bytes();
+    connect_progress progress;
     // From here the pairs stay where they are, so another thread may close them.
     std::optional<connect_interrupt::registration> stop;
-    if (interrupt) stop.emplace(*interrupt, [this, &pairs](const std::string&) { fail_pairs(pairs); });
+    if (interrupt)
+      stop.emplace(*interrupt,
+                   [&](const connect_interrupt::news& n) { on_news(pairs, progress, n, peer_step); });
+    struct leave_on_return { // destroyed before `stop`: a stop running now returns, none starts a grace
+      connect_progress& p;
+      ~leave_on_return() {
+        std::thread grace;
+        {
+          std::lock_guard lock(p.mu);
+          p.leaving = true;
+          grace = std::move(p.grace);
+        }
+        p.leaving_cv.notify_all();
+        if (grace.joinable()) grace.join();
+      }
+    } leave{progress};
     auto address =
-        keys == gloo_mesh_keys::per_pair ? exchange_per_pair(store, pairs) : exchange_per_rank(store, pairs);
+        keys == gloo_mesh_keys::per_pair ? exchange_per_pair(store, mine) : exchange_per_rank(store, mine);
+    auto dials = [&](int peer) {
+      return gloo_pair_dials(mine[static_cast<std::size_t>(peer)], address[static_cast<std::size_t>(peer)]);
+    };
+    auto failed = [&](int peer, const std::string& what) {
+      return std::string(dials(peer) ? "connecting to" : "waiting for a connection from") + " rank " +
+             std::to_string(peer) + " (its pair at " +
+             gloo_address_text(address[static_cast<std::size_t>(peer)]) + ", this rank's at " +
+             gloo_address_text(mine[static_cast<std::size_t>(peer)]) + "): " + what;
+    };
+    // The error once the news came: the lost rank's pair (this rank's own
+    // failure after the news, if any, goes with it).
+    auto stopped = [&](const std::string& what) {
+      auto text = what;
+      if (!progress.also_failed.empty()) text += "; before it stopped: " + progress.also_failed;
+      return std::runtime_error(text);
+    };
+    {
+      std::lock_guard lock(progress.mu);
+      progress.exchanging = false;
+      progress.last_formed = std::chrono::steady_clock::now(); // the exchange counts as progress
+    }
     // Dial first, then listen: no rank waits on another's progress through its loop.
     for (bool dialing : {true, false})
       for (int peer = 0; peer < size; ++peer) {
-        if (peer == rank) continue;
-        auto& pair = pairs.getPair(peer);
-        const auto& at = address[static_cast<std::size_t>(peer)];
-        if (gloo_pair_dials(pair->address().bytes(), at) != dialing) continue;
-        auto failed = [&](const std::string& what) {
-          return std::runtime_error(std::string(dialing ? "connecting to" : "waiting for a connection from") +
-                                    " rank " + std::to_string(peer) + " (its pair at " +
-                                    gloo_address_text(at) + ", this rank's at " +
-                                    gloo_address_text(pair->address().bytes()) + "): " + what);
-        };
-        auto stopped = [&] { return interrupt ? interrupt->why() : std::nullopt; };
-        if (auto why = stopped()) throw failed("stopped: " + *why);
-        const auto started = std::chrono::steady_clock::now();
-        try {
-          pair->connect(at); // throws at once once fail_pairs ran
-        } catch (const std::exception& e) {
-          if (auto why = stopped()) throw failed("stopped: " + *why); // Gloo's text: fail_pairs' own probe
-          // Gloo's "Connect timeout" (an IoException like any other) after the whole wait.
-          if (std::chrono::steady_clock::now() - started >= getTimeout() * 9 / 10)
-            throw gloo_mesh_timeout(failed(e.what()).what());
-          throw failed(e.what());
+        if (peer == rank || dials(peer) != dialing) continue;
+        {
+          std::lock_guard lock(progress.mu);
+          if (peer == progress.lost) continue; // lost already: nothing to wait for
+          progress.listening_for = dialing ? -1 : peer;
         }
-        if (auto why = stopped()) throw failed("stopped: " + *why);
+        const auto started = std::chrono::steady_clock::now();
+        std::string gloo_said;
+        try {
+          // Returns at once for a listening pair closed by on_news; throws
+          // at once for a failed one.
+          pairs.getPair(peer)->connect(address[static_cast<std::size_t>(peer)]);
+        } catch (const std::exception& e) { gloo_said = e.what(); }
+        std::unique_lock lock(progress.mu);
+        progress.listening_for = -1;
+        progress.last_formed = std::chrono::steady_clock::now();
+        if (gloo_said.empty()) continue;
+        if (!progress.news && interrupt) {
+          // A living peer that heard the news first, connected and left closes
+          // its connection: the news is near (the same store's answer, to
+          // every rank), and with it this is no failure of this rank's own.
+          lock.unlock();
+          interrupt->wait_for_news(news_look);
+          lock.lock();
+        }
+        if (progress.failed_all)
+          throw stopped(failed(peer, "stopped: " + progress.news->why + ", and no connection formed in the " +
+                                         std::to_string(grace().count()) + " ms after"));
+        if (progress.news) {
+          // The waits for the other peers go on, so that a living peer still
+          // dialing this rank does not find its listener closed (see connect).
+          if (peer != progress.lost && progress.also_failed.empty())
+            progress.also_failed = failed(peer, gloo_said);
+          continue;
+        }
+        // Gloo's "Connect timeout" (an IoException like any other) after the whole wait.
+        if (std::chrono::steady_clock::now() - started >= getTimeout() * 9 / 10)
+          throw gloo_mesh_timeout(failed(peer, gloo_said));
+        throw std::runtime_error(failed(peer, gloo_said));
       }
+    std::lock_guard lock(progress.mu);
+    if (!progress.news) return;
+    if (progress.lost >= 0) throw stopped(failed(progress.lost, "stopped: " + progress.news->why));
+    throw stopped("stopped: " + progress.news->why); // a rank outside this mesh
+  }
+
+  std::chrono::milliseconds grace() const { return std::min(living_peers_grace, getTimeout()); }
+
+  /// The stop: ends a wait for the lost rank's dial by closing this rank's
+  /// listener for it (Pair::close), which could reset only a connection from
+  /// the lost rank (one it dialed before it failed; or, were it alive but
+  /// reported lost, as a rank 0 that stopped answering, one it dials now); the
+  /// connect loop skips the lost rank's pair if it has not reached it. A dial
+  /// to the lost rank ends by itself (connected to a listener the failed rank
+  /// keeps, or refused once it is gone) or with the grace: closing it with
+  /// Gloo's reset reached the lost rank's Gloo while it accepted, between two
+  /// system calls, which ended that process (unit.gloo_mesh, with the lost
+  /// rank in the test's process: 14 runs in 20 beside a CPU hog). Then starts
+  /// the grace for the rest (news naming no rank of this mesh only that).
+  void on_news(::gloo::transport::Context& pairs, connect_progress& progress,
+               const connect_interrupt::news& n, int peer_step) noexcept {
+    std::lock_guard lock(progress.mu);
+    if (progress.leaving || progress.news) return;
+    progress.news = n;
+    progress.last_formed = std::chrono::steady_clock::now();
+    if (n.lost_rank >= 0 && n.lost_rank % peer_step == 0) {
+      const int lost = n.lost_rank / peer_step;
+      if (lost != rank && lost < size) {
+        progress.lost = lost;
+        if (progress.listening_for == lost) {
+          gloo_loop_ticker::burst quick(*ticker_); // closing waits for the loop to go round
+          try {
+            pairs.getPair(lost)->close();
+          } catch (const std::exception&) {}
+        }
+      }
+    }
+    try {
+      progress.grace = std::thread([this, &pairs, &progress] {
+        std::unique_lock wait(progress.mu);
+        for (;;) { // the store's own timeout bounds the exchange
+          const auto now = std::chrono::steady_clock::now();
+          const auto until = (progress.exchanging ? now : progress.last_formed) + grace();
+          if (progress.leaving_cv.wait_until(wait, until, [&] { return progress.leaving; })) return;
+          if (!progress.exchanging && progress.last_formed + grace() <= std::chrono::steady_clock::now())
+            break;
+        }
+        progress.failed_all = true;
+        fail_pairs(pairs);
+      });
+    } catch (const std::system_error&) { // no thread: no grace
+      progress.failed_all = true;
+      fail_pairs(pairs);
+    }
   }
 
   /// Fails every pair of `pairs` at once, from any thread: Gloo does this
@@ -5166,11 +5383,13 @@ private:
       pairs.getPair(peer).reset(); // this rank's own is empty already
   }
 
-  addresses exchange_per_pair(::gloo::rendezvous::Store& store, ::gloo::transport::Context& pairs) const {
+  /// Publishes `mine` (this rank's pair addresses, by peer) and returns the
+  /// peers' for this rank.
+  addresses exchange_per_pair(::gloo::rendezvous::Store& store, const addresses& mine) const {
     std::vector<std::string> theirs;
     for (int peer = 0; peer < size; ++peer) {
       if (peer == rank) continue;
-      store.set(gloo_mesh_key(rank, peer), pairs.getPair(peer)->address().bytes());
+      store.set(gloo_mesh_key(rank, peer), mine[static_cast<std::size_t>(peer)]);
       theirs.push_back(gloo_mesh_key(peer, rank));
     }
     store.wait(theirs, getTimeout()); // one round trip for all of them
@@ -5180,14 +5399,14 @@ private:
     return at;
   }
 
-  addresses exchange_per_rank(::gloo::rendezvous::Store& store, ::gloo::transport::Context& pairs) const {
-    std::vector<char> mine;
+  addresses exchange_per_rank(::gloo::rendezvous::Store& store, const addresses& mine) const {
+    std::vector<char> list_of_mine;
     for (int peer = 0; peer < size; ++peer)
       if (peer != rank) {
-        auto a = pairs.getPair(peer)->address().bytes();
-        mine.insert(mine.end(), a.begin(), a.end());
+        const auto& a = mine[static_cast<std::size_t>(peer)];
+        list_of_mine.insert(list_of_mine.end(), a.begin(), a.end());
       }
-    store.set(std::to_string(rank), mine);
+    store.set(std::to_string(rank), list_of_mine);
     addresses at(static_cast<std::size_t>(size));
     for (int peer = 0; peer < size; ++peer) {
       if (peer == rank) continue;
@@ -6928,7 +7147,7 @@ private:
       auto ctx = std::make_shared<gloo_mesh_context>(t.node_rank, nnodes_, timeout_);
       gloo_store_adapter adapter(*store_, "ddp/gloo-leaders/");
       try {
-        ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get());
+        ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get(), t.local_world_size);
       } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
         // Gloo's ranks here are node ranks: the leader of node N is rank N * LOCAL_WORLD_SIZE.
         throw_mesh_error("rank " + std::to_string(rank_) + ", leader of node " + std::to_string(t.node_rank) +
@@ -10365,8 +10584,8 @@ public:
       return;
     }
     kept_ = lost;
-    connecting_->interrupt("the store reports rank " + std::to_string(lost.rank) +
-                           " lost"); // the reason: in the error
+    connecting_->interrupt(lost.rank, "the store reports rank " + std::to_string(lost.rank) +
+                                          " lost"); // the reason: in the error
   }
 
   /// The communicator exists: a failure heard while it connected reaches it now.
@@ -10685,10 +10904,8 @@ public:
 
   /// Prefer init_process_group<Backend>(); this connects from a prepared rendezvous.
   explicit process_group(rendezvous rv) : topo_(rv.topo), store_(rv.store) {
-    start_peer_watch(); // first: it hears of a rank failing while the connections form
-    // rv.interrupt stays unset: failing a connect's pairs resets connections a
-    // peer's Gloo is accepting, and Gloo then aborts that process (unit test
-    // of 50 interrupted connects: 3 runs in 25 aborted beside a CPU hog).
+    start_peer_watch(); // first: a rank failing while the connections form stops this one's waits for it
+    if (relay_) rv.interrupt = relay_->connecting();
     try {
       comm_ = std::make_unique<typename Backend::communicator>(rv);
     } catch (const std::exception& e) {
@@ -11120,6 +11337,43 @@ inline std::shared_ptr<tcp_store> make_store(const tcp_store_options& so, const 
   }
 }
 
+/// A rank whose own setup failed during the rendezvous tells the store (and
+/// ddprun's failure note), so that the peers waiting for it there fail now,
+/// naming it and why, instead of at DDP_TIMEOUT: without a launcher that ends
+/// the job (srun does not by default), ten minutes at the default timeout.
+inline void report_rendezvous_failure(tcp_store& store, int rank, const error& e) noexcept {
+  try {
+    std::string reason(e.message()); // peers read "rank R failed: <reason>"
+    const std::string self = "rank " + std::to_string(rank) + ": ";
+    if (reason.starts_with(self)) reason.erase(0, self.size());
+    note_failure_for_launcher(rank, reason);
+    store.report_failure(reason);
+  } catch (...) {} // best effort: the error going out is what matters
+}
+
+/// How long a rank refused before it joined the store tries to reach it, to
+/// report: the store may not be up yet (rank 0 starts at its own pace), but
+/// where every node has the same low limit, rank 0 was refused too and
+/// serves nothing, and each rank's own error waits this long (10 s at first:
+/// a reviewer's probe saw ranks 1-3 exit 9.5 s after rank 0).
+inline constexpr std::chrono::milliseconds report_before_store_patience{3000};
+
+/// The same for a rank refused before it joined the store (the open-files
+/// check): it connects only to report, for report_before_store_patience at
+/// most, unless it would serve the store itself (then there is none to tell).
+/// It reports only if it can claim its rank there, as joining would: a store
+/// of another job sharing the port and token is not told.
+inline void report_failure_before_store(tcp_store_options so, const error& e) noexcept {
+  if (so.serve) return;
+  try {
+    so.timeout = std::min(so.timeout, report_before_store_patience);
+    so.linger.reset();
+    tcp_store store(so);
+    if (store.add("ddp/rank/" + std::to_string(so.rank), 1) == 1)
+      report_rendezvous_failure(store, so.rank, e);
+  } catch (...) {}
+}
+
 /// Raises the open-files limit to what this rank will hold (see open_files.hpp),
 /// or fails now, before the job waits on a rank that ran out.
 inline void ensure_rank_open_files(const ddp::topology& t, long backend_files, bool uses_store,
@@ -11202,19 +11456,30 @@ inline ddp::rendezvous make_rendezvous(const init_options& o,
     so.scope += std::to_string(*rv.topo.restart_round);
     so.scope += '/';
   }
-  ensure_rank_open_files(rv.topo, backend_files ? backend_files(rv.topo) : 0, true, so.serve);
+  try {
+    ensure_rank_open_files(rv.topo, backend_files ? backend_files(rv.topo) : 0, true, so.serve);
+  } catch (const error& e) {
+    report_failure_before_store(so, e);
+    throw;
+  }
   rv.store = make_store(so, m.starts_with("tcp://") ? std::string() : store_port_origin(rv.topo));
   // Two processes claiming one rank would corrupt the mesh: refuse clearly.
+  // Not reported: the rank is the other process's (maybe of another job
+  // sharing the port and token, running fine).
   if (rv.store->add("ddp/rank/" + std::to_string(rv.topo.rank), 1) != 1)
     throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) +
                                         " joined twice: two processes have the same RANK in this job");
+  auto refuse = [&](const std::string& why) { // this process holds the rank: it may report
+    error e(error_kind::config, why);
+    report_rendezvous_failure(*rv.store, rv.topo.rank, e);
+    return e;
+  };
   rv.store->set("ddp/world/" + std::to_string(rv.topo.rank), std::to_string(rv.topo.world_size));
   if (rv.topo.rank != 0) {
     auto w0 = rv.store->get("ddp/world/0");
     if (w0 != std::to_string(rv.topo.world_size))
-      throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) +
-                                          " was started with world size " +
-                                          std::to_string(rv.topo.world_size) + " but rank 0 with " + w0);
+      throw refuse("rank " + std::to_string(rv.topo.rank) + " was started with world size " +
+                   std::to_string(rv.topo.world_size) + " but rank 0 with " + w0);
   }
   // Every rank arrives before any enters the backend's mesh: a rank lost
   // until here is named by this wait at once (the store answers "lost").
@@ -11224,7 +11489,12 @@ inline ddp::rendezvous make_rendezvous(const init_options& o,
   std::vector<std::string> arrived;
   for (int r = 0; r < rv.topo.world_size; ++r)
     arrived.push_back("ddp/arrived/" + std::to_string(r));
-  rv.store->wait(arrived);
+  try {
+    rv.store->wait(arrived);
+  } catch (const error& e) {
+    if (e.kind() == error_kind::peer_lost) rv.store->serve_late_arrivals(rv.topo.world_size);
+    throw;
+  }
   return rv;
 }
 

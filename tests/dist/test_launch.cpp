@@ -5,8 +5,10 @@
 
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <regex>
 #include <set>
+#include <thread>
 
 using namespace std::chrono_literals;
 using ddp_test::process;
@@ -26,6 +28,14 @@ int count(const std::string& s, const std::string& what) {
   for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1))
     ++n;
   return n;
+}
+
+/// The ms= field of a rank's RESULT line (the time it took to fail); "forever" when none.
+long long result_ms(const std::string& out) {
+  std::smatch m;
+  if (!std::regex_search(out, m, std::regex("RESULT kind=\\w+ rank=-?\\d+ ms=(\\d+)")))
+    return std::numeric_limits<long long>::max();
+  return std::stoll(m[1].str());
 }
 
 bool wait_for_text(const process& p, const std::string& text, int times, std::chrono::milliseconds limit) {
@@ -198,12 +208,14 @@ TEST_CASE("env:// without MASTER_ADDR on several ranks says what to set") {
   }
 }
 
+// The rank that finds the mismatch tells the store: rank 0, waiting for it to
+// arrive, fails at once naming it and why (before: a timeout, DDP_TIMEOUT later).
 TEST_CASE("ranks started with different world sizes fail clearly") {
   int port = ddp_test::free_port();
   std::map<std::string, std::string> env{{"MASTER_ADDR", "127.0.0.1"},
                                          {"MASTER_PORT", std::to_string(port)},
                                          {"DDP_TOKEN", "w"},
-                                         {"DDP_TIMEOUT", "5s"}};
+                                         {"DDP_TIMEOUT", "20s"}};
   auto e0 = env, e1 = env;
   e0["RANK"] = "0";
   e0["WORLD_SIZE"] = "2";
@@ -215,7 +227,47 @@ TEST_CASE("ranks started with different world sizes fail clearly") {
   REQUIRE(ddp_test::wait_for(p0, 30s));
   INFO(p1.output());
   CHECK(p1.output().find("world size 3 but rank 0 with 2") != std::string::npos);
-  CHECK(p0.exit_code() == 0); // rank 0 reports its own failure (a timeout) as a RESULT line
+  INFO(p0.output());
+  CHECK(p0.exit_code() == 0); // rank 0 reports its own failure as a RESULT line
+  CHECK(p0.output().find("RESULT kind=peer_lost rank=1 ") != std::string::npos);
+  CHECK(p0.output().find("rank 1 failed: rank 1 was started with world size 3 but rank 0 with 2") !=
+        std::string::npos);
+  CHECK(result_ms(p0.output()) < 10000); // not DDP_TIMEOUT (20 s)
+}
+
+// Rank 1 is refused (another world size) before rank 2 has started; rank 0
+// gives up at once, but its store serves on until rank 2 came (3 s at most),
+// so rank 2 reads who was lost instead of finding no store and waiting its
+// timeout (20 s here).
+TEST_CASE("a rank starting after the rendezvous failed reads who was lost") {
+  int port = ddp_test::free_port();
+  std::map<std::string, std::string> env{{"MASTER_ADDR", "127.0.0.1"},
+                                         {"MASTER_PORT", std::to_string(port)},
+                                         {"DDP_TOKEN", "late"},
+                                         {"DDP_TIMEOUT", "20s"}};
+  auto e0 = env, e1 = env, e2 = env;
+  e0["RANK"] = "0";
+  e0["WORLD_SIZE"] = "3";
+  e1["RANK"] = "1";
+  e1["WORLD_SIZE"] = "2";
+  e2["RANK"] = "2";
+  e2["WORLD_SIZE"] = "3";
+  auto p0 = ddp_test::spawn({DDP_SCENARIO_WORKER, "ok"}, e0, "late_arrival0.log");
+  auto p1 = ddp_test::spawn({DDP_SCENARIO_WORKER, "ok"}, e1, "late_arrival1.log");
+  REQUIRE(ddp_test::wait_for(p1, 30s));
+  INFO(p1.output());
+  REQUIRE(p1.output().find("world size 2 but rank 0 with 3") != std::string::npos);
+  std::this_thread::sleep_for(500ms); // rank 0 has given up by now (within ms of rank 1's report)
+  auto p2 = ddp_test::spawn({DDP_SCENARIO_WORKER, "ok"}, e2, "late_arrival2.log");
+  REQUIRE(ddp_test::wait_for(p2, 30s));
+  REQUIRE(ddp_test::wait_for(p0, 30s));
+  INFO(p0.output());
+  INFO(p2.output());
+  CHECK(p0.output().find("RESULT kind=peer_lost rank=1 ") != std::string::npos);
+  CHECK(p2.output().find("RESULT kind=peer_lost rank=1 ") != std::string::npos);
+  CHECK(p2.output().find("rank 1 failed: rank 1 was started with world size 2 but rank 0 with 3") !=
+        std::string::npos);
+  CHECK(result_ms(p2.output()) < 10000); // not DDP_TIMEOUT (20 s)
 }
 
 namespace {
@@ -276,6 +328,27 @@ TEST_CASE("a hard open-files limit too low for the job fails at once and says ho
       INFO(ps[static_cast<std::size_t>(r)].output());
       CHECK(ps[static_cast<std::size_t>(r)].output().find("RESULT ok") == std::string::npos);
       CHECK(ps[static_cast<std::size_t>(r)].output().find("open-files") == std::string::npos);
+    }
+  }
+  SUBCASE("rank 2 of 4, not serving the store: it reports to the store, the others fail at once naming it") {
+    // About 15 descriptors needed per rank at 4 ranks; rank 2 gets 12, enough
+    // to connect to the store to report, not to join.
+    const std::string init = "tcp://127.0.0.1:" + std::to_string(ddp_test::free_port());
+    auto ps = start(4, {{"DDP_TEST_INIT_METHOD", init}, {"DDP_TOKEN", "nofile2"}, {"DDP_TIMEOUT", "20s"}},
+                    "nofile2_", [](int r, auto&, auto& argv) {
+                      if (r == 2) argv = with_open_files(12, 12, argv);
+                    });
+    for (auto& p : ps)
+      REQUIRE(ddp_test::wait_for(p, 40s));
+    INFO(ps[2].output());
+    CHECK(ps[2].output().find("RESULT kind=config") != std::string::npos);
+    CHECK(ps[2].output().find("RLIMIT_NOFILE) is 12") != std::string::npos);
+    for (int r : {0, 1, 3}) {
+      const std::string& out = ps[static_cast<std::size_t>(r)].output();
+      INFO(out);
+      CHECK(out.find("RESULT kind=peer_lost rank=2 ") != std::string::npos);
+      CHECK(out.find("rank 2 failed: a job of 4 ranks needs about") != std::string::npos);
+      CHECK(result_ms(out) < 10000); // not DDP_TIMEOUT (20 s)
     }
   }
 }

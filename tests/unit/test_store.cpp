@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <limits>
 #include <sched.h>
 #include <thread>
@@ -393,6 +394,31 @@ TEST_CASE("a client that drops without goodbye is recorded as lost") {
   } // closed without bye: like a crash
   server.wait({ddp::detail::store_lost_key}, 2s);
   CHECK(server.lost_ranks() == std::vector<int>{3});
+}
+
+TEST_CASE("a server serving late arrivals outlives its owner until every rank came once, then stops") {
+  // Rank 1 failed in the rendezvous before rank 2 started; rank 0 gave up and
+  // left. Rank 2, starting late, still reads who was lost (with no store it
+  // would have waited its timeout to find none).
+  auto server = std::make_unique<ddp::tcp_store>(server_opts());
+  const int port = server->port();
+  {
+    ddp::tcp_store rank1(client_opts(port, "secret", 1));
+    CHECK(rank1.report_failure("it could not start (this test)"));
+  }
+  server->serve_late_arrivals(3);
+  const auto t0 = ddp::detail::clock::now();
+  auto leaving = std::async(std::launch::async, [&] { server.reset(); }); // lingers: rank 2 has not come
+  std::this_thread::sleep_for(300ms);
+  CHECK(leaving.wait_for(0ms) == std::future_status::timeout);
+  {
+    ddp::tcp_store rank2(client_opts(port, "secret", 2));
+    auto lost = rank2.wait_for_lost_rank(0ms);
+    CHECK(lost.rank == 1);
+    CHECK(lost.reason.find("it could not start (this test)") != std::string::npos);
+  } // every rank came once, and none is connected: the server stops
+  leaving.get();
+  CHECK(ddp::detail::clock::now() - t0 < ddp::tcp_store::late_arrival_linger);
 }
 
 TEST_CASE("connecting to nothing times out naming the address") {

@@ -53,7 +53,8 @@ struct rendezvous {
   std::string file_path;            ///< the directory of file://
   /// Set by process_group where it watches the store for failed ranks: a
   /// communicator still connecting may register here what ends its waits
-  /// when another rank failed meanwhile (ddp::gloo does). Null: nothing does.
+  /// for a rank lost meanwhile (ddp::gloo does: the news names the rank).
+  /// Null: nothing does.
   std::shared_ptr<detail::connect_interrupt> interrupt;
 };
 

@@ -420,7 +420,7 @@ private:
       auto ctx = std::make_shared<gloo_mesh_context>(t.node_rank, nnodes_, timeout_);
       gloo_store_adapter adapter(*store_, "ddp/gloo-leaders/");
       try {
-        ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get());
+        ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get(), t.local_world_size);
       } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
         // Gloo's ranks here are node ranks: the leader of node N is rank N * LOCAL_WORLD_SIZE.
         throw_mesh_error("rank " + std::to_string(rank_) + ", leader of node " + std::to_string(t.node_rank) +

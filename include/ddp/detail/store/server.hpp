@@ -34,9 +34,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -122,6 +124,7 @@ public:
   store_server& operator=(const store_server&) = delete;
   ~store_server() {
     linger_until_ = clock::now() + std::chrono::milliseconds(linger_ms_.load());
+    arrivals_until_ = clock::now() + std::chrono::milliseconds(arrivals_ms_.load());
     stop_ = true;
     char c = 1;
     [[maybe_unused]] auto r = ::write(wake_w_.get(), &c, 1);
@@ -142,6 +145,15 @@ public:
 
   /// How long teardown may wait for the other ranks to disconnect (0: not at all).
   void set_linger(std::chrono::milliseconds d) { linger_ms_ = std::max<std::int64_t>(0, d.count()); }
+
+  /// Teardown also serves, for up to `d`, until ranks 0..`ranks`-1 have all
+  /// connected once: a rank starting after the job already failed in its
+  /// rendezvous then reads who was lost at once, where it would have found
+  /// no store and waited its timeout to say so.
+  void serve_late_arrivals(int ranks, std::chrono::milliseconds d) {
+    arrivals_expected_ = ranks;
+    arrivals_ms_ = std::max<std::int64_t>(0, d.count());
+  }
 
 private:
   struct connection : std::enable_shared_from_this<connection> {
@@ -173,7 +185,8 @@ private:
 
   void loop() {
     std::vector<pollfd> fds;
-    while (!stop_ || (others_connected() && clock::now() < linger_until_)) {
+    while (!stop_ || (others_connected() && clock::now() < linger_until_) ||
+           (arrivals_missing() && clock::now() < arrivals_until_)) {
       fds.clear();
       fds.push_back({wake_r_.get(), POLLIN, 0});
       // Negative: poll() skips the listener while accepting is backed off.
@@ -319,6 +332,13 @@ private:
     if (fresh) key_added(key);
     for (auto& c : conns_) // every other wait of that scope is answered "lost" now
       if (c->scope == scope) try_finish_wait(*c);
+  }
+
+  /// serve_late_arrivals: some rank of 0..ranks-1 has not connected yet
+  /// (a rank of a larger world, started by mistake, does not count).
+  bool arrivals_missing() const {
+    const int expected = arrivals_expected_.load();
+    return std::distance(arrived_.begin(), arrived_.lower_bound(expected)) < expected;
   }
 
   /// True while a rank other than a goodbye-sayer still holds a connection.
@@ -491,6 +511,7 @@ private:
         return;
       }
       c.authed = true;
+      if (c.rank >= 0) arrived_.insert(c.rank);
       reply(c, frame_writer(store_status::ok).finish());
     } catch (const error& e) { // OpenSSL failed: this connection cannot be served
       drop_pending(c, e.what());
@@ -572,7 +593,11 @@ private:
   std::atomic<bool> stop_{false};
   std::atomic<std::int64_t> linger_ms_{0};
   const std::int64_t peer_timeout_ms_;
-  clock::time_point linger_until_{};                       // set before stop_, read by the loop after it
+  clock::time_point linger_until_{};      // set before stop_, read by the loop after it
+  std::atomic<int> arrivals_expected_{0}; // serve_late_arrivals
+  std::atomic<std::int64_t> arrivals_ms_{0};
+  clock::time_point arrivals_until_{};                     // like linger_until_
+  std::set<int> arrived_;                                  // ranks that authenticated once (the loop's own)
   std::unordered_map<std::string, std::vector<int>> lost_; // per scope: ranks recorded lost, in order
   std::vector<std::shared_ptr<connection>> conns_;         // shared: waiters_ holds weak references
   clock::time_point listen_paused_until_{};
