@@ -35,6 +35,23 @@
 
 DDP_BEGIN_NAMESPACE
 
+namespace detail {
+
+/// Tells ddprun's failure note and the store that `rank` fails on an error of
+/// its own, so that peers waiting for it fail now, naming it and `reason`.
+/// Peers read "rank R failed: <reason>": a leading "rank R: " goes.
+inline void report_own_failure(tcp_store& store, int rank, std::string_view why) noexcept {
+  try {
+    std::string reason(why);
+    const std::string self = "rank " + std::to_string(rank) + ": ";
+    if (reason.starts_with(self)) reason.erase(0, self.size());
+    note_failure_for_launcher(rank, reason);
+    store.report_failure(reason);
+  } catch (...) {} // best effort: the error going out is what matters
+}
+
+} // namespace detail
+
 struct init_options {
   std::string init_method = "env://"; ///< env://, tcp://host:port or file:///shared/dir
   int rank = -1;                      ///< -1: from the environment (topology)
@@ -225,13 +242,8 @@ private:
     if (d && (d->kind() == error_kind::peer_lost || d->kind() == error_kind::timeout)) return;
     try {
       if (store_->wait_for_lost_rank(std::chrono::milliseconds(0))) return;
-      // Peers read "rank R failed: <reason>": the reason need not name R again.
-      std::string reason(d ? d->message() : std::string_view(e.what()));
-      const std::string self = "rank " + std::to_string(rank()) + ": ";
-      if (reason.starts_with(self)) reason.erase(0, self.size());
       peer_watch_.reset(); // what it would hear now is this rank's own report
-      detail::note_failure_for_launcher(rank(), reason);
-      store_->report_failure(reason);
+      detail::report_own_failure(*store_, rank(), d ? d->message() : std::string_view(e.what()));
       store_->linger_briefly();        // rank 0 serving the store: its peers read the reason, then leave
     } catch (const std::exception&) {} // best effort: the error going out is what matters
   }
@@ -487,20 +499,6 @@ inline std::shared_ptr<tcp_store> make_store(const tcp_store_options& so, const 
   }
 }
 
-/// A rank whose own setup failed during the rendezvous tells the store (and
-/// ddprun's failure note), so that the peers waiting for it there fail now,
-/// naming it and why, instead of at DDP_TIMEOUT: without a launcher that ends
-/// the job (srun does not by default), ten minutes at the default timeout.
-inline void report_rendezvous_failure(tcp_store& store, int rank, const error& e) noexcept {
-  try {
-    std::string reason(e.message()); // peers read "rank R failed: <reason>"
-    const std::string self = "rank " + std::to_string(rank) + ": ";
-    if (reason.starts_with(self)) reason.erase(0, self.size());
-    note_failure_for_launcher(rank, reason);
-    store.report_failure(reason);
-  } catch (...) {} // best effort: the error going out is what matters
-}
-
 /// How long a rank refused before it joined the store tries to reach it, to
 /// report: the store may not be up yet (rank 0 starts at its own pace), but
 /// where every node has the same low limit, rank 0 was refused too and
@@ -508,8 +506,11 @@ inline void report_rendezvous_failure(tcp_store& store, int rank, const error& e
 /// a reviewer's probe saw ranks 1-3 exit 9.5 s after rank 0).
 inline constexpr std::chrono::milliseconds report_before_store_patience{3000};
 
-/// The same for a rank refused before it joined the store (the open-files
-/// check): it connects only to report, for report_before_store_patience at
+/// A rank refused during the rendezvous reports it (report_own_failure), so
+/// that the peers waiting for it there fail now instead of at DDP_TIMEOUT:
+/// without a launcher that ends the job (srun does not by default), ten
+/// minutes at the default timeout. One refused before it joined the store
+/// (the open-files check) connects only to report, for report_before_store_patience at
 /// most, unless it would serve the store itself (then there is none to tell).
 /// It reports only if it can claim its rank there, as joining would: a store
 /// of another job sharing the port and token is not told.
@@ -520,7 +521,7 @@ inline void report_failure_before_store(tcp_store_options so, const error& e) no
     so.linger.reset();
     tcp_store store(so);
     if (store.add("ddp/rank/" + std::to_string(so.rank), 1) == 1)
-      report_rendezvous_failure(store, so.rank, e);
+      report_own_failure(store, so.rank, e.message());
   } catch (...) {}
 }
 
@@ -621,7 +622,7 @@ inline ddp::rendezvous make_rendezvous(const init_options& o,
                                         " joined twice: two processes have the same RANK in this job");
   auto refuse = [&](const std::string& why) { // this process holds the rank: it may report
     error e(error_kind::config, why);
-    report_rendezvous_failure(*rv.store, rv.topo.rank, e);
+    report_own_failure(*rv.store, rv.topo.rank, e.message());
     return e;
   };
   rv.store->set("ddp/world/" + std::to_string(rv.topo.rank), std::to_string(rv.topo.world_size));

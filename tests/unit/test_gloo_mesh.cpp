@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <arpa/inet.h>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <future>
 #include <memory>
@@ -55,18 +56,21 @@ std::vector<mesh> connect_all(::gloo::rendezvous::Store& store, const std::strin
   return meshes;
 }
 
-/// A Gloo pair address at 127.0.0.2:9 for a rank that never connects: larger
-/// than the ranks' own (127.0.0.1), so by Gloo's rule it would dial them, and
-/// they wait for it.
-std::vector<char> address_nobody_dials_from() {
+/// A Gloo pair address (as published) at the IPv4 address `host`, `port`.
+std::vector<char> gloo_address(std::uint32_t host, std::uint16_t port) {
   sockaddr_in at{};
   at.sin_family = AF_INET;
-  at.sin_port = htons(9);
-  at.sin_addr.s_addr = htonl(0x7f000002);
+  at.sin_port = htons(port);
+  at.sin_addr.s_addr = htonl(host);
   sockaddr_storage ss{};
   std::memcpy(&ss, &at, sizeof at);
   return ::gloo::transport::tcp::Address(ss).bytes();
 }
+
+/// A Gloo pair address at 127.0.0.2:9 for a rank that never connects: larger
+/// than the ranks' own (127.0.0.1), so by Gloo's rule it would dial them, and
+/// they wait for it.
+std::vector<char> address_nobody_dials_from() { return gloo_address(0x7f000002, 9); }
 
 /// What `f` throws as std::runtime_error ("" when it returns).
 template <class F> std::string error_of(F f) {
@@ -74,6 +78,16 @@ template <class F> std::string error_of(F f) {
     f();
   } catch (const std::runtime_error& e) { return e.what(); }
   return "";
+}
+
+/// Connects rank `r` of `n` through `store`, told of lost ranks by `stop`:
+/// what it threw, or "connected".
+std::string connect_or_error(::gloo::rendezvous::Store& store, int r, int n,
+                             std::chrono::milliseconds timeout, ddp::detail::connect_interrupt& stop) {
+  gloo_mesh_context m(r, n, timeout);
+  const std::string what =
+      error_of([&] { m.connect(store, loopback_device(r), gloo_mesh_keys::per_pair, &stop); });
+  return what.empty() ? "connected" : what;
 }
 
 /// Every rank sends 100 + its rank to the next and checks what the previous sent.
@@ -191,12 +205,7 @@ TEST_CASE("news of a lost rank ends the waits for it once the living ranks have 
   std::vector<std::future<std::string>> connecting;
   for (int r = 0; r < 2; ++r)
     connecting.push_back(std::async(std::launch::async, [&, r] {
-      gloo_mesh_context m(r, 3, 40s);
-      try {
-        m.connect(prefixed, loopback_device(r), gloo_mesh_keys::per_pair,
-                  &stops[static_cast<std::size_t>(r)]);
-      } catch (const std::runtime_error& e) { return std::string(e.what()); }
-      return std::string("connected");
+      return connect_or_error(prefixed, r, 3, 40s, stops[static_cast<std::size_t>(r)]);
     }));
   std::this_thread::sleep_for(300ms); // both wait for rank 2 by now (or soon: the stop holds either way)
   const auto t0 = std::chrono::steady_clock::now();
@@ -242,13 +251,7 @@ TEST_CASE("this rank's own failure after the news is kept in the error; before a
   // Rank 1's pair "listens" at 127.0.0.1:1, where nothing does: below rank
   // 0's own address, so rank 0 dials it, and is refused at once. Rank 2 never
   // dials (127.0.0.2:9).
-  sockaddr_in refusing{};
-  refusing.sin_family = AF_INET;
-  refusing.sin_port = htons(1);
-  refusing.sin_addr.s_addr = htonl(0x7f000001);
-  sockaddr_storage ss{};
-  std::memcpy(&ss, &refusing, sizeof refusing);
-  const auto refused = ::gloo::transport::tcp::Address(ss).bytes();
+  const auto refused = gloo_address(0x7f000001, 1);
   ::gloo::rendezvous::HashStore store;
   ::gloo::rendezvous::PrefixStore prefixed("own", store);
   prefixed.set(ddp::detail::gloo_mesh_key(1, 0), refused);
@@ -336,12 +339,7 @@ TEST_CASE("news of a lost rank at any moment of a connect ends it cleanly on eve
     std::vector<std::future<std::string>> ranks;
     for (int r = 0; r < 3; ++r)
       ranks.push_back(std::async(std::launch::async, [&, r] {
-        gloo_mesh_context m(r, 4, 20s);
-        try {
-          m.connect(prefixed, loopback_device(r), gloo_mesh_keys::per_pair,
-                    &stops[static_cast<std::size_t>(r)]);
-        } catch (const std::runtime_error& e) { return std::string(e.what()); }
-        return std::string("connected");
+        return connect_or_error(prefixed, r, 4, 20s, stops[static_cast<std::size_t>(r)]);
       }));
     std::this_thread::sleep_for(std::chrono::microseconds(when_us(random)));
     for (auto& s : stops)

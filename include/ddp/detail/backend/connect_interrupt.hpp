@@ -56,12 +56,6 @@ public:
     return news_cv_.wait_for(lock, timeout, [&] { return news_.has_value(); });
   }
 
-  /// The news, once there is some.
-  std::optional<news> heard() const {
-    std::lock_guard lock(mu_);
-    return news_;
-  }
-
   /// Keeps `stop` registered while it lives; its destructor returns once the
   /// stop is not running any more (it may be running on another thread).
   class registration {
