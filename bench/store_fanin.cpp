@@ -15,8 +15,15 @@
 // One JSON line per N: median seconds of --repeats runs, per-phase medians
 // (from per-thread timestamps), and the ratio to linear scaling from the
 // smallest N (the baseline, measured in the same run).
+// With --mesh-keys it does ddp's own mesh exchange instead (gloo_mesh_context::
+// exchange_per_pair through gloo_store_adapter, detail/backend/gloo_mesh.hpp):
+// set "<r>/<peer>" for every peer (136 bytes each), wait for "<peer>/<r>" of
+// every peer, read them; its runs alternate the two ways of doing that, a
+// round trip per key (what the mesh did before, and still does through
+// another Gloo store) and tcp_store::multi_set / multi_get (pipelined, what it
+// does through ddp's store), and the line gives both and their ratio.
 // --counter-barrier replaces the arrival wait on N keys by a counter (see options).
-//   build/bench/bench_store_fanin [--ranks 8,64,256,512,1024] [--repeats 3] [--gloo-keys]
+//   build/bench/bench_store_fanin [--ranks 8,64,256,512,1024] [--repeats 3] [--gloo-keys | --mesh-keys]
 //                                 [--counter-barrier]
 #include "common.hpp"
 
@@ -43,6 +50,7 @@ struct options {
   std::vector<int> ranks{8, 64, 256, 512, 1024};
   int repeats = 3;
   bool gloo_keys = false;
+  bool mesh_keys = false;
   /// The arrival barrier as a counter (a proposal, not what ddp does today):
   /// set ddp/arrived/<r> as now, add ddp/arrived, the last sets ddp/arrived/all
   /// and every rank waits for that one key. The per-rank keys still name the
@@ -97,6 +105,33 @@ void gloo_key_pattern(ddp::tcp_store& s, int rank, int n) {
   }
 }
 
+/// ddp's mesh exchange for one rank (no sockets: addresses are filler), a
+/// round trip per key or pipelined (`batched`).
+void mesh_key_pattern(ddp::tcp_store& s, int rank, int n, bool batched) {
+  const std::string p = "ddp/gloo/";
+  std::vector<std::string> mine, theirs, addresses;
+  for (int peer = 0; peer < n; ++peer) {
+    if (peer == rank) continue;
+    mine.push_back(p + std::to_string(rank) + "/" + std::to_string(peer));
+    theirs.push_back(p + std::to_string(peer) + "/" + std::to_string(rank));
+    addresses.emplace_back(136, static_cast<char>('a' + peer % 26));
+  }
+  std::vector<std::string> got;
+  if (batched) {
+    s.multi_set(mine, addresses);
+    got = s.multi_get(theirs, s.timeout());
+  } else {
+    for (std::size_t i = 0; i < mine.size(); ++i)
+      s.set(mine[i], addresses[i]);
+    s.wait(theirs);
+    for (auto& k : theirs)
+      got.push_back(s.get(k));
+  }
+  for (auto& v : got) // what the peer stored for this rank
+    if (v != std::string(136, static_cast<char>('a' + rank % 26)))
+      throw std::runtime_error("wrong address read");
+}
+
 /// CPU seconds (user + system) of every thread of this process but the
 /// calling one. Called once the rank threads have ended: what is left is the
 /// store server's thread. Clock ticks: 10 ms resolution.
@@ -127,7 +162,7 @@ double other_threads_cpu() {
   return s;
 }
 
-run_result run_once(int n, const options& o) {
+run_result run_once(int n, const options& o, bool batched_mesh = false) {
   const std::string token = "bench-token-0123456789abcdef";
   ddp::tcp_store_options so;
   so.host = "127.0.0.1";
@@ -179,6 +214,7 @@ run_result run_once(int n, const options& o) {
       }
       t.arrived = bench::seconds_since(t0);
       if (o.gloo_keys) gloo_key_pattern(*s, r, n);
+      if (o.mesh_keys) mesh_key_pattern(*s, r, n, batched_mesh);
       t.meshed = bench::seconds_since(t0);
       if (s->add("ddp/exit", 1) >= n) s->set("ddp/exit/all", "1");
       if (r == 0 && !s->try_wait({"ddp/exit/all"}, o.timeout)) throw std::runtime_error("exit barrier");
@@ -238,15 +274,21 @@ int main(int argc, char** argv) {
       o.repeats = std::max(1, std::atoi(argv[++i]));
     else if (a == "--gloo-keys")
       o.gloo_keys = true;
+    else if (a == "--mesh-keys")
+      o.mesh_keys = true;
     else if (a == "--counter-barrier")
       o.counter_barrier = true;
     else if (a == "--timeout-s" && i + 1 < argc)
       o.timeout = std::chrono::milliseconds(1000L * std::atoi(argv[++i]));
     else {
-      std::cerr << "usage: bench_store_fanin [--ranks 8,64,...] [--repeats R] [--gloo-keys] "
+      std::cerr << "usage: bench_store_fanin [--ranks 8,64,...] [--repeats R] [--gloo-keys | --mesh-keys] "
                    "[--counter-barrier] [--timeout-s S]\n";
       return 2;
     }
+  }
+  if (o.gloo_keys && o.mesh_keys) {
+    std::cerr << "bench_store_fanin: --gloo-keys and --mesh-keys are two meshes; pick one\n";
+    return 2;
   }
   const long nofile = raise_nofile();
   double base_per_rank = 0;
@@ -259,10 +301,20 @@ int main(int argc, char** argv) {
       continue;
     }
     std::vector<double> total, connect, connect_p50, connect_p90, arrive, mesh, done, server_cpu;
+    std::vector<double> mesh_phase[2], mesh_cpu[2]; // --mesh-keys: [per key, batched]
     std::size_t bytes = 0;
     try {
       for (int k = 0; k < o.repeats; ++k) {
-        auto r = run_once(n, o);
+        if (o.mesh_keys) // both ways, alternating; the other phases are the same in both
+          for (int batched : {0, 1}) {
+            auto r = run_once(n, o, batched == 1);
+            mesh_phase[batched].push_back(phase_max(r, &rank_times::meshed) -
+                                          phase_max(r, &rank_times::arrived));
+            mesh_cpu[batched].push_back(r.server_cpu);
+          }
+        options rendezvous_only = o;
+        rendezvous_only.mesh_keys = false;
+        auto r = run_once(n, rendezvous_only);
         total.push_back(r.total);
         server_cpu.push_back(r.server_cpu);
         connect.push_back(phase_max(r, &rank_times::connected));
@@ -292,6 +344,12 @@ int main(int argc, char** argv) {
               << ",\"all_arrived_s\":" << bench::median(arrive);
     if (o.gloo_keys)
       std::cout << ",\"gloo_keys_done_s\":" << bench::median(mesh) << ",\"gloo_bytes_stored\":" << bytes;
+    if (o.mesh_keys)
+      std::cout << ",\"mesh_exchange_s\":{\"per_key\":" << bench::median(mesh_phase[0])
+                << ",\"batched\":" << bench::median(mesh_phase[1])
+                << "},\"mesh_server_thread_cpu_s\":{\"per_key\":" << bench::median(mesh_cpu[0])
+                << ",\"batched\":" << bench::median(mesh_cpu[1]) << "},\"mesh_per_key_over_batched\":"
+                << bench::median(mesh_phase[0]) / bench::median(mesh_phase[1]);
     std::cout << ",\"teardown_done_s\":" << bench::median(done)
               << ",\"server_thread_cpu_s\":" << bench::median(server_cpu)
               << ",\"per_rank_us\":" << 1e6 * med / n

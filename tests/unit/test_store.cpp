@@ -252,6 +252,86 @@ TEST_CASE("add is atomic across concurrent clients") {
   CHECK(server.add("counter", 0) == 400);
 }
 
+TEST_CASE(
+    "multi_set and multi_get move many keys in order, in pipelined pieces, some frames larger than one") {
+  // 3000 keys of 0..256 bytes plus two of 200 KiB: the requests go out in
+  // pieces of pipeline_piece_bytes, the server answers each read in one send,
+  // and a reply out of order or missing would pair a key with another's value.
+  ddp::tcp_store server(server_opts());
+  auto scoped = client_opts(server.port(), "secret", 1);
+  scoped.scope = "r1/";
+  ddp::tcp_store a(scoped);
+  ddp::tcp_store b(client_opts(server.port(), "secret", 2));
+  std::vector<std::string> keys, values;
+  for (int i = 0; i < 3000; ++i) {
+    keys.push_back("k" + std::to_string(i));
+    const std::size_t bytes = (i == 1000 || i == 2000) ? 200 * 1024 : static_cast<std::size_t>(i % 257);
+    values.emplace_back(bytes, static_cast<char>('a' + i % 26));
+  }
+  static_assert(ddp::tcp_store::pipeline_piece_bytes < 200 * 1024);
+  a.multi_set(keys, values);
+  std::vector<std::string> wanted, expected; // read back in another order, through the scope's prefix
+  for (std::size_t i = keys.size(); i-- > 0;) {
+    wanted.push_back("r1/" + keys[i]);
+    expected.push_back(values[i]);
+  }
+  CHECK(b.multi_get(wanted, 3s) == expected);
+  CHECK(a.multi_get(keys, 3s) == values);
+  CHECK(b.get("r1/k1000") == values[1000]); // the connection is in step after the pipelined replies
+  CHECK(b.multi_get({}, 1s).empty());
+  try {
+    a.multi_set({"x", "y"}, {"1"});
+    FAIL("expected an error");
+  } catch (const ddp::error& e) {
+    CHECK(e.kind() == ddp::error_kind::config);
+    CHECK(std::string(e.what()).find("2 keys but 1 values") != std::string::npos);
+  }
+}
+
+TEST_CASE(
+    "multi_get waits for keys still to come; it names those that never came, or a rank lost meanwhile") {
+  ddp::tcp_store server(server_opts());
+  ddp::tcp_store b(client_opts(server.port(), "secret", 2));
+  SUBCASE("all come") {
+    std::thread late([&] {
+      std::this_thread::sleep_for(100ms);
+      server.multi_set({"p", "q"}, {"P", "Q"});
+    });
+    CHECK(b.multi_get({"q", "p"}, 3s) == std::vector<std::string>{"Q", "P"});
+    late.join();
+  }
+  SUBCASE("one never comes") {
+    server.set("p", "P");
+    auto t0 = ddp::detail::clock::now();
+    try {
+      (void)b.multi_get({"p", "never"}, 300ms);
+      FAIL("expected a timeout");
+    } catch (const ddp::error& e) {
+      CHECK(e.kind() == ddp::error_kind::timeout);
+      const std::string what = e.what();
+      CHECK(what.find("'never'") != std::string::npos);
+      CHECK(what.find("'p'") == std::string::npos);
+    }
+    CHECK(ddp::detail::clock::now() - t0 < 3s);
+  }
+  SUBCASE("a rank drops without goodbye meanwhile") {
+    std::thread crash([&] {
+      std::this_thread::sleep_for(100ms);
+      auto fd = ddp::detail::connect_tcp("127.0.0.1", server.port(), in(2s));
+      REQUIRE(ddp::detail::client_handshake(fd.get(), "secret", 3, in(2s)) ==
+              ddp::detail::handshake_result::ok);
+    }); // closed without bye
+    try {
+      (void)b.multi_get({"p", "q"}, 3s);
+      FAIL("expected peer_lost");
+    } catch (const ddp::error& e) {
+      CHECK(e.kind() == ddp::error_kind::peer_lost);
+      CHECK(e.rank() == 3);
+    }
+    crash.join();
+  }
+}
+
 TEST_CASE("a wrong token is refused and the store keeps serving") {
   ddp::tcp_store server(server_opts());
   try {

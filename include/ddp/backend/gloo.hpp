@@ -8,6 +8,7 @@
 #include <ddp/backend/communicator.hpp>
 #include <ddp/detail/backend/collective_queue.hpp>
 #include <ddp/detail/backend/desync.hpp>
+#include <ddp/detail/backend/gloo_batch_store.hpp>
 #include <ddp/detail/backend/gloo_chain.hpp>
 #include <ddp/detail/backend/gloo_device.hpp>
 #include <ddp/detail/backend/gloo_exchange.hpp>
@@ -49,7 +50,7 @@ template <> struct dtype_of<::gloo::float16> : std::integral_constant<dtype, dty
 namespace detail {
 
 /// Lets Gloo's rendezvous use our token-gated tcp_store, under a key prefix.
-class gloo_store_adapter : public ::gloo::rendezvous::Store {
+class gloo_store_adapter final : public ::gloo::rendezvous::Store, public gloo_batch_store {
 public:
   gloo_store_adapter(tcp_store& s, std::string prefix) : s_(s), prefix_(std::move(prefix)) {}
   void set(const std::string& key, const std::vector<char>& data) override {
@@ -65,6 +66,25 @@ public:
     for (auto& k : keys)
       full.push_back(prefix_ + k);
     s_.wait(full, timeout);
+  }
+  void multi_set(const std::vector<std::string>& keys,
+                 const std::vector<std::vector<char>>& values) override {
+    std::vector<std::string> full, text;
+    for (auto& k : keys)
+      full.push_back(prefix_ + k);
+    for (auto& v : values)
+      text.emplace_back(v.begin(), v.end());
+    s_.multi_set(full, text);
+  }
+  std::vector<std::vector<char>> multi_get(const std::vector<std::string>& keys,
+                                           std::chrono::milliseconds timeout) override {
+    std::vector<std::string> full;
+    for (auto& k : keys)
+      full.push_back(prefix_ + k);
+    std::vector<std::vector<char>> values;
+    for (auto& v : s_.multi_get(full, timeout))
+      values.emplace_back(v.begin(), v.end());
+    return values;
   }
 
 private:

@@ -11,7 +11,8 @@
 //    times DDP_TIMEOUT for it.
 // Here each rank stores one key per peer, "<from>/<to>": the address of its
 // pair for that peer, so a rank reads N-1 addresses (~136·N² bytes served in
-// all); it first dials the peers it connects to (each dial completes against
+// all), all of them in one round trip through ddp's store (gloo_batch_store);
+// it first dials the peers it connects to (each dial completes against
 // a listener that exists since the peer published its address), then waits
 // for those that dial it, for DDP_TIMEOUT at most; and a failure names the
 // peer and its address. (With file://, Gloo's file store, each rank stores one
@@ -20,6 +21,7 @@
 #define DDP_DETAIL_BACKEND_GLOO_MESH_HPP
 
 #include <ddp/detail/backend/connect_interrupt.hpp>
+#include <ddp/detail/backend/gloo_batch_store.hpp>
 #include <ddp/detail/backend/gloo_loop_ticker.hpp>
 #include <ddp/detail/common/env.hpp>
 
@@ -397,18 +399,32 @@ private:
   }
 
   /// Publishes `mine` (this rank's pair addresses, by peer) and returns the
-  /// peers' for this rank.
+  /// peers' for this rank. Through a gloo_batch_store (ddp's own store) that
+  /// is three round trips (set all, wait for all, get all); through another
+  /// Gloo store, 2(N-1) + 1.
   addresses exchange_per_pair(::gloo::rendezvous::Store& store, const addresses& mine) const {
-    std::vector<std::string> theirs;
+    std::vector<std::string> my_keys, their_keys;
+    std::vector<std::vector<char>> my_addresses;
     for (int peer = 0; peer < size; ++peer) {
       if (peer == rank) continue;
-      store.set(gloo_mesh_key(rank, peer), mine[static_cast<std::size_t>(peer)]);
-      theirs.push_back(gloo_mesh_key(peer, rank));
+      my_keys.push_back(gloo_mesh_key(rank, peer));
+      my_addresses.push_back(mine[static_cast<std::size_t>(peer)]);
+      their_keys.push_back(gloo_mesh_key(peer, rank));
     }
-    store.wait(theirs, getTimeout()); // one round trip for all of them
+    std::vector<std::vector<char>> theirs;
+    if (auto* batches = dynamic_cast<gloo_batch_store*>(&store)) {
+      batches->multi_set(my_keys, my_addresses);
+      theirs = batches->multi_get(their_keys, getTimeout());
+    } else {
+      for (std::size_t i = 0; i < my_keys.size(); ++i)
+        store.set(my_keys[i], my_addresses[i]);
+      store.wait(their_keys, getTimeout()); // one round trip for all of them
+      for (auto& key : their_keys)
+        theirs.push_back(store.get(key));
+    }
     addresses at(static_cast<std::size_t>(size));
-    for (int peer = 0; peer < size; ++peer)
-      if (peer != rank) at[static_cast<std::size_t>(peer)] = store.get(gloo_mesh_key(peer, rank));
+    for (int peer = 0, i = 0; peer < size; ++peer)
+      if (peer != rank) at[static_cast<std::size_t>(peer)] = std::move(theirs[static_cast<std::size_t>(i++)]);
     return at;
   }
 

@@ -175,6 +175,9 @@ private:
     bool waiting = false;
     std::size_t wait_missing = 0; ///< keys of the pending wait still absent (a repeated key counts twice)
     std::uint64_t wait_seq = 0;   ///< tells the pending wait from earlier ones in waiters_
+    // Replies to the frames of one read, sent together once they are handled.
+    std::vector<char> out;
+    bool replies_held = false;
   };
 
   /// A wait registered under one of its missing keys (see waiters_).
@@ -376,18 +379,29 @@ private:
       eof = true; // closed or reset: still handle what arrived first (a goodbye, say)
       break;
     }
-    while (c.fd && c.in.size() >= 4) {
+    // The frames read at once (a client's pipelined requests: tcp_store::
+    // multi_get) are answered in one send, and cut from the buffer once.
+    std::size_t handled = 0;
+    c.replies_held = true;
+    while (c.fd && c.in.size() - handled >= 4) {
       std::uint32_t n;
-      std::memcpy(&n, c.in.data(), 4);
+      std::memcpy(&n, c.in.data() + handled, 4);
       if (n == 0 || n > store_max_frame || (!c.authed && n > store_max_handshake_frame)) {
         std::string why = "oversized or empty frame (" + std::to_string(n) + " bytes)";
-        return c.authed ? drop(c, why) : drop_pending(c, why);
+        if (c.authed)
+          drop(c, why);
+        else
+          drop_pending(c, why);
+        break;
       }
-      if (c.in.size() < 4 + std::size_t{n}) break;
-      std::string body = c.in.substr(4, n);
-      c.in.erase(0, 4 + std::size_t{n});
+      if (c.in.size() - handled < 4 + std::size_t{n}) break;
+      std::string body = c.in.substr(handled + 4, n);
+      handled += 4 + std::size_t{n};
       handle(c, body);
     }
+    c.replies_held = false;
+    c.in.erase(0, handled);
+    send_held_replies(c);
     if (eof && c.fd && !c.authed && c.challenged)
       // A rank hangs up after the challenge when the store's proof does not
       // check out: its token differs. Say so here too, on rank 0.
@@ -408,9 +422,16 @@ private:
   }
 
   void reply(connection& c, const std::vector<char>& frame) {
-    if (send_all(c.fd.get(), frame.data(), frame.size(), clock::now() + std::chrono::seconds(10)) !=
-        io_status::ok)
-      drop(c, "client does not read its replies");
+    c.out.insert(c.out.end(), frame.begin(), frame.end());
+    if (!c.replies_held) send_held_replies(c);
+  }
+
+  void send_held_replies(connection& c) {
+    if (c.out.empty()) return;
+    const bool sent = c.fd && send_all(c.fd.get(), c.out.data(), c.out.size(),
+                                       clock::now() + std::chrono::seconds(10)) == io_status::ok;
+    c.out.clear();
+    if (c.fd && !sent) drop(c, "client does not read its replies");
   }
 
   void handle(connection& c, const std::string& body) {
@@ -507,6 +528,7 @@ private:
                            "DDP_TOKEN differs between ranks)",
                        clock::now());
         reply(c, frame_writer(store_status::refused).finish());
+        send_held_replies(c); // before the connection closes
         c.fd.reset();
         return;
       }
