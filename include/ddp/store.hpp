@@ -111,7 +111,7 @@ public:
     for (std::size_t i = 0; i < keys.size(); ++i)
       frames.push_back(
           detail::frame_writer(detail::store_op::set).bytes(scoped(keys[i])).bytes(values[i]).finish());
-    const auto replies = pipelined(frames, "set");
+    const auto replies = pipelined(frames, "set " + name_keys(keys));
     for (std::size_t i = 0; i < replies.size(); ++i)
       if (static_cast<detail::store_status>(replies[i][0]) != detail::store_status::ok)
         throw protocol_error(("set '" + keys[i] + "'").c_str());
@@ -119,7 +119,8 @@ public:
 
   /// Waits (up to `timeout`, as wait() does, naming the keys still missing or
   /// a rank lost meanwhile) until every key exists, then reads them all in one
-  /// round trip (see pipelined): the values, in the order of `keys`.
+  /// round trip (see pipelined; bounded by the store's timeout, like get()):
+  /// the values, in the order of `keys`.
   std::vector<std::string> multi_get(const std::vector<std::string>& keys,
                                      std::chrono::milliseconds timeout) {
     wait(keys, timeout);
@@ -129,7 +130,7 @@ public:
       frames.push_back(detail::frame_writer(detail::store_op::get).bytes(scoped(k)).finish());
     std::vector<std::string> values;
     values.reserve(keys.size());
-    const auto replies = pipelined(frames, "get");
+    const auto replies = pipelined(frames, "get " + name_keys(keys));
     for (std::size_t i = 0; i < replies.size(); ++i) {
       if (static_cast<detail::store_status>(replies[i][0]) == detail::store_status::missing)
         throw error(error_kind::backend, "store key '" + keys[i] + "' vanished");
@@ -177,14 +178,20 @@ public:
   /// dropped without a goodbye meanwhile: the keys it owed will never come.
   void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
     if (!try_wait(keys, timeout)) {
-      std::string names; // the keys still missing: they say which rank did not arrive
-      for (auto& k : keys) {
+      // The keys still missing say which rank did not arrive: the first few
+      // are named (a mesh waits for a key per peer), the rest left unchecked.
+      std::vector<std::string> missing;
+      std::size_t looked = 0;
+      for (; looked < keys.size() && missing.size() < keys_named; ++looked) {
         bool present = false;
         try {
-          present = keys.size() > 1 && check({k});
+          present = keys.size() > 1 && check({keys[looked]});
         } catch (const ddp::error&) {}
-        if (!present) names += (names.empty() ? "'" : ", '") + k + "'";
+        if (!present) missing.push_back(keys[looked]);
       }
+      std::string names = name_keys(missing);
+      if (looked < keys.size())
+        names += " (and maybe some of the " + std::to_string(keys.size() - looked) + " after)";
       throw error(error_kind::timeout, "waited " + std::to_string(timeout.count()) + " ms for store key(s) " +
                                            names + " at " + where() +
                                            ": a rank did not arrive (crashed, stuck, or started with other "
@@ -197,27 +204,19 @@ public:
   /// take to answer before it counts as gone (failure paths keep it short).
   bool try_wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout,
                 std::chrono::milliseconds slack = std::chrono::seconds(10)) {
-    detail::frame_writer w(detail::store_op::wait);
-    w.u32(static_cast<std::uint32_t>(keys.size()));
-    for (auto& k : keys)
-      w.bytes(scoped(k));
-    w.u64(static_cast<std::uint64_t>(std::max<std::int64_t>(0, timeout.count())));
-    auto r = request(w, "wait", timeout + slack);
-    auto st = static_cast<detail::store_status>(r[0]);
-    if (st == detail::store_status::lost) {
-      detail::frame_reader fr(std::string_view(r).substr(1));
-      int lost = fr.i32();
-      if (!fr.ok()) throw protocol_error("wait");
-      std::string names;
-      for (auto& k : keys)
-        names += (names.empty() ? "'" : ", '") + k + "'";
-      throw error(error_kind::peer_lost,
-                  "rank " + std::to_string(lost) + " " + describe_lost(lost) + " while rank " +
-                      std::to_string(opts_.rank) + " waited for store key(s) " + names + " at " + where() +
-                      ": it will never set them. Look at rank " + std::to_string(lost) + "'s output first.",
-                  lost);
+    if (keys.size() <= detail::store_max_keys_per_frame) return try_wait_frame(keys, keys, timeout, slack);
+    // More keys than a frame holds: one wait per part, the whole within `timeout`.
+    const auto deadline = detail::clock::now() + timeout;
+    for (std::size_t from = 0; from < keys.size(); from += detail::store_max_keys_per_frame) {
+      const auto to = std::min(keys.size(), from + detail::store_max_keys_per_frame);
+      const std::vector<std::string> part(keys.begin() + static_cast<std::ptrdiff_t>(from),
+                                          keys.begin() + static_cast<std::ptrdiff_t>(to));
+      const auto left =
+          std::max(std::chrono::milliseconds(0),
+                   std::chrono::ceil<std::chrono::milliseconds>(deadline - detail::clock::now()));
+      if (!try_wait_frame(part, keys, left, slack)) return false;
     }
-    return st == detail::store_status::ok;
+    return true;
   }
 
   /// Ranks whose connection dropped without a goodbye (crashed processes).
@@ -377,6 +376,41 @@ public:
   static constexpr std::size_t pipeline_piece_bytes = 32 * 1024;
 
 private:
+  /// One wait frame for `keys` (part of `all_keys`, which an error names).
+  bool try_wait_frame(const std::vector<std::string>& keys, const std::vector<std::string>& all_keys,
+                      std::chrono::milliseconds timeout, std::chrono::milliseconds slack) {
+    detail::frame_writer w(detail::store_op::wait);
+    w.u32(static_cast<std::uint32_t>(keys.size()));
+    for (auto& k : keys)
+      w.bytes(scoped(k));
+    w.u64(static_cast<std::uint64_t>(std::max<std::int64_t>(0, timeout.count())));
+    auto r = request(w, "wait for " + name_keys(keys), timeout + slack);
+    auto st = static_cast<detail::store_status>(r[0]);
+    if (st == detail::store_status::lost) {
+      detail::frame_reader fr(std::string_view(r).substr(1));
+      int lost = fr.i32();
+      if (!fr.ok()) throw protocol_error("wait");
+      throw error(error_kind::peer_lost,
+                  "rank " + std::to_string(lost) + " " + describe_lost(lost) + " while rank " +
+                      std::to_string(opts_.rank) + " waited for store key(s) " + name_keys(all_keys) +
+                      " at " + where() + ": it will never set them. Look at rank " + std::to_string(lost) +
+                      "'s output first.",
+                  lost);
+    }
+    return st == detail::store_status::ok;
+  }
+
+  /// Messages name at most this many keys of a list, then count the rest.
+  static constexpr std::size_t keys_named = 8;
+
+  static std::string name_keys(const std::vector<std::string>& keys) {
+    std::string names;
+    for (std::size_t i = 0; i < keys.size() && i < keys_named; ++i)
+      names += (names.empty() ? "'" : ", '") + keys[i] + "'";
+    if (keys.size() > keys_named) names += " and " + std::to_string(keys.size() - keys_named) + " more";
+    return names;
+  }
+
   std::string scoped(const std::string& key) const { return opts_.scope.empty() ? key : opts_.scope + key; }
 
   /// A failed rank's own reason, when it gave one (store_failed_prefix).

@@ -926,6 +926,9 @@ inline constexpr std::string_view store_unreachable_prefix = "ddp/fault/unreacha
 
 inline constexpr std::uint32_t store_max_frame = 256u << 20;
 
+/// Keys a wait or check may name in one frame; tcp_store splits longer lists.
+inline constexpr std::uint32_t store_max_keys_per_frame = 65536;
+
 class frame_writer {
 public:
   explicit frame_writer(store_op op) {
@@ -1564,6 +1567,18 @@ inline int store_fd_reserve(long soft_limit) {
   return static_cast<int>(std::clamp(soft_limit / 16, 16L, store_fd_reserve_max));
 }
 
+/// Replies a connection may have waiting to be sent before the server stops
+/// handling its requests until it reads some: a client pipelining gets of
+/// large values (tcp_store::multi_get) is served a part at a time, between
+/// the other connections, and the memory a connection holds stays bounded.
+inline constexpr std::size_t store_reply_backlog = 256 * 1024;
+
+/// A connection whose replies wait this long without the client taking any
+/// of them is closed (its rank recorded lost): the process is stopped, or its
+/// host cut off. Sending never blocks the server: a reviewer's probe of a
+/// blocking send with this deadline stalled every other rank for 10 s.
+inline constexpr std::chrono::seconds store_reply_stall{10};
+
 /// Rate limit for the log lines that unauthenticated peers can cause, so a
 /// flood of connections cannot flood stderr: 10 lines per 10 s, then a count.
 class log_throttle {
@@ -1670,9 +1685,13 @@ private:
     bool waiting = false;
     std::size_t wait_missing = 0; ///< keys of the pending wait still absent (a repeated key counts twice)
     std::uint64_t wait_seq = 0;   ///< tells the pending wait from earlier ones in waiters_
-    // Replies to the frames of one read, sent together once they are handled.
+    // Replies not sent yet: those to the frames of one read go out together
+    // once the frames are handled (replies_held), and what the socket does
+    // not take at once is sent as the client reads (POLLOUT).
     std::vector<char> out;
+    std::size_t out_sent = 0;
     bool replies_held = false;
+    clock::time_point out_moved; ///< when replies last went out, or began to wait
   };
 
   /// A wait registered under one of its missing keys (see waiters_).
@@ -1685,19 +1704,32 @@ private:
     std::vector<pollfd> fds;
     while (!stop_ || (others_connected() && clock::now() < linger_until_) ||
            (arrivals_missing() && clock::now() < arrivals_until_)) {
+      // Requests read earlier but left while their connection's replies
+      // backed up: the replies may have gone out since (by POLLOUT, or a
+      // client that reads them all left nothing to poll for).
+      for (std::size_t i = 0; i < conns_.size(); ++i)
+        if (conns_[i]->fd && !backed_up(*conns_[i]) && frame_ready(*conns_[i]))
+          handle_frames(*conns_[i], false);
       fds.clear();
       fds.push_back({wake_r_.get(), POLLIN, 0});
       // Negative: poll() skips the listener while accepting is backed off.
       fds.push_back({clock::now() < listen_paused_until_ ? -1 : listener_.get(), POLLIN, 0});
-      for (auto& c : conns_)
-        fds.push_back({c->fd.get(), POLLIN, 0});
+      for (auto& c : conns_) {
+        // A connection whose replies back up is not read until it takes them.
+        short events = backed_up(*c) ? 0 : POLLIN;
+        if (c->out_sent < c->out.size()) events |= POLLOUT;
+        fds.push_back({c->fd.get(), events, 0});
+      }
       int rc = ::poll(fds.data(), fds.size(), poll_timeout_ms(clock::now()));
       if (rc < 0 && errno != EINTR) break;
       if (fds[0].revents & POLLIN)
         take_adopted(); // also drains the wake-up bytes (a lingering loop would spin)
       if (fds[1].revents & POLLIN) accept_ready(clock::now());
-      for (std::size_t i = 2; i < fds.size(); ++i)
-        if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) read_from(*conns_[i - 2]);
+      for (std::size_t i = 2; i < fds.size(); ++i) {
+        auto& c = *conns_[i - 2];
+        if (fds[i].revents & POLLOUT) send_replies(c);
+        if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) read_from(c);
+      }
       expire(clock::now());
       std::erase_if(conns_, [](const auto& c) { return !c->fd; });
     }
@@ -1874,29 +1906,7 @@ private:
       eof = true; // closed or reset: still handle what arrived first (a goodbye, say)
       break;
     }
-    // The frames read at once (a client's pipelined requests: tcp_store::
-    // multi_get) are answered in one send, and cut from the buffer once.
-    std::size_t handled = 0;
-    c.replies_held = true;
-    while (c.fd && c.in.size() - handled >= 4) {
-      std::uint32_t n;
-      std::memcpy(&n, c.in.data() + handled, 4);
-      if (n == 0 || n > store_max_frame || (!c.authed && n > store_max_handshake_frame)) {
-        std::string why = "oversized or empty frame (" + std::to_string(n) + " bytes)";
-        if (c.authed)
-          drop(c, why);
-        else
-          drop_pending(c, why);
-        break;
-      }
-      if (c.in.size() - handled < 4 + std::size_t{n}) break;
-      std::string body = c.in.substr(handled + 4, n);
-      handled += 4 + std::size_t{n};
-      handle(c, body);
-    }
-    c.replies_held = false;
-    c.in.erase(0, handled);
-    send_held_replies(c);
+    handle_frames(c, eof);
     if (eof && c.fd && !c.authed && c.challenged)
       // A rank hangs up after the challenge when the store's proof does not
       // check out: its token differs. Say so here too, on rank 0.
@@ -1916,17 +1926,76 @@ private:
     if (eof && c.fd) drop(c, "");
   }
 
-  void reply(connection& c, const std::vector<char>& frame) {
-    c.out.insert(c.out.end(), frame.begin(), frame.end());
-    if (!c.replies_held) send_held_replies(c);
+  /// Handles the whole frames read from `c`, in order, and sends their
+  /// replies together (a client's pipelined requests: tcp_store::multi_get);
+  /// stops early, leaving the rest for later rounds of the loop, while the
+  /// replies back up (store_reply_backlog). `client_left`: it closed its end;
+  /// every frame is handled (its goodbye may be the last) and the replies go
+  /// nowhere.
+  void handle_frames(connection& c, bool client_left) {
+    std::size_t handled = 0;
+    c.replies_held = true;
+    while (c.fd && c.in.size() - handled >= 4 && (client_left || !backed_up(c))) {
+      std::uint32_t n;
+      std::memcpy(&n, c.in.data() + handled, 4);
+      if (n == 0 || n > store_max_frame || (!c.authed && n > store_max_handshake_frame)) {
+        std::string why = "oversized or empty frame (" + std::to_string(n) + " bytes)";
+        if (c.authed)
+          drop(c, why);
+        else
+          drop_pending(c, why);
+        break;
+      }
+      if (c.in.size() - handled < 4 + std::size_t{n}) break;
+      std::string body = c.in.substr(handled + 4, n);
+      handled += 4 + std::size_t{n};
+      handle(c, body);
+    }
+    c.replies_held = false;
+    c.in.erase(0, handled); // once, not per frame: a read may hold a thousand
+    if (c.in.empty() && c.in.capacity() > store_reply_backlog) std::string().swap(c.in);
+    if (!client_left) send_replies(c);
   }
 
-  void send_held_replies(connection& c) {
-    if (c.out.empty()) return;
-    const bool sent = c.fd && send_all(c.fd.get(), c.out.data(), c.out.size(),
-                                       clock::now() + std::chrono::seconds(10)) == io_status::ok;
+  /// Whether `c` holds a whole frame not handled yet.
+  static bool frame_ready(const connection& c) {
+    if (c.in.size() < 4) return false;
+    std::uint32_t n;
+    std::memcpy(&n, c.in.data(), 4);
+    return n == 0 || n > store_max_frame || c.in.size() >= 4 + std::size_t{n}; // a bad one is handled too
+  }
+
+  /// Whether `c`'s unsent replies are enough that its requests wait.
+  static bool backed_up(const connection& c) { return c.out.size() - c.out_sent >= store_reply_backlog; }
+
+  void reply(connection& c, const std::vector<char>& frame) {
+    if (!c.fd) return;
+    if (c.out_sent == c.out.size()) c.out_moved = clock::now(); // the stall clock starts now
+    c.out.insert(c.out.end(), frame.begin(), frame.end());
+    if (!c.replies_held) send_replies(c);
+  }
+
+  /// Sends what the socket takes now of `c`'s replies, without waiting.
+  void send_replies(connection& c) {
+    while (c.fd && c.out_sent < c.out.size()) {
+      const ssize_t k = ::send(c.fd.get(), c.out.data() + c.out_sent, c.out.size() - c.out_sent,
+                               MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (k > 0) {
+        c.out_sent += static_cast<std::size_t>(k);
+        c.out_moved = clock::now();
+      } else if (k < 0 && errno == EINTR) {
+        continue;
+      } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        return; // the rest when the client reads (POLLOUT)
+      } else {
+        // Closed or reset: the client is gone (as its read side shows).
+        drop(c, "");
+        return;
+      }
+    }
+    c.out_sent = 0;
     c.out.clear();
-    if (c.fd && !sent) drop(c, "client does not read its replies");
+    if (c.out.capacity() > store_reply_backlog) std::vector<char>().swap(c.out);
   }
 
   void handle(connection& c, const std::string& body) {
@@ -1972,7 +2041,7 @@ private:
     case store_op::wait:
     case store_op::check: {
       std::uint32_t count = r.u32();
-      if (!r.ok() || count > 65536) return drop(c, "malformed key list");
+      if (!r.ok() || count > store_max_keys_per_frame) return drop(c, "malformed key list");
       std::vector<std::string> keys;
       for (std::uint32_t i = 0; i < count && r.ok(); ++i)
         keys.push_back(r.bytes());
@@ -2023,7 +2092,8 @@ private:
                            "DDP_TOKEN differs between ranks)",
                        clock::now());
         reply(c, frame_writer(store_status::refused).finish());
-        send_held_replies(c); // before the connection closes
+        c.replies_held = false;
+        send_replies(c); // before the connection closes (a fresh socket takes a few bytes)
         c.fd.reset();
         return;
       }
@@ -2093,6 +2163,10 @@ private:
 
   void expire(clock::time_point now) {
     for (auto& c : conns_) {
+      if (c->fd && c->out_sent < c->out.size() && now - c->out_moved >= store_reply_stall)
+        drop(*c, "client does not read its replies (" + std::to_string(c->out.size() - c->out_sent) +
+                     " bytes waited " + std::to_string(store_reply_stall.count()) +
+                     " s): it is stopped, or its host is cut off");
       if (!c->fd) continue;
       if (!c->authed && now > c->hello_deadline)
         drop_pending(*c, "no handshake within " + std::to_string(store_handshake_timeout.count()) + " s");
@@ -2230,7 +2304,7 @@ public:
     for (std::size_t i = 0; i < keys.size(); ++i)
       frames.push_back(
           detail::frame_writer(detail::store_op::set).bytes(scoped(keys[i])).bytes(values[i]).finish());
-    const auto replies = pipelined(frames, "set");
+    const auto replies = pipelined(frames, "set " + name_keys(keys));
     for (std::size_t i = 0; i < replies.size(); ++i)
       if (static_cast<detail::store_status>(replies[i][0]) != detail::store_status::ok)
         throw protocol_error(("set '" + keys[i] + "'").c_str());
@@ -2238,7 +2312,8 @@ public:
 
   /// Waits (up to `timeout`, as wait() does, naming the keys still missing or
   /// a rank lost meanwhile) until every key exists, then reads them all in one
-  /// round trip (see pipelined): the values, in the order of `keys`.
+  /// round trip (see pipelined; bounded by the store's timeout, like get()):
+  /// the values, in the order of `keys`.
   std::vector<std::string> multi_get(const std::vector<std::string>& keys,
                                      std::chrono::milliseconds timeout) {
     wait(keys, timeout);
@@ -2248,7 +2323,7 @@ public:
       frames.push_back(detail::frame_writer(detail::store_op::get).bytes(scoped(k)).finish());
     std::vector<std::string> values;
     values.reserve(keys.size());
-    const auto replies = pipelined(frames, "get");
+    const auto replies = pipelined(frames, "get " + name_keys(keys));
     for (std::size_t i = 0; i < replies.size(); ++i) {
       if (static_cast<detail::store_status>(replies[i][0]) == detail::store_status::missing)
         throw error(error_kind::backend, "store key '" + keys[i] + "' vanished");
@@ -2296,14 +2371,20 @@ public:
   /// dropped without a goodbye meanwhile: the keys it owed will never come.
   void wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
     if (!try_wait(keys, timeout)) {
-      std::string names; // the keys still missing: they say which rank did not arrive
-      for (auto& k : keys) {
+      // The keys still missing say which rank did not arrive: the first few
+      // are named (a mesh waits for a key per peer), the rest left unchecked.
+      std::vector<std::string> missing;
+      std::size_t looked = 0;
+      for (; looked < keys.size() && missing.size() < keys_named; ++looked) {
         bool present = false;
         try {
-          present = keys.size() > 1 && check({k});
+          present = keys.size() > 1 && check({keys[looked]});
         } catch (const ddp::error&) {}
-        if (!present) names += (names.empty() ? "'" : ", '") + k + "'";
+        if (!present) missing.push_back(keys[looked]);
       }
+      std::string names = name_keys(missing);
+      if (looked < keys.size())
+        names += " (and maybe some of the " + std::to_string(keys.size() - looked) + " after)";
       throw error(error_kind::timeout, "waited " + std::to_string(timeout.count()) + " ms for store key(s) " +
                                            names + " at " + where() +
                                            ": a rank did not arrive (crashed, stuck, or started with other "
@@ -2316,27 +2397,19 @@ public:
   /// take to answer before it counts as gone (failure paths keep it short).
   bool try_wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout,
                 std::chrono::milliseconds slack = std::chrono::seconds(10)) {
-    detail::frame_writer w(detail::store_op::wait);
-    w.u32(static_cast<std::uint32_t>(keys.size()));
-    for (auto& k : keys)
-      w.bytes(scoped(k));
-    w.u64(static_cast<std::uint64_t>(std::max<std::int64_t>(0, timeout.count())));
-    auto r = request(w, "wait", timeout + slack);
-    auto st = static_cast<detail::store_status>(r[0]);
-    if (st == detail::store_status::lost) {
-      detail::frame_reader fr(std::string_view(r).substr(1));
-      int lost = fr.i32();
-      if (!fr.ok()) throw protocol_error("wait");
-      std::string names;
-      for (auto& k : keys)
-        names += (names.empty() ? "'" : ", '") + k + "'";
-      throw error(error_kind::peer_lost,
-                  "rank " + std::to_string(lost) + " " + describe_lost(lost) + " while rank " +
-                      std::to_string(opts_.rank) + " waited for store key(s) " + names + " at " + where() +
-                      ": it will never set them. Look at rank " + std::to_string(lost) + "'s output first.",
-                  lost);
+    if (keys.size() <= detail::store_max_keys_per_frame) return try_wait_frame(keys, keys, timeout, slack);
+    // More keys than a frame holds: one wait per part, the whole within `timeout`.
+    const auto deadline = detail::clock::now() + timeout;
+    for (std::size_t from = 0; from < keys.size(); from += detail::store_max_keys_per_frame) {
+      const auto to = std::min(keys.size(), from + detail::store_max_keys_per_frame);
+      const std::vector<std::string> part(keys.begin() + static_cast<std::ptrdiff_t>(from),
+                                          keys.begin() + static_cast<std::ptrdiff_t>(to));
+      const auto left =
+          std::max(std::chrono::milliseconds(0),
+                   std::chrono::ceil<std::chrono::milliseconds>(deadline - detail::clock::now()));
+      if (!try_wait_frame(part, keys, left, slack)) return false;
     }
-    return st == detail::store_status::ok;
+    return true;
   }
 
   /// Ranks whose connection dropped without a goodbye (crashed processes).
@@ -2496,6 +2569,41 @@ public:
   static constexpr std::size_t pipeline_piece_bytes = 32 * 1024;
 
 private:
+  /// One wait frame for `keys` (part of `all_keys`, which an error names).
+  bool try_wait_frame(const std::vector<std::string>& keys, const std::vector<std::string>& all_keys,
+                      std::chrono::milliseconds timeout, std::chrono::milliseconds slack) {
+    detail::frame_writer w(detail::store_op::wait);
+    w.u32(static_cast<std::uint32_t>(keys.size()));
+    for (auto& k : keys)
+      w.bytes(scoped(k));
+    w.u64(static_cast<std::uint64_t>(std::max<std::int64_t>(0, timeout.count())));
+    auto r = request(w, "wait for " + name_keys(keys), timeout + slack);
+    auto st = static_cast<detail::store_status>(r[0]);
+    if (st == detail::store_status::lost) {
+      detail::frame_reader fr(std::string_view(r).substr(1));
+      int lost = fr.i32();
+      if (!fr.ok()) throw protocol_error("wait");
+      throw error(error_kind::peer_lost,
+                  "rank " + std::to_string(lost) + " " + describe_lost(lost) + " while rank " +
+                      std::to_string(opts_.rank) + " waited for store key(s) " + name_keys(all_keys) +
+                      " at " + where() + ": it will never set them. Look at rank " + std::to_string(lost) +
+                      "'s output first.",
+                  lost);
+    }
+    return st == detail::store_status::ok;
+  }
+
+  /// Messages name at most this many keys of a list, then count the rest.
+  static constexpr std::size_t keys_named = 8;
+
+  static std::string name_keys(const std::vector<std::string>& keys) {
+    std::string names;
+    for (std::size_t i = 0; i < keys.size() && i < keys_named; ++i)
+      names += (names.empty() ? "'" : ", '") + keys[i] + "'";
+    if (keys.size() > keys_named) names += " and " + std::to_string(keys.size() - keys_named) + " more";
+    return names;
+  }
+
   std::string scoped(const std::string& key) const { return opts_.scope.empty() ? key : opts_.scope + key; }
 
   /// A failed rank's own reason, when it gave one (store_failed_prefix).

@@ -252,10 +252,19 @@ TEST_CASE("add is atomic across concurrent clients") {
   CHECK(server.add("counter", 0) == 400);
 }
 
+/// Joins a thread however the scope ends: a failed check throws through it.
+struct joined {
+  std::thread t;
+  ~joined() {
+    if (t.joinable()) t.join();
+  }
+};
+
 TEST_CASE(
     "multi_set and multi_get move many keys in order, in pipelined pieces, some frames larger than one") {
   // 3000 keys of 0..256 bytes plus two of 200 KiB: the requests go out in
-  // pieces of pipeline_piece_bytes, the server answers each read in one send,
+  // pieces of pipeline_piece_bytes, the server answers each read in one send
+  // (and stops handling a connection's requests while its replies back up),
   // and a reply out of order or missing would pair a key with another's value.
   ddp::tcp_store server(server_opts());
   auto scoped = client_opts(server.port(), "secret", 1);
@@ -264,7 +273,7 @@ TEST_CASE(
   ddp::tcp_store b(client_opts(server.port(), "secret", 2));
   std::vector<std::string> keys, values;
   for (int i = 0; i < 3000; ++i) {
-    keys.push_back("k" + std::to_string(i));
+    keys.push_back(std::string("k").append(std::to_string(i)));
     const std::size_t bytes = (i == 1000 || i == 2000) ? 200 * 1024 : static_cast<std::size_t>(i % 257);
     values.emplace_back(bytes, static_cast<char>('a' + i % 26));
   }
@@ -288,17 +297,30 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("multi_get of more keys than a wait frame holds waits for them in parts") {
+  ddp::tcp_store server(server_opts());
+  ddp::tcp_store b(client_opts(server.port(), "secret", 2));
+  const std::size_t n = ddp::detail::store_max_keys_per_frame + 4464; // 70000
+  std::vector<std::string> keys, values;
+  for (std::size_t i = 0; i < n; ++i) {
+    keys.push_back(std::string("m").append(std::to_string(i)));
+    values.push_back(std::to_string(i * 7));
+  }
+  server.multi_set(keys, values);
+  CHECK(b.multi_get(keys, 5s) == values);
+  CHECK(server.lost_ranks().empty());
+}
+
 TEST_CASE(
     "multi_get waits for keys still to come; it names those that never came, or a rank lost meanwhile") {
   ddp::tcp_store server(server_opts());
   ddp::tcp_store b(client_opts(server.port(), "secret", 2));
   SUBCASE("all come") {
-    std::thread late([&] {
+    joined late{std::thread([&] {
       std::this_thread::sleep_for(100ms);
       server.multi_set({"p", "q"}, {"P", "Q"});
-    });
+    })};
     CHECK(b.multi_get({"q", "p"}, 3s) == std::vector<std::string>{"Q", "P"});
-    late.join();
   }
   SUBCASE("one never comes") {
     server.set("p", "P");
@@ -315,12 +337,15 @@ TEST_CASE(
     CHECK(ddp::detail::clock::now() - t0 < 3s);
   }
   SUBCASE("a rank drops without goodbye meanwhile") {
-    std::thread crash([&] {
+    std::atomic<bool> handshake_ok{false};
+    joined crash{std::thread([&] {
       std::this_thread::sleep_for(100ms);
-      auto fd = ddp::detail::connect_tcp("127.0.0.1", server.port(), in(2s));
-      REQUIRE(ddp::detail::client_handshake(fd.get(), "secret", 3, in(2s)) ==
-              ddp::detail::handshake_result::ok);
-    }); // closed without bye
+      try {
+        auto fd = ddp::detail::connect_tcp("127.0.0.1", server.port(), in(2s));
+        handshake_ok =
+            ddp::detail::client_handshake(fd.get(), "secret", 3, in(2s)) == ddp::detail::handshake_result::ok;
+      } catch (const ddp::error&) {}
+    })}; // closed without bye
     try {
       (void)b.multi_get({"p", "q"}, 3s);
       FAIL("expected peer_lost");
@@ -328,8 +353,47 @@ TEST_CASE(
       CHECK(e.kind() == ddp::error_kind::peer_lost);
       CHECK(e.rank() == 3);
     }
-    crash.join();
+    crash.t.join();
+    CHECK(handshake_ok);
   }
+}
+
+TEST_CASE(
+    "a client that does not read its replies holds up no one else, and is closed after the stall time") {
+  // Rank 5 asks for a 1 MiB value 64 times and reads nothing: its replies
+  // back up, and the server serves the others meanwhile (it once sent with a
+  // blocking send of 10 s: every other rank stalled that long, a reviewer's
+  // probe). After store_reply_stall without progress it is closed, as lost.
+  // (The store's timeout is long here: the kernel itself ends a connection
+  // whose peer takes no data for half of it, TCP_USER_TIMEOUT, see set_keepalive.)
+  auto long_timeout = server_opts();
+  long_timeout.timeout = 60s;
+  ddp::tcp_store server(long_timeout);
+  ddp::tcp_store other(client_opts(server.port(), "secret", 2));
+  server.set("big", std::string(1 << 20, 'b'));
+  auto stuck = ddp::detail::connect_tcp("127.0.0.1", server.port(), in(2s));
+  REQUIRE(ddp::detail::client_handshake(stuck.get(), "secret", 5, in(2s)) ==
+          ddp::detail::handshake_result::ok);
+  std::vector<char> gets;
+  for (int i = 0; i < 64; ++i) {
+    auto f = ddp::detail::frame_writer(ddp::detail::store_op::get).bytes("big").finish();
+    gets.insert(gets.end(), f.begin(), f.end());
+  }
+  send_frame(stuck.get(), gets);
+  const auto t0 = ddp::detail::clock::now();
+  auto slowest = ddp::detail::clock::duration::zero();
+  for (int i = 0; ddp::detail::clock::now() - t0 < 2s; ++i) { // round trips beside the stuck reader
+    const auto s0 = ddp::detail::clock::now();
+    other.set("tick", std::to_string(i));
+    CHECK(other.get("tick") == std::to_string(i));
+    slowest = std::max(slowest, ddp::detail::clock::now() - s0);
+    std::this_thread::sleep_for(10ms);
+  }
+  CHECK(slowest < 1s); // it took microseconds; a stalled server takes the stall time
+  CHECK(server.lost_ranks().empty());
+  server.wait({ddp::detail::store_lost_key}, ddp::detail::store_reply_stall + 5s);
+  CHECK(server.lost_ranks() == std::vector<int>{5});
+  CHECK(ddp::detail::clock::now() - t0 >= ddp::detail::store_reply_stall - 1s);
 }
 
 TEST_CASE("a wrong token is refused and the store keeps serving") {

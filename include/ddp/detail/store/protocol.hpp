@@ -58,6 +58,9 @@ inline constexpr std::string_view store_unreachable_prefix = "ddp/fault/unreacha
 
 inline constexpr std::uint32_t store_max_frame = 256u << 20;
 
+/// Keys a wait or check may name in one frame; tcp_store splits longer lists.
+inline constexpr std::uint32_t store_max_keys_per_frame = 65536;
+
 class frame_writer {
 public:
   explicit frame_writer(store_op op) {
