@@ -163,12 +163,16 @@ public:
   }
 
   bool check(const std::vector<std::string>& keys) {
-    detail::frame_writer w(detail::store_op::check);
-    w.u32(static_cast<std::uint32_t>(keys.size()));
-    for (auto& k : keys)
-      w.bytes(scoped(k));
-    auto r = request(w, "check");
-    return r.size() >= 2 && r[1] == 1;
+    for (std::size_t from = 0; from < keys.size() || from == 0; from += detail::store_max_keys_per_frame) {
+      const auto to = std::min(keys.size(), from + detail::store_max_keys_per_frame); // a frame's worth
+      detail::frame_writer w(detail::store_op::check);
+      w.u32(static_cast<std::uint32_t>(to - from));
+      for (auto k = from; k < to; ++k)
+        w.bytes(scoped(keys[k]));
+      auto r = request(w, "check");
+      if (r.size() < 2 || r[1] != 1) return false;
+    }
+    return true;
   }
 
   void wait(const std::vector<std::string>& keys) { wait(keys, opts_.timeout); }
@@ -205,8 +209,9 @@ public:
   bool try_wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout,
                 std::chrono::milliseconds slack = std::chrono::seconds(10)) {
     if (keys.size() <= detail::store_max_keys_per_frame) return try_wait_frame(keys, keys, timeout, slack);
-    // More keys than a frame holds: one wait per part, the whole within `timeout`.
-    const auto deadline = detail::clock::now() + timeout;
+    // More keys than a frame holds: one wait per part, the whole within `timeout`
+    // (clamped as the store clamps it, so that the deadline cannot overflow).
+    const auto deadline = detail::clock::now() + std::min(timeout, std::chrono::milliseconds(1LL << 40));
     for (std::size_t from = 0; from < keys.size(); from += detail::store_max_keys_per_frame) {
       const auto to = std::min(keys.size(), from + detail::store_max_keys_per_frame);
       const std::vector<std::string> part(keys.begin() + static_cast<std::ptrdiff_t>(from),

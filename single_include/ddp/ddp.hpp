@@ -1527,6 +1527,8 @@ DDP_END_NAMESPACE
 #endif // DDP_DETAIL_LOG_HPP
 // ---- end ddp/detail/common/log.hpp ----
 
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -1691,7 +1693,10 @@ private:
     std::vector<char> out;
     std::size_t out_sent = 0;
     bool replies_held = false;
+    bool peer_gone = false;      ///< a send failed, or it hung up: replies are dropped, not queued
+    int send_error = 0;          ///< errno of the failed send (it, not the read after, may say ETIMEDOUT)
     clock::time_point out_moved; ///< when replies last went out, or began to wait
+    int kernel_queued = 0;       ///< bytes in its socket's send queue at the last look (SIOCOUTQ)
   };
 
   /// A wait registered under one of its missing keys (see waiters_).
@@ -1707,28 +1712,37 @@ private:
       // Requests read earlier but left while their connection's replies
       // backed up: the replies may have gone out since (by POLLOUT, or a
       // client that reads them all left nothing to poll for).
+      // One part each, then the others' turn: a part's replies, once sent,
+      // leave it ready again at once, so the poll then does not sleep (it
+      // slept 100 ms per 256 KiB of a reader's replies: a reviewer's probe).
+      bool work_left = false;
       for (std::size_t i = 0; i < conns_.size(); ++i)
-        if (conns_[i]->fd && !backed_up(*conns_[i]) && frame_ready(*conns_[i]))
+        if (conns_[i]->fd && !backed_up(*conns_[i]) && frame_ready(*conns_[i])) {
           handle_frames(*conns_[i], false);
+          work_left = work_left || (conns_[i]->fd && !backed_up(*conns_[i]) && frame_ready(*conns_[i]));
+        }
       fds.clear();
       fds.push_back({wake_r_.get(), POLLIN, 0});
       // Negative: poll() skips the listener while accepting is backed off.
       fds.push_back({clock::now() < listen_paused_until_ ? -1 : listener_.get(), POLLIN, 0});
       for (auto& c : conns_) {
-        // A connection whose replies back up is not read until it takes them.
-        short events = backed_up(*c) ? 0 : POLLIN;
+        // A connection whose replies back up is not read until it takes them
+        // (one whose sends failed is, to see it leave).
+        short events = backed_up(*c) && !c->peer_gone ? 0 : POLLIN;
         if (c->out_sent < c->out.size()) events |= POLLOUT;
         fds.push_back({c->fd.get(), events, 0});
       }
-      int rc = ::poll(fds.data(), fds.size(), poll_timeout_ms(clock::now()));
+      int rc = ::poll(fds.data(), fds.size(), work_left ? 0 : poll_timeout_ms(clock::now()));
       if (rc < 0 && errno != EINTR) break;
       if (fds[0].revents & POLLIN)
         take_adopted(); // also drains the wake-up bytes (a lingering loop would spin)
       if (fds[1].revents & POLLIN) accept_ready(clock::now());
       for (std::size_t i = 2; i < fds.size(); ++i) {
         auto& c = *conns_[i - 2];
-        if (fds[i].revents & POLLOUT) send_replies(c);
+        // Reading first: a client that left is seen leaving (its goodbye, or
+        // why its host went), not only as a failed send.
         if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) read_from(c);
+        if (fds[i].revents & POLLOUT) send_replies(c);
       }
       expire(clock::now());
       std::erase_if(conns_, [](const auto& c) { return !c->fd; });
@@ -1906,6 +1920,8 @@ private:
       eof = true; // closed or reset: still handle what arrived first (a goodbye, say)
       break;
     }
+    const bool replies_waited = c.out_sent < c.out.size() || c.peer_gone;
+    unreachable = unreachable || (eof && errno_is_unreachable(c.send_error));
     handle_frames(c, eof);
     if (eof && c.fd && !c.authed && c.challenged)
       // A rank hangs up after the challenge when the store's proof does not
@@ -1917,10 +1933,15 @@ private:
     if (eof && c.fd && unreachable && c.authed && !c.said_bye && c.rank >= 0)
       // Its host stopped acknowledging (set_keepalive): a cut link or a host down, not
       // an exit. Said before the loss is recorded, so whoever reads the loss sees why.
+      // With replies waiting, the kernel ends a connection whose reader takes
+      // nothing (a zero window) after the same time: the process may be stopped.
       if (auto [at, fresh] = data_.try_emplace(
               c.scope + std::string(store_unreachable_prefix) + std::to_string(c.rank),
-              "is unreachable: its host acknowledged nothing on its connection to the store for " +
-                  std::to_string(peer_timeout_ms_) + " ms (network cut or host down)");
+              (replies_waited
+                   ? "is unreachable or stopped: it took none of the store's replies for "
+                   : "is unreachable: its host acknowledged nothing on its connection to the store for ") +
+                  std::to_string(peer_timeout_ms_) + " ms (" + (replies_waited ? "process stopped, " : "") +
+                  "network cut or host down)");
           fresh)
         key_added(at->first);
     if (eof && c.fd) drop(c, "");
@@ -1933,6 +1954,11 @@ private:
   /// every frame is handled (its goodbye may be the last) and the replies go
   /// nowhere.
   void handle_frames(connection& c, bool client_left) {
+    if (client_left) {
+      c.peer_gone = true; // its replies would go nowhere: not even built up in memory
+      c.out.clear();
+      c.out_sent = 0;
+    }
     std::size_t handled = 0;
     c.replies_held = true;
     while (c.fd && c.in.size() - handled >= 4 && (client_left || !backed_up(c))) {
@@ -1969,7 +1995,7 @@ private:
   static bool backed_up(const connection& c) { return c.out.size() - c.out_sent >= store_reply_backlog; }
 
   void reply(connection& c, const std::vector<char>& frame) {
-    if (!c.fd) return;
+    if (!c.fd || c.peer_gone) return;
     if (c.out_sent == c.out.size()) c.out_moved = clock::now(); // the stall clock starts now
     c.out.insert(c.out.end(), frame.begin(), frame.end());
     if (!c.replies_held) send_replies(c);
@@ -1983,13 +2009,22 @@ private:
       if (k > 0) {
         c.out_sent += static_cast<std::size_t>(k);
         c.out_moved = clock::now();
+        if (c.out_sent >= store_reply_backlog && c.out_sent * 2 >= c.out.size()) { // drop what went out
+          c.out.erase(c.out.begin(), c.out.begin() + static_cast<std::ptrdiff_t>(c.out_sent));
+          c.out_sent = 0;
+        }
       } else if (k < 0 && errno == EINTR) {
         continue;
       } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
         return; // the rest when the client reads (POLLOUT)
       } else {
-        // Closed or reset: the client is gone (as its read side shows).
-        drop(c, "");
+        // Reset, or timed out (TCP_USER_TIMEOUT): the read side says how it
+        // went, and handles what the client sent last (a goodbye), at the
+        // loop's next look (POLLHUP/POLLERR).
+        c.peer_gone = true;
+        c.send_error = errno;
+        c.out.clear();
+        c.out_sent = 0;
         return;
       }
     }
@@ -2163,6 +2198,15 @@ private:
 
   void expire(clock::time_point now) {
     for (auto& c : conns_) {
+      if (c->fd && c->out_sent < c->out.size()) {
+        // The client reading slowly frees the socket's queue a little at a
+        // time, too little for POLLOUT (a third of the buffer): progress too.
+        int queued = 0;
+        if (::ioctl(c->fd.get(), SIOCOUTQ, &queued) == 0) {
+          if (queued < c->kernel_queued) c->out_moved = now;
+          c->kernel_queued = queued;
+        }
+      }
       if (c->fd && c->out_sent < c->out.size() && now - c->out_moved >= store_reply_stall)
         drop(*c, "client does not read its replies (" + std::to_string(c->out.size() - c->out_sent) +
                      " bytes waited " + std::to_string(store_reply_stall.count()) +
@@ -2356,12 +2400,16 @@ public:
   }
 
   bool check(const std::vector<std::string>& keys) {
-    detail::frame_writer w(detail::store_op::check);
-    w.u32(static_cast<std::uint32_t>(keys.size()));
-    for (auto& k : keys)
-      w.bytes(scoped(k));
-    auto r = request(w, "check");
-    return r.size() >= 2 && r[1] == 1;
+    for (std::size_t from = 0; from < keys.size() || from == 0; from += detail::store_max_keys_per_frame) {
+      const auto to = std::min(keys.size(), from + detail::store_max_keys_per_frame); // a frame's worth
+      detail::frame_writer w(detail::store_op::check);
+      w.u32(static_cast<std::uint32_t>(to - from));
+      for (auto k = from; k < to; ++k)
+        w.bytes(scoped(keys[k]));
+      auto r = request(w, "check");
+      if (r.size() < 2 || r[1] != 1) return false;
+    }
+    return true;
   }
 
   void wait(const std::vector<std::string>& keys) { wait(keys, opts_.timeout); }
@@ -2398,8 +2446,9 @@ public:
   bool try_wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout,
                 std::chrono::milliseconds slack = std::chrono::seconds(10)) {
     if (keys.size() <= detail::store_max_keys_per_frame) return try_wait_frame(keys, keys, timeout, slack);
-    // More keys than a frame holds: one wait per part, the whole within `timeout`.
-    const auto deadline = detail::clock::now() + timeout;
+    // More keys than a frame holds: one wait per part, the whole within `timeout`
+    // (clamped as the store clamps it, so that the deadline cannot overflow).
+    const auto deadline = detail::clock::now() + std::min(timeout, std::chrono::milliseconds(1LL << 40));
     for (std::size_t from = 0; from < keys.size(); from += detail::store_max_keys_per_frame) {
       const auto to = std::min(keys.size(), from + detail::store_max_keys_per_frame);
       const std::vector<std::string> part(keys.begin() + static_cast<std::ptrdiff_t>(from),

@@ -297,6 +297,47 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("multi_get of values larger than the store's reply backlog streams at the socket's pace") {
+  // 128 values of 64 KiB: 8 MiB of replies, 32 times the backlog after which
+  // the store stops handling a connection's requests until its replies go
+  // out. Once they have, the rest is handled at once: it once waited out the
+  // loop's 100 ms poll per 256 KiB (3.2 s here; a reviewer's probe), now some 50 ms.
+  ddp::tcp_store server(server_opts());
+  ddp::tcp_store b(client_opts(server.port(), "secret", 2));
+  std::vector<std::string> keys, values;
+  for (int i = 0; i < 128; ++i) {
+    keys.push_back(std::string("v").append(std::to_string(i)));
+    values.emplace_back(64 * 1024, static_cast<char>('a' + i % 26));
+  }
+  server.multi_set(keys, values);
+  const auto t0 = ddp::detail::clock::now();
+  CHECK(b.multi_get(keys, 5s) == values);
+  CHECK(ddp::detail::clock::now() - t0 < 2s);
+}
+
+TEST_CASE("a client that leaves with its replies backed up is seen leaving: its goodbye counts") {
+  // Rank 5 asks 64 times for 1 MiB, says goodbye and closes without reading:
+  // a failed send must not hide the goodbye behind it (it was recorded lost).
+  ddp::tcp_store server(server_opts());
+  server.set("big", std::string(1 << 20, 'b'));
+  {
+    auto leaving = ddp::detail::connect_tcp("127.0.0.1", server.port(), in(2s));
+    REQUIRE(ddp::detail::client_handshake(leaving.get(), "secret", 5, in(2s)) ==
+            ddp::detail::handshake_result::ok);
+    std::vector<char> frames;
+    for (int i = 0; i < 64; ++i) {
+      auto f = ddp::detail::frame_writer(ddp::detail::store_op::get).bytes("big").finish();
+      frames.insert(frames.end(), f.begin(), f.end());
+    }
+    auto bye = ddp::detail::frame_writer(ddp::detail::store_op::bye).finish();
+    frames.insert(frames.end(), bye.begin(), bye.end());
+    send_frame(leaving.get(), frames);
+    std::this_thread::sleep_for(200ms); // the store has answered what the socket takes
+  }                                     // closed with replies unread: the kernel resets the connection
+  CHECK_FALSE(server.try_wait({ddp::detail::store_lost_key}, 1s));
+  CHECK(server.lost_ranks().empty());
+}
+
 TEST_CASE("multi_get of more keys than a wait frame holds waits for them in parts") {
   ddp::tcp_store server(server_opts());
   ddp::tcp_store b(client_opts(server.port(), "secret", 2));
