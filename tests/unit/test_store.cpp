@@ -434,6 +434,9 @@ TEST_CASE(
   CHECK(server.lost_ranks().empty());
   server.wait({ddp::detail::store_lost_key}, ddp::detail::store_reply_stall + 5s);
   CHECK(server.lost_ranks() == std::vector<int>{5});
+  const auto why = server.wait_for_lost_rank(1s); // what its peers read
+  CHECK(why.rank == 5);
+  CHECK(why.reason.find("took none of the store's replies for 10 s") != std::string::npos);
   CHECK(ddp::detail::clock::now() - t0 >= ddp::detail::store_reply_stall - 1s);
 }
 

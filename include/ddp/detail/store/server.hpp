@@ -709,10 +709,20 @@ private:
           c->kernel_queued = queued;
         }
       }
-      if (c->fd && c->out_sent < c->out.size() && now - c->out_moved >= store_reply_stall)
+      if (c->fd && c->out_sent < c->out.size() && now - c->out_moved >= store_reply_stall) {
+        // Said before the loss is recorded, as for a cut link (read_from), so
+        // that its peers read why, not "exited".
+        if (c->authed && !c->said_bye && c->rank >= 0)
+          if (auto [at, fresh] = data_.try_emplace(
+                  c->scope + std::string(store_unreachable_prefix) + std::to_string(c->rank),
+                  "is stopped or unreachable: it took none of the store's replies for " +
+                      std::to_string(store_reply_stall.count()) + " s (process stopped, or network cut)");
+              fresh)
+            key_added(at->first);
         drop(*c, "client does not read its replies (" + std::to_string(c->out.size() - c->out_sent) +
                      " bytes waited " + std::to_string(store_reply_stall.count()) +
                      " s): it is stopped, or its host is cut off");
+      }
       if (!c->fd) continue;
       if (!c->authed && now > c->hello_deadline)
         drop_pending(*c, "no handshake within " + std::to_string(store_handshake_timeout.count()) + " s");
