@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <sys/socket.h>
 #include <thread>
@@ -163,16 +164,14 @@ public:
   }
 
   bool check(const std::vector<std::string>& keys) {
-    for (std::size_t from = 0; from < keys.size() || from == 0; from += detail::store_max_keys_per_frame) {
-      const auto to = std::min(keys.size(), from + detail::store_max_keys_per_frame); // a frame's worth
+    return every_frame_part(keys, [&](std::span<const std::string> part) {
       detail::frame_writer w(detail::store_op::check);
-      w.u32(static_cast<std::uint32_t>(to - from));
-      for (auto k = from; k < to; ++k)
-        w.bytes(scoped(keys[k]));
+      w.u32(static_cast<std::uint32_t>(part.size()));
+      for (auto& k : part)
+        w.bytes(scoped(k));
       auto r = request(w, "check");
-      if (r.size() < 2 || r[1] != 1) return false;
-    }
-    return true;
+      return r.size() >= 2 && r[1] == 1;
+    });
   }
 
   void wait(const std::vector<std::string>& keys) { wait(keys, opts_.timeout); }
@@ -212,16 +211,12 @@ public:
     // More keys than a frame holds: one wait per part, the whole within `timeout`
     // (clamped as the store clamps it, so that the deadline cannot overflow).
     const auto deadline = detail::clock::now() + std::min(timeout, std::chrono::milliseconds(1LL << 40));
-    for (std::size_t from = 0; from < keys.size(); from += detail::store_max_keys_per_frame) {
-      const auto to = std::min(keys.size(), from + detail::store_max_keys_per_frame);
-      const std::vector<std::string> part(keys.begin() + static_cast<std::ptrdiff_t>(from),
-                                          keys.begin() + static_cast<std::ptrdiff_t>(to));
+    return every_frame_part(keys, [&](std::span<const std::string> part) {
       const auto left =
           std::max(std::chrono::milliseconds(0),
                    std::chrono::ceil<std::chrono::milliseconds>(deadline - detail::clock::now()));
-      if (!try_wait_frame(part, keys, left, slack)) return false;
-    }
-    return true;
+      return try_wait_frame(part, keys, left, slack);
+    });
   }
 
   /// Ranks whose connection dropped without a goodbye (crashed processes).
@@ -381,8 +376,21 @@ public:
   static constexpr std::size_t pipeline_piece_bytes = 32 * 1024;
 
 private:
+  /// Calls `ask(part)` for each part of `keys` that fits a frame
+  /// (store_max_keys_per_frame), in order, once for no keys; false as soon as
+  /// one answers false.
+  template <class Ask> static bool every_frame_part(const std::vector<std::string>& keys, Ask&& ask) {
+    std::span<const std::string> rest(keys);
+    do {
+      const auto part = rest.first(std::min<std::size_t>(rest.size(), detail::store_max_keys_per_frame));
+      if (!ask(part)) return false;
+      rest = rest.subspan(part.size());
+    } while (!rest.empty());
+    return true;
+  }
+
   /// One wait frame for `keys` (part of `all_keys`, which an error names).
-  bool try_wait_frame(const std::vector<std::string>& keys, const std::vector<std::string>& all_keys,
+  bool try_wait_frame(std::span<const std::string> keys, const std::vector<std::string>& all_keys,
                       std::chrono::milliseconds timeout, std::chrono::milliseconds slack) {
     detail::frame_writer w(detail::store_op::wait);
     w.u32(static_cast<std::uint32_t>(keys.size()));
@@ -408,7 +416,7 @@ private:
   /// Messages name at most this many keys of a list, then count the rest.
   static constexpr std::size_t keys_named = 8;
 
-  static std::string name_keys(const std::vector<std::string>& keys) {
+  static std::string name_keys(std::span<const std::string> keys) {
     std::string names;
     for (std::size_t i = 0; i < keys.size() && i < keys_named; ++i)
       names += (names.empty() ? "'" : ", '") + keys[i] + "'";

@@ -1710,16 +1710,15 @@ private:
     while (!stop_ || (others_connected() && clock::now() < linger_until_) ||
            (arrivals_missing() && clock::now() < arrivals_until_)) {
       // Requests read earlier but left while their connection's replies
-      // backed up: the replies may have gone out since (by POLLOUT, or a
-      // client that reads them all left nothing to poll for).
-      // One part each, then the others' turn: a part's replies, once sent,
-      // leave it ready again at once, so the poll then does not sleep (it
-      // slept 100 ms per 256 KiB of a reader's replies: a reviewer's probe).
+      // backed up, which may have gone out since (by POLLOUT, or all at once):
+      // one part each, then the others' turn. A connection still ready after
+      // its part keeps the poll from sleeping (it slept 100 ms per 256 KiB
+      // of a reader's replies: a reviewer's probe).
       bool work_left = false;
       for (std::size_t i = 0; i < conns_.size(); ++i)
-        if (conns_[i]->fd && !backed_up(*conns_[i]) && frame_ready(*conns_[i])) {
+        if (ready_to_handle(*conns_[i])) {
           handle_frames(*conns_[i], false);
-          work_left = work_left || (conns_[i]->fd && !backed_up(*conns_[i]) && frame_ready(*conns_[i]));
+          work_left = work_left || ready_to_handle(*conns_[i]);
         }
       fds.clear();
       fds.push_back({wake_r_.get(), POLLIN, 0});
@@ -1729,7 +1728,7 @@ private:
         // A connection whose replies back up is not read until it takes them
         // (one whose sends failed is, to see it leave).
         short events = backed_up(*c) && !c->peer_gone ? 0 : POLLIN;
-        if (c->out_sent < c->out.size()) events |= POLLOUT;
+        if (replies_pending(*c)) events |= POLLOUT;
         fds.push_back({c->fd.get(), events, 0});
       }
       int rc = ::poll(fds.data(), fds.size(), work_left ? 0 : poll_timeout_ms(clock::now()));
@@ -1859,6 +1858,17 @@ private:
     c.fd.reset();
   }
 
+  /// Why an authenticated rank is about to be recorded lost other than by
+  /// exiting (store_unreachable_prefix): said before the loss is recorded, so
+  /// that whoever reads the loss reads why.
+  void say_why_lost(connection& c, const std::string& why) {
+    if (!c.authed || c.said_bye || c.rank < 0) return;
+    if (auto [at, fresh] =
+            data_.try_emplace(c.scope + std::string(store_unreachable_prefix) + std::to_string(c.rank), why);
+        fresh)
+      key_added(at->first);
+  }
+
   void drop(connection& c, const std::string& why) {
     if (!why.empty()) log_line("store", "closing connection from " + c.peer + ": " + why);
     if (c.authed && !c.said_bye && c.rank >= 0) record_lost(c.scope, c.rank);
@@ -1920,7 +1930,7 @@ private:
       eof = true; // closed or reset: still handle what arrived first (a goodbye, say)
       break;
     }
-    const bool replies_waited = c.out_sent < c.out.size() || c.peer_gone;
+    const bool replies_waited = replies_pending(c) || c.peer_gone;
     unreachable = unreachable || (eof && errno_is_unreachable(c.send_error));
     handle_frames(c, eof);
     if (eof && c.fd && !c.authed && c.challenged)
@@ -1930,20 +1940,16 @@ private:
                          "): it left after the challenge, so its job token differs (a process of another "
                          "job, or DDP_TOKEN differs between ranks)",
                      clock::now());
-    if (eof && c.fd && unreachable && c.authed && !c.said_bye && c.rank >= 0)
+    if (eof && c.fd && unreachable)
       // Its host stopped acknowledging (set_keepalive): a cut link or a host down, not
-      // an exit. Said before the loss is recorded, so whoever reads the loss sees why.
-      // With replies waiting, the kernel ends a connection whose reader takes
+      // an exit. With replies waiting, the kernel ends a connection whose reader takes
       // nothing (a zero window) after the same time: the process may be stopped.
-      if (auto [at, fresh] = data_.try_emplace(
-              c.scope + std::string(store_unreachable_prefix) + std::to_string(c.rank),
-              (replies_waited
-                   ? "is unreachable or stopped: it took none of the store's replies for "
-                   : "is unreachable: its host acknowledged nothing on its connection to the store for ") +
-                  std::to_string(peer_timeout_ms_) + " ms (" + (replies_waited ? "process stopped, " : "") +
-                  "network cut or host down)");
-          fresh)
-        key_added(at->first);
+      say_why_lost(
+          c, (replies_waited
+                  ? "is unreachable or stopped: it took none of the store's replies for "
+                  : "is unreachable: its host acknowledged nothing on its connection to the store for ") +
+                 std::to_string(peer_timeout_ms_) + " ms (" + (replies_waited ? "process stopped, " : "") +
+                 "network cut or host down)");
     if (eof && c.fd) drop(c, "");
   }
 
@@ -1994,16 +2000,21 @@ private:
   /// Whether `c`'s unsent replies are enough that its requests wait.
   static bool backed_up(const connection& c) { return c.out.size() - c.out_sent >= store_reply_backlog; }
 
+  static bool replies_pending(const connection& c) { return c.out_sent < c.out.size(); }
+
+  /// Whether `c` has a request to handle now.
+  static bool ready_to_handle(const connection& c) { return c.fd && !backed_up(c) && frame_ready(c); }
+
   void reply(connection& c, const std::vector<char>& frame) {
     if (!c.fd || c.peer_gone) return;
-    if (c.out_sent == c.out.size()) c.out_moved = clock::now(); // the stall clock starts now
+    if (!replies_pending(c)) c.out_moved = clock::now(); // the stall clock starts now
     c.out.insert(c.out.end(), frame.begin(), frame.end());
     if (!c.replies_held) send_replies(c);
   }
 
   /// Sends what the socket takes now of `c`'s replies, without waiting.
   void send_replies(connection& c) {
-    while (c.fd && c.out_sent < c.out.size()) {
+    while (c.fd && replies_pending(c)) {
       const ssize_t k = ::send(c.fd.get(), c.out.data() + c.out_sent, c.out.size() - c.out_sent,
                                MSG_DONTWAIT | MSG_NOSIGNAL);
       if (k > 0) {
@@ -2198,7 +2209,7 @@ private:
 
   void expire(clock::time_point now) {
     for (auto& c : conns_) {
-      if (c->fd && c->out_sent < c->out.size()) {
+      if (c->fd && replies_pending(*c)) {
         // The client reading slowly frees the socket's queue a little at a
         // time, too little for POLLOUT (a third of the buffer): progress too.
         int queued = 0;
@@ -2207,16 +2218,10 @@ private:
           c->kernel_queued = queued;
         }
       }
-      if (c->fd && c->out_sent < c->out.size() && now - c->out_moved >= store_reply_stall) {
-        // Said before the loss is recorded, as for a cut link (read_from), so
-        // that its peers read why, not "exited".
-        if (c->authed && !c->said_bye && c->rank >= 0)
-          if (auto [at, fresh] = data_.try_emplace(
-                  c->scope + std::string(store_unreachable_prefix) + std::to_string(c->rank),
-                  "is stopped or unreachable: it took none of the store's replies for " +
-                      std::to_string(store_reply_stall.count()) + " s (process stopped, or network cut)");
-              fresh)
-            key_added(at->first);
+      if (c->fd && replies_pending(*c) && now - c->out_moved >= store_reply_stall) {
+        say_why_lost(*c, "is stopped or unreachable: it took none of the store's replies for " +
+                             std::to_string(store_reply_stall.count()) +
+                             " s (process stopped, or network cut)");
         drop(*c, "client does not read its replies (" + std::to_string(c->out.size() - c->out_sent) +
                      " bytes waited " + std::to_string(store_reply_stall.count()) +
                      " s): it is stopped, or its host is cut off");
@@ -2266,6 +2271,7 @@ DDP_END_NAMESPACE
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <sys/socket.h>
 #include <thread>
@@ -2410,16 +2416,14 @@ public:
   }
 
   bool check(const std::vector<std::string>& keys) {
-    for (std::size_t from = 0; from < keys.size() || from == 0; from += detail::store_max_keys_per_frame) {
-      const auto to = std::min(keys.size(), from + detail::store_max_keys_per_frame); // a frame's worth
+    return every_frame_part(keys, [&](std::span<const std::string> part) {
       detail::frame_writer w(detail::store_op::check);
-      w.u32(static_cast<std::uint32_t>(to - from));
-      for (auto k = from; k < to; ++k)
-        w.bytes(scoped(keys[k]));
+      w.u32(static_cast<std::uint32_t>(part.size()));
+      for (auto& k : part)
+        w.bytes(scoped(k));
       auto r = request(w, "check");
-      if (r.size() < 2 || r[1] != 1) return false;
-    }
-    return true;
+      return r.size() >= 2 && r[1] == 1;
+    });
   }
 
   void wait(const std::vector<std::string>& keys) { wait(keys, opts_.timeout); }
@@ -2459,16 +2463,12 @@ public:
     // More keys than a frame holds: one wait per part, the whole within `timeout`
     // (clamped as the store clamps it, so that the deadline cannot overflow).
     const auto deadline = detail::clock::now() + std::min(timeout, std::chrono::milliseconds(1LL << 40));
-    for (std::size_t from = 0; from < keys.size(); from += detail::store_max_keys_per_frame) {
-      const auto to = std::min(keys.size(), from + detail::store_max_keys_per_frame);
-      const std::vector<std::string> part(keys.begin() + static_cast<std::ptrdiff_t>(from),
-                                          keys.begin() + static_cast<std::ptrdiff_t>(to));
+    return every_frame_part(keys, [&](std::span<const std::string> part) {
       const auto left =
           std::max(std::chrono::milliseconds(0),
                    std::chrono::ceil<std::chrono::milliseconds>(deadline - detail::clock::now()));
-      if (!try_wait_frame(part, keys, left, slack)) return false;
-    }
-    return true;
+      return try_wait_frame(part, keys, left, slack);
+    });
   }
 
   /// Ranks whose connection dropped without a goodbye (crashed processes).
@@ -2628,8 +2628,21 @@ public:
   static constexpr std::size_t pipeline_piece_bytes = 32 * 1024;
 
 private:
+  /// Calls `ask(part)` for each part of `keys` that fits a frame
+  /// (store_max_keys_per_frame), in order, once for no keys; false as soon as
+  /// one answers false.
+  template <class Ask> static bool every_frame_part(const std::vector<std::string>& keys, Ask&& ask) {
+    std::span<const std::string> rest(keys);
+    do {
+      const auto part = rest.first(std::min<std::size_t>(rest.size(), detail::store_max_keys_per_frame));
+      if (!ask(part)) return false;
+      rest = rest.subspan(part.size());
+    } while (!rest.empty());
+    return true;
+  }
+
   /// One wait frame for `keys` (part of `all_keys`, which an error names).
-  bool try_wait_frame(const std::vector<std::string>& keys, const std::vector<std::string>& all_keys,
+  bool try_wait_frame(std::span<const std::string> keys, const std::vector<std::string>& all_keys,
                       std::chrono::milliseconds timeout, std::chrono::milliseconds slack) {
     detail::frame_writer w(detail::store_op::wait);
     w.u32(static_cast<std::uint32_t>(keys.size()));
@@ -2655,7 +2668,7 @@ private:
   /// Messages name at most this many keys of a list, then count the rest.
   static constexpr std::size_t keys_named = 8;
 
-  static std::string name_keys(const std::vector<std::string>& keys) {
+  static std::string name_keys(std::span<const std::string> keys) {
     std::string names;
     for (std::size_t i = 0; i < keys.size() && i < keys_named; ++i)
       names += (names.empty() ? "'" : ", '") + keys[i] + "'";
@@ -7103,32 +7116,31 @@ public:
   }
   void wait(const std::vector<std::string>& keys) override { wait(keys, s_.timeout()); }
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
-    std::vector<std::string> full;
-    for (auto& k : keys)
-      full.push_back(prefix_ + k);
-    s_.wait(full, timeout);
+    s_.wait(prefixed(keys), timeout);
   }
   void multi_set(const std::vector<std::string>& keys,
                  const std::vector<std::vector<char>>& values) override {
-    std::vector<std::string> full, text;
-    for (auto& k : keys)
-      full.push_back(prefix_ + k);
+    std::vector<std::string> text;
     for (auto& v : values)
       text.emplace_back(v.begin(), v.end());
-    s_.multi_set(full, text);
+    s_.multi_set(prefixed(keys), text);
   }
   std::vector<std::vector<char>> multi_get(const std::vector<std::string>& keys,
                                            std::chrono::milliseconds timeout) override {
-    std::vector<std::string> full;
-    for (auto& k : keys)
-      full.push_back(prefix_ + k);
     std::vector<std::vector<char>> values;
-    for (auto& v : s_.multi_get(full, timeout))
+    for (auto& v : s_.multi_get(prefixed(keys), timeout))
       values.emplace_back(v.begin(), v.end());
     return values;
   }
 
 private:
+  std::vector<std::string> prefixed(const std::vector<std::string>& keys) const {
+    std::vector<std::string> full;
+    for (auto& k : keys)
+      full.push_back(prefix_ + k);
+    return full;
+  }
+
   tcp_store& s_;
   std::string prefix_;
 };

@@ -62,32 +62,31 @@ public:
   }
   void wait(const std::vector<std::string>& keys) override { wait(keys, s_.timeout()); }
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
-    std::vector<std::string> full;
-    for (auto& k : keys)
-      full.push_back(prefix_ + k);
-    s_.wait(full, timeout);
+    s_.wait(prefixed(keys), timeout);
   }
   void multi_set(const std::vector<std::string>& keys,
                  const std::vector<std::vector<char>>& values) override {
-    std::vector<std::string> full, text;
-    for (auto& k : keys)
-      full.push_back(prefix_ + k);
+    std::vector<std::string> text;
     for (auto& v : values)
       text.emplace_back(v.begin(), v.end());
-    s_.multi_set(full, text);
+    s_.multi_set(prefixed(keys), text);
   }
   std::vector<std::vector<char>> multi_get(const std::vector<std::string>& keys,
                                            std::chrono::milliseconds timeout) override {
-    std::vector<std::string> full;
-    for (auto& k : keys)
-      full.push_back(prefix_ + k);
     std::vector<std::vector<char>> values;
-    for (auto& v : s_.multi_get(full, timeout))
+    for (auto& v : s_.multi_get(prefixed(keys), timeout))
       values.emplace_back(v.begin(), v.end());
     return values;
   }
 
 private:
+  std::vector<std::string> prefixed(const std::vector<std::string>& keys) const {
+    std::vector<std::string> full;
+    for (auto& k : keys)
+      full.push_back(prefix_ + k);
+    return full;
+  }
+
   tcp_store& s_;
   std::string prefix_;
 };

@@ -212,16 +212,15 @@ private:
     while (!stop_ || (others_connected() && clock::now() < linger_until_) ||
            (arrivals_missing() && clock::now() < arrivals_until_)) {
       // Requests read earlier but left while their connection's replies
-      // backed up: the replies may have gone out since (by POLLOUT, or a
-      // client that reads them all left nothing to poll for).
-      // One part each, then the others' turn: a part's replies, once sent,
-      // leave it ready again at once, so the poll then does not sleep (it
-      // slept 100 ms per 256 KiB of a reader's replies: a reviewer's probe).
+      // backed up, which may have gone out since (by POLLOUT, or all at once):
+      // one part each, then the others' turn. A connection still ready after
+      // its part keeps the poll from sleeping (it slept 100 ms per 256 KiB
+      // of a reader's replies: a reviewer's probe).
       bool work_left = false;
       for (std::size_t i = 0; i < conns_.size(); ++i)
-        if (conns_[i]->fd && !backed_up(*conns_[i]) && frame_ready(*conns_[i])) {
+        if (ready_to_handle(*conns_[i])) {
           handle_frames(*conns_[i], false);
-          work_left = work_left || (conns_[i]->fd && !backed_up(*conns_[i]) && frame_ready(*conns_[i]));
+          work_left = work_left || ready_to_handle(*conns_[i]);
         }
       fds.clear();
       fds.push_back({wake_r_.get(), POLLIN, 0});
@@ -231,7 +230,7 @@ private:
         // A connection whose replies back up is not read until it takes them
         // (one whose sends failed is, to see it leave).
         short events = backed_up(*c) && !c->peer_gone ? 0 : POLLIN;
-        if (c->out_sent < c->out.size()) events |= POLLOUT;
+        if (replies_pending(*c)) events |= POLLOUT;
         fds.push_back({c->fd.get(), events, 0});
       }
       int rc = ::poll(fds.data(), fds.size(), work_left ? 0 : poll_timeout_ms(clock::now()));
@@ -361,6 +360,17 @@ private:
     c.fd.reset();
   }
 
+  /// Why an authenticated rank is about to be recorded lost other than by
+  /// exiting (store_unreachable_prefix): said before the loss is recorded, so
+  /// that whoever reads the loss reads why.
+  void say_why_lost(connection& c, const std::string& why) {
+    if (!c.authed || c.said_bye || c.rank < 0) return;
+    if (auto [at, fresh] =
+            data_.try_emplace(c.scope + std::string(store_unreachable_prefix) + std::to_string(c.rank), why);
+        fresh)
+      key_added(at->first);
+  }
+
   void drop(connection& c, const std::string& why) {
     if (!why.empty()) log_line("store", "closing connection from " + c.peer + ": " + why);
     if (c.authed && !c.said_bye && c.rank >= 0) record_lost(c.scope, c.rank);
@@ -422,7 +432,7 @@ private:
       eof = true; // closed or reset: still handle what arrived first (a goodbye, say)
       break;
     }
-    const bool replies_waited = c.out_sent < c.out.size() || c.peer_gone;
+    const bool replies_waited = replies_pending(c) || c.peer_gone;
     unreachable = unreachable || (eof && errno_is_unreachable(c.send_error));
     handle_frames(c, eof);
     if (eof && c.fd && !c.authed && c.challenged)
@@ -432,20 +442,16 @@ private:
                          "): it left after the challenge, so its job token differs (a process of another "
                          "job, or DDP_TOKEN differs between ranks)",
                      clock::now());
-    if (eof && c.fd && unreachable && c.authed && !c.said_bye && c.rank >= 0)
+    if (eof && c.fd && unreachable)
       // Its host stopped acknowledging (set_keepalive): a cut link or a host down, not
-      // an exit. Said before the loss is recorded, so whoever reads the loss sees why.
-      // With replies waiting, the kernel ends a connection whose reader takes
+      // an exit. With replies waiting, the kernel ends a connection whose reader takes
       // nothing (a zero window) after the same time: the process may be stopped.
-      if (auto [at, fresh] = data_.try_emplace(
-              c.scope + std::string(store_unreachable_prefix) + std::to_string(c.rank),
-              (replies_waited
-                   ? "is unreachable or stopped: it took none of the store's replies for "
-                   : "is unreachable: its host acknowledged nothing on its connection to the store for ") +
-                  std::to_string(peer_timeout_ms_) + " ms (" + (replies_waited ? "process stopped, " : "") +
-                  "network cut or host down)");
-          fresh)
-        key_added(at->first);
+      say_why_lost(
+          c, (replies_waited
+                  ? "is unreachable or stopped: it took none of the store's replies for "
+                  : "is unreachable: its host acknowledged nothing on its connection to the store for ") +
+                 std::to_string(peer_timeout_ms_) + " ms (" + (replies_waited ? "process stopped, " : "") +
+                 "network cut or host down)");
     if (eof && c.fd) drop(c, "");
   }
 
@@ -496,16 +502,21 @@ private:
   /// Whether `c`'s unsent replies are enough that its requests wait.
   static bool backed_up(const connection& c) { return c.out.size() - c.out_sent >= store_reply_backlog; }
 
+  static bool replies_pending(const connection& c) { return c.out_sent < c.out.size(); }
+
+  /// Whether `c` has a request to handle now.
+  static bool ready_to_handle(const connection& c) { return c.fd && !backed_up(c) && frame_ready(c); }
+
   void reply(connection& c, const std::vector<char>& frame) {
     if (!c.fd || c.peer_gone) return;
-    if (c.out_sent == c.out.size()) c.out_moved = clock::now(); // the stall clock starts now
+    if (!replies_pending(c)) c.out_moved = clock::now(); // the stall clock starts now
     c.out.insert(c.out.end(), frame.begin(), frame.end());
     if (!c.replies_held) send_replies(c);
   }
 
   /// Sends what the socket takes now of `c`'s replies, without waiting.
   void send_replies(connection& c) {
-    while (c.fd && c.out_sent < c.out.size()) {
+    while (c.fd && replies_pending(c)) {
       const ssize_t k = ::send(c.fd.get(), c.out.data() + c.out_sent, c.out.size() - c.out_sent,
                                MSG_DONTWAIT | MSG_NOSIGNAL);
       if (k > 0) {
@@ -700,7 +711,7 @@ private:
 
   void expire(clock::time_point now) {
     for (auto& c : conns_) {
-      if (c->fd && c->out_sent < c->out.size()) {
+      if (c->fd && replies_pending(*c)) {
         // The client reading slowly frees the socket's queue a little at a
         // time, too little for POLLOUT (a third of the buffer): progress too.
         int queued = 0;
@@ -709,16 +720,10 @@ private:
           c->kernel_queued = queued;
         }
       }
-      if (c->fd && c->out_sent < c->out.size() && now - c->out_moved >= store_reply_stall) {
-        // Said before the loss is recorded, as for a cut link (read_from), so
-        // that its peers read why, not "exited".
-        if (c->authed && !c->said_bye && c->rank >= 0)
-          if (auto [at, fresh] = data_.try_emplace(
-                  c->scope + std::string(store_unreachable_prefix) + std::to_string(c->rank),
-                  "is stopped or unreachable: it took none of the store's replies for " +
-                      std::to_string(store_reply_stall.count()) + " s (process stopped, or network cut)");
-              fresh)
-            key_added(at->first);
+      if (c->fd && replies_pending(*c) && now - c->out_moved >= store_reply_stall) {
+        say_why_lost(*c, "is stopped or unreachable: it took none of the store's replies for " +
+                             std::to_string(store_reply_stall.count()) +
+                             " s (process stopped, or network cut)");
         drop(*c, "client does not read its replies (" + std::to_string(c->out.size() - c->out_sent) +
                      " bytes waited " + std::to_string(store_reply_stall.count()) +
                      " s): it is stopped, or its host is cut off");
