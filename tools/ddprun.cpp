@@ -22,7 +22,8 @@
 // (128 + signal for a signal or a stop). First by time, not by rank: exits and
 // stops are seen as they happen (waitpid with WUNTRACED every 20 ms), and a rank
 // that fails on its own notes the moment in DDP_FAILURE_FILE before it tells its
-// peers, who may exit before it does (see ddp/detail/common/failure_note.hpp).
+// peers, who may exit before it does (see ddp/detail/common/failure_note.hpp); that file lies
+// in a private folder of the round under $TMPDIR (else /tmp), removed when the round ends.
 #include <ddp/detail/common/open_files.hpp>
 #include <ddp/detail/common/timeout.hpp>
 #include <ddp/store.hpp>
@@ -31,9 +32,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -228,13 +232,30 @@ std::vector<std::string> rank_environment(const job& j, int local, int round, co
   return env;
 }
 
+/// A private folder (mode 0700) for a round's failure notes: under $TMPDIR, where a cluster
+/// points a job's own scratch space (/tmp may be small, full or shared), else under /tmp.
+/// Empty when neither takes one: the job runs, and blame rests on exit times alone.
+std::string make_note_dir() {
+  const char* tmpdir = std::getenv("TMPDIR");
+  for (const char* base : {tmpdir, "/tmp"}) {
+    if (base == nullptr || base[0] != '/') continue;
+    std::string path = std::string(base) + "/ddprun-XXXXXX";
+    if (::mkdtemp(path.data()) != nullptr) return path;
+  }
+  std::fprintf(stderr,
+               "ddprun: warning: cannot create a folder for the ranks' failure notes under TMPDIR=%s or /tmp "
+               "(%s): if a rank fails, the first to fail is judged by exit times alone\n",
+               tmpdir != nullptr ? tmpdir : "(unset)", std::strerror(errno));
+  return {};
+}
+
 /// Starts this node's ranks for `round`, watches them until every one has
 /// exited, and says how the round went.
 round_outcome run_round(job& j, int round) {
   // Where ranks that fail on their own say so, with the time (see the header).
-  char note_dir[] = "/tmp/ddprun-XXXXXX";
+  const std::string note_dir = make_note_dir();
   std::string note_file;
-  if (::mkdtemp(note_dir)) note_file = std::string(note_dir) + "/failures";
+  if (!note_dir.empty()) note_file = note_dir + "/failures";
   const std::string failed_key = round_key(round, "failed");
 
   std::vector<child> kids(static_cast<std::size_t>(j.nproc));
@@ -425,7 +446,7 @@ round_outcome run_round(job& j, int round) {
       failures.push_back(n);
     }
     ::unlink(note_file.c_str());
-    ::rmdir(note_dir);
+    ::rmdir(note_dir.c_str());
   }
   if (remote_failure) {
     res.failed = true;
