@@ -17,6 +17,7 @@
 
 #include "held_stream.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -138,7 +139,11 @@ struct pairs {
     return out;
   }
 };
-using small_buckets = ddp::bucketing::size_capped<1024, 512>;
+/// Several buckets, one of several parameters: float gives [5] [4 3 2 1 0], double [5] [4] [3]
+/// [2 1 0] (checked on the CPU with size_capped::assign). Separately allocated gradients take the
+/// packed path for the multi-parameter bucket, an arena reduces every bucket in place.
+/// (<1024, 512> gave one parameter per bucket: every case was in place, nothing was packed.)
+using small_buckets = ddp::bucketing::size_capped<32768, 4096>;
 
 struct run_options {
   bool use_arena = false;
@@ -260,6 +265,7 @@ template <class Backend> void suite(ddp::process_group<Backend>& pg) {
   EXPECT((train_and_compare<Backend, float, small_buckets>(pg, {.layout = &layout}) < 1e-5));
   for (auto& b : layout)
     EXPECT((b.path == ddp::bucket_path::in_place) == (b.parameters.size() == 1));
+  EXPECT(std::any_of(layout.begin(), layout.end(), [](auto& b) { return b.parameters.size() > 1; }));
   current_case = "no_sync accumulation";
   EXPECT((train_and_compare<Backend, float, small_buckets>(pg, {.micro_batches = 3}) < 1e-5));
   current_case = "compute stream, stream-ordered synchronize()";
