@@ -24,6 +24,9 @@
 // that fails on its own notes the moment in DDP_FAILURE_FILE before it tells its
 // peers, who may exit before it does (see ddp/detail/common/failure_note.hpp); that file lies
 // in a private folder of the round under $TMPDIR (else /tmp), removed when the round ends.
+//
+// --crash-report preloads libddp_crash_report.so (tools/crash_report.cpp) into every rank: a
+// rank that dies of a fatal signal prints its frames before ddprun names the signal.
 #include <ddp/detail/common/open_files.hpp>
 #include <ddp/detail/common/timeout.hpp>
 #include <ddp/store.hpp>
@@ -44,6 +47,7 @@
 #include <optional>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -179,6 +183,7 @@ struct job {
   double grace = 5.0;
   std::string master_addr, token;
   bool no_prefix = false;
+  std::string crash_report; ///< --crash-report: the library preloaded into every rank
   std::vector<std::string> command;
   /// Node 0: serves the store (and is a client of it); other nodes with
   /// restarts: a client, to hear of failures elsewhere. Null otherwise.
@@ -229,7 +234,37 @@ std::vector<std::string> rank_environment(const job& j, int local, int round, co
   set("DDP_STORE_IN_LAUNCHER", "1");
   set("DDP_RESTART_ROUND", std::to_string(round));
   if (!note_file.empty()) set("DDP_FAILURE_FILE", note_file);
+  if (!j.crash_report.empty()) {
+    // After whatever the user preloads already: a sanitizer's runtime must come first.
+    const char* before = std::getenv("LD_PRELOAD");
+    std::erase_if(env, [](const std::string& kv) { return kv.starts_with("LD_PRELOAD="); });
+    set("LD_PRELOAD",
+        (before != nullptr && *before != '\0' ? std::string(before) + " " : "") + j.crash_report);
+  }
   return env;
+}
+
+#ifndef DDP_CRASH_REPORT_FROM_BINDIR
+#define DDP_CRASH_REPORT_FROM_BINDIR "../lib/ddp"
+#endif
+
+/// --crash-report's library (tools/crash_report.cpp): beside this ddprun in a build tree, or
+/// where `cmake --install` puts it relative to the installed ddprun. Exits 2, naming both
+/// places, when neither has it.
+std::string find_crash_report() {
+  std::string self(4096, '\0');
+  const ssize_t len = ::readlink("/proc/self/exe", self.data(), self.size() - 1);
+  self.resize(len > 0 ? static_cast<std::size_t>(len) : 0);
+  const std::string dir = self.substr(0, self.rfind('/') == std::string::npos ? 0 : self.rfind('/'));
+  const std::string name = "libddp_crash_report.so";
+  const std::string beside = dir + "/" + name, installed = dir + "/" DDP_CRASH_REPORT_FROM_BINDIR "/" + name;
+  for (const std::string& path : {beside, installed})
+    if (::access(path.c_str(), R_OK) == 0) return path;
+  std::fprintf(stderr,
+               "ddprun: --crash-report: %s is neither at %s nor at %s: build the ddp_crash_report target "
+               "beside ddprun, or install ddp with its tools (DDP_BUILD_TOOLS=ON)\n",
+               name.c_str(), beside.c_str(), installed.c_str());
+  std::exit(2);
 }
 
 /// A private folder (mode 0700) for a round's failure notes: under $TMPDIR, where a cluster
@@ -237,6 +272,15 @@ std::vector<std::string> rank_environment(const job& j, int local, int round, co
 /// Empty when neither takes one: the job runs, and blame rests on exit times alone.
 std::string make_note_dir() {
   const char* tmpdir = std::getenv("TMPDIR");
+  static bool warned_relative = false; // once, not every restart round
+  if (tmpdir != nullptr && tmpdir[0] != '\0' && tmpdir[0] != '/' && !warned_relative) {
+    // The ranks run in other folders (a rank may chdir): a relative path would name another place.
+    std::fprintf(
+        stderr,
+        "ddprun: warning: TMPDIR=%s is not an absolute path; the ranks' failure notes go under /tmp\n",
+        tmpdir);
+    warned_relative = true;
+  }
   for (const char* base : {tmpdir, "/tmp"}) {
     if (base == nullptr || base[0] != '/') continue;
     std::string path = std::string(base) + "/ddprun-XXXXXX";
@@ -527,6 +571,10 @@ int main(int argc, char** argv) {
                  "every node); each rank sees the round in DDP_RESTART_ROUND")
       ->check(CLI::Range(0, 1000000));
   app.add_flag("--no-prefix", j.no_prefix, "do not prefix output lines with [rank]");
+  bool crash_report = false;
+  app.add_flag("--crash-report", crash_report,
+               "preload libddp_crash_report.so into every rank: a rank that dies of SIGSEGV, SIGBUS, SIGFPE, "
+               "SIGILL or SIGABRT prints its frames (scripts/symbolize-crash names their lines)");
   // Everything from the program name on belongs to the program, like torchrun.
   app.prefix_command(true);
   app.footer("usage: ddprun [options] [--] program [args...]");
@@ -539,6 +587,7 @@ int main(int argc, char** argv) {
     std::cerr << "ddprun: no program given\n" << app.help();
     return 2;
   }
+  if (crash_report) j.crash_report = find_crash_report();
   if (j.node_rank >= j.nnodes) {
     std::cerr << "ddprun: --node-rank " << j.node_rank << " must be below --nnodes " << j.nnodes << "\n";
     return 2;

@@ -1,12 +1,14 @@
 #!/bin/sh
 # dist.ddprun.note_dir: the folder of the ranks' failure notes (DDP_FAILURE_FILE, see
 # tools/ddprun.cpp) lies under $TMPDIR, is private to the user, and is gone when the job ends;
-# a TMPDIR that does not exist falls back to /tmp.
+# a TMPDIR that does not exist, or a relative one (with a warning), falls back to /tmp.
 #   ddprun_note_dir.sh DDPRUN
 set -eu
 ddprun=$1
 fail() { echo "FAILED: $*"; echo "$out"; exit 1; }
-d=$(mktemp -d "${TMPDIR:-/tmp}/ddprun-note-dir-test.XXXXXX")
+base=${TMPDIR:-/tmp}
+case $base in /*) ;; *) base=/tmp ;; esac # this test's own TMPDIR may be relative too
+d=$(mktemp -d "$base/ddprun-note-dir-test.XXXXXX")
 trap 'rm -rf "$d"' EXIT
 
 # Each rank prints where its note would go and that folder's mode.
@@ -19,4 +21,8 @@ out=$(TMPDIR="$d" "$ddprun" --nproc-per-node 2 --no-prefix sh -c "$show" 2>&1) |
 
 out=$(TMPDIR="$d/missing" "$ddprun" --nproc-per-node 1 --no-prefix sh -c "$show" 2>&1) || fail "the job failed"
 echo "$out" | grep -q '^note=/tmp/ddprun-[A-Za-z0-9]\{6\}/failures$' || fail "TMPDIR missing: under /tmp"
+out=$(cd "$d" && TMPDIR=. "$ddprun" --nproc-per-node 1 --no-prefix sh -c "$show" 2>&1) || fail "the job failed"
+echo "$out" | grep -q '^note=/tmp/ddprun-[A-Za-z0-9]\{6\}/failures$' || fail "TMPDIR relative: under /tmp"
+echo "$out" | grep -q 'warning: TMPDIR=\. is not an absolute path' || fail "TMPDIR relative: a warning says so"
+[ -z "$(ls -A "$d")" ] || { out=$(ls -la "$d"); fail "TMPDIR relative: nothing left in the working folder"; }
 echo "ok"

@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
 """tools.crash_report: libddp_crash_report.so preloaded into real processes that die on purpose
 (tests/tools/crash_victim.cpp), alone and as a rank of a ddprun job; its report read back through
-scripts/symbolize-crash, which must name the function and the source line that crashed.
+scripts/symbolize-crash, which must name the function and the source line that crashed; and
+`ddprun --crash-report`, from the build tree and from an installed prefix.
 
-  crash_report.py LIBRARY VICTIM DDPRUN SYMBOLIZE
+  crash_report.py LIBRARY VICTIM SLOW_INIT_LIBRARY DDPRUN SYMBOLIZE BUILD_TREE_TO_INSTALL|-
 """
 import os
+import platform
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import time
 
-library, victim, ddprun, symbolize = sys.argv[1:5]
+library, victim, slow_init, ddprun, symbolize, install_from = sys.argv[1:7]
 source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "crash_victim.cpp")
 fault_line = next(i + 1 for i, text in enumerate(open(source)) if "crash_victim: the faulting line" in text)
 failures = []
@@ -28,13 +33,17 @@ def run(args, preload=True, extra_env=None, timeout=60):
     if preload:
         env["LD_PRELOAD"] = library
     env.update(extra_env or {})
-    p = subprocess.run(args, env=env, capture_output=True, text=True, timeout=timeout)
+    try:
+        p = subprocess.run(args, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        out = (e.stdout or b"") + (e.stderr or b"")
+        return "timeout after %d s" % timeout, out.decode(errors="replace") if isinstance(out, bytes) else out
     return p.returncode, p.stdout + p.stderr
 
 
-def symbolized(output):
-    p = subprocess.run([sys.executable, symbolize, "--build", os.path.dirname(victim)], input=output,
-                       capture_output=True, text=True, timeout=120)
+def symbolized(output, build=None, cwd=None):
+    p = subprocess.run([sys.executable, symbolize, "--build", build or os.path.dirname(victim)], input=output,
+                       capture_output=True, text=True, timeout=120, cwd=cwd)
     return p.returncode, p.stdout + p.stderr
 
 
@@ -42,22 +51,29 @@ def frames(output):
     return [l for l in output.splitlines() if re.search(r"ddp crash report: pid \d+:\s+#\d+ ", l)]
 
 
-def expect_report(case, rc, out, sig, functions, line=None):
+def expect_report(case, rc, out, sig, functions, line=None, fault=None):
     check(rc == -sig, "%s: died of %s (got rc %s)" % (case, signal.Signals(sig).name, rc), out)
     heads = [l for l in out.splitlines() if re.search(r"ddp crash report: pid \d+, thread \d+: ", l)]
     check(len(heads) == 1 and signal.Signals(sig).name in heads[0], "%s: one report head naming the signal" % case, out)
     found = frames(out)
     check(len(found) >= 3, "%s: at least 3 frames" % case, out)
-    if sig == signal.SIGSEGV:
+    check(not any("crash_report" in l for l in found), "%s: the handler's own frames are not shown" % case, out)
+    if fault is None:
+        fault = sig == signal.SIGSEGV
+    if fault:
         faults = [l for l in found if l.endswith(" fault")]
-        check(len(faults) == 1 and os.path.basename(victim) in faults[0],
-              "%s: one frame marked fault, in the victim" % case, out)
+        check(len(faults) == 1 and os.path.realpath(victim) in faults[0],
+              "%s: one frame marked fault, in the victim (named by its full path)" % case, out)
+    if sig == signal.SIGSEGV and fault:
         check("(address 0x0, SEGV_MAPERR" in heads[0] if heads else False, "%s: the address and the code" % case,
               out)
+    modules = re.findall(r"ddp crash report: pid \d+: module (\S+) build-id ([0-9a-f]{16,})$", out, re.M)
+    check(any(m == os.path.realpath(victim) for m, _ in modules),
+          "%s: the victim's build ID listed after the frames" % case, out)
     src, text = symbolized(out)
     check(src == 0, "%s: symbolize-crash exit 0 (got %d)" % (case, src), text)
     for fn in functions:
-        check(re.search(r"^\s+(\(anonymous namespace\)::)?%s(\(\))? at " % fn, text, re.M) is not None,
+        check(re.search(r"^\s+(\(anonymous namespace\)::)?%s(\([^)]*\))? at " % fn, text, re.M) is not None,
               "%s: symbolized frames name %s" % (case, fn), text)
     if line is not None:
         check(re.search(r"crash_victim\.cpp:%d\b" % line, text) is not None,
@@ -95,6 +111,65 @@ check(rc == -signal.SIGSEGV and "ddp crash report" not in out, "DDP_CRASH_REPORT
 rc, out = run([victim, "segv"], preload=False)
 check(rc == -signal.SIGSEGV and "ddp crash report" not in out, "not preloaded: no report", out)
 
+# Other faults the kernel reports: a division by zero, an illegal instruction (x86-64's ud2).
+rc, out = run([victim, "fpe"])
+expect_report("fpe", rc, out, signal.SIGFPE, ["crash_victim_divide", "main"], fault=True)
+check("FPE_INTDIV" in out, "fpe: the code named", out)
+if platform.machine() == "x86_64":
+    rc, out = run([victim, "ill"])
+    expect_report("ill", rc, out, signal.SIGILL, ["crash_victim_trap", "main"], fault=True)
+
+# A call through a null function pointer: the fault is outside every file, and the report names
+# the caller (the unwinder alone stops at the signal frame).
+rc, out = run([victim, "nullfn"])
+check(rc == -signal.SIGSEGV, "nullfn: died of SIGSEGV (got rc %s)" % rc, out)
+check("outside any loaded file: a call through a bad function pointer?" in out, "nullfn: says what it likely was",
+      out)
+src, text = symbolized(out)
+check(re.search(r"crash_victim_call_null\(\) at .*crash_victim\.cpp:\d+", text) is not None,
+      "nullfn: the caller of the bad call symbolized", text)
+
+# A program that installs its own handler later and passes the signal on to the preload's: one
+# report, and the process still dies of its signal (no loop between the two handlers).
+rc, out = run([victim, "chain"], timeout=20)
+check(rc == -signal.SIGSEGV, "chain: died of SIGSEGV (got %s)" % rc, out)
+check(out.count("the program's own handler, passing the signal on") == 1, "chain: the program's handler ran once",
+      out)
+check(len(re.findall(r"ddp crash report: pid \d+, thread \d+: SIGSEGV", out)) == 1, "chain: one report", out)
+
+# A crash while another thread holds the loader's lock (its library's initializer is running): the
+# report must not wait for the lock (dladdr would, for the initializer's 30 s).
+started = time.monotonic()
+rc, out = run([victim, "dlopen_lock", slow_init], timeout=60)
+took = time.monotonic() - started
+expect_report("dlopen_lock", rc, out, signal.SIGSEGV, ["crash_victim_null_write", "crash_victim_caller"],
+              fault_line)
+check(took < 10, "dlopen_lock: reported and died within 10 s, not after the loader's lock (took %.1f s)" % took)
+
+# What scripts/gpu-check does: the binary that ran is a stripped copy under .gpu-carry/bin, the
+# log comes back, and symbolize-crash finds the unstripped original in the build by its build ID.
+# A different file in that place (a rebuild) is refused, with a note saying why.
+scratch = tempfile.mkdtemp(prefix="crash_report.")
+try:
+    carried = os.path.join(scratch, ".gpu-carry", "bin", "tests", os.path.basename(victim))
+    os.makedirs(os.path.dirname(carried))
+    shutil.copy(victim, carried)
+    subprocess.run(["strip", "--strip-debug", carried], check=True)
+    rc, out = run([carried, "segv"])
+    check(rc == -signal.SIGSEGV and os.path.realpath(carried) in out, "carried: the stripped copy reported by its path", out)
+    build_root = os.path.dirname(os.path.dirname(os.path.abspath(victim)))  # .../tests/crash_victim
+    src, text = symbolized(out, build=build_root, cwd="/")
+    check(re.search(r"crash_victim_null_write\(\) at .*crash_victim\.cpp:%d\b" % fault_line, text) is not None,
+          "carried: symbolized through the build's unstripped copy", text)
+    other = os.path.join(scratch, "other-build")
+    os.makedirs(os.path.join(other, "tests"))
+    shutil.copy(ddprun, os.path.join(other, "tests", os.path.basename(victim)))
+    src, text = symbolized(out, build=other, cwd="/")
+    check("crash_victim_null_write" not in text and "no copy with line tables and build ID" in text,
+          "carried: a file with another build ID is not used, and a note says so", text)
+finally:
+    shutil.rmtree(scratch, ignore_errors=True)
+
 # A rank of a ddprun job (what scripts/gpu-check runs): the preload reaches the ranks, the
 # report comes through ddprun's rank prefixes, ddprun still names the signal and fails the job.
 rc, out = run([ddprun, "--nproc-per-node", "2", victim, "rank1_segv"], extra_env={"DDP_TIMEOUT": "20s"})
@@ -107,6 +182,38 @@ src, text = symbolized(out)
 check(re.search(r"crash_victim_null_write\(\) at .*crash_victim\.cpp:%d\b" % fault_line, text) is not None,
       "ddprun: the rank's frames symbolized", text)
 
+# `ddprun --crash-report` preloads it itself (no LD_PRELOAD given), after what the user preloads.
+rc, out = run([ddprun, "--crash-report", "--nproc-per-node", "2", victim, "rank1_segv"], preload=False,
+              extra_env={"DDP_TIMEOUT": "20s"})
+check(rc != 0 and len(frames(out)) >= 3 and all(l.lstrip().startswith("[1]") for l in frames(out)),
+      "ddprun --crash-report: rank 1's frames (rc %s)" % rc, out)
+rc, out = run([ddprun, "--crash-report", "--no-prefix", "sh", "-c", 'echo "preload=$LD_PRELOAD"'], preload=False,
+              extra_env={"LD_PRELOAD": "libm.so.6"})
+check(rc == 0 and re.search(r"^preload=libm\.so\.6 \S+/libddp_crash_report\.so$", out, re.M) is not None,
+      "ddprun --crash-report: the user's preload kept, first", out)
+
+# Installed: `cmake --install` puts the library where the installed ddprun looks (lib/ddp).
+if install_from != "-":
+    prefix = tempfile.mkdtemp(prefix="crash_report_install.")
+    try:
+        p = subprocess.run(["cmake", "--install", install_from, "--prefix", prefix], capture_output=True, text=True,
+                           timeout=120)
+        check(p.returncode == 0, "install: cmake --install exit 0", p.stdout + p.stderr)
+        rc, out = run([os.path.join(prefix, "bin", "ddprun"), "--crash-report", "--no-prefix", victim, "segv"],
+                      preload=False)
+        check(rc != 0 and len(frames(out)) >= 3,
+              "install: the installed ddprun preloads the installed library (rc %s)" % rc, out)
+        installed = [os.path.join(d, f) for d, _, fs in os.walk(prefix) for f in fs if f == "libddp_crash_report.so"]
+        check(len(installed) == 1 and installed[0].endswith("/ddp/libddp_crash_report.so"),
+              "install: one libddp_crash_report.so, in <libdir>/ddp", repr(installed))
+        for path in installed:
+            os.remove(path)
+        rc, out = run([os.path.join(prefix, "bin", "ddprun"), "--crash-report", "true"], preload=False)
+        check(rc == 2 and "--crash-report: libddp_crash_report.so is neither at" in out,
+              "install: without the library, --crash-report says where it looked (rc %s)" % rc, out)
+    finally:
+        shutil.rmtree(prefix, ignore_errors=True)
+
 # Input without a report: symbolize-crash says so (exit 1) and passes the text through.
 src, text = symbolized("no crash here\n")
 check(src == 1 and "no crash here" in text and "no crash report frames" in text,
@@ -115,4 +222,4 @@ check(src == 1 and "no crash here" in text and "no crash report frames" in text,
 if failures:
     print("\n\n".join("FAILED: " + f for f in failures))
     sys.exit(1)
-print("tools.crash_report: 8 cases passed")
+print("tools.crash_report: all cases passed")
