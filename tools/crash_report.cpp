@@ -17,28 +17,31 @@
 //   ddp crash report: pid 4242:  #2 /usr/lib/x86_64-linux-gnu/libgloo.so.0+0x5f00
 //   ddp crash report: pid 4242: module /path/to/binary build-id 3f1c...
 // A frame is its module and its ELF virtual address there (the address minus the module's load
-// bias: what addr2line takes, for position-independent and fixed-address files alike); the frame
-// where a fault happened says so (its address is the faulting instruction; the others are return
-// addresses). Each module is named with its GNU build ID (glibc 2.35+; on an older one the
-// symbolizer reads it from the file it finds), so the symbolizer uses only a copy of
-// the very build that ran. DDP_CRASH_REPORT=0 turns it off.
+// bias: what addr2line takes, for position-independent and fixed-address files alike). The frame
+// the signal stopped says so: " fault" (its address is the faulting instruction) or
+// " interrupted" (a signal sent by kill, timeout or abort: the next instruction); the others are
+// return addresses. Each module is named with its GNU build ID, so the symbolizer uses only a
+// copy of the very build that ran. When two threads die at once, the first reports and the
+// other waits for its end (the lines never mix). DDP_CRASH_REPORT=0 turns it off.
 //
 // In a signal handler only async-signal-safe calls are sure to work. The handler finds a frame's
 // module with glibc's _dl_find_object (2.35+), which takes no lock and is async-signal-safe;
 // dladdr would take the loader's lock, and a crash while another thread is inside dlopen (CUDA
 // and NCCL load libraries on their threads) could then hang instead of dying (a reviewer's probe
-// did). On an older glibc it falls back to dladdr1 with that risk. backtrace() is called once at
-// load, so the unwinder is loaded then, not inside a handler. A process whose memory is corrupt
-// may print less; it still dies of its signal.
+// did). On an older glibc it falls back to dladdr1 with that risk (DDP_CRASH_REPORT_LOOKUP=dladdr
+// forces it, for tests). backtrace() is called once at load, so the unwinder is loaded then, not
+// inside a handler. A process whose memory is corrupt may print less; it still dies of its signal.
 #include <dlfcn.h>
 #include <elf.h>
 #include <execinfo.h>
 #include <link.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -89,7 +92,7 @@ private:
       buf_[size_++] = tmp[--n];
     return *this;
   }
-  char buf_[1024];
+  char buf_[4608]; // a path of PATH_MAX (4096) and what goes around it: an address is never cut
   std::size_t size_ = 0;
 };
 
@@ -156,6 +159,20 @@ char exe_path[4096];                  // the main program's file (its link map's
 std::uintptr_t own_bias = 0;          // this library's: its frames (the handler) are not shown
 bool own_bias_known = false;
 
+// The end of a loaded file's last segment, from its program headers (mapped at `start`); 0 when
+// they do not look like a loader's. For the dladdr fallback, which gives no extent.
+std::uintptr_t loaded_end(std::uintptr_t start, std::uintptr_t bias) {
+  if (start == 0) return 0;
+  const auto* eh = reinterpret_cast<const ElfW(Ehdr)*>(start);
+  if (std::memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_phentsize != sizeof(ElfW(Phdr))) return 0;
+  std::uintptr_t end = 0;
+  for (std::size_t i = 0; i < eh->e_phnum; ++i) {
+    const auto* p = reinterpret_cast<const ElfW(Phdr)*>(start + eh->e_phoff + i * sizeof(ElfW(Phdr)));
+    if (p->p_type == PT_LOAD && bias + p->p_vaddr + p->p_memsz > end) end = bias + p->p_vaddr + p->p_memsz;
+  }
+  return end;
+}
+
 // The loaded file that holds an address.
 struct module {
   bool found = false;
@@ -179,6 +196,8 @@ module module_of(std::uintptr_t addr) {
     void* extra = nullptr;
     if (::dladdr1(reinterpret_cast<void*>(addr), &info, &extra, RTLD_DL_LINKMAP) == 0) return m;
     map = static_cast<link_map*>(extra);
+    m.map_start = reinterpret_cast<std::uintptr_t>(info.dli_fbase); // where its ELF header is mapped
+    if (map != nullptr) m.map_end = loaded_end(m.map_start, static_cast<std::uintptr_t>(map->l_addr));
   }
   if (map == nullptr) return m;
   m.found = true;
@@ -274,19 +293,22 @@ void report(int sig, siginfo_t* info, const ucontext_t* context) {
 
   void* frames[max_frames];
   const int n = ::backtrace(frames, max_frames);
-  // Where the fault happened (0 is a real answer: a call through a null function pointer).
-  const bool pc_known = registers_readable && faulted && context != nullptr;
+  // The instruction the signal stopped at: the faulting one, or (a signal sent by kill, timeout
+  // or abort) the one about to run. Its frame is marked, so the symbolizer takes the address as
+  // it is, not as a return address (0 is a real answer: a call through a null function pointer).
+  const bool pc_known = registers_readable && context != nullptr;
   const std::uintptr_t pc = pc_known ? fault_pc(context) : 0;
+  const char* pc_note = faulted ? " fault" : " interrupted";
   std::uintmax_t shown = 0;
   for (int i = 0; i < n; ++i) {
     const auto addr = reinterpret_cast<std::uintptr_t>(frames[i]);
     const module m = module_of(addr);
     if (own_bias_known && m.found && m.bias == own_bias) continue;
-    print_frame(shown++, addr, pc_known && addr == pc ? " fault" : "");
+    print_frame(shown++, addr, pc_known && addr == pc ? pc_note : "");
   }
   // A call through a null or stale function pointer faults where no code is: the unwinder
   // stops at the signal frame, but the call left its return address.
-  if (pc_known && !module_of(pc).found) {
+  if (pc_known && faulted && !module_of(pc).found) {
     line bad;
     start_line(bad) << ":  the fault is at ";
     bad.hex(pc) << ", outside any loaded file: a call through a bad function pointer? Its caller:";
@@ -305,13 +327,30 @@ void report(int sig, siginfo_t* info, const ucontext_t* context) {
   }
 }
 
+// The thread printing its report (0: none). Threads that die meanwhile wait for it: their
+// lines would interleave with its own, and the first death is the one to explain. Its re-raise
+// ends the process, waiting threads included; if it is stuck (a standard error nobody reads),
+// a waiting thread ends the process itself after 10 s.
+std::atomic<pid_t> reporting_thread{0};
+static_assert(std::atomic<pid_t>::is_always_lock_free, "a lock-free atomic is async-signal-safe");
+constexpr int wait_for_report_ms = 10000;
+
 void on_fatal_signal(int sig, siginfo_t* info, void* context) {
   const int saved_errno = errno;
-  report(sig, info, static_cast<const ucontext_t*>(context));
+  const auto self = static_cast<pid_t>(::syscall(SYS_gettid));
+  pid_t owner = 0;
+  if (reporting_thread.compare_exchange_strong(owner, self)) {
+    report(sig, info, static_cast<const ucontext_t*>(context));
+  } else if (owner != self) {
+    for (int waited = 0; waited < wait_for_report_ms; waited += 10) {
+      const timespec tick{0, 10 * 1000 * 1000};
+      ::nanosleep(&tick, nullptr);
+    }
+  }
   errno = saved_errno;
   // The default action, then the signal again: blocked while this runs, it ends the process as
-  // soon as the handler returns (a fault would also recur). Set here, not only by SA_RESETHAND:
-  // a handler the program installed later may be calling this one, and is still installed.
+  // soon as the handler returns (a fault would also recur). Set here: a handler the program
+  // installed later may be calling this one, and is still installed.
   struct sigaction default_action {};
   default_action.sa_handler = SIG_DFL;
   sigemptyset(&default_action.sa_mask);
@@ -328,7 +367,10 @@ __attribute__((constructor)) void install_crash_report() {
   if (setting != nullptr && std::strcmp(setting, "0") == 0) return;
   void* warm[1];
   ::backtrace(warm, 1); // loads the unwinder now, not inside a handler
-  find_object = reinterpret_cast<find_object_fn>(::dlsym(RTLD_DEFAULT, "_dl_find_object"));
+  // DDP_CRASH_REPORT_LOOKUP=dladdr: the lookup an older glibc gets (tools.crash_report tests it here).
+  const char* lookup = std::getenv("DDP_CRASH_REPORT_LOOKUP");
+  if (lookup == nullptr || std::strcmp(lookup, "dladdr") != 0)
+    find_object = reinterpret_cast<find_object_fn>(::dlsym(RTLD_DEFAULT, "_dl_find_object"));
   const ssize_t len = ::readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
   exe_path[len > 0 ? len : 0] = '\0';
   if (const module self = module_of(reinterpret_cast<std::uintptr_t>(&report)); self.found) {
@@ -343,8 +385,13 @@ __attribute__((constructor)) void install_crash_report() {
 
   struct sigaction action {};
   action.sa_sigaction = on_fatal_signal;
-  action.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_ONSTACK;
+  // No SA_RESETHAND: a second thread's fault must wait in the handler, not end the process while
+  // the first report is half printed. Every fatal signal is blocked while a report is printed: one
+  // raised inside it (a fault in the handler) ends the process at once.
+  action.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigemptyset(&action.sa_mask);
+  for (int sig : fatal_signals)
+    sigaddset(&action.sa_mask, sig);
   for (int sig : fatal_signals) {
     struct sigaction before {};
     // A program started with a signal ignored, or one a loader-time library already handles,

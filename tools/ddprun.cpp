@@ -250,7 +250,8 @@ std::vector<std::string> rank_environment(const job& j, int local, int round, co
 
 /// --crash-report's library (tools/crash_report.cpp): beside this ddprun in a build tree, or
 /// where `cmake --install` puts it relative to the installed ddprun. Exits 2, naming both
-/// places, when neither has it.
+/// places, when neither has it, or when its path cannot go into LD_PRELOAD (which splits at
+/// spaces and colons: the ranks would start without it, and nothing would say so).
 std::string find_crash_report() {
   std::string self(4096, '\0');
   const ssize_t len = ::readlink("/proc/self/exe", self.data(), self.size() - 1);
@@ -258,8 +259,16 @@ std::string find_crash_report() {
   const std::string dir = self.substr(0, self.rfind('/') == std::string::npos ? 0 : self.rfind('/'));
   const std::string name = "libddp_crash_report.so";
   const std::string beside = dir + "/" + name, installed = dir + "/" DDP_CRASH_REPORT_FROM_BINDIR "/" + name;
-  for (const std::string& path : {beside, installed})
-    if (::access(path.c_str(), R_OK) == 0) return path;
+  for (const std::string& path : {beside, installed}) {
+    if (::access(path.c_str(), R_OK) != 0) continue;
+    if (path.find_first_of(" :") == std::string::npos) return path;
+    std::fprintf(
+        stderr,
+        "ddprun: --crash-report: the path %s holds a space or a colon, which LD_PRELOAD cannot carry: "
+        "move ddp's build or install to a path without them\n",
+        path.c_str());
+    std::exit(2);
+  }
   std::fprintf(stderr,
                "ddprun: --crash-report: %s is neither at %s nor at %s: build the ddp_crash_report target "
                "beside ddprun, or install ddp with its tools (DDP_BUILD_TOOLS=ON)\n",

@@ -4,7 +4,8 @@
 scripts/symbolize-crash, which must name the function and the source line that crashed; and
 `ddprun --crash-report`, from the build tree and from an installed prefix.
 
-  crash_report.py LIBRARY VICTIM SLOW_INIT_LIBRARY DDPRUN SYMBOLIZE BUILD_TREE_TO_INSTALL|-
+  crash_report.py LIBRARY VICTIM VICTIM_WITHOUT_BUILD_ID SLOW_INIT_LIBRARY DDPRUN SYMBOLIZE
+                  BUILD_TREE_TO_INSTALL|-
 """
 import os
 import platform
@@ -16,9 +17,10 @@ import sys
 import tempfile
 import time
 
-library, victim, slow_init, ddprun, symbolize, install_from = sys.argv[1:7]
+library, victim, victim_no_id, slow_init, ddprun, symbolize, install_from = sys.argv[1:8]
 source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "crash_victim.cpp")
 fault_line = next(i + 1 for i, text in enumerate(open(source)) if "crash_victim: the faulting line" in text)
+spin_line = next(i + 1 for i, text in enumerate(open(source)) if "crash_victim: the spinning line" in text)
 failures = []
 
 
@@ -92,6 +94,50 @@ heads = expect_report("thread", rc, out, signal.SIGSEGV, ["crash_victim_null_wri
                       fault_line)
 m = re.search(r"pid (\d+), thread (\d+)", heads[0]) if heads else None
 check(m is not None and m.group(1) != m.group(2), "thread: the report names the crashing thread", out)
+
+# Four threads fault at the same moment: one report, whole (frames, then the module lines), and
+# the process dies of the signal (the other threads wait for the report instead of ending it).
+for attempt in range(5):
+    rc, out = run([victim, "threads"])
+    heads = re.findall(r"ddp crash report: pid \d+, thread \d+: SIGSEGV", out)
+    check(rc == -signal.SIGSEGV and len(heads) == 1, "threads: one report, died of SIGSEGV (rc %s)" % rc, out)
+    lines = [l for l in out.splitlines() if "ddp crash report" in l]
+    kinds = ["head" if ", thread " in l else "module" if ": module " in l else "frame" for l in lines]
+    check(len(frames(out)) >= 3 and kinds[-1] == "module" and kinds == sorted(kinds, key=["head", "frame",
+                                                                                           "module"].index),
+          "threads: the report is whole and in order (head, frames, modules)", out)
+
+# The frames as an older glibc finds them (dladdr1): the same frames, the build IDs too.
+rc, out = run([victim, "segv"], extra_env={"DDP_CRASH_REPORT_LOOKUP": "dladdr"})
+expect_report("segv, dladdr lookup", rc, out, signal.SIGSEGV, ["crash_victim_null_write", "main"], fault_line)
+
+# A signal sent from outside (timeout -s ABRT, kill): the frame it stopped is marked, and its
+# address is taken as it is (not as a return address, one byte earlier). The victim says it is
+# about to spin; a signal that still finds it finishing that write is tried again.
+def spin_and_abort():
+    p = subprocess.Popen([victim, "spin"], env=dict(os.environ, LD_PRELOAD=library), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True)
+    try:
+        first = p.stdout.readline()
+        time.sleep(0.3)
+        p.send_signal(signal.SIGABRT)
+        return p, first + p.communicate(timeout=30)[0]
+    except subprocess.TimeoutExpired:
+        p.kill()
+        return p, p.communicate()[0]
+
+
+for attempt in range(3):
+    p, out = spin_and_abort()
+    interrupted = [l for l in frames(out) if l.endswith(" interrupted")]
+    if interrupted and os.path.realpath(victim) in interrupted[0]:
+        break
+check(p.returncode == -signal.SIGABRT, "spin: died of SIGABRT (rc %s)" % p.returncode, out)
+check(len(interrupted) == 1 and os.path.realpath(victim) in interrupted[0],
+      "spin: the frame the signal stopped is marked interrupted, in the victim", out)
+src, text = symbolized(out)
+check(re.search(r" interrupted\n\s+(\(anonymous namespace\)::)?crash_victim_spin\(\) at .*crash_victim\.cpp:%d\b"
+                % spin_line, text) is not None, "spin: symbolized to the spinning line", text)
 
 # An uncaught exception: libstdc++ says what, the report says where it was thrown.
 rc, out = run([victim, "abort"])
@@ -169,6 +215,15 @@ try:
           "carried: a file with another build ID is not used, and a note says so", text)
 finally:
     shutil.rmtree(scratch, ignore_errors=True)
+
+# A program linked without a build ID: symbolized from the file found, with a note that the
+# match is unverified (it may have been rebuilt since).
+rc, out = run([victim_no_id, "segv"])
+check(rc == -signal.SIGSEGV and re.search(r": module \S*%s build-id" % re.escape(os.path.basename(victim_no_id)),
+                                          out) is None, "no build ID: died, no build ID line for the victim", out)
+src, text = symbolized(out)
+check(re.search(r"crash_victim_null_write\(\) at .*crash_victim\.cpp:%d\b" % fault_line, text) is not None
+      and "names no build ID for it" in text, "no build ID: symbolized, with a note that it is unverified", text)
 
 # A rank of a ddprun job (what scripts/gpu-check runs): the preload reaches the ranks, the
 # report comes through ddprun's rank prefixes, ddprun still names the signal and fails the job.

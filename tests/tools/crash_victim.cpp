@@ -1,12 +1,13 @@
 // A program that dies on purpose, for tools.crash_report (tests/tools/crash_report.py):
-//   crash_victim segv | thread | abort | raise | fpe | ill | nullfn | chain | ok | rank1_segv
-//   crash_victim dlopen_lock SLOW_INIT_LIBRARY
+//   crash_victim segv | thread | threads | abort | raise | spin | fpe | ill | nullfn | chain | ok |
+//   rank1_segv crash_victim dlopen_lock SLOW_INIT_LIBRARY
 // noipa: the compiler may neither inline these nor see through them, so the frames the test
 // expects exist and the null write stays a write (not a trap the optimizer put in its place).
 #include <dlfcn.h>
 #include <poll.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -22,6 +24,7 @@ int* volatile target = nullptr; // read at run time: the write below is not prov
 volatile int zero = 0;
 void (*volatile null_function)() = nullptr;
 volatile int calls_done = 0;
+volatile unsigned long spins = 0;
 
 [[gnu::noipa]] void crash_victim_null_write() {
   *target = 42; // crash_victim: the faulting line
@@ -34,6 +37,28 @@ volatile int calls_done = 0;
 [[gnu::noipa]] int crash_victim_divide(int a) { return a / zero; }
 
 [[gnu::noipa]] void crash_victim_trap() { __builtin_trap(); }
+
+// Runs until a signal sent from outside ends it (tools.crash_report sends SIGABRT).
+[[gnu::noipa]] void crash_victim_spin() {
+  std::puts("crash_victim: spinning");
+  std::fflush(stdout);
+  for (;;)
+    spins = spins + 1; // crash_victim: the spinning line
+}
+
+// Several threads fault at the same moment: one report, whole.
+void crash_on_threads_at_once() {
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&go] {
+      while (!go.load()) {}
+      crash_victim_caller();
+    });
+  go = true;
+  for (auto& t : threads)
+    t.join();
+}
 
 [[gnu::noipa]] void crash_victim_call_null() {
   null_function();             // crash_victim: the bad call
@@ -79,6 +104,8 @@ int main(int argc, char** argv) {
     std::raise(SIGSEGV); // sent, not a fault: nothing would recur if the handler just returned
     return 3;
   }
+  if (mode == "threads") crash_on_threads_at_once();
+  if (mode == "spin") crash_victim_spin();
   if (mode == "fpe") return crash_victim_divide(argc);
   if (mode == "ill") crash_victim_trap();
   if (mode == "nullfn") crash_victim_call_null();
