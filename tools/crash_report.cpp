@@ -1,7 +1,11 @@
 // libddp_crash_report.so: preloaded (LD_PRELOAD) into a program and every process it starts,
 // it prints where a process died when a fatal signal ends it (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
 // SIGABRT: abort(), a failed assert, an uncaught exception), then lets the same signal end it,
-// so a launcher sees the same death. glibc 2.35 removed libSegFault, which did this.
+// so a launcher sees the same death. glibc 2.35 removed libSegFault, which did this. On
+// SIGQUIT (Ctrl-\, `timeout -s QUIT`: what scripts/gpu-check sends a check that ran out of
+// time) it prints every thread's frames, then dies of SIGQUIT: where a hung process hangs.
+// Here: the handlers and what they print; crash_report/ holds the parts they call (a line
+// without the heap, the loaded modules, the frames, the threads).
 //
 // Why ddp has it: the lent GPU machine has no debugger and holds a session for 15 minutes
 // (../shared/FACTS.md); the last time DDP ran there on device gradients it died of SIGSEGV, and
@@ -31,75 +35,25 @@
 // did). On an older glibc it falls back to dladdr1 with that risk (DDP_CRASH_REPORT_LOOKUP=dladdr
 // forces it, for tests). backtrace() is called once at load, so the unwinder is loaded then, not
 // inside a handler. A process whose memory is corrupt may print less; it still dies of its signal.
+#include "crash_report/frames.hpp"
+#include "crash_report/line.hpp"
+#include "crash_report/modules.hpp"
+#include "crash_report/threads.hpp"
+
 #include <dlfcn.h>
-#include <elf.h>
-#include <execinfo.h>
-#include <link.h>
 #include <signal.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
-#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
 namespace {
 
-// A line built without the heap or stdio.
-class line {
-public:
-  line& operator<<(const char* s) {
-    while (*s != '\0' && size_ < sizeof(buf_) - 1)
-      buf_[size_++] = *s++;
-    return *this;
-  }
-  line& dec(std::uintmax_t v) { return digits(v, 10); }
-  line& hex(std::uintmax_t v) {
-    *this << "0x";
-    return digits(v, 16);
-  }
-  line& hex_byte(unsigned char b) {
-    const char* d = "0123456789abcdef";
-    const char two[3] = {d[b >> 4], d[b & 15], '\0'};
-    return *this << two;
-  }
-  void write_out() {
-    buf_[size_++] = '\n';
-    const char* p = buf_;
-    std::size_t left = size_;
-    while (left > 0) {
-      ssize_t n = ::write(STDERR_FILENO, p, left);
-      if (n <= 0) return;
-      p += n;
-      left -= static_cast<std::size_t>(n);
-    }
-  }
-
-private:
-  line& digits(std::uintmax_t v, unsigned base) {
-    char tmp[32];
-    int n = 0;
-    do {
-      tmp[n++] = "0123456789abcdef"[v % base];
-      v /= base;
-    } while (v != 0);
-    while (n > 0 && size_ < sizeof(buf_) - 1)
-      buf_[size_++] = tmp[--n];
-    return *this;
-  }
-  char buf_[4608]; // a path of PATH_MAX (4096) and what goes around it: an address is never cut
-  std::size_t size_ = 0;
-};
-
-line& start_line(line& l) {
-  l << "ddp crash report: pid ";
-  return l.dec(static_cast<std::uintmax_t>(::getpid()));
-}
+using namespace ddp_crash_report;
 
 const char* signal_name(int sig) {
   switch (sig) {
@@ -123,163 +77,10 @@ const char* code_name(int sig, int code) {
   return nullptr;
 }
 
-#if defined(__x86_64__) || defined(__aarch64__)
-constexpr bool registers_readable = true;
-#else
-constexpr bool registers_readable = false; // no fault frame marked, no bad-call caller found
-#endif
-
-// The instruction that faulted, and the return address a call through a bad function pointer
-// left (x86-64: on top of the stack; aarch64: in the link register); 0 where unknown.
-std::uintptr_t fault_pc(const ucontext_t* uc) {
-#if defined(__x86_64__)
-  return static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
-#elif defined(__aarch64__)
-  return static_cast<std::uintptr_t>(uc->uc_mcontext.pc);
-#else
-  (void)uc;
-  return 0;
-#endif
-}
-std::uintptr_t caller_of_bad_call(const ucontext_t* uc) {
-#if defined(__x86_64__)
-  const auto sp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
-  return sp != 0 && sp % sizeof(std::uintptr_t) == 0 ? *reinterpret_cast<const std::uintptr_t*>(sp) : 0;
-#elif defined(__aarch64__)
-  return static_cast<std::uintptr_t>(uc->uc_mcontext.regs[30]);
-#else
-  (void)uc;
-  return 0;
-#endif
-}
-
-using find_object_fn = int (*)(void*, dl_find_object*);
-find_object_fn find_object = nullptr; // glibc >= 2.35 (looked up at load: older ones lack it)
-char exe_path[4096];                  // the main program's file (its link map's name is "")
-std::uintptr_t own_bias = 0;          // this library's: its frames (the handler) are not shown
-bool own_bias_known = false;
-
-// The end of a loaded file's last segment, from its program headers (mapped at `start`); 0 when
-// they do not look like a loader's. For the dladdr fallback, which gives no extent.
-std::uintptr_t loaded_end(std::uintptr_t start, std::uintptr_t bias) {
-  if (start == 0) return 0;
-  const auto* eh = reinterpret_cast<const ElfW(Ehdr)*>(start);
-  if (std::memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_phentsize != sizeof(ElfW(Phdr))) return 0;
-  std::uintptr_t end = 0;
-  for (std::size_t i = 0; i < eh->e_phnum; ++i) {
-    const auto* p = reinterpret_cast<const ElfW(Phdr)*>(start + eh->e_phoff + i * sizeof(ElfW(Phdr)));
-    if (p->p_type == PT_LOAD && bias + p->p_vaddr + p->p_memsz > end) end = bias + p->p_vaddr + p->p_memsz;
-  }
-  return end;
-}
-
-// The loaded file that holds an address.
-struct module {
-  bool found = false;
-  const char* path = "?";
-  std::uintptr_t bias = 0;      // the link map's l_addr: address - bias = ELF virtual address
-  std::uintptr_t map_start = 0; // its mapped extent, where known (build ID lookup)
-  std::uintptr_t map_end = 0;
-};
-
-module module_of(std::uintptr_t addr) {
-  module m;
-  link_map* map = nullptr;
-  if (find_object != nullptr) {
-    dl_find_object found{};
-    if (find_object(reinterpret_cast<void*>(addr), &found) != 0) return m;
-    map = found.dlfo_link_map;
-    m.map_start = reinterpret_cast<std::uintptr_t>(found.dlfo_map_start);
-    m.map_end = reinterpret_cast<std::uintptr_t>(found.dlfo_map_end);
-  } else {
-    Dl_info info{};
-    void* extra = nullptr;
-    if (::dladdr1(reinterpret_cast<void*>(addr), &info, &extra, RTLD_DL_LINKMAP) == 0) return m;
-    map = static_cast<link_map*>(extra);
-    m.map_start = reinterpret_cast<std::uintptr_t>(info.dli_fbase); // where its ELF header is mapped
-    if (map != nullptr) m.map_end = loaded_end(m.map_start, static_cast<std::uintptr_t>(map->l_addr));
-  }
-  if (map == nullptr) return m;
-  m.found = true;
-  m.bias = static_cast<std::uintptr_t>(map->l_addr);
-  if (map->l_name != nullptr && map->l_name[0] != '\0')
-    m.path = map->l_name;
-  else if (exe_path[0] != '\0')
-    m.path = exe_path;
-  return m;
-}
-
-std::uintptr_t align4(std::uintptr_t v) { return (v + 3) & ~std::uintptr_t{3}; }
-
-// Appends the module's GNU build ID (its PT_NOTE, read in memory, bounds checked against the
-// mapping) to `out`; false when it has none or its headers are not where a loader puts them.
-bool append_build_id(const module& m, line& out) {
-  const std::uintptr_t start = m.map_start, end = m.map_end;
-  if (start == 0 || end <= start || end - start < sizeof(ElfW(Ehdr))) return false;
-  const auto* eh = reinterpret_cast<const ElfW(Ehdr)*>(start);
-  if (std::memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_phentsize != sizeof(ElfW(Phdr))) return false;
-  const std::uintptr_t ph = start + eh->e_phoff;
-  if (eh->e_phoff > end - start || eh->e_phnum * sizeof(ElfW(Phdr)) > end - ph) return false;
-  for (std::size_t i = 0; i < eh->e_phnum; ++i) {
-    const auto* p = reinterpret_cast<const ElfW(Phdr)*>(ph + i * sizeof(ElfW(Phdr)));
-    if (p->p_type != PT_NOTE) continue;
-    std::uintptr_t n = m.bias + p->p_vaddr;
-    const std::uintptr_t notes_end = n + p->p_memsz;
-    if (n < start || notes_end > end || notes_end < n) continue;
-    while (notes_end - n >= sizeof(ElfW(Nhdr))) {
-      const auto* nh = reinterpret_cast<const ElfW(Nhdr)*>(n);
-      const std::uintptr_t name = n + sizeof(ElfW(Nhdr));
-      const std::uintptr_t desc = align4(name + nh->n_namesz);
-      const std::uintptr_t next = align4(desc + nh->n_descsz);
-      if (next > notes_end || next <= n) break;
-      if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
-          std::memcmp(reinterpret_cast<const void*>(name), "GNU", 4) == 0) {
-        for (std::size_t b = 0; b < nh->n_descsz; ++b)
-          out.hex_byte(reinterpret_cast<const unsigned char*>(desc)[b]);
-        return true;
-      }
-      n = next;
-    }
-  }
-  return false;
-}
-
 constexpr int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
-constexpr int max_frames = 64;
-
-// The modules the frames named, each listed once with its build ID after the frames.
-struct seen_modules {
-  module list[max_frames + 1];
-  int count = 0;
-  void add(const module& m) {
-    for (int i = 0; i < count; ++i)
-      if (list[i].bias == m.bias && list[i].path == m.path) return;
-    if (count < max_frames + 1) list[count++] = m;
-  }
-};
-seen_modules seen; // static: a handler's stack may be the 64 KiB alternate one
-
-void print_frame(std::uintmax_t index, std::uintptr_t addr, const char* note) {
-  line frame;
-  start_line(frame) << ":  #";
-  frame.dec(index) << " ";
-  const module m = module_of(addr);
-  if (m.found) {
-    frame << m.path << "+";
-    frame.hex(addr - m.bias);
-    seen.add(m);
-  } else {
-    frame << "?+";
-    frame.hex(addr);
-  }
-  frame << note;
-  frame.write_out();
-}
-
 void report(int sig, siginfo_t* info, const ucontext_t* context) {
   line head;
-  start_line(head) << ", thread ";
-  head.dec(static_cast<std::uintmax_t>(::syscall(SYS_gettid))) << ": " << signal_name(sig);
+  start_thread_line(head, this_thread()) << signal_name(sig);
   const bool faulted = sig != SIGABRT && info != nullptr && info->si_code > 0; // sent by the kernel
   if (faulted && info->si_code == SI_KERNEL) {
     head << " (address unknown: a general protection fault, e.g. a non-canonical pointer)";
@@ -290,41 +91,19 @@ void report(int sig, siginfo_t* info, const ucontext_t* context) {
     head << ")";
   }
   head.write_out();
+  print_frames(context, faulted);
+  print_modules();
+}
 
-  void* frames[max_frames];
-  const int n = ::backtrace(frames, max_frames);
-  // The instruction the signal stopped at: the faulting one, or (a signal sent by kill, timeout
-  // or abort) the one about to run. Its frame is marked, so the symbolizer takes the address as
-  // it is, not as a return address (0 is a real answer: a call through a null function pointer).
-  const bool pc_known = registers_readable && context != nullptr;
-  const std::uintptr_t pc = pc_known ? fault_pc(context) : 0;
-  const char* pc_note = faulted ? " fault" : " interrupted";
-  std::uintmax_t shown = 0;
-  for (int i = 0; i < n; ++i) {
-    const auto addr = reinterpret_cast<std::uintptr_t>(frames[i]);
-    const module m = module_of(addr);
-    if (own_bias_known && m.found && m.bias == own_bias) continue;
-    print_frame(shown++, addr, pc_known && addr == pc ? pc_note : "");
-  }
-  // A call through a null or stale function pointer faults where no code is: the unwinder
-  // stops at the signal frame, but the call left its return address.
-  if (pc_known && faulted && !module_of(pc).found) {
-    line bad;
-    start_line(bad) << ":  the fault is at ";
-    bad.hex(pc) << ", outside any loaded file: a call through a bad function pointer? Its caller:";
-    bad.write_out();
-    if (const std::uintptr_t ret = caller_of_bad_call(context); ret != 0) print_frame(shown++, ret, "");
-  }
-  if (n == max_frames) {
-    line more;
-    start_line(more) << ": (deeper frames not shown)";
-    more.write_out();
-  }
-  for (int i = 0; i < seen.count; ++i) {
-    line id;
-    start_line(id) << ": module " << seen.list[i].path << " build-id ";
-    if (append_build_id(seen.list[i], id)) id.write_out();
-  }
+// The default action, then the signal again: blocked while a handler runs, it ends the process
+// as soon as the handler returns (a fault would also recur). Set here: a handler the program
+// installed later may be calling this one, and is still installed.
+void die_of(int sig) {
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  sigemptyset(&default_action.sa_mask);
+  ::sigaction(sig, &default_action, nullptr);
+  ::raise(sig);
 }
 
 // The thread printing its report (0: none). Threads that die meanwhile wait for it: their
@@ -337,7 +116,7 @@ constexpr int wait_for_report_ms = 10000;
 
 void on_fatal_signal(int sig, siginfo_t* info, void* context) {
   const int saved_errno = errno;
-  const auto self = static_cast<pid_t>(::syscall(SYS_gettid));
+  const pid_t self = this_thread();
   pid_t owner = 0;
   if (reporting_thread.compare_exchange_strong(owner, self)) {
     report(sig, info, static_cast<const ucontext_t*>(context));
@@ -348,14 +127,75 @@ void on_fatal_signal(int sig, siginfo_t* info, void* context) {
     }
   }
   errno = saved_errno;
-  // The default action, then the signal again: blocked while this runs, it ends the process as
-  // soon as the handler returns (a fault would also recur). Set here: a handler the program
-  // installed later may be calling this one, and is still installed.
-  struct sigaction default_action {};
-  default_action.sa_handler = SIG_DFL;
-  sigemptyset(&default_action.sa_mask);
-  ::sigaction(sig, &default_action, nullptr);
-  ::raise(sig);
+  die_of(sig);
+}
+
+// SIGQUIT (Ctrl-\, `timeout -s QUIT`, ddprun passing it on): a hung process says where each of
+// its threads is, then dies of SIGQUIT as it would have. The thread the signal reached prints its
+// own frames, then asks every other thread in turn (SIGQUIT again, sent to that thread alone)
+// and waits for it to print its own. A thread that blocks signals cannot answer: a line says so.
+// Time limits: 1 s a thread, 4 s in all, under ddprun's default grace period of 5 s before
+// SIGKILL.
+std::atomic<pid_t> asked_thread{0};    // the thread asked to print its frames now
+std::atomic<pid_t> answered_thread{0}; // the last one that did
+constexpr std::int64_t wait_for_thread_ns = 1'000'000'000;
+constexpr std::int64_t wait_for_all_ns = 4'000'000'000;
+constexpr int max_threads = 1024;
+
+void dump_every_thread(const ucontext_t* context) {
+  const pid_t self = this_thread();
+  line head;
+  start_thread_line(head, self) << "SIGQUIT: the frames of every thread follow, this one's first";
+  head.write_out();
+  print_frames(context, false);
+  static pid_t threads[max_threads]; // static: the alternate stack is 64 KiB
+  const int n = list_threads(threads, max_threads);
+  const std::int64_t give_up_at = monotonic_ns() + wait_for_all_ns;
+  for (int i = 0; i < n; ++i) {
+    if (threads[i] == self) continue;
+    if (monotonic_ns() >= give_up_at) {
+      line rest;
+      start_line(rest) << ": (the other threads' frames not shown: time is up)";
+      rest.write_out();
+      break;
+    }
+    asked_thread.store(threads[i]);
+    const bool sent = ::syscall(SYS_tgkill, ::getpid(), threads[i], SIGQUIT) == 0;
+    const std::int64_t until = monotonic_ns() + wait_for_thread_ns;
+    while (sent && answered_thread.load() != threads[i] && monotonic_ns() < until) {
+      const timespec tick{0, 1000 * 1000};
+      ::nanosleep(&tick, nullptr);
+    }
+    asked_thread.store(0);
+    if (sent && answered_thread.load() != threads[i]) {
+      line deaf;
+      start_thread_line(deaf, threads[i]) << "did not answer within 1 s (it blocks SIGQUIT, or is stuck)";
+      deaf.write_out();
+    }
+  }
+  print_modules();
+}
+
+void on_quit(int sig, siginfo_t*, void* context) {
+  const int saved_errno = errno;
+  const pid_t self = this_thread();
+  if (asked_thread.load() == self) { // the dumping thread asks this one for its frames
+    line head;
+    start_thread_line(head, self) << "frames";
+    head.write_out();
+    print_frames(static_cast<const ucontext_t*>(context), false);
+    answered_thread.store(self);
+    errno = saved_errno;
+    return; // and carries on until the dumping thread ends the process
+  }
+  pid_t owner = 0;
+  if (!reporting_thread.compare_exchange_strong(owner, self)) {
+    errno = saved_errno; // a report is under way; it ends the process
+    return;
+  }
+  dump_every_thread(static_cast<const ucontext_t*>(context));
+  errno = saved_errno;
+  die_of(sig);
 }
 
 // Each thread that overflows its stack would need a stack of its own to report on; the main
@@ -392,13 +232,21 @@ __attribute__((constructor)) void install_crash_report() {
   sigemptyset(&action.sa_mask);
   for (int sig : fatal_signals)
     sigaddset(&action.sa_mask, sig);
-  for (int sig : fatal_signals) {
+  // A program started with a signal ignored, or one a loader-time library already handles,
+  // keeps what it has.
+  auto install = [](int sig, const struct sigaction& a) {
     struct sigaction before {};
-    // A program started with a signal ignored, or one a loader-time library already handles,
-    // keeps what it has.
     if (::sigaction(sig, nullptr, &before) == 0 && before.sa_handler == SIG_DFL)
-      ::sigaction(sig, &action, nullptr);
-  }
+      ::sigaction(sig, &a, nullptr);
+  };
+  for (int sig : fatal_signals)
+    install(sig, action);
+  // SIGQUIT: SA_RESTART, so the threads asked for their frames go back to what they were doing.
+  struct sigaction quit = action;
+  quit.sa_sigaction = on_quit;
+  quit.sa_flags |= SA_RESTART;
+  sigaddset(&quit.sa_mask, SIGQUIT);
+  install(SIGQUIT, quit);
 }
 
 } // namespace

@@ -173,7 +173,7 @@ void drain(int& fd, std::string& buf, FILE* to, const std::string& prefix) {
 /// What one round of the job came to on this node.
 struct round_outcome {
   bool failed = false;      ///< a local rank failed, or another node reported a failure
-  bool user_signal = false; ///< ddprun itself got SIGINT/SIGTERM: no restart
+  bool user_signal = false; ///< ddprun itself got SIGINT, SIGTERM or SIGQUIT: no restart
   int exit_code = 0;
   std::string what; ///< the failure, for the store and the final message
 };
@@ -334,6 +334,7 @@ round_outcome run_round(job& j, int round) {
     if (pid == 0) {
       ::signal(SIGINT, SIG_DFL);
       ::signal(SIGTERM, SIG_DFL);
+      ::signal(SIGQUIT, SIG_DFL);
       if (!j.no_prefix) {
         ::dup2(out[1], 1);
         ::dup2(err[1], 2);
@@ -658,6 +659,9 @@ int main(int argc, char** argv) {
   sa.sa_flags = SA_RESTART;
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
+  // SIGQUIT too (Ctrl-\, `timeout -s QUIT`): the ranks get it, and under --crash-report print
+  // every thread's frames; ddprun stays to pass their output on, then names the signal.
+  ::sigaction(SIGQUIT, &sa, nullptr);
 
   for (int round = 0;; ++round) {
     round_outcome res = run_round(j, round);

@@ -139,6 +139,59 @@ src, text = symbolized(out)
 check(re.search(r" interrupted\n\s+(\(anonymous namespace\)::)?crash_victim_spin\(\) at .*crash_victim\.cpp:%d\b"
                 % spin_line, text) is not None, "spin: symbolized to the spinning line", text)
 
+# A hung program sent SIGQUIT: every thread's frames (the one the signal reached first, then each
+# other one it asks), a line for the thread that blocks SIGQUIT, then death by SIGQUIT. The
+# victim resets SIGQUIT to its default first: a shell may start a background job with it ignored.
+def default_quit():
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
+def hang_and_quit(args, ready_lines, env_extra=None):
+    env = dict(os.environ, **(env_extra or {}))
+    p = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         preexec_fn=default_quit, start_new_session=True)  # its own group: killed whole
+    started = time.monotonic()
+    try:
+        seen = ""
+        while seen.count("crash_victim: hanging") < ready_lines and time.monotonic() - started < 30:
+            line = p.stdout.readline()
+            if not line:
+                break
+            seen += line
+        time.sleep(0.3)  # from its write to the pause() it hangs in
+        sent = time.monotonic()
+        p.send_signal(signal.SIGQUIT)
+        out = seen + p.communicate(timeout=30)[0]
+        return p.returncode, out, time.monotonic() - sent
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)  # ddprun and its ranks
+        return "timeout", seen + p.communicate()[0], 30
+
+
+rc, out, took = hang_and_quit([victim, "hang"], 1, {"LD_PRELOAD": library})
+check(rc == -signal.SIGQUIT and took < 10, "hang: died of SIGQUIT within 10 s (rc %s, %.1f s)" % (rc, took), out)
+check(len(re.findall(r"thread \d+: SIGQUIT: the frames of every thread follow", out)) == 1
+      and len(re.findall(r"thread \d+: frames$", out, re.M)) == 1
+      and len(re.findall(r"thread \d+: did not answer within 1 s", out)) == 1,
+      "hang: one head, one other thread's frames, one thread that could not answer", out)
+check(re.search(r": module \S+/%s build-id" % re.escape(os.path.basename(victim)), out) is not None,
+      "hang: the module lines follow", out)
+src, text = symbolized(out)
+for fn in ("crash_victim_sleeper", "crash_victim_hang"):
+    check(re.search(r"^\s+(\(anonymous namespace\)::)?%s\(\) at .*crash_victim\.cpp:\d+" % fn, text, re.M)
+          is not None, "hang: symbolized frames name %s" % fn, text)
+
+# The same through `ddprun --crash-report`: ddprun passes SIGQUIT on to its ranks, stays to
+# pass their frames on, and names the signal (exit 128 + 3).
+rc, out, took = hang_and_quit([ddprun, "--crash-report", "--nproc-per-node", "2", victim, "hang"], 2,
+                              {"DDP_TIMEOUT": "20s"})
+check(rc == 128 + signal.SIGQUIT, "ddprun, hang: exit 131 (got %s)" % rc, out)
+check("ddprun: got signal %d, forwarding it to every rank" % signal.SIGQUIT in out,
+      "ddprun, hang: says it passed SIGQUIT on", out)
+for r in (0, 1):
+    check(re.search(r"^\[%d\] ddp crash report: pid \d+, thread \d+: SIGQUIT: the frames" % r, out, re.M)
+          is not None, "ddprun, hang: rank %d's every-thread report" % r, out)
+
 # An uncaught exception: libstdc++ says what, the report says where it was thrown.
 rc, out = run([victim, "abort"])
 expect_report("abort", rc, out, signal.SIGABRT, ["crash_victim_throw", "main"])

@@ -1,6 +1,7 @@
 // A program that dies on purpose, for tools.crash_report (tests/tools/crash_report.py):
-//   crash_victim segv | thread | threads | abort | raise | spin | fpe | ill | nullfn | chain | ok |
-//   rank1_segv crash_victim dlopen_lock SLOW_INIT_LIBRARY
+//   crash_victim segv | thread | threads | abort | raise | spin | hang | fpe | ill | nullfn
+//   crash_victim chain | ok | rank1_segv
+//   crash_victim dlopen_lock SLOW_INIT_LIBRARY
 // noipa: the compiler may neither inline these nor see through them, so the frames the test
 // expects exist and the null write stays a write (not a trap the optimizer put in its place).
 #include <dlfcn.h>
@@ -44,6 +45,39 @@ volatile unsigned long spins = 0;
   std::fflush(stdout);
   for (;;)
     spins = spins + 1; // crash_victim: the spinning line
+}
+
+// A hung program, for SIGQUIT: the main thread and a sleeper wait forever, a third thread
+// blocks SIGQUIT (it cannot say where it is).
+[[gnu::noipa]] void crash_victim_sleeper() {
+  for (;;)
+    ::pause(); // crash_victim: the sleeper's line
+}
+[[gnu::noipa]] void crash_victim_deaf() {
+  sigset_t quit;
+  sigemptyset(&quit);
+  sigaddset(&quit, SIGQUIT);
+  pthread_sigmask(SIG_BLOCK, &quit, nullptr);
+  for (;;)
+    ::pause();
+}
+[[gnu::noipa]] void crash_victim_hang() {
+  ::alarm(60); // a test that never sends SIGQUIT (killed itself, say) leaves nothing running
+  std::atomic<int> started{0};
+  std::thread([&started] {
+    ++started;
+    crash_victim_sleeper();
+  }).detach();
+  std::thread([&started] {
+    ++started;
+    crash_victim_deaf();
+  }).detach();
+  while (started.load() < 2)
+    std::this_thread::yield();
+  std::puts("crash_victim: hanging");
+  std::fflush(stdout);
+  for (;;)
+    ::pause(); // crash_victim: the main thread's line
 }
 
 // Several threads fault at the same moment: one report, whole.
@@ -106,6 +140,7 @@ int main(int argc, char** argv) {
   }
   if (mode == "threads") crash_on_threads_at_once();
   if (mode == "spin") crash_victim_spin();
+  if (mode == "hang") crash_victim_hang();
   if (mode == "fpe") return crash_victim_divide(argc);
   if (mode == "ill") crash_victim_trap();
   if (mode == "nullfn") crash_victim_call_null();
