@@ -114,6 +114,12 @@ std::atomic<pid_t> reporting_thread{0};
 static_assert(std::atomic<pid_t>::is_always_lock_free, "a lock-free atomic is async-signal-safe");
 constexpr int wait_for_report_ms = 10000;
 
+// A thread that dies while another prints a SIGQUIT dump: told at the dump's end (the first
+// one only), and the process dies of its signal, not of SIGQUIT.
+std::atomic<int> late_signal{0};
+std::atomic<pid_t> late_thread{0};
+std::atomic<std::uintptr_t> late_address{0};
+
 void on_fatal_signal(int sig, siginfo_t* info, void* context) {
   const int saved_errno = errno;
   const pid_t self = this_thread();
@@ -121,6 +127,12 @@ void on_fatal_signal(int sig, siginfo_t* info, void* context) {
   if (reporting_thread.compare_exchange_strong(owner, self)) {
     report(sig, info, static_cast<const ucontext_t*>(context));
   } else if (owner != self) {
+    int none = 0;
+    if (late_signal.compare_exchange_strong(none, sig)) {
+      late_thread.store(self);
+      late_address.store(
+          info != nullptr && info->si_code > 0 ? reinterpret_cast<std::uintptr_t>(info->si_addr) : 0);
+    }
     for (int waited = 0; waited < wait_for_report_ms; waited += 10) {
       const timespec tick{0, 10 * 1000 * 1000};
       ::nanosleep(&tick, nullptr);
@@ -133,16 +145,47 @@ void on_fatal_signal(int sig, siginfo_t* info, void* context) {
 // SIGQUIT (Ctrl-\, `timeout -s QUIT`, ddprun passing it on): a hung process says where each of
 // its threads is, then dies of SIGQUIT as it would have. The thread the signal reached prints its
 // own frames, then asks every other thread in turn (SIGQUIT again, sent to that thread alone)
-// and waits for it to print its own. A thread that blocks signals cannot answer: a line says so.
-// Time limits: 1 s a thread, 4 s in all, under ddprun's default grace period of 5 s before
-// SIGKILL.
-std::atomic<pid_t> asked_thread{0};    // the thread asked to print its frames now
-std::atomic<pid_t> answered_thread{0}; // the last one that did
+// and waits for it to print its own. A thread that blocks SIGQUIT is named and skipped, not
+// waited for. Time limits: 1 s a thread, 4 s in all, under ddprun's grace period (at least 5 s
+// after a SIGQUIT) before SIGKILL.
+//
+// The ask is a handshake, so answers never mix: the dumping thread stores the tid in
+// asked_thread; the asked thread claims it (tid -> -tid) before printing, and stores its tid in
+// answered_thread after. Another SIGQUIT reaching that thread meanwhile (timeout and a terminal
+// signal the whole process group, ddprun passes it on too) finds no tid to claim and is ignored;
+// an answer that comes after the dumping thread took the ask back (tid -> 0) is never printed.
+std::atomic<pid_t> asked_thread{0};
+std::atomic<pid_t> answered_thread{0};
 constexpr std::int64_t wait_for_thread_ns = 1'000'000'000;
 constexpr std::int64_t wait_for_all_ns = 4'000'000'000;
 constexpr int max_threads = 1024;
 
-void dump_every_thread(const ucontext_t* context) {
+void wait_ms(int ms) {
+  const timespec tick{0, ms * 1000L * 1000L};
+  ::nanosleep(&tick, nullptr);
+}
+
+// Asks one thread for its frames; false when it did not answer in time.
+bool ask_thread(pid_t thread) {
+  asked_thread.store(thread);
+  if (::syscall(SYS_tgkill, ::getpid(), thread, SIGQUIT) != 0) { // it has exited since
+    asked_thread.store(0);
+    return true;
+  }
+  const std::int64_t until = monotonic_ns() + wait_for_thread_ns;
+  while (answered_thread.load() != thread && monotonic_ns() < until)
+    wait_ms(1);
+  pid_t expected = thread;
+  if (asked_thread.compare_exchange_strong(expected, 0)) return false; // never claimed: taken back
+  // Claimed (-thread): it is printing; let it finish (bounded as well).
+  const std::int64_t finish_by = monotonic_ns() + wait_for_thread_ns;
+  while (answered_thread.load() != thread && monotonic_ns() < finish_by)
+    wait_ms(1);
+  asked_thread.store(0);
+  return answered_thread.load() == thread;
+}
+
+[[gnu::noinline]] void dump_every_thread(const ucontext_t* context) {
   const pid_t self = this_thread();
   line head;
   start_thread_line(head, self) << "SIGQUIT: the frames of every thread follow, this one's first";
@@ -153,25 +196,31 @@ void dump_every_thread(const ucontext_t* context) {
   const std::int64_t give_up_at = monotonic_ns() + wait_for_all_ns;
   for (int i = 0; i < n; ++i) {
     if (threads[i] == self) continue;
+    line note;
+    if (blocks_signal(threads[i], SIGQUIT)) {
+      start_thread_line(note, threads[i]) << "blocks SIGQUIT: its frames cannot be shown";
+      note.write_out();
+      continue;
+    }
     if (monotonic_ns() >= give_up_at) {
-      line rest;
-      start_line(rest) << ": (the other threads' frames not shown: time is up)";
-      rest.write_out();
-      break;
+      start_thread_line(note, threads[i]) << "not asked for its frames: the 4 s for all threads are spent";
+      note.write_out();
+      continue;
     }
-    asked_thread.store(threads[i]);
-    const bool sent = ::syscall(SYS_tgkill, ::getpid(), threads[i], SIGQUIT) == 0;
-    const std::int64_t until = monotonic_ns() + wait_for_thread_ns;
-    while (sent && answered_thread.load() != threads[i] && monotonic_ns() < until) {
-      const timespec tick{0, 1000 * 1000};
-      ::nanosleep(&tick, nullptr);
+    if (!ask_thread(threads[i])) {
+      start_thread_line(note, threads[i]) << "did not answer within 1 s (stuck with signals held off?)";
+      note.write_out();
     }
-    asked_thread.store(0);
-    if (sent && answered_thread.load() != threads[i]) {
-      line deaf;
-      start_thread_line(deaf, threads[i]) << "did not answer within 1 s (it blocks SIGQUIT, or is stuck)";
-      deaf.write_out();
+  }
+  if (const int sig = late_signal.load(); sig != 0) {
+    line late;
+    start_thread_line(late, late_thread.load()) << signal_name(sig);
+    if (const std::uintptr_t address = late_address.load(); address != 0) {
+      late << " (address ";
+      late.hex(address) << ")";
     }
+    late << ": it died while these frames were printed (its frames above end in this library's handler)";
+    late.write_out();
   }
   print_modules();
 }
@@ -179,7 +228,8 @@ void dump_every_thread(const ucontext_t* context) {
 void on_quit(int sig, siginfo_t*, void* context) {
   const int saved_errno = errno;
   const pid_t self = this_thread();
-  if (asked_thread.load() == self) { // the dumping thread asks this one for its frames
+  pid_t asked = self;
+  if (asked_thread.compare_exchange_strong(asked, -self)) { // the dumping thread asks this one
     line head;
     start_thread_line(head, self) << "frames";
     head.write_out();
@@ -190,12 +240,13 @@ void on_quit(int sig, siginfo_t*, void* context) {
   }
   pid_t owner = 0;
   if (!reporting_thread.compare_exchange_strong(owner, self)) {
-    errno = saved_errno; // a report is under way; it ends the process
+    errno = saved_errno; // a report is under way, or this is a second SIGQUIT: ignored
     return;
   }
   dump_every_thread(static_cast<const ucontext_t*>(context));
   errno = saved_errno;
-  die_of(sig);
+  const int late = late_signal.load();
+  die_of(late != 0 ? late : sig); // a thread that died meanwhile: its death is the one to tell
 }
 
 // Each thread that overflows its stack would need a stack of its own to report on; the main

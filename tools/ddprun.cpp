@@ -361,6 +361,7 @@ round_outcome run_round(job& j, int round) {
   const auto grace_span = std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(j.grace));
   // Deadlines; `never` when not armed (now() > never is false).
   constexpr auto never = clock::time_point::max();
+  constexpr clock::duration quit_report_span = std::chrono::seconds(5);
   clock::time_point term_at = never, kill_at = never, pipes_deadline = never;
   // Another node's failure is looked for in the store this often (a check is one
   // round trip, well under a millisecond on a live store).
@@ -390,6 +391,9 @@ round_outcome run_round(job& j, int round) {
       terminate_all(sig); // the user asked: forward at once
       term_at = never;
       if (kill_at == never) kill_at = clock::now() + grace_span;
+      // SIGQUIT asks ranks under --crash-report for every thread's frames, which takes up to 4 s
+      // (tools/crash_report.cpp): at least 5 s before SIGKILL, whatever the grace period.
+      if (sig == SIGQUIT) kill_at = std::max(kill_at, clock::now() + std::max(grace_span, quit_report_span));
       if (res.exit_code == 0) res.exit_code = 128 + sig;
       res.user_signal = true;
     }

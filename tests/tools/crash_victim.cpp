@@ -53,11 +53,12 @@ volatile unsigned long spins = 0;
   for (;;)
     ::pause(); // crash_victim: the sleeper's line
 }
-[[gnu::noipa]] void crash_victim_deaf() {
+[[gnu::noipa]] void crash_victim_deaf(std::atomic<int>& started) {
   sigset_t quit;
   sigemptyset(&quit);
   sigaddset(&quit, SIGQUIT);
   pthread_sigmask(SIG_BLOCK, &quit, nullptr);
+  ++started; // only now: blocked before the main thread says it hangs
   for (;;)
     ::pause();
 }
@@ -68,10 +69,7 @@ volatile unsigned long spins = 0;
     ++started;
     crash_victim_sleeper();
   }).detach();
-  std::thread([&started] {
-    ++started;
-    crash_victim_deaf();
-  }).detach();
+  std::thread([&started] { crash_victim_deaf(started); }).detach();
   while (started.load() < 2)
     std::this_thread::yield();
   std::puts("crash_victim: hanging");

@@ -64,7 +64,7 @@ inline void print_frame(std::uintmax_t index, std::uintptr_t addr, const char* n
   frame.dec(index) << " ";
   const module m = module_of(addr);
   if (m.found) {
-    frame << m.path << "+";
+    frame.long_text(m.path) << "+";
     frame.hex(addr - m.bias);
     seen.add(m);
   } else {
@@ -111,7 +111,8 @@ inline void print_frames(const ucontext_t* context, bool faulted) {
 inline void print_modules() {
   for (int i = 0; i < seen.count; ++i) {
     line id;
-    start_line(id) << ": module " << seen.list[i].path << " build-id ";
+    start_line(id) << ": module ";
+    id.long_text(seen.list[i].path) << " build-id ";
     if (append_build_id(seen.list[i], id)) id.write_out();
   }
 }
