@@ -119,6 +119,7 @@ constexpr int wait_for_report_ms = 10000;
 std::atomic<int> late_signal{0};
 std::atomic<pid_t> late_thread{0};
 std::atomic<std::uintptr_t> late_address{0};
+std::atomic<bool> late_address_known{false}; // a fault's (0 is an answer: a null pointer)
 
 void on_fatal_signal(int sig, siginfo_t* info, void* context) {
   const int saved_errno = errno;
@@ -130,8 +131,10 @@ void on_fatal_signal(int sig, siginfo_t* info, void* context) {
     int none = 0;
     if (late_signal.compare_exchange_strong(none, sig)) {
       late_thread.store(self);
-      late_address.store(
-          info != nullptr && info->si_code > 0 ? reinterpret_cast<std::uintptr_t>(info->si_addr) : 0);
+      if (info != nullptr && info->si_code > 0 && sig != SIGABRT) {
+        late_address.store(reinterpret_cast<std::uintptr_t>(info->si_addr));
+        late_address_known.store(true);
+      }
     }
     for (int waited = 0; waited < wait_for_report_ms; waited += 10) {
       const timespec tick{0, 10 * 1000 * 1000};
@@ -145,8 +148,8 @@ void on_fatal_signal(int sig, siginfo_t* info, void* context) {
 // SIGQUIT (Ctrl-\, `timeout -s QUIT`, ddprun passing it on): a hung process says where each of
 // its threads is, then dies of SIGQUIT as it would have. The thread the signal reached prints its
 // own frames, then asks every other thread in turn (SIGQUIT again, sent to that thread alone)
-// and waits for it to print its own. A thread that blocks SIGQUIT is named and skipped, not
-// waited for. Time limits: 1 s a thread, 4 s in all, under ddprun's grace period (at least 5 s
+// and waits for it to print its own. A thread that blocks SIGQUIT is named and skipped after
+// 250 ms, not waited for. Time limits: 1 s a thread, 4 s in all, under ddprun's grace period (at least 5 s
 // after a SIGQUIT) before SIGKILL.
 //
 // The ask is a handshake, so answers never mix: the dumping thread stores the tid in
@@ -158,6 +161,8 @@ std::atomic<pid_t> asked_thread{0};
 std::atomic<pid_t> answered_thread{0};
 constexpr std::int64_t wait_for_thread_ns = 1'000'000'000;
 constexpr std::int64_t wait_for_all_ns = 4'000'000'000;
+constexpr std::int64_t blocked_for_ns =
+    250'000'000; // a thread in this library's handler leaves it in microseconds
 constexpr int max_threads = 1024;
 
 void wait_ms(int ms) {
@@ -185,6 +190,17 @@ bool ask_thread(pid_t thread) {
   return answered_thread.load() == thread;
 }
 
+// Whether a thread still blocks `sig` after `ns`: a thread inside one of this library's
+// handlers (a second SIGQUIT, which it ignores) blocks SIGQUIT only for that moment.
+bool blocks_signal_for(pid_t thread, int sig, std::int64_t ns) {
+  const std::int64_t until = monotonic_ns() + ns;
+  while (blocks_signal(thread, sig)) {
+    if (monotonic_ns() >= until) return true;
+    wait_ms(1);
+  }
+  return false;
+}
+
 [[gnu::noinline]] void dump_every_thread(const ucontext_t* context) {
   const pid_t self = this_thread();
   line head;
@@ -197,7 +213,7 @@ bool ask_thread(pid_t thread) {
   for (int i = 0; i < n; ++i) {
     if (threads[i] == self) continue;
     line note;
-    if (blocks_signal(threads[i], SIGQUIT)) {
+    if (blocks_signal_for(threads[i], SIGQUIT, blocked_for_ns)) {
       start_thread_line(note, threads[i]) << "blocks SIGQUIT: its frames cannot be shown";
       note.write_out();
       continue;
@@ -215,11 +231,11 @@ bool ask_thread(pid_t thread) {
   if (const int sig = late_signal.load(); sig != 0) {
     line late;
     start_thread_line(late, late_thread.load()) << signal_name(sig);
-    if (const std::uintptr_t address = late_address.load(); address != 0) {
+    if (late_address_known.load()) {
       late << " (address ";
-      late.hex(address) << ")";
+      late.hex(late_address.load()) << ")";
     }
-    late << ": it died while these frames were printed (its frames above end in this library's handler)";
+    late << ": this thread died while the frames were printed; the process dies of its signal";
     late.write_out();
   }
   print_modules();
