@@ -78,10 +78,16 @@ const char* code_name(int sig, int code) {
 }
 
 constexpr int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+
+// A fault the kernel raised (si_addr is then its address), not a signal a process sent.
+bool kernel_fault(int sig, const siginfo_t* info) {
+  return sig != SIGABRT && info != nullptr && info->si_code > 0;
+}
+
 void report(int sig, siginfo_t* info, const ucontext_t* context) {
   line head;
   start_thread_line(head, this_thread()) << signal_name(sig);
-  const bool faulted = sig != SIGABRT && info != nullptr && info->si_code > 0; // sent by the kernel
+  const bool faulted = kernel_fault(sig, info);
   if (faulted && info->si_code == SI_KERNEL) {
     head << " (address unknown: a general protection fault, e.g. a non-canonical pointer)";
   } else if (faulted) {
@@ -131,15 +137,13 @@ void on_fatal_signal(int sig, siginfo_t* info, void* context) {
     int none = 0;
     if (late_signal.compare_exchange_strong(none, sig)) {
       late_thread.store(self);
-      if (info != nullptr && info->si_code > 0 && sig != SIGABRT) {
+      if (kernel_fault(sig, info)) {
         late_address.store(reinterpret_cast<std::uintptr_t>(info->si_addr));
         late_address_known.store(true);
       }
     }
-    for (int waited = 0; waited < wait_for_report_ms; waited += 10) {
-      const timespec tick{0, 10 * 1000 * 1000};
-      ::nanosleep(&tick, nullptr);
-    }
+    for (int waited = 0; waited < wait_for_report_ms; waited += 10)
+      wait_ms(10);
   }
   errno = saved_errno;
   die_of(sig);
@@ -149,8 +153,8 @@ void on_fatal_signal(int sig, siginfo_t* info, void* context) {
 // its threads is, then dies of SIGQUIT as it would have. The thread the signal reached prints its
 // own frames, then asks every other thread in turn (SIGQUIT again, sent to that thread alone)
 // and waits for it to print its own. A thread that blocks SIGQUIT is named and skipped after
-// 250 ms, not waited for. Time limits: 1 s a thread, 4 s in all, under ddprun's grace period (at least 5 s
-// after a SIGQUIT) before SIGKILL.
+// 250 ms, not waited for. Time limits: 1 s a thread, 4 s in all, under ddprun's grace period
+// (at least 5 s after a SIGQUIT) before SIGKILL.
 //
 // The ask is a handshake, so answers never mix: the dumping thread stores the tid in
 // asked_thread; the asked thread claims it (tid -> -tid) before printing, and stores its tid in
@@ -161,13 +165,15 @@ std::atomic<pid_t> asked_thread{0};
 std::atomic<pid_t> answered_thread{0};
 constexpr std::int64_t wait_for_thread_ns = 1'000'000'000;
 constexpr std::int64_t wait_for_all_ns = 4'000'000'000;
-constexpr std::int64_t blocked_for_ns =
-    250'000'000; // a thread in this library's handler leaves it in microseconds
+// A thread inside this library's handler leaves it (and unblocks SIGQUIT) in microseconds.
+constexpr std::int64_t blocked_for_ns = 250'000'000;
 constexpr int max_threads = 1024;
 
-void wait_ms(int ms) {
-  const timespec tick{0, ms * 1000L * 1000L};
-  ::nanosleep(&tick, nullptr);
+bool wait_for_answer(pid_t thread) {
+  const std::int64_t until = monotonic_ns() + wait_for_thread_ns;
+  while (answered_thread.load() != thread && monotonic_ns() < until)
+    wait_ms(1);
+  return answered_thread.load() == thread;
 }
 
 // Asks one thread for its frames; false when it did not answer in time.
@@ -177,17 +183,12 @@ bool ask_thread(pid_t thread) {
     asked_thread.store(0);
     return true;
   }
-  const std::int64_t until = monotonic_ns() + wait_for_thread_ns;
-  while (answered_thread.load() != thread && monotonic_ns() < until)
-    wait_ms(1);
+  bool answered = wait_for_answer(thread);
   pid_t expected = thread;
-  if (asked_thread.compare_exchange_strong(expected, 0)) return false; // never claimed: taken back
-  // Claimed (-thread): it is printing; let it finish (bounded as well).
-  const std::int64_t finish_by = monotonic_ns() + wait_for_thread_ns;
-  while (answered_thread.load() != thread && monotonic_ns() < finish_by)
-    wait_ms(1);
+  if (!answered && asked_thread.compare_exchange_strong(expected, 0)) return false; // never claimed
+  if (!answered) answered = wait_for_answer(thread); // claimed (-thread): printing; let it finish
   asked_thread.store(0);
-  return answered_thread.load() == thread;
+  return answered;
 }
 
 // Whether a thread still blocks `sig` after `ns`: a thread inside one of this library's

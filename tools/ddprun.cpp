@@ -211,13 +211,14 @@ void report_round_failure(job& j, int round, const std::string& report) {
 /// thread at fork time would never be released in the child).
 std::vector<std::string> rank_environment(const job& j, int local, int round, const std::string& note_file) {
   std::vector<std::string> env;
-  auto skip = [](std::string_view kv) {
+  // What ddprun sets below; LD_PRELOAD only under --crash-report (which keeps the user's).
+  auto skip = [&j](std::string_view kv) {
     for (std::string_view n :
          {"RANK=", "LOCAL_RANK=", "WORLD_SIZE=", "LOCAL_WORLD_SIZE=", "GROUP_RANK=", "NODE_RANK=",
           "MASTER_ADDR=", "MASTER_PORT=", "DDP_TOKEN=", "DDP_FAILURE_FILE=", "DDP_STORE_IN_LAUNCHER=",
           "DDP_RESTART_ROUND=", "TORCHELASTIC_USE_AGENT_STORE="})
       if (kv.starts_with(n)) return true;
-    return false;
+    return !j.crash_report.empty() && kv.starts_with("LD_PRELOAD=");
   };
   for (char** e = environ; *e; ++e)
     if (!skip(*e)) env.emplace_back(*e);
@@ -237,7 +238,6 @@ std::vector<std::string> rank_environment(const job& j, int local, int round, co
   if (!j.crash_report.empty()) {
     // After whatever the user preloads already: a sanitizer's runtime must come first.
     const char* before = std::getenv("LD_PRELOAD");
-    std::erase_if(env, [](const std::string& kv) { return kv.starts_with("LD_PRELOAD="); });
     set("LD_PRELOAD",
         (before != nullptr && *before != '\0' ? std::string(before) + " " : "") + j.crash_report);
   }

@@ -112,28 +112,51 @@ for attempt in range(5):
 rc, out = run([victim, "segv"], extra_env={"DDP_CRASH_REPORT_LOOKUP": "dladdr"})
 expect_report("segv, dladdr lookup", rc, out, signal.SIGSEGV, ["crash_victim_null_write", "main"], fault_line)
 
+def default_quit_no_core():
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def signal_when_ready(args, ready, ready_lines, sig, env_extra=None, whole_group=False):
+    """Starts a program, waits for `ready_lines` lines holding `ready`, sends it `sig` (to its
+    process group too when `whole_group`, as a terminal's Ctrl-\\ and `timeout` do):
+    (rc, output, seconds from the signal to the end). The program starts with SIGQUIT at its
+    default (a shell may start a background job with it ignored) and dumps no core."""
+    env = dict(os.environ, **(env_extra or {}))
+    # Unbuffered: what follows the ready lines stays in the pipe for communicate().
+    p = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=0,
+                         preexec_fn=default_quit_no_core, start_new_session=True)
+    started = time.monotonic()
+    seen = b""
+    try:
+        while seen.count(ready.encode()) < ready_lines and time.monotonic() - started < 30:
+            line = p.stdout.readline()
+            if not line:
+                break
+            seen += line
+        time.sleep(0.3)  # from its write to the loop it waits in
+        sent = time.monotonic()
+        if whole_group:
+            os.killpg(p.pid, sig)
+        else:
+            p.send_signal(sig)
+        out = seen + p.communicate(timeout=30)[0]
+        return p.returncode, out.decode(errors="replace"), time.monotonic() - sent
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)  # a launcher and its ranks
+        return "timeout", (seen + p.communicate()[0]).decode(errors="replace"), 30
+
+
 # A signal sent from outside (timeout -s ABRT, kill): the frame it stopped is marked, and its
 # address is taken as it is (not as a return address, one byte earlier). The victim says it is
 # about to spin; a signal that still finds it finishing that write is tried again.
-def spin_and_abort():
-    p = subprocess.Popen([victim, "spin"], env=dict(os.environ, LD_PRELOAD=library), stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True)
-    try:
-        first = p.stdout.readline()
-        time.sleep(0.3)
-        p.send_signal(signal.SIGABRT)
-        return p, first + p.communicate(timeout=30)[0]
-    except subprocess.TimeoutExpired:
-        p.kill()
-        return p, p.communicate()[0]
-
-
 for attempt in range(3):
-    p, out = spin_and_abort()
+    rc, out, _ = signal_when_ready([victim, "spin"], "crash_victim: spinning", 1, signal.SIGABRT,
+                                   {"LD_PRELOAD": library})
     interrupted = [l for l in frames(out) if l.endswith(" interrupted")]
     if interrupted and os.path.realpath(victim) in interrupted[0]:
         break
-check(p.returncode == -signal.SIGABRT, "spin: died of SIGABRT (rc %s)" % p.returncode, out)
+check(rc == -signal.SIGABRT, "spin: died of SIGABRT (rc %s)" % rc, out)
 check(len(interrupted) == 1 and os.path.realpath(victim) in interrupted[0],
       "spin: the frame the signal stopped is marked interrupted, in the victim", out)
 src, text = symbolized(out)
@@ -141,43 +164,9 @@ check(re.search(r" interrupted\n\s+(\(anonymous namespace\)::)?crash_victim_spin
                 % spin_line, text) is not None, "spin: symbolized to the spinning line", text)
 
 # A hung program sent SIGQUIT: every thread's frames (the one the signal reached first, then each
-# other one it asks), a line for the thread that blocks SIGQUIT, then death by SIGQUIT. The
-# victim resets SIGQUIT to its default first (a shell may start a background job with it
-# ignored) and dumps no core.
-def quit_at_default_no_core():
-    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-
-def hang_and_quit(args, ready_lines, env_extra=None, whole_group=False):
-    """Starts a program that hangs, waits for its `ready_lines` "hanging" lines, sends SIGQUIT (to
-    its process group too, as a terminal's Ctrl-\\ and `timeout` do): (rc, output, seconds)."""
-    env = dict(os.environ, **(env_extra or {}))
-    # Unbuffered: what follows the "hanging" lines stays in the pipe for communicate().
-    p = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=0,
-                         preexec_fn=quit_at_default_no_core, start_new_session=True)
-    started = time.monotonic()
-    seen = b""
-    try:
-        while seen.count(b"crash_victim: hanging") < ready_lines and time.monotonic() - started < 30:
-            line = p.stdout.readline()
-            if not line:
-                break
-            seen += line
-        time.sleep(0.3)  # from its write to the pause() it hangs in
-        sent = time.monotonic()
-        if whole_group:
-            os.killpg(p.pid, signal.SIGQUIT)
-        else:
-            p.send_signal(signal.SIGQUIT)
-        out = seen + p.communicate(timeout=30)[0]
-        return p.returncode, out.decode(errors="replace"), time.monotonic() - sent
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)  # ddprun and its ranks
-        return "timeout", (seen + p.communicate()[0]).decode(errors="replace"), 30
-
-
-rc, out, took = hang_and_quit([victim, "hang"], 1, {"LD_PRELOAD": library})
+# other one it asks), a line for the thread that blocks SIGQUIT, then death by SIGQUIT.
+rc, out, took = signal_when_ready([victim, "hang"], "crash_victim: hanging", 1, signal.SIGQUIT,
+                                  {"LD_PRELOAD": library})
 check(rc == -signal.SIGQUIT and took < 5, "hang: died of SIGQUIT within 5 s (rc %s, %.1f s)" % (rc, took), out)
 check(len(re.findall(r"thread \d+: SIGQUIT: the frames of every thread follow", out)) == 1
       and len(re.findall(r"thread \d+: frames$", out, re.M)) == 1
@@ -193,8 +182,9 @@ for fn in ("crash_victim_sleeper", "crash_victim_hang"):
 # The same through `ddprun --crash-report`, SIGQUIT sent to the whole process group (each rank
 # gets it from there and from ddprun, which passes it on): each rank's report once, each other
 # thread answering once; ddprun stays to pass the frames on and names the signal (exit 128 + 3).
-rc, out, took = hang_and_quit([ddprun, "--crash-report", "--nproc-per-node", "2", victim, "hang"], 2,
-                              {"DDP_TIMEOUT": "20s"}, whole_group=True)
+rc, out, took = signal_when_ready([ddprun, "--crash-report", "--nproc-per-node", "2", victim, "hang"],
+                                  "crash_victim: hanging", 2, signal.SIGQUIT, {"DDP_TIMEOUT": "20s"},
+                                  whole_group=True)
 check(rc == 128 + signal.SIGQUIT, "ddprun, hang: exit 131 (got %s)" % rc, out)
 check("ddprun: got signal %d, forwarding it to every rank" % signal.SIGQUIT in out,
       "ddprun, hang: says it passed SIGQUIT on", out)

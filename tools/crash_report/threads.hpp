@@ -20,6 +20,11 @@ inline std::int64_t monotonic_ns() {
   return std::int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
 }
 
+inline void wait_ms(int ms) {
+  const timespec tick{0, ms * 1000L * 1000L};
+  ::nanosleep(&tick, nullptr);
+}
+
 // The process's threads (up to `cap`), from /proc/self/task with the raw getdents64 system call:
 // opendir allocates, open and getdents64 do not.
 inline int list_threads(pid_t* out, int cap) {
