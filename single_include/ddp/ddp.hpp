@@ -9256,97 +9256,6 @@ inline void check(cudaError_t e, const char* call, int rank = -1) {
       rank);
 }
 
-/// Device memory, allocated once and kept.
-class device_buffer {
-public:
-  device_buffer() = default;
-  explicit device_buffer(std::size_t bytes, int rank = -1) {
-    if (bytes) check(cudaMalloc(&p_, bytes), "cudaMalloc (a device bucket buffer)", rank);
-    bytes_ = bytes;
-  }
-  device_buffer(device_buffer&& o) noexcept
-      : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  device_buffer& operator=(device_buffer&& o) noexcept {
-    std::swap(p_, o.p_);
-    std::swap(bytes_, o.bytes_);
-    return *this;
-  }
-  ~device_buffer() {
-    if (p_) cudaFree(p_);
-  }
-  void* get() const noexcept { return p_; }
-  std::size_t bytes() const noexcept { return bytes_; }
-
-private:
-  void* p_ = nullptr;
-  std::size_t bytes_ = 0;
-};
-
-/// Page-locked host memory (cudaHostAlloc): copies to and from the device run
-/// at ~55 GB/s against 6-10 GB/s pageable on the H200 (FACTS.md: 102 MB pinned
-/// 1.9 ms, pageable 10-18 ms). Allocated once and kept across steps.
-class pinned_buffer {
-public:
-  pinned_buffer() = default;
-  explicit pinned_buffer(std::size_t bytes, int rank = -1) {
-    if (bytes)
-      check(cudaHostAlloc(&p_, bytes, cudaHostAllocPortable), "cudaHostAlloc (a pinned staging buffer)",
-            rank);
-    bytes_ = bytes;
-  }
-  pinned_buffer(pinned_buffer&& o) noexcept
-      : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  pinned_buffer& operator=(pinned_buffer&& o) noexcept {
-    std::swap(p_, o.p_);
-    std::swap(bytes_, o.bytes_);
-    return *this;
-  }
-  ~pinned_buffer() {
-    if (p_) cudaFreeHost(p_);
-  }
-  std::byte* get() const noexcept { return static_cast<std::byte*>(p_); }
-  std::size_t bytes() const noexcept { return bytes_; }
-
-private:
-  void* p_ = nullptr;
-  std::size_t bytes_ = 0;
-};
-
-class stream {
-public:
-  explicit stream(int rank = -1) {
-    check(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", rank);
-  }
-  stream(const stream&) = delete;
-  stream& operator=(const stream&) = delete;
-  ~stream() {
-    if (s_) cudaStreamDestroy(s_);
-  }
-  cudaStream_t get() const noexcept { return s_; }
-
-private:
-  cudaStream_t s_ = nullptr;
-};
-
-class event {
-public:
-  explicit event(int rank = -1) {
-    check(cudaEventCreateWithFlags(&e_, cudaEventDisableTiming), "cudaEventCreateWithFlags", rank);
-  }
-  event(event&& o) noexcept : e_(std::exchange(o.e_, nullptr)) {}
-  event& operator=(event&& o) noexcept {
-    std::swap(e_, o.e_);
-    return *this;
-  }
-  ~event() {
-    if (e_) cudaEventDestroy(e_);
-  }
-  cudaEvent_t get() const noexcept { return e_; }
-
-private:
-  cudaEvent_t e_ = nullptr;
-};
-
 /// The calling thread's current device.
 inline int current_device(int rank = -1) {
   int d = 0;
@@ -9415,6 +9324,166 @@ private:
   int restore_ = -1;
 };
 
+/// device_guard for destructors: never throws. Where `device` cannot be made
+/// current (no driver left at exit, an invalid id) nothing changes, and the
+/// destroy call that follows reports into the void as before.
+class quiet_device_guard {
+public:
+  explicit quiet_device_guard(int device) noexcept {
+    int was = -1;
+    if (device < 0) return;
+    // Only this guard's own failures are cleared: a recoverable error the user's
+    // code has not read yet (a launch it queued) stays for the user to read.
+    if (cudaGetDevice(&was) != cudaSuccess) {
+      cudaGetLastError();
+      return;
+    }
+    if (was == device) return;
+    if (cudaSetDevice(device) != cudaSuccess) {
+      cudaGetLastError();
+      return;
+    }
+    if (primary_context_active(was)) restore_ = was;
+  }
+  quiet_device_guard(const quiet_device_guard&) = delete;
+  quiet_device_guard& operator=(const quiet_device_guard&) = delete;
+  ~quiet_device_guard() {
+    if (restore_ >= 0) cudaSetDevice(restore_);
+  }
+
+private:
+  int restore_ = -1;
+};
+
+/// The current device, or -1 where it cannot be read (noexcept: for owners
+/// that remember where they were created).
+inline int current_device_or_none() noexcept {
+  int d = -1;
+  if (cudaGetDevice(&d) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return d;
+}
+
+// The owners below remember the device current at their creation and make it
+// current again to free what they own: an object may be destroyed on a thread
+// or after a guard that left another device current (a process driving
+// several GPUs), and a stream or event belongs to its device's context.
+
+/// Device memory, allocated once and kept.
+class device_buffer {
+public:
+  device_buffer() = default;
+  explicit device_buffer(std::size_t bytes, int rank = -1) {
+    if (bytes) check(cudaMalloc(&p_, bytes), "cudaMalloc (a device bucket buffer)", rank);
+    bytes_ = bytes;
+    device_ = current_device_or_none();
+  }
+  device_buffer(device_buffer&& o) noexcept
+      : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)), device_(o.device_) {}
+  device_buffer& operator=(device_buffer&& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(bytes_, o.bytes_);
+    std::swap(device_, o.device_);
+    return *this;
+  }
+  ~device_buffer() {
+    if (!p_) return;
+    quiet_device_guard on(device_);
+    cudaFree(p_);
+  }
+  void* get() const noexcept { return p_; }
+  std::size_t bytes() const noexcept { return bytes_; }
+
+private:
+  void* p_ = nullptr;
+  std::size_t bytes_ = 0;
+  int device_ = -1;
+};
+
+/// Page-locked host memory (cudaHostAlloc): copies to and from the device run
+/// at ~55 GB/s against 6-10 GB/s pageable on the H200 (FACTS.md: 102 MB pinned
+/// 1.9 ms, pageable 10-18 ms). Allocated once and kept across steps.
+class pinned_buffer {
+public:
+  pinned_buffer() = default;
+  explicit pinned_buffer(std::size_t bytes, int rank = -1) {
+    if (bytes)
+      check(cudaHostAlloc(&p_, bytes, cudaHostAllocPortable), "cudaHostAlloc (a pinned staging buffer)",
+            rank);
+    bytes_ = bytes;
+    device_ = current_device_or_none();
+  }
+  pinned_buffer(pinned_buffer&& o) noexcept
+      : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)), device_(o.device_) {}
+  pinned_buffer& operator=(pinned_buffer&& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(bytes_, o.bytes_);
+    std::swap(device_, o.device_);
+    return *this;
+  }
+  ~pinned_buffer() {
+    if (!p_) return;
+    // Portable memory frees from any context, but a thread that never used CUDA
+    // would create one on device 0 for the call (PyTorch guards its event
+    // destructor for the same stray context).
+    quiet_device_guard on(device_);
+    cudaFreeHost(p_);
+  }
+  std::byte* get() const noexcept { return static_cast<std::byte*>(p_); }
+  std::size_t bytes() const noexcept { return bytes_; }
+
+private:
+  void* p_ = nullptr;
+  std::size_t bytes_ = 0;
+  int device_ = -1;
+};
+
+class stream {
+public:
+  explicit stream(int rank = -1) {
+    check(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", rank);
+    device_ = current_device_or_none();
+  }
+  stream(const stream&) = delete;
+  stream& operator=(const stream&) = delete;
+  ~stream() {
+    if (!s_) return;
+    quiet_device_guard on(device_);
+    cudaStreamDestroy(s_);
+  }
+  cudaStream_t get() const noexcept { return s_; }
+
+private:
+  cudaStream_t s_ = nullptr;
+  int device_ = -1;
+};
+
+class event {
+public:
+  explicit event(int rank = -1) {
+    check(cudaEventCreateWithFlags(&e_, cudaEventDisableTiming), "cudaEventCreateWithFlags", rank);
+    device_ = current_device_or_none();
+  }
+  event(event&& o) noexcept : e_(std::exchange(o.e_, nullptr)), device_(o.device_) {}
+  event& operator=(event&& o) noexcept {
+    std::swap(e_, o.e_);
+    std::swap(device_, o.device_);
+    return *this;
+  }
+  ~event() {
+    if (!e_) return;
+    quiet_device_guard on(device_);
+    cudaEventDestroy(e_);
+  }
+  cudaEvent_t get() const noexcept { return e_; }
+
+private:
+  cudaEvent_t e_ = nullptr;
+  int device_ = -1;
+};
+
 /// Makes `waiter` wait (on the device) for what is queued on `producer` so far.
 inline void order_after(cudaStream_t waiter, cudaStream_t producer, cudaEvent_t scratch, int rank) {
   check(cudaEventRecord(scratch, producer), "cudaEventRecord", rank);
@@ -9459,6 +9528,7 @@ DDP_END_NAMESPACE
 // ---- end ddp/detail/cuda/runtime.hpp ----
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 
@@ -9474,25 +9544,26 @@ struct copy_entry {
 static_assert(sizeof(copy_entry) == 24);
 
 /// The kernel handle, loaded once per process (cudaLibrary_t is
-/// context-independent: valid on every device). Errors are rethrown on each use.
+/// context-independent: valid on every device). Only a success is kept: a
+/// failed load (out of memory while the user's model filled the GPU, a driver
+/// not yet initialised) throws, and the next use tries again instead of
+/// rethrowing the first failure for the life of the process.
 inline cudaKernel_t convert_copy_kernel(int rank) {
-  static std::once_flag once;
-  static cudaKernel_t kernel = nullptr;
-  static cudaError_t failure = cudaSuccess;
-  static const char* failed_call = "";
-  std::call_once(once, [] {
-    cudaLibrary_t lib = nullptr;
-    failure = cudaLibraryLoadData(&lib, kernels_fatbin, nullptr, nullptr, 0, nullptr, nullptr, 0);
-    if (failure != cudaSuccess) {
-      failed_call = "cudaLibraryLoadData (ddp's embedded sm_90/compute_90 kernels; a GPU older than sm_90?)";
-      return;
-    }
-    failure = cudaLibraryGetKernel(&kernel, lib, "ddp_convert_copy");
-    if (failure != cudaSuccess) failed_call = "cudaLibraryGetKernel(ddp_convert_copy)";
-    // The library stays loaded for the life of the process.
-  });
-  check(failure, failed_call, rank);
-  return kernel;
+  static std::atomic<cudaKernel_t> loaded{nullptr};
+  static std::mutex loading;
+  if (cudaKernel_t k = loaded.load(std::memory_order_acquire)) return k; // every launch: no lock
+  std::lock_guard lock(loading);
+  if (cudaKernel_t k = loaded.load(std::memory_order_relaxed)) return k;
+  cudaLibrary_t lib = nullptr;
+  check(cudaLibraryLoadData(&lib, kernels_fatbin, nullptr, nullptr, 0, nullptr, nullptr, 0),
+        "cudaLibraryLoadData (ddp's embedded sm_90/compute_90 kernels; a GPU older than sm_90?)", rank);
+  cudaKernel_t k = nullptr;
+  if (cudaError_t e = cudaLibraryGetKernel(&k, lib, "ddp_convert_copy"); e != cudaSuccess) {
+    cudaLibraryUnload(lib); // the next try loads it afresh
+    check(e, "cudaLibraryGetKernel(ddp_convert_copy)", rank);
+  }
+  loaded.store(k, std::memory_order_release); // the library stays loaded for the life of the process
+  return k;
 }
 
 /// Loads the kernel into the current device's context now, not at its first
@@ -9604,10 +9675,7 @@ public:
   device_bucket_engine(const device_bucket_engine&) = delete;
   device_bucket_engine& operator=(const device_bucket_engine&) = delete;
   ~device_bucket_engine() {
-    std::optional<cuda::device_guard> on;
-    try {
-      on.emplace(device_, rank());
-    } catch (...) {}
+    cuda::quiet_device_guard on(device_); // the streams and events below belong to it
     wait_in_flight_quietly();
     unchecked_.log_all(); // the last step's collectives: nobody else would hear of a failure
     try {                 // buffers are freed below: nothing queued may still use them
@@ -13021,7 +13089,7 @@ public:
     await_comm("ncclCommInitRankConfig", clock::now() + init_limit, init_limit);
     cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     watch_.emplace(rank_, timeout_,
-                   watch_type::hooks{.on_start = [this] { cudaSetDevice(device_); }, // events query anywhere
+                   watch_type::hooks{.on_start = [this] { watcher_on_device(); },
                                      .health = [this](const std::string& what) { return async_error(what); },
                                      .poison =
                                          [this](std::exception_ptr why) {
@@ -13035,8 +13103,9 @@ public:
   nccl_communicator& operator=(const nccl_communicator&) = delete;
 
   ~nccl_communicator() {
-    queue_.stop();  // finish or fail what is queued, stop the worker
-    watch_.reset(); // then what the device still runs (each until its deadline)
+    queue_.stop();                        // finish or fail what is queued, stop the worker
+    watch_.reset();                       // then what the device still runs (each until its deadline)
+    cuda::quiet_device_guard on(device_); // the stream and scratch belong to it; the caller's may differ
     if (scratch_) cudaFree(scratch_);
     if (pinned_) cudaFreeHost(pinned_);
     if (stream_) cudaStreamDestroy(stream_);
@@ -13468,11 +13537,24 @@ private:
       aborted_ = true;
       doomed = comm_;
     }
-    std::optional<cuda::device_guard> on; // ncclCommAbort sets the device on the calling thread (any thread)
-    try {
-      on.emplace(device_, rank_);
-    } catch (...) {} // abort anyway; the caller's device may then stay switched
+    // ncclCommAbort sets the device on the calling thread (any thread); it aborts
+    // even where the caller's device cannot be restored.
+    cuda::quiet_device_guard on(device_);
     ncclCommAbort(doomed);
+  }
+
+  /// The watcher thread's start. It only queries events (cudaEventQuery works
+  /// from any device), so a device it cannot select is worth a line, not a
+  /// failure: the error is cleared so no later call on the thread reports it.
+  void watcher_on_device() {
+    if (cudaError_t e = cudaSetDevice(device_); e != cudaSuccess) {
+      cudaGetLastError();
+      log_line("rank " + std::to_string(rank_),
+               std::string("warning: NCCL's completion watcher could not select "
+                           "CUDA device ") +
+                   std::to_string(device_) + " (" + cudaGetErrorString(e) +
+                   "); it polls events from the default device");
+    }
   }
 
   int rank_, size_, device_ = 0;

@@ -31,10 +31,21 @@ READY = re.compile(r"^(?:\[\d+\] )?READY rank=(\d+) pid=(\d+)", re.M)
 FIRST = re.compile(r"ddprun: the first rank to fail was rank (\d+)")
 
 
+_PORTS = random.Random()  # its own draws: --seed fixes the trials, not the ports
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port free a moment ago, below the ephemeral range (32768-60999): one the kernel
+    hands out could be taken by another test before the job binds it (tests/support/spawn.hpp)."""
+    for _ in range(200):
+        port = _PORTS.randrange(20000, 32000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no free port in 20000-31999 after 200 draws")
 
 
 def parse_seconds(t):

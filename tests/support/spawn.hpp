@@ -5,11 +5,14 @@
 #include <arpa/inet.h>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <fcntl.h>
 #include <fstream>
 #include <map>
 #include <netinet/in.h>
+#include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -73,17 +76,26 @@ inline bool wait_for(process& p, std::chrono::milliseconds limit) {
   return false;
 }
 
-/// A port that was free a moment ago.
+/// A port that was free a moment ago, drawn at random below the ephemeral range
+/// (32768-60999 on Linux by default): a port the kernel hands out for port 0 or
+/// an outgoing connection could be taken by another test between this check and
+/// the job's bind (these tests run beside others, tests/CMakeLists.txt,
+/// ddp_waiting_tests); 20000-32000 is used by no test outside that lock group.
 inline int free_port() {
-  auto fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
+  static std::mt19937 draw(std::random_device{}());
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int port = std::uniform_int_distribution<int>(20000, 31999)(draw);
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) break;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    const bool free = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    if (free) return port;
+  }
+  throw std::runtime_error("free_port: no free port in 20000-31999 after 200 draws");
 }
 
 } // namespace ddp_test

@@ -17,6 +17,7 @@
 #include <ddp/backend/communicator.hpp>
 #include <ddp/detail/backend/collective_queue.hpp>
 #include <ddp/detail/backend/completion_watch.hpp>
+#include <ddp/detail/common/log.hpp>
 #include <ddp/detail/cuda/runtime.hpp>
 #include <ddp/op.hpp>
 #include <ddp/store.hpp>
@@ -114,7 +115,7 @@ public:
     await_comm("ncclCommInitRankConfig", clock::now() + init_limit, init_limit);
     cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     watch_.emplace(rank_, timeout_,
-                   watch_type::hooks{.on_start = [this] { cudaSetDevice(device_); }, // events query anywhere
+                   watch_type::hooks{.on_start = [this] { watcher_on_device(); },
                                      .health = [this](const std::string& what) { return async_error(what); },
                                      .poison =
                                          [this](std::exception_ptr why) {
@@ -128,8 +129,9 @@ public:
   nccl_communicator& operator=(const nccl_communicator&) = delete;
 
   ~nccl_communicator() {
-    queue_.stop();  // finish or fail what is queued, stop the worker
-    watch_.reset(); // then what the device still runs (each until its deadline)
+    queue_.stop();                        // finish or fail what is queued, stop the worker
+    watch_.reset();                       // then what the device still runs (each until its deadline)
+    cuda::quiet_device_guard on(device_); // the stream and scratch belong to it; the caller's may differ
     if (scratch_) cudaFree(scratch_);
     if (pinned_) cudaFreeHost(pinned_);
     if (stream_) cudaStreamDestroy(stream_);
@@ -561,11 +563,24 @@ private:
       aborted_ = true;
       doomed = comm_;
     }
-    std::optional<cuda::device_guard> on; // ncclCommAbort sets the device on the calling thread (any thread)
-    try {
-      on.emplace(device_, rank_);
-    } catch (...) {} // abort anyway; the caller's device may then stay switched
+    // ncclCommAbort sets the device on the calling thread (any thread); it aborts
+    // even where the caller's device cannot be restored.
+    cuda::quiet_device_guard on(device_);
     ncclCommAbort(doomed);
+  }
+
+  /// The watcher thread's start. It only queries events (cudaEventQuery works
+  /// from any device), so a device it cannot select is worth a line, not a
+  /// failure: the error is cleared so no later call on the thread reports it.
+  void watcher_on_device() {
+    if (cudaError_t e = cudaSetDevice(device_); e != cudaSuccess) {
+      cudaGetLastError();
+      log_line("rank " + std::to_string(rank_),
+               std::string("warning: NCCL's completion watcher could not select "
+                           "CUDA device ") +
+                   std::to_string(device_) + " (" + cudaGetErrorString(e) +
+                   "); it polls events from the default device");
+    }
   }
 
   int rank_, size_, device_ = 0;

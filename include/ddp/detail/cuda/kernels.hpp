@@ -19,6 +19,7 @@
 #include <ddp/tensor.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 
@@ -34,25 +35,26 @@ struct copy_entry {
 static_assert(sizeof(copy_entry) == 24);
 
 /// The kernel handle, loaded once per process (cudaLibrary_t is
-/// context-independent: valid on every device). Errors are rethrown on each use.
+/// context-independent: valid on every device). Only a success is kept: a
+/// failed load (out of memory while the user's model filled the GPU, a driver
+/// not yet initialised) throws, and the next use tries again instead of
+/// rethrowing the first failure for the life of the process.
 inline cudaKernel_t convert_copy_kernel(int rank) {
-  static std::once_flag once;
-  static cudaKernel_t kernel = nullptr;
-  static cudaError_t failure = cudaSuccess;
-  static const char* failed_call = "";
-  std::call_once(once, [] {
-    cudaLibrary_t lib = nullptr;
-    failure = cudaLibraryLoadData(&lib, kernels_fatbin, nullptr, nullptr, 0, nullptr, nullptr, 0);
-    if (failure != cudaSuccess) {
-      failed_call = "cudaLibraryLoadData (ddp's embedded sm_90/compute_90 kernels; a GPU older than sm_90?)";
-      return;
-    }
-    failure = cudaLibraryGetKernel(&kernel, lib, "ddp_convert_copy");
-    if (failure != cudaSuccess) failed_call = "cudaLibraryGetKernel(ddp_convert_copy)";
-    // The library stays loaded for the life of the process.
-  });
-  check(failure, failed_call, rank);
-  return kernel;
+  static std::atomic<cudaKernel_t> loaded{nullptr};
+  static std::mutex loading;
+  if (cudaKernel_t k = loaded.load(std::memory_order_acquire)) return k; // every launch: no lock
+  std::lock_guard lock(loading);
+  if (cudaKernel_t k = loaded.load(std::memory_order_relaxed)) return k;
+  cudaLibrary_t lib = nullptr;
+  check(cudaLibraryLoadData(&lib, kernels_fatbin, nullptr, nullptr, 0, nullptr, nullptr, 0),
+        "cudaLibraryLoadData (ddp's embedded sm_90/compute_90 kernels; a GPU older than sm_90?)", rank);
+  cudaKernel_t k = nullptr;
+  if (cudaError_t e = cudaLibraryGetKernel(&k, lib, "ddp_convert_copy"); e != cudaSuccess) {
+    cudaLibraryUnload(lib); // the next try loads it afresh
+    check(e, "cudaLibraryGetKernel(ddp_convert_copy)", rank);
+  }
+  loaded.store(k, std::memory_order_release); // the library stays loaded for the life of the process
+  return k;
 }
 
 /// Loads the kernel into the current device's context now, not at its first

@@ -31,97 +31,6 @@ inline void check(cudaError_t e, const char* call, int rank = -1) {
       rank);
 }
 
-/// Device memory, allocated once and kept.
-class device_buffer {
-public:
-  device_buffer() = default;
-  explicit device_buffer(std::size_t bytes, int rank = -1) {
-    if (bytes) check(cudaMalloc(&p_, bytes), "cudaMalloc (a device bucket buffer)", rank);
-    bytes_ = bytes;
-  }
-  device_buffer(device_buffer&& o) noexcept
-      : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  device_buffer& operator=(device_buffer&& o) noexcept {
-    std::swap(p_, o.p_);
-    std::swap(bytes_, o.bytes_);
-    return *this;
-  }
-  ~device_buffer() {
-    if (p_) cudaFree(p_);
-  }
-  void* get() const noexcept { return p_; }
-  std::size_t bytes() const noexcept { return bytes_; }
-
-private:
-  void* p_ = nullptr;
-  std::size_t bytes_ = 0;
-};
-
-/// Page-locked host memory (cudaHostAlloc): copies to and from the device run
-/// at ~55 GB/s against 6-10 GB/s pageable on the H200 (FACTS.md: 102 MB pinned
-/// 1.9 ms, pageable 10-18 ms). Allocated once and kept across steps.
-class pinned_buffer {
-public:
-  pinned_buffer() = default;
-  explicit pinned_buffer(std::size_t bytes, int rank = -1) {
-    if (bytes)
-      check(cudaHostAlloc(&p_, bytes, cudaHostAllocPortable), "cudaHostAlloc (a pinned staging buffer)",
-            rank);
-    bytes_ = bytes;
-  }
-  pinned_buffer(pinned_buffer&& o) noexcept
-      : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  pinned_buffer& operator=(pinned_buffer&& o) noexcept {
-    std::swap(p_, o.p_);
-    std::swap(bytes_, o.bytes_);
-    return *this;
-  }
-  ~pinned_buffer() {
-    if (p_) cudaFreeHost(p_);
-  }
-  std::byte* get() const noexcept { return static_cast<std::byte*>(p_); }
-  std::size_t bytes() const noexcept { return bytes_; }
-
-private:
-  void* p_ = nullptr;
-  std::size_t bytes_ = 0;
-};
-
-class stream {
-public:
-  explicit stream(int rank = -1) {
-    check(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", rank);
-  }
-  stream(const stream&) = delete;
-  stream& operator=(const stream&) = delete;
-  ~stream() {
-    if (s_) cudaStreamDestroy(s_);
-  }
-  cudaStream_t get() const noexcept { return s_; }
-
-private:
-  cudaStream_t s_ = nullptr;
-};
-
-class event {
-public:
-  explicit event(int rank = -1) {
-    check(cudaEventCreateWithFlags(&e_, cudaEventDisableTiming), "cudaEventCreateWithFlags", rank);
-  }
-  event(event&& o) noexcept : e_(std::exchange(o.e_, nullptr)) {}
-  event& operator=(event&& o) noexcept {
-    std::swap(e_, o.e_);
-    return *this;
-  }
-  ~event() {
-    if (e_) cudaEventDestroy(e_);
-  }
-  cudaEvent_t get() const noexcept { return e_; }
-
-private:
-  cudaEvent_t e_ = nullptr;
-};
-
 /// The calling thread's current device.
 inline int current_device(int rank = -1) {
   int d = 0;
@@ -188,6 +97,166 @@ public:
 
 private:
   int restore_ = -1;
+};
+
+/// device_guard for destructors: never throws. Where `device` cannot be made
+/// current (no driver left at exit, an invalid id) nothing changes, and the
+/// destroy call that follows reports into the void as before.
+class quiet_device_guard {
+public:
+  explicit quiet_device_guard(int device) noexcept {
+    int was = -1;
+    if (device < 0) return;
+    // Only this guard's own failures are cleared: a recoverable error the user's
+    // code has not read yet (a launch it queued) stays for the user to read.
+    if (cudaGetDevice(&was) != cudaSuccess) {
+      cudaGetLastError();
+      return;
+    }
+    if (was == device) return;
+    if (cudaSetDevice(device) != cudaSuccess) {
+      cudaGetLastError();
+      return;
+    }
+    if (primary_context_active(was)) restore_ = was;
+  }
+  quiet_device_guard(const quiet_device_guard&) = delete;
+  quiet_device_guard& operator=(const quiet_device_guard&) = delete;
+  ~quiet_device_guard() {
+    if (restore_ >= 0) cudaSetDevice(restore_);
+  }
+
+private:
+  int restore_ = -1;
+};
+
+/// The current device, or -1 where it cannot be read (noexcept: for owners
+/// that remember where they were created).
+inline int current_device_or_none() noexcept {
+  int d = -1;
+  if (cudaGetDevice(&d) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return d;
+}
+
+// The owners below remember the device current at their creation and make it
+// current again to free what they own: an object may be destroyed on a thread
+// or after a guard that left another device current (a process driving
+// several GPUs), and a stream or event belongs to its device's context.
+
+/// Device memory, allocated once and kept.
+class device_buffer {
+public:
+  device_buffer() = default;
+  explicit device_buffer(std::size_t bytes, int rank = -1) {
+    if (bytes) check(cudaMalloc(&p_, bytes), "cudaMalloc (a device bucket buffer)", rank);
+    bytes_ = bytes;
+    device_ = current_device_or_none();
+  }
+  device_buffer(device_buffer&& o) noexcept
+      : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)), device_(o.device_) {}
+  device_buffer& operator=(device_buffer&& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(bytes_, o.bytes_);
+    std::swap(device_, o.device_);
+    return *this;
+  }
+  ~device_buffer() {
+    if (!p_) return;
+    quiet_device_guard on(device_);
+    cudaFree(p_);
+  }
+  void* get() const noexcept { return p_; }
+  std::size_t bytes() const noexcept { return bytes_; }
+
+private:
+  void* p_ = nullptr;
+  std::size_t bytes_ = 0;
+  int device_ = -1;
+};
+
+/// Page-locked host memory (cudaHostAlloc): copies to and from the device run
+/// at ~55 GB/s against 6-10 GB/s pageable on the H200 (FACTS.md: 102 MB pinned
+/// 1.9 ms, pageable 10-18 ms). Allocated once and kept across steps.
+class pinned_buffer {
+public:
+  pinned_buffer() = default;
+  explicit pinned_buffer(std::size_t bytes, int rank = -1) {
+    if (bytes)
+      check(cudaHostAlloc(&p_, bytes, cudaHostAllocPortable), "cudaHostAlloc (a pinned staging buffer)",
+            rank);
+    bytes_ = bytes;
+    device_ = current_device_or_none();
+  }
+  pinned_buffer(pinned_buffer&& o) noexcept
+      : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)), device_(o.device_) {}
+  pinned_buffer& operator=(pinned_buffer&& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(bytes_, o.bytes_);
+    std::swap(device_, o.device_);
+    return *this;
+  }
+  ~pinned_buffer() {
+    if (!p_) return;
+    // Portable memory frees from any context, but a thread that never used CUDA
+    // would create one on device 0 for the call (PyTorch guards its event
+    // destructor for the same stray context).
+    quiet_device_guard on(device_);
+    cudaFreeHost(p_);
+  }
+  std::byte* get() const noexcept { return static_cast<std::byte*>(p_); }
+  std::size_t bytes() const noexcept { return bytes_; }
+
+private:
+  void* p_ = nullptr;
+  std::size_t bytes_ = 0;
+  int device_ = -1;
+};
+
+class stream {
+public:
+  explicit stream(int rank = -1) {
+    check(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", rank);
+    device_ = current_device_or_none();
+  }
+  stream(const stream&) = delete;
+  stream& operator=(const stream&) = delete;
+  ~stream() {
+    if (!s_) return;
+    quiet_device_guard on(device_);
+    cudaStreamDestroy(s_);
+  }
+  cudaStream_t get() const noexcept { return s_; }
+
+private:
+  cudaStream_t s_ = nullptr;
+  int device_ = -1;
+};
+
+class event {
+public:
+  explicit event(int rank = -1) {
+    check(cudaEventCreateWithFlags(&e_, cudaEventDisableTiming), "cudaEventCreateWithFlags", rank);
+    device_ = current_device_or_none();
+  }
+  event(event&& o) noexcept : e_(std::exchange(o.e_, nullptr)), device_(o.device_) {}
+  event& operator=(event&& o) noexcept {
+    std::swap(e_, o.e_);
+    std::swap(device_, o.device_);
+    return *this;
+  }
+  ~event() {
+    if (!e_) return;
+    quiet_device_guard on(device_);
+    cudaEventDestroy(e_);
+  }
+  cudaEvent_t get() const noexcept { return e_; }
+
+private:
+  cudaEvent_t e_ = nullptr;
+  int device_ = -1;
 };
 
 /// Makes `waiter` wait (on the device) for what is queued on `producer` so far.
