@@ -9236,6 +9236,7 @@ DDP_END_NAMESPACE
 
 #include <chrono>
 #include <cstddef>
+#include <new>
 #include <string>
 #include <thread>
 #include <utility>
@@ -9260,6 +9261,17 @@ inline void check(cudaError_t e, const char* call, int rank = -1) {
 inline int current_device(int rank = -1) {
   int d = 0;
   check(cudaGetDevice(&d), "cudaGetDevice", rank);
+  return d;
+}
+
+/// The current device, or -1 where it cannot be read (noexcept: for owners
+/// that remember where they were created).
+inline int current_device_or_none() noexcept {
+  int d = -1;
+  if (cudaGetDevice(&d) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
   return d;
 }
 
@@ -9314,6 +9326,20 @@ public:
     check(cudaSetDevice(device), "cudaSetDevice", rank);
     if (primary_context_active(was)) restore_ = was;
   }
+  /// For destructors: never throws. Where `device` (-1: unknown) cannot be made
+  /// current (no driver left at exit, an invalid id) nothing changes, and the
+  /// destroy call that follows reports into the void as before. Only this
+  /// guard's own failures are cleared: a recoverable error the user's code has
+  /// not read yet (a launch it queued) stays for the user to read.
+  device_guard(int device, std::nothrow_t) noexcept {
+    const int was = current_device_or_none();
+    if (device < 0 || was < 0 || was == device) return;
+    if (cudaSetDevice(device) != cudaSuccess) {
+      cudaGetLastError();
+      return;
+    }
+    if (primary_context_active(was)) restore_ = was;
+  }
   device_guard(const device_guard&) = delete;
   device_guard& operator=(const device_guard&) = delete;
   ~device_guard() {
@@ -9323,48 +9349,6 @@ public:
 private:
   int restore_ = -1;
 };
-
-/// device_guard for destructors: never throws. Where `device` cannot be made
-/// current (no driver left at exit, an invalid id) nothing changes, and the
-/// destroy call that follows reports into the void as before.
-class quiet_device_guard {
-public:
-  explicit quiet_device_guard(int device) noexcept {
-    int was = -1;
-    if (device < 0) return;
-    // Only this guard's own failures are cleared: a recoverable error the user's
-    // code has not read yet (a launch it queued) stays for the user to read.
-    if (cudaGetDevice(&was) != cudaSuccess) {
-      cudaGetLastError();
-      return;
-    }
-    if (was == device) return;
-    if (cudaSetDevice(device) != cudaSuccess) {
-      cudaGetLastError();
-      return;
-    }
-    if (primary_context_active(was)) restore_ = was;
-  }
-  quiet_device_guard(const quiet_device_guard&) = delete;
-  quiet_device_guard& operator=(const quiet_device_guard&) = delete;
-  ~quiet_device_guard() {
-    if (restore_ >= 0) cudaSetDevice(restore_);
-  }
-
-private:
-  int restore_ = -1;
-};
-
-/// The current device, or -1 where it cannot be read (noexcept: for owners
-/// that remember where they were created).
-inline int current_device_or_none() noexcept {
-  int d = -1;
-  if (cudaGetDevice(&d) != cudaSuccess) {
-    cudaGetLastError();
-    return -1;
-  }
-  return d;
-}
 
 // The owners below remember the device current at their creation and make it
 // current again to free what they own: an object may be destroyed on a thread
@@ -9390,7 +9374,7 @@ public:
   }
   ~device_buffer() {
     if (!p_) return;
-    quiet_device_guard on(device_);
+    device_guard on(device_, std::nothrow);
     cudaFree(p_);
   }
   void* get() const noexcept { return p_; }
@@ -9428,7 +9412,7 @@ public:
     // Portable memory frees from any context, but a thread that never used CUDA
     // would create one on device 0 for the call (PyTorch guards its event
     // destructor for the same stray context).
-    quiet_device_guard on(device_);
+    device_guard on(device_, std::nothrow);
     cudaFreeHost(p_);
   }
   std::byte* get() const noexcept { return static_cast<std::byte*>(p_); }
@@ -9450,7 +9434,7 @@ public:
   stream& operator=(const stream&) = delete;
   ~stream() {
     if (!s_) return;
-    quiet_device_guard on(device_);
+    device_guard on(device_, std::nothrow);
     cudaStreamDestroy(s_);
   }
   cudaStream_t get() const noexcept { return s_; }
@@ -9474,7 +9458,7 @@ public:
   }
   ~event() {
     if (!e_) return;
-    quiet_device_guard on(device_);
+    device_guard on(device_, std::nothrow);
     cudaEventDestroy(e_);
   }
   cudaEvent_t get() const noexcept { return e_; }
@@ -9675,7 +9659,7 @@ public:
   device_bucket_engine(const device_bucket_engine&) = delete;
   device_bucket_engine& operator=(const device_bucket_engine&) = delete;
   ~device_bucket_engine() {
-    cuda::quiet_device_guard on(device_); // the streams and events below belong to it
+    cuda::device_guard on(device_, std::nothrow); // the streams and events below belong to it
     wait_in_flight_quietly();
     unchecked_.log_all(); // the last step's collectives: nobody else would hear of a failure
     try {                 // buffers are freed below: nothing queued may still use them
@@ -13103,9 +13087,10 @@ public:
   nccl_communicator& operator=(const nccl_communicator&) = delete;
 
   ~nccl_communicator() {
-    queue_.stop();                        // finish or fail what is queued, stop the worker
-    watch_.reset();                       // then what the device still runs (each until its deadline)
-    cuda::quiet_device_guard on(device_); // the stream and scratch belong to it; the caller's may differ
+    queue_.stop();  // finish or fail what is queued, stop the worker
+    watch_.reset(); // then what the device still runs (each until its deadline)
+    cuda::device_guard on(device_,
+                          std::nothrow); // the stream and scratch belong to it; the caller's may differ
     if (scratch_) cudaFree(scratch_);
     if (pinned_) cudaFreeHost(pinned_);
     if (stream_) cudaStreamDestroy(stream_);
@@ -13539,7 +13524,7 @@ private:
     }
     // ncclCommAbort sets the device on the calling thread (any thread); it aborts
     // even where the caller's device cannot be restored.
-    cuda::quiet_device_guard on(device_);
+    cuda::device_guard on(device_, std::nothrow);
     ncclCommAbort(doomed);
   }
 

@@ -129,9 +129,10 @@ public:
   nccl_communicator& operator=(const nccl_communicator&) = delete;
 
   ~nccl_communicator() {
-    queue_.stop();                        // finish or fail what is queued, stop the worker
-    watch_.reset();                       // then what the device still runs (each until its deadline)
-    cuda::quiet_device_guard on(device_); // the stream and scratch belong to it; the caller's may differ
+    queue_.stop();  // finish or fail what is queued, stop the worker
+    watch_.reset(); // then what the device still runs (each until its deadline)
+    cuda::device_guard on(device_,
+                          std::nothrow); // the stream and scratch belong to it; the caller's may differ
     if (scratch_) cudaFree(scratch_);
     if (pinned_) cudaFreeHost(pinned_);
     if (stream_) cudaStreamDestroy(stream_);
@@ -565,7 +566,7 @@ private:
     }
     // ncclCommAbort sets the device on the calling thread (any thread); it aborts
     // even where the caller's device cannot be restored.
-    cuda::quiet_device_guard on(device_);
+    cuda::device_guard on(device_, std::nothrow);
     ncclCommAbort(doomed);
   }
 

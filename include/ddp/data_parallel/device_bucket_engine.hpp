@@ -98,7 +98,7 @@ public:
   device_bucket_engine(const device_bucket_engine&) = delete;
   device_bucket_engine& operator=(const device_bucket_engine&) = delete;
   ~device_bucket_engine() {
-    cuda::quiet_device_guard on(device_); // the streams and events below belong to it
+    cuda::device_guard on(device_, std::nothrow); // the streams and events below belong to it
     wait_in_flight_quietly();
     unchecked_.log_all(); // the last step's collectives: nobody else would hear of a failure
     try {                 // buffers are freed below: nothing queued may still use them

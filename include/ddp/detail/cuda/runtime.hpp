@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <new>
 #include <string>
 #include <thread>
 #include <utility>
@@ -35,6 +36,17 @@ inline void check(cudaError_t e, const char* call, int rank = -1) {
 inline int current_device(int rank = -1) {
   int d = 0;
   check(cudaGetDevice(&d), "cudaGetDevice", rank);
+  return d;
+}
+
+/// The current device, or -1 where it cannot be read (noexcept: for owners
+/// that remember where they were created).
+inline int current_device_or_none() noexcept {
+  int d = -1;
+  if (cudaGetDevice(&d) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
   return d;
 }
 
@@ -89,6 +101,20 @@ public:
     check(cudaSetDevice(device), "cudaSetDevice", rank);
     if (primary_context_active(was)) restore_ = was;
   }
+  /// For destructors: never throws. Where `device` (-1: unknown) cannot be made
+  /// current (no driver left at exit, an invalid id) nothing changes, and the
+  /// destroy call that follows reports into the void as before. Only this
+  /// guard's own failures are cleared: a recoverable error the user's code has
+  /// not read yet (a launch it queued) stays for the user to read.
+  device_guard(int device, std::nothrow_t) noexcept {
+    const int was = current_device_or_none();
+    if (device < 0 || was < 0 || was == device) return;
+    if (cudaSetDevice(device) != cudaSuccess) {
+      cudaGetLastError();
+      return;
+    }
+    if (primary_context_active(was)) restore_ = was;
+  }
   device_guard(const device_guard&) = delete;
   device_guard& operator=(const device_guard&) = delete;
   ~device_guard() {
@@ -98,48 +124,6 @@ public:
 private:
   int restore_ = -1;
 };
-
-/// device_guard for destructors: never throws. Where `device` cannot be made
-/// current (no driver left at exit, an invalid id) nothing changes, and the
-/// destroy call that follows reports into the void as before.
-class quiet_device_guard {
-public:
-  explicit quiet_device_guard(int device) noexcept {
-    int was = -1;
-    if (device < 0) return;
-    // Only this guard's own failures are cleared: a recoverable error the user's
-    // code has not read yet (a launch it queued) stays for the user to read.
-    if (cudaGetDevice(&was) != cudaSuccess) {
-      cudaGetLastError();
-      return;
-    }
-    if (was == device) return;
-    if (cudaSetDevice(device) != cudaSuccess) {
-      cudaGetLastError();
-      return;
-    }
-    if (primary_context_active(was)) restore_ = was;
-  }
-  quiet_device_guard(const quiet_device_guard&) = delete;
-  quiet_device_guard& operator=(const quiet_device_guard&) = delete;
-  ~quiet_device_guard() {
-    if (restore_ >= 0) cudaSetDevice(restore_);
-  }
-
-private:
-  int restore_ = -1;
-};
-
-/// The current device, or -1 where it cannot be read (noexcept: for owners
-/// that remember where they were created).
-inline int current_device_or_none() noexcept {
-  int d = -1;
-  if (cudaGetDevice(&d) != cudaSuccess) {
-    cudaGetLastError();
-    return -1;
-  }
-  return d;
-}
 
 // The owners below remember the device current at their creation and make it
 // current again to free what they own: an object may be destroyed on a thread
@@ -165,7 +149,7 @@ public:
   }
   ~device_buffer() {
     if (!p_) return;
-    quiet_device_guard on(device_);
+    device_guard on(device_, std::nothrow);
     cudaFree(p_);
   }
   void* get() const noexcept { return p_; }
@@ -203,7 +187,7 @@ public:
     // Portable memory frees from any context, but a thread that never used CUDA
     // would create one on device 0 for the call (PyTorch guards its event
     // destructor for the same stray context).
-    quiet_device_guard on(device_);
+    device_guard on(device_, std::nothrow);
     cudaFreeHost(p_);
   }
   std::byte* get() const noexcept { return static_cast<std::byte*>(p_); }
@@ -225,7 +209,7 @@ public:
   stream& operator=(const stream&) = delete;
   ~stream() {
     if (!s_) return;
-    quiet_device_guard on(device_);
+    device_guard on(device_, std::nothrow);
     cudaStreamDestroy(s_);
   }
   cudaStream_t get() const noexcept { return s_; }
@@ -249,7 +233,7 @@ public:
   }
   ~event() {
     if (!e_) return;
-    quiet_device_guard on(device_);
+    device_guard on(device_, std::nothrow);
     cudaEventDestroy(e_);
   }
   cudaEvent_t get() const noexcept { return e_; }
