@@ -67,7 +67,22 @@ struct child {
   bool exited = false;
   bool stopped = false;
   int status = 0;
+  /// When ddprun first saw the rank dying but not yet reapable (0: never): the
+  /// main thread of a killed process is a zombie, and peers that check its pid
+  /// see it gone, while its other threads still tear down; waitpid succeeds only
+  /// after the last one. Under load that took over 380 ms (CI, 2026-12-03): a
+  /// peer had failed on the loss and been reaped first, and was named first.
+  std::int64_t dying_ns = 0;
 };
+
+/// Whether `pid`'s main thread has exited (a zombie, or dead): /proc/PID/stat's state.
+bool main_thread_exited(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string s;
+  std::getline(f, s);
+  const auto close = s.rfind(')');
+  return close != std::string::npos && close + 2 < s.size() && (s[close + 2] == 'Z' || s[close + 2] == 'X');
+}
 
 /// A failure as ddprun saw it: an exit with a non-zero code, a death by signal,
 /// a stop, or a rank's own note. `prio` orders events seen in one pass: a
@@ -408,6 +423,7 @@ round_outcome run_round(job& j, int round) {
     }
     // Reap children that exited; note those that stopped.
     const auto pass_ns = now_ns();
+    const auto failures_before_pass = failures.size();
     for (auto& k : kids) {
       if (k.exited) continue;
       int st = 0;
@@ -431,8 +447,8 @@ round_outcome run_round(job& j, int round) {
         k.status = st;
         bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
         if (!ok)
-          failures.push_back(
-              {pass_ns, WIFSIGNALED(st) ? 0 : 1, k.rank, describe(st), exit_code_of(st), false});
+          failures.push_back({k.dying_ns ? k.dying_ns : pass_ns, WIFSIGNALED(st) ? 0 : 1, k.rank,
+                              describe(st), exit_code_of(st), false});
         if (!ok && !failed && kill_at == never) {
           // The others usually fail on their own a moment later, with their own
           // error: let them say it before stopping them.
@@ -453,6 +469,12 @@ round_outcome run_round(job& j, int round) {
         }
       }
     }
+    // A rank that failed in this pass may have failed because another one died
+    // first, which is not reapable yet: that one is dated by this pass too, and
+    // a death by signal comes first in it (prio).
+    if (failures.size() > failures_before_pass)
+      for (auto& k : kids)
+        if (!k.exited && !k.dying_ns && main_thread_exited(k.pid)) k.dying_ns = pass_ns;
     if (watch_store && !failed && !remote_failure && !res.user_signal && clock::now() >= next_store_check) {
       next_store_check = clock::now() + std::chrono::milliseconds(100);
       try {
