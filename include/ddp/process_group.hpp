@@ -376,7 +376,15 @@ private:
       static_assert(ok, "ddp: this backend (Gloo) works on host memory; a device_span is staged through "
                         "pinned host memory only where ddp is built with CUDA: link ddp::cuda (it defines "
                         "DDP_WITH_CUDA), or use ddp::nccl");
-      return ok;
+      // The host path of a device backend copies host memory with the CPU, so a
+      // device tensor among host ones would be read by the CPU.
+      constexpr bool one_space = !ok || !accepts_device_tensors_v<Backend> ||
+                                 (on_device_v<std::remove_cv_t<std::remove_reference_t<T>>> && ...) ||
+                                 !(on_device_v<std::remove_cv_t<std::remove_reference_t<T>>> || ...);
+      static_assert(one_space, "ddp: this backend (NCCL) takes a collective's tensors in one memory space: "
+                               "all in device memory (device_span) or all on the host; copy the host side to "
+                               "the device first (cudaMemcpyAsync), then call the collective");
+      return ok && one_space;
     }
   }
   template <class T, class... Rest> static constexpr bool all_tensors() {
@@ -434,8 +442,8 @@ private:
 
   /// Calls f(device_memory) when every tensor of the collective is in device
   /// memory, else f(): where memory lives is a compile-time fact, so the
-  /// backend never has to ask. (A host/device mix takes the host path, which
-  /// stages through the device and copies either way.)
+  /// backend never has to ask. (usable() refuses a host/device mix on a device
+  /// backend; a host backend stages the mix with cudaMemcpyDefault.)
   template <class... T, class F> static work in_space(F&& f) {
     if constexpr ((on_device_v<std::remove_cv_t<std::remove_reference_t<T>>> && ...))
       return f(device_memory);

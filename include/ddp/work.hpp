@@ -27,7 +27,8 @@ struct work_state : std::enable_shared_from_this<work_state> {
   std::chrono::milliseconds timeout{std::chrono::minutes(10)};
   /// Set once a collective that completes on a device stream (NCCL, device
   /// tensors) is queued there: makes a stream wait for it on the device.
-  /// Empty for collectives that complete on the host.
+  /// Called under `mu`, and only before finish(). Empty for collectives that
+  /// complete on the host.
   std::function<void(CUstream_st*)> order_stream;
   /// Such a collective's task returns before it completes: the backend calls
   /// finish() when the device is done, and the queue's bookkeeping (flight
@@ -128,17 +129,16 @@ public:
   /// is wait().
   void stream_wait(CUstream_st* stream) const {
     if (!s_) return;
-    std::function<void(CUstream_st*)> order;
-    {
-      std::unique_lock lock(s_->mu);
-      auto limit = s_->timeout + std::chrono::seconds(30);
-      if (!s_->cv.wait_for(lock, limit, [&] { return s_->finished || s_->order_stream; }))
-        throw error(error_kind::timeout,
-                    s_->what + " was not queued within " + std::to_string(limit.count()) + " ms");
-      if (s_->failure) std::rethrow_exception(s_->failure);
-      order = s_->order_stream;
-    }
-    if (order) order(stream);
+    std::unique_lock lock(s_->mu);
+    auto limit = s_->timeout + std::chrono::seconds(30);
+    if (!s_->cv.wait_for(lock, limit, [&] { return s_->finished || s_->order_stream; }))
+      throw error(error_kind::timeout,
+                  s_->what + " was not queued within " + std::to_string(limit.count()) + " ms");
+    if (s_->failure) std::rethrow_exception(s_->failure);
+    // A finished collective needs no device wait, and a backend may reuse what
+    // order_stream waits on (a pooled event) once the work finished: so it is
+    // called only before that, under the lock finish() takes.
+    if (!s_->finished && s_->order_stream) s_->order_stream(stream);
   }
 
 private:

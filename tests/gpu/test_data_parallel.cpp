@@ -13,6 +13,7 @@
 // Without a CUDA device every rank exits 77 (ctest: skipped) saying why.
 #include <ddp/backend/nccl.hpp>
 #include <ddp/ddp.hpp>
+#include <ddp/detail/cuda/kernels.hpp>
 #include <ddp/device_arena.hpp>
 
 #include "held_stream.hpp"
@@ -22,6 +23,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -228,6 +230,88 @@ double train_and_compare(ddp::process_group<Backend>& pg, run_options o) {
   return rel_diff(a, b);
 }
 
+/// ddp's copy kernel on one packed bucket of one 1 M-element tensor among 2000
+/// small ones (empty ones too): packing with a conversion and a scale, then
+/// unpacking back, equal bit for bit to the same arithmetic on the host.
+void copy_kernel_mixed_sizes() {
+  current_case = "copy kernel: one large tensor among many small ones in one packed bucket";
+  namespace dc = ddp::detail::cuda;
+  std::vector<std::size_t> counts;
+  for (std::size_t k = 0; k < 2001; ++k)
+    counts.push_back(k == 700 ? (std::size_t{1} << 20) : k % 97 == 0 ? 0 : 1 + (k * 37) % 300);
+  std::size_t total = 0;
+  for (auto n : counts)
+    total += n;
+  std::vector<float> src(total);
+  for (std::size_t i = 0; i < total; ++i)
+    src[i] = static_cast<float>(std::sin(0.001 * static_cast<double>(i)) * 1000.0);
+  float* tensors = nullptr; // the tensors end to end, each in its own place
+  float* back = nullptr;
+  double* packed = nullptr;
+  cuda_ok(cudaMalloc(&tensors, total * sizeof(float)), "cudaMalloc");
+  cuda_ok(cudaMalloc(&back, total * sizeof(float)), "cudaMalloc");
+  cuda_ok(cudaMalloc(&packed, total * sizeof(double)), "cudaMalloc");
+  cuda_ok(cudaMemcpy(tensors, src.data(), total * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy");
+  // The bucket holds the tensors in reverse order (as buckets do), so entries are not one run.
+  std::vector<dc::copy_entry> pack, unpack;
+  std::vector<std::size_t> at(counts.size());
+  for (std::size_t k = 0, o = 0; k < counts.size(); o += counts[k], ++k)
+    at[k] = o;
+  std::size_t slot = 0;
+  std::vector<std::size_t> slot_of(counts.size());
+  for (std::size_t k = counts.size(); k-- > 0;) {
+    slot_of[k] = slot;
+    pack.push_back({tensors + at[k], packed + slot, counts[k]});
+    unpack.push_back({packed + slot, back + at[k], counts[k]});
+    slot += counts[k];
+  }
+  const auto p = dc::make_copy_table(std::move(pack)), u = dc::make_copy_table(std::move(unpack));
+  EXPECT(p.total == total && u.total == total);
+  dc::copy_entry *pt = nullptr, *ut = nullptr;
+  const std::size_t bytes = p.entries.size() * sizeof(dc::copy_entry);
+  cuda_ok(cudaMalloc(&pt, bytes), "cudaMalloc");
+  cuda_ok(cudaMalloc(&ut, bytes), "cudaMalloc");
+  cuda_ok(cudaMemcpy(pt, p.entries.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+  cuda_ok(cudaMemcpy(ut, u.entries.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+  // In place, float to float: float arithmetic, as neither side is double.
+  std::vector<dc::copy_entry> in_place;
+  for (std::size_t k = 0; k < counts.size(); ++k)
+    in_place.push_back({back + at[k], back + at[k], counts[k]});
+  const auto s = dc::make_copy_table(std::move(in_place));
+  dc::copy_entry* st = nullptr;
+  cuda_ok(cudaMalloc(&st, bytes), "cudaMalloc");
+  cuda_ok(cudaMemcpy(st, s.entries.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+  const double scale = 1.0 / 3.0;
+  dc::launch_convert_copy(pt, p.entries.size(), p.total, ddp::dtype::f32, ddp::dtype::f64, scale, nullptr, 0);
+  dc::launch_convert_copy(ut, u.entries.size(), u.total, ddp::dtype::f64, ddp::dtype::f32, 3.0, nullptr, 0);
+  dc::launch_convert_copy(st, s.entries.size(), s.total, ddp::dtype::f32, ddp::dtype::f32, 0.1, nullptr, 0);
+  cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize (copy kernel)");
+  std::vector<double> got_packed(total);
+  std::vector<float> got_back(total);
+  cuda_ok(cudaMemcpy(got_packed.data(), packed, total * sizeof(double), cudaMemcpyDeviceToHost),
+          "cudaMemcpy");
+  cuda_ok(cudaMemcpy(got_back.data(), back, total * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
+  std::size_t wrong_packed = 0, wrong_back = 0;
+  for (std::size_t k = 0; k < counts.size(); ++k)
+    for (std::size_t i = 0; i < counts[k]; ++i) {
+      const double want = static_cast<double>(src[at[k] + i]) * scale; // a side is double: double arithmetic
+      wrong_packed += std::memcmp(&got_packed[slot_of[k] + i], &want, sizeof want) != 0;
+      const float unpacked = static_cast<float>(want * 3.0);
+      const float want_back = unpacked * static_cast<float>(0.1);
+      wrong_back += std::memcmp(&got_back[at[k] + i], &want_back, sizeof want_back) != 0;
+    }
+  EXPECT(wrong_packed == 0);
+  EXPECT(wrong_back == 0);
+  if (wrong_packed || wrong_back)
+    std::printf("  %zu packed and %zu unpacked elements of %zu differ\n", wrong_packed, wrong_back, total);
+  cudaFree(pt);
+  cudaFree(ut);
+  cudaFree(st);
+  cudaFree(packed);
+  cudaFree(back);
+  cudaFree(tensors);
+}
+
 /// One gradient on the host, one on the device: refused.
 struct mixed {
   std::vector<float> hw{1}, hdw{0};
@@ -240,6 +324,7 @@ struct mixed {
 
 template <class Backend> void suite(ddp::process_group<Backend>& pg) {
   const int R = pg.size(), rank = pg.rank();
+  copy_kernel_mixed_sizes();
   current_case = "every bucketing policy, float";
   EXPECT((train_and_compare<Backend, float, ddp::bucketing::size_capped<>>(pg, {}) < 1e-5));
   EXPECT((train_and_compare<Backend, float, small_buckets>(pg, {}) < 1e-5));
@@ -354,10 +439,12 @@ template <class Backend> void suite(ddp::process_group<Backend>& pg) {
     EXPECT(std::abs(download(m.dw[0])[0] - (R + 1) / 2.0) < 1e-12);
   }
 
-  current_case = "join: uneven inputs";
-  {
+  // In place (device_arena), a joined rank's zeros go where its gradients are (NCCL: nothing is
+  // allocated inside join's step).
+  for (bool arena : {false, true}) {
+    current_case = arena ? "join: uneven inputs, buckets in place" : "join: uneven inputs";
     auto my_steps = [](int r) { return 1 + r; };
-    gpu_model<double> m(false, 0.0);
+    gpu_model<double> m(arena, 0.0);
     ddp::distributed_data_parallel<gpu_model<double>, Backend, small_buckets> dp(m, pg,
                                                                                  {.uneven_inputs = true});
     std::vector<double> got;

@@ -241,3 +241,45 @@ TEST_CASE("stop() waits for what is outstanding, then a watch() fails at once") 
   device.join();
   w.reset();
 }
+
+namespace {
+/// Move-only, as NCCL's pooled event is: counts whether its work had finished
+/// when the watch dropped it (NCCL gives the event back to its pool then).
+struct owned_completion {
+  owned_completion(std::shared_ptr<work_state> of, std::shared_ptr<std::atomic<int>> flag,
+                   std::shared_ptr<std::atomic<int>> early, std::shared_ptr<std::atomic<int>> late)
+      : of_(std::move(of)), flag_(std::move(flag)), early_(std::move(early)), late_(std::move(late)) {}
+  owned_completion(owned_completion&&) noexcept = default;
+  owned_completion& operator=(owned_completion&&) = delete;
+  ~owned_completion() {
+    if (of_) ++*(ddp::work(of_).done() ? late_ : early_);
+  }
+  bool ready() const { return *flag_ == complete; }
+
+private:
+  std::shared_ptr<work_state> of_;
+  std::shared_ptr<std::atomic<int>> flag_, early_, late_;
+};
+} // namespace
+
+TEST_CASE("a move-only completion is dropped only after its work finished: completed, failed or refused") {
+  group g;
+  auto early = std::make_shared<std::atomic<int>>(0), late = std::make_shared<std::atomic<int>>(0);
+  auto flag = [] { return std::make_shared<std::atomic<int>>(pending); };
+  using owned_watch = ddp::detail::completion_watch<owned_completion>;
+  auto h = g.hooks();
+  owned_watch w(0, 5s, owned_watch::hooks{h.on_start, h.health, h.poison, h.abort, h.health_every});
+  auto ok = deferred_state("rank 0: all_reduce #0 (4 x float32, NCCL)");
+  auto ok_flag = flag();
+  w.watch(ok, owned_completion(ok, ok_flag, early, late), clock_type::now() + 5s, ok->what);
+  *ok_flag = complete;
+  CHECK(eventually_true([&] { return *late == 1; }));
+  auto failed = deferred_state("rank 0: all_reduce #1 (4 x float32, NCCL)");
+  w.watch(failed, owned_completion(failed, flag(), early, late), clock_type::now() + 5s, failed->what);
+  w.fail_all(std::make_exception_ptr(ddp::error(ddp::error_kind::backend, "rank 0: a failure", 0)));
+  CHECK(eventually_true([&] { return *late == 2; }));
+  auto refused = deferred_state("rank 0: all_reduce #2 (4 x float32, NCCL)");
+  w.watch(refused, owned_completion(refused, flag(), early, late), clock_type::now() + 5s, refused->what);
+  CHECK(*late == 3);
+  CHECK(*early == 0);
+}

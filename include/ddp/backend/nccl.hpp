@@ -34,21 +34,36 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
 /// An event recorded after a collective on NCCL's stream, as completion_watch
-/// polls it.
-struct event_completion {
-  std::shared_ptr<cuda::event> event;
-  int rank;
+/// polls it. The event goes back to its pool when the watcher drops this, after
+/// the work finished: work::stream_wait no longer asks for it by then.
+class event_completion {
+public:
+  event_completion(cuda::event_pool& pool, cudaEvent_t event, int rank) noexcept
+      : pool_(&pool), event_(event), rank_(rank) {}
+  event_completion(event_completion&& o) noexcept
+      : pool_(std::exchange(o.pool_, nullptr)), event_(o.event_), rank_(o.rank_) {}
+  event_completion& operator=(event_completion&&) = delete;
+  ~event_completion() {
+    if (pool_) pool_->release(event_);
+  }
   bool ready() const {
-    const cudaError_t e = cudaEventQuery(event->get());
+    const cudaError_t e = cudaEventQuery(event_);
     if (e == cudaErrorNotReady) return false;
-    cuda::check(e, "cudaEventQuery (a collective's completion, on NCCL's stream)", rank);
+    cuda::check(e, "cudaEventQuery (a collective's completion, on NCCL's stream)", rank_);
     return true;
   }
+
+private:
+  cuda::event_pool* pool_;
+  cudaEvent_t event_;
+  int rank_;
 };
 
 inline ncclDataType_t nccl_type(dtype d) {
@@ -80,7 +95,7 @@ class nccl_communicator {
 public:
   explicit nccl_communicator(const rendezvous& rv)
       : rank_(rv.topo.rank), size_(rv.topo.world_size), timeout_(rv.timeout), store_(rv.store),
-        queue_(rank_, timeout_, ", NCCL") {
+        events_(rank_), queue_(rank_, timeout_, ", NCCL") {
     if (!store_)
       throw error(error_kind::config,
                   "the NCCL backend needs env:// or tcp:// initialisation (file:// has no store)");
@@ -113,6 +128,7 @@ public:
     // would fail init itself.
     const auto init_limit = std::max<std::chrono::milliseconds>(timeout_, std::chrono::seconds(60));
     await_comm("ncclCommInitRankConfig", clock::now() + init_limit, init_limit);
+    grow_scratch(initial_scratch_bytes);
     cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     watch_.emplace(rank_, timeout_,
                    watch_type::hooks{.on_start = [this] { watcher_on_device(); },
@@ -133,11 +149,9 @@ public:
     watch_.reset(); // then what the device still runs (each until its deadline)
     cuda::device_guard on(device_,
                           std::nothrow); // the stream and scratch belong to it; the caller's may differ
-    if (scratch_) cudaFree(scratch_);
-    if (pinned_) cudaFreeHost(pinned_);
-    if (stream_) cudaStreamDestroy(stream_);
-    if (comm_) {
-      if (aborted_) return;
+    // The communicator first (finalized within its deadline, else aborted):
+    // until then NCCL may still use its stream and the staging buffers.
+    if (comm_ && !aborted_) {
       ncclCommFinalize(comm_);
       ncclResult_t state = ncclInProgress;
       auto deadline = clock::now() + std::chrono::seconds(10);
@@ -149,6 +163,10 @@ public:
       else
         ncclCommAbort(comm_);
     }
+    scratch_ = {};
+    pinned_ = {};
+    outgrown_.clear();
+    if (stream_) cudaStreamDestroy(stream_);
   }
 
   int rank() const { return rank_; }
@@ -175,6 +193,9 @@ public:
             "collective of this group fails",
         lost.rank)));
   }
+  /// How many CUDA events this communicator created: pooled, so a few per
+  /// collective in flight at once, not one per collective (tests read it).
+  std::size_t events_created() const { return events_.created(); }
   /// Until every collective submitted so far completed (device ones included).
   void drain() {
     queue_.drain();
@@ -239,12 +260,12 @@ public:
   // when it was submitted (what cudaMemcpy follows). Work on streams created
   // with cudaStreamNonBlocking is the caller's to finish (or use DDP's
   // compute_stream, which hands NCCL an event of that stream instead). Costs
-  // one event per call (created, recorded, destroyed: microseconds), and the
-  // record on the legacy stream waits for every blocking stream of the device;
-  // it also invalidates a CUDA graph capture in global mode.
+  // one record of a pooled event per call, and the record on the legacy
+  // stream waits for every blocking stream of the device; it also invalidates
+  // a CUDA graph capture in global mode.
 
   work all_reduce(device_memory_t, void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
-    return submit("all_reduce", n, dt, blocking, [=, this, after = default_stream_point()] {
+    return submit("all_reduce", n, dt, blocking, [=, this, after = default_stream_point(n)] {
       follow(after);
       enqueue([&] { return ncclAllReduce(data, data, n, nccl_type(dt), nccl_op(o), comm_, stream_); },
               "ncclAllReduce");
@@ -280,7 +301,7 @@ public:
   }
 
   work broadcast(device_memory_t, void* data, std::size_t n, dtype dt, int root, bool blocking = false) {
-    return submit("broadcast", n, dt, blocking, [=, this, after = default_stream_point()] {
+    return submit("broadcast", n, dt, blocking, [=, this, after = default_stream_point(n)] {
       follow(after);
       enqueue([&] { return ncclBroadcast(data, data, n, nccl_type(dt), root, comm_, stream_); },
               "ncclBroadcast");
@@ -290,7 +311,7 @@ public:
 
   work all_gather(device_memory_t, const void* in, void* out, std::size_t n, dtype dt,
                   bool blocking = false) {
-    return submit("all_gather", n, dt, blocking, [=, this, after = default_stream_point()] {
+    return submit("all_gather", n, dt, blocking, [=, this, after = default_stream_point(n)] {
       follow(after);
       enqueue([&] { return ncclAllGather(in, out, n, nccl_type(dt), comm_, stream_); }, "ncclAllGather");
       complete_on_device();
@@ -299,7 +320,7 @@ public:
 
   work reduce_scatter(device_memory_t, const void* in, void* out, std::size_t n, dtype dt, op o,
                       bool blocking = false) {
-    return submit("reduce_scatter", n, dt, blocking, [=, this, after = default_stream_point()] {
+    return submit("reduce_scatter", n, dt, blocking, [=, this, after = default_stream_point(n)] {
       follow(after);
       enqueue([&] { return ncclReduceScatter(in, out, n, nccl_type(dt), nccl_op(o), comm_, stream_); },
               "ncclReduceScatter");
@@ -320,15 +341,18 @@ private:
   using clock = std::chrono::steady_clock;
 
   /// An event recorded now, on the caller's thread, on this device's legacy
-  /// default stream (the thread's current device is restored). One per
-  /// collective: a shared event re-recorded by a later submission could make
-  /// an earlier collective wait for work queued after it.
-  std::shared_ptr<detail::cuda::event> default_stream_point() {
-    if (queue_.poisoned()) return {}; // the collective will fail with the group's error, not a CUDA one
+  /// default stream (the thread's current device is restored); null for an
+  /// empty collective, whose job returns before follow(). Taken from the pool
+  /// until follow() waited on it: a shared event re-recorded by a later
+  /// submission could make an earlier collective wait for work queued after it.
+  cudaEvent_t default_stream_point(std::size_t n) {
+    if (n == 0 || queue_.poisoned()) return nullptr; // a poisoned group fails it with its own error
     detail::cuda::device_guard on(device_, rank_);
-    auto point = std::make_shared<detail::cuda::event>(rank_);
-    cuda(cudaEventRecord(point->get(), cudaStreamLegacy),
-         "cudaEventRecord (the legacy default stream, before a collective of device tensors)");
+    const cudaEvent_t point = events_.acquire();
+    if (const cudaError_t e = cudaEventRecord(point, cudaStreamLegacy); e != cudaSuccess) {
+      events_.release(point);
+      cuda(e, "cudaEventRecord (the legacy default stream, before a collective of device tensors)");
+    }
     return point;
   }
 
@@ -336,21 +360,23 @@ private:
   /// recorded after it on NCCL's stream and published to the work
   /// (work::stream_wait), and the work goes to the watcher, which finishes it
   /// when the device is done, or fails it at its deadline. This thread does
-  /// not wait: the next collective is queued at once. A new event per
-  /// collective, kept alive by the work and the watcher: re-recording one
-  /// would move the point an earlier work's waiters wait for.
+  /// not wait: the next collective is queued at once. The event is the
+  /// work's alone until the watcher finished it (a pooled one, given back
+  /// then): re-recording it earlier would move the point its waiters wait for.
   void complete_on_device() {
-    auto done = std::make_shared<detail::cuda::event>(rank_);
-    cuda(cudaEventRecord(done->get(), stream_), "cudaEventRecord (after a collective, on NCCL's stream)");
-    auto self = running_->shared_from_this();
-    std::string what = current_;
-    self->queued_on_device([done, what](CUstream_st* waiter) {
+    cudaEvent_t done = nullptr;
+    try {
+      done = events_.acquire();
+    } catch (const error& e) { fail_group_and_throw(e); }
+    event_completion completion(events_, done, rank_); // gives the event back on every path
+    cuda(cudaEventRecord(done, stream_), "cudaEventRecord (after a collective, on NCCL's stream)");
+    work_state* self = running_; // owns the function below: valid whenever it runs
+    self->queued_on_device([done, self](CUstream_st* waiter) {
       // -1: `what` names the rank already
-      detail::cuda::check(cudaStreamWaitEvent(waiter, done->get(), 0),
-                          ("cudaStreamWaitEvent (a stream waiting for " + what + ")").c_str(), -1);
+      detail::cuda::check(cudaStreamWaitEvent(waiter, done, 0),
+                          ("cudaStreamWaitEvent (a stream waiting for " + self->what + ")").c_str(), -1);
     });
-    watch_->watch(std::move(self), event_completion{std::move(done), rank_}, deadline_,
-                  std::move(what)); // noexcept
+    watch_->watch(self->shared_from_this(), std::move(completion), deadline_, current_); // noexcept
   }
 
   /// Queues one NCCL operation on stream_ (`op` returns its ncclResult_t) and
@@ -363,10 +389,13 @@ private:
     await_comm(name, deadline_, timeout_);
   }
 
-  /// In a job: NCCL's stream waits for the point default_stream_point() recorded.
-  void follow(const std::shared_ptr<detail::cuda::event>& point) {
-    if (point)
-      cuda(cudaStreamWaitEvent(stream_, point->get(), 0), "cudaStreamWaitEvent (the legacy default stream)");
+  /// In a job: NCCL's stream waits for the point default_stream_point()
+  /// recorded. The wait takes the record it finds now, so the event goes back at once.
+  void follow(cudaEvent_t point) {
+    if (!point) return;
+    const cudaError_t e = cudaStreamWaitEvent(stream_, point, 0);
+    events_.release(point);
+    cuda(e, "cudaStreamWaitEvent (the legacy default stream)");
   }
 
   template <class F> work submit(const char* name, std::size_t n, dtype dt, bool blocking, F body) {
@@ -386,26 +415,25 @@ private:
         });
   }
 
-  /// The device staging buffer and its pinned host mirror, grown together
-  /// (between host-memory collectives: each one ends with sync(), which also
-  /// waits for the device collectives queued before it on the same stream).
+  /// The device staging buffer and its pinned host mirror, grown together to
+  /// at least twice their size (between host-memory collectives: each one
+  /// ends with sync()).
   void* scratch(std::size_t bytes) {
-    if (bytes > scratch_bytes_) {
-      // cudaFree waits for the whole device: first wait, with the deadline,
-      // for what NCCL's stream still runs (device collectives queued before).
-      if (scratch_) sync("the collectives queued before it (before growing the staging buffer)");
-      if (scratch_) cuda(cudaFree(scratch_), "cudaFree");
-      scratch_ = nullptr;
-      if (pinned_) cuda(cudaFreeHost(pinned_), "cudaFreeHost");
-      pinned_ = nullptr;
-      scratch_bytes_ = 0;
-      cuda(cudaMalloc(&scratch_, bytes), "cudaMalloc of the staging buffer");
-      void* p = nullptr;
-      cuda(cudaHostAlloc(&p, bytes, cudaHostAllocDefault), "cudaHostAlloc of the pinned staging buffer");
-      pinned_ = static_cast<std::byte*>(p);
-      scratch_bytes_ = bytes;
-    }
-    return scratch_;
+    if (bytes > scratch_.bytes()) grow_scratch(std::max(bytes, 2 * scratch_.bytes()));
+    return scratch_.get();
+  }
+
+  /// Nothing is freed inside a job: cudaFree and cudaFreeHost wait for the
+  /// whole device, the user's streams too, with no deadline. An outgrown pair
+  /// stays until the destructor; doubling keeps them all smaller than the current one.
+  void grow_scratch(std::size_t bytes) {
+    try {
+      cuda::device_buffer device(bytes, rank_, "cudaMalloc of the staging buffer");
+      cuda::pinned_buffer host(bytes, rank_, "cudaHostAlloc of the pinned staging buffer");
+      if (scratch_.get()) outgrown_.emplace_back(std::move(scratch_), std::move(pinned_));
+      scratch_ = std::move(device);
+      pinned_ = std::move(host);
+    } catch (const error& e) { fail_group_and_throw(e); }
   }
 
   // Host tensors travel through a pinned buffer that mirrors the device
@@ -416,17 +444,17 @@ private:
   // Call scratch() with the full size first: it sizes the pinned mirror too, so
   // nothing is reallocated while a copy from it is in flight.
   void stage_in(char* device, std::size_t offset, const void* host, std::size_t bytes) {
-    std::memcpy(pinned_ + offset, host, bytes);
-    cuda(cudaMemcpyAsync(device + offset, pinned_ + offset, bytes, cudaMemcpyHostToDevice, stream_),
+    std::memcpy(pinned_.get() + offset, host, bytes);
+    cuda(cudaMemcpyAsync(device + offset, pinned_.get() + offset, bytes, cudaMemcpyHostToDevice, stream_),
          "cudaMemcpyAsync (pinned -> device)");
   }
   void stage_out(const char* device, std::size_t offset, std::size_t bytes) {
-    cuda(cudaMemcpyAsync(pinned_ + offset, device + offset, bytes, cudaMemcpyDeviceToHost, stream_),
+    cuda(cudaMemcpyAsync(pinned_.get() + offset, device + offset, bytes, cudaMemcpyDeviceToHost, stream_),
          "cudaMemcpyAsync (device -> pinned)");
   }
   /// After sync(): the result from the pinned buffer into the user's tensor.
   void unstage(void* host, std::size_t offset, std::size_t bytes) {
-    std::memcpy(host, pinned_ + offset, bytes);
+    std::memcpy(host, pinned_.get() + offset, bytes);
   }
 
   /// Waits for the stream with a deadline; a communicator error or a timeout
@@ -589,14 +617,18 @@ private:
   std::shared_ptr<tcp_store> store_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
-  void* scratch_ = nullptr;
-  std::size_t scratch_bytes_ = 0;
-  std::byte* pinned_ = nullptr;   ///< host staging, mirrors scratch_ (worker thread only)
+  /// Host-memory collectives' staging: join's flag, a barrier and other small
+  /// ones never allocate inside a job.
+  static constexpr std::size_t initial_scratch_bytes = std::size_t{64} << 10;
+  cuda::device_buffer scratch_; ///< device staging (worker thread only)
+  cuda::pinned_buffer pinned_;  ///< host staging, mirrors scratch_ (worker thread only)
+  std::vector<std::pair<cuda::device_buffer, cuda::pinned_buffer>> outgrown_; ///< see grow_scratch
   bool aborted_ = false;          ///< under comm_mu_ (the destructor reads it alone)
   std::mutex comm_mu_;            ///< comm_'s calls against its abort (see comm_call)
   std::string current_;           ///< the running collective's description (worker thread)
   work_state* running_ = nullptr; ///< the running collective's work (worker thread)
   clock::time_point deadline_;    ///< the running collective's (worker thread)
+  cuda::event_pool events_;       ///< before queue_ and watch_: their jobs and completions give events back
   collective_queue queue_;
   using watch_type = completion_watch<event_completion>;
   std::optional<watch_type> watch_; ///< after queue_: destroyed first (it fails into queue_)

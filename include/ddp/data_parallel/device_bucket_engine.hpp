@@ -5,8 +5,10 @@
 //
 // Per bucket, allocated once (layout()): a device buffer for packed buckets,
 // a device table of (src, dst, count) runs for packing and one for unpacking,
-// and, where the backend takes host memory only (ddp::gloo), a pinned host
-// staging buffer. A step:
+// and, where the backend takes host memory only (ddp::gloo), a slice of one
+// pinned host staging buffer and, in place, a table that scales the bucket.
+// Nothing is allocated or freed inside a step (cudaFree and cudaFreeHost wait
+// for the whole device, the user's streams too, with no deadline). A step:
 //   launch  the engine's stream waits for the user's compute stream (an event),
 //           packs with one kernel (converting to the wire type, scale fused) or,
 //           for a contiguous bucket (ddp::device_arena), packs nothing;
@@ -111,15 +113,37 @@ public:
   /// moved storage only).
   void layout() {
     cuda::device_guard on(device_, rank());
+    // The buffers replaced below are freed with cudaFree and cudaFreeHost,
+    // which wait for the whole device: the engine's own stream first, with
+    // the deadline, so that they find nothing of ddp's left to wait for.
     cuda::wait_stream(stream_.get(), comm_.timeout(), "the previous step's unpacking (before a re-layout)",
                       rank());
+    std::byte* staged = nullptr;
+    if constexpr (!device_comm) {
+      std::size_t total = 0;
+      for (auto& b : plan_.buckets)
+        total += staging_slice(b);
+      if (staging_.bytes() < total) staging_ = cuda::pinned_buffer(total, rank());
+      staged = staging_.get();
+    }
     for (std::size_t i = 0; i < state_.size(); ++i) {
       auto& b = plan_.buckets[i];
       auto& s = state_[i];
       const std::size_t wbytes = b.elements * size_of(b.wire_type);
       s = runtime{};
-      if constexpr (!device_comm) s.pinned = cuda::pinned_buffer(wbytes, rank());
-      if (b.path != bucket_path::packed) continue;
+      if constexpr (event_ordered_communicator<Comm>) s.ready.emplace(rank());
+      if constexpr (!device_comm) {
+        s.pinned = staged;
+        staged += staging_slice(b);
+      }
+      if (b.path != bucket_path::packed) {
+        // A host communicator sums (no uses_avg): a mean is scaled here first (scale_in_place).
+        if constexpr (!device_comm) {
+          void* grads = params_[b.params.front()].grad;
+          s.scale_table = upload(cuda::make_copy_table({{grads, grads, b.elements}}).entries);
+        }
+        continue;
+      }
       s.packed = cuda::device_buffer(wbytes, rank());
       std::vector<cuda::copy_entry> pack, unpack;
       auto* base = static_cast<std::byte*>(s.packed.get());
@@ -128,10 +152,11 @@ public:
         void* slot = base + b.offsets[k] * size_of(b.wire_type);
         pack.push_back({p.grad, slot, p.count});
         unpack.push_back({slot, p.grad, p.count});
-        s.longest = std::max(s.longest, p.count);
       }
-      s.pack_table = upload(pack);
-      s.unpack_table = upload(unpack);
+      const auto packing = cuda::make_copy_table(std::move(pack));
+      s.total = packing.total;
+      s.pack_table = upload(packing.entries);
+      s.unpack_table = upload(cuda::make_copy_table(std::move(unpack)).entries);
     }
   }
 
@@ -181,13 +206,13 @@ public:
     auto& s = state_[i];
     if constexpr (!device_comm) {
       void* target = b.path == bucket_path::packed ? s.packed.get() : params_[b.params.front()].grad;
-      check(cudaMemcpyAsync(target, s.pinned.get(), b.elements * size_of(b.wire_type), cudaMemcpyHostToDevice,
+      check(cudaMemcpyAsync(target, s.pinned, b.elements * size_of(b.wire_type), cudaMemcpyHostToDevice,
                             stream_.get()),
             "cudaMemcpyAsync (pinned staging -> device)");
     }
     if (b.path == bucket_path::packed)
       cuda::launch_convert_copy(static_cast<const cuda::copy_entry*>(s.unpack_table.get()), b.params.size(),
-                                s.longest, b.wire_type, b.param_type, 1.0, stream_.get(), rank());
+                                s.total, b.wire_type, b.param_type, 1.0, stream_.get(), rank());
   }
 
   /// The end of synchronize(): the compute stream waits for the unpacking
@@ -210,15 +235,18 @@ public:
     const std::size_t bytes = b.elements * size_of(b.wire_type);
     if constexpr (device_comm) {
       cuda::device_guard on(device_, rank());
-      return before_collective([&] { return "join's stand-in for bucket " + std::to_string(i); },
-                               [&] {
-                                 if (s.zeros.bytes() != bytes) s.zeros = cuda::device_buffer(bytes, rank());
-                                 check(cudaMemsetAsync(s.zeros.get(), 0, bytes, stream_.get()),
-                                       "cudaMemsetAsync (join's zeros)");
-                                 return hand_over(s, s.zeros.get(), b.elements, b.wire_type,
-                                                  uses_avg(b, scale) ? op::avg : op::sum,
-                                                  "zeroing join's stand-in bucket " + std::to_string(i));
-                               });
+      return before_collective(
+          [&] { return "join's stand-in for bucket " + std::to_string(i); },
+          [&] {
+            // Nothing allocated inside a step: the packed buffer, else the
+            // gradients, which end as the others' reduced sum (as a shared
+            // arena's do on the host engine: a joined rank steps no more).
+            void* zeros = b.path == bucket_path::packed ? s.packed.get() : params_[b.params.front()].grad;
+            follow_compute_stream(); // the gradients' last readers on it
+            check(cudaMemsetAsync(zeros, 0, bytes, stream_.get()), "cudaMemsetAsync (join's zeros)");
+            return hand_over(s, zeros, b.elements, b.wire_type, uses_avg(b, scale) ? op::avg : op::sum,
+                             "zeroing join's stand-in bucket " + std::to_string(i));
+          });
     } else {
       s.host_zeros.assign(bytes, std::byte{0});
       return comm_.all_reduce(s.host_zeros.data(), b.elements, b.wire_type, op::sum, false);
@@ -255,12 +283,11 @@ private:
     cuda::device_buffer packed;       ///< the wire-typed bucket (packed path)
     cuda::device_buffer pack_table;   ///< copy_entry[] gradients -> packed
     cuda::device_buffer unpack_table; ///< copy_entry[] packed -> gradients
-    cuda::device_buffer scale_table;  ///< one copy_entry: the bucket onto itself
-    cuda::device_buffer zeros;        ///< join's stand-in (device communicators)
-    cuda::pinned_buffer pinned;       ///< staging for host communicators
+    cuda::device_buffer scale_table;  ///< the bucket onto itself (in place, host communicators)
+    std::byte* pinned = nullptr;      ///< its slice of staging_ (host communicators)
     std::vector<std::byte> host_zeros;
     std::optional<cuda::event> ready; ///< recorded after packing (event-ordered communicators)
-    std::size_t longest = 0;
+    std::size_t total = 0;            ///< elements in the pack and unpack tables
     std::optional<work> in_flight;
     std::chrono::steady_clock::time_point t_launch, t_done;
   };
@@ -282,11 +309,11 @@ private:
     void* data = nullptr;
     if (b.path == bucket_path::packed) {
       cuda::launch_convert_copy(static_cast<const cuda::copy_entry*>(s.pack_table.get()), b.params.size(),
-                                s.longest, b.param_type, b.wire_type, pre, stream_.get(), rank());
+                                s.total, b.param_type, b.wire_type, pre, stream_.get(), rank());
       data = s.packed.get();
     } else {
       data = params_[b.params.front()].grad;
-      if (pre != 1.0) scale_in_place(s, data, b.elements, b.param_type, pre);
+      if (pre != 1.0) scale_in_place(s, b.elements, b.param_type, pre);
     }
     s.in_flight = reduce(i, data, avg);
   }
@@ -300,6 +327,13 @@ private:
   /// the bucket; the same answer on every rank (same plan, same scale).
   static bool uses_avg(const planned_bucket& b, double scale) {
     return device_comm && scale != 1.0 && b.wire_type == b.param_type;
+  }
+
+  /// Bucket b's part of the pinned staging buffer: its wire bytes, rounded up
+  /// so that each slice starts 256-byte aligned, as an allocation of its own did.
+  static std::size_t staging_slice(const planned_bucket& b) {
+    constexpr std::size_t align = 256;
+    return (b.elements * size_of(b.wire_type) + align - 1) / align * align;
   }
 
   /// The engine's stream continues after what the compute stream queued so far.
@@ -327,8 +361,7 @@ private:
       return cuda::current_device(comm.rank());
   }
 
-  void scale_in_place(runtime& s, void* data, std::size_t n, dtype t, double scale) {
-    if (!s.scale_table.get()) s.scale_table = upload({{data, data, n}});
+  void scale_in_place(runtime& s, std::size_t n, dtype t, double scale) {
     cuda::launch_convert_copy(static_cast<const cuda::copy_entry*>(s.scale_table.get()), 1, n, t, t, scale,
                               stream_.get(), rank());
   }
@@ -343,11 +376,11 @@ private:
       return hand_over(state_[i], data, b.elements, b.wire_type, avg ? op::avg : op::sum, what);
     } else {
       auto& s = state_[i];
-      check(cudaMemcpyAsync(s.pinned.get(), data, b.elements * size_of(b.wire_type), cudaMemcpyDeviceToHost,
+      check(cudaMemcpyAsync(s.pinned, data, b.elements * size_of(b.wire_type), cudaMemcpyDeviceToHost,
                             stream_.get()),
             "cudaMemcpyAsync (device -> pinned staging)");
       cuda::wait_stream(stream_.get(), comm_.timeout(), what + " and copying it to pinned memory", rank());
-      return comm_.all_reduce(s.pinned.get(), b.elements, b.wire_type, op::sum, false);
+      return comm_.all_reduce(s.pinned, b.elements, b.wire_type, op::sum, false);
     }
   }
 
@@ -374,7 +407,8 @@ private:
   cuda::stream stream_;
   cuda::event ordered_; ///< recorded for each cross-stream wait (re-recording is allowed)
   std::vector<runtime> state_;
-  unchecked_works unchecked_; ///< collectives waited for on the device, not yet on the host
+  unchecked_works unchecked_;   ///< collectives waited for on the device, not yet on the host
+  cuda::pinned_buffer staging_; ///< host communicators: every bucket's slice, one allocation (layout())
 };
 
 /// Broadcasts device tensors from rank 0 over a host-only communicator

@@ -1,16 +1,19 @@
 // ddp's device kernels from host code compiled by any C++ compiler.
 //
 // How a header-only library ships kernels: the kernels (cuda/kernels.cu) are
-// compiled once at development time into a fatbin with sm_90 SASS (the H200:
-// no JIT at start-up) and compute_90 PTX (the driver JIT-compiles it for newer
-// GPUs), embedded as bytes in kernels_fatbin.hpp (scripts/gen-cuda-kernels; a
-// ctest fails when it is stale), and loaded here on first use with
+// compiled once at development time into a fatbin with SASS for sm_75, sm_80
+// and sm_90 (no JIT at start-up on Turing, Ampere, Ada and Hopper) and
+// compute_75 PTX of ISA 8.0, uncompressed (a CUDA 12.0 driver JIT-compiles it
+// for any other GPU of compute capability >= 7.5), embedded as bytes in
+// kernels_fatbin.hpp (scripts/gen-cuda-kernels; ctests fail when it is stale
+// or lacks one of these), and loaded here on first use with
 // cudaLibraryLoadData + cudaLibraryGetKernel, launched with cudaLaunchKernel.
-// Users need the CUDA runtime (libcudart, CUDA >= 12.0) but no nvcc, and a
-// plain .cpp gets the kernels. Rejected: compiling the kernels in the user's
-// TU under __CUDACC__ (plain .cpp files would get none); NVRTC at run time
-// (another library to link, ~100 ms of compile at start-up); the driver API
-// (cuModuleLoadData needs -lcuda and a current context).
+// Users need the CUDA runtime (libcudart, CUDA >= 12.0) and a driver of CUDA
+// >= 12.0, but no nvcc, and a plain .cpp gets the kernels. Rejected: compiling
+// the kernels in the user's TU under __CUDACC__ (plain .cpp files would get
+// none); NVRTC at run time (another library to link, ~100 ms of compile at
+// start-up); the driver API (cuModuleLoadData needs -lcuda and a current
+// context).
 #ifndef DDP_DETAIL_CUDA_KERNELS_HPP
 #define DDP_DETAIL_CUDA_KERNELS_HPP
 
@@ -22,6 +25,8 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 DDP_BEGIN_NAMESPACE
 namespace detail::cuda {
@@ -31,8 +36,26 @@ struct copy_entry {
   const void* src;
   void* dst;
   unsigned long long count;
+  unsigned long long first = 0; ///< the sum of the counts before it (make_copy_table)
 };
-static_assert(sizeof(copy_entry) == 24);
+static_assert(sizeof(copy_entry) == 32);
+
+/// A table in the kernel's form and its number of elements.
+struct copy_table {
+  std::vector<copy_entry> entries;
+  std::size_t total = 0;
+};
+
+/// Sets each entry's `first` (the kernel cuts the table's elements end to end
+/// into equal chunks and searches them); entries of count 0 are allowed.
+inline copy_table make_copy_table(std::vector<copy_entry> entries) {
+  unsigned long long at = 0;
+  for (auto& e : entries) {
+    e.first = at;
+    at += e.count;
+  }
+  return {std::move(entries), static_cast<std::size_t>(at)};
+}
 
 /// The kernel handle, loaded once per process (cudaLibrary_t is
 /// context-independent: valid on every device). Only a success is kept: a
@@ -46,10 +69,22 @@ inline cudaKernel_t convert_copy_kernel(int rank) {
   std::lock_guard lock(loading);
   if (cudaKernel_t k = loaded.load(std::memory_order_relaxed)) return k;
   cudaLibrary_t lib = nullptr;
-  check(cudaLibraryLoadData(&lib, kernels_fatbin, nullptr, nullptr, 0, nullptr, nullptr, 0),
-        "cudaLibraryLoadData (ddp's embedded sm_90/compute_90 kernels; a GPU older than sm_90?)", rank);
+  cudaError_t e = cudaLibraryLoadData(&lib, kernels_fatbin, nullptr, nullptr, 0, nullptr, nullptr, 0);
+  if (e != cudaSuccess && e != cudaErrorMemoryAllocation) {
+    // A driver older than CUDA 13 may refuse nvcc 13's cubins (ELF ABI version
+    // 8) instead of falling back to the PTX: JIT-compile the PTX alone.
+    cudaGetLastError();
+    const auto* ptx = reinterpret_cast<const char*>(kernels_fatbin + kernels_fatbin_ptx);
+    if (cudaLibraryLoadData(&lib, ptx, nullptr, nullptr, 0, nullptr, nullptr, 0) == cudaSuccess)
+      e = cudaSuccess;
+  }
+  check(e,
+        "cudaLibraryLoadData (ddp's embedded kernels, also their PTX alone: SASS for sm_75, sm_80 and "
+        "sm_90, PTX of ISA 8.0 for the rest; needs a GPU of compute capability >= 7.5 and a driver of "
+        "CUDA >= 12.0)",
+        rank);
   cudaKernel_t k = nullptr;
-  if (cudaError_t e = cudaLibraryGetKernel(&k, lib, "ddp_convert_copy"); e != cudaSuccess) {
+  if (e = cudaLibraryGetKernel(&k, lib, "ddp_convert_copy"); e != cudaSuccess) {
     cudaLibraryUnload(lib); // the next try loads it afresh
     check(e, "cudaLibraryGetKernel(ddp_convert_copy)", rank);
   }
@@ -81,26 +116,22 @@ inline int kernel_type(dtype d) {
   }
 }
 
-/// Launches one copy of `entries` entries (a device-resident table) on `s`:
-/// element type `from` -> `to`, times `scale`. `longest` bounds the x grid.
-inline void launch_convert_copy(const copy_entry* table_on_device, std::size_t entries, std::size_t longest,
+/// Launches one copy of `entries` entries (a device-resident table from
+/// make_copy_table) of `total` elements in all on `s`: element type `from` ->
+/// `to`, times `scale`.
+inline void launch_convert_copy(const copy_entry* table_on_device, std::size_t entries, std::size_t total,
                                 dtype from, dtype to, double scale, cudaStream_t s, int rank) {
-  if (entries == 0 || longest == 0) return;
+  if (entries == 0 || total == 0) return;
   cudaKernel_t k = convert_copy_kernel(rank);
   int src_type = kernel_type(from), dst_type = kernel_type(to);
   constexpr unsigned threads = 256;
-  // Enough blocks to cover the longest entry 4 elements per thread, capped:
-  // grid-stride loops cover the rest.
-  const std::size_t want = (longest + threads * 4 - 1) / (threads * 4);
-  const auto x = static_cast<unsigned>(std::clamp<std::size_t>(want, 1, 1024));
-  constexpr std::size_t max_y = 65535; // CUDA's grid y limit
-  for (std::size_t first = 0; first < entries; first += max_y) {
-    const copy_entry* part = table_on_device + first;
-    void* args[] = {&part, &src_type, &dst_type, &scale};
-    dim3 grid(x, static_cast<unsigned>(std::min(max_y, entries - first)));
-    check(cudaLaunchKernel(reinterpret_cast<const void*>(k), grid, dim3(threads), args, 0, s),
-          "cudaLaunchKernel(ddp_convert_copy)", rank);
-  }
+  // A block copies 4 elements per thread at a time, whatever the entries'
+  // sizes; past the cap (a few waves on any GPU) blocks stride over the rest.
+  unsigned long long n = entries, all = total, chunk = threads * 4;
+  const auto blocks = static_cast<unsigned>(std::clamp<std::size_t>((total + chunk - 1) / chunk, 1, 8192));
+  void* args[] = {&table_on_device, &n, &all, &chunk, &src_type, &dst_type, &scale};
+  check(cudaLaunchKernel(reinterpret_cast<const void*>(k), dim3(blocks), dim3(threads), args, 0, s),
+        "cudaLaunchKernel(ddp_convert_copy)", rank);
 }
 
 } // namespace detail::cuda

@@ -11,10 +11,12 @@
 
 #include <chrono>
 #include <cstddef>
+#include <mutex>
 #include <new>
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 DDP_BEGIN_NAMESPACE
 namespace detail::cuda {
@@ -56,7 +58,8 @@ inline int current_device_or_none() noexcept {
 /// rank of a node whose own GPU is not device 0 (threads start on device 0).
 /// PyTorch's MaybeSetDevice makes the same check. The runtime has no such call:
 /// the driver's cuDevicePrimaryCtxGetState is fetched through the runtime
-/// (cudaGetDriverEntryPointByVersion), so nothing links libcuda. When it cannot
+/// (cudaGetDriverEntryPointByVersion, or cudaGetDriverEntryPoint before CUDA
+/// 12.5), so nothing links libcuda. When it cannot
 /// be asked (an old driver): true, and callers restore as before.
 inline bool primary_context_active(int device) noexcept {
   using device_get = CUresult (*)(CUdevice*, int);
@@ -69,10 +72,16 @@ inline bool primary_context_active(int device) noexcept {
     driver d;
     auto fetch = [](const char* name) -> void* {
       void* fn = nullptr;
+#if CUDART_VERSION >= 12050
       cudaDriverEntryPointQueryResult found{};
       if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
           found != cudaDriverEntryPointSuccess)
         fn = nullptr;
+#else
+      // Before 12.5, which added ByVersion and deprecated this form: both
+      // functions are the same in every CUDA the runtime can be built for.
+      if (cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault) != cudaSuccess) fn = nullptr;
+#endif
       cudaGetLastError();
       return fn;
     };
@@ -134,8 +143,9 @@ private:
 class device_buffer {
 public:
   device_buffer() = default;
-  explicit device_buffer(std::size_t bytes, int rank = -1) {
-    if (bytes) check(cudaMalloc(&p_, bytes), "cudaMalloc (a device bucket buffer)", rank);
+  explicit device_buffer(std::size_t bytes, int rank = -1,
+                         const char* call = "cudaMalloc (a device bucket buffer)") {
+    if (bytes) check(cudaMalloc(&p_, bytes), call, rank);
     bytes_ = bytes;
     device_ = current_device_or_none();
   }
@@ -167,10 +177,9 @@ private:
 class pinned_buffer {
 public:
   pinned_buffer() = default;
-  explicit pinned_buffer(std::size_t bytes, int rank = -1) {
-    if (bytes)
-      check(cudaHostAlloc(&p_, bytes, cudaHostAllocPortable), "cudaHostAlloc (a pinned staging buffer)",
-            rank);
+  explicit pinned_buffer(std::size_t bytes, int rank = -1,
+                         const char* call = "cudaHostAlloc (a pinned staging buffer)") {
+    if (bytes) check(cudaHostAlloc(&p_, bytes, cudaHostAllocPortable), call, rank);
     bytes_ = bytes;
     device_ = current_device_or_none();
   }
@@ -241,6 +250,55 @@ public:
 private:
   cudaEvent_t e_ = nullptr;
   int device_ = -1;
+};
+
+/// Events reused instead of created and destroyed for each use (microseconds
+/// of host time each, per collective). An acquired event is its holder's alone
+/// until released: no other record can move the point its waiters wait for.
+class event_pool {
+public:
+  explicit event_pool(int rank = -1) : rank_(rank) {}
+  event_pool(const event_pool&) = delete;
+  event_pool& operator=(const event_pool&) = delete;
+
+  /// A free event, or a new one on the current device (callers make the
+  /// pool's device current: its events belong there).
+  cudaEvent_t acquire() {
+    {
+      std::lock_guard lock(mu_);
+      if (!free_.empty()) {
+        const cudaEvent_t e = free_.back();
+        free_.pop_back();
+        return e;
+      }
+    }
+    event fresh(rank_); // outside the lock: creating one takes microseconds
+    const cudaEvent_t e = fresh.get();
+    std::lock_guard lock(mu_);
+    free_.reserve(all_.size() + 1); // so that release() never allocates
+    all_.push_back(std::move(fresh));
+    return e;
+  }
+
+  /// Gives back an event acquire() returned; a record still pending on it is
+  /// fine (the next holder records it anew). One never given back (a job
+  /// dropped when its group failed) stays owned here.
+  void release(cudaEvent_t e) noexcept {
+    std::lock_guard lock(mu_);
+    free_.push_back(e);
+  }
+
+  /// How many events the pool created: as many as were in use at once, not one per use.
+  std::size_t created() const {
+    std::lock_guard lock(mu_);
+    return all_.size();
+  }
+
+private:
+  int rank_;
+  mutable std::mutex mu_;
+  std::vector<event> all_;
+  std::vector<cudaEvent_t> free_;
 };
 
 /// Makes `waiter` wait (on the device) for what is queued on `producer` so far.
