@@ -18,6 +18,7 @@
 
 #include <ddp/backend/nccl.hpp>
 #include <ddp/ddp.hpp>
+#include <ddp/detail/cuda/kernels.hpp>
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -103,6 +104,26 @@ template <class PG> double timed(PG& pg, int reps, const std::function<void()>& 
     }));
   }
   return bench::median(t);
+}
+
+/// ddp's copy kernel alone, as DDP packs a bucket: every gradient of the model
+/// into one flat buffer in one launch, scale fused (the floor under a packed
+/// bucket's pack or unpack; d2d_copy_s is the floor under the kernel).
+template <class PG>
+double time_pack(PG& pg, int reps, const std::vector<std::size_t>& sizes, float* flat, cudaStream_t s) {
+  namespace cu = ddp::detail::cuda;
+  device_model m(sizes);
+  std::vector<cu::copy_entry> entries;
+  std::size_t at = 0;
+  for (auto& g : m.grads) {
+    entries.push_back({g.ptr, flat + at, g.count});
+    at += g.count;
+  }
+  const cu::device_copy_table table(cu::make_copy_table(std::move(entries)), s, pg.rank());
+  return timed(pg, reps, [&] {
+    cu::launch_convert_copy(table, ddp::dtype::f32, ddp::dtype::f32, 0.5, s, pg.rank());
+    check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  });
 }
 
 /// synchronize() of DDP over device gradients; nullopt and the reason when DDP refuses them.
@@ -238,6 +259,7 @@ template <class Backend> int run(const args& a) {
             "cudaMemcpyAsync (device to device)");
       check(cudaStreamSynchronize(copy_stream), "cudaStreamSynchronize");
     });
+    const double pack_s = time_pack(pg, reps, sizes, copy.p, copy_stream);
     // PyTorch's synchronize cost for this case; 0 when no anchor line was given (a plain
     // double: g++ 12 warns maybe-uninitialized on an optional<double> here).
     const double torch_s = torch.empty() ? 0.0 : json_number(torch, name, "ddp_sync_s").value_or(0.0);
@@ -253,7 +275,7 @@ template <class Backend> int run(const args& a) {
     else
       j << ",\"ddp_sync_s\":null,\"ddp_refused\":\"" << escape(refused) << "\"";
     j << (nccl ? ",\"flat_nccl_allreduce_s\":" : ",\"flat_staged_gloo_allreduce_s\":") << flat_s
-      << ",\"d2d_copy_s\":" << copy_s;
+      << ",\"d2d_copy_s\":" << copy_s << ",\"pack_kernel_s\":" << pack_s;
     if (torch_s > 0) j << ",\"torch_ddp_sync_s\":" << torch_s;
     if (ddp_s) {
       j << ",\"ratio_vs_flat\":" << *ddp_s / flat_s << ",\"ratio_vs_copy\":" << *ddp_s / copy_s;

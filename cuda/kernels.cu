@@ -6,100 +6,124 @@
 // only the CUDA runtime (see include/ddp/detail/cuda/kernels.hpp).
 //
 // One kernel: copy a table of runs of elements, converting the element type and
-// multiplying by a scale on the way. Packing a bucket (gather), unpacking it
-// (scatter) and scaling in place are all this kernel with a different table;
-// one launch per bucket, because one cudaMemcpyAsync per tensor was 8-130x
-// slower on the H200 (../shared/FACTS.md: 2000 x 256 floats, 11.7 ms vs 0.087 ms).
+// multiplying by a scale on the way, in tiles (a block copies at most one tile
+// of one run at a time, so a block's work does not depend on the runs' sizes). Packing a bucket (gather),
+// unpacking it (scatter) and scaling in place are all this kernel with a different table; one launch per
+// bucket, because one cudaMemcpyAsync per tensor was 8-130x slower on the H200 (../shared/FACTS.md: 2000 x
+// 256 floats, 11.7 ms vs 0.087 ms).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
 
-// Must match detail::cuda::copy_entry and ddp::dtype (include/ddp/tensor.hpp).
+// Must match detail::cuda::copy_entry, copy_tile and ddp::dtype (include/ddp/tensor.hpp).
 struct ddp_copy_entry {
   const void* src;
   void* dst;
   unsigned long long count;
-  unsigned long long first; // the sum of the counts before this entry
+};
+struct ddp_copy_tile {
+  unsigned long long entry;  // the run it belongs to
+  unsigned long long offset; // its first element in that run
 };
 enum { ddp_f32 = 0, ddp_f64 = 1, ddp_f16 = 2, ddp_bf16 = 3 };
 
-template <class T> __device__ T ddp_load(const void* p, unsigned long long i, int type);
-template <> __device__ float ddp_load<float>(const void* p, unsigned long long i, int type) {
+// Element loads and stores through the element type given at run time (the
+// same for the whole launch, so every thread of a warp takes the same branch),
+// in the arithmetic type T: float, or double where a side is double, as the
+// host engine's copy_scaled converts.
+template <class T> __device__ T ddp_load(const void* p, unsigned long long i, int type) {
   switch (type) {
-  case ddp_f64: return (float)static_cast<const double*>(p)[i];
-  case ddp_f16: return __half2float(static_cast<const __half*>(p)[i]);
-  case ddp_bf16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
-  default: return static_cast<const float*>(p)[i];
+  case ddp_f64: return (T) static_cast<const double*>(p)[i];
+  case ddp_f16: return (T)__half2float(static_cast<const __half*>(p)[i]);
+  case ddp_bf16: return (T)__bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+  default: return (T) static_cast<const float*>(p)[i];
   }
 }
-template <> __device__ double ddp_load<double>(const void* p, unsigned long long i, int type) {
-  if (type == ddp_f64) return static_cast<const double*>(p)[i];
-  return (double)ddp_load<float>(p, i, type);
-}
-__device__ void ddp_store(void* p, unsigned long long i, int type, double v) {
+template <class T> __device__ void ddp_store(void* p, unsigned long long i, int type, T v) {
   switch (type) {
-  case ddp_f64: static_cast<double*>(p)[i] = v; break;
+  case ddp_f64: static_cast<double*>(p)[i] = (double)v; break;
   case ddp_f16: static_cast<__half*>(p)[i] = __float2half_rn((float)v); break;
   case ddp_bf16: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn((float)v); break;
   default: static_cast<float*>(p)[i] = (float)v; break;
   }
 }
-__device__ void ddp_store(void* p, unsigned long long i, int type, float v) {
-  switch (type) {
-  case ddp_f64: static_cast<double*>(p)[i] = (double)v; break;
-  case ddp_f16: static_cast<__half*>(p)[i] = __float2half_rn(v); break;
-  case ddp_bf16: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(v); break;
-  default: static_cast<float*>(p)[i] = v; break;
-  }
-}
 
-// Float arithmetic unless a side is double (as the host engine's copy_scaled does).
-__device__ void ddp_convert_one(const ddp_copy_entry& e, unsigned long long i, int src_type, int dst_type,
-                                bool wide, double scale, float fscale) {
-  if (wide)
-    ddp_store(e.dst, i, dst_type, ddp_load<double>(e.src, i, src_type) * scale);
-  else if (scale == 1.0)
-    ddp_store(e.dst, i, dst_type, ddp_load<float>(e.src, i, src_type));
-  else
-    ddp_store(e.dst, i, dst_type, ddp_load<float>(e.src, i, src_type) * fscale);
-}
-
-// The last entry in [lo, hi] whose first is <= g (table[lo].first <= g): the
-// entry holding element g, since empty entries share the first of the next one.
-__device__ unsigned long long ddp_find(const ddp_copy_entry* table, unsigned long long lo,
-                                       unsigned long long hi, unsigned long long g) {
-  while (lo < hi) {
-    const unsigned long long mid = lo + (hi - lo + 1) / 2;
-    if (table[mid].first <= g)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
-}
-
-// The table's elements, all entries end to end, are one range of `total`
-// elements cut into chunks of `chunk`: a block copies a chunk at a time (grid
-// stride), whatever the entries' sizes, so one large entry among many small
-// ones costs no idle blocks. Each thread finds the chunk's first and last
-// entries and searches between them only when its element leaves its entry.
-extern "C" __global__ void ddp_convert_copy(const ddp_copy_entry* table, unsigned long long entries,
-                                            unsigned long long total, unsigned long long chunk, int src_type,
-                                            int dst_type, double scale) {
-  const bool wide = src_type == ddp_f64 || dst_type == ddp_f64;
-  const float fscale = (float)scale;
-  const unsigned long long step = (unsigned long long)gridDim.x * chunk;
-  for (unsigned long long base = (unsigned long long)blockIdx.x * chunk; base < total; base += step) {
-    const unsigned long long end = total - base < chunk ? total : base + chunk;
-    unsigned long long at = ddp_find(table, 0, entries - 1, base);
-    const unsigned long long last = ddp_find(table, at, entries - 1, end - 1);
-    ddp_copy_entry e = table[at];
-    for (unsigned long long g = base + threadIdx.x; g < end; g += blockDim.x) {
-      if (g - e.first >= e.count) { // past this entry: the next non-empty one holding g
-        at = ddp_find(table, at + 1, last, g);
-        e = table[at];
-      }
-      ddp_convert_one(e, g - e.first, src_type, dst_type, wide, scale, fscale);
+// Loads before stores, four per thread: a run's source and destination may be
+// the same memory (scaling in place), so the compiler may not overlap one
+// element's load with the previous element's store, and one load in flight per
+// thread leaves most of the memory bandwidth unused.
+template <class T>
+__device__ void ddp_copy_run(const void* src, void* dst, unsigned long long n, int src_type, int dst_type,
+                             T scale) {
+  constexpr int unroll = 4;
+  const bool scaled = scale != T(1);
+  for (unsigned long long i0 = threadIdx.x; i0 < n; i0 += (unsigned long long)blockDim.x * unroll) {
+    T v[unroll];
+#pragma unroll
+    for (int k = 0; k < unroll; ++k) {
+      const unsigned long long i = i0 + (unsigned long long)k * blockDim.x;
+      if (i < n) v[k] = ddp_load<T>(src, i, src_type);
+    }
+#pragma unroll
+    for (int k = 0; k < unroll; ++k) {
+      const unsigned long long i = i0 + (unsigned long long)k * blockDim.x;
+      if (i < n) ddp_store<T>(dst, i, dst_type, scaled ? v[k] * scale : v[k]);
     }
   }
+}
+
+// Float to float, both 16-byte aligned (the usual pack and unpack): four
+// floats per load and store, two loads in flight per thread.
+__device__ void ddp_copy_run_f32x4(const float* src, float* dst, unsigned long long n, float scale) {
+  const unsigned long long quads = n / 4;
+  const float4* s4 = reinterpret_cast<const float4*>(src);
+  float4* d4 = reinterpret_cast<float4*>(dst);
+  const bool scaled = scale != 1.0f;
+  for (unsigned long long q0 = threadIdx.x; q0 < quads; q0 += (unsigned long long)blockDim.x * 2) {
+    const unsigned long long q1 = q0 + blockDim.x;
+    float4 a = s4[q0], b = q1 < quads ? s4[q1] : a;
+    if (scaled) {
+      a.x *= scale, a.y *= scale, a.z *= scale, a.w *= scale;
+      b.x *= scale, b.y *= scale, b.z *= scale, b.w *= scale;
+    }
+    d4[q0] = a;
+    if (q1 < quads) d4[q1] = b;
+  }
+  for (unsigned long long i = quads * 4 + threadIdx.x; i < n; i += blockDim.x)
+    dst[i] = scaled ? src[i] * scale : src[i];
+}
+
+template <class T>
+__device__ void ddp_copy_tiles(const ddp_copy_entry* table, const ddp_copy_tile* tiles,
+                               unsigned long long count, unsigned long long tile_elements, int src_type,
+                               int dst_type, T scale) {
+  const bool f32 = sizeof(T) == 4 && src_type == ddp_f32 && dst_type == ddp_f32;
+  for (unsigned long long t = blockIdx.x; t < count; t += gridDim.x) {
+    const ddp_copy_tile tile = tiles[t];
+    const ddp_copy_entry e = table[tile.entry];
+    const unsigned long long left = e.count - tile.offset;
+    const unsigned long long n = left < tile_elements ? left : tile_elements;
+    if (f32) {
+      const float* src = static_cast<const float*>(e.src) + tile.offset;
+      float* dst = static_cast<float*>(e.dst) + tile.offset;
+      if (((reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst)) & 15) == 0) {
+        ddp_copy_run_f32x4(src, dst, n, (float)scale);
+        continue;
+      }
+    }
+    const unsigned long long bytes_in = src_type == ddp_f64 ? 8 : src_type == ddp_f32 ? 4 : 2;
+    const unsigned long long bytes_out = dst_type == ddp_f64 ? 8 : dst_type == ddp_f32 ? 4 : 2;
+    ddp_copy_run<T>(static_cast<const char*>(e.src) + tile.offset * bytes_in,
+                    static_cast<char*>(e.dst) + tile.offset * bytes_out, n, src_type, dst_type, scale);
+  }
+}
+
+// Each block takes tiles in turn (grid stride).
+extern "C" __global__ void ddp_convert_copy(const ddp_copy_entry* table, const ddp_copy_tile* tiles,
+                                            unsigned long long count, unsigned long long tile_elements,
+                                            int src_type, int dst_type, double scale) {
+  if (src_type == ddp_f64 || dst_type == ddp_f64)
+    ddp_copy_tiles<double>(table, tiles, count, tile_elements, src_type, dst_type, scale);
+  else
+    ddp_copy_tiles<float>(table, tiles, count, tile_elements, src_type, dst_type, (float)scale);
 }

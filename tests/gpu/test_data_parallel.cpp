@@ -267,25 +267,20 @@ void copy_kernel_mixed_sizes() {
   }
   const auto p = dc::make_copy_table(std::move(pack)), u = dc::make_copy_table(std::move(unpack));
   EXPECT(p.total == total && u.total == total);
-  dc::copy_entry *pt = nullptr, *ut = nullptr;
-  const std::size_t bytes = p.entries.size() * sizeof(dc::copy_entry);
-  cuda_ok(cudaMalloc(&pt, bytes), "cudaMalloc");
-  cuda_ok(cudaMalloc(&ut, bytes), "cudaMalloc");
-  cuda_ok(cudaMemcpy(pt, p.entries.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
-  cuda_ok(cudaMemcpy(ut, u.entries.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
   // In place, float to float: float arithmetic, as neither side is double.
   std::vector<dc::copy_entry> in_place;
   for (std::size_t k = 0; k < counts.size(); ++k)
     in_place.push_back({back + at[k], back + at[k], counts[k]});
   const auto s = dc::make_copy_table(std::move(in_place));
-  dc::copy_entry* st = nullptr;
-  cuda_ok(cudaMalloc(&st, bytes), "cudaMalloc");
-  cuda_ok(cudaMemcpy(st, s.entries.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
   const double scale = 1.0 / 3.0;
-  dc::launch_convert_copy(pt, p.entries.size(), p.total, ddp::dtype::f32, ddp::dtype::f64, scale, nullptr, 0);
-  dc::launch_convert_copy(ut, u.entries.size(), u.total, ddp::dtype::f64, ddp::dtype::f32, 3.0, nullptr, 0);
-  dc::launch_convert_copy(st, s.entries.size(), s.total, ddp::dtype::f32, ddp::dtype::f32, 0.1, nullptr, 0);
-  cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize (copy kernel)");
+  {
+    // Uploaded and run on the legacy stream, in order.
+    const dc::device_copy_table pt(p, nullptr, 0), ut(u, nullptr, 0), st(s, nullptr, 0);
+    dc::launch_convert_copy(pt, ddp::dtype::f32, ddp::dtype::f64, scale, nullptr, 0);
+    dc::launch_convert_copy(ut, ddp::dtype::f64, ddp::dtype::f32, 3.0, nullptr, 0);
+    dc::launch_convert_copy(st, ddp::dtype::f32, ddp::dtype::f32, 0.1, nullptr, 0);
+    cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize (copy kernel)");
+  }
   std::vector<double> got_packed(total);
   std::vector<float> got_back(total);
   cuda_ok(cudaMemcpy(got_packed.data(), packed, total * sizeof(double), cudaMemcpyDeviceToHost),
@@ -304,9 +299,6 @@ void copy_kernel_mixed_sizes() {
   EXPECT(wrong_back == 0);
   if (wrong_packed || wrong_back)
     std::printf("  %zu packed and %zu unpacked elements of %zu differ\n", wrong_packed, wrong_back, total);
-  cudaFree(pt);
-  cudaFree(ut);
-  cudaFree(st);
   cudaFree(packed);
   cudaFree(back);
   cudaFree(tensors);

@@ -1,46 +1,42 @@
 // The host side of ddp's copy kernel (ddp/detail/cuda/kernels.hpp), which needs
-// no GPU: the tables the kernel searches (each entry's first element in the
-// whole range, the total, entries of no elements) and the PTX in the embedded
-// fatbin that the loader falls back to. tests/gpu/test_data_parallel.cpp runs
-// the kernel on such tables.
+// no GPU: the tables the kernel reads (each run cut into tiles, the total, runs
+// of no elements) and the PTX in the embedded fatbin that the loader falls back to.
+// tests/gpu/test_data_parallel.cpp runs the kernel on such tables.
 #include <ddp/detail/cuda/kernels.hpp>
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cuda = ddp::detail::cuda;
 
-TEST_CASE("make_copy_table: each entry's first is the sum of the counts before it") {
+TEST_CASE("make_copy_table: each run is cut into tiles of at most copy_tile_elements") {
   float a[1], b[1];
-  auto t = cuda::make_copy_table({{a, b, 5}, {a, b, 0}, {a, b, 3}, {a, b, 0}, {a, b, 0}, {a, b, 1000000}});
-  REQUIRE(t.entries.size() == 6);
-  std::vector<unsigned long long> first;
-  for (auto& e : t.entries)
-    first.push_back(e.first);
-  CHECK(first == std::vector<unsigned long long>{0, 5, 5, 8, 8, 8});
-  CHECK(t.total == 1000008);
-  CHECK(t.entries[2].count == 3); // counts and pointers kept
-  CHECK(t.entries[5].src == a);
-  CHECK(t.entries[5].dst == b);
+  constexpr auto tile = cuda::copy_tile_elements;
+  auto t = cuda::make_copy_table({{a, b, 5}, {a, b, 0}, {a, b, 2 * tile + 1}, {a, b, 0}, {a, b, tile}});
+  REQUIRE(t.entries.size() == 5);
+  CHECK(t.total == 5 + 3 * tile + 1);
+  std::vector<std::pair<unsigned long long, unsigned long long>> tiles;
+  for (auto& x : t.tiles)
+    tiles.emplace_back(x.entry, x.offset);
+  using p = std::pair<unsigned long long, unsigned long long>;
+  CHECK(tiles == std::vector<p>{{0, 0}, {2, 0}, {2, tile}, {2, 2 * tile}, {4, 0}}); // none for empty runs
+  CHECK(t.entries[2].count == 2 * tile + 1); // counts and pointers kept
+  CHECK(t.entries[4].src == a);
+  CHECK(t.entries[4].dst == b);
 }
 
-TEST_CASE("make_copy_table: empty tables and tables of empty entries have no elements") {
+TEST_CASE("make_copy_table: empty tables and tables of empty runs have no tiles") {
   CHECK(cuda::make_copy_table({}).total == 0);
+  CHECK(cuda::make_copy_table({}).tiles.empty());
   float a[1];
   auto t = cuda::make_copy_table({{a, a, 0}, {a, a, 0}});
   CHECK(t.total == 0);
-  CHECK(t.entries[1].first == 0);
-}
-
-TEST_CASE("make_copy_table: a stale first is overwritten") {
-  float a[1];
-  auto t = cuda::make_copy_table({{a, a, 2, 77}, {a, a, 3, 99}});
-  CHECK(t.entries[0].first == 0);
-  CHECK(t.entries[1].first == 2);
-  CHECK(t.total == 5);
+  CHECK(t.tiles.empty());
+  CHECK(t.entries.size() == 2);
 }
 
 TEST_CASE("kernels_fatbin_ptx: the embedded fatbin's PTX, readable by a CUDA 12.0 driver") {

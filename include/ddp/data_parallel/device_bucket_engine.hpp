@@ -140,7 +140,7 @@ public:
         // A host communicator sums (no uses_avg): a mean is scaled here first (scale_in_place).
         if constexpr (!device_comm) {
           void* grads = params_[b.params.front()].grad;
-          s.scale_table = upload(cuda::make_copy_table({{grads, grads, b.elements}}).entries);
+          s.scale_table = upload(cuda::make_copy_table({{grads, grads, b.elements}}));
         }
         continue;
       }
@@ -153,10 +153,8 @@ public:
         pack.push_back({p.grad, slot, p.count});
         unpack.push_back({slot, p.grad, p.count});
       }
-      const auto packing = cuda::make_copy_table(std::move(pack));
-      s.total = packing.total;
-      s.pack_table = upload(packing.entries);
-      s.unpack_table = upload(cuda::make_copy_table(std::move(unpack)).entries);
+      s.pack_table = upload(cuda::make_copy_table(std::move(pack)));
+      s.unpack_table = upload(cuda::make_copy_table(std::move(unpack)));
     }
   }
 
@@ -211,8 +209,7 @@ public:
             "cudaMemcpyAsync (pinned staging -> device)");
     }
     if (b.path == bucket_path::packed)
-      cuda::launch_convert_copy(static_cast<const cuda::copy_entry*>(s.unpack_table.get()), b.params.size(),
-                                s.total, b.wire_type, b.param_type, 1.0, stream_.get(), rank());
+      cuda::launch_convert_copy(s.unpack_table, b.wire_type, b.param_type, 1.0, stream_.get(), rank());
   }
 
   /// The end of synchronize(): the compute stream waits for the unpacking
@@ -280,14 +277,13 @@ private:
   }
 
   struct runtime {
-    cuda::device_buffer packed;       ///< the wire-typed bucket (packed path)
-    cuda::device_buffer pack_table;   ///< copy_entry[] gradients -> packed
-    cuda::device_buffer unpack_table; ///< copy_entry[] packed -> gradients
-    cuda::device_buffer scale_table;  ///< the bucket onto itself (in place, host communicators)
-    std::byte* pinned = nullptr;      ///< its slice of staging_ (host communicators)
+    cuda::device_buffer packed;           ///< the wire-typed bucket (packed path)
+    cuda::device_copy_table pack_table;   ///< gradients -> packed
+    cuda::device_copy_table unpack_table; ///< packed -> gradients
+    cuda::device_copy_table scale_table;  ///< the bucket onto itself (in place, host communicators)
+    std::byte* pinned = nullptr;          ///< its slice of staging_ (host communicators)
     std::vector<std::byte> host_zeros;
     std::optional<cuda::event> ready; ///< recorded after packing (event-ordered communicators)
-    std::size_t total = 0;            ///< elements in the pack and unpack tables
     std::optional<work> in_flight;
     std::chrono::steady_clock::time_point t_launch, t_done;
   };
@@ -308,12 +304,11 @@ private:
     const double pre = avg ? 1.0 : scale;
     void* data = nullptr;
     if (b.path == bucket_path::packed) {
-      cuda::launch_convert_copy(static_cast<const cuda::copy_entry*>(s.pack_table.get()), b.params.size(),
-                                s.total, b.param_type, b.wire_type, pre, stream_.get(), rank());
+      cuda::launch_convert_copy(s.pack_table, b.param_type, b.wire_type, pre, stream_.get(), rank());
       data = s.packed.get();
     } else {
       data = params_[b.params.front()].grad;
-      if (pre != 1.0) scale_in_place(s, b.elements, b.param_type, pre);
+      if (pre != 1.0) scale_in_place(s, b.param_type, pre);
     }
     s.in_flight = reduce(i, data, avg);
   }
@@ -344,11 +339,8 @@ private:
   /// is on the legacy stream, which the engine's stream does not follow. A
   /// pageable source is staged before cudaMemcpyAsync returns (CUDA runtime
   /// API, "API synchronization behavior"), so `table` may go at once.
-  cuda::device_buffer upload(const std::vector<cuda::copy_entry>& table) {
-    cuda::device_buffer d(table.size() * sizeof(cuda::copy_entry), rank());
-    check(cudaMemcpyAsync(d.get(), table.data(), d.bytes(), cudaMemcpyHostToDevice, stream_.get()),
-          "cudaMemcpyAsync (a bucket's copy table)");
-    return d;
+  cuda::device_copy_table upload(const cuda::copy_table& table) {
+    return cuda::device_copy_table(table, stream_.get(), rank());
   }
 
   /// The device every call here runs on: the communicator's (NCCL), else the
@@ -361,9 +353,8 @@ private:
       return cuda::current_device(comm.rank());
   }
 
-  void scale_in_place(runtime& s, std::size_t n, dtype t, double scale) {
-    cuda::launch_convert_copy(static_cast<const cuda::copy_entry*>(s.scale_table.get()), 1, n, t, t, scale,
-                              stream_.get(), rank());
+  void scale_in_place(runtime& s, dtype t, double scale) {
+    cuda::launch_convert_copy(s.scale_table, t, t, scale, stream_.get(), rank());
   }
 
   /// Hands bucket i's device data to the communicator: directly (after the

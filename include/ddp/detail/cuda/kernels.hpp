@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -36,26 +37,71 @@ struct copy_entry {
   const void* src;
   void* dst;
   unsigned long long count;
-  unsigned long long first = 0; ///< the sum of the counts before it (make_copy_table)
 };
-static_assert(sizeof(copy_entry) == 32);
+static_assert(sizeof(copy_entry) == 24);
 
-/// A table in the kernel's form and its number of elements.
+/// A block's unit of work: up to copy_tile_elements elements of one run, from
+/// `offset`; layout matches ddp_copy_tile in cuda/kernels.cu.
+struct copy_tile {
+  unsigned long long entry;
+  unsigned long long offset;
+};
+static_assert(sizeof(copy_tile) == 16);
+
+/// Elements in a full tile: large enough that a block's lookup of its tile is
+/// small beside the copy, small enough that a bucket of a few large tensors
+/// still fills every multiprocessor (docs/gpu.md, "The copy kernel").
+inline constexpr unsigned long long copy_tile_elements = 16384;
+
+/// A copy table in the kernel's form: the runs, their tiles, and the elements in all.
 struct copy_table {
   std::vector<copy_entry> entries;
+  std::vector<copy_tile> tiles;
   std::size_t total = 0;
 };
 
-/// Sets each entry's `first` (the kernel cuts the table's elements end to end
-/// into equal chunks and searches them); entries of count 0 are allowed.
+/// Cuts each run into tiles (a run of no elements gets none), so that a
+/// block's work is at most one tile whatever the runs' sizes.
 inline copy_table make_copy_table(std::vector<copy_entry> entries) {
-  unsigned long long at = 0;
-  for (auto& e : entries) {
-    e.first = at;
-    at += e.count;
+  copy_table t;
+  for (std::size_t k = 0; k < entries.size(); ++k) {
+    for (unsigned long long at = 0; at < entries[k].count; at += copy_tile_elements)
+      t.tiles.push_back({k, at});
+    t.total += entries[k].count;
   }
-  return {std::move(entries), static_cast<std::size_t>(at)};
+  t.entries = std::move(entries);
+  return t;
 }
+
+/// A copy table in device memory: its runs, then its tiles, in one allocation.
+class device_copy_table {
+public:
+  device_copy_table() = default;
+  /// Uploads `t` on stream `s`, so the kernels queued after it there read it
+  /// (a pageable source is staged before cudaMemcpyAsync returns: `t` may go at once).
+  device_copy_table(const copy_table& t, cudaStream_t s, int rank)
+      : bytes_(tiles_at(t.entries.size()) + t.tiles.size() * sizeof(copy_tile), rank,
+               "cudaMalloc (a bucket's copy table)"),
+        entries_(t.entries.size()), tiles_(t.tiles.size()) {
+    if (bytes_.bytes() == 0) return;
+    std::vector<std::byte> image(bytes_.bytes());
+    std::memcpy(image.data(), t.entries.data(), t.entries.size() * sizeof(copy_entry));
+    std::memcpy(image.data() + tiles_at(entries_), t.tiles.data(), t.tiles.size() * sizeof(copy_tile));
+    check(cudaMemcpyAsync(bytes_.get(), image.data(), image.size(), cudaMemcpyHostToDevice, s),
+          "cudaMemcpyAsync (a bucket's copy table)", rank);
+  }
+  const copy_entry* entries() const { return static_cast<const copy_entry*>(bytes_.get()); }
+  const copy_tile* tiles() const {
+    return reinterpret_cast<const copy_tile*>(static_cast<const std::byte*>(bytes_.get()) +
+                                              tiles_at(entries_));
+  }
+  std::size_t tile_count() const { return tiles_; }
+
+private:
+  static std::size_t tiles_at(std::size_t entries) { return (entries * sizeof(copy_entry) + 15) / 16 * 16; }
+  device_buffer bytes_;
+  std::size_t entries_ = 0, tiles_ = 0;
+};
 
 /// The kernel handle, loaded once per process (cudaLibrary_t is
 /// context-independent: valid on every device). Only a success is kept: a
@@ -116,21 +162,20 @@ inline int kernel_type(dtype d) {
   }
 }
 
-/// Launches one copy of `entries` entries (a device-resident table from
-/// make_copy_table) of `total` elements in all on `s`: element type `from` ->
-/// `to`, times `scale`.
-inline void launch_convert_copy(const copy_entry* table_on_device, std::size_t entries, std::size_t total,
-                                dtype from, dtype to, double scale, cudaStream_t s, int rank) {
-  if (entries == 0 || total == 0) return;
+/// Queues the copy `t` describes on `s`: element type `from` -> `to`, times `scale`.
+inline void launch_convert_copy(const device_copy_table& t, dtype from, dtype to, double scale,
+                                cudaStream_t s, int rank) {
+  if (t.tile_count() == 0) return;
   cudaKernel_t k = convert_copy_kernel(rank);
   int src_type = kernel_type(from), dst_type = kernel_type(to);
-  constexpr unsigned threads = 256;
-  // A block copies 4 elements per thread at a time, whatever the entries'
-  // sizes; past the cap (a few waves on any GPU) blocks stride over the rest.
-  unsigned long long n = entries, all = total, chunk = threads * 4;
-  const auto blocks = static_cast<unsigned>(std::clamp<std::size_t>((total + chunk - 1) / chunk, 1, 8192));
-  void* args[] = {&table_on_device, &n, &all, &chunk, &src_type, &dst_type, &scale};
-  check(cudaLaunchKernel(reinterpret_cast<const void*>(k), dim3(blocks), dim3(threads), args, 0, s),
+  const copy_entry* entries = t.entries();
+  const copy_tile* tiles = t.tiles();
+  unsigned long long count = t.tile_count(), tile = copy_tile_elements;
+  // A block per tile up to the cap (several waves on any GPU); past it blocks
+  // take tiles in turn.
+  const auto blocks = static_cast<unsigned>(std::min<unsigned long long>(count, 16384));
+  void* args[] = {&entries, &tiles, &count, &tile, &src_type, &dst_type, &scale};
+  check(cudaLaunchKernel(reinterpret_cast<const void*>(k), dim3(blocks), dim3(256), args, 0, s),
         "cudaLaunchKernel(ddp_convert_copy)", rank);
 }
 
