@@ -16,7 +16,7 @@ export DDP_TIMEOUT=60s
 case "$launcher" in
   torchrun)
     command -v torchrun >/dev/null || { echo "SKIP: torchrun is missing (apt-get install python3-torch)"; exit 77; }
-    # Debian's torchrun 1.13 crashes with its default flags; these work (see README).
+    # Debian's torchrun 1.13 crashes with its default flags; these work (see docs/launching.md).
     torchrun --standalone --nproc_per_node 2 --log_dir "$work/logs" -r 1 -t 1 --no_python "$worker" ok > "$work/out" 2>&1
     ;;
   mpirun)
@@ -31,7 +31,7 @@ case "$launcher" in
     SLURM_CONF="$work/slurm/slurm.conf" timeout 120 srun -n 2 "$worker" ok > "$work/out" 2>&1
     ;;
   sbatch)
-    # The README's batch recipe, submitted as is (sbatch_job.sh); --wait returns the job's exit code.
+    # The batch recipe of docs/launching.md, submitted as is (sbatch_job.sh); --wait returns the job's exit code.
     command -v slurmctld >/dev/null || { echo "SKIP: slurm-wlm is missing (apt-get install slurm-wlm munge)"; exit 77; }
     [ -r /etc/munge/munge.key ] || { echo "SKIP: no /etc/munge/munge.key"; exit 77; }
     bash "$here/slurm/start.sh" "$work/slurm" > "$work/slurm-start.log" 2>&1 || { cat "$work/slurm-start.log"; exit 1; }

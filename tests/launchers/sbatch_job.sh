@@ -1,5 +1,5 @@
 #!/bin/bash
-# The README's sbatch recipe: one SLURM task per rank, so ddp takes its rank
+# The sbatch recipe of docs/launching.md: one SLURM task per rank, so ddp takes its rank
 # from SLURM_PROCID and SLURM_NTASKS, the master from the first host of the
 # allocation and the store's port from the job id (20000 + id mod 10000).
 # Usage: sbatch [--nodes N --ntasks-per-node K] sbatch_job.sh ./train [args...]

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The README's torch launch recipes, run with the real launchers (Debian's python3-torch).
+# The torch launch recipes of docs/launching.md, run with the real launchers (Debian's python3-torch).
 # Exit 77 (ctest: skipped) with the reason where torch is absent (or, for the
 # cuda_visible_devices case, where no GPU is; for netns, where `ip netns` is unavailable).
 # Runs from the launcher tests in tests/CMakeLists.txt (launcher.<CASE>).
@@ -69,7 +69,7 @@ run_launch() {
   done
   return $rc
 }
-# Debian's torch 1.13 crashes with the default flags; --log_dir, -r 1 -t 1 work (README).
+# Debian's torch 1.13 crashes with the default flags; --log_dir, -r 1 -t 1 work (docs/launching.md).
 launch() { timeout 180 "$py" -m torch.distributed.launch --master_port "$PORT" --log_dir "$work/logs" -r 1 -t 1 "$@"; }
 static_torchrun() {
   timeout 180 "$torchrun" --nnodes 1 --node_rank 0 --master_addr 127.0.0.1 --master_port "$PORT" \
