@@ -311,9 +311,8 @@ private:
   /// gradients the step's last bucket waits for synchronize(), which waits for
   /// it at once: the communicator may then run it on the caller's thread (when
   /// its queue is idle), without the two thread hand-offs of a queued
-  /// collective. Those cost a scheduler slice each on a busy host: with two
-  /// CPU hogs on this 2-core machine, launching the example's one bucket took
-  /// 4.8 ms of a 7.5 ms step at world size 1 (DDP_TRACE, 2026-12-01). Nothing
+  /// collective. Those cost a scheduler slice each on a busy host, a large part
+  /// of a small step (docs/performance.md, Training). Nothing
   /// runs after the last gradient but the caller's own code before
   /// synchronize(), so only that code loses the overlap.
   void launch_ready(bool in_synchronize = false) {

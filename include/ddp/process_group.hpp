@@ -92,10 +92,10 @@ public:
   ///
   /// Unless this rank is leaving on an error of its own (an exception escaping
   /// while the group is healthy): then the exit barrier would hold every peer
-  /// blocked in a collective until its timeout (measured: 15 s at DDP_TIMEOUT=15s
-  /// when rank 0 threw between collectives). Instead it tells the launcher and
-  /// the store that it failed, then closes its connections, so its peers fail
-  /// within a second and name it.
+  /// blocked in a collective until its timeout
+  /// (docs/design-notes.md, "Note [leaving on an error]"). Instead it tells
+  /// the launcher and the store that it failed, then closes its connections,
+  /// so its peers fail within a second and name it.
   ~process_group() {
     if (std::uncaught_exceptions() > uncaught_at_start_ && !comm_->poisoned()) {
       leave_on_own_failure();
@@ -229,7 +229,7 @@ private:
   /// peer's address it cannot reach, a device it cannot make) tells the store
   /// before it throws: its peers, waiting for its connections, then stop at
   /// once and name it (peer_failure_relay.hpp) instead of waiting DDP_TIMEOUT
-  /// (measured in dist.netns.unreachable: 7.05 s at DDP_TIMEOUT=6s, before).
+  /// (docs/design-notes.md, "Note [failure during connect]").
   /// Its exception going out unwinds the store's client, which says goodbye:
   /// without the report, nobody would hear of the failure. Not reported: a
   /// failure for another rank's loss (peer_lost), a timeout (the rank waited
@@ -270,9 +270,10 @@ private:
       const std::string why = who + " " + what_happened + ": " + reason;
       // Refused first, interrupted last: the store tells the peers, who close
       // their connections, and a collective running here that fails of that
-      // must fail with `why`, not name this rank as the peer it lost (a
-      // reviewer's probe: 1 run in 28 before). Interrupting before the store
-      // knows left the node's shm peers without a reason to read.
+      // must fail with `why`, not name this rank as the peer it lost
+      // (docs/design-notes.md, "Note [leaving on an error]"). Interrupting
+      // before the store knows left the node's shm peers without a reason to
+      // read.
       if constexpr (requires(typename Backend::communicator & c) { c.poison_for_failure(why); })
         comm_->poison_for_failure(why);
       if (store_) {
@@ -510,8 +511,8 @@ inline std::shared_ptr<tcp_store> make_store(const tcp_store_options& so, const 
 /// How long a rank refused before it joined the store tries to reach it, to
 /// report: the store may not be up yet (rank 0 starts at its own pace), but
 /// where every node has the same low limit, rank 0 was refused too and
-/// serves nothing, and each rank's own error waits this long (10 s at first:
-/// a reviewer's probe saw ranks 1-3 exit 9.5 s after rank 0).
+/// serves nothing, and each rank's own error waits this long, so it is short
+/// (docs/design-notes.md, "Note [report before store patience]").
 inline constexpr std::chrono::milliseconds report_before_store_patience{3000};
 
 /// A rank refused during the rendezvous reports it (report_own_failure), so

@@ -6,7 +6,7 @@
 // each) and the ring rounds each of the W - 1 partial sums (<= max|g| in
 // magnitude, error <= eps * max|g| each), so |result - mean| <= W * eps *
 // max_r |g_r|, with eps = 2^-11 (fp16) or 2^-8 (bf16): about 3 (fp16) or 2
-// (bf16) significant decimal digits. Measured at W <= 4 the error stays under
+// (bf16) significant decimal digits. At W <= 4 the error stays under
 // 2 * eps * max_r |g_r|, which tests/dist/test_data_parallel.cpp checks.
 // fp16 overflows above 65504: use bf16 for gradients that large.
 #ifndef DDP_REDUCTION_HPP

@@ -80,10 +80,8 @@ inline void prefetch_for_write([[maybe_unused]] const void* p) noexcept {
 /// Allocator for the permutation buffer: from 2 MiB up, memory on a 2 MiB
 /// boundary that Linux is asked to back with transparent huge pages
 /// (madvise; the kernel may decline). A shuffle reads and writes all over the
-/// buffer, and with 4 KiB pages nearly every step also misses the TLB. Measured
-/// on the project's 2-core machine (busy, load 5-8): n = 3e8 forward 178 -> 110
-/// ns per element; n = 10^9, 2 replicas: forward 248 -> 107 s, inside-out 257
-/// -> 169 s (bench/sampler_large.sh). Elsewhere, or for small buffers, plain
+/// buffer, and with 4 KiB pages nearly every step also misses the TLB
+/// (docs/performance.md, Sampler). Elsewhere, or for small buffers, plain
 /// operator new.
 template <class T> struct shuffle_buffer_allocator {
   using value_type = T;
@@ -116,8 +114,8 @@ template <class Index> using shuffle_buffer = std::vector<Index, shuffle_buffer_
 /// of i. The draws do not depend on the array being shuffled, so each z is
 /// drawn `Ahead` steps early and the element it names prefetched
 /// (target(k, z_k)): a shuffle of a large array is otherwise one cache miss per
-/// step. Measured here at n = 10^8: 7.0 s -> 2.6 s (forward), 10.0 s -> 4.8 s
-/// (inside-out). The order of draws, and so the result, is unchanged.
+/// step (docs/performance.md, Sampler). The order of draws, and so the result,
+/// is unchanged.
 template <std::size_t Ahead, class Draw, class Target, class Step>
 void shuffle_with_lookahead(std::size_t steps, Draw&& draw, Target&& target, Step&& step) {
   using z_type = decltype(draw(std::size_t{0}));
@@ -142,8 +140,8 @@ void shuffle_with_lookahead(std::size_t steps, Draw&& draw, Target&& target, Ste
 /// randperm_inside_out_from since 2.6:
 ///   for i in [0, n-1): z = random() % (n-i); swap(r[i], r[i+z])
 /// The modulo of a 32-bit draw is biased for large n, and for n > 2^32 never
-/// reaches past i + 2^32 - 1; reproduced as is. Checked against PyTorch 1.13 at
-/// n = 2.5e8 (issue 15) and by tests/reference/compare_live_large.sh.
+/// reaches past i + 2^32 - 1; reproduced as is. Checked against PyTorch 1.13 by
+/// tests/reference/compare_live_large.sh below the switch.
 template <class Index, class Alloc>
 void randperm_forward(std::vector<Index, Alloc>& r, std::size_t n, std::mt19937& gen) {
   r.resize(n);
@@ -174,10 +172,11 @@ void randperm_forward(std::vector<Index, Alloc>& r, std::size_t n, std::mt19937&
 /// randperm_cpu from randperm_inside_out_from on:
 ///   for i in [0, n): z = random64() % (i+1); r[i] = r[z]; r[z] = i
 /// random64() = (first 32-bit draw << 32) | second draw (CPUGeneratorImpl::random64
-/// in aten/src/ATen/CPUGeneratorImpl.cpp); i = 0 draws too. Not run against a
-/// PyTorch 2.6+ here (Debian 12 has 1.13): checked against a Python model of the
-/// source (tests/reference/randperm_model.py) and, where the installed PyTorch is
-/// 2.6 or later, by tests/reference/compare_live_large.sh.
+/// in aten/src/ATen/CPUGeneratorImpl.cpp); i = 0 draws too. Debian 12's PyTorch
+/// is 1.13, so unit tests check it against a Python model of the source
+/// (tests/reference/randperm_model.py); tests/reference/compare_live_large.sh
+/// checks it against a PyTorch 2.6 or later where one is installed (scripts/gpu-check
+/// runs it with the GPU machine's, up to n = 250,000,000: docs/gpu.md).
 template <class Index, class Alloc>
 void randperm_inside_out(std::vector<Index, Alloc>& r, std::size_t n, std::mt19937& gen) {
   r.assign(n, Index{0}); // every entry is written before it is read; r[0] = 0 stands for i = 0

@@ -269,9 +269,9 @@ public:
   /// store records it as lost at once, so peers name it instead of waiting.
   /// Best effort, bounded by a short deadline; false when the store is gone.
   /// When another thread of this rank holds the connection (a store wait of
-  /// its collective, up to the timeout: a reviewer's probe measured abort()
-  /// blocked 5.5 s behind make_shm_array's), the report goes over a connection
-  /// of its own, as this rank, that says goodbye after it.
+  /// its collective, up to the timeout, which would hold the report back:
+  /// docs/design-notes.md, "Note [leaving on an error]"), the report goes over
+  /// a connection of its own, as this rank, that says goodbye after it.
   bool report_failure(std::string_view reason) noexcept {
     try {
       auto frame = [&] {

@@ -549,14 +549,13 @@ DDP_END_NAMESPACE
 // Stops a backend's waits for a rank that failed while the connections form.
 // A rank that fails then (a peer it cannot dial, an open-files refusal, a
 // crash) is recorded in the store at once, but a rank waiting for that peer's
-// connection inside Gloo heard nothing of it and waited DDP_TIMEOUT (measured
-// in dist.netns.unreachable: node 1's ranks failed after 7.05 s at
-// DDP_TIMEOUT=6s, where node 0's had failed at 1 s; at the default timeout,
-// ten minutes). process_group starts its peer-failure watch before the
-// communicator; until the communicator exists, the watch's news (which rank
-// was lost, and why) comes here, and a backend registers here, while it waits
-// for connections, what ends its waits for that rank (gloo_mesh_context closes
-// that rank's pair and lets the living peers finish: see there).
+// connection inside Gloo heard nothing of it and waited DDP_TIMEOUT
+// (docs/design-notes.md, "Note [failure during connect]"). process_group
+// starts its peer-failure watch before the communicator; until the
+// communicator exists, the watch's news (which rank was lost, and why) comes
+// here, and a backend registers here, while it waits for connections, what
+// ends its waits for that rank (gloo_mesh_context closes that rank's pair and
+// lets the living peers finish: see there).
 #ifndef DDP_DETAIL_BACKEND_CONNECT_INTERRUPT_HPP
 #define DDP_DETAIL_BACKEND_CONNECT_INTERRUPT_HPP
 
@@ -1152,9 +1151,9 @@ inline std::string peer_name(int fd) {
 
 /// The accept queue asked for. The kernel clamps it to net.core.somaxconn
 /// (4096 by default since Linux 5.4), so this asks for what the host allows.
-/// A queue of 1024 overflowed when 2048 ranks connected at once
-/// (bench/store_fanin: 2921 listen overflows in 3 runs, each costing a rank a
-/// SYN retransmit of 1 s or more; with this queue, none in 6 runs).
+/// A queue of 1024 overflowed when 2048 ranks connected at once, each overflow
+/// costing a rank a SYN retransmit (docs/performance.md, Rendezvous and the
+/// Gloo mesh).
 inline constexpr int store_listen_backlog = 65535;
 
 /// Listens on `host:port` (that address only; port 0 picks a free one). A
@@ -1323,8 +1322,8 @@ namespace detail {
 /// How long the server lets a connection take to authenticate, from accept to
 /// proof. A rank sends its hello as soon as it connects and needs one round
 /// trip more, so a few seconds is ample even on a loaded machine; a silent
-/// connection holds a descriptor no longer than this (issue 11: 200 silent
-/// connections once held rank 0's descriptors for the 30 s this used to be).
+/// connection holds a descriptor no longer than this (docs/design-notes.md,
+/// "Note [store under descriptor pressure]").
 inline constexpr std::chrono::seconds store_handshake_timeout{5};
 
 /// Handshake frames are small; a larger one during the handshake is malformed.
@@ -1562,7 +1561,7 @@ inline constexpr std::chrono::milliseconds store_shed_min_age{500};
 
 /// How long the listener is left alone after accept fails for want of
 /// descriptors (EMFILE/ENFILE) with nothing to shed: retrying at once spins
-/// (issue 11: 80-90 % CPU on failed accept4).
+/// (docs/design-notes.md, "Note [store under descriptor pressure]").
 inline constexpr std::chrono::milliseconds store_accept_backoff{100};
 
 /// Descriptors kept free for the rest of the process (rank 0's own client,
@@ -1580,8 +1579,9 @@ inline constexpr std::size_t store_reply_backlog = 256 * 1024;
 
 /// A connection whose replies wait this long without the client taking any
 /// of them is closed (its rank recorded lost): the process is stopped, or its
-/// host cut off. Sending never blocks the server: a reviewer's probe of a
-/// blocking send with this deadline stalled every other rank for 10 s.
+/// host cut off. Sending never blocks the server: a blocking send would stall
+/// every other rank for up to this deadline
+/// (docs/design-notes.md, "Note [store reply queue]").
 inline constexpr std::chrono::seconds store_reply_stall{10};
 
 /// Rate limit for the log lines that unauthenticated peers can cause, so a
@@ -1715,8 +1715,9 @@ private:
       // Requests read earlier but left while their connection's replies
       // backed up, which may have gone out since (by POLLOUT, or all at once):
       // one part each, then the others' turn. A connection still ready after
-      // its part keeps the poll from sleeping (it slept 100 ms per 256 KiB
-      // of a reader's replies: a reviewer's probe).
+      // its part keeps the poll from sleeping, or a reader's replies would go
+      // out one part per poll timeout
+      // (docs/design-notes.md, "Note [store reply queue]").
       bool work_left = false;
       for (std::size_t i = 0; i < conns_.size(); ++i)
         if (ready_to_handle(*conns_[i])) {
@@ -2163,8 +2164,8 @@ private:
   /// Registers a new wait under each key it still misses, then answers it if
   /// it can be answered now. Waits are indexed by key so that a set wakes only
   /// the waits on that key: rechecking every wait on every set cost O(N) waits
-  /// x O(N) keys per set at N ranks waiting for ddp/arrived/0..N-1 (bench/
-  /// store_fanin: 1024 ranks took 4.4 s median, 39 s at worst, before).
+  /// x O(N) keys per set at N ranks waiting for ddp/arrived/0..N-1
+  /// (docs/performance.md, Rendezvous and the Gloo mesh).
   void begin_wait(connection& c) {
     ++c.wait_seq;
     c.wait_missing = 0;
@@ -2524,9 +2525,9 @@ public:
   /// store records it as lost at once, so peers name it instead of waiting.
   /// Best effort, bounded by a short deadline; false when the store is gone.
   /// When another thread of this rank holds the connection (a store wait of
-  /// its collective, up to the timeout: a reviewer's probe measured abort()
-  /// blocked 5.5 s behind make_shm_array's), the report goes over a connection
-  /// of its own, as this rank, that says goodbye after it.
+  /// its collective, up to the timeout, which would hold the report back:
+  /// docs/design-notes.md, "Note [leaving on an error]"), the report goes over
+  /// a connection of its own, as this rank, that says goodbye after it.
   bool report_failure(std::string_view reason) noexcept {
     try {
       auto frame = [&] {
@@ -4651,15 +4652,13 @@ DDP_END_NAMESPACE
 // the store reporting another rank failed), failing every connection is not
 // enough. Gloo then fails the operations still queued on a connection, but
 // not a send or receive already under way, and closes the socket, so that
-// wait runs to its timeout (measured by a reviewer's probe: 4 ranks
-// all-reducing 32 MiB in a loop, one rank aborting: 3 trials in 6 waited the
-// whole 20 s timeout, on the aborting rank or a survivor). Ending the waits
-// themselves (UnboundBuffer::abortWaitSend/abortWaitRecv, Gloo's public API)
-// makes them return false, which gloo_deadline::check turns into a failure.
+// wait runs to its timeout (docs/design-notes.md, "Note [Gloo waits]").
+// Ending the waits themselves (UnboundBuffer::abortWaitSend/abortWaitRecv,
+// Gloo's public API) makes them return false, which gloo_deadline::check turns
+// into a failure.
 // This is why ddp runs none of Gloo's own collectives (its ring all-reduce,
 // broadcast, all-gather, all-to-all): they keep their buffers to themselves,
-// so a wait already under way there ended with its data or at its timeout (a
-// reviewer's probe: 32 MiB broadcasts waited out the timeout in 4 runs of 7).
+// so a wait already under way there ends with its data or at its timeout.
 #ifndef DDP_DETAIL_GLOO_WAITS_HPP
 #define DDP_DETAIL_GLOO_WAITS_HPP
 
@@ -4753,9 +4752,9 @@ public:
   /// chain's fill, (W-2) pieces, stays near one transfer of the data: with P
   /// pieces the broadcast costs (W+P-2)/P transfers of it, so P ~ W pieces
   /// keep it under 2 (a binomial tree: log2 W). Not below min_piece_bytes
-  /// (unless max_piece_bytes is: tests cut pieces small). A model, not a
-  /// measurement: this host has 2 cores and at 3-4 ranks 256 KiB, 1 MiB and
-  /// 4 MiB pieces measured alike.
+  /// (unless max_piece_bytes is: tests cut pieces small). A model: piece sizes
+  /// made no difference on the 2-core development machine (docs/performance.md,
+  /// Collectives).
   static std::size_t piece_for(std::size_t bytes, int w, std::size_t max_piece_bytes) {
     const std::size_t most = std::max<std::size_t>(max_piece_bytes, 1);
     return std::clamp(bytes / static_cast<std::size_t>(std::max(w, 1)), std::min(min_piece_bytes, most),
@@ -5183,8 +5182,8 @@ DDP_END_NAMESPACE
 // event arrives or when its epoll_wait gives up, after 10 ms. Pairs close one
 // after another, in a context's teardown and when Gloo fails a whole context
 // (a wait that timed out: process_group::abort uses that), so a rank paid up
-// to 10 ms per peer: tearing down a 64-rank group took 0.45 s (median over
-// the ranks; 0.72 s the slowest) on this project's machine, 2026-12-02.
+// to 10 ms per peer, which adds up in a large group's teardown
+// (docs/performance.md, Rendezvous and the Gloo mesh).
 //
 // A gloo_loop_ticker registers an eventfd with the device's loop. While a
 // gloo_loop_ticker::burst lives, a thread writes that eventfd every 50 µs, so
@@ -5474,8 +5473,9 @@ public:
   /// living peers need only their own remaining connects then, each a
   /// handshake with a listener that exists, so they keep connections forming;
   /// a peer whose connection does not form is stuck or failed too. A grace
-  /// from the news on, however many connects were left, failed every living
-  /// rank of 96 (threads of one process on 2 cores: a reviewer's probe).
+  /// from the news on, however many connects were left, fails living ranks of
+  /// a large job on a loaded host
+  /// (docs/design-notes.md, "Note [connect grace]").
   static constexpr std::chrono::milliseconds living_peers_grace{2000};
 
   /// How long a connect that failed waits for news before it counts as this
@@ -5625,8 +5625,8 @@ private:
   /// to the lost rank ends by itself (connected to a listener the failed rank
   /// keeps, or refused once it is gone) or with the grace: closing it with
   /// Gloo's reset reached the lost rank's Gloo while it accepted, between two
-  /// system calls, which ended that process (unit.gloo_mesh, with the lost
-  /// rank in the test's process: 14 runs in 20 beside a CPU hog). Then starts
+  /// system calls, which ended that process
+  /// (docs/design-notes.md, "Note [failing Gloo pairs]"). Then starts
   /// the grace for the rest (news naming no rank of this mesh only that).
   void on_news(::gloo::transport::Context& pairs, connect_progress& progress,
                const connect_interrupt::news& n, int peer_step) noexcept {
@@ -5676,12 +5676,11 @@ private:
   /// then waited out the whole timeout), and its reset (SO_LINGER 0) reached
   /// peers' Gloo loops while they accepted those connections, whose
   /// getpeername then failed: an exception on Gloo's loop thread, which ends
-  /// that process (a reviewer's probe: 6 runs in 100 of an interrupted
-  /// connect). A listener closed here still resets a connection the kernel
+  /// that process. A listener closed here still resets a connection the kernel
   /// queued but Gloo had not accepted; the peer's Gloo sees that in its
-  /// connect (SO_ERROR) but for a window of two system calls (a second
-  /// reviewer's probe: 6 such resets in 120 rounds, no crash), the same
-  /// window any process exiting during Gloo's connect opens.
+  /// connect (SO_ERROR) but for a window of two system calls, the same window
+  /// any process exiting during Gloo's connect opens (docs/design-notes.md,
+  /// "Note [failing Gloo pairs]").
   /// Gloo fails the pairs one after another, each waiting for its loop, so
   /// the loop ticks fast meanwhile.
   void fail_pairs(::gloo::transport::Context& pairs) noexcept {
@@ -6189,9 +6188,8 @@ DDP_END_NAMESPACE
 // is), meets the others, copies step k-1's result out, and reduces its own
 // slice of step k over all ranks, in local-rank order, the averaging fused
 // into the last step. The steps are small enough that what one rank writes is
-// still in cache when the others read it: at 2 ranks, 100 MiB, 34-37 ms
-// against 50 ms for the earlier 4 MiB chunks with two barriers each (see
-// default_chunk_bytes for the sweep).
+// still in cache when the others read it, which beat the earlier 4 MiB chunks
+// with two barriers each (docs/performance.md, Collectives).
 // Across nodes (run_staged) the node's leader reduces each chunk with the other
 // nodes' leaders over Gloo between the node's reduce and copy-out, so each chunk
 // has three barriers and fills the whole slot (fewer, larger TCP calls).
@@ -6555,11 +6553,8 @@ public:
   /// at 2 ranks a node): the staged path's chunk. On one node the slot holds
   /// two steps of the pipelined path (2 x default_chunk_bytes).
   static constexpr std::size_t default_slot_bytes = std::size_t{4} << 20;
-  /// The pipelined path's step. Measured at 2 ranks, 100 MiB, quiet
-  /// (2026-12-01, bench/collectives): 64-512 KiB 34-37 ms, 1 MiB 39 ms,
-  /// 2 MiB 41 ms (the old scheme, two barriers per 4 MiB chunk: 50 ms); for a
-  /// 1 MiB all-reduce all steps from 64 KiB to 1 MiB within noise. Small steps
-  /// keep the two buffers of every rank in this host's 4 MiB L2.
+  /// The pipelined path's step: small steps keep the two buffers of every rank
+  /// in L2 (the sweep: docs/performance.md, Collectives).
   static constexpr std::size_t default_chunk_bytes = std::size_t{256} << 10;
 
   /// A rank the rendezvous store saw lost: (-1, "") for none.
@@ -6606,11 +6601,9 @@ public:
   /// or out: after one barrier each rank reduces its own slice straight from
   /// the others' areas, in local-rank order (the same bits as the other
   /// paths), and writes the result into every rank's area; a second barrier
-  /// ends it. Two barriers per collective, not one per step. Measured at 2
-  /// ranks, 100 MiB (bench/collectives, in_place_s against shm_s in the same
-  /// runs, 2026-12-01, seven runs): 14.6-24.8 ms against 31-52 ms through the
-  /// slots; on a busier host an hour earlier 23-51 ms against 53-161 ms (the
-  /// step barriers suffer most when a rank is descheduled).
+  /// ends it. Two barriers per collective, not one per step, so it beats the
+  /// slots, most on a busy host, where step barriers suffer when a rank is
+  /// descheduled (docs/performance.md, Collectives).
   void run_in_place(const shm_segment& arr, std::size_t offset, std::size_t n, dtype dt, op o, double scale,
                     const collective_header& h, const std::string& what) {
     begin(h, what);
@@ -7177,8 +7170,8 @@ public:
   /// each pair's listener for its connection, never both at once), its
   /// device's epoll and the eventfd that wakes it (gloo_loop_ticker); where the node's ranks can share memory
   /// (shm_layout_fits; DDP_SHM aside), the segment's two and, on a node leader, the
-  /// leaders' mesh across nodes. Measured at 8 ranks on one node: 16 open in
-  /// all per rank, with 3 standard streams and 2 store connections.
+  /// leaders' mesh across nodes (checked:
+  /// docs/design-notes.md, "Note [open files]").
   static long open_files(const ddp::topology& t) {
     long n = (t.world_size - 1) + 2;
     if (shm_layout_fits(t)) {
@@ -7315,8 +7308,8 @@ public:
   }
 
   /// The largest message ddp's fragment ring and chain broadcast send (1 MiB
-  /// by default; for the broadcast, 256 KiB and 4 MiB pieces measured the same
-  /// within the noise at 3 and 4 ranks, 4 MiB and 32 MiB, 2026-12-02). Like
+  /// by default; the broadcast's piece size made no difference:
+  /// docs/performance.md, Collectives). Like
   /// Gloo's maxSegmentSize: tests make it small so that small tensors cross
   /// piece boundaries. Every rank must use the same value, set before the
   /// collectives it is for.
@@ -7335,11 +7328,8 @@ public:
   /// one round, and every rank reduces all contributions in rank order, so
   /// every rank gets the same bits. Larger ones go around ddp's ring (as
   /// buckets do), the averaging fused into its last reduction step, on buffers
-  /// an abort can interrupt. It was Gloo's ring below 16 MiB; in the same runs
-  /// (bench_collectives data_movement, 2026-12-02, 3 runs at 2 ranks) ddp's
-  /// over Gloo's own, against Gloo's path through ddp: 1.27-1.55 vs 1.62-1.71
-  /// at 256 KiB, 1.11-1.46 vs 1.49-1.54 at 1 MiB, 1.16-1.31 vs 1.18-1.44 at
-  /// 4 MiB (both paths include ddp's header round, which raw Gloo has not).
+  /// an abort can interrupt. It was Gloo's ring below 16 MiB, which was no
+  /// faster (docs/performance.md, Collectives).
   work all_reduce(void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
       throw error(error_kind::config, "op::avg needs a floating-point tensor, got " +
@@ -8426,7 +8416,7 @@ struct plan_capabilities {
 /// Below this average tensor size a bucket is packed: one message per tiny
 /// tensor costs more than two copies of the bucket. 64 KiB packs the 1 KiB
 /// tensors of bench/grad_sync's many_small case and leaves ResNet-50's
-/// convolutions unpacked (both cases are measured there).
+/// convolutions unpacked (docs/performance.md, Gradient synchronization).
 inline constexpr std::size_t unpacked_min_average_bytes = std::size_t{64} << 10;
 
 /// The path of one bucket, from where its gradients lie now.
@@ -13142,8 +13132,8 @@ private:
 };
 
 /// Page-locked host memory (cudaHostAlloc): copies to and from the device run
-/// at ~55 GB/s against 6-10 GB/s pageable on the H200 (FACTS.md: 102 MB pinned
-/// 1.9 ms, pageable 10-18 ms). Allocated once and kept across steps.
+/// several times faster than from pageable memory (docs/performance.md, On a
+/// GPU). Allocated once and kept across steps.
 class pinned_buffer {
 public:
   pinned_buffer() = default;
@@ -14682,9 +14672,9 @@ DDP_END_NAMESPACE
 //
 // A rank holds one descriptor per Gloo peer, and the store's server two per
 // rank, so a large job runs into the usual soft limit of 1024: about 340 ranks
-// where rank 0 serves the store. Running out there showed (8 ranks under a soft
-// limit of 32, 2026-12-02) as the store pausing its accepts and every rank
-// timing out in its handshake, a full DDP_TIMEOUT later.
+// where rank 0 serves the store. Running out there shows as the store pausing
+// its accepts and every rank timing out in its handshake, a full DDP_TIMEOUT
+// later (docs/design-notes.md, "Note [open files]").
 // Like the Go runtime and the JVM, ddp raises the soft limit to the hard one
 // when it needs more (the soft limit of 1024 exists for select(), which ddp
 // does not use); when even the hard limit is too low it fails at once and
@@ -14910,9 +14900,8 @@ DDP_END_NAMESPACE
 // or gave up with process_group::abort, is recorded in the store at once
 // (its dropped connection, or its report), but
 //   - over TCP a rank waiting on a third rank learns nothing: Gloo reports a
-//     closed connection only to operations posted on it (measured: a rank
-//     waiting for a peer 2 s late failed after 2.0 s, not when the third rank
-//     gave up 0.3 s in);
+//     closed connection only to operations posted on it (docs/design-notes.md,
+//     "Note [peer failure watch]");
 //   - over NCCL no peer learns anything until its own deadline.
 // So one thread per group blocks in a store wait for the lost-rank key, on a
 // connection of its own (the group's client stays free for its requests),
@@ -15022,8 +15011,8 @@ DDP_END_NAMESPACE
 // (with one device per rank, the rank's device). Work on a stream created with
 // cudaStreamNonBlocking must be finished by the caller. Every wait polls with
 // the group's timeout. One pinned buffer, grown to the largest collective and
-// kept: page-locked copies ran at ~55 GB/s on the H200 against 6-10 GB/s
-// pageable (FACTS.md: 102 MB 1.9 ms pinned, 10-18 ms pageable).
+// kept: page-locked copies run several times faster than pageable ones
+// (docs/performance.md, On a GPU).
 //
 // Copies use cudaMemcpyDefault (unified addressing), so a collective that
 // mixes host and device tensors (all_gather of a host vector into a
@@ -15239,10 +15228,10 @@ public:
   ///
   /// Unless this rank is leaving on an error of its own (an exception escaping
   /// while the group is healthy): then the exit barrier would hold every peer
-  /// blocked in a collective until its timeout (measured: 15 s at DDP_TIMEOUT=15s
-  /// when rank 0 threw between collectives). Instead it tells the launcher and
-  /// the store that it failed, then closes its connections, so its peers fail
-  /// within a second and name it.
+  /// blocked in a collective until its timeout
+  /// (docs/design-notes.md, "Note [leaving on an error]"). Instead it tells
+  /// the launcher and the store that it failed, then closes its connections,
+  /// so its peers fail within a second and name it.
   ~process_group() {
     if (std::uncaught_exceptions() > uncaught_at_start_ && !comm_->poisoned()) {
       leave_on_own_failure();
@@ -15376,7 +15365,7 @@ private:
   /// peer's address it cannot reach, a device it cannot make) tells the store
   /// before it throws: its peers, waiting for its connections, then stop at
   /// once and name it (peer_failure_relay.hpp) instead of waiting DDP_TIMEOUT
-  /// (measured in dist.netns.unreachable: 7.05 s at DDP_TIMEOUT=6s, before).
+  /// (docs/design-notes.md, "Note [failure during connect]").
   /// Its exception going out unwinds the store's client, which says goodbye:
   /// without the report, nobody would hear of the failure. Not reported: a
   /// failure for another rank's loss (peer_lost), a timeout (the rank waited
@@ -15417,9 +15406,10 @@ private:
       const std::string why = who + " " + what_happened + ": " + reason;
       // Refused first, interrupted last: the store tells the peers, who close
       // their connections, and a collective running here that fails of that
-      // must fail with `why`, not name this rank as the peer it lost (a
-      // reviewer's probe: 1 run in 28 before). Interrupting before the store
-      // knows left the node's shm peers without a reason to read.
+      // must fail with `why`, not name this rank as the peer it lost
+      // (docs/design-notes.md, "Note [leaving on an error]"). Interrupting
+      // before the store knows left the node's shm peers without a reason to
+      // read.
       if constexpr (requires(typename Backend::communicator & c) { c.poison_for_failure(why); })
         comm_->poison_for_failure(why);
       if (store_) {
@@ -15657,8 +15647,8 @@ inline std::shared_ptr<tcp_store> make_store(const tcp_store_options& so, const 
 /// How long a rank refused before it joined the store tries to reach it, to
 /// report: the store may not be up yet (rank 0 starts at its own pace), but
 /// where every node has the same low limit, rank 0 was refused too and
-/// serves nothing, and each rank's own error waits this long (10 s at first:
-/// a reviewer's probe saw ranks 1-3 exit 9.5 s after rank 0).
+/// serves nothing, and each rank's own error waits this long, so it is short
+/// (docs/design-notes.md, "Note [report before store patience]").
 inline constexpr std::chrono::milliseconds report_before_store_patience{3000};
 
 /// A rank refused during the rendezvous reports it (report_own_failure), so
@@ -15829,7 +15819,7 @@ DDP_END_NAMESPACE
 // each) and the ring rounds each of the W - 1 partial sums (<= max|g| in
 // magnitude, error <= eps * max|g| each), so |result - mean| <= W * eps *
 // max_r |g_r|, with eps = 2^-11 (fp16) or 2^-8 (bf16): about 3 (fp16) or 2
-// (bf16) significant decimal digits. Measured at W <= 4 the error stays under
+// (bf16) significant decimal digits. At W <= 4 the error stays under
 // 2 * eps * max_r |g_r|, which tests/dist/test_data_parallel.cpp checks.
 // fp16 overflows above 65504: use bf16 for gradients that large.
 #ifndef DDP_REDUCTION_HPP
@@ -16169,9 +16159,8 @@ private:
   /// gradients the step's last bucket waits for synchronize(), which waits for
   /// it at once: the communicator may then run it on the caller's thread (when
   /// its queue is idle), without the two thread hand-offs of a queued
-  /// collective. Those cost a scheduler slice each on a busy host: with two
-  /// CPU hogs on this 2-core machine, launching the example's one bucket took
-  /// 4.8 ms of a 7.5 ms step at world size 1 (DDP_TRACE, 2026-12-01). Nothing
+  /// collective. Those cost a scheduler slice each on a busy host, a large part
+  /// of a small step (docs/performance.md, Training). Nothing
   /// runs after the last gradient but the caller's own code before
   /// synchronize(), so only that code loses the overlap.
   void launch_ready(bool in_synchronize = false) {
@@ -16292,10 +16281,8 @@ inline void prefetch_for_write([[maybe_unused]] const void* p) noexcept {
 /// Allocator for the permutation buffer: from 2 MiB up, memory on a 2 MiB
 /// boundary that Linux is asked to back with transparent huge pages
 /// (madvise; the kernel may decline). A shuffle reads and writes all over the
-/// buffer, and with 4 KiB pages nearly every step also misses the TLB. Measured
-/// on the project's 2-core machine (busy, load 5-8): n = 3e8 forward 178 -> 110
-/// ns per element; n = 10^9, 2 replicas: forward 248 -> 107 s, inside-out 257
-/// -> 169 s (bench/sampler_large.sh). Elsewhere, or for small buffers, plain
+/// buffer, and with 4 KiB pages nearly every step also misses the TLB
+/// (docs/performance.md, Sampler). Elsewhere, or for small buffers, plain
 /// operator new.
 template <class T> struct shuffle_buffer_allocator {
   using value_type = T;
@@ -16328,8 +16315,8 @@ template <class Index> using shuffle_buffer = std::vector<Index, shuffle_buffer_
 /// of i. The draws do not depend on the array being shuffled, so each z is
 /// drawn `Ahead` steps early and the element it names prefetched
 /// (target(k, z_k)): a shuffle of a large array is otherwise one cache miss per
-/// step. Measured here at n = 10^8: 7.0 s -> 2.6 s (forward), 10.0 s -> 4.8 s
-/// (inside-out). The order of draws, and so the result, is unchanged.
+/// step (docs/performance.md, Sampler). The order of draws, and so the result,
+/// is unchanged.
 template <std::size_t Ahead, class Draw, class Target, class Step>
 void shuffle_with_lookahead(std::size_t steps, Draw&& draw, Target&& target, Step&& step) {
   using z_type = decltype(draw(std::size_t{0}));
@@ -16354,8 +16341,8 @@ void shuffle_with_lookahead(std::size_t steps, Draw&& draw, Target&& target, Ste
 /// randperm_inside_out_from since 2.6:
 ///   for i in [0, n-1): z = random() % (n-i); swap(r[i], r[i+z])
 /// The modulo of a 32-bit draw is biased for large n, and for n > 2^32 never
-/// reaches past i + 2^32 - 1; reproduced as is. Checked against PyTorch 1.13 at
-/// n = 2.5e8 (issue 15) and by tests/reference/compare_live_large.sh.
+/// reaches past i + 2^32 - 1; reproduced as is. Checked against PyTorch 1.13 by
+/// tests/reference/compare_live_large.sh below the switch.
 template <class Index, class Alloc>
 void randperm_forward(std::vector<Index, Alloc>& r, std::size_t n, std::mt19937& gen) {
   r.resize(n);
@@ -16386,10 +16373,11 @@ void randperm_forward(std::vector<Index, Alloc>& r, std::size_t n, std::mt19937&
 /// randperm_cpu from randperm_inside_out_from on:
 ///   for i in [0, n): z = random64() % (i+1); r[i] = r[z]; r[z] = i
 /// random64() = (first 32-bit draw << 32) | second draw (CPUGeneratorImpl::random64
-/// in aten/src/ATen/CPUGeneratorImpl.cpp); i = 0 draws too. Not run against a
-/// PyTorch 2.6+ here (Debian 12 has 1.13): checked against a Python model of the
-/// source (tests/reference/randperm_model.py) and, where the installed PyTorch is
-/// 2.6 or later, by tests/reference/compare_live_large.sh.
+/// in aten/src/ATen/CPUGeneratorImpl.cpp); i = 0 draws too. Debian 12's PyTorch
+/// is 1.13, so unit tests check it against a Python model of the source
+/// (tests/reference/randperm_model.py); tests/reference/compare_live_large.sh
+/// checks it against a PyTorch 2.6 or later where one is installed (scripts/gpu-check
+/// runs it with the GPU machine's, up to n = 250,000,000: docs/gpu.md).
 template <class Index, class Alloc>
 void randperm_inside_out(std::vector<Index, Alloc>& r, std::size_t n, std::mt19937& gen) {
   r.assign(n, Index{0}); // every entry is written before it is read; r[0] = 0 stands for i = 0
@@ -17302,10 +17290,9 @@ private:
   }
 
   // Host tensors travel through a pinned buffer that mirrors the device
-  // scratch (same offsets), kept across calls: DMA from pinned memory ran at
-  // ~55 GB/s on the H200 against 6-10 GB/s from pageable memory (FACTS.md:
-  // 102 MB H2D 1.99 ms pinned, 17.9 ms pageable), at the cost of one host
-  // memcpy each way (not yet measured on that machine: bench it there).
+  // scratch (same offsets), kept across calls: DMA from pinned memory runs
+  // several times faster than from pageable memory, at the cost of one host
+  // memcpy each way (docs/performance.md, On a GPU).
   // Call scratch() with the full size first: it sizes the pinned mirror too, so
   // nothing is reallocated while a copy from it is in flight.
   void stage_in(char* device, std::size_t offset, const void* host, std::size_t bytes) {

@@ -120,8 +120,8 @@ public:
   /// each pair's listener for its connection, never both at once), its
   /// device's epoll and the eventfd that wakes it (gloo_loop_ticker); where the node's ranks can share memory
   /// (shm_layout_fits; DDP_SHM aside), the segment's two and, on a node leader, the
-  /// leaders' mesh across nodes. Measured at 8 ranks on one node: 16 open in
-  /// all per rank, with 3 standard streams and 2 store connections.
+  /// leaders' mesh across nodes (checked:
+  /// docs/design-notes.md, "Note [open files]").
   static long open_files(const ddp::topology& t) {
     long n = (t.world_size - 1) + 2;
     if (shm_layout_fits(t)) {
@@ -258,8 +258,8 @@ public:
   }
 
   /// The largest message ddp's fragment ring and chain broadcast send (1 MiB
-  /// by default; for the broadcast, 256 KiB and 4 MiB pieces measured the same
-  /// within the noise at 3 and 4 ranks, 4 MiB and 32 MiB, 2026-12-02). Like
+  /// by default; the broadcast's piece size made no difference:
+  /// docs/performance.md, Collectives). Like
   /// Gloo's maxSegmentSize: tests make it small so that small tensors cross
   /// piece boundaries. Every rank must use the same value, set before the
   /// collectives it is for.
@@ -278,11 +278,8 @@ public:
   /// one round, and every rank reduces all contributions in rank order, so
   /// every rank gets the same bits. Larger ones go around ddp's ring (as
   /// buckets do), the averaging fused into its last reduction step, on buffers
-  /// an abort can interrupt. It was Gloo's ring below 16 MiB; in the same runs
-  /// (bench_collectives data_movement, 2026-12-02, 3 runs at 2 ranks) ddp's
-  /// over Gloo's own, against Gloo's path through ddp: 1.27-1.55 vs 1.62-1.71
-  /// at 256 KiB, 1.11-1.46 vs 1.49-1.54 at 1 MiB, 1.16-1.31 vs 1.18-1.44 at
-  /// 4 MiB (both paths include ddp's header round, which raw Gloo has not).
+  /// an abort can interrupt. It was Gloo's ring below 16 MiB, which was no
+  /// faster (docs/performance.md, Collectives).
   work all_reduce(void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
       throw error(error_kind::config, "op::avg needs a floating-point tensor, got " +

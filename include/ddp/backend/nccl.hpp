@@ -437,10 +437,9 @@ private:
   }
 
   // Host tensors travel through a pinned buffer that mirrors the device
-  // scratch (same offsets), kept across calls: DMA from pinned memory ran at
-  // ~55 GB/s on the H200 against 6-10 GB/s from pageable memory (FACTS.md:
-  // 102 MB H2D 1.99 ms pinned, 17.9 ms pageable), at the cost of one host
-  // memcpy each way (not yet measured on that machine: bench it there).
+  // scratch (same offsets), kept across calls: DMA from pinned memory runs
+  // several times faster than from pageable memory, at the cost of one host
+  // memcpy each way (docs/performance.md, On a GPU).
   // Call scratch() with the full size first: it sizes the pinned mirror too, so
   // nothing is reallocated while a copy from it is in flight.
   void stage_in(char* device, std::size_t offset, const void* host, std::size_t bytes) {

@@ -41,7 +41,7 @@ struct plan_capabilities {
 /// Below this average tensor size a bucket is packed: one message per tiny
 /// tensor costs more than two copies of the bucket. 64 KiB packs the 1 KiB
 /// tensors of bench/grad_sync's many_small case and leaves ResNet-50's
-/// convolutions unpacked (both cases are measured there).
+/// convolutions unpacked (docs/performance.md, Gradient synchronization).
 inline constexpr std::size_t unpacked_min_average_bytes = std::size_t{64} << 10;
 
 /// The path of one bucket, from where its gradients lie now.

@@ -3,9 +3,8 @@
 // or gave up with process_group::abort, is recorded in the store at once
 // (its dropped connection, or its report), but
 //   - over TCP a rank waiting on a third rank learns nothing: Gloo reports a
-//     closed connection only to operations posted on it (measured: a rank
-//     waiting for a peer 2 s late failed after 2.0 s, not when the third rank
-//     gave up 0.3 s in);
+//     closed connection only to operations posted on it (docs/design-notes.md,
+//     "Note [peer failure watch]");
 //   - over NCCL no peer learns anything until its own deadline.
 // So one thread per group blocks in a store wait for the lost-rank key, on a
 // connection of its own (the group's client stays free for its requests),

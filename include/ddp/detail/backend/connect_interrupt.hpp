@@ -1,14 +1,13 @@
 // Stops a backend's waits for a rank that failed while the connections form.
 // A rank that fails then (a peer it cannot dial, an open-files refusal, a
 // crash) is recorded in the store at once, but a rank waiting for that peer's
-// connection inside Gloo heard nothing of it and waited DDP_TIMEOUT (measured
-// in dist.netns.unreachable: node 1's ranks failed after 7.05 s at
-// DDP_TIMEOUT=6s, where node 0's had failed at 1 s; at the default timeout,
-// ten minutes). process_group starts its peer-failure watch before the
-// communicator; until the communicator exists, the watch's news (which rank
-// was lost, and why) comes here, and a backend registers here, while it waits
-// for connections, what ends its waits for that rank (gloo_mesh_context closes
-// that rank's pair and lets the living peers finish: see there).
+// connection inside Gloo heard nothing of it and waited DDP_TIMEOUT
+// (docs/design-notes.md, "Note [failure during connect]"). process_group
+// starts its peer-failure watch before the communicator; until the
+// communicator exists, the watch's news (which rank was lost, and why) comes
+// here, and a backend registers here, while it waits for connections, what
+// ends its waits for that rank (gloo_mesh_context closes that rank's pair and
+// lets the living peers finish: see there).
 #ifndef DDP_DETAIL_BACKEND_CONNECT_INTERRUPT_HPP
 #define DDP_DETAIL_BACKEND_CONNECT_INTERRUPT_HPP
 

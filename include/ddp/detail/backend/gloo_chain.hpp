@@ -38,9 +38,9 @@ public:
   /// chain's fill, (W-2) pieces, stays near one transfer of the data: with P
   /// pieces the broadcast costs (W+P-2)/P transfers of it, so P ~ W pieces
   /// keep it under 2 (a binomial tree: log2 W). Not below min_piece_bytes
-  /// (unless max_piece_bytes is: tests cut pieces small). A model, not a
-  /// measurement: this host has 2 cores and at 3-4 ranks 256 KiB, 1 MiB and
-  /// 4 MiB pieces measured alike.
+  /// (unless max_piece_bytes is: tests cut pieces small). A model: piece sizes
+  /// made no difference on the 2-core development machine (docs/performance.md,
+  /// Collectives).
   static std::size_t piece_for(std::size_t bytes, int w, std::size_t max_piece_bytes) {
     const std::size_t most = std::max<std::size_t>(max_piece_bytes, 1);
     return std::clamp(bytes / static_cast<std::size_t>(std::max(w, 1)), std::min(min_piece_bytes, most),

@@ -4,8 +4,8 @@
 // event arrives or when its epoll_wait gives up, after 10 ms. Pairs close one
 // after another, in a context's teardown and when Gloo fails a whole context
 // (a wait that timed out: process_group::abort uses that), so a rank paid up
-// to 10 ms per peer: tearing down a 64-rank group took 0.45 s (median over
-// the ranks; 0.72 s the slowest) on this project's machine, 2026-12-02.
+// to 10 ms per peer, which adds up in a large group's teardown
+// (docs/performance.md, Rendezvous and the Gloo mesh).
 //
 // A gloo_loop_ticker registers an eventfd with the device's loop. While a
 // gloo_loop_ticker::burst lives, a thread writes that eventfd every 50 µs, so

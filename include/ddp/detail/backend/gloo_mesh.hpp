@@ -172,8 +172,9 @@ public:
   /// living peers need only their own remaining connects then, each a
   /// handshake with a listener that exists, so they keep connections forming;
   /// a peer whose connection does not form is stuck or failed too. A grace
-  /// from the news on, however many connects were left, failed every living
-  /// rank of 96 (threads of one process on 2 cores: a reviewer's probe).
+  /// from the news on, however many connects were left, fails living ranks of
+  /// a large job on a loaded host
+  /// (docs/design-notes.md, "Note [connect grace]").
   static constexpr std::chrono::milliseconds living_peers_grace{2000};
 
   /// How long a connect that failed waits for news before it counts as this
@@ -323,8 +324,8 @@ private:
   /// to the lost rank ends by itself (connected to a listener the failed rank
   /// keeps, or refused once it is gone) or with the grace: closing it with
   /// Gloo's reset reached the lost rank's Gloo while it accepted, between two
-  /// system calls, which ended that process (unit.gloo_mesh, with the lost
-  /// rank in the test's process: 14 runs in 20 beside a CPU hog). Then starts
+  /// system calls, which ended that process
+  /// (docs/design-notes.md, "Note [failing Gloo pairs]"). Then starts
   /// the grace for the rest (news naming no rank of this mesh only that).
   void on_news(::gloo::transport::Context& pairs, connect_progress& progress,
                const connect_interrupt::news& n, int peer_step) noexcept {
@@ -374,12 +375,11 @@ private:
   /// then waited out the whole timeout), and its reset (SO_LINGER 0) reached
   /// peers' Gloo loops while they accepted those connections, whose
   /// getpeername then failed: an exception on Gloo's loop thread, which ends
-  /// that process (a reviewer's probe: 6 runs in 100 of an interrupted
-  /// connect). A listener closed here still resets a connection the kernel
+  /// that process. A listener closed here still resets a connection the kernel
   /// queued but Gloo had not accepted; the peer's Gloo sees that in its
-  /// connect (SO_ERROR) but for a window of two system calls (a second
-  /// reviewer's probe: 6 such resets in 120 rounds, no crash), the same
-  /// window any process exiting during Gloo's connect opens.
+  /// connect (SO_ERROR) but for a window of two system calls, the same window
+  /// any process exiting during Gloo's connect opens (docs/design-notes.md,
+  /// "Note [failing Gloo pairs]").
   /// Gloo fails the pairs one after another, each waiting for its loop, so
   /// the loop ticks fast meanwhile.
   void fail_pairs(::gloo::transport::Context& pairs) noexcept {

@@ -5,15 +5,13 @@
 // the store reporting another rank failed), failing every connection is not
 // enough. Gloo then fails the operations still queued on a connection, but
 // not a send or receive already under way, and closes the socket, so that
-// wait runs to its timeout (measured by a reviewer's probe: 4 ranks
-// all-reducing 32 MiB in a loop, one rank aborting: 3 trials in 6 waited the
-// whole 20 s timeout, on the aborting rank or a survivor). Ending the waits
-// themselves (UnboundBuffer::abortWaitSend/abortWaitRecv, Gloo's public API)
-// makes them return false, which gloo_deadline::check turns into a failure.
+// wait runs to its timeout (docs/design-notes.md, "Note [Gloo waits]").
+// Ending the waits themselves (UnboundBuffer::abortWaitSend/abortWaitRecv,
+// Gloo's public API) makes them return false, which gloo_deadline::check turns
+// into a failure.
 // This is why ddp runs none of Gloo's own collectives (its ring all-reduce,
 // broadcast, all-gather, all-to-all): they keep their buffers to themselves,
-// so a wait already under way there ended with its data or at its timeout (a
-// reviewer's probe: 32 MiB broadcasts waited out the timeout in 4 runs of 7).
+// so a wait already under way there ends with its data or at its timeout.
 #ifndef DDP_DETAIL_GLOO_WAITS_HPP
 #define DDP_DETAIL_GLOO_WAITS_HPP
 

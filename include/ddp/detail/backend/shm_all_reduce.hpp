@@ -6,9 +6,8 @@
 // is), meets the others, copies step k-1's result out, and reduces its own
 // slice of step k over all ranks, in local-rank order, the averaging fused
 // into the last step. The steps are small enough that what one rank writes is
-// still in cache when the others read it: at 2 ranks, 100 MiB, 34-37 ms
-// against 50 ms for the earlier 4 MiB chunks with two barriers each (see
-// default_chunk_bytes for the sweep).
+// still in cache when the others read it, which beat the earlier 4 MiB chunks
+// with two barriers each (docs/performance.md, Collectives).
 // Across nodes (run_staged) the node's leader reduces each chunk with the other
 // nodes' leaders over Gloo between the node's reduce and copy-out, so each chunk
 // has three barriers and fills the whole slot (fewer, larger TCP calls).
@@ -46,11 +45,8 @@ public:
   /// at 2 ranks a node): the staged path's chunk. On one node the slot holds
   /// two steps of the pipelined path (2 x default_chunk_bytes).
   static constexpr std::size_t default_slot_bytes = std::size_t{4} << 20;
-  /// The pipelined path's step. Measured at 2 ranks, 100 MiB, quiet
-  /// (2026-12-01, bench/collectives): 64-512 KiB 34-37 ms, 1 MiB 39 ms,
-  /// 2 MiB 41 ms (the old scheme, two barriers per 4 MiB chunk: 50 ms); for a
-  /// 1 MiB all-reduce all steps from 64 KiB to 1 MiB within noise. Small steps
-  /// keep the two buffers of every rank in this host's 4 MiB L2.
+  /// The pipelined path's step: small steps keep the two buffers of every rank
+  /// in L2 (the sweep: docs/performance.md, Collectives).
   static constexpr std::size_t default_chunk_bytes = std::size_t{256} << 10;
 
   /// A rank the rendezvous store saw lost: (-1, "") for none.
@@ -97,11 +93,9 @@ public:
   /// or out: after one barrier each rank reduces its own slice straight from
   /// the others' areas, in local-rank order (the same bits as the other
   /// paths), and writes the result into every rank's area; a second barrier
-  /// ends it. Two barriers per collective, not one per step. Measured at 2
-  /// ranks, 100 MiB (bench/collectives, in_place_s against shm_s in the same
-  /// runs, 2026-12-01, seven runs): 14.6-24.8 ms against 31-52 ms through the
-  /// slots; on a busier host an hour earlier 23-51 ms against 53-161 ms (the
-  /// step barriers suffer most when a rank is descheduled).
+  /// ends it. Two barriers per collective, not one per step, so it beats the
+  /// slots, most on a busy host, where step barriers suffer when a rank is
+  /// descheduled (docs/performance.md, Collectives).
   void run_in_place(const shm_segment& arr, std::size_t offset, std::size_t n, dtype dt, op o, double scale,
                     const collective_header& h, const std::string& what) {
     begin(h, what);

@@ -2,9 +2,9 @@
 //
 // A rank holds one descriptor per Gloo peer, and the store's server two per
 // rank, so a large job runs into the usual soft limit of 1024: about 340 ranks
-// where rank 0 serves the store. Running out there showed (8 ranks under a soft
-// limit of 32, 2026-12-02) as the store pausing its accepts and every rank
-// timing out in its handshake, a full DDP_TIMEOUT later.
+// where rank 0 serves the store. Running out there shows as the store pausing
+// its accepts and every rank timing out in its handshake, a full DDP_TIMEOUT
+// later (docs/design-notes.md, "Note [open files]").
 // Like the Go runtime and the JVM, ddp raises the soft limit to the hard one
 // when it needs more (the soft limit of 1024 exists for select(), which ddp
 // does not use); when even the hard limit is too low it fails at once and

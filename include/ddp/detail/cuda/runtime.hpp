@@ -172,8 +172,8 @@ private:
 };
 
 /// Page-locked host memory (cudaHostAlloc): copies to and from the device run
-/// at ~55 GB/s against 6-10 GB/s pageable on the H200 (FACTS.md: 102 MB pinned
-/// 1.9 ms, pageable 10-18 ms). Allocated once and kept across steps.
+/// several times faster than from pageable memory (docs/performance.md, On a
+/// GPU). Allocated once and kept across steps.
 class pinned_buffer {
 public:
   pinned_buffer() = default;

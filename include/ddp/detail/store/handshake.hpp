@@ -20,8 +20,8 @@ namespace detail {
 /// How long the server lets a connection take to authenticate, from accept to
 /// proof. A rank sends its hello as soon as it connects and needs one round
 /// trip more, so a few seconds is ample even on a loaded machine; a silent
-/// connection holds a descriptor no longer than this (issue 11: 200 silent
-/// connections once held rank 0's descriptors for the 30 s this used to be).
+/// connection holds a descriptor no longer than this (docs/design-notes.md,
+/// "Note [store under descriptor pressure]").
 inline constexpr std::chrono::seconds store_handshake_timeout{5};
 
 /// Handshake frames are small; a larger one during the handshake is malformed.

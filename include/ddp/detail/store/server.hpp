@@ -61,7 +61,7 @@ inline constexpr std::chrono::milliseconds store_shed_min_age{500};
 
 /// How long the listener is left alone after accept fails for want of
 /// descriptors (EMFILE/ENFILE) with nothing to shed: retrying at once spins
-/// (issue 11: 80-90 % CPU on failed accept4).
+/// (docs/design-notes.md, "Note [store under descriptor pressure]").
 inline constexpr std::chrono::milliseconds store_accept_backoff{100};
 
 /// Descriptors kept free for the rest of the process (rank 0's own client,
@@ -79,8 +79,9 @@ inline constexpr std::size_t store_reply_backlog = 256 * 1024;
 
 /// A connection whose replies wait this long without the client taking any
 /// of them is closed (its rank recorded lost): the process is stopped, or its
-/// host cut off. Sending never blocks the server: a reviewer's probe of a
-/// blocking send with this deadline stalled every other rank for 10 s.
+/// host cut off. Sending never blocks the server: a blocking send would stall
+/// every other rank for up to this deadline
+/// (docs/design-notes.md, "Note [store reply queue]").
 inline constexpr std::chrono::seconds store_reply_stall{10};
 
 /// Rate limit for the log lines that unauthenticated peers can cause, so a
@@ -214,8 +215,9 @@ private:
       // Requests read earlier but left while their connection's replies
       // backed up, which may have gone out since (by POLLOUT, or all at once):
       // one part each, then the others' turn. A connection still ready after
-      // its part keeps the poll from sleeping (it slept 100 ms per 256 KiB
-      // of a reader's replies: a reviewer's probe).
+      // its part keeps the poll from sleeping, or a reader's replies would go
+      // out one part per poll timeout
+      // (docs/design-notes.md, "Note [store reply queue]").
       bool work_left = false;
       for (std::size_t i = 0; i < conns_.size(); ++i)
         if (ready_to_handle(*conns_[i])) {
@@ -662,8 +664,8 @@ private:
   /// Registers a new wait under each key it still misses, then answers it if
   /// it can be answered now. Waits are indexed by key so that a set wakes only
   /// the waits on that key: rechecking every wait on every set cost O(N) waits
-  /// x O(N) keys per set at N ranks waiting for ddp/arrived/0..N-1 (bench/
-  /// store_fanin: 1024 ranks took 4.4 s median, 39 s at worst, before).
+  /// x O(N) keys per set at N ranks waiting for ddp/arrived/0..N-1
+  /// (docs/performance.md, Rendezvous and the Gloo mesh).
   void begin_wait(connection& c) {
     ++c.wait_seq;
     c.wait_missing = 0;

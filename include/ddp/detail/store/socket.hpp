@@ -139,9 +139,9 @@ inline std::string peer_name(int fd) {
 
 /// The accept queue asked for. The kernel clamps it to net.core.somaxconn
 /// (4096 by default since Linux 5.4), so this asks for what the host allows.
-/// A queue of 1024 overflowed when 2048 ranks connected at once
-/// (bench/store_fanin: 2921 listen overflows in 3 runs, each costing a rank a
-/// SYN retransmit of 1 s or more; with this queue, none in 6 runs).
+/// A queue of 1024 overflowed when 2048 ranks connected at once, each overflow
+/// costing a rank a SYN retransmit (docs/performance.md, Rendezvous and the
+/// Gloo mesh).
 inline constexpr int store_listen_backlog = 65535;
 
 /// Listens on `host:port` (that address only; port 0 picks a free one). A
