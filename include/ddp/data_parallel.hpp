@@ -175,6 +175,7 @@ public:
     if (!opts_.uneven_inputs)
       throw error(error_kind::config, "join() needs ddp_options::uneven_inputs = true on every rank");
     if (step_.started()) throw error(error_kind::config, "join() called in the middle of a step");
+    engine_.prepare_join();
     join_.shadow_until_all_joined([&] {
       std::vector<work> ws;
       for (std::size_t b = 0; b < plan_.buckets.size(); ++b) {

@@ -8696,6 +8696,9 @@ public:
     }
   }
 
+  /// Before the first stand-in: host zeros are allocated as they are needed.
+  void prepare_join() {}
+
   /// A joined rank's stand-in for bucket i: the same collective the others
   /// run, message for message, on zeros.
   work reduce_zeros(std::size_t i, double scale) {
@@ -13397,27 +13400,30 @@ inline cudaKernel_t convert_copy_kernel(int rank) {
   if (cudaKernel_t k = loaded.load(std::memory_order_acquire)) return k; // every launch: no lock
   std::lock_guard lock(loading);
   if (cudaKernel_t k = loaded.load(std::memory_order_relaxed)) return k;
-  cudaLibrary_t lib = nullptr;
-  cudaError_t e = cudaLibraryLoadData(&lib, kernels_fatbin, nullptr, nullptr, 0, nullptr, nullptr, 0);
-  if (e != cudaSuccess && e != cudaErrorMemoryAllocation) {
-    // A driver older than CUDA 13 may refuse nvcc 13's cubins (ELF ABI version
-    // 8) instead of falling back to the PTX: JIT-compile the PTX alone.
-    cudaGetLastError();
-    const auto* ptx = reinterpret_cast<const char*>(kernels_fatbin + kernels_fatbin_ptx);
-    if (cudaLibraryLoadData(&lib, ptx, nullptr, nullptr, 0, nullptr, nullptr, 0) == cudaSuccess)
-      e = cudaSuccess;
-  }
-  check(e,
-        "cudaLibraryLoadData (ddp's embedded kernels, also their PTX alone: SASS for sm_75, sm_80 and "
-        "sm_90, PTX of ISA 8.0 for the rest; needs a GPU of compute capability >= 7.5 and a driver of "
-        "CUDA >= 12.0)",
-        rank);
+  // One attempt: load, find the kernel and load it into the current context
+  // (cudaFuncGetAttributes): with lazy loading a refused cubin shows only there.
+  auto attempt = [](const void* image, cudaKernel_t& k) {
+    cudaLibrary_t lib = nullptr;
+    cudaError_t e = cudaLibraryLoadData(&lib, image, nullptr, nullptr, 0, nullptr, nullptr, 0);
+    if (e == cudaSuccess) e = cudaLibraryGetKernel(&k, lib, "ddp_convert_copy");
+    cudaFuncAttributes attributes{};
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(k));
+    if (e != cudaSuccess) {
+      if (lib) cudaLibraryUnload(lib); // the next try loads it afresh
+      cudaGetLastError();
+    }
+    return e; // on success the library stays loaded for the life of the process
+  };
   cudaKernel_t k = nullptr;
-  if (e = cudaLibraryGetKernel(&k, lib, "ddp_convert_copy"); e != cudaSuccess) {
-    cudaLibraryUnload(lib); // the next try loads it afresh
-    check(e, "cudaLibraryGetKernel(ddp_convert_copy)", rank);
-  }
-  loaded.store(k, std::memory_order_release); // the library stays loaded for the life of the process
+  cudaError_t e = attempt(kernels_fatbin, k);
+  if (e != cudaSuccess && e != cudaErrorMemoryAllocation) // a driver older than CUDA 13 may refuse
+    e = attempt(kernels_fatbin + kernels_fatbin_ptx, k);  // nvcc 13's cubins: JIT the PTX alone
+  check(e,
+        "loading ddp's embedded kernels (cudaLibraryLoadData, also of their PTX alone: SASS for sm_75, "
+        "sm_80 and sm_90, PTX of ISA 8.0 for the rest; needs a GPU of compute capability >= 7.5 and a "
+        "driver of CUDA >= 12.0)",
+        rank);
+  loaded.store(k, std::memory_order_release);
   return k;
 }
 
@@ -13650,6 +13656,21 @@ public:
     unchecked_.check(); // failures known by now (this step's or the last one's)
   }
 
+  /// Before the first stand-in, outside any step: a zeros buffer for each
+  /// in-place bucket, so that join neither allocates inside a step nor
+  /// overwrites this rank's own gradients (a packed bucket's buffer serves).
+  void prepare_join() {
+    if constexpr (device_comm) {
+      cuda::device_guard on(device_, rank());
+      for (std::size_t i = 0; i < state_.size(); ++i) {
+        const auto& b = plan_.buckets[i];
+        const std::size_t bytes = b.elements * size_of(b.wire_type);
+        if (b.path != bucket_path::packed && state_[i].zeros.bytes() != bytes)
+          state_[i].zeros = cuda::device_buffer(bytes, rank(), "cudaMalloc (join's zeros)");
+      }
+    }
+  }
+
   /// A joined rank's stand-in for bucket i: the same collective on zeros.
   work reduce_zeros(std::size_t i, double scale) {
     auto& b = plan_.buckets[i];
@@ -13660,11 +13681,10 @@ public:
       return before_collective(
           [&] { return "join's stand-in for bucket " + std::to_string(i); },
           [&] {
-            // Nothing allocated inside a step: the packed buffer, else the
-            // gradients, which end as the others' reduced sum (as a shared
-            // arena's do on the host engine: a joined rank steps no more).
-            void* zeros = b.path == bucket_path::packed ? s.packed.get() : params_[b.params.front()].grad;
-            follow_compute_stream(); // the gradients' last readers on it
+            // Nothing allocated inside a step (prepare_join did), and this
+            // rank's gradients are left as they are.
+            void* zeros = b.path == bucket_path::packed ? s.packed.get() : s.zeros.get();
+            follow_compute_stream(); // the packed buffer's last readers follow it
             check(cudaMemsetAsync(zeros, 0, bytes, stream_.get()), "cudaMemsetAsync (join's zeros)");
             return hand_over(s, zeros, b.elements, b.wire_type, uses_avg(b, scale) ? op::avg : op::sum,
                              "zeroing join's stand-in bucket " + std::to_string(i));
@@ -13707,6 +13727,7 @@ private:
     cuda::device_copy_table unpack_table; ///< packed -> gradients
     cuda::device_copy_table scale_table;  ///< the bucket onto itself (in place, host communicators)
     std::byte* pinned = nullptr;          ///< its slice of staging_ (host communicators)
+    cuda::device_buffer zeros;            ///< join's stand-in for an in-place bucket (prepare_join)
     std::vector<std::byte> host_zeros;
     std::optional<cuda::event> ready; ///< recorded after packing (event-ordered communicators)
     std::optional<work> in_flight;
@@ -13951,6 +13972,9 @@ public:
   }
   void unpack(std::size_t i) {
     call([&](auto& e) { e.unpack(i); });
+  }
+  void prepare_join() {
+    call([](auto& e) { e.prepare_join(); });
   }
   work reduce_zeros(std::size_t i, double scale) {
     work w;
@@ -16023,6 +16047,7 @@ public:
     if (!opts_.uneven_inputs)
       throw error(error_kind::config, "join() needs ddp_options::uneven_inputs = true on every rank");
     if (step_.started()) throw error(error_kind::config, "join() called in the middle of a step");
+    engine_.prepare_join();
     join_.shadow_until_all_joined([&] {
       std::vector<work> ws;
       for (std::size_t b = 0; b < plan_.buckets.size(); ++b) {
@@ -16981,7 +17006,7 @@ public:
     // would fail init itself.
     const auto init_limit = std::max<std::chrono::milliseconds>(timeout_, std::chrono::seconds(60));
     await_comm("ncclCommInitRankConfig", clock::now() + init_limit, init_limit);
-    grow_scratch(initial_scratch_bytes);
+    grow_scratch(initial_scratch_bytes, initial_scratch_bytes);
     cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     watch_.emplace(rank_, timeout_,
                    watch_type::hooks{.on_start = [this] { watcher_on_device(); },
@@ -17272,21 +17297,32 @@ private:
   /// at least twice their size (between host-memory collectives: each one
   /// ends with sync()).
   void* scratch(std::size_t bytes) {
-    if (bytes > scratch_.bytes()) grow_scratch(std::max(bytes, 2 * scratch_.bytes()));
+    if (bytes > scratch_.bytes()) grow_scratch(bytes, std::max(bytes, 2 * scratch_.bytes()));
     return scratch_.get();
   }
 
   /// Nothing is freed inside a job: cudaFree and cudaFreeHost wait for the
   /// whole device, the user's streams too, with no deadline. An outgrown pair
-  /// stays until the destructor; doubling keeps them all smaller than the current one.
-  void grow_scratch(std::size_t bytes) {
-    try {
-      cuda::device_buffer device(bytes, rank_, "cudaMalloc of the staging buffer");
-      cuda::pinned_buffer host(bytes, rank_, "cudaHostAlloc of the pinned staging buffer");
-      if (scratch_.get()) outgrown_.emplace_back(std::move(scratch_), std::move(pinned_));
-      scratch_ = std::move(device);
-      pinned_ = std::move(host);
-    } catch (const error& e) { fail_group_and_throw(e); }
+  /// stays until the destructor; doubling keeps them all smaller than the
+  /// current one. Where the doubled size does not fit, exactly `needed` is
+  /// tried before the group fails.
+  void grow_scratch(std::size_t needed, std::size_t wanted) {
+    std::optional<cuda::device_buffer> device;
+    std::optional<cuda::pinned_buffer> host;
+    for (std::size_t bytes : {wanted, needed}) {
+      try {
+        device.emplace(bytes, rank_, "cudaMalloc of the staging buffer");
+        host.emplace(bytes, rank_, "cudaHostAlloc of the pinned staging buffer");
+        break;
+      } catch (const error& e) {
+        device.reset();
+        host.reset();
+        if (bytes == needed) fail_group_and_throw(e);
+      }
+    }
+    if (scratch_.get()) outgrown_.emplace_back(std::move(scratch_), std::move(pinned_));
+    scratch_ = std::move(*device);
+    pinned_ = std::move(*host);
   }
 
   // Host tensors travel through a pinned buffer that mirrors the device

@@ -128,7 +128,7 @@ public:
     // would fail init itself.
     const auto init_limit = std::max<std::chrono::milliseconds>(timeout_, std::chrono::seconds(60));
     await_comm("ncclCommInitRankConfig", clock::now() + init_limit, init_limit);
-    grow_scratch(initial_scratch_bytes);
+    grow_scratch(initial_scratch_bytes, initial_scratch_bytes);
     cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     watch_.emplace(rank_, timeout_,
                    watch_type::hooks{.on_start = [this] { watcher_on_device(); },
@@ -419,21 +419,32 @@ private:
   /// at least twice their size (between host-memory collectives: each one
   /// ends with sync()).
   void* scratch(std::size_t bytes) {
-    if (bytes > scratch_.bytes()) grow_scratch(std::max(bytes, 2 * scratch_.bytes()));
+    if (bytes > scratch_.bytes()) grow_scratch(bytes, std::max(bytes, 2 * scratch_.bytes()));
     return scratch_.get();
   }
 
   /// Nothing is freed inside a job: cudaFree and cudaFreeHost wait for the
   /// whole device, the user's streams too, with no deadline. An outgrown pair
-  /// stays until the destructor; doubling keeps them all smaller than the current one.
-  void grow_scratch(std::size_t bytes) {
-    try {
-      cuda::device_buffer device(bytes, rank_, "cudaMalloc of the staging buffer");
-      cuda::pinned_buffer host(bytes, rank_, "cudaHostAlloc of the pinned staging buffer");
-      if (scratch_.get()) outgrown_.emplace_back(std::move(scratch_), std::move(pinned_));
-      scratch_ = std::move(device);
-      pinned_ = std::move(host);
-    } catch (const error& e) { fail_group_and_throw(e); }
+  /// stays until the destructor; doubling keeps them all smaller than the
+  /// current one. Where the doubled size does not fit, exactly `needed` is
+  /// tried before the group fails.
+  void grow_scratch(std::size_t needed, std::size_t wanted) {
+    std::optional<cuda::device_buffer> device;
+    std::optional<cuda::pinned_buffer> host;
+    for (std::size_t bytes : {wanted, needed}) {
+      try {
+        device.emplace(bytes, rank_, "cudaMalloc of the staging buffer");
+        host.emplace(bytes, rank_, "cudaHostAlloc of the pinned staging buffer");
+        break;
+      } catch (const error& e) {
+        device.reset();
+        host.reset();
+        if (bytes == needed) fail_group_and_throw(e);
+      }
+    }
+    if (scratch_.get()) outgrown_.emplace_back(std::move(scratch_), std::move(pinned_));
+    scratch_ = std::move(*device);
+    pinned_ = std::move(*host);
   }
 
   // Host tensors travel through a pinned buffer that mirrors the device

@@ -84,6 +84,9 @@ public:
   void unpack(std::size_t i) {
     call([&](auto& e) { e.unpack(i); });
   }
+  void prepare_join() {
+    call([](auto& e) { e.prepare_join(); });
+  }
   work reduce_zeros(std::size_t i, double scale) {
     work w;
     call([&](auto& e) { w = e.reduce_zeros(i, scale); });

@@ -225,6 +225,21 @@ public:
     unchecked_.check(); // failures known by now (this step's or the last one's)
   }
 
+  /// Before the first stand-in, outside any step: a zeros buffer for each
+  /// in-place bucket, so that join neither allocates inside a step nor
+  /// overwrites this rank's own gradients (a packed bucket's buffer serves).
+  void prepare_join() {
+    if constexpr (device_comm) {
+      cuda::device_guard on(device_, rank());
+      for (std::size_t i = 0; i < state_.size(); ++i) {
+        const auto& b = plan_.buckets[i];
+        const std::size_t bytes = b.elements * size_of(b.wire_type);
+        if (b.path != bucket_path::packed && state_[i].zeros.bytes() != bytes)
+          state_[i].zeros = cuda::device_buffer(bytes, rank(), "cudaMalloc (join's zeros)");
+      }
+    }
+  }
+
   /// A joined rank's stand-in for bucket i: the same collective on zeros.
   work reduce_zeros(std::size_t i, double scale) {
     auto& b = plan_.buckets[i];
@@ -235,11 +250,10 @@ public:
       return before_collective(
           [&] { return "join's stand-in for bucket " + std::to_string(i); },
           [&] {
-            // Nothing allocated inside a step: the packed buffer, else the
-            // gradients, which end as the others' reduced sum (as a shared
-            // arena's do on the host engine: a joined rank steps no more).
-            void* zeros = b.path == bucket_path::packed ? s.packed.get() : params_[b.params.front()].grad;
-            follow_compute_stream(); // the gradients' last readers on it
+            // Nothing allocated inside a step (prepare_join did), and this
+            // rank's gradients are left as they are.
+            void* zeros = b.path == bucket_path::packed ? s.packed.get() : s.zeros.get();
+            follow_compute_stream(); // the packed buffer's last readers follow it
             check(cudaMemsetAsync(zeros, 0, bytes, stream_.get()), "cudaMemsetAsync (join's zeros)");
             return hand_over(s, zeros, b.elements, b.wire_type, uses_avg(b, scale) ? op::avg : op::sum,
                              "zeroing join's stand-in bucket " + std::to_string(i));
@@ -282,6 +296,7 @@ private:
     cuda::device_copy_table unpack_table; ///< packed -> gradients
     cuda::device_copy_table scale_table;  ///< the bucket onto itself (in place, host communicators)
     std::byte* pinned = nullptr;          ///< its slice of staging_ (host communicators)
+    cuda::device_buffer zeros;            ///< join's stand-in for an in-place bucket (prepare_join)
     std::vector<std::byte> host_zeros;
     std::optional<cuda::event> ready; ///< recorded after packing (event-ordered communicators)
     std::optional<work> in_flight;

@@ -95,6 +95,9 @@ public:
     }
   }
 
+  /// Before the first stand-in: host zeros are allocated as they are needed.
+  void prepare_join() {}
+
   /// A joined rank's stand-in for bucket i: the same collective the others
   /// run, message for message, on zeros.
   work reduce_zeros(std::size_t i, double scale) {

@@ -114,27 +114,30 @@ inline cudaKernel_t convert_copy_kernel(int rank) {
   if (cudaKernel_t k = loaded.load(std::memory_order_acquire)) return k; // every launch: no lock
   std::lock_guard lock(loading);
   if (cudaKernel_t k = loaded.load(std::memory_order_relaxed)) return k;
-  cudaLibrary_t lib = nullptr;
-  cudaError_t e = cudaLibraryLoadData(&lib, kernels_fatbin, nullptr, nullptr, 0, nullptr, nullptr, 0);
-  if (e != cudaSuccess && e != cudaErrorMemoryAllocation) {
-    // A driver older than CUDA 13 may refuse nvcc 13's cubins (ELF ABI version
-    // 8) instead of falling back to the PTX: JIT-compile the PTX alone.
-    cudaGetLastError();
-    const auto* ptx = reinterpret_cast<const char*>(kernels_fatbin + kernels_fatbin_ptx);
-    if (cudaLibraryLoadData(&lib, ptx, nullptr, nullptr, 0, nullptr, nullptr, 0) == cudaSuccess)
-      e = cudaSuccess;
-  }
-  check(e,
-        "cudaLibraryLoadData (ddp's embedded kernels, also their PTX alone: SASS for sm_75, sm_80 and "
-        "sm_90, PTX of ISA 8.0 for the rest; needs a GPU of compute capability >= 7.5 and a driver of "
-        "CUDA >= 12.0)",
-        rank);
+  // One attempt: load, find the kernel and load it into the current context
+  // (cudaFuncGetAttributes): with lazy loading a refused cubin shows only there.
+  auto attempt = [](const void* image, cudaKernel_t& k) {
+    cudaLibrary_t lib = nullptr;
+    cudaError_t e = cudaLibraryLoadData(&lib, image, nullptr, nullptr, 0, nullptr, nullptr, 0);
+    if (e == cudaSuccess) e = cudaLibraryGetKernel(&k, lib, "ddp_convert_copy");
+    cudaFuncAttributes attributes{};
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(k));
+    if (e != cudaSuccess) {
+      if (lib) cudaLibraryUnload(lib); // the next try loads it afresh
+      cudaGetLastError();
+    }
+    return e; // on success the library stays loaded for the life of the process
+  };
   cudaKernel_t k = nullptr;
-  if (e = cudaLibraryGetKernel(&k, lib, "ddp_convert_copy"); e != cudaSuccess) {
-    cudaLibraryUnload(lib); // the next try loads it afresh
-    check(e, "cudaLibraryGetKernel(ddp_convert_copy)", rank);
-  }
-  loaded.store(k, std::memory_order_release); // the library stays loaded for the life of the process
+  cudaError_t e = attempt(kernels_fatbin, k);
+  if (e != cudaSuccess && e != cudaErrorMemoryAllocation) // a driver older than CUDA 13 may refuse
+    e = attempt(kernels_fatbin + kernels_fatbin_ptx, k);  // nvcc 13's cubins: JIT the PTX alone
+  check(e,
+        "loading ddp's embedded kernels (cudaLibraryLoadData, also of their PTX alone: SASS for sm_75, "
+        "sm_80 and sm_90, PTX of ISA 8.0 for the rest; needs a GPU of compute capability >= 7.5 and a "
+        "driver of CUDA >= 12.0)",
+        rank);
+  loaded.store(k, std::memory_order_release);
   return k;
 }
 
