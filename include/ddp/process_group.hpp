@@ -8,9 +8,9 @@
 #include <ddp/detail/common/log.hpp>
 #include <ddp/detail/common/open_files.hpp>
 #include <ddp/detail/common/timeout.hpp>
+#include <ddp/detail/process_group/peer_failure_relay.hpp>
+#include <ddp/detail/process_group/peer_failure_watch.hpp>
 #include <ddp/op.hpp>
-#include <ddp/process_group/peer_failure_relay.hpp>
-#include <ddp/process_group/peer_failure_watch.hpp>
 #include <ddp/shm_array.hpp>
 #include <ddp/store.hpp>
 #include <ddp/tensor.hpp>

@@ -8059,32 +8059,44 @@ DDP_END_NAMESPACE
 #ifndef DDP_DATA_PARALLEL_HPP
 #define DDP_DATA_PARALLEL_HPP
 
-// ---- begin ddp/data_parallel/bucket_engine.hpp ----
-// Chooses the bucket engine by where the gradients live: the host engine for
-// host memory, the CUDA engine (device_bucket_engine.hpp) for device memory.
-// The CUDA engine is compiled in where DDP_WITH_CUDA is defined (the ddp::cuda
-// and ddp::nccl CMake targets define it); without it, device gradients are a
-// clear error at construction, and nothing here needs CUDA headers.
-#ifndef DDP_DATA_PARALLEL_BUCKET_ENGINE_HPP
-#define DDP_DATA_PARALLEL_BUCKET_ENGINE_HPP
+// ---- begin ddp/data_parallel/no_sync.hpp ----
+// ddp::no_sync_guard: while it lives, distributed_data_parallel lets gradients
+// accumulate locally (PyTorch's no_sync()). Guards nest.
+#ifndef DDP_DATA_PARALLEL_NO_SYNC_HPP
+#define DDP_DATA_PARALLEL_NO_SYNC_HPP
 
-// ---- begin ddp/data_parallel/host_bucket_engine.hpp ----
-// Launches and completes the buckets of a plan whose gradients are in host
-// memory: packs (converting and scaling in the same pass) where the plan says
-// packed, scales in place or fuses the scale into the ring otherwise, and
-// unpacks when a bucket is done. The CUDA engine sits beside it.
-#ifndef DDP_DATA_PARALLEL_HOST_BUCKET_ENGINE_HPP
-#define DDP_DATA_PARALLEL_HOST_BUCKET_ENGINE_HPP
 
-// ---- begin ddp/data_parallel/bucket_plan.hpp ----
-// The bucket plan: which parameters travel together, at which offsets, as
-// which wire type, and along which path. A pure function of the bucketing
-// policy's assignment, the parameters' dtypes, sizes and addresses, the
-// reduction's wire type and what the backend can do — testable without a
-// process group (tests/unit/test_bucket_plan.cpp).
-#ifndef DDP_DATA_PARALLEL_BUCKET_PLAN_HPP
-#define DDP_DATA_PARALLEL_BUCKET_PLAN_HPP
+#include <utility>
 
+DDP_BEGIN_NAMESPACE
+
+template <class Model, class Backend, class Bucketing, class Reduction> class distributed_data_parallel;
+
+class no_sync_guard {
+public:
+  /// Same as dp.no_sync(): refused in the middle of a step.
+  template <class DataParallel>
+  requires requires(DataParallel& d) { d.no_sync(); }
+  explicit no_sync_guard(DataParallel& dp) : no_sync_guard(dp.no_sync()) {}
+  no_sync_guard(no_sync_guard&& o) noexcept : depth_(std::exchange(o.depth_, nullptr)) {}
+  no_sync_guard(const no_sync_guard&) = delete;
+  no_sync_guard& operator=(const no_sync_guard&) = delete;
+  no_sync_guard& operator=(no_sync_guard&&) = delete;
+  ~no_sync_guard() {
+    if (depth_) --*depth_;
+  }
+
+private:
+  template <class, class, class, class> friend class distributed_data_parallel;
+  explicit no_sync_guard(int& depth) : depth_(&depth) { ++*depth_; }
+
+  int* depth_;
+};
+
+DDP_END_NAMESPACE
+
+#endif // DDP_DATA_PARALLEL_NO_SYNC_HPP
+// ---- end ddp/data_parallel/no_sync.hpp ----
 // ---- begin ddp/data_parallel/options.hpp ----
 // What users set and see of distributed_data_parallel: its options and the
 // description of its buckets.
@@ -8142,6 +8154,32 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DATA_PARALLEL_OPTIONS_HPP
 // ---- end ddp/data_parallel/options.hpp ----
+// ---- begin ddp/detail/data_parallel/bucket_engine.hpp ----
+// Chooses the bucket engine by where the gradients live: the host engine for
+// host memory, the CUDA engine (device_bucket_engine.hpp) for device memory.
+// The CUDA engine is compiled in where DDP_WITH_CUDA is defined (the ddp::cuda
+// and ddp::nccl CMake targets define it); without it, device gradients are a
+// clear error at construction, and nothing here needs CUDA headers.
+#ifndef DDP_DETAIL_DATA_PARALLEL_BUCKET_ENGINE_HPP
+#define DDP_DETAIL_DATA_PARALLEL_BUCKET_ENGINE_HPP
+
+// ---- begin ddp/detail/data_parallel/host_bucket_engine.hpp ----
+// Launches and completes the buckets of a plan whose gradients are in host
+// memory: packs (converting and scaling in the same pass) where the plan says
+// packed, scales in place or fuses the scale into the ring otherwise, and
+// unpacks when a bucket is done. The CUDA engine sits beside it.
+#ifndef DDP_DETAIL_DATA_PARALLEL_HOST_BUCKET_ENGINE_HPP
+#define DDP_DETAIL_DATA_PARALLEL_HOST_BUCKET_ENGINE_HPP
+
+// ---- begin ddp/detail/data_parallel/bucket_plan.hpp ----
+// The bucket plan: which parameters travel together, at which offsets, as
+// which wire type, and along which path. A pure function of the bucketing
+// policy's assignment, the parameters' dtypes, sizes and addresses, the
+// reduction's wire type and what the backend can do — testable without a
+// process group (tests/unit/test_bucket_plan.cpp).
+#ifndef DDP_DETAIL_DATA_PARALLEL_BUCKET_PLAN_HPP
+#define DDP_DETAIL_DATA_PARALLEL_BUCKET_PLAN_HPP
+
 // ---- begin ddp/detail/data_parallel/model_layout.hpp ----
 // The parameters and buffers of a model, walked once into type-erased slots,
 // plus the description that ranks compare to prove they hold the same model.
@@ -8490,9 +8528,9 @@ inline std::vector<parameter_desc> describe_for_bucketing(std::span<const tensor
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_BUCKET_PLAN_HPP
-// ---- end ddp/data_parallel/bucket_plan.hpp ----
-// ---- begin ddp/data_parallel/unchecked_works.hpp ----
+#endif // DDP_DETAIL_DATA_PARALLEL_BUCKET_PLAN_HPP
+// ---- end ddp/detail/data_parallel/bucket_plan.hpp ----
+// ---- begin ddp/detail/data_parallel/unchecked_works.hpp ----
 // Works whose results a stream waited for on the device (work::stream_wait)
 // while the host went on: DDP's buckets and buffer broadcasts over NCCL in a
 // stream-ordered synchronize(). Their failures still reach the user: a
@@ -8500,8 +8538,8 @@ DDP_END_NAMESPACE
 // still unchecked at teardown is waited for and logged. A failed collective also poisons the
 // group, so the next collective fails with it anyway; this covers the last
 // step, after which there may be none.
-#ifndef DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
-#define DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_UNCHECKED_WORKS_HPP
+#define DDP_DETAIL_DATA_PARALLEL_UNCHECKED_WORKS_HPP
 
 
 #include <algorithm>
@@ -8608,8 +8646,8 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
-// ---- end ddp/data_parallel/unchecked_works.hpp ----
+#endif // DDP_DETAIL_DATA_PARALLEL_UNCHECKED_WORKS_HPP
+// ---- end ddp/detail/data_parallel/unchecked_works.hpp ----
 
 #include <chrono>
 #include <cstring>
@@ -8769,12 +8807,12 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_HOST_BUCKET_ENGINE_HPP
-// ---- end ddp/data_parallel/host_bucket_engine.hpp ----
+#endif // DDP_DETAIL_DATA_PARALLEL_HOST_BUCKET_ENGINE_HPP
+// ---- end ddp/detail/data_parallel/host_bucket_engine.hpp ----
 // Before the conditional block: the single header inlines a file where it is
 // first included, and device_broadcasts.hpp needs this one without CUDA too.
 #if defined(DDP_WITH_CUDA) || defined(DDP_WITH_NCCL)
-// ---- begin ddp/data_parallel/device_bucket_engine.hpp ----
+// ---- begin ddp/detail/data_parallel/device_bucket_engine.hpp ----
 // Launches and completes the buckets of a plan whose gradients are in CUDA
 // device memory; the host engine's twin. Host code here never dereferences
 // device memory: every touch of a gradient is a kernel, cudaMemsetAsync or
@@ -8811,8 +8849,8 @@ DDP_END_NAMESPACE
 //           for every collective's work first (an NCCL timeout aborts the
 //           communicator, whose stream then runs on: the error must come from
 //           the work, naming the collective), then for the engine's stream.
-#ifndef DDP_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
-#define DDP_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
+#define DDP_DETAIL_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
 
 // ---- begin ddp/detail/cuda/kernels.hpp ----
 // ddp's device kernels from host code compiled by any C++ compiler.
@@ -13878,8 +13916,8 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
-// ---- end ddp/data_parallel/device_bucket_engine.hpp ----
+#endif // DDP_DETAIL_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
+// ---- end ddp/detail/data_parallel/device_bucket_engine.hpp ----
 #define DDP_DETAIL_DEVICE_ENGINE 1
 #endif
 
@@ -13996,14 +14034,14 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_BUCKET_ENGINE_HPP
-// ---- end ddp/data_parallel/bucket_engine.hpp ----
-// ---- begin ddp/data_parallel/debug.hpp ----
+#endif // DDP_DETAIL_DATA_PARALLEL_BUCKET_ENGINE_HPP
+// ---- end ddp/detail/data_parallel/bucket_engine.hpp ----
+// ---- begin ddp/detail/data_parallel/debug.hpp ----
 // DDP_DEBUG diagnostics for distributed_data_parallel, kept apart from it:
 // INFO logs the bucket layout once, DETAIL adds per-step bucket timings and a
 // cross-rank check before every bucket that all ranks launch the same one.
-#ifndef DDP_DATA_PARALLEL_DEBUG_HPP
-#define DDP_DATA_PARALLEL_DEBUG_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_DEBUG_HPP
+#define DDP_DETAIL_DATA_PARALLEL_DEBUG_HPP
 
 
 #include <cstdint>
@@ -14058,9 +14096,9 @@ void check_same_bucket_everywhere(Comm& comm, std::size_t index, const planned_b
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_DEBUG_HPP
-// ---- end ddp/data_parallel/debug.hpp ----
-// ---- begin ddp/data_parallel/device_broadcasts.hpp ----
+#endif // DDP_DETAIL_DATA_PARALLEL_DEBUG_HPP
+// ---- end ddp/detail/data_parallel/debug.hpp ----
+// ---- begin ddp/detail/data_parallel/device_broadcasts.hpp ----
 // How DDP's broadcasts from rank 0 (construction, sync_buffers()) carry
 // device tensors. Over a host-only communicator (ddp::gloo) they go through
 // pinned memory (staged_broadcaster), never as device pointers. Over a device
@@ -14070,8 +14108,8 @@ DDP_END_NAMESPACE
 // broadcasts: synchronize() does not block the host for buffers), otherwise
 // the host waits for the compute stream first and for the broadcasts after.
 // Without ddp's CUDA engine a device tensor here is a clear error.
-#ifndef DDP_DATA_PARALLEL_DEVICE_BROADCASTS_HPP
-#define DDP_DATA_PARALLEL_DEVICE_BROADCASTS_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_DEVICE_BROADCASTS_HPP
+#define DDP_DETAIL_DATA_PARALLEL_DEVICE_BROADCASTS_HPP
 
 
 #include <functional>
@@ -14172,14 +14210,14 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_DEVICE_BROADCASTS_HPP
-// ---- end ddp/data_parallel/device_broadcasts.hpp ----
-// ---- begin ddp/data_parallel/join.hpp ----
+#endif // DDP_DETAIL_DATA_PARALLEL_DEVICE_BROADCASTS_HPP
+// ---- end ddp/detail/data_parallel/device_broadcasts.hpp ----
+// ---- begin ddp/detail/data_parallel/join.hpp ----
 // Uneven inputs (PyTorch's Join, with divide_by_initial_world_size): every
 // step, training ranks all-reduce a "still training" flag; a rank that ran out
 // of data answers those rounds with zeros until the flag reads zero.
-#ifndef DDP_DATA_PARALLEL_JOIN_HPP
-#define DDP_DATA_PARALLEL_JOIN_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_JOIN_HPP
+#define DDP_DETAIL_DATA_PARALLEL_JOIN_HPP
 
 
 #include <cstdint>
@@ -14231,52 +14269,14 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_JOIN_HPP
-// ---- end ddp/data_parallel/join.hpp ----
-// ---- begin ddp/data_parallel/no_sync.hpp ----
-// ddp::no_sync_guard: while it lives, distributed_data_parallel lets gradients
-// accumulate locally (PyTorch's no_sync()). Guards nest.
-#ifndef DDP_DATA_PARALLEL_NO_SYNC_HPP
-#define DDP_DATA_PARALLEL_NO_SYNC_HPP
-
-
-#include <utility>
-
-DDP_BEGIN_NAMESPACE
-
-template <class Model, class Backend, class Bucketing, class Reduction> class distributed_data_parallel;
-
-class no_sync_guard {
-public:
-  /// Same as dp.no_sync(): refused in the middle of a step.
-  template <class DataParallel>
-  requires requires(DataParallel& d) { d.no_sync(); }
-  explicit no_sync_guard(DataParallel& dp) : no_sync_guard(dp.no_sync()) {}
-  no_sync_guard(no_sync_guard&& o) noexcept : depth_(std::exchange(o.depth_, nullptr)) {}
-  no_sync_guard(const no_sync_guard&) = delete;
-  no_sync_guard& operator=(const no_sync_guard&) = delete;
-  no_sync_guard& operator=(no_sync_guard&&) = delete;
-  ~no_sync_guard() {
-    if (depth_) --*depth_;
-  }
-
-private:
-  template <class, class, class, class> friend class distributed_data_parallel;
-  explicit no_sync_guard(int& depth) : depth_(&depth) { ++*depth_; }
-
-  int* depth_;
-};
-
-DDP_END_NAMESPACE
-
-#endif // DDP_DATA_PARALLEL_NO_SYNC_HPP
-// ---- end ddp/data_parallel/no_sync.hpp ----
-// ---- begin ddp/data_parallel/parameter_registry.hpp ----
+#endif // DDP_DETAIL_DATA_PARALLEL_JOIN_HPP
+// ---- end ddp/detail/data_parallel/join.hpp ----
+// ---- begin ddp/detail/data_parallel/parameter_registry.hpp ----
 // The model as distributed_data_parallel sees it: its parameters and buffers
 // walked into type-erased slots, found by name or by gradient address, checked
 // against the other ranks, and followed when their storage moves.
-#ifndef DDP_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
-#define DDP_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
+#define DDP_DETAIL_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
 
 
 #include <algorithm>
@@ -14427,15 +14427,15 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
-// ---- end ddp/data_parallel/parameter_registry.hpp ----
-// ---- begin ddp/data_parallel/step_state.hpp ----
+#endif // DDP_DETAIL_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
+// ---- end ddp/detail/data_parallel/parameter_registry.hpp ----
+// ---- begin ddp/detail/data_parallel/step_state.hpp ----
 // One step of distributed_data_parallel as a state machine: which gradients
 // are marked (ready, or unused on this rank), how many each bucket still
 // waits for, and which bucket launches next — strictly in bucket order, so
 // every rank issues the same collectives in the same order.
-#ifndef DDP_DATA_PARALLEL_STEP_STATE_HPP
-#define DDP_DATA_PARALLEL_STEP_STATE_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_STEP_STATE_HPP
+#define DDP_DETAIL_DATA_PARALLEL_STEP_STATE_HPP
 
 
 #include <algorithm>
@@ -14494,16 +14494,16 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_STEP_STATE_HPP
-// ---- end ddp/data_parallel/step_state.hpp ----
-// ---- begin ddp/data_parallel/timeline.hpp ----
+#endif // DDP_DETAIL_DATA_PARALLEL_STEP_STATE_HPP
+// ---- end ddp/detail/data_parallel/step_state.hpp ----
+// ---- begin ddp/detail/data_parallel/timeline.hpp ----
 // What distributed_data_parallel tells the timeline (DDP_TRACE, see
 // ddp/detail/common/trace.hpp): gradients marked, buckets launched, waited
 // for, unpacked and completed, one synchronize() per step. Kept apart from the
 // reducer, as c10d keeps its timer and logger apart: the reducer calls one probe
 // per point, and each probe is one predictable branch when tracing is off.
-#ifndef DDP_DATA_PARALLEL_TIMELINE_HPP
-#define DDP_DATA_PARALLEL_TIMELINE_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_TIMELINE_HPP
+#define DDP_DETAIL_DATA_PARALLEL_TIMELINE_HPP
 
 
 #include <cstdint>
@@ -14585,8 +14585,8 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_TIMELINE_HPP
-// ---- end ddp/data_parallel/timeline.hpp ----
+#endif // DDP_DETAIL_DATA_PARALLEL_TIMELINE_HPP
+// ---- end ddp/detail/data_parallel/timeline.hpp ----
 // ---- begin ddp/process_group.hpp ----
 // ddp::process_group<Backend> and ddp::init_process_group<Backend>().
 #ifndef DDP_PROCESS_GROUP_HPP
@@ -14840,14 +14840,14 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_TIMEOUT_HPP
 // ---- end ddp/detail/common/timeout.hpp ----
-// ---- begin ddp/process_group/peer_failure_relay.hpp ----
+// ---- begin ddp/detail/process_group/peer_failure_relay.hpp ----
 // Where the peer-failure watch's news goes. The watch starts before the
 // communicator (so that a rank failing while the connections form stops the
 // others' waits: detail/backend/connect_interrupt.hpp); until the communicator
 // exists, a failure interrupts its connect and is kept; once it exists, the
 // kept failure, or a later one, goes to its fail_for_peer.
-#ifndef DDP_PROCESS_GROUP_PEER_FAILURE_RELAY_HPP
-#define DDP_PROCESS_GROUP_PEER_FAILURE_RELAY_HPP
+#ifndef DDP_DETAIL_PROCESS_GROUP_PEER_FAILURE_RELAY_HPP
+#define DDP_DETAIL_PROCESS_GROUP_PEER_FAILURE_RELAY_HPP
 
 
 #include <memory>
@@ -14892,9 +14892,9 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_PROCESS_GROUP_PEER_FAILURE_RELAY_HPP
-// ---- end ddp/process_group/peer_failure_relay.hpp ----
-// ---- begin ddp/process_group/peer_failure_watch.hpp ----
+#endif // DDP_DETAIL_PROCESS_GROUP_PEER_FAILURE_RELAY_HPP
+// ---- end ddp/detail/process_group/peer_failure_relay.hpp ----
+// ---- begin ddp/detail/process_group/peer_failure_watch.hpp ----
 // Hears of a failed rank from the store, while the group lives, for the ranks
 // that a collective's own connections would not tell: a rank that crashed,
 // or gave up with process_group::abort, is recorded in the store at once
@@ -14908,8 +14908,8 @@ DDP_END_NAMESPACE
 // and hands the first lost rank to the communicator once; a store that
 // vanishes is rank 0's loss when rank 0 served it. The store answers a
 // wait as soon as the key appears: no polling, nothing on the wire meanwhile.
-#ifndef DDP_PROCESS_GROUP_PEER_FAILURE_WATCH_HPP
-#define DDP_PROCESS_GROUP_PEER_FAILURE_WATCH_HPP
+#ifndef DDP_DETAIL_PROCESS_GROUP_PEER_FAILURE_WATCH_HPP
+#define DDP_DETAIL_PROCESS_GROUP_PEER_FAILURE_WATCH_HPP
 
 
 #include <algorithm>
@@ -14982,8 +14982,8 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_PROCESS_GROUP_PEER_FAILURE_WATCH_HPP
-// ---- end ddp/process_group/peer_failure_watch.hpp ----
+#endif // DDP_DETAIL_PROCESS_GROUP_PEER_FAILURE_WATCH_HPP
+// ---- end ddp/detail/process_group/peer_failure_watch.hpp ----
 
 #include <algorithm>
 #include <chrono>

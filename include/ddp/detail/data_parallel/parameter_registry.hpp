@@ -1,8 +1,8 @@
 // The model as distributed_data_parallel sees it: its parameters and buffers
 // walked into type-erased slots, found by name or by gradient address, checked
 // against the other ranks, and followed when their storage moves.
-#ifndef DDP_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
-#define DDP_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
+#define DDP_DETAIL_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
 
 #include <ddp/backend/communicator.hpp>
 #include <ddp/detail/data_parallel/model_layout.hpp>
@@ -155,4 +155,4 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
+#endif // DDP_DETAIL_DATA_PARALLEL_PARAMETER_REGISTRY_HPP

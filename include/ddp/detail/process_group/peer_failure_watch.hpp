@@ -11,8 +11,8 @@
 // and hands the first lost rank to the communicator once; a store that
 // vanishes is rank 0's loss when rank 0 served it. The store answers a
 // wait as soon as the key appears: no polling, nothing on the wire meanwhile.
-#ifndef DDP_PROCESS_GROUP_PEER_FAILURE_WATCH_HPP
-#define DDP_PROCESS_GROUP_PEER_FAILURE_WATCH_HPP
+#ifndef DDP_DETAIL_PROCESS_GROUP_PEER_FAILURE_WATCH_HPP
+#define DDP_DETAIL_PROCESS_GROUP_PEER_FAILURE_WATCH_HPP
 
 #include <ddp/store.hpp>
 
@@ -86,4 +86,4 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_PROCESS_GROUP_PEER_FAILURE_WATCH_HPP
+#endif // DDP_DETAIL_PROCESS_GROUP_PEER_FAILURE_WATCH_HPP

@@ -2,12 +2,12 @@
 // memory: packs (converting and scaling in the same pass) where the plan says
 // packed, scales in place or fuses the scale into the ring otherwise, and
 // unpacks when a bucket is done. The CUDA engine sits beside it.
-#ifndef DDP_DATA_PARALLEL_HOST_BUCKET_ENGINE_HPP
-#define DDP_DATA_PARALLEL_HOST_BUCKET_ENGINE_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_HOST_BUCKET_ENGINE_HPP
+#define DDP_DETAIL_DATA_PARALLEL_HOST_BUCKET_ENGINE_HPP
 
 #include <ddp/backend/communicator.hpp>
-#include <ddp/data_parallel/bucket_plan.hpp>
-#include <ddp/data_parallel/unchecked_works.hpp> // wait_quietly
+#include <ddp/detail/data_parallel/bucket_plan.hpp>
+#include <ddp/detail/data_parallel/unchecked_works.hpp> // wait_quietly
 #include <ddp/detail/numeric/elementwise.hpp>
 
 #include <chrono>
@@ -168,4 +168,4 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_HOST_BUCKET_ENGINE_HPP
+#endif // DDP_DETAIL_DATA_PARALLEL_HOST_BUCKET_ENGINE_HPP

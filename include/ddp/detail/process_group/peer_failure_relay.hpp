@@ -3,8 +3,8 @@
 // others' waits: detail/backend/connect_interrupt.hpp); until the communicator
 // exists, a failure interrupts its connect and is kept; once it exists, the
 // kept failure, or a later one, goes to its fail_for_peer.
-#ifndef DDP_PROCESS_GROUP_PEER_FAILURE_RELAY_HPP
-#define DDP_PROCESS_GROUP_PEER_FAILURE_RELAY_HPP
+#ifndef DDP_DETAIL_PROCESS_GROUP_PEER_FAILURE_RELAY_HPP
+#define DDP_DETAIL_PROCESS_GROUP_PEER_FAILURE_RELAY_HPP
 
 #include <ddp/detail/backend/connect_interrupt.hpp>
 #include <ddp/store.hpp>
@@ -51,4 +51,4 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_PROCESS_GROUP_PEER_FAILURE_RELAY_HPP
+#endif // DDP_DETAIL_PROCESS_GROUP_PEER_FAILURE_RELAY_HPP

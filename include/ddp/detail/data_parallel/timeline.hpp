@@ -3,11 +3,11 @@
 // for, unpacked and completed, one synchronize() per step. Kept apart from the
 // reducer, as c10d keeps its timer and logger apart: the reducer calls one probe
 // per point, and each probe is one predictable branch when tracing is off.
-#ifndef DDP_DATA_PARALLEL_TIMELINE_HPP
-#define DDP_DATA_PARALLEL_TIMELINE_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_TIMELINE_HPP
+#define DDP_DETAIL_DATA_PARALLEL_TIMELINE_HPP
 
-#include <ddp/data_parallel/bucket_plan.hpp>
 #include <ddp/detail/common/trace.hpp>
+#include <ddp/detail/data_parallel/bucket_plan.hpp>
 
 #include <cstdint>
 #include <vector>
@@ -88,4 +88,4 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_TIMELINE_HPP
+#endif // DDP_DETAIL_DATA_PARALLEL_TIMELINE_HPP

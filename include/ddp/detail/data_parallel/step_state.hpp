@@ -2,10 +2,10 @@
 // are marked (ready, or unused on this rank), how many each bucket still
 // waits for, and which bucket launches next — strictly in bucket order, so
 // every rank issues the same collectives in the same order.
-#ifndef DDP_DATA_PARALLEL_STEP_STATE_HPP
-#define DDP_DATA_PARALLEL_STEP_STATE_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_STEP_STATE_HPP
+#define DDP_DETAIL_DATA_PARALLEL_STEP_STATE_HPP
 
-#include <ddp/data_parallel/bucket_plan.hpp>
+#include <ddp/detail/data_parallel/bucket_plan.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -63,4 +63,4 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_STEP_STATE_HPP
+#endif // DDP_DETAIL_DATA_PARALLEL_STEP_STATE_HPP

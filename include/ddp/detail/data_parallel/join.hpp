@@ -1,8 +1,8 @@
 // Uneven inputs (PyTorch's Join, with divide_by_initial_world_size): every
 // step, training ranks all-reduce a "still training" flag; a rank that ran out
 // of data answers those rounds with zeros until the flag reads zero.
-#ifndef DDP_DATA_PARALLEL_JOIN_HPP
-#define DDP_DATA_PARALLEL_JOIN_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_JOIN_HPP
+#define DDP_DETAIL_DATA_PARALLEL_JOIN_HPP
 
 #include <ddp/backend/communicator.hpp>
 
@@ -55,4 +55,4 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_JOIN_HPP
+#endif // DDP_DETAIL_DATA_PARALLEL_JOIN_HPP

@@ -3,15 +3,15 @@
 // The CUDA engine is compiled in where DDP_WITH_CUDA is defined (the ddp::cuda
 // and ddp::nccl CMake targets define it); without it, device gradients are a
 // clear error at construction, and nothing here needs CUDA headers.
-#ifndef DDP_DATA_PARALLEL_BUCKET_ENGINE_HPP
-#define DDP_DATA_PARALLEL_BUCKET_ENGINE_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_BUCKET_ENGINE_HPP
+#define DDP_DETAIL_DATA_PARALLEL_BUCKET_ENGINE_HPP
 
-#include <ddp/data_parallel/host_bucket_engine.hpp>
+#include <ddp/detail/data_parallel/host_bucket_engine.hpp>
 // Before the conditional block: the single header inlines a file where it is
 // first included, and device_broadcasts.hpp needs this one without CUDA too.
-#include <ddp/data_parallel/unchecked_works.hpp>
+#include <ddp/detail/data_parallel/unchecked_works.hpp>
 #if defined(DDP_WITH_CUDA) || defined(DDP_WITH_NCCL)
-#include <ddp/data_parallel/device_bucket_engine.hpp>
+#include <ddp/detail/data_parallel/device_bucket_engine.hpp>
 #define DDP_DETAIL_DEVICE_ENGINE 1
 #endif
 
@@ -128,4 +128,4 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_BUCKET_ENGINE_HPP
+#endif // DDP_DETAIL_DATA_PARALLEL_BUCKET_ENGINE_HPP

@@ -1,12 +1,12 @@
 // DDP_DEBUG diagnostics for distributed_data_parallel, kept apart from it:
 // INFO logs the bucket layout once, DETAIL adds per-step bucket timings and a
 // cross-rank check before every bucket that all ranks launch the same one.
-#ifndef DDP_DATA_PARALLEL_DEBUG_HPP
-#define DDP_DATA_PARALLEL_DEBUG_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_DEBUG_HPP
+#define DDP_DETAIL_DATA_PARALLEL_DEBUG_HPP
 
 #include <ddp/backend/communicator.hpp>
-#include <ddp/data_parallel/bucket_plan.hpp>
 #include <ddp/detail/common/log.hpp>
+#include <ddp/detail/data_parallel/bucket_plan.hpp>
 
 #include <cstdint>
 #include <string>
@@ -60,4 +60,4 @@ void check_same_bucket_everywhere(Comm& comm, std::size_t index, const planned_b
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_DEBUG_HPP
+#endif // DDP_DETAIL_DATA_PARALLEL_DEBUG_HPP

@@ -7,11 +7,11 @@
 // broadcasts: synchronize() does not block the host for buffers), otherwise
 // the host waits for the compute stream first and for the broadcasts after.
 // Without ddp's CUDA engine a device tensor here is a clear error.
-#ifndef DDP_DATA_PARALLEL_DEVICE_BROADCASTS_HPP
-#define DDP_DATA_PARALLEL_DEVICE_BROADCASTS_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_DEVICE_BROADCASTS_HPP
+#define DDP_DETAIL_DATA_PARALLEL_DEVICE_BROADCASTS_HPP
 
-#include <ddp/data_parallel/bucket_engine.hpp> // DDP_DETAIL_DEVICE_ENGINE, the CUDA engine's helpers
-#include <ddp/data_parallel/unchecked_works.hpp>
+#include <ddp/detail/data_parallel/bucket_engine.hpp> // DDP_DETAIL_DEVICE_ENGINE, the CUDA engine's helpers
+#include <ddp/detail/data_parallel/unchecked_works.hpp>
 
 #include <functional>
 #include <memory>
@@ -111,4 +111,4 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_DEVICE_BROADCASTS_HPP
+#endif // DDP_DETAIL_DATA_PARALLEL_DEVICE_BROADCASTS_HPP

@@ -5,8 +5,8 @@
 // still unchecked at teardown is waited for and logged. A failed collective also poisons the
 // group, so the next collective fails with it anyway; this covers the last
 // step, after which there may be none.
-#ifndef DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
-#define DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_UNCHECKED_WORKS_HPP
+#define DDP_DETAIL_DATA_PARALLEL_UNCHECKED_WORKS_HPP
 
 #include <ddp/detail/common/log.hpp>
 #include <ddp/error.hpp>
@@ -116,4 +116,4 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
+#endif // DDP_DETAIL_DATA_PARALLEL_UNCHECKED_WORKS_HPP

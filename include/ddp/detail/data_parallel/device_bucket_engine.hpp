@@ -34,14 +34,14 @@
 //           for every collective's work first (an NCCL timeout aborts the
 //           communicator, whose stream then runs on: the error must come from
 //           the work, naming the collective), then for the engine's stream.
-#ifndef DDP_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
-#define DDP_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
+#define DDP_DETAIL_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
 
 #include <ddp/backend/communicator.hpp>
-#include <ddp/data_parallel/bucket_plan.hpp>
-#include <ddp/data_parallel/unchecked_works.hpp>
 #include <ddp/detail/cuda/kernels.hpp>
 #include <ddp/detail/cuda/runtime.hpp>
+#include <ddp/detail/data_parallel/bucket_plan.hpp>
+#include <ddp/detail/data_parallel/unchecked_works.hpp>
 
 #include <chrono>
 #include <cstring>
@@ -453,4 +453,4 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
+#endif // DDP_DETAIL_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP

@@ -3,8 +3,8 @@
 // policy's assignment, the parameters' dtypes, sizes and addresses, the
 // reduction's wire type and what the backend can do — testable without a
 // process group (tests/unit/test_bucket_plan.cpp).
-#ifndef DDP_DATA_PARALLEL_BUCKET_PLAN_HPP
-#define DDP_DATA_PARALLEL_BUCKET_PLAN_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_BUCKET_PLAN_HPP
+#define DDP_DETAIL_DATA_PARALLEL_BUCKET_PLAN_HPP
 
 #include <ddp/bucketing.hpp>
 #include <ddp/data_parallel/options.hpp>
@@ -115,4 +115,4 @@ inline std::vector<parameter_desc> describe_for_bucketing(std::span<const tensor
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_BUCKET_PLAN_HPP
+#endif // DDP_DETAIL_DATA_PARALLEL_BUCKET_PLAN_HPP
