@@ -16,7 +16,7 @@
 // (from per-thread timestamps), and the ratio to linear scaling from the
 // smallest N (the baseline, measured in the same run).
 // With --mesh-keys it does ddp's own mesh exchange instead (gloo_mesh_context::
-// exchange_per_pair through gloo_store_adapter, detail/backend/gloo_mesh.hpp):
+// exchange_per_pair through gloo_store_adapter, detail/gloo/mesh.hpp):
 // set "<r>/<peer>" for every peer (136 bytes each), wait for "<peer>/<r>" of
 // every peer, read them; its runs alternate the two ways of doing that, a
 // round trip per key (what the mesh did before, and still does through

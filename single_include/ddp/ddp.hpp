@@ -545,7 +545,59 @@ DDP_END_NAMESPACE
 #ifndef DDP_BACKEND_COMMUNICATOR_HPP
 #define DDP_BACKEND_COMMUNICATOR_HPP
 
-// ---- begin ddp/detail/backend/connect_interrupt.hpp ----
+// ---- begin ddp/detail/backend/fragment.hpp ----
+// A contiguous piece of a bucket: one tensor's memory, as a backend sees it.
+#ifndef DDP_DETAIL_FRAGMENT_HPP
+#define DDP_DETAIL_FRAGMENT_HPP
+
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+struct fragment {
+  void* data;
+  std::size_t count; ///< elements
+};
+
+/// Elements in all the fragments together.
+inline std::size_t total_count(const std::vector<fragment>& frags) {
+  std::size_t n = 0;
+  for (const auto& f : frags)
+    n += f.count;
+  return n;
+}
+
+/// Calls f(ptr, at, count) for each contiguous piece of elements [first,
+/// first + count) of the concatenated fragments: `ptr` points into the
+/// fragment's memory, `at` counts elements from `first`. Elements are `esz`
+/// bytes. A linear walk: buckets hold hundreds of fragments, not millions.
+template <class F>
+void for_each_piece(const std::vector<fragment>& frags, std::size_t first, std::size_t count, std::size_t esz,
+                    F&& f) {
+  std::size_t pos = 0, at = 0;
+  for (const auto& fr : frags) {
+    if (at == count) return;
+    if (first + at >= pos + fr.count) {
+      pos += fr.count;
+      continue;
+    }
+    const std::size_t from = first + at - pos, take = std::min(count - at, fr.count - from);
+    f(static_cast<char*>(fr.data) + from * esz, at, take);
+    at += take;
+    pos += fr.count;
+  }
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_FRAGMENT_HPP
+// ---- end ddp/detail/backend/fragment.hpp ----
+// ---- begin ddp/detail/fault/connect_interrupt.hpp ----
 // Stops a backend's waits for a rank that failed while the connections form.
 // A rank that fails then (a peer it cannot dial, an open-files refusal, a
 // crash) is recorded in the store at once, but a rank waiting for that peer's
@@ -556,8 +608,8 @@ DDP_END_NAMESPACE
 // here, and a backend registers here, while it waits for connections, what
 // ends its waits for that rank (gloo_mesh_context closes that rank's pair and
 // lets the living peers finish: see there).
-#ifndef DDP_DETAIL_BACKEND_CONNECT_INTERRUPT_HPP
-#define DDP_DETAIL_BACKEND_CONNECT_INTERRUPT_HPP
+#ifndef DDP_DETAIL_FAULT_CONNECT_INTERRUPT_HPP
+#define DDP_DETAIL_FAULT_CONNECT_INTERRUPT_HPP
 
 
 #include <chrono>
@@ -632,60 +684,8 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_BACKEND_CONNECT_INTERRUPT_HPP
-// ---- end ddp/detail/backend/connect_interrupt.hpp ----
-// ---- begin ddp/detail/backend/fragment.hpp ----
-// A contiguous piece of a bucket: one tensor's memory, as a backend sees it.
-#ifndef DDP_DETAIL_FRAGMENT_HPP
-#define DDP_DETAIL_FRAGMENT_HPP
-
-
-#include <algorithm>
-#include <cstddef>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-struct fragment {
-  void* data;
-  std::size_t count; ///< elements
-};
-
-/// Elements in all the fragments together.
-inline std::size_t total_count(const std::vector<fragment>& frags) {
-  std::size_t n = 0;
-  for (const auto& f : frags)
-    n += f.count;
-  return n;
-}
-
-/// Calls f(ptr, at, count) for each contiguous piece of elements [first,
-/// first + count) of the concatenated fragments: `ptr` points into the
-/// fragment's memory, `at` counts elements from `first`. Elements are `esz`
-/// bytes. A linear walk: buckets hold hundreds of fragments, not millions.
-template <class F>
-void for_each_piece(const std::vector<fragment>& frags, std::size_t first, std::size_t count, std::size_t esz,
-                    F&& f) {
-  std::size_t pos = 0, at = 0;
-  for (const auto& fr : frags) {
-    if (at == count) return;
-    if (first + at >= pos + fr.count) {
-      pos += fr.count;
-      continue;
-    }
-    const std::size_t from = first + at - pos, take = std::min(count - at, fr.count - from);
-    f(static_cast<char*>(fr.data) + from * esz, at, take);
-    at += take;
-    pos += fr.count;
-  }
-}
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_FRAGMENT_HPP
-// ---- end ddp/detail/backend/fragment.hpp ----
+#endif // DDP_DETAIL_FAULT_CONNECT_INTERRUPT_HPP
+// ---- end ddp/detail/fault/connect_interrupt.hpp ----
 // ---- begin ddp/op.hpp ----
 // ddp::op — the reduction operators of all_reduce and reduce_scatter.
 #ifndef DDP_OP_HPP
@@ -3623,222 +3623,6 @@ DDP_END_NAMESPACE
 #ifndef DDP_DETAIL_COLLECTIVE_QUEUE_HPP
 #define DDP_DETAIL_COLLECTIVE_QUEUE_HPP
 
-// ---- begin ddp/detail/backend/flight_recorder.hpp ----
-// The flight recorder: each rank keeps its last 64 collectives (sequence
-// number, kind, dtype, count, bucket when known, state, times), like PyTorch's
-// NCCL flight recorder. When a collective times out or loses a peer, the
-// survivors compare how far each rank got (the desync report, gloo.hpp), and
-// DDP_FLIGHT_RECORDER=DIR writes each rank's record to DIR/rank_<r>.json.
-#ifndef DDP_DETAIL_FLIGHT_RECORDER_HPP
-#define DDP_DETAIL_FLIGHT_RECORDER_HPP
-
-
-#include <array>
-#include <chrono>
-#include <cstdint>
-#include <cstdio>
-#include <mutex>
-#include <string>
-#include <string_view>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-enum class flight_state : std::uint8_t { queued, running, done, failed };
-
-constexpr std::string_view to_string(flight_state s) noexcept {
-  switch (s) {
-  case flight_state::queued: return "queued";
-  case flight_state::running: return "running";
-  case flight_state::done: return "done";
-  case flight_state::failed: return "failed";
-  }
-  return "unknown";
-}
-
-struct flight_entry {
-  std::uint64_t seq = 0;
-  std::string kind; ///< "all_reduce", "broadcast", ...
-  dtype dt = dtype::u8;
-  std::size_t count = 0;
-  int bucket = -1; ///< -1: not a DDP bucket, or not known
-  flight_state state = flight_state::queued;
-  /// Wall-clock microseconds since the epoch (comparable across ranks of one
-  /// machine); 0 when that step has not happened.
-  std::int64_t queued_us = 0, started_us = 0, finished_us = 0;
-};
-
-/// How far one rank got: the latest collective that started (or, when none
-/// did, nothing). Published through the store for the desync report.
-struct flight_progress {
-  std::int64_t seq = -1; ///< -1: no collective started yet
-  std::string kind;
-  flight_state state = flight_state::queued;
-
-  std::string encode() const {
-    return std::to_string(seq) + " " + (kind.empty() ? "-" : kind) + " " + std::string(to_string(state));
-  }
-  static flight_progress decode(std::string_view s) {
-    flight_progress p;
-    auto a = s.find(' ');
-    auto b = a == std::string_view::npos ? a : s.find(' ', a + 1);
-    if (b == std::string_view::npos) return p;
-    p.seq = parse_int(s.substr(0, a)).value_or(-1);
-    p.kind = std::string(s.substr(a + 1, b - a - 1));
-    auto st = s.substr(b + 1);
-    for (auto x : {flight_state::queued, flight_state::running, flight_state::done, flight_state::failed})
-      if (st == to_string(x)) p.state = x;
-    return p;
-  }
-  std::string describe() const {
-    if (seq < 0) return "no collective started yet";
-    return kind + " #" + std::to_string(seq) + " (" + std::string(to_string(state)) + ")";
-  }
-};
-
-class flight_recorder {
-public:
-  static constexpr std::size_t capacity = 64;
-
-  void queued(std::uint64_t seq, std::string_view kind, dtype dt, std::size_t count, int bucket = -1) {
-    std::lock_guard lock(mu_);
-    auto& e = ring_[seq % capacity];
-    e = flight_entry{seq, std::string(kind), dt, count, bucket, flight_state::queued, now_us(), 0, 0};
-    if (seq + 1 > total_) total_ = seq + 1;
-  }
-  void running(std::uint64_t seq) {
-    std::lock_guard lock(mu_);
-    if (auto* e = find(seq)) {
-      e->state = flight_state::running;
-      e->started_us = now_us();
-      if (static_cast<std::int64_t>(seq) > last_started_) last_started_ = static_cast<std::int64_t>(seq);
-    }
-  }
-  void finished(std::uint64_t seq, bool ok) {
-    std::lock_guard lock(mu_);
-    if (auto* e = find(seq)) {
-      e->state = ok ? flight_state::done : flight_state::failed;
-      e->finished_us = now_us();
-    }
-  }
-  /// A line about the failure (the desync report) for the JSON record.
-  void note(std::string text) {
-    std::lock_guard lock(mu_);
-    note_ = std::move(text);
-  }
-
-  /// The retained entries, oldest first.
-  std::vector<flight_entry> snapshot() const {
-    std::lock_guard lock(mu_);
-    std::vector<flight_entry> out;
-    std::uint64_t first = total_ > capacity ? total_ - capacity : 0;
-    for (std::uint64_t s = first; s < total_; ++s)
-      out.push_back(ring_[s % capacity]);
-    return out;
-  }
-
-  flight_progress progress() const {
-    std::lock_guard lock(mu_);
-    flight_progress p;
-    if (last_started_ < 0) return p;
-    const auto& e = ring_[static_cast<std::uint64_t>(last_started_) % capacity];
-    p.seq = last_started_;
-    p.kind = e.kind;
-    p.state = e.state;
-    return p;
-  }
-
-  std::string to_json(int rank) const {
-    auto entries = snapshot();
-    std::string note;
-    {
-      std::lock_guard lock(mu_);
-      note = note_;
-    }
-    std::string j = "{\n  \"rank\": " + std::to_string(rank) +
-                    ",\n  \"capacity\": " + std::to_string(capacity) + ",\n  \"note\": \"" +
-                    json_escape(note) + "\",\n  \"entries\": [";
-    for (std::size_t i = 0; i < entries.size(); ++i) {
-      const auto& e = entries[i];
-      j += std::string(i ? "," : "") + "\n    {\"seq\": " + std::to_string(e.seq) + ", \"kind\": \"" +
-           json_escape(e.kind) + "\", \"dtype\": \"" + std::string(to_string(e.dt)) +
-           "\", \"count\": " + std::to_string(e.count) +
-           ", \"bucket\": " + (e.bucket < 0 ? std::string("null") : std::to_string(e.bucket)) +
-           ", \"state\": \"" + std::string(to_string(e.state)) +
-           "\", \"queued_us\": " + std::to_string(e.queued_us) +
-           ", \"started_us\": " + std::to_string(e.started_us) +
-           ", \"finished_us\": " + std::to_string(e.finished_us) + "}";
-    }
-    j += "\n  ]\n}\n";
-    return j;
-  }
-
-  /// With DDP_FLIGHT_RECORDER=DIR, writes DIR/rank_<rank>.json (once per
-  /// process: the first failure is the one worth reading). Returns the path, or
-  /// "" when not asked or not written (a warning says why).
-  std::string dump_if_asked(int rank) {
-    auto dir = getenv_str("DDP_FLIGHT_RECORDER");
-    if (!dir || dir->empty()) return {};
-    {
-      std::lock_guard lock(mu_);
-      if (dumped_) return {};
-      dumped_ = true;
-    }
-    std::string path = *dir + "/rank_" + std::to_string(rank) + ".json";
-    std::string body = to_json(rank);
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    bool ok = f && std::fwrite(body.data(), 1, body.size(), f) == body.size();
-    if (f) ok = (std::fclose(f) == 0) && ok;
-    if (!ok) {
-      std::string line = "[ddp rank " + std::to_string(rank) + "] DDP_FLIGHT_RECORDER: could not write " +
-                         path + " (does the directory exist and is it writable?)\n";
-      std::fwrite(line.data(), 1, line.size(), stderr);
-      return {};
-    }
-    return path;
-  }
-
-private:
-  static std::int64_t now_us() {
-    return std::chrono::duration_cast<std::chrono::microseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-  }
-  flight_entry* find(std::uint64_t seq) {
-    auto& e = ring_[seq % capacity];
-    return e.seq == seq ? &e : nullptr;
-  }
-  static std::string json_escape(std::string_view s) {
-    std::string out;
-    for (char c : s) {
-      if (c == '"' || c == '\\') {
-        out += '\\';
-        out += c;
-      } else if (static_cast<unsigned char>(c) < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-        out += buf;
-      } else {
-        out += c;
-      }
-    }
-    return out;
-  }
-
-  mutable std::mutex mu_;
-  std::array<flight_entry, capacity> ring_{};
-  std::uint64_t total_ = 0;
-  std::int64_t last_started_ = -1;
-  std::string note_;
-  bool dumped_ = false;
-};
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_FLIGHT_RECORDER_HPP
-// ---- end ddp/detail/backend/flight_recorder.hpp ----
 // ---- begin ddp/detail/backend/ordered_queue.hpp ----
 // One worker thread that runs a process group's collectives strictly in
 // submission order. The first failure poisons the queue: every pending and
@@ -4311,6 +4095,222 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_ORDERED_QUEUE_HPP
 // ---- end ddp/detail/backend/ordered_queue.hpp ----
+// ---- begin ddp/detail/fault/flight_recorder.hpp ----
+// The flight recorder: each rank keeps its last 64 collectives (sequence
+// number, kind, dtype, count, bucket when known, state, times), like PyTorch's
+// NCCL flight recorder. When a collective times out or loses a peer, the
+// survivors compare how far each rank got (the desync report, gloo.hpp), and
+// DDP_FLIGHT_RECORDER=DIR writes each rank's record to DIR/rank_<r>.json.
+#ifndef DDP_DETAIL_FAULT_FLIGHT_RECORDER_HPP
+#define DDP_DETAIL_FAULT_FLIGHT_RECORDER_HPP
+
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+enum class flight_state : std::uint8_t { queued, running, done, failed };
+
+constexpr std::string_view to_string(flight_state s) noexcept {
+  switch (s) {
+  case flight_state::queued: return "queued";
+  case flight_state::running: return "running";
+  case flight_state::done: return "done";
+  case flight_state::failed: return "failed";
+  }
+  return "unknown";
+}
+
+struct flight_entry {
+  std::uint64_t seq = 0;
+  std::string kind; ///< "all_reduce", "broadcast", ...
+  dtype dt = dtype::u8;
+  std::size_t count = 0;
+  int bucket = -1; ///< -1: not a DDP bucket, or not known
+  flight_state state = flight_state::queued;
+  /// Wall-clock microseconds since the epoch (comparable across ranks of one
+  /// machine); 0 when that step has not happened.
+  std::int64_t queued_us = 0, started_us = 0, finished_us = 0;
+};
+
+/// How far one rank got: the latest collective that started (or, when none
+/// did, nothing). Published through the store for the desync report.
+struct flight_progress {
+  std::int64_t seq = -1; ///< -1: no collective started yet
+  std::string kind;
+  flight_state state = flight_state::queued;
+
+  std::string encode() const {
+    return std::to_string(seq) + " " + (kind.empty() ? "-" : kind) + " " + std::string(to_string(state));
+  }
+  static flight_progress decode(std::string_view s) {
+    flight_progress p;
+    auto a = s.find(' ');
+    auto b = a == std::string_view::npos ? a : s.find(' ', a + 1);
+    if (b == std::string_view::npos) return p;
+    p.seq = parse_int(s.substr(0, a)).value_or(-1);
+    p.kind = std::string(s.substr(a + 1, b - a - 1));
+    auto st = s.substr(b + 1);
+    for (auto x : {flight_state::queued, flight_state::running, flight_state::done, flight_state::failed})
+      if (st == to_string(x)) p.state = x;
+    return p;
+  }
+  std::string describe() const {
+    if (seq < 0) return "no collective started yet";
+    return kind + " #" + std::to_string(seq) + " (" + std::string(to_string(state)) + ")";
+  }
+};
+
+class flight_recorder {
+public:
+  static constexpr std::size_t capacity = 64;
+
+  void queued(std::uint64_t seq, std::string_view kind, dtype dt, std::size_t count, int bucket = -1) {
+    std::lock_guard lock(mu_);
+    auto& e = ring_[seq % capacity];
+    e = flight_entry{seq, std::string(kind), dt, count, bucket, flight_state::queued, now_us(), 0, 0};
+    if (seq + 1 > total_) total_ = seq + 1;
+  }
+  void running(std::uint64_t seq) {
+    std::lock_guard lock(mu_);
+    if (auto* e = find(seq)) {
+      e->state = flight_state::running;
+      e->started_us = now_us();
+      if (static_cast<std::int64_t>(seq) > last_started_) last_started_ = static_cast<std::int64_t>(seq);
+    }
+  }
+  void finished(std::uint64_t seq, bool ok) {
+    std::lock_guard lock(mu_);
+    if (auto* e = find(seq)) {
+      e->state = ok ? flight_state::done : flight_state::failed;
+      e->finished_us = now_us();
+    }
+  }
+  /// A line about the failure (the desync report) for the JSON record.
+  void note(std::string text) {
+    std::lock_guard lock(mu_);
+    note_ = std::move(text);
+  }
+
+  /// The retained entries, oldest first.
+  std::vector<flight_entry> snapshot() const {
+    std::lock_guard lock(mu_);
+    std::vector<flight_entry> out;
+    std::uint64_t first = total_ > capacity ? total_ - capacity : 0;
+    for (std::uint64_t s = first; s < total_; ++s)
+      out.push_back(ring_[s % capacity]);
+    return out;
+  }
+
+  flight_progress progress() const {
+    std::lock_guard lock(mu_);
+    flight_progress p;
+    if (last_started_ < 0) return p;
+    const auto& e = ring_[static_cast<std::uint64_t>(last_started_) % capacity];
+    p.seq = last_started_;
+    p.kind = e.kind;
+    p.state = e.state;
+    return p;
+  }
+
+  std::string to_json(int rank) const {
+    auto entries = snapshot();
+    std::string note;
+    {
+      std::lock_guard lock(mu_);
+      note = note_;
+    }
+    std::string j = "{\n  \"rank\": " + std::to_string(rank) +
+                    ",\n  \"capacity\": " + std::to_string(capacity) + ",\n  \"note\": \"" +
+                    json_escape(note) + "\",\n  \"entries\": [";
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      const auto& e = entries[i];
+      j += std::string(i ? "," : "") + "\n    {\"seq\": " + std::to_string(e.seq) + ", \"kind\": \"" +
+           json_escape(e.kind) + "\", \"dtype\": \"" + std::string(to_string(e.dt)) +
+           "\", \"count\": " + std::to_string(e.count) +
+           ", \"bucket\": " + (e.bucket < 0 ? std::string("null") : std::to_string(e.bucket)) +
+           ", \"state\": \"" + std::string(to_string(e.state)) +
+           "\", \"queued_us\": " + std::to_string(e.queued_us) +
+           ", \"started_us\": " + std::to_string(e.started_us) +
+           ", \"finished_us\": " + std::to_string(e.finished_us) + "}";
+    }
+    j += "\n  ]\n}\n";
+    return j;
+  }
+
+  /// With DDP_FLIGHT_RECORDER=DIR, writes DIR/rank_<rank>.json (once per
+  /// process: the first failure is the one worth reading). Returns the path, or
+  /// "" when not asked or not written (a warning says why).
+  std::string dump_if_asked(int rank) {
+    auto dir = getenv_str("DDP_FLIGHT_RECORDER");
+    if (!dir || dir->empty()) return {};
+    {
+      std::lock_guard lock(mu_);
+      if (dumped_) return {};
+      dumped_ = true;
+    }
+    std::string path = *dir + "/rank_" + std::to_string(rank) + ".json";
+    std::string body = to_json(rank);
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    bool ok = f && std::fwrite(body.data(), 1, body.size(), f) == body.size();
+    if (f) ok = (std::fclose(f) == 0) && ok;
+    if (!ok) {
+      std::string line = "[ddp rank " + std::to_string(rank) + "] DDP_FLIGHT_RECORDER: could not write " +
+                         path + " (does the directory exist and is it writable?)\n";
+      std::fwrite(line.data(), 1, line.size(), stderr);
+      return {};
+    }
+    return path;
+  }
+
+private:
+  static std::int64_t now_us() {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+  flight_entry* find(std::uint64_t seq) {
+    auto& e = ring_[seq % capacity];
+    return e.seq == seq ? &e : nullptr;
+  }
+  static std::string json_escape(std::string_view s) {
+    std::string out;
+    for (char c : s) {
+      if (c == '"' || c == '\\') {
+        out += '\\';
+        out += c;
+      } else if (static_cast<unsigned char>(c) < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+        out += buf;
+      } else {
+        out += c;
+      }
+    }
+    return out;
+  }
+
+  mutable std::mutex mu_;
+  std::array<flight_entry, capacity> ring_{};
+  std::uint64_t total_ = 0;
+  std::int64_t last_started_ = -1;
+  std::string note_;
+  bool dumped_ = false;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_FAULT_FLIGHT_RECORDER_HPP
+// ---- end ddp/detail/fault/flight_recorder.hpp ----
 
 #include <atomic>
 #include <chrono>
@@ -4418,15 +4418,15 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_COLLECTIVE_QUEUE_HPP
 // ---- end ddp/detail/backend/collective_queue.hpp ----
-// ---- begin ddp/detail/backend/desync.hpp ----
+// ---- begin ddp/detail/fault/desync.hpp ----
 // The desync report: after a collective timed out, or a peer closed its
 // connections without any rank being recorded lost, each survivor publishes
 // how far it got (its flight recorder's progress) to the store and reads the
 // others'. A rank that publishes nothing within the window is stopped or hung
 // (a dead rank would have been recorded lost): that is the rank to name. When
 // every rank reports, the one furthest behind is named.
-#ifndef DDP_DETAIL_DESYNC_HPP
-#define DDP_DETAIL_DESYNC_HPP
+#ifndef DDP_DETAIL_FAULT_DESYNC_HPP
+#define DDP_DETAIL_FAULT_DESYNC_HPP
 
 
 #include <algorithm>
@@ -4516,17 +4516,17 @@ desync_result exchange_progress(Store& store, int rank, int size, const flight_p
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_DESYNC_HPP
-// ---- end ddp/detail/backend/desync.hpp ----
-// ---- begin ddp/detail/backend/gloo_batch_store.hpp ----
+#endif // DDP_DETAIL_FAULT_DESYNC_HPP
+// ---- end ddp/detail/fault/desync.hpp ----
+// ---- begin ddp/detail/gloo/batch_store.hpp ----
 // A Gloo store that also sets and reads many keys in one round trip. Debian's
 // Gloo (2022-05) declares only set, get and wait; later Gloo adds multi_set
 // and multi_get behind has_v2_support(), for the same reason: a full mesh
 // exchanges a key per pair. ddp's adapter of its tcp_store is one
 // (backend/gloo.hpp); gloo_mesh_context uses it where the store it is given
 // is one, and one key at a time where not (Gloo's own stores, in tests).
-#ifndef DDP_DETAIL_BACKEND_GLOO_BATCH_STORE_HPP
-#define DDP_DETAIL_BACKEND_GLOO_BATCH_STORE_HPP
+#ifndef DDP_DETAIL_GLOO_BATCH_STORE_HPP
+#define DDP_DETAIL_GLOO_BATCH_STORE_HPP
 
 
 #include <chrono>
@@ -4555,11 +4555,11 @@ protected:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_BACKEND_GLOO_BATCH_STORE_HPP
-// ---- end ddp/detail/backend/gloo_batch_store.hpp ----
-// ---- begin ddp/detail/backend/gloo_chain.hpp ----
+#endif // DDP_DETAIL_GLOO_BATCH_STORE_HPP
+// ---- end ddp/detail/gloo/batch_store.hpp ----
+// ---- begin ddp/detail/gloo/chain.hpp ----
 // A pipelined chain broadcast over Gloo's transport, on buffers ddp owns (so
-// that another thread can end its waits: gloo_waits.hpp). The ranks form a
+// that another thread can end its waits: detail/gloo/waits.hpp). The ranks form a
 // chain from the root in rank order (root, root+1, ..., wrapping around); the
 // data goes down it in pieces, and a rank passes each piece on as soon as it
 // has it. Every rank receives the data once and sends it at most once, so a
@@ -4571,12 +4571,12 @@ DDP_END_NAMESPACE
 #ifndef DDP_DETAIL_GLOO_CHAIN_HPP
 #define DDP_DETAIL_GLOO_CHAIN_HPP
 
-// ---- begin ddp/detail/backend/gloo_deadline.hpp ----
+// ---- begin ddp/detail/gloo/deadline.hpp ----
 // One deadline for a whole Gloo collective that is made of many transport
 // waits. Gloo's waitRecv/waitSend take a relative timeout each; passing the
 // group's full timeout to every one of them would let a collective of N
 // steps wait N times as long as the user asked for. The header round
-// (gloo_header.hpp) and the fragment ring (gloo_ring.hpp) both count down
+// (detail/gloo/header.hpp) and the fragment ring (detail/gloo/ring.hpp) both count down
 // from one absolute time point instead.
 #ifndef DDP_DETAIL_GLOO_DEADLINE_HPP
 #define DDP_DETAIL_GLOO_DEADLINE_HPP
@@ -4620,8 +4620,8 @@ private:
 DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_GLOO_DEADLINE_HPP
-// ---- end ddp/detail/backend/gloo_deadline.hpp ----
-// ---- begin ddp/detail/backend/gloo_slots.hpp ----
+// ---- end ddp/detail/gloo/deadline.hpp ----
+// ---- begin ddp/detail/gloo/slots.hpp ----
 // The slot prefixes of ddp's own collectives over Gloo's transport, in one
 // place so that none collides with another's or with Gloo's (its own
 // collectives use 0x01..0x08). A slot is a prefix and the collective's tag.
@@ -4634,17 +4634,18 @@ DDP_END_NAMESPACE
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
-inline constexpr std::uint8_t ring_slot_prefix = 0x40;           ///< fragment_ring (gloo_ring.hpp)
-inline constexpr std::uint8_t header_slot_prefix = 0x41;         ///< header_round (gloo_header.hpp)
-inline constexpr std::uint8_t chain_slot_prefix = 0x42;          ///< chain_broadcast (gloo_chain.hpp)
-inline constexpr std::uint8_t block_exchange_slot_prefix = 0x43; ///< exchange_blocks (gloo_exchange.hpp)
+inline constexpr std::uint8_t ring_slot_prefix = 0x40;   ///< fragment_ring (detail/gloo/ring.hpp)
+inline constexpr std::uint8_t header_slot_prefix = 0x41; ///< header_round (detail/gloo/header.hpp)
+inline constexpr std::uint8_t chain_slot_prefix = 0x42;  ///< chain_broadcast (detail/gloo/chain.hpp)
+inline constexpr std::uint8_t block_exchange_slot_prefix =
+    0x43; ///< exchange_blocks (detail/gloo/exchange.hpp)
 
 } // namespace detail
 DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_GLOO_SLOTS_HPP
-// ---- end ddp/detail/backend/gloo_slots.hpp ----
-// ---- begin ddp/detail/backend/gloo_waits.hpp ----
+// ---- end ddp/detail/gloo/slots.hpp ----
+// ---- begin ddp/detail/gloo/waits.hpp ----
 // The transport buffers ddp's collectives over Gloo (the header round, the
 // fragment ring, the chain broadcast, the block exchange) send from and
 // receive into, kept where another thread can
@@ -4727,7 +4728,7 @@ private:
 DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_GLOO_WAITS_HPP
-// ---- end ddp/detail/backend/gloo_waits.hpp ----
+// ---- end ddp/detail/gloo/waits.hpp ----
 
 #include <gloo/context.h>
 #include <gloo/transport/unbound_buffer.h>
@@ -4799,8 +4800,8 @@ public:
 DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_GLOO_CHAIN_HPP
-// ---- end ddp/detail/backend/gloo_chain.hpp ----
-// ---- begin ddp/detail/backend/gloo_device.hpp ----
+// ---- end ddp/detail/gloo/chain.hpp ----
+// ---- begin ddp/detail/gloo/device.hpp ----
 // Setting up Gloo's TCP transport: which local interface or address to use,
 // and the process-wide SIGPIPE policy Gloo's sockets need.
 #ifndef DDP_DETAIL_GLOO_DEVICE_HPP
@@ -4906,10 +4907,10 @@ inline void ignore_sigpipe_if_default() {
 DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_GLOO_DEVICE_HPP
-// ---- end ddp/detail/backend/gloo_device.hpp ----
-// ---- begin ddp/detail/backend/gloo_exchange.hpp ----
+// ---- end ddp/detail/gloo/device.hpp ----
+// ---- begin ddp/detail/gloo/exchange.hpp ----
 // A direct block exchange over Gloo's transport, on buffers ddp owns (so that
-// another thread can end its waits: gloo_waits.hpp): each rank sends a block
+// another thread can end its waits: detail/gloo/waits.hpp): each rank sends a block
 // of `bytes` to every peer and receives one from every peer. all_gather sends
 // its own block to everyone; reduce_scatter sends each peer the block that
 // peer reduces. Every rank sends and receives (W-1) blocks, as in a ring, but
@@ -4973,8 +4974,8 @@ inline void exchange_blocks(const std::shared_ptr<::gloo::Context>& ctx, gloo_wa
 DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_GLOO_EXCHANGE_HPP
-// ---- end ddp/detail/backend/gloo_exchange.hpp ----
-// ---- begin ddp/detail/backend/gloo_header.hpp ----
+// ---- end ddp/detail/gloo/exchange.hpp ----
+// ---- begin ddp/detail/gloo/header.hpp ----
 // Before any data moves, every Gloo collective sends a small fixed-size header
 // (kind, dtype, op, root, count, ring piece size) to every peer and receives
 // theirs, so ranks that disagree fail with ddp::error(mismatch) naming both
@@ -5151,8 +5152,8 @@ private:
 DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_GLOO_HEADER_HPP
-// ---- end ddp/detail/backend/gloo_header.hpp ----
-// ---- begin ddp/detail/backend/gloo_mesh.hpp ----
+// ---- end ddp/detail/gloo/header.hpp ----
+// ---- begin ddp/detail/gloo/mesh.hpp ----
 // ddp's own full mesh of Gloo TCP pairs, in place of Gloo's
 // rendezvous::Context::connectFullMesh (Debian's Gloo, 2022-05), which
 //  - stores each rank's N-1 pair addresses under one key and has every rank
@@ -5172,10 +5173,10 @@ DDP_END_NAMESPACE
 // for those that dial it, for DDP_TIMEOUT at most; and a failure names the
 // peer and its address. (With file://, Gloo's file store, each rank stores one
 // list as Gloo did: see gloo_mesh_keys.)
-#ifndef DDP_DETAIL_BACKEND_GLOO_MESH_HPP
-#define DDP_DETAIL_BACKEND_GLOO_MESH_HPP
+#ifndef DDP_DETAIL_GLOO_MESH_HPP
+#define DDP_DETAIL_GLOO_MESH_HPP
 
-// ---- begin ddp/detail/backend/gloo_loop_ticker.hpp ----
+// ---- begin ddp/detail/gloo/loop_ticker.hpp ----
 // Closing a Gloo TCP pair waits for its device's event loop to go round once
 // (tcp::Loop::unregisterDescriptor, "to make sure the handler for this fd is
 // not called once this function returns"), and the loop goes round when an
@@ -5191,8 +5192,8 @@ DDP_END_NAMESPACE
 // Outside bursts the eventfd is quiet and costs the loop nothing. Stopping the
 // loop itself, when its device goes, waits for a tick too: the ticker, holding
 // the device last, lets it go during a burst.
-#ifndef DDP_DETAIL_BACKEND_GLOO_LOOP_TICKER_HPP
-#define DDP_DETAIL_BACKEND_GLOO_LOOP_TICKER_HPP
+#ifndef DDP_DETAIL_GLOO_LOOP_TICKER_HPP
+#define DDP_DETAIL_GLOO_LOOP_TICKER_HPP
 
 
 #include <gloo/transport/device.h>
@@ -5323,8 +5324,8 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_BACKEND_GLOO_LOOP_TICKER_HPP
-// ---- end ddp/detail/backend/gloo_loop_ticker.hpp ----
+#endif // DDP_DETAIL_GLOO_LOOP_TICKER_HPP
+// ---- end ddp/detail/gloo/loop_ticker.hpp ----
 
 #include <gloo/context.h>
 #include <gloo/rendezvous/store.h>
@@ -5423,7 +5424,7 @@ public:
   gloo_mesh_context(const gloo_mesh_context&) = delete;
   gloo_mesh_context& operator=(const gloo_mesh_context&) = delete;
 
-  /// Closes the pairs while the loop ticks fast (gloo_loop_ticker.hpp), before
+  /// Closes the pairs while the loop ticks fast (detail/gloo/loop_ticker.hpp), before
   /// Gloo's Context would close them one 10 ms tick at a time, then lets the
   /// ticker stop the device's loop (another tick). Where a Gloo buffer still
   /// holds the pairs' context, they are left to Gloo, to close when it goes.
@@ -5445,7 +5446,7 @@ public:
   /// refused and looking like the rank that failed.
   ///
   /// `interrupt` (may be null) brings the news of a rank lost meanwhile
-  /// (connect_interrupt.hpp). Then a wait for the lost rank's dial ends (the
+  /// (detail/fault/connect_interrupt.hpp). Then a wait for the lost rank's dial ends (the
   /// listener here closes: see on_news), and the connections with the living
   /// peers go on forming; once they have (or when none has formed for
   /// `living_peers_grace`, a peer being stuck or failed too: then every pair
@@ -5761,9 +5762,9 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_BACKEND_GLOO_MESH_HPP
-// ---- end ddp/detail/backend/gloo_mesh.hpp ----
-// ---- begin ddp/detail/backend/gloo_ring.hpp ----
+#endif // DDP_DETAIL_GLOO_MESH_HPP
+// ---- end ddp/detail/gloo/mesh.hpp ----
+// ---- begin ddp/detail/gloo/ring.hpp ----
 // A ring all-reduce over Gloo's transport that works on the gradients where
 // they are: a bucket is a list of fragments (one per tensor), sent from and
 // received into the tensors themselves, so nothing is packed or unpacked, and
@@ -6178,10 +6179,10 @@ private:
 DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_GLOO_RING_HPP
-// ---- end ddp/detail/backend/gloo_ring.hpp ----
-// ---- begin ddp/detail/backend/shm_all_reduce.hpp ----
+// ---- end ddp/detail/gloo/ring.hpp ----
+// ---- begin ddp/detail/shm/all_reduce.hpp ----
 // All-reduce among the ranks of one node through their shared segment
-// (shm_segment.hpp). Within one node (run_pipelined) the data goes through in
+// (detail/shm/segment.hpp). Within one node (run_pipelined) the data goes through in
 // steps of 256 KiB, alternating between two halves of each slot and of the
 // result area, with one barrier per step: every local rank copies the parts of
 // step k that the others reduce into its slot (its own slice stays where it
@@ -6204,12 +6205,12 @@ DDP_END_NAMESPACE
 // is named, no hang.
 // Collectives over TCP on a one-node group meet here first too (agree), so a
 // rank in either kind of collective sees the other.
-#ifndef DDP_DETAIL_BACKEND_SHM_ALL_REDUCE_HPP
-#define DDP_DETAIL_BACKEND_SHM_ALL_REDUCE_HPP
+#ifndef DDP_DETAIL_SHM_ALL_REDUCE_HPP
+#define DDP_DETAIL_SHM_ALL_REDUCE_HPP
 
-// ---- begin ddp/detail/backend/shm_segment.hpp ----
+// ---- begin ddp/detail/shm/segment.hpp ----
 // The POSIX shared-memory segment the ranks of one node share (see
-// shm_all_reduce.hpp for what travels through it).
+// detail/shm/all_reduce.hpp for what travels through it).
 //
 // Naming: "/ddp-" + the first 128 bits of SHA-256 over the job token, the
 // store's address and the node rank: never the token itself (/dev/shm is
@@ -6225,8 +6226,8 @@ DDP_END_NAMESPACE
 // mapped its segment is the shm path taken; otherwise every rank reduces over TCP.
 // Which ranks share a node comes from the topology (node_rank), never the
 // hostname: two network namespaces of one host share a hostname and /dev/shm.
-#ifndef DDP_DETAIL_BACKEND_SHM_SEGMENT_HPP
-#define DDP_DETAIL_BACKEND_SHM_SEGMENT_HPP
+#ifndef DDP_DETAIL_SHM_SEGMENT_HPP
+#define DDP_DETAIL_SHM_SEGMENT_HPP
 
 
 #include <openssl/evp.h>
@@ -6534,8 +6535,8 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_BACKEND_SHM_SEGMENT_HPP
-// ---- end ddp/detail/backend/shm_segment.hpp ----
+#endif // DDP_DETAIL_SHM_SEGMENT_HPP
+// ---- end ddp/detail/shm/segment.hpp ----
 
 #include <algorithm>
 #include <fstream>
@@ -7007,17 +7008,17 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_BACKEND_SHM_ALL_REDUCE_HPP
-// ---- end ddp/detail/backend/shm_all_reduce.hpp ----
-// ---- begin ddp/detail/backend/shm_arrays.hpp ----
+#endif // DDP_DETAIL_SHM_ALL_REDUCE_HPP
+// ---- end ddp/detail/shm/all_reduce.hpp ----
+// ---- begin ddp/detail/shm/arrays.hpp ----
 // The node's shm arrays (process_group<gloo>::make_shm_array): each is a
 // segment of its own (shm_segment, no result area), one area per local rank,
 // every rank's array at the start of its area. Made collectively in the same
 // order on every rank, so array k is the same segment on all of a node's
 // ranks. The backend asks find() whether an all_reduce's memory lies in one:
 // then it reduces in place (shm_all_reduce::run_in_place).
-#ifndef DDP_DETAIL_BACKEND_SHM_ARRAYS_HPP
-#define DDP_DETAIL_BACKEND_SHM_ARRAYS_HPP
+#ifndef DDP_DETAIL_SHM_ARRAYS_HPP
+#define DDP_DETAIL_SHM_ARRAYS_HPP
 
 
 #include <cstdint>
@@ -7072,8 +7073,8 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_BACKEND_SHM_ARRAYS_HPP
-// ---- end ddp/detail/backend/shm_arrays.hpp ----
+#endif // DDP_DETAIL_SHM_ARRAYS_HPP
+// ---- end ddp/detail/shm/arrays.hpp ----
 
 #include <gloo/common/error.h>
 #include <gloo/common/logging.h>
@@ -7187,7 +7188,7 @@ public:
   ~gloo_communicator() { queue_.stop(); } // the worker stops before the context goes
 
   /// True when all_reduce goes through the node's shared-memory segment (see
-  /// shm_all_reduce.hpp): on by default when ranks share a node, DDP_SHM=0 off.
+  /// detail/shm/all_reduce.hpp): on by default when ranks share a node, DDP_SHM=0 off.
   bool shm_active() const { return shm_ != nullptr; }
   /// The shm path's step size (like set_ring_piece_bytes: tests make it small
   /// to cross step ends; same value on every rank, before collectives); 0
@@ -7374,7 +7375,7 @@ public:
   }
 
   /// Small tensors travel with the header; larger ones down ddp's chain
-  /// (gloo_chain.hpp), once the headers agree.
+  /// (detail/gloo/chain.hpp), once the headers agree.
   work broadcast(void* data, std::size_t n, dtype dt, int root, bool blocking = false) {
     return submit("broadcast", n, dt, blocking,
                   [=, this, piece = ring_piece_bytes_](std::uint32_t tag, const std::string& what) {
@@ -7383,7 +7384,7 @@ public:
   }
 
   /// Small tensors travel with the header; larger ones in ddp's block exchange
-  /// (gloo_exchange.hpp). `in` may be this rank's own block of `out`.
+  /// (detail/gloo/exchange.hpp). `in` may be this rank's own block of `out`.
   work all_gather(const void* in, void* out, std::size_t n, dtype dt, bool blocking = false) {
     return submit("all_gather", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
       run_all_gather(tag, what, in, out, n, dt);
@@ -7392,7 +7393,7 @@ public:
 
   /// Block r of `in` (n elements each) is reduced across ranks into rank r's `out`.
   /// Each block goes to its owner (with the header when small, else in ddp's
-  /// block exchange, gloo_exchange.hpp), then the owner reduces the blocks in
+  /// block exchange, detail/gloo/exchange.hpp), then the owner reduces the blocks in
   /// rank order. `out` may be this rank's own block of `in`.
   work reduce_scatter(const void* in, void* out, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
@@ -7763,7 +7764,7 @@ private:
     return h;
   }
 
-  /// The header round every collective starts with (see gloo_header.hpp):
+  /// The header round every collective starts with (see detail/gloo/header.hpp):
   /// throws ddp::error(mismatch) on every rank when ranks disagree.
   template <class P> void exchange(const collective_header& h, const std::string& what, P&& payload_for) {
     // On one node with shm every collective first compares headers in the
@@ -7854,7 +7855,7 @@ private:
   }
 
   /// A mesh that did not form. A peer that died meanwhile refused or dropped
-  /// a connection, or the connect stopped for it (connect_interrupt.hpp):
+  /// a connection, or the connect stopped for it (detail/fault/connect_interrupt.hpp):
   /// named when the store saw it go.
   /// Otherwise a wait for a peer's connection that ran its whole timeout
   /// (gloo_mesh_timeout) is a timeout: that peer is to blame, and
@@ -7891,7 +7892,7 @@ private:
   /// Fails every connection of this rank at once, from any thread, while a
   /// collective may be running on the worker (gloo_mesh_context::
   /// fail_connections). A transfer already under way is not queued any more:
-  /// the collectives' waits are then ended through waits_ (gloo_waits.hpp),
+  /// the collectives' waits are then ended through waits_ (detail/gloo/waits.hpp),
   /// which holds every buffer they use.
   /// `with_segment`: the node's segment is aborted too (its waiters fail,
   /// naming this rank as the one that failed).
@@ -14843,7 +14844,7 @@ DDP_END_NAMESPACE
 // ---- begin ddp/detail/process_group/peer_failure_relay.hpp ----
 // Where the peer-failure watch's news goes. The watch starts before the
 // communicator (so that a rank failing while the connections form stops the
-// others' waits: detail/backend/connect_interrupt.hpp); until the communicator
+// others' waits: detail/fault/connect_interrupt.hpp); until the communicator
 // exists, a failure interrupts its connect and is kept; once it exists, the
 // kept failure, or a later one, goes to its fail_for_peer.
 #ifndef DDP_DETAIL_PROCESS_GROUP_PEER_FAILURE_RELAY_HPP

@@ -23,8 +23,8 @@
 #ifndef DDP_BACKEND_COMMUNICATOR_HPP
 #define DDP_BACKEND_COMMUNICATOR_HPP
 
-#include <ddp/detail/backend/connect_interrupt.hpp>
 #include <ddp/detail/backend/fragment.hpp>
+#include <ddp/detail/fault/connect_interrupt.hpp>
 #include <ddp/op.hpp>
 #include <ddp/shm_array.hpp>
 #include <ddp/store.hpp>

@@ -7,19 +7,19 @@
 
 #include <ddp/backend/communicator.hpp>
 #include <ddp/detail/backend/collective_queue.hpp>
-#include <ddp/detail/backend/desync.hpp>
-#include <ddp/detail/backend/gloo_batch_store.hpp>
-#include <ddp/detail/backend/gloo_chain.hpp>
-#include <ddp/detail/backend/gloo_device.hpp>
-#include <ddp/detail/backend/gloo_exchange.hpp>
-#include <ddp/detail/backend/gloo_header.hpp>
-#include <ddp/detail/backend/gloo_mesh.hpp>
-#include <ddp/detail/backend/gloo_ring.hpp>
-#include <ddp/detail/backend/shm_all_reduce.hpp>
-#include <ddp/detail/backend/shm_arrays.hpp>
 #include <ddp/detail/common/env.hpp>
 #include <ddp/detail/common/log.hpp>
+#include <ddp/detail/fault/desync.hpp>
+#include <ddp/detail/gloo/batch_store.hpp>
+#include <ddp/detail/gloo/chain.hpp>
+#include <ddp/detail/gloo/device.hpp>
+#include <ddp/detail/gloo/exchange.hpp>
+#include <ddp/detail/gloo/header.hpp>
+#include <ddp/detail/gloo/mesh.hpp>
+#include <ddp/detail/gloo/ring.hpp>
 #include <ddp/detail/numeric/elementwise.hpp>
+#include <ddp/detail/shm/all_reduce.hpp>
+#include <ddp/detail/shm/arrays.hpp>
 #include <ddp/op.hpp>
 #include <ddp/shm_array.hpp>
 #include <ddp/store.hpp>
@@ -137,7 +137,7 @@ public:
   ~gloo_communicator() { queue_.stop(); } // the worker stops before the context goes
 
   /// True when all_reduce goes through the node's shared-memory segment (see
-  /// shm_all_reduce.hpp): on by default when ranks share a node, DDP_SHM=0 off.
+  /// detail/shm/all_reduce.hpp): on by default when ranks share a node, DDP_SHM=0 off.
   bool shm_active() const { return shm_ != nullptr; }
   /// The shm path's step size (like set_ring_piece_bytes: tests make it small
   /// to cross step ends; same value on every rank, before collectives); 0
@@ -324,7 +324,7 @@ public:
   }
 
   /// Small tensors travel with the header; larger ones down ddp's chain
-  /// (gloo_chain.hpp), once the headers agree.
+  /// (detail/gloo/chain.hpp), once the headers agree.
   work broadcast(void* data, std::size_t n, dtype dt, int root, bool blocking = false) {
     return submit("broadcast", n, dt, blocking,
                   [=, this, piece = ring_piece_bytes_](std::uint32_t tag, const std::string& what) {
@@ -333,7 +333,7 @@ public:
   }
 
   /// Small tensors travel with the header; larger ones in ddp's block exchange
-  /// (gloo_exchange.hpp). `in` may be this rank's own block of `out`.
+  /// (detail/gloo/exchange.hpp). `in` may be this rank's own block of `out`.
   work all_gather(const void* in, void* out, std::size_t n, dtype dt, bool blocking = false) {
     return submit("all_gather", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
       run_all_gather(tag, what, in, out, n, dt);
@@ -342,7 +342,7 @@ public:
 
   /// Block r of `in` (n elements each) is reduced across ranks into rank r's `out`.
   /// Each block goes to its owner (with the header when small, else in ddp's
-  /// block exchange, gloo_exchange.hpp), then the owner reduces the blocks in
+  /// block exchange, detail/gloo/exchange.hpp), then the owner reduces the blocks in
   /// rank order. `out` may be this rank's own block of `in`.
   work reduce_scatter(const void* in, void* out, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
@@ -713,7 +713,7 @@ private:
     return h;
   }
 
-  /// The header round every collective starts with (see gloo_header.hpp):
+  /// The header round every collective starts with (see detail/gloo/header.hpp):
   /// throws ddp::error(mismatch) on every rank when ranks disagree.
   template <class P> void exchange(const collective_header& h, const std::string& what, P&& payload_for) {
     // On one node with shm every collective first compares headers in the
@@ -804,7 +804,7 @@ private:
   }
 
   /// A mesh that did not form. A peer that died meanwhile refused or dropped
-  /// a connection, or the connect stopped for it (connect_interrupt.hpp):
+  /// a connection, or the connect stopped for it (detail/fault/connect_interrupt.hpp):
   /// named when the store saw it go.
   /// Otherwise a wait for a peer's connection that ran its whole timeout
   /// (gloo_mesh_timeout) is a timeout: that peer is to blame, and
@@ -841,7 +841,7 @@ private:
   /// Fails every connection of this rank at once, from any thread, while a
   /// collective may be running on the worker (gloo_mesh_context::
   /// fail_connections). A transfer already under way is not queued any more:
-  /// the collectives' waits are then ended through waits_ (gloo_waits.hpp),
+  /// the collectives' waits are then ended through waits_ (detail/gloo/waits.hpp),
   /// which holds every buffer they use.
   /// `with_segment`: the node's segment is aborted too (its waiters fail,
   /// naming this rank as the one that failed).

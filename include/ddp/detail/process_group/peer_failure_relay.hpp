@@ -1,12 +1,12 @@
 // Where the peer-failure watch's news goes. The watch starts before the
 // communicator (so that a rank failing while the connections form stops the
-// others' waits: detail/backend/connect_interrupt.hpp); until the communicator
+// others' waits: detail/fault/connect_interrupt.hpp); until the communicator
 // exists, a failure interrupts its connect and is kept; once it exists, the
 // kept failure, or a later one, goes to its fail_for_peer.
 #ifndef DDP_DETAIL_PROCESS_GROUP_PEER_FAILURE_RELAY_HPP
 #define DDP_DETAIL_PROCESS_GROUP_PEER_FAILURE_RELAY_HPP
 
-#include <ddp/detail/backend/connect_interrupt.hpp>
+#include <ddp/detail/fault/connect_interrupt.hpp>
 #include <ddp/store.hpp>
 
 #include <memory>
