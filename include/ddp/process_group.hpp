@@ -235,7 +235,7 @@ private:
   /// failure for another rank's loss (peer_lost), a timeout (the rank waited
   /// for is to blame), or any failure once the store knows of a lost rank
   /// (this rank's is then likely its consequence: the rank that failed first
-  /// reports after a grace of its own, gloo.hpp's find_lost_rank).
+  /// reports after a grace of its own, detail/gloo/blame.hpp's find_lost_rank).
   void report_failed_connect(const std::exception& e) noexcept {
     if (!store_) return;
     const auto* d = dynamic_cast<const ddp::error*>(&e);
