@@ -21,7 +21,7 @@
 /// ring against Gloo's ring), broadcast (ddp's chain against Gloo's),
 /// all_gather and reduce_scatter (ddp's block exchange against Gloo's
 /// all-gather, and its all-to-all and a sum in rank order). All of ddp's run on
-/// buffers an abort can interrupt (gloo_waits.hpp). `bytes` is the block: what
+/// buffers an abort can interrupt (detail/gloo/waits.hpp). `bytes` is the block: what
 /// one rank all-reduces, broadcasts, contributes to the all-gather, or keeps of
 /// the reduce-scatter.
 static void data_movement(ddp::process_group<ddp::gloo>& pg, bench::raw_gloo& raw) {

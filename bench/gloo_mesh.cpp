@@ -1,6 +1,6 @@
 // The real Gloo full mesh, as ddp builds it: every rank is a process that
 // calls init_process_group<ddp::gloo>() (ddp's rendezvous on the store, then
-// ddp's mesh of Gloo pairs, detail/backend/gloo_mesh.hpp: each rank stores the
+// ddp's mesh of Gloo pairs, detail/gloo/mesh.hpp: each rank stores the
 // address of its pair for each peer under a key of its own and reads the N-1
 // keys meant for it, so the store holds and serves ~N² bytes; Gloo's own
 // connectFullMesh, before, served ~N³). Rank 0 prints one JSON line: the time from the first
@@ -11,7 +11,7 @@
 //
 // A second line compares, in the same run, what leaving costs: rounds that
 // alternate a mesh of ddp's (gloo_mesh_context, whose pairs close while the
-// event loop is kept ticking: gloo_loop_ticker.hpp) with a plain Gloo
+// event loop is kept ticking: detail/gloo/loop_ticker.hpp) with a plain Gloo
 // context (connectFullMesh), each on a device of its own. In each round rank
 // 0 first fails every connection of its context, as process_group::abort
 // does (timed on rank 0), then every rank destroys its context and device

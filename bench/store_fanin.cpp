@@ -3,7 +3,7 @@
 // store served as rank 0 serves it (token on, so every connection does the
 // HMAC handshake of detail/store/auth.hpp; the server's caps on pending
 // handshakes and descriptors on), all released at once. The key pattern is
-// make_rendezvous()'s (process_group.hpp), then process_group's teardown:
+// make_rendezvous()'s (detail/process_group/make_rendezvous.hpp), then process_group's teardown:
 //   connect + handshake; add ddp/rank/<r>; set ddp/world/<r>; get ddp/world/0
 //   (r != 0); set ddp/arrived/<r>; wait ddp/arrived/0..N-1;
 //   add ddp/exit; the last sets ddp/exit/all; rank 0 waits for it; bye.
@@ -16,7 +16,7 @@
 // (from per-thread timestamps), and the ratio to linear scaling from the
 // smallest N (the baseline, measured in the same run).
 // With --mesh-keys it does ddp's own mesh exchange instead (gloo_mesh_context::
-// exchange_per_pair through gloo_store_adapter, detail/backend/gloo_mesh.hpp):
+// exchange_per_pair through gloo_store_adapter, detail/gloo/mesh.hpp):
 // set "<r>/<peer>" for every peer (136 bytes each), wait for "<peer>/<r>" of
 // every peer, read them; its runs alternate the two ways of doing that, a
 // round trip per key (what the mesh did before, and still does through

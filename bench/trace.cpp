@@ -3,7 +3,7 @@
 // a loop, medians of 7 rounds of CPU time. One process, no communication; one JSON line.
 // bench/trace_overhead.sh multiplies these by the probes per step of the example.
 //   build/bench/bench_trace
-#include <ddp/data_parallel/timeline.hpp>
+#include <ddp/detail/data_parallel/timeline.hpp>
 
 #include <algorithm>
 #include <cstdio>

@@ -8,17 +8,17 @@
 #define DDP_DATA_PARALLEL_HPP
 
 #include <ddp/bucketing.hpp>
-#include <ddp/data_parallel/bucket_engine.hpp>
-#include <ddp/data_parallel/bucket_plan.hpp>
-#include <ddp/data_parallel/debug.hpp>
-#include <ddp/data_parallel/device_broadcasts.hpp>
-#include <ddp/data_parallel/join.hpp>
 #include <ddp/data_parallel/no_sync.hpp>
 #include <ddp/data_parallel/options.hpp>
-#include <ddp/data_parallel/parameter_registry.hpp>
-#include <ddp/data_parallel/step_state.hpp>
-#include <ddp/data_parallel/timeline.hpp>
 #include <ddp/detail/common/log.hpp>
+#include <ddp/detail/data_parallel/bucket_engine.hpp>
+#include <ddp/detail/data_parallel/bucket_plan.hpp>
+#include <ddp/detail/data_parallel/debug.hpp>
+#include <ddp/detail/data_parallel/device_broadcasts.hpp>
+#include <ddp/detail/data_parallel/join.hpp>
+#include <ddp/detail/data_parallel/parameter_registry.hpp>
+#include <ddp/detail/data_parallel/step_state.hpp>
+#include <ddp/detail/data_parallel/timeline.hpp>
 #include <ddp/model.hpp>
 #include <ddp/process_group.hpp>
 #include <ddp/reduction.hpp>

@@ -452,7 +452,7 @@ private:
   /// After how long without acknowledgements a store connection's peer host counts
   /// as lost (detail::set_keepalive): half the timeout, so that a survivor whose
   /// collective times out finds a rank cut off by the network already recorded
-  /// lost (it takes one look, see gloo.hpp's find_lost_rank). At least 1 s.
+  /// lost (it takes one look, see detail/gloo/blame.hpp's find_lost_rank). At least 1 s.
   static std::chrono::milliseconds peer_timeout(std::chrono::milliseconds timeout) {
     return std::max(timeout / 2, std::chrono::milliseconds(1000));
   }

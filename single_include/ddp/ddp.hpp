@@ -545,7 +545,169 @@ DDP_END_NAMESPACE
 #ifndef DDP_BACKEND_COMMUNICATOR_HPP
 #define DDP_BACKEND_COMMUNICATOR_HPP
 
-// ---- begin ddp/detail/backend/connect_interrupt.hpp ----
+// ---- begin ddp/detail/backend/fragment.hpp ----
+// A contiguous piece of a bucket: one tensor's memory, as a backend sees it.
+#ifndef DDP_DETAIL_FRAGMENT_HPP
+#define DDP_DETAIL_FRAGMENT_HPP
+
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+struct fragment {
+  void* data;
+  std::size_t count; ///< elements
+};
+
+/// Elements in all the fragments together.
+inline std::size_t total_count(const std::vector<fragment>& frags) {
+  std::size_t n = 0;
+  for (const auto& f : frags)
+    n += f.count;
+  return n;
+}
+
+/// Calls f(ptr, at, count) for each contiguous piece of elements [first,
+/// first + count) of the concatenated fragments: `ptr` points into the
+/// fragment's memory, `at` counts elements from `first`. Elements are `esz`
+/// bytes. A linear walk: buckets hold hundreds of fragments, not millions.
+template <class F>
+void for_each_piece(const std::vector<fragment>& frags, std::size_t first, std::size_t count, std::size_t esz,
+                    F&& f) {
+  std::size_t pos = 0, at = 0;
+  for (const auto& fr : frags) {
+    if (at == count) return;
+    if (first + at >= pos + fr.count) {
+      pos += fr.count;
+      continue;
+    }
+    const std::size_t from = first + at - pos, take = std::min(count - at, fr.count - from);
+    f(static_cast<char*>(fr.data) + from * esz, at, take);
+    at += take;
+    pos += fr.count;
+  }
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_FRAGMENT_HPP
+// ---- end ddp/detail/backend/fragment.hpp ----
+// ---- begin ddp/detail/common/timeout.hpp ----
+// DDP_TIMEOUT: the one deadline every wait in ddp is bounded by.
+#ifndef DDP_DETAIL_TIMEOUT_HPP
+#define DDP_DETAIL_TIMEOUT_HPP
+
+// ---- begin ddp/detail/common/env.hpp ----
+// Reading and validating environment variables: every failure names the
+// variable and its value.
+#ifndef DDP_DETAIL_ENV_HPP
+#define DDP_DETAIL_ENV_HPP
+
+
+#include <charconv>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <string_view>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+inline std::optional<std::string> getenv_str(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
+/// Parses a whole decimal integer; no sign games, no trailing junk.
+inline std::optional<std::int64_t> parse_int(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n'))
+    s.remove_suffix(1);
+  if (s.empty()) return std::nullopt;
+  std::int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+/// An integer from `name`, within [lo, hi]; nullopt when unset.
+inline std::optional<std::int64_t> env_int(const char* name, std::int64_t lo, std::int64_t hi) {
+  auto raw = getenv_str(name);
+  if (!raw) return std::nullopt;
+  auto v = parse_int(*raw);
+  if (!v)
+    throw error(error_kind::config,
+                std::string("environment variable ") + name + "='" + *raw + "' is not an integer");
+  if (*v < lo || *v > hi)
+    throw error(error_kind::config, std::string("environment variable ") + name + "=" + *raw +
+                                        " is out of range [" + std::to_string(lo) + ", " +
+                                        std::to_string(hi) + "]");
+  return v;
+}
+
+inline std::int64_t require_env_int(const char* name, std::int64_t lo, std::int64_t hi,
+                                    std::string_view why) {
+  auto v = env_int(name, lo, hi);
+  if (!v)
+    throw error(error_kind::config,
+                std::string("environment variable ") + name + " is not set (" + std::string(why) + ")");
+  return *v;
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_ENV_HPP
+// ---- end ddp/detail/common/env.hpp ----
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// "600" (seconds), or with a unit: "500ms", "30s", "10m".
+inline std::chrono::milliseconds parse_timeout(std::string_view v) {
+  auto bad = [&] {
+    return error(error_kind::config, "environment variable DDP_TIMEOUT='" + std::string(v) +
+                                         "' is not a positive duration like 600, 30s, 500ms or 10m");
+  };
+  std::int64_t scale = 1000;
+  if (v.ends_with("ms")) {
+    scale = 1;
+    v.remove_suffix(2);
+  } else if (v.ends_with("s")) {
+    v.remove_suffix(1);
+  } else if (v.ends_with("m")) {
+    scale = 60000;
+    v.remove_suffix(1);
+  }
+  auto n = parse_int(v);
+  if (!n || *n <= 0 || *n > (std::int64_t{1} << 40) / scale) throw bad();
+  return std::chrono::milliseconds(*n * scale);
+}
+
+/// DDP_TIMEOUT when set, else 10 minutes (PyTorch's default for Gloo and NCCL).
+inline std::chrono::milliseconds default_timeout() {
+  if (auto v = getenv_str("DDP_TIMEOUT")) return parse_timeout(*v);
+  return std::chrono::minutes(10);
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_TIMEOUT_HPP
+// ---- end ddp/detail/common/timeout.hpp ----
+// ---- begin ddp/detail/fault/connect_interrupt.hpp ----
 // Stops a backend's waits for a rank that failed while the connections form.
 // A rank that fails then (a peer it cannot dial, an open-files refusal, a
 // crash) is recorded in the store at once, but a rank waiting for that peer's
@@ -556,8 +718,8 @@ DDP_END_NAMESPACE
 // here, and a backend registers here, while it waits for connections, what
 // ends its waits for that rank (gloo_mesh_context closes that rank's pair and
 // lets the living peers finish: see there).
-#ifndef DDP_DETAIL_BACKEND_CONNECT_INTERRUPT_HPP
-#define DDP_DETAIL_BACKEND_CONNECT_INTERRUPT_HPP
+#ifndef DDP_DETAIL_FAULT_CONNECT_INTERRUPT_HPP
+#define DDP_DETAIL_FAULT_CONNECT_INTERRUPT_HPP
 
 
 #include <chrono>
@@ -632,60 +794,8 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_BACKEND_CONNECT_INTERRUPT_HPP
-// ---- end ddp/detail/backend/connect_interrupt.hpp ----
-// ---- begin ddp/detail/backend/fragment.hpp ----
-// A contiguous piece of a bucket: one tensor's memory, as a backend sees it.
-#ifndef DDP_DETAIL_FRAGMENT_HPP
-#define DDP_DETAIL_FRAGMENT_HPP
-
-
-#include <algorithm>
-#include <cstddef>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-struct fragment {
-  void* data;
-  std::size_t count; ///< elements
-};
-
-/// Elements in all the fragments together.
-inline std::size_t total_count(const std::vector<fragment>& frags) {
-  std::size_t n = 0;
-  for (const auto& f : frags)
-    n += f.count;
-  return n;
-}
-
-/// Calls f(ptr, at, count) for each contiguous piece of elements [first,
-/// first + count) of the concatenated fragments: `ptr` points into the
-/// fragment's memory, `at` counts elements from `first`. Elements are `esz`
-/// bytes. A linear walk: buckets hold hundreds of fragments, not millions.
-template <class F>
-void for_each_piece(const std::vector<fragment>& frags, std::size_t first, std::size_t count, std::size_t esz,
-                    F&& f) {
-  std::size_t pos = 0, at = 0;
-  for (const auto& fr : frags) {
-    if (at == count) return;
-    if (first + at >= pos + fr.count) {
-      pos += fr.count;
-      continue;
-    }
-    const std::size_t from = first + at - pos, take = std::min(count - at, fr.count - from);
-    f(static_cast<char*>(fr.data) + from * esz, at, take);
-    at += take;
-    pos += fr.count;
-  }
-}
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_FRAGMENT_HPP
-// ---- end ddp/detail/backend/fragment.hpp ----
+#endif // DDP_DETAIL_FAULT_CONNECT_INTERRUPT_HPP
+// ---- end ddp/detail/fault/connect_interrupt.hpp ----
 // ---- begin ddp/op.hpp ----
 // ddp::op — the reduction operators of all_reduce and reduce_scatter.
 #ifndef DDP_OP_HPP
@@ -1427,71 +1537,6 @@ DDP_END_NAMESPACE
 #ifndef DDP_DETAIL_LOG_HPP
 #define DDP_DETAIL_LOG_HPP
 
-// ---- begin ddp/detail/common/env.hpp ----
-// Reading and validating environment variables: every failure names the
-// variable and its value.
-#ifndef DDP_DETAIL_ENV_HPP
-#define DDP_DETAIL_ENV_HPP
-
-
-#include <charconv>
-#include <cstdint>
-#include <cstdlib>
-#include <optional>
-#include <string>
-#include <string_view>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-inline std::optional<std::string> getenv_str(const char* name) {
-  const char* v = std::getenv(name);
-  if (v == nullptr) return std::nullopt;
-  return std::string(v);
-}
-
-/// Parses a whole decimal integer; no sign games, no trailing junk.
-inline std::optional<std::int64_t> parse_int(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n'))
-    s.remove_suffix(1);
-  if (s.empty()) return std::nullopt;
-  std::int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || p != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
-/// An integer from `name`, within [lo, hi]; nullopt when unset.
-inline std::optional<std::int64_t> env_int(const char* name, std::int64_t lo, std::int64_t hi) {
-  auto raw = getenv_str(name);
-  if (!raw) return std::nullopt;
-  auto v = parse_int(*raw);
-  if (!v)
-    throw error(error_kind::config,
-                std::string("environment variable ") + name + "='" + *raw + "' is not an integer");
-  if (*v < lo || *v > hi)
-    throw error(error_kind::config, std::string("environment variable ") + name + "=" + *raw +
-                                        " is out of range [" + std::to_string(lo) + ", " +
-                                        std::to_string(hi) + "]");
-  return v;
-}
-
-inline std::int64_t require_env_int(const char* name, std::int64_t lo, std::int64_t hi,
-                                    std::string_view why) {
-  auto v = env_int(name, lo, hi);
-  if (!v)
-    throw error(error_kind::config,
-                std::string("environment variable ") + name + " is not set (" + std::string(why) + ")");
-  return *v;
-}
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_ENV_HPP
-// ---- end ddp/detail/common/env.hpp ----
 
 #include <cstdio>
 #include <string>
@@ -2708,7 +2753,7 @@ private:
   /// After how long without acknowledgements a store connection's peer host counts
   /// as lost (detail::set_keepalive): half the timeout, so that a survivor whose
   /// collective times out finds a rank cut off by the network already recorded
-  /// lost (it takes one look, see gloo.hpp's find_lost_rank). At least 1 s.
+  /// lost (it takes one look, see detail/gloo/blame.hpp's find_lost_rank). At least 1 s.
   static std::chrono::milliseconds peer_timeout(std::chrono::milliseconds timeout) {
     return std::max(timeout / 2, std::chrono::milliseconds(1000));
   }
@@ -3485,6 +3530,15 @@ DDP_END_NAMESPACE
 
 DDP_BEGIN_NAMESPACE
 
+/// How init_process_group joins the job; the rendezvous below is built from it.
+struct init_options {
+  std::string init_method = "env://"; ///< env://, tcp://host:port or file:///shared/dir
+  int rank = -1;                      ///< -1: from the environment (topology)
+  int world_size = -1;                ///< -1: from the environment
+  std::chrono::milliseconds timeout = detail::default_timeout();
+  std::string token; ///< empty: DDP_TOKEN (set per job by ddprun)
+};
+
 /// What a communicator needs to connect: the resolved topology, timeout,
 /// token and (for env:// and tcp://) the job's tcp_store. Built by
 /// init_process_group.
@@ -3623,222 +3677,6 @@ DDP_END_NAMESPACE
 #ifndef DDP_DETAIL_COLLECTIVE_QUEUE_HPP
 #define DDP_DETAIL_COLLECTIVE_QUEUE_HPP
 
-// ---- begin ddp/detail/backend/flight_recorder.hpp ----
-// The flight recorder: each rank keeps its last 64 collectives (sequence
-// number, kind, dtype, count, bucket when known, state, times), like PyTorch's
-// NCCL flight recorder. When a collective times out or loses a peer, the
-// survivors compare how far each rank got (the desync report, gloo.hpp), and
-// DDP_FLIGHT_RECORDER=DIR writes each rank's record to DIR/rank_<r>.json.
-#ifndef DDP_DETAIL_FLIGHT_RECORDER_HPP
-#define DDP_DETAIL_FLIGHT_RECORDER_HPP
-
-
-#include <array>
-#include <chrono>
-#include <cstdint>
-#include <cstdio>
-#include <mutex>
-#include <string>
-#include <string_view>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-enum class flight_state : std::uint8_t { queued, running, done, failed };
-
-constexpr std::string_view to_string(flight_state s) noexcept {
-  switch (s) {
-  case flight_state::queued: return "queued";
-  case flight_state::running: return "running";
-  case flight_state::done: return "done";
-  case flight_state::failed: return "failed";
-  }
-  return "unknown";
-}
-
-struct flight_entry {
-  std::uint64_t seq = 0;
-  std::string kind; ///< "all_reduce", "broadcast", ...
-  dtype dt = dtype::u8;
-  std::size_t count = 0;
-  int bucket = -1; ///< -1: not a DDP bucket, or not known
-  flight_state state = flight_state::queued;
-  /// Wall-clock microseconds since the epoch (comparable across ranks of one
-  /// machine); 0 when that step has not happened.
-  std::int64_t queued_us = 0, started_us = 0, finished_us = 0;
-};
-
-/// How far one rank got: the latest collective that started (or, when none
-/// did, nothing). Published through the store for the desync report.
-struct flight_progress {
-  std::int64_t seq = -1; ///< -1: no collective started yet
-  std::string kind;
-  flight_state state = flight_state::queued;
-
-  std::string encode() const {
-    return std::to_string(seq) + " " + (kind.empty() ? "-" : kind) + " " + std::string(to_string(state));
-  }
-  static flight_progress decode(std::string_view s) {
-    flight_progress p;
-    auto a = s.find(' ');
-    auto b = a == std::string_view::npos ? a : s.find(' ', a + 1);
-    if (b == std::string_view::npos) return p;
-    p.seq = parse_int(s.substr(0, a)).value_or(-1);
-    p.kind = std::string(s.substr(a + 1, b - a - 1));
-    auto st = s.substr(b + 1);
-    for (auto x : {flight_state::queued, flight_state::running, flight_state::done, flight_state::failed})
-      if (st == to_string(x)) p.state = x;
-    return p;
-  }
-  std::string describe() const {
-    if (seq < 0) return "no collective started yet";
-    return kind + " #" + std::to_string(seq) + " (" + std::string(to_string(state)) + ")";
-  }
-};
-
-class flight_recorder {
-public:
-  static constexpr std::size_t capacity = 64;
-
-  void queued(std::uint64_t seq, std::string_view kind, dtype dt, std::size_t count, int bucket = -1) {
-    std::lock_guard lock(mu_);
-    auto& e = ring_[seq % capacity];
-    e = flight_entry{seq, std::string(kind), dt, count, bucket, flight_state::queued, now_us(), 0, 0};
-    if (seq + 1 > total_) total_ = seq + 1;
-  }
-  void running(std::uint64_t seq) {
-    std::lock_guard lock(mu_);
-    if (auto* e = find(seq)) {
-      e->state = flight_state::running;
-      e->started_us = now_us();
-      if (static_cast<std::int64_t>(seq) > last_started_) last_started_ = static_cast<std::int64_t>(seq);
-    }
-  }
-  void finished(std::uint64_t seq, bool ok) {
-    std::lock_guard lock(mu_);
-    if (auto* e = find(seq)) {
-      e->state = ok ? flight_state::done : flight_state::failed;
-      e->finished_us = now_us();
-    }
-  }
-  /// A line about the failure (the desync report) for the JSON record.
-  void note(std::string text) {
-    std::lock_guard lock(mu_);
-    note_ = std::move(text);
-  }
-
-  /// The retained entries, oldest first.
-  std::vector<flight_entry> snapshot() const {
-    std::lock_guard lock(mu_);
-    std::vector<flight_entry> out;
-    std::uint64_t first = total_ > capacity ? total_ - capacity : 0;
-    for (std::uint64_t s = first; s < total_; ++s)
-      out.push_back(ring_[s % capacity]);
-    return out;
-  }
-
-  flight_progress progress() const {
-    std::lock_guard lock(mu_);
-    flight_progress p;
-    if (last_started_ < 0) return p;
-    const auto& e = ring_[static_cast<std::uint64_t>(last_started_) % capacity];
-    p.seq = last_started_;
-    p.kind = e.kind;
-    p.state = e.state;
-    return p;
-  }
-
-  std::string to_json(int rank) const {
-    auto entries = snapshot();
-    std::string note;
-    {
-      std::lock_guard lock(mu_);
-      note = note_;
-    }
-    std::string j = "{\n  \"rank\": " + std::to_string(rank) +
-                    ",\n  \"capacity\": " + std::to_string(capacity) + ",\n  \"note\": \"" +
-                    json_escape(note) + "\",\n  \"entries\": [";
-    for (std::size_t i = 0; i < entries.size(); ++i) {
-      const auto& e = entries[i];
-      j += std::string(i ? "," : "") + "\n    {\"seq\": " + std::to_string(e.seq) + ", \"kind\": \"" +
-           json_escape(e.kind) + "\", \"dtype\": \"" + std::string(to_string(e.dt)) +
-           "\", \"count\": " + std::to_string(e.count) +
-           ", \"bucket\": " + (e.bucket < 0 ? std::string("null") : std::to_string(e.bucket)) +
-           ", \"state\": \"" + std::string(to_string(e.state)) +
-           "\", \"queued_us\": " + std::to_string(e.queued_us) +
-           ", \"started_us\": " + std::to_string(e.started_us) +
-           ", \"finished_us\": " + std::to_string(e.finished_us) + "}";
-    }
-    j += "\n  ]\n}\n";
-    return j;
-  }
-
-  /// With DDP_FLIGHT_RECORDER=DIR, writes DIR/rank_<rank>.json (once per
-  /// process: the first failure is the one worth reading). Returns the path, or
-  /// "" when not asked or not written (a warning says why).
-  std::string dump_if_asked(int rank) {
-    auto dir = getenv_str("DDP_FLIGHT_RECORDER");
-    if (!dir || dir->empty()) return {};
-    {
-      std::lock_guard lock(mu_);
-      if (dumped_) return {};
-      dumped_ = true;
-    }
-    std::string path = *dir + "/rank_" + std::to_string(rank) + ".json";
-    std::string body = to_json(rank);
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    bool ok = f && std::fwrite(body.data(), 1, body.size(), f) == body.size();
-    if (f) ok = (std::fclose(f) == 0) && ok;
-    if (!ok) {
-      std::string line = "[ddp rank " + std::to_string(rank) + "] DDP_FLIGHT_RECORDER: could not write " +
-                         path + " (does the directory exist and is it writable?)\n";
-      std::fwrite(line.data(), 1, line.size(), stderr);
-      return {};
-    }
-    return path;
-  }
-
-private:
-  static std::int64_t now_us() {
-    return std::chrono::duration_cast<std::chrono::microseconds>(
-               std::chrono::system_clock::now().time_since_epoch())
-        .count();
-  }
-  flight_entry* find(std::uint64_t seq) {
-    auto& e = ring_[seq % capacity];
-    return e.seq == seq ? &e : nullptr;
-  }
-  static std::string json_escape(std::string_view s) {
-    std::string out;
-    for (char c : s) {
-      if (c == '"' || c == '\\') {
-        out += '\\';
-        out += c;
-      } else if (static_cast<unsigned char>(c) < 0x20) {
-        char buf[8];
-        std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-        out += buf;
-      } else {
-        out += c;
-      }
-    }
-    return out;
-  }
-
-  mutable std::mutex mu_;
-  std::array<flight_entry, capacity> ring_{};
-  std::uint64_t total_ = 0;
-  std::int64_t last_started_ = -1;
-  std::string note_;
-  bool dumped_ = false;
-};
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_FLIGHT_RECORDER_HPP
-// ---- end ddp/detail/backend/flight_recorder.hpp ----
 // ---- begin ddp/detail/backend/ordered_queue.hpp ----
 // One worker thread that runs a process group's collectives strictly in
 // submission order. The first failure poisons the queue: every pending and
@@ -4311,6 +4149,222 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_ORDERED_QUEUE_HPP
 // ---- end ddp/detail/backend/ordered_queue.hpp ----
+// ---- begin ddp/detail/fault/flight_recorder.hpp ----
+// The flight recorder: each rank keeps its last 64 collectives (sequence
+// number, kind, dtype, count, bucket when known, state, times), like PyTorch's
+// NCCL flight recorder. When a collective times out or loses a peer, the
+// survivors compare how far each rank got (the desync report, gloo.hpp), and
+// DDP_FLIGHT_RECORDER=DIR writes each rank's record to DIR/rank_<r>.json.
+#ifndef DDP_DETAIL_FAULT_FLIGHT_RECORDER_HPP
+#define DDP_DETAIL_FAULT_FLIGHT_RECORDER_HPP
+
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+enum class flight_state : std::uint8_t { queued, running, done, failed };
+
+constexpr std::string_view to_string(flight_state s) noexcept {
+  switch (s) {
+  case flight_state::queued: return "queued";
+  case flight_state::running: return "running";
+  case flight_state::done: return "done";
+  case flight_state::failed: return "failed";
+  }
+  return "unknown";
+}
+
+struct flight_entry {
+  std::uint64_t seq = 0;
+  std::string kind; ///< "all_reduce", "broadcast", ...
+  dtype dt = dtype::u8;
+  std::size_t count = 0;
+  int bucket = -1; ///< -1: not a DDP bucket, or not known
+  flight_state state = flight_state::queued;
+  /// Wall-clock microseconds since the epoch (comparable across ranks of one
+  /// machine); 0 when that step has not happened.
+  std::int64_t queued_us = 0, started_us = 0, finished_us = 0;
+};
+
+/// How far one rank got: the latest collective that started (or, when none
+/// did, nothing). Published through the store for the desync report.
+struct flight_progress {
+  std::int64_t seq = -1; ///< -1: no collective started yet
+  std::string kind;
+  flight_state state = flight_state::queued;
+
+  std::string encode() const {
+    return std::to_string(seq) + " " + (kind.empty() ? "-" : kind) + " " + std::string(to_string(state));
+  }
+  static flight_progress decode(std::string_view s) {
+    flight_progress p;
+    auto a = s.find(' ');
+    auto b = a == std::string_view::npos ? a : s.find(' ', a + 1);
+    if (b == std::string_view::npos) return p;
+    p.seq = parse_int(s.substr(0, a)).value_or(-1);
+    p.kind = std::string(s.substr(a + 1, b - a - 1));
+    auto st = s.substr(b + 1);
+    for (auto x : {flight_state::queued, flight_state::running, flight_state::done, flight_state::failed})
+      if (st == to_string(x)) p.state = x;
+    return p;
+  }
+  std::string describe() const {
+    if (seq < 0) return "no collective started yet";
+    return kind + " #" + std::to_string(seq) + " (" + std::string(to_string(state)) + ")";
+  }
+};
+
+class flight_recorder {
+public:
+  static constexpr std::size_t capacity = 64;
+
+  void queued(std::uint64_t seq, std::string_view kind, dtype dt, std::size_t count, int bucket = -1) {
+    std::lock_guard lock(mu_);
+    auto& e = ring_[seq % capacity];
+    e = flight_entry{seq, std::string(kind), dt, count, bucket, flight_state::queued, now_us(), 0, 0};
+    if (seq + 1 > total_) total_ = seq + 1;
+  }
+  void running(std::uint64_t seq) {
+    std::lock_guard lock(mu_);
+    if (auto* e = find(seq)) {
+      e->state = flight_state::running;
+      e->started_us = now_us();
+      if (static_cast<std::int64_t>(seq) > last_started_) last_started_ = static_cast<std::int64_t>(seq);
+    }
+  }
+  void finished(std::uint64_t seq, bool ok) {
+    std::lock_guard lock(mu_);
+    if (auto* e = find(seq)) {
+      e->state = ok ? flight_state::done : flight_state::failed;
+      e->finished_us = now_us();
+    }
+  }
+  /// A line about the failure (the desync report) for the JSON record.
+  void note(std::string text) {
+    std::lock_guard lock(mu_);
+    note_ = std::move(text);
+  }
+
+  /// The retained entries, oldest first.
+  std::vector<flight_entry> snapshot() const {
+    std::lock_guard lock(mu_);
+    std::vector<flight_entry> out;
+    std::uint64_t first = total_ > capacity ? total_ - capacity : 0;
+    for (std::uint64_t s = first; s < total_; ++s)
+      out.push_back(ring_[s % capacity]);
+    return out;
+  }
+
+  flight_progress progress() const {
+    std::lock_guard lock(mu_);
+    flight_progress p;
+    if (last_started_ < 0) return p;
+    const auto& e = ring_[static_cast<std::uint64_t>(last_started_) % capacity];
+    p.seq = last_started_;
+    p.kind = e.kind;
+    p.state = e.state;
+    return p;
+  }
+
+  std::string to_json(int rank) const {
+    auto entries = snapshot();
+    std::string note;
+    {
+      std::lock_guard lock(mu_);
+      note = note_;
+    }
+    std::string j = "{\n  \"rank\": " + std::to_string(rank) +
+                    ",\n  \"capacity\": " + std::to_string(capacity) + ",\n  \"note\": \"" +
+                    json_escape(note) + "\",\n  \"entries\": [";
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      const auto& e = entries[i];
+      j += std::string(i ? "," : "") + "\n    {\"seq\": " + std::to_string(e.seq) + ", \"kind\": \"" +
+           json_escape(e.kind) + "\", \"dtype\": \"" + std::string(to_string(e.dt)) +
+           "\", \"count\": " + std::to_string(e.count) +
+           ", \"bucket\": " + (e.bucket < 0 ? std::string("null") : std::to_string(e.bucket)) +
+           ", \"state\": \"" + std::string(to_string(e.state)) +
+           "\", \"queued_us\": " + std::to_string(e.queued_us) +
+           ", \"started_us\": " + std::to_string(e.started_us) +
+           ", \"finished_us\": " + std::to_string(e.finished_us) + "}";
+    }
+    j += "\n  ]\n}\n";
+    return j;
+  }
+
+  /// With DDP_FLIGHT_RECORDER=DIR, writes DIR/rank_<rank>.json (once per
+  /// process: the first failure is the one worth reading). Returns the path, or
+  /// "" when not asked or not written (a warning says why).
+  std::string dump_if_asked(int rank) {
+    auto dir = getenv_str("DDP_FLIGHT_RECORDER");
+    if (!dir || dir->empty()) return {};
+    {
+      std::lock_guard lock(mu_);
+      if (dumped_) return {};
+      dumped_ = true;
+    }
+    std::string path = *dir + "/rank_" + std::to_string(rank) + ".json";
+    std::string body = to_json(rank);
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    bool ok = f && std::fwrite(body.data(), 1, body.size(), f) == body.size();
+    if (f) ok = (std::fclose(f) == 0) && ok;
+    if (!ok) {
+      std::string line = "[ddp rank " + std::to_string(rank) + "] DDP_FLIGHT_RECORDER: could not write " +
+                         path + " (does the directory exist and is it writable?)\n";
+      std::fwrite(line.data(), 1, line.size(), stderr);
+      return {};
+    }
+    return path;
+  }
+
+private:
+  static std::int64_t now_us() {
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+  flight_entry* find(std::uint64_t seq) {
+    auto& e = ring_[seq % capacity];
+    return e.seq == seq ? &e : nullptr;
+  }
+  static std::string json_escape(std::string_view s) {
+    std::string out;
+    for (char c : s) {
+      if (c == '"' || c == '\\') {
+        out += '\\';
+        out += c;
+      } else if (static_cast<unsigned char>(c) < 0x20) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+        out += buf;
+      } else {
+        out += c;
+      }
+    }
+    return out;
+  }
+
+  mutable std::mutex mu_;
+  std::array<flight_entry, capacity> ring_{};
+  std::uint64_t total_ = 0;
+  std::int64_t last_started_ = -1;
+  std::string note_;
+  bool dumped_ = false;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_FAULT_FLIGHT_RECORDER_HPP
+// ---- end ddp/detail/fault/flight_recorder.hpp ----
 
 #include <atomic>
 #include <chrono>
@@ -4418,15 +4472,22 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_COLLECTIVE_QUEUE_HPP
 // ---- end ddp/detail/backend/collective_queue.hpp ----
-// ---- begin ddp/detail/backend/desync.hpp ----
+// ---- begin ddp/detail/gloo/blame.hpp ----
+// Whom a failed Gloo collective or connect blames, and with which error: a
+// rank the store recorded lost, else a rank that stalled (the desync report),
+// else this rank's own failure inside Gloo.
+#ifndef DDP_DETAIL_GLOO_BLAME_HPP
+#define DDP_DETAIL_GLOO_BLAME_HPP
+
+// ---- begin ddp/detail/fault/desync.hpp ----
 // The desync report: after a collective timed out, or a peer closed its
 // connections without any rank being recorded lost, each survivor publishes
 // how far it got (its flight recorder's progress) to the store and reads the
 // others'. A rank that publishes nothing within the window is stopped or hung
 // (a dead rank would have been recorded lost): that is the rank to name. When
 // every rank reports, the one furthest behind is named.
-#ifndef DDP_DETAIL_DESYNC_HPP
-#define DDP_DETAIL_DESYNC_HPP
+#ifndef DDP_DETAIL_FAULT_DESYNC_HPP
+#define DDP_DETAIL_FAULT_DESYNC_HPP
 
 
 #include <algorithm>
@@ -4516,17 +4577,40 @@ desync_result exchange_progress(Store& store, int rank, int size, const flight_p
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_DESYNC_HPP
-// ---- end ddp/detail/backend/desync.hpp ----
-// ---- begin ddp/detail/backend/gloo_batch_store.hpp ----
+#endif // DDP_DETAIL_FAULT_DESYNC_HPP
+// ---- end ddp/detail/fault/desync.hpp ----
+// ---- begin ddp/detail/gloo/mesh.hpp ----
+// ddp's own full mesh of Gloo TCP pairs, in place of Gloo's
+// rendezvous::Context::connectFullMesh (Debian's Gloo, 2022-05), which
+//  - stores each rank's N-1 pair addresses under one key and has every rank
+//    read every key whole: the store serves ~136·N³ bytes (35 MB at 64 ranks,
+//    281 MB at 128, 2.3 GB at 256: bench_gloo_mesh);
+//  - first reads, one round trip each, the host name of every lower rank, for
+//    a local rank its TCP transport never uses;
+//  - connects its pairs in rank order, so a rank that listens for a peer waits
+//    until that peer's own loop reaches it;
+//  - reports a failed connection without saying to whom, after waiting five
+//    times DDP_TIMEOUT for it.
+// Here each rank stores one key per peer, "<from>/<to>": the address of its
+// pair for that peer, so a rank reads N-1 addresses (~136·N² bytes served in
+// all), all of them in one round trip through ddp's store (gloo_batch_store);
+// it first dials the peers it connects to (each dial completes against
+// a listener that exists since the peer published its address), then waits
+// for those that dial it, for DDP_TIMEOUT at most; and a failure names the
+// peer and its address. (With file://, Gloo's file store, each rank stores one
+// list as Gloo did: see gloo_mesh_keys.)
+#ifndef DDP_DETAIL_GLOO_MESH_HPP
+#define DDP_DETAIL_GLOO_MESH_HPP
+
+// ---- begin ddp/detail/gloo/batch_store.hpp ----
 // A Gloo store that also sets and reads many keys in one round trip. Debian's
 // Gloo (2022-05) declares only set, get and wait; later Gloo adds multi_set
 // and multi_get behind has_v2_support(), for the same reason: a full mesh
 // exchanges a key per pair. ddp's adapter of its tcp_store is one
 // (backend/gloo.hpp); gloo_mesh_context uses it where the store it is given
 // is one, and one key at a time where not (Gloo's own stores, in tests).
-#ifndef DDP_DETAIL_BACKEND_GLOO_BATCH_STORE_HPP
-#define DDP_DETAIL_BACKEND_GLOO_BATCH_STORE_HPP
+#ifndef DDP_DETAIL_GLOO_BATCH_STORE_HPP
+#define DDP_DETAIL_GLOO_BATCH_STORE_HPP
 
 
 #include <chrono>
@@ -4555,627 +4639,9 @@ protected:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_BACKEND_GLOO_BATCH_STORE_HPP
-// ---- end ddp/detail/backend/gloo_batch_store.hpp ----
-// ---- begin ddp/detail/backend/gloo_chain.hpp ----
-// A pipelined chain broadcast over Gloo's transport, on buffers ddp owns (so
-// that another thread can end its waits: gloo_waits.hpp). The ranks form a
-// chain from the root in rank order (root, root+1, ..., wrapping around); the
-// data goes down it in pieces, and a rank passes each piece on as soon as it
-// has it. Every rank receives the data once and sends it at most once, so a
-// broadcast costs about one transfer of the data plus (W-2) pieces, whatever
-// the world size, where a tree costs log2(W) transfers (piece_for keeps the
-// pieces small enough for a long chain).
-// Every receive is posted at the start, straight into the caller's memory:
-// nothing is copied, and no rank waits for room.
-#ifndef DDP_DETAIL_GLOO_CHAIN_HPP
-#define DDP_DETAIL_GLOO_CHAIN_HPP
-
-// ---- begin ddp/detail/backend/gloo_deadline.hpp ----
-// One deadline for a whole Gloo collective that is made of many transport
-// waits. Gloo's waitRecv/waitSend take a relative timeout each; passing the
-// group's full timeout to every one of them would let a collective of N
-// steps wait N times as long as the user asked for. The header round
-// (gloo_header.hpp) and the fragment ring (gloo_ring.hpp) both count down
-// from one absolute time point instead.
-#ifndef DDP_DETAIL_GLOO_DEADLINE_HPP
-#define DDP_DETAIL_GLOO_DEADLINE_HPP
-
-
-#include <gloo/common/error.h>
-
-#include <algorithm>
-#include <chrono>
-#include <string>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-class gloo_deadline {
-public:
-  gloo_deadline() = default;
-  explicit gloo_deadline(std::chrono::milliseconds timeout)
-      : at_(std::chrono::steady_clock::now() + timeout) {}
-
-  /// What is left, for the next transport wait. Never below 1 ms: a deadline
-  /// that has passed still gets one short wait (data that already arrived is
-  /// taken), and Gloo reads -1 ms as "use the context's timeout" (kUnsetTimeout).
-  std::chrono::milliseconds remaining() const {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(at_ - std::chrono::steady_clock::now());
-    return std::max(left, std::chrono::milliseconds(1));
-  }
-
-  /// Turns a transport wait that returned false (timed out) into the
-  /// IoException the rest of the backend already handles for Gloo's own
-  /// collectives, so every timeout takes the same lost-rank path.
-  static void check(bool ok, const char* what) {
-    if (!ok) throw ::gloo::IoException(std::string("Timed out waiting for a ") + what);
-  }
-
-private:
-  std::chrono::steady_clock::time_point at_{};
-};
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_GLOO_DEADLINE_HPP
-// ---- end ddp/detail/backend/gloo_deadline.hpp ----
-// ---- begin ddp/detail/backend/gloo_slots.hpp ----
-// The slot prefixes of ddp's own collectives over Gloo's transport, in one
-// place so that none collides with another's or with Gloo's (its own
-// collectives use 0x01..0x08). A slot is a prefix and the collective's tag.
-#ifndef DDP_DETAIL_GLOO_SLOTS_HPP
-#define DDP_DETAIL_GLOO_SLOTS_HPP
-
-
-#include <cstdint>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-inline constexpr std::uint8_t ring_slot_prefix = 0x40;           ///< fragment_ring (gloo_ring.hpp)
-inline constexpr std::uint8_t header_slot_prefix = 0x41;         ///< header_round (gloo_header.hpp)
-inline constexpr std::uint8_t chain_slot_prefix = 0x42;          ///< chain_broadcast (gloo_chain.hpp)
-inline constexpr std::uint8_t block_exchange_slot_prefix = 0x43; ///< exchange_blocks (gloo_exchange.hpp)
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_GLOO_SLOTS_HPP
-// ---- end ddp/detail/backend/gloo_slots.hpp ----
-// ---- begin ddp/detail/backend/gloo_waits.hpp ----
-// The transport buffers ddp's collectives over Gloo (the header round, the
-// fragment ring, the chain broadcast, the block exchange) send from and
-// receive into, kept where another thread can
-// end their waits: when a group fails from outside (process_group::abort, or
-// the store reporting another rank failed), failing every connection is not
-// enough. Gloo then fails the operations still queued on a connection, but
-// not a send or receive already under way, and closes the socket, so that
-// wait runs to its timeout (docs/design-notes.md, "Note [Gloo waits]").
-// Ending the waits themselves (UnboundBuffer::abortWaitSend/abortWaitRecv,
-// Gloo's public API) makes them return false, which gloo_deadline::check turns
-// into a failure.
-// This is why ddp runs none of Gloo's own collectives (its ring all-reduce,
-// broadcast, all-gather, all-to-all): they keep their buffers to themselves,
-// so a wait already under way there ends with its data or at its timeout.
-#ifndef DDP_DETAIL_GLOO_WAITS_HPP
-#define DDP_DETAIL_GLOO_WAITS_HPP
-
-
-#include <gloo/context.h>
-#include <gloo/transport/unbound_buffer.h>
-
-#include <algorithm>
-#include <cstddef>
-#include <memory>
-#include <mutex>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-class gloo_waits {
-public:
-  /// Unregisters, then frees, a buffer made by make().
-  struct release {
-    gloo_waits* owner;
-    void operator()(::gloo::transport::UnboundBuffer* b) const noexcept {
-      owner->remove(b);
-      delete b;
-    }
-  };
-  using buffer = std::unique_ptr<::gloo::transport::UnboundBuffer, release>;
-
-  /// A transport buffer over [data, data + bytes), registered until it is
-  /// freed. After interrupt_all(), a new one starts out interrupted.
-  buffer make(::gloo::Context& ctx, void* data, std::size_t bytes) {
-    buffer b(ctx.createUnboundBuffer(data, bytes).release(), release{this});
-    std::lock_guard lock(mu_);
-    live_.push_back(b.get());
-    if (interrupted_) end_waits(*b);
-    return b;
-  }
-
-  /// Ends every wait on every registered buffer now (they return false), and
-  /// every later one. Call it after the connections failed, so that no
-  /// transfer still writes into memory its collective is about to give back.
-  void interrupt_all() noexcept {
-    std::lock_guard lock(mu_);
-    interrupted_ = true;
-    for (auto* b : live_)
-      end_waits(*b);
-  }
-
-private:
-  static void end_waits(::gloo::transport::UnboundBuffer& b) noexcept {
-    b.abortWaitSend();
-    b.abortWaitRecv();
-  }
-
-  void remove(::gloo::transport::UnboundBuffer* b) noexcept {
-    std::lock_guard lock(mu_);
-    live_.erase(std::remove(live_.begin(), live_.end(), b), live_.end());
-  }
-
-  std::mutex mu_;
-  std::vector<::gloo::transport::UnboundBuffer*> live_;
-  bool interrupted_ = false;
-};
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_GLOO_WAITS_HPP
-// ---- end ddp/detail/backend/gloo_waits.hpp ----
-
-#include <gloo/context.h>
-#include <gloo/transport/unbound_buffer.h>
-#include <gloo/types.h>
-
-#include <algorithm>
-#include <chrono>
-#include <cstddef>
-#include <cstdint>
-#include <memory>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-class chain_broadcast {
-public:
-  /// The smallest piece worth its own message, when the data is cut finer to
-  /// keep a long chain busy (below, per-message costs dominate on TCP).
-  static constexpr std::size_t min_piece_bytes = std::size_t{64} << 10;
-
-  /// The piece size: at most `max_piece_bytes`, and small enough that the
-  /// chain's fill, (W-2) pieces, stays near one transfer of the data: with P
-  /// pieces the broadcast costs (W+P-2)/P transfers of it, so P ~ W pieces
-  /// keep it under 2 (a binomial tree: log2 W). Not below min_piece_bytes
-  /// (unless max_piece_bytes is: tests cut pieces small). A model: piece sizes
-  /// made no difference on the 2-core development machine (docs/performance.md,
-  /// Collectives).
-  static std::size_t piece_for(std::size_t bytes, int w, std::size_t max_piece_bytes) {
-    const std::size_t most = std::max<std::size_t>(max_piece_bytes, 1);
-    return std::clamp(bytes / static_cast<std::size_t>(std::max(w, 1)), std::min(min_piece_bytes, most),
-                      most);
-  }
-
-  /// Copies `bytes` at `data` on rank `root` to `data` on every rank, in
-  /// pieces of at most `max_piece_bytes` (piece_for). Throws
-  /// gloo::IoException when a wait times out, is interrupted, or its
-  /// connection fails.
-  static void run(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits, void* data,
-                  std::size_t bytes, int root, std::uint32_t tag, std::size_t max_piece_bytes,
-                  std::chrono::milliseconds timeout) {
-    const int w = ctx->size, r = ctx->rank;
-    if (w == 1 || bytes == 0) return;
-    const gloo_deadline deadline(timeout);
-    const auto slot = ::gloo::Slot::build(chain_slot_prefix, tag);
-    const std::size_t piece = piece_for(bytes, w, max_piece_bytes);
-    const std::size_t pieces = (bytes + piece - 1) / piece;
-    auto at = [&](std::size_t k) { return k * piece; };
-    auto len = [&](std::size_t k) { return std::min(piece, bytes - at(k)); };
-    const int position = (r - root + w) % w; // in the chain
-    const int from = (r - 1 + w) % w, to = (r + 1) % w;
-    const bool receives = position != 0, sends = position + 1 != w;
-
-    auto buf = waits.make(*ctx, data, bytes);
-    if (receives)
-      for (std::size_t k = 0; k < pieces; ++k)
-        buf->recv(from, slot, at(k), len(k));
-    for (std::size_t k = 0; k < pieces; ++k) {
-      // Pieces from one peer in one slot arrive in the order they were sent.
-      if (receives) gloo_deadline::check(buf->waitRecv(deadline.remaining()), "broadcast receive");
-      if (sends) buf->send(to, slot, at(k), len(k));
-    }
-    if (sends)
-      for (std::size_t k = 0; k < pieces; ++k)
-        gloo_deadline::check(buf->waitSend(deadline.remaining()), "broadcast send");
-  }
-};
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_GLOO_CHAIN_HPP
-// ---- end ddp/detail/backend/gloo_chain.hpp ----
-// ---- begin ddp/detail/backend/gloo_device.hpp ----
-// Setting up Gloo's TCP transport: which local interface or address to use,
-// and the process-wide SIGPIPE policy Gloo's sockets need.
-#ifndef DDP_DETAIL_GLOO_DEVICE_HPP
-#define DDP_DETAIL_GLOO_DEVICE_HPP
-
-
-#include <gloo/transport/tcp/device.h>
-
-#include <net/if.h>
-#include <signal.h>
-
-#include <memory>
-#include <string>
-#include <string_view>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-/// The local address that routes to `host`: what peers on other nodes can reach.
-inline std::string local_address_towards(const std::string& host, int port) {
-  addrinfo_list ai;
-  resolve(host, port > 0 ? port : 1, false, ai);
-  for (addrinfo* p = ai.head; p; p = p->ai_next) {
-    unique_fd fd(::socket(p->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-    if (!fd || ::connect(fd.get(), p->ai_addr, p->ai_addrlen) != 0) continue; // UDP: sends nothing
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&ss), &len) != 0) continue;
-    char buf[NI_MAXHOST];
-    if (::getnameinfo(reinterpret_cast<sockaddr*>(&ss), len, buf, sizeof buf, nullptr, 0, NI_NUMERICHOST) ==
-        0)
-      return buf;
-  }
-  throw error(error_kind::config, "no local address routes to MASTER_ADDR=" + host +
-                                      ": set GLOO_SOCKET_IFNAME to the interface to use");
-}
-
-/// Where this process's Gloo endpoint listens.
-struct gloo_endpoint {
-  int rank = 0;
-  int local_rank = 0;
-  std::string master_addr; ///< empty: loopback
-  int master_port = 0;
-};
-
-/// GLOO_SOCKET_IFNAME (a list spreads a node's ranks over the interfaces),
-/// else the local address that routes to MASTER_ADDR, else loopback.
-inline std::shared_ptr<::gloo::transport::Device> make_gloo_device(const gloo_endpoint& at) {
-  ::gloo::transport::tcp::attr attr;
-  if (auto names = getenv_str("GLOO_SOCKET_IFNAME"); names && !names->empty()) {
-    std::vector<std::string> list;
-    std::string_view s = *names;
-    while (!s.empty()) {
-      auto comma = s.find(',');
-      auto name = std::string(s.substr(0, comma));
-      if (!name.empty()) {
-        if (::if_nametoindex(name.c_str()) == 0)
-          throw error(error_kind::config,
-                      "GLOO_SOCKET_IFNAME='" + *names + "' names interface '" + name +
-                          "', which this host does not have (see `ip link`)",
-                      at.rank);
-        list.push_back(name);
-      }
-      if (comma == std::string_view::npos) break;
-      s.remove_prefix(comma + 1);
-    }
-    if (list.empty())
-      throw error(error_kind::config, "GLOO_SOCKET_IFNAME='" + *names + "' names no interface");
-    attr.iface = list[static_cast<std::size_t>(at.local_rank) % list.size()];
-  } else if (!at.master_addr.empty()) {
-    attr.hostname = local_address_towards(at.master_addr, at.master_port);
-  } else {
-    attr.hostname = "127.0.0.1";
-  }
-  try {
-    return ::gloo::transport::tcp::CreateDevice(attr);
-  } catch (const std::exception& e) {
-    throw error(error_kind::config,
-                std::string("cannot create the Gloo TCP device (") +
-                    (attr.iface.empty() ? "address " + attr.hostname : "interface " + attr.iface) +
-                    "): " + e.what(),
-                at.rank);
-  }
-}
-
-/// Gloo writes to its sockets without MSG_NOSIGNAL: a peer that dies mid-write
-/// would kill this process with SIGPIPE instead of raising an error we can
-/// report. Like Python (and so PyTorch) does at start-up, ignore SIGPIPE, but
-/// only when nobody installed a handler of their own.
-inline void ignore_sigpipe_if_default() {
-  struct sigaction current {};
-  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL &&
-      !(current.sa_flags & SA_SIGINFO)) {
-    struct sigaction ignore {};
-    ignore.sa_handler = SIG_IGN;
-    sigemptyset(&ignore.sa_mask);
-    ::sigaction(SIGPIPE, &ignore, nullptr);
-  }
-}
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_GLOO_DEVICE_HPP
-// ---- end ddp/detail/backend/gloo_device.hpp ----
-// ---- begin ddp/detail/backend/gloo_exchange.hpp ----
-// A direct block exchange over Gloo's transport, on buffers ddp owns (so that
-// another thread can end its waits: gloo_waits.hpp): each rank sends a block
-// of `bytes` to every peer and receives one from every peer. all_gather sends
-// its own block to everyone; reduce_scatter sends each peer the block that
-// peer reduces. Every rank sends and receives (W-1) blocks, as in a ring, but
-// in one step: no rank waits for another to pass a block on.
-#ifndef DDP_DETAIL_GLOO_EXCHANGE_HPP
-#define DDP_DETAIL_GLOO_EXCHANGE_HPP
-
-
-#include <gloo/context.h>
-#include <gloo/transport/unbound_buffer.h>
-#include <gloo/types.h>
-
-#include <chrono>
-#include <cstddef>
-#include <cstdint>
-#include <memory>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-/// One side of the exchange: W blocks of `block_bytes`, block p at
-/// base + p * block_bytes (or, for a send of the same block to everyone, one
-/// block at base: `same_block` true).
-struct block_layout {
-  void* base;
-  std::size_t block_bytes;
-  bool same_block = false;
-
-  std::size_t offset(int p) const { return same_block ? 0 : static_cast<std::size_t>(p) * block_bytes; }
-  std::size_t span(int w) const {
-    return same_block ? block_bytes : static_cast<std::size_t>(w) * block_bytes;
-  }
-};
-
-/// Sends block p of `out` to each peer p and receives peer p's into block p of
-/// `in` (this rank's own blocks are left alone). `out` and `in` may overlap
-/// (all_gather sends its own block of the very memory it receives into). Throws gloo::IoException when a wait
-/// times out, is interrupted, or its connection fails.
-inline void exchange_blocks(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits, block_layout out,
-                            block_layout in, std::uint32_t tag, std::chrono::milliseconds timeout) {
-  const int w = ctx->size, r = ctx->rank;
-  if (w == 1 || in.block_bytes == 0) return;
-  const gloo_deadline deadline(timeout);
-  const auto slot = ::gloo::Slot::build(block_exchange_slot_prefix, tag);
-  auto recv_buf = waits.make(*ctx, in.base, in.span(w));
-  auto send_buf = waits.make(*ctx, out.base, out.span(w));
-  for (int p = 0; p < w; ++p)
-    if (p != r) recv_buf->recv(p, slot, in.offset(p), in.block_bytes);
-  // Peers in turn from this rank's right, so that no rank gets every first send.
-  for (int i = 1; i < w; ++i) {
-    const int p = (r + i) % w;
-    send_buf->send(p, slot, out.offset(p), out.block_bytes);
-  }
-  for (int i = 1; i < w; ++i)
-    gloo_deadline::check(recv_buf->waitRecv(deadline.remaining()), "block receive");
-  for (int i = 1; i < w; ++i)
-    gloo_deadline::check(send_buf->waitSend(deadline.remaining()), "block send");
-}
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_GLOO_EXCHANGE_HPP
-// ---- end ddp/detail/backend/gloo_exchange.hpp ----
-// ---- begin ddp/detail/backend/gloo_header.hpp ----
-// Before any data moves, every Gloo collective sends a small fixed-size header
-// (kind, dtype, op, root, count, ring piece size) to every peer and receives
-// theirs, so ranks that disagree fail with ddp::error(mismatch) naming both
-// sides, on every rank, instead of Gloo aborting the process.
-//
-// Why a header and not just care: Gloo's TCP pair checks that an incoming
-// message fits the receive posted for it (GLOO_ENFORCE_LE(op.preamble.length,
-// op.nbytes) in tcp::Pair::prepareRead) on its own I/O thread, where the
-// throw ends in std::terminate. Header messages cannot trip it: every rank
-// posts receives of the same size (header + inline_cap(w)) and sends at most that
-// much, whatever its count. After the headers agree, every rank computes the
-// same message sizes, so the data steps cannot trip it either.
-//
-// The exchange is all-to-all, so every rank sees every header and names the
-// same disagreement, and no rank closes its connections before its peers have
-// its header. Payloads up to inline_cap(w) ride along with the header, so a small
-// all_reduce, broadcast, all_gather or reduce_scatter is this one round and
-// nothing else.
-#ifndef DDP_DETAIL_GLOO_HEADER_HPP
-#define DDP_DETAIL_GLOO_HEADER_HPP
-
-
-#include <gloo/common/error.h>
-#include <gloo/context.h>
-#include <gloo/transport/unbound_buffer.h>
-#include <gloo/types.h>
-
-#include <algorithm>
-#include <chrono>
-#include <cstdint>
-#include <cstring>
-#include <memory>
-#include <string>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-enum class collective_kind : std::uint8_t { all_reduce = 1, broadcast, all_gather, reduce_scatter, barrier };
-
-constexpr const char* to_string(collective_kind k) noexcept {
-  switch (k) {
-  case collective_kind::all_reduce: return "all_reduce";
-  case collective_kind::broadcast: return "broadcast";
-  case collective_kind::all_gather: return "all_gather";
-  case collective_kind::reduce_scatter: return "reduce_scatter";
-  case collective_kind::barrier: return "barrier";
-  }
-  return "unknown collective";
-}
-
-/// What a rank is about to do; sent as raw bytes, so fixed-size and padding-free.
-struct collective_header {
-  static constexpr std::uint32_t expected_magic = 0x48504444; // "DDPH"
-  std::uint32_t magic = expected_magic;
-  collective_kind kind = collective_kind::barrier;
-  std::uint8_t dt = 0;       ///< ddp::dtype
-  std::uint8_t reduce = 0;   ///< ddp::op (reductions only)
-  std::uint8_t in_place = 0; ///< all_reduce of a shm array (root: its id; area: the byte offset)
-  std::int32_t root = 0;     ///< broadcast's root; an in-place all_reduce's array id
-  std::uint32_t tag = 0;     ///< the collective's sequence tag
-  std::uint64_t count = 0;   ///< elements (per rank for all_gather/reduce_scatter blocks)
-  std::uint64_t piece = 0;   ///< the ring's or chain's largest message: it shapes their messages
-  std::uint64_t area = 0; ///< shm: the node's chunk bytes (they shape its barriers), or the in-place offset
-
-  bool operator==(const collective_header&) const = default;
-
-  std::string describe() const {
-    if (magic != expected_magic) return "something that is not a ddp collective header";
-    std::string s = to_string(kind);
-    if (kind == collective_kind::barrier) return s;
-    s += " of " + std::to_string(count) + " x " + std::string(ddp::to_string(static_cast<dtype>(dt)));
-    if (kind == collective_kind::all_reduce || kind == collective_kind::reduce_scatter)
-      s += " (op " + std::string(ddp::to_string(static_cast<op>(reduce))) + ")";
-    if (kind == collective_kind::broadcast) s += " from root " + std::to_string(root);
-    if (kind == collective_kind::all_reduce && in_place)
-      s += " in place in ddp::shm_array " + std::to_string(root) + " at byte " + std::to_string(area) +
-           " (every rank must pass the same part of its own shm array)";
-    else if (kind == collective_kind::all_reduce && area)
-      s += " (shm chunk " + std::to_string(area) + " B)";
-    if (piece) s += " (piece " + std::to_string(piece) + " B)";
-    return s;
-  }
-
-  /// What to add to a mismatch message when the pieces are what differ.
-  std::string hint_against(const collective_header& theirs) const {
-    return piece != theirs.piece ? " The ranks set different piece sizes: call set_ring_piece_bytes with the "
-                                   "same value on every rank."
-                                 : "";
-  }
-};
-static_assert(sizeof(collective_header) == 40,
-              "collective_header is sent as raw bytes: keep it padding-free");
-
-/// One all-to-all round of headers, each followed by an optional payload of at
-/// most inline_cap bytes. The buffers are kept across collectives (worker thread only).
-class header_round {
-public:
-  /// The largest payload that travels with the header at world size w: 64 KiB
-  /// up to 4 ranks, then less, so that a rank posts at most ~192 KiB of receive
-  /// space and sends each peer's share directly only while that is cheaper than
-  /// the ring's 2(W-1) steps (never under 4 KiB). Every rank computes the same.
-  static constexpr std::size_t inline_cap(int w) {
-    const std::size_t peers = w > 1 ? static_cast<std::size_t>(w - 1) : 1;
-    // Whole cache lines, so that every payload after a 40-byte header stays
-    // 8-byte aligned for the typed reductions (39321 B at 6 ranks was not).
-    return std::max(std::size_t{4} << 10, std::min(std::size_t{64} << 10, (std::size_t{192} << 10) / peers)) /
-           64 * 64;
-  }
-  static constexpr std::size_t slot_bytes(int w) { return sizeof(collective_header) + inline_cap(w); }
-
-  /// Sends `mine` to every peer, each followed by payload_for(peer) (a
-  /// {pointer, bytes} pair, bytes <= inline_cap(w)), and receives every peer's.
-  /// Throws ddp::error(mismatch) if any peer's header differs from `mine`.
-  /// `waits` registers the round's buffers, so that another thread can end its waits.
-  template <class Payload>
-  void run(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits, const collective_header& mine,
-           Payload&& payload_for, std::chrono::milliseconds timeout, const std::string& what) {
-    const int w = ctx->size, r = ctx->rank;
-    const auto slot = ::gloo::Slot::build(header_slot_prefix, mine.tag);
-    const gloo_deadline deadline(timeout);
-    slot_ = slot_bytes(w);
-    const std::size_t total = static_cast<std::size_t>(w) * slot_;
-    if (recv_.size() < total) recv_.resize(total);
-    if (send_.size() < total) send_.resize(total);
-    auto in = waits.make(*ctx, recv_.data(), total);
-    auto out = waits.make(*ctx, send_.data(), total);
-    for (int p = 0; p < w; ++p)
-      if (p != r) in->recv(p, slot, at(p), slot_);
-    for (int p = 0; p < w; ++p) {
-      if (p == r) continue;
-      auto [data, bytes] = payload_for(p);
-      if (bytes > inline_cap(w))
-        throw error(error_kind::backend, what + ": internal error: inline payload over the cap");
-      char* dst = send_.data() + at(p);
-      std::memcpy(dst, &mine, sizeof mine);
-      if (bytes) std::memcpy(dst + sizeof mine, data, bytes);
-      out->send(p, slot, at(p), sizeof mine + bytes);
-    }
-    for (int p = 0; p + 1 < w; ++p)
-      gloo_deadline::check(in->waitRecv(deadline.remaining()), "header receive");
-    for (int p = 0; p + 1 < w; ++p)
-      gloo_deadline::check(out->waitSend(deadline.remaining()), "header send");
-    for (int p = 0; p < w; ++p) {
-      if (p == r) continue;
-      collective_header theirs;
-      std::memcpy(&theirs, recv_.data() + at(p), sizeof theirs);
-      if (theirs == mine) continue;
-      throw error(error_kind::mismatch,
-                  what + ": ranks called different collectives: this rank (" + std::to_string(r) +
-                      ") called " + mine.describe() + ", rank " + std::to_string(p) + " called " +
-                      theirs.describe() +
-                      ". Every rank must call the same collectives in the same order with the same "
-                      "counts, dtypes, ops and roots." +
-                      mine.hint_against(theirs) +
-                      " This group is unusable now: every later collective throws this error; create a new "
-                      "group.",
-                  p);
-    }
-  }
-
-  /// The payload peer p sent, valid until the next run().
-  const char* payload(int p) const { return recv_.data() + at(p) + sizeof(collective_header); }
-  /// Room for one payload of this rank's own (e.g. to reduce all ranks' in rank order).
-  char* own_slot(int r) { return recv_.data() + at(r) + sizeof(collective_header); }
-
-private:
-  std::size_t at(int p) const { return static_cast<std::size_t>(p) * slot_; }
-  std::vector<char> recv_, send_;
-  std::size_t slot_ = 0; // slot_bytes(w) of the last run
-};
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_GLOO_HEADER_HPP
-// ---- end ddp/detail/backend/gloo_header.hpp ----
-// ---- begin ddp/detail/backend/gloo_mesh.hpp ----
-// ddp's own full mesh of Gloo TCP pairs, in place of Gloo's
-// rendezvous::Context::connectFullMesh (Debian's Gloo, 2022-05), which
-//  - stores each rank's N-1 pair addresses under one key and has every rank
-//    read every key whole: the store serves ~136·N³ bytes (35 MB at 64 ranks,
-//    281 MB at 128, 2.3 GB at 256: bench_gloo_mesh);
-//  - first reads, one round trip each, the host name of every lower rank, for
-//    a local rank its TCP transport never uses;
-//  - connects its pairs in rank order, so a rank that listens for a peer waits
-//    until that peer's own loop reaches it;
-//  - reports a failed connection without saying to whom, after waiting five
-//    times DDP_TIMEOUT for it.
-// Here each rank stores one key per peer, "<from>/<to>": the address of its
-// pair for that peer, so a rank reads N-1 addresses (~136·N² bytes served in
-// all), all of them in one round trip through ddp's store (gloo_batch_store);
-// it first dials the peers it connects to (each dial completes against
-// a listener that exists since the peer published its address), then waits
-// for those that dial it, for DDP_TIMEOUT at most; and a failure names the
-// peer and its address. (With file://, Gloo's file store, each rank stores one
-// list as Gloo did: see gloo_mesh_keys.)
-#ifndef DDP_DETAIL_BACKEND_GLOO_MESH_HPP
-#define DDP_DETAIL_BACKEND_GLOO_MESH_HPP
-
-// ---- begin ddp/detail/backend/gloo_loop_ticker.hpp ----
+#endif // DDP_DETAIL_GLOO_BATCH_STORE_HPP
+// ---- end ddp/detail/gloo/batch_store.hpp ----
+// ---- begin ddp/detail/gloo/loop_ticker.hpp ----
 // Closing a Gloo TCP pair waits for its device's event loop to go round once
 // (tcp::Loop::unregisterDescriptor, "to make sure the handler for this fd is
 // not called once this function returns"), and the loop goes round when an
@@ -5191,8 +4657,8 @@ DDP_END_NAMESPACE
 // Outside bursts the eventfd is quiet and costs the loop nothing. Stopping the
 // loop itself, when its device goes, waits for a tick too: the ticker, holding
 // the device last, lets it go during a burst.
-#ifndef DDP_DETAIL_BACKEND_GLOO_LOOP_TICKER_HPP
-#define DDP_DETAIL_BACKEND_GLOO_LOOP_TICKER_HPP
+#ifndef DDP_DETAIL_GLOO_LOOP_TICKER_HPP
+#define DDP_DETAIL_GLOO_LOOP_TICKER_HPP
 
 
 #include <gloo/transport/device.h>
@@ -5323,8 +4789,8 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_BACKEND_GLOO_LOOP_TICKER_HPP
-// ---- end ddp/detail/backend/gloo_loop_ticker.hpp ----
+#endif // DDP_DETAIL_GLOO_LOOP_TICKER_HPP
+// ---- end ddp/detail/gloo/loop_ticker.hpp ----
 
 #include <gloo/context.h>
 #include <gloo/rendezvous/store.h>
@@ -5423,7 +4889,7 @@ public:
   gloo_mesh_context(const gloo_mesh_context&) = delete;
   gloo_mesh_context& operator=(const gloo_mesh_context&) = delete;
 
-  /// Closes the pairs while the loop ticks fast (gloo_loop_ticker.hpp), before
+  /// Closes the pairs while the loop ticks fast (detail/gloo/loop_ticker.hpp), before
   /// Gloo's Context would close them one 10 ms tick at a time, then lets the
   /// ticker stop the device's loop (another tick). Where a Gloo buffer still
   /// holds the pairs' context, they are left to Gloo, to close when it goes.
@@ -5445,7 +4911,7 @@ public:
   /// refused and looking like the rank that failed.
   ///
   /// `interrupt` (may be null) brings the news of a rank lost meanwhile
-  /// (connect_interrupt.hpp). Then a wait for the lost rank's dial ends (the
+  /// (detail/fault/connect_interrupt.hpp). Then a wait for the lost rank's dial ends (the
   /// listener here closes: see on_news), and the connections with the living
   /// peers go on forming; once they have (or when none has formed for
   /// `living_peers_grace`, a peer being stuck or failed too: then every pair
@@ -5761,9 +5227,636 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_BACKEND_GLOO_MESH_HPP
-// ---- end ddp/detail/backend/gloo_mesh.hpp ----
-// ---- begin ddp/detail/backend/gloo_ring.hpp ----
+#endif // DDP_DETAIL_GLOO_MESH_HPP
+// ---- end ddp/detail/gloo/mesh.hpp ----
+
+#include <gloo/common/error.h>
+
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+class gloo_blame {
+public:
+  gloo_blame(int rank, int size, std::chrono::milliseconds timeout, std::shared_ptr<tcp_store> store,
+             collective_queue& queue)
+      : rank_(rank), size_(size), timeout_(timeout), store_(std::move(store)), queue_(queue) {}
+
+  /// Turns a collective's failure into the group's error; every path closes
+  /// the connections first (`close_all(with_segment)`), so peers blocked on
+  /// this rank fail now too. `reported()`: the peer failure the store
+  /// reported to fail_for_peer, if that was the group's error.
+  template <class CloseAll, class Reported>
+  [[noreturn]] void collective(const std::string& what, std::exception_ptr failure, CloseAll&& close_all,
+                               Reported&& reported) {
+    // abort_for_failure or fail_for_peer interrupted this collective: their
+    // reason is the error, not the closed connections they caused (nor a
+    // search for whom to blame).
+    if (auto why = queue_.poisoned()) {
+      auto lost = reported();
+      close_all(!lost); // a peer's failure: aborting the segment would name this rank
+      if (lost)
+        throw error(
+            lost->silent ? error_kind::timeout : error_kind::peer_lost,
+            what + " failed: rank " + std::to_string(lost->rank) + " " + lost->reason +
+                " (this rank heard it from the rendezvous store while it waited, and closed its connections)",
+            lost->rank);
+      std::rethrow_exception(why);
+    }
+    try {
+      std::rethrow_exception(failure);
+    } catch (const ::gloo::IoException& e) {
+      close_all(true);
+      io(what, e.what());
+    } catch (const ::gloo::EnforceNotMet& e) {
+      close_all(true);
+      throw error(error_kind::backend, what + " failed inside Gloo: " + e.what(), rank_);
+    } catch (const ddp::error&) {
+      close_all(true);
+      throw;
+    } catch (const std::exception& e) {
+      close_all(true);
+      throw error(error_kind::backend, what + " failed: " + e.what(), rank_);
+    }
+  }
+
+  /// A collective failed on the wire, after the connections closed. Whom to
+  /// blame: first a rank the store
+  /// recorded lost (it dropped, or announced its own failure); else, since
+  /// nobody died, a rank that stalled: the desync report finds the rank that
+  /// cannot say how far it got. The report is printed, and kept in the flight
+  /// recorder's JSON (DDP_FLIGHT_RECORDER).
+  [[noreturn]] void io(const std::string& what, const std::string& gloo_text) {
+    const bool timed_out = gloo_text.find("imed out") != std::string::npos;
+    if (auto lost = find_lost_rank(timed_out)) {
+      queue_.recorder().note("rank " + std::to_string(lost.rank) + " " + lost.reason);
+      throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
+                  what + " failed: rank " + std::to_string(lost.rank) + " " + lost.reason +
+                      ". Gloo: " + gloo_text,
+                  lost.rank);
+    }
+    desync_result d;
+    if (store_) {
+      d = exchange_progress(*store_, rank_, size_, queue_.recorder().progress());
+      log_line("rank " + std::to_string(rank_), "desync report: " + d.verdict + d.table);
+      queue_.recorder().note(d.verdict + d.table);
+    }
+    std::string blame = d.verdict.empty() ? std::string() : " " + d.verdict + ".";
+    if (timed_out)
+      throw error(error_kind::timeout,
+                  what + " timed out after " + std::to_string(timeout_.count()) + " ms waiting for a peer." +
+                      blame +
+                      " (A rank stalled, is far behind, or skipped this collective; raise DDP_TIMEOUT if "
+                      "that is expected.) Gloo: " +
+                      gloo_text,
+                  d.culprit);
+    throw error(error_kind::peer_lost,
+                what + " failed: a peer closed its connection (it failed or timed out)." + blame +
+                    " Gloo: " + gloo_text,
+                d.culprit);
+  }
+
+  /// A mesh that did not form. A peer that died meanwhile refused or dropped
+  /// a connection, or the connect stopped for it (detail/fault/connect_interrupt.hpp):
+  /// named when the store saw it go.
+  /// Otherwise a wait for a peer's connection that ran its whole timeout
+  /// (gloo_mesh_timeout) is a timeout: that peer is to blame, and
+  /// process_group does not report it as this rank's failure. `note` goes
+  /// before Gloo's text.
+  [[noreturn]] void mesh(const std::string& what, const std::string& note, const std::exception& gloo) {
+    const std::string gloo_said = note + gloo.what();
+    if (auto lost = find_lost_rank(false))
+      throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
+                  what + ": rank " + std::to_string(lost.rank) + " " + lost.reason + ". Gloo: " + gloo_said,
+                  lost.rank);
+    const bool timed_out = dynamic_cast<const gloo_mesh_timeout*>(&gloo) != nullptr;
+    throw error(timed_out ? error_kind::timeout : error_kind::backend, what + ": " + gloo_said, rank_);
+  }
+
+private:
+  /// Asks the store which rank dropped without a goodbye or announced its own
+  /// failure. After a closed connection the store notices a crash at about the
+  /// moment we do, so it gets a second to record it; after a timeout whoever
+  /// died did so long ago, so a look suffices.
+  lost_rank find_lost_rank(bool timed_out) {
+    if (!store_) return {};
+    return store_->wait_for_lost_rank(std::chrono::milliseconds(timed_out ? 0 : 1000));
+  }
+
+  int rank_, size_;
+  std::chrono::milliseconds timeout_;
+  std::shared_ptr<tcp_store> store_;
+  collective_queue& queue_; ///< the group's: whether it is poisoned, and its flight recorder
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_BLAME_HPP
+// ---- end ddp/detail/gloo/blame.hpp ----
+// ---- begin ddp/detail/gloo/collectives.hpp ----
+// How each collective of the Gloo communicator runs over the group's mesh:
+// the header round first (small tensors ride with it, and ranks that disagree
+// fail with mismatch), then ddp's ring, chain or block exchange for larger ones.
+#ifndef DDP_DETAIL_GLOO_COLLECTIVES_HPP
+#define DDP_DETAIL_GLOO_COLLECTIVES_HPP
+
+// ---- begin ddp/detail/gloo/chain.hpp ----
+// A pipelined chain broadcast over Gloo's transport, on buffers ddp owns (so
+// that another thread can end its waits: detail/gloo/waits.hpp). The ranks form a
+// chain from the root in rank order (root, root+1, ..., wrapping around); the
+// data goes down it in pieces, and a rank passes each piece on as soon as it
+// has it. Every rank receives the data once and sends it at most once, so a
+// broadcast costs about one transfer of the data plus (W-2) pieces, whatever
+// the world size, where a tree costs log2(W) transfers (piece_for keeps the
+// pieces small enough for a long chain).
+// Every receive is posted at the start, straight into the caller's memory:
+// nothing is copied, and no rank waits for room.
+#ifndef DDP_DETAIL_GLOO_CHAIN_HPP
+#define DDP_DETAIL_GLOO_CHAIN_HPP
+
+// ---- begin ddp/detail/gloo/deadline.hpp ----
+// One deadline for a whole Gloo collective that is made of many transport
+// waits. Gloo's waitRecv/waitSend take a relative timeout each; passing the
+// group's full timeout to every one of them would let a collective of N
+// steps wait N times as long as the user asked for. The header round
+// (detail/gloo/header.hpp) and the fragment ring (detail/gloo/ring.hpp) both count down
+// from one absolute time point instead.
+#ifndef DDP_DETAIL_GLOO_DEADLINE_HPP
+#define DDP_DETAIL_GLOO_DEADLINE_HPP
+
+
+#include <gloo/common/error.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+class gloo_deadline {
+public:
+  gloo_deadline() = default;
+  explicit gloo_deadline(std::chrono::milliseconds timeout)
+      : at_(std::chrono::steady_clock::now() + timeout) {}
+
+  /// What is left, for the next transport wait. Never below 1 ms: a deadline
+  /// that has passed still gets one short wait (data that already arrived is
+  /// taken), and Gloo reads -1 ms as "use the context's timeout" (kUnsetTimeout).
+  std::chrono::milliseconds remaining() const {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(at_ - std::chrono::steady_clock::now());
+    return std::max(left, std::chrono::milliseconds(1));
+  }
+
+  /// Turns a transport wait that returned false (timed out) into the
+  /// IoException the rest of the backend already handles for Gloo's own
+  /// collectives, so every timeout takes the same lost-rank path.
+  static void check(bool ok, const char* what) {
+    if (!ok) throw ::gloo::IoException(std::string("Timed out waiting for a ") + what);
+  }
+
+private:
+  std::chrono::steady_clock::time_point at_{};
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_DEADLINE_HPP
+// ---- end ddp/detail/gloo/deadline.hpp ----
+// ---- begin ddp/detail/gloo/slots.hpp ----
+// The slot prefixes of ddp's own collectives over Gloo's transport, in one
+// place so that none collides with another's or with Gloo's (its own
+// collectives use 0x01..0x08). A slot is a prefix and the collective's tag.
+#ifndef DDP_DETAIL_GLOO_SLOTS_HPP
+#define DDP_DETAIL_GLOO_SLOTS_HPP
+
+
+#include <cstdint>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+inline constexpr std::uint8_t ring_slot_prefix = 0x40;   ///< fragment_ring (detail/gloo/ring.hpp)
+inline constexpr std::uint8_t header_slot_prefix = 0x41; ///< header_round (detail/gloo/header.hpp)
+inline constexpr std::uint8_t chain_slot_prefix = 0x42;  ///< chain_broadcast (detail/gloo/chain.hpp)
+inline constexpr std::uint8_t block_exchange_slot_prefix =
+    0x43; ///< exchange_blocks (detail/gloo/exchange.hpp)
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_SLOTS_HPP
+// ---- end ddp/detail/gloo/slots.hpp ----
+// ---- begin ddp/detail/gloo/waits.hpp ----
+// The transport buffers ddp's collectives over Gloo (the header round, the
+// fragment ring, the chain broadcast, the block exchange) send from and
+// receive into, kept where another thread can
+// end their waits: when a group fails from outside (process_group::abort, or
+// the store reporting another rank failed), failing every connection is not
+// enough. Gloo then fails the operations still queued on a connection, but
+// not a send or receive already under way, and closes the socket, so that
+// wait runs to its timeout (docs/design-notes.md, "Note [Gloo waits]").
+// Ending the waits themselves (UnboundBuffer::abortWaitSend/abortWaitRecv,
+// Gloo's public API) makes them return false, which gloo_deadline::check turns
+// into a failure.
+// This is why ddp runs none of Gloo's own collectives (its ring all-reduce,
+// broadcast, all-gather, all-to-all): they keep their buffers to themselves,
+// so a wait already under way there ends with its data or at its timeout.
+#ifndef DDP_DETAIL_GLOO_WAITS_HPP
+#define DDP_DETAIL_GLOO_WAITS_HPP
+
+
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+class gloo_waits {
+public:
+  /// Unregisters, then frees, a buffer made by make().
+  struct release {
+    gloo_waits* owner;
+    void operator()(::gloo::transport::UnboundBuffer* b) const noexcept {
+      owner->remove(b);
+      delete b;
+    }
+  };
+  using buffer = std::unique_ptr<::gloo::transport::UnboundBuffer, release>;
+
+  /// A transport buffer over [data, data + bytes), registered until it is
+  /// freed. After interrupt_all(), a new one starts out interrupted.
+  buffer make(::gloo::Context& ctx, void* data, std::size_t bytes) {
+    buffer b(ctx.createUnboundBuffer(data, bytes).release(), release{this});
+    std::lock_guard lock(mu_);
+    live_.push_back(b.get());
+    if (interrupted_) end_waits(*b);
+    return b;
+  }
+
+  /// Ends every wait on every registered buffer now (they return false), and
+  /// every later one. Call it after the connections failed, so that no
+  /// transfer still writes into memory its collective is about to give back.
+  void interrupt_all() noexcept {
+    std::lock_guard lock(mu_);
+    interrupted_ = true;
+    for (auto* b : live_)
+      end_waits(*b);
+  }
+
+private:
+  static void end_waits(::gloo::transport::UnboundBuffer& b) noexcept {
+    b.abortWaitSend();
+    b.abortWaitRecv();
+  }
+
+  void remove(::gloo::transport::UnboundBuffer* b) noexcept {
+    std::lock_guard lock(mu_);
+    live_.erase(std::remove(live_.begin(), live_.end(), b), live_.end());
+  }
+
+  std::mutex mu_;
+  std::vector<::gloo::transport::UnboundBuffer*> live_;
+  bool interrupted_ = false;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_WAITS_HPP
+// ---- end ddp/detail/gloo/waits.hpp ----
+
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+class chain_broadcast {
+public:
+  /// The smallest piece worth its own message, when the data is cut finer to
+  /// keep a long chain busy (below, per-message costs dominate on TCP).
+  static constexpr std::size_t min_piece_bytes = std::size_t{64} << 10;
+
+  /// The piece size: at most `max_piece_bytes`, and small enough that the
+  /// chain's fill, (W-2) pieces, stays near one transfer of the data: with P
+  /// pieces the broadcast costs (W+P-2)/P transfers of it, so P ~ W pieces
+  /// keep it under 2 (a binomial tree: log2 W). Not below min_piece_bytes
+  /// (unless max_piece_bytes is: tests cut pieces small). A model: piece sizes
+  /// made no difference on the 2-core development machine (docs/performance.md,
+  /// Collectives).
+  static std::size_t piece_for(std::size_t bytes, int w, std::size_t max_piece_bytes) {
+    const std::size_t most = std::max<std::size_t>(max_piece_bytes, 1);
+    return std::clamp(bytes / static_cast<std::size_t>(std::max(w, 1)), std::min(min_piece_bytes, most),
+                      most);
+  }
+
+  /// Copies `bytes` at `data` on rank `root` to `data` on every rank, in
+  /// pieces of at most `max_piece_bytes` (piece_for). Throws
+  /// gloo::IoException when a wait times out, is interrupted, or its
+  /// connection fails.
+  static void run(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits, void* data,
+                  std::size_t bytes, int root, std::uint32_t tag, std::size_t max_piece_bytes,
+                  std::chrono::milliseconds timeout) {
+    const int w = ctx->size, r = ctx->rank;
+    if (w == 1 || bytes == 0) return;
+    const gloo_deadline deadline(timeout);
+    const auto slot = ::gloo::Slot::build(chain_slot_prefix, tag);
+    const std::size_t piece = piece_for(bytes, w, max_piece_bytes);
+    const std::size_t pieces = (bytes + piece - 1) / piece;
+    auto at = [&](std::size_t k) { return k * piece; };
+    auto len = [&](std::size_t k) { return std::min(piece, bytes - at(k)); };
+    const int position = (r - root + w) % w; // in the chain
+    const int from = (r - 1 + w) % w, to = (r + 1) % w;
+    const bool receives = position != 0, sends = position + 1 != w;
+
+    auto buf = waits.make(*ctx, data, bytes);
+    if (receives)
+      for (std::size_t k = 0; k < pieces; ++k)
+        buf->recv(from, slot, at(k), len(k));
+    for (std::size_t k = 0; k < pieces; ++k) {
+      // Pieces from one peer in one slot arrive in the order they were sent.
+      if (receives) gloo_deadline::check(buf->waitRecv(deadline.remaining()), "broadcast receive");
+      if (sends) buf->send(to, slot, at(k), len(k));
+    }
+    if (sends)
+      for (std::size_t k = 0; k < pieces; ++k)
+        gloo_deadline::check(buf->waitSend(deadline.remaining()), "broadcast send");
+  }
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_CHAIN_HPP
+// ---- end ddp/detail/gloo/chain.hpp ----
+// ---- begin ddp/detail/gloo/exchange.hpp ----
+// A direct block exchange over Gloo's transport, on buffers ddp owns (so that
+// another thread can end its waits: detail/gloo/waits.hpp): each rank sends a block
+// of `bytes` to every peer and receives one from every peer. all_gather sends
+// its own block to everyone; reduce_scatter sends each peer the block that
+// peer reduces. Every rank sends and receives (W-1) blocks, as in a ring, but
+// in one step: no rank waits for another to pass a block on.
+#ifndef DDP_DETAIL_GLOO_EXCHANGE_HPP
+#define DDP_DETAIL_GLOO_EXCHANGE_HPP
+
+
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// One side of the exchange: W blocks of `block_bytes`, block p at
+/// base + p * block_bytes (or, for a send of the same block to everyone, one
+/// block at base: `same_block` true).
+struct block_layout {
+  void* base;
+  std::size_t block_bytes;
+  bool same_block = false;
+
+  std::size_t offset(int p) const { return same_block ? 0 : static_cast<std::size_t>(p) * block_bytes; }
+  std::size_t span(int w) const {
+    return same_block ? block_bytes : static_cast<std::size_t>(w) * block_bytes;
+  }
+};
+
+/// Sends block p of `out` to each peer p and receives peer p's into block p of
+/// `in` (this rank's own blocks are left alone). `out` and `in` may overlap
+/// (all_gather sends its own block of the very memory it receives into). Throws gloo::IoException when a wait
+/// times out, is interrupted, or its connection fails.
+inline void exchange_blocks(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits, block_layout out,
+                            block_layout in, std::uint32_t tag, std::chrono::milliseconds timeout) {
+  const int w = ctx->size, r = ctx->rank;
+  if (w == 1 || in.block_bytes == 0) return;
+  const gloo_deadline deadline(timeout);
+  const auto slot = ::gloo::Slot::build(block_exchange_slot_prefix, tag);
+  auto recv_buf = waits.make(*ctx, in.base, in.span(w));
+  auto send_buf = waits.make(*ctx, out.base, out.span(w));
+  for (int p = 0; p < w; ++p)
+    if (p != r) recv_buf->recv(p, slot, in.offset(p), in.block_bytes);
+  // Peers in turn from this rank's right, so that no rank gets every first send.
+  for (int i = 1; i < w; ++i) {
+    const int p = (r + i) % w;
+    send_buf->send(p, slot, out.offset(p), out.block_bytes);
+  }
+  for (int i = 1; i < w; ++i)
+    gloo_deadline::check(recv_buf->waitRecv(deadline.remaining()), "block receive");
+  for (int i = 1; i < w; ++i)
+    gloo_deadline::check(send_buf->waitSend(deadline.remaining()), "block send");
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_EXCHANGE_HPP
+// ---- end ddp/detail/gloo/exchange.hpp ----
+// ---- begin ddp/detail/gloo/header.hpp ----
+// Before any data moves, every Gloo collective sends a small fixed-size header
+// (kind, dtype, op, root, count, ring piece size) to every peer and receives
+// theirs, so ranks that disagree fail with ddp::error(mismatch) naming both
+// sides, on every rank, instead of Gloo aborting the process.
+//
+// Why a header and not just care: Gloo's TCP pair checks that an incoming
+// message fits the receive posted for it (GLOO_ENFORCE_LE(op.preamble.length,
+// op.nbytes) in tcp::Pair::prepareRead) on its own I/O thread, where the
+// throw ends in std::terminate. Header messages cannot trip it: every rank
+// posts receives of the same size (header + inline_cap(w)) and sends at most that
+// much, whatever its count. After the headers agree, every rank computes the
+// same message sizes, so the data steps cannot trip it either.
+//
+// The exchange is all-to-all, so every rank sees every header and names the
+// same disagreement, and no rank closes its connections before its peers have
+// its header. Payloads up to inline_cap(w) ride along with the header, so a small
+// all_reduce, broadcast, all_gather or reduce_scatter is this one round and
+// nothing else.
+#ifndef DDP_DETAIL_GLOO_HEADER_HPP
+#define DDP_DETAIL_GLOO_HEADER_HPP
+
+
+#include <gloo/common/error.h>
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+enum class collective_kind : std::uint8_t { all_reduce = 1, broadcast, all_gather, reduce_scatter, barrier };
+
+constexpr const char* to_string(collective_kind k) noexcept {
+  switch (k) {
+  case collective_kind::all_reduce: return "all_reduce";
+  case collective_kind::broadcast: return "broadcast";
+  case collective_kind::all_gather: return "all_gather";
+  case collective_kind::reduce_scatter: return "reduce_scatter";
+  case collective_kind::barrier: return "barrier";
+  }
+  return "unknown collective";
+}
+
+/// What a rank is about to do; sent as raw bytes, so fixed-size and padding-free.
+struct collective_header {
+  static constexpr std::uint32_t expected_magic = 0x48504444; // "DDPH"
+  std::uint32_t magic = expected_magic;
+  collective_kind kind = collective_kind::barrier;
+  std::uint8_t dt = 0;       ///< ddp::dtype
+  std::uint8_t reduce = 0;   ///< ddp::op (reductions only)
+  std::uint8_t in_place = 0; ///< all_reduce of a shm array (root: its id; area: the byte offset)
+  std::int32_t root = 0;     ///< broadcast's root; an in-place all_reduce's array id
+  std::uint32_t tag = 0;     ///< the collective's sequence tag
+  std::uint64_t count = 0;   ///< elements (per rank for all_gather/reduce_scatter blocks)
+  std::uint64_t piece = 0;   ///< the ring's or chain's largest message: it shapes their messages
+  std::uint64_t area = 0; ///< shm: the node's chunk bytes (they shape its barriers), or the in-place offset
+
+  bool operator==(const collective_header&) const = default;
+
+  std::string describe() const {
+    if (magic != expected_magic) return "something that is not a ddp collective header";
+    std::string s = to_string(kind);
+    if (kind == collective_kind::barrier) return s;
+    s += " of " + std::to_string(count) + " x " + std::string(ddp::to_string(static_cast<dtype>(dt)));
+    if (kind == collective_kind::all_reduce || kind == collective_kind::reduce_scatter)
+      s += " (op " + std::string(ddp::to_string(static_cast<op>(reduce))) + ")";
+    if (kind == collective_kind::broadcast) s += " from root " + std::to_string(root);
+    if (kind == collective_kind::all_reduce && in_place)
+      s += " in place in ddp::shm_array " + std::to_string(root) + " at byte " + std::to_string(area) +
+           " (every rank must pass the same part of its own shm array)";
+    else if (kind == collective_kind::all_reduce && area)
+      s += " (shm chunk " + std::to_string(area) + " B)";
+    if (piece) s += " (piece " + std::to_string(piece) + " B)";
+    return s;
+  }
+
+  /// What to add to a mismatch message when the pieces are what differ.
+  std::string hint_against(const collective_header& theirs) const {
+    return piece != theirs.piece ? " The ranks set different piece sizes: call set_ring_piece_bytes with the "
+                                   "same value on every rank."
+                                 : "";
+  }
+};
+static_assert(sizeof(collective_header) == 40,
+              "collective_header is sent as raw bytes: keep it padding-free");
+
+/// One all-to-all round of headers, each followed by an optional payload of at
+/// most inline_cap bytes. The buffers are kept across collectives (worker thread only).
+class header_round {
+public:
+  /// The largest payload that travels with the header at world size w: 64 KiB
+  /// up to 4 ranks, then less, so that a rank posts at most ~192 KiB of receive
+  /// space and sends each peer's share directly only while that is cheaper than
+  /// the ring's 2(W-1) steps (never under 4 KiB). Every rank computes the same.
+  static constexpr std::size_t inline_cap(int w) {
+    const std::size_t peers = w > 1 ? static_cast<std::size_t>(w - 1) : 1;
+    // Whole cache lines, so that every payload after a 40-byte header stays
+    // 8-byte aligned for the typed reductions (39321 B at 6 ranks was not).
+    return std::max(std::size_t{4} << 10, std::min(std::size_t{64} << 10, (std::size_t{192} << 10) / peers)) /
+           64 * 64;
+  }
+  static constexpr std::size_t slot_bytes(int w) { return sizeof(collective_header) + inline_cap(w); }
+
+  /// Sends `mine` to every peer, each followed by payload_for(peer) (a
+  /// {pointer, bytes} pair, bytes <= inline_cap(w)), and receives every peer's.
+  /// Throws ddp::error(mismatch) if any peer's header differs from `mine`.
+  /// `waits` registers the round's buffers, so that another thread can end its waits.
+  template <class Payload>
+  void run(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits, const collective_header& mine,
+           Payload&& payload_for, std::chrono::milliseconds timeout, const std::string& what) {
+    const int w = ctx->size, r = ctx->rank;
+    const auto slot = ::gloo::Slot::build(header_slot_prefix, mine.tag);
+    const gloo_deadline deadline(timeout);
+    slot_ = slot_bytes(w);
+    const std::size_t total = static_cast<std::size_t>(w) * slot_;
+    if (recv_.size() < total) recv_.resize(total);
+    if (send_.size() < total) send_.resize(total);
+    auto in = waits.make(*ctx, recv_.data(), total);
+    auto out = waits.make(*ctx, send_.data(), total);
+    for (int p = 0; p < w; ++p)
+      if (p != r) in->recv(p, slot, at(p), slot_);
+    for (int p = 0; p < w; ++p) {
+      if (p == r) continue;
+      auto [data, bytes] = payload_for(p);
+      if (bytes > inline_cap(w))
+        throw error(error_kind::backend, what + ": internal error: inline payload over the cap");
+      char* dst = send_.data() + at(p);
+      std::memcpy(dst, &mine, sizeof mine);
+      if (bytes) std::memcpy(dst + sizeof mine, data, bytes);
+      out->send(p, slot, at(p), sizeof mine + bytes);
+    }
+    for (int p = 0; p + 1 < w; ++p)
+      gloo_deadline::check(in->waitRecv(deadline.remaining()), "header receive");
+    for (int p = 0; p + 1 < w; ++p)
+      gloo_deadline::check(out->waitSend(deadline.remaining()), "header send");
+    for (int p = 0; p < w; ++p) {
+      if (p == r) continue;
+      collective_header theirs;
+      std::memcpy(&theirs, recv_.data() + at(p), sizeof theirs);
+      if (theirs == mine) continue;
+      throw error(error_kind::mismatch,
+                  what + ": ranks called different collectives: this rank (" + std::to_string(r) +
+                      ") called " + mine.describe() + ", rank " + std::to_string(p) + " called " +
+                      theirs.describe() +
+                      ". Every rank must call the same collectives in the same order with the same "
+                      "counts, dtypes, ops and roots." +
+                      mine.hint_against(theirs) +
+                      " This group is unusable now: every later collective throws this error; create a new "
+                      "group.",
+                  p);
+    }
+  }
+
+  /// The payload peer p sent, valid until the next run().
+  const char* payload(int p) const { return recv_.data() + at(p) + sizeof(collective_header); }
+  /// Room for one payload of this rank's own (e.g. to reduce all ranks' in rank order).
+  char* own_slot(int r) { return recv_.data() + at(r) + sizeof(collective_header); }
+
+private:
+  std::size_t at(int p) const { return static_cast<std::size_t>(p) * slot_; }
+  std::vector<char> recv_, send_;
+  std::size_t slot_ = 0; // slot_bytes(w) of the last run
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_HEADER_HPP
+// ---- end ddp/detail/gloo/header.hpp ----
+// ---- begin ddp/detail/gloo/ring.hpp ----
 // A ring all-reduce over Gloo's transport that works on the gradients where
 // they are: a bucket is a list of fragments (one per tensor), sent from and
 // received into the tensors themselves, so nothing is packed or unpacked, and
@@ -6178,10 +6271,407 @@ private:
 DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_GLOO_RING_HPP
-// ---- end ddp/detail/backend/gloo_ring.hpp ----
-// ---- begin ddp/detail/backend/shm_all_reduce.hpp ----
+// ---- end ddp/detail/gloo/ring.hpp ----
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+class gloo_collectives {
+public:
+  /// Runs before every header round, on the worker thread.
+  using exchange_hook = std::function<void(const collective_header& h, const std::string& what)>;
+
+  /// `ctx`, `waits` and `scratch` are the communicator's, which outlives this.
+  gloo_collectives(int rank, int size, std::chrono::milliseconds timeout,
+                   const std::shared_ptr<gloo_mesh_context>& ctx, gloo_waits& waits,
+                   std::vector<char>& scratch, exchange_hook before_exchange)
+      : rank_(rank), size_(size), timeout_(timeout), ctx_(ctx), waits_(waits), scratch_(scratch),
+        before_exchange_(std::move(before_exchange)) {}
+
+  /// all_reduce over TCP, once `h` (kind, tag, count, dtype, op, piece) is filled in.
+  void all_reduce(const collective_header& h, const std::string& what, void* data, std::size_t n, dtype dt,
+                  op o) {
+    const std::size_t bytes = n * size_of(dt);
+    const bool small = bytes <= header_round::inline_cap(size_);
+    exchange(h, what, [&](int) { return payload{data, small ? bytes : 0}; });
+    if (n == 0) return;
+    const double scale = o == op::avg ? 1.0 / size_ : 1.0;
+    if (!small) {
+      std::vector<fragment> whole{{data, n}};
+      fragment_ring(ctx_, waits_, whole, dt, scratch_, h.piece, o == op::avg ? op::sum : o)
+          .run(h.tag, scale, timeout_);
+      return;
+    }
+    // Every rank reduces the same contributions in the same (rank) order: same bits everywhere.
+    std::memcpy(headers_.own_slot(rank_), data, bytes);
+    std::memcpy(data, headers_.payload(0), bytes);
+    const auto fn = reduce_for(dt, o);
+    for (int r = 1; r < size_; ++r) {
+      if (r + 1 == size_ && scale != 1.0)
+        sum_scaled(data, data, headers_.payload(r), n, dt, scale); // averaging fused
+      else
+        fn(data, data, headers_.payload(r), n);
+    }
+  }
+
+  void broadcast(std::uint32_t tag, const std::string& what, void* data, std::size_t n, dtype dt, int root,
+                 std::size_t piece) {
+    if (size_ == 1) return;
+    auto h = header(collective_kind::broadcast, tag, n, dt);
+    h.root = root;
+    h.piece = piece; // it cuts the chain's messages: ranks must agree on it
+    const std::size_t bytes = n * size_of(dt);
+    const bool small = bytes <= header_round::inline_cap(size_);
+    exchange(h, what, [&](int) { return payload{data, small && rank_ == root ? bytes : 0}; });
+    if (n == 0) return;
+    if (small) {
+      if (rank_ != root) std::memcpy(data, headers_.payload(root), bytes);
+      return;
+    }
+    chain_broadcast::run(ctx_, waits_, data, bytes, root, tag, piece, timeout_);
+  }
+
+  void all_gather(std::uint32_t tag, const std::string& what, const void* in, void* out, std::size_t n,
+                  dtype dt) {
+    const std::size_t bytes = n * size_of(dt);
+    if (size_ == 1) {
+      if (n) std::memmove(out, in, bytes);
+      return;
+    }
+    const bool small = bytes <= header_round::inline_cap(size_);
+    exchange(header(collective_kind::all_gather, tag, n, dt), what, [&](int) {
+      return payload{in, small ? bytes : 0};
+    });
+    if (n == 0) return;
+    auto* o = static_cast<char*>(out);
+    auto* own = o + bytes * static_cast<std::size_t>(rank_);
+    std::memmove(own, in, bytes);
+    if (small) {
+      for (int r = 0; r < size_; ++r)
+        if (r != rank_) std::memcpy(o + bytes * static_cast<std::size_t>(r), headers_.payload(r), bytes);
+      return;
+    }
+    // Own block to every peer, theirs straight into `out`.
+    exchange_blocks(ctx_, waits_, {own, bytes, true}, {o, bytes}, tag, timeout_);
+  }
+
+  void reduce_scatter(std::uint32_t tag, const std::string& what, const void* in, void* out, std::size_t n,
+                      dtype dt, op o) {
+    const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(size_);
+    const bool small = bytes <= header_round::inline_cap(size_);
+    const auto* blocks = static_cast<const char*>(in);
+    auto block = [&](int r) { return blocks + bytes * static_cast<std::size_t>(r); };
+    if (size_ > 1) {
+      auto h = header(collective_kind::reduce_scatter, tag, n, dt);
+      h.reduce = static_cast<std::uint8_t>(o);
+      exchange(h, what, [&](int p) { return payload{block(p), small ? bytes : 0}; });
+    }
+    if (n == 0) return;
+    // from(r): the block rank r sent for this rank. This rank's own is read
+    // from a copy: `out` may overlap `in` (in place), and is written below.
+    std::function<const char*(int)> from;
+    if (size_ == 1) {
+      from = [&](int) { return blocks; };
+    } else if (small) {
+      std::memcpy(headers_.own_slot(rank_), block(rank_), bytes);
+      from = [&](int r) { return r == rank_ ? headers_.own_slot(rank_) : headers_.payload(r); };
+    } else {
+      scratch_.resize(total);
+      auto* mine = scratch_.data() + bytes * static_cast<std::size_t>(rank_);
+      std::memcpy(mine, block(rank_), bytes);
+      exchange_blocks(ctx_, waits_, {const_cast<char*>(blocks), bytes}, {scratch_.data(), bytes}, tag,
+                      timeout_);
+      from = [&](int r) {
+        return static_cast<const char*>(scratch_.data()) + bytes * static_cast<std::size_t>(r);
+      };
+    }
+    std::memmove(out, from(0), bytes);
+    auto fn = reduce_for(dt, o);
+    for (int r = 1; r < size_; ++r)
+      fn(out, out, from(r), n);
+    if (o == op::avg) scale_in_place(out, n, dt, 1.0 / size_);
+  }
+
+  struct payload {
+    const void* data = nullptr;
+    std::size_t bytes = 0;
+  };
+
+  static collective_header header(collective_kind kind, std::uint32_t tag, std::size_t n, dtype dt) {
+    collective_header h;
+    h.kind = kind;
+    h.tag = tag;
+    h.count = n;
+    h.dt = static_cast<std::uint8_t>(dt);
+    return h;
+  }
+
+  /// The header round every collective starts with (see detail/gloo/header.hpp):
+  /// throws ddp::error(mismatch) on every rank when ranks disagree.
+  template <class P> void exchange(const collective_header& h, const std::string& what, P&& payload_for) {
+    if (before_exchange_) before_exchange_(h, what);
+    headers_.run(
+        ctx_, waits_, h,
+        [&](int p) {
+          payload pl = payload_for(p);
+          return std::pair<const void*, std::size_t>{pl.data, pl.bytes};
+        },
+        timeout_, what);
+  }
+
+  /// The header round alone: no payload.
+  void exchange_header(const collective_header& h, const std::string& what) {
+    exchange(h, what, [](int) { return payload{}; });
+  }
+
+private:
+  int rank_, size_;
+  std::chrono::milliseconds timeout_;
+  const std::shared_ptr<gloo_mesh_context>& ctx_; ///< the communicator's, replaced on failure
+  gloo_waits& waits_;
+  std::vector<char>& scratch_;
+  header_round headers_;
+  exchange_hook before_exchange_;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_COLLECTIVES_HPP
+// ---- end ddp/detail/gloo/collectives.hpp ----
+// ---- begin ddp/detail/gloo/device.hpp ----
+// Setting up Gloo's TCP transport: which local interface or address to use,
+// and the process-wide SIGPIPE policy Gloo's sockets need.
+#ifndef DDP_DETAIL_GLOO_DEVICE_HPP
+#define DDP_DETAIL_GLOO_DEVICE_HPP
+
+
+#include <gloo/transport/tcp/device.h>
+
+#include <net/if.h>
+#include <signal.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// The local address that routes to `host`: what peers on other nodes can reach.
+inline std::string local_address_towards(const std::string& host, int port) {
+  addrinfo_list ai;
+  resolve(host, port > 0 ? port : 1, false, ai);
+  for (addrinfo* p = ai.head; p; p = p->ai_next) {
+    unique_fd fd(::socket(p->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    if (!fd || ::connect(fd.get(), p->ai_addr, p->ai_addrlen) != 0) continue; // UDP: sends nothing
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&ss), &len) != 0) continue;
+    char buf[NI_MAXHOST];
+    if (::getnameinfo(reinterpret_cast<sockaddr*>(&ss), len, buf, sizeof buf, nullptr, 0, NI_NUMERICHOST) ==
+        0)
+      return buf;
+  }
+  throw error(error_kind::config, "no local address routes to MASTER_ADDR=" + host +
+                                      ": set GLOO_SOCKET_IFNAME to the interface to use");
+}
+
+/// Where this process's Gloo endpoint listens.
+struct gloo_endpoint {
+  int rank = 0;
+  int local_rank = 0;
+  std::string master_addr; ///< empty: loopback
+  int master_port = 0;
+};
+
+/// GLOO_SOCKET_IFNAME (a list spreads a node's ranks over the interfaces),
+/// else the local address that routes to MASTER_ADDR, else loopback.
+inline std::shared_ptr<::gloo::transport::Device> make_gloo_device(const gloo_endpoint& at) {
+  ::gloo::transport::tcp::attr attr;
+  if (auto names = getenv_str("GLOO_SOCKET_IFNAME"); names && !names->empty()) {
+    std::vector<std::string> list;
+    std::string_view s = *names;
+    while (!s.empty()) {
+      auto comma = s.find(',');
+      auto name = std::string(s.substr(0, comma));
+      if (!name.empty()) {
+        if (::if_nametoindex(name.c_str()) == 0)
+          throw error(error_kind::config,
+                      "GLOO_SOCKET_IFNAME='" + *names + "' names interface '" + name +
+                          "', which this host does not have (see `ip link`)",
+                      at.rank);
+        list.push_back(name);
+      }
+      if (comma == std::string_view::npos) break;
+      s.remove_prefix(comma + 1);
+    }
+    if (list.empty())
+      throw error(error_kind::config, "GLOO_SOCKET_IFNAME='" + *names + "' names no interface");
+    attr.iface = list[static_cast<std::size_t>(at.local_rank) % list.size()];
+  } else if (!at.master_addr.empty()) {
+    attr.hostname = local_address_towards(at.master_addr, at.master_port);
+  } else {
+    attr.hostname = "127.0.0.1";
+  }
+  try {
+    return ::gloo::transport::tcp::CreateDevice(attr);
+  } catch (const std::exception& e) {
+    throw error(error_kind::config,
+                std::string("cannot create the Gloo TCP device (") +
+                    (attr.iface.empty() ? "address " + attr.hostname : "interface " + attr.iface) +
+                    "): " + e.what(),
+                at.rank);
+  }
+}
+
+/// Gloo writes to its sockets without MSG_NOSIGNAL: a peer that dies mid-write
+/// would kill this process with SIGPIPE instead of raising an error we can
+/// report. Like Python (and so PyTorch) does at start-up, ignore SIGPIPE, but
+/// only when nobody installed a handler of their own.
+inline void ignore_sigpipe_if_default() {
+  struct sigaction current {};
+  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL &&
+      !(current.sa_flags & SA_SIGINFO)) {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    ::sigaction(SIGPIPE, &ignore, nullptr);
+  }
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_DEVICE_HPP
+// ---- end ddp/detail/gloo/device.hpp ----
+// ---- begin ddp/detail/gloo/knobs.hpp ----
+// The Gloo communicator's knobs for tests and benches, in one place: the
+// piece size of ddp's ring and chain, whether all_reduce may take the node's
+// shared memory, and how many all-reduces ran in place in a shm array.
+#ifndef DDP_DETAIL_GLOO_KNOBS_HPP
+#define DDP_DETAIL_GLOO_KNOBS_HPP
+
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+struct gloo_knobs {
+  /// Larger pieces buy nothing, and sizes near SIZE_MAX would overflow the piece arithmetic.
+  static constexpr std::size_t max_piece_bytes = std::size_t{1} << 30;
+
+  /// gloo_communicator::set_ring_piece_bytes, checked for `rank`.
+  void set_ring_piece_bytes(int rank, std::size_t bytes) {
+    if (bytes == 0 || bytes > max_piece_bytes)
+      throw error(error_kind::config, "rank " + std::to_string(rank) + ": set_ring_piece_bytes(" +
+                                          std::to_string(bytes) + "): the piece size must be 1 B to " +
+                                          std::to_string(max_piece_bytes) + " B (1 GiB)");
+    ring_piece_bytes = bytes;
+  }
+
+  std::size_t ring_piece_bytes = fragment_ring::default_piece_bytes;
+  bool shm_on = true; ///< use_shm(false): all_reduce over TCP although the segment is there
+  std::atomic<std::uint64_t> in_place_runs{0}; ///< all-reduces run in place in a shm array
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_KNOBS_HPP
+// ---- end ddp/detail/gloo/knobs.hpp ----
+// ---- begin ddp/detail/gloo/shm_path.hpp ----
+// The Gloo communicator's shared-memory path: the vote that decides it, the
+// node's segment (and, across nodes, the leaders' mesh), all_reduce through
+// it, and the shm arrays an all_reduce runs in place in. The header round
+// and the blame stay the communicator's: it hands them in as `exchange` and
+// `fail_io`, so both paths agree and blame alike.
+#ifndef DDP_DETAIL_GLOO_SHM_PATH_HPP
+#define DDP_DETAIL_GLOO_SHM_PATH_HPP
+
+// ---- begin ddp/detail/gloo/store_adapter.hpp ----
+// Lets Gloo's rendezvous use ddp's token-gated tcp_store, under a key prefix:
+// the communicator's mesh and, across nodes, the leaders' mesh connect through it.
+#ifndef DDP_DETAIL_GLOO_STORE_ADAPTER_HPP
+#define DDP_DETAIL_GLOO_STORE_ADAPTER_HPP
+
+
+#include <gloo/rendezvous/store.h>
+
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// Lets Gloo's rendezvous use our token-gated tcp_store, under a key prefix.
+class gloo_store_adapter final : public ::gloo::rendezvous::Store, public gloo_batch_store {
+public:
+  gloo_store_adapter(tcp_store& s, std::string prefix) : s_(s), prefix_(std::move(prefix)) {}
+  void set(const std::string& key, const std::vector<char>& data) override {
+    s_.set(prefix_ + key, std::string_view(data.data(), data.size()));
+  }
+  std::vector<char> get(const std::string& key) override {
+    auto v = s_.get(prefix_ + key);
+    return {v.begin(), v.end()};
+  }
+  void wait(const std::vector<std::string>& keys) override { wait(keys, s_.timeout()); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+    s_.wait(prefixed(keys), timeout);
+  }
+  void multi_set(const std::vector<std::string>& keys,
+                 const std::vector<std::vector<char>>& values) override {
+    std::vector<std::string> text;
+    for (auto& v : values)
+      text.emplace_back(v.begin(), v.end());
+    s_.multi_set(prefixed(keys), text);
+  }
+  std::vector<std::vector<char>> multi_get(const std::vector<std::string>& keys,
+                                           std::chrono::milliseconds timeout) override {
+    std::vector<std::vector<char>> values;
+    for (auto& v : s_.multi_get(prefixed(keys), timeout))
+      values.emplace_back(v.begin(), v.end());
+    return values;
+  }
+
+private:
+  std::vector<std::string> prefixed(const std::vector<std::string>& keys) const {
+    std::vector<std::string> full;
+    for (auto& k : keys)
+      full.push_back(prefix_ + k);
+    return full;
+  }
+
+  tcp_store& s_;
+  std::string prefix_;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_STORE_ADAPTER_HPP
+// ---- end ddp/detail/gloo/store_adapter.hpp ----
+// ---- begin ddp/detail/shm/all_reduce.hpp ----
 // All-reduce among the ranks of one node through their shared segment
-// (shm_segment.hpp). Within one node (run_pipelined) the data goes through in
+// (detail/shm/segment.hpp). Within one node (run_pipelined) the data goes through in
 // steps of 256 KiB, alternating between two halves of each slot and of the
 // result area, with one barrier per step: every local rank copies the parts of
 // step k that the others reduce into its slot (its own slice stays where it
@@ -6204,12 +6694,12 @@ DDP_END_NAMESPACE
 // is named, no hang.
 // Collectives over TCP on a one-node group meet here first too (agree), so a
 // rank in either kind of collective sees the other.
-#ifndef DDP_DETAIL_BACKEND_SHM_ALL_REDUCE_HPP
-#define DDP_DETAIL_BACKEND_SHM_ALL_REDUCE_HPP
+#ifndef DDP_DETAIL_SHM_ALL_REDUCE_HPP
+#define DDP_DETAIL_SHM_ALL_REDUCE_HPP
 
-// ---- begin ddp/detail/backend/shm_segment.hpp ----
+// ---- begin ddp/detail/shm/segment.hpp ----
 // The POSIX shared-memory segment the ranks of one node share (see
-// shm_all_reduce.hpp for what travels through it).
+// detail/shm/all_reduce.hpp for what travels through it).
 //
 // Naming: "/ddp-" + the first 128 bits of SHA-256 over the job token, the
 // store's address and the node rank: never the token itself (/dev/shm is
@@ -6225,8 +6715,8 @@ DDP_END_NAMESPACE
 // mapped its segment is the shm path taken; otherwise every rank reduces over TCP.
 // Which ranks share a node comes from the topology (node_rank), never the
 // hostname: two network namespaces of one host share a hostname and /dev/shm.
-#ifndef DDP_DETAIL_BACKEND_SHM_SEGMENT_HPP
-#define DDP_DETAIL_BACKEND_SHM_SEGMENT_HPP
+#ifndef DDP_DETAIL_SHM_SEGMENT_HPP
+#define DDP_DETAIL_SHM_SEGMENT_HPP
 
 
 #include <openssl/evp.h>
@@ -6534,8 +7024,8 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_BACKEND_SHM_SEGMENT_HPP
-// ---- end ddp/detail/backend/shm_segment.hpp ----
+#endif // DDP_DETAIL_SHM_SEGMENT_HPP
+// ---- end ddp/detail/shm/segment.hpp ----
 
 #include <algorithm>
 #include <fstream>
@@ -7007,17 +7497,17 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_BACKEND_SHM_ALL_REDUCE_HPP
-// ---- end ddp/detail/backend/shm_all_reduce.hpp ----
-// ---- begin ddp/detail/backend/shm_arrays.hpp ----
+#endif // DDP_DETAIL_SHM_ALL_REDUCE_HPP
+// ---- end ddp/detail/shm/all_reduce.hpp ----
+// ---- begin ddp/detail/shm/arrays.hpp ----
 // The node's shm arrays (process_group<gloo>::make_shm_array): each is a
 // segment of its own (shm_segment, no result area), one area per local rank,
 // every rank's array at the start of its area. Made collectively in the same
 // order on every rank, so array k is the same segment on all of a node's
 // ranks. The backend asks find() whether an all_reduce's memory lies in one:
 // then it reduces in place (shm_all_reduce::run_in_place).
-#ifndef DDP_DETAIL_BACKEND_SHM_ARRAYS_HPP
-#define DDP_DETAIL_BACKEND_SHM_ARRAYS_HPP
+#ifndef DDP_DETAIL_SHM_ARRAYS_HPP
+#define DDP_DETAIL_SHM_ARRAYS_HPP
 
 
 #include <cstdint>
@@ -7072,152 +7562,202 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_BACKEND_SHM_ARRAYS_HPP
-// ---- end ddp/detail/backend/shm_arrays.hpp ----
+#endif // DDP_DETAIL_SHM_ARRAYS_HPP
+// ---- end ddp/detail/shm/arrays.hpp ----
 
-#include <gloo/common/error.h>
-#include <gloo/common/logging.h>
-#include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/file_store.h>
-#include <gloo/rendezvous/prefix_store.h>
-#include <gloo/rendezvous/store.h>
-#include <gloo/types.h>
-
-#include <atomic>
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
-#include <cstring>
+#include <exception>
 #include <functional>
 #include <memory>
-#include <mutex>
+#include <new>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 DDP_BEGIN_NAMESPACE
-
-template <> struct dtype_of<::gloo::float16> : std::integral_constant<dtype, dtype::f16> {};
-
 namespace detail {
 
-/// Lets Gloo's rendezvous use our token-gated tcp_store, under a key prefix.
-class gloo_store_adapter final : public ::gloo::rendezvous::Store, public gloo_batch_store {
+class gloo_shm_path {
 public:
-  gloo_store_adapter(tcp_store& s, std::string prefix) : s_(s), prefix_(std::move(prefix)) {}
-  void set(const std::string& key, const std::vector<char>& data) override {
-    s_.set(prefix_ + key, std::string_view(data.data(), data.size()));
-  }
-  std::vector<char> get(const std::string& key) override {
-    auto v = s_.get(prefix_ + key);
-    return {v.begin(), v.end()};
-  }
-  void wait(const std::vector<std::string>& keys) override { wait(keys, s_.timeout()); }
-  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
-    s_.wait(prefixed(keys), timeout);
-  }
-  void multi_set(const std::vector<std::string>& keys,
-                 const std::vector<std::vector<char>>& values) override {
-    std::vector<std::string> text;
-    for (auto& v : values)
-      text.emplace_back(v.begin(), v.end());
-    s_.multi_set(prefixed(keys), text);
-  }
-  std::vector<std::vector<char>> multi_get(const std::vector<std::string>& keys,
-                                           std::chrono::milliseconds timeout) override {
-    std::vector<std::vector<char>> values;
-    for (auto& v : s_.multi_get(prefixed(keys), timeout))
-      values.emplace_back(v.begin(), v.end());
-    return values;
+  /// The header round alone (across nodes it runs over TCP first).
+  using exchange_function = std::function<void(const collective_header& h, const std::string& what)>;
+  /// The communicator's blame for a failure on the wire: closes its connections, then throws.
+  using fail_io_function = std::function<void(const std::string& what, const std::string& gloo_text)>;
+
+  /// `knobs`, `waits` and `scratch` are the communicator's, which outlives this.
+  gloo_shm_path(int rank, int size, std::chrono::milliseconds timeout, std::shared_ptr<tcp_store> store,
+                gloo_knobs& knobs, gloo_waits& waits, std::vector<char>& scratch, exchange_function exchange,
+                fail_io_function fail_io)
+      : rank_(rank), size_(size), timeout_(timeout), store_(std::move(store)), knobs_(knobs), waits_(waits),
+        scratch_(scratch), exchange_(std::move(exchange)), fail_io_(std::move(fail_io)) {}
+
+  /// The node's all-reduce; nullptr while the path is off.
+  shm_all_reduce* get() const { return shm_.get(); }
+  int nodes() const { return nnodes_; }
+
+  /// Whether the job's layout allows shared memory at all: several ranks per
+  /// node, whole nodes, at most 256 ranks on one.
+  static bool layout_fits(const ddp::topology& t) {
+    const int L = t.local_world_size;
+    return L > 1 && L <= 256 && t.world_size > 1 && t.world_size % L == 0;
   }
 
-private:
-  std::vector<std::string> prefixed(const std::vector<std::string>& keys) const {
-    std::vector<std::string> full;
-    for (auto& k : keys)
-      full.push_back(prefix_ + k);
-    return full;
+  /// Whether every rank can and wants to reduce through shared memory: DDP_SHM
+  /// not 0, more than one rank per node, and the launcher's layout (node_rank,
+  /// local_rank: never the hostname) contiguous, as ddprun and torchrun lay
+  /// ranks out. A vote in the store, so that all ranks take the same path.
+  bool vote(const rendezvous& rv) {
+    const auto& t = rv.topo;
+    const int L = t.local_world_size;
+    bool want = getenv_str("DDP_SHM").value_or("1") != "0" && layout_fits(t) && t.local_rank == rank_ % L &&
+                t.node_rank == rank_ / L;
+    if (!want) store_->add("ddp/shm/no", 1);
+    if (store_->add("ddp/shm/votes", 1) == size_)
+      store_->set("ddp/shm/decision", store_->add("ddp/shm/no", 0) == 0 ? "on" : "off");
+    store_->wait({"ddp/shm/decision"}, timeout_);
+    return store_->get("ddp/shm/decision") == "on";
   }
 
-  tcp_store& s_;
-  std::string prefix_;
-};
-
-class gloo_communicator {
-public:
-  explicit gloo_communicator(const rendezvous& rv)
-      : rank_(rv.topo.rank), size_(rv.topo.world_size), timeout_(rv.timeout), store_(rv.store),
-        queue_(rank_, timeout_) {
-    ignore_sigpipe_if_default();
-    auto device =
-        make_gloo_device({rv.topo.rank, rv.topo.local_rank, rv.topo.master_addr, rv.topo.master_port});
-    auto ctx = std::make_shared<gloo_mesh_context>(rank_, size_, timeout_);
-    try {
-      if (store_) {
-        gloo_store_adapter adapter(*store_, "ddp/gloo/");
-        ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get());
-      } else {
-        ::gloo::rendezvous::FileStore files(rv.file_path);
-        ::gloo::rendezvous::PrefixStore prefixed(rv.token.empty() ? "ddp" : "ddp-" + rv.token, files);
-        ctx->connect(prefixed, device, gloo_mesh_keys::per_rank);
+  /// Maps the node's segment; across nodes also connects the nodes' leaders
+  /// (local rank 0 of each) in a Gloo context of their own, which it returns
+  /// (nullptr on the other ranks, or when the segment could not be made).
+  std::shared_ptr<gloo_mesh_context> setup(const rendezvous& rv, gloo_blame& blame) {
+    const auto& t = rv.topo;
+    std::shared_ptr<gloo_mesh_context> leaders;
+    // The slot: on one node the pipelined path needs two of its steps (512 KiB),
+    // across nodes the staged path fills it whole (4 MiB). Whole pages: every
+    // slot and the result area stay aligned for any dtype.
+    const std::size_t slot_default = size_ == t.local_world_size ? 2 * shm_all_reduce::default_chunk_bytes
+                                                                 : shm_all_reduce::default_slot_bytes;
+    const std::size_t chunk =
+        (static_cast<std::size_t>(env_int("DDP_SHM_CHUNK_BYTES", 4096, std::int64_t{1} << 30)
+                                      .value_or(static_cast<std::int64_t>(slot_default))) +
+         4095) /
+        4096 * 4096;
+    const shm_setup a{.token = rv.token,
+                      .store_where = t.master_addr + ":" + std::to_string(t.store_port),
+                      .rank = rank_,
+                      .world_size = size_,
+                      .node_rank = t.node_rank,
+                      .local_rank = t.local_rank,
+                      .local_size = t.local_world_size,
+                      .chunk_capacity = chunk,
+                      .timeout = timeout_};
+    shm_args_ = a;
+    shm_setup_failure failed;
+    auto seg = shm_segment::setup(*store_, a, failed);
+    if (!seg) {
+      // Every rank got the same outcome: all stay on TCP, or all throw.
+      if (failed.kind == error_kind::mismatch)
+        throw error(error_kind::mismatch,
+                    "rank " + std::to_string(rank_) + ": setting up the node's shared-memory segment: rank " +
+                        std::to_string(failed.rank) + " " + failed.message,
+                    failed.rank);
+      if (rank_ == 0) // one warning for the job, not one per rank
+        log_line(
+            "rank 0",
+            "warning: the shared-memory all-reduce is off, every rank reduces over TCP (slower): rank " +
+                std::to_string(failed.rank) + " " + failed.message +
+                ". Enlarge /dev/shm (each node needs (LOCAL_WORLD_SIZE + 1) x DDP_SHM_CHUNK_BYTES, "
+                "default 512 KiB on one node, 4 MiB across nodes, plus a page) or lower DDP_SHM_CHUNK_BYTES; "
+                "DDP_SHM=0 silences this.");
+      return leaders;
+    }
+    nnodes_ = size_ / t.local_world_size;
+    if (nnodes_ > 1 && t.local_rank == 0) {
+      auto device =
+          make_gloo_device({rv.topo.rank, rv.topo.local_rank, rv.topo.master_addr, rv.topo.master_port});
+      auto ctx = std::make_shared<gloo_mesh_context>(t.node_rank, nnodes_, timeout_);
+      gloo_store_adapter adapter(*store_, "ddp/gloo-leaders/");
+      try {
+        ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get(), t.local_world_size);
+      } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
+        // Gloo's ranks here are node ranks: the leader of node N is rank N * LOCAL_WORLD_SIZE.
+        blame.mesh("rank " + std::to_string(rank_) + ", leader of node " + std::to_string(t.node_rank) +
+                       ": Gloo could not connect to the other nodes' leaders",
+                   "(Gloo's \"rank N\" is node N's leader; the store's ranks are global) ", e);
       }
-    } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
-      throw_mesh_error("rank " + std::to_string(rank_) + ": Gloo could not connect to its peers", "", e);
+      leaders = std::move(ctx);
     }
-    ctx_ = std::move(ctx);
-    if (store_ && shm_vote(rv)) setup_shm(rv);
+    auto find_lost = [store = store_](std::chrono::milliseconds grace) -> shm_all_reduce::lost_peer {
+      // check() first: one round trip, no wait, on the common path where nobody is lost.
+      // A store that fails to answer is news too: wait_for_lost_rank names whom that
+      // means (rank 0 cut off, or the store's host unreachable), as the TCP path does.
+      try {
+        if (grace.count() == 0 && !store->check({store_lost_key})) return {};
+      } catch (const ddp::error&) {}
+      auto l = store->wait_for_lost_rank(grace);
+      return {l.rank, l.reason, l.silent};
+    };
+    shm_ = std::make_unique<shm_all_reduce>(std::move(seg), std::move(find_lost), rank_, timeout_);
+    return leaders;
   }
 
-  /// Descriptors a rank holds at its peak: one per peer (Debian's Gloo swaps
-  /// each pair's listener for its connection, never both at once), its
-  /// device's epoll and the eventfd that wakes it (gloo_loop_ticker); where the node's ranks can share memory
-  /// (shm_layout_fits; DDP_SHM aside), the segment's two and, on a node leader, the
-  /// leaders' mesh across nodes (checked:
-  /// docs/design-notes.md, "Note [open files]").
-  static long open_files(const ddp::topology& t) {
-    long n = (t.world_size - 1) + 2;
-    if (shm_layout_fits(t)) {
-      n += 2;
-      const int nodes = t.world_size / t.local_world_size;
-      if (nodes > 1 && t.local_rank == 0) n += (nodes - 1) + 2;
+  /// All-reduce through the node's segment; across nodes the leaders reduce
+  /// each chunk over Gloo (on `leaders`) between the node's two barriers. Across nodes the
+  /// header round (`exchange(h, what)`) runs first over TCP, so ranks of different nodes that
+  /// disagree fail with mismatch as on the TCP path.
+  void run(collective_header h, const std::string& what, const std::vector<fragment>& frags, dtype dt, op o,
+           double scale, const std::shared_ptr<gloo_mesh_context>& leaders) {
+    h.area = shm_->chunk_bytes(nnodes_ > 1); // the chunking shapes the barriers: ranks must agree on it
+    if (nnodes_ == 1) h.piece = 0;           // no ring on one node: its piece does not matter
+    guard(what, [&] {
+      if (nnodes_ == 1) {
+        if (auto in = in_array(frags, dt)) {
+          ++knobs_.in_place_runs;
+          h.in_place = 1;
+          h.root = static_cast<std::int32_t>(in->id);
+          h.area = in->offset;
+          shm_->run_in_place(*in->seg, in->offset, total_count(frags), dt, o, scale, h, what);
+          return;
+        }
+        shm_->run(frags, dt, o, scale, h, what);
+        return;
+      }
+      exchange_(h, what);
+      const op node_op = o == op::avg ? op::sum : o;
+      std::uint32_t sub = 0;
+      shm_->run(frags, dt, node_op, 1.0, h, what, [&, this](char* res, std::size_t m) {
+        if (m == 0) return;
+        // Around ddp's ring between the leaders, the scaling fused in (sums).
+        const std::vector<fragment> chunk{{res, m}};
+        const bool fuse = node_op == op::sum;
+        fragment_ring(leaders, waits_, chunk, dt, scratch_, h.piece, node_op)
+            .run(h.tag * 4096u + (sub++ % 4096u), fuse ? scale : 1.0, timeout_);
+        if (!fuse && scale != 1.0) scale_in_place(res, m, dt, scale);
+      });
+    });
+  }
+
+  /// Runs `f`, a step in the node's segment. On failure the node's other ranks
+  /// stop waiting on this one, and a timeout gets the same lost-rank search and
+  /// desync report as one over TCP (`fail_io`), so both paths blame alike.
+  template <class F> void guard(const std::string& what, F&& f) {
+    try {
+      f();
+    } catch (const ddp::error& e) {
+      shm_->abort();
+      if (e.kind() == error_kind::timeout) fail_io_(what, std::string("Timed out: ") + e.what());
+      throw;
+    } catch (...) {
+      shm_->abort();
+      throw;
     }
-    return n;
   }
-
-  gloo_communicator(const gloo_communicator&) = delete;
-  gloo_communicator& operator=(const gloo_communicator&) = delete;
-  ~gloo_communicator() { queue_.stop(); } // the worker stops before the context goes
-
-  /// True when all_reduce goes through the node's shared-memory segment (see
-  /// shm_all_reduce.hpp): on by default when ranks share a node, DDP_SHM=0 off.
-  bool shm_active() const { return shm_ != nullptr; }
-  /// The shm path's step size (like set_ring_piece_bytes: tests make it small
-  /// to cross step ends; same value on every rank, before collectives); 0
-  /// restores the defaults (256 KiB within a node, the slot across nodes).
-  void set_shm_chunk_bytes(std::size_t bytes) {
-    if (shm_) shm_->set_chunk_bytes(bytes);
-  }
-  /// Benches compare the two paths in one run: false sends all_reduce over TCP
-  /// again. Every rank must switch at the same point of its collective sequence.
-  void use_shm(bool on) { shm_on_ = on; }
-  std::size_t shm_chunk_bytes() const { return shm_ ? shm_->chunk_bytes(nnodes_ > 1) : 0; }
-  /// The shm segment's name (tests look for it in /dev/shm); empty when off.
-  std::string shm_segment_name() const { return shm_ ? shm_->segment().name() : std::string(); }
-
-  /// All-reduces run in place in a shm array so far (tests check the path taken).
-  std::uint64_t shm_in_place_runs() const { return in_place_runs_.load(); }
 
   /// Whether [p, p + bytes) lies in one of this rank's shm arrays and an
   /// all_reduce of it would run in place.
-  bool is_shm_array_memory(const void* p, std::size_t bytes) const {
-    return shm_ && shm_on_ && nnodes_ == 1 && arrays_.find(p, bytes).has_value();
+  bool is_array_memory(const void* p, std::size_t bytes) const {
+    return shm_ && knobs_.shm_on && nnodes_ == 1 && arrays_.find(p, bytes).has_value();
   }
 
-  /// `n` zeroed elements in memory every rank of the node sees (ddp::shm_array):
-  /// an all_reduce of a range inside it runs in place. Collective: every rank
-  /// calls it, in the same order, with the same n and T. It runs in the
-  /// group's queue, after the collectives submitted before it. Private memory
-  /// where the shm path is off or spans nodes, or when the node's segment for
-  /// it (LOCAL_WORLD_SIZE x n x sizeof(T)) cannot be made (rank 0 warns, once per array).
-  template <class T> shm_array<T> make_shm_array(std::size_t n) {
+  /// gloo_communicator::make_shm_array; `in_queue(n, dtype, body)` runs
+  /// `body(what)` in the group's queue and waits for it.
+  template <class T, class InQueue> shm_array<T> make_array(std::size_t n, InQueue&& in_queue) {
     const std::string what =
         "make_shm_array<" + std::string(ddp::to_string(dtype_v<T>)) + ">(" + std::to_string(n) + ")";
     const std::size_t L = shm_ ? static_cast<std::size_t>(shm_->segment().local_size()) : 1;
@@ -7237,11 +7777,9 @@ public:
         std::exception_ptr mismatch;
       };
       auto out = std::make_shared<outcome>();
-      submit("make_shm_array", n, dtype_v<T>, true,
-             [this, out, bytes](std::uint32_t, const std::string& where) {
-               out->seg = setup_shm_array(bytes, where, out->mismatch);
-             })
-          .wait();
+      in_queue(n, dtype_v<T>, [this, out, bytes](const std::string& where) {
+        out->seg = setup_array(bytes, where, out->mismatch);
+      });
       if (out->mismatch) std::rethrow_exception(out->mismatch); // the group lives on: every rank got it
       shared = std::move(out->seg);
     }
@@ -7255,6 +7793,213 @@ public:
       throw error(error_kind::config, "rank " + std::to_string(rank_) + ": " + what + ": cannot allocate " +
                                           std::to_string(bytes) + " B of private memory");
     }
+  }
+
+private:
+  /// make_shm_array's collective part (on the queue's thread): the node's
+  /// segment for the array, or nullptr when it could not be made (then every
+  /// rank uses private memory; rank 0 says why). Ranks that asked for different
+  /// sizes get `mismatch` set, on every rank. A timeout or a lost rank throws:
+  /// the arrays' count would differ between ranks, so the group is poisoned.
+  std::shared_ptr<shm_segment> setup_array(std::size_t bytes, const std::string& what,
+                                           std::exception_ptr& mismatch) {
+    auto [key, id] = arrays_.next();
+    shm_setup a = shm_args_;
+    a.key = key;
+    a.result_area = false;
+    // Areas of whole cache lines, not pages: ranks whose sizes differ by more
+    // than 64 B get segments of different sizes, which is how they are caught.
+    a.chunk_capacity = (bytes + 63) / 64 * 64;
+    a.size_mismatch_hint =
+        "the node's ranks asked for different sizes (" + what +
+        " here): call make_shm_array with the same element count and type on every rank, in "
+        "the same order.";
+    shm_setup_failure failed;
+    std::unique_ptr<shm_segment> seg;
+    try {
+      seg = shm_segment::setup(*store_, a, failed);
+    } catch (const error& e) {
+      // A rank that failed: its name and reason are the whole story.
+      if (e.kind() == error_kind::peer_lost)
+        throw error(e.kind(), what + " failed: " + std::string(e.message()), e.rank());
+      const std::string text = what +
+                               " is collective: every rank of the group calls it, in the same order. " +
+                               std::string(e.message());
+      // A rank that skipped the call, or is far behind: the lost-rank search
+      // and the desync report name it, as for a collective that timed out.
+      if (e.kind() == error_kind::timeout) fail_io_(what, "Timed out: " + text);
+      throw error(e.kind(), text, e.rank());
+    }
+    if (seg) {
+      std::shared_ptr<shm_segment> shared(std::move(seg));
+      arrays_.add(id, shared);
+      return shared;
+    }
+    if (failed.kind == error_kind::mismatch) {
+      mismatch = std::make_exception_ptr(error(error_kind::mismatch,
+                                               "rank " + std::to_string(rank_) + ": " + what + ": rank " +
+                                                   std::to_string(failed.rank) + " " + failed.message,
+                                               failed.rank));
+      return nullptr;
+    }
+    if (rank_ == 0)
+      log_line("rank 0", "warning: " + what +
+                             " got private memory on every rank, so all-reduces of it copy "
+                             "through the node's segment as usual (slower): rank " +
+                             std::to_string(failed.rank) + " " + failed.message +
+                             ". If /dev/shm is full, enlarge it: each node needs LOCAL_WORLD_SIZE x the "
+                             "array's bytes (docker run --shm-size=...).");
+    return nullptr;
+  }
+
+  /// Where the fragments, back to back in memory, lie in a shm array of this
+  /// rank's: an all_reduce of them runs in place.
+  std::optional<shm_array_registry::hit> in_array(const std::vector<fragment>& frags, dtype dt) const {
+    const std::size_t esz = size_of(dt);
+    if (frags.empty() || total_count(frags) == 0) return std::nullopt;
+    for (std::size_t i = 1; i < frags.size(); ++i)
+      if (static_cast<const char*>(frags[i - 1].data) + frags[i - 1].count * esz != frags[i].data)
+        return std::nullopt;
+    return arrays_.find(frags.front().data, total_count(frags) * esz);
+  }
+
+  int rank_, size_;
+  std::chrono::milliseconds timeout_;
+  std::shared_ptr<tcp_store> store_;
+  gloo_knobs& knobs_;
+  gloo_waits& waits_;
+  std::vector<char>& scratch_;
+  exchange_function exchange_;
+  fail_io_function fail_io_;
+  std::unique_ptr<shm_all_reduce> shm_;
+  shm_setup shm_args_;        ///< how shm_'s segment was set up: shm arrays start from it
+  shm_array_registry arrays_; ///< make_shm_array's segments, for in-place all-reduces
+  int nnodes_ = 1;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_SHM_PATH_HPP
+// ---- end ddp/detail/gloo/shm_path.hpp ----
+
+#include <gloo/common/logging.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+
+template <> struct dtype_of<::gloo::float16> : std::integral_constant<dtype, dtype::f16> {};
+
+namespace detail {
+
+class gloo_communicator {
+public:
+  explicit gloo_communicator(const rendezvous& rv)
+      : rank_(rv.topo.rank), size_(rv.topo.world_size), timeout_(rv.timeout), store_(rv.store),
+        shm_path_(
+            rank_, size_, timeout_, store_, knobs_, waits_, scratch_,
+            [this](const collective_header& h, const std::string& what) { mesh_.exchange_header(h, what); },
+            [this](const std::string& what, const std::string& gloo_text) { fail_io(what, gloo_text); }),
+        mesh_(rank_, size_, timeout_, ctx_, waits_, scratch_,
+              [this](const collective_header& h, const std::string& what) {
+                // On one node with shm every collective first compares headers in the
+                // segment, where an all_reduce would wait (see shm_all_reduce::agree).
+                if (shm_path_.get() && shm_path_.nodes() == 1)
+                  shm_path_.guard(what, [&] { shm_path_.get()->agree(h, what); });
+              }),
+        queue_(rank_, timeout_), blame_(rank_, size_, timeout_, store_, queue_) {
+    ignore_sigpipe_if_default();
+    auto device =
+        make_gloo_device({rv.topo.rank, rv.topo.local_rank, rv.topo.master_addr, rv.topo.master_port});
+    auto ctx = std::make_shared<gloo_mesh_context>(rank_, size_, timeout_);
+    try {
+      if (store_) {
+        gloo_store_adapter adapter(*store_, "ddp/gloo/");
+        ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get());
+      } else {
+        ::gloo::rendezvous::FileStore files(rv.file_path);
+        ::gloo::rendezvous::PrefixStore prefixed(rv.token.empty() ? "ddp" : "ddp-" + rv.token, files);
+        ctx->connect(prefixed, device, gloo_mesh_keys::per_rank);
+      }
+    } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
+      blame_.mesh("rank " + std::to_string(rank_) + ": Gloo could not connect to its peers", "", e);
+    }
+    ctx_ = std::move(ctx);
+    if (store_ && shm_path_.vote(rv)) leaders_ = shm_path_.setup(rv, blame_);
+  }
+
+  /// Descriptors a rank holds at its peak: one per peer (Debian's Gloo swaps
+  /// each pair's listener for its connection, never both at once), its
+  /// device's epoll and the eventfd that wakes it (gloo_loop_ticker); where the node's ranks can share memory
+  /// (gloo_shm_path::layout_fits; DDP_SHM aside), the segment's two and, on a node leader, the
+  /// leaders' mesh across nodes (checked:
+  /// docs/design-notes.md, "Note [open files]").
+  static long open_files(const ddp::topology& t) {
+    long n = (t.world_size - 1) + 2;
+    if (gloo_shm_path::layout_fits(t)) {
+      n += 2;
+      const int nodes = t.world_size / t.local_world_size;
+      if (nodes > 1 && t.local_rank == 0) n += (nodes - 1) + 2;
+    }
+    return n;
+  }
+
+  gloo_communicator(const gloo_communicator&) = delete;
+  gloo_communicator& operator=(const gloo_communicator&) = delete;
+  ~gloo_communicator() { queue_.stop(); } // the worker stops before the context goes
+
+  /// True when all_reduce goes through the node's shared-memory segment (see
+  /// detail/shm/all_reduce.hpp): on by default when ranks share a node, DDP_SHM=0 off.
+  bool shm_active() const { return shm_path_.get() != nullptr; }
+  /// The shm path's step size (like set_ring_piece_bytes: tests make it small
+  /// to cross step ends; same value on every rank, before collectives); 0
+  /// restores the defaults (256 KiB within a node, the slot across nodes).
+  void set_shm_chunk_bytes(std::size_t bytes) {
+    if (auto* shm = shm_path_.get()) shm->set_chunk_bytes(bytes);
+  }
+  /// Benches compare the two paths in one run: false sends all_reduce over TCP
+  /// again. Every rank must switch at the same point of its collective sequence.
+  void use_shm(bool on) { knobs_.shm_on = on; }
+  std::size_t shm_chunk_bytes() const {
+    return shm_path_.get() ? shm_path_.get()->chunk_bytes(shm_path_.nodes() > 1) : 0;
+  }
+  /// The shm segment's name (tests look for it in /dev/shm); empty when off.
+  std::string shm_segment_name() const {
+    return shm_path_.get() ? shm_path_.get()->segment().name() : std::string();
+  }
+
+  /// All-reduces run in place in a shm array so far (tests check the path taken).
+  std::uint64_t shm_in_place_runs() const { return knobs_.in_place_runs.load(); }
+
+  /// Whether [p, p + bytes) lies in one of this rank's shm arrays and an
+  /// all_reduce of it would run in place.
+  bool is_shm_array_memory(const void* p, std::size_t bytes) const {
+    return shm_path_.is_array_memory(p, bytes);
+  }
+
+  /// `n` zeroed elements in memory every rank of the node sees (ddp::shm_array):
+  /// an all_reduce of a range inside it runs in place. Collective: every rank
+  /// calls it, in the same order, with the same n and T. It runs in the
+  /// group's queue, after the collectives submitted before it. Private memory
+  /// where the shm path is off or spans nodes, or when the node's segment for
+  /// it (LOCAL_WORLD_SIZE x n x sizeof(T)) cannot be made (rank 0 warns, once per array).
+  template <class T> shm_array<T> make_shm_array(std::size_t n) {
+    auto in_queue = [this](std::size_t count, dtype dt, auto body) {
+      submit("make_shm_array", count, dt, true,
+             [body = std::move(body)](std::uint32_t, const std::string& where) { body(where); })
+          .wait();
+    };
+    return shm_path_.make_array<T>(n, in_queue);
   }
 
   int rank() const { return rank_; }
@@ -7313,16 +8058,9 @@ public:
   /// Gloo's maxSegmentSize: tests make it small so that small tensors cross
   /// piece boundaries. Every rank must use the same value, set before the
   /// collectives it is for.
-  void set_ring_piece_bytes(std::size_t bytes) {
-    if (bytes == 0 || bytes > max_piece_bytes)
-      throw error(error_kind::config, "rank " + std::to_string(rank_) + ": set_ring_piece_bytes(" +
-                                          std::to_string(bytes) + "): the piece size must be 1 B to " +
-                                          std::to_string(max_piece_bytes) + " B (1 GiB)");
-    ring_piece_bytes_ = bytes;
-  }
-  /// Larger pieces buy nothing, and sizes near SIZE_MAX would overflow the piece arithmetic.
-  static constexpr std::size_t max_piece_bytes = std::size_t{1} << 30;
-  std::size_t ring_piece_bytes() const { return ring_piece_bytes_; }
+  void set_ring_piece_bytes(std::size_t bytes) { knobs_.set_ring_piece_bytes(rank_, bytes); }
+  static constexpr std::size_t max_piece_bytes = gloo_knobs::max_piece_bytes;
+  std::size_t ring_piece_bytes() const { return knobs_.ring_piece_bytes; }
 
   /// Small tensors (up to header_round::inline_cap: 64 KiB at 2-4 ranks) travel with the header:
   /// one round, and every rank reduces all contributions in rank order, so
@@ -7335,9 +8073,18 @@ public:
       throw error(error_kind::config, "op::avg needs a floating-point tensor, got " +
                                           std::string(to_string(dt)) + ": use op::sum and divide yourself");
     return submit("all_reduce", n, dt, blocking,
-                  [=, this, piece = ring_piece_bytes_, shm = shm_ && shm_on_](std::uint32_t tag,
-                                                                              const std::string& what) {
-                    run_all_reduce(tag, what, data, n, dt, o, piece, shm);
+                  [=, this, piece = knobs_.ring_piece_bytes,
+                   shm = shm_path_.get() && knobs_.shm_on](std::uint32_t tag, const std::string& what) {
+                    if (size_ == 1) return;
+                    auto h = gloo_collectives::header(collective_kind::all_reduce, tag, n, dt);
+                    h.reduce = static_cast<std::uint8_t>(o);
+                    h.piece = piece;
+                    if (shm) {
+                      std::vector<fragment> whole{{data, n}};
+                      shm_path_.run(h, what, whole, dt, o, o == op::avg ? 1.0 / size_ : 1.0, leaders_);
+                      return;
+                    }
+                    mesh_.all_reduce(h, what, data, n, dt, o);
                   });
   }
 
@@ -7351,13 +8098,13 @@ public:
     // The piece size as of submission: a later set_ring_piece_bytes() does not
     // reach a collective already queued.
     return submit("all_reduce", n, dt, blocking,
-                  [=, this, frags = std::move(frags), piece = ring_piece_bytes_,
-                   shm = shm_ && shm_on_](std::uint32_t tag, const std::string& what) {
-                    auto h = header(collective_kind::all_reduce, tag, n, dt);
+                  [=, this, frags = std::move(frags), piece = knobs_.ring_piece_bytes,
+                   shm = shm_path_.get() && knobs_.shm_on](std::uint32_t tag, const std::string& what) {
+                    auto h = gloo_collectives::header(collective_kind::all_reduce, tag, n, dt);
                     h.reduce = static_cast<std::uint8_t>(op::sum);
                     h.piece = piece;
                     if (shm && size_ > 1) {
-                      run_shm(h, what, frags, dt, op::sum, scale);
+                      shm_path_.run(h, what, frags, dt, op::sum, scale, leaders_);
                       return;
                     }
                     if (piece != verified_piece_ && size_ > 1) {
@@ -7366,7 +8113,7 @@ public:
                       // ring's messages differently: wrong data, or Gloo
                       // aborting the process. So the first bucket, and the first
                       // after a rank changed its piece, compare headers.
-                      exchange(h, what, [](int) { return payload{}; });
+                      mesh_.exchange_header(h, what);
                       verified_piece_ = piece;
                     }
                     fragment_ring(ctx_, waits_, frags, dt, scratch_, piece).run(tag, scale, timeout_);
@@ -7374,32 +8121,32 @@ public:
   }
 
   /// Small tensors travel with the header; larger ones down ddp's chain
-  /// (gloo_chain.hpp), once the headers agree.
+  /// (detail/gloo/chain.hpp), once the headers agree.
   work broadcast(void* data, std::size_t n, dtype dt, int root, bool blocking = false) {
     return submit("broadcast", n, dt, blocking,
-                  [=, this, piece = ring_piece_bytes_](std::uint32_t tag, const std::string& what) {
-                    run_broadcast(tag, what, data, n, dt, root, piece);
+                  [=, this, piece = knobs_.ring_piece_bytes](std::uint32_t tag, const std::string& what) {
+                    mesh_.broadcast(tag, what, data, n, dt, root, piece);
                   });
   }
 
   /// Small tensors travel with the header; larger ones in ddp's block exchange
-  /// (gloo_exchange.hpp). `in` may be this rank's own block of `out`.
+  /// (detail/gloo/exchange.hpp). `in` may be this rank's own block of `out`.
   work all_gather(const void* in, void* out, std::size_t n, dtype dt, bool blocking = false) {
     return submit("all_gather", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
-      run_all_gather(tag, what, in, out, n, dt);
+      mesh_.all_gather(tag, what, in, out, n, dt);
     });
   }
 
   /// Block r of `in` (n elements each) is reduced across ranks into rank r's `out`.
   /// Each block goes to its owner (with the header when small, else in ddp's
-  /// block exchange, gloo_exchange.hpp), then the owner reduces the blocks in
+  /// block exchange, detail/gloo/exchange.hpp), then the owner reduces the blocks in
   /// rank order. `out` may be this rank's own block of `in`.
   work reduce_scatter(const void* in, void* out, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
       throw error(error_kind::config,
                   "op::avg needs a floating-point tensor, got " + std::string(to_string(dt)));
     return submit("reduce_scatter", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
-      run_reduce_scatter(tag, what, in, out, n, dt, o);
+      mesh_.reduce_scatter(tag, what, in, out, n, dt, o);
     });
   }
 
@@ -7408,225 +8155,11 @@ public:
   work barrier(bool blocking = false) {
     return submit("barrier", 0, dtype::u8, blocking, [this](std::uint32_t tag, const std::string& what) {
       if (size_ == 1) return;
-      exchange(header(collective_kind::barrier, tag, 0, dtype::u8), what, [](int) { return payload{}; });
+      mesh_.exchange_header(gloo_collectives::header(collective_kind::barrier, tag, 0, dtype::u8), what);
     });
   }
 
 private:
-  /// Whether the job's layout allows shared memory at all: several ranks per
-  /// node, whole nodes, at most 256 ranks on one.
-  static bool shm_layout_fits(const ddp::topology& t) {
-    const int L = t.local_world_size;
-    return L > 1 && L <= 256 && t.world_size > 1 && t.world_size % L == 0;
-  }
-
-  /// Whether every rank can and wants to reduce through shared memory: DDP_SHM
-  /// not 0, more than one rank per node, and the launcher's layout (node_rank,
-  /// local_rank: never the hostname) contiguous, as ddprun and torchrun lay
-  /// ranks out. A vote in the store, so that all ranks take the same path.
-  bool shm_vote(const rendezvous& rv) {
-    const auto& t = rv.topo;
-    const int L = t.local_world_size;
-    bool want = getenv_str("DDP_SHM").value_or("1") != "0" && shm_layout_fits(t) &&
-                t.local_rank == rank_ % L && t.node_rank == rank_ / L;
-    if (!want) store_->add("ddp/shm/no", 1);
-    if (store_->add("ddp/shm/votes", 1) == size_)
-      store_->set("ddp/shm/decision", store_->add("ddp/shm/no", 0) == 0 ? "on" : "off");
-    store_->wait({"ddp/shm/decision"}, timeout_);
-    return store_->get("ddp/shm/decision") == "on";
-  }
-
-  /// Maps the node's segment; across nodes also connects the nodes' leaders
-  /// (local rank 0 of each) in a Gloo context of their own.
-  void setup_shm(const rendezvous& rv) {
-    const auto& t = rv.topo;
-    // The slot: on one node the pipelined path needs two of its steps (512 KiB),
-    // across nodes the staged path fills it whole (4 MiB). Whole pages: every
-    // slot and the result area stay aligned for any dtype.
-    const std::size_t slot_default = size_ == t.local_world_size ? 2 * shm_all_reduce::default_chunk_bytes
-                                                                 : shm_all_reduce::default_slot_bytes;
-    const std::size_t chunk =
-        (static_cast<std::size_t>(env_int("DDP_SHM_CHUNK_BYTES", 4096, std::int64_t{1} << 30)
-                                      .value_or(static_cast<std::int64_t>(slot_default))) +
-         4095) /
-        4096 * 4096;
-    const shm_setup a{.token = rv.token,
-                      .store_where = t.master_addr + ":" + std::to_string(t.store_port),
-                      .rank = rank_,
-                      .world_size = size_,
-                      .node_rank = t.node_rank,
-                      .local_rank = t.local_rank,
-                      .local_size = t.local_world_size,
-                      .chunk_capacity = chunk,
-                      .timeout = timeout_};
-    shm_args_ = a;
-    shm_setup_failure failed;
-    auto seg = shm_segment::setup(*store_, a, failed);
-    if (!seg) {
-      // Every rank got the same outcome: all stay on TCP, or all throw.
-      if (failed.kind == error_kind::mismatch)
-        throw error(error_kind::mismatch,
-                    "rank " + std::to_string(rank_) + ": setting up the node's shared-memory segment: rank " +
-                        std::to_string(failed.rank) + " " + failed.message,
-                    failed.rank);
-      if (rank_ == 0) // one warning for the job, not one per rank
-        log_line(
-            "rank 0",
-            "warning: the shared-memory all-reduce is off, every rank reduces over TCP (slower): rank " +
-                std::to_string(failed.rank) + " " + failed.message +
-                ". Enlarge /dev/shm (each node needs (LOCAL_WORLD_SIZE + 1) x DDP_SHM_CHUNK_BYTES, "
-                "default 512 KiB on one node, 4 MiB across nodes, plus a page) or lower DDP_SHM_CHUNK_BYTES; "
-                "DDP_SHM=0 silences this.");
-      return;
-    }
-    nnodes_ = size_ / t.local_world_size;
-    if (nnodes_ > 1 && t.local_rank == 0) {
-      auto device =
-          make_gloo_device({rv.topo.rank, rv.topo.local_rank, rv.topo.master_addr, rv.topo.master_port});
-      auto ctx = std::make_shared<gloo_mesh_context>(t.node_rank, nnodes_, timeout_);
-      gloo_store_adapter adapter(*store_, "ddp/gloo-leaders/");
-      try {
-        ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get(), t.local_world_size);
-      } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
-        // Gloo's ranks here are node ranks: the leader of node N is rank N * LOCAL_WORLD_SIZE.
-        throw_mesh_error("rank " + std::to_string(rank_) + ", leader of node " + std::to_string(t.node_rank) +
-                             ": Gloo could not connect to the other nodes' leaders",
-                         "(Gloo's \"rank N\" is node N's leader; the store's ranks are global) ", e);
-      }
-      leaders_ = std::move(ctx);
-    }
-    auto find_lost = [store = store_](std::chrono::milliseconds grace) -> shm_all_reduce::lost_peer {
-      // check() first: one round trip, no wait, on the common path where nobody is lost.
-      // A store that fails to answer is news too: wait_for_lost_rank names whom that
-      // means (rank 0 cut off, or the store's host unreachable), as the TCP path does.
-      try {
-        if (grace.count() == 0 && !store->check({store_lost_key})) return {};
-      } catch (const ddp::error&) {}
-      auto l = store->wait_for_lost_rank(grace);
-      return {l.rank, l.reason, l.silent};
-    };
-    shm_ = std::make_unique<shm_all_reduce>(std::move(seg), std::move(find_lost), rank_, timeout_);
-  }
-
-  /// All-reduce through the node's segment; across nodes the leaders reduce
-  /// each chunk over Gloo between the node's two barriers. Across nodes the
-  /// header round runs first over TCP, so ranks of different nodes that
-  /// disagree fail with mismatch as on the TCP path.
-  void run_shm(collective_header h, const std::string& what, const std::vector<fragment>& frags, dtype dt,
-               op o, double scale) {
-    h.area = shm_->chunk_bytes(nnodes_ > 1); // the chunking shapes the barriers: ranks must agree on it
-    if (nnodes_ == 1) h.piece = 0;           // no ring on one node: its piece does not matter
-    guard_shm(what, [&] {
-      if (nnodes_ == 1) {
-        if (auto in = in_shm_array(frags, dt)) {
-          ++in_place_runs_;
-          h.in_place = 1;
-          h.root = static_cast<std::int32_t>(in->id);
-          h.area = in->offset;
-          shm_->run_in_place(*in->seg, in->offset, total_count(frags), dt, o, scale, h, what);
-          return;
-        }
-        shm_->run(frags, dt, o, scale, h, what);
-        return;
-      }
-      exchange(h, what, [](int) { return payload{}; });
-      const op node_op = o == op::avg ? op::sum : o;
-      std::uint32_t sub = 0;
-      shm_->run(frags, dt, node_op, 1.0, h, what, [&, this](char* res, std::size_t m) {
-        if (m == 0) return;
-        // Around ddp's ring between the leaders, the scaling fused in (sums).
-        const std::vector<fragment> chunk{{res, m}};
-        const bool fuse = node_op == op::sum;
-        fragment_ring(leaders_, waits_, chunk, dt, scratch_, h.piece, node_op)
-            .run(h.tag * 4096u + (sub++ % 4096u), fuse ? scale : 1.0, timeout_);
-        if (!fuse && scale != 1.0) scale_in_place(res, m, dt, scale);
-      });
-    });
-  }
-
-  /// make_shm_array's collective part (on the queue's thread): the node's
-  /// segment for the array, or nullptr when it could not be made (then every
-  /// rank uses private memory; rank 0 says why). Ranks that asked for different
-  /// sizes get `mismatch` set, on every rank. A timeout or a lost rank throws:
-  /// the arrays' count would differ between ranks, so the group is poisoned.
-  std::shared_ptr<shm_segment> setup_shm_array(std::size_t bytes, const std::string& what,
-                                               std::exception_ptr& mismatch) {
-    auto [key, id] = arrays_.next();
-    shm_setup a = shm_args_;
-    a.key = key;
-    a.result_area = false;
-    // Areas of whole cache lines, not pages: ranks whose sizes differ by more
-    // than 64 B get segments of different sizes, which is how they are caught.
-    a.chunk_capacity = (bytes + 63) / 64 * 64;
-    a.size_mismatch_hint =
-        "the node's ranks asked for different sizes (" + what +
-        " here): call make_shm_array with the same element count and type on every rank, in "
-        "the same order.";
-    shm_setup_failure failed;
-    std::unique_ptr<shm_segment> seg;
-    try {
-      seg = shm_segment::setup(*store_, a, failed);
-    } catch (const error& e) {
-      // A rank that failed: its name and reason are the whole story.
-      if (e.kind() == error_kind::peer_lost)
-        throw error(e.kind(), what + " failed: " + std::string(e.message()), e.rank());
-      const std::string text = what +
-                               " is collective: every rank of the group calls it, in the same order. " +
-                               std::string(e.message());
-      // A rank that skipped the call, or is far behind: the lost-rank search
-      // and the desync report name it, as for a collective that timed out.
-      if (e.kind() == error_kind::timeout) fail_io(what, "Timed out: " + text);
-      throw error(e.kind(), text, e.rank());
-    }
-    if (seg) {
-      std::shared_ptr<shm_segment> shared(std::move(seg));
-      arrays_.add(id, shared);
-      return shared;
-    }
-    if (failed.kind == error_kind::mismatch) {
-      mismatch = std::make_exception_ptr(error(error_kind::mismatch,
-                                               "rank " + std::to_string(rank_) + ": " + what + ": rank " +
-                                                   std::to_string(failed.rank) + " " + failed.message,
-                                               failed.rank));
-      return nullptr;
-    }
-    if (rank_ == 0)
-      log_line("rank 0", "warning: " + what +
-                             " got private memory on every rank, so all-reduces of it copy "
-                             "through the node's segment as usual (slower): rank " +
-                             std::to_string(failed.rank) + " " + failed.message +
-                             ". If /dev/shm is full, enlarge it: each node needs LOCAL_WORLD_SIZE x the "
-                             "array's bytes (docker run --shm-size=...).");
-    return nullptr;
-  }
-
-  /// Where the fragments, back to back in memory, lie in a shm array of this
-  /// rank's: an all_reduce of them runs in place.
-  std::optional<shm_array_registry::hit> in_shm_array(const std::vector<fragment>& frags, dtype dt) const {
-    const std::size_t esz = size_of(dt);
-    if (frags.empty() || total_count(frags) == 0) return std::nullopt;
-    for (std::size_t i = 1; i < frags.size(); ++i)
-      if (static_cast<const char*>(frags[i - 1].data) + frags[i - 1].count * esz != frags[i].data)
-        return std::nullopt;
-    return arrays_.find(frags.front().data, total_count(frags) * esz);
-  }
-
-  /// Runs `f`, a step in the node's segment. On failure the node's other ranks
-  /// stop waiting on this one, and a timeout gets the same lost-rank search and
-  /// desync report as one over TCP, so both paths blame alike.
-  template <class F> void guard_shm(const std::string& what, F&& f) {
-    try {
-      f();
-    } catch (const ddp::error& e) {
-      shm_->abort();
-      if (e.kind() == error_kind::timeout) fail_io(what, std::string("Timed out: ") + e.what());
-      throw;
-    } catch (...) {
-      shm_->abort();
-      throw;
-    }
-  }
-
   /// Queues `body(tag, what)`: each collective gets a fresh Gloo tag, and any
   /// failure closes every connection (peers fail at once) and poisons the group.
   template <class F> work submit(const char* name, std::size_t n, dtype dt, bool blocking, F body) {
@@ -7637,252 +8170,25 @@ private:
                          });
   }
 
-  void run_all_reduce(std::uint32_t tag, const std::string& what, void* data, std::size_t n, dtype dt, op o,
-                      std::size_t piece, bool shm) {
-    if (size_ == 1) return;
-    auto h = header(collective_kind::all_reduce, tag, n, dt);
-    h.reduce = static_cast<std::uint8_t>(o);
-    h.piece = piece;
-    if (shm) {
-      std::vector<fragment> whole{{data, n}};
-      run_shm(h, what, whole, dt, o, o == op::avg ? 1.0 / size_ : 1.0);
-      return;
-    }
-    const std::size_t bytes = n * size_of(dt);
-    const bool small = bytes <= header_round::inline_cap(size_);
-    exchange(h, what, [&](int) { return payload{data, small ? bytes : 0}; });
-    if (n == 0) return;
-    const double scale = o == op::avg ? 1.0 / size_ : 1.0;
-    if (!small) {
-      std::vector<fragment> whole{{data, n}};
-      fragment_ring(ctx_, waits_, whole, dt, scratch_, piece, o == op::avg ? op::sum : o)
-          .run(tag, scale, timeout_);
-      return;
-    }
-    // Every rank reduces the same contributions in the same (rank) order: same bits everywhere.
-    std::memcpy(headers_.own_slot(rank_), data, bytes);
-    std::memcpy(data, headers_.payload(0), bytes);
-    const auto fn = reduce_for(dt, o);
-    for (int r = 1; r < size_; ++r) {
-      if (r + 1 == size_ && scale != 1.0)
-        sum_scaled(data, data, headers_.payload(r), n, dt, scale); // averaging fused
-      else
-        fn(data, data, headers_.payload(r), n);
-    }
-  }
-
-  void run_broadcast(std::uint32_t tag, const std::string& what, void* data, std::size_t n, dtype dt,
-                     int root, std::size_t piece) {
-    if (size_ == 1) return;
-    auto h = header(collective_kind::broadcast, tag, n, dt);
-    h.root = root;
-    h.piece = piece; // it cuts the chain's messages: ranks must agree on it
-    const std::size_t bytes = n * size_of(dt);
-    const bool small = bytes <= header_round::inline_cap(size_);
-    exchange(h, what, [&](int) { return payload{data, small && rank_ == root ? bytes : 0}; });
-    if (n == 0) return;
-    if (small) {
-      if (rank_ != root) std::memcpy(data, headers_.payload(root), bytes);
-      return;
-    }
-    chain_broadcast::run(ctx_, waits_, data, bytes, root, tag, piece, timeout_);
-  }
-
-  void run_all_gather(std::uint32_t tag, const std::string& what, const void* in, void* out, std::size_t n,
-                      dtype dt) {
-    const std::size_t bytes = n * size_of(dt);
-    if (size_ == 1) {
-      if (n) std::memmove(out, in, bytes);
-      return;
-    }
-    const bool small = bytes <= header_round::inline_cap(size_);
-    exchange(header(collective_kind::all_gather, tag, n, dt), what, [&](int) {
-      return payload{in, small ? bytes : 0};
-    });
-    if (n == 0) return;
-    auto* o = static_cast<char*>(out);
-    auto* own = o + bytes * static_cast<std::size_t>(rank_);
-    std::memmove(own, in, bytes);
-    if (small) {
-      for (int r = 0; r < size_; ++r)
-        if (r != rank_) std::memcpy(o + bytes * static_cast<std::size_t>(r), headers_.payload(r), bytes);
-      return;
-    }
-    // Own block to every peer, theirs straight into `out`.
-    exchange_blocks(ctx_, waits_, {own, bytes, true}, {o, bytes}, tag, timeout_);
-  }
-
-  void run_reduce_scatter(std::uint32_t tag, const std::string& what, const void* in, void* out,
-                          std::size_t n, dtype dt, op o) {
-    const std::size_t bytes = n * size_of(dt), total = bytes * static_cast<std::size_t>(size_);
-    const bool small = bytes <= header_round::inline_cap(size_);
-    const auto* blocks = static_cast<const char*>(in);
-    auto block = [&](int r) { return blocks + bytes * static_cast<std::size_t>(r); };
-    if (size_ > 1) {
-      auto h = header(collective_kind::reduce_scatter, tag, n, dt);
-      h.reduce = static_cast<std::uint8_t>(o);
-      exchange(h, what, [&](int p) { return payload{block(p), small ? bytes : 0}; });
-    }
-    if (n == 0) return;
-    // from(r): the block rank r sent for this rank. This rank's own is read
-    // from a copy: `out` may overlap `in` (in place), and is written below.
-    std::function<const char*(int)> from;
-    if (size_ == 1) {
-      from = [&](int) { return blocks; };
-    } else if (small) {
-      std::memcpy(headers_.own_slot(rank_), block(rank_), bytes);
-      from = [&](int r) { return r == rank_ ? headers_.own_slot(rank_) : headers_.payload(r); };
-    } else {
-      scratch_.resize(total);
-      auto* mine = scratch_.data() + bytes * static_cast<std::size_t>(rank_);
-      std::memcpy(mine, block(rank_), bytes);
-      exchange_blocks(ctx_, waits_, {const_cast<char*>(blocks), bytes}, {scratch_.data(), bytes}, tag,
-                      timeout_);
-      from = [&](int r) {
-        return static_cast<const char*>(scratch_.data()) + bytes * static_cast<std::size_t>(r);
-      };
-    }
-    std::memmove(out, from(0), bytes);
-    auto fn = reduce_for(dt, o);
-    for (int r = 1; r < size_; ++r)
-      fn(out, out, from(r), n);
-    if (o == op::avg) scale_in_place(out, n, dt, 1.0 / size_);
-  }
-
-  struct payload {
-    const void* data = nullptr;
-    std::size_t bytes = 0;
-  };
-
-  static collective_header header(collective_kind kind, std::uint32_t tag, std::size_t n, dtype dt) {
-    collective_header h;
-    h.kind = kind;
-    h.tag = tag;
-    h.count = n;
-    h.dt = static_cast<std::uint8_t>(dt);
-    return h;
-  }
-
-  /// The header round every collective starts with (see gloo_header.hpp):
-  /// throws ddp::error(mismatch) on every rank when ranks disagree.
-  template <class P> void exchange(const collective_header& h, const std::string& what, P&& payload_for) {
-    // On one node with shm every collective first compares headers in the
-    // segment, where an all_reduce would wait (see shm_all_reduce::agree).
-    if (shm_ && nnodes_ == 1) guard_shm(what, [&] { shm_->agree(h, what); });
-    headers_.run(
-        ctx_, waits_, h,
-        [&](int p) {
-          payload pl = payload_for(p);
-          return std::pair<const void*, std::size_t>{pl.data, pl.bytes};
-        },
-        timeout_, what);
-  }
-
   template <class F> void run_guarded(const std::string& what, F&& f) {
     try {
       f();
-    } catch (...) { fail_collective(what, std::current_exception()); }
-  }
-
-  /// Turns a collective's failure into the group's error; every path closes
-  /// the connections first, so peers blocked on this rank fail now too.
-  [[noreturn]] void fail_collective(const std::string& what, std::exception_ptr failure) {
-    // abort_for_failure or fail_for_peer interrupted this collective: their
-    // reason is the error, not the closed connections they caused (nor a
-    // search for whom to blame).
-    if (auto why = queue_.poisoned()) {
-      auto lost = reported_peer_failure();
-      close_all(!lost); // a peer's failure: aborting the segment would name this rank
-      if (lost)
-        throw error(
-            lost->silent ? error_kind::timeout : error_kind::peer_lost,
-            what + " failed: rank " + std::to_string(lost->rank) + " " + lost->reason +
-                " (this rank heard it from the rendezvous store while it waited, and closed its connections)",
-            lost->rank);
-      std::rethrow_exception(why);
-    }
-    try {
-      std::rethrow_exception(failure);
-    } catch (const ::gloo::IoException& e) {
-      fail_io(what, e.what());
-    } catch (const ::gloo::EnforceNotMet& e) {
-      close_all();
-      throw error(error_kind::backend, what + " failed inside Gloo: " + e.what(), rank_);
-    } catch (const ddp::error&) {
-      close_all();
-      throw;
-    } catch (const std::exception& e) {
-      close_all();
-      throw error(error_kind::backend, what + " failed: " + e.what(), rank_);
+    } catch (...) {
+      blame_.collective(
+          what, std::current_exception(), [this](bool with_segment) { close_all(with_segment); },
+          [this] { return reported_peer_failure(); });
     }
   }
 
-  /// A collective failed on the wire. Whom to blame: first a rank the store
-  /// recorded lost (it dropped, or announced its own failure); else, since
-  /// nobody died, a rank that stalled: the desync report finds the rank that
-  /// cannot say how far it got. The report is printed, and kept in the flight
-  /// recorder's JSON (DDP_FLIGHT_RECORDER).
+  /// A collective failed on the wire (see gloo_blame::io).
   [[noreturn]] void fail_io(const std::string& what, const std::string& gloo_text) {
     close_all(); // peers blocked on us fail now instead of at their timeout
-    const bool timed_out = gloo_text.find("imed out") != std::string::npos;
-    if (auto lost = find_lost_rank(timed_out)) {
-      queue_.recorder().note("rank " + std::to_string(lost.rank) + " " + lost.reason);
-      throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
-                  what + " failed: rank " + std::to_string(lost.rank) + " " + lost.reason +
-                      ". Gloo: " + gloo_text,
-                  lost.rank);
-    }
-    desync_result d;
-    if (store_) {
-      d = exchange_progress(*store_, rank_, size_, queue_.recorder().progress());
-      log_line("rank " + std::to_string(rank_), "desync report: " + d.verdict + d.table);
-      queue_.recorder().note(d.verdict + d.table);
-    }
-    std::string blame = d.verdict.empty() ? std::string() : " " + d.verdict + ".";
-    if (timed_out)
-      throw error(error_kind::timeout,
-                  what + " timed out after " + std::to_string(timeout_.count()) + " ms waiting for a peer." +
-                      blame +
-                      " (A rank stalled, is far behind, or skipped this collective; raise DDP_TIMEOUT if "
-                      "that is expected.) Gloo: " +
-                      gloo_text,
-                  d.culprit);
-    throw error(error_kind::peer_lost,
-                what + " failed: a peer closed its connection (it failed or timed out)." + blame +
-                    " Gloo: " + gloo_text,
-                d.culprit);
-  }
-
-  /// A mesh that did not form. A peer that died meanwhile refused or dropped
-  /// a connection, or the connect stopped for it (connect_interrupt.hpp):
-  /// named when the store saw it go.
-  /// Otherwise a wait for a peer's connection that ran its whole timeout
-  /// (gloo_mesh_timeout) is a timeout: that peer is to blame, and
-  /// process_group does not report it as this rank's failure. `note` goes
-  /// before Gloo's text.
-  [[noreturn]] void throw_mesh_error(const std::string& what, const std::string& note,
-                                     const std::exception& gloo) {
-    const std::string gloo_said = note + gloo.what();
-    if (auto lost = find_lost_rank(false))
-      throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
-                  what + ": rank " + std::to_string(lost.rank) + " " + lost.reason + ". Gloo: " + gloo_said,
-                  lost.rank);
-    const bool timed_out = dynamic_cast<const gloo_mesh_timeout*>(&gloo) != nullptr;
-    throw error(timed_out ? error_kind::timeout : error_kind::backend, what + ": " + gloo_said, rank_);
-  }
-
-  /// Asks the store which rank dropped without a goodbye or announced its own
-  /// failure. After a closed connection the store notices a crash at about the
-  /// moment we do, so it gets a second to record it; after a timeout whoever
-  /// died did so long ago, so a look suffices.
-  lost_rank find_lost_rank(bool timed_out) {
-    if (!store_) return {};
-    return store_->wait_for_lost_rank(std::chrono::milliseconds(timed_out ? 0 : 1000));
+    blame_.io(what, gloo_text);
   }
 
   void close_all(bool with_segment = true) {
-    if (shm_ && with_segment)
-      shm_->abort(); // the node's ranks waiting in the segment fail now too, as over TCP
+    if (shm_path_.get() && with_segment)
+      shm_path_.get()->abort(); // the node's ranks waiting in the segment fail now too, as over TCP
     std::lock_guard lock(contexts_mu_);
     ctx_.reset();
     leaders_.reset();
@@ -7891,12 +8197,12 @@ private:
   /// Fails every connection of this rank at once, from any thread, while a
   /// collective may be running on the worker (gloo_mesh_context::
   /// fail_connections). A transfer already under way is not queued any more:
-  /// the collectives' waits are then ended through waits_ (gloo_waits.hpp),
+  /// the collectives' waits are then ended through waits_ (detail/gloo/waits.hpp),
   /// which holds every buffer they use.
   /// `with_segment`: the node's segment is aborted too (its waiters fail,
   /// naming this rank as the one that failed).
   void interrupt_connections(bool with_segment) noexcept {
-    if (shm_ && with_segment) shm_->abort();
+    if (shm_path_.get() && with_segment) shm_path_.get()->abort();
     std::shared_ptr<gloo_mesh_context> ctx, leaders;
     {
       std::lock_guard lock(contexts_mu_);
@@ -7923,19 +8229,15 @@ private:
   std::optional<lost_rank> peer_failure_; ///< set by fail_for_peer when its failure is the group's
   std::shared_ptr<gloo_mesh_context> ctx_;
   std::shared_ptr<gloo_mesh_context> leaders_; ///< local rank 0 of each node, across nodes with shm
-  std::unique_ptr<shm_all_reduce> shm_;
-  shm_setup shm_args_;        ///< how shm_'s segment was set up: shm arrays start from it
-  shm_array_registry arrays_; ///< make_shm_array's segments, for in-place all-reduces
-  std::atomic<std::uint64_t> in_place_runs_{0};
-  int nnodes_ = 1;
-  bool shm_on_ = true;
+  gloo_shm_path shm_path_; ///< the node's segment, when the ranks voted for it, and its shm arrays
   std::vector<char> scratch_;
-  header_round headers_;
-  gloo_waits waits_; ///< the buffers of ddp's own collectives, for interrupt_connections
-  std::size_t ring_piece_bytes_ = fragment_ring::default_piece_bytes;
+  gloo_collectives mesh_; ///< the collectives over ctx_: header round, ring, chain, block exchange
+  gloo_waits waits_;      ///< the buffers of ddp's own collectives, for interrupt_connections
+  gloo_knobs knobs_;
   std::size_t verified_piece_ = 0; ///< the piece every rank's buckets last agreed on (worker thread only)
   std::uint32_t next_tag_ = 1;     // worker thread only
   collective_queue queue_;
+  gloo_blame blame_;
 };
 
 } // namespace detail
@@ -8059,32 +8361,44 @@ DDP_END_NAMESPACE
 #ifndef DDP_DATA_PARALLEL_HPP
 #define DDP_DATA_PARALLEL_HPP
 
-// ---- begin ddp/data_parallel/bucket_engine.hpp ----
-// Chooses the bucket engine by where the gradients live: the host engine for
-// host memory, the CUDA engine (device_bucket_engine.hpp) for device memory.
-// The CUDA engine is compiled in where DDP_WITH_CUDA is defined (the ddp::cuda
-// and ddp::nccl CMake targets define it); without it, device gradients are a
-// clear error at construction, and nothing here needs CUDA headers.
-#ifndef DDP_DATA_PARALLEL_BUCKET_ENGINE_HPP
-#define DDP_DATA_PARALLEL_BUCKET_ENGINE_HPP
+// ---- begin ddp/data_parallel/no_sync.hpp ----
+// ddp::no_sync_guard: while it lives, distributed_data_parallel lets gradients
+// accumulate locally (PyTorch's no_sync()). Guards nest.
+#ifndef DDP_DATA_PARALLEL_NO_SYNC_HPP
+#define DDP_DATA_PARALLEL_NO_SYNC_HPP
 
-// ---- begin ddp/data_parallel/host_bucket_engine.hpp ----
-// Launches and completes the buckets of a plan whose gradients are in host
-// memory: packs (converting and scaling in the same pass) where the plan says
-// packed, scales in place or fuses the scale into the ring otherwise, and
-// unpacks when a bucket is done. The CUDA engine sits beside it.
-#ifndef DDP_DATA_PARALLEL_HOST_BUCKET_ENGINE_HPP
-#define DDP_DATA_PARALLEL_HOST_BUCKET_ENGINE_HPP
 
-// ---- begin ddp/data_parallel/bucket_plan.hpp ----
-// The bucket plan: which parameters travel together, at which offsets, as
-// which wire type, and along which path. A pure function of the bucketing
-// policy's assignment, the parameters' dtypes, sizes and addresses, the
-// reduction's wire type and what the backend can do — testable without a
-// process group (tests/unit/test_bucket_plan.cpp).
-#ifndef DDP_DATA_PARALLEL_BUCKET_PLAN_HPP
-#define DDP_DATA_PARALLEL_BUCKET_PLAN_HPP
+#include <utility>
 
+DDP_BEGIN_NAMESPACE
+
+template <class Model, class Backend, class Bucketing, class Reduction> class distributed_data_parallel;
+
+class no_sync_guard {
+public:
+  /// Same as dp.no_sync(): refused in the middle of a step.
+  template <class DataParallel>
+  requires requires(DataParallel& d) { d.no_sync(); }
+  explicit no_sync_guard(DataParallel& dp) : no_sync_guard(dp.no_sync()) {}
+  no_sync_guard(no_sync_guard&& o) noexcept : depth_(std::exchange(o.depth_, nullptr)) {}
+  no_sync_guard(const no_sync_guard&) = delete;
+  no_sync_guard& operator=(const no_sync_guard&) = delete;
+  no_sync_guard& operator=(no_sync_guard&&) = delete;
+  ~no_sync_guard() {
+    if (depth_) --*depth_;
+  }
+
+private:
+  template <class, class, class, class> friend class distributed_data_parallel;
+  explicit no_sync_guard(int& depth) : depth_(&depth) { ++*depth_; }
+
+  int* depth_;
+};
+
+DDP_END_NAMESPACE
+
+#endif // DDP_DATA_PARALLEL_NO_SYNC_HPP
+// ---- end ddp/data_parallel/no_sync.hpp ----
 // ---- begin ddp/data_parallel/options.hpp ----
 // What users set and see of distributed_data_parallel: its options and the
 // description of its buckets.
@@ -8142,6 +8456,32 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DATA_PARALLEL_OPTIONS_HPP
 // ---- end ddp/data_parallel/options.hpp ----
+// ---- begin ddp/detail/data_parallel/bucket_engine.hpp ----
+// Chooses the bucket engine by where the gradients live: the host engine for
+// host memory, the CUDA engine (device_bucket_engine.hpp) for device memory.
+// The CUDA engine is compiled in where DDP_WITH_CUDA is defined (the ddp::cuda
+// and ddp::nccl CMake targets define it); without it, device gradients are a
+// clear error at construction, and nothing here needs CUDA headers.
+#ifndef DDP_DETAIL_DATA_PARALLEL_BUCKET_ENGINE_HPP
+#define DDP_DETAIL_DATA_PARALLEL_BUCKET_ENGINE_HPP
+
+// ---- begin ddp/detail/data_parallel/host_bucket_engine.hpp ----
+// Launches and completes the buckets of a plan whose gradients are in host
+// memory: packs (converting and scaling in the same pass) where the plan says
+// packed, scales in place or fuses the scale into the ring otherwise, and
+// unpacks when a bucket is done. The CUDA engine sits beside it.
+#ifndef DDP_DETAIL_DATA_PARALLEL_HOST_BUCKET_ENGINE_HPP
+#define DDP_DETAIL_DATA_PARALLEL_HOST_BUCKET_ENGINE_HPP
+
+// ---- begin ddp/detail/data_parallel/bucket_plan.hpp ----
+// The bucket plan: which parameters travel together, at which offsets, as
+// which wire type, and along which path. A pure function of the bucketing
+// policy's assignment, the parameters' dtypes, sizes and addresses, the
+// reduction's wire type and what the backend can do — testable without a
+// process group (tests/unit/test_bucket_plan.cpp).
+#ifndef DDP_DETAIL_DATA_PARALLEL_BUCKET_PLAN_HPP
+#define DDP_DETAIL_DATA_PARALLEL_BUCKET_PLAN_HPP
+
 // ---- begin ddp/detail/data_parallel/model_layout.hpp ----
 // The parameters and buffers of a model, walked once into type-erased slots,
 // plus the description that ranks compare to prove they hold the same model.
@@ -8490,9 +8830,9 @@ inline std::vector<parameter_desc> describe_for_bucketing(std::span<const tensor
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_BUCKET_PLAN_HPP
-// ---- end ddp/data_parallel/bucket_plan.hpp ----
-// ---- begin ddp/data_parallel/unchecked_works.hpp ----
+#endif // DDP_DETAIL_DATA_PARALLEL_BUCKET_PLAN_HPP
+// ---- end ddp/detail/data_parallel/bucket_plan.hpp ----
+// ---- begin ddp/detail/data_parallel/unchecked_works.hpp ----
 // Works whose results a stream waited for on the device (work::stream_wait)
 // while the host went on: DDP's buckets and buffer broadcasts over NCCL in a
 // stream-ordered synchronize(). Their failures still reach the user: a
@@ -8500,8 +8840,8 @@ DDP_END_NAMESPACE
 // still unchecked at teardown is waited for and logged. A failed collective also poisons the
 // group, so the next collective fails with it anyway; this covers the last
 // step, after which there may be none.
-#ifndef DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
-#define DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_UNCHECKED_WORKS_HPP
+#define DDP_DETAIL_DATA_PARALLEL_UNCHECKED_WORKS_HPP
 
 
 #include <algorithm>
@@ -8608,8 +8948,8 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_UNCHECKED_WORKS_HPP
-// ---- end ddp/data_parallel/unchecked_works.hpp ----
+#endif // DDP_DETAIL_DATA_PARALLEL_UNCHECKED_WORKS_HPP
+// ---- end ddp/detail/data_parallel/unchecked_works.hpp ----
 
 #include <chrono>
 #include <cstring>
@@ -8772,12 +9112,12 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_HOST_BUCKET_ENGINE_HPP
-// ---- end ddp/data_parallel/host_bucket_engine.hpp ----
+#endif // DDP_DETAIL_DATA_PARALLEL_HOST_BUCKET_ENGINE_HPP
+// ---- end ddp/detail/data_parallel/host_bucket_engine.hpp ----
 // Before the conditional block: the single header inlines a file where it is
 // first included, and device_broadcasts.hpp needs this one without CUDA too.
 #if defined(DDP_WITH_CUDA) || defined(DDP_WITH_NCCL)
-// ---- begin ddp/data_parallel/device_bucket_engine.hpp ----
+// ---- begin ddp/detail/data_parallel/device_bucket_engine.hpp ----
 // Launches and completes the buckets of a plan whose gradients are in CUDA
 // device memory; the host engine's twin. Host code here never dereferences
 // device memory: every touch of a gradient is a kernel, cudaMemsetAsync or
@@ -8814,8 +9154,8 @@ DDP_END_NAMESPACE
 //           for every collective's work first (an NCCL timeout aborts the
 //           communicator, whose stream then runs on: the error must come from
 //           the work, naming the collective), then for the engine's stream.
-#ifndef DDP_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
-#define DDP_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
+#define DDP_DETAIL_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
 
 // ---- begin ddp/detail/cuda/kernels.hpp ----
 // ddp's device kernels from host code compiled by any C++ compiler.
@@ -13899,8 +14239,8 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
-// ---- end ddp/data_parallel/device_bucket_engine.hpp ----
+#endif // DDP_DETAIL_DATA_PARALLEL_DEVICE_BUCKET_ENGINE_HPP
+// ---- end ddp/detail/data_parallel/device_bucket_engine.hpp ----
 #define DDP_DETAIL_DEVICE_ENGINE 1
 #endif
 
@@ -14020,14 +14360,14 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_BUCKET_ENGINE_HPP
-// ---- end ddp/data_parallel/bucket_engine.hpp ----
-// ---- begin ddp/data_parallel/debug.hpp ----
+#endif // DDP_DETAIL_DATA_PARALLEL_BUCKET_ENGINE_HPP
+// ---- end ddp/detail/data_parallel/bucket_engine.hpp ----
+// ---- begin ddp/detail/data_parallel/debug.hpp ----
 // DDP_DEBUG diagnostics for distributed_data_parallel, kept apart from it:
 // INFO logs the bucket layout once, DETAIL adds per-step bucket timings and a
 // cross-rank check before every bucket that all ranks launch the same one.
-#ifndef DDP_DATA_PARALLEL_DEBUG_HPP
-#define DDP_DATA_PARALLEL_DEBUG_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_DEBUG_HPP
+#define DDP_DETAIL_DATA_PARALLEL_DEBUG_HPP
 
 
 #include <cstdint>
@@ -14082,9 +14422,9 @@ void check_same_bucket_everywhere(Comm& comm, std::size_t index, const planned_b
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_DEBUG_HPP
-// ---- end ddp/data_parallel/debug.hpp ----
-// ---- begin ddp/data_parallel/device_broadcasts.hpp ----
+#endif // DDP_DETAIL_DATA_PARALLEL_DEBUG_HPP
+// ---- end ddp/detail/data_parallel/debug.hpp ----
+// ---- begin ddp/detail/data_parallel/device_broadcasts.hpp ----
 // How DDP's broadcasts from rank 0 (construction, sync_buffers()) carry
 // device tensors. Over a host-only communicator (ddp::gloo) they go through
 // pinned memory (staged_broadcaster), never as device pointers. Over a device
@@ -14094,8 +14434,8 @@ DDP_END_NAMESPACE
 // broadcasts: synchronize() does not block the host for buffers), otherwise
 // the host waits for the compute stream first and for the broadcasts after.
 // Without ddp's CUDA engine a device tensor here is a clear error.
-#ifndef DDP_DATA_PARALLEL_DEVICE_BROADCASTS_HPP
-#define DDP_DATA_PARALLEL_DEVICE_BROADCASTS_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_DEVICE_BROADCASTS_HPP
+#define DDP_DETAIL_DATA_PARALLEL_DEVICE_BROADCASTS_HPP
 
 
 #include <functional>
@@ -14196,14 +14536,14 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_DEVICE_BROADCASTS_HPP
-// ---- end ddp/data_parallel/device_broadcasts.hpp ----
-// ---- begin ddp/data_parallel/join.hpp ----
+#endif // DDP_DETAIL_DATA_PARALLEL_DEVICE_BROADCASTS_HPP
+// ---- end ddp/detail/data_parallel/device_broadcasts.hpp ----
+// ---- begin ddp/detail/data_parallel/join.hpp ----
 // Uneven inputs (PyTorch's Join, with divide_by_initial_world_size): every
 // step, training ranks all-reduce a "still training" flag; a rank that ran out
 // of data answers those rounds with zeros until the flag reads zero.
-#ifndef DDP_DATA_PARALLEL_JOIN_HPP
-#define DDP_DATA_PARALLEL_JOIN_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_JOIN_HPP
+#define DDP_DETAIL_DATA_PARALLEL_JOIN_HPP
 
 
 #include <cstdint>
@@ -14255,52 +14595,14 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_JOIN_HPP
-// ---- end ddp/data_parallel/join.hpp ----
-// ---- begin ddp/data_parallel/no_sync.hpp ----
-// ddp::no_sync_guard: while it lives, distributed_data_parallel lets gradients
-// accumulate locally (PyTorch's no_sync()). Guards nest.
-#ifndef DDP_DATA_PARALLEL_NO_SYNC_HPP
-#define DDP_DATA_PARALLEL_NO_SYNC_HPP
-
-
-#include <utility>
-
-DDP_BEGIN_NAMESPACE
-
-template <class Model, class Backend, class Bucketing, class Reduction> class distributed_data_parallel;
-
-class no_sync_guard {
-public:
-  /// Same as dp.no_sync(): refused in the middle of a step.
-  template <class DataParallel>
-  requires requires(DataParallel& d) { d.no_sync(); }
-  explicit no_sync_guard(DataParallel& dp) : no_sync_guard(dp.no_sync()) {}
-  no_sync_guard(no_sync_guard&& o) noexcept : depth_(std::exchange(o.depth_, nullptr)) {}
-  no_sync_guard(const no_sync_guard&) = delete;
-  no_sync_guard& operator=(const no_sync_guard&) = delete;
-  no_sync_guard& operator=(no_sync_guard&&) = delete;
-  ~no_sync_guard() {
-    if (depth_) --*depth_;
-  }
-
-private:
-  template <class, class, class, class> friend class distributed_data_parallel;
-  explicit no_sync_guard(int& depth) : depth_(&depth) { ++*depth_; }
-
-  int* depth_;
-};
-
-DDP_END_NAMESPACE
-
-#endif // DDP_DATA_PARALLEL_NO_SYNC_HPP
-// ---- end ddp/data_parallel/no_sync.hpp ----
-// ---- begin ddp/data_parallel/parameter_registry.hpp ----
+#endif // DDP_DETAIL_DATA_PARALLEL_JOIN_HPP
+// ---- end ddp/detail/data_parallel/join.hpp ----
+// ---- begin ddp/detail/data_parallel/parameter_registry.hpp ----
 // The model as distributed_data_parallel sees it: its parameters and buffers
 // walked into type-erased slots, found by name or by gradient address, checked
 // against the other ranks, and followed when their storage moves.
-#ifndef DDP_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
-#define DDP_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
+#define DDP_DETAIL_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
 
 
 #include <algorithm>
@@ -14451,15 +14753,15 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
-// ---- end ddp/data_parallel/parameter_registry.hpp ----
-// ---- begin ddp/data_parallel/step_state.hpp ----
+#endif // DDP_DETAIL_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
+// ---- end ddp/detail/data_parallel/parameter_registry.hpp ----
+// ---- begin ddp/detail/data_parallel/step_state.hpp ----
 // One step of distributed_data_parallel as a state machine: which gradients
 // are marked (ready, or unused on this rank), how many each bucket still
 // waits for, and which bucket launches next — strictly in bucket order, so
 // every rank issues the same collectives in the same order.
-#ifndef DDP_DATA_PARALLEL_STEP_STATE_HPP
-#define DDP_DATA_PARALLEL_STEP_STATE_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_STEP_STATE_HPP
+#define DDP_DETAIL_DATA_PARALLEL_STEP_STATE_HPP
 
 
 #include <algorithm>
@@ -14518,16 +14820,16 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_STEP_STATE_HPP
-// ---- end ddp/data_parallel/step_state.hpp ----
-// ---- begin ddp/data_parallel/timeline.hpp ----
+#endif // DDP_DETAIL_DATA_PARALLEL_STEP_STATE_HPP
+// ---- end ddp/detail/data_parallel/step_state.hpp ----
+// ---- begin ddp/detail/data_parallel/timeline.hpp ----
 // What distributed_data_parallel tells the timeline (DDP_TRACE, see
 // ddp/detail/common/trace.hpp): gradients marked, buckets launched, waited
 // for, unpacked and completed, one synchronize() per step. Kept apart from the
 // reducer, as c10d keeps its timer and logger apart: the reducer calls one probe
 // per point, and each probe is one predictable branch when tracing is off.
-#ifndef DDP_DATA_PARALLEL_TIMELINE_HPP
-#define DDP_DATA_PARALLEL_TIMELINE_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_TIMELINE_HPP
+#define DDP_DETAIL_DATA_PARALLEL_TIMELINE_HPP
 
 
 #include <cstdint>
@@ -14609,8 +14911,8 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DATA_PARALLEL_TIMELINE_HPP
-// ---- end ddp/data_parallel/timeline.hpp ----
+#endif // DDP_DETAIL_DATA_PARALLEL_TIMELINE_HPP
+// ---- end ddp/detail/data_parallel/timeline.hpp ----
 // ---- begin ddp/process_group.hpp ----
 // ddp::process_group<Backend> and ddp::init_process_group<Backend>().
 #ifndef DDP_PROCESS_GROUP_HPP
@@ -14819,59 +15121,235 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_OPEN_FILES_HPP
 // ---- end ddp/detail/common/open_files.hpp ----
-// ---- begin ddp/detail/common/timeout.hpp ----
-// DDP_TIMEOUT: the one deadline every wait in ddp is bounded by.
-#ifndef DDP_DETAIL_TIMEOUT_HPP
-#define DDP_DETAIL_TIMEOUT_HPP
+// ---- begin ddp/detail/process_group/make_rendezvous.hpp ----
+// Turns init_options and the launcher's topology into a rendezvous: the
+// checked rank and world size, the init method, the token, the open-files
+// check, and (for env:// and tcp://) the joined store every rank arrived at.
+#ifndef DDP_DETAIL_PROCESS_GROUP_MAKE_RENDEZVOUS_HPP
+#define DDP_DETAIL_PROCESS_GROUP_MAKE_RENDEZVOUS_HPP
 
 
+#include <algorithm>
 #include <chrono>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
-/// "600" (seconds), or with a unit: "500ms", "30s", "10m".
-inline std::chrono::milliseconds parse_timeout(std::string_view v) {
-  auto bad = [&] {
-    return error(error_kind::config, "environment variable DDP_TIMEOUT='" + std::string(v) +
-                                         "' is not a positive duration like 600, 30s, 500ms or 10m");
-  };
-  std::int64_t scale = 1000;
-  if (v.ends_with("ms")) {
-    scale = 1;
-    v.remove_suffix(2);
-  } else if (v.ends_with("s")) {
-    v.remove_suffix(1);
-  } else if (v.ends_with("m")) {
-    scale = 60000;
-    v.remove_suffix(1);
-  }
-  auto n = parse_int(v);
-  if (!n || *n <= 0 || *n > (std::int64_t{1} << 40) / scale) throw bad();
-  return std::chrono::milliseconds(*n * scale);
+/// Tells ddprun's failure note and the store that `rank` fails on an error of
+/// its own, so that peers waiting for it fail now, naming it and `reason`.
+/// Peers read "rank R failed: <reason>": a leading "rank R: " goes.
+inline void report_own_failure(tcp_store& store, int rank, std::string_view why) noexcept {
+  try {
+    std::string reason(why);
+    const std::string self = "rank " + std::to_string(rank) + ": ";
+    if (reason.starts_with(self)) reason.erase(0, self.size());
+    note_failure_for_launcher(rank, reason);
+    store.report_failure(reason);
+  } catch (...) {} // best effort: the error going out is what matters
 }
 
-/// DDP_TIMEOUT when set, else 10 minutes (PyTorch's default for Gloo and NCCL).
-inline std::chrono::milliseconds default_timeout() {
-  if (auto v = getenv_str("DDP_TIMEOUT")) return parse_timeout(*v);
-  return std::chrono::minutes(10);
+inline std::string token_or_env(const std::string& token) {
+  if (!token.empty()) return token;
+  return getenv_str("DDP_TOKEN").value_or("");
+}
+
+inline void parse_host_port(std::string_view hp, std::string_view method, std::string& host, int& port) {
+  auto colon = hp.rfind(':');
+  if (colon == std::string_view::npos || colon == 0)
+    throw error(error_kind::config, "init_method '" + std::string(method) + "' must be tcp://host:port");
+  host = std::string(hp.substr(0, colon));
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  auto p = parse_int(hp.substr(colon + 1));
+  if (!p || *p < 1 || *p > 65535)
+    throw error(error_kind::config, "init_method '" + std::string(method) + "': port is not in 1..65535");
+  port = static_cast<int>(*p);
+}
+
+/// Connects to (rank 0: serves) the store. When that fails on a port ddp chose rather than
+/// MASTER_PORT itself, the error also says where the port came from and how to choose another.
+inline std::shared_ptr<tcp_store> make_store(const tcp_store_options& so, const std::string& origin) {
+  try {
+    return std::make_shared<tcp_store>(so);
+  } catch (const error& e) {
+    if (origin.empty() || origin.starts_with("MASTER_PORT")) throw;
+    std::string_view what = e.what();
+    what.remove_prefix(std::min(what.size(), what.find(": ") + 2)); // "ddp <kind> error: "
+    what = what.substr(0, what.find(" (another job"));              // its MASTER_PORT advice
+    throw error(e.kind(),
+                std::string(what) + ". ddp's rendezvous store uses " + origin +
+                    ": that port must be free on the master node and reachable from every node; "
+                    "set DDP_STORE_PORT (the same on every node) to choose another",
+                e.rank());
+  }
+}
+
+/// How long a rank refused before it joined the store tries to reach it, to
+/// report: the store may not be up yet (rank 0 starts at its own pace), but
+/// where every node has the same low limit, rank 0 was refused too and
+/// serves nothing, and each rank's own error waits this long, so it is short
+/// (docs/design-notes.md, "Note [report before store patience]").
+inline constexpr std::chrono::milliseconds report_before_store_patience{3000};
+
+/// A rank refused during the rendezvous reports it (report_own_failure), so
+/// that the peers waiting for it there fail now instead of at DDP_TIMEOUT:
+/// without a launcher that ends the job (srun does not by default), ten
+/// minutes at the default timeout. One refused before it joined the store
+/// (the open-files check) connects only to report, for report_before_store_patience at
+/// most, unless it would serve the store itself (then there is none to tell).
+/// It reports only if it can claim its rank there, as joining would: a store
+/// of another job sharing the port and token is not told.
+inline void report_failure_before_store(tcp_store_options so, const error& e) noexcept {
+  if (so.serve) return;
+  try {
+    so.timeout = std::min(so.timeout, report_before_store_patience);
+    so.linger.reset();
+    tcp_store store(so);
+    if (store.add("ddp/rank/" + std::to_string(so.rank), 1) == 1)
+      report_own_failure(store, so.rank, e.message());
+  } catch (...) {}
+}
+
+/// Raises the open-files limit to what this rank will hold (see open_files.hpp),
+/// or fails now, before the job waits on a rank that ran out.
+inline void ensure_rank_open_files(const ddp::topology& t, long backend_files, bool uses_store,
+                                   bool serves_store) {
+  open_files_need need;
+  need.in_use = open_files_in_use();
+  need.backend = backend_files;
+  need.store_client = uses_store ? 3 : 0; // its own, the failure watch's, one to report a failure
+  need.store_server = serves_store ? store_server_open_files(t.world_size) : 0;
+  if (serves_store) need.spare += store_fd_reserve_max; // or the server pauses its accepts
+  ensure_open_files(need, "rank " + std::to_string(t.rank),
+                    "a job of " + std::to_string(t.world_size) + " rank" + (t.world_size == 1 ? "" : "s"));
+}
+
+/// `backend_files`: the descriptors the backend's connections take (its
+/// communicator's open_files(topology), where it has one).
+inline ddp::rendezvous make_rendezvous(const init_options& o,
+                                       long (*backend_files)(const ddp::topology&) = nullptr) {
+  ddp::rendezvous rv;
+  rv.topo = topology::from_env();
+  if (o.world_size == 0 || o.world_size < -1)
+    throw error(error_kind::config,
+                "init_options::world_size=" + std::to_string(o.world_size) + " must be >= 1");
+  if (o.world_size > 0) rv.topo.world_size = o.world_size;
+  if (o.rank >= 0) rv.topo.rank = o.rank;
+  if (o.rank < -1 || rv.topo.rank >= rv.topo.world_size)
+    throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) + " is not below world size " +
+                                        std::to_string(rv.topo.world_size));
+  if (rv.topo.local_world_size > rv.topo.world_size) {
+    rv.topo.local_world_size = rv.topo.world_size;
+    rv.topo.local_rank = rv.topo.rank;
+  }
+  if (o.timeout.count() <= 0) throw error(error_kind::config, "init_options::timeout must be positive");
+  rv.timeout = o.timeout;
+  rv.token = token_or_env(o.token);
+
+  std::string_view m = o.init_method;
+  if (m.starts_with("file://")) {
+    rv.file_path = std::string(m.substr(7));
+    if (rv.file_path.empty()) throw error(error_kind::config, "init_method 'file://' needs a directory path");
+    ensure_rank_open_files(rv.topo, backend_files ? backend_files(rv.topo) : 0, false, false);
+    return rv;
+  }
+  std::string host;
+  int port = 0;
+  if (m.starts_with("tcp://")) {
+    parse_host_port(m.substr(6), m, host, port);
+    rv.topo.master_addr = host;
+    rv.topo.master_port = rv.topo.store_port = port;
+  } else if (m == "env://" || m.empty()) {
+    host = rv.topo.master_addr;
+    port = rv.topo.store_port; // MASTER_PORT, or beside it under torch's elastic agent (see topology)
+    if (rv.topo.world_size > 1 && host.empty())
+      throw error(error_kind::config,
+                  "env:// needs MASTER_ADDR (rank " + std::to_string(rv.topo.rank) + " of " +
+                      std::to_string(rv.topo.world_size) +
+                      "): launch with ddprun/torchrun, or export MASTER_ADDR and MASTER_PORT");
+    if (rv.topo.world_size > 1 && port == 0)
+      throw error(error_kind::config,
+                  "env:// needs MASTER_PORT (or DDP_STORE_PORT): launch with ddprun/torchrun, or export it");
+    if (host.empty()) host = "127.0.0.1"; // a single process serves itself on a free port
+  } else {
+    throw error(error_kind::config, "init_method '" + o.init_method +
+                                        "' is not supported: use env://, tcp://host:port or file:///dir");
+  }
+  tcp_store_options so;
+  so.host = host;
+  so.port = port;
+  // ddprun on the master node serves the store when it launched the job (so it
+  // outlives every rank); otherwise rank 0 does. tcp:// always means rank 0.
+  const bool launcher = rv.topo.store_in_launcher && !m.starts_with("tcp://");
+  so.serve = rv.topo.rank == 0 && !launcher;
+  so.served_by_launcher = launcher;
+  so.timeout = rv.timeout;
+  so.token = rv.token;
+  so.rank = rv.topo.rank;
+  // Each restart round of the job has keys of its own, lost ranks included.
+  if (rv.topo.restart_round) { // appended, not "r" + std::to_string(...): g++ 12's false -Wrestrict at -O3
+    so.scope.assign(1, 'r');
+    so.scope += std::to_string(*rv.topo.restart_round);
+    so.scope += '/';
+  }
+  try {
+    ensure_rank_open_files(rv.topo, backend_files ? backend_files(rv.topo) : 0, true, so.serve);
+  } catch (const error& e) {
+    report_failure_before_store(so, e);
+    throw;
+  }
+  rv.store = make_store(so, m.starts_with("tcp://") ? std::string() : store_port_origin(rv.topo));
+  // Two processes claiming one rank would corrupt the mesh: refuse clearly.
+  // Not reported: the rank is the other process's (maybe of another job
+  // sharing the port and token, running fine).
+  if (rv.store->add("ddp/rank/" + std::to_string(rv.topo.rank), 1) != 1)
+    throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) +
+                                        " joined twice: two processes have the same RANK in this job");
+  auto refuse = [&](const std::string& why) { // this process holds the rank: it may report
+    error e(error_kind::config, why);
+    report_own_failure(*rv.store, rv.topo.rank, e.message());
+    return e;
+  };
+  rv.store->set("ddp/world/" + std::to_string(rv.topo.rank), std::to_string(rv.topo.world_size));
+  if (rv.topo.rank != 0) {
+    auto w0 = rv.store->get("ddp/world/0");
+    if (w0 != std::to_string(rv.topo.world_size))
+      throw refuse("rank " + std::to_string(rv.topo.rank) + " was started with world size " +
+                   std::to_string(rv.topo.world_size) + " but rank 0 with " + w0);
+  }
+  // Every rank arrives before any enters the backend's mesh: a rank lost
+  // until here is named by this wait at once (the store answers "lost").
+  // Without it, Gloo's connectFullMesh, interrupted by that answer, took the
+  // full timeout to unwind (seen: 4 s at DDP_TIMEOUT=4s, 1 run in 2).
+  rv.store->set("ddp/arrived/" + std::to_string(rv.topo.rank), "1");
+  std::vector<std::string> arrived;
+  for (int r = 0; r < rv.topo.world_size; ++r)
+    arrived.push_back("ddp/arrived/" + std::to_string(r));
+  try {
+    rv.store->wait(arrived);
+  } catch (const error& e) {
+    if (e.kind() == error_kind::peer_lost) rv.store->serve_late_arrivals(rv.topo.world_size);
+    throw;
+  }
+  return rv;
 }
 
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_TIMEOUT_HPP
-// ---- end ddp/detail/common/timeout.hpp ----
-// ---- begin ddp/process_group/peer_failure_relay.hpp ----
+#endif // DDP_DETAIL_PROCESS_GROUP_MAKE_RENDEZVOUS_HPP
+// ---- end ddp/detail/process_group/make_rendezvous.hpp ----
+// ---- begin ddp/detail/process_group/peer_failure_relay.hpp ----
 // Where the peer-failure watch's news goes. The watch starts before the
 // communicator (so that a rank failing while the connections form stops the
-// others' waits: detail/backend/connect_interrupt.hpp); until the communicator
+// others' waits: detail/fault/connect_interrupt.hpp); until the communicator
 // exists, a failure interrupts its connect and is kept; once it exists, the
 // kept failure, or a later one, goes to its fail_for_peer.
-#ifndef DDP_PROCESS_GROUP_PEER_FAILURE_RELAY_HPP
-#define DDP_PROCESS_GROUP_PEER_FAILURE_RELAY_HPP
+#ifndef DDP_DETAIL_PROCESS_GROUP_PEER_FAILURE_RELAY_HPP
+#define DDP_DETAIL_PROCESS_GROUP_PEER_FAILURE_RELAY_HPP
 
 
 #include <memory>
@@ -14916,9 +15394,9 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_PROCESS_GROUP_PEER_FAILURE_RELAY_HPP
-// ---- end ddp/process_group/peer_failure_relay.hpp ----
-// ---- begin ddp/process_group/peer_failure_watch.hpp ----
+#endif // DDP_DETAIL_PROCESS_GROUP_PEER_FAILURE_RELAY_HPP
+// ---- end ddp/detail/process_group/peer_failure_relay.hpp ----
+// ---- begin ddp/detail/process_group/peer_failure_watch.hpp ----
 // Hears of a failed rank from the store, while the group lives, for the ranks
 // that a collective's own connections would not tell: a rank that crashed,
 // or gave up with process_group::abort, is recorded in the store at once
@@ -14932,8 +15410,8 @@ DDP_END_NAMESPACE
 // and hands the first lost rank to the communicator once; a store that
 // vanishes is rank 0's loss when rank 0 served it. The store answers a
 // wait as soon as the key appears: no polling, nothing on the wire meanwhile.
-#ifndef DDP_PROCESS_GROUP_PEER_FAILURE_WATCH_HPP
-#define DDP_PROCESS_GROUP_PEER_FAILURE_WATCH_HPP
+#ifndef DDP_DETAIL_PROCESS_GROUP_PEER_FAILURE_WATCH_HPP
+#define DDP_DETAIL_PROCESS_GROUP_PEER_FAILURE_WATCH_HPP
 
 
 #include <algorithm>
@@ -15006,8 +15484,8 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_PROCESS_GROUP_PEER_FAILURE_WATCH_HPP
-// ---- end ddp/process_group/peer_failure_watch.hpp ----
+#endif // DDP_DETAIL_PROCESS_GROUP_PEER_FAILURE_WATCH_HPP
+// ---- end ddp/detail/process_group/peer_failure_watch.hpp ----
 
 #include <algorithm>
 #include <chrono>
@@ -15195,31 +15673,6 @@ DDP_END_NAMESPACE
 
 DDP_BEGIN_NAMESPACE
 
-namespace detail {
-
-/// Tells ddprun's failure note and the store that `rank` fails on an error of
-/// its own, so that peers waiting for it fail now, naming it and `reason`.
-/// Peers read "rank R failed: <reason>": a leading "rank R: " goes.
-inline void report_own_failure(tcp_store& store, int rank, std::string_view why) noexcept {
-  try {
-    std::string reason(why);
-    const std::string self = "rank " + std::to_string(rank) + ": ";
-    if (reason.starts_with(self)) reason.erase(0, self.size());
-    note_failure_for_launcher(rank, reason);
-    store.report_failure(reason);
-  } catch (...) {} // best effort: the error going out is what matters
-}
-
-} // namespace detail
-
-struct init_options {
-  std::string init_method = "env://"; ///< env://, tcp://host:port or file:///shared/dir
-  int rank = -1;                      ///< -1: from the environment (topology)
-  int world_size = -1;                ///< -1: from the environment
-  std::chrono::milliseconds timeout = detail::default_timeout();
-  std::string token; ///< empty: DDP_TOKEN (set per job by ddprun)
-};
-
 template <class Backend> class process_group {
   static_assert(backend_policy<Backend>,
                 "ddp: process_group<B> needs a backend policy such as ddp::gloo or ddp::nccl: a type with "
@@ -15395,7 +15848,7 @@ private:
   /// failure for another rank's loss (peer_lost), a timeout (the rank waited
   /// for is to blame), or any failure once the store knows of a lost rank
   /// (this rank's is then likely its consequence: the rank that failed first
-  /// reports after a grace of its own, gloo.hpp's find_lost_rank).
+  /// reports after a grace of its own, detail/gloo/blame.hpp's find_lost_rank).
   void report_failed_connect(const std::exception& e) noexcept {
     if (!store_) return;
     const auto* d = dynamic_cast<const ddp::error*>(&e);
@@ -15630,195 +16083,6 @@ private:
   std::once_flag staged_once_;
   int uncaught_at_start_ = std::uncaught_exceptions(); // the group is made outside any unwinding, usually
 };
-
-namespace detail {
-
-inline std::string token_or_env(const std::string& token) {
-  if (!token.empty()) return token;
-  return getenv_str("DDP_TOKEN").value_or("");
-}
-
-inline void parse_host_port(std::string_view hp, std::string_view method, std::string& host, int& port) {
-  auto colon = hp.rfind(':');
-  if (colon == std::string_view::npos || colon == 0)
-    throw error(error_kind::config, "init_method '" + std::string(method) + "' must be tcp://host:port");
-  host = std::string(hp.substr(0, colon));
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  auto p = parse_int(hp.substr(colon + 1));
-  if (!p || *p < 1 || *p > 65535)
-    throw error(error_kind::config, "init_method '" + std::string(method) + "': port is not in 1..65535");
-  port = static_cast<int>(*p);
-}
-
-/// Connects to (rank 0: serves) the store. When that fails on a port ddp chose rather than
-/// MASTER_PORT itself, the error also says where the port came from and how to choose another.
-inline std::shared_ptr<tcp_store> make_store(const tcp_store_options& so, const std::string& origin) {
-  try {
-    return std::make_shared<tcp_store>(so);
-  } catch (const error& e) {
-    if (origin.empty() || origin.starts_with("MASTER_PORT")) throw;
-    std::string_view what = e.what();
-    what.remove_prefix(std::min(what.size(), what.find(": ") + 2)); // "ddp <kind> error: "
-    what = what.substr(0, what.find(" (another job"));              // its MASTER_PORT advice
-    throw error(e.kind(),
-                std::string(what) + ". ddp's rendezvous store uses " + origin +
-                    ": that port must be free on the master node and reachable from every node; "
-                    "set DDP_STORE_PORT (the same on every node) to choose another",
-                e.rank());
-  }
-}
-
-/// How long a rank refused before it joined the store tries to reach it, to
-/// report: the store may not be up yet (rank 0 starts at its own pace), but
-/// where every node has the same low limit, rank 0 was refused too and
-/// serves nothing, and each rank's own error waits this long, so it is short
-/// (docs/design-notes.md, "Note [report before store patience]").
-inline constexpr std::chrono::milliseconds report_before_store_patience{3000};
-
-/// A rank refused during the rendezvous reports it (report_own_failure), so
-/// that the peers waiting for it there fail now instead of at DDP_TIMEOUT:
-/// without a launcher that ends the job (srun does not by default), ten
-/// minutes at the default timeout. One refused before it joined the store
-/// (the open-files check) connects only to report, for report_before_store_patience at
-/// most, unless it would serve the store itself (then there is none to tell).
-/// It reports only if it can claim its rank there, as joining would: a store
-/// of another job sharing the port and token is not told.
-inline void report_failure_before_store(tcp_store_options so, const error& e) noexcept {
-  if (so.serve) return;
-  try {
-    so.timeout = std::min(so.timeout, report_before_store_patience);
-    so.linger.reset();
-    tcp_store store(so);
-    if (store.add("ddp/rank/" + std::to_string(so.rank), 1) == 1)
-      report_own_failure(store, so.rank, e.message());
-  } catch (...) {}
-}
-
-/// Raises the open-files limit to what this rank will hold (see open_files.hpp),
-/// or fails now, before the job waits on a rank that ran out.
-inline void ensure_rank_open_files(const ddp::topology& t, long backend_files, bool uses_store,
-                                   bool serves_store) {
-  open_files_need need;
-  need.in_use = open_files_in_use();
-  need.backend = backend_files;
-  need.store_client = uses_store ? 3 : 0; // its own, the failure watch's, one to report a failure
-  need.store_server = serves_store ? store_server_open_files(t.world_size) : 0;
-  if (serves_store) need.spare += store_fd_reserve_max; // or the server pauses its accepts
-  ensure_open_files(need, "rank " + std::to_string(t.rank),
-                    "a job of " + std::to_string(t.world_size) + " rank" + (t.world_size == 1 ? "" : "s"));
-}
-
-/// `backend_files`: the descriptors the backend's connections take (its
-/// communicator's open_files(topology), where it has one).
-inline ddp::rendezvous make_rendezvous(const init_options& o,
-                                       long (*backend_files)(const ddp::topology&) = nullptr) {
-  ddp::rendezvous rv;
-  rv.topo = topology::from_env();
-  if (o.world_size == 0 || o.world_size < -1)
-    throw error(error_kind::config,
-                "init_options::world_size=" + std::to_string(o.world_size) + " must be >= 1");
-  if (o.world_size > 0) rv.topo.world_size = o.world_size;
-  if (o.rank >= 0) rv.topo.rank = o.rank;
-  if (o.rank < -1 || rv.topo.rank >= rv.topo.world_size)
-    throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) + " is not below world size " +
-                                        std::to_string(rv.topo.world_size));
-  if (rv.topo.local_world_size > rv.topo.world_size) {
-    rv.topo.local_world_size = rv.topo.world_size;
-    rv.topo.local_rank = rv.topo.rank;
-  }
-  if (o.timeout.count() <= 0) throw error(error_kind::config, "init_options::timeout must be positive");
-  rv.timeout = o.timeout;
-  rv.token = token_or_env(o.token);
-
-  std::string_view m = o.init_method;
-  if (m.starts_with("file://")) {
-    rv.file_path = std::string(m.substr(7));
-    if (rv.file_path.empty()) throw error(error_kind::config, "init_method 'file://' needs a directory path");
-    ensure_rank_open_files(rv.topo, backend_files ? backend_files(rv.topo) : 0, false, false);
-    return rv;
-  }
-  std::string host;
-  int port = 0;
-  if (m.starts_with("tcp://")) {
-    parse_host_port(m.substr(6), m, host, port);
-    rv.topo.master_addr = host;
-    rv.topo.master_port = rv.topo.store_port = port;
-  } else if (m == "env://" || m.empty()) {
-    host = rv.topo.master_addr;
-    port = rv.topo.store_port; // MASTER_PORT, or beside it under torch's elastic agent (see topology)
-    if (rv.topo.world_size > 1 && host.empty())
-      throw error(error_kind::config,
-                  "env:// needs MASTER_ADDR (rank " + std::to_string(rv.topo.rank) + " of " +
-                      std::to_string(rv.topo.world_size) +
-                      "): launch with ddprun/torchrun, or export MASTER_ADDR and MASTER_PORT");
-    if (rv.topo.world_size > 1 && port == 0)
-      throw error(error_kind::config,
-                  "env:// needs MASTER_PORT (or DDP_STORE_PORT): launch with ddprun/torchrun, or export it");
-    if (host.empty()) host = "127.0.0.1"; // a single process serves itself on a free port
-  } else {
-    throw error(error_kind::config, "init_method '" + o.init_method +
-                                        "' is not supported: use env://, tcp://host:port or file:///dir");
-  }
-  tcp_store_options so;
-  so.host = host;
-  so.port = port;
-  // ddprun on the master node serves the store when it launched the job (so it
-  // outlives every rank); otherwise rank 0 does. tcp:// always means rank 0.
-  const bool launcher = rv.topo.store_in_launcher && !m.starts_with("tcp://");
-  so.serve = rv.topo.rank == 0 && !launcher;
-  so.served_by_launcher = launcher;
-  so.timeout = rv.timeout;
-  so.token = rv.token;
-  so.rank = rv.topo.rank;
-  // Each restart round of the job has keys of its own, lost ranks included.
-  if (rv.topo.restart_round) { // appended, not "r" + std::to_string(...): g++ 12's false -Wrestrict at -O3
-    so.scope.assign(1, 'r');
-    so.scope += std::to_string(*rv.topo.restart_round);
-    so.scope += '/';
-  }
-  try {
-    ensure_rank_open_files(rv.topo, backend_files ? backend_files(rv.topo) : 0, true, so.serve);
-  } catch (const error& e) {
-    report_failure_before_store(so, e);
-    throw;
-  }
-  rv.store = make_store(so, m.starts_with("tcp://") ? std::string() : store_port_origin(rv.topo));
-  // Two processes claiming one rank would corrupt the mesh: refuse clearly.
-  // Not reported: the rank is the other process's (maybe of another job
-  // sharing the port and token, running fine).
-  if (rv.store->add("ddp/rank/" + std::to_string(rv.topo.rank), 1) != 1)
-    throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) +
-                                        " joined twice: two processes have the same RANK in this job");
-  auto refuse = [&](const std::string& why) { // this process holds the rank: it may report
-    error e(error_kind::config, why);
-    report_own_failure(*rv.store, rv.topo.rank, e.message());
-    return e;
-  };
-  rv.store->set("ddp/world/" + std::to_string(rv.topo.rank), std::to_string(rv.topo.world_size));
-  if (rv.topo.rank != 0) {
-    auto w0 = rv.store->get("ddp/world/0");
-    if (w0 != std::to_string(rv.topo.world_size))
-      throw refuse("rank " + std::to_string(rv.topo.rank) + " was started with world size " +
-                   std::to_string(rv.topo.world_size) + " but rank 0 with " + w0);
-  }
-  // Every rank arrives before any enters the backend's mesh: a rank lost
-  // until here is named by this wait at once (the store answers "lost").
-  // Without it, Gloo's connectFullMesh, interrupted by that answer, took the
-  // full timeout to unwind (seen: 4 s at DDP_TIMEOUT=4s, 1 run in 2).
-  rv.store->set("ddp/arrived/" + std::to_string(rv.topo.rank), "1");
-  std::vector<std::string> arrived;
-  for (int r = 0; r < rv.topo.world_size; ++r)
-    arrived.push_back("ddp/arrived/" + std::to_string(r));
-  try {
-    rv.store->wait(arrived);
-  } catch (const error& e) {
-    if (e.kind() == error_kind::peer_lost) rv.store->serve_late_arrivals(rv.topo.world_size);
-    throw;
-  }
-  return rv;
-}
-
-} // namespace detail
 
 /// Joins the job: rendezvous (env://, tcp://, file://), then the backend connects every pair.
 template <class Backend> process_group<Backend> init_process_group(const init_options& o = {}) {

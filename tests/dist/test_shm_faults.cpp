@@ -5,7 +5,7 @@
 // through shm against a broadcast over TCP (mismatch at once); PID namespaces.
 #include "../support/spawn.hpp"
 
-#include <ddp/detail/backend/shm_all_reduce.hpp>
+#include <ddp/detail/shm/all_reduce.hpp>
 
 #include <doctest/doctest.h>
 

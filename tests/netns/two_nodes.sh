@@ -164,7 +164,7 @@ unreachable)
   # pair inside node 1, 10.230.X.1/24); the store is reached over the shared link as
   # usual. Node 0's ranks dial node 1's (the larger address dials, Gloo's rule) and fail
   # at once, and say so to the store. Node 1's ranks hear of the first to report from
-  # their peer-failure watch (connect_interrupt.hpp): they stop waiting for it, and
+  # their peer-failure watch (detail/fault/connect_interrupt.hpp): they stop waiting for it, and
   # wait for the other node-0 rank, which failed too but reported nothing more, until
   # no connection has formed for the mesh's grace (2 s), then fail too, naming the
   # failed node-0 rank and its reason.

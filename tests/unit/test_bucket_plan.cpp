@@ -1,6 +1,6 @@
 // The bucket plan is a pure function: policy assignment + dtypes + sizes +
 // addresses + backend capabilities -> one path per bucket. No process group.
-#include <ddp/data_parallel/bucket_plan.hpp>
+#include <ddp/detail/data_parallel/bucket_plan.hpp>
 #include <ddp/reduction.hpp>
 
 #include <doctest/doctest.h>

@@ -1,11 +1,11 @@
-// ddp's mesh of Gloo TCP pairs (ddp/detail/backend/gloo_mesh.hpp) and the
+// ddp's mesh of Gloo TCP pairs (ddp/detail/gloo/mesh.hpp) and the
 // ticker that keeps its event loop going while pairs close
-// (gloo_loop_ticker.hpp), in one process: ranks are threads, each with a real
+// (detail/gloo/loop_ticker.hpp), in one process: ranks are threads, each with a real
 // Gloo TCP device on loopback, meeting through Gloo's in-memory HashStore.
 // Multi-process meshes run in every dist test; here the context's own life is
 // checked: connecting, carrying data, failing, and giving back its device.
-#include <ddp/detail/backend/gloo_device.hpp>
-#include <ddp/detail/backend/gloo_mesh.hpp>
+#include <ddp/detail/gloo/device.hpp>
+#include <ddp/detail/gloo/mesh.hpp>
 
 #include <doctest/doctest.h>
 

@@ -3,8 +3,8 @@
 // excepted), rank 0's server keeps serving on teardown until the other ranks
 // have left (bounded), the flight recorder keeps the last 64 collectives, and
 // the peer-failure watch hears of a failed rank at once.
-#include <ddp/detail/backend/flight_recorder.hpp>
-#include <ddp/process_group/peer_failure_watch.hpp>
+#include <ddp/detail/fault/flight_recorder.hpp>
+#include <ddp/detail/process_group/peer_failure_watch.hpp>
 #include <ddp/store.hpp>
 
 #include <doctest/doctest.h>

@@ -8,8 +8,8 @@
 // when the test releases it. What is checked is the contract (when stream_wait
 // returns, what it calls, what it throws, what the flight recorder says), with
 // real threads; tests/gpu/test_nccl.cpp checks the device side on a GPU.
-#include <ddp/data_parallel/unchecked_works.hpp>
 #include <ddp/detail/backend/collective_queue.hpp>
+#include <ddp/detail/data_parallel/unchecked_works.hpp>
 #include <ddp/error.hpp>
 
 #include <doctest/doctest.h>

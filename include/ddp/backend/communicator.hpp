@@ -23,8 +23,9 @@
 #ifndef DDP_BACKEND_COMMUNICATOR_HPP
 #define DDP_BACKEND_COMMUNICATOR_HPP
 
-#include <ddp/detail/backend/connect_interrupt.hpp>
 #include <ddp/detail/backend/fragment.hpp>
+#include <ddp/detail/common/timeout.hpp>
+#include <ddp/detail/fault/connect_interrupt.hpp>
 #include <ddp/op.hpp>
 #include <ddp/shm_array.hpp>
 #include <ddp/store.hpp>
@@ -41,6 +42,15 @@
 #include <vector>
 
 DDP_BEGIN_NAMESPACE
+
+/// How init_process_group joins the job; the rendezvous below is built from it.
+struct init_options {
+  std::string init_method = "env://"; ///< env://, tcp://host:port or file:///shared/dir
+  int rank = -1;                      ///< -1: from the environment (topology)
+  int world_size = -1;                ///< -1: from the environment
+  std::chrono::milliseconds timeout = detail::default_timeout();
+  std::string token; ///< empty: DDP_TOKEN (set per job by ddprun)
+};
 
 /// What a communicator needs to connect: the resolved topology, timeout,
 /// token and (for env:// and tcp://) the job's tcp_store. Built by

@@ -7,9 +7,9 @@
 #ifndef DDP_DETAIL_COLLECTIVE_QUEUE_HPP
 #define DDP_DETAIL_COLLECTIVE_QUEUE_HPP
 
-#include <ddp/detail/backend/flight_recorder.hpp>
 #include <ddp/detail/backend/ordered_queue.hpp>
 #include <ddp/detail/common/trace.hpp>
+#include <ddp/detail/fault/flight_recorder.hpp>
 #include <ddp/tensor.hpp>
 
 #include <atomic>

@@ -13,8 +13,8 @@
 // Outside bursts the eventfd is quiet and costs the loop nothing. Stopping the
 // loop itself, when its device goes, waits for a tick too: the ticker, holding
 // the device last, lets it go during a burst.
-#ifndef DDP_DETAIL_BACKEND_GLOO_LOOP_TICKER_HPP
-#define DDP_DETAIL_BACKEND_GLOO_LOOP_TICKER_HPP
+#ifndef DDP_DETAIL_GLOO_LOOP_TICKER_HPP
+#define DDP_DETAIL_GLOO_LOOP_TICKER_HPP
 
 #include <ddp/config.hpp>
 
@@ -146,4 +146,4 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_BACKEND_GLOO_LOOP_TICKER_HPP
+#endif // DDP_DETAIL_GLOO_LOOP_TICKER_HPP

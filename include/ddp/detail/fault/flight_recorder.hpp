@@ -3,8 +3,8 @@
 // NCCL flight recorder. When a collective times out or loses a peer, the
 // survivors compare how far each rank got (the desync report, gloo.hpp), and
 // DDP_FLIGHT_RECORDER=DIR writes each rank's record to DIR/rank_<r>.json.
-#ifndef DDP_DETAIL_FLIGHT_RECORDER_HPP
-#define DDP_DETAIL_FLIGHT_RECORDER_HPP
+#ifndef DDP_DETAIL_FAULT_FLIGHT_RECORDER_HPP
+#define DDP_DETAIL_FAULT_FLIGHT_RECORDER_HPP
 
 #include <ddp/detail/common/env.hpp>
 #include <ddp/tensor.hpp>
@@ -213,4 +213,4 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_FLIGHT_RECORDER_HPP
+#endif // DDP_DETAIL_FAULT_FLIGHT_RECORDER_HPP

@@ -4,10 +4,10 @@
 // order on every rank, so array k is the same segment on all of a node's
 // ranks. The backend asks find() whether an all_reduce's memory lies in one:
 // then it reduces in place (shm_all_reduce::run_in_place).
-#ifndef DDP_DETAIL_BACKEND_SHM_ARRAYS_HPP
-#define DDP_DETAIL_BACKEND_SHM_ARRAYS_HPP
+#ifndef DDP_DETAIL_SHM_ARRAYS_HPP
+#define DDP_DETAIL_SHM_ARRAYS_HPP
 
-#include <ddp/detail/backend/shm_segment.hpp>
+#include <ddp/detail/shm/segment.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -61,4 +61,4 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_BACKEND_SHM_ARRAYS_HPP
+#endif // DDP_DETAIL_SHM_ARRAYS_HPP

@@ -2,7 +2,7 @@
 // waits. Gloo's waitRecv/waitSend take a relative timeout each; passing the
 // group's full timeout to every one of them would let a collective of N
 // steps wait N times as long as the user asked for. The header round
-// (gloo_header.hpp) and the fragment ring (gloo_ring.hpp) both count down
+// (detail/gloo/header.hpp) and the fragment ring (detail/gloo/ring.hpp) both count down
 // from one absolute time point instead.
 #ifndef DDP_DETAIL_GLOO_DEADLINE_HPP
 #define DDP_DETAIL_GLOO_DEADLINE_HPP

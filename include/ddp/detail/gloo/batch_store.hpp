@@ -4,8 +4,8 @@
 // exchanges a key per pair. ddp's adapter of its tcp_store is one
 // (backend/gloo.hpp); gloo_mesh_context uses it where the store it is given
 // is one, and one key at a time where not (Gloo's own stores, in tests).
-#ifndef DDP_DETAIL_BACKEND_GLOO_BATCH_STORE_HPP
-#define DDP_DETAIL_BACKEND_GLOO_BATCH_STORE_HPP
+#ifndef DDP_DETAIL_GLOO_BATCH_STORE_HPP
+#define DDP_DETAIL_GLOO_BATCH_STORE_HPP
 
 #include <ddp/config.hpp>
 
@@ -35,4 +35,4 @@ protected:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_BACKEND_GLOO_BATCH_STORE_HPP
+#endif // DDP_DETAIL_GLOO_BATCH_STORE_HPP

@@ -1,5 +1,5 @@
 // A direct block exchange over Gloo's transport, on buffers ddp owns (so that
-// another thread can end its waits: gloo_waits.hpp): each rank sends a block
+// another thread can end its waits: detail/gloo/waits.hpp): each rank sends a block
 // of `bytes` to every peer and receives one from every peer. all_gather sends
 // its own block to everyone; reduce_scatter sends each peer the block that
 // peer reduces. Every rank sends and receives (W-1) blocks, as in a ring, but
@@ -7,9 +7,9 @@
 #ifndef DDP_DETAIL_GLOO_EXCHANGE_HPP
 #define DDP_DETAIL_GLOO_EXCHANGE_HPP
 
-#include <ddp/detail/backend/gloo_deadline.hpp>
-#include <ddp/detail/backend/gloo_slots.hpp>
-#include <ddp/detail/backend/gloo_waits.hpp>
+#include <ddp/detail/gloo/deadline.hpp>
+#include <ddp/detail/gloo/slots.hpp>
+#include <ddp/detail/gloo/waits.hpp>
 
 #include <gloo/context.h>
 #include <gloo/transport/unbound_buffer.h>

@@ -19,9 +19,9 @@
 #ifndef DDP_DETAIL_GLOO_HEADER_HPP
 #define DDP_DETAIL_GLOO_HEADER_HPP
 
-#include <ddp/detail/backend/gloo_deadline.hpp>
-#include <ddp/detail/backend/gloo_slots.hpp>
-#include <ddp/detail/backend/gloo_waits.hpp>
+#include <ddp/detail/gloo/deadline.hpp>
+#include <ddp/detail/gloo/slots.hpp>
+#include <ddp/detail/gloo/waits.hpp>
 #include <ddp/error.hpp>
 #include <ddp/op.hpp>
 #include <ddp/tensor.hpp>

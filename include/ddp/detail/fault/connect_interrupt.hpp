@@ -8,8 +8,8 @@
 // here, and a backend registers here, while it waits for connections, what
 // ends its waits for that rank (gloo_mesh_context closes that rank's pair and
 // lets the living peers finish: see there).
-#ifndef DDP_DETAIL_BACKEND_CONNECT_INTERRUPT_HPP
-#define DDP_DETAIL_BACKEND_CONNECT_INTERRUPT_HPP
+#ifndef DDP_DETAIL_FAULT_CONNECT_INTERRUPT_HPP
+#define DDP_DETAIL_FAULT_CONNECT_INTERRUPT_HPP
 
 #include <ddp/config.hpp>
 
@@ -85,4 +85,4 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_BACKEND_CONNECT_INTERRUPT_HPP
+#endif // DDP_DETAIL_FAULT_CONNECT_INTERRUPT_HPP

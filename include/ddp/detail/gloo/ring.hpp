@@ -9,9 +9,9 @@
 #define DDP_DETAIL_GLOO_RING_HPP
 
 #include <ddp/detail/backend/fragment.hpp>
-#include <ddp/detail/backend/gloo_deadline.hpp>
-#include <ddp/detail/backend/gloo_slots.hpp>
-#include <ddp/detail/backend/gloo_waits.hpp>
+#include <ddp/detail/gloo/deadline.hpp>
+#include <ddp/detail/gloo/slots.hpp>
+#include <ddp/detail/gloo/waits.hpp>
 #include <ddp/detail/numeric/elementwise.hpp>
 #include <ddp/op.hpp>
 

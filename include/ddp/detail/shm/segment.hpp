@@ -1,5 +1,5 @@
 // The POSIX shared-memory segment the ranks of one node share (see
-// shm_all_reduce.hpp for what travels through it).
+// detail/shm/all_reduce.hpp for what travels through it).
 //
 // Naming: "/ddp-" + the first 128 bits of SHA-256 over the job token, the
 // store's address and the node rank: never the token itself (/dev/shm is
@@ -15,10 +15,10 @@
 // mapped its segment is the shm path taken; otherwise every rank reduces over TCP.
 // Which ranks share a node comes from the topology (node_rank), never the
 // hostname: two network namespaces of one host share a hostname and /dev/shm.
-#ifndef DDP_DETAIL_BACKEND_SHM_SEGMENT_HPP
-#define DDP_DETAIL_BACKEND_SHM_SEGMENT_HPP
+#ifndef DDP_DETAIL_SHM_SEGMENT_HPP
+#define DDP_DETAIL_SHM_SEGMENT_HPP
 
-#include <ddp/detail/backend/gloo_header.hpp>
+#include <ddp/detail/gloo/header.hpp>
 #include <ddp/error.hpp>
 
 #include <openssl/evp.h>
@@ -326,4 +326,4 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_BACKEND_SHM_SEGMENT_HPP
+#endif // DDP_DETAIL_SHM_SEGMENT_HPP

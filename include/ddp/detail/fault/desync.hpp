@@ -4,10 +4,10 @@
 // others'. A rank that publishes nothing within the window is stopped or hung
 // (a dead rank would have been recorded lost): that is the rank to name. When
 // every rank reports, the one furthest behind is named.
-#ifndef DDP_DETAIL_DESYNC_HPP
-#define DDP_DETAIL_DESYNC_HPP
+#ifndef DDP_DETAIL_FAULT_DESYNC_HPP
+#define DDP_DETAIL_FAULT_DESYNC_HPP
 
-#include <ddp/detail/backend/flight_recorder.hpp>
+#include <ddp/detail/fault/flight_recorder.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -96,4 +96,4 @@ desync_result exchange_progress(Store& store, int rank, int size, const flight_p
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_DESYNC_HPP
+#endif // DDP_DETAIL_FAULT_DESYNC_HPP

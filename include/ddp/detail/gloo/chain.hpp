@@ -1,5 +1,5 @@
 // A pipelined chain broadcast over Gloo's transport, on buffers ddp owns (so
-// that another thread can end its waits: gloo_waits.hpp). The ranks form a
+// that another thread can end its waits: detail/gloo/waits.hpp). The ranks form a
 // chain from the root in rank order (root, root+1, ..., wrapping around); the
 // data goes down it in pieces, and a rank passes each piece on as soon as it
 // has it. Every rank receives the data once and sends it at most once, so a
@@ -11,9 +11,9 @@
 #ifndef DDP_DETAIL_GLOO_CHAIN_HPP
 #define DDP_DETAIL_GLOO_CHAIN_HPP
 
-#include <ddp/detail/backend/gloo_deadline.hpp>
-#include <ddp/detail/backend/gloo_slots.hpp>
-#include <ddp/detail/backend/gloo_waits.hpp>
+#include <ddp/detail/gloo/deadline.hpp>
+#include <ddp/detail/gloo/slots.hpp>
+#include <ddp/detail/gloo/waits.hpp>
 
 #include <gloo/context.h>
 #include <gloo/transport/unbound_buffer.h>

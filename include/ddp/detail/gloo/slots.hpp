@@ -11,10 +11,11 @@
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
-inline constexpr std::uint8_t ring_slot_prefix = 0x40;           ///< fragment_ring (gloo_ring.hpp)
-inline constexpr std::uint8_t header_slot_prefix = 0x41;         ///< header_round (gloo_header.hpp)
-inline constexpr std::uint8_t chain_slot_prefix = 0x42;          ///< chain_broadcast (gloo_chain.hpp)
-inline constexpr std::uint8_t block_exchange_slot_prefix = 0x43; ///< exchange_blocks (gloo_exchange.hpp)
+inline constexpr std::uint8_t ring_slot_prefix = 0x40;   ///< fragment_ring (detail/gloo/ring.hpp)
+inline constexpr std::uint8_t header_slot_prefix = 0x41; ///< header_round (detail/gloo/header.hpp)
+inline constexpr std::uint8_t chain_slot_prefix = 0x42;  ///< chain_broadcast (detail/gloo/chain.hpp)
+inline constexpr std::uint8_t block_exchange_slot_prefix =
+    0x43; ///< exchange_blocks (detail/gloo/exchange.hpp)
 
 } // namespace detail
 DDP_END_NAMESPACE

@@ -17,13 +17,13 @@
 // for those that dial it, for DDP_TIMEOUT at most; and a failure names the
 // peer and its address. (With file://, Gloo's file store, each rank stores one
 // list as Gloo did: see gloo_mesh_keys.)
-#ifndef DDP_DETAIL_BACKEND_GLOO_MESH_HPP
-#define DDP_DETAIL_BACKEND_GLOO_MESH_HPP
+#ifndef DDP_DETAIL_GLOO_MESH_HPP
+#define DDP_DETAIL_GLOO_MESH_HPP
 
-#include <ddp/detail/backend/connect_interrupt.hpp>
-#include <ddp/detail/backend/gloo_batch_store.hpp>
-#include <ddp/detail/backend/gloo_loop_ticker.hpp>
 #include <ddp/detail/common/env.hpp>
+#include <ddp/detail/fault/connect_interrupt.hpp>
+#include <ddp/detail/gloo/batch_store.hpp>
+#include <ddp/detail/gloo/loop_ticker.hpp>
 
 #include <gloo/context.h>
 #include <gloo/rendezvous/store.h>
@@ -122,7 +122,7 @@ public:
   gloo_mesh_context(const gloo_mesh_context&) = delete;
   gloo_mesh_context& operator=(const gloo_mesh_context&) = delete;
 
-  /// Closes the pairs while the loop ticks fast (gloo_loop_ticker.hpp), before
+  /// Closes the pairs while the loop ticks fast (detail/gloo/loop_ticker.hpp), before
   /// Gloo's Context would close them one 10 ms tick at a time, then lets the
   /// ticker stop the device's loop (another tick). Where a Gloo buffer still
   /// holds the pairs' context, they are left to Gloo, to close when it goes.
@@ -144,7 +144,7 @@ public:
   /// refused and looking like the rank that failed.
   ///
   /// `interrupt` (may be null) brings the news of a rank lost meanwhile
-  /// (connect_interrupt.hpp). Then a wait for the lost rank's dial ends (the
+  /// (detail/fault/connect_interrupt.hpp). Then a wait for the lost rank's dial ends (the
   /// listener here closes: see on_news), and the connections with the living
   /// peers go on forming; once they have (or when none has formed for
   /// `living_peers_grace`, a peer being stuck or failed too: then every pair
@@ -460,4 +460,4 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_BACKEND_GLOO_MESH_HPP
+#endif // DDP_DETAIL_GLOO_MESH_HPP

@@ -1,5 +1,5 @@
 // All-reduce among the ranks of one node through their shared segment
-// (shm_segment.hpp). Within one node (run_pipelined) the data goes through in
+// (detail/shm/segment.hpp). Within one node (run_pipelined) the data goes through in
 // steps of 256 KiB, alternating between two halves of each slot and of the
 // result area, with one barrier per step: every local rank copies the parts of
 // step k that the others reduce into its slot (its own slice stays where it
@@ -22,12 +22,12 @@
 // is named, no hang.
 // Collectives over TCP on a one-node group meet here first too (agree), so a
 // rank in either kind of collective sees the other.
-#ifndef DDP_DETAIL_BACKEND_SHM_ALL_REDUCE_HPP
-#define DDP_DETAIL_BACKEND_SHM_ALL_REDUCE_HPP
+#ifndef DDP_DETAIL_SHM_ALL_REDUCE_HPP
+#define DDP_DETAIL_SHM_ALL_REDUCE_HPP
 
 #include <ddp/detail/backend/fragment.hpp>
-#include <ddp/detail/backend/shm_segment.hpp>
 #include <ddp/detail/numeric/elementwise.hpp>
+#include <ddp/detail/shm/segment.hpp>
 
 #include <algorithm>
 #include <fstream>
@@ -499,4 +499,4 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_BACKEND_SHM_ALL_REDUCE_HPP
+#endif // DDP_DETAIL_SHM_ALL_REDUCE_HPP

@@ -1,0 +1,63 @@
+// DDP_DEBUG diagnostics for distributed_data_parallel, kept apart from it:
+// INFO logs the bucket layout once, DETAIL adds per-step bucket timings and a
+// cross-rank check before every bucket that all ranks launch the same one.
+#ifndef DDP_DETAIL_DATA_PARALLEL_DEBUG_HPP
+#define DDP_DETAIL_DATA_PARALLEL_DEBUG_HPP
+
+#include <ddp/backend/communicator.hpp>
+#include <ddp/detail/common/log.hpp>
+#include <ddp/detail/data_parallel/bucket_plan.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+inline void log_bucket_layout(const bucket_plan& plan, const std::vector<tensor_slot>& params) {
+  std::string s = "distributed_data_parallel: " + std::to_string(params.size()) + " parameters in " +
+                  std::to_string(plan.buckets.size()) + " buckets (launch order):";
+  for (std::size_t i = 0; i < plan.buckets.size(); ++i) {
+    auto& b = plan.buckets[i];
+    s += "\n  bucket " + std::to_string(i) + ": " + std::to_string(b.params.size()) + " tensors, " +
+         std::to_string(b.elements) + " x " + std::string(to_string(b.param_type)) +
+         (b.wire_type != b.param_type ? " sent as " + std::string(to_string(b.wire_type)) : "") + ", " +
+         to_string(b.path) + " [" + params[b.params.front()].name +
+         (b.params.size() > 1 ? " .. " + params[b.params.back()].name : "") + "]";
+  }
+  log_line("rank 0", s);
+}
+
+template <class Engine> void log_step_timing(const Engine& engine, std::size_t buckets) {
+  // Host time: until the host saw the collective done, or, for device
+  // gradients over NCCL (stream-ordered), until it was queued there.
+  std::string s = "step timing (ms from launch to done, or to queued on the device):";
+  for (std::size_t i = 0; i < buckets; ++i)
+    s += " b" + std::to_string(i) + "=" + std::to_string(engine.last_duration_ms(i));
+  log_line("rank 0", s);
+}
+
+/// Every rank must be launching the same bucket; say who is not.
+template <communicator Comm>
+void check_same_bucket_everywhere(Comm& comm, std::size_t index, const planned_bucket& b) {
+  const auto w = static_cast<std::size_t>(comm.size());
+  std::int64_t mine[3] = {static_cast<std::int64_t>(index), static_cast<std::int64_t>(b.elements),
+                          static_cast<std::int64_t>(b.wire_type)};
+  std::vector<std::int64_t> all(3 * w);
+  comm.all_gather(mine, all.data(), 3, dtype::i64, true).wait();
+  for (std::size_t r = 1; r < w; ++r)
+    if (all[3 * r] != all[0] || all[3 * r + 1] != all[1] || all[3 * r + 2] != all[2])
+      throw error(error_kind::mismatch,
+                  "collective mismatch: rank 0 launches bucket " + std::to_string(all[0]) + " (" +
+                      std::to_string(all[1]) + " elements) but rank " + std::to_string(r) +
+                      " launches bucket " + std::to_string(all[3 * r]) + " (" +
+                      std::to_string(all[3 * r + 1]) +
+                      " elements): the ranks disagree on this step's gradients",
+                  static_cast<int>(r));
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_DATA_PARALLEL_DEBUG_HPP

@@ -1,0 +1,66 @@
+// One step of distributed_data_parallel as a state machine: which gradients
+// are marked (ready, or unused on this rank), how many each bucket still
+// waits for, and which bucket launches next — strictly in bucket order, so
+// every rank issues the same collectives in the same order.
+#ifndef DDP_DETAIL_DATA_PARALLEL_STEP_STATE_HPP
+#define DDP_DETAIL_DATA_PARALLEL_STEP_STATE_HPP
+
+#include <ddp/detail/data_parallel/bucket_plan.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+enum class mark_state : std::uint8_t { pending, ready, unused };
+
+class step_state {
+public:
+  explicit step_state(const bucket_plan& plan) : plan_(plan) {
+    marks_.assign(plan.bucket_of.size(), mark_state::pending);
+    pending_.resize(plan.buckets.size());
+    reset();
+  }
+
+  bool started() const noexcept { return started_; }
+  /// Whether a bucket of this step has been launched (its collective is in flight).
+  bool launched_any() const noexcept { return next_launch_ > 0; }
+  void start() noexcept { started_ = true; }
+  bool is_pending(std::size_t param) const { return marks_[param] == mark_state::pending; }
+
+  /// Records the mark (the caller checked it was pending).
+  void mark(std::size_t param, mark_state how) {
+    marks_[param] = how;
+    --pending_[plan_.bucket_of[param]];
+  }
+
+  /// Calls launch(bucket) for every bucket below `limit` that is complete, in
+  /// bucket order, stopping at the first that is not.
+  template <class F> void launch_ready(F&& launch, std::size_t limit) {
+    limit = std::min(limit, pending_.size());
+    while (next_launch_ < limit && pending_[next_launch_] == 0)
+      launch(next_launch_++);
+  }
+
+  void reset() {
+    std::fill(marks_.begin(), marks_.end(), mark_state::pending);
+    for (std::size_t i = 0; i < pending_.size(); ++i)
+      pending_[i] = plan_.buckets[i].params.size();
+    next_launch_ = 0;
+    started_ = false;
+  }
+
+private:
+  const bucket_plan& plan_;
+  std::vector<mark_state> marks_;
+  std::vector<std::size_t> pending_; ///< per bucket: gradients not yet marked
+  std::size_t next_launch_ = 0;
+  bool started_ = false;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_DATA_PARALLEL_STEP_STATE_HPP

@@ -1,0 +1,142 @@
+// Whom a failed Gloo collective or connect blames, and with which error: a
+// rank the store recorded lost, else a rank that stalled (the desync report),
+// else this rank's own failure inside Gloo.
+#ifndef DDP_DETAIL_GLOO_BLAME_HPP
+#define DDP_DETAIL_GLOO_BLAME_HPP
+
+#include <ddp/detail/backend/collective_queue.hpp>
+#include <ddp/detail/common/log.hpp>
+#include <ddp/detail/fault/desync.hpp>
+#include <ddp/detail/gloo/mesh.hpp>
+#include <ddp/error.hpp>
+#include <ddp/store.hpp>
+
+#include <gloo/common/error.h>
+
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+class gloo_blame {
+public:
+  gloo_blame(int rank, int size, std::chrono::milliseconds timeout, std::shared_ptr<tcp_store> store,
+             collective_queue& queue)
+      : rank_(rank), size_(size), timeout_(timeout), store_(std::move(store)), queue_(queue) {}
+
+  /// Turns a collective's failure into the group's error; every path closes
+  /// the connections first (`close_all(with_segment)`), so peers blocked on
+  /// this rank fail now too. `reported()`: the peer failure the store
+  /// reported to fail_for_peer, if that was the group's error.
+  template <class CloseAll, class Reported>
+  [[noreturn]] void collective(const std::string& what, std::exception_ptr failure, CloseAll&& close_all,
+                               Reported&& reported) {
+    // abort_for_failure or fail_for_peer interrupted this collective: their
+    // reason is the error, not the closed connections they caused (nor a
+    // search for whom to blame).
+    if (auto why = queue_.poisoned()) {
+      auto lost = reported();
+      close_all(!lost); // a peer's failure: aborting the segment would name this rank
+      if (lost)
+        throw error(
+            lost->silent ? error_kind::timeout : error_kind::peer_lost,
+            what + " failed: rank " + std::to_string(lost->rank) + " " + lost->reason +
+                " (this rank heard it from the rendezvous store while it waited, and closed its connections)",
+            lost->rank);
+      std::rethrow_exception(why);
+    }
+    try {
+      std::rethrow_exception(failure);
+    } catch (const ::gloo::IoException& e) {
+      close_all(true);
+      io(what, e.what());
+    } catch (const ::gloo::EnforceNotMet& e) {
+      close_all(true);
+      throw error(error_kind::backend, what + " failed inside Gloo: " + e.what(), rank_);
+    } catch (const ddp::error&) {
+      close_all(true);
+      throw;
+    } catch (const std::exception& e) {
+      close_all(true);
+      throw error(error_kind::backend, what + " failed: " + e.what(), rank_);
+    }
+  }
+
+  /// A collective failed on the wire, after the connections closed. Whom to
+  /// blame: first a rank the store
+  /// recorded lost (it dropped, or announced its own failure); else, since
+  /// nobody died, a rank that stalled: the desync report finds the rank that
+  /// cannot say how far it got. The report is printed, and kept in the flight
+  /// recorder's JSON (DDP_FLIGHT_RECORDER).
+  [[noreturn]] void io(const std::string& what, const std::string& gloo_text) {
+    const bool timed_out = gloo_text.find("imed out") != std::string::npos;
+    if (auto lost = find_lost_rank(timed_out)) {
+      queue_.recorder().note("rank " + std::to_string(lost.rank) + " " + lost.reason);
+      throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
+                  what + " failed: rank " + std::to_string(lost.rank) + " " + lost.reason +
+                      ". Gloo: " + gloo_text,
+                  lost.rank);
+    }
+    desync_result d;
+    if (store_) {
+      d = exchange_progress(*store_, rank_, size_, queue_.recorder().progress());
+      log_line("rank " + std::to_string(rank_), "desync report: " + d.verdict + d.table);
+      queue_.recorder().note(d.verdict + d.table);
+    }
+    std::string blame = d.verdict.empty() ? std::string() : " " + d.verdict + ".";
+    if (timed_out)
+      throw error(error_kind::timeout,
+                  what + " timed out after " + std::to_string(timeout_.count()) + " ms waiting for a peer." +
+                      blame +
+                      " (A rank stalled, is far behind, or skipped this collective; raise DDP_TIMEOUT if "
+                      "that is expected.) Gloo: " +
+                      gloo_text,
+                  d.culprit);
+    throw error(error_kind::peer_lost,
+                what + " failed: a peer closed its connection (it failed or timed out)." + blame +
+                    " Gloo: " + gloo_text,
+                d.culprit);
+  }
+
+  /// A mesh that did not form. A peer that died meanwhile refused or dropped
+  /// a connection, or the connect stopped for it (detail/fault/connect_interrupt.hpp):
+  /// named when the store saw it go.
+  /// Otherwise a wait for a peer's connection that ran its whole timeout
+  /// (gloo_mesh_timeout) is a timeout: that peer is to blame, and
+  /// process_group does not report it as this rank's failure. `note` goes
+  /// before Gloo's text.
+  [[noreturn]] void mesh(const std::string& what, const std::string& note, const std::exception& gloo) {
+    const std::string gloo_said = note + gloo.what();
+    if (auto lost = find_lost_rank(false))
+      throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
+                  what + ": rank " + std::to_string(lost.rank) + " " + lost.reason + ". Gloo: " + gloo_said,
+                  lost.rank);
+    const bool timed_out = dynamic_cast<const gloo_mesh_timeout*>(&gloo) != nullptr;
+    throw error(timed_out ? error_kind::timeout : error_kind::backend, what + ": " + gloo_said, rank_);
+  }
+
+private:
+  /// Asks the store which rank dropped without a goodbye or announced its own
+  /// failure. After a closed connection the store notices a crash at about the
+  /// moment we do, so it gets a second to record it; after a timeout whoever
+  /// died did so long ago, so a look suffices.
+  lost_rank find_lost_rank(bool timed_out) {
+    if (!store_) return {};
+    return store_->wait_for_lost_rank(std::chrono::milliseconds(timed_out ? 0 : 1000));
+  }
+
+  int rank_, size_;
+  std::chrono::milliseconds timeout_;
+  std::shared_ptr<tcp_store> store_;
+  collective_queue& queue_; ///< the group's: whether it is poisoned, and its flight recorder
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_BLAME_HPP

@@ -1,0 +1,39 @@
+// The Gloo communicator's knobs for tests and benches, in one place: the
+// piece size of ddp's ring and chain, whether all_reduce may take the node's
+// shared memory, and how many all-reduces ran in place in a shm array.
+#ifndef DDP_DETAIL_GLOO_KNOBS_HPP
+#define DDP_DETAIL_GLOO_KNOBS_HPP
+
+#include <ddp/detail/gloo/ring.hpp>
+#include <ddp/error.hpp>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+struct gloo_knobs {
+  /// Larger pieces buy nothing, and sizes near SIZE_MAX would overflow the piece arithmetic.
+  static constexpr std::size_t max_piece_bytes = std::size_t{1} << 30;
+
+  /// gloo_communicator::set_ring_piece_bytes, checked for `rank`.
+  void set_ring_piece_bytes(int rank, std::size_t bytes) {
+    if (bytes == 0 || bytes > max_piece_bytes)
+      throw error(error_kind::config, "rank " + std::to_string(rank) + ": set_ring_piece_bytes(" +
+                                          std::to_string(bytes) + "): the piece size must be 1 B to " +
+                                          std::to_string(max_piece_bytes) + " B (1 GiB)");
+    ring_piece_bytes = bytes;
+  }
+
+  std::size_t ring_piece_bytes = fragment_ring::default_piece_bytes;
+  bool shm_on = true; ///< use_shm(false): all_reduce over TCP although the segment is there
+  std::atomic<std::uint64_t> in_place_runs{0}; ///< all-reduces run in place in a shm array
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_KNOBS_HPP
