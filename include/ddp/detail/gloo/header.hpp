@@ -94,6 +94,20 @@ struct collective_header {
                                    "same value on every rank."
                                  : "";
   }
+
+  /// The error when rank `peer` runs `theirs` while this rank (`rank`) runs
+  /// this collective; `what` names the collective.
+  error mismatch(const std::string& what, int rank, int peer, const collective_header& theirs) const {
+    return error(
+        error_kind::mismatch,
+        what + ": ranks called different collectives: this rank (" + std::to_string(rank) + ") called " +
+            describe() + ", rank " + std::to_string(peer) + " called " + theirs.describe() +
+            ". Every rank must call the same collectives in the same order with the same counts, "
+            "dtypes, ops and roots." +
+            hint_against(theirs) +
+            " This group is unusable now: every later collective throws this error; create a new group.",
+        peer);
+  }
 };
 static_assert(sizeof(collective_header) == 40,
               "collective_header is sent as raw bytes: keep it padding-free");
@@ -152,16 +166,7 @@ public:
       collective_header theirs;
       std::memcpy(&theirs, recv_.data() + at(p), sizeof theirs);
       if (theirs == mine) continue;
-      throw error(error_kind::mismatch,
-                  what + ": ranks called different collectives: this rank (" + std::to_string(r) +
-                      ") called " + mine.describe() + ", rank " + std::to_string(p) + " called " +
-                      theirs.describe() +
-                      ". Every rank must call the same collectives in the same order with the same "
-                      "counts, dtypes, ops and roots." +
-                      mine.hint_against(theirs) +
-                      " This group is unusable now: every later collective throws this error; create a new "
-                      "group.",
-                  p);
+      throw mine.mismatch(what, r, p, theirs);
     }
   }
 

@@ -295,17 +295,7 @@ private:
       collective_header theirs;
       std::memcpy(&theirs, &seg_->slot(l).header, sizeof theirs);
       if (theirs == mine) continue;
-      const int p = seg_->slot(l).global;
-      throw error(error_kind::mismatch,
-                  *what_ + ": ranks called different collectives: this rank (" + std::to_string(rank_) +
-                      ") called " + mine.describe() + ", rank " + std::to_string(p) + " called " +
-                      theirs.describe() +
-                      ". Every rank must call the same collectives in the same order with the same "
-                      "counts, dtypes, ops and roots." +
-                      mine.hint_against(theirs) +
-                      " This group is unusable now: every later collective throws this error; create a new "
-                      "group.",
-                  p);
+      throw mine.mismatch(*what_, rank_, seg_->slot(l).global, theirs);
     }
   }
 
