@@ -27,7 +27,12 @@ for line in open(sys.argv[1]):
     if "epoch_s" in d:
         key, value = "fashion_mnist_epoch", d["epoch_s"]
     elif d.get("case") == "all_reduce":
-        key, value = f"all_reduce/{d['bytes']}", d["ddp_s"]
+        # One row per path bench_collectives times (shared memory, in place, TCP); raw Gloo is
+        # the same code in both builds: its row shows the machine's noise.
+        for path in ("shm", "in_place", "tcp", "raw"):
+            if path + "_s" in d:
+                rows.setdefault(f"all_reduce/{d['bytes']}/{path}", {"old": [], "new": []})[tag].append(d[path + "_s"])
+        continue
     elif "sync_s" in d:
         key, value = f"{d['case']}/{d['policy']}", d["sync_s"]
     elif "step_s" in d:
