@@ -8,9 +8,11 @@
 #define DDP_DATA_PARALLEL_HPP
 
 #include <ddp/bucketing.hpp>
+#include <ddp/data_parallel/gradient_sink.hpp>
 #include <ddp/data_parallel/no_sync.hpp>
 #include <ddp/data_parallel/options.hpp>
 #include <ddp/detail/common/log.hpp>
+#include <ddp/detail/data_parallel/attached_model.hpp>
 #include <ddp/detail/data_parallel/bucket_engine.hpp>
 #include <ddp/detail/data_parallel/bucket_plan.hpp>
 #include <ddp/detail/data_parallel/debug.hpp>
@@ -68,13 +70,14 @@ public:
   /// Verifies the model across ranks (names, dtypes, sizes), then copies rank 0's
   /// parameters and buffers to every rank.
   distributed_data_parallel(Model& m, process_group<Backend>& pg, ddp_options o = {})
-      : model_(m), pg_(pg), opts_(o), registry_(m), on_device_(gradients_on_device()),
-        broadcasts_(pg.communicator(), o.compute_stream, fail_group()), plan_(verify_then_plan()),
-        step_(plan_), timeline_(plan_),
+      : model_(m), pg_(pg), opts_(o), attached_(m), registry_(attached_.walked()),
+        on_device_(gradients_on_device()), broadcasts_(pg.communicator(), o.compute_stream, fail_group()),
+        plan_(verify_then_plan()), step_(plan_), timeline_(plan_),
         engine_(pg.communicator(), plan_, registry_.parameters(), on_device_, o.compute_stream, fail_group()),
         join_(pg.communicator()) {
     if (detail::debug() >= detail::debug_level::info && pg_.rank() == 0)
       detail::log_bucket_layout(plan_, registry_.parameters());
+    attached_.connect(gradient_sink(*this));
   }
   distributed_data_parallel(const distributed_data_parallel&) = delete;
   distributed_data_parallel& operator=(const distributed_data_parallel&) = delete;
@@ -92,6 +95,9 @@ public:
       out.push_back({b.params, b.param_type, b.wire_type, b.elements, b.path});
     return out;
   }
+  /// How many of this step's buckets have started their collective so far (0
+  /// outside a step): a bucket launched while backward still runs shows here.
+  std::size_t buckets_launched() const noexcept { return step_.launched(); }
 
   /// Gradient `index` (registration order) is final for this step; a bucket
   /// whose gradients are all final starts its all-reduce, in bucket order.
@@ -125,6 +131,7 @@ private:
     auto traced = timeline_.synchronizing();
     begin_step();
     try {
+      attached_.before_synchronize(gradient_sink(*this));
       for (std::size_t i = 0; i < registry_.size(); ++i) {
         if (!step_.is_pending(i)) continue;
         if (opts_.strict_marking)
@@ -332,7 +339,8 @@ private:
   Model& model_;
   process_group<Backend>& pg_;
   ddp_options opts_;
-  detail::parameter_registry<Model> registry_;
+  detail::attached_model<Model> attached_; ///< what registry_ walks: the model, or its traits' adapter
+  detail::parameter_registry<typename detail::attached_model<Model>::walked_type> registry_;
   bool on_device_;                                  ///< gradients in device memory: the CUDA engine
   detail::device_broadcasts<comm_type> broadcasts_; ///< device tensors in broadcasts from rank 0
   detail::bucket_plan plan_;

@@ -13,6 +13,15 @@ DDP_BEGIN_NAMESPACE
 /// Customization point for model types you cannot change: specialize with
 ///   template <class F> static void for_each_parameter(M& m, F&& f);  // f(name, value, grad)
 ///   template <class F> static void for_each_buffer(M& m, F&& f);     // optional: f(name, value)
+/// Optionally, for models whose framework knows when each gradient is final
+/// (an autograd engine, as in ddp/torch.hpp):
+///   static A attach(M& m);
+/// distributed_data_parallel then keeps the returned A for its lifetime and
+/// walks A instead of m (A is a model: its gradients may be storage it owns,
+/// laid out so buckets reduce in place), calls a.connect(sink) once built, so
+/// that A reports each gradient through ddp::gradient_sink as backward makes
+/// it, and a.before_synchronize(sink) at each synchronize(), where A reports
+/// the gradients that got none since the last one as unused.
 /// The primary template forwards to the model's own member functions.
 template <class M> struct model_traits {
   // MM = M keeps the member lookup in the immediate context: a model without
@@ -40,6 +49,12 @@ struct buffer_probe {
 template <class M>
 concept model = requires(M& m) {
   model_traits<M>::for_each_parameter(m, detail::parameter_probe{});
+};
+
+/// A model whose traits attach an adapter that marks gradients by itself.
+template <class M>
+concept attachable_model = model<M> && requires(M& m) {
+  model_traits<M>::attach(m);
 };
 
 template <class M>

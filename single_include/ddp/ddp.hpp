@@ -8356,6 +8356,43 @@ DDP_END_NAMESPACE
 #ifndef DDP_DATA_PARALLEL_HPP
 #define DDP_DATA_PARALLEL_HPP
 
+// ---- begin ddp/data_parallel/gradient_sink.hpp ----
+// ddp::gradient_sink: how a model whose framework knows when each gradient is
+// final (an autograd engine) tells distributed_data_parallel, without naming
+// its type. See model_traits<M>::attach in ddp/model.hpp.
+#ifndef DDP_DATA_PARALLEL_GRADIENT_SINK_HPP
+#define DDP_DATA_PARALLEL_GRADIENT_SINK_HPP
+
+
+#include <cstddef>
+#include <type_traits>
+
+DDP_BEGIN_NAMESPACE
+
+class gradient_sink {
+public:
+  /// `owner`: anything with mark_grad_ready(std::size_t) and mark_unused(std::size_t).
+  template <class Owner>
+  requires(!std::is_same_v<std::remove_cv_t<Owner>, gradient_sink>) explicit gradient_sink(
+      Owner& owner) noexcept
+      : owner_(&owner), ready_([](void* o, std::size_t i) { static_cast<Owner*>(o)->mark_grad_ready(i); }),
+        unused_([](void* o, std::size_t i) { static_cast<Owner*>(o)->mark_unused(i); }) {}
+
+  /// Gradient `index` (registration order) is final for this step.
+  void ready(std::size_t index) const { ready_(owner_, index); }
+  /// This rank has no gradient for `index` this step: it counts as zeros.
+  void unused(std::size_t index) const { unused_(owner_, index); }
+
+private:
+  void* owner_;
+  void (*ready_)(void*, std::size_t);
+  void (*unused_)(void*, std::size_t);
+};
+
+DDP_END_NAMESPACE
+
+#endif // DDP_DATA_PARALLEL_GRADIENT_SINK_HPP
+// ---- end ddp/data_parallel/gradient_sink.hpp ----
 // ---- begin ddp/data_parallel/no_sync.hpp ----
 // ddp::no_sync_guard: while it lives, distributed_data_parallel lets gradients
 // accumulate locally (PyTorch's no_sync()). Guards nest.
@@ -8451,6 +8488,125 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DATA_PARALLEL_OPTIONS_HPP
 // ---- end ddp/data_parallel/options.hpp ----
+// ---- begin ddp/detail/data_parallel/attached_model.hpp ----
+// What distributed_data_parallel walks: the model itself, or the adapter its
+// traits attach (model_traits<M>::attach, ddp/model.hpp), which also reports
+// gradients as they become final.
+#ifndef DDP_DETAIL_DATA_PARALLEL_ATTACHED_MODEL_HPP
+#define DDP_DETAIL_DATA_PARALLEL_ATTACHED_MODEL_HPP
+
+// ---- begin ddp/model.hpp ----
+// The model concept: any type that can list its parameters (value and gradient
+// tensors, in forward/registration order) and, optionally, its buffers.
+#ifndef DDP_MODEL_HPP
+#define DDP_MODEL_HPP
+
+
+#include <string_view>
+#include <type_traits>
+
+DDP_BEGIN_NAMESPACE
+
+/// Customization point for model types you cannot change: specialize with
+///   template <class F> static void for_each_parameter(M& m, F&& f);  // f(name, value, grad)
+///   template <class F> static void for_each_buffer(M& m, F&& f);     // optional: f(name, value)
+/// Optionally, for models whose framework knows when each gradient is final
+/// (an autograd engine, as in ddp/torch.hpp):
+///   static A attach(M& m);
+/// distributed_data_parallel then keeps the returned A for its lifetime and
+/// walks A instead of m (A is a model: its gradients may be storage it owns,
+/// laid out so buckets reduce in place), calls a.connect(sink) once built, so
+/// that A reports each gradient through ddp::gradient_sink as backward makes
+/// it, and a.before_synchronize(sink) at each synchronize(), where A reports
+/// the gradients that got none since the last one as unused.
+/// The primary template forwards to the model's own member functions.
+template <class M> struct model_traits {
+  // MM = M keeps the member lookup in the immediate context: a model without
+  // for_each_buffer makes this overload vanish instead of a hard error.
+  template <class F, class MM = M>
+  static auto for_each_parameter(MM& m, F&& f) -> decltype(m.for_each_parameter(static_cast<F&&>(f))) {
+    return m.for_each_parameter(static_cast<F&&>(f));
+  }
+  template <class F, class MM = M>
+  static auto for_each_buffer(MM& m, F&& f) -> decltype(m.for_each_buffer(static_cast<F&&>(f))) {
+    return m.for_each_buffer(static_cast<F&&>(f));
+  }
+};
+
+namespace detail {
+/// Stands in for ddp's visitor when checking the concept.
+struct parameter_probe {
+  template <class N, class V, class G> void operator()(N&&, V&&, G&&) const {}
+};
+struct buffer_probe {
+  template <class N, class V> void operator()(N&&, V&&) const {}
+};
+} // namespace detail
+
+template <class M>
+concept model = requires(M& m) {
+  model_traits<M>::for_each_parameter(m, detail::parameter_probe{});
+};
+
+/// A model whose traits attach an adapter that marks gradients by itself.
+template <class M>
+concept attachable_model = model<M> && requires(M& m) {
+  model_traits<M>::attach(m);
+};
+
+template <class M>
+concept model_with_buffers = model<M> && requires(M& m) {
+  model_traits<M>::for_each_buffer(m, detail::buffer_probe{});
+};
+
+DDP_END_NAMESPACE
+
+#endif // DDP_MODEL_HPP
+// ---- end ddp/model.hpp ----
+
+#include <type_traits>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+template <class Model> class attached_model {
+public:
+  using walked_type = Model;
+  explicit attached_model(Model& m) noexcept : model_(m) {}
+  Model& walked() noexcept { return model_; }
+  void connect(gradient_sink) noexcept {}
+  void before_synchronize(gradient_sink) {}
+
+private:
+  Model& model_;
+};
+
+template <attachable_model Model> class attached_model<Model> {
+public:
+  using walked_type = std::remove_cvref_t<decltype(model_traits<Model>::attach(std::declval<Model&>()))>;
+  static_assert(model<walked_type>, "ddp: model_traits<M>::attach must return a model (for_each_parameter)");
+  static_assert(
+      requires(walked_type & a, gradient_sink s) {
+        a.connect(s);
+        a.before_synchronize(s);
+      },
+      "ddp: the adapter model_traits<M>::attach returns needs connect(ddp::gradient_sink) and "
+      "before_synchronize(ddp::gradient_sink)");
+
+  explicit attached_model(Model& m) : adapter_(model_traits<Model>::attach(m)) {}
+  walked_type& walked() noexcept { return adapter_; }
+  void connect(gradient_sink s) { adapter_.connect(s); }
+  void before_synchronize(gradient_sink s) { adapter_.before_synchronize(s); }
+
+private:
+  walked_type adapter_;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_DATA_PARALLEL_ATTACHED_MODEL_HPP
+// ---- end ddp/detail/data_parallel/attached_model.hpp ----
 // ---- begin ddp/detail/data_parallel/bucket_engine.hpp ----
 // Chooses the bucket engine by where the gradients live: the host engine for
 // host memory, the CUDA engine (device_bucket_engine.hpp) for device memory.
@@ -8483,59 +8639,6 @@ DDP_END_NAMESPACE
 #ifndef DDP_DETAIL_MODEL_LAYOUT_HPP
 #define DDP_DETAIL_MODEL_LAYOUT_HPP
 
-// ---- begin ddp/model.hpp ----
-// The model concept: any type that can list its parameters (value and gradient
-// tensors, in forward/registration order) and, optionally, its buffers.
-#ifndef DDP_MODEL_HPP
-#define DDP_MODEL_HPP
-
-
-#include <string_view>
-#include <type_traits>
-
-DDP_BEGIN_NAMESPACE
-
-/// Customization point for model types you cannot change: specialize with
-///   template <class F> static void for_each_parameter(M& m, F&& f);  // f(name, value, grad)
-///   template <class F> static void for_each_buffer(M& m, F&& f);     // optional: f(name, value)
-/// The primary template forwards to the model's own member functions.
-template <class M> struct model_traits {
-  // MM = M keeps the member lookup in the immediate context: a model without
-  // for_each_buffer makes this overload vanish instead of a hard error.
-  template <class F, class MM = M>
-  static auto for_each_parameter(MM& m, F&& f) -> decltype(m.for_each_parameter(static_cast<F&&>(f))) {
-    return m.for_each_parameter(static_cast<F&&>(f));
-  }
-  template <class F, class MM = M>
-  static auto for_each_buffer(MM& m, F&& f) -> decltype(m.for_each_buffer(static_cast<F&&>(f))) {
-    return m.for_each_buffer(static_cast<F&&>(f));
-  }
-};
-
-namespace detail {
-/// Stands in for ddp's visitor when checking the concept.
-struct parameter_probe {
-  template <class N, class V, class G> void operator()(N&&, V&&, G&&) const {}
-};
-struct buffer_probe {
-  template <class N, class V> void operator()(N&&, V&&) const {}
-};
-} // namespace detail
-
-template <class M>
-concept model = requires(M& m) {
-  model_traits<M>::for_each_parameter(m, detail::parameter_probe{});
-};
-
-template <class M>
-concept model_with_buffers = model<M> && requires(M& m) {
-  model_traits<M>::for_each_buffer(m, detail::buffer_probe{});
-};
-
-DDP_END_NAMESPACE
-
-#endif // DDP_MODEL_HPP
-// ---- end ddp/model.hpp ----
 
 #include <cstdint>
 #include <string>
@@ -14779,6 +14882,8 @@ public:
   bool started() const noexcept { return started_; }
   /// Whether a bucket of this step has been launched (its collective is in flight).
   bool launched_any() const noexcept { return next_launch_ > 0; }
+  /// How many of this step's buckets have been launched.
+  std::size_t launched() const noexcept { return next_launch_; }
   void start() noexcept { started_ = true; }
   bool is_pending(std::size_t param) const { return marks_[param] == mark_state::pending; }
 
@@ -16199,13 +16304,14 @@ public:
   /// Verifies the model across ranks (names, dtypes, sizes), then copies rank 0's
   /// parameters and buffers to every rank.
   distributed_data_parallel(Model& m, process_group<Backend>& pg, ddp_options o = {})
-      : model_(m), pg_(pg), opts_(o), registry_(m), on_device_(gradients_on_device()),
-        broadcasts_(pg.communicator(), o.compute_stream, fail_group()), plan_(verify_then_plan()),
-        step_(plan_), timeline_(plan_),
+      : model_(m), pg_(pg), opts_(o), attached_(m), registry_(attached_.walked()),
+        on_device_(gradients_on_device()), broadcasts_(pg.communicator(), o.compute_stream, fail_group()),
+        plan_(verify_then_plan()), step_(plan_), timeline_(plan_),
         engine_(pg.communicator(), plan_, registry_.parameters(), on_device_, o.compute_stream, fail_group()),
         join_(pg.communicator()) {
     if (detail::debug() >= detail::debug_level::info && pg_.rank() == 0)
       detail::log_bucket_layout(plan_, registry_.parameters());
+    attached_.connect(gradient_sink(*this));
   }
   distributed_data_parallel(const distributed_data_parallel&) = delete;
   distributed_data_parallel& operator=(const distributed_data_parallel&) = delete;
@@ -16223,6 +16329,9 @@ public:
       out.push_back({b.params, b.param_type, b.wire_type, b.elements, b.path});
     return out;
   }
+  /// How many of this step's buckets have started their collective so far (0
+  /// outside a step): a bucket launched while backward still runs shows here.
+  std::size_t buckets_launched() const noexcept { return step_.launched(); }
 
   /// Gradient `index` (registration order) is final for this step; a bucket
   /// whose gradients are all final starts its all-reduce, in bucket order.
@@ -16256,6 +16365,7 @@ private:
     auto traced = timeline_.synchronizing();
     begin_step();
     try {
+      attached_.before_synchronize(gradient_sink(*this));
       for (std::size_t i = 0; i < registry_.size(); ++i) {
         if (!step_.is_pending(i)) continue;
         if (opts_.strict_marking)
@@ -16463,7 +16573,8 @@ private:
   Model& model_;
   process_group<Backend>& pg_;
   ddp_options opts_;
-  detail::parameter_registry<Model> registry_;
+  detail::attached_model<Model> attached_; ///< what registry_ walks: the model, or its traits' adapter
+  detail::parameter_registry<typename detail::attached_model<Model>::walked_type> registry_;
   bool on_device_;                                  ///< gradients in device memory: the CUDA engine
   detail::device_broadcasts<comm_type> broadcasts_; ///< device tensors in broadcasts from rank 0
   detail::bucket_plan plan_;

@@ -27,6 +27,8 @@ public:
   bool started() const noexcept { return started_; }
   /// Whether a bucket of this step has been launched (its collective is in flight).
   bool launched_any() const noexcept { return next_launch_ > 0; }
+  /// How many of this step's buckets have been launched.
+  std::size_t launched() const noexcept { return next_launch_; }
   void start() noexcept { started_ = true; }
   bool is_pending(std::size_t param) const { return marks_[param] == mark_state::pending; }
 

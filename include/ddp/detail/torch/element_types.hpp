@@ -1,0 +1,77 @@
+// LibTorch's run-time dtypes mapped onto ddp's element types: a tensor's
+// scalar type picks the span type a model walk hands to ddp.
+#ifndef DDP_DETAIL_TORCH_ELEMENT_TYPES_HPP
+#define DDP_DETAIL_TORCH_ELEMENT_TYPES_HPP
+
+#include <ddp/error.hpp>
+#include <ddp/tensor.hpp>
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+
+template <> struct dtype_of<c10::Half> : std::integral_constant<dtype, dtype::f16> {};
+template <> struct dtype_of<c10::BFloat16> : std::integral_constant<dtype, dtype::bf16> {};
+
+namespace detail::libtorch {
+
+template <class T> struct type_tag { using type = T; };
+
+/// Calls f(type_tag<T>{}) with the C++ element type of `s`. Gradients must be
+/// floating point; buffers may also be integers (a bool buffer travels as bytes).
+template <class F>
+decltype(auto) with_element_type(c10::ScalarType s, bool floating_only, const std::string& what, F&& f) {
+  switch (s) {
+  case c10::ScalarType::Float: return f(type_tag<float>{});
+  case c10::ScalarType::Double: return f(type_tag<double>{});
+  case c10::ScalarType::Half: return f(type_tag<c10::Half>{});
+  case c10::ScalarType::BFloat16: return f(type_tag<c10::BFloat16>{});
+  default: break;
+  }
+  if (!floating_only) switch (s) {
+    case c10::ScalarType::Int: return f(type_tag<std::int32_t>{});
+    case c10::ScalarType::Long: return f(type_tag<std::int64_t>{});
+    case c10::ScalarType::Byte:
+    case c10::ScalarType::Bool: return f(type_tag<std::uint8_t>{});
+    case c10::ScalarType::Char: return f(type_tag<std::int8_t>{});
+    default: break;
+    }
+  throw error(error_kind::config,
+              what + " is " + std::string(c10::toString(s)) +
+                  (floating_only
+                       ? ": ddp averages float32, float64, float16 and bfloat16 parameters; keep this "
+                         "one frozen (requires_grad false) or convert it"
+                       : ": ddp broadcasts buffers of float, int32, int64, uint8, int8 and bool; "
+                         "convert this one"));
+}
+
+/// Calls f(span) over a contiguous tensor's elements: std::span<T> for CPU
+/// memory, ddp::device_span<T> for CUDA memory.
+template <class T, class F> void with_elements(const ::torch::Tensor& t, F&& f) {
+  auto* p = static_cast<T*>(t.data_ptr());
+  const auto n = static_cast<std::size_t>(t.numel());
+  if (t.is_cuda())
+    f(device_span<T>{p, n});
+  else
+    f(std::span<T>(p, n));
+}
+
+/// Calls f(value, grad) over a parameter and its gradient (same device).
+template <class T, class F>
+void with_parameter(const ::torch::Tensor& value, const ::torch::Tensor& grad, F&& f) {
+  auto* v = static_cast<T*>(value.data_ptr());
+  auto* g = static_cast<T*>(grad.data_ptr());
+  const auto n = static_cast<std::size_t>(value.numel());
+  if (value.is_cuda())
+    f(device_span<T>{v, n}, device_span<T>{g, n});
+  else
+    f(std::span<T>(v, n), std::span<T>(g, n));
+}
+
+} // namespace detail::libtorch
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_TORCH_ELEMENT_TYPES_HPP
