@@ -7,6 +7,7 @@
 #   torch_distributed_launch          PROGRAM=scenario_worker: --use_env --no_python, then the
 #                                     plain form (it passes --local_rank=N) through a Python stand-in
 #   torch_distributed_launch.example  PROGRAM=fashion_mnist: the plain form, --local_rank=N to the example
+#   torch_distributed_launch.libtorch_example  the same with PROGRAM=libtorch_fashion_mnist
 #   torch_distributed_launch.cuda_visible_devices
 #                                     PROGRAM=gpu_nccl: the seed's CUDA_VISIBLE_DEVICES=... launch
 #   torchrun_static                   PROGRAM=scenario_worker: --nnodes 1 --node_rank 0 --master_addr
@@ -99,7 +100,7 @@ torch_distributed_launch)
     grep -q "LOCAL_RANK_ARG $r" "$work/plain" || fail "rank $r did not see --local_rank=$r"
   done
   ;;
-torch_distributed_launch.example)
+torch_distributed_launch.example | torch_distributed_launch.libtorch_example)
   data=${DDP_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
   [ -f "$data/train-images-idx3-ubyte.gz" ] || { echo "SKIP: no Fashion-MNIST in $data (apt-get install dataset-fashion-mnist)"; exit 77; }
   run_launch "$work/out" launch --nproc_per_node 2 "$here/exec_program.py" "$prog" --data "$data" \

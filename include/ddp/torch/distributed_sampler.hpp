@@ -66,7 +66,7 @@ public:
 
   /// The data loader calls this at each begin(): back to the start of the
   /// epoch, or to the resume position. A new size rebuilds the shares.
-  void reset(std::optional<std::size_t> new_size = std::nullopt) override {
+  void reset(c10::optional<std::size_t> new_size = c10::nullopt) override {
     if (new_size && *new_size != state_->sampler.context().n) {
       const auto epoch = state_->sampler.epoch();
       state_->sampler =
@@ -77,9 +77,9 @@ public:
     state_->cursor = state_->resume;
   }
 
-  std::optional<std::vector<std::size_t>> next(std::size_t batch_size) override {
+  c10::optional<std::vector<std::size_t>> next(std::size_t batch_size) override {
     auto all = state_->sampler.indices();
-    if (state_->cursor >= all.size()) return std::nullopt;
+    if (state_->cursor >= all.size()) return c10::nullopt;
     const auto end = std::min(all.size(), state_->cursor + batch_size);
     std::vector<std::size_t> out(all.begin() + static_cast<std::ptrdiff_t>(state_->cursor),
                                  all.begin() + static_cast<std::ptrdiff_t>(end));
