@@ -1,5 +1,5 @@
 // The LibTorch example's model: two conv+pool layers and two linear layers,
-// 1x28x28 images to 10 logits (Python's twin: tests/torch/cnn.py).
+// 1x28x28 images to 10 logits (Python's twin: cnn.py beside it).
 #pragma once
 
 #include <torch/torch.h>

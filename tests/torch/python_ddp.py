@@ -24,7 +24,7 @@ except ImportError:
     print("skipped: python3-torch is not installed")
     sys.exit(77)
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "libtorch_fashion_mnist"))
 from cnn import Cnn  # noqa: E402
 
 WORLD = 2

@@ -252,3 +252,48 @@ TEST_CASE("a gradient replaced after backward is refused, not dropped") {
   CHECK_THROWS_WITH_AS(dp.synchronize(), doctest::Contains("'fc1.weight': its gradient was replaced"),
                        ddp::error);
 }
+
+namespace {
+/// Hands back the indices it is asked for, so a loader's batches show the sampler's order.
+struct index_data : torch::data::datasets::BatchDataset<index_data, std::vector<std::size_t>> {
+  std::vector<std::size_t> get_batch(c10::ArrayRef<std::size_t> rows) override { return rows.vec(); }
+  c10::optional<std::size_t> size() const override { return 103; }
+};
+} // namespace
+
+TEST_CASE("torch::data loader with ddp::torch::distributed_sampler: ddp's indices, epochs, resume") {
+  auto& pg = group();
+  ddp::torch::distributed_sampler<> sampler(103, pg, {.seed = 9});
+  auto loader = torch::data::make_data_loader(index_data{}, sampler, torch::data::DataLoaderOptions(10));
+  ddp::distributed_sampler<> plain(103, pg, {.seed = 9});
+  auto visit = [&] {
+    std::vector<std::int64_t> seen;
+    for (auto& b : *loader)
+      for (auto i : b)
+        seen.push_back(static_cast<std::int64_t>(i));
+    return seen;
+  };
+  for (std::uint64_t epoch : {0u, 1u}) {
+    sampler.set_epoch(epoch); // the loader holds a copy: this one steers it
+    plain.set_epoch(epoch);
+    auto expect = std::vector<std::int64_t>(plain.indices().begin(), plain.indices().end());
+    CHECK(visit() == expect);
+    sampler.resume_at(20); // mid-epoch: the loader's next pass starts at the 21st index
+    CHECK(visit() == std::vector<std::int64_t>(expect.begin() + 20, expect.end()));
+  }
+  // save/load carry the epoch and the position.
+  sampler.set_epoch(3);
+  sampler.resume_at(30);
+  torch::serialize::OutputArchive out;
+  sampler.save(out);
+  std::ostringstream bytes;
+  out.save_to(bytes);
+  ddp::torch::distributed_sampler<> restored(103, pg, {.seed = 9});
+  torch::serialize::InputArchive in;
+  std::istringstream is(bytes.str());
+  in.load_from(is);
+  restored.load(in);
+  CHECK(restored.epoch() == 3);
+  CHECK(restored.position() == 30);
+  CHECK_THROWS_WITH_AS(restored.resume_at(1000), doctest::Contains("is past this rank's"), ddp::error);
+}
