@@ -12,9 +12,12 @@
 #include <ddp/error.hpp>
 #include <ddp/model.hpp>
 #include <ddp/op.hpp>
+#include <ddp/optim/adam.hpp>
+#include <ddp/optim/sgd.hpp>
 #include <ddp/process_group.hpp>
 #include <ddp/reduction.hpp>
 #include <ddp/sampler.hpp>
+#include <ddp/sharded_data_parallel.hpp>
 #include <ddp/store.hpp>
 #include <ddp/tensor.hpp>
 #include <ddp/topology.hpp>

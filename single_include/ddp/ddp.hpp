@@ -8405,6 +8405,7 @@ DDP_END_NAMESPACE
 DDP_BEGIN_NAMESPACE
 
 template <class Model, class Backend, class Bucketing, class Reduction> class distributed_data_parallel;
+template <class Model, class Backend, class Bucketing, class Reduction> class sharded_data_parallel;
 
 class no_sync_guard {
 public:
@@ -8422,6 +8423,7 @@ public:
 
 private:
   template <class, class, class, class> friend class distributed_data_parallel;
+  template <class, class, class, class> friend class sharded_data_parallel;
   explicit no_sync_guard(int& depth) : depth_(&depth) { ++*depth_; }
 
   int* depth_;
@@ -16594,6 +16596,288 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DATA_PARALLEL_HPP
 // ---- end ddp/data_parallel.hpp ----
+// ---- begin ddp/optim/adam.hpp ----
+// ddp::optim::adam — torch.optim.Adam's update (bias correction, eps added
+// after the square root, L2 weight decay) on this rank's shard of a
+// sharded_data_parallel model; step() then all-gathers the parameters.
+#ifndef DDP_OPTIM_ADAM_HPP
+#define DDP_OPTIM_ADAM_HPP
+
+// ---- begin ddp/optim/shard_state.hpp ----
+// Per-element optimizer state for this rank's shard (Adam's two moments,
+// SGD's momentum), one array per bucket in the bucket's dtype, and its
+// checkpoint: each rank saves and loads its own file, `<path>.rank<r>`.
+#ifndef DDP_OPTIM_SHARD_STATE_HPP
+#define DDP_OPTIM_SHARD_STATE_HPP
+
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace optim {
+
+class shard_state {
+public:
+  /// `slots` arrays per bucket, sized as the sharded model's shard of it.
+  template <class Sharded>
+  shard_state(Sharded& s, std::size_t slots)
+      : rank_(s.group().rank()), world_(s.group().size()), data_(slots) {
+    for (std::size_t b = 0; b < s.num_buckets(); ++b) {
+      types_.push_back(s.bucket_type(b));
+      sizes_.push_back(s.shard_size(b));
+    }
+    for (auto& slot : data_)
+      for (std::size_t b = 0; b < types_.size(); ++b)
+        slot.emplace_back(sizes_[b] * size_of(types_[b]), std::byte{0});
+  }
+
+  /// Slot `k`'s elements for a range of bucket `bucket` starting at `offset`.
+  template <class T> T* at(std::size_t k, std::size_t bucket, std::size_t offset) {
+    return reinterpret_cast<T*>(data_[k][bucket].data()) + offset;
+  }
+
+  std::size_t bytes() const {
+    std::size_t n = 0;
+    for (auto& slot : data_)
+      for (auto& b : slot)
+        n += b.size();
+    return n;
+  }
+
+  /// Writes `<path>.rank<r>` (through a temporary file, renamed when complete).
+  void save(const std::string& path, std::uint64_t step, const std::string& kind) const {
+    const std::string file = path + ".rank" + std::to_string(rank_), tmp = file + ".tmp";
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw io_error(tmp, "cannot open it for writing");
+    std::string head = header(step, kind);
+    out.write(head.data(), static_cast<std::streamsize>(head.size()));
+    for (auto& slot : data_)
+      for (auto& b : slot)
+        out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+    out.close();
+    if (!out) throw io_error(tmp, "could not write it completely");
+    if (std::rename(tmp.c_str(), file.c_str()) != 0)
+      throw io_error(file, "could not rename " + tmp + " to it");
+  }
+
+  /// Reads `<path>.rank<r>`; the job must have the world size, buckets and
+  /// optimizer it was saved with. Returns the saved step count.
+  std::uint64_t load(const std::string& path, const std::string& kind) {
+    const std::string file = path + ".rank" + std::to_string(rank_);
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw io_error(file, "cannot open it");
+    std::string magic(8, '\0');
+    std::uint32_t world = 0;
+    in.read(magic.data(), 8);
+    in.read(reinterpret_cast<char*>(&world), sizeof world);
+    if (!in || magic != "DDPOPTV1")
+      throw error(error_kind::data, "optimizer checkpoint " + file + " is not one ddp::optim wrote");
+    if (world != static_cast<std::uint32_t>(world_))
+      throw error(error_kind::config,
+                  "optimizer checkpoint " + file + " was saved by a job of " + std::to_string(world) +
+                      " ranks; this job has " + std::to_string(world_) +
+                      ": each rank's file holds its 1/W of the state, so resume with " +
+                      std::to_string(world) + " ranks (or start the optimizer afresh)",
+                  rank_);
+    std::string rest_expected = header(0, kind).substr(12);
+    std::string rest(rest_expected.size(), '\0');
+    in.read(rest.data(), static_cast<std::streamsize>(rest.size()));
+    std::uint64_t step = 0;
+    std::memcpy(&step, rest.data(), sizeof step);
+    std::memcpy(rest.data(), rest_expected.data(), sizeof step); // compare all but the step
+    if (!in || rest != rest_expected)
+      throw error(error_kind::config,
+                  "optimizer checkpoint " + file +
+                      " does not match this job (another optimizer, rank, "
+                      "model, bucketing or dtype): load it with the job that saved it",
+                  rank_);
+    for (auto& slot : data_)
+      for (auto& b : slot)
+        in.read(reinterpret_cast<char*>(b.data()), static_cast<std::streamsize>(b.size()));
+    if (!in || in.peek() != std::char_traits<char>::eof())
+      throw error(error_kind::data, "optimizer checkpoint " + file + " is truncated or too long", rank_);
+    return step;
+  }
+
+private:
+  /// magic, world, step, rank, optimizer, slots, then each bucket's dtype and size.
+  std::string header(std::uint64_t step, const std::string& kind) const {
+    std::string h = "DDPOPTV1";
+    auto put = [&](auto v) { h.append(reinterpret_cast<const char*>(&v), sizeof v); };
+    put(static_cast<std::uint32_t>(world_));
+    put(step);
+    put(static_cast<std::uint32_t>(rank_));
+    put(static_cast<std::uint32_t>(kind.size()));
+    h += kind;
+    put(static_cast<std::uint32_t>(data_.size()));
+    put(static_cast<std::uint32_t>(types_.size()));
+    for (std::size_t b = 0; b < types_.size(); ++b) {
+      put(static_cast<std::uint8_t>(types_[b]));
+      put(static_cast<std::uint64_t>(sizes_[b]));
+    }
+    return h;
+  }
+
+  error io_error(const std::string& file, const std::string& what) const {
+    return error(error_kind::data,
+                 "optimizer checkpoint " + file + ": " + what + " (" + std::strerror(errno) + ")", rank_);
+  }
+
+  int rank_, world_;
+  std::vector<dtype> types_;
+  std::vector<std::size_t> sizes_;
+  std::vector<std::vector<std::vector<std::byte>>> data_; ///< [slot][bucket] bytes
+};
+
+} // namespace optim
+DDP_END_NAMESPACE
+
+#endif // DDP_OPTIM_SHARD_STATE_HPP
+// ---- end ddp/optim/shard_state.hpp ----
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+namespace optim {
+
+struct adam_options {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+};
+
+template <class Sharded> class adam {
+public:
+  adam(Sharded& model, adam_options o = {}) : model_(model), o_(o), state_(model, 2) {}
+
+  /// One update of this rank's shard with its averaged gradient (after
+  /// synchronize()), then every rank's parameters are whole again.
+  void step() {
+    ++step_;
+    const double bias1 = 1 - std::pow(o_.beta1, static_cast<double>(step_));
+    const double bias2_sqrt = std::sqrt(1 - std::pow(o_.beta2, static_cast<double>(step_)));
+    model_.update_shards([&](auto& r) {
+      using T = typename std::remove_cvref_t<decltype(r.value)>::value_type;
+      T* m = state_.template at<T>(0, r.bucket, r.state_offset);
+      T* v = state_.template at<T>(1, r.bucket, r.state_offset);
+      const T b1 = static_cast<T>(o_.beta1), b2 = static_cast<T>(o_.beta2), eps = static_cast<T>(o_.eps);
+      const T wd = static_cast<T>(o_.weight_decay), one_b1 = static_cast<T>(1 - o_.beta1),
+              one_b2 = static_cast<T>(1 - o_.beta2), bc2 = static_cast<T>(bias2_sqrt),
+              step_size = static_cast<T>(o_.lr / bias1);
+      for (std::size_t i = 0; i < r.value.size(); ++i) {
+        const T g = o_.weight_decay != 0 ? r.grad[i] + wd * r.value[i] : r.grad[i];
+        m[i] = m[i] * b1 + one_b1 * g;
+        v[i] = v[i] * b2 + one_b2 * g * g;
+        const T denom = std::sqrt(v[i]) / bc2 + eps;
+        r.value[i] -= step_size * (m[i] / denom);
+      }
+    });
+  }
+
+  adam_options& options() noexcept { return o_; }
+  std::uint64_t steps() const noexcept { return step_; }
+  /// This rank's optimizer memory: two values per owned element.
+  std::size_t state_bytes() const noexcept { return state_.bytes(); }
+
+  /// Each rank writes its own shard of the state to `<path>.rank<r>`.
+  void save(const std::string& path) const { state_.save(path, step_, "adam"); }
+  void load(const std::string& path) { step_ = state_.load(path, "adam"); }
+
+private:
+  Sharded& model_;
+  adam_options o_;
+  shard_state state_;
+  std::uint64_t step_ = 0;
+};
+
+template <class S> adam(S&, adam_options) -> adam<S>;
+template <class S> adam(S&) -> adam<S>;
+
+} // namespace optim
+DDP_END_NAMESPACE
+
+#endif // DDP_OPTIM_ADAM_HPP
+// ---- end ddp/optim/adam.hpp ----
+// ---- begin ddp/optim/sgd.hpp ----
+// ddp::optim::sgd — torch.optim.SGD's update (momentum with dampening,
+// Nesterov, L2 weight decay) on this rank's shard of a sharded_data_parallel
+// model; step() then all-gathers the parameters.
+#ifndef DDP_OPTIM_SGD_HPP
+#define DDP_OPTIM_SGD_HPP
+
+
+#include <cstdint>
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+namespace optim {
+
+struct sgd_options {
+  double lr = 0.01;
+  double momentum = 0.0;
+  double dampening = 0.0;
+  double weight_decay = 0.0;
+  bool nesterov = false;
+};
+
+template <class Sharded> class sgd {
+public:
+  sgd(Sharded& model, sgd_options o = {}) : model_(model), o_(o), state_(model, o.momentum != 0 ? 1 : 0) {
+    if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
+      throw error(error_kind::config, "optim::sgd: Nesterov momentum needs a momentum and zero dampening");
+  }
+
+  void step() {
+    ++step_;
+    model_.update_shards([&](auto& r) {
+      using T = typename std::remove_cvref_t<decltype(r.value)>::value_type;
+      const T lr = static_cast<T>(o_.lr), mu = static_cast<T>(o_.momentum),
+              wd = static_cast<T>(o_.weight_decay), keep = static_cast<T>(1 - o_.dampening);
+      T* buf = o_.momentum != 0 ? state_.template at<T>(0, r.bucket, r.state_offset) : nullptr;
+      for (std::size_t i = 0; i < r.value.size(); ++i) {
+        T d = o_.weight_decay != 0 ? r.grad[i] + wd * r.value[i] : r.grad[i];
+        if (buf) {
+          buf[i] = step_ == 1 ? d : buf[i] * mu + keep * d; // the first step clones, as PyTorch's does
+          d = o_.nesterov ? d + mu * buf[i] : buf[i];
+        }
+        r.value[i] -= lr * d;
+      }
+    });
+  }
+
+  sgd_options& options() noexcept { return o_; }
+  std::uint64_t steps() const noexcept { return step_; }
+  /// This rank's optimizer memory: one value per owned element with momentum, else none.
+  std::size_t state_bytes() const noexcept { return state_.bytes(); }
+
+  void save(const std::string& path) const { state_.save(path, step_, "sgd"); }
+  void load(const std::string& path) { step_ = state_.load(path, "sgd"); }
+
+private:
+  Sharded& model_;
+  sgd_options o_;
+  shard_state state_;
+  std::uint64_t step_ = 0;
+};
+
+template <class S> sgd(S&, sgd_options) -> sgd<S>;
+template <class S> sgd(S&) -> sgd<S>;
+
+} // namespace optim
+DDP_END_NAMESPACE
+
+#endif // DDP_OPTIM_SGD_HPP
+// ---- end ddp/optim/sgd.hpp ----
 // ---- begin ddp/sampler.hpp ----
 // ddp::distributed_sampler — which sample indices this rank visits each epoch.
 // `shuffled` and `sequential` are index-identical to PyTorch's
@@ -17036,6 +17320,522 @@ DDP_END_NAMESPACE
 
 #endif // DDP_SAMPLER_HPP
 // ---- end ddp/sampler.hpp ----
+// ---- begin ddp/sharded_data_parallel.hpp ----
+// ddp::sharded_data_parallel — ZeRO stage 1: gradients are reduce-scattered
+// in buckets that launch while backward runs, each rank keeps and updates
+// only its 1/W of the parameters' elements (and so of the optimizer's state),
+// and the updated shards are all-gathered so that every rank holds the whole
+// model again. Same models, policies and options as distributed_data_parallel;
+// the optimizers that go with it are in ddp/optim/.
+#ifndef DDP_SHARDED_DATA_PARALLEL_HPP
+#define DDP_SHARDED_DATA_PARALLEL_HPP
+
+// ---- begin ddp/detail/sharded/shard_engine.hpp ----
+// The collectives of sharded_data_parallel on host memory: per bucket, a
+// reduce-scatter of the packed gradients (converted and scaled in the packing
+// pass) into this rank's averaged gradient shard, and after the optimizer
+// step an all-gather of every rank's updated shard back into the parameters.
+#ifndef DDP_DETAIL_SHARDED_SHARD_ENGINE_HPP
+#define DDP_DETAIL_SHARDED_SHARD_ENGINE_HPP
+
+// ---- begin ddp/detail/sharded/shard_layout.hpp ----
+// Which elements of each bucket a rank owns under sharded_data_parallel, and
+// where they travel. A bucket of n elements is cut into W contiguous shards
+// whose sizes differ by at most one (the first n % W ranks own one more); on
+// the wire each shard is padded to c = ceil(n / W) elements, since the
+// backends' reduce_scatter and all_gather move equal blocks. A pure function
+// of the plan, the world size and the rank (tests/unit/test_shard_layout.cpp).
+#ifndef DDP_DETAIL_SHARDED_SHARD_LAYOUT_HPP
+#define DDP_DETAIL_SHARDED_SHARD_LAYOUT_HPP
+
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// A run of one parameter's elements inside one shard.
+struct shard_run {
+  std::size_t param;        ///< registration index
+  std::size_t param_offset; ///< first element within the parameter
+  std::size_t padded;       ///< its position in the padded wire layout (W blocks of `block`)
+  std::size_t count;
+  int owner; ///< the rank whose shard holds it
+};
+
+struct bucket_shards {
+  std::size_t block = 0;        ///< c: elements per rank on the wire
+  std::size_t begin = 0;        ///< this rank's first element of the bucket
+  std::size_t size = 0;         ///< this rank's elements (block or block - 1, or 0)
+  std::vector<shard_run> runs;  ///< every run, in bucket order
+  std::vector<shard_run> owned; ///< this rank's runs
+};
+
+inline std::size_t shard_begin(std::size_t n, std::size_t world, std::size_t r) {
+  return r * (n / world) + std::min(r, n % world);
+}
+
+inline bucket_shards shard_bucket(const planned_bucket& b, const std::vector<std::size_t>& counts, int world,
+                                  int rank) {
+  const auto w = static_cast<std::size_t>(world), n = b.elements;
+  bucket_shards s;
+  s.block = (n + w - 1) / w;
+  s.begin = shard_begin(n, w, static_cast<std::size_t>(rank));
+  s.size = shard_begin(n, w, static_cast<std::size_t>(rank) + 1) - s.begin;
+  for (std::size_t k = 0; k < b.params.size(); ++k) {
+    const std::size_t first = b.offsets[k], last = first + counts[b.params[k]];
+    for (std::size_t r = 0; r < w; ++r) {
+      const std::size_t lo = std::max(first, shard_begin(n, w, r)),
+                        hi = std::min(last, shard_begin(n, w, r + 1));
+      if (lo >= hi) continue;
+      shard_run run{b.params[k], lo - first, r * s.block + (lo - shard_begin(n, w, r)), hi - lo,
+                    static_cast<int>(r)};
+      s.runs.push_back(run);
+      if (static_cast<int>(r) == rank) s.owned.push_back(run);
+    }
+  }
+  return s;
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_SHARDED_SHARD_LAYOUT_HPP
+// ---- end ddp/detail/sharded/shard_layout.hpp ----
+
+#include <cstring>
+#include <optional>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+template <communicator Comm> class shard_engine {
+public:
+  shard_engine(Comm& comm, const bucket_plan& plan, const std::vector<tensor_slot>& params)
+      : comm_(comm), plan_(plan), params_(params) {
+    std::vector<std::size_t> counts;
+    for (auto& p : params)
+      counts.push_back(p.count);
+    for (auto& b : plan.buckets) {
+      bucket_state s;
+      s.shards = shard_bucket(b, counts, comm.size(), comm.rank());
+      const std::size_t padded = s.shards.block * static_cast<std::size_t>(comm.size());
+      s.send.assign(padded * size_of(b.wire_type), std::byte{0}); // pads stay zero
+      s.recv.assign(s.shards.block * size_of(b.wire_type), std::byte{0});
+      s.grad.assign(s.shards.size * size_of(b.param_type), std::byte{0});
+      s.gather_in.assign(s.shards.block * size_of(b.param_type), std::byte{0});
+      s.gather_out.assign(padded * size_of(b.param_type), std::byte{0});
+      state_.push_back(std::move(s));
+    }
+  }
+  shard_engine(const shard_engine&) = delete;
+  shard_engine& operator=(const shard_engine&) = delete;
+  ~shard_engine() { wait_all_quietly(); }
+
+  const bucket_shards& shards(std::size_t b) const { return state_[b].shards; }
+  /// This rank's averaged gradient of bucket b (param type, shards(b).size elements).
+  std::byte* grad_shard(std::size_t b) { return state_[b].grad.data(); }
+
+  static void zero(const tensor_slot& p) { std::memset(p.grad, 0, p.count * size_of(p.type)); }
+
+  /// Packs bucket b's gradients (times `scale`, in the wire type) and starts
+  /// its reduce-scatter.
+  void launch(std::size_t b, double scale) {
+    auto& bk = plan_.buckets[b];
+    auto& s = state_[b];
+    const std::size_t ws = size_of(bk.wire_type), ps = size_of(bk.param_type);
+    for (auto& r : s.shards.runs) {
+      auto& p = params_[r.param];
+      copy_scaled(s.send.data() + r.padded * ws, bk.wire_type,
+                  static_cast<std::byte*>(p.grad) + r.param_offset * ps, p.type, r.count, scale);
+    }
+    s.in_flight = reduce(b, s.send.data());
+  }
+
+  /// A joined rank's stand-in: the same reduce-scatter, on zeros.
+  void launch_zeros(std::size_t b) {
+    auto& s = state_[b];
+    s.shadow.assign(s.send.size(), std::byte{0});
+    s.in_flight = reduce(b, s.shadow.data());
+  }
+
+  /// Waits for bucket b's reduce-scatter and keeps this rank's shard of it.
+  void finish(std::size_t b) {
+    auto& s = state_[b];
+    if (!s.in_flight) return;
+    auto w = std::move(*s.in_flight);
+    s.in_flight.reset();
+    w.wait();
+    auto& bk = plan_.buckets[b];
+    copy_scaled(s.grad.data(), bk.param_type, s.recv.data(), bk.wire_type, s.shards.size, 1.0);
+  }
+
+  /// Starts bucket b's all-gather of this rank's (updated) parameter shard.
+  void start_gather(std::size_t b) {
+    auto& bk = plan_.buckets[b];
+    auto& s = state_[b];
+    const std::size_t ps = size_of(bk.param_type);
+    const std::size_t mine = static_cast<std::size_t>(comm_.rank()) * s.shards.block;
+    for (auto& r : s.shards.owned)
+      std::memcpy(s.gather_in.data() + (r.padded - mine) * ps,
+                  static_cast<const std::byte*>(params_[r.param].value) + r.param_offset * ps, r.count * ps);
+    s.gathering =
+        comm_.all_gather(s.gather_in.data(), s.gather_out.data(), s.shards.block, bk.param_type, false);
+  }
+
+  /// Waits for bucket b's all-gather and writes every rank's shard into the parameters.
+  void finish_gather(std::size_t b) {
+    auto& s = state_[b];
+    if (!s.gathering) return;
+    auto w = std::move(*s.gathering);
+    s.gathering.reset();
+    w.wait();
+    const std::size_t ps = size_of(plan_.buckets[b].param_type);
+    for (auto& r : s.shards.runs)
+      std::memcpy(static_cast<std::byte*>(params_[r.param].value) + r.param_offset * ps,
+                  s.gather_out.data() + r.padded * ps, r.count * ps);
+  }
+
+  void wait_all_quietly() {
+    for (auto& s : state_) {
+      wait_quietly(s.in_flight);
+      wait_quietly(s.gathering);
+    }
+  }
+
+private:
+  struct bucket_state {
+    bucket_shards shards;
+    std::vector<std::byte> send, recv, grad, gather_in, gather_out, shadow;
+    std::optional<work> in_flight, gathering;
+  };
+
+  work reduce(std::size_t b, std::byte* data) {
+    auto& s = state_[b];
+    return comm_.reduce_scatter(data, s.recv.data(), s.shards.block, plan_.buckets[b].wire_type, op::sum,
+                                false);
+  }
+
+  Comm& comm_;
+  const bucket_plan& plan_;
+  const std::vector<tensor_slot>& params_;
+  std::vector<bucket_state> state_;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_SHARDED_SHARD_ENGINE_HPP
+// ---- end ddp/detail/sharded/shard_engine.hpp ----
+
+#include <span>
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+
+/// One range of parameter elements this rank owns: what an optimizer updates.
+template <class T> struct shard_range {
+  std::size_t parameter;    ///< registration index
+  std::size_t offset;       ///< first element within the parameter
+  std::span<T> value;       ///< the parameter's elements, updated in place
+  std::span<const T> grad;  ///< their gradient, averaged over all ranks
+  std::size_t bucket;       ///< the bucket it belongs to
+  std::size_t state_offset; ///< its position in this rank's shard of that bucket (for optimizer state)
+};
+
+/// The primary template only diagnoses, as distributed_data_parallel's does.
+template <class Model, class Backend, class Bucketing = bucketing::size_capped<>,
+          class Reduction = reduction::mean>
+class sharded_data_parallel {
+  static_assert(model<Model>,
+                "ddp: the model type must provide `template <class F> void for_each_parameter(F&& f)` "
+                "calling f(name, value, grad) for each parameter in registration order, or "
+                "specialize ddp::model_traits<Model> with a static for_each_parameter(Model&, F&&).");
+  static_assert(!model<Model> || backend_policy<Backend>,
+                "ddp: Backend must be a backend policy such as ddp::gloo or ddp::nccl.");
+  static_assert(!model<Model> || !backend_policy<Backend> || bucketing_policy<Bucketing>,
+                "ddp: Bucketing must be a bucketing policy (see ddp::bucketing::size_capped, per_tensor, "
+                "single_buffer).");
+  static_assert(
+      !model<Model> || !backend_policy<Backend> || !bucketing_policy<Bucketing> ||
+          reduction_policy<Reduction>,
+      "ddp: Reduction must be a reduction policy (see ddp::reduction::mean, sum, fp16_compressed_mean, "
+      "bf16_compressed_mean).");
+
+public:
+  template <class... Args> explicit sharded_data_parallel(Args&&...) {}
+};
+
+template <class Model, class Backend, class Bucketing, class Reduction>
+requires model<Model> && backend_policy<Backend> && bucketing_policy<Bucketing> && reduction_policy<Reduction>
+class sharded_data_parallel<Model, Backend, Bucketing, Reduction> {
+  using comm_type = typename Backend::communicator;
+
+public:
+  using model_type = Model;
+  using backend_type = Backend;
+
+  /// Verifies the model across ranks, copies rank 0's parameters and buffers
+  /// to every rank, and cuts each bucket into W shards.
+  sharded_data_parallel(Model& m, process_group<Backend>& pg, ddp_options o = {})
+      : model_(m), pg_(pg), opts_(o), attached_(m), registry_(attached_.walked()), plan_(verify_then_plan()),
+        step_(plan_), engine_(pg.communicator(), plan_, registry_.parameters()), join_(pg.communicator()) {
+    attached_.connect(gradient_sink(*this));
+  }
+  sharded_data_parallel(const sharded_data_parallel&) = delete;
+  sharded_data_parallel& operator=(const sharded_data_parallel&) = delete;
+
+  Model& module() noexcept { return model_; }
+  process_group<Backend>& group() noexcept { return pg_; }
+  std::size_t num_parameters() const noexcept { return registry_.size(); }
+  const std::string& parameter_name(std::size_t i) const { return registry_.parameters().at(i).name; }
+  std::size_t num_buckets() const noexcept { return plan_.buckets.size(); }
+  /// This rank's elements of bucket b (the parameters' dtype: float or double).
+  std::size_t shard_size(std::size_t b) const { return engine_.shards(b).size; }
+  dtype bucket_type(std::size_t b) const { return plan_.buckets.at(b).param_type; }
+  /// This rank's elements over all buckets: 1/W of the model, within one per bucket.
+  std::size_t shard_elements() const {
+    std::size_t n = 0;
+    for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+      n += engine_.shards(b).size;
+    return n;
+  }
+
+  void mark_grad_ready(std::size_t index) { mark(index, detail::mark_state::ready); }
+  template <tensor G> void mark_grad_ready(const G& grad) { mark(index_of(grad), detail::mark_state::ready); }
+  void mark_unused(std::size_t index) { mark(index, detail::mark_state::unused); }
+  template <tensor G> void mark_unused(const G& grad) { mark(index_of(grad), detail::mark_state::unused); }
+
+  /// Launches what is left (unmarked gradients count as ready) and waits:
+  /// each rank then holds the averaged gradient of its shard, for
+  /// for_each_shard(). The model's own gradients are left as backward made
+  /// them. Inside no_sync(), does nothing but end the step.
+  void synchronize() {
+    if (no_sync_depth_ > 0) return end_step();
+    begin_step();
+    try {
+      attached_.before_synchronize(gradient_sink(*this));
+      for (std::size_t i = 0; i < registry_.size(); ++i)
+        if (step_.is_pending(i)) step_.mark(i, detail::mark_state::ready);
+      launch_ready();
+      for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+        engine_.finish(b);
+      if (opts_.broadcast_buffers && !registry_.buffers().empty())
+        registry_.broadcast_from_rank0(pg_.communicator(), /*buffers_only=*/true, host_only_);
+    } catch (...) {
+      engine_.wait_all_quietly();
+      end_step();
+      throw;
+    }
+    end_step();
+    synchronized_ = true;
+  }
+
+  /// Calls f(shard_range<T>&) for every range this rank owns (T: float or
+  /// double, the parameter's type), bucket by bucket.
+  template <class F> void for_each_shard(F&& f) {
+    for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+      visit_bucket(b, f);
+  }
+
+  /// Copies every rank's shard of the parameters to every rank.
+  void gather_parameters() {
+    for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+      engine_.start_gather(b);
+    finish_gathers();
+  }
+
+  /// for_each_shard(f), starting each bucket's all-gather as soon as its
+  /// ranges are updated (it overlaps the updates of the next bucket); returns
+  /// with the parameters whole on every rank. What ddp::optim's step() calls.
+  template <class F> void update_shards(F&& f) {
+    if (!synchronized_)
+      throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) +
+                                          ": an optimizer step before synchronize(): the shards hold no "
+                                          "averaged gradient yet");
+    try {
+      for (std::size_t b = 0; b < plan_.buckets.size(); ++b) {
+        visit_bucket(b, f);
+        engine_.start_gather(b);
+      }
+    } catch (...) {
+      engine_.wait_all_quietly();
+      throw;
+    }
+    finish_gathers();
+    synchronized_ = false;
+  }
+
+  using no_sync_guard = ddp::no_sync_guard;
+  [[nodiscard]] no_sync_guard no_sync() {
+    if (step_.started())
+      throw error(error_kind::config, "no_sync() entered in the middle of a step (gradients already marked): "
+                                      "enter it before backward");
+    return no_sync_guard(no_sync_depth_);
+  }
+
+  /// For uneven inputs (options.uneven_inputs on every rank): a rank out of
+  /// data calls join(optimizer). Until every rank has joined it shadows the
+  /// others' steps: zeros into their reduce-scatters, and its optimizer's
+  /// step on its own shard, whose all-gather the others wait for.
+  template <class Optimizer> void join(Optimizer& opt) {
+    if (!opts_.uneven_inputs)
+      throw error(error_kind::config, "join() needs ddp_options::uneven_inputs = true on every rank");
+    if (step_.started()) throw error(error_kind::config, "join() called in the middle of a step");
+    join_.shadow_until_all_joined([&] {
+      for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+        engine_.launch_zeros(b);
+      for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+        engine_.finish(b);
+      synchronized_ = true;
+      opt.step();
+    });
+  }
+
+private:
+  /// Buffers are host memory here: broadcast directly.
+  struct host_broadcasts {
+    static work broadcast(const detail::tensor_slot&) {
+      throw error(error_kind::config, "sharded_data_parallel: device tensors are not supported yet");
+    }
+    static void complete(std::vector<work>& ws) {
+      for (auto& w : ws)
+        w.wait();
+    }
+  };
+
+  template <class F> void visit_bucket(std::size_t b, F& f) {
+    auto& bk = plan_.buckets[b];
+    auto& sh = engine_.shards(b);
+    auto visit = [&](auto* grad_shard) {
+      using T = std::remove_pointer_t<decltype(grad_shard)>;
+      for (auto& r : sh.owned) {
+        auto& p = registry_[r.param];
+        const std::size_t at = r.padded - static_cast<std::size_t>(pg_.rank()) * sh.block;
+        shard_range<T> range{r.param,
+                             r.param_offset,
+                             std::span<T>(static_cast<T*>(p.value) + r.param_offset, r.count),
+                             std::span<const T>(grad_shard + at, r.count),
+                             b,
+                             at};
+        f(range);
+      }
+    };
+    if (bk.param_type == dtype::f32)
+      visit(reinterpret_cast<float*>(engine_.grad_shard(b)));
+    else
+      visit(reinterpret_cast<double*>(engine_.grad_shard(b)));
+  }
+
+  void finish_gathers() {
+    try {
+      for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+        engine_.finish_gather(b);
+    } catch (...) {
+      engine_.wait_all_quietly();
+      throw;
+    }
+  }
+
+  detail::bucket_plan verify_then_plan() {
+    for (auto& p : registry_.parameters()) {
+      if (p.on_device)
+        throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) + ": parameter '" + p.name +
+                                            "' lives in device memory: sharded_data_parallel takes host "
+                                            "tensors for now (use distributed_data_parallel on the GPU)");
+      if (p.type != dtype::f32 && p.type != dtype::f64)
+        throw error(error_kind::config,
+                    "rank " + std::to_string(pg_.rank()) + ": parameter '" + p.name + "' is " +
+                        std::string(to_string(p.type)) +
+                        ": sharded_data_parallel updates float32 or float64 parameters (keep half-precision "
+                        "parameters as float32 and use reduction::fp16_compressed_mean or "
+                        "bf16_compressed_mean to halve the traffic)");
+    }
+    for (auto& s : registry_.buffers())
+      if (s.on_device)
+        throw error(error_kind::config, "buffer '" + s.name + "' lives in device memory: not supported yet");
+    if (opts_.verify_model) registry_.verify_across_ranks(pg_.communicator());
+    registry_.broadcast_from_rank0(pg_.communicator(), /*buffers_only=*/false, host_only_);
+    auto descs = detail::describe_for_bucketing(registry_.parameters());
+    return detail::make_bucket_plan(Bucketing::assign(std::span<const parameter_desc>(descs)),
+                                    registry_.parameters(), [](dtype d) { return Reduction::wire(d); }, {});
+  }
+
+  double mean_scale() const { return Reduction::average ? 1.0 / pg_.size() : 1.0; }
+
+  template <tensor G> std::size_t index_of(const G& grad) {
+    const void* p = as_span(const_cast<G&>(grad)).data();
+    auto i = registry_.find_gradient(p);
+    if (!i && !step_.launched_any()) {
+      registry_.refresh(pg_.rank());
+      i = registry_.find_gradient(p);
+    }
+    if (!i)
+      throw error(error_kind::config,
+                  "rank " + std::to_string(pg_.rank()) +
+                      ": mark_grad_ready/mark_unused got a tensor that is not the gradient "
+                      "of any parameter (pass the gradient tensor itself, or an index)",
+                  pg_.rank());
+    return *i;
+  }
+
+  void begin_step() {
+    if (step_.started()) return;
+    step_.start();
+    registry_.refresh(pg_.rank());
+    if (opts_.uneven_inputs) join_.begin_step();
+  }
+  void end_step() {
+    join_.end_step();
+    step_.reset();
+  }
+
+  void mark(std::size_t index, detail::mark_state how) {
+    if (index >= registry_.size())
+      throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) + ": parameter index " +
+                                          std::to_string(index) + " is out of range (" +
+                                          std::to_string(registry_.size()) + " parameters)");
+    if (no_sync_depth_ > 0) return;
+    begin_step();
+    if (!step_.is_pending(index))
+      throw error(error_kind::config,
+                  "rank " + std::to_string(pg_.rank()) + ": gradient of parameter '" + registry_[index].name +
+                      "' was marked twice in one step",
+                  pg_.rank());
+    if (how == detail::mark_state::unused) engine_.zero(registry_[index]);
+    step_.mark(index, how);
+    launch_ready();
+  }
+
+  void launch_ready() {
+    step_.launch_ready([&](std::size_t b) { engine_.launch(b, mean_scale()); }, plan_.buckets.size());
+  }
+
+  Model& model_;
+  process_group<Backend>& pg_;
+  ddp_options opts_;
+  detail::attached_model<Model> attached_;
+  detail::parameter_registry<typename detail::attached_model<Model>::walked_type> registry_;
+  host_broadcasts host_only_;
+  detail::bucket_plan plan_;
+  detail::step_state step_;
+  detail::shard_engine<comm_type> engine_;
+  detail::join_tracker<comm_type> join_;
+  int no_sync_depth_ = 0;
+  bool synchronized_ = false; ///< the shards hold this step's averaged gradients
+};
+
+template <class M, class B> sharded_data_parallel(M&, process_group<B>&) -> sharded_data_parallel<M, B>;
+template <class M, class B>
+sharded_data_parallel(M&, process_group<B>&, ddp_options) -> sharded_data_parallel<M, B>;
+
+DDP_END_NAMESPACE
+
+#endif // DDP_SHARDED_DATA_PARALLEL_HPP
+// ---- end ddp/sharded_data_parallel.hpp ----
 // The NCCL backend joins when the build says so (target ddp::nccl defines DDP_WITH_NCCL).
 #if defined(DDP_WITH_NCCL)
 // ---- begin ddp/backend/nccl.hpp ----

@@ -297,3 +297,39 @@ TEST_CASE("torch::data loader with ddp::torch::distributed_sampler: ddp's indice
   CHECK(restored.position() == 30);
   CHECK_THROWS_WITH_AS(restored.resume_at(1000), doctest::Contains("is past this rank's"), ddp::error);
 }
+
+TEST_CASE("sharded_data_parallel with ddp::optim follows torch::optim's Adam and SGD") {
+  auto& pg = group();
+  const int R = pg.size(), r = pg.rank();
+  for (bool adam : {true, false}) {
+    Net whole = make_net(21), sharded = make_net(21);
+    ddp::distributed_data_parallel dp(*whole, pg);
+    ddp::sharded_data_parallel sdp(*sharded, pg);
+    std::unique_ptr<torch::optim::Optimizer> reference;
+    if (adam)
+      reference = std::make_unique<torch::optim::Adam>(
+          whole->parameters(),
+          torch::optim::AdamOptions(1e-2).betas({0.9, 0.99}).eps(1e-6).weight_decay(1e-3));
+    else
+      reference = std::make_unique<torch::optim::SGD>(
+          whole->parameters(),
+          torch::optim::SGDOptions(0.05).momentum(0.9).nesterov(true).weight_decay(1e-3));
+    ddp::optim::adam a(sdp, {.lr = 1e-2, .beta1 = 0.9, .beta2 = 0.99, .eps = 1e-6, .weight_decay = 1e-3});
+    ddp::optim::sgd g(sdp, {.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-3, .nesterov = true});
+    for (int step = 0; step < 8; ++step) {
+      auto s = shard(global_batch(step, R), r);
+      reference->zero_grad();
+      torch::nn::functional::cross_entropy(whole->forward(s.x), s.y).backward();
+      dp.synchronize();
+      reference->step();
+      sharded->zero_grad();
+      torch::nn::functional::cross_entropy(sharded->forward(s.x), s.y).backward();
+      sdp.synchronize();
+      if (adam)
+        a.step();
+      else
+        g.step();
+    }
+    CHECK(max_rel_diff(sharded, whole) < 1e-5);
+  }
+}

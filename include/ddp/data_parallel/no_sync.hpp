@@ -10,6 +10,7 @@
 DDP_BEGIN_NAMESPACE
 
 template <class Model, class Backend, class Bucketing, class Reduction> class distributed_data_parallel;
+template <class Model, class Backend, class Bucketing, class Reduction> class sharded_data_parallel;
 
 class no_sync_guard {
 public:
@@ -27,6 +28,7 @@ public:
 
 private:
   template <class, class, class, class> friend class distributed_data_parallel;
+  template <class, class, class, class> friend class sharded_data_parallel;
   explicit no_sync_guard(int& depth) : depth_(&depth) { ++*depth_; }
 
   int* depth_;

@@ -1,0 +1,136 @@
+// The collectives of sharded_data_parallel on host memory: per bucket, a
+// reduce-scatter of the packed gradients (converted and scaled in the packing
+// pass) into this rank's averaged gradient shard, and after the optimizer
+// step an all-gather of every rank's updated shard back into the parameters.
+#ifndef DDP_DETAIL_SHARDED_SHARD_ENGINE_HPP
+#define DDP_DETAIL_SHARDED_SHARD_ENGINE_HPP
+
+#include <ddp/backend/communicator.hpp>
+#include <ddp/detail/data_parallel/unchecked_works.hpp> // wait_quietly
+#include <ddp/detail/numeric/elementwise.hpp>
+#include <ddp/detail/sharded/shard_layout.hpp>
+
+#include <cstring>
+#include <optional>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+template <communicator Comm> class shard_engine {
+public:
+  shard_engine(Comm& comm, const bucket_plan& plan, const std::vector<tensor_slot>& params)
+      : comm_(comm), plan_(plan), params_(params) {
+    std::vector<std::size_t> counts;
+    for (auto& p : params)
+      counts.push_back(p.count);
+    for (auto& b : plan.buckets) {
+      bucket_state s;
+      s.shards = shard_bucket(b, counts, comm.size(), comm.rank());
+      const std::size_t padded = s.shards.block * static_cast<std::size_t>(comm.size());
+      s.send.assign(padded * size_of(b.wire_type), std::byte{0}); // pads stay zero
+      s.recv.assign(s.shards.block * size_of(b.wire_type), std::byte{0});
+      s.grad.assign(s.shards.size * size_of(b.param_type), std::byte{0});
+      s.gather_in.assign(s.shards.block * size_of(b.param_type), std::byte{0});
+      s.gather_out.assign(padded * size_of(b.param_type), std::byte{0});
+      state_.push_back(std::move(s));
+    }
+  }
+  shard_engine(const shard_engine&) = delete;
+  shard_engine& operator=(const shard_engine&) = delete;
+  ~shard_engine() { wait_all_quietly(); }
+
+  const bucket_shards& shards(std::size_t b) const { return state_[b].shards; }
+  /// This rank's averaged gradient of bucket b (param type, shards(b).size elements).
+  std::byte* grad_shard(std::size_t b) { return state_[b].grad.data(); }
+
+  static void zero(const tensor_slot& p) { std::memset(p.grad, 0, p.count * size_of(p.type)); }
+
+  /// Packs bucket b's gradients (times `scale`, in the wire type) and starts
+  /// its reduce-scatter.
+  void launch(std::size_t b, double scale) {
+    auto& bk = plan_.buckets[b];
+    auto& s = state_[b];
+    const std::size_t ws = size_of(bk.wire_type), ps = size_of(bk.param_type);
+    for (auto& r : s.shards.runs) {
+      auto& p = params_[r.param];
+      copy_scaled(s.send.data() + r.padded * ws, bk.wire_type,
+                  static_cast<std::byte*>(p.grad) + r.param_offset * ps, p.type, r.count, scale);
+    }
+    s.in_flight = reduce(b, s.send.data());
+  }
+
+  /// A joined rank's stand-in: the same reduce-scatter, on zeros.
+  void launch_zeros(std::size_t b) {
+    auto& s = state_[b];
+    s.shadow.assign(s.send.size(), std::byte{0});
+    s.in_flight = reduce(b, s.shadow.data());
+  }
+
+  /// Waits for bucket b's reduce-scatter and keeps this rank's shard of it.
+  void finish(std::size_t b) {
+    auto& s = state_[b];
+    if (!s.in_flight) return;
+    auto w = std::move(*s.in_flight);
+    s.in_flight.reset();
+    w.wait();
+    auto& bk = plan_.buckets[b];
+    copy_scaled(s.grad.data(), bk.param_type, s.recv.data(), bk.wire_type, s.shards.size, 1.0);
+  }
+
+  /// Starts bucket b's all-gather of this rank's (updated) parameter shard.
+  void start_gather(std::size_t b) {
+    auto& bk = plan_.buckets[b];
+    auto& s = state_[b];
+    const std::size_t ps = size_of(bk.param_type);
+    const std::size_t mine = static_cast<std::size_t>(comm_.rank()) * s.shards.block;
+    for (auto& r : s.shards.owned)
+      std::memcpy(s.gather_in.data() + (r.padded - mine) * ps,
+                  static_cast<const std::byte*>(params_[r.param].value) + r.param_offset * ps, r.count * ps);
+    s.gathering =
+        comm_.all_gather(s.gather_in.data(), s.gather_out.data(), s.shards.block, bk.param_type, false);
+  }
+
+  /// Waits for bucket b's all-gather and writes every rank's shard into the parameters.
+  void finish_gather(std::size_t b) {
+    auto& s = state_[b];
+    if (!s.gathering) return;
+    auto w = std::move(*s.gathering);
+    s.gathering.reset();
+    w.wait();
+    const std::size_t ps = size_of(plan_.buckets[b].param_type);
+    for (auto& r : s.shards.runs)
+      std::memcpy(static_cast<std::byte*>(params_[r.param].value) + r.param_offset * ps,
+                  s.gather_out.data() + r.padded * ps, r.count * ps);
+  }
+
+  void wait_all_quietly() {
+    for (auto& s : state_) {
+      wait_quietly(s.in_flight);
+      wait_quietly(s.gathering);
+    }
+  }
+
+private:
+  struct bucket_state {
+    bucket_shards shards;
+    std::vector<std::byte> send, recv, grad, gather_in, gather_out, shadow;
+    std::optional<work> in_flight, gathering;
+  };
+
+  work reduce(std::size_t b, std::byte* data) {
+    auto& s = state_[b];
+    return comm_.reduce_scatter(data, s.recv.data(), s.shards.block, plan_.buckets[b].wire_type, op::sum,
+                                false);
+  }
+
+  Comm& comm_;
+  const bucket_plan& plan_;
+  const std::vector<tensor_slot>& params_;
+  std::vector<bucket_state> state_;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_SHARDED_SHARD_ENGINE_HPP

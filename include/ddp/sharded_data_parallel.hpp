@@ -1,0 +1,327 @@
+// ddp::sharded_data_parallel — ZeRO stage 1: gradients are reduce-scattered
+// in buckets that launch while backward runs, each rank keeps and updates
+// only its 1/W of the parameters' elements (and so of the optimizer's state),
+// and the updated shards are all-gathered so that every rank holds the whole
+// model again. Same models, policies and options as distributed_data_parallel;
+// the optimizers that go with it are in ddp/optim/.
+#ifndef DDP_SHARDED_DATA_PARALLEL_HPP
+#define DDP_SHARDED_DATA_PARALLEL_HPP
+
+#include <ddp/bucketing.hpp>
+#include <ddp/data_parallel/gradient_sink.hpp>
+#include <ddp/data_parallel/no_sync.hpp>
+#include <ddp/data_parallel/options.hpp>
+#include <ddp/detail/data_parallel/attached_model.hpp>
+#include <ddp/detail/data_parallel/bucket_plan.hpp>
+#include <ddp/detail/data_parallel/join.hpp>
+#include <ddp/detail/data_parallel/parameter_registry.hpp>
+#include <ddp/detail/data_parallel/step_state.hpp>
+#include <ddp/detail/sharded/shard_engine.hpp>
+#include <ddp/model.hpp>
+#include <ddp/process_group.hpp>
+#include <ddp/reduction.hpp>
+
+#include <span>
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+
+/// One range of parameter elements this rank owns: what an optimizer updates.
+template <class T> struct shard_range {
+  std::size_t parameter;    ///< registration index
+  std::size_t offset;       ///< first element within the parameter
+  std::span<T> value;       ///< the parameter's elements, updated in place
+  std::span<const T> grad;  ///< their gradient, averaged over all ranks
+  std::size_t bucket;       ///< the bucket it belongs to
+  std::size_t state_offset; ///< its position in this rank's shard of that bucket (for optimizer state)
+};
+
+/// The primary template only diagnoses, as distributed_data_parallel's does.
+template <class Model, class Backend, class Bucketing = bucketing::size_capped<>,
+          class Reduction = reduction::mean>
+class sharded_data_parallel {
+  static_assert(model<Model>,
+                "ddp: the model type must provide `template <class F> void for_each_parameter(F&& f)` "
+                "calling f(name, value, grad) for each parameter in registration order, or "
+                "specialize ddp::model_traits<Model> with a static for_each_parameter(Model&, F&&).");
+  static_assert(!model<Model> || backend_policy<Backend>,
+                "ddp: Backend must be a backend policy such as ddp::gloo or ddp::nccl.");
+  static_assert(!model<Model> || !backend_policy<Backend> || bucketing_policy<Bucketing>,
+                "ddp: Bucketing must be a bucketing policy (see ddp::bucketing::size_capped, per_tensor, "
+                "single_buffer).");
+  static_assert(
+      !model<Model> || !backend_policy<Backend> || !bucketing_policy<Bucketing> ||
+          reduction_policy<Reduction>,
+      "ddp: Reduction must be a reduction policy (see ddp::reduction::mean, sum, fp16_compressed_mean, "
+      "bf16_compressed_mean).");
+
+public:
+  template <class... Args> explicit sharded_data_parallel(Args&&...) {}
+};
+
+template <class Model, class Backend, class Bucketing, class Reduction>
+requires model<Model> && backend_policy<Backend> && bucketing_policy<Bucketing> && reduction_policy<Reduction>
+class sharded_data_parallel<Model, Backend, Bucketing, Reduction> {
+  using comm_type = typename Backend::communicator;
+
+public:
+  using model_type = Model;
+  using backend_type = Backend;
+
+  /// Verifies the model across ranks, copies rank 0's parameters and buffers
+  /// to every rank, and cuts each bucket into W shards.
+  sharded_data_parallel(Model& m, process_group<Backend>& pg, ddp_options o = {})
+      : model_(m), pg_(pg), opts_(o), attached_(m), registry_(attached_.walked()), plan_(verify_then_plan()),
+        step_(plan_), engine_(pg.communicator(), plan_, registry_.parameters()), join_(pg.communicator()) {
+    attached_.connect(gradient_sink(*this));
+  }
+  sharded_data_parallel(const sharded_data_parallel&) = delete;
+  sharded_data_parallel& operator=(const sharded_data_parallel&) = delete;
+
+  Model& module() noexcept { return model_; }
+  process_group<Backend>& group() noexcept { return pg_; }
+  std::size_t num_parameters() const noexcept { return registry_.size(); }
+  const std::string& parameter_name(std::size_t i) const { return registry_.parameters().at(i).name; }
+  std::size_t num_buckets() const noexcept { return plan_.buckets.size(); }
+  /// This rank's elements of bucket b (the parameters' dtype: float or double).
+  std::size_t shard_size(std::size_t b) const { return engine_.shards(b).size; }
+  dtype bucket_type(std::size_t b) const { return plan_.buckets.at(b).param_type; }
+  /// This rank's elements over all buckets: 1/W of the model, within one per bucket.
+  std::size_t shard_elements() const {
+    std::size_t n = 0;
+    for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+      n += engine_.shards(b).size;
+    return n;
+  }
+
+  void mark_grad_ready(std::size_t index) { mark(index, detail::mark_state::ready); }
+  template <tensor G> void mark_grad_ready(const G& grad) { mark(index_of(grad), detail::mark_state::ready); }
+  void mark_unused(std::size_t index) { mark(index, detail::mark_state::unused); }
+  template <tensor G> void mark_unused(const G& grad) { mark(index_of(grad), detail::mark_state::unused); }
+
+  /// Launches what is left (unmarked gradients count as ready) and waits:
+  /// each rank then holds the averaged gradient of its shard, for
+  /// for_each_shard(). The model's own gradients are left as backward made
+  /// them. Inside no_sync(), does nothing but end the step.
+  void synchronize() {
+    if (no_sync_depth_ > 0) return end_step();
+    begin_step();
+    try {
+      attached_.before_synchronize(gradient_sink(*this));
+      for (std::size_t i = 0; i < registry_.size(); ++i)
+        if (step_.is_pending(i)) step_.mark(i, detail::mark_state::ready);
+      launch_ready();
+      for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+        engine_.finish(b);
+      if (opts_.broadcast_buffers && !registry_.buffers().empty())
+        registry_.broadcast_from_rank0(pg_.communicator(), /*buffers_only=*/true, host_only_);
+    } catch (...) {
+      engine_.wait_all_quietly();
+      end_step();
+      throw;
+    }
+    end_step();
+    synchronized_ = true;
+  }
+
+  /// Calls f(shard_range<T>&) for every range this rank owns (T: float or
+  /// double, the parameter's type), bucket by bucket.
+  template <class F> void for_each_shard(F&& f) {
+    for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+      visit_bucket(b, f);
+  }
+
+  /// Copies every rank's shard of the parameters to every rank.
+  void gather_parameters() {
+    for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+      engine_.start_gather(b);
+    finish_gathers();
+  }
+
+  /// for_each_shard(f), starting each bucket's all-gather as soon as its
+  /// ranges are updated (it overlaps the updates of the next bucket); returns
+  /// with the parameters whole on every rank. What ddp::optim's step() calls.
+  template <class F> void update_shards(F&& f) {
+    if (!synchronized_)
+      throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) +
+                                          ": an optimizer step before synchronize(): the shards hold no "
+                                          "averaged gradient yet");
+    try {
+      for (std::size_t b = 0; b < plan_.buckets.size(); ++b) {
+        visit_bucket(b, f);
+        engine_.start_gather(b);
+      }
+    } catch (...) {
+      engine_.wait_all_quietly();
+      throw;
+    }
+    finish_gathers();
+    synchronized_ = false;
+  }
+
+  using no_sync_guard = ddp::no_sync_guard;
+  [[nodiscard]] no_sync_guard no_sync() {
+    if (step_.started())
+      throw error(error_kind::config, "no_sync() entered in the middle of a step (gradients already marked): "
+                                      "enter it before backward");
+    return no_sync_guard(no_sync_depth_);
+  }
+
+  /// For uneven inputs (options.uneven_inputs on every rank): a rank out of
+  /// data calls join(optimizer). Until every rank has joined it shadows the
+  /// others' steps: zeros into their reduce-scatters, and its optimizer's
+  /// step on its own shard, whose all-gather the others wait for.
+  template <class Optimizer> void join(Optimizer& opt) {
+    if (!opts_.uneven_inputs)
+      throw error(error_kind::config, "join() needs ddp_options::uneven_inputs = true on every rank");
+    if (step_.started()) throw error(error_kind::config, "join() called in the middle of a step");
+    join_.shadow_until_all_joined([&] {
+      for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+        engine_.launch_zeros(b);
+      for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+        engine_.finish(b);
+      synchronized_ = true;
+      opt.step();
+    });
+  }
+
+private:
+  /// Buffers are host memory here: broadcast directly.
+  struct host_broadcasts {
+    static work broadcast(const detail::tensor_slot&) {
+      throw error(error_kind::config, "sharded_data_parallel: device tensors are not supported yet");
+    }
+    static void complete(std::vector<work>& ws) {
+      for (auto& w : ws)
+        w.wait();
+    }
+  };
+
+  template <class F> void visit_bucket(std::size_t b, F& f) {
+    auto& bk = plan_.buckets[b];
+    auto& sh = engine_.shards(b);
+    auto visit = [&](auto* grad_shard) {
+      using T = std::remove_pointer_t<decltype(grad_shard)>;
+      for (auto& r : sh.owned) {
+        auto& p = registry_[r.param];
+        const std::size_t at = r.padded - static_cast<std::size_t>(pg_.rank()) * sh.block;
+        shard_range<T> range{r.param,
+                             r.param_offset,
+                             std::span<T>(static_cast<T*>(p.value) + r.param_offset, r.count),
+                             std::span<const T>(grad_shard + at, r.count),
+                             b,
+                             at};
+        f(range);
+      }
+    };
+    if (bk.param_type == dtype::f32)
+      visit(reinterpret_cast<float*>(engine_.grad_shard(b)));
+    else
+      visit(reinterpret_cast<double*>(engine_.grad_shard(b)));
+  }
+
+  void finish_gathers() {
+    try {
+      for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+        engine_.finish_gather(b);
+    } catch (...) {
+      engine_.wait_all_quietly();
+      throw;
+    }
+  }
+
+  detail::bucket_plan verify_then_plan() {
+    for (auto& p : registry_.parameters()) {
+      if (p.on_device)
+        throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) + ": parameter '" + p.name +
+                                            "' lives in device memory: sharded_data_parallel takes host "
+                                            "tensors for now (use distributed_data_parallel on the GPU)");
+      if (p.type != dtype::f32 && p.type != dtype::f64)
+        throw error(error_kind::config,
+                    "rank " + std::to_string(pg_.rank()) + ": parameter '" + p.name + "' is " +
+                        std::string(to_string(p.type)) +
+                        ": sharded_data_parallel updates float32 or float64 parameters (keep half-precision "
+                        "parameters as float32 and use reduction::fp16_compressed_mean or "
+                        "bf16_compressed_mean to halve the traffic)");
+    }
+    for (auto& s : registry_.buffers())
+      if (s.on_device)
+        throw error(error_kind::config, "buffer '" + s.name + "' lives in device memory: not supported yet");
+    if (opts_.verify_model) registry_.verify_across_ranks(pg_.communicator());
+    registry_.broadcast_from_rank0(pg_.communicator(), /*buffers_only=*/false, host_only_);
+    auto descs = detail::describe_for_bucketing(registry_.parameters());
+    return detail::make_bucket_plan(Bucketing::assign(std::span<const parameter_desc>(descs)),
+                                    registry_.parameters(), [](dtype d) { return Reduction::wire(d); }, {});
+  }
+
+  double mean_scale() const { return Reduction::average ? 1.0 / pg_.size() : 1.0; }
+
+  template <tensor G> std::size_t index_of(const G& grad) {
+    const void* p = as_span(const_cast<G&>(grad)).data();
+    auto i = registry_.find_gradient(p);
+    if (!i && !step_.launched_any()) {
+      registry_.refresh(pg_.rank());
+      i = registry_.find_gradient(p);
+    }
+    if (!i)
+      throw error(error_kind::config,
+                  "rank " + std::to_string(pg_.rank()) +
+                      ": mark_grad_ready/mark_unused got a tensor that is not the gradient "
+                      "of any parameter (pass the gradient tensor itself, or an index)",
+                  pg_.rank());
+    return *i;
+  }
+
+  void begin_step() {
+    if (step_.started()) return;
+    step_.start();
+    registry_.refresh(pg_.rank());
+    if (opts_.uneven_inputs) join_.begin_step();
+  }
+  void end_step() {
+    join_.end_step();
+    step_.reset();
+  }
+
+  void mark(std::size_t index, detail::mark_state how) {
+    if (index >= registry_.size())
+      throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) + ": parameter index " +
+                                          std::to_string(index) + " is out of range (" +
+                                          std::to_string(registry_.size()) + " parameters)");
+    if (no_sync_depth_ > 0) return;
+    begin_step();
+    if (!step_.is_pending(index))
+      throw error(error_kind::config,
+                  "rank " + std::to_string(pg_.rank()) + ": gradient of parameter '" + registry_[index].name +
+                      "' was marked twice in one step",
+                  pg_.rank());
+    if (how == detail::mark_state::unused) engine_.zero(registry_[index]);
+    step_.mark(index, how);
+    launch_ready();
+  }
+
+  void launch_ready() {
+    step_.launch_ready([&](std::size_t b) { engine_.launch(b, mean_scale()); }, plan_.buckets.size());
+  }
+
+  Model& model_;
+  process_group<Backend>& pg_;
+  ddp_options opts_;
+  detail::attached_model<Model> attached_;
+  detail::parameter_registry<typename detail::attached_model<Model>::walked_type> registry_;
+  host_broadcasts host_only_;
+  detail::bucket_plan plan_;
+  detail::step_state step_;
+  detail::shard_engine<comm_type> engine_;
+  detail::join_tracker<comm_type> join_;
+  int no_sync_depth_ = 0;
+  bool synchronized_ = false; ///< the shards hold this step's averaged gradients
+};
+
+template <class M, class B> sharded_data_parallel(M&, process_group<B>&) -> sharded_data_parallel<M, B>;
+template <class M, class B>
+sharded_data_parallel(M&, process_group<B>&, ddp_options) -> sharded_data_parallel<M, B>;
+
+DDP_END_NAMESPACE
+
+#endif // DDP_SHARDED_DATA_PARALLEL_HPP
