@@ -33,7 +33,7 @@ struct options {
   std::uint64_t checkpoint_every = 0;
   std::string checkpoint, metrics_csv, step_log;
   std::string schedule = "cosine";
-  bool resume = false, json = false, quiet = false;
+  bool resume = false, json = false, quiet = false, sharded = false;
 };
 
 /// The learning rate at `progress` in [0, 1] of the whole run: constant, or a
@@ -185,6 +185,8 @@ inline void add_common_options(CLI::App& app, options& o) {
       ->needs(checkpoint);
   app.add_option("--metrics-csv", o.metrics_csv, "append per-epoch metrics to this CSV file");
   app.add_option("--step-log", o.step_log, "write the global loss of every step to this file (rank 0)");
+  app.add_flag("--sharded", o.sharded,
+               "ZeRO-1: each rank keeps and updates 1/W of the optimizer's state (ddp::sharded_data_parallel)");
   app.add_flag("--json", o.json, "one JSON line per epoch instead of the progress display");
   app.add_flag("--quiet", o.quiet, "no progress display");
 }

@@ -60,6 +60,32 @@ std::vector<example::named_tensor> state_of(example::mlp& m, example::sgd_moment
   return t;
 }
 
+std::vector<example::named_tensor> state_of_weights(example::mlp& m) {
+  std::vector<example::named_tensor> t;
+  for (int l = 0; l < example::mlp::layers; ++l) {
+    auto name = "fc" + std::to_string(l + 1);
+    t.push_back({name + ".weight", {m.w[l].data(), static_cast<std::size_t>(m.w[l].size())}});
+    t.push_back({name + ".bias", {m.b[l].data(), static_cast<std::size_t>(m.b[l].size())}});
+  }
+  return t;
+}
+
+/// A mid-epoch position counts batches of this batch size over this many ranks; says so
+/// (rank 0 says where it resumed).
+template <class PG> void check_mid_epoch(PG& pg, const options& o, const example::position& start) {
+  if (start.batch > 0 && (start.loss_sums.size() != static_cast<std::size_t>(pg.size()) ||
+                          start.batch_size != static_cast<std::uint32_t>(o.batch_size)))
+    throw ddp::error(ddp::error_kind::config,
+                     "checkpoint " + o.checkpoint + " was saved mid-epoch by " +
+                         std::to_string(start.loss_sums.size()) + " ranks with --batch-size " +
+                         std::to_string(start.batch_size) + "; this run has " + std::to_string(pg.size()) +
+                         " ranks and --batch-size " + std::to_string(o.batch_size) +
+                         ": resume with those, or from a checkpoint saved at the end of an epoch");
+  if (pg.rank() == 0 && !o.quiet)
+    std::printf("resumed from %s at epoch %llu, batch %llu\n", o.checkpoint.c_str(),
+                static_cast<unsigned long long>(start.epoch), static_cast<unsigned long long>(start.batch));
+}
+
 /// Rank 0 loads and verifies; every rank learns whether that worked, then receives the state.
 template <class PG>
 example::position resume(PG& pg, const std::string& path, std::vector<example::named_tensor> state,
@@ -159,94 +185,119 @@ template <class Backend> int train(const options& o) {
     else
       return example::mlp(o.seed);
   }();
+  // The epochs, for either data-parallel kind: `optimizer_step(lr)` updates the model, `state()`
+  // lists what rank 0's checkpoint holds, `save_optimizer()` writes what each rank keeps itself.
+  auto run = [&](auto& dp, auto&& optimizer_step, auto&& state, auto&& save_optimizer,
+                 example::position start) -> int {
+    ddp::distributed_sampler<ddp::sampling::shuffled> sampler(n, pg, {.seed = o.seed});
+
+    example::matrix x;
+    std::vector<int> y;
+    // Rank 0 saves; every rank's running loss goes with it, so a resumed epoch reports what an
+    // uninterrupted one would.
+    auto save = [&](std::uint64_t epoch, std::uint64_t batch, double loss_sum) {
+      std::vector<double> sums(static_cast<std::size_t>(pg.size()), 0.0);
+      if (batch > 0) pg.all_gather(std::vector<double>{loss_sum}, sums);
+      if (lead)
+        example::save_checkpoint(
+            o.checkpoint, {epoch, batch, static_cast<std::uint32_t>(o.batch_size), std::move(sums)}, state());
+      save_optimizer(); // sharded: each rank's shard of the optimizer's state
+    };
+    for (auto epoch = static_cast<int>(start.epoch); epoch < o.epochs; ++epoch) {
+      auto t0 = std::chrono::steady_clock::now();
+      sampler.set_epoch(static_cast<std::uint64_t>(epoch));
+      auto batches = ddp::batches(sampler, static_cast<std::size_t>(o.batch_size));
+      const bool mid = static_cast<std::uint64_t>(epoch) == start.epoch && start.batch > 0;
+      const std::size_t first = mid ? static_cast<std::size_t>(start.batch) : 0;
+      example::progress bar(epoch + 1, o.epochs, batches.size(), lead && !o.quiet && !o.json);
+      double loss_sum = mid ? start.loss_sums[static_cast<std::size_t>(pg.rank())] : 0.0;
+      std::size_t step = first, seen = first * static_cast<std::size_t>(o.batch_size * pg.size());
+      for (auto batch : batches.from(first)) {
+        gather(train_set, batch, x, y);
+        model.forward(x);
+        // Backward, last layer first; each layer's gradients start their all-reduce at once.
+        float loss = model.backward(y, [&](int l) {
+          dp.mark_grad_ready(model.dw[l]);
+          dp.mark_grad_ready(model.db[l]);
+        });
+        dp.synchronize();
+        optimizer_step(learning_rate(
+            o, (epoch + static_cast<double>(step) / static_cast<double>(batches.size())) / o.epochs));
+        loss_sum += loss;
+        seen += batch.size() * static_cast<std::size_t>(pg.size());
+        ++step;
+        if (!o.step_log.empty()) { // global loss of this step (costs one small all-reduce)
+          std::vector<double> l{loss};
+          pg.all_reduce(l, ddp::op::avg);
+          if (lead) steps << l[0] << "\n";
+        }
+        bar.update(step, seen, loss_sum / static_cast<double>(step));
+        const auto global_step = static_cast<std::uint64_t>(epoch) * batches.size() + step;
+        if (o.checkpoint_every && global_step % o.checkpoint_every == 0 && step < batches.size())
+          save(static_cast<std::uint64_t>(epoch), step, loss_sum); // mid-epoch (the epoch's end saves below)
+        maybe_die_for_test(pg.rank(), round, global_step);
+      }
+      bar.finish();
+      std::vector<double> totals{loss_sum, static_cast<double>(step)};
+      pg.all_reduce(totals);
+      const double train_loss = totals[1] > 0 ? totals[0] / totals[1] : 0.0;
+      const double acc = evaluate(pg, model, test_set);
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (lead) {
+        if (o.json)
+          std::printf("{\"epoch\":%d,\"train_loss\":%s,\"test_acc\":%s,\"epoch_s\":%.4f}\n", epoch + 1,
+                      json_number(train_loss).c_str(), json_number(acc).c_str(), secs);
+        else if (!o.quiet)
+          std::printf("epoch %d/%d: train loss %.4f, test accuracy %.2f%%, %.2f s\n", epoch + 1, o.epochs,
+                      train_loss, 100 * acc, secs);
+        std::fflush(stdout);
+        if (csv.is_open()) csv << epoch + 1 << "," << train_loss << "," << acc << "," << secs << std::endl;
+      }
+      if (!o.checkpoint.empty()) save(static_cast<std::uint64_t>(epoch + 1), 0, 0.0);
+    }
+    return 0;
+  };
+
+  if constexpr (!std::is_same_v<Backend, ddp::gloo>) {
+    if (o.sharded)
+      throw ddp::error(ddp::error_kind::config,
+                       "--sharded runs over Gloo (host memory): use the fashion_mnist binary");
+  } else if (o.sharded) {
+    // ZeRO-1: each rank keeps the momentum of its 1/W of the weights; the
+    // checkpoint holds the weights, and each rank's momentum goes beside it.
+    ddp::sharded_data_parallel dp(model, pg);
+    ddp::optim::sgd opt(dp, {.lr = o.lr, .momentum = o.momentum});
+    auto weights = [&] { return state_of_weights(model); };
+    example::position start;
+    if (resuming) {
+      start = resume(pg, o.checkpoint, weights(), static_cast<std::uint64_t>(o.epochs));
+      opt.load(o.checkpoint + ".optim");
+      check_mid_epoch(pg, o, start);
+    }
+    return run(
+        dp,
+        [&](float lr) {
+          opt.options().lr = lr;
+          opt.step();
+        },
+        weights, [&] { opt.save(o.checkpoint + ".optim"); }, start);
+  }
   ddp::distributed_data_parallel dp(model, pg); // checks the model on every rank, copies rank 0's weights
   example::sgd_momentum opt{o.lr, o.momentum, {}};
   example::position start;
   if (resuming) {
     opt.step(model); // allocates the momentum buffers (gradients are zero: no change)
     start = resume(pg, o.checkpoint, state_of(model, opt), static_cast<std::uint64_t>(o.epochs));
-    // A mid-epoch position counts batches of this batch size over this many ranks.
-    if (start.batch > 0 && (start.loss_sums.size() != static_cast<std::size_t>(pg.size()) ||
-                            start.batch_size != static_cast<std::uint32_t>(o.batch_size)))
-      throw ddp::error(ddp::error_kind::config,
-                       "checkpoint " + o.checkpoint + " was saved mid-epoch by " +
-                           std::to_string(start.loss_sums.size()) + " ranks with --batch-size " +
-                           std::to_string(start.batch_size) + "; this run has " + std::to_string(pg.size()) +
-                           " ranks and --batch-size " + std::to_string(o.batch_size) +
-                           ": resume with those, or from a checkpoint saved at the end of an epoch");
-    if (lead && !o.quiet)
-      std::printf("resumed from %s at epoch %llu, batch %llu\n", o.checkpoint.c_str(),
-                  static_cast<unsigned long long>(start.epoch), static_cast<unsigned long long>(start.batch));
+    check_mid_epoch(pg, o, start);
   }
 
-  ddp::distributed_sampler<ddp::sampling::shuffled> sampler(n, pg, {.seed = o.seed});
-
-  example::matrix x;
-  std::vector<int> y;
-  // Rank 0 saves; every rank's running loss goes with it, so a resumed epoch reports what an
-  // uninterrupted one would.
-  auto save = [&](std::uint64_t epoch, std::uint64_t batch, double loss_sum) {
-    std::vector<double> sums(static_cast<std::size_t>(pg.size()), 0.0);
-    if (batch > 0) pg.all_gather(std::vector<double>{loss_sum}, sums);
-    if (lead)
-      example::save_checkpoint(o.checkpoint,
-                               {epoch, batch, static_cast<std::uint32_t>(o.batch_size), std::move(sums)},
-                               state_of(model, opt));
-  };
-  for (auto epoch = static_cast<int>(start.epoch); epoch < o.epochs; ++epoch) {
-    auto t0 = std::chrono::steady_clock::now();
-    sampler.set_epoch(static_cast<std::uint64_t>(epoch));
-    auto batches = ddp::batches(sampler, static_cast<std::size_t>(o.batch_size));
-    const bool mid = static_cast<std::uint64_t>(epoch) == start.epoch && start.batch > 0;
-    const std::size_t first = mid ? static_cast<std::size_t>(start.batch) : 0;
-    example::progress bar(epoch + 1, o.epochs, batches.size(), lead && !o.quiet && !o.json);
-    double loss_sum = mid ? start.loss_sums[static_cast<std::size_t>(pg.rank())] : 0.0;
-    std::size_t step = first, seen = first * static_cast<std::size_t>(o.batch_size * pg.size());
-    for (auto batch : batches.from(first)) {
-      gather(train_set, batch, x, y);
-      model.forward(x);
-      // Backward, last layer first; each layer's gradients start their all-reduce at once.
-      float loss = model.backward(y, [&](int l) {
-        dp.mark_grad_ready(model.dw[l]);
-        dp.mark_grad_ready(model.db[l]);
-      });
-      dp.synchronize();
-      opt.lr = learning_rate(o, (epoch + static_cast<double>(step) / static_cast<double>(batches.size())) /
-                                    o.epochs);
-      opt.step(model);
-      loss_sum += loss;
-      seen += batch.size() * static_cast<std::size_t>(pg.size());
-      ++step;
-      if (!o.step_log.empty()) { // global loss of this step (costs one small all-reduce)
-        std::vector<double> l{loss};
-        pg.all_reduce(l, ddp::op::avg);
-        if (lead) steps << l[0] << "\n";
-      }
-      bar.update(step, seen, loss_sum / static_cast<double>(step));
-      const auto global_step = static_cast<std::uint64_t>(epoch) * batches.size() + step;
-      if (o.checkpoint_every && global_step % o.checkpoint_every == 0 && step < batches.size())
-        save(static_cast<std::uint64_t>(epoch), step, loss_sum); // mid-epoch (the epoch's end saves below)
-      maybe_die_for_test(pg.rank(), round, global_step);
-    }
-    bar.finish();
-    std::vector<double> totals{loss_sum, static_cast<double>(step)};
-    pg.all_reduce(totals);
-    const double train_loss = totals[1] > 0 ? totals[0] / totals[1] : 0.0;
-    const double acc = evaluate(pg, model, test_set);
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (lead) {
-      if (o.json)
-        std::printf("{\"epoch\":%d,\"train_loss\":%s,\"test_acc\":%s,\"epoch_s\":%.4f}\n", epoch + 1,
-                    json_number(train_loss).c_str(), json_number(acc).c_str(), secs);
-      else if (!o.quiet)
-        std::printf("epoch %d/%d: train loss %.4f, test accuracy %.2f%%, %.2f s\n", epoch + 1, o.epochs,
-                    train_loss, 100 * acc, secs);
-      std::fflush(stdout);
-      if (csv.is_open()) csv << epoch + 1 << "," << train_loss << "," << acc << "," << secs << std::endl;
-    }
-    if (!o.checkpoint.empty()) save(static_cast<std::uint64_t>(epoch + 1), 0, 0.0);
-  }
-  return 0;
+  return run(
+      dp,
+      [&](float lr) {
+        opt.lr = lr;
+        opt.step(model);
+      },
+      [&] { return state_of(model, opt); }, [] {}, start);
 }
 
 } // namespace
