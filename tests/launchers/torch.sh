@@ -8,6 +8,7 @@
 #                                     plain form (it passes --local_rank=N) through a Python stand-in
 #   torch_distributed_launch.example  PROGRAM=fashion_mnist: the plain form, --local_rank=N to the example
 #   torch_distributed_launch.libtorch_example  the same with PROGRAM=libtorch_fashion_mnist
+#   torchrun_static.libtorch_example  PROGRAM=libtorch_fashion_mnist under torchrun's static rendezvous
 #   torch_distributed_launch.cuda_visible_devices
 #                                     PROGRAM=gpu_nccl: the seed's CUDA_VISIBLE_DEVICES=... launch
 #   torchrun_static                   PROGRAM=scenario_worker: --nnodes 1 --node_rank 0 --master_addr
@@ -136,6 +137,16 @@ torchrun_static)
   cat "$work/out"
   [ $rc -eq 0 ] || fail "torchrun (static rendezvous) exited with $rc"
   expect_ok_ranks "$work/out" 2
+  ;;
+torchrun_static.libtorch_example)
+  # The LibTorch example under torchrun's static rendezvous; its JSON line lands in torchrun's logs.
+  data=${DDP_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
+  [ -f "$data/train-images-idx3-ubyte.gz" ] || { echo "SKIP: no Fashion-MNIST in $data (apt-get install dataset-fashion-mnist)"; exit 77; }
+  run_launch "$work/out" static_torchrun "$prog" --data "$data" --epochs 1 --limit 1024 --json
+  rc=$?
+  cat "$work/out"
+  [ $rc -eq 0 ] || fail "the LibTorch example under torchrun exited with $rc"
+  grep -rq '"epoch":1,' "$work/out" "$work/logs" || fail "no JSON line for epoch 1"
   ;;
 torchrun_static.netns)
   # Two nodes: network namespaces joined by a veth pair, 2 ranks each, torchrun's static form.
