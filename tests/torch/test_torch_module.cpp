@@ -333,3 +333,35 @@ TEST_CASE("sharded_data_parallel with ddp::optim follows torch::optim's Adam and
     CHECK(max_rel_diff(sharded, whole) < 1e-5);
   }
 }
+
+TEST_CASE("join: uneven inputs, joined ranks count as zeros") {
+  auto& pg = group();
+  const int R = pg.size(), r = pg.rank();
+  Net reference = make_net(31), local = make_net(31);
+  ddp::distributed_data_parallel dp(*local, pg, {.uneven_inputs = true});
+  torch::optim::SGD ref_opt(reference->parameters(), torch::optim::SGDOptions(0.05));
+  torch::optim::SGD opt(local->parameters(), torch::optim::SGDOptions(0.05));
+  const int longest = 2 + (R - 1);
+  for (int step = 0; step < longest; ++step) {
+    auto whole = global_batch(step, R);
+    // Rank q trains 2 + q steps; the mean still divides by R.
+    ref_opt.zero_grad();
+    torch::Tensor total = torch::zeros({});
+    for (int q = 0; q < R; ++q)
+      if (step < 2 + q) {
+        auto s = shard(whole, q);
+        total = total + torch::nn::functional::cross_entropy(reference->forward(s.x), s.y);
+      }
+    (total / R).backward();
+    ref_opt.step();
+    if (step < 2 + r) {
+      opt.zero_grad();
+      auto s = shard(whole, r);
+      torch::nn::functional::cross_entropy(local->forward(s.x), s.y).backward();
+      dp.synchronize();
+      opt.step();
+    }
+  }
+  dp.join();
+  if (r == R - 1) CHECK(max_rel_diff(local, reference) < 1e-5); // the rank that trained every step
+}
