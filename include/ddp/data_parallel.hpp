@@ -107,6 +107,10 @@ public:
   /// This rank has no gradient for `index` this step (a branch it did not take):
   /// its gradient is zeroed, contributes zeros, and still receives the average.
   void mark_unused(std::size_t index) { mark(index, detail::mark_state::unused); }
+  /// Whether gradient `index` was marked (ready or unused) in the step under way.
+  bool marked(std::size_t index) const {
+    return step_.started() && index < registry_.size() && !step_.is_pending(index);
+  }
   template <tensor G> void mark_unused(const G& grad) { mark(index_of(grad), detail::mark_state::unused); }
 
   /// Launches what is left (unmarked gradients count as ready unless

@@ -21,6 +21,7 @@
 #include <ddp/process_group.hpp>
 #include <ddp/reduction.hpp>
 
+#include <cmath>
 #include <span>
 #include <string>
 
@@ -87,6 +88,9 @@ public:
   std::size_t shard_size(std::size_t b) const { return engine_.shards(b).size; }
   dtype bucket_type(std::size_t b) const { return plan_.buckets.at(b).param_type; }
   /// This rank's elements over all buckets: 1/W of the model, within one per bucket.
+  /// Bytes held for the collectives: the packing/gathering buffers (about one
+  /// model's worth in the wire or parameter dtype, whichever is wider) and the shards.
+  std::size_t buffer_bytes() const { return engine_.buffer_bytes(); }
   std::size_t shard_elements() const {
     std::size_t n = 0;
     for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
@@ -97,6 +101,10 @@ public:
   void mark_grad_ready(std::size_t index) { mark(index, detail::mark_state::ready); }
   template <tensor G> void mark_grad_ready(const G& grad) { mark(index_of(grad), detail::mark_state::ready); }
   void mark_unused(std::size_t index) { mark(index, detail::mark_state::unused); }
+  /// Whether gradient `index` was marked (ready or unused) in the step under way.
+  bool marked(std::size_t index) const {
+    return step_.started() && index < registry_.size() && !step_.is_pending(index);
+  }
   template <tensor G> void mark_unused(const G& grad) { mark(index_of(grad), detail::mark_state::unused); }
 
   /// Launches what is left (unmarked gradients count as ready) and waits:
@@ -131,6 +139,33 @@ public:
       visit_bucket(b, f);
   }
 
+  /// Scales the averaged gradient shards so that the whole gradient's 2-norm
+  /// (over all ranks) is at most `max_norm` (torch.nn.utils.clip_grad_norm_);
+  /// returns the norm before clipping. Between synchronize() and the step: the
+  /// model's own gradients are not the averaged ones here.
+  double clip_grad_norm(double max_norm) {
+    if (!synchronized_)
+      throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) +
+                                          ": clip_grad_norm() before synchronize(): the shards hold no "
+                                          "averaged gradient yet");
+    std::vector<double> sum{0.0};
+    for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+      with_grad_shard(b, [&](auto* g, std::size_t n) {
+        for (std::size_t i = 0; i < n; ++i)
+          sum[0] += static_cast<double>(g[i]) * static_cast<double>(g[i]);
+      });
+    pg_.all_reduce(sum);
+    const double norm = std::sqrt(sum[0]), factor = max_norm / (norm + 1e-6);
+    if (factor < 1.0)
+      for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+        with_grad_shard(b, [&](auto* g, std::size_t n) {
+          using T = std::remove_pointer_t<decltype(g)>;
+          for (std::size_t i = 0; i < n; ++i)
+            g[i] = static_cast<T>(g[i] * static_cast<T>(factor));
+        });
+    return norm;
+  }
+
   /// Copies every rank's shard of the parameters to every rank.
   void gather_parameters() {
     for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
@@ -146,17 +181,19 @@ public:
       throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) +
                                           ": an optimizer step before synchronize(): the shards hold no "
                                           "averaged gradient yet");
+    synchronized_ = false; // a failed update is not retried on the same gradients
     try {
       for (std::size_t b = 0; b < plan_.buckets.size(); ++b) {
         visit_bucket(b, f);
         engine_.start_gather(b);
       }
-    } catch (...) {
+    } catch (const std::exception& e) {
+      // Peers wait in this step's later all-gathers: fail them now, not at their deadline.
+      pg_.abort("rank " + std::to_string(pg_.rank()) + ": the optimizer step failed: " + e.what());
       engine_.wait_all_quietly();
       throw;
     }
     finish_gathers();
-    synchronized_ = false;
   }
 
   using no_sync_guard = ddp::no_sync_guard;
@@ -180,6 +217,8 @@ public:
         engine_.launch_zeros(b);
       for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
         engine_.finish(b);
+      if (opts_.broadcast_buffers && !registry_.buffers().empty()) // as synchronize() does
+        registry_.broadcast_from_rank0(pg_.communicator(), /*buffers_only=*/true, host_only_);
       synchronized_ = true;
       opt.step();
     });
@@ -196,6 +235,13 @@ private:
         w.wait();
     }
   };
+
+  template <class F> void with_grad_shard(std::size_t b, F&& f) {
+    if (plan_.buckets[b].param_type == dtype::f32)
+      f(reinterpret_cast<float*>(engine_.grad_shard(b)), engine_.shards(b).size);
+    else
+      f(reinterpret_cast<double*>(engine_.grad_shard(b)), engine_.shards(b).size);
+  }
 
   template <class F> void visit_bucket(std::size_t b, F& f) {
     auto& bk = plan_.buckets[b];

@@ -8371,22 +8371,27 @@ DDP_BEGIN_NAMESPACE
 
 class gradient_sink {
 public:
-  /// `owner`: anything with mark_grad_ready(std::size_t) and mark_unused(std::size_t).
+  /// `owner`: anything with mark_grad_ready(std::size_t), mark_unused(std::size_t)
+  /// and marked(std::size_t).
   template <class Owner>
   requires(!std::is_same_v<std::remove_cv_t<Owner>, gradient_sink>) explicit gradient_sink(
       Owner& owner) noexcept
       : owner_(&owner), ready_([](void* o, std::size_t i) { static_cast<Owner*>(o)->mark_grad_ready(i); }),
-        unused_([](void* o, std::size_t i) { static_cast<Owner*>(o)->mark_unused(i); }) {}
+        unused_([](void* o, std::size_t i) { static_cast<Owner*>(o)->mark_unused(i); }),
+        marked_([](void* o, std::size_t i) { return static_cast<Owner*>(o)->marked(i); }) {}
 
   /// Gradient `index` (registration order) is final for this step.
   void ready(std::size_t index) const { ready_(owner_, index); }
   /// This rank has no gradient for `index` this step: it counts as zeros.
   void unused(std::size_t index) const { unused_(owner_, index); }
+  /// Whether `index` was already marked in this step (by hand or by the adapter).
+  bool marked(std::size_t index) const { return marked_(owner_, index); }
 
 private:
   void* owner_;
   void (*ready_)(void*, std::size_t);
   void (*unused_)(void*, std::size_t);
+  bool (*marked_)(void*, std::size_t);
 };
 
 DDP_END_NAMESPACE
@@ -16343,6 +16348,10 @@ public:
   /// This rank has no gradient for `index` this step (a branch it did not take):
   /// its gradient is zeroed, contributes zeros, and still receives the average.
   void mark_unused(std::size_t index) { mark(index, detail::mark_state::unused); }
+  /// Whether gradient `index` was marked (ready or unused) in the step under way.
+  bool marked(std::size_t index) const {
+    return step_.started() && index < registry_.size() && !step_.is_pending(index);
+  }
   template <tensor G> void mark_unused(const G& grad) { mark(index_of(grad), detail::mark_state::unused); }
 
   /// Launches what is left (unmarked gradients count as ready unless
@@ -16697,12 +16706,28 @@ public:
                       " does not match this job (another optimizer, rank, "
                       "model, bucketing or dtype): load it with the job that saved it",
                   rank_);
-    for (auto& slot : data_)
+    auto loaded = data_; // read aside: a bad file leaves the state as it was
+    for (auto& slot : loaded)
       for (auto& b : slot)
         in.read(reinterpret_cast<char*>(b.data()), static_cast<std::streamsize>(b.size()));
     if (!in || in.peek() != std::char_traits<char>::eof())
       throw error(error_kind::data, "optimizer checkpoint " + file + " is truncated or too long", rank_);
+    data_ = std::move(loaded);
     return step;
+  }
+
+  /// Every rank must have loaded the same step: files from different saves are refused.
+  template <class Group>
+  static void require_same_step(Group& group, std::uint64_t step, const std::string& path) {
+    std::vector<std::int64_t> lo{static_cast<std::int64_t>(step)}, hi{static_cast<std::int64_t>(step)};
+    group.all_reduce(lo, op::min);
+    group.all_reduce(hi, op::max);
+    if (lo[0] != hi[0])
+      throw error(error_kind::mismatch,
+                  "the ranks loaded optimizer checkpoints of different steps (" + std::to_string(lo[0]) +
+                      " to " + std::to_string(hi[0]) + "): the files " + path +
+                      ".rank* come from different saves; load one save's files on every rank",
+                  group.rank());
   }
 
 private:
@@ -16763,9 +16788,9 @@ public:
   /// One update of this rank's shard with its averaged gradient (after
   /// synchronize()), then every rank's parameters are whole again.
   void step() {
-    ++step_;
-    const double bias1 = 1 - std::pow(o_.beta1, static_cast<double>(step_));
-    const double bias2_sqrt = std::sqrt(1 - std::pow(o_.beta2, static_cast<double>(step_)));
+    const std::uint64_t t = step_ + 1; // counted once the update is done
+    const double bias1 = 1 - std::pow(o_.beta1, static_cast<double>(t));
+    const double bias2_sqrt = std::sqrt(1 - std::pow(o_.beta2, static_cast<double>(t)));
     model_.update_shards([&](auto& r) {
       using T = typename std::remove_cvref_t<decltype(r.value)>::value_type;
       T* m = state_.template at<T>(0, r.bucket, r.state_offset);
@@ -16782,6 +16807,7 @@ public:
         r.value[i] -= step_size * (m[i] / denom);
       }
     });
+    step_ = t;
   }
 
   adam_options& options() noexcept { return o_; }
@@ -16791,7 +16817,12 @@ public:
 
   /// Each rank writes its own shard of the state to `<path>.rank<r>`.
   void save(const std::string& path) const { state_.save(path, step_, "adam"); }
-  void load(const std::string& path) { step_ = state_.load(path, "adam"); }
+  /// Collective: every rank loads its own file, and all must be of one save.
+  void load(const std::string& path) {
+    const auto step = state_.load(path, "adam");
+    shard_state::require_same_step(model_.group(), step, path);
+    step_ = step;
+  }
 
 private:
   Sharded& model_;
@@ -16832,27 +16863,35 @@ struct sgd_options {
 
 template <class Sharded> class sgd {
 public:
-  sgd(Sharded& model, sgd_options o = {}) : model_(model), o_(o), state_(model, o.momentum != 0 ? 1 : 0) {
+  sgd(Sharded& model, sgd_options o = {})
+      : model_(model), o_(o), state_(model, o.momentum != 0 ? 1 : 0), has_momentum_(o.momentum != 0) {
     if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
       throw error(error_kind::config, "optim::sgd: Nesterov momentum needs a momentum and zero dampening");
   }
 
   void step() {
-    ++step_;
+    if (o_.momentum != 0 && !has_momentum_)
+      throw error(error_kind::config, "optim::sgd: momentum was 0 when the optimizer was built, so it keeps "
+                                      "no momentum buffers: build it with the momentum you will use");
+    if (o_.nesterov && (o_.momentum <= 0 || o_.dampening != 0))
+      throw error(error_kind::config, "optim::sgd: Nesterov momentum needs a momentum and zero dampening");
+    const std::uint64_t t = step_ + 1; // counted once the update is done
     model_.update_shards([&](auto& r) {
       using T = typename std::remove_cvref_t<decltype(r.value)>::value_type;
       const T lr = static_cast<T>(o_.lr), mu = static_cast<T>(o_.momentum),
               wd = static_cast<T>(o_.weight_decay), keep = static_cast<T>(1 - o_.dampening);
-      T* buf = o_.momentum != 0 ? state_.template at<T>(0, r.bucket, r.state_offset) : nullptr;
+      T* buf =
+          has_momentum_ && o_.momentum != 0 ? state_.template at<T>(0, r.bucket, r.state_offset) : nullptr;
       for (std::size_t i = 0; i < r.value.size(); ++i) {
         T d = o_.weight_decay != 0 ? r.grad[i] + wd * r.value[i] : r.grad[i];
         if (buf) {
-          buf[i] = step_ == 1 ? d : buf[i] * mu + keep * d; // the first step clones, as PyTorch's does
+          buf[i] = t == 1 ? d : buf[i] * mu + keep * d; // the first step clones, as PyTorch's does
           d = o_.nesterov ? d + mu * buf[i] : buf[i];
         }
         r.value[i] -= lr * d;
       }
     });
+    step_ = t;
   }
 
   sgd_options& options() noexcept { return o_; }
@@ -16861,12 +16900,18 @@ public:
   std::size_t state_bytes() const noexcept { return state_.bytes(); }
 
   void save(const std::string& path) const { state_.save(path, step_, "sgd"); }
-  void load(const std::string& path) { step_ = state_.load(path, "sgd"); }
+  /// Collective: every rank loads its own file, and all must be of one save.
+  void load(const std::string& path) {
+    const auto step = state_.load(path, "sgd");
+    shard_state::require_same_step(model_.group(), step, path);
+    step_ = step;
+  }
 
 private:
   Sharded& model_;
   sgd_options o_;
   shard_state state_;
+  bool has_momentum_; ///< momentum buffers exist (momentum was set at construction)
   std::uint64_t step_ = 0;
 };
 
@@ -17405,6 +17450,7 @@ DDP_END_NAMESPACE
 #endif // DDP_DETAIL_SHARDED_SHARD_LAYOUT_HPP
 // ---- end ddp/detail/sharded/shard_layout.hpp ----
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <vector>
@@ -17423,11 +17469,12 @@ public:
       bucket_state s;
       s.shards = shard_bucket(b, counts, comm.size(), comm.rank());
       const std::size_t padded = s.shards.block * static_cast<std::size_t>(comm.size());
-      s.send.assign(padded * size_of(b.wire_type), std::byte{0}); // pads stay zero
+      // The reduce-scatter's input and the all-gather's output are never live at
+      // once (synchronize() ends one before step() starts the other): one buffer.
+      s.staging.assign(padded * std::max(size_of(b.wire_type), size_of(b.param_type)), std::byte{0});
       s.recv.assign(s.shards.block * size_of(b.wire_type), std::byte{0});
-      s.grad.assign(s.shards.size * size_of(b.param_type), std::byte{0});
+      if (b.wire_type != b.param_type) s.grad.assign(s.shards.size * size_of(b.param_type), std::byte{0});
       s.gather_in.assign(s.shards.block * size_of(b.param_type), std::byte{0});
-      s.gather_out.assign(padded * size_of(b.param_type), std::byte{0});
       state_.push_back(std::move(s));
     }
   }
@@ -17436,8 +17483,20 @@ public:
   ~shard_engine() { wait_all_quietly(); }
 
   const bucket_shards& shards(std::size_t b) const { return state_[b].shards; }
-  /// This rank's averaged gradient of bucket b (param type, shards(b).size elements).
-  std::byte* grad_shard(std::size_t b) { return state_[b].grad.data(); }
+  /// This rank's averaged gradient of bucket b (param type, shards(b).size
+  /// elements): the reduce-scatter's output itself where no conversion is needed.
+  std::byte* grad_shard(std::size_t b) {
+    auto& s = state_[b];
+    return plan_.buckets[b].wire_type == plan_.buckets[b].param_type ? s.recv.data() : s.grad.data();
+  }
+
+  /// Bytes this engine holds for its collectives (staging, not optimizer state).
+  std::size_t buffer_bytes() const {
+    std::size_t n = 0;
+    for (auto& s : state_)
+      n += s.staging.size() + s.recv.size() + s.grad.size() + s.gather_in.size() + s.shadow.size();
+    return n;
+  }
 
   static void zero(const tensor_slot& p) { std::memset(p.grad, 0, p.count * size_of(p.type)); }
 
@@ -17447,18 +17506,22 @@ public:
     auto& bk = plan_.buckets[b];
     auto& s = state_[b];
     const std::size_t ws = size_of(bk.wire_type), ps = size_of(bk.param_type);
+    // Packing writes only the runs: a block's padding holds whatever staging
+    // held, and its sum lands past the owner's shard, where nobody reads it.
     for (auto& r : s.shards.runs) {
       auto& p = params_[r.param];
-      copy_scaled(s.send.data() + r.padded * ws, bk.wire_type,
+      copy_scaled(s.staging.data() + r.padded * ws, bk.wire_type,
                   static_cast<std::byte*>(p.grad) + r.param_offset * ps, p.type, r.count, scale);
     }
-    s.in_flight = reduce(b, s.send.data());
+    s.in_flight = reduce(b, s.staging.data());
   }
 
   /// A joined rank's stand-in: the same reduce-scatter, on zeros.
   void launch_zeros(std::size_t b) {
     auto& s = state_[b];
-    s.shadow.assign(s.send.size(), std::byte{0});
+    s.shadow.assign(s.shards.block * static_cast<std::size_t>(comm_.size()) *
+                        size_of(plan_.buckets[b].wire_type),
+                    std::byte{0});
     s.in_flight = reduce(b, s.shadow.data());
   }
 
@@ -17470,7 +17533,8 @@ public:
     s.in_flight.reset();
     w.wait();
     auto& bk = plan_.buckets[b];
-    copy_scaled(s.grad.data(), bk.param_type, s.recv.data(), bk.wire_type, s.shards.size, 1.0);
+    if (bk.wire_type != bk.param_type)
+      copy_scaled(s.grad.data(), bk.param_type, s.recv.data(), bk.wire_type, s.shards.size, 1.0);
   }
 
   /// Starts bucket b's all-gather of this rank's (updated) parameter shard.
@@ -17483,7 +17547,7 @@ public:
       std::memcpy(s.gather_in.data() + (r.padded - mine) * ps,
                   static_cast<const std::byte*>(params_[r.param].value) + r.param_offset * ps, r.count * ps);
     s.gathering =
-        comm_.all_gather(s.gather_in.data(), s.gather_out.data(), s.shards.block, bk.param_type, false);
+        comm_.all_gather(s.gather_in.data(), s.staging.data(), s.shards.block, bk.param_type, false);
   }
 
   /// Waits for bucket b's all-gather and writes every rank's shard into the parameters.
@@ -17496,7 +17560,7 @@ public:
     const std::size_t ps = size_of(plan_.buckets[b].param_type);
     for (auto& r : s.shards.runs)
       std::memcpy(static_cast<std::byte*>(params_[r.param].value) + r.param_offset * ps,
-                  s.gather_out.data() + r.padded * ps, r.count * ps);
+                  s.staging.data() + r.padded * ps, r.count * ps);
   }
 
   void wait_all_quietly() {
@@ -17509,7 +17573,8 @@ public:
 private:
   struct bucket_state {
     bucket_shards shards;
-    std::vector<std::byte> send, recv, grad, gather_in, gather_out, shadow;
+    std::vector<std::byte> staging; ///< packed gradients (wire type), then gathered parameters
+    std::vector<std::byte> recv, grad, gather_in, shadow;
     std::optional<work> in_flight, gathering;
   };
 
@@ -17531,6 +17596,7 @@ DDP_END_NAMESPACE
 #endif // DDP_DETAIL_SHARDED_SHARD_ENGINE_HPP
 // ---- end ddp/detail/sharded/shard_engine.hpp ----
 
+#include <cmath>
 #include <span>
 #include <string>
 
@@ -17597,6 +17663,9 @@ public:
   std::size_t shard_size(std::size_t b) const { return engine_.shards(b).size; }
   dtype bucket_type(std::size_t b) const { return plan_.buckets.at(b).param_type; }
   /// This rank's elements over all buckets: 1/W of the model, within one per bucket.
+  /// Bytes held for the collectives: the packing/gathering buffers (about one
+  /// model's worth in the wire or parameter dtype, whichever is wider) and the shards.
+  std::size_t buffer_bytes() const { return engine_.buffer_bytes(); }
   std::size_t shard_elements() const {
     std::size_t n = 0;
     for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
@@ -17607,6 +17676,10 @@ public:
   void mark_grad_ready(std::size_t index) { mark(index, detail::mark_state::ready); }
   template <tensor G> void mark_grad_ready(const G& grad) { mark(index_of(grad), detail::mark_state::ready); }
   void mark_unused(std::size_t index) { mark(index, detail::mark_state::unused); }
+  /// Whether gradient `index` was marked (ready or unused) in the step under way.
+  bool marked(std::size_t index) const {
+    return step_.started() && index < registry_.size() && !step_.is_pending(index);
+  }
   template <tensor G> void mark_unused(const G& grad) { mark(index_of(grad), detail::mark_state::unused); }
 
   /// Launches what is left (unmarked gradients count as ready) and waits:
@@ -17641,6 +17714,33 @@ public:
       visit_bucket(b, f);
   }
 
+  /// Scales the averaged gradient shards so that the whole gradient's 2-norm
+  /// (over all ranks) is at most `max_norm` (torch.nn.utils.clip_grad_norm_);
+  /// returns the norm before clipping. Between synchronize() and the step: the
+  /// model's own gradients are not the averaged ones here.
+  double clip_grad_norm(double max_norm) {
+    if (!synchronized_)
+      throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) +
+                                          ": clip_grad_norm() before synchronize(): the shards hold no "
+                                          "averaged gradient yet");
+    std::vector<double> sum{0.0};
+    for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+      with_grad_shard(b, [&](auto* g, std::size_t n) {
+        for (std::size_t i = 0; i < n; ++i)
+          sum[0] += static_cast<double>(g[i]) * static_cast<double>(g[i]);
+      });
+    pg_.all_reduce(sum);
+    const double norm = std::sqrt(sum[0]), factor = max_norm / (norm + 1e-6);
+    if (factor < 1.0)
+      for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+        with_grad_shard(b, [&](auto* g, std::size_t n) {
+          using T = std::remove_pointer_t<decltype(g)>;
+          for (std::size_t i = 0; i < n; ++i)
+            g[i] = static_cast<T>(g[i] * static_cast<T>(factor));
+        });
+    return norm;
+  }
+
   /// Copies every rank's shard of the parameters to every rank.
   void gather_parameters() {
     for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
@@ -17656,17 +17756,19 @@ public:
       throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) +
                                           ": an optimizer step before synchronize(): the shards hold no "
                                           "averaged gradient yet");
+    synchronized_ = false; // a failed update is not retried on the same gradients
     try {
       for (std::size_t b = 0; b < plan_.buckets.size(); ++b) {
         visit_bucket(b, f);
         engine_.start_gather(b);
       }
-    } catch (...) {
+    } catch (const std::exception& e) {
+      // Peers wait in this step's later all-gathers: fail them now, not at their deadline.
+      pg_.abort("rank " + std::to_string(pg_.rank()) + ": the optimizer step failed: " + e.what());
       engine_.wait_all_quietly();
       throw;
     }
     finish_gathers();
-    synchronized_ = false;
   }
 
   using no_sync_guard = ddp::no_sync_guard;
@@ -17690,6 +17792,8 @@ public:
         engine_.launch_zeros(b);
       for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
         engine_.finish(b);
+      if (opts_.broadcast_buffers && !registry_.buffers().empty()) // as synchronize() does
+        registry_.broadcast_from_rank0(pg_.communicator(), /*buffers_only=*/true, host_only_);
       synchronized_ = true;
       opt.step();
     });
@@ -17706,6 +17810,13 @@ private:
         w.wait();
     }
   };
+
+  template <class F> void with_grad_shard(std::size_t b, F&& f) {
+    if (plan_.buckets[b].param_type == dtype::f32)
+      f(reinterpret_cast<float*>(engine_.grad_shard(b)), engine_.shards(b).size);
+    else
+      f(reinterpret_cast<double*>(engine_.grad_shard(b)), engine_.shards(b).size);
+  }
 
   template <class F> void visit_bucket(std::size_t b, F& f) {
     auto& bk = plan_.buckets[b];

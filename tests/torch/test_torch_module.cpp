@@ -365,3 +365,99 @@ TEST_CASE("join: uneven inputs, joined ranks count as zeros") {
   dp.join();
   if (r == R - 1) CHECK(max_rel_diff(local, reference) < 1e-5); // the rank that trained every step
 }
+
+TEST_CASE("synchronize() twice, marks by hand, gradients set by hand") {
+  auto& pg = group();
+  const double expect = (pg.size() + 1) / 2.0; // rank r's gradient is r + 1 everywhere
+  torch::manual_seed(2);
+  auto lin = torch::nn::Linear(4, 3);
+  ddp::distributed_data_parallel dp(*lin, pg);
+  auto mean_grad = [&] { return lin->weight.grad().mean().item<double>(); };
+  (lin->weight.sum() * (pg.rank() + 1) + lin->bias.sum() * (pg.rank() + 1)).backward();
+  dp.synchronize();
+  CHECK(mean_grad() == doctest::Approx(expect));
+  dp.synchronize(); // nothing new: the averaged gradients stay
+  CHECK(mean_grad() == doctest::Approx(expect));
+  // Gradients written by hand (torch::autograd::grad, say) are reduced as they are.
+  {
+    torch::NoGradGuard no_grad;
+    lin->weight.grad().fill_(pg.rank() + 1);
+    lin->bias.grad().fill_(pg.rank() + 1);
+  }
+  dp.synchronize();
+  CHECK(mean_grad() == doctest::Approx(expect));
+  // Marks by hand beside the hooks' own.
+  lin->zero_grad();
+  (lin->weight.sum() * (pg.rank() + 1)).backward(); // bias unused here
+  dp.mark_unused(dp.parameter_index("bias"));
+  dp.synchronize();
+  CHECK(mean_grad() == doctest::Approx(expect));
+  CHECK(lin->bias.grad().abs().sum().item<double>() == 0.0);
+}
+
+TEST_CASE("a gradient changed in place between backward and synchronize() is refused") {
+  auto net = make_net(3);
+  ddp::distributed_data_parallel dp(*net, group());
+  auto s = shard(global_batch(0, group().size()), group().rank());
+  torch::nn::functional::cross_entropy(net->forward(s.x), s.y).backward();
+  net->fc1->weight.grad().mul_(2); // its bucket may already be on the wire
+  CHECK_THROWS_WITH_AS(dp.synchronize(), doctest::Contains("'fc1.weight': its gradient was changed in place"),
+                       ddp::error);
+  // After synchronize() it is the user's again.
+  net->zero_grad();
+  torch::nn::functional::cross_entropy(net->forward(s.x), s.y).backward();
+  dp.synchronize();
+  torch::nn::utils::clip_grad_norm_(net->parameters(), 0.1);
+  net->zero_grad();
+  torch::nn::functional::cross_entropy(net->forward(s.x), s.y).backward();
+  CHECK_NOTHROW(dp.synchronize());
+}
+
+TEST_CASE("tied parameters: one tensor under two names is one parameter") {
+  struct TiedImpl : torch::nn::Module {
+    TiedImpl() {
+      w = register_parameter("embedding", torch::randn({10, 4}));
+      register_parameter("projection", w); // as language models tie input and output embeddings
+      b = register_parameter("bias", torch::zeros({4}));
+    }
+    torch::Tensor w, b;
+  };
+  auto& pg = group();
+  torch::manual_seed(4);
+  TiedImpl tied;
+  ddp::distributed_data_parallel dp(tied, pg);
+  CHECK(dp.num_parameters() == 2); // embedding, bias
+  ((tied.w.sum() + tied.b.sum()) * (pg.rank() + 1)).backward();
+  CHECK_NOTHROW(dp.synchronize());
+  CHECK(tied.w.grad().mean().item<double>() == doctest::Approx((pg.size() + 1) / 2.0));
+}
+
+TEST_CASE("sharded join with BatchNorm buffers, and optimizer misuse") {
+  auto& pg = group();
+  const int r = pg.rank();
+  torch::manual_seed(8);
+  torch::nn::Sequential net(torch::nn::Linear(6, 4), torch::nn::BatchNorm1d(4));
+  ddp::sharded_data_parallel sdp(*net, pg, {.uneven_inputs = true});
+  ddp::optim::sgd opt(sdp, {.lr = 0.1});
+  CHECK_THROWS_WITH_AS(opt.step(), doctest::Contains("before synchronize()"), ddp::error);
+  CHECK(opt.steps() == 0); // a refused step is not counted
+  for (int step = 0; step < 2 + r; ++step) {
+    torch::manual_seed(50 + static_cast<std::uint64_t>(step * 10 + r));
+    net->zero_grad();
+    net->forward(torch::randn({8, 6})).pow(2).sum().backward();
+    sdp.synchronize();
+    opt.step();
+  }
+  sdp.join(opt);
+  std::vector<float> mine;
+  for (auto& p : net->parameters())
+    for (std::int64_t i = 0; i < p.numel(); ++i)
+      mine.push_back(p.data_ptr<float>()[i]);
+  std::vector<float> all(mine.size() * static_cast<std::size_t>(pg.size()));
+  pg.all_gather(mine, all);
+  for (std::size_t i = 0; i < all.size(); ++i)
+    CHECK(all[i] == all[i % mine.size()]); // every rank holds the same model
+  opt.options().momentum = 0.9;
+  CHECK_THROWS_WITH_AS(opt.step(), doctest::Contains("momentum was 0 when the optimizer was built"),
+                       ddp::error);
+}

@@ -13,22 +13,27 @@ DDP_BEGIN_NAMESPACE
 
 class gradient_sink {
 public:
-  /// `owner`: anything with mark_grad_ready(std::size_t) and mark_unused(std::size_t).
+  /// `owner`: anything with mark_grad_ready(std::size_t), mark_unused(std::size_t)
+  /// and marked(std::size_t).
   template <class Owner>
   requires(!std::is_same_v<std::remove_cv_t<Owner>, gradient_sink>) explicit gradient_sink(
       Owner& owner) noexcept
       : owner_(&owner), ready_([](void* o, std::size_t i) { static_cast<Owner*>(o)->mark_grad_ready(i); }),
-        unused_([](void* o, std::size_t i) { static_cast<Owner*>(o)->mark_unused(i); }) {}
+        unused_([](void* o, std::size_t i) { static_cast<Owner*>(o)->mark_unused(i); }),
+        marked_([](void* o, std::size_t i) { return static_cast<Owner*>(o)->marked(i); }) {}
 
   /// Gradient `index` (registration order) is final for this step.
   void ready(std::size_t index) const { ready_(owner_, index); }
   /// This rank has no gradient for `index` this step: it counts as zeros.
   void unused(std::size_t index) const { unused_(owner_, index); }
+  /// Whether `index` was already marked in this step (by hand or by the adapter).
+  bool marked(std::size_t index) const { return marked_(owner_, index); }
 
 private:
   void* owner_;
   void (*ready_)(void*, std::size_t);
   void (*unused_)(void*, std::size_t);
+  bool (*marked_)(void*, std::size_t);
 };
 
 DDP_END_NAMESPACE

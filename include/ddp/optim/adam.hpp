@@ -28,9 +28,9 @@ public:
   /// One update of this rank's shard with its averaged gradient (after
   /// synchronize()), then every rank's parameters are whole again.
   void step() {
-    ++step_;
-    const double bias1 = 1 - std::pow(o_.beta1, static_cast<double>(step_));
-    const double bias2_sqrt = std::sqrt(1 - std::pow(o_.beta2, static_cast<double>(step_)));
+    const std::uint64_t t = step_ + 1; // counted once the update is done
+    const double bias1 = 1 - std::pow(o_.beta1, static_cast<double>(t));
+    const double bias2_sqrt = std::sqrt(1 - std::pow(o_.beta2, static_cast<double>(t)));
     model_.update_shards([&](auto& r) {
       using T = typename std::remove_cvref_t<decltype(r.value)>::value_type;
       T* m = state_.template at<T>(0, r.bucket, r.state_offset);
@@ -47,6 +47,7 @@ public:
         r.value[i] -= step_size * (m[i] / denom);
       }
     });
+    step_ = t;
   }
 
   adam_options& options() noexcept { return o_; }
@@ -56,7 +57,12 @@ public:
 
   /// Each rank writes its own shard of the state to `<path>.rank<r>`.
   void save(const std::string& path) const { state_.save(path, step_, "adam"); }
-  void load(const std::string& path) { step_ = state_.load(path, "adam"); }
+  /// Collective: every rank loads its own file, and all must be of one save.
+  void load(const std::string& path) {
+    const auto step = state_.load(path, "adam");
+    shard_state::require_same_step(model_.group(), step, path);
+    step_ = step;
+  }
 
 private:
   Sharded& model_;

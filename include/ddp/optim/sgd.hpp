@@ -22,27 +22,35 @@ struct sgd_options {
 
 template <class Sharded> class sgd {
 public:
-  sgd(Sharded& model, sgd_options o = {}) : model_(model), o_(o), state_(model, o.momentum != 0 ? 1 : 0) {
+  sgd(Sharded& model, sgd_options o = {})
+      : model_(model), o_(o), state_(model, o.momentum != 0 ? 1 : 0), has_momentum_(o.momentum != 0) {
     if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
       throw error(error_kind::config, "optim::sgd: Nesterov momentum needs a momentum and zero dampening");
   }
 
   void step() {
-    ++step_;
+    if (o_.momentum != 0 && !has_momentum_)
+      throw error(error_kind::config, "optim::sgd: momentum was 0 when the optimizer was built, so it keeps "
+                                      "no momentum buffers: build it with the momentum you will use");
+    if (o_.nesterov && (o_.momentum <= 0 || o_.dampening != 0))
+      throw error(error_kind::config, "optim::sgd: Nesterov momentum needs a momentum and zero dampening");
+    const std::uint64_t t = step_ + 1; // counted once the update is done
     model_.update_shards([&](auto& r) {
       using T = typename std::remove_cvref_t<decltype(r.value)>::value_type;
       const T lr = static_cast<T>(o_.lr), mu = static_cast<T>(o_.momentum),
               wd = static_cast<T>(o_.weight_decay), keep = static_cast<T>(1 - o_.dampening);
-      T* buf = o_.momentum != 0 ? state_.template at<T>(0, r.bucket, r.state_offset) : nullptr;
+      T* buf =
+          has_momentum_ && o_.momentum != 0 ? state_.template at<T>(0, r.bucket, r.state_offset) : nullptr;
       for (std::size_t i = 0; i < r.value.size(); ++i) {
         T d = o_.weight_decay != 0 ? r.grad[i] + wd * r.value[i] : r.grad[i];
         if (buf) {
-          buf[i] = step_ == 1 ? d : buf[i] * mu + keep * d; // the first step clones, as PyTorch's does
+          buf[i] = t == 1 ? d : buf[i] * mu + keep * d; // the first step clones, as PyTorch's does
           d = o_.nesterov ? d + mu * buf[i] : buf[i];
         }
         r.value[i] -= lr * d;
       }
     });
+    step_ = t;
   }
 
   sgd_options& options() noexcept { return o_; }
@@ -51,12 +59,18 @@ public:
   std::size_t state_bytes() const noexcept { return state_.bytes(); }
 
   void save(const std::string& path) const { state_.save(path, step_, "sgd"); }
-  void load(const std::string& path) { step_ = state_.load(path, "sgd"); }
+  /// Collective: every rank loads its own file, and all must be of one save.
+  void load(const std::string& path) {
+    const auto step = state_.load(path, "sgd");
+    shard_state::require_same_step(model_.group(), step, path);
+    step_ = step;
+  }
 
 private:
   Sharded& model_;
   sgd_options o_;
   shard_state state_;
+  bool has_momentum_; ///< momentum buffers exist (momentum was set at construction)
   std::uint64_t step_ = 0;
 };
 

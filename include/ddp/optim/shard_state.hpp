@@ -5,6 +5,7 @@
 #define DDP_OPTIM_SHARD_STATE_HPP
 
 #include <ddp/error.hpp>
+#include <ddp/op.hpp>
 #include <ddp/tensor.hpp>
 
 #include <cerrno>
@@ -93,12 +94,28 @@ public:
                       " does not match this job (another optimizer, rank, "
                       "model, bucketing or dtype): load it with the job that saved it",
                   rank_);
-    for (auto& slot : data_)
+    auto loaded = data_; // read aside: a bad file leaves the state as it was
+    for (auto& slot : loaded)
       for (auto& b : slot)
         in.read(reinterpret_cast<char*>(b.data()), static_cast<std::streamsize>(b.size()));
     if (!in || in.peek() != std::char_traits<char>::eof())
       throw error(error_kind::data, "optimizer checkpoint " + file + " is truncated or too long", rank_);
+    data_ = std::move(loaded);
     return step;
+  }
+
+  /// Every rank must have loaded the same step: files from different saves are refused.
+  template <class Group>
+  static void require_same_step(Group& group, std::uint64_t step, const std::string& path) {
+    std::vector<std::int64_t> lo{static_cast<std::int64_t>(step)}, hi{static_cast<std::int64_t>(step)};
+    group.all_reduce(lo, op::min);
+    group.all_reduce(hi, op::max);
+    if (lo[0] != hi[0])
+      throw error(error_kind::mismatch,
+                  "the ranks loaded optimizer checkpoints of different steps (" + std::to_string(lo[0]) +
+                      " to " + std::to_string(hi[0]) + "): the files " + path +
+                      ".rank* come from different saves; load one save's files on every rank",
+                  group.rank());
   }
 
 private:

@@ -11,7 +11,10 @@
 #include <torch/torch.h>
 
 #include <concepts>
+#include <cstdint>
+#include <span>
 #include <string>
+#include <unordered_set>
 
 DDP_BEGIN_NAMESPACE
 
@@ -36,14 +39,15 @@ template <class M>::torch::nn::Module& module_of(M& m) {
 /// Outside distributed_data_parallel, a module's walk hands out the gradients
 /// it has; one it lacks is an error (distributed_data_parallel creates them).
 template <class F> void for_each_parameter_as_is(::torch::nn::Module& m, F&& f) {
+  std::unordered_set<const void*> seen; // tied parameters: one tensor under two names
   for (auto& item : m.named_parameters(/*recurse=*/true)) {
     const auto& p = item.value();
-    if (!p.requires_grad()) continue;
+    if (!p.requires_grad() || !seen.insert(p.unsafeGetTensorImpl()).second) continue;
     const std::string what = "parameter '" + item.key() + "'";
     if (!p.grad().defined())
       throw error(error_kind::config, what + " has no gradient yet: run backward first, or build "
                                              "distributed_data_parallel, which gives every parameter one");
-    with_element_type(p.scalar_type(), true, what, [&](auto tag) {
+    with_element_type(p.scalar_type(), what, [&](auto tag) {
       using T = typename decltype(tag)::type;
       with_parameter<T>(p, p.grad(), [&](auto value, auto grad) { f(item.key(), value, grad); });
     });
@@ -62,13 +66,13 @@ struct model_traits<M> {
   template <class F> static void for_each_parameter(M& m, F&& f) {
     detail::libtorch::for_each_parameter_as_is(detail::libtorch::module_of(m), f);
   }
+  /// Buffers are only broadcast: any dtype goes as its bytes.
   template <class F> static void for_each_buffer(M& m, F&& f) {
-    for (auto& item : detail::libtorch::module_of(m).named_buffers(/*recurse=*/true))
-      detail::libtorch::with_element_type(
-          item.value().scalar_type(), false, "buffer '" + item.key() + "'", [&](auto tag) {
-            using T = typename decltype(tag)::type;
-            detail::libtorch::with_elements<T>(item.value(), [&](auto value) { f(item.key(), value); });
-          });
+    for (auto& item : detail::libtorch::module_of(m).named_buffers(/*recurse=*/true)) {
+      std::span<std::uint8_t> bytes(static_cast<std::uint8_t*>(item.value().data_ptr()),
+                                    static_cast<std::size_t>(item.value().nbytes()));
+      f(item.key(), bytes);
+    }
   }
 };
 

@@ -10,6 +10,7 @@
 #include <ddp/detail/numeric/elementwise.hpp>
 #include <ddp/detail/sharded/shard_layout.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <vector>
@@ -28,11 +29,12 @@ public:
       bucket_state s;
       s.shards = shard_bucket(b, counts, comm.size(), comm.rank());
       const std::size_t padded = s.shards.block * static_cast<std::size_t>(comm.size());
-      s.send.assign(padded * size_of(b.wire_type), std::byte{0}); // pads stay zero
+      // The reduce-scatter's input and the all-gather's output are never live at
+      // once (synchronize() ends one before step() starts the other): one buffer.
+      s.staging.assign(padded * std::max(size_of(b.wire_type), size_of(b.param_type)), std::byte{0});
       s.recv.assign(s.shards.block * size_of(b.wire_type), std::byte{0});
-      s.grad.assign(s.shards.size * size_of(b.param_type), std::byte{0});
+      if (b.wire_type != b.param_type) s.grad.assign(s.shards.size * size_of(b.param_type), std::byte{0});
       s.gather_in.assign(s.shards.block * size_of(b.param_type), std::byte{0});
-      s.gather_out.assign(padded * size_of(b.param_type), std::byte{0});
       state_.push_back(std::move(s));
     }
   }
@@ -41,8 +43,20 @@ public:
   ~shard_engine() { wait_all_quietly(); }
 
   const bucket_shards& shards(std::size_t b) const { return state_[b].shards; }
-  /// This rank's averaged gradient of bucket b (param type, shards(b).size elements).
-  std::byte* grad_shard(std::size_t b) { return state_[b].grad.data(); }
+  /// This rank's averaged gradient of bucket b (param type, shards(b).size
+  /// elements): the reduce-scatter's output itself where no conversion is needed.
+  std::byte* grad_shard(std::size_t b) {
+    auto& s = state_[b];
+    return plan_.buckets[b].wire_type == plan_.buckets[b].param_type ? s.recv.data() : s.grad.data();
+  }
+
+  /// Bytes this engine holds for its collectives (staging, not optimizer state).
+  std::size_t buffer_bytes() const {
+    std::size_t n = 0;
+    for (auto& s : state_)
+      n += s.staging.size() + s.recv.size() + s.grad.size() + s.gather_in.size() + s.shadow.size();
+    return n;
+  }
 
   static void zero(const tensor_slot& p) { std::memset(p.grad, 0, p.count * size_of(p.type)); }
 
@@ -52,18 +66,22 @@ public:
     auto& bk = plan_.buckets[b];
     auto& s = state_[b];
     const std::size_t ws = size_of(bk.wire_type), ps = size_of(bk.param_type);
+    // Packing writes only the runs: a block's padding holds whatever staging
+    // held, and its sum lands past the owner's shard, where nobody reads it.
     for (auto& r : s.shards.runs) {
       auto& p = params_[r.param];
-      copy_scaled(s.send.data() + r.padded * ws, bk.wire_type,
+      copy_scaled(s.staging.data() + r.padded * ws, bk.wire_type,
                   static_cast<std::byte*>(p.grad) + r.param_offset * ps, p.type, r.count, scale);
     }
-    s.in_flight = reduce(b, s.send.data());
+    s.in_flight = reduce(b, s.staging.data());
   }
 
   /// A joined rank's stand-in: the same reduce-scatter, on zeros.
   void launch_zeros(std::size_t b) {
     auto& s = state_[b];
-    s.shadow.assign(s.send.size(), std::byte{0});
+    s.shadow.assign(s.shards.block * static_cast<std::size_t>(comm_.size()) *
+                        size_of(plan_.buckets[b].wire_type),
+                    std::byte{0});
     s.in_flight = reduce(b, s.shadow.data());
   }
 
@@ -75,7 +93,8 @@ public:
     s.in_flight.reset();
     w.wait();
     auto& bk = plan_.buckets[b];
-    copy_scaled(s.grad.data(), bk.param_type, s.recv.data(), bk.wire_type, s.shards.size, 1.0);
+    if (bk.wire_type != bk.param_type)
+      copy_scaled(s.grad.data(), bk.param_type, s.recv.data(), bk.wire_type, s.shards.size, 1.0);
   }
 
   /// Starts bucket b's all-gather of this rank's (updated) parameter shard.
@@ -88,7 +107,7 @@ public:
       std::memcpy(s.gather_in.data() + (r.padded - mine) * ps,
                   static_cast<const std::byte*>(params_[r.param].value) + r.param_offset * ps, r.count * ps);
     s.gathering =
-        comm_.all_gather(s.gather_in.data(), s.gather_out.data(), s.shards.block, bk.param_type, false);
+        comm_.all_gather(s.gather_in.data(), s.staging.data(), s.shards.block, bk.param_type, false);
   }
 
   /// Waits for bucket b's all-gather and writes every rank's shard into the parameters.
@@ -101,7 +120,7 @@ public:
     const std::size_t ps = size_of(plan_.buckets[b].param_type);
     for (auto& r : s.shards.runs)
       std::memcpy(static_cast<std::byte*>(params_[r.param].value) + r.param_offset * ps,
-                  s.gather_out.data() + r.padded * ps, r.count * ps);
+                  s.staging.data() + r.padded * ps, r.count * ps);
   }
 
   void wait_all_quietly() {
@@ -114,7 +133,8 @@ public:
 private:
   struct bucket_state {
     bucket_shards shards;
-    std::vector<std::byte> send, recv, grad, gather_in, gather_out, shadow;
+    std::vector<std::byte> staging; ///< packed gradients (wire type), then gathered parameters
+    std::vector<std::byte> recv, grad, gather_in, shadow;
     std::optional<work> in_flight, gathering;
   };
 

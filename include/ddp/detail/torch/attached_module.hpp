@@ -15,8 +15,11 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -29,11 +32,13 @@ public:
   /// Frozen parameters are left alone: neither averaged nor broadcast.
   explicit attached_module(::torch::nn::Module& m) {
     std::vector<::torch::Tensor> trainable;
+    std::unordered_set<const void*> seen; // tied parameters: one tensor under two names
     for (auto& item : m.named_parameters(/*recurse=*/true)) {
       const auto& p = item.value();
-      if (!p.requires_grad()) continue;
+      if (!p.requires_grad() || !seen.insert(p.unsafeGetTensorImpl()).second) continue;
       const std::string what = "parameter '" + item.key() + "'";
-      with_element_type(p.scalar_type(), /*floating_only=*/true, what, [](auto) {});
+      with_element_type(p.scalar_type(), what, [](auto) {});
+      require_host(p, what);
       require_contiguous(p, what);
       params_.push_back({item.key(), p, {}});
       trainable.push_back(p);
@@ -42,12 +47,13 @@ public:
     for (std::size_t k = 0; k < params_.size(); ++k) {
       params_[k].view = std::move(views[k]);
       params_[k].param.mutable_grad() = params_[k].view;
+      params_[k].version_at_sync = params_[k].view._version();
     }
     for (auto& item : m.named_buffers(/*recurse=*/true)) {
       const auto& b = item.value();
-      if (!b.defined()) continue;
+      if (!b.defined() || !seen.insert(b.unsafeGetTensorImpl()).second) continue;
       const std::string what = "buffer '" + item.key() + "'";
-      with_element_type(b.scalar_type(), /*floating_only=*/false, what, [](auto) {});
+      require_host(b, what);
       require_contiguous(b, what);
       buffers_.push_back({item.key(), b});
     }
@@ -58,20 +64,21 @@ public:
 
   template <class F> void for_each_parameter(F&& f) {
     for (auto& e : params_) {
-      require_contiguous(e.param, "parameter '" + e.name + "'");
-      with_element_type(e.param.scalar_type(), true, e.name, [&](auto tag) {
+      if (!e.param.is_contiguous()) require_contiguous(e.param, "parameter '" + e.name + "'");
+      with_element_type(e.param.scalar_type(), e.name, [&](auto tag) {
         using T = typename decltype(tag)::type;
         with_parameter<T>(e.param, e.view, [&](auto value, auto grad) { f(e.name, value, grad); });
       });
     }
   }
 
+  /// Buffers are only broadcast: any dtype goes as its bytes.
   template <class F> void for_each_buffer(F&& f) {
-    for (auto& b : buffers_)
-      with_element_type(b.value.scalar_type(), false, b.name, [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        with_elements<T>(b.value, [&](auto value) { f(b.name, value); });
-      });
+    for (auto& b : buffers_) {
+      std::span<std::uint8_t> bytes(static_cast<std::uint8_t*>(b.value.data_ptr()),
+                                    static_cast<std::size_t>(b.value.nbytes()));
+      f(b.name, bytes);
+    }
   }
 
   /// Hooks each parameter's gradient accumulator: once autograd has added this
@@ -92,6 +99,7 @@ public:
             auto& p = params_[i];
             adopt_gradient(p);
             p.fired = true;
+            p.version_after_hook = p.view._version();
             sink.ready(i);
             return outputs;
           });
@@ -100,30 +108,49 @@ public:
     }
   }
 
-  /// Gradients that autograd did not produce since the last synchronize()
-  /// (a branch not taken) count as zeros; one that arrived during no_sync()
-  /// steps stays as accumulated. A gradient replaced after backward made it
-  /// is refused: its bucket may already have been reduced without it.
+  /// At synchronize(), for each gradient not marked by hand: one autograd
+  /// produced since the last synchronize() must not have changed since (its
+  /// bucket may already be reduced: change gradients after synchronize()); one
+  /// it did not produce (a branch not taken) counts as zeros, unless it was
+  /// written since (set by hand: reduced as it is), or nothing at all happened
+  /// since the last synchronize() (reduced again as it is). One that arrived
+  /// during no_sync() steps stays as accumulated.
   void before_synchronize(gradient_sink sink) {
-    for (std::size_t i = 0; i < params_.size(); ++i) {
-      auto& e = params_[i];
-      const bool replaced = e.param.grad().defined() && !is_view(e);
-      if (e.fired && replaced) {
-        clear_fired();
-        throw error(error_kind::config,
-                    "parameter '" + e.name +
-                        "': its gradient was replaced by a new tensor after backward produced it; change "
-                        "gradients in place (p.grad().mul_(...)) so ddp reduces what you changed");
+    bool any_fired = false;
+    for (auto& e : params_)
+      any_fired = any_fired || e.fired;
+    try {
+      for (std::size_t i = 0; i < params_.size(); ++i) {
+        auto& e = params_[i];
+        const bool replaced = e.param.grad().defined() && !is_view(e);
+        if (e.fired) {
+          if (replaced || e.view._version() != e.version_after_hook)
+            throw error(
+                error_kind::config,
+                "parameter '" + e.name + "': its gradient was " +
+                    (replaced ? "replaced by a new tensor" : "changed in place") +
+                    " after backward produced it and before synchronize(); its bucket may already "
+                    "have been reduced without the change: change gradients (clipping, scaling) after "
+                    "synchronize() returns");
+          continue;
+        }
+        if (sink.marked(i)) continue; // mark_grad_ready / mark_unused by hand
+        if (replaced) {
+          adopt_gradient(e);
+          continue;
+        }
+        if (!e.param.grad().defined()) {
+          e.param.mutable_grad() = e.view; // zero_grad(set_to_none) and no backward since
+        } else if (e.view._version() != e.version_at_sync || !any_fired) {
+          continue;
+        }
+        sink.unused(i);
       }
-      if (e.fired) continue;
-      if (replaced) {
-        adopt_gradient(e); // set by hand before synchronize(): reduced as it is
-        continue;
-      }
-      e.param.mutable_grad() = e.view;
-      sink.unused(i);
+    } catch (...) {
+      end_round();
+      throw;
     }
-    clear_fired();
+    end_round();
   }
 
 private:
@@ -132,7 +159,8 @@ private:
     ::torch::Tensor param, view;
     std::shared_ptr<::torch::autograd::Node> accumulator{};
     ::torch::autograd::FunctionPostHook* hook = nullptr;
-    bool fired = false;
+    bool fired = false; ///< autograd produced it since the last synchronize()
+    std::int64_t version_after_hook = 0, version_at_sync = 0; ///< the view's version counter then
   };
   struct buffer {
     std::string name;
@@ -144,6 +172,15 @@ private:
       throw error(error_kind::config,
                   what + " is not contiguous: ddp reduces a tensor as one run of elements; make it "
                          "contiguous (p.set_data(p.contiguous())) before building distributed_data_parallel");
+  }
+
+  /// CUDA parameters need the hooks to follow LibTorch's current stream, which
+  /// ddp does not do yet; until that is built and run, they are refused.
+  static void require_host(const ::torch::Tensor& t, const std::string& what) {
+    if (!t.device().is_cpu())
+      throw error(error_kind::config,
+                  what + " lives on " + t.device().str() +
+                      ": ddp::torch takes CPU modules for now (CUDA LibTorch modules are not supported yet)");
   }
 
   static bool is_view(const parameter& e) { return e.param.grad().data_ptr() == e.view.data_ptr(); }
@@ -158,9 +195,11 @@ private:
     e.param.mutable_grad() = e.view;
   }
 
-  void clear_fired() {
-    for (auto& e : params_)
+  void end_round() {
+    for (auto& e : params_) {
       e.fired = false;
+      e.version_at_sync = e.view._version();
+    }
   }
 
   void disconnect() noexcept {

@@ -20,10 +20,9 @@ namespace detail::libtorch {
 
 template <class T> struct type_tag { using type = T; };
 
-/// Calls f(type_tag<T>{}) with the C++ element type of `s`. Gradients must be
-/// floating point; buffers may also be integers (a bool buffer travels as bytes).
-template <class F>
-decltype(auto) with_element_type(c10::ScalarType s, bool floating_only, const std::string& what, F&& f) {
+/// Calls f(type_tag<T>{}) with the C++ element type of a parameter of dtype
+/// `s`: float32, float64, float16 or bfloat16, the dtypes ddp averages.
+template <class F> decltype(auto) with_element_type(c10::ScalarType s, const std::string& what, F&& f) {
   switch (s) {
   case c10::ScalarType::Float: return f(type_tag<float>{});
   case c10::ScalarType::Double: return f(type_tag<double>{});
@@ -31,32 +30,10 @@ decltype(auto) with_element_type(c10::ScalarType s, bool floating_only, const st
   case c10::ScalarType::BFloat16: return f(type_tag<c10::BFloat16>{});
   default: break;
   }
-  if (!floating_only) switch (s) {
-    case c10::ScalarType::Int: return f(type_tag<std::int32_t>{});
-    case c10::ScalarType::Long: return f(type_tag<std::int64_t>{});
-    case c10::ScalarType::Byte:
-    case c10::ScalarType::Bool: return f(type_tag<std::uint8_t>{});
-    case c10::ScalarType::Char: return f(type_tag<std::int8_t>{});
-    default: break;
-    }
   throw error(error_kind::config,
               what + " is " + std::string(c10::toString(s)) +
-                  (floating_only
-                       ? ": ddp averages float32, float64, float16 and bfloat16 parameters; keep this "
-                         "one frozen (requires_grad false) or convert it"
-                       : ": ddp broadcasts buffers of float, int32, int64, uint8, int8 and bool; "
-                         "convert this one"));
-}
-
-/// Calls f(span) over a contiguous tensor's elements: std::span<T> for CPU
-/// memory, ddp::device_span<T> for CUDA memory.
-template <class T, class F> void with_elements(const ::torch::Tensor& t, F&& f) {
-  auto* p = static_cast<T*>(t.data_ptr());
-  const auto n = static_cast<std::size_t>(t.numel());
-  if (t.is_cuda())
-    f(device_span<T>{p, n});
-  else
-    f(std::span<T>(p, n));
+                  ": ddp averages float32, float64, float16 and bfloat16 parameters; keep "
+                  "this one frozen (requires_grad false) or convert it");
 }
 
 /// Calls f(value, grad) over a parameter and its gradient (same device).
