@@ -8,6 +8,7 @@
 #define DDP_DETAIL_FAULT_DESYNC_HPP
 
 #include <ddp/detail/fault/flight_recorder.hpp>
+#include <ddp/detail/store/protocol.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -24,7 +25,9 @@ struct desync_result {
   std::string table;   ///< one line per rank: "rank 1: all_reduce #57 (failed)"
 };
 
-inline std::string progress_key(int rank) { return "ddp/fault/progress/" + std::to_string(rank); }
+inline std::string progress_key(int rank) {
+  return std::string(store_progress_prefix) + std::to_string(rank);
+}
 
 /// `Store` is tcp_store (a template so that this internal header stays below
 /// the public API). Survivors reach this at different moments: the ranks next
@@ -32,7 +35,8 @@ inline std::string progress_key(int rank) { return "ddp/fault/progress/" + std::
 /// their connections and a 1 s search for a lost rank finds none. So the first
 /// window is 3 s (the spread is that 1 s plus scheduling delay); only when two or
 /// more ranks are still silent does it wait one more window, to tell a slow
-/// survivor from a second stalled rank. Every store call is bounded.
+/// survivor from a second stalled rank. Ranks still silent then are marked
+/// stalled in the store (store_stalled_prefix). Every store call is bounded.
 template <class Store>
 desync_result exchange_progress(Store& store, int rank, int size, const flight_progress& mine) {
   using namespace std::chrono_literals;
@@ -61,6 +65,11 @@ desync_result exchange_progress(Store& store, int rank, int size, const flight_p
     out.verdict = std::string("no desync report: the store did not answer (") + e.what() + ")";
     return out;
   }
+  try { // so that rank 0's store, on teardown, does not linger for a process that never reads
+    for (int r : silent)
+      store.set(std::string(store_stalled_prefix) + std::to_string(r),
+                "named silent by rank " + std::to_string(rank) + "'s desync report", Store::fault_slack);
+  } catch (const std::exception&) {} // the report stands without the mark
   for (int r = 0; r < size; ++r) {
     auto& s = seen[static_cast<std::size_t>(r)];
     out.table += "\n  rank " + std::to_string(r) + ": " +
