@@ -5,7 +5,9 @@ other than 0 is sent SIGSTOP, and every survivor, rank 0 included, must name it
 and exit within DDP_TIMEOUT + 5 s of the signal. Rank 0's store lingers on
 teardown while ranks are still connected (they may be reading the failure);
 the stopped rank's connections stay open, so without the survivors marking it
-stalled rank 0 waited out the whole linger (DDP_TIMEOUT + 10 s more).
+stalled rank 0 waited out the whole linger (DDP_TIMEOUT + 10 s more). And a
+survivor that reaches the desync report late (rank 0, 1.4 s after the others,
+1 run in 20 beside a CPU hog) must not wait its whole window after them.
 
 Prints one line per run with each survivor's exit time after the signal;
 exits 1 when a survivor is late, names another rank, or exits some other way.

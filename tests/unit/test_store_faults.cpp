@@ -131,6 +131,11 @@ TEST_CASE("the linger does not wait for a rank the desync report found silent, n
     CHECK(took >= 250ms);
     CHECK(took < 1500ms);
   }
+  SUBCASE("a survivor that comes late ends its report as soon as it finds the silent rank marked") {
+    auto t0 = std::chrono::steady_clock::now();
+    CHECK(ddp::detail::exchange_progress(*survivor, 1, 3, at).culprit == 2);
+    CHECK(std::chrono::steady_clock::now() - t0 < 1s); // not the 3 s window
+  }
   SUBCASE("a rank named silent that reports after all is waited for again, up to the bound") {
     stopped.set(ddp::detail::progress_key(2), at.encode());
     survivor.reset();
