@@ -343,7 +343,10 @@ public:
     o.rank = -1;
     o.linger.reset();
     o.timeout = timeout;
-    return std::make_unique<tcp_store>(o);
+    auto again = std::make_unique<tcp_store>(o);
+    // Only rank 0's store lingers; a launcher's, maybe of another ddp version, is not asked.
+    if (opts_.rank >= 0 && !opts_.served_by_launcher) again->declare_owner(opts_.rank);
+    return again;
   }
 
   /// Ends the request another thread is blocked in (it throws peer_lost) and
@@ -443,8 +446,9 @@ private:
   /// who was lost, or up to ~6 s for the desync report (gloo.hpp): so the
   /// timeout plus 10 s. (A linger of min(timeout, 10 s) let such a survivor
   /// find the store gone and blame rank 0: 1 trial in 50 beside a CPU hog.)
-  /// It ends as soon as every other rank has left, so it costs time only
-  /// while a rank is stopped or stuck: bounded, never forever.
+  /// It ends as soon as every other rank has left or was found stopped by
+  /// the survivors' desync report (store_stalled_prefix), so it costs time
+  /// only while a rank is stuck unseen: bounded, never forever.
   static std::chrono::milliseconds default_linger(std::chrono::milliseconds timeout) {
     return timeout + std::chrono::seconds(10);
   }
@@ -502,6 +506,15 @@ private:
     send_frame(detail::frame_writer(detail::store_op::scope).bytes(opts_.scope).finish(), deadline);
     auto r = recv_frame(deadline, "scope");
     if (static_cast<detail::store_status>(r[0]) != detail::store_status::ok) throw protocol_error("scope");
+  }
+
+  /// Tells the server that this rank-less connection belongs to `rank`'s
+  /// process (store_op::owner), so that rank 0's linger skips it with that
+  /// rank once survivors found the rank stopped.
+  void declare_owner(int rank) {
+    detail::frame_writer w(detail::store_op::owner);
+    auto r = request(w.i32(rank), "declare its owner");
+    if (static_cast<detail::store_status>(r[0]) != detail::store_status::ok) throw protocol_error("owner");
   }
 
   /// Who serves the store, for messages about it vanishing.

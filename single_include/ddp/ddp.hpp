@@ -1010,6 +1010,11 @@ enum class store_op : std::uint8_t {
   /// cuts short only waits of the same scope (a rank lost in round 0 must not
   /// end round 1's waits).
   scope = 9,
+  /// rank (i32) -> ok: this connection, registered as no rank, belongs to
+  /// that rank's process (its peer-failure watch): its drop is still nobody's
+  /// loss, but rank 0's linger stops waiting for it when it stops waiting for
+  /// that rank (store_stalled_prefix).
+  owner = 10,
 };
 
 /// `lost` answers a pending wait (then i32: the rank) as soon as a rank drops
@@ -1032,6 +1037,16 @@ inline constexpr std::string_view store_failed_prefix = "ddp/fault/failed/";
 /// A rank whose host stopped acknowledging its store connection (see set_keepalive):
 /// the server sets `store_unreachable_prefix + rank` to the reason when it records it lost.
 inline constexpr std::string_view store_unreachable_prefix = "ddp/fault/unreachable/";
+
+/// Each survivor's progress for the desync report (detail/fault/desync.hpp),
+/// under `store_progress_prefix + rank`.
+inline constexpr std::string_view store_progress_prefix = "ddp/fault/progress/";
+
+/// A survivor whose desync report found a rank silent (stopped or hung) sets
+/// `store_stalled_prefix + rank`: rank 0's store then stops lingering for that
+/// rank's connections, which a stopped process holds open without ever
+/// reading the failure they would linger for.
+inline constexpr std::string_view store_stalled_prefix = "ddp/fault/stalled/";
 
 inline constexpr std::uint32_t store_max_frame = 256u << 20;
 
@@ -1526,8 +1541,10 @@ DDP_END_NAMESPACE
 // and the survivors of a failure could no longer ask it who was lost (they used
 // to blame rank 0 for it). So on teardown it lingers, still serving, until
 // every other rank has disconnected or said goodbye, bounded by `set_linger()`:
-// "store gone" then really means "rank 0 died". A rank 0 that failed itself
-// sets no linger (it recorded its failure first; see process_group).
+// "store gone" then really means "rank 0 died". A rank the survivors' desync
+// report found stopped (store_stalled_prefix) is not waited for: it would
+// never read the report, and held rank 0 for the whole linger. A rank 0 that
+// failed itself lingers briefly (it recorded its failure first; see process_group).
 #ifndef DDP_DETAIL_STORE_SERVER_HPP
 #define DDP_DETAIL_STORE_SERVER_HPP
 
@@ -1723,6 +1740,7 @@ private:
     bool authed = false;
     bool said_bye = false;
     int rank = -1;
+    int owner = -1;    ///< the rank whose process holds this rank-less connection (store_op::owner)
     std::string scope; ///< key prefix of this connection's rank (store_op::scope)
     clock::time_point accepted;
     clock::time_point hello_deadline;
@@ -1944,10 +1962,23 @@ private:
     return std::distance(arrived_.begin(), arrived_.lower_bound(expected)) < expected;
   }
 
-  /// True while a rank other than a goodbye-sayer still holds a connection.
+  /// True while a rank other than a goodbye-sayer still holds a connection,
+  /// unless survivors found that rank stopped.
   bool others_connected() const {
-    return std::any_of(conns_.begin(), conns_.end(),
-                       [](const auto& c) { return c->fd && c->authed && !c->said_bye; });
+    return std::any_of(conns_.begin(), conns_.end(), [this](const auto& c) {
+      return c->fd && c->authed && !c->said_bye && !found_stalled(*c);
+    });
+  }
+
+  /// A survivor's desync report named this connection's rank silent, and it
+  /// has published no progress since (a slow rank that reports late is waited
+  /// for again).
+  bool found_stalled(const connection& c) const {
+    const int r = c.rank >= 0 ? c.rank : c.owner;
+    if (r < 0) return false;
+    const std::string who = std::to_string(r);
+    return data_.count(c.scope + std::string(store_stalled_prefix) + who) &&
+           !data_.count(c.scope + std::string(store_progress_prefix) + who);
   }
 
   /// Waits on the lost key or on diagnostics are how survivors learn about a
@@ -2154,6 +2185,12 @@ private:
       std::string scope = r.bytes();
       if (!r.ok() || !r.at_end() || scope.size() > 256) return drop(c, "malformed scope");
       c.scope = std::move(scope);
+      return reply(c, frame_writer(store_status::ok).finish());
+    }
+    case store_op::owner: {
+      std::int32_t owner = r.i32();
+      if (!r.ok() || !r.at_end() || c.rank >= 0 || owner < 0) return drop(c, "malformed owner");
+      c.owner = owner;
       return reply(c, frame_writer(store_status::ok).finish());
     }
     case store_op::bye: c.said_bye = true; return;
@@ -2644,7 +2681,10 @@ public:
     o.rank = -1;
     o.linger.reset();
     o.timeout = timeout;
-    return std::make_unique<tcp_store>(o);
+    auto again = std::make_unique<tcp_store>(o);
+    // Only rank 0's store lingers; a launcher's, maybe of another ddp version, is not asked.
+    if (opts_.rank >= 0 && !opts_.served_by_launcher) again->declare_owner(opts_.rank);
+    return again;
   }
 
   /// Ends the request another thread is blocked in (it throws peer_lost) and
@@ -2744,8 +2784,9 @@ private:
   /// who was lost, or up to ~6 s for the desync report (gloo.hpp): so the
   /// timeout plus 10 s. (A linger of min(timeout, 10 s) let such a survivor
   /// find the store gone and blame rank 0: 1 trial in 50 beside a CPU hog.)
-  /// It ends as soon as every other rank has left, so it costs time only
-  /// while a rank is stopped or stuck: bounded, never forever.
+  /// It ends as soon as every other rank has left or was found stopped by
+  /// the survivors' desync report (store_stalled_prefix), so it costs time
+  /// only while a rank is stuck unseen: bounded, never forever.
   static std::chrono::milliseconds default_linger(std::chrono::milliseconds timeout) {
     return timeout + std::chrono::seconds(10);
   }
@@ -2803,6 +2844,15 @@ private:
     send_frame(detail::frame_writer(detail::store_op::scope).bytes(opts_.scope).finish(), deadline);
     auto r = recv_frame(deadline, "scope");
     if (static_cast<detail::store_status>(r[0]) != detail::store_status::ok) throw protocol_error("scope");
+  }
+
+  /// Tells the server that this rank-less connection belongs to `rank`'s
+  /// process (store_op::owner), so that rank 0's linger skips it with that
+  /// rank once survivors found the rank stopped.
+  void declare_owner(int rank) {
+    detail::frame_writer w(detail::store_op::owner);
+    auto r = request(w.i32(rank), "declare its owner");
+    if (static_cast<detail::store_status>(r[0]) != detail::store_status::ok) throw protocol_error("owner");
   }
 
   /// Who serves the store, for messages about it vanishing.
@@ -4505,7 +4555,9 @@ struct desync_result {
   std::string table;   ///< one line per rank: "rank 1: all_reduce #57 (failed)"
 };
 
-inline std::string progress_key(int rank) { return "ddp/fault/progress/" + std::to_string(rank); }
+inline std::string progress_key(int rank) {
+  return std::string(store_progress_prefix) + std::to_string(rank);
+}
 
 /// `Store` is tcp_store (a template so that this internal header stays below
 /// the public API). Survivors reach this at different moments: the ranks next
@@ -4513,35 +4565,66 @@ inline std::string progress_key(int rank) { return "ddp/fault/progress/" + std::
 /// their connections and a 1 s search for a lost rank finds none. So the first
 /// window is 3 s (the spread is that 1 s plus scheduling delay); only when two or
 /// more ranks are still silent does it wait one more window, to tell a slow
-/// survivor from a second stalled rank. Every store call is bounded.
+/// survivor from a second stalled rank. Ranks still silent then are marked
+/// stalled in the store (store_stalled_prefix); a survivor that came late stops
+/// waiting once every rank it has not heard from is so marked, or it would
+/// outlast the others by its delay (rank 0 then held the job's last process).
+/// Every store call is bounded.
 template <class Store>
 desync_result exchange_progress(Store& store, int rank, int size, const flight_progress& mine) {
   using namespace std::chrono_literals;
   constexpr auto window = 3000ms;
+  constexpr auto slice = 250ms; // how often a late survivor looks for the others' marks
   desync_result out;
   std::vector<std::string> keys;
   for (int r = 0; r < size; ++r)
     keys.push_back(progress_key(r));
   std::vector<std::optional<flight_progress>> seen(static_cast<std::size_t>(size));
   std::vector<int> silent;
+  auto stalled_key = [](int r) { return std::string(store_stalled_prefix) + std::to_string(r); };
+  // Reads the reports not seen yet; the ranks still silent go to `silent`.
+  auto sweep = [&] {
+    silent.clear();
+    for (int r = 0; r < size; ++r) {
+      auto& s = seen[static_cast<std::size_t>(r)];
+      if (!s)
+        if (auto v = store.try_get(keys[static_cast<std::size_t>(r)], Store::fault_slack))
+          s = flight_progress::decode(*v);
+      if (!s) silent.push_back(r);
+    }
+  };
+  // Until every rank reported, the window ends, or another survivor marked each silent one stalled.
+  auto await_reports = [&] {
+    const auto end = std::chrono::steady_clock::now() + window;
+    for (;;) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+      if (left <= 0ms ||
+          store.try_wait(keys, std::min<std::chrono::milliseconds>(left, slice), Store::fault_slack))
+        return;
+      sweep();
+      std::vector<std::string> marks;
+      for (int r : silent)
+        marks.push_back(stalled_key(r));
+      if (marks.empty() || store.try_wait(marks, 0ms, Store::fault_slack)) return;
+    }
+  };
   try {
     store.set(progress_key(rank), mine.encode(), Store::fault_slack);
     for (int round = 0; round < 2; ++round) {
-      store.try_wait(keys, window, Store::fault_slack);
-      silent.clear();
-      for (int r = 0; r < size; ++r) {
-        auto& s = seen[static_cast<std::size_t>(r)];
-        if (!s)
-          if (auto v = store.try_get(keys[static_cast<std::size_t>(r)], Store::fault_slack))
-            s = flight_progress::decode(*v);
-        if (!s) silent.push_back(r);
-      }
+      await_reports();
+      sweep();
       if (silent.size() <= 1) break;
     }
   } catch (const std::exception& e) {
     out.verdict = std::string("no desync report: the store did not answer (") + e.what() + ")";
     return out;
   }
+  try { // so that rank 0's store, on teardown, does not linger for a process that never reads
+    for (int r : silent)
+      store.set(stalled_key(r), "named silent by rank " + std::to_string(rank) + "'s desync report",
+                Store::fault_slack);
+  } catch (const std::exception&) {} // the report stands without the mark
   for (int r = 0; r < size; ++r) {
     auto& s = seen[static_cast<std::size_t>(r)];
     out.table += "\n  rank " + std::to_string(r) + ": " +

@@ -8,6 +8,7 @@ import struct
 
 OUT = pathlib.Path(__file__).resolve().parent / "corpus" / "store"
 HELLO, SET, GET, WAIT, ADD, CHECK, BYE, PROOF = 1, 2, 3, 4, 5, 6, 7, 8
+OWNER = 10
 
 
 def frame(body: bytes) -> bytes:
@@ -43,6 +44,8 @@ seeds = {
     "auth-bad-op": bytes([2]) + op(99) + op(SET, s(b"k")),
     "auth-wait-huge-count": bytes([2]) + op(WAIT, struct.pack("<I", 0xFFFFFFFF)),
     "auth-second-hello": bytes([2]) + op(HELLO, struct.pack("<i", 1), s(b"\x00" * 32)),
+    # a connection of rank 1 may not claim an owner: it is dropped (and rank 1 recorded lost)
+    "auth-owner": bytes([2]) + op(OWNER, struct.pack("<i", 0)) + op(SET, s(b"k"), s(b"v")),
     # 3: a hostile server's answers
     "hostile-challenge": bytes([3]) + frame(bytes([0]) + s(b"\x33" * 32) + s(b"\x44" * 32)) + frame(bytes([0])),
     "hostile-refused": bytes([3]) + frame(bytes([3])),

@@ -1,8 +1,9 @@
 // How the store serves a failing job, in one process: a rank's own failure
 // answers every pending wait with "lost, rank r" (waits on diagnostics
 // excepted), rank 0's server keeps serving on teardown until the other ranks
-// have left (bounded), the flight recorder keeps the last 64 collectives, and
+// have left or were found stopped (bounded), the flight recorder keeps the last 64 collectives, and
 // the peer-failure watch hears of a failed rank at once.
+#include <ddp/detail/fault/desync.hpp>
 #include <ddp/detail/fault/flight_recorder.hpp>
 #include <ddp/detail/process_group/peer_failure_watch.hpp>
 #include <ddp/store.hpp>
@@ -100,6 +101,50 @@ TEST_CASE("rank 0's store keeps serving on teardown until the others have left")
   auto took = std::chrono::steady_clock::now() - t0;
   CHECK(took >= 1500ms);
   CHECK(took < 3s);
+}
+
+TEST_CASE("the linger does not wait for a rank the desync report found silent, nor for its watch") {
+  auto o = opts(0, 0);
+  o.linger = 2s;
+  auto server = std::make_unique<ddp::tcp_store>(o);
+  ddp::tcp_store stopped(opts(server->port(), 2)); // never reads again, never leaves
+  auto its_watch = stopped.connect_again(5s);      // the same process's second connection
+  auto survivor = std::make_unique<ddp::tcp_store>(opts(server->port(), 1));
+  ddp::detail::flight_progress at;
+  at.seq = 7;
+  at.kind = "all_reduce";
+  auto other = std::async(std::launch::async,
+                          [&] { return ddp::detail::exchange_progress(*survivor, 1, 3, at).culprit; });
+  CHECK(ddp::detail::exchange_progress(*server, 0, 3, at).culprit == 2);
+  CHECK(other.get() == 2);
+  CHECK(server->try_get("ddp/fault/stalled/2"));
+  SUBCASE("the linger ends when the other survivors left") {
+    std::thread leaver([&] {
+      std::this_thread::sleep_for(300ms);
+      CHECK(survivor->try_get("ddp/fault/progress/0")); // still served
+      survivor.reset();
+    });
+    auto t0 = std::chrono::steady_clock::now();
+    server.reset();
+    auto took = std::chrono::steady_clock::now() - t0;
+    leaver.join();
+    CHECK(took >= 250ms);
+    CHECK(took < 1500ms);
+  }
+  SUBCASE("a survivor that comes late ends its report as soon as it finds the silent rank marked") {
+    auto t0 = std::chrono::steady_clock::now();
+    CHECK(ddp::detail::exchange_progress(*survivor, 1, 3, at).culprit == 2);
+    CHECK(std::chrono::steady_clock::now() - t0 < 1s); // not the 3 s window
+  }
+  SUBCASE("a rank named silent that reports after all is waited for again, up to the bound") {
+    stopped.set(ddp::detail::progress_key(2), at.encode());
+    survivor.reset();
+    auto t0 = std::chrono::steady_clock::now();
+    server.reset();
+    auto took = std::chrono::steady_clock::now() - t0;
+    CHECK(took >= 1900ms);
+    CHECK(took < 3s);
+  }
 }
 
 TEST_CASE("the linger is bounded; a rank 0 that failed itself lingers briefly, or not at all") {

@@ -8,6 +8,7 @@
 #define DDP_DETAIL_FAULT_DESYNC_HPP
 
 #include <ddp/detail/fault/flight_recorder.hpp>
+#include <ddp/detail/store/protocol.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -24,7 +25,9 @@ struct desync_result {
   std::string table;   ///< one line per rank: "rank 1: all_reduce #57 (failed)"
 };
 
-inline std::string progress_key(int rank) { return "ddp/fault/progress/" + std::to_string(rank); }
+inline std::string progress_key(int rank) {
+  return std::string(store_progress_prefix) + std::to_string(rank);
+}
 
 /// `Store` is tcp_store (a template so that this internal header stays below
 /// the public API). Survivors reach this at different moments: the ranks next
@@ -32,35 +35,66 @@ inline std::string progress_key(int rank) { return "ddp/fault/progress/" + std::
 /// their connections and a 1 s search for a lost rank finds none. So the first
 /// window is 3 s (the spread is that 1 s plus scheduling delay); only when two or
 /// more ranks are still silent does it wait one more window, to tell a slow
-/// survivor from a second stalled rank. Every store call is bounded.
+/// survivor from a second stalled rank. Ranks still silent then are marked
+/// stalled in the store (store_stalled_prefix); a survivor that came late stops
+/// waiting once every rank it has not heard from is so marked, or it would
+/// outlast the others by its delay (rank 0 then held the job's last process).
+/// Every store call is bounded.
 template <class Store>
 desync_result exchange_progress(Store& store, int rank, int size, const flight_progress& mine) {
   using namespace std::chrono_literals;
   constexpr auto window = 3000ms;
+  constexpr auto slice = 250ms; // how often a late survivor looks for the others' marks
   desync_result out;
   std::vector<std::string> keys;
   for (int r = 0; r < size; ++r)
     keys.push_back(progress_key(r));
   std::vector<std::optional<flight_progress>> seen(static_cast<std::size_t>(size));
   std::vector<int> silent;
+  auto stalled_key = [](int r) { return std::string(store_stalled_prefix) + std::to_string(r); };
+  // Reads the reports not seen yet; the ranks still silent go to `silent`.
+  auto sweep = [&] {
+    silent.clear();
+    for (int r = 0; r < size; ++r) {
+      auto& s = seen[static_cast<std::size_t>(r)];
+      if (!s)
+        if (auto v = store.try_get(keys[static_cast<std::size_t>(r)], Store::fault_slack))
+          s = flight_progress::decode(*v);
+      if (!s) silent.push_back(r);
+    }
+  };
+  // Until every rank reported, the window ends, or another survivor marked each silent one stalled.
+  auto await_reports = [&] {
+    const auto end = std::chrono::steady_clock::now() + window;
+    for (;;) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+      if (left <= 0ms ||
+          store.try_wait(keys, std::min<std::chrono::milliseconds>(left, slice), Store::fault_slack))
+        return;
+      sweep();
+      std::vector<std::string> marks;
+      for (int r : silent)
+        marks.push_back(stalled_key(r));
+      if (marks.empty() || store.try_wait(marks, 0ms, Store::fault_slack)) return;
+    }
+  };
   try {
     store.set(progress_key(rank), mine.encode(), Store::fault_slack);
     for (int round = 0; round < 2; ++round) {
-      store.try_wait(keys, window, Store::fault_slack);
-      silent.clear();
-      for (int r = 0; r < size; ++r) {
-        auto& s = seen[static_cast<std::size_t>(r)];
-        if (!s)
-          if (auto v = store.try_get(keys[static_cast<std::size_t>(r)], Store::fault_slack))
-            s = flight_progress::decode(*v);
-        if (!s) silent.push_back(r);
-      }
+      await_reports();
+      sweep();
       if (silent.size() <= 1) break;
     }
   } catch (const std::exception& e) {
     out.verdict = std::string("no desync report: the store did not answer (") + e.what() + ")";
     return out;
   }
+  try { // so that rank 0's store, on teardown, does not linger for a process that never reads
+    for (int r : silent)
+      store.set(stalled_key(r), "named silent by rank " + std::to_string(rank) + "'s desync report",
+                Store::fault_slack);
+  } catch (const std::exception&) {} // the report stands without the mark
   for (int r = 0; r < size; ++r) {
     auto& s = seen[static_cast<std::size_t>(r)];
     out.table += "\n  rank " + std::to_string(r) + ": " +

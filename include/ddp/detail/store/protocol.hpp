@@ -33,6 +33,11 @@ enum class store_op : std::uint8_t {
   /// cuts short only waits of the same scope (a rank lost in round 0 must not
   /// end round 1's waits).
   scope = 9,
+  /// rank (i32) -> ok: this connection, registered as no rank, belongs to
+  /// that rank's process (its peer-failure watch): its drop is still nobody's
+  /// loss, but rank 0's linger stops waiting for it when it stops waiting for
+  /// that rank (store_stalled_prefix).
+  owner = 10,
 };
 
 /// `lost` answers a pending wait (then i32: the rank) as soon as a rank drops
@@ -55,6 +60,16 @@ inline constexpr std::string_view store_failed_prefix = "ddp/fault/failed/";
 /// A rank whose host stopped acknowledging its store connection (see set_keepalive):
 /// the server sets `store_unreachable_prefix + rank` to the reason when it records it lost.
 inline constexpr std::string_view store_unreachable_prefix = "ddp/fault/unreachable/";
+
+/// Each survivor's progress for the desync report (detail/fault/desync.hpp),
+/// under `store_progress_prefix + rank`.
+inline constexpr std::string_view store_progress_prefix = "ddp/fault/progress/";
+
+/// A survivor whose desync report found a rank silent (stopped or hung) sets
+/// `store_stalled_prefix + rank`: rank 0's store then stops lingering for that
+/// rank's connections, which a stopped process holds open without ever
+/// reading the failure they would linger for.
+inline constexpr std::string_view store_stalled_prefix = "ddp/fault/stalled/";
 
 inline constexpr std::uint32_t store_max_frame = 256u << 20;
 

@@ -18,8 +18,10 @@
 // and the survivors of a failure could no longer ask it who was lost (they used
 // to blame rank 0 for it). So on teardown it lingers, still serving, until
 // every other rank has disconnected or said goodbye, bounded by `set_linger()`:
-// "store gone" then really means "rank 0 died". A rank 0 that failed itself
-// sets no linger (it recorded its failure first; see process_group).
+// "store gone" then really means "rank 0 died". A rank the survivors' desync
+// report found stopped (store_stalled_prefix) is not waited for: it would
+// never read the report, and held rank 0 for the whole linger. A rank 0 that
+// failed itself lingers briefly (it recorded its failure first; see process_group).
 #ifndef DDP_DETAIL_STORE_SERVER_HPP
 #define DDP_DETAIL_STORE_SERVER_HPP
 
@@ -178,6 +180,7 @@ private:
     bool authed = false;
     bool said_bye = false;
     int rank = -1;
+    int owner = -1;    ///< the rank whose process holds this rank-less connection (store_op::owner)
     std::string scope; ///< key prefix of this connection's rank (store_op::scope)
     clock::time_point accepted;
     clock::time_point hello_deadline;
@@ -399,10 +402,23 @@ private:
     return std::distance(arrived_.begin(), arrived_.lower_bound(expected)) < expected;
   }
 
-  /// True while a rank other than a goodbye-sayer still holds a connection.
+  /// True while a rank other than a goodbye-sayer still holds a connection,
+  /// unless survivors found that rank stopped.
   bool others_connected() const {
-    return std::any_of(conns_.begin(), conns_.end(),
-                       [](const auto& c) { return c->fd && c->authed && !c->said_bye; });
+    return std::any_of(conns_.begin(), conns_.end(), [this](const auto& c) {
+      return c->fd && c->authed && !c->said_bye && !found_stalled(*c);
+    });
+  }
+
+  /// A survivor's desync report named this connection's rank silent, and it
+  /// has published no progress since (a slow rank that reports late is waited
+  /// for again).
+  bool found_stalled(const connection& c) const {
+    const int r = c.rank >= 0 ? c.rank : c.owner;
+    if (r < 0) return false;
+    const std::string who = std::to_string(r);
+    return data_.count(c.scope + std::string(store_stalled_prefix) + who) &&
+           !data_.count(c.scope + std::string(store_progress_prefix) + who);
   }
 
   /// Waits on the lost key or on diagnostics are how survivors learn about a
@@ -609,6 +625,12 @@ private:
       std::string scope = r.bytes();
       if (!r.ok() || !r.at_end() || scope.size() > 256) return drop(c, "malformed scope");
       c.scope = std::move(scope);
+      return reply(c, frame_writer(store_status::ok).finish());
+    }
+    case store_op::owner: {
+      std::int32_t owner = r.i32();
+      if (!r.ok() || !r.at_end() || c.rank >= 0 || owner < 0) return drop(c, "malformed owner");
+      c.owner = owner;
       return reply(c, frame_writer(store_status::ok).finish());
     }
     case store_op::bye: c.said_bye = true; return;
