@@ -267,3 +267,34 @@ TEST_CASE("join: a rank out of data still updates and sends its shard") {
   pg.broadcast(from_last, R - 1);
   CHECK(ddp_test::relative_difference(b.flat(), from_last) < 1e-5);
 }
+
+TEST_CASE("clip_grad_norm over the shards clips the whole averaged gradient") {
+  auto& pg = group();
+  const int R = pg.size(), r = pg.rank();
+  mlp<float> a(dims, 6, false), b(dims, 6, false);
+  ddp::distributed_data_parallel dp(a, pg);
+  ddp::sharded_data_parallel sdp(b, pg);
+  ddp::optim::sgd opt(sdp, {.lr = 0.1});
+  for (int step = 0; step < 3; ++step) {
+    auto [x, y] = ddp_test::make_batch<float>(dims.front(), dims.back(), R * per_rank,
+                                              700u + static_cast<unsigned>(step));
+    typename mlp<float>::mat xs = x.middleCols(r * per_rank, per_rank),
+                             ys = y.middleCols(r * per_rank, per_rank);
+    a.zero_grad();
+    a.train_step(xs, ys);
+    dp.synchronize();
+    double sq = 0; // DDP: every rank holds the whole averaged gradient
+    a.for_each_parameter([&](auto&&, auto&, auto& g) { sq += static_cast<double>(g.squaredNorm()); });
+    const double max_norm = 0.05, factor = max_norm / (std::sqrt(sq) + 1e-6);
+    a.for_each_parameter([&](auto&&, auto& v, auto& g) {
+      if (factor < 1) g *= static_cast<float>(factor);
+      v -= 0.1f * typename mlp<float>::mat(g);
+    });
+    b.zero_grad();
+    b.train_step(xs, ys);
+    sdp.synchronize();
+    CHECK(sdp.clip_grad_norm(max_norm) == doctest::Approx(std::sqrt(sq)).epsilon(1e-4));
+    opt.step();
+  }
+  CHECK(ddp_test::relative_difference(b.flat(), a.flat()) < 1e-5);
+}
