@@ -1,4 +1,4 @@
-// Where --crash-report finds libddp_crash_report.so (tools/crash_report.cpp).
+// Where --crash-report finds libddp_crash_report.so (tools/dev/crash_report.cpp).
 #pragma once
 
 #include <string>

@@ -19,7 +19,7 @@
 //   restarts             --max-restarts, and how the nodes agree on each round
 //   crash_report_library where --crash-report finds libddp_crash_report.so
 //
-// --crash-report preloads libddp_crash_report.so (tools/crash_report.cpp) into every rank: a
+// --crash-report preloads libddp_crash_report.so (tools/dev/crash_report.cpp) into every rank: a
 // rank that dies of a fatal signal prints its frames before ddprun names the signal.
 #include "launcher_store.hpp"
 #include "options.hpp"

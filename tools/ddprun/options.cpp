@@ -34,7 +34,7 @@ void add_options(CLI::App& app, job& j, int& master_port, bool& crash_report) {
   app.add_flag("--no-prefix", j.no_prefix, "do not prefix output lines with [rank]");
   app.add_flag("--crash-report", crash_report,
                "preload libddp_crash_report.so into every rank: a rank that dies of SIGSEGV, SIGBUS, SIGFPE, "
-               "SIGILL or SIGABRT prints its frames (scripts/symbolize-crash names their lines)");
+               "SIGILL or SIGABRT prints its frames (scripts/dev/symbolize-crash names their lines)");
   // Everything from the program name on belongs to the program, like torchrun.
   app.prefix_command(true);
   app.footer("usage: ddprun [options] [--] program [args...]");

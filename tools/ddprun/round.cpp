@@ -23,7 +23,7 @@ using clock = std::chrono::steady_clock;
 /// A deadline not armed (now() > never is false).
 constexpr auto never = clock::time_point::max();
 /// SIGQUIT asks ranks under --crash-report for every thread's frames, which takes up to 4 s
-/// (tools/crash_report.cpp): at least 5 s before SIGKILL, whatever the grace period.
+/// (tools/dev/crash_report.cpp): at least 5 s before SIGKILL, whatever the grace period.
 constexpr clock::duration quit_report_span = std::chrono::seconds(5);
 /// How often another node's failure is looked for in the store (a check is one round trip,
 /// well under a millisecond on a live store).
