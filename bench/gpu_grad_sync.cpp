@@ -5,7 +5,7 @@
 // host -> device: the "flat staged" all-reduce), (b) one device-to-device copy of
 // the same bytes, and (c) PyTorch DDP on the same GPU when --torch-json names the
 // line ../shared/gpu/torch_gpu_anchor.py printed for the same world and backend
-// (scripts/gpu-check runs it first). One JSON line per case from rank 0.
+// (scripts/dev/gpu-check runs it first). One JSON line per case from rank 0.
 //
 //   ddprun --nproc-per-node 1 --no-prefix build/bench/bench_gpu_grad_sync --backend nccl
 //   ddprun --nproc-per-node 2 --no-prefix build/bench/bench_gpu_grad_sync --backend gloo

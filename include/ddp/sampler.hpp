@@ -175,7 +175,7 @@ void randperm_forward(std::vector<Index, Alloc>& r, std::size_t n, std::mt19937&
 /// in aten/src/ATen/CPUGeneratorImpl.cpp); i = 0 draws too. Debian 12's PyTorch
 /// is 1.13, so unit tests check it against a Python model of the source
 /// (tests/reference/randperm_model.py); tests/reference/compare_live_large.sh
-/// checks it against a PyTorch 2.6 or later where one is installed (scripts/gpu-check
+/// checks it against a PyTorch 2.6 or later where one is installed (scripts/dev/gpu-check
 /// runs it with the GPU machine's, up to n = 250,000,000: docs/gpu.md).
 template <class Index, class Alloc>
 void randperm_inside_out(std::vector<Index, Alloc>& r, std::size_t n, std::mt19937& gen) {

@@ -4942,7 +4942,13 @@ inline std::string gloo_address_text(const std::vector<char>& bytes) {
   const ip_parts ip = ip_parts_of(at.getSockaddr());
   char host[INET6_ADDRSTRLEN] = "?";
   if (ip.family != AF_UNSPEC) ::inet_ntop(ip.family, ip.address, host, sizeof host);
-  return "[" + std::string(host) + "]:" + std::to_string(ntohs(ip.port));
+  // Appended, not "[" + std::string(host): g++ 12 at -O3 reports a false -Wrestrict inside that
+  // operator+ (GCC bug 105329).
+  std::string text = "[";
+  text += host;
+  text += "]:";
+  text += std::to_string(ntohs(ip.port));
+  return text;
 }
 
 /// Where the mesh's addresses go in the store. A key per pair suits ddp's
@@ -17183,7 +17189,7 @@ void randperm_forward(std::vector<Index, Alloc>& r, std::size_t n, std::mt19937&
 /// in aten/src/ATen/CPUGeneratorImpl.cpp); i = 0 draws too. Debian 12's PyTorch
 /// is 1.13, so unit tests check it against a Python model of the source
 /// (tests/reference/randperm_model.py); tests/reference/compare_live_large.sh
-/// checks it against a PyTorch 2.6 or later where one is installed (scripts/gpu-check
+/// checks it against a PyTorch 2.6 or later where one is installed (scripts/dev/gpu-check
 /// runs it with the GPU machine's, up to n = 250,000,000: docs/gpu.md).
 template <class Index, class Alloc>
 void randperm_inside_out(std::vector<Index, Alloc>& r, std::size_t n, std::mt19937& gen) {

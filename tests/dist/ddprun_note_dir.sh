@@ -1,7 +1,8 @@
 #!/bin/sh
 # dist.ddprun.note_dir: the folder of the ranks' failure notes (DDP_FAILURE_FILE, see
-# tools/ddprun.cpp) lies under $TMPDIR, is private to the user, and is gone when the job ends;
-# a TMPDIR that does not exist, or a relative one (with a warning), falls back to /tmp.
+# tools/ddprun/failure_notes.hpp) lies under $TMPDIR, is private to the user, and is gone when
+# the job ends; a TMPDIR that does not exist, or a relative one (with a warning), falls back
+# to /tmp.
 #   ddprun_note_dir.sh DDPRUN
 set -eu
 ddprun=$1

@@ -100,7 +100,7 @@ template <class S> struct gpu_model {
   }
   template <class F> void for_each_parameter(F&& f) {
     for (std::size_t k = 0; k < w.size(); ++k) {
-      // Not "p" + std::to_string(k): g++ 12 at -O3 (scripts/gpu-pack's Release build) reports a
+      // Not "p" + std::to_string(k): g++ 12 at -O3 (scripts/dev/gpu-pack's Release build) reports a
       // false -Wrestrict inside that operator+ (GCC bug 105329).
       std::string name = "p";
       name += std::to_string(k);

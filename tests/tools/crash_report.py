@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tools.crash_report: libddp_crash_report.so preloaded into real processes that die on purpose
 (tests/tools/crash_victim.cpp), alone and as a rank of a ddprun job; its report read back through
-scripts/symbolize-crash, which must name the function and the source line that crashed; and
+scripts/dev/symbolize-crash, which must name the function and the source line that crashed; and
 `ddprun --crash-report`, from the build tree and from an installed prefix.
 
   crash_report.py LIBRARY VICTIM VICTIM_WITHOUT_BUILD_ID SLOW_INIT_LIBRARY DDPRUN SYMBOLIZE
@@ -247,7 +247,7 @@ expect_report("dlopen_lock", rc, out, signal.SIGSEGV, ["crash_victim_null_write"
               fault_line)
 check(took < 10, "dlopen_lock: reported and died within 10 s, not after the loader's lock (took %.1f s)" % took)
 
-# What scripts/gpu-check does: the binary that ran is a stripped copy under .gpu-carry/bin, the
+# What scripts/dev/gpu-check does: the binary that ran is a stripped copy under .gpu-carry/bin, the
 # log comes back, and symbolize-crash finds the unstripped original in the build by its build ID.
 # A different file in that place (a rebuild) is refused, with a note saying why.
 scratch = tempfile.mkdtemp(prefix="crash_report.")
@@ -280,7 +280,7 @@ src, text = symbolized(out)
 check(re.search(r"crash_victim_null_write\(\) at .*crash_victim\.cpp:%d\b" % fault_line, text) is not None
       and "names no build ID for it" in text, "no build ID: symbolized, with a note that it is unverified", text)
 
-# A rank of a ddprun job (what scripts/gpu-check runs): the preload reaches the ranks, the
+# A rank of a ddprun job (what scripts/dev/gpu-check runs): the preload reaches the ranks, the
 # report comes through ddprun's rank prefixes, ddprun still names the signal and fails the job.
 rc, out = run([ddprun, "--nproc-per-node", "2", victim, "rank1_segv"], extra_env={"DDP_TIMEOUT": "20s"})
 check(rc != 0, "ddprun: the job failed (rc %s)" % rc, out)

@@ -2,15 +2,15 @@
 // it prints where a process died when a fatal signal ends it (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
 // SIGABRT: abort(), a failed assert, an uncaught exception), then lets the same signal end it,
 // so a launcher sees the same death. glibc 2.35 removed libSegFault, which did this. On
-// SIGQUIT (Ctrl-\, `timeout -s QUIT`: what scripts/gpu-check sends a check that ran out of
+// SIGQUIT (Ctrl-\, `timeout -s QUIT`: what scripts/dev/gpu-check sends a check that ran out of
 // time) it prints every thread's frames, then dies of SIGQUIT: where a hung process hangs.
 // Here: the handlers and what they print; crash_report/ holds the parts they call (a line
 // without the heap, the loaded modules, the frames, the threads).
 //
 // Why ddp has it: the lent GPU machine has no debugger and holds a session for 15 minutes
 // (../shared/FACTS.md); the last time DDP ran there on device gradients it died of SIGSEGV, and
-// the exit status alone said nothing of where. scripts/gpu-check preloads this into every
-// program of ours it runs, and `ddprun --crash-report` into the ranks; scripts/symbolize-crash
+// the exit status alone said nothing of where. scripts/dev/gpu-check preloads this into every
+// program of ours it runs, and `ddprun --crash-report` into the ranks; scripts/dev/symbolize-crash
 // turns the frames into functions, files and lines with the unstripped binaries of the build
 // that made the ones that ran (the carried ones are stripped).
 //

@@ -1,0 +1,55 @@
+#include "launcher_store.hpp"
+
+#include <ddp/detail/common/env.hpp>
+#include <ddp/detail/common/open_files.hpp>
+#include <ddp/detail/common/timeout.hpp>
+#include <ddp/detail/store/server.hpp>
+
+#include <iostream>
+
+namespace ddprun {
+namespace {
+
+/// Before the store listens: the open-files limit must cover two connections per rank there,
+/// and the ranks (which inherit it) raise their own.
+void raise_open_files_limit(const job& j) {
+  ddp::detail::open_files_need need;
+  need.in_use = ddp::detail::open_files_in_use();
+  need.store_server = j.node_rank == 0 ? ddp::detail::store_server_open_files(j.nnodes * j.nproc) : 0;
+  need.store_client = 2;
+  need.launcher = 2L * j.nproc + 2; // each rank's stdout and stderr, the signal pipe
+  if (j.node_rank == 0) need.spare += ddp::detail::store_fd_reserve_max; // or the server pauses accepting
+  ddp::detail::ensure_open_files(need, "node " + std::to_string(j.node_rank),
+                                 "a job of " + std::to_string(j.nnodes * j.nproc) + " ranks, " +
+                                     std::to_string(j.nproc) + " on this node,");
+}
+
+/// On node 0, served here on MASTER_PORT (or DDP_STORE_PORT, which the ranks read too), so it
+/// outlives every rank; port 0 binds a free one at once.
+void open_store(job& j) {
+  ddp::tcp_store_options so;
+  so.host = j.master_addr;
+  so.port = j.master_port;
+  if (auto p = ddp::detail::env_int("DDP_STORE_PORT", 1, 65535)) so.port = static_cast<int>(*p);
+  so.token = j.token;
+  so.timeout = ddp::detail::default_timeout();
+  so.serve = j.node_rank == 0;
+  if (so.serve || j.max_restarts > 0) j.store = std::make_unique<ddp::tcp_store>(so);
+  j.store_port = j.store ? j.store->port() : so.port;
+  if (j.master_port == 0) j.master_port = j.store_port;
+}
+
+} // namespace
+
+std::optional<int> start_store(job& j) {
+  try {
+    raise_open_files_limit(j);
+    open_store(j);
+  } catch (const std::exception& e) {
+    std::cerr << "ddprun: " << e.what() << "\n";
+    return 2;
+  }
+  return std::nullopt;
+}
+
+} // namespace ddprun

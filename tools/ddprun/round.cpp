@@ -1,0 +1,225 @@
+#include "round.hpp"
+
+#include "failure_notes.hpp"
+#include "first_failure.hpp"
+#include "output_prefix.hpp"
+#include "rank_processes.hpp"
+#include "restarts.hpp"
+#include "signals.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <poll.h>
+#include <sys/wait.h>
+#include <utility>
+#include <vector>
+
+namespace ddprun {
+namespace {
+
+using clock = std::chrono::steady_clock;
+/// A deadline not armed (now() > never is false).
+constexpr auto never = clock::time_point::max();
+/// SIGQUIT asks ranks under --crash-report for every thread's frames, which takes up to 4 s
+/// (tools/dev/crash_report.cpp): at least 5 s before SIGKILL, whatever the grace period.
+constexpr clock::duration quit_report_span = std::chrono::seconds(5);
+/// How often another node's failure is looked for in the store (a check is one round trip,
+/// well under a millisecond on a live store).
+constexpr auto store_check_every = std::chrono::milliseconds(100);
+
+/// One round, from the ranks' start to the last one's end: a pass every 20 ms at most reads
+/// their output, takes the user's signals, reaps ranks, looks for other nodes' failures and
+/// moves the stop schedule on.
+class round_watch {
+public:
+  round_watch(job& j, int round)
+      : j_(j), round_(round), ranks_(start_ranks(j, round, notes_.file())),
+        grace_(std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(j.grace))),
+        watch_store_(coordinates_rounds(j)) {}
+
+  round_outcome run() {
+    for (;;) {
+      wait_for_output(std::chrono::milliseconds(20));
+      while (auto sig = take_user_signal())
+        on_user_signal(*sig);
+      for (auto& r : ranks_)
+        pass_on_output(r);
+      reap();
+      look_for_failure_elsewhere();
+      if (finished()) break;
+      move_stop_schedule_on();
+    }
+    collect_notes();
+    return conclude();
+  }
+
+private:
+  void wait_for_output(std::chrono::milliseconds at_most) {
+    std::vector<pollfd> fds{{user_signal_fd(), POLLIN, 0}};
+    for (auto& r : ranks_) {
+      if (r.out >= 0) fds.push_back({r.out, POLLIN, 0});
+      if (r.err >= 0) fds.push_back({r.err, POLLIN, 0});
+    }
+    ::poll(fds.data(), fds.size(), static_cast<int>(at_most.count()));
+  }
+
+  /// The user asked: forward at once, and kill after the grace period whatever happens.
+  void on_user_signal(int sig) {
+    std::fprintf(stderr, "ddprun: got signal %d, forwarding it to every rank\n", sig);
+    signal_ranks(ranks_, sig);
+    term_at_ = never;
+    if (kill_at_ == never) kill_at_ = clock::now() + grace_;
+    if (sig == SIGQUIT) kill_at_ = std::max(kill_at_, clock::now() + std::max(grace_, quit_report_span));
+    if (res_.exit_code == 0) res_.exit_code = 128 + sig;
+    res_.user_signal = true;
+  }
+
+  /// Reaps the ranks that exited and notes those that stopped, all dated by this pass.
+  void reap() {
+    const auto pass_ns = now_ns();
+    const auto failures_before_pass = failures_.size();
+    for (auto& r : ranks_) {
+      if (r.exited) continue;
+      auto st = status_change(r);
+      if (!st) continue;
+      if (WIFCONTINUED(*st))
+        r.stopped = false;
+      else if (WIFSTOPPED(*st))
+        on_stop(r, WSTOPSIG(*st), pass_ns);
+      else
+        on_exit(r, *st, pass_ns);
+    }
+    // A rank that failed in this pass may have failed because another one died
+    // first, which is not reapable yet: that one is dated by this pass too, and
+    // a death by signal comes first in it (prio).
+    if (failures_.size() > failures_before_pass) date_dying_ranks(ranks_, pass_ns);
+  }
+
+  void on_stop(rank_process& r, int sig, std::int64_t pass_ns) {
+    r.stopped = true;
+    failures_.push_back({pass_ns, 0, r.rank, describe_stop(sig), 128 + sig, false});
+    std::fprintf(stderr, "ddprun: rank %d (pid %d) %s\n", r.rank, r.pid, failures_.back().what.c_str());
+  }
+
+  void on_exit(rank_process& r, int status, std::int64_t pass_ns) {
+    r.exited = true;
+    r.status = status;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
+    failures_.push_back({r.dying_ns ? r.dying_ns : pass_ns, WIFSIGNALED(status) ? 0 : 1, r.rank,
+                         describe(status), exit_code_of(status), false});
+    if (failed_) return;
+    failed_ = true;
+    if (kill_at_ == never) stop_others_after(r, status);
+  }
+
+  /// The others usually fail on their own a moment later, with their own error: let them say
+  /// it before stopping them.
+  void stop_others_after(const rank_process& r, int status) {
+    res_.exit_code = exit_code_of(status);
+    std::fprintf(stderr, "ddprun: rank %d (pid %d) %s; stopping the other ranks\n", r.rank, r.pid,
+                 describe(status).c_str());
+    if (term_at_ == never) term_at_ = clock::now() + grace_;
+    if (!watch_store_ || remote_failure_) return;
+    try { // tell the other nodes (best effort: they also see our ranks leave the mesh)
+      report_round_failure(j_, round_,
+                           std::to_string(exit_code_of(status)) + " rank " + std::to_string(r.rank) + " " +
+                               describe(status));
+    } catch (const std::exception& e) { std::fprintf(stderr, "ddprun: %s\n", e.what()); }
+  }
+
+  void look_for_failure_elsewhere() {
+    if (!watch_store_ || failed_ || remote_failure_ || res_.user_signal || clock::now() < next_store_check_)
+      return;
+    next_store_check_ = clock::now() + store_check_every;
+    try {
+      if (auto v = failure_reported_elsewhere(j_, round_)) {
+        std::fprintf(stderr,
+                     "ddprun: node %d: another node reported a failure (%s); stopping the local ranks\n",
+                     j_.node_rank, v->c_str());
+        stop_for_remote_failure("on another node: " + *v, reported_code(*v));
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ddprun: node %d: the store on the master node does not answer: %s\n",
+                   j_.node_rank, e.what());
+      stop_for_remote_failure("the store on the master node is gone", 1);
+    }
+  }
+
+  void stop_for_remote_failure(std::string what, int code) {
+    remote_failure_ = true;
+    res_.what = std::move(what);
+    res_.exit_code = code;
+    if (term_at_ == never) term_at_ = clock::now() + grace_;
+  }
+
+  /// Every rank has exited and its output is read; grandchildren may hold the pipes after the
+  /// ranks exit: they get a moment, then the reading stops.
+  bool finished() {
+    if (!all_exited(ranks_)) return false;
+    if (!any_output_open(ranks_)) return true;
+    if (pipes_deadline_ == never) pipes_deadline_ = clock::now() + std::chrono::seconds(1);
+    return clock::now() > pipes_deadline_;
+  }
+
+  void move_stop_schedule_on() {
+    if (clock::now() > term_at_) {
+      signal_ranks(ranks_, SIGTERM);
+      term_at_ = never;
+      kill_at_ = clock::now() + grace_;
+    }
+    if (clock::now() > kill_at_) {
+      signal_ranks(ranks_, SIGKILL);
+      kill_at_ = clock::now() + std::chrono::hours(24);
+    }
+  }
+
+  void collect_notes() {
+    if (notes_.file().empty()) return;
+    for (auto& n : notes_.read()) {
+      // The note's rank exits with its own code, reported with it.
+      for (auto& r : ranks_)
+        if (r.rank == n.rank && r.exited) n.code = exit_code_of(r.status);
+      failures_.push_back(n);
+    }
+    notes_.remove();
+  }
+
+  round_outcome conclude() {
+    if (remote_failure_) {
+      res_.failed = true;
+      return res_; // our ranks were stopped for another node's failure: that one is the job's
+    }
+    const bool failed = job_failed(failures_);
+    if (failed && res_.exit_code == 0) res_.exit_code = 1;
+    if (failed && !res_.user_signal) {
+      const failure& first = first_failure(failures_);
+      std::fprintf(stderr, "ddprun: the first rank to fail was rank %d: it %s (ddprun exits with %d)\n",
+                   first.rank, first.what.c_str(), first.code);
+      res_.exit_code = first.code;
+      res_.what = "rank " + std::to_string(first.rank) + " " + first.what;
+    }
+    res_.failed = failed || res_.user_signal;
+    return res_;
+  }
+
+  job& j_;
+  const int round_;
+  failure_notes notes_; ///< before ranks_: the ranks are told its file
+  std::vector<rank_process> ranks_;
+  const clock::duration grace_;
+  clock::time_point term_at_ = never, kill_at_ = never, pipes_deadline_ = never;
+  const bool watch_store_;
+  clock::time_point next_store_check_ = clock::now();
+  round_outcome res_;
+  bool failed_ = false; ///< a local rank failed (a failure elsewhere: remote_failure_)
+  bool remote_failure_ = false;
+  std::vector<failure> failures_;
+};
+
+} // namespace
+
+round_outcome run_round(job& j, int round) { return round_watch(j, round).run(); }
+
+} // namespace ddprun

@@ -1,0 +1,25 @@
+// One round of the job on this node: start the local ranks, pass their output on, watch them
+// until every one has exited. When one rank fails, the others get a grace period to finish (and
+// report what they saw), then SIGTERM (and SIGCONT, for a stopped rank), then SIGKILL after
+// another grace period. Which failure is the round's: first_failure.hpp.
+#pragma once
+
+#include "options.hpp"
+
+#include <string>
+
+namespace ddprun {
+
+/// What one round of the job came to on this node.
+struct round_outcome {
+  bool failed = false;      ///< a local rank failed, or another node reported a failure
+  bool user_signal = false; ///< ddprun itself got SIGINT, SIGTERM or SIGQUIT: no restart
+  int exit_code = 0;
+  std::string what; ///< the failure, for the store and the final message
+};
+
+/// Starts this node's ranks for `round`, watches them until every one has
+/// exited, and says how the round went.
+round_outcome run_round(job& j, int round);
+
+} // namespace ddprun
