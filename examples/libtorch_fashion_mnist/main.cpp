@@ -173,6 +173,7 @@ int train(const options& o) {
         save(static_cast<std::uint64_t>(epoch), step, loss_sum);
     }
     bar.finish();
+    const double train_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::vector<double> totals{loss_sum, static_cast<double>(step)};
     pg.all_reduce(totals);
     const double train_loss = totals[1] > 0 ? totals[0] / totals[1] : 0.0;
@@ -180,8 +181,8 @@ int train(const options& o) {
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (lead) {
       if (o.json)
-        std::printf("{\"epoch\":%d,\"train_loss\":%s,\"test_acc\":%s,\"epoch_s\":%.4f}\n", epoch + 1,
-                    json_number(train_loss).c_str(), json_number(acc).c_str(), secs);
+        std::printf("{\"epoch\":%d,\"train_loss\":%s,\"test_acc\":%s,\"epoch_s\":%.4f,\"train_s\":%.4f}\n",
+                    epoch + 1, json_number(train_loss).c_str(), json_number(acc).c_str(), secs, train_secs);
       else if (!o.quiet)
         std::printf("epoch %d/%d: train loss %.4f, test accuracy %.2f%%, %.2f s\n", epoch + 1, o.epochs,
                     train_loss, 100 * acc, secs);
