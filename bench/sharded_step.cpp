@@ -62,7 +62,8 @@ struct whole_adam {
   }
 };
 
-void run_case(ddp::process_group<ddp::gloo>& pg, const char* name, const std::vector<std::size_t>& sizes, int reps) {
+void run_case(ddp::process_group<ddp::gloo>& pg, const char* name, const std::vector<std::size_t>& sizes,
+              int reps) {
   model a(sizes), b(sizes);
   ddp::distributed_data_parallel dp(a, pg);
   whole_adam whole(a);
@@ -90,11 +91,12 @@ void run_case(ddp::process_group<ddp::gloo>& pg, const char* name, const std::ve
     floats += n;
   const double md = bench::median(t_ddp), ms = bench::median(t_sharded);
   if (pg.rank() == 0)
-    std::printf("{\"case\":\"%s\",\"ranks\":%d,\"tensors\":%zu,\"floats\":%zu,\"reps\":%d,\"ddp_adam_ms\":%.3f,"
-                "\"sharded_adam_ms\":%.3f,\"sharded_over_ddp\":%.3f,\"ddp_optimizer_bytes\":%zu,"
-                "\"sharded_optimizer_bytes\":%zu}\n",
-                name, pg.size(), sizes.size(), floats, reps, 1e3 * md, 1e3 * ms, ms / md, whole.bytes(),
-                opt.state_bytes());
+    std::printf(
+        "{\"case\":\"%s\",\"ranks\":%d,\"tensors\":%zu,\"floats\":%zu,\"reps\":%d,\"ddp_adam_ms\":%.3f,"
+        "\"sharded_adam_ms\":%.3f,\"sharded_over_ddp\":%.3f,\"ddp_optimizer_bytes\":%zu,"
+        "\"sharded_optimizer_bytes\":%zu}\n",
+        name, pg.size(), sizes.size(), floats, reps, 1e3 * md, 1e3 * ms, ms / md, whole.bytes(),
+        opt.state_bytes());
   std::fflush(stdout);
 }
 

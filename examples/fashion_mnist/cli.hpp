@@ -185,8 +185,9 @@ inline void add_common_options(CLI::App& app, options& o) {
       ->needs(checkpoint);
   app.add_option("--metrics-csv", o.metrics_csv, "append per-epoch metrics to this CSV file");
   app.add_option("--step-log", o.step_log, "write the global loss of every step to this file (rank 0)");
-  app.add_flag("--sharded", o.sharded,
-               "ZeRO-1: each rank keeps and updates 1/W of the optimizer's state (ddp::sharded_data_parallel)");
+  app.add_flag(
+      "--sharded", o.sharded,
+      "ZeRO-1: each rank keeps and updates 1/W of the optimizer's state (ddp::sharded_data_parallel)");
   app.add_flag("--json", o.json, "one JSON line per epoch instead of the progress display");
   app.add_flag("--quiet", o.quiet, "no progress display");
 }
