@@ -19,6 +19,7 @@
 #include <ddp/detail/data_parallel/device_broadcasts.hpp>
 #include <ddp/detail/data_parallel/join.hpp>
 #include <ddp/detail/data_parallel/parameter_registry.hpp>
+#include <ddp/detail/data_parallel/policy_diagnostics.hpp>
 #include <ddp/detail/data_parallel/step_state.hpp>
 #include <ddp/detail/data_parallel/timeline.hpp>
 #include <ddp/model.hpp>
@@ -35,24 +36,7 @@ DDP_BEGIN_NAMESPACE
 /// what it should be, and says which one and how to fix it, once.
 template <class Model, class Backend, class Bucketing = bucketing::size_capped<>,
           class Reduction = reduction::mean>
-class distributed_data_parallel {
-  static_assert(
-      model<Model>,
-      "ddp: the model type must provide `template <class F> void for_each_parameter(F&& f)` calling "
-      "f(name, value, grad) for each parameter in registration order, or specialize "
-      "ddp::model_traits<Model> with a static for_each_parameter(Model&, F&&).");
-  static_assert(!model<Model> || backend_policy<Backend>,
-                "ddp: Backend must be a backend policy such as ddp::gloo or ddp::nccl.");
-  static_assert(!model<Model> || !backend_policy<Backend> || bucketing_policy<Bucketing>,
-                "ddp: Bucketing must be a bucketing policy: a type with `static "
-                "std::vector<std::vector<std::size_t>> assign(std::span<const ddp::parameter_desc>)` "
-                "(see ddp::bucketing::size_capped, per_tensor, single_buffer).");
-  static_assert(!model<Model> || !backend_policy<Backend> || !bucketing_policy<Bucketing> ||
-                    reduction_policy<Reduction>,
-                "ddp: Reduction must be a reduction policy: a type with `static constexpr bool average` and "
-                "`static constexpr ddp::dtype wire(ddp::dtype)` (see ddp::reduction::mean, sum, "
-                "fp16_compressed_mean, bf16_compressed_mean).");
-
+class distributed_data_parallel : detail::policy_diagnostics<Model, Backend, Bucketing, Reduction> {
 public:
   template <class... Args> explicit distributed_data_parallel(Args&&...) {}
 };

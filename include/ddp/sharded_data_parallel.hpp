@@ -15,6 +15,7 @@
 #include <ddp/detail/data_parallel/bucket_plan.hpp>
 #include <ddp/detail/data_parallel/join.hpp>
 #include <ddp/detail/data_parallel/parameter_registry.hpp>
+#include <ddp/detail/data_parallel/policy_diagnostics.hpp>
 #include <ddp/detail/data_parallel/step_state.hpp>
 #include <ddp/detail/sharded/shard_engine.hpp>
 #include <ddp/model.hpp>
@@ -40,22 +41,7 @@ template <class T> struct shard_range {
 /// The primary template only diagnoses, as distributed_data_parallel's does.
 template <class Model, class Backend, class Bucketing = bucketing::size_capped<>,
           class Reduction = reduction::mean>
-class sharded_data_parallel {
-  static_assert(model<Model>,
-                "ddp: the model type must provide `template <class F> void for_each_parameter(F&& f)` "
-                "calling f(name, value, grad) for each parameter in registration order, or "
-                "specialize ddp::model_traits<Model> with a static for_each_parameter(Model&, F&&).");
-  static_assert(!model<Model> || backend_policy<Backend>,
-                "ddp: Backend must be a backend policy such as ddp::gloo or ddp::nccl.");
-  static_assert(!model<Model> || !backend_policy<Backend> || bucketing_policy<Bucketing>,
-                "ddp: Bucketing must be a bucketing policy (see ddp::bucketing::size_capped, per_tensor, "
-                "single_buffer).");
-  static_assert(
-      !model<Model> || !backend_policy<Backend> || !bucketing_policy<Bucketing> ||
-          reduction_policy<Reduction>,
-      "ddp: Reduction must be a reduction policy (see ddp::reduction::mean, sum, fp16_compressed_mean, "
-      "bf16_compressed_mean).");
-
+class sharded_data_parallel : detail::policy_diagnostics<Model, Backend, Bucketing, Reduction> {
 public:
   template <class... Args> explicit sharded_data_parallel(Args&&...) {}
 };

@@ -14949,6 +14949,101 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
 // ---- end ddp/detail/data_parallel/parameter_registry.hpp ----
+// ---- begin ddp/detail/data_parallel/policy_diagnostics.hpp ----
+// The one readable message per misuse that distributed_data_parallel and
+// sharded_data_parallel give for a wrong model type or policy: their primary
+// templates derive from this, so its static_asserts fire once, in order.
+#ifndef DDP_DETAIL_DATA_PARALLEL_POLICY_DIAGNOSTICS_HPP
+#define DDP_DETAIL_DATA_PARALLEL_POLICY_DIAGNOSTICS_HPP
+
+// ---- begin ddp/reduction.hpp ----
+// Reduction policies (PyTorch's communication hooks): how a bucket is averaged
+// and in which dtype it travels.
+//
+// Error of the compressed ones, per element, for gradients g_r on W ranks:
+// each g_r / W is rounded once to the wire type (error <= eps * max|g| / W
+// each) and the ring rounds each of the W - 1 partial sums (<= max|g| in
+// magnitude, error <= eps * max|g| each), so |result - mean| <= W * eps *
+// max_r |g_r|, with eps = 2^-11 (fp16) or 2^-8 (bf16): about 3 (fp16) or 2
+// (bf16) significant decimal digits. At W <= 4 the error stays under
+// 2 * eps * max_r |g_r|, which tests/dist/test_data_parallel.cpp checks.
+// fp16 overflows above 65504: use bf16 for gradients that large.
+#ifndef DDP_REDUCTION_HPP
+#define DDP_REDUCTION_HPP
+
+
+#include <concepts>
+
+DDP_BEGIN_NAMESPACE
+
+template <class R>
+concept reduction_policy = requires(dtype d) {
+  { R::average } -> std::convertible_to<bool>;
+  { R::wire(d) } -> std::same_as<dtype>;
+};
+
+namespace reduction {
+
+/// The average over ranks. The division is fused into a pass that touches the
+/// data anyway: the last reduction step of ddp's ring (Gloo, unpacked buckets)
+/// or the packing copy; only a contiguous bucket on a backend without the ring
+/// (NCCL) is scaled in place before sending.
+struct mean {
+  static constexpr bool average = true;
+  static constexpr dtype wire(dtype d) { return d; }
+};
+
+/// The plain sum over ranks.
+struct sum {
+  static constexpr bool average = false;
+  static constexpr dtype wire(dtype d) { return d; }
+};
+
+/// Mean, sent as IEEE fp16: half the bytes of float32.
+struct fp16_compressed_mean {
+  static constexpr bool average = true;
+  static constexpr dtype wire(dtype d) { return d == dtype::bf16 ? d : dtype::f16; }
+};
+
+/// Mean, sent as bfloat16: float32's range, fewer digits.
+struct bf16_compressed_mean {
+  static constexpr bool average = true;
+  static constexpr dtype wire(dtype d) { return d == dtype::f16 ? d : dtype::bf16; }
+};
+
+} // namespace reduction
+DDP_END_NAMESPACE
+
+#endif // DDP_REDUCTION_HPP
+// ---- end ddp/reduction.hpp ----
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+template <class Model, class Backend, class Bucketing, class Reduction> struct policy_diagnostics {
+  static_assert(
+      model<Model>,
+      "ddp: the model type must provide `template <class F> void for_each_parameter(F&& f)` calling "
+      "f(name, value, grad) for each parameter in registration order, or specialize "
+      "ddp::model_traits<Model> with a static for_each_parameter(Model&, F&&).");
+  static_assert(!model<Model> || backend_policy<Backend>,
+                "ddp: Backend must be a backend policy such as ddp::gloo or ddp::nccl.");
+  static_assert(!model<Model> || !backend_policy<Backend> || bucketing_policy<Bucketing>,
+                "ddp: Bucketing must be a bucketing policy: a type with `static "
+                "std::vector<std::vector<std::size_t>> assign(std::span<const ddp::parameter_desc>)` "
+                "(see ddp::bucketing::size_capped, per_tensor, single_buffer).");
+  static_assert(!model<Model> || !backend_policy<Backend> || !bucketing_policy<Bucketing> ||
+                    reduction_policy<Reduction>,
+                "ddp: Reduction must be a reduction policy: a type with `static constexpr bool average` and "
+                "`static constexpr ddp::dtype wire(ddp::dtype)` (see ddp::reduction::mean, sum, "
+                "fp16_compressed_mean, bf16_compressed_mean).");
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_DATA_PARALLEL_POLICY_DIAGNOSTICS_HPP
+// ---- end ddp/detail/data_parallel/policy_diagnostics.hpp ----
 // ---- begin ddp/detail/data_parallel/step_state.hpp ----
 // One step of distributed_data_parallel as a state machine: which gradients
 // are marked (ready, or unused on this rank), how many each bucket still
@@ -16294,66 +16389,6 @@ DDP_END_NAMESPACE
 
 #endif // DDP_PROCESS_GROUP_HPP
 // ---- end ddp/process_group.hpp ----
-// ---- begin ddp/reduction.hpp ----
-// Reduction policies (PyTorch's communication hooks): how a bucket is averaged
-// and in which dtype it travels.
-//
-// Error of the compressed ones, per element, for gradients g_r on W ranks:
-// each g_r / W is rounded once to the wire type (error <= eps * max|g| / W
-// each) and the ring rounds each of the W - 1 partial sums (<= max|g| in
-// magnitude, error <= eps * max|g| each), so |result - mean| <= W * eps *
-// max_r |g_r|, with eps = 2^-11 (fp16) or 2^-8 (bf16): about 3 (fp16) or 2
-// (bf16) significant decimal digits. At W <= 4 the error stays under
-// 2 * eps * max_r |g_r|, which tests/dist/test_data_parallel.cpp checks.
-// fp16 overflows above 65504: use bf16 for gradients that large.
-#ifndef DDP_REDUCTION_HPP
-#define DDP_REDUCTION_HPP
-
-
-#include <concepts>
-
-DDP_BEGIN_NAMESPACE
-
-template <class R>
-concept reduction_policy = requires(dtype d) {
-  { R::average } -> std::convertible_to<bool>;
-  { R::wire(d) } -> std::same_as<dtype>;
-};
-
-namespace reduction {
-
-/// The average over ranks. The division is fused into a pass that touches the
-/// data anyway: the last reduction step of ddp's ring (Gloo, unpacked buckets)
-/// or the packing copy; only a contiguous bucket on a backend without the ring
-/// (NCCL) is scaled in place before sending.
-struct mean {
-  static constexpr bool average = true;
-  static constexpr dtype wire(dtype d) { return d; }
-};
-
-/// The plain sum over ranks.
-struct sum {
-  static constexpr bool average = false;
-  static constexpr dtype wire(dtype d) { return d; }
-};
-
-/// Mean, sent as IEEE fp16: half the bytes of float32.
-struct fp16_compressed_mean {
-  static constexpr bool average = true;
-  static constexpr dtype wire(dtype d) { return d == dtype::bf16 ? d : dtype::f16; }
-};
-
-/// Mean, sent as bfloat16: float32's range, fewer digits.
-struct bf16_compressed_mean {
-  static constexpr bool average = true;
-  static constexpr dtype wire(dtype d) { return d == dtype::f16 ? d : dtype::bf16; }
-};
-
-} // namespace reduction
-DDP_END_NAMESPACE
-
-#endif // DDP_REDUCTION_HPP
-// ---- end ddp/reduction.hpp ----
 
 #include <functional>
 #include <string>
@@ -16365,24 +16400,7 @@ DDP_BEGIN_NAMESPACE
 /// what it should be, and says which one and how to fix it, once.
 template <class Model, class Backend, class Bucketing = bucketing::size_capped<>,
           class Reduction = reduction::mean>
-class distributed_data_parallel {
-  static_assert(
-      model<Model>,
-      "ddp: the model type must provide `template <class F> void for_each_parameter(F&& f)` calling "
-      "f(name, value, grad) for each parameter in registration order, or specialize "
-      "ddp::model_traits<Model> with a static for_each_parameter(Model&, F&&).");
-  static_assert(!model<Model> || backend_policy<Backend>,
-                "ddp: Backend must be a backend policy such as ddp::gloo or ddp::nccl.");
-  static_assert(!model<Model> || !backend_policy<Backend> || bucketing_policy<Bucketing>,
-                "ddp: Bucketing must be a bucketing policy: a type with `static "
-                "std::vector<std::vector<std::size_t>> assign(std::span<const ddp::parameter_desc>)` "
-                "(see ddp::bucketing::size_capped, per_tensor, single_buffer).");
-  static_assert(!model<Model> || !backend_policy<Backend> || !bucketing_policy<Bucketing> ||
-                    reduction_policy<Reduction>,
-                "ddp: Reduction must be a reduction policy: a type with `static constexpr bool average` and "
-                "`static constexpr ddp::dtype wire(ddp::dtype)` (see ddp::reduction::mean, sum, "
-                "fp16_compressed_mean, bf16_compressed_mean).");
-
+class distributed_data_parallel : detail::policy_diagnostics<Model, Backend, Bucketing, Reduction> {
 public:
   template <class... Args> explicit distributed_data_parallel(Args&&...) {}
 };
@@ -17704,22 +17722,7 @@ template <class T> struct shard_range {
 /// The primary template only diagnoses, as distributed_data_parallel's does.
 template <class Model, class Backend, class Bucketing = bucketing::size_capped<>,
           class Reduction = reduction::mean>
-class sharded_data_parallel {
-  static_assert(model<Model>,
-                "ddp: the model type must provide `template <class F> void for_each_parameter(F&& f)` "
-                "calling f(name, value, grad) for each parameter in registration order, or "
-                "specialize ddp::model_traits<Model> with a static for_each_parameter(Model&, F&&).");
-  static_assert(!model<Model> || backend_policy<Backend>,
-                "ddp: Backend must be a backend policy such as ddp::gloo or ddp::nccl.");
-  static_assert(!model<Model> || !backend_policy<Backend> || bucketing_policy<Bucketing>,
-                "ddp: Bucketing must be a bucketing policy (see ddp::bucketing::size_capped, per_tensor, "
-                "single_buffer).");
-  static_assert(
-      !model<Model> || !backend_policy<Backend> || !bucketing_policy<Bucketing> ||
-          reduction_policy<Reduction>,
-      "ddp: Reduction must be a reduction policy (see ddp::reduction::mean, sum, fp16_compressed_mean, "
-      "bf16_compressed_mean).");
-
+class sharded_data_parallel : detail::policy_diagnostics<Model, Backend, Bucketing, Reduction> {
 public:
   template <class... Args> explicit sharded_data_parallel(Args&&...) {}
 };

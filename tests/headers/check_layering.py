@@ -7,7 +7,7 @@ Rules (exit 1 naming every break):
    headers that sit below everything (config, error, op, tensor, model, work)
    and, for the internals of one owner, the public contracts that owner
    implements (OWNER_PUBLIC: the reducer's pieces sit on the communicator
-   concept, ddp_options and the gradient sink, as do LibTorch's hooks and the shard engine; the peer-failure watch and the rendezvous
+   concept, the bucketing and reduction policies, ddp_options and the gradient sink, as do LibTorch's hooks and the shard engine; the peer-failure watch and the rendezvous
    building on the store, the topology and the rendezvous; the Gloo
    communicator's parts on the rendezvous, the store and shm_array).
 2. Internals live under detail/: a header outside it may use namespace detail
@@ -30,7 +30,7 @@ DDP = ROOT / "ddp"
 ALLOWED_PUBLIC = {"ddp/config.hpp", "ddp/error.hpp", "ddp/op.hpp", "ddp/tensor.hpp", "ddp/model.hpp", "ddp/work.hpp"}
 OWNER_PUBLIC = {
     "data_parallel": {"ddp/backend/communicator.hpp", "ddp/bucketing.hpp", "ddp/data_parallel/options.hpp",
-                      "ddp/data_parallel/gradient_sink.hpp"},
+                      "ddp/data_parallel/gradient_sink.hpp", "ddp/reduction.hpp"},
     "torch": {"ddp/data_parallel/gradient_sink.hpp"},
     "sharded": {"ddp/backend/communicator.hpp"},
     "process_group": {"ddp/backend/communicator.hpp", "ddp/store.hpp", "ddp/topology.hpp"},
