@@ -4,10 +4,15 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <numeric>
+#include <sched.h>
 #include <span>
+#include <string>
+#include <thread>
 
 using ddp_test::group;
 
@@ -334,4 +339,37 @@ TEST_CASE("the chain's pieces: about bytes / W, at least 64 KiB, at most the rin
   CHECK(chain::piece_for(MiB, 1, MiB) == MiB);       // one rank
   CHECK(chain::piece_for(MiB, 64, 4100) == 4100);    // tests' small pieces stay small
   CHECK(chain::piece_for(MiB, 2, 1) == 1);           // the smallest piece
+}
+
+namespace {
+
+/// Threads of this process whose scheduling policy is SCHED_BATCH.
+int batch_threads() {
+  int n = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    const auto tid = static_cast<pid_t>(std::stol(task.path().filename().string()));
+    if (::sched_getscheduler(tid) == SCHED_BATCH) ++n;
+  }
+  return n;
+}
+
+} // namespace
+
+// Gloo's event loop thread runs SCHED_BATCH so that its wakeups do not preempt
+// a thread posting a send (docs/design-notes.md, "Note [Gloo's loop thread]");
+// DDP_GLOO_LOOP_BATCH=0 leaves it alone (ctest runs that as dist.collectives.loop_not_batch).
+TEST_CASE("Gloo's event loop thread runs SCHED_BATCH unless DDP_GLOO_LOOP_BATCH=0") {
+  auto& pg = group();
+  const bool off = ddp::detail::getenv_str("DDP_GLOO_LOOP_BATCH").value_or("1") == "0";
+  // At world 1 there may be no mesh, so no loop to move.
+  const int expected = pg.size() > 1 && !off ? 1 : 0;
+  // The loop moves itself at its first event: give it a moment.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (batch_threads() < expected && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (expected)
+    CHECK(batch_threads() >= 1);
+  else if (off)
+    CHECK(batch_threads() == 0);
+  pg.barrier(); // the loop still carries collectives
 }

@@ -13,6 +13,14 @@
 // Outside bursts the eventfd is quiet and costs the loop nothing. Stopping the
 // loop itself, when its device goes, waits for a tick too: the ticker, holding
 // the device last, lets it go during a burst.
+//
+// Being ddp's foothold on the loop's thread, the ticker also moves that thread
+// to SCHED_BATCH, once, from its first event (docs/design-notes.md,
+// "Note [Gloo's loop thread]"): a batch thread's wakeups do not preempt the
+// running thread. The loop spins while a thread posting a send or receive
+// holds the pair's lock, and a loop thread woken by that very post's loopback
+// write preempted the poster inside its write: both then waited for the next
+// scheduler tick (4 ms) instead of microseconds.
 #ifndef DDP_DETAIL_GLOO_LOOP_TICKER_HPP
 #define DDP_DETAIL_GLOO_LOOP_TICKER_HPP
 
@@ -28,6 +36,8 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <pthread.h>
+#include <sched.h>
 #include <stdexcept>
 #include <string>
 #include <sys/epoll.h>
@@ -45,9 +55,10 @@ public:
   static constexpr std::chrono::microseconds burst_period{50};
 
   /// Registers with `device`'s event loop; a device of another transport
-  /// than TCP gets a ticker that does nothing.
-  explicit gloo_loop_ticker(const std::shared_ptr<::gloo::transport::Device>& device)
-      : device_(std::dynamic_pointer_cast<::gloo::transport::tcp::Device>(device)) {
+  /// than TCP gets a ticker that does nothing. `batch_loop`: move the loop's
+  /// thread to SCHED_BATCH (see the top of this file).
+  explicit gloo_loop_ticker(const std::shared_ptr<::gloo::transport::Device>& device, bool batch_loop = true)
+      : device_(std::dynamic_pointer_cast<::gloo::transport::tcp::Device>(device)), to_batch_(batch_loop) {
     if (!device_) return;
     fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (fd_ < 0)
@@ -59,6 +70,10 @@ public:
     } catch (...) {
       ::close(fd_);
       throw;
+    }
+    if (batch_loop) {
+      const std::uint64_t one = 1;
+      [[maybe_unused]] auto n = ::write(fd_, &one, sizeof one); // the first event sets the policy
     }
   }
 
@@ -135,12 +150,20 @@ private:
     if (closed_) return;
     std::uint64_t count = 0;
     [[maybe_unused]] auto n = ::read(fd_, &count, sizeof count); // empties it: the loop sleeps again
+    if (to_batch_) {
+      to_batch_ = false;
+      // Lowering the policy needs no privilege; where it fails all the same
+      // (a seccomp filter), the loop keeps Gloo's default: slower, not wrong.
+      const sched_param normal{0};
+      [[maybe_unused]] int rc = ::pthread_setschedparam(::pthread_self(), SCHED_BATCH, &normal);
+    }
   }
 
   std::shared_ptr<::gloo::transport::tcp::Device> device_;
   std::mutex mu_; ///< orders the loop's reads of fd_ after its setting, and before its closing
   int fd_ = -1;
   bool closed_ = false;
+  bool to_batch_; ///< the loop's thread is still to move to SCHED_BATCH (under mu_ once registered)
 };
 
 } // namespace detail

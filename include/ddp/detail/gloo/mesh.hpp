@@ -167,7 +167,8 @@ public:
   void connect(::gloo::rendezvous::Store& store, const std::shared_ptr<::gloo::transport::Device>& device,
                gloo_mesh_keys keys = gloo_mesh_keys::per_pair, connect_interrupt* interrupt = nullptr,
                int peer_step = 1) {
-    ticker_ = std::make_unique<gloo_loop_ticker>(device);
+    ticker_ =
+        std::make_unique<gloo_loop_ticker>(device, getenv_str("DDP_GLOO_LOOP_BATCH").value_or("1") != "0");
     device_ = device;
     transportContext_ = device->createContext(rank, size);
     connect_pairs(store, *transportContext_, keys, interrupt, std::max(1, peer_step));
