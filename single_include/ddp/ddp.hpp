@@ -4740,6 +4740,14 @@ DDP_END_NAMESPACE
 // Outside bursts the eventfd is quiet and costs the loop nothing. Stopping the
 // loop itself, when its device goes, waits for a tick too: the ticker, holding
 // the device last, lets it go during a burst.
+//
+// Being ddp's foothold on the loop's thread, the ticker also moves that thread
+// to SCHED_BATCH, once, from its first event (docs/design-notes.md,
+// "Note [Gloo's loop thread]"): a batch thread's wakeups do not preempt the
+// running thread. The loop spins while a thread posting a send or receive
+// holds the pair's lock, and a loop thread woken by that very post's loopback
+// write preempted the poster inside its write: both then waited for the next
+// scheduler tick (4 ms) instead of microseconds.
 #ifndef DDP_DETAIL_GLOO_LOOP_TICKER_HPP
 #define DDP_DETAIL_GLOO_LOOP_TICKER_HPP
 
@@ -4754,6 +4762,8 @@ DDP_END_NAMESPACE
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <pthread.h>
+#include <sched.h>
 #include <stdexcept>
 #include <string>
 #include <sys/epoll.h>
@@ -4771,9 +4781,10 @@ public:
   static constexpr std::chrono::microseconds burst_period{50};
 
   /// Registers with `device`'s event loop; a device of another transport
-  /// than TCP gets a ticker that does nothing.
-  explicit gloo_loop_ticker(const std::shared_ptr<::gloo::transport::Device>& device)
-      : device_(std::dynamic_pointer_cast<::gloo::transport::tcp::Device>(device)) {
+  /// than TCP gets a ticker that does nothing. `batch_loop`: move the loop's
+  /// thread to SCHED_BATCH (see the top of this file).
+  explicit gloo_loop_ticker(const std::shared_ptr<::gloo::transport::Device>& device, bool batch_loop = true)
+      : device_(std::dynamic_pointer_cast<::gloo::transport::tcp::Device>(device)), to_batch_(batch_loop) {
     if (!device_) return;
     fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (fd_ < 0)
@@ -4785,6 +4796,10 @@ public:
     } catch (...) {
       ::close(fd_);
       throw;
+    }
+    if (batch_loop) {
+      const std::uint64_t one = 1;
+      [[maybe_unused]] auto n = ::write(fd_, &one, sizeof one); // the first event sets the policy
     }
   }
 
@@ -4861,12 +4876,20 @@ private:
     if (closed_) return;
     std::uint64_t count = 0;
     [[maybe_unused]] auto n = ::read(fd_, &count, sizeof count); // empties it: the loop sleeps again
+    if (to_batch_) {
+      to_batch_ = false;
+      // Lowering the policy needs no privilege; where it fails all the same
+      // (a seccomp filter), the loop keeps Gloo's default: slower, not wrong.
+      const sched_param normal{0};
+      [[maybe_unused]] int rc = ::pthread_setschedparam(::pthread_self(), SCHED_BATCH, &normal);
+    }
   }
 
   std::shared_ptr<::gloo::transport::tcp::Device> device_;
   std::mutex mu_; ///< orders the loop's reads of fd_ after its setting, and before its closing
   int fd_ = -1;
   bool closed_ = false;
+  bool to_batch_; ///< the loop's thread is still to move to SCHED_BATCH (under mu_ once registered)
 };
 
 } // namespace detail
@@ -5017,7 +5040,8 @@ public:
   void connect(::gloo::rendezvous::Store& store, const std::shared_ptr<::gloo::transport::Device>& device,
                gloo_mesh_keys keys = gloo_mesh_keys::per_pair, connect_interrupt* interrupt = nullptr,
                int peer_step = 1) {
-    ticker_ = std::make_unique<gloo_loop_ticker>(device);
+    ticker_ =
+        std::make_unique<gloo_loop_ticker>(device, getenv_str("DDP_GLOO_LOOP_BATCH").value_or("1") != "0");
     device_ = device;
     transportContext_ = device->createContext(rank, size);
     connect_pairs(store, *transportContext_, keys, interrupt, std::max(1, peer_step));
@@ -5848,15 +5872,21 @@ struct collective_header {
            " (every rank must pass the same part of its own shm array)";
     else if (kind == collective_kind::all_reduce && area)
       s += " (shm chunk " + std::to_string(area) + " B)";
+    else if ((kind == collective_kind::reduce_scatter || kind == collective_kind::all_gather) && area)
+      s += " (through the node's shared memory)";
     if (piece) s += " (piece " + std::to_string(piece) + " B)";
     return s;
   }
 
   /// What to add to a mismatch message when the pieces are what differ.
   std::string hint_against(const collective_header& theirs) const {
-    return piece != theirs.piece ? " The ranks set different piece sizes: call set_ring_piece_bytes with the "
-                                   "same value on every rank."
-                                 : "";
+    if (piece != theirs.piece)
+      return " The ranks set different piece sizes: call set_ring_piece_bytes with the same value on every "
+             "rank.";
+    if ((area == 0) != (theirs.area == 0) && !in_place && !theirs.in_place)
+      return " Some ranks take the node's shared memory and others TCP: call use_shm with the same value on "
+             "every rank.";
+    return "";
   }
 
   /// The error when rank `peer` runs `theirs` while this rank (`rank`) runs
@@ -6653,7 +6683,7 @@ DDP_END_NAMESPACE
 // ---- begin ddp/detail/gloo/knobs.hpp ----
 // The Gloo communicator's knobs for tests and benches, in one place: the
 // piece size of ddp's ring and chain, whether all_reduce may take the node's
-// shared memory, and how many all-reduces ran in place in a shm array.
+// shared memory, and how many collectives took which shared-memory path.
 #ifndef DDP_DETAIL_GLOO_KNOBS_HPP
 #define DDP_DETAIL_GLOO_KNOBS_HPP
 
@@ -6681,7 +6711,8 @@ struct gloo_knobs {
 
   std::size_t ring_piece_bytes = fragment_ring::default_piece_bytes;
   bool shm_on = true; ///< use_shm(false): all_reduce over TCP although the segment is there
-  std::atomic<std::uint64_t> in_place_runs{0}; ///< all-reduces run in place in a shm array
+  std::atomic<std::uint64_t> in_place_runs{0};  ///< all-reduces run in place in a shm array
+  std::atomic<std::uint64_t> shm_block_runs{0}; ///< reduce_scatters and all_gathers run through the segment
 };
 
 } // namespace detail
@@ -7228,6 +7259,19 @@ public:
     what_ = nullptr;
   }
 
+  /// The steps other collectives through the segment are made of
+  /// (detail/shm/block_collectives.hpp): begin (deadline, name, header
+  /// published), barriers, the header check after the first, end. Between two
+  /// barriers a rank writes only its own slot and reads the others'.
+  void begin_collective(const collective_header& h, const std::string& what) { begin(h, what); }
+  void step_barrier() { barrier(); }
+  void check_step_headers(const collective_header& h) { check_headers(h); }
+  void end_collective() { what_ = nullptr; }
+  /// Half `buf` (0 or 1) of local rank l's slot, half_slot_bytes() long and
+  /// 64-byte aligned: the pipelined steps alternate between the two halves.
+  char* slot_half(int l, int buf) const { return data(l, buf); }
+  std::size_t half_slot_bytes() const { return half_slot(); }
+
   /// Marks the segment aborted by this rank (its peers on the node stop waiting).
   void abort() noexcept {
     std::atomic_ref<std::int32_t> ab(seg_->ctl().aborted_by);
@@ -7648,6 +7692,107 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_SHM_ARRAYS_HPP
 // ---- end ddp/detail/shm/arrays.hpp ----
+// ---- begin ddp/detail/shm/block_collectives.hpp ----
+// reduce_scatter and all_gather among the ranks of one node through their
+// shared segment, in the pipelined steps of the node's all-reduce
+// (detail/shm/all_reduce.hpp): per step every rank copies its part into one
+// half of its slot, meets the others at one barrier, and reads what it needs
+// straight from their slots; the next step uses the other half. A last
+// barrier keeps the next collective's first step off a half still being read.
+// Both give the same bits as the TCP path: blocks reduced in rank order, then
+// the averaging.
+#ifndef DDP_DETAIL_SHM_BLOCK_COLLECTIVES_HPP
+#define DDP_DETAIL_SHM_BLOCK_COLLECTIVES_HPP
+
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// Elements per part when a half slot holds `parts` of them, each starting on
+/// a cache line (so that no two ranks' parts share one).
+inline std::size_t shm_part_elements(const shm_all_reduce& node, std::size_t parts, std::size_t esz) {
+  const std::size_t line = std::max<std::size_t>(64 / esz, 1);
+  const std::size_t k = node.half_slot_bytes() / parts / esz / line * line;
+  return std::max(k, line);
+}
+
+/// Block l of `in` (n elements each, one per local rank) reduced over the
+/// node's ranks into local rank l's `out`. One node only: local rank is rank.
+/// `out` may be this rank's own block of `in`.
+inline void shm_reduce_scatter(shm_all_reduce& node, const void* in, void* out, std::size_t n, dtype dt, op o,
+                               const collective_header& h, const std::string& what) {
+  const int L = node.segment().local_size(), me = node.segment().local_rank();
+  const std::size_t esz = size_of(dt), parts = static_cast<std::size_t>(L);
+  const std::size_t cap = shm_part_elements(node, parts, esz);
+  const auto fn = reduce_for(dt, o == op::avg ? op::sum : o);
+  const auto* blocks = static_cast<const char*>(in);
+  auto* res = static_cast<char*>(out);
+  node.begin_collective(h, what);
+  int buf = 0;
+  bool first = true;
+  for (std::size_t off = 0; first || off < n; off += cap, buf ^= 1) {
+    const std::size_t m = std::min(cap, n - off);
+    // Every block's part, this rank's own too: `out` may be that block.
+    char* mine = node.slot_half(me, buf);
+    for (std::size_t p = 0; p < parts; ++p)
+      std::memcpy(mine + p * cap * esz, blocks + (p * n + off) * esz, m * esz);
+    node.step_barrier();
+    if (first) node.check_step_headers(h);
+    first = false;
+    if (m == 0) break;
+    auto part = [&](int l) -> const char* {
+      return node.slot_half(l, buf) + static_cast<std::size_t>(me) * cap * esz;
+    };
+    char* dst = res + off * esz;
+    if (L == 1) std::memcpy(dst, part(0), m * esz);
+    for (int l = 1; l < L; ++l)
+      fn(dst, l == 1 ? static_cast<const void*>(part(0)) : dst, part(l), m);
+    if (o == op::avg) scale_in_place(dst, m, dt, 1.0 / L);
+  }
+  node.step_barrier();
+  node.end_collective();
+}
+
+/// This rank's `in` (n elements) into block l of every local rank l's `out`
+/// (L blocks of n). One node only. `in` may be this rank's own block of `out`.
+inline void shm_all_gather(shm_all_reduce& node, const void* in, void* out, std::size_t n, dtype dt,
+                           const collective_header& h, const std::string& what) {
+  const int L = node.segment().local_size(), me = node.segment().local_rank();
+  const std::size_t esz = size_of(dt);
+  const std::size_t cap = shm_part_elements(node, 1, esz);
+  const auto* src = static_cast<const char*>(in);
+  auto* blocks = static_cast<char*>(out);
+  node.begin_collective(h, what);
+  int buf = 0;
+  bool first = true;
+  for (std::size_t off = 0; first || off < n; off += cap, buf ^= 1) {
+    const std::size_t m = std::min(cap, n - off);
+    std::memcpy(node.slot_half(me, buf), src + off * esz, m * esz);
+    node.step_barrier();
+    if (first) node.check_step_headers(h);
+    first = false;
+    if (m == 0) break;
+    // Own block from the slot too (in place, `in` is that block); the others
+    // first, so that the own copy reads a line still in cache.
+    for (int i = 1; i <= L; ++i) {
+      const int l = (me + i) % L;
+      std::memcpy(blocks + (static_cast<std::size_t>(l) * n + off) * esz, node.slot_half(l, buf), m * esz);
+    }
+  }
+  node.step_barrier();
+  node.end_collective();
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_SHM_BLOCK_COLLECTIVES_HPP
+// ---- end ddp/detail/shm/block_collectives.hpp ----
 
 #include <algorithm>
 #include <chrono>
@@ -7815,6 +7960,23 @@ public:
         if (!fuse && scale != 1.0) scale_in_place(res, m, dt, scale);
       });
     });
+  }
+
+  /// reduce_scatter and all_gather through the node's segment
+  /// (detail/shm/block_collectives.hpp); one node only (`nodes() == 1`).
+  /// `h.area` carries the half slot, which shapes the steps: a rank that runs
+  /// the collective over TCP meanwhile (use_shm(false)) fails the header check.
+  void reduce_scatter(collective_header h, const std::string& what, const void* in, void* out, std::size_t n,
+                      dtype dt, op o) {
+    h.area = shm_->half_slot_bytes();
+    ++knobs_.shm_block_runs;
+    guard(what, [&] { shm_reduce_scatter(*shm_, in, out, n, dt, o, h, what); });
+  }
+  void all_gather(collective_header h, const std::string& what, const void* in, void* out, std::size_t n,
+                  dtype dt) {
+    h.area = shm_->half_slot_bytes();
+    ++knobs_.shm_block_runs;
+    guard(what, [&] { shm_all_gather(*shm_, in, out, n, dt, h, what); });
   }
 
   /// Runs `f`, a step in the node's segment. On failure the node's other ranks
@@ -8064,6 +8226,8 @@ public:
 
   /// All-reduces run in place in a shm array so far (tests check the path taken).
   std::uint64_t shm_in_place_runs() const { return knobs_.in_place_runs.load(); }
+  /// reduce_scatters and all_gathers run through the node's segment so far (tests).
+  std::uint64_t shm_block_runs() const { return knobs_.shm_block_runs.load(); }
 
   /// Whether [p, p + bytes) lies in one of this rank's shm arrays and an
   /// all_reduce of it would run in place.
@@ -8213,25 +8377,41 @@ public:
                   });
   }
 
-  /// Small tensors travel with the header; larger ones in ddp's block exchange
-  /// (detail/gloo/exchange.hpp). `in` may be this rank's own block of `out`.
+  /// On one node with shm: through the node's segment
+  /// (detail/shm/block_collectives.hpp). Else small tensors travel with the
+  /// header, larger ones in ddp's block exchange (detail/gloo/exchange.hpp).
+  /// `in` may be this rank's own block of `out`.
   work all_gather(const void* in, void* out, std::size_t n, dtype dt, bool blocking = false) {
-    return submit("all_gather", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
-      mesh_.all_gather(tag, what, in, out, n, dt);
-    });
+    return submit("all_gather", n, dt, blocking,
+                  [=, this, shm = one_node_shm()](std::uint32_t tag, const std::string& what) {
+                    if (shm) {
+                      shm_path_.all_gather(gloo_collectives::header(collective_kind::all_gather, tag, n, dt),
+                                           what, in, out, n, dt);
+                      return;
+                    }
+                    mesh_.all_gather(tag, what, in, out, n, dt);
+                  });
   }
 
   /// Block r of `in` (n elements each) is reduced across ranks into rank r's `out`.
-  /// Each block goes to its owner (with the header when small, else in ddp's
-  /// block exchange, detail/gloo/exchange.hpp), then the owner reduces the blocks in
-  /// rank order. `out` may be this rank's own block of `in`.
+  /// On one node with shm through the node's segment; else each block goes to
+  /// its owner (with the header when small, else in ddp's block exchange,
+  /// detail/gloo/exchange.hpp). Either way the owner reduces the blocks in rank
+  /// order. `out` may be this rank's own block of `in`.
   work reduce_scatter(const void* in, void* out, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
       throw error(error_kind::config,
                   "op::avg needs a floating-point tensor, got " + std::string(to_string(dt)));
-    return submit("reduce_scatter", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
-      mesh_.reduce_scatter(tag, what, in, out, n, dt, o);
-    });
+    return submit("reduce_scatter", n, dt, blocking,
+                  [=, this, shm = one_node_shm()](std::uint32_t tag, const std::string& what) {
+                    if (shm) {
+                      auto h = gloo_collectives::header(collective_kind::reduce_scatter, tag, n, dt);
+                      h.reduce = static_cast<std::uint8_t>(o);
+                      shm_path_.reduce_scatter(h, what, in, out, n, dt, o);
+                      return;
+                    }
+                    mesh_.reduce_scatter(tag, what, in, out, n, dt, o);
+                  });
   }
 
   /// The header round is the barrier: no rank leaves it before every rank's
@@ -8244,6 +8424,12 @@ public:
   }
 
 private:
+  /// Whether reduce_scatter and all_gather take the node's segment: the whole
+  /// group on one node, shm on (as of submission, like the piece size).
+  bool one_node_shm() const {
+    return shm_path_.get() && knobs_.shm_on && shm_path_.nodes() == 1 && size_ > 1;
+  }
+
   /// Queues `body(tag, what)`: each collective gets a fresh Gloo tag, and any
   /// failure closes every connection (peers fail at once) and poisons the group.
   template <class F> work submit(const char* name, std::size_t n, dtype dt, bool blocking, F body) {

@@ -118,6 +118,8 @@ public:
 
   /// All-reduces run in place in a shm array so far (tests check the path taken).
   std::uint64_t shm_in_place_runs() const { return knobs_.in_place_runs.load(); }
+  /// reduce_scatters and all_gathers run through the node's segment so far (tests).
+  std::uint64_t shm_block_runs() const { return knobs_.shm_block_runs.load(); }
 
   /// Whether [p, p + bytes) lies in one of this rank's shm arrays and an
   /// all_reduce of it would run in place.
@@ -267,25 +269,41 @@ public:
                   });
   }
 
-  /// Small tensors travel with the header; larger ones in ddp's block exchange
-  /// (detail/gloo/exchange.hpp). `in` may be this rank's own block of `out`.
+  /// On one node with shm: through the node's segment
+  /// (detail/shm/block_collectives.hpp). Else small tensors travel with the
+  /// header, larger ones in ddp's block exchange (detail/gloo/exchange.hpp).
+  /// `in` may be this rank's own block of `out`.
   work all_gather(const void* in, void* out, std::size_t n, dtype dt, bool blocking = false) {
-    return submit("all_gather", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
-      mesh_.all_gather(tag, what, in, out, n, dt);
-    });
+    return submit("all_gather", n, dt, blocking,
+                  [=, this, shm = one_node_shm()](std::uint32_t tag, const std::string& what) {
+                    if (shm) {
+                      shm_path_.all_gather(gloo_collectives::header(collective_kind::all_gather, tag, n, dt),
+                                           what, in, out, n, dt);
+                      return;
+                    }
+                    mesh_.all_gather(tag, what, in, out, n, dt);
+                  });
   }
 
   /// Block r of `in` (n elements each) is reduced across ranks into rank r's `out`.
-  /// Each block goes to its owner (with the header when small, else in ddp's
-  /// block exchange, detail/gloo/exchange.hpp), then the owner reduces the blocks in
-  /// rank order. `out` may be this rank's own block of `in`.
+  /// On one node with shm through the node's segment; else each block goes to
+  /// its owner (with the header when small, else in ddp's block exchange,
+  /// detail/gloo/exchange.hpp). Either way the owner reduces the blocks in rank
+  /// order. `out` may be this rank's own block of `in`.
   work reduce_scatter(const void* in, void* out, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
       throw error(error_kind::config,
                   "op::avg needs a floating-point tensor, got " + std::string(to_string(dt)));
-    return submit("reduce_scatter", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
-      mesh_.reduce_scatter(tag, what, in, out, n, dt, o);
-    });
+    return submit("reduce_scatter", n, dt, blocking,
+                  [=, this, shm = one_node_shm()](std::uint32_t tag, const std::string& what) {
+                    if (shm) {
+                      auto h = gloo_collectives::header(collective_kind::reduce_scatter, tag, n, dt);
+                      h.reduce = static_cast<std::uint8_t>(o);
+                      shm_path_.reduce_scatter(h, what, in, out, n, dt, o);
+                      return;
+                    }
+                    mesh_.reduce_scatter(tag, what, in, out, n, dt, o);
+                  });
   }
 
   /// The header round is the barrier: no rank leaves it before every rank's
@@ -298,6 +316,12 @@ public:
   }
 
 private:
+  /// Whether reduce_scatter and all_gather take the node's segment: the whole
+  /// group on one node, shm on (as of submission, like the piece size).
+  bool one_node_shm() const {
+    return shm_path_.get() && knobs_.shm_on && shm_path_.nodes() == 1 && size_ > 1;
+  }
+
   /// Queues `body(tag, what)`: each collective gets a fresh Gloo tag, and any
   /// failure closes every connection (peers fail at once) and poisons the group.
   template <class F> work submit(const char* name, std::size_t n, dtype dt, bool blocking, F body) {

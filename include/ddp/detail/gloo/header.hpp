@@ -84,15 +84,21 @@ struct collective_header {
            " (every rank must pass the same part of its own shm array)";
     else if (kind == collective_kind::all_reduce && area)
       s += " (shm chunk " + std::to_string(area) + " B)";
+    else if ((kind == collective_kind::reduce_scatter || kind == collective_kind::all_gather) && area)
+      s += " (through the node's shared memory)";
     if (piece) s += " (piece " + std::to_string(piece) + " B)";
     return s;
   }
 
   /// What to add to a mismatch message when the pieces are what differ.
   std::string hint_against(const collective_header& theirs) const {
-    return piece != theirs.piece ? " The ranks set different piece sizes: call set_ring_piece_bytes with the "
-                                   "same value on every rank."
-                                 : "";
+    if (piece != theirs.piece)
+      return " The ranks set different piece sizes: call set_ring_piece_bytes with the same value on every "
+             "rank.";
+    if ((area == 0) != (theirs.area == 0) && !in_place && !theirs.in_place)
+      return " Some ranks take the node's shared memory and others TCP: call use_shm with the same value on "
+             "every rank.";
+    return "";
   }
 
   /// The error when rank `peer` runs `theirs` while this rank (`rank`) runs

@@ -1,6 +1,6 @@
 // The Gloo communicator's knobs for tests and benches, in one place: the
 // piece size of ddp's ring and chain, whether all_reduce may take the node's
-// shared memory, and how many all-reduces ran in place in a shm array.
+// shared memory, and how many collectives took which shared-memory path.
 #ifndef DDP_DETAIL_GLOO_KNOBS_HPP
 #define DDP_DETAIL_GLOO_KNOBS_HPP
 
@@ -30,7 +30,8 @@ struct gloo_knobs {
 
   std::size_t ring_piece_bytes = fragment_ring::default_piece_bytes;
   bool shm_on = true; ///< use_shm(false): all_reduce over TCP although the segment is there
-  std::atomic<std::uint64_t> in_place_runs{0}; ///< all-reduces run in place in a shm array
+  std::atomic<std::uint64_t> in_place_runs{0};  ///< all-reduces run in place in a shm array
+  std::atomic<std::uint64_t> shm_block_runs{0}; ///< reduce_scatters and all_gathers run through the segment
 };
 
 } // namespace detail

@@ -21,6 +21,7 @@
 #include <ddp/detail/numeric/elementwise.hpp>
 #include <ddp/detail/shm/all_reduce.hpp>
 #include <ddp/detail/shm/arrays.hpp>
+#include <ddp/detail/shm/block_collectives.hpp>
 #include <ddp/error.hpp>
 #include <ddp/op.hpp>
 #include <ddp/shm_array.hpp>
@@ -193,6 +194,23 @@ public:
         if (!fuse && scale != 1.0) scale_in_place(res, m, dt, scale);
       });
     });
+  }
+
+  /// reduce_scatter and all_gather through the node's segment
+  /// (detail/shm/block_collectives.hpp); one node only (`nodes() == 1`).
+  /// `h.area` carries the half slot, which shapes the steps: a rank that runs
+  /// the collective over TCP meanwhile (use_shm(false)) fails the header check.
+  void reduce_scatter(collective_header h, const std::string& what, const void* in, void* out, std::size_t n,
+                      dtype dt, op o) {
+    h.area = shm_->half_slot_bytes();
+    ++knobs_.shm_block_runs;
+    guard(what, [&] { shm_reduce_scatter(*shm_, in, out, n, dt, o, h, what); });
+  }
+  void all_gather(collective_header h, const std::string& what, const void* in, void* out, std::size_t n,
+                  dtype dt) {
+    h.area = shm_->half_slot_bytes();
+    ++knobs_.shm_block_runs;
+    guard(what, [&] { shm_all_gather(*shm_, in, out, n, dt, h, what); });
   }
 
   /// Runs `f`, a step in the node's segment. On failure the node's other ranks

@@ -136,6 +136,19 @@ public:
     what_ = nullptr;
   }
 
+  /// The steps other collectives through the segment are made of
+  /// (detail/shm/block_collectives.hpp): begin (deadline, name, header
+  /// published), barriers, the header check after the first, end. Between two
+  /// barriers a rank writes only its own slot and reads the others'.
+  void begin_collective(const collective_header& h, const std::string& what) { begin(h, what); }
+  void step_barrier() { barrier(); }
+  void check_step_headers(const collective_header& h) { check_headers(h); }
+  void end_collective() { what_ = nullptr; }
+  /// Half `buf` (0 or 1) of local rank l's slot, half_slot_bytes() long and
+  /// 64-byte aligned: the pipelined steps alternate between the two halves.
+  char* slot_half(int l, int buf) const { return data(l, buf); }
+  std::size_t half_slot_bytes() const { return half_slot(); }
+
   /// Marks the segment aborted by this rank (its peers on the node stop waiting).
   void abort() noexcept {
     std::atomic_ref<std::int32_t> ab(seg_->ctl().aborted_by);

@@ -1,0 +1,103 @@
+// reduce_scatter and all_gather among the ranks of one node through their
+// shared segment, in the pipelined steps of the node's all-reduce
+// (detail/shm/all_reduce.hpp): per step every rank copies its part into one
+// half of its slot, meets the others at one barrier, and reads what it needs
+// straight from their slots; the next step uses the other half. A last
+// barrier keeps the next collective's first step off a half still being read.
+// Both give the same bits as the TCP path: blocks reduced in rank order, then
+// the averaging.
+#ifndef DDP_DETAIL_SHM_BLOCK_COLLECTIVES_HPP
+#define DDP_DETAIL_SHM_BLOCK_COLLECTIVES_HPP
+
+#include <ddp/detail/numeric/elementwise.hpp>
+#include <ddp/detail/shm/all_reduce.hpp>
+#include <ddp/op.hpp>
+#include <ddp/tensor.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// Elements per part when a half slot holds `parts` of them, each starting on
+/// a cache line (so that no two ranks' parts share one).
+inline std::size_t shm_part_elements(const shm_all_reduce& node, std::size_t parts, std::size_t esz) {
+  const std::size_t line = std::max<std::size_t>(64 / esz, 1);
+  const std::size_t k = node.half_slot_bytes() / parts / esz / line * line;
+  return std::max(k, line);
+}
+
+/// Block l of `in` (n elements each, one per local rank) reduced over the
+/// node's ranks into local rank l's `out`. One node only: local rank is rank.
+/// `out` may be this rank's own block of `in`.
+inline void shm_reduce_scatter(shm_all_reduce& node, const void* in, void* out, std::size_t n, dtype dt, op o,
+                               const collective_header& h, const std::string& what) {
+  const int L = node.segment().local_size(), me = node.segment().local_rank();
+  const std::size_t esz = size_of(dt), parts = static_cast<std::size_t>(L);
+  const std::size_t cap = shm_part_elements(node, parts, esz);
+  const auto fn = reduce_for(dt, o == op::avg ? op::sum : o);
+  const auto* blocks = static_cast<const char*>(in);
+  auto* res = static_cast<char*>(out);
+  node.begin_collective(h, what);
+  int buf = 0;
+  bool first = true;
+  for (std::size_t off = 0; first || off < n; off += cap, buf ^= 1) {
+    const std::size_t m = std::min(cap, n - off);
+    // Every block's part, this rank's own too: `out` may be that block.
+    char* mine = node.slot_half(me, buf);
+    for (std::size_t p = 0; p < parts; ++p)
+      std::memcpy(mine + p * cap * esz, blocks + (p * n + off) * esz, m * esz);
+    node.step_barrier();
+    if (first) node.check_step_headers(h);
+    first = false;
+    if (m == 0) break;
+    auto part = [&](int l) -> const char* {
+      return node.slot_half(l, buf) + static_cast<std::size_t>(me) * cap * esz;
+    };
+    char* dst = res + off * esz;
+    if (L == 1) std::memcpy(dst, part(0), m * esz);
+    for (int l = 1; l < L; ++l)
+      fn(dst, l == 1 ? static_cast<const void*>(part(0)) : dst, part(l), m);
+    if (o == op::avg) scale_in_place(dst, m, dt, 1.0 / L);
+  }
+  node.step_barrier();
+  node.end_collective();
+}
+
+/// This rank's `in` (n elements) into block l of every local rank l's `out`
+/// (L blocks of n). One node only. `in` may be this rank's own block of `out`.
+inline void shm_all_gather(shm_all_reduce& node, const void* in, void* out, std::size_t n, dtype dt,
+                           const collective_header& h, const std::string& what) {
+  const int L = node.segment().local_size(), me = node.segment().local_rank();
+  const std::size_t esz = size_of(dt);
+  const std::size_t cap = shm_part_elements(node, 1, esz);
+  const auto* src = static_cast<const char*>(in);
+  auto* blocks = static_cast<char*>(out);
+  node.begin_collective(h, what);
+  int buf = 0;
+  bool first = true;
+  for (std::size_t off = 0; first || off < n; off += cap, buf ^= 1) {
+    const std::size_t m = std::min(cap, n - off);
+    std::memcpy(node.slot_half(me, buf), src + off * esz, m * esz);
+    node.step_barrier();
+    if (first) node.check_step_headers(h);
+    first = false;
+    if (m == 0) break;
+    // Own block from the slot too (in place, `in` is that block); the others
+    // first, so that the own copy reads a line still in cache.
+    for (int i = 1; i <= L; ++i) {
+      const int l = (me + i) % L;
+      std::memcpy(blocks + (static_cast<std::size_t>(l) * n + off) * esz, node.slot_half(l, buf), m * esz);
+    }
+  }
+  node.step_barrier();
+  node.end_collective();
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_SHM_BLOCK_COLLECTIVES_HPP
