@@ -4747,7 +4747,9 @@ DDP_END_NAMESPACE
 // running thread. The loop spins while a thread posting a send or receive
 // holds the pair's lock, and a loop thread woken by that very post's loopback
 // write preempted the poster inside its write: both then waited for the next
-// scheduler tick (4 ms) instead of microseconds.
+// scheduler tick (4 ms) instead of microseconds. Only where every peer is on
+// this node by default: the stall is loopback's, and across nodes a batch loop
+// would wait for a tick wherever every core computes.
 #ifndef DDP_DETAIL_GLOO_LOOP_TICKER_HPP
 #define DDP_DETAIL_GLOO_LOOP_TICKER_HPP
 
@@ -4773,6 +4775,13 @@ DDP_END_NAMESPACE
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
+
+/// Whether a mesh's loop thread should run SCHED_BATCH: DDP_GLOO_LOOP_BATCH=0
+/// or 1 decides; unset, only when the mesh's ranks share one node (`nnodes`).
+inline bool gloo_loop_batch_wanted(int nnodes) {
+  if (auto v = getenv_str("DDP_GLOO_LOOP_BATCH"); v && !v->empty()) return *v != "0";
+  return nnodes == 1;
+}
 
 class gloo_loop_ticker final : ::gloo::transport::tcp::Handler {
 public:
@@ -4878,10 +4887,15 @@ private:
     [[maybe_unused]] auto n = ::read(fd_, &count, sizeof count); // empties it: the loop sleeps again
     if (to_batch_) {
       to_batch_ = false;
-      // Lowering the policy needs no privilege; where it fails all the same
-      // (a seccomp filter), the loop keeps Gloo's default: slower, not wrong.
-      const sched_param normal{0};
-      [[maybe_unused]] int rc = ::pthread_setschedparam(::pthread_self(), SCHED_BATCH, &normal);
+      // From the default policy only: a process run under a real-time policy
+      // keeps it. Lowering needs no privilege; where it fails all the same (a
+      // seccomp filter), the loop keeps Gloo's default: slower, not wrong.
+      int policy = SCHED_OTHER;
+      sched_param param{};
+      if (::pthread_getschedparam(::pthread_self(), &policy, &param) == 0 && policy == SCHED_OTHER) {
+        const sched_param normal{0};
+        [[maybe_unused]] int rc = ::pthread_setschedparam(::pthread_self(), SCHED_BATCH, &normal);
+      }
     }
   }
 
@@ -5040,8 +5054,7 @@ public:
   void connect(::gloo::rendezvous::Store& store, const std::shared_ptr<::gloo::transport::Device>& device,
                gloo_mesh_keys keys = gloo_mesh_keys::per_pair, connect_interrupt* interrupt = nullptr,
                int peer_step = 1) {
-    ticker_ =
-        std::make_unique<gloo_loop_ticker>(device, getenv_str("DDP_GLOO_LOOP_BATCH").value_or("1") != "0");
+    ticker_ = std::make_unique<gloo_loop_ticker>(device, batch_loop);
     device_ = device;
     transportContext_ = device->createContext(rank, size);
     connect_pairs(store, *transportContext_, keys, interrupt, std::max(1, peer_step));
@@ -5335,6 +5348,11 @@ private:
   }
 
   std::unique_ptr<gloo_loop_ticker> ticker_; ///< outlives the pairs: the destructor closes them first
+
+public:
+  /// Set before connect(): move the device's loop thread to SCHED_BATCH
+  /// (gloo_loop_batch_wanted, detail/gloo/loop_ticker.hpp).
+  bool batch_loop = false;
 };
 
 } // namespace detail
@@ -5878,14 +5896,19 @@ struct collective_header {
     return s;
   }
 
-  /// What to add to a mismatch message when the pieces are what differ.
+  /// What to add to a mismatch message when the same collective differs only
+  /// in how it travels: one rank in the node's shared memory and the other
+  /// over TCP, or different ring pieces.
   std::string hint_against(const collective_header& theirs) const {
-    if (piece != theirs.piece)
-      return " The ranks set different piece sizes: call set_ring_piece_bytes with the same value on every "
-             "rank.";
+    const bool same_call = kind == theirs.kind && count == theirs.count && dt == theirs.dt &&
+                           reduce == theirs.reduce && root == theirs.root;
+    if (!same_call) return "";
     if ((area == 0) != (theirs.area == 0) && !in_place && !theirs.in_place)
       return " Some ranks take the node's shared memory and others TCP: call use_shm with the same value on "
              "every rank.";
+    if (piece != theirs.piece)
+      return " The ranks set different piece sizes: call set_ring_piece_bytes with the same value on every "
+             "rank.";
     return "";
   }
 
@@ -6710,7 +6733,8 @@ struct gloo_knobs {
   }
 
   std::size_t ring_piece_bytes = fragment_ring::default_piece_bytes;
-  bool shm_on = true; ///< use_shm(false): all_reduce over TCP although the segment is there
+  bool shm_on =
+      true; ///< use_shm(false): all_reduce, reduce_scatter, all_gather over TCP although the segment is there
   std::atomic<std::uint64_t> in_place_runs{0};  ///< all-reduces run in place in a shm array
   std::atomic<std::uint64_t> shm_block_runs{0}; ///< reduce_scatters and all_gathers run through the segment
 };
@@ -7713,12 +7737,14 @@ DDP_END_NAMESPACE
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
-/// Elements per part when a half slot holds `parts` of them, each starting on
-/// a cache line (so that no two ranks' parts share one).
-inline std::size_t shm_part_elements(const shm_all_reduce& node, std::size_t parts, std::size_t esz) {
+/// Elements per part when a half slot of `half_bytes` holds `parts` of them:
+/// whole cache lines where they fit, so that each reader's part starts on a
+/// line; with many ranks and a small slot (DDP_SHM_CHUNK_BYTES) fewer, never
+/// past the half (at least 2 KiB: one 8-byte element for each of 256 ranks).
+constexpr std::size_t shm_part_elements(std::size_t half_bytes, std::size_t parts, std::size_t esz) {
   const std::size_t line = std::max<std::size_t>(64 / esz, 1);
-  const std::size_t k = node.half_slot_bytes() / parts / esz / line * line;
-  return std::max(k, line);
+  const std::size_t k = half_bytes / parts / esz;
+  return k >= line ? k / line * line : std::max<std::size_t>(k, 1);
 }
 
 /// Block l of `in` (n elements each, one per local rank) reduced over the
@@ -7728,7 +7754,7 @@ inline void shm_reduce_scatter(shm_all_reduce& node, const void* in, void* out, 
                                const collective_header& h, const std::string& what) {
   const int L = node.segment().local_size(), me = node.segment().local_rank();
   const std::size_t esz = size_of(dt), parts = static_cast<std::size_t>(L);
-  const std::size_t cap = shm_part_elements(node, parts, esz);
+  const std::size_t cap = shm_part_elements(node.half_slot_bytes(), parts, esz);
   const auto fn = reduce_for(dt, o == op::avg ? op::sum : o);
   const auto* blocks = static_cast<const char*>(in);
   auto* res = static_cast<char*>(out);
@@ -7739,7 +7765,7 @@ inline void shm_reduce_scatter(shm_all_reduce& node, const void* in, void* out, 
     const std::size_t m = std::min(cap, n - off);
     // Every block's part, this rank's own too: `out` may be that block.
     char* mine = node.slot_half(me, buf);
-    for (std::size_t p = 0; p < parts; ++p)
+    for (std::size_t p = 0; p < parts && m; ++p) // m == 0: `in` may be null
       std::memcpy(mine + p * cap * esz, blocks + (p * n + off) * esz, m * esz);
     node.step_barrier();
     if (first) node.check_step_headers(h);
@@ -7764,7 +7790,7 @@ inline void shm_all_gather(shm_all_reduce& node, const void* in, void* out, std:
                            const collective_header& h, const std::string& what) {
   const int L = node.segment().local_size(), me = node.segment().local_rank();
   const std::size_t esz = size_of(dt);
-  const std::size_t cap = shm_part_elements(node, 1, esz);
+  const std::size_t cap = shm_part_elements(node.half_slot_bytes(), 1, esz);
   const auto* src = static_cast<const char*>(in);
   auto* blocks = static_cast<char*>(out);
   node.begin_collective(h, what);
@@ -7772,7 +7798,7 @@ inline void shm_all_gather(shm_all_reduce& node, const void* in, void* out, std:
   bool first = true;
   for (std::size_t off = 0; first || off < n; off += cap, buf ^= 1) {
     const std::size_t m = std::min(cap, n - off);
-    std::memcpy(node.slot_half(me, buf), src + off * esz, m * esz);
+    if (m) std::memcpy(node.slot_half(me, buf), src + off * esz, m * esz); // n == 0: `in` may be null
     node.step_barrier();
     if (first) node.check_step_headers(h);
     first = false;
@@ -8168,6 +8194,7 @@ public:
     auto device =
         make_gloo_device({rv.topo.rank, rv.topo.local_rank, rv.topo.master_addr, rv.topo.master_port});
     auto ctx = std::make_shared<gloo_mesh_context>(rank_, size_, timeout_);
+    ctx->batch_loop = gloo_loop_batch_wanted(rv.topo.nnodes);
     try {
       if (store_) {
         gloo_store_adapter adapter(*store_, "ddp/gloo/");
@@ -8213,8 +8240,9 @@ public:
   void set_shm_chunk_bytes(std::size_t bytes) {
     if (auto* shm = shm_path_.get()) shm->set_chunk_bytes(bytes);
   }
-  /// Benches compare the two paths in one run: false sends all_reduce over TCP
-  /// again. Every rank must switch at the same point of its collective sequence.
+  /// Benches compare the two paths in one run: false sends all_reduce,
+  /// reduce_scatter and all_gather over TCP again. Every rank must switch at
+  /// the same point of its collective sequence.
   void use_shm(bool on) { knobs_.shm_on = on; }
   std::size_t shm_chunk_bytes() const {
     return shm_path_.get() ? shm_path_.get()->chunk_bytes(shm_path_.nodes() > 1) : 0;

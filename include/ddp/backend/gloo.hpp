@@ -60,6 +60,7 @@ public:
     auto device =
         make_gloo_device({rv.topo.rank, rv.topo.local_rank, rv.topo.master_addr, rv.topo.master_port});
     auto ctx = std::make_shared<gloo_mesh_context>(rank_, size_, timeout_);
+    ctx->batch_loop = gloo_loop_batch_wanted(rv.topo.nnodes);
     try {
       if (store_) {
         gloo_store_adapter adapter(*store_, "ddp/gloo/");
@@ -105,8 +106,9 @@ public:
   void set_shm_chunk_bytes(std::size_t bytes) {
     if (auto* shm = shm_path_.get()) shm->set_chunk_bytes(bytes);
   }
-  /// Benches compare the two paths in one run: false sends all_reduce over TCP
-  /// again. Every rank must switch at the same point of its collective sequence.
+  /// Benches compare the two paths in one run: false sends all_reduce,
+  /// reduce_scatter and all_gather over TCP again. Every rank must switch at
+  /// the same point of its collective sequence.
   void use_shm(bool on) { knobs_.shm_on = on; }
   std::size_t shm_chunk_bytes() const {
     return shm_path_.get() ? shm_path_.get()->chunk_bytes(shm_path_.nodes() > 1) : 0;

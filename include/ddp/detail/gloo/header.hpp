@@ -90,14 +90,19 @@ struct collective_header {
     return s;
   }
 
-  /// What to add to a mismatch message when the pieces are what differ.
+  /// What to add to a mismatch message when the same collective differs only
+  /// in how it travels: one rank in the node's shared memory and the other
+  /// over TCP, or different ring pieces.
   std::string hint_against(const collective_header& theirs) const {
-    if (piece != theirs.piece)
-      return " The ranks set different piece sizes: call set_ring_piece_bytes with the same value on every "
-             "rank.";
+    const bool same_call = kind == theirs.kind && count == theirs.count && dt == theirs.dt &&
+                           reduce == theirs.reduce && root == theirs.root;
+    if (!same_call) return "";
     if ((area == 0) != (theirs.area == 0) && !in_place && !theirs.in_place)
       return " Some ranks take the node's shared memory and others TCP: call use_shm with the same value on "
              "every rank.";
+    if (piece != theirs.piece)
+      return " The ranks set different piece sizes: call set_ring_piece_bytes with the same value on every "
+             "rank.";
     return "";
   }
 

@@ -20,11 +20,14 @@
 // running thread. The loop spins while a thread posting a send or receive
 // holds the pair's lock, and a loop thread woken by that very post's loopback
 // write preempted the poster inside its write: both then waited for the next
-// scheduler tick (4 ms) instead of microseconds.
+// scheduler tick (4 ms) instead of microseconds. Only where every peer is on
+// this node by default: the stall is loopback's, and across nodes a batch loop
+// would wait for a tick wherever every core computes.
 #ifndef DDP_DETAIL_GLOO_LOOP_TICKER_HPP
 #define DDP_DETAIL_GLOO_LOOP_TICKER_HPP
 
 #include <ddp/config.hpp>
+#include <ddp/detail/common/env.hpp>
 
 #include <gloo/transport/device.h>
 #include <gloo/transport/tcp/device.h>
@@ -47,6 +50,13 @@
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
+
+/// Whether a mesh's loop thread should run SCHED_BATCH: DDP_GLOO_LOOP_BATCH=0
+/// or 1 decides; unset, only when the mesh's ranks share one node (`nnodes`).
+inline bool gloo_loop_batch_wanted(int nnodes) {
+  if (auto v = getenv_str("DDP_GLOO_LOOP_BATCH"); v && !v->empty()) return *v != "0";
+  return nnodes == 1;
+}
 
 class gloo_loop_ticker final : ::gloo::transport::tcp::Handler {
 public:
@@ -152,10 +162,15 @@ private:
     [[maybe_unused]] auto n = ::read(fd_, &count, sizeof count); // empties it: the loop sleeps again
     if (to_batch_) {
       to_batch_ = false;
-      // Lowering the policy needs no privilege; where it fails all the same
-      // (a seccomp filter), the loop keeps Gloo's default: slower, not wrong.
-      const sched_param normal{0};
-      [[maybe_unused]] int rc = ::pthread_setschedparam(::pthread_self(), SCHED_BATCH, &normal);
+      // From the default policy only: a process run under a real-time policy
+      // keeps it. Lowering needs no privilege; where it fails all the same (a
+      // seccomp filter), the loop keeps Gloo's default: slower, not wrong.
+      int policy = SCHED_OTHER;
+      sched_param param{};
+      if (::pthread_getschedparam(::pthread_self(), &policy, &param) == 0 && policy == SCHED_OTHER) {
+        const sched_param normal{0};
+        [[maybe_unused]] int rc = ::pthread_setschedparam(::pthread_self(), SCHED_BATCH, &normal);
+      }
     }
   }
 

@@ -167,8 +167,7 @@ public:
   void connect(::gloo::rendezvous::Store& store, const std::shared_ptr<::gloo::transport::Device>& device,
                gloo_mesh_keys keys = gloo_mesh_keys::per_pair, connect_interrupt* interrupt = nullptr,
                int peer_step = 1) {
-    ticker_ =
-        std::make_unique<gloo_loop_ticker>(device, getenv_str("DDP_GLOO_LOOP_BATCH").value_or("1") != "0");
+    ticker_ = std::make_unique<gloo_loop_ticker>(device, batch_loop);
     device_ = device;
     transportContext_ = device->createContext(rank, size);
     connect_pairs(store, *transportContext_, keys, interrupt, std::max(1, peer_step));
@@ -462,6 +461,11 @@ private:
   }
 
   std::unique_ptr<gloo_loop_ticker> ticker_; ///< outlives the pairs: the destructor closes them first
+
+public:
+  /// Set before connect(): move the device's loop thread to SCHED_BATCH
+  /// (gloo_loop_batch_wanted, detail/gloo/loop_ticker.hpp).
+  bool batch_loop = false;
 };
 
 } // namespace detail

@@ -22,12 +22,14 @@
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
-/// Elements per part when a half slot holds `parts` of them, each starting on
-/// a cache line (so that no two ranks' parts share one).
-inline std::size_t shm_part_elements(const shm_all_reduce& node, std::size_t parts, std::size_t esz) {
+/// Elements per part when a half slot of `half_bytes` holds `parts` of them:
+/// whole cache lines where they fit, so that each reader's part starts on a
+/// line; with many ranks and a small slot (DDP_SHM_CHUNK_BYTES) fewer, never
+/// past the half (at least 2 KiB: one 8-byte element for each of 256 ranks).
+constexpr std::size_t shm_part_elements(std::size_t half_bytes, std::size_t parts, std::size_t esz) {
   const std::size_t line = std::max<std::size_t>(64 / esz, 1);
-  const std::size_t k = node.half_slot_bytes() / parts / esz / line * line;
-  return std::max(k, line);
+  const std::size_t k = half_bytes / parts / esz;
+  return k >= line ? k / line * line : std::max<std::size_t>(k, 1);
 }
 
 /// Block l of `in` (n elements each, one per local rank) reduced over the
@@ -37,7 +39,7 @@ inline void shm_reduce_scatter(shm_all_reduce& node, const void* in, void* out, 
                                const collective_header& h, const std::string& what) {
   const int L = node.segment().local_size(), me = node.segment().local_rank();
   const std::size_t esz = size_of(dt), parts = static_cast<std::size_t>(L);
-  const std::size_t cap = shm_part_elements(node, parts, esz);
+  const std::size_t cap = shm_part_elements(node.half_slot_bytes(), parts, esz);
   const auto fn = reduce_for(dt, o == op::avg ? op::sum : o);
   const auto* blocks = static_cast<const char*>(in);
   auto* res = static_cast<char*>(out);
@@ -48,7 +50,7 @@ inline void shm_reduce_scatter(shm_all_reduce& node, const void* in, void* out, 
     const std::size_t m = std::min(cap, n - off);
     // Every block's part, this rank's own too: `out` may be that block.
     char* mine = node.slot_half(me, buf);
-    for (std::size_t p = 0; p < parts; ++p)
+    for (std::size_t p = 0; p < parts && m; ++p) // m == 0: `in` may be null
       std::memcpy(mine + p * cap * esz, blocks + (p * n + off) * esz, m * esz);
     node.step_barrier();
     if (first) node.check_step_headers(h);
@@ -73,7 +75,7 @@ inline void shm_all_gather(shm_all_reduce& node, const void* in, void* out, std:
                            const collective_header& h, const std::string& what) {
   const int L = node.segment().local_size(), me = node.segment().local_rank();
   const std::size_t esz = size_of(dt);
-  const std::size_t cap = shm_part_elements(node, 1, esz);
+  const std::size_t cap = shm_part_elements(node.half_slot_bytes(), 1, esz);
   const auto* src = static_cast<const char*>(in);
   auto* blocks = static_cast<char*>(out);
   node.begin_collective(h, what);
@@ -81,7 +83,7 @@ inline void shm_all_gather(shm_all_reduce& node, const void* in, void* out, std:
   bool first = true;
   for (std::size_t off = 0; first || off < n; off += cap, buf ^= 1) {
     const std::size_t m = std::min(cap, n - off);
-    std::memcpy(node.slot_half(me, buf), src + off * esz, m * esz);
+    if (m) std::memcpy(node.slot_half(me, buf), src + off * esz, m * esz); // n == 0: `in` may be null
     node.step_barrier();
     if (first) node.check_step_headers(h);
     first = false;
