@@ -3710,12 +3710,21 @@ DDP_END_NAMESPACE
 #endif // DDP_BACKEND_COMMUNICATOR_HPP
 // ---- end ddp/backend/communicator.hpp ----
 // ---- begin ddp/backend/gloo.hpp ----
-// The Gloo backend: CPU tensors over TCP. Collectives run one at a time, in
-// submission order, on a worker thread (Gloo has no non-blocking collectives),
-// each with a fresh tag. The first failure closes every connection, so peers
-// fail fast too, and poisons the group.
+// The Gloo backend policy: CPU tensors over TCP, and through the node's shared
+// memory where ranks share a node. Its communicator is
+// detail/gloo/communicator.hpp.
 #ifndef DDP_BACKEND_GLOO_HPP
 #define DDP_BACKEND_GLOO_HPP
+
+// ---- begin ddp/detail/gloo/communicator.hpp ----
+// The Gloo communicator behind ddp::gloo (backend/gloo.hpp): CPU tensors over
+// TCP. Collectives run one at a time, in submission order, on a worker thread
+// (Gloo has no non-blocking collectives), each with a fresh tag. The first
+// failure closes every connection, so peers fail fast too, and poisons the
+// group. It connects, dispatches and aborts; the mesh, the collectives, the
+// shared-memory path and the blame are its parts in this folder.
+#ifndef DDP_DETAIL_GLOO_COMMUNICATOR_HPP
+#define DDP_DETAIL_GLOO_COMMUNICATOR_HPP
 
 // ---- begin ddp/detail/backend/collective_queue.hpp ----
 // What every backend shares: one ordered queue of collectives per group (so
@@ -4690,8 +4699,9 @@ DDP_END_NAMESPACE
 // Gloo (2022-05) declares only set, get and wait; later Gloo adds multi_set
 // and multi_get behind has_v2_support(), for the same reason: a full mesh
 // exchanges a key per pair. ddp's adapter of its tcp_store is one
-// (backend/gloo.hpp); gloo_mesh_context uses it where the store it is given
-// is one, and one key at a time where not (Gloo's own stores, in tests).
+// (detail/gloo/communicator.hpp); gloo_mesh_context uses it where the store it
+// is given is one, and one key at a time where not (Gloo's own stores, in
+// tests).
 #ifndef DDP_DETAIL_GLOO_BATCH_STORE_HPP
 #define DDP_DETAIL_GLOO_BATCH_STORE_HPP
 
@@ -8169,9 +8179,6 @@ DDP_END_NAMESPACE
 #include <vector>
 
 DDP_BEGIN_NAMESPACE
-
-template <> struct dtype_of<::gloo::float16> : std::integral_constant<dtype, dtype::f16> {};
-
 namespace detail {
 
 class gloo_communicator {
@@ -8539,6 +8546,19 @@ private:
 };
 
 } // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_COMMUNICATOR_HPP
+// ---- end ddp/detail/gloo/communicator.hpp ----
+
+#include <gloo/types.h>
+
+#include <string_view>
+#include <type_traits>
+
+DDP_BEGIN_NAMESPACE
+
+template <> struct dtype_of<::gloo::float16> : std::integral_constant<dtype, dtype::f16> {};
 
 /// Backend policy: Gloo over TCP, for CPU tensors.
 struct gloo {
@@ -18256,21 +18276,28 @@ DDP_END_NAMESPACE
 // The NCCL backend joins when the build says so (target ddp::nccl defines DDP_WITH_NCCL).
 #if defined(DDP_WITH_NCCL)
 // ---- begin ddp/backend/nccl.hpp ----
-// The NCCL backend: GPU collectives. Tensors in device memory (ddp::device_span,
-// passed with the device_memory tag: known at compile time) go to NCCL
-// directly; host tensors are staged through a pinned host buffer and a device
-// buffer kept across calls. Collectives are queued in submission order by one
-// worker thread on one CUDA stream. A device collective's job does not wait
-// for it: it records an event after it and hands the work to a watcher thread
-// (completion_watch.hpp) that finishes it when the event completes, so a
-// step's collectives reach NCCL back to back, and work::stream_wait(stream)
-// makes a caller's stream wait for that event without blocking the caller. A
-// host collective's job waits for the stream (the copy back needs it). Every
-// wait polls with a deadline and aborts the communicator on timeout or error,
-// so a dead or stalled peer is an error naming the collective, not a hang.
-// Needs <nccl.h> and the CUDA runtime: link ddp::nccl.
+// The NCCL backend policy: GPU collectives, host tensors staged through the
+// device. Its communicator is detail/nccl/communicator.hpp. Needs <nccl.h> and
+// the CUDA runtime: link ddp::nccl.
 #ifndef DDP_BACKEND_NCCL_HPP
 #define DDP_BACKEND_NCCL_HPP
+
+// ---- begin ddp/detail/nccl/communicator.hpp ----
+// The NCCL communicator behind ddp::nccl (backend/nccl.hpp): GPU collectives.
+// Tensors in device memory (ddp::device_span, passed with the device_memory
+// tag: known at compile time) go to NCCL directly; host tensors are staged
+// through a pinned host buffer and a device buffer kept across calls.
+// Collectives are queued in submission order by one worker thread on one CUDA
+// stream. A device collective's job does not wait for it: it records an event
+// after it and hands the work to a watcher thread (completion_watch.hpp) that
+// finishes it when the event completes, so a step's collectives reach NCCL
+// back to back, and work::stream_wait(stream) makes a caller's stream wait for
+// that event without blocking the caller. A host collective's job waits for
+// the stream (the copy back needs it). Every wait polls with a deadline and
+// aborts the communicator on timeout or error, so a dead or stalled peer is an
+// error naming the collective, not a hang.
+#ifndef DDP_DETAIL_NCCL_COMMUNICATOR_HPP
+#define DDP_DETAIL_NCCL_COMMUNICATOR_HPP
 
 // ---- begin ddp/detail/backend/completion_watch.hpp ----
 // Finishes the works of collectives that complete on a device stream (NCCL,
@@ -19110,6 +19137,14 @@ private:
 };
 
 } // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_NCCL_COMMUNICATOR_HPP
+// ---- end ddp/detail/nccl/communicator.hpp ----
+
+#include <string_view>
+
+DDP_BEGIN_NAMESPACE
 
 /// Backend policy: NCCL, for GPU tensors (host tensors are staged).
 struct nccl {

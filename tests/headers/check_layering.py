@@ -9,7 +9,8 @@ Rules (exit 1 naming every break):
    implements (OWNER_PUBLIC: the reducer's pieces sit on the communicator
    concept, the bucketing and reduction policies, ddp_options and the gradient sink, as do LibTorch's hooks and the shard engine; the peer-failure watch and the rendezvous
    building on the store, the topology and the rendezvous; the Gloo
-   communicator's parts on the rendezvous, the store and shm_array).
+   communicator on the rendezvous, the store and shm_array; NCCL's on the
+   rendezvous and the store).
 2. Internals live under detail/: a header outside it may use namespace detail
    for small helpers (functions, concepts, constants, aliases) but defines no
    class, struct or union there, except the ones DETAIL_CLASS_EXCEPTIONS lists
@@ -35,12 +36,10 @@ OWNER_PUBLIC = {
     "sharded": {"ddp/backend/communicator.hpp"},
     "process_group": {"ddp/backend/communicator.hpp", "ddp/store.hpp", "ddp/topology.hpp"},
     "gloo": {"ddp/backend/communicator.hpp", "ddp/store.hpp", "ddp/shm_array.hpp"},
+    "nccl": {"ddp/backend/communicator.hpp", "ddp/store.hpp"},
 }
 # (public header, class in namespace detail) -> why it stays there.
 DETAIL_CLASS_EXCEPTIONS = {
-    ("backend/gloo.hpp", "gloo_communicator"): "the communicator ddp::gloo names; its parts live in detail/gloo/",
-    ("backend/nccl.hpp", "nccl_communicator"): "the communicator ddp::nccl names; not yet split like gloo.hpp",
-    ("backend/nccl.hpp", "event_completion"): "the NCCL communicator's completion test; moves when nccl.hpp splits",
     ("data/reader.hpp", "byte_reader"): "ddp::data's own internals (zlib), which the core's detail/ never needs",
     ("model.hpp", "parameter_probe"): "a probe type for the model concept, defined where the concept is",
     ("model.hpp", "buffer_probe"): "a probe type for the model concept, defined where the concept is",
