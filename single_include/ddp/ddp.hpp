@@ -4802,7 +4802,7 @@ public:
   /// Registers with `device`'s event loop; a device of another transport
   /// than TCP gets a ticker that does nothing. `batch_loop`: move the loop's
   /// thread to SCHED_BATCH (see the top of this file).
-  explicit gloo_loop_ticker(const std::shared_ptr<::gloo::transport::Device>& device, bool batch_loop = true)
+  explicit gloo_loop_ticker(const std::shared_ptr<::gloo::transport::Device>& device, bool batch_loop)
       : device_(std::dynamic_pointer_cast<::gloo::transport::tcp::Device>(device)), to_batch_(batch_loop) {
     if (!device_) return;
     fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -5024,6 +5024,10 @@ public:
 
   gloo_mesh_context(const gloo_mesh_context&) = delete;
   gloo_mesh_context& operator=(const gloo_mesh_context&) = delete;
+
+  /// Set before connect(): move the device's loop thread to SCHED_BATCH
+  /// (gloo_loop_batch_wanted, detail/gloo/loop_ticker.hpp).
+  bool batch_loop = false;
 
   /// Closes the pairs while the loop ticks fast (detail/gloo/loop_ticker.hpp), before
   /// Gloo's Context would close them one 10 ms tick at a time, then lets the
@@ -5358,11 +5362,6 @@ private:
   }
 
   std::unique_ptr<gloo_loop_ticker> ticker_; ///< outlives the pairs: the destructor closes them first
-
-public:
-  /// Set before connect(): move the device's loop thread to SCHED_BATCH
-  /// (gloo_loop_batch_wanted, detail/gloo/loop_ticker.hpp).
-  bool batch_loop = false;
 };
 
 } // namespace detail
@@ -6743,8 +6742,8 @@ struct gloo_knobs {
   }
 
   std::size_t ring_piece_bytes = fragment_ring::default_piece_bytes;
-  bool shm_on =
-      true; ///< use_shm(false): all_reduce, reduce_scatter, all_gather over TCP although the segment is there
+  /// use_shm(false): all_reduce, reduce_scatter and all_gather over TCP although the segment is there.
+  bool shm_on = true;
   std::atomic<std::uint64_t> in_place_runs{0};  ///< all-reduces run in place in a shm array
   std::atomic<std::uint64_t> shm_block_runs{0}; ///< reduce_scatters and all_gathers run through the segment
 };
@@ -7293,16 +7292,34 @@ public:
     what_ = nullptr;
   }
 
-  /// The steps other collectives through the segment are made of
-  /// (detail/shm/block_collectives.hpp): begin (deadline, name, header
-  /// published), barriers, the header check after the first, end. Between two
-  /// barriers a rank writes only its own slot and reads the others'.
-  void begin_collective(const collective_header& h, const std::string& what) { begin(h, what); }
-  void step_barrier() { barrier(); }
-  void check_step_headers(const collective_header& h) { check_headers(h); }
-  void end_collective() { what_ = nullptr; }
+  /// A collective of pipelined steps through the halves of the slots
+  /// (reduce_scatter and all_gather: detail/shm/block_collectives.hpp). Per
+  /// step of at most `cap` of `n` elements, `write(off, m, buf)` fills this
+  /// rank's half `buf`, the ranks meet at one barrier (the first also checks
+  /// the headers), then `read(off, m, buf)` reads the others' halves. Safe
+  /// because half `buf` of step k is written again by step k+2, after barrier
+  /// k+1, which no rank passes before it finished reading step k; a last
+  /// barrier keeps the next collective off a half still being read.
+  template <class Write, class Read>
+  void run_steps(const collective_header& h, const std::string& what, std::size_t n, std::size_t cap,
+                 Write&& write, Read&& read) {
+    begin(h, what);
+    int buf = 0;
+    bool first = true;
+    for (std::size_t off = 0; first || off < n; off += cap, buf ^= 1) {
+      const std::size_t m = std::min(cap, n - off);
+      write(off, m, buf);
+      barrier();
+      if (first) check_headers(h);
+      first = false;
+      if (m == 0) break; // nothing to move: the barrier still checked the headers
+      read(off, m, buf);
+    }
+    barrier();
+    what_ = nullptr;
+  }
   /// Half `buf` (0 or 1) of local rank l's slot, half_slot_bytes() long and
-  /// 64-byte aligned: the pipelined steps alternate between the two halves.
+  /// 64-byte aligned.
   char* slot_half(int l, int buf) const { return data(l, buf); }
   std::size_t half_slot_bytes() const { return half_slot(); }
 
@@ -7731,8 +7748,8 @@ DDP_END_NAMESPACE
 // shared segment, in the pipelined steps of the node's all-reduce
 // (detail/shm/all_reduce.hpp): per step every rank copies its part into one
 // half of its slot, meets the others at one barrier, and reads what it needs
-// straight from their slots; the next step uses the other half. A last
-// barrier keeps the next collective's first step off a half still being read.
+// straight from their slots; the next step uses the other half
+// (shm_all_reduce::run_steps drives the steps and their barriers).
 // Both give the same bits as the TCP path: blocks reduced in rank order, then
 // the averaging.
 #ifndef DDP_DETAIL_SHM_BLOCK_COLLECTIVES_HPP
@@ -7768,30 +7785,24 @@ inline void shm_reduce_scatter(shm_all_reduce& node, const void* in, void* out, 
   const auto fn = reduce_for(dt, o == op::avg ? op::sum : o);
   const auto* blocks = static_cast<const char*>(in);
   auto* res = static_cast<char*>(out);
-  node.begin_collective(h, what);
-  int buf = 0;
-  bool first = true;
-  for (std::size_t off = 0; first || off < n; off += cap, buf ^= 1) {
-    const std::size_t m = std::min(cap, n - off);
-    // Every block's part, this rank's own too: `out` may be that block.
-    char* mine = node.slot_half(me, buf);
-    for (std::size_t p = 0; p < parts && m; ++p) // m == 0: `in` may be null
-      std::memcpy(mine + p * cap * esz, blocks + (p * n + off) * esz, m * esz);
-    node.step_barrier();
-    if (first) node.check_step_headers(h);
-    first = false;
-    if (m == 0) break;
-    auto part = [&](int l) -> const char* {
-      return node.slot_half(l, buf) + static_cast<std::size_t>(me) * cap * esz;
-    };
-    char* dst = res + off * esz;
-    if (L == 1) std::memcpy(dst, part(0), m * esz);
-    for (int l = 1; l < L; ++l)
-      fn(dst, l == 1 ? static_cast<const void*>(part(0)) : dst, part(l), m);
-    if (o == op::avg) scale_in_place(dst, m, dt, 1.0 / L);
-  }
-  node.step_barrier();
-  node.end_collective();
+  node.run_steps(
+      h, what, n, cap,
+      [&](std::size_t off, std::size_t m, int buf) {
+        // Every block's part, this rank's own too: `out` may be that block.
+        char* mine = node.slot_half(me, buf);
+        for (std::size_t p = 0; p < parts && m; ++p) // m == 0: `in` may be null
+          std::memcpy(mine + p * cap * esz, blocks + (p * n + off) * esz, m * esz);
+      },
+      [&](std::size_t off, std::size_t m, int buf) {
+        auto part = [&](int l) -> const char* {
+          return node.slot_half(l, buf) + static_cast<std::size_t>(me) * cap * esz;
+        };
+        char* dst = res + off * esz;
+        if (L == 1) std::memcpy(dst, part(0), m * esz);
+        for (int l = 1; l < L; ++l)
+          fn(dst, l == 1 ? static_cast<const void*>(part(0)) : dst, part(l), m);
+        if (o == op::avg) scale_in_place(dst, m, dt, 1.0 / L);
+      });
 }
 
 /// This rank's `in` (n elements) into block l of every local rank l's `out`
@@ -7803,25 +7814,20 @@ inline void shm_all_gather(shm_all_reduce& node, const void* in, void* out, std:
   const std::size_t cap = shm_part_elements(node.half_slot_bytes(), 1, esz);
   const auto* src = static_cast<const char*>(in);
   auto* blocks = static_cast<char*>(out);
-  node.begin_collective(h, what);
-  int buf = 0;
-  bool first = true;
-  for (std::size_t off = 0; first || off < n; off += cap, buf ^= 1) {
-    const std::size_t m = std::min(cap, n - off);
-    if (m) std::memcpy(node.slot_half(me, buf), src + off * esz, m * esz); // n == 0: `in` may be null
-    node.step_barrier();
-    if (first) node.check_step_headers(h);
-    first = false;
-    if (m == 0) break;
-    // Own block from the slot too (in place, `in` is that block); the others
-    // first, so that the own copy reads a line still in cache.
-    for (int i = 1; i <= L; ++i) {
-      const int l = (me + i) % L;
-      std::memcpy(blocks + (static_cast<std::size_t>(l) * n + off) * esz, node.slot_half(l, buf), m * esz);
-    }
-  }
-  node.step_barrier();
-  node.end_collective();
+  node.run_steps(
+      h, what, n, cap,
+      [&](std::size_t off, std::size_t m, int buf) {
+        if (m) std::memcpy(node.slot_half(me, buf), src + off * esz, m * esz); // n == 0: `in` may be null
+      },
+      [&](std::size_t off, std::size_t m, int buf) {
+        // Own block from the slot too (in place, `in` is that block); the
+        // others first, so that the own copy reads a line still in cache.
+        for (int i = 1; i <= L; ++i) {
+          const int l = (me + i) % L;
+          std::memcpy(blocks + (static_cast<std::size_t>(l) * n + off) * esz, node.slot_half(l, buf),
+                      m * esz);
+        }
+      });
 }
 
 } // namespace detail

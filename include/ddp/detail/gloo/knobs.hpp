@@ -29,8 +29,8 @@ struct gloo_knobs {
   }
 
   std::size_t ring_piece_bytes = fragment_ring::default_piece_bytes;
-  bool shm_on =
-      true; ///< use_shm(false): all_reduce, reduce_scatter, all_gather over TCP although the segment is there
+  /// use_shm(false): all_reduce, reduce_scatter and all_gather over TCP although the segment is there.
+  bool shm_on = true;
   std::atomic<std::uint64_t> in_place_runs{0};  ///< all-reduces run in place in a shm array
   std::atomic<std::uint64_t> shm_block_runs{0}; ///< reduce_scatters and all_gathers run through the segment
 };

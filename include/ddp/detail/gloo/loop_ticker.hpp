@@ -67,7 +67,7 @@ public:
   /// Registers with `device`'s event loop; a device of another transport
   /// than TCP gets a ticker that does nothing. `batch_loop`: move the loop's
   /// thread to SCHED_BATCH (see the top of this file).
-  explicit gloo_loop_ticker(const std::shared_ptr<::gloo::transport::Device>& device, bool batch_loop = true)
+  explicit gloo_loop_ticker(const std::shared_ptr<::gloo::transport::Device>& device, bool batch_loop)
       : device_(std::dynamic_pointer_cast<::gloo::transport::tcp::Device>(device)), to_batch_(batch_loop) {
     if (!device_) return;
     fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -128,6 +128,10 @@ public:
   gloo_mesh_context(const gloo_mesh_context&) = delete;
   gloo_mesh_context& operator=(const gloo_mesh_context&) = delete;
 
+  /// Set before connect(): move the device's loop thread to SCHED_BATCH
+  /// (gloo_loop_batch_wanted, detail/gloo/loop_ticker.hpp).
+  bool batch_loop = false;
+
   /// Closes the pairs while the loop ticks fast (detail/gloo/loop_ticker.hpp), before
   /// Gloo's Context would close them one 10 ms tick at a time, then lets the
   /// ticker stop the device's loop (another tick). Where a Gloo buffer still
@@ -461,11 +465,6 @@ private:
   }
 
   std::unique_ptr<gloo_loop_ticker> ticker_; ///< outlives the pairs: the destructor closes them first
-
-public:
-  /// Set before connect(): move the device's loop thread to SCHED_BATCH
-  /// (gloo_loop_batch_wanted, detail/gloo/loop_ticker.hpp).
-  bool batch_loop = false;
 };
 
 } // namespace detail

@@ -136,16 +136,34 @@ public:
     what_ = nullptr;
   }
 
-  /// The steps other collectives through the segment are made of
-  /// (detail/shm/block_collectives.hpp): begin (deadline, name, header
-  /// published), barriers, the header check after the first, end. Between two
-  /// barriers a rank writes only its own slot and reads the others'.
-  void begin_collective(const collective_header& h, const std::string& what) { begin(h, what); }
-  void step_barrier() { barrier(); }
-  void check_step_headers(const collective_header& h) { check_headers(h); }
-  void end_collective() { what_ = nullptr; }
+  /// A collective of pipelined steps through the halves of the slots
+  /// (reduce_scatter and all_gather: detail/shm/block_collectives.hpp). Per
+  /// step of at most `cap` of `n` elements, `write(off, m, buf)` fills this
+  /// rank's half `buf`, the ranks meet at one barrier (the first also checks
+  /// the headers), then `read(off, m, buf)` reads the others' halves. Safe
+  /// because half `buf` of step k is written again by step k+2, after barrier
+  /// k+1, which no rank passes before it finished reading step k; a last
+  /// barrier keeps the next collective off a half still being read.
+  template <class Write, class Read>
+  void run_steps(const collective_header& h, const std::string& what, std::size_t n, std::size_t cap,
+                 Write&& write, Read&& read) {
+    begin(h, what);
+    int buf = 0;
+    bool first = true;
+    for (std::size_t off = 0; first || off < n; off += cap, buf ^= 1) {
+      const std::size_t m = std::min(cap, n - off);
+      write(off, m, buf);
+      barrier();
+      if (first) check_headers(h);
+      first = false;
+      if (m == 0) break; // nothing to move: the barrier still checked the headers
+      read(off, m, buf);
+    }
+    barrier();
+    what_ = nullptr;
+  }
   /// Half `buf` (0 or 1) of local rank l's slot, half_slot_bytes() long and
-  /// 64-byte aligned: the pipelined steps alternate between the two halves.
+  /// 64-byte aligned.
   char* slot_half(int l, int buf) const { return data(l, buf); }
   std::size_t half_slot_bytes() const { return half_slot(); }
 

@@ -2,8 +2,8 @@
 // shared segment, in the pipelined steps of the node's all-reduce
 // (detail/shm/all_reduce.hpp): per step every rank copies its part into one
 // half of its slot, meets the others at one barrier, and reads what it needs
-// straight from their slots; the next step uses the other half. A last
-// barrier keeps the next collective's first step off a half still being read.
+// straight from their slots; the next step uses the other half
+// (shm_all_reduce::run_steps drives the steps and their barriers).
 // Both give the same bits as the TCP path: blocks reduced in rank order, then
 // the averaging.
 #ifndef DDP_DETAIL_SHM_BLOCK_COLLECTIVES_HPP
@@ -43,30 +43,24 @@ inline void shm_reduce_scatter(shm_all_reduce& node, const void* in, void* out, 
   const auto fn = reduce_for(dt, o == op::avg ? op::sum : o);
   const auto* blocks = static_cast<const char*>(in);
   auto* res = static_cast<char*>(out);
-  node.begin_collective(h, what);
-  int buf = 0;
-  bool first = true;
-  for (std::size_t off = 0; first || off < n; off += cap, buf ^= 1) {
-    const std::size_t m = std::min(cap, n - off);
-    // Every block's part, this rank's own too: `out` may be that block.
-    char* mine = node.slot_half(me, buf);
-    for (std::size_t p = 0; p < parts && m; ++p) // m == 0: `in` may be null
-      std::memcpy(mine + p * cap * esz, blocks + (p * n + off) * esz, m * esz);
-    node.step_barrier();
-    if (first) node.check_step_headers(h);
-    first = false;
-    if (m == 0) break;
-    auto part = [&](int l) -> const char* {
-      return node.slot_half(l, buf) + static_cast<std::size_t>(me) * cap * esz;
-    };
-    char* dst = res + off * esz;
-    if (L == 1) std::memcpy(dst, part(0), m * esz);
-    for (int l = 1; l < L; ++l)
-      fn(dst, l == 1 ? static_cast<const void*>(part(0)) : dst, part(l), m);
-    if (o == op::avg) scale_in_place(dst, m, dt, 1.0 / L);
-  }
-  node.step_barrier();
-  node.end_collective();
+  node.run_steps(
+      h, what, n, cap,
+      [&](std::size_t off, std::size_t m, int buf) {
+        // Every block's part, this rank's own too: `out` may be that block.
+        char* mine = node.slot_half(me, buf);
+        for (std::size_t p = 0; p < parts && m; ++p) // m == 0: `in` may be null
+          std::memcpy(mine + p * cap * esz, blocks + (p * n + off) * esz, m * esz);
+      },
+      [&](std::size_t off, std::size_t m, int buf) {
+        auto part = [&](int l) -> const char* {
+          return node.slot_half(l, buf) + static_cast<std::size_t>(me) * cap * esz;
+        };
+        char* dst = res + off * esz;
+        if (L == 1) std::memcpy(dst, part(0), m * esz);
+        for (int l = 1; l < L; ++l)
+          fn(dst, l == 1 ? static_cast<const void*>(part(0)) : dst, part(l), m);
+        if (o == op::avg) scale_in_place(dst, m, dt, 1.0 / L);
+      });
 }
 
 /// This rank's `in` (n elements) into block l of every local rank l's `out`
@@ -78,25 +72,20 @@ inline void shm_all_gather(shm_all_reduce& node, const void* in, void* out, std:
   const std::size_t cap = shm_part_elements(node.half_slot_bytes(), 1, esz);
   const auto* src = static_cast<const char*>(in);
   auto* blocks = static_cast<char*>(out);
-  node.begin_collective(h, what);
-  int buf = 0;
-  bool first = true;
-  for (std::size_t off = 0; first || off < n; off += cap, buf ^= 1) {
-    const std::size_t m = std::min(cap, n - off);
-    if (m) std::memcpy(node.slot_half(me, buf), src + off * esz, m * esz); // n == 0: `in` may be null
-    node.step_barrier();
-    if (first) node.check_step_headers(h);
-    first = false;
-    if (m == 0) break;
-    // Own block from the slot too (in place, `in` is that block); the others
-    // first, so that the own copy reads a line still in cache.
-    for (int i = 1; i <= L; ++i) {
-      const int l = (me + i) % L;
-      std::memcpy(blocks + (static_cast<std::size_t>(l) * n + off) * esz, node.slot_half(l, buf), m * esz);
-    }
-  }
-  node.step_barrier();
-  node.end_collective();
+  node.run_steps(
+      h, what, n, cap,
+      [&](std::size_t off, std::size_t m, int buf) {
+        if (m) std::memcpy(node.slot_half(me, buf), src + off * esz, m * esz); // n == 0: `in` may be null
+      },
+      [&](std::size_t off, std::size_t m, int buf) {
+        // Own block from the slot too (in place, `in` is that block); the
+        // others first, so that the own copy reads a line still in cache.
+        for (int i = 1; i <= L; ++i) {
+          const int l = (me + i) % L;
+          std::memcpy(blocks + (static_cast<std::size_t>(l) * n + off) * esz, node.slot_half(l, buf),
+                      m * esz);
+        }
+      });
 }
 
 } // namespace detail
