@@ -66,6 +66,20 @@ public:
     }
   }
 
+  /// A bucket's fragments summed around ddp's ring, then scaled. Buckets skip
+  /// the header round (a round trip each), but ranks with different pieces
+  /// would cut the ring's messages differently: wrong data, or Gloo aborting
+  /// the process. So the first bucket, and the first after a rank changed its
+  /// piece, compare headers.
+  void all_reduce_fragments(const collective_header& h, const std::string& what,
+                            const std::vector<fragment>& frags, dtype dt, double scale) {
+    if (h.piece != verified_piece_ && size_ > 1) {
+      exchange_header(h, what);
+      verified_piece_ = h.piece;
+    }
+    fragment_ring(ctx_, waits_, frags, dt, scratch_, h.piece).run(h.tag, scale, timeout_);
+  }
+
   void broadcast(std::uint32_t tag, const std::string& what, void* data, std::size_t n, dtype dt, int root,
                  std::size_t piece) {
     if (size_ == 1) return;
@@ -184,6 +198,7 @@ private:
   std::vector<char>& scratch_;
   header_round headers_;
   exchange_hook before_exchange_;
+  std::size_t verified_piece_ = 0; ///< the piece every rank's buckets last agreed on (worker thread only)
 };
 
 } // namespace detail

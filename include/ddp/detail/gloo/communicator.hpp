@@ -244,20 +244,10 @@ public:
                     auto h = gloo_collectives::header(collective_kind::all_reduce, tag, n, dt);
                     h.reduce = static_cast<std::uint8_t>(op::sum);
                     h.piece = piece;
-                    if (shm && size_ > 1) {
+                    if (shm && size_ > 1)
                       shm_path_.run(h, what, frags, dt, op::sum, scale, leaders_);
-                      return;
-                    }
-                    if (piece != verified_piece_ && size_ > 1) {
-                      // Buckets over TCP skip the header round (a round trip
-                      // each), but ranks with different pieces would cut the
-                      // ring's messages differently: wrong data, or Gloo
-                      // aborting the process. So the first bucket, and the first
-                      // after a rank changed its piece, compare headers.
-                      mesh_.exchange_header(h, what);
-                      verified_piece_ = piece;
-                    }
-                    fragment_ring(ctx_, waits_, frags, dt, scratch_, piece).run(tag, scale, timeout_);
+                    else
+                      mesh_.all_reduce_fragments(h, what, frags, dt, scale);
                   });
   }
 
@@ -397,8 +387,7 @@ private:
   gloo_collectives mesh_; ///< the collectives over ctx_: header round, ring, chain, block exchange
   gloo_waits waits_;      ///< the buffers of ddp's own collectives, for interrupt_connections
   gloo_knobs knobs_;
-  std::size_t verified_piece_ = 0; ///< the piece every rank's buckets last agreed on (worker thread only)
-  std::uint32_t next_tag_ = 1;     // worker thread only
+  std::uint32_t next_tag_ = 1; // worker thread only
   collective_queue queue_;
   gloo_blame blame_;
 };
