@@ -318,7 +318,8 @@ static int run(ddp::process_group<ddp::gloo>& pg, const std::string& scenario, c
       pg.all_reduce(ranks);
       pg.barrier();
       if (ranks[0] != std::int64_t{pg.size()} * (pg.size() - 1) / 2) return 1;
-      std::printf("RESULT ok rank=%d size=%d\n", pg.rank(), pg.size());
+      std::printf("RESULT ok rank=%d size=%d shm=%d\n", pg.rank(), pg.size(),
+                  pg.communicator().shm_active() ? 1 : 0);
       return 0;
     }
     std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());

@@ -108,18 +108,18 @@ TEST_CASE("shm is on by default among a node's ranks; DDP_SHM=0 turns it off; th
   // Every local rank mapped it before construction returned, then the name went:
   // a rank killed from here on leaks nothing.
   CHECK_FALSE(std::filesystem::exists("/dev/shm" + name));
-  CHECK(comm.shm_chunk_bytes() == (pg.topology().nnodes > 1
-                                       ? ddp::detail::shm_all_reduce::default_slot_bytes
-                                       : ddp::detail::shm_all_reduce::default_chunk_bytes));
+  CHECK(comm.shm_step_bytes() == (pg.topology().nnodes > 1
+                                      ? ddp::detail::shm_all_reduce::default_area_bytes
+                                      : ddp::detail::shm_all_reduce::default_step_bytes));
 }
 
-TEST_CASE("all_reduce through shm equals the rank-order result, across chunk boundaries") {
+TEST_CASE("all_reduce through shm equals the rank-order result, across step boundaries") {
   auto& pg = group();
   auto& comm = pg.communicator();
   const int w = pg.size();
-  // 4 KiB chunks: 1024 floats, so 3 chunks + 5 and 70001 cross chunk ends, and
-  // slices of a chunk end mid-cache-line at world 3.
-  comm.set_shm_chunk_bytes(4096);
+  // 4 KiB steps: 1024 floats, so 3 steps + 5 and 70001 cross step ends, and
+  // slices of a step end mid-cache-line at world 3.
+  comm.set_shm_step_bytes(4096);
   for (auto dt : {ddp::dtype::f32, ddp::dtype::f64, ddp::dtype::f16})
     for (auto o : {ddp::op::sum, ddp::op::avg, ddp::op::min, ddp::op::max})
       for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1023}, std::size_t{3 * 1024 + 5},
@@ -138,14 +138,14 @@ TEST_CASE("all_reduce through shm equals the rank-order result, across chunk bou
             (comm.shm_active() && pg.topology().nnodes > 1);
         CHECK(differences(buf, want, dt, n, ring && (o == ddp::op::sum || o == ddp::op::avg)) == 0);
       }
-  comm.set_shm_chunk_bytes(0); // the defaults
+  comm.set_shm_step_bytes(0); // the defaults
 }
 
-TEST_CASE("buckets (fragments) through shm: scaled, across fragment and chunk ends") {
+TEST_CASE("buckets (fragments) through shm: scaled, across fragment and step ends") {
   auto& pg = group();
   auto& comm = pg.communicator();
   const int w = pg.size();
-  comm.set_shm_chunk_bytes(256); // 64 floats
+  comm.set_shm_step_bytes(256); // 64 floats
   const std::vector<std::size_t> sizes{1, 63, 64, 65, 0, 200, 7};
   std::size_t total = 0;
   for (auto s : sizes)
@@ -162,7 +162,7 @@ TEST_CASE("buckets (fragments) through shm: scaled, across fragment and chunk en
   const auto want = expected(ddp::dtype::f32, ddp::op::sum, total, w, 1.0 / w);
   // Over TCP buckets take ddp's ring: another order of summation.
   CHECK(differences(flat, want, ddp::dtype::f32, total, !comm.shm_active() || pg.topology().nnodes > 1) == 0);
-  comm.set_shm_chunk_bytes(0); // the defaults
+  comm.set_shm_step_bytes(0); // the defaults
 }
 
 TEST_CASE("shm and TCP collectives interleave in order") {
@@ -184,7 +184,7 @@ TEST_CASE("reduce_scatter and all_gather through shm equal the TCP path bit for 
   const int w = pg.size();
   const auto W = static_cast<std::size_t>(w);
   // Per block: nothing, one element, one cache line short, and more than one
-  // step of the shm path (a half slot holds 256 KiB on one node, split W ways
+  // step of the shm path (a half area holds 256 KiB on one node, split W ways
   // for reduce_scatter), ending mid-line.
   for (auto dt : {ddp::dtype::f32, ddp::dtype::f64, ddp::dtype::f16})
     for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{15}, std::size_t{(200u << 10) + 3}}) {
@@ -307,7 +307,7 @@ TEST_CASE("a shared array reduces in place: the rank-order bits, across pieces, 
   for (std::size_t i = 0; i < floats.size(); ++i)
     bad += floats[i] != static_cast<float>(w * (w + 1) / 2) * static_cast<float>(i);
   CHECK(bad == 0);
-  // Fragments with a gap between them: through the segment's slots, the gap untouched.
+  // Fragments with a gap between them: through the segment's areas, the gap untouched.
   for (std::size_t i = 0; i < floats.size(); ++i)
     floats[i] = i >= 300 && i < 400 ? -1.0f : static_cast<float>(pg.rank() + 1);
   runs = comm.shm_in_place_runs();

@@ -140,15 +140,40 @@ TEST_CASE("a local rank that disagrees on the segment size: every rank names it,
   auto p = run_with_private_shm(
       "64m",
       {DDPRUN, "--nproc-per-node", "3", "/bin/sh", "-c",
-       "if [ \"$RANK\" = 1 ]; then export DDP_SHM_CHUNK_BYTES=8192; fi; exec \"$0\" ok", DDP_SCENARIO_WORKER},
+       "if [ \"$RANK\" = 1 ]; then export DDP_SHM_AREA_BYTES=8192; fi; exec \"$0\" ok", DDP_SCENARIO_WORKER},
       {{"DDP_TIMEOUT", "20s"}}, "shm_size_mismatch.log");
   REQUIRE(ddp_test::wait_for(p, 60s));
   const std::string out = p.output();
   INFO(out);
   REQUIRE(p.exit_code() != 90);
   CHECK(count(out, "RESULT kind=mismatch rank=1 ") == 3);
-  CHECK(count(out, "DDP_SHM_CHUNK_BYTES") >= 3);
+  CHECK(count(out, "DDP_SHM_AREA_BYTES") >= 3);
   CHECK(out.find("cannot open") == std::string::npos);
+  CHECK(out.find("DEVSHM=[]") != std::string::npos);
+}
+
+TEST_CASE("DDP_SHM_CHUNK_BYTES, deprecated, still sets the area: it agrees with DDP_SHM_AREA_BYTES") {
+  if (!can_mount_private_shm()) {
+    MESSAGE("skipped: needs root and `unshare -m` to give the job a /dev/shm of its own to inspect");
+    return;
+  }
+  // Rank 1 uses the old name, the others the new one, with the same value: one
+  // segment size, so the job runs through shared memory; rank 1 alone warns.
+  auto p = run_with_private_shm("64m",
+                                {DDPRUN, "--nproc-per-node", "3", "/bin/sh", "-c",
+                                 "if [ \"$RANK\" = 1 ]; then export DDP_SHM_CHUNK_BYTES=8192; else export "
+                                 "DDP_SHM_AREA_BYTES=8192; fi; exec \"$0\" ok",
+                                 DDP_SCENARIO_WORKER},
+                                {{"DDP_TIMEOUT", "20s"}}, "shm_deprecated_name.log");
+  REQUIRE(ddp_test::wait_for(p, 60s));
+  const std::string out = p.output();
+  INFO(out);
+  CHECK(p.exit_code() == 0);
+  CHECK(count(out, "DDP_SHM_CHUNK_BYTES is deprecated") == 1);
+  CHECK(out.find("[ddp rank 1] warning: DDP_SHM_CHUNK_BYTES is deprecated") != std::string::npos);
+  for (int r = 0; r < 3; ++r) // the segment was made: every rank on the shm path
+    CHECK(out.find("RESULT ok rank=" + std::to_string(r) + " size=3 shm=1") != std::string::npos);
+  CHECK(out.find("mismatch") == std::string::npos);
   CHECK(out.find("DEVSHM=[]") != std::string::npos);
 }
 
@@ -196,7 +221,7 @@ TEST_CASE("a peer's pid is judged only within the same PID namespace") {
   ::waitpid(child, nullptr, 0);
   const std::uint64_t own = ddp::detail::own_pid_namespace();
   REQUIRE(own != 0);
-  ddp::detail::shm_rank_slot sl;
+  ddp::detail::shm_rank_line sl;
   sl.pid = static_cast<std::int32_t>(child);
   sl.pidns = own;
   CHECK(ddp::detail::shm_all_reduce::peer_exited(sl, own)); // same namespace: the pid speaks

@@ -101,17 +101,19 @@ public:
   bool shm_active() const { return shm_path_.get() != nullptr; }
   /// The shm path's step size (like set_ring_piece_bytes: tests make it small
   /// to cross step ends; same value on every rank, before collectives); 0
-  /// restores the defaults (256 KiB within a node, the slot across nodes).
-  void set_shm_chunk_bytes(std::size_t bytes) {
-    if (auto* shm = shm_path_.get()) shm->set_chunk_bytes(bytes);
+  /// restores the defaults (256 KiB within a node, the whole area across nodes).
+  void set_shm_step_bytes(std::size_t bytes) {
+    if (auto* shm = shm_path_.get()) shm->set_step_bytes(bytes);
   }
+  [[deprecated("use set_shm_step_bytes")]] void set_shm_chunk_bytes(std::size_t b) { set_shm_step_bytes(b); }
   /// Benches compare the two paths in one run: false sends all_reduce,
   /// reduce_scatter and all_gather over TCP again. Every rank must switch at
   /// the same point of its collective sequence.
   void use_shm(bool on) { knobs_.shm_on = on; }
-  std::size_t shm_chunk_bytes() const {
-    return shm_path_.get() ? shm_path_.get()->chunk_bytes(shm_path_.nodes() > 1) : 0;
+  std::size_t shm_step_bytes() const {
+    return shm_path_.get() ? shm_path_.get()->step_bytes(shm_path_.nodes() > 1) : 0;
   }
+  [[deprecated("use shm_step_bytes")]] std::size_t shm_chunk_bytes() const { return shm_step_bytes(); }
   /// The shm segment's name (tests look for it in /dev/shm); empty when off.
   std::string shm_segment_name() const {
     return shm_path_.get() ? shm_path_.get()->segment().name() : std::string();

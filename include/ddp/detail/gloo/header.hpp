@@ -62,12 +62,13 @@ struct collective_header {
   collective_kind kind = collective_kind::barrier;
   std::uint8_t dt = 0;       ///< ddp::dtype
   std::uint8_t reduce = 0;   ///< ddp::op (reductions only)
-  std::uint8_t in_place = 0; ///< all_reduce of a shm array (root: its id; area: the byte offset)
+  std::uint8_t in_place = 0; ///< all_reduce of a shm array (root: its id; shm_shape: the byte offset)
   std::int32_t root = 0;     ///< broadcast's root; an in-place all_reduce's array id
   std::uint32_t tag = 0;     ///< the collective's sequence tag
   std::uint64_t count = 0;   ///< elements (per rank for all_gather/reduce_scatter blocks)
   std::uint64_t piece = 0;   ///< the ring's or chain's largest message: it shapes their messages
-  std::uint64_t area = 0; ///< shm: the node's chunk bytes (they shape its barriers), or the in-place offset
+  std::uint64_t shm_shape =
+      0; ///< shm: the step or half-area bytes (they shape the barriers), or the in-place offset
 
   bool operator==(const collective_header&) const = default;
 
@@ -80,11 +81,11 @@ struct collective_header {
       s += " (op " + std::string(ddp::to_string(static_cast<op>(reduce))) + ")";
     if (kind == collective_kind::broadcast) s += " from root " + std::to_string(root);
     if (kind == collective_kind::all_reduce && in_place)
-      s += " in place in ddp::shm_array " + std::to_string(root) + " at byte " + std::to_string(area) +
+      s += " in place in ddp::shm_array " + std::to_string(root) + " at byte " + std::to_string(shm_shape) +
            " (every rank must pass the same part of its own shm array)";
-    else if (kind == collective_kind::all_reduce && area)
-      s += " (shm chunk " + std::to_string(area) + " B)";
-    else if ((kind == collective_kind::reduce_scatter || kind == collective_kind::all_gather) && area)
+    else if (kind == collective_kind::all_reduce && shm_shape)
+      s += " (shm step " + std::to_string(shm_shape) + " B)";
+    else if ((kind == collective_kind::reduce_scatter || kind == collective_kind::all_gather) && shm_shape)
       s += " (through the node's shared memory)";
     if (piece) s += " (piece " + std::to_string(piece) + " B)";
     return s;
@@ -97,7 +98,7 @@ struct collective_header {
     const bool same_call = kind == theirs.kind && count == theirs.count && dt == theirs.dt &&
                            reduce == theirs.reduce && root == theirs.root;
     if (!same_call) return "";
-    if ((area == 0) != (theirs.area == 0) && !in_place && !theirs.in_place)
+    if ((shm_shape == 0) != (theirs.shm_shape == 0) && !in_place && !theirs.in_place)
       return " Some ranks take the node's shared memory and others TCP: call use_shm with the same value on "
              "every rank.";
     if (piece != theirs.piece)

@@ -69,6 +69,20 @@ public:
     return L > 1 && L <= 256 && t.world_size > 1 && t.world_size % L == 0;
   }
 
+  /// Bytes per local rank's area from DDP_SHM_AREA_BYTES, or from its old
+  /// name DDP_SHM_CHUNK_BYTES (deprecated: it always set the area, not the
+  /// step), with a warning; empty when neither is set.
+  std::optional<std::int64_t> area_bytes_from_env() const {
+    constexpr std::int64_t lo = 4096, hi = std::int64_t{1} << 30;
+    if (auto v = env_int("DDP_SHM_AREA_BYTES", lo, hi)) return v;
+    auto old = env_int("DDP_SHM_CHUNK_BYTES", lo, hi);
+    if (old)
+      log_line("rank " + std::to_string(rank_),
+               "warning: DDP_SHM_CHUNK_BYTES is deprecated and goes in the next "
+               "release: set DDP_SHM_AREA_BYTES to the same value instead.");
+    return old;
+  }
+
   /// Whether every rank can and wants to reduce through shared memory: DDP_SHM
   /// not 0, more than one rank per node, and the launcher's layout (node_rank,
   /// local_rank: never the hostname) contiguous, as ddprun and torchrun lay
@@ -91,14 +105,13 @@ public:
   std::shared_ptr<gloo_mesh_context> setup(const rendezvous& rv, gloo_blame& blame) {
     const auto& t = rv.topo;
     std::shared_ptr<gloo_mesh_context> leaders;
-    // The slot: on one node the pipelined path needs two of its steps (512 KiB),
+    // The area: on one node the pipelined path needs two of its steps (512 KiB),
     // across nodes the staged path fills it whole (4 MiB). Whole pages: every
-    // slot and the result area stay aligned for any dtype.
-    const std::size_t slot_default = size_ == t.local_world_size ? 2 * shm_all_reduce::default_chunk_bytes
-                                                                 : shm_all_reduce::default_slot_bytes;
-    const std::size_t chunk =
-        (static_cast<std::size_t>(env_int("DDP_SHM_CHUNK_BYTES", 4096, std::int64_t{1} << 30)
-                                      .value_or(static_cast<std::int64_t>(slot_default))) +
+    // area, the result area too, stays aligned for any dtype.
+    const std::size_t area_default = size_ == t.local_world_size ? 2 * shm_all_reduce::default_step_bytes
+                                                                 : shm_all_reduce::default_area_bytes;
+    const std::size_t area =
+        (static_cast<std::size_t>(area_bytes_from_env().value_or(static_cast<std::int64_t>(area_default))) +
          4095) /
         4096 * 4096;
     const shm_setup a{.token = rv.token,
@@ -108,7 +121,7 @@ public:
                       .node_rank = t.node_rank,
                       .local_rank = t.local_rank,
                       .local_size = t.local_world_size,
-                      .chunk_capacity = chunk,
+                      .area_bytes = area,
                       .timeout = timeout_};
     shm_args_ = a;
     shm_setup_failure failed;
@@ -125,8 +138,8 @@ public:
             "rank 0",
             "warning: the shared-memory all-reduce is off, every rank reduces over TCP (slower): rank " +
                 std::to_string(failed.rank) + " " + failed.message +
-                ". Enlarge /dev/shm (each node needs (LOCAL_WORLD_SIZE + 1) x DDP_SHM_CHUNK_BYTES, "
-                "default 512 KiB on one node, 4 MiB across nodes, plus a page) or lower DDP_SHM_CHUNK_BYTES; "
+                ". Enlarge /dev/shm (each node needs (LOCAL_WORLD_SIZE + 1) x DDP_SHM_AREA_BYTES, "
+                "default 512 KiB on one node, 4 MiB across nodes, plus a page) or lower DDP_SHM_AREA_BYTES; "
                 "DDP_SHM=0 silences this.");
       return leaders;
     }
@@ -161,20 +174,20 @@ public:
   }
 
   /// All-reduce through the node's segment; across nodes the leaders reduce
-  /// each chunk over Gloo (on `leaders`) between the node's two barriers. Across nodes the
+  /// each step over Gloo (on `leaders`) between the node's two barriers. Across nodes the
   /// header round (`exchange(h, what)`) runs first over TCP, so ranks of different nodes that
   /// disagree fail with mismatch as on the TCP path.
   void run(collective_header h, const std::string& what, const std::vector<fragment>& frags, dtype dt, op o,
            double scale, const std::shared_ptr<gloo_mesh_context>& leaders) {
-    h.area = shm_->chunk_bytes(nnodes_ > 1); // the chunking shapes the barriers: ranks must agree on it
-    if (nnodes_ == 1) h.piece = 0;           // no ring on one node: its piece does not matter
+    h.shm_shape = shm_->step_bytes(nnodes_ > 1); // the steps shape the barriers: ranks must agree on them
+    if (nnodes_ == 1) h.piece = 0;               // no ring on one node: its piece does not matter
     guard(what, [&] {
       if (nnodes_ == 1) {
         if (auto in = in_array(frags, dt)) {
           ++knobs_.in_place_runs;
           h.in_place = 1;
           h.root = static_cast<std::int32_t>(in->id);
-          h.area = in->offset;
+          h.shm_shape = in->offset;
           shm_->run_in_place(*in->seg, in->offset, total_count(frags), dt, o, scale, h, what);
           return;
         }
@@ -187,9 +200,9 @@ public:
       shm_->run(frags, dt, node_op, 1.0, h, what, [&, this](char* res, std::size_t m) {
         if (m == 0) return;
         // Around ddp's ring between the leaders, the scaling fused in (sums).
-        const std::vector<fragment> chunk{{res, m}};
+        const std::vector<fragment> step{{res, m}};
         const bool fuse = node_op == op::sum;
-        fragment_ring(leaders, waits_, chunk, dt, scratch_, h.piece, node_op)
+        fragment_ring(leaders, waits_, step, dt, scratch_, h.piece, node_op)
             .run(h.tag * 4096u + (sub++ % 4096u), fuse ? scale : 1.0, timeout_);
         if (!fuse && scale != 1.0) scale_in_place(res, m, dt, scale);
       });
@@ -198,17 +211,17 @@ public:
 
   /// reduce_scatter and all_gather through the node's segment
   /// (detail/shm/block_collectives.hpp); one node only (`nodes() == 1`).
-  /// `h.area` carries the half slot, which shapes the steps: a rank that runs
+  /// `h.shm_shape` carries the half area, which shapes the steps: a rank that runs
   /// the collective over TCP meanwhile (use_shm(false)) fails the header check.
   void reduce_scatter(collective_header h, const std::string& what, const void* in, void* out, std::size_t n,
                       dtype dt, op o) {
-    h.area = shm_->half_slot_bytes();
+    h.shm_shape = shm_->half_area_bytes();
     ++knobs_.shm_block_runs;
     guard(what, [&] { shm_reduce_scatter(*shm_, in, out, n, dt, o, h, what); });
   }
   void all_gather(collective_header h, const std::string& what, const void* in, void* out, std::size_t n,
                   dtype dt) {
-    h.area = shm_->half_slot_bytes();
+    h.shm_shape = shm_->half_area_bytes();
     ++knobs_.shm_block_runs;
     guard(what, [&] { shm_all_gather(*shm_, in, out, n, dt, h, what); });
   }
@@ -289,7 +302,7 @@ private:
     a.result_area = false;
     // Areas of whole cache lines, not pages: ranks whose sizes differ by more
     // than 64 B get segments of different sizes, which is how they are caught.
-    a.chunk_capacity = (bytes + 63) / 64 * 64;
+    a.area_bytes = (bytes + 63) / 64 * 64;
     a.size_mismatch_hint =
         "the node's ranks asked for different sizes (" + what +
         " here): call make_shm_array with the same element count and type on every rank, in "

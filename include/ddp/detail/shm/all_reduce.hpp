@@ -1,16 +1,16 @@
 // All-reduce among the ranks of one node through their shared segment
 // (detail/shm/segment.hpp). Within one node (run_pipelined) the data goes through in
-// steps of 256 KiB, alternating between two halves of each slot and of the
+// steps of 256 KiB, alternating between two halves of each area and of the
 // result area, with one barrier per step: every local rank copies the parts of
-// step k that the others reduce into its slot (its own slice stays where it
+// step k that the others reduce into its area (its own slice stays where it
 // is), meets the others, copies step k-1's result out, and reduces its own
 // slice of step k over all ranks, in local-rank order, the averaging fused
 // into the last step. The steps are small enough that what one rank writes is
-// still in cache when the others read it, which beat the earlier 4 MiB chunks
+// still in cache when the others read it, which beat the earlier 4 MiB steps
 // with two barriers each (docs/performance.md, Collectives).
-// Across nodes (run_staged) the node's leader reduces each chunk with the other
-// nodes' leaders over Gloo between the node's reduce and copy-out, so each chunk
-// has three barriers and fills the whole slot (fewer, larger TCP calls).
+// Across nodes (run_staged) the node's leader reduces each step with the other
+// nodes' leaders over Gloo between the node's reduce and copy-out, so each step
+// has three barriers and fills the whole area (fewer, larger TCP calls).
 //
 // Barriers: each rank bumps its sequence counter (for blame) and a shared
 // arrival count; the last arriver advances the generation word, on which the
@@ -41,13 +41,13 @@ namespace detail {
 
 class shm_all_reduce {
 public:
-  /// The default slot size, per local rank, across nodes (12 MiB of /dev/shm
-  /// at 2 ranks a node): the staged path's chunk. On one node the slot holds
-  /// two steps of the pipelined path (2 x default_chunk_bytes).
-  static constexpr std::size_t default_slot_bytes = std::size_t{4} << 20;
+  /// The default area size, per local rank, across nodes (12 MiB of /dev/shm
+  /// at 2 ranks a node): the staged path's step. On one node the area holds
+  /// two steps of the pipelined path (2 x default_step_bytes).
+  static constexpr std::size_t default_area_bytes = std::size_t{4} << 20;
   /// The pipelined path's step: small steps keep the two buffers of every rank
   /// in L2 (the sweep: docs/performance.md, Collectives).
-  static constexpr std::size_t default_chunk_bytes = std::size_t{256} << 10;
+  static constexpr std::size_t default_step_bytes = std::size_t{256} << 10;
 
   /// A rank the rendezvous store saw lost: (-1, "") for none.
   struct lost_peer {
@@ -65,18 +65,18 @@ public:
   const shm_segment& segment() const { return *seg_; }
   /// Bytes per step (tests make it small to cross step ends); 0 restores the
   /// defaults. Every local rank must use the same value.
-  void set_chunk_bytes(std::size_t b) { chunk_setting_ = b; }
+  void set_step_bytes(std::size_t b) { step_setting_ = b; }
   /// The step in effect: `staged` for the cross-node path, whose default is
-  /// the whole slot; the pipelined path's is at most half a slot.
-  std::size_t chunk_bytes(bool staged) const {
-    const std::size_t cap = staged ? seg_->chunk_capacity() : half_slot();
-    const std::size_t want = chunk_setting_ ? chunk_setting_ : staged ? cap : default_chunk_bytes;
+  /// the whole area; the pipelined path's is at most half an area.
+  std::size_t step_bytes(bool staged) const {
+    const std::size_t cap = staged ? seg_->area_bytes() : half_area();
+    const std::size_t want = step_setting_ ? step_setting_ : staged ? cap : default_step_bytes;
     return std::clamp<std::size_t>(want, 64, cap);
   }
 
   /// Reduces `frags` (op o; scale multiplies the sum, 1.0 for none) across the
   /// node's ranks. `between(result, m)`, when set, runs on local rank 0 on each
-  /// chunk's reduced result before the others copy it out (the cross-node step).
+  /// step's reduced result before the others copy it out (the cross-node step).
   void run(const std::vector<fragment>& frags, dtype dt, op o, double scale, const collective_header& h,
            const std::string& what, const std::function<void(char*, std::size_t)>& between = {}) {
     begin(h, what);
@@ -94,7 +94,7 @@ public:
   /// the others' areas, in local-rank order (the same bits as the other
   /// paths), and writes the result into every rank's area; a second barrier
   /// ends it. Two barriers per collective, not one per step, so it beats the
-  /// slots, most on a busy host, where step barriers suffer when a rank is
+  /// areas, most on a busy host, where step barriers suffer when a rank is
   /// descheduled (docs/performance.md, Collectives).
   void run_in_place(const shm_segment& arr, std::size_t offset, std::size_t n, dtype dt, op o, double scale,
                     const collective_header& h, const std::string& what) {
@@ -107,12 +107,12 @@ public:
     const int me = seg_->local_rank(), L = seg_->local_size();
     // Reduced into private scratch first: the destination may not be any
     // source (a rank's area is read again for later terms of the sum).
-    const std::size_t piece = std::max<std::size_t>(default_chunk_bytes / esz, 1);
+    const std::size_t step = std::max<std::size_t>(default_step_bytes / esz, 1);
     if (!scratch_)
-      scratch_.reset(static_cast<char*>(::operator new (default_chunk_bytes, std::align_val_t{64})));
-    for (std::size_t i = cut.a; i < cut.b; i += piece) {
-      const std::size_t k = std::min(piece, cut.b - i), byte = offset + i * esz;
-      reduce_slots(
+      scratch_.reset(static_cast<char*>(::operator new (default_step_bytes, std::align_val_t{64})));
+    for (std::size_t i = cut.a; i < cut.b; i += step) {
+      const std::size_t k = std::min(step, cut.b - i), byte = offset + i * esz;
+      reduce_areas(
           scratch_.get(), [&](int l) -> const char* { return arr.data(l) + byte; }, k, dt, fn, scale);
       for (int l = 0; l < L; ++l) // mine last: the others' copies read it from cache
         std::memcpy(arr.data((me + 1 + l) % L) + byte, scratch_.get(), k * esz);
@@ -136,7 +136,7 @@ public:
     what_ = nullptr;
   }
 
-  /// A collective of pipelined steps through the halves of the slots
+  /// A collective of pipelined steps through the halves of the areas
   /// (reduce_scatter and all_gather: detail/shm/block_collectives.hpp). Per
   /// step of at most `cap` of `n` elements, `write(off, m, buf)` fills this
   /// rank's half `buf`, the ranks meet at one barrier (the first also checks
@@ -162,10 +162,10 @@ public:
     barrier();
     what_ = nullptr;
   }
-  /// Half `buf` (0 or 1) of local rank l's slot, half_slot_bytes() long and
+  /// Half `buf` (0 or 1) of local rank l's area, half_area_bytes() long and
   /// 64-byte aligned.
-  char* slot_half(int l, int buf) const { return data(l, buf); }
-  std::size_t half_slot_bytes() const { return half_slot(); }
+  char* area_half(int l, int buf) const { return data(l, buf); }
+  std::size_t half_area_bytes() const { return half_area(); }
 
   /// Marks the segment aborted by this rank (its peers on the node stop waiting).
   void abort() noexcept {
@@ -195,16 +195,16 @@ private:
     return {a > lead ? a - lead : 0, b > lead ? b - lead : 0};
   }
 
-  std::size_t half_slot() const { return seg_->chunk_capacity() / 2 / 64 * 64; }
-  /// Buffer `buf` (0 or 1) of local rank l's slot, and of the result area.
-  char* data(int l, int buf) const { return seg_->data(l) + static_cast<std::size_t>(buf) * half_slot(); }
-  char* result(int buf) const { return seg_->result() + static_cast<std::size_t>(buf) * half_slot(); }
+  std::size_t half_area() const { return seg_->area_bytes() / 2 / 64 * 64; }
+  /// Buffer `buf` (0 or 1) of local rank l's area, and of the result area.
+  char* data(int l, int buf) const { return seg_->data(l) + static_cast<std::size_t>(buf) * half_area(); }
+  char* result(int buf) const { return seg_->result() + static_cast<std::size_t>(buf) * half_area(); }
 
   /// out = src(0) op src(1) op ... op src(L-1) over k elements, in local-rank
   /// order (the same bits on every path), the last step scaled when scale != 1
   /// (the averaging, fused). `src(l)` gives local rank l's contribution.
   template <class Src>
-  void reduce_slots(char* out, Src&& src, std::size_t k, dtype dt, reduce_fn fn, double scale) const {
+  void reduce_areas(char* out, Src&& src, std::size_t k, dtype dt, reduce_fn fn, double scale) const {
     const int L = seg_->local_size();
     for (int l = 1; l < L; ++l) {
       const void* acc = l == 1 ? static_cast<const void*>(src(0)) : out;
@@ -216,16 +216,16 @@ private:
   }
 
   /// One barrier per step, double-buffered. Per step k on every rank:
-  ///   copy in k (slot[k%2]); barrier k; copy out k-1 (result[(k-1)%2]);
+  ///   copy in k (area[k%2]); barrier k; copy out k-1 (result[(k-1)%2]);
   ///   reduce my slice of k into result[k%2];
-  /// then a last barrier and the last copy-out. Why it is safe: slot[k%2] is
+  /// then a last barrier and the last copy-out. Why it is safe: area[k%2] is
   /// next written by copy-in k+2, after barrier k+1, which no rank reaches
   /// before finishing reduce k; result[k%2] is next written by reduce k+2,
   /// after barrier k+2, which no rank reaches before finishing copy-out k.
   void run_pipelined(const std::vector<fragment>& frags, dtype dt, op o, double scale,
                      const collective_header& h) {
     const std::size_t esz = size_of(dt), n = total_count(frags);
-    const std::size_t cap = std::max<std::size_t>(chunk_bytes(false) / esz, 1);
+    const std::size_t cap = std::max<std::size_t>(step_bytes(false) / esz, 1);
     const auto fn = reduce_for(dt, o == op::avg ? op::sum : o);
     const int me = seg_->local_rank();
     std::size_t prev_off = 0, prev_m = 0;
@@ -246,7 +246,7 @@ private:
       first = false;
       for_each_piece(frags, off + a, b - a, esz, [&](char* own, std::size_t at, std::size_t k) {
         const std::size_t byte = (a + at) * esz;
-        reduce_slots(
+        reduce_areas(
             result(buf) + byte, [&](int l) -> const char* { return l == me ? own : data(l, buf) + byte; }, k,
             dt, fn, scale);
       });
@@ -259,13 +259,13 @@ private:
     copy_out(frags, prev_off, prev_m, esz, result(prev_buf));
   }
 
-  /// Three barriers per chunk (copy in; reduce; the leader's cross-node step;
-  /// copy out), chunks of the whole slot: across nodes the TCP step dominates,
+  /// Three barriers per step (copy in; reduce; the leader's cross-node step;
+  /// copy out), steps of the whole area: across nodes the TCP step dominates,
   /// and fewer, larger calls serve it best.
   void run_staged(const std::vector<fragment>& frags, dtype dt, op o, double scale,
                   const collective_header& h, const std::function<void(char*, std::size_t)>& between) {
     const std::size_t esz = size_of(dt), n = total_count(frags);
-    const std::size_t cap = std::max<std::size_t>(chunk_bytes(true) / esz, 1);
+    const std::size_t cap = std::max<std::size_t>(step_bytes(true) / esz, 1);
     const auto fn = reduce_for(dt, o == op::avg ? op::sum : o);
     const int me = seg_->local_rank();
     bool first = true;
@@ -278,7 +278,7 @@ private:
       const slice cut = my_slice(m, esz); // not a structured binding: lambdas capture these
       const std::size_t a = cut.a, b = cut.b;
       if (a < b)
-        reduce_slots(
+        reduce_areas(
             seg_->result() + a * esz, [&](int l) -> const char* { return seg_->data(l) + a * esz; }, b - a,
             dt, fn, scale);
       barrier();
@@ -289,11 +289,11 @@ private:
     }
   }
 
-  /// Copies elements [off+at, off+at+k) of the fragments to `slot` + at.
+  /// Copies elements [off+at, off+at+k) of the fragments to `area` + at.
   static void copy_in(const std::vector<fragment>& frags, std::size_t off, std::size_t at, std::size_t k,
-                      std::size_t esz, char* slot) {
+                      std::size_t esz, char* area) {
     for_each_piece(frags, off + at, k, esz, [&](char* p, std::size_t i, std::size_t c) {
-      std::memcpy(slot + (at + i) * esz, p, c * esz);
+      std::memcpy(area + (at + i) * esz, p, c * esz);
     });
   }
 
@@ -305,11 +305,11 @@ private:
   }
 
   /// A collective starts here: its deadline, its name for errors, and its
-  /// header in this rank's slot for the others to check.
+  /// header in this rank's line of the control block for the others to check.
   void begin(const collective_header& h, const std::string& what) {
     deadline_ = std::chrono::steady_clock::now() + timeout_;
     what_ = &what;
-    std::memcpy(&seg_->slot(seg_->local_rank()).header, &h, sizeof h);
+    std::memcpy(&seg_->line(seg_->local_rank()).header, &h, sizeof h);
   }
 
   template <class F> void guard_leader(F&& f) {
@@ -324,9 +324,9 @@ private:
   void check_headers(const collective_header& mine) {
     for (int l = 0; l < seg_->local_size(); ++l) {
       collective_header theirs;
-      std::memcpy(&theirs, &seg_->slot(l).header, sizeof theirs);
+      std::memcpy(&theirs, &seg_->line(l).header, sizeof theirs);
       if (theirs == mine) continue;
-      throw mine.mismatch(*what_, rank_, seg_->slot(l).global, theirs);
+      throw mine.mismatch(*what_, rank_, seg_->line(l).global, theirs);
     }
   }
 
@@ -334,7 +334,7 @@ private:
     auto& c = seg_->ctl();
     const int L = seg_->local_size();
     ++epoch_;
-    std::atomic_ref<std::uint64_t>(seg_->slot(seg_->local_rank()).seq)
+    std::atomic_ref<std::uint64_t>(seg_->line(seg_->local_rank()).seq)
         .store(epoch_, std::memory_order_release);
     // A rank that aborted left the counts of an unfinished barrier behind: no
     // barrier may complete on them, so fail before arriving (every later
@@ -406,17 +406,17 @@ private:
   std::vector<int> missing() const {
     std::vector<int> out;
     for (int l = 0; l < seg_->local_size(); ++l)
-      if (std::atomic_ref<std::uint64_t>(seg_->slot(l).seq).load(std::memory_order_acquire) < epoch_)
+      if (std::atomic_ref<std::uint64_t>(seg_->line(l).seq).load(std::memory_order_acquire) < epoch_)
         out.push_back(l);
     return out;
   }
 
 public:
-  /// Whether the rank of slot `sl` has exited, judged by its pid: only when it
+  /// Whether the rank of line `sl` has exited, judged by its pid: only when it
   /// lives in this process's PID namespace (`own_ns`), since a pid read across
   /// namespaces (containers sharing /dev/shm) names another process or none.
   /// Else the store's record of lost ranks is the only evidence.
-  static bool peer_exited(const shm_rank_slot& sl, std::uint64_t own_ns) {
+  static bool peer_exited(const shm_rank_line& sl, std::uint64_t own_ns) {
     return sl.pidns != 0 && sl.pidns == own_ns && process_gone(sl.pid);
   }
 
@@ -434,7 +434,7 @@ private:
 
   void check_alive(bool ask_store = true) {
     for (int l : missing()) {
-      const auto& sl = seg_->slot(l);
+      const auto& sl = seg_->line(l);
       if (peer_exited(sl, own_pidns_)) {
         abort();
         throw error(error_kind::peer_lost,
@@ -465,7 +465,7 @@ private:
     // The aborting rank gave up waiting for a rank that is still missing here
     // too: blame that one, as a timeout (the caller's desync report follows).
     for (int l : missing())
-      if (seg_->slot(l).global != by) fail_timeout(by);
+      if (seg_->line(l).global != by) fail_timeout(by);
     if (find_lost_)
       if (auto lost = find_lost_(std::chrono::milliseconds(1000)); lost.rank >= 0)
         throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
@@ -483,10 +483,10 @@ private:
   [[noreturn]] void fail_timeout(int gave_up_by = -1) {
     abort();
     auto late = missing();
-    int culprit = late.empty() ? -1 : seg_->slot(late.front()).global;
+    int culprit = late.empty() ? -1 : seg_->line(late.front()).global;
     std::string names;
     for (int l : late)
-      names += (names.empty() ? "" : ", ") + std::to_string(seg_->slot(l).global);
+      names += (names.empty() ? "" : ", ") + std::to_string(seg_->line(l).global);
     const std::string text =
         gave_up_by < 0 ? " timed out after " + std::to_string(timeout_.count()) + " ms waiting for rank(s) " +
                              names + " at the node's shared-memory segment"
@@ -504,7 +504,7 @@ private:
   lost_finder find_lost_;
   int rank_;
   std::chrono::milliseconds timeout_;
-  std::size_t chunk_setting_ = 0; ///< 0: the defaults
+  std::size_t step_setting_ = 0; ///< 0: the defaults
   std::uint64_t own_pidns_ = own_pid_namespace();
   /// Barriers this rank has passed (one collective at a time: the group's
   /// worker thread, or the caller when it runs one inline).
@@ -514,7 +514,7 @@ private:
   struct aligned_free {
     void operator()(char* p) const noexcept { ::operator delete (p, std::align_val_t{64}); }
   };
-  std::unique_ptr<char[], aligned_free> scratch_; ///< run_in_place's reduced piece
+  std::unique_ptr<char[], aligned_free> scratch_; ///< run_in_place's reduced step
 };
 
 } // namespace detail

@@ -46,7 +46,7 @@ DDP_BEGIN_NAMESPACE
 namespace detail {
 
 /// One local rank's line in the control block (own cache lines: no false sharing).
-struct alignas(128) shm_rank_slot {
+struct alignas(128) shm_rank_line {
   std::uint64_t seq = 0;      ///< barriers this rank has arrived at (atomic_ref)
   std::int32_t global = -1;   ///< its global rank, for error messages
   std::int32_t pid = 0;       ///< for the liveness check while others wait
@@ -59,12 +59,12 @@ struct shm_control {
   std::uint64_t magic = 0;
   std::uint32_t local_size = 0;
   std::uint32_t unused = 0;
-  std::uint64_t chunk_capacity = 0; ///< bytes per slot
+  std::uint64_t area_bytes = 0; ///< bytes per area
   alignas(128) std::uint32_t arrived = 0;
   alignas(128) std::uint32_t generation = 0; ///< the futex word: bumped by the last arriver
   std::uint32_t sleepers = 0;                ///< ranks in a futex wait on it: 0 spares the wake
   alignas(128) std::int32_t aborted_by = -1; ///< global rank of a rank that failed inside a collective
-  // followed by local_size shm_rank_slot
+  // followed by local_size shm_rank_line
 };
 
 /// The segment's name: a hash of the job's token and store, the node, and 128
@@ -104,7 +104,7 @@ inline std::uint64_t own_pid_namespace() {
 struct shm_setup {
   std::string token, store_where;
   int rank = 0, world_size = 1, node_rank = 0, local_rank = 0, local_size = 1;
-  std::size_t chunk_capacity = 0; ///< bytes per area
+  std::size_t area_bytes = 0; ///< bytes per area
   std::chrono::milliseconds timeout{};
   /// Areas after the control block: one per local rank, plus the result area
   /// of the all-reduce's segment (a shm array has none).
@@ -113,7 +113,7 @@ struct shm_setup {
   /// each shm array has its own).
   std::string key = "ddp/shm/";
   /// Said when the node's ranks asked for segments of different sizes.
-  std::string size_mismatch_hint = "the node's ranks disagree on LOCAL_WORLD_SIZE or DDP_SHM_CHUNK_BYTES; "
+  std::string size_mismatch_hint = "the node's ranks disagree on LOCAL_WORLD_SIZE or DDP_SHM_AREA_BYTES; "
                                    "start them with the same settings.";
 };
 
@@ -129,9 +129,9 @@ inline long futex_call(void* addr, int op, std::uint32_t val, const timespec* ts
   return ::syscall(SYS_futex, addr, op, val, ts, nullptr, 0);
 }
 
-/// A mapped segment: control block, local_size areas ("slots") of
-/// chunk_capacity bytes, and (the all-reduce's segment) one result area of
-/// chunk_capacity bytes.
+/// A mapped segment: control block (one line per local rank), local_size areas of
+/// area_bytes bytes, and (the all-reduce's segment) one result area of
+/// area_bytes bytes.
 class shm_segment {
 public:
   /// Collective over every rank of the group (all must call it): maps this
@@ -143,14 +143,14 @@ public:
   static std::unique_ptr<shm_segment> setup(Store& store, const shm_setup& a, shm_setup_failure& failed) {
     const std::string node = a.key + std::to_string(a.node_rank) + "/";
     std::unique_ptr<shm_segment> seg(
-        new shm_segment(a.local_rank, a.local_size, a.chunk_capacity, a.result_area));
+        new shm_segment(a.local_rank, a.local_size, a.area_bytes, a.result_area));
     std::string mine; // this rank's failure, "" for none
     error_kind mine_kind = error_kind::backend;
     try {
       try {
         if (a.local_rank == 0) {
           seg->name_ = shm_segment_name(a.token, a.store_where, a.node_rank);
-          seg->create(a.chunk_capacity);
+          seg->create(a.area_bytes);
           store.set(node + "created", "ok " + seg->name_);
         } else {
           store.wait({node + "created"}, a.timeout);
@@ -176,7 +176,7 @@ public:
         }
       }
       if (seg->base_) {
-        auto& me = seg->slot(a.local_rank);
+        auto& me = seg->line(a.local_rank);
         me.global = a.rank;
         me.pid = static_cast<std::int32_t>(::getpid());
         me.pidns = own_pid_namespace();
@@ -217,14 +217,14 @@ public:
   const std::string& name() const { return name_; }
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
-  std::size_t chunk_capacity() const { return ctl().chunk_capacity; }
+  std::size_t area_bytes() const { return ctl().area_bytes; }
   shm_control& ctl() const { return *static_cast<shm_control*>(base_); }
-  shm_rank_slot& slot(int l) const {
-    return reinterpret_cast<shm_rank_slot*>(static_cast<char*>(base_) + sizeof(shm_control))[l];
+  shm_rank_line& line(int l) const {
+    return reinterpret_cast<shm_rank_line*>(static_cast<char*>(base_) + sizeof(shm_control))[l];
   }
   char* data(int l) const {
     return static_cast<char*>(base_) + control_bytes(local_size_) +
-           static_cast<std::size_t>(l) * ctl().chunk_capacity;
+           static_cast<std::size_t>(l) * ctl().area_bytes;
   }
   char* result() const { return data(local_size_); }
   /// Whether [p, p + bytes) lies in local rank l's area.
@@ -232,15 +232,15 @@ public:
     if (!base_) return false;
     // As integers: p may point into any object, and comparing pointers into different ones is undefined.
     const auto a = reinterpret_cast<std::uintptr_t>(data(l)), c = reinterpret_cast<std::uintptr_t>(p);
-    const std::size_t cap = ctl().chunk_capacity;
+    const std::size_t cap = ctl().area_bytes;
     return c >= a && bytes <= cap && c - a <= cap - bytes;
   }
 
 private:
-  shm_segment(int local_rank, int local_size, std::size_t chunk_capacity, bool result_area)
+  shm_segment(int local_rank, int local_size, std::size_t area_bytes, bool result_area)
       : local_rank_(local_rank), local_size_(local_size),
         bytes_(control_bytes(local_size) +
-               (static_cast<std::size_t>(local_size) + (result_area ? 1 : 0)) * chunk_capacity) {}
+               (static_cast<std::size_t>(local_size) + (result_area ? 1 : 0)) * area_bytes) {}
 
   void unlink() {
     if (!name_.empty()) ::shm_unlink(name_.c_str());
@@ -253,7 +253,7 @@ private:
 
   static std::size_t control_bytes(int local_size) {
     const std::size_t raw =
-        sizeof(shm_control) + static_cast<std::size_t>(local_size) * sizeof(shm_rank_slot);
+        sizeof(shm_control) + static_cast<std::size_t>(local_size) * sizeof(shm_rank_line);
     return (raw + 4095) / 4096 * 4096; // the data areas start page-aligned
   }
 
@@ -262,7 +262,7 @@ private:
                                          std::to_string(bytes_) + " B): " + std::strerror(err));
   }
 
-  void create(std::size_t chunk_capacity) {
+  void create(std::size_t area_bytes) {
     int fd = ::shm_open(name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0) fail("cannot create", errno);
     // posix_fallocate, not ftruncate: a full /dev/shm fails here with ENOSPC,
@@ -275,9 +275,9 @@ private:
     map(fd);
     auto* c = new (base_) shm_control{};
     c->local_size = static_cast<std::uint32_t>(local_size_);
-    c->chunk_capacity = chunk_capacity;
+    c->area_bytes = area_bytes;
     for (int l = 0; l < local_size_; ++l)
-      new (&slot(l)) shm_rank_slot{};
+      new (&line(l)) shm_rank_line{};
     std::atomic_ref<std::uint64_t>(c->magic).store(shm_control::expected_magic, std::memory_order_release);
   }
 
