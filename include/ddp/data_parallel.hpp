@@ -29,6 +29,7 @@
 #include <functional>
 #include <string>
 #include <utility>
+#include <variant>
 
 DDP_BEGIN_NAMESPACE
 
@@ -45,7 +46,6 @@ template <class Model, class Backend, class Bucketing, class Reduction>
 requires model<Model> && backend_policy<Backend> && bucketing_policy<Bucketing> && reduction_policy<Reduction>
 class distributed_data_parallel<Model, Backend, Bucketing, Reduction> {
   using comm_type = typename Backend::communicator;
-  using engine_type = detail::bucket_engine<comm_type>;
 
 public:
   using model_type = Model;
@@ -57,7 +57,8 @@ public:
       : model_(m), pg_(pg), opts_(o), attached_(m), registry_(attached_.walked()),
         on_device_(gradients_on_device()), broadcasts_(pg.communicator(), o.compute_stream, fail_group()),
         plan_(verify_then_plan()), step_(plan_), timeline_(plan_),
-        engine_(pg.communicator(), plan_, registry_.parameters(), on_device_, o.compute_stream, fail_group()),
+        engine_(detail::make_bucket_engine(pg.communicator(), plan_, registry_.parameters(), on_device_,
+                                           o.compute_stream, fail_group())),
         join_(pg.communicator()) {
     if (detail::debug() >= detail::debug_level::info && pg_.rank() == 0)
       detail::log_bucket_layout(plan_, registry_.parameters());
@@ -133,16 +134,16 @@ private:
       launch_ready(/*in_synchronize=*/true);
       for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
         finish(b);
-      engine_.finish_step(blocking);
+      engine([&](auto& e) { e.finish_step(blocking); });
       if (opts_.broadcast_buffers && !registry_.buffers().empty())
         broadcast_buffers(/*stream_ordered=*/!blocking);
     } catch (...) {
-      engine_.wait_all_quietly();
+      engine([](auto& e) { e.wait_all_quietly(); });
       end_step();
       throw;
     }
     if (detail::debug() >= detail::debug_level::detail && pg_.rank() == 0)
-      detail::log_step_timing(engine_, plan_.buckets.size());
+      engine([&](auto& e) { detail::log_step_timing(e, plan_.buckets.size()); });
     timeline_.step_done();
     end_step();
   }
@@ -170,13 +171,13 @@ public:
     if (!opts_.uneven_inputs)
       throw error(error_kind::config, "join() needs ddp_options::uneven_inputs = true on every rank");
     if (step_.started()) throw error(error_kind::config, "join() called in the middle of a step");
-    engine_.prepare_join();
+    engine([](auto& e) { e.prepare_join(); });
     join_.shadow_until_all_joined([&] {
       std::vector<work> ws;
       for (std::size_t b = 0; b < plan_.buckets.size(); ++b) {
         if (detail::debug() >= detail::debug_level::detail)
-          detail::check_same_bucket_everywhere(comm(), b, plan_.buckets[b]); // as launch does
-        ws.push_back(engine_.reduce_zeros(b, mean_scale())); // the ring averages owned chunks here
+          detail::check_same_bucket_everywhere(comm(), b, plan_.buckets[b]);            // as launch does
+        ws.push_back(engine([&](auto& e) { return e.reduce_zeros(b, mean_scale()); })); // averaged there
       }
       for (auto& w : ws)
         w.wait();
@@ -186,6 +187,8 @@ public:
 
 private:
   comm_type& comm() noexcept { return pg_.communicator(); }
+  /// Calls `f` with the engine of the gradients' memory space.
+  template <class F> decltype(auto) engine(F&& f) { return std::visit(std::forward<F>(f), engine_); }
 
   /// For this rank's own device work before a collective (packing, staging
   /// copies): when it fails, the peers waiting in that collective are told
@@ -228,14 +231,16 @@ private:
     auto descs = detail::describe_for_bucketing(registry_.parameters());
     return detail::make_bucket_plan(
         Bucketing::assign(std::span<const parameter_desc>(descs)), registry_.parameters(),
-        [](dtype d) { return Reduction::wire(d); }, engine_type::capabilities(on_device_));
+        [](dtype d) { return Reduction::wire(d); },
+        detail::bucket_engine_capabilities<comm_type>(on_device_));
   }
 
   /// Follows moved gradient storage: new addresses, maybe new bucket paths.
   void refresh() {
     if (!registry_.refresh(pg_.rank())) return;
-    detail::choose_paths(plan_, registry_.parameters(), engine_type::capabilities(on_device_));
-    engine_.layout();
+    detail::choose_paths(plan_, registry_.parameters(),
+                         detail::bucket_engine_capabilities<comm_type>(on_device_));
+    engine([](auto& e) { e.layout(); });
   }
 
   template <tensor G> std::size_t index_of(const G& grad) {
@@ -284,7 +289,7 @@ private:
                   "rank " + std::to_string(pg_.rank()) + ": gradient of parameter '" + registry_[index].name +
                       "' was marked twice in one step",
                   pg_.rank());
-    if (how == detail::mark_state::unused) engine_.zero(registry_[index]);
+    if (how == detail::mark_state::unused) engine([&](auto& e) { e.zero(registry_[index]); });
     step_.mark(index, how);
     timeline_.marked(index, how == detail::mark_state::unused);
     launch_ready();
@@ -294,11 +299,11 @@ private:
   void finish(std::size_t b) {
     {
       auto traced = timeline_.waiting(b);
-      if (!engine_.wait(b)) return;
+      if (!engine([&](auto& e) { return e.wait(b); })) return;
     }
     {
       auto traced = timeline_.unpacking(b);
-      engine_.unpack(b);
+      engine([&](auto& e) { e.unpack(b); });
     }
     timeline_.completed(b);
   }
@@ -313,15 +318,17 @@ private:
   /// synchronize(), so only that code loses the overlap.
   void launch_ready(bool in_synchronize = false) {
     const std::size_t n = plan_.buckets.size(), last = n == 0 ? 0 : n - 1;
-    const bool defer_last = engine_.defers_last_bucket();
-    step_.launch_ready(
-        [&](std::size_t b) {
-          if (detail::debug() >= detail::debug_level::detail)
-            detail::check_same_bucket_everywhere(comm(), b, plan_.buckets[b]);
-          auto traced = timeline_.launching(b);
-          engine_.launch(b, mean_scale(), /*caller_waits=*/defer_last && b == last);
-        },
-        in_synchronize || !defer_last ? n : last);
+    engine([&]<class E>(E& e) {
+      constexpr bool defer_last = E::defers_last_bucket;
+      step_.launch_ready(
+          [&](std::size_t b) {
+            if (detail::debug() >= detail::debug_level::detail)
+              detail::check_same_bucket_everywhere(comm(), b, plan_.buckets[b]);
+            auto traced = timeline_.launching(b);
+            e.launch(b, mean_scale(), /*caller_waits=*/defer_last && b == last);
+          },
+          in_synchronize || !defer_last ? n : last);
+    });
   }
 
   Model& model_;
@@ -334,7 +341,7 @@ private:
   detail::bucket_plan plan_;
   detail::step_state step_;
   detail::step_timeline timeline_;
-  engine_type engine_;
+  detail::bucket_engine<comm_type> engine_;
   detail::join_tracker<comm_type> join_;
   int no_sync_depth_ = 0;
 };

@@ -89,6 +89,8 @@ template <communicator Comm> class device_bucket_engine {
 public:
   /// No fragments: a bucket is in place (contiguous) or packed on the device.
   static constexpr plan_capabilities capabilities{.fragments = false};
+  /// Every bucket launches at once, stream-ordered: nothing waits for synchronize().
+  static constexpr bool defers_last_bucket = false;
 
   /// `compute_stream`: the user's stream that produces the gradients (null:
   /// the legacy default stream). `fail_group(why)`: fails the group at once
@@ -171,7 +173,9 @@ public:
   }
 
   /// Starts the all-reduce of bucket i; `scale` is 1/W for a mean, else 1.
-  void launch(std::size_t i, double scale) {
+  /// The caller never waits here (`caller_waits` is the host engine's): the
+  /// collective is queued on streams either way.
+  void launch(std::size_t i, double scale, bool /*caller_waits*/ = false) {
     cuda::device_guard on(device_, rank());
     before_collective([&] { return "launching bucket " + std::to_string(i); },
                       [&] { launch_unguarded(i, scale); });

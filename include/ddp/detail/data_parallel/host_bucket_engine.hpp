@@ -21,6 +21,8 @@ namespace detail {
 template <communicator Comm> class host_bucket_engine {
 public:
   static constexpr plan_capabilities capabilities{.fragments = fragment_communicator<Comm>};
+  /// The step's last bucket waits for synchronize(), which may run it on its own thread.
+  static constexpr bool defers_last_bucket = true;
 
   host_bucket_engine(Comm& comm, const bucket_plan& plan, const std::vector<tensor_slot>& params)
       : comm_(comm), plan_(plan), params_(params), state_(plan.buckets.size()) {
@@ -97,6 +99,8 @@ public:
 
   /// Before the first stand-in: host zeros are allocated as they are needed.
   void prepare_join() {}
+  /// Nothing to order after the last unpack: the host is done with it.
+  void finish_step(bool /*blocking*/) {}
 
   /// A joined rank's stand-in for bucket i: the same collective the others
   /// run, message for message, on zeros.
