@@ -5877,12 +5877,13 @@ struct collective_header {
   collective_kind kind = collective_kind::barrier;
   std::uint8_t dt = 0;       ///< ddp::dtype
   std::uint8_t reduce = 0;   ///< ddp::op (reductions only)
-  std::uint8_t in_place = 0; ///< all_reduce of a shm array (root: its id; area: the byte offset)
+  std::uint8_t in_place = 0; ///< all_reduce of a shm array (root: its id; shm_shape: the byte offset)
   std::int32_t root = 0;     ///< broadcast's root; an in-place all_reduce's array id
   std::uint32_t tag = 0;     ///< the collective's sequence tag
   std::uint64_t count = 0;   ///< elements (per rank for all_gather/reduce_scatter blocks)
   std::uint64_t piece = 0;   ///< the ring's or chain's largest message: it shapes their messages
-  std::uint64_t area = 0; ///< shm: the node's chunk bytes (they shape its barriers), or the in-place offset
+  std::uint64_t shm_shape =
+      0; ///< shm: the step or half-area bytes (they shape the barriers), or the in-place offset
 
   bool operator==(const collective_header&) const = default;
 
@@ -5895,11 +5896,11 @@ struct collective_header {
       s += " (op " + std::string(ddp::to_string(static_cast<op>(reduce))) + ")";
     if (kind == collective_kind::broadcast) s += " from root " + std::to_string(root);
     if (kind == collective_kind::all_reduce && in_place)
-      s += " in place in ddp::shm_array " + std::to_string(root) + " at byte " + std::to_string(area) +
+      s += " in place in ddp::shm_array " + std::to_string(root) + " at byte " + std::to_string(shm_shape) +
            " (every rank must pass the same part of its own shm array)";
-    else if (kind == collective_kind::all_reduce && area)
-      s += " (shm chunk " + std::to_string(area) + " B)";
-    else if ((kind == collective_kind::reduce_scatter || kind == collective_kind::all_gather) && area)
+    else if (kind == collective_kind::all_reduce && shm_shape)
+      s += " (shm step " + std::to_string(shm_shape) + " B)";
+    else if ((kind == collective_kind::reduce_scatter || kind == collective_kind::all_gather) && shm_shape)
       s += " (through the node's shared memory)";
     if (piece) s += " (piece " + std::to_string(piece) + " B)";
     return s;
@@ -5912,7 +5913,7 @@ struct collective_header {
     const bool same_call = kind == theirs.kind && count == theirs.count && dt == theirs.dt &&
                            reduce == theirs.reduce && root == theirs.root;
     if (!same_call) return "";
-    if ((area == 0) != (theirs.area == 0) && !in_place && !theirs.in_place)
+    if ((shm_shape == 0) != (theirs.shm_shape == 0) && !in_place && !theirs.in_place)
       return " Some ranks take the node's shared memory and others TCP: call use_shm with the same value on "
              "every rank.";
     if (piece != theirs.piece)
@@ -6480,6 +6481,20 @@ public:
     }
   }
 
+  /// A bucket's fragments summed around ddp's ring, then scaled. Buckets skip
+  /// the header round (a round trip each), but ranks with different pieces
+  /// would cut the ring's messages differently: wrong data, or Gloo aborting
+  /// the process. So the first bucket, and the first after a rank changed its
+  /// piece, compare headers.
+  void all_reduce_fragments(const collective_header& h, const std::string& what,
+                            const std::vector<fragment>& frags, dtype dt, double scale) {
+    if (h.piece != verified_piece_ && size_ > 1) {
+      exchange_header(h, what);
+      verified_piece_ = h.piece;
+    }
+    fragment_ring(ctx_, waits_, frags, dt, scratch_, h.piece).run(h.tag, scale, timeout_);
+  }
+
   void broadcast(std::uint32_t tag, const std::string& what, void* data, std::size_t n, dtype dt, int root,
                  std::size_t piece) {
     if (size_ == 1) return;
@@ -6598,6 +6613,7 @@ private:
   std::vector<char>& scratch_;
   header_round headers_;
   exchange_hook before_exchange_;
+  std::size_t verified_piece_ = 0; ///< the piece every rank's buckets last agreed on (worker thread only)
 };
 
 } // namespace detail
@@ -6830,17 +6846,17 @@ DDP_END_NAMESPACE
 // ---- begin ddp/detail/shm/all_reduce.hpp ----
 // All-reduce among the ranks of one node through their shared segment
 // (detail/shm/segment.hpp). Within one node (run_pipelined) the data goes through in
-// steps of 256 KiB, alternating between two halves of each slot and of the
+// steps of 256 KiB, alternating between two halves of each area and of the
 // result area, with one barrier per step: every local rank copies the parts of
-// step k that the others reduce into its slot (its own slice stays where it
+// step k that the others reduce into its area (its own slice stays where it
 // is), meets the others, copies step k-1's result out, and reduces its own
 // slice of step k over all ranks, in local-rank order, the averaging fused
 // into the last step. The steps are small enough that what one rank writes is
-// still in cache when the others read it, which beat the earlier 4 MiB chunks
+// still in cache when the others read it, which beat the earlier 4 MiB steps
 // with two barriers each (docs/performance.md, Collectives).
-// Across nodes (run_staged) the node's leader reduces each chunk with the other
-// nodes' leaders over Gloo between the node's reduce and copy-out, so each chunk
-// has three barriers and fills the whole slot (fewer, larger TCP calls).
+// Across nodes (run_staged) the node's leader reduces each step with the other
+// nodes' leaders over Gloo between the node's reduce and copy-out, so each step
+// has three barriers and fills the whole area (fewer, larger TCP calls).
 //
 // Barriers: each rank bumps its sequence counter (for blame) and a shared
 // arrival count; the last arriver advances the generation word, on which the
@@ -6902,7 +6918,7 @@ DDP_BEGIN_NAMESPACE
 namespace detail {
 
 /// One local rank's line in the control block (own cache lines: no false sharing).
-struct alignas(128) shm_rank_slot {
+struct alignas(128) shm_rank_line {
   std::uint64_t seq = 0;      ///< barriers this rank has arrived at (atomic_ref)
   std::int32_t global = -1;   ///< its global rank, for error messages
   std::int32_t pid = 0;       ///< for the liveness check while others wait
@@ -6915,12 +6931,12 @@ struct shm_control {
   std::uint64_t magic = 0;
   std::uint32_t local_size = 0;
   std::uint32_t unused = 0;
-  std::uint64_t chunk_capacity = 0; ///< bytes per slot
+  std::uint64_t area_bytes = 0; ///< bytes per area
   alignas(128) std::uint32_t arrived = 0;
   alignas(128) std::uint32_t generation = 0; ///< the futex word: bumped by the last arriver
   std::uint32_t sleepers = 0;                ///< ranks in a futex wait on it: 0 spares the wake
   alignas(128) std::int32_t aborted_by = -1; ///< global rank of a rank that failed inside a collective
-  // followed by local_size shm_rank_slot
+  // followed by local_size shm_rank_line
 };
 
 /// The segment's name: a hash of the job's token and store, the node, and 128
@@ -6960,7 +6976,7 @@ inline std::uint64_t own_pid_namespace() {
 struct shm_setup {
   std::string token, store_where;
   int rank = 0, world_size = 1, node_rank = 0, local_rank = 0, local_size = 1;
-  std::size_t chunk_capacity = 0; ///< bytes per area
+  std::size_t area_bytes = 0; ///< bytes per area
   std::chrono::milliseconds timeout{};
   /// Areas after the control block: one per local rank, plus the result area
   /// of the all-reduce's segment (a shm array has none).
@@ -6969,7 +6985,7 @@ struct shm_setup {
   /// each shm array has its own).
   std::string key = "ddp/shm/";
   /// Said when the node's ranks asked for segments of different sizes.
-  std::string size_mismatch_hint = "the node's ranks disagree on LOCAL_WORLD_SIZE or DDP_SHM_CHUNK_BYTES; "
+  std::string size_mismatch_hint = "the node's ranks disagree on LOCAL_WORLD_SIZE or DDP_SHM_AREA_BYTES; "
                                    "start them with the same settings.";
 };
 
@@ -6985,9 +7001,9 @@ inline long futex_call(void* addr, int op, std::uint32_t val, const timespec* ts
   return ::syscall(SYS_futex, addr, op, val, ts, nullptr, 0);
 }
 
-/// A mapped segment: control block, local_size areas ("slots") of
-/// chunk_capacity bytes, and (the all-reduce's segment) one result area of
-/// chunk_capacity bytes.
+/// A mapped segment: control block (one line per local rank), local_size areas of
+/// area_bytes bytes, and (the all-reduce's segment) one result area of
+/// area_bytes bytes.
 class shm_segment {
 public:
   /// Collective over every rank of the group (all must call it): maps this
@@ -6999,14 +7015,14 @@ public:
   static std::unique_ptr<shm_segment> setup(Store& store, const shm_setup& a, shm_setup_failure& failed) {
     const std::string node = a.key + std::to_string(a.node_rank) + "/";
     std::unique_ptr<shm_segment> seg(
-        new shm_segment(a.local_rank, a.local_size, a.chunk_capacity, a.result_area));
+        new shm_segment(a.local_rank, a.local_size, a.area_bytes, a.result_area));
     std::string mine; // this rank's failure, "" for none
     error_kind mine_kind = error_kind::backend;
     try {
       try {
         if (a.local_rank == 0) {
           seg->name_ = shm_segment_name(a.token, a.store_where, a.node_rank);
-          seg->create(a.chunk_capacity);
+          seg->create(a.area_bytes);
           store.set(node + "created", "ok " + seg->name_);
         } else {
           store.wait({node + "created"}, a.timeout);
@@ -7032,7 +7048,7 @@ public:
         }
       }
       if (seg->base_) {
-        auto& me = seg->slot(a.local_rank);
+        auto& me = seg->line(a.local_rank);
         me.global = a.rank;
         me.pid = static_cast<std::int32_t>(::getpid());
         me.pidns = own_pid_namespace();
@@ -7073,14 +7089,14 @@ public:
   const std::string& name() const { return name_; }
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
-  std::size_t chunk_capacity() const { return ctl().chunk_capacity; }
+  std::size_t area_bytes() const { return ctl().area_bytes; }
   shm_control& ctl() const { return *static_cast<shm_control*>(base_); }
-  shm_rank_slot& slot(int l) const {
-    return reinterpret_cast<shm_rank_slot*>(static_cast<char*>(base_) + sizeof(shm_control))[l];
+  shm_rank_line& line(int l) const {
+    return reinterpret_cast<shm_rank_line*>(static_cast<char*>(base_) + sizeof(shm_control))[l];
   }
   char* data(int l) const {
     return static_cast<char*>(base_) + control_bytes(local_size_) +
-           static_cast<std::size_t>(l) * ctl().chunk_capacity;
+           static_cast<std::size_t>(l) * ctl().area_bytes;
   }
   char* result() const { return data(local_size_); }
   /// Whether [p, p + bytes) lies in local rank l's area.
@@ -7088,15 +7104,15 @@ public:
     if (!base_) return false;
     // As integers: p may point into any object, and comparing pointers into different ones is undefined.
     const auto a = reinterpret_cast<std::uintptr_t>(data(l)), c = reinterpret_cast<std::uintptr_t>(p);
-    const std::size_t cap = ctl().chunk_capacity;
+    const std::size_t cap = ctl().area_bytes;
     return c >= a && bytes <= cap && c - a <= cap - bytes;
   }
 
 private:
-  shm_segment(int local_rank, int local_size, std::size_t chunk_capacity, bool result_area)
+  shm_segment(int local_rank, int local_size, std::size_t area_bytes, bool result_area)
       : local_rank_(local_rank), local_size_(local_size),
         bytes_(control_bytes(local_size) +
-               (static_cast<std::size_t>(local_size) + (result_area ? 1 : 0)) * chunk_capacity) {}
+               (static_cast<std::size_t>(local_size) + (result_area ? 1 : 0)) * area_bytes) {}
 
   void unlink() {
     if (!name_.empty()) ::shm_unlink(name_.c_str());
@@ -7109,7 +7125,7 @@ private:
 
   static std::size_t control_bytes(int local_size) {
     const std::size_t raw =
-        sizeof(shm_control) + static_cast<std::size_t>(local_size) * sizeof(shm_rank_slot);
+        sizeof(shm_control) + static_cast<std::size_t>(local_size) * sizeof(shm_rank_line);
     return (raw + 4095) / 4096 * 4096; // the data areas start page-aligned
   }
 
@@ -7118,7 +7134,7 @@ private:
                                          std::to_string(bytes_) + " B): " + std::strerror(err));
   }
 
-  void create(std::size_t chunk_capacity) {
+  void create(std::size_t area_bytes) {
     int fd = ::shm_open(name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0) fail("cannot create", errno);
     // posix_fallocate, not ftruncate: a full /dev/shm fails here with ENOSPC,
@@ -7131,9 +7147,9 @@ private:
     map(fd);
     auto* c = new (base_) shm_control{};
     c->local_size = static_cast<std::uint32_t>(local_size_);
-    c->chunk_capacity = chunk_capacity;
+    c->area_bytes = area_bytes;
     for (int l = 0; l < local_size_; ++l)
-      new (&slot(l)) shm_rank_slot{};
+      new (&line(l)) shm_rank_line{};
     std::atomic_ref<std::uint64_t>(c->magic).store(shm_control::expected_magic, std::memory_order_release);
   }
 
@@ -7197,13 +7213,13 @@ namespace detail {
 
 class shm_all_reduce {
 public:
-  /// The default slot size, per local rank, across nodes (12 MiB of /dev/shm
-  /// at 2 ranks a node): the staged path's chunk. On one node the slot holds
-  /// two steps of the pipelined path (2 x default_chunk_bytes).
-  static constexpr std::size_t default_slot_bytes = std::size_t{4} << 20;
+  /// The default area size, per local rank, across nodes (12 MiB of /dev/shm
+  /// at 2 ranks a node): the staged path's step. On one node the area holds
+  /// two steps of the pipelined path (2 x default_step_bytes).
+  static constexpr std::size_t default_area_bytes = std::size_t{4} << 20;
   /// The pipelined path's step: small steps keep the two buffers of every rank
   /// in L2 (the sweep: docs/performance.md, Collectives).
-  static constexpr std::size_t default_chunk_bytes = std::size_t{256} << 10;
+  static constexpr std::size_t default_step_bytes = std::size_t{256} << 10;
 
   /// A rank the rendezvous store saw lost: (-1, "") for none.
   struct lost_peer {
@@ -7221,18 +7237,18 @@ public:
   const shm_segment& segment() const { return *seg_; }
   /// Bytes per step (tests make it small to cross step ends); 0 restores the
   /// defaults. Every local rank must use the same value.
-  void set_chunk_bytes(std::size_t b) { chunk_setting_ = b; }
+  void set_step_bytes(std::size_t b) { step_setting_ = b; }
   /// The step in effect: `staged` for the cross-node path, whose default is
-  /// the whole slot; the pipelined path's is at most half a slot.
-  std::size_t chunk_bytes(bool staged) const {
-    const std::size_t cap = staged ? seg_->chunk_capacity() : half_slot();
-    const std::size_t want = chunk_setting_ ? chunk_setting_ : staged ? cap : default_chunk_bytes;
+  /// the whole area; the pipelined path's is at most half an area.
+  std::size_t step_bytes(bool staged) const {
+    const std::size_t cap = staged ? seg_->area_bytes() : half_area();
+    const std::size_t want = step_setting_ ? step_setting_ : staged ? cap : default_step_bytes;
     return std::clamp<std::size_t>(want, 64, cap);
   }
 
   /// Reduces `frags` (op o; scale multiplies the sum, 1.0 for none) across the
   /// node's ranks. `between(result, m)`, when set, runs on local rank 0 on each
-  /// chunk's reduced result before the others copy it out (the cross-node step).
+  /// step's reduced result before the others copy it out (the cross-node step).
   void run(const std::vector<fragment>& frags, dtype dt, op o, double scale, const collective_header& h,
            const std::string& what, const std::function<void(char*, std::size_t)>& between = {}) {
     begin(h, what);
@@ -7250,7 +7266,7 @@ public:
   /// the others' areas, in local-rank order (the same bits as the other
   /// paths), and writes the result into every rank's area; a second barrier
   /// ends it. Two barriers per collective, not one per step, so it beats the
-  /// slots, most on a busy host, where step barriers suffer when a rank is
+  /// areas, most on a busy host, where step barriers suffer when a rank is
   /// descheduled (docs/performance.md, Collectives).
   void run_in_place(const shm_segment& arr, std::size_t offset, std::size_t n, dtype dt, op o, double scale,
                     const collective_header& h, const std::string& what) {
@@ -7263,12 +7279,12 @@ public:
     const int me = seg_->local_rank(), L = seg_->local_size();
     // Reduced into private scratch first: the destination may not be any
     // source (a rank's area is read again for later terms of the sum).
-    const std::size_t piece = std::max<std::size_t>(default_chunk_bytes / esz, 1);
+    const std::size_t step = std::max<std::size_t>(default_step_bytes / esz, 1);
     if (!scratch_)
-      scratch_.reset(static_cast<char*>(::operator new (default_chunk_bytes, std::align_val_t{64})));
-    for (std::size_t i = cut.a; i < cut.b; i += piece) {
-      const std::size_t k = std::min(piece, cut.b - i), byte = offset + i * esz;
-      reduce_slots(
+      scratch_.reset(static_cast<char*>(::operator new (default_step_bytes, std::align_val_t{64})));
+    for (std::size_t i = cut.a; i < cut.b; i += step) {
+      const std::size_t k = std::min(step, cut.b - i), byte = offset + i * esz;
+      reduce_areas(
           scratch_.get(), [&](int l) -> const char* { return arr.data(l) + byte; }, k, dt, fn, scale);
       for (int l = 0; l < L; ++l) // mine last: the others' copies read it from cache
         std::memcpy(arr.data((me + 1 + l) % L) + byte, scratch_.get(), k * esz);
@@ -7292,7 +7308,7 @@ public:
     what_ = nullptr;
   }
 
-  /// A collective of pipelined steps through the halves of the slots
+  /// A collective of pipelined steps through the halves of the areas
   /// (reduce_scatter and all_gather: detail/shm/block_collectives.hpp). Per
   /// step of at most `cap` of `n` elements, `write(off, m, buf)` fills this
   /// rank's half `buf`, the ranks meet at one barrier (the first also checks
@@ -7318,10 +7334,10 @@ public:
     barrier();
     what_ = nullptr;
   }
-  /// Half `buf` (0 or 1) of local rank l's slot, half_slot_bytes() long and
+  /// Half `buf` (0 or 1) of local rank l's area, half_area_bytes() long and
   /// 64-byte aligned.
-  char* slot_half(int l, int buf) const { return data(l, buf); }
-  std::size_t half_slot_bytes() const { return half_slot(); }
+  char* area_half(int l, int buf) const { return data(l, buf); }
+  std::size_t half_area_bytes() const { return half_area(); }
 
   /// Marks the segment aborted by this rank (its peers on the node stop waiting).
   void abort() noexcept {
@@ -7351,16 +7367,16 @@ private:
     return {a > lead ? a - lead : 0, b > lead ? b - lead : 0};
   }
 
-  std::size_t half_slot() const { return seg_->chunk_capacity() / 2 / 64 * 64; }
-  /// Buffer `buf` (0 or 1) of local rank l's slot, and of the result area.
-  char* data(int l, int buf) const { return seg_->data(l) + static_cast<std::size_t>(buf) * half_slot(); }
-  char* result(int buf) const { return seg_->result() + static_cast<std::size_t>(buf) * half_slot(); }
+  std::size_t half_area() const { return seg_->area_bytes() / 2 / 64 * 64; }
+  /// Buffer `buf` (0 or 1) of local rank l's area, and of the result area.
+  char* data(int l, int buf) const { return seg_->data(l) + static_cast<std::size_t>(buf) * half_area(); }
+  char* result(int buf) const { return seg_->result() + static_cast<std::size_t>(buf) * half_area(); }
 
   /// out = src(0) op src(1) op ... op src(L-1) over k elements, in local-rank
   /// order (the same bits on every path), the last step scaled when scale != 1
   /// (the averaging, fused). `src(l)` gives local rank l's contribution.
   template <class Src>
-  void reduce_slots(char* out, Src&& src, std::size_t k, dtype dt, reduce_fn fn, double scale) const {
+  void reduce_areas(char* out, Src&& src, std::size_t k, dtype dt, reduce_fn fn, double scale) const {
     const int L = seg_->local_size();
     for (int l = 1; l < L; ++l) {
       const void* acc = l == 1 ? static_cast<const void*>(src(0)) : out;
@@ -7372,16 +7388,16 @@ private:
   }
 
   /// One barrier per step, double-buffered. Per step k on every rank:
-  ///   copy in k (slot[k%2]); barrier k; copy out k-1 (result[(k-1)%2]);
+  ///   copy in k (area[k%2]); barrier k; copy out k-1 (result[(k-1)%2]);
   ///   reduce my slice of k into result[k%2];
-  /// then a last barrier and the last copy-out. Why it is safe: slot[k%2] is
+  /// then a last barrier and the last copy-out. Why it is safe: area[k%2] is
   /// next written by copy-in k+2, after barrier k+1, which no rank reaches
   /// before finishing reduce k; result[k%2] is next written by reduce k+2,
   /// after barrier k+2, which no rank reaches before finishing copy-out k.
   void run_pipelined(const std::vector<fragment>& frags, dtype dt, op o, double scale,
                      const collective_header& h) {
     const std::size_t esz = size_of(dt), n = total_count(frags);
-    const std::size_t cap = std::max<std::size_t>(chunk_bytes(false) / esz, 1);
+    const std::size_t cap = std::max<std::size_t>(step_bytes(false) / esz, 1);
     const auto fn = reduce_for(dt, o == op::avg ? op::sum : o);
     const int me = seg_->local_rank();
     std::size_t prev_off = 0, prev_m = 0;
@@ -7402,7 +7418,7 @@ private:
       first = false;
       for_each_piece(frags, off + a, b - a, esz, [&](char* own, std::size_t at, std::size_t k) {
         const std::size_t byte = (a + at) * esz;
-        reduce_slots(
+        reduce_areas(
             result(buf) + byte, [&](int l) -> const char* { return l == me ? own : data(l, buf) + byte; }, k,
             dt, fn, scale);
       });
@@ -7415,13 +7431,13 @@ private:
     copy_out(frags, prev_off, prev_m, esz, result(prev_buf));
   }
 
-  /// Three barriers per chunk (copy in; reduce; the leader's cross-node step;
-  /// copy out), chunks of the whole slot: across nodes the TCP step dominates,
+  /// Three barriers per step (copy in; reduce; the leader's cross-node step;
+  /// copy out), steps of the whole area: across nodes the TCP step dominates,
   /// and fewer, larger calls serve it best.
   void run_staged(const std::vector<fragment>& frags, dtype dt, op o, double scale,
                   const collective_header& h, const std::function<void(char*, std::size_t)>& between) {
     const std::size_t esz = size_of(dt), n = total_count(frags);
-    const std::size_t cap = std::max<std::size_t>(chunk_bytes(true) / esz, 1);
+    const std::size_t cap = std::max<std::size_t>(step_bytes(true) / esz, 1);
     const auto fn = reduce_for(dt, o == op::avg ? op::sum : o);
     const int me = seg_->local_rank();
     bool first = true;
@@ -7434,7 +7450,7 @@ private:
       const slice cut = my_slice(m, esz); // not a structured binding: lambdas capture these
       const std::size_t a = cut.a, b = cut.b;
       if (a < b)
-        reduce_slots(
+        reduce_areas(
             seg_->result() + a * esz, [&](int l) -> const char* { return seg_->data(l) + a * esz; }, b - a,
             dt, fn, scale);
       barrier();
@@ -7445,11 +7461,11 @@ private:
     }
   }
 
-  /// Copies elements [off+at, off+at+k) of the fragments to `slot` + at.
+  /// Copies elements [off+at, off+at+k) of the fragments to `area` + at.
   static void copy_in(const std::vector<fragment>& frags, std::size_t off, std::size_t at, std::size_t k,
-                      std::size_t esz, char* slot) {
+                      std::size_t esz, char* area) {
     for_each_piece(frags, off + at, k, esz, [&](char* p, std::size_t i, std::size_t c) {
-      std::memcpy(slot + (at + i) * esz, p, c * esz);
+      std::memcpy(area + (at + i) * esz, p, c * esz);
     });
   }
 
@@ -7461,11 +7477,11 @@ private:
   }
 
   /// A collective starts here: its deadline, its name for errors, and its
-  /// header in this rank's slot for the others to check.
+  /// header in this rank's line of the control block for the others to check.
   void begin(const collective_header& h, const std::string& what) {
     deadline_ = std::chrono::steady_clock::now() + timeout_;
     what_ = &what;
-    std::memcpy(&seg_->slot(seg_->local_rank()).header, &h, sizeof h);
+    std::memcpy(&seg_->line(seg_->local_rank()).header, &h, sizeof h);
   }
 
   template <class F> void guard_leader(F&& f) {
@@ -7480,9 +7496,9 @@ private:
   void check_headers(const collective_header& mine) {
     for (int l = 0; l < seg_->local_size(); ++l) {
       collective_header theirs;
-      std::memcpy(&theirs, &seg_->slot(l).header, sizeof theirs);
+      std::memcpy(&theirs, &seg_->line(l).header, sizeof theirs);
       if (theirs == mine) continue;
-      throw mine.mismatch(*what_, rank_, seg_->slot(l).global, theirs);
+      throw mine.mismatch(*what_, rank_, seg_->line(l).global, theirs);
     }
   }
 
@@ -7490,7 +7506,7 @@ private:
     auto& c = seg_->ctl();
     const int L = seg_->local_size();
     ++epoch_;
-    std::atomic_ref<std::uint64_t>(seg_->slot(seg_->local_rank()).seq)
+    std::atomic_ref<std::uint64_t>(seg_->line(seg_->local_rank()).seq)
         .store(epoch_, std::memory_order_release);
     // A rank that aborted left the counts of an unfinished barrier behind: no
     // barrier may complete on them, so fail before arriving (every later
@@ -7562,17 +7578,17 @@ private:
   std::vector<int> missing() const {
     std::vector<int> out;
     for (int l = 0; l < seg_->local_size(); ++l)
-      if (std::atomic_ref<std::uint64_t>(seg_->slot(l).seq).load(std::memory_order_acquire) < epoch_)
+      if (std::atomic_ref<std::uint64_t>(seg_->line(l).seq).load(std::memory_order_acquire) < epoch_)
         out.push_back(l);
     return out;
   }
 
 public:
-  /// Whether the rank of slot `sl` has exited, judged by its pid: only when it
+  /// Whether the rank of line `sl` has exited, judged by its pid: only when it
   /// lives in this process's PID namespace (`own_ns`), since a pid read across
   /// namespaces (containers sharing /dev/shm) names another process or none.
   /// Else the store's record of lost ranks is the only evidence.
-  static bool peer_exited(const shm_rank_slot& sl, std::uint64_t own_ns) {
+  static bool peer_exited(const shm_rank_line& sl, std::uint64_t own_ns) {
     return sl.pidns != 0 && sl.pidns == own_ns && process_gone(sl.pid);
   }
 
@@ -7590,7 +7606,7 @@ private:
 
   void check_alive(bool ask_store = true) {
     for (int l : missing()) {
-      const auto& sl = seg_->slot(l);
+      const auto& sl = seg_->line(l);
       if (peer_exited(sl, own_pidns_)) {
         abort();
         throw error(error_kind::peer_lost,
@@ -7621,7 +7637,7 @@ private:
     // The aborting rank gave up waiting for a rank that is still missing here
     // too: blame that one, as a timeout (the caller's desync report follows).
     for (int l : missing())
-      if (seg_->slot(l).global != by) fail_timeout(by);
+      if (seg_->line(l).global != by) fail_timeout(by);
     if (find_lost_)
       if (auto lost = find_lost_(std::chrono::milliseconds(1000)); lost.rank >= 0)
         throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
@@ -7639,10 +7655,10 @@ private:
   [[noreturn]] void fail_timeout(int gave_up_by = -1) {
     abort();
     auto late = missing();
-    int culprit = late.empty() ? -1 : seg_->slot(late.front()).global;
+    int culprit = late.empty() ? -1 : seg_->line(late.front()).global;
     std::string names;
     for (int l : late)
-      names += (names.empty() ? "" : ", ") + std::to_string(seg_->slot(l).global);
+      names += (names.empty() ? "" : ", ") + std::to_string(seg_->line(l).global);
     const std::string text =
         gave_up_by < 0 ? " timed out after " + std::to_string(timeout_.count()) + " ms waiting for rank(s) " +
                              names + " at the node's shared-memory segment"
@@ -7660,7 +7676,7 @@ private:
   lost_finder find_lost_;
   int rank_;
   std::chrono::milliseconds timeout_;
-  std::size_t chunk_setting_ = 0; ///< 0: the defaults
+  std::size_t step_setting_ = 0; ///< 0: the defaults
   std::uint64_t own_pidns_ = own_pid_namespace();
   /// Barriers this rank has passed (one collective at a time: the group's
   /// worker thread, or the caller when it runs one inline).
@@ -7670,7 +7686,7 @@ private:
   struct aligned_free {
     void operator()(char* p) const noexcept { ::operator delete (p, std::align_val_t{64}); }
   };
-  std::unique_ptr<char[], aligned_free> scratch_; ///< run_in_place's reduced piece
+  std::unique_ptr<char[], aligned_free> scratch_; ///< run_in_place's reduced step
 };
 
 } // namespace detail
@@ -7747,8 +7763,8 @@ DDP_END_NAMESPACE
 // reduce_scatter and all_gather among the ranks of one node through their
 // shared segment, in the pipelined steps of the node's all-reduce
 // (detail/shm/all_reduce.hpp): per step every rank copies its part into one
-// half of its slot, meets the others at one barrier, and reads what it needs
-// straight from their slots; the next step uses the other half
+// half of its area, meets the others at one barrier, and reads what it needs
+// straight from their areas; the next step uses the other half
 // (shm_all_reduce::run_steps drives the steps and their barriers).
 // Both give the same bits as the TCP path: blocks reduced in rank order, then
 // the averaging.
@@ -7764,9 +7780,9 @@ DDP_END_NAMESPACE
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
-/// Elements per part when a half slot of `half_bytes` holds `parts` of them:
+/// Elements per part when a half area of `half_bytes` holds `parts` of them:
 /// whole cache lines where they fit, so that each reader's part starts on a
-/// line; with many ranks and a small slot (DDP_SHM_CHUNK_BYTES) fewer, never
+/// line; with many ranks and a small area (DDP_SHM_AREA_BYTES) fewer, never
 /// past the half (at least 2 KiB: one 8-byte element for each of 256 ranks).
 constexpr std::size_t shm_part_elements(std::size_t half_bytes, std::size_t parts, std::size_t esz) {
   const std::size_t line = std::max<std::size_t>(64 / esz, 1);
@@ -7781,7 +7797,7 @@ inline void shm_reduce_scatter(shm_all_reduce& node, const void* in, void* out, 
                                const collective_header& h, const std::string& what) {
   const int L = node.segment().local_size(), me = node.segment().local_rank();
   const std::size_t esz = size_of(dt), parts = static_cast<std::size_t>(L);
-  const std::size_t cap = shm_part_elements(node.half_slot_bytes(), parts, esz);
+  const std::size_t cap = shm_part_elements(node.half_area_bytes(), parts, esz);
   const auto fn = reduce_for(dt, o == op::avg ? op::sum : o);
   const auto* blocks = static_cast<const char*>(in);
   auto* res = static_cast<char*>(out);
@@ -7789,13 +7805,13 @@ inline void shm_reduce_scatter(shm_all_reduce& node, const void* in, void* out, 
       h, what, n, cap,
       [&](std::size_t off, std::size_t m, int buf) {
         // Every block's part, this rank's own too: `out` may be that block.
-        char* mine = node.slot_half(me, buf);
+        char* mine = node.area_half(me, buf);
         for (std::size_t p = 0; p < parts && m; ++p) // m == 0: `in` may be null
           std::memcpy(mine + p * cap * esz, blocks + (p * n + off) * esz, m * esz);
       },
       [&](std::size_t off, std::size_t m, int buf) {
         auto part = [&](int l) -> const char* {
-          return node.slot_half(l, buf) + static_cast<std::size_t>(me) * cap * esz;
+          return node.area_half(l, buf) + static_cast<std::size_t>(me) * cap * esz;
         };
         char* dst = res + off * esz;
         if (L == 1) std::memcpy(dst, part(0), m * esz);
@@ -7811,20 +7827,20 @@ inline void shm_all_gather(shm_all_reduce& node, const void* in, void* out, std:
                            const collective_header& h, const std::string& what) {
   const int L = node.segment().local_size(), me = node.segment().local_rank();
   const std::size_t esz = size_of(dt);
-  const std::size_t cap = shm_part_elements(node.half_slot_bytes(), 1, esz);
+  const std::size_t cap = shm_part_elements(node.half_area_bytes(), 1, esz);
   const auto* src = static_cast<const char*>(in);
   auto* blocks = static_cast<char*>(out);
   node.run_steps(
       h, what, n, cap,
       [&](std::size_t off, std::size_t m, int buf) {
-        if (m) std::memcpy(node.slot_half(me, buf), src + off * esz, m * esz); // n == 0: `in` may be null
+        if (m) std::memcpy(node.area_half(me, buf), src + off * esz, m * esz); // n == 0: `in` may be null
       },
       [&](std::size_t off, std::size_t m, int buf) {
-        // Own block from the slot too (in place, `in` is that block); the
+        // Own block from the area too (in place, `in` is that block); the
         // others first, so that the own copy reads a line still in cache.
         for (int i = 1; i <= L; ++i) {
           const int l = (me + i) % L;
-          std::memcpy(blocks + (static_cast<std::size_t>(l) * n + off) * esz, node.slot_half(l, buf),
+          std::memcpy(blocks + (static_cast<std::size_t>(l) * n + off) * esz, node.area_half(l, buf),
                       m * esz);
         }
       });
@@ -7877,6 +7893,20 @@ public:
     return L > 1 && L <= 256 && t.world_size > 1 && t.world_size % L == 0;
   }
 
+  /// Bytes per local rank's area from DDP_SHM_AREA_BYTES, or from its old
+  /// name DDP_SHM_CHUNK_BYTES (deprecated: it always set the area, not the
+  /// step), with a warning; empty when neither is set.
+  std::optional<std::int64_t> area_bytes_from_env() const {
+    constexpr std::int64_t lo = 4096, hi = std::int64_t{1} << 30;
+    if (auto v = env_int("DDP_SHM_AREA_BYTES", lo, hi)) return v;
+    auto old = env_int("DDP_SHM_CHUNK_BYTES", lo, hi);
+    if (old)
+      log_line("rank " + std::to_string(rank_),
+               "warning: DDP_SHM_CHUNK_BYTES is deprecated and goes in the next "
+               "release: set DDP_SHM_AREA_BYTES to the same value instead.");
+    return old;
+  }
+
   /// Whether every rank can and wants to reduce through shared memory: DDP_SHM
   /// not 0, more than one rank per node, and the launcher's layout (node_rank,
   /// local_rank: never the hostname) contiguous, as ddprun and torchrun lay
@@ -7899,14 +7929,13 @@ public:
   std::shared_ptr<gloo_mesh_context> setup(const rendezvous& rv, gloo_blame& blame) {
     const auto& t = rv.topo;
     std::shared_ptr<gloo_mesh_context> leaders;
-    // The slot: on one node the pipelined path needs two of its steps (512 KiB),
+    // The area: on one node the pipelined path needs two of its steps (512 KiB),
     // across nodes the staged path fills it whole (4 MiB). Whole pages: every
-    // slot and the result area stay aligned for any dtype.
-    const std::size_t slot_default = size_ == t.local_world_size ? 2 * shm_all_reduce::default_chunk_bytes
-                                                                 : shm_all_reduce::default_slot_bytes;
-    const std::size_t chunk =
-        (static_cast<std::size_t>(env_int("DDP_SHM_CHUNK_BYTES", 4096, std::int64_t{1} << 30)
-                                      .value_or(static_cast<std::int64_t>(slot_default))) +
+    // area, the result area too, stays aligned for any dtype.
+    const std::size_t area_default = size_ == t.local_world_size ? 2 * shm_all_reduce::default_step_bytes
+                                                                 : shm_all_reduce::default_area_bytes;
+    const std::size_t area =
+        (static_cast<std::size_t>(area_bytes_from_env().value_or(static_cast<std::int64_t>(area_default))) +
          4095) /
         4096 * 4096;
     const shm_setup a{.token = rv.token,
@@ -7916,7 +7945,7 @@ public:
                       .node_rank = t.node_rank,
                       .local_rank = t.local_rank,
                       .local_size = t.local_world_size,
-                      .chunk_capacity = chunk,
+                      .area_bytes = area,
                       .timeout = timeout_};
     shm_args_ = a;
     shm_setup_failure failed;
@@ -7933,8 +7962,8 @@ public:
             "rank 0",
             "warning: the shared-memory all-reduce is off, every rank reduces over TCP (slower): rank " +
                 std::to_string(failed.rank) + " " + failed.message +
-                ". Enlarge /dev/shm (each node needs (LOCAL_WORLD_SIZE + 1) x DDP_SHM_CHUNK_BYTES, "
-                "default 512 KiB on one node, 4 MiB across nodes, plus a page) or lower DDP_SHM_CHUNK_BYTES; "
+                ". Enlarge /dev/shm (each node needs (LOCAL_WORLD_SIZE + 1) x DDP_SHM_AREA_BYTES, "
+                "default 512 KiB on one node, 4 MiB across nodes, plus a page) or lower DDP_SHM_AREA_BYTES; "
                 "DDP_SHM=0 silences this.");
       return leaders;
     }
@@ -7969,20 +7998,20 @@ public:
   }
 
   /// All-reduce through the node's segment; across nodes the leaders reduce
-  /// each chunk over Gloo (on `leaders`) between the node's two barriers. Across nodes the
+  /// each step over Gloo (on `leaders`) between the node's two barriers. Across nodes the
   /// header round (`exchange(h, what)`) runs first over TCP, so ranks of different nodes that
   /// disagree fail with mismatch as on the TCP path.
   void run(collective_header h, const std::string& what, const std::vector<fragment>& frags, dtype dt, op o,
            double scale, const std::shared_ptr<gloo_mesh_context>& leaders) {
-    h.area = shm_->chunk_bytes(nnodes_ > 1); // the chunking shapes the barriers: ranks must agree on it
-    if (nnodes_ == 1) h.piece = 0;           // no ring on one node: its piece does not matter
+    h.shm_shape = shm_->step_bytes(nnodes_ > 1); // the steps shape the barriers: ranks must agree on them
+    if (nnodes_ == 1) h.piece = 0;               // no ring on one node: its piece does not matter
     guard(what, [&] {
       if (nnodes_ == 1) {
         if (auto in = in_array(frags, dt)) {
           ++knobs_.in_place_runs;
           h.in_place = 1;
           h.root = static_cast<std::int32_t>(in->id);
-          h.area = in->offset;
+          h.shm_shape = in->offset;
           shm_->run_in_place(*in->seg, in->offset, total_count(frags), dt, o, scale, h, what);
           return;
         }
@@ -7995,9 +8024,9 @@ public:
       shm_->run(frags, dt, node_op, 1.0, h, what, [&, this](char* res, std::size_t m) {
         if (m == 0) return;
         // Around ddp's ring between the leaders, the scaling fused in (sums).
-        const std::vector<fragment> chunk{{res, m}};
+        const std::vector<fragment> step{{res, m}};
         const bool fuse = node_op == op::sum;
-        fragment_ring(leaders, waits_, chunk, dt, scratch_, h.piece, node_op)
+        fragment_ring(leaders, waits_, step, dt, scratch_, h.piece, node_op)
             .run(h.tag * 4096u + (sub++ % 4096u), fuse ? scale : 1.0, timeout_);
         if (!fuse && scale != 1.0) scale_in_place(res, m, dt, scale);
       });
@@ -8006,17 +8035,17 @@ public:
 
   /// reduce_scatter and all_gather through the node's segment
   /// (detail/shm/block_collectives.hpp); one node only (`nodes() == 1`).
-  /// `h.area` carries the half slot, which shapes the steps: a rank that runs
+  /// `h.shm_shape` carries the half area, which shapes the steps: a rank that runs
   /// the collective over TCP meanwhile (use_shm(false)) fails the header check.
   void reduce_scatter(collective_header h, const std::string& what, const void* in, void* out, std::size_t n,
                       dtype dt, op o) {
-    h.area = shm_->half_slot_bytes();
+    h.shm_shape = shm_->half_area_bytes();
     ++knobs_.shm_block_runs;
     guard(what, [&] { shm_reduce_scatter(*shm_, in, out, n, dt, o, h, what); });
   }
   void all_gather(collective_header h, const std::string& what, const void* in, void* out, std::size_t n,
                   dtype dt) {
-    h.area = shm_->half_slot_bytes();
+    h.shm_shape = shm_->half_area_bytes();
     ++knobs_.shm_block_runs;
     guard(what, [&] { shm_all_gather(*shm_, in, out, n, dt, h, what); });
   }
@@ -8097,7 +8126,7 @@ private:
     a.result_area = false;
     // Areas of whole cache lines, not pages: ranks whose sizes differ by more
     // than 64 B get segments of different sizes, which is how they are caught.
-    a.chunk_capacity = (bytes + 63) / 64 * 64;
+    a.area_bytes = (bytes + 63) / 64 * 64;
     a.size_mismatch_hint =
         "the node's ranks asked for different sizes (" + what +
         " here): call make_shm_array with the same element count and type on every rank, in "
@@ -8249,17 +8278,19 @@ public:
   bool shm_active() const { return shm_path_.get() != nullptr; }
   /// The shm path's step size (like set_ring_piece_bytes: tests make it small
   /// to cross step ends; same value on every rank, before collectives); 0
-  /// restores the defaults (256 KiB within a node, the slot across nodes).
-  void set_shm_chunk_bytes(std::size_t bytes) {
-    if (auto* shm = shm_path_.get()) shm->set_chunk_bytes(bytes);
+  /// restores the defaults (256 KiB within a node, the whole area across nodes).
+  void set_shm_step_bytes(std::size_t bytes) {
+    if (auto* shm = shm_path_.get()) shm->set_step_bytes(bytes);
   }
+  [[deprecated("use set_shm_step_bytes")]] void set_shm_chunk_bytes(std::size_t b) { set_shm_step_bytes(b); }
   /// Benches compare the two paths in one run: false sends all_reduce,
   /// reduce_scatter and all_gather over TCP again. Every rank must switch at
   /// the same point of its collective sequence.
   void use_shm(bool on) { knobs_.shm_on = on; }
-  std::size_t shm_chunk_bytes() const {
-    return shm_path_.get() ? shm_path_.get()->chunk_bytes(shm_path_.nodes() > 1) : 0;
+  std::size_t shm_step_bytes() const {
+    return shm_path_.get() ? shm_path_.get()->step_bytes(shm_path_.nodes() > 1) : 0;
   }
+  [[deprecated("use shm_step_bytes")]] std::size_t shm_chunk_bytes() const { return shm_step_bytes(); }
   /// The shm segment's name (tests look for it in /dev/shm); empty when off.
   std::string shm_segment_name() const {
     return shm_path_.get() ? shm_path_.get()->segment().name() : std::string();
@@ -8392,20 +8423,10 @@ public:
                     auto h = gloo_collectives::header(collective_kind::all_reduce, tag, n, dt);
                     h.reduce = static_cast<std::uint8_t>(op::sum);
                     h.piece = piece;
-                    if (shm && size_ > 1) {
+                    if (shm && size_ > 1)
                       shm_path_.run(h, what, frags, dt, op::sum, scale, leaders_);
-                      return;
-                    }
-                    if (piece != verified_piece_ && size_ > 1) {
-                      // Buckets over TCP skip the header round (a round trip
-                      // each), but ranks with different pieces would cut the
-                      // ring's messages differently: wrong data, or Gloo
-                      // aborting the process. So the first bucket, and the first
-                      // after a rank changed its piece, compare headers.
-                      mesh_.exchange_header(h, what);
-                      verified_piece_ = piece;
-                    }
-                    fragment_ring(ctx_, waits_, frags, dt, scratch_, piece).run(tag, scale, timeout_);
+                    else
+                      mesh_.all_reduce_fragments(h, what, frags, dt, scale);
                   });
   }
 
@@ -8545,8 +8566,7 @@ private:
   gloo_collectives mesh_; ///< the collectives over ctx_: header round, ring, chain, block exchange
   gloo_waits waits_;      ///< the buffers of ddp's own collectives, for interrupt_connections
   gloo_knobs knobs_;
-  std::size_t verified_piece_ = 0; ///< the piece every rank's buckets last agreed on (worker thread only)
-  std::uint32_t next_tag_ = 1;     // worker thread only
+  std::uint32_t next_tag_ = 1; // worker thread only
   collective_queue queue_;
   gloo_blame blame_;
 };
@@ -8944,11 +8964,14 @@ DDP_END_NAMESPACE
 #endif // DDP_DETAIL_DATA_PARALLEL_ATTACHED_MODEL_HPP
 // ---- end ddp/detail/data_parallel/attached_model.hpp ----
 // ---- begin ddp/detail/data_parallel/bucket_engine.hpp ----
-// Chooses the bucket engine by where the gradients live: the host engine for
-// host memory, the CUDA engine (device_bucket_engine.hpp) for device memory.
-// The CUDA engine is compiled in where DDP_WITH_CUDA is defined (the ddp::cuda
-// and ddp::nccl CMake targets define it); without it, device gradients are a
-// clear error at construction, and nothing here needs CUDA headers.
+// The bucket engines distributed_data_parallel chooses from by where the
+// gradients live: host_bucket_engine for host memory, device_bucket_engine
+// for device memory. It holds one in a std::variant and calls it through
+// std::visit, so a bucket goes from the DDP straight to its engine. Both meet
+// the bucket_engine_for concept. The device engine is compiled in where
+// DDP_WITH_CUDA is defined (the ddp::cuda and ddp::nccl CMake targets define
+// it); without it, device gradients are a clear error at construction, and
+// nothing here needs CUDA headers.
 #ifndef DDP_DETAIL_DATA_PARALLEL_BUCKET_ENGINE_HPP
 #define DDP_DETAIL_DATA_PARALLEL_BUCKET_ENGINE_HPP
 
@@ -9396,6 +9419,8 @@ namespace detail {
 template <communicator Comm> class host_bucket_engine {
 public:
   static constexpr plan_capabilities capabilities{.fragments = fragment_communicator<Comm>};
+  /// The step's last bucket waits for synchronize(), which may run it on its own thread.
+  static constexpr bool defers_last_bucket = true;
 
   host_bucket_engine(Comm& comm, const bucket_plan& plan, const std::vector<tensor_slot>& params)
       : comm_(comm), plan_(plan), params_(params), state_(plan.buckets.size()) {
@@ -9472,6 +9497,8 @@ public:
 
   /// Before the first stand-in: host zeros are allocated as they are needed.
   void prepare_join() {}
+  /// Nothing to order after the last unpack: the host is done with it.
+  void finish_step(bool /*blocking*/) {}
 
   /// A joined rank's stand-in for bucket i: the same collective the others
   /// run, message for message, on zeros.
@@ -14294,6 +14321,8 @@ template <communicator Comm> class device_bucket_engine {
 public:
   /// No fragments: a bucket is in place (contiguous) or packed on the device.
   static constexpr plan_capabilities capabilities{.fragments = false};
+  /// Every bucket launches at once, stream-ordered: nothing waits for synchronize().
+  static constexpr bool defers_last_bucket = false;
 
   /// `compute_stream`: the user's stream that produces the gradients (null:
   /// the legacy default stream). `fail_group(why)`: fails the group at once
@@ -14376,7 +14405,9 @@ public:
   }
 
   /// Starts the all-reduce of bucket i; `scale` is 1/W for a mean, else 1.
-  void launch(std::size_t i, double scale) {
+  /// The caller never waits here (`caller_waits` is the host engine's): the
+  /// collective is queued on streams either way.
+  void launch(std::size_t i, double scale, bool /*caller_waits*/ = false) {
     cuda::device_guard on(device_, rank());
     before_collective([&] { return "launching bucket " + std::to_string(i); },
                       [&] { launch_unguarded(i, scale); });
@@ -14678,9 +14709,10 @@ DDP_END_NAMESPACE
 #define DDP_DETAIL_DEVICE_ENGINE 1
 #endif
 
+#include <concepts>
 #include <functional>
-#include <memory>
 #include <string>
+#include <variant>
 
 struct CUstream_st;
 
@@ -14695,101 +14727,62 @@ inline constexpr bool cuda_engine_available =
     false;
 #endif
 
-template <communicator Comm> class bucket_engine {
-public:
-  static plan_capabilities capabilities(bool on_device) {
-#ifdef DDP_DETAIL_DEVICE_ENGINE
-    if (on_device) return device_bucket_engine<Comm>::capabilities;
-#endif
-    (void)on_device;
-    return host_bucket_engine<Comm>::capabilities;
-  }
-
-  /// `fail_group(why)`: the device engine's own work before a collective
-  /// failed (process_group::abort); noexcept.
-  bucket_engine(Comm& comm, const bucket_plan& plan, const std::vector<tensor_slot>& params, bool on_device,
-                CUstream_st* compute_stream, std::function<void(const std::string&)> fail_group) {
-#ifdef DDP_DETAIL_DEVICE_ENGINE
-    if (on_device) {
-      device_ = std::make_unique<device_bucket_engine<Comm>>(comm, plan, params, compute_stream,
-                                                             std::move(fail_group));
-      return;
-    }
-#endif
-    (void)on_device;
-    (void)compute_stream;
-    (void)fail_group; // the host engine's only failures are the group's own
-    host_ = std::make_unique<host_bucket_engine<Comm>>(comm, plan, params);
-  }
-
-  void layout() {
-    call([](auto& e) { e.layout(); });
-  }
-  void zero(const tensor_slot& p) {
-    call([&](auto& e) { e.zero(p); });
-  }
-  /// `caller_waits`: see host_bucket_engine::launch (the device engine never
-  /// blocks its caller: it queues on streams either way).
-  void launch(std::size_t i, double scale, bool caller_waits) {
-#ifdef DDP_DETAIL_DEVICE_ENGINE
-    if (device_) return device_->launch(i, scale);
-#endif
-    host_->launch(i, scale, caller_waits);
-  }
-  /// Whether the step's last bucket waits for synchronize() to launch it (host
-  /// gradients; device engines launch it at once, stream-ordered).
-  bool defers_last_bucket() const { return host_ != nullptr; }
-  bool wait(std::size_t i) {
-    bool r = false;
-    call([&](auto& e) { r = e.wait(i); });
-    return r;
-  }
-  void unpack(std::size_t i) {
-    call([&](auto& e) { e.unpack(i); });
-  }
-  void prepare_join() {
-    call([](auto& e) { e.prepare_join(); });
-  }
-  work reduce_zeros(std::size_t i, double scale) {
-    work w;
-    call([&](auto& e) { w = e.reduce_zeros(i, scale); });
-    return w;
-  }
-  void wait_all_quietly() {
-    call([](auto& e) { e.wait_all_quietly(); });
-  }
-  double last_duration_ms(std::size_t i) const {
-    return host_ ? host_->last_duration_ms(i) : device_duration(i);
-  }
-
-  /// After the last bucket's unpack: device engines order the compute stream
-  /// after the unpacking (or wait, `blocking`); host engines are done already.
-  void finish_step([[maybe_unused]] bool blocking) {
-#ifdef DDP_DETAIL_DEVICE_ENGINE
-    if (device_) device_->finish_step(blocking);
-#endif
-  }
-
-private:
-  template <class F> void call(F&& f) {
-#ifdef DDP_DETAIL_DEVICE_ENGINE
-    if (device_) return f(*device_);
-#endif
-    f(*host_);
-  }
-  double device_duration([[maybe_unused]] std::size_t i) const {
-#ifdef DDP_DETAIL_DEVICE_ENGINE
-    return device_->last_duration_ms(i);
-#else
-    return 0;
-#endif
-  }
-
-  std::unique_ptr<host_bucket_engine<Comm>> host_;
-#ifdef DDP_DETAIL_DEVICE_ENGINE
-  std::unique_ptr<device_bucket_engine<Comm>> device_;
-#endif
+/// What distributed_data_parallel asks of a bucket engine. `defers_last_bucket`:
+/// whether the step's last bucket waits for synchronize() to launch it (host
+/// gradients, so the caller may run it itself); `launch(i, scale, caller_waits)`:
+/// caller_waits marks that bucket.
+template <class E>
+concept bucket_engine_for = requires(E& e, const E& ce, std::size_t i, double scale, bool flag,
+                                     const tensor_slot& p) {
+  { E::capabilities } -> std::convertible_to<plan_capabilities>;
+  { E::defers_last_bucket } -> std::convertible_to<bool>;
+  e.layout();
+  e.zero(p);
+  e.launch(i, scale, flag);
+  { e.wait(i) } -> std::same_as<bool>;
+  e.unpack(i);
+  e.finish_step(flag);
+  e.prepare_join();
+  { e.reduce_zeros(i, scale) } -> std::same_as<work>;
+  e.wait_all_quietly();
+  { ce.last_duration_ms(i) } -> std::convertible_to<double>;
 };
+
+/// The engines of this build; a DDP holds the one for its gradients' memory.
+template <communicator Comm>
+using bucket_engine = std::variant<host_bucket_engine<Comm>
+#ifdef DDP_DETAIL_DEVICE_ENGINE
+                                   ,
+                                   device_bucket_engine<Comm>
+#endif
+                                   >;
+
+/// What the bucket plan may use with the engine for `on_device` gradients.
+template <communicator Comm> plan_capabilities bucket_engine_capabilities([[maybe_unused]] bool on_device) {
+  static_assert(bucket_engine_for<host_bucket_engine<Comm>>);
+#ifdef DDP_DETAIL_DEVICE_ENGINE
+  static_assert(bucket_engine_for<device_bucket_engine<Comm>>);
+  if (on_device) return device_bucket_engine<Comm>::capabilities;
+#endif
+  return host_bucket_engine<Comm>::capabilities;
+}
+
+/// The engine for `on_device` gradients (the caller checked that it is
+/// compiled in). `fail_group(why)`: the device engine's own work before a
+/// collective failed (process_group::abort); noexcept. Engines neither copy
+/// nor move: the variant is made in place, where the caller's member is.
+template <communicator Comm>
+bucket_engine<Comm>
+make_bucket_engine(Comm& comm, const bucket_plan& plan, const std::vector<tensor_slot>& params,
+                   [[maybe_unused]] bool on_device, [[maybe_unused]] CUstream_st* compute_stream,
+                   [[maybe_unused]] std::function<void(const std::string&)> fail_group) {
+#ifdef DDP_DETAIL_DEVICE_ENGINE
+  if (on_device)
+    return bucket_engine<Comm>(std::in_place_type<device_bucket_engine<Comm>>, comm, plan, params,
+                               compute_stream, std::move(fail_group));
+#endif
+  return bucket_engine<Comm>(std::in_place_type<host_bucket_engine<Comm>>, comm, plan, params);
+}
 
 } // namespace detail
 DDP_END_NAMESPACE
@@ -16633,6 +16626,7 @@ DDP_END_NAMESPACE
 #include <functional>
 #include <string>
 #include <utility>
+#include <variant>
 
 DDP_BEGIN_NAMESPACE
 
@@ -16649,7 +16643,6 @@ template <class Model, class Backend, class Bucketing, class Reduction>
 requires model<Model> && backend_policy<Backend> && bucketing_policy<Bucketing> && reduction_policy<Reduction>
 class distributed_data_parallel<Model, Backend, Bucketing, Reduction> {
   using comm_type = typename Backend::communicator;
-  using engine_type = detail::bucket_engine<comm_type>;
 
 public:
   using model_type = Model;
@@ -16661,7 +16654,8 @@ public:
       : model_(m), pg_(pg), opts_(o), attached_(m), registry_(attached_.walked()),
         on_device_(gradients_on_device()), broadcasts_(pg.communicator(), o.compute_stream, fail_group()),
         plan_(verify_then_plan()), step_(plan_), timeline_(plan_),
-        engine_(pg.communicator(), plan_, registry_.parameters(), on_device_, o.compute_stream, fail_group()),
+        engine_(detail::make_bucket_engine(pg.communicator(), plan_, registry_.parameters(), on_device_,
+                                           o.compute_stream, fail_group())),
         join_(pg.communicator()) {
     if (detail::debug() >= detail::debug_level::info && pg_.rank() == 0)
       detail::log_bucket_layout(plan_, registry_.parameters());
@@ -16737,16 +16731,16 @@ private:
       launch_ready(/*in_synchronize=*/true);
       for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
         finish(b);
-      engine_.finish_step(blocking);
+      engine([&](auto& e) { e.finish_step(blocking); });
       if (opts_.broadcast_buffers && !registry_.buffers().empty())
         broadcast_buffers(/*stream_ordered=*/!blocking);
     } catch (...) {
-      engine_.wait_all_quietly();
+      engine([](auto& e) { e.wait_all_quietly(); });
       end_step();
       throw;
     }
     if (detail::debug() >= detail::debug_level::detail && pg_.rank() == 0)
-      detail::log_step_timing(engine_, plan_.buckets.size());
+      engine([&](auto& e) { detail::log_step_timing(e, plan_.buckets.size()); });
     timeline_.step_done();
     end_step();
   }
@@ -16774,13 +16768,13 @@ public:
     if (!opts_.uneven_inputs)
       throw error(error_kind::config, "join() needs ddp_options::uneven_inputs = true on every rank");
     if (step_.started()) throw error(error_kind::config, "join() called in the middle of a step");
-    engine_.prepare_join();
+    engine([](auto& e) { e.prepare_join(); });
     join_.shadow_until_all_joined([&] {
       std::vector<work> ws;
       for (std::size_t b = 0; b < plan_.buckets.size(); ++b) {
         if (detail::debug() >= detail::debug_level::detail)
-          detail::check_same_bucket_everywhere(comm(), b, plan_.buckets[b]); // as launch does
-        ws.push_back(engine_.reduce_zeros(b, mean_scale())); // the ring averages owned chunks here
+          detail::check_same_bucket_everywhere(comm(), b, plan_.buckets[b]);            // as launch does
+        ws.push_back(engine([&](auto& e) { return e.reduce_zeros(b, mean_scale()); })); // averaged there
       }
       for (auto& w : ws)
         w.wait();
@@ -16790,6 +16784,8 @@ public:
 
 private:
   comm_type& comm() noexcept { return pg_.communicator(); }
+  /// Calls `f` with the engine of the gradients' memory space.
+  template <class F> decltype(auto) engine(F&& f) { return std::visit(std::forward<F>(f), engine_); }
 
   /// For this rank's own device work before a collective (packing, staging
   /// copies): when it fails, the peers waiting in that collective are told
@@ -16832,14 +16828,16 @@ private:
     auto descs = detail::describe_for_bucketing(registry_.parameters());
     return detail::make_bucket_plan(
         Bucketing::assign(std::span<const parameter_desc>(descs)), registry_.parameters(),
-        [](dtype d) { return Reduction::wire(d); }, engine_type::capabilities(on_device_));
+        [](dtype d) { return Reduction::wire(d); },
+        detail::bucket_engine_capabilities<comm_type>(on_device_));
   }
 
   /// Follows moved gradient storage: new addresses, maybe new bucket paths.
   void refresh() {
     if (!registry_.refresh(pg_.rank())) return;
-    detail::choose_paths(plan_, registry_.parameters(), engine_type::capabilities(on_device_));
-    engine_.layout();
+    detail::choose_paths(plan_, registry_.parameters(),
+                         detail::bucket_engine_capabilities<comm_type>(on_device_));
+    engine([](auto& e) { e.layout(); });
   }
 
   template <tensor G> std::size_t index_of(const G& grad) {
@@ -16888,7 +16886,7 @@ private:
                   "rank " + std::to_string(pg_.rank()) + ": gradient of parameter '" + registry_[index].name +
                       "' was marked twice in one step",
                   pg_.rank());
-    if (how == detail::mark_state::unused) engine_.zero(registry_[index]);
+    if (how == detail::mark_state::unused) engine([&](auto& e) { e.zero(registry_[index]); });
     step_.mark(index, how);
     timeline_.marked(index, how == detail::mark_state::unused);
     launch_ready();
@@ -16898,11 +16896,11 @@ private:
   void finish(std::size_t b) {
     {
       auto traced = timeline_.waiting(b);
-      if (!engine_.wait(b)) return;
+      if (!engine([&](auto& e) { return e.wait(b); })) return;
     }
     {
       auto traced = timeline_.unpacking(b);
-      engine_.unpack(b);
+      engine([&](auto& e) { e.unpack(b); });
     }
     timeline_.completed(b);
   }
@@ -16917,15 +16915,17 @@ private:
   /// synchronize(), so only that code loses the overlap.
   void launch_ready(bool in_synchronize = false) {
     const std::size_t n = plan_.buckets.size(), last = n == 0 ? 0 : n - 1;
-    const bool defer_last = engine_.defers_last_bucket();
-    step_.launch_ready(
-        [&](std::size_t b) {
-          if (detail::debug() >= detail::debug_level::detail)
-            detail::check_same_bucket_everywhere(comm(), b, plan_.buckets[b]);
-          auto traced = timeline_.launching(b);
-          engine_.launch(b, mean_scale(), /*caller_waits=*/defer_last && b == last);
-        },
-        in_synchronize || !defer_last ? n : last);
+    engine([&]<class E>(E& e) {
+      constexpr bool defer_last = E::defers_last_bucket;
+      step_.launch_ready(
+          [&](std::size_t b) {
+            if (detail::debug() >= detail::debug_level::detail)
+              detail::check_same_bucket_everywhere(comm(), b, plan_.buckets[b]);
+            auto traced = timeline_.launching(b);
+            e.launch(b, mean_scale(), /*caller_waits=*/defer_last && b == last);
+          },
+          in_synchronize || !defer_last ? n : last);
+    });
   }
 
   Model& model_;
@@ -16938,7 +16938,7 @@ private:
   detail::bucket_plan plan_;
   detail::step_state step_;
   detail::step_timeline timeline_;
-  engine_type engine_;
+  detail::bucket_engine<comm_type> engine_;
   detail::join_tracker<comm_type> join_;
   int no_sync_depth_ = 0;
 };
