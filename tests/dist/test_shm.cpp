@@ -113,6 +113,18 @@ TEST_CASE("shm is on by default among a node's ranks; DDP_SHM=0 turns it off; th
                                       : ddp::detail::shm_all_reduce::default_step_bytes));
 }
 
+TEST_CASE("the shm step's old names still work for one release") {
+  auto& comm = group().communicator();
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  comm.set_shm_chunk_bytes(8192);
+  const std::size_t old_name = comm.shm_chunk_bytes();
+#pragma GCC diagnostic pop
+  CHECK(old_name == comm.shm_step_bytes());
+  if (comm.shm_active()) CHECK(comm.shm_step_bytes() == 8192);
+  comm.set_shm_step_bytes(0); // the defaults
+}
+
 TEST_CASE("all_reduce through shm equals the rank-order result, across step boundaries") {
   auto& pg = group();
   auto& comm = pg.communicator();
