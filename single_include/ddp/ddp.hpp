@@ -6985,7 +6985,8 @@ struct shm_setup {
   /// each shm array has its own).
   std::string key = "ddp/shm/";
   /// Said when the node's ranks asked for segments of different sizes.
-  std::string size_mismatch_hint = "the node's ranks disagree on LOCAL_WORLD_SIZE or DDP_SHM_AREA_BYTES; "
+  std::string size_mismatch_hint = "the node's ranks disagree on LOCAL_WORLD_SIZE or DDP_SHM_AREA_BYTES (or "
+                                   "its deprecated name DDP_SHM_CHUNK_BYTES); "
                                    "start them with the same settings.";
 };
 
@@ -7266,7 +7267,7 @@ public:
   /// the others' areas, in local-rank order (the same bits as the other
   /// paths), and writes the result into every rank's area; a second barrier
   /// ends it. Two barriers per collective, not one per step, so it beats the
-  /// areas, most on a busy host, where step barriers suffer when a rank is
+  /// copying path, most on a busy host, where step barriers suffer when a rank is
   /// descheduled (docs/performance.md, Collectives).
   void run_in_place(const shm_segment& arr, std::size_t offset, std::size_t n, dtype dt, op o, double scale,
                     const collective_header& h, const std::string& what) {
@@ -7898,8 +7899,12 @@ public:
   /// step), with a warning; empty when neither is set.
   std::optional<std::int64_t> area_bytes_from_env() const {
     constexpr std::int64_t lo = 4096, hi = std::int64_t{1} << 30;
-    if (auto v = env_int("DDP_SHM_AREA_BYTES", lo, hi)) return v;
+    auto v = env_int("DDP_SHM_AREA_BYTES", lo, hi);
     auto old = env_int("DDP_SHM_CHUNK_BYTES", lo, hi);
+    if (v && old && *old != *v)
+      log_line("rank " + std::to_string(rank_), "warning: DDP_SHM_CHUNK_BYTES (deprecated) is ignored: "
+                                                "DDP_SHM_AREA_BYTES is set too, to another value.");
+    if (v) return v;
     if (old)
       log_line("rank " + std::to_string(rank_),
                "warning: DDP_SHM_CHUNK_BYTES is deprecated and goes in the next "

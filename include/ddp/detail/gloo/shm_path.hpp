@@ -74,8 +74,12 @@ public:
   /// step), with a warning; empty when neither is set.
   std::optional<std::int64_t> area_bytes_from_env() const {
     constexpr std::int64_t lo = 4096, hi = std::int64_t{1} << 30;
-    if (auto v = env_int("DDP_SHM_AREA_BYTES", lo, hi)) return v;
+    auto v = env_int("DDP_SHM_AREA_BYTES", lo, hi);
     auto old = env_int("DDP_SHM_CHUNK_BYTES", lo, hi);
+    if (v && old && *old != *v)
+      log_line("rank " + std::to_string(rank_), "warning: DDP_SHM_CHUNK_BYTES (deprecated) is ignored: "
+                                                "DDP_SHM_AREA_BYTES is set too, to another value.");
+    if (v) return v;
     if (old)
       log_line("rank " + std::to_string(rank_),
                "warning: DDP_SHM_CHUNK_BYTES is deprecated and goes in the next "

@@ -94,7 +94,7 @@ public:
   /// the others' areas, in local-rank order (the same bits as the other
   /// paths), and writes the result into every rank's area; a second barrier
   /// ends it. Two barriers per collective, not one per step, so it beats the
-  /// areas, most on a busy host, where step barriers suffer when a rank is
+  /// copying path, most on a busy host, where step barriers suffer when a rank is
   /// descheduled (docs/performance.md, Collectives).
   void run_in_place(const shm_segment& arr, std::size_t offset, std::size_t n, dtype dt, op o, double scale,
                     const collective_header& h, const std::string& what) {
