@@ -16778,8 +16778,9 @@ public:
       std::vector<work> ws;
       for (std::size_t b = 0; b < plan_.buckets.size(); ++b) {
         if (detail::debug() >= detail::debug_level::detail)
-          detail::check_same_bucket_everywhere(comm(), b, plan_.buckets[b]);            // as launch does
-        ws.push_back(engine([&](auto& e) { return e.reduce_zeros(b, mean_scale()); })); // averaged there
+          detail::check_same_bucket_everywhere(comm(), b, plan_.buckets[b]); // as launch does
+        // The ring averages the chunks this rank owns, as in a step.
+        ws.push_back(engine([&](auto& e) { return e.reduce_zeros(b, mean_scale()); }));
       }
       for (auto& w : ws)
         w.wait();
