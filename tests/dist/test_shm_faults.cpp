@@ -152,25 +152,19 @@ TEST_CASE("a local rank that disagrees on the segment size: every rank names it,
   CHECK(out.find("DEVSHM=[]") != std::string::npos);
 }
 
-TEST_CASE("DDP_SHM_CHUNK_BYTES, deprecated, still sets the area: it agrees with DDP_SHM_AREA_BYTES") {
+TEST_CASE("DDP_SHM_AREA_BYTES, the same on every rank, sets the area: the job runs through shared memory") {
   if (!can_mount_private_shm()) {
     MESSAGE("skipped: needs root and `unshare -m` to give the job a /dev/shm of its own to inspect");
     return;
   }
-  // Rank 1 uses the old name, the others the new one, with the same value: one
-  // segment size, so the job runs through shared memory; rank 1 alone warns.
   auto p = run_with_private_shm("64m",
                                 {DDPRUN, "--nproc-per-node", "3", "/bin/sh", "-c",
-                                 "if [ \"$RANK\" = 1 ]; then export DDP_SHM_CHUNK_BYTES=8192; else export "
-                                 "DDP_SHM_AREA_BYTES=8192; fi; exec \"$0\" ok",
-                                 DDP_SCENARIO_WORKER},
-                                {{"DDP_TIMEOUT", "20s"}}, "shm_deprecated_name.log");
+                                 "export DDP_SHM_AREA_BYTES=8192; exec \"$0\" ok", DDP_SCENARIO_WORKER},
+                                {{"DDP_TIMEOUT", "20s"}}, "shm_area_bytes.log");
   REQUIRE(ddp_test::wait_for(p, 60s));
   const std::string out = p.output();
   INFO(out);
   CHECK(p.exit_code() == 0);
-  CHECK(count(out, "DDP_SHM_CHUNK_BYTES is deprecated") == 1);
-  CHECK(out.find("[ddp rank 1] warning: DDP_SHM_CHUNK_BYTES is deprecated") != std::string::npos);
   for (int r = 0; r < 3; ++r) // the segment was made: every rank on the shm path
     CHECK(out.find("RESULT ok rank=" + std::to_string(r) + " size=3 shm=1") != std::string::npos);
   CHECK(out.find("mismatch") == std::string::npos);

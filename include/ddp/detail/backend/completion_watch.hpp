@@ -17,8 +17,8 @@
 // `Completion` is a device event's handle: `bool ready() const` (throws a
 // ddp::error when the device reported an error). CUDA-free, so tests/unit
 // drives it with completions of their own.
-#ifndef DDP_DETAIL_COMPLETION_WATCH_HPP
-#define DDP_DETAIL_COMPLETION_WATCH_HPP
+#ifndef DDP_DETAIL_BACKEND_COMPLETION_WATCH_HPP
+#define DDP_DETAIL_BACKEND_COMPLETION_WATCH_HPP
 
 #include <ddp/detail/common/trace.hpp>
 #include <ddp/error.hpp>
@@ -213,4 +213,4 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_COMPLETION_WATCH_HPP
+#endif // DDP_DETAIL_BACKEND_COMPLETION_WATCH_HPP

@@ -1,6 +1,6 @@
 // A contiguous piece of a bucket: one tensor's memory, as a backend sees it.
-#ifndef DDP_DETAIL_FRAGMENT_HPP
-#define DDP_DETAIL_FRAGMENT_HPP
+#ifndef DDP_DETAIL_BACKEND_FRAGMENT_HPP
+#define DDP_DETAIL_BACKEND_FRAGMENT_HPP
 
 #include <ddp/config.hpp>
 
@@ -48,4 +48,4 @@ void for_each_piece(const std::vector<fragment>& frags, std::size_t first, std::
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_FRAGMENT_HPP
+#endif // DDP_DETAIL_BACKEND_FRAGMENT_HPP

@@ -2,8 +2,8 @@
 // submission order. The first failure poisons the queue: every pending and
 // every later task fails at once with that same error, so no rank waits on a
 // collective its peers will never join.
-#ifndef DDP_DETAIL_ORDERED_QUEUE_HPP
-#define DDP_DETAIL_ORDERED_QUEUE_HPP
+#ifndef DDP_DETAIL_BACKEND_ORDERED_QUEUE_HPP
+#define DDP_DETAIL_BACKEND_ORDERED_QUEUE_HPP
 
 #include <ddp/detail/common/trace.hpp>
 #include <ddp/work.hpp>
@@ -157,4 +157,4 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_ORDERED_QUEUE_HPP
+#endif // DDP_DETAIL_BACKEND_ORDERED_QUEUE_HPP

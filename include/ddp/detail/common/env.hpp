@@ -1,7 +1,7 @@
 // Reading and validating environment variables: every failure names the
 // variable and its value.
-#ifndef DDP_DETAIL_ENV_HPP
-#define DDP_DETAIL_ENV_HPP
+#ifndef DDP_DETAIL_COMMON_ENV_HPP
+#define DDP_DETAIL_COMMON_ENV_HPP
 
 #include <ddp/error.hpp>
 
@@ -61,4 +61,4 @@ inline std::int64_t require_env_int(const char* name, std::int64_t lo, std::int6
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_ENV_HPP
+#endif // DDP_DETAIL_COMMON_ENV_HPP

@@ -5,8 +5,8 @@
 // fail a moment later, and may even exit first; the timestamps let ddprun
 // report the rank that failed first, not the one that exited first (the idea
 // of torchrun's TORCHELASTIC_ERROR_FILE).
-#ifndef DDP_DETAIL_FAILURE_NOTE_HPP
-#define DDP_DETAIL_FAILURE_NOTE_HPP
+#ifndef DDP_DETAIL_COMMON_FAILURE_NOTE_HPP
+#define DDP_DETAIL_COMMON_FAILURE_NOTE_HPP
 
 #include <ddp/detail/common/env.hpp>
 
@@ -40,4 +40,4 @@ inline void note_failure_for_launcher(int rank, std::string_view reason) noexcep
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_FAILURE_NOTE_HPP
+#endif // DDP_DETAIL_COMMON_FAILURE_NOTE_HPP

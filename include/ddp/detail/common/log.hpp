@@ -1,7 +1,7 @@
 // Diagnostics on stderr, gated by DDP_DEBUG (OFF | INFO | DETAIL). Warnings
 // (refused connections, teardown trouble) are always printed.
-#ifndef DDP_DETAIL_LOG_HPP
-#define DDP_DETAIL_LOG_HPP
+#ifndef DDP_DETAIL_COMMON_LOG_HPP
+#define DDP_DETAIL_COMMON_LOG_HPP
 
 #include <ddp/detail/common/env.hpp>
 
@@ -38,4 +38,4 @@ inline void log_line(std::string_view who, std::string_view text) {
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_LOG_HPP
+#endif // DDP_DETAIL_COMMON_LOG_HPP

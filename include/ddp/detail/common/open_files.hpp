@@ -9,8 +9,8 @@
 // when it needs more (the soft limit of 1024 exists for select(), which ddp
 // does not use); when even the hard limit is too low it fails at once and
 // says how to raise it.
-#ifndef DDP_DETAIL_OPEN_FILES_HPP
-#define DDP_DETAIL_OPEN_FILES_HPP
+#ifndef DDP_DETAIL_COMMON_OPEN_FILES_HPP
+#define DDP_DETAIL_COMMON_OPEN_FILES_HPP
 
 #include <ddp/detail/common/log.hpp>
 #include <ddp/error.hpp>
@@ -125,4 +125,4 @@ inline void ensure_open_files(const open_files_need& need, const std::string& wh
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_OPEN_FILES_HPP
+#endif // DDP_DETAIL_COMMON_OPEN_FILES_HPP

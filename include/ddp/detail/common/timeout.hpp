@@ -1,6 +1,6 @@
 // DDP_TIMEOUT: the one deadline every wait in ddp is bounded by.
-#ifndef DDP_DETAIL_TIMEOUT_HPP
-#define DDP_DETAIL_TIMEOUT_HPP
+#ifndef DDP_DETAIL_COMMON_TIMEOUT_HPP
+#define DDP_DETAIL_COMMON_TIMEOUT_HPP
 
 #include <ddp/detail/common/env.hpp>
 
@@ -41,4 +41,4 @@ inline std::chrono::milliseconds default_timeout() {
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_TIMEOUT_HPP
+#endif // DDP_DETAIL_COMMON_TIMEOUT_HPP

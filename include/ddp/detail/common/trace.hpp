@@ -12,8 +12,8 @@
 // full the newest events win and the file says how many were dropped.
 // Timestamps are steady_clock (CLOCK_MONOTONIC: one clock for every process of
 // a host, so ranks of one host line up), written in µs.
-#ifndef DDP_DETAIL_TRACE_HPP
-#define DDP_DETAIL_TRACE_HPP
+#ifndef DDP_DETAIL_COMMON_TRACE_HPP
+#define DDP_DETAIL_COMMON_TRACE_HPP
 
 #include <ddp/detail/common/env.hpp>
 #include <ddp/detail/common/log.hpp>
@@ -309,4 +309,4 @@ private:
 } // namespace detail::trace
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_TRACE_HPP
+#endif // DDP_DETAIL_COMMON_TRACE_HPP

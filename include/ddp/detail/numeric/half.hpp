@@ -1,7 +1,7 @@
 // IEEE binary16 and bfloat16 <-> float conversions (round to nearest even),
 // used by reductions on half types and by the compressed reductions.
-#ifndef DDP_DETAIL_HALF_HPP
-#define DDP_DETAIL_HALF_HPP
+#ifndef DDP_DETAIL_NUMERIC_HALF_HPP
+#define DDP_DETAIL_NUMERIC_HALF_HPP
 
 #include <ddp/config.hpp>
 
@@ -70,4 +70,4 @@ inline std::uint16_t float_to_bf16_bits(float f) {
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_HALF_HPP
+#endif // DDP_DETAIL_NUMERIC_HALF_HPP

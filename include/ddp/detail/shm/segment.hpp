@@ -113,8 +113,7 @@ struct shm_setup {
   /// each shm array has its own).
   std::string key = "ddp/shm/";
   /// Said when the node's ranks asked for segments of different sizes.
-  std::string size_mismatch_hint = "the node's ranks disagree on LOCAL_WORLD_SIZE or DDP_SHM_AREA_BYTES (or "
-                                   "its deprecated name DDP_SHM_CHUNK_BYTES); "
+  std::string size_mismatch_hint = "the node's ranks disagree on LOCAL_WORLD_SIZE or DDP_SHM_AREA_BYTES; "
                                    "start them with the same settings.";
 };
 

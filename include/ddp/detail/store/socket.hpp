@@ -1,7 +1,7 @@
 // Minimal POSIX TCP helpers for the rendezvous store: RAII descriptors, bind
 // to one address, connect with retry and backoff, and deadline-bounded I/O.
-#ifndef DDP_DETAIL_SOCKET_HPP
-#define DDP_DETAIL_SOCKET_HPP
+#ifndef DDP_DETAIL_STORE_SOCKET_HPP
+#define DDP_DETAIL_STORE_SOCKET_HPP
 
 #include <ddp/error.hpp>
 
@@ -294,4 +294,4 @@ inline io_status recv_all(int fd, void* data, std::size_t n, clock::time_point d
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_SOCKET_HPP
+#endif // DDP_DETAIL_STORE_SOCKET_HPP

@@ -1,7 +1,7 @@
 // Expansion of SLURM host lists: "gpu[01-03,07],cpu5" -> gpu01 gpu02 gpu03 gpu07 cpu5.
 // Several bracket groups in one name expand as a product: "r[1-2]n[1-2]" -> r1n1 r1n2 r2n1 r2n2.
-#ifndef DDP_DETAIL_NODELIST_HPP
-#define DDP_DETAIL_NODELIST_HPP
+#ifndef DDP_DETAIL_TOPOLOGY_NODELIST_HPP
+#define DDP_DETAIL_TOPOLOGY_NODELIST_HPP
 
 #include <ddp/detail/common/env.hpp>
 
@@ -108,4 +108,4 @@ inline std::string first_node(std::string_view list) { return expand_nodelist(li
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_NODELIST_HPP
+#endif // DDP_DETAIL_TOPOLOGY_NODELIST_HPP

@@ -1,3 +1,0 @@
-// Deprecated: moved to <ddp/detail/data_parallel/timeline.hpp>;
-// this forwarding header goes in the next release.
-#include <ddp/detail/data_parallel/timeline.hpp>
