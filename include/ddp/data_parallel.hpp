@@ -3,7 +3,8 @@
 // the work is done by its parts in ddp/data_parallel/: the parameter registry
 // (walk, verify, follow moved storage), the bucket plan (pure: which path each
 // bucket takes), the bucket engine of the gradients' memory space (pack,
-// reduce, unpack), the step state (marks, launch order), join and DDP_DEBUG.
+// reduce, unpack), the step driver (marks, no_sync, strict_marking, join:
+// shared with sharded_data_parallel) and DDP_DEBUG.
 #ifndef DDP_DATA_PARALLEL_HPP
 #define DDP_DATA_PARALLEL_HPP
 
@@ -17,10 +18,9 @@
 #include <ddp/detail/data_parallel/bucket_plan.hpp>
 #include <ddp/detail/data_parallel/debug.hpp>
 #include <ddp/detail/data_parallel/device_broadcasts.hpp>
-#include <ddp/detail/data_parallel/join.hpp>
 #include <ddp/detail/data_parallel/parameter_registry.hpp>
 #include <ddp/detail/data_parallel/policy_diagnostics.hpp>
-#include <ddp/detail/data_parallel/step_state.hpp>
+#include <ddp/detail/data_parallel/step_driver.hpp>
 #include <ddp/detail/data_parallel/timeline.hpp>
 #include <ddp/model.hpp>
 #include <ddp/process_group.hpp>
@@ -56,10 +56,10 @@ public:
   distributed_data_parallel(Model& m, process_group<Backend>& pg, ddp_options o = {})
       : model_(m), pg_(pg), opts_(o), attached_(m), registry_(attached_.walked()),
         on_device_(gradients_on_device()), broadcasts_(pg.communicator(), o.compute_stream, fail_group()),
-        plan_(verify_then_plan()), step_(plan_), timeline_(plan_),
+        plan_(verify_then_plan()), timeline_(plan_),
         engine_(detail::make_bucket_engine(pg.communicator(), plan_, registry_.parameters(), on_device_,
                                            o.compute_stream, fail_group())),
-        join_(pg.communicator()) {
+        step_(*this, pg.communicator(), opts_, attached_, registry_, plan_) {
     if (detail::debug() >= detail::debug_level::info && pg_.rank() == 0)
       detail::log_bucket_layout(plan_, registry_.parameters());
     attached_.connect(gradient_sink(*this));
@@ -86,17 +86,19 @@ public:
 
   /// Gradient `index` (registration order) is final for this step; a bucket
   /// whose gradients are all final starts its all-reduce, in bucket order.
-  void mark_grad_ready(std::size_t index) { mark(index, detail::mark_state::ready); }
-  template <tensor G> void mark_grad_ready(const G& grad) { mark(index_of(grad), detail::mark_state::ready); }
+  void mark_grad_ready(std::size_t index) { step_.mark(index, detail::mark_state::ready); }
+  template <tensor G> void mark_grad_ready(const G& grad) {
+    step_.mark(step_.index_of(grad), detail::mark_state::ready);
+  }
 
   /// This rank has no gradient for `index` this step (a branch it did not take):
   /// its gradient is zeroed, contributes zeros, and still receives the average.
-  void mark_unused(std::size_t index) { mark(index, detail::mark_state::unused); }
+  void mark_unused(std::size_t index) { step_.mark(index, detail::mark_state::unused); }
   /// Whether gradient `index` was marked (ready or unused) in the step under way.
-  bool marked(std::size_t index) const {
-    return step_.started() && index < registry_.size() && !step_.is_pending(index);
+  bool marked(std::size_t index) const { return step_.marked(index); }
+  template <tensor G> void mark_unused(const G& grad) {
+    step_.mark(step_.index_of(grad), detail::mark_state::unused);
   }
-  template <tensor G> void mark_unused(const G& grad) { mark(index_of(grad), detail::mark_state::unused); }
 
   /// Launches what is left (unmarked gradients count as ready unless
   /// strict_marking), waits, and leaves the reduced gradients in the model's
@@ -116,48 +118,27 @@ public:
 
 private:
   void synchronize_impl(bool blocking) {
-    if (no_sync_depth_ > 0) return end_step();
-    auto traced = timeline_.synchronizing();
-    begin_step();
-    try {
-      attached_.before_synchronize(gradient_sink(*this));
-      for (std::size_t i = 0; i < registry_.size(); ++i) {
-        if (!step_.is_pending(i)) continue;
-        if (opts_.strict_marking)
-          throw error(error_kind::config,
-                      "rank " + std::to_string(pg_.rank()) + ": gradient of parameter '" + registry_[i].name +
-                          "' was not marked ready before synchronize() (strict_marking is on: "
-                          "call mark_grad_ready or mark_unused for it)",
-                      pg_.rank());
-        step_.mark(i, detail::mark_state::ready);
-      }
-      launch_ready(/*in_synchronize=*/true);
-      for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
-        finish(b);
-      engine([&](auto& e) { e.finish_step(blocking); });
-      if (opts_.broadcast_buffers && !registry_.buffers().empty())
-        broadcast_buffers(/*stream_ordered=*/!blocking);
-    } catch (...) {
-      engine([](auto& e) { e.wait_all_quietly(); });
-      end_step();
-      throw;
-    }
-    if (detail::debug() >= detail::debug_level::detail && pg_.rank() == 0)
-      engine([&](auto& e) { detail::log_step_timing(e, plan_.buckets.size()); });
-    timeline_.step_done();
-    end_step();
+    auto traced = timeline_.synchronizing(/*communicates=*/!step_.accumulating());
+    const bool communicated = step_.synchronize(
+        [&] {
+          launch_ready(/*in_synchronize=*/true);
+          for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+            finish(b);
+          engine([&](auto& e) { e.finish_step(blocking); });
+          if (opts_.broadcast_buffers && !registry_.buffers().empty())
+            broadcast_buffers(/*stream_ordered=*/!blocking);
+          if (detail::debug() >= detail::debug_level::detail && pg_.rank() == 0)
+            engine([&](auto& e) { detail::log_step_timing(e, plan_.buckets.size()); });
+        },
+        [&] { engine([](auto& e) { e.wait_all_quietly(); }); });
+    if (communicated) timeline_.step_done();
   }
 
 public:
   /// While the guard lives, gradients accumulate locally: marks are ignored
   /// and synchronize() communicates nothing.
   using no_sync_guard = ddp::no_sync_guard;
-  [[nodiscard]] no_sync_guard no_sync() {
-    if (step_.started())
-      throw error(error_kind::config, "no_sync() entered in the middle of a step (gradients already marked): "
-                                      "enter it before backward");
-    return no_sync_guard(no_sync_depth_);
-  }
+  [[nodiscard]] no_sync_guard no_sync() { return no_sync_guard(step_.no_sync_depth()); }
 
   /// Copies rank 0's buffers (running statistics and such) to every rank;
   /// returns once they are in place (device buffers too).
@@ -168,11 +149,7 @@ public:
   /// others' steps, contributing zero gradients, so their collectives complete.
   /// Averages keep dividing by the full world size: joined ranks count as zeros.
   void join() {
-    if (!opts_.uneven_inputs)
-      throw error(error_kind::config, "join() needs ddp_options::uneven_inputs = true on every rank");
-    if (step_.started()) throw error(error_kind::config, "join() called in the middle of a step");
-    engine([](auto& e) { e.prepare_join(); });
-    join_.shadow_until_all_joined([&] {
+    auto shadow_step = [&] {
       std::vector<work> ws;
       for (std::size_t b = 0; b < plan_.buckets.size(); ++b) {
         if (detail::debug() >= detail::debug_level::detail)
@@ -183,7 +160,8 @@ public:
       for (auto& w : ws)
         w.wait();
       if (opts_.broadcast_buffers && !registry_.buffers().empty()) sync_buffers();
-    });
+    };
+    step_.join(/*prepare=*/[&] { engine([](auto& e) { e.prepare_join(); }); }, shadow_step);
   }
 
 private:
@@ -201,7 +179,7 @@ private:
   /// `stream_ordered`: the compute stream, not the host, waits for device
   /// buffers (synchronize() with a compute stream, over ddp::nccl).
   void broadcast_buffers(bool stream_ordered) {
-    if (!step_.started()) refresh(); // inside a step, begin_step() did
+    if (!step_.started()) step_.refresh(); // inside a step, its beginning did
     if (registry_.any_on_device()) broadcasts_.begin(stream_ordered);
     registry_.broadcast_from_rank0(comm(), /*buffers_only=*/true, broadcasts_);
   }
@@ -236,62 +214,18 @@ private:
         detail::bucket_engine_capabilities<comm_type>(on_device_));
   }
 
-  /// Follows moved gradient storage: new addresses, maybe new bucket paths.
-  void refresh() {
-    if (!registry_.refresh(pg_.rank())) return;
+  // The step driver's hooks (detail/data_parallel/step_driver.hpp).
+  friend detail::step_driver<distributed_data_parallel, comm_type, Model>;
+  /// Moved gradient storage: new addresses, maybe new bucket paths.
+  void storage_moved() {
     detail::choose_paths(plan_, registry_.parameters(),
                          detail::bucket_engine_capabilities<comm_type>(on_device_));
     engine([](auto& e) { e.layout(); });
   }
-
-  template <tensor G> std::size_t index_of(const G& grad) {
-    const void* p = as_span(const_cast<G&>(grad)).data();
-    auto i = registry_.find_gradient(p);
-    // The storage may have moved since the last walk; once a bucket of this step is in flight
-    // it must not be re-laid out (its collective still uses the old buffers).
-    if (!i && !step_.launched_any()) {
-      refresh();
-      i = registry_.find_gradient(p);
-    }
-    if (!i)
-      throw error(error_kind::config,
-                  "rank " + std::to_string(pg_.rank()) +
-                      ": mark_grad_ready/mark_unused got a tensor that is not the gradient "
-                      "of any parameter (pass the gradient tensor itself, or an index)" +
-                      (step_.launched_any()
-                           ? "; if its storage moved, move it before backward: buckets of this "
-                             "step already launched with the old addresses"
-                           : ""),
-                  pg_.rank());
-    return *i;
+  void zero_gradient(std::size_t index) {
+    engine([&](auto& e) { e.zero(registry_[index]); });
   }
-
-  void begin_step() {
-    if (step_.started()) return;
-    step_.start();
-    refresh();
-    if (opts_.uneven_inputs) join_.begin_step();
-  }
-
-  void end_step() {
-    join_.end_step();
-    step_.reset();
-  }
-
-  void mark(std::size_t index, detail::mark_state how) {
-    if (index >= registry_.size())
-      throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) + ": parameter index " +
-                                          std::to_string(index) + " is out of range (" +
-                                          std::to_string(registry_.size()) + " parameters)");
-    if (no_sync_depth_ > 0) return;
-    begin_step();
-    if (!step_.is_pending(index))
-      throw error(error_kind::config,
-                  "rank " + std::to_string(pg_.rank()) + ": gradient of parameter '" + registry_[index].name +
-                      "' was marked twice in one step",
-                  pg_.rank());
-    if (how == detail::mark_state::unused) engine([&](auto& e) { e.zero(registry_[index]); });
-    step_.mark(index, how);
+  void gradient_marked(std::size_t index, detail::mark_state how) {
     timeline_.marked(index, how == detail::mark_state::unused);
     launch_ready();
   }
@@ -340,11 +274,9 @@ private:
   bool on_device_;                                  ///< gradients in device memory: the CUDA engine
   detail::device_broadcasts<comm_type> broadcasts_; ///< device tensors in broadcasts from rank 0
   detail::bucket_plan plan_;
-  detail::step_state step_;
   detail::step_timeline timeline_;
   detail::bucket_engine<comm_type> engine_;
-  detail::join_tracker<comm_type> join_;
-  int no_sync_depth_ = 0;
+  detail::step_driver<distributed_data_parallel, comm_type, Model> step_; ///< marks, no_sync, join
 };
 
 template <class M, class B>

@@ -2,8 +2,10 @@
 // in buckets that launch while backward runs, each rank keeps and updates
 // only its 1/W of the parameters' elements (and so of the optimizer's state),
 // and the updated shards are all-gathered so that every rank holds the whole
-// model again. Same models, policies and options as distributed_data_parallel;
-// the optimizers that go with it are in ddp/optim/.
+// model again. Same models, policies and options as distributed_data_parallel
+// (its step driver: marks, no_sync, strict_marking, join), except
+// compute_stream, for device gradients; the optimizers that go with it are in
+// ddp/optim/.
 #ifndef DDP_SHARDED_DATA_PARALLEL_HPP
 #define DDP_SHARDED_DATA_PARALLEL_HPP
 
@@ -13,10 +15,9 @@
 #include <ddp/data_parallel/options.hpp>
 #include <ddp/detail/data_parallel/attached_model.hpp>
 #include <ddp/detail/data_parallel/bucket_plan.hpp>
-#include <ddp/detail/data_parallel/join.hpp>
 #include <ddp/detail/data_parallel/parameter_registry.hpp>
 #include <ddp/detail/data_parallel/policy_diagnostics.hpp>
-#include <ddp/detail/data_parallel/step_state.hpp>
+#include <ddp/detail/data_parallel/step_driver.hpp>
 #include <ddp/detail/sharded/shard_engine.hpp>
 #include <ddp/model.hpp>
 #include <ddp/process_group.hpp>
@@ -56,10 +57,12 @@ public:
   using backend_type = Backend;
 
   /// Verifies the model across ranks, copies rank 0's parameters and buffers
-  /// to every rank, and cuts each bucket into W shards.
+  /// to every rank, and cuts each bucket into W shards. The options are
+  /// distributed_data_parallel's; compute_stream, for device gradients, is refused.
   sharded_data_parallel(Model& m, process_group<Backend>& pg, ddp_options o = {})
       : model_(m), pg_(pg), opts_(o), attached_(m), registry_(attached_.walked()), plan_(verify_then_plan()),
-        step_(plan_), engine_(pg.communicator(), plan_, registry_.parameters()), join_(pg.communicator()) {
+        engine_(pg.communicator(), plan_, registry_.parameters()),
+        step_(*this, pg.communicator(), opts_, attached_, registry_, plan_) {
     attached_.connect(gradient_sink(*this));
   }
   sharded_data_parallel(const sharded_data_parallel&) = delete;
@@ -84,38 +87,37 @@ public:
     return n;
   }
 
-  void mark_grad_ready(std::size_t index) { mark(index, detail::mark_state::ready); }
-  template <tensor G> void mark_grad_ready(const G& grad) { mark(index_of(grad), detail::mark_state::ready); }
-  void mark_unused(std::size_t index) { mark(index, detail::mark_state::unused); }
-  /// Whether gradient `index` was marked (ready or unused) in the step under way.
-  bool marked(std::size_t index) const {
-    return step_.started() && index < registry_.size() && !step_.is_pending(index);
+  /// As distributed_data_parallel's: gradient `index` (or `grad`) is final
+  /// for this step; a bucket whose gradients are all final starts its reduce-scatter.
+  void mark_grad_ready(std::size_t index) { step_.mark(index, detail::mark_state::ready); }
+  template <tensor G> void mark_grad_ready(const G& grad) {
+    step_.mark(step_.index_of(grad), detail::mark_state::ready);
   }
-  template <tensor G> void mark_unused(const G& grad) { mark(index_of(grad), detail::mark_state::unused); }
+  /// This rank has no gradient for `index` this step: it contributes zeros.
+  void mark_unused(std::size_t index) { step_.mark(index, detail::mark_state::unused); }
+  /// Whether gradient `index` was marked (ready or unused) in the step under way.
+  bool marked(std::size_t index) const { return step_.marked(index); }
+  template <tensor G> void mark_unused(const G& grad) {
+    step_.mark(step_.index_of(grad), detail::mark_state::unused);
+  }
 
-  /// Launches what is left (unmarked gradients count as ready) and waits:
-  /// each rank then holds the averaged gradient of its shard, for
-  /// for_each_shard(). The model's own gradients are left as backward made
-  /// them. Inside no_sync(), does nothing but end the step.
+  /// Launches what is left (unmarked gradients count as ready unless
+  /// strict_marking) and waits: each rank then holds the averaged gradient of
+  /// its shard, for for_each_shard(). The model's own gradients are left as
+  /// backward made them. Inside no_sync(), does nothing but end the step.
+  /// After one that failed, the optimizer's step is refused.
   void synchronize() {
-    if (no_sync_depth_ > 0) return end_step();
-    begin_step();
-    try {
-      attached_.before_synchronize(gradient_sink(*this));
-      for (std::size_t i = 0; i < registry_.size(); ++i)
-        if (step_.is_pending(i)) step_.mark(i, detail::mark_state::ready);
-      launch_ready();
-      for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
-        engine_.finish(b);
-      if (opts_.broadcast_buffers && !registry_.buffers().empty())
-        registry_.broadcast_from_rank0(pg_.communicator(), /*buffers_only=*/true, host_only_);
-    } catch (...) {
-      engine_.wait_all_quietly();
-      end_step();
-      throw;
-    }
-    end_step();
-    synchronized_ = true;
+    synchronized_ = false;
+    const bool communicated = step_.synchronize(
+        [&] {
+          launch_ready();
+          for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+            engine_.finish(b);
+          if (opts_.broadcast_buffers && !registry_.buffers().empty())
+            registry_.broadcast_from_rank0(pg_.communicator(), /*buffers_only=*/true, host_only_);
+        },
+        [&] { engine_.wait_all_quietly(); });
+    synchronized_ = communicated;
   }
 
   /// Calls f(shard_range<T>&) for every range this rank owns (T: float or
@@ -182,23 +184,17 @@ public:
     finish_gathers();
   }
 
+  /// While the guard lives, gradients accumulate locally: marks are ignored
+  /// and synchronize() communicates nothing.
   using no_sync_guard = ddp::no_sync_guard;
-  [[nodiscard]] no_sync_guard no_sync() {
-    if (step_.started())
-      throw error(error_kind::config, "no_sync() entered in the middle of a step (gradients already marked): "
-                                      "enter it before backward");
-    return no_sync_guard(no_sync_depth_);
-  }
+  [[nodiscard]] no_sync_guard no_sync() { return no_sync_guard(step_.no_sync_depth()); }
 
   /// For uneven inputs (options.uneven_inputs on every rank): a rank out of
   /// data calls join(optimizer). Until every rank has joined it shadows the
   /// others' steps: zeros into their reduce-scatters, and its optimizer's
   /// step on its own shard, whose all-gather the others wait for.
   template <class Optimizer> void join(Optimizer& opt) {
-    if (!opts_.uneven_inputs)
-      throw error(error_kind::config, "join() needs ddp_options::uneven_inputs = true on every rank");
-    if (step_.started()) throw error(error_kind::config, "join() called in the middle of a step");
-    join_.shadow_until_all_joined([&] {
+    auto shadow_step = [&] {
       for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
         engine_.launch_zeros(b);
       for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
@@ -207,7 +203,8 @@ public:
         registry_.broadcast_from_rank0(pg_.communicator(), /*buffers_only=*/true, host_only_);
       synchronized_ = true;
       opt.step();
-    });
+    };
+    step_.join(/*prepare=*/[] {}, shadow_step);
   }
 
 private:
@@ -263,6 +260,13 @@ private:
   }
 
   detail::bucket_plan verify_then_plan() {
+    if (opts_.compute_stream)
+      throw error(error_kind::config,
+                  "rank " + std::to_string(pg_.rank()) +
+                      ": ddp_options::compute_stream is for gradients in device memory, and "
+                      "sharded_data_parallel takes host tensors: leave it null (use "
+                      "distributed_data_parallel on the GPU)",
+                  pg_.rank());
     for (auto& p : registry_.parameters()) {
       if (p.on_device)
         throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) + ": parameter '" + p.name +
@@ -288,49 +292,12 @@ private:
 
   double mean_scale() const { return Reduction::average ? 1.0 / pg_.size() : 1.0; }
 
-  template <tensor G> std::size_t index_of(const G& grad) {
-    const void* p = as_span(const_cast<G&>(grad)).data();
-    auto i = registry_.find_gradient(p);
-    if (!i && !step_.launched_any()) {
-      registry_.refresh(pg_.rank());
-      i = registry_.find_gradient(p);
-    }
-    if (!i)
-      throw error(error_kind::config,
-                  "rank " + std::to_string(pg_.rank()) +
-                      ": mark_grad_ready/mark_unused got a tensor that is not the gradient "
-                      "of any parameter (pass the gradient tensor itself, or an index)",
-                  pg_.rank());
-    return *i;
-  }
-
-  void begin_step() {
-    if (step_.started()) return;
-    step_.start();
-    registry_.refresh(pg_.rank());
-    if (opts_.uneven_inputs) join_.begin_step();
-  }
-  void end_step() {
-    join_.end_step();
-    step_.reset();
-  }
-
-  void mark(std::size_t index, detail::mark_state how) {
-    if (index >= registry_.size())
-      throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) + ": parameter index " +
-                                          std::to_string(index) + " is out of range (" +
-                                          std::to_string(registry_.size()) + " parameters)");
-    if (no_sync_depth_ > 0) return;
-    begin_step();
-    if (!step_.is_pending(index))
-      throw error(error_kind::config,
-                  "rank " + std::to_string(pg_.rank()) + ": gradient of parameter '" + registry_[index].name +
-                      "' was marked twice in one step",
-                  pg_.rank());
-    if (how == detail::mark_state::unused) engine_.zero(registry_[index]);
-    step_.mark(index, how);
-    launch_ready();
-  }
+  // The step driver's hooks (detail/data_parallel/step_driver.hpp).
+  friend detail::step_driver<sharded_data_parallel, comm_type, Model>;
+  /// The shard engine reads the registry's addresses at every launch: nothing to lay out again.
+  void storage_moved() {}
+  void zero_gradient(std::size_t index) { engine_.zero(registry_[index]); }
+  void gradient_marked(std::size_t, detail::mark_state) { launch_ready(); }
 
   void launch_ready() {
     step_.launch_ready([&](std::size_t b) { engine_.launch(b, mean_scale()); }, plan_.buckets.size());
@@ -343,10 +310,8 @@ private:
   detail::parameter_registry<typename detail::attached_model<Model>::walked_type> registry_;
   host_broadcasts host_only_;
   detail::bucket_plan plan_;
-  detail::step_state step_;
   detail::shard_engine<comm_type> engine_;
-  detail::join_tracker<comm_type> join_;
-  int no_sync_depth_ = 0;
+  detail::step_driver<sharded_data_parallel, comm_type, Model> step_; ///< marks, no_sync, join
   bool synchronized_ = false; ///< the shards hold this step's averaged gradients
 };
 

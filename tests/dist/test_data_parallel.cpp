@@ -318,6 +318,55 @@ TEST_CASE("strict_marking names the unmarked gradient and the rank; the next ste
   CHECK(m.g[0][0] == doctest::Approx(2.f));
 }
 
+TEST_CASE("strict_marking on sharded_data_parallel: the same error, and the next step works") {
+  auto& pg = group();
+  flex_model m;
+  ddp::sharded_data_parallel<flex_model, ddp::gloo, ddp::bucketing::per_tensor> sdp(m, pg,
+                                                                                    {.strict_marking = true});
+  sdp.mark_grad_ready(2); // their reduce-scatters start; p0's never does
+  sdp.mark_grad_ready(1);
+  try {
+    sdp.synchronize();
+    FAIL("expected an error");
+  } catch (const ddp::error& e) {
+    CHECK(has(e.what(), "'p0'"));
+    CHECK(has(e.what(), "rank " + std::to_string(pg.rank())));
+    CHECK(has(e.what(), "strict_marking"));
+  }
+  CHECK_FALSE(sdp.marked(1)); // the failed synchronize() ended the step
+  ddp::optim::sgd opt(sdp, {.lr = 0.1});
+  CHECK_THROWS_WITH_AS(opt.step(), doctest::Contains("before synchronize()"), ddp::error);
+  for (auto& g : m.g)
+    std::fill(g.begin(), g.end(), static_cast<float>(pg.rank() + 1));
+  sdp.mark_grad_ready(m.g[0]);
+  sdp.mark_grad_ready(std::size_t{1});
+  sdp.mark_unused(m.g[2]);
+  sdp.synchronize();
+  const double w = pg.size(), mean = (w + 1) / 2;
+  std::size_t seen = 0;
+  sdp.for_each_shard([&](auto& r) {
+    for (auto g : r.grad) // p2 is unused on every rank: zeros
+      CHECK(g == doctest::Approx(r.parameter == 2 ? 0.0 : mean));
+    seen += r.grad.size();
+  });
+  std::vector<std::int64_t> total{static_cast<std::int64_t>(seen)};
+  pg.all_reduce(total);
+  CHECK(total[0] == 4 + 8 + 3);
+  // Inside no_sync() nothing is checked: synchronize() only ends the step.
+  {
+    auto guard = sdp.no_sync();
+    sdp.synchronize();
+  }
+}
+
+TEST_CASE("sharded_data_parallel refuses compute_stream, an option for device gradients") {
+  flex_model m;
+  ddp::ddp_options o;
+  o.compute_stream = reinterpret_cast<CUstream_st*>(std::uintptr_t{1}); // never used: refused first
+  CHECK_THROWS_WITH_AS(ddp::sharded_data_parallel(m, group(), o), doctest::Contains("compute_stream"),
+                       ddp::error);
+}
+
 TEST_CASE("marking a gradient twice in one step names it") {
   auto& pg = group();
   flex_model m;

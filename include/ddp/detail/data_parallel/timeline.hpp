@@ -10,6 +10,7 @@
 #include <ddp/detail/data_parallel/bucket_plan.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 DDP_BEGIN_NAMESPACE
@@ -50,8 +51,11 @@ public:
   };
   launch_probe launching(std::size_t b) { return launch_probe(*this, b); }
 
-  /// synchronize() as a whole: one step.
-  trace::span synchronizing() { return trace::span(trace::kind::synchronize, step_); }
+  /// synchronize() as a whole: one step; none inside no_sync(), where it communicates nothing.
+  std::optional<trace::span> synchronizing(bool communicates) {
+    if (!communicates) return std::nullopt;
+    return std::optional<trace::span>(std::in_place, trace::kind::synchronize, step_);
+  }
   /// synchronize() blocked on bucket b's collective.
   trace::span waiting(std::size_t b) {
     return trace::span(trace::kind::wait, static_cast<std::int64_t>(b), step_);
