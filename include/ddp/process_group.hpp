@@ -46,18 +46,7 @@ public:
   using backend_type = Backend;
 
   /// Prefer init_process_group<Backend>(); this connects from a prepared rendezvous.
-  explicit process_group(rendezvous rv) : topo_(rv.topo), store_(rv.store) {
-    start_peer_watch(); // first: a rank failing while the connections form stops this one's waits for it
-    if (relay_) rv.interrupt = relay_->connecting();
-    try {
-      comm_ = std::make_unique<typename Backend::communicator>(rv);
-    } catch (const std::exception& e) {
-      report_failed_connect(e);
-      throw;
-    }
-    if constexpr (peer_failure_communicator<typename Backend::communicator>)
-      if (relay_) relay_->attach(*comm_);
-  }
+  explicit process_group(rendezvous rv);
 
   process_group(const process_group&) = delete;
   process_group& operator=(const process_group&) = delete;
@@ -72,28 +61,7 @@ public:
   /// (docs/design-notes.md, "Note [leaving on an error]"). Instead it tells
   /// the launcher and the store that it failed, then closes its connections,
   /// so its peers fail within a second and name it.
-  ~process_group() {
-    if (std::uncaught_exceptions() > uncaught_at_start_ && !comm_->poisoned()) {
-      leave_on_own_failure();
-      return;
-    }
-    try {
-      comm_->drain();
-      peer_watch_.reset(); // before the exit barrier: ranks leaving from here on are not failures
-      if (store_ && !comm_->poisoned()) {
-        if (store_->add("ddp/exit", 1) >= size()) store_->set("ddp/exit/all", "1");
-        if (store_->is_server() &&
-            !store_->try_wait({"ddp/exit/all"}, std::min(comm_->timeout(), std::chrono::milliseconds(60000))))
-          detail::log_line("rank 0",
-                           "not every rank reached process_group teardown; closing the store anyway");
-      }
-    } catch (const std::exception& e) {
-      detail::log_line("rank " + std::to_string(rank()), std::string("teardown: ") + e.what());
-    }
-    peer_watch_.reset();
-    comm_.reset();
-    staged_.reset(); // after the communicator: a job whose wait() gave up may still use its buffer
-  }
+  ~process_group();
 
   int rank() const noexcept { return topo_.rank; }
   int size() const noexcept { return topo_.world_size; }
@@ -174,32 +142,13 @@ public:
   /// (detail::peer_failure_watch). distributed_data_parallel calls it when its
   /// own work before a collective fails. Does nothing once the group has
   /// failed.
-  void abort(std::string_view reason) noexcept {
-    if (comm_->poisoned()) return;
-    fail_job(std::string(reason), "gave up");
-  }
+  void abort(std::string_view reason) noexcept;
 
 private:
   /// Another rank's failure, as the store records it, fails this group at
   /// once (see peer_failure_watch.hpp), or its connect while the communicator
   /// is being built (peer_failure_relay.hpp). The group works without the watch.
-  void start_peer_watch() {
-    if constexpr (peer_failure_communicator<typename Backend::communicator>) {
-      if (!store_ || size() == 1) return;
-      try {
-        auto relay = std::make_unique<detail::peer_failure_relay<typename Backend::communicator>>();
-        peer_watch_ = std::make_unique<detail::peer_failure_watch>(
-            *store_, rank(), [r = relay.get()](const lost_rank& lost) { r->deliver(lost); });
-        relay_ = std::move(relay);
-      } catch (const std::exception& e) {
-        detail::log_line("rank " + std::to_string(rank()),
-                         std::string("warning: no watch for other ranks' failures (") + e.what() +
-                             "): a rank that fails reaches this one through its collectives only, over TCP "
-                             "possibly at the timeout. Raise the open-file limit (ulimit -n) of the store "
-                             "(rank 0, or ddprun on node 0)");
-      }
-    }
-  }
+  void start_peer_watch();
 
   /// A rank whose communicator could not connect for a reason of its own (a
   /// peer's address it cannot reach, a device it cannot make) tells the store
@@ -212,53 +161,16 @@ private:
   /// for is to blame), or any failure once the store knows of a lost rank
   /// (this rank's is then likely its consequence: the rank that failed first
   /// reports after a grace of its own, detail/gloo/blame.hpp's find_lost_rank).
-  void report_failed_connect(const std::exception& e) noexcept {
-    if (!store_) return;
-    const auto* d = dynamic_cast<const ddp::error*>(&e);
-    if (d && (d->kind() == error_kind::peer_lost || d->kind() == error_kind::timeout)) return;
-    try {
-      if (store_->wait_for_lost_rank(std::chrono::milliseconds(0))) return;
-      peer_watch_.reset(); // what it would hear now is this rank's own report
-      detail::report_own_failure(*store_, rank(), d ? d->message() : std::string_view(e.what()));
-      store_->linger_briefly();        // rank 0 serving the store: its peers read the reason, then leave
-    } catch (const std::exception&) {} // best effort: the error going out is what matters
-  }
+  void report_failed_connect(const std::exception& e) noexcept;
 
-  void leave_on_own_failure() noexcept {
-    fail_job("an exception escaped while its process group was alive (an error of its own, outside ddp's "
-             "collectives: see its output)",
-             "left the job");
-    peer_watch_.reset(); // it calls into the communicator
-    comm_.reset();
-    staged_.reset();
-  }
+  void leave_on_own_failure() noexcept;
 
   /// This rank failed on its own, outside the group's collectives: the
   /// launcher, the store (peers then name this rank and `reason` within a
   /// second) and every connection (peers blocked on this rank fail now) are
   /// told; the group refuses later collectives. Not a teardown: the caller
   /// decides what happens to the group object.
-  void fail_job(const std::string& reason, const char* what_happened) noexcept {
-    const std::string who = "rank " + std::to_string(rank());
-    detail::note_failure_for_launcher(rank(), reason);
-    detail::log_line(who, std::string(what_happened) + " on an error of its own: telling the other ranks");
-    try {
-      const std::string why = who + " " + what_happened + ": " + reason;
-      // Refused first, interrupted last: the store tells the peers, who close
-      // their connections, and a collective running here that fails of that
-      // must fail with `why`, not name this rank as the peer it lost
-      // (docs/design-notes.md, "Note [leaving on an error]"). Interrupting
-      // before the store knows left the node's shm peers without a reason to
-      // read.
-      if constexpr (requires(typename Backend::communicator & c) { c.poison_for_failure(why); })
-        comm_->poison_for_failure(why);
-      if (store_) {
-        store_->report_failure(reason);
-        store_->linger_briefly(); // rank 0: its peers read the reason, then leave
-      }
-      if constexpr (abortable_communicator<typename Backend::communicator>) comm_->abort_for_failure(why);
-    } catch (const std::exception& e) { detail::log_line(who, std::string("teardown: ") + e.what()); }
-  }
+  void fail_job(const std::string& reason, const char* what_happened) noexcept;
 
   template <class T> work all_reduce_impl(T& t, op o, bool blocking) {
     if constexpr (usable<T>()) {
@@ -405,17 +317,7 @@ private:
     std::call_once(staged_once_, [this] { staged_ = make_staging(); });
     return *staged_;
   }
-  std::unique_ptr<detail::staged_collectives> make_staging() {
-#ifdef DDP_DETAIL_PINNED_STAGING
-    // A staging copy fails outside the group's collectives: the group is failed
-    // at once where the backend can, or the peers would wait in the collective
-    // this rank never joins (or left) until their timeout.
-    auto fail_group = [this](const std::string& why) { fail_job(why, "failed its part of a collective"); };
-    return std::make_unique<detail::cuda::pinned_staging<typename Backend::communicator>>(*comm_, fail_group);
-#else
-    throw error(error_kind::config, "ddp was built without CUDA: device tensors cannot be staged");
-#endif
-  }
+  std::unique_ptr<detail::staged_collectives> make_staging();
 
   /// Calls f(device_memory) when every tensor of the collective is in device
   /// memory, else f(): where memory lives is a compile-time fact, so the
@@ -446,6 +348,122 @@ private:
   std::once_flag staged_once_;
   int uncaught_at_start_ = std::uncaught_exceptions(); // the group is made outside any unwinding, usually
 };
+
+template <class Backend>
+process_group<Backend>::process_group(rendezvous rv) : topo_(rv.topo), store_(rv.store) {
+  start_peer_watch(); // first: a rank failing while the connections form stops this one's waits for it
+  if (relay_) rv.interrupt = relay_->connecting();
+  try {
+    comm_ = std::make_unique<typename Backend::communicator>(rv);
+  } catch (const std::exception& e) {
+    report_failed_connect(e);
+    throw;
+  }
+  if constexpr (peer_failure_communicator<typename Backend::communicator>)
+    if (relay_) relay_->attach(*comm_);
+}
+
+template <class Backend> process_group<Backend>::~process_group() {
+  if (std::uncaught_exceptions() > uncaught_at_start_ && !comm_->poisoned()) {
+    leave_on_own_failure();
+    return;
+  }
+  try {
+    comm_->drain();
+    peer_watch_.reset(); // before the exit barrier: ranks leaving from here on are not failures
+    if (store_ && !comm_->poisoned()) {
+      if (store_->add("ddp/exit", 1) >= size()) store_->set("ddp/exit/all", "1");
+      if (store_->is_server() &&
+          !store_->try_wait({"ddp/exit/all"}, std::min(comm_->timeout(), std::chrono::milliseconds(60000))))
+        detail::log_line("rank 0", "not every rank reached process_group teardown; closing the store anyway");
+    }
+  } catch (const std::exception& e) {
+    detail::log_line("rank " + std::to_string(rank()), std::string("teardown: ") + e.what());
+  }
+  peer_watch_.reset();
+  comm_.reset();
+  staged_.reset(); // after the communicator: a job whose wait() gave up may still use its buffer
+}
+
+template <class Backend> void process_group<Backend>::abort(std::string_view reason) noexcept {
+  if (comm_->poisoned()) return;
+  fail_job(std::string(reason), "gave up");
+}
+
+template <class Backend> void process_group<Backend>::start_peer_watch() {
+  if constexpr (peer_failure_communicator<typename Backend::communicator>) {
+    if (!store_ || size() == 1) return;
+    try {
+      auto relay = std::make_unique<detail::peer_failure_relay<typename Backend::communicator>>();
+      peer_watch_ = std::make_unique<detail::peer_failure_watch>(
+          *store_, rank(), [r = relay.get()](const lost_rank& lost) { r->deliver(lost); });
+      relay_ = std::move(relay);
+    } catch (const std::exception& e) {
+      detail::log_line("rank " + std::to_string(rank()),
+                       std::string("warning: no watch for other ranks' failures (") + e.what() +
+                           "): a rank that fails reaches this one through its collectives only, over TCP "
+                           "possibly at the timeout. Raise the open-file limit (ulimit -n) of the store "
+                           "(rank 0, or ddprun on node 0)");
+    }
+  }
+}
+
+template <class Backend>
+void process_group<Backend>::report_failed_connect(const std::exception& e) noexcept {
+  if (!store_) return;
+  const auto* d = dynamic_cast<const ddp::error*>(&e);
+  if (d && (d->kind() == error_kind::peer_lost || d->kind() == error_kind::timeout)) return;
+  try {
+    if (store_->wait_for_lost_rank(std::chrono::milliseconds(0))) return;
+    peer_watch_.reset(); // what it would hear now is this rank's own report
+    detail::report_own_failure(*store_, rank(), d ? d->message() : std::string_view(e.what()));
+    store_->linger_briefly();        // rank 0 serving the store: its peers read the reason, then leave
+  } catch (const std::exception&) {} // best effort: the error going out is what matters
+}
+
+template <class Backend> void process_group<Backend>::leave_on_own_failure() noexcept {
+  fail_job("an exception escaped while its process group was alive (an error of its own, outside ddp's "
+           "collectives: see its output)",
+           "left the job");
+  peer_watch_.reset(); // it calls into the communicator
+  comm_.reset();
+  staged_.reset();
+}
+
+template <class Backend>
+void process_group<Backend>::fail_job(const std::string& reason, const char* what_happened) noexcept {
+  const std::string who = "rank " + std::to_string(rank());
+  detail::note_failure_for_launcher(rank(), reason);
+  detail::log_line(who, std::string(what_happened) + " on an error of its own: telling the other ranks");
+  try {
+    const std::string why = who + " " + what_happened + ": " + reason;
+    // Refused first, interrupted last: the store tells the peers, who close
+    // their connections, and a collective running here that fails of that
+    // must fail with `why`, not name this rank as the peer it lost
+    // (docs/design-notes.md, "Note [leaving on an error]"). Interrupting
+    // before the store knows left the node's shm peers without a reason to
+    // read.
+    if constexpr (requires(typename Backend::communicator & c) { c.poison_for_failure(why); })
+      comm_->poison_for_failure(why);
+    if (store_) {
+      store_->report_failure(reason);
+      store_->linger_briefly(); // rank 0: its peers read the reason, then leave
+    }
+    if constexpr (abortable_communicator<typename Backend::communicator>) comm_->abort_for_failure(why);
+  } catch (const std::exception& e) { detail::log_line(who, std::string("teardown: ") + e.what()); }
+}
+
+template <class Backend> std::unique_ptr<detail::staged_collectives> process_group<Backend>::make_staging() {
+#ifdef DDP_DETAIL_PINNED_STAGING
+  // A staging copy fails outside the group's collectives: the group is failed
+  // at once where the backend can, or the peers would wait in the collective
+  // this rank never joins (or left) until their timeout.
+  auto fail_group = [this](const std::string& why) { fail_job(why, "failed its part of a collective"); };
+  return std::make_unique<detail::cuda::pinned_staging<typename Backend::communicator>>(*comm_, fail_group);
+#else
+  throw error(error_kind::config, "ddp was built without CUDA: device tensors cannot be staged");
+#endif
+}
 
 /// Joins the job: rendezvous (env://, tcp://, file://), then the backend connects every pair.
 template <class Backend> process_group<Backend> init_process_group(const init_options& o = {}) {

@@ -33,6 +33,24 @@
 
 DDP_BEGIN_NAMESPACE
 
+namespace detail {
+/// What a backend makes for make_shm_array<T>, before it is typed: the backend
+/// needs only the element size and dtype, so it is not a template.
+struct shm_memory {
+  void* data = nullptr;
+  std::shared_ptr<void> owner; ///< keeps the memory mapped (or allocated)
+  bool shared = false;         ///< in the node's shared memory, not private
+};
+
+/// `bytes` (at least 1) zeroed bytes of private memory on a 64 B boundary. Throws std::bad_alloc.
+inline shm_memory private_shm_memory(std::size_t bytes) {
+  bytes = (std::max<std::size_t>(bytes, 1) + 63) / 64 * 64;
+  void* p = ::operator new (bytes, std::align_val_t{64});
+  std::memset(p, 0, bytes);
+  return {p, std::shared_ptr<void>(p, [](void* q) { ::operator delete (q, std::align_val_t{64}); }), false};
+}
+} // namespace detail
+
 template <class T> class shm_array {
   static_assert(std::is_trivially_copyable_v<T> && std::is_trivially_destructible_v<T>,
                 "ddp::shm_array holds plain values (its memory is shared with other processes)");
@@ -63,12 +81,11 @@ public:
   /// `n` zeroed elements of private memory on a 64 B boundary: the array where
   /// shared memory is off, and ddp::arena's own storage. Throws std::bad_alloc.
   static shm_array private_memory(std::size_t n) {
-    const std::size_t bytes = (std::max<std::size_t>(n * sizeof(T), 1) + 63) / 64 * 64;
-    void* p = ::operator new (bytes, std::align_val_t{64});
-    std::memset(p, 0, bytes);
-    std::shared_ptr<void> owner(p, [](void* q) { ::operator delete (q, std::align_val_t{64}); });
-    return {static_cast<T*>(p), n, std::move(owner), false};
+    return shm_array(detail::private_shm_memory(n * sizeof(T)), n);
   }
+  /// Types what the backend made (make_shm_array).
+  shm_array(detail::shm_memory m, std::size_t n) noexcept
+      : shm_array(static_cast<T*>(m.data), n, std::move(m.owner), m.shared) {}
 
   T* data() noexcept { return data_; }
   const T* data() const noexcept { return data_; }

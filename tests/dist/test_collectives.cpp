@@ -2,6 +2,10 @@
 // async work. Run by ctest through ddprun at world sizes 1..4.
 #include "group.hpp"
 
+#include <ddp/detail/gloo/chain.hpp>
+#include <ddp/detail/gloo/header.hpp>
+#include <ddp/detail/gloo/loop_ticker.hpp>
+
 #include <doctest/doctest.h>
 
 #include <chrono>

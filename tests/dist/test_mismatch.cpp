@@ -7,6 +7,9 @@
 // Run by ctest through ddprun at world sizes 1..4.
 #include "group.hpp"
 
+#include <ddp/detail/gloo/header.hpp>
+#include <ddp/detail/gloo/ring.hpp>
+
 #include <doctest/doctest.h>
 
 #include <chrono>

@@ -7,7 +7,9 @@
 // order, so there a tolerance.
 #include "group.hpp"
 
+#include <ddp/detail/gloo/header.hpp>
 #include <ddp/detail/numeric/elementwise.hpp>
+#include <ddp/detail/shm/all_reduce.hpp>
 
 #include <doctest/doctest.h>
 
@@ -113,14 +115,9 @@ TEST_CASE("shm is on by default among a node's ranks; DDP_SHM=0 turns it off; th
                                       : ddp::detail::shm_all_reduce::default_step_bytes));
 }
 
-TEST_CASE("the shm step's old names still work for one release") {
+TEST_CASE("set_shm_step_bytes sets the step shm_step_bytes reads") {
   auto& comm = group().communicator();
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-  comm.set_shm_chunk_bytes(8192);
-  const std::size_t old_name = comm.shm_chunk_bytes();
-#pragma GCC diagnostic pop
-  CHECK(old_name == comm.shm_step_bytes());
+  comm.set_shm_step_bytes(8192);
   if (comm.shm_active()) CHECK(comm.shm_step_bytes() == 8192);
   comm.set_shm_step_bytes(0); // the defaults
 }

@@ -17,6 +17,8 @@
 //   3: no input passes for a server that knows the token.
 // Build: -DDDP_BUILD_FUZZERS=ON with clang (tests/CMakeLists.txt); the corpus
 // in tests/fuzz/corpus/store is replayed as an ordinary test (replay_main.cpp).
+#include <ddp/detail/store/handshake.hpp>
+#include <ddp/detail/store/server.hpp>
 #include <ddp/store.hpp>
 
 #include <sys/socket.h>

@@ -15,11 +15,18 @@ Rules (exit 1 naming every break):
    for small helpers (functions, concepts, constants, aliases) but defines no
    class, struct or union there, except the ones DETAIL_CLASS_EXCEPTIONS lists
    with the reason each stays.
-3. A forwarding header (an old path kept for one release) is nothing but its
-   "// Deprecated: moved to <ddp/detail/...>" comment and the include of that
-   header, which must exist.
+3. A header's include guard spells its path: include/ddp/a/b_c.hpp opens with
+   #ifndef DDP_A_B_C_HPP / #define DDP_A_B_C_HPP and ends with
+   #endif // DDP_A_B_C_HPP (the generated single header keeps the guards, so a
+   later <ddp/...> include of the same file is a no-op; two files sharing a
+   guard would hide one).
 4. The examples are what users copy: they include only public headers (none
-   under detail/, no forwarding header) and never name ddp::detail.
+   under detail/) and never name ddp::detail.
+5. The runtime's definitions (x-inl.hpp) are reached only through their own
+   header x.hpp, under #if DDP_DETAIL_DEFINE_RUNTIME (or from another -inl.hpp):
+   a file compiled with DDP_SEPARATE_COMPILATION then parses none of them
+   (detail/common/linkage.hpp), and tools/amalgamate.py moves them together to
+   the end of the single header.
 """
 import pathlib
 import re
@@ -43,24 +50,33 @@ DETAIL_CLASS_EXCEPTIONS = {
     ("data/reader.hpp", "byte_reader"): "ddp::data's own internals (zlib), which the core's detail/ never needs",
     ("model.hpp", "parameter_probe"): "a probe type for the model concept, defined where the concept is",
     ("model.hpp", "buffer_probe"): "a probe type for the model concept, defined where the concept is",
+    ("shm_array.hpp", "shm_memory"): "what a backend makes for make_shm_array<T> before it is typed, beside the template that types it",
     ("sampler.hpp", "shuffle_buffer_allocator"): "used only by this file's shuffles; a candidate for detail/",
     ("tensor.hpp", "contiguous_container_traits"): "the base the public tensor_traits specializations derive from",
     ("work.hpp", "work_state"): "the shared state of ddp::work, defined beside it (a base header detail/ uses)",
 }
+# Headers with a check after their guard (it runs again each time they are included), and
+# the comment that opens it.
+CHECKED_AFTER_GUARD = {"ddp/detail/common/linkage.hpp": "// Outside the guard"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](ddp/[^>"]+)[>"]', re.M)
-FORWARD = re.compile(
-    r"\A// Deprecated: moved to <(ddp/detail/[^>]+)>;\n// this forwarding header goes in the next release\.\n"
-    r"#include <(ddp/detail/[^>]+)>\n\Z"
-)
+GUARD_OPEN = re.compile(r"^#ifndef (\w+)\n#define (\w+)$", re.M)
 
 
-def forwarding_target(header):
-    """The detail/ header a forwarding header names, or None if it is not one."""
+def guard_problem(header):
+    """Why a header's include guard does not spell its path, or None if it does."""
+    want = re.sub(r"[^A-Za-z0-9]", "_", header.relative_to(ROOT).as_posix()).upper()
     text = header.read_text()
-    if not text.startswith("// Deprecated: moved to"):
-        return None
-    m = FORWARD.match(text)
-    return m.group(1) if m and m.group(1) == m.group(2) else ""
+    m = GUARD_OPEN.search(text)
+    if not m or any(line.strip() and not line.startswith("//") for line in text[: m.start()].splitlines()):
+        return f"has no include guard before its code (want {want})"
+    if m.group(1) != want or m.group(2) != want:
+        return f"has include guard {m.group(1)}/{m.group(2)}, want {want}"
+    if header.relative_to(ROOT).as_posix() in CHECKED_AFTER_GUARD:
+        text = text[: text.index(CHECKED_AFTER_GUARD[header.relative_to(ROOT).as_posix()])]
+    last = text.rstrip().splitlines()[-1]
+    if last != f"#endif // {want}":
+        return f"ends with `{last}`, want `#endif // {want}`"
+    return None
 
 
 def detail_classes(text):
@@ -88,23 +104,37 @@ def detail_classes(text):
     return names
 
 
+RUNTIME_INCLUDE = re.compile(r"^#if DDP_DETAIL_DEFINE_RUNTIME\n#include <(ddp/[^>]+-inl\.hpp)>\n#endif$", re.M)
+
+
+def runtime_include_problems(rel, text):
+    """Rule 5: where a header reaches -inl.hpp headers other than as rule 5 allows."""
+    if rel.endswith("-inl.hpp"):
+        return []
+    guarded = RUNTIME_INCLUDE.findall(text)
+    problems = [f"includes <{t}>, the definitions of another header" for t in guarded if t != f"ddp/{rel[:-4]}-inl.hpp"]
+    loose = [t for t in INCLUDE.findall(text) if t.endswith("-inl.hpp")]
+    if len(loose) != len(guarded):
+        problems.append("includes an -inl.hpp header outside #if DDP_DETAIL_DEFINE_RUNTIME")
+    if (DDP / f"{rel[:-4]}-inl.hpp").exists() and not guarded:
+        problems.append(f"does not include its definitions <ddp/{rel[:-4]}-inl.hpp> under #if DDP_DETAIL_DEFINE_RUNTIME")
+    return problems
+
+
 bad = []
-forwarding = set()
-for header in sorted(DDP.rglob("*.hpp")):
+headers = sorted(DDP.rglob("*.hpp"))
+for header in headers:
     rel = header.relative_to(DDP).as_posix()
+    problem = guard_problem(header)
+    if problem:
+        bad.append(f"ddp/{rel} {problem}")
+    for problem in runtime_include_problems(rel, header.read_text()):
+        bad.append(f"ddp/{rel} {problem}")
     if rel.startswith("detail/"):
         owner = header.relative_to(DDP / "detail").parts[0]
         for target in INCLUDE.findall(header.read_text()):
             if not (target.startswith("ddp/detail/") or target in ALLOWED_PUBLIC | OWNER_PUBLIC.get(owner, set())):
                 bad.append(f"ddp/{rel} includes <{target}>, a public header above it")
-        continue
-    target = forwarding_target(header)
-    if target is not None:
-        forwarding.add(f"ddp/{rel}")
-        if not target:
-            bad.append(f"ddp/{rel} starts like a forwarding header but holds more than the comment and its include")
-        elif not (ROOT / target).exists():
-            bad.append(f"ddp/{rel} forwards to <{target}>, which does not exist")
         continue
     for name in detail_classes(header.read_text()):
         if (rel, name) not in DETAIL_CLASS_EXCEPTIONS:
@@ -117,7 +147,7 @@ for source in sorted((REPO / "examples").rglob("*")):
         continue
     text = source.read_text()
     for target in INCLUDE.findall(text):
-        if target.startswith("ddp/detail/") or target in forwarding:
+        if target.startswith("ddp/detail/"):
             bad.append(f"{source.relative_to(REPO)} includes <{target}>: examples include only public headers")
     if "ddp::detail" in text:
         bad.append(f"{source.relative_to(REPO)} names ddp::detail: examples use only the public API")
@@ -127,6 +157,6 @@ print(
     f"{len(bad)} layering violation(s)"
     if bad
     else f"layering ok: detail/ stays below the API, no detail class outside it beyond "
-    f"{len(DETAIL_CLASS_EXCEPTIONS)} listed, {len(forwarding)} forwarding headers, examples public only"
+    f"{len(DETAIL_CLASS_EXCEPTIONS)} listed, {len(headers)} include guards spell their paths, definitions behind their headers, examples public only"
 )
 sys.exit(1 if bad else 0)

@@ -1,6 +1,8 @@
 // tcp_store in one process: a serving instance plus clients on threads, and
 // raw sockets that misbehave on purpose (fake servers, fake clients, silent
 // connections), all over real loopback sockets.
+#include <ddp/detail/store/handshake.hpp>
+#include <ddp/detail/store/server.hpp>
 #include <ddp/store.hpp>
 
 #include <doctest/doctest.h>

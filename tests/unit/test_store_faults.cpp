@@ -6,6 +6,8 @@
 #include <ddp/detail/fault/desync.hpp>
 #include <ddp/detail/fault/flight_recorder.hpp>
 #include <ddp/detail/process_group/peer_failure_watch.hpp>
+#include <ddp/detail/store/handshake.hpp>
+#include <ddp/detail/store/server.hpp>
 #include <ddp/store.hpp>
 
 #include <doctest/doctest.h>

@@ -5,6 +5,7 @@
 #define DDP_BACKEND_GLOO_HPP
 
 #include <ddp/detail/gloo/communicator.hpp>
+#include <ddp/process_group.hpp>
 #include <ddp/tensor.hpp>
 
 #include <gloo/types.h>
@@ -21,6 +22,16 @@ struct gloo {
   static constexpr std::string_view name = "gloo";
   using communicator = detail::gloo_communicator;
 };
+
+// Separately compiled, process_group<gloo>'s members that are not templates
+// are compiled once, in the runtime (detail/common/linkage.hpp).
+#if defined(DDP_SEPARATE_COMPILATION)
+#if defined(DDP_IMPLEMENTATION)
+template class process_group<gloo>;
+#else
+extern template class process_group<gloo>;
+#endif
+#endif
 
 DDP_END_NAMESPACE
 

@@ -1,7 +1,10 @@
-// What every consumer project builds: a 2-rank all_reduce and one DDP step.
+// What every consumer project builds: a 2-rank all_reduce and one DDP step
+// (with second.cpp, a second file that includes ddp).
 #include <ddp/ddp.hpp>
 
 #include <cstdio>
+
+int world_size_from_a_second_file(ddp::process_group<ddp::gloo>& pg); // second.cpp
 
 struct tiny_model {
   std::vector<float> w{1, 2, 3}, dw{0, 0, 0};
@@ -19,7 +22,8 @@ int main() {
     g = static_cast<float>(pg.rank() + 1);
   dp.synchronize();
   const float mean = static_cast<float>(pg.size() + 1) / 2.0f;
-  const bool ok = v[0] == want && v[1] == pg.size() && m.dw[2] == mean;
+  const bool ok =
+      v[0] == want && v[1] == pg.size() && m.dw[2] == mean && world_size_from_a_second_file(pg) == pg.size();
   std::printf("consumer rank %d/%d ddp %s: %s\n", pg.rank(), pg.size(),
               std::string(ddp::version().string).c_str(), ok ? "ok" : "WRONG");
   return ok ? 0 : 1;

@@ -4,8 +4,8 @@
 // so that a timeout or a failure names it, and the first failure poisoning the
 // group. Every collective passes through the flight recorder on its way, and
 // onto the timeline (DDP_TRACE) when that is on.
-#ifndef DDP_DETAIL_COLLECTIVE_QUEUE_HPP
-#define DDP_DETAIL_COLLECTIVE_QUEUE_HPP
+#ifndef DDP_DETAIL_BACKEND_COLLECTIVE_QUEUE_HPP
+#define DDP_DETAIL_BACKEND_COLLECTIVE_QUEUE_HPP
 
 #include <ddp/detail/backend/ordered_queue.hpp>
 #include <ddp/detail/common/trace.hpp>
@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -28,12 +29,16 @@ public:
   collective_queue(int rank, std::chrono::milliseconds timeout, std::string note = {})
       : trace_(rank), rank_(rank), timeout_(timeout), note_(std::move(note)) {}
 
-  /// Queues `body(what, state)` (state: the returned work's) behind every collective submitted before it.
+  /// A collective's work: body(what, state), `state` the returned work's.
+  using body_type = std::function<void(const std::string& what, work_state& state)>;
+
+  /// Queues `body(what, state)` behind every collective submitted before it.
   /// With `blocking`, a caller about to wait anyway runs it inline when the queue is idle. `bucket`: the DDP
   /// bucket this collective reduces, when the caller knows it (else the one distributed_data_parallel is
-  /// launching on this thread, if any).
-  template <class F>
-  work submit(std::string_view name, std::size_t n, dtype dt, bool blocking, F body, int bucket = -1) {
+  /// launching on this thread, if any). Not a template: one copy of this code, whatever the body
+  /// (a template on the body's type compiled once per kind of collective).
+  work submit(std::string_view name, std::size_t n, dtype dt, bool blocking, body_type body,
+              int bucket = -1) {
     const std::uint64_t seq = seq_++;
     std::string what = "rank " + std::to_string(rank_) + ": " + std::string(name) + " #" +
                        std::to_string(seq) + " (" + std::to_string(n) + " x " + std::string(to_string(dt)) +
@@ -116,4 +121,4 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_COLLECTIVE_QUEUE_HPP
+#endif // DDP_DETAIL_BACKEND_COLLECTIVE_QUEUE_HPP

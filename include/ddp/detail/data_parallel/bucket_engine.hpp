@@ -13,9 +13,16 @@
 // Before the conditional block: the single header inlines a file where it is
 // first included, and device_broadcasts.hpp needs this one without CUDA too.
 #include <ddp/detail/data_parallel/unchecked_works.hpp>
+// The engine variant's layout is in the ABI namespace's name (config.hpp): the macro
+// must say the same here as where config.hpp was first included.
 #if defined(DDP_WITH_CUDA) || defined(DDP_WITH_NCCL)
+#if !DDP_DETAIL_ABI_CUDA
+#error "ddp: define DDP_WITH_CUDA (DDP_WITH_NCCL) before the first ddp header, as ddp::cuda does"
+#endif
 #include <ddp/detail/data_parallel/device_bucket_engine.hpp>
 #define DDP_DETAIL_DEVICE_ENGINE 1
+#elif DDP_DETAIL_ABI_CUDA
+#error "ddp: DDP_WITH_CUDA (DDP_WITH_NCCL) undefined after the first ddp header saw it"
 #endif
 
 #include <concepts>

@@ -8,6 +8,7 @@
 
 #include <ddp/bucketing.hpp>
 #include <ddp/data_parallel/options.hpp>
+#include <ddp/detail/common/linkage.hpp>
 #include <ddp/detail/data_parallel/model_layout.hpp>
 #include <ddp/error.hpp>
 
@@ -67,41 +68,9 @@ inline void choose_paths(bucket_plan& plan, std::span<const tensor_slot> params,
 
 /// Checks the policy's assignment (every parameter exactly once, one dtype per
 /// bucket, no empty bucket) and lays the buckets out.
-inline bucket_plan make_bucket_plan(const std::vector<std::vector<std::size_t>>& assignment,
-                                    std::span<const tensor_slot> params, dtype (*wire)(dtype),
-                                    plan_capabilities caps) {
-  bucket_plan plan;
-  std::vector<int> seen(params.size(), 0);
-  plan.bucket_of.assign(params.size(), 0);
-  for (auto& members : assignment) {
-    if (members.empty()) throw error(error_kind::config, "the bucketing policy produced an empty bucket");
-    planned_bucket b;
-    b.params = members;
-    for (auto i : members) {
-      if (i >= params.size())
-        throw error(error_kind::config, "the bucketing policy named parameter " + std::to_string(i) + " of " +
-                                            std::to_string(params.size()));
-      if (seen[i]++)
-        throw error(error_kind::config,
-                    "the bucketing policy put parameter '" + params[i].name + "' in two buckets");
-      if (params[i].type != params[members.front()].type)
-        throw error(error_kind::config, "the bucketing policy mixed dtypes in one bucket ('" +
-                                            params[i].name + "' is " +
-                                            std::string(to_string(params[i].type)) + ")");
-      b.offsets.push_back(b.elements);
-      b.elements += params[i].count;
-      plan.bucket_of[i] = plan.buckets.size();
-    }
-    b.param_type = params[members.front()].type;
-    b.wire_type = wire(b.param_type);
-    plan.buckets.push_back(std::move(b));
-  }
-  for (std::size_t i = 0; i < params.size(); ++i)
-    if (!seen[i])
-      throw error(error_kind::config, "the bucketing policy left parameter '" + params[i].name + "' out");
-  choose_paths(plan, params, caps);
-  return plan;
-}
+DDP_INLINE bucket_plan make_bucket_plan(const std::vector<std::vector<std::size_t>>& assignment,
+                                        std::span<const tensor_slot> params, dtype (*wire)(dtype),
+                                        plan_capabilities caps);
 
 /// What a bucketing policy sees of the parameters.
 inline std::vector<parameter_desc> describe_for_bucketing(std::span<const tensor_slot> params) {
@@ -114,5 +83,9 @@ inline std::vector<parameter_desc> describe_for_bucketing(std::span<const tensor
 
 } // namespace detail
 DDP_END_NAMESPACE
+
+#if DDP_DETAIL_DEFINE_RUNTIME
+#include <ddp/detail/data_parallel/bucket_plan-inl.hpp>
+#endif
 
 #endif // DDP_DETAIL_DATA_PARALLEL_BUCKET_PLAN_HPP

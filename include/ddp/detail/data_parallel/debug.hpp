@@ -5,6 +5,7 @@
 #define DDP_DETAIL_DATA_PARALLEL_DEBUG_HPP
 
 #include <ddp/backend/communicator.hpp>
+#include <ddp/detail/common/linkage.hpp>
 #include <ddp/detail/common/log.hpp>
 #include <ddp/detail/data_parallel/bucket_plan.hpp>
 
@@ -15,19 +16,7 @@
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
-inline void log_bucket_layout(const bucket_plan& plan, const std::vector<tensor_slot>& params) {
-  std::string s = "distributed_data_parallel: " + std::to_string(params.size()) + " parameters in " +
-                  std::to_string(plan.buckets.size()) + " buckets (launch order):";
-  for (std::size_t i = 0; i < plan.buckets.size(); ++i) {
-    auto& b = plan.buckets[i];
-    s += "\n  bucket " + std::to_string(i) + ": " + std::to_string(b.params.size()) + " tensors, " +
-         std::to_string(b.elements) + " x " + std::string(to_string(b.param_type)) +
-         (b.wire_type != b.param_type ? " sent as " + std::string(to_string(b.wire_type)) : "") + ", " +
-         to_string(b.path) + " [" + params[b.params.front()].name +
-         (b.params.size() > 1 ? " .. " + params[b.params.back()].name : "") + "]";
-  }
-  log_line("rank 0", s);
-}
+DDP_INLINE void log_bucket_layout(const bucket_plan& plan, const std::vector<tensor_slot>& params);
 
 template <class Engine> void log_step_timing(const Engine& engine, std::size_t buckets) {
   // Host time: until the host saw the collective done, or, for device
@@ -59,5 +48,9 @@ void check_same_bucket_everywhere(Comm& comm, std::size_t index, const planned_b
 
 } // namespace detail
 DDP_END_NAMESPACE
+
+#if DDP_DETAIL_DEFINE_RUNTIME
+#include <ddp/detail/data_parallel/debug-inl.hpp>
+#endif
 
 #endif // DDP_DETAIL_DATA_PARALLEL_DEBUG_HPP

@@ -1,8 +1,9 @@
 // The parameters and buffers of a model, walked once into type-erased slots,
 // plus the description that ranks compare to prove they hold the same model.
-#ifndef DDP_DETAIL_MODEL_LAYOUT_HPP
-#define DDP_DETAIL_MODEL_LAYOUT_HPP
+#ifndef DDP_DETAIL_DATA_PARALLEL_MODEL_LAYOUT_HPP
+#define DDP_DETAIL_DATA_PARALLEL_MODEL_LAYOUT_HPP
 
+#include <ddp/detail/common/linkage.hpp>
 #include <ddp/error.hpp>
 #include <ddp/model.hpp>
 #include <ddp/tensor.hpp>
@@ -109,83 +110,32 @@ bool same_storage(M& m, const std::vector<tensor_slot>& params, const std::vecto
   return same;
 }
 
-inline void check_unique_names(const std::vector<tensor_slot>& slots, const char* what) {
-  std::unordered_set<std::string> seen;
-  for (auto& s : slots)
-    if (!seen.insert(s.name).second)
-      throw error(error_kind::config, std::string("two ") + what + " are named '" + s.name +
-                                          "': names identify them across ranks, make them unique");
-}
+DDP_INLINE void check_unique_names(const std::vector<tensor_slot>& slots, const char* what);
 
 /// "name|dtype|count\n" per parameter, then per buffer: what ranks compare.
-inline std::string describe(const std::vector<tensor_slot>& params, const std::vector<tensor_slot>& buffers) {
-  std::string d;
-  for (auto* list : {&params, &buffers}) {
-    d += list == &params ? "P\n" : "B\n";
-    for (auto& s : *list)
-      d += s.name + "|" + std::string(to_string(s.type)) + "|" + std::to_string(s.count) + "\n";
-  }
-  return d;
-}
+DDP_INLINE std::string describe(const std::vector<tensor_slot>& params,
+                                const std::vector<tensor_slot>& buffers);
 
 /// A description split back into its two sections, one line per entry.
 struct described_layout {
   std::vector<std::string> params, buffers;
 };
 
-inline described_layout parse_description(const std::string& d) {
-  described_layout out;
-  std::vector<std::string>* section = &out.params;
-  std::size_t start = 0;
-  for (std::size_t i = 0; i < d.size(); ++i)
-    if (d[i] == '\n') {
-      std::string line = d.substr(start, i - start);
-      start = i + 1;
-      if (line == "P")
-        section = &out.params;
-      else if (line == "B")
-        section = &out.buffers;
-      else
-        section->push_back(std::move(line));
-    }
-  return out;
-}
+DDP_INLINE described_layout parse_description(const std::string& d);
 
 /// "'fc1.weight' float32 x 100" from a description line.
-inline std::string pretty_entry(const std::string& line) {
-  auto a = line.find('|'), b = line.rfind('|');
-  if (a == std::string::npos || a == b) return "'" + line + "'";
-  return "'" + line.substr(0, a) + "' " + line.substr(a + 1, b - a - 1) + " x " + line.substr(b + 1);
-}
+DDP_INLINE std::string pretty_entry(const std::string& line);
 
 /// The first difference between rank 0's description and rank r's, as a sentence; empty when equal.
 /// Parameters and buffers are compared section by section, each counted from #0 on both sides, so
 /// an extra parameter on rank r is named by its own index whatever rank 0 lists at that line.
-inline std::string first_difference(const std::string& d0, const std::string& dr, int r) {
-  const auto a = parse_description(d0), b = parse_description(dr);
-  const std::string rank = "rank " + std::to_string(r);
-  for (const bool buffers : {false, true}) {
-    const auto& x = buffers ? a.buffers : a.params;
-    const auto& y = buffers ? b.buffers : b.params;
-    const std::string kind = buffers ? "buffer" : "parameter";
-    const std::string counts = " (rank 0 has " + std::to_string(x.size()) + " " + kind + "s, " + rank +
-                               " has " + std::to_string(y.size()) + ")";
-    for (std::size_t i = 0; i < std::max(x.size(), y.size()); ++i) {
-      const std::string where = kind + " #" + std::to_string(i);
-      if (i >= x.size())
-        return rank + " has an extra " + where + " " + pretty_entry(y[i]) + " that rank 0 does not have" +
-               counts;
-      if (i >= y.size())
-        return rank + " lacks " + where + " " + pretty_entry(x[i]) + " that rank 0 has" + counts;
-      if (x[i] != y[i])
-        return where + " differs: rank 0 has " + pretty_entry(x[i]) + ", " + rank + " has " +
-               pretty_entry(y[i]);
-    }
-  }
-  return {};
-}
+DDP_INLINE std::string first_difference(const std::string& d0, const std::string& dr, int r);
 
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_MODEL_LAYOUT_HPP
+#if DDP_DETAIL_DEFINE_RUNTIME
+#include <ddp/detail/data_parallel/model_layout-inl.hpp>
+#endif
+
+#endif // DDP_DETAIL_DATA_PARALLEL_MODEL_LAYOUT_HPP

@@ -8,6 +8,7 @@
 #ifndef DDP_DETAIL_DATA_PARALLEL_UNCHECKED_WORKS_HPP
 #define DDP_DETAIL_DATA_PARALLEL_UNCHECKED_WORKS_HPP
 
+#include <ddp/detail/common/linkage.hpp>
 #include <ddp/detail/common/log.hpp>
 #include <ddp/error.hpp>
 #include <ddp/work.hpp>
@@ -46,67 +47,18 @@ public:
   /// that throws, a finished work's failure is being thrown now, so it is
   /// forgotten (not reported twice); one not finished (stream_wait gave up
   /// waiting for it to be queued) stays, to be waited for.
-  void stream_wait(const work& w, CUstream_st* stream) {
-    works_.push_back(w);
-    try {
-      w.stream_wait(stream);
-    } catch (...) {
-      if (works_.back().done()) works_.pop_back();
-      throw;
-    }
-  }
+  DDP_INLINE void stream_wait(const work& w, CUstream_st* stream);
 
   /// Forgets the finished ones; throws the first failure among them.
-  void check() {
-    std::exception_ptr first;
-    std::erase_if(works_, [&](work& w) {
-      if (!w.done()) return false;
-      try {
-        w.wait();
-      } catch (...) {
-        if (!first) first = std::current_exception();
-      }
-      return true;
-    });
-    if (first) std::rethrow_exception(first);
-  }
+  DDP_INLINE void check();
 
   /// Waits for every one on the host (each with its deadline); throws the first failure.
-  void wait_all() {
-    std::exception_ptr first;
-    for (auto& w : works_)
-      try {
-        w.wait();
-      } catch (...) {
-        if (!first) first = std::current_exception();
-      }
-    works_.clear();
-    if (first) std::rethrow_exception(first);
-  }
+  DDP_INLINE void wait_all();
 
   /// Waits for every one on the host (each with its deadline) and logs the
   /// failures, each distinct one once (a failed group fails them all with
   /// one error): where nobody is left to throw them to (teardown).
-  void log_all() noexcept {
-    std::vector<std::pair<std::string, int>> seen;
-    for (auto& w : works_)
-      try {
-        w.wait();
-      } catch (const std::exception& e) {
-        auto it = std::find_if(seen.begin(), seen.end(), [&](auto& p) { return p.first == e.what(); });
-        if (it == seen.end())
-          seen.emplace_back(e.what(), 1);
-        else
-          ++it->second;
-      } catch (...) {}
-    works_.clear();
-    for (auto& [what, times] : seen)
-      log_line("rank " + std::to_string(rank_),
-               (times > 1 ? std::to_string(times) + " collectives" : std::string("a collective")) +
-                   " whose results a stream waited for failed after synchronize() returned (the values left "
-                   "on the device are not valid): " +
-                   what);
-  }
+  DDP_INLINE void log_all() noexcept;
 
 private:
   int rank_;
@@ -115,5 +67,9 @@ private:
 
 } // namespace detail
 DDP_END_NAMESPACE
+
+#if DDP_DETAIL_DEFINE_RUNTIME
+#include <ddp/detail/data_parallel/unchecked_works-inl.hpp>
+#endif
 
 #endif // DDP_DETAIL_DATA_PARALLEL_UNCHECKED_WORKS_HPP

@@ -2,7 +2,7 @@
 // Gloo (2022-05) declares only set, get and wait; later Gloo adds multi_set
 // and multi_get behind has_v2_support(), for the same reason: a full mesh
 // exchanges a key per pair. ddp's adapter of its tcp_store is one
-// (detail/gloo/communicator.hpp); gloo_mesh_context uses it where the store it
+// (detail/gloo/communicator_impl.hpp); gloo_mesh_context uses it where the store it
 // is given is one, and one key at a time where not (Gloo's own stores, in
 // tests).
 #ifndef DDP_DETAIL_GLOO_BATCH_STORE_HPP

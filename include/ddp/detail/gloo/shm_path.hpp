@@ -69,22 +69,11 @@ public:
     return L > 1 && L <= 256 && t.world_size > 1 && t.world_size % L == 0;
   }
 
-  /// Bytes per local rank's area from DDP_SHM_AREA_BYTES, or from its old
-  /// name DDP_SHM_CHUNK_BYTES (deprecated: it always set the area, not the
-  /// step), with a warning; empty when neither is set.
+  /// Bytes per local rank's area from DDP_SHM_AREA_BYTES; empty when it is
+  /// not set.
   std::optional<std::int64_t> area_bytes_from_env() const {
     constexpr std::int64_t lo = 4096, hi = std::int64_t{1} << 30;
-    auto v = env_int("DDP_SHM_AREA_BYTES", lo, hi);
-    auto old = env_int("DDP_SHM_CHUNK_BYTES", lo, hi);
-    if (v && old && *old != *v)
-      log_line("rank " + std::to_string(rank_), "warning: DDP_SHM_CHUNK_BYTES (deprecated) is ignored: "
-                                                "DDP_SHM_AREA_BYTES is set too, to another value.");
-    if (v) return v;
-    if (old)
-      log_line("rank " + std::to_string(rank_),
-               "warning: DDP_SHM_CHUNK_BYTES is deprecated and goes in the next "
-               "release: set DDP_SHM_AREA_BYTES to the same value instead.");
-    return old;
+    return env_int("DDP_SHM_AREA_BYTES", lo, hi);
   }
 
   /// Whether every rank can and wants to reduce through shared memory: DDP_SHM
@@ -254,16 +243,18 @@ public:
 
   /// gloo_communicator::make_shm_array; `in_queue(n, dtype, body)` runs
   /// `body(what)` in the group's queue and waits for it.
-  template <class T, class InQueue> shm_array<T> make_array(std::size_t n, InQueue&& in_queue) {
+  /// Not a template: `dt` and `elem_size` are all it needs of the element type.
+  template <class InQueue>
+  shm_memory make_array(std::size_t n, dtype dt, std::size_t elem_size, InQueue&& in_queue) {
     const std::string what =
-        "make_shm_array<" + std::string(ddp::to_string(dtype_v<T>)) + ">(" + std::to_string(n) + ")";
+        "make_shm_array<" + std::string(ddp::to_string(dt)) + ">(" + std::to_string(n) + ")";
     const std::size_t L = shm_ ? static_cast<std::size_t>(shm_->segment().local_size()) : 1;
     // Every local rank's area in one mapping, whose size must fit size_t and off_t.
-    if (n > (std::size_t{1} << 60) / sizeof(T) / L)
+    if (n > (std::size_t{1} << 60) / elem_size / L)
       throw error(error_kind::config, "rank " + std::to_string(rank_) + ": " + what +
                                           ": too many elements for one node's shared memory (" +
                                           std::to_string(L) + " local ranks); make several smaller arrays");
-    const std::size_t bytes = std::max<std::size_t>(n * sizeof(T), 1);
+    const std::size_t bytes = std::max<std::size_t>(n * elem_size, 1);
     std::shared_ptr<shm_segment> shared;
     if (shm_ && nnodes_ == 1) {
       // In the queue: its store calls then never contend with a running
@@ -274,18 +265,18 @@ public:
         std::exception_ptr mismatch;
       };
       auto out = std::make_shared<outcome>();
-      in_queue(n, dtype_v<T>, [this, out, bytes](const std::string& where) {
+      in_queue(n, dt, [this, out, bytes](const std::string& where) {
         out->seg = setup_array(bytes, where, out->mismatch);
       });
       if (out->mismatch) std::rethrow_exception(out->mismatch); // the group lives on: every rank got it
       shared = std::move(out->seg);
     }
     if (shared) {
-      auto* p = reinterpret_cast<T*>(shared->data(shared->local_rank()));
-      return {p, n, std::move(shared), true};
+      void* p = shared->data(shared->local_rank());
+      return {p, std::move(shared), true};
     }
     try {
-      return shm_array<T>::private_memory(n);
+      return private_shm_memory(bytes);
     } catch (const std::bad_alloc&) {
       throw error(error_kind::config, "rank " + std::to_string(rank_) + ": " + what + ": cannot allocate " +
                                           std::to_string(bytes) + " B of private memory");

@@ -1,9 +1,10 @@
 // Type-erased elementwise kernels on raw buffers, keyed by dtype: the reduce
 // functions handed to the backends, and in-place scaling for op::avg. Half
 // types compute in float and round once.
-#ifndef DDP_DETAIL_ELEMENTWISE_HPP
-#define DDP_DETAIL_ELEMENTWISE_HPP
+#ifndef DDP_DETAIL_NUMERIC_ELEMENTWISE_HPP
+#define DDP_DETAIL_NUMERIC_ELEMENTWISE_HPP
 
+#include <ddp/detail/common/linkage.hpp>
 #include <ddp/detail/numeric/half.hpp>
 #include <ddp/op.hpp>
 #include <ddp/tensor.hpp>
@@ -84,19 +85,7 @@ template <class Codec> reduce_fn pick_reduce(op o) {
 
 /// The reduce function for (dtype, op). op::avg reduces as a sum; the caller
 /// scales afterwards (see scale_in_place).
-inline reduce_fn reduce_for(dtype d, op o) {
-  switch (d) {
-  case dtype::f32: return pick_reduce<plain_codec<float>>(o);
-  case dtype::f64: return pick_reduce<plain_codec<double>>(o);
-  case dtype::f16: return pick_reduce<f16_codec>(o);
-  case dtype::bf16: return pick_reduce<bf16_codec>(o);
-  case dtype::i32: return pick_reduce<plain_codec<std::int32_t>>(o);
-  case dtype::i64: return pick_reduce<plain_codec<std::int64_t>>(o);
-  case dtype::u8: return pick_reduce<plain_codec<std::uint8_t>>(o);
-  case dtype::i8: return pick_reduce<plain_codec<std::int8_t>>(o);
-  }
-  return nullptr;
-}
+DDP_INLINE reduce_fn reduce_for(dtype d, op o);
 
 template <class Codec, class F> void scale_kernel(void* data, std::size_t n, F factor) {
   auto* p = static_cast<typename Codec::storage*>(data);
@@ -115,30 +104,10 @@ void sum_scaled_kernel(void* out, const void* a, const void* b, std::size_t n, d
 }
 
 /// out[i] = (a[i] + b[i]) * factor: the last step of an averaging all-reduce, fused.
-inline void sum_scaled(void* out, const void* a, const void* b, std::size_t n, dtype d, double factor) {
-  switch (d) {
-  case dtype::f32: return sum_scaled_kernel<plain_codec<float>>(out, a, b, n, factor);
-  case dtype::f64: return sum_scaled_kernel<plain_codec<double>>(out, a, b, n, factor);
-  case dtype::f16: return sum_scaled_kernel<f16_codec>(out, a, b, n, factor);
-  case dtype::bf16: return sum_scaled_kernel<bf16_codec>(out, a, b, n, factor);
-  default:
-    throw error(error_kind::config,
-                "scaling needs a floating-point tensor, got " + std::string(to_string(d)));
-  }
-}
+DDP_INLINE void sum_scaled(void* out, const void* a, const void* b, std::size_t n, dtype d, double factor);
 
 /// Multiplies n elements in place by `factor` (floating dtypes only).
-inline void scale_in_place(void* data, std::size_t n, dtype d, double factor) {
-  switch (d) {
-  case dtype::f32: return scale_kernel<plain_codec<float>>(data, n, static_cast<float>(factor));
-  case dtype::f64: return scale_kernel<plain_codec<double>>(data, n, factor);
-  case dtype::f16: return scale_kernel<f16_codec>(data, n, static_cast<float>(factor));
-  case dtype::bf16: return scale_kernel<bf16_codec>(data, n, static_cast<float>(factor));
-  default:
-    throw error(error_kind::config, "op::avg needs a floating-point tensor, got " +
-                                        std::string(to_string(d)) + ": use op::sum and divide yourself");
-  }
-}
+DDP_INLINE void scale_in_place(void* data, std::size_t n, dtype d, double factor);
 
 template <class To, class From>
 void convert_kernel(void* dst, const void* src, std::size_t n, double factor) {
@@ -166,21 +135,13 @@ template <class From> void convert_from(void* dst, dtype to, const void* src, st
 
 /// dst[i] = src[i] * factor, converting between floating dtypes (a plain copy
 /// when the types match and factor is 1). dst and src must not overlap.
-inline void copy_scaled(void* dst, dtype to, const void* src, dtype from, std::size_t n, double factor) {
-  if (to == from && factor == 1.0) {
-    if (n) std::memcpy(dst, src, n * size_of(to));
-    return;
-  }
-  switch (from) {
-  case dtype::f32: return convert_from<plain_codec<float>>(dst, to, src, n, factor);
-  case dtype::f64: return convert_from<plain_codec<double>>(dst, to, src, n, factor);
-  case dtype::f16: return convert_from<f16_codec>(dst, to, src, n, factor);
-  case dtype::bf16: return convert_from<bf16_codec>(dst, to, src, n, factor);
-  default: throw error(error_kind::config, "cannot convert from " + std::string(to_string(from)));
-  }
-}
+DDP_INLINE void copy_scaled(void* dst, dtype to, const void* src, dtype from, std::size_t n, double factor);
 
 } // namespace detail
 DDP_END_NAMESPACE
 
-#endif // DDP_DETAIL_ELEMENTWISE_HPP
+#if DDP_DETAIL_DEFINE_RUNTIME
+#include <ddp/detail/numeric/elementwise-inl.hpp>
+#endif
+
+#endif // DDP_DETAIL_NUMERIC_ELEMENTWISE_HPP
