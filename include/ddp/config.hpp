@@ -31,8 +31,10 @@
 // - none for DDP_NO_EIGEN / Eigen being found: it adds tensor_traits and dtype_of
 //   specializations for Eigen types and arena::matrix(), a non-virtual member
 //   function; no data member, base or variant alternative changes.
-// - none for DDP_TRACE_DISABLED: one inline function's body (detail/common/trace.hpp,
-//   on() returns false); no layout depends on it, and tracing is run-time state.
+// - _notrace: DDP_TRACE_DISABLED defined. No layout changes, but the body of an inline
+//   function does (trace::on(), detail/common/trace.hpp): two bodies of one function in one
+//   program, and with the runtime compiled once its queue would trace for a file that
+//   turned tracing off. Under two names each keeps its own.
 // - none for NDEBUG: no header has an assert() or an NDEBUG-dependent member.
 //   DDP_DEBUG is an environment variable, read at run time.
 // - _sc: DDP_SEPARATE_COMPILATION defined (the runtime compiled once,
@@ -52,6 +54,13 @@
 #define DDP_DETAIL_ABI_CUDA 0
 #define DDP_DETAIL_ABI_TAG_CUDA
 #endif
+#if defined(DDP_TRACE_DISABLED)
+#define DDP_DETAIL_ABI_TRACE 0
+#define DDP_DETAIL_ABI_TAG_TRACE _notrace
+#else
+#define DDP_DETAIL_ABI_TRACE 1
+#define DDP_DETAIL_ABI_TAG_TRACE
+#endif
 #if defined(DDP_SEPARATE_COMPILATION)
 #define DDP_DETAIL_ABI_SEPARATE 1
 #define DDP_DETAIL_ABI_TAG_SEPARATE _sc
@@ -59,11 +68,12 @@
 #define DDP_DETAIL_ABI_SEPARATE 0
 #define DDP_DETAIL_ABI_TAG_SEPARATE
 #endif
-#define DDP_DETAIL_ABI_CAT5(a, b, c, cuda, separate) v##a##_##b##_##c##cuda##separate
-#define DDP_DETAIL_ABI_NAME(a, b, c, cuda, separate) DDP_DETAIL_ABI_CAT5(a, b, c, cuda, separate)
+#define DDP_DETAIL_ABI_CAT6(a, b, c, cuda, trace, separate) v##a##_##b##_##c##cuda##trace##separate
+#define DDP_DETAIL_ABI_NAME(a, b, c, cuda, trace, separate)                                                  \
+  DDP_DETAIL_ABI_CAT6(a, b, c, cuda, trace, separate)
 #define DDP_ABI_NAMESPACE                                                                                    \
   DDP_DETAIL_ABI_NAME(DDP_VERSION_MAJOR, DDP_VERSION_MINOR, DDP_VERSION_PATCH, DDP_DETAIL_ABI_TAG_CUDA,      \
-                      DDP_DETAIL_ABI_TAG_SEPARATE)
+                      DDP_DETAIL_ABI_TAG_TRACE, DDP_DETAIL_ABI_TAG_SEPARATE)
 
 #define DDP_BEGIN_NAMESPACE                                                                                  \
   namespace ddp {                                                                                            \

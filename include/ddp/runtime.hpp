@@ -14,7 +14,9 @@
 #error "ddp: <ddp/runtime.hpp> must be the first ddp header of its file (one before it declared the runtime without defining it)"
 // clang-format on
 #endif
+#ifndef DDP_IMPLEMENTATION
 #define DDP_IMPLEMENTATION 1
+#endif
 
 #include <ddp/ddp.hpp>
 

@@ -31,13 +31,19 @@
 #endif // DDP_DETAIL_COMMON_LINKAGE_HPP
 
 // Outside the guard, so that every header that declares runtime functions checks
-// again: the ABI namespace was named when config.hpp came first (its tag _sc),
-// so the macro must be set before any ddp header, as the targets do.
+// again: the ABI namespace was named when config.hpp came first (its tags), so the
+// macros that name it must be set before any ddp header, as the targets do.
 #if defined(DDP_DETAIL_LINKAGE_MISMATCH_SAID)
-#elif defined(DDP_SEPARATE_COMPILATION) && !DDP_DETAIL_ABI_SEPARATE
+#elif defined(DDP_SEPARATE_COMPILATION) != DDP_DETAIL_ABI_SEPARATE
 #define DDP_DETAIL_LINKAGE_MISMATCH_SAID // one message, not one per header
-#error "ddp: DDP_SEPARATE_COMPILATION was defined after the first ddp header: define it for the whole file"
-#elif !defined(DDP_SEPARATE_COMPILATION) && DDP_DETAIL_ABI_SEPARATE
+#error                                                                                                       \
+    "ddp: DDP_SEPARATE_COMPILATION changed after the first ddp header: define it for the whole file, or not at all"
+#elif (defined(DDP_WITH_CUDA) || defined(DDP_WITH_NCCL)) != DDP_DETAIL_ABI_CUDA
 #define DDP_DETAIL_LINKAGE_MISMATCH_SAID
-#error "ddp: DDP_SEPARATE_COMPILATION was undefined after the first ddp header: define it for all or none"
+#error                                                                                                       \
+    "ddp: DDP_WITH_CUDA (DDP_WITH_NCCL) changed after the first ddp header: define it for the whole file, as ddp::cuda does"
+#elif defined(DDP_TRACE_DISABLED) == DDP_DETAIL_ABI_TRACE
+#define DDP_DETAIL_LINKAGE_MISMATCH_SAID
+#error                                                                                                       \
+    "ddp: DDP_TRACE_DISABLED changed after the first ddp header: define it for the whole file, or not at all"
 #endif
