@@ -2,7 +2,7 @@
 // tensors, per bucketing policy, through the node's shared memory (sync_s, the
 // default) and over TCP (tcp_s: today's path before shm), against one raw
 // Gloo allreduce of a flat buffer of the same total size; plus how much communication a (sleeping)
-// backward hides. One JSON line per case from rank 0.
+// backward hides, and what ddp_options::check_finite adds. One JSON line per case from rank 0.
 //   ddprun --nproc-per-node 2 --no-prefix build/bench/bench_grad_sync [overlap]
 // With `overlap`, only the last case (bench/grad_sync_netns.sh runs it over a slow link).
 #include "common.hpp"
@@ -49,10 +49,11 @@ struct shape_model {
 
 template <class Policy>
 double time_sync(ddp::process_group<ddp::gloo>& pg, const std::vector<std::size_t>& sizes, grads_in where,
-                 int reps, bool shm = true) {
+                 int reps, bool shm = true, bool check_finite = false) {
   shape_model m(sizes, where, pg);
   pg.communicator().use_shm(shm);
-  ddp::distributed_data_parallel<shape_model, ddp::gloo, Policy> dp(m, pg, {.broadcast_buffers = false});
+  ddp::distributed_data_parallel<shape_model, ddp::gloo, Policy> dp(
+      m, pg, {.broadcast_buffers = false, .check_finite = check_finite});
   dp.synchronize(); // warm up: buffers allocated, connections hot
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
@@ -94,6 +95,23 @@ void report(ddp::process_group<ddp::gloo>& pg, bench::raw_gloo& raw, const char*
                 "\"tcp_s\":%.6g,\"flat_s\":%.6g,\"tcp_over_shm\":%.3f,\"ratio\":%.4f}\n",
                 name, policy, suffix(where), sizes.size(), total,
                 pg.communicator().shm_active() ? "true" : "false", s, t, f, t / s, s / f);
+  std::fflush(stdout);
+}
+
+/// What ddp_options::check_finite costs: synchronize() with and without it,
+/// interleaved in rounds.
+void report_check_finite(ddp::process_group<ddp::gloo>& pg, const char* name,
+                         const std::vector<std::size_t>& sizes, int reps) {
+  std::vector<double> plain, checked;
+  for (int round = 0; round < 3; ++round) {
+    plain.push_back(time_sync<ddp::bucketing::size_capped<>>(pg, sizes, grads_in::vectors, reps));
+    checked.push_back(time_sync<ddp::bucketing::size_capped<>>(pg, sizes, grads_in::vectors, reps, true, true));
+  }
+  const double p = bench::median(plain), c = bench::median(checked);
+  if (pg.rank() == 0)
+    std::printf("{\"case\":\"%s\",\"check\":\"check_finite\",\"plain_s\":%.6g,\"checked_s\":%.6g,"
+                "\"ratio\":%.4f}\n",
+                name, p, c, c / p);
   std::fflush(stdout);
 }
 
@@ -163,6 +181,8 @@ int main(int argc, char** argv) {
   report<size_capped<>>(pg, raw, "many_small", "size_capped", small, shared_arena, 31);
   report<per_tensor>(pg, raw, "many_small", "per_tensor", small, vectors, 11);
   report<single_buffer>(pg, raw, "many_small", "single_buffer", small, vectors, 31);
+  report_check_finite(pg, "resnet50", resnet, 5);
+  report_check_finite(pg, "many_small", small, 31);
   overlap(pg, resnet, 7);
   pg.barrier();
 }

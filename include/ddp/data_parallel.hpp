@@ -54,12 +54,12 @@ public:
   /// Verifies the model across ranks (names, dtypes, sizes), then copies rank 0's
   /// parameters and buffers to every rank.
   distributed_data_parallel(Model& m, process_group<Backend>& pg, ddp_options o = {})
-      : model_(m), pg_(pg), opts_(o), attached_(m), registry_(attached_.walked()),
+      : model_(m), pg_(pg), opts_(o), attached_(m), registry_(attached_.walked(), pg.rank()),
         on_device_(gradients_on_device()), broadcasts_(pg.communicator(), o.compute_stream, fail_group()),
         plan_(verify_then_plan()), timeline_(plan_),
         engine_(detail::make_bucket_engine(pg.communicator(), plan_, registry_.parameters(), on_device_,
                                            o.compute_stream, fail_group())),
-        step_(*this, pg.communicator(), opts_, attached_, registry_, plan_) {
+        step_(*this, pg.communicator(), pg.lifetime(), opts_, attached_, registry_, plan_) {
     if (detail::debug() >= detail::debug_level::info && pg_.rank() == 0)
       detail::log_bucket_layout(plan_, registry_.parameters());
     attached_.connect(gradient_sink(*this));
@@ -87,18 +87,14 @@ public:
   /// Gradient `index` (registration order) is final for this step; a bucket
   /// whose gradients are all final starts its all-reduce, in bucket order.
   void mark_grad_ready(std::size_t index) { step_.mark(index, detail::mark_state::ready); }
-  template <tensor G> void mark_grad_ready(const G& grad) {
-    step_.mark(step_.index_of(grad), detail::mark_state::ready);
-  }
+  template <tensor G> void mark_grad_ready(const G& grad) { step_.mark(grad, detail::mark_state::ready); }
 
   /// This rank has no gradient for `index` this step (a branch it did not take):
   /// its gradient is zeroed, contributes zeros, and still receives the average.
   void mark_unused(std::size_t index) { step_.mark(index, detail::mark_state::unused); }
   /// Whether gradient `index` was marked (ready or unused) in the step under way.
   bool marked(std::size_t index) const { return step_.marked(index); }
-  template <tensor G> void mark_unused(const G& grad) {
-    step_.mark(step_.index_of(grad), detail::mark_state::unused);
-  }
+  template <tensor G> void mark_unused(const G& grad) { step_.mark(grad, detail::mark_state::unused); }
 
   /// Launches what is left (unmarked gradients count as ready unless
   /// strict_marking), waits, and leaves the reduced gradients in the model's
@@ -142,7 +138,10 @@ public:
 
   /// Copies rank 0's buffers (running statistics and such) to every rank;
   /// returns once they are in place (device buffers too).
-  void sync_buffers() { broadcast_buffers(/*stream_ordered=*/false); }
+  void sync_buffers() {
+    step_.check_group();
+    broadcast_buffers(/*stream_ordered=*/false);
+  }
 
   /// For uneven inputs (options.uneven_inputs on every rank): a rank that has
   /// run out of data calls join(). Until every rank has joined, it shadows the
@@ -216,6 +215,7 @@ private:
 
   // The step driver's hooks (detail/data_parallel/step_driver.hpp).
   friend detail::step_driver<distributed_data_parallel, comm_type, Model>;
+  static constexpr detail::call_kind step_call = detail::call_kind::ddp_synchronize;
   /// Moved gradient storage: new addresses, maybe new bucket paths.
   void storage_moved() {
     detail::choose_paths(plan_, registry_.parameters(),

@@ -67,6 +67,9 @@ public:
   int size() const noexcept { return topo_.world_size; }
   const ddp::topology& topology() const noexcept { return topo_; }
   std::chrono::milliseconds timeout() const { return comm_->timeout(); }
+  /// Expires when this group is destroyed: an object that keeps a reference
+  /// to the group (distributed_data_parallel) checks it before each use.
+  std::weak_ptr<const void> lifetime() const noexcept { return alive_; }
   /// The job's store (null with file:// init).
   tcp_store* store() const noexcept { return store_.get(); }
   typename Backend::communicator& communicator() noexcept { return *comm_; }
@@ -337,6 +340,7 @@ private:
                                           ")");
   }
 
+  std::shared_ptr<const void> alive_ = std::make_shared<const int>(0); ///< lifetime()
   ddp::topology topo_;
   std::shared_ptr<tcp_store> store_;
   std::unique_ptr<typename Backend::communicator> comm_;
@@ -372,6 +376,7 @@ template <class Backend> process_group<Backend>::~process_group() {
     comm_->drain();
     peer_watch_.reset(); // before the exit barrier: ranks leaving from here on are not failures
     if (store_ && !comm_->poisoned()) {
+      store_->set(std::string(detail::store_finished_prefix) + std::to_string(rank()), "1");
       if (store_->add("ddp/exit", 1) >= size()) store_->set("ddp/exit/all", "1");
       if (store_->is_server() &&
           !store_->try_wait({"ddp/exit/all"}, std::min(comm_->timeout(), std::chrono::milliseconds(60000))))

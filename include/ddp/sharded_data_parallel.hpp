@@ -60,9 +60,9 @@ public:
   /// to every rank, and cuts each bucket into W shards. The options are
   /// distributed_data_parallel's; compute_stream, for device gradients, is refused.
   sharded_data_parallel(Model& m, process_group<Backend>& pg, ddp_options o = {})
-      : model_(m), pg_(pg), opts_(o), attached_(m), registry_(attached_.walked()), plan_(verify_then_plan()),
-        engine_(pg.communicator(), plan_, registry_.parameters()),
-        step_(*this, pg.communicator(), opts_, attached_, registry_, plan_) {
+      : model_(m), pg_(pg), opts_(o), attached_(m), registry_(attached_.walked(), pg.rank()),
+        plan_(verify_then_plan()), engine_(pg.communicator(), plan_, registry_.parameters()),
+        step_(*this, pg.communicator(), pg.lifetime(), opts_, attached_, registry_, plan_) {
     attached_.connect(gradient_sink(*this));
   }
   sharded_data_parallel(const sharded_data_parallel&) = delete;
@@ -90,16 +90,12 @@ public:
   /// As distributed_data_parallel's: gradient `index` (or `grad`) is final
   /// for this step; a bucket whose gradients are all final starts its reduce-scatter.
   void mark_grad_ready(std::size_t index) { step_.mark(index, detail::mark_state::ready); }
-  template <tensor G> void mark_grad_ready(const G& grad) {
-    step_.mark(step_.index_of(grad), detail::mark_state::ready);
-  }
+  template <tensor G> void mark_grad_ready(const G& grad) { step_.mark(grad, detail::mark_state::ready); }
   /// This rank has no gradient for `index` this step: it contributes zeros.
   void mark_unused(std::size_t index) { step_.mark(index, detail::mark_state::unused); }
   /// Whether gradient `index` was marked (ready or unused) in the step under way.
   bool marked(std::size_t index) const { return step_.marked(index); }
-  template <tensor G> void mark_unused(const G& grad) {
-    step_.mark(step_.index_of(grad), detail::mark_state::unused);
-  }
+  template <tensor G> void mark_unused(const G& grad) { step_.mark(grad, detail::mark_state::unused); }
 
   /// Launches what is left (unmarked gradients count as ready unless
   /// strict_marking) and waits: each rank then holds the averaged gradient of
@@ -132,6 +128,7 @@ public:
   /// returns the norm before clipping. Between synchronize() and the step: the
   /// model's own gradients are not the averaged ones here.
   double clip_grad_norm(double max_norm) {
+    step_.check_group();
     if (!synchronized_)
       throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) +
                                           ": clip_grad_norm() before synchronize(): the shards hold no "
@@ -294,6 +291,7 @@ private:
 
   // The step driver's hooks (detail/data_parallel/step_driver.hpp).
   friend detail::step_driver<sharded_data_parallel, comm_type, Model>;
+  static constexpr detail::call_kind step_call = detail::call_kind::sharded_synchronize;
   /// The shard engine reads the registry's addresses at every launch: nothing to lay out again.
   void storage_moved() {}
   void zero_gradient(std::size_t index) { engine_.zero(registry_[index]); }

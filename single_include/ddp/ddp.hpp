@@ -166,10 +166,12 @@ constexpr std::string_view to_string(error_kind k) noexcept {
 class error : public std::runtime_error {
 public:
   /// `rank` is the rank the error is about (the lost peer, the mismatching
-  /// rank), or -1 when unknown / not applicable.
+  /// rank), or -1 when unknown / not applicable. A config error that begins
+  /// "rank N:" (this rank's own mistake) is about rank N.
   error(error_kind kind, const std::string& what, int rank = -1)
       : std::runtime_error("ddp " + std::string(to_string(kind)) + " error: " + what), kind_(kind),
-        rank_(rank), prefix_(what_string().size() - what.size()) {}
+        rank_(rank < 0 && kind == error_kind::config ? leading_rank(what) : rank),
+        prefix_(what_string().size() - what.size()) {}
 
   error_kind kind() const noexcept { return kind_; }
   int rank() const noexcept { return rank_; }
@@ -178,6 +180,17 @@ public:
 
 private:
   std::string_view what_string() const noexcept { return what(); }
+
+  /// N of a message that begins "rank N:", else -1.
+  static int leading_rank(std::string_view what) noexcept {
+    constexpr std::string_view lead = "rank ";
+    if (what.substr(0, lead.size()) != lead) return -1;
+    long n = 0;
+    std::size_t i = lead.size();
+    for (; i < what.size() && what[i] >= '0' && what[i] <= '9' && n < (1L << 30); ++i)
+      n = n * 10 + (what[i] - '0');
+    return i > lead.size() && i < what.size() && what[i] == ':' ? static_cast<int>(n) : -1;
+  }
 
   error_kind kind_;
   int rank_;
@@ -1030,6 +1043,11 @@ inline constexpr std::string_view store_progress_prefix = "ddp/fault/progress/";
 /// rank's connections, which a stopped process holds open without ever
 /// reading the failure they would linger for.
 inline constexpr std::string_view store_stalled_prefix = "ddp/fault/stalled/";
+
+/// A rank whose process group ends normally says so under `store_finished_prefix + rank`
+/// before it leaves: a peer still waiting for it in a collective then says that it
+/// finished (the peer called one collective more), not that it failed.
+inline constexpr std::string_view store_finished_prefix = "ddp/finished/";
 
 inline constexpr std::uint32_t store_max_frame = 256u << 20;
 
@@ -3582,6 +3600,9 @@ public:
   int size() const noexcept { return topo_.world_size; }
   const ddp::topology& topology() const noexcept { return topo_; }
   std::chrono::milliseconds timeout() const { return comm_->timeout(); }
+  /// Expires when this group is destroyed: an object that keeps a reference
+  /// to the group (distributed_data_parallel) checks it before each use.
+  std::weak_ptr<const void> lifetime() const noexcept { return alive_; }
   /// The job's store (null with file:// init).
   tcp_store* store() const noexcept { return store_.get(); }
   typename Backend::communicator& communicator() noexcept { return *comm_; }
@@ -3852,6 +3873,7 @@ private:
                                           ")");
   }
 
+  std::shared_ptr<const void> alive_ = std::make_shared<const int>(0); ///< lifetime()
   ddp::topology topo_;
   std::shared_ptr<tcp_store> store_;
   std::unique_ptr<typename Backend::communicator> comm_;
@@ -3887,6 +3909,7 @@ template <class Backend> process_group<Backend>::~process_group() {
     comm_->drain();
     peer_watch_.reset(); // before the exit barrier: ranks leaving from here on are not failures
     if (store_ && !comm_->poisoned()) {
+      store_->set(std::string(detail::store_finished_prefix) + std::to_string(rank()), "1");
       if (store_->add("ddp/exit", 1) >= size()) store_->set("ddp/exit/all", "1");
       if (store_->is_server() &&
           !store_->try_wait({"ddp/exit/all"}, std::min(comm_->timeout(), std::chrono::milliseconds(60000))))
@@ -4236,6 +4259,12 @@ struct ddp_options {
   bool strict_marking = false;   ///< a gradient still unmarked at synchronize() is an error
   bool verify_model = true;      ///< compare names, dtypes and sizes across ranks at construction
   bool uneven_inputs = false;    ///< ranks may run out of data at different steps: enables join()
+  /// Before a bucket's reduction, look for NaN and Inf in this rank's host
+  /// gradients and stop with an error naming the rank, the parameter and the
+  /// step, before the reduction spreads the value to every rank. On as well
+  /// under DDP_DEBUG=DETAIL. Costs one read of the gradients per step
+  /// (docs/performance.md, "Checks").
+  bool check_finite = false;
   /// Device gradients: the CUDA stream that computes them (a cudaStream_t).
   /// Buckets start after what is queued there when they complete; synchronize()
   /// then makes this stream wait for the reduced gradients instead of blocking
@@ -10480,6 +10509,33 @@ DDP_END_NAMESPACE
 #ifndef DDP_DETAIL_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
 #define DDP_DETAIL_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
 
+// ---- begin ddp/detail/data_parallel/gradient_storage.hpp ----
+// The checks on where the gradients lie, at construction and whenever their
+// storage moved: a null pointer under a non-empty gradient, and gradients
+// that share memory. Shared memory is refused, not reduced once: ranks would
+// reduce the shared elements once per parameter, and which parameter's name
+// the reduced value belongs to is the user's to say (a tied parameter is
+// listed once, as the LibTorch adapter lists it).
+#ifndef DDP_DETAIL_DATA_PARALLEL_GRADIENT_STORAGE_HPP
+#define DDP_DETAIL_DATA_PARALLEL_GRADIENT_STORAGE_HPP
+
+
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// Throws ddp::error(config) naming the parameter(s) and `rank` when a
+/// non-empty parameter's value or gradient pointer is null, or when two
+/// gradients overlap (a parameter listed twice, or two sharing one buffer).
+DDP_INLINE void check_gradient_storage(const std::vector<tensor_slot>& params, int rank);
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+
+#endif // DDP_DETAIL_DATA_PARALLEL_GRADIENT_STORAGE_HPP
+// ---- end ddp/detail/data_parallel/gradient_storage.hpp ----
 
 #include <algorithm>
 #include <cstdint>
@@ -10495,10 +10551,12 @@ namespace detail {
 
 template <class Model> class parameter_registry {
 public:
-  explicit parameter_registry(Model& m)
+  /// `rank` names this rank in what it refuses: duplicate names, null or shared gradient storage.
+  parameter_registry(Model& m, int rank)
       : model_(m), params_(collect_parameters(m)), buffers_(collect_buffers(m)) {
     check_unique_names(params_, "parameters");
     check_unique_names(buffers_, "buffers");
+    check_gradient_storage(params_, rank);
     index_gradients();
   }
 
@@ -10514,7 +10572,9 @@ public:
     throw error(error_kind::config, "no parameter named '" + std::string(name) + "'");
   }
 
-  /// The index of the parameter whose gradient starts at `grad`, as of the last walk.
+  /// The index of the non-empty parameter whose gradient starts at `grad`, as
+  /// of the last walk. Zero-sized gradients are not found by address: theirs
+  /// may be null or another's.
   std::optional<std::size_t> find_gradient(const void* grad) const {
     auto it = by_grad_.find(grad);
     if (it == by_grad_.end()) return std::nullopt;
@@ -10530,10 +10590,28 @@ public:
     auto buffers = collect_buffers(model_);
     check_unchanged(params, params_, "parameter", rank);
     check_unchanged(buffers, buffers_, "buffer", rank);
+    check_gradient_storage(params, rank);
     params_ = std::move(params);
     buffers_ = std::move(buffers);
     index_gradients();
     return true;
+  }
+
+  /// The parameters whose value or gradient no longer lies where the last
+  /// walk found it (the model is walked again; no allocation when none moved).
+  std::vector<std::size_t> moved() {
+    std::vector<std::size_t> out;
+    std::size_t i = 0;
+    model_traits<Model>::for_each_parameter(model_, [&](auto&&, auto&& value, auto&& grad) {
+      if constexpr (tensor<std::remove_cvref_t<decltype(value)>> &&
+                    tensor<std::remove_cvref_t<decltype(grad)>>) {
+        if (i < params_.size() && (static_cast<const void*>(as_span(value).data()) != params_[i].value ||
+                                   static_cast<const void*>(as_span(grad).data()) != params_[i].grad))
+          out.push_back(i);
+        ++i;
+      }
+    });
+    return out;
   }
 
   /// Every rank must hold the same parameters and buffers (names, order,
@@ -10605,7 +10683,7 @@ private:
   void index_gradients() {
     by_grad_.clear();
     for (std::size_t i = 0; i < params_.size(); ++i)
-      by_grad_[params_[i].grad] = i;
+      if (params_[i].count > 0) by_grad_[params_[i].grad] = i;
   }
 
   /// Storage may move between steps; names, sizes and count may not.
@@ -10730,18 +10808,175 @@ DDP_END_NAMESPACE
 // One step of a data-parallel class (distributed_data_parallel,
 // sharded_data_parallel), from its first mark to the end of synchronize():
 // marks by index or by gradient, no_sync(), strict_marking, the uneven-inputs
-// flag and join()'s checks. Both classes hold one, so that a step begins and
+// flag and join()'s checks, and the checks that keep a step from being
+// silently wrong: each bucket names its step (call_site: ranks at different
+// steps stop at their first bucket), gradient storage replaced after its mark
+// is refused before a bucket reads it, and a synchronize() with no new
+// gradients is refused. Both classes hold one, so that a step begins and
 // ends in one place and a check on it holds for both. What differs between
 // them, their collectives, stays in the owner, behind three private hooks
 // this class reaches as the owner's friend:
 //   void storage_moved()                 the registry walked moved gradient storage again
 //   void zero_gradient(std::size_t i)    gradient i is being marked unused: make it contribute zeros
 //   void gradient_marked(std::size_t i, mark_state how)   recorded: launch the buckets now complete
+// and a constant naming its synchronize() in messages and headers:
+//   static constexpr call_kind step_call
 // A member, not a base: its step state sizes itself from the bucket plan, which
 // the owner builds after its registry.
 #ifndef DDP_DETAIL_DATA_PARALLEL_STEP_DRIVER_HPP
 #define DDP_DETAIL_DATA_PARALLEL_STEP_DRIVER_HPP
 
+// ---- begin ddp/detail/backend/call_site.hpp ----
+// The user-level call a collective belongs to, when it belongs to one: a
+// step of distributed_data_parallel or sharded_data_parallel, and the bucket.
+// The data-parallel class sets it on its thread around each bucket's
+// submission (call_site_scope); the queue names the call in the collective's
+// description, and a backend with a header (Gloo's) sends the step along, so
+// that ranks at different steps stop at their first bucket instead of
+// reducing one step's gradients with another's (see docs/design-notes.md,
+// "Note [step check]"). A thread-local, like trace::submitting_bucket: no new
+// parameter on every backend's collectives.
+#ifndef DDP_DETAIL_BACKEND_CALL_SITE_HPP
+#define DDP_DETAIL_BACKEND_CALL_SITE_HPP
+
+
+#include <cstdint>
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// Which user-level call: sent in headers, so a small fixed code.
+enum class call_kind : std::uint8_t { none = 0, ddp_synchronize, sharded_synchronize };
+
+constexpr const char* to_string(call_kind c) noexcept {
+  switch (c) {
+  case call_kind::none: return "";
+  case call_kind::ddp_synchronize: return "distributed_data_parallel::synchronize";
+  case call_kind::sharded_synchronize: return "sharded_data_parallel::synchronize";
+  }
+  return "";
+}
+
+struct call_site {
+  call_kind call = call_kind::none;
+  std::uint32_t step = 0; ///< synchronize() calls before this one, no_sync() ones included
+  std::uint32_t bucket = 0, buckets = 0;
+  /// This rank's gradients still hold what its last synchronize() left
+  /// (gradient_fingerprint): when every rank says so, the step is refused.
+  bool repeat = false;
+
+  explicit operator bool() const noexcept { return call != call_kind::none; }
+  /// "distributed_data_parallel::synchronize, step 7, bucket 2 of 3"
+  std::string describe() const {
+    return std::string(to_string(call)) + ", step " + std::to_string(step) + ", bucket " +
+           std::to_string(bucket) + " of " + std::to_string(buckets);
+  }
+};
+
+/// The call whose collective this thread is submitting (or, on a backend's
+/// worker, running).
+inline thread_local call_site current_call{};
+
+/// Sets current_call for a scope, restoring the previous one.
+class call_site_scope {
+public:
+  explicit call_site_scope(const call_site& c) noexcept : saved_(current_call) { current_call = c; }
+  call_site_scope(const call_site_scope&) = delete;
+  call_site_scope& operator=(const call_site_scope&) = delete;
+  ~call_site_scope() { current_call = saved_; }
+
+private:
+  call_site saved_;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_BACKEND_CALL_SITE_HPP
+// ---- end ddp/detail/backend/call_site.hpp ----
+// ---- begin ddp/detail/data_parallel/gradient_fingerprint.hpp ----
+// A few elements (first, middle, last) of each host gradient, read as bits
+// when it is marked ready (before its bucket reduces it) and when
+// synchronize() is done. A synchronize() that begins with every gradient
+// still holding what the last one left, where that reduction visibly changed
+// them, has no new gradients: it would reduce reduced gradients (twice the sum
+// under reduction::sum), so step_driver refuses it. Where the reduction left a
+// rank's gradients as they were (its own equalled the mean, as in a synthetic
+// test) nothing proves a repeat, and all-zero gradients (a frozen model) prove
+// nothing either: neither is refused. Three reads per parameter per step.
+#ifndef DDP_DETAIL_DATA_PARALLEL_GRADIENT_FINGERPRINT_HPP
+#define DDP_DETAIL_DATA_PARALLEL_GRADIENT_FINGERPRINT_HPP
+
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+class gradient_fingerprint {
+public:
+  explicit gradient_fingerprint(std::size_t params) : before_(params), after_(params), where_(params) {}
+
+  /// Gradient i is final for this step and not reduced yet.
+  void before_reduction(std::size_t i, const tensor_slot& p) {
+    if (!p.on_device && p.count > 0) before_[i] = sample(p);
+  }
+
+  /// The step's reduction is done: what the gradients hold now.
+  void after_reduction(const std::vector<tensor_slot>& params) {
+    valid_ = true;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      if (params[i].on_device) {
+        valid_ = false; // not read on the host
+        return;
+      }
+      if (params[i].count == 0) continue;
+      after_[i] = sample(params[i]);
+      where_[i] = params[i].grad;
+    }
+  }
+
+  /// Whether every gradient is where the last reduction left it and holds the
+  /// same bits there, some non-zero, and the reduction had changed some.
+  bool repeated(const std::vector<tensor_slot>& params) const {
+    if (!valid_) return false;
+    bool nonzero = false, reduction_changed = false;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const auto& p = params[i];
+      if (p.count == 0) continue;
+      if (where_[i] != p.grad || sample(p) != after_[i]) return false;
+      reduction_changed = reduction_changed || before_[i] != after_[i];
+      for (auto bits : after_[i])
+        nonzero = nonzero || bits != 0;
+    }
+    return nonzero && reduction_changed;
+  }
+
+private:
+  using samples = std::array<std::uint64_t, 3>;
+  static samples sample(const tensor_slot& p) {
+    const std::size_t size = size_of(p.type);
+    samples out{};
+    const std::size_t at[3] = {0, p.count / 2, p.count - 1};
+    for (int i = 0; i < 3; ++i)
+      std::memcpy(&out[i], static_cast<const char*>(p.grad) + at[i] * size, size);
+    return out;
+  }
+
+  std::vector<samples> before_, after_;
+  std::vector<const void*> where_;
+  bool valid_ = false; ///< a reduction of host gradients was sampled
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_DATA_PARALLEL_GRADIENT_FINGERPRINT_HPP
+// ---- end ddp/detail/data_parallel/gradient_fingerprint.hpp ----
 // ---- begin ddp/detail/data_parallel/join.hpp ----
 // Uneven inputs (PyTorch's Join, with divide_by_initial_world_size): every
 // step, training ranks all-reduce a "still training" flag; a rank that ran out
@@ -10827,13 +11062,33 @@ public:
     reset();
   }
 
+  /// Zero-sized parameters have nothing to reduce: they count as marked from
+  /// the start of every step, and their marks are ignored (step_driver).
+  void skip_empty(const std::vector<bool>& empty) {
+    empty_ = empty;
+    reset();
+  }
+  bool is_empty(std::size_t param) const { return param < empty_.size() && empty_[param]; }
+
   bool started() const noexcept { return started_; }
+  std::size_t buckets() const noexcept { return pending_.size(); }
+  /// Whether launch_ready(…, limit) would launch a bucket now.
+  bool can_launch(std::size_t limit) const {
+    return next_launch_ < std::min(limit, pending_.size()) && pending_[next_launch_] == 0;
+  }
   /// Whether a bucket of this step has been launched (its collective is in flight).
   bool launched_any() const noexcept { return next_launch_ > 0; }
   /// How many of this step's buckets have been launched.
   std::size_t launched() const noexcept { return next_launch_; }
   void start() noexcept { started_ = true; }
   bool is_pending(std::size_t param) const { return marks_[param] == mark_state::pending; }
+  bool marked_unused(std::size_t param) const { return marks_[param] == mark_state::unused; }
+  /// Whether no gradient is pending (every one was marked, or is zero-sized).
+  bool all_marked() const {
+    for (auto p : pending_)
+      if (p) return false;
+    return true;
+  }
 
   /// Records the mark (the caller checked it was pending).
   void mark(std::size_t param, mark_state how) {
@@ -10853,6 +11108,8 @@ public:
     std::fill(marks_.begin(), marks_.end(), mark_state::pending);
     for (std::size_t i = 0; i < pending_.size(); ++i)
       pending_[i] = plan_.buckets[i].params.size();
+    for (std::size_t p = 0; p < marks_.size(); ++p)
+      if (is_empty(p)) mark(p, mark_state::ready);
     next_launch_ = 0;
     started_ = false;
   }
@@ -10860,6 +11117,7 @@ public:
 private:
   const bucket_plan& plan_;
   std::vector<mark_state> marks_;
+  std::vector<bool> empty_;          ///< per parameter: zero-sized
   std::vector<std::size_t> pending_; ///< per bucket: gradients not yet marked
   std::size_t next_launch_ = 0;
   bool started_ = false;
@@ -10870,7 +11128,53 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_DATA_PARALLEL_STEP_STATE_HPP
 // ---- end ddp/detail/data_parallel/step_state.hpp ----
+// ---- begin ddp/detail/numeric/checksum.hpp ----
+// A fast, non-cryptographic 64-bit checksum of a byte range, for comparing
+// parameters across ranks (DDP_DEBUG=DETAIL): equal bytes give equal sums on
+// every rank of one build; a single changed bit changes the sum.
+#ifndef DDP_DETAIL_NUMERIC_CHECKSUM_HPP
+#define DDP_DETAIL_NUMERIC_CHECKSUM_HPP
 
+
+#include <cstddef>
+#include <cstdint>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+DDP_INLINE std::uint64_t checksum(const void* data, std::size_t bytes) noexcept;
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+
+#endif // DDP_DETAIL_NUMERIC_CHECKSUM_HPP
+// ---- end ddp/detail/numeric/checksum.hpp ----
+// ---- begin ddp/detail/numeric/finite.hpp ----
+// Where the first NaN or Inf of a tensor is, by the bits of its exponent:
+// exact for every floating dtype ddp reduces (half and bfloat16 too) and
+// unaffected by the floating-point environment or -ffast-math.
+#ifndef DDP_DETAIL_NUMERIC_FINITE_HPP
+#define DDP_DETAIL_NUMERIC_FINITE_HPP
+
+
+#include <cstddef>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// The index of the first non-finite element of `data` (n elements of `type`),
+/// or n when all are finite or the type is not floating point.
+DDP_INLINE std::size_t first_non_finite(const void* data, std::size_t n, dtype type);
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+
+#endif // DDP_DETAIL_NUMERIC_FINITE_HPP
+// ---- end ddp/detail/numeric/finite.hpp ----
+
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -10881,12 +11185,30 @@ template <class Owner, communicator Comm, class Model> class step_driver {
 public:
   using registry_type = parameter_registry<typename attached_model<Model>::walked_type>;
 
-  step_driver(Owner& owner, Comm& comm, const ddp_options& opts, attached_model<Model>& attached,
-              registry_type& registry, const bucket_plan& plan)
-      : owner_(owner), comm_(comm), opts_(opts), attached_(attached), registry_(registry), step_(plan),
-        join_(comm) {}
+  /// `group`: expires with the process group (process_group::lifetime()).
+  step_driver(Owner& owner, Comm& comm, std::weak_ptr<const void> group, const ddp_options& opts,
+              attached_model<Model>& attached, registry_type& registry, const bucket_plan& plan)
+      : owner_(owner), comm_(comm), group_(std::move(group)), rank_(comm.rank()), opts_(opts),
+        attached_(attached), registry_(registry), plan_(plan), step_(plan), join_(comm),
+        last_reduced_(registry.size()), check_finite_(opts.check_finite || debug() >= debug_level::detail) {
+    std::vector<bool> empty(registry.size());
+    for (std::size_t i = 0; i < registry.size(); ++i)
+      empty[i] = registry[i].count == 0;
+    step_.skip_empty(empty);
+  }
   step_driver(const step_driver&) = delete;
   step_driver& operator=(const step_driver&) = delete;
+
+  /// Throws when the process group is gone: every entry point that may touch
+  /// the communicator calls it first.
+  void check_group() const {
+    if (group_.expired())
+      throw error(error_kind::config,
+                  "rank " + std::to_string(rank()) + ": " + to_string(Owner::step_call) +
+                      " (or another call of that object) ran after its process_group was destroyed: "
+                      "declare the process group before the data-parallel object, so that it outlives it",
+                  rank());
+  }
 
   bool started() const noexcept { return step_.started(); }
   /// How many of this step's buckets have been launched (0 outside a step).
@@ -10901,6 +11223,7 @@ public:
   /// The counter a new no_sync_guard increments (and its end decrements);
   /// refused in the middle of a step.
   int& no_sync_depth() {
+    check_group();
     if (step_.started())
       throw error(error_kind::config, "no_sync() entered in the middle of a step (gradients already marked): "
                                       "enter it before backward");
@@ -10908,25 +11231,43 @@ public:
   }
 
   /// Gradient `index` is final for this step (ready, or unused on this rank).
-  /// Ignored inside no_sync(); the first mark begins the step.
+  /// Ignored inside no_sync(), and for a zero-sized parameter (nothing to
+  /// reduce); the first mark begins the step.
   void mark(std::size_t index, mark_state how) {
+    check_group();
+    ++marks_since_sync_;
     if (index >= registry_.size())
-      throw error(error_kind::config, "rank " + std::to_string(rank()) + ": parameter index " +
-                                          std::to_string(index) + " is out of range (" +
-                                          std::to_string(registry_.size()) + " parameters)");
+      throw error(error_kind::config,
+                  "rank " + std::to_string(rank()) + ": parameter index " + std::to_string(index) +
+                      " is out of range (" + std::to_string(registry_.size()) + " parameters)",
+                  rank());
     if (accumulating()) return;
     begin_step();
+    if (step_.is_empty(index)) return;
     if (!step_.is_pending(index))
       throw error(error_kind::config,
                   "rank " + std::to_string(rank()) + ": gradient of parameter '" + registry_[index].name +
                       "' was marked twice in one step",
                   rank());
     if (how == mark_state::unused) owner_.zero_gradient(index);
+    last_reduced_.before_reduction(index, registry_[index]);
     step_.mark(index, how);
     owner_.gradient_marked(index, how);
   }
 
-  /// The index of the parameter whose gradient is `grad`.
+  /// mark() by the gradient tensor itself. A zero-sized one is not looked up:
+  /// it has nothing to reduce, and its address may be null or another's.
+  template <tensor G> void mark(const G& grad, mark_state how) {
+    check_group();
+    if (as_span(const_cast<G&>(grad)).size() == 0) {
+      ++marks_since_sync_;
+      if (!accumulating()) begin_step();
+      return;
+    }
+    mark(index_of(grad), how);
+  }
+
+  /// The index of the non-empty parameter whose gradient is `grad`.
   template <tensor G> std::size_t index_of(const G& grad) {
     const void* p = as_span(const_cast<G&>(grad)).data();
     auto i = registry_.find_gradient(p);
@@ -10949,9 +11290,20 @@ public:
     return *i;
   }
 
-  /// Calls launch(b) for every complete bucket below `limit`, in bucket order (step_state).
+  /// Calls launch(b) for every complete bucket below `limit`, in bucket order
+  /// (step_state), each under its call site (the owner's call, this step,
+  /// bucket b), once the gradients are where their marks found them.
   template <class F> void launch_ready(F&& launch, std::size_t limit) {
-    step_.launch_ready(std::forward<F>(launch), limit);
+    if (!step_.can_launch(limit)) return;
+    check_storage_before_launch();
+    step_.launch_ready(
+        [&](std::size_t b) {
+          if (check_finite_) check_finite(b);
+          const call_site_scope named(call_site{Owner::step_call, steps_ + 1, static_cast<std::uint32_t>(b),
+                                                static_cast<std::uint32_t>(step_.buckets()), repeat_});
+          launch(b);
+        },
+        limit);
   }
 
   /// Follows moved gradient storage: the registry walks the model again and,
@@ -10966,22 +11318,36 @@ public:
   /// strict_marking), runs `complete` (launch what is left, wait), and ends
   /// the step even when that throws, after `on_failure` (wait out what is in
   /// flight). True when the step communicated.
+  /// The step counter (call_site) counts the synchronize() calls that did not
+  /// throw, no_sync() ones included: a rank that skips a step's communication
+  /// alone is then a step ahead of the others at its next bucket.
   template <class Complete, class OnFailure> bool synchronize(Complete&& complete, OnFailure&& on_failure) {
+    check_group();
     if (accumulating()) {
-      end_step();
+      end_step(/*counted=*/true);
       return false;
     }
-    begin_step();
+    const bool marked_before = step_.started();
+    bool fully_marked = false;
     try {
+      begin_step(/*refuse_repeat=*/!marked_before);
       attached_.before_synchronize(gradient_sink(owner_));
+      check_storage_before_launch();
+      fully_marked = step_.all_marked();
       mark_the_rest_ready();
+      // Not with uneven inputs: a rank that joined stops stepping, and its parameters stay behind.
+      if (debug() >= debug_level::detail && comm_.size() > 1 && !opts_.uneven_inputs)
+        compare_parameters_across_ranks();
       complete();
     } catch (...) {
       on_failure();
-      end_step();
+      end_step(/*counted=*/false);
       throw;
     }
-    end_step();
+    last_reduced_.after_reduction(registry_.parameters());
+    last_step_marked_ = fully_marked;
+    marks_since_sync_ = 0;
+    end_step(/*counted=*/true);
     return true;
   }
 
@@ -10989,6 +11355,7 @@ public:
   /// in the middle of a step; then prepare(), and shadow_step() for every
   /// step the ranks still training take (join_tracker).
   template <class Prepare, class Shadow> void join(Prepare&& prepare, Shadow&& shadow_step) {
+    check_group();
     if (!opts_.uneven_inputs)
       throw error(error_kind::config, "join() needs ddp_options::uneven_inputs = true on every rank");
     if (step_.started()) throw error(error_kind::config, "join() called in the middle of a step");
@@ -10997,18 +11364,104 @@ public:
   }
 
 private:
-  int rank() const { return comm_.rank(); }
+  int rank() const { return rank_; }
 
-  void begin_step() {
+  /// `refuse_repeat`: synchronize() began this step (no mark did), so it may
+  /// be a second one with nothing new to reduce (gradient_fingerprint).
+  void begin_step(bool refuse_repeat = false) {
     if (step_.started()) return;
     step_.start();
     refresh();
+    if (refuse_repeat && comm_.size() > 1) {
+      // Certain where this rank marks every gradient (a framework's hooks, or by hand): a step
+      // marked none since the last synchronize(), while that one's were all marked.
+      if (last_step_marked_ && marks_since_sync_ == 0)
+        throw error(
+            error_kind::config,
+            "rank " + std::to_string(rank()) +
+                ": synchronize() was called again with no new gradients: no gradient was marked "
+                "since the last synchronize(), whose gradients all were, so it would reduce reduced "
+                "gradients (reduction::sum would double them). Nothing was reduced. Call "
+                "synchronize() once per step, after backward (or inside no_sync() to only accumulate)",
+            rank());
+      // Otherwise only likely, from a few elements of each gradient: the ranks decide together,
+      // in the step's first bucket header (collective_header::check_not_all_repeats).
+      repeat_ = last_reduced_.repeated(registry_.parameters());
+    }
     if (opts_.uneven_inputs) join_.begin_step();
   }
 
-  void end_step() {
+  /// ddp_options::check_finite: this rank's gradients of bucket b, before
+  /// they leave it. Host gradients only (device ones are not read on the host).
+  void check_finite(std::size_t b) const {
+    for (std::size_t i : plan_.buckets[b].params) {
+      const auto& p = registry_[i];
+      if (p.on_device || step_.marked_unused(i)) continue;
+      const std::size_t at = first_non_finite(p.grad, p.count, p.type);
+      if (at < p.count)
+        throw error(error_kind::data,
+                    "rank " + std::to_string(rank()) + ": the gradient of parameter '" + p.name +
+                        "' holds a NaN or Inf (element " + std::to_string(at) + " of " +
+                        std::to_string(p.count) + ") at step " + std::to_string(steps_ + 1) +
+                        ", before its reduction (ddp_options::check_finite): this rank produced it. Look "
+                        "at its loss and inputs of this step (a learning rate too high, a log of zero, a "
+                        "division by zero)",
+                    rank());
+    }
+  }
+
+  /// DDP_DEBUG=DETAIL: every rank's parameters, as this step's forward used
+  /// them, must be the same bits. Ranks whose models drifted apart (a
+  /// synchronize() forgotten or run on some ranks only, so an optimizer step
+  /// took unaveraged gradients) are named with the first parameter that
+  /// differs. Host parameters only.
+  void compare_parameters_across_ranks() {
+    const auto& ps = registry_.parameters();
+    const std::size_t n = ps.size(), w = static_cast<std::size_t>(comm_.size());
+    std::vector<std::int64_t> mine(n), all(n * w);
+    for (std::size_t i = 0; i < n; ++i)
+      if (!ps[i].on_device)
+        mine[i] = static_cast<std::int64_t>(checksum(ps[i].value, ps[i].count * size_of(ps[i].type)));
+    comm_.all_gather(mine.data(), all.data(), n, dtype::i64, true).wait();
+    for (std::size_t r = 1; r < w; ++r)
+      for (std::size_t i = 0; i < n; ++i)
+        if (all[r * n + i] != all[i])
+          throw error(error_kind::mismatch,
+                      "rank " + std::to_string(rank()) + ": DDP_DEBUG=DETAIL: parameter '" + ps[i].name +
+                          "' differs between rank 0 and rank " + std::to_string(r) + " at step " +
+                          std::to_string(steps_ + 1) + " of " + to_string(Owner::step_call) +
+                          ": the ranks' models drifted apart. A synchronize() forgotten or called on some "
+                          "ranks only (an optimizer step on gradients not averaged), or an optimizer step "
+                          "on some ranks only; look at rank " +
+                          std::to_string(r) + "'s code",
+                      static_cast<int>(r));
+  }
+
+  void end_step(bool counted) {
     join_.end_step();
     step_.reset();
+    repeat_ = false;
+    if (counted) ++steps_;
+  }
+
+  /// A bucket is about to read its gradients where the last walk found them:
+  /// if one was replaced since (a vector reassigned, a matrix resized), that
+  /// memory may be gone. Before any bucket of the step launched and before its
+  /// own mark, the walk is simply followed; after either, it is an error.
+  void check_storage_before_launch() {
+    const auto moved = registry_.moved();
+    if (moved.empty()) return;
+    for (std::size_t i : moved)
+      if (step_.launched_any() || !step_.is_pending(i))
+        throw error(error_kind::config,
+                    "rank " + std::to_string(rank()) + ": the gradient (or value) of parameter '" +
+                        registry_[i].name + "' was replaced by new storage after " +
+                        (step_.is_pending(i) ? "this step's first bucket started" : "it was marked ready") +
+                        " (a vector reassigned or resized, a matrix resized): ddp would read or write the "
+                        "old storage. Replace or resize gradients before backward, never between a mark and "
+                        "synchronize()",
+                    rank());
+    refresh();
   }
 
   void mark_the_rest_ready() {
@@ -11020,18 +11473,31 @@ private:
                         "' was not marked ready before synchronize() (strict_marking is on: "
                         "call mark_grad_ready or mark_unused for it)",
                     rank());
+      last_reduced_.before_reduction(i, registry_[i]);
       step_.mark(i, mark_state::ready);
     }
   }
 
   Owner& owner_;
   Comm& comm_;
+  std::weak_ptr<const void> group_;
+  int rank_;
   const ddp_options& opts_;
   attached_model<Model>& attached_;
   registry_type& registry_;
+  const bucket_plan& plan_;
   step_state step_;
   join_tracker<Comm> join_;
   int no_sync_depth_ = 0;
+  std::uint32_t steps_ = 0;           ///< synchronize() calls that did not throw
+  gradient_fingerprint last_reduced_; ///< what the last communicated synchronize() left
+  bool check_finite_;
+  /// mark calls (no_sync() ones too) since the last communicated synchronize()
+  std::size_t marks_since_sync_ = 0;
+  /// every gradient of that synchronize()'s step was marked before it
+  bool last_step_marked_ = false;
+  /// this step's gradients look like the last reduction's (call_site::repeat)
+  bool repeat_ = false;
 };
 
 } // namespace detail
@@ -11475,12 +11941,12 @@ public:
   /// Verifies the model across ranks (names, dtypes, sizes), then copies rank 0's
   /// parameters and buffers to every rank.
   distributed_data_parallel(Model& m, process_group<Backend>& pg, ddp_options o = {})
-      : model_(m), pg_(pg), opts_(o), attached_(m), registry_(attached_.walked()),
+      : model_(m), pg_(pg), opts_(o), attached_(m), registry_(attached_.walked(), pg.rank()),
         on_device_(gradients_on_device()), broadcasts_(pg.communicator(), o.compute_stream, fail_group()),
         plan_(verify_then_plan()), timeline_(plan_),
         engine_(detail::make_bucket_engine(pg.communicator(), plan_, registry_.parameters(), on_device_,
                                            o.compute_stream, fail_group())),
-        step_(*this, pg.communicator(), opts_, attached_, registry_, plan_) {
+        step_(*this, pg.communicator(), pg.lifetime(), opts_, attached_, registry_, plan_) {
     if (detail::debug() >= detail::debug_level::info && pg_.rank() == 0)
       detail::log_bucket_layout(plan_, registry_.parameters());
     attached_.connect(gradient_sink(*this));
@@ -11508,18 +11974,14 @@ public:
   /// Gradient `index` (registration order) is final for this step; a bucket
   /// whose gradients are all final starts its all-reduce, in bucket order.
   void mark_grad_ready(std::size_t index) { step_.mark(index, detail::mark_state::ready); }
-  template <tensor G> void mark_grad_ready(const G& grad) {
-    step_.mark(step_.index_of(grad), detail::mark_state::ready);
-  }
+  template <tensor G> void mark_grad_ready(const G& grad) { step_.mark(grad, detail::mark_state::ready); }
 
   /// This rank has no gradient for `index` this step (a branch it did not take):
   /// its gradient is zeroed, contributes zeros, and still receives the average.
   void mark_unused(std::size_t index) { step_.mark(index, detail::mark_state::unused); }
   /// Whether gradient `index` was marked (ready or unused) in the step under way.
   bool marked(std::size_t index) const { return step_.marked(index); }
-  template <tensor G> void mark_unused(const G& grad) {
-    step_.mark(step_.index_of(grad), detail::mark_state::unused);
-  }
+  template <tensor G> void mark_unused(const G& grad) { step_.mark(grad, detail::mark_state::unused); }
 
   /// Launches what is left (unmarked gradients count as ready unless
   /// strict_marking), waits, and leaves the reduced gradients in the model's
@@ -11563,7 +12025,10 @@ public:
 
   /// Copies rank 0's buffers (running statistics and such) to every rank;
   /// returns once they are in place (device buffers too).
-  void sync_buffers() { broadcast_buffers(/*stream_ordered=*/false); }
+  void sync_buffers() {
+    step_.check_group();
+    broadcast_buffers(/*stream_ordered=*/false);
+  }
 
   /// For uneven inputs (options.uneven_inputs on every rank): a rank that has
   /// run out of data calls join(). Until every rank has joined, it shadows the
@@ -11637,6 +12102,7 @@ private:
 
   // The step driver's hooks (detail/data_parallel/step_driver.hpp).
   friend detail::step_driver<distributed_data_parallel, comm_type, Model>;
+  static constexpr detail::call_kind step_call = detail::call_kind::ddp_synchronize;
   /// Moved gradient storage: new addresses, maybe new bucket paths.
   void storage_moved() {
     detail::choose_paths(plan_, registry_.parameters(),
@@ -12739,9 +13205,9 @@ public:
   /// to every rank, and cuts each bucket into W shards. The options are
   /// distributed_data_parallel's; compute_stream, for device gradients, is refused.
   sharded_data_parallel(Model& m, process_group<Backend>& pg, ddp_options o = {})
-      : model_(m), pg_(pg), opts_(o), attached_(m), registry_(attached_.walked()), plan_(verify_then_plan()),
-        engine_(pg.communicator(), plan_, registry_.parameters()),
-        step_(*this, pg.communicator(), opts_, attached_, registry_, plan_) {
+      : model_(m), pg_(pg), opts_(o), attached_(m), registry_(attached_.walked(), pg.rank()),
+        plan_(verify_then_plan()), engine_(pg.communicator(), plan_, registry_.parameters()),
+        step_(*this, pg.communicator(), pg.lifetime(), opts_, attached_, registry_, plan_) {
     attached_.connect(gradient_sink(*this));
   }
   sharded_data_parallel(const sharded_data_parallel&) = delete;
@@ -12769,16 +13235,12 @@ public:
   /// As distributed_data_parallel's: gradient `index` (or `grad`) is final
   /// for this step; a bucket whose gradients are all final starts its reduce-scatter.
   void mark_grad_ready(std::size_t index) { step_.mark(index, detail::mark_state::ready); }
-  template <tensor G> void mark_grad_ready(const G& grad) {
-    step_.mark(step_.index_of(grad), detail::mark_state::ready);
-  }
+  template <tensor G> void mark_grad_ready(const G& grad) { step_.mark(grad, detail::mark_state::ready); }
   /// This rank has no gradient for `index` this step: it contributes zeros.
   void mark_unused(std::size_t index) { step_.mark(index, detail::mark_state::unused); }
   /// Whether gradient `index` was marked (ready or unused) in the step under way.
   bool marked(std::size_t index) const { return step_.marked(index); }
-  template <tensor G> void mark_unused(const G& grad) {
-    step_.mark(step_.index_of(grad), detail::mark_state::unused);
-  }
+  template <tensor G> void mark_unused(const G& grad) { step_.mark(grad, detail::mark_state::unused); }
 
   /// Launches what is left (unmarked gradients count as ready unless
   /// strict_marking) and waits: each rank then holds the averaged gradient of
@@ -12811,6 +13273,7 @@ public:
   /// returns the norm before clipping. Between synchronize() and the step: the
   /// model's own gradients are not the averaged ones here.
   double clip_grad_norm(double max_norm) {
+    step_.check_group();
     if (!synchronized_)
       throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) +
                                           ": clip_grad_norm() before synchronize(): the shards hold no "
@@ -12973,6 +13436,7 @@ private:
 
   // The step driver's hooks (detail/data_parallel/step_driver.hpp).
   friend detail::step_driver<sharded_data_parallel, comm_type, Model>;
+  static constexpr detail::call_kind step_call = detail::call_kind::sharded_synchronize;
   /// The shard engine reads the registry's addresses at every launch: nothing to lay out again.
   void storage_moved() {}
   void zero_gradient(std::size_t index) { engine_.zero(registry_[index]); }
@@ -13443,9 +13907,10 @@ public:
   work submit(std::string_view name, std::size_t n, dtype dt, bool blocking, body_type body,
               int bucket = -1) {
     const std::uint64_t seq = seq_++;
-    std::string what = "rank " + std::to_string(rank_) + ": " + std::string(name) + " #" +
-                       std::to_string(seq) + " (" + std::to_string(n) + " x " + std::string(to_string(dt)) +
-                       note_ + ")";
+    std::string what = "rank " + std::to_string(rank_) + ": " +
+                       (current_call ? current_call.describe() + ": " : std::string()) + std::string(name) +
+                       " #" + std::to_string(seq) + " (" + std::to_string(n) + " x " +
+                       std::string(to_string(dt)) + note_ + ")";
     if (bucket < 0) bucket = trace::submitting_bucket;
     recorder_.queued(seq, name, dt, n, bucket);
     traced t{-1, 0, bucket, nullptr};
@@ -16622,9 +17087,10 @@ public:
   work submit(std::string_view name, std::size_t n, dtype dt, bool blocking, body_type body,
               int bucket = -1) {
     const std::uint64_t seq = seq_++;
-    std::string what = "rank " + std::to_string(rank_) + ": " + std::string(name) + " #" +
-                       std::to_string(seq) + " (" + std::to_string(n) + " x " + std::string(to_string(dt)) +
-                       note_ + ")";
+    std::string what = "rank " + std::to_string(rank_) + ": " +
+                       (current_call ? current_call.describe() + ": " : std::string()) + std::string(name) +
+                       " #" + std::to_string(seq) + " (" + std::to_string(n) + " x " +
+                       std::string(to_string(dt)) + note_ + ")";
     if (bucket < 0) bucket = trace::submitting_bucket;
     recorder_.queued(seq, name, dt, n, bucket);
     traced t{-1, 0, bucket, nullptr};
@@ -17615,6 +18081,15 @@ public:
                       ". Gloo: " + gloo_text,
                   lost.rank);
     }
+    if (auto peer = finished_peer())
+      throw error(error_kind::peer_lost,
+                  what + " failed: rank " + std::to_string(*peer) +
+                      " finished (its process group ended normally) while rank " + std::to_string(rank_) +
+                      " was still in this call: rank " + std::to_string(rank_) +
+                      " called a collective (or synchronize()) more than rank " + std::to_string(*peer) +
+                      ", or rank " + std::to_string(*peer) + " one fewer. Look at rank " +
+                      std::to_string(rank_) + "'s last calls first. Gloo: " + gloo_text,
+                  rank_);
     desync_result d;
     if (store_) {
       d = exchange_progress(*store_, rank_, size_, queue_.recorder().progress());
@@ -17661,6 +18136,20 @@ private:
   lost_rank find_lost_rank(bool timed_out) {
     if (!store_) return {};
     return store_->wait_for_lost_rank(std::chrono::milliseconds(timed_out ? 0 : 1000));
+  }
+
+  /// A peer whose process group ended normally (store_finished_prefix), if any.
+  std::optional<int> finished_peer() {
+    if (!store_) return std::nullopt;
+    for (int p = 0; p < size_; ++p) {
+      if (p == rank_) continue;
+      try {
+        if (store_->check({std::string(store_finished_prefix) + std::to_string(p)})) return p;
+      } catch (const ddp::error&) {
+        return std::nullopt; // the store gone says nothing about who finished
+      }
+    }
+    return std::nullopt;
   }
 
   int rank_, size_;
@@ -18058,8 +18547,50 @@ struct collective_header {
   std::uint64_t piece = 0;   ///< the ring's or chain's largest message: it shapes their messages
   std::uint64_t shm_shape =
       0; ///< shm: the step or half-area bytes (they shape the barriers), or the in-place offset
+  std::uint32_t step = 0;   ///< the data-parallel step (call_site) this collective reduces
+  std::uint16_t bucket = 0; ///< and its bucket
+  call_kind call = call_kind::none;
+  std::uint8_t flags = 0; ///< flag_repeat
+
+  /// This rank's gradients hold what its last synchronize() left (call_site::repeat).
+  static constexpr std::uint8_t flag_repeat = 1;
 
   bool operator==(const collective_header&) const = default;
+
+  /// Whether a peer's header describes the same collective: every field equal,
+  /// and the call site too where both name one (a rank that joined runs its
+  /// stand-ins unnamed, and so do a user's own collectives).
+  bool agrees_with(const collective_header& theirs) const {
+    if (call == call_kind::none || theirs.call == call_kind::none) return unnamed() == theirs.unnamed();
+    collective_header a = *this, b = theirs;
+    a.flags = b.flags = 0; // per rank by nature
+    return a == b;
+  }
+
+  /// This header without its call site.
+  collective_header unnamed() const {
+    collective_header h = *this;
+    h.step = 0;
+    h.bucket = 0;
+    h.call = call_kind::none;
+    h.flags = 0;
+    return h;
+  }
+
+  /// Once every header agreed: when every rank's gradients still hold what its
+  /// last synchronize() left, this step has nothing new to reduce. The error
+  /// every rank then throws (the same on all: no rank moves any data).
+  static void check_not_all_repeats(const collective_header& mine, const std::string& what,
+                                    bool every_rank_repeats) {
+    if (!(mine.flags & flag_repeat) || !every_rank_repeats) return;
+    throw error(error_kind::config,
+                what +
+                    ": synchronize() was called again on every rank with no new gradients: each rank's "
+                    "gradients still hold what the last synchronize() left, so this one would reduce "
+                    "reduced gradients (reduction::sum would double them). Nothing was reduced. Call "
+                    "synchronize() once per step, after backward (or inside no_sync() to only accumulate). "
+                    "This group is unusable now: every later collective throws; create a new group.");
+  }
 
   std::string describe() const {
     if (magic != expected_magic) return "something that is not a ddp collective header";
@@ -18099,6 +18630,9 @@ struct collective_header {
   /// The error when rank `peer` runs `theirs` while this rank (`rank`) runs
   /// this collective; `what` names the collective.
   error mismatch(const std::string& what, int rank, int peer, const collective_header& theirs) const {
+    if (unnamed() == theirs.unnamed() && call != call_kind::none && call == theirs.call &&
+        step != theirs.step)
+      return step_mismatch(what, rank, peer, theirs);
     return error(
         error_kind::mismatch,
         what + ": ranks called different collectives: this rank (" + std::to_string(rank) + ") called " +
@@ -18109,8 +18643,28 @@ struct collective_header {
             " This group is unusable now: every later collective throws this error; create a new group.",
         peer);
   }
+
+  /// The same bucket of different steps: the rank at the later step counted a
+  /// synchronize() that the other did not (a one-sided no_sync(), or a
+  /// synchronize() on some ranks only). It is the one named.
+  error step_mismatch(const std::string& what, int rank, int peer, const collective_header& theirs) const {
+    const int ahead = step > theirs.step ? rank : peer, behind = ahead == rank ? peer : rank;
+    const auto ahead_step = std::max(step, theirs.step), behind_step = std::min(step, theirs.step);
+    return error(error_kind::mismatch,
+                 what + ": the ranks are at different steps of " + to_string(call) + ": rank " +
+                     std::to_string(ahead) + " is at step " + std::to_string(ahead_step) + ", rank " +
+                     std::to_string(behind) + " at step " + std::to_string(behind_step) + ". Rank " +
+                     std::to_string(ahead) + " counted " + std::to_string(ahead_step - behind_step) +
+                     " synchronize() call(s) more: no_sync() entered on some ranks only, or synchronize() "
+                     "called on some ranks only. Every rank must enter no_sync() and call synchronize() "
+                     "for the same steps; look at rank " +
+                     std::to_string(ahead) +
+                     "'s code first. This group is unusable now: every later collective throws this error; "
+                     "create a new group.",
+                 ahead);
+  }
 };
-static_assert(sizeof(collective_header) == 40,
+static_assert(sizeof(collective_header) == 48,
               "collective_header is sent as raw bytes: keep it padding-free");
 
 /// One all-to-all round of headers, each followed by an optional payload of at
@@ -18123,7 +18677,7 @@ public:
   /// the ring's 2(W-1) steps (never under 4 KiB). Every rank computes the same.
   static constexpr std::size_t inline_cap(int w) {
     const std::size_t peers = w > 1 ? static_cast<std::size_t>(w - 1) : 1;
-    // Whole cache lines, so that every payload after a 40-byte header stays
+    // Whole cache lines, so that every payload after a 48-byte header stays
     // 8-byte aligned for the typed reductions (39321 B at 6 ranks was not).
     return std::max(std::size_t{4} << 10, std::min(std::size_t{64} << 10, (std::size_t{192} << 10) / peers)) /
            64 * 64;
@@ -18162,13 +18716,16 @@ public:
       gloo_deadline::check(in->waitRecv(deadline.remaining()), "header receive");
     for (int p = 0; p + 1 < w; ++p)
       gloo_deadline::check(out->waitSend(deadline.remaining()), "header send");
+    bool every_rank_repeats = true;
     for (int p = 0; p < w; ++p) {
       if (p == r) continue;
       collective_header theirs;
       std::memcpy(&theirs, recv_.data() + at(p), sizeof theirs);
-      if (theirs == mine) continue;
+      every_rank_repeats = every_rank_repeats && (theirs.flags & collective_header::flag_repeat);
+      if (mine.agrees_with(theirs)) continue;
       throw mine.mismatch(what, r, p, theirs);
     }
+    collective_header::check_not_all_repeats(mine, what, every_rank_repeats);
   }
 
   /// The payload peer p sent, valid until the next run().
@@ -18499,6 +19056,14 @@ public:
     h.tag = tag;
     h.count = n;
     h.dt = static_cast<std::uint8_t>(dt);
+    // The data-parallel step this collective reduces, set by the backend's
+    // worker around the collective (gloo_communicator_impl::submit).
+    if (current_call) {
+      h.call = current_call.call;
+      h.step = current_call.step;
+      h.bucket = static_cast<std::uint16_t>(current_call.bucket);
+      if (current_call.repeat) h.flags |= collective_header::flag_repeat;
+    }
     return h;
   }
 
@@ -18842,7 +19407,7 @@ struct alignas(128) shm_rank_line {
 };
 
 struct shm_control {
-  static constexpr std::uint64_t expected_magic = 0x334d485350444444; // "DDDPSHM3": the header grew
+  static constexpr std::uint64_t expected_magic = 0x344d485350444444; // "DDDPSHM4": the header grew
   std::uint64_t magic = 0;
   std::uint32_t local_size = 0;
   std::uint32_t unused = 0;
@@ -19144,10 +19709,13 @@ public:
   };
   /// `find_lost(grace)`: asks the store for a lost rank, waiting up to `grace`.
   using lost_finder = std::function<lost_peer(std::chrono::milliseconds grace)>;
+  /// `finished(global)`: whether that rank's process group ended normally (the store says so).
+  using finish_finder = std::function<bool(int global)>;
 
   shm_all_reduce(std::unique_ptr<shm_segment> seg, lost_finder find_lost, int rank,
-                 std::chrono::milliseconds timeout)
-      : seg_(std::move(seg)), find_lost_(std::move(find_lost)), rank_(rank), timeout_(timeout) {}
+                 std::chrono::milliseconds timeout, finish_finder finished = {})
+      : seg_(std::move(seg)), find_lost_(std::move(find_lost)), finished_(std::move(finished)), rank_(rank),
+        timeout_(timeout) {}
 
   const shm_segment& segment() const { return *seg_; }
   /// Bytes per step (tests make it small to cross step ends); 0 restores the
@@ -19409,12 +19977,15 @@ private:
   }
 
   void check_headers(const collective_header& mine) {
+    bool every_rank_repeats = true;
     for (int l = 0; l < seg_->local_size(); ++l) {
       collective_header theirs;
       std::memcpy(&theirs, &seg_->line(l).header, sizeof theirs);
-      if (theirs == mine) continue;
+      every_rank_repeats = every_rank_repeats && (theirs.flags & collective_header::flag_repeat);
+      if (mine.agrees_with(theirs)) continue;
       throw mine.mismatch(*what_, rank_, seg_->line(l).global, theirs);
     }
+    collective_header::check_not_all_repeats(mine, *what_, every_rank_repeats);
   }
 
   void barrier() {
@@ -19522,7 +20093,19 @@ private:
   void check_alive(bool ask_store = true) {
     for (int l : missing()) {
       const auto& sl = seg_->line(l);
-      if (peer_exited(sl, own_pidns_)) {
+      const bool exited = peer_exited(sl, own_pidns_);
+      if ((exited || ask_store) && finished_ && finished_(sl.global)) {
+        abort();
+        throw error(error_kind::peer_lost,
+                    *what_ + " failed: rank " + std::to_string(sl.global) +
+                        " finished (its process group ended normally) while rank " + std::to_string(rank_) +
+                        " was still in this call: rank " + std::to_string(rank_) +
+                        " called a collective (or synchronize()) more than rank " +
+                        std::to_string(sl.global) + ", or rank " + std::to_string(sl.global) +
+                        " one fewer. Look at rank " + std::to_string(rank_) + "'s last calls first.",
+                    rank_);
+      }
+      if (exited) {
         abort();
         throw error(error_kind::peer_lost,
                     *what_ + " failed: rank " + std::to_string(sl.global) + " (local rank " +
@@ -19589,6 +20172,7 @@ private:
 
   std::unique_ptr<shm_segment> seg_;
   lost_finder find_lost_;
+  finish_finder finished_;
   int rank_;
   std::chrono::milliseconds timeout_;
   std::size_t step_setting_ = 0; ///< 0: the defaults
@@ -19901,7 +20485,15 @@ public:
       auto l = store->wait_for_lost_rank(grace);
       return {l.rank, l.reason, l.silent};
     };
-    shm_ = std::make_unique<shm_all_reduce>(std::move(seg), std::move(find_lost), rank_, timeout_);
+    auto finished = [store = store_](int global) {
+      try {
+        return store->check({std::string(store_finished_prefix) + std::to_string(global)});
+      } catch (const ddp::error&) {
+        return false; // the store gone says nothing about who finished
+      }
+    };
+    shm_ = std::make_unique<shm_all_reduce>(std::move(seg), std::move(find_lost), rank_, timeout_,
+                                            std::move(finished));
     return leaders;
   }
 
@@ -20402,8 +20994,10 @@ private:
   /// failure closes every connection (peers fail at once) and poisons the group.
   work submit(const char* name, std::size_t n, dtype dt, bool blocking, body_type body) {
     return queue_.submit(
-        name, n, dt, blocking, [this, body = std::move(body)](const std::string& what, work_state&) {
+        name, n, dt, blocking,
+        [this, body = std::move(body), site = current_call](const std::string& what, work_state&) {
           const std::uint32_t tag = next_tag_++;
+          call_site_scope named(site); // its headers carry the step (gloo_collectives::header)
           try {
             body(tag, what);
           } catch (...) {
@@ -21076,4 +21670,144 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_DATA_PARALLEL_DEBUG_INL_HPP
 // ---- end ddp/detail/data_parallel/debug-inl.hpp ----
+// ---- begin ddp/detail/data_parallel/gradient_storage-inl.hpp ----
+// The definitions behind gradient_storage.hpp: compiled in every translation
+// unit when ddp is header-only, once in the runtime when it is compiled
+// separately (detail/common/linkage.hpp).
+#ifndef DDP_DETAIL_DATA_PARALLEL_GRADIENT_STORAGE_INL_HPP
+#define DDP_DETAIL_DATA_PARALLEL_GRADIENT_STORAGE_INL_HPP
+
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+DDP_INLINE void check_gradient_storage(const std::vector<tensor_slot>& params, int rank) {
+  const std::string who = "rank " + std::to_string(rank) + ": ";
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    auto& p = params[i];
+    if (p.count == 0) continue;
+    if (!p.value || !p.grad)
+      throw error(error_kind::config,
+                  who + "parameter '" + p.name + "' has " + std::to_string(p.count) + " elements but its " +
+                      (p.value ? "gradient" : "value") +
+                      " pointer is null: allocate parameters and gradients before building the "
+                      "data-parallel object (a trainer that allocates gradients in its first backward "
+                      "must allocate them first)",
+                  rank);
+    order.push_back(i);
+  }
+  auto begin = [&](std::size_t i) { return reinterpret_cast<std::uintptr_t>(params[i].grad); };
+  auto end = [&](std::size_t i) { return begin(i) + params[i].count * size_of(params[i].type); };
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return begin(a) < begin(b); });
+  // Sorted by start, gradients overlap exactly where one starts before the furthest end so far.
+  std::size_t reach = 0; // the parameter whose gradient ends furthest, among those before
+  for (std::size_t k = 1; k < order.size(); ++k) {
+    const std::size_t prev = order[reach], cur = order[k];
+    if (begin(cur) < end(prev)) {
+      const bool same = begin(cur) == begin(prev) && end(cur) == end(prev);
+      const auto& a = params[std::min(prev, cur)];
+      const auto& b = params[std::max(prev, cur)];
+      throw error(
+          error_kind::config,
+          who + "parameters '" + a.name + "' and '" + b.name + "' " +
+              (same ? "have the same gradient (a parameter listed twice?)" : "have overlapping gradients") +
+              ": the shared elements would be reduced twice. List a tied parameter once; give "
+              "every other parameter a gradient buffer of its own",
+          rank);
+    }
+    if (end(cur) > end(prev)) reach = k;
+  }
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_DATA_PARALLEL_GRADIENT_STORAGE_INL_HPP
+// ---- end ddp/detail/data_parallel/gradient_storage-inl.hpp ----
+// ---- begin ddp/detail/numeric/checksum-inl.hpp ----
+// The definitions behind checksum.hpp: compiled in every translation unit
+// when ddp is header-only, once in the runtime when it is compiled separately
+// (detail/common/linkage.hpp).
+#ifndef DDP_DETAIL_NUMERIC_CHECKSUM_INL_HPP
+#define DDP_DETAIL_NUMERIC_CHECKSUM_INL_HPP
+
+
+#include <cstring>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+DDP_INLINE std::uint64_t checksum(const void* data, std::size_t bytes) noexcept {
+  // Word by word: xor, then multiply and fold (a 64-bit mix as in splitmix64), the length folded in last.
+  constexpr std::uint64_t k = 0x9e3779b97f4a7c15ull;
+  auto mix = [](std::uint64_t h) {
+    h ^= h >> 31;
+    h *= 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 29);
+  };
+  const auto* p = static_cast<const unsigned char*>(data);
+  std::uint64_t h = k;
+  std::size_t i = 0;
+  for (; i + 8 <= bytes; i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    h = mix(h ^ w) + k;
+  }
+  std::uint64_t tail = 0;
+  std::memcpy(&tail, p + i, bytes - i);
+  return mix(mix(h ^ tail) ^ bytes);
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_NUMERIC_CHECKSUM_INL_HPP
+// ---- end ddp/detail/numeric/checksum-inl.hpp ----
+// ---- begin ddp/detail/numeric/finite-inl.hpp ----
+// The definitions behind finite.hpp: compiled in every translation unit when
+// ddp is header-only, once in the runtime when it is compiled separately
+// (detail/common/linkage.hpp).
+#ifndef DDP_DETAIL_NUMERIC_FINITE_INL_HPP
+#define DDP_DETAIL_NUMERIC_FINITE_INL_HPP
+
+
+#include <cstdint>
+#include <cstring>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+namespace finite_bits {
+/// The first element whose exponent bits (`mask`) are all ones.
+template <class Bits> std::size_t first_with_exponent(const void* data, std::size_t n, Bits mask) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < n; ++i) {
+    Bits b;
+    std::memcpy(&b, bytes + i * sizeof(Bits), sizeof(Bits));
+    if ((b & mask) == mask) return i;
+  }
+  return n;
+}
+} // namespace finite_bits
+
+DDP_INLINE std::size_t first_non_finite(const void* data, std::size_t n, dtype type) {
+  switch (type) {
+  case dtype::f32: return finite_bits::first_with_exponent<std::uint32_t>(data, n, 0x7f800000u);
+  case dtype::f64: return finite_bits::first_with_exponent<std::uint64_t>(data, n, 0x7ff0000000000000ull);
+  case dtype::f16: return finite_bits::first_with_exponent<std::uint16_t>(data, n, 0x7c00u);
+  case dtype::bf16: return finite_bits::first_with_exponent<std::uint16_t>(data, n, 0x7f80u);
+  default: return n;
+  }
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_NUMERIC_FINITE_INL_HPP
+// ---- end ddp/detail/numeric/finite-inl.hpp ----
 #endif // DDP_DETAIL_DEFINE_RUNTIME

@@ -402,7 +402,14 @@ TEST_CASE(
     CHECK(e.kind() == ddp::error_kind::config);
     CHECK(has(e.what(), "move it before backward"));
   }
-  dp.synchronize(); // this step still uses the old addresses (every rank did the same)
+  // The step's other buckets would read p0 where it was: refused too, on every rank alike, so
+  // no rank launches them and the ranks stay in step.
+  try {
+    dp.synchronize();
+    FAIL("expected an error");
+  } catch (const ddp::error& e) {
+    CHECK(has(e.what(), "'p0' was replaced by new storage after this step's first bucket started"));
+  }
   m.g[0].assign(4, static_cast<float>(pg.rank() + 1));
   dp.mark_grad_ready(m.g[0]); // a new step: the walk finds the new storage before anything launched
   dp.synchronize();

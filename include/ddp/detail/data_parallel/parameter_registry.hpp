@@ -5,6 +5,7 @@
 #define DDP_DETAIL_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
 
 #include <ddp/backend/communicator.hpp>
+#include <ddp/detail/data_parallel/gradient_storage.hpp>
 #include <ddp/detail/data_parallel/model_layout.hpp>
 
 #include <algorithm>
@@ -21,10 +22,12 @@ namespace detail {
 
 template <class Model> class parameter_registry {
 public:
-  explicit parameter_registry(Model& m)
+  /// `rank` names this rank in what it refuses: duplicate names, null or shared gradient storage.
+  parameter_registry(Model& m, int rank)
       : model_(m), params_(collect_parameters(m)), buffers_(collect_buffers(m)) {
     check_unique_names(params_, "parameters");
     check_unique_names(buffers_, "buffers");
+    check_gradient_storage(params_, rank);
     index_gradients();
   }
 
@@ -40,7 +43,9 @@ public:
     throw error(error_kind::config, "no parameter named '" + std::string(name) + "'");
   }
 
-  /// The index of the parameter whose gradient starts at `grad`, as of the last walk.
+  /// The index of the non-empty parameter whose gradient starts at `grad`, as
+  /// of the last walk. Zero-sized gradients are not found by address: theirs
+  /// may be null or another's.
   std::optional<std::size_t> find_gradient(const void* grad) const {
     auto it = by_grad_.find(grad);
     if (it == by_grad_.end()) return std::nullopt;
@@ -56,10 +61,28 @@ public:
     auto buffers = collect_buffers(model_);
     check_unchanged(params, params_, "parameter", rank);
     check_unchanged(buffers, buffers_, "buffer", rank);
+    check_gradient_storage(params, rank);
     params_ = std::move(params);
     buffers_ = std::move(buffers);
     index_gradients();
     return true;
+  }
+
+  /// The parameters whose value or gradient no longer lies where the last
+  /// walk found it (the model is walked again; no allocation when none moved).
+  std::vector<std::size_t> moved() {
+    std::vector<std::size_t> out;
+    std::size_t i = 0;
+    model_traits<Model>::for_each_parameter(model_, [&](auto&&, auto&& value, auto&& grad) {
+      if constexpr (tensor<std::remove_cvref_t<decltype(value)>> &&
+                    tensor<std::remove_cvref_t<decltype(grad)>>) {
+        if (i < params_.size() && (static_cast<const void*>(as_span(value).data()) != params_[i].value ||
+                                   static_cast<const void*>(as_span(grad).data()) != params_[i].grad))
+          out.push_back(i);
+        ++i;
+      }
+    });
+    return out;
   }
 
   /// Every rank must hold the same parameters and buffers (names, order,
@@ -131,7 +154,7 @@ private:
   void index_gradients() {
     by_grad_.clear();
     for (std::size_t i = 0; i < params_.size(); ++i)
-      by_grad_[params_[i].grad] = i;
+      if (params_[i].count > 0) by_grad_[params_[i].grad] = i;
   }
 
   /// Storage may move between steps; names, sizes and count may not.

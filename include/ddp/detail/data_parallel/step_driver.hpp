@@ -1,13 +1,19 @@
 // One step of a data-parallel class (distributed_data_parallel,
 // sharded_data_parallel), from its first mark to the end of synchronize():
 // marks by index or by gradient, no_sync(), strict_marking, the uneven-inputs
-// flag and join()'s checks. Both classes hold one, so that a step begins and
+// flag and join()'s checks, and the checks that keep a step from being
+// silently wrong: each bucket names its step (call_site: ranks at different
+// steps stop at their first bucket), gradient storage replaced after its mark
+// is refused before a bucket reads it, and a synchronize() with no new
+// gradients is refused. Both classes hold one, so that a step begins and
 // ends in one place and a check on it holds for both. What differs between
 // them, their collectives, stays in the owner, behind three private hooks
 // this class reaches as the owner's friend:
 //   void storage_moved()                 the registry walked moved gradient storage again
 //   void zero_gradient(std::size_t i)    gradient i is being marked unused: make it contribute zeros
 //   void gradient_marked(std::size_t i, mark_state how)   recorded: launch the buckets now complete
+// and a constant naming its synchronize() in messages and headers:
+//   static constexpr call_kind step_call
 // A member, not a base: its step state sizes itself from the bucket plan, which
 // the owner builds after its registry.
 #ifndef DDP_DETAIL_DATA_PARALLEL_STEP_DRIVER_HPP
@@ -16,13 +22,19 @@
 #include <ddp/backend/communicator.hpp>
 #include <ddp/data_parallel/gradient_sink.hpp>
 #include <ddp/data_parallel/options.hpp>
+#include <ddp/detail/backend/call_site.hpp>
+#include <ddp/detail/common/log.hpp>
 #include <ddp/detail/data_parallel/attached_model.hpp>
 #include <ddp/detail/data_parallel/bucket_plan.hpp>
+#include <ddp/detail/data_parallel/gradient_fingerprint.hpp>
 #include <ddp/detail/data_parallel/join.hpp>
 #include <ddp/detail/data_parallel/parameter_registry.hpp>
 #include <ddp/detail/data_parallel/step_state.hpp>
+#include <ddp/detail/numeric/checksum.hpp>
+#include <ddp/detail/numeric/finite.hpp>
 #include <ddp/tensor.hpp>
 
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -33,12 +45,30 @@ template <class Owner, communicator Comm, class Model> class step_driver {
 public:
   using registry_type = parameter_registry<typename attached_model<Model>::walked_type>;
 
-  step_driver(Owner& owner, Comm& comm, const ddp_options& opts, attached_model<Model>& attached,
-              registry_type& registry, const bucket_plan& plan)
-      : owner_(owner), comm_(comm), opts_(opts), attached_(attached), registry_(registry), step_(plan),
-        join_(comm) {}
+  /// `group`: expires with the process group (process_group::lifetime()).
+  step_driver(Owner& owner, Comm& comm, std::weak_ptr<const void> group, const ddp_options& opts,
+              attached_model<Model>& attached, registry_type& registry, const bucket_plan& plan)
+      : owner_(owner), comm_(comm), group_(std::move(group)), rank_(comm.rank()), opts_(opts),
+        attached_(attached), registry_(registry), plan_(plan), step_(plan), join_(comm),
+        last_reduced_(registry.size()), check_finite_(opts.check_finite || debug() >= debug_level::detail) {
+    std::vector<bool> empty(registry.size());
+    for (std::size_t i = 0; i < registry.size(); ++i)
+      empty[i] = registry[i].count == 0;
+    step_.skip_empty(empty);
+  }
   step_driver(const step_driver&) = delete;
   step_driver& operator=(const step_driver&) = delete;
+
+  /// Throws when the process group is gone: every entry point that may touch
+  /// the communicator calls it first.
+  void check_group() const {
+    if (group_.expired())
+      throw error(error_kind::config,
+                  "rank " + std::to_string(rank()) + ": " + to_string(Owner::step_call) +
+                      " (or another call of that object) ran after its process_group was destroyed: "
+                      "declare the process group before the data-parallel object, so that it outlives it",
+                  rank());
+  }
 
   bool started() const noexcept { return step_.started(); }
   /// How many of this step's buckets have been launched (0 outside a step).
@@ -53,6 +83,7 @@ public:
   /// The counter a new no_sync_guard increments (and its end decrements);
   /// refused in the middle of a step.
   int& no_sync_depth() {
+    check_group();
     if (step_.started())
       throw error(error_kind::config, "no_sync() entered in the middle of a step (gradients already marked): "
                                       "enter it before backward");
@@ -60,25 +91,43 @@ public:
   }
 
   /// Gradient `index` is final for this step (ready, or unused on this rank).
-  /// Ignored inside no_sync(); the first mark begins the step.
+  /// Ignored inside no_sync(), and for a zero-sized parameter (nothing to
+  /// reduce); the first mark begins the step.
   void mark(std::size_t index, mark_state how) {
+    check_group();
+    ++marks_since_sync_;
     if (index >= registry_.size())
-      throw error(error_kind::config, "rank " + std::to_string(rank()) + ": parameter index " +
-                                          std::to_string(index) + " is out of range (" +
-                                          std::to_string(registry_.size()) + " parameters)");
+      throw error(error_kind::config,
+                  "rank " + std::to_string(rank()) + ": parameter index " + std::to_string(index) +
+                      " is out of range (" + std::to_string(registry_.size()) + " parameters)",
+                  rank());
     if (accumulating()) return;
     begin_step();
+    if (step_.is_empty(index)) return;
     if (!step_.is_pending(index))
       throw error(error_kind::config,
                   "rank " + std::to_string(rank()) + ": gradient of parameter '" + registry_[index].name +
                       "' was marked twice in one step",
                   rank());
     if (how == mark_state::unused) owner_.zero_gradient(index);
+    last_reduced_.before_reduction(index, registry_[index]);
     step_.mark(index, how);
     owner_.gradient_marked(index, how);
   }
 
-  /// The index of the parameter whose gradient is `grad`.
+  /// mark() by the gradient tensor itself. A zero-sized one is not looked up:
+  /// it has nothing to reduce, and its address may be null or another's.
+  template <tensor G> void mark(const G& grad, mark_state how) {
+    check_group();
+    if (as_span(const_cast<G&>(grad)).size() == 0) {
+      ++marks_since_sync_;
+      if (!accumulating()) begin_step();
+      return;
+    }
+    mark(index_of(grad), how);
+  }
+
+  /// The index of the non-empty parameter whose gradient is `grad`.
   template <tensor G> std::size_t index_of(const G& grad) {
     const void* p = as_span(const_cast<G&>(grad)).data();
     auto i = registry_.find_gradient(p);
@@ -101,9 +150,20 @@ public:
     return *i;
   }
 
-  /// Calls launch(b) for every complete bucket below `limit`, in bucket order (step_state).
+  /// Calls launch(b) for every complete bucket below `limit`, in bucket order
+  /// (step_state), each under its call site (the owner's call, this step,
+  /// bucket b), once the gradients are where their marks found them.
   template <class F> void launch_ready(F&& launch, std::size_t limit) {
-    step_.launch_ready(std::forward<F>(launch), limit);
+    if (!step_.can_launch(limit)) return;
+    check_storage_before_launch();
+    step_.launch_ready(
+        [&](std::size_t b) {
+          if (check_finite_) check_finite(b);
+          const call_site_scope named(call_site{Owner::step_call, steps_ + 1, static_cast<std::uint32_t>(b),
+                                                static_cast<std::uint32_t>(step_.buckets()), repeat_});
+          launch(b);
+        },
+        limit);
   }
 
   /// Follows moved gradient storage: the registry walks the model again and,
@@ -118,22 +178,36 @@ public:
   /// strict_marking), runs `complete` (launch what is left, wait), and ends
   /// the step even when that throws, after `on_failure` (wait out what is in
   /// flight). True when the step communicated.
+  /// The step counter (call_site) counts the synchronize() calls that did not
+  /// throw, no_sync() ones included: a rank that skips a step's communication
+  /// alone is then a step ahead of the others at its next bucket.
   template <class Complete, class OnFailure> bool synchronize(Complete&& complete, OnFailure&& on_failure) {
+    check_group();
     if (accumulating()) {
-      end_step();
+      end_step(/*counted=*/true);
       return false;
     }
-    begin_step();
+    const bool marked_before = step_.started();
+    bool fully_marked = false;
     try {
+      begin_step(/*refuse_repeat=*/!marked_before);
       attached_.before_synchronize(gradient_sink(owner_));
+      check_storage_before_launch();
+      fully_marked = step_.all_marked();
       mark_the_rest_ready();
+      // Not with uneven inputs: a rank that joined stops stepping, and its parameters stay behind.
+      if (debug() >= debug_level::detail && comm_.size() > 1 && !opts_.uneven_inputs)
+        compare_parameters_across_ranks();
       complete();
     } catch (...) {
       on_failure();
-      end_step();
+      end_step(/*counted=*/false);
       throw;
     }
-    end_step();
+    last_reduced_.after_reduction(registry_.parameters());
+    last_step_marked_ = fully_marked;
+    marks_since_sync_ = 0;
+    end_step(/*counted=*/true);
     return true;
   }
 
@@ -141,6 +215,7 @@ public:
   /// in the middle of a step; then prepare(), and shadow_step() for every
   /// step the ranks still training take (join_tracker).
   template <class Prepare, class Shadow> void join(Prepare&& prepare, Shadow&& shadow_step) {
+    check_group();
     if (!opts_.uneven_inputs)
       throw error(error_kind::config, "join() needs ddp_options::uneven_inputs = true on every rank");
     if (step_.started()) throw error(error_kind::config, "join() called in the middle of a step");
@@ -149,18 +224,104 @@ public:
   }
 
 private:
-  int rank() const { return comm_.rank(); }
+  int rank() const { return rank_; }
 
-  void begin_step() {
+  /// `refuse_repeat`: synchronize() began this step (no mark did), so it may
+  /// be a second one with nothing new to reduce (gradient_fingerprint).
+  void begin_step(bool refuse_repeat = false) {
     if (step_.started()) return;
     step_.start();
     refresh();
+    if (refuse_repeat && comm_.size() > 1) {
+      // Certain where this rank marks every gradient (a framework's hooks, or by hand): a step
+      // marked none since the last synchronize(), while that one's were all marked.
+      if (last_step_marked_ && marks_since_sync_ == 0)
+        throw error(
+            error_kind::config,
+            "rank " + std::to_string(rank()) +
+                ": synchronize() was called again with no new gradients: no gradient was marked "
+                "since the last synchronize(), whose gradients all were, so it would reduce reduced "
+                "gradients (reduction::sum would double them). Nothing was reduced. Call "
+                "synchronize() once per step, after backward (or inside no_sync() to only accumulate)",
+            rank());
+      // Otherwise only likely, from a few elements of each gradient: the ranks decide together,
+      // in the step's first bucket header (collective_header::check_not_all_repeats).
+      repeat_ = last_reduced_.repeated(registry_.parameters());
+    }
     if (opts_.uneven_inputs) join_.begin_step();
   }
 
-  void end_step() {
+  /// ddp_options::check_finite: this rank's gradients of bucket b, before
+  /// they leave it. Host gradients only (device ones are not read on the host).
+  void check_finite(std::size_t b) const {
+    for (std::size_t i : plan_.buckets[b].params) {
+      const auto& p = registry_[i];
+      if (p.on_device || step_.marked_unused(i)) continue;
+      const std::size_t at = first_non_finite(p.grad, p.count, p.type);
+      if (at < p.count)
+        throw error(error_kind::data,
+                    "rank " + std::to_string(rank()) + ": the gradient of parameter '" + p.name +
+                        "' holds a NaN or Inf (element " + std::to_string(at) + " of " +
+                        std::to_string(p.count) + ") at step " + std::to_string(steps_ + 1) +
+                        ", before its reduction (ddp_options::check_finite): this rank produced it. Look "
+                        "at its loss and inputs of this step (a learning rate too high, a log of zero, a "
+                        "division by zero)",
+                    rank());
+    }
+  }
+
+  /// DDP_DEBUG=DETAIL: every rank's parameters, as this step's forward used
+  /// them, must be the same bits. Ranks whose models drifted apart (a
+  /// synchronize() forgotten or run on some ranks only, so an optimizer step
+  /// took unaveraged gradients) are named with the first parameter that
+  /// differs. Host parameters only.
+  void compare_parameters_across_ranks() {
+    const auto& ps = registry_.parameters();
+    const std::size_t n = ps.size(), w = static_cast<std::size_t>(comm_.size());
+    std::vector<std::int64_t> mine(n), all(n * w);
+    for (std::size_t i = 0; i < n; ++i)
+      if (!ps[i].on_device)
+        mine[i] = static_cast<std::int64_t>(checksum(ps[i].value, ps[i].count * size_of(ps[i].type)));
+    comm_.all_gather(mine.data(), all.data(), n, dtype::i64, true).wait();
+    for (std::size_t r = 1; r < w; ++r)
+      for (std::size_t i = 0; i < n; ++i)
+        if (all[r * n + i] != all[i])
+          throw error(error_kind::mismatch,
+                      "rank " + std::to_string(rank()) + ": DDP_DEBUG=DETAIL: parameter '" + ps[i].name +
+                          "' differs between rank 0 and rank " + std::to_string(r) + " at step " +
+                          std::to_string(steps_ + 1) + " of " + to_string(Owner::step_call) +
+                          ": the ranks' models drifted apart. A synchronize() forgotten or called on some "
+                          "ranks only (an optimizer step on gradients not averaged), or an optimizer step "
+                          "on some ranks only; look at rank " +
+                          std::to_string(r) + "'s code",
+                      static_cast<int>(r));
+  }
+
+  void end_step(bool counted) {
     join_.end_step();
     step_.reset();
+    repeat_ = false;
+    if (counted) ++steps_;
+  }
+
+  /// A bucket is about to read its gradients where the last walk found them:
+  /// if one was replaced since (a vector reassigned, a matrix resized), that
+  /// memory may be gone. Before any bucket of the step launched and before its
+  /// own mark, the walk is simply followed; after either, it is an error.
+  void check_storage_before_launch() {
+    const auto moved = registry_.moved();
+    if (moved.empty()) return;
+    for (std::size_t i : moved)
+      if (step_.launched_any() || !step_.is_pending(i))
+        throw error(error_kind::config,
+                    "rank " + std::to_string(rank()) + ": the gradient (or value) of parameter '" +
+                        registry_[i].name + "' was replaced by new storage after " +
+                        (step_.is_pending(i) ? "this step's first bucket started" : "it was marked ready") +
+                        " (a vector reassigned or resized, a matrix resized): ddp would read or write the "
+                        "old storage. Replace or resize gradients before backward, never between a mark and "
+                        "synchronize()",
+                    rank());
+    refresh();
   }
 
   void mark_the_rest_ready() {
@@ -172,18 +333,31 @@ private:
                         "' was not marked ready before synchronize() (strict_marking is on: "
                         "call mark_grad_ready or mark_unused for it)",
                     rank());
+      last_reduced_.before_reduction(i, registry_[i]);
       step_.mark(i, mark_state::ready);
     }
   }
 
   Owner& owner_;
   Comm& comm_;
+  std::weak_ptr<const void> group_;
+  int rank_;
   const ddp_options& opts_;
   attached_model<Model>& attached_;
   registry_type& registry_;
+  const bucket_plan& plan_;
   step_state step_;
   join_tracker<Comm> join_;
   int no_sync_depth_ = 0;
+  std::uint32_t steps_ = 0;           ///< synchronize() calls that did not throw
+  gradient_fingerprint last_reduced_; ///< what the last communicated synchronize() left
+  bool check_finite_;
+  /// mark calls (no_sync() ones too) since the last communicated synchronize()
+  std::size_t marks_since_sync_ = 0;
+  /// every gradient of that synchronize()'s step was marked before it
+  bool last_step_marked_ = false;
+  /// this step's gradients look like the last reduction's (call_site::repeat)
+  bool repeat_ = false;
 };
 
 } // namespace detail

@@ -24,13 +24,33 @@ public:
     reset();
   }
 
+  /// Zero-sized parameters have nothing to reduce: they count as marked from
+  /// the start of every step, and their marks are ignored (step_driver).
+  void skip_empty(const std::vector<bool>& empty) {
+    empty_ = empty;
+    reset();
+  }
+  bool is_empty(std::size_t param) const { return param < empty_.size() && empty_[param]; }
+
   bool started() const noexcept { return started_; }
+  std::size_t buckets() const noexcept { return pending_.size(); }
+  /// Whether launch_ready(…, limit) would launch a bucket now.
+  bool can_launch(std::size_t limit) const {
+    return next_launch_ < std::min(limit, pending_.size()) && pending_[next_launch_] == 0;
+  }
   /// Whether a bucket of this step has been launched (its collective is in flight).
   bool launched_any() const noexcept { return next_launch_ > 0; }
   /// How many of this step's buckets have been launched.
   std::size_t launched() const noexcept { return next_launch_; }
   void start() noexcept { started_ = true; }
   bool is_pending(std::size_t param) const { return marks_[param] == mark_state::pending; }
+  bool marked_unused(std::size_t param) const { return marks_[param] == mark_state::unused; }
+  /// Whether no gradient is pending (every one was marked, or is zero-sized).
+  bool all_marked() const {
+    for (auto p : pending_)
+      if (p) return false;
+    return true;
+  }
 
   /// Records the mark (the caller checked it was pending).
   void mark(std::size_t param, mark_state how) {
@@ -50,6 +70,8 @@ public:
     std::fill(marks_.begin(), marks_.end(), mark_state::pending);
     for (std::size_t i = 0; i < pending_.size(); ++i)
       pending_[i] = plan_.buckets[i].params.size();
+    for (std::size_t p = 0; p < marks_.size(); ++p)
+      if (is_empty(p)) mark(p, mark_state::ready);
     next_launch_ = 0;
     started_ = false;
   }
@@ -57,6 +79,7 @@ public:
 private:
   const bucket_plan& plan_;
   std::vector<mark_state> marks_;
+  std::vector<bool> empty_;          ///< per parameter: zero-sized
   std::vector<std::size_t> pending_; ///< per bucket: gradients not yet marked
   std::size_t next_launch_ = 0;
   bool started_ = false;

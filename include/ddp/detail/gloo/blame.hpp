@@ -82,6 +82,15 @@ public:
                       ". Gloo: " + gloo_text,
                   lost.rank);
     }
+    if (auto peer = finished_peer())
+      throw error(error_kind::peer_lost,
+                  what + " failed: rank " + std::to_string(*peer) +
+                      " finished (its process group ended normally) while rank " + std::to_string(rank_) +
+                      " was still in this call: rank " + std::to_string(rank_) +
+                      " called a collective (or synchronize()) more than rank " + std::to_string(*peer) +
+                      ", or rank " + std::to_string(*peer) + " one fewer. Look at rank " +
+                      std::to_string(rank_) + "'s last calls first. Gloo: " + gloo_text,
+                  rank_);
     desync_result d;
     if (store_) {
       d = exchange_progress(*store_, rank_, size_, queue_.recorder().progress());
@@ -128,6 +137,20 @@ private:
   lost_rank find_lost_rank(bool timed_out) {
     if (!store_) return {};
     return store_->wait_for_lost_rank(std::chrono::milliseconds(timed_out ? 0 : 1000));
+  }
+
+  /// A peer whose process group ended normally (store_finished_prefix), if any.
+  std::optional<int> finished_peer() {
+    if (!store_) return std::nullopt;
+    for (int p = 0; p < size_; ++p) {
+      if (p == rank_) continue;
+      try {
+        if (store_->check({std::string(store_finished_prefix) + std::to_string(p)})) return p;
+      } catch (const ddp::error&) {
+        return std::nullopt; // the store gone says nothing about who finished
+      }
+    }
+    return std::nullopt;
   }
 
   int rank_, size_;

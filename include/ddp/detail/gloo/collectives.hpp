@@ -169,6 +169,14 @@ public:
     h.tag = tag;
     h.count = n;
     h.dt = static_cast<std::uint8_t>(dt);
+    // The data-parallel step this collective reduces, set by the backend's
+    // worker around the collective (gloo_communicator_impl::submit).
+    if (current_call) {
+      h.call = current_call.call;
+      h.step = current_call.step;
+      h.bucket = static_cast<std::uint16_t>(current_call.bucket);
+      if (current_call.repeat) h.flags |= collective_header::flag_repeat;
+    }
     return h;
   }
 

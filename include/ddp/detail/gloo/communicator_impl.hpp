@@ -8,6 +8,7 @@
 #define DDP_DETAIL_GLOO_COMMUNICATOR_IMPL_HPP
 
 #include <ddp/backend/communicator.hpp>
+#include <ddp/detail/backend/call_site.hpp>
 #include <ddp/detail/backend/collective_queue.hpp>
 #include <ddp/detail/gloo/blame.hpp>
 #include <ddp/detail/gloo/collectives.hpp>
@@ -315,8 +316,10 @@ private:
   /// failure closes every connection (peers fail at once) and poisons the group.
   work submit(const char* name, std::size_t n, dtype dt, bool blocking, body_type body) {
     return queue_.submit(
-        name, n, dt, blocking, [this, body = std::move(body)](const std::string& what, work_state&) {
+        name, n, dt, blocking,
+        [this, body = std::move(body), site = current_call](const std::string& what, work_state&) {
           const std::uint32_t tag = next_tag_++;
+          call_site_scope named(site); // its headers carry the step (gloo_collectives::header)
           try {
             body(tag, what);
           } catch (...) {

@@ -19,6 +19,7 @@
 #ifndef DDP_DETAIL_GLOO_HEADER_HPP
 #define DDP_DETAIL_GLOO_HEADER_HPP
 
+#include <ddp/detail/backend/call_site.hpp>
 #include <ddp/detail/gloo/deadline.hpp>
 #include <ddp/detail/gloo/slots.hpp>
 #include <ddp/detail/gloo/waits.hpp>
@@ -69,8 +70,50 @@ struct collective_header {
   std::uint64_t piece = 0;   ///< the ring's or chain's largest message: it shapes their messages
   std::uint64_t shm_shape =
       0; ///< shm: the step or half-area bytes (they shape the barriers), or the in-place offset
+  std::uint32_t step = 0;   ///< the data-parallel step (call_site) this collective reduces
+  std::uint16_t bucket = 0; ///< and its bucket
+  call_kind call = call_kind::none;
+  std::uint8_t flags = 0; ///< flag_repeat
+
+  /// This rank's gradients hold what its last synchronize() left (call_site::repeat).
+  static constexpr std::uint8_t flag_repeat = 1;
 
   bool operator==(const collective_header&) const = default;
+
+  /// Whether a peer's header describes the same collective: every field equal,
+  /// and the call site too where both name one (a rank that joined runs its
+  /// stand-ins unnamed, and so do a user's own collectives).
+  bool agrees_with(const collective_header& theirs) const {
+    if (call == call_kind::none || theirs.call == call_kind::none) return unnamed() == theirs.unnamed();
+    collective_header a = *this, b = theirs;
+    a.flags = b.flags = 0; // per rank by nature
+    return a == b;
+  }
+
+  /// This header without its call site.
+  collective_header unnamed() const {
+    collective_header h = *this;
+    h.step = 0;
+    h.bucket = 0;
+    h.call = call_kind::none;
+    h.flags = 0;
+    return h;
+  }
+
+  /// Once every header agreed: when every rank's gradients still hold what its
+  /// last synchronize() left, this step has nothing new to reduce. The error
+  /// every rank then throws (the same on all: no rank moves any data).
+  static void check_not_all_repeats(const collective_header& mine, const std::string& what,
+                                    bool every_rank_repeats) {
+    if (!(mine.flags & flag_repeat) || !every_rank_repeats) return;
+    throw error(error_kind::config,
+                what +
+                    ": synchronize() was called again on every rank with no new gradients: each rank's "
+                    "gradients still hold what the last synchronize() left, so this one would reduce "
+                    "reduced gradients (reduction::sum would double them). Nothing was reduced. Call "
+                    "synchronize() once per step, after backward (or inside no_sync() to only accumulate). "
+                    "This group is unusable now: every later collective throws; create a new group.");
+  }
 
   std::string describe() const {
     if (magic != expected_magic) return "something that is not a ddp collective header";
@@ -110,6 +153,9 @@ struct collective_header {
   /// The error when rank `peer` runs `theirs` while this rank (`rank`) runs
   /// this collective; `what` names the collective.
   error mismatch(const std::string& what, int rank, int peer, const collective_header& theirs) const {
+    if (unnamed() == theirs.unnamed() && call != call_kind::none && call == theirs.call &&
+        step != theirs.step)
+      return step_mismatch(what, rank, peer, theirs);
     return error(
         error_kind::mismatch,
         what + ": ranks called different collectives: this rank (" + std::to_string(rank) + ") called " +
@@ -120,8 +166,28 @@ struct collective_header {
             " This group is unusable now: every later collective throws this error; create a new group.",
         peer);
   }
+
+  /// The same bucket of different steps: the rank at the later step counted a
+  /// synchronize() that the other did not (a one-sided no_sync(), or a
+  /// synchronize() on some ranks only). It is the one named.
+  error step_mismatch(const std::string& what, int rank, int peer, const collective_header& theirs) const {
+    const int ahead = step > theirs.step ? rank : peer, behind = ahead == rank ? peer : rank;
+    const auto ahead_step = std::max(step, theirs.step), behind_step = std::min(step, theirs.step);
+    return error(error_kind::mismatch,
+                 what + ": the ranks are at different steps of " + to_string(call) + ": rank " +
+                     std::to_string(ahead) + " is at step " + std::to_string(ahead_step) + ", rank " +
+                     std::to_string(behind) + " at step " + std::to_string(behind_step) + ". Rank " +
+                     std::to_string(ahead) + " counted " + std::to_string(ahead_step - behind_step) +
+                     " synchronize() call(s) more: no_sync() entered on some ranks only, or synchronize() "
+                     "called on some ranks only. Every rank must enter no_sync() and call synchronize() "
+                     "for the same steps; look at rank " +
+                     std::to_string(ahead) +
+                     "'s code first. This group is unusable now: every later collective throws this error; "
+                     "create a new group.",
+                 ahead);
+  }
 };
-static_assert(sizeof(collective_header) == 40,
+static_assert(sizeof(collective_header) == 48,
               "collective_header is sent as raw bytes: keep it padding-free");
 
 /// One all-to-all round of headers, each followed by an optional payload of at
@@ -134,7 +200,7 @@ public:
   /// the ring's 2(W-1) steps (never under 4 KiB). Every rank computes the same.
   static constexpr std::size_t inline_cap(int w) {
     const std::size_t peers = w > 1 ? static_cast<std::size_t>(w - 1) : 1;
-    // Whole cache lines, so that every payload after a 40-byte header stays
+    // Whole cache lines, so that every payload after a 48-byte header stays
     // 8-byte aligned for the typed reductions (39321 B at 6 ranks was not).
     return std::max(std::size_t{4} << 10, std::min(std::size_t{64} << 10, (std::size_t{192} << 10) / peers)) /
            64 * 64;
@@ -173,13 +239,16 @@ public:
       gloo_deadline::check(in->waitRecv(deadline.remaining()), "header receive");
     for (int p = 0; p + 1 < w; ++p)
       gloo_deadline::check(out->waitSend(deadline.remaining()), "header send");
+    bool every_rank_repeats = true;
     for (int p = 0; p < w; ++p) {
       if (p == r) continue;
       collective_header theirs;
       std::memcpy(&theirs, recv_.data() + at(p), sizeof theirs);
-      if (theirs == mine) continue;
+      every_rank_repeats = every_rank_repeats && (theirs.flags & collective_header::flag_repeat);
+      if (mine.agrees_with(theirs)) continue;
       throw mine.mismatch(what, r, p, theirs);
     }
+    collective_header::check_not_all_repeats(mine, what, every_rank_repeats);
   }
 
   /// The payload peer p sent, valid until the next run().

@@ -162,7 +162,15 @@ public:
       auto l = store->wait_for_lost_rank(grace);
       return {l.rank, l.reason, l.silent};
     };
-    shm_ = std::make_unique<shm_all_reduce>(std::move(seg), std::move(find_lost), rank_, timeout_);
+    auto finished = [store = store_](int global) {
+      try {
+        return store->check({std::string(store_finished_prefix) + std::to_string(global)});
+      } catch (const ddp::error&) {
+        return false; // the store gone says nothing about who finished
+      }
+    };
+    shm_ = std::make_unique<shm_all_reduce>(std::move(seg), std::move(find_lost), rank_, timeout_,
+                                            std::move(finished));
     return leaders;
   }
 

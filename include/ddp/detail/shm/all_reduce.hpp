@@ -57,10 +57,13 @@ public:
   };
   /// `find_lost(grace)`: asks the store for a lost rank, waiting up to `grace`.
   using lost_finder = std::function<lost_peer(std::chrono::milliseconds grace)>;
+  /// `finished(global)`: whether that rank's process group ended normally (the store says so).
+  using finish_finder = std::function<bool(int global)>;
 
   shm_all_reduce(std::unique_ptr<shm_segment> seg, lost_finder find_lost, int rank,
-                 std::chrono::milliseconds timeout)
-      : seg_(std::move(seg)), find_lost_(std::move(find_lost)), rank_(rank), timeout_(timeout) {}
+                 std::chrono::milliseconds timeout, finish_finder finished = {})
+      : seg_(std::move(seg)), find_lost_(std::move(find_lost)), finished_(std::move(finished)), rank_(rank),
+        timeout_(timeout) {}
 
   const shm_segment& segment() const { return *seg_; }
   /// Bytes per step (tests make it small to cross step ends); 0 restores the
@@ -322,12 +325,15 @@ private:
   }
 
   void check_headers(const collective_header& mine) {
+    bool every_rank_repeats = true;
     for (int l = 0; l < seg_->local_size(); ++l) {
       collective_header theirs;
       std::memcpy(&theirs, &seg_->line(l).header, sizeof theirs);
-      if (theirs == mine) continue;
+      every_rank_repeats = every_rank_repeats && (theirs.flags & collective_header::flag_repeat);
+      if (mine.agrees_with(theirs)) continue;
       throw mine.mismatch(*what_, rank_, seg_->line(l).global, theirs);
     }
+    collective_header::check_not_all_repeats(mine, *what_, every_rank_repeats);
   }
 
   void barrier() {
@@ -435,7 +441,19 @@ private:
   void check_alive(bool ask_store = true) {
     for (int l : missing()) {
       const auto& sl = seg_->line(l);
-      if (peer_exited(sl, own_pidns_)) {
+      const bool exited = peer_exited(sl, own_pidns_);
+      if ((exited || ask_store) && finished_ && finished_(sl.global)) {
+        abort();
+        throw error(error_kind::peer_lost,
+                    *what_ + " failed: rank " + std::to_string(sl.global) +
+                        " finished (its process group ended normally) while rank " + std::to_string(rank_) +
+                        " was still in this call: rank " + std::to_string(rank_) +
+                        " called a collective (or synchronize()) more than rank " +
+                        std::to_string(sl.global) + ", or rank " + std::to_string(sl.global) +
+                        " one fewer. Look at rank " + std::to_string(rank_) + "'s last calls first.",
+                    rank_);
+      }
+      if (exited) {
         abort();
         throw error(error_kind::peer_lost,
                     *what_ + " failed: rank " + std::to_string(sl.global) + " (local rank " +
@@ -502,6 +520,7 @@ private:
 
   std::unique_ptr<shm_segment> seg_;
   lost_finder find_lost_;
+  finish_finder finished_;
   int rank_;
   std::chrono::milliseconds timeout_;
   std::size_t step_setting_ = 0; ///< 0: the defaults

@@ -55,7 +55,7 @@ struct alignas(128) shm_rank_line {
 };
 
 struct shm_control {
-  static constexpr std::uint64_t expected_magic = 0x334d485350444444; // "DDDPSHM3": the header grew
+  static constexpr std::uint64_t expected_magic = 0x344d485350444444; // "DDDPSHM4": the header grew
   std::uint64_t magic = 0;
   std::uint32_t local_size = 0;
   std::uint32_t unused = 0;

@@ -71,6 +71,11 @@ inline constexpr std::string_view store_progress_prefix = "ddp/fault/progress/";
 /// reading the failure they would linger for.
 inline constexpr std::string_view store_stalled_prefix = "ddp/fault/stalled/";
 
+/// A rank whose process group ends normally says so under `store_finished_prefix + rank`
+/// before it leaves: a peer still waiting for it in a collective then says that it
+/// finished (the peer called one collective more), not that it failed.
+inline constexpr std::string_view store_finished_prefix = "ddp/finished/";
+
 inline constexpr std::uint32_t store_max_frame = 256u << 20;
 
 /// Keys a wait or check may name in one frame; tcp_store splits longer lists.

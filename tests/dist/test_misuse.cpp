@@ -1,0 +1,496 @@
+// Plausible user mistakes never give wrong gradients in silence: each either
+// trains correctly or stops with an error that names it. Gradients are set to
+// (rank + 1) * (element % 7 + 1), so the mean and the sum are exact in float.
+// Run through ddprun at world sizes 1..4 over the node's shared memory, and at
+// world 2 and 3 over TCP (DDP_SHM=0): every case must give the same on both.
+#include "../support/spawn.hpp"
+#include "group.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <set>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+using ddp_test::group;
+using pg_t = ddp::process_group<ddp::gloo>;
+
+namespace {
+
+/// A C-style model: named views into storage the test lays out.
+struct view_model {
+  struct entry {
+    std::string name;
+    float* value;
+    float* grad;
+    std::size_t n;
+  };
+  std::vector<entry> entries;
+
+  template <class F> void for_each_parameter(F&& f) {
+    for (auto& e : entries) {
+      std::span<float> v(e.value, e.n), g(e.grad, e.n);
+      f(e.name, v, g);
+    }
+  }
+};
+
+/// Storage for `sizes`: values and gradients in separate vectors, or the
+/// gradients in one block (in registration order, or reversed as buckets launch).
+enum class layout { separate, block_forward, block_reversed };
+
+struct owned_model {
+  std::vector<std::vector<float>> values, grads;
+  std::vector<float> block;
+  view_model model;
+
+  owned_model(const std::vector<std::size_t>& sizes, layout how) {
+    std::size_t total = 0;
+    for (auto s : sizes)
+      total += s;
+    block.assign(total, 0.0f);
+    std::size_t offset = how == layout::block_reversed ? total : 0;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      values.emplace_back(sizes[i], 0.5f);
+      grads.emplace_back(sizes[i], 0.0f);
+      float* g = grads.back().data();
+      if (how == layout::block_forward) {
+        g = block.data() + offset;
+        offset += sizes[i];
+      } else if (how == layout::block_reversed) {
+        offset -= sizes[i];
+        g = block.data() + offset;
+      }
+      model.entries.push_back({"p" + std::to_string(i), sizes[i] ? values.back().data() : nullptr,
+                               sizes[i] ? g : nullptr, sizes[i]});
+    }
+  }
+
+  void fill(int rank) {
+    for (auto& e : model.entries)
+      for (std::size_t k = 0; k < e.n; ++k)
+        e.grad[k] = static_cast<float>((rank + 1) * (static_cast<int>(k % 7) + 1));
+  }
+
+  /// Every gradient element equals factor * (k % 7 + 1): exactly for a sum,
+  /// within float rounding for a mean (1/W is inexact at W = 3).
+  void check(float factor, float tolerance = 4e-7f) const {
+    for (auto& e : model.entries)
+      for (std::size_t k = 0; k < e.n; ++k) {
+        const float want = factor * static_cast<float>(k % 7 + 1);
+        if (std::abs(e.grad[k] - want) > tolerance * want) {
+          FAIL_CHECK("parameter " << e.name << " element " << k << ": " << std::to_string(e.grad[k])
+                                  << " instead of " << std::to_string(want));
+          return;
+        }
+      }
+  }
+};
+
+float mean_factor(int w) { return static_cast<float>(w + 1) / 2.0f; }
+float sum_factor(int w) { return static_cast<float>(w * (w + 1) / 2); }
+
+/// The bucket paths the layouts below took, over all of them.
+std::set<ddp::bucket_path> paths_seen;
+
+template <class Bucketing, class Reduction>
+void train_layout(const std::vector<std::size_t>& sizes, layout how, float factor, int steps = 2) {
+  auto& pg = group();
+  owned_model m(sizes, how);
+  ddp::distributed_data_parallel<view_model, ddp::gloo, Bucketing, Reduction> dp(m.model, pg);
+  for (auto& b : dp.buckets())
+    paths_seen.insert(b.path);
+  // fp16 on the wire rounds the mean's 1/W; the values themselves are exact in fp16.
+  const float tolerance = std::is_same_v<Reduction, ddp::reduction::fp16_compressed_mean> ? 1e-3f : 4e-7f;
+  for (int s = 0; s < steps; ++s) {
+    m.fill(pg.rank());
+    // Mark by tensor in registration order, then the rest at synchronize().
+    for (std::size_t i = 0; i + 1 < m.model.entries.size(); ++i) {
+      std::span<float> g(m.model.entries[i].grad, m.model.entries[i].n);
+      dp.mark_grad_ready(g);
+    }
+    dp.synchronize();
+    m.check(factor, tolerance);
+  }
+}
+
+template <class Reduction> void every_layout(float factor) {
+  // Small and large tensors (large ones cross the shm step and ring pieces), and zero-sized ones.
+  const std::vector<std::size_t> sizes{5, 0, 70'000, 3, 0, 200'000, 17};
+  for (auto how : {layout::separate, layout::block_forward, layout::block_reversed}) {
+    CAPTURE(static_cast<int>(how));
+    train_layout<ddp::bucketing::size_capped<>, Reduction>(sizes, how, factor);
+    train_layout<ddp::bucketing::per_tensor, Reduction>(sizes, how, factor);
+    train_layout<ddp::bucketing::single_buffer, Reduction>(sizes, how, factor);
+    train_layout<ddp::bucketing::size_capped<64 << 10, 4 << 10>, Reduction>(sizes, how, factor);
+  }
+}
+
+/// Runs `make()` and expects ddp::error(config) naming `a` and `b`, on every rank.
+template <class F> void expect_refused(F&& make, const std::string& a, const std::string& b) {
+  try {
+    make();
+    FAIL("accepted");
+  } catch (const ddp::error& e) {
+    const std::string what = e.what();
+    CAPTURE(what);
+    CHECK(e.kind() == ddp::error_kind::config);
+    CHECK(what.find(a) != std::string::npos);
+    CHECK(what.find(b) != std::string::npos);
+    CHECK(e.rank() == group().rank());
+  }
+}
+
+/// A fresh group for a case that poisons its group (the step check): over the
+/// job's launcher environment, like the suite's own, so on one node it takes
+/// the shared-memory path unless DDP_SHM=0.
+pg_t fresh_group() {
+  auto& ctl = group();
+  std::vector<std::int32_t> port{0};
+  if (ctl.rank() == 0) port[0] = ddp_test::free_port();
+  ctl.broadcast(port, 0);
+  ddp::init_options o;
+  o.init_method = "tcp://127.0.0.1:" + std::to_string(port[0]);
+  o.timeout = std::chrono::seconds(30);
+  return ddp::init_process_group<ddp::gloo>(o);
+}
+
+} // namespace
+
+TEST_CASE("every bucket path gives the exact mean and sum for every layout") {
+  const int w = group().size();
+  every_layout<ddp::reduction::mean>(mean_factor(w));
+  every_layout<ddp::reduction::sum>(sum_factor(w));
+  every_layout<ddp::reduction::fp16_compressed_mean>(mean_factor(w));
+  CHECK(paths_seen.count(ddp::bucket_path::in_place) == 1);
+  CHECK(paths_seen.count(ddp::bucket_path::fragments) == 1);
+  CHECK(paths_seen.count(ddp::bucket_path::packed) == 1);
+}
+
+TEST_CASE("gradients that share memory are refused at construction, naming both parameters") {
+  auto& pg = group();
+  std::vector<float> v1(8, 1.0f), v2(8, 1.0f), shared(8, 0.0f), big(16, 0.0f);
+  SUBCASE("two parameters, one gradient buffer") {
+    view_model m{
+        {{"encoder.weight", v1.data(), shared.data(), 8}, {"decoder.weight", v2.data(), shared.data(), 8}}};
+    expect_refused([&] { ddp::distributed_data_parallel dp(m, pg); }, "encoder.weight", "decoder.weight");
+  }
+  SUBCASE("one parameter listed twice under two names") {
+    view_model m{{{"wte", v1.data(), shared.data(), 8}, {"lm_head", v1.data(), shared.data(), 8}}};
+    expect_refused([&] { ddp::distributed_data_parallel dp(m, pg); }, "'wte'", "'lm_head'");
+  }
+  SUBCASE("overlapping views of one block") {
+    view_model m{{{"a", v1.data(), big.data(), 8}, {"b", v2.data(), big.data() + 4, 8}}};
+    expect_refused([&] { ddp::sharded_data_parallel dp(m, pg); }, "'a'", "'b'");
+  }
+  SUBCASE("a null gradient under a non-empty parameter") {
+    view_model m{{{"a", v1.data(), shared.data(), 8}, {"h.grad_later", v2.data(), nullptr, 8}}};
+    expect_refused([&] { ddp::distributed_data_parallel dp(m, pg); }, "'h.grad_later'", "null");
+  }
+  // Adjacent views do not overlap: accepted, and the group still works (no rank communicated above).
+  view_model ok{{{"a", v1.data(), big.data(), 8}, {"b", v2.data(), big.data() + 8, 8}}};
+  ddp::distributed_data_parallel dp(ok, pg);
+  dp.synchronize();
+}
+
+TEST_CASE("zero-sized parameters are skipped: marks by tensor or index, strict_marking, the right result") {
+  auto& pg = group();
+  owned_model m({4, 0, 0, 6}, layout::separate);
+  ddp::ddp_options o;
+  o.strict_marking = true;
+  ddp::distributed_data_parallel dp(m.model, pg, o);
+  for (int step = 0; step < 3; ++step) {
+    m.fill(pg.rank());
+    std::span<float> z1(m.model.entries[1].grad, 0), z2(m.model.entries[2].grad, 0);
+    std::span<float> g0(m.model.entries[0].grad, 4);
+    dp.mark_grad_ready(3);
+    dp.mark_grad_ready(z2); // neither marks the other zero-sized one, nor twice
+    dp.mark_grad_ready(z1);
+    dp.mark_grad_ready(1);
+    dp.mark_grad_ready(g0);
+    dp.synchronize();
+    m.check(mean_factor(pg.size()));
+  }
+}
+
+TEST_CASE("a second synchronize() with no new gradients is refused on every rank and reduces nothing") {
+  if (group().size() == 1) return; // one rank: reducing again changes nothing
+  struct holder {
+    pg_t pg = fresh_group();
+  };
+  auto h = std::make_unique<holder>();
+  auto& pg = h->pg;
+  owned_model m({10, 3}, layout::separate);
+  ddp::distributed_data_parallel<view_model, ddp::gloo, ddp::bucketing::size_capped<>, ddp::reduction::sum>
+      dp(m.model, pg);
+  m.fill(pg.rank());
+  dp.synchronize();
+  m.check(sum_factor(pg.size()));
+  try {
+    dp.synchronize(); // no marks: the ranks decide together, in the first bucket's header
+    FAIL("a second synchronize() reduced again");
+  } catch (const ddp::error& e) {
+    const std::string what = e.what();
+    CAPTURE(what);
+    CHECK(e.kind() == ddp::error_kind::config);
+    CHECK(what.find("distributed_data_parallel::synchronize, step 2, bucket 0 of 1") != std::string::npos);
+    CHECK(what.find("called again on every rank with no new gradients") != std::string::npos);
+  }
+  m.check(sum_factor(pg.size())); // not doubled
+}
+
+TEST_CASE("with marks, a second synchronize() is refused on the rank, and the group lives on") {
+  auto& pg = group();
+  if (pg.size() == 1) return;
+  owned_model m({10, 3}, layout::separate);
+  ddp::distributed_data_parallel<view_model, ddp::gloo, ddp::bucketing::size_capped<>, ddp::reduction::sum>
+      dp(m.model, pg);
+  auto step = [&] {
+    m.fill(pg.rank());
+    dp.mark_grad_ready(1);
+    dp.mark_grad_ready(0);
+    dp.synchronize();
+    m.check(sum_factor(pg.size()));
+  };
+  step();
+  try {
+    dp.synchronize();
+    FAIL("a second synchronize() reduced again");
+  } catch (const ddp::error& e) {
+    CHECK(std::string(e.what()).find("no gradient was marked since the last synchronize()") !=
+          std::string::npos);
+    CHECK(e.rank() == pg.rank());
+  }
+  m.check(sum_factor(pg.size())); // not doubled, and nothing was sent: the next step is as any other
+  step();
+  // Accumulating under no_sync() marks (ignored) count as new gradients.
+  {
+    auto guard = dp.no_sync();
+    dp.mark_grad_ready(1);
+    dp.mark_grad_ready(0);
+    dp.synchronize();
+  }
+  m.fill(pg.rank());
+  dp.synchronize();
+  m.check(sum_factor(pg.size()));
+}
+
+TEST_CASE("gradients that equal the last mean on some ranks (synthetic values) are not refused") {
+  auto& pg = group();
+  const int w = pg.size();
+  owned_model m({700, 70}, layout::separate);
+  ddp::distributed_data_parallel dp(m.model, pg);
+  for (int step = 0; step < 4; ++step) {
+    // At world 3, rank 0's values of step s+1 equal the mean of step s almost everywhere.
+    for (auto& e : m.model.entries)
+      for (std::size_t k = 0; k < e.n; ++k)
+        e.grad[k] =
+            static_cast<float>(pg.rank() + 1 + static_cast<int>((k + static_cast<std::size_t>(step)) % 7));
+    dp.synchronize();
+    for (auto& e : m.model.entries)
+      for (std::size_t k = 0; k < e.n; k += 97)
+        CHECK(e.grad[k] ==
+              doctest::Approx((w + 1) / 2.0 + static_cast<double>((k + static_cast<std::size_t>(step)) % 7)));
+  }
+  // All-zero gradients prove nothing: synchronizing zeros twice is allowed.
+  for (auto& g : m.grads)
+    std::fill(g.begin(), g.end(), 0.0f);
+  dp.synchronize();
+  dp.synchronize();
+}
+
+TEST_CASE("ranks at different steps stop at the first bucket, naming the rank that went ahead") {
+  if (group().size() == 1) return;
+  SUBCASE("no_sync() on one rank only") {
+    auto pg = fresh_group();
+    owned_model m({1000, 10}, layout::separate);
+    ddp::distributed_data_parallel dp(m.model, pg);
+    m.fill(pg.rank());
+    dp.synchronize(); // step 1 everywhere
+    if (pg.rank() == 1) {
+      auto guard = dp.no_sync();
+      dp.synchronize(); // rank 1 only: step 2 accumulates
+    }
+    try {
+      m.fill(pg.rank());
+      dp.synchronize(); // rank 1 is at step 3, the others at step 2
+      FAIL("the ranks reduced different steps");
+    } catch (const ddp::error& e) {
+      const std::string what = e.what();
+      CAPTURE(what);
+      CHECK(e.kind() == ddp::error_kind::mismatch);
+      CHECK(e.rank() == 1);
+      CHECK(what.find("distributed_data_parallel::synchronize") != std::string::npos);
+      CHECK(what.find("rank 1 is at step 3") != std::string::npos);
+      CHECK(what.find("look at rank 1's code") != std::string::npos);
+    }
+  }
+  SUBCASE("legitimate accumulation on every rank keeps them in step") {
+    auto pg = fresh_group();
+    owned_model m({1000, 10}, layout::separate);
+    ddp::distributed_data_parallel dp(m.model, pg);
+    for (int step = 0; step < 3; ++step) {
+      m.fill(pg.rank());
+      {
+        auto guard = dp.no_sync();
+        dp.synchronize();
+      }
+      dp.synchronize();
+      m.check(mean_factor(pg.size()));
+    }
+  }
+}
+
+TEST_CASE("a gradient replaced after its mark is refused before a bucket reads it") {
+  auto& pg = group();
+  owned_model m({1000, 20000}, layout::separate);
+  ddp::distributed_data_parallel<view_model, ddp::gloo, ddp::bucketing::single_buffer> dp(m.model, pg);
+  m.fill(pg.rank());
+  dp.mark_grad_ready(1);
+  // The user replaces the vector (and the view the model walks) after the mark.
+  m.grads[1] = std::vector<float>(20000, 1.0f);
+  m.model.entries[1].grad = m.grads[1].data();
+  try {
+    dp.synchronize();
+    FAIL("the bucket read replaced storage");
+  } catch (const ddp::error& e) {
+    const std::string what = e.what();
+    CAPTURE(what);
+    CHECK(what.find("'p1'") != std::string::npos);
+    CHECK(what.find("after it was marked ready") != std::string::npos);
+  }
+  // No rank communicated: the next step works, following the new storage.
+  m.fill(pg.rank());
+  dp.synchronize();
+  m.check(mean_factor(pg.size()));
+}
+
+TEST_CASE("a DDP whose process group is gone fails with ddp::error, not a crash") {
+  struct holder {
+    pg_t pg = fresh_group();
+  };
+  owned_model m({8}, layout::separate);
+  auto h = std::make_unique<holder>();
+  ddp::distributed_data_parallel dp(m.model, h->pg);
+  h.reset(); // the group goes first: the declaration order a user gets wrong
+  for (int call = 0; call < 3; ++call) {
+    try {
+      if (call == 0) dp.synchronize();
+      if (call == 1) dp.mark_grad_ready(0);
+      if (call == 2) dp.sync_buffers();
+      FAIL("used a destroyed process group");
+    } catch (const ddp::error& e) {
+      CHECK(std::string(e.what()).find("process_group was destroyed") != std::string::npos);
+      CHECK(e.rank() == group().rank());
+    }
+  }
+}
+
+TEST_CASE("check_finite names the rank and parameter that produced a NaN, before it spreads") {
+  if (group().size() == 1) return;
+  struct holder {
+    pg_t pg = fresh_group();
+  };
+  auto h = std::make_unique<holder>();
+  auto& pg = h->pg;
+  owned_model m({100, 50}, layout::separate);
+  ddp::ddp_options o;
+  o.check_finite = true;
+  ddp::distributed_data_parallel dp(m.model, pg, o);
+  m.fill(pg.rank());
+  dp.synchronize(); // finite: no error
+  m.fill(pg.rank());
+  if (pg.rank() == 1) m.grads[0][42] = std::numeric_limits<float>::quiet_NaN();
+  try {
+    dp.synchronize();
+    FAIL("the NaN went into the reduction");
+  } catch (const ddp::error& e) {
+    const std::string what = e.what();
+    CAPTURE(what);
+    CHECK(e.rank() == 1);
+    CHECK(what.find("rank 1") != std::string::npos);
+    if (pg.rank() == 1) {
+      CHECK(e.kind() == ddp::error_kind::data);
+      CHECK(what.find("'p0'") != std::string::npos);
+      CHECK(what.find("element 42") != std::string::npos);
+      CHECK(what.find("step 2") != std::string::npos);
+      pg.abort(e.message()); // as its exception leaving main would: the peers hear at once
+    } else {
+      CHECK(what.find("NaN") != std::string::npos); // the peers quote rank 1's reason
+    }
+  }
+  // No rank's gradients took the NaN in.
+  if (pg.rank() != 1)
+    for (float g : m.grads[0])
+      CHECK(std::isfinite(g));
+}
+
+TEST_CASE("DDP_DEBUG=DETAIL names the parameter of ranks whose models drifted apart") {
+  if (group().size() == 1 || ddp::detail::debug() < ddp::detail::debug_level::detail) return;
+  struct holder {
+    pg_t pg = fresh_group();
+  };
+  auto h = std::make_unique<holder>();
+  auto& pg = h->pg;
+  owned_model m({64, 8}, layout::separate);
+  ddp::distributed_data_parallel dp(m.model, pg);
+  auto sgd = [&] {
+    for (std::size_t i = 0; i < m.values.size(); ++i)
+      for (std::size_t k = 0; k < m.values[i].size(); ++k)
+        m.values[i][k] -= 0.01f * m.grads[i][k];
+  };
+  try {
+    for (int step = 0; step < 3; ++step) {
+      m.fill(pg.rank());
+      if (!(pg.rank() == 1 && step == 0)) dp.synchronize(); // rank 1 forgets its first
+      sgd();
+    }
+    FAIL("the drift went unnoticed");
+  } catch (const ddp::error& e) {
+    const std::string what = e.what();
+    CAPTURE(what);
+    CHECK(e.kind() == ddp::error_kind::mismatch);
+    CHECK(e.rank() == 1);
+    CHECK(what.find("parameter 'p0' differs between rank 0 and rank 1") != std::string::npos);
+  }
+}
+
+TEST_CASE("a peer that finished normally is reported as finished, naming the call still waiting") {
+  if (group().size() == 1) return;
+  struct holder {
+    pg_t pg = fresh_group();
+  };
+  auto h = std::make_unique<holder>();
+  const int rank = h->pg.rank();
+  owned_model m({300, 5}, layout::separate);
+  {
+    ddp::distributed_data_parallel dp(m.model, h->pg);
+    m.fill(rank);
+    dp.synchronize();
+    if (rank != 0) {
+      // This rank is done; rank 0 calls synchronize() once more (with new gradients).
+    } else {
+      m.fill(rank);
+      try {
+        dp.synchronize();
+        FAIL("rank 0's extra synchronize() completed");
+      } catch (const ddp::error& e) {
+        const std::string what = e.what();
+        CAPTURE(what);
+        CHECK(e.kind() == ddp::error_kind::peer_lost);
+        CHECK(what.find("finished (its process group ended normally) while rank 0 was still in") !=
+              std::string::npos);
+        CHECK(what.find("distributed_data_parallel::synchronize, step 2, bucket 0 of 1") !=
+              std::string::npos);
+        CHECK(e.rank() == 0);
+      }
+    }
+  }
+  h.reset();
+  group().barrier(); // every rank's case is over before the next
+}
