@@ -1449,7 +1449,7 @@ struct tcp_store_options {
 
 /// The rank a survivor blames for a failure, as the store tells it.
 struct lost_rank {
-  int rank = -1;       ///< -1: the store knows of no lost rank (unknown)
+  int rank = -1;       ///< -1: no lost rank known (in fail_for_peer: the launcher serving the store is gone)
   std::string reason;  ///< "exited or lost its connection", "failed: <its reason>", ...
   bool silent = false; ///< rank 0 did not answer (stopped or hung), rather than died
   explicit operator bool() const { return rank >= 0; }
@@ -1457,7 +1457,12 @@ struct lost_rank {
 
 namespace detail {
 class store_server;
+
+/// "rank R <reason>", or the reason alone where no rank is named (the launcher is gone).
+inline std::string lost_news(const lost_rank& lost) {
+  return lost.rank >= 0 ? "rank " + std::to_string(lost.rank) + " " + lost.reason : lost.reason;
 }
+} // namespace detail
 
 class tcp_store {
 public:
@@ -1640,6 +1645,8 @@ private:
   DDP_INLINE static std::chrono::milliseconds peer_timeout(std::chrono::milliseconds timeout);
 
   std::string where() const { return detail::endpoint(opts_.host, opts_.port); }
+  /// Why no rank can go on once the launcher's store closed (wait_for_lost_rank's reason).
+  DDP_INLINE std::string launcher_gone() const;
 
   /// Connects and authenticates (detail/store/auth.hpp). A server that closes
   /// the connection or goes quiet mid-handshake is shedding load (its cap on
@@ -2906,8 +2913,9 @@ public:
       return;
     }
     kept_ = lost;
-    connecting_->interrupt(lost.rank, "the store reports rank " + std::to_string(lost.rank) +
-                                          " lost"); // the reason: in the error
+    connecting_->interrupt(lost.rank, lost.rank >= 0
+                                          ? "the store reports rank " + std::to_string(lost.rank) + " lost"
+                                          : lost.reason); // the reason: in the error
   }
 
   /// The communicator exists: a failure heard while it connected reaches it now.
@@ -2961,7 +2969,8 @@ namespace detail {
 class peer_failure_watch {
 public:
   /// `on_failure(lost)` runs on the watch's thread, at most once, for a rank
-  /// other than `self` (this rank's own failure is this rank's business).
+  /// other than `self` (this rank's own failure is this rank's business), or
+  /// with rank -1 when the launcher serving the store is gone.
   /// Connects at once, within connect_timeout at most: throws what tcp_store
   /// throws when the store is gone or takes no more connections.
   peer_failure_watch(const tcp_store& store, int self, std::function<void(const lost_rank&)> on_failure)
@@ -2999,10 +3008,11 @@ private:
       if (stopping_) return;
       // The store vanished or went silent: when rank 0 serves it, rank 0 died
       // or stopped (with NCCL nothing else would tell this rank before its
-      // deadline); when ddprun serves it, nobody is named and ddprun ends the job.
+      // deadline); when ddprun serves it, the launcher died without stopping
+      // its ranks (SIGKILL, the OOM killer), and nobody else will end this one.
       try {
         auto lost = conn_->wait_for_lost_rank(std::chrono::milliseconds(0));
-        if (lost && lost.rank != self_) on_failure_(lost);
+        if (lost ? lost.rank != self_ : !lost.reason.empty()) on_failure_(lost);
       } catch (...) {}
     }
   }
@@ -14252,7 +14262,7 @@ public:
     if (queue_.poisoned()) return; // the group failed already: its error stands
     fail_group(std::make_exception_ptr(error(
         lost.silent ? error_kind::timeout : error_kind::peer_lost,
-        "rank " + std::to_string(rank_) + ": rank " + std::to_string(lost.rank) + " " + lost.reason +
+        "rank " + std::to_string(rank_) + ": " + lost_news(lost) +
             " (this rank heard it from the rendezvous store): its NCCL communicator is aborted and every "
             "collective of this group fails",
         lost.rank)));
@@ -15950,7 +15960,8 @@ DDP_INLINE lost_rank tcp_store::wait_for_lost_rank(std::chrono::milliseconds gra
                              "rendezvous store ") +
                      (opts_.served_by_launcher ? "its node's ddprun serves" : "it serves") + " for " +
                      std::to_string(peer_timeout(opts_.timeout).count()) + " ms (network cut or host down)"};
-    if (opts_.served_by_launcher) return {}; // the launcher died, not a rank: nobody to name
+    if (opts_.served_by_launcher) // the launcher died, not a rank: no rank to name, but news
+      return e.kind() == error_kind::peer_lost ? lost_rank{-1, launcher_gone(), false} : lost_rank{};
     if (e.kind() == error_kind::timeout)
       return {0,
               "does not answer: the rendezvous store it serves did not reply within " +
@@ -15958,6 +15969,13 @@ DDP_INLINE lost_rank tcp_store::wait_for_lost_rank(std::chrono::milliseconds gra
               true};
     return {0, "exited: the rendezvous store it serves is gone"};
   }
+}
+
+DDP_INLINE std::string tcp_store::launcher_gone() const {
+  return "the rendezvous store at " + where() +
+         ", which ddprun serves on the master node, closed its connection: the launcher is gone (killed by "
+         "SIGKILL, the OOM killer or the job's time limit), so no rank of this job can go on. Look at how "
+         "ddprun ended";
 }
 
 DDP_INLINE bool tcp_store::report_failure(std::string_view reason) noexcept {
@@ -17578,7 +17596,7 @@ public:
       if (lost)
         throw error(
             lost->silent ? error_kind::timeout : error_kind::peer_lost,
-            what + " failed: rank " + std::to_string(lost->rank) + " " + lost->reason +
+            what + " failed: " + lost_news(*lost) +
                 " (this rank heard it from the rendezvous store while it waited, and closed its connections)",
             lost->rank);
       std::rethrow_exception(why);
@@ -19136,11 +19154,13 @@ public:
   /// in L2 (the sweep: docs/performance.md, Collectives).
   static constexpr std::size_t default_step_bytes = std::size_t{256} << 10;
 
-  /// A rank the rendezvous store saw lost: (-1, "") for none.
+  /// A rank the rendezvous store saw lost: (-1, "") for none; (-1, reason): the launcher
+  /// serving the store is gone.
   struct lost_peer {
     int rank = -1;
     std::string reason;
     bool silent = false;
+    std::string news() const { return rank >= 0 ? "rank " + std::to_string(rank) + " " + reason : reason; }
   };
   /// `find_lost(grace)`: asks the store for a lost rank, waiting up to `grace`.
   using lost_finder = std::function<lost_peer(std::chrono::milliseconds grace)>;
@@ -19535,11 +19555,10 @@ private:
     }
     if (ask_store && find_lost_) {
       auto lost = find_lost_(std::chrono::milliseconds(0));
-      if (lost.rank >= 0) {
+      if (lost.rank >= 0 || !lost.reason.empty()) { // no rank, with a reason: the launcher is gone
         abort();
         throw error(error_kind::peer_lost,
-                    *what_ + " failed: rank " + std::to_string(lost.rank) + " " + lost.reason +
-                        " while rank " + std::to_string(rank_) +
+                    *what_ + " failed: " + lost.news() + " while rank " + std::to_string(rank_) +
                         " waited at the node's shared-memory segment.",
                     lost.rank);
       }
@@ -19554,9 +19573,9 @@ private:
     for (int l : missing())
       if (seg_->line(l).global != by) fail_timeout(by);
     if (find_lost_)
-      if (auto lost = find_lost_(std::chrono::milliseconds(1000)); lost.rank >= 0)
+      if (auto lost = find_lost_(std::chrono::milliseconds(1000)); lost.rank >= 0 || !lost.reason.empty())
         throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
-                    *what_ + " failed: rank " + std::to_string(lost.rank) + " " + lost.reason, lost.rank);
+                    *what_ + " failed: " + lost.news(), lost.rank);
     throw error(error_kind::peer_lost,
                 *what_ + " failed: rank " + std::to_string(by) +
                     " failed inside this collective and left the node's shared-memory segment; look at its "
@@ -20260,8 +20279,7 @@ public:
   /// read the store themselves, and aborting it would name this rank.
   void fail_for_peer(const lost_rank& lost) {
     auto why = std::make_exception_ptr(error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
-                                             "rank " + std::to_string(rank_) + ": rank " +
-                                                 std::to_string(lost.rank) + " " + lost.reason +
+                                             "rank " + std::to_string(rank_) + ": " + lost_news(lost) +
                                                  "; every collective of this group fails from here on (this "
                                                  "rank heard it from the rendezvous store)",
                                              lost.rank));
@@ -20271,8 +20289,7 @@ public:
       peer_failure_ = lost;
       queue_.abort(why);
     }
-    queue_.recorder().note("rank " + std::to_string(lost.rank) + " " + lost.reason +
-                           " (the store reported it)");
+    queue_.recorder().note(lost_news(lost) + " (the store reported it)");
     interrupt_connections(false);
   }
 

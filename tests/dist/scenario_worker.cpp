@@ -125,6 +125,21 @@ static int run(ddp::process_group<ddp::gloo>& pg, const std::string& scenario, c
       return 1;
     }
     pg.all_reduce(warm);
+    if (scenario == "orphan") {
+      // The victim (DDP_TEST_VICTIM, default 1) sleeps in user code; the others wait for it in
+      // an all_reduce. The test kills the launcher meanwhile: every rank must end within seconds.
+      std::printf("READY rank=%d pid=%d\n", pg.rank(), static_cast<int>(::getpid()));
+      std::fflush(stdout);
+      if (pg.rank() == env_int_or("DDP_TEST_VICTIM", 1)) {
+        std::this_thread::sleep_for(std::chrono::seconds(env_int_or("DDP_TEST_SLEEP_SECONDS", 120)));
+        std::puts("NO ERROR");
+        return 1;
+      }
+      t0 = clk::now();
+      pg.all_reduce(warm);
+      std::puts("NO ERROR");
+      return 1;
+    }
     if (scenario == "loop") {
       // The fault matrix: all_reduce 1 MiB and "compute" 2 ms, until a rank is
       // killed or stopped from outside (or DDP_TEST_LOOP_SECONDS pass).
