@@ -163,6 +163,10 @@ constexpr std::string_view to_string(error_kind k) noexcept {
   return "unknown";
 }
 
+/// The exit status of a rank that ends on an uncaught ddp::error, once a process group was
+/// initialized: its message is on stderr, and ddprun's summary quotes it (EX_SOFTWARE).
+inline constexpr int uncaught_error_exit_code = 70;
+
 class error : public std::runtime_error {
 public:
   /// `rank` is the rank the error is about (the lost peer, the mismatching
@@ -20573,6 +20577,78 @@ DDP_END_NAMESPACE
 #ifndef DDP_DETAIL_PROCESS_GROUP_MAKE_RENDEZVOUS_INL_HPP
 #define DDP_DETAIL_PROCESS_GROUP_MAKE_RENDEZVOUS_INL_HPP
 
+// ---- begin ddp/detail/common/uncaught_error.hpp ----
+// An uncaught ddp::error ends its rank as an error, not as a crash: one line
+// "ddp: rank R: <what()>" on stderr, a failure note for ddprun's summary
+// (failure_note.hpp), and exit status uncaught_error_exit_code, where the
+// C++ runtime's default printed "terminate called after throwing an instance
+// of 'ddp::v0_1_0::error'" and raised SIGABRT. Any other exception, or a
+// terminate with none, goes to the handler that was installed before.
+#ifndef DDP_DETAIL_COMMON_UNCAUGHT_ERROR_HPP
+#define DDP_DETAIL_COMMON_UNCAUGHT_ERROR_HPP
+
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// This process's rank for the line and the note (the first group's).
+inline std::atomic<int> uncaught_error_rank{-1};
+inline std::terminate_handler uncaught_error_previous = nullptr;
+
+/// `e`'s message without a leading "rank R: " of this rank's own (the line names it).
+inline std::string_view uncaught_error_message(const error& e, int rank) {
+  const std::string self = "rank " + std::to_string(rank) + ": ";
+  std::string_view message = e.message();
+  if (message.starts_with(self)) message.remove_prefix(self.size());
+  return message;
+}
+
+[[noreturn]] inline void on_terminate() noexcept {
+  if (auto current = std::current_exception()) {
+    try {
+      std::rethrow_exception(current);
+    } catch (const error& e) {
+      const int rank = uncaught_error_rank.load();
+      try {
+        const auto message = uncaught_error_message(e, rank);
+        const std::string line = "ddp: rank " + std::to_string(rank) + ": ddp " +
+                                 std::string(to_string(e.kind())) + " error: " + std::string(message) +
+                                 " (an uncaught ddp::error: the rank exits with code " +
+                                 std::to_string(uncaught_error_exit_code) + ")\n";
+        std::fflush(stdout);                              // what the rank printed before comes first
+        std::fwrite(line.data(), 1, line.size(), stderr); // one write: lines do not interleave
+        note_failure_for_launcher(rank, message);
+      } catch (...) {}
+      // Not exit(): static destructors would run while ddp's threads still use what they destroy.
+      std::_Exit(uncaught_error_exit_code);
+    } catch (...) {}
+  }
+  if (uncaught_error_previous) uncaught_error_previous();
+  std::abort();
+}
+
+/// Installs on_terminate once per process; `rank`: this process's rank, for its line.
+inline void install_uncaught_error_handler(int rank) {
+  static std::once_flag once;
+  std::call_once(once, [rank] {
+    uncaught_error_rank = rank;
+    uncaught_error_previous = std::set_terminate(on_terminate);
+  });
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_COMMON_UNCAUGHT_ERROR_HPP
+// ---- end ddp/detail/common/uncaught_error.hpp ----
 
 #include <algorithm>
 #include <chrono>
@@ -20683,6 +20759,7 @@ DDP_INLINE ddp::rendezvous make_rendezvous(const init_options& o,
                 "init_options::world_size=" + std::to_string(o.world_size) + " must be >= 1");
   if (o.world_size > 0) rv.topo.world_size = o.world_size;
   if (o.rank >= 0) rv.topo.rank = o.rank;
+  install_uncaught_error_handler(rv.topo.rank);
   if (o.rank < -1 || rv.topo.rank >= rv.topo.world_size)
     throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) + " is not below world size " +
                                         std::to_string(rv.topo.world_size));

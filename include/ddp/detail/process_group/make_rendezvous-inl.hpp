@@ -7,6 +7,7 @@
 #include <ddp/detail/common/env.hpp>
 #include <ddp/detail/common/failure_note.hpp>
 #include <ddp/detail/common/open_files.hpp>
+#include <ddp/detail/common/uncaught_error.hpp>
 #include <ddp/detail/process_group/make_rendezvous.hpp>
 #include <ddp/error.hpp>
 #include <ddp/store.hpp>
@@ -121,6 +122,7 @@ DDP_INLINE ddp::rendezvous make_rendezvous(const init_options& o,
                 "init_options::world_size=" + std::to_string(o.world_size) + " must be >= 1");
   if (o.world_size > 0) rv.topo.world_size = o.world_size;
   if (o.rank >= 0) rv.topo.rank = o.rank;
+  install_uncaught_error_handler(rv.topo.rank);
   if (o.rank < -1 || rv.topo.rank >= rv.topo.world_size)
     throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) + " is not below world size " +
                                         std::to_string(rv.topo.world_size));
