@@ -31,6 +31,10 @@ constexpr std::string_view to_string(error_kind k) noexcept {
   return "unknown";
 }
 
+/// The exit status of a rank that ends on an uncaught ddp::error, once a process group was
+/// initialized: its message is on stderr, and ddprun's summary quotes it (EX_SOFTWARE).
+inline constexpr int uncaught_error_exit_code = 70;
+
 class error : public std::runtime_error {
 public:
   /// `rank` is the rank the error is about (the lost peer, the mismatching

@@ -198,7 +198,8 @@ DDP_INLINE lost_rank tcp_store::wait_for_lost_rank(std::chrono::milliseconds gra
                              "rendezvous store ") +
                      (opts_.served_by_launcher ? "its node's ddprun serves" : "it serves") + " for " +
                      std::to_string(peer_timeout(opts_.timeout).count()) + " ms (network cut or host down)"};
-    if (opts_.served_by_launcher) return {}; // the launcher died, not a rank: nobody to name
+    if (opts_.served_by_launcher) // the launcher died, not a rank: no rank to name, but news
+      return e.kind() == error_kind::peer_lost ? lost_rank{-1, launcher_gone(), false} : lost_rank{};
     if (e.kind() == error_kind::timeout)
       return {0,
               "does not answer: the rendezvous store it serves did not reply within " +
@@ -206,6 +207,13 @@ DDP_INLINE lost_rank tcp_store::wait_for_lost_rank(std::chrono::milliseconds gra
               true};
     return {0, "exited: the rendezvous store it serves is gone"};
   }
+}
+
+DDP_INLINE std::string tcp_store::launcher_gone() const {
+  return "the rendezvous store at " + where() +
+         ", which ddprun serves on the master node, closed its connection: the launcher is gone (killed by "
+         "SIGKILL, the OOM killer or the job's time limit), so no rank of this job can go on. Look at how "
+         "ddprun ended";
 }
 
 DDP_INLINE bool tcp_store::report_failure(std::string_view reason) noexcept {

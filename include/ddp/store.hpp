@@ -45,7 +45,7 @@ struct tcp_store_options {
 
 /// The rank a survivor blames for a failure, as the store tells it.
 struct lost_rank {
-  int rank = -1;       ///< -1: the store knows of no lost rank (unknown)
+  int rank = -1;       ///< -1: no lost rank known (in fail_for_peer: the launcher serving the store is gone)
   std::string reason;  ///< "exited or lost its connection", "failed: <its reason>", ...
   bool silent = false; ///< rank 0 did not answer (stopped or hung), rather than died
   explicit operator bool() const { return rank >= 0; }
@@ -53,7 +53,12 @@ struct lost_rank {
 
 namespace detail {
 class store_server;
+
+/// "rank R <reason>", or the reason alone where no rank is named (the launcher is gone).
+inline std::string lost_news(const lost_rank& lost) {
+  return lost.rank >= 0 ? "rank " + std::to_string(lost.rank) + " " + lost.reason : lost.reason;
 }
+} // namespace detail
 
 class tcp_store {
 public:
@@ -236,6 +241,8 @@ private:
   DDP_INLINE static std::chrono::milliseconds peer_timeout(std::chrono::milliseconds timeout);
 
   std::string where() const { return detail::endpoint(opts_.host, opts_.port); }
+  /// Why no rank can go on once the launcher's store closed (wait_for_lost_rank's reason).
+  DDP_INLINE std::string launcher_gone() const;
 
   /// Connects and authenticates (detail/store/auth.hpp). A server that closes
   /// the connection or goes quiet mid-handshake is shedding load (its cap on

@@ -163,6 +163,10 @@ constexpr std::string_view to_string(error_kind k) noexcept {
   return "unknown";
 }
 
+/// The exit status of a rank that ends on an uncaught ddp::error, once a process group was
+/// initialized: its message is on stderr, and ddprun's summary quotes it (EX_SOFTWARE).
+inline constexpr int uncaught_error_exit_code = 70;
+
 class error : public std::runtime_error {
 public:
   /// `rank` is the rank the error is about (the lost peer, the mismatching
@@ -1467,7 +1471,7 @@ struct tcp_store_options {
 
 /// The rank a survivor blames for a failure, as the store tells it.
 struct lost_rank {
-  int rank = -1;       ///< -1: the store knows of no lost rank (unknown)
+  int rank = -1;       ///< -1: no lost rank known (in fail_for_peer: the launcher serving the store is gone)
   std::string reason;  ///< "exited or lost its connection", "failed: <its reason>", ...
   bool silent = false; ///< rank 0 did not answer (stopped or hung), rather than died
   explicit operator bool() const { return rank >= 0; }
@@ -1475,7 +1479,12 @@ struct lost_rank {
 
 namespace detail {
 class store_server;
+
+/// "rank R <reason>", or the reason alone where no rank is named (the launcher is gone).
+inline std::string lost_news(const lost_rank& lost) {
+  return lost.rank >= 0 ? "rank " + std::to_string(lost.rank) + " " + lost.reason : lost.reason;
 }
+} // namespace detail
 
 class tcp_store {
 public:
@@ -1658,6 +1667,8 @@ private:
   DDP_INLINE static std::chrono::milliseconds peer_timeout(std::chrono::milliseconds timeout);
 
   std::string where() const { return detail::endpoint(opts_.host, opts_.port); }
+  /// Why no rank can go on once the launcher's store closed (wait_for_lost_rank's reason).
+  DDP_INLINE std::string launcher_gone() const;
 
   /// Connects and authenticates (detail/store/auth.hpp). A server that closes
   /// the connection or goes quiet mid-handshake is shedding load (its cap on
@@ -2924,8 +2935,9 @@ public:
       return;
     }
     kept_ = lost;
-    connecting_->interrupt(lost.rank, "the store reports rank " + std::to_string(lost.rank) +
-                                          " lost"); // the reason: in the error
+    connecting_->interrupt(lost.rank, lost.rank >= 0
+                                          ? "the store reports rank " + std::to_string(lost.rank) + " lost"
+                                          : lost.reason); // the reason: in the error
   }
 
   /// The communicator exists: a failure heard while it connected reaches it now.
@@ -2979,7 +2991,8 @@ namespace detail {
 class peer_failure_watch {
 public:
   /// `on_failure(lost)` runs on the watch's thread, at most once, for a rank
-  /// other than `self` (this rank's own failure is this rank's business).
+  /// other than `self` (this rank's own failure is this rank's business), or
+  /// with rank -1 when the launcher serving the store is gone.
   /// Connects at once, within connect_timeout at most: throws what tcp_store
   /// throws when the store is gone or takes no more connections.
   peer_failure_watch(const tcp_store& store, int self, std::function<void(const lost_rank&)> on_failure)
@@ -3017,10 +3030,11 @@ private:
       if (stopping_) return;
       // The store vanished or went silent: when rank 0 serves it, rank 0 died
       // or stopped (with NCCL nothing else would tell this rank before its
-      // deadline); when ddprun serves it, nobody is named and ddprun ends the job.
+      // deadline); when ddprun serves it, the launcher died without stopping
+      // its ranks (SIGKILL, the OOM killer), and nobody else will end this one.
       try {
         auto lost = conn_->wait_for_lost_rank(std::chrono::milliseconds(0));
-        if (lost && lost.rank != self_) on_failure_(lost);
+        if (lost ? lost.rank != self_ : !lost.reason.empty()) on_failure_(lost);
       } catch (...) {}
     }
   }
@@ -14717,7 +14731,7 @@ public:
     if (queue_.poisoned()) return; // the group failed already: its error stands
     fail_group(std::make_exception_ptr(error(
         lost.silent ? error_kind::timeout : error_kind::peer_lost,
-        "rank " + std::to_string(rank_) + ": rank " + std::to_string(lost.rank) + " " + lost.reason +
+        "rank " + std::to_string(rank_) + ": " + lost_news(lost) +
             " (this rank heard it from the rendezvous store): its NCCL communicator is aborted and every "
             "collective of this group fails",
         lost.rank)));
@@ -15224,14 +15238,14 @@ DDP_END_NAMESPACE
 //
 //   client -> server  hello      r, Nc
 //   server -> client  challenge  Ns, Ps = HMAC(K, "ddp store auth v1: server" || Nc || Ns || r)
-//   client            checks Ps; on a mismatch it closes and sends nothing more
+//   client            checks Ps; on a mismatch it sends bye (no content) and closes
 //   client -> server  proof      Pc = HMAC(K, "ddp store auth v1: client" || Nc || Ns || r)
 //   server -> client  ok | refused
 //
 // Why this is safe:
 // - The token never travels: only nonces, the rank and MACs do, and a MAC does
 //   not give up its key. A process squatting on MASTER_PORT receives a hello
-//   (a rank and a random nonce) and nothing else, because the client checks the
+//   (a rank and a random nonce) and a content-free bye, because the client checks the
 //   server's proof before it sends its own.
 // - Replay: each proof covers the nonce the *other* side has just drawn, so a
 //   proof recorded on one connection verifies on no other (a nonce repeats with
@@ -15349,6 +15363,7 @@ DDP_END_NAMESPACE
 #endif // DDP_DETAIL_STORE_AUTH_HPP
 // ---- end ddp/detail/store/auth.hpp ----
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -15415,8 +15430,13 @@ inline handshake_result client_handshake(int fd, std::string_view token, std::in
       !to_nonce(nonce, server_nonce))
     return handshake_result::malformed;
   if (!auth_proof_matches(auth_proof(token, auth_role::server, client_nonce, server_nonce, rank),
-                          server_proof))
+                          server_proof)) {
+    // A bye, nothing derived from the token: the store tells a token that differs from a client
+    // that gave up for another reason, and its peers stop waiting for this rank.
+    send_handshake_frame(fd, frame_writer(store_op::bye).finish(),
+                         std::min(deadline, clock::now() + std::chrono::milliseconds(100)));
     return handshake_result::server_unproven;
+  }
   auto proof = auth_proof(token, auth_role::client, client_nonce, server_nonce, rank);
   if ((res = send_handshake_frame(fd, frame_writer(store_op::proof).bytes(as_view(proof)).finish(),
                                   deadline)) != handshake_result::ok)
@@ -15518,6 +15538,13 @@ inline constexpr std::size_t store_reply_backlog = 256 * 1024;
 /// every other rank for up to this deadline
 /// (docs/design-notes.md, "Note [store reply queue]").
 inline constexpr std::chrono::seconds store_reply_stall{10};
+
+/// A rank whose claim was refused for a wrong token and that has not joined
+/// this long after is recorded lost: the rank that was refused exits, and its
+/// peers would otherwise wait for it until DDP_TIMEOUT. A process of another
+/// job claiming a rank that is merely late is given this long for the real
+/// one to arrive.
+inline constexpr std::chrono::milliseconds store_refusal_grace{2000};
 
 /// Rate limit for the log lines that unauthenticated peers can cause, so a
 /// flood of connections cannot flood stderr: 10 lines per 10 s, then a count.
@@ -15887,11 +15914,11 @@ private:
     unreachable = unreachable || (eof && errno_is_unreachable(c.send_error));
     handle_frames(c, eof);
     if (eof && c.fd && !c.authed && c.challenged)
-      // A rank hangs up after the challenge when the store's proof does not
-      // check out: its token differs. Say so here too, on rank 0.
-      auth_log_.line("refused a connection from " + c.peer + " (claiming rank " + std::to_string(c.rank) +
-                         "): it left after the challenge, so its job token differs (a process of another "
-                         "job, or DDP_TOKEN differs between ranks)",
+      // A rank whose token differs says so before it hangs up (handshake()); one
+      // that hangs up without a word gave up for another reason.
+      auth_log_.line("connection from " + c.peer + " (claiming rank " + std::to_string(c.rank) +
+                         ") closed after the challenge without its proof: it gave up waiting for the store "
+                         "(a loaded machine), ran out of file descriptors, or is a ddp too old to say why",
                      clock::now());
     if (eof && c.fd && unreachable)
       // Its host stopped acknowledging (set_keepalive): a cut link or a host down, not
@@ -16087,6 +16114,15 @@ private:
         return reply(
             c, frame_writer(store_status::ok).bytes(as_view(c.server_nonce)).bytes(as_view(proof)).finish());
       }
+      if (op == store_op::bye) { // the client found the store's proof wrong (handshake.hpp)
+        auth_log_.line("refused a connection from " + c.peer + " (claiming rank " + std::to_string(c.rank) +
+                           "): it found the store's proof wrong, so its job token differs (a process of "
+                           "another job, or DDP_TOKEN differs between ranks)",
+                       clock::now());
+        note_refusal(c);
+        c.fd.reset();
+        return;
+      }
       if (op != store_op::proof) return drop_pending(c, "expected the handshake's proof");
       std::string proof = r.bytes();
       if (!r.ok() || !r.at_end()) return drop_pending(c, "malformed proof");
@@ -16096,6 +16132,7 @@ private:
                            "): it could not prove it knows the job token (a process of another job, or "
                            "DDP_TOKEN differs between ranks)",
                        clock::now());
+        note_refusal(c);
         reply(c, frame_writer(store_status::refused).finish());
         c.replies_held = false;
         send_replies(c); // before the connection closes (a fresh socket takes a few bytes)
@@ -16103,7 +16140,10 @@ private:
         return;
       }
       c.authed = true;
-      if (c.rank >= 0) arrived_.insert(c.rank);
+      if (c.rank >= 0) {
+        arrived_.insert(c.rank);
+        refused_.erase(c.rank); // the real one came: the refused claim was another process's
+      }
       reply(c, frame_writer(store_status::ok).finish());
     } catch (const error& e) { // OpenSSL failed: this connection cannot be served
       drop_pending(c, e.what());
@@ -16166,7 +16206,42 @@ private:
     }
   }
 
+  /// `c` claimed a rank with a wrong token: that rank is recorded lost unless it joins soon.
+  void note_refusal(const connection& c) {
+    if (c.rank >= 0 && !arrived_.count(c.rank))
+      refused_.try_emplace(c.rank, refusal{clock::now() + store_refusal_grace, c.peer});
+  }
+
+  /// Records lost, in the scope of every rank connected, each rank refused for a wrong token that
+  /// has not joined within store_refusal_grace, with why (store_unreachable_prefix).
+  void expire_refusals(clock::time_point now) {
+    for (auto it = refused_.begin(); it != refused_.end();) {
+      if (now < it->second.due) {
+        ++it;
+        continue;
+      }
+      const int rank = it->first;
+      const std::string why = "was refused by the rendezvous store: its connection (from " + it->second.peer +
+                              ") could not prove it knows the job token, and no process of rank " +
+                              std::to_string(rank) +
+                              " with the right token came (set the same DDP_TOKEN on every rank, or let "
+                              "the launcher set it)";
+      std::set<std::string> scopes; // the ranks' (a launcher's own waits are in no round)
+      for (auto& c : conns_)
+        if (c->fd && c->authed && c->rank >= 0) scopes.insert(c->scope);
+      for (auto& scope : scopes) {
+        if (auto [at, fresh] =
+                data_.try_emplace(scope + std::string(store_unreachable_prefix) + std::to_string(rank), why);
+            fresh)
+          key_added(at->first);
+        record_lost(scope, rank);
+      }
+      it = refused_.erase(it);
+    }
+  }
+
   void expire(clock::time_point now) {
+    expire_refusals(now);
     for (auto& c : conns_) {
       if (c->fd && replies_pending(*c)) {
         // The client reading slowly frees the socket's queue a little at a
@@ -16205,8 +16280,13 @@ private:
   clock::time_point linger_until_{};      // set before stop_, read by the loop after it
   std::atomic<int> arrivals_expected_{0}; // serve_late_arrivals
   std::atomic<std::int64_t> arrivals_ms_{0};
-  clock::time_point arrivals_until_{};                     // like linger_until_
-  std::set<int> arrived_;                                  // ranks that authenticated once (the loop's own)
+  clock::time_point arrivals_until_{}; // like linger_until_
+  std::set<int> arrived_;              // ranks that authenticated once (the loop's own)
+  struct refusal {
+    clock::time_point due; ///< recorded lost from then on, unless the rank joins first
+    std::string peer;
+  };
+  std::map<int, refusal> refused_;                         // ranks refused for a wrong token, not joined yet
   std::unordered_map<std::string, std::vector<int>> lost_; // per scope: ranks recorded lost, in order
   std::vector<std::shared_ptr<connection>> conns_;         // shared: waiters_ holds weak references
   clock::time_point listen_paused_until_{};
@@ -16415,7 +16495,8 @@ DDP_INLINE lost_rank tcp_store::wait_for_lost_rank(std::chrono::milliseconds gra
                              "rendezvous store ") +
                      (opts_.served_by_launcher ? "its node's ddprun serves" : "it serves") + " for " +
                      std::to_string(peer_timeout(opts_.timeout).count()) + " ms (network cut or host down)"};
-    if (opts_.served_by_launcher) return {}; // the launcher died, not a rank: nobody to name
+    if (opts_.served_by_launcher) // the launcher died, not a rank: no rank to name, but news
+      return e.kind() == error_kind::peer_lost ? lost_rank{-1, launcher_gone(), false} : lost_rank{};
     if (e.kind() == error_kind::timeout)
       return {0,
               "does not answer: the rendezvous store it serves did not reply within " +
@@ -16423,6 +16504,13 @@ DDP_INLINE lost_rank tcp_store::wait_for_lost_rank(std::chrono::milliseconds gra
               true};
     return {0, "exited: the rendezvous store it serves is gone"};
   }
+}
+
+DDP_INLINE std::string tcp_store::launcher_gone() const {
+  return "the rendezvous store at " + where() +
+         ", which ddprun serves on the master node, closed its connection: the launcher is gone (killed by "
+         "SIGKILL, the OOM killer or the job's time limit), so no rank of this job can go on. Look at how "
+         "ddprun ended";
 }
 
 DDP_INLINE bool tcp_store::report_failure(std::string_view reason) noexcept {
@@ -18044,7 +18132,7 @@ public:
       if (lost)
         throw error(
             lost->silent ? error_kind::timeout : error_kind::peer_lost,
-            what + " failed: rank " + std::to_string(lost->rank) + " " + lost->reason +
+            what + " failed: " + lost_news(*lost) +
                 " (this rank heard it from the rendezvous store while it waited, and closed its connections)",
             lost->rank);
       std::rethrow_exception(why);
@@ -19701,11 +19789,13 @@ public:
   /// in L2 (the sweep: docs/performance.md, Collectives).
   static constexpr std::size_t default_step_bytes = std::size_t{256} << 10;
 
-  /// A rank the rendezvous store saw lost: (-1, "") for none.
+  /// A rank the rendezvous store saw lost: (-1, "") for none; (-1, reason): the launcher
+  /// serving the store is gone.
   struct lost_peer {
     int rank = -1;
     std::string reason;
     bool silent = false;
+    std::string news() const { return rank >= 0 ? "rank " + std::to_string(rank) + " " + reason : reason; }
   };
   /// `find_lost(grace)`: asks the store for a lost rank, waiting up to `grace`.
   using lost_finder = std::function<lost_peer(std::chrono::milliseconds grace)>;
@@ -20118,11 +20208,10 @@ private:
     }
     if (ask_store && find_lost_) {
       auto lost = find_lost_(std::chrono::milliseconds(0));
-      if (lost.rank >= 0) {
+      if (lost.rank >= 0 || !lost.reason.empty()) { // no rank, with a reason: the launcher is gone
         abort();
         throw error(error_kind::peer_lost,
-                    *what_ + " failed: rank " + std::to_string(lost.rank) + " " + lost.reason +
-                        " while rank " + std::to_string(rank_) +
+                    *what_ + " failed: " + lost.news() + " while rank " + std::to_string(rank_) +
                         " waited at the node's shared-memory segment.",
                     lost.rank);
       }
@@ -20137,9 +20226,9 @@ private:
     for (int l : missing())
       if (seg_->line(l).global != by) fail_timeout(by);
     if (find_lost_)
-      if (auto lost = find_lost_(std::chrono::milliseconds(1000)); lost.rank >= 0)
+      if (auto lost = find_lost_(std::chrono::milliseconds(1000)); lost.rank >= 0 || !lost.reason.empty())
         throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
-                    *what_ + " failed: rank " + std::to_string(lost.rank) + " " + lost.reason, lost.rank);
+                    *what_ + " failed: " + lost.news(), lost.rank);
     throw error(error_kind::peer_lost,
                 *what_ + " failed: rank " + std::to_string(by) +
                     " failed inside this collective and left the node's shared-memory segment; look at its "
@@ -20852,8 +20941,7 @@ public:
   /// read the store themselves, and aborting it would name this rank.
   void fail_for_peer(const lost_rank& lost) {
     auto why = std::make_exception_ptr(error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
-                                             "rank " + std::to_string(rank_) + ": rank " +
-                                                 std::to_string(lost.rank) + " " + lost.reason +
+                                             "rank " + std::to_string(rank_) + ": " + lost_news(lost) +
                                                  "; every collective of this group fails from here on (this "
                                                  "rank heard it from the rendezvous store)",
                                              lost.rank));
@@ -20863,8 +20951,7 @@ public:
       peer_failure_ = lost;
       queue_.abort(why);
     }
-    queue_.recorder().note("rank " + std::to_string(lost.rank) + " " + lost.reason +
-                           " (the store reported it)");
+    queue_.recorder().note(lost_news(lost) + " (the store reported it)");
     interrupt_connections(false);
   }
 
@@ -21150,10 +21237,83 @@ DDP_END_NAMESPACE
 #ifndef DDP_DETAIL_PROCESS_GROUP_MAKE_RENDEZVOUS_INL_HPP
 #define DDP_DETAIL_PROCESS_GROUP_MAKE_RENDEZVOUS_INL_HPP
 
+// ---- begin ddp/detail/common/uncaught_error.hpp ----
+// An uncaught ddp::error ends its rank as an error, not as a crash: one line
+// "ddp: rank R: <what()>" on stderr, a failure note for ddprun's summary
+// (failure_note.hpp), and exit status uncaught_error_exit_code, where the
+// C++ runtime's default printed "terminate called after throwing an instance
+// of 'ddp::v0_1_0::error'" and raised SIGABRT. Any other exception, or a
+// terminate with none, goes to the handler that was installed before.
+#ifndef DDP_DETAIL_COMMON_UNCAUGHT_ERROR_HPP
+#define DDP_DETAIL_COMMON_UNCAUGHT_ERROR_HPP
+
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// This process's rank for the line and the note (the first group's).
+inline std::atomic<int> uncaught_error_rank{-1};
+inline std::terminate_handler uncaught_error_previous = nullptr;
+
+/// `e`'s message without a leading "rank R: " of this rank's own (the line names it).
+inline std::string_view uncaught_error_message(const error& e, int rank) {
+  const std::string self = "rank " + std::to_string(rank) + ": ";
+  std::string_view message = e.message();
+  if (message.starts_with(self)) message.remove_prefix(self.size());
+  return message;
+}
+
+[[noreturn]] inline void on_terminate() noexcept {
+  if (auto current = std::current_exception()) {
+    try {
+      std::rethrow_exception(current);
+    } catch (const error& e) {
+      const int rank = uncaught_error_rank.load();
+      try {
+        const auto message = uncaught_error_message(e, rank);
+        const std::string line = "ddp: rank " + std::to_string(rank) + ": ddp " +
+                                 std::string(to_string(e.kind())) + " error: " + std::string(message) +
+                                 " (an uncaught ddp::error: the rank exits with code " +
+                                 std::to_string(uncaught_error_exit_code) + ")\n";
+        std::fflush(stdout);                              // what the rank printed before comes first
+        std::fwrite(line.data(), 1, line.size(), stderr); // one write: lines do not interleave
+        note_failure_for_launcher(rank, message);
+      } catch (...) {}
+      // Not exit(): static destructors would run while ddp's threads still use what they destroy.
+      std::_Exit(uncaught_error_exit_code);
+    } catch (...) {}
+  }
+  if (uncaught_error_previous) uncaught_error_previous();
+  std::abort();
+}
+
+/// Installs on_terminate once per process; `rank`: this process's rank, for its line.
+inline void install_uncaught_error_handler(int rank) {
+  static std::once_flag once;
+  std::call_once(once, [rank] {
+    uncaught_error_rank = rank;
+    uncaught_error_previous = std::set_terminate(on_terminate);
+  });
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_COMMON_UNCAUGHT_ERROR_HPP
+// ---- end ddp/detail/common/uncaught_error.hpp ----
 
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21249,6 +21409,21 @@ inline void ensure_rank_open_files(const ddp::topology& t, long backend_files, b
                     "a job of " + std::to_string(t.world_size) + " rank" + (t.world_size == 1 ? "" : "s"));
 }
 
+/// One line on stderr, once per process, when the job is one process only because no
+/// launcher set its variables: `./train` alone looked like a working job of one, silently.
+/// An explicit world size (init_options, WORLD_SIZE) or DDP_QUIET_SINGLE=1 says it is meant.
+inline void say_single_process(const ddp::topology& t, const init_options& o) {
+  if (t.source != "default" || t.world_size != 1 || o.world_size > 0 || getenv_str("WORLD_SIZE") ||
+      getenv_str("DDP_QUIET_SINGLE").value_or("") == "1")
+    return;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    log_line("", "this job runs as one process (rank 0 of 1): no launcher set RANK and WORLD_SIZE. To "
+                 "start N processes: ddprun --nproc-per-node N <program> [args...]. WORLD_SIZE=1 or "
+                 "DDP_QUIET_SINGLE=1 silences this line.");
+  });
+}
+
 /// `backend_files`: the descriptors the backend's connections take (its
 /// communicator's open_files(topology), where it has one).
 DDP_INLINE ddp::rendezvous make_rendezvous(const init_options& o,
@@ -21260,6 +21435,8 @@ DDP_INLINE ddp::rendezvous make_rendezvous(const init_options& o,
                 "init_options::world_size=" + std::to_string(o.world_size) + " must be >= 1");
   if (o.world_size > 0) rv.topo.world_size = o.world_size;
   if (o.rank >= 0) rv.topo.rank = o.rank;
+  install_uncaught_error_handler(rv.topo.rank);
+  say_single_process(rv.topo, o);
   if (o.rank < -1 || rv.topo.rank >= rv.topo.world_size)
     throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) + " is not below world size " +
                                         std::to_string(rv.topo.world_size));

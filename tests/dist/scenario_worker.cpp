@@ -77,6 +77,21 @@ static int run(ddp::process_group<ddp::gloo>& pg, const std::string& scenario, c
 int main(int argc, char** argv) {
   auto t0 = clk::now();
   std::string scenario;
+  if (argc > 1 && std::string(argv[1]) == "uncaught") {
+    // The victim (DDP_TEST_VICTIM, default 1) lets a ddp::error escape main; the others
+    // then fail in their all_reduce, and let theirs escape too.
+    auto pg = ddp::init_process_group<ddp::gloo>();
+    std::vector<float> warm(1024, 1.0f);
+    pg.all_reduce(warm);
+    std::puts("READY");
+    std::fflush(stdout);
+    if (pg.rank() == env_int_or("DDP_TEST_VICTIM", 1))
+      throw ddp::error(ddp::error_kind::data,
+                       "rank " + std::to_string(pg.rank()) + ": batch 7 is corrupt (the test's own error)");
+    pg.all_reduce(warm);
+    std::puts("NO ERROR");
+    return 1;
+  }
   try {
     // torch.distributed.launch without --use_env passes --local_rank=N first.
     if (auto lr = ddp::consume_local_rank_arg(argc, argv)) std::printf("LOCAL_RANK_ARG %d\n", *lr);
@@ -125,6 +140,21 @@ static int run(ddp::process_group<ddp::gloo>& pg, const std::string& scenario, c
       return 1;
     }
     pg.all_reduce(warm);
+    if (scenario == "orphan") {
+      // The victim (DDP_TEST_VICTIM, default 1) sleeps in user code; the others wait for it in
+      // an all_reduce. The test kills the launcher meanwhile: every rank must end within seconds.
+      std::printf("READY rank=%d pid=%d\n", pg.rank(), static_cast<int>(::getpid()));
+      std::fflush(stdout);
+      if (pg.rank() == env_int_or("DDP_TEST_VICTIM", 1)) {
+        std::this_thread::sleep_for(std::chrono::seconds(env_int_or("DDP_TEST_SLEEP_SECONDS", 120)));
+        std::puts("NO ERROR");
+        return 1;
+      }
+      t0 = clk::now();
+      pg.all_reduce(warm);
+      std::puts("NO ERROR");
+      return 1;
+    }
     if (scenario == "loop") {
       // The fault matrix: all_reduce 1 MiB and "compute" 2 ms, until a rank is
       // killed or stopped from outside (or DDP_TEST_LOOP_SECONDS pass).

@@ -458,6 +458,33 @@ TEST_CASE("a wrong token is refused and the store keeps serving") {
   CHECK(server.get("k") == "v");
 }
 
+TEST_CASE("a rank refused for its token is lost to its waiting peers, unless the real one joins") {
+  ddp::tcp_store server(server_opts()); // rank 0, waiting for rank 1 as the rendezvous does
+  CHECK_THROWS_AS(ddp::tcp_store(client_opts(server.port(), "wrong", 1)), ddp::error);
+  SUBCASE("nobody comes: the wait fails after the grace, naming rank 1 and why") {
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      server.wait({"ddp/arrived/1"}, 20s);
+      FAIL("expected the wait to fail");
+    } catch (const ddp::error& e) {
+      CHECK(e.kind() == ddp::error_kind::peer_lost);
+      CHECK(e.rank() == 1);
+      CHECK(contains(e.what(), "rank 1 was refused by the rendezvous store"));
+      CHECK(contains(e.what(), "could not prove it knows the job token"));
+    }
+    const auto took = std::chrono::steady_clock::now() - t0;
+    CHECK(took >= ddp::detail::store_refusal_grace - 100ms);
+    CHECK(took < ddp::detail::store_refusal_grace + 3s);
+  }
+  SUBCASE("rank 1 with the right token joins within the grace: nothing is lost") {
+    ddp::tcp_store real(client_opts(server.port(), "secret", 1));
+    std::this_thread::sleep_for(ddp::detail::store_refusal_grace + 500ms);
+    real.set("ddp/arrived/1", "1");
+    CHECK_NOTHROW(server.wait({"ddp/arrived/1"}, 5s));
+    CHECK(server.lost_ranks().empty());
+  }
+}
+
 TEST_CASE("the empty token is a token like any other") {
   ddp::tcp_store server(server_opts(""));
   ddp::tcp_store client(client_opts(server.port(), ""));
@@ -530,7 +557,10 @@ TEST_CASE("a fake server never receives the token and is refused by the client")
     fake_server fake([](const std::string& hello) { return challenge_with_key(hello, "guess"); });
     expect_refusal(fake.port());
     auto got = fake.received();
-    CHECK(got.size() == 4 + 1 + 4 + 4 + 32); // the hello and nothing after it
+    // The hello, then a bye with no content (the store tells a token that differs from a timeout).
+    const auto bye = ddp::detail::frame_writer(ddp::detail::store_op::bye).finish();
+    REQUIRE(got.size() == 4 + 1 + 4 + 4 + 32 + bye.size());
+    CHECK(got.substr(got.size() - bye.size()) == std::string(bye.begin(), bye.end()));
     CHECK_FALSE(contains(got, token));
   }
   SUBCASE("it echoes the client's own nonce and a zero proof") {

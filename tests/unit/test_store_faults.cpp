@@ -367,7 +367,8 @@ TEST_CASE("peer_failure_watch: stopping it is prompt, says nothing, and loses no
   CHECK(h.calls.empty());
 }
 
-TEST_CASE("peer_failure_watch: a store rank 0 serves that vanishes is rank 0's loss; ddprun's names nobody") {
+TEST_CASE("peer_failure_watch: a store rank 0 serves that vanishes is rank 0's loss; ddprun's is news "
+          "naming no rank") {
   SUBCASE("rank 0 serves it") {
     auto server = std::make_unique<ddp::tcp_store>(opts(0, 0, 20s));
     ddp::tcp_store me(opts(server->port(), 1, 20s));
@@ -389,6 +390,11 @@ TEST_CASE("peer_failure_watch: a store rank 0 serves that vanishes is rank 0's l
     ddp::detail::peer_failure_watch watch(me, 1, h.callback());
     launcher->stop_serving_at_once();
     launcher.reset();
-    CHECK_FALSE(h.wait(500ms)); // ddprun died, not a rank: ddprun's own end tells the job
+    // ddprun died, not a rank, and nobody else would end this one (killed by SIGKILL).
+    REQUIRE(h.wait(5s));
+    std::lock_guard lock(h.mu);
+    CHECK(h.calls.at(0).rank == -1);
+    CHECK(h.calls.at(0).reason.find("the launcher is gone") != std::string::npos);
+    CHECK(h.calls.at(0).reason.find("127.0.0.1:" + std::to_string(o.port)) != std::string::npos);
   }
 }

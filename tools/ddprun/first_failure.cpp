@@ -1,5 +1,7 @@
 #include "first_failure.hpp"
 
+#include <ddp/error.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -23,6 +25,8 @@ std::int64_t now_ns() {
 }
 
 std::string describe(int status) {
+  if (WIFEXITED(status) && WEXITSTATUS(status) == ddp::uncaught_error_exit_code)
+    return "exited with code " + std::to_string(WEXITSTATUS(status)) + " (an uncaught ddp::error)";
   if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return "was killed by " + signal_words(WTERMSIG(status));
   return "stopped";

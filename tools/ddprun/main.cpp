@@ -10,6 +10,7 @@
 // One concept per file:
 //   options              the command line and DDP_TOKEN
 //   launcher_store       the rendezvous store, served by node 0's ddprun
+//   local_ports          the ports the job's connections take, against the node's range
 //   rank_environment     the variables a rank starts with
 //   rank_processes       the ranks as processes: start, look at, signal
 //   output_prefix        the ranks' output, "[rank] " in front of each line
@@ -22,6 +23,7 @@
 // --crash-report preloads libddp_crash_report.so (tools/dev/crash_report.cpp) into every rank: a
 // rank that dies of a fatal signal prints its frames before ddprun names the signal.
 #include "launcher_store.hpp"
+#include "local_ports.hpp"
 #include "options.hpp"
 #include "restarts.hpp"
 #include "signals.hpp"
@@ -29,6 +31,7 @@
 int main(int argc, char** argv) {
   ddprun::job j;
   if (auto code = ddprun::parse_command_line(argc, argv, j)) return *code;
+  if (auto code = ddprun::check_local_ports(j)) return *code;
   if (auto code = ddprun::start_store(j)) return *code;
   if (!ddprun::catch_user_signals()) return 1;
   return ddprun::run_rounds(j);

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fstream>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,10 +26,23 @@ std::vector<char*> exec_list(std::vector<std::string>& words) {
   return list;
 }
 
+/// The signal a rank gets when ddprun dies without stopping it (SIGKILL, the OOM killer): SIGTERM,
+/// as a scheduler's preemption sends, so a handler can still save; the default ends the rank.
+constexpr int launcher_death_signal = SIGTERM;
+
 /// In the forked child: only async-signal-safe calls from here on (see rank_environment.hpp).
+/// `launcher`: ddprun's pid, read before the fork.
 [[noreturn]] void become_rank(char* const* args, char* const* envp, const std::string& cannot, int out,
-                              int err) {
+                              int err, pid_t launcher) {
   restore_default_signals();
+  // The parent-death signal survives exec (not into a set-user-ID program); it fires when the
+  // thread that forked exits, which is ddprun's main thread, at ddprun's end. A launcher that
+  // died before this line is not seen by it: the parent is then another process already.
+  ::prctl(PR_SET_PDEATHSIG, launcher_death_signal);
+  if (::getppid() != launcher) {
+    ::kill(::getpid(), launcher_death_signal);
+    ::_exit(128 + launcher_death_signal);
+  }
   if (out >= 0) {
     ::dup2(out, 1);
     ::dup2(err, 2);
@@ -50,12 +64,13 @@ rank_process start_rank(const job& j, int local, int round, const std::string& n
   const std::string cannot = "ddprun: cannot run '" + j.command.front() + "': ";
   int out[2] = {-1, -1}, err[2] = {-1, -1};
   if (!j.no_prefix && (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)) std::exit(1);
+  const pid_t launcher = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     std::perror("ddprun: fork");
     std::exit(1);
   }
-  if (pid == 0) become_rank(args.data(), envp.data(), cannot, out[1], err[1]);
+  if (pid == 0) become_rank(args.data(), envp.data(), cannot, out[1], err[1], launcher);
   r.pid = pid;
   if (!j.no_prefix) {
     ::close(out[1]);

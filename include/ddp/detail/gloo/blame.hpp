@@ -45,7 +45,7 @@ public:
       if (lost)
         throw error(
             lost->silent ? error_kind::timeout : error_kind::peer_lost,
-            what + " failed: rank " + std::to_string(lost->rank) + " " + lost->reason +
+            what + " failed: " + lost_news(*lost) +
                 " (this rank heard it from the rendezvous store while it waited, and closed its connections)",
             lost->rank);
       std::rethrow_exception(why);

@@ -174,8 +174,7 @@ public:
   /// read the store themselves, and aborting it would name this rank.
   void fail_for_peer(const lost_rank& lost) {
     auto why = std::make_exception_ptr(error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
-                                             "rank " + std::to_string(rank_) + ": rank " +
-                                                 std::to_string(lost.rank) + " " + lost.reason +
+                                             "rank " + std::to_string(rank_) + ": " + lost_news(lost) +
                                                  "; every collective of this group fails from here on (this "
                                                  "rank heard it from the rendezvous store)",
                                              lost.rank));
@@ -185,8 +184,7 @@ public:
       peer_failure_ = lost;
       queue_.abort(why);
     }
-    queue_.recorder().note("rank " + std::to_string(lost.rank) + " " + lost.reason +
-                           " (the store reported it)");
+    queue_.recorder().note(lost_news(lost) + " (the store reported it)");
     interrupt_connections(false);
   }
 

@@ -188,7 +188,7 @@ public:
     if (queue_.poisoned()) return; // the group failed already: its error stands
     fail_group(std::make_exception_ptr(error(
         lost.silent ? error_kind::timeout : error_kind::peer_lost,
-        "rank " + std::to_string(rank_) + ": rank " + std::to_string(lost.rank) + " " + lost.reason +
+        "rank " + std::to_string(rank_) + ": " + lost_news(lost) +
             " (this rank heard it from the rendezvous store): its NCCL communicator is aborted and every "
             "collective of this group fails",
         lost.rank)));

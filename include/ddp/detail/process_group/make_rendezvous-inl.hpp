@@ -6,7 +6,9 @@
 
 #include <ddp/detail/common/env.hpp>
 #include <ddp/detail/common/failure_note.hpp>
+#include <ddp/detail/common/log.hpp>
 #include <ddp/detail/common/open_files.hpp>
+#include <ddp/detail/common/uncaught_error.hpp>
 #include <ddp/detail/process_group/make_rendezvous.hpp>
 #include <ddp/error.hpp>
 #include <ddp/store.hpp>
@@ -15,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -110,6 +113,21 @@ inline void ensure_rank_open_files(const ddp::topology& t, long backend_files, b
                     "a job of " + std::to_string(t.world_size) + " rank" + (t.world_size == 1 ? "" : "s"));
 }
 
+/// One line on stderr, once per process, when the job is one process only because no
+/// launcher set its variables: `./train` alone looked like a working job of one, silently.
+/// An explicit world size (init_options, WORLD_SIZE) or DDP_QUIET_SINGLE=1 says it is meant.
+inline void say_single_process(const ddp::topology& t, const init_options& o) {
+  if (t.source != "default" || t.world_size != 1 || o.world_size > 0 || getenv_str("WORLD_SIZE") ||
+      getenv_str("DDP_QUIET_SINGLE").value_or("") == "1")
+    return;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    log_line("", "this job runs as one process (rank 0 of 1): no launcher set RANK and WORLD_SIZE. To "
+                 "start N processes: ddprun --nproc-per-node N <program> [args...]. WORLD_SIZE=1 or "
+                 "DDP_QUIET_SINGLE=1 silences this line.");
+  });
+}
+
 /// `backend_files`: the descriptors the backend's connections take (its
 /// communicator's open_files(topology), where it has one).
 DDP_INLINE ddp::rendezvous make_rendezvous(const init_options& o,
@@ -121,6 +139,8 @@ DDP_INLINE ddp::rendezvous make_rendezvous(const init_options& o,
                 "init_options::world_size=" + std::to_string(o.world_size) + " must be >= 1");
   if (o.world_size > 0) rv.topo.world_size = o.world_size;
   if (o.rank >= 0) rv.topo.rank = o.rank;
+  install_uncaught_error_handler(rv.topo.rank);
+  say_single_process(rv.topo, o);
   if (o.rank < -1 || rv.topo.rank >= rv.topo.world_size)
     throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) + " is not below world size " +
                                         std::to_string(rv.topo.world_size));

@@ -30,8 +30,9 @@ public:
       return;
     }
     kept_ = lost;
-    connecting_->interrupt(lost.rank, "the store reports rank " + std::to_string(lost.rank) +
-                                          " lost"); // the reason: in the error
+    connecting_->interrupt(lost.rank, lost.rank >= 0
+                                          ? "the store reports rank " + std::to_string(lost.rank) + " lost"
+                                          : lost.reason); // the reason: in the error
   }
 
   /// The communicator exists: a failure heard while it connected reaches it now.

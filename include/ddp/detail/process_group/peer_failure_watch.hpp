@@ -30,7 +30,8 @@ namespace detail {
 class peer_failure_watch {
 public:
   /// `on_failure(lost)` runs on the watch's thread, at most once, for a rank
-  /// other than `self` (this rank's own failure is this rank's business).
+  /// other than `self` (this rank's own failure is this rank's business), or
+  /// with rank -1 when the launcher serving the store is gone.
   /// Connects at once, within connect_timeout at most: throws what tcp_store
   /// throws when the store is gone or takes no more connections.
   peer_failure_watch(const tcp_store& store, int self, std::function<void(const lost_rank&)> on_failure)
@@ -68,10 +69,11 @@ private:
       if (stopping_) return;
       // The store vanished or went silent: when rank 0 serves it, rank 0 died
       // or stopped (with NCCL nothing else would tell this rank before its
-      // deadline); when ddprun serves it, nobody is named and ddprun ends the job.
+      // deadline); when ddprun serves it, the launcher died without stopping
+      // its ranks (SIGKILL, the OOM killer), and nobody else will end this one.
       try {
         auto lost = conn_->wait_for_lost_rank(std::chrono::milliseconds(0));
-        if (lost && lost.rank != self_) on_failure_(lost);
+        if (lost ? lost.rank != self_ : !lost.reason.empty()) on_failure_(lost);
       } catch (...) {}
     }
   }

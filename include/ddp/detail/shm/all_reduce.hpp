@@ -49,11 +49,13 @@ public:
   /// in L2 (the sweep: docs/performance.md, Collectives).
   static constexpr std::size_t default_step_bytes = std::size_t{256} << 10;
 
-  /// A rank the rendezvous store saw lost: (-1, "") for none.
+  /// A rank the rendezvous store saw lost: (-1, "") for none; (-1, reason): the launcher
+  /// serving the store is gone.
   struct lost_peer {
     int rank = -1;
     std::string reason;
     bool silent = false;
+    std::string news() const { return rank >= 0 ? "rank " + std::to_string(rank) + " " + reason : reason; }
   };
   /// `find_lost(grace)`: asks the store for a lost rank, waiting up to `grace`.
   using lost_finder = std::function<lost_peer(std::chrono::milliseconds grace)>;
@@ -466,11 +468,10 @@ private:
     }
     if (ask_store && find_lost_) {
       auto lost = find_lost_(std::chrono::milliseconds(0));
-      if (lost.rank >= 0) {
+      if (lost.rank >= 0 || !lost.reason.empty()) { // no rank, with a reason: the launcher is gone
         abort();
         throw error(error_kind::peer_lost,
-                    *what_ + " failed: rank " + std::to_string(lost.rank) + " " + lost.reason +
-                        " while rank " + std::to_string(rank_) +
+                    *what_ + " failed: " + lost.news() + " while rank " + std::to_string(rank_) +
                         " waited at the node's shared-memory segment.",
                     lost.rank);
       }
@@ -485,9 +486,9 @@ private:
     for (int l : missing())
       if (seg_->line(l).global != by) fail_timeout(by);
     if (find_lost_)
-      if (auto lost = find_lost_(std::chrono::milliseconds(1000)); lost.rank >= 0)
+      if (auto lost = find_lost_(std::chrono::milliseconds(1000)); lost.rank >= 0 || !lost.reason.empty())
         throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
-                    *what_ + " failed: rank " + std::to_string(lost.rank) + " " + lost.reason, lost.rank);
+                    *what_ + " failed: " + lost.news(), lost.rank);
     throw error(error_kind::peer_lost,
                 *what_ + " failed: rank " + std::to_string(by) +
                     " failed inside this collective and left the node's shared-memory segment; look at its "

@@ -7,14 +7,14 @@
 //
 //   client -> server  hello      r, Nc
 //   server -> client  challenge  Ns, Ps = HMAC(K, "ddp store auth v1: server" || Nc || Ns || r)
-//   client            checks Ps; on a mismatch it closes and sends nothing more
+//   client            checks Ps; on a mismatch it sends bye (no content) and closes
 //   client -> server  proof      Pc = HMAC(K, "ddp store auth v1: client" || Nc || Ns || r)
 //   server -> client  ok | refused
 //
 // Why this is safe:
 // - The token never travels: only nonces, the rank and MACs do, and a MAC does
 //   not give up its key. A process squatting on MASTER_PORT receives a hello
-//   (a rank and a random nonce) and nothing else, because the client checks the
+//   (a rank and a random nonce) and a content-free bye, because the client checks the
 //   server's proof before it sends its own.
 // - Replay: each proof covers the nonce the *other* side has just drawn, so a
 //   proof recorded on one connection verifies on no other (a nonce repeats with

@@ -7,6 +7,7 @@
 #include <ddp/detail/store/protocol.hpp>
 #include <ddp/detail/store/socket.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -73,8 +74,13 @@ inline handshake_result client_handshake(int fd, std::string_view token, std::in
       !to_nonce(nonce, server_nonce))
     return handshake_result::malformed;
   if (!auth_proof_matches(auth_proof(token, auth_role::server, client_nonce, server_nonce, rank),
-                          server_proof))
+                          server_proof)) {
+    // A bye, nothing derived from the token: the store tells a token that differs from a client
+    // that gave up for another reason, and its peers stop waiting for this rank.
+    send_handshake_frame(fd, frame_writer(store_op::bye).finish(),
+                         std::min(deadline, clock::now() + std::chrono::milliseconds(100)));
     return handshake_result::server_unproven;
+  }
   auto proof = auth_proof(token, auth_role::client, client_nonce, server_nonce, rank);
   if ((res = send_handshake_frame(fd, frame_writer(store_op::proof).bytes(as_view(proof)).finish(),
                                   deadline)) != handshake_result::ok)

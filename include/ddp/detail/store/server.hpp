@@ -86,6 +86,13 @@ inline constexpr std::size_t store_reply_backlog = 256 * 1024;
 /// (docs/design-notes.md, "Note [store reply queue]").
 inline constexpr std::chrono::seconds store_reply_stall{10};
 
+/// A rank whose claim was refused for a wrong token and that has not joined
+/// this long after is recorded lost: the rank that was refused exits, and its
+/// peers would otherwise wait for it until DDP_TIMEOUT. A process of another
+/// job claiming a rank that is merely late is given this long for the real
+/// one to arrive.
+inline constexpr std::chrono::milliseconds store_refusal_grace{2000};
+
 /// Rate limit for the log lines that unauthenticated peers can cause, so a
 /// flood of connections cannot flood stderr: 10 lines per 10 s, then a count.
 class log_throttle {
@@ -454,11 +461,11 @@ private:
     unreachable = unreachable || (eof && errno_is_unreachable(c.send_error));
     handle_frames(c, eof);
     if (eof && c.fd && !c.authed && c.challenged)
-      // A rank hangs up after the challenge when the store's proof does not
-      // check out: its token differs. Say so here too, on rank 0.
-      auth_log_.line("refused a connection from " + c.peer + " (claiming rank " + std::to_string(c.rank) +
-                         "): it left after the challenge, so its job token differs (a process of another "
-                         "job, or DDP_TOKEN differs between ranks)",
+      // A rank whose token differs says so before it hangs up (handshake()); one
+      // that hangs up without a word gave up for another reason.
+      auth_log_.line("connection from " + c.peer + " (claiming rank " + std::to_string(c.rank) +
+                         ") closed after the challenge without its proof: it gave up waiting for the store "
+                         "(a loaded machine), ran out of file descriptors, or is a ddp too old to say why",
                      clock::now());
     if (eof && c.fd && unreachable)
       // Its host stopped acknowledging (set_keepalive): a cut link or a host down, not
@@ -654,6 +661,15 @@ private:
         return reply(
             c, frame_writer(store_status::ok).bytes(as_view(c.server_nonce)).bytes(as_view(proof)).finish());
       }
+      if (op == store_op::bye) { // the client found the store's proof wrong (handshake.hpp)
+        auth_log_.line("refused a connection from " + c.peer + " (claiming rank " + std::to_string(c.rank) +
+                           "): it found the store's proof wrong, so its job token differs (a process of "
+                           "another job, or DDP_TOKEN differs between ranks)",
+                       clock::now());
+        note_refusal(c);
+        c.fd.reset();
+        return;
+      }
       if (op != store_op::proof) return drop_pending(c, "expected the handshake's proof");
       std::string proof = r.bytes();
       if (!r.ok() || !r.at_end()) return drop_pending(c, "malformed proof");
@@ -663,6 +679,7 @@ private:
                            "): it could not prove it knows the job token (a process of another job, or "
                            "DDP_TOKEN differs between ranks)",
                        clock::now());
+        note_refusal(c);
         reply(c, frame_writer(store_status::refused).finish());
         c.replies_held = false;
         send_replies(c); // before the connection closes (a fresh socket takes a few bytes)
@@ -670,7 +687,10 @@ private:
         return;
       }
       c.authed = true;
-      if (c.rank >= 0) arrived_.insert(c.rank);
+      if (c.rank >= 0) {
+        arrived_.insert(c.rank);
+        refused_.erase(c.rank); // the real one came: the refused claim was another process's
+      }
       reply(c, frame_writer(store_status::ok).finish());
     } catch (const error& e) { // OpenSSL failed: this connection cannot be served
       drop_pending(c, e.what());
@@ -733,7 +753,42 @@ private:
     }
   }
 
+  /// `c` claimed a rank with a wrong token: that rank is recorded lost unless it joins soon.
+  void note_refusal(const connection& c) {
+    if (c.rank >= 0 && !arrived_.count(c.rank))
+      refused_.try_emplace(c.rank, refusal{clock::now() + store_refusal_grace, c.peer});
+  }
+
+  /// Records lost, in the scope of every rank connected, each rank refused for a wrong token that
+  /// has not joined within store_refusal_grace, with why (store_unreachable_prefix).
+  void expire_refusals(clock::time_point now) {
+    for (auto it = refused_.begin(); it != refused_.end();) {
+      if (now < it->second.due) {
+        ++it;
+        continue;
+      }
+      const int rank = it->first;
+      const std::string why = "was refused by the rendezvous store: its connection (from " + it->second.peer +
+                              ") could not prove it knows the job token, and no process of rank " +
+                              std::to_string(rank) +
+                              " with the right token came (set the same DDP_TOKEN on every rank, or let "
+                              "the launcher set it)";
+      std::set<std::string> scopes; // the ranks' (a launcher's own waits are in no round)
+      for (auto& c : conns_)
+        if (c->fd && c->authed && c->rank >= 0) scopes.insert(c->scope);
+      for (auto& scope : scopes) {
+        if (auto [at, fresh] =
+                data_.try_emplace(scope + std::string(store_unreachable_prefix) + std::to_string(rank), why);
+            fresh)
+          key_added(at->first);
+        record_lost(scope, rank);
+      }
+      it = refused_.erase(it);
+    }
+  }
+
   void expire(clock::time_point now) {
+    expire_refusals(now);
     for (auto& c : conns_) {
       if (c->fd && replies_pending(*c)) {
         // The client reading slowly frees the socket's queue a little at a
@@ -772,8 +827,13 @@ private:
   clock::time_point linger_until_{};      // set before stop_, read by the loop after it
   std::atomic<int> arrivals_expected_{0}; // serve_late_arrivals
   std::atomic<std::int64_t> arrivals_ms_{0};
-  clock::time_point arrivals_until_{};                     // like linger_until_
-  std::set<int> arrived_;                                  // ranks that authenticated once (the loop's own)
+  clock::time_point arrivals_until_{}; // like linger_until_
+  std::set<int> arrived_;              // ranks that authenticated once (the loop's own)
+  struct refusal {
+    clock::time_point due; ///< recorded lost from then on, unless the rank joins first
+    std::string peer;
+  };
+  std::map<int, refusal> refused_;                         // ranks refused for a wrong token, not joined yet
   std::unordered_map<std::string, std::vector<int>> lost_; // per scope: ranks recorded lost, in order
   std::vector<std::shared_ptr<connection>> conns_;         // shared: waiters_ holds weak references
   clock::time_point listen_paused_until_{};
