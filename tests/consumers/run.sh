@@ -85,6 +85,7 @@ case "$kind" in
       fi
       tr -s ' \n' '  ' < "$work/install.txt" | grep -q 'is not built: run `cmake --build' ||
         { cat "$work/install.txt"; exit 1; }
+      if [ -e "$work/prefix" ]; then echo "the failed install left files in $work/prefix"; exit 1; fi
       cmake --build "$work/ddp-build" -j1 >/dev/null # ddprun and its crash report: tests etc. are off
     fi
     cmake --install "$work/ddp-build" >/dev/null
