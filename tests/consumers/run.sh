@@ -1,41 +1,114 @@
 #!/bin/sh
-# Builds one consumer project the way a user would, then runs it on 2 ranks.
+# Builds one consumer project the way a user would, then runs it on 2 ranks with the ddprun
+# that way provides (ddp::ddprun: built in the consumer's build, or the installed bin/ddprun).
 # usage: run.sh KIND DDP_SOURCE_DIR DDPRUN CXX
 #   KIND: find_package | add_subdirectory | fetchcontent | single_header, header-only;
 #         with the suffix _runtime, the runtime compiled once (ddp::runtime, or for
-#         the single header a file of its own that defines DDP_IMPLEMENTATION)
+#         the single header a file of its own that defines DDP_IMPLEMENTATION), launched
+#         by DDPRUN (the top build's) so that ddprun is compiled once per way, not twice;
+#         add_subdirectory_asked: configure only, with DDP_WITH_CUDA, DDP_WITH_NCCL and
+#         DDP_WITH_TORCH on, to check that asking makes ddp look (and still not enable CUDA).
+#   The single header has no CMake: it is launched by DDPRUN.
+# As a subproject ddp must be a quiet guest: its consumer's configure output has no line of
+# ddp's, and its cache no CUDA, NCCL or LibTorch entry.
 set -eu
 kind=${1%_runtime}; src=$2; ddprun=$3; cxx=$4
 target="-DDDP_CONSUMER_TARGET=ddp::ddp"
 separate=""
+launch=ON
 if [ "$kind" != "$1" ]; then
   target="-DDDP_CONSUMER_TARGET=ddp::runtime"
   separate="-DDDP_SEPARATE_COMPILATION"
+  launch=OFF
+fi
+asked=""
+if [ "$kind" = add_subdirectory_asked ]; then
+  kind=add_subdirectory
+  asked="-DDDP_WITH_CUDA=ON -DDDP_WITH_NCCL=ON -DDDP_WITH_TORCH=ON"
+  launch=OFF
 fi
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ddp-consumer-$kind.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 gen=""
 command -v ninja >/dev/null && gen="-G Ninja"
+
+# The consumer's configure, timed, its output kept for the checks below.
+configure() {
+  start=$(date +%s.%N)
+  if ! cmake "$@" -DCMAKE_CXX_COMPILER="$cxx" "$target" -DDDP_CONSUMER_LAUNCH=$launch $asked \
+       > "$work/configure.txt" 2>&1; then
+    cat "$work/configure.txt"; exit 1
+  fi
+  echo "consumer configure: $(awk "BEGIN { printf \"%.2f\", $(date +%s.%N) - $start }") s"
+}
+
+# Nothing but what CMake prints for any C++ project, and no GPU or LibTorch entry in the cache.
+quiet_guest() {
+  noise=$(grep -v -e '^-- The CXX compiler identification' -e '^-- Detecting CXX' \
+               -e '^-- Check for working CXX compiler' -e '^-- Configuring done' \
+               -e '^-- Generating done' -e '^-- Build files have been written' "$work/configure.txt" || true)
+  if [ -n "$noise" ]; then
+    echo "ddp printed while configuring as a subproject (it must say nothing unless asked):"
+    echo "$noise"; exit 1
+  fi
+  entries=$(grep -v -e '^//' -e '^#' -e '^DDP_' "$work/build/CMakeCache.txt" |
+            grep -i -e cuda -e nccl -e torch -e caffe2 || true)
+  if [ -n "$entries" ]; then
+    echo "ddp wrote CUDA, NCCL or LibTorch entries into its consumer's cache (nothing asked for them):"
+    echo "$entries"; exit 1
+  fi
+}
+
+# Asked for ddp::cuda, ddp::nccl and ddp::torch, ddp looks for each and says what it found,
+# and still leaves the CUDA language (nvcc) alone: nothing of it has a .cu file.
+asked_for() {
+  for t in cuda nccl torch; do
+    grep -q "ddp::$t \(not \)\?available" "$work/configure.txt" ||
+      { cat "$work/configure.txt"; echo "DDP_WITH_* asked for ddp::$t, and ddp said nothing of it"; exit 1; }
+  done
+  if grep -q '^CMAKE_CUDA_COMPILER' "$work/build/CMakeCache.txt"; then
+    echo "ddp enabled the CUDA language in its consumer's build"; exit 1
+  fi
+  grep "ddp::" "$work/configure.txt"
+}
+
 case "$kind" in
   find_package)
-    # Install ddp into a private prefix, as a package would.
+    # Install ddp into a private prefix, with the commands the README gives.
     cmake -S "$src" -B "$work/ddp-build" $gen -DDDP_BUILD_TESTS=OFF -DDDP_BUILD_EXAMPLES=OFF \
-          -DDDP_BUILD_BENCHMARKS=OFF -DDDP_BUILD_TOOLS=OFF -DCMAKE_INSTALL_PREFIX="$work/prefix" >/dev/null
+          -DDDP_BUILD_BENCHMARKS=OFF -DDDP_BUILD_TOOLS=$launch -DCMAKE_INSTALL_PREFIX="$work/prefix" >/dev/null
+    if [ $launch = ON ]; then
+      # An install before the build says what to run, not which file it missed.
+      if cmake --install "$work/ddp-build" > "$work/install.txt" 2>&1; then
+        echo "cmake --install before a build succeeded without ddprun"; exit 1
+      fi
+      tr -s ' \n' '  ' < "$work/install.txt" | grep -q 'is not built: run `cmake --build' ||
+        { cat "$work/install.txt"; exit 1; }
+      if [ -e "$work/prefix" ]; then echo "the failed install left files in $work/prefix"; exit 1; fi
+      cmake --build "$work/ddp-build" -j1 >/dev/null # ddprun and its crash report: tests etc. are off
+    fi
     cmake --install "$work/ddp-build" >/dev/null
-    cmake -S "$here/find_package" -B "$work/build" $gen -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_CXX_COMPILER="$cxx" "$target"
+    want_ddprun="$work/prefix/bin/ddprun"
+    configure -S "$here/find_package" -B "$work/build" $gen -DCMAKE_PREFIX_PATH="$work/prefix"
     ;;
   add_subdirectory)
-    cmake -S "$here/add_subdirectory" -B "$work/build" $gen -DDDP_SOURCE_DIR="$src" -DCMAKE_CXX_COMPILER="$cxx" "$target"
+    want_ddprun="$work/build/ddp/tools/ddprun"
+    configure -S "$here/add_subdirectory" -B "$work/build" $gen -DDDP_SOURCE_DIR="$src"
+    if [ -n "$asked" ]; then asked_for; exit 0; fi
+    quiet_guest
     ;;
   fetchcontent)
     if ! git -C "$src" rev-parse HEAD >/dev/null 2>&1; then
       echo "SKIP: $src is not a git checkout"; exit 77
     fi
-    cmake -S "$here/fetchcontent" -B "$work/build" $gen -DDDP_SOURCE_DIR="$src" \
-          -DDDP_GIT_TAG="$(git -C "$src" rev-parse HEAD)" -DCMAKE_CXX_COMPILER="$cxx" "$target"
+    want_ddprun="$work/build/_deps/ddp-build/tools/ddprun"
+    configure -S "$here/fetchcontent" -B "$work/build" $gen -DDDP_SOURCE_DIR="$src" \
+              -DDDP_GIT_TAG="$(git -C "$src" rev-parse HEAD)"
+    quiet_guest
     ;;
   single_header)
+    launch=OFF
     mkdir -p "$work/build"
     objects=""
     for f in main second; do
@@ -52,8 +125,15 @@ case "$kind" in
   *) echo "unknown consumer kind '$kind'"; exit 2 ;;
 esac
 if [ "$kind" != single_header ]; then
-  cmake --build "$work/build" -j1 # one file: one core (the test has PROCESSORS 1)
+  cmake --build "$work/build" -j1 # one core (the test has PROCESSORS 1); ddprun too with launch
 fi
-"$ddprun" --nproc-per-node 2 "$work/build/consumer" > "$work/out.txt" 2>&1 || { cat "$work/out.txt"; exit 1; }
+if [ $launch = ON ]; then
+  # The consumer's own test, as its users would run it.
+  ctest --test-dir "$work/build" -V > "$work/out.txt" 2>&1 || { cat "$work/out.txt"; exit 1; }
+  grep -qF "Test command: $want_ddprun " "$work/out.txt" ||
+    { cat "$work/out.txt"; echo "the test was not launched by $want_ddprun"; exit 1; }
+else
+  "$ddprun" --nproc-per-node 2 "$work/build/consumer" > "$work/out.txt" 2>&1 || { cat "$work/out.txt"; exit 1; }
+fi
 cat "$work/out.txt"
 test "$(grep -c ': ok$' "$work/out.txt")" -eq 2
