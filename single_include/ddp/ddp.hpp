@@ -390,8 +390,11 @@ inline constexpr bool enable_tensor_view<Eigen::Block<X, R, C, I>> = true;
 template <class T>
 concept tensor_view = tensor<T> && enable_tensor_view<std::remove_cvref_t<T>>;
 
-/// A view of a tensor as a span of its elements.
-template <tensor T> auto as_span(T& t) {
+/// A view of a tensor as a span of its elements: of a named tensor, or of a
+/// temporary view (a temporary that owns its elements would leave it dangling).
+template <tensor T>
+requires std::is_lvalue_reference_v<T> || tensor_view<T>
+auto as_span(T&& t) {
   using traits = tensor_traits<std::remove_reference_t<T>>;
   return std::span<tensor_value_t<T>>(traits::data(t), traits::size(t));
 }

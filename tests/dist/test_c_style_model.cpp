@@ -1,6 +1,7 @@
-// ddp::flat_model at world sizes 1..4: one parameter block and one gradient
-// block, as C trainers keep them. Its buckets reduce in place, whatever order
-// the tensors are listed in, and R ranks equal one process on the whole batch.
+// C-style models at world sizes 1..4. ddp::flat_model (one parameter block and
+// one gradient block, as C trainers keep them): its buckets reduce in place,
+// whatever order the tensors are listed in, and R ranks equal one process on
+// the whole batch. Walks and collectives take temporary views.
 #include "group.hpp"
 
 #include <doctest/doctest.h>
@@ -187,4 +188,33 @@ TEST_CASE("a hand walk of the block in memory order, with temporary spans: corre
   });
   CHECK(diff < 1e-5);
   CHECK(some_not_in_place); // why flat_model walks from the highest offset down
+}
+
+TEST_CASE("collectives take temporary views at every world size, blocking and async") {
+  auto& pg = group();
+  const auto R = static_cast<std::size_t>(pg.size());
+  const float r = static_cast<float>(pg.rank());
+  std::vector<float> x{r, 1.f, 2.f * r};
+  pg.all_reduce(std::span<float>(x.data() + 1, 2), ddp::op::sum);
+  pg.all_reduce_async(std::span<float>(x.data(), 1), ddp::op::max).wait();
+  const float ranks_sum = static_cast<float>(R * (R - 1) / 2);
+  CHECK(x == std::vector<float>{static_cast<float>(R - 1), static_cast<float>(R), 2.f * ranks_sum});
+
+  std::vector<float> y{r + 10.f, r + 20.f};
+  pg.broadcast(std::span<float>(y), static_cast<int>(R - 1));
+  CHECK(y[0] == static_cast<float>(R - 1) + 10.f);
+  y[1] = r + 30.f;
+  pg.broadcast_async(std::span<float>(y.data() + 1, 1), 0).wait();
+  CHECK(y == std::vector<float>{static_cast<float>(R - 1) + 10.f, 30.f});
+
+  std::vector<float> gathered(2 * R), mine{r, -r};
+  pg.all_gather_async(std::span<const float>(mine), std::span<float>(gathered)).wait();
+  for (std::size_t k = 0; k < R; ++k)
+    CHECK(gathered[2 * k + 1] == -static_cast<float>(k));
+  std::vector<float> block(2);
+  pg.reduce_scatter(std::vector<float>(2 * R, 1.f), std::span<float>(block), ddp::op::sum);
+  CHECK(block == std::vector<float>(2, static_cast<float>(R)));
+  pg.reduce_scatter_async(std::span<const float>(gathered), std::span<float>(block), ddp::op::sum).wait();
+  // Every rank gathered the same {k, -k} per rank k: block r summed over R ranks.
+  CHECK(block == std::vector<float>{static_cast<float>(R) * r, -static_cast<float>(R) * r});
 }
