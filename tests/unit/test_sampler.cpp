@@ -422,7 +422,8 @@ TEST_CASE("step_batches: step s is the batch an epoch loop reaches at s, across 
   }
 }
 
-TEST_CASE("step_batches over two epochs equal PyTorch's DistributedSampler for those epochs") {
+TEST_CASE(
+    "step_batches over two epochs are index-identical to PyTorch's DistributedSampler for both epochs") {
   // Cases of the reference listed in full for consecutive epochs: the steps of both epochs,
   // one batch per step, are PyTorch's indices for epoch e then e + 1.
   std::ifstream in(reference_path());
