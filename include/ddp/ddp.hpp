@@ -10,6 +10,7 @@
 #include <ddp/config.hpp>
 #include <ddp/data_parallel.hpp>
 #include <ddp/error.hpp>
+#include <ddp/flat_model.hpp>
 #include <ddp/model.hpp>
 #include <ddp/op.hpp>
 #include <ddp/optim/adam.hpp>
@@ -18,6 +19,7 @@
 #include <ddp/reduction.hpp>
 #include <ddp/sampler.hpp>
 #include <ddp/sharded_data_parallel.hpp>
+#include <ddp/step_batches.hpp>
 #include <ddp/store.hpp>
 #include <ddp/tensor.hpp>
 #include <ddp/topology.hpp>

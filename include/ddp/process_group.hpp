@@ -26,6 +26,8 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 
 // Device tensors on a host-only backend are staged through pinned memory where
 // ddp is built with CUDA (ddp::cuda and ddp::nccl define these).
@@ -83,35 +85,61 @@ public:
   /// Needs ddp built with CUDA (link ddp::cuda). The _async forms refuse them
   /// there at compile time: distributed_data_parallel overlaps the staging of
   /// device gradients with backward instead.
-  template <class T> work all_reduce_async(T& t, op o = op::sum) {
-    require_async_allowed<T>();
-    return all_reduce_impl(t, o, false);
+  ///
+  /// A tensor may be a temporary view (`pg.all_reduce(std::span<float>(p, n))`,
+  /// ddp::device_span, an Eigen Map or column; ddp::tensor_view): it names the
+  /// elements it views. A temporary that owns its elements (a std::vector made
+  /// in the call) is refused at compile time where the collective writes into
+  /// it (the result would die with it) and, as input, by the _async forms.
+  template <class T> work all_reduce_async(T&& t, op o = op::sum) {
+    if constexpr (writable_output<T>()) {
+      require_async_allowed<T>();
+      return all_reduce_impl(t, o, false);
+    } else {
+      return {};
+    }
   }
-  template <class T> void all_reduce(T& t, op o = op::sum) { all_reduce_impl(t, o, true).wait(); }
+  template <class T> void all_reduce(T&& t, op o = op::sum) {
+    if constexpr (writable_output<T>()) all_reduce_impl(t, o, true).wait();
+  }
 
   /// Copies rank `root`'s `t` into every rank's `t`.
-  template <class T> work broadcast_async(T& t, int root = 0) {
-    require_async_allowed<T>();
-    return broadcast_impl(t, root, false);
+  template <class T> work broadcast_async(T&& t, int root = 0) {
+    if constexpr (writable_output<T>()) {
+      require_async_allowed<T>();
+      return broadcast_impl(t, root, false);
+    } else {
+      return {};
+    }
   }
-  template <class T> void broadcast(T& t, int root = 0) { broadcast_impl(t, root, true).wait(); }
+  template <class T> void broadcast(T&& t, int root = 0) {
+    if constexpr (writable_output<T>()) broadcast_impl(t, root, true).wait();
+  }
 
   /// `out` (size() * in.size() elements) receives every rank's `in`, in rank order.
-  template <class In, class Out> work all_gather_async(const In& in, Out& out) {
-    require_async_allowed<const In, Out>();
-    return all_gather_impl(in, out, false);
+  template <class In, class Out> work all_gather_async(In&& in, Out&& out) {
+    if constexpr (async_input<In>() && writable_output<Out>()) {
+      require_async_allowed<const std::remove_reference_t<In>, Out>();
+      return all_gather_impl(std::as_const(in), out, false);
+    } else {
+      return {};
+    }
   }
-  template <class In, class Out> void all_gather(const In& in, Out& out) {
-    all_gather_impl(in, out, true).wait();
+  template <class In, class Out> void all_gather(const In& in, Out&& out) {
+    if constexpr (writable_output<Out>()) all_gather_impl(in, out, true).wait();
   }
 
   /// Rank r receives in `out` the reduction of block r (out.size() elements) of every rank's `in`.
-  template <class In, class Out> work reduce_scatter_async(const In& in, Out& out, op o = op::sum) {
-    require_async_allowed<const In, Out>();
-    return reduce_scatter_impl(in, out, o, false);
+  template <class In, class Out> work reduce_scatter_async(In&& in, Out&& out, op o = op::sum) {
+    if constexpr (async_input<In>() && writable_output<Out>()) {
+      require_async_allowed<const std::remove_reference_t<In>, Out>();
+      return reduce_scatter_impl(std::as_const(in), out, o, false);
+    } else {
+      return {};
+    }
   }
-  template <class In, class Out> void reduce_scatter(const In& in, Out& out, op o = op::sum) {
-    reduce_scatter_impl(in, out, o, true).wait();
+  template <class In, class Out> void reduce_scatter(const In& in, Out&& out, op o = op::sum) {
+    if constexpr (writable_output<Out>()) reduce_scatter_impl(in, out, o, true).wait();
   }
 
   /// `n` zeroed elements of host memory that every rank of this node can see
@@ -253,6 +281,46 @@ private:
       }
     } else {
       return {};
+    }
+  }
+
+  /// Whether a collective can write its result into `t`, passed as `T` (the
+  /// forwarded type: `X&` when named, `X` or `X&&` for a temporary); otherwise
+  /// one static_assert says why and the collective compiles nothing else. Not
+  /// a tensor at all: usable() gives that message.
+  template <class T> static constexpr bool writable_output() {
+    using R = std::remove_reference_t<T>;
+    if constexpr (!tensor<R>) {
+      return true;
+    } else if constexpr (std::is_const_v<tensor_value_t<R>>) {
+      static_assert(!std::is_const_v<tensor_value_t<R>>,
+                    "ddp: this collective writes its result into a tensor of const elements (all_reduce's "
+                    "and broadcast's t, all_gather's and reduce_scatter's out): pass a non-const one");
+      return false;
+    } else if constexpr (!std::is_lvalue_reference_v<T> && !tensor_view<R>) {
+      static_assert(std::is_lvalue_reference_v<T> || tensor_view<R>,
+                    "ddp: this collective writes its result into a temporary that owns its elements (a "
+                    "std::vector, std::array or Eigen Matrix made in the call): the result would die with "
+                    "it; pass a named tensor, or a view of storage that outlives the call (std::span, "
+                    "ddp::device_span, Eigen::Map; see ddp::enable_tensor_view)");
+      return false;
+    } else {
+      return true;
+    }
+  }
+  /// Whether an _async collective can read `in`, passed as `In`: not a
+  /// temporary that owns its elements, which dies before the collective runs.
+  template <class In> static constexpr bool async_input() {
+    using R = std::remove_reference_t<In>;
+    if constexpr (!tensor<R>) {
+      return true;
+    } else {
+      static_assert(std::is_lvalue_reference_v<In> || tensor_view<R>,
+                    "ddp: an _async collective got as input a temporary that owns its elements (a "
+                    "std::vector or Eigen Matrix made in the call): it is freed before the collective "
+                    "reads it; pass a named tensor or a view (std::span, ddp::device_span, Eigen::Map), or "
+                    "call the blocking form");
+      return std::is_lvalue_reference_v<In> || tensor_view<R>;
     }
   }
 

@@ -10,6 +10,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <ranges>
 #include <span>
 #include <string>
 #include <string_view>
@@ -156,8 +157,31 @@ concept tensor = requires(std::remove_reference_t<T>& t) {
 
 template <tensor T> using tensor_value_t = typename tensor_traits<std::remove_reference_t<T>>::value_type;
 
-/// A view of a tensor as a span of its elements.
-template <tensor T> auto as_span(T& t) {
+/// Whether a T refers to elements it does not own, so that a temporary T still
+/// names storage that outlives it: true for std::span (every borrowed range),
+/// ddp::device_span and Eigen's Map, Ref and Block. Specialize it for a view
+/// type of your own; an owning container (std::vector, an Eigen Matrix) is not
+/// one, and ddp refuses it as a temporary where it would keep or write through
+/// its address (for_each_parameter, collectives).
+template <class T> inline constexpr bool enable_tensor_view = std::ranges::enable_borrowed_range<T>;
+template <class T> inline constexpr bool enable_tensor_view<device_span<T>> = true;
+#ifdef DDP_HAS_EIGEN
+template <class P, int O, class S> inline constexpr bool enable_tensor_view<Eigen::Map<P, O, S>> = true;
+template <class P, int O, class S> inline constexpr bool enable_tensor_view<Eigen::Ref<P, O, S>> = true;
+template <class X, int R, int C, bool I>
+inline constexpr bool enable_tensor_view<Eigen::Block<X, R, C, I>> = true;
+#endif
+
+/// A tensor that is a view (enable_tensor_view): passed as a temporary, it
+/// still names the elements it views.
+template <class T>
+concept tensor_view = tensor<T> && enable_tensor_view<std::remove_cvref_t<T>>;
+
+/// A view of a tensor as a span of its elements: of a named tensor, or of a
+/// temporary view (a temporary that owns its elements would leave it dangling).
+template <tensor T>
+requires std::is_lvalue_reference_v<T> || tensor_view<T>
+auto as_span(T&& t) {
   using traits = tensor_traits<std::remove_reference_t<T>>;
   return std::span<tensor_value_t<T>>(traits::data(t), traits::size(t));
 }

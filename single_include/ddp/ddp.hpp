@@ -240,6 +240,7 @@ DDP_END_NAMESPACE
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <ranges>
 #include <span>
 #include <string>
 #include <string_view>
@@ -386,8 +387,31 @@ concept tensor = requires(std::remove_reference_t<T>& t) {
 
 template <tensor T> using tensor_value_t = typename tensor_traits<std::remove_reference_t<T>>::value_type;
 
-/// A view of a tensor as a span of its elements.
-template <tensor T> auto as_span(T& t) {
+/// Whether a T refers to elements it does not own, so that a temporary T still
+/// names storage that outlives it: true for std::span (every borrowed range),
+/// ddp::device_span and Eigen's Map, Ref and Block. Specialize it for a view
+/// type of your own; an owning container (std::vector, an Eigen Matrix) is not
+/// one, and ddp refuses it as a temporary where it would keep or write through
+/// its address (for_each_parameter, collectives).
+template <class T> inline constexpr bool enable_tensor_view = std::ranges::enable_borrowed_range<T>;
+template <class T> inline constexpr bool enable_tensor_view<device_span<T>> = true;
+#ifdef DDP_HAS_EIGEN
+template <class P, int O, class S> inline constexpr bool enable_tensor_view<Eigen::Map<P, O, S>> = true;
+template <class P, int O, class S> inline constexpr bool enable_tensor_view<Eigen::Ref<P, O, S>> = true;
+template <class X, int R, int C, bool I>
+inline constexpr bool enable_tensor_view<Eigen::Block<X, R, C, I>> = true;
+#endif
+
+/// A tensor that is a view (enable_tensor_view): passed as a temporary, it
+/// still names the elements it views.
+template <class T>
+concept tensor_view = tensor<T> && enable_tensor_view<std::remove_cvref_t<T>>;
+
+/// A view of a tensor as a span of its elements: of a named tensor, or of a
+/// temporary view (a temporary that owns its elements would leave it dangling).
+template <tensor T>
+requires std::is_lvalue_reference_v<T> || tensor_view<T>
+auto as_span(T&& t) {
   using traits = tensor_traits<std::remove_reference_t<T>>;
   return std::span<tensor_value_t<T>>(traits::data(t), traits::size(t));
 }
@@ -3060,6 +3084,8 @@ DDP_END_NAMESPACE
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 
 // Device tensors on a host-only backend are staged through pinned memory where
 // ddp is built with CUDA (ddp::cuda and ddp::nccl define these).
@@ -3630,35 +3656,61 @@ public:
   /// Needs ddp built with CUDA (link ddp::cuda). The _async forms refuse them
   /// there at compile time: distributed_data_parallel overlaps the staging of
   /// device gradients with backward instead.
-  template <class T> work all_reduce_async(T& t, op o = op::sum) {
-    require_async_allowed<T>();
-    return all_reduce_impl(t, o, false);
+  ///
+  /// A tensor may be a temporary view (`pg.all_reduce(std::span<float>(p, n))`,
+  /// ddp::device_span, an Eigen Map or column; ddp::tensor_view): it names the
+  /// elements it views. A temporary that owns its elements (a std::vector made
+  /// in the call) is refused at compile time where the collective writes into
+  /// it (the result would die with it) and, as input, by the _async forms.
+  template <class T> work all_reduce_async(T&& t, op o = op::sum) {
+    if constexpr (writable_output<T>()) {
+      require_async_allowed<T>();
+      return all_reduce_impl(t, o, false);
+    } else {
+      return {};
+    }
   }
-  template <class T> void all_reduce(T& t, op o = op::sum) { all_reduce_impl(t, o, true).wait(); }
+  template <class T> void all_reduce(T&& t, op o = op::sum) {
+    if constexpr (writable_output<T>()) all_reduce_impl(t, o, true).wait();
+  }
 
   /// Copies rank `root`'s `t` into every rank's `t`.
-  template <class T> work broadcast_async(T& t, int root = 0) {
-    require_async_allowed<T>();
-    return broadcast_impl(t, root, false);
+  template <class T> work broadcast_async(T&& t, int root = 0) {
+    if constexpr (writable_output<T>()) {
+      require_async_allowed<T>();
+      return broadcast_impl(t, root, false);
+    } else {
+      return {};
+    }
   }
-  template <class T> void broadcast(T& t, int root = 0) { broadcast_impl(t, root, true).wait(); }
+  template <class T> void broadcast(T&& t, int root = 0) {
+    if constexpr (writable_output<T>()) broadcast_impl(t, root, true).wait();
+  }
 
   /// `out` (size() * in.size() elements) receives every rank's `in`, in rank order.
-  template <class In, class Out> work all_gather_async(const In& in, Out& out) {
-    require_async_allowed<const In, Out>();
-    return all_gather_impl(in, out, false);
+  template <class In, class Out> work all_gather_async(In&& in, Out&& out) {
+    if constexpr (async_input<In>() && writable_output<Out>()) {
+      require_async_allowed<const std::remove_reference_t<In>, Out>();
+      return all_gather_impl(std::as_const(in), out, false);
+    } else {
+      return {};
+    }
   }
-  template <class In, class Out> void all_gather(const In& in, Out& out) {
-    all_gather_impl(in, out, true).wait();
+  template <class In, class Out> void all_gather(const In& in, Out&& out) {
+    if constexpr (writable_output<Out>()) all_gather_impl(in, out, true).wait();
   }
 
   /// Rank r receives in `out` the reduction of block r (out.size() elements) of every rank's `in`.
-  template <class In, class Out> work reduce_scatter_async(const In& in, Out& out, op o = op::sum) {
-    require_async_allowed<const In, Out>();
-    return reduce_scatter_impl(in, out, o, false);
+  template <class In, class Out> work reduce_scatter_async(In&& in, Out&& out, op o = op::sum) {
+    if constexpr (async_input<In>() && writable_output<Out>()) {
+      require_async_allowed<const std::remove_reference_t<In>, Out>();
+      return reduce_scatter_impl(std::as_const(in), out, o, false);
+    } else {
+      return {};
+    }
   }
-  template <class In, class Out> void reduce_scatter(const In& in, Out& out, op o = op::sum) {
-    reduce_scatter_impl(in, out, o, true).wait();
+  template <class In, class Out> void reduce_scatter(const In& in, Out&& out, op o = op::sum) {
+    if constexpr (writable_output<Out>()) reduce_scatter_impl(in, out, o, true).wait();
   }
 
   /// `n` zeroed elements of host memory that every rank of this node can see
@@ -3800,6 +3852,46 @@ private:
       }
     } else {
       return {};
+    }
+  }
+
+  /// Whether a collective can write its result into `t`, passed as `T` (the
+  /// forwarded type: `X&` when named, `X` or `X&&` for a temporary); otherwise
+  /// one static_assert says why and the collective compiles nothing else. Not
+  /// a tensor at all: usable() gives that message.
+  template <class T> static constexpr bool writable_output() {
+    using R = std::remove_reference_t<T>;
+    if constexpr (!tensor<R>) {
+      return true;
+    } else if constexpr (std::is_const_v<tensor_value_t<R>>) {
+      static_assert(!std::is_const_v<tensor_value_t<R>>,
+                    "ddp: this collective writes its result into a tensor of const elements (all_reduce's "
+                    "and broadcast's t, all_gather's and reduce_scatter's out): pass a non-const one");
+      return false;
+    } else if constexpr (!std::is_lvalue_reference_v<T> && !tensor_view<R>) {
+      static_assert(std::is_lvalue_reference_v<T> || tensor_view<R>,
+                    "ddp: this collective writes its result into a temporary that owns its elements (a "
+                    "std::vector, std::array or Eigen Matrix made in the call): the result would die with "
+                    "it; pass a named tensor, or a view of storage that outlives the call (std::span, "
+                    "ddp::device_span, Eigen::Map; see ddp::enable_tensor_view)");
+      return false;
+    } else {
+      return true;
+    }
+  }
+  /// Whether an _async collective can read `in`, passed as `In`: not a
+  /// temporary that owns its elements, which dies before the collective runs.
+  template <class In> static constexpr bool async_input() {
+    using R = std::remove_reference_t<In>;
+    if constexpr (!tensor<R>) {
+      return true;
+    } else {
+      static_assert(std::is_lvalue_reference_v<In> || tensor_view<R>,
+                    "ddp: an _async collective got as input a temporary that owns its elements (a "
+                    "std::vector or Eigen Matrix made in the call): it is freed before the collective "
+                    "reads it; pass a named tensor or a view (std::span, ddp::device_span, Eigen::Map), or "
+                    "call the blocking form");
+      return std::is_lvalue_reference_v<In> || tensor_view<R>;
     }
   }
 
@@ -4489,20 +4581,52 @@ struct tensor_slot {
   bool on_device = false; ///< value (and grad) in device memory
 };
 
-template <class T> consteval void require_parameter_tensor() {
-  static_assert(tensor<T>,
-                "ddp: for_each_parameter passed a value or gradient that is not a contiguous tensor: "
-                "use std::vector, std::span, an Eigen Matrix/Array/Map, or specialize ddp::tensor_traits");
+/// Whether the walk can keep a value, gradient or buffer passed as `T` (the
+/// forwarded type: `X&` for a named tensor, `X&&` for a temporary); otherwise
+/// one static_assert says why and the caller compiles nothing else with it.
+/// ddp keeps the elements' address and writes through it (rank 0's values,
+/// the averaged gradients), so they must be writable and outlive the walk: a
+/// named tensor, or a view (ddp::tensor_view) of storage that does.
+template <class T> constexpr bool walkable_tensor() {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (!tensor<U>) {
+    static_assert(tensor<U>,
+                  "ddp: for_each_parameter passed a value or gradient that is not a contiguous tensor: "
+                  "use std::vector, std::span, an Eigen Matrix/Array/Map, or specialize ddp::tensor_traits");
+    return false;
+  } else if constexpr (std::is_const_v<tensor_value_t<U>>) {
+    static_assert(
+        !std::is_const_v<tensor_value_t<U>>,
+        "ddp: for_each_parameter (or for_each_buffer) passed a tensor of const elements: ddp writes "
+        "rank 0's values into parameters and buffers and the averaged gradients into gradients; "
+        "pass them non-const");
+    return false;
+  } else if constexpr (!std::is_lvalue_reference_v<T> && !tensor_view<U>) {
+    static_assert(std::is_lvalue_reference_v<T> || tensor_view<U>,
+                  "ddp: for_each_parameter (or for_each_buffer) passed a temporary that owns its elements "
+                  "(a std::vector, std::array or Eigen Matrix made in the call): ddp keeps their address, "
+                  "which dies with it; pass the model's member, or a view of storage the model owns "
+                  "(std::span, ddp::device_span, Eigen::Map; see ddp::enable_tensor_view)");
+    return false;
+  } else {
+    return true;
+  }
+}
+
+/// walkable_tensor of a parameter's value, then (only if it passed) of its gradient: one message.
+template <class V, class G> constexpr bool walkable_parameter() {
+  if constexpr (walkable_tensor<V>())
+    return walkable_tensor<G>();
+  else
+    return false;
 }
 
 template <class M> std::vector<tensor_slot> collect_parameters(M& m) {
   std::vector<tensor_slot> out;
-  model_traits<M>::for_each_parameter(m, [&](auto&& name, auto& value, auto& grad) {
+  model_traits<M>::for_each_parameter(m, [&](auto&& name, auto&& value, auto&& grad) {
     using V = std::remove_cvref_t<decltype(value)>;
     using G = std::remove_cvref_t<decltype(grad)>;
-    require_parameter_tensor<V>();
-    require_parameter_tensor<G>();
-    if constexpr (tensor<V> && tensor<G>) {
+    if constexpr (walkable_parameter<decltype(value), decltype(grad)>()) {
       static_assert(std::is_same_v<tensor_value_t<V>, tensor_value_t<G>>,
                     "ddp: a parameter and its gradient must have the same element type");
       static_assert(on_device_v<V> == on_device_v<G>,
@@ -4526,10 +4650,9 @@ template <class M> std::vector<tensor_slot> collect_parameters(M& m) {
 template <class M> std::vector<tensor_slot> collect_buffers(M& m) {
   std::vector<tensor_slot> out;
   if constexpr (model_with_buffers<M>) {
-    model_traits<M>::for_each_buffer(m, [&](auto&& name, auto& value) {
+    model_traits<M>::for_each_buffer(m, [&](auto&& name, auto&& value) {
       using V = std::remove_cvref_t<decltype(value)>;
-      require_parameter_tensor<V>();
-      if constexpr (tensor<V>) {
+      if constexpr (walkable_tensor<decltype(value)>()) {
         auto v = as_span(value);
         out.push_back(
             {std::string(name), dtype_v<tensor_value_t<V>>, v.data(), nullptr, v.size(), on_device_v<V>});
@@ -4546,9 +4669,8 @@ template <class M>
 bool same_storage(M& m, const std::vector<tensor_slot>& params, const std::vector<tensor_slot>& buffers) {
   bool same = true;
   std::size_t i = 0;
-  model_traits<M>::for_each_parameter(m, [&](auto&& name, auto& value, auto& grad) {
-    if constexpr (tensor<std::remove_cvref_t<decltype(value)>> &&
-                  tensor<std::remove_cvref_t<decltype(grad)>>) {
+  model_traits<M>::for_each_parameter(m, [&](auto&& name, auto&& value, auto&& grad) {
+    if constexpr (walkable_parameter<decltype(value), decltype(grad)>()) {
       auto v = as_span(value);
       auto g = as_span(grad);
       same = same && i < params.size() && std::string_view(name) == params[i].name &&
@@ -4560,8 +4682,8 @@ bool same_storage(M& m, const std::vector<tensor_slot>& params, const std::vecto
   same = same && i == params.size();
   if constexpr (model_with_buffers<M>) {
     std::size_t j = 0;
-    model_traits<M>::for_each_buffer(m, [&](auto&& name, auto& value) {
-      if constexpr (tensor<std::remove_cvref_t<decltype(value)>>) {
+    model_traits<M>::for_each_buffer(m, [&](auto&& name, auto&& value) {
+      if constexpr (walkable_tensor<decltype(value)>()) {
         auto v = as_span(value);
         same = same && j < buffers.size() && std::string_view(name) == buffers[j].name &&
                v.size() == buffers[j].count && static_cast<void*>(v.data()) == buffers[j].value;
@@ -12189,6 +12311,98 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DATA_PARALLEL_HPP
 // ---- end ddp/data_parallel.hpp ----
+// ---- begin ddp/flat_model.hpp ----
+// ddp::flat_model — the common C layout as a model: one contiguous block of
+// parameters and one of gradients, each tensor a named (offset, count) range
+// of both (llm.c's ParameterTensors, a hand-written trainer's float arrays).
+// Its walk lists the tensors from the highest offset down: the bucketing
+// policies fill buckets in reverse walk order, so each bucket is then one
+// ascending, contiguous range of the gradient block and is reduced in place,
+// whatever order the tensors were listed in (docs/api.md, "Flat models").
+#ifndef DDP_FLAT_MODEL_HPP
+#define DDP_FLAT_MODEL_HPP
+
+
+#include <algorithm>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+
+/// One tensor of a flat model: `count` elements from element `offset` of the
+/// parameter block, and at the same offset of the gradient block.
+struct flat_tensor {
+  std::string name;
+  std::size_t offset = 0;
+  std::size_t count = 0;
+};
+
+/// A model over one parameter block and one gradient block of T (float,
+/// double, a 16-bit type with ddp::dtype_of). It owns neither block: both must
+/// outlive it and the distributed_data_parallel built on it, and the gradient
+/// block must be allocated before that is built.
+template <element T> class flat_model {
+public:
+  using value_type = T;
+
+  /// `tensors` in any order; they must not overlap. Gaps between them are
+  /// allowed (a bucket spanning one is packed instead of reduced in place).
+  flat_model(T* params, T* grads, std::vector<flat_tensor> tensors)
+      : params_(params), grads_(grads), tensors_(std::move(tensors)) {
+    // Highest offset first; at one offset an empty tensor last, so that in
+    // reverse (bucket) order every tensor starts where the one before ends.
+    std::stable_sort(tensors_.begin(), tensors_.end(), [](const flat_tensor& a, const flat_tensor& b) {
+      return a.offset != b.offset ? a.offset > b.offset : a.count > b.count;
+    });
+    for (std::size_t k = 0; k + 1 < tensors_.size(); ++k) {
+      const auto& hi = tensors_[k];
+      const auto& lo = tensors_[k + 1];
+      if (lo.offset + lo.count > hi.offset)
+        throw error(error_kind::config,
+                    "flat_model: tensor '" + lo.name + "' (elements " + std::to_string(lo.offset) + ".." +
+                        std::to_string(lo.offset + lo.count) + ") overlaps '" + hi.name + "' (from element " +
+                        std::to_string(hi.offset) + "): give each tensor its own range of the blocks");
+    }
+  }
+
+  /// f(name, value, grad) per tensor, highest offset first; value and grad are
+  /// std::span<T> views of the two blocks.
+  template <class F> void for_each_parameter(F&& f) {
+    for (const auto& t : tensors_)
+      f(std::string_view(t.name), std::span<T>(params_ + t.offset, t.count),
+        std::span<T>(grads_ + t.offset, t.count));
+  }
+
+  /// The tensors in walk order: index i here is distributed_data_parallel's parameter i.
+  const std::vector<flat_tensor>& tensors() const noexcept { return tensors_; }
+
+  /// Tensor `name`'s parameter and gradient (e.g. for dp.mark_grad_ready(m.grad("wte"))).
+  std::span<T> value(std::string_view name) const { return {params_ + find(name).offset, find(name).count}; }
+  std::span<T> grad(std::string_view name) const { return {grads_ + find(name).offset, find(name).count}; }
+
+  T* params() const noexcept { return params_; }
+  T* grads() const noexcept { return grads_; }
+
+private:
+  const flat_tensor& find(std::string_view name) const {
+    for (const auto& t : tensors_)
+      if (t.name == name) return t;
+    throw error(error_kind::config, "flat_model: no tensor is named '" + std::string(name) + "'");
+  }
+
+  T* params_;
+  T* grads_;
+  std::vector<flat_tensor> tensors_;
+};
+
+DDP_END_NAMESPACE
+
+#endif // DDP_FLAT_MODEL_HPP
+// ---- end ddp/flat_model.hpp ----
 // ---- begin ddp/optim/adam.hpp ----
 // ddp::optim::adam — torch.optim.Adam's update (bias correction, eps added
 // after the square root, L2 weight decay) on this rank's shard of a
@@ -13480,6 +13694,111 @@ DDP_END_NAMESPACE
 
 #endif // DDP_SHARDED_DATA_PARALLEL_HPP
 // ---- end ddp/sharded_data_parallel.hpp ----
+// ---- begin ddp/step_batches.hpp ----
+// ddp::step_batches — a distributed_sampler's batches numbered by global step,
+// for trainers that count steps rather than epochs (language models, llm.c).
+// Step s is batch s % steps_per_epoch() of epoch s / steps_per_epoch(): the
+// view calls the sampler's set_epoch itself, so every epoch is the one an
+// epoch loop over ddp::batches (and PyTorch's DistributedSampler) would give,
+// and resuming at step k needs nothing but k. Needs neither Gloo nor NCCL.
+#ifndef DDP_STEP_BATCHES_HPP
+#define DDP_STEP_BATCHES_HPP
+
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <span>
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+
+/// One step's batch: which step, which epoch, and this rank's sample indices.
+struct step_batch {
+  std::uint64_t step = 0;
+  std::uint64_t epoch = 0;
+  std::span<const std::int64_t> indices;
+};
+
+template <sampling_policy Policy> class step_batches {
+public:
+  /// Batches of `batch_size` of the sampler's indices, as ddp::batches cuts
+  /// each epoch: the last batch of an epoch is short unless drop_last. The
+  /// view keeps a reference to `sampler` and sets its epoch.
+  step_batches(distributed_sampler<Policy>& sampler, std::size_t batch_size, bool drop_last = false)
+      : sampler_(&sampler), batch_(batch_size) {
+    if (batch_size == 0) throw error(error_kind::config, "step_batches: batch_size must be at least 1");
+    const std::size_t n = sampler.size();
+    steps_per_epoch_ = drop_last ? n / batch_size : (n + batch_size - 1) / batch_size;
+    if (steps_per_epoch_ == 0)
+      throw error(error_kind::config, "step_batches: an epoch has no batch (this rank's share is " +
+                                          std::to_string(n) + " samples, batch_size " +
+                                          std::to_string(batch_size) + (drop_last ? " with drop_last" : "") +
+                                          "): use a smaller batch or more data");
+  }
+
+  /// Batches per epoch (the same every epoch).
+  std::size_t steps_per_epoch() const noexcept { return steps_per_epoch_; }
+  std::uint64_t epoch_of(std::uint64_t step) const noexcept { return step / steps_per_epoch_; }
+
+  /// This rank's indices for global step `step` (sets the sampler's epoch).
+  /// The span lies in the sampler's index list: valid until the sampler moves to another epoch.
+  std::span<const std::int64_t> at(std::uint64_t step) const {
+    sampler_->set_epoch(epoch_of(step));
+    const auto all = sampler_->indices();
+    const std::size_t first = static_cast<std::size_t>(step % steps_per_epoch_) * batch_;
+    return all.subspan(first, std::min(batch_, all.size() - first));
+  }
+
+  class iterator {
+  public:
+    using value_type = step_batch;
+    using difference_type = std::ptrdiff_t;
+    iterator() = default;
+    iterator(const step_batches* view, std::uint64_t step) : view_(view), step_(step) {}
+    value_type operator*() const { return {step_, view_->epoch_of(step_), view_->at(step_)}; }
+    iterator& operator++() {
+      ++step_;
+      return *this;
+    }
+    iterator operator++(int) {
+      auto t = *this;
+      ++*this;
+      return t;
+    }
+    bool operator==(const iterator& o) const { return step_ == o.step_; }
+
+  private:
+    const step_batches* view_ = nullptr;
+    std::uint64_t step_ = 0;
+  };
+
+  /// Every step from first() on, without end: stop at your step count
+  /// (or `| std::views::take(n)`).
+  iterator begin() const { return {this, first_}; }
+  std::unreachable_sentinel_t end() const noexcept { return {}; }
+  std::uint64_t first() const noexcept { return first_; }
+
+  /// The same view from step `step` on: resuming a run at step k yields what
+  /// the run would have seen from k on.
+  step_batches from(std::uint64_t step) const {
+    step_batches r = *this;
+    r.first_ = step;
+    return r;
+  }
+
+private:
+  distributed_sampler<Policy>* sampler_;
+  std::size_t batch_;
+  std::size_t steps_per_epoch_ = 0;
+  std::uint64_t first_ = 0;
+};
+
+DDP_END_NAMESPACE
+
+#endif // DDP_STEP_BATCHES_HPP
+// ---- end ddp/step_batches.hpp ----
 // The NCCL backend joins when the build says so (target ddp::nccl defines DDP_WITH_NCCL).
 #if defined(DDP_WITH_NCCL)
 // ---- begin ddp/backend/nccl.hpp ----

@@ -1,4 +1,5 @@
 #include <ddp/sampler.hpp>
+#include <ddp/step_batches.hpp>
 
 #include <doctest/doctest.h>
 
@@ -8,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <ranges>
 #include <set>
 #include <span>
 #include <sstream>
@@ -382,4 +384,127 @@ TEST_CASE("batches(...).from(k): an epoch resumed at batch k yields what the who
   CHECK_THROWS_WITH_AS(all.from(8), doctest::Contains("cannot start at batch 8 of an epoch of 7"),
                        ddp::error);
   CHECK(ddp::batches(s, 8, true).from(6).size() == 0);
+}
+
+namespace {
+
+/// What an epoch loop over ddp::batches gives for epochs [0, epochs): one entry per batch.
+std::vector<std::vector<std::int64_t>> epoch_loop(ddp::distributed_sampler<ddp::sampling::shuffled> s,
+                                                  std::size_t batch, bool drop, std::uint64_t epochs) {
+  std::vector<std::vector<std::int64_t>> out;
+  for (std::uint64_t e = 0; e < epochs; ++e) {
+    s.set_epoch(e);
+    for (auto b : ddp::batches(s, batch, drop))
+      out.emplace_back(b.begin(), b.end());
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("step_batches: step s is the batch an epoch loop reaches at s, across epoch boundaries") {
+  for (bool drop : {false, true}) {
+    CAPTURE(drop);
+    ddp::distributed_sampler<ddp::sampling::shuffled> s(103, 2, 1, {.seed = 7});
+    const auto want = epoch_loop(s, 8, drop, 4);
+    ddp::step_batches steps(s, 8, drop);
+    REQUIRE(steps.steps_per_epoch() == (drop ? 6u : 7u)); // 52 indices per rank
+    REQUIRE(want.size() == 4 * steps.steps_per_epoch());
+    for (std::uint64_t k = 0; k < want.size(); ++k) {
+      CAPTURE(k);
+      auto b = steps.at(k);
+      CHECK(std::vector<std::int64_t>(b.begin(), b.end()) == want[k]);
+      CHECK(s.epoch() == k / steps.steps_per_epoch()); // the view set the sampler's epoch
+    }
+    // Backwards across a boundary too: the epoch is set, not advanced.
+    auto back = steps.at(1);
+    CHECK(std::vector<std::int64_t>(back.begin(), back.end()) == want[1]);
+  }
+}
+
+TEST_CASE(
+    "step_batches over two epochs are index-identical to PyTorch's DistributedSampler for both epochs") {
+  // Cases of the reference listed in full for consecutive epochs: the steps of both epochs,
+  // one batch per step, are PyTorch's indices for epoch e then e + 1.
+  std::ifstream in(reference_path());
+  REQUIRE_MESSAGE(in.good(), "cannot read " << reference_path());
+  std::map<std::string, std::map<std::uint64_t, std::vector<std::int64_t>>>
+      listed; // case -> epoch -> indices
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ls(line);
+    std::string policy, hash, colon;
+    std::size_t n, count;
+    int replicas, rank, drop;
+    std::uint64_t seed, epoch;
+    ls >> policy >> n >> replicas >> seed >> epoch >> drop >> rank >> count >> hash >> colon;
+    std::vector<std::int64_t> want;
+    for (std::int64_t v; ls >> v;)
+      want.push_back(v);
+    if (policy != "shuffled" || count < 3 || want.size() != count) continue;
+    std::ostringstream key;
+    key << n << ' ' << replicas << ' ' << seed << ' ' << drop << ' ' << rank;
+    listed[key.str()][epoch] = std::move(want);
+  }
+  int compared = 0;
+  for (auto& [key, epochs] : listed)
+    for (auto& [e, first] : epochs) {
+      auto next = epochs.find(e + 1);
+      if (next == epochs.end()) continue;
+      CAPTURE(key);
+      CAPTURE(e);
+      std::istringstream ks(key);
+      std::size_t n;
+      int replicas, drop, rank;
+      std::uint64_t seed;
+      ks >> n >> replicas >> seed >> drop >> rank;
+      ddp::distributed_sampler<ddp::sampling::shuffled> s(n, replicas, rank,
+                                                          {.seed = seed, .drop_last = drop != 0});
+      const std::size_t batch = 2; // several steps per epoch, the last one short when the share is odd
+      ddp::step_batches steps(s, batch);
+      std::vector<std::int64_t> got;
+      for (auto [step, epoch, idx] :
+           steps.from(e * steps.steps_per_epoch()) | std::views::take(2 * steps.steps_per_epoch())) {
+        CHECK(epoch == step / steps.steps_per_epoch());
+        got.insert(got.end(), idx.begin(), idx.end());
+      }
+      std::vector<std::int64_t> want = first;
+      want.insert(want.end(), next->second.begin(), next->second.end());
+      CHECK(got == want);
+      ++compared;
+    }
+  MESSAGE("compared " << compared << " pairs of consecutive epochs with PyTorch's");
+  CHECK(compared >= 100);
+}
+
+TEST_CASE("step_batches: resuming at step k yields what iterating from 0 yields from k") {
+  ddp::distributed_sampler<ddp::sampling::shuffled> s(50, 3, 2, {.seed = 11});
+  ddp::step_batches steps(s, 4); // 17 indices per rank: 5 steps per epoch, the last of 1
+  static_assert(std::ranges::input_range<ddp::step_batches<ddp::sampling::shuffled>>);
+  std::vector<std::vector<std::int64_t>> straight;
+  for (auto b : steps | std::views::take(23))
+    straight.emplace_back(b.indices.begin(), b.indices.end());
+  for (std::uint64_t k : {0u, 4u, 5u, 9u, 12u, 22u}) {
+    CAPTURE(k);
+    // A restarted process: a fresh sampler, told nothing but the step.
+    ddp::distributed_sampler<ddp::sampling::shuffled> fresh(50, 3, 2, {.seed = 11});
+    auto resumed = ddp::step_batches(fresh, 4).from(k);
+    CHECK(resumed.first() == k);
+    std::uint64_t i = k;
+    for (auto b : resumed | std::views::take(23 - k)) {
+      CHECK(b.step == i);
+      CHECK(std::vector<std::int64_t>(b.indices.begin(), b.indices.end()) == straight[i]);
+      ++i;
+    }
+    CHECK(i == 23);
+  }
+}
+
+TEST_CASE("step_batches refuses a batch size that leaves an epoch without a batch") {
+  ddp::distributed_sampler<ddp::sampling::shuffled> s(10, 2, 0); // 5 per rank
+  CHECK_THROWS_WITH_AS(ddp::step_batches(s, 6, true), doctest::Contains("an epoch has no batch"), ddp::error);
+  CHECK_THROWS_WITH_AS(ddp::step_batches(s, 0), doctest::Contains("batch_size must be at least 1"),
+                       ddp::error);
+  CHECK(ddp::step_batches(s, 6).steps_per_epoch() == 1); // one short batch
 }

@@ -23,6 +23,19 @@ TEST_CASE("containers are tensors") {
   static_assert(ddp::dtype_v<std::int64_t> == ddp::dtype::i64);
 }
 
+template <class T> constexpr bool spannable = requires(T&& t) { ddp::as_span(static_cast<T&&>(t)); };
+
+TEST_CASE("views: as_span takes a temporary view, not a temporary that owns its elements") {
+  std::vector<float> v(4);
+  CHECK(ddp::as_span(std::span<float>(v).subspan(1)).data() == v.data() + 1);
+  CHECK(ddp::as_span(ddp::device_span<float>{v.data(), 2}).size() == 2);
+  static_assert(ddp::tensor_view<std::span<float>> && ddp::tensor_view<const std::span<const double, 3>>);
+  static_assert(ddp::tensor_view<ddp::device_span<float>>);
+  static_assert(!ddp::tensor_view<std::vector<float>> && !ddp::tensor_view<std::array<float, 2>>);
+  static_assert(spannable<std::span<float>> && spannable<const std::vector<float>&>);
+  static_assert(!spannable<std::vector<float>>); // a temporary vector: the span would dangle
+}
+
 TEST_CASE("device_span is a device tensor") {
   ddp::device_span<float> d{nullptr, 7};
   static_assert(ddp::tensor<ddp::device_span<float>>);
@@ -58,5 +71,8 @@ TEST_CASE("Eigen dense objects are tensors") {
   CHECK_THROWS_AS(ddp::as_span(blk), ddp::error);
   // A row of a column-major matrix has a non-unit inner stride: not a tensor at all.
   static_assert(!ddp::tensor<decltype(m.row(0))>);
+  // Maps, Refs and blocks are views; a Matrix owns its elements.
+  static_assert(ddp::tensor_view<decltype(map)> && ddp::tensor_view<decltype(ref)>);
+  static_assert(ddp::tensor_view<decltype(m.col(1))> && !ddp::tensor_view<Eigen::MatrixXf>);
 }
 #endif

@@ -26,20 +26,52 @@ struct tensor_slot {
   bool on_device = false; ///< value (and grad) in device memory
 };
 
-template <class T> consteval void require_parameter_tensor() {
-  static_assert(tensor<T>,
-                "ddp: for_each_parameter passed a value or gradient that is not a contiguous tensor: "
-                "use std::vector, std::span, an Eigen Matrix/Array/Map, or specialize ddp::tensor_traits");
+/// Whether the walk can keep a value, gradient or buffer passed as `T` (the
+/// forwarded type: `X&` for a named tensor, `X&&` for a temporary); otherwise
+/// one static_assert says why and the caller compiles nothing else with it.
+/// ddp keeps the elements' address and writes through it (rank 0's values,
+/// the averaged gradients), so they must be writable and outlive the walk: a
+/// named tensor, or a view (ddp::tensor_view) of storage that does.
+template <class T> constexpr bool walkable_tensor() {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (!tensor<U>) {
+    static_assert(tensor<U>,
+                  "ddp: for_each_parameter passed a value or gradient that is not a contiguous tensor: "
+                  "use std::vector, std::span, an Eigen Matrix/Array/Map, or specialize ddp::tensor_traits");
+    return false;
+  } else if constexpr (std::is_const_v<tensor_value_t<U>>) {
+    static_assert(
+        !std::is_const_v<tensor_value_t<U>>,
+        "ddp: for_each_parameter (or for_each_buffer) passed a tensor of const elements: ddp writes "
+        "rank 0's values into parameters and buffers and the averaged gradients into gradients; "
+        "pass them non-const");
+    return false;
+  } else if constexpr (!std::is_lvalue_reference_v<T> && !tensor_view<U>) {
+    static_assert(std::is_lvalue_reference_v<T> || tensor_view<U>,
+                  "ddp: for_each_parameter (or for_each_buffer) passed a temporary that owns its elements "
+                  "(a std::vector, std::array or Eigen Matrix made in the call): ddp keeps their address, "
+                  "which dies with it; pass the model's member, or a view of storage the model owns "
+                  "(std::span, ddp::device_span, Eigen::Map; see ddp::enable_tensor_view)");
+    return false;
+  } else {
+    return true;
+  }
+}
+
+/// walkable_tensor of a parameter's value, then (only if it passed) of its gradient: one message.
+template <class V, class G> constexpr bool walkable_parameter() {
+  if constexpr (walkable_tensor<V>())
+    return walkable_tensor<G>();
+  else
+    return false;
 }
 
 template <class M> std::vector<tensor_slot> collect_parameters(M& m) {
   std::vector<tensor_slot> out;
-  model_traits<M>::for_each_parameter(m, [&](auto&& name, auto& value, auto& grad) {
+  model_traits<M>::for_each_parameter(m, [&](auto&& name, auto&& value, auto&& grad) {
     using V = std::remove_cvref_t<decltype(value)>;
     using G = std::remove_cvref_t<decltype(grad)>;
-    require_parameter_tensor<V>();
-    require_parameter_tensor<G>();
-    if constexpr (tensor<V> && tensor<G>) {
+    if constexpr (walkable_parameter<decltype(value), decltype(grad)>()) {
       static_assert(std::is_same_v<tensor_value_t<V>, tensor_value_t<G>>,
                     "ddp: a parameter and its gradient must have the same element type");
       static_assert(on_device_v<V> == on_device_v<G>,
@@ -63,10 +95,9 @@ template <class M> std::vector<tensor_slot> collect_parameters(M& m) {
 template <class M> std::vector<tensor_slot> collect_buffers(M& m) {
   std::vector<tensor_slot> out;
   if constexpr (model_with_buffers<M>) {
-    model_traits<M>::for_each_buffer(m, [&](auto&& name, auto& value) {
+    model_traits<M>::for_each_buffer(m, [&](auto&& name, auto&& value) {
       using V = std::remove_cvref_t<decltype(value)>;
-      require_parameter_tensor<V>();
-      if constexpr (tensor<V>) {
+      if constexpr (walkable_tensor<decltype(value)>()) {
         auto v = as_span(value);
         out.push_back(
             {std::string(name), dtype_v<tensor_value_t<V>>, v.data(), nullptr, v.size(), on_device_v<V>});
@@ -83,9 +114,8 @@ template <class M>
 bool same_storage(M& m, const std::vector<tensor_slot>& params, const std::vector<tensor_slot>& buffers) {
   bool same = true;
   std::size_t i = 0;
-  model_traits<M>::for_each_parameter(m, [&](auto&& name, auto& value, auto& grad) {
-    if constexpr (tensor<std::remove_cvref_t<decltype(value)>> &&
-                  tensor<std::remove_cvref_t<decltype(grad)>>) {
+  model_traits<M>::for_each_parameter(m, [&](auto&& name, auto&& value, auto&& grad) {
+    if constexpr (walkable_parameter<decltype(value), decltype(grad)>()) {
       auto v = as_span(value);
       auto g = as_span(grad);
       same = same && i < params.size() && std::string_view(name) == params[i].name &&
@@ -97,8 +127,8 @@ bool same_storage(M& m, const std::vector<tensor_slot>& params, const std::vecto
   same = same && i == params.size();
   if constexpr (model_with_buffers<M>) {
     std::size_t j = 0;
-    model_traits<M>::for_each_buffer(m, [&](auto&& name, auto& value) {
-      if constexpr (tensor<std::remove_cvref_t<decltype(value)>>) {
+    model_traits<M>::for_each_buffer(m, [&](auto&& name, auto&& value) {
+      if constexpr (walkable_tensor<decltype(value)>()) {
         auto v = as_span(value);
         same = same && j < buffers.size() && std::string_view(name) == buffers[j].name &&
                v.size() == buffers[j].count && static_cast<void*>(v.data()) == buffers[j].value;
