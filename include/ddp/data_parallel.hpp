@@ -216,6 +216,8 @@ private:
   // The step driver's hooks (detail/data_parallel/step_driver.hpp).
   friend detail::step_driver<distributed_data_parallel, comm_type, Model>;
   static constexpr detail::call_kind step_call = detail::call_kind::ddp_synchronize;
+  /// This rank fails mid-step on its own: the peers in the step's collectives fail now, naming it.
+  void abort_group(const std::string& why) noexcept { pg_.abort(why); }
   /// Moved gradient storage: new addresses, maybe new bucket paths.
   void storage_moved() {
     detail::choose_paths(plan_, registry_.parameters(),

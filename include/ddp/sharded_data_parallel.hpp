@@ -292,6 +292,8 @@ private:
   // The step driver's hooks (detail/data_parallel/step_driver.hpp).
   friend detail::step_driver<sharded_data_parallel, comm_type, Model>;
   static constexpr detail::call_kind step_call = detail::call_kind::sharded_synchronize;
+  /// This rank fails mid-step on its own: the peers in the step's collectives fail now, naming it.
+  void abort_group(const std::string& why) noexcept { pg_.abort(why); }
   /// The shard engine reads the registry's addresses at every launch: nothing to lay out again.
   void storage_moved() {}
   void zero_gradient(std::size_t index) { engine_.zero(registry_[index]); }

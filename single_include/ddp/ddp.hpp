@@ -1077,6 +1077,16 @@ inline constexpr std::string_view store_stalled_prefix = "ddp/fault/stalled/";
 /// finished (the peer called one collective more), not that it failed.
 inline constexpr std::string_view store_finished_prefix = "ddp/finished/";
 
+/// What a rank still in a collective says of a peer whose process group ended
+/// (store_finished_prefix): not a failure of the peer, and not a verdict.
+inline std::string finished_peer_note(int peer, int rank) {
+  const std::string p = std::to_string(peer), r = std::to_string(rank);
+  return "rank " + p + " left: its process group ended without an exception in flight (it finished, or " +
+         "caught an error of its own: see its output) while rank " + r +
+         " was still in this call. The ranks called different numbers of collectives (or synchronize()): " +
+         "rank " + r + " at least one more than rank " + p;
+}
+
 inline constexpr std::uint32_t store_max_frame = 256u << 20;
 
 /// Keys a wait or check may name in one frame; tcp_store splits longer lists.
@@ -4366,10 +4376,10 @@ struct ddp_options {
   bool verify_model = true;      ///< compare names, dtypes and sizes across ranks at construction
   bool uneven_inputs = false;    ///< ranks may run out of data at different steps: enables join()
   /// Before a bucket's reduction, look for NaN and Inf in this rank's host
-  /// gradients and stop with an error naming the rank, the parameter and the
-  /// step, before the reduction spreads the value to every rank. On as well
-  /// under DDP_DEBUG=DETAIL. Costs one read of the gradients per step
-  /// (docs/performance.md, "Checks").
+  /// gradients: every rank then stops at that bucket with an error naming the
+  /// rank, the parameter and the step, and no rank reduces it. Off by default,
+  /// and under DDP_DEBUG too (dynamic loss scaling expects an Inf now and
+  /// then). Costs one read of the gradients per step (docs/performance.md, "Checks").
   bool check_finite = false;
   /// Device gradients: the CUDA stream that computes them (a cudaStream_t).
   /// Buckets start after what is queued there when they complete; synchronize()
@@ -10945,16 +10955,18 @@ DDP_END_NAMESPACE
 // sharded_data_parallel), from its first mark to the end of synchronize():
 // marks by index or by gradient, no_sync(), strict_marking, the uneven-inputs
 // flag and join()'s checks, and the checks that keep a step from being
-// silently wrong: each bucket names its step (call_site: ranks at different
-// steps stop at their first bucket), gradient storage replaced after its mark
-// is refused before a bucket reads it, and a synchronize() with no new
-// gradients is refused. Both classes hold one, so that a step begins and
-// ends in one place and a check on it holds for both. What differs between
-// them, their collectives, stays in the owner, behind three private hooks
-// this class reaches as the owner's friend:
+// silently wrong. Each bucket's collective names its call site (step, bucket,
+// and two findings every rank acts on together at its header: gradients that
+// look like the last reduction's, and check_finite's NaN or Inf), gradient
+// storage that moved is followed before a step's first bucket and refused
+// after it. Both classes hold one, so that a step begins and ends in one place
+// and a check on it holds for both. What differs between them, their
+// collectives, stays in the owner, behind private hooks this class reaches as
+// the owner's friend:
 //   void storage_moved()                 the registry walked moved gradient storage again
 //   void zero_gradient(std::size_t i)    gradient i is being marked unused: make it contribute zeros
 //   void gradient_marked(std::size_t i, mark_state how)   recorded: launch the buckets now complete
+//   void abort_group(const std::string& why)   this rank fails mid-step: fail the peers' collectives
 // and a constant naming its synchronize() in messages and headers:
 //   static constexpr call_kind step_call
 // A member, not a base: its step state sizes itself from the bucket plan, which
@@ -11001,6 +11013,15 @@ struct call_site {
   /// This rank's gradients still hold what its last synchronize() left
   /// (gradient_fingerprint): when every rank says so, the step is refused.
   bool repeat = false;
+  /// And this rank knows it (it marked every gradient of its last step, none
+  /// since): a peer at its next step means this rank called synchronize() alone.
+  bool certain_repeat = false;
+  /// ddp_options::check_finite: the parameter whose gradient on this rank
+  /// holds NaN or Inf, plus one (0: none); every rank stops at its header.
+  std::uint32_t non_finite = 0;
+  /// Names a parameter by index for a message (the data-parallel object's own, for a peer's finding).
+  std::string (*parameter_name)(const void* names, std::uint32_t index) = nullptr;
+  const void* names = nullptr;
 
   explicit operator bool() const noexcept { return call != call_kind::none; }
   /// "distributed_data_parallel::synchronize, step 7, bucket 2 of 3"
@@ -11311,6 +11332,7 @@ DDP_END_NAMESPACE
 // ---- end ddp/detail/numeric/finite.hpp ----
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -11326,7 +11348,7 @@ public:
               attached_model<Model>& attached, registry_type& registry, const bucket_plan& plan)
       : owner_(owner), comm_(comm), group_(std::move(group)), rank_(comm.rank()), opts_(opts),
         attached_(attached), registry_(registry), plan_(plan), step_(plan), join_(comm),
-        last_reduced_(registry.size()), check_finite_(opts.check_finite || debug() >= debug_level::detail) {
+        last_reduced_(registry.size()), check_finite_(opts.check_finite) {
     std::vector<bool> empty(registry.size());
     for (std::size_t i = 0; i < registry.size(); ++i)
       empty[i] = registry[i].count == 0;
@@ -11431,12 +11453,19 @@ public:
   /// bucket b), once the gradients are where their marks found them.
   template <class F> void launch_ready(F&& launch, std::size_t limit) {
     if (!step_.can_launch(limit)) return;
-    check_storage_before_launch();
+    if (!step_.launched_any()) check_storage_before_launch();
     step_.launch_ready(
         [&](std::size_t b) {
-          if (check_finite_) check_finite(b);
-          const call_site_scope named(call_site{Owner::step_call, steps_ + 1, static_cast<std::uint32_t>(b),
-                                                static_cast<std::uint32_t>(step_.buckets()), repeat_});
+          call_site site{Owner::step_call,
+                         steps_ + 1,
+                         static_cast<std::uint32_t>(b),
+                         static_cast<std::uint32_t>(step_.buckets()),
+                         repeat_,
+                         certain_repeat_};
+          site.parameter_name = &name_of;
+          site.names = &registry_;
+          if (check_finite_) site.non_finite = find_non_finite(b);
+          const call_site_scope named(site);
           launch(b);
         },
         limit);
@@ -11466,10 +11495,21 @@ public:
     const bool marked_before = step_.started();
     bool fully_marked = false;
     try {
-      begin_step(/*refuse_repeat=*/!marked_before);
+      begin_step();
       attached_.before_synchronize(gradient_sink(owner_));
-      check_storage_before_launch();
+      // Begun by synchronize() itself (no mark did): maybe a second one with nothing new to
+      // reduce. Only likely, from a few elements of each gradient (after the adapter zeroed
+      // what backward left undefined): the ranks decide together, in the step's first
+      // bucket header (collective_header::check_not_all_repeats).
+      if (!marked_before && comm_.size() > 1) {
+        repeat_ = last_reduced_.repeated(registry_.parameters());
+        // Certain where this rank marks every gradient: none marked since the last
+        // synchronize(), whose were all marked. Then a peer at its next step means this
+        // rank called synchronize() alone (collective_header::check_round).
+        certain_repeat_ = repeat_ && last_step_marked_ && marks_since_sync_ == 0;
+      }
       fully_marked = step_.all_marked();
+      check_storage_before_launch();
       mark_the_rest_ready();
       // Not with uneven inputs: a rank that joined stops stepping, and its parameters stay behind.
       if (debug() >= debug_level::detail && comm_.size() > 1 && !opts_.uneven_inputs)
@@ -11478,6 +11518,7 @@ public:
     } catch (...) {
       on_failure();
       end_step(/*counted=*/false);
+      if (non_finite_) throw_non_finite(); // this rank's own finding, in full
       throw;
     }
     last_reduced_.after_reduction(registry_.parameters());
@@ -11496,54 +11537,58 @@ public:
       throw error(error_kind::config, "join() needs ddp_options::uneven_inputs = true on every rank");
     if (step_.started()) throw error(error_kind::config, "join() called in the middle of a step");
     prepare();
-    join_.shadow_until_all_joined(std::forward<Shadow>(shadow_step));
+    // A shadowed step is a step: the counter stays with the ranks still training.
+    join_.shadow_until_all_joined([&] {
+      shadow_step();
+      ++steps_;
+    });
   }
 
 private:
   int rank() const { return rank_; }
 
-  /// `refuse_repeat`: synchronize() began this step (no mark did), so it may
-  /// be a second one with nothing new to reduce (gradient_fingerprint).
-  void begin_step(bool refuse_repeat = false) {
+  void begin_step() {
     if (step_.started()) return;
     step_.start();
     refresh();
-    if (refuse_repeat && comm_.size() > 1) {
-      // Certain where this rank marks every gradient (a framework's hooks, or by hand): a step
-      // marked none since the last synchronize(), while that one's were all marked.
-      if (last_step_marked_ && marks_since_sync_ == 0)
-        throw error(
-            error_kind::config,
-            "rank " + std::to_string(rank()) +
-                ": synchronize() was called again with no new gradients: no gradient was marked "
-                "since the last synchronize(), whose gradients all were, so it would reduce reduced "
-                "gradients (reduction::sum would double them). Nothing was reduced. Call "
-                "synchronize() once per step, after backward (or inside no_sync() to only accumulate)",
-            rank());
-      // Otherwise only likely, from a few elements of each gradient: the ranks decide together,
-      // in the step's first bucket header (collective_header::check_not_all_repeats).
-      repeat_ = last_reduced_.repeated(registry_.parameters());
-    }
     if (opts_.uneven_inputs) join_.begin_step();
   }
 
-  /// ddp_options::check_finite: this rank's gradients of bucket b, before
-  /// they leave it. Host gradients only (device ones are not read on the host).
-  void check_finite(std::size_t b) const {
+  /// ddp_options::check_finite: the first parameter of bucket b whose
+  /// gradient on this rank holds a NaN or Inf, plus one (0: none), before it
+  /// leaves the rank. It travels in the bucket's header, so that every rank
+  /// stops there (collective_header::check_finite); this rank keeps the
+  /// details for its own message. Host gradients only.
+  std::uint32_t find_non_finite(std::size_t b) {
     for (std::size_t i : plan_.buckets[b].params) {
       const auto& p = registry_[i];
       if (p.on_device || step_.marked_unused(i)) continue;
       const std::size_t at = first_non_finite(p.grad, p.count, p.type);
-      if (at < p.count)
-        throw error(error_kind::data,
-                    "rank " + std::to_string(rank()) + ": the gradient of parameter '" + p.name +
-                        "' holds a NaN or Inf (element " + std::to_string(at) + " of " +
-                        std::to_string(p.count) + ") at step " + std::to_string(steps_ + 1) +
-                        ", before its reduction (ddp_options::check_finite): this rank produced it. Look "
-                        "at its loss and inputs of this step (a learning rate too high, a log of zero, a "
-                        "division by zero)",
-                    rank());
+      if (at < p.count) {
+        non_finite_ = non_finite{i, at, steps_ + 1};
+        return static_cast<std::uint32_t>(i + 1);
+      }
     }
+    return 0;
+  }
+
+  static std::string name_of(const void* registry, std::uint32_t index) {
+    const auto& r = *static_cast<const registry_type*>(registry);
+    return index < r.size() ? r[index].name : "#" + std::to_string(index);
+  }
+
+  [[noreturn]] void throw_non_finite() {
+    const auto f = *non_finite_;
+    non_finite_.reset();
+    const auto& p = registry_[f.param];
+    throw error(error_kind::data,
+                "rank " + std::to_string(rank()) + ": the gradient of parameter '" + p.name +
+                    "' holds a NaN or Inf (element " + std::to_string(f.element) + " of " +
+                    std::to_string(p.count) + ") at step " + std::to_string(f.step) +
+                    ", before its reduction (ddp_options::check_finite): this rank produced it, and no rank "
+                    "reduced it. Look at this rank's loss and inputs of that step (a learning rate too high, "
+                    "a log of zero, a division by zero). This group is unusable now; create a new group.",
+                rank());
   }
 
   /// DDP_DEBUG=DETAIL: every rank's parameters, as this step's forward used
@@ -11576,7 +11621,7 @@ private:
   void end_step(bool counted) {
     join_.end_step();
     step_.reset();
-    repeat_ = false;
+    repeat_ = certain_repeat_ = false;
     if (counted) ++steps_;
   }
 
@@ -11587,17 +11632,19 @@ private:
   void check_storage_before_launch() {
     const auto moved = registry_.moved();
     if (moved.empty()) return;
-    for (std::size_t i : moved)
-      if (step_.launched_any() || !step_.is_pending(i))
-        throw error(error_kind::config,
-                    "rank " + std::to_string(rank()) + ": the gradient (or value) of parameter '" +
-                        registry_[i].name + "' was replaced by new storage after " +
-                        (step_.is_pending(i) ? "this step's first bucket started" : "it was marked ready") +
-                        " (a vector reassigned or resized, a matrix resized): ddp would read or write the "
-                        "old storage. Replace or resize gradients before backward, never between a mark and "
-                        "synchronize()",
-                    rank());
-    refresh();
+    if (!step_.launched_any()) {
+      refresh(); // nothing read the old storage yet: follow the new
+      return;
+    }
+    const std::string why =
+        "rank " + std::to_string(rank()) + ": the gradient (or value) of parameter '" +
+        registry_[moved.front()].name +
+        "' was replaced by new storage after this step's first bucket started (a vector reassigned or "
+        "resized, a matrix resized): its bucket would read or write the old storage. Replace or resize "
+        "gradients before backward or between steps, never while a step's buckets are under way";
+    // The other ranks are in this step's collectives already: they fail now, naming this rank.
+    owner_.abort_group(why);
+    throw error(error_kind::config, why, rank());
   }
 
   void mark_the_rest_ready() {
@@ -11628,12 +11675,17 @@ private:
   std::uint32_t steps_ = 0;           ///< synchronize() calls that did not throw
   gradient_fingerprint last_reduced_; ///< what the last communicated synchronize() left
   bool check_finite_;
-  /// mark calls (no_sync() ones too) since the last communicated synchronize()
-  std::size_t marks_since_sync_ = 0;
-  /// every gradient of that synchronize()'s step was marked before it
-  bool last_step_marked_ = false;
   /// this step's gradients look like the last reduction's (call_site::repeat)
   bool repeat_ = false;
+  bool certain_repeat_ = false; ///< and this rank marked every gradient last step, none since
+  /// mark calls (no_sync() ones too) since the last communicated synchronize()
+  std::size_t marks_since_sync_ = 0;
+  bool last_step_marked_ = false; ///< every gradient of that synchronize()'s step was marked before it
+  struct non_finite {
+    std::size_t param, element;
+    std::uint32_t step;
+  };
+  std::optional<non_finite> non_finite_; ///< what find_non_finite found this step
 };
 
 } // namespace detail
@@ -12239,6 +12291,8 @@ private:
   // The step driver's hooks (detail/data_parallel/step_driver.hpp).
   friend detail::step_driver<distributed_data_parallel, comm_type, Model>;
   static constexpr detail::call_kind step_call = detail::call_kind::ddp_synchronize;
+  /// This rank fails mid-step on its own: the peers in the step's collectives fail now, naming it.
+  void abort_group(const std::string& why) noexcept { pg_.abort(why); }
   /// Moved gradient storage: new addresses, maybe new bucket paths.
   void storage_moved() {
     detail::choose_paths(plan_, registry_.parameters(),
@@ -13665,6 +13719,8 @@ private:
   // The step driver's hooks (detail/data_parallel/step_driver.hpp).
   friend detail::step_driver<sharded_data_parallel, comm_type, Model>;
   static constexpr detail::call_kind step_call = detail::call_kind::sharded_synchronize;
+  /// This rank fails mid-step on its own: the peers in the step's collectives fail now, naming it.
+  void abort_group(const std::string& why) noexcept { pg_.abort(why); }
   /// The shard engine reads the registry's addresses at every launch: nothing to lay out again.
   void storage_moved() {}
   void zero_gradient(std::size_t index) { engine_.zero(registry_[index]); }
@@ -18490,13 +18546,7 @@ public:
     }
     if (auto peer = finished_peer())
       throw error(error_kind::peer_lost,
-                  what + " failed: rank " + std::to_string(*peer) +
-                      " finished (its process group ended normally) while rank " + std::to_string(rank_) +
-                      " was still in this call: rank " + std::to_string(rank_) +
-                      " called a collective (or synchronize()) more than rank " + std::to_string(*peer) +
-                      ", or rank " + std::to_string(*peer) + " one fewer. Look at rank " +
-                      std::to_string(rank_) + "'s last calls first. Gloo: " + gloo_text,
-                  rank_);
+                  what + " failed: " + finished_peer_note(*peer, rank_) + ". Gloo: " + gloo_text, *peer);
     desync_result d;
     if (store_) {
       d = exchange_progress(*store_, rank_, size_, queue_.recorder().progress());
@@ -18920,8 +18970,10 @@ DDP_END_NAMESPACE
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 DDP_BEGIN_NAMESPACE
@@ -18942,6 +18994,9 @@ constexpr const char* to_string(collective_kind k) noexcept {
 
 /// What a rank is about to do; sent as raw bytes, so fixed-size and padding-free.
 struct collective_header {
+  /// A header and the rank that sent it.
+  using ranked = std::pair<int, collective_header>;
+
   static constexpr std::uint32_t expected_magic = 0x48504444; // "DDPH"
   std::uint32_t magic = expected_magic;
   collective_kind kind = collective_kind::barrier;
@@ -18957,10 +19012,14 @@ struct collective_header {
   std::uint32_t step = 0;   ///< the data-parallel step (call_site) this collective reduces
   std::uint16_t bucket = 0; ///< and its bucket
   call_kind call = call_kind::none;
-  std::uint8_t flags = 0; ///< flag_repeat
+  std::uint8_t flags = 0;       ///< flag_repeat
+  std::uint32_t non_finite = 0; ///< call_site::non_finite: a parameter whose gradient holds NaN/Inf, plus one
+  std::uint32_t reserved = 0;
 
   /// This rank's gradients hold what its last synchronize() left (call_site::repeat).
   static constexpr std::uint8_t flag_repeat = 1;
+  /// And it knows: it marked every gradient of its last step, none since (call_site::certain_repeat).
+  static constexpr std::uint8_t flag_certain_repeat = 2;
 
   bool operator==(const collective_header&) const = default;
 
@@ -18971,6 +19030,7 @@ struct collective_header {
     if (call == call_kind::none || theirs.call == call_kind::none) return unnamed() == theirs.unnamed();
     collective_header a = *this, b = theirs;
     a.flags = b.flags = 0; // per rank by nature
+    a.non_finite = b.non_finite = 0;
     return a == b;
   }
 
@@ -18981,27 +19041,62 @@ struct collective_header {
     h.bucket = 0;
     h.call = call_kind::none;
     h.flags = 0;
+    h.non_finite = 0;
     return h;
   }
 
-  /// Once every header agreed: when every rank's gradients still hold what its
-  /// last synchronize() left, this step has nothing new to reduce. The error
-  /// every rank then throws (the same on all: no rank moves any data).
-  static void check_not_all_repeats(const collective_header& mine, const std::string& what,
-                                    bool every_rank_repeats) {
-    if (!(mine.flags & flag_repeat) || !every_rank_repeats) return;
-    throw error(error_kind::config,
-                what +
-                    ": synchronize() was called again on every rank with no new gradients: each rank's "
-                    "gradients still hold what the last synchronize() left, so this one would reduce "
-                    "reduced gradients (reduction::sum would double them). Nothing was reduced. Call "
-                    "synchronize() once per step, after backward (or inside no_sync() to only accumulate). "
-                    "This group is unusable now: every later collective throws; create a new group.");
+  /// Every rank's header of one round, this rank's among them: throws the one
+  /// error every rank throws alike, before any data moves, or returns when the
+  /// round may go on. In order: a rank's gradient holding NaN or Inf
+  /// (check_finite), ranks that disagree (at different steps: the rank out of
+  /// step with the most is named), every rank repeating its last step.
+  static void check_round(const std::string& what, int rank, const std::vector<ranked>& all) {
+    const collective_header* mine = nullptr;
+    for (auto& [r, h] : all)
+      if (r == rank) mine = &h;
+    if (!mine) return;
+    for (auto& [r, h] : all)
+      if (h.non_finite) throw non_finite_error(what, r, h);
+    for (auto& [r, h] : all) {
+      if (mine->agrees_with(h)) continue;
+      if (mine->unnamed() == h.unnamed() && mine->call != call_kind::none && mine->call == h.call)
+        throw step_mismatch(what, all);
+      throw mine->mismatch(what, rank, r, h);
+    }
+    bool every_rank_repeats = true;
+    for (auto& [r, h] : all)
+      every_rank_repeats = every_rank_repeats && (h.flags & flag_repeat);
+    if (!every_rank_repeats)
+      for (auto& [r, h] : all)
+        if (h.flags & flag_certain_repeat)
+          throw error(
+              error_kind::mismatch,
+              what + ": rank " + std::to_string(r) +
+                  " called synchronize() again with no new gradients (it marked every gradient of "
+                  "its last step and none since, and they hold what that synchronize() left), "
+                  "while other ranks are at their next step: rank " +
+                  std::to_string(r) +
+                  " called synchronize() once more than they did. Nothing was reduced. Look at rank " +
+                  std::to_string(r) +
+                  "'s code first. This group is unusable now: every later collective throws; create "
+                  "a new group.",
+              r);
+    if (every_rank_repeats && mine->call != call_kind::none)
+      throw error(error_kind::config,
+                  what + ": synchronize() was called again on every rank with no new gradients: each rank's "
+                         "gradients still hold what the last synchronize() left, so this one would reduce "
+                         "reduced gradients (reduction::sum would double them). Nothing was reduced. Call "
+                         "synchronize() once per step, after backward (or inside no_sync() to only "
+                         "accumulate). This group is unusable now: every later collective throws; create a "
+                         "new group.");
   }
 
   std::string describe() const {
     if (magic != expected_magic) return "something that is not a ddp collective header";
     std::string s = to_string(kind);
+    if (call != call_kind::none)
+      s = std::string(to_string(call)) + " (step " + std::to_string(step) + ", bucket " +
+          std::to_string(bucket) + ") " + s;
     if (kind == collective_kind::barrier) return s;
     s += " of " + std::to_string(count) + " x " + std::string(ddp::to_string(static_cast<dtype>(dt)));
     if (kind == collective_kind::all_reduce || kind == collective_kind::reduce_scatter)
@@ -19037,9 +19132,6 @@ struct collective_header {
   /// The error when rank `peer` runs `theirs` while this rank (`rank`) runs
   /// this collective; `what` names the collective.
   error mismatch(const std::string& what, int rank, int peer, const collective_header& theirs) const {
-    if (unnamed() == theirs.unnamed() && call != call_kind::none && call == theirs.call &&
-        step != theirs.step)
-      return step_mismatch(what, rank, peer, theirs);
     return error(
         error_kind::mismatch,
         what + ": ranks called different collectives: this rank (" + std::to_string(rank) + ") called " +
@@ -19051,27 +19143,57 @@ struct collective_header {
         peer);
   }
 
-  /// The same bucket of different steps: the rank at the later step counted a
-  /// synchronize() that the other did not (a one-sided no_sync(), or a
-  /// synchronize() on some ranks only). It is the one named.
-  error step_mismatch(const std::string& what, int rank, int peer, const collective_header& theirs) const {
-    const int ahead = step > theirs.step ? rank : peer, behind = ahead == rank ? peer : rank;
-    const auto ahead_step = std::max(step, theirs.step), behind_step = std::min(step, theirs.step);
+  /// The same bucket of different steps. The rank named is the first whose
+  /// step differs from the step most ranks are at (a tie: from the lowest, so
+  /// of two ranks the one ahead, which entered no_sync() or called
+  /// synchronize() alone). Every rank holds every header: all name the same.
+  static error step_mismatch(const std::string& what, const std::vector<ranked>& all) {
+    std::map<std::uint32_t, int> at;
+    for (auto& [r, h] : all)
+      ++at[h.step];
+    std::uint32_t most = 0;
+    int count = -1;
+    for (auto& [step, n] : at)
+      if (n > count) most = step, count = n;
+    int culprit = -1;
+    std::uint32_t theirs = 0;
+    for (auto& [r, h] : all)
+      if (h.step != most && (culprit < 0 || r < culprit)) culprit = r, theirs = h.step;
+    const bool ahead = theirs > most;
+    const auto gap = ahead ? theirs - most : most - theirs;
+    const auto call = all.front().second.call;
     return error(error_kind::mismatch,
                  what + ": the ranks are at different steps of " + to_string(call) + ": rank " +
-                     std::to_string(ahead) + " is at step " + std::to_string(ahead_step) + ", rank " +
-                     std::to_string(behind) + " at step " + std::to_string(behind_step) + ". Rank " +
-                     std::to_string(ahead) + " counted " + std::to_string(ahead_step - behind_step) +
-                     " synchronize() call(s) more: no_sync() entered on some ranks only, or synchronize() "
-                     "called on some ranks only. Every rank must enter no_sync() and call synchronize() "
-                     "for the same steps; look at rank " +
-                     std::to_string(ahead) +
+                     std::to_string(culprit) + " is at step " + std::to_string(theirs) + ", " +
+                     (count > 1 ? std::to_string(count) + " ranks" : std::string("the other")) + " at step " +
+                     std::to_string(most) + ". Rank " + std::to_string(culprit) + " counted " +
+                     std::to_string(gap) + " synchronize() call(s) " + (ahead ? "more" : "fewer") +
+                     ": no_sync() entered, or synchronize() called, on some ranks only, or a different "
+                     "number of times. Every rank must enter no_sync() and call synchronize() for the same "
+                     "steps; look at rank " +
+                     std::to_string(culprit) +
                      "'s code first. This group is unusable now: every later collective throws this error; "
                      "create a new group.",
-                 ahead);
+                 culprit);
+  }
+
+  /// A rank found NaN or Inf in its gradients (ddp_options::check_finite).
+  static error non_finite_error(const std::string& what, int culprit, const collective_header& h) {
+    std::string name = "#" + std::to_string(h.non_finite - 1);
+    if (current_call.parameter_name)
+      name = "'" + current_call.parameter_name(current_call.names, h.non_finite - 1) + "'";
+    return error(error_kind::data,
+                 what + ": rank " + std::to_string(culprit) + "'s gradient of parameter " + name +
+                     " holds a NaN or Inf at step " + std::to_string(h.step) +
+                     ", found before its reduction (ddp_options::check_finite): rank " +
+                     std::to_string(culprit) + " produced it, and no rank reduced it. Look at rank " +
+                     std::to_string(culprit) +
+                     "'s loss and inputs of that step. This group is unusable now; create a new group.",
+                 culprit);
   }
 };
-static_assert(sizeof(collective_header) == 48,
+using ranked_header = collective_header::ranked;
+static_assert(sizeof(collective_header) == 56,
               "collective_header is sent as raw bytes: keep it padding-free");
 
 /// One all-to-all round of headers, each followed by an optional payload of at
@@ -19084,7 +19206,7 @@ public:
   /// the ring's 2(W-1) steps (never under 4 KiB). Every rank computes the same.
   static constexpr std::size_t inline_cap(int w) {
     const std::size_t peers = w > 1 ? static_cast<std::size_t>(w - 1) : 1;
-    // Whole cache lines, so that every payload after a 48-byte header stays
+    // Whole cache lines, so that every payload after a 56-byte header stays
     // 8-byte aligned for the typed reductions (39321 B at 6 ranks was not).
     return std::max(std::size_t{4} << 10, std::min(std::size_t{64} << 10, (std::size_t{192} << 10) / peers)) /
            64 * 64;
@@ -19123,16 +19245,15 @@ public:
       gloo_deadline::check(in->waitRecv(deadline.remaining()), "header receive");
     for (int p = 0; p + 1 < w; ++p)
       gloo_deadline::check(out->waitSend(deadline.remaining()), "header send");
-    bool every_rank_repeats = true;
+    all_.clear();
+    all_.emplace_back(r, mine);
     for (int p = 0; p < w; ++p) {
       if (p == r) continue;
       collective_header theirs;
       std::memcpy(&theirs, recv_.data() + at(p), sizeof theirs);
-      every_rank_repeats = every_rank_repeats && (theirs.flags & collective_header::flag_repeat);
-      if (mine.agrees_with(theirs)) continue;
-      throw mine.mismatch(what, r, p, theirs);
+      all_.emplace_back(p, theirs);
     }
-    collective_header::check_not_all_repeats(mine, what, every_rank_repeats);
+    collective_header::check_round(what, r, all_);
   }
 
   /// The payload peer p sent, valid until the next run().
@@ -19143,7 +19264,8 @@ public:
 private:
   std::size_t at(int p) const { return static_cast<std::size_t>(p) * slot_; }
   std::vector<char> recv_, send_;
-  std::size_t slot_ = 0; // slot_bytes(w) of the last run
+  std::vector<ranked_header> all_; ///< the last round's headers (kept: no allocation per round)
+  std::size_t slot_ = 0;           // slot_bytes(w) of the last run
 };
 
 } // namespace detail
@@ -19470,6 +19592,8 @@ public:
       h.step = current_call.step;
       h.bucket = static_cast<std::uint16_t>(current_call.bucket);
       if (current_call.repeat) h.flags |= collective_header::flag_repeat;
+      if (current_call.certain_repeat) h.flags |= collective_header::flag_certain_repeat;
+      h.non_finite = current_call.non_finite;
     }
     return h;
   }
@@ -20386,15 +20510,14 @@ private:
   }
 
   void check_headers(const collective_header& mine) {
-    bool every_rank_repeats = true;
+    all_.clear();
     for (int l = 0; l < seg_->local_size(); ++l) {
       collective_header theirs;
       std::memcpy(&theirs, &seg_->line(l).header, sizeof theirs);
-      every_rank_repeats = every_rank_repeats && (theirs.flags & collective_header::flag_repeat);
-      if (mine.agrees_with(theirs)) continue;
-      throw mine.mismatch(*what_, rank_, seg_->line(l).global, theirs);
+      all_.emplace_back(l == seg_->local_rank() ? rank_ : seg_->line(l).global,
+                        l == seg_->local_rank() ? mine : theirs);
     }
-    collective_header::check_not_all_repeats(mine, *what_, every_rank_repeats);
+    collective_header::check_round(*what_, rank_, all_);
   }
 
   void barrier() {
@@ -20503,16 +20626,12 @@ private:
     for (int l : missing()) {
       const auto& sl = seg_->line(l);
       const bool exited = peer_exited(sl, own_pidns_);
-      if ((exited || ask_store) && finished_ && finished_(sl.global)) {
+      // Asked only of a peer that has exited: a store round trip per missing peer at every
+      // look would slow each barrier wait.
+      if (exited && finished_ && finished_(sl.global)) {
         abort();
-        throw error(error_kind::peer_lost,
-                    *what_ + " failed: rank " + std::to_string(sl.global) +
-                        " finished (its process group ended normally) while rank " + std::to_string(rank_) +
-                        " was still in this call: rank " + std::to_string(rank_) +
-                        " called a collective (or synchronize()) more than rank " +
-                        std::to_string(sl.global) + ", or rank " + std::to_string(sl.global) +
-                        " one fewer. Look at rank " + std::to_string(rank_) + "'s last calls first.",
-                    rank_);
+        throw error(error_kind::peer_lost, *what_ + " failed: " + finished_peer_note(sl.global, rank_) + ".",
+                    sl.global);
       }
       if (exited) {
         abort();
@@ -20581,6 +20700,7 @@ private:
   std::unique_ptr<shm_segment> seg_;
   lost_finder find_lost_;
   finish_finder finished_;
+  std::vector<collective_header::ranked> all_; ///< the headers of the last check (kept: no allocation)
   int rank_;
   std::chrono::milliseconds timeout_;
   std::size_t step_setting_ = 0; ///< 0: the defaults

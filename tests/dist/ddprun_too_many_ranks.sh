@@ -20,7 +20,7 @@ echo "$out"
 fail() { echo "FAILED: $*"; exit 1; }
 [ "$rc" = 2 ] || fail "ddprun exited $rc, not 2"
 ls "$d" | grep -q started && fail "ranks were started"
-echo "$out" | grep -q "a job of 1000 ranks, 1000 on this node, needs at least 499500 local TCP ports" ||
+echo "$out" | grep -q "a job of 1000 ranks, 1000 on this node, needs 999000 local TCP ports" ||
   fail "the message does not name the ports the job needs"
 echo "$out" | grep -q "holds $range: start at most [0-9]* ranks per node" || fail "the message does not say what fits"
 [ "$took" -le 5 ] || fail "it took $took s"

@@ -19,10 +19,10 @@ struct ddp_options {
   bool verify_model = true;      ///< compare names, dtypes and sizes across ranks at construction
   bool uneven_inputs = false;    ///< ranks may run out of data at different steps: enables join()
   /// Before a bucket's reduction, look for NaN and Inf in this rank's host
-  /// gradients and stop with an error naming the rank, the parameter and the
-  /// step, before the reduction spreads the value to every rank. On as well
-  /// under DDP_DEBUG=DETAIL. Costs one read of the gradients per step
-  /// (docs/performance.md, "Checks").
+  /// gradients: every rank then stops at that bucket with an error naming the
+  /// rank, the parameter and the step, and no rank reduces it. Off by default,
+  /// and under DDP_DEBUG too (dynamic loss scaling expects an Inf now and
+  /// then). Costs one read of the gradients per step (docs/performance.md, "Checks").
   bool check_finite = false;
   /// Device gradients: the CUDA stream that computes them (a cudaStream_t).
   /// Buckets start after what is queued there when they complete; synchronize()

@@ -37,6 +37,15 @@ struct call_site {
   /// This rank's gradients still hold what its last synchronize() left
   /// (gradient_fingerprint): when every rank says so, the step is refused.
   bool repeat = false;
+  /// And this rank knows it (it marked every gradient of its last step, none
+  /// since): a peer at its next step means this rank called synchronize() alone.
+  bool certain_repeat = false;
+  /// ddp_options::check_finite: the parameter whose gradient on this rank
+  /// holds NaN or Inf, plus one (0: none); every rank stops at its header.
+  std::uint32_t non_finite = 0;
+  /// Names a parameter by index for a message (the data-parallel object's own, for a peer's finding).
+  std::string (*parameter_name)(const void* names, std::uint32_t index) = nullptr;
+  const void* names = nullptr;
 
   explicit operator bool() const noexcept { return call != call_kind::none; }
   /// "distributed_data_parallel::synchronize, step 7, bucket 2 of 3"

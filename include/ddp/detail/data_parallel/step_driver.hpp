@@ -2,16 +2,18 @@
 // sharded_data_parallel), from its first mark to the end of synchronize():
 // marks by index or by gradient, no_sync(), strict_marking, the uneven-inputs
 // flag and join()'s checks, and the checks that keep a step from being
-// silently wrong: each bucket names its step (call_site: ranks at different
-// steps stop at their first bucket), gradient storage replaced after its mark
-// is refused before a bucket reads it, and a synchronize() with no new
-// gradients is refused. Both classes hold one, so that a step begins and
-// ends in one place and a check on it holds for both. What differs between
-// them, their collectives, stays in the owner, behind three private hooks
-// this class reaches as the owner's friend:
+// silently wrong. Each bucket's collective names its call site (step, bucket,
+// and two findings every rank acts on together at its header: gradients that
+// look like the last reduction's, and check_finite's NaN or Inf), gradient
+// storage that moved is followed before a step's first bucket and refused
+// after it. Both classes hold one, so that a step begins and ends in one place
+// and a check on it holds for both. What differs between them, their
+// collectives, stays in the owner, behind private hooks this class reaches as
+// the owner's friend:
 //   void storage_moved()                 the registry walked moved gradient storage again
 //   void zero_gradient(std::size_t i)    gradient i is being marked unused: make it contribute zeros
 //   void gradient_marked(std::size_t i, mark_state how)   recorded: launch the buckets now complete
+//   void abort_group(const std::string& why)   this rank fails mid-step: fail the peers' collectives
 // and a constant naming its synchronize() in messages and headers:
 //   static constexpr call_kind step_call
 // A member, not a base: its step state sizes itself from the bucket plan, which
@@ -35,6 +37,7 @@
 #include <ddp/tensor.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -50,7 +53,7 @@ public:
               attached_model<Model>& attached, registry_type& registry, const bucket_plan& plan)
       : owner_(owner), comm_(comm), group_(std::move(group)), rank_(comm.rank()), opts_(opts),
         attached_(attached), registry_(registry), plan_(plan), step_(plan), join_(comm),
-        last_reduced_(registry.size()), check_finite_(opts.check_finite || debug() >= debug_level::detail) {
+        last_reduced_(registry.size()), check_finite_(opts.check_finite) {
     std::vector<bool> empty(registry.size());
     for (std::size_t i = 0; i < registry.size(); ++i)
       empty[i] = registry[i].count == 0;
@@ -155,12 +158,19 @@ public:
   /// bucket b), once the gradients are where their marks found them.
   template <class F> void launch_ready(F&& launch, std::size_t limit) {
     if (!step_.can_launch(limit)) return;
-    check_storage_before_launch();
+    if (!step_.launched_any()) check_storage_before_launch();
     step_.launch_ready(
         [&](std::size_t b) {
-          if (check_finite_) check_finite(b);
-          const call_site_scope named(call_site{Owner::step_call, steps_ + 1, static_cast<std::uint32_t>(b),
-                                                static_cast<std::uint32_t>(step_.buckets()), repeat_});
+          call_site site{Owner::step_call,
+                         steps_ + 1,
+                         static_cast<std::uint32_t>(b),
+                         static_cast<std::uint32_t>(step_.buckets()),
+                         repeat_,
+                         certain_repeat_};
+          site.parameter_name = &name_of;
+          site.names = &registry_;
+          if (check_finite_) site.non_finite = find_non_finite(b);
+          const call_site_scope named(site);
           launch(b);
         },
         limit);
@@ -190,10 +200,21 @@ public:
     const bool marked_before = step_.started();
     bool fully_marked = false;
     try {
-      begin_step(/*refuse_repeat=*/!marked_before);
+      begin_step();
       attached_.before_synchronize(gradient_sink(owner_));
-      check_storage_before_launch();
+      // Begun by synchronize() itself (no mark did): maybe a second one with nothing new to
+      // reduce. Only likely, from a few elements of each gradient (after the adapter zeroed
+      // what backward left undefined): the ranks decide together, in the step's first
+      // bucket header (collective_header::check_not_all_repeats).
+      if (!marked_before && comm_.size() > 1) {
+        repeat_ = last_reduced_.repeated(registry_.parameters());
+        // Certain where this rank marks every gradient: none marked since the last
+        // synchronize(), whose were all marked. Then a peer at its next step means this
+        // rank called synchronize() alone (collective_header::check_round).
+        certain_repeat_ = repeat_ && last_step_marked_ && marks_since_sync_ == 0;
+      }
       fully_marked = step_.all_marked();
+      check_storage_before_launch();
       mark_the_rest_ready();
       // Not with uneven inputs: a rank that joined stops stepping, and its parameters stay behind.
       if (debug() >= debug_level::detail && comm_.size() > 1 && !opts_.uneven_inputs)
@@ -202,6 +223,7 @@ public:
     } catch (...) {
       on_failure();
       end_step(/*counted=*/false);
+      if (non_finite_) throw_non_finite(); // this rank's own finding, in full
       throw;
     }
     last_reduced_.after_reduction(registry_.parameters());
@@ -220,54 +242,58 @@ public:
       throw error(error_kind::config, "join() needs ddp_options::uneven_inputs = true on every rank");
     if (step_.started()) throw error(error_kind::config, "join() called in the middle of a step");
     prepare();
-    join_.shadow_until_all_joined(std::forward<Shadow>(shadow_step));
+    // A shadowed step is a step: the counter stays with the ranks still training.
+    join_.shadow_until_all_joined([&] {
+      shadow_step();
+      ++steps_;
+    });
   }
 
 private:
   int rank() const { return rank_; }
 
-  /// `refuse_repeat`: synchronize() began this step (no mark did), so it may
-  /// be a second one with nothing new to reduce (gradient_fingerprint).
-  void begin_step(bool refuse_repeat = false) {
+  void begin_step() {
     if (step_.started()) return;
     step_.start();
     refresh();
-    if (refuse_repeat && comm_.size() > 1) {
-      // Certain where this rank marks every gradient (a framework's hooks, or by hand): a step
-      // marked none since the last synchronize(), while that one's were all marked.
-      if (last_step_marked_ && marks_since_sync_ == 0)
-        throw error(
-            error_kind::config,
-            "rank " + std::to_string(rank()) +
-                ": synchronize() was called again with no new gradients: no gradient was marked "
-                "since the last synchronize(), whose gradients all were, so it would reduce reduced "
-                "gradients (reduction::sum would double them). Nothing was reduced. Call "
-                "synchronize() once per step, after backward (or inside no_sync() to only accumulate)",
-            rank());
-      // Otherwise only likely, from a few elements of each gradient: the ranks decide together,
-      // in the step's first bucket header (collective_header::check_not_all_repeats).
-      repeat_ = last_reduced_.repeated(registry_.parameters());
-    }
     if (opts_.uneven_inputs) join_.begin_step();
   }
 
-  /// ddp_options::check_finite: this rank's gradients of bucket b, before
-  /// they leave it. Host gradients only (device ones are not read on the host).
-  void check_finite(std::size_t b) const {
+  /// ddp_options::check_finite: the first parameter of bucket b whose
+  /// gradient on this rank holds a NaN or Inf, plus one (0: none), before it
+  /// leaves the rank. It travels in the bucket's header, so that every rank
+  /// stops there (collective_header::check_finite); this rank keeps the
+  /// details for its own message. Host gradients only.
+  std::uint32_t find_non_finite(std::size_t b) {
     for (std::size_t i : plan_.buckets[b].params) {
       const auto& p = registry_[i];
       if (p.on_device || step_.marked_unused(i)) continue;
       const std::size_t at = first_non_finite(p.grad, p.count, p.type);
-      if (at < p.count)
-        throw error(error_kind::data,
-                    "rank " + std::to_string(rank()) + ": the gradient of parameter '" + p.name +
-                        "' holds a NaN or Inf (element " + std::to_string(at) + " of " +
-                        std::to_string(p.count) + ") at step " + std::to_string(steps_ + 1) +
-                        ", before its reduction (ddp_options::check_finite): this rank produced it. Look "
-                        "at its loss and inputs of this step (a learning rate too high, a log of zero, a "
-                        "division by zero)",
-                    rank());
+      if (at < p.count) {
+        non_finite_ = non_finite{i, at, steps_ + 1};
+        return static_cast<std::uint32_t>(i + 1);
+      }
     }
+    return 0;
+  }
+
+  static std::string name_of(const void* registry, std::uint32_t index) {
+    const auto& r = *static_cast<const registry_type*>(registry);
+    return index < r.size() ? r[index].name : "#" + std::to_string(index);
+  }
+
+  [[noreturn]] void throw_non_finite() {
+    const auto f = *non_finite_;
+    non_finite_.reset();
+    const auto& p = registry_[f.param];
+    throw error(error_kind::data,
+                "rank " + std::to_string(rank()) + ": the gradient of parameter '" + p.name +
+                    "' holds a NaN or Inf (element " + std::to_string(f.element) + " of " +
+                    std::to_string(p.count) + ") at step " + std::to_string(f.step) +
+                    ", before its reduction (ddp_options::check_finite): this rank produced it, and no rank "
+                    "reduced it. Look at this rank's loss and inputs of that step (a learning rate too high, "
+                    "a log of zero, a division by zero). This group is unusable now; create a new group.",
+                rank());
   }
 
   /// DDP_DEBUG=DETAIL: every rank's parameters, as this step's forward used
@@ -300,7 +326,7 @@ private:
   void end_step(bool counted) {
     join_.end_step();
     step_.reset();
-    repeat_ = false;
+    repeat_ = certain_repeat_ = false;
     if (counted) ++steps_;
   }
 
@@ -311,17 +337,19 @@ private:
   void check_storage_before_launch() {
     const auto moved = registry_.moved();
     if (moved.empty()) return;
-    for (std::size_t i : moved)
-      if (step_.launched_any() || !step_.is_pending(i))
-        throw error(error_kind::config,
-                    "rank " + std::to_string(rank()) + ": the gradient (or value) of parameter '" +
-                        registry_[i].name + "' was replaced by new storage after " +
-                        (step_.is_pending(i) ? "this step's first bucket started" : "it was marked ready") +
-                        " (a vector reassigned or resized, a matrix resized): ddp would read or write the "
-                        "old storage. Replace or resize gradients before backward, never between a mark and "
-                        "synchronize()",
-                    rank());
-    refresh();
+    if (!step_.launched_any()) {
+      refresh(); // nothing read the old storage yet: follow the new
+      return;
+    }
+    const std::string why =
+        "rank " + std::to_string(rank()) + ": the gradient (or value) of parameter '" +
+        registry_[moved.front()].name +
+        "' was replaced by new storage after this step's first bucket started (a vector reassigned or "
+        "resized, a matrix resized): its bucket would read or write the old storage. Replace or resize "
+        "gradients before backward or between steps, never while a step's buckets are under way";
+    // The other ranks are in this step's collectives already: they fail now, naming this rank.
+    owner_.abort_group(why);
+    throw error(error_kind::config, why, rank());
   }
 
   void mark_the_rest_ready() {
@@ -352,12 +380,17 @@ private:
   std::uint32_t steps_ = 0;           ///< synchronize() calls that did not throw
   gradient_fingerprint last_reduced_; ///< what the last communicated synchronize() left
   bool check_finite_;
-  /// mark calls (no_sync() ones too) since the last communicated synchronize()
-  std::size_t marks_since_sync_ = 0;
-  /// every gradient of that synchronize()'s step was marked before it
-  bool last_step_marked_ = false;
   /// this step's gradients look like the last reduction's (call_site::repeat)
   bool repeat_ = false;
+  bool certain_repeat_ = false; ///< and this rank marked every gradient last step, none since
+  /// mark calls (no_sync() ones too) since the last communicated synchronize()
+  std::size_t marks_since_sync_ = 0;
+  bool last_step_marked_ = false; ///< every gradient of that synchronize()'s step was marked before it
+  struct non_finite {
+    std::size_t param, element;
+    std::uint32_t step;
+  };
+  std::optional<non_finite> non_finite_; ///< what find_non_finite found this step
 };
 
 } // namespace detail

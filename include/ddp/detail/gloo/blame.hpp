@@ -84,13 +84,7 @@ public:
     }
     if (auto peer = finished_peer())
       throw error(error_kind::peer_lost,
-                  what + " failed: rank " + std::to_string(*peer) +
-                      " finished (its process group ended normally) while rank " + std::to_string(rank_) +
-                      " was still in this call: rank " + std::to_string(rank_) +
-                      " called a collective (or synchronize()) more than rank " + std::to_string(*peer) +
-                      ", or rank " + std::to_string(*peer) + " one fewer. Look at rank " +
-                      std::to_string(rank_) + "'s last calls first. Gloo: " + gloo_text,
-                  rank_);
+                  what + " failed: " + finished_peer_note(*peer, rank_) + ". Gloo: " + gloo_text, *peer);
     desync_result d;
     if (store_) {
       d = exchange_progress(*store_, rank_, size_, queue_.recorder().progress());

@@ -176,6 +176,8 @@ public:
       h.step = current_call.step;
       h.bucket = static_cast<std::uint16_t>(current_call.bucket);
       if (current_call.repeat) h.flags |= collective_header::flag_repeat;
+      if (current_call.certain_repeat) h.flags |= collective_header::flag_certain_repeat;
+      h.non_finite = current_call.non_finite;
     }
     return h;
   }

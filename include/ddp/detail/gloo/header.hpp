@@ -36,8 +36,10 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 DDP_BEGIN_NAMESPACE
@@ -58,6 +60,9 @@ constexpr const char* to_string(collective_kind k) noexcept {
 
 /// What a rank is about to do; sent as raw bytes, so fixed-size and padding-free.
 struct collective_header {
+  /// A header and the rank that sent it.
+  using ranked = std::pair<int, collective_header>;
+
   static constexpr std::uint32_t expected_magic = 0x48504444; // "DDPH"
   std::uint32_t magic = expected_magic;
   collective_kind kind = collective_kind::barrier;
@@ -73,10 +78,14 @@ struct collective_header {
   std::uint32_t step = 0;   ///< the data-parallel step (call_site) this collective reduces
   std::uint16_t bucket = 0; ///< and its bucket
   call_kind call = call_kind::none;
-  std::uint8_t flags = 0; ///< flag_repeat
+  std::uint8_t flags = 0;       ///< flag_repeat
+  std::uint32_t non_finite = 0; ///< call_site::non_finite: a parameter whose gradient holds NaN/Inf, plus one
+  std::uint32_t reserved = 0;
 
   /// This rank's gradients hold what its last synchronize() left (call_site::repeat).
   static constexpr std::uint8_t flag_repeat = 1;
+  /// And it knows: it marked every gradient of its last step, none since (call_site::certain_repeat).
+  static constexpr std::uint8_t flag_certain_repeat = 2;
 
   bool operator==(const collective_header&) const = default;
 
@@ -87,6 +96,7 @@ struct collective_header {
     if (call == call_kind::none || theirs.call == call_kind::none) return unnamed() == theirs.unnamed();
     collective_header a = *this, b = theirs;
     a.flags = b.flags = 0; // per rank by nature
+    a.non_finite = b.non_finite = 0;
     return a == b;
   }
 
@@ -97,27 +107,62 @@ struct collective_header {
     h.bucket = 0;
     h.call = call_kind::none;
     h.flags = 0;
+    h.non_finite = 0;
     return h;
   }
 
-  /// Once every header agreed: when every rank's gradients still hold what its
-  /// last synchronize() left, this step has nothing new to reduce. The error
-  /// every rank then throws (the same on all: no rank moves any data).
-  static void check_not_all_repeats(const collective_header& mine, const std::string& what,
-                                    bool every_rank_repeats) {
-    if (!(mine.flags & flag_repeat) || !every_rank_repeats) return;
-    throw error(error_kind::config,
-                what +
-                    ": synchronize() was called again on every rank with no new gradients: each rank's "
-                    "gradients still hold what the last synchronize() left, so this one would reduce "
-                    "reduced gradients (reduction::sum would double them). Nothing was reduced. Call "
-                    "synchronize() once per step, after backward (or inside no_sync() to only accumulate). "
-                    "This group is unusable now: every later collective throws; create a new group.");
+  /// Every rank's header of one round, this rank's among them: throws the one
+  /// error every rank throws alike, before any data moves, or returns when the
+  /// round may go on. In order: a rank's gradient holding NaN or Inf
+  /// (check_finite), ranks that disagree (at different steps: the rank out of
+  /// step with the most is named), every rank repeating its last step.
+  static void check_round(const std::string& what, int rank, const std::vector<ranked>& all) {
+    const collective_header* mine = nullptr;
+    for (auto& [r, h] : all)
+      if (r == rank) mine = &h;
+    if (!mine) return;
+    for (auto& [r, h] : all)
+      if (h.non_finite) throw non_finite_error(what, r, h);
+    for (auto& [r, h] : all) {
+      if (mine->agrees_with(h)) continue;
+      if (mine->unnamed() == h.unnamed() && mine->call != call_kind::none && mine->call == h.call)
+        throw step_mismatch(what, all);
+      throw mine->mismatch(what, rank, r, h);
+    }
+    bool every_rank_repeats = true;
+    for (auto& [r, h] : all)
+      every_rank_repeats = every_rank_repeats && (h.flags & flag_repeat);
+    if (!every_rank_repeats)
+      for (auto& [r, h] : all)
+        if (h.flags & flag_certain_repeat)
+          throw error(
+              error_kind::mismatch,
+              what + ": rank " + std::to_string(r) +
+                  " called synchronize() again with no new gradients (it marked every gradient of "
+                  "its last step and none since, and they hold what that synchronize() left), "
+                  "while other ranks are at their next step: rank " +
+                  std::to_string(r) +
+                  " called synchronize() once more than they did. Nothing was reduced. Look at rank " +
+                  std::to_string(r) +
+                  "'s code first. This group is unusable now: every later collective throws; create "
+                  "a new group.",
+              r);
+    if (every_rank_repeats && mine->call != call_kind::none)
+      throw error(error_kind::config,
+                  what + ": synchronize() was called again on every rank with no new gradients: each rank's "
+                         "gradients still hold what the last synchronize() left, so this one would reduce "
+                         "reduced gradients (reduction::sum would double them). Nothing was reduced. Call "
+                         "synchronize() once per step, after backward (or inside no_sync() to only "
+                         "accumulate). This group is unusable now: every later collective throws; create a "
+                         "new group.");
   }
 
   std::string describe() const {
     if (magic != expected_magic) return "something that is not a ddp collective header";
     std::string s = to_string(kind);
+    if (call != call_kind::none)
+      s = std::string(to_string(call)) + " (step " + std::to_string(step) + ", bucket " +
+          std::to_string(bucket) + ") " + s;
     if (kind == collective_kind::barrier) return s;
     s += " of " + std::to_string(count) + " x " + std::string(ddp::to_string(static_cast<dtype>(dt)));
     if (kind == collective_kind::all_reduce || kind == collective_kind::reduce_scatter)
@@ -153,9 +198,6 @@ struct collective_header {
   /// The error when rank `peer` runs `theirs` while this rank (`rank`) runs
   /// this collective; `what` names the collective.
   error mismatch(const std::string& what, int rank, int peer, const collective_header& theirs) const {
-    if (unnamed() == theirs.unnamed() && call != call_kind::none && call == theirs.call &&
-        step != theirs.step)
-      return step_mismatch(what, rank, peer, theirs);
     return error(
         error_kind::mismatch,
         what + ": ranks called different collectives: this rank (" + std::to_string(rank) + ") called " +
@@ -167,27 +209,57 @@ struct collective_header {
         peer);
   }
 
-  /// The same bucket of different steps: the rank at the later step counted a
-  /// synchronize() that the other did not (a one-sided no_sync(), or a
-  /// synchronize() on some ranks only). It is the one named.
-  error step_mismatch(const std::string& what, int rank, int peer, const collective_header& theirs) const {
-    const int ahead = step > theirs.step ? rank : peer, behind = ahead == rank ? peer : rank;
-    const auto ahead_step = std::max(step, theirs.step), behind_step = std::min(step, theirs.step);
+  /// The same bucket of different steps. The rank named is the first whose
+  /// step differs from the step most ranks are at (a tie: from the lowest, so
+  /// of two ranks the one ahead, which entered no_sync() or called
+  /// synchronize() alone). Every rank holds every header: all name the same.
+  static error step_mismatch(const std::string& what, const std::vector<ranked>& all) {
+    std::map<std::uint32_t, int> at;
+    for (auto& [r, h] : all)
+      ++at[h.step];
+    std::uint32_t most = 0;
+    int count = -1;
+    for (auto& [step, n] : at)
+      if (n > count) most = step, count = n;
+    int culprit = -1;
+    std::uint32_t theirs = 0;
+    for (auto& [r, h] : all)
+      if (h.step != most && (culprit < 0 || r < culprit)) culprit = r, theirs = h.step;
+    const bool ahead = theirs > most;
+    const auto gap = ahead ? theirs - most : most - theirs;
+    const auto call = all.front().second.call;
     return error(error_kind::mismatch,
                  what + ": the ranks are at different steps of " + to_string(call) + ": rank " +
-                     std::to_string(ahead) + " is at step " + std::to_string(ahead_step) + ", rank " +
-                     std::to_string(behind) + " at step " + std::to_string(behind_step) + ". Rank " +
-                     std::to_string(ahead) + " counted " + std::to_string(ahead_step - behind_step) +
-                     " synchronize() call(s) more: no_sync() entered on some ranks only, or synchronize() "
-                     "called on some ranks only. Every rank must enter no_sync() and call synchronize() "
-                     "for the same steps; look at rank " +
-                     std::to_string(ahead) +
+                     std::to_string(culprit) + " is at step " + std::to_string(theirs) + ", " +
+                     (count > 1 ? std::to_string(count) + " ranks" : std::string("the other")) + " at step " +
+                     std::to_string(most) + ". Rank " + std::to_string(culprit) + " counted " +
+                     std::to_string(gap) + " synchronize() call(s) " + (ahead ? "more" : "fewer") +
+                     ": no_sync() entered, or synchronize() called, on some ranks only, or a different "
+                     "number of times. Every rank must enter no_sync() and call synchronize() for the same "
+                     "steps; look at rank " +
+                     std::to_string(culprit) +
                      "'s code first. This group is unusable now: every later collective throws this error; "
                      "create a new group.",
-                 ahead);
+                 culprit);
+  }
+
+  /// A rank found NaN or Inf in its gradients (ddp_options::check_finite).
+  static error non_finite_error(const std::string& what, int culprit, const collective_header& h) {
+    std::string name = "#" + std::to_string(h.non_finite - 1);
+    if (current_call.parameter_name)
+      name = "'" + current_call.parameter_name(current_call.names, h.non_finite - 1) + "'";
+    return error(error_kind::data,
+                 what + ": rank " + std::to_string(culprit) + "'s gradient of parameter " + name +
+                     " holds a NaN or Inf at step " + std::to_string(h.step) +
+                     ", found before its reduction (ddp_options::check_finite): rank " +
+                     std::to_string(culprit) + " produced it, and no rank reduced it. Look at rank " +
+                     std::to_string(culprit) +
+                     "'s loss and inputs of that step. This group is unusable now; create a new group.",
+                 culprit);
   }
 };
-static_assert(sizeof(collective_header) == 48,
+using ranked_header = collective_header::ranked;
+static_assert(sizeof(collective_header) == 56,
               "collective_header is sent as raw bytes: keep it padding-free");
 
 /// One all-to-all round of headers, each followed by an optional payload of at
@@ -200,7 +272,7 @@ public:
   /// the ring's 2(W-1) steps (never under 4 KiB). Every rank computes the same.
   static constexpr std::size_t inline_cap(int w) {
     const std::size_t peers = w > 1 ? static_cast<std::size_t>(w - 1) : 1;
-    // Whole cache lines, so that every payload after a 48-byte header stays
+    // Whole cache lines, so that every payload after a 56-byte header stays
     // 8-byte aligned for the typed reductions (39321 B at 6 ranks was not).
     return std::max(std::size_t{4} << 10, std::min(std::size_t{64} << 10, (std::size_t{192} << 10) / peers)) /
            64 * 64;
@@ -239,16 +311,15 @@ public:
       gloo_deadline::check(in->waitRecv(deadline.remaining()), "header receive");
     for (int p = 0; p + 1 < w; ++p)
       gloo_deadline::check(out->waitSend(deadline.remaining()), "header send");
-    bool every_rank_repeats = true;
+    all_.clear();
+    all_.emplace_back(r, mine);
     for (int p = 0; p < w; ++p) {
       if (p == r) continue;
       collective_header theirs;
       std::memcpy(&theirs, recv_.data() + at(p), sizeof theirs);
-      every_rank_repeats = every_rank_repeats && (theirs.flags & collective_header::flag_repeat);
-      if (mine.agrees_with(theirs)) continue;
-      throw mine.mismatch(what, r, p, theirs);
+      all_.emplace_back(p, theirs);
     }
-    collective_header::check_not_all_repeats(mine, what, every_rank_repeats);
+    collective_header::check_round(what, r, all_);
   }
 
   /// The payload peer p sent, valid until the next run().
@@ -259,7 +330,8 @@ public:
 private:
   std::size_t at(int p) const { return static_cast<std::size_t>(p) * slot_; }
   std::vector<char> recv_, send_;
-  std::size_t slot_ = 0; // slot_bytes(w) of the last run
+  std::vector<ranked_header> all_; ///< the last round's headers (kept: no allocation per round)
+  std::size_t slot_ = 0;           // slot_bytes(w) of the last run
 };
 
 } // namespace detail

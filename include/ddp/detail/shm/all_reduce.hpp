@@ -28,6 +28,7 @@
 #include <ddp/detail/backend/fragment.hpp>
 #include <ddp/detail/numeric/elementwise.hpp>
 #include <ddp/detail/shm/segment.hpp>
+#include <ddp/detail/store/protocol.hpp>
 
 #include <algorithm>
 #include <fstream>
@@ -327,15 +328,14 @@ private:
   }
 
   void check_headers(const collective_header& mine) {
-    bool every_rank_repeats = true;
+    all_.clear();
     for (int l = 0; l < seg_->local_size(); ++l) {
       collective_header theirs;
       std::memcpy(&theirs, &seg_->line(l).header, sizeof theirs);
-      every_rank_repeats = every_rank_repeats && (theirs.flags & collective_header::flag_repeat);
-      if (mine.agrees_with(theirs)) continue;
-      throw mine.mismatch(*what_, rank_, seg_->line(l).global, theirs);
+      all_.emplace_back(l == seg_->local_rank() ? rank_ : seg_->line(l).global,
+                        l == seg_->local_rank() ? mine : theirs);
     }
-    collective_header::check_not_all_repeats(mine, *what_, every_rank_repeats);
+    collective_header::check_round(*what_, rank_, all_);
   }
 
   void barrier() {
@@ -444,16 +444,12 @@ private:
     for (int l : missing()) {
       const auto& sl = seg_->line(l);
       const bool exited = peer_exited(sl, own_pidns_);
-      if ((exited || ask_store) && finished_ && finished_(sl.global)) {
+      // Asked only of a peer that has exited: a store round trip per missing peer at every
+      // look would slow each barrier wait.
+      if (exited && finished_ && finished_(sl.global)) {
         abort();
-        throw error(error_kind::peer_lost,
-                    *what_ + " failed: rank " + std::to_string(sl.global) +
-                        " finished (its process group ended normally) while rank " + std::to_string(rank_) +
-                        " was still in this call: rank " + std::to_string(rank_) +
-                        " called a collective (or synchronize()) more than rank " +
-                        std::to_string(sl.global) + ", or rank " + std::to_string(sl.global) +
-                        " one fewer. Look at rank " + std::to_string(rank_) + "'s last calls first.",
-                    rank_);
+        throw error(error_kind::peer_lost, *what_ + " failed: " + finished_peer_note(sl.global, rank_) + ".",
+                    sl.global);
       }
       if (exited) {
         abort();
@@ -522,6 +518,7 @@ private:
   std::unique_ptr<shm_segment> seg_;
   lost_finder find_lost_;
   finish_finder finished_;
+  std::vector<collective_header::ranked> all_; ///< the headers of the last check (kept: no allocation)
   int rank_;
   std::chrono::milliseconds timeout_;
   std::size_t step_setting_ = 0; ///< 0: the defaults

@@ -76,6 +76,16 @@ inline constexpr std::string_view store_stalled_prefix = "ddp/fault/stalled/";
 /// finished (the peer called one collective more), not that it failed.
 inline constexpr std::string_view store_finished_prefix = "ddp/finished/";
 
+/// What a rank still in a collective says of a peer whose process group ended
+/// (store_finished_prefix): not a failure of the peer, and not a verdict.
+inline std::string finished_peer_note(int peer, int rank) {
+  const std::string p = std::to_string(peer), r = std::to_string(rank);
+  return "rank " + p + " left: its process group ended without an exception in flight (it finished, or " +
+         "caught an error of its own: see its output) while rank " + r +
+         " was still in this call. The ranks called different numbers of collectives (or synchronize()): " +
+         "rank " + r + " at least one more than rank " + p;
+}
+
 inline constexpr std::uint32_t store_max_frame = 256u << 20;
 
 /// Keys a wait or check may name in one frame; tcp_store splits longer lists.
