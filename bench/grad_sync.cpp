@@ -105,7 +105,8 @@ void report_check_finite(ddp::process_group<ddp::gloo>& pg, const char* name,
   std::vector<double> plain, checked;
   for (int round = 0; round < 3; ++round) {
     plain.push_back(time_sync<ddp::bucketing::size_capped<>>(pg, sizes, grads_in::vectors, reps));
-    checked.push_back(time_sync<ddp::bucketing::size_capped<>>(pg, sizes, grads_in::vectors, reps, true, true));
+    checked.push_back(
+        time_sync<ddp::bucketing::size_capped<>>(pg, sizes, grads_in::vectors, reps, true, true));
   }
   const double p = bench::median(plain), c = bench::median(checked);
   if (pg.rank() == 0)
