@@ -11453,7 +11453,7 @@ public:
   /// bucket b), once the gradients are where their marks found them.
   template <class F> void launch_ready(F&& launch, std::size_t limit) {
     if (!step_.can_launch(limit)) return;
-    if (!step_.launched_any()) check_storage_before_launch();
+    if (!step_.launched_any() && !storage_checked_) check_storage_before_launch();
     step_.launch_ready(
         [&](std::size_t b) {
           call_site site{Owner::step_call,
@@ -11500,7 +11500,7 @@ public:
       // Begun by synchronize() itself (no mark did): maybe a second one with nothing new to
       // reduce. Only likely, from a few elements of each gradient (after the adapter zeroed
       // what backward left undefined): the ranks decide together, in the step's first
-      // bucket header (collective_header::check_not_all_repeats).
+      // bucket header (collective_header::check_round).
       if (!marked_before && comm_.size() > 1) {
         repeat_ = last_reduced_.repeated(registry_.parameters());
         // Certain where this rank marks every gradient: none marked since the last
@@ -11509,7 +11509,9 @@ public:
         certain_repeat_ = repeat_ && last_step_marked_ && marks_since_sync_ == 0;
       }
       fully_marked = step_.all_marked();
-      check_storage_before_launch();
+      // A step begun here was walked by begin_step() just now: nothing can have moved since.
+      if (marked_before) check_storage_before_launch();
+      storage_checked_ = true; // complete()'s first launch need not walk again
       mark_the_rest_ready();
       // Not with uneven inputs: a rank that joined stops stepping, and its parameters stay behind.
       if (debug() >= debug_level::detail && comm_.size() > 1 && !opts_.uneven_inputs)
@@ -11521,7 +11523,7 @@ public:
       if (non_finite_) throw_non_finite(); // this rank's own finding, in full
       throw;
     }
-    last_reduced_.after_reduction(registry_.parameters());
+    if (comm_.size() > 1) last_reduced_.after_reduction(registry_.parameters());
     last_step_marked_ = fully_marked;
     marks_since_sync_ = 0;
     end_step(/*counted=*/true);
@@ -11621,7 +11623,7 @@ private:
   void end_step(bool counted) {
     join_.end_step();
     step_.reset();
-    repeat_ = certain_repeat_ = false;
+    repeat_ = certain_repeat_ = storage_checked_ = false;
     if (counted) ++steps_;
   }
 
@@ -11677,7 +11679,8 @@ private:
   bool check_finite_;
   /// this step's gradients look like the last reduction's (call_site::repeat)
   bool repeat_ = false;
-  bool certain_repeat_ = false; ///< and this rank marked every gradient last step, none since
+  bool certain_repeat_ = false;  ///< and this rank marked every gradient last step, none since
+  bool storage_checked_ = false; ///< synchronize() looked for moved storage this step
   /// mark calls (no_sync() ones too) since the last communicated synchronize()
   std::size_t marks_since_sync_ = 0;
   bool last_step_marked_ = false; ///< every gradient of that synchronize()'s step was marked before it
@@ -22399,13 +22402,21 @@ DDP_BEGIN_NAMESPACE
 namespace detail {
 
 namespace finite_bits {
-/// The first element whose exponent bits (`mask`) are all ones.
+/// The first element whose exponent bits (`mask`) are all ones. Block by block, a
+/// branch-free pass the compiler vectorizes finds whether a block has one at all.
 template <class Bits> std::size_t first_with_exponent(const void* data, std::size_t n, Bits mask) {
+  constexpr std::size_t block = 512;
   const auto* bytes = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < n; ++i) {
-    Bits b;
-    std::memcpy(&b, bytes + i * sizeof(Bits), sizeof(Bits));
-    if ((b & mask) == mask) return i;
+  Bits b[block];
+  for (std::size_t start = 0; start < n; start += block) {
+    const std::size_t len = n - start < block ? n - start : block;
+    std::memcpy(b, bytes + start * sizeof(Bits), len * sizeof(Bits));
+    unsigned any = 0;
+    for (std::size_t i = 0; i < len; ++i)
+      any |= static_cast<unsigned>((b[i] & mask) == mask);
+    if (any)
+      for (std::size_t i = 0; i < len; ++i)
+        if ((b[i] & mask) == mask) return start + i;
   }
   return n;
 }
