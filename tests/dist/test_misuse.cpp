@@ -160,6 +160,12 @@ pg_t fresh_group() {
   return ddp::init_process_group<ddp::gloo>(o);
 }
 
+/// A fresh group on the heap, for a case that destroys it when it chooses (a
+/// process group cannot move).
+struct fresh_group_holder {
+  pg_t pg = fresh_group();
+};
+
 } // namespace
 
 TEST_CASE("every bucket path gives the exact mean and sum for every layout") {
@@ -220,10 +226,7 @@ TEST_CASE("zero-sized parameters are skipped: marks by tensor or index, strict_m
 
 TEST_CASE("a second synchronize() with no new gradients is refused on every rank and reduces nothing") {
   if (group().size() == 1) return; // one rank: reducing again changes nothing
-  struct holder {
-    pg_t pg = fresh_group();
-  };
-  auto h = std::make_unique<holder>();
+  auto h = std::make_unique<fresh_group_holder>();
   auto& pg = h->pg;
   owned_model m({10, 3}, layout::separate);
   ddp::distributed_data_parallel<view_model, ddp::gloo, ddp::bucketing::size_capped<>, ddp::reduction::sum>
@@ -246,10 +249,7 @@ TEST_CASE("a second synchronize() with no new gradients is refused on every rank
 
 TEST_CASE("a rank that marks every gradient and calls synchronize() once more stops every rank, named") {
   if (group().size() == 1) return;
-  struct holder {
-    pg_t pg = fresh_group();
-  };
-  auto h = std::make_unique<holder>();
+  auto h = std::make_unique<fresh_group_holder>();
   auto& pg = h->pg;
   owned_model m({300, 3}, layout::separate);
   ddp::distributed_data_parallel dp(m.model, pg);
@@ -379,10 +379,7 @@ TEST_CASE("a gradient replaced before any bucket launched is followed") {
 
 TEST_CASE("a gradient replaced after its step's first bucket launched stops every rank, naming it") {
   if (group().size() == 1) return;
-  struct holder {
-    pg_t pg = fresh_group();
-  };
-  auto h = std::make_unique<holder>();
+  auto h = std::make_unique<fresh_group_holder>();
   auto& pg = h->pg;
   owned_model m({20000, 1000}, layout::separate);
   // One bucket per tensor, launched in reverse registration order: p1's first, p0's last.
@@ -405,10 +402,7 @@ TEST_CASE("a gradient replaced after its step's first bucket launched stops ever
 }
 
 TEST_CASE("a tensor marked after its storage moved, once a bucket launched, is refused with advice") {
-  struct holder {
-    pg_t pg = fresh_group();
-  };
-  auto h = std::make_unique<holder>();
+  auto h = std::make_unique<fresh_group_holder>();
   auto& pg = h->pg;
   owned_model m({4, 8, 3}, layout::separate);
   ddp::distributed_data_parallel<view_model, ddp::gloo, ddp::bucketing::per_tensor> dp(m.model, pg);
@@ -436,11 +430,8 @@ TEST_CASE("a tensor marked after its storage moved, once a bucket launched, is r
 }
 
 TEST_CASE("a DDP whose process group is gone fails with ddp::error, not a crash") {
-  struct holder {
-    pg_t pg = fresh_group();
-  };
   owned_model m({8}, layout::separate);
-  auto h = std::make_unique<holder>();
+  auto h = std::make_unique<fresh_group_holder>();
   ddp::distributed_data_parallel dp(m.model, h->pg);
   h.reset(); // the group goes first: the declaration order a user gets wrong
   for (int call = 0; call < 3; ++call) {
@@ -458,10 +449,7 @@ TEST_CASE("a DDP whose process group is gone fails with ddp::error, not a crash"
 
 TEST_CASE("check_finite names the rank and parameter that produced a NaN, on every rank, before it spreads") {
   if (group().size() == 1) return;
-  struct holder {
-    pg_t pg = fresh_group();
-  };
-  auto h = std::make_unique<holder>();
+  auto h = std::make_unique<fresh_group_holder>();
   auto& pg = h->pg;
   owned_model m({100, 50}, layout::separate);
   ddp::ddp_options o;
@@ -496,10 +484,7 @@ TEST_CASE("check_finite names the rank and parameter that produced a NaN, on eve
 
 TEST_CASE("DDP_DEBUG=DETAIL names the parameter of ranks whose models drifted apart") {
   if (group().size() == 1 || ddp::detail::debug() < ddp::detail::debug_level::detail) return;
-  struct holder {
-    pg_t pg = fresh_group();
-  };
-  auto h = std::make_unique<holder>();
+  auto h = std::make_unique<fresh_group_holder>();
   auto& pg = h->pg;
   owned_model m({64, 8}, layout::separate);
   ddp::distributed_data_parallel dp(m.model, pg);
@@ -526,10 +511,7 @@ TEST_CASE("DDP_DEBUG=DETAIL names the parameter of ranks whose models drifted ap
 
 TEST_CASE("a peer that finished normally is reported as finished, naming the call still waiting") {
   if (group().size() == 1) return;
-  struct holder {
-    pg_t pg = fresh_group();
-  };
-  auto h = std::make_unique<holder>();
+  auto h = std::make_unique<fresh_group_holder>();
   const int rank = h->pg.rank();
   owned_model m({300, 5}, layout::separate);
   {

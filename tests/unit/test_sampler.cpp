@@ -36,29 +36,46 @@ std::string reference_path() {
   return DDP_SAMPLER_REFERENCE_FILE;
 }
 
+/// One line of tests/reference/sampler_reference.txt: a sampler's arguments, its indices' count
+/// and hash, and the indices themselves where the line lists them.
+struct reference_case {
+  std::string line, policy, hash;
+  std::size_t n = 0, count = 0;
+  int replicas = 1, rank = 0, drop = 0;
+  std::uint64_t seed = 0, epoch = 0;
+  std::vector<std::int64_t> want;
+};
+
+std::vector<reference_case> read_reference() {
+  std::ifstream in(reference_path());
+  REQUIRE_MESSAGE(in.good(), "cannot read " << reference_path());
+  std::vector<reference_case> cases;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    reference_case c;
+    std::istringstream ls(line);
+    std::string colon;
+    ls >> c.policy >> c.n >> c.replicas >> c.seed >> c.epoch >> c.drop >> c.rank >> c.count >> c.hash >>
+        colon;
+    REQUIRE(colon == ":");
+    for (std::int64_t v; ls >> v;)
+      c.want.push_back(v);
+    c.line = std::move(line);
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
 } // namespace
 
 TEST_CASE("shuffled and sequential are index-identical to PyTorch's DistributedSampler") {
-  std::ifstream in(reference_path());
-  REQUIRE_MESSAGE(in.good(), "cannot read " << reference_path());
-  std::string line;
   int compared = 0, listed = 0;
   std::set<std::string> policies;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream ls(line);
-    std::string policy, hash, colon;
-    std::size_t n, count;
-    int replicas, rank, drop;
-    std::uint64_t seed, epoch;
-    ls >> policy >> n >> replicas >> seed >> epoch >> drop >> rank >> count >> hash >> colon;
-    REQUIRE(colon == ":");
-    std::vector<std::int64_t> want;
-    for (std::int64_t v; ls >> v;)
-      want.push_back(v);
-    auto got = policy == "shuffled"
-                   ? indices_of<ddp::sampling::shuffled>(n, replicas, rank, seed, epoch, drop != 0)
-                   : indices_of<ddp::sampling::sequential>(n, replicas, rank, seed, epoch, drop != 0);
+  for (const auto& c : read_reference()) {
+    auto got =
+        c.policy == "shuffled"
+            ? indices_of<ddp::sampling::shuffled>(c.n, c.replicas, c.rank, c.seed, c.epoch, c.drop != 0)
+            : indices_of<ddp::sampling::sequential>(c.n, c.replicas, c.rank, c.seed, c.epoch, c.drop != 0);
     std::string text;
     for (auto v : got) {
       if (!text.empty()) text += ',';
@@ -66,14 +83,14 @@ TEST_CASE("shuffled and sequential are index-identical to PyTorch's DistributedS
     }
     char buf[17];
     std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(fnv1a64(text)));
-    INFO(line.substr(0, 80));
-    REQUIRE(got.size() == count);
-    REQUIRE(std::string(buf) == hash);
-    if (!want.empty() || count == 0) {
-      REQUIRE(got == want);
+    INFO(c.line.substr(0, 80));
+    REQUIRE(got.size() == c.count);
+    REQUIRE(std::string(buf) == c.hash);
+    if (!c.want.empty() || c.count == 0) {
+      REQUIRE(got == c.want);
       ++listed;
     }
-    policies.insert(policy);
+    policies.insert(c.policy);
     ++compared;
   }
   MESSAGE("compared " << compared << " cases (" << listed << " listed in full) from " << reference_path());
@@ -426,26 +443,13 @@ TEST_CASE(
     "step_batches over two epochs are index-identical to PyTorch's DistributedSampler for both epochs") {
   // Cases of the reference listed in full for consecutive epochs: the steps of both epochs,
   // one batch per step, are PyTorch's indices for epoch e then e + 1.
-  std::ifstream in(reference_path());
-  REQUIRE_MESSAGE(in.good(), "cannot read " << reference_path());
   std::map<std::string, std::map<std::uint64_t, std::vector<std::int64_t>>>
       listed; // case -> epoch -> indices
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream ls(line);
-    std::string policy, hash, colon;
-    std::size_t n, count;
-    int replicas, rank, drop;
-    std::uint64_t seed, epoch;
-    ls >> policy >> n >> replicas >> seed >> epoch >> drop >> rank >> count >> hash >> colon;
-    std::vector<std::int64_t> want;
-    for (std::int64_t v; ls >> v;)
-      want.push_back(v);
-    if (policy != "shuffled" || count < 3 || want.size() != count) continue;
+  for (auto& c : read_reference()) {
+    if (c.policy != "shuffled" || c.count < 3 || c.want.size() != c.count) continue;
     std::ostringstream key;
-    key << n << ' ' << replicas << ' ' << seed << ' ' << drop << ' ' << rank;
-    listed[key.str()][epoch] = std::move(want);
+    key << c.n << ' ' << c.replicas << ' ' << c.seed << ' ' << c.drop << ' ' << c.rank;
+    listed[key.str()][c.epoch] = std::move(c.want);
   }
   int compared = 0;
   for (auto& [key, epochs] : listed)
