@@ -443,12 +443,24 @@ private:
   void check_alive(bool ask_store = true) {
     for (int l : missing()) {
       const auto& sl = seg_->line(l);
-      const bool exited = peer_exited(sl, own_pidns_);
-      // Asked only of a peer that has exited: a store round trip per missing peer at every
-      // look would slow each barrier wait.
+      const bool left =
+          std::atomic_ref<std::uint32_t>(seg_->line(l).left).load(std::memory_order_acquire) != 0;
+      const bool exited = left || peer_exited(sl, own_pidns_);
+      // Asked only of a peer that has exited or left: a store round trip per missing peer at
+      // every look would slow each barrier wait.
       if (exited && finished_ && finished_(sl.global)) {
         abort();
         throw error(error_kind::peer_lost, *what_ + " failed: " + finished_peer_note(sl.global, rank_) + ".",
+                    sl.global);
+      }
+      if (left) {
+        abort();
+        throw error(error_kind::peer_lost,
+                    *what_ + " failed: rank " + std::to_string(sl.global) + " (local rank " +
+                        std::to_string(l) + ") destroyed its process group while rank " +
+                        std::to_string(rank_) +
+                        " waited for it at the node's shared-memory segment. Look at rank " +
+                        std::to_string(sl.global) + "'s output first.",
                     sl.global);
       }
       if (exited) {

@@ -47,15 +47,19 @@ namespace detail {
 
 /// One local rank's line in the control block (own cache lines: no false sharing).
 struct alignas(128) shm_rank_line {
-  std::uint64_t seq = 0;      ///< barriers this rank has arrived at (atomic_ref)
-  std::int32_t global = -1;   ///< its global rank, for error messages
-  std::int32_t pid = 0;       ///< for the liveness check while others wait
-  std::uint64_t pidns = 0;    ///< its PID namespace (inode of /proc/self/ns/pid; 0: unknown)
+  std::uint64_t seq = 0;    ///< barriers this rank has arrived at (atomic_ref)
+  std::int32_t global = -1; ///< its global rank, for error messages
+  std::int32_t pid = 0;     ///< for the liveness check while others wait
+  std::uint64_t pidns = 0;  ///< its PID namespace (inode of /proc/self/ns/pid; 0: unknown)
+  /// 1 once it unmapped the segment (its process group ended; atomic_ref): a
+  /// rank waiting for it stops at once, where a live pid would keep it waiting.
+  std::uint32_t left = 0;
   collective_header header{}; ///< what it is running now: ranks that disagree fail with mismatch
 };
 
 struct shm_control {
-  static constexpr std::uint64_t expected_magic = 0x344d485350444444; // "DDDPSHM4": the header grew
+  static constexpr std::uint64_t expected_magic =
+      0x354d485350444444; // "DDDPSHM5": a line says when its rank left
   std::uint64_t magic = 0;
   std::uint32_t local_size = 0;
   std::uint32_t unused = 0;
@@ -212,7 +216,11 @@ public:
   }
   shm_segment(const shm_segment&) = delete;
   shm_segment& operator=(const shm_segment&) = delete;
-  ~shm_segment() { unmap(); }
+  ~shm_segment() {
+    if (base_ && line(local_rank_).global >= 0)
+      std::atomic_ref<std::uint32_t>(line(local_rank_).left).store(1, std::memory_order_release);
+    unmap();
+  }
 
   const std::string& name() const { return name_; }
   int local_rank() const { return local_rank_; }
