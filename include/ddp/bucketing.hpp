@@ -4,11 +4,11 @@
 #ifndef DDP_BUCKETING_HPP
 #define DDP_BUCKETING_HPP
 
+#include <ddp/detail/common/linkage.hpp>
 #include <ddp/tensor.hpp>
 
 #include <concepts>
 #include <cstddef>
-#include <map>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -30,6 +30,13 @@ concept bucketing_policy = requires(std::span<const parameter_desc> params) {
   { B::assign(params) } -> std::same_as<std::vector<std::vector<std::size_t>>>;
 };
 
+namespace detail {
+/// size_capped's assignment, compiled once for every pair of caps.
+DDP_INLINE std::vector<std::vector<std::size_t>> assign_size_capped(std::span<const parameter_desc> params,
+                                                                    std::size_t cap_bytes,
+                                                                    std::size_t first_bucket_bytes);
+} // namespace detail
+
 namespace bucketing {
 
 /// PyTorch's default: reverse registration order, one open bucket per dtype,
@@ -42,36 +49,7 @@ struct size_capped {
   static constexpr std::size_t first_bucket_bytes = FirstBucketBytes;
 
   static std::vector<std::vector<std::size_t>> assign(std::span<const parameter_desc> params) {
-    std::vector<std::vector<std::size_t>> buckets;
-    struct open_bucket {
-      std::size_t index;
-      std::size_t bytes;
-      bool first;
-    };
-    std::map<dtype, open_bucket> open;
-    for (std::size_t k = params.size(); k-- > 0;) {
-      const auto& p = params[k];
-      auto it = open.find(p.type);
-      if (it != open.end()) {
-        auto& b = it->second;
-        std::size_t cap = b.first ? FirstBucketBytes : CapBytes;
-        if (b.bytes + p.bytes > cap) {
-          open.erase(it);
-          buckets.push_back({k});
-          open.emplace(p.type, open_bucket{buckets.size() - 1, p.bytes, false});
-        } else {
-          buckets[b.index].push_back(k);
-          b.bytes += p.bytes;
-        }
-      } else {
-        bool first = true;
-        for (auto& b : buckets)
-          if (params[b.front()].type == p.type) first = false;
-        buckets.push_back({k});
-        open.emplace(p.type, open_bucket{buckets.size() - 1, p.bytes, first});
-      }
-    }
-    return buckets;
+    return detail::assign_size_capped(params, CapBytes, FirstBucketBytes);
   }
 };
 
@@ -94,5 +72,9 @@ struct single_buffer {
 
 } // namespace bucketing
 DDP_END_NAMESPACE
+
+#if DDP_DETAIL_DEFINE_RUNTIME
+#include <ddp/bucketing-inl.hpp>
+#endif
 
 #endif // DDP_BUCKETING_HPP

@@ -18,6 +18,7 @@
 #include <ddp/detail/data_parallel/bucket_plan.hpp>
 #include <ddp/detail/data_parallel/debug.hpp>
 #include <ddp/detail/data_parallel/device_broadcasts.hpp>
+#include <ddp/detail/data_parallel/gloo_instances.hpp>
 #include <ddp/detail/data_parallel/parameter_registry.hpp>
 #include <ddp/detail/data_parallel/policy_diagnostics.hpp>
 #include <ddp/detail/data_parallel/step_driver.hpp>

@@ -3,6 +3,7 @@
 #define DDP_ERROR_HPP
 
 #include <ddp/config.hpp>
+#include <ddp/detail/common/linkage.hpp>
 
 #include <stdexcept>
 #include <string>
@@ -40,10 +41,7 @@ public:
   /// `rank` is the rank the error is about (the lost peer, the mismatching
   /// rank), or -1 when unknown / not applicable. A config error that begins
   /// "rank N:" (this rank's own mistake) is about rank N.
-  error(error_kind kind, const std::string& what, int rank = -1)
-      : std::runtime_error("ddp " + std::string(to_string(kind)) + " error: " + what), kind_(kind),
-        rank_(rank < 0 && kind == error_kind::config ? leading_rank(what) : rank),
-        prefix_(what_string().size() - what.size()) {}
+  DDP_INLINE error(error_kind kind, const std::string& what, int rank = -1);
 
   error_kind kind() const noexcept { return kind_; }
   int rank() const noexcept { return rank_; }
@@ -54,15 +52,7 @@ private:
   std::string_view what_string() const noexcept { return what(); }
 
   /// N of a message that begins "rank N:", else -1.
-  static int leading_rank(std::string_view what) noexcept {
-    constexpr std::string_view lead = "rank ";
-    if (what.substr(0, lead.size()) != lead) return -1;
-    long n = 0;
-    std::size_t i = lead.size();
-    for (; i < what.size() && what[i] >= '0' && what[i] <= '9' && n < (1L << 30); ++i)
-      n = n * 10 + (what[i] - '0');
-    return i > lead.size() && i < what.size() && what[i] == ':' ? static_cast<int>(n) : -1;
-  }
+  DDP_INLINE static int leading_rank(std::string_view what) noexcept;
 
   error_kind kind_;
   int rank_;
@@ -70,5 +60,9 @@ private:
 };
 
 DDP_END_NAMESPACE
+
+#if DDP_DETAIL_DEFINE_RUNTIME
+#include <ddp/error-inl.hpp>
+#endif
 
 #endif // DDP_ERROR_HPP

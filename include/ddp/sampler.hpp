@@ -8,6 +8,7 @@
 #ifndef DDP_SAMPLER_HPP
 #define DDP_SAMPLER_HPP
 
+#include <ddp/detail/common/linkage.hpp>
 #include <ddp/error.hpp>
 
 #include <algorithm>
@@ -229,37 +230,12 @@ namespace sampling {
 /// PyTorch's DistributedSampler(shuffle=True): a fresh permutation per
 /// (seed + epoch), interleaved over ranks.
 struct shuffled {
-  static void rank_indices(const sampler_context& c, std::vector<std::int64_t>& out) {
-    if (c.n == 0) {
-      out.clear();
-      return;
-    }
-    // The permutation is the one O(n) buffer besides `out`; 32-bit entries
-    // when they fit (n <= 2^32 - 1), which halves it: 4n + 8n/num_replicas
-    // bytes at the peak. It cannot be avoided: in either shuffle an element's
-    // final value depends on swaps with positions anywhere in the array, so a
-    // rank's share needs the whole permutation.
-    if (c.n <= 0xffffffffu) {
-      detail::shuffle_buffer<std::uint32_t> perm;
-      detail::randperm(perm, c.n, c.seed + c.epoch, c.randperm);
-      detail::strided_share(c, out, [&](std::size_t j) { return perm[j]; });
-    } else {
-      detail::shuffle_buffer<std::uint64_t> perm;
-      detail::randperm(perm, c.n, c.seed + c.epoch, c.randperm);
-      detail::strided_share(c, out, [&](std::size_t j) { return perm[j]; });
-    }
-  }
+  DDP_INLINE static void rank_indices(const sampler_context& c, std::vector<std::int64_t>& out);
 };
 
 /// PyTorch's DistributedSampler(shuffle=False): 0..n-1 interleaved over ranks.
 struct sequential {
-  static void rank_indices(const sampler_context& c, std::vector<std::int64_t>& out) {
-    if (c.n == 0) {
-      out.clear();
-      return;
-    }
-    detail::strided_share(c, out, [](std::size_t j) { return j; });
-  }
+  DDP_INLINE static void rank_indices(const sampler_context& c, std::vector<std::int64_t>& out);
 };
 
 /// Each rank reads one contiguous block of the (padded or truncated) index
@@ -436,6 +412,27 @@ batch_range batches(const distributed_sampler<Policy>& s, std::size_t batch_size
   return batch_range(s.indices(), batch_size, drop_last);
 }
 
+// Separately compiled, ddp's own policies' samplers are compiled once, in the
+// runtime (detail/common/linkage.hpp).
+#if defined(DDP_SEPARATE_COMPILATION)
+#if defined(DDP_IMPLEMENTATION)
+#define DDP_DETAIL_SAMPLER_INSTANCE template
+#else
+#define DDP_DETAIL_SAMPLER_INSTANCE extern template
+#endif
+DDP_DETAIL_SAMPLER_INSTANCE struct sampling::basic_contiguous<false>;
+DDP_DETAIL_SAMPLER_INSTANCE struct sampling::basic_contiguous<true>;
+DDP_DETAIL_SAMPLER_INSTANCE class distributed_sampler<sampling::shuffled>;
+DDP_DETAIL_SAMPLER_INSTANCE class distributed_sampler<sampling::sequential>;
+DDP_DETAIL_SAMPLER_INSTANCE class distributed_sampler<sampling::contiguous>;
+DDP_DETAIL_SAMPLER_INSTANCE class distributed_sampler<sampling::contiguous_shuffled_blocks>;
+#undef DDP_DETAIL_SAMPLER_INSTANCE
+#endif
+
 DDP_END_NAMESPACE
+
+#if DDP_DETAIL_DEFINE_RUNTIME
+#include <ddp/sampler-inl.hpp>
+#endif
 
 #endif // DDP_SAMPLER_HPP

@@ -2,6 +2,7 @@
 #ifndef DDP_WORK_HPP
 #define DDP_WORK_HPP
 
+#include <ddp/detail/common/linkage.hpp>
 #include <ddp/error.hpp>
 
 #include <chrono>
@@ -110,15 +111,7 @@ public:
   /// Waits for the collective; rethrows its ddp::error. The backend's own
   /// timeout fires first; the extra margin here only guards against a
   /// collective that never reaches the wire.
-  void wait() const {
-    if (!s_) return;
-    std::unique_lock lock(s_->mu);
-    auto limit = s_->timeout + std::chrono::seconds(30);
-    if (!s_->cv.wait_for(lock, limit, [&] { return s_->finished; }))
-      throw error(error_kind::timeout,
-                  s_->what + " did not complete within " + std::to_string(limit.count()) + " ms");
-    if (s_->failure) std::rethrow_exception(s_->failure);
-  }
+  DDP_INLINE void wait() const;
 
   /// Stream-ordered wait: `stream` (a cudaStream_t; null: the default stream
   /// of the calling thread's device) waits, on the device, for the
@@ -127,24 +120,16 @@ public:
   /// finish; a failure after that (a timeout, a lost peer) is reported by wait(), and the group refuses every
   /// later collective with it. Anywhere else (host memory, ddp::gloo) the result is written by the host: this
   /// is wait().
-  void stream_wait(CUstream_st* stream) const {
-    if (!s_) return;
-    std::unique_lock lock(s_->mu);
-    auto limit = s_->timeout + std::chrono::seconds(30);
-    if (!s_->cv.wait_for(lock, limit, [&] { return s_->finished || s_->order_stream; }))
-      throw error(error_kind::timeout,
-                  s_->what + " was not queued within " + std::to_string(limit.count()) + " ms");
-    if (s_->failure) std::rethrow_exception(s_->failure);
-    // A finished collective needs no device wait, and a backend may reuse what
-    // order_stream waits on (a pooled event) once the work finished: so it is
-    // called only before that, under the lock finish() takes.
-    if (!s_->finished && s_->order_stream) s_->order_stream(stream);
-  }
+  DDP_INLINE void stream_wait(CUstream_st* stream) const;
 
 private:
   std::shared_ptr<detail::work_state> s_;
 };
 
 DDP_END_NAMESPACE
+
+#if DDP_DETAIL_DEFINE_RUNTIME
+#include <ddp/work-inl.hpp>
+#endif
 
 #endif // DDP_WORK_HPP

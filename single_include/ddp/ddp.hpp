@@ -135,6 +135,56 @@ DDP_END_NAMESPACE
 
 #endif // DDP_CONFIG_HPP
 // ---- end ddp/config.hpp ----
+// ---- begin ddp/detail/common/linkage.hpp ----
+// How ddp's model-independent runtime (the store, the Gloo communicator, the
+// rendezvous, ...) is defined. Header-only (the default): its functions are
+// `inline` and their definitions, in the `-inl.hpp` headers, come with the
+// headers that declare them. Separately compiled (DDP_SEPARATE_COMPILATION in
+// every translation unit, as target ddp::runtime does): the headers only
+// declare them, and one translation unit defines them once (the ddp::runtime
+// library, or a user's own file that includes <ddp/runtime.hpp>), so a
+// program's other files do not generate that code again
+// (docs/performance.md, "Compile cost").
+#ifndef DDP_DETAIL_COMMON_LINKAGE_HPP
+#define DDP_DETAIL_COMMON_LINKAGE_HPP
+
+
+/// 1 where the runtime's definitions are compiled in this translation unit:
+/// header-only, or the one file that defines the separately compiled runtime.
+#if !defined(DDP_SEPARATE_COMPILATION) || defined(DDP_IMPLEMENTATION)
+#define DDP_DETAIL_DEFINE_RUNTIME 1
+#else
+#define DDP_DETAIL_DEFINE_RUNTIME 0
+#endif
+
+/// On every declaration and definition of a runtime function: `inline` only
+/// where each translation unit carries its own copy (header-only).
+#if defined(DDP_SEPARATE_COMPILATION)
+#define DDP_INLINE
+#else
+#define DDP_INLINE inline
+#endif
+
+#endif // DDP_DETAIL_COMMON_LINKAGE_HPP
+
+// Outside the guard, so that every header that declares runtime functions checks
+// again: the ABI namespace was named when config.hpp came first (its tags), so the
+// macros that name it must be set before any ddp header, as the targets do.
+#if defined(DDP_DETAIL_LINKAGE_MISMATCH_SAID)
+#elif defined(DDP_SEPARATE_COMPILATION) != DDP_DETAIL_ABI_SEPARATE
+#define DDP_DETAIL_LINKAGE_MISMATCH_SAID // one message, not one per header
+#error                                                                                                       \
+    "ddp: DDP_SEPARATE_COMPILATION changed after the first ddp header: define it for the whole file, or not at all"
+#elif (defined(DDP_WITH_CUDA) || defined(DDP_WITH_NCCL)) != DDP_DETAIL_ABI_CUDA
+#define DDP_DETAIL_LINKAGE_MISMATCH_SAID
+#error                                                                                                       \
+    "ddp: DDP_WITH_CUDA (DDP_WITH_NCCL) changed after the first ddp header: define it for the whole file, as ddp::cuda does"
+#elif defined(DDP_TRACE_DISABLED) == DDP_DETAIL_ABI_TRACE
+#define DDP_DETAIL_LINKAGE_MISMATCH_SAID
+#error                                                                                                       \
+    "ddp: DDP_TRACE_DISABLED changed after the first ddp header: define it for the whole file, or not at all"
+#endif
+// ---- end ddp/detail/common/linkage.hpp ----
 
 #include <stdexcept>
 #include <string>
@@ -172,10 +222,7 @@ public:
   /// `rank` is the rank the error is about (the lost peer, the mismatching
   /// rank), or -1 when unknown / not applicable. A config error that begins
   /// "rank N:" (this rank's own mistake) is about rank N.
-  error(error_kind kind, const std::string& what, int rank = -1)
-      : std::runtime_error("ddp " + std::string(to_string(kind)) + " error: " + what), kind_(kind),
-        rank_(rank < 0 && kind == error_kind::config ? leading_rank(what) : rank),
-        prefix_(what_string().size() - what.size()) {}
+  DDP_INLINE error(error_kind kind, const std::string& what, int rank = -1);
 
   error_kind kind() const noexcept { return kind_; }
   int rank() const noexcept { return rank_; }
@@ -186,15 +233,7 @@ private:
   std::string_view what_string() const noexcept { return what(); }
 
   /// N of a message that begins "rank N:", else -1.
-  static int leading_rank(std::string_view what) noexcept {
-    constexpr std::string_view lead = "rank ";
-    if (what.substr(0, lead.size()) != lead) return -1;
-    long n = 0;
-    std::size_t i = lead.size();
-    for (; i < what.size() && what[i] >= '0' && what[i] <= '9' && n < (1L << 30); ++i)
-      n = n * 10 + (what[i] - '0');
-    return i > lead.size() && i < what.size() && what[i] == ':' ? static_cast<int>(n) : -1;
-  }
+  DDP_INLINE static int leading_rank(std::string_view what) noexcept;
 
   error_kind kind_;
   int rank_;
@@ -202,6 +241,7 @@ private:
 };
 
 DDP_END_NAMESPACE
+
 
 #endif // DDP_ERROR_HPP
 // ---- end ddp/error.hpp ----
@@ -790,34 +830,14 @@ DDP_BEGIN_NAMESPACE
 namespace detail {
 
 /// "600" (seconds), or with a unit: "500ms", "30s", "10m".
-inline std::chrono::milliseconds parse_timeout(std::string_view v) {
-  auto bad = [&] {
-    return error(error_kind::config, "environment variable DDP_TIMEOUT='" + std::string(v) +
-                                         "' is not a positive duration like 600, 30s, 500ms or 10m");
-  };
-  std::int64_t scale = 1000;
-  if (v.ends_with("ms")) {
-    scale = 1;
-    v.remove_suffix(2);
-  } else if (v.ends_with("s")) {
-    v.remove_suffix(1);
-  } else if (v.ends_with("m")) {
-    scale = 60000;
-    v.remove_suffix(1);
-  }
-  auto n = parse_int(v);
-  if (!n || *n <= 0 || *n > (std::int64_t{1} << 40) / scale) throw bad();
-  return std::chrono::milliseconds(*n * scale);
-}
+DDP_INLINE std::chrono::milliseconds parse_timeout(std::string_view v);
 
 /// DDP_TIMEOUT when set, else 10 minutes (PyTorch's default for Gloo and NCCL).
-inline std::chrono::milliseconds default_timeout() {
-  if (auto v = getenv_str("DDP_TIMEOUT")) return parse_timeout(*v);
-  return std::chrono::minutes(10);
-}
+DDP_INLINE std::chrono::milliseconds default_timeout();
 
 } // namespace detail
 DDP_END_NAMESPACE
+
 
 #endif // DDP_DETAIL_COMMON_TIMEOUT_HPP
 // ---- end ddp/detail/common/timeout.hpp ----
@@ -949,56 +969,6 @@ DDP_END_NAMESPACE
 #ifndef DDP_STORE_HPP
 #define DDP_STORE_HPP
 
-// ---- begin ddp/detail/common/linkage.hpp ----
-// How ddp's model-independent runtime (the store, the Gloo communicator, the
-// rendezvous, ...) is defined. Header-only (the default): its functions are
-// `inline` and their definitions, in the `-inl.hpp` headers, come with the
-// headers that declare them. Separately compiled (DDP_SEPARATE_COMPILATION in
-// every translation unit, as target ddp::runtime does): the headers only
-// declare them, and one translation unit defines them once (the ddp::runtime
-// library, or a user's own file that includes <ddp/runtime.hpp>), so a
-// program's other files do not generate that code again
-// (docs/performance.md, "Compile cost").
-#ifndef DDP_DETAIL_COMMON_LINKAGE_HPP
-#define DDP_DETAIL_COMMON_LINKAGE_HPP
-
-
-/// 1 where the runtime's definitions are compiled in this translation unit:
-/// header-only, or the one file that defines the separately compiled runtime.
-#if !defined(DDP_SEPARATE_COMPILATION) || defined(DDP_IMPLEMENTATION)
-#define DDP_DETAIL_DEFINE_RUNTIME 1
-#else
-#define DDP_DETAIL_DEFINE_RUNTIME 0
-#endif
-
-/// On every declaration and definition of a runtime function: `inline` only
-/// where each translation unit carries its own copy (header-only).
-#if defined(DDP_SEPARATE_COMPILATION)
-#define DDP_INLINE
-#else
-#define DDP_INLINE inline
-#endif
-
-#endif // DDP_DETAIL_COMMON_LINKAGE_HPP
-
-// Outside the guard, so that every header that declares runtime functions checks
-// again: the ABI namespace was named when config.hpp came first (its tags), so the
-// macros that name it must be set before any ddp header, as the targets do.
-#if defined(DDP_DETAIL_LINKAGE_MISMATCH_SAID)
-#elif defined(DDP_SEPARATE_COMPILATION) != DDP_DETAIL_ABI_SEPARATE
-#define DDP_DETAIL_LINKAGE_MISMATCH_SAID // one message, not one per header
-#error                                                                                                       \
-    "ddp: DDP_SEPARATE_COMPILATION changed after the first ddp header: define it for the whole file, or not at all"
-#elif (defined(DDP_WITH_CUDA) || defined(DDP_WITH_NCCL)) != DDP_DETAIL_ABI_CUDA
-#define DDP_DETAIL_LINKAGE_MISMATCH_SAID
-#error                                                                                                       \
-    "ddp: DDP_WITH_CUDA (DDP_WITH_NCCL) changed after the first ddp header: define it for the whole file, as ddp::cuda does"
-#elif defined(DDP_TRACE_DISABLED) == DDP_DETAIL_ABI_TRACE
-#define DDP_DETAIL_LINKAGE_MISMATCH_SAID
-#error                                                                                                       \
-    "ddp: DDP_TRACE_DISABLED changed after the first ddp header: define it for the whole file, or not at all"
-#endif
-// ---- end ddp/detail/common/linkage.hpp ----
 // ---- begin ddp/detail/store/protocol.hpp ----
 // The rendezvous store's wire format. A frame is a little-endian u32 length
 // followed by that many bytes: a one-byte opcode, then fields. Strings and
@@ -2323,15 +2293,7 @@ public:
   /// Waits for the collective; rethrows its ddp::error. The backend's own
   /// timeout fires first; the extra margin here only guards against a
   /// collective that never reaches the wire.
-  void wait() const {
-    if (!s_) return;
-    std::unique_lock lock(s_->mu);
-    auto limit = s_->timeout + std::chrono::seconds(30);
-    if (!s_->cv.wait_for(lock, limit, [&] { return s_->finished; }))
-      throw error(error_kind::timeout,
-                  s_->what + " did not complete within " + std::to_string(limit.count()) + " ms");
-    if (s_->failure) std::rethrow_exception(s_->failure);
-  }
+  DDP_INLINE void wait() const;
 
   /// Stream-ordered wait: `stream` (a cudaStream_t; null: the default stream
   /// of the calling thread's device) waits, on the device, for the
@@ -2340,25 +2302,14 @@ public:
   /// finish; a failure after that (a timeout, a lost peer) is reported by wait(), and the group refuses every
   /// later collective with it. Anywhere else (host memory, ddp::gloo) the result is written by the host: this
   /// is wait().
-  void stream_wait(CUstream_st* stream) const {
-    if (!s_) return;
-    std::unique_lock lock(s_->mu);
-    auto limit = s_->timeout + std::chrono::seconds(30);
-    if (!s_->cv.wait_for(lock, limit, [&] { return s_->finished || s_->order_stream; }))
-      throw error(error_kind::timeout,
-                  s_->what + " was not queued within " + std::to_string(limit.count()) + " ms");
-    if (s_->failure) std::rethrow_exception(s_->failure);
-    // A finished collective needs no device wait, and a backend may reuse what
-    // order_stream waits on (a pooled event) once the work finished: so it is
-    // called only before that, under the lock finish() takes.
-    if (!s_->finished && s_->order_stream) s_->order_stream(stream);
-  }
+  DDP_INLINE void stream_wait(CUstream_st* stream) const;
 
 private:
   std::shared_ptr<detail::work_state> s_;
 };
 
 DDP_END_NAMESPACE
+
 
 #endif // DDP_WORK_HPP
 // ---- end ddp/work.hpp ----
@@ -2754,29 +2705,17 @@ namespace detail {
 
 enum class debug_level { off = 0, info = 1, detail = 2 };
 
-inline debug_level parse_debug_level(std::string_view v) {
-  if (v.empty() || v == "OFF" || v == "off" || v == "0") return debug_level::off;
-  if (v == "INFO" || v == "info" || v == "1") return debug_level::info;
-  if (v == "DETAIL" || v == "detail" || v == "2") return debug_level::detail;
-  throw error(error_kind::config,
-              "environment variable DDP_DEBUG='" + std::string(v) + "' is not one of OFF, INFO, DETAIL");
-}
+DDP_INLINE debug_level parse_debug_level(std::string_view v);
 
 /// DDP_DEBUG, read once per process.
-inline debug_level debug() {
-  static const debug_level level = parse_debug_level(getenv_str("DDP_DEBUG").value_or(""));
-  return level;
-}
+DDP_INLINE debug_level debug();
 
-inline void log_line(std::string_view who, std::string_view text) {
-  std::string line = "[ddp";
-  if (!who.empty()) line.append(" ").append(who);
-  line.append("] ").append(text).append("\n");
-  std::fwrite(line.data(), 1, line.size(), stderr); // one write: lines do not interleave
-}
+/// One line on stderr, "[ddp <who>] <text>".
+DDP_INLINE void log_line(std::string_view who, std::string_view text);
 
 } // namespace detail
 DDP_END_NAMESPACE
+
 
 #endif // DDP_DETAIL_COMMON_LOG_HPP
 // ---- end ddp/detail/common/log.hpp ----
@@ -4173,7 +4112,6 @@ DDP_END_NAMESPACE
 
 #include <concepts>
 #include <cstddef>
-#include <map>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -4195,6 +4133,13 @@ concept bucketing_policy = requires(std::span<const parameter_desc> params) {
   { B::assign(params) } -> std::same_as<std::vector<std::vector<std::size_t>>>;
 };
 
+namespace detail {
+/// size_capped's assignment, compiled once for every pair of caps.
+DDP_INLINE std::vector<std::vector<std::size_t>> assign_size_capped(std::span<const parameter_desc> params,
+                                                                    std::size_t cap_bytes,
+                                                                    std::size_t first_bucket_bytes);
+} // namespace detail
+
 namespace bucketing {
 
 /// PyTorch's default: reverse registration order, one open bucket per dtype,
@@ -4207,36 +4152,7 @@ struct size_capped {
   static constexpr std::size_t first_bucket_bytes = FirstBucketBytes;
 
   static std::vector<std::vector<std::size_t>> assign(std::span<const parameter_desc> params) {
-    std::vector<std::vector<std::size_t>> buckets;
-    struct open_bucket {
-      std::size_t index;
-      std::size_t bytes;
-      bool first;
-    };
-    std::map<dtype, open_bucket> open;
-    for (std::size_t k = params.size(); k-- > 0;) {
-      const auto& p = params[k];
-      auto it = open.find(p.type);
-      if (it != open.end()) {
-        auto& b = it->second;
-        std::size_t cap = b.first ? FirstBucketBytes : CapBytes;
-        if (b.bytes + p.bytes > cap) {
-          open.erase(it);
-          buckets.push_back({k});
-          open.emplace(p.type, open_bucket{buckets.size() - 1, p.bytes, false});
-        } else {
-          buckets[b.index].push_back(k);
-          b.bytes += p.bytes;
-        }
-      } else {
-        bool first = true;
-        for (auto& b : buckets)
-          if (params[b.front()].type == p.type) first = false;
-        buckets.push_back({k});
-        open.emplace(p.type, open_bucket{buckets.size() - 1, p.bytes, first});
-      }
-    }
-    return buckets;
+    return detail::assign_size_capped(params, CapBytes, FirstBucketBytes);
   }
 };
 
@@ -4259,6 +4175,7 @@ struct single_buffer {
 
 } // namespace bucketing
 DDP_END_NAMESPACE
+
 
 #endif // DDP_BUCKETING_HPP
 // ---- end ddp/bucketing.hpp ----
@@ -4794,13 +4711,7 @@ DDP_INLINE bucket_plan make_bucket_plan(const std::vector<std::vector<std::size_
                                         plan_capabilities caps);
 
 /// What a bucketing policy sees of the parameters.
-inline std::vector<parameter_desc> describe_for_bucketing(std::span<const tensor_slot> params) {
-  std::vector<parameter_desc> out;
-  out.reserve(params.size());
-  for (auto& p : params)
-    out.push_back({p.name, p.type, p.count, p.count * size_of(p.type)});
-  return out;
-}
+DDP_INLINE std::vector<parameter_desc> describe_for_bucketing(std::span<const tensor_slot> params);
 
 } // namespace detail
 DDP_END_NAMESPACE
@@ -10648,6 +10559,74 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_DATA_PARALLEL_DEVICE_BROADCASTS_HPP
 // ---- end ddp/detail/data_parallel/device_broadcasts.hpp ----
+// ---- begin ddp/detail/data_parallel/gloo_instances.hpp ----
+// Separately compiled, what a data-parallel class instantiates for ddp::gloo
+// without depending on the model (the host bucket engine, the broadcasts, the
+// join tracker, the model check and broadcast, DDP_DEBUG's checks) is compiled once, in the runtime
+// (detail/common/linkage.hpp): a user's file then generates only the code
+// that does depend on its model.
+#ifndef DDP_DETAIL_DATA_PARALLEL_GLOO_INSTANCES_HPP
+#define DDP_DETAIL_DATA_PARALLEL_GLOO_INSTANCES_HPP
+
+// ---- begin ddp/detail/data_parallel/join.hpp ----
+// Uneven inputs (PyTorch's Join, with divide_by_initial_world_size): every
+// step, training ranks all-reduce a "still training" flag; a rank that ran out
+// of data answers those rounds with zeros until the flag reads zero.
+#ifndef DDP_DETAIL_DATA_PARALLEL_JOIN_HPP
+#define DDP_DETAIL_DATA_PARALLEL_JOIN_HPP
+
+
+#include <cstdint>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+template <communicator Comm> class join_tracker {
+public:
+  explicit join_tracker(Comm& comm) : comm_(comm) {}
+  join_tracker(const join_tracker&) = delete;
+  join_tracker& operator=(const join_tracker&) = delete;
+  ~join_tracker() { end_step(); }
+
+  /// A training rank's step begins: joined ranks are waiting on this flag.
+  void begin_step() {
+    flag_ = 1;
+    pending_ = comm_.all_reduce(&flag_, 1, dtype::i32, op::sum, false);
+  }
+
+  /// Waits for the flag's all-reduce (its failure is the step's, reported there).
+  void end_step() {
+    try {
+      pending_.wait();
+    } catch (...) {}
+    pending_ = work{};
+  }
+
+  /// A joined rank: while some rank still trains, calls shadow_step() — which
+  /// must issue exactly the collectives of one training step, on zeros.
+  template <class F> void shadow_until_all_joined(F&& shadow_step) {
+    for (;;) {
+      std::int32_t active = 0;
+      comm_.all_reduce(&active, 1, dtype::i32, op::sum, true).wait();
+      if (active == 0) return;
+      shadow_step();
+    }
+  }
+
+private:
+  Comm& comm_;
+  std::int32_t flag_ = 1;
+  // A default work is done: waiting on it returns at once. (Not std::optional:
+  // GCC 12 then warns maybe-uninitialized in ~optional, a false positive, when
+  // the collectives' inlining shifts.)
+  work pending_;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_DATA_PARALLEL_JOIN_HPP
+// ---- end ddp/detail/data_parallel/join.hpp ----
 // ---- begin ddp/detail/data_parallel/parameter_registry.hpp ----
 // The model as distributed_data_parallel sees it: its parameters and buffers
 // walked into type-erased slots, found by name or by gradient address, checked
@@ -10695,28 +10674,17 @@ DDP_END_NAMESPACE
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
-template <class Model> class parameter_registry {
+/// The walked slots and what needs only them: compiled once (runtime), where
+/// parameter_registry<Model> adds the walks of the model.
+class parameter_slots {
 public:
-  /// `rank` names this rank in what it refuses: duplicate names, null or shared gradient storage.
-  parameter_registry(Model& m, int rank)
-      : model_(m), params_(collect_parameters(m)), buffers_(collect_buffers(m)) {
-    check_unique_names(params_, "parameters");
-    check_unique_names(buffers_, "buffers");
-    check_gradient_storage(params_, rank);
-    index_gradients();
-  }
-
   const std::vector<tensor_slot>& parameters() const noexcept { return params_; }
   const std::vector<tensor_slot>& buffers() const noexcept { return buffers_; }
   std::size_t size() const noexcept { return params_.size(); }
   const tensor_slot& operator[](std::size_t i) const { return params_[i]; }
 
   /// The index of the parameter called `name`.
-  std::size_t index(std::string_view name) const {
-    for (std::size_t i = 0; i < params_.size(); ++i)
-      if (params_[i].name == name) return i;
-    throw error(error_kind::config, "no parameter named '" + std::string(name) + "'");
-  }
+  DDP_INLINE std::size_t index(std::string_view name) const;
 
   /// The index of the non-empty parameter whose gradient starts at `grad`, as
   /// of the last walk. Zero-sized gradients are not found by address: theirs
@@ -10727,19 +10695,79 @@ public:
     return it->second;
   }
 
+  /// Every rank must hold the same parameters and buffers (names, order,
+  /// dtypes, sizes): the first difference from rank 0 is an error naming the
+  /// rank and the parameter, on every rank.
+  template <communicator C> void verify_across_ranks(C& comm) const {
+    const std::string desc = describe(params_, buffers_);
+    const auto w = static_cast<std::size_t>(comm.size());
+    std::int64_t len = static_cast<std::int64_t>(desc.size());
+    std::vector<std::int64_t> lens(w);
+    comm.all_gather(&len, lens.data(), 1, dtype::i64, true).wait();
+    std::size_t longest = 0;
+    for (auto l : lens)
+      longest = std::max(longest, static_cast<std::size_t>(l));
+    std::vector<std::uint8_t> mine(longest, 0), all(longest * w);
+    std::memcpy(mine.data(), desc.data(), desc.size());
+    comm.all_gather(mine.data(), all.data(), longest, dtype::u8, true).wait();
+    std::vector<std::string> each(w);
+    for (std::size_t r = 0; r < w; ++r)
+      each[r].assign(reinterpret_cast<const char*>(all.data() + r * longest),
+                     static_cast<std::size_t>(lens[r]));
+    throw_first_difference(each);
+  }
+
+  /// Copies rank 0's parameters and buffers (or only its buffers) to every rank.
+  /// Device tensors go through `device` (device_broadcasts: never a device
+  /// pointer handed to host code), which also ends the round.
+  template <communicator C, class Device>
+  void broadcast_from_rank0(C& comm, bool buffers_only, Device& device) const {
+    std::vector<work> ws;
+    for (auto* list : {&params_, &buffers_}) {
+      if (buffers_only && list == &params_) continue;
+      for (auto& s : *list)
+        ws.push_back(s.on_device ? device.broadcast(s) : comm.broadcast(s.value, s.count, s.type, 0, false));
+    }
+    device.complete(ws);
+  }
+
+  /// Whether the gradients are in device memory; all of them or none.
+  DDP_INLINE bool gradients_on_device(int rank) const;
+
+  /// Whether any parameter or buffer lives in device memory.
+  DDP_INLINE bool any_on_device() const;
+
+protected:
+  /// `rank` names this rank in what it refuses: duplicate names, null or shared gradient storage.
+  DDP_INLINE parameter_slots(std::vector<tensor_slot> params, std::vector<tensor_slot> buffers, int rank);
+
+  /// A new walk of the same model: storage may move between steps; names,
+  /// sizes and count may not.
+  DDP_INLINE void replace(std::vector<tensor_slot> params, std::vector<tensor_slot> buffers, int rank);
+
+  std::vector<tensor_slot> params_, buffers_;
+
+private:
+  DDP_INLINE void index_gradients();
+  /// `each[r]`: rank r's description of its model; throws naming the first rank that differs from rank 0.
+  DDP_INLINE static void throw_first_difference(const std::vector<std::string>& each);
+  DDP_INLINE static void check_unchanged(const std::vector<tensor_slot>& now,
+                                         const std::vector<tensor_slot>& before, const char* what, int rank);
+
+  std::unordered_map<const void*, std::size_t> by_grad_;
+};
+
+template <class Model> class parameter_registry : public parameter_slots {
+public:
+  parameter_registry(Model& m, int rank)
+      : parameter_slots(collect_parameters(m), collect_buffers(m), rank), model_(m) {}
+
   /// Walks the model again when storage moved since the last walk (a resized
   /// Eigen matrix), refusing changed names, sizes or counts. Cheap when nothing
   /// moved (no allocation): it runs at the start of every step. True if it moved.
   bool refresh(int rank) {
     if (same_storage(model_, params_, buffers_)) return false;
-    auto params = collect_parameters(model_);
-    auto buffers = collect_buffers(model_);
-    check_unchanged(params, params_, "parameter", rank);
-    check_unchanged(buffers, buffers_, "buffer", rank);
-    check_gradient_storage(params, rank);
-    params_ = std::move(params);
-    buffers_ = std::move(buffers);
-    index_gradients();
+    replace(collect_parameters(model_), collect_buffers(model_), rank);
     return true;
   }
 
@@ -10760,101 +10788,49 @@ public:
     return out;
   }
 
-  /// Every rank must hold the same parameters and buffers (names, order,
-  /// dtypes, sizes): the first difference from rank 0 is an error naming the
-  /// rank and the parameter, on every rank.
-  template <communicator C> void verify_across_ranks(C& comm) const {
-    const std::string desc = describe(params_, buffers_);
-    const auto w = static_cast<std::size_t>(comm.size());
-    std::int64_t len = static_cast<std::int64_t>(desc.size());
-    std::vector<std::int64_t> lens(w);
-    comm.all_gather(&len, lens.data(), 1, dtype::i64, true).wait();
-    std::size_t longest = 0;
-    for (auto l : lens)
-      longest = std::max(longest, static_cast<std::size_t>(l));
-    std::vector<std::uint8_t> mine(longest, 0), all(longest * w);
-    std::memcpy(mine.data(), desc.data(), desc.size());
-    comm.all_gather(mine.data(), all.data(), longest, dtype::u8, true).wait();
-    auto of = [&](std::size_t r) {
-      return std::string(reinterpret_cast<const char*>(all.data() + r * longest),
-                         static_cast<std::size_t>(lens[r]));
-    };
-    const std::string d0 = of(0);
-    for (std::size_t r = 1; r < w; ++r) {
-      auto diff = first_difference(d0, of(r), static_cast<int>(r));
-      if (!diff.empty())
-        throw error(error_kind::mismatch,
-                    "the model differs between ranks: " + diff +
-                        ". Every rank must build the same model (same parameters, in the "
-                        "same order, with the same dtypes and sizes).",
-                    static_cast<int>(r));
-    }
-  }
-
-  /// Copies rank 0's parameters and buffers (or only its buffers) to every rank.
-  /// Device tensors go through `device` (device_broadcasts: never a device
-  /// pointer handed to host code), which also ends the round.
-  template <communicator C, class Device>
-  void broadcast_from_rank0(C& comm, bool buffers_only, Device& device) const {
-    std::vector<work> ws;
-    for (auto* list : {&params_, &buffers_}) {
-      if (buffers_only && list == &params_) continue;
-      for (auto& s : *list)
-        ws.push_back(s.on_device ? device.broadcast(s) : comm.broadcast(s.value, s.count, s.type, 0, false));
-    }
-    device.complete(ws);
-  }
-
-  /// Whether the gradients are in device memory; all of them or none.
-  bool gradients_on_device(int rank) const {
-    for (auto& p : params_)
-      if (p.on_device != params_.front().on_device)
-        throw error(error_kind::config,
-                    "rank " + std::to_string(rank) + ": parameter '" + p.name + "' lives in " +
-                        (p.on_device ? "device" : "host") + " memory but parameter '" + params_.front().name +
-                        "' does not: distributed_data_parallel needs every gradient in one memory space",
-                    rank);
-    return !params_.empty() && params_.front().on_device;
-  }
-
-  /// Whether any parameter or buffer lives in device memory.
-  bool any_on_device() const {
-    for (auto* list : {&params_, &buffers_})
-      for (auto& s : *list)
-        if (s.on_device) return true;
-    return false;
-  }
-
 private:
-  void index_gradients() {
-    by_grad_.clear();
-    for (std::size_t i = 0; i < params_.size(); ++i)
-      if (params_[i].count > 0) by_grad_[params_[i].grad] = i;
-  }
-
-  /// Storage may move between steps; names, sizes and count may not.
-  static void check_unchanged(const std::vector<tensor_slot>& now, const std::vector<tensor_slot>& before,
-                              const char* what, int rank) {
-    for (std::size_t i = 0; i < before.size(); ++i)
-      if (i >= now.size() || now[i].count != before[i].count || now[i].name != before[i].name)
-        throw error(error_kind::config,
-                    "rank " + std::to_string(rank) + ": " + what + " '" + before[i].name +
-                        "' changed its name or size after distributed_data_parallel was built");
-    if (now.size() != before.size())
-      throw error(error_kind::config, std::string("the model's ") + what +
-                                          " count changed after distributed_data_parallel was built");
-  }
-
   Model& model_;
-  std::vector<tensor_slot> params_, buffers_;
-  std::unordered_map<const void*, std::size_t> by_grad_;
 };
 
 } // namespace detail
 DDP_END_NAMESPACE
 
+
 #endif // DDP_DETAIL_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
 // ---- end ddp/detail/data_parallel/parameter_registry.hpp ----
+
+#include <cstddef>
+
+#if defined(DDP_SEPARATE_COMPILATION)
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+#if defined(DDP_IMPLEMENTATION)
+#define DDP_DETAIL_GLOO_INSTANCE template
+#else
+#define DDP_DETAIL_GLOO_INSTANCE extern template
+#endif
+DDP_DETAIL_GLOO_INSTANCE class host_bucket_engine<gloo_communicator>;
+DDP_DETAIL_GLOO_INSTANCE class device_broadcasts<gloo_communicator>;
+DDP_DETAIL_GLOO_INSTANCE class join_tracker<gloo_communicator>;
+DDP_DETAIL_GLOO_INSTANCE void check_same_bucket_everywhere<gloo_communicator>(gloo_communicator&, std::size_t,
+                                                                              const planned_bucket&);
+DDP_DETAIL_GLOO_INSTANCE void
+log_step_timing<host_bucket_engine<gloo_communicator>>(const host_bucket_engine<gloo_communicator>&,
+                                                       std::size_t);
+DDP_DETAIL_GLOO_INSTANCE void
+parameter_slots::verify_across_ranks<gloo_communicator>(gloo_communicator&) const;
+DDP_DETAIL_GLOO_INSTANCE void
+parameter_slots::broadcast_from_rank0<gloo_communicator, device_broadcasts<gloo_communicator>>(
+    gloo_communicator&, bool, device_broadcasts<gloo_communicator>&) const;
+#undef DDP_DETAIL_GLOO_INSTANCE
+
+} // namespace detail
+DDP_END_NAMESPACE
+#endif
+
+#endif // DDP_DETAIL_DATA_PARALLEL_GLOO_INSTANCES_HPP
+// ---- end ddp/detail/data_parallel/gloo_instances.hpp ----
 // ---- begin ddp/detail/data_parallel/policy_diagnostics.hpp ----
 // The one readable message per misuse that distributed_data_parallel and
 // sharded_data_parallel give for a wrong model type or policy: their primary
@@ -10962,7 +10938,9 @@ DDP_END_NAMESPACE
 // after it. Both classes hold one, so that a step begins and ends in one place
 // and a check on it holds for both. What differs between them, their
 // collectives, stays in the owner, behind private hooks this class reaches as
-// the owner's friend:
+// the owner's friend (the step logic itself, step_driver_core, is compiled
+// once: it reaches the owner and the model through virtual calls of the thin
+// template step_driver):
 //   void storage_moved()                 the registry walked moved gradient storage again
 //   void zero_gradient(std::size_t i)    gradient i is being marked unused: make it contribute zeros
 //   void gradient_marked(std::size_t i, mark_state how)   recorded: launch the buckets now complete
@@ -11052,6 +11030,47 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_BACKEND_CALL_SITE_HPP
 // ---- end ddp/detail/backend/call_site.hpp ----
+// ---- begin ddp/detail/common/function_ref.hpp ----
+// A non-owning reference to a callable (C++26's std::function_ref, reduced to
+// what ddp needs): code compiled once takes a caller's lambda through it
+// without a template parameter, and without std::function's allocation.
+#ifndef DDP_DETAIL_COMMON_FUNCTION_REF_HPP
+#define DDP_DETAIL_COMMON_FUNCTION_REF_HPP
+
+
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+template <class Signature> class function_ref;
+
+/// Valid while the callable it was made from lives: a parameter, never a member.
+template <class R, class... Args> class function_ref<R(Args...)> {
+public:
+  template <class F>
+  requires(!std::is_same_v<std::remove_cvref_t<F>, function_ref> && std::is_invocable_r_v<R, F&, Args...>)
+      function_ref(F&& f)
+  noexcept // NOLINT(google-explicit-constructor): converts like a function pointer
+      : object_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
+        call_([](void* o, Args... args) -> R {
+          return (*static_cast<std::remove_reference_t<F>*>(o))(std::forward<Args>(args)...);
+        }) {}
+
+  R operator()(Args... args) const { return call_(object_, std::forward<Args>(args)...); }
+
+private:
+  void* object_;
+  R (*call_)(void*, Args...);
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_COMMON_FUNCTION_REF_HPP
+// ---- end ddp/detail/common/function_ref.hpp ----
 // ---- begin ddp/detail/data_parallel/gradient_fingerprint.hpp ----
 // A few elements (first, middle, last) of each host gradient, read as bits
 // when it is marked ready (before its bucket reduces it) and when
@@ -11134,65 +11153,6 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_DATA_PARALLEL_GRADIENT_FINGERPRINT_HPP
 // ---- end ddp/detail/data_parallel/gradient_fingerprint.hpp ----
-// ---- begin ddp/detail/data_parallel/join.hpp ----
-// Uneven inputs (PyTorch's Join, with divide_by_initial_world_size): every
-// step, training ranks all-reduce a "still training" flag; a rank that ran out
-// of data answers those rounds with zeros until the flag reads zero.
-#ifndef DDP_DETAIL_DATA_PARALLEL_JOIN_HPP
-#define DDP_DETAIL_DATA_PARALLEL_JOIN_HPP
-
-
-#include <cstdint>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-template <communicator Comm> class join_tracker {
-public:
-  explicit join_tracker(Comm& comm) : comm_(comm) {}
-  join_tracker(const join_tracker&) = delete;
-  join_tracker& operator=(const join_tracker&) = delete;
-  ~join_tracker() { end_step(); }
-
-  /// A training rank's step begins: joined ranks are waiting on this flag.
-  void begin_step() {
-    flag_ = 1;
-    pending_ = comm_.all_reduce(&flag_, 1, dtype::i32, op::sum, false);
-  }
-
-  /// Waits for the flag's all-reduce (its failure is the step's, reported there).
-  void end_step() {
-    try {
-      pending_.wait();
-    } catch (...) {}
-    pending_ = work{};
-  }
-
-  /// A joined rank: while some rank still trains, calls shadow_step() — which
-  /// must issue exactly the collectives of one training step, on zeros.
-  template <class F> void shadow_until_all_joined(F&& shadow_step) {
-    for (;;) {
-      std::int32_t active = 0;
-      comm_.all_reduce(&active, 1, dtype::i32, op::sum, true).wait();
-      if (active == 0) return;
-      shadow_step();
-    }
-  }
-
-private:
-  Comm& comm_;
-  std::int32_t flag_ = 1;
-  // A default work is done: waiting on it returns at once. (Not std::optional:
-  // GCC 12 then warns maybe-uninitialized in ~optional, a false positive, when
-  // the collectives' inlining shifts.)
-  work pending_;
-};
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_DATA_PARALLEL_JOIN_HPP
-// ---- end ddp/detail/data_parallel/join.hpp ----
 // ---- begin ddp/detail/data_parallel/step_state.hpp ----
 // One step of distributed_data_parallel as a state machine: which gradients
 // are marked (ready, or unused on this rank), how many each bucket still
@@ -11213,18 +11173,11 @@ enum class mark_state : std::uint8_t { pending, ready, unused };
 
 class step_state {
 public:
-  explicit step_state(const bucket_plan& plan) : plan_(plan) {
-    marks_.assign(plan.bucket_of.size(), mark_state::pending);
-    pending_.resize(plan.buckets.size());
-    reset();
-  }
+  DDP_INLINE explicit step_state(const bucket_plan& plan);
 
   /// Zero-sized parameters have nothing to reduce: they count as marked from
   /// the start of every step, and their marks are ignored (step_driver).
-  void skip_empty(const std::vector<bool>& empty) {
-    empty_ = empty;
-    reset();
-  }
+  DDP_INLINE void skip_empty(const std::vector<bool>& empty);
   bool is_empty(std::size_t param) const { return param < empty_.size() && empty_[param]; }
 
   bool started() const noexcept { return started_; }
@@ -11261,15 +11214,7 @@ public:
       launch(next_launch_++);
   }
 
-  void reset() {
-    std::fill(marks_.begin(), marks_.end(), mark_state::pending);
-    for (std::size_t i = 0; i < pending_.size(); ++i)
-      pending_[i] = plan_.buckets[i].params.size();
-    for (std::size_t p = 0; p < marks_.size(); ++p)
-      if (is_empty(p)) mark(p, mark_state::ready);
-    next_launch_ = 0;
-    started_ = false;
-  }
+  DDP_INLINE void reset();
 
 private:
   const bucket_plan& plan_;
@@ -11283,90 +11228,31 @@ private:
 } // namespace detail
 DDP_END_NAMESPACE
 
+
 #endif // DDP_DETAIL_DATA_PARALLEL_STEP_STATE_HPP
 // ---- end ddp/detail/data_parallel/step_state.hpp ----
-// ---- begin ddp/detail/numeric/checksum.hpp ----
-// A fast, non-cryptographic 64-bit checksum of a byte range, for comparing
-// parameters across ranks (DDP_DEBUG=DETAIL): equal bytes give equal sums on
-// every rank of one build; a single changed bit changes the sum.
-#ifndef DDP_DETAIL_NUMERIC_CHECKSUM_HPP
-#define DDP_DETAIL_NUMERIC_CHECKSUM_HPP
 
-
-#include <cstddef>
 #include <cstdint>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-DDP_INLINE std::uint64_t checksum(const void* data, std::size_t bytes) noexcept;
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-
-#endif // DDP_DETAIL_NUMERIC_CHECKSUM_HPP
-// ---- end ddp/detail/numeric/checksum.hpp ----
-// ---- begin ddp/detail/numeric/finite.hpp ----
-// Where the first NaN or Inf of a tensor is, by the bits of its exponent:
-// exact for every floating dtype ddp reduces (half and bfloat16 too) and
-// unaffected by the floating-point environment or -ffast-math.
-#ifndef DDP_DETAIL_NUMERIC_FINITE_HPP
-#define DDP_DETAIL_NUMERIC_FINITE_HPP
-
-
-#include <cstddef>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-/// The index of the first non-finite element of `data` (n elements of `type`),
-/// or n when all are finite or the type is not floating point.
-DDP_INLINE std::size_t first_non_finite(const void* data, std::size_t n, dtype type);
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-
-#endif // DDP_DETAIL_NUMERIC_FINITE_HPP
-// ---- end ddp/detail/numeric/finite.hpp ----
-
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
-template <class Owner, communicator Comm, class Model> class step_driver {
+/// The step logic, model- and backend-free: what it needs of the owner, the
+/// model's walk and the communicator are the pure virtual hooks at the end,
+/// which step_driver implements.
+class step_driver_core {
 public:
-  using registry_type = parameter_registry<typename attached_model<Model>::walked_type>;
-
-  /// `group`: expires with the process group (process_group::lifetime()).
-  step_driver(Owner& owner, Comm& comm, std::weak_ptr<const void> group, const ddp_options& opts,
-              attached_model<Model>& attached, registry_type& registry, const bucket_plan& plan)
-      : owner_(owner), comm_(comm), group_(std::move(group)), rank_(comm.rank()), opts_(opts),
-        attached_(attached), registry_(registry), plan_(plan), step_(plan), join_(comm),
-        last_reduced_(registry.size()), check_finite_(opts.check_finite) {
-    std::vector<bool> empty(registry.size());
-    for (std::size_t i = 0; i < registry.size(); ++i)
-      empty[i] = registry[i].count == 0;
-    step_.skip_empty(empty);
-  }
-  step_driver(const step_driver&) = delete;
-  step_driver& operator=(const step_driver&) = delete;
+  step_driver_core(const step_driver_core&) = delete;
+  step_driver_core& operator=(const step_driver_core&) = delete;
 
   /// Throws when the process group is gone: every entry point that may touch
   /// the communicator calls it first.
-  void check_group() const {
-    if (group_.expired())
-      throw error(error_kind::config,
-                  "rank " + std::to_string(rank()) + ": " + to_string(Owner::step_call) +
-                      " (or another call of that object) ran after its process_group was destroyed: "
-                      "declare the process group before the data-parallel object, so that it outlives it",
-                  rank());
-  }
+  DDP_INLINE void check_group() const;
 
   bool started() const noexcept { return step_.started(); }
   /// How many of this step's buckets have been launched (0 outside a step).
@@ -11380,102 +11266,35 @@ public:
 
   /// The counter a new no_sync_guard increments (and its end decrements);
   /// refused in the middle of a step.
-  int& no_sync_depth() {
-    check_group();
-    if (step_.started())
-      throw error(error_kind::config, "no_sync() entered in the middle of a step (gradients already marked): "
-                                      "enter it before backward");
-    return no_sync_depth_;
-  }
+  DDP_INLINE int& no_sync_depth();
 
   /// Gradient `index` is final for this step (ready, or unused on this rank).
   /// Ignored inside no_sync(), and for a zero-sized parameter (nothing to
   /// reduce); the first mark begins the step.
-  void mark(std::size_t index, mark_state how) {
-    check_group();
-    ++marks_since_sync_;
-    if (index >= registry_.size())
-      throw error(error_kind::config,
-                  "rank " + std::to_string(rank()) + ": parameter index " + std::to_string(index) +
-                      " is out of range (" + std::to_string(registry_.size()) + " parameters)",
-                  rank());
-    if (accumulating()) return;
-    begin_step();
-    if (step_.is_empty(index)) return;
-    if (!step_.is_pending(index))
-      throw error(error_kind::config,
-                  "rank " + std::to_string(rank()) + ": gradient of parameter '" + registry_[index].name +
-                      "' was marked twice in one step",
-                  rank());
-    if (how == mark_state::unused) owner_.zero_gradient(index);
-    last_reduced_.before_reduction(index, registry_[index]);
-    step_.mark(index, how);
-    owner_.gradient_marked(index, how);
-  }
+  DDP_INLINE void mark(std::size_t index, mark_state how);
 
   /// mark() by the gradient tensor itself. A zero-sized one is not looked up:
   /// it has nothing to reduce, and its address may be null or another's.
   template <tensor G> void mark(const G& grad, mark_state how) {
-    check_group();
-    if (as_span(const_cast<G&>(grad)).size() == 0) {
-      ++marks_since_sync_;
-      if (!accumulating()) begin_step();
-      return;
-    }
-    mark(index_of(grad), how);
+    const auto s = as_span(const_cast<G&>(grad));
+    mark_storage(s.data(), s.size(), how);
   }
 
   /// The index of the non-empty parameter whose gradient is `grad`.
   template <tensor G> std::size_t index_of(const G& grad) {
-    const void* p = as_span(const_cast<G&>(grad)).data();
-    auto i = registry_.find_gradient(p);
-    // The storage may have moved since the last walk; once a bucket of this step is in flight
-    // it must not be re-laid out (its collective still uses the old buffers).
-    if (!i && !step_.launched_any()) {
-      refresh();
-      i = registry_.find_gradient(p);
-    }
-    if (!i)
-      throw error(error_kind::config,
-                  "rank " + std::to_string(rank()) +
-                      ": mark_grad_ready/mark_unused got a tensor that is not the gradient "
-                      "of any parameter (pass the gradient tensor itself, or an index)" +
-                      (step_.launched_any()
-                           ? "; if its storage moved, move it before backward: buckets of this "
-                             "step already launched with the old addresses"
-                           : ""),
-                  rank());
-    return *i;
+    return index_of_storage(as_span(const_cast<G&>(grad)).data());
   }
 
   /// Calls launch(b) for every complete bucket below `limit`, in bucket order
   /// (step_state), each under its call site (the owner's call, this step,
   /// bucket b), once the gradients are where their marks found them.
-  template <class F> void launch_ready(F&& launch, std::size_t limit) {
-    if (!step_.can_launch(limit)) return;
-    if (!step_.launched_any() && !storage_checked_) check_storage_before_launch();
-    step_.launch_ready(
-        [&](std::size_t b) {
-          call_site site{Owner::step_call,
-                         steps_ + 1,
-                         static_cast<std::uint32_t>(b),
-                         static_cast<std::uint32_t>(step_.buckets()),
-                         repeat_,
-                         certain_repeat_};
-          site.parameter_name = &name_of;
-          site.names = &registry_;
-          if (check_finite_) site.non_finite = find_non_finite(b);
-          const call_site_scope named(site);
-          launch(b);
-        },
-        limit);
+  void launch_ready(function_ref<void(std::size_t)> launch, std::size_t limit) {
+    if (step_.can_launch(limit)) launch_complete_buckets(launch, limit);
   }
 
   /// Follows moved gradient storage: the registry walks the model again and,
   /// if anything moved, the owner lays out what depends on the addresses.
-  void refresh() {
-    if (registry_.refresh(rank())) owner_.storage_moved();
-  }
+  DDP_INLINE void refresh();
 
   /// synchronize(): inside no_sync() it only ends the step (false). Otherwise
   /// it begins the step if no mark did, lets the model's adapter mark what it
@@ -11486,193 +11305,78 @@ public:
   /// The step counter (call_site) counts the synchronize() calls that did not
   /// throw, no_sync() ones included: a rank that skips a step's communication
   /// alone is then a step ahead of the others at its next bucket.
-  template <class Complete, class OnFailure> bool synchronize(Complete&& complete, OnFailure&& on_failure) {
-    check_group();
-    if (accumulating()) {
-      end_step(/*counted=*/true);
-      return false;
-    }
-    const bool marked_before = step_.started();
-    bool fully_marked = false;
-    try {
-      begin_step();
-      attached_.before_synchronize(gradient_sink(owner_));
-      // Begun by synchronize() itself (no mark did): maybe a second one with nothing new to
-      // reduce. Only likely, from a few elements of each gradient (after the adapter zeroed
-      // what backward left undefined): the ranks decide together, in the step's first
-      // bucket header (collective_header::check_round).
-      if (!marked_before && comm_.size() > 1) {
-        repeat_ = last_reduced_.repeated(registry_.parameters());
-        // Certain where this rank marks every gradient: none marked since the last
-        // synchronize(), whose were all marked. Then a peer at its next step means this
-        // rank called synchronize() alone (collective_header::check_round).
-        certain_repeat_ = repeat_ && last_step_marked_ && marks_since_sync_ == 0;
-      }
-      fully_marked = step_.all_marked();
-      // A step begun here was walked by begin_step() just now: nothing can have moved since.
-      if (marked_before) check_storage_before_launch();
-      storage_checked_ = true; // complete()'s first launch need not walk again
-      mark_the_rest_ready();
-      // Not with uneven inputs: a rank that joined stops stepping, and its parameters stay behind.
-      if (debug() >= debug_level::detail && comm_.size() > 1 && !opts_.uneven_inputs)
-        compare_parameters_across_ranks();
-      complete();
-    } catch (...) {
-      on_failure();
-      end_step(/*counted=*/false);
-      if (non_finite_) throw_non_finite(); // this rank's own finding, in full
-      throw;
-    }
-    if (comm_.size() > 1) last_reduced_.after_reduction(registry_.parameters());
-    last_step_marked_ = fully_marked;
-    marks_since_sync_ = 0;
-    end_step(/*counted=*/true);
-    return true;
-  }
+  DDP_INLINE bool synchronize(function_ref<void()> complete, function_ref<void()> on_failure);
 
   /// join() for uneven inputs: refused without ddp_options::uneven_inputs or
   /// in the middle of a step; then prepare(), and shadow_step() for every
   /// step the ranks still training take (join_tracker).
-  template <class Prepare, class Shadow> void join(Prepare&& prepare, Shadow&& shadow_step) {
-    check_group();
-    if (!opts_.uneven_inputs)
-      throw error(error_kind::config, "join() needs ddp_options::uneven_inputs = true on every rank");
-    if (step_.started()) throw error(error_kind::config, "join() called in the middle of a step");
-    prepare();
-    // A shadowed step is a step: the counter stays with the ranks still training.
-    join_.shadow_until_all_joined([&] {
-      shadow_step();
-      ++steps_;
-    });
-  }
+  DDP_INLINE void join(function_ref<void()> prepare, function_ref<void()> shadow_step);
+
+protected:
+  /// `group`: expires with the process group (process_group::lifetime()).
+  DDP_INLINE step_driver_core(call_kind step_call, int rank, int world, std::weak_ptr<const void> group,
+                              const ddp_options& opts, const parameter_slots& registry,
+                              const bucket_plan& plan);
+  ~step_driver_core() = default;
+
+  // What step_driver supplies: the owner's hooks (see the file's head comment),
+  // the model's walk, the communicator's part of a step.
+  virtual void storage_moved() = 0;
+  virtual void zero_gradient(std::size_t index) = 0;
+  virtual void gradient_marked(std::size_t index, mark_state how) = 0;
+  virtual void abort_group(const std::string& why) noexcept = 0;
+  /// The registry walks the model again; true when storage moved.
+  virtual bool walk_again() = 0;
+  /// The parameters whose storage moved since the last walk.
+  virtual std::vector<std::size_t> moved_parameters() = 0;
+  /// The model's adapter marks what it knows (attached_model::before_synchronize).
+  virtual void adapter_before_synchronize() = 0;
+  /// join_tracker's three calls on the owner's communicator.
+  virtual void join_begin_step() = 0;
+  virtual void join_end_step() = 0;
+  virtual void join_shadow_until_all_joined(function_ref<void()> shadow_step) = 0;
+  /// A blocking all_gather of n int64 per rank.
+  virtual void all_gather_i64(const std::int64_t* mine, std::int64_t* all, std::size_t n) = 0;
 
 private:
   int rank() const { return rank_; }
-
-  void begin_step() {
-    if (step_.started()) return;
-    step_.start();
-    refresh();
-    if (opts_.uneven_inputs) join_.begin_step();
-  }
+  DDP_INLINE void mark_storage(const void* grad, std::size_t elements, mark_state how);
+  DDP_INLINE std::size_t index_of_storage(const void* grad);
+  DDP_INLINE void launch_complete_buckets(function_ref<void(std::size_t)> launch, std::size_t limit);
+  DDP_INLINE void begin_step();
 
   /// ddp_options::check_finite: the first parameter of bucket b whose
   /// gradient on this rank holds a NaN or Inf, plus one (0: none), before it
   /// leaves the rank. It travels in the bucket's header, so that every rank
   /// stops there (collective_header::check_finite); this rank keeps the
   /// details for its own message. Host gradients only.
-  std::uint32_t find_non_finite(std::size_t b) {
-    for (std::size_t i : plan_.buckets[b].params) {
-      const auto& p = registry_[i];
-      if (p.on_device || step_.marked_unused(i)) continue;
-      const std::size_t at = first_non_finite(p.grad, p.count, p.type);
-      if (at < p.count) {
-        non_finite_ = non_finite{i, at, steps_ + 1};
-        return static_cast<std::uint32_t>(i + 1);
-      }
-    }
-    return 0;
-  }
-
-  static std::string name_of(const void* registry, std::uint32_t index) {
-    const auto& r = *static_cast<const registry_type*>(registry);
-    return index < r.size() ? r[index].name : "#" + std::to_string(index);
-  }
-
-  [[noreturn]] void throw_non_finite() {
-    const auto f = *non_finite_;
-    non_finite_.reset();
-    const auto& p = registry_[f.param];
-    throw error(error_kind::data,
-                "rank " + std::to_string(rank()) + ": the gradient of parameter '" + p.name +
-                    "' holds a NaN or Inf (element " + std::to_string(f.element) + " of " +
-                    std::to_string(p.count) + ") at step " + std::to_string(f.step) +
-                    ", before its reduction (ddp_options::check_finite): this rank produced it, and no rank "
-                    "reduced it. Look at this rank's loss and inputs of that step (a learning rate too high, "
-                    "a log of zero, a division by zero). This group is unusable now; create a new group.",
-                rank());
-  }
+  DDP_INLINE std::uint32_t find_non_finite(std::size_t b);
+  DDP_INLINE static std::string name_of(const void* registry, std::uint32_t index);
+  [[noreturn]] DDP_INLINE void throw_non_finite();
 
   /// DDP_DEBUG=DETAIL: every rank's parameters, as this step's forward used
   /// them, must be the same bits. Ranks whose models drifted apart (a
   /// synchronize() forgotten or run on some ranks only, so an optimizer step
   /// took unaveraged gradients) are named with the first parameter that
   /// differs. Host parameters only.
-  void compare_parameters_across_ranks() {
-    const auto& ps = registry_.parameters();
-    const std::size_t n = ps.size(), w = static_cast<std::size_t>(comm_.size());
-    std::vector<std::int64_t> mine(n), all(n * w);
-    for (std::size_t i = 0; i < n; ++i)
-      if (!ps[i].on_device)
-        mine[i] = static_cast<std::int64_t>(checksum(ps[i].value, ps[i].count * size_of(ps[i].type)));
-    comm_.all_gather(mine.data(), all.data(), n, dtype::i64, true).wait();
-    for (std::size_t r = 1; r < w; ++r)
-      for (std::size_t i = 0; i < n; ++i)
-        if (all[r * n + i] != all[i])
-          throw error(error_kind::mismatch,
-                      "rank " + std::to_string(rank()) + ": DDP_DEBUG=DETAIL: parameter '" + ps[i].name +
-                          "' differs between rank 0 and rank " + std::to_string(r) + " at step " +
-                          std::to_string(steps_ + 1) + " of " + to_string(Owner::step_call) +
-                          ": the ranks' models drifted apart. A synchronize() forgotten or called on some "
-                          "ranks only (an optimizer step on gradients not averaged), or an optimizer step "
-                          "on some ranks only; look at rank " +
-                          std::to_string(r) + "'s code",
-                      static_cast<int>(r));
-  }
-
-  void end_step(bool counted) {
-    join_.end_step();
-    step_.reset();
-    repeat_ = certain_repeat_ = storage_checked_ = false;
-    if (counted) ++steps_;
-  }
+  DDP_INLINE void compare_parameters_across_ranks();
+  DDP_INLINE void end_step(bool counted);
 
   /// A bucket is about to read its gradients where the last walk found them:
   /// if one was replaced since (a vector reassigned, a matrix resized), that
   /// memory may be gone. Before any bucket of the step launched and before its
   /// own mark, the walk is simply followed; after either, it is an error.
-  void check_storage_before_launch() {
-    const auto moved = registry_.moved();
-    if (moved.empty()) return;
-    if (!step_.launched_any()) {
-      refresh(); // nothing read the old storage yet: follow the new
-      return;
-    }
-    const std::string why =
-        "rank " + std::to_string(rank()) + ": the gradient (or value) of parameter '" +
-        registry_[moved.front()].name +
-        "' was replaced by new storage after this step's first bucket started (a vector reassigned or "
-        "resized, a matrix resized): its bucket would read or write the old storage. Replace or resize "
-        "gradients before backward or between steps, never while a step's buckets are under way";
-    // The other ranks are in this step's collectives already: they fail now, naming this rank.
-    owner_.abort_group(why);
-    throw error(error_kind::config, why, rank());
-  }
+  DDP_INLINE void check_storage_before_launch();
+  DDP_INLINE void mark_the_rest_ready();
 
-  void mark_the_rest_ready() {
-    for (std::size_t i = 0; i < registry_.size(); ++i) {
-      if (!step_.is_pending(i)) continue;
-      if (opts_.strict_marking)
-        throw error(error_kind::config,
-                    "rank " + std::to_string(rank()) + ": gradient of parameter '" + registry_[i].name +
-                        "' was not marked ready before synchronize() (strict_marking is on: "
-                        "call mark_grad_ready or mark_unused for it)",
-                    rank());
-      last_reduced_.before_reduction(i, registry_[i]);
-      step_.mark(i, mark_state::ready);
-    }
-  }
-
-  Owner& owner_;
-  Comm& comm_;
+  call_kind step_call_;
   std::weak_ptr<const void> group_;
   int rank_;
+  int world_;
   const ddp_options& opts_;
-  attached_model<Model>& attached_;
-  registry_type& registry_;
+  const parameter_slots& registry_;
   const bucket_plan& plan_;
   step_state step_;
-  join_tracker<Comm> join_;
   int no_sync_depth_ = 0;
   std::uint32_t steps_ = 0;           ///< synchronize() calls that did not throw
   gradient_fingerprint last_reduced_; ///< what the last communicated synchronize() left
@@ -11691,8 +11395,44 @@ private:
   std::optional<non_finite> non_finite_; ///< what find_non_finite found this step
 };
 
+/// The owner's and the model's side of step_driver_core, for one owner type.
+template <class Owner, communicator Comm, class Model> class step_driver final : public step_driver_core {
+public:
+  using registry_type = parameter_registry<typename attached_model<Model>::walked_type>;
+
+  /// `group`: expires with the process group (process_group::lifetime()).
+  step_driver(Owner& owner, Comm& comm, std::weak_ptr<const void> group, const ddp_options& opts,
+              attached_model<Model>& attached, registry_type& registry, const bucket_plan& plan)
+      : step_driver_core(Owner::step_call, comm.rank(), comm.size(), std::move(group), opts, registry, plan),
+        owner_(owner), comm_(comm), attached_(attached), registry_(registry), join_(comm) {}
+
+private:
+  void storage_moved() override { owner_.storage_moved(); }
+  void zero_gradient(std::size_t index) override { owner_.zero_gradient(index); }
+  void gradient_marked(std::size_t index, mark_state how) override { owner_.gradient_marked(index, how); }
+  void abort_group(const std::string& why) noexcept override { owner_.abort_group(why); }
+  bool walk_again() override { return registry_.refresh(comm_.rank()); }
+  std::vector<std::size_t> moved_parameters() override { return registry_.moved(); }
+  void adapter_before_synchronize() override { attached_.before_synchronize(gradient_sink(owner_)); }
+  void join_begin_step() override { join_.begin_step(); }
+  void join_end_step() override { join_.end_step(); }
+  void join_shadow_until_all_joined(function_ref<void()> shadow_step) override {
+    join_.shadow_until_all_joined(shadow_step);
+  }
+  void all_gather_i64(const std::int64_t* mine, std::int64_t* all, std::size_t n) override {
+    comm_.all_gather(mine, all, n, dtype::i64, true).wait();
+  }
+
+  Owner& owner_;
+  Comm& comm_;
+  attached_model<Model>& attached_;
+  registry_type& registry_;
+  join_tracker<Comm> join_;
+};
+
 } // namespace detail
 DDP_END_NAMESPACE
+
 
 #endif // DDP_DETAIL_DATA_PARALLEL_STEP_DRIVER_HPP
 // ---- end ddp/detail/data_parallel/step_driver.hpp ----
@@ -11861,18 +11601,8 @@ public:
     write_locked();
   }
 
-  thread_ring& ring_of_this_thread() {
-    if (my_ring) return *my_ring;
-    std::lock_guard lock(mu_);
-    auto r = std::make_unique<thread_ring>();
-    r->capacity = capacity_ ? capacity_ : std::size_t{1} << 17;
-    r->slots.reset(new event[r->capacity]);
-    r->tid = static_cast<int>(rings_.size());
-    r->name = thread_label ? thread_label : "compute";
-    rings_.push_back(std::move(r));
-    my_ring = rings_.back().get();
-    return *my_ring;
-  }
+  /// This thread's ring, made on its first event.
+  DDP_INLINE thread_ring& ring_of_this_thread();
 
   /// The path the trace goes to ("" before a traced group opened).
   std::string path() const {
@@ -11963,19 +11693,9 @@ private:
 };
 
 /// Appends one event to this thread's ring (call only when on()).
-inline void record(kind what, std::int64_t ts_ns, std::int64_t dur_ns, std::int64_t a0 = 0,
-                   std::int64_t a1 = 0, std::int64_t a2 = 0, std::int64_t a3 = 0,
-                   const char* label = nullptr) noexcept {
-  thread_ring* r = my_ring;
-  if (!r) {
-    try {
-      r = &recorder::get().ring_of_this_thread();
-    } catch (...) { return; } // out of memory: lose the event, not the step
-  }
-  const auto n = r->count.load(std::memory_order_relaxed);
-  r->slots[n % r->capacity] = event{ts_ns, dur_ns, label, what, {a0, a1, a2, a3}};
-  r->count.store(n + 1, std::memory_order_release);
-}
+DDP_INLINE void record(kind what, std::int64_t ts_ns, std::int64_t dur_ns, std::int64_t a0 = 0,
+                       std::int64_t a1 = 0, std::int64_t a2 = 0, std::int64_t a3 = 0,
+                       const char* label = nullptr) noexcept;
 
 inline void instant(kind what, std::int64_t a0 = 0, std::int64_t a1 = 0, std::int64_t a2 = 0) noexcept {
   if (on()) record(what, now_ns(), 0, a0, a1, a2);
@@ -12014,6 +11734,7 @@ private:
 
 } // namespace detail::trace
 DDP_END_NAMESPACE
+
 
 #endif // DDP_DETAIL_COMMON_TRACE_HPP
 // ---- end ddp/detail/common/trace.hpp ----
@@ -13009,37 +12730,12 @@ namespace sampling {
 /// PyTorch's DistributedSampler(shuffle=True): a fresh permutation per
 /// (seed + epoch), interleaved over ranks.
 struct shuffled {
-  static void rank_indices(const sampler_context& c, std::vector<std::int64_t>& out) {
-    if (c.n == 0) {
-      out.clear();
-      return;
-    }
-    // The permutation is the one O(n) buffer besides `out`; 32-bit entries
-    // when they fit (n <= 2^32 - 1), which halves it: 4n + 8n/num_replicas
-    // bytes at the peak. It cannot be avoided: in either shuffle an element's
-    // final value depends on swaps with positions anywhere in the array, so a
-    // rank's share needs the whole permutation.
-    if (c.n <= 0xffffffffu) {
-      detail::shuffle_buffer<std::uint32_t> perm;
-      detail::randperm(perm, c.n, c.seed + c.epoch, c.randperm);
-      detail::strided_share(c, out, [&](std::size_t j) { return perm[j]; });
-    } else {
-      detail::shuffle_buffer<std::uint64_t> perm;
-      detail::randperm(perm, c.n, c.seed + c.epoch, c.randperm);
-      detail::strided_share(c, out, [&](std::size_t j) { return perm[j]; });
-    }
-  }
+  DDP_INLINE static void rank_indices(const sampler_context& c, std::vector<std::int64_t>& out);
 };
 
 /// PyTorch's DistributedSampler(shuffle=False): 0..n-1 interleaved over ranks.
 struct sequential {
-  static void rank_indices(const sampler_context& c, std::vector<std::int64_t>& out) {
-    if (c.n == 0) {
-      out.clear();
-      return;
-    }
-    detail::strided_share(c, out, [](std::size_t j) { return j; });
-  }
+  DDP_INLINE static void rank_indices(const sampler_context& c, std::vector<std::int64_t>& out);
 };
 
 /// Each rank reads one contiguous block of the (padded or truncated) index
@@ -13216,7 +12912,25 @@ batch_range batches(const distributed_sampler<Policy>& s, std::size_t batch_size
   return batch_range(s.indices(), batch_size, drop_last);
 }
 
+// Separately compiled, ddp's own policies' samplers are compiled once, in the
+// runtime (detail/common/linkage.hpp).
+#if defined(DDP_SEPARATE_COMPILATION)
+#if defined(DDP_IMPLEMENTATION)
+#define DDP_DETAIL_SAMPLER_INSTANCE template
+#else
+#define DDP_DETAIL_SAMPLER_INSTANCE extern template
+#endif
+DDP_DETAIL_SAMPLER_INSTANCE struct sampling::basic_contiguous<false>;
+DDP_DETAIL_SAMPLER_INSTANCE struct sampling::basic_contiguous<true>;
+DDP_DETAIL_SAMPLER_INSTANCE class distributed_sampler<sampling::shuffled>;
+DDP_DETAIL_SAMPLER_INSTANCE class distributed_sampler<sampling::sequential>;
+DDP_DETAIL_SAMPLER_INSTANCE class distributed_sampler<sampling::contiguous>;
+DDP_DETAIL_SAMPLER_INSTANCE class distributed_sampler<sampling::contiguous_shuffled_blocks>;
+#undef DDP_DETAIL_SAMPLER_INSTANCE
+#endif
+
 DDP_END_NAMESPACE
+
 
 #endif // DDP_SAMPLER_HPP
 // ---- end ddp/sampler.hpp ----
@@ -15593,6 +15307,77 @@ DDP_END_NAMESPACE
 // The runtime's definitions: header-only, or the one file that defines it
 // (ddp/detail/common/linkage.hpp).
 #if DDP_DETAIL_DEFINE_RUNTIME
+// ---- begin ddp/error-inl.hpp ----
+// The definitions behind error.hpp: compiled in every translation unit when
+// ddp is header-only, once in the runtime when it is compiled separately
+// (detail/common/linkage.hpp). Every throw site builds an error, so its
+// constructor is worth keeping out of each user's file.
+#ifndef DDP_ERROR_INL_HPP
+#define DDP_ERROR_INL_HPP
+
+
+DDP_BEGIN_NAMESPACE
+
+DDP_INLINE error::error(error_kind kind, const std::string& what, int rank)
+    : std::runtime_error("ddp " + std::string(to_string(kind)) + " error: " + what), kind_(kind),
+      rank_(rank < 0 && kind == error_kind::config ? leading_rank(what) : rank),
+      prefix_(what_string().size() - what.size()) {}
+
+DDP_INLINE int error::leading_rank(std::string_view what) noexcept {
+  constexpr std::string_view lead = "rank ";
+  if (what.substr(0, lead.size()) != lead) return -1;
+  long n = 0;
+  std::size_t i = lead.size();
+  for (; i < what.size() && what[i] >= '0' && what[i] <= '9' && n < (1L << 30); ++i)
+    n = n * 10 + (what[i] - '0');
+  return i > lead.size() && i < what.size() && what[i] == ':' ? static_cast<int>(n) : -1;
+}
+
+DDP_END_NAMESPACE
+
+#endif // DDP_ERROR_INL_HPP
+// ---- end ddp/error-inl.hpp ----
+// ---- begin ddp/detail/common/timeout-inl.hpp ----
+// The definitions behind timeout.hpp: compiled in every translation unit when
+// ddp is header-only, once in the runtime when it is compiled separately
+// (detail/common/linkage.hpp).
+#ifndef DDP_DETAIL_COMMON_TIMEOUT_INL_HPP
+#define DDP_DETAIL_COMMON_TIMEOUT_INL_HPP
+
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+DDP_INLINE std::chrono::milliseconds parse_timeout(std::string_view v) {
+  auto bad = [&] {
+    return error(error_kind::config, "environment variable DDP_TIMEOUT='" + std::string(v) +
+                                         "' is not a positive duration like 600, 30s, 500ms or 10m");
+  };
+  std::int64_t scale = 1000;
+  if (v.ends_with("ms")) {
+    scale = 1;
+    v.remove_suffix(2);
+  } else if (v.ends_with("s")) {
+    v.remove_suffix(1);
+  } else if (v.ends_with("m")) {
+    scale = 60000;
+    v.remove_suffix(1);
+  }
+  auto n = parse_int(v);
+  if (!n || *n <= 0 || *n > (std::int64_t{1} << 40) / scale) throw bad();
+  return std::chrono::milliseconds(*n * scale);
+}
+
+DDP_INLINE std::chrono::milliseconds default_timeout() {
+  if (auto v = getenv_str("DDP_TIMEOUT")) return parse_timeout(*v);
+  return std::chrono::minutes(10);
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_COMMON_TIMEOUT_INL_HPP
+// ---- end ddp/detail/common/timeout-inl.hpp ----
 // ---- begin ddp/store-inl.hpp ----
 // The definitions behind store.hpp: compiled in every translation unit
 // when ddp is header-only, once in the runtime when it is compiled separately
@@ -17120,6 +16905,44 @@ DDP_END_NAMESPACE
 
 #endif // DDP_STORE_INL_HPP
 // ---- end ddp/store-inl.hpp ----
+// ---- begin ddp/work-inl.hpp ----
+// The definitions behind work.hpp: compiled in every translation unit when
+// ddp is header-only, once in the runtime when it is compiled separately
+// (detail/common/linkage.hpp).
+#ifndef DDP_WORK_INL_HPP
+#define DDP_WORK_INL_HPP
+
+
+DDP_BEGIN_NAMESPACE
+
+DDP_INLINE void work::wait() const {
+  if (!s_) return;
+  std::unique_lock lock(s_->mu);
+  auto limit = s_->timeout + std::chrono::seconds(30);
+  if (!s_->cv.wait_for(lock, limit, [&] { return s_->finished; }))
+    throw error(error_kind::timeout,
+                s_->what + " did not complete within " + std::to_string(limit.count()) + " ms");
+  if (s_->failure) std::rethrow_exception(s_->failure);
+}
+
+DDP_INLINE void work::stream_wait(CUstream_st* stream) const {
+  if (!s_) return;
+  std::unique_lock lock(s_->mu);
+  auto limit = s_->timeout + std::chrono::seconds(30);
+  if (!s_->cv.wait_for(lock, limit, [&] { return s_->finished || s_->order_stream; }))
+    throw error(error_kind::timeout,
+                s_->what + " was not queued within " + std::to_string(limit.count()) + " ms");
+  if (s_->failure) std::rethrow_exception(s_->failure);
+  // A finished collective needs no device wait, and a backend may reuse what
+  // order_stream waits on (a pooled event) once the work finished: so it is
+  // called only before that, under the lock finish() takes.
+  if (!s_->finished && s_->order_stream) s_->order_stream(stream);
+}
+
+DDP_END_NAMESPACE
+
+#endif // DDP_WORK_INL_HPP
+// ---- end ddp/work-inl.hpp ----
 // ---- begin ddp/detail/gloo/communicator-inl.hpp ----
 // The definitions of gloo_communicator (communicator.hpp): each hands the call
 // to the implementation it points to. Compiled in every translation unit that
@@ -19933,15 +19756,19 @@ namespace detail {
 
 /// One local rank's line in the control block (own cache lines: no false sharing).
 struct alignas(128) shm_rank_line {
-  std::uint64_t seq = 0;      ///< barriers this rank has arrived at (atomic_ref)
-  std::int32_t global = -1;   ///< its global rank, for error messages
-  std::int32_t pid = 0;       ///< for the liveness check while others wait
-  std::uint64_t pidns = 0;    ///< its PID namespace (inode of /proc/self/ns/pid; 0: unknown)
+  std::uint64_t seq = 0;    ///< barriers this rank has arrived at (atomic_ref)
+  std::int32_t global = -1; ///< its global rank, for error messages
+  std::int32_t pid = 0;     ///< for the liveness check while others wait
+  std::uint64_t pidns = 0;  ///< its PID namespace (inode of /proc/self/ns/pid; 0: unknown)
+  /// 1 once it unmapped the segment (its process group ended; atomic_ref): a
+  /// rank waiting for it stops at once, where a live pid would keep it waiting.
+  std::uint32_t left = 0;
   collective_header header{}; ///< what it is running now: ranks that disagree fail with mismatch
 };
 
 struct shm_control {
-  static constexpr std::uint64_t expected_magic = 0x344d485350444444; // "DDDPSHM4": the header grew
+  static constexpr std::uint64_t expected_magic =
+      0x354d485350444444; // "DDDPSHM5": a line says when its rank left
   std::uint64_t magic = 0;
   std::uint32_t local_size = 0;
   std::uint32_t unused = 0;
@@ -20098,7 +19925,11 @@ public:
   }
   shm_segment(const shm_segment&) = delete;
   shm_segment& operator=(const shm_segment&) = delete;
-  ~shm_segment() { unmap(); }
+  ~shm_segment() {
+    if (base_ && line(local_rank_).global >= 0)
+      std::atomic_ref<std::uint32_t>(line(local_rank_).left).store(1, std::memory_order_release);
+    unmap();
+  }
 
   const std::string& name() const { return name_; }
   int local_rank() const { return local_rank_; }
@@ -20628,12 +20459,24 @@ private:
   void check_alive(bool ask_store = true) {
     for (int l : missing()) {
       const auto& sl = seg_->line(l);
-      const bool exited = peer_exited(sl, own_pidns_);
-      // Asked only of a peer that has exited: a store round trip per missing peer at every
-      // look would slow each barrier wait.
+      const bool left =
+          std::atomic_ref<std::uint32_t>(seg_->line(l).left).load(std::memory_order_acquire) != 0;
+      const bool exited = left || peer_exited(sl, own_pidns_);
+      // Asked only of a peer that has exited or left: a store round trip per missing peer at
+      // every look would slow each barrier wait.
       if (exited && finished_ && finished_(sl.global)) {
         abort();
         throw error(error_kind::peer_lost, *what_ + " failed: " + finished_peer_note(sl.global, rank_) + ".",
+                    sl.global);
+      }
+      if (left) {
+        abort();
+        throw error(error_kind::peer_lost,
+                    *what_ + " failed: rank " + std::to_string(sl.global) + " (local rank " +
+                        std::to_string(l) + ") destroyed its process group while rank " +
+                        std::to_string(rank_) +
+                        " waited for it at the node's shared-memory segment. Look at rank " +
+                        std::to_string(sl.global) + "'s output first.",
                     sl.global);
       }
       if (exited) {
@@ -21672,6 +21515,42 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_GLOO_COMMUNICATOR_INL_HPP
 // ---- end ddp/detail/gloo/communicator-inl.hpp ----
+// ---- begin ddp/detail/common/log-inl.hpp ----
+// The definitions behind log.hpp: compiled in every translation unit when
+// ddp is header-only, once in the runtime when it is compiled separately
+// (detail/common/linkage.hpp).
+#ifndef DDP_DETAIL_COMMON_LOG_INL_HPP
+#define DDP_DETAIL_COMMON_LOG_INL_HPP
+
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+DDP_INLINE debug_level parse_debug_level(std::string_view v) {
+  if (v.empty() || v == "OFF" || v == "off" || v == "0") return debug_level::off;
+  if (v == "INFO" || v == "info" || v == "1") return debug_level::info;
+  if (v == "DETAIL" || v == "detail" || v == "2") return debug_level::detail;
+  throw error(error_kind::config,
+              "environment variable DDP_DEBUG='" + std::string(v) + "' is not one of OFF, INFO, DETAIL");
+}
+
+DDP_INLINE debug_level debug() {
+  static const debug_level level = parse_debug_level(getenv_str("DDP_DEBUG").value_or(""));
+  return level;
+}
+
+DDP_INLINE void log_line(std::string_view who, std::string_view text) {
+  std::string line = "[ddp";
+  if (!who.empty()) line.append(" ").append(who);
+  line.append("] ").append(text).append("\n");
+  std::fwrite(line.data(), 1, line.size(), stderr); // one write: lines do not interleave
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_COMMON_LOG_INL_HPP
+// ---- end ddp/detail/common/log-inl.hpp ----
 // ---- begin ddp/detail/process_group/make_rendezvous-inl.hpp ----
 // The definitions behind make_rendezvous.hpp: compiled in every translation
 // unit when ddp is header-only, once in the runtime when it is compiled
@@ -21983,6 +21862,59 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_PROCESS_GROUP_MAKE_RENDEZVOUS_INL_HPP
 // ---- end ddp/detail/process_group/make_rendezvous-inl.hpp ----
+// ---- begin ddp/bucketing-inl.hpp ----
+// The definitions behind bucketing.hpp: compiled in every translation unit
+// when ddp is header-only, once in the runtime when it is compiled separately
+// (detail/common/linkage.hpp).
+#ifndef DDP_BUCKETING_INL_HPP
+#define DDP_BUCKETING_INL_HPP
+
+
+#include <map>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+DDP_INLINE std::vector<std::vector<std::size_t>> assign_size_capped(std::span<const parameter_desc> params,
+                                                                    std::size_t cap_bytes,
+                                                                    std::size_t first_bucket_bytes) {
+  std::vector<std::vector<std::size_t>> buckets;
+  struct open_bucket {
+    std::size_t index;
+    std::size_t bytes;
+    bool first;
+  };
+  std::map<dtype, open_bucket> open;
+  for (std::size_t k = params.size(); k-- > 0;) {
+    const auto& p = params[k];
+    auto it = open.find(p.type);
+    if (it != open.end()) {
+      auto& b = it->second;
+      std::size_t cap = b.first ? first_bucket_bytes : cap_bytes;
+      if (b.bytes + p.bytes > cap) {
+        open.erase(it);
+        buckets.push_back({k});
+        open.emplace(p.type, open_bucket{buckets.size() - 1, p.bytes, false});
+      } else {
+        buckets[b.index].push_back(k);
+        b.bytes += p.bytes;
+      }
+    } else {
+      bool first = true;
+      for (auto& b : buckets)
+        if (params[b.front()].type == p.type) first = false;
+      buckets.push_back({k});
+      open.emplace(p.type, open_bucket{buckets.size() - 1, p.bytes, first});
+    }
+  }
+  return buckets;
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_BUCKETING_INL_HPP
+// ---- end ddp/bucketing-inl.hpp ----
 // ---- begin ddp/detail/data_parallel/model_layout-inl.hpp ----
 // The definitions behind model_layout.hpp: compiled in every translation unit
 // when ddp is header-only, once in the runtime when it is compiled separately
@@ -22111,6 +22043,14 @@ DDP_INLINE bucket_plan make_bucket_plan(const std::vector<std::vector<std::size_
       throw error(error_kind::config, "the bucketing policy left parameter '" + params[i].name + "' out");
   choose_paths(plan, params, caps);
   return plan;
+}
+
+DDP_INLINE std::vector<parameter_desc> describe_for_bucketing(std::span<const tensor_slot> params) {
+  std::vector<parameter_desc> out;
+  out.reserve(params.size());
+  for (auto& p : params)
+    out.push_back({p.name, p.type, p.count, p.count * size_of(p.type)});
+  return out;
 }
 
 } // namespace detail
@@ -22348,6 +22288,545 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_DATA_PARALLEL_GRADIENT_STORAGE_INL_HPP
 // ---- end ddp/detail/data_parallel/gradient_storage-inl.hpp ----
+// ---- begin ddp/detail/data_parallel/parameter_registry-inl.hpp ----
+// The definitions behind parameter_registry.hpp's parameter_slots: compiled
+// in every translation unit when ddp is header-only, once in the runtime when
+// it is compiled separately (detail/common/linkage.hpp).
+#ifndef DDP_DETAIL_DATA_PARALLEL_PARAMETER_REGISTRY_INL_HPP
+#define DDP_DETAIL_DATA_PARALLEL_PARAMETER_REGISTRY_INL_HPP
+
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+DDP_INLINE parameter_slots::parameter_slots(std::vector<tensor_slot> params, std::vector<tensor_slot> buffers,
+                                            int rank)
+    : params_(std::move(params)), buffers_(std::move(buffers)) {
+  check_unique_names(params_, "parameters");
+  check_unique_names(buffers_, "buffers");
+  check_gradient_storage(params_, rank);
+  index_gradients();
+}
+
+DDP_INLINE void parameter_slots::replace(std::vector<tensor_slot> params, std::vector<tensor_slot> buffers,
+                                         int rank) {
+  check_unchanged(params, params_, "parameter", rank);
+  check_unchanged(buffers, buffers_, "buffer", rank);
+  check_gradient_storage(params, rank);
+  params_ = std::move(params);
+  buffers_ = std::move(buffers);
+  index_gradients();
+}
+
+DDP_INLINE std::size_t parameter_slots::index(std::string_view name) const {
+  for (std::size_t i = 0; i < params_.size(); ++i)
+    if (params_[i].name == name) return i;
+  throw error(error_kind::config, "no parameter named '" + std::string(name) + "'");
+}
+
+DDP_INLINE bool parameter_slots::gradients_on_device(int rank) const {
+  for (auto& p : params_)
+    if (p.on_device != params_.front().on_device)
+      throw error(error_kind::config,
+                  "rank " + std::to_string(rank) + ": parameter '" + p.name + "' lives in " +
+                      (p.on_device ? "device" : "host") + " memory but parameter '" + params_.front().name +
+                      "' does not: distributed_data_parallel needs every gradient in one memory space",
+                  rank);
+  return !params_.empty() && params_.front().on_device;
+}
+
+DDP_INLINE bool parameter_slots::any_on_device() const {
+  for (auto* list : {&params_, &buffers_})
+    for (auto& s : *list)
+      if (s.on_device) return true;
+  return false;
+}
+
+DDP_INLINE void parameter_slots::index_gradients() {
+  by_grad_.clear();
+  for (std::size_t i = 0; i < params_.size(); ++i)
+    if (params_[i].count > 0) by_grad_[params_[i].grad] = i;
+}
+
+DDP_INLINE void parameter_slots::throw_first_difference(const std::vector<std::string>& each) {
+  for (std::size_t r = 1; r < each.size(); ++r) {
+    auto diff = first_difference(each[0], each[r], static_cast<int>(r));
+    if (!diff.empty())
+      throw error(error_kind::mismatch,
+                  "the model differs between ranks: " + diff +
+                      ". Every rank must build the same model (same parameters, in the "
+                      "same order, with the same dtypes and sizes).",
+                  static_cast<int>(r));
+  }
+}
+
+DDP_INLINE void parameter_slots::check_unchanged(const std::vector<tensor_slot>& now,
+                                                 const std::vector<tensor_slot>& before, const char* what,
+                                                 int rank) {
+  for (std::size_t i = 0; i < before.size(); ++i)
+    if (i >= now.size() || now[i].count != before[i].count || now[i].name != before[i].name)
+      throw error(error_kind::config,
+                  "rank " + std::to_string(rank) + ": " + what + " '" + before[i].name +
+                      "' changed its name or size after distributed_data_parallel was built");
+  if (now.size() != before.size())
+    throw error(error_kind::config, std::string("the model's ") + what +
+                                        " count changed after distributed_data_parallel was built");
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_DATA_PARALLEL_PARAMETER_REGISTRY_INL_HPP
+// ---- end ddp/detail/data_parallel/parameter_registry-inl.hpp ----
+// ---- begin ddp/detail/data_parallel/step_state-inl.hpp ----
+// The definitions behind step_state.hpp: compiled in every translation unit
+// when ddp is header-only, once in the runtime when it is compiled separately
+// (detail/common/linkage.hpp).
+#ifndef DDP_DETAIL_DATA_PARALLEL_STEP_STATE_INL_HPP
+#define DDP_DETAIL_DATA_PARALLEL_STEP_STATE_INL_HPP
+
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+DDP_INLINE step_state::step_state(const bucket_plan& plan) : plan_(plan) {
+  marks_.assign(plan.bucket_of.size(), mark_state::pending);
+  pending_.resize(plan.buckets.size());
+  reset();
+}
+
+DDP_INLINE void step_state::skip_empty(const std::vector<bool>& empty) {
+  empty_ = empty;
+  reset();
+}
+
+DDP_INLINE void step_state::reset() {
+  std::fill(marks_.begin(), marks_.end(), mark_state::pending);
+  for (std::size_t i = 0; i < pending_.size(); ++i)
+    pending_[i] = plan_.buckets[i].params.size();
+  for (std::size_t p = 0; p < marks_.size(); ++p)
+    if (is_empty(p)) mark(p, mark_state::ready);
+  next_launch_ = 0;
+  started_ = false;
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_DATA_PARALLEL_STEP_STATE_INL_HPP
+// ---- end ddp/detail/data_parallel/step_state-inl.hpp ----
+// ---- begin ddp/detail/data_parallel/step_driver-inl.hpp ----
+// The definitions behind step_driver.hpp's step_driver_core: compiled in
+// every translation unit when ddp is header-only, once in the runtime when it
+// is compiled separately (detail/common/linkage.hpp).
+#ifndef DDP_DETAIL_DATA_PARALLEL_STEP_DRIVER_INL_HPP
+#define DDP_DETAIL_DATA_PARALLEL_STEP_DRIVER_INL_HPP
+
+// ---- begin ddp/detail/numeric/checksum.hpp ----
+// A fast, non-cryptographic 64-bit checksum of a byte range, for comparing
+// parameters across ranks (DDP_DEBUG=DETAIL): equal bytes give equal sums on
+// every rank of one build; a single changed bit changes the sum.
+#ifndef DDP_DETAIL_NUMERIC_CHECKSUM_HPP
+#define DDP_DETAIL_NUMERIC_CHECKSUM_HPP
+
+
+#include <cstddef>
+#include <cstdint>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+DDP_INLINE std::uint64_t checksum(const void* data, std::size_t bytes) noexcept;
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+
+#endif // DDP_DETAIL_NUMERIC_CHECKSUM_HPP
+// ---- end ddp/detail/numeric/checksum.hpp ----
+// ---- begin ddp/detail/numeric/finite.hpp ----
+// Where the first NaN or Inf of a tensor is, by the bits of its exponent:
+// exact for every floating dtype ddp reduces (half and bfloat16 too) and
+// unaffected by the floating-point environment or -ffast-math.
+#ifndef DDP_DETAIL_NUMERIC_FINITE_HPP
+#define DDP_DETAIL_NUMERIC_FINITE_HPP
+
+
+#include <cstddef>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// The index of the first non-finite element of `data` (n elements of `type`),
+/// or n when all are finite or the type is not floating point.
+DDP_INLINE std::size_t first_non_finite(const void* data, std::size_t n, dtype type);
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+
+#endif // DDP_DETAIL_NUMERIC_FINITE_HPP
+// ---- end ddp/detail/numeric/finite.hpp ----
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+DDP_INLINE step_driver_core::step_driver_core(call_kind step_call, int rank, int world,
+                                              std::weak_ptr<const void> group, const ddp_options& opts,
+                                              const parameter_slots& registry, const bucket_plan& plan)
+    : step_call_(step_call), group_(std::move(group)), rank_(rank), world_(world), opts_(opts),
+      registry_(registry), plan_(plan), step_(plan), last_reduced_(registry.size()),
+      check_finite_(opts.check_finite) {
+  std::vector<bool> empty(registry.size());
+  for (std::size_t i = 0; i < registry.size(); ++i)
+    empty[i] = registry[i].count == 0;
+  step_.skip_empty(empty);
+}
+
+DDP_INLINE void step_driver_core::check_group() const {
+  if (group_.expired())
+    throw error(error_kind::config,
+                "rank " + std::to_string(rank()) + ": " + to_string(step_call_) +
+                    " (or another call of that object) ran after its process_group was destroyed: "
+                    "declare the process group before the data-parallel object, so that it outlives it",
+                rank());
+}
+
+DDP_INLINE int& step_driver_core::no_sync_depth() {
+  check_group();
+  if (step_.started())
+    throw error(error_kind::config, "no_sync() entered in the middle of a step (gradients already marked): "
+                                    "enter it before backward");
+  return no_sync_depth_;
+}
+
+DDP_INLINE void step_driver_core::mark(std::size_t index, mark_state how) {
+  check_group();
+  ++marks_since_sync_;
+  if (index >= registry_.size())
+    throw error(error_kind::config,
+                "rank " + std::to_string(rank()) + ": parameter index " + std::to_string(index) +
+                    " is out of range (" + std::to_string(registry_.size()) + " parameters)",
+                rank());
+  if (accumulating()) return;
+  begin_step();
+  if (step_.is_empty(index)) return;
+  if (!step_.is_pending(index))
+    throw error(error_kind::config,
+                "rank " + std::to_string(rank()) + ": gradient of parameter '" + registry_[index].name +
+                    "' was marked twice in one step",
+                rank());
+  if (how == mark_state::unused) zero_gradient(index);
+  last_reduced_.before_reduction(index, registry_[index]);
+  step_.mark(index, how);
+  gradient_marked(index, how);
+}
+
+DDP_INLINE void step_driver_core::mark_storage(const void* grad, std::size_t elements, mark_state how) {
+  check_group();
+  if (elements == 0) {
+    ++marks_since_sync_;
+    if (!accumulating()) begin_step();
+    return;
+  }
+  mark(index_of_storage(grad), how);
+}
+
+DDP_INLINE std::size_t step_driver_core::index_of_storage(const void* grad) {
+  auto i = registry_.find_gradient(grad);
+  // The storage may have moved since the last walk; once a bucket of this step is in flight
+  // it must not be re-laid out (its collective still uses the old buffers).
+  if (!i && !step_.launched_any()) {
+    refresh();
+    i = registry_.find_gradient(grad);
+  }
+  if (!i)
+    throw error(error_kind::config,
+                "rank " + std::to_string(rank()) +
+                    ": mark_grad_ready/mark_unused got a tensor that is not the gradient "
+                    "of any parameter (pass the gradient tensor itself, or an index)" +
+                    (step_.launched_any()
+                         ? "; if its storage moved, move it before backward: buckets of this "
+                           "step already launched with the old addresses"
+                         : ""),
+                rank());
+  return *i;
+}
+
+DDP_INLINE void step_driver_core::launch_complete_buckets(function_ref<void(std::size_t)> launch,
+                                                          std::size_t limit) {
+  if (!step_.launched_any() && !storage_checked_) check_storage_before_launch();
+  step_.launch_ready(
+      [&](std::size_t b) {
+        call_site site{step_call_,
+                       steps_ + 1,
+                       static_cast<std::uint32_t>(b),
+                       static_cast<std::uint32_t>(step_.buckets()),
+                       repeat_,
+                       certain_repeat_};
+        site.parameter_name = &name_of;
+        site.names = &registry_;
+        if (check_finite_) site.non_finite = find_non_finite(b);
+        const call_site_scope named(site);
+        launch(b);
+      },
+      limit);
+}
+
+DDP_INLINE void step_driver_core::refresh() {
+  if (walk_again()) storage_moved();
+}
+
+DDP_INLINE bool step_driver_core::synchronize(function_ref<void()> complete,
+                                              function_ref<void()> on_failure) {
+  check_group();
+  if (accumulating()) {
+    end_step(/*counted=*/true);
+    return false;
+  }
+  const bool marked_before = step_.started();
+  bool fully_marked = false;
+  try {
+    begin_step();
+    adapter_before_synchronize();
+    // Begun by synchronize() itself (no mark did): maybe a second one with nothing new to
+    // reduce. Only likely, from a few elements of each gradient (after the adapter zeroed
+    // what backward left undefined): the ranks decide together, in the step's first
+    // bucket header (collective_header::check_round).
+    if (!marked_before && world_ > 1) {
+      repeat_ = last_reduced_.repeated(registry_.parameters());
+      // Certain where this rank marks every gradient: none marked since the last
+      // synchronize(), whose were all marked. Then a peer at its next step means this
+      // rank called synchronize() alone (collective_header::check_round).
+      certain_repeat_ = repeat_ && last_step_marked_ && marks_since_sync_ == 0;
+    }
+    fully_marked = step_.all_marked();
+    // A step begun here was walked by begin_step() just now: nothing can have moved since.
+    if (marked_before) check_storage_before_launch();
+    storage_checked_ = true; // complete()'s first launch need not walk again
+    mark_the_rest_ready();
+    // Not with uneven inputs: a rank that joined stops stepping, and its parameters stay behind.
+    if (debug() >= debug_level::detail && world_ > 1 && !opts_.uneven_inputs)
+      compare_parameters_across_ranks();
+    complete();
+  } catch (...) {
+    on_failure();
+    end_step(/*counted=*/false);
+    if (non_finite_) throw_non_finite(); // this rank's own finding, in full
+    throw;
+  }
+  if (world_ > 1) last_reduced_.after_reduction(registry_.parameters());
+  last_step_marked_ = fully_marked;
+  marks_since_sync_ = 0;
+  end_step(/*counted=*/true);
+  return true;
+}
+
+DDP_INLINE void step_driver_core::join(function_ref<void()> prepare, function_ref<void()> shadow_step) {
+  check_group();
+  if (!opts_.uneven_inputs)
+    throw error(error_kind::config, "join() needs ddp_options::uneven_inputs = true on every rank");
+  if (step_.started()) throw error(error_kind::config, "join() called in the middle of a step");
+  prepare();
+  // A shadowed step is a step: the counter stays with the ranks still training.
+  join_shadow_until_all_joined([&] {
+    shadow_step();
+    ++steps_;
+  });
+}
+
+DDP_INLINE void step_driver_core::begin_step() {
+  if (step_.started()) return;
+  step_.start();
+  refresh();
+  if (opts_.uneven_inputs) join_begin_step();
+}
+
+DDP_INLINE std::uint32_t step_driver_core::find_non_finite(std::size_t b) {
+  for (std::size_t i : plan_.buckets[b].params) {
+    const auto& p = registry_[i];
+    if (p.on_device || step_.marked_unused(i)) continue;
+    const std::size_t at = first_non_finite(p.grad, p.count, p.type);
+    if (at < p.count) {
+      non_finite_ = non_finite{i, at, steps_ + 1};
+      return static_cast<std::uint32_t>(i + 1);
+    }
+  }
+  return 0;
+}
+
+DDP_INLINE std::string step_driver_core::name_of(const void* registry, std::uint32_t index) {
+  const auto& r = *static_cast<const parameter_slots*>(registry);
+  return index < r.size() ? r[index].name : "#" + std::to_string(index);
+}
+
+DDP_INLINE void step_driver_core::throw_non_finite() {
+  const auto f = *non_finite_;
+  non_finite_.reset();
+  const auto& p = registry_[f.param];
+  throw error(error_kind::data,
+              "rank " + std::to_string(rank()) + ": the gradient of parameter '" + p.name +
+                  "' holds a NaN or Inf (element " + std::to_string(f.element) + " of " +
+                  std::to_string(p.count) + ") at step " + std::to_string(f.step) +
+                  ", before its reduction (ddp_options::check_finite): this rank produced it, and no rank "
+                  "reduced it. Look at this rank's loss and inputs of that step (a learning rate too high, "
+                  "a log of zero, a division by zero). This group is unusable now; create a new group.",
+              rank());
+}
+
+DDP_INLINE void step_driver_core::compare_parameters_across_ranks() {
+  const auto& ps = registry_.parameters();
+  const std::size_t n = ps.size(), w = static_cast<std::size_t>(world_);
+  std::vector<std::int64_t> mine(n), all(n * w);
+  for (std::size_t i = 0; i < n; ++i)
+    if (!ps[i].on_device)
+      mine[i] = static_cast<std::int64_t>(checksum(ps[i].value, ps[i].count * size_of(ps[i].type)));
+  all_gather_i64(mine.data(), all.data(), n);
+  for (std::size_t r = 1; r < w; ++r)
+    for (std::size_t i = 0; i < n; ++i)
+      if (all[r * n + i] != all[i])
+        throw error(error_kind::mismatch,
+                    "rank " + std::to_string(rank()) + ": DDP_DEBUG=DETAIL: parameter '" + ps[i].name +
+                        "' differs between rank 0 and rank " + std::to_string(r) + " at step " +
+                        std::to_string(steps_ + 1) + " of " + to_string(step_call_) +
+                        ": the ranks' models drifted apart. A synchronize() forgotten or called on some "
+                        "ranks only (an optimizer step on gradients not averaged), or an optimizer step "
+                        "on some ranks only; look at rank " +
+                        std::to_string(r) + "'s code",
+                    static_cast<int>(r));
+}
+
+DDP_INLINE void step_driver_core::end_step(bool counted) {
+  join_end_step();
+  step_.reset();
+  repeat_ = certain_repeat_ = storage_checked_ = false;
+  if (counted) ++steps_;
+}
+
+DDP_INLINE void step_driver_core::check_storage_before_launch() {
+  const auto moved = moved_parameters();
+  if (moved.empty()) return;
+  if (!step_.launched_any()) {
+    refresh(); // nothing read the old storage yet: follow the new
+    return;
+  }
+  const std::string why =
+      "rank " + std::to_string(rank()) + ": the gradient (or value) of parameter '" +
+      registry_[moved.front()].name +
+      "' was replaced by new storage after this step's first bucket started (a vector reassigned or "
+      "resized, a matrix resized): its bucket would read or write the old storage. Replace or resize "
+      "gradients before backward or between steps, never while a step's buckets are under way";
+  // The other ranks are in this step's collectives already: they fail now, naming this rank.
+  abort_group(why);
+  throw error(error_kind::config, why, rank());
+}
+
+DDP_INLINE void step_driver_core::mark_the_rest_ready() {
+  for (std::size_t i = 0; i < registry_.size(); ++i) {
+    if (!step_.is_pending(i)) continue;
+    if (opts_.strict_marking)
+      throw error(error_kind::config,
+                  "rank " + std::to_string(rank()) + ": gradient of parameter '" + registry_[i].name +
+                      "' was not marked ready before synchronize() (strict_marking is on: "
+                      "call mark_grad_ready or mark_unused for it)",
+                  rank());
+    last_reduced_.before_reduction(i, registry_[i]);
+    step_.mark(i, mark_state::ready);
+  }
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_DATA_PARALLEL_STEP_DRIVER_INL_HPP
+// ---- end ddp/detail/data_parallel/step_driver-inl.hpp ----
+// ---- begin ddp/detail/common/trace-inl.hpp ----
+// The definitions behind trace.hpp that every traced call reaches: compiled
+// in every translation unit when ddp is header-only, once in the runtime when
+// it is compiled separately (detail/common/linkage.hpp).
+#ifndef DDP_DETAIL_COMMON_TRACE_INL_HPP
+#define DDP_DETAIL_COMMON_TRACE_INL_HPP
+
+
+DDP_BEGIN_NAMESPACE
+namespace detail::trace {
+
+DDP_INLINE thread_ring& recorder::ring_of_this_thread() {
+  if (my_ring) return *my_ring;
+  std::lock_guard lock(mu_);
+  auto r = std::make_unique<thread_ring>();
+  r->capacity = capacity_ ? capacity_ : std::size_t{1} << 17;
+  r->slots.reset(new event[r->capacity]);
+  r->tid = static_cast<int>(rings_.size());
+  r->name = thread_label ? thread_label : "compute";
+  rings_.push_back(std::move(r));
+  my_ring = rings_.back().get();
+  return *my_ring;
+}
+
+DDP_INLINE void record(kind what, std::int64_t ts_ns, std::int64_t dur_ns, std::int64_t a0, std::int64_t a1,
+                       std::int64_t a2, std::int64_t a3, const char* label) noexcept {
+  thread_ring* r = my_ring;
+  if (!r) {
+    try {
+      r = &recorder::get().ring_of_this_thread();
+    } catch (...) { return; } // out of memory: lose the event, not the step
+  }
+  const auto n = r->count.load(std::memory_order_relaxed);
+  r->slots[n % r->capacity] = event{ts_ns, dur_ns, label, what, {a0, a1, a2, a3}};
+  r->count.store(n + 1, std::memory_order_release);
+}
+
+} // namespace detail::trace
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_COMMON_TRACE_INL_HPP
+// ---- end ddp/detail/common/trace-inl.hpp ----
+// ---- begin ddp/sampler-inl.hpp ----
+// The definitions behind sampler.hpp's policies: compiled in every
+// translation unit when ddp is header-only, once in the runtime when it is
+// compiled separately (detail/common/linkage.hpp).
+#ifndef DDP_SAMPLER_INL_HPP
+#define DDP_SAMPLER_INL_HPP
+
+
+DDP_BEGIN_NAMESPACE
+namespace sampling {
+
+DDP_INLINE void shuffled::rank_indices(const sampler_context& c, std::vector<std::int64_t>& out) {
+  if (c.n == 0) {
+    out.clear();
+    return;
+  }
+  // The permutation is the one O(n) buffer besides `out`; 32-bit entries
+  // when they fit (n <= 2^32 - 1), which halves it: 4n + 8n/num_replicas
+  // bytes at the peak. It cannot be avoided: in either shuffle an element's
+  // final value depends on swaps with positions anywhere in the array, so a
+  // rank's share needs the whole permutation.
+  if (c.n <= 0xffffffffu) {
+    detail::shuffle_buffer<std::uint32_t> perm;
+    detail::randperm(perm, c.n, c.seed + c.epoch, c.randperm);
+    detail::strided_share(c, out, [&](std::size_t j) { return perm[j]; });
+  } else {
+    detail::shuffle_buffer<std::uint64_t> perm;
+    detail::randperm(perm, c.n, c.seed + c.epoch, c.randperm);
+    detail::strided_share(c, out, [&](std::size_t j) { return perm[j]; });
+  }
+}
+
+DDP_INLINE void sequential::rank_indices(const sampler_context& c, std::vector<std::int64_t>& out) {
+  if (c.n == 0) {
+    out.clear();
+    return;
+  }
+  detail::strided_share(c, out, [](std::size_t j) { return j; });
+}
+
+} // namespace sampling
+DDP_END_NAMESPACE
+
+#endif // DDP_SAMPLER_INL_HPP
+// ---- end ddp/sampler-inl.hpp ----
 // ---- begin ddp/detail/numeric/checksum-inl.hpp ----
 // The definitions behind checksum.hpp: compiled in every translation unit
 // when ddp is header-only, once in the runtime when it is compiled separately

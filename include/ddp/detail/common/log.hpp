@@ -4,6 +4,7 @@
 #define DDP_DETAIL_COMMON_LOG_HPP
 
 #include <ddp/detail/common/env.hpp>
+#include <ddp/detail/common/linkage.hpp>
 
 #include <cstdio>
 #include <string>
@@ -14,28 +15,19 @@ namespace detail {
 
 enum class debug_level { off = 0, info = 1, detail = 2 };
 
-inline debug_level parse_debug_level(std::string_view v) {
-  if (v.empty() || v == "OFF" || v == "off" || v == "0") return debug_level::off;
-  if (v == "INFO" || v == "info" || v == "1") return debug_level::info;
-  if (v == "DETAIL" || v == "detail" || v == "2") return debug_level::detail;
-  throw error(error_kind::config,
-              "environment variable DDP_DEBUG='" + std::string(v) + "' is not one of OFF, INFO, DETAIL");
-}
+DDP_INLINE debug_level parse_debug_level(std::string_view v);
 
 /// DDP_DEBUG, read once per process.
-inline debug_level debug() {
-  static const debug_level level = parse_debug_level(getenv_str("DDP_DEBUG").value_or(""));
-  return level;
-}
+DDP_INLINE debug_level debug();
 
-inline void log_line(std::string_view who, std::string_view text) {
-  std::string line = "[ddp";
-  if (!who.empty()) line.append(" ").append(who);
-  line.append("] ").append(text).append("\n");
-  std::fwrite(line.data(), 1, line.size(), stderr); // one write: lines do not interleave
-}
+/// One line on stderr, "[ddp <who>] <text>".
+DDP_INLINE void log_line(std::string_view who, std::string_view text);
 
 } // namespace detail
 DDP_END_NAMESPACE
+
+#if DDP_DETAIL_DEFINE_RUNTIME
+#include <ddp/detail/common/log-inl.hpp>
+#endif
 
 #endif // DDP_DETAIL_COMMON_LOG_HPP

@@ -3,6 +3,7 @@
 #define DDP_DETAIL_COMMON_TIMEOUT_HPP
 
 #include <ddp/detail/common/env.hpp>
+#include <ddp/detail/common/linkage.hpp>
 
 #include <chrono>
 #include <string>
@@ -12,33 +13,16 @@ DDP_BEGIN_NAMESPACE
 namespace detail {
 
 /// "600" (seconds), or with a unit: "500ms", "30s", "10m".
-inline std::chrono::milliseconds parse_timeout(std::string_view v) {
-  auto bad = [&] {
-    return error(error_kind::config, "environment variable DDP_TIMEOUT='" + std::string(v) +
-                                         "' is not a positive duration like 600, 30s, 500ms or 10m");
-  };
-  std::int64_t scale = 1000;
-  if (v.ends_with("ms")) {
-    scale = 1;
-    v.remove_suffix(2);
-  } else if (v.ends_with("s")) {
-    v.remove_suffix(1);
-  } else if (v.ends_with("m")) {
-    scale = 60000;
-    v.remove_suffix(1);
-  }
-  auto n = parse_int(v);
-  if (!n || *n <= 0 || *n > (std::int64_t{1} << 40) / scale) throw bad();
-  return std::chrono::milliseconds(*n * scale);
-}
+DDP_INLINE std::chrono::milliseconds parse_timeout(std::string_view v);
 
 /// DDP_TIMEOUT when set, else 10 minutes (PyTorch's default for Gloo and NCCL).
-inline std::chrono::milliseconds default_timeout() {
-  if (auto v = getenv_str("DDP_TIMEOUT")) return parse_timeout(*v);
-  return std::chrono::minutes(10);
-}
+DDP_INLINE std::chrono::milliseconds default_timeout();
 
 } // namespace detail
 DDP_END_NAMESPACE
+
+#if DDP_DETAIL_DEFINE_RUNTIME
+#include <ddp/detail/common/timeout-inl.hpp>
+#endif
 
 #endif // DDP_DETAIL_COMMON_TIMEOUT_HPP

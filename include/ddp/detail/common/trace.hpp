@@ -16,6 +16,7 @@
 #define DDP_DETAIL_COMMON_TRACE_HPP
 
 #include <ddp/detail/common/env.hpp>
+#include <ddp/detail/common/linkage.hpp>
 #include <ddp/detail/common/log.hpp>
 
 #include <atomic>
@@ -155,18 +156,8 @@ public:
     write_locked();
   }
 
-  thread_ring& ring_of_this_thread() {
-    if (my_ring) return *my_ring;
-    std::lock_guard lock(mu_);
-    auto r = std::make_unique<thread_ring>();
-    r->capacity = capacity_ ? capacity_ : std::size_t{1} << 17;
-    r->slots.reset(new event[r->capacity]);
-    r->tid = static_cast<int>(rings_.size());
-    r->name = thread_label ? thread_label : "compute";
-    rings_.push_back(std::move(r));
-    my_ring = rings_.back().get();
-    return *my_ring;
-  }
+  /// This thread's ring, made on its first event.
+  DDP_INLINE thread_ring& ring_of_this_thread();
 
   /// The path the trace goes to ("" before a traced group opened).
   std::string path() const {
@@ -257,19 +248,9 @@ private:
 };
 
 /// Appends one event to this thread's ring (call only when on()).
-inline void record(kind what, std::int64_t ts_ns, std::int64_t dur_ns, std::int64_t a0 = 0,
-                   std::int64_t a1 = 0, std::int64_t a2 = 0, std::int64_t a3 = 0,
-                   const char* label = nullptr) noexcept {
-  thread_ring* r = my_ring;
-  if (!r) {
-    try {
-      r = &recorder::get().ring_of_this_thread();
-    } catch (...) { return; } // out of memory: lose the event, not the step
-  }
-  const auto n = r->count.load(std::memory_order_relaxed);
-  r->slots[n % r->capacity] = event{ts_ns, dur_ns, label, what, {a0, a1, a2, a3}};
-  r->count.store(n + 1, std::memory_order_release);
-}
+DDP_INLINE void record(kind what, std::int64_t ts_ns, std::int64_t dur_ns, std::int64_t a0 = 0,
+                       std::int64_t a1 = 0, std::int64_t a2 = 0, std::int64_t a3 = 0,
+                       const char* label = nullptr) noexcept;
 
 inline void instant(kind what, std::int64_t a0 = 0, std::int64_t a1 = 0, std::int64_t a2 = 0) noexcept {
   if (on()) record(what, now_ns(), 0, a0, a1, a2);
@@ -308,5 +289,9 @@ private:
 
 } // namespace detail::trace
 DDP_END_NAMESPACE
+
+#if DDP_DETAIL_DEFINE_RUNTIME
+#include <ddp/detail/common/trace-inl.hpp>
+#endif
 
 #endif // DDP_DETAIL_COMMON_TRACE_HPP

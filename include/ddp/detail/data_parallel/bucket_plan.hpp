@@ -73,13 +73,7 @@ DDP_INLINE bucket_plan make_bucket_plan(const std::vector<std::vector<std::size_
                                         plan_capabilities caps);
 
 /// What a bucketing policy sees of the parameters.
-inline std::vector<parameter_desc> describe_for_bucketing(std::span<const tensor_slot> params) {
-  std::vector<parameter_desc> out;
-  out.reserve(params.size());
-  for (auto& p : params)
-    out.push_back({p.name, p.type, p.count, p.count * size_of(p.type)});
-  return out;
-}
+DDP_INLINE std::vector<parameter_desc> describe_for_bucketing(std::span<const tensor_slot> params);
 
 } // namespace detail
 DDP_END_NAMESPACE

@@ -5,6 +5,7 @@
 #define DDP_DETAIL_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
 
 #include <ddp/backend/communicator.hpp>
+#include <ddp/detail/common/linkage.hpp>
 #include <ddp/detail/data_parallel/gradient_storage.hpp>
 #include <ddp/detail/data_parallel/model_layout.hpp>
 
@@ -20,28 +21,17 @@
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
-template <class Model> class parameter_registry {
+/// The walked slots and what needs only them: compiled once (runtime), where
+/// parameter_registry<Model> adds the walks of the model.
+class parameter_slots {
 public:
-  /// `rank` names this rank in what it refuses: duplicate names, null or shared gradient storage.
-  parameter_registry(Model& m, int rank)
-      : model_(m), params_(collect_parameters(m)), buffers_(collect_buffers(m)) {
-    check_unique_names(params_, "parameters");
-    check_unique_names(buffers_, "buffers");
-    check_gradient_storage(params_, rank);
-    index_gradients();
-  }
-
   const std::vector<tensor_slot>& parameters() const noexcept { return params_; }
   const std::vector<tensor_slot>& buffers() const noexcept { return buffers_; }
   std::size_t size() const noexcept { return params_.size(); }
   const tensor_slot& operator[](std::size_t i) const { return params_[i]; }
 
   /// The index of the parameter called `name`.
-  std::size_t index(std::string_view name) const {
-    for (std::size_t i = 0; i < params_.size(); ++i)
-      if (params_[i].name == name) return i;
-    throw error(error_kind::config, "no parameter named '" + std::string(name) + "'");
-  }
+  DDP_INLINE std::size_t index(std::string_view name) const;
 
   /// The index of the non-empty parameter whose gradient starts at `grad`, as
   /// of the last walk. Zero-sized gradients are not found by address: theirs
@@ -52,19 +42,79 @@ public:
     return it->second;
   }
 
+  /// Every rank must hold the same parameters and buffers (names, order,
+  /// dtypes, sizes): the first difference from rank 0 is an error naming the
+  /// rank and the parameter, on every rank.
+  template <communicator C> void verify_across_ranks(C& comm) const {
+    const std::string desc = describe(params_, buffers_);
+    const auto w = static_cast<std::size_t>(comm.size());
+    std::int64_t len = static_cast<std::int64_t>(desc.size());
+    std::vector<std::int64_t> lens(w);
+    comm.all_gather(&len, lens.data(), 1, dtype::i64, true).wait();
+    std::size_t longest = 0;
+    for (auto l : lens)
+      longest = std::max(longest, static_cast<std::size_t>(l));
+    std::vector<std::uint8_t> mine(longest, 0), all(longest * w);
+    std::memcpy(mine.data(), desc.data(), desc.size());
+    comm.all_gather(mine.data(), all.data(), longest, dtype::u8, true).wait();
+    std::vector<std::string> each(w);
+    for (std::size_t r = 0; r < w; ++r)
+      each[r].assign(reinterpret_cast<const char*>(all.data() + r * longest),
+                     static_cast<std::size_t>(lens[r]));
+    throw_first_difference(each);
+  }
+
+  /// Copies rank 0's parameters and buffers (or only its buffers) to every rank.
+  /// Device tensors go through `device` (device_broadcasts: never a device
+  /// pointer handed to host code), which also ends the round.
+  template <communicator C, class Device>
+  void broadcast_from_rank0(C& comm, bool buffers_only, Device& device) const {
+    std::vector<work> ws;
+    for (auto* list : {&params_, &buffers_}) {
+      if (buffers_only && list == &params_) continue;
+      for (auto& s : *list)
+        ws.push_back(s.on_device ? device.broadcast(s) : comm.broadcast(s.value, s.count, s.type, 0, false));
+    }
+    device.complete(ws);
+  }
+
+  /// Whether the gradients are in device memory; all of them or none.
+  DDP_INLINE bool gradients_on_device(int rank) const;
+
+  /// Whether any parameter or buffer lives in device memory.
+  DDP_INLINE bool any_on_device() const;
+
+protected:
+  /// `rank` names this rank in what it refuses: duplicate names, null or shared gradient storage.
+  DDP_INLINE parameter_slots(std::vector<tensor_slot> params, std::vector<tensor_slot> buffers, int rank);
+
+  /// A new walk of the same model: storage may move between steps; names,
+  /// sizes and count may not.
+  DDP_INLINE void replace(std::vector<tensor_slot> params, std::vector<tensor_slot> buffers, int rank);
+
+  std::vector<tensor_slot> params_, buffers_;
+
+private:
+  DDP_INLINE void index_gradients();
+  /// `each[r]`: rank r's description of its model; throws naming the first rank that differs from rank 0.
+  DDP_INLINE static void throw_first_difference(const std::vector<std::string>& each);
+  DDP_INLINE static void check_unchanged(const std::vector<tensor_slot>& now,
+                                         const std::vector<tensor_slot>& before, const char* what, int rank);
+
+  std::unordered_map<const void*, std::size_t> by_grad_;
+};
+
+template <class Model> class parameter_registry : public parameter_slots {
+public:
+  parameter_registry(Model& m, int rank)
+      : parameter_slots(collect_parameters(m), collect_buffers(m), rank), model_(m) {}
+
   /// Walks the model again when storage moved since the last walk (a resized
   /// Eigen matrix), refusing changed names, sizes or counts. Cheap when nothing
   /// moved (no allocation): it runs at the start of every step. True if it moved.
   bool refresh(int rank) {
     if (same_storage(model_, params_, buffers_)) return false;
-    auto params = collect_parameters(model_);
-    auto buffers = collect_buffers(model_);
-    check_unchanged(params, params_, "parameter", rank);
-    check_unchanged(buffers, buffers_, "buffer", rank);
-    check_gradient_storage(params, rank);
-    params_ = std::move(params);
-    buffers_ = std::move(buffers);
-    index_gradients();
+    replace(collect_parameters(model_), collect_buffers(model_), rank);
     return true;
   }
 
@@ -85,97 +135,15 @@ public:
     return out;
   }
 
-  /// Every rank must hold the same parameters and buffers (names, order,
-  /// dtypes, sizes): the first difference from rank 0 is an error naming the
-  /// rank and the parameter, on every rank.
-  template <communicator C> void verify_across_ranks(C& comm) const {
-    const std::string desc = describe(params_, buffers_);
-    const auto w = static_cast<std::size_t>(comm.size());
-    std::int64_t len = static_cast<std::int64_t>(desc.size());
-    std::vector<std::int64_t> lens(w);
-    comm.all_gather(&len, lens.data(), 1, dtype::i64, true).wait();
-    std::size_t longest = 0;
-    for (auto l : lens)
-      longest = std::max(longest, static_cast<std::size_t>(l));
-    std::vector<std::uint8_t> mine(longest, 0), all(longest * w);
-    std::memcpy(mine.data(), desc.data(), desc.size());
-    comm.all_gather(mine.data(), all.data(), longest, dtype::u8, true).wait();
-    auto of = [&](std::size_t r) {
-      return std::string(reinterpret_cast<const char*>(all.data() + r * longest),
-                         static_cast<std::size_t>(lens[r]));
-    };
-    const std::string d0 = of(0);
-    for (std::size_t r = 1; r < w; ++r) {
-      auto diff = first_difference(d0, of(r), static_cast<int>(r));
-      if (!diff.empty())
-        throw error(error_kind::mismatch,
-                    "the model differs between ranks: " + diff +
-                        ". Every rank must build the same model (same parameters, in the "
-                        "same order, with the same dtypes and sizes).",
-                    static_cast<int>(r));
-    }
-  }
-
-  /// Copies rank 0's parameters and buffers (or only its buffers) to every rank.
-  /// Device tensors go through `device` (device_broadcasts: never a device
-  /// pointer handed to host code), which also ends the round.
-  template <communicator C, class Device>
-  void broadcast_from_rank0(C& comm, bool buffers_only, Device& device) const {
-    std::vector<work> ws;
-    for (auto* list : {&params_, &buffers_}) {
-      if (buffers_only && list == &params_) continue;
-      for (auto& s : *list)
-        ws.push_back(s.on_device ? device.broadcast(s) : comm.broadcast(s.value, s.count, s.type, 0, false));
-    }
-    device.complete(ws);
-  }
-
-  /// Whether the gradients are in device memory; all of them or none.
-  bool gradients_on_device(int rank) const {
-    for (auto& p : params_)
-      if (p.on_device != params_.front().on_device)
-        throw error(error_kind::config,
-                    "rank " + std::to_string(rank) + ": parameter '" + p.name + "' lives in " +
-                        (p.on_device ? "device" : "host") + " memory but parameter '" + params_.front().name +
-                        "' does not: distributed_data_parallel needs every gradient in one memory space",
-                    rank);
-    return !params_.empty() && params_.front().on_device;
-  }
-
-  /// Whether any parameter or buffer lives in device memory.
-  bool any_on_device() const {
-    for (auto* list : {&params_, &buffers_})
-      for (auto& s : *list)
-        if (s.on_device) return true;
-    return false;
-  }
-
 private:
-  void index_gradients() {
-    by_grad_.clear();
-    for (std::size_t i = 0; i < params_.size(); ++i)
-      if (params_[i].count > 0) by_grad_[params_[i].grad] = i;
-  }
-
-  /// Storage may move between steps; names, sizes and count may not.
-  static void check_unchanged(const std::vector<tensor_slot>& now, const std::vector<tensor_slot>& before,
-                              const char* what, int rank) {
-    for (std::size_t i = 0; i < before.size(); ++i)
-      if (i >= now.size() || now[i].count != before[i].count || now[i].name != before[i].name)
-        throw error(error_kind::config,
-                    "rank " + std::to_string(rank) + ": " + what + " '" + before[i].name +
-                        "' changed its name or size after distributed_data_parallel was built");
-    if (now.size() != before.size())
-      throw error(error_kind::config, std::string("the model's ") + what +
-                                          " count changed after distributed_data_parallel was built");
-  }
-
   Model& model_;
-  std::vector<tensor_slot> params_, buffers_;
-  std::unordered_map<const void*, std::size_t> by_grad_;
 };
 
 } // namespace detail
 DDP_END_NAMESPACE
+
+#if DDP_DETAIL_DEFINE_RUNTIME
+#include <ddp/detail/data_parallel/parameter_registry-inl.hpp>
+#endif
 
 #endif // DDP_DETAIL_DATA_PARALLEL_PARAMETER_REGISTRY_HPP

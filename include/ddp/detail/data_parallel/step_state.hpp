@@ -5,6 +5,7 @@
 #ifndef DDP_DETAIL_DATA_PARALLEL_STEP_STATE_HPP
 #define DDP_DETAIL_DATA_PARALLEL_STEP_STATE_HPP
 
+#include <ddp/detail/common/linkage.hpp>
 #include <ddp/detail/data_parallel/bucket_plan.hpp>
 
 #include <algorithm>
@@ -18,18 +19,11 @@ enum class mark_state : std::uint8_t { pending, ready, unused };
 
 class step_state {
 public:
-  explicit step_state(const bucket_plan& plan) : plan_(plan) {
-    marks_.assign(plan.bucket_of.size(), mark_state::pending);
-    pending_.resize(plan.buckets.size());
-    reset();
-  }
+  DDP_INLINE explicit step_state(const bucket_plan& plan);
 
   /// Zero-sized parameters have nothing to reduce: they count as marked from
   /// the start of every step, and their marks are ignored (step_driver).
-  void skip_empty(const std::vector<bool>& empty) {
-    empty_ = empty;
-    reset();
-  }
+  DDP_INLINE void skip_empty(const std::vector<bool>& empty);
   bool is_empty(std::size_t param) const { return param < empty_.size() && empty_[param]; }
 
   bool started() const noexcept { return started_; }
@@ -66,15 +60,7 @@ public:
       launch(next_launch_++);
   }
 
-  void reset() {
-    std::fill(marks_.begin(), marks_.end(), mark_state::pending);
-    for (std::size_t i = 0; i < pending_.size(); ++i)
-      pending_[i] = plan_.buckets[i].params.size();
-    for (std::size_t p = 0; p < marks_.size(); ++p)
-      if (is_empty(p)) mark(p, mark_state::ready);
-    next_launch_ = 0;
-    started_ = false;
-  }
+  DDP_INLINE void reset();
 
 private:
   const bucket_plan& plan_;
@@ -87,5 +73,9 @@ private:
 
 } // namespace detail
 DDP_END_NAMESPACE
+
+#if DDP_DETAIL_DEFINE_RUNTIME
+#include <ddp/detail/data_parallel/step_state-inl.hpp>
+#endif
 
 #endif // DDP_DETAIL_DATA_PARALLEL_STEP_STATE_HPP
