@@ -90,10 +90,50 @@ int bench(const std::string& dir, int width) {
   return 0;
 }
 
+/// `visit first|next|last DIR WORLD_TAG [BATCHES]`: one job of an epoch that changes world size
+/// (the samples' part of checkpoint_resize.sh). `first` starts epoch 0; `next` and `last` load the
+/// position from DIR/visit.ckpt. Each takes BATCHES batches of 2 per rank (`last`: the rest of the
+/// epoch), writes the indices it visited to DIR/visited.<tag>.<rank>, and saves the position.
+int visit(const std::string& stage, const std::string& dir, const std::string& tag, int batches) {
+  constexpr std::size_t n = 50, per_batch = 2;
+  auto pg = ddp::init_process_group<ddp::gloo>();
+  mlp<float> net(dims, 5, false);
+  ddp::distributed_data_parallel dp(net, pg);
+  ddp::training_progress at{};
+  if (stage != "first") at = ddp::load_checkpoint(dir + "/visit.ckpt", dp);
+  ddp::distributed_sampler<> sampler(n, pg, {.seed = 3});
+  sampler.set_epoch(at.epoch);
+  sampler.set_position(at.samples);
+  std::size_t taken = 0;
+  std::string out;
+  for (auto batch : ddp::batches(sampler, per_batch)) {
+    if (stage != "last" && taken >= static_cast<std::size_t>(batches) * per_batch) break;
+    for (auto i : batch)
+      out += std::to_string(i) + "\n";
+    taken += batch.size();
+  }
+  std::FILE* f = std::fopen((dir + "/visited." + tag + "." + std::to_string(pg.rank())).c_str(), "w");
+  if (f == nullptr) return fail("cannot write the visited indices in " + dir);
+  std::fputs(out.c_str(), f);
+  std::fclose(f);
+  std::vector<std::int64_t> all{static_cast<std::int64_t>(taken)}; // shares may differ by one
+  pg.all_reduce(all);
+  at.samples += static_cast<std::uint64_t>(all[0]);
+  ddp::save_checkpoint(dir + "/visit.ckpt", dp, at);
+  std::printf("RESULT ok phase=visit rank=%d size=%d took=%zu position=%llu\n", pg.rank(), pg.size(), taken,
+              static_cast<unsigned long long>(at.samples));
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  if (argc < 4) return fail("usage: checkpoint_worker save DIR S1 | resume DIR S1 S2 | bench DIR WIDTH");
+  if (argc < 4)
+    return fail("usage: checkpoint_worker save DIR S1 | resume DIR S1 S2 | bench DIR WIDTH | "
+                "visit first|next|last DIR TAG [BATCHES]");
   const std::string phase = argv[1], dir = argv[2];
   if (phase == "bench") return bench(dir, std::atoi(argv[3]));
+  if (phase == "visit") try {
+      return visit(argv[2], argv[3], argv[4], argc > 5 ? std::atoi(argv[5]) : 0);
+    } catch (const std::exception& e) { return fail(e.what()); }
   const int s1 = std::atoi(argv[3]), s2 = argc > 4 ? std::atoi(argv[4]) : 0;
   try {
     auto pg = ddp::init_process_group<ddp::gloo>();
