@@ -7,6 +7,7 @@
 #include <ddp/backend/communicator.hpp>
 #include <ddp/backend/gloo.hpp>
 #include <ddp/bucketing.hpp>
+#include <ddp/checkpoint.hpp>
 #include <ddp/config.hpp>
 #include <ddp/data_parallel.hpp>
 #include <ddp/error.hpp>

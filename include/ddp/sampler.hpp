@@ -55,8 +55,11 @@ struct sampler_context {
   std::uint64_t epoch = 0;
   bool drop_last = false;
   torch_randperm randperm = torch_randperm::since_2_6;
-  std::size_t num_samples = 0; ///< indices per rank (PyTorch's num_samples)
-  std::size_t total_size = 0;  ///< num_samples * num_replicas
+  std::size_t num_samples = 0; ///< indices per rank (PyTorch's num_samples); this rank's, once resumed
+  std::size_t total_size = 0;  ///< num_samples * num_replicas; the rest of the epoch, once resumed
+  /// The epoch resumes after this many samples of its global order (distributed_sampler::
+  /// set_position): 0 for a whole epoch. Only interleaved policies see it non-zero.
+  std::size_t start = 0;
 };
 
 /// A sampling policy writes exactly ctx.num_samples indices for ctx.rank.
@@ -212,12 +215,13 @@ void randperm(std::vector<Index, Alloc>& r, std::size_t n, std::uint64_t seed,
 
 /// Rank r's share of a global order, PyTorch style: the order padded with its
 /// own head (repeated as needed) or truncated to total_size, then every
-/// num_replicas-th element starting at rank. `order(j)` gives element j < n.
+/// num_replicas-th element starting at rank (from c.start on, for a resumed
+/// epoch). `order(j)` gives element j < n.
 template <class Order>
 void strided_share(const sampler_context& c, std::vector<std::int64_t>& out, Order&& order) {
   out.resize(c.num_samples);
   for (std::size_t k = 0; k < c.num_samples; ++k) {
-    std::size_t j = static_cast<std::size_t>(c.rank) + k * static_cast<std::size_t>(c.num_replicas);
+    std::size_t j = c.start + static_cast<std::size_t>(c.rank) + k * static_cast<std::size_t>(c.num_replicas);
     if (j >= c.n) j %= c.n; // only when padding: repeats the head
     out[k] = static_cast<std::int64_t>(order(j));
   }
@@ -230,11 +234,15 @@ namespace sampling {
 /// PyTorch's DistributedSampler(shuffle=True): a fresh permutation per
 /// (seed + epoch), interleaved over ranks.
 struct shuffled {
+  /// Rank r takes global positions r, r + R, ...: after every rank has taken m, the job has
+  /// consumed the first m·R, so a position is one number (distributed_sampler::set_position).
+  static constexpr bool interleaved = true;
   DDP_INLINE static void rank_indices(const sampler_context& c, std::vector<std::int64_t>& out);
 };
 
 /// PyTorch's DistributedSampler(shuffle=False): 0..n-1 interleaved over ranks.
 struct sequential {
+  static constexpr bool interleaved = true;
   DDP_INLINE static void rank_indices(const sampler_context& c, std::vector<std::int64_t>& out);
 };
 
@@ -292,9 +300,7 @@ public:
     ctx_.seed = o.seed;
     ctx_.drop_last = o.drop_last;
     ctx_.randperm = o.randperm;
-    const auto r = static_cast<std::size_t>(num_replicas);
-    ctx_.num_samples = o.drop_last ? n / r : (n + r - 1) / r;
-    ctx_.total_size = ctx_.num_samples * r;
+    whole_epoch();
   }
 
   /// From a process group (anything with rank() and size()).
@@ -306,16 +312,54 @@ public:
   distributed_sampler(std::size_t n, const Group& group, sampler_options o = {})
       : distributed_sampler(n, group.size(), group.rank(), o) {}
 
-  /// Like PyTorch: call before each epoch so every epoch is shuffled differently.
+  /// Like PyTorch: call before each epoch so every epoch is shuffled differently. A new
+  /// epoch starts whole (position 0).
   void set_epoch(std::uint64_t epoch) {
     if (epoch != ctx_.epoch) {
       ctx_.epoch = epoch;
+      if (ctx_.start != 0) whole_epoch();
       valid_ = false;
     }
   }
   std::uint64_t epoch() const noexcept { return ctx_.epoch; }
 
-  /// Indices this rank visits per epoch (PyTorch's len(sampler)).
+  /// Resumes the current epoch after `consumed` samples of its global order, counted over the
+  /// whole job (training_progress::samples), whatever world size consumed them: this rank's
+  /// indices become its share of the rest — global positions consumed + rank + k·num_replicas
+  /// — so the rest is split among this job's ranks and, with the part already consumed, every
+  /// sample of the epoch is visited exactly once. The rest is not padded: shares differ by at
+  /// most one (size() is this rank's; ranks with one fewer batch call join(), or use
+  /// drop_last batches). With drop_last, the rest is cut to a multiple of num_replicas.
+  /// Only for interleaved policies (shuffled, sequential): after every rank of a job has taken
+  /// m indices, the job has consumed the first m·R positions. set_position(0) is the whole,
+  /// PyTorch-identical epoch again.
+  template <class P = Policy> void set_position(std::uint64_t consumed) {
+    static_assert(
+        requires { P::interleaved; },
+        "ddp: set_position needs an interleaved sampling policy (shuffled, sequential): in "
+        "another, a count of consumed samples does not say which were consumed");
+    const auto r = static_cast<std::size_t>(ctx_.num_replicas);
+    if (consumed == 0) {
+      whole_epoch();
+    } else {
+      if (consumed > ctx_.n)
+        throw error(error_kind::config, "distributed_sampler: position " + std::to_string(consumed) +
+                                            " is past the end of an epoch of " + std::to_string(ctx_.n) +
+                                            " samples (was it saved with another data set?)");
+      ctx_.start = static_cast<std::size_t>(consumed);
+      std::size_t rest = ctx_.n - ctx_.start;
+      if (ctx_.drop_last) rest = rest / r * r;
+      const auto rank = static_cast<std::size_t>(ctx_.rank);
+      ctx_.num_samples = rest > rank ? (rest - rank + r - 1) / r : 0;
+      ctx_.total_size = rest;
+    }
+    valid_ = false;
+  }
+  /// The global position the current epoch resumed at (0: a whole epoch).
+  std::uint64_t position() const noexcept { return ctx_.start; }
+
+  /// Indices this rank visits per epoch (PyTorch's len(sampler)); in a resumed epoch, this
+  /// rank's share of the rest.
   std::size_t size() const noexcept { return ctx_.num_samples; }
   std::size_t total_size() const noexcept { return ctx_.total_size; }
   const sampler_context& context() const noexcept { return ctx_; }
@@ -337,6 +381,15 @@ public:
   auto end() const { return indices().end(); }
 
 private:
+  /// PyTorch's sizes: every rank num_samples, padded or cut to total_size.
+  void whole_epoch() {
+    const auto r = static_cast<std::size_t>(ctx_.num_replicas);
+    ctx_.start = 0;
+    ctx_.num_samples = ctx_.drop_last ? ctx_.n / r : (ctx_.n + r - 1) / r;
+    ctx_.total_size = ctx_.num_samples * r;
+    valid_ = false;
+  }
+
   sampler_context ctx_;
   mutable std::vector<std::int64_t> cache_;
   mutable bool valid_ = false;

@@ -1,4 +1,4 @@
-// ddp::topology — who this process is: from ddprun/torchrun, OpenMPI or SLURM variables.
+// ddp::topology — who this process is: from ddprun/torchrun, Kubeflow, MPI launchers' or SLURM variables.
 #ifndef DDP_TOPOLOGY_HPP
 #define DDP_TOPOLOGY_HPP
 
@@ -20,9 +20,11 @@ struct topology {
   int local_world_size = 1;
   int node_rank = 0;
   int nnodes = 1;
-  std::string master_addr;        ///< empty when the environment names none
-  int master_port = 0;            ///< 0 when the environment names none
-  std::string source = "default"; ///< "ddprun/torchrun", "openmpi", "slurm" or "default"
+  std::string master_addr; ///< empty when the environment names none
+  int master_port = 0;     ///< 0 when the environment names none
+  /// "ddprun/torchrun", "kubeflow", "openmpi", "mvapich", "mpich" (MPICH and Intel MPI), "pmix",
+  /// "slurm" or "default"
+  std::string source = "default";
   /// The port ddp's own rendezvous store listens on (env://), 0 when none is known:
   /// DDP_STORE_PORT when set; else MASTER_PORT + 1 when torch's elastic agent serves its own store
   /// on MASTER_PORT (it says so with TORCHELASTIC_USE_AGENT_STORE=True: torchrun's static
@@ -35,10 +37,12 @@ struct topology {
   /// nullopt when no launcher restarts the job. Store keys are scoped by it ("r<round>/").
   std::optional<int> restart_round;
 
-  /// Reads ddprun/torchrun variables (RANK, ...) first, then OpenMPI
-  /// (OMPI_COMM_WORLD_*), then SLURM (SLURM_PROCID, ...). With none of them
-  /// set, a single process (rank 0 of 1). Every bad value throws ddp::error
-  /// (kind config) naming the variable and its value.
+  /// Reads, first match wins: ddprun/torchrun (RANK, ...; under Kubeflow's PyTorchJob without a
+  /// launcher in the pod, RANK with PET_*), Kubeflow's TrainJob (PET_NODE_RANK, ...), OpenMPI
+  /// (OMPI_COMM_WORLD_*), MVAPICH (MV2_COMM_WORLD_*), MPICH and Intel MPI (PMI_RANK, PMI_SIZE,
+  /// MPI_LOCALRANKID, MPI_LOCALNRANKS), PMIx (PMIX_RANK), then SLURM (SLURM_PROCID, ...). With
+  /// none of them set, a single process (rank 0 of 1). Every bad, contradictory or incomplete
+  /// set throws ddp::error (kind config) naming the variables and their values.
   static topology from_env();
 };
 
@@ -56,12 +60,20 @@ inline int port_from_job_id(const std::string& job) {
   return port_from_job_id(h);
 }
 
+/// MASTER_ADDR/MASTER_PORT, else Kubeflow's PET_MASTER_ADDR/PET_MASTER_PORT (its TrainJob sets
+/// only those; a launcher in the pod sets MASTER_* from them).
 inline void read_master(topology& t) {
-  if (auto a = getenv_str("MASTER_ADDR")) {
-    if (a->empty()) throw error(error_kind::config, "environment variable MASTER_ADDR is set but empty");
+  for (const char* name : {"MASTER_ADDR", "PET_MASTER_ADDR"}) {
+    auto a = getenv_str(name);
+    if (!a) continue;
+    if (a->empty())
+      throw error(error_kind::config, std::string("environment variable ") + name + " is set but empty");
     t.master_addr = *a;
+    break;
   }
-  if (auto p = env_int("MASTER_PORT", 1, 65535)) t.master_port = static_cast<int>(*p);
+  auto p = env_int("MASTER_PORT", 1, 65535);
+  if (!p) p = env_int("PET_MASTER_PORT", 1, 65535);
+  if (p) t.master_port = static_cast<int>(*p);
 }
 
 inline void check_topology(const topology& t, const char* rank_var, const char* world_var,
@@ -149,26 +161,144 @@ inline topology topology_from_torchrun() {
   return t;
 }
 
-inline topology topology_from_openmpi() {
+/// Local rank and count from a launcher's pair of variables: both or neither (then one process
+/// per node, the safe guess: no shared memory is assumed).
+inline void read_local_pair(topology& t, const char* rank_var, const char* size_var) {
+  auto r = env_int(rank_var, 0, 1 << 20);
+  auto n = env_int(size_var, 1, 1 << 20);
+  if (r.has_value() != n.has_value())
+    throw error(error_kind::config,
+                "incomplete " + t.source +
+                    " environment: " + (r ? std::string(rank_var) : std::string(size_var)) + " is set but " +
+                    (r ? size_var : rank_var) + " is not; a launcher sets both, so export both or neither");
+  if (r) {
+    t.local_rank = static_cast<int>(*r);
+    t.local_world_size = static_cast<int>(*n);
+  }
+}
+
+/// A job-derived port when MASTER_PORT is not set: PMIx's namespace or OpenMPI's job id, else
+/// SLURM's job id (an MPI launcher inside an allocation), so every process agrees without talking.
+inline void derive_master_port(topology& t) {
+  if (t.master_port != 0) return;
+  for (const char* name : {"OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE"})
+    if (auto job = getenv_str(name); job && !job->empty()) {
+      t.master_port = port_from_job_id(*job);
+      return;
+    }
+  if (auto job = env_int("SLURM_JOB_ID", 0, INT64_MAX))
+    t.master_port = port_from_job_id(static_cast<std::uint64_t>(*job));
+}
+
+/// One MPI launcher's process: its variables for the rank, the size and the node's local pair.
+inline topology topology_from_mpi(const char* source, const char* rank_var, const char* size_var,
+                                  const char* local_rank_var, const char* local_size_var) {
   topology t;
-  t.source = "openmpi";
-  t.world_size =
-      static_cast<int>(require_env_int("OMPI_COMM_WORLD_SIZE", 1, 1 << 20, "OMPI_COMM_WORLD_RANK is set"));
-  t.rank = static_cast<int>(require_env_int("OMPI_COMM_WORLD_RANK", 0, 1 << 20, "launcher"));
-  t.local_rank = static_cast<int>(env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0, 1 << 20).value_or(0));
-  t.local_world_size = static_cast<int>(env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1, 1 << 20).value_or(1));
-  // mpirun's default (--map-by slot) places consecutive ranks on one node.
+  t.source = source;
+  t.world_size = static_cast<int>(require_env_int(size_var, 1, 1 << 20, std::string(rank_var) + " is set"));
+  t.rank = static_cast<int>(require_env_int(rank_var, 0, 1 << 20, "launcher"));
+  read_local_pair(t, local_rank_var, local_size_var);
+  // The launchers' default mapping (mpirun --map-by slot, Hydra's -ppn, mpirun_rsh's hostfile
+  // order) places consecutive ranks on one node.
   t.nnodes = (t.world_size + t.local_world_size - 1) / t.local_world_size;
   t.node_rank = t.rank / t.local_world_size;
   read_master(t);
   if (t.master_addr.empty() && t.nnodes == 1) t.master_addr = "127.0.0.1";
-  if (t.master_port == 0) {
-    auto job = getenv_str("OMPI_MCA_ess_base_jobid");
-    if (!job) job = getenv_str("PMIX_NAMESPACE");
-    if (job) t.master_port = port_from_job_id(*job);
-  }
-  check_topology(t, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-                 "OMPI_COMM_WORLD_LOCAL_SIZE");
+  derive_master_port(t);
+  check_topology(t, rank_var, size_var, local_rank_var, local_size_var);
+  return t;
+}
+
+inline topology topology_from_openmpi() {
+  return topology_from_mpi("openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                           "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE");
+}
+
+inline topology topology_from_mvapich() {
+  return topology_from_mpi("mvapich", "MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE",
+                           "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE");
+}
+
+/// MPICH's and Intel MPI's Hydra: PMI_RANK/PMI_SIZE and the node's MPI_LOCALRANKID/MPI_LOCALNRANKS.
+inline topology topology_from_mpich() {
+  return topology_from_mpi("mpich", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS");
+}
+
+/// PMIx puts only the rank and the namespace in the environment; the job's size comes from its
+/// API, which ddp does not link. WORLD_SIZE (and LOCAL_RANK/LOCAL_WORLD_SIZE) fill the gap.
+inline topology topology_from_pmix() {
+  if (!getenv_str("WORLD_SIZE"))
+    throw error(error_kind::config,
+                "incomplete pmix environment: PMIX_RANK=" + getenv_str("PMIX_RANK").value_or("") +
+                    " is set but nothing gives the job's size (PMIx hands it out through its API only): "
+                    "export WORLD_SIZE (and LOCAL_RANK, LOCAL_WORLD_SIZE), or launch with OpenMPI's mpirun, "
+                    "srun or ddprun, which set it");
+  return topology_from_mpi("pmix", "PMIX_RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE");
+}
+
+/// Kubeflow's processes per pod: PET_NPROC_PER_NODE (an integer, or torchrun's auto/cpu/gpu).
+inline std::optional<std::string> kubeflow_nproc() { return getenv_str("PET_NPROC_PER_NODE"); }
+
+/// True when Kubeflow's operator set this pod's variables and no launcher in the pod replaced
+/// them (ddprun and torchrun always set LOCAL_RANK).
+inline bool kubeflow_without_launcher() {
+  if (getenv_str("LOCAL_RANK")) return false;
+  return getenv_str("PET_NODE_RANK") || getenv_str("PET_NNODES") || getenv_str("PET_NPROC_PER_NODE");
+}
+
+/// A pod of Kubeflow's PyTorchJob (RANK, WORLD_SIZE, PET_*) or TrainJob (PET_* only) that runs the
+/// program itself, one process per pod. With PET_NPROC_PER_NODE > 1 the PyTorchJob's RANK is the
+/// pod's index while WORLD_SIZE counts processes: only a launcher in the pod can start them.
+inline topology topology_from_kubeflow() {
+  topology t;
+  t.source = "kubeflow";
+  auto nproc_raw = kubeflow_nproc();
+  auto nproc = nproc_raw ? parse_int(*nproc_raw) : std::optional<std::int64_t>(1);
+  auto nnodes_raw = getenv_str("PET_NNODES");
+  auto rank_raw = getenv_str("RANK");
+  auto world_raw = getenv_str("WORLD_SIZE");
+  if (!nproc || *nproc != 1)
+    throw error(error_kind::config,
+                "kubeflow environment with PET_NPROC_PER_NODE=" + nproc_raw.value_or("") +
+                    ": this pod is to run that many processes" +
+                    (rank_raw ? ", and RANK=" + *rank_raw + " is the pod's index while WORLD_SIZE=" +
+                                    world_raw.value_or("?") + " counts processes"
+                              : std::string()) +
+                    ", but no launcher started them (LOCAL_RANK is not set): make the container's command "
+                    "`ddprun ./your_program ...`, which reads PET_NNODES, PET_NODE_RANK, PET_NPROC_PER_NODE, "
+                    "PET_MASTER_ADDR and PET_MASTER_PORT");
+  if (nnodes_raw && nnodes_raw->find(':') != std::string::npos)
+    throw error(error_kind::config, "kubeflow environment with PET_NNODES=" + *nnodes_raw +
+                                        ": an elastic range needs an elastic launcher in the pod; ddp "
+                                        "reads a fixed node count only: give the job a fixed number of "
+                                        "workers (no elasticPolicy min/max)");
+  auto nnodes = env_int("PET_NNODES", 1, 1 << 20);
+  auto node = env_int("PET_NODE_RANK", 0, 1 << 20);
+  auto rank = env_int("RANK", 0, 1 << 20);
+  auto world = env_int("WORLD_SIZE", 1, 1 << 20);
+  // One process per pod: the pod's index is the rank, the pod count the world size.
+  if (rank && node && *rank != *node)
+    throw error(error_kind::config, "contradictory kubeflow environment: RANK=" + std::to_string(*rank) +
+                                        " but PET_NODE_RANK=" + std::to_string(*node) +
+                                        " with one process per pod (PET_NPROC_PER_NODE=1)");
+  if (world && nnodes && *world != *nnodes)
+    throw error(error_kind::config,
+                "contradictory kubeflow environment: WORLD_SIZE=" + std::to_string(*world) +
+                    " but PET_NNODES=" + std::to_string(*nnodes) +
+                    " with one process per pod (PET_NPROC_PER_NODE=1)");
+  if (!(rank || node) || !(world || nnodes))
+    throw error(
+        error_kind::config,
+        std::string("incomplete kubeflow environment: ") +
+            (!(rank || node) ? "neither RANK nor PET_NODE_RANK" : "neither WORLD_SIZE nor PET_NNODES") +
+            " is set (the training operator sets them): set both in the pod's env");
+  t.rank = static_cast<int>(rank ? *rank : *node);
+  t.world_size = static_cast<int>(world ? *world : *nnodes);
+  t.node_rank = t.rank;
+  t.nnodes = t.world_size;
+  read_master(t);
+  check_topology(t, rank ? "RANK" : "PET_NODE_RANK", world ? "WORLD_SIZE" : "PET_NNODES", "local rank",
+                 "local process count");
   return t;
 }
 
@@ -241,12 +371,22 @@ inline topology topology_from_slurm() {
 } // namespace detail
 
 inline topology topology::from_env() {
+  using detail::getenv_str;
   topology t;
-  if (detail::getenv_str("RANK"))
+  if ((getenv_str("RANK") || getenv_str("PET_NODE_RANK")) && detail::kubeflow_without_launcher())
+    t = detail::topology_from_kubeflow();
+  else if (getenv_str("RANK"))
     t = detail::topology_from_torchrun();
-  else if (detail::getenv_str("OMPI_COMM_WORLD_RANK"))
+  else if (getenv_str("OMPI_COMM_WORLD_RANK"))
     t = detail::topology_from_openmpi();
-  else if (detail::getenv_str("SLURM_PROCID"))
+  else if (getenv_str("MV2_COMM_WORLD_RANK"))
+    t = detail::topology_from_mvapich();
+  // Slurm's PMI plugins set PMI_RANK too, without MPI_LOCALRANKID: SLURM's own set is complete.
+  else if (getenv_str("PMI_RANK") && (getenv_str("MPI_LOCALRANKID") || !getenv_str("SLURM_PROCID")))
+    t = detail::topology_from_mpich();
+  else if (getenv_str("PMIX_RANK") && !getenv_str("SLURM_PROCID"))
+    t = detail::topology_from_pmix();
+  else if (getenv_str("SLURM_PROCID"))
     t = detail::topology_from_slurm();
   else
     detail::read_master(t);

@@ -1729,7 +1729,7 @@ DDP_END_NAMESPACE
 #endif // DDP_STORE_HPP
 // ---- end ddp/store.hpp ----
 // ---- begin ddp/topology.hpp ----
-// ddp::topology — who this process is: from ddprun/torchrun, OpenMPI or SLURM variables.
+// ddp::topology — who this process is: from ddprun/torchrun, Kubeflow, MPI launchers' or SLURM variables.
 #ifndef DDP_TOPOLOGY_HPP
 #define DDP_TOPOLOGY_HPP
 
@@ -1861,9 +1861,11 @@ struct topology {
   int local_world_size = 1;
   int node_rank = 0;
   int nnodes = 1;
-  std::string master_addr;        ///< empty when the environment names none
-  int master_port = 0;            ///< 0 when the environment names none
-  std::string source = "default"; ///< "ddprun/torchrun", "openmpi", "slurm" or "default"
+  std::string master_addr; ///< empty when the environment names none
+  int master_port = 0;     ///< 0 when the environment names none
+  /// "ddprun/torchrun", "kubeflow", "openmpi", "mvapich", "mpich" (MPICH and Intel MPI), "pmix",
+  /// "slurm" or "default"
+  std::string source = "default";
   /// The port ddp's own rendezvous store listens on (env://), 0 when none is known:
   /// DDP_STORE_PORT when set; else MASTER_PORT + 1 when torch's elastic agent serves its own store
   /// on MASTER_PORT (it says so with TORCHELASTIC_USE_AGENT_STORE=True: torchrun's static
@@ -1876,10 +1878,12 @@ struct topology {
   /// nullopt when no launcher restarts the job. Store keys are scoped by it ("r<round>/").
   std::optional<int> restart_round;
 
-  /// Reads ddprun/torchrun variables (RANK, ...) first, then OpenMPI
-  /// (OMPI_COMM_WORLD_*), then SLURM (SLURM_PROCID, ...). With none of them
-  /// set, a single process (rank 0 of 1). Every bad value throws ddp::error
-  /// (kind config) naming the variable and its value.
+  /// Reads, first match wins: ddprun/torchrun (RANK, ...; under Kubeflow's PyTorchJob without a
+  /// launcher in the pod, RANK with PET_*), Kubeflow's TrainJob (PET_NODE_RANK, ...), OpenMPI
+  /// (OMPI_COMM_WORLD_*), MVAPICH (MV2_COMM_WORLD_*), MPICH and Intel MPI (PMI_RANK, PMI_SIZE,
+  /// MPI_LOCALRANKID, MPI_LOCALNRANKS), PMIx (PMIX_RANK), then SLURM (SLURM_PROCID, ...). With
+  /// none of them set, a single process (rank 0 of 1). Every bad, contradictory or incomplete
+  /// set throws ddp::error (kind config) naming the variables and their values.
   static topology from_env();
 };
 
@@ -1897,12 +1901,20 @@ inline int port_from_job_id(const std::string& job) {
   return port_from_job_id(h);
 }
 
+/// MASTER_ADDR/MASTER_PORT, else Kubeflow's PET_MASTER_ADDR/PET_MASTER_PORT (its TrainJob sets
+/// only those; a launcher in the pod sets MASTER_* from them).
 inline void read_master(topology& t) {
-  if (auto a = getenv_str("MASTER_ADDR")) {
-    if (a->empty()) throw error(error_kind::config, "environment variable MASTER_ADDR is set but empty");
+  for (const char* name : {"MASTER_ADDR", "PET_MASTER_ADDR"}) {
+    auto a = getenv_str(name);
+    if (!a) continue;
+    if (a->empty())
+      throw error(error_kind::config, std::string("environment variable ") + name + " is set but empty");
     t.master_addr = *a;
+    break;
   }
-  if (auto p = env_int("MASTER_PORT", 1, 65535)) t.master_port = static_cast<int>(*p);
+  auto p = env_int("MASTER_PORT", 1, 65535);
+  if (!p) p = env_int("PET_MASTER_PORT", 1, 65535);
+  if (p) t.master_port = static_cast<int>(*p);
 }
 
 inline void check_topology(const topology& t, const char* rank_var, const char* world_var,
@@ -1990,26 +2002,144 @@ inline topology topology_from_torchrun() {
   return t;
 }
 
-inline topology topology_from_openmpi() {
+/// Local rank and count from a launcher's pair of variables: both or neither (then one process
+/// per node, the safe guess: no shared memory is assumed).
+inline void read_local_pair(topology& t, const char* rank_var, const char* size_var) {
+  auto r = env_int(rank_var, 0, 1 << 20);
+  auto n = env_int(size_var, 1, 1 << 20);
+  if (r.has_value() != n.has_value())
+    throw error(error_kind::config,
+                "incomplete " + t.source +
+                    " environment: " + (r ? std::string(rank_var) : std::string(size_var)) + " is set but " +
+                    (r ? size_var : rank_var) + " is not; a launcher sets both, so export both or neither");
+  if (r) {
+    t.local_rank = static_cast<int>(*r);
+    t.local_world_size = static_cast<int>(*n);
+  }
+}
+
+/// A job-derived port when MASTER_PORT is not set: PMIx's namespace or OpenMPI's job id, else
+/// SLURM's job id (an MPI launcher inside an allocation), so every process agrees without talking.
+inline void derive_master_port(topology& t) {
+  if (t.master_port != 0) return;
+  for (const char* name : {"OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE"})
+    if (auto job = getenv_str(name); job && !job->empty()) {
+      t.master_port = port_from_job_id(*job);
+      return;
+    }
+  if (auto job = env_int("SLURM_JOB_ID", 0, INT64_MAX))
+    t.master_port = port_from_job_id(static_cast<std::uint64_t>(*job));
+}
+
+/// One MPI launcher's process: its variables for the rank, the size and the node's local pair.
+inline topology topology_from_mpi(const char* source, const char* rank_var, const char* size_var,
+                                  const char* local_rank_var, const char* local_size_var) {
   topology t;
-  t.source = "openmpi";
-  t.world_size =
-      static_cast<int>(require_env_int("OMPI_COMM_WORLD_SIZE", 1, 1 << 20, "OMPI_COMM_WORLD_RANK is set"));
-  t.rank = static_cast<int>(require_env_int("OMPI_COMM_WORLD_RANK", 0, 1 << 20, "launcher"));
-  t.local_rank = static_cast<int>(env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0, 1 << 20).value_or(0));
-  t.local_world_size = static_cast<int>(env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1, 1 << 20).value_or(1));
-  // mpirun's default (--map-by slot) places consecutive ranks on one node.
+  t.source = source;
+  t.world_size = static_cast<int>(require_env_int(size_var, 1, 1 << 20, std::string(rank_var) + " is set"));
+  t.rank = static_cast<int>(require_env_int(rank_var, 0, 1 << 20, "launcher"));
+  read_local_pair(t, local_rank_var, local_size_var);
+  // The launchers' default mapping (mpirun --map-by slot, Hydra's -ppn, mpirun_rsh's hostfile
+  // order) places consecutive ranks on one node.
   t.nnodes = (t.world_size + t.local_world_size - 1) / t.local_world_size;
   t.node_rank = t.rank / t.local_world_size;
   read_master(t);
   if (t.master_addr.empty() && t.nnodes == 1) t.master_addr = "127.0.0.1";
-  if (t.master_port == 0) {
-    auto job = getenv_str("OMPI_MCA_ess_base_jobid");
-    if (!job) job = getenv_str("PMIX_NAMESPACE");
-    if (job) t.master_port = port_from_job_id(*job);
-  }
-  check_topology(t, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-                 "OMPI_COMM_WORLD_LOCAL_SIZE");
+  derive_master_port(t);
+  check_topology(t, rank_var, size_var, local_rank_var, local_size_var);
+  return t;
+}
+
+inline topology topology_from_openmpi() {
+  return topology_from_mpi("openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                           "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE");
+}
+
+inline topology topology_from_mvapich() {
+  return topology_from_mpi("mvapich", "MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE",
+                           "MV2_COMM_WORLD_LOCAL_RANK", "MV2_COMM_WORLD_LOCAL_SIZE");
+}
+
+/// MPICH's and Intel MPI's Hydra: PMI_RANK/PMI_SIZE and the node's MPI_LOCALRANKID/MPI_LOCALNRANKS.
+inline topology topology_from_mpich() {
+  return topology_from_mpi("mpich", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS");
+}
+
+/// PMIx puts only the rank and the namespace in the environment; the job's size comes from its
+/// API, which ddp does not link. WORLD_SIZE (and LOCAL_RANK/LOCAL_WORLD_SIZE) fill the gap.
+inline topology topology_from_pmix() {
+  if (!getenv_str("WORLD_SIZE"))
+    throw error(error_kind::config,
+                "incomplete pmix environment: PMIX_RANK=" + getenv_str("PMIX_RANK").value_or("") +
+                    " is set but nothing gives the job's size (PMIx hands it out through its API only): "
+                    "export WORLD_SIZE (and LOCAL_RANK, LOCAL_WORLD_SIZE), or launch with OpenMPI's mpirun, "
+                    "srun or ddprun, which set it");
+  return topology_from_mpi("pmix", "PMIX_RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE");
+}
+
+/// Kubeflow's processes per pod: PET_NPROC_PER_NODE (an integer, or torchrun's auto/cpu/gpu).
+inline std::optional<std::string> kubeflow_nproc() { return getenv_str("PET_NPROC_PER_NODE"); }
+
+/// True when Kubeflow's operator set this pod's variables and no launcher in the pod replaced
+/// them (ddprun and torchrun always set LOCAL_RANK).
+inline bool kubeflow_without_launcher() {
+  if (getenv_str("LOCAL_RANK")) return false;
+  return getenv_str("PET_NODE_RANK") || getenv_str("PET_NNODES") || getenv_str("PET_NPROC_PER_NODE");
+}
+
+/// A pod of Kubeflow's PyTorchJob (RANK, WORLD_SIZE, PET_*) or TrainJob (PET_* only) that runs the
+/// program itself, one process per pod. With PET_NPROC_PER_NODE > 1 the PyTorchJob's RANK is the
+/// pod's index while WORLD_SIZE counts processes: only a launcher in the pod can start them.
+inline topology topology_from_kubeflow() {
+  topology t;
+  t.source = "kubeflow";
+  auto nproc_raw = kubeflow_nproc();
+  auto nproc = nproc_raw ? parse_int(*nproc_raw) : std::optional<std::int64_t>(1);
+  auto nnodes_raw = getenv_str("PET_NNODES");
+  auto rank_raw = getenv_str("RANK");
+  auto world_raw = getenv_str("WORLD_SIZE");
+  if (!nproc || *nproc != 1)
+    throw error(error_kind::config,
+                "kubeflow environment with PET_NPROC_PER_NODE=" + nproc_raw.value_or("") +
+                    ": this pod is to run that many processes" +
+                    (rank_raw ? ", and RANK=" + *rank_raw + " is the pod's index while WORLD_SIZE=" +
+                                    world_raw.value_or("?") + " counts processes"
+                              : std::string()) +
+                    ", but no launcher started them (LOCAL_RANK is not set): make the container's command "
+                    "`ddprun ./your_program ...`, which reads PET_NNODES, PET_NODE_RANK, PET_NPROC_PER_NODE, "
+                    "PET_MASTER_ADDR and PET_MASTER_PORT");
+  if (nnodes_raw && nnodes_raw->find(':') != std::string::npos)
+    throw error(error_kind::config, "kubeflow environment with PET_NNODES=" + *nnodes_raw +
+                                        ": an elastic range needs an elastic launcher in the pod; ddp "
+                                        "reads a fixed node count only: give the job a fixed number of "
+                                        "workers (no elasticPolicy min/max)");
+  auto nnodes = env_int("PET_NNODES", 1, 1 << 20);
+  auto node = env_int("PET_NODE_RANK", 0, 1 << 20);
+  auto rank = env_int("RANK", 0, 1 << 20);
+  auto world = env_int("WORLD_SIZE", 1, 1 << 20);
+  // One process per pod: the pod's index is the rank, the pod count the world size.
+  if (rank && node && *rank != *node)
+    throw error(error_kind::config, "contradictory kubeflow environment: RANK=" + std::to_string(*rank) +
+                                        " but PET_NODE_RANK=" + std::to_string(*node) +
+                                        " with one process per pod (PET_NPROC_PER_NODE=1)");
+  if (world && nnodes && *world != *nnodes)
+    throw error(error_kind::config,
+                "contradictory kubeflow environment: WORLD_SIZE=" + std::to_string(*world) +
+                    " but PET_NNODES=" + std::to_string(*nnodes) +
+                    " with one process per pod (PET_NPROC_PER_NODE=1)");
+  if (!(rank || node) || !(world || nnodes))
+    throw error(
+        error_kind::config,
+        std::string("incomplete kubeflow environment: ") +
+            (!(rank || node) ? "neither RANK nor PET_NODE_RANK" : "neither WORLD_SIZE nor PET_NNODES") +
+            " is set (the training operator sets them): set both in the pod's env");
+  t.rank = static_cast<int>(rank ? *rank : *node);
+  t.world_size = static_cast<int>(world ? *world : *nnodes);
+  t.node_rank = t.rank;
+  t.nnodes = t.world_size;
+  read_master(t);
+  check_topology(t, rank ? "RANK" : "PET_NODE_RANK", world ? "WORLD_SIZE" : "PET_NNODES", "local rank",
+                 "local process count");
   return t;
 }
 
@@ -2082,12 +2212,22 @@ inline topology topology_from_slurm() {
 } // namespace detail
 
 inline topology topology::from_env() {
+  using detail::getenv_str;
   topology t;
-  if (detail::getenv_str("RANK"))
+  if ((getenv_str("RANK") || getenv_str("PET_NODE_RANK")) && detail::kubeflow_without_launcher())
+    t = detail::topology_from_kubeflow();
+  else if (getenv_str("RANK"))
     t = detail::topology_from_torchrun();
-  else if (detail::getenv_str("OMPI_COMM_WORLD_RANK"))
+  else if (getenv_str("OMPI_COMM_WORLD_RANK"))
     t = detail::topology_from_openmpi();
-  else if (detail::getenv_str("SLURM_PROCID"))
+  else if (getenv_str("MV2_COMM_WORLD_RANK"))
+    t = detail::topology_from_mvapich();
+  // Slurm's PMI plugins set PMI_RANK too, without MPI_LOCALRANKID: SLURM's own set is complete.
+  else if (getenv_str("PMI_RANK") && (getenv_str("MPI_LOCALRANKID") || !getenv_str("SLURM_PROCID")))
+    t = detail::topology_from_mpich();
+  else if (getenv_str("PMIX_RANK") && !getenv_str("SLURM_PROCID"))
+    t = detail::topology_from_pmix();
+  else if (getenv_str("SLURM_PROCID"))
     t = detail::topology_from_slurm();
   else
     detail::read_master(t);
@@ -4179,6 +4319,640 @@ DDP_END_NAMESPACE
 
 #endif // DDP_BUCKETING_HPP
 // ---- end ddp/bucketing.hpp ----
+// ---- begin ddp/checkpoint.hpp ----
+// ddp::save_checkpoint / ddp::load_checkpoint — a job's training state in one file that a job
+// of any world size loads: the model's parameters and buffers, a ddp::optim optimizer's state
+// (gathered whole from the ranks' shards, cut again into the loading job's shards), the step
+// and the sampler's position (epoch, samples of it the whole job has consumed). Rank 0 writes
+// the file atomically and seals it with SHA-256; rank 0 reads and checks it and broadcasts it,
+// so only rank 0's node needs the file. Format and choices: docs/checkpoints.md.
+#ifndef DDP_CHECKPOINT_HPP
+#define DDP_CHECKPOINT_HPP
+
+// ---- begin ddp/detail/checkpoint/file.hpp ----
+// The checkpoint file: its records, their encoding (version 1, docs/checkpoints.md), the
+// SHA-256 that seals it, and the atomic write and checked read of one file. Independent of
+// the model's and the optimizer's types: ddp/checkpoint.hpp fills and applies the records.
+#ifndef DDP_DETAIL_CHECKPOINT_FILE_HPP
+#define DDP_DETAIL_CHECKPOINT_FILE_HPP
+
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+enum class checkpoint_role : std::uint8_t { parameter = 0, buffer = 1 };
+
+/// One tensor: its values and, for a parameter under a ddp::optim optimizer, one array of
+/// per-element optimizer state per slot (Adam: two moments; SGD: momentum), in the
+/// parameter's element order and dtype, whole (never a rank's shard).
+struct checkpoint_tensor {
+  checkpoint_role role = checkpoint_role::parameter;
+  std::string name;
+  dtype type = dtype::f32;
+  std::uint64_t count = 0;
+  std::vector<std::byte> values;
+  std::vector<std::vector<std::byte>> state; ///< [slot], each count elements of `type`
+};
+
+struct checkpoint_contents {
+  std::uint64_t step = 0, epoch = 0, samples = 0;
+  std::uint32_t saved_world_size = 0; ///< informative: any world size loads the file
+  std::string optimizer;              ///< "" (none), "adam", "sgd"
+  std::uint64_t optimizer_steps = 0;
+  std::uint32_t slots = 0; ///< optimizer state arrays per parameter
+  std::vector<checkpoint_tensor> tensors;
+};
+
+inline constexpr char checkpoint_magic[8] = {'D', 'D', 'P', 'C', 'K', 'P', 'T', '\n'};
+inline constexpr std::uint32_t checkpoint_version = 1;
+inline constexpr std::size_t checkpoint_header_bytes = 24; ///< magic, version, byte order, body size
+inline constexpr std::size_t checkpoint_digest_bytes = 32; ///< SHA-256 of header and body
+
+/// The whole file's bytes: header, body, SHA-256.
+DDP_INLINE std::vector<std::uint8_t> encode_checkpoint(const checkpoint_contents& c);
+/// Checks the header, the length and the SHA-256, then parses the body; every failure is a
+/// ddp::error (data) that names `file` and says what is wrong with it.
+DDP_INLINE checkpoint_contents decode_checkpoint(const std::vector<std::uint8_t>& bytes,
+                                                 const std::string& file);
+/// The file's bytes; a ddp::error naming it when it cannot be read.
+DDP_INLINE std::vector<std::uint8_t> read_checkpoint_file(const std::string& file);
+/// Writes `file` so that it is either the old file or the whole new one, whatever happens:
+/// a temporary file beside it, fsync, rename over it, fsync of the directory. With
+/// `keep_previous`, the file it replaces becomes `file.prev` first.
+DDP_INLINE void write_checkpoint_file(const std::string& file, const std::vector<std::uint8_t>& bytes,
+                                      bool keep_previous);
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+
+#endif // DDP_DETAIL_CHECKPOINT_FILE_HPP
+// ---- end ddp/detail/checkpoint/file.hpp ----
+// ---- begin ddp/detail/data_parallel/model_layout.hpp ----
+// The parameters and buffers of a model, walked once into type-erased slots,
+// plus the description that ranks compare to prove they hold the same model.
+#ifndef DDP_DETAIL_DATA_PARALLEL_MODEL_LAYOUT_HPP
+#define DDP_DETAIL_DATA_PARALLEL_MODEL_LAYOUT_HPP
+
+// ---- begin ddp/model.hpp ----
+// The model concept: any type that can list its parameters (value and gradient
+// tensors, in forward/registration order) and, optionally, its buffers.
+#ifndef DDP_MODEL_HPP
+#define DDP_MODEL_HPP
+
+
+#include <string_view>
+#include <type_traits>
+
+DDP_BEGIN_NAMESPACE
+
+/// Customization point for model types you cannot change: specialize with
+///   template <class F> static void for_each_parameter(M& m, F&& f);  // f(name, value, grad)
+///   template <class F> static void for_each_buffer(M& m, F&& f);     // optional: f(name, value)
+/// Optionally, for models whose framework knows when each gradient is final
+/// (an autograd engine, as in ddp/torch.hpp):
+///   static A attach(M& m);
+/// distributed_data_parallel then keeps the returned A for its lifetime and
+/// walks A instead of m (A is a model: its gradients may be storage it owns,
+/// laid out so buckets reduce in place), calls a.connect(sink) once built, so
+/// that A reports each gradient through ddp::gradient_sink as backward makes
+/// it, and a.before_synchronize(sink) at each synchronize(), where A reports
+/// the gradients that got none since the last one as unused.
+/// The primary template forwards to the model's own member functions.
+template <class M> struct model_traits {
+  // MM = M keeps the member lookup in the immediate context: a model without
+  // for_each_buffer makes this overload vanish instead of a hard error.
+  template <class F, class MM = M>
+  static auto for_each_parameter(MM& m, F&& f) -> decltype(m.for_each_parameter(static_cast<F&&>(f))) {
+    return m.for_each_parameter(static_cast<F&&>(f));
+  }
+  template <class F, class MM = M>
+  static auto for_each_buffer(MM& m, F&& f) -> decltype(m.for_each_buffer(static_cast<F&&>(f))) {
+    return m.for_each_buffer(static_cast<F&&>(f));
+  }
+};
+
+namespace detail {
+/// Stands in for ddp's visitor when checking the concept.
+struct parameter_probe {
+  template <class N, class V, class G> void operator()(N&&, V&&, G&&) const {}
+};
+struct buffer_probe {
+  template <class N, class V> void operator()(N&&, V&&) const {}
+};
+} // namespace detail
+
+template <class M>
+concept model = requires(M& m) {
+  model_traits<M>::for_each_parameter(m, detail::parameter_probe{});
+};
+
+/// A model whose traits attach an adapter that marks gradients by itself.
+template <class M>
+concept attachable_model = model<M> && requires(M& m) {
+  model_traits<M>::attach(m);
+};
+
+template <class M>
+concept model_with_buffers = model<M> && requires(M& m) {
+  model_traits<M>::for_each_buffer(m, detail::buffer_probe{});
+};
+
+DDP_END_NAMESPACE
+
+#endif // DDP_MODEL_HPP
+// ---- end ddp/model.hpp ----
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+struct tensor_slot {
+  std::string name;
+  dtype type = dtype::f32;
+  void* value = nullptr;
+  void* grad = nullptr; ///< null for buffers
+  std::size_t count = 0;
+  bool on_device = false; ///< value (and grad) in device memory
+};
+
+/// Whether the walk can keep a value, gradient or buffer passed as `T` (the
+/// forwarded type: `X&` for a named tensor, `X&&` for a temporary); otherwise
+/// one static_assert says why and the caller compiles nothing else with it.
+/// ddp keeps the elements' address and writes through it (rank 0's values,
+/// the averaged gradients), so they must be writable and outlive the walk: a
+/// named tensor, or a view (ddp::tensor_view) of storage that does.
+template <class T> constexpr bool walkable_tensor() {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (!tensor<U>) {
+    static_assert(tensor<U>,
+                  "ddp: for_each_parameter passed a value or gradient that is not a contiguous tensor: "
+                  "use std::vector, std::span, an Eigen Matrix/Array/Map, or specialize ddp::tensor_traits");
+    return false;
+  } else if constexpr (std::is_const_v<tensor_value_t<U>>) {
+    static_assert(
+        !std::is_const_v<tensor_value_t<U>>,
+        "ddp: for_each_parameter (or for_each_buffer) passed a tensor of const elements: ddp writes "
+        "rank 0's values into parameters and buffers and the averaged gradients into gradients; "
+        "pass them non-const");
+    return false;
+  } else if constexpr (!std::is_lvalue_reference_v<T> && !tensor_view<U>) {
+    static_assert(std::is_lvalue_reference_v<T> || tensor_view<U>,
+                  "ddp: for_each_parameter (or for_each_buffer) passed a temporary that owns its elements "
+                  "(a std::vector, std::array or Eigen Matrix made in the call): ddp keeps their address, "
+                  "which dies with it; pass the model's member, or a view of storage the model owns "
+                  "(std::span, ddp::device_span, Eigen::Map; see ddp::enable_tensor_view)");
+    return false;
+  } else {
+    return true;
+  }
+}
+
+/// walkable_tensor of a parameter's value, then (only if it passed) of its gradient: one message.
+template <class V, class G> constexpr bool walkable_parameter() {
+  if constexpr (walkable_tensor<V>())
+    return walkable_tensor<G>();
+  else
+    return false;
+}
+
+template <class M> std::vector<tensor_slot> collect_parameters(M& m) {
+  std::vector<tensor_slot> out;
+  model_traits<M>::for_each_parameter(m, [&](auto&& name, auto&& value, auto&& grad) {
+    using V = std::remove_cvref_t<decltype(value)>;
+    using G = std::remove_cvref_t<decltype(grad)>;
+    if constexpr (walkable_parameter<decltype(value), decltype(grad)>()) {
+      static_assert(std::is_same_v<tensor_value_t<V>, tensor_value_t<G>>,
+                    "ddp: a parameter and its gradient must have the same element type");
+      static_assert(on_device_v<V> == on_device_v<G>,
+                    "ddp: a parameter and its gradient must live in the same memory space (host or device)");
+      auto v = as_span(value);
+      auto g = as_span(grad);
+      std::string n(name);
+      if (v.size() != g.size())
+        throw error(error_kind::config, "parameter '" + n + "' has " + std::to_string(v.size()) +
+                                            " elements but its gradient has " + std::to_string(g.size()));
+      if (!is_floating(dtype_v<tensor_value_t<V>>))
+        throw error(error_kind::config, "parameter '" + n + "' is " +
+                                            std::string(to_string(dtype_v<tensor_value_t<V>>)) +
+                                            ": gradients must be floating point");
+      out.push_back({std::move(n), dtype_v<tensor_value_t<V>>, v.data(), g.data(), v.size(), on_device_v<V>});
+    }
+  });
+  return out;
+}
+
+template <class M> std::vector<tensor_slot> collect_buffers(M& m) {
+  std::vector<tensor_slot> out;
+  if constexpr (model_with_buffers<M>) {
+    model_traits<M>::for_each_buffer(m, [&](auto&& name, auto&& value) {
+      using V = std::remove_cvref_t<decltype(value)>;
+      if constexpr (walkable_tensor<decltype(value)>()) {
+        auto v = as_span(value);
+        out.push_back(
+            {std::string(name), dtype_v<tensor_value_t<V>>, v.data(), nullptr, v.size(), on_device_v<V>});
+      }
+    });
+  }
+  return out;
+}
+
+/// Whether the model still lists the same parameters and buffers (names, sizes)
+/// at the same addresses as `params` and `buffers`. Walks the model without
+/// allocating: it runs at the start of every step.
+template <class M>
+bool same_storage(M& m, const std::vector<tensor_slot>& params, const std::vector<tensor_slot>& buffers) {
+  bool same = true;
+  std::size_t i = 0;
+  model_traits<M>::for_each_parameter(m, [&](auto&& name, auto&& value, auto&& grad) {
+    if constexpr (walkable_parameter<decltype(value), decltype(grad)>()) {
+      auto v = as_span(value);
+      auto g = as_span(grad);
+      same = same && i < params.size() && std::string_view(name) == params[i].name &&
+             v.size() == params[i].count && static_cast<void*>(v.data()) == params[i].value &&
+             static_cast<void*>(g.data()) == params[i].grad;
+      ++i;
+    }
+  });
+  same = same && i == params.size();
+  if constexpr (model_with_buffers<M>) {
+    std::size_t j = 0;
+    model_traits<M>::for_each_buffer(m, [&](auto&& name, auto&& value) {
+      if constexpr (walkable_tensor<decltype(value)>()) {
+        auto v = as_span(value);
+        same = same && j < buffers.size() && std::string_view(name) == buffers[j].name &&
+               v.size() == buffers[j].count && static_cast<void*>(v.data()) == buffers[j].value;
+        ++j;
+      }
+    });
+    same = same && j == buffers.size();
+  }
+  return same;
+}
+
+DDP_INLINE void check_unique_names(const std::vector<tensor_slot>& slots, const char* what);
+
+/// "name|dtype|count\n" per parameter, then per buffer: what ranks compare.
+DDP_INLINE std::string describe(const std::vector<tensor_slot>& params,
+                                const std::vector<tensor_slot>& buffers);
+
+/// A description split back into its two sections, one line per entry.
+struct described_layout {
+  std::vector<std::string> params, buffers;
+};
+
+DDP_INLINE described_layout parse_description(const std::string& d);
+
+/// "'fc1.weight' float32 x 100" from a description line.
+DDP_INLINE std::string pretty_entry(const std::string& line);
+
+/// The first difference between rank 0's description and rank r's, as a sentence; empty when equal.
+/// Parameters and buffers are compared section by section, each counted from #0 on both sides, so
+/// an extra parameter on rank r is named by its own index whatever rank 0 lists at that line.
+DDP_INLINE std::string first_difference(const std::string& d0, const std::string& dr, int r);
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+
+#endif // DDP_DETAIL_DATA_PARALLEL_MODEL_LAYOUT_HPP
+// ---- end ddp/detail/data_parallel/model_layout.hpp ----
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+
+/// Where training stands, saved beside the tensors.
+struct training_progress {
+  std::uint64_t step = 0;    ///< optimizer steps done
+  std::uint64_t epoch = 0;   ///< the epoch under way
+  std::uint64_t samples = 0; ///< samples of that epoch consumed by the whole job (all ranks together)
+};
+
+struct checkpoint_options {
+  /// save: the file replaced becomes `path.prev`.
+  bool keep_previous = true;
+  /// load: when `path` is refused (missing, truncated, damaged, foreign), load `path.prev`
+  /// instead, and say so on rank 0's stderr; without it, the refusal is the error.
+  bool fall_back_to_previous = true;
+};
+
+namespace detail {
+
+/// A type that ddp::optim's optimizers are: its sharded state, restorable for any world size.
+template <class O>
+concept sharded_optimizer = requires(O& o, const O& c) {
+  {O::name()};
+  o.state();
+  o.model();
+  { c.steps() } -> std::convertible_to<std::uint64_t>;
+  o.set_steps(std::uint64_t{});
+};
+
+/// The checkpoint's records of the model's parameters and buffers (values only).
+template <class Model> checkpoint_contents checkpoint_of_model(Model& m, int rank) {
+  checkpoint_contents c;
+  auto add = [&](const std::vector<tensor_slot>& slots, checkpoint_role role) {
+    for (auto& s : slots) {
+      if (s.on_device)
+        throw error(error_kind::config,
+                    "rank " + std::to_string(rank) + ": checkpoint: '" + s.name +
+                        "' lives in device memory; checkpoints hold host tensors for now (copy the model "
+                        "to the host to save it)",
+                    rank);
+      checkpoint_tensor t{role, s.name, s.type, s.count, {}, {}};
+      const auto* p = static_cast<const std::byte*>(s.value);
+      if (s.count > 0) t.values.assign(p, p + s.count * size_of(s.type));
+      c.tensors.push_back(std::move(t));
+    }
+  };
+  add(collect_parameters(m), checkpoint_role::parameter);
+  add(collect_buffers(m), checkpoint_role::buffer);
+  return c;
+}
+
+/// The optimizer's whole state, per parameter: every rank fills the elements it owns into
+/// zeros and a sum over the ranks completes it (each element has one owner, so the sum is
+/// exact whatever the world size and bucketing).
+template <class Optimizer> void gather_optimizer_state(Optimizer& opt, checkpoint_contents& c) {
+  auto& sharded = opt.model();
+  auto& st = opt.state();
+  const std::size_t slots = st.slots();
+  c.optimizer = Optimizer::name();
+  c.optimizer_steps = opt.steps();
+  c.slots = static_cast<std::uint32_t>(slots);
+  // Parameters in registration order come first among the tensors; their offsets in one
+  // flat array per dtype.
+  std::vector<std::size_t> offset(c.tensors.size(), 0);
+  std::size_t n32 = 0, n64 = 0;
+  for (std::size_t p = 0; p < c.tensors.size() && c.tensors[p].role == checkpoint_role::parameter; ++p) {
+    auto& n = c.tensors[p].type == dtype::f32 ? n32 : n64;
+    offset[p] = n;
+    n += c.tensors[p].count;
+  }
+  std::vector<float> f32(slots * n32, 0.0f);
+  std::vector<double> f64(slots * n64, 0.0);
+  sharded.for_each_shard([&](auto& r) {
+    using T = typename std::remove_cvref_t<decltype(r.value)>::value_type;
+    auto& flat = [&]() -> auto& {
+      if constexpr (std::is_same_v<T, float>)
+        return f32;
+      else
+        return f64;
+    }
+    ();
+    const std::size_t total = std::is_same_v<T, float> ? n32 : n64;
+    for (std::size_t k = 0; k < slots && !r.value.empty(); ++k) {
+      const T* src = st.template at<T>(k, r.bucket, r.state_offset);
+      std::memcpy(flat.data() + k * total + offset[r.parameter] + r.offset, src, r.value.size() * sizeof(T));
+    }
+  });
+  auto& pg = sharded.group();
+  if (!f32.empty()) pg.all_reduce(f32, op::sum);
+  if (!f64.empty()) pg.all_reduce(f64, op::sum);
+  for (std::size_t p = 0; p < c.tensors.size() && c.tensors[p].role == checkpoint_role::parameter; ++p) {
+    auto& t = c.tensors[p];
+    const bool single = t.type == dtype::f32;
+    const std::size_t total = single ? n32 : n64, bytes = t.count * size_of(t.type);
+    for (std::size_t k = 0; k < slots; ++k) {
+      const auto* src = single ? reinterpret_cast<const std::byte*>(f32.data() + k * total + offset[p])
+                               : reinterpret_cast<const std::byte*>(f64.data() + k * total + offset[p]);
+      t.state.emplace_back(src, src + bytes);
+    }
+  }
+}
+
+/// Rank 0's outcome, broadcast: every rank fails alike, with rank 0's message.
+template <class Group> void agree_on_rank0(Group& pg, const std::string& failure, const std::string& what) {
+  std::vector<std::int64_t> status{failure.empty() ? 0 : 1, static_cast<std::int64_t>(failure.size())};
+  pg.broadcast(status, 0);
+  if (status[0] == 0) return;
+  std::vector<std::uint8_t> text(failure.begin(), failure.end());
+  text.resize(static_cast<std::size_t>(status[1]));
+  pg.broadcast(text, 0);
+  if (pg.rank() == 0) throw error(error_kind::data, failure, 0);
+  throw error(error_kind::data,
+              "rank " + std::to_string(pg.rank()) + ": " + what +
+                  " failed on rank 0: " + std::string(text.begin(), text.end()),
+              0);
+}
+
+template <class Parallel, class Optimizer>
+void save_checkpoint(const std::string& path, Parallel& dp, Optimizer* opt, const training_progress& p,
+                     const checkpoint_options& o) {
+  auto& pg = dp.group();
+  // Every rank must mean the same step: a rank a step behind would save another state.
+  std::vector<std::int64_t> lo{static_cast<std::int64_t>(p.step)}, hi = lo;
+  pg.all_reduce(lo, op::min);
+  pg.all_reduce(hi, op::max);
+  if (lo[0] != hi[0])
+    throw error(error_kind::mismatch,
+                "rank " + std::to_string(pg.rank()) + ": save_checkpoint(" + path + ") called at steps " +
+                    std::to_string(lo[0]) + " to " + std::to_string(hi[0]) +
+                    " on different ranks: call it at the same step on every rank",
+                pg.rank());
+  auto c = checkpoint_of_model(dp.module(), pg.rank());
+  if constexpr (!std::is_same_v<Optimizer, void>) gather_optimizer_state(*opt, c);
+  c.step = p.step;
+  c.epoch = p.epoch;
+  c.samples = p.samples;
+  c.saved_world_size = static_cast<std::uint32_t>(pg.size());
+  std::string failure;
+  if (pg.rank() == 0) {
+    try {
+      write_checkpoint_file(path, encode_checkpoint(c), o.keep_previous);
+    } catch (const std::exception& e) { failure = e.what(); }
+  }
+  agree_on_rank0(pg, failure, "save_checkpoint(" + path + ")");
+}
+
+/// Rank 0's bytes of `path` (or of `path.prev`), checked, on every rank.
+template <class Group>
+checkpoint_contents read_on_rank0(Group& pg, const std::string& path, const checkpoint_options& o) {
+  std::vector<std::uint8_t> bytes;
+  std::string failure;
+  checkpoint_contents c;
+  if (pg.rank() == 0) {
+    try {
+      bytes = read_checkpoint_file(path);
+      c = decode_checkpoint(bytes, path);
+    } catch (const error& first) {
+      failure = first.what();
+      if (o.fall_back_to_previous) {
+        const std::string prev = path + ".prev";
+        try {
+          bytes = read_checkpoint_file(prev);
+          c = decode_checkpoint(bytes, prev);
+          log_line("rank 0", std::string(first.what()) + "; loading the previous checkpoint, " + prev +
+                                 " (step " + std::to_string(c.step) + "), instead");
+          failure.clear();
+        } catch (const error& second) { failure += "; and the previous one: " + std::string(second.what()); }
+      }
+    }
+  }
+  agree_on_rank0(pg, failure, "load_checkpoint(" + path + ")");
+  std::vector<std::int64_t> size{static_cast<std::int64_t>(bytes.size())};
+  pg.broadcast(size, 0);
+  bytes.resize(static_cast<std::size_t>(size[0]));
+  pg.broadcast(bytes, 0);
+  if (pg.rank() != 0) c = decode_checkpoint(bytes, path);
+  return c;
+}
+
+/// The records that match the model's tensors, checked by name, role, dtype and size.
+template <class Model>
+std::vector<const checkpoint_tensor*> match_model(Model& m, const checkpoint_contents& c,
+                                                  const std::string& path, int rank,
+                                                  std::vector<tensor_slot>& slots) {
+  slots = collect_parameters(m);
+  const std::size_t nparams = slots.size();
+  for (auto& b : collect_buffers(m))
+    slots.push_back(b);
+  std::map<std::string, const checkpoint_tensor*> by_name[2];
+  for (auto& t : c.tensors)
+    by_name[static_cast<int>(t.role)][t.name] = &t;
+  std::vector<const checkpoint_tensor*> out;
+  auto what = [](checkpoint_role r) { return r == checkpoint_role::parameter ? "parameter" : "buffer"; };
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    const auto role = i < nparams ? checkpoint_role::parameter : checkpoint_role::buffer;
+    auto& s = slots[i];
+    auto& names = by_name[static_cast<int>(role)];
+    auto it = names.find(s.name);
+    if (it == names.end())
+      throw error(error_kind::mismatch,
+                  "rank " + std::to_string(rank) + ": checkpoint " + path + " has no " + what(role) + " '" +
+                      s.name + "': it was saved from another model; load it into the model that saved it",
+                  rank);
+    const auto& t = *it->second;
+    if (t.type != s.type || t.count != s.count)
+      throw error(error_kind::mismatch,
+                  "rank " + std::to_string(rank) + ": " + what(role) + " '" + s.name + "' is " +
+                      std::to_string(s.count) + " × " + std::string(to_string(s.type)) + " here but " +
+                      std::to_string(t.count) + " × " + std::string(to_string(t.type)) + " in checkpoint " +
+                      path + ": load it into the model that saved it",
+                  rank);
+    if (s.on_device)
+      throw error(error_kind::config,
+                  "rank " + std::to_string(rank) + ": checkpoint: '" + s.name +
+                      "' lives in device memory; checkpoints load host tensors for now",
+                  rank);
+    names.erase(it);
+    out.push_back(&t);
+  }
+  for (int r = 0; r < 2; ++r)
+    if (!by_name[r].empty())
+      throw error(error_kind::mismatch,
+                  "rank " + std::to_string(rank) + ": checkpoint " + path + " holds " +
+                      what(static_cast<checkpoint_role>(r)) + " '" + by_name[r].begin()->first +
+                      "', which this model lacks: load it into the model that saved it",
+                  rank);
+  return out;
+}
+
+/// Whether `c` holds state for this optimizer; checked before anything is changed.
+template <class Optimizer>
+void check_optimizer(Optimizer& opt, const checkpoint_contents& c, const std::string& path) {
+  const auto slots = opt.state().slots();
+  const int rank = opt.model().group().rank();
+  if (c.optimizer != Optimizer::name() || c.slots != slots)
+    throw error(error_kind::config,
+                "rank " + std::to_string(rank) + ": checkpoint " + path + " holds " +
+                    (c.optimizer.empty() ? std::string("no optimizer state")
+                                         : "the state of " + c.optimizer + " (" + std::to_string(c.slots) +
+                                               " values per element)") +
+                    ", but this job's optimizer is " + Optimizer::name() + " (" + std::to_string(slots) +
+                    "): build the optimizer the job saved (for sgd, with momentum if it had one), or load "
+                    "without one",
+                rank);
+}
+
+/// Each rank copies the elements it owns, in this job's shards, from the whole arrays.
+template <class Optimizer>
+void restore_optimizer(Optimizer& opt, const checkpoint_contents& c,
+                       const std::vector<const checkpoint_tensor*>& rec) {
+  auto& st = opt.state();
+  opt.model().for_each_shard([&](auto& r) {
+    using T = typename std::remove_cvref_t<decltype(r.value)>::value_type;
+    const auto& t = *rec.at(r.parameter);
+    for (std::size_t k = 0; k < st.slots() && !r.value.empty(); ++k)
+      std::memcpy(st.template at<T>(k, r.bucket, r.state_offset),
+                  reinterpret_cast<const T*>(t.state[k].data()) + r.offset, r.value.size() * sizeof(T));
+  });
+  opt.set_steps(c.optimizer_steps);
+}
+
+template <class Parallel, class Optimizer>
+training_progress load_checkpoint(const std::string& path, Parallel& dp, Optimizer* opt,
+                                  const checkpoint_options& o) {
+  auto& pg = dp.group();
+  const auto c = read_on_rank0(pg, path, o);
+  std::vector<tensor_slot> slots;
+  const auto rec = match_model(dp.module(), c, path, pg.rank(), slots);
+  if constexpr (!std::is_same_v<Optimizer, void>) check_optimizer(*opt, c, path);
+  for (std::size_t i = 0; i < slots.size(); ++i)
+    if (!rec[i]->values.empty()) std::memcpy(slots[i].value, rec[i]->values.data(), rec[i]->values.size());
+  if constexpr (!std::is_same_v<Optimizer, void>) restore_optimizer(*opt, c, rec);
+  return {c.step, c.epoch, c.samples};
+}
+
+} // namespace detail
+
+/// Collective (every rank calls it at the same step): rank 0 writes `path` with the model's
+/// parameters and buffers (rank 0's: they are every rank's after a step) and `progress`. The
+/// file is the old one or the whole new one whatever happens (temporary file, fsync,
+/// rename); with keep_previous the old one stays as `path.prev`. A failure on rank 0 is a
+/// ddp::error (data) on every rank, with rank 0's message.
+template <class Parallel>
+void save_checkpoint(const std::string& path, Parallel& dp, const training_progress& progress,
+                     const checkpoint_options& o = {}) {
+  detail::save_checkpoint<Parallel, void>(path, dp, nullptr, progress, o);
+}
+
+/// The same, with a ddp::optim optimizer's state: each rank's shard is gathered into whole
+/// per-parameter arrays (a sum over the ranks of the size of the state), so that a job of
+/// another world size can cut its own shards from them.
+template <class Parallel, detail::sharded_optimizer Optimizer>
+void save_checkpoint(const std::string& path, Parallel& dp, Optimizer& opt, const training_progress& progress,
+                     const checkpoint_options& o = {}) {
+  detail::save_checkpoint(path, dp, &opt, progress, o);
+}
+
+/// Collective, at any world size: rank 0 reads and checks `path` (or `path.prev`, see
+/// checkpoint_options) and broadcasts it; every rank sets its parameters and buffers.
+/// Returns the saved progress. A missing, truncated, damaged or foreign file, or one of
+/// another model, is a ddp::error naming the file and what is wrong, on every rank, and
+/// changes nothing.
+template <class Parallel>
+training_progress load_checkpoint(const std::string& path, Parallel& dp, const checkpoint_options& o = {}) {
+  return detail::load_checkpoint<Parallel, void>(path, dp, nullptr, o);
+}
+
+/// The same, restoring the optimizer's state (cut into this job's shards) and step count.
+template <class Parallel, detail::sharded_optimizer Optimizer>
+training_progress load_checkpoint(const std::string& path, Parallel& dp, Optimizer& opt,
+                                  const checkpoint_options& o = {}) {
+  return detail::load_checkpoint(path, dp, &opt, o);
+}
+
+DDP_END_NAMESPACE
+
+#endif // DDP_CHECKPOINT_HPP
+// ---- end ddp/checkpoint.hpp ----
 // ---- begin ddp/data_parallel.hpp ----
 // ddp::distributed_data_parallel — gradient averaging for any model type, in
 // buckets that launch while backward is still running. The class coordinates;
@@ -4342,74 +5116,6 @@ DDP_END_NAMESPACE
 #ifndef DDP_DETAIL_DATA_PARALLEL_ATTACHED_MODEL_HPP
 #define DDP_DETAIL_DATA_PARALLEL_ATTACHED_MODEL_HPP
 
-// ---- begin ddp/model.hpp ----
-// The model concept: any type that can list its parameters (value and gradient
-// tensors, in forward/registration order) and, optionally, its buffers.
-#ifndef DDP_MODEL_HPP
-#define DDP_MODEL_HPP
-
-
-#include <string_view>
-#include <type_traits>
-
-DDP_BEGIN_NAMESPACE
-
-/// Customization point for model types you cannot change: specialize with
-///   template <class F> static void for_each_parameter(M& m, F&& f);  // f(name, value, grad)
-///   template <class F> static void for_each_buffer(M& m, F&& f);     // optional: f(name, value)
-/// Optionally, for models whose framework knows when each gradient is final
-/// (an autograd engine, as in ddp/torch.hpp):
-///   static A attach(M& m);
-/// distributed_data_parallel then keeps the returned A for its lifetime and
-/// walks A instead of m (A is a model: its gradients may be storage it owns,
-/// laid out so buckets reduce in place), calls a.connect(sink) once built, so
-/// that A reports each gradient through ddp::gradient_sink as backward makes
-/// it, and a.before_synchronize(sink) at each synchronize(), where A reports
-/// the gradients that got none since the last one as unused.
-/// The primary template forwards to the model's own member functions.
-template <class M> struct model_traits {
-  // MM = M keeps the member lookup in the immediate context: a model without
-  // for_each_buffer makes this overload vanish instead of a hard error.
-  template <class F, class MM = M>
-  static auto for_each_parameter(MM& m, F&& f) -> decltype(m.for_each_parameter(static_cast<F&&>(f))) {
-    return m.for_each_parameter(static_cast<F&&>(f));
-  }
-  template <class F, class MM = M>
-  static auto for_each_buffer(MM& m, F&& f) -> decltype(m.for_each_buffer(static_cast<F&&>(f))) {
-    return m.for_each_buffer(static_cast<F&&>(f));
-  }
-};
-
-namespace detail {
-/// Stands in for ddp's visitor when checking the concept.
-struct parameter_probe {
-  template <class N, class V, class G> void operator()(N&&, V&&, G&&) const {}
-};
-struct buffer_probe {
-  template <class N, class V> void operator()(N&&, V&&) const {}
-};
-} // namespace detail
-
-template <class M>
-concept model = requires(M& m) {
-  model_traits<M>::for_each_parameter(m, detail::parameter_probe{});
-};
-
-/// A model whose traits attach an adapter that marks gradients by itself.
-template <class M>
-concept attachable_model = model<M> && requires(M& m) {
-  model_traits<M>::attach(m);
-};
-
-template <class M>
-concept model_with_buffers = model<M> && requires(M& m) {
-  model_traits<M>::for_each_buffer(m, detail::buffer_probe{});
-};
-
-DDP_END_NAMESPACE
-
-#endif // DDP_MODEL_HPP
-// ---- end ddp/model.hpp ----
 
 #include <type_traits>
 
@@ -4483,172 +5189,6 @@ DDP_END_NAMESPACE
 #ifndef DDP_DETAIL_DATA_PARALLEL_BUCKET_PLAN_HPP
 #define DDP_DETAIL_DATA_PARALLEL_BUCKET_PLAN_HPP
 
-// ---- begin ddp/detail/data_parallel/model_layout.hpp ----
-// The parameters and buffers of a model, walked once into type-erased slots,
-// plus the description that ranks compare to prove they hold the same model.
-#ifndef DDP_DETAIL_DATA_PARALLEL_MODEL_LAYOUT_HPP
-#define DDP_DETAIL_DATA_PARALLEL_MODEL_LAYOUT_HPP
-
-
-#include <cstdint>
-#include <string>
-#include <string_view>
-#include <unordered_set>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-struct tensor_slot {
-  std::string name;
-  dtype type = dtype::f32;
-  void* value = nullptr;
-  void* grad = nullptr; ///< null for buffers
-  std::size_t count = 0;
-  bool on_device = false; ///< value (and grad) in device memory
-};
-
-/// Whether the walk can keep a value, gradient or buffer passed as `T` (the
-/// forwarded type: `X&` for a named tensor, `X&&` for a temporary); otherwise
-/// one static_assert says why and the caller compiles nothing else with it.
-/// ddp keeps the elements' address and writes through it (rank 0's values,
-/// the averaged gradients), so they must be writable and outlive the walk: a
-/// named tensor, or a view (ddp::tensor_view) of storage that does.
-template <class T> constexpr bool walkable_tensor() {
-  using U = std::remove_cvref_t<T>;
-  if constexpr (!tensor<U>) {
-    static_assert(tensor<U>,
-                  "ddp: for_each_parameter passed a value or gradient that is not a contiguous tensor: "
-                  "use std::vector, std::span, an Eigen Matrix/Array/Map, or specialize ddp::tensor_traits");
-    return false;
-  } else if constexpr (std::is_const_v<tensor_value_t<U>>) {
-    static_assert(
-        !std::is_const_v<tensor_value_t<U>>,
-        "ddp: for_each_parameter (or for_each_buffer) passed a tensor of const elements: ddp writes "
-        "rank 0's values into parameters and buffers and the averaged gradients into gradients; "
-        "pass them non-const");
-    return false;
-  } else if constexpr (!std::is_lvalue_reference_v<T> && !tensor_view<U>) {
-    static_assert(std::is_lvalue_reference_v<T> || tensor_view<U>,
-                  "ddp: for_each_parameter (or for_each_buffer) passed a temporary that owns its elements "
-                  "(a std::vector, std::array or Eigen Matrix made in the call): ddp keeps their address, "
-                  "which dies with it; pass the model's member, or a view of storage the model owns "
-                  "(std::span, ddp::device_span, Eigen::Map; see ddp::enable_tensor_view)");
-    return false;
-  } else {
-    return true;
-  }
-}
-
-/// walkable_tensor of a parameter's value, then (only if it passed) of its gradient: one message.
-template <class V, class G> constexpr bool walkable_parameter() {
-  if constexpr (walkable_tensor<V>())
-    return walkable_tensor<G>();
-  else
-    return false;
-}
-
-template <class M> std::vector<tensor_slot> collect_parameters(M& m) {
-  std::vector<tensor_slot> out;
-  model_traits<M>::for_each_parameter(m, [&](auto&& name, auto&& value, auto&& grad) {
-    using V = std::remove_cvref_t<decltype(value)>;
-    using G = std::remove_cvref_t<decltype(grad)>;
-    if constexpr (walkable_parameter<decltype(value), decltype(grad)>()) {
-      static_assert(std::is_same_v<tensor_value_t<V>, tensor_value_t<G>>,
-                    "ddp: a parameter and its gradient must have the same element type");
-      static_assert(on_device_v<V> == on_device_v<G>,
-                    "ddp: a parameter and its gradient must live in the same memory space (host or device)");
-      auto v = as_span(value);
-      auto g = as_span(grad);
-      std::string n(name);
-      if (v.size() != g.size())
-        throw error(error_kind::config, "parameter '" + n + "' has " + std::to_string(v.size()) +
-                                            " elements but its gradient has " + std::to_string(g.size()));
-      if (!is_floating(dtype_v<tensor_value_t<V>>))
-        throw error(error_kind::config, "parameter '" + n + "' is " +
-                                            std::string(to_string(dtype_v<tensor_value_t<V>>)) +
-                                            ": gradients must be floating point");
-      out.push_back({std::move(n), dtype_v<tensor_value_t<V>>, v.data(), g.data(), v.size(), on_device_v<V>});
-    }
-  });
-  return out;
-}
-
-template <class M> std::vector<tensor_slot> collect_buffers(M& m) {
-  std::vector<tensor_slot> out;
-  if constexpr (model_with_buffers<M>) {
-    model_traits<M>::for_each_buffer(m, [&](auto&& name, auto&& value) {
-      using V = std::remove_cvref_t<decltype(value)>;
-      if constexpr (walkable_tensor<decltype(value)>()) {
-        auto v = as_span(value);
-        out.push_back(
-            {std::string(name), dtype_v<tensor_value_t<V>>, v.data(), nullptr, v.size(), on_device_v<V>});
-      }
-    });
-  }
-  return out;
-}
-
-/// Whether the model still lists the same parameters and buffers (names, sizes)
-/// at the same addresses as `params` and `buffers`. Walks the model without
-/// allocating: it runs at the start of every step.
-template <class M>
-bool same_storage(M& m, const std::vector<tensor_slot>& params, const std::vector<tensor_slot>& buffers) {
-  bool same = true;
-  std::size_t i = 0;
-  model_traits<M>::for_each_parameter(m, [&](auto&& name, auto&& value, auto&& grad) {
-    if constexpr (walkable_parameter<decltype(value), decltype(grad)>()) {
-      auto v = as_span(value);
-      auto g = as_span(grad);
-      same = same && i < params.size() && std::string_view(name) == params[i].name &&
-             v.size() == params[i].count && static_cast<void*>(v.data()) == params[i].value &&
-             static_cast<void*>(g.data()) == params[i].grad;
-      ++i;
-    }
-  });
-  same = same && i == params.size();
-  if constexpr (model_with_buffers<M>) {
-    std::size_t j = 0;
-    model_traits<M>::for_each_buffer(m, [&](auto&& name, auto&& value) {
-      if constexpr (walkable_tensor<decltype(value)>()) {
-        auto v = as_span(value);
-        same = same && j < buffers.size() && std::string_view(name) == buffers[j].name &&
-               v.size() == buffers[j].count && static_cast<void*>(v.data()) == buffers[j].value;
-        ++j;
-      }
-    });
-    same = same && j == buffers.size();
-  }
-  return same;
-}
-
-DDP_INLINE void check_unique_names(const std::vector<tensor_slot>& slots, const char* what);
-
-/// "name|dtype|count\n" per parameter, then per buffer: what ranks compare.
-DDP_INLINE std::string describe(const std::vector<tensor_slot>& params,
-                                const std::vector<tensor_slot>& buffers);
-
-/// A description split back into its two sections, one line per entry.
-struct described_layout {
-  std::vector<std::string> params, buffers;
-};
-
-DDP_INLINE described_layout parse_description(const std::string& d);
-
-/// "'fc1.weight' float32 x 100" from a description line.
-DDP_INLINE std::string pretty_entry(const std::string& line);
-
-/// The first difference between rank 0's description and rank r's, as a sentence; empty when equal.
-/// Parameters and buffers are compared section by section, each counted from #0 on both sides, so
-/// an extra parameter on rank r is named by its own index whatever rank 0 lists at that line.
-DDP_INLINE std::string first_difference(const std::string& d0, const std::string& dr, int r);
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-
-#endif // DDP_DETAIL_DATA_PARALLEL_MODEL_LAYOUT_HPP
-// ---- end ddp/detail/data_parallel/model_layout.hpp ----
 
 #include <cstddef>
 #include <span>
@@ -12227,6 +12767,13 @@ public:
     return reinterpret_cast<T*>(data_[k][bucket].data()) + offset;
   }
 
+  template <class T> const T* at(std::size_t k, std::size_t bucket, std::size_t offset) const {
+    return reinterpret_cast<const T*>(data_[k][bucket].data()) + offset;
+  }
+
+  /// State arrays per element (Adam: 2, SGD: 1 with momentum, else 0).
+  std::size_t slots() const noexcept { return data_.size(); }
+
   std::size_t bytes() const {
     std::size_t n = 0;
     for (auto& slot : data_)
@@ -12388,6 +12935,12 @@ public:
 
   adam_options& options() noexcept { return o_; }
   std::uint64_t steps() const noexcept { return step_; }
+  /// What ddp::save_checkpoint records and load_checkpoint restores, re-sharded for any world size.
+  static constexpr const char* name() noexcept { return "adam"; }
+  shard_state& state() noexcept { return state_; }
+  const shard_state& state() const noexcept { return state_; }
+  Sharded& model() noexcept { return model_; }
+  void set_steps(std::uint64_t steps) noexcept { step_ = steps; }
   /// This rank's optimizer memory: two values per owned element.
   std::size_t state_bytes() const noexcept { return state_.bytes(); }
 
@@ -12472,6 +13025,12 @@ public:
 
   sgd_options& options() noexcept { return o_; }
   std::uint64_t steps() const noexcept { return step_; }
+  /// What ddp::save_checkpoint records and load_checkpoint restores, re-sharded for any world size.
+  static constexpr const char* name() noexcept { return "sgd"; }
+  shard_state& state() noexcept { return state_; }
+  const shard_state& state() const noexcept { return state_; }
+  Sharded& model() noexcept { return model_; }
+  void set_steps(std::uint64_t steps) noexcept { step_ = steps; }
   /// This rank's optimizer memory: one value per owned element with momentum, else none.
   std::size_t state_bytes() const noexcept { return state_.bytes(); }
 
@@ -12555,8 +13114,11 @@ struct sampler_context {
   std::uint64_t epoch = 0;
   bool drop_last = false;
   torch_randperm randperm = torch_randperm::since_2_6;
-  std::size_t num_samples = 0; ///< indices per rank (PyTorch's num_samples)
-  std::size_t total_size = 0;  ///< num_samples * num_replicas
+  std::size_t num_samples = 0; ///< indices per rank (PyTorch's num_samples); this rank's, once resumed
+  std::size_t total_size = 0;  ///< num_samples * num_replicas; the rest of the epoch, once resumed
+  /// The epoch resumes after this many samples of its global order (distributed_sampler::
+  /// set_position): 0 for a whole epoch. Only interleaved policies see it non-zero.
+  std::size_t start = 0;
 };
 
 /// A sampling policy writes exactly ctx.num_samples indices for ctx.rank.
@@ -12712,12 +13274,13 @@ void randperm(std::vector<Index, Alloc>& r, std::size_t n, std::uint64_t seed,
 
 /// Rank r's share of a global order, PyTorch style: the order padded with its
 /// own head (repeated as needed) or truncated to total_size, then every
-/// num_replicas-th element starting at rank. `order(j)` gives element j < n.
+/// num_replicas-th element starting at rank (from c.start on, for a resumed
+/// epoch). `order(j)` gives element j < n.
 template <class Order>
 void strided_share(const sampler_context& c, std::vector<std::int64_t>& out, Order&& order) {
   out.resize(c.num_samples);
   for (std::size_t k = 0; k < c.num_samples; ++k) {
-    std::size_t j = static_cast<std::size_t>(c.rank) + k * static_cast<std::size_t>(c.num_replicas);
+    std::size_t j = c.start + static_cast<std::size_t>(c.rank) + k * static_cast<std::size_t>(c.num_replicas);
     if (j >= c.n) j %= c.n; // only when padding: repeats the head
     out[k] = static_cast<std::int64_t>(order(j));
   }
@@ -12730,11 +13293,15 @@ namespace sampling {
 /// PyTorch's DistributedSampler(shuffle=True): a fresh permutation per
 /// (seed + epoch), interleaved over ranks.
 struct shuffled {
+  /// Rank r takes global positions r, r + R, ...: after every rank has taken m, the job has
+  /// consumed the first m·R, so a position is one number (distributed_sampler::set_position).
+  static constexpr bool interleaved = true;
   DDP_INLINE static void rank_indices(const sampler_context& c, std::vector<std::int64_t>& out);
 };
 
 /// PyTorch's DistributedSampler(shuffle=False): 0..n-1 interleaved over ranks.
 struct sequential {
+  static constexpr bool interleaved = true;
   DDP_INLINE static void rank_indices(const sampler_context& c, std::vector<std::int64_t>& out);
 };
 
@@ -12792,9 +13359,7 @@ public:
     ctx_.seed = o.seed;
     ctx_.drop_last = o.drop_last;
     ctx_.randperm = o.randperm;
-    const auto r = static_cast<std::size_t>(num_replicas);
-    ctx_.num_samples = o.drop_last ? n / r : (n + r - 1) / r;
-    ctx_.total_size = ctx_.num_samples * r;
+    whole_epoch();
   }
 
   /// From a process group (anything with rank() and size()).
@@ -12806,16 +13371,54 @@ public:
   distributed_sampler(std::size_t n, const Group& group, sampler_options o = {})
       : distributed_sampler(n, group.size(), group.rank(), o) {}
 
-  /// Like PyTorch: call before each epoch so every epoch is shuffled differently.
+  /// Like PyTorch: call before each epoch so every epoch is shuffled differently. A new
+  /// epoch starts whole (position 0).
   void set_epoch(std::uint64_t epoch) {
     if (epoch != ctx_.epoch) {
       ctx_.epoch = epoch;
+      if (ctx_.start != 0) whole_epoch();
       valid_ = false;
     }
   }
   std::uint64_t epoch() const noexcept { return ctx_.epoch; }
 
-  /// Indices this rank visits per epoch (PyTorch's len(sampler)).
+  /// Resumes the current epoch after `consumed` samples of its global order, counted over the
+  /// whole job (training_progress::samples), whatever world size consumed them: this rank's
+  /// indices become its share of the rest — global positions consumed + rank + k·num_replicas
+  /// — so the rest is split among this job's ranks and, with the part already consumed, every
+  /// sample of the epoch is visited exactly once. The rest is not padded: shares differ by at
+  /// most one (size() is this rank's; ranks with one fewer batch call join(), or use
+  /// drop_last batches). With drop_last, the rest is cut to a multiple of num_replicas.
+  /// Only for interleaved policies (shuffled, sequential): after every rank of a job has taken
+  /// m indices, the job has consumed the first m·R positions. set_position(0) is the whole,
+  /// PyTorch-identical epoch again.
+  template <class P = Policy> void set_position(std::uint64_t consumed) {
+    static_assert(
+        requires { P::interleaved; },
+        "ddp: set_position needs an interleaved sampling policy (shuffled, sequential): in "
+        "another, a count of consumed samples does not say which were consumed");
+    const auto r = static_cast<std::size_t>(ctx_.num_replicas);
+    if (consumed == 0) {
+      whole_epoch();
+    } else {
+      if (consumed > ctx_.n)
+        throw error(error_kind::config, "distributed_sampler: position " + std::to_string(consumed) +
+                                            " is past the end of an epoch of " + std::to_string(ctx_.n) +
+                                            " samples (was it saved with another data set?)");
+      ctx_.start = static_cast<std::size_t>(consumed);
+      std::size_t rest = ctx_.n - ctx_.start;
+      if (ctx_.drop_last) rest = rest / r * r;
+      const auto rank = static_cast<std::size_t>(ctx_.rank);
+      ctx_.num_samples = rest > rank ? (rest - rank + r - 1) / r : 0;
+      ctx_.total_size = rest;
+    }
+    valid_ = false;
+  }
+  /// The global position the current epoch resumed at (0: a whole epoch).
+  std::uint64_t position() const noexcept { return ctx_.start; }
+
+  /// Indices this rank visits per epoch (PyTorch's len(sampler)); in a resumed epoch, this
+  /// rank's share of the rest.
   std::size_t size() const noexcept { return ctx_.num_samples; }
   std::size_t total_size() const noexcept { return ctx_.total_size; }
   const sampler_context& context() const noexcept { return ctx_; }
@@ -12837,6 +13440,15 @@ public:
   auto end() const { return indices().end(); }
 
 private:
+  /// PyTorch's sizes: every rank num_samples, padded or cut to total_size.
+  void whole_epoch() {
+    const auto r = static_cast<std::size_t>(ctx_.num_replicas);
+    ctx_.start = 0;
+    ctx_.num_samples = ctx_.drop_last ? ctx_.n / r : (ctx_.n + r - 1) / r;
+    ctx_.total_size = ctx_.num_samples * r;
+    valid_ = false;
+  }
+
   sampler_context ctx_;
   mutable std::vector<std::int64_t> cache_;
   mutable bool valid_ = false;
@@ -21915,6 +22527,285 @@ DDP_END_NAMESPACE
 
 #endif // DDP_BUCKETING_INL_HPP
 // ---- end ddp/bucketing-inl.hpp ----
+// ---- begin ddp/detail/checkpoint/file-inl.hpp ----
+// The definitions behind detail/checkpoint/file.hpp: compiled in every translation unit
+// when ddp is header-only, once in the runtime when it is compiled separately.
+#ifndef DDP_DETAIL_CHECKPOINT_FILE_INL_HPP
+#define DDP_DETAIL_CHECKPOINT_FILE_INL_HPP
+
+
+#include <openssl/evp.h>
+
+#include <array>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <memory>
+#include <sys/stat.h>
+#include <unistd.h>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+namespace checkpoint_io {
+
+inline std::array<std::uint8_t, checkpoint_digest_bytes> sha256(const std::uint8_t* data, std::size_t n) {
+  std::array<std::uint8_t, checkpoint_digest_bytes> md{};
+  unsigned int len = 0;
+  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(::EVP_MD_CTX_new(), ::EVP_MD_CTX_free);
+  if (!ctx || ::EVP_DigestInit_ex(ctx.get(), ::EVP_sha256(), nullptr) != 1 ||
+      ::EVP_DigestUpdate(ctx.get(), data, n) != 1 || ::EVP_DigestFinal_ex(ctx.get(), md.data(), &len) != 1 ||
+      len != md.size())
+    throw error(error_kind::backend, "OpenSSL's SHA-256 failed while sealing or checking a checkpoint");
+  return md;
+}
+
+template <class T> void put(std::vector<std::uint8_t>& out, T v) {
+  const auto* p = reinterpret_cast<const std::uint8_t*>(&v);
+  out.insert(out.end(), p, p + sizeof v);
+}
+
+inline void put_bytes(std::vector<std::uint8_t>& out, const void* data, std::size_t n) {
+  const auto* p = static_cast<const std::uint8_t*>(data);
+  out.insert(out.end(), p, p + n);
+}
+
+inline void put_string(std::vector<std::uint8_t>& out, const std::string& s) {
+  put(out, static_cast<std::uint32_t>(s.size()));
+  put_bytes(out, s.data(), s.size());
+}
+
+/// Reads the body; a record that runs past the end is a malformed file.
+class reader {
+public:
+  reader(const std::vector<std::uint8_t>& b, std::size_t at, std::size_t end, const std::string& file)
+      : b_(b), at_(at), end_(end), file_(file) {}
+  template <class T> T get() {
+    T v{};
+    std::memcpy(&v, take(sizeof v), sizeof v);
+    return v;
+  }
+  std::string get_string() {
+    const auto n = get<std::uint32_t>();
+    const auto* p = take(n);
+    return std::string(reinterpret_cast<const char*>(p), n);
+  }
+  std::vector<std::byte> get_bytes(std::uint64_t n) {
+    if (n > end_ - at_) malformed("a tensor runs past the end of the body");
+    const auto* p = take(static_cast<std::size_t>(n));
+    return std::vector<std::byte>(reinterpret_cast<const std::byte*>(p),
+                                  reinterpret_cast<const std::byte*>(p) + n);
+  }
+  bool done() const { return at_ == end_; }
+  [[noreturn]] void malformed(const std::string& what) const {
+    throw error(error_kind::data, "checkpoint " + file_ + " is malformed (" + what + ", at byte " +
+                                      std::to_string(at_) +
+                                      ") although its checksum holds: it was not written by this "
+                                      "version of ddp; save it again with the job that made it");
+  }
+
+private:
+  const std::uint8_t* take(std::size_t n) {
+    if (n > end_ - at_) malformed("a record runs past the end of the body");
+    const auto* p = b_.data() + at_;
+    at_ += n;
+    return p;
+  }
+  const std::vector<std::uint8_t>& b_;
+  std::size_t at_, end_;
+  const std::string& file_;
+};
+
+inline std::string errno_text() { return std::strerror(errno); }
+
+inline void write_all(int fd, const std::uint8_t* p, std::size_t n, const std::string& file) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0)
+      throw error(error_kind::data, "checkpoint " + file + ": writing it failed (" + errno_text() +
+                                        "); the previous one is untouched");
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+inline std::string directory_of(const std::string& file) {
+  const auto slash = file.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : file.substr(0, slash);
+}
+
+} // namespace checkpoint_io
+
+DDP_INLINE std::vector<std::uint8_t> encode_checkpoint(const checkpoint_contents& c) {
+  using namespace checkpoint_io;
+  std::vector<std::uint8_t> out;
+  put_bytes(out, checkpoint_magic, sizeof checkpoint_magic);
+  put(out, checkpoint_version);
+  put(out, std::uint32_t{0x01020304}); // byte order: the file is read back by the same kind of host
+  put(out, std::uint64_t{0});          // body size, filled below
+  put(out, c.step);
+  put(out, c.epoch);
+  put(out, c.samples);
+  put(out, c.saved_world_size);
+  put_string(out, c.optimizer);
+  put(out, c.optimizer_steps);
+  put(out, c.slots);
+  put(out, static_cast<std::uint32_t>(c.tensors.size()));
+  for (auto& t : c.tensors) {
+    put(out, static_cast<std::uint8_t>(t.role));
+    put_string(out, t.name);
+    put(out, static_cast<std::uint8_t>(t.type));
+    put(out, t.count);
+    put_bytes(out, t.values.data(), t.values.size());
+    for (auto& s : t.state)
+      put_bytes(out, s.data(), s.size());
+  }
+  const std::uint64_t body = out.size() - checkpoint_header_bytes;
+  std::memcpy(out.data() + 16, &body, sizeof body);
+  const auto md = sha256(out.data(), out.size());
+  out.insert(out.end(), md.begin(), md.end());
+  return out;
+}
+
+DDP_INLINE checkpoint_contents decode_checkpoint(const std::vector<std::uint8_t>& b,
+                                                 const std::string& file) {
+  using namespace checkpoint_io;
+  auto refuse = [&](const std::string& what) {
+    throw error(error_kind::data, "checkpoint " + file + " " + what);
+  };
+  if (b.size() < sizeof checkpoint_magic ||
+      std::memcmp(b.data(), checkpoint_magic, sizeof checkpoint_magic) != 0)
+    refuse("is not a ddp checkpoint (it does not begin with \"DDPCKPT\"): check the path");
+  if (b.size() < checkpoint_header_bytes + checkpoint_digest_bytes)
+    refuse("is truncated: " + std::to_string(b.size()) + " bytes, fewer than a header and checksum (" +
+           std::to_string(checkpoint_header_bytes + checkpoint_digest_bytes) +
+           "); use an earlier checkpoint");
+  std::uint32_t version = 0, order = 0;
+  std::uint64_t body = 0;
+  std::memcpy(&version, b.data() + 8, 4);
+  std::memcpy(&order, b.data() + 12, 4);
+  std::memcpy(&body, b.data() + 16, 8);
+  if (order != 0x01020304)
+    refuse("was written by a host of the other byte order: load it on a host like the one that saved it");
+  if (version != checkpoint_version)
+    refuse("has format version " + std::to_string(version) + "; this ddp reads version " +
+           std::to_string(checkpoint_version) + ": load it with the ddp that wrote it");
+  const std::uint64_t want = checkpoint_header_bytes + body + checkpoint_digest_bytes;
+  if (body > b.size() || want != b.size())
+    refuse(std::string(want > b.size() ? "is truncated" : "has bytes past its end") +
+           ": its header promises " + std::to_string(want) + " bytes, the file has " +
+           std::to_string(b.size()) +
+           " (a write cut short, or a file copied in part); use an earlier checkpoint");
+  const auto md = sha256(b.data(), b.size() - checkpoint_digest_bytes);
+  if (std::memcmp(md.data(), b.data() + b.size() - checkpoint_digest_bytes, md.size()) != 0)
+    refuse("fails its SHA-256 check: its bytes changed after it was written (a torn write, a bit flip, "
+           "an edit); use an earlier checkpoint");
+
+  reader r(b, checkpoint_header_bytes, b.size() - checkpoint_digest_bytes, file);
+  checkpoint_contents c;
+  c.step = r.get<std::uint64_t>();
+  c.epoch = r.get<std::uint64_t>();
+  c.samples = r.get<std::uint64_t>();
+  c.saved_world_size = r.get<std::uint32_t>();
+  c.optimizer = r.get_string();
+  c.optimizer_steps = r.get<std::uint64_t>();
+  c.slots = r.get<std::uint32_t>();
+  const auto n = r.get<std::uint32_t>();
+  for (std::uint32_t i = 0; i < n; ++i) {
+    checkpoint_tensor t;
+    const auto role = r.get<std::uint8_t>();
+    if (role > 1) r.malformed("a tensor's role is " + std::to_string(role));
+    t.role = static_cast<checkpoint_role>(role);
+    t.name = r.get_string();
+    const auto type = r.get<std::uint8_t>();
+    if (type > static_cast<std::uint8_t>(dtype::i8))
+      r.malformed("tensor '" + t.name + "' has dtype code " + std::to_string(type));
+    t.type = static_cast<dtype>(type);
+    t.count = r.get<std::uint64_t>();
+    const std::uint64_t bytes = t.count * size_of(t.type);
+    if (t.count > (std::uint64_t{1} << 48))
+      r.malformed("tensor '" + t.name + "' claims " + std::to_string(t.count) + " elements");
+    t.values = r.get_bytes(bytes);
+    if (t.role == checkpoint_role::parameter)
+      for (std::uint32_t k = 0; k < c.slots; ++k)
+        t.state.push_back(r.get_bytes(bytes));
+    c.tensors.push_back(std::move(t));
+  }
+  if (!r.done()) r.malformed("bytes follow the last tensor");
+  return c;
+}
+
+DDP_INLINE std::vector<std::uint8_t> read_checkpoint_file(const std::string& file) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    throw error(error_kind::data,
+                "checkpoint " + file + " cannot be opened (" + checkpoint_io::errno_text() + ")");
+  std::vector<std::uint8_t> out;
+  std::uint8_t buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const std::string why = checkpoint_io::errno_text();
+      ::close(fd);
+      throw error(error_kind::data, "checkpoint " + file + " cannot be read (" + why + ")");
+    }
+    if (n == 0) break;
+    out.insert(out.end(), buf, buf + n);
+  }
+  ::close(fd);
+  return out;
+}
+
+DDP_INLINE void write_checkpoint_file(const std::string& file, const std::vector<std::uint8_t>& bytes,
+                                      bool keep_previous) {
+  using namespace checkpoint_io;
+  const std::string tmp = file + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw error(error_kind::data, "checkpoint " + file + ": cannot create " + tmp + " beside it (" +
+                                      errno_text() + "); check that the directory exists and is writable");
+  try {
+    write_all(fd, bytes.data(), bytes.size(), file);
+    if (::fsync(fd) != 0)
+      throw error(error_kind::data, "checkpoint " + file + ": fsync of " + tmp + " failed (" + errno_text() +
+                                        "); the previous one is untouched");
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  ::close(fd);
+  struct stat st {};
+  if (keep_previous && ::stat(file.c_str(), &st) == 0 &&
+      std::rename(file.c_str(), (file + ".prev").c_str()) != 0) {
+    const std::string why = errno_text();
+    ::unlink(tmp.c_str());
+    throw error(error_kind::data, "checkpoint " + file + ": cannot keep the previous one as " + file +
+                                      ".prev (" + why + "); it is untouched");
+  }
+  if (std::rename(tmp.c_str(), file.c_str()) != 0) {
+    const std::string why = errno_text();
+    ::unlink(tmp.c_str());
+    throw error(error_kind::data, "checkpoint " + file + ": cannot rename " + tmp + " to it (" + why + ")" +
+                                      (keep_previous ? "; the previous one is " + file + ".prev" : ""));
+  }
+  // The renames are durable only once the directory is.
+  const int dir = ::open(directory_of(file).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    (void)::fsync(dir);
+    ::close(dir);
+  }
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_CHECKPOINT_FILE_INL_HPP
+// ---- end ddp/detail/checkpoint/file-inl.hpp ----
 // ---- begin ddp/detail/data_parallel/model_layout-inl.hpp ----
 // The definitions behind model_layout.hpp: compiled in every translation unit
 // when ddp is header-only, once in the runtime when it is compiled separately

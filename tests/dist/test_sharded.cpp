@@ -2,6 +2,7 @@
 // 1..4, against distributed_data_parallel with the same optimizer written
 // out on whole parameters.
 #include "../support/mlp.hpp"
+#include "../support/whole_optimizer.hpp"
 #include "group.hpp"
 
 #include <doctest/doctest.h>
@@ -12,55 +13,13 @@
 
 using ddp_test::group;
 using ddp_test::mlp;
+using ddp_test::whole_optimizer;
 
 namespace {
 
 const std::vector<int> dims{6, 16, 12, 3}; // 3-element biases: buckets smaller than W = 4
 constexpr int per_rank = 5;
 constexpr int steps = 20;
-
-/// torch.optim.Adam / SGD on whole parameters, in the element order and
-/// precision ddp::optim uses: the reference the shards must reproduce.
-template <class S> struct whole_optimizer {
-  bool adam;
-  ddp::optim::adam_options a{};
-  ddp::optim::sgd_options g{};
-  std::vector<std::vector<S>> m{}, v{};
-  std::uint64_t t = 0;
-
-  void step(mlp<S>& net) {
-    ++t;
-    std::size_t k = 0;
-    net.for_each_parameter([&](auto&&, auto& value, auto& grad) {
-      if (m.size() <= k) {
-        m.emplace_back(static_cast<std::size_t>(value.size()), S(0));
-        v.emplace_back(static_cast<std::size_t>(value.size()), S(0));
-      }
-      for (Eigen::Index i = 0; i < value.size(); ++i)
-        update(value.data()[i], grad.data()[i], m[k][static_cast<std::size_t>(i)],
-               v[k][static_cast<std::size_t>(i)]);
-      ++k;
-    });
-  }
-
-  void update(S& p, S grad, S& m1, S& m2) const {
-    if (adam) {
-      const S g1 = a.weight_decay != 0 ? grad + static_cast<S>(a.weight_decay) * p : grad;
-      m1 = m1 * static_cast<S>(a.beta1) + static_cast<S>(1 - a.beta1) * g1;
-      m2 = m2 * static_cast<S>(a.beta2) + static_cast<S>(1 - a.beta2) * g1 * g1;
-      const S bc2 = static_cast<S>(std::sqrt(1 - std::pow(a.beta2, static_cast<double>(t))));
-      const S denom = std::sqrt(m2) / bc2 + static_cast<S>(a.eps);
-      p -= static_cast<S>(a.lr / (1 - std::pow(a.beta1, static_cast<double>(t)))) * (m1 / denom);
-    } else {
-      S d = g.weight_decay != 0 ? grad + static_cast<S>(g.weight_decay) * p : grad;
-      if (g.momentum != 0) {
-        m1 = t == 1 ? d : m1 * static_cast<S>(g.momentum) + static_cast<S>(1 - g.dampening) * d;
-        d = g.nesterov ? d + static_cast<S>(g.momentum) * m1 : m1;
-      }
-      p -= static_cast<S>(g.lr) * d;
-    }
-  }
-};
 
 struct scenario {
   bool adam = true;

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -274,6 +275,77 @@ TEST_CASE("set_epoch reshuffles; the same epoch gives the same order") {
   std::vector<std::int64_t> again(s.begin(), s.end());
   CHECK(e0 != e1);
   CHECK(e0 == again);
+}
+
+TEST_CASE("a global position: the rest of an epoch split among a job of another size, each sample once") {
+  // A job of R ranks takes m batches of b each, then a job of R2 ranks resumes at the
+  // position m·b·R and takes the rest; then (chained) a third size resumes the third's rest.
+  for (std::size_t n : {std::size_t{97}, std::size_t{100}, std::size_t{7}})
+    for (auto [R, R2, R3] :
+         {std::array{2, 3, 1}, std::array{3, 1, 2}, std::array{4, 3, 5}, std::array{1, 2, 3}})
+      for (bool seq : {false, true}) {
+        CAPTURE(n);
+        CAPTURE(R);
+        CAPTURE(R2);
+        CAPTURE(seq);
+        std::vector<int> seen(n, 0);
+        auto take = [&](int world, std::uint64_t from, std::size_t count_per_rank) {
+          std::uint64_t taken = 0;
+          for (int r = 0; r < world; ++r) {
+            auto run = [&](auto s) {
+              s.set_epoch(5);
+              s.set_position(from);
+              CHECK(s.position() == from);
+              const std::size_t k = std::min(count_per_rank, s.size());
+              for (std::size_t i = 0; i < k; ++i)
+                ++seen[static_cast<std::size_t>(s.indices()[i])];
+              taken += k;
+            };
+            if (seq)
+              run(ddp::distributed_sampler<ddp::sampling::sequential>(n, world, r, {.seed = 11}));
+            else
+              run(ddp::distributed_sampler<>(n, world, r, {.seed = 11}));
+          }
+          return from + taken;
+        };
+        const std::size_t b = 3, m = n / (b * static_cast<std::size_t>(R) * 2); // about a third of the epoch
+        std::uint64_t at = take(R, 0, m * b);
+        CHECK(at == m * b * static_cast<std::size_t>(R));
+        at = take(R2, at, 2); // two samples each, then another resize
+        at = take(R3, at, n); // the rest
+        CHECK(at == n);
+        CHECK(std::all_of(seen.begin(), seen.end(), [](int k) { return k == 1; }));
+      }
+}
+
+TEST_CASE(
+    "a global position: position 0 is the PyTorch epoch; set_epoch starts whole; shares differ by one") {
+  ddp::distributed_sampler<> whole(100, 3, 1, {.seed = 2});
+  std::vector<std::int64_t> before(whole.begin(), whole.end());
+  whole.set_position(30);
+  CHECK(whole.size() == 23); // 70 left over 3 ranks: 24, 23, 23
+  CHECK(whole.indices()[0] == before[10]);
+  whole.set_position(0);
+  CHECK(std::vector<std::int64_t>(whole.begin(), whole.end()) == before);
+  whole.set_position(31);
+  whole.set_epoch(1);
+  CHECK(whole.position() == 0);
+  CHECK(whole.size() == 34);
+  std::size_t total = 0;
+  for (int r = 0; r < 3; ++r) {
+    ddp::distributed_sampler<> s(100, 3, r, {.seed = 2});
+    s.set_position(30);
+    total += s.size();
+    CHECK(s.size() >= 23);
+    CHECK(s.size() <= 24);
+  }
+  CHECK(total == 70);
+  ddp::distributed_sampler<> cut(100, 3, 2, {.seed = 2, .drop_last = true});
+  cut.set_position(30);
+  CHECK(cut.size() == 23); // the rest cut to 69
+  CHECK(cut.total_size() == 69);
+  CHECK_THROWS_WITH_AS(whole.set_position(101),
+                       doctest::Contains("position 101 is past the end of an epoch of 100"), ddp::error);
 }
 
 TEST_CASE("contiguous: one block per rank, same sizes and padding as shuffled") {

@@ -209,6 +209,241 @@ TEST_CASE("bad values name the variable and the value") {
   CHECK(m.find("SLURM_JOB_ID=-5") != std::string::npos);
 }
 
+// The cluster launchers' variables, as each sets them for one process (from their sources:
+// Kubeflow's training operator, MPICH's Hydra, Intel MPI, mpirun_rsh, PRRTE, Slurm's PMI plugins).
+namespace {
+/// Kubeflow's PyTorchJob for worker 1 of a master and two workers (pod index 2): MASTER_* and
+/// PET_MASTER_* from the master's service and port, WORLD_SIZE = pods × nprocPerNode, RANK and
+/// PET_NODE_RANK = the pod's index, PET_NNODES = pods, PET_NPROC_PER_NODE only when nprocPerNode is set.
+std::map<std::string, std::string> pytorchjob_pod(const char* nproc) {
+  std::map<std::string, std::string> env{{"MASTER_PORT", "23456"},
+                                         {"PET_MASTER_PORT", "23456"},
+                                         {"MASTER_ADDR", "mnist-master-0"},
+                                         {"PET_MASTER_ADDR", "mnist-master-0"},
+                                         {"RANK", "2"},
+                                         {"PET_NODE_RANK", "2"},
+                                         {"PET_NNODES", "3"}};
+  const int per_pod = nproc ? std::stoi(nproc) : 1;
+  env["WORLD_SIZE"] = std::to_string(3 * per_pod);
+  if (nproc) env["PET_NPROC_PER_NODE"] = nproc;
+  return env;
+}
+} // namespace
+
+TEST_CASE("Kubeflow PyTorchJob, one process per pod: the pod's index is the rank") {
+  for (const char* nproc : {static_cast<const char*>(nullptr), "1"}) {
+    env_guard g(pytorchjob_pod(nproc));
+    auto t = ddp::topology::from_env();
+    CHECK(t.rank == 2);
+    CHECK(t.world_size == 3);
+    CHECK(t.local_rank == 0);
+    CHECK(t.local_world_size == 1);
+    CHECK(t.node_rank == 2);
+    CHECK(t.nnodes == 3);
+    CHECK(t.master_addr == "mnist-master-0");
+    CHECK(t.master_port == 23456);
+    CHECK(t.source == "kubeflow");
+  }
+}
+
+TEST_CASE("Kubeflow PyTorchJob with nprocPerNode > 1: RANK is the pod, WORLD_SIZE the processes") {
+  // Started by the operator itself, one process cannot be four ranks: one error that says so.
+  auto m = config_error(pytorchjob_pod("4"));
+  CHECK(m.find("PET_NPROC_PER_NODE=4") != std::string::npos);
+  CHECK(m.find("RANK=2 is the pod's index while WORLD_SIZE=12 counts processes") != std::string::npos);
+  CHECK(m.find("ddprun") != std::string::npos);
+
+  // ddprun in the pod (it reads PET_*) starts four ranks and sets their variables over the operator's.
+  auto env = pytorchjob_pod("4");
+  for (auto& [k, v] : std::map<std::string, std::string>{{"RANK", "9"},
+                                                         {"WORLD_SIZE", "12"},
+                                                         {"LOCAL_RANK", "1"},
+                                                         {"LOCAL_WORLD_SIZE", "4"},
+                                                         {"GROUP_RANK", "2"},
+                                                         {"NODE_RANK", "2"}})
+    env[k] = v;
+  env_guard g(env);
+  auto t = ddp::topology::from_env();
+  CHECK(t.rank == 9);
+  CHECK(t.world_size == 12);
+  CHECK(t.local_rank == 1);
+  CHECK(t.local_world_size == 4);
+  CHECK(t.node_rank == 2);
+  CHECK(t.nnodes == 3);
+  CHECK(t.master_addr == "mnist-master-0");
+  CHECK(t.source == "ddprun/torchrun");
+}
+
+TEST_CASE("Kubeflow TrainJob: PET_* only") {
+  // The torch plugin sets these five; PET_NODE_RANK comes from the Job's completion index.
+  const std::map<std::string, std::string> pod{{"PET_NNODES", "2"},
+                                               {"PET_NPROC_PER_NODE", "1"},
+                                               {"PET_NODE_RANK", "1"},
+                                               {"PET_MASTER_ADDR", "tj-node-0-0.tj"},
+                                               {"PET_MASTER_PORT", "29400"}};
+  {
+    env_guard g(pod);
+    auto t = ddp::topology::from_env();
+    CHECK(t.rank == 1);
+    CHECK(t.world_size == 2);
+    CHECK(t.local_world_size == 1);
+    CHECK(t.node_rank == 1);
+    CHECK(t.nnodes == 2);
+    CHECK(t.master_addr == "tj-node-0-0.tj");
+    CHECK(t.master_port == 29400);
+    CHECK(t.source == "kubeflow");
+  }
+  auto with = [&](const char* k, const char* v) {
+    auto e = pod;
+    e[k] = v;
+    return e;
+  };
+  auto m = config_error(with("PET_NPROC_PER_NODE", "auto"));
+  CHECK(m.find("PET_NPROC_PER_NODE=auto") != std::string::npos);
+  CHECK(m.find("ddprun") != std::string::npos);
+  m = config_error(with("PET_NNODES", "1:4"));
+  CHECK(m.find("PET_NNODES=1:4") != std::string::npos);
+  m = config_error(with("PET_NODE_RANK", "2"));
+  CHECK(m.find("PET_NODE_RANK=2 is not below PET_NNODES=2") != std::string::npos);
+}
+
+TEST_CASE("Kubeflow: contradictory or incomplete sets name both variables") {
+  auto env = pytorchjob_pod(nullptr);
+  env["PET_NODE_RANK"] = "1";
+  auto m = config_error(env);
+  CHECK(m.find("RANK=2 but PET_NODE_RANK=1") != std::string::npos);
+
+  env = pytorchjob_pod(nullptr);
+  env["PET_NNODES"] = "4";
+  m = config_error(env);
+  CHECK(m.find("WORLD_SIZE=3 but PET_NNODES=4") != std::string::npos);
+
+  m = config_error({{"PET_NODE_RANK", "0"}});
+  CHECK(m.find("neither WORLD_SIZE nor PET_NNODES") != std::string::npos);
+}
+
+TEST_CASE("MPICH's Hydra and Intel MPI: PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS") {
+  // mpiexec -n 4 -ppn 2 (Intel MPI sets the same four, with its I_MPI_* beside them).
+  env_guard g({{"PMI_RANK", "3"},
+               {"PMI_SIZE", "4"},
+               {"MPI_LOCALRANKID", "1"},
+               {"MPI_LOCALNRANKS", "2"},
+               {"MASTER_ADDR", "n0"},
+               {"MASTER_PORT", "1234"}});
+  auto t = ddp::topology::from_env();
+  CHECK(t.rank == 3);
+  CHECK(t.world_size == 4);
+  CHECK(t.local_rank == 1);
+  CHECK(t.local_world_size == 2);
+  CHECK(t.node_rank == 1);
+  CHECK(t.nnodes == 2);
+  CHECK(t.master_addr == "n0");
+  CHECK(t.master_port == 1234);
+  CHECK(t.source == "mpich");
+}
+
+TEST_CASE("MPICH inside a SLURM allocation: PMI_* win over the batch step's SLURM_PROCID") {
+  // mpiexec in an sbatch script: every process inherits the batch step's SLURM_PROCID=0.
+  env_guard g({{"PMI_RANK", "1"},
+               {"PMI_SIZE", "2"},
+               {"MPI_LOCALRANKID", "1"},
+               {"MPI_LOCALNRANKS", "2"},
+               {"SLURM_PROCID", "0"},
+               {"SLURM_NTASKS", "1"},
+               {"SLURM_JOB_ID", "4242"},
+               {"SLURM_JOB_NODELIST", "n1"}});
+  auto t = ddp::topology::from_env();
+  CHECK(t.source == "mpich");
+  CHECK(t.rank == 1);
+  CHECK(t.world_size == 2);
+  CHECK(t.master_addr == "127.0.0.1");
+  CHECK(t.master_port == 20000 + 4242 % 10000);
+}
+
+TEST_CASE("srun with Slurm's PMI plugins: SLURM's complete set is read") {
+  // --mpi=pmi2 adds PMI_RANK/PMI_SIZE (no MPI_LOCALRANKID); --mpi=pmix adds PMIX_RANK.
+  env_guard g({{"SLURM_PROCID", "3"},
+               {"SLURM_NTASKS", "4"},
+               {"SLURM_LOCALID", "1"},
+               {"SLURM_NODEID", "1"},
+               {"SLURM_NNODES", "2"},
+               {"SLURM_STEP_NODELIST", "n[1-2]"},
+               {"SLURM_STEP_TASKS_PER_NODE", "2(x2)"},
+               {"PMI_RANK", "3"},
+               {"PMI_SIZE", "4"},
+               {"PMIX_RANK", "3"}});
+  auto t = ddp::topology::from_env();
+  CHECK(t.source == "slurm");
+  CHECK(t.rank == 3);
+  CHECK(t.local_world_size == 2);
+  CHECK(t.master_addr == "n1");
+}
+
+TEST_CASE("MVAPICH: MV2_COMM_WORLD_*") {
+  // mpirun_rsh -np 4 (two per host).
+  env_guard g({{"MV2_COMM_WORLD_RANK", "2"},
+               {"MV2_COMM_WORLD_SIZE", "4"},
+               {"MV2_COMM_WORLD_LOCAL_RANK", "0"},
+               {"MV2_COMM_WORLD_LOCAL_SIZE", "2"},
+               {"MASTER_ADDR", "h0"},
+               {"MASTER_PORT", "4321"}});
+  auto t = ddp::topology::from_env();
+  CHECK(t.rank == 2);
+  CHECK(t.world_size == 4);
+  CHECK(t.local_rank == 0);
+  CHECK(t.local_world_size == 2);
+  CHECK(t.node_rank == 1);
+  CHECK(t.nnodes == 2);
+  CHECK(t.source == "mvapich");
+}
+
+TEST_CASE("PMIx: PMIX_RANK, with the size from WORLD_SIZE") {
+  // prterun sets PMIX_RANK and PMIX_NAMESPACE; the size is behind PMIx's API.
+  const std::map<std::string, std::string> prte{{"PMIX_RANK", "1"}, {"PMIX_NAMESPACE", "prterun-h-4711@1"}};
+  auto m = config_error(prte);
+  CHECK(m.find("PMIX_RANK=1") != std::string::npos);
+  CHECK(m.find("WORLD_SIZE") != std::string::npos);
+
+  auto env = prte;
+  env["WORLD_SIZE"] = "2";
+  env_guard g(env);
+  auto t = ddp::topology::from_env();
+  CHECK(t.source == "pmix");
+  CHECK(t.rank == 1);
+  CHECK(t.world_size == 2);
+  CHECK(t.nnodes == 2); // no local count given: one process per node assumed
+  CHECK(t.master_port == ddp::detail::port_from_job_id(std::string("prterun-h-4711@1")));
+}
+
+TEST_CASE("OpenMPI 5 sets PMIX_RANK beside OMPI_COMM_WORLD_*: OpenMPI's set is read") {
+  env_guard g({{"OMPI_COMM_WORLD_RANK", "1"},
+               {"OMPI_COMM_WORLD_SIZE", "2"},
+               {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+               {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+               {"PMIX_RANK", "1"},
+               {"PMIX_NAMESPACE", "prterun-h-1@1"}});
+  auto t = ddp::topology::from_env();
+  CHECK(t.source == "openmpi");
+  CHECK(t.master_addr == "127.0.0.1");
+}
+
+TEST_CASE("MPI launchers: an incomplete set names the missing variable") {
+  auto m = config_error({{"PMI_RANK", "0"}, {"MPI_LOCALRANKID", "0"}});
+  CHECK(m.find("PMI_SIZE is not set") != std::string::npos);
+  m = config_error({{"PMI_RANK", "0"}, {"PMI_SIZE", "2"}, {"MPI_LOCALRANKID", "0"}});
+  CHECK(m.find("MPI_LOCALRANKID is set but MPI_LOCALNRANKS is not") != std::string::npos);
+  m = config_error(
+      {{"MV2_COMM_WORLD_RANK", "0"}, {"MV2_COMM_WORLD_SIZE", "2"}, {"MV2_COMM_WORLD_LOCAL_SIZE", "2"}});
+  CHECK(m.find("MV2_COMM_WORLD_LOCAL_SIZE is set but MV2_COMM_WORLD_LOCAL_RANK is not") != std::string::npos);
+  m = config_error({{"PMI_RANK", "2"}, {"PMI_SIZE", "2"}});
+  CHECK(m.find("PMI_RANK=2 is not below PMI_SIZE=2") != std::string::npos);
+  m = config_error({{"MV2_COMM_WORLD_RANK", "0"},
+                    {"MV2_COMM_WORLD_SIZE", "2"},
+                    {"MV2_COMM_WORLD_LOCAL_RANK", "0"},
+                    {"MV2_COMM_WORLD_LOCAL_SIZE", "3"}});
+  CHECK(m.find("MV2_COMM_WORLD_LOCAL_SIZE=3 exceeds MV2_COMM_WORLD_SIZE=2") != std::string::npos);
+}
+
 TEST_CASE("the store port: MASTER_PORT, beside it under torch's elastic agent, or DDP_STORE_PORT") {
   const std::map<std::string, std::string> torchrun{
       {"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "node0"}, {"MASTER_PORT", "29555"}};

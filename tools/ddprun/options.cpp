@@ -5,9 +5,12 @@
 #include <CLI/CLI.hpp>
 
 #include <array>
+#include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <stdexcept>
+#include <string_view>
 
 namespace ddprun {
 namespace {
@@ -40,6 +43,36 @@ void add_options(CLI::App& app, job& j, int& master_port, bool& crash_report) {
   app.footer("usage: ddprun [options] [--] program [args...]");
 }
 
+/// A whole number in [lo, hi] from the environment variable `name`, for an option's default.
+std::optional<int> env_default(const char* name, int lo, int hi, const char* hint) {
+  const char* raw = std::getenv(name);
+  if (raw == nullptr) return std::nullopt;
+  std::string_view s = raw;
+  int v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc{} || p != s.data() + s.size() || v < lo || v > hi)
+    throw std::runtime_error(std::string(name) + "='" + raw + "' must be a whole number in [" +
+                             std::to_string(lo) + ", " + std::to_string(hi) + "]" + hint);
+  return v;
+}
+
+/// Kubeflow's training operator sets PET_* for torchrun (whose options read PET_<OPTION>): the
+/// same variables are ddprun's defaults, so `ddprun ./train` can be a pod's command. The command
+/// line wins over them, as with torchrun. The operator's RANK (the pod's index) and WORLD_SIZE
+/// (all processes) are not read: ddprun sets both for each rank it starts.
+void read_kubeflow_defaults(job& j, int& master_port) {
+  if (auto v = env_default("PET_NNODES", 1, 65536,
+                           ": ddprun has no elastic node range (MIN:MAX, from an elasticPolicy); give the "
+                           "job a fixed number of workers"))
+    j.nnodes = *v;
+  if (auto v = env_default("PET_NODE_RANK", 0, 65535, "")) j.node_rank = *v;
+  if (auto v = env_default("PET_NPROC_PER_NODE", 1, 4096,
+                           ": ddprun needs a count (not auto, cpu or gpu); set nprocPerNode to a number"))
+    j.nproc = *v;
+  if (const char* a = std::getenv("PET_MASTER_ADDR"); a && *a) j.master_addr = a;
+  if (auto v = env_default("PET_MASTER_PORT", 1, 65535, "")) master_port = *v;
+}
+
 std::string random_token() {
   std::array<unsigned char, 16> b{};
   std::ifstream("/dev/urandom", std::ios::binary).read(reinterpret_cast<char*>(b.data()), b.size());
@@ -58,7 +91,8 @@ std::optional<int> choose_token(job& j) {
     j.token = t;
   else if (j.nnodes > 1) {
     std::cerr << "ddprun: with several nodes, export the same DDP_TOKEN on every node (e.g. "
-                 "DDP_TOKEN=$(openssl rand -hex 16))\n";
+                 "DDP_TOKEN=$(openssl rand -hex 16); under Kubeflow, in the pod template's env, from a "
+                 "Secret)\n";
     return 2;
   } else
     j.token = random_token();
@@ -71,6 +105,12 @@ std::optional<int> parse_command_line(int argc, char** argv, job& j) {
   CLI::App app{"ddprun: launch the local ranks of a distributed data-parallel job"};
   int master_port = -1;
   bool crash_report = false;
+  try {
+    read_kubeflow_defaults(j, master_port);
+  } catch (const std::runtime_error& e) {
+    std::cerr << "ddprun: " << e.what() << "\n";
+    return 2;
+  }
   add_options(app, j, master_port, crash_report);
   try {
     app.parse(argc, argv);
@@ -83,7 +123,8 @@ std::optional<int> parse_command_line(int argc, char** argv, job& j) {
   }
   if (crash_report) j.crash_report = find_crash_report_library();
   if (j.node_rank >= j.nnodes) {
-    std::cerr << "ddprun: --node-rank " << j.node_rank << " must be below --nnodes " << j.nnodes << "\n";
+    std::cerr << "ddprun: --node-rank " << j.node_rank << " must be below --nnodes " << j.nnodes
+              << " (their defaults come from PET_NODE_RANK and PET_NNODES where set)\n";
     return 2;
   }
   if (master_port < 0) master_port = j.nnodes > 1 ? 29500 : 0;

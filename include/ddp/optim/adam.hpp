@@ -52,6 +52,12 @@ public:
 
   adam_options& options() noexcept { return o_; }
   std::uint64_t steps() const noexcept { return step_; }
+  /// What ddp::save_checkpoint records and load_checkpoint restores, re-sharded for any world size.
+  static constexpr const char* name() noexcept { return "adam"; }
+  shard_state& state() noexcept { return state_; }
+  const shard_state& state() const noexcept { return state_; }
+  Sharded& model() noexcept { return model_; }
+  void set_steps(std::uint64_t steps) noexcept { step_ = steps; }
   /// This rank's optimizer memory: two values per owned element.
   std::size_t state_bytes() const noexcept { return state_.bytes(); }
 

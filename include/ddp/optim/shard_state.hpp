@@ -39,6 +39,13 @@ public:
     return reinterpret_cast<T*>(data_[k][bucket].data()) + offset;
   }
 
+  template <class T> const T* at(std::size_t k, std::size_t bucket, std::size_t offset) const {
+    return reinterpret_cast<const T*>(data_[k][bucket].data()) + offset;
+  }
+
+  /// State arrays per element (Adam: 2, SGD: 1 with momentum, else 0).
+  std::size_t slots() const noexcept { return data_.size(); }
+
   std::size_t bytes() const {
     std::size_t n = 0;
     for (auto& slot : data_)

@@ -1,0 +1,278 @@
+// The definitions behind detail/checkpoint/file.hpp: compiled in every translation unit
+// when ddp is header-only, once in the runtime when it is compiled separately.
+#ifndef DDP_DETAIL_CHECKPOINT_FILE_INL_HPP
+#define DDP_DETAIL_CHECKPOINT_FILE_INL_HPP
+
+#include <ddp/detail/checkpoint/file.hpp>
+
+#include <openssl/evp.h>
+
+#include <array>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <memory>
+#include <sys/stat.h>
+#include <unistd.h>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+namespace checkpoint_io {
+
+inline std::array<std::uint8_t, checkpoint_digest_bytes> sha256(const std::uint8_t* data, std::size_t n) {
+  std::array<std::uint8_t, checkpoint_digest_bytes> md{};
+  unsigned int len = 0;
+  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(::EVP_MD_CTX_new(), ::EVP_MD_CTX_free);
+  if (!ctx || ::EVP_DigestInit_ex(ctx.get(), ::EVP_sha256(), nullptr) != 1 ||
+      ::EVP_DigestUpdate(ctx.get(), data, n) != 1 || ::EVP_DigestFinal_ex(ctx.get(), md.data(), &len) != 1 ||
+      len != md.size())
+    throw error(error_kind::backend, "OpenSSL's SHA-256 failed while sealing or checking a checkpoint");
+  return md;
+}
+
+template <class T> void put(std::vector<std::uint8_t>& out, T v) {
+  const auto* p = reinterpret_cast<const std::uint8_t*>(&v);
+  out.insert(out.end(), p, p + sizeof v);
+}
+
+inline void put_bytes(std::vector<std::uint8_t>& out, const void* data, std::size_t n) {
+  const auto* p = static_cast<const std::uint8_t*>(data);
+  out.insert(out.end(), p, p + n);
+}
+
+inline void put_string(std::vector<std::uint8_t>& out, const std::string& s) {
+  put(out, static_cast<std::uint32_t>(s.size()));
+  put_bytes(out, s.data(), s.size());
+}
+
+/// Reads the body; a record that runs past the end is a malformed file.
+class reader {
+public:
+  reader(const std::vector<std::uint8_t>& b, std::size_t at, std::size_t end, const std::string& file)
+      : b_(b), at_(at), end_(end), file_(file) {}
+  template <class T> T get() {
+    T v{};
+    std::memcpy(&v, take(sizeof v), sizeof v);
+    return v;
+  }
+  std::string get_string() {
+    const auto n = get<std::uint32_t>();
+    const auto* p = take(n);
+    return std::string(reinterpret_cast<const char*>(p), n);
+  }
+  std::vector<std::byte> get_bytes(std::uint64_t n) {
+    if (n > end_ - at_) malformed("a tensor runs past the end of the body");
+    const auto* p = take(static_cast<std::size_t>(n));
+    return std::vector<std::byte>(reinterpret_cast<const std::byte*>(p),
+                                  reinterpret_cast<const std::byte*>(p) + n);
+  }
+  bool done() const { return at_ == end_; }
+  [[noreturn]] void malformed(const std::string& what) const {
+    throw error(error_kind::data, "checkpoint " + file_ + " is malformed (" + what + ", at byte " +
+                                      std::to_string(at_) +
+                                      ") although its checksum holds: it was not written by this "
+                                      "version of ddp; save it again with the job that made it");
+  }
+
+private:
+  const std::uint8_t* take(std::size_t n) {
+    if (n > end_ - at_) malformed("a record runs past the end of the body");
+    const auto* p = b_.data() + at_;
+    at_ += n;
+    return p;
+  }
+  const std::vector<std::uint8_t>& b_;
+  std::size_t at_, end_;
+  const std::string& file_;
+};
+
+inline std::string errno_text() { return std::strerror(errno); }
+
+inline void write_all(int fd, const std::uint8_t* p, std::size_t n, const std::string& file) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0)
+      throw error(error_kind::data, "checkpoint " + file + ": writing it failed (" + errno_text() +
+                                        "); the previous one is untouched");
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+inline std::string directory_of(const std::string& file) {
+  const auto slash = file.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : file.substr(0, slash);
+}
+
+} // namespace checkpoint_io
+
+DDP_INLINE std::vector<std::uint8_t> encode_checkpoint(const checkpoint_contents& c) {
+  using namespace checkpoint_io;
+  std::vector<std::uint8_t> out;
+  put_bytes(out, checkpoint_magic, sizeof checkpoint_magic);
+  put(out, checkpoint_version);
+  put(out, std::uint32_t{0x01020304}); // byte order: the file is read back by the same kind of host
+  put(out, std::uint64_t{0});          // body size, filled below
+  put(out, c.step);
+  put(out, c.epoch);
+  put(out, c.samples);
+  put(out, c.saved_world_size);
+  put_string(out, c.optimizer);
+  put(out, c.optimizer_steps);
+  put(out, c.slots);
+  put(out, static_cast<std::uint32_t>(c.tensors.size()));
+  for (auto& t : c.tensors) {
+    put(out, static_cast<std::uint8_t>(t.role));
+    put_string(out, t.name);
+    put(out, static_cast<std::uint8_t>(t.type));
+    put(out, t.count);
+    put_bytes(out, t.values.data(), t.values.size());
+    for (auto& s : t.state)
+      put_bytes(out, s.data(), s.size());
+  }
+  const std::uint64_t body = out.size() - checkpoint_header_bytes;
+  std::memcpy(out.data() + 16, &body, sizeof body);
+  const auto md = sha256(out.data(), out.size());
+  out.insert(out.end(), md.begin(), md.end());
+  return out;
+}
+
+DDP_INLINE checkpoint_contents decode_checkpoint(const std::vector<std::uint8_t>& b,
+                                                 const std::string& file) {
+  using namespace checkpoint_io;
+  auto refuse = [&](const std::string& what) {
+    throw error(error_kind::data, "checkpoint " + file + " " + what);
+  };
+  if (b.size() < sizeof checkpoint_magic ||
+      std::memcmp(b.data(), checkpoint_magic, sizeof checkpoint_magic) != 0)
+    refuse("is not a ddp checkpoint (it does not begin with \"DDPCKPT\"): check the path");
+  if (b.size() < checkpoint_header_bytes + checkpoint_digest_bytes)
+    refuse("is truncated: " + std::to_string(b.size()) + " bytes, fewer than a header and checksum (" +
+           std::to_string(checkpoint_header_bytes + checkpoint_digest_bytes) +
+           "); use an earlier checkpoint");
+  std::uint32_t version = 0, order = 0;
+  std::uint64_t body = 0;
+  std::memcpy(&version, b.data() + 8, 4);
+  std::memcpy(&order, b.data() + 12, 4);
+  std::memcpy(&body, b.data() + 16, 8);
+  if (order != 0x01020304)
+    refuse("was written by a host of the other byte order: load it on a host like the one that saved it");
+  if (version != checkpoint_version)
+    refuse("has format version " + std::to_string(version) + "; this ddp reads version " +
+           std::to_string(checkpoint_version) + ": load it with the ddp that wrote it");
+  const std::uint64_t want = checkpoint_header_bytes + body + checkpoint_digest_bytes;
+  if (body > b.size() || want != b.size())
+    refuse(std::string(want > b.size() ? "is truncated" : "has bytes past its end") +
+           ": its header promises " + std::to_string(want) + " bytes, the file has " +
+           std::to_string(b.size()) +
+           " (a write cut short, or a file copied in part); use an earlier checkpoint");
+  const auto md = sha256(b.data(), b.size() - checkpoint_digest_bytes);
+  if (std::memcmp(md.data(), b.data() + b.size() - checkpoint_digest_bytes, md.size()) != 0)
+    refuse("fails its SHA-256 check: its bytes changed after it was written (a torn write, a bit flip, "
+           "an edit); use an earlier checkpoint");
+
+  reader r(b, checkpoint_header_bytes, b.size() - checkpoint_digest_bytes, file);
+  checkpoint_contents c;
+  c.step = r.get<std::uint64_t>();
+  c.epoch = r.get<std::uint64_t>();
+  c.samples = r.get<std::uint64_t>();
+  c.saved_world_size = r.get<std::uint32_t>();
+  c.optimizer = r.get_string();
+  c.optimizer_steps = r.get<std::uint64_t>();
+  c.slots = r.get<std::uint32_t>();
+  const auto n = r.get<std::uint32_t>();
+  for (std::uint32_t i = 0; i < n; ++i) {
+    checkpoint_tensor t;
+    const auto role = r.get<std::uint8_t>();
+    if (role > 1) r.malformed("a tensor's role is " + std::to_string(role));
+    t.role = static_cast<checkpoint_role>(role);
+    t.name = r.get_string();
+    const auto type = r.get<std::uint8_t>();
+    if (type > static_cast<std::uint8_t>(dtype::i8))
+      r.malformed("tensor '" + t.name + "' has dtype code " + std::to_string(type));
+    t.type = static_cast<dtype>(type);
+    t.count = r.get<std::uint64_t>();
+    const std::uint64_t bytes = t.count * size_of(t.type);
+    if (t.count > (std::uint64_t{1} << 48))
+      r.malformed("tensor '" + t.name + "' claims " + std::to_string(t.count) + " elements");
+    t.values = r.get_bytes(bytes);
+    if (t.role == checkpoint_role::parameter)
+      for (std::uint32_t k = 0; k < c.slots; ++k)
+        t.state.push_back(r.get_bytes(bytes));
+    c.tensors.push_back(std::move(t));
+  }
+  if (!r.done()) r.malformed("bytes follow the last tensor");
+  return c;
+}
+
+DDP_INLINE std::vector<std::uint8_t> read_checkpoint_file(const std::string& file) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    throw error(error_kind::data,
+                "checkpoint " + file + " cannot be opened (" + checkpoint_io::errno_text() + ")");
+  std::vector<std::uint8_t> out;
+  std::uint8_t buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const std::string why = checkpoint_io::errno_text();
+      ::close(fd);
+      throw error(error_kind::data, "checkpoint " + file + " cannot be read (" + why + ")");
+    }
+    if (n == 0) break;
+    out.insert(out.end(), buf, buf + n);
+  }
+  ::close(fd);
+  return out;
+}
+
+DDP_INLINE void write_checkpoint_file(const std::string& file, const std::vector<std::uint8_t>& bytes,
+                                      bool keep_previous) {
+  using namespace checkpoint_io;
+  const std::string tmp = file + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw error(error_kind::data, "checkpoint " + file + ": cannot create " + tmp + " beside it (" +
+                                      errno_text() + "); check that the directory exists and is writable");
+  try {
+    write_all(fd, bytes.data(), bytes.size(), file);
+    if (::fsync(fd) != 0)
+      throw error(error_kind::data, "checkpoint " + file + ": fsync of " + tmp + " failed (" + errno_text() +
+                                        "); the previous one is untouched");
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  ::close(fd);
+  struct stat st {};
+  if (keep_previous && ::stat(file.c_str(), &st) == 0 &&
+      std::rename(file.c_str(), (file + ".prev").c_str()) != 0) {
+    const std::string why = errno_text();
+    ::unlink(tmp.c_str());
+    throw error(error_kind::data, "checkpoint " + file + ": cannot keep the previous one as " + file +
+                                      ".prev (" + why + "); it is untouched");
+  }
+  if (std::rename(tmp.c_str(), file.c_str()) != 0) {
+    const std::string why = errno_text();
+    ::unlink(tmp.c_str());
+    throw error(error_kind::data, "checkpoint " + file + ": cannot rename " + tmp + " to it (" + why + ")" +
+                                      (keep_previous ? "; the previous one is " + file + ".prev" : ""));
+  }
+  // The renames are durable only once the directory is.
+  const int dir = ::open(directory_of(file).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    (void)::fsync(dir);
+    ::close(dir);
+  }
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_CHECKPOINT_FILE_INL_HPP
