@@ -11,6 +11,7 @@
 #include <ddp/detail/process_group/make_rendezvous.hpp>
 #include <ddp/detail/process_group/peer_failure_relay.hpp>
 #include <ddp/detail/process_group/peer_failure_watch.hpp>
+#include <ddp/detail/process_group/split_counts.hpp>
 #include <ddp/op.hpp>
 #include <ddp/shm_array.hpp>
 #include <ddp/store.hpp>
@@ -21,6 +22,8 @@
 #include <algorithm>
 #include <chrono>
 #include <concepts>
+#include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -28,6 +31,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 // Device tensors on a host-only backend are staged through pinned memory where
 // ddp is built with CUDA (ddp::cuda and ddp::nccl define these).
@@ -140,6 +144,114 @@ public:
   }
   template <class In, class Out> void reduce_scatter(const In& in, Out&& out, op o = op::sum) {
     if constexpr (writable_output<Out>()) reduce_scatter_impl(in, out, o, true).wait();
+  }
+
+  /// Sends `t` to rank `dst`; rank `dst` receives it with recv(t, this rank).
+  /// A pair's sends and recvs meet in the order each rank calls them, and must
+  /// agree on count, dtype and `tag` (else ddp::error(mismatch) on both). They
+  /// run in the group's order with its collectives, one at a time: a send
+  /// waits for its recv, so two ranks must not both send to each other first
+  /// (detected: mismatch on both), one recvs first. ddp::gloo, host memory.
+  template <class T> work send_async(T&& t, int dst, std::int64_t tag = 0) {
+    if constexpr (async_input<T>()) {
+      return extended<const std::remove_reference_t<T>>(
+          [&](auto& c, auto s, dtype dt) { return c.send(s.data(), s.size(), dt, dst, tag, false); },
+          std::as_const(t));
+    } else {
+      return {};
+    }
+  }
+  template <class T> void send(const T& t, int dst, std::int64_t tag = 0) {
+    extended<const T>(
+        [&](auto& c, auto s, dtype dt) { return c.send(s.data(), s.size(), dt, dst, tag, true); }, t)
+        .wait();
+  }
+  /// Receives into `t` what rank `src` sends with send(t, this rank) (see send).
+  template <class T> work recv_async(T&& t, int src, std::int64_t tag = 0) {
+    if constexpr (writable_output<T>()) {
+      return extended<std::remove_reference_t<T>>(
+          [&](auto& c, auto s, dtype dt) { return c.recv(s.data(), s.size(), dt, src, tag, false); }, t);
+    } else {
+      return {};
+    }
+  }
+  template <class T> void recv(T&& t, int src, std::int64_t tag = 0) {
+    if constexpr (writable_output<T>())
+      extended<std::remove_reference_t<T>>(
+          [&](auto& c, auto s, dtype dt) { return c.recv(s.data(), s.size(), dt, src, tag, true); }, t)
+          .wait();
+  }
+
+  /// Block p of `in` (in.size() / size() elements) goes to rank p; block p of
+  /// `out` (the same size) comes from rank p. `in` may be `out`.
+  template <class In, class Out> work all_to_all_async(In&& in, Out&& out) {
+    if constexpr (async_input<In>() && writable_output<Out>())
+      return all_to_all_impl(std::as_const(in), out, false);
+    else
+      return {};
+  }
+  template <class In, class Out> void all_to_all(const In& in, Out&& out) {
+    if constexpr (writable_output<Out>()) all_to_all_impl(in, out, true).wait();
+  }
+  /// With a count per peer (torch's all_to_all_single with split sizes): send_counts[p]
+  /// elements of `in` go to rank p, recv_counts[p] of `out` come from it, blocks
+  /// packed in rank order. Rank r's send_counts[p] must be rank p's recv_counts[r]
+  /// (checked on every rank: mismatch, naming the pair).
+  template <class In, class Out>
+  work all_to_all_async(In&& in, Out&& out, std::vector<std::size_t> send_counts,
+                        std::vector<std::size_t> recv_counts) {
+    if constexpr (async_input<In>() && writable_output<Out>())
+      return all_to_all_v_impl(std::as_const(in), out, std::move(send_counts), std::move(recv_counts), false);
+    else
+      return {};
+  }
+  template <class In, class Out>
+  void all_to_all(const In& in, Out&& out, std::vector<std::size_t> send_counts,
+                  std::vector<std::size_t> recv_counts) {
+    if constexpr (writable_output<Out>())
+      all_to_all_v_impl(in, out, std::move(send_counts), std::move(recv_counts), true).wait();
+  }
+
+  /// Rank `root`'s `out` (size() * in.size() elements) receives every rank's
+  /// `in`, in rank order; elsewhere `out` is not touched (it may be empty).
+  template <class In, class Out> work gather_async(In&& in, Out&& out, int root = 0) {
+    if constexpr (async_input<In>() && writable_output<Out>())
+      return rooted_impl<true>(std::as_const(in), out, root, false);
+    else
+      return {};
+  }
+  template <class In, class Out> void gather(const In& in, Out&& out, int root = 0) {
+    if constexpr (writable_output<Out>()) rooted_impl<true>(in, out, root, true).wait();
+  }
+  /// Block p of rank `root`'s `in` (size() * out.size() elements) goes to rank
+  /// p's `out`; elsewhere `in` is not read (it may be empty).
+  template <class In, class Out> work scatter_async(In&& in, Out&& out, int root = 0) {
+    if constexpr (async_input<In>() && writable_output<Out>())
+      return rooted_impl<false>(std::as_const(in), out, root, false);
+    else
+      return {};
+  }
+  template <class In, class Out> void scatter(const In& in, Out&& out, int root = 0) {
+    if constexpr (writable_output<Out>()) rooted_impl<false>(in, out, root, true).wait();
+  }
+  /// Rank `root`'s `t` becomes the reduction of every rank's `t` (reduced in
+  /// rank order); the other ranks' `t` is left as it was.
+  template <class T> work reduce_async(T&& t, int root, op o = op::sum) {
+    if constexpr (writable_output<T>()) {
+      check_root(root, "reduce");
+      return extended<std::remove_reference_t<T>>(
+          [&](auto& c, auto s, dtype dt) { return c.reduce(s.data(), s.size(), dt, o, root, false); }, t);
+    } else {
+      return {};
+    }
+  }
+  template <class T> void reduce(T&& t, int root, op o = op::sum) {
+    if constexpr (writable_output<T>()) {
+      check_root(root, "reduce");
+      extended<std::remove_reference_t<T>>(
+          [&](auto& c, auto s, dtype dt) { return c.reduce(s.data(), s.size(), dt, o, root, true); }, t)
+          .wait();
+    }
   }
 
   /// `n` zeroed elements of host memory that every rank of this node can see
@@ -282,6 +394,86 @@ private:
     } else {
       return {};
     }
+  }
+
+  /// Runs `f(communicator, span of the first tensor, dtype)` for a collective
+  /// of extended_communicator, once the tensors `T...` (the first gives the
+  /// span) pass usable() and the backend and memory checks below; otherwise
+  /// one static_assert says why and nothing else compiles.
+  template <class T, class... More, class F, class U> work extended(F&& f, U& t) {
+    if constexpr (!usable<T, More...>()) {
+      return {};
+    } else if constexpr (!extended_communicator<typename Backend::communicator>) {
+      static_assert(extended_communicator<typename Backend::communicator>,
+                    "ddp: send/recv, all_to_all, gather, scatter and reduce are offered by ddp::gloo; this "
+                    "backend (ddp::nccl) has none yet: run them on a ddp::gloo group of the same ranks");
+      return {};
+    } else if constexpr (on_device_v<std::remove_cv_t<T>> || (on_device_v<std::remove_cv_t<More>> || ...)) {
+      static_assert(sizeof(T) == 0,
+                    "ddp: send/recv, all_to_all, gather, scatter and reduce take host memory: copy device "
+                    "tensors to the host first (cudaMemcpy), then call the collective");
+      return {};
+    } else {
+      auto s = as_span(t);
+      return f(*comm_, s, dtype_v<std::remove_cv_t<tensor_value_t<T>>>);
+    }
+  }
+
+  template <class In, class Out> work all_to_all_impl(const In& in, Out& out, bool blocking) {
+    return extended<const In, Out>(
+        [&](auto& c, auto i, dtype dt) {
+          static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
+                        "ddp: all_to_all needs input and output of the same element type");
+          auto o = as_span(out);
+          if (i.size() != o.size() || i.size() % static_cast<std::size_t>(size()) != 0)
+            throw error(error_kind::config,
+                        "all_to_all on rank " + std::to_string(rank()) + ": input has " +
+                            std::to_string(i.size()) + " elements, output " + std::to_string(o.size()) +
+                            "; both must hold world size " + std::to_string(size()) +
+                            " blocks of the same count (for other splits pass send_counts and recv_counts)");
+          return c.all_to_all(i.data(), o.data(), i.size() / static_cast<std::size_t>(size()), dt, blocking);
+        },
+        in);
+  }
+
+  template <class In, class Out>
+  work all_to_all_v_impl(const In& in, Out& out, std::vector<std::size_t> sc, std::vector<std::size_t> rc,
+                         bool blocking) {
+    return extended<const In, Out>(
+        [&](auto& c, auto i, dtype dt) {
+          static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
+                        "ddp: all_to_all needs input and output of the same element type");
+          auto o = as_span(out);
+          detail::check_split_counts("all_to_all", rank(), size(), i.size(), sc, o.size(), rc);
+          return c.all_to_all_v(i.data(), std::move(sc), o.data(), std::move(rc), dt, blocking);
+        },
+        in);
+  }
+
+  /// gather (`to_root`) or scatter: the root's side holds size() blocks.
+  template <bool to_root, class In, class Out>
+  work rooted_impl(const In& in, Out& out, int root, bool blocking) {
+    return extended<const In, Out>(
+        [&](auto& c, auto i, dtype dt) {
+          static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
+                        "ddp: gather and scatter need input and output of the same element type");
+          const char* name = to_root ? "gather" : "scatter";
+          check_root(root, name);
+          auto o = as_span(out);
+          const std::size_t n = to_root ? i.size() : o.size();
+          const std::size_t whole = to_root ? o.size() : i.size();
+          if (rank() == root && whole != n * static_cast<std::size_t>(size()))
+            throw error(error_kind::config, std::string(name) + " on root " + std::to_string(root) + ": " +
+                                                (to_root ? "output" : "input") + " has " +
+                                                std::to_string(whole) + " elements, expected world size " +
+                                                std::to_string(size()) + " x " +
+                                                (to_root ? "input " : "output ") + std::to_string(n));
+          if constexpr (to_root)
+            return c.gather(i.data(), o.data(), n, dt, root, blocking);
+          else
+            return c.scatter(i.data(), o.data(), n, dt, root, blocking);
+        },
+        in);
   }
 
   /// Whether a collective can write its result into `t`, passed as `T` (the

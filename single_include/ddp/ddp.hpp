@@ -656,6 +656,9 @@ DDP_END_NAMESPACE
 //   open_files_communicator
 //                          says how many descriptors its connections take,
 //                          so the open-files limit is raised before they form
+//   extended_communicator  the rest of torch.distributed's collectives on host
+//                          memory: send/recv, all_to_all (equal and variable
+//                          splits), gather, scatter, reduce
 #ifndef DDP_BACKEND_COMMUNICATOR_HPP
 #define DDP_BACKEND_COMMUNICATOR_HPP
 
@@ -2365,6 +2368,8 @@ DDP_END_NAMESPACE
 
 #include <chrono>
 #include <concepts>
+#include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <string>
@@ -2484,6 +2489,24 @@ concept peer_failure_communicator = communicator<C> && requires(C& c, const lost
 template <class C>
 concept open_files_communicator = communicator<C> && requires(const ddp::topology& t) {
   { C::open_files(t) } -> std::convertible_to<long>;
+};
+
+/// The rest of torch.distributed's collectives, on host memory: point to
+/// point (`tag` must match; a pair's operations meet in the order each rank
+/// calls them), all_to_all with equal blocks or a count per peer (blocks
+/// packed in rank order), gather, scatter and reduce to a root. ddp::gloo
+/// models it; ddp::nccl does not yet (process_group says so at compile time).
+template <class C>
+concept extended_communicator = communicator<C> &&
+    requires(C& c, void* p, const void* in, std::size_t n, dtype dt, op o, int root, std::int64_t tag,
+             std::vector<std::size_t> counts, bool blocking) {
+  { c.send(in, n, dt, root, tag, blocking) } -> std::same_as<work>;
+  { c.recv(p, n, dt, root, tag, blocking) } -> std::same_as<work>;
+  { c.all_to_all(in, p, n, dt, blocking) } -> std::same_as<work>;
+  { c.all_to_all_v(in, counts, p, counts, dt, blocking) } -> std::same_as<work>;
+  { c.gather(in, p, n, dt, root, blocking) } -> std::same_as<work>;
+  { c.scatter(in, p, n, dt, root, blocking) } -> std::same_as<work>;
+  { c.reduce(p, n, dt, o, root, blocking) } -> std::same_as<work>;
 };
 
 /// A backend policy: a name and a communicator type.
@@ -2643,6 +2666,27 @@ public:
   /// The header round is the barrier: no rank leaves it before every rank's
   /// header arrived.
   DDP_INLINE work barrier(bool blocking = false);
+
+  /// Block p of `in` (n elements each) goes to rank p, block p of `out`
+  /// comes from rank p; small blocks travel with the header. `in` may be `out`.
+  DDP_INLINE work all_to_all(const void* in, void* out, std::size_t n, dtype dt, bool blocking = false);
+  /// all_to_all with a count per peer, blocks packed in rank order; every rank
+  /// checks every rank's counts, so a disagreement fails alike everywhere.
+  DDP_INLINE work all_to_all_v(const void* in, std::vector<std::size_t> send_counts, void* out,
+                               std::vector<std::size_t> recv_counts, dtype dt, bool blocking = false);
+  /// Root's `out` (size() blocks of n) receives every rank's `in`, in rank order.
+  DDP_INLINE work gather(const void* in, void* out, std::size_t n, dtype dt, int root, bool blocking = false);
+  /// Block p of root's `in` (size() blocks of n) goes to rank p's `out`.
+  DDP_INLINE work scatter(const void* in, void* out, std::size_t n, dtype dt, int root,
+                          bool blocking = false);
+  /// Root's `data` becomes the reduction of every rank's (in rank order); the others' stays.
+  DDP_INLINE work reduce(void* data, std::size_t n, dtype dt, op o, int root, bool blocking = false);
+  /// Point to point, run in the group's order: a pair's k-th operations with
+  /// each other meet, and must agree on count, dtype and tag.
+  DDP_INLINE work send(const void* data, std::size_t n, dtype dt, int peer, std::int64_t tag,
+                       bool blocking = false);
+  DDP_INLINE work recv(void* data, std::size_t n, dtype dt, int peer, std::int64_t tag,
+                       bool blocking = false);
 
 private:
   DDP_INLINE shm_memory make_shm_memory(std::size_t n, dtype dt, std::size_t elem_size);
@@ -3085,10 +3129,38 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_PROCESS_GROUP_PEER_FAILURE_WATCH_HPP
 // ---- end ddp/detail/process_group/peer_failure_watch.hpp ----
+// ---- begin ddp/detail/process_group/split_counts.hpp ----
+// The local check of all_to_all's counts per peer, before anything is queued:
+// one count per rank on each side, and the tensors as long as their sums.
+// Whether the ranks' counts fit each other is checked across ranks by the
+// backend (detail/gloo/collectives.hpp).
+#ifndef DDP_DETAIL_PROCESS_GROUP_SPLIT_COUNTS_HPP
+#define DDP_DETAIL_PROCESS_GROUP_SPLIT_COUNTS_HPP
+
+
+#include <cstddef>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// Throws ddp::error(config) naming `what`, the rank and the count at fault.
+DDP_INLINE void check_split_counts(const char* what, int rank, int world, std::size_t in_size,
+                                   const std::vector<std::size_t>& send_counts, std::size_t out_size,
+                                   const std::vector<std::size_t>& recv_counts);
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+
+#endif // DDP_DETAIL_PROCESS_GROUP_SPLIT_COUNTS_HPP
+// ---- end ddp/detail/process_group/split_counts.hpp ----
 
 #include <algorithm>
 #include <chrono>
 #include <concepts>
+#include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -3096,6 +3168,7 @@ DDP_END_NAMESPACE
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 // Device tensors on a host-only backend are staged through pinned memory where
 // ddp is built with CUDA (ddp::cuda and ddp::nccl define these).
@@ -3723,6 +3796,114 @@ public:
     if constexpr (writable_output<Out>()) reduce_scatter_impl(in, out, o, true).wait();
   }
 
+  /// Sends `t` to rank `dst`; rank `dst` receives it with recv(t, this rank).
+  /// A pair's sends and recvs meet in the order each rank calls them, and must
+  /// agree on count, dtype and `tag` (else ddp::error(mismatch) on both). They
+  /// run in the group's order with its collectives, one at a time: a send
+  /// waits for its recv, so two ranks must not both send to each other first
+  /// (detected: mismatch on both), one recvs first. ddp::gloo, host memory.
+  template <class T> work send_async(T&& t, int dst, std::int64_t tag = 0) {
+    if constexpr (async_input<T>()) {
+      return extended<const std::remove_reference_t<T>>(
+          [&](auto& c, auto s, dtype dt) { return c.send(s.data(), s.size(), dt, dst, tag, false); },
+          std::as_const(t));
+    } else {
+      return {};
+    }
+  }
+  template <class T> void send(const T& t, int dst, std::int64_t tag = 0) {
+    extended<const T>(
+        [&](auto& c, auto s, dtype dt) { return c.send(s.data(), s.size(), dt, dst, tag, true); }, t)
+        .wait();
+  }
+  /// Receives into `t` what rank `src` sends with send(t, this rank) (see send).
+  template <class T> work recv_async(T&& t, int src, std::int64_t tag = 0) {
+    if constexpr (writable_output<T>()) {
+      return extended<std::remove_reference_t<T>>(
+          [&](auto& c, auto s, dtype dt) { return c.recv(s.data(), s.size(), dt, src, tag, false); }, t);
+    } else {
+      return {};
+    }
+  }
+  template <class T> void recv(T&& t, int src, std::int64_t tag = 0) {
+    if constexpr (writable_output<T>())
+      extended<std::remove_reference_t<T>>(
+          [&](auto& c, auto s, dtype dt) { return c.recv(s.data(), s.size(), dt, src, tag, true); }, t)
+          .wait();
+  }
+
+  /// Block p of `in` (in.size() / size() elements) goes to rank p; block p of
+  /// `out` (the same size) comes from rank p. `in` may be `out`.
+  template <class In, class Out> work all_to_all_async(In&& in, Out&& out) {
+    if constexpr (async_input<In>() && writable_output<Out>())
+      return all_to_all_impl(std::as_const(in), out, false);
+    else
+      return {};
+  }
+  template <class In, class Out> void all_to_all(const In& in, Out&& out) {
+    if constexpr (writable_output<Out>()) all_to_all_impl(in, out, true).wait();
+  }
+  /// With a count per peer (torch's all_to_all_single with split sizes): send_counts[p]
+  /// elements of `in` go to rank p, recv_counts[p] of `out` come from it, blocks
+  /// packed in rank order. Rank r's send_counts[p] must be rank p's recv_counts[r]
+  /// (checked on every rank: mismatch, naming the pair).
+  template <class In, class Out>
+  work all_to_all_async(In&& in, Out&& out, std::vector<std::size_t> send_counts,
+                        std::vector<std::size_t> recv_counts) {
+    if constexpr (async_input<In>() && writable_output<Out>())
+      return all_to_all_v_impl(std::as_const(in), out, std::move(send_counts), std::move(recv_counts), false);
+    else
+      return {};
+  }
+  template <class In, class Out>
+  void all_to_all(const In& in, Out&& out, std::vector<std::size_t> send_counts,
+                  std::vector<std::size_t> recv_counts) {
+    if constexpr (writable_output<Out>())
+      all_to_all_v_impl(in, out, std::move(send_counts), std::move(recv_counts), true).wait();
+  }
+
+  /// Rank `root`'s `out` (size() * in.size() elements) receives every rank's
+  /// `in`, in rank order; elsewhere `out` is not touched (it may be empty).
+  template <class In, class Out> work gather_async(In&& in, Out&& out, int root = 0) {
+    if constexpr (async_input<In>() && writable_output<Out>())
+      return rooted_impl<true>(std::as_const(in), out, root, false);
+    else
+      return {};
+  }
+  template <class In, class Out> void gather(const In& in, Out&& out, int root = 0) {
+    if constexpr (writable_output<Out>()) rooted_impl<true>(in, out, root, true).wait();
+  }
+  /// Block p of rank `root`'s `in` (size() * out.size() elements) goes to rank
+  /// p's `out`; elsewhere `in` is not read (it may be empty).
+  template <class In, class Out> work scatter_async(In&& in, Out&& out, int root = 0) {
+    if constexpr (async_input<In>() && writable_output<Out>())
+      return rooted_impl<false>(std::as_const(in), out, root, false);
+    else
+      return {};
+  }
+  template <class In, class Out> void scatter(const In& in, Out&& out, int root = 0) {
+    if constexpr (writable_output<Out>()) rooted_impl<false>(in, out, root, true).wait();
+  }
+  /// Rank `root`'s `t` becomes the reduction of every rank's `t` (reduced in
+  /// rank order); the other ranks' `t` is left as it was.
+  template <class T> work reduce_async(T&& t, int root, op o = op::sum) {
+    if constexpr (writable_output<T>()) {
+      check_root(root, "reduce");
+      return extended<std::remove_reference_t<T>>(
+          [&](auto& c, auto s, dtype dt) { return c.reduce(s.data(), s.size(), dt, o, root, false); }, t);
+    } else {
+      return {};
+    }
+  }
+  template <class T> void reduce(T&& t, int root, op o = op::sum) {
+    if constexpr (writable_output<T>()) {
+      check_root(root, "reduce");
+      extended<std::remove_reference_t<T>>(
+          [&](auto& c, auto s, dtype dt) { return c.reduce(s.data(), s.size(), dt, o, root, true); }, t)
+          .wait();
+    }
+  }
+
   /// `n` zeroed elements of host memory that every rank of this node can see
   /// (ddp/shm_array.hpp): an all_reduce of a range inside it runs in place,
   /// without copies through the node's segment. Collective: every rank calls
@@ -3863,6 +4044,86 @@ private:
     } else {
       return {};
     }
+  }
+
+  /// Runs `f(communicator, span of the first tensor, dtype)` for a collective
+  /// of extended_communicator, once the tensors `T...` (the first gives the
+  /// span) pass usable() and the backend and memory checks below; otherwise
+  /// one static_assert says why and nothing else compiles.
+  template <class T, class... More, class F, class U> work extended(F&& f, U& t) {
+    if constexpr (!usable<T, More...>()) {
+      return {};
+    } else if constexpr (!extended_communicator<typename Backend::communicator>) {
+      static_assert(extended_communicator<typename Backend::communicator>,
+                    "ddp: send/recv, all_to_all, gather, scatter and reduce are offered by ddp::gloo; this "
+                    "backend (ddp::nccl) has none yet: run them on a ddp::gloo group of the same ranks");
+      return {};
+    } else if constexpr (on_device_v<std::remove_cv_t<T>> || (on_device_v<std::remove_cv_t<More>> || ...)) {
+      static_assert(sizeof(T) == 0,
+                    "ddp: send/recv, all_to_all, gather, scatter and reduce take host memory: copy device "
+                    "tensors to the host first (cudaMemcpy), then call the collective");
+      return {};
+    } else {
+      auto s = as_span(t);
+      return f(*comm_, s, dtype_v<std::remove_cv_t<tensor_value_t<T>>>);
+    }
+  }
+
+  template <class In, class Out> work all_to_all_impl(const In& in, Out& out, bool blocking) {
+    return extended<const In, Out>(
+        [&](auto& c, auto i, dtype dt) {
+          static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
+                        "ddp: all_to_all needs input and output of the same element type");
+          auto o = as_span(out);
+          if (i.size() != o.size() || i.size() % static_cast<std::size_t>(size()) != 0)
+            throw error(error_kind::config,
+                        "all_to_all on rank " + std::to_string(rank()) + ": input has " +
+                            std::to_string(i.size()) + " elements, output " + std::to_string(o.size()) +
+                            "; both must hold world size " + std::to_string(size()) +
+                            " blocks of the same count (for other splits pass send_counts and recv_counts)");
+          return c.all_to_all(i.data(), o.data(), i.size() / static_cast<std::size_t>(size()), dt, blocking);
+        },
+        in);
+  }
+
+  template <class In, class Out>
+  work all_to_all_v_impl(const In& in, Out& out, std::vector<std::size_t> sc, std::vector<std::size_t> rc,
+                         bool blocking) {
+    return extended<const In, Out>(
+        [&](auto& c, auto i, dtype dt) {
+          static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
+                        "ddp: all_to_all needs input and output of the same element type");
+          auto o = as_span(out);
+          detail::check_split_counts("all_to_all", rank(), size(), i.size(), sc, o.size(), rc);
+          return c.all_to_all_v(i.data(), std::move(sc), o.data(), std::move(rc), dt, blocking);
+        },
+        in);
+  }
+
+  /// gather (`to_root`) or scatter: the root's side holds size() blocks.
+  template <bool to_root, class In, class Out>
+  work rooted_impl(const In& in, Out& out, int root, bool blocking) {
+    return extended<const In, Out>(
+        [&](auto& c, auto i, dtype dt) {
+          static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
+                        "ddp: gather and scatter need input and output of the same element type");
+          const char* name = to_root ? "gather" : "scatter";
+          check_root(root, name);
+          auto o = as_span(out);
+          const std::size_t n = to_root ? i.size() : o.size();
+          const std::size_t whole = to_root ? o.size() : i.size();
+          if (rank() == root && whole != n * static_cast<std::size_t>(size()))
+            throw error(error_kind::config, std::string(name) + " on root " + std::to_string(root) + ": " +
+                                                (to_root ? "output" : "input") + " has " +
+                                                std::to_string(whole) + " elements, expected world size " +
+                                                std::to_string(size()) + " x " +
+                                                (to_root ? "input " : "output ") + std::to_string(n));
+          if constexpr (to_root)
+            return c.gather(i.data(), o.data(), n, dt, root, blocking);
+          else
+            return c.scatter(i.data(), o.data(), n, dt, root, blocking);
+        },
+        in);
   }
 
   /// Whether a collective can write its result into `t`, passed as `T` (the
@@ -18712,6 +18973,12 @@ inline constexpr std::uint8_t header_slot_prefix = 0x41; ///< header_round (deta
 inline constexpr std::uint8_t chain_slot_prefix = 0x42;  ///< chain_broadcast (detail/gloo/chain.hpp)
 inline constexpr std::uint8_t block_exchange_slot_prefix =
     0x43; ///< exchange_blocks (detail/gloo/exchange.hpp)
+/// send/recv (detail/gloo/p2p.hpp): the pair's header, then its data. Their
+/// tag is the pair's own sequence number, not the group's.
+inline constexpr std::uint8_t p2p_header_slot_prefix = 0x44;
+inline constexpr std::uint8_t p2p_data_slot_prefix = 0x45;
+/// exchange_v (detail/gloo/exchange.hpp): all_to_all, gather, scatter, reduce
+inline constexpr std::uint8_t exchange_v_slot_prefix = 0x46;
 
 } // namespace detail
 DDP_END_NAMESPACE
@@ -18893,6 +19160,7 @@ DDP_END_NAMESPACE
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
@@ -18934,6 +19202,49 @@ inline void exchange_blocks(const std::shared_ptr<::gloo::Context>& ctx, gloo_wa
     gloo_deadline::check(recv_buf->waitRecv(deadline.remaining()), "block receive");
   for (int i = 1; i < w; ++i)
     gloo_deadline::check(send_buf->waitSend(deadline.remaining()), "block send");
+}
+
+/// One peer's part of exchange_v: `bytes` at `data` (0 bytes: nothing).
+struct peer_block {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+};
+
+/// Sends sends[p] to each peer p and receives recvs[p] from it, each block
+/// where it lies (this rank's own entries are ignored); an empty block is no
+/// message. Every rank must have agreed on the sizes first (the header
+/// round): a message larger than its receive ends the process inside Gloo.
+/// all_to_all (equal or variable splits), gather, scatter and reduce are all
+/// this one exchange with different blocks. Throws gloo::IoException when a
+/// wait times out, is interrupted, or its connection fails.
+inline void exchange_v(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits,
+                       const std::vector<peer_block>& sends, const std::vector<peer_block>& recvs,
+                       std::uint32_t tag, std::chrono::milliseconds timeout) {
+  const int w = ctx->size, r = ctx->rank;
+  if (w == 1) return;
+  const gloo_deadline deadline(timeout);
+  const auto slot = ::gloo::Slot::build(exchange_v_slot_prefix, tag);
+  std::vector<gloo_waits::buffer> in, out;
+  in.reserve(static_cast<std::size_t>(w));
+  out.reserve(static_cast<std::size_t>(w));
+  for (int p = 0; p < w; ++p) {
+    const auto& b = recvs[static_cast<std::size_t>(p)];
+    if (p == r || b.bytes == 0) continue;
+    in.push_back(waits.make(*ctx, b.data, b.bytes));
+    in.back()->recv(p, slot, 0, b.bytes);
+  }
+  // Peers in turn from this rank's right, so that no rank gets every first send.
+  for (int i = 1; i < w; ++i) {
+    const int p = (r + i) % w;
+    const auto& b = sends[static_cast<std::size_t>(p)];
+    if (b.bytes == 0) continue;
+    out.push_back(waits.make(*ctx, b.data, b.bytes));
+    out.back()->send(p, slot, 0, b.bytes);
+  }
+  for (auto& b : in)
+    gloo_deadline::check(b->waitRecv(deadline.remaining()), "block receive");
+  for (auto& b : out)
+    gloo_deadline::check(b->waitSend(deadline.remaining()), "block send");
 }
 
 } // namespace detail
@@ -18982,7 +19293,18 @@ DDP_END_NAMESPACE
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
-enum class collective_kind : std::uint8_t { all_reduce = 1, broadcast, all_gather, reduce_scatter, barrier };
+enum class collective_kind : std::uint8_t {
+  all_reduce = 1,
+  broadcast,
+  all_gather,
+  reduce_scatter,
+  barrier,
+  all_to_all,
+  all_to_all_v,
+  gather,
+  scatter,
+  reduce
+};
 
 constexpr const char* to_string(collective_kind k) noexcept {
   switch (k) {
@@ -18991,6 +19313,11 @@ constexpr const char* to_string(collective_kind k) noexcept {
   case collective_kind::all_gather: return "all_gather";
   case collective_kind::reduce_scatter: return "reduce_scatter";
   case collective_kind::barrier: return "barrier";
+  case collective_kind::all_to_all: return "all_to_all";
+  case collective_kind::all_to_all_v: return "all_to_all (variable splits)";
+  case collective_kind::gather: return "gather";
+  case collective_kind::scatter: return "scatter";
+  case collective_kind::reduce: return "reduce";
   }
   return "unknown collective";
 }
@@ -19006,10 +19333,11 @@ struct collective_header {
   std::uint8_t dt = 0;       ///< ddp::dtype
   std::uint8_t reduce = 0;   ///< ddp::op (reductions only)
   std::uint8_t in_place = 0; ///< all_reduce of a shm array (root: its id; shm_shape: the byte offset)
-  std::int32_t root = 0;     ///< broadcast's root; an in-place all_reduce's array id
-  std::uint32_t tag = 0;     ///< the collective's sequence tag
-  std::uint64_t count = 0;   ///< elements (per rank for all_gather/reduce_scatter blocks)
-  std::uint64_t piece = 0;   ///< the ring's or chain's largest message: it shapes their messages
+  std::int32_t root =
+      0; ///< broadcast's, gather's, scatter's or reduce's root; an in-place all_reduce's array id
+  std::uint32_t tag = 0;   ///< the collective's sequence tag
+  std::uint64_t count = 0; ///< elements (per rank for all_gather/reduce_scatter blocks)
+  std::uint64_t piece = 0; ///< the ring's or chain's largest message: it shapes their messages
   std::uint64_t shm_shape =
       0; ///< shm: the step or half-area bytes (they shape the barriers), or the in-place offset
   std::uint32_t step = 0;   ///< the data-parallel step (call_site) this collective reduces
@@ -19101,10 +19429,16 @@ struct collective_header {
       s = std::string(to_string(call)) + " (step " + std::to_string(step) + ", bucket " +
           std::to_string(bucket) + ") " + s;
     if (kind == collective_kind::barrier) return s;
+    if (kind == collective_kind::all_to_all_v) // its counts travel as the round's payload
+      return s + " of " + std::string(ddp::to_string(static_cast<dtype>(dt)));
     s += " of " + std::to_string(count) + " x " + std::string(ddp::to_string(static_cast<dtype>(dt)));
-    if (kind == collective_kind::all_reduce || kind == collective_kind::reduce_scatter)
+    if (kind == collective_kind::all_reduce || kind == collective_kind::reduce_scatter ||
+        kind == collective_kind::reduce)
       s += " (op " + std::string(ddp::to_string(static_cast<op>(reduce))) + ")";
-    if (kind == collective_kind::broadcast) s += " from root " + std::to_string(root);
+    if (kind == collective_kind::broadcast || kind == collective_kind::scatter)
+      s += " from root " + std::to_string(root);
+    if (kind == collective_kind::gather || kind == collective_kind::reduce)
+      s += " to root " + std::to_string(root);
     if (kind == collective_kind::all_reduce && in_place)
       s += " in place in ddp::shm_array " + std::to_string(root) + " at byte " + std::to_string(shm_shape) +
            " (every rank must pass the same part of its own shm array)";
@@ -19577,6 +19911,187 @@ public:
     if (o == op::avg) scale_in_place(out, n, dt, 1.0 / size_);
   }
 
+  /// Block p of `in` (n elements each) goes to rank p, block p of `out`
+  /// comes from rank p. Small blocks ride with the header; larger ones go
+  /// straight from `in` to the peer's `out` (exchange_v). `in` may be `out`.
+  void all_to_all(std::uint32_t tag, const std::string& what, const void* in, void* out, std::size_t n,
+                  dtype dt) {
+    const std::size_t bytes = n * size_of(dt);
+    const auto* src = static_cast<const char*>(in);
+    auto* dst = static_cast<char*>(out);
+    auto at = [&](int p) { return bytes * static_cast<std::size_t>(p); };
+    if (size_ == 1) {
+      if (n) std::memmove(out, in, bytes);
+      return;
+    }
+    const bool small = bytes <= header_round::inline_cap(size_);
+    exchange(header(collective_kind::all_to_all, tag, n, dt), what, [&](int p) {
+      return payload{src + at(p), small ? bytes : 0};
+    });
+    if (n == 0) return;
+    if (small) { // every block already sent: `out` may overwrite `in` now
+      std::memmove(dst + at(rank_), src + at(rank_), bytes);
+      for (int p = 0; p < size_; ++p)
+        if (p != rank_) std::memcpy(dst + at(p), headers_.payload(p), bytes);
+      return;
+    }
+    std::vector<std::size_t> counts(static_cast<std::size_t>(size_), n);
+    exchange_blocks_v(tag, src, counts, dst, counts, dt);
+  }
+
+  /// all_to_all with a count per peer (torch's all_to_all_single with split
+  /// sizes): rank r sends send_counts[p] elements to p, from `in` packed in rank
+  /// order, and receives recv_counts[p] from p into `out`, packed likewise.
+  /// Every rank's counts travel with the header round, so every rank checks the
+  /// whole matrix (send_counts[p] on rank r == recv_counts[r] on rank p) and
+  /// names the same first disagreement.
+  void all_to_all_v(std::uint32_t tag, const std::string& what, const void* in,
+                    const std::vector<std::size_t>& send_counts, void* out,
+                    const std::vector<std::size_t>& recv_counts, dtype dt) {
+    const auto w = static_cast<std::size_t>(size_);
+    std::vector<std::uint64_t> mine(2 * w);
+    for (std::size_t p = 0; p < w; ++p) {
+      mine[p] = send_counts[p];
+      mine[w + p] = recv_counts[p];
+    }
+    if (size_ > 1)
+      exchange(header(collective_kind::all_to_all_v, tag, 0, dt), what, [&](int) {
+        return payload{mine.data(), mine.size() * sizeof(std::uint64_t)};
+      });
+    // counts(q)[p]: rank q's send count to p; counts(q)[w + p]: its receive count from p.
+    auto counts = [&](int q) {
+      const void* from = q == rank_ ? static_cast<const void*>(mine.data()) : headers_.payload(q);
+      std::vector<std::uint64_t> c(2 * w);
+      std::memcpy(c.data(), from, c.size() * sizeof(std::uint64_t));
+      return c;
+    };
+    std::vector<std::vector<std::uint64_t>> all;
+    for (int q = 0; q < size_; ++q)
+      all.push_back(counts(q));
+    for (std::size_t i = 0; i < w; ++i)
+      for (std::size_t j = 0; j < w; ++j)
+        if (all[i][j] != all[j][w + i])
+          throw error(error_kind::mismatch,
+                      what + ": rank " + std::to_string(i) + " sends " + std::to_string(all[i][j]) +
+                          " elements to rank " + std::to_string(j) + ", which expects " +
+                          std::to_string(all[j][w + i]) + " from it (send_counts[" + std::to_string(j) +
+                          "] on rank " + std::to_string(i) + " against recv_counts[" + std::to_string(i) +
+                          "] on rank " + std::to_string(j) +
+                          "). Every rank's send_counts[p] must equal rank p's recv_counts for it. This "
+                          "group is unusable now: every later collective throws this error; create a new "
+                          "group.",
+                      static_cast<int>(i));
+    exchange_blocks_v(tag, static_cast<const char*>(in), send_counts, static_cast<char*>(out), recv_counts,
+                      dt);
+  }
+
+  /// Root's `out` (W blocks of n) receives every rank's `in` in rank order;
+  /// small blocks ride with the header. Root's `in` may be its own block of `out`.
+  void gather(std::uint32_t tag, const std::string& what, const void* in, void* out, std::size_t n, dtype dt,
+              int root) {
+    const std::size_t bytes = n * size_of(dt);
+    auto block = [&](int p) { return static_cast<char*>(out) + bytes * static_cast<std::size_t>(p); };
+    const bool small = bytes <= header_round::inline_cap(size_);
+    if (size_ > 1) {
+      auto h = header(collective_kind::gather, tag, n, dt);
+      h.root = root;
+      exchange(h, what, [&](int p) { return payload{in, small && p == root ? bytes : 0}; });
+    }
+    if (n == 0) return;
+    if (rank_ == root) std::memmove(block(root), in, bytes);
+    if (size_ == 1) return;
+    if (small) {
+      if (rank_ == root)
+        for (int p = 0; p < size_; ++p)
+          if (p != root) std::memcpy(block(p), headers_.payload(p), bytes);
+      return;
+    }
+    std::vector<peer_block> sends(static_cast<std::size_t>(size_)), recvs(sends.size());
+    if (rank_ == root)
+      for (int p = 0; p < size_; ++p)
+        recvs[static_cast<std::size_t>(p)] = {block(p), bytes};
+    else
+      sends[static_cast<std::size_t>(root)] = {const_cast<void*>(in), bytes};
+    exchange_v(ctx_, waits_, sends, recvs, tag, timeout_);
+  }
+
+  /// Block p of root's `in` (W blocks of n) goes to rank p's `out`; small
+  /// blocks ride with the header. Root's `out` may be its own block of `in`.
+  void scatter(std::uint32_t tag, const std::string& what, const void* in, void* out, std::size_t n, dtype dt,
+               int root) {
+    const std::size_t bytes = n * size_of(dt);
+    auto block = [&](int p) { return static_cast<const char*>(in) + bytes * static_cast<std::size_t>(p); };
+    const bool small = bytes <= header_round::inline_cap(size_);
+    if (size_ > 1) {
+      auto h = header(collective_kind::scatter, tag, n, dt);
+      h.root = root;
+      exchange(h, what, [&](int p) {
+        return payload{rank_ == root ? block(p) : nullptr, small && rank_ == root ? bytes : 0};
+      });
+    }
+    if (n == 0) return;
+    if (rank_ == root) std::memmove(out, block(root), bytes);
+    if (size_ == 1) return;
+    if (small) {
+      if (rank_ != root) std::memcpy(out, headers_.payload(root), bytes);
+      return;
+    }
+    std::vector<peer_block> sends(static_cast<std::size_t>(size_)), recvs(sends.size());
+    if (rank_ == root)
+      for (int p = 0; p < size_; ++p)
+        sends[static_cast<std::size_t>(p)] = {const_cast<char*>(block(p)), bytes};
+    else
+      recvs[static_cast<std::size_t>(root)] = {out, bytes};
+    exchange_v(ctx_, waits_, sends, recvs, tag, timeout_);
+  }
+
+  /// Root's `data` becomes the reduction of every rank's, reduced in rank
+  /// order (the same bits as all_reduce's small path); the others' is left as
+  /// it was. Every rank sends its whole tensor to the root (small ones with the
+  /// header), which holds W-1 of them in scratch: a reduce is one step, where
+  /// a ring would take 2(W-1).
+  void reduce(std::uint32_t tag, const std::string& what, void* data, std::size_t n, dtype dt, op o,
+              int root) {
+    const std::size_t bytes = n * size_of(dt);
+    const bool small = bytes <= header_round::inline_cap(size_);
+    if (size_ > 1) {
+      auto h = header(collective_kind::reduce, tag, n, dt);
+      h.reduce = static_cast<std::uint8_t>(o);
+      h.root = root;
+      exchange(h, what, [&](int p) { return payload{data, small && p == root ? bytes : 0}; });
+    }
+    if (n == 0 || rank_ != root) {
+      if (n != 0 && size_ > 1 && !small) {
+        std::vector<peer_block> sends(static_cast<std::size_t>(size_)), recvs(sends.size());
+        sends[static_cast<std::size_t>(root)] = {data, bytes};
+        exchange_v(ctx_, waits_, sends, recvs, tag, timeout_);
+      }
+      return;
+    }
+    // from(r): rank r's contribution; this rank's own is read from a copy, as `data` is written below.
+    std::function<const char*(int)> from;
+    if (size_ == 1) {
+      from = [&](int) { return static_cast<const char*>(data); };
+    } else if (small) {
+      std::memcpy(headers_.own_slot(rank_), data, bytes);
+      from = [&](int r) { return r == rank_ ? headers_.own_slot(rank_) : headers_.payload(r); };
+    } else {
+      scratch_.resize(bytes * static_cast<std::size_t>(size_));
+      auto at = [&](int p) { return scratch_.data() + bytes * static_cast<std::size_t>(p); };
+      std::memcpy(at(rank_), data, bytes);
+      std::vector<peer_block> sends(static_cast<std::size_t>(size_)), recvs(sends.size());
+      for (int p = 0; p < size_; ++p)
+        if (p != rank_) recvs[static_cast<std::size_t>(p)] = {at(p), bytes};
+      exchange_v(ctx_, waits_, sends, recvs, tag, timeout_);
+      from = [at](int r) { return static_cast<const char*>(at(r)); };
+    }
+    std::memmove(data, from(0), bytes);
+    auto fn = reduce_for(dt, o);
+    for (int r = 1; r < size_; ++r)
+      fn(data, data, from(r), n);
+    if (o == op::avg) scale_in_place(data, n, dt, 1.0 / size_);
+  }
+
   struct payload {
     const void* data = nullptr;
     std::size_t bytes = 0;
@@ -19620,6 +20135,33 @@ public:
   }
 
 private:
+  /// Sends counts_out[p] elements from `in` (packed in rank order) to each
+  /// peer p and receives counts_in[p] from it into `out` (likewise), this
+  /// rank's own block copied. When `in` and `out` overlap, what is sent is
+  /// read from a copy in scratch (the receives would overwrite it).
+  void exchange_blocks_v(std::uint32_t tag, const char* in, const std::vector<std::size_t>& counts_out,
+                         char* out, const std::vector<std::size_t>& counts_in, dtype dt) {
+    const std::size_t es = size_of(dt), w = static_cast<std::size_t>(size_);
+    std::size_t total_out = 0, total_in = 0;
+    for (std::size_t p = 0; p < w; ++p)
+      total_out += counts_out[p] * es, total_in += counts_in[p] * es;
+    if (total_out && total_in && in < out + total_in && out < in + total_out) {
+      scratch_.assign(in, in + total_out);
+      in = scratch_.data();
+    }
+    std::vector<peer_block> sends(w), recvs(w);
+    std::size_t at_out = 0, at_in = 0;
+    for (std::size_t p = 0; p < w; ++p) {
+      sends[p] = {const_cast<char*>(in) + at_out, counts_out[p] * es};
+      recvs[p] = {out + at_in, counts_in[p] * es};
+      at_out += sends[p].bytes;
+      at_in += recvs[p].bytes;
+    }
+    const auto r = static_cast<std::size_t>(rank_);
+    if (recvs[r].bytes) std::memmove(recvs[r].data, sends[r].data, recvs[r].bytes);
+    exchange_v(ctx_, waits_, sends, recvs, tag, timeout_);
+  }
+
   int rank_, size_;
   std::chrono::milliseconds timeout_;
   const std::shared_ptr<gloo_mesh_context>& ctx_; ///< the communicator's, replaced on failure
@@ -19783,6 +20325,127 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_GLOO_KNOBS_HPP
 // ---- end ddp/detail/gloo/knobs.hpp ----
+// ---- begin ddp/detail/gloo/p2p.hpp ----
+// send and recv over Gloo's transport, on buffers ddp owns (so that another
+// thread can end their waits: detail/gloo/waits.hpp). The k-th operation of a
+// rank with a peer is matched with the peer's k-th operation with this rank
+// (each side counts the pair's operations in its own order): both send their
+// header on the pair's k-th slot and receive the other's, so both see the
+// same two headers and reach the same verdict before any data moves. A send
+// against a recv of another count, dtype or tag, or two sends (or two recvs)
+// facing each other, is ddp::error(mismatch) on both ranks, not a message that
+// Gloo's I/O thread would end the process on (detail/gloo/header.hpp).
+#ifndef DDP_DETAIL_GLOO_P2P_HPP
+#define DDP_DETAIL_GLOO_P2P_HPP
+
+
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// What one side of a pair is about to do; sent as raw bytes.
+struct p2p_header {
+  static constexpr std::uint32_t expected_magic = 0x50504444; // "DDPP"
+  std::uint32_t magic = expected_magic;
+  std::uint8_t sends = 0; ///< 1: a send, 0: a recv
+  std::uint8_t dt = 0;    ///< ddp::dtype
+  std::uint16_t reserved = 0;
+  std::int64_t tag = 0;
+  std::uint64_t count = 0;
+
+  /// As its rank called it, with rank `other`.
+  std::string describe(int other) const {
+    if (magic != expected_magic) return "something that is not a ddp send/recv header";
+    return std::string(sends ? "send to rank " : "recv from rank ") + std::to_string(other) + " of " +
+           std::to_string(count) + " x " + std::string(ddp::to_string(static_cast<dtype>(dt))) + " (tag " +
+           std::to_string(tag) + ")";
+  }
+};
+static_assert(sizeof(p2p_header) == 24, "p2p_header is sent as raw bytes: keep it padding-free");
+
+class gloo_p2p {
+public:
+  /// Sends (`sends`) `n` elements at `data` to `peer`, or receives them from
+  /// it, once the peer's matching operation agrees. Throws ddp::error(mismatch)
+  /// on both ranks when they disagree, gloo::IoException when a wait times out,
+  /// is interrupted, or its connection fails. Worker thread only.
+  void run(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits, bool sends, void* data,
+           std::size_t n, dtype dt, int peer, std::int64_t tag, std::chrono::milliseconds timeout,
+           const std::string& what) {
+    const int w = ctx->size, r = ctx->rank;
+    if (next_.size() != static_cast<std::size_t>(w)) next_.assign(static_cast<std::size_t>(w), 0);
+    const std::uint32_t seq = next_[static_cast<std::size_t>(peer)]++;
+    const gloo_deadline deadline(timeout);
+    mine_ = p2p_header{};
+    mine_.sends = sends ? 1 : 0;
+    mine_.dt = static_cast<std::uint8_t>(dt);
+    mine_.tag = tag;
+    mine_.count = n;
+    theirs_ = p2p_header{};
+    theirs_.magic = 0;
+    {
+      const auto slot = ::gloo::Slot::build(p2p_header_slot_prefix, seq);
+      auto in = waits.make(*ctx, &theirs_, sizeof theirs_);
+      auto out = waits.make(*ctx, &mine_, sizeof mine_);
+      in->recv(peer, slot, 0, sizeof theirs_);
+      out->send(peer, slot, 0, sizeof mine_);
+      gloo_deadline::check(in->waitRecv(deadline.remaining()), "send/recv header receive");
+      gloo_deadline::check(out->waitSend(deadline.remaining()), "send/recv header send");
+    }
+    const bool agree = theirs_.magic == p2p_header::expected_magic && theirs_.sends != mine_.sends &&
+                       theirs_.dt == mine_.dt && theirs_.tag == mine_.tag && theirs_.count == mine_.count;
+    if (!agree) {
+      std::string hint;
+      if (theirs_.magic == p2p_header::expected_magic && theirs_.sends == mine_.sends)
+        hint = mine_.sends
+                   ? " Both ranks send first and wait for the other: let one of them recv first (send/recv "
+                     "run in the group's order, one at a time), or use all_to_all."
+                   : " Both ranks wait to receive: one of them must send.";
+      throw error(
+          error_kind::mismatch,
+          what + ": rank " + std::to_string(r) + " and rank " + std::to_string(peer) +
+              " disagree on their send/recv #" + std::to_string(seq) + " with each other: this rank (" +
+              std::to_string(r) + ") called " + mine_.describe(peer) + ", rank " + std::to_string(peer) +
+              " called " + theirs_.describe(r) +
+              ". A pair's sends and recvs are matched in the order each rank calls them: the k-th "
+              "send of one must meet the k-th recv of the other, with the same count, dtype and "
+              "tag." +
+              hint + " This group is unusable now: every later collective throws; create a new group.",
+          peer);
+    }
+    if (n == 0) return;
+    const std::size_t bytes = n * size_of(dt);
+    const auto slot = ::gloo::Slot::build(p2p_data_slot_prefix, seq);
+    auto buf = waits.make(*ctx, data, bytes);
+    if (sends) {
+      buf->send(peer, slot, 0, bytes);
+      gloo_deadline::check(buf->waitSend(deadline.remaining()), "send");
+    } else {
+      buf->recv(peer, slot, 0, bytes);
+      gloo_deadline::check(buf->waitRecv(deadline.remaining()), "recv");
+    }
+  }
+
+private:
+  std::vector<std::uint32_t> next_; ///< the next operation's number, per peer
+  p2p_header mine_, theirs_;        ///< the header buffers (kept alive for the transport)
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_P2P_HPP
+// ---- end ddp/detail/gloo/p2p.hpp ----
 // ---- begin ddp/detail/gloo/shm_path.hpp ----
 // The Gloo communicator's shared-memory path: the vote that decides it, the
 // node's segment (and, across nodes, the leaders' mesh), all_reduce through
@@ -21509,6 +22172,62 @@ public:
     });
   }
 
+  /// Block p of `in` (n elements each) goes to rank p; block p of `out` comes
+  /// from rank p (detail/gloo/collectives.hpp). Over TCP, also on one node.
+  work all_to_all(const void* in, void* out, std::size_t n, dtype dt, bool blocking = false) {
+    return submit("all_to_all", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
+      mesh_.all_to_all(tag, what, in, out, n, dt);
+    });
+  }
+
+  /// all_to_all with a count per peer, blocks packed in rank order (torch's
+  /// all_to_all_single with split sizes); the counts are checked across ranks.
+  work all_to_all_v(const void* in, std::vector<std::size_t> send_counts, void* out,
+                    std::vector<std::size_t> recv_counts, dtype dt, bool blocking = false) {
+    std::size_t n = 0;
+    for (auto c : send_counts)
+      n += c;
+    return submit("all_to_all", n, dt, blocking,
+                  [=, this, sc = std::move(send_counts),
+                   rc = std::move(recv_counts)](std::uint32_t tag, const std::string& what) {
+                    mesh_.all_to_all_v(tag, what, in, sc, out, rc, dt);
+                  });
+  }
+
+  /// Root's `out` (size() blocks of n) receives every rank's `in`, in rank order.
+  work gather(const void* in, void* out, std::size_t n, dtype dt, int root, bool blocking = false) {
+    return submit("gather", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
+      mesh_.gather(tag, what, in, out, n, dt, root);
+    });
+  }
+
+  /// Block p of root's `in` (size() blocks of n) goes to rank p's `out`.
+  work scatter(const void* in, void* out, std::size_t n, dtype dt, int root, bool blocking = false) {
+    return submit("scatter", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
+      mesh_.scatter(tag, what, in, out, n, dt, root);
+    });
+  }
+
+  /// Root's `data` becomes the reduction of every rank's; the others' stays.
+  work reduce(void* data, std::size_t n, dtype dt, op o, int root, bool blocking = false) {
+    if (o == op::avg && !is_floating(dt))
+      throw error(error_kind::config,
+                  "op::avg needs a floating-point tensor, got " + std::string(to_string(dt)));
+    return submit("reduce", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
+      mesh_.reduce(tag, what, data, n, dt, o, root);
+    });
+  }
+
+  /// Point to point, in the group's order (detail/gloo/p2p.hpp): the pair's
+  /// k-th operations meet, and only the pair takes part, so neither takes a
+  /// group tag (the other ranks' tags stay in step).
+  work send(const void* data, std::size_t n, dtype dt, int peer, std::int64_t tag, bool blocking = false) {
+    return p2p(true, const_cast<void*>(data), n, dt, peer, tag, blocking);
+  }
+  work recv(void* data, std::size_t n, dtype dt, int peer, std::int64_t tag, bool blocking = false) {
+    return p2p(false, data, n, dt, peer, tag, blocking);
+  }
+
 private:
   /// Whether reduce_scatter and all_gather take the node's segment: the whole
   /// group on one node, shm on (as of submission, like the piece size).
@@ -21519,13 +22238,29 @@ private:
   /// What a collective does: body(tag, what).
   using body_type = std::function<void(std::uint32_t tag, const std::string& what)>;
 
-  /// Queues `body(tag, what)`: each collective gets a fresh Gloo tag, and any
-  /// failure closes every connection (peers fail at once) and poisons the group.
-  work submit(const char* name, std::size_t n, dtype dt, bool blocking, body_type body) {
+  work p2p(bool sends, void* data, std::size_t n, dtype dt, int peer, std::int64_t tag, bool blocking) {
+    if (peer < 0 || peer >= size_ || peer == rank_)
+      throw error(error_kind::config, std::string(sends ? "send" : "recv") + " on rank " +
+                                          std::to_string(rank_) + ": peer " + std::to_string(peer) +
+                                          " is not another rank of this group (0.." +
+                                          std::to_string(size_ - 1) + ", not this rank)");
+    return submit(
+        sends ? "send" : "recv", n, dt, blocking,
+        [=, this](std::uint32_t, const std::string& what) {
+          p2p_.run(ctx_, waits_, sends, data, n, dt, peer, tag, timeout_, what);
+        },
+        false);
+  }
+
+  /// Queues `body(tag, what)`: each collective gets a fresh Gloo tag (unless
+  /// only a pair takes part: `group_tag` false), and any failure closes every
+  /// connection (peers fail at once) and poisons the group.
+  work submit(const char* name, std::size_t n, dtype dt, bool blocking, body_type body,
+              bool group_tag = true) {
     return queue_.submit(
         name, n, dt, blocking,
-        [this, body = std::move(body), site = current_call](const std::string& what, work_state&) {
-          const std::uint32_t tag = next_tag_++;
+        [this, body = std::move(body), site = current_call, group_tag](const std::string& what, work_state&) {
+          const std::uint32_t tag = group_tag ? next_tag_++ : 0;
           call_site_scope named(site); // its headers carry the step (gloo_collectives::header)
           try {
             body(tag, what);
@@ -21590,6 +22325,7 @@ private:
   std::vector<char> scratch_;
   gloo_collectives mesh_; ///< the collectives over ctx_: header round, ring, chain, block exchange
   gloo_waits waits_;      ///< the buffers of ddp's own collectives, for interrupt_connections
+  gloo_p2p p2p_;          ///< send/recv: each pair's sequence (worker thread only)
   gloo_knobs knobs_;
   std::uint32_t next_tag_ = 1; // worker thread only
   collective_queue queue_;
@@ -21666,6 +22402,35 @@ DDP_INLINE work gloo_communicator::reduce_scatter(const void* in, void* out, std
   return impl_->reduce_scatter(in, out, n, dt, o, blocking);
 }
 DDP_INLINE work gloo_communicator::barrier(bool blocking) { return impl_->barrier(blocking); }
+DDP_INLINE work gloo_communicator::all_to_all(const void* in, void* out, std::size_t n, dtype dt,
+                                              bool blocking) {
+  return impl_->all_to_all(in, out, n, dt, blocking);
+}
+DDP_INLINE work gloo_communicator::all_to_all_v(const void* in, std::vector<std::size_t> send_counts,
+                                                void* out, std::vector<std::size_t> recv_counts, dtype dt,
+                                                bool blocking) {
+  return impl_->all_to_all_v(in, std::move(send_counts), out, std::move(recv_counts), dt, blocking);
+}
+DDP_INLINE work gloo_communicator::gather(const void* in, void* out, std::size_t n, dtype dt, int root,
+                                          bool blocking) {
+  return impl_->gather(in, out, n, dt, root, blocking);
+}
+DDP_INLINE work gloo_communicator::scatter(const void* in, void* out, std::size_t n, dtype dt, int root,
+                                           bool blocking) {
+  return impl_->scatter(in, out, n, dt, root, blocking);
+}
+DDP_INLINE work gloo_communicator::reduce(void* data, std::size_t n, dtype dt, op o, int root,
+                                          bool blocking) {
+  return impl_->reduce(data, n, dt, o, root, blocking);
+}
+DDP_INLINE work gloo_communicator::send(const void* data, std::size_t n, dtype dt, int peer, std::int64_t tag,
+                                        bool blocking) {
+  return impl_->send(data, n, dt, peer, tag, blocking);
+}
+DDP_INLINE work gloo_communicator::recv(void* data, std::size_t n, dtype dt, int peer, std::int64_t tag,
+                                        bool blocking) {
+  return impl_->recv(data, n, dt, peer, tag, blocking);
+}
 
 } // namespace detail
 DDP_END_NAMESPACE
@@ -21983,6 +22748,51 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_PROCESS_GROUP_MAKE_RENDEZVOUS_INL_HPP
 // ---- end ddp/detail/process_group/make_rendezvous-inl.hpp ----
+// ---- begin ddp/detail/process_group/split_counts-inl.hpp ----
+// The definition behind split_counts.hpp: compiled in every translation unit
+// when ddp is header-only, once in the runtime when it is compiled separately
+// (detail/common/linkage.hpp).
+#ifndef DDP_DETAIL_PROCESS_GROUP_SPLIT_COUNTS_INL_HPP
+#define DDP_DETAIL_PROCESS_GROUP_SPLIT_COUNTS_INL_HPP
+
+
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+DDP_INLINE void check_split_counts(const char* what, int rank, int world, std::size_t in_size,
+                                   const std::vector<std::size_t>& send_counts, std::size_t out_size,
+                                   const std::vector<std::size_t>& recv_counts) {
+  const std::string who = std::string(what) + " on rank " + std::to_string(rank) + ": ";
+  const auto w = static_cast<std::size_t>(world);
+  if (send_counts.size() != w || recv_counts.size() != w)
+    throw error(error_kind::config, who + "send_counts has " + std::to_string(send_counts.size()) +
+                                        " entries and recv_counts " + std::to_string(recv_counts.size()) +
+                                        "; each needs one per rank (" + std::to_string(world) + ")");
+  // Every rank's counts travel with the header round (header_round::inline_cap: at least 4 KiB).
+  if (w > 256)
+    throw error(error_kind::config, who +
+                                        "counts per peer are checked across ranks up to 256 ranks; this "
+                                        "group has " +
+                                        std::to_string(world) +
+                                        ": use equal splits (all_to_all without counts)");
+  std::size_t s = 0, r = 0;
+  for (std::size_t p = 0; p < w; ++p)
+    s += send_counts[p], r += recv_counts[p];
+  if (s != in_size || r != out_size)
+    throw error(error_kind::config, who + "the counts add up to " + std::to_string(s) + " to send and " +
+                                        std::to_string(r) + " to receive, but the input has " +
+                                        std::to_string(in_size) + " elements and the output " +
+                                        std::to_string(out_size) +
+                                        ": make each tensor as long as its counts' sum");
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_PROCESS_GROUP_SPLIT_COUNTS_INL_HPP
+// ---- end ddp/detail/process_group/split_counts-inl.hpp ----
 // ---- begin ddp/detail/data_parallel/model_layout-inl.hpp ----
 // The definitions behind model_layout.hpp: compiled in every translation unit
 // when ddp is header-only, once in the runtime when it is compiled separately

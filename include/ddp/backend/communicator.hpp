@@ -20,6 +20,9 @@
 //   open_files_communicator
 //                          says how many descriptors its connections take,
 //                          so the open-files limit is raised before they form
+//   extended_communicator  the rest of torch.distributed's collectives on host
+//                          memory: send/recv, all_to_all (equal and variable
+//                          splits), gather, scatter, reduce
 #ifndef DDP_BACKEND_COMMUNICATOR_HPP
 #define DDP_BACKEND_COMMUNICATOR_HPP
 
@@ -35,6 +38,8 @@
 
 #include <chrono>
 #include <concepts>
+#include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <string>
@@ -154,6 +159,24 @@ concept peer_failure_communicator = communicator<C> && requires(C& c, const lost
 template <class C>
 concept open_files_communicator = communicator<C> && requires(const ddp::topology& t) {
   { C::open_files(t) } -> std::convertible_to<long>;
+};
+
+/// The rest of torch.distributed's collectives, on host memory: point to
+/// point (`tag` must match; a pair's operations meet in the order each rank
+/// calls them), all_to_all with equal blocks or a count per peer (blocks
+/// packed in rank order), gather, scatter and reduce to a root. ddp::gloo
+/// models it; ddp::nccl does not yet (process_group says so at compile time).
+template <class C>
+concept extended_communicator = communicator<C> &&
+    requires(C& c, void* p, const void* in, std::size_t n, dtype dt, op o, int root, std::int64_t tag,
+             std::vector<std::size_t> counts, bool blocking) {
+  { c.send(in, n, dt, root, tag, blocking) } -> std::same_as<work>;
+  { c.recv(p, n, dt, root, tag, blocking) } -> std::same_as<work>;
+  { c.all_to_all(in, p, n, dt, blocking) } -> std::same_as<work>;
+  { c.all_to_all_v(in, counts, p, counts, dt, blocking) } -> std::same_as<work>;
+  { c.gather(in, p, n, dt, root, blocking) } -> std::same_as<work>;
+  { c.scatter(in, p, n, dt, root, blocking) } -> std::same_as<work>;
+  { c.reduce(p, n, dt, o, root, blocking) } -> std::same_as<work>;
 };
 
 /// A backend policy: a name and a communicator type.

@@ -16,6 +16,7 @@
 #include <ddp/detail/gloo/header.hpp>
 #include <ddp/detail/gloo/knobs.hpp>
 #include <ddp/detail/gloo/mesh.hpp>
+#include <ddp/detail/gloo/p2p.hpp>
 #include <ddp/detail/gloo/ring.hpp>
 #include <ddp/detail/gloo/shm_path.hpp>
 #include <ddp/detail/gloo/store_adapter.hpp>
@@ -300,6 +301,62 @@ public:
     });
   }
 
+  /// Block p of `in` (n elements each) goes to rank p; block p of `out` comes
+  /// from rank p (detail/gloo/collectives.hpp). Over TCP, also on one node.
+  work all_to_all(const void* in, void* out, std::size_t n, dtype dt, bool blocking = false) {
+    return submit("all_to_all", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
+      mesh_.all_to_all(tag, what, in, out, n, dt);
+    });
+  }
+
+  /// all_to_all with a count per peer, blocks packed in rank order (torch's
+  /// all_to_all_single with split sizes); the counts are checked across ranks.
+  work all_to_all_v(const void* in, std::vector<std::size_t> send_counts, void* out,
+                    std::vector<std::size_t> recv_counts, dtype dt, bool blocking = false) {
+    std::size_t n = 0;
+    for (auto c : send_counts)
+      n += c;
+    return submit("all_to_all", n, dt, blocking,
+                  [=, this, sc = std::move(send_counts),
+                   rc = std::move(recv_counts)](std::uint32_t tag, const std::string& what) {
+                    mesh_.all_to_all_v(tag, what, in, sc, out, rc, dt);
+                  });
+  }
+
+  /// Root's `out` (size() blocks of n) receives every rank's `in`, in rank order.
+  work gather(const void* in, void* out, std::size_t n, dtype dt, int root, bool blocking = false) {
+    return submit("gather", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
+      mesh_.gather(tag, what, in, out, n, dt, root);
+    });
+  }
+
+  /// Block p of root's `in` (size() blocks of n) goes to rank p's `out`.
+  work scatter(const void* in, void* out, std::size_t n, dtype dt, int root, bool blocking = false) {
+    return submit("scatter", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
+      mesh_.scatter(tag, what, in, out, n, dt, root);
+    });
+  }
+
+  /// Root's `data` becomes the reduction of every rank's; the others' stays.
+  work reduce(void* data, std::size_t n, dtype dt, op o, int root, bool blocking = false) {
+    if (o == op::avg && !is_floating(dt))
+      throw error(error_kind::config,
+                  "op::avg needs a floating-point tensor, got " + std::string(to_string(dt)));
+    return submit("reduce", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
+      mesh_.reduce(tag, what, data, n, dt, o, root);
+    });
+  }
+
+  /// Point to point, in the group's order (detail/gloo/p2p.hpp): the pair's
+  /// k-th operations meet, and only the pair takes part, so neither takes a
+  /// group tag (the other ranks' tags stay in step).
+  work send(const void* data, std::size_t n, dtype dt, int peer, std::int64_t tag, bool blocking = false) {
+    return p2p(true, const_cast<void*>(data), n, dt, peer, tag, blocking);
+  }
+  work recv(void* data, std::size_t n, dtype dt, int peer, std::int64_t tag, bool blocking = false) {
+    return p2p(false, data, n, dt, peer, tag, blocking);
+  }
+
 private:
   /// Whether reduce_scatter and all_gather take the node's segment: the whole
   /// group on one node, shm on (as of submission, like the piece size).
@@ -310,13 +367,29 @@ private:
   /// What a collective does: body(tag, what).
   using body_type = std::function<void(std::uint32_t tag, const std::string& what)>;
 
-  /// Queues `body(tag, what)`: each collective gets a fresh Gloo tag, and any
-  /// failure closes every connection (peers fail at once) and poisons the group.
-  work submit(const char* name, std::size_t n, dtype dt, bool blocking, body_type body) {
+  work p2p(bool sends, void* data, std::size_t n, dtype dt, int peer, std::int64_t tag, bool blocking) {
+    if (peer < 0 || peer >= size_ || peer == rank_)
+      throw error(error_kind::config, std::string(sends ? "send" : "recv") + " on rank " +
+                                          std::to_string(rank_) + ": peer " + std::to_string(peer) +
+                                          " is not another rank of this group (0.." +
+                                          std::to_string(size_ - 1) + ", not this rank)");
+    return submit(
+        sends ? "send" : "recv", n, dt, blocking,
+        [=, this](std::uint32_t, const std::string& what) {
+          p2p_.run(ctx_, waits_, sends, data, n, dt, peer, tag, timeout_, what);
+        },
+        false);
+  }
+
+  /// Queues `body(tag, what)`: each collective gets a fresh Gloo tag (unless
+  /// only a pair takes part: `group_tag` false), and any failure closes every
+  /// connection (peers fail at once) and poisons the group.
+  work submit(const char* name, std::size_t n, dtype dt, bool blocking, body_type body,
+              bool group_tag = true) {
     return queue_.submit(
         name, n, dt, blocking,
-        [this, body = std::move(body), site = current_call](const std::string& what, work_state&) {
-          const std::uint32_t tag = next_tag_++;
+        [this, body = std::move(body), site = current_call, group_tag](const std::string& what, work_state&) {
+          const std::uint32_t tag = group_tag ? next_tag_++ : 0;
           call_site_scope named(site); // its headers carry the step (gloo_collectives::header)
           try {
             body(tag, what);
@@ -381,6 +454,7 @@ private:
   std::vector<char> scratch_;
   gloo_collectives mesh_; ///< the collectives over ctx_: header round, ring, chain, block exchange
   gloo_waits waits_;      ///< the buffers of ddp's own collectives, for interrupt_connections
+  gloo_p2p p2p_;          ///< send/recv: each pair's sequence (worker thread only)
   gloo_knobs knobs_;
   std::uint32_t next_tag_ = 1; // worker thread only
   collective_queue queue_;
