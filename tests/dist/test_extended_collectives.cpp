@@ -87,6 +87,7 @@ void expect_mismatch(
   std::string dir;
   {
     auto pg = fresh_group(dir);
+    pg.barrier(); // every rank connected: a pair failing early would close connections still forming
     if (takes_part(pg.rank())) {
       auto t0 = std::chrono::steady_clock::now();
       std::string text;
@@ -112,8 +113,10 @@ void expect_mismatch(
       std::vector<float> v(3, 1.0f);
       CHECK_THROWS_AS(pg.all_reduce(v), ddp::error); // poisoned
     }
+    // Before any rank's group goes: a rank that took no part would otherwise
+    // close its connections while a peer's connect may still wait for them.
+    ctl.barrier();
   }
-  ctl.barrier();
   if (ctl.rank() == 0) std::filesystem::remove_all(dir);
 }
 
