@@ -69,16 +69,39 @@ public:
   /// so its peers fail within a second and name it.
   ~process_group();
 
-  int rank() const noexcept { return topo_.rank; }
+  /// This rank's rank in the group; -1 on a rank that is not a member (is_member()).
+  int rank() const noexcept { return comm_ ? topo_.rank : -1; }
   int size() const noexcept { return topo_.world_size; }
   const ddp::topology& topology() const noexcept { return topo_; }
-  std::chrono::milliseconds timeout() const { return comm_->timeout(); }
+  std::chrono::milliseconds timeout() const { return base_.timeout; }
   /// Expires when this group is destroyed: an object that keeps a reference
   /// to the group (distributed_data_parallel) checks it before each use.
   std::weak_ptr<const void> lifetime() const noexcept { return alive_; }
   /// The job's store (null with file:// init).
   tcp_store* store() const noexcept { return store_.get(); }
-  typename Backend::communicator& communicator() noexcept { return *comm_; }
+  typename Backend::communicator& communicator() { return member("communicator()"); }
+
+  /// A group of some of this group's ranks, numbered in the order `ranks`
+  /// lists them (ranks of this group, each once). Collective: every rank of
+  /// this group calls it with the same list (checked: ddp::error(mismatch)
+  /// on every rank otherwise). A rank not in `ranks` gets a group it cannot
+  /// use (is_member() false, rank() -1: each collective throws, naming the
+  /// group). The new group connects its own mesh on the job's store, over TCP
+  /// (the node's shared memory stays the job's own group's), runs its own
+  /// queue (its collectives may be in flight beside this group's), and may
+  /// itself make groups. It keeps the store alive; destroy it before the
+  /// process ends, like any group. ddp::gloo.
+  [[nodiscard]] process_group new_group(const std::vector<int>& ranks);
+  /// MPI_Comm_split: the ranks that pass the same `color` form one group,
+  /// numbered by `key` (ties by their rank here); a negative color joins none
+  /// (is_member() false). Collective over this group.
+  [[nodiscard]] process_group split(int color, int key = 0);
+  /// False on a rank that new_group or split left out of this group.
+  bool is_member() const noexcept { return comm_ != nullptr; }
+  /// "" for the job's own group; else how errors name it ("group 1 (global ranks 0, 2)").
+  const std::string& name() const noexcept { return name_; }
+  /// This group's ranks as ranks of the job (the launcher's RANK), by their rank here.
+  const std::vector<int>& global_ranks() const noexcept { return global_ranks_; }
 
   /// Reduces `t` across ranks in place. `t` must stay alive until the work completes.
   ///
@@ -264,7 +287,7 @@ public:
                                 "(float, double, ddp::half, std::int32_t, ...): make one array per field");
       return {};
     } else if constexpr (shm_communicator<typename Backend::communicator>) {
-      return comm_->template make_shm_array<T>(n);
+      return member("make_shm_array").template make_shm_array<T>(n);
     } else {
       static_assert(sizeof(T) == 0, "ddp: make_shm_array is a feature of ddp::gloo (host memory shared by "
                                     "the ranks of a node); this backend has none");
@@ -272,8 +295,8 @@ public:
     }
   }
 
-  work barrier_async() { return comm_->barrier(false); }
-  void barrier() { comm_->barrier(true).wait(); }
+  work barrier_async() { return member("barrier").barrier(false); }
+  void barrier() { member("barrier").barrier(true).wait(); }
 
   /// This rank cannot go on, for a reason of its own (bad data, a failed
   /// device copy): instead of letting its peers wait for it until their
@@ -288,6 +311,27 @@ public:
   void abort(std::string_view reason) noexcept;
 
 private:
+  struct subgroup_t {};
+  /// A subgroup of `parent`: `members` are parent ranks in their new order
+  /// (empty: this rank is not a member).
+  process_group(subgroup_t, const process_group& parent, const std::vector<int>& members, std::string prefix,
+                std::string name);
+  /// new_group and split: every rank's (color, key, what) gathered, `what` checked equal.
+  /// `listed`: new_group's ranks, which are the members whatever the colors.
+  process_group make_subgroup(int color, int key, std::int64_t what, const char* call,
+                              const std::vector<int>* listed = nullptr);
+
+  /// The communicator, for a member; else ddp::error(config) naming `what` and the group.
+  typename Backend::communicator& member(const char* what) {
+    if (!comm_) not_a_member(what);
+    return *comm_;
+  }
+  [[noreturn]] void not_a_member(const char* what) const {
+    throw error(error_kind::config, std::string(what) + " on job rank " + std::to_string(job_rank_) +
+                                        ": this rank is not a member of " + name_ +
+                                        " (new_group or split left it out): only its members may use it");
+  }
+
   /// Another rank's failure, as the store records it, fails this group at
   /// once (see peer_failure_watch.hpp), or its connect while the communicator
   /// is being built (peer_failure_relay.hpp). The group works without the watch.
@@ -323,7 +367,8 @@ private:
         return {};
       } else {
         return in_space<T>([&](auto... where) {
-          return comm_->all_reduce(where..., s.data(), s.size(), dtype_v<tensor_value_t<T>>, o, blocking);
+          return member("all_reduce")
+              .all_reduce(where..., s.data(), s.size(), dtype_v<tensor_value_t<T>>, o, blocking);
         });
       }
     } else {
@@ -340,7 +385,8 @@ private:
         return {};
       } else {
         return in_space<T>([&](auto... where) {
-          return comm_->broadcast(where..., s.data(), s.size(), dtype_v<tensor_value_t<T>>, root, blocking);
+          return member("broadcast")
+              .broadcast(where..., s.data(), s.size(), dtype_v<tensor_value_t<T>>, root, blocking);
         });
       }
     } else {
@@ -363,8 +409,8 @@ private:
         return {};
       } else {
         return in_space<const In, Out>([&](auto... where) {
-          return comm_->all_gather(where..., i.data(), o.data(), i.size(), dtype_v<tensor_value_t<Out>>,
-                                   blocking);
+          return member("all_gather")
+              .all_gather(where..., i.data(), o.data(), i.size(), dtype_v<tensor_value_t<Out>>, blocking);
         });
       }
     } else {
@@ -387,8 +433,9 @@ private:
         return {};
       } else {
         return in_space<const In, Out>([&](auto... where) {
-          return comm_->reduce_scatter(where..., i.data(), s.data(), s.size(), dtype_v<tensor_value_t<Out>>,
-                                       o, blocking);
+          return member("reduce_scatter")
+              .reduce_scatter(where..., i.data(), s.data(), s.size(), dtype_v<tensor_value_t<Out>>, o,
+                              blocking);
         });
       }
     } else {
@@ -415,7 +462,7 @@ private:
       return {};
     } else {
       auto s = as_span(t);
-      return f(*comm_, s, dtype_v<std::remove_cv_t<tensor_value_t<T>>>);
+      return f(member("this collective"), s, dtype_v<std::remove_cv_t<tensor_value_t<T>>>);
     }
   }
 
@@ -602,6 +649,11 @@ private:
 
   std::shared_ptr<const void> alive_ = std::make_shared<const int>(0); ///< lifetime()
   ddp::topology topo_;
+  rendezvous base_;               ///< timeout, token, store and file of the job, for subgroups
+  std::string name_;              ///< empty: the job's own group
+  std::vector<int> global_ranks_; ///< job rank of each rank here
+  int job_rank_ = 0;              ///< this process's rank in the job
+  int next_subgroup_ = 0;         ///< subgroups made from this one so far (the same on every rank)
   std::shared_ptr<tcp_store> store_;
   std::unique_ptr<typename Backend::communicator> comm_;
   /// Hands the watch's news to comm_, or to its connect while it is built.
@@ -614,7 +666,12 @@ private:
 };
 
 template <class Backend>
-process_group<Backend>::process_group(rendezvous rv) : topo_(rv.topo), store_(rv.store) {
+process_group<Backend>::process_group(rendezvous rv)
+    : topo_(rv.topo), base_{rv.topo,      rv.timeout, rv.token,      rv.store,
+                            rv.file_path, nullptr,    rv.key_prefix, rv.group_name},
+      name_(rv.group_name), job_rank_(rv.topo.rank), store_(rv.store) {
+  for (int r = 0; r < rv.topo.world_size; ++r)
+    global_ranks_.push_back(r);
   start_peer_watch(); // first: a rank failing while the connections form stops this one's waits for it
   if (relay_) rv.interrupt = relay_->connecting();
   try {
@@ -628,6 +685,19 @@ process_group<Backend>::process_group(rendezvous rv) : topo_(rv.topo), store_(rv
 }
 
 template <class Backend> process_group<Backend>::~process_group() {
+  if (!comm_) return; // a rank new_group or split left out: nothing to leave
+  if (!name_.empty() && !(std::uncaught_exceptions() > uncaught_at_start_ && !comm_->poisoned())) {
+    // A subgroup: the job's own group holds the exit barrier; this one drains and goes.
+    try {
+      comm_->drain();
+    } catch (const std::exception& e) {
+      detail::log_line("rank " + std::to_string(job_rank_),
+                       std::string("teardown of ") + name_ + ": " + e.what());
+    }
+    peer_watch_.reset();
+    comm_.reset();
+    return;
+  }
   if (std::uncaught_exceptions() > uncaught_at_start_ && !comm_->poisoned()) {
     leave_on_own_failure();
     return;
@@ -651,8 +721,103 @@ template <class Backend> process_group<Backend>::~process_group() {
 }
 
 template <class Backend> void process_group<Backend>::abort(std::string_view reason) noexcept {
-  if (comm_->poisoned()) return;
+  if (!comm_ || comm_->poisoned()) return;
   fail_job(std::string(reason), "gave up");
+}
+
+template <class Backend>
+process_group<Backend>::process_group(subgroup_t, const process_group& parent,
+                                      const std::vector<int>& members, std::string prefix, std::string name)
+    : topo_(parent.topo_), base_(parent.base_), name_(std::move(name)), job_rank_(parent.job_rank_),
+      store_(parent.store_) {
+  for (int m : members)
+    global_ranks_.push_back(parent.global_ranks_[static_cast<std::size_t>(m)]);
+  topo_.world_size = static_cast<int>(members.size());
+  const auto at = std::find(members.begin(), members.end(), parent.rank());
+  if (at == members.end()) return; // not a member: no communicator
+  topo_.rank = static_cast<int>(at - members.begin());
+  base_.key_prefix = std::move(prefix); // groups made from this one nest under it
+  base_.group_name = name_;
+  rendezvous rv = base_;
+  rv.topo = topo_;
+  start_peer_watch();
+  if (relay_) rv.interrupt = relay_->connecting();
+  try {
+    comm_ = std::make_unique<typename Backend::communicator>(rv);
+  } catch (const std::exception& e) {
+    report_failed_connect(e);
+    throw;
+  }
+  if constexpr (peer_failure_communicator<typename Backend::communicator>)
+    if (relay_) relay_->attach(*comm_);
+}
+
+template <class Backend>
+process_group<Backend> process_group<Backend>::make_subgroup(int color, int key, std::int64_t what,
+                                                             const char* call,
+                                                             const std::vector<int>* listed) {
+  static_assert(subgroup_communicator<typename Backend::communicator>,
+                "ddp: new_group and split are offered by ddp::gloo; this backend (ddp::nccl) has none yet");
+  member(call);
+  const int id = next_subgroup_++;
+  // Every rank's choice, in one all_gather over this group.
+  std::vector<std::int64_t> mine{color, key, what}, all(3 * static_cast<std::size_t>(size()));
+  all_gather(mine, all);
+  auto at = [&](int r, int k) { return all[3 * static_cast<std::size_t>(r) + static_cast<std::size_t>(k)]; };
+  for (int r = 1; r < size(); ++r)
+    if (at(r, 2) != at(0, 2))
+      throw error(error_kind::mismatch,
+                  std::string(call) + " on rank " + std::to_string(rank()) +
+                      (name_.empty() ? std::string() : " of " + name_) + ": rank " + std::to_string(r) +
+                      " passed other ranks than rank 0 did. Every rank of the " + "group must call " + call +
+                      " with the same ranks, in the same order (the order numbers " +
+                      "them in the new group). No group was made.",
+                  r);
+  std::vector<int> members;
+  const std::int64_t c = color;
+  if (listed) {
+    members = *listed;
+  } else if (c >= 0) {
+    for (int r = 0; r < size(); ++r)
+      if (at(r, 0) == c) members.push_back(r);
+    std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return at(a, 1) < at(b, 1); });
+  }
+  const std::string prefix = base_.key_prefix + "g" + std::to_string(id) + "c" + std::to_string(c) + "/";
+  std::string name = "group " + prefix.substr(0, prefix.size() - 1) + " (global ranks";
+  for (std::size_t k = 0; k < members.size(); ++k)
+    name += (k ? ", " : " ") + std::to_string(global_ranks_[static_cast<std::size_t>(members[k])]);
+  name += ")";
+  if (c < 0) name = "no group (split with a negative color on job rank " + std::to_string(job_rank_) + ")";
+  return process_group(subgroup_t{}, *this, members, prefix, std::move(name));
+}
+
+template <class Backend>
+process_group<Backend> process_group<Backend>::new_group(const std::vector<int>& ranks) {
+  std::vector<bool> seen(static_cast<std::size_t>(std::max(size(), 0)), false);
+  std::int64_t hash = 1469598103934665603LL; // FNV-1a over the list, compared across ranks
+  int key = -1;
+  for (std::size_t k = 0; k < ranks.size(); ++k) {
+    const int r = ranks[k];
+    if (r < 0 || r >= size() || seen[static_cast<std::size_t>(r)])
+      throw error(error_kind::config,
+                  "new_group on rank " + std::to_string(rank()) + ": rank " + std::to_string(r) +
+                      (r < 0 || r >= size()
+                           ? " is not a rank of this group (0.." + std::to_string(size() - 1) + ")"
+                           : " is listed twice") +
+                      ": list each rank of this group at most once");
+    seen[static_cast<std::size_t>(r)] = true;
+    if (r == rank()) key = static_cast<int>(k);
+    hash = static_cast<std::int64_t>((static_cast<std::uint64_t>(hash) ^ static_cast<std::uint64_t>(r)) *
+                                     1099511628211ULL);
+  }
+  if (ranks.empty())
+    throw error(error_kind::config, "new_group on rank " + std::to_string(rank()) + ": no ranks given");
+  // The listed ranks, numbered by their place in the list; the others are told the group they are not in.
+  return make_subgroup(0, key, hash, "new_group", &ranks);
+}
+
+template <class Backend> process_group<Backend> process_group<Backend>::split(int color, int key) {
+  return make_subgroup(color < 0 ? -1 : color, key, 0, "split");
 }
 
 template <class Backend> void process_group<Backend>::start_peer_watch() {
@@ -661,7 +826,7 @@ template <class Backend> void process_group<Backend>::start_peer_watch() {
     try {
       auto relay = std::make_unique<detail::peer_failure_relay<typename Backend::communicator>>();
       peer_watch_ = std::make_unique<detail::peer_failure_watch>(
-          *store_, rank(), [r = relay.get()](const lost_rank& lost) { r->deliver(lost); });
+          *store_, job_rank_, [r = relay.get()](const lost_rank& lost) { r->deliver(lost); });
       relay_ = std::move(relay);
     } catch (const std::exception& e) {
       detail::log_line("rank " + std::to_string(rank()),
@@ -681,7 +846,7 @@ void process_group<Backend>::report_failed_connect(const std::exception& e) noex
   try {
     if (store_->wait_for_lost_rank(std::chrono::milliseconds(0))) return;
     peer_watch_.reset(); // what it would hear now is this rank's own report
-    detail::report_own_failure(*store_, rank(), d ? d->message() : std::string_view(e.what()));
+    detail::report_own_failure(*store_, job_rank_, d ? d->message() : std::string_view(e.what()));
     store_->linger_briefly();        // rank 0 serving the store: its peers read the reason, then leave
   } catch (const std::exception&) {} // best effort: the error going out is what matters
 }
@@ -698,7 +863,7 @@ template <class Backend> void process_group<Backend>::leave_on_own_failure() noe
 template <class Backend>
 void process_group<Backend>::fail_job(const std::string& reason, const char* what_happened) noexcept {
   const std::string who = "rank " + std::to_string(rank());
-  detail::note_failure_for_launcher(rank(), reason);
+  detail::note_failure_for_launcher(job_rank_, reason);
   detail::log_line(who, std::string(what_happened) + " on an error of its own: telling the other ranks");
   try {
     const std::string why = who + " " + what_happened + ": " + reason;

@@ -71,6 +71,13 @@ struct rendezvous {
   /// for a rank lost meanwhile (ddp::gloo does: the news names the rank).
   /// Null: nothing does.
   std::shared_ptr<detail::connect_interrupt> interrupt;
+  /// Set for a subgroup (process_group::new_group, split): the store keys of
+  /// its connections start with it, so that its mesh forms beside its
+  /// parent's on the same store. Empty: the job's own group.
+  std::string key_prefix;
+  /// A subgroup's name, as its errors and flight recorder give it
+  /// ("group 1 of ranks 0, 2"); empty for the job's own group.
+  std::string group_name;
 };
 
 namespace detail {
@@ -178,6 +185,13 @@ concept extended_communicator = communicator<C> &&
   { c.scatter(in, p, n, dt, root, blocking) } -> std::same_as<work>;
   { c.reduce(p, n, dt, o, root, blocking) } -> std::same_as<work>;
 };
+
+/// Connects a subgroup from a rendezvous whose key_prefix is set (its mesh on
+/// the parent's store, beside the parent's), so process_group::new_group and
+/// split can make one. ddp::gloo does (over TCP only: the node's shared
+/// memory stays the job's own group's).
+template <class C>
+concept subgroup_communicator = communicator<C> && C::connects_subgroups;
 
 /// A backend policy: a name and a communicator type.
 template <class B>

@@ -42,6 +42,10 @@ public:
   gloo_communicator& operator=(const gloo_communicator&) = delete;
   DDP_INLINE ~gloo_communicator(); // the worker stops before the connections go
 
+  /// Subgroups connect their own mesh on the parent's store, under the
+  /// rendezvous' key_prefix (TCP only).
+  static constexpr bool connects_subgroups = true;
+
   /// Descriptors a rank holds at its peak: one per peer, its device's epoll and
   /// the eventfd that wakes it; where the node's ranks can share memory, the
   /// segment's two and, on a node leader, the leaders' mesh across nodes

@@ -57,7 +57,10 @@ public:
                 if (shm_path_.get() && shm_path_.nodes() == 1)
                   shm_path_.guard(what, [&] { shm_path_.get()->agree(h, what); });
               }),
-        queue_(rank_, timeout_), blame_(rank_, size_, timeout_, store_, queue_) {
+        queue_(rank_, timeout_, rv.group_name.empty() ? std::string() : ", " + rv.group_name),
+        // A subgroup's failures are not looked up in the store: its keys (progress
+        // reports, finished ranks) are numbered by the job's ranks, not the group's.
+        blame_(rank_, size_, timeout_, rv.key_prefix.empty() ? store_ : nullptr, queue_) {
     ignore_sigpipe_if_default();
     auto device =
         make_gloo_device({rv.topo.rank, rv.topo.local_rank, rv.topo.master_addr, rv.topo.master_port});
@@ -65,18 +68,20 @@ public:
     ctx->batch_loop = gloo_loop_batch_wanted(rv.topo.nnodes);
     try {
       if (store_) {
-        gloo_store_adapter adapter(*store_, "ddp/gloo/");
+        gloo_store_adapter adapter(*store_, "ddp/gloo/" + rv.key_prefix);
         ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get());
       } else {
         ::gloo::rendezvous::FileStore files(rv.file_path);
-        ::gloo::rendezvous::PrefixStore prefixed(rv.token.empty() ? "ddp" : "ddp-" + rv.token, files);
+        ::gloo::rendezvous::PrefixStore prefixed(
+            (rv.token.empty() ? "ddp" : "ddp-" + rv.token) + rv.key_prefix, files);
         ctx->connect(prefixed, device, gloo_mesh_keys::per_rank);
       }
     } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
       blame_.mesh("rank " + std::to_string(rank_) + ": Gloo could not connect to its peers", "", e);
     }
     ctx_ = std::move(ctx);
-    if (store_ && shm_path_.vote(rv)) leaders_ = shm_path_.setup(rv, blame_);
+    // A subgroup stays on TCP: the node's segment and its vote belong to the job's own group.
+    if (store_ && rv.key_prefix.empty() && shm_path_.vote(rv)) leaders_ = shm_path_.setup(rv, blame_);
   }
 
   /// Descriptors a rank holds at its peak: one per peer (Debian's Gloo swaps
