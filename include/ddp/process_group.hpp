@@ -170,11 +170,12 @@ public:
   }
 
   /// Sends `t` to rank `dst`; rank `dst` receives it with recv(t, this rank).
-  /// A pair's sends and recvs meet in the order each rank calls them, and must
-  /// agree on count, dtype and `tag` (else ddp::error(mismatch) on both). They
-  /// run in the group's order with its collectives, one at a time: a send
-  /// waits for its recv, so two ranks must not both send to each other first
-  /// (detected: mismatch on both), one recvs first. ddp::gloo, host memory.
+  /// The k-th send of a rank to a peer meets the peer's k-th recv from it, and
+  /// they must agree on count, dtype and `tag` (else ddp::error(mismatch) on
+  /// both). Messages run beside the group's collectives, in a lane per peer
+  /// and direction: a send waits for its recv, but holds up nothing else, so
+  /// both ranks of a pair may send_async first (a blocking send waits there).
+  /// ddp::gloo, host memory.
   template <class T> work send_async(T&& t, int dst, std::int64_t tag = 0) {
     if constexpr (async_input<T>()) {
       return extended<const std::remove_reference_t<T>>(

@@ -2499,8 +2499,8 @@ concept open_files_communicator = communicator<C> && requires(const ddp::topolog
 };
 
 /// The rest of torch.distributed's collectives, on host memory: point to
-/// point (`tag` must match; a pair's operations meet in the order each rank
-/// calls them), all_to_all with equal blocks or a count per peer (blocks
+/// point (`tag` must match; the k-th send of a rank to a peer meets the
+/// peer's k-th recv from it), all_to_all with equal blocks or a count per peer (blocks
 /// packed in rank order), gather, scatter and reduce to a root. ddp::gloo
 /// models it; ddp::nccl does not yet (process_group says so at compile time).
 template <class C>
@@ -2699,8 +2699,9 @@ public:
                           bool blocking = false);
   /// Root's `data` becomes the reduction of every rank's (in rank order); the others' stays.
   DDP_INLINE work reduce(void* data, std::size_t n, dtype dt, op o, int root, bool blocking = false);
-  /// Point to point, run in the group's order: a pair's k-th operations with
-  /// each other meet, and must agree on count, dtype and tag.
+  /// Point to point, beside the collectives in a lane per peer and direction:
+  /// the k-th send to a peer meets its k-th recv from this rank, and they must
+  /// agree on count, dtype and tag.
   DDP_INLINE work send(const void* data, std::size_t n, dtype dt, int peer, std::int64_t tag,
                        bool blocking = false);
   DDP_INLINE work recv(void* data, std::size_t n, dtype dt, int peer, std::int64_t tag,
@@ -3838,11 +3839,12 @@ public:
   }
 
   /// Sends `t` to rank `dst`; rank `dst` receives it with recv(t, this rank).
-  /// A pair's sends and recvs meet in the order each rank calls them, and must
-  /// agree on count, dtype and `tag` (else ddp::error(mismatch) on both). They
-  /// run in the group's order with its collectives, one at a time: a send
-  /// waits for its recv, so two ranks must not both send to each other first
-  /// (detected: mismatch on both), one recvs first. ddp::gloo, host memory.
+  /// The k-th send of a rank to a peer meets the peer's k-th recv from it, and
+  /// they must agree on count, dtype and `tag` (else ddp::error(mismatch) on
+  /// both). Messages run beside the group's collectives, in a lane per peer
+  /// and direction: a send waits for its recv, but holds up nothing else, so
+  /// both ranks of a pair may send_async first (a blocking send waits there).
+  /// ddp::gloo, host memory.
   template <class T> work send_async(T&& t, int dst, std::int64_t tag = 0) {
     if constexpr (async_input<T>()) {
       return extended<const std::remove_reference_t<T>>(
@@ -19156,10 +19158,13 @@ inline constexpr std::uint8_t header_slot_prefix = 0x41; ///< header_round (deta
 inline constexpr std::uint8_t chain_slot_prefix = 0x42;  ///< chain_broadcast (detail/gloo/chain.hpp)
 inline constexpr std::uint8_t block_exchange_slot_prefix =
     0x43; ///< exchange_blocks (detail/gloo/exchange.hpp)
-/// send/recv (detail/gloo/p2p.hpp): the pair's header, then its data. Their
-/// tag is the pair's own sequence number, not the group's.
-inline constexpr std::uint8_t p2p_header_slot_prefix = 0x44;
-inline constexpr std::uint8_t p2p_data_slot_prefix = 0x45;
+/// send/recv (detail/gloo/p2p.hpp): a message's headers, then its data, by
+/// direction (from a lower rank to a higher one, or back). Their tag is the
+/// message's number in its lane, not the group's.
+inline constexpr std::uint8_t p2p_up_header_slot_prefix = 0x44;
+inline constexpr std::uint8_t p2p_up_data_slot_prefix = 0x45;
+inline constexpr std::uint8_t p2p_down_header_slot_prefix = 0x47;
+inline constexpr std::uint8_t p2p_down_data_slot_prefix = 0x48;
 /// exchange_v (detail/gloo/exchange.hpp): all_to_all, gather, scatter, reduce
 inline constexpr std::uint8_t exchange_v_slot_prefix = 0x46;
 
@@ -20510,14 +20515,15 @@ DDP_END_NAMESPACE
 // ---- end ddp/detail/gloo/knobs.hpp ----
 // ---- begin ddp/detail/gloo/p2p.hpp ----
 // send and recv over Gloo's transport, on buffers ddp owns (so that another
-// thread can end their waits: detail/gloo/waits.hpp). The k-th operation of a
-// rank with a peer is matched with the peer's k-th operation with this rank
-// (each side counts the pair's operations in its own order): both send their
-// header on the pair's k-th slot and receive the other's, so both see the
-// same two headers and reach the same verdict before any data moves. A send
-// against a recv of another count, dtype or tag, or two sends (or two recvs)
-// facing each other, is ddp::error(mismatch) on both ranks, not a message that
-// Gloo's I/O thread would end the process on (detail/gloo/header.hpp).
+// thread can end their waits: detail/gloo/waits.hpp). Messages go in lanes, one
+// per peer and direction, each with a worker of its own: the k-th send of a rank
+// to a peer meets the peer's k-th recv from that rank, whatever else either
+// rank has posted (torch's isend/irecv: both ranks may send first, a ring
+// may send all at once). Before any data moves, both ends of a message send
+// their header on the message's slot and receive the other's, so both see
+// the same two headers and reach the same verdict: another count, dtype or tag
+// is ddp::error(mismatch) on both ranks, not a message that Gloo's I/O thread
+// would end the process on (detail/gloo/header.hpp).
 #ifndef DDP_DETAIL_GLOO_P2P_HPP
 #define DDP_DETAIL_GLOO_P2P_HPP
 
@@ -20529,18 +20535,23 @@ DDP_END_NAMESPACE
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
+#include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
-/// What one side of a pair is about to do; sent as raw bytes.
+/// What one end of a message is about to do; sent as raw bytes.
 struct p2p_header {
   static constexpr std::uint32_t expected_magic = 0x50504444; // "DDPP"
   std::uint32_t magic = expected_magic;
-  std::uint8_t sends = 0; ///< 1: a send, 0: a recv
+  std::uint8_t sends = 0; ///< 1: the sender's, 0: the receiver's
   std::uint8_t dt = 0;    ///< ddp::dtype
   std::uint16_t reserved = 0;
   std::int64_t tag = 0;
@@ -20556,72 +20567,119 @@ struct p2p_header {
 };
 static_assert(sizeof(p2p_header) == 24, "p2p_header is sent as raw bytes: keep it padding-free");
 
-class gloo_p2p {
+/// One message: the header exchange, then the data. Throws ddp::error(mismatch)
+/// on both ranks when their headers disagree, gloo::IoException when a wait
+/// times out, is interrupted, or its connection fails.
+inline void p2p_transfer(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits, bool sends,
+                         void* data, std::size_t n, dtype dt, int peer, std::int64_t tag, std::uint32_t seq,
+                         std::chrono::milliseconds timeout, const std::string& what) {
+  const int r = ctx->rank;
+  const gloo_deadline deadline(timeout);
+  // The message's own slots: its direction (lower to higher rank, or back) and its number in that lane.
+  const bool upward = sends ? r < peer : peer < r;
+  const auto header_slot =
+      ::gloo::Slot::build(upward ? p2p_up_header_slot_prefix : p2p_down_header_slot_prefix, seq);
+  const auto data_slot =
+      ::gloo::Slot::build(upward ? p2p_up_data_slot_prefix : p2p_down_data_slot_prefix, seq);
+  p2p_header mine, theirs;
+  mine.sends = sends ? 1 : 0;
+  mine.dt = static_cast<std::uint8_t>(dt);
+  mine.tag = tag;
+  mine.count = n;
+  theirs.magic = 0;
+  {
+    auto in = waits.make(*ctx, &theirs, sizeof theirs);
+    auto out = waits.make(*ctx, &mine, sizeof mine);
+    in->recv(peer, header_slot, 0, sizeof theirs);
+    out->send(peer, header_slot, 0, sizeof mine);
+    gloo_deadline::check(in->waitRecv(deadline.remaining()), "send/recv header receive");
+    gloo_deadline::check(out->waitSend(deadline.remaining()), "send/recv header send");
+  }
+  const bool agree = theirs.magic == p2p_header::expected_magic && theirs.sends != mine.sends &&
+                     theirs.dt == mine.dt && theirs.tag == mine.tag && theirs.count == mine.count;
+  if (!agree)
+    throw error(error_kind::mismatch,
+                what + ": rank " + std::to_string(r) + " and rank " + std::to_string(peer) +
+                    " disagree on message #" + std::to_string(seq) + " from rank " +
+                    std::to_string(sends ? r : peer) + " to rank " + std::to_string(sends ? peer : r) +
+                    ": this rank (" + std::to_string(r) + ") called " + mine.describe(peer) + ", rank " +
+                    std::to_string(peer) + " called " + theirs.describe(r) +
+                    ". The k-th send of a rank to a peer meets the peer's k-th recv from that rank: they "
+                    "must agree on count, dtype and tag. This group is unusable now: every later "
+                    "collective throws; create a new group.",
+                peer);
+  if (n == 0) return;
+  const std::size_t bytes = n * size_of(dt);
+  auto buf = waits.make(*ctx, data, bytes);
+  if (sends) {
+    buf->send(peer, data_slot, 0, bytes);
+    gloo_deadline::check(buf->waitSend(deadline.remaining()), "send");
+  } else {
+    buf->recv(peer, data_slot, 0, bytes);
+    gloo_deadline::check(buf->waitRecv(deadline.remaining()), "recv");
+  }
+}
+
+/// The lanes: per peer and direction, a number for the next message and a
+/// worker that runs that lane's messages in order (made on first use).
+class gloo_p2p_lanes {
 public:
-  /// Sends (`sends`) `n` elements at `data` to `peer`, or receives them from
-  /// it, once the peer's matching operation agrees. Throws ddp::error(mismatch)
-  /// on both ranks when they disagree, gloo::IoException when a wait times out,
-  /// is interrupted, or its connection fails. Worker thread only.
-  void run(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits, bool sends, void* data,
-           std::size_t n, dtype dt, int peer, std::int64_t tag, std::chrono::milliseconds timeout,
-           const std::string& what) {
-    const int w = ctx->size, r = ctx->rank;
-    if (next_.size() != static_cast<std::size_t>(w)) next_.assign(static_cast<std::size_t>(w), 0);
-    const std::uint32_t seq = next_[static_cast<std::size_t>(peer)]++;
-    const gloo_deadline deadline(timeout);
-    mine_ = p2p_header{};
-    mine_.sends = sends ? 1 : 0;
-    mine_.dt = static_cast<std::uint8_t>(dt);
-    mine_.tag = tag;
-    mine_.count = n;
-    theirs_ = p2p_header{};
-    theirs_.magic = 0;
+  /// Queues `body(seq, what)` in the lane of (peer, sends), named `head #seq tail`.
+  work submit(int peer, bool sends, const std::string& head, const std::string& tail,
+              std::chrono::milliseconds timeout, bool blocking,
+              std::function<void(std::uint32_t seq, const std::string& what)> body) {
+    ordered_queue* q = nullptr;
+    std::uint32_t seq = 0;
     {
-      const auto slot = ::gloo::Slot::build(p2p_header_slot_prefix, seq);
-      auto in = waits.make(*ctx, &theirs_, sizeof theirs_);
-      auto out = waits.make(*ctx, &mine_, sizeof mine_);
-      in->recv(peer, slot, 0, sizeof theirs_);
-      out->send(peer, slot, 0, sizeof mine_);
-      gloo_deadline::check(in->waitRecv(deadline.remaining()), "send/recv header receive");
-      gloo_deadline::check(out->waitSend(deadline.remaining()), "send/recv header send");
+      std::lock_guard lock(mu_);
+      auto& l = lanes_[{peer, sends}];
+      if (!l.queue) {
+        l.queue = std::make_unique<ordered_queue>();
+        if (poison_) l.queue->abort(poison_);
+      }
+      q = l.queue.get();
+      seq = l.next++;
     }
-    const bool agree = theirs_.magic == p2p_header::expected_magic && theirs_.sends != mine_.sends &&
-                       theirs_.dt == mine_.dt && theirs_.tag == mine_.tag && theirs_.count == mine_.count;
-    if (!agree) {
-      std::string hint;
-      if (theirs_.magic == p2p_header::expected_magic && theirs_.sends == mine_.sends)
-        hint = mine_.sends
-                   ? " Both ranks send first and wait for the other: let one of them recv first (send/recv "
-                     "run in the group's order, one at a time), or use all_to_all."
-                   : " Both ranks wait to receive: one of them must send.";
-      throw error(
-          error_kind::mismatch,
-          what + ": rank " + std::to_string(r) + " and rank " + std::to_string(peer) +
-              " disagree on their send/recv #" + std::to_string(seq) + " with each other: this rank (" +
-              std::to_string(r) + ") called " + mine_.describe(peer) + ", rank " + std::to_string(peer) +
-              " called " + theirs_.describe(r) +
-              ". A pair's sends and recvs are matched in the order each rank calls them: the k-th "
-              "send of one must meet the k-th recv of the other, with the same count, dtype and "
-              "tag." +
-              hint + " This group is unusable now: every later collective throws; create a new group.",
-          peer);
-    }
-    if (n == 0) return;
-    const std::size_t bytes = n * size_of(dt);
-    const auto slot = ::gloo::Slot::build(p2p_data_slot_prefix, seq);
-    auto buf = waits.make(*ctx, data, bytes);
-    if (sends) {
-      buf->send(peer, slot, 0, bytes);
-      gloo_deadline::check(buf->waitSend(deadline.remaining()), "send");
-    } else {
-      buf->recv(peer, slot, 0, bytes);
-      gloo_deadline::check(buf->waitRecv(deadline.remaining()), "recv");
-    }
+    std::string what = head + " #" + std::to_string(seq) + tail;
+    return q->submit([body = std::move(body), seq, what](work_state&) { body(seq, what); }, what, timeout,
+                     blocking);
+  }
+
+  /// Every lane fails what it holds with `why`, and refuses later messages.
+  void abort(std::exception_ptr why) {
+    std::lock_guard lock(mu_);
+    if (!poison_) poison_ = why;
+    for (auto& [key, l] : lanes_)
+      l.queue->abort(poison_);
+  }
+
+  void drain() {
+    for (auto* q : queues())
+      q->drain();
+  }
+
+  /// Before the connections go.
+  void stop() {
+    for (auto* q : queues())
+      q->stop();
   }
 
 private:
-  std::vector<std::uint32_t> next_; ///< the next operation's number, per peer
-  p2p_header mine_, theirs_;        ///< the header buffers (kept alive for the transport)
+  std::vector<ordered_queue*> queues() {
+    std::lock_guard lock(mu_);
+    std::vector<ordered_queue*> out;
+    for (auto& [key, l] : lanes_)
+      out.push_back(l.queue.get());
+    return out;
+  }
+
+  struct lane {
+    std::unique_ptr<ordered_queue> queue;
+    std::uint32_t next = 0;
+  };
+  std::mutex mu_;
+  std::map<std::pair<int, bool>, lane> lanes_;
+  std::exception_ptr poison_;
 };
 
 } // namespace detail
@@ -22111,7 +22169,7 @@ public:
                 if (shm_path_.get() && shm_path_.nodes() == 1)
                   shm_path_.guard(what, [&] { shm_path_.get()->agree(h, what); });
               }),
-        queue_(rank_, timeout_, rv.group_name.empty() ? std::string() : ", " + rv.group_name),
+        note_(rv.group_name.empty() ? std::string() : ", " + rv.group_name), queue_(rank_, timeout_, note_),
         // A subgroup's failures are not looked up in the store: its keys (progress
         // reports, finished ranks) are numbered by the job's ranks, not the group's.
         blame_(rank_, size_, timeout_, rv.key_prefix.empty() ? store_ : nullptr, queue_) {
@@ -22156,7 +22214,10 @@ public:
 
   gloo_communicator_impl(const gloo_communicator_impl&) = delete;
   gloo_communicator_impl& operator=(const gloo_communicator_impl&) = delete;
-  ~gloo_communicator_impl() { queue_.stop(); } // the worker stops before the context goes
+  ~gloo_communicator_impl() { // the workers stop before the context goes
+    queue_.stop();
+    lanes_.stop();
+  }
 
   /// True when all_reduce goes through the node's shared-memory segment (see
   /// detail/shm/all_reduce.hpp): on by default when ranks share a node, DDP_SHM=0 off.
@@ -22204,7 +22265,10 @@ public:
   int size() const { return size_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
   std::exception_ptr poisoned() const { return queue_.poisoned(); }
-  void drain() { queue_.drain(); }
+  void drain() {
+    queue_.drain();
+    lanes_.drain();
+  }
 
   /// For a rank leaving on an error of its own (process_group::abort, or its
   /// teardown on an escaping exception), from any thread: what is queued fails
@@ -22224,6 +22288,7 @@ public:
   void poison_for_failure(const std::string& reason) {
     std::lock_guard lock(contexts_mu_); // against fail_for_peer: one of them is the group's error
     queue_.abort(std::make_exception_ptr(error(error_kind::backend, reason, rank_)));
+    lanes_.abort(queue_.poisoned());
   }
 
   /// The store reports that `lost.rank` failed (process_group's
@@ -22243,6 +22308,7 @@ public:
       if (queue_.poisoned()) return; // the group failed already: its error stands
       peer_failure_ = lost;
       queue_.abort(why);
+      lanes_.abort(why);
     }
     queue_.recorder().note(lost_news(lost) + " (the store reported it)");
     interrupt_connections(false);
@@ -22406,9 +22472,9 @@ public:
     });
   }
 
-  /// Point to point, in the group's order (detail/gloo/p2p.hpp): the pair's
-  /// k-th operations meet, and only the pair takes part, so neither takes a
-  /// group tag (the other ranks' tags stay in step).
+  /// Point to point (detail/gloo/p2p.hpp): in a lane per peer and direction,
+  /// beside the group's queue, so a send waiting for its recv holds up neither
+  /// the collectives nor messages to or from other peers.
   work send(const void* data, std::size_t n, dtype dt, int peer, std::int64_t tag, bool blocking = false) {
     return p2p(true, const_cast<void*>(data), n, dt, peer, tag, blocking);
   }
@@ -22432,23 +22498,54 @@ private:
                                           std::to_string(rank_) + ": peer " + std::to_string(peer) +
                                           " is not another rank of this group (0.." +
                                           std::to_string(size_ - 1) + ", not this rank)");
-    return submit(
-        sends ? "send" : "recv", n, dt, blocking,
-        [=, this](std::uint32_t, const std::string& what) {
-          p2p_.run(ctx_, waits_, sends, data, n, dt, peer, tag, timeout_, what);
-        },
-        false);
+    if (auto why = queue_.poisoned()) std::rethrow_exception(why);
+    const std::string head = "rank " + std::to_string(rank_) + ": " + (sends ? "send" : "recv");
+    const std::string tail = std::string(sends ? " to" : " from") + " rank " + std::to_string(peer) + " (" +
+                             std::to_string(n) + " x " + std::string(to_string(dt)) + note_ + ")";
+    return lanes_.submit(
+        peer, sends, head, tail, timeout_, blocking, [=, this](std::uint32_t seq, const std::string& what) {
+          std::shared_ptr<gloo_mesh_context> ctx;
+          {
+            std::lock_guard lock(contexts_mu_);
+            if (auto why = queue_.poisoned()) std::rethrow_exception(why);
+            ctx = ctx_;
+          }
+          try {
+            p2p_transfer(ctx, waits_, sends, data, n, dt, peer, tag, seq, timeout_, what);
+          } catch (const ddp::error&) {
+            fail_from_lane(std::current_exception());
+          } catch (const std::exception& e) {
+            fail_from_lane(std::make_exception_ptr(
+                error(error_kind::timeout,
+                      what + " failed: " + e.what() + ". Rank " + std::to_string(peer) +
+                          " did not take its part in time, or failed (its output says why); every "
+                          "later collective of this group throws",
+                      peer)));
+          }
+        });
   }
 
-  /// Queues `body(tag, what)`: each collective gets a fresh Gloo tag (unless
-  /// only a pair takes part: `group_tag` false), and any failure closes every
-  /// connection (peers fail at once) and poisons the group.
-  work submit(const char* name, std::size_t n, dtype dt, bool blocking, body_type body,
-              bool group_tag = true) {
+  /// A message failed: the group fails with `why` (its first failure stands),
+  /// every connection closes so peers blocked on this rank fail now, and the
+  /// message's work fails with the group's error.
+  [[noreturn]] void fail_from_lane(std::exception_ptr why) {
+    {
+      std::lock_guard lock(contexts_mu_);
+      queue_.abort(why);
+      why = queue_.poisoned();
+      lanes_.abort(why);
+    }
+    interrupt_connections(true);
+    std::rethrow_exception(why);
+  }
+
+  /// Queues `body(tag, what)`: each collective gets a fresh Gloo tag, and any
+  /// failure closes every connection (peers fail at once) and poisons the group.
+  work submit(const char* name, std::size_t n, dtype dt, bool blocking, body_type body) {
     return queue_.submit(
         name, n, dt, blocking,
-        [this, body = std::move(body), site = current_call, group_tag](const std::string& what, work_state&) {
-          const std::uint32_t tag = group_tag ? next_tag_++ : 0;
+        [this, body = std::move(body), site = current_call](const std::string& what, work_state&) {
+          const std::uint32_t tag = next_tag_++;
           call_site_scope named(site); // its headers carry the step (gloo_collectives::header)
           try {
             body(tag, what);
@@ -22513,9 +22610,10 @@ private:
   std::vector<char> scratch_;
   gloo_collectives mesh_; ///< the collectives over ctx_: header round, ring, chain, block exchange
   gloo_waits waits_;      ///< the buffers of ddp's own collectives, for interrupt_connections
-  gloo_p2p p2p_;          ///< send/recv: each pair's sequence (worker thread only)
+  gloo_p2p_lanes lanes_;  ///< send/recv, a worker per peer and direction
   gloo_knobs knobs_;
   std::uint32_t next_tag_ = 1; // worker thread only
+  std::string note_;           ///< ", <group name>" for a subgroup: every description carries it
   collective_queue queue_;
   gloo_blame blame_;
 };

@@ -169,8 +169,8 @@ concept open_files_communicator = communicator<C> && requires(const ddp::topolog
 };
 
 /// The rest of torch.distributed's collectives, on host memory: point to
-/// point (`tag` must match; a pair's operations meet in the order each rank
-/// calls them), all_to_all with equal blocks or a count per peer (blocks
+/// point (`tag` must match; the k-th send of a rank to a peer meets the
+/// peer's k-th recv from it), all_to_all with equal blocks or a count per peer (blocks
 /// packed in rank order), gather, scatter and reduce to a root. ddp::gloo
 /// models it; ddp::nccl does not yet (process_group says so at compile time).
 template <class C>

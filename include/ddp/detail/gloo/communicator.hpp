@@ -158,8 +158,9 @@ public:
                           bool blocking = false);
   /// Root's `data` becomes the reduction of every rank's (in rank order); the others' stays.
   DDP_INLINE work reduce(void* data, std::size_t n, dtype dt, op o, int root, bool blocking = false);
-  /// Point to point, run in the group's order: a pair's k-th operations with
-  /// each other meet, and must agree on count, dtype and tag.
+  /// Point to point, beside the collectives in a lane per peer and direction:
+  /// the k-th send to a peer meets its k-th recv from this rank, and they must
+  /// agree on count, dtype and tag.
   DDP_INLINE work send(const void* data, std::size_t n, dtype dt, int peer, std::int64_t tag,
                        bool blocking = false);
   DDP_INLINE work recv(void* data, std::size_t n, dtype dt, int peer, std::int64_t tag,

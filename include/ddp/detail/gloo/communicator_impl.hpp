@@ -57,7 +57,7 @@ public:
                 if (shm_path_.get() && shm_path_.nodes() == 1)
                   shm_path_.guard(what, [&] { shm_path_.get()->agree(h, what); });
               }),
-        queue_(rank_, timeout_, rv.group_name.empty() ? std::string() : ", " + rv.group_name),
+        note_(rv.group_name.empty() ? std::string() : ", " + rv.group_name), queue_(rank_, timeout_, note_),
         // A subgroup's failures are not looked up in the store: its keys (progress
         // reports, finished ranks) are numbered by the job's ranks, not the group's.
         blame_(rank_, size_, timeout_, rv.key_prefix.empty() ? store_ : nullptr, queue_) {
@@ -102,7 +102,10 @@ public:
 
   gloo_communicator_impl(const gloo_communicator_impl&) = delete;
   gloo_communicator_impl& operator=(const gloo_communicator_impl&) = delete;
-  ~gloo_communicator_impl() { queue_.stop(); } // the worker stops before the context goes
+  ~gloo_communicator_impl() { // the workers stop before the context goes
+    queue_.stop();
+    lanes_.stop();
+  }
 
   /// True when all_reduce goes through the node's shared-memory segment (see
   /// detail/shm/all_reduce.hpp): on by default when ranks share a node, DDP_SHM=0 off.
@@ -150,7 +153,10 @@ public:
   int size() const { return size_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
   std::exception_ptr poisoned() const { return queue_.poisoned(); }
-  void drain() { queue_.drain(); }
+  void drain() {
+    queue_.drain();
+    lanes_.drain();
+  }
 
   /// For a rank leaving on an error of its own (process_group::abort, or its
   /// teardown on an escaping exception), from any thread: what is queued fails
@@ -170,6 +176,7 @@ public:
   void poison_for_failure(const std::string& reason) {
     std::lock_guard lock(contexts_mu_); // against fail_for_peer: one of them is the group's error
     queue_.abort(std::make_exception_ptr(error(error_kind::backend, reason, rank_)));
+    lanes_.abort(queue_.poisoned());
   }
 
   /// The store reports that `lost.rank` failed (process_group's
@@ -189,6 +196,7 @@ public:
       if (queue_.poisoned()) return; // the group failed already: its error stands
       peer_failure_ = lost;
       queue_.abort(why);
+      lanes_.abort(why);
     }
     queue_.recorder().note(lost_news(lost) + " (the store reported it)");
     interrupt_connections(false);
@@ -352,9 +360,9 @@ public:
     });
   }
 
-  /// Point to point, in the group's order (detail/gloo/p2p.hpp): the pair's
-  /// k-th operations meet, and only the pair takes part, so neither takes a
-  /// group tag (the other ranks' tags stay in step).
+  /// Point to point (detail/gloo/p2p.hpp): in a lane per peer and direction,
+  /// beside the group's queue, so a send waiting for its recv holds up neither
+  /// the collectives nor messages to or from other peers.
   work send(const void* data, std::size_t n, dtype dt, int peer, std::int64_t tag, bool blocking = false) {
     return p2p(true, const_cast<void*>(data), n, dt, peer, tag, blocking);
   }
@@ -378,23 +386,54 @@ private:
                                           std::to_string(rank_) + ": peer " + std::to_string(peer) +
                                           " is not another rank of this group (0.." +
                                           std::to_string(size_ - 1) + ", not this rank)");
-    return submit(
-        sends ? "send" : "recv", n, dt, blocking,
-        [=, this](std::uint32_t, const std::string& what) {
-          p2p_.run(ctx_, waits_, sends, data, n, dt, peer, tag, timeout_, what);
-        },
-        false);
+    if (auto why = queue_.poisoned()) std::rethrow_exception(why);
+    const std::string head = "rank " + std::to_string(rank_) + ": " + (sends ? "send" : "recv");
+    const std::string tail = std::string(sends ? " to" : " from") + " rank " + std::to_string(peer) + " (" +
+                             std::to_string(n) + " x " + std::string(to_string(dt)) + note_ + ")";
+    return lanes_.submit(
+        peer, sends, head, tail, timeout_, blocking, [=, this](std::uint32_t seq, const std::string& what) {
+          std::shared_ptr<gloo_mesh_context> ctx;
+          {
+            std::lock_guard lock(contexts_mu_);
+            if (auto why = queue_.poisoned()) std::rethrow_exception(why);
+            ctx = ctx_;
+          }
+          try {
+            p2p_transfer(ctx, waits_, sends, data, n, dt, peer, tag, seq, timeout_, what);
+          } catch (const ddp::error&) {
+            fail_from_lane(std::current_exception());
+          } catch (const std::exception& e) {
+            fail_from_lane(std::make_exception_ptr(
+                error(error_kind::timeout,
+                      what + " failed: " + e.what() + ". Rank " + std::to_string(peer) +
+                          " did not take its part in time, or failed (its output says why); every "
+                          "later collective of this group throws",
+                      peer)));
+          }
+        });
   }
 
-  /// Queues `body(tag, what)`: each collective gets a fresh Gloo tag (unless
-  /// only a pair takes part: `group_tag` false), and any failure closes every
-  /// connection (peers fail at once) and poisons the group.
-  work submit(const char* name, std::size_t n, dtype dt, bool blocking, body_type body,
-              bool group_tag = true) {
+  /// A message failed: the group fails with `why` (its first failure stands),
+  /// every connection closes so peers blocked on this rank fail now, and the
+  /// message's work fails with the group's error.
+  [[noreturn]] void fail_from_lane(std::exception_ptr why) {
+    {
+      std::lock_guard lock(contexts_mu_);
+      queue_.abort(why);
+      why = queue_.poisoned();
+      lanes_.abort(why);
+    }
+    interrupt_connections(true);
+    std::rethrow_exception(why);
+  }
+
+  /// Queues `body(tag, what)`: each collective gets a fresh Gloo tag, and any
+  /// failure closes every connection (peers fail at once) and poisons the group.
+  work submit(const char* name, std::size_t n, dtype dt, bool blocking, body_type body) {
     return queue_.submit(
         name, n, dt, blocking,
-        [this, body = std::move(body), site = current_call, group_tag](const std::string& what, work_state&) {
-          const std::uint32_t tag = group_tag ? next_tag_++ : 0;
+        [this, body = std::move(body), site = current_call](const std::string& what, work_state&) {
+          const std::uint32_t tag = next_tag_++;
           call_site_scope named(site); // its headers carry the step (gloo_collectives::header)
           try {
             body(tag, what);
@@ -459,9 +498,10 @@ private:
   std::vector<char> scratch_;
   gloo_collectives mesh_; ///< the collectives over ctx_: header round, ring, chain, block exchange
   gloo_waits waits_;      ///< the buffers of ddp's own collectives, for interrupt_connections
-  gloo_p2p p2p_;          ///< send/recv: each pair's sequence (worker thread only)
+  gloo_p2p_lanes lanes_;  ///< send/recv, a worker per peer and direction
   gloo_knobs knobs_;
   std::uint32_t next_tag_ = 1; // worker thread only
+  std::string note_;           ///< ", <group name>" for a subgroup: every description carries it
   collective_queue queue_;
   gloo_blame blame_;
 };

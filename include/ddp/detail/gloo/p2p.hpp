@@ -1,15 +1,17 @@
 // send and recv over Gloo's transport, on buffers ddp owns (so that another
-// thread can end their waits: detail/gloo/waits.hpp). The k-th operation of a
-// rank with a peer is matched with the peer's k-th operation with this rank
-// (each side counts the pair's operations in its own order): both send their
-// header on the pair's k-th slot and receive the other's, so both see the
-// same two headers and reach the same verdict before any data moves. A send
-// against a recv of another count, dtype or tag, or two sends (or two recvs)
-// facing each other, is ddp::error(mismatch) on both ranks, not a message that
-// Gloo's I/O thread would end the process on (detail/gloo/header.hpp).
+// thread can end their waits: detail/gloo/waits.hpp). Messages go in lanes, one
+// per peer and direction, each with a worker of its own: the k-th send of a rank
+// to a peer meets the peer's k-th recv from that rank, whatever else either
+// rank has posted (torch's isend/irecv: both ranks may send first, a ring
+// may send all at once). Before any data moves, both ends of a message send
+// their header on the message's slot and receive the other's, so both see
+// the same two headers and reach the same verdict: another count, dtype or tag
+// is ddp::error(mismatch) on both ranks, not a message that Gloo's I/O thread
+// would end the process on (detail/gloo/header.hpp).
 #ifndef DDP_DETAIL_GLOO_P2P_HPP
 #define DDP_DETAIL_GLOO_P2P_HPP
 
+#include <ddp/detail/backend/ordered_queue.hpp>
 #include <ddp/detail/gloo/deadline.hpp>
 #include <ddp/detail/gloo/slots.hpp>
 #include <ddp/detail/gloo/waits.hpp>
@@ -23,18 +25,23 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
+#include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
-/// What one side of a pair is about to do; sent as raw bytes.
+/// What one end of a message is about to do; sent as raw bytes.
 struct p2p_header {
   static constexpr std::uint32_t expected_magic = 0x50504444; // "DDPP"
   std::uint32_t magic = expected_magic;
-  std::uint8_t sends = 0; ///< 1: a send, 0: a recv
+  std::uint8_t sends = 0; ///< 1: the sender's, 0: the receiver's
   std::uint8_t dt = 0;    ///< ddp::dtype
   std::uint16_t reserved = 0;
   std::int64_t tag = 0;
@@ -50,72 +57,119 @@ struct p2p_header {
 };
 static_assert(sizeof(p2p_header) == 24, "p2p_header is sent as raw bytes: keep it padding-free");
 
-class gloo_p2p {
+/// One message: the header exchange, then the data. Throws ddp::error(mismatch)
+/// on both ranks when their headers disagree, gloo::IoException when a wait
+/// times out, is interrupted, or its connection fails.
+inline void p2p_transfer(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits, bool sends,
+                         void* data, std::size_t n, dtype dt, int peer, std::int64_t tag, std::uint32_t seq,
+                         std::chrono::milliseconds timeout, const std::string& what) {
+  const int r = ctx->rank;
+  const gloo_deadline deadline(timeout);
+  // The message's own slots: its direction (lower to higher rank, or back) and its number in that lane.
+  const bool upward = sends ? r < peer : peer < r;
+  const auto header_slot =
+      ::gloo::Slot::build(upward ? p2p_up_header_slot_prefix : p2p_down_header_slot_prefix, seq);
+  const auto data_slot =
+      ::gloo::Slot::build(upward ? p2p_up_data_slot_prefix : p2p_down_data_slot_prefix, seq);
+  p2p_header mine, theirs;
+  mine.sends = sends ? 1 : 0;
+  mine.dt = static_cast<std::uint8_t>(dt);
+  mine.tag = tag;
+  mine.count = n;
+  theirs.magic = 0;
+  {
+    auto in = waits.make(*ctx, &theirs, sizeof theirs);
+    auto out = waits.make(*ctx, &mine, sizeof mine);
+    in->recv(peer, header_slot, 0, sizeof theirs);
+    out->send(peer, header_slot, 0, sizeof mine);
+    gloo_deadline::check(in->waitRecv(deadline.remaining()), "send/recv header receive");
+    gloo_deadline::check(out->waitSend(deadline.remaining()), "send/recv header send");
+  }
+  const bool agree = theirs.magic == p2p_header::expected_magic && theirs.sends != mine.sends &&
+                     theirs.dt == mine.dt && theirs.tag == mine.tag && theirs.count == mine.count;
+  if (!agree)
+    throw error(error_kind::mismatch,
+                what + ": rank " + std::to_string(r) + " and rank " + std::to_string(peer) +
+                    " disagree on message #" + std::to_string(seq) + " from rank " +
+                    std::to_string(sends ? r : peer) + " to rank " + std::to_string(sends ? peer : r) +
+                    ": this rank (" + std::to_string(r) + ") called " + mine.describe(peer) + ", rank " +
+                    std::to_string(peer) + " called " + theirs.describe(r) +
+                    ". The k-th send of a rank to a peer meets the peer's k-th recv from that rank: they "
+                    "must agree on count, dtype and tag. This group is unusable now: every later "
+                    "collective throws; create a new group.",
+                peer);
+  if (n == 0) return;
+  const std::size_t bytes = n * size_of(dt);
+  auto buf = waits.make(*ctx, data, bytes);
+  if (sends) {
+    buf->send(peer, data_slot, 0, bytes);
+    gloo_deadline::check(buf->waitSend(deadline.remaining()), "send");
+  } else {
+    buf->recv(peer, data_slot, 0, bytes);
+    gloo_deadline::check(buf->waitRecv(deadline.remaining()), "recv");
+  }
+}
+
+/// The lanes: per peer and direction, a number for the next message and a
+/// worker that runs that lane's messages in order (made on first use).
+class gloo_p2p_lanes {
 public:
-  /// Sends (`sends`) `n` elements at `data` to `peer`, or receives them from
-  /// it, once the peer's matching operation agrees. Throws ddp::error(mismatch)
-  /// on both ranks when they disagree, gloo::IoException when a wait times out,
-  /// is interrupted, or its connection fails. Worker thread only.
-  void run(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits, bool sends, void* data,
-           std::size_t n, dtype dt, int peer, std::int64_t tag, std::chrono::milliseconds timeout,
-           const std::string& what) {
-    const int w = ctx->size, r = ctx->rank;
-    if (next_.size() != static_cast<std::size_t>(w)) next_.assign(static_cast<std::size_t>(w), 0);
-    const std::uint32_t seq = next_[static_cast<std::size_t>(peer)]++;
-    const gloo_deadline deadline(timeout);
-    mine_ = p2p_header{};
-    mine_.sends = sends ? 1 : 0;
-    mine_.dt = static_cast<std::uint8_t>(dt);
-    mine_.tag = tag;
-    mine_.count = n;
-    theirs_ = p2p_header{};
-    theirs_.magic = 0;
+  /// Queues `body(seq, what)` in the lane of (peer, sends), named `head #seq tail`.
+  work submit(int peer, bool sends, const std::string& head, const std::string& tail,
+              std::chrono::milliseconds timeout, bool blocking,
+              std::function<void(std::uint32_t seq, const std::string& what)> body) {
+    ordered_queue* q = nullptr;
+    std::uint32_t seq = 0;
     {
-      const auto slot = ::gloo::Slot::build(p2p_header_slot_prefix, seq);
-      auto in = waits.make(*ctx, &theirs_, sizeof theirs_);
-      auto out = waits.make(*ctx, &mine_, sizeof mine_);
-      in->recv(peer, slot, 0, sizeof theirs_);
-      out->send(peer, slot, 0, sizeof mine_);
-      gloo_deadline::check(in->waitRecv(deadline.remaining()), "send/recv header receive");
-      gloo_deadline::check(out->waitSend(deadline.remaining()), "send/recv header send");
+      std::lock_guard lock(mu_);
+      auto& l = lanes_[{peer, sends}];
+      if (!l.queue) {
+        l.queue = std::make_unique<ordered_queue>();
+        if (poison_) l.queue->abort(poison_);
+      }
+      q = l.queue.get();
+      seq = l.next++;
     }
-    const bool agree = theirs_.magic == p2p_header::expected_magic && theirs_.sends != mine_.sends &&
-                       theirs_.dt == mine_.dt && theirs_.tag == mine_.tag && theirs_.count == mine_.count;
-    if (!agree) {
-      std::string hint;
-      if (theirs_.magic == p2p_header::expected_magic && theirs_.sends == mine_.sends)
-        hint = mine_.sends
-                   ? " Both ranks send first and wait for the other: let one of them recv first (send/recv "
-                     "run in the group's order, one at a time), or use all_to_all."
-                   : " Both ranks wait to receive: one of them must send.";
-      throw error(
-          error_kind::mismatch,
-          what + ": rank " + std::to_string(r) + " and rank " + std::to_string(peer) +
-              " disagree on their send/recv #" + std::to_string(seq) + " with each other: this rank (" +
-              std::to_string(r) + ") called " + mine_.describe(peer) + ", rank " + std::to_string(peer) +
-              " called " + theirs_.describe(r) +
-              ". A pair's sends and recvs are matched in the order each rank calls them: the k-th "
-              "send of one must meet the k-th recv of the other, with the same count, dtype and "
-              "tag." +
-              hint + " This group is unusable now: every later collective throws; create a new group.",
-          peer);
-    }
-    if (n == 0) return;
-    const std::size_t bytes = n * size_of(dt);
-    const auto slot = ::gloo::Slot::build(p2p_data_slot_prefix, seq);
-    auto buf = waits.make(*ctx, data, bytes);
-    if (sends) {
-      buf->send(peer, slot, 0, bytes);
-      gloo_deadline::check(buf->waitSend(deadline.remaining()), "send");
-    } else {
-      buf->recv(peer, slot, 0, bytes);
-      gloo_deadline::check(buf->waitRecv(deadline.remaining()), "recv");
-    }
+    std::string what = head + " #" + std::to_string(seq) + tail;
+    return q->submit([body = std::move(body), seq, what](work_state&) { body(seq, what); }, what, timeout,
+                     blocking);
+  }
+
+  /// Every lane fails what it holds with `why`, and refuses later messages.
+  void abort(std::exception_ptr why) {
+    std::lock_guard lock(mu_);
+    if (!poison_) poison_ = why;
+    for (auto& [key, l] : lanes_)
+      l.queue->abort(poison_);
+  }
+
+  void drain() {
+    for (auto* q : queues())
+      q->drain();
+  }
+
+  /// Before the connections go.
+  void stop() {
+    for (auto* q : queues())
+      q->stop();
   }
 
 private:
-  std::vector<std::uint32_t> next_; ///< the next operation's number, per peer
-  p2p_header mine_, theirs_;        ///< the header buffers (kept alive for the transport)
+  std::vector<ordered_queue*> queues() {
+    std::lock_guard lock(mu_);
+    std::vector<ordered_queue*> out;
+    for (auto& [key, l] : lanes_)
+      out.push_back(l.queue.get());
+    return out;
+  }
+
+  struct lane {
+    std::unique_ptr<ordered_queue> queue;
+    std::uint32_t next = 0;
+  };
+  std::mutex mu_;
+  std::map<std::pair<int, bool>, lane> lanes_;
+  std::exception_ptr poison_;
 };
 
 } // namespace detail
