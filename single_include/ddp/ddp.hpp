@@ -14605,6 +14605,14 @@ public:
     note_ = std::move(text);
   }
 
+  /// A subgroup's recorder: its name goes into the JSON record, and `file_tag`
+  /// into the file's name, so that it does not overwrite the job's group's.
+  void set_group(std::string name, std::string file_tag) {
+    std::lock_guard lock(mu_);
+    group_ = std::move(name);
+    file_tag_ = std::move(file_tag);
+  }
+
   /// The retained entries, oldest first.
   std::vector<flight_entry> snapshot() const {
     std::lock_guard lock(mu_);
@@ -14628,12 +14636,14 @@ public:
 
   std::string to_json(int rank) const {
     auto entries = snapshot();
-    std::string note;
+    std::string note, group;
     {
       std::lock_guard lock(mu_);
       note = note_;
+      group = group_;
     }
     std::string j = "{\n  \"rank\": " + std::to_string(rank) +
+                    (group.empty() ? std::string() : ",\n  \"group\": \"" + json_escape(group) + "\"") +
                     ",\n  \"capacity\": " + std::to_string(capacity) + ",\n  \"note\": \"" +
                     json_escape(note) + "\",\n  \"entries\": [";
     for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -14662,7 +14672,12 @@ public:
       if (dumped_) return {};
       dumped_ = true;
     }
-    std::string path = *dir + "/rank_" + std::to_string(rank) + ".json";
+    std::string tag;
+    {
+      std::lock_guard lock(mu_);
+      tag = file_tag_;
+    }
+    std::string path = *dir + "/rank_" + std::to_string(rank) + tag + ".json";
     std::string body = to_json(rank);
     std::FILE* f = std::fopen(path.c_str(), "w");
     bool ok = f && std::fwrite(body.data(), 1, body.size(), f) == body.size();
@@ -14708,6 +14723,7 @@ private:
   std::uint64_t total_ = 0;
   std::int64_t last_started_ = -1;
   std::string note_;
+  std::string group_, file_tag_; ///< set_group
   bool dumped_ = false;
 };
 
@@ -17859,6 +17875,14 @@ public:
     note_ = std::move(text);
   }
 
+  /// A subgroup's recorder: its name goes into the JSON record, and `file_tag`
+  /// into the file's name, so that it does not overwrite the job's group's.
+  void set_group(std::string name, std::string file_tag) {
+    std::lock_guard lock(mu_);
+    group_ = std::move(name);
+    file_tag_ = std::move(file_tag);
+  }
+
   /// The retained entries, oldest first.
   std::vector<flight_entry> snapshot() const {
     std::lock_guard lock(mu_);
@@ -17882,12 +17906,14 @@ public:
 
   std::string to_json(int rank) const {
     auto entries = snapshot();
-    std::string note;
+    std::string note, group;
     {
       std::lock_guard lock(mu_);
       note = note_;
+      group = group_;
     }
     std::string j = "{\n  \"rank\": " + std::to_string(rank) +
+                    (group.empty() ? std::string() : ",\n  \"group\": \"" + json_escape(group) + "\"") +
                     ",\n  \"capacity\": " + std::to_string(capacity) + ",\n  \"note\": \"" +
                     json_escape(note) + "\",\n  \"entries\": [";
     for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -17916,7 +17942,12 @@ public:
       if (dumped_) return {};
       dumped_ = true;
     }
-    std::string path = *dir + "/rank_" + std::to_string(rank) + ".json";
+    std::string tag;
+    {
+      std::lock_guard lock(mu_);
+      tag = file_tag_;
+    }
+    std::string path = *dir + "/rank_" + std::to_string(rank) + tag + ".json";
     std::string body = to_json(rank);
     std::FILE* f = std::fopen(path.c_str(), "w");
     bool ok = f && std::fwrite(body.data(), 1, body.size(), f) == body.size();
@@ -17962,6 +17993,7 @@ private:
   std::uint64_t total_ = 0;
   std::int64_t last_started_ = -1;
   std::string note_;
+  std::string group_, file_tag_; ///< set_group
   bool dumped_ = false;
 };
 
@@ -20523,7 +20555,8 @@ DDP_END_NAMESPACE
 // their header on the message's slot and receive the other's, so both see
 // the same two headers and reach the same verdict: another count, dtype or tag
 // is ddp::error(mismatch) on both ranks, not a message that Gloo's I/O thread
-// would end the process on (detail/gloo/header.hpp).
+// would end the process on (detail/gloo/header.hpp). Why lanes and not the
+// group's queue: docs/design-notes.md, "Note [send/recv lanes]".
 #ifndef DDP_DETAIL_GLOO_P2P_HPP
 #define DDP_DETAIL_GLOO_P2P_HPP
 
@@ -22173,6 +22206,12 @@ public:
         // A subgroup's failures are not looked up in the store: its keys (progress
         // reports, finished ranks) are numbered by the job's ranks, not the group's.
         blame_(rank_, size_, timeout_, rv.key_prefix.empty() ? store_ : nullptr, queue_) {
+    if (!rv.group_name.empty()) { // rank_<r>_g0c1_.json: one file per group
+      std::string tag = "_" + rv.key_prefix;
+      for (auto& ch : tag)
+        if (ch == '/') ch = '_';
+      queue_.recorder().set_group(rv.group_name, tag);
+    }
     ignore_sigpipe_if_default();
     auto device =
         make_gloo_device({rv.topo.rank, rv.topo.local_rank, rv.topo.master_addr, rv.topo.master_port});

@@ -7,9 +7,15 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <numeric>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 using ddp_test::group;
 
@@ -113,10 +119,14 @@ TEST_CASE("a group made from a group, and two groups' collectives in flight at o
   CHECK(c[123] == 2.0f * static_cast<float>(gg.size()));
 }
 
-TEST_CASE("a subgroup's errors name it; the job's group lives on") {
+TEST_CASE("a subgroup's errors and flight recorder name it; the job's group lives on") {
   auto& pg = group();
   const int r = pg.rank();
   if (pg.size() < 3) return;
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("ddp_subgroup_fr_" + std::to_string(::getpid()) + "_" + std::to_string(r));
+  std::filesystem::create_directories(dir);
+  ::setenv("DDP_FLIGHT_RECORDER", dir.c_str(), 1); // read when a collective fails
   auto g = pg.split(r % 2, r);
   if (g.size() >= 2) {
     std::vector<float> v(g.rank() == 0 ? 10 : 11);
@@ -128,7 +138,19 @@ TEST_CASE("a subgroup's errors name it; the job's group lives on") {
       CAPTURE(e.what());
       CHECK(std::string(e.what()).find(g.name()) != std::string::npos);
     }
+    // The record is the group's own file, and says which group it is.
+    bool found = false;
+    for (const auto& f : std::filesystem::directory_iterator(dir)) {
+      const auto name = f.path().filename().string();
+      if (name.rfind("rank_" + std::to_string(g.rank()) + "_g", 0) != 0) continue;
+      std::ifstream in(f.path());
+      const std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      found = body.find("\"group\": \"" + g.name()) != std::string::npos;
+    }
+    CHECK(found);
   }
+  ::unsetenv("DDP_FLIGHT_RECORDER");
+  std::filesystem::remove_all(dir);
   std::vector<int> one{1};
   pg.all_reduce(one);
   CHECK(one[0] == pg.size());

@@ -61,6 +61,12 @@ public:
         // A subgroup's failures are not looked up in the store: its keys (progress
         // reports, finished ranks) are numbered by the job's ranks, not the group's.
         blame_(rank_, size_, timeout_, rv.key_prefix.empty() ? store_ : nullptr, queue_) {
+    if (!rv.group_name.empty()) { // rank_<r>_g0c1_.json: one file per group
+      std::string tag = "_" + rv.key_prefix;
+      for (auto& ch : tag)
+        if (ch == '/') ch = '_';
+      queue_.recorder().set_group(rv.group_name, tag);
+    }
     ignore_sigpipe_if_default();
     auto device =
         make_gloo_device({rv.topo.rank, rv.topo.local_rank, rv.topo.master_addr, rv.topo.master_port});

@@ -7,7 +7,8 @@
 // their header on the message's slot and receive the other's, so both see
 // the same two headers and reach the same verdict: another count, dtype or tag
 // is ddp::error(mismatch) on both ranks, not a message that Gloo's I/O thread
-// would end the process on (detail/gloo/header.hpp).
+// would end the process on (detail/gloo/header.hpp). Why lanes and not the
+// group's queue: docs/design-notes.md, "Note [send/recv lanes]".
 #ifndef DDP_DETAIL_GLOO_P2P_HPP
 #define DDP_DETAIL_GLOO_P2P_HPP
 
