@@ -14351,6 +14351,7 @@ DDP_END_NAMESPACE
 
 #include <deque>
 #include <functional>
+#include <string>
 #include <thread>
 
 DDP_BEGIN_NAMESPACE
@@ -14369,7 +14370,8 @@ private:
   };
 
 public:
-  ordered_queue() : thread_([this] { run(); }) {}
+  /// `label` names the worker's row on the timeline ("comm"; a subgroup's carries its name).
+  explicit ordered_queue(std::string label = "comm") : label_(std::move(label)), thread_([this] { run(); }) {}
   ordered_queue(const ordered_queue&) = delete;
   ordered_queue& operator=(const ordered_queue&) = delete;
   ~ordered_queue() { stop(); }
@@ -14441,7 +14443,7 @@ public:
 
 private:
   void run() {
-    trace::thread_label = "comm"; // its row on the timeline
+    trace::thread_label = label_.c_str(); // its row on the timeline (the ring copies it)
     for (;;) {
       item it;
       {
@@ -14492,6 +14494,7 @@ private:
   std::exception_ptr poison_;
   bool busy_ = false;
   bool stop_ = false;
+  std::string label_; // before thread_: the worker reads it
   std::thread thread_;
 };
 
@@ -14746,9 +14749,12 @@ namespace detail {
 
 class collective_queue {
 public:
-  /// `note` is appended to every description (", NCCL").
-  collective_queue(int rank, std::chrono::milliseconds timeout, std::string note = {})
-      : trace_(rank), rank_(rank), timeout_(timeout), note_(std::move(note)) {}
+  /// `note` is appended to every description (", NCCL"); `label` names the
+  /// worker's row on the timeline.
+  collective_queue(int rank, std::chrono::milliseconds timeout, std::string note = {},
+                   std::string label = "comm")
+      : trace_(rank), rank_(rank), timeout_(timeout), note_(std::move(note)),
+        queue_(std::make_unique<ordered_queue>(std::move(label))) {}
 
   /// A collective's work: body(what, state), `state` the returned work's.
   using body_type = std::function<void(const std::string& what, work_state& state)>;
@@ -17621,6 +17627,7 @@ DDP_END_NAMESPACE
 
 #include <deque>
 #include <functional>
+#include <string>
 #include <thread>
 
 DDP_BEGIN_NAMESPACE
@@ -17639,7 +17646,8 @@ private:
   };
 
 public:
-  ordered_queue() : thread_([this] { run(); }) {}
+  /// `label` names the worker's row on the timeline ("comm"; a subgroup's carries its name).
+  explicit ordered_queue(std::string label = "comm") : label_(std::move(label)), thread_([this] { run(); }) {}
   ordered_queue(const ordered_queue&) = delete;
   ordered_queue& operator=(const ordered_queue&) = delete;
   ~ordered_queue() { stop(); }
@@ -17711,7 +17719,7 @@ public:
 
 private:
   void run() {
-    trace::thread_label = "comm"; // its row on the timeline
+    trace::thread_label = label_.c_str(); // its row on the timeline (the ring copies it)
     for (;;) {
       item it;
       {
@@ -17762,6 +17770,7 @@ private:
   std::exception_ptr poison_;
   bool busy_ = false;
   bool stop_ = false;
+  std::string label_; // before thread_: the worker reads it
   std::thread thread_;
 };
 
@@ -18016,9 +18025,12 @@ namespace detail {
 
 class collective_queue {
 public:
-  /// `note` is appended to every description (", NCCL").
-  collective_queue(int rank, std::chrono::milliseconds timeout, std::string note = {})
-      : trace_(rank), rank_(rank), timeout_(timeout), note_(std::move(note)) {}
+  /// `note` is appended to every description (", NCCL"); `label` names the
+  /// worker's row on the timeline.
+  collective_queue(int rank, std::chrono::milliseconds timeout, std::string note = {},
+                   std::string label = "comm")
+      : trace_(rank), rank_(rank), timeout_(timeout), note_(std::move(note)),
+        queue_(std::make_unique<ordered_queue>(std::move(label))) {}
 
   /// A collective's work: body(what, state), `state` the returned work's.
   using body_type = std::function<void(const std::string& what, work_state& state)>;
@@ -20657,6 +20669,9 @@ inline void p2p_transfer(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits
 /// worker that runs that lane's messages in order (made on first use).
 class gloo_p2p_lanes {
 public:
+  /// `label` begins each lane's row on the timeline ("comm", "comm g0c1/").
+  explicit gloo_p2p_lanes(std::string label = "comm") : label_(std::move(label)) {}
+
   /// Queues `body(seq, what)` in the lane of (peer, sends), named `head #seq tail`.
   work submit(int peer, bool sends, const std::string& head, const std::string& tail,
               std::chrono::milliseconds timeout, bool blocking,
@@ -20667,7 +20682,8 @@ public:
       std::lock_guard lock(mu_);
       auto& l = lanes_[{peer, sends}];
       if (!l.queue) {
-        l.queue = std::make_unique<ordered_queue>();
+        l.queue = std::make_unique<ordered_queue>(label_ + (sends ? " send to " : " recv from ") +
+                                                  std::to_string(peer));
         if (poison_) l.queue->abort(poison_);
       }
       q = l.queue.get();
@@ -20713,6 +20729,7 @@ private:
   std::mutex mu_;
   std::map<std::pair<int, bool>, lane> lanes_;
   std::exception_ptr poison_;
+  std::string label_;
 };
 
 } // namespace detail
@@ -22202,7 +22219,9 @@ public:
                 if (shm_path_.get() && shm_path_.nodes() == 1)
                   shm_path_.guard(what, [&] { shm_path_.get()->agree(h, what); });
               }),
-        note_(rv.group_name.empty() ? std::string() : ", " + rv.group_name), queue_(rank_, timeout_, note_),
+        lanes_(rv.key_prefix.empty() ? "comm" : "comm " + rv.key_prefix),
+        note_(rv.group_name.empty() ? std::string() : ", " + rv.group_name),
+        queue_(rank_, timeout_, note_, rv.key_prefix.empty() ? "comm" : "comm " + rv.key_prefix),
         // A subgroup's failures are not looked up in the store: its keys (progress
         // reports, finished ranks) are numbered by the job's ranks, not the group's.
         blame_(rank_, size_, timeout_, rv.key_prefix.empty() ? store_ : nullptr, queue_) {

@@ -57,7 +57,9 @@ public:
                 if (shm_path_.get() && shm_path_.nodes() == 1)
                   shm_path_.guard(what, [&] { shm_path_.get()->agree(h, what); });
               }),
-        note_(rv.group_name.empty() ? std::string() : ", " + rv.group_name), queue_(rank_, timeout_, note_),
+        lanes_(rv.key_prefix.empty() ? "comm" : "comm " + rv.key_prefix),
+        note_(rv.group_name.empty() ? std::string() : ", " + rv.group_name),
+        queue_(rank_, timeout_, note_, rv.key_prefix.empty() ? "comm" : "comm " + rv.key_prefix),
         // A subgroup's failures are not looked up in the store: its keys (progress
         // reports, finished ranks) are numbered by the job's ranks, not the group's.
         blame_(rank_, size_, timeout_, rv.key_prefix.empty() ? store_ : nullptr, queue_) {

@@ -115,6 +115,9 @@ inline void p2p_transfer(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits
 /// worker that runs that lane's messages in order (made on first use).
 class gloo_p2p_lanes {
 public:
+  /// `label` begins each lane's row on the timeline ("comm", "comm g0c1/").
+  explicit gloo_p2p_lanes(std::string label = "comm") : label_(std::move(label)) {}
+
   /// Queues `body(seq, what)` in the lane of (peer, sends), named `head #seq tail`.
   work submit(int peer, bool sends, const std::string& head, const std::string& tail,
               std::chrono::milliseconds timeout, bool blocking,
@@ -125,7 +128,8 @@ public:
       std::lock_guard lock(mu_);
       auto& l = lanes_[{peer, sends}];
       if (!l.queue) {
-        l.queue = std::make_unique<ordered_queue>();
+        l.queue = std::make_unique<ordered_queue>(label_ + (sends ? " send to " : " recv from ") +
+                                                  std::to_string(peer));
         if (poison_) l.queue->abort(poison_);
       }
       q = l.queue.get();
@@ -171,6 +175,7 @@ private:
   std::mutex mu_;
   std::map<std::pair<int, bool>, lane> lanes_;
   std::exception_ptr poison_;
+  std::string label_;
 };
 
 } // namespace detail
