@@ -20580,6 +20580,7 @@ DDP_END_NAMESPACE
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <map>
@@ -20612,7 +20613,10 @@ struct p2p_header {
 };
 static_assert(sizeof(p2p_header) == 24, "p2p_header is sent as raw bytes: keep it padding-free");
 
-/// One message: the header exchange, then the data. Throws ddp::error(mismatch)
+/// The largest message that travels with its header (as header_round's cap at 2-4 ranks).
+inline constexpr std::size_t p2p_inline_cap = std::size_t{64} << 10;
+
+/// One message: the header exchange, then the data (unless it rode along). Throws ddp::error(mismatch)
 /// on both ranks when their headers disagree, gloo::IoException when a wait
 /// times out, is interrupted, or its connection fails.
 inline void p2p_transfer(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits, bool sends,
@@ -20631,15 +20635,23 @@ inline void p2p_transfer(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits
   mine.dt = static_cast<std::uint8_t>(dt);
   mine.tag = tag;
   mine.count = n;
-  theirs.magic = 0;
+  const std::size_t bytes = n * size_of(dt);
+  // A small message rides with the sender's header: one round trip, no data message. Both
+  // ends post a receive of the header plus the cap, so no header message can overrun one.
+  const bool small = bytes <= p2p_inline_cap;
+  std::vector<char> out_buf(sizeof mine + (sends && small ? bytes : 0));
+  std::vector<char> in_buf(sizeof theirs + p2p_inline_cap);
+  std::memcpy(out_buf.data(), &mine, sizeof mine);
+  if (sends && small && bytes) std::memcpy(out_buf.data() + sizeof mine, data, bytes);
   {
-    auto in = waits.make(*ctx, &theirs, sizeof theirs);
-    auto out = waits.make(*ctx, &mine, sizeof mine);
-    in->recv(peer, header_slot, 0, sizeof theirs);
-    out->send(peer, header_slot, 0, sizeof mine);
+    auto in = waits.make(*ctx, in_buf.data(), in_buf.size());
+    auto out = waits.make(*ctx, out_buf.data(), out_buf.size());
+    in->recv(peer, header_slot, 0, in_buf.size());
+    out->send(peer, header_slot, 0, out_buf.size());
     gloo_deadline::check(in->waitRecv(deadline.remaining()), "send/recv header receive");
     gloo_deadline::check(out->waitSend(deadline.remaining()), "send/recv header send");
   }
+  std::memcpy(&theirs, in_buf.data(), sizeof theirs);
   const bool agree = theirs.magic == p2p_header::expected_magic && theirs.sends != mine.sends &&
                      theirs.dt == mine.dt && theirs.tag == mine.tag && theirs.count == mine.count;
   if (!agree)
@@ -20654,7 +20666,10 @@ inline void p2p_transfer(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits
                     "collective throws; create a new group.",
                 peer);
   if (n == 0) return;
-  const std::size_t bytes = n * size_of(dt);
+  if (small) {
+    if (!sends) std::memcpy(data, in_buf.data() + sizeof theirs, bytes);
+    return;
+  }
   auto buf = waits.make(*ctx, data, bytes);
   if (sends) {
     buf->send(peer, data_slot, 0, bytes);

@@ -135,6 +135,9 @@ TEST_CASE("send and recv: a ring shift, at 0, 1 and many elements, with tags") {
     ring_shift(pg, n, static_cast<std::int64_t>(n), false);
     ring_shift(pg, n, static_cast<std::int64_t>(n), true); // every rank sends first
   }
+  // Either side of the 64 KiB a message carries with its header.
+  for (std::size_t n : {16383u, 16384u, 16385u})
+    ring_shift(pg, n, 1, true);
 }
 
 TEST_CASE("send and recv: both ranks of a pair send first, then receive, beside a collective") {
@@ -380,6 +383,20 @@ TEST_CASE("mismatches: a pair's send and recv, on both ranks of the pair") {
                                         "called send to rank 1 of 10 x float32 (tag 3)",
                                         "called recv from rank 0 of 11 x float32 (tag 3)",
                                         "disagree on message #0 from rank 0 to rank 1"};
+      },
+      pair);
+  // A sender past the inline cap against a small receive: refused before the data moves.
+  expect_mismatch(
+      [](pg_t& pg) {
+        std::vector<float> v(pg.rank() == 0 ? 20000 : 10);
+        if (pg.rank() == 0)
+          pg.send(v, 1);
+        else
+          pg.recv(v, 0);
+      },
+      "",
+      [](int) {
+        return std::vector<std::string>{"of 20000 x float32", "of 10 x float32"};
       },
       pair);
   expect_mismatch(
