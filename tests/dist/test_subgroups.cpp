@@ -7,6 +7,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -171,4 +173,32 @@ TEST_CASE("new_group with different lists on different ranks: mismatch on every 
   std::vector<int> one{1};
   pg.all_reduce(one); // the job's group is fine
   CHECK(one[0] == pg.size());
+}
+
+TEST_CASE("a subgroup of a group joined through file://") {
+  auto& pg = group();
+  std::vector<std::uint8_t> dir(512, 0);
+  if (pg.rank() == 0) {
+    auto base = std::filesystem::temp_directory_path() / ("ddp_subgroup_file_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(base);
+    std::string s = base.string();
+    std::copy(s.begin(), s.end(), dir.begin());
+  }
+  pg.broadcast(dir, 0);
+  const std::string path(reinterpret_cast<const char*>(dir.data()));
+  {
+    ddp::init_options opts;
+    opts.init_method = "file://" + path;
+    auto fg = ddp::init_process_group<ddp::gloo>(opts);
+    auto g = fg.split(fg.rank() % 2, fg.rank());
+    std::vector<int> v{fg.rank()};
+    g.all_reduce(v);
+    int want = 0;
+    for (int k = fg.rank() % 2; k < fg.size(); k += 2)
+      want += k;
+    CHECK(v[0] == want);
+    fg.barrier(); // every subgroup done before any rank's file group goes
+  }
+  pg.barrier();
+  if (pg.rank() == 0) std::filesystem::remove_all(path);
 }
