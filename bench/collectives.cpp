@@ -11,8 +11,9 @@
 // reduced in place in the node's shared memory, no copies through the segment.
 // Last, "all_reduce_loop": 3000 back-to-back 4 KiB all-reduces, nothing between.
 // Before all of these, data_movement (below): each of ddp's collectives over
-// TCP against Gloo's own.
-//   ddprun --nproc-per-node 2 --no-prefix build/bench/bench_collectives [data_movement|all_reduce]
+// TCP against Gloo's own; then extended: send/recv, all_to_all, gather,
+// scatter and reduce against Gloo's own.
+//   ddprun --nproc-per-node 2 --no-prefix build/bench/bench_collectives [data_movement|extended|all_reduce]
 #include "common.hpp"
 #include "raw_gloo.hpp"
 
@@ -76,13 +77,94 @@ static void data_movement(ddp::process_group<ddp::gloo>& pg, bench::raw_gloo& ra
   }
 }
 
+/// send/recv, all_to_all (equal and with counts per peer), gather, scatter
+/// and reduce through ddp::process_group against Gloo's own on a context of
+/// its own, alternating call by call. `bytes` is the block: what one rank
+/// sends each peer (all_to_all), contributes (gather, reduce) or gets
+/// (scatter). send_recv is a round trip between ranks 0 and 1 (the others
+/// idle), timed on rank 0.
+static void extended(ddp::process_group<ddp::gloo>& pg, bench::raw_gloo& raw) {
+  const auto w = static_cast<std::size_t>(pg.size());
+  for (std::string kind : {"send_recv", "all_to_all", "all_to_all_v", "gather", "scatter", "reduce"}) {
+    for (std::size_t bytes : {std::size_t{4} << 10, std::size_t{256} << 10, std::size_t{4} << 20}) {
+      const std::size_t n = bytes / sizeof(float);
+      std::vector<float> one(n, 1.0f), many(n * w, 1.0f), one_raw(n, 1.0f), many_raw(n * w, 1.0f), out(n * w),
+          out_raw(n * w);
+      std::vector<std::size_t> counts(w, n);
+      std::vector<std::int64_t> counts_raw(w, static_cast<std::int64_t>(n));
+      const int r = pg.rank();
+      auto run_ddp = [&] {
+        if (kind == "send_recv") {
+          if (r == 0) {
+            pg.send(one, 1);
+            pg.recv(one, 1);
+          } else if (r == 1) {
+            pg.recv(one, 0);
+            pg.send(one, 0);
+          }
+        } else if (kind == "all_to_all") {
+          pg.all_to_all(many, out);
+        } else if (kind == "all_to_all_v") {
+          pg.all_to_all(many, out, counts, counts);
+        } else if (kind == "gather") {
+          pg.gather(one, out, 0);
+        } else if (kind == "scatter") {
+          pg.scatter(many, one, 0);
+        } else {
+          pg.reduce(one, 0);
+        }
+      };
+      auto run_raw = [&] {
+        if (kind == "send_recv") {
+          if (r == 0) {
+            raw.send(one_raw.data(), n, 1);
+            raw.recv(one_raw.data(), n, 1);
+          } else if (r == 1) {
+            raw.recv(one_raw.data(), n, 0);
+            raw.send(one_raw.data(), n, 0);
+          }
+        } else if (kind == "all_to_all") {
+          raw.all_to_all(many_raw.data(), out_raw.data(), n);
+        } else if (kind == "all_to_all_v") {
+          raw.all_to_all_v(many_raw.data(), out_raw.data(), counts_raw, counts_raw);
+        } else if (kind == "gather") {
+          raw.gather(one_raw.data(), out_raw.data(), n, 0);
+        } else if (kind == "scatter") {
+          raw.scatter(many_raw.data(), one_raw.data(), n, 0);
+        } else {
+          raw.reduce(one_raw.data(), n, 0);
+        }
+      };
+      run_ddp();
+      run_raw();
+      std::vector<std::int32_t> reps{bench::reps_for(bench::time_once(run_ddp), 2.0, 5, 200)};
+      pg.broadcast(reps, 0);
+      std::vector<double> t_ddp, t_raw;
+      for (int i = 0; i < reps[0]; ++i) { // alternating which goes first
+        if (i % 2) t_raw.push_back(bench::time_once(run_raw));
+        t_ddp.push_back(bench::time_once(run_ddp));
+        if (i % 2 == 0) t_raw.push_back(bench::time_once(run_raw));
+        if (kind == "send_recv") pg.barrier(); // the idle ranks keep step
+      }
+      const double d = bench::median(t_ddp), rr = bench::median(t_raw);
+      if (pg.rank() == 0)
+        std::printf("{\"case\":\"%s\",\"bytes\":%zu,\"ranks\":%d,\"reps\":%d,\"ddp_s\":%.6g,"
+                    "\"raw_s\":%.6g,\"ddp_over_raw\":%.3f}\n",
+                    kind.c_str(), bytes, pg.size(), reps[0], d, rr, d / rr);
+      std::fflush(stdout);
+    }
+  }
+}
+
 int main(int argc, char** argv) {
   auto pg = ddp::init_process_group<ddp::gloo>();
   bench::raw_gloo raw(pg, "bench/raw/"); // the baseline: a plain Gloo context of its own
-  // No argument: everything; "data_movement" or "all_reduce": that part alone.
+  // No argument: everything; "data_movement", "extended" or "all_reduce": that part alone.
   const std::string only = argc > 1 ? argv[1] : "";
   if (only.empty() || only == "data_movement") data_movement(pg, raw);
   if (only == "data_movement") return 0;
+  if (only.empty() || only == "extended") extended(pg, raw);
+  if (only == "extended") return 0;
 
   auto& comm = pg.communicator();
   for (std::size_t bytes : {std::size_t{4} << 10, std::size_t{1} << 20, std::size_t{100} << 20}) {

@@ -7,8 +7,12 @@
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/alltoall.h>
+#include <gloo/alltoallv.h>
 #include <gloo/broadcast.h>
+#include <gloo/gather.h>
 #include <gloo/math.h>
+#include <gloo/reduce.h>
+#include <gloo/scatter.h>
 
 namespace bench {
 
@@ -67,7 +71,76 @@ public:
       ::gloo::sum<float>(out, out, scratch_.data() + r * n, n);
   }
 
+  /// Block p of `in` (n each) to rank p, block p of `out` from it.
+  void all_to_all(const float* in, float* out, std::size_t n) {
+    const std::size_t w = static_cast<std::size_t>(ctx_->size);
+    ::gloo::AlltoallOptions opts(ctx_);
+    opts.setInput(const_cast<float*>(in), n * w);
+    opts.setOutput(out, n * w);
+    opts.setTag(tag_++);
+    ::gloo::alltoall(opts);
+  }
+
+  /// Gloo's alltoallv with `counts[p]` elements to and from each rank p.
+  void all_to_all_v(const float* in, float* out, const std::vector<std::int64_t>& out_counts,
+                    const std::vector<std::int64_t>& in_counts) {
+    ::gloo::AlltoallvOptions opts(ctx_);
+    opts.setInput(const_cast<float*>(in), out_counts);
+    opts.setOutput(out, in_counts);
+    opts.setTag(tag_++);
+    ::gloo::alltoallv(opts);
+  }
+
+  /// Root's `out` (size() x n) receives every rank's `in`.
+  void gather(const float* in, float* out, std::size_t n, int root) {
+    ::gloo::GatherOptions opts(ctx_);
+    opts.setInput(const_cast<float*>(in), n);
+    if (ctx_->rank == root) opts.setOutput(out, n * static_cast<std::size_t>(ctx_->size));
+    opts.setRoot(root);
+    opts.setTag(tag_++);
+    ::gloo::gather(opts);
+  }
+
+  /// Block p of root's `in` (size() x n) to rank p's `out`.
+  void scatter(const float* in, float* out, std::size_t n, int root) {
+    ::gloo::ScatterOptions opts(ctx_);
+    if (ctx_->rank == root) {
+      std::vector<float*> blocks;
+      for (int p = 0; p < ctx_->size; ++p)
+        blocks.push_back(const_cast<float*>(in) + n * static_cast<std::size_t>(p));
+      opts.setInputs(blocks, n);
+    }
+    opts.setOutput(out, n);
+    opts.setRoot(root);
+    opts.setTag(tag_++);
+    ::gloo::scatter(opts);
+  }
+
+  /// Sums every rank's `v` into root's.
+  void reduce(float* v, std::size_t n, int root) {
+    ::gloo::ReduceOptions opts(ctx_);
+    opts.setOutput(v, n);
+    opts.setRoot(root);
+    opts.setReduceFunction(
+        static_cast<void (*)(void*, const void*, const void*, size_t)>(&::gloo::sum<float>));
+    opts.setTag(tag_++);
+    ::gloo::reduce(opts);
+  }
+
+  /// A send to `peer` or a receive from it on an unbound buffer, waited for.
+  void send(const float* p, std::size_t n, int peer) {
+    auto buf = ctx_->createUnboundBuffer(const_cast<float*>(p), n * sizeof(float));
+    buf->send(peer, p2p_slot_);
+    buf->waitSend();
+  }
+  void recv(float* p, std::size_t n, int peer) {
+    auto buf = ctx_->createUnboundBuffer(p, n * sizeof(float));
+    buf->recv(peer, p2p_slot_);
+    buf->waitRecv();
+  }
+
 private:
+  static constexpr std::uint64_t p2p_slot_ = 0x7f00000000000000ull;
   std::vector<float> scratch_;
   std::shared_ptr<::gloo::rendezvous::Context> ctx_;
   std::uint32_t tag_ = 1;

@@ -11,6 +11,7 @@
 #include <ddp/detail/process_group/make_rendezvous.hpp>
 #include <ddp/detail/process_group/peer_failure_relay.hpp>
 #include <ddp/detail/process_group/peer_failure_watch.hpp>
+#include <ddp/detail/process_group/split_counts.hpp>
 #include <ddp/op.hpp>
 #include <ddp/shm_array.hpp>
 #include <ddp/store.hpp>
@@ -21,6 +22,8 @@
 #include <algorithm>
 #include <chrono>
 #include <concepts>
+#include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -28,6 +31,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 // Device tensors on a host-only backend are staged through pinned memory where
 // ddp is built with CUDA (ddp::cuda and ddp::nccl define these).
@@ -65,16 +69,39 @@ public:
   /// so its peers fail within a second and name it.
   ~process_group();
 
-  int rank() const noexcept { return topo_.rank; }
+  /// This rank's rank in the group; -1 on a rank that is not a member (is_member()).
+  int rank() const noexcept { return comm_ ? topo_.rank : -1; }
   int size() const noexcept { return topo_.world_size; }
   const ddp::topology& topology() const noexcept { return topo_; }
-  std::chrono::milliseconds timeout() const { return comm_->timeout(); }
+  std::chrono::milliseconds timeout() const { return base_.timeout; }
   /// Expires when this group is destroyed: an object that keeps a reference
   /// to the group (distributed_data_parallel) checks it before each use.
   std::weak_ptr<const void> lifetime() const noexcept { return alive_; }
   /// The job's store (null with file:// init).
   tcp_store* store() const noexcept { return store_.get(); }
-  typename Backend::communicator& communicator() noexcept { return *comm_; }
+  typename Backend::communicator& communicator() { return member("communicator()"); }
+
+  /// A group of some of this group's ranks, numbered in the order `ranks`
+  /// lists them (ranks of this group, each once). Collective: every rank of
+  /// this group calls it with the same list (checked: ddp::error(mismatch)
+  /// on every rank otherwise). A rank not in `ranks` gets a group it cannot
+  /// use (is_member() false, rank() -1: each collective throws, naming the
+  /// group). The new group connects its own mesh on the job's store, over TCP
+  /// (the node's shared memory stays the job's own group's), runs its own
+  /// queue (its collectives may be in flight beside this group's), and may
+  /// itself make groups. It keeps the store alive; destroy it before the
+  /// process ends, like any group. ddp::gloo.
+  [[nodiscard]] process_group new_group(const std::vector<int>& ranks);
+  /// MPI_Comm_split: the ranks that pass the same `color` form one group,
+  /// numbered by `key` (ties by their rank here); a negative color joins none
+  /// (is_member() false). Collective over this group.
+  [[nodiscard]] process_group split(int color, int key = 0);
+  /// False on a rank that new_group or split left out of this group.
+  bool is_member() const noexcept { return comm_ != nullptr; }
+  /// "" for the job's own group; else how errors name it ("group 1 (global ranks 0, 2)").
+  const std::string& name() const noexcept { return name_; }
+  /// This group's ranks as ranks of the job (the launcher's RANK), by their rank here.
+  const std::vector<int>& global_ranks() const noexcept { return global_ranks_; }
 
   /// Reduces `t` across ranks in place. `t` must stay alive until the work completes.
   ///
@@ -142,6 +169,115 @@ public:
     if constexpr (writable_output<Out>()) reduce_scatter_impl(in, out, o, true).wait();
   }
 
+  /// Sends `t` to rank `dst`; rank `dst` receives it with recv(t, this rank).
+  /// The k-th send of a rank to a peer meets the peer's k-th recv from it, and
+  /// they must agree on count, dtype and `tag` (else ddp::error(mismatch) on
+  /// both). Messages run beside the group's collectives, in a lane per peer
+  /// and direction: a send waits for its recv, but holds up nothing else, so
+  /// both ranks of a pair may send_async first (a blocking send waits there).
+  /// ddp::gloo, host memory.
+  template <class T> work send_async(T&& t, int dst, std::int64_t tag = 0) {
+    if constexpr (async_input<T>()) {
+      return extended<const std::remove_reference_t<T>>(
+          [&](auto& c, auto s, dtype dt) { return c.send(s.data(), s.size(), dt, dst, tag, false); },
+          std::as_const(t));
+    } else {
+      return {};
+    }
+  }
+  template <class T> void send(const T& t, int dst, std::int64_t tag = 0) {
+    extended<const T>(
+        [&](auto& c, auto s, dtype dt) { return c.send(s.data(), s.size(), dt, dst, tag, true); }, t)
+        .wait();
+  }
+  /// Receives into `t` what rank `src` sends with send(t, this rank) (see send).
+  template <class T> work recv_async(T&& t, int src, std::int64_t tag = 0) {
+    if constexpr (writable_output<T>()) {
+      return extended<std::remove_reference_t<T>>(
+          [&](auto& c, auto s, dtype dt) { return c.recv(s.data(), s.size(), dt, src, tag, false); }, t);
+    } else {
+      return {};
+    }
+  }
+  template <class T> void recv(T&& t, int src, std::int64_t tag = 0) {
+    if constexpr (writable_output<T>())
+      extended<std::remove_reference_t<T>>(
+          [&](auto& c, auto s, dtype dt) { return c.recv(s.data(), s.size(), dt, src, tag, true); }, t)
+          .wait();
+  }
+
+  /// Block p of `in` (in.size() / size() elements) goes to rank p; block p of
+  /// `out` (the same size) comes from rank p. `in` may be `out`.
+  template <class In, class Out> work all_to_all_async(In&& in, Out&& out) {
+    if constexpr (async_input<In>() && writable_output<Out>())
+      return all_to_all_impl(std::as_const(in), out, false);
+    else
+      return {};
+  }
+  template <class In, class Out> void all_to_all(const In& in, Out&& out) {
+    if constexpr (writable_output<Out>()) all_to_all_impl(in, out, true).wait();
+  }
+  /// With a count per peer (torch's all_to_all_single with split sizes): send_counts[p]
+  /// elements of `in` go to rank p, recv_counts[p] of `out` come from it, blocks
+  /// packed in rank order. Rank r's send_counts[p] must be rank p's recv_counts[r]
+  /// (checked on every rank: mismatch, naming the pair).
+  template <class In, class Out>
+  work all_to_all_async(In&& in, Out&& out, std::vector<std::size_t> send_counts,
+                        std::vector<std::size_t> recv_counts) {
+    if constexpr (async_input<In>() && writable_output<Out>())
+      return all_to_all_v_impl(std::as_const(in), out, std::move(send_counts), std::move(recv_counts), false);
+    else
+      return {};
+  }
+  template <class In, class Out>
+  void all_to_all(const In& in, Out&& out, std::vector<std::size_t> send_counts,
+                  std::vector<std::size_t> recv_counts) {
+    if constexpr (writable_output<Out>())
+      all_to_all_v_impl(in, out, std::move(send_counts), std::move(recv_counts), true).wait();
+  }
+
+  /// Rank `root`'s `out` (size() * in.size() elements) receives every rank's
+  /// `in`, in rank order; elsewhere `out` is not touched (it may be empty).
+  template <class In, class Out> work gather_async(In&& in, Out&& out, int root = 0) {
+    if constexpr (async_input<In>() && writable_output<Out>())
+      return rooted_impl<true>(std::as_const(in), out, root, false);
+    else
+      return {};
+  }
+  template <class In, class Out> void gather(const In& in, Out&& out, int root = 0) {
+    if constexpr (writable_output<Out>()) rooted_impl<true>(in, out, root, true).wait();
+  }
+  /// Block p of rank `root`'s `in` (size() * out.size() elements) goes to rank
+  /// p's `out`; elsewhere `in` is not read (it may be empty).
+  template <class In, class Out> work scatter_async(In&& in, Out&& out, int root = 0) {
+    if constexpr (async_input<In>() && writable_output<Out>())
+      return rooted_impl<false>(std::as_const(in), out, root, false);
+    else
+      return {};
+  }
+  template <class In, class Out> void scatter(const In& in, Out&& out, int root = 0) {
+    if constexpr (writable_output<Out>()) rooted_impl<false>(in, out, root, true).wait();
+  }
+  /// Rank `root`'s `t` becomes the reduction of every rank's `t` (reduced in
+  /// rank order); the other ranks' `t` is left as it was.
+  template <class T> work reduce_async(T&& t, int root, op o = op::sum) {
+    if constexpr (writable_output<T>()) {
+      check_root(root, "reduce");
+      return extended<std::remove_reference_t<T>>(
+          [&](auto& c, auto s, dtype dt) { return c.reduce(s.data(), s.size(), dt, o, root, false); }, t);
+    } else {
+      return {};
+    }
+  }
+  template <class T> void reduce(T&& t, int root, op o = op::sum) {
+    if constexpr (writable_output<T>()) {
+      check_root(root, "reduce");
+      extended<std::remove_reference_t<T>>(
+          [&](auto& c, auto s, dtype dt) { return c.reduce(s.data(), s.size(), dt, o, root, true); }, t)
+          .wait();
+    }
+  }
+
   /// `n` zeroed elements of host memory that every rank of this node can see
   /// (ddp/shm_array.hpp): an all_reduce of a range inside it runs in place,
   /// without copies through the node's segment. Collective: every rank calls
@@ -152,7 +288,7 @@ public:
                                 "(float, double, ddp::half, std::int32_t, ...): make one array per field");
       return {};
     } else if constexpr (shm_communicator<typename Backend::communicator>) {
-      return comm_->template make_shm_array<T>(n);
+      return member("make_shm_array").template make_shm_array<T>(n);
     } else {
       static_assert(sizeof(T) == 0, "ddp: make_shm_array is a feature of ddp::gloo (host memory shared by "
                                     "the ranks of a node); this backend has none");
@@ -160,8 +296,8 @@ public:
     }
   }
 
-  work barrier_async() { return comm_->barrier(false); }
-  void barrier() { comm_->barrier(true).wait(); }
+  work barrier_async() { return member("barrier").barrier(false); }
+  void barrier() { member("barrier").barrier(true).wait(); }
 
   /// This rank cannot go on, for a reason of its own (bad data, a failed
   /// device copy): instead of letting its peers wait for it until their
@@ -176,6 +312,27 @@ public:
   void abort(std::string_view reason) noexcept;
 
 private:
+  struct subgroup_t {};
+  /// A subgroup of `parent`: `members` are parent ranks in their new order
+  /// (empty: this rank is not a member).
+  process_group(subgroup_t, const process_group& parent, const std::vector<int>& members, std::string prefix,
+                std::string name);
+  /// new_group and split: every rank's (color, key, what) gathered, `what` checked equal.
+  /// `listed`: new_group's ranks, which are the members whatever the colors.
+  process_group make_subgroup(int color, int key, std::int64_t what, const char* call,
+                              const std::vector<int>* listed = nullptr);
+
+  /// The communicator, for a member; else ddp::error(config) naming `what` and the group.
+  typename Backend::communicator& member(const char* what) {
+    if (!comm_) not_a_member(what);
+    return *comm_;
+  }
+  [[noreturn]] void not_a_member(const char* what) const {
+    throw error(error_kind::config, std::string(what) + " on job rank " + std::to_string(job_rank_) +
+                                        ": this rank is not a member of " + name_ +
+                                        " (new_group or split left it out): only its members may use it");
+  }
+
   /// Another rank's failure, as the store records it, fails this group at
   /// once (see peer_failure_watch.hpp), or its connect while the communicator
   /// is being built (peer_failure_relay.hpp). The group works without the watch.
@@ -211,7 +368,8 @@ private:
         return {};
       } else {
         return in_space<T>([&](auto... where) {
-          return comm_->all_reduce(where..., s.data(), s.size(), dtype_v<tensor_value_t<T>>, o, blocking);
+          return member("all_reduce")
+              .all_reduce(where..., s.data(), s.size(), dtype_v<tensor_value_t<T>>, o, blocking);
         });
       }
     } else {
@@ -228,7 +386,8 @@ private:
         return {};
       } else {
         return in_space<T>([&](auto... where) {
-          return comm_->broadcast(where..., s.data(), s.size(), dtype_v<tensor_value_t<T>>, root, blocking);
+          return member("broadcast")
+              .broadcast(where..., s.data(), s.size(), dtype_v<tensor_value_t<T>>, root, blocking);
         });
       }
     } else {
@@ -251,8 +410,8 @@ private:
         return {};
       } else {
         return in_space<const In, Out>([&](auto... where) {
-          return comm_->all_gather(where..., i.data(), o.data(), i.size(), dtype_v<tensor_value_t<Out>>,
-                                   blocking);
+          return member("all_gather")
+              .all_gather(where..., i.data(), o.data(), i.size(), dtype_v<tensor_value_t<Out>>, blocking);
         });
       }
     } else {
@@ -275,13 +434,94 @@ private:
         return {};
       } else {
         return in_space<const In, Out>([&](auto... where) {
-          return comm_->reduce_scatter(where..., i.data(), s.data(), s.size(), dtype_v<tensor_value_t<Out>>,
-                                       o, blocking);
+          return member("reduce_scatter")
+              .reduce_scatter(where..., i.data(), s.data(), s.size(), dtype_v<tensor_value_t<Out>>, o,
+                              blocking);
         });
       }
     } else {
       return {};
     }
+  }
+
+  /// Runs `f(communicator, span of the first tensor, dtype)` for a collective
+  /// of extended_communicator, once the tensors `T...` (the first gives the
+  /// span) pass usable() and the backend and memory checks below; otherwise
+  /// one static_assert says why and nothing else compiles.
+  template <class T, class... More, class F, class U> work extended(F&& f, U& t) {
+    if constexpr (!usable<T, More...>()) {
+      return {};
+    } else if constexpr (!extended_communicator<typename Backend::communicator>) {
+      static_assert(extended_communicator<typename Backend::communicator>,
+                    "ddp: send/recv, all_to_all, gather, scatter and reduce are offered by ddp::gloo; this "
+                    "backend (ddp::nccl) has none yet: run them on a ddp::gloo group of the same ranks");
+      return {};
+    } else if constexpr (on_device_v<std::remove_cv_t<T>> || (on_device_v<std::remove_cv_t<More>> || ...)) {
+      static_assert(sizeof(T) == 0,
+                    "ddp: send/recv, all_to_all, gather, scatter and reduce take host memory: copy device "
+                    "tensors to the host first (cudaMemcpy), then call the collective");
+      return {};
+    } else {
+      auto s = as_span(t);
+      return f(member("this collective"), s, dtype_v<std::remove_cv_t<tensor_value_t<T>>>);
+    }
+  }
+
+  template <class In, class Out> work all_to_all_impl(const In& in, Out& out, bool blocking) {
+    return extended<const In, Out>(
+        [&](auto& c, auto i, dtype dt) {
+          static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
+                        "ddp: all_to_all needs input and output of the same element type");
+          auto o = as_span(out);
+          if (i.size() != o.size() || i.size() % static_cast<std::size_t>(size()) != 0)
+            throw error(error_kind::config,
+                        "all_to_all on rank " + std::to_string(rank()) + ": input has " +
+                            std::to_string(i.size()) + " elements, output " + std::to_string(o.size()) +
+                            "; both must hold world size " + std::to_string(size()) +
+                            " blocks of the same count (for other splits pass send_counts and recv_counts)");
+          return c.all_to_all(i.data(), o.data(), i.size() / static_cast<std::size_t>(size()), dt, blocking);
+        },
+        in);
+  }
+
+  template <class In, class Out>
+  work all_to_all_v_impl(const In& in, Out& out, std::vector<std::size_t> sc, std::vector<std::size_t> rc,
+                         bool blocking) {
+    return extended<const In, Out>(
+        [&](auto& c, auto i, dtype dt) {
+          static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
+                        "ddp: all_to_all needs input and output of the same element type");
+          auto o = as_span(out);
+          detail::check_split_counts("all_to_all", rank(), size(), i.size(), sc, o.size(), rc);
+          return c.all_to_all_v(i.data(), std::move(sc), o.data(), std::move(rc), dt, blocking);
+        },
+        in);
+  }
+
+  /// gather (`to_root`) or scatter: the root's side holds size() blocks.
+  template <bool to_root, class In, class Out>
+  work rooted_impl(const In& in, Out& out, int root, bool blocking) {
+    return extended<const In, Out>(
+        [&](auto& c, auto i, dtype dt) {
+          static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
+                        "ddp: gather and scatter need input and output of the same element type");
+          const char* name = to_root ? "gather" : "scatter";
+          check_root(root, name);
+          auto o = as_span(out);
+          const std::size_t n = to_root ? i.size() : o.size();
+          const std::size_t whole = to_root ? o.size() : i.size();
+          if (rank() == root && whole != n * static_cast<std::size_t>(size()))
+            throw error(error_kind::config, std::string(name) + " on root " + std::to_string(root) + ": " +
+                                                (to_root ? "output" : "input") + " has " +
+                                                std::to_string(whole) + " elements, expected world size " +
+                                                std::to_string(size()) + " x " +
+                                                (to_root ? "input " : "output ") + std::to_string(n));
+          if constexpr (to_root)
+            return c.gather(i.data(), o.data(), n, dt, root, blocking);
+          else
+            return c.scatter(i.data(), o.data(), n, dt, root, blocking);
+        },
+        in);
   }
 
   /// Whether a collective can write its result into `t`, passed as `T` (the
@@ -410,6 +650,11 @@ private:
 
   std::shared_ptr<const void> alive_ = std::make_shared<const int>(0); ///< lifetime()
   ddp::topology topo_;
+  rendezvous base_;               ///< timeout, token, store and file of the job, for subgroups
+  std::string name_;              ///< empty: the job's own group
+  std::vector<int> global_ranks_; ///< job rank of each rank here
+  int job_rank_ = 0;              ///< this process's rank in the job
+  int next_subgroup_ = 0;         ///< subgroups made from this one so far (the same on every rank)
   std::shared_ptr<tcp_store> store_;
   std::unique_ptr<typename Backend::communicator> comm_;
   /// Hands the watch's news to comm_, or to its connect while it is built.
@@ -422,7 +667,12 @@ private:
 };
 
 template <class Backend>
-process_group<Backend>::process_group(rendezvous rv) : topo_(rv.topo), store_(rv.store) {
+process_group<Backend>::process_group(rendezvous rv)
+    : topo_(rv.topo), base_{rv.topo,      rv.timeout, rv.token,      rv.store,
+                            rv.file_path, nullptr,    rv.key_prefix, rv.group_name},
+      name_(rv.group_name), job_rank_(rv.topo.rank), store_(rv.store) {
+  for (int r = 0; r < rv.topo.world_size; ++r)
+    global_ranks_.push_back(r);
   start_peer_watch(); // first: a rank failing while the connections form stops this one's waits for it
   if (relay_) rv.interrupt = relay_->connecting();
   try {
@@ -436,6 +686,19 @@ process_group<Backend>::process_group(rendezvous rv) : topo_(rv.topo), store_(rv
 }
 
 template <class Backend> process_group<Backend>::~process_group() {
+  if (!comm_) return; // a rank new_group or split left out: nothing to leave
+  if (!name_.empty() && !(std::uncaught_exceptions() > uncaught_at_start_ && !comm_->poisoned())) {
+    // A subgroup: the job's own group holds the exit barrier; this one drains and goes.
+    try {
+      comm_->drain();
+    } catch (const std::exception& e) {
+      detail::log_line("rank " + std::to_string(job_rank_),
+                       std::string("teardown of ") + name_ + ": " + e.what());
+    }
+    peer_watch_.reset();
+    comm_.reset();
+    return;
+  }
   if (std::uncaught_exceptions() > uncaught_at_start_ && !comm_->poisoned()) {
     leave_on_own_failure();
     return;
@@ -459,8 +722,103 @@ template <class Backend> process_group<Backend>::~process_group() {
 }
 
 template <class Backend> void process_group<Backend>::abort(std::string_view reason) noexcept {
-  if (comm_->poisoned()) return;
+  if (!comm_ || comm_->poisoned()) return;
   fail_job(std::string(reason), "gave up");
+}
+
+template <class Backend>
+process_group<Backend>::process_group(subgroup_t, const process_group& parent,
+                                      const std::vector<int>& members, std::string prefix, std::string name)
+    : topo_(parent.topo_), base_(parent.base_), name_(std::move(name)), job_rank_(parent.job_rank_),
+      store_(parent.store_) {
+  for (int m : members)
+    global_ranks_.push_back(parent.global_ranks_[static_cast<std::size_t>(m)]);
+  topo_.world_size = static_cast<int>(members.size());
+  const auto at = std::find(members.begin(), members.end(), parent.rank());
+  if (at == members.end()) return; // not a member: no communicator
+  topo_.rank = static_cast<int>(at - members.begin());
+  base_.key_prefix = std::move(prefix); // groups made from this one nest under it
+  base_.group_name = name_;
+  rendezvous rv = base_;
+  rv.topo = topo_;
+  start_peer_watch();
+  if (relay_) rv.interrupt = relay_->connecting();
+  try {
+    comm_ = std::make_unique<typename Backend::communicator>(rv);
+  } catch (const std::exception& e) {
+    report_failed_connect(e);
+    throw;
+  }
+  if constexpr (peer_failure_communicator<typename Backend::communicator>)
+    if (relay_) relay_->attach(*comm_);
+}
+
+template <class Backend>
+process_group<Backend> process_group<Backend>::make_subgroup(int color, int key, std::int64_t what,
+                                                             const char* call,
+                                                             const std::vector<int>* listed) {
+  static_assert(subgroup_communicator<typename Backend::communicator>,
+                "ddp: new_group and split are offered by ddp::gloo; this backend (ddp::nccl) has none yet");
+  member(call);
+  const int id = next_subgroup_++;
+  // Every rank's choice, in one all_gather over this group.
+  std::vector<std::int64_t> mine{color, key, what}, all(3 * static_cast<std::size_t>(size()));
+  all_gather(mine, all);
+  auto at = [&](int r, int k) { return all[3 * static_cast<std::size_t>(r) + static_cast<std::size_t>(k)]; };
+  for (int r = 1; r < size(); ++r)
+    if (at(r, 2) != at(0, 2))
+      throw error(error_kind::mismatch,
+                  std::string(call) + " on rank " + std::to_string(rank()) +
+                      (name_.empty() ? std::string() : " of " + name_) + ": rank " + std::to_string(r) +
+                      " passed other ranks than rank 0 did. Every rank of the " + "group must call " + call +
+                      " with the same ranks, in the same order (the order numbers " +
+                      "them in the new group). No group was made.",
+                  r);
+  std::vector<int> members;
+  const std::int64_t c = color;
+  if (listed) {
+    members = *listed;
+  } else if (c >= 0) {
+    for (int r = 0; r < size(); ++r)
+      if (at(r, 0) == c) members.push_back(r);
+    std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return at(a, 1) < at(b, 1); });
+  }
+  const std::string prefix = base_.key_prefix + "g" + std::to_string(id) + "c" + std::to_string(c) + "/";
+  std::string name = "group " + prefix.substr(0, prefix.size() - 1) + " (global ranks";
+  for (std::size_t k = 0; k < members.size(); ++k)
+    name += (k ? ", " : " ") + std::to_string(global_ranks_[static_cast<std::size_t>(members[k])]);
+  name += ")";
+  if (c < 0) name = "no group (split with a negative color on job rank " + std::to_string(job_rank_) + ")";
+  return process_group(subgroup_t{}, *this, members, prefix, std::move(name));
+}
+
+template <class Backend>
+process_group<Backend> process_group<Backend>::new_group(const std::vector<int>& ranks) {
+  std::vector<bool> seen(static_cast<std::size_t>(std::max(size(), 0)), false);
+  std::int64_t hash = 1469598103934665603LL; // FNV-1a over the list, compared across ranks
+  int key = -1;
+  for (std::size_t k = 0; k < ranks.size(); ++k) {
+    const int r = ranks[k];
+    if (r < 0 || r >= size() || seen[static_cast<std::size_t>(r)])
+      throw error(error_kind::config,
+                  "new_group on rank " + std::to_string(rank()) + ": rank " + std::to_string(r) +
+                      (r < 0 || r >= size()
+                           ? " is not a rank of this group (0.." + std::to_string(size() - 1) + ")"
+                           : " is listed twice") +
+                      ": list each rank of this group at most once");
+    seen[static_cast<std::size_t>(r)] = true;
+    if (r == rank()) key = static_cast<int>(k);
+    hash = static_cast<std::int64_t>((static_cast<std::uint64_t>(hash) ^ static_cast<std::uint64_t>(r)) *
+                                     1099511628211ULL);
+  }
+  if (ranks.empty())
+    throw error(error_kind::config, "new_group on rank " + std::to_string(rank()) + ": no ranks given");
+  // The listed ranks, numbered by their place in the list; the others are told the group they are not in.
+  return make_subgroup(0, key, hash, "new_group", &ranks);
+}
+
+template <class Backend> process_group<Backend> process_group<Backend>::split(int color, int key) {
+  return make_subgroup(color < 0 ? -1 : color, key, 0, "split");
 }
 
 template <class Backend> void process_group<Backend>::start_peer_watch() {
@@ -469,7 +827,7 @@ template <class Backend> void process_group<Backend>::start_peer_watch() {
     try {
       auto relay = std::make_unique<detail::peer_failure_relay<typename Backend::communicator>>();
       peer_watch_ = std::make_unique<detail::peer_failure_watch>(
-          *store_, rank(), [r = relay.get()](const lost_rank& lost) { r->deliver(lost); });
+          *store_, job_rank_, [r = relay.get()](const lost_rank& lost) { r->deliver(lost); });
       relay_ = std::move(relay);
     } catch (const std::exception& e) {
       detail::log_line("rank " + std::to_string(rank()),
@@ -489,7 +847,7 @@ void process_group<Backend>::report_failed_connect(const std::exception& e) noex
   try {
     if (store_->wait_for_lost_rank(std::chrono::milliseconds(0))) return;
     peer_watch_.reset(); // what it would hear now is this rank's own report
-    detail::report_own_failure(*store_, rank(), d ? d->message() : std::string_view(e.what()));
+    detail::report_own_failure(*store_, job_rank_, d ? d->message() : std::string_view(e.what()));
     store_->linger_briefly();        // rank 0 serving the store: its peers read the reason, then leave
   } catch (const std::exception&) {} // best effort: the error going out is what matters
 }
@@ -506,7 +864,7 @@ template <class Backend> void process_group<Backend>::leave_on_own_failure() noe
 template <class Backend>
 void process_group<Backend>::fail_job(const std::string& reason, const char* what_happened) noexcept {
   const std::string who = "rank " + std::to_string(rank());
-  detail::note_failure_for_launcher(rank(), reason);
+  detail::note_failure_for_launcher(job_rank_, reason);
   detail::log_line(who, std::string(what_happened) + " on an error of its own: telling the other ranks");
   try {
     const std::string why = who + " " + what_happened + ": " + reason;

@@ -696,6 +696,9 @@ DDP_END_NAMESPACE
 //   open_files_communicator
 //                          says how many descriptors its connections take,
 //                          so the open-files limit is raised before they form
+//   extended_communicator  the rest of torch.distributed's collectives on host
+//                          memory: send/recv, all_to_all (equal and variable
+//                          splits), gather, scatter, reduce
 #ifndef DDP_BACKEND_COMMUNICATOR_HPP
 #define DDP_BACKEND_COMMUNICATOR_HPP
 
@@ -2456,6 +2459,8 @@ DDP_END_NAMESPACE
 
 #include <chrono>
 #include <concepts>
+#include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <string>
@@ -2487,6 +2492,13 @@ struct rendezvous {
   /// for a rank lost meanwhile (ddp::gloo does: the news names the rank).
   /// Null: nothing does.
   std::shared_ptr<detail::connect_interrupt> interrupt;
+  /// Set for a subgroup (process_group::new_group, split): the store keys of
+  /// its connections start with it, so that its mesh forms beside its
+  /// parent's on the same store. Empty: the job's own group.
+  std::string key_prefix;
+  /// A subgroup's name, as its errors and flight recorder give it
+  /// ("group 1 of ranks 0, 2"); empty for the job's own group.
+  std::string group_name;
 };
 
 namespace detail {
@@ -2577,6 +2589,31 @@ concept open_files_communicator = communicator<C> && requires(const ddp::topolog
   { C::open_files(t) } -> std::convertible_to<long>;
 };
 
+/// The rest of torch.distributed's collectives, on host memory: point to
+/// point (`tag` must match; the k-th send of a rank to a peer meets the
+/// peer's k-th recv from it), all_to_all with equal blocks or a count per peer (blocks
+/// packed in rank order), gather, scatter and reduce to a root. ddp::gloo
+/// models it; ddp::nccl does not yet (process_group says so at compile time).
+template <class C>
+concept extended_communicator = communicator<C> &&
+    requires(C& c, void* p, const void* in, std::size_t n, dtype dt, op o, int root, std::int64_t tag,
+             std::vector<std::size_t> counts, bool blocking) {
+  { c.send(in, n, dt, root, tag, blocking) } -> std::same_as<work>;
+  { c.recv(p, n, dt, root, tag, blocking) } -> std::same_as<work>;
+  { c.all_to_all(in, p, n, dt, blocking) } -> std::same_as<work>;
+  { c.all_to_all_v(in, counts, p, counts, dt, blocking) } -> std::same_as<work>;
+  { c.gather(in, p, n, dt, root, blocking) } -> std::same_as<work>;
+  { c.scatter(in, p, n, dt, root, blocking) } -> std::same_as<work>;
+  { c.reduce(p, n, dt, o, root, blocking) } -> std::same_as<work>;
+};
+
+/// Connects a subgroup from a rendezvous whose key_prefix is set (its mesh on
+/// the parent's store, beside the parent's), so process_group::new_group and
+/// split can make one. ddp::gloo does (over TCP only: the node's shared
+/// memory stays the job's own group's).
+template <class C>
+concept subgroup_communicator = communicator<C> && C::connects_subgroups;
+
 /// A backend policy: a name and a communicator type.
 template <class B>
 concept backend_policy = requires {
@@ -2636,6 +2673,10 @@ public:
   gloo_communicator(const gloo_communicator&) = delete;
   gloo_communicator& operator=(const gloo_communicator&) = delete;
   DDP_INLINE ~gloo_communicator(); // the worker stops before the connections go
+
+  /// Subgroups connect their own mesh on the parent's store, under the
+  /// rendezvous' key_prefix (TCP only).
+  static constexpr bool connects_subgroups = true;
 
   /// Descriptors a rank holds at its peak: one per peer, its device's epoll and
   /// the eventfd that wakes it; where the node's ranks can share memory, the
@@ -2734,6 +2775,28 @@ public:
   /// The header round is the barrier: no rank leaves it before every rank's
   /// header arrived.
   DDP_INLINE work barrier(bool blocking = false);
+
+  /// Block p of `in` (n elements each) goes to rank p, block p of `out`
+  /// comes from rank p; small blocks travel with the header. `in` may be `out`.
+  DDP_INLINE work all_to_all(const void* in, void* out, std::size_t n, dtype dt, bool blocking = false);
+  /// all_to_all with a count per peer, blocks packed in rank order; every rank
+  /// checks every rank's counts, so a disagreement fails alike everywhere.
+  DDP_INLINE work all_to_all_v(const void* in, std::vector<std::size_t> send_counts, void* out,
+                               std::vector<std::size_t> recv_counts, dtype dt, bool blocking = false);
+  /// Root's `out` (size() blocks of n) receives every rank's `in`, in rank order.
+  DDP_INLINE work gather(const void* in, void* out, std::size_t n, dtype dt, int root, bool blocking = false);
+  /// Block p of root's `in` (size() blocks of n) goes to rank p's `out`.
+  DDP_INLINE work scatter(const void* in, void* out, std::size_t n, dtype dt, int root,
+                          bool blocking = false);
+  /// Root's `data` becomes the reduction of every rank's (in rank order); the others' stays.
+  DDP_INLINE work reduce(void* data, std::size_t n, dtype dt, op o, int root, bool blocking = false);
+  /// Point to point, beside the collectives in a lane per peer and direction:
+  /// the k-th send to a peer meets its k-th recv from this rank, and they must
+  /// agree on count, dtype and tag.
+  DDP_INLINE work send(const void* data, std::size_t n, dtype dt, int peer, std::int64_t tag,
+                       bool blocking = false);
+  DDP_INLINE work recv(void* data, std::size_t n, dtype dt, int peer, std::int64_t tag,
+                       bool blocking = false);
 
 private:
   DDP_INLINE shm_memory make_shm_memory(std::size_t n, dtype dt, std::size_t elem_size);
@@ -3164,10 +3227,38 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_PROCESS_GROUP_PEER_FAILURE_WATCH_HPP
 // ---- end ddp/detail/process_group/peer_failure_watch.hpp ----
+// ---- begin ddp/detail/process_group/split_counts.hpp ----
+// The local check of all_to_all's counts per peer, before anything is queued:
+// one count per rank on each side, and the tensors as long as their sums.
+// Whether the ranks' counts fit each other is checked across ranks by the
+// backend (detail/gloo/collectives.hpp).
+#ifndef DDP_DETAIL_PROCESS_GROUP_SPLIT_COUNTS_HPP
+#define DDP_DETAIL_PROCESS_GROUP_SPLIT_COUNTS_HPP
+
+
+#include <cstddef>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// Throws ddp::error(config) naming `what`, the rank and the count at fault.
+DDP_INLINE void check_split_counts(const char* what, int rank, int world, std::size_t in_size,
+                                   const std::vector<std::size_t>& send_counts, std::size_t out_size,
+                                   const std::vector<std::size_t>& recv_counts);
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+
+#endif // DDP_DETAIL_PROCESS_GROUP_SPLIT_COUNTS_HPP
+// ---- end ddp/detail/process_group/split_counts.hpp ----
 
 #include <algorithm>
 #include <chrono>
 #include <concepts>
+#include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -3175,6 +3266,7 @@ DDP_END_NAMESPACE
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 // Device tensors on a host-only backend are staged through pinned memory where
 // ddp is built with CUDA (ddp::cuda and ddp::nccl define these).
@@ -3725,16 +3817,39 @@ public:
   /// so its peers fail within a second and name it.
   ~process_group();
 
-  int rank() const noexcept { return topo_.rank; }
+  /// This rank's rank in the group; -1 on a rank that is not a member (is_member()).
+  int rank() const noexcept { return comm_ ? topo_.rank : -1; }
   int size() const noexcept { return topo_.world_size; }
   const ddp::topology& topology() const noexcept { return topo_; }
-  std::chrono::milliseconds timeout() const { return comm_->timeout(); }
+  std::chrono::milliseconds timeout() const { return base_.timeout; }
   /// Expires when this group is destroyed: an object that keeps a reference
   /// to the group (distributed_data_parallel) checks it before each use.
   std::weak_ptr<const void> lifetime() const noexcept { return alive_; }
   /// The job's store (null with file:// init).
   tcp_store* store() const noexcept { return store_.get(); }
-  typename Backend::communicator& communicator() noexcept { return *comm_; }
+  typename Backend::communicator& communicator() { return member("communicator()"); }
+
+  /// A group of some of this group's ranks, numbered in the order `ranks`
+  /// lists them (ranks of this group, each once). Collective: every rank of
+  /// this group calls it with the same list (checked: ddp::error(mismatch)
+  /// on every rank otherwise). A rank not in `ranks` gets a group it cannot
+  /// use (is_member() false, rank() -1: each collective throws, naming the
+  /// group). The new group connects its own mesh on the job's store, over TCP
+  /// (the node's shared memory stays the job's own group's), runs its own
+  /// queue (its collectives may be in flight beside this group's), and may
+  /// itself make groups. It keeps the store alive; destroy it before the
+  /// process ends, like any group. ddp::gloo.
+  [[nodiscard]] process_group new_group(const std::vector<int>& ranks);
+  /// MPI_Comm_split: the ranks that pass the same `color` form one group,
+  /// numbered by `key` (ties by their rank here); a negative color joins none
+  /// (is_member() false). Collective over this group.
+  [[nodiscard]] process_group split(int color, int key = 0);
+  /// False on a rank that new_group or split left out of this group.
+  bool is_member() const noexcept { return comm_ != nullptr; }
+  /// "" for the job's own group; else how errors name it ("group 1 (global ranks 0, 2)").
+  const std::string& name() const noexcept { return name_; }
+  /// This group's ranks as ranks of the job (the launcher's RANK), by their rank here.
+  const std::vector<int>& global_ranks() const noexcept { return global_ranks_; }
 
   /// Reduces `t` across ranks in place. `t` must stay alive until the work completes.
   ///
@@ -3802,6 +3917,115 @@ public:
     if constexpr (writable_output<Out>()) reduce_scatter_impl(in, out, o, true).wait();
   }
 
+  /// Sends `t` to rank `dst`; rank `dst` receives it with recv(t, this rank).
+  /// The k-th send of a rank to a peer meets the peer's k-th recv from it, and
+  /// they must agree on count, dtype and `tag` (else ddp::error(mismatch) on
+  /// both). Messages run beside the group's collectives, in a lane per peer
+  /// and direction: a send waits for its recv, but holds up nothing else, so
+  /// both ranks of a pair may send_async first (a blocking send waits there).
+  /// ddp::gloo, host memory.
+  template <class T> work send_async(T&& t, int dst, std::int64_t tag = 0) {
+    if constexpr (async_input<T>()) {
+      return extended<const std::remove_reference_t<T>>(
+          [&](auto& c, auto s, dtype dt) { return c.send(s.data(), s.size(), dt, dst, tag, false); },
+          std::as_const(t));
+    } else {
+      return {};
+    }
+  }
+  template <class T> void send(const T& t, int dst, std::int64_t tag = 0) {
+    extended<const T>(
+        [&](auto& c, auto s, dtype dt) { return c.send(s.data(), s.size(), dt, dst, tag, true); }, t)
+        .wait();
+  }
+  /// Receives into `t` what rank `src` sends with send(t, this rank) (see send).
+  template <class T> work recv_async(T&& t, int src, std::int64_t tag = 0) {
+    if constexpr (writable_output<T>()) {
+      return extended<std::remove_reference_t<T>>(
+          [&](auto& c, auto s, dtype dt) { return c.recv(s.data(), s.size(), dt, src, tag, false); }, t);
+    } else {
+      return {};
+    }
+  }
+  template <class T> void recv(T&& t, int src, std::int64_t tag = 0) {
+    if constexpr (writable_output<T>())
+      extended<std::remove_reference_t<T>>(
+          [&](auto& c, auto s, dtype dt) { return c.recv(s.data(), s.size(), dt, src, tag, true); }, t)
+          .wait();
+  }
+
+  /// Block p of `in` (in.size() / size() elements) goes to rank p; block p of
+  /// `out` (the same size) comes from rank p. `in` may be `out`.
+  template <class In, class Out> work all_to_all_async(In&& in, Out&& out) {
+    if constexpr (async_input<In>() && writable_output<Out>())
+      return all_to_all_impl(std::as_const(in), out, false);
+    else
+      return {};
+  }
+  template <class In, class Out> void all_to_all(const In& in, Out&& out) {
+    if constexpr (writable_output<Out>()) all_to_all_impl(in, out, true).wait();
+  }
+  /// With a count per peer (torch's all_to_all_single with split sizes): send_counts[p]
+  /// elements of `in` go to rank p, recv_counts[p] of `out` come from it, blocks
+  /// packed in rank order. Rank r's send_counts[p] must be rank p's recv_counts[r]
+  /// (checked on every rank: mismatch, naming the pair).
+  template <class In, class Out>
+  work all_to_all_async(In&& in, Out&& out, std::vector<std::size_t> send_counts,
+                        std::vector<std::size_t> recv_counts) {
+    if constexpr (async_input<In>() && writable_output<Out>())
+      return all_to_all_v_impl(std::as_const(in), out, std::move(send_counts), std::move(recv_counts), false);
+    else
+      return {};
+  }
+  template <class In, class Out>
+  void all_to_all(const In& in, Out&& out, std::vector<std::size_t> send_counts,
+                  std::vector<std::size_t> recv_counts) {
+    if constexpr (writable_output<Out>())
+      all_to_all_v_impl(in, out, std::move(send_counts), std::move(recv_counts), true).wait();
+  }
+
+  /// Rank `root`'s `out` (size() * in.size() elements) receives every rank's
+  /// `in`, in rank order; elsewhere `out` is not touched (it may be empty).
+  template <class In, class Out> work gather_async(In&& in, Out&& out, int root = 0) {
+    if constexpr (async_input<In>() && writable_output<Out>())
+      return rooted_impl<true>(std::as_const(in), out, root, false);
+    else
+      return {};
+  }
+  template <class In, class Out> void gather(const In& in, Out&& out, int root = 0) {
+    if constexpr (writable_output<Out>()) rooted_impl<true>(in, out, root, true).wait();
+  }
+  /// Block p of rank `root`'s `in` (size() * out.size() elements) goes to rank
+  /// p's `out`; elsewhere `in` is not read (it may be empty).
+  template <class In, class Out> work scatter_async(In&& in, Out&& out, int root = 0) {
+    if constexpr (async_input<In>() && writable_output<Out>())
+      return rooted_impl<false>(std::as_const(in), out, root, false);
+    else
+      return {};
+  }
+  template <class In, class Out> void scatter(const In& in, Out&& out, int root = 0) {
+    if constexpr (writable_output<Out>()) rooted_impl<false>(in, out, root, true).wait();
+  }
+  /// Rank `root`'s `t` becomes the reduction of every rank's `t` (reduced in
+  /// rank order); the other ranks' `t` is left as it was.
+  template <class T> work reduce_async(T&& t, int root, op o = op::sum) {
+    if constexpr (writable_output<T>()) {
+      check_root(root, "reduce");
+      return extended<std::remove_reference_t<T>>(
+          [&](auto& c, auto s, dtype dt) { return c.reduce(s.data(), s.size(), dt, o, root, false); }, t);
+    } else {
+      return {};
+    }
+  }
+  template <class T> void reduce(T&& t, int root, op o = op::sum) {
+    if constexpr (writable_output<T>()) {
+      check_root(root, "reduce");
+      extended<std::remove_reference_t<T>>(
+          [&](auto& c, auto s, dtype dt) { return c.reduce(s.data(), s.size(), dt, o, root, true); }, t)
+          .wait();
+    }
+  }
+
   /// `n` zeroed elements of host memory that every rank of this node can see
   /// (ddp/shm_array.hpp): an all_reduce of a range inside it runs in place,
   /// without copies through the node's segment. Collective: every rank calls
@@ -3812,7 +4036,7 @@ public:
                                 "(float, double, ddp::half, std::int32_t, ...): make one array per field");
       return {};
     } else if constexpr (shm_communicator<typename Backend::communicator>) {
-      return comm_->template make_shm_array<T>(n);
+      return member("make_shm_array").template make_shm_array<T>(n);
     } else {
       static_assert(sizeof(T) == 0, "ddp: make_shm_array is a feature of ddp::gloo (host memory shared by "
                                     "the ranks of a node); this backend has none");
@@ -3820,8 +4044,8 @@ public:
     }
   }
 
-  work barrier_async() { return comm_->barrier(false); }
-  void barrier() { comm_->barrier(true).wait(); }
+  work barrier_async() { return member("barrier").barrier(false); }
+  void barrier() { member("barrier").barrier(true).wait(); }
 
   /// This rank cannot go on, for a reason of its own (bad data, a failed
   /// device copy): instead of letting its peers wait for it until their
@@ -3836,6 +4060,27 @@ public:
   void abort(std::string_view reason) noexcept;
 
 private:
+  struct subgroup_t {};
+  /// A subgroup of `parent`: `members` are parent ranks in their new order
+  /// (empty: this rank is not a member).
+  process_group(subgroup_t, const process_group& parent, const std::vector<int>& members, std::string prefix,
+                std::string name);
+  /// new_group and split: every rank's (color, key, what) gathered, `what` checked equal.
+  /// `listed`: new_group's ranks, which are the members whatever the colors.
+  process_group make_subgroup(int color, int key, std::int64_t what, const char* call,
+                              const std::vector<int>* listed = nullptr);
+
+  /// The communicator, for a member; else ddp::error(config) naming `what` and the group.
+  typename Backend::communicator& member(const char* what) {
+    if (!comm_) not_a_member(what);
+    return *comm_;
+  }
+  [[noreturn]] void not_a_member(const char* what) const {
+    throw error(error_kind::config, std::string(what) + " on job rank " + std::to_string(job_rank_) +
+                                        ": this rank is not a member of " + name_ +
+                                        " (new_group or split left it out): only its members may use it");
+  }
+
   /// Another rank's failure, as the store records it, fails this group at
   /// once (see peer_failure_watch.hpp), or its connect while the communicator
   /// is being built (peer_failure_relay.hpp). The group works without the watch.
@@ -3871,7 +4116,8 @@ private:
         return {};
       } else {
         return in_space<T>([&](auto... where) {
-          return comm_->all_reduce(where..., s.data(), s.size(), dtype_v<tensor_value_t<T>>, o, blocking);
+          return member("all_reduce")
+              .all_reduce(where..., s.data(), s.size(), dtype_v<tensor_value_t<T>>, o, blocking);
         });
       }
     } else {
@@ -3888,7 +4134,8 @@ private:
         return {};
       } else {
         return in_space<T>([&](auto... where) {
-          return comm_->broadcast(where..., s.data(), s.size(), dtype_v<tensor_value_t<T>>, root, blocking);
+          return member("broadcast")
+              .broadcast(where..., s.data(), s.size(), dtype_v<tensor_value_t<T>>, root, blocking);
         });
       }
     } else {
@@ -3911,8 +4158,8 @@ private:
         return {};
       } else {
         return in_space<const In, Out>([&](auto... where) {
-          return comm_->all_gather(where..., i.data(), o.data(), i.size(), dtype_v<tensor_value_t<Out>>,
-                                   blocking);
+          return member("all_gather")
+              .all_gather(where..., i.data(), o.data(), i.size(), dtype_v<tensor_value_t<Out>>, blocking);
         });
       }
     } else {
@@ -3935,13 +4182,94 @@ private:
         return {};
       } else {
         return in_space<const In, Out>([&](auto... where) {
-          return comm_->reduce_scatter(where..., i.data(), s.data(), s.size(), dtype_v<tensor_value_t<Out>>,
-                                       o, blocking);
+          return member("reduce_scatter")
+              .reduce_scatter(where..., i.data(), s.data(), s.size(), dtype_v<tensor_value_t<Out>>, o,
+                              blocking);
         });
       }
     } else {
       return {};
     }
+  }
+
+  /// Runs `f(communicator, span of the first tensor, dtype)` for a collective
+  /// of extended_communicator, once the tensors `T...` (the first gives the
+  /// span) pass usable() and the backend and memory checks below; otherwise
+  /// one static_assert says why and nothing else compiles.
+  template <class T, class... More, class F, class U> work extended(F&& f, U& t) {
+    if constexpr (!usable<T, More...>()) {
+      return {};
+    } else if constexpr (!extended_communicator<typename Backend::communicator>) {
+      static_assert(extended_communicator<typename Backend::communicator>,
+                    "ddp: send/recv, all_to_all, gather, scatter and reduce are offered by ddp::gloo; this "
+                    "backend (ddp::nccl) has none yet: run them on a ddp::gloo group of the same ranks");
+      return {};
+    } else if constexpr (on_device_v<std::remove_cv_t<T>> || (on_device_v<std::remove_cv_t<More>> || ...)) {
+      static_assert(sizeof(T) == 0,
+                    "ddp: send/recv, all_to_all, gather, scatter and reduce take host memory: copy device "
+                    "tensors to the host first (cudaMemcpy), then call the collective");
+      return {};
+    } else {
+      auto s = as_span(t);
+      return f(member("this collective"), s, dtype_v<std::remove_cv_t<tensor_value_t<T>>>);
+    }
+  }
+
+  template <class In, class Out> work all_to_all_impl(const In& in, Out& out, bool blocking) {
+    return extended<const In, Out>(
+        [&](auto& c, auto i, dtype dt) {
+          static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
+                        "ddp: all_to_all needs input and output of the same element type");
+          auto o = as_span(out);
+          if (i.size() != o.size() || i.size() % static_cast<std::size_t>(size()) != 0)
+            throw error(error_kind::config,
+                        "all_to_all on rank " + std::to_string(rank()) + ": input has " +
+                            std::to_string(i.size()) + " elements, output " + std::to_string(o.size()) +
+                            "; both must hold world size " + std::to_string(size()) +
+                            " blocks of the same count (for other splits pass send_counts and recv_counts)");
+          return c.all_to_all(i.data(), o.data(), i.size() / static_cast<std::size_t>(size()), dt, blocking);
+        },
+        in);
+  }
+
+  template <class In, class Out>
+  work all_to_all_v_impl(const In& in, Out& out, std::vector<std::size_t> sc, std::vector<std::size_t> rc,
+                         bool blocking) {
+    return extended<const In, Out>(
+        [&](auto& c, auto i, dtype dt) {
+          static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
+                        "ddp: all_to_all needs input and output of the same element type");
+          auto o = as_span(out);
+          detail::check_split_counts("all_to_all", rank(), size(), i.size(), sc, o.size(), rc);
+          return c.all_to_all_v(i.data(), std::move(sc), o.data(), std::move(rc), dt, blocking);
+        },
+        in);
+  }
+
+  /// gather (`to_root`) or scatter: the root's side holds size() blocks.
+  template <bool to_root, class In, class Out>
+  work rooted_impl(const In& in, Out& out, int root, bool blocking) {
+    return extended<const In, Out>(
+        [&](auto& c, auto i, dtype dt) {
+          static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
+                        "ddp: gather and scatter need input and output of the same element type");
+          const char* name = to_root ? "gather" : "scatter";
+          check_root(root, name);
+          auto o = as_span(out);
+          const std::size_t n = to_root ? i.size() : o.size();
+          const std::size_t whole = to_root ? o.size() : i.size();
+          if (rank() == root && whole != n * static_cast<std::size_t>(size()))
+            throw error(error_kind::config, std::string(name) + " on root " + std::to_string(root) + ": " +
+                                                (to_root ? "output" : "input") + " has " +
+                                                std::to_string(whole) + " elements, expected world size " +
+                                                std::to_string(size()) + " x " +
+                                                (to_root ? "input " : "output ") + std::to_string(n));
+          if constexpr (to_root)
+            return c.gather(i.data(), o.data(), n, dt, root, blocking);
+          else
+            return c.scatter(i.data(), o.data(), n, dt, root, blocking);
+        },
+        in);
   }
 
   /// Whether a collective can write its result into `t`, passed as `T` (the
@@ -4070,6 +4398,11 @@ private:
 
   std::shared_ptr<const void> alive_ = std::make_shared<const int>(0); ///< lifetime()
   ddp::topology topo_;
+  rendezvous base_;               ///< timeout, token, store and file of the job, for subgroups
+  std::string name_;              ///< empty: the job's own group
+  std::vector<int> global_ranks_; ///< job rank of each rank here
+  int job_rank_ = 0;              ///< this process's rank in the job
+  int next_subgroup_ = 0;         ///< subgroups made from this one so far (the same on every rank)
   std::shared_ptr<tcp_store> store_;
   std::unique_ptr<typename Backend::communicator> comm_;
   /// Hands the watch's news to comm_, or to its connect while it is built.
@@ -4082,7 +4415,12 @@ private:
 };
 
 template <class Backend>
-process_group<Backend>::process_group(rendezvous rv) : topo_(rv.topo), store_(rv.store) {
+process_group<Backend>::process_group(rendezvous rv)
+    : topo_(rv.topo), base_{rv.topo,      rv.timeout, rv.token,      rv.store,
+                            rv.file_path, nullptr,    rv.key_prefix, rv.group_name},
+      name_(rv.group_name), job_rank_(rv.topo.rank), store_(rv.store) {
+  for (int r = 0; r < rv.topo.world_size; ++r)
+    global_ranks_.push_back(r);
   start_peer_watch(); // first: a rank failing while the connections form stops this one's waits for it
   if (relay_) rv.interrupt = relay_->connecting();
   try {
@@ -4096,6 +4434,19 @@ process_group<Backend>::process_group(rendezvous rv) : topo_(rv.topo), store_(rv
 }
 
 template <class Backend> process_group<Backend>::~process_group() {
+  if (!comm_) return; // a rank new_group or split left out: nothing to leave
+  if (!name_.empty() && !(std::uncaught_exceptions() > uncaught_at_start_ && !comm_->poisoned())) {
+    // A subgroup: the job's own group holds the exit barrier; this one drains and goes.
+    try {
+      comm_->drain();
+    } catch (const std::exception& e) {
+      detail::log_line("rank " + std::to_string(job_rank_),
+                       std::string("teardown of ") + name_ + ": " + e.what());
+    }
+    peer_watch_.reset();
+    comm_.reset();
+    return;
+  }
   if (std::uncaught_exceptions() > uncaught_at_start_ && !comm_->poisoned()) {
     leave_on_own_failure();
     return;
@@ -4119,8 +4470,103 @@ template <class Backend> process_group<Backend>::~process_group() {
 }
 
 template <class Backend> void process_group<Backend>::abort(std::string_view reason) noexcept {
-  if (comm_->poisoned()) return;
+  if (!comm_ || comm_->poisoned()) return;
   fail_job(std::string(reason), "gave up");
+}
+
+template <class Backend>
+process_group<Backend>::process_group(subgroup_t, const process_group& parent,
+                                      const std::vector<int>& members, std::string prefix, std::string name)
+    : topo_(parent.topo_), base_(parent.base_), name_(std::move(name)), job_rank_(parent.job_rank_),
+      store_(parent.store_) {
+  for (int m : members)
+    global_ranks_.push_back(parent.global_ranks_[static_cast<std::size_t>(m)]);
+  topo_.world_size = static_cast<int>(members.size());
+  const auto at = std::find(members.begin(), members.end(), parent.rank());
+  if (at == members.end()) return; // not a member: no communicator
+  topo_.rank = static_cast<int>(at - members.begin());
+  base_.key_prefix = std::move(prefix); // groups made from this one nest under it
+  base_.group_name = name_;
+  rendezvous rv = base_;
+  rv.topo = topo_;
+  start_peer_watch();
+  if (relay_) rv.interrupt = relay_->connecting();
+  try {
+    comm_ = std::make_unique<typename Backend::communicator>(rv);
+  } catch (const std::exception& e) {
+    report_failed_connect(e);
+    throw;
+  }
+  if constexpr (peer_failure_communicator<typename Backend::communicator>)
+    if (relay_) relay_->attach(*comm_);
+}
+
+template <class Backend>
+process_group<Backend> process_group<Backend>::make_subgroup(int color, int key, std::int64_t what,
+                                                             const char* call,
+                                                             const std::vector<int>* listed) {
+  static_assert(subgroup_communicator<typename Backend::communicator>,
+                "ddp: new_group and split are offered by ddp::gloo; this backend (ddp::nccl) has none yet");
+  member(call);
+  const int id = next_subgroup_++;
+  // Every rank's choice, in one all_gather over this group.
+  std::vector<std::int64_t> mine{color, key, what}, all(3 * static_cast<std::size_t>(size()));
+  all_gather(mine, all);
+  auto at = [&](int r, int k) { return all[3 * static_cast<std::size_t>(r) + static_cast<std::size_t>(k)]; };
+  for (int r = 1; r < size(); ++r)
+    if (at(r, 2) != at(0, 2))
+      throw error(error_kind::mismatch,
+                  std::string(call) + " on rank " + std::to_string(rank()) +
+                      (name_.empty() ? std::string() : " of " + name_) + ": rank " + std::to_string(r) +
+                      " passed other ranks than rank 0 did. Every rank of the " + "group must call " + call +
+                      " with the same ranks, in the same order (the order numbers " +
+                      "them in the new group). No group was made.",
+                  r);
+  std::vector<int> members;
+  const std::int64_t c = color;
+  if (listed) {
+    members = *listed;
+  } else if (c >= 0) {
+    for (int r = 0; r < size(); ++r)
+      if (at(r, 0) == c) members.push_back(r);
+    std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return at(a, 1) < at(b, 1); });
+  }
+  const std::string prefix = base_.key_prefix + "g" + std::to_string(id) + "c" + std::to_string(c) + "/";
+  std::string name = "group " + prefix.substr(0, prefix.size() - 1) + " (global ranks";
+  for (std::size_t k = 0; k < members.size(); ++k)
+    name += (k ? ", " : " ") + std::to_string(global_ranks_[static_cast<std::size_t>(members[k])]);
+  name += ")";
+  if (c < 0) name = "no group (split with a negative color on job rank " + std::to_string(job_rank_) + ")";
+  return process_group(subgroup_t{}, *this, members, prefix, std::move(name));
+}
+
+template <class Backend>
+process_group<Backend> process_group<Backend>::new_group(const std::vector<int>& ranks) {
+  std::vector<bool> seen(static_cast<std::size_t>(std::max(size(), 0)), false);
+  std::int64_t hash = 1469598103934665603LL; // FNV-1a over the list, compared across ranks
+  int key = -1;
+  for (std::size_t k = 0; k < ranks.size(); ++k) {
+    const int r = ranks[k];
+    if (r < 0 || r >= size() || seen[static_cast<std::size_t>(r)])
+      throw error(error_kind::config,
+                  "new_group on rank " + std::to_string(rank()) + ": rank " + std::to_string(r) +
+                      (r < 0 || r >= size()
+                           ? " is not a rank of this group (0.." + std::to_string(size() - 1) + ")"
+                           : " is listed twice") +
+                      ": list each rank of this group at most once");
+    seen[static_cast<std::size_t>(r)] = true;
+    if (r == rank()) key = static_cast<int>(k);
+    hash = static_cast<std::int64_t>((static_cast<std::uint64_t>(hash) ^ static_cast<std::uint64_t>(r)) *
+                                     1099511628211ULL);
+  }
+  if (ranks.empty())
+    throw error(error_kind::config, "new_group on rank " + std::to_string(rank()) + ": no ranks given");
+  // The listed ranks, numbered by their place in the list; the others are told the group they are not in.
+  return make_subgroup(0, key, hash, "new_group", &ranks);
+}
+
+template <class Backend> process_group<Backend> process_group<Backend>::split(int color, int key) {
+  return make_subgroup(color < 0 ? -1 : color, key, 0, "split");
 }
 
 template <class Backend> void process_group<Backend>::start_peer_watch() {
@@ -4129,7 +4575,7 @@ template <class Backend> void process_group<Backend>::start_peer_watch() {
     try {
       auto relay = std::make_unique<detail::peer_failure_relay<typename Backend::communicator>>();
       peer_watch_ = std::make_unique<detail::peer_failure_watch>(
-          *store_, rank(), [r = relay.get()](const lost_rank& lost) { r->deliver(lost); });
+          *store_, job_rank_, [r = relay.get()](const lost_rank& lost) { r->deliver(lost); });
       relay_ = std::move(relay);
     } catch (const std::exception& e) {
       detail::log_line("rank " + std::to_string(rank()),
@@ -4149,7 +4595,7 @@ void process_group<Backend>::report_failed_connect(const std::exception& e) noex
   try {
     if (store_->wait_for_lost_rank(std::chrono::milliseconds(0))) return;
     peer_watch_.reset(); // what it would hear now is this rank's own report
-    detail::report_own_failure(*store_, rank(), d ? d->message() : std::string_view(e.what()));
+    detail::report_own_failure(*store_, job_rank_, d ? d->message() : std::string_view(e.what()));
     store_->linger_briefly();        // rank 0 serving the store: its peers read the reason, then leave
   } catch (const std::exception&) {} // best effort: the error going out is what matters
 }
@@ -4166,7 +4612,7 @@ template <class Backend> void process_group<Backend>::leave_on_own_failure() noe
 template <class Backend>
 void process_group<Backend>::fail_job(const std::string& reason, const char* what_happened) noexcept {
   const std::string who = "rank " + std::to_string(rank());
-  detail::note_failure_for_launcher(rank(), reason);
+  detail::note_failure_for_launcher(job_rank_, reason);
   detail::log_line(who, std::string(what_happened) + " on an error of its own: telling the other ranks");
   try {
     const std::string why = who + " " + what_happened + ": " + reason;
@@ -14231,6 +14677,7 @@ DDP_END_NAMESPACE
 
 #include <deque>
 #include <functional>
+#include <string>
 #include <thread>
 
 DDP_BEGIN_NAMESPACE
@@ -14249,7 +14696,8 @@ private:
   };
 
 public:
-  ordered_queue() : thread_([this] { run(); }) {}
+  /// `label` names the worker's row on the timeline ("comm"; a subgroup's carries its name).
+  explicit ordered_queue(std::string label = "comm") : label_(std::move(label)), thread_([this] { run(); }) {}
   ordered_queue(const ordered_queue&) = delete;
   ordered_queue& operator=(const ordered_queue&) = delete;
   ~ordered_queue() { stop(); }
@@ -14321,7 +14769,7 @@ public:
 
 private:
   void run() {
-    trace::thread_label = "comm"; // its row on the timeline
+    trace::thread_label = label_.c_str(); // its row on the timeline (the ring copies it)
     for (;;) {
       item it;
       {
@@ -14372,6 +14820,7 @@ private:
   std::exception_ptr poison_;
   bool busy_ = false;
   bool stop_ = false;
+  std::string label_; // before thread_: the worker reads it
   std::thread thread_;
 };
 
@@ -14485,6 +14934,14 @@ public:
     note_ = std::move(text);
   }
 
+  /// A subgroup's recorder: its name goes into the JSON record, and `file_tag`
+  /// into the file's name, so that it does not overwrite the job's group's.
+  void set_group(std::string name, std::string file_tag) {
+    std::lock_guard lock(mu_);
+    group_ = std::move(name);
+    file_tag_ = std::move(file_tag);
+  }
+
   /// The retained entries, oldest first.
   std::vector<flight_entry> snapshot() const {
     std::lock_guard lock(mu_);
@@ -14508,12 +14965,14 @@ public:
 
   std::string to_json(int rank) const {
     auto entries = snapshot();
-    std::string note;
+    std::string note, group;
     {
       std::lock_guard lock(mu_);
       note = note_;
+      group = group_;
     }
     std::string j = "{\n  \"rank\": " + std::to_string(rank) +
+                    (group.empty() ? std::string() : ",\n  \"group\": \"" + json_escape(group) + "\"") +
                     ",\n  \"capacity\": " + std::to_string(capacity) + ",\n  \"note\": \"" +
                     json_escape(note) + "\",\n  \"entries\": [";
     for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -14542,7 +15001,12 @@ public:
       if (dumped_) return {};
       dumped_ = true;
     }
-    std::string path = *dir + "/rank_" + std::to_string(rank) + ".json";
+    std::string tag;
+    {
+      std::lock_guard lock(mu_);
+      tag = file_tag_;
+    }
+    std::string path = *dir + "/rank_" + std::to_string(rank) + tag + ".json";
     std::string body = to_json(rank);
     std::FILE* f = std::fopen(path.c_str(), "w");
     bool ok = f && std::fwrite(body.data(), 1, body.size(), f) == body.size();
@@ -14588,6 +15052,7 @@ private:
   std::uint64_t total_ = 0;
   std::int64_t last_started_ = -1;
   std::string note_;
+  std::string group_, file_tag_; ///< set_group
   bool dumped_ = false;
 };
 
@@ -14610,9 +15075,12 @@ namespace detail {
 
 class collective_queue {
 public:
-  /// `note` is appended to every description (", NCCL").
-  collective_queue(int rank, std::chrono::milliseconds timeout, std::string note = {})
-      : trace_(rank), rank_(rank), timeout_(timeout), note_(std::move(note)) {}
+  /// `note` is appended to every description (", NCCL"); `label` names the
+  /// worker's row on the timeline.
+  collective_queue(int rank, std::chrono::milliseconds timeout, std::string note = {},
+                   std::string label = "comm")
+      : trace_(rank), rank_(rank), timeout_(timeout), note_(std::move(note)),
+        queue_(std::make_unique<ordered_queue>(std::move(label))) {}
 
   /// A collective's work: body(what, state), `state` the returned work's.
   using body_type = std::function<void(const std::string& what, work_state& state)>;
@@ -17594,6 +18062,7 @@ DDP_END_NAMESPACE
 
 #include <deque>
 #include <functional>
+#include <string>
 #include <thread>
 
 DDP_BEGIN_NAMESPACE
@@ -17612,7 +18081,8 @@ private:
   };
 
 public:
-  ordered_queue() : thread_([this] { run(); }) {}
+  /// `label` names the worker's row on the timeline ("comm"; a subgroup's carries its name).
+  explicit ordered_queue(std::string label = "comm") : label_(std::move(label)), thread_([this] { run(); }) {}
   ordered_queue(const ordered_queue&) = delete;
   ordered_queue& operator=(const ordered_queue&) = delete;
   ~ordered_queue() { stop(); }
@@ -17684,7 +18154,7 @@ public:
 
 private:
   void run() {
-    trace::thread_label = "comm"; // its row on the timeline
+    trace::thread_label = label_.c_str(); // its row on the timeline (the ring copies it)
     for (;;) {
       item it;
       {
@@ -17735,6 +18205,7 @@ private:
   std::exception_ptr poison_;
   bool busy_ = false;
   bool stop_ = false;
+  std::string label_; // before thread_: the worker reads it
   std::thread thread_;
 };
 
@@ -17848,6 +18319,14 @@ public:
     note_ = std::move(text);
   }
 
+  /// A subgroup's recorder: its name goes into the JSON record, and `file_tag`
+  /// into the file's name, so that it does not overwrite the job's group's.
+  void set_group(std::string name, std::string file_tag) {
+    std::lock_guard lock(mu_);
+    group_ = std::move(name);
+    file_tag_ = std::move(file_tag);
+  }
+
   /// The retained entries, oldest first.
   std::vector<flight_entry> snapshot() const {
     std::lock_guard lock(mu_);
@@ -17871,12 +18350,14 @@ public:
 
   std::string to_json(int rank) const {
     auto entries = snapshot();
-    std::string note;
+    std::string note, group;
     {
       std::lock_guard lock(mu_);
       note = note_;
+      group = group_;
     }
     std::string j = "{\n  \"rank\": " + std::to_string(rank) +
+                    (group.empty() ? std::string() : ",\n  \"group\": \"" + json_escape(group) + "\"") +
                     ",\n  \"capacity\": " + std::to_string(capacity) + ",\n  \"note\": \"" +
                     json_escape(note) + "\",\n  \"entries\": [";
     for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -17905,7 +18386,12 @@ public:
       if (dumped_) return {};
       dumped_ = true;
     }
-    std::string path = *dir + "/rank_" + std::to_string(rank) + ".json";
+    std::string tag;
+    {
+      std::lock_guard lock(mu_);
+      tag = file_tag_;
+    }
+    std::string path = *dir + "/rank_" + std::to_string(rank) + tag + ".json";
     std::string body = to_json(rank);
     std::FILE* f = std::fopen(path.c_str(), "w");
     bool ok = f && std::fwrite(body.data(), 1, body.size(), f) == body.size();
@@ -17951,6 +18437,7 @@ private:
   std::uint64_t total_ = 0;
   std::int64_t last_started_ = -1;
   std::string note_;
+  std::string group_, file_tag_; ///< set_group
   bool dumped_ = false;
 };
 
@@ -17973,9 +18460,12 @@ namespace detail {
 
 class collective_queue {
 public:
-  /// `note` is appended to every description (", NCCL").
-  collective_queue(int rank, std::chrono::milliseconds timeout, std::string note = {})
-      : trace_(rank), rank_(rank), timeout_(timeout), note_(std::move(note)) {}
+  /// `note` is appended to every description (", NCCL"); `label` names the
+  /// worker's row on the timeline.
+  collective_queue(int rank, std::chrono::milliseconds timeout, std::string note = {},
+                   std::string label = "comm")
+      : trace_(rank), rank_(rank), timeout_(timeout), note_(std::move(note)),
+        queue_(std::make_unique<ordered_queue>(std::move(label))) {}
 
   /// A collective's work: body(what, state), `state` the returned work's.
   using body_type = std::function<void(const std::string& what, work_state& state)>;
@@ -19147,6 +19637,15 @@ inline constexpr std::uint8_t header_slot_prefix = 0x41; ///< header_round (deta
 inline constexpr std::uint8_t chain_slot_prefix = 0x42;  ///< chain_broadcast (detail/gloo/chain.hpp)
 inline constexpr std::uint8_t block_exchange_slot_prefix =
     0x43; ///< exchange_blocks (detail/gloo/exchange.hpp)
+/// send/recv (detail/gloo/p2p.hpp): a message's headers, then its data, by
+/// direction (from a lower rank to a higher one, or back). Their tag is the
+/// message's number in its lane, not the group's.
+inline constexpr std::uint8_t p2p_up_header_slot_prefix = 0x44;
+inline constexpr std::uint8_t p2p_up_data_slot_prefix = 0x45;
+inline constexpr std::uint8_t p2p_down_header_slot_prefix = 0x47;
+inline constexpr std::uint8_t p2p_down_data_slot_prefix = 0x48;
+/// exchange_v (detail/gloo/exchange.hpp): all_to_all, gather, scatter, reduce
+inline constexpr std::uint8_t exchange_v_slot_prefix = 0x46;
 
 } // namespace detail
 DDP_END_NAMESPACE
@@ -19328,6 +19827,7 @@ DDP_END_NAMESPACE
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
@@ -19369,6 +19869,49 @@ inline void exchange_blocks(const std::shared_ptr<::gloo::Context>& ctx, gloo_wa
     gloo_deadline::check(recv_buf->waitRecv(deadline.remaining()), "block receive");
   for (int i = 1; i < w; ++i)
     gloo_deadline::check(send_buf->waitSend(deadline.remaining()), "block send");
+}
+
+/// One peer's part of exchange_v: `bytes` at `data` (0 bytes: nothing).
+struct peer_block {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+};
+
+/// Sends sends[p] to each peer p and receives recvs[p] from it, each block
+/// where it lies (this rank's own entries are ignored); an empty block is no
+/// message. Every rank must have agreed on the sizes first (the header
+/// round): a message larger than its receive ends the process inside Gloo.
+/// all_to_all (equal or variable splits), gather, scatter and reduce are all
+/// this one exchange with different blocks. Throws gloo::IoException when a
+/// wait times out, is interrupted, or its connection fails.
+inline void exchange_v(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits,
+                       const std::vector<peer_block>& sends, const std::vector<peer_block>& recvs,
+                       std::uint32_t tag, std::chrono::milliseconds timeout) {
+  const int w = ctx->size, r = ctx->rank;
+  if (w == 1) return;
+  const gloo_deadline deadline(timeout);
+  const auto slot = ::gloo::Slot::build(exchange_v_slot_prefix, tag);
+  std::vector<gloo_waits::buffer> in, out;
+  in.reserve(static_cast<std::size_t>(w));
+  out.reserve(static_cast<std::size_t>(w));
+  for (int p = 0; p < w; ++p) {
+    const auto& b = recvs[static_cast<std::size_t>(p)];
+    if (p == r || b.bytes == 0) continue;
+    in.push_back(waits.make(*ctx, b.data, b.bytes));
+    in.back()->recv(p, slot, 0, b.bytes);
+  }
+  // Peers in turn from this rank's right, so that no rank gets every first send.
+  for (int i = 1; i < w; ++i) {
+    const int p = (r + i) % w;
+    const auto& b = sends[static_cast<std::size_t>(p)];
+    if (b.bytes == 0) continue;
+    out.push_back(waits.make(*ctx, b.data, b.bytes));
+    out.back()->send(p, slot, 0, b.bytes);
+  }
+  for (auto& b : in)
+    gloo_deadline::check(b->waitRecv(deadline.remaining()), "block receive");
+  for (auto& b : out)
+    gloo_deadline::check(b->waitSend(deadline.remaining()), "block send");
 }
 
 } // namespace detail
@@ -19417,7 +19960,18 @@ DDP_END_NAMESPACE
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
-enum class collective_kind : std::uint8_t { all_reduce = 1, broadcast, all_gather, reduce_scatter, barrier };
+enum class collective_kind : std::uint8_t {
+  all_reduce = 1,
+  broadcast,
+  all_gather,
+  reduce_scatter,
+  barrier,
+  all_to_all,
+  all_to_all_v,
+  gather,
+  scatter,
+  reduce
+};
 
 constexpr const char* to_string(collective_kind k) noexcept {
   switch (k) {
@@ -19426,6 +19980,11 @@ constexpr const char* to_string(collective_kind k) noexcept {
   case collective_kind::all_gather: return "all_gather";
   case collective_kind::reduce_scatter: return "reduce_scatter";
   case collective_kind::barrier: return "barrier";
+  case collective_kind::all_to_all: return "all_to_all";
+  case collective_kind::all_to_all_v: return "all_to_all (variable splits)";
+  case collective_kind::gather: return "gather";
+  case collective_kind::scatter: return "scatter";
+  case collective_kind::reduce: return "reduce";
   }
   return "unknown collective";
 }
@@ -19441,10 +20000,11 @@ struct collective_header {
   std::uint8_t dt = 0;       ///< ddp::dtype
   std::uint8_t reduce = 0;   ///< ddp::op (reductions only)
   std::uint8_t in_place = 0; ///< all_reduce of a shm array (root: its id; shm_shape: the byte offset)
-  std::int32_t root = 0;     ///< broadcast's root; an in-place all_reduce's array id
-  std::uint32_t tag = 0;     ///< the collective's sequence tag
-  std::uint64_t count = 0;   ///< elements (per rank for all_gather/reduce_scatter blocks)
-  std::uint64_t piece = 0;   ///< the ring's or chain's largest message: it shapes their messages
+  std::int32_t root =
+      0; ///< broadcast's, gather's, scatter's or reduce's root; an in-place all_reduce's array id
+  std::uint32_t tag = 0;   ///< the collective's sequence tag
+  std::uint64_t count = 0; ///< elements (per rank for all_gather/reduce_scatter blocks)
+  std::uint64_t piece = 0; ///< the ring's or chain's largest message: it shapes their messages
   std::uint64_t shm_shape =
       0; ///< shm: the step or half-area bytes (they shape the barriers), or the in-place offset
   std::uint32_t step = 0;   ///< the data-parallel step (call_site) this collective reduces
@@ -19536,10 +20096,16 @@ struct collective_header {
       s = std::string(to_string(call)) + " (step " + std::to_string(step) + ", bucket " +
           std::to_string(bucket) + ") " + s;
     if (kind == collective_kind::barrier) return s;
+    if (kind == collective_kind::all_to_all_v) // its counts travel as the round's payload
+      return s + " of " + std::string(ddp::to_string(static_cast<dtype>(dt)));
     s += " of " + std::to_string(count) + " x " + std::string(ddp::to_string(static_cast<dtype>(dt)));
-    if (kind == collective_kind::all_reduce || kind == collective_kind::reduce_scatter)
+    if (kind == collective_kind::all_reduce || kind == collective_kind::reduce_scatter ||
+        kind == collective_kind::reduce)
       s += " (op " + std::string(ddp::to_string(static_cast<op>(reduce))) + ")";
-    if (kind == collective_kind::broadcast) s += " from root " + std::to_string(root);
+    if (kind == collective_kind::broadcast || kind == collective_kind::scatter)
+      s += " from root " + std::to_string(root);
+    if (kind == collective_kind::gather || kind == collective_kind::reduce)
+      s += " to root " + std::to_string(root);
     if (kind == collective_kind::all_reduce && in_place)
       s += " in place in ddp::shm_array " + std::to_string(root) + " at byte " + std::to_string(shm_shape) +
            " (every rank must pass the same part of its own shm array)";
@@ -20012,6 +20578,187 @@ public:
     if (o == op::avg) scale_in_place(out, n, dt, 1.0 / size_);
   }
 
+  /// Block p of `in` (n elements each) goes to rank p, block p of `out`
+  /// comes from rank p. Small blocks ride with the header; larger ones go
+  /// straight from `in` to the peer's `out` (exchange_v). `in` may be `out`.
+  void all_to_all(std::uint32_t tag, const std::string& what, const void* in, void* out, std::size_t n,
+                  dtype dt) {
+    const std::size_t bytes = n * size_of(dt);
+    const auto* src = static_cast<const char*>(in);
+    auto* dst = static_cast<char*>(out);
+    auto at = [&](int p) { return bytes * static_cast<std::size_t>(p); };
+    if (size_ == 1) {
+      if (n) std::memmove(out, in, bytes);
+      return;
+    }
+    const bool small = bytes <= header_round::inline_cap(size_);
+    exchange(header(collective_kind::all_to_all, tag, n, dt), what, [&](int p) {
+      return payload{src + at(p), small ? bytes : 0};
+    });
+    if (n == 0) return;
+    if (small) { // every block already sent: `out` may overwrite `in` now
+      std::memmove(dst + at(rank_), src + at(rank_), bytes);
+      for (int p = 0; p < size_; ++p)
+        if (p != rank_) std::memcpy(dst + at(p), headers_.payload(p), bytes);
+      return;
+    }
+    std::vector<std::size_t> counts(static_cast<std::size_t>(size_), n);
+    exchange_blocks_v(tag, src, counts, dst, counts, dt);
+  }
+
+  /// all_to_all with a count per peer (torch's all_to_all_single with split
+  /// sizes): rank r sends send_counts[p] elements to p, from `in` packed in rank
+  /// order, and receives recv_counts[p] from p into `out`, packed likewise.
+  /// Every rank's counts travel with the header round, so every rank checks the
+  /// whole matrix (send_counts[p] on rank r == recv_counts[r] on rank p) and
+  /// names the same first disagreement.
+  void all_to_all_v(std::uint32_t tag, const std::string& what, const void* in,
+                    const std::vector<std::size_t>& send_counts, void* out,
+                    const std::vector<std::size_t>& recv_counts, dtype dt) {
+    const auto w = static_cast<std::size_t>(size_);
+    std::vector<std::uint64_t> mine(2 * w);
+    for (std::size_t p = 0; p < w; ++p) {
+      mine[p] = send_counts[p];
+      mine[w + p] = recv_counts[p];
+    }
+    if (size_ > 1)
+      exchange(header(collective_kind::all_to_all_v, tag, 0, dt), what, [&](int) {
+        return payload{mine.data(), mine.size() * sizeof(std::uint64_t)};
+      });
+    // counts(q)[p]: rank q's send count to p; counts(q)[w + p]: its receive count from p.
+    auto counts = [&](int q) {
+      const void* from = q == rank_ ? static_cast<const void*>(mine.data()) : headers_.payload(q);
+      std::vector<std::uint64_t> c(2 * w);
+      std::memcpy(c.data(), from, c.size() * sizeof(std::uint64_t));
+      return c;
+    };
+    std::vector<std::vector<std::uint64_t>> all;
+    for (int q = 0; q < size_; ++q)
+      all.push_back(counts(q));
+    for (std::size_t i = 0; i < w; ++i)
+      for (std::size_t j = 0; j < w; ++j)
+        if (all[i][j] != all[j][w + i])
+          throw error(error_kind::mismatch,
+                      what + ": rank " + std::to_string(i) + " sends " + std::to_string(all[i][j]) +
+                          " elements to rank " + std::to_string(j) + ", which expects " +
+                          std::to_string(all[j][w + i]) + " from it (send_counts[" + std::to_string(j) +
+                          "] on rank " + std::to_string(i) + " against recv_counts[" + std::to_string(i) +
+                          "] on rank " + std::to_string(j) +
+                          "). Every rank's send_counts[p] must equal rank p's recv_counts for it. This "
+                          "group is unusable now: every later collective throws this error; create a new "
+                          "group.",
+                      static_cast<int>(i));
+    exchange_blocks_v(tag, static_cast<const char*>(in), send_counts, static_cast<char*>(out), recv_counts,
+                      dt);
+  }
+
+  /// Root's `out` (W blocks of n) receives every rank's `in` in rank order;
+  /// small blocks ride with the header. Root's `in` may be its own block of `out`.
+  void gather(std::uint32_t tag, const std::string& what, const void* in, void* out, std::size_t n, dtype dt,
+              int root) {
+    const std::size_t bytes = n * size_of(dt);
+    auto block = [&](int p) { return static_cast<char*>(out) + bytes * static_cast<std::size_t>(p); };
+    const bool small = bytes <= header_round::inline_cap(size_);
+    if (size_ > 1) {
+      auto h = header(collective_kind::gather, tag, n, dt);
+      h.root = root;
+      exchange(h, what, [&](int p) { return payload{in, small && p == root ? bytes : 0}; });
+    }
+    if (n == 0) return;
+    if (rank_ == root) std::memmove(block(root), in, bytes);
+    if (size_ == 1) return;
+    if (small) {
+      if (rank_ == root)
+        for (int p = 0; p < size_; ++p)
+          if (p != root) std::memcpy(block(p), headers_.payload(p), bytes);
+      return;
+    }
+    std::vector<peer_block> sends(static_cast<std::size_t>(size_)), recvs(sends.size());
+    if (rank_ == root)
+      for (int p = 0; p < size_; ++p)
+        recvs[static_cast<std::size_t>(p)] = {block(p), bytes};
+    else
+      sends[static_cast<std::size_t>(root)] = {const_cast<void*>(in), bytes};
+    exchange_v(ctx_, waits_, sends, recvs, tag, timeout_);
+  }
+
+  /// Block p of root's `in` (W blocks of n) goes to rank p's `out`; small
+  /// blocks ride with the header. Root's `out` may be its own block of `in`.
+  void scatter(std::uint32_t tag, const std::string& what, const void* in, void* out, std::size_t n, dtype dt,
+               int root) {
+    const std::size_t bytes = n * size_of(dt);
+    auto block = [&](int p) { return static_cast<const char*>(in) + bytes * static_cast<std::size_t>(p); };
+    const bool small = bytes <= header_round::inline_cap(size_);
+    if (size_ > 1) {
+      auto h = header(collective_kind::scatter, tag, n, dt);
+      h.root = root;
+      exchange(h, what, [&](int p) {
+        return payload{rank_ == root ? block(p) : nullptr, small && rank_ == root ? bytes : 0};
+      });
+    }
+    if (n == 0) return;
+    if (rank_ == root) std::memmove(out, block(root), bytes);
+    if (size_ == 1) return;
+    if (small) {
+      if (rank_ != root) std::memcpy(out, headers_.payload(root), bytes);
+      return;
+    }
+    std::vector<peer_block> sends(static_cast<std::size_t>(size_)), recvs(sends.size());
+    if (rank_ == root)
+      for (int p = 0; p < size_; ++p)
+        sends[static_cast<std::size_t>(p)] = {const_cast<char*>(block(p)), bytes};
+    else
+      recvs[static_cast<std::size_t>(root)] = {out, bytes};
+    exchange_v(ctx_, waits_, sends, recvs, tag, timeout_);
+  }
+
+  /// Root's `data` becomes the reduction of every rank's, reduced in rank
+  /// order (the same bits as all_reduce's small path); the others' is left as
+  /// it was. Every rank sends its whole tensor to the root (small ones with the
+  /// header), which holds W-1 of them in scratch: a reduce is one step, where
+  /// a ring would take 2(W-1).
+  void reduce(std::uint32_t tag, const std::string& what, void* data, std::size_t n, dtype dt, op o,
+              int root) {
+    const std::size_t bytes = n * size_of(dt);
+    const bool small = bytes <= header_round::inline_cap(size_);
+    if (size_ > 1) {
+      auto h = header(collective_kind::reduce, tag, n, dt);
+      h.reduce = static_cast<std::uint8_t>(o);
+      h.root = root;
+      exchange(h, what, [&](int p) { return payload{data, small && p == root ? bytes : 0}; });
+    }
+    if (n == 0 || rank_ != root) {
+      if (n != 0 && size_ > 1 && !small) {
+        std::vector<peer_block> sends(static_cast<std::size_t>(size_)), recvs(sends.size());
+        sends[static_cast<std::size_t>(root)] = {data, bytes};
+        exchange_v(ctx_, waits_, sends, recvs, tag, timeout_);
+      }
+      return;
+    }
+    // from(r): rank r's contribution; this rank's own is read from a copy, as `data` is written below.
+    std::function<const char*(int)> from;
+    if (size_ == 1) {
+      from = [&](int) { return static_cast<const char*>(data); };
+    } else if (small) {
+      std::memcpy(headers_.own_slot(rank_), data, bytes);
+      from = [&](int r) { return r == rank_ ? headers_.own_slot(rank_) : headers_.payload(r); };
+    } else {
+      scratch_.resize(bytes * static_cast<std::size_t>(size_));
+      auto at = [&](int p) { return scratch_.data() + bytes * static_cast<std::size_t>(p); };
+      std::memcpy(at(rank_), data, bytes);
+      std::vector<peer_block> sends(static_cast<std::size_t>(size_)), recvs(sends.size());
+      for (int p = 0; p < size_; ++p)
+        if (p != rank_) recvs[static_cast<std::size_t>(p)] = {at(p), bytes};
+      exchange_v(ctx_, waits_, sends, recvs, tag, timeout_);
+      from = [at](int r) { return static_cast<const char*>(at(r)); };
+    }
+    std::memmove(data, from(0), bytes);
+    auto fn = reduce_for(dt, o);
+    for (int r = 1; r < size_; ++r)
+      fn(data, data, from(r), n);
+    if (o == op::avg) scale_in_place(data, n, dt, 1.0 / size_);
+  }
+
   struct payload {
     const void* data = nullptr;
     std::size_t bytes = 0;
@@ -20055,6 +20802,33 @@ public:
   }
 
 private:
+  /// Sends counts_out[p] elements from `in` (packed in rank order) to each
+  /// peer p and receives counts_in[p] from it into `out` (likewise), this
+  /// rank's own block copied. When `in` and `out` overlap, what is sent is
+  /// read from a copy in scratch (the receives would overwrite it).
+  void exchange_blocks_v(std::uint32_t tag, const char* in, const std::vector<std::size_t>& counts_out,
+                         char* out, const std::vector<std::size_t>& counts_in, dtype dt) {
+    const std::size_t es = size_of(dt), w = static_cast<std::size_t>(size_);
+    std::size_t total_out = 0, total_in = 0;
+    for (std::size_t p = 0; p < w; ++p)
+      total_out += counts_out[p] * es, total_in += counts_in[p] * es;
+    if (total_out && total_in && in < out + total_in && out < in + total_out) {
+      scratch_.assign(in, in + total_out);
+      in = scratch_.data();
+    }
+    std::vector<peer_block> sends(w), recvs(w);
+    std::size_t at_out = 0, at_in = 0;
+    for (std::size_t p = 0; p < w; ++p) {
+      sends[p] = {const_cast<char*>(in) + at_out, counts_out[p] * es};
+      recvs[p] = {out + at_in, counts_in[p] * es};
+      at_out += sends[p].bytes;
+      at_in += recvs[p].bytes;
+    }
+    const auto r = static_cast<std::size_t>(rank_);
+    if (recvs[r].bytes) std::memmove(recvs[r].data, sends[r].data, recvs[r].bytes);
+    exchange_v(ctx_, waits_, sends, recvs, tag, timeout_);
+  }
+
   int rank_, size_;
   std::chrono::milliseconds timeout_;
   const std::shared_ptr<gloo_mesh_context>& ctx_; ///< the communicator's, replaced on failure
@@ -20218,6 +20992,201 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_GLOO_KNOBS_HPP
 // ---- end ddp/detail/gloo/knobs.hpp ----
+// ---- begin ddp/detail/gloo/p2p.hpp ----
+// send and recv over Gloo's transport, on buffers ddp owns (so that another
+// thread can end their waits: detail/gloo/waits.hpp). Messages go in lanes, one
+// per peer and direction, each with a worker of its own: the k-th send of a rank
+// to a peer meets the peer's k-th recv from that rank, whatever else either
+// rank has posted (torch's isend/irecv: both ranks may send first, a ring
+// may send all at once). Before any data moves, both ends of a message send
+// their header on the message's slot and receive the other's, so both see
+// the same two headers and reach the same verdict: another count, dtype or tag
+// is ddp::error(mismatch) on both ranks, not a message that Gloo's I/O thread
+// would end the process on (detail/gloo/header.hpp). Why lanes and not the
+// group's queue: docs/design-notes.md, "Note [send/recv lanes]".
+#ifndef DDP_DETAIL_GLOO_P2P_HPP
+#define DDP_DETAIL_GLOO_P2P_HPP
+
+
+#include <gloo/context.h>
+#include <gloo/transport/unbound_buffer.h>
+#include <gloo/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// What one end of a message is about to do; sent as raw bytes.
+struct p2p_header {
+  static constexpr std::uint32_t expected_magic = 0x50504444; // "DDPP"
+  std::uint32_t magic = expected_magic;
+  std::uint8_t sends = 0; ///< 1: the sender's, 0: the receiver's
+  std::uint8_t dt = 0;    ///< ddp::dtype
+  std::uint16_t reserved = 0;
+  std::int64_t tag = 0;
+  std::uint64_t count = 0;
+
+  /// As its rank called it, with rank `other`.
+  std::string describe(int other) const {
+    if (magic != expected_magic) return "something that is not a ddp send/recv header";
+    return std::string(sends ? "send to rank " : "recv from rank ") + std::to_string(other) + " of " +
+           std::to_string(count) + " x " + std::string(ddp::to_string(static_cast<dtype>(dt))) + " (tag " +
+           std::to_string(tag) + ")";
+  }
+};
+static_assert(sizeof(p2p_header) == 24, "p2p_header is sent as raw bytes: keep it padding-free");
+
+/// The largest message that travels with its header (as header_round's cap at 2-4 ranks).
+inline constexpr std::size_t p2p_inline_cap = std::size_t{64} << 10;
+
+/// One message: the header exchange, then the data (unless it rode along). Throws ddp::error(mismatch)
+/// on both ranks when their headers disagree, gloo::IoException when a wait
+/// times out, is interrupted, or its connection fails.
+inline void p2p_transfer(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits, bool sends,
+                         void* data, std::size_t n, dtype dt, int peer, std::int64_t tag, std::uint32_t seq,
+                         std::chrono::milliseconds timeout, const std::string& what) {
+  const int r = ctx->rank;
+  const gloo_deadline deadline(timeout);
+  // The message's own slots: its direction (lower to higher rank, or back) and its number in that lane.
+  const bool upward = sends ? r < peer : peer < r;
+  const auto header_slot =
+      ::gloo::Slot::build(upward ? p2p_up_header_slot_prefix : p2p_down_header_slot_prefix, seq);
+  const auto data_slot =
+      ::gloo::Slot::build(upward ? p2p_up_data_slot_prefix : p2p_down_data_slot_prefix, seq);
+  p2p_header mine, theirs;
+  mine.sends = sends ? 1 : 0;
+  mine.dt = static_cast<std::uint8_t>(dt);
+  mine.tag = tag;
+  mine.count = n;
+  const std::size_t bytes = n * size_of(dt);
+  // A small message rides with the sender's header: one round trip, no data message. Both
+  // ends post a receive of the header plus the cap, so no header message can overrun one.
+  const bool small = bytes <= p2p_inline_cap;
+  std::vector<char> out_buf(sizeof mine + (sends && small ? bytes : 0));
+  std::vector<char> in_buf(sizeof theirs + p2p_inline_cap);
+  std::memcpy(out_buf.data(), &mine, sizeof mine);
+  if (sends && small && bytes) std::memcpy(out_buf.data() + sizeof mine, data, bytes);
+  {
+    auto in = waits.make(*ctx, in_buf.data(), in_buf.size());
+    auto out = waits.make(*ctx, out_buf.data(), out_buf.size());
+    in->recv(peer, header_slot, 0, in_buf.size());
+    out->send(peer, header_slot, 0, out_buf.size());
+    gloo_deadline::check(in->waitRecv(deadline.remaining()), "send/recv header receive");
+    gloo_deadline::check(out->waitSend(deadline.remaining()), "send/recv header send");
+  }
+  std::memcpy(&theirs, in_buf.data(), sizeof theirs);
+  const bool agree = theirs.magic == p2p_header::expected_magic && theirs.sends != mine.sends &&
+                     theirs.dt == mine.dt && theirs.tag == mine.tag && theirs.count == mine.count;
+  if (!agree)
+    throw error(error_kind::mismatch,
+                what + ": rank " + std::to_string(r) + " and rank " + std::to_string(peer) +
+                    " disagree on message #" + std::to_string(seq) + " from rank " +
+                    std::to_string(sends ? r : peer) + " to rank " + std::to_string(sends ? peer : r) +
+                    ": this rank (" + std::to_string(r) + ") called " + mine.describe(peer) + ", rank " +
+                    std::to_string(peer) + " called " + theirs.describe(r) +
+                    ". The k-th send of a rank to a peer meets the peer's k-th recv from that rank: they "
+                    "must agree on count, dtype and tag. This group is unusable now: every later "
+                    "collective throws; create a new group.",
+                peer);
+  if (n == 0) return;
+  if (small) {
+    if (!sends) std::memcpy(data, in_buf.data() + sizeof theirs, bytes);
+    return;
+  }
+  auto buf = waits.make(*ctx, data, bytes);
+  if (sends) {
+    buf->send(peer, data_slot, 0, bytes);
+    gloo_deadline::check(buf->waitSend(deadline.remaining()), "send");
+  } else {
+    buf->recv(peer, data_slot, 0, bytes);
+    gloo_deadline::check(buf->waitRecv(deadline.remaining()), "recv");
+  }
+}
+
+/// The lanes: per peer and direction, a number for the next message and a
+/// worker that runs that lane's messages in order (made on first use).
+class gloo_p2p_lanes {
+public:
+  /// `label` begins each lane's row on the timeline ("comm", "comm g0c1/").
+  explicit gloo_p2p_lanes(std::string label = "comm") : label_(std::move(label)) {}
+
+  /// Queues `body(seq, what)` in the lane of (peer, sends), named `head #seq tail`.
+  work submit(int peer, bool sends, const std::string& head, const std::string& tail,
+              std::chrono::milliseconds timeout, bool blocking,
+              std::function<void(std::uint32_t seq, const std::string& what)> body) {
+    ordered_queue* q = nullptr;
+    std::uint32_t seq = 0;
+    {
+      std::lock_guard lock(mu_);
+      auto& l = lanes_[{peer, sends}];
+      if (!l.queue) {
+        l.queue = std::make_unique<ordered_queue>(label_ + (sends ? " send to " : " recv from ") +
+                                                  std::to_string(peer));
+        if (poison_) l.queue->abort(poison_);
+      }
+      q = l.queue.get();
+      seq = l.next++;
+    }
+    std::string what = head + " #" + std::to_string(seq) + tail;
+    return q->submit([body = std::move(body), seq, what](work_state&) { body(seq, what); }, what, timeout,
+                     blocking);
+  }
+
+  /// Every lane fails what it holds with `why`, and refuses later messages.
+  void abort(std::exception_ptr why) {
+    std::lock_guard lock(mu_);
+    if (!poison_) poison_ = why;
+    for (auto& [key, l] : lanes_)
+      l.queue->abort(poison_);
+  }
+
+  void drain() {
+    for (auto* q : queues())
+      q->drain();
+  }
+
+  /// Before the connections go.
+  void stop() {
+    for (auto* q : queues())
+      q->stop();
+  }
+
+private:
+  std::vector<ordered_queue*> queues() {
+    std::lock_guard lock(mu_);
+    std::vector<ordered_queue*> out;
+    for (auto& [key, l] : lanes_)
+      out.push_back(l.queue.get());
+    return out;
+  }
+
+  struct lane {
+    std::unique_ptr<ordered_queue> queue;
+    std::uint32_t next = 0;
+  };
+  std::mutex mu_;
+  std::map<std::pair<int, bool>, lane> lanes_;
+  std::exception_ptr poison_;
+  std::string label_;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_GLOO_P2P_HPP
+// ---- end ddp/detail/gloo/p2p.hpp ----
 // ---- begin ddp/detail/gloo/shm_path.hpp ----
 // The Gloo communicator's shared-memory path: the vote that decides it, the
 // node's segment (and, across nodes, the leaders' mesh), all_reduce through
@@ -21720,7 +22689,18 @@ public:
                 if (shm_path_.get() && shm_path_.nodes() == 1)
                   shm_path_.guard(what, [&] { shm_path_.get()->agree(h, what); });
               }),
-        queue_(rank_, timeout_), blame_(rank_, size_, timeout_, store_, queue_) {
+        lanes_(rv.key_prefix.empty() ? "comm" : "comm " + rv.key_prefix),
+        note_(rv.group_name.empty() ? std::string() : ", " + rv.group_name),
+        queue_(rank_, timeout_, note_, rv.key_prefix.empty() ? "comm" : "comm " + rv.key_prefix),
+        // A subgroup's failures are not looked up in the store: its keys (progress
+        // reports, finished ranks) are numbered by the job's ranks, not the group's.
+        blame_(rank_, size_, timeout_, rv.key_prefix.empty() ? store_ : nullptr, queue_) {
+    if (!rv.group_name.empty()) { // rank_<r>_g0c1_.json: one file per group
+      std::string tag = "_" + rv.key_prefix;
+      for (auto& ch : tag)
+        if (ch == '/') ch = '_';
+      queue_.recorder().set_group(rv.group_name, tag);
+    }
     ignore_sigpipe_if_default();
     auto device =
         make_gloo_device({rv.topo.rank, rv.topo.local_rank, rv.topo.master_addr, rv.topo.master_port});
@@ -21728,18 +22708,20 @@ public:
     ctx->batch_loop = gloo_loop_batch_wanted(rv.topo.nnodes);
     try {
       if (store_) {
-        gloo_store_adapter adapter(*store_, "ddp/gloo/");
+        gloo_store_adapter adapter(*store_, "ddp/gloo/" + rv.key_prefix);
         ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get());
       } else {
         ::gloo::rendezvous::FileStore files(rv.file_path);
-        ::gloo::rendezvous::PrefixStore prefixed(rv.token.empty() ? "ddp" : "ddp-" + rv.token, files);
+        ::gloo::rendezvous::PrefixStore prefixed(
+            (rv.token.empty() ? "ddp" : "ddp-" + rv.token) + rv.key_prefix, files);
         ctx->connect(prefixed, device, gloo_mesh_keys::per_rank);
       }
     } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
       blame_.mesh("rank " + std::to_string(rank_) + ": Gloo could not connect to its peers", "", e);
     }
     ctx_ = std::move(ctx);
-    if (store_ && shm_path_.vote(rv)) leaders_ = shm_path_.setup(rv, blame_);
+    // A subgroup stays on TCP: the node's segment and its vote belong to the job's own group.
+    if (store_ && rv.key_prefix.empty() && shm_path_.vote(rv)) leaders_ = shm_path_.setup(rv, blame_);
   }
 
   /// Descriptors a rank holds at its peak: one per peer (Debian's Gloo swaps
@@ -21760,7 +22742,10 @@ public:
 
   gloo_communicator_impl(const gloo_communicator_impl&) = delete;
   gloo_communicator_impl& operator=(const gloo_communicator_impl&) = delete;
-  ~gloo_communicator_impl() { queue_.stop(); } // the worker stops before the context goes
+  ~gloo_communicator_impl() { // the workers stop before the context goes
+    queue_.stop();
+    lanes_.stop();
+  }
 
   /// True when all_reduce goes through the node's shared-memory segment (see
   /// detail/shm/all_reduce.hpp): on by default when ranks share a node, DDP_SHM=0 off.
@@ -21808,7 +22793,10 @@ public:
   int size() const { return size_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
   std::exception_ptr poisoned() const { return queue_.poisoned(); }
-  void drain() { queue_.drain(); }
+  void drain() {
+    queue_.drain();
+    lanes_.drain();
+  }
 
   /// For a rank leaving on an error of its own (process_group::abort, or its
   /// teardown on an escaping exception), from any thread: what is queued fails
@@ -21828,6 +22816,7 @@ public:
   void poison_for_failure(const std::string& reason) {
     std::lock_guard lock(contexts_mu_); // against fail_for_peer: one of them is the group's error
     queue_.abort(std::make_exception_ptr(error(error_kind::backend, reason, rank_)));
+    lanes_.abort(queue_.poisoned());
   }
 
   /// The store reports that `lost.rank` failed (process_group's
@@ -21847,6 +22836,7 @@ public:
       if (queue_.poisoned()) return; // the group failed already: its error stands
       peer_failure_ = lost;
       queue_.abort(why);
+      lanes_.abort(why);
     }
     queue_.recorder().note(lost_news(lost) + " (the store reported it)");
     interrupt_connections(false);
@@ -21964,6 +22954,62 @@ public:
     });
   }
 
+  /// Block p of `in` (n elements each) goes to rank p; block p of `out` comes
+  /// from rank p (detail/gloo/collectives.hpp). Over TCP, also on one node.
+  work all_to_all(const void* in, void* out, std::size_t n, dtype dt, bool blocking = false) {
+    return submit("all_to_all", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
+      mesh_.all_to_all(tag, what, in, out, n, dt);
+    });
+  }
+
+  /// all_to_all with a count per peer, blocks packed in rank order (torch's
+  /// all_to_all_single with split sizes); the counts are checked across ranks.
+  work all_to_all_v(const void* in, std::vector<std::size_t> send_counts, void* out,
+                    std::vector<std::size_t> recv_counts, dtype dt, bool blocking = false) {
+    std::size_t n = 0;
+    for (auto c : send_counts)
+      n += c;
+    return submit("all_to_all", n, dt, blocking,
+                  [=, this, sc = std::move(send_counts),
+                   rc = std::move(recv_counts)](std::uint32_t tag, const std::string& what) {
+                    mesh_.all_to_all_v(tag, what, in, sc, out, rc, dt);
+                  });
+  }
+
+  /// Root's `out` (size() blocks of n) receives every rank's `in`, in rank order.
+  work gather(const void* in, void* out, std::size_t n, dtype dt, int root, bool blocking = false) {
+    return submit("gather", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
+      mesh_.gather(tag, what, in, out, n, dt, root);
+    });
+  }
+
+  /// Block p of root's `in` (size() blocks of n) goes to rank p's `out`.
+  work scatter(const void* in, void* out, std::size_t n, dtype dt, int root, bool blocking = false) {
+    return submit("scatter", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
+      mesh_.scatter(tag, what, in, out, n, dt, root);
+    });
+  }
+
+  /// Root's `data` becomes the reduction of every rank's; the others' stays.
+  work reduce(void* data, std::size_t n, dtype dt, op o, int root, bool blocking = false) {
+    if (o == op::avg && !is_floating(dt))
+      throw error(error_kind::config,
+                  "op::avg needs a floating-point tensor, got " + std::string(to_string(dt)));
+    return submit("reduce", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
+      mesh_.reduce(tag, what, data, n, dt, o, root);
+    });
+  }
+
+  /// Point to point (detail/gloo/p2p.hpp): in a lane per peer and direction,
+  /// beside the group's queue, so a send waiting for its recv holds up neither
+  /// the collectives nor messages to or from other peers.
+  work send(const void* data, std::size_t n, dtype dt, int peer, std::int64_t tag, bool blocking = false) {
+    return p2p(true, const_cast<void*>(data), n, dt, peer, tag, blocking);
+  }
+  work recv(void* data, std::size_t n, dtype dt, int peer, std::int64_t tag, bool blocking = false) {
+    return p2p(false, data, n, dt, peer, tag, blocking);
+  }
+
 private:
   /// Whether reduce_scatter and all_gather take the node's segment: the whole
   /// group on one node, shm on (as of submission, like the piece size).
@@ -21973,6 +23019,53 @@ private:
 
   /// What a collective does: body(tag, what).
   using body_type = std::function<void(std::uint32_t tag, const std::string& what)>;
+
+  work p2p(bool sends, void* data, std::size_t n, dtype dt, int peer, std::int64_t tag, bool blocking) {
+    if (peer < 0 || peer >= size_ || peer == rank_)
+      throw error(error_kind::config, std::string(sends ? "send" : "recv") + " on rank " +
+                                          std::to_string(rank_) + ": peer " + std::to_string(peer) +
+                                          " is not another rank of this group (0.." +
+                                          std::to_string(size_ - 1) + ", not this rank)");
+    if (auto why = queue_.poisoned()) std::rethrow_exception(why);
+    const std::string head = "rank " + std::to_string(rank_) + ": " + (sends ? "send" : "recv");
+    const std::string tail = std::string(sends ? " to" : " from") + " rank " + std::to_string(peer) + " (" +
+                             std::to_string(n) + " x " + std::string(to_string(dt)) + note_ + ")";
+    return lanes_.submit(
+        peer, sends, head, tail, timeout_, blocking, [=, this](std::uint32_t seq, const std::string& what) {
+          std::shared_ptr<gloo_mesh_context> ctx;
+          {
+            std::lock_guard lock(contexts_mu_);
+            if (auto why = queue_.poisoned()) std::rethrow_exception(why);
+            ctx = ctx_;
+          }
+          try {
+            p2p_transfer(ctx, waits_, sends, data, n, dt, peer, tag, seq, timeout_, what);
+          } catch (const ddp::error&) {
+            fail_from_lane(std::current_exception());
+          } catch (const std::exception& e) {
+            fail_from_lane(std::make_exception_ptr(
+                error(error_kind::timeout,
+                      what + " failed: " + e.what() + ". Rank " + std::to_string(peer) +
+                          " did not take its part in time, or failed (its output says why); every "
+                          "later collective of this group throws",
+                      peer)));
+          }
+        });
+  }
+
+  /// A message failed: the group fails with `why` (its first failure stands),
+  /// every connection closes so peers blocked on this rank fail now, and the
+  /// message's work fails with the group's error.
+  [[noreturn]] void fail_from_lane(std::exception_ptr why) {
+    {
+      std::lock_guard lock(contexts_mu_);
+      queue_.abort(why);
+      why = queue_.poisoned();
+      lanes_.abort(why);
+    }
+    interrupt_connections(true);
+    std::rethrow_exception(why);
+  }
 
   /// Queues `body(tag, what)`: each collective gets a fresh Gloo tag, and any
   /// failure closes every connection (peers fail at once) and poisons the group.
@@ -22045,8 +23138,10 @@ private:
   std::vector<char> scratch_;
   gloo_collectives mesh_; ///< the collectives over ctx_: header round, ring, chain, block exchange
   gloo_waits waits_;      ///< the buffers of ddp's own collectives, for interrupt_connections
+  gloo_p2p_lanes lanes_;  ///< send/recv, a worker per peer and direction
   gloo_knobs knobs_;
   std::uint32_t next_tag_ = 1; // worker thread only
+  std::string note_;           ///< ", <group name>" for a subgroup: every description carries it
   collective_queue queue_;
   gloo_blame blame_;
 };
@@ -22121,6 +23216,35 @@ DDP_INLINE work gloo_communicator::reduce_scatter(const void* in, void* out, std
   return impl_->reduce_scatter(in, out, n, dt, o, blocking);
 }
 DDP_INLINE work gloo_communicator::barrier(bool blocking) { return impl_->barrier(blocking); }
+DDP_INLINE work gloo_communicator::all_to_all(const void* in, void* out, std::size_t n, dtype dt,
+                                              bool blocking) {
+  return impl_->all_to_all(in, out, n, dt, blocking);
+}
+DDP_INLINE work gloo_communicator::all_to_all_v(const void* in, std::vector<std::size_t> send_counts,
+                                                void* out, std::vector<std::size_t> recv_counts, dtype dt,
+                                                bool blocking) {
+  return impl_->all_to_all_v(in, std::move(send_counts), out, std::move(recv_counts), dt, blocking);
+}
+DDP_INLINE work gloo_communicator::gather(const void* in, void* out, std::size_t n, dtype dt, int root,
+                                          bool blocking) {
+  return impl_->gather(in, out, n, dt, root, blocking);
+}
+DDP_INLINE work gloo_communicator::scatter(const void* in, void* out, std::size_t n, dtype dt, int root,
+                                           bool blocking) {
+  return impl_->scatter(in, out, n, dt, root, blocking);
+}
+DDP_INLINE work gloo_communicator::reduce(void* data, std::size_t n, dtype dt, op o, int root,
+                                          bool blocking) {
+  return impl_->reduce(data, n, dt, o, root, blocking);
+}
+DDP_INLINE work gloo_communicator::send(const void* data, std::size_t n, dtype dt, int peer, std::int64_t tag,
+                                        bool blocking) {
+  return impl_->send(data, n, dt, peer, tag, blocking);
+}
+DDP_INLINE work gloo_communicator::recv(void* data, std::size_t n, dtype dt, int peer, std::int64_t tag,
+                                        bool blocking) {
+  return impl_->recv(data, n, dt, peer, tag, blocking);
+}
 
 } // namespace detail
 DDP_END_NAMESPACE
@@ -22474,6 +23598,51 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_PROCESS_GROUP_MAKE_RENDEZVOUS_INL_HPP
 // ---- end ddp/detail/process_group/make_rendezvous-inl.hpp ----
+// ---- begin ddp/detail/process_group/split_counts-inl.hpp ----
+// The definition behind split_counts.hpp: compiled in every translation unit
+// when ddp is header-only, once in the runtime when it is compiled separately
+// (detail/common/linkage.hpp).
+#ifndef DDP_DETAIL_PROCESS_GROUP_SPLIT_COUNTS_INL_HPP
+#define DDP_DETAIL_PROCESS_GROUP_SPLIT_COUNTS_INL_HPP
+
+
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+DDP_INLINE void check_split_counts(const char* what, int rank, int world, std::size_t in_size,
+                                   const std::vector<std::size_t>& send_counts, std::size_t out_size,
+                                   const std::vector<std::size_t>& recv_counts) {
+  const std::string who = std::string(what) + " on rank " + std::to_string(rank) + ": ";
+  const auto w = static_cast<std::size_t>(world);
+  if (send_counts.size() != w || recv_counts.size() != w)
+    throw error(error_kind::config, who + "send_counts has " + std::to_string(send_counts.size()) +
+                                        " entries and recv_counts " + std::to_string(recv_counts.size()) +
+                                        "; each needs one per rank (" + std::to_string(world) + ")");
+  // Every rank's counts travel with the header round (header_round::inline_cap: at least 4 KiB).
+  if (w > 256)
+    throw error(error_kind::config, who +
+                                        "counts per peer are checked across ranks up to 256 ranks; this "
+                                        "group has " +
+                                        std::to_string(world) +
+                                        ": use equal splits (all_to_all without counts)");
+  std::size_t s = 0, r = 0;
+  for (std::size_t p = 0; p < w; ++p)
+    s += send_counts[p], r += recv_counts[p];
+  if (s != in_size || r != out_size)
+    throw error(error_kind::config, who + "the counts add up to " + std::to_string(s) + " to send and " +
+                                        std::to_string(r) + " to receive, but the input has " +
+                                        std::to_string(in_size) + " elements and the output " +
+                                        std::to_string(out_size) +
+                                        ": make each tensor as long as its counts' sum");
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_PROCESS_GROUP_SPLIT_COUNTS_INL_HPP
+// ---- end ddp/detail/process_group/split_counts-inl.hpp ----
 // ---- begin ddp/bucketing-inl.hpp ----
 // The definitions behind bucketing.hpp: compiled in every translation unit
 // when ddp is header-only, once in the runtime when it is compiled separately

@@ -20,6 +20,9 @@
 //   open_files_communicator
 //                          says how many descriptors its connections take,
 //                          so the open-files limit is raised before they form
+//   extended_communicator  the rest of torch.distributed's collectives on host
+//                          memory: send/recv, all_to_all (equal and variable
+//                          splits), gather, scatter, reduce
 #ifndef DDP_BACKEND_COMMUNICATOR_HPP
 #define DDP_BACKEND_COMMUNICATOR_HPP
 
@@ -35,6 +38,8 @@
 
 #include <chrono>
 #include <concepts>
+#include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <string>
@@ -66,6 +71,13 @@ struct rendezvous {
   /// for a rank lost meanwhile (ddp::gloo does: the news names the rank).
   /// Null: nothing does.
   std::shared_ptr<detail::connect_interrupt> interrupt;
+  /// Set for a subgroup (process_group::new_group, split): the store keys of
+  /// its connections start with it, so that its mesh forms beside its
+  /// parent's on the same store. Empty: the job's own group.
+  std::string key_prefix;
+  /// A subgroup's name, as its errors and flight recorder give it
+  /// ("group 1 of ranks 0, 2"); empty for the job's own group.
+  std::string group_name;
 };
 
 namespace detail {
@@ -155,6 +167,31 @@ template <class C>
 concept open_files_communicator = communicator<C> && requires(const ddp::topology& t) {
   { C::open_files(t) } -> std::convertible_to<long>;
 };
+
+/// The rest of torch.distributed's collectives, on host memory: point to
+/// point (`tag` must match; the k-th send of a rank to a peer meets the
+/// peer's k-th recv from it), all_to_all with equal blocks or a count per peer (blocks
+/// packed in rank order), gather, scatter and reduce to a root. ddp::gloo
+/// models it; ddp::nccl does not yet (process_group says so at compile time).
+template <class C>
+concept extended_communicator = communicator<C> &&
+    requires(C& c, void* p, const void* in, std::size_t n, dtype dt, op o, int root, std::int64_t tag,
+             std::vector<std::size_t> counts, bool blocking) {
+  { c.send(in, n, dt, root, tag, blocking) } -> std::same_as<work>;
+  { c.recv(p, n, dt, root, tag, blocking) } -> std::same_as<work>;
+  { c.all_to_all(in, p, n, dt, blocking) } -> std::same_as<work>;
+  { c.all_to_all_v(in, counts, p, counts, dt, blocking) } -> std::same_as<work>;
+  { c.gather(in, p, n, dt, root, blocking) } -> std::same_as<work>;
+  { c.scatter(in, p, n, dt, root, blocking) } -> std::same_as<work>;
+  { c.reduce(p, n, dt, o, root, blocking) } -> std::same_as<work>;
+};
+
+/// Connects a subgroup from a rendezvous whose key_prefix is set (its mesh on
+/// the parent's store, beside the parent's), so process_group::new_group and
+/// split can make one. ddp::gloo does (over TCP only: the node's shared
+/// memory stays the job's own group's).
+template <class C>
+concept subgroup_communicator = communicator<C> && C::connects_subgroups;
 
 /// A backend policy: a name and a communicator type.
 template <class B>

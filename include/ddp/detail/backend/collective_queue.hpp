@@ -26,9 +26,12 @@ namespace detail {
 
 class collective_queue {
 public:
-  /// `note` is appended to every description (", NCCL").
-  collective_queue(int rank, std::chrono::milliseconds timeout, std::string note = {})
-      : trace_(rank), rank_(rank), timeout_(timeout), note_(std::move(note)) {}
+  /// `note` is appended to every description (", NCCL"); `label` names the
+  /// worker's row on the timeline.
+  collective_queue(int rank, std::chrono::milliseconds timeout, std::string note = {},
+                   std::string label = "comm")
+      : trace_(rank), rank_(rank), timeout_(timeout), note_(std::move(note)),
+        queue_(std::make_unique<ordered_queue>(std::move(label))) {}
 
   /// A collective's work: body(what, state), `state` the returned work's.
   using body_type = std::function<void(const std::string& what, work_state& state)>;

@@ -10,6 +10,7 @@
 
 #include <deque>
 #include <functional>
+#include <string>
 #include <thread>
 
 DDP_BEGIN_NAMESPACE
@@ -28,7 +29,8 @@ private:
   };
 
 public:
-  ordered_queue() : thread_([this] { run(); }) {}
+  /// `label` names the worker's row on the timeline ("comm"; a subgroup's carries its name).
+  explicit ordered_queue(std::string label = "comm") : label_(std::move(label)), thread_([this] { run(); }) {}
   ordered_queue(const ordered_queue&) = delete;
   ordered_queue& operator=(const ordered_queue&) = delete;
   ~ordered_queue() { stop(); }
@@ -100,7 +102,7 @@ public:
 
 private:
   void run() {
-    trace::thread_label = "comm"; // its row on the timeline
+    trace::thread_label = label_.c_str(); // its row on the timeline (the ring copies it)
     for (;;) {
       item it;
       {
@@ -151,6 +153,7 @@ private:
   std::exception_ptr poison_;
   bool busy_ = false;
   bool stop_ = false;
+  std::string label_; // before thread_: the worker reads it
   std::thread thread_;
 };
 

@@ -104,6 +104,14 @@ public:
     note_ = std::move(text);
   }
 
+  /// A subgroup's recorder: its name goes into the JSON record, and `file_tag`
+  /// into the file's name, so that it does not overwrite the job's group's.
+  void set_group(std::string name, std::string file_tag) {
+    std::lock_guard lock(mu_);
+    group_ = std::move(name);
+    file_tag_ = std::move(file_tag);
+  }
+
   /// The retained entries, oldest first.
   std::vector<flight_entry> snapshot() const {
     std::lock_guard lock(mu_);
@@ -127,12 +135,14 @@ public:
 
   std::string to_json(int rank) const {
     auto entries = snapshot();
-    std::string note;
+    std::string note, group;
     {
       std::lock_guard lock(mu_);
       note = note_;
+      group = group_;
     }
     std::string j = "{\n  \"rank\": " + std::to_string(rank) +
+                    (group.empty() ? std::string() : ",\n  \"group\": \"" + json_escape(group) + "\"") +
                     ",\n  \"capacity\": " + std::to_string(capacity) + ",\n  \"note\": \"" +
                     json_escape(note) + "\",\n  \"entries\": [";
     for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -161,7 +171,12 @@ public:
       if (dumped_) return {};
       dumped_ = true;
     }
-    std::string path = *dir + "/rank_" + std::to_string(rank) + ".json";
+    std::string tag;
+    {
+      std::lock_guard lock(mu_);
+      tag = file_tag_;
+    }
+    std::string path = *dir + "/rank_" + std::to_string(rank) + tag + ".json";
     std::string body = to_json(rank);
     std::FILE* f = std::fopen(path.c_str(), "w");
     bool ok = f && std::fwrite(body.data(), 1, body.size(), f) == body.size();
@@ -207,6 +222,7 @@ private:
   std::uint64_t total_ = 0;
   std::int64_t last_started_ = -1;
   std::string note_;
+  std::string group_, file_tag_; ///< set_group
   bool dumped_ = false;
 };
 

@@ -72,6 +72,35 @@ DDP_INLINE work gloo_communicator::reduce_scatter(const void* in, void* out, std
   return impl_->reduce_scatter(in, out, n, dt, o, blocking);
 }
 DDP_INLINE work gloo_communicator::barrier(bool blocking) { return impl_->barrier(blocking); }
+DDP_INLINE work gloo_communicator::all_to_all(const void* in, void* out, std::size_t n, dtype dt,
+                                              bool blocking) {
+  return impl_->all_to_all(in, out, n, dt, blocking);
+}
+DDP_INLINE work gloo_communicator::all_to_all_v(const void* in, std::vector<std::size_t> send_counts,
+                                                void* out, std::vector<std::size_t> recv_counts, dtype dt,
+                                                bool blocking) {
+  return impl_->all_to_all_v(in, std::move(send_counts), out, std::move(recv_counts), dt, blocking);
+}
+DDP_INLINE work gloo_communicator::gather(const void* in, void* out, std::size_t n, dtype dt, int root,
+                                          bool blocking) {
+  return impl_->gather(in, out, n, dt, root, blocking);
+}
+DDP_INLINE work gloo_communicator::scatter(const void* in, void* out, std::size_t n, dtype dt, int root,
+                                           bool blocking) {
+  return impl_->scatter(in, out, n, dt, root, blocking);
+}
+DDP_INLINE work gloo_communicator::reduce(void* data, std::size_t n, dtype dt, op o, int root,
+                                          bool blocking) {
+  return impl_->reduce(data, n, dt, o, root, blocking);
+}
+DDP_INLINE work gloo_communicator::send(const void* data, std::size_t n, dtype dt, int peer, std::int64_t tag,
+                                        bool blocking) {
+  return impl_->send(data, n, dt, peer, tag, blocking);
+}
+DDP_INLINE work gloo_communicator::recv(void* data, std::size_t n, dtype dt, int peer, std::int64_t tag,
+                                        bool blocking) {
+  return impl_->recv(data, n, dt, peer, tag, blocking);
+}
 
 } // namespace detail
 DDP_END_NAMESPACE

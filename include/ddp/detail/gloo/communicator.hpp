@@ -42,6 +42,10 @@ public:
   gloo_communicator& operator=(const gloo_communicator&) = delete;
   DDP_INLINE ~gloo_communicator(); // the worker stops before the connections go
 
+  /// Subgroups connect their own mesh on the parent's store, under the
+  /// rendezvous' key_prefix (TCP only).
+  static constexpr bool connects_subgroups = true;
+
   /// Descriptors a rank holds at its peak: one per peer, its device's epoll and
   /// the eventfd that wakes it; where the node's ranks can share memory, the
   /// segment's two and, on a node leader, the leaders' mesh across nodes
@@ -139,6 +143,28 @@ public:
   /// The header round is the barrier: no rank leaves it before every rank's
   /// header arrived.
   DDP_INLINE work barrier(bool blocking = false);
+
+  /// Block p of `in` (n elements each) goes to rank p, block p of `out`
+  /// comes from rank p; small blocks travel with the header. `in` may be `out`.
+  DDP_INLINE work all_to_all(const void* in, void* out, std::size_t n, dtype dt, bool blocking = false);
+  /// all_to_all with a count per peer, blocks packed in rank order; every rank
+  /// checks every rank's counts, so a disagreement fails alike everywhere.
+  DDP_INLINE work all_to_all_v(const void* in, std::vector<std::size_t> send_counts, void* out,
+                               std::vector<std::size_t> recv_counts, dtype dt, bool blocking = false);
+  /// Root's `out` (size() blocks of n) receives every rank's `in`, in rank order.
+  DDP_INLINE work gather(const void* in, void* out, std::size_t n, dtype dt, int root, bool blocking = false);
+  /// Block p of root's `in` (size() blocks of n) goes to rank p's `out`.
+  DDP_INLINE work scatter(const void* in, void* out, std::size_t n, dtype dt, int root,
+                          bool blocking = false);
+  /// Root's `data` becomes the reduction of every rank's (in rank order); the others' stays.
+  DDP_INLINE work reduce(void* data, std::size_t n, dtype dt, op o, int root, bool blocking = false);
+  /// Point to point, beside the collectives in a lane per peer and direction:
+  /// the k-th send to a peer meets its k-th recv from this rank, and they must
+  /// agree on count, dtype and tag.
+  DDP_INLINE work send(const void* data, std::size_t n, dtype dt, int peer, std::int64_t tag,
+                       bool blocking = false);
+  DDP_INLINE work recv(void* data, std::size_t n, dtype dt, int peer, std::int64_t tag,
+                       bool blocking = false);
 
 private:
   DDP_INLINE shm_memory make_shm_memory(std::size_t n, dtype dt, std::size_t elem_size);

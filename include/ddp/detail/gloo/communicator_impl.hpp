@@ -16,6 +16,7 @@
 #include <ddp/detail/gloo/header.hpp>
 #include <ddp/detail/gloo/knobs.hpp>
 #include <ddp/detail/gloo/mesh.hpp>
+#include <ddp/detail/gloo/p2p.hpp>
 #include <ddp/detail/gloo/ring.hpp>
 #include <ddp/detail/gloo/shm_path.hpp>
 #include <ddp/detail/gloo/store_adapter.hpp>
@@ -56,7 +57,18 @@ public:
                 if (shm_path_.get() && shm_path_.nodes() == 1)
                   shm_path_.guard(what, [&] { shm_path_.get()->agree(h, what); });
               }),
-        queue_(rank_, timeout_), blame_(rank_, size_, timeout_, store_, queue_) {
+        lanes_(rv.key_prefix.empty() ? "comm" : "comm " + rv.key_prefix),
+        note_(rv.group_name.empty() ? std::string() : ", " + rv.group_name),
+        queue_(rank_, timeout_, note_, rv.key_prefix.empty() ? "comm" : "comm " + rv.key_prefix),
+        // A subgroup's failures are not looked up in the store: its keys (progress
+        // reports, finished ranks) are numbered by the job's ranks, not the group's.
+        blame_(rank_, size_, timeout_, rv.key_prefix.empty() ? store_ : nullptr, queue_) {
+    if (!rv.group_name.empty()) { // rank_<r>_g0c1_.json: one file per group
+      std::string tag = "_" + rv.key_prefix;
+      for (auto& ch : tag)
+        if (ch == '/') ch = '_';
+      queue_.recorder().set_group(rv.group_name, tag);
+    }
     ignore_sigpipe_if_default();
     auto device =
         make_gloo_device({rv.topo.rank, rv.topo.local_rank, rv.topo.master_addr, rv.topo.master_port});
@@ -64,18 +76,20 @@ public:
     ctx->batch_loop = gloo_loop_batch_wanted(rv.topo.nnodes);
     try {
       if (store_) {
-        gloo_store_adapter adapter(*store_, "ddp/gloo/");
+        gloo_store_adapter adapter(*store_, "ddp/gloo/" + rv.key_prefix);
         ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get());
       } else {
         ::gloo::rendezvous::FileStore files(rv.file_path);
-        ::gloo::rendezvous::PrefixStore prefixed(rv.token.empty() ? "ddp" : "ddp-" + rv.token, files);
+        ::gloo::rendezvous::PrefixStore prefixed(
+            (rv.token.empty() ? "ddp" : "ddp-" + rv.token) + rv.key_prefix, files);
         ctx->connect(prefixed, device, gloo_mesh_keys::per_rank);
       }
     } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
       blame_.mesh("rank " + std::to_string(rank_) + ": Gloo could not connect to its peers", "", e);
     }
     ctx_ = std::move(ctx);
-    if (store_ && shm_path_.vote(rv)) leaders_ = shm_path_.setup(rv, blame_);
+    // A subgroup stays on TCP: the node's segment and its vote belong to the job's own group.
+    if (store_ && rv.key_prefix.empty() && shm_path_.vote(rv)) leaders_ = shm_path_.setup(rv, blame_);
   }
 
   /// Descriptors a rank holds at its peak: one per peer (Debian's Gloo swaps
@@ -96,7 +110,10 @@ public:
 
   gloo_communicator_impl(const gloo_communicator_impl&) = delete;
   gloo_communicator_impl& operator=(const gloo_communicator_impl&) = delete;
-  ~gloo_communicator_impl() { queue_.stop(); } // the worker stops before the context goes
+  ~gloo_communicator_impl() { // the workers stop before the context goes
+    queue_.stop();
+    lanes_.stop();
+  }
 
   /// True when all_reduce goes through the node's shared-memory segment (see
   /// detail/shm/all_reduce.hpp): on by default when ranks share a node, DDP_SHM=0 off.
@@ -144,7 +161,10 @@ public:
   int size() const { return size_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
   std::exception_ptr poisoned() const { return queue_.poisoned(); }
-  void drain() { queue_.drain(); }
+  void drain() {
+    queue_.drain();
+    lanes_.drain();
+  }
 
   /// For a rank leaving on an error of its own (process_group::abort, or its
   /// teardown on an escaping exception), from any thread: what is queued fails
@@ -164,6 +184,7 @@ public:
   void poison_for_failure(const std::string& reason) {
     std::lock_guard lock(contexts_mu_); // against fail_for_peer: one of them is the group's error
     queue_.abort(std::make_exception_ptr(error(error_kind::backend, reason, rank_)));
+    lanes_.abort(queue_.poisoned());
   }
 
   /// The store reports that `lost.rank` failed (process_group's
@@ -183,6 +204,7 @@ public:
       if (queue_.poisoned()) return; // the group failed already: its error stands
       peer_failure_ = lost;
       queue_.abort(why);
+      lanes_.abort(why);
     }
     queue_.recorder().note(lost_news(lost) + " (the store reported it)");
     interrupt_connections(false);
@@ -300,6 +322,62 @@ public:
     });
   }
 
+  /// Block p of `in` (n elements each) goes to rank p; block p of `out` comes
+  /// from rank p (detail/gloo/collectives.hpp). Over TCP, also on one node.
+  work all_to_all(const void* in, void* out, std::size_t n, dtype dt, bool blocking = false) {
+    return submit("all_to_all", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
+      mesh_.all_to_all(tag, what, in, out, n, dt);
+    });
+  }
+
+  /// all_to_all with a count per peer, blocks packed in rank order (torch's
+  /// all_to_all_single with split sizes); the counts are checked across ranks.
+  work all_to_all_v(const void* in, std::vector<std::size_t> send_counts, void* out,
+                    std::vector<std::size_t> recv_counts, dtype dt, bool blocking = false) {
+    std::size_t n = 0;
+    for (auto c : send_counts)
+      n += c;
+    return submit("all_to_all", n, dt, blocking,
+                  [=, this, sc = std::move(send_counts),
+                   rc = std::move(recv_counts)](std::uint32_t tag, const std::string& what) {
+                    mesh_.all_to_all_v(tag, what, in, sc, out, rc, dt);
+                  });
+  }
+
+  /// Root's `out` (size() blocks of n) receives every rank's `in`, in rank order.
+  work gather(const void* in, void* out, std::size_t n, dtype dt, int root, bool blocking = false) {
+    return submit("gather", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
+      mesh_.gather(tag, what, in, out, n, dt, root);
+    });
+  }
+
+  /// Block p of root's `in` (size() blocks of n) goes to rank p's `out`.
+  work scatter(const void* in, void* out, std::size_t n, dtype dt, int root, bool blocking = false) {
+    return submit("scatter", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
+      mesh_.scatter(tag, what, in, out, n, dt, root);
+    });
+  }
+
+  /// Root's `data` becomes the reduction of every rank's; the others' stays.
+  work reduce(void* data, std::size_t n, dtype dt, op o, int root, bool blocking = false) {
+    if (o == op::avg && !is_floating(dt))
+      throw error(error_kind::config,
+                  "op::avg needs a floating-point tensor, got " + std::string(to_string(dt)));
+    return submit("reduce", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
+      mesh_.reduce(tag, what, data, n, dt, o, root);
+    });
+  }
+
+  /// Point to point (detail/gloo/p2p.hpp): in a lane per peer and direction,
+  /// beside the group's queue, so a send waiting for its recv holds up neither
+  /// the collectives nor messages to or from other peers.
+  work send(const void* data, std::size_t n, dtype dt, int peer, std::int64_t tag, bool blocking = false) {
+    return p2p(true, const_cast<void*>(data), n, dt, peer, tag, blocking);
+  }
+  work recv(void* data, std::size_t n, dtype dt, int peer, std::int64_t tag, bool blocking = false) {
+    return p2p(false, data, n, dt, peer, tag, blocking);
+  }
+
 private:
   /// Whether reduce_scatter and all_gather take the node's segment: the whole
   /// group on one node, shm on (as of submission, like the piece size).
@@ -309,6 +387,53 @@ private:
 
   /// What a collective does: body(tag, what).
   using body_type = std::function<void(std::uint32_t tag, const std::string& what)>;
+
+  work p2p(bool sends, void* data, std::size_t n, dtype dt, int peer, std::int64_t tag, bool blocking) {
+    if (peer < 0 || peer >= size_ || peer == rank_)
+      throw error(error_kind::config, std::string(sends ? "send" : "recv") + " on rank " +
+                                          std::to_string(rank_) + ": peer " + std::to_string(peer) +
+                                          " is not another rank of this group (0.." +
+                                          std::to_string(size_ - 1) + ", not this rank)");
+    if (auto why = queue_.poisoned()) std::rethrow_exception(why);
+    const std::string head = "rank " + std::to_string(rank_) + ": " + (sends ? "send" : "recv");
+    const std::string tail = std::string(sends ? " to" : " from") + " rank " + std::to_string(peer) + " (" +
+                             std::to_string(n) + " x " + std::string(to_string(dt)) + note_ + ")";
+    return lanes_.submit(
+        peer, sends, head, tail, timeout_, blocking, [=, this](std::uint32_t seq, const std::string& what) {
+          std::shared_ptr<gloo_mesh_context> ctx;
+          {
+            std::lock_guard lock(contexts_mu_);
+            if (auto why = queue_.poisoned()) std::rethrow_exception(why);
+            ctx = ctx_;
+          }
+          try {
+            p2p_transfer(ctx, waits_, sends, data, n, dt, peer, tag, seq, timeout_, what);
+          } catch (const ddp::error&) {
+            fail_from_lane(std::current_exception());
+          } catch (const std::exception& e) {
+            fail_from_lane(std::make_exception_ptr(
+                error(error_kind::timeout,
+                      what + " failed: " + e.what() + ". Rank " + std::to_string(peer) +
+                          " did not take its part in time, or failed (its output says why); every "
+                          "later collective of this group throws",
+                      peer)));
+          }
+        });
+  }
+
+  /// A message failed: the group fails with `why` (its first failure stands),
+  /// every connection closes so peers blocked on this rank fail now, and the
+  /// message's work fails with the group's error.
+  [[noreturn]] void fail_from_lane(std::exception_ptr why) {
+    {
+      std::lock_guard lock(contexts_mu_);
+      queue_.abort(why);
+      why = queue_.poisoned();
+      lanes_.abort(why);
+    }
+    interrupt_connections(true);
+    std::rethrow_exception(why);
+  }
 
   /// Queues `body(tag, what)`: each collective gets a fresh Gloo tag, and any
   /// failure closes every connection (peers fail at once) and poisons the group.
@@ -381,8 +506,10 @@ private:
   std::vector<char> scratch_;
   gloo_collectives mesh_; ///< the collectives over ctx_: header round, ring, chain, block exchange
   gloo_waits waits_;      ///< the buffers of ddp's own collectives, for interrupt_connections
+  gloo_p2p_lanes lanes_;  ///< send/recv, a worker per peer and direction
   gloo_knobs knobs_;
   std::uint32_t next_tag_ = 1; // worker thread only
+  std::string note_;           ///< ", <group name>" for a subgroup: every description carries it
   collective_queue queue_;
   gloo_blame blame_;
 };

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
@@ -60,6 +61,49 @@ inline void exchange_blocks(const std::shared_ptr<::gloo::Context>& ctx, gloo_wa
     gloo_deadline::check(recv_buf->waitRecv(deadline.remaining()), "block receive");
   for (int i = 1; i < w; ++i)
     gloo_deadline::check(send_buf->waitSend(deadline.remaining()), "block send");
+}
+
+/// One peer's part of exchange_v: `bytes` at `data` (0 bytes: nothing).
+struct peer_block {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+};
+
+/// Sends sends[p] to each peer p and receives recvs[p] from it, each block
+/// where it lies (this rank's own entries are ignored); an empty block is no
+/// message. Every rank must have agreed on the sizes first (the header
+/// round): a message larger than its receive ends the process inside Gloo.
+/// all_to_all (equal or variable splits), gather, scatter and reduce are all
+/// this one exchange with different blocks. Throws gloo::IoException when a
+/// wait times out, is interrupted, or its connection fails.
+inline void exchange_v(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits& waits,
+                       const std::vector<peer_block>& sends, const std::vector<peer_block>& recvs,
+                       std::uint32_t tag, std::chrono::milliseconds timeout) {
+  const int w = ctx->size, r = ctx->rank;
+  if (w == 1) return;
+  const gloo_deadline deadline(timeout);
+  const auto slot = ::gloo::Slot::build(exchange_v_slot_prefix, tag);
+  std::vector<gloo_waits::buffer> in, out;
+  in.reserve(static_cast<std::size_t>(w));
+  out.reserve(static_cast<std::size_t>(w));
+  for (int p = 0; p < w; ++p) {
+    const auto& b = recvs[static_cast<std::size_t>(p)];
+    if (p == r || b.bytes == 0) continue;
+    in.push_back(waits.make(*ctx, b.data, b.bytes));
+    in.back()->recv(p, slot, 0, b.bytes);
+  }
+  // Peers in turn from this rank's right, so that no rank gets every first send.
+  for (int i = 1; i < w; ++i) {
+    const int p = (r + i) % w;
+    const auto& b = sends[static_cast<std::size_t>(p)];
+    if (b.bytes == 0) continue;
+    out.push_back(waits.make(*ctx, b.data, b.bytes));
+    out.back()->send(p, slot, 0, b.bytes);
+  }
+  for (auto& b : in)
+    gloo_deadline::check(b->waitRecv(deadline.remaining()), "block receive");
+  for (auto& b : out)
+    gloo_deadline::check(b->waitSend(deadline.remaining()), "block send");
 }
 
 } // namespace detail

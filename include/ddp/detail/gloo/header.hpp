@@ -45,7 +45,18 @@
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
-enum class collective_kind : std::uint8_t { all_reduce = 1, broadcast, all_gather, reduce_scatter, barrier };
+enum class collective_kind : std::uint8_t {
+  all_reduce = 1,
+  broadcast,
+  all_gather,
+  reduce_scatter,
+  barrier,
+  all_to_all,
+  all_to_all_v,
+  gather,
+  scatter,
+  reduce
+};
 
 constexpr const char* to_string(collective_kind k) noexcept {
   switch (k) {
@@ -54,6 +65,11 @@ constexpr const char* to_string(collective_kind k) noexcept {
   case collective_kind::all_gather: return "all_gather";
   case collective_kind::reduce_scatter: return "reduce_scatter";
   case collective_kind::barrier: return "barrier";
+  case collective_kind::all_to_all: return "all_to_all";
+  case collective_kind::all_to_all_v: return "all_to_all (variable splits)";
+  case collective_kind::gather: return "gather";
+  case collective_kind::scatter: return "scatter";
+  case collective_kind::reduce: return "reduce";
   }
   return "unknown collective";
 }
@@ -69,10 +85,11 @@ struct collective_header {
   std::uint8_t dt = 0;       ///< ddp::dtype
   std::uint8_t reduce = 0;   ///< ddp::op (reductions only)
   std::uint8_t in_place = 0; ///< all_reduce of a shm array (root: its id; shm_shape: the byte offset)
-  std::int32_t root = 0;     ///< broadcast's root; an in-place all_reduce's array id
-  std::uint32_t tag = 0;     ///< the collective's sequence tag
-  std::uint64_t count = 0;   ///< elements (per rank for all_gather/reduce_scatter blocks)
-  std::uint64_t piece = 0;   ///< the ring's or chain's largest message: it shapes their messages
+  std::int32_t root =
+      0; ///< broadcast's, gather's, scatter's or reduce's root; an in-place all_reduce's array id
+  std::uint32_t tag = 0;   ///< the collective's sequence tag
+  std::uint64_t count = 0; ///< elements (per rank for all_gather/reduce_scatter blocks)
+  std::uint64_t piece = 0; ///< the ring's or chain's largest message: it shapes their messages
   std::uint64_t shm_shape =
       0; ///< shm: the step or half-area bytes (they shape the barriers), or the in-place offset
   std::uint32_t step = 0;   ///< the data-parallel step (call_site) this collective reduces
@@ -164,10 +181,16 @@ struct collective_header {
       s = std::string(to_string(call)) + " (step " + std::to_string(step) + ", bucket " +
           std::to_string(bucket) + ") " + s;
     if (kind == collective_kind::barrier) return s;
+    if (kind == collective_kind::all_to_all_v) // its counts travel as the round's payload
+      return s + " of " + std::string(ddp::to_string(static_cast<dtype>(dt)));
     s += " of " + std::to_string(count) + " x " + std::string(ddp::to_string(static_cast<dtype>(dt)));
-    if (kind == collective_kind::all_reduce || kind == collective_kind::reduce_scatter)
+    if (kind == collective_kind::all_reduce || kind == collective_kind::reduce_scatter ||
+        kind == collective_kind::reduce)
       s += " (op " + std::string(ddp::to_string(static_cast<op>(reduce))) + ")";
-    if (kind == collective_kind::broadcast) s += " from root " + std::to_string(root);
+    if (kind == collective_kind::broadcast || kind == collective_kind::scatter)
+      s += " from root " + std::to_string(root);
+    if (kind == collective_kind::gather || kind == collective_kind::reduce)
+      s += " to root " + std::to_string(root);
     if (kind == collective_kind::all_reduce && in_place)
       s += " in place in ddp::shm_array " + std::to_string(root) + " at byte " + std::to_string(shm_shape) +
            " (every rank must pass the same part of its own shm array)";
