@@ -15,6 +15,7 @@
 #include <ddp/data_parallel/options.hpp>
 #include <ddp/detail/data_parallel/attached_model.hpp>
 #include <ddp/detail/data_parallel/bucket_plan.hpp>
+#include <ddp/detail/data_parallel/gloo_instances.hpp>
 #include <ddp/detail/data_parallel/parameter_registry.hpp>
 #include <ddp/detail/data_parallel/policy_diagnostics.hpp>
 #include <ddp/detail/data_parallel/step_driver.hpp>

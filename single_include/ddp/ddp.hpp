@@ -11554,6 +11554,10 @@ DDP_END_NAMESPACE
 #ifndef DDP_DETAIL_DATA_PARALLEL_GLOO_INSTANCES_HPP
 #define DDP_DETAIL_DATA_PARALLEL_GLOO_INSTANCES_HPP
 
+
+// Header-only, nothing here: every file has every definition, and a header
+// that does not use Gloo must not parse it for this.
+#if defined(DDP_SEPARATE_COMPILATION)
 // ---- begin ddp/detail/data_parallel/join.hpp ----
 // Uneven inputs (PyTorch's Join, with divide_by_initial_world_size): every
 // step, training ranks all-reduce a "still training" flag; a rank that ran out
@@ -11745,15 +11749,15 @@ private:
 
 template <class Model> class parameter_registry : public parameter_slots {
 public:
-  parameter_registry(Model& m, int rank)
-      : parameter_slots(collect_parameters(m), collect_buffers(m), rank), model_(m) {}
+  parameter_registry(Model& m, int rank) : parameter_registry(m, rank, collect_parameters(m)) {}
 
   /// Walks the model again when storage moved since the last walk (a resized
   /// Eigen matrix), refusing changed names, sizes or counts. Cheap when nothing
   /// moved (no allocation): it runs at the start of every step. True if it moved.
   bool refresh(int rank) {
     if (same_storage(model_, params_, buffers_)) return false;
-    replace(collect_parameters(model_), collect_buffers(model_), rank);
+    auto params = collect_parameters(model_); // parameters first, then buffers, as at construction
+    replace(std::move(params), collect_buffers(model_), rank);
     return true;
   }
 
@@ -11775,6 +11779,10 @@ public:
   }
 
 private:
+  /// The parameters are walked before the buffers (the order a walk's errors and side effects see).
+  parameter_registry(Model& m, int rank, std::vector<tensor_slot> params)
+      : parameter_slots(std::move(params), collect_buffers(m), rank), model_(m) {}
+
   Model& model_;
 };
 
@@ -11787,7 +11795,6 @@ DDP_END_NAMESPACE
 
 #include <cstddef>
 
-#if defined(DDP_SEPARATE_COMPILATION)
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
@@ -11810,6 +11817,9 @@ DDP_DETAIL_GLOO_INSTANCE void
 parameter_slots::broadcast_from_rank0<gloo_communicator, device_broadcasts<gloo_communicator>>(
     gloo_communicator&, bool, device_broadcasts<gloo_communicator>&) const;
 #undef DDP_DETAIL_GLOO_INSTANCE
+// (An explicit instantiation declaration leaves inline members free to be
+// instantiated for inlining; GCC and Clang then emit no out-of-line copy,
+// which is the saving.)
 
 } // namespace detail
 DDP_END_NAMESPACE
@@ -11817,6 +11827,181 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_DATA_PARALLEL_GLOO_INSTANCES_HPP
 // ---- end ddp/detail/data_parallel/gloo_instances.hpp ----
+// ---- begin ddp/detail/data_parallel/parameter_registry.hpp ----
+// The model as distributed_data_parallel sees it: its parameters and buffers
+// walked into type-erased slots, found by name or by gradient address, checked
+// against the other ranks, and followed when their storage moves.
+#ifndef DDP_DETAIL_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
+#define DDP_DETAIL_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
+
+// ---- begin ddp/detail/data_parallel/gradient_storage.hpp ----
+// The checks on where the gradients lie, at construction and whenever their
+// storage moved: a null pointer under a non-empty gradient, and gradients
+// that share memory. Shared memory is refused, not reduced once: ranks would
+// reduce the shared elements once per parameter, and which parameter's name
+// the reduced value belongs to is the user's to say (a tied parameter is
+// listed once, as the LibTorch adapter lists it).
+#ifndef DDP_DETAIL_DATA_PARALLEL_GRADIENT_STORAGE_HPP
+#define DDP_DETAIL_DATA_PARALLEL_GRADIENT_STORAGE_HPP
+
+
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// Throws ddp::error(config) naming the parameter(s) and `rank` when a
+/// non-empty parameter's value or gradient pointer is null, or when two
+/// gradients overlap (a parameter listed twice, or two sharing one buffer).
+DDP_INLINE void check_gradient_storage(const std::vector<tensor_slot>& params, int rank);
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+
+#endif // DDP_DETAIL_DATA_PARALLEL_GRADIENT_STORAGE_HPP
+// ---- end ddp/detail/data_parallel/gradient_storage.hpp ----
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// The walked slots and what needs only them: compiled once (runtime), where
+/// parameter_registry<Model> adds the walks of the model.
+class parameter_slots {
+public:
+  const std::vector<tensor_slot>& parameters() const noexcept { return params_; }
+  const std::vector<tensor_slot>& buffers() const noexcept { return buffers_; }
+  std::size_t size() const noexcept { return params_.size(); }
+  const tensor_slot& operator[](std::size_t i) const { return params_[i]; }
+
+  /// The index of the parameter called `name`.
+  DDP_INLINE std::size_t index(std::string_view name) const;
+
+  /// The index of the non-empty parameter whose gradient starts at `grad`, as
+  /// of the last walk. Zero-sized gradients are not found by address: theirs
+  /// may be null or another's.
+  std::optional<std::size_t> find_gradient(const void* grad) const {
+    auto it = by_grad_.find(grad);
+    if (it == by_grad_.end()) return std::nullopt;
+    return it->second;
+  }
+
+  /// Every rank must hold the same parameters and buffers (names, order,
+  /// dtypes, sizes): the first difference from rank 0 is an error naming the
+  /// rank and the parameter, on every rank.
+  template <communicator C> void verify_across_ranks(C& comm) const {
+    const std::string desc = describe(params_, buffers_);
+    const auto w = static_cast<std::size_t>(comm.size());
+    std::int64_t len = static_cast<std::int64_t>(desc.size());
+    std::vector<std::int64_t> lens(w);
+    comm.all_gather(&len, lens.data(), 1, dtype::i64, true).wait();
+    std::size_t longest = 0;
+    for (auto l : lens)
+      longest = std::max(longest, static_cast<std::size_t>(l));
+    std::vector<std::uint8_t> mine(longest, 0), all(longest * w);
+    std::memcpy(mine.data(), desc.data(), desc.size());
+    comm.all_gather(mine.data(), all.data(), longest, dtype::u8, true).wait();
+    std::vector<std::string> each(w);
+    for (std::size_t r = 0; r < w; ++r)
+      each[r].assign(reinterpret_cast<const char*>(all.data() + r * longest),
+                     static_cast<std::size_t>(lens[r]));
+    throw_first_difference(each);
+  }
+
+  /// Copies rank 0's parameters and buffers (or only its buffers) to every rank.
+  /// Device tensors go through `device` (device_broadcasts: never a device
+  /// pointer handed to host code), which also ends the round.
+  template <communicator C, class Device>
+  void broadcast_from_rank0(C& comm, bool buffers_only, Device& device) const {
+    std::vector<work> ws;
+    for (auto* list : {&params_, &buffers_}) {
+      if (buffers_only && list == &params_) continue;
+      for (auto& s : *list)
+        ws.push_back(s.on_device ? device.broadcast(s) : comm.broadcast(s.value, s.count, s.type, 0, false));
+    }
+    device.complete(ws);
+  }
+
+  /// Whether the gradients are in device memory; all of them or none.
+  DDP_INLINE bool gradients_on_device(int rank) const;
+
+  /// Whether any parameter or buffer lives in device memory.
+  DDP_INLINE bool any_on_device() const;
+
+protected:
+  /// `rank` names this rank in what it refuses: duplicate names, null or shared gradient storage.
+  DDP_INLINE parameter_slots(std::vector<tensor_slot> params, std::vector<tensor_slot> buffers, int rank);
+
+  /// A new walk of the same model: storage may move between steps; names,
+  /// sizes and count may not.
+  DDP_INLINE void replace(std::vector<tensor_slot> params, std::vector<tensor_slot> buffers, int rank);
+
+  std::vector<tensor_slot> params_, buffers_;
+
+private:
+  DDP_INLINE void index_gradients();
+  /// `each[r]`: rank r's description of its model; throws naming the first rank that differs from rank 0.
+  DDP_INLINE static void throw_first_difference(const std::vector<std::string>& each);
+  DDP_INLINE static void check_unchanged(const std::vector<tensor_slot>& now,
+                                         const std::vector<tensor_slot>& before, const char* what, int rank);
+
+  std::unordered_map<const void*, std::size_t> by_grad_;
+};
+
+template <class Model> class parameter_registry : public parameter_slots {
+public:
+  parameter_registry(Model& m, int rank) : parameter_registry(m, rank, collect_parameters(m)) {}
+
+  /// Walks the model again when storage moved since the last walk (a resized
+  /// Eigen matrix), refusing changed names, sizes or counts. Cheap when nothing
+  /// moved (no allocation): it runs at the start of every step. True if it moved.
+  bool refresh(int rank) {
+    if (same_storage(model_, params_, buffers_)) return false;
+    auto params = collect_parameters(model_); // parameters first, then buffers, as at construction
+    replace(std::move(params), collect_buffers(model_), rank);
+    return true;
+  }
+
+  /// The parameters whose value or gradient no longer lies where the last
+  /// walk found it (the model is walked again; no allocation when none moved).
+  std::vector<std::size_t> moved() {
+    std::vector<std::size_t> out;
+    std::size_t i = 0;
+    model_traits<Model>::for_each_parameter(model_, [&](auto&&, auto&& value, auto&& grad) {
+      if constexpr (tensor<std::remove_cvref_t<decltype(value)>> &&
+                    tensor<std::remove_cvref_t<decltype(grad)>>) {
+        if (i < params_.size() && (static_cast<const void*>(as_span(value).data()) != params_[i].value ||
+                                   static_cast<const void*>(as_span(grad).data()) != params_[i].grad))
+          out.push_back(i);
+        ++i;
+      }
+    });
+    return out;
+  }
+
+private:
+  /// The parameters are walked before the buffers (the order a walk's errors and side effects see).
+  parameter_registry(Model& m, int rank, std::vector<tensor_slot> params)
+      : parameter_slots(std::move(params), collect_buffers(m), rank), model_(m) {}
+
+  Model& model_;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+
+#endif // DDP_DETAIL_DATA_PARALLEL_PARAMETER_REGISTRY_HPP
+// ---- end ddp/detail/data_parallel/parameter_registry.hpp ----
 // ---- begin ddp/detail/data_parallel/policy_diagnostics.hpp ----
 // The one readable message per misuse that distributed_data_parallel and
 // sharded_data_parallel give for a wrong model type or policy: their primary
@@ -12033,21 +12218,32 @@ namespace detail {
 
 template <class Signature> class function_ref;
 
+/// What a function_ref<R(Args...)> is made from: a callable object (a lambda),
+/// not a function itself, nor another function_ref (that is a copy).
+template <class F, class Ref, class R, class... Args>
+concept referable_callable =
+    !std::is_same_v<std::remove_cvref_t<F>, Ref> && !std::is_function_v<std::remove_reference_t<F>> &&
+    std::is_invocable_r_v<R, F&, Args...>;
+
 /// Valid while the callable it was made from lives: a parameter, never a member.
 template <class R, class... Args> class function_ref<R(Args...)> {
 public:
-  template <class F>
-  requires(!std::is_same_v<std::remove_cvref_t<F>, function_ref> && std::is_invocable_r_v<R, F&, Args...>)
-      function_ref(F&& f)
-  noexcept // NOLINT(google-explicit-constructor): converts like a function pointer
-      : object_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
-        call_([](void* o, Args... args) -> R {
-          return (*static_cast<std::remove_reference_t<F>*>(o))(std::forward<Args>(args)...);
-        }) {}
+  /// Implicit, as a function pointer converts.
+  template <referable_callable<function_ref, R, Args...> F>
+  function_ref(F&& f) noexcept // NOLINT(google-explicit-constructor)
+      : object_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))), call_(&call<F>) {}
 
   R operator()(Args... args) const { return call_(object_, std::forward<Args>(args)...); }
 
 private:
+  template <class F> static R call(void* o, Args... args) {
+    auto& callable = *static_cast<std::remove_reference_t<F>*>(o);
+    if constexpr (std::is_void_v<R>)
+      callable(std::forward<Args>(args)...);
+    else
+      return callable(std::forward<Args>(args)...);
+  }
+
   void* object_;
   R (*call_)(void*, Args...);
 };
@@ -12139,6 +12335,65 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_DATA_PARALLEL_GRADIENT_FINGERPRINT_HPP
 // ---- end ddp/detail/data_parallel/gradient_fingerprint.hpp ----
+// ---- begin ddp/detail/data_parallel/join.hpp ----
+// Uneven inputs (PyTorch's Join, with divide_by_initial_world_size): every
+// step, training ranks all-reduce a "still training" flag; a rank that ran out
+// of data answers those rounds with zeros until the flag reads zero.
+#ifndef DDP_DETAIL_DATA_PARALLEL_JOIN_HPP
+#define DDP_DETAIL_DATA_PARALLEL_JOIN_HPP
+
+
+#include <cstdint>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+template <communicator Comm> class join_tracker {
+public:
+  explicit join_tracker(Comm& comm) : comm_(comm) {}
+  join_tracker(const join_tracker&) = delete;
+  join_tracker& operator=(const join_tracker&) = delete;
+  ~join_tracker() { end_step(); }
+
+  /// A training rank's step begins: joined ranks are waiting on this flag.
+  void begin_step() {
+    flag_ = 1;
+    pending_ = comm_.all_reduce(&flag_, 1, dtype::i32, op::sum, false);
+  }
+
+  /// Waits for the flag's all-reduce (its failure is the step's, reported there).
+  void end_step() {
+    try {
+      pending_.wait();
+    } catch (...) {}
+    pending_ = work{};
+  }
+
+  /// A joined rank: while some rank still trains, calls shadow_step() — which
+  /// must issue exactly the collectives of one training step, on zeros.
+  template <class F> void shadow_until_all_joined(F&& shadow_step) {
+    for (;;) {
+      std::int32_t active = 0;
+      comm_.all_reduce(&active, 1, dtype::i32, op::sum, true).wait();
+      if (active == 0) return;
+      shadow_step();
+    }
+  }
+
+private:
+  Comm& comm_;
+  std::int32_t flag_ = 1;
+  // A default work is done: waiting on it returns at once. (Not std::optional:
+  // GCC 12 then warns maybe-uninitialized in ~optional, a false positive, when
+  // the collectives' inlining shifts.)
+  work pending_;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_DATA_PARALLEL_JOIN_HPP
+// ---- end ddp/detail/data_parallel/join.hpp ----
 // ---- begin ddp/detail/data_parallel/step_state.hpp ----
 // One step of distributed_data_parallel as a state machine: which gradients
 // are marked (ready, or unused on this rank), how many each bucket still
@@ -12390,15 +12645,15 @@ public:
   step_driver(Owner& owner, Comm& comm, std::weak_ptr<const void> group, const ddp_options& opts,
               attached_model<Model>& attached, registry_type& registry, const bucket_plan& plan)
       : step_driver_core(Owner::step_call, comm.rank(), comm.size(), std::move(group), opts, registry, plan),
-        owner_(owner), comm_(comm), attached_(attached), registry_(registry), join_(comm) {}
+        owner_(owner), comm_(comm), attached_(attached), walked_(registry), join_(comm) {}
 
 private:
   void storage_moved() override { owner_.storage_moved(); }
   void zero_gradient(std::size_t index) override { owner_.zero_gradient(index); }
   void gradient_marked(std::size_t index, mark_state how) override { owner_.gradient_marked(index, how); }
   void abort_group(const std::string& why) noexcept override { owner_.abort_group(why); }
-  bool walk_again() override { return registry_.refresh(comm_.rank()); }
-  std::vector<std::size_t> moved_parameters() override { return registry_.moved(); }
+  bool walk_again() override { return walked_.refresh(comm_.rank()); }
+  std::vector<std::size_t> moved_parameters() override { return walked_.moved(); }
   void adapter_before_synchronize() override { attached_.before_synchronize(gradient_sink(owner_)); }
   void join_begin_step() override { join_.begin_step(); }
   void join_end_step() override { join_.end_step(); }
@@ -12412,7 +12667,7 @@ private:
   Owner& owner_;
   Comm& comm_;
   attached_model<Model>& attached_;
-  registry_type& registry_;
+  registry_type& walked_; ///< the base's registry_, with the walks of the model
   join_tracker<Comm> join_;
 };
 
@@ -21281,9 +21536,10 @@ DDP_END_NAMESPACE
 // others spin briefly, then sleep in futex waits of at most 2 ms (the waker
 // calls futex_wake only when one sleeps). Between sleeps a waiter checks the
 // group's deadline, whether a rank aborted, and whether the ranks it waits for
-// are still alive (every 20 ms their pid, if in this PID namespace; the store's
-// record of lost ranks ever less often, to every 0.5 s), so a rank that dies
-// is named, no hang.
+// are still alive (every 20 ms their pid, if in this PID namespace, and
+// whether they destroyed their process group, which their line says; the
+// store's record of lost ranks ever less often, to every 0.5 s), so a rank that
+// dies or leaves is named, no hang.
 // Collectives over TCP on a one-node group meet here first too (agree), so a
 // rank in either kind of collective sees the other.
 #ifndef DDP_DETAIL_SHM_ALL_REDUCE_HPP
@@ -21342,7 +21598,9 @@ struct alignas(128) shm_rank_line {
   std::int32_t pid = 0;     ///< for the liveness check while others wait
   std::uint64_t pidns = 0;  ///< its PID namespace (inode of /proc/self/ns/pid; 0: unknown)
   /// 1 once it unmapped the segment (its process group ended; atomic_ref): a
-  /// rank waiting for it stops at once, where a live pid would keep it waiting.
+  /// rank waiting for it at a barrier stops at once, where a live pid would
+  /// keep it waiting (shm_all_reduce::check_alive; shm arrays' segments set it
+  /// too, unread).
   std::uint32_t left = 0;
   collective_header header{}; ///< what it is running now: ranks that disagree fail with mismatch
 };
@@ -22037,41 +22295,44 @@ private:
     return close != std::string::npos && close + 2 < s.size() && (s[close + 2] == 'Z' || s[close + 2] == 'X');
   }
 
-  void check_alive(bool ask_store = true) {
+  /// Throws when a rank this one still waits for at the barrier is gone: its
+  /// process exited, or it destroyed its process group (`left`: a normal end,
+  /// named as such through the store's finished key, or a teardown after its
+  /// own failure, whose reason the store has). `blame_left`: a rank that left
+  /// with no finished key and no news in the store is named itself (not in
+  /// fail_aborted, where the aborting rank leaving is expected).
+  void check_alive(bool ask_store = true, bool blame_left = true) {
+    int first_left = -1;
     for (int l : missing()) {
-      const auto& sl = seg_->line(l);
-      const bool left =
-          std::atomic_ref<std::uint32_t>(seg_->line(l).left).load(std::memory_order_acquire) != 0;
-      const bool exited = left || peer_exited(sl, own_pidns_);
+      auto& sl = seg_->line(l); // not const: atomic_ref needs a mutable object
+      const bool left = std::atomic_ref<std::uint32_t>(sl.left).load(std::memory_order_acquire) != 0;
+      const bool exited = peer_exited(sl, own_pidns_);
+      if (!left && !exited) continue;
+      // It may have arrived after missing() looked (and left once the barrier completed): its
+      // seq, stored before `left`, says so. The fence orders the pid check before it too.
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      if (std::atomic_ref<std::uint64_t>(sl.seq).load(std::memory_order_acquire) >= epoch_) continue;
       // Asked only of a peer that has exited or left: a store round trip per missing peer at
       // every look would slow each barrier wait.
-      if (exited && finished_ && finished_(sl.global)) {
+      if (finished_ && finished_(sl.global)) {
         abort();
         throw error(error_kind::peer_lost, *what_ + " failed: " + finished_peer_note(sl.global, rank_) + ".",
                     sl.global);
       }
-      if (left) {
-        abort();
-        throw error(error_kind::peer_lost,
-                    *what_ + " failed: rank " + std::to_string(sl.global) + " (local rank " +
-                        std::to_string(l) + ") destroyed its process group while rank " +
-                        std::to_string(rank_) +
-                        " waited for it at the node's shared-memory segment. Look at rank " +
-                        std::to_string(sl.global) + "'s output first.",
-                    sl.global);
+      if (left) { // after the others: a dead rank, or the store's reason, is the better name
+        if (first_left < 0) first_left = l;
+        continue;
       }
-      if (exited) {
-        abort();
-        throw error(error_kind::peer_lost,
-                    *what_ + " failed: rank " + std::to_string(sl.global) + " (local rank " +
-                        std::to_string(l) + ", pid " + std::to_string(sl.pid) + ") exited while rank " +
-                        std::to_string(rank_) +
-                        " waited for it at the node's shared-memory segment. Look at rank " +
-                        std::to_string(sl.global) + "'s output first.",
-                    sl.global);
-      }
+      abort();
+      throw error(error_kind::peer_lost,
+                  *what_ + " failed: rank " + std::to_string(sl.global) + " (local rank " +
+                      std::to_string(l) + ", pid " + std::to_string(sl.pid) + ") exited while rank " +
+                      std::to_string(rank_) +
+                      " waited for it at the node's shared-memory segment. Look at rank " +
+                      std::to_string(sl.global) + "'s output first.",
+                  sl.global);
     }
-    if (ask_store && find_lost_) {
+    if ((ask_store || first_left >= 0) && find_lost_) {
       auto lost = find_lost_(std::chrono::milliseconds(0));
       if (lost.rank >= 0 || !lost.reason.empty()) { // no rank, with a reason: the launcher is gone
         abort();
@@ -22081,11 +22342,22 @@ private:
                     lost.rank);
       }
     }
+    if (first_left >= 0 && blame_left) {
+      const int g = seg_->line(first_left).global;
+      abort();
+      throw error(error_kind::peer_lost,
+                  *what_ + " failed: rank " + std::to_string(g) + " (local rank " +
+                      std::to_string(first_left) + ") destroyed its process group while rank " +
+                      std::to_string(rank_) +
+                      " waited for it at the node's shared-memory segment. Look at rank " +
+                      std::to_string(g) + "'s output first.",
+                  g);
+    }
   }
 
   [[noreturn]] void fail_aborted() {
     const int by = std::atomic_ref<std::int32_t>(seg_->ctl().aborted_by).load();
-    check_alive(); // a dead rank is the better name
+    check_alive(true, /*blame_left=*/false); // a dead rank is the better name
     // The aborting rank gave up waiting for a rank that is still missing here
     // too: blame that one, as a timeout (the caller's desync report follows).
     for (int l : missing())

@@ -7,6 +7,10 @@
 #define DDP_DETAIL_DATA_PARALLEL_GLOO_INSTANCES_HPP
 
 #include <ddp/detail/common/linkage.hpp>
+
+// Header-only, nothing here: every file has every definition, and a header
+// that does not use Gloo must not parse it for this.
+#if defined(DDP_SEPARATE_COMPILATION)
 #include <ddp/detail/data_parallel/debug.hpp>
 #include <ddp/detail/data_parallel/device_broadcasts.hpp>
 #include <ddp/detail/data_parallel/host_bucket_engine.hpp>
@@ -16,7 +20,6 @@
 
 #include <cstddef>
 
-#if defined(DDP_SEPARATE_COMPILATION)
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
@@ -39,6 +42,9 @@ DDP_DETAIL_GLOO_INSTANCE void
 parameter_slots::broadcast_from_rank0<gloo_communicator, device_broadcasts<gloo_communicator>>(
     gloo_communicator&, bool, device_broadcasts<gloo_communicator>&) const;
 #undef DDP_DETAIL_GLOO_INSTANCE
+// (An explicit instantiation declaration leaves inline members free to be
+// instantiated for inlining; GCC and Clang then emit no out-of-line copy,
+// which is the saving.)
 
 } // namespace detail
 DDP_END_NAMESPACE

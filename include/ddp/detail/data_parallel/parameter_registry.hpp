@@ -106,15 +106,15 @@ private:
 
 template <class Model> class parameter_registry : public parameter_slots {
 public:
-  parameter_registry(Model& m, int rank)
-      : parameter_slots(collect_parameters(m), collect_buffers(m), rank), model_(m) {}
+  parameter_registry(Model& m, int rank) : parameter_registry(m, rank, collect_parameters(m)) {}
 
   /// Walks the model again when storage moved since the last walk (a resized
   /// Eigen matrix), refusing changed names, sizes or counts. Cheap when nothing
   /// moved (no allocation): it runs at the start of every step. True if it moved.
   bool refresh(int rank) {
     if (same_storage(model_, params_, buffers_)) return false;
-    replace(collect_parameters(model_), collect_buffers(model_), rank);
+    auto params = collect_parameters(model_); // parameters first, then buffers, as at construction
+    replace(std::move(params), collect_buffers(model_), rank);
     return true;
   }
 
@@ -136,6 +136,10 @@ public:
   }
 
 private:
+  /// The parameters are walked before the buffers (the order a walk's errors and side effects see).
+  parameter_registry(Model& m, int rank, std::vector<tensor_slot> params)
+      : parameter_slots(std::move(params), collect_buffers(m), rank), model_(m) {}
+
   Model& model_;
 };
 

@@ -209,15 +209,15 @@ public:
   step_driver(Owner& owner, Comm& comm, std::weak_ptr<const void> group, const ddp_options& opts,
               attached_model<Model>& attached, registry_type& registry, const bucket_plan& plan)
       : step_driver_core(Owner::step_call, comm.rank(), comm.size(), std::move(group), opts, registry, plan),
-        owner_(owner), comm_(comm), attached_(attached), registry_(registry), join_(comm) {}
+        owner_(owner), comm_(comm), attached_(attached), walked_(registry), join_(comm) {}
 
 private:
   void storage_moved() override { owner_.storage_moved(); }
   void zero_gradient(std::size_t index) override { owner_.zero_gradient(index); }
   void gradient_marked(std::size_t index, mark_state how) override { owner_.gradient_marked(index, how); }
   void abort_group(const std::string& why) noexcept override { owner_.abort_group(why); }
-  bool walk_again() override { return registry_.refresh(comm_.rank()); }
-  std::vector<std::size_t> moved_parameters() override { return registry_.moved(); }
+  bool walk_again() override { return walked_.refresh(comm_.rank()); }
+  std::vector<std::size_t> moved_parameters() override { return walked_.moved(); }
   void adapter_before_synchronize() override { attached_.before_synchronize(gradient_sink(owner_)); }
   void join_begin_step() override { join_.begin_step(); }
   void join_end_step() override { join_.end_step(); }
@@ -231,7 +231,7 @@ private:
   Owner& owner_;
   Comm& comm_;
   attached_model<Model>& attached_;
-  registry_type& registry_;
+  registry_type& walked_; ///< the base's registry_, with the walks of the model
   join_tracker<Comm> join_;
 };
 

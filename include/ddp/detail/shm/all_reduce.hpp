@@ -17,9 +17,10 @@
 // others spin briefly, then sleep in futex waits of at most 2 ms (the waker
 // calls futex_wake only when one sleeps). Between sleeps a waiter checks the
 // group's deadline, whether a rank aborted, and whether the ranks it waits for
-// are still alive (every 20 ms their pid, if in this PID namespace; the store's
-// record of lost ranks ever less often, to every 0.5 s), so a rank that dies
-// is named, no hang.
+// are still alive (every 20 ms their pid, if in this PID namespace, and
+// whether they destroyed their process group, which their line says; the
+// store's record of lost ranks ever less often, to every 0.5 s), so a rank that
+// dies or leaves is named, no hang.
 // Collectives over TCP on a one-node group meet here first too (agree), so a
 // rank in either kind of collective sees the other.
 #ifndef DDP_DETAIL_SHM_ALL_REDUCE_HPP
@@ -440,41 +441,44 @@ private:
     return close != std::string::npos && close + 2 < s.size() && (s[close + 2] == 'Z' || s[close + 2] == 'X');
   }
 
-  void check_alive(bool ask_store = true) {
+  /// Throws when a rank this one still waits for at the barrier is gone: its
+  /// process exited, or it destroyed its process group (`left`: a normal end,
+  /// named as such through the store's finished key, or a teardown after its
+  /// own failure, whose reason the store has). `blame_left`: a rank that left
+  /// with no finished key and no news in the store is named itself (not in
+  /// fail_aborted, where the aborting rank leaving is expected).
+  void check_alive(bool ask_store = true, bool blame_left = true) {
+    int first_left = -1;
     for (int l : missing()) {
-      const auto& sl = seg_->line(l);
-      const bool left =
-          std::atomic_ref<std::uint32_t>(seg_->line(l).left).load(std::memory_order_acquire) != 0;
-      const bool exited = left || peer_exited(sl, own_pidns_);
+      auto& sl = seg_->line(l); // not const: atomic_ref needs a mutable object
+      const bool left = std::atomic_ref<std::uint32_t>(sl.left).load(std::memory_order_acquire) != 0;
+      const bool exited = peer_exited(sl, own_pidns_);
+      if (!left && !exited) continue;
+      // It may have arrived after missing() looked (and left once the barrier completed): its
+      // seq, stored before `left`, says so. The fence orders the pid check before it too.
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      if (std::atomic_ref<std::uint64_t>(sl.seq).load(std::memory_order_acquire) >= epoch_) continue;
       // Asked only of a peer that has exited or left: a store round trip per missing peer at
       // every look would slow each barrier wait.
-      if (exited && finished_ && finished_(sl.global)) {
+      if (finished_ && finished_(sl.global)) {
         abort();
         throw error(error_kind::peer_lost, *what_ + " failed: " + finished_peer_note(sl.global, rank_) + ".",
                     sl.global);
       }
-      if (left) {
-        abort();
-        throw error(error_kind::peer_lost,
-                    *what_ + " failed: rank " + std::to_string(sl.global) + " (local rank " +
-                        std::to_string(l) + ") destroyed its process group while rank " +
-                        std::to_string(rank_) +
-                        " waited for it at the node's shared-memory segment. Look at rank " +
-                        std::to_string(sl.global) + "'s output first.",
-                    sl.global);
+      if (left) { // after the others: a dead rank, or the store's reason, is the better name
+        if (first_left < 0) first_left = l;
+        continue;
       }
-      if (exited) {
-        abort();
-        throw error(error_kind::peer_lost,
-                    *what_ + " failed: rank " + std::to_string(sl.global) + " (local rank " +
-                        std::to_string(l) + ", pid " + std::to_string(sl.pid) + ") exited while rank " +
-                        std::to_string(rank_) +
-                        " waited for it at the node's shared-memory segment. Look at rank " +
-                        std::to_string(sl.global) + "'s output first.",
-                    sl.global);
-      }
+      abort();
+      throw error(error_kind::peer_lost,
+                  *what_ + " failed: rank " + std::to_string(sl.global) + " (local rank " +
+                      std::to_string(l) + ", pid " + std::to_string(sl.pid) + ") exited while rank " +
+                      std::to_string(rank_) +
+                      " waited for it at the node's shared-memory segment. Look at rank " +
+                      std::to_string(sl.global) + "'s output first.",
+                  sl.global);
     }
-    if (ask_store && find_lost_) {
+    if ((ask_store || first_left >= 0) && find_lost_) {
       auto lost = find_lost_(std::chrono::milliseconds(0));
       if (lost.rank >= 0 || !lost.reason.empty()) { // no rank, with a reason: the launcher is gone
         abort();
@@ -484,11 +488,22 @@ private:
                     lost.rank);
       }
     }
+    if (first_left >= 0 && blame_left) {
+      const int g = seg_->line(first_left).global;
+      abort();
+      throw error(error_kind::peer_lost,
+                  *what_ + " failed: rank " + std::to_string(g) + " (local rank " +
+                      std::to_string(first_left) + ") destroyed its process group while rank " +
+                      std::to_string(rank_) +
+                      " waited for it at the node's shared-memory segment. Look at rank " +
+                      std::to_string(g) + "'s output first.",
+                  g);
+    }
   }
 
   [[noreturn]] void fail_aborted() {
     const int by = std::atomic_ref<std::int32_t>(seg_->ctl().aborted_by).load();
-    check_alive(); // a dead rank is the better name
+    check_alive(true, /*blame_left=*/false); // a dead rank is the better name
     // The aborting rank gave up waiting for a rank that is still missing here
     // too: blame that one, as a timeout (the caller's desync report follows).
     for (int l : missing())

@@ -52,7 +52,9 @@ struct alignas(128) shm_rank_line {
   std::int32_t pid = 0;     ///< for the liveness check while others wait
   std::uint64_t pidns = 0;  ///< its PID namespace (inode of /proc/self/ns/pid; 0: unknown)
   /// 1 once it unmapped the segment (its process group ended; atomic_ref): a
-  /// rank waiting for it stops at once, where a live pid would keep it waiting.
+  /// rank waiting for it at a barrier stops at once, where a live pid would
+  /// keep it waiting (shm_all_reduce::check_alive; shm arrays' segments set it
+  /// too, unread).
   std::uint32_t left = 0;
   collective_header header{}; ///< what it is running now: ranks that disagree fail with mismatch
 };
