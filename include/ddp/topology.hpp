@@ -257,6 +257,11 @@ inline topology topology_from_kubeflow() {
   auto nnodes_raw = getenv_str("PET_NNODES");
   auto rank_raw = getenv_str("RANK");
   auto world_raw = getenv_str("WORLD_SIZE");
+  // The operator's default nprocPerNode is "auto" (exported as PET_NPROC_PER_NODE): for a value
+  // that is not a number it counts one process per pod, so WORLD_SIZE is the pod count. Where
+  // WORLD_SIZE says so, the pod runs one process; without it (TrainJob) the count is unknown.
+  if (nproc_raw && !nproc && world_raw && nnodes_raw && *world_raw == *nnodes_raw && parse_int(*world_raw))
+    nproc = 1;
   if (!nproc || *nproc != 1)
     throw error(error_kind::config,
                 "kubeflow environment with PET_NPROC_PER_NODE=" + nproc_raw.value_or("") +

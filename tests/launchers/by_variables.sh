@@ -48,16 +48,26 @@ case "$mode" in
       echo "$out" | grep -qF "$want" || { echo "FAIL: $*: no '$want' in: $out"; exit 1; }
     }
     refused "ddprun: PET_NNODES='1:4' must be a whole number" PET_NNODES=1:4 PET_NODE_RANK=0
-    refused "ddprun: PET_NPROC_PER_NODE='auto' must be a whole number" PET_NPROC_PER_NODE=auto PET_NNODES=1
+    refused "ddprun: PET_NPROC_PER_NODE='gpu' must be a whole number" PET_NPROC_PER_NODE=gpu PET_NNODES=1
     refused "from PET_NODE_RANK and PET_NNODES" PET_NODE_RANK=2 PET_NNODES=2
+    # The command line wins: a variable behind a given option is not read, not even to refuse it;
+    # the operator's default nprocPerNode, auto, leaves ddprun's default.
+    for args in "--nnodes 1 --node-rank 0 --nproc-per-node 2" "--nnodes 1 --node-rank 0"; do
+      # shellcheck disable=SC2086
+      out=$(env PET_NNODES=1:4 PET_NODE_RANK=x PET_NPROC_PER_NODE=auto timeout 120 "$ddprun" $args "$worker" ok 2>&1) ||
+        { echo "FAIL: ddprun $args under PET_NNODES=1:4 PET_NPROC_PER_NODE=auto: $out"; exit 1; }
+      n=$(echo "$args" | grep -q 'nproc-per-node 2' && echo 2 || echo 1)
+      echo "$out" | grep -qF "RESULT ok rank=0 size=$n" || { echo "FAIL: ddprun $args: $out"; exit 1; }
+    done
     echo "ok: $mode"
     exit 0
     ;;
   kubeflow-pods)
-    # PyTorchJob without nprocPerNode: the program is each pod's command.
+    # PyTorchJob without nprocPerNode (the operator exports its default, auto): the program is each
+    # pod's command.
     for pod in 0 1; do
       start "pod$pod" MASTER_ADDR=127.0.0.1 PET_MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" \
-        PET_MASTER_PORT="$port" WORLD_SIZE=2 RANK=$pod PET_NODE_RANK=$pod PET_NNODES=2
+        PET_MASTER_PORT="$port" WORLD_SIZE=2 RANK=$pod PET_NODE_RANK=$pod PET_NNODES=2 PET_NPROC_PER_NODE=auto
     done
     ;;
   trainjob)

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 using ddp_test::env_guard;
@@ -214,7 +215,8 @@ TEST_CASE("bad values name the variable and the value") {
 namespace {
 /// Kubeflow's PyTorchJob for worker 1 of a master and two workers (pod index 2): MASTER_* and
 /// PET_MASTER_* from the master's service and port, WORLD_SIZE = pods × nprocPerNode, RANK and
-/// PET_NODE_RANK = the pod's index, PET_NNODES = pods, PET_NPROC_PER_NODE only when nprocPerNode is set.
+/// PET_NODE_RANK = the pod's index, PET_NNODES = pods, PET_NPROC_PER_NODE = nprocPerNode, whose
+/// default is "auto" (one process per pod for the operator); nullptr: an operator that sets none.
 std::map<std::string, std::string> pytorchjob_pod(const char* nproc) {
   std::map<std::string, std::string> env{{"MASTER_PORT", "23456"},
                                          {"PET_MASTER_PORT", "23456"},
@@ -223,7 +225,7 @@ std::map<std::string, std::string> pytorchjob_pod(const char* nproc) {
                                          {"RANK", "2"},
                                          {"PET_NODE_RANK", "2"},
                                          {"PET_NNODES", "3"}};
-  const int per_pod = nproc ? std::stoi(nproc) : 1;
+  const int per_pod = nproc && std::string_view(nproc) != "auto" ? std::stoi(nproc) : 1;
   env["WORLD_SIZE"] = std::to_string(3 * per_pod);
   if (nproc) env["PET_NPROC_PER_NODE"] = nproc;
   return env;
@@ -231,7 +233,7 @@ std::map<std::string, std::string> pytorchjob_pod(const char* nproc) {
 } // namespace
 
 TEST_CASE("Kubeflow PyTorchJob, one process per pod: the pod's index is the rank") {
-  for (const char* nproc : {static_cast<const char*>(nullptr), "1"}) {
+  for (const char* nproc : {"auto", static_cast<const char*>(nullptr), "1"}) {
     env_guard g(pytorchjob_pod(nproc));
     auto t = ddp::topology::from_env();
     CHECK(t.rank == 2);
@@ -252,9 +254,14 @@ TEST_CASE("Kubeflow PyTorchJob with nprocPerNode > 1: RANK is the pod, WORLD_SIZ
   CHECK(m.find("PET_NPROC_PER_NODE=4") != std::string::npos);
   CHECK(m.find("RANK=2 is the pod's index while WORLD_SIZE=12 counts processes") != std::string::npos);
   CHECK(m.find("ddprun") != std::string::npos);
+  // auto where WORLD_SIZE is not the pod count: not one process per pod either.
+  auto env = pytorchjob_pod("auto");
+  env["WORLD_SIZE"] = "12";
+  m = config_error(env);
+  CHECK(m.find("PET_NPROC_PER_NODE=auto") != std::string::npos);
 
   // ddprun in the pod (it reads PET_*) starts four ranks and sets their variables over the operator's.
-  auto env = pytorchjob_pod("4");
+  env = pytorchjob_pod("4");
   for (auto& [k, v] : std::map<std::string, std::string>{{"RANK", "9"},
                                                          {"WORLD_SIZE", "12"},
                                                          {"LOCAL_RANK", "1"},
@@ -298,6 +305,7 @@ TEST_CASE("Kubeflow TrainJob: PET_* only") {
     e[k] = v;
     return e;
   };
+  // Without WORLD_SIZE nothing tells how many processes auto means.
   auto m = config_error(with("PET_NPROC_PER_NODE", "auto"));
   CHECK(m.find("PET_NPROC_PER_NODE=auto") != std::string::npos);
   CHECK(m.find("ddprun") != std::string::npos);

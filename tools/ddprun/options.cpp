@@ -58,19 +58,31 @@ std::optional<int> env_default(const char* name, int lo, int hi, const char* hin
 
 /// Kubeflow's training operator sets PET_* for torchrun (whose options read PET_<OPTION>): the
 /// same variables are ddprun's defaults, so `ddprun ./train` can be a pod's command. The command
-/// line wins over them, as with torchrun. The operator's RANK (the pod's index) and WORLD_SIZE
-/// (all processes) are not read: ddprun sets both for each rank it starts.
-void read_kubeflow_defaults(job& j, int& master_port) {
-  if (auto v = env_default("PET_NNODES", 1, 65536,
-                           ": ddprun has no elastic node range (MIN:MAX, from an elasticPolicy); give the "
-                           "job a fixed number of workers"))
-    j.nnodes = *v;
-  if (auto v = env_default("PET_NODE_RANK", 0, 65535, "")) j.node_rank = *v;
-  if (auto v = env_default("PET_NPROC_PER_NODE", 1, 4096,
-                           ": ddprun needs a count (not auto, cpu or gpu); set nprocPerNode to a number"))
-    j.nproc = *v;
-  if (const char* a = std::getenv("PET_MASTER_ADDR"); a && *a) j.master_addr = a;
-  if (auto v = env_default("PET_MASTER_PORT", 1, 65535, "")) master_port = *v;
+/// line wins over them, as with torchrun: a variable is read (and a bad value reported) only for
+/// an option the command line did not give. The operator's default nprocPerNode, `auto`, leaves
+/// ddprun's own default. The operator's RANK (the pod's index) and WORLD_SIZE (all processes) are
+/// not read: ddprun sets both for each rank it starts.
+void read_kubeflow_defaults(const CLI::App& app, job& j, int& master_port) {
+  auto given = [&](const char* option) { return app.count(option) > 0; };
+  if (!given("--nnodes"))
+    if (auto v = env_default("PET_NNODES", 1, 65536,
+                             ": ddprun has no elastic node range (MIN:MAX, from an elasticPolicy); give the "
+                             "job a fixed number of workers, or pass --nnodes"))
+      j.nnodes = *v;
+  if (!given("--node-rank"))
+    if (auto v = env_default("PET_NODE_RANK", 0, 65535, "")) j.node_rank = *v;
+  if (!given("--nproc-per-node")) {
+    const char* raw = std::getenv("PET_NPROC_PER_NODE");
+    if (raw == nullptr || std::string_view(raw) != "auto")
+      if (auto v = env_default("PET_NPROC_PER_NODE", 1, 4096,
+                               ": ddprun needs a count (or auto, its default); set nprocPerNode to a number, "
+                               "or pass --nproc-per-node"))
+        j.nproc = *v;
+  }
+  if (!given("--master-addr"))
+    if (const char* a = std::getenv("PET_MASTER_ADDR"); a && *a) j.master_addr = a;
+  if (!given("--master-port"))
+    if (auto v = env_default("PET_MASTER_PORT", 1, 65535, "")) master_port = *v;
 }
 
 std::string random_token() {
@@ -105,16 +117,16 @@ std::optional<int> parse_command_line(int argc, char** argv, job& j) {
   CLI::App app{"ddprun: launch the local ranks of a distributed data-parallel job"};
   int master_port = -1;
   bool crash_report = false;
-  try {
-    read_kubeflow_defaults(j, master_port);
-  } catch (const std::runtime_error& e) {
-    std::cerr << "ddprun: " << e.what() << "\n";
-    return 2;
-  }
   add_options(app, j, master_port, crash_report);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) { return app.exit(e); }
+  try {
+    read_kubeflow_defaults(app, j, master_port);
+  } catch (const std::runtime_error& e) {
+    std::cerr << "ddprun: " << e.what() << "\n";
+    return 2;
+  }
   j.command = app.remaining();
   if (!j.command.empty() && j.command.front() == "--") j.command.erase(j.command.begin());
   if (j.command.empty()) {
