@@ -130,7 +130,7 @@ template <class Group> void agree_on_rank0(Group& pg, const std::string& failure
   std::vector<std::uint8_t> text(failure.begin(), failure.end());
   text.resize(static_cast<std::size_t>(status[1]));
   pg.broadcast(text, 0);
-  if (pg.rank() == 0) throw error(error_kind::data, failure, 0);
+  if (pg.rank() == 0) throw error(error_kind::data, "rank 0: " + failure, 0);
   throw error(error_kind::data,
               "rank " + std::to_string(pg.rank()) + ": " + what +
                   " failed on rank 0: " + std::string(text.begin(), text.end()),
@@ -173,9 +173,12 @@ checkpoint_contents read_on_rank0(Group& pg, const std::string& path, const chec
   std::string failure;
   checkpoint_contents c;
   if (pg.rank() == 0) {
+    // Whatever fails here (bad_alloc too) is relayed: the other ranks wait in the broadcast.
     try {
       bytes = read_checkpoint_file(path);
       c = decode_checkpoint(bytes, path);
+    } catch (const checkpoint_unreadable& e) {
+      failure = e.what(); // whole, of another format: an older checkpoint is no answer
     } catch (const error& first) {
       failure = first.what();
       if (o.fall_back_to_previous) {
@@ -186,9 +189,11 @@ checkpoint_contents read_on_rank0(Group& pg, const std::string& path, const chec
           log_line("rank 0", std::string(first.what()) + "; loading the previous checkpoint, " + prev +
                                  " (step " + std::to_string(c.step) + "), instead");
           failure.clear();
-        } catch (const error& second) { failure += "; and the previous one: " + std::string(second.what()); }
+        } catch (const std::exception& second) {
+          failure += "; and the previous one: " + std::string(second.what());
+        }
       }
-    }
+    } catch (const std::exception& e) { failure = "checkpoint " + path + " cannot be loaded: " + e.what(); }
   }
   agree_on_rank0(pg, failure, "load_checkpoint(" + path + ")");
   std::vector<std::int64_t> size{static_cast<std::int64_t>(bytes.size())};

@@ -10,7 +10,9 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <fcntl.h>
 #include <fstream>
+#include <sys/file.h>
 #include <unistd.h>
 
 using ddp_test::group;
@@ -29,7 +31,7 @@ std::string path_for(const std::string& name) {
 void remove_all(const std::string& p) {
   group().barrier();
   if (group().rank() == 0)
-    for (auto f : {p, p + ".prev"})
+    for (auto f : {p, p + ".prev", p + ".lock", p + ".bad"})
       std::remove(f.c_str());
 }
 
@@ -111,7 +113,8 @@ TEST_CASE(
     expect_refused("fails its SHA-256 check");
   }
   SUBCASE("foreign") {
-    rewrite(std::vector<char>{'h', 'e', 'l', 'l', 'o', '\n'});
+    const std::string text = "hello, world: no checkpoint\n"; // (under 8 bytes: truncated)
+    rewrite(std::vector<char>(text.begin(), text.end()));
     expect_refused("is not a ddp checkpoint");
   }
   SUBCASE("missing, and no previous one either") {
@@ -168,6 +171,27 @@ TEST_CASE("a save that cannot be written fails on every rank with rank 0's reaso
   const auto m = refusal([&] { ddp::save_checkpoint(nowhere, dp, {.step = 1}); });
   CHECK_MESSAGE(m.find("checkpoint " + nowhere + ": cannot create") != std::string::npos, m);
   if (pg.rank() != 0) CHECK_MESSAGE(m.find("failed on rank 0") != std::string::npos, m);
+  if (pg.rank() == 0) CHECK_MESSAGE(m.find("rank 0: ") != std::string::npos, m);
+
+  // A writer already at work on the path (another job, an earlier incarnation): refused, naming
+  // the lock, and the old file is untouched.
+  {
+    const auto path = path_for("locked");
+    ddp::save_checkpoint(path, dp, {.step = 1});
+    int other = -1;
+    on_rank0([&] {
+      other = ::open((path + ".lock").c_str(), O_RDWR | O_CLOEXEC);
+      REQUIRE(::flock(other, LOCK_EX | LOCK_NB) == 0);
+    });
+    const auto l = refusal([&] { ddp::save_checkpoint(path, dp, {.step = 2}); });
+    CHECK_MESSAGE(l.find("another process is writing it (it holds " + path + ".lock)") != std::string::npos,
+                  l);
+    if (pg.rank() == 0) {
+      ::close(other);
+      CHECK(ddp::detail::decode_checkpoint(ddp::detail::read_checkpoint_file(path), path).step == 1);
+    }
+    remove_all(path);
+  }
 
   // Steps that differ across ranks would save a state no rank had.
   if (pg.size() > 1) {

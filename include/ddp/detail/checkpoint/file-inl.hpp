@@ -4,6 +4,7 @@
 #define DDP_DETAIL_CHECKPOINT_FILE_INL_HPP
 
 #include <ddp/detail/checkpoint/file.hpp>
+#include <ddp/detail/common/log.hpp>
 
 #include <openssl/evp.h>
 
@@ -12,8 +13,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <memory>
+#include <random>
+#include <string_view>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -108,7 +113,129 @@ inline std::string directory_of(const std::string& file) {
   return slash == 0 ? "/" : file.substr(0, slash);
 }
 
+/// A file descriptor closed on every path; close() errors matter only where checked by hand.
+class fd_holder {
+public:
+  explicit fd_holder(int fd) : fd_(fd) {}
+  fd_holder(fd_holder&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  fd_holder(const fd_holder&) = delete;
+  fd_holder& operator=(const fd_holder&) = delete;
+  ~fd_holder() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+  /// close(2)'s result (NFS reports a failed write-back here).
+  int close() {
+    const int fd = fd_;
+    fd_ = -1;
+    return ::close(fd);
+  }
+
+private:
+  int fd_;
+};
+
+/// `file.lock`, created if need be and held with flock(2) until the holder goes: one writer of
+/// `file` at a time, across processes and (flock over NFS is a POSIX lock there) hosts.
+inline fd_holder lock_checkpoint(const std::string& file) {
+  const std::string lock = file + ".lock";
+  fd_holder fd(::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  if (fd.get() < 0)
+    throw error(error_kind::data, "checkpoint " + file + ": cannot create its lock file " + lock + " (" +
+                                      errno_text() + "); check that the directory exists and is writable");
+  while (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    if (errno == EWOULDBLOCK)
+      throw error(error_kind::data, "checkpoint " + file + ": another process is writing it (it holds " +
+                                        lock +
+                                        "): two jobs save to one path (an earlier incarnation of this job "
+                                        "still running?); the file is untouched");
+    throw error(error_kind::data, "checkpoint " + file + ": cannot lock " + lock + " (" + errno_text() +
+                                      "); the file is untouched");
+  }
+  return fd;
+}
+
+inline std::string base_name(const std::string& file) {
+  const auto slash = file.rfind('/');
+  return slash == std::string::npos ? file : file.substr(slash + 1);
+}
+
+/// Removes `file.tmp.*` left by writers that died (SIGKILL) before their rename; under the lock,
+/// no live writer owns one.
+inline void remove_stale_temporaries(const std::string& file) {
+  const std::string dir = directory_of(file), prefix = base_name(file) + ".tmp.";
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
+  if (!d) return; // creating the temporary file reports an unusable directory
+  std::vector<std::string> stale;
+  while (const dirent* e = ::readdir(d.get()))
+    if (std::string_view(e->d_name).starts_with(prefix)) stale.emplace_back(e->d_name);
+  for (auto& name : stale)
+    ::unlink((dir + "/" + name).c_str());
+}
+
+/// A name no other writer uses, even one with this pid in another container on a shared volume.
+inline std::string temporary_name(const std::string& file) {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') std::strcpy(host, "host");
+  for (char* c = host; *c; ++c)
+    if (*c == '/') *c = '_';
+  std::random_device rd;
+  const std::uint64_t r = (std::uint64_t{rd()} << 32) ^ rd();
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(r));
+  return file + ".tmp." + host + "." + std::to_string(::getpid()) + "." + hex;
+}
+
+/// Whether `file` is a whole checkpoint (header, length, SHA-256): only such a file becomes .prev.
+inline bool checkpoint_intact(const std::string& file) {
+  try {
+    check_checkpoint_integrity(read_checkpoint_file(file), file);
+    return true;
+  } catch (const error&) { return false; }
+}
+
 } // namespace checkpoint_io
+
+DDP_INLINE void check_checkpoint_integrity(const std::vector<std::uint8_t>& b, const std::string& file) {
+  using namespace checkpoint_io;
+  auto refuse = [&](const std::string& what) {
+    throw error(error_kind::data, "checkpoint " + file + " " + what);
+  };
+  if (b.size() < sizeof checkpoint_magic)
+    refuse("is truncated: " + std::to_string(b.size()) + " bytes, fewer than a header and checksum (" +
+           std::to_string(checkpoint_header_bytes + checkpoint_digest_bytes) +
+           "); use an earlier checkpoint");
+  if (std::memcmp(b.data(), checkpoint_magic, sizeof checkpoint_magic) != 0)
+    refuse("is not a ddp checkpoint (it does not begin with \"DDPCKPT\"): check the path");
+  if (b.size() < checkpoint_header_bytes + checkpoint_digest_bytes)
+    refuse("is truncated: " + std::to_string(b.size()) + " bytes, fewer than a header and checksum (" +
+           std::to_string(checkpoint_header_bytes + checkpoint_digest_bytes) +
+           "); use an earlier checkpoint");
+  std::uint32_t version = 0, order = 0;
+  std::uint64_t body = 0;
+  std::memcpy(&version, b.data() + 8, 4);
+  std::memcpy(&order, b.data() + 12, 4);
+  std::memcpy(&body, b.data() + 16, 8);
+  if (order != 0x01020304)
+    throw checkpoint_unreadable(
+        "checkpoint " + file +
+        " was written by a host of the other byte order: load it on a host like the one that saved it");
+  if (version != checkpoint_version)
+    throw checkpoint_unreadable("checkpoint " + file + " has format version " + std::to_string(version) +
+                                "; this ddp reads version " + std::to_string(checkpoint_version) +
+                                ": load it with the ddp that wrote it");
+  const std::uint64_t want = checkpoint_header_bytes + body + checkpoint_digest_bytes;
+  if (body > b.size() || want != b.size())
+    refuse(std::string(want > b.size() ? "is truncated" : "has bytes past its end") +
+           ": its header promises " + std::to_string(want) + " bytes, the file has " +
+           std::to_string(b.size()) +
+           " (a write cut short, or a file copied in part); use an earlier checkpoint");
+  const auto md = sha256(b.data(), b.size() - checkpoint_digest_bytes);
+  if (std::memcmp(md.data(), b.data() + b.size() - checkpoint_digest_bytes, md.size()) != 0)
+    refuse("fails its SHA-256 check: its bytes changed after it was written (a torn write, a bit flip, "
+           "an edit); use an earlier checkpoint");
+}
 
 DDP_INLINE std::vector<std::uint8_t> encode_checkpoint(const checkpoint_contents& c) {
   using namespace checkpoint_io;
@@ -144,37 +271,7 @@ DDP_INLINE std::vector<std::uint8_t> encode_checkpoint(const checkpoint_contents
 DDP_INLINE checkpoint_contents decode_checkpoint(const std::vector<std::uint8_t>& b,
                                                  const std::string& file) {
   using namespace checkpoint_io;
-  auto refuse = [&](const std::string& what) {
-    throw error(error_kind::data, "checkpoint " + file + " " + what);
-  };
-  if (b.size() < sizeof checkpoint_magic ||
-      std::memcmp(b.data(), checkpoint_magic, sizeof checkpoint_magic) != 0)
-    refuse("is not a ddp checkpoint (it does not begin with \"DDPCKPT\"): check the path");
-  if (b.size() < checkpoint_header_bytes + checkpoint_digest_bytes)
-    refuse("is truncated: " + std::to_string(b.size()) + " bytes, fewer than a header and checksum (" +
-           std::to_string(checkpoint_header_bytes + checkpoint_digest_bytes) +
-           "); use an earlier checkpoint");
-  std::uint32_t version = 0, order = 0;
-  std::uint64_t body = 0;
-  std::memcpy(&version, b.data() + 8, 4);
-  std::memcpy(&order, b.data() + 12, 4);
-  std::memcpy(&body, b.data() + 16, 8);
-  if (order != 0x01020304)
-    refuse("was written by a host of the other byte order: load it on a host like the one that saved it");
-  if (version != checkpoint_version)
-    refuse("has format version " + std::to_string(version) + "; this ddp reads version " +
-           std::to_string(checkpoint_version) + ": load it with the ddp that wrote it");
-  const std::uint64_t want = checkpoint_header_bytes + body + checkpoint_digest_bytes;
-  if (body > b.size() || want != b.size())
-    refuse(std::string(want > b.size() ? "is truncated" : "has bytes past its end") +
-           ": its header promises " + std::to_string(want) + " bytes, the file has " +
-           std::to_string(b.size()) +
-           " (a write cut short, or a file copied in part); use an earlier checkpoint");
-  const auto md = sha256(b.data(), b.size() - checkpoint_digest_bytes);
-  if (std::memcmp(md.data(), b.data() + b.size() - checkpoint_digest_bytes, md.size()) != 0)
-    refuse("fails its SHA-256 check: its bytes changed after it was written (a torn write, a bit flip, "
-           "an edit); use an earlier checkpoint");
-
+  check_checkpoint_integrity(b, file);
   reader r(b, checkpoint_header_bytes, b.size() - checkpoint_digest_bytes, file);
   checkpoint_contents c;
   c.step = r.get<std::uint64_t>();
@@ -234,29 +331,41 @@ DDP_INLINE std::vector<std::uint8_t> read_checkpoint_file(const std::string& fil
 DDP_INLINE void write_checkpoint_file(const std::string& file, const std::vector<std::uint8_t>& bytes,
                                       bool keep_previous) {
   using namespace checkpoint_io;
-  const std::string tmp = file + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
+  // Held across the temporary file, the rotation and the rename: a second writer is refused.
+  fd_holder lock = lock_checkpoint(file);
+  remove_stale_temporaries(file);
+  const std::string tmp = temporary_name(file);
+  fd_holder fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (fd.get() < 0)
     throw error(error_kind::data, "checkpoint " + file + ": cannot create " + tmp + " beside it (" +
                                       errno_text() + "); check that the directory exists and is writable");
   try {
-    write_all(fd, bytes.data(), bytes.size(), file);
-    if (::fsync(fd) != 0)
+    write_all(fd.get(), bytes.data(), bytes.size(), file);
+    if (::fsync(fd.get()) != 0)
       throw error(error_kind::data, "checkpoint " + file + ": fsync of " + tmp + " failed (" + errno_text() +
                                         "); the previous one is untouched");
+    if (fd.close() != 0)
+      throw error(error_kind::data, "checkpoint " + file + ": closing " + tmp + " failed (" + errno_text() +
+                                        "); the previous one is untouched");
   } catch (...) {
-    ::close(fd);
     ::unlink(tmp.c_str());
     throw;
   }
-  ::close(fd);
   struct stat st {};
-  if (keep_previous && ::stat(file.c_str(), &st) == 0 &&
-      std::rename(file.c_str(), (file + ".prev").c_str()) != 0) {
-    const std::string why = errno_text();
-    ::unlink(tmp.c_str());
-    throw error(error_kind::data, "checkpoint " + file + ": cannot keep the previous one as " + file +
-                                      ".prev (" + why + "); it is untouched");
+  if (keep_previous && ::stat(file.c_str(), &st) == 0) {
+    // Only a whole checkpoint becomes .prev: a torn one (the reason a load fell back to .prev)
+    // is set aside as file.bad, and .prev stays the last good one.
+    const bool intact = checkpoint_intact(file);
+    const std::string to = file + (intact ? ".prev" : ".bad");
+    if (std::rename(file.c_str(), to.c_str()) != 0) {
+      const std::string why = errno_text();
+      ::unlink(tmp.c_str());
+      throw error(error_kind::data, "checkpoint " + file + ": cannot move the previous one to " + to + " (" +
+                                        why + "); it is untouched");
+    }
+    if (!intact)
+      log_line("checkpoint",
+               file + " was not a whole checkpoint: kept as " + to + ", " + file + ".prev left as it was");
   }
   if (std::rename(tmp.c_str(), file.c_str()) != 0) {
     const std::string why = errno_text();
@@ -265,11 +374,12 @@ DDP_INLINE void write_checkpoint_file(const std::string& file, const std::vector
                                       (keep_previous ? "; the previous one is " + file + ".prev" : ""));
   }
   // The renames are durable only once the directory is.
-  const int dir = ::open(directory_of(file).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    (void)::fsync(dir);
-    ::close(dir);
-  }
+  const std::string dir = directory_of(file);
+  fd_holder d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (d.get() < 0 || ::fsync(d.get()) != 0 || d.close() != 0)
+    throw error(error_kind::data, "checkpoint " + file + ": written and renamed, but syncing its directory " +
+                                      dir + " failed (" + errno_text() +
+                                      "): after a crash of this host the file may be the previous one");
 }
 
 } // namespace detail

@@ -44,6 +44,16 @@ inline constexpr std::uint32_t checkpoint_version = 1;
 inline constexpr std::size_t checkpoint_header_bytes = 24; ///< magic, version, byte order, body size
 inline constexpr std::size_t checkpoint_digest_bytes = 32; ///< SHA-256 of header and body
 
+/// A file that is whole but that this ddp cannot read (another format version or byte order):
+/// loading does not fall back to an earlier checkpoint for it.
+class checkpoint_unreadable : public error {
+public:
+  explicit checkpoint_unreadable(const std::string& what) : error(error_kind::data, what) {}
+};
+
+/// The checks of the header, the length and the SHA-256: a ddp::error (data) naming `file`
+/// (checkpoint_unreadable for another version or byte order) when one fails.
+DDP_INLINE void check_checkpoint_integrity(const std::vector<std::uint8_t>& bytes, const std::string& file);
 /// The whole file's bytes: header, body, SHA-256.
 DDP_INLINE std::vector<std::uint8_t> encode_checkpoint(const checkpoint_contents& c);
 /// Checks the header, the length and the SHA-256, then parses the body; every failure is a
@@ -53,8 +63,11 @@ DDP_INLINE checkpoint_contents decode_checkpoint(const std::vector<std::uint8_t>
 /// The file's bytes; a ddp::error naming it when it cannot be read.
 DDP_INLINE std::vector<std::uint8_t> read_checkpoint_file(const std::string& file);
 /// Writes `file` so that it is either the old file or the whole new one, whatever happens:
-/// a temporary file beside it, fsync, rename over it, fsync of the directory. With
-/// `keep_previous`, the file it replaces becomes `file.prev` first.
+/// under flock(2) on `file.lock` (a second writer is refused, naming it), stale `file.tmp.*`
+/// removed, a temporary file of its own beside it (O_EXCL; host, pid, random), fsync, close,
+/// rename over it, fsync of the directory (each failure an error naming the file or directory).
+/// With `keep_previous`, the file it replaces becomes `file.prev` first if it is a whole
+/// checkpoint, else `file.bad` (.prev is then left as it was).
 DDP_INLINE void write_checkpoint_file(const std::string& file, const std::vector<std::uint8_t>& bytes,
                                       bool keep_previous);
 
