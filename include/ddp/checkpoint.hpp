@@ -49,6 +49,31 @@ concept sharded_optimizer = requires(O& o, const O& c) {
   o.set_steps(std::uint64_t{});
 };
 
+/// The optimizer must step `dp` itself: its shards index dp's parameters, and those of another
+/// model would be read and written out of bounds.
+template <class Parallel, class Optimizer>
+void check_optimizer_of(const Parallel& dp, Optimizer& opt, const std::string& call, int rank) {
+  const void* mine = &dp;
+  const void* its = &opt.model();
+  if (mine != its)
+    throw error(error_kind::config,
+                "rank " + std::to_string(rank) + ": " + call + ": the optimizer (" + Optimizer::name() +
+                    ") was built on another data-parallel object than the one passed: pass the model's own "
+                    "optimizer (ddp::optim::" +
+                    Optimizer::name() + "(dp, ...) with this dp)",
+                rank);
+}
+
+/// A shard's range inside its parameter's record, checked (an internal error, never a write
+/// past the end).
+inline void check_shard_range(std::size_t offset, std::size_t count, std::size_t parameter_count,
+                              const std::string& name) {
+  if (offset > parameter_count || count > parameter_count - offset)
+    throw error(error_kind::mismatch, "checkpoint: a shard of '" + name + "' (elements " +
+                                          std::to_string(offset) + ".." + std::to_string(offset + count) +
+                                          ") runs past its " + std::to_string(parameter_count) + " elements");
+}
+
 /// The checkpoint's records of the model's parameters and buffers (values only).
 template <class Model> checkpoint_contents checkpoint_of_model(Model& m, int rank) {
   checkpoint_contents c;
@@ -102,6 +127,10 @@ template <class Optimizer> void gather_optimizer_state(Optimizer& opt, checkpoin
     }
     ();
     const std::size_t total = std::is_same_v<T, float> ? n32 : n64;
+    if (r.parameter >= c.tensors.size() || c.tensors[r.parameter].role != checkpoint_role::parameter)
+      throw error(error_kind::mismatch, "checkpoint: a shard names parameter " + std::to_string(r.parameter) +
+                                            ", which the model does not have");
+    check_shard_range(r.offset, r.value.size(), c.tensors[r.parameter].count, c.tensors[r.parameter].name);
     for (std::size_t k = 0; k < slots && !r.value.empty(); ++k) {
       const T* src = st.template at<T>(k, r.bucket, r.state_offset);
       std::memcpy(flat.data() + k * total + offset[r.parameter] + r.offset, src, r.value.size() * sizeof(T));
@@ -151,6 +180,8 @@ void save_checkpoint(const std::string& path, Parallel& dp, Optimizer* opt, cons
                     std::to_string(lo[0]) + " to " + std::to_string(hi[0]) +
                     " on different ranks: call it at the same step on every rank",
                 pg.rank());
+  if constexpr (!std::is_same_v<Optimizer, void>)
+    check_optimizer_of(dp, *opt, "save_checkpoint(" + path + ")", pg.rank());
   auto c = checkpoint_of_model(dp.module(), pg.rank());
   if constexpr (!std::is_same_v<Optimizer, void>) gather_optimizer_state(*opt, c);
   c.step = p.step;
@@ -279,6 +310,7 @@ void restore_optimizer(Optimizer& opt, const checkpoint_contents& c,
   opt.model().for_each_shard([&](auto& r) {
     using T = typename std::remove_cvref_t<decltype(r.value)>::value_type;
     const auto& t = *rec.at(r.parameter);
+    check_shard_range(r.offset, r.value.size(), t.count, t.name);
     for (std::size_t k = 0; k < st.slots() && !r.value.empty(); ++k)
       std::memcpy(st.template at<T>(k, r.bucket, r.state_offset),
                   reinterpret_cast<const T*>(t.state[k].data()) + r.offset, r.value.size() * sizeof(T));
@@ -290,6 +322,8 @@ template <class Parallel, class Optimizer>
 training_progress load_checkpoint(const std::string& path, Parallel& dp, Optimizer* opt,
                                   const checkpoint_options& o) {
   auto& pg = dp.group();
+  if constexpr (!std::is_same_v<Optimizer, void>)
+    check_optimizer_of(dp, *opt, "load_checkpoint(" + path + ")", pg.rank());
   const auto c = read_on_rank0(pg, path, o);
   std::vector<tensor_slot> slots;
   const auto rec = match_model(dp.module(), c, path, pg.rank(), slots);

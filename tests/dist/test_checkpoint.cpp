@@ -157,6 +157,23 @@ TEST_CASE("another model or another optimizer is refused, and nothing changes") 
           std::string::npos,
       m);
   CHECK(same.flat() == same_before);
+  // An optimizer of another data-parallel object (its shards index that model): refused on
+  // save and on load before anything is read or written.
+  {
+    mlp<float> small({6, 4, 3}, 5, false);
+    ddp::sharded_data_parallel sdp_small(small, pg);
+    ddp::optim::adam foreign(sdp_small, {.lr = 1e-2});
+    const auto before_other = net.flat();
+    auto f = refusal([&] { ddp::save_checkpoint(path, sdp, foreign, {.step = 9}); });
+    CHECK_MESSAGE(f.find("save_checkpoint(" + path +
+                         "): the optimizer (adam) was built on another data-parallel object") !=
+                      std::string::npos,
+                  f);
+    f = refusal([&] { ddp::load_checkpoint(path, sdp, foreign); });
+    CHECK_MESSAGE(f.find("load_checkpoint(" + path + "): the optimizer (adam)") != std::string::npos, f);
+    CHECK(net.flat() == before_other);
+    CHECK(ddp::load_checkpoint(path, sdp2).step == 1); // the file is still the step-1 one
+  }
   // The parameters alone load into the same model, whatever optimizer comes later.
   CHECK(ddp::load_checkpoint(path, sdp2).step == 1);
   CHECK(same.flat() == net.flat());
