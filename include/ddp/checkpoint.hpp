@@ -96,9 +96,11 @@ template <class Model> checkpoint_contents checkpoint_of_model(Model& m, int ran
   return c;
 }
 
-/// The optimizer's whole state, per parameter: every rank fills the elements it owns into
-/// zeros and a sum over the ranks completes it (each element has one owner, so the sum is
-/// exact whatever the world size and bucketing).
+/// The optimizer's whole state, per parameter: every rank fills the bit patterns of the elements
+/// it owns into zeros, and an integer sum over the ranks completes it. Each element has one
+/// owner, so the sum is that owner's bits exactly, whatever the value (-0.0, a denormal under
+/// FTZ/DAZ, a signalling NaN) and whatever the world size and bucketing: a float sum would
+/// change those. Optimizer state is float32 or float64; any other dtype is refused.
 template <class Optimizer> void gather_optimizer_state(Optimizer& opt, checkpoint_contents& c) {
   auto& sharded = opt.model();
   auto& st = opt.state();
@@ -111,19 +113,26 @@ template <class Optimizer> void gather_optimizer_state(Optimizer& opt, checkpoin
   std::vector<std::size_t> offset(c.tensors.size(), 0);
   std::size_t n32 = 0, n64 = 0;
   for (std::size_t p = 0; p < c.tensors.size() && c.tensors[p].role == checkpoint_role::parameter; ++p) {
-    auto& n = c.tensors[p].type == dtype::f32 ? n32 : n64;
+    const auto& t = c.tensors[p];
+    if (t.type != dtype::f32 && t.type != dtype::f64)
+      throw error(error_kind::config,
+                  "save_checkpoint: parameter '" + t.name + "' is " + std::string(to_string(t.type)) +
+                      "; optimizer state is saved for float32 and float64 parameters only");
+    auto& n = t.type == dtype::f32 ? n32 : n64;
     offset[p] = n;
-    n += c.tensors[p].count;
+    n += t.count;
   }
-  std::vector<float> f32(slots * n32, 0.0f);
-  std::vector<double> f64(slots * n64, 0.0);
+  std::vector<std::int32_t> bits32(slots * n32, 0);
+  std::vector<std::int64_t> bits64(slots * n64, 0);
   sharded.for_each_shard([&](auto& r) {
     using T = typename std::remove_cvref_t<decltype(r.value)>::value_type;
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+    static_assert(sizeof(float) == sizeof(std::int32_t) && sizeof(double) == sizeof(std::int64_t));
     auto& flat = [&]() -> auto& {
       if constexpr (std::is_same_v<T, float>)
-        return f32;
+        return bits32;
       else
-        return f64;
+        return bits64;
     }
     ();
     const std::size_t total = std::is_same_v<T, float> ? n32 : n64;
@@ -137,15 +146,15 @@ template <class Optimizer> void gather_optimizer_state(Optimizer& opt, checkpoin
     }
   });
   auto& pg = sharded.group();
-  if (!f32.empty()) pg.all_reduce(f32, op::sum);
-  if (!f64.empty()) pg.all_reduce(f64, op::sum);
+  if (!bits32.empty()) pg.all_reduce(bits32, op::sum);
+  if (!bits64.empty()) pg.all_reduce(bits64, op::sum);
   for (std::size_t p = 0; p < c.tensors.size() && c.tensors[p].role == checkpoint_role::parameter; ++p) {
     auto& t = c.tensors[p];
     const bool single = t.type == dtype::f32;
     const std::size_t total = single ? n32 : n64, bytes = t.count * size_of(t.type);
     for (std::size_t k = 0; k < slots; ++k) {
-      const auto* src = single ? reinterpret_cast<const std::byte*>(f32.data() + k * total + offset[p])
-                               : reinterpret_cast<const std::byte*>(f64.data() + k * total + offset[p]);
+      const auto* src = single ? reinterpret_cast<const std::byte*>(bits32.data() + k * total + offset[p])
+                               : reinterpret_cast<const std::byte*>(bits64.data() + k * total + offset[p]);
       t.state.emplace_back(src, src + bytes);
     }
   }
