@@ -14053,6 +14053,14 @@ void strided_share(const sampler_context& c, std::vector<std::int64_t>& out, Ord
   }
 }
 
+/// Whether a sampling policy declares `interleaved = true` (a missing member is false).
+template <class P> constexpr bool interleaved_policy() {
+  if constexpr (requires { P::interleaved; })
+    return static_cast<bool>(P::interleaved);
+  else
+    return false;
+}
+
 } // namespace detail
 
 namespace sampling {
@@ -14159,20 +14167,21 @@ public:
   /// Only for interleaved policies (shuffled, sequential): after every rank of a job has taken
   /// m indices, the job has consumed the first m·R positions. set_position(0) is the whole,
   /// PyTorch-identical epoch again.
+  /// The end of an epoch: without drop_last a whole epoch pads to ceil(n/R)·R positions, more
+  /// than n, so any position >= n is an empty rest (size() 0 on every rank), not an error. With
+  /// drop_last a whole epoch ends at floor(n/R)·R, which at another world size would reopen the
+  /// dropped tail: a checkpoint taken at the end of an epoch must record the next epoch at
+  /// position 0 (epoch + 1, samples 0), as docs/checkpoints.md's loop does.
+  /// (A member template so that explicitly instantiating a sampler of another policy compiles.)
   template <class P = Policy> void set_position(std::uint64_t consumed) {
-    static_assert(
-        requires { P::interleaved; },
-        "ddp: set_position needs an interleaved sampling policy (shuffled, sequential): in "
-        "another, a count of consumed samples does not say which were consumed");
+    static_assert(detail::interleaved_policy<P>(),
+                  "ddp: set_position needs an interleaved sampling policy (shuffled, sequential): in "
+                  "another, a count of consumed samples does not say which were consumed");
     const auto r = static_cast<std::size_t>(ctx_.num_replicas);
     if (consumed == 0) {
       whole_epoch();
     } else {
-      if (consumed > ctx_.n)
-        throw error(error_kind::config, "distributed_sampler: position " + std::to_string(consumed) +
-                                            " is past the end of an epoch of " + std::to_string(ctx_.n) +
-                                            " samples (was it saved with another data set?)");
-      ctx_.start = static_cast<std::size_t>(consumed);
+      ctx_.start = consumed >= ctx_.n ? ctx_.n : static_cast<std::size_t>(consumed);
       std::size_t rest = ctx_.n - ctx_.start;
       if (ctx_.drop_last) rest = rest / r * r;
       const auto rank = static_cast<std::size_t>(ctx_.rank);

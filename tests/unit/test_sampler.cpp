@@ -344,8 +344,31 @@ TEST_CASE(
   cut.set_position(30);
   CHECK(cut.size() == 23); // the rest cut to 69
   CHECK(cut.total_size() == 69);
-  CHECK_THROWS_WITH_AS(whole.set_position(101),
-                       doctest::Contains("position 101 is past the end of an epoch of 100"), ddp::error);
+}
+
+namespace {
+/// A policy that says it is not interleaved: set_position must not compile for it.
+struct not_interleaved {
+  static constexpr bool interleaved = false;
+};
+} // namespace
+
+TEST_CASE("a global position at the end of an epoch is an empty rest, at any world size") {
+  // Without drop_last, 3 ranks over 10 samples consume 12 positions (4 each, padded): a
+  // checkpoint there resumes, at 2 or 4 ranks, with nothing left of the epoch.
+  for (std::uint64_t at : {10u, 12u, 101u})
+    for (int world : {2, 3, 4})
+      for (int r = 0; r < world; ++r) {
+        ddp::distributed_sampler<> s(10, world, r, {.seed = 2});
+        CHECK_NOTHROW(s.set_position(at));
+        CHECK(s.size() == 0);
+        CHECK(s.indices().empty());
+        s.set_epoch(1);
+        CHECK(s.size() == (10u + static_cast<unsigned>(world) - 1) / static_cast<unsigned>(world));
+      }
+  static_assert(!ddp::detail::interleaved_policy<ddp::sampling::contiguous>());
+  static_assert(ddp::detail::interleaved_policy<ddp::sampling::shuffled>());
+  static_assert(!ddp::detail::interleaved_policy<not_interleaved>());
 }
 
 TEST_CASE("contiguous: one block per rank, same sizes and padding as shuffled") {
