@@ -375,21 +375,60 @@ inline topology topology_from_slurm() {
 
 } // namespace detail
 
+namespace detail {
+
+/// Whether PMI_RANK was set by Slurm's own PMI plugin (srun --mpi=pmi2), whose values are
+/// SLURM_PROCID's and SLURM_NTASKS', rather than by an MPI launcher inside an allocation, whose
+/// processes all inherit the batch step's SLURM_PROCID.
+inline bool pmi_from_slurm() {
+  auto procid = getenv_str("SLURM_PROCID");
+  if (!procid || getenv_str("MPI_LOCALRANKID")) return false;
+  auto size = getenv_str("PMI_SIZE"), ntasks = getenv_str("SLURM_NTASKS");
+  return getenv_str("PMI_RANK") == procid && (!size || size == ntasks);
+}
+
+/// Whether PMIX_RANK was set by Slurm's PMIx plugin: its namespace is slurm.pmix.<job>.<step>
+/// (without one, its rank is SLURM_PROCID's).
+inline bool pmix_from_slurm() {
+  auto procid = getenv_str("SLURM_PROCID");
+  if (!procid) return false;
+  if (auto ns = getenv_str("PMIX_NAMESPACE")) return ns->starts_with("slurm.pmix.");
+  return getenv_str("PMIX_RANK") == procid;
+}
+
+/// An MPI launcher's rank variable: inside a Kubeflow pod, mpirun's processes see the
+/// operator's RANK and PET_* too, and the launcher's set is theirs.
+inline bool mpi_launcher_rank() {
+  return getenv_str("OMPI_COMM_WORLD_RANK") || getenv_str("MV2_COMM_WORLD_RANK") || getenv_str("PMI_RANK") ||
+         getenv_str("PMIX_RANK");
+}
+
+} // namespace detail
+
 inline topology topology::from_env() {
   using detail::getenv_str;
   topology t;
-  if ((getenv_str("RANK") || getenv_str("PET_NODE_RANK")) && detail::kubeflow_without_launcher())
+  const bool kubeflow = detail::kubeflow_without_launcher() && !detail::mpi_launcher_rank();
+  if (kubeflow && !getenv_str("RANK") && !getenv_str("PET_NODE_RANK"))
+    throw error(error_kind::config,
+                "kubeflow environment (PET_NNODES=" + getenv_str("PET_NNODES").value_or("") +
+                    ", PET_NPROC_PER_NODE=" + getenv_str("PET_NPROC_PER_NODE").value_or("") +
+                    ") with neither RANK nor PET_NODE_RANK: an elastic PyTorchJob (elasticPolicy) hands "
+                    "ranks out through torchrun's rendezvous only, which ddp does not run; give the job a "
+                    "fixed number of workers (no elasticPolicy), or set RANK and WORLD_SIZE");
+  if (kubeflow)
     t = detail::topology_from_kubeflow();
-  else if (getenv_str("RANK"))
+  else if (getenv_str("RANK") && !(detail::kubeflow_without_launcher() && detail::mpi_launcher_rank()))
     t = detail::topology_from_torchrun();
   else if (getenv_str("OMPI_COMM_WORLD_RANK"))
     t = detail::topology_from_openmpi();
   else if (getenv_str("MV2_COMM_WORLD_RANK"))
     t = detail::topology_from_mvapich();
-  // Slurm's PMI plugins set PMI_RANK too, without MPI_LOCALRANKID: SLURM's own set is complete.
-  else if (getenv_str("PMI_RANK") && (getenv_str("MPI_LOCALRANKID") || !getenv_str("SLURM_PROCID")))
+  // Slurm's PMI plugins set PMI_RANK (PMIX_RANK) too: then SLURM's own set, complete, is read; a
+  // leftover SLURM_PROCID under another launcher is not (decided by the values).
+  else if (getenv_str("PMI_RANK") && !detail::pmi_from_slurm())
     t = detail::topology_from_mpich();
-  else if (getenv_str("PMIX_RANK") && !getenv_str("SLURM_PROCID"))
+  else if (getenv_str("PMIX_RANK") && !detail::pmix_from_slurm())
     t = detail::topology_from_pmix();
   else if (getenv_str("SLURM_PROCID"))
     t = detail::topology_from_slurm();

@@ -379,12 +379,66 @@ TEST_CASE("srun with Slurm's PMI plugins: SLURM's complete set is read") {
                {"SLURM_STEP_TASKS_PER_NODE", "2(x2)"},
                {"PMI_RANK", "3"},
                {"PMI_SIZE", "4"},
-               {"PMIX_RANK", "3"}});
+               {"PMIX_RANK", "3"},
+               {"PMIX_NAMESPACE", "slurm.pmix.77.0"}});
   auto t = ddp::topology::from_env();
   CHECK(t.source == "slurm");
   CHECK(t.rank == 3);
   CHECK(t.local_world_size == 2);
   CHECK(t.master_addr == "n1");
+}
+
+TEST_CASE("another launcher inside an allocation: a leftover SLURM_PROCID does not win") {
+  // The batch step's SLURM_PROCID=0 and SLURM_NTASKS=1 under each launcher's rank 1 of 2.
+  const std::map<std::string, std::string> batch{
+      {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}, {"SLURM_JOB_ID", "4242"}, {"SLURM_JOB_NODELIST", "n1"}};
+  auto with = [&](std::map<std::string, std::string> extra) {
+    extra.insert(batch.begin(), batch.end());
+    return extra;
+  };
+  {
+    // MPICH without MPI_LOCALRANKID (e.g. an older Hydra): PMI_RANK differs from SLURM_PROCID.
+    env_guard g(with({{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}}));
+    auto t = ddp::topology::from_env();
+    CHECK(t.source == "mpich");
+    CHECK(t.rank == 1);
+    CHECK(t.world_size == 2);
+  }
+  {
+    // Its rank 0: the same rank as the batch step, but not the same size.
+    env_guard g(with({{"PMI_RANK", "0"}, {"PMI_SIZE", "2"}}));
+    auto t = ddp::topology::from_env();
+    CHECK(t.source == "mpich");
+    CHECK(t.world_size == 2);
+  }
+  {
+    // prterun inside sbatch: PRRTE's namespace, not Slurm's.
+    env_guard g(with({{"PMIX_RANK", "1"}, {"PMIX_NAMESPACE", "prterun-n1-99@1"}, {"WORLD_SIZE", "2"}}));
+    auto t = ddp::topology::from_env();
+    CHECK(t.source == "pmix");
+    CHECK(t.rank == 1);
+    CHECK(t.world_size == 2);
+  }
+}
+
+TEST_CASE("Kubeflow: an elastic worker-only job has no rank; mpirun in a pod is OpenMPI's") {
+  // elasticPolicy: PET_NNODES=min:max, no RANK, no PET_NODE_RANK: not rank 0 of 1 in silence.
+  auto m =
+      config_error({{"PET_NNODES", "1:4"}, {"PET_NPROC_PER_NODE", "auto"}, {"PET_MASTER_PORT", "23456"}});
+  CHECK(m.find("neither RANK nor PET_NODE_RANK") != std::string::npos);
+  CHECK(m.find("PET_NNODES=1:4") != std::string::npos);
+  // mpirun inside a PyTorchJob's pod: OMPI_* and no LOCAL_RANK beside the operator's variables.
+  auto env = pytorchjob_pod("auto");
+  for (auto& [k, v] : std::map<std::string, std::string>{{"OMPI_COMM_WORLD_RANK", "5"},
+                                                         {"OMPI_COMM_WORLD_SIZE", "8"},
+                                                         {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                                                         {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}})
+    env[k] = v;
+  env_guard g(env);
+  auto t = ddp::topology::from_env();
+  CHECK(t.source == "openmpi");
+  CHECK(t.rank == 5);
+  CHECK(t.world_size == 8);
 }
 
 TEST_CASE("MVAPICH: MV2_COMM_WORLD_*") {
