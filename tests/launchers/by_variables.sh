@@ -8,8 +8,15 @@ set -u
 mode=$1; ddprun=$2; worker=$3
 work=$(mktemp -d "${TMPDIR:-/tmp}/ddp-vars.XXXXXX")
 pids=""
-cleanup() { for p in $pids; do kill "$p" 2>/dev/null; done; rm -rf "$work"; }
+watchdog=""
+cleanup() {
+  for p in $pids $watchdog; do kill "$p" 2>/dev/null; done
+  rm -rf "$work"
+}
 trap cleanup EXIT
+# ctest's timeout and ^C: the workers go with the script (the EXIT trap runs on exit only).
+trap 'exit 143' TERM HUP
+trap 'exit 130' INT
 export DDP_TIMEOUT=60s
 # A free port outside the ephemeral range, so that no other process's connection takes it meanwhile.
 port=$(python3 -c '
@@ -54,7 +61,7 @@ case "$mode" in
     # the operator's default nprocPerNode, auto, leaves ddprun's default.
     for args in "--nnodes 1 --node-rank 0 --nproc-per-node 2" "--nnodes 1 --node-rank 0"; do
       # shellcheck disable=SC2086
-      out=$(env PET_NNODES=1:4 PET_NODE_RANK=x PET_NPROC_PER_NODE=auto timeout 120 "$ddprun" $args "$worker" ok 2>&1) ||
+      out=$(env PET_NNODES=1:4 PET_NODE_RANK=x PET_NPROC_PER_NODE=auto timeout 60 "$ddprun" $args "$worker" ok 2>&1) ||
         { echo "FAIL: ddprun $args under PET_NNODES=1:4 PET_NPROC_PER_NODE=auto: $out"; exit 1; }
       n=$(echo "$args" | grep -q 'nproc-per-node 2' && echo 2 || echo 1)
       echo "$out" | grep -qF "RESULT ok rank=0 size=$n" || { echo "FAIL: ddprun $args: $out"; exit 1; }
@@ -89,15 +96,30 @@ case "$mode" in
     ;;
   pmix)
     # PRRTE's PMIx variables; the sizes are exported by the user (PMIx gives them through its API only).
+    # The port derived from the namespace (checked in unit.topology) could be taken: the free one is given.
     for r in 0 1; do
-      start "r$r" PMIX_RANK=$r PMIX_NAMESPACE="prterun-test-$port@1" WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2
+      start "r$r" PMIX_RANK=$r PMIX_NAMESPACE="prterun-test-$port@1" WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 \
+        MASTER_PORT="$port"
     done
     ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac
+# A bounded wait: a worker that hangs is killed (and fails the test) well before ctest's timeout.
+(
+  sleep 90 &
+  nap=$!
+  trap 'kill $nap 2>/dev/null; exit 0' TERM
+  wait $nap
+  echo "FAIL: $mode: a process still ran after 90 s" > "$work/zz-watchdog.out"
+  for p in $pids; do kill "$p" 2>/dev/null; done
+) > /dev/null 2>&1 &
+watchdog=$!
 rc=0
 for p in $pids; do wait "$p" || rc=1; done
 pids=""
+kill "$watchdog" 2>/dev/null
+wait "$watchdog" 2>/dev/null
+watchdog=""
 cat "$work"/*.out
 [ $rc -eq 0 ] || { echo "FAIL: $mode: a process exited with an error"; exit 1; }
 for r in $(seq 0 $((world - 1))); do
