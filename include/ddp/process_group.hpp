@@ -175,7 +175,8 @@ public:
   /// both). Messages run beside the group's collectives, in a lane per peer
   /// and direction: a send waits for its recv, but holds up nothing else, so
   /// both ranks of a pair may send_async first (a blocking send waits there).
-  /// ddp::gloo, host memory.
+  /// Wait for each one before the group goes: teardown fails a message still
+  /// pending (naming it) instead of waiting for it. ddp::gloo, host memory.
   template <class T> work send_async(T&& t, int dst, std::int64_t tag = 0) {
     if constexpr (async_input<T>()) {
       return extended<const std::remove_reference_t<T>>(

@@ -3923,7 +3923,8 @@ public:
   /// both). Messages run beside the group's collectives, in a lane per peer
   /// and direction: a send waits for its recv, but holds up nothing else, so
   /// both ranks of a pair may send_async first (a blocking send waits there).
-  /// ddp::gloo, host memory.
+  /// Wait for each one before the group goes: teardown fails a message still
+  /// pending (naming it) instead of waiting for it. ddp::gloo, host memory.
   template <class T> work send_async(T&& t, int dst, std::int64_t tag = 0) {
     if constexpr (async_input<T>()) {
       return extended<const std::remove_reference_t<T>>(
@@ -21383,9 +21384,11 @@ public:
               std::function<void(std::uint32_t seq, const std::string& what)> body) {
     ordered_queue* q = nullptr;
     std::uint32_t seq = 0;
+    const std::pair<int, bool> key{peer, sends};
+    std::string what;
     {
       std::lock_guard lock(mu_);
-      auto& l = lanes_[{peer, sends}];
+      auto& l = lanes_[key];
       if (!l.queue) {
         l.queue = std::make_unique<ordered_queue>(label_ + (sends ? " send to " : " recv from ") +
                                                   std::to_string(peer));
@@ -21393,10 +21396,31 @@ public:
       }
       q = l.queue.get();
       seq = l.next++;
+      what = head + " #" + std::to_string(seq) + tail;
+      l.pending.emplace(seq, what);
     }
-    std::string what = head + " #" + std::to_string(seq) + tail;
-    return q->submit([body = std::move(body), seq, what](work_state&) { body(seq, what); }, what, timeout,
-                     blocking);
+    return q->submit(
+        [this, key, body = std::move(body), seq, what](work_state&) {
+          struct done_t {
+            gloo_p2p_lanes* lanes;
+            std::pair<int, bool> key;
+            std::uint32_t seq;
+            ~done_t() { lanes->done(key, seq); }
+          } done{this, key, seq};
+          body(seq, what);
+        },
+        what, timeout, blocking);
+  }
+
+  /// What was posted and has not ended yet ("rank 0: recv #3 from rank 1 (...)"),
+  /// by lane; meaningless once the lanes are aborted.
+  std::vector<std::string> pending() {
+    std::lock_guard lock(mu_);
+    std::vector<std::string> out;
+    for (auto& [key, l] : lanes_)
+      for (auto& [seq, what] : l.pending)
+        out.push_back(what);
+    return out;
   }
 
   /// Every lane fails what it holds with `why`, and refuses later messages.
@@ -21405,6 +21429,12 @@ public:
     if (!poison_) poison_ = why;
     for (auto& [key, l] : lanes_)
       l.queue->abort(poison_);
+  }
+
+  /// The error abort() failed the lanes with, if any.
+  std::exception_ptr poisoned() {
+    std::lock_guard lock(mu_);
+    return poison_;
   }
 
   void drain() {
@@ -21427,9 +21457,15 @@ private:
     return out;
   }
 
+  void done(std::pair<int, bool> key, std::uint32_t seq) noexcept {
+    std::lock_guard lock(mu_);
+    lanes_[key].pending.erase(seq);
+  }
+
   struct lane {
     std::unique_ptr<ordered_queue> queue;
     std::uint32_t next = 0;
+    std::map<std::uint32_t, std::string> pending; ///< posted, not ended, by number (pending())
   };
   std::mutex mu_;
   std::map<std::pair<int, bool>, lane> lanes_;
@@ -22935,6 +22971,7 @@ DDP_END_NAMESPACE
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/types.h>
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -23016,6 +23053,7 @@ public:
   gloo_communicator_impl& operator=(const gloo_communicator_impl&) = delete;
   ~gloo_communicator_impl() { // the workers stop before the context goes
     queue_.stop();
+    abort_pending_messages();
     lanes_.stop();
   }
 
@@ -23065,8 +23103,11 @@ public:
   int size() const { return size_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
   std::exception_ptr poisoned() const { return queue_.poisoned(); }
+  /// Before teardown: the collectives queued run; a send or recv still
+  /// pending then fails (abort_pending_messages), it is not waited for.
   void drain() {
     queue_.drain();
+    abort_pending_messages();
     lanes_.drain();
   }
 
@@ -23089,6 +23130,7 @@ public:
     std::lock_guard lock(contexts_mu_); // against fail_for_peer: one of them is the group's error
     queue_.abort(std::make_exception_ptr(error(error_kind::backend, reason, rank_)));
     lanes_.abort(queue_.poisoned());
+    verdict_cv_.notify_all();
   }
 
   /// The store reports that `lost.rank` failed (process_group's
@@ -23110,6 +23152,7 @@ public:
       queue_.abort(why);
       lanes_.abort(why);
     }
+    verdict_cv_.notify_all();
     queue_.recorder().note(lost_news(lost) + " (the store reported it)");
     interrupt_connections(false);
   }
@@ -23306,7 +23349,10 @@ private:
         peer, sends, head, tail, timeout_, blocking, [=, this](std::uint32_t seq, const std::string& what) {
           std::shared_ptr<gloo_mesh_context> ctx;
           {
-            std::lock_guard lock(contexts_mu_);
+            std::unique_lock lock(contexts_mu_);
+            // No context: a collective is failing (close_all), its error on the way to fail_lanes.
+            if (!ctx_) verdict_cv_.wait(lock, [&] { return lanes_.poisoned() != nullptr; });
+            if (auto why = lanes_.poisoned()) std::rethrow_exception(why);
             if (auto why = queue_.poisoned()) std::rethrow_exception(why);
             ctx = ctx_;
           }
@@ -23315,6 +23361,7 @@ private:
           } catch (const ddp::error&) {
             fail_from_lane(std::current_exception());
           } catch (const std::exception& e) {
+            await_verdict();
             fail_from_lane(std::make_exception_ptr(
                 error(error_kind::timeout,
                       what + " failed: " + e.what() + ". Rank " + std::to_string(peer) +
@@ -23325,16 +23372,61 @@ private:
         });
   }
 
+  /// The group goes while sends or recvs it was given have not ended: a
+  /// message nobody will match (or whose peer is gone) would hold the teardown
+  /// until its timeout. They fail now, named in the error and in this rank's
+  /// output; this rank's connections close, so that a peer waiting on one of
+  /// them fails now too. The collectives have drained: only the messages use them.
+  void abort_pending_messages() noexcept {
+    try {
+      if (lanes_.poisoned()) return; // failed already: nothing waits
+      const auto pending = lanes_.pending();
+      if (pending.empty()) return;
+      std::string list;
+      for (const auto& p : pending)
+        list += (list.empty() ? "" : "; ") + p;
+      const std::string why = "rank " + std::to_string(rank_) + ": the process group" + note_ +
+                              " was destroyed with " + std::to_string(pending.size()) +
+                              " send/recv pending: " + list +
+                              ". They fail now: wait for every send_async and recv_async (work::wait) "
+                              "before the group goes";
+      log_line("rank " + std::to_string(rank_), why);
+      {
+        std::lock_guard lock(contexts_mu_);
+        lanes_.abort(std::make_exception_ptr(error(error_kind::backend, why, rank_)));
+      }
+      verdict_cv_.notify_all();
+      interrupt_connections(false);
+    } catch (const std::exception&) {} // teardown: the lanes' own timeouts still bound them
+  }
+
   /// A message failed: the group fails with `why` (its first failure stands),
   /// every connection closes so peers blocked on this rank fail now, and the
   /// message's work fails with the group's error.
+  /// A message's connection failed. When a collective is failing meanwhile,
+  /// or a peer's collective failed and closed its connections before this
+  /// rank's saw why, the group's error is that collective's, not this
+  /// message's closed connection: wait for it (a collective's failure always
+  /// ends in fail_lanes), or up to a second for one to begin.
+  void await_verdict() {
+    std::unique_lock lock(contexts_mu_);
+    verdict_cv_.wait_for(lock, std::chrono::seconds(1),
+                         [&] { return lanes_.poisoned() || collective_failing_; });
+    if (collective_failing_) verdict_cv_.wait(lock, [&] { return lanes_.poisoned() != nullptr; });
+  }
+
+  /// When the lanes failed already (the group failed, or is torn down), that
+  /// failure interrupted this message: its error stands, and whoever failed
+  /// them closed what had to close.
   [[noreturn]] void fail_from_lane(std::exception_ptr why) {
     {
       std::lock_guard lock(contexts_mu_);
+      if (auto first = lanes_.poisoned()) std::rethrow_exception(first);
       queue_.abort(why);
       why = queue_.poisoned();
       lanes_.abort(why);
     }
+    verdict_cv_.notify_all();
     interrupt_connections(true);
     std::rethrow_exception(why);
   }
@@ -23350,11 +23442,36 @@ private:
           try {
             body(tag, what);
           } catch (...) {
-            blame_.collective(
-                what, std::current_exception(), [this](bool with_segment) { close_all(with_segment); },
-                [this] { return reported_peer_failure(); });
+            {
+              std::lock_guard lock(contexts_mu_);
+              collective_failing_ = true; // before close_all: see await_verdict
+            }
+            try {
+              blame_.collective(
+                  what, std::current_exception(), [this](bool with_segment) { close_all(with_segment); },
+                  [this] { return reported_peer_failure(); });
+            } catch (...) {
+              fail_lanes(std::current_exception());
+              throw;
+            }
           }
         });
+  }
+
+  /// A collective failed, its connections closed (close_all): its error
+  /// becomes the group's, and the send/recv lanes fail with it now. Their
+  /// workers hold the context they started with, so closing its connections
+  /// (close_all) and ending the waits on its buffers is what stops a message
+  /// under way; else a posted recv, and the peers waiting on it, ran to their
+  /// timeout (docs/design-notes.md, "Note [send/recv lanes]").
+  void fail_lanes(std::exception_ptr why) noexcept {
+    {
+      std::lock_guard lock(contexts_mu_);
+      queue_.abort(std::move(why));
+      lanes_.abort(queue_.poisoned());
+    }
+    verdict_cv_.notify_all();
+    waits_.interrupt_all(); // after close_all failed the connections
   }
 
   /// A collective failed on the wire (see gloo_blame::io).
@@ -23367,6 +23484,13 @@ private:
     if (shm_path_.get() && with_segment)
       shm_path_.get()->abort(); // the node's ranks waiting in the segment fail now too, as over TCP
     std::lock_guard lock(contexts_mu_);
+    // Failed, not only dropped: a send/recv worker holds the context too, and
+    // would keep its sockets open.
+    {
+      std::lock_guard failing(failing_mu_);
+      for (auto* c : {ctx_.get(), leaders_.get()})
+        if (c) c->fail_connections();
+    }
     ctx_.reset();
     leaders_.reset();
   }
@@ -23386,8 +23510,11 @@ private:
       ctx = ctx_;
       leaders = leaders_;
     }
-    for (auto* c : {ctx.get(), leaders.get()})
-      if (c) c->fail_connections();
+    {
+      std::lock_guard failing(failing_mu_);
+      for (auto* c : {ctx.get(), leaders.get()})
+        if (c) c->fail_connections();
+    }
     waits_.interrupt_all(); // after the sockets closed: nothing writes into the buffers any more
   }
 
@@ -23404,6 +23531,9 @@ private:
   /// take it; so do the two ways to fail the group from outside (which poisons first).
   std::mutex contexts_mu_;
   std::optional<lost_rank> peer_failure_; ///< set by fail_for_peer when its failure is the group's
+  bool collective_failing_ = false;       ///< a collective failed; its error is on its way (await_verdict)
+  std::condition_variable verdict_cv_;    ///< with contexts_mu_: the lanes failed, or a collective began to
+  std::mutex failing_mu_;                 ///< one thread at a time fails connections (the innermost lock)
   std::shared_ptr<gloo_mesh_context> ctx_;
   std::shared_ptr<gloo_mesh_context> leaders_; ///< local rank 0 of each node, across nodes with shm
   gloo_shm_path shm_path_; ///< the node's segment, when the ranks voted for it, and its shm arrays

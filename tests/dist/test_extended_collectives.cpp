@@ -413,3 +413,72 @@ TEST_CASE("mismatches: a pair's send and recv, on both ranks of the pair") {
       },
       pair);
 }
+
+TEST_CASE("a collective that fails ends the pending send/recv at once, on every rank") {
+  auto& ctl = group();
+  if (ctl.size() == 1) return;
+  std::string dir;
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    auto pg = fresh_group(dir);
+    pg.barrier();
+    const int w = pg.size(), r = pg.rank();
+    // Never matched: no rank sends. Before, the failed collective left this
+    // recv, and the group's teardown that waits for it, to their timeout.
+    std::vector<float> in(5, -1.0f);
+    auto pending = pg.recv_async(in, (r + w - 1) % w, 7);
+    std::vector<float> v(r == w - 1 ? 3 : 2, 1.0f);
+    ddp::error_kind kind = ddp::error_kind::config;
+    try {
+      pg.all_reduce(v);
+    } catch (const ddp::error& e) { kind = e.kind(); }
+    CHECK(kind == ddp::error_kind::mismatch);
+    std::string text;
+    kind = ddp::error_kind::config;
+    try {
+      pending.wait();
+    } catch (const ddp::error& e) {
+      kind = e.kind();
+      text = e.what();
+    }
+    CAPTURE(text);
+    CHECK(kind == ddp::error_kind::mismatch); // the group's error, not a timeout of its own
+    CHECK(std::chrono::steady_clock::now() - t0 < case_timeout / 3);
+  } // the teardown does not wait for the recv either
+  CHECK(std::chrono::steady_clock::now() - t0 < case_timeout / 3);
+  ctl.barrier();
+  if (ctl.rank() == 0) std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a group destroyed with a send and a recv never matched fails them, without waiting") {
+  auto& ctl = group();
+  if (ctl.size() == 1) return;
+  std::string dir;
+  std::vector<float> in(5, -1.0f), out(70000, 1.0f); // a recv, and a send past the inline cap
+  ddp::work recv, send;
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    auto pg = fresh_group(dir);
+    pg.barrier();
+    const int w = pg.size(), r = pg.rank();
+    // Nobody sends to a rank, and rank 1 posts no recv (so none meets rank 0's send).
+    if (r != 1) recv = pg.recv_async(in, (r + w - 1) % w, 5);
+    if (r == 0) send = pg.send_async(out, 1, 6);
+  } // before, each waited out its timeout here
+  CHECK(std::chrono::steady_clock::now() - t0 < case_timeout / 3);
+  for (auto* wk : {&recv, &send}) {
+    if ((wk == &send && ctl.rank() != 0) || (wk == &recv && ctl.rank() == 1)) continue;
+    std::string text;
+    try {
+      wk->wait();
+    } catch (const ddp::error& e) { text = e.what(); }
+    CAPTURE(text);
+    CHECK(text.find("was destroyed with") != std::string::npos);
+    if (ctl.rank() != 1)
+      CHECK(text.find("recv #0 from rank " + std::to_string((ctl.rank() + ctl.size() - 1) % ctl.size())) !=
+            std::string::npos);
+    if (ctl.rank() == 0) CHECK(text.find("send #0 to rank 1") != std::string::npos);
+  }
+  ctl.barrier();
+  if (ctl.rank() == 0) std::filesystem::remove_all(dir);
+}

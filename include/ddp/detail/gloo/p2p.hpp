@@ -139,9 +139,11 @@ public:
               std::function<void(std::uint32_t seq, const std::string& what)> body) {
     ordered_queue* q = nullptr;
     std::uint32_t seq = 0;
+    const std::pair<int, bool> key{peer, sends};
+    std::string what;
     {
       std::lock_guard lock(mu_);
-      auto& l = lanes_[{peer, sends}];
+      auto& l = lanes_[key];
       if (!l.queue) {
         l.queue = std::make_unique<ordered_queue>(label_ + (sends ? " send to " : " recv from ") +
                                                   std::to_string(peer));
@@ -149,10 +151,31 @@ public:
       }
       q = l.queue.get();
       seq = l.next++;
+      what = head + " #" + std::to_string(seq) + tail;
+      l.pending.emplace(seq, what);
     }
-    std::string what = head + " #" + std::to_string(seq) + tail;
-    return q->submit([body = std::move(body), seq, what](work_state&) { body(seq, what); }, what, timeout,
-                     blocking);
+    return q->submit(
+        [this, key, body = std::move(body), seq, what](work_state&) {
+          struct done_t {
+            gloo_p2p_lanes* lanes;
+            std::pair<int, bool> key;
+            std::uint32_t seq;
+            ~done_t() { lanes->done(key, seq); }
+          } done{this, key, seq};
+          body(seq, what);
+        },
+        what, timeout, blocking);
+  }
+
+  /// What was posted and has not ended yet ("rank 0: recv #3 from rank 1 (...)"),
+  /// by lane; meaningless once the lanes are aborted.
+  std::vector<std::string> pending() {
+    std::lock_guard lock(mu_);
+    std::vector<std::string> out;
+    for (auto& [key, l] : lanes_)
+      for (auto& [seq, what] : l.pending)
+        out.push_back(what);
+    return out;
   }
 
   /// Every lane fails what it holds with `why`, and refuses later messages.
@@ -161,6 +184,12 @@ public:
     if (!poison_) poison_ = why;
     for (auto& [key, l] : lanes_)
       l.queue->abort(poison_);
+  }
+
+  /// The error abort() failed the lanes with, if any.
+  std::exception_ptr poisoned() {
+    std::lock_guard lock(mu_);
+    return poison_;
   }
 
   void drain() {
@@ -183,9 +212,15 @@ private:
     return out;
   }
 
+  void done(std::pair<int, bool> key, std::uint32_t seq) noexcept {
+    std::lock_guard lock(mu_);
+    lanes_[key].pending.erase(seq);
+  }
+
   struct lane {
     std::unique_ptr<ordered_queue> queue;
     std::uint32_t next = 0;
+    std::map<std::uint32_t, std::string> pending; ///< posted, not ended, by number (pending())
   };
   std::mutex mu_;
   std::map<std::pair<int, bool>, lane> lanes_;
