@@ -474,12 +474,15 @@ private:
           static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                         "ddp: all_to_all needs input and output of the same element type");
           auto o = as_span(out);
+          // Refused in the group's header round: every rank fails now, not its peers at their timeout.
           if (i.size() != o.size() || i.size() % static_cast<std::size_t>(size()) != 0)
-            throw error(error_kind::config,
-                        "all_to_all on rank " + std::to_string(rank()) + ": input has " +
-                            std::to_string(i.size()) + " elements, output " + std::to_string(o.size()) +
-                            "; both must hold world size " + std::to_string(size()) +
-                            " blocks of the same count (for other splits pass send_counts and recv_counts)");
+            return c.refuse("all_to_all", dt, 0,
+                            "all_to_all on rank " + std::to_string(rank()) + ": input has " +
+                                std::to_string(i.size()) + " elements, output " + std::to_string(o.size()) +
+                                "; both must hold world size " + std::to_string(size()) +
+                                " blocks of the same count (for other splits pass send_counts and "
+                                "recv_counts)",
+                            blocking);
           return c.all_to_all(i.data(), o.data(), i.size() / static_cast<std::size_t>(size()), dt, blocking);
         },
         in);
@@ -493,7 +496,11 @@ private:
           static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                         "ddp: all_to_all needs input and output of the same element type");
           auto o = as_span(out);
-          detail::check_split_counts("all_to_all", rank(), size(), i.size(), sc, o.size(), rc);
+          try {
+            detail::check_split_counts("all_to_all", rank(), size(), i.size(), sc, o.size(), rc);
+          } catch (const error& e) { // refused in the header round: every rank fails now
+            return c.refuse("all_to_all", dt, 0, std::string(e.message()), blocking);
+          }
           return c.all_to_all_v(i.data(), std::move(sc), o.data(), std::move(rc), dt, blocking);
         },
         in);
@@ -511,12 +518,14 @@ private:
           auto o = as_span(out);
           const std::size_t n = to_root ? i.size() : o.size();
           const std::size_t whole = to_root ? o.size() : i.size();
+          // Refused in the header round: the other ranks fail now too, not at their timeout.
           if (rank() == root && whole != n * static_cast<std::size_t>(size()))
-            throw error(error_kind::config, std::string(name) + " on root " + std::to_string(root) + ": " +
-                                                (to_root ? "output" : "input") + " has " +
-                                                std::to_string(whole) + " elements, expected world size " +
-                                                std::to_string(size()) + " x " +
-                                                (to_root ? "input " : "output ") + std::to_string(n));
+            return c.refuse(name, dt, root,
+                            std::string(name) + " on root " + std::to_string(root) + name_note() + ": " +
+                                (to_root ? "output" : "input") + " has " + std::to_string(whole) +
+                                " elements, expected world size " + std::to_string(size()) + " x " +
+                                (to_root ? "input " : "output ") + std::to_string(n),
+                            blocking);
           if constexpr (to_root)
             return c.gather(i.data(), o.data(), n, dt, root, blocking);
           else
@@ -644,10 +653,13 @@ private:
 
   void check_root(int root, const char* what) const {
     if (root < 0 || root >= size())
-      throw error(error_kind::config, std::string(what) + ": root " + std::to_string(root) +
+      throw error(error_kind::config, std::string(what) + " on rank " + std::to_string(rank()) + name_note() +
+                                          ": root " + std::to_string(root) +
                                           " is not a rank of this group (0.." + std::to_string(size() - 1) +
                                           ")");
   }
+  /// " of <group name>" for a subgroup, for errors raised here.
+  std::string name_note() const { return name_.empty() ? std::string() : " of " + name_; }
 
   std::shared_ptr<const void> alive_ = std::make_shared<const int>(0); ///< lifetime()
   ddp::topology topo_;

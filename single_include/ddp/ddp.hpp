@@ -2788,6 +2788,11 @@ public:
   /// Block p of root's `in` (size() blocks of n) goes to rank p's `out`.
   DDP_INLINE work scatter(const void* in, void* out, std::size_t n, dtype dt, int root,
                           bool blocking = false);
+  /// In place of all_to_all, gather or scatter (`name`) when this rank's
+  /// arguments do not fit it (`why`): every rank of the group then fails that
+  /// collective with ddp::error(mismatch) at once, not at its timeout. A group
+  /// of one rank throws ddp::error(config) and goes on.
+  DDP_INLINE work refuse(const char* name, dtype dt, int root, std::string why, bool blocking = false);
   /// Root's `data` becomes the reduction of every rank's (in rank order); the others' stays.
   DDP_INLINE work reduce(void* data, std::size_t n, dtype dt, op o, int root, bool blocking = false);
   /// Point to point, beside the collectives in a lane per peer and direction:
@@ -4222,12 +4227,15 @@ private:
           static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                         "ddp: all_to_all needs input and output of the same element type");
           auto o = as_span(out);
+          // Refused in the group's header round: every rank fails now, not its peers at their timeout.
           if (i.size() != o.size() || i.size() % static_cast<std::size_t>(size()) != 0)
-            throw error(error_kind::config,
-                        "all_to_all on rank " + std::to_string(rank()) + ": input has " +
-                            std::to_string(i.size()) + " elements, output " + std::to_string(o.size()) +
-                            "; both must hold world size " + std::to_string(size()) +
-                            " blocks of the same count (for other splits pass send_counts and recv_counts)");
+            return c.refuse("all_to_all", dt, 0,
+                            "all_to_all on rank " + std::to_string(rank()) + ": input has " +
+                                std::to_string(i.size()) + " elements, output " + std::to_string(o.size()) +
+                                "; both must hold world size " + std::to_string(size()) +
+                                " blocks of the same count (for other splits pass send_counts and "
+                                "recv_counts)",
+                            blocking);
           return c.all_to_all(i.data(), o.data(), i.size() / static_cast<std::size_t>(size()), dt, blocking);
         },
         in);
@@ -4241,7 +4249,11 @@ private:
           static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                         "ddp: all_to_all needs input and output of the same element type");
           auto o = as_span(out);
-          detail::check_split_counts("all_to_all", rank(), size(), i.size(), sc, o.size(), rc);
+          try {
+            detail::check_split_counts("all_to_all", rank(), size(), i.size(), sc, o.size(), rc);
+          } catch (const error& e) { // refused in the header round: every rank fails now
+            return c.refuse("all_to_all", dt, 0, std::string(e.message()), blocking);
+          }
           return c.all_to_all_v(i.data(), std::move(sc), o.data(), std::move(rc), dt, blocking);
         },
         in);
@@ -4259,12 +4271,14 @@ private:
           auto o = as_span(out);
           const std::size_t n = to_root ? i.size() : o.size();
           const std::size_t whole = to_root ? o.size() : i.size();
+          // Refused in the header round: the other ranks fail now too, not at their timeout.
           if (rank() == root && whole != n * static_cast<std::size_t>(size()))
-            throw error(error_kind::config, std::string(name) + " on root " + std::to_string(root) + ": " +
-                                                (to_root ? "output" : "input") + " has " +
-                                                std::to_string(whole) + " elements, expected world size " +
-                                                std::to_string(size()) + " x " +
-                                                (to_root ? "input " : "output ") + std::to_string(n));
+            return c.refuse(name, dt, root,
+                            std::string(name) + " on root " + std::to_string(root) + name_note() + ": " +
+                                (to_root ? "output" : "input") + " has " + std::to_string(whole) +
+                                " elements, expected world size " + std::to_string(size()) + " x " +
+                                (to_root ? "input " : "output ") + std::to_string(n),
+                            blocking);
           if constexpr (to_root)
             return c.gather(i.data(), o.data(), n, dt, root, blocking);
           else
@@ -4392,10 +4406,13 @@ private:
 
   void check_root(int root, const char* what) const {
     if (root < 0 || root >= size())
-      throw error(error_kind::config, std::string(what) + ": root " + std::to_string(root) +
+      throw error(error_kind::config, std::string(what) + " on rank " + std::to_string(rank()) + name_note() +
+                                          ": root " + std::to_string(root) +
                                           " is not a rank of this group (0.." + std::to_string(size() - 1) +
                                           ")");
   }
+  /// " of <group name>" for a subgroup, for errors raised here.
+  std::string name_note() const { return name_.empty() ? std::string() : " of " + name_; }
 
   std::shared_ptr<const void> alive_ = std::make_shared<const int>(0); ///< lifetime()
   ddp::topology topo_;
@@ -20274,6 +20291,9 @@ struct collective_header {
   static constexpr std::uint8_t flag_repeat = 1;
   /// And it knows: it marked every gradient of its last step, none since (call_site::certain_repeat).
   static constexpr std::uint8_t flag_certain_repeat = 2;
+  /// This rank's arguments do not fit the collective (a buffer of the wrong
+  /// size): it joins the round only so that every rank fails alike, at once.
+  static constexpr std::uint8_t flag_refused = 4;
 
   bool operator==(const collective_header&) const = default;
 
@@ -20309,6 +20329,15 @@ struct collective_header {
     for (auto& [r, h] : all)
       if (r == rank) mine = &h;
     if (!mine) return;
+    for (auto& [r, h] : all)
+      if (h.flags & flag_refused)
+        throw error(error_kind::mismatch,
+                    what + ": rank " + std::to_string(r) + " refused its part of " + to_string(h.kind) +
+                        ": its arguments do not fit it (rank " + std::to_string(r) +
+                        "'s error says how: a buffer of the wrong size, or counts per peer that do not "
+                        "add up). Nothing moved. This group is unusable now: every later collective "
+                        "throws; create a new group.",
+                    r);
     for (auto& [r, h] : all)
       if (h.non_finite) throw non_finite_error(what, r, h);
     for (auto& [r, h] : all) {
@@ -21050,6 +21079,29 @@ public:
           return std::pair<const void*, std::size_t>{pl.data, pl.bytes};
         },
         timeout_, what);
+  }
+
+  /// A collective this rank's arguments do not fit (`why`, from process_group's
+  /// local checks): it still takes part in the header round, flagged, so
+  /// every rank throws ddp::error(mismatch) now instead of waiting for this
+  /// rank until its timeout; this rank's error says why.
+  [[noreturn]] void refuse(collective_kind kind, std::uint32_t tag, const std::string& what, dtype dt,
+                           int root, const std::string& why) {
+    const std::string mine = what + ": " + why +
+                             ". Every rank of the group fails this collective (ddp::error(mismatch) naming "
+                             "this rank); nothing moved. This group is unusable now: every later collective "
+                             "throws; create a new group.";
+    if (size_ > 1) {
+      auto h = header(kind, tag, 0, dt);
+      h.root = root;
+      h.flags = collective_header::flag_refused;
+      try {
+        exchange_header(h, what);
+      } catch (const error& e) {
+        if (e.kind() != error_kind::mismatch) throw; // the round itself failed: that error stands
+      }
+    }
+    throw error(error_kind::mismatch, mine, rank_);
   }
 
   /// The header round alone: no payload.
@@ -23315,6 +23367,20 @@ public:
     });
   }
 
+  /// In place of all_to_all, gather or scatter (`name`) when this rank's
+  /// arguments do not fit it (`why`): its queue slot joins the header round
+  /// flagged, so every rank fails at once (gloo_collectives::refuse).
+  work refuse(const char* name, dtype dt, int root, std::string why, bool blocking = false) {
+    if (size_ == 1) throw error(error_kind::config, why); // nobody waits: the group goes on
+    const std::string n = name;
+    const auto kind = n == "gather"    ? collective_kind::gather
+                      : n == "scatter" ? collective_kind::scatter
+                                       : collective_kind::all_to_all;
+    return submit(name, 0, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
+      mesh_.refuse(kind, tag, what, dt, root, why);
+    });
+  }
+
   /// Point to point (detail/gloo/p2p.hpp): in a lane per peer and direction,
   /// beside the group's queue, so a send waiting for its recv holds up neither
   /// the collectives nor messages to or from other peers.
@@ -23634,6 +23700,10 @@ DDP_INLINE work gloo_communicator::gather(const void* in, void* out, std::size_t
 DDP_INLINE work gloo_communicator::scatter(const void* in, void* out, std::size_t n, dtype dt, int root,
                                            bool blocking) {
   return impl_->scatter(in, out, n, dt, root, blocking);
+}
+DDP_INLINE work gloo_communicator::refuse(const char* name, dtype dt, int root, std::string why,
+                                          bool blocking) {
+  return impl_->refuse(name, dt, root, std::move(why), blocking);
 }
 DDP_INLINE work gloo_communicator::reduce(void* data, std::size_t n, dtype dt, op o, int root,
                                           bool blocking) {

@@ -224,8 +224,9 @@ TEST_CASE("all_to_all with equal blocks, also in place") {
       CHECK(bad == 0);
     }
   }
-  std::vector<float> odd(w + 1), out(w + 1);
-  if (w > 1) CHECK_THROWS_AS(pg.all_to_all(odd, out), ddp::error); // not whole blocks
+  // Arguments that do not fit: alone, a config error; among ranks, every rank fails (a case below).
+  std::vector<float> odd(w + 1), out(w);
+  if (w == 1) CHECK_THROWS_AS(pg.all_to_all(odd, out), ddp::error); // not whole blocks
 }
 
 TEST_CASE("all_to_all with a count per peer, small and large, async") {
@@ -251,10 +252,14 @@ TEST_CASE("all_to_all with a count per peer, small and large, async") {
     CAPTURE(scale);
     CHECK(bad == 0);
   }
+  if (w > 1) return; // among ranks, a rank's wrong counts fail every rank: a case below
   std::vector<float> v(3), o(3);
   CHECK_THROWS_AS(pg.all_to_all(v, o, {3}, {1, 2, 3, 4, 5}), ddp::error); // counts per rank
   std::vector<std::size_t> few(static_cast<std::size_t>(w), 0);
   CHECK_THROWS_AS(pg.all_to_all(v, o, few, few), ddp::error); // the sums are not the sizes
+  std::vector<float> in(3), short_out(2);
+  CHECK_THROWS_AS(pg.gather(in, short_out, 0), ddp::error); // the root's output
+  CHECK(pg.communicator().poisoned() == nullptr);           // alone: a config error, the group goes on
 }
 
 TEST_CASE("gather and scatter at every root") {
@@ -363,6 +368,47 @@ TEST_CASE("mismatches: counts, roots and counts per peer fail alike on every ran
       "all_to_all",
       both("rank 0 sends 2 elements to rank " + std::to_string(odd) + ", which expects 3 from it",
            "recv_counts[0] on rank " + std::to_string(odd)));
+}
+
+TEST_CASE("a buffer of the wrong size on one rank fails the collective on every rank, fast") {
+  auto& ctl = group();
+  if (ctl.size() == 1) return;
+  const int last = ctl.size() - 1;
+  // Before, the rank at fault threw a local error and the others waited in the header round for it
+  // until their timeout.
+  auto refused = [](int culprit, const std::string& detail) {
+    return [=](int r) {
+      return std::vector<std::string>{r == culprit ? detail
+                                                   : "rank " + std::to_string(culprit) + " refused its part"};
+    };
+  };
+  expect_mismatch(
+      [](pg_t& pg) {
+        std::vector<float> in(4), out(pg.rank() == 0 ? 5 : 0); // the root's output is short
+        pg.gather(in, out, 0);
+      },
+      "gather", refused(0, "gather on root 0: output has 5 elements"));
+  expect_mismatch(
+      [&](pg_t& pg) {
+        std::vector<float> in(pg.rank() == last ? 3 : 0), out(4);
+        pg.scatter(in, out, last);
+      },
+      "scatter", refused(last, "scatter on root " + std::to_string(last) + ": input has 3 elements"));
+  expect_mismatch(
+      [&](pg_t& pg) {
+        const auto w = static_cast<std::size_t>(pg.size());
+        std::vector<float> in(2 * w), out(pg.rank() == last ? 2 * w + 1 : 2 * w);
+        pg.all_to_all(in, out);
+      },
+      "all_to_all", refused(last, "output " + std::to_string(2 * ctl.size() + 1)));
+  expect_mismatch(
+      [&](pg_t& pg) {
+        const auto w = static_cast<std::size_t>(pg.size());
+        std::vector<std::size_t> sc(w, 1), rc(pg.rank() == last ? w - 1 : w, 1);
+        std::vector<float> in(w), out(w);
+        pg.all_to_all(in, out, sc, rc);
+      },
+      "all_to_all", refused(last, "recv_counts " + std::to_string(ctl.size() - 1)));
 }
 
 TEST_CASE("mismatches: a pair's send and recv, on both ranks of the pair") {

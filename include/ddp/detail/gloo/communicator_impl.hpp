@@ -376,6 +376,20 @@ public:
     });
   }
 
+  /// In place of all_to_all, gather or scatter (`name`) when this rank's
+  /// arguments do not fit it (`why`): its queue slot joins the header round
+  /// flagged, so every rank fails at once (gloo_collectives::refuse).
+  work refuse(const char* name, dtype dt, int root, std::string why, bool blocking = false) {
+    if (size_ == 1) throw error(error_kind::config, why); // nobody waits: the group goes on
+    const std::string n = name;
+    const auto kind = n == "gather"    ? collective_kind::gather
+                      : n == "scatter" ? collective_kind::scatter
+                                       : collective_kind::all_to_all;
+    return submit(name, 0, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
+      mesh_.refuse(kind, tag, what, dt, root, why);
+    });
+  }
+
   /// Point to point (detail/gloo/p2p.hpp): in a lane per peer and direction,
   /// beside the group's queue, so a send waiting for its recv holds up neither
   /// the collectives nor messages to or from other peers.
