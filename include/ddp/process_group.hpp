@@ -61,8 +61,12 @@ public:
   /// Finishes queued collectives, then leaves in step with the other ranks:
   /// rank 0 serves the store, so it waits (bounded) until every rank is done with it.
   ///
+  /// A subgroup (new_group, split) drains and goes; while an exception
+  /// unwinds it, it fails only its own mesh (its members fail at once), not
+  /// the job.
+  ///
   /// Unless this rank is leaving on an error of its own (an exception escaping
-  /// while the group is healthy): then the exit barrier would hold every peer
+  /// while the job's own group is healthy): then the exit barrier would hold every peer
   /// blocked in a collective until its timeout
   /// (docs/design-notes.md, "Note [leaving on an error]"). Instead it tells
   /// the launcher and the store that it failed, then closes its connections,
@@ -700,13 +704,24 @@ process_group<Backend>::process_group(rendezvous rv)
 
 template <class Backend> process_group<Backend>::~process_group() {
   if (!comm_) return; // a rank new_group or split left out: nothing to leave
-  if (!name_.empty() && !(std::uncaught_exceptions() > uncaught_at_start_ && !comm_->poisoned())) {
+  if (!name_.empty()) {
     // A subgroup: the job's own group holds the exit barrier; this one drains and goes.
-    try {
-      comm_->drain();
-    } catch (const std::exception& e) {
-      detail::log_line("rank " + std::to_string(job_rank_),
-                       std::string("teardown of ") + name_ + ": " + e.what());
+    if (std::uncaught_exceptions() > uncaught_at_start_ && !comm_->poisoned()) {
+      // Unwinding: an exception may be caught further up and the job go on,
+      // so only this subgroup's mesh fails (its members blocked on this rank
+      // fail now, naming a closed connection), not the job (leave_on_own_failure).
+      const std::string why = "job rank " + std::to_string(job_rank_) + " left " + name_ +
+                              " while an exception unwound it (an error of its own: see its output); "
+                              "this group is unusable, the job's own group goes on";
+      detail::log_line("rank " + std::to_string(job_rank_), why);
+      if constexpr (abortable_communicator<typename Backend::communicator>) comm_->abort_for_failure(why);
+    } else {
+      try {
+        comm_->drain();
+      } catch (const std::exception& e) {
+        detail::log_line("rank " + std::to_string(job_rank_),
+                         std::string("teardown of ") + name_ + ": " + e.what());
+      }
     }
     peer_watch_.reset();
     comm_.reset();

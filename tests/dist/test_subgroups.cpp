@@ -8,12 +8,14 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <numeric>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -201,4 +203,25 @@ TEST_CASE("a subgroup of a group joined through file://") {
   }
   pg.barrier();
   if (pg.rank() == 0) std::filesystem::remove_all(path);
+}
+
+TEST_CASE("a subgroup destroyed while an exception unwinds fails its own mesh, not the job") {
+  auto& pg = group();
+  if (pg.size() < 2) return;
+  std::vector<int> all(static_cast<std::size_t>(pg.size()));
+  std::iota(all.begin(), all.end(), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  bool caught = false;
+  try {
+    auto g = pg.new_group(all);
+    g.barrier();
+    if (pg.rank() == 0) throw std::runtime_error("an error of rank 0's own"); // unwinds g
+    std::vector<float> v(4, 1.0f);
+    CHECK_THROWS_AS(g.all_reduce(v), ddp::error); // rank 0 left: fails now, not at the timeout
+  } catch (const std::runtime_error&) { caught = true; }
+  CHECK(caught == (pg.rank() == 0));
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20));
+  std::vector<int> one{1};
+  pg.all_reduce(one); // before, rank 0's unwinding reported a failure of the job: this threw
+  CHECK(one[0] == pg.size());
 }
