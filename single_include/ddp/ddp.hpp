@@ -3260,6 +3260,7 @@ DDP_END_NAMESPACE
 // ---- end ddp/detail/process_group/split_counts.hpp ----
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <concepts>
 #include <cstddef>
@@ -3847,7 +3848,9 @@ public:
   /// (the node's shared memory stays the job's own group's), runs its own
   /// queue (its collectives may be in flight beside this group's), and may
   /// itself make groups. It keeps the store alive; destroy it before the
-  /// process ends, like any group. ddp::gloo.
+  /// process ends, like any group. Make groups from one thread, in the same
+  /// order on every rank (each call is numbered, the number checked across
+  /// ranks: ddp::error(mismatch) on every rank otherwise). ddp::gloo.
   [[nodiscard]] process_group new_group(const std::vector<int>& ranks);
   /// MPI_Comm_split: the ranks that pass the same `color` form one group,
   /// numbered by `key` (ties by their rank here); a negative color joins none
@@ -4420,11 +4423,11 @@ private:
 
   std::shared_ptr<const void> alive_ = std::make_shared<const int>(0); ///< lifetime()
   ddp::topology topo_;
-  rendezvous base_;               ///< timeout, token, store and file of the job, for subgroups
-  std::string name_;              ///< empty: the job's own group
-  std::vector<int> global_ranks_; ///< job rank of each rank here
-  int job_rank_ = 0;              ///< this process's rank in the job
-  int next_subgroup_ = 0;         ///< subgroups made from this one so far (the same on every rank)
+  rendezvous base_;                   ///< timeout, token, store and file of the job, for subgroups
+  std::string name_;                  ///< empty: the job's own group
+  std::vector<int> global_ranks_;     ///< job rank of each rank here
+  int job_rank_ = 0;                  ///< this process's rank in the job
+  std::atomic<int> next_subgroup_{0}; ///< subgroups made from this one so far (checked equal across ranks)
   std::shared_ptr<tcp_store> store_;
   std::unique_ptr<typename Backend::communicator> comm_;
   /// Hands the watch's news to comm_, or to its connect while it is built.
@@ -4541,11 +4544,27 @@ process_group<Backend> process_group<Backend>::make_subgroup(int color, int key,
   static_assert(subgroup_communicator<typename Backend::communicator>,
                 "ddp: new_group and split are offered by ddp::gloo; this backend (ddp::nccl) has none yet");
   member(call);
-  const int id = next_subgroup_++;
-  // Every rank's choice, in one all_gather over this group.
-  std::vector<std::int64_t> mine{color, key, what}, all(3 * static_cast<std::size_t>(size()));
+  const int id = next_subgroup_.fetch_add(1);
+  const std::int64_t call_code = listed ? 1 : 2;
+  // Every rank's choice, its count of groups made from this one and which
+  // call it is, in one all_gather over this group: ranks that pair different
+  // calls (made in another order, or from two threads) fail, instead of
+  // joining one prefix's mesh with different members.
+  constexpr std::size_t fields = 5;
+  std::vector<std::int64_t> mine{color, key, what, id, call_code},
+      all(fields * static_cast<std::size_t>(size()));
   all_gather(mine, all);
-  auto at = [&](int r, int k) { return all[3 * static_cast<std::size_t>(r) + static_cast<std::size_t>(k)]; };
+  auto at = [&](int r, std::size_t k) { return all[fields * static_cast<std::size_t>(r) + k]; };
+  for (int r = 1; r < size(); ++r)
+    if (at(r, 3) != at(0, 3) || at(r, 4) != at(0, 4))
+      throw error(error_kind::mismatch,
+                  std::string(call) + " on rank " + std::to_string(rank()) + name_note() + ": rank " +
+                      std::to_string(r) + " called " + (at(r, 4) == 1 ? "new_group" : "split") +
+                      " as its group #" + std::to_string(at(r, 3)) + " made from this group, rank 0 " +
+                      (at(0, 4) == 1 ? "new_group" : "split") + " as its #" + std::to_string(at(0, 3)) +
+                      ". Every rank must make groups from one thread, in the same order. No group was "
+                      "made.",
+                  r);
   for (int r = 1; r < size(); ++r)
     if (at(r, 2) != at(0, 2))
       throw error(error_kind::mismatch,

@@ -225,3 +225,22 @@ TEST_CASE("a subgroup destroyed while an exception unwinds fails its own mesh, n
   pg.all_reduce(one); // before, rank 0's unwinding reported a failure of the job: this threw
   CHECK(one[0] == pg.size());
 }
+
+TEST_CASE("new_group on one rank against split on the others: mismatch on every rank, no group") {
+  auto& pg = group();
+  if (pg.size() < 2) return;
+  std::vector<int> all(static_cast<std::size_t>(pg.size()));
+  std::iota(all.begin(), all.end(), 0);
+  try {
+    auto g = pg.rank() == 0 ? pg.new_group(all) : pg.split(0);
+    FAIL("different calls made a group");
+  } catch (const ddp::error& e) {
+    CHECK(e.kind() == ddp::error_kind::mismatch);
+    CAPTURE(e.what());
+    CHECK(std::string(e.what()).find("make groups from one thread, in the same order") != std::string::npos);
+  }
+  auto g = pg.split(0); // the ranks' counts of groups made stay in step
+  std::vector<int> one{1};
+  g.all_reduce(one);
+  CHECK(one[0] == pg.size());
+}
