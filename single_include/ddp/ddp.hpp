@@ -15182,6 +15182,16 @@ struct flight_entry {
   std::int64_t queued_us = 0, started_us = 0, finished_us = 0;
 };
 
+/// A send or recv (they run beside the collectives, in lanes: detail/gloo/p2p.hpp),
+/// kept apart from the collectives' entries: it has no place in their sequence,
+/// which the desync report compares across ranks.
+struct flight_message {
+  std::uint64_t id = 0;
+  std::string what; ///< "rank 0: send #3 to rank 1 (10 x float32)", with its tag
+  flight_state state = flight_state::queued;
+  std::int64_t queued_us = 0, started_us = 0, finished_us = 0;
+};
+
 /// How far one rank got: the latest collective that started (or, when none
 /// did, nothing). Published through the store for the desync report.
 struct flight_progress {
@@ -15235,6 +15245,37 @@ public:
       e->finished_us = now_us();
     }
   }
+  /// A send or recv was posted; returns its id for message_running/finished.
+  std::uint64_t message_queued(std::string what) {
+    std::lock_guard lock(mu_);
+    const std::uint64_t id = messages_total_++;
+    messages_[id % capacity] = flight_message{id, std::move(what), flight_state::queued, now_us(), 0, 0};
+    return id;
+  }
+  void message_running(std::uint64_t id) {
+    std::lock_guard lock(mu_);
+    if (auto& m = messages_[id % capacity]; m.id == id) {
+      m.state = flight_state::running;
+      m.started_us = now_us();
+    }
+  }
+  void message_finished(std::uint64_t id, bool ok) {
+    std::lock_guard lock(mu_);
+    if (auto& m = messages_[id % capacity]; m.id == id) {
+      m.state = ok ? flight_state::done : flight_state::failed;
+      m.finished_us = now_us();
+    }
+  }
+  /// The retained messages, oldest first.
+  std::vector<flight_message> messages() const {
+    std::lock_guard lock(mu_);
+    std::vector<flight_message> out;
+    for (std::uint64_t s = messages_total_ > capacity ? messages_total_ - capacity : 0; s < messages_total_;
+         ++s)
+      out.push_back(messages_[s % capacity]);
+    return out;
+  }
+
   /// A line about the failure (the desync report) for the JSON record.
   void note(std::string text) {
     std::lock_guard lock(mu_);
@@ -15292,6 +15333,16 @@ public:
            "\", \"queued_us\": " + std::to_string(e.queued_us) +
            ", \"started_us\": " + std::to_string(e.started_us) +
            ", \"finished_us\": " + std::to_string(e.finished_us) + "}";
+    }
+    j += "\n  ],\n  \"messages\": [";
+    const auto msgs = messages();
+    for (std::size_t i = 0; i < msgs.size(); ++i) {
+      const auto& m = msgs[i];
+      j += std::string(i ? "," : "") + "\n    {\"id\": " + std::to_string(m.id) + ", \"what\": \"" +
+           json_escape(m.what) + "\", \"state\": \"" + std::string(to_string(m.state)) +
+           "\", \"queued_us\": " + std::to_string(m.queued_us) +
+           ", \"started_us\": " + std::to_string(m.started_us) +
+           ", \"finished_us\": " + std::to_string(m.finished_us) + "}";
     }
     j += "\n  ]\n}\n";
     return j;
@@ -15358,6 +15409,8 @@ private:
   std::array<flight_entry, capacity> ring_{};
   std::uint64_t total_ = 0;
   std::int64_t last_started_ = -1;
+  std::array<flight_message, capacity> messages_{}; ///< send/recv, apart from the collectives
+  std::uint64_t messages_total_ = 0;
   std::string note_;
   std::string group_, file_tag_; ///< set_group
   bool dumped_ = false;
@@ -18567,6 +18620,16 @@ struct flight_entry {
   std::int64_t queued_us = 0, started_us = 0, finished_us = 0;
 };
 
+/// A send or recv (they run beside the collectives, in lanes: detail/gloo/p2p.hpp),
+/// kept apart from the collectives' entries: it has no place in their sequence,
+/// which the desync report compares across ranks.
+struct flight_message {
+  std::uint64_t id = 0;
+  std::string what; ///< "rank 0: send #3 to rank 1 (10 x float32)", with its tag
+  flight_state state = flight_state::queued;
+  std::int64_t queued_us = 0, started_us = 0, finished_us = 0;
+};
+
 /// How far one rank got: the latest collective that started (or, when none
 /// did, nothing). Published through the store for the desync report.
 struct flight_progress {
@@ -18620,6 +18683,37 @@ public:
       e->finished_us = now_us();
     }
   }
+  /// A send or recv was posted; returns its id for message_running/finished.
+  std::uint64_t message_queued(std::string what) {
+    std::lock_guard lock(mu_);
+    const std::uint64_t id = messages_total_++;
+    messages_[id % capacity] = flight_message{id, std::move(what), flight_state::queued, now_us(), 0, 0};
+    return id;
+  }
+  void message_running(std::uint64_t id) {
+    std::lock_guard lock(mu_);
+    if (auto& m = messages_[id % capacity]; m.id == id) {
+      m.state = flight_state::running;
+      m.started_us = now_us();
+    }
+  }
+  void message_finished(std::uint64_t id, bool ok) {
+    std::lock_guard lock(mu_);
+    if (auto& m = messages_[id % capacity]; m.id == id) {
+      m.state = ok ? flight_state::done : flight_state::failed;
+      m.finished_us = now_us();
+    }
+  }
+  /// The retained messages, oldest first.
+  std::vector<flight_message> messages() const {
+    std::lock_guard lock(mu_);
+    std::vector<flight_message> out;
+    for (std::uint64_t s = messages_total_ > capacity ? messages_total_ - capacity : 0; s < messages_total_;
+         ++s)
+      out.push_back(messages_[s % capacity]);
+    return out;
+  }
+
   /// A line about the failure (the desync report) for the JSON record.
   void note(std::string text) {
     std::lock_guard lock(mu_);
@@ -18677,6 +18771,16 @@ public:
            "\", \"queued_us\": " + std::to_string(e.queued_us) +
            ", \"started_us\": " + std::to_string(e.started_us) +
            ", \"finished_us\": " + std::to_string(e.finished_us) + "}";
+    }
+    j += "\n  ],\n  \"messages\": [";
+    const auto msgs = messages();
+    for (std::size_t i = 0; i < msgs.size(); ++i) {
+      const auto& m = msgs[i];
+      j += std::string(i ? "," : "") + "\n    {\"id\": " + std::to_string(m.id) + ", \"what\": \"" +
+           json_escape(m.what) + "\", \"state\": \"" + std::string(to_string(m.state)) +
+           "\", \"queued_us\": " + std::to_string(m.queued_us) +
+           ", \"started_us\": " + std::to_string(m.started_us) +
+           ", \"finished_us\": " + std::to_string(m.finished_us) + "}";
     }
     j += "\n  ]\n}\n";
     return j;
@@ -18743,6 +18847,8 @@ private:
   std::array<flight_entry, capacity> ring_{};
   std::uint64_t total_ = 0;
   std::int64_t last_started_ = -1;
+  std::array<flight_message, capacity> messages_{}; ///< send/recv, apart from the collectives
+  std::uint64_t messages_total_ = 0;
   std::string note_;
   std::string group_, file_tag_; ///< set_group
   bool dumped_ = false;
@@ -21464,6 +21570,13 @@ public:
   /// `label` begins each lane's row on the timeline ("comm", "comm g0c1/").
   explicit gloo_p2p_lanes(std::string label = "comm") : label_(std::move(label)) {}
 
+  /// The group's flight recorder, which keeps each message (set before the
+  /// first); a failed message writes it (DDP_FLIGHT_RECORDER) as rank `rank`.
+  void set_recorder(flight_recorder* r, int rank) noexcept {
+    recorder_ = r;
+    rank_ = rank;
+  }
+
   /// Queues `body(seq, what)` in the lane of (peer, sends), named `head #seq tail`.
   work submit(int peer, bool sends, const std::string& head, const std::string& tail,
               std::chrono::milliseconds timeout, bool blocking,
@@ -21485,15 +21598,26 @@ public:
       what = head + " #" + std::to_string(seq) + tail;
       l.pending.emplace(seq, what);
     }
+    const std::uint64_t id = recorder_ ? recorder_->message_queued(what) : 0;
     return q->submit(
-        [this, key, body = std::move(body), seq, what](work_state&) {
+        [this, key, body = std::move(body), seq, what, id](work_state&) {
           struct done_t {
             gloo_p2p_lanes* lanes;
             std::pair<int, bool> key;
             std::uint32_t seq;
             ~done_t() { lanes->done(key, seq); }
           } done{this, key, seq};
-          body(seq, what);
+          if (recorder_) recorder_->message_running(id);
+          try {
+            body(seq, what);
+          } catch (...) {
+            if (recorder_) {
+              recorder_->message_finished(id, false);
+              recorder_->dump_if_asked(rank_);
+            }
+            throw;
+          }
+          if (recorder_) recorder_->message_finished(id, true);
         },
         what, timeout, blocking);
   }
@@ -21557,6 +21681,8 @@ private:
   std::map<std::pair<int, bool>, lane> lanes_;
   std::exception_ptr poison_;
   std::string label_;
+  flight_recorder* recorder_ = nullptr; ///< the group's (its collective_queue's); outlives the workers
+  int rank_ = 0;
 };
 
 } // namespace detail
@@ -23096,6 +23222,7 @@ public:
         if (ch == '/') ch = '_';
       queue_.recorder().set_group(rv.group_name, tag);
     }
+    lanes_.set_recorder(&queue_.recorder(), rank_);
     ignore_sigpipe_if_default();
     auto device =
         make_gloo_device({rv.topo.rank, rv.topo.local_rank, rv.topo.master_addr, rv.topo.master_port});

@@ -10,8 +10,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <numeric>
 #include <span>
 #include <string>
@@ -526,5 +529,41 @@ TEST_CASE("a group destroyed with a send and a recv never matched fails them, wi
     if (ctl.rank() == 0) CHECK(text.find("send #0 to rank 1") != std::string::npos);
   }
   ctl.barrier();
+  if (ctl.rank() == 0) std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("send and recv are in the group's flight record") {
+  auto& ctl = group();
+  const char* dir_env = std::getenv("DDP_FLIGHT_RECORDER"); // set by its own ctest run
+  if (ctl.size() == 1 || !dir_env) return;
+  const std::filesystem::path fr_dir(dir_env);
+  std::filesystem::create_directories(fr_dir);
+  std::filesystem::remove(fr_dir / ("rank_" + std::to_string(ctl.rank()) + ".json"));
+  ctl.barrier();
+  std::string dir;
+  {
+    auto pg = fresh_group(dir);
+    pg.barrier();
+    if (pg.rank() < 2) {
+      std::vector<float> v(4), w(pg.rank() == 0 ? 4 : 5);
+      const int peer = 1 - pg.rank();
+      if (pg.rank() == 0) {
+        pg.send(v, peer, 1);
+        CHECK_THROWS_AS(pg.send(w, peer, 2), ddp::error); // a count mismatch: the record is written
+      } else {
+        pg.recv(v, peer, 1);
+        CHECK_THROWS_AS(pg.recv(w, peer, 2), ddp::error);
+      }
+      std::ifstream in(fr_dir / ("rank_" + std::to_string(pg.rank()) + ".json"));
+      const std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      CAPTURE(body);
+      const std::string first = pg.rank() == 0 ? "rank 0: send #0 to rank 1" : "rank 1: recv #0 from rank 0";
+      const std::string second = pg.rank() == 0 ? "rank 0: send #1 to rank 1" : "rank 1: recv #1 from rank 0";
+      CHECK(body.find("\"what\": \"" + first) != std::string::npos);
+      CHECK(body.find("\"what\": \"" + second) != std::string::npos);
+      CHECK(body.find("\"state\": \"failed\"") != std::string::npos);
+    }
+    ctl.barrier();
+  }
   if (ctl.rank() == 0) std::filesystem::remove_all(dir);
 }

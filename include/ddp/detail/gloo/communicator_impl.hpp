@@ -71,6 +71,7 @@ public:
         if (ch == '/') ch = '_';
       queue_.recorder().set_group(rv.group_name, tag);
     }
+    lanes_.set_recorder(&queue_.recorder(), rank_);
     ignore_sigpipe_if_default();
     auto device =
         make_gloo_device({rv.topo.rank, rv.topo.local_rank, rv.topo.master_addr, rv.topo.master_port});

@@ -13,6 +13,7 @@
 #define DDP_DETAIL_GLOO_P2P_HPP
 
 #include <ddp/detail/backend/ordered_queue.hpp>
+#include <ddp/detail/fault/flight_recorder.hpp>
 #include <ddp/detail/gloo/deadline.hpp>
 #include <ddp/detail/gloo/slots.hpp>
 #include <ddp/detail/gloo/waits.hpp>
@@ -133,6 +134,13 @@ public:
   /// `label` begins each lane's row on the timeline ("comm", "comm g0c1/").
   explicit gloo_p2p_lanes(std::string label = "comm") : label_(std::move(label)) {}
 
+  /// The group's flight recorder, which keeps each message (set before the
+  /// first); a failed message writes it (DDP_FLIGHT_RECORDER) as rank `rank`.
+  void set_recorder(flight_recorder* r, int rank) noexcept {
+    recorder_ = r;
+    rank_ = rank;
+  }
+
   /// Queues `body(seq, what)` in the lane of (peer, sends), named `head #seq tail`.
   work submit(int peer, bool sends, const std::string& head, const std::string& tail,
               std::chrono::milliseconds timeout, bool blocking,
@@ -154,15 +162,26 @@ public:
       what = head + " #" + std::to_string(seq) + tail;
       l.pending.emplace(seq, what);
     }
+    const std::uint64_t id = recorder_ ? recorder_->message_queued(what) : 0;
     return q->submit(
-        [this, key, body = std::move(body), seq, what](work_state&) {
+        [this, key, body = std::move(body), seq, what, id](work_state&) {
           struct done_t {
             gloo_p2p_lanes* lanes;
             std::pair<int, bool> key;
             std::uint32_t seq;
             ~done_t() { lanes->done(key, seq); }
           } done{this, key, seq};
-          body(seq, what);
+          if (recorder_) recorder_->message_running(id);
+          try {
+            body(seq, what);
+          } catch (...) {
+            if (recorder_) {
+              recorder_->message_finished(id, false);
+              recorder_->dump_if_asked(rank_);
+            }
+            throw;
+          }
+          if (recorder_) recorder_->message_finished(id, true);
         },
         what, timeout, blocking);
   }
@@ -226,6 +245,8 @@ private:
   std::map<std::pair<int, bool>, lane> lanes_;
   std::exception_ptr poison_;
   std::string label_;
+  flight_recorder* recorder_ = nullptr; ///< the group's (its collective_queue's); outlives the workers
+  int rank_ = 0;
 };
 
 } // namespace detail
