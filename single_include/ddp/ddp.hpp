@@ -3829,6 +3829,8 @@ public:
 
   /// This rank's rank in the group; -1 on a rank that is not a member (is_member()).
   int rank() const noexcept { return comm_ ? topo_.rank : -1; }
+  /// The job's layout for the job's own group; a subgroup's own for a subgroup
+  /// (its members on this node, its nodes), rank -1 on a rank left out.
   int size() const noexcept { return topo_.world_size; }
   const ddp::topology& topology() const noexcept { return topo_; }
   std::chrono::milliseconds timeout() const { return base_.timeout; }
@@ -4076,8 +4078,8 @@ private:
   struct subgroup_t {};
   /// A subgroup of `parent`: `members` are parent ranks in their new order
   /// (empty: this rank is not a member).
-  process_group(subgroup_t, const process_group& parent, const std::vector<int>& members, std::string prefix,
-                std::string name);
+  process_group(subgroup_t, const process_group& parent, const std::vector<int>& members,
+                const std::vector<int>& nodes, std::string prefix, std::string name);
   /// new_group and split: every rank's (color, key, what) gathered, `what` checked equal.
   /// `listed`: new_group's ranks, which are the members whatever the colors.
   process_group make_subgroup(int color, int key, std::int64_t what, const char* call,
@@ -4512,22 +4514,52 @@ template <class Backend> void process_group<Backend>::abort(std::string_view rea
 
 template <class Backend>
 process_group<Backend>::process_group(subgroup_t, const process_group& parent,
-                                      const std::vector<int>& members, std::string prefix, std::string name)
+                                      const std::vector<int>& members, const std::vector<int>& nodes,
+                                      std::string prefix, std::string name)
     : topo_(parent.topo_), base_(parent.base_), name_(std::move(name)), job_rank_(parent.job_rank_),
       store_(parent.store_) {
   for (int m : members)
     global_ranks_.push_back(parent.global_ranks_[static_cast<std::size_t>(m)]);
   topo_.world_size = static_cast<int>(members.size());
   const auto at = std::find(members.begin(), members.end(), parent.rank());
-  if (at == members.end()) return; // not a member: no communicator
+  if (at == members.end()) { // not a member: no communicator
+    topo_.rank = topo_.local_rank = topo_.node_rank = -1;
+    return;
+  }
   topo_.rank = static_cast<int>(at - members.begin());
+  // The group's own layout: its members on this rank's node, its nodes.
+  const int node = nodes[static_cast<std::size_t>(topo_.rank)];
+  std::vector<int> seen;
+  topo_.local_rank = topo_.local_world_size = 0;
+  for (std::size_t k = 0; k < nodes.size(); ++k) {
+    if (std::find(seen.begin(), seen.end(), nodes[k]) == seen.end()) seen.push_back(nodes[k]);
+    if (nodes[k] != node) continue;
+    if (static_cast<int>(k) < topo_.rank) ++topo_.local_rank;
+    ++topo_.local_world_size;
+  }
+  topo_.nnodes = static_cast<int>(seen.size());
+  topo_.node_rank = static_cast<int>(std::find(seen.begin(), seen.end(), node) - seen.begin());
   base_.key_prefix = std::move(prefix); // groups made from this one nest under it
   base_.group_name = name_;
   rendezvous rv = base_;
   rv.topo = topo_;
+  // The transport picks its interface by the job's layout (make_gloo_device), as the job's group did.
+  rv.topo.local_rank = base_.topo.local_rank;
+  rv.topo.local_world_size = base_.topo.local_world_size;
+  rv.topo.node_rank = base_.topo.node_rank;
+  rv.topo.nnodes = base_.topo.nnodes;
   start_peer_watch();
   if (relay_) rv.interrupt = relay_->connecting();
   try {
+    // Each subgroup holds more descriptors (its mesh, its failure watch's store
+    // connection): checked here, not only at init (docs/api.md, Subgroups).
+    if constexpr (open_files_communicator<typename Backend::communicator>) {
+      detail::open_files_need need;
+      need.in_use = detail::open_files_in_use();
+      need.backend = static_cast<long>(Backend::communicator::open_files(rv.topo));
+      need.store_client = store_ ? 1 : 0; // the failure watch's
+      detail::ensure_open_files(need, "job rank " + std::to_string(job_rank_), name_);
+    }
     comm_ = std::make_unique<typename Backend::communicator>(rv);
   } catch (const std::exception& e) {
     report_failed_connect(e);
@@ -4550,8 +4582,8 @@ process_group<Backend> process_group<Backend>::make_subgroup(int color, int key,
   // call it is, in one all_gather over this group: ranks that pair different
   // calls (made in another order, or from two threads) fail, instead of
   // joining one prefix's mesh with different members.
-  constexpr std::size_t fields = 5;
-  std::vector<std::int64_t> mine{color, key, what, id, call_code},
+  constexpr std::size_t fields = 6; // and its node, for the group's topology()
+  std::vector<std::int64_t> mine{color, key, what, id, call_code, base_.topo.node_rank},
       all(fields * static_cast<std::size_t>(size()));
   all_gather(mine, all);
   auto at = [&](int r, std::size_t k) { return all[fields * static_cast<std::size_t>(r) + k]; };
@@ -4589,7 +4621,10 @@ process_group<Backend> process_group<Backend>::make_subgroup(int color, int key,
     name += (k ? ", " : " ") + std::to_string(global_ranks_[static_cast<std::size_t>(members[k])]);
   name += ")";
   if (c < 0) name = "no group (split with a negative color on job rank " + std::to_string(job_rank_) + ")";
-  return process_group(subgroup_t{}, *this, members, prefix, std::move(name));
+  std::vector<int> nodes; // each member's node in the job
+  for (int m : members)
+    nodes.push_back(static_cast<int>(at(m, 5)));
+  return process_group(subgroup_t{}, *this, members, nodes, prefix, std::move(name));
 }
 
 template <class Backend>

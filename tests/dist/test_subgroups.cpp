@@ -244,3 +244,27 @@ TEST_CASE("new_group on one rank against split on the others: mismatch on every 
   g.all_reduce(one);
   CHECK(one[0] == pg.size());
 }
+
+TEST_CASE("a subgroup's topology() describes the subgroup") {
+  auto& pg = group();
+  if (pg.size() < 2) return;
+  std::vector<int> rest(static_cast<std::size_t>(pg.size() - 1));
+  std::iota(rest.begin(), rest.end(), 1);
+  auto g = pg.new_group(rest); // rank 0 left out
+  const auto& t = g.topology();
+  if (pg.rank() == 0) {
+    CHECK(t.rank == -1);
+    CHECK(t.world_size == pg.size() - 1);
+    return;
+  }
+  // One node (ddprun here): every member is local, one node.
+  CHECK(t.rank == pg.rank() - 1);
+  CHECK(t.world_size == pg.size() - 1);
+  CHECK(t.local_rank == t.rank);
+  CHECK(t.local_world_size == t.world_size); // before, the job's: larger than the group
+  CHECK(t.node_rank == 0);
+  CHECK(t.nnodes == 1);
+  std::vector<int> one{1};
+  g.all_reduce(one);
+  CHECK(one[0] == g.size());
+}
