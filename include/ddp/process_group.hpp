@@ -189,7 +189,7 @@ public:
   template <class T> work send_async(T&& t, int dst, std::int64_t tag = 0) {
     if constexpr (async_input<T>()) {
       return extended<const std::remove_reference_t<T>>(
-          [&](auto& c, auto s, dtype dt) { return c.send(s.data(), s.size(), dt, dst, tag, false); },
+          "send", [&](auto& c, auto s, dtype dt) { return c.send(s.data(), s.size(), dt, dst, tag, false); },
           std::as_const(t));
     } else {
       return {};
@@ -197,14 +197,15 @@ public:
   }
   template <class T> void send(const T& t, int dst, std::int64_t tag = 0) {
     extended<const T>(
-        [&](auto& c, auto s, dtype dt) { return c.send(s.data(), s.size(), dt, dst, tag, true); }, t)
+        "send", [&](auto& c, auto s, dtype dt) { return c.send(s.data(), s.size(), dt, dst, tag, true); }, t)
         .wait();
   }
   /// Receives into `t` what rank `src` sends with send(t, this rank) (see send).
   template <class T> work recv_async(T&& t, int src, std::int64_t tag = 0) {
     if constexpr (writable_output<T>()) {
       return extended<std::remove_reference_t<T>>(
-          [&](auto& c, auto s, dtype dt) { return c.recv(s.data(), s.size(), dt, src, tag, false); }, t);
+          "recv", [&](auto& c, auto s, dtype dt) { return c.recv(s.data(), s.size(), dt, src, tag, false); },
+          t);
     } else {
       return {};
     }
@@ -212,7 +213,8 @@ public:
   template <class T> void recv(T&& t, int src, std::int64_t tag = 0) {
     if constexpr (writable_output<T>())
       extended<std::remove_reference_t<T>>(
-          [&](auto& c, auto s, dtype dt) { return c.recv(s.data(), s.size(), dt, src, tag, true); }, t)
+          "recv", [&](auto& c, auto s, dtype dt) { return c.recv(s.data(), s.size(), dt, src, tag, true); },
+          t)
           .wait();
   }
 
@@ -274,6 +276,7 @@ public:
     if constexpr (writable_output<T>()) {
       check_root(root, "reduce");
       return extended<std::remove_reference_t<T>>(
+          "reduce",
           [&](auto& c, auto s, dtype dt) { return c.reduce(s.data(), s.size(), dt, o, root, false); }, t);
     } else {
       return {};
@@ -283,6 +286,7 @@ public:
     if constexpr (writable_output<T>()) {
       check_root(root, "reduce");
       extended<std::remove_reference_t<T>>(
+          "reduce",
           [&](auto& c, auto s, dtype dt) { return c.reduce(s.data(), s.size(), dt, o, root, true); }, t)
           .wait();
     }
@@ -458,7 +462,7 @@ private:
   /// of extended_communicator, once the tensors `T...` (the first gives the
   /// span) pass usable() and the backend and memory checks below; otherwise
   /// one static_assert says why and nothing else compiles.
-  template <class T, class... More, class F, class U> work extended(F&& f, U& t) {
+  template <class T, class... More, class F, class U> work extended(const char* name, F&& f, U& t) {
     if constexpr (!usable<T, More...>()) {
       return {};
     } else if constexpr (!extended_communicator<typename Backend::communicator>) {
@@ -473,12 +477,13 @@ private:
       return {};
     } else {
       auto s = as_span(t);
-      return f(member("this collective"), s, dtype_v<std::remove_cv_t<tensor_value_t<T>>>);
+      return f(member(name), s, dtype_v<std::remove_cv_t<tensor_value_t<T>>>);
     }
   }
 
   template <class In, class Out> work all_to_all_impl(const In& in, Out& out, bool blocking) {
     return extended<const In, Out>(
+        "all_to_all",
         [&](auto& c, auto i, dtype dt) {
           static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                         "ddp: all_to_all needs input and output of the same element type");
@@ -501,6 +506,7 @@ private:
   work all_to_all_v_impl(const In& in, Out& out, std::vector<std::size_t> sc, std::vector<std::size_t> rc,
                          bool blocking) {
     return extended<const In, Out>(
+        "all_to_all",
         [&](auto& c, auto i, dtype dt) {
           static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                         "ddp: all_to_all needs input and output of the same element type");
@@ -519,6 +525,7 @@ private:
   template <bool to_root, class In, class Out>
   work rooted_impl(const In& in, Out& out, int root, bool blocking) {
     return extended<const In, Out>(
+        to_root ? "gather" : "scatter",
         [&](auto& c, auto i, dtype dt) {
           static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                         "ddp: gather and scatter need input and output of the same element type");

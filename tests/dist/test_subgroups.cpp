@@ -127,11 +127,17 @@ TEST_CASE("a subgroup's errors and flight recorder name it; the job's group live
   auto& pg = group();
   const int r = pg.rank();
   if (pg.size() < 3) return;
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("ddp_subgroup_fr_" + std::to_string(::getpid()) + "_" + std::to_string(r));
-  std::filesystem::create_directories(dir);
-  ::setenv("DDP_FLIGHT_RECORDER", dir.c_str(), 1); // read when a collective fails
+  // DDP_FLIGHT_RECORDER comes from ctest (tests/CMakeLists.txt): setenv here would race the
+  // groups' threads. Each (group, rank) writes a file of its own name in the shared folder.
+  const char* fr_env = std::getenv("DDP_FLIGHT_RECORDER");
+  const std::filesystem::path dir = fr_env ? fr_env : "";
+  if (fr_env) std::filesystem::create_directories(dir);
   auto g = pg.split(r % 2, r);
+  // "group g0c1 (global ...)" writes rank_<r>_g0c1_.json
+  const std::string tag = g.name().substr(6, g.name().find(' ', 6) - 6);
+  const auto record = dir / ("rank_" + std::to_string(g.rank()) + "_" + tag + "_.json");
+  if (fr_env) std::filesystem::remove(record); // a record of an earlier run
+  pg.barrier();
   if (g.size() >= 2) {
     std::vector<float> v(g.rank() == 0 ? 10 : 11);
     try {
@@ -143,18 +149,13 @@ TEST_CASE("a subgroup's errors and flight recorder name it; the job's group live
       CHECK(std::string(e.what()).find(g.name()) != std::string::npos);
     }
     // The record is the group's own file, and says which group it is.
-    bool found = false;
-    for (const auto& f : std::filesystem::directory_iterator(dir)) {
-      const auto name = f.path().filename().string();
-      if (name.rfind("rank_" + std::to_string(g.rank()) + "_g", 0) != 0) continue;
-      std::ifstream in(f.path());
+    if (fr_env) {
+      std::ifstream in(record);
       const std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      found = body.find("\"group\": \"" + g.name()) != std::string::npos;
+      CAPTURE(record.string());
+      CHECK(body.find("\"group\": \"" + g.name()) != std::string::npos);
     }
-    CHECK(found);
   }
-  ::unsetenv("DDP_FLIGHT_RECORDER");
-  std::filesystem::remove_all(dir);
   std::vector<int> one{1};
   pg.all_reduce(one);
   CHECK(one[0] == pg.size());

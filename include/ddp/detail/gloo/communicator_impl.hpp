@@ -415,7 +415,7 @@ private:
     if (peer < 0 || peer >= size_ || peer == rank_)
       throw error(error_kind::config, std::string(sends ? "send" : "recv") + " on rank " +
                                           std::to_string(rank_) + ": peer " + std::to_string(peer) +
-                                          " is not another rank of this group (0.." +
+                                          " is not another rank of this group" + note_ + " (0.." +
                                           std::to_string(size_ - 1) + ", not this rank)");
     if (auto why = queue_.poisoned()) std::rethrow_exception(why);
     const std::string head = "rank " + std::to_string(rank_) + ": " + (sends ? "send" : "recv");
