@@ -21224,6 +21224,9 @@ public:
     for (int r = 1; r < size_; ++r)
       fn(data, data, from(r), n);
     if (o == op::avg) scale_in_place(data, n, dt, 1.0 / size_);
+    // The root held W tensors here: past what the ring keeps (its pieces, 1 MiB by
+    // default), give the memory back rather than hold W x n for the group's life.
+    if (scratch_.capacity() > (std::size_t{16} << 20)) std::vector<char>().swap(scratch_);
   }
 
   struct payload {
