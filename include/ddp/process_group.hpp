@@ -20,6 +20,7 @@
 #include <ddp/work.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <concepts>
 #include <cstddef>
@@ -61,8 +62,12 @@ public:
   /// Finishes queued collectives, then leaves in step with the other ranks:
   /// rank 0 serves the store, so it waits (bounded) until every rank is done with it.
   ///
+  /// A subgroup (new_group, split) drains and goes; while an exception
+  /// unwinds it, it fails only its own mesh (its members fail at once), not
+  /// the job.
+  ///
   /// Unless this rank is leaving on an error of its own (an exception escaping
-  /// while the group is healthy): then the exit barrier would hold every peer
+  /// while the job's own group is healthy): then the exit barrier would hold every peer
   /// blocked in a collective until its timeout
   /// (docs/design-notes.md, "Note [leaving on an error]"). Instead it tells
   /// the launcher and the store that it failed, then closes its connections,
@@ -71,6 +76,8 @@ public:
 
   /// This rank's rank in the group; -1 on a rank that is not a member (is_member()).
   int rank() const noexcept { return comm_ ? topo_.rank : -1; }
+  /// The job's layout for the job's own group; a subgroup's own for a subgroup
+  /// (its members on this node, its nodes), rank -1 on a rank left out.
   int size() const noexcept { return topo_.world_size; }
   const ddp::topology& topology() const noexcept { return topo_; }
   std::chrono::milliseconds timeout() const { return base_.timeout; }
@@ -90,7 +97,9 @@ public:
   /// (the node's shared memory stays the job's own group's), runs its own
   /// queue (its collectives may be in flight beside this group's), and may
   /// itself make groups. It keeps the store alive; destroy it before the
-  /// process ends, like any group. ddp::gloo.
+  /// process ends, like any group. Make groups from one thread, in the same
+  /// order on every rank (each call is numbered, the number checked across
+  /// ranks: ddp::error(mismatch) on every rank otherwise). ddp::gloo.
   [[nodiscard]] process_group new_group(const std::vector<int>& ranks);
   /// MPI_Comm_split: the ranks that pass the same `color` form one group,
   /// numbered by `key` (ties by their rank here); a negative color joins none
@@ -175,11 +184,12 @@ public:
   /// both). Messages run beside the group's collectives, in a lane per peer
   /// and direction: a send waits for its recv, but holds up nothing else, so
   /// both ranks of a pair may send_async first (a blocking send waits there).
-  /// ddp::gloo, host memory.
+  /// Wait for each one before the group goes: teardown fails a message still
+  /// pending (naming it) instead of waiting for it. ddp::gloo, host memory.
   template <class T> work send_async(T&& t, int dst, std::int64_t tag = 0) {
     if constexpr (async_input<T>()) {
       return extended<const std::remove_reference_t<T>>(
-          [&](auto& c, auto s, dtype dt) { return c.send(s.data(), s.size(), dt, dst, tag, false); },
+          "send", [&](auto& c, auto s, dtype dt) { return c.send(s.data(), s.size(), dt, dst, tag, false); },
           std::as_const(t));
     } else {
       return {};
@@ -187,14 +197,15 @@ public:
   }
   template <class T> void send(const T& t, int dst, std::int64_t tag = 0) {
     extended<const T>(
-        [&](auto& c, auto s, dtype dt) { return c.send(s.data(), s.size(), dt, dst, tag, true); }, t)
+        "send", [&](auto& c, auto s, dtype dt) { return c.send(s.data(), s.size(), dt, dst, tag, true); }, t)
         .wait();
   }
   /// Receives into `t` what rank `src` sends with send(t, this rank) (see send).
   template <class T> work recv_async(T&& t, int src, std::int64_t tag = 0) {
     if constexpr (writable_output<T>()) {
       return extended<std::remove_reference_t<T>>(
-          [&](auto& c, auto s, dtype dt) { return c.recv(s.data(), s.size(), dt, src, tag, false); }, t);
+          "recv", [&](auto& c, auto s, dtype dt) { return c.recv(s.data(), s.size(), dt, src, tag, false); },
+          t);
     } else {
       return {};
     }
@@ -202,7 +213,8 @@ public:
   template <class T> void recv(T&& t, int src, std::int64_t tag = 0) {
     if constexpr (writable_output<T>())
       extended<std::remove_reference_t<T>>(
-          [&](auto& c, auto s, dtype dt) { return c.recv(s.data(), s.size(), dt, src, tag, true); }, t)
+          "recv", [&](auto& c, auto s, dtype dt) { return c.recv(s.data(), s.size(), dt, src, tag, true); },
+          t)
           .wait();
   }
 
@@ -264,6 +276,7 @@ public:
     if constexpr (writable_output<T>()) {
       check_root(root, "reduce");
       return extended<std::remove_reference_t<T>>(
+          "reduce",
           [&](auto& c, auto s, dtype dt) { return c.reduce(s.data(), s.size(), dt, o, root, false); }, t);
     } else {
       return {};
@@ -273,6 +286,7 @@ public:
     if constexpr (writable_output<T>()) {
       check_root(root, "reduce");
       extended<std::remove_reference_t<T>>(
+          "reduce",
           [&](auto& c, auto s, dtype dt) { return c.reduce(s.data(), s.size(), dt, o, root, true); }, t)
           .wait();
     }
@@ -315,8 +329,8 @@ private:
   struct subgroup_t {};
   /// A subgroup of `parent`: `members` are parent ranks in their new order
   /// (empty: this rank is not a member).
-  process_group(subgroup_t, const process_group& parent, const std::vector<int>& members, std::string prefix,
-                std::string name);
+  process_group(subgroup_t, const process_group& parent, const std::vector<int>& members,
+                const std::vector<int>& nodes, std::string prefix, std::string name);
   /// new_group and split: every rank's (color, key, what) gathered, `what` checked equal.
   /// `listed`: new_group's ranks, which are the members whatever the colors.
   process_group make_subgroup(int color, int key, std::int64_t what, const char* call,
@@ -448,7 +462,7 @@ private:
   /// of extended_communicator, once the tensors `T...` (the first gives the
   /// span) pass usable() and the backend and memory checks below; otherwise
   /// one static_assert says why and nothing else compiles.
-  template <class T, class... More, class F, class U> work extended(F&& f, U& t) {
+  template <class T, class... More, class F, class U> work extended(const char* name, F&& f, U& t) {
     if constexpr (!usable<T, More...>()) {
       return {};
     } else if constexpr (!extended_communicator<typename Backend::communicator>) {
@@ -463,22 +477,26 @@ private:
       return {};
     } else {
       auto s = as_span(t);
-      return f(member("this collective"), s, dtype_v<std::remove_cv_t<tensor_value_t<T>>>);
+      return f(member(name), s, dtype_v<std::remove_cv_t<tensor_value_t<T>>>);
     }
   }
 
   template <class In, class Out> work all_to_all_impl(const In& in, Out& out, bool blocking) {
     return extended<const In, Out>(
+        "all_to_all",
         [&](auto& c, auto i, dtype dt) {
           static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                         "ddp: all_to_all needs input and output of the same element type");
           auto o = as_span(out);
+          // Refused in the group's header round: every rank fails now, not its peers at their timeout.
           if (i.size() != o.size() || i.size() % static_cast<std::size_t>(size()) != 0)
-            throw error(error_kind::config,
-                        "all_to_all on rank " + std::to_string(rank()) + ": input has " +
-                            std::to_string(i.size()) + " elements, output " + std::to_string(o.size()) +
-                            "; both must hold world size " + std::to_string(size()) +
-                            " blocks of the same count (for other splits pass send_counts and recv_counts)");
+            return c.refuse("all_to_all", dt, 0,
+                            "all_to_all on rank " + std::to_string(rank()) + ": input has " +
+                                std::to_string(i.size()) + " elements, output " + std::to_string(o.size()) +
+                                "; both must hold world size " + std::to_string(size()) +
+                                " blocks of the same count (for other splits pass send_counts and "
+                                "recv_counts)",
+                            blocking);
           return c.all_to_all(i.data(), o.data(), i.size() / static_cast<std::size_t>(size()), dt, blocking);
         },
         in);
@@ -488,11 +506,16 @@ private:
   work all_to_all_v_impl(const In& in, Out& out, std::vector<std::size_t> sc, std::vector<std::size_t> rc,
                          bool blocking) {
     return extended<const In, Out>(
+        "all_to_all",
         [&](auto& c, auto i, dtype dt) {
           static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                         "ddp: all_to_all needs input and output of the same element type");
           auto o = as_span(out);
-          detail::check_split_counts("all_to_all", rank(), size(), i.size(), sc, o.size(), rc);
+          try {
+            detail::check_split_counts("all_to_all", rank(), size(), i.size(), sc, o.size(), rc);
+          } catch (const error& e) { // refused in the header round: every rank fails now
+            return c.refuse("all_to_all", dt, 0, std::string(e.message()), blocking);
+          }
           return c.all_to_all_v(i.data(), std::move(sc), o.data(), std::move(rc), dt, blocking);
         },
         in);
@@ -502,6 +525,7 @@ private:
   template <bool to_root, class In, class Out>
   work rooted_impl(const In& in, Out& out, int root, bool blocking) {
     return extended<const In, Out>(
+        to_root ? "gather" : "scatter",
         [&](auto& c, auto i, dtype dt) {
           static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                         "ddp: gather and scatter need input and output of the same element type");
@@ -510,12 +534,14 @@ private:
           auto o = as_span(out);
           const std::size_t n = to_root ? i.size() : o.size();
           const std::size_t whole = to_root ? o.size() : i.size();
+          // Refused in the header round: the other ranks fail now too, not at their timeout.
           if (rank() == root && whole != n * static_cast<std::size_t>(size()))
-            throw error(error_kind::config, std::string(name) + " on root " + std::to_string(root) + ": " +
-                                                (to_root ? "output" : "input") + " has " +
-                                                std::to_string(whole) + " elements, expected world size " +
-                                                std::to_string(size()) + " x " +
-                                                (to_root ? "input " : "output ") + std::to_string(n));
+            return c.refuse(name, dt, root,
+                            std::string(name) + " on root " + std::to_string(root) + name_note() + ": " +
+                                (to_root ? "output" : "input") + " has " + std::to_string(whole) +
+                                " elements, expected world size " + std::to_string(size()) + " x " +
+                                (to_root ? "input " : "output ") + std::to_string(n),
+                            blocking);
           if constexpr (to_root)
             return c.gather(i.data(), o.data(), n, dt, root, blocking);
           else
@@ -643,18 +669,21 @@ private:
 
   void check_root(int root, const char* what) const {
     if (root < 0 || root >= size())
-      throw error(error_kind::config, std::string(what) + ": root " + std::to_string(root) +
+      throw error(error_kind::config, std::string(what) + " on rank " + std::to_string(rank()) + name_note() +
+                                          ": root " + std::to_string(root) +
                                           " is not a rank of this group (0.." + std::to_string(size() - 1) +
                                           ")");
   }
+  /// " of <group name>" for a subgroup, for errors raised here.
+  std::string name_note() const { return name_.empty() ? std::string() : " of " + name_; }
 
   std::shared_ptr<const void> alive_ = std::make_shared<const int>(0); ///< lifetime()
   ddp::topology topo_;
-  rendezvous base_;               ///< timeout, token, store and file of the job, for subgroups
-  std::string name_;              ///< empty: the job's own group
-  std::vector<int> global_ranks_; ///< job rank of each rank here
-  int job_rank_ = 0;              ///< this process's rank in the job
-  int next_subgroup_ = 0;         ///< subgroups made from this one so far (the same on every rank)
+  rendezvous base_;                   ///< timeout, token, store and file of the job, for subgroups
+  std::string name_;                  ///< empty: the job's own group
+  std::vector<int> global_ranks_;     ///< job rank of each rank here
+  int job_rank_ = 0;                  ///< this process's rank in the job
+  std::atomic<int> next_subgroup_{0}; ///< subgroups made from this one so far (checked equal across ranks)
   std::shared_ptr<tcp_store> store_;
   std::unique_ptr<typename Backend::communicator> comm_;
   /// Hands the watch's news to comm_, or to its connect while it is built.
@@ -687,13 +716,24 @@ process_group<Backend>::process_group(rendezvous rv)
 
 template <class Backend> process_group<Backend>::~process_group() {
   if (!comm_) return; // a rank new_group or split left out: nothing to leave
-  if (!name_.empty() && !(std::uncaught_exceptions() > uncaught_at_start_ && !comm_->poisoned())) {
+  if (!name_.empty()) {
     // A subgroup: the job's own group holds the exit barrier; this one drains and goes.
-    try {
-      comm_->drain();
-    } catch (const std::exception& e) {
-      detail::log_line("rank " + std::to_string(job_rank_),
-                       std::string("teardown of ") + name_ + ": " + e.what());
+    if (std::uncaught_exceptions() > uncaught_at_start_ && !comm_->poisoned()) {
+      // Unwinding: an exception may be caught further up and the job go on,
+      // so only this subgroup's mesh fails (its members blocked on this rank
+      // fail now, naming a closed connection), not the job (leave_on_own_failure).
+      const std::string why = "job rank " + std::to_string(job_rank_) + " left " + name_ +
+                              " while an exception unwound it (an error of its own: see its output); "
+                              "this group is unusable, the job's own group goes on";
+      detail::log_line("rank " + std::to_string(job_rank_), why);
+      if constexpr (abortable_communicator<typename Backend::communicator>) comm_->abort_for_failure(why);
+    } else {
+      try {
+        comm_->drain();
+      } catch (const std::exception& e) {
+        detail::log_line("rank " + std::to_string(job_rank_),
+                         std::string("teardown of ") + name_ + ": " + e.what());
+      }
     }
     peer_watch_.reset();
     comm_.reset();
@@ -728,22 +768,52 @@ template <class Backend> void process_group<Backend>::abort(std::string_view rea
 
 template <class Backend>
 process_group<Backend>::process_group(subgroup_t, const process_group& parent,
-                                      const std::vector<int>& members, std::string prefix, std::string name)
+                                      const std::vector<int>& members, const std::vector<int>& nodes,
+                                      std::string prefix, std::string name)
     : topo_(parent.topo_), base_(parent.base_), name_(std::move(name)), job_rank_(parent.job_rank_),
       store_(parent.store_) {
   for (int m : members)
     global_ranks_.push_back(parent.global_ranks_[static_cast<std::size_t>(m)]);
   topo_.world_size = static_cast<int>(members.size());
   const auto at = std::find(members.begin(), members.end(), parent.rank());
-  if (at == members.end()) return; // not a member: no communicator
+  if (at == members.end()) { // not a member: no communicator
+    topo_.rank = topo_.local_rank = topo_.node_rank = -1;
+    return;
+  }
   topo_.rank = static_cast<int>(at - members.begin());
+  // The group's own layout: its members on this rank's node, its nodes.
+  const int node = nodes[static_cast<std::size_t>(topo_.rank)];
+  std::vector<int> seen;
+  topo_.local_rank = topo_.local_world_size = 0;
+  for (std::size_t k = 0; k < nodes.size(); ++k) {
+    if (std::find(seen.begin(), seen.end(), nodes[k]) == seen.end()) seen.push_back(nodes[k]);
+    if (nodes[k] != node) continue;
+    if (static_cast<int>(k) < topo_.rank) ++topo_.local_rank;
+    ++topo_.local_world_size;
+  }
+  topo_.nnodes = static_cast<int>(seen.size());
+  topo_.node_rank = static_cast<int>(std::find(seen.begin(), seen.end(), node) - seen.begin());
   base_.key_prefix = std::move(prefix); // groups made from this one nest under it
   base_.group_name = name_;
   rendezvous rv = base_;
   rv.topo = topo_;
+  // The transport picks its interface by the job's layout (make_gloo_device), as the job's group did.
+  rv.topo.local_rank = base_.topo.local_rank;
+  rv.topo.local_world_size = base_.topo.local_world_size;
+  rv.topo.node_rank = base_.topo.node_rank;
+  rv.topo.nnodes = base_.topo.nnodes;
   start_peer_watch();
   if (relay_) rv.interrupt = relay_->connecting();
   try {
+    // Each subgroup holds more descriptors (its mesh, its failure watch's store
+    // connection): checked here, not only at init (docs/api.md, Subgroups).
+    if constexpr (open_files_communicator<typename Backend::communicator>) {
+      detail::open_files_need need;
+      need.in_use = detail::open_files_in_use();
+      need.backend = static_cast<long>(Backend::communicator::open_files(rv.topo));
+      need.store_client = store_ ? 1 : 0; // the failure watch's
+      detail::ensure_open_files(need, "job rank " + std::to_string(job_rank_), name_);
+    }
     comm_ = std::make_unique<typename Backend::communicator>(rv);
   } catch (const std::exception& e) {
     report_failed_connect(e);
@@ -760,11 +830,27 @@ process_group<Backend> process_group<Backend>::make_subgroup(int color, int key,
   static_assert(subgroup_communicator<typename Backend::communicator>,
                 "ddp: new_group and split are offered by ddp::gloo; this backend (ddp::nccl) has none yet");
   member(call);
-  const int id = next_subgroup_++;
-  // Every rank's choice, in one all_gather over this group.
-  std::vector<std::int64_t> mine{color, key, what}, all(3 * static_cast<std::size_t>(size()));
+  const int id = next_subgroup_.fetch_add(1);
+  const std::int64_t call_code = listed ? 1 : 2;
+  // Every rank's choice, its count of groups made from this one and which
+  // call it is, in one all_gather over this group: ranks that pair different
+  // calls (made in another order, or from two threads) fail, instead of
+  // joining one prefix's mesh with different members.
+  constexpr std::size_t fields = 6; // and its node, for the group's topology()
+  std::vector<std::int64_t> mine{color, key, what, id, call_code, base_.topo.node_rank},
+      all(fields * static_cast<std::size_t>(size()));
   all_gather(mine, all);
-  auto at = [&](int r, int k) { return all[3 * static_cast<std::size_t>(r) + static_cast<std::size_t>(k)]; };
+  auto at = [&](int r, std::size_t k) { return all[fields * static_cast<std::size_t>(r) + k]; };
+  for (int r = 1; r < size(); ++r)
+    if (at(r, 3) != at(0, 3) || at(r, 4) != at(0, 4))
+      throw error(error_kind::mismatch,
+                  std::string(call) + " on rank " + std::to_string(rank()) + name_note() + ": rank " +
+                      std::to_string(r) + " called " + (at(r, 4) == 1 ? "new_group" : "split") +
+                      " as its group #" + std::to_string(at(r, 3)) + " made from this group, rank 0 " +
+                      (at(0, 4) == 1 ? "new_group" : "split") + " as its #" + std::to_string(at(0, 3)) +
+                      ". Every rank must make groups from one thread, in the same order. No group was "
+                      "made.",
+                  r);
   for (int r = 1; r < size(); ++r)
     if (at(r, 2) != at(0, 2))
       throw error(error_kind::mismatch,
@@ -789,7 +875,10 @@ process_group<Backend> process_group<Backend>::make_subgroup(int color, int key,
     name += (k ? ", " : " ") + std::to_string(global_ranks_[static_cast<std::size_t>(members[k])]);
   name += ")";
   if (c < 0) name = "no group (split with a negative color on job rank " + std::to_string(job_rank_) + ")";
-  return process_group(subgroup_t{}, *this, members, prefix, std::move(name));
+  std::vector<int> nodes; // each member's node in the job
+  for (int m : members)
+    nodes.push_back(static_cast<int>(at(m, 5)));
+  return process_group(subgroup_t{}, *this, members, nodes, prefix, std::move(name));
 }
 
 template <class Backend>

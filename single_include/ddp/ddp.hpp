@@ -2832,6 +2832,11 @@ public:
   /// Block p of root's `in` (size() blocks of n) goes to rank p's `out`.
   DDP_INLINE work scatter(const void* in, void* out, std::size_t n, dtype dt, int root,
                           bool blocking = false);
+  /// In place of all_to_all, gather or scatter (`name`) when this rank's
+  /// arguments do not fit it (`why`): every rank of the group then fails that
+  /// collective with ddp::error(mismatch) at once, not at its timeout. A group
+  /// of one rank throws ddp::error(config) and goes on.
+  DDP_INLINE work refuse(const char* name, dtype dt, int root, std::string why, bool blocking = false);
   /// Root's `data` becomes the reduction of every rank's (in rank order); the others' stays.
   DDP_INLINE work reduce(void* data, std::size_t n, dtype dt, op o, int root, bool blocking = false);
   /// Point to point, beside the collectives in a lane per peer and direction:
@@ -3299,6 +3304,7 @@ DDP_END_NAMESPACE
 // ---- end ddp/detail/process_group/split_counts.hpp ----
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <concepts>
 #include <cstddef>
@@ -3853,8 +3859,12 @@ public:
   /// Finishes queued collectives, then leaves in step with the other ranks:
   /// rank 0 serves the store, so it waits (bounded) until every rank is done with it.
   ///
+  /// A subgroup (new_group, split) drains and goes; while an exception
+  /// unwinds it, it fails only its own mesh (its members fail at once), not
+  /// the job.
+  ///
   /// Unless this rank is leaving on an error of its own (an exception escaping
-  /// while the group is healthy): then the exit barrier would hold every peer
+  /// while the job's own group is healthy): then the exit barrier would hold every peer
   /// blocked in a collective until its timeout
   /// (docs/design-notes.md, "Note [leaving on an error]"). Instead it tells
   /// the launcher and the store that it failed, then closes its connections,
@@ -3863,6 +3873,8 @@ public:
 
   /// This rank's rank in the group; -1 on a rank that is not a member (is_member()).
   int rank() const noexcept { return comm_ ? topo_.rank : -1; }
+  /// The job's layout for the job's own group; a subgroup's own for a subgroup
+  /// (its members on this node, its nodes), rank -1 on a rank left out.
   int size() const noexcept { return topo_.world_size; }
   const ddp::topology& topology() const noexcept { return topo_; }
   std::chrono::milliseconds timeout() const { return base_.timeout; }
@@ -3882,7 +3894,9 @@ public:
   /// (the node's shared memory stays the job's own group's), runs its own
   /// queue (its collectives may be in flight beside this group's), and may
   /// itself make groups. It keeps the store alive; destroy it before the
-  /// process ends, like any group. ddp::gloo.
+  /// process ends, like any group. Make groups from one thread, in the same
+  /// order on every rank (each call is numbered, the number checked across
+  /// ranks: ddp::error(mismatch) on every rank otherwise). ddp::gloo.
   [[nodiscard]] process_group new_group(const std::vector<int>& ranks);
   /// MPI_Comm_split: the ranks that pass the same `color` form one group,
   /// numbered by `key` (ties by their rank here); a negative color joins none
@@ -3967,11 +3981,12 @@ public:
   /// both). Messages run beside the group's collectives, in a lane per peer
   /// and direction: a send waits for its recv, but holds up nothing else, so
   /// both ranks of a pair may send_async first (a blocking send waits there).
-  /// ddp::gloo, host memory.
+  /// Wait for each one before the group goes: teardown fails a message still
+  /// pending (naming it) instead of waiting for it. ddp::gloo, host memory.
   template <class T> work send_async(T&& t, int dst, std::int64_t tag = 0) {
     if constexpr (async_input<T>()) {
       return extended<const std::remove_reference_t<T>>(
-          [&](auto& c, auto s, dtype dt) { return c.send(s.data(), s.size(), dt, dst, tag, false); },
+          "send", [&](auto& c, auto s, dtype dt) { return c.send(s.data(), s.size(), dt, dst, tag, false); },
           std::as_const(t));
     } else {
       return {};
@@ -3979,14 +3994,15 @@ public:
   }
   template <class T> void send(const T& t, int dst, std::int64_t tag = 0) {
     extended<const T>(
-        [&](auto& c, auto s, dtype dt) { return c.send(s.data(), s.size(), dt, dst, tag, true); }, t)
+        "send", [&](auto& c, auto s, dtype dt) { return c.send(s.data(), s.size(), dt, dst, tag, true); }, t)
         .wait();
   }
   /// Receives into `t` what rank `src` sends with send(t, this rank) (see send).
   template <class T> work recv_async(T&& t, int src, std::int64_t tag = 0) {
     if constexpr (writable_output<T>()) {
       return extended<std::remove_reference_t<T>>(
-          [&](auto& c, auto s, dtype dt) { return c.recv(s.data(), s.size(), dt, src, tag, false); }, t);
+          "recv", [&](auto& c, auto s, dtype dt) { return c.recv(s.data(), s.size(), dt, src, tag, false); },
+          t);
     } else {
       return {};
     }
@@ -3994,7 +4010,8 @@ public:
   template <class T> void recv(T&& t, int src, std::int64_t tag = 0) {
     if constexpr (writable_output<T>())
       extended<std::remove_reference_t<T>>(
-          [&](auto& c, auto s, dtype dt) { return c.recv(s.data(), s.size(), dt, src, tag, true); }, t)
+          "recv", [&](auto& c, auto s, dtype dt) { return c.recv(s.data(), s.size(), dt, src, tag, true); },
+          t)
           .wait();
   }
 
@@ -4056,6 +4073,7 @@ public:
     if constexpr (writable_output<T>()) {
       check_root(root, "reduce");
       return extended<std::remove_reference_t<T>>(
+          "reduce",
           [&](auto& c, auto s, dtype dt) { return c.reduce(s.data(), s.size(), dt, o, root, false); }, t);
     } else {
       return {};
@@ -4065,6 +4083,7 @@ public:
     if constexpr (writable_output<T>()) {
       check_root(root, "reduce");
       extended<std::remove_reference_t<T>>(
+          "reduce",
           [&](auto& c, auto s, dtype dt) { return c.reduce(s.data(), s.size(), dt, o, root, true); }, t)
           .wait();
     }
@@ -4107,8 +4126,8 @@ private:
   struct subgroup_t {};
   /// A subgroup of `parent`: `members` are parent ranks in their new order
   /// (empty: this rank is not a member).
-  process_group(subgroup_t, const process_group& parent, const std::vector<int>& members, std::string prefix,
-                std::string name);
+  process_group(subgroup_t, const process_group& parent, const std::vector<int>& members,
+                const std::vector<int>& nodes, std::string prefix, std::string name);
   /// new_group and split: every rank's (color, key, what) gathered, `what` checked equal.
   /// `listed`: new_group's ranks, which are the members whatever the colors.
   process_group make_subgroup(int color, int key, std::int64_t what, const char* call,
@@ -4240,7 +4259,7 @@ private:
   /// of extended_communicator, once the tensors `T...` (the first gives the
   /// span) pass usable() and the backend and memory checks below; otherwise
   /// one static_assert says why and nothing else compiles.
-  template <class T, class... More, class F, class U> work extended(F&& f, U& t) {
+  template <class T, class... More, class F, class U> work extended(const char* name, F&& f, U& t) {
     if constexpr (!usable<T, More...>()) {
       return {};
     } else if constexpr (!extended_communicator<typename Backend::communicator>) {
@@ -4255,22 +4274,26 @@ private:
       return {};
     } else {
       auto s = as_span(t);
-      return f(member("this collective"), s, dtype_v<std::remove_cv_t<tensor_value_t<T>>>);
+      return f(member(name), s, dtype_v<std::remove_cv_t<tensor_value_t<T>>>);
     }
   }
 
   template <class In, class Out> work all_to_all_impl(const In& in, Out& out, bool blocking) {
     return extended<const In, Out>(
+        "all_to_all",
         [&](auto& c, auto i, dtype dt) {
           static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                         "ddp: all_to_all needs input and output of the same element type");
           auto o = as_span(out);
+          // Refused in the group's header round: every rank fails now, not its peers at their timeout.
           if (i.size() != o.size() || i.size() % static_cast<std::size_t>(size()) != 0)
-            throw error(error_kind::config,
-                        "all_to_all on rank " + std::to_string(rank()) + ": input has " +
-                            std::to_string(i.size()) + " elements, output " + std::to_string(o.size()) +
-                            "; both must hold world size " + std::to_string(size()) +
-                            " blocks of the same count (for other splits pass send_counts and recv_counts)");
+            return c.refuse("all_to_all", dt, 0,
+                            "all_to_all on rank " + std::to_string(rank()) + ": input has " +
+                                std::to_string(i.size()) + " elements, output " + std::to_string(o.size()) +
+                                "; both must hold world size " + std::to_string(size()) +
+                                " blocks of the same count (for other splits pass send_counts and "
+                                "recv_counts)",
+                            blocking);
           return c.all_to_all(i.data(), o.data(), i.size() / static_cast<std::size_t>(size()), dt, blocking);
         },
         in);
@@ -4280,11 +4303,16 @@ private:
   work all_to_all_v_impl(const In& in, Out& out, std::vector<std::size_t> sc, std::vector<std::size_t> rc,
                          bool blocking) {
     return extended<const In, Out>(
+        "all_to_all",
         [&](auto& c, auto i, dtype dt) {
           static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                         "ddp: all_to_all needs input and output of the same element type");
           auto o = as_span(out);
-          detail::check_split_counts("all_to_all", rank(), size(), i.size(), sc, o.size(), rc);
+          try {
+            detail::check_split_counts("all_to_all", rank(), size(), i.size(), sc, o.size(), rc);
+          } catch (const error& e) { // refused in the header round: every rank fails now
+            return c.refuse("all_to_all", dt, 0, std::string(e.message()), blocking);
+          }
           return c.all_to_all_v(i.data(), std::move(sc), o.data(), std::move(rc), dt, blocking);
         },
         in);
@@ -4294,6 +4322,7 @@ private:
   template <bool to_root, class In, class Out>
   work rooted_impl(const In& in, Out& out, int root, bool blocking) {
     return extended<const In, Out>(
+        to_root ? "gather" : "scatter",
         [&](auto& c, auto i, dtype dt) {
           static_assert(std::is_same_v<std::remove_cv_t<tensor_value_t<const In>>, tensor_value_t<Out>>,
                         "ddp: gather and scatter need input and output of the same element type");
@@ -4302,12 +4331,14 @@ private:
           auto o = as_span(out);
           const std::size_t n = to_root ? i.size() : o.size();
           const std::size_t whole = to_root ? o.size() : i.size();
+          // Refused in the header round: the other ranks fail now too, not at their timeout.
           if (rank() == root && whole != n * static_cast<std::size_t>(size()))
-            throw error(error_kind::config, std::string(name) + " on root " + std::to_string(root) + ": " +
-                                                (to_root ? "output" : "input") + " has " +
-                                                std::to_string(whole) + " elements, expected world size " +
-                                                std::to_string(size()) + " x " +
-                                                (to_root ? "input " : "output ") + std::to_string(n));
+            return c.refuse(name, dt, root,
+                            std::string(name) + " on root " + std::to_string(root) + name_note() + ": " +
+                                (to_root ? "output" : "input") + " has " + std::to_string(whole) +
+                                " elements, expected world size " + std::to_string(size()) + " x " +
+                                (to_root ? "input " : "output ") + std::to_string(n),
+                            blocking);
           if constexpr (to_root)
             return c.gather(i.data(), o.data(), n, dt, root, blocking);
           else
@@ -4435,18 +4466,21 @@ private:
 
   void check_root(int root, const char* what) const {
     if (root < 0 || root >= size())
-      throw error(error_kind::config, std::string(what) + ": root " + std::to_string(root) +
+      throw error(error_kind::config, std::string(what) + " on rank " + std::to_string(rank()) + name_note() +
+                                          ": root " + std::to_string(root) +
                                           " is not a rank of this group (0.." + std::to_string(size() - 1) +
                                           ")");
   }
+  /// " of <group name>" for a subgroup, for errors raised here.
+  std::string name_note() const { return name_.empty() ? std::string() : " of " + name_; }
 
   std::shared_ptr<const void> alive_ = std::make_shared<const int>(0); ///< lifetime()
   ddp::topology topo_;
-  rendezvous base_;               ///< timeout, token, store and file of the job, for subgroups
-  std::string name_;              ///< empty: the job's own group
-  std::vector<int> global_ranks_; ///< job rank of each rank here
-  int job_rank_ = 0;              ///< this process's rank in the job
-  int next_subgroup_ = 0;         ///< subgroups made from this one so far (the same on every rank)
+  rendezvous base_;                   ///< timeout, token, store and file of the job, for subgroups
+  std::string name_;                  ///< empty: the job's own group
+  std::vector<int> global_ranks_;     ///< job rank of each rank here
+  int job_rank_ = 0;                  ///< this process's rank in the job
+  std::atomic<int> next_subgroup_{0}; ///< subgroups made from this one so far (checked equal across ranks)
   std::shared_ptr<tcp_store> store_;
   std::unique_ptr<typename Backend::communicator> comm_;
   /// Hands the watch's news to comm_, or to its connect while it is built.
@@ -4479,13 +4513,24 @@ process_group<Backend>::process_group(rendezvous rv)
 
 template <class Backend> process_group<Backend>::~process_group() {
   if (!comm_) return; // a rank new_group or split left out: nothing to leave
-  if (!name_.empty() && !(std::uncaught_exceptions() > uncaught_at_start_ && !comm_->poisoned())) {
+  if (!name_.empty()) {
     // A subgroup: the job's own group holds the exit barrier; this one drains and goes.
-    try {
-      comm_->drain();
-    } catch (const std::exception& e) {
-      detail::log_line("rank " + std::to_string(job_rank_),
-                       std::string("teardown of ") + name_ + ": " + e.what());
+    if (std::uncaught_exceptions() > uncaught_at_start_ && !comm_->poisoned()) {
+      // Unwinding: an exception may be caught further up and the job go on,
+      // so only this subgroup's mesh fails (its members blocked on this rank
+      // fail now, naming a closed connection), not the job (leave_on_own_failure).
+      const std::string why = "job rank " + std::to_string(job_rank_) + " left " + name_ +
+                              " while an exception unwound it (an error of its own: see its output); "
+                              "this group is unusable, the job's own group goes on";
+      detail::log_line("rank " + std::to_string(job_rank_), why);
+      if constexpr (abortable_communicator<typename Backend::communicator>) comm_->abort_for_failure(why);
+    } else {
+      try {
+        comm_->drain();
+      } catch (const std::exception& e) {
+        detail::log_line("rank " + std::to_string(job_rank_),
+                         std::string("teardown of ") + name_ + ": " + e.what());
+      }
     }
     peer_watch_.reset();
     comm_.reset();
@@ -4520,22 +4565,52 @@ template <class Backend> void process_group<Backend>::abort(std::string_view rea
 
 template <class Backend>
 process_group<Backend>::process_group(subgroup_t, const process_group& parent,
-                                      const std::vector<int>& members, std::string prefix, std::string name)
+                                      const std::vector<int>& members, const std::vector<int>& nodes,
+                                      std::string prefix, std::string name)
     : topo_(parent.topo_), base_(parent.base_), name_(std::move(name)), job_rank_(parent.job_rank_),
       store_(parent.store_) {
   for (int m : members)
     global_ranks_.push_back(parent.global_ranks_[static_cast<std::size_t>(m)]);
   topo_.world_size = static_cast<int>(members.size());
   const auto at = std::find(members.begin(), members.end(), parent.rank());
-  if (at == members.end()) return; // not a member: no communicator
+  if (at == members.end()) { // not a member: no communicator
+    topo_.rank = topo_.local_rank = topo_.node_rank = -1;
+    return;
+  }
   topo_.rank = static_cast<int>(at - members.begin());
+  // The group's own layout: its members on this rank's node, its nodes.
+  const int node = nodes[static_cast<std::size_t>(topo_.rank)];
+  std::vector<int> seen;
+  topo_.local_rank = topo_.local_world_size = 0;
+  for (std::size_t k = 0; k < nodes.size(); ++k) {
+    if (std::find(seen.begin(), seen.end(), nodes[k]) == seen.end()) seen.push_back(nodes[k]);
+    if (nodes[k] != node) continue;
+    if (static_cast<int>(k) < topo_.rank) ++topo_.local_rank;
+    ++topo_.local_world_size;
+  }
+  topo_.nnodes = static_cast<int>(seen.size());
+  topo_.node_rank = static_cast<int>(std::find(seen.begin(), seen.end(), node) - seen.begin());
   base_.key_prefix = std::move(prefix); // groups made from this one nest under it
   base_.group_name = name_;
   rendezvous rv = base_;
   rv.topo = topo_;
+  // The transport picks its interface by the job's layout (make_gloo_device), as the job's group did.
+  rv.topo.local_rank = base_.topo.local_rank;
+  rv.topo.local_world_size = base_.topo.local_world_size;
+  rv.topo.node_rank = base_.topo.node_rank;
+  rv.topo.nnodes = base_.topo.nnodes;
   start_peer_watch();
   if (relay_) rv.interrupt = relay_->connecting();
   try {
+    // Each subgroup holds more descriptors (its mesh, its failure watch's store
+    // connection): checked here, not only at init (docs/api.md, Subgroups).
+    if constexpr (open_files_communicator<typename Backend::communicator>) {
+      detail::open_files_need need;
+      need.in_use = detail::open_files_in_use();
+      need.backend = static_cast<long>(Backend::communicator::open_files(rv.topo));
+      need.store_client = store_ ? 1 : 0; // the failure watch's
+      detail::ensure_open_files(need, "job rank " + std::to_string(job_rank_), name_);
+    }
     comm_ = std::make_unique<typename Backend::communicator>(rv);
   } catch (const std::exception& e) {
     report_failed_connect(e);
@@ -4552,11 +4627,27 @@ process_group<Backend> process_group<Backend>::make_subgroup(int color, int key,
   static_assert(subgroup_communicator<typename Backend::communicator>,
                 "ddp: new_group and split are offered by ddp::gloo; this backend (ddp::nccl) has none yet");
   member(call);
-  const int id = next_subgroup_++;
-  // Every rank's choice, in one all_gather over this group.
-  std::vector<std::int64_t> mine{color, key, what}, all(3 * static_cast<std::size_t>(size()));
+  const int id = next_subgroup_.fetch_add(1);
+  const std::int64_t call_code = listed ? 1 : 2;
+  // Every rank's choice, its count of groups made from this one and which
+  // call it is, in one all_gather over this group: ranks that pair different
+  // calls (made in another order, or from two threads) fail, instead of
+  // joining one prefix's mesh with different members.
+  constexpr std::size_t fields = 6; // and its node, for the group's topology()
+  std::vector<std::int64_t> mine{color, key, what, id, call_code, base_.topo.node_rank},
+      all(fields * static_cast<std::size_t>(size()));
   all_gather(mine, all);
-  auto at = [&](int r, int k) { return all[3 * static_cast<std::size_t>(r) + static_cast<std::size_t>(k)]; };
+  auto at = [&](int r, std::size_t k) { return all[fields * static_cast<std::size_t>(r) + k]; };
+  for (int r = 1; r < size(); ++r)
+    if (at(r, 3) != at(0, 3) || at(r, 4) != at(0, 4))
+      throw error(error_kind::mismatch,
+                  std::string(call) + " on rank " + std::to_string(rank()) + name_note() + ": rank " +
+                      std::to_string(r) + " called " + (at(r, 4) == 1 ? "new_group" : "split") +
+                      " as its group #" + std::to_string(at(r, 3)) + " made from this group, rank 0 " +
+                      (at(0, 4) == 1 ? "new_group" : "split") + " as its #" + std::to_string(at(0, 3)) +
+                      ". Every rank must make groups from one thread, in the same order. No group was "
+                      "made.",
+                  r);
   for (int r = 1; r < size(); ++r)
     if (at(r, 2) != at(0, 2))
       throw error(error_kind::mismatch,
@@ -4581,7 +4672,10 @@ process_group<Backend> process_group<Backend>::make_subgroup(int color, int key,
     name += (k ? ", " : " ") + std::to_string(global_ranks_[static_cast<std::size_t>(members[k])]);
   name += ")";
   if (c < 0) name = "no group (split with a negative color on job rank " + std::to_string(job_rank_) + ")";
-  return process_group(subgroup_t{}, *this, members, prefix, std::move(name));
+  std::vector<int> nodes; // each member's node in the job
+  for (int m : members)
+    nodes.push_back(static_cast<int>(at(m, 5)));
+  return process_group(subgroup_t{}, *this, members, nodes, prefix, std::move(name));
 }
 
 template <class Backend>
@@ -15244,6 +15338,16 @@ struct flight_entry {
   std::int64_t queued_us = 0, started_us = 0, finished_us = 0;
 };
 
+/// A send or recv (they run beside the collectives, in lanes: detail/gloo/p2p.hpp),
+/// kept apart from the collectives' entries: it has no place in their sequence,
+/// which the desync report compares across ranks.
+struct flight_message {
+  std::uint64_t id = 0;
+  std::string what; ///< "rank 0: send #3 to rank 1 (10 x float32)", with its tag
+  flight_state state = flight_state::queued;
+  std::int64_t queued_us = 0, started_us = 0, finished_us = 0;
+};
+
 /// How far one rank got: the latest collective that started (or, when none
 /// did, nothing). Published through the store for the desync report.
 struct flight_progress {
@@ -15297,6 +15401,37 @@ public:
       e->finished_us = now_us();
     }
   }
+  /// A send or recv was posted; returns its id for message_running/finished.
+  std::uint64_t message_queued(std::string what) {
+    std::lock_guard lock(mu_);
+    const std::uint64_t id = messages_total_++;
+    messages_[id % capacity] = flight_message{id, std::move(what), flight_state::queued, now_us(), 0, 0};
+    return id;
+  }
+  void message_running(std::uint64_t id) {
+    std::lock_guard lock(mu_);
+    if (auto& m = messages_[id % capacity]; m.id == id) {
+      m.state = flight_state::running;
+      m.started_us = now_us();
+    }
+  }
+  void message_finished(std::uint64_t id, bool ok) {
+    std::lock_guard lock(mu_);
+    if (auto& m = messages_[id % capacity]; m.id == id) {
+      m.state = ok ? flight_state::done : flight_state::failed;
+      m.finished_us = now_us();
+    }
+  }
+  /// The retained messages, oldest first.
+  std::vector<flight_message> messages() const {
+    std::lock_guard lock(mu_);
+    std::vector<flight_message> out;
+    for (std::uint64_t s = messages_total_ > capacity ? messages_total_ - capacity : 0; s < messages_total_;
+         ++s)
+      out.push_back(messages_[s % capacity]);
+    return out;
+  }
+
   /// A line about the failure (the desync report) for the JSON record.
   void note(std::string text) {
     std::lock_guard lock(mu_);
@@ -15354,6 +15489,16 @@ public:
            "\", \"queued_us\": " + std::to_string(e.queued_us) +
            ", \"started_us\": " + std::to_string(e.started_us) +
            ", \"finished_us\": " + std::to_string(e.finished_us) + "}";
+    }
+    j += "\n  ],\n  \"messages\": [";
+    const auto msgs = messages();
+    for (std::size_t i = 0; i < msgs.size(); ++i) {
+      const auto& m = msgs[i];
+      j += std::string(i ? "," : "") + "\n    {\"id\": " + std::to_string(m.id) + ", \"what\": \"" +
+           json_escape(m.what) + "\", \"state\": \"" + std::string(to_string(m.state)) +
+           "\", \"queued_us\": " + std::to_string(m.queued_us) +
+           ", \"started_us\": " + std::to_string(m.started_us) +
+           ", \"finished_us\": " + std::to_string(m.finished_us) + "}";
     }
     j += "\n  ]\n}\n";
     return j;
@@ -15420,6 +15565,8 @@ private:
   std::array<flight_entry, capacity> ring_{};
   std::uint64_t total_ = 0;
   std::int64_t last_started_ = -1;
+  std::array<flight_message, capacity> messages_{}; ///< send/recv, apart from the collectives
+  std::uint64_t messages_total_ = 0;
   std::string note_;
   std::string group_, file_tag_; ///< set_group
   bool dumped_ = false;
@@ -18629,6 +18776,16 @@ struct flight_entry {
   std::int64_t queued_us = 0, started_us = 0, finished_us = 0;
 };
 
+/// A send or recv (they run beside the collectives, in lanes: detail/gloo/p2p.hpp),
+/// kept apart from the collectives' entries: it has no place in their sequence,
+/// which the desync report compares across ranks.
+struct flight_message {
+  std::uint64_t id = 0;
+  std::string what; ///< "rank 0: send #3 to rank 1 (10 x float32)", with its tag
+  flight_state state = flight_state::queued;
+  std::int64_t queued_us = 0, started_us = 0, finished_us = 0;
+};
+
 /// How far one rank got: the latest collective that started (or, when none
 /// did, nothing). Published through the store for the desync report.
 struct flight_progress {
@@ -18682,6 +18839,37 @@ public:
       e->finished_us = now_us();
     }
   }
+  /// A send or recv was posted; returns its id for message_running/finished.
+  std::uint64_t message_queued(std::string what) {
+    std::lock_guard lock(mu_);
+    const std::uint64_t id = messages_total_++;
+    messages_[id % capacity] = flight_message{id, std::move(what), flight_state::queued, now_us(), 0, 0};
+    return id;
+  }
+  void message_running(std::uint64_t id) {
+    std::lock_guard lock(mu_);
+    if (auto& m = messages_[id % capacity]; m.id == id) {
+      m.state = flight_state::running;
+      m.started_us = now_us();
+    }
+  }
+  void message_finished(std::uint64_t id, bool ok) {
+    std::lock_guard lock(mu_);
+    if (auto& m = messages_[id % capacity]; m.id == id) {
+      m.state = ok ? flight_state::done : flight_state::failed;
+      m.finished_us = now_us();
+    }
+  }
+  /// The retained messages, oldest first.
+  std::vector<flight_message> messages() const {
+    std::lock_guard lock(mu_);
+    std::vector<flight_message> out;
+    for (std::uint64_t s = messages_total_ > capacity ? messages_total_ - capacity : 0; s < messages_total_;
+         ++s)
+      out.push_back(messages_[s % capacity]);
+    return out;
+  }
+
   /// A line about the failure (the desync report) for the JSON record.
   void note(std::string text) {
     std::lock_guard lock(mu_);
@@ -18739,6 +18927,16 @@ public:
            "\", \"queued_us\": " + std::to_string(e.queued_us) +
            ", \"started_us\": " + std::to_string(e.started_us) +
            ", \"finished_us\": " + std::to_string(e.finished_us) + "}";
+    }
+    j += "\n  ],\n  \"messages\": [";
+    const auto msgs = messages();
+    for (std::size_t i = 0; i < msgs.size(); ++i) {
+      const auto& m = msgs[i];
+      j += std::string(i ? "," : "") + "\n    {\"id\": " + std::to_string(m.id) + ", \"what\": \"" +
+           json_escape(m.what) + "\", \"state\": \"" + std::string(to_string(m.state)) +
+           "\", \"queued_us\": " + std::to_string(m.queued_us) +
+           ", \"started_us\": " + std::to_string(m.started_us) +
+           ", \"finished_us\": " + std::to_string(m.finished_us) + "}";
     }
     j += "\n  ]\n}\n";
     return j;
@@ -18805,6 +19003,8 @@ private:
   std::array<flight_entry, capacity> ring_{};
   std::uint64_t total_ = 0;
   std::int64_t last_started_ = -1;
+  std::array<flight_message, capacity> messages_{}; ///< send/recv, apart from the collectives
+  std::uint64_t messages_total_ = 0;
   std::string note_;
   std::string group_, file_tag_; ///< set_group
   bool dumped_ = false;
@@ -20387,6 +20587,9 @@ struct collective_header {
   static constexpr std::uint8_t flag_repeat = 1;
   /// And it knows: it marked every gradient of its last step, none since (call_site::certain_repeat).
   static constexpr std::uint8_t flag_certain_repeat = 2;
+  /// This rank's arguments do not fit the collective (a buffer of the wrong
+  /// size): it joins the round only so that every rank fails alike, at once.
+  static constexpr std::uint8_t flag_refused = 4;
 
   bool operator==(const collective_header&) const = default;
 
@@ -20422,6 +20625,15 @@ struct collective_header {
     for (auto& [r, h] : all)
       if (r == rank) mine = &h;
     if (!mine) return;
+    for (auto& [r, h] : all)
+      if (h.flags & flag_refused)
+        throw error(error_kind::mismatch,
+                    what + ": rank " + std::to_string(r) + " refused its part of " + to_string(h.kind) +
+                        ": its arguments do not fit it (rank " + std::to_string(r) +
+                        "'s error says how: a buffer of the wrong size, or counts per peer that do not "
+                        "add up). Nothing moved. This group is unusable now: every later collective "
+                        "throws; create a new group.",
+                    r);
     for (auto& [r, h] : all)
       if (h.non_finite) throw non_finite_error(what, r, h);
     for (auto& [r, h] : all) {
@@ -21126,6 +21338,9 @@ public:
     for (int r = 1; r < size_; ++r)
       fn(data, data, from(r), n);
     if (o == op::avg) scale_in_place(data, n, dt, 1.0 / size_);
+    // The root held W tensors here: past what the ring keeps (its pieces, 1 MiB by
+    // default), give the memory back rather than hold W x n for the group's life.
+    if (scratch_.capacity() > (std::size_t{16} << 20)) std::vector<char>().swap(scratch_);
   }
 
   struct payload {
@@ -21163,6 +21378,29 @@ public:
           return std::pair<const void*, std::size_t>{pl.data, pl.bytes};
         },
         timeout_, what);
+  }
+
+  /// A collective this rank's arguments do not fit (`why`, from process_group's
+  /// local checks): it still takes part in the header round, flagged, so
+  /// every rank throws ddp::error(mismatch) now instead of waiting for this
+  /// rank until its timeout; this rank's error says why.
+  [[noreturn]] void refuse(collective_kind kind, std::uint32_t tag, const std::string& what, dtype dt,
+                           int root, const std::string& why) {
+    const std::string mine = what + ": " + why +
+                             ". Every rank of the group fails this collective (ddp::error(mismatch) naming "
+                             "this rank); nothing moved. This group is unusable now: every later collective "
+                             "throws; create a new group.";
+    if (size_ > 1) {
+      auto h = header(kind, tag, 0, dt);
+      h.root = root;
+      h.flags = collective_header::flag_refused;
+      try {
+        exchange_header(h, what);
+      } catch (const error& e) {
+        if (e.kind() != error_kind::mismatch) throw; // the round itself failed: that error stands
+      }
+    }
+    throw error(error_kind::mismatch, mine, rank_);
   }
 
   /// The header round alone: no payload.
@@ -21491,15 +21729,24 @@ public:
   /// `label` begins each lane's row on the timeline ("comm", "comm g0c1/").
   explicit gloo_p2p_lanes(std::string label = "comm") : label_(std::move(label)) {}
 
+  /// The group's flight recorder, which keeps each message (set before the
+  /// first); a failed message writes it (DDP_FLIGHT_RECORDER) as rank `rank`.
+  void set_recorder(flight_recorder* r, int rank) noexcept {
+    recorder_ = r;
+    rank_ = rank;
+  }
+
   /// Queues `body(seq, what)` in the lane of (peer, sends), named `head #seq tail`.
   work submit(int peer, bool sends, const std::string& head, const std::string& tail,
               std::chrono::milliseconds timeout, bool blocking,
               std::function<void(std::uint32_t seq, const std::string& what)> body) {
     ordered_queue* q = nullptr;
     std::uint32_t seq = 0;
+    const std::pair<int, bool> key{peer, sends};
+    std::string what;
     {
       std::lock_guard lock(mu_);
-      auto& l = lanes_[{peer, sends}];
+      auto& l = lanes_[key];
       if (!l.queue) {
         l.queue = std::make_unique<ordered_queue>(label_ + (sends ? " send to " : " recv from ") +
                                                   std::to_string(peer));
@@ -21507,10 +21754,42 @@ public:
       }
       q = l.queue.get();
       seq = l.next++;
+      what = head + " #" + std::to_string(seq) + tail;
+      l.pending.emplace(seq, what);
     }
-    std::string what = head + " #" + std::to_string(seq) + tail;
-    return q->submit([body = std::move(body), seq, what](work_state&) { body(seq, what); }, what, timeout,
-                     blocking);
+    const std::uint64_t id = recorder_ ? recorder_->message_queued(what) : 0;
+    return q->submit(
+        [this, key, body = std::move(body), seq, what, id](work_state&) {
+          struct done_t {
+            gloo_p2p_lanes* lanes;
+            std::pair<int, bool> key;
+            std::uint32_t seq;
+            ~done_t() { lanes->done(key, seq); }
+          } done{this, key, seq};
+          if (recorder_) recorder_->message_running(id);
+          try {
+            body(seq, what);
+          } catch (...) {
+            if (recorder_) {
+              recorder_->message_finished(id, false);
+              recorder_->dump_if_asked(rank_);
+            }
+            throw;
+          }
+          if (recorder_) recorder_->message_finished(id, true);
+        },
+        what, timeout, blocking);
+  }
+
+  /// What was posted and has not ended yet ("rank 0: recv #3 from rank 1 (...)"),
+  /// by lane; meaningless once the lanes are aborted.
+  std::vector<std::string> pending() {
+    std::lock_guard lock(mu_);
+    std::vector<std::string> out;
+    for (auto& [key, l] : lanes_)
+      for (auto& [seq, what] : l.pending)
+        out.push_back(what);
+    return out;
   }
 
   /// Every lane fails what it holds with `why`, and refuses later messages.
@@ -21519,6 +21798,12 @@ public:
     if (!poison_) poison_ = why;
     for (auto& [key, l] : lanes_)
       l.queue->abort(poison_);
+  }
+
+  /// The error abort() failed the lanes with, if any.
+  std::exception_ptr poisoned() {
+    std::lock_guard lock(mu_);
+    return poison_;
   }
 
   void drain() {
@@ -21541,14 +21826,22 @@ private:
     return out;
   }
 
+  void done(std::pair<int, bool> key, std::uint32_t seq) noexcept {
+    std::lock_guard lock(mu_);
+    lanes_[key].pending.erase(seq);
+  }
+
   struct lane {
     std::unique_ptr<ordered_queue> queue;
     std::uint32_t next = 0;
+    std::map<std::uint32_t, std::string> pending; ///< posted, not ended, by number (pending())
   };
   std::mutex mu_;
   std::map<std::pair<int, bool>, lane> lanes_;
   std::exception_ptr poison_;
   std::string label_;
+  flight_recorder* recorder_ = nullptr; ///< the group's (its collective_queue's); outlives the workers
+  int rank_ = 0;
 };
 
 } // namespace detail
@@ -23049,6 +23342,7 @@ DDP_END_NAMESPACE
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/types.h>
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -23087,6 +23381,7 @@ public:
         if (ch == '/') ch = '_';
       queue_.recorder().set_group(rv.group_name, tag);
     }
+    lanes_.set_recorder(&queue_.recorder(), rank_);
     ignore_sigpipe_if_default();
     auto device =
         make_gloo_device({rv.topo.rank, rv.topo.local_rank, rv.topo.master_addr, rv.topo.master_port});
@@ -23130,6 +23425,7 @@ public:
   gloo_communicator_impl& operator=(const gloo_communicator_impl&) = delete;
   ~gloo_communicator_impl() { // the workers stop before the context goes
     queue_.stop();
+    abort_pending_messages();
     lanes_.stop();
   }
 
@@ -23179,8 +23475,11 @@ public:
   int size() const { return size_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
   std::exception_ptr poisoned() const { return queue_.poisoned(); }
+  /// Before teardown: the collectives queued run; a send or recv still
+  /// pending then fails (abort_pending_messages), it is not waited for.
   void drain() {
     queue_.drain();
+    abort_pending_messages();
     lanes_.drain();
   }
 
@@ -23203,6 +23502,7 @@ public:
     std::lock_guard lock(contexts_mu_); // against fail_for_peer: one of them is the group's error
     queue_.abort(std::make_exception_ptr(error(error_kind::backend, reason, rank_)));
     lanes_.abort(queue_.poisoned());
+    verdict_cv_.notify_all();
   }
 
   /// The store reports that `lost.rank` failed (process_group's
@@ -23224,6 +23524,7 @@ public:
       queue_.abort(why);
       lanes_.abort(why);
     }
+    verdict_cv_.notify_all();
     queue_.recorder().note(lost_news(lost) + " (the store reported it)");
     interrupt_connections(false);
   }
@@ -23386,6 +23687,20 @@ public:
     });
   }
 
+  /// In place of all_to_all, gather or scatter (`name`) when this rank's
+  /// arguments do not fit it (`why`): its queue slot joins the header round
+  /// flagged, so every rank fails at once (gloo_collectives::refuse).
+  work refuse(const char* name, dtype dt, int root, std::string why, bool blocking = false) {
+    if (size_ == 1) throw error(error_kind::config, why); // nobody waits: the group goes on
+    const std::string n = name;
+    const auto kind = n == "gather"    ? collective_kind::gather
+                      : n == "scatter" ? collective_kind::scatter
+                                       : collective_kind::all_to_all;
+    return submit(name, 0, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
+      mesh_.refuse(kind, tag, what, dt, root, why);
+    });
+  }
+
   /// Point to point (detail/gloo/p2p.hpp): in a lane per peer and direction,
   /// beside the group's queue, so a send waiting for its recv holds up neither
   /// the collectives nor messages to or from other peers.
@@ -23410,7 +23725,7 @@ private:
     if (peer < 0 || peer >= size_ || peer == rank_)
       throw error(error_kind::config, std::string(sends ? "send" : "recv") + " on rank " +
                                           std::to_string(rank_) + ": peer " + std::to_string(peer) +
-                                          " is not another rank of this group (0.." +
+                                          " is not another rank of this group" + note_ + " (0.." +
                                           std::to_string(size_ - 1) + ", not this rank)");
     if (auto why = queue_.poisoned()) std::rethrow_exception(why);
     const std::string head = "rank " + std::to_string(rank_) + ": " + (sends ? "send" : "recv");
@@ -23420,7 +23735,10 @@ private:
         peer, sends, head, tail, timeout_, blocking, [=, this](std::uint32_t seq, const std::string& what) {
           std::shared_ptr<gloo_mesh_context> ctx;
           {
-            std::lock_guard lock(contexts_mu_);
+            std::unique_lock lock(contexts_mu_);
+            // No context: a collective is failing (close_all), its error on the way to fail_lanes.
+            if (!ctx_) verdict_cv_.wait(lock, [&] { return lanes_.poisoned() != nullptr; });
+            if (auto why = lanes_.poisoned()) std::rethrow_exception(why);
             if (auto why = queue_.poisoned()) std::rethrow_exception(why);
             ctx = ctx_;
           }
@@ -23429,6 +23747,7 @@ private:
           } catch (const ddp::error&) {
             fail_from_lane(std::current_exception());
           } catch (const std::exception& e) {
+            await_verdict();
             fail_from_lane(std::make_exception_ptr(
                 error(error_kind::timeout,
                       what + " failed: " + e.what() + ". Rank " + std::to_string(peer) +
@@ -23439,16 +23758,61 @@ private:
         });
   }
 
+  /// The group goes while sends or recvs it was given have not ended: a
+  /// message nobody will match (or whose peer is gone) would hold the teardown
+  /// until its timeout. They fail now, named in the error and in this rank's
+  /// output; this rank's connections close, so that a peer waiting on one of
+  /// them fails now too. The collectives have drained: only the messages use them.
+  void abort_pending_messages() noexcept {
+    try {
+      if (lanes_.poisoned()) return; // failed already: nothing waits
+      const auto pending = lanes_.pending();
+      if (pending.empty()) return;
+      std::string list;
+      for (const auto& p : pending)
+        list += (list.empty() ? "" : "; ") + p;
+      const std::string why = "rank " + std::to_string(rank_) + ": the process group" + note_ +
+                              " was destroyed with " + std::to_string(pending.size()) +
+                              " send/recv pending: " + list +
+                              ". They fail now: wait for every send_async and recv_async (work::wait) "
+                              "before the group goes";
+      log_line("rank " + std::to_string(rank_), why);
+      {
+        std::lock_guard lock(contexts_mu_);
+        lanes_.abort(std::make_exception_ptr(error(error_kind::backend, why, rank_)));
+      }
+      verdict_cv_.notify_all();
+      interrupt_connections(false);
+    } catch (const std::exception&) {} // teardown: the lanes' own timeouts still bound them
+  }
+
   /// A message failed: the group fails with `why` (its first failure stands),
   /// every connection closes so peers blocked on this rank fail now, and the
   /// message's work fails with the group's error.
+  /// A message's connection failed. When a collective is failing meanwhile,
+  /// or a peer's collective failed and closed its connections before this
+  /// rank's saw why, the group's error is that collective's, not this
+  /// message's closed connection: wait for it (a collective's failure always
+  /// ends in fail_lanes), or up to a second for one to begin.
+  void await_verdict() {
+    std::unique_lock lock(contexts_mu_);
+    verdict_cv_.wait_for(lock, std::chrono::seconds(1),
+                         [&] { return lanes_.poisoned() || collective_failing_; });
+    if (collective_failing_) verdict_cv_.wait(lock, [&] { return lanes_.poisoned() != nullptr; });
+  }
+
+  /// When the lanes failed already (the group failed, or is torn down), that
+  /// failure interrupted this message: its error stands, and whoever failed
+  /// them closed what had to close.
   [[noreturn]] void fail_from_lane(std::exception_ptr why) {
     {
       std::lock_guard lock(contexts_mu_);
+      if (auto first = lanes_.poisoned()) std::rethrow_exception(first);
       queue_.abort(why);
       why = queue_.poisoned();
       lanes_.abort(why);
     }
+    verdict_cv_.notify_all();
     interrupt_connections(true);
     std::rethrow_exception(why);
   }
@@ -23464,11 +23828,36 @@ private:
           try {
             body(tag, what);
           } catch (...) {
-            blame_.collective(
-                what, std::current_exception(), [this](bool with_segment) { close_all(with_segment); },
-                [this] { return reported_peer_failure(); });
+            {
+              std::lock_guard lock(contexts_mu_);
+              collective_failing_ = true; // before close_all: see await_verdict
+            }
+            try {
+              blame_.collective(
+                  what, std::current_exception(), [this](bool with_segment) { close_all(with_segment); },
+                  [this] { return reported_peer_failure(); });
+            } catch (...) {
+              fail_lanes(std::current_exception());
+              throw;
+            }
           }
         });
+  }
+
+  /// A collective failed, its connections closed (close_all): its error
+  /// becomes the group's, and the send/recv lanes fail with it now. Their
+  /// workers hold the context they started with, so closing its connections
+  /// (close_all) and ending the waits on its buffers is what stops a message
+  /// under way; else a posted recv, and the peers waiting on it, ran to their
+  /// timeout (docs/design-notes.md, "Note [send/recv lanes]").
+  void fail_lanes(std::exception_ptr why) noexcept {
+    {
+      std::lock_guard lock(contexts_mu_);
+      queue_.abort(std::move(why));
+      lanes_.abort(queue_.poisoned());
+    }
+    verdict_cv_.notify_all();
+    waits_.interrupt_all(); // after close_all failed the connections
   }
 
   /// A collective failed on the wire (see gloo_blame::io).
@@ -23481,6 +23870,13 @@ private:
     if (shm_path_.get() && with_segment)
       shm_path_.get()->abort(); // the node's ranks waiting in the segment fail now too, as over TCP
     std::lock_guard lock(contexts_mu_);
+    // Failed, not only dropped: a send/recv worker holds the context too, and
+    // would keep its sockets open.
+    {
+      std::lock_guard failing(failing_mu_);
+      for (auto* c : {ctx_.get(), leaders_.get()})
+        if (c) c->fail_connections();
+    }
     ctx_.reset();
     leaders_.reset();
   }
@@ -23500,8 +23896,11 @@ private:
       ctx = ctx_;
       leaders = leaders_;
     }
-    for (auto* c : {ctx.get(), leaders.get()})
-      if (c) c->fail_connections();
+    {
+      std::lock_guard failing(failing_mu_);
+      for (auto* c : {ctx.get(), leaders.get()})
+        if (c) c->fail_connections();
+    }
     waits_.interrupt_all(); // after the sockets closed: nothing writes into the buffers any more
   }
 
@@ -23518,6 +23917,9 @@ private:
   /// take it; so do the two ways to fail the group from outside (which poisons first).
   std::mutex contexts_mu_;
   std::optional<lost_rank> peer_failure_; ///< set by fail_for_peer when its failure is the group's
+  bool collective_failing_ = false;       ///< a collective failed; its error is on its way (await_verdict)
+  std::condition_variable verdict_cv_;    ///< with contexts_mu_: the lanes failed, or a collective began to
+  std::mutex failing_mu_;                 ///< one thread at a time fails connections (the innermost lock)
   std::shared_ptr<gloo_mesh_context> ctx_;
   std::shared_ptr<gloo_mesh_context> leaders_; ///< local rank 0 of each node, across nodes with shm
   gloo_shm_path shm_path_; ///< the node's segment, when the ranks voted for it, and its shm arrays
@@ -23618,6 +24020,10 @@ DDP_INLINE work gloo_communicator::gather(const void* in, void* out, std::size_t
 DDP_INLINE work gloo_communicator::scatter(const void* in, void* out, std::size_t n, dtype dt, int root,
                                            bool blocking) {
   return impl_->scatter(in, out, n, dt, root, blocking);
+}
+DDP_INLINE work gloo_communicator::refuse(const char* name, dtype dt, int root, std::string why,
+                                          bool blocking) {
+  return impl_->refuse(name, dt, root, std::move(why), blocking);
 }
 DDP_INLINE work gloo_communicator::reduce(void* data, std::size_t n, dtype dt, op o, int root,
                                           bool blocking) {

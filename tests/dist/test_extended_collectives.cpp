@@ -10,8 +10,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <numeric>
 #include <span>
 #include <string>
@@ -224,8 +227,9 @@ TEST_CASE("all_to_all with equal blocks, also in place") {
       CHECK(bad == 0);
     }
   }
-  std::vector<float> odd(w + 1), out(w + 1);
-  if (w > 1) CHECK_THROWS_AS(pg.all_to_all(odd, out), ddp::error); // not whole blocks
+  // Arguments that do not fit: alone, a config error; among ranks, every rank fails (a case below).
+  std::vector<float> odd(w + 1), out(w);
+  if (w == 1) CHECK_THROWS_AS(pg.all_to_all(odd, out), ddp::error); // not whole blocks
 }
 
 TEST_CASE("all_to_all with a count per peer, small and large, async") {
@@ -251,10 +255,14 @@ TEST_CASE("all_to_all with a count per peer, small and large, async") {
     CAPTURE(scale);
     CHECK(bad == 0);
   }
+  if (w > 1) return; // among ranks, a rank's wrong counts fail every rank: a case below
   std::vector<float> v(3), o(3);
   CHECK_THROWS_AS(pg.all_to_all(v, o, {3}, {1, 2, 3, 4, 5}), ddp::error); // counts per rank
   std::vector<std::size_t> few(static_cast<std::size_t>(w), 0);
   CHECK_THROWS_AS(pg.all_to_all(v, o, few, few), ddp::error); // the sums are not the sizes
+  std::vector<float> in(3), short_out(2);
+  CHECK_THROWS_AS(pg.gather(in, short_out, 0), ddp::error); // the root's output
+  CHECK(pg.communicator().poisoned() == nullptr);           // alone: a config error, the group goes on
 }
 
 TEST_CASE("gather and scatter at every root") {
@@ -365,6 +373,47 @@ TEST_CASE("mismatches: counts, roots and counts per peer fail alike on every ran
            "recv_counts[0] on rank " + std::to_string(odd)));
 }
 
+TEST_CASE("a buffer of the wrong size on one rank fails the collective on every rank, fast") {
+  auto& ctl = group();
+  if (ctl.size() == 1) return;
+  const int last = ctl.size() - 1;
+  // Before, the rank at fault threw a local error and the others waited in the header round for it
+  // until their timeout.
+  auto refused = [](int culprit, const std::string& detail) {
+    return [=](int r) {
+      return std::vector<std::string>{r == culprit ? detail
+                                                   : "rank " + std::to_string(culprit) + " refused its part"};
+    };
+  };
+  expect_mismatch(
+      [](pg_t& pg) {
+        std::vector<float> in(4), out(pg.rank() == 0 ? 5 : 0); // the root's output is short
+        pg.gather(in, out, 0);
+      },
+      "gather", refused(0, "gather on root 0: output has 5 elements"));
+  expect_mismatch(
+      [&](pg_t& pg) {
+        std::vector<float> in(pg.rank() == last ? 3 : 0), out(4);
+        pg.scatter(in, out, last);
+      },
+      "scatter", refused(last, "scatter on root " + std::to_string(last) + ": input has 3 elements"));
+  expect_mismatch(
+      [&](pg_t& pg) {
+        const auto w = static_cast<std::size_t>(pg.size());
+        std::vector<float> in(2 * w), out(pg.rank() == last ? 2 * w + 1 : 2 * w);
+        pg.all_to_all(in, out);
+      },
+      "all_to_all", refused(last, "output " + std::to_string(2 * ctl.size() + 1)));
+  expect_mismatch(
+      [&](pg_t& pg) {
+        const auto w = static_cast<std::size_t>(pg.size());
+        std::vector<std::size_t> sc(w, 1), rc(pg.rank() == last ? w - 1 : w, 1);
+        std::vector<float> in(w), out(w);
+        pg.all_to_all(in, out, sc, rc);
+      },
+      "all_to_all", refused(last, "recv_counts " + std::to_string(ctl.size() - 1)));
+}
+
 TEST_CASE("mismatches: a pair's send and recv, on both ranks of the pair") {
   auto& ctl = group();
   if (ctl.size() == 1) return;
@@ -412,4 +461,109 @@ TEST_CASE("mismatches: a pair's send and recv, on both ranks of the pair") {
         return std::vector<std::string>{"(tag 1)", "(tag 2)"};
       },
       pair);
+}
+
+TEST_CASE("a collective that fails ends the pending send/recv at once, on every rank") {
+  auto& ctl = group();
+  if (ctl.size() == 1) return;
+  std::string dir;
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    auto pg = fresh_group(dir);
+    pg.barrier();
+    const int w = pg.size(), r = pg.rank();
+    // Never matched: no rank sends. Before, the failed collective left this
+    // recv, and the group's teardown that waits for it, to their timeout.
+    std::vector<float> in(5, -1.0f);
+    auto pending = pg.recv_async(in, (r + w - 1) % w, 7);
+    std::vector<float> v(r == w - 1 ? 3 : 2, 1.0f);
+    ddp::error_kind kind = ddp::error_kind::config;
+    try {
+      pg.all_reduce(v);
+    } catch (const ddp::error& e) { kind = e.kind(); }
+    CHECK(kind == ddp::error_kind::mismatch);
+    std::string text;
+    kind = ddp::error_kind::config;
+    try {
+      pending.wait();
+    } catch (const ddp::error& e) {
+      kind = e.kind();
+      text = e.what();
+    }
+    CAPTURE(text);
+    CHECK(kind == ddp::error_kind::mismatch); // the group's error, not a timeout of its own
+    CHECK(std::chrono::steady_clock::now() - t0 < case_timeout / 3);
+  } // the teardown does not wait for the recv either
+  CHECK(std::chrono::steady_clock::now() - t0 < case_timeout / 3);
+  ctl.barrier();
+  if (ctl.rank() == 0) std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a group destroyed with a send and a recv never matched fails them, without waiting") {
+  auto& ctl = group();
+  if (ctl.size() == 1) return;
+  std::string dir;
+  std::vector<float> in(5, -1.0f), out(70000, 1.0f); // a recv, and a send past the inline cap
+  ddp::work recv, send;
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    auto pg = fresh_group(dir);
+    pg.barrier();
+    const int w = pg.size(), r = pg.rank();
+    // Nobody sends to a rank, and rank 1 posts no recv (so none meets rank 0's send).
+    if (r != 1) recv = pg.recv_async(in, (r + w - 1) % w, 5);
+    if (r == 0) send = pg.send_async(out, 1, 6);
+  } // before, each waited out its timeout here
+  CHECK(std::chrono::steady_clock::now() - t0 < case_timeout / 3);
+  for (auto* wk : {&recv, &send}) {
+    if ((wk == &send && ctl.rank() != 0) || (wk == &recv && ctl.rank() == 1)) continue;
+    std::string text;
+    try {
+      wk->wait();
+    } catch (const ddp::error& e) { text = e.what(); }
+    CAPTURE(text);
+    CHECK(text.find("was destroyed with") != std::string::npos);
+    if (ctl.rank() != 1)
+      CHECK(text.find("recv #0 from rank " + std::to_string((ctl.rank() + ctl.size() - 1) % ctl.size())) !=
+            std::string::npos);
+    if (ctl.rank() == 0) CHECK(text.find("send #0 to rank 1") != std::string::npos);
+  }
+  ctl.barrier();
+  if (ctl.rank() == 0) std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("send and recv are in the group's flight record") {
+  auto& ctl = group();
+  const char* dir_env = std::getenv("DDP_FLIGHT_RECORDER"); // set by its own ctest run
+  if (ctl.size() == 1 || !dir_env) return;
+  const std::filesystem::path fr_dir(dir_env);
+  std::filesystem::create_directories(fr_dir);
+  std::filesystem::remove(fr_dir / ("rank_" + std::to_string(ctl.rank()) + ".json"));
+  ctl.barrier();
+  std::string dir;
+  {
+    auto pg = fresh_group(dir);
+    pg.barrier();
+    if (pg.rank() < 2) {
+      std::vector<float> v(4), w(pg.rank() == 0 ? 4 : 5);
+      const int peer = 1 - pg.rank();
+      if (pg.rank() == 0) {
+        pg.send(v, peer, 1);
+        CHECK_THROWS_AS(pg.send(w, peer, 2), ddp::error); // a count mismatch: the record is written
+      } else {
+        pg.recv(v, peer, 1);
+        CHECK_THROWS_AS(pg.recv(w, peer, 2), ddp::error);
+      }
+      std::ifstream in(fr_dir / ("rank_" + std::to_string(pg.rank()) + ".json"));
+      const std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      CAPTURE(body);
+      const std::string first = pg.rank() == 0 ? "rank 0: send #0 to rank 1" : "rank 1: recv #0 from rank 0";
+      const std::string second = pg.rank() == 0 ? "rank 0: send #1 to rank 1" : "rank 1: recv #1 from rank 0";
+      CHECK(body.find("\"what\": \"" + first) != std::string::npos);
+      CHECK(body.find("\"what\": \"" + second) != std::string::npos);
+      CHECK(body.find("\"state\": \"failed\"") != std::string::npos);
+    }
+    ctl.barrier();
+  }
+  if (ctl.rank() == 0) std::filesystem::remove_all(dir);
 }

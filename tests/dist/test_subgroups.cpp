@@ -8,12 +8,14 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <numeric>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -125,11 +127,17 @@ TEST_CASE("a subgroup's errors and flight recorder name it; the job's group live
   auto& pg = group();
   const int r = pg.rank();
   if (pg.size() < 3) return;
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("ddp_subgroup_fr_" + std::to_string(::getpid()) + "_" + std::to_string(r));
-  std::filesystem::create_directories(dir);
-  ::setenv("DDP_FLIGHT_RECORDER", dir.c_str(), 1); // read when a collective fails
+  // DDP_FLIGHT_RECORDER comes from ctest (tests/CMakeLists.txt): setenv here would race the
+  // groups' threads. Each (group, rank) writes a file of its own name in the shared folder.
+  const char* fr_env = std::getenv("DDP_FLIGHT_RECORDER");
+  const std::filesystem::path dir = fr_env ? fr_env : "";
+  if (fr_env) std::filesystem::create_directories(dir);
   auto g = pg.split(r % 2, r);
+  // "group g0c1 (global ...)" writes rank_<r>_g0c1_.json
+  const std::string tag = g.name().substr(6, g.name().find(' ', 6) - 6);
+  const auto record = dir / ("rank_" + std::to_string(g.rank()) + "_" + tag + "_.json");
+  if (fr_env) std::filesystem::remove(record); // a record of an earlier run
+  pg.barrier();
   if (g.size() >= 2) {
     std::vector<float> v(g.rank() == 0 ? 10 : 11);
     try {
@@ -141,18 +149,13 @@ TEST_CASE("a subgroup's errors and flight recorder name it; the job's group live
       CHECK(std::string(e.what()).find(g.name()) != std::string::npos);
     }
     // The record is the group's own file, and says which group it is.
-    bool found = false;
-    for (const auto& f : std::filesystem::directory_iterator(dir)) {
-      const auto name = f.path().filename().string();
-      if (name.rfind("rank_" + std::to_string(g.rank()) + "_g", 0) != 0) continue;
-      std::ifstream in(f.path());
+    if (fr_env) {
+      std::ifstream in(record);
       const std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      found = body.find("\"group\": \"" + g.name()) != std::string::npos;
+      CAPTURE(record.string());
+      CHECK(body.find("\"group\": \"" + g.name()) != std::string::npos);
     }
-    CHECK(found);
   }
-  ::unsetenv("DDP_FLIGHT_RECORDER");
-  std::filesystem::remove_all(dir);
   std::vector<int> one{1};
   pg.all_reduce(one);
   CHECK(one[0] == pg.size());
@@ -201,4 +204,68 @@ TEST_CASE("a subgroup of a group joined through file://") {
   }
   pg.barrier();
   if (pg.rank() == 0) std::filesystem::remove_all(path);
+}
+
+TEST_CASE("a subgroup destroyed while an exception unwinds fails its own mesh, not the job") {
+  auto& pg = group();
+  if (pg.size() < 2) return;
+  std::vector<int> all(static_cast<std::size_t>(pg.size()));
+  std::iota(all.begin(), all.end(), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  bool caught = false;
+  try {
+    auto g = pg.new_group(all);
+    g.barrier();
+    if (pg.rank() == 0) throw std::runtime_error("an error of rank 0's own"); // unwinds g
+    std::vector<float> v(4, 1.0f);
+    CHECK_THROWS_AS(g.all_reduce(v), ddp::error); // rank 0 left: fails now, not at the timeout
+  } catch (const std::runtime_error&) { caught = true; }
+  CHECK(caught == (pg.rank() == 0));
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20));
+  std::vector<int> one{1};
+  pg.all_reduce(one); // before, rank 0's unwinding reported a failure of the job: this threw
+  CHECK(one[0] == pg.size());
+}
+
+TEST_CASE("new_group on one rank against split on the others: mismatch on every rank, no group") {
+  auto& pg = group();
+  if (pg.size() < 2) return;
+  std::vector<int> all(static_cast<std::size_t>(pg.size()));
+  std::iota(all.begin(), all.end(), 0);
+  try {
+    auto g = pg.rank() == 0 ? pg.new_group(all) : pg.split(0);
+    FAIL("different calls made a group");
+  } catch (const ddp::error& e) {
+    CHECK(e.kind() == ddp::error_kind::mismatch);
+    CAPTURE(e.what());
+    CHECK(std::string(e.what()).find("make groups from one thread, in the same order") != std::string::npos);
+  }
+  auto g = pg.split(0); // the ranks' counts of groups made stay in step
+  std::vector<int> one{1};
+  g.all_reduce(one);
+  CHECK(one[0] == pg.size());
+}
+
+TEST_CASE("a subgroup's topology() describes the subgroup") {
+  auto& pg = group();
+  if (pg.size() < 2) return;
+  std::vector<int> rest(static_cast<std::size_t>(pg.size() - 1));
+  std::iota(rest.begin(), rest.end(), 1);
+  auto g = pg.new_group(rest); // rank 0 left out
+  const auto& t = g.topology();
+  if (pg.rank() == 0) {
+    CHECK(t.rank == -1);
+    CHECK(t.world_size == pg.size() - 1);
+    return;
+  }
+  // One node (ddprun here): every member is local, one node.
+  CHECK(t.rank == pg.rank() - 1);
+  CHECK(t.world_size == pg.size() - 1);
+  CHECK(t.local_rank == t.rank);
+  CHECK(t.local_world_size == t.world_size); // before, the job's: larger than the group
+  CHECK(t.node_rank == 0);
+  CHECK(t.nnodes == 1);
+  std::vector<int> one{1};
+  g.all_reduce(one);
+  CHECK(one[0] == g.size());
 }

@@ -234,6 +234,28 @@ TEST_CASE("the flight recorder keeps the last 64 collectives and writes them as 
   CHECK(j.find("sent no \\\"report\\\"") != std::string::npos);
 }
 
+TEST_CASE("the flight recorder keeps send/recv messages apart from the collectives' sequence") {
+  ddp::detail::flight_recorder fr;
+  fr.queued(0, "all_reduce", ddp::dtype::f32, 4);
+  const auto a = fr.message_queued("rank 0: send #0 to rank 1 (4 x float32)");
+  const auto b = fr.message_queued("rank 0: recv #0 from rank 1 (4 x float32)");
+  fr.message_running(a);
+  fr.message_finished(a, true);
+  fr.message_running(b);
+  fr.message_finished(b, false);
+  CHECK(fr.progress().seq == -1); // messages are no progress of the collectives
+  REQUIRE(fr.snapshot().size() == 1);
+  auto m = fr.messages();
+  REQUIRE(m.size() == 2);
+  CHECK(m[0].state == ddp::detail::flight_state::done);
+  CHECK(m[1].state == ddp::detail::flight_state::failed);
+  auto j = fr.to_json(0);
+  CHECK(j.find("\"messages\": [") != std::string::npos);
+  CHECK(
+      j.find("{\"id\": 1, \"what\": \"rank 0: recv #0 from rank 1 (4 x float32)\", \"state\": \"failed\"") !=
+      std::string::npos);
+}
+
 TEST_CASE("scoped keys (restart rounds): a rank lost in one round does not end the next round's waits") {
   // As under ddprun: the launcher serves (rank -1, no scope); each round's ranks scope their keys.
   auto launcher_opts = opts(0, -1);

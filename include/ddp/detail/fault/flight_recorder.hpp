@@ -45,6 +45,16 @@ struct flight_entry {
   std::int64_t queued_us = 0, started_us = 0, finished_us = 0;
 };
 
+/// A send or recv (they run beside the collectives, in lanes: detail/gloo/p2p.hpp),
+/// kept apart from the collectives' entries: it has no place in their sequence,
+/// which the desync report compares across ranks.
+struct flight_message {
+  std::uint64_t id = 0;
+  std::string what; ///< "rank 0: send #3 to rank 1 (10 x float32)", with its tag
+  flight_state state = flight_state::queued;
+  std::int64_t queued_us = 0, started_us = 0, finished_us = 0;
+};
+
 /// How far one rank got: the latest collective that started (or, when none
 /// did, nothing). Published through the store for the desync report.
 struct flight_progress {
@@ -98,6 +108,37 @@ public:
       e->finished_us = now_us();
     }
   }
+  /// A send or recv was posted; returns its id for message_running/finished.
+  std::uint64_t message_queued(std::string what) {
+    std::lock_guard lock(mu_);
+    const std::uint64_t id = messages_total_++;
+    messages_[id % capacity] = flight_message{id, std::move(what), flight_state::queued, now_us(), 0, 0};
+    return id;
+  }
+  void message_running(std::uint64_t id) {
+    std::lock_guard lock(mu_);
+    if (auto& m = messages_[id % capacity]; m.id == id) {
+      m.state = flight_state::running;
+      m.started_us = now_us();
+    }
+  }
+  void message_finished(std::uint64_t id, bool ok) {
+    std::lock_guard lock(mu_);
+    if (auto& m = messages_[id % capacity]; m.id == id) {
+      m.state = ok ? flight_state::done : flight_state::failed;
+      m.finished_us = now_us();
+    }
+  }
+  /// The retained messages, oldest first.
+  std::vector<flight_message> messages() const {
+    std::lock_guard lock(mu_);
+    std::vector<flight_message> out;
+    for (std::uint64_t s = messages_total_ > capacity ? messages_total_ - capacity : 0; s < messages_total_;
+         ++s)
+      out.push_back(messages_[s % capacity]);
+    return out;
+  }
+
   /// A line about the failure (the desync report) for the JSON record.
   void note(std::string text) {
     std::lock_guard lock(mu_);
@@ -155,6 +196,16 @@ public:
            "\", \"queued_us\": " + std::to_string(e.queued_us) +
            ", \"started_us\": " + std::to_string(e.started_us) +
            ", \"finished_us\": " + std::to_string(e.finished_us) + "}";
+    }
+    j += "\n  ],\n  \"messages\": [";
+    const auto msgs = messages();
+    for (std::size_t i = 0; i < msgs.size(); ++i) {
+      const auto& m = msgs[i];
+      j += std::string(i ? "," : "") + "\n    {\"id\": " + std::to_string(m.id) + ", \"what\": \"" +
+           json_escape(m.what) + "\", \"state\": \"" + std::string(to_string(m.state)) +
+           "\", \"queued_us\": " + std::to_string(m.queued_us) +
+           ", \"started_us\": " + std::to_string(m.started_us) +
+           ", \"finished_us\": " + std::to_string(m.finished_us) + "}";
     }
     j += "\n  ]\n}\n";
     return j;
@@ -221,6 +272,8 @@ private:
   std::array<flight_entry, capacity> ring_{};
   std::uint64_t total_ = 0;
   std::int64_t last_started_ = -1;
+  std::array<flight_message, capacity> messages_{}; ///< send/recv, apart from the collectives
+  std::uint64_t messages_total_ = 0;
   std::string note_;
   std::string group_, file_tag_; ///< set_group
   bool dumped_ = false;

@@ -338,6 +338,9 @@ public:
     for (int r = 1; r < size_; ++r)
       fn(data, data, from(r), n);
     if (o == op::avg) scale_in_place(data, n, dt, 1.0 / size_);
+    // The root held W tensors here: past what the ring keeps (its pieces, 1 MiB by
+    // default), give the memory back rather than hold W x n for the group's life.
+    if (scratch_.capacity() > (std::size_t{16} << 20)) std::vector<char>().swap(scratch_);
   }
 
   struct payload {
@@ -375,6 +378,29 @@ public:
           return std::pair<const void*, std::size_t>{pl.data, pl.bytes};
         },
         timeout_, what);
+  }
+
+  /// A collective this rank's arguments do not fit (`why`, from process_group's
+  /// local checks): it still takes part in the header round, flagged, so
+  /// every rank throws ddp::error(mismatch) now instead of waiting for this
+  /// rank until its timeout; this rank's error says why.
+  [[noreturn]] void refuse(collective_kind kind, std::uint32_t tag, const std::string& what, dtype dt,
+                           int root, const std::string& why) {
+    const std::string mine = what + ": " + why +
+                             ". Every rank of the group fails this collective (ddp::error(mismatch) naming "
+                             "this rank); nothing moved. This group is unusable now: every later collective "
+                             "throws; create a new group.";
+    if (size_ > 1) {
+      auto h = header(kind, tag, 0, dt);
+      h.root = root;
+      h.flags = collective_header::flag_refused;
+      try {
+        exchange_header(h, what);
+      } catch (const error& e) {
+        if (e.kind() != error_kind::mismatch) throw; // the round itself failed: that error stands
+      }
+    }
+    throw error(error_kind::mismatch, mine, rank_);
   }
 
   /// The header round alone: no payload.

@@ -89,6 +89,10 @@ DDP_INLINE work gloo_communicator::scatter(const void* in, void* out, std::size_
                                            bool blocking) {
   return impl_->scatter(in, out, n, dt, root, blocking);
 }
+DDP_INLINE work gloo_communicator::refuse(const char* name, dtype dt, int root, std::string why,
+                                          bool blocking) {
+  return impl_->refuse(name, dt, root, std::move(why), blocking);
+}
 DDP_INLINE work gloo_communicator::reduce(void* data, std::size_t n, dtype dt, op o, int root,
                                           bool blocking) {
   return impl_->reduce(data, n, dt, o, root, blocking);

@@ -156,6 +156,11 @@ public:
   /// Block p of root's `in` (size() blocks of n) goes to rank p's `out`.
   DDP_INLINE work scatter(const void* in, void* out, std::size_t n, dtype dt, int root,
                           bool blocking = false);
+  /// In place of all_to_all, gather or scatter (`name`) when this rank's
+  /// arguments do not fit it (`why`): every rank of the group then fails that
+  /// collective with ddp::error(mismatch) at once, not at its timeout. A group
+  /// of one rank throws ddp::error(config) and goes on.
+  DDP_INLINE work refuse(const char* name, dtype dt, int root, std::string why, bool blocking = false);
   /// Root's `data` becomes the reduction of every rank's (in rank order); the others' stays.
   DDP_INLINE work reduce(void* data, std::size_t n, dtype dt, op o, int root, bool blocking = false);
   /// Point to point, beside the collectives in a lane per peer and direction:

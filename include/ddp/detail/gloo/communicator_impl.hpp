@@ -10,6 +10,7 @@
 #include <ddp/backend/communicator.hpp>
 #include <ddp/detail/backend/call_site.hpp>
 #include <ddp/detail/backend/collective_queue.hpp>
+#include <ddp/detail/common/log.hpp>
 #include <ddp/detail/gloo/blame.hpp>
 #include <ddp/detail/gloo/collectives.hpp>
 #include <ddp/detail/gloo/device.hpp>
@@ -31,6 +32,7 @@
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/types.h>
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -69,6 +71,7 @@ public:
         if (ch == '/') ch = '_';
       queue_.recorder().set_group(rv.group_name, tag);
     }
+    lanes_.set_recorder(&queue_.recorder(), rank_);
     ignore_sigpipe_if_default();
     auto device =
         make_gloo_device({rv.topo.rank, rv.topo.local_rank, rv.topo.master_addr, rv.topo.master_port});
@@ -112,6 +115,7 @@ public:
   gloo_communicator_impl& operator=(const gloo_communicator_impl&) = delete;
   ~gloo_communicator_impl() { // the workers stop before the context goes
     queue_.stop();
+    abort_pending_messages();
     lanes_.stop();
   }
 
@@ -161,8 +165,11 @@ public:
   int size() const { return size_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
   std::exception_ptr poisoned() const { return queue_.poisoned(); }
+  /// Before teardown: the collectives queued run; a send or recv still
+  /// pending then fails (abort_pending_messages), it is not waited for.
   void drain() {
     queue_.drain();
+    abort_pending_messages();
     lanes_.drain();
   }
 
@@ -185,6 +192,7 @@ public:
     std::lock_guard lock(contexts_mu_); // against fail_for_peer: one of them is the group's error
     queue_.abort(std::make_exception_ptr(error(error_kind::backend, reason, rank_)));
     lanes_.abort(queue_.poisoned());
+    verdict_cv_.notify_all();
   }
 
   /// The store reports that `lost.rank` failed (process_group's
@@ -206,6 +214,7 @@ public:
       queue_.abort(why);
       lanes_.abort(why);
     }
+    verdict_cv_.notify_all();
     queue_.recorder().note(lost_news(lost) + " (the store reported it)");
     interrupt_connections(false);
   }
@@ -368,6 +377,20 @@ public:
     });
   }
 
+  /// In place of all_to_all, gather or scatter (`name`) when this rank's
+  /// arguments do not fit it (`why`): its queue slot joins the header round
+  /// flagged, so every rank fails at once (gloo_collectives::refuse).
+  work refuse(const char* name, dtype dt, int root, std::string why, bool blocking = false) {
+    if (size_ == 1) throw error(error_kind::config, why); // nobody waits: the group goes on
+    const std::string n = name;
+    const auto kind = n == "gather"    ? collective_kind::gather
+                      : n == "scatter" ? collective_kind::scatter
+                                       : collective_kind::all_to_all;
+    return submit(name, 0, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
+      mesh_.refuse(kind, tag, what, dt, root, why);
+    });
+  }
+
   /// Point to point (detail/gloo/p2p.hpp): in a lane per peer and direction,
   /// beside the group's queue, so a send waiting for its recv holds up neither
   /// the collectives nor messages to or from other peers.
@@ -392,7 +415,7 @@ private:
     if (peer < 0 || peer >= size_ || peer == rank_)
       throw error(error_kind::config, std::string(sends ? "send" : "recv") + " on rank " +
                                           std::to_string(rank_) + ": peer " + std::to_string(peer) +
-                                          " is not another rank of this group (0.." +
+                                          " is not another rank of this group" + note_ + " (0.." +
                                           std::to_string(size_ - 1) + ", not this rank)");
     if (auto why = queue_.poisoned()) std::rethrow_exception(why);
     const std::string head = "rank " + std::to_string(rank_) + ": " + (sends ? "send" : "recv");
@@ -402,7 +425,10 @@ private:
         peer, sends, head, tail, timeout_, blocking, [=, this](std::uint32_t seq, const std::string& what) {
           std::shared_ptr<gloo_mesh_context> ctx;
           {
-            std::lock_guard lock(contexts_mu_);
+            std::unique_lock lock(contexts_mu_);
+            // No context: a collective is failing (close_all), its error on the way to fail_lanes.
+            if (!ctx_) verdict_cv_.wait(lock, [&] { return lanes_.poisoned() != nullptr; });
+            if (auto why = lanes_.poisoned()) std::rethrow_exception(why);
             if (auto why = queue_.poisoned()) std::rethrow_exception(why);
             ctx = ctx_;
           }
@@ -411,6 +437,7 @@ private:
           } catch (const ddp::error&) {
             fail_from_lane(std::current_exception());
           } catch (const std::exception& e) {
+            await_verdict();
             fail_from_lane(std::make_exception_ptr(
                 error(error_kind::timeout,
                       what + " failed: " + e.what() + ". Rank " + std::to_string(peer) +
@@ -421,16 +448,61 @@ private:
         });
   }
 
+  /// The group goes while sends or recvs it was given have not ended: a
+  /// message nobody will match (or whose peer is gone) would hold the teardown
+  /// until its timeout. They fail now, named in the error and in this rank's
+  /// output; this rank's connections close, so that a peer waiting on one of
+  /// them fails now too. The collectives have drained: only the messages use them.
+  void abort_pending_messages() noexcept {
+    try {
+      if (lanes_.poisoned()) return; // failed already: nothing waits
+      const auto pending = lanes_.pending();
+      if (pending.empty()) return;
+      std::string list;
+      for (const auto& p : pending)
+        list += (list.empty() ? "" : "; ") + p;
+      const std::string why = "rank " + std::to_string(rank_) + ": the process group" + note_ +
+                              " was destroyed with " + std::to_string(pending.size()) +
+                              " send/recv pending: " + list +
+                              ". They fail now: wait for every send_async and recv_async (work::wait) "
+                              "before the group goes";
+      log_line("rank " + std::to_string(rank_), why);
+      {
+        std::lock_guard lock(contexts_mu_);
+        lanes_.abort(std::make_exception_ptr(error(error_kind::backend, why, rank_)));
+      }
+      verdict_cv_.notify_all();
+      interrupt_connections(false);
+    } catch (const std::exception&) {} // teardown: the lanes' own timeouts still bound them
+  }
+
   /// A message failed: the group fails with `why` (its first failure stands),
   /// every connection closes so peers blocked on this rank fail now, and the
   /// message's work fails with the group's error.
+  /// A message's connection failed. When a collective is failing meanwhile,
+  /// or a peer's collective failed and closed its connections before this
+  /// rank's saw why, the group's error is that collective's, not this
+  /// message's closed connection: wait for it (a collective's failure always
+  /// ends in fail_lanes), or up to a second for one to begin.
+  void await_verdict() {
+    std::unique_lock lock(contexts_mu_);
+    verdict_cv_.wait_for(lock, std::chrono::seconds(1),
+                         [&] { return lanes_.poisoned() || collective_failing_; });
+    if (collective_failing_) verdict_cv_.wait(lock, [&] { return lanes_.poisoned() != nullptr; });
+  }
+
+  /// When the lanes failed already (the group failed, or is torn down), that
+  /// failure interrupted this message: its error stands, and whoever failed
+  /// them closed what had to close.
   [[noreturn]] void fail_from_lane(std::exception_ptr why) {
     {
       std::lock_guard lock(contexts_mu_);
+      if (auto first = lanes_.poisoned()) std::rethrow_exception(first);
       queue_.abort(why);
       why = queue_.poisoned();
       lanes_.abort(why);
     }
+    verdict_cv_.notify_all();
     interrupt_connections(true);
     std::rethrow_exception(why);
   }
@@ -446,11 +518,36 @@ private:
           try {
             body(tag, what);
           } catch (...) {
-            blame_.collective(
-                what, std::current_exception(), [this](bool with_segment) { close_all(with_segment); },
-                [this] { return reported_peer_failure(); });
+            {
+              std::lock_guard lock(contexts_mu_);
+              collective_failing_ = true; // before close_all: see await_verdict
+            }
+            try {
+              blame_.collective(
+                  what, std::current_exception(), [this](bool with_segment) { close_all(with_segment); },
+                  [this] { return reported_peer_failure(); });
+            } catch (...) {
+              fail_lanes(std::current_exception());
+              throw;
+            }
           }
         });
+  }
+
+  /// A collective failed, its connections closed (close_all): its error
+  /// becomes the group's, and the send/recv lanes fail with it now. Their
+  /// workers hold the context they started with, so closing its connections
+  /// (close_all) and ending the waits on its buffers is what stops a message
+  /// under way; else a posted recv, and the peers waiting on it, ran to their
+  /// timeout (docs/design-notes.md, "Note [send/recv lanes]").
+  void fail_lanes(std::exception_ptr why) noexcept {
+    {
+      std::lock_guard lock(contexts_mu_);
+      queue_.abort(std::move(why));
+      lanes_.abort(queue_.poisoned());
+    }
+    verdict_cv_.notify_all();
+    waits_.interrupt_all(); // after close_all failed the connections
   }
 
   /// A collective failed on the wire (see gloo_blame::io).
@@ -463,6 +560,13 @@ private:
     if (shm_path_.get() && with_segment)
       shm_path_.get()->abort(); // the node's ranks waiting in the segment fail now too, as over TCP
     std::lock_guard lock(contexts_mu_);
+    // Failed, not only dropped: a send/recv worker holds the context too, and
+    // would keep its sockets open.
+    {
+      std::lock_guard failing(failing_mu_);
+      for (auto* c : {ctx_.get(), leaders_.get()})
+        if (c) c->fail_connections();
+    }
     ctx_.reset();
     leaders_.reset();
   }
@@ -482,8 +586,11 @@ private:
       ctx = ctx_;
       leaders = leaders_;
     }
-    for (auto* c : {ctx.get(), leaders.get()})
-      if (c) c->fail_connections();
+    {
+      std::lock_guard failing(failing_mu_);
+      for (auto* c : {ctx.get(), leaders.get()})
+        if (c) c->fail_connections();
+    }
     waits_.interrupt_all(); // after the sockets closed: nothing writes into the buffers any more
   }
 
@@ -500,6 +607,9 @@ private:
   /// take it; so do the two ways to fail the group from outside (which poisons first).
   std::mutex contexts_mu_;
   std::optional<lost_rank> peer_failure_; ///< set by fail_for_peer when its failure is the group's
+  bool collective_failing_ = false;       ///< a collective failed; its error is on its way (await_verdict)
+  std::condition_variable verdict_cv_;    ///< with contexts_mu_: the lanes failed, or a collective began to
+  std::mutex failing_mu_;                 ///< one thread at a time fails connections (the innermost lock)
   std::shared_ptr<gloo_mesh_context> ctx_;
   std::shared_ptr<gloo_mesh_context> leaders_; ///< local rank 0 of each node, across nodes with shm
   gloo_shm_path shm_path_; ///< the node's segment, when the ranks voted for it, and its shm arrays

@@ -103,6 +103,9 @@ struct collective_header {
   static constexpr std::uint8_t flag_repeat = 1;
   /// And it knows: it marked every gradient of its last step, none since (call_site::certain_repeat).
   static constexpr std::uint8_t flag_certain_repeat = 2;
+  /// This rank's arguments do not fit the collective (a buffer of the wrong
+  /// size): it joins the round only so that every rank fails alike, at once.
+  static constexpr std::uint8_t flag_refused = 4;
 
   bool operator==(const collective_header&) const = default;
 
@@ -138,6 +141,15 @@ struct collective_header {
     for (auto& [r, h] : all)
       if (r == rank) mine = &h;
     if (!mine) return;
+    for (auto& [r, h] : all)
+      if (h.flags & flag_refused)
+        throw error(error_kind::mismatch,
+                    what + ": rank " + std::to_string(r) + " refused its part of " + to_string(h.kind) +
+                        ": its arguments do not fit it (rank " + std::to_string(r) +
+                        "'s error says how: a buffer of the wrong size, or counts per peer that do not "
+                        "add up). Nothing moved. This group is unusable now: every later collective "
+                        "throws; create a new group.",
+                    r);
     for (auto& [r, h] : all)
       if (h.non_finite) throw non_finite_error(what, r, h);
     for (auto& [r, h] : all) {

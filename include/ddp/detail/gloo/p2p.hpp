@@ -13,6 +13,7 @@
 #define DDP_DETAIL_GLOO_P2P_HPP
 
 #include <ddp/detail/backend/ordered_queue.hpp>
+#include <ddp/detail/fault/flight_recorder.hpp>
 #include <ddp/detail/gloo/deadline.hpp>
 #include <ddp/detail/gloo/slots.hpp>
 #include <ddp/detail/gloo/waits.hpp>
@@ -133,15 +134,24 @@ public:
   /// `label` begins each lane's row on the timeline ("comm", "comm g0c1/").
   explicit gloo_p2p_lanes(std::string label = "comm") : label_(std::move(label)) {}
 
+  /// The group's flight recorder, which keeps each message (set before the
+  /// first); a failed message writes it (DDP_FLIGHT_RECORDER) as rank `rank`.
+  void set_recorder(flight_recorder* r, int rank) noexcept {
+    recorder_ = r;
+    rank_ = rank;
+  }
+
   /// Queues `body(seq, what)` in the lane of (peer, sends), named `head #seq tail`.
   work submit(int peer, bool sends, const std::string& head, const std::string& tail,
               std::chrono::milliseconds timeout, bool blocking,
               std::function<void(std::uint32_t seq, const std::string& what)> body) {
     ordered_queue* q = nullptr;
     std::uint32_t seq = 0;
+    const std::pair<int, bool> key{peer, sends};
+    std::string what;
     {
       std::lock_guard lock(mu_);
-      auto& l = lanes_[{peer, sends}];
+      auto& l = lanes_[key];
       if (!l.queue) {
         l.queue = std::make_unique<ordered_queue>(label_ + (sends ? " send to " : " recv from ") +
                                                   std::to_string(peer));
@@ -149,10 +159,42 @@ public:
       }
       q = l.queue.get();
       seq = l.next++;
+      what = head + " #" + std::to_string(seq) + tail;
+      l.pending.emplace(seq, what);
     }
-    std::string what = head + " #" + std::to_string(seq) + tail;
-    return q->submit([body = std::move(body), seq, what](work_state&) { body(seq, what); }, what, timeout,
-                     blocking);
+    const std::uint64_t id = recorder_ ? recorder_->message_queued(what) : 0;
+    return q->submit(
+        [this, key, body = std::move(body), seq, what, id](work_state&) {
+          struct done_t {
+            gloo_p2p_lanes* lanes;
+            std::pair<int, bool> key;
+            std::uint32_t seq;
+            ~done_t() { lanes->done(key, seq); }
+          } done{this, key, seq};
+          if (recorder_) recorder_->message_running(id);
+          try {
+            body(seq, what);
+          } catch (...) {
+            if (recorder_) {
+              recorder_->message_finished(id, false);
+              recorder_->dump_if_asked(rank_);
+            }
+            throw;
+          }
+          if (recorder_) recorder_->message_finished(id, true);
+        },
+        what, timeout, blocking);
+  }
+
+  /// What was posted and has not ended yet ("rank 0: recv #3 from rank 1 (...)"),
+  /// by lane; meaningless once the lanes are aborted.
+  std::vector<std::string> pending() {
+    std::lock_guard lock(mu_);
+    std::vector<std::string> out;
+    for (auto& [key, l] : lanes_)
+      for (auto& [seq, what] : l.pending)
+        out.push_back(what);
+    return out;
   }
 
   /// Every lane fails what it holds with `why`, and refuses later messages.
@@ -161,6 +203,12 @@ public:
     if (!poison_) poison_ = why;
     for (auto& [key, l] : lanes_)
       l.queue->abort(poison_);
+  }
+
+  /// The error abort() failed the lanes with, if any.
+  std::exception_ptr poisoned() {
+    std::lock_guard lock(mu_);
+    return poison_;
   }
 
   void drain() {
@@ -183,14 +231,22 @@ private:
     return out;
   }
 
+  void done(std::pair<int, bool> key, std::uint32_t seq) noexcept {
+    std::lock_guard lock(mu_);
+    lanes_[key].pending.erase(seq);
+  }
+
   struct lane {
     std::unique_ptr<ordered_queue> queue;
     std::uint32_t next = 0;
+    std::map<std::uint32_t, std::string> pending; ///< posted, not ended, by number (pending())
   };
   std::mutex mu_;
   std::map<std::pair<int, bool>, lane> lanes_;
   std::exception_ptr poison_;
   std::string label_;
+  flight_recorder* recorder_ = nullptr; ///< the group's (its collective_queue's); outlives the workers
+  int rank_ = 0;
 };
 
 } // namespace detail
