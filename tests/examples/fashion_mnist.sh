@@ -93,6 +93,18 @@ sys.exit(worst >= 1e-5)
 PY
   done
   echo "ok: stopped at step 13 on 2 ranks, resumed on 3 and on 1: run A's trajectory"
+  # Without --global-batch-size, a run stopped mid-epoch and resumed at its own world size is the
+  # uninterrupted run bit for bit: parameters and step log.
+  common="--data $data --epochs 2 --limit 1000 --batch-size 25 --quiet"
+  "$ddprun" --nproc-per-node 2 "$bin" $common --step-log "$work/s.log" --dump-params "$work/s.bin" \
+    > "$work/os" 2>&1 || { cat "$work/os"; fail "per-rank batches: the straight run failed"; }
+  "$ddprun" --nproc-per-node 2 "$bin" $common --step-log "$work/p.log" --checkpoint "$work/p.ck" \
+    --stop-after-steps 7 > "$work/op" 2>&1 || { cat "$work/op"; fail "per-rank batches: the stopped run failed"; }
+  "$ddprun" --nproc-per-node 2 "$bin" $common --step-log "$work/p.log" --dump-params "$work/p.bin" \
+    --checkpoint "$work/p.ck" --resume > "$work/op2" 2>&1 || { cat "$work/op2"; fail "per-rank batches: the resumed run failed"; }
+  cmp "$work/s.bin" "$work/p.bin" && cmp "$work/s.log" "$work/p.log" ||
+    fail "per-rank batches: stopped after 7 steps and resumed differs from the straight run"
+  echo "ok: per-rank batches, stopped after step 7 and resumed: the straight run bit for bit"
   ;;
 resume)
   # Two epochs, then resume for a third == three epochs straight (constant learning rate).
