@@ -12,6 +12,7 @@
 #include <ddp/data_parallel.hpp>
 #include <ddp/error.hpp>
 #include <ddp/flat_model.hpp>
+#include <ddp/global_batches.hpp>
 #include <ddp/model.hpp>
 #include <ddp/op.hpp>
 #include <ddp/optim/adam.hpp>
