@@ -160,6 +160,63 @@ TEST_CASE("convert_sync_batchnorm swaps a Sequential's BatchNorms, keeping their
   CHECK(rel_diff(ys, yr.narrow(0, offset(r), share(r))) < 1e-5);
 }
 
+namespace {
+/// Conv, a BatchNorm-like layer, ReLU, Linear: the module under test (BN = SyncBatchNorm) or the reference.
+template <class BN> struct TinyNetImpl : torch::nn::Module {
+  explicit TinyNetImpl(BN norm) : bn(std::move(norm)) {
+    torch::manual_seed(21);
+    conv = register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(2, 3, 3).padding(1)));
+    register_module("bn", bn);
+    fc = register_module("fc", torch::nn::Linear(3 * 4 * 4, 2));
+  }
+  torch::Tensor forward(const torch::Tensor& x) {
+    return fc->forward(torch::relu(bn->forward(conv->forward(x))).flatten(1));
+  }
+  torch::nn::Conv2d conv{nullptr};
+  BN bn;
+  torch::nn::Linear fc{nullptr};
+};
+} // namespace
+
+TEST_CASE("SyncBatchNorm under distributed_data_parallel trains as BatchNorm on the whole batch") {
+  auto& pg = group();
+  const int w = pg.size(), r = pg.rank();
+  auto ref = std::make_shared<TinyNetImpl<torch::nn::BatchNorm2d>>(torch::nn::BatchNorm2d(3));
+  auto net = std::make_shared<TinyNetImpl<ddp::torch::SyncBatchNorm>>(
+      ddp::torch::SyncBatchNorm(torch::nn::BatchNormOptions(3), pg));
+  // Its backward's all-reduce and the buckets autograd launches share the group's one queue.
+  ddp::distributed_data_parallel dp(*net, pg);
+  torch::optim::SGD opt_ref(ref->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  const std::int64_t total = offset(w);
+  for (int step = 0; step < 3; ++step) {
+    CAPTURE(step);
+    torch::manual_seed(300 + static_cast<std::uint64_t>(step));
+    auto x = torch::randn({total, 2, 4, 4});
+    auto y = torch::randint(0, 2, {total});
+    opt_ref.zero_grad();
+    torch::nn::functional::cross_entropy(ref->forward(x), y).backward();
+    opt_ref.step();
+    // The whole batch's mean loss: this rank's sum over N, times W for DDP's mean over ranks.
+    opt.zero_grad();
+    auto out = net->forward(x.narrow(0, offset(r), share(r)));
+    auto loss = torch::nn::functional::cross_entropy(
+                    out, y.narrow(0, offset(r), share(r)),
+                    torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum)) *
+                (static_cast<double>(w) / static_cast<double>(total));
+    loss.backward();
+    dp.synchronize();
+    opt.step();
+    auto pr = ref->named_parameters(), pn = net->named_parameters();
+    for (const auto& p : pr) {
+      CAPTURE(p.key());
+      CHECK(rel_diff(pn[p.key()], p.value()) < 1e-5);
+    }
+    CHECK(rel_diff(net->bn->running_mean, ref->bn->running_mean) < 1e-5);
+    CHECK(rel_diff(net->bn->running_var, ref->bn->running_var) < 1e-5);
+  }
+}
+
 TEST_CASE("SyncBatchNorm's errors name the rank and say what to do") {
   auto& pg = group();
   ddp::torch::SyncBatchNorm bn(torch::nn::BatchNormOptions(3), pg);
