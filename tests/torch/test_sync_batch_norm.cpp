@@ -129,6 +129,35 @@ TEST_CASE("SyncBatchNorm as BatchNorm3d without affine, and without running stat
   compare(torch::nn::BatchNorm3d(untracked), ddp::torch::SyncBatchNorm(untracked, group()), {2, 3, 2, 2}, 2);
 }
 
+TEST_CASE("SyncBatchNorm with an empty batch on rank 1") {
+  auto& pg = group();
+  const int w = pg.size(), r = pg.rank();
+  auto n_of = [](int q) { return std::int64_t{q == 1 ? 0 : 3}; };
+  std::int64_t total = 0, at = 0;
+  for (int q = 0; q < w; ++q) {
+    at += q < r ? n_of(q) : 0;
+    total += n_of(q);
+  }
+  torch::nn::BatchNorm1d ref(4);
+  ddp::torch::SyncBatchNorm sync(torch::nn::BatchNormOptions(4), pg);
+  torch::manual_seed(77);
+  auto x = torch::randn({total, 4, 2});
+  auto g = torch::randn({total, 4, 2});
+  auto xr = x.clone().requires_grad_(true);
+  auto yr = ref->forward(xr);
+  (yr * g).sum().backward();
+  auto xs = x.narrow(0, at, n_of(r)).clone().requires_grad_(true);
+  auto ys = sync->forward(xs);
+  (ys * g.narrow(0, at, n_of(r))).sum().backward();
+  REQUIRE(ys.size(0) == n_of(r));
+  if (n_of(r) > 0) {
+    CHECK(rel_diff(ys, yr.narrow(0, at, n_of(r))) < 1e-5);
+    CHECK(rel_diff(xs.grad(), xr.grad().narrow(0, at, n_of(r))) < 1e-5);
+  }
+  CHECK(rel_diff(sync->running_mean, ref->running_mean) < 1e-5);
+  CHECK(rel_diff(sync->running_var, ref->running_var) < 1e-5);
+}
+
 TEST_CASE("convert_sync_batchnorm swaps a Sequential's BatchNorms, keeping their state") {
   auto& pg = group();
   const int w = pg.size(), r = pg.rank();
