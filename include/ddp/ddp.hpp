@@ -23,6 +23,7 @@
 #include <ddp/sharded_data_parallel.hpp>
 #include <ddp/step_batches.hpp>
 #include <ddp/store.hpp>
+#include <ddp/sync_batch_stats.hpp>
 #include <ddp/tensor.hpp>
 #include <ddp/topology.hpp>
 #include <ddp/work.hpp>
