@@ -31,7 +31,9 @@ struct options {
   unsigned seed = 0;
   std::uint64_t limit = 0;
   std::uint64_t checkpoint_every = 0;
-  std::string checkpoint, metrics_csv, step_log;
+  std::uint64_t global_batch_size = 0; ///< 0: --batch-size per rank instead
+  std::uint64_t stop_after_steps = 0;  ///< 0: train to the end
+  std::string checkpoint, metrics_csv, step_log, dump_params;
   std::string schedule = "cosine";
   bool resume = false, json = false, quiet = false, sharded = false;
 };

@@ -86,6 +86,34 @@ template <class PG> void check_mid_epoch(PG& pg, const options& o, const example
                 static_cast<unsigned long long>(start.epoch), static_cast<unsigned long long>(start.batch));
 }
 
+/// --global-batch-size: a mid-epoch position counts global batches of one size, at any world size.
+template <class PG> void check_mid_epoch_global(PG& pg, const options& o, const example::position& start) {
+  if (start.batch > 0 && start.batch_size != o.global_batch_size)
+    throw ddp::error(ddp::error_kind::config,
+                     "checkpoint " + o.checkpoint + " was saved mid-epoch with a global batch of " +
+                         std::to_string(start.batch_size) + " samples; this run has --global-batch-size " +
+                         std::to_string(o.global_batch_size) +
+                         ": resume with that, or from a checkpoint saved at the end of an epoch");
+  if (pg.rank() == 0 && !o.quiet)
+    std::printf("resumed from %s at epoch %llu, global step %llu of it, on %d ranks\n", o.checkpoint.c_str(),
+                static_cast<unsigned long long>(start.epoch), static_cast<unsigned long long>(start.batch),
+                pg.size());
+}
+
+/// --dump-params: every parameter's values as raw float32, in for_each_parameter order.
+void dump_params(const std::string& path, example::mlp& m) {
+  std::ofstream f;
+  open_or_throw(f, path, std::ios::binary | std::ios::trunc, "--dump-params");
+  m.for_each_parameter([&](const std::string&, auto& value, auto&) {
+    f.write(reinterpret_cast<const char*>(value.data()),
+            static_cast<std::streamsize>(static_cast<std::size_t>(value.size()) * sizeof(float)));
+  });
+  f.close();
+  if (!f)
+    throw ddp::error(ddp::error_kind::config,
+                     "--dump-params " + path + ": writing failed (" + std::strerror(errno) + ")");
+}
+
 /// Rank 0 loads and verifies; every rank learns whether that worked, then receives the state.
 template <class PG>
 example::position resume(PG& pg, const std::string& path, std::vector<example::named_tensor> state,
@@ -174,8 +202,16 @@ template <class Backend> int train(const options& o) {
       open_or_throw(csv, o.metrics_csv, resuming ? std::ios::app : std::ios::trunc, "--metrics-csv");
       if (!resuming) csv << "epoch,train_loss,test_acc,epoch_s\n";
     }
-    if (!o.step_log.empty()) open_or_throw(steps, o.step_log, std::ios::trunc, "--step-log");
+    // A resumed run's lines go on after those of the steps it resumes from.
+    if (!o.step_log.empty())
+      open_or_throw(steps, o.step_log, resuming ? std::ios::app : std::ios::trunc, "--step-log");
   });
+  auto stopped = [&](std::uint64_t step) {
+    if (lead && !o.quiet)
+      std::printf("stopped after global step %llu (--stop-after-steps), checkpoint %s\n",
+                  static_cast<unsigned long long>(step), o.checkpoint.c_str());
+    return 0;
+  };
   // With Gloo the gradients go in memory the node's ranks share: DDP then
   // reduces each bucket in place there (bench/grad_sync: ResNet-50 shapes
   // ~2x faster than through the segment's copies).
@@ -226,16 +262,24 @@ template <class Backend> int train(const options& o) {
         loss_sum += loss;
         seen += batch.size() * static_cast<std::size_t>(pg.size());
         ++step;
+        const auto global_step = static_cast<std::uint64_t>(epoch) * batches.size() + step;
         if (!o.step_log.empty()) { // global loss of this step (costs one small all-reduce)
           std::vector<double> l{loss};
           pg.all_reduce(l, ddp::op::avg);
-          if (lead) steps << l[0] << "\n";
+          if (lead) steps << global_step << " " << l[0] << "\n";
         }
         bar.update(step, seen, loss_sum / static_cast<double>(step));
-        const auto global_step = static_cast<std::uint64_t>(epoch) * batches.size() + step;
         if (o.checkpoint_every && global_step % o.checkpoint_every == 0 && step < batches.size())
           save(static_cast<std::uint64_t>(epoch), step, loss_sum); // mid-epoch (the epoch's end saves below)
         maybe_die_for_test(pg.rank(), round, global_step);
+        if (global_step == o.stop_after_steps) { // as a preemption would: save, then leave
+          bar.finish();
+          if (step < batches.size())
+            save(static_cast<std::uint64_t>(epoch), step, loss_sum);
+          else
+            save(static_cast<std::uint64_t>(epoch + 1), 0, 0.0);
+          return stopped(global_step);
+        }
       }
       bar.finish();
       std::vector<double> totals{loss_sum, static_cast<double>(step)};
@@ -254,6 +298,107 @@ template <class Backend> int train(const options& o) {
         if (csv.is_open()) csv << epoch + 1 << "," << train_loss << "," << acc << "," << secs << std::endl;
       }
       if (!o.checkpoint.empty()) save(static_cast<std::uint64_t>(epoch + 1), 0, 0.0);
+    }
+    return 0;
+  };
+
+  // --global-batch-size: G samples per global step whatever the world size, each rank a share
+  // of G / W (uneven shares allowed), reduced to the sample-weighted mean (set_samples). The
+  // steps, their samples and the learning rate depend on G only, so a checkpoint resumes on
+  // any world size, mid-epoch too, along the same trajectory.
+  auto run_global = [&](auto& dp, auto&& optimizer_step, auto&& state, example::position start) -> int {
+    ddp::distributed_sampler<ddp::sampling::shuffled> sampler(n, pg, {.seed = o.seed});
+    const auto g = static_cast<std::size_t>(o.global_batch_size);
+    ddp::global_batches view(sampler, g);
+    const std::uint64_t per_epoch = view.steps_per_epoch();
+    const std::uint64_t total = static_cast<std::uint64_t>(o.epochs) * per_epoch;
+    std::uint64_t s = start.epoch * per_epoch + start.batch;
+    if (start.batch > 0) { // only the rest of the epoch, split among this job's ranks
+      sampler.set_epoch(start.epoch);
+      sampler.set_position(view.position_of(s));
+    }
+    // This rank's sum of loss x samples over the epoch so far; rank 0 carries the saved job's.
+    double loss_sum = lead && start.batch > 0 && !start.loss_sums.empty() ? start.loss_sums[0] : 0.0;
+    std::size_t seen = 0;
+    auto save = [&](std::uint64_t done) {
+      std::vector<double> sum{loss_sum};
+      pg.all_reduce(sum);
+      if (lead)
+        example::save_checkpoint(
+            o.checkpoint, {done / per_epoch, done % per_epoch, static_cast<std::uint32_t>(g), {sum[0]}},
+            state());
+    };
+    example::matrix x;
+    std::vector<int> y;
+    std::optional<example::progress> bar;
+    auto t0 = std::chrono::steady_clock::now();
+    while (s < total) {
+      const std::uint64_t epoch = view.epoch_of(s), j = s % per_epoch;
+      if (!bar) {
+        t0 = std::chrono::steady_clock::now();
+        bar.emplace(static_cast<int>(epoch) + 1, o.epochs, per_epoch, lead && !o.quiet && !o.json);
+      }
+      const auto b = view.at(s);
+      dp.set_samples(b.local_samples(), b.global_samples());
+      float loss = 0;
+      if (b.local_samples() > 0) {
+        gather(train_set, b.indices, x, y);
+        model.forward(x);
+        loss = model.backward(y, [&](int l) {
+          dp.mark_grad_ready(model.dw[l]);
+          dp.mark_grad_ready(model.db[l]);
+        });
+      } else { // no sample of this step here: this rank contributes nothing
+        for (int l = 0; l < example::mlp::layers; ++l) {
+          model.dw[l].setZero();
+          model.db[l].setZero();
+        }
+      }
+      dp.synchronize();
+      optimizer_step(learning_rate(
+          o,
+          (static_cast<double>(epoch) + static_cast<double>(j) / static_cast<double>(per_epoch)) / o.epochs));
+      const double weighted = static_cast<double>(loss) * static_cast<double>(b.local_samples());
+      loss_sum += weighted;
+      seen += b.global_samples();
+      ++s;
+      if (!o.step_log.empty()) { // the global batch's sample-weighted mean loss (one small all-reduce)
+        std::vector<double> l{weighted};
+        pg.all_reduce(l);
+        if (lead) steps << s << " " << l[0] / static_cast<double>(b.global_samples()) << "\n";
+      }
+      bar->update(static_cast<std::size_t>(j + 1), seen, loss);
+      maybe_die_for_test(pg.rank(), round, s);
+      const bool epoch_end = s % per_epoch == 0;
+      if (!o.checkpoint.empty() && o.checkpoint_every && s % o.checkpoint_every == 0 && !epoch_end) save(s);
+      if (epoch_end) {
+        bar->finish();
+        bar.reset();
+        std::vector<double> totals{loss_sum};
+        pg.all_reduce(totals);
+        const double train_loss = totals[0] / static_cast<double>(n);
+        const double acc = evaluate(pg, model, test_set);
+        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (lead) {
+          if (o.json)
+            std::printf("{\"epoch\":%llu,\"train_loss\":%s,\"test_acc\":%s,\"epoch_s\":%.4f}\n",
+                        static_cast<unsigned long long>(epoch + 1), json_number(train_loss).c_str(),
+                        json_number(acc).c_str(), secs);
+          else if (!o.quiet)
+            std::printf("epoch %llu/%d: train loss %.4f, test accuracy %.2f%%, %.2f s\n",
+                        static_cast<unsigned long long>(epoch + 1), o.epochs, train_loss, 100 * acc, secs);
+          std::fflush(stdout);
+          if (csv.is_open()) csv << epoch + 1 << "," << train_loss << "," << acc << "," << secs << std::endl;
+        }
+        loss_sum = 0;
+        seen = 0;
+      }
+      if (epoch_end && !o.checkpoint.empty()) save(s);
+      if (s == o.stop_after_steps) { // as a preemption would: save, then leave
+        if (bar) bar->finish();
+        if (!epoch_end) save(s);
+        return stopped(s);
+      }
     }
     return 0;
   };
@@ -288,16 +433,22 @@ template <class Backend> int train(const options& o) {
   if (resuming) {
     opt.step(model); // allocates the momentum buffers (gradients are zero: no change)
     start = resume(pg, o.checkpoint, state_of(model, opt), static_cast<std::uint64_t>(o.epochs));
-    check_mid_epoch(pg, o, start);
+    if (o.global_batch_size)
+      check_mid_epoch_global(pg, o, start);
+    else
+      check_mid_epoch(pg, o, start);
   }
-
-  return run(
-      dp,
-      [&](float lr) {
-        opt.lr = lr;
-        opt.step(model);
-      },
-      [&] { return state_of(model, opt); }, [] {}, start);
+  auto step = [&](float lr) {
+    opt.lr = lr;
+    opt.step(model);
+  };
+  auto state = [&] { return state_of(model, opt); };
+  const int rc = o.global_batch_size ? run_global(dp, step, state, start)
+                                     : run(
+                                           dp, step, state, [] {}, start);
+  if (!o.dump_params.empty())
+    on_rank0(pg, "could not write --dump-params", [&] { dump_params(o.dump_params, model); });
+  return rc;
 }
 
 } // namespace
@@ -316,6 +467,22 @@ int main(int argc, char** argv) {
       "checked against LOCAL_RANK.\n");
   options o;
   add_common_options(app, o);
+  auto* global =
+      app.add_option("--global-batch-size", o.global_batch_size,
+                     "samples per global step, whatever the world size: each rank takes a share "
+                     "of G / W (shares may differ by one), gradients are the sample-weighted mean; "
+                     "its checkpoints resume on any world size, mid-epoch too")
+          ->transform(example::whole_number(1, 1 << 20))
+          ->excludes("--batch-size")
+          ->excludes("--sharded");
+  (void)global;
+  app.add_option("--stop-after-steps", o.stop_after_steps,
+                 "save the checkpoint and exit after this many global steps, as a preemption would")
+      ->transform(example::whole_number(1, std::numeric_limits<std::uint64_t>::max()))
+      ->needs("--checkpoint");
+  app.add_option(
+      "--dump-params", o.dump_params,
+      "at the end, rank 0 writes every parameter here as raw float32, in for_each_parameter order");
   CLI11_PARSE(app, argc, argv);
   try {
 #ifdef DDP_EXAMPLE_NCCL

@@ -21,6 +21,7 @@
 #include <ddp/detail/data_parallel/gloo_instances.hpp>
 #include <ddp/detail/data_parallel/parameter_registry.hpp>
 #include <ddp/detail/data_parallel/policy_diagnostics.hpp>
+#include <ddp/detail/data_parallel/sample_weight.hpp>
 #include <ddp/detail/data_parallel/step_driver.hpp>
 #include <ddp/detail/data_parallel/timeline.hpp>
 #include <ddp/model.hpp>
@@ -113,6 +114,33 @@ public:
   /// place in device memory (the same as synchronize() for host gradients).
   void synchronize_blocking() { synchronize_impl(/*blocking=*/true); }
 
+  /// Uneven shares of a global batch: this rank's gradients are a mean over
+  /// `local` samples, the step's whole batch has `global` (the sum over the
+  /// ranks; every rank passes the same). The next synchronize() that
+  /// communicates then leaves the sample-weighted global mean, sum_r n_r g_r /
+  /// global, instead of the mean over ranks (with reduction::sum: the same, as
+  /// a sum of n_r g_r / global). Call it before the step's first bucket leaves
+  /// (before backward's first mark); it holds for that one synchronize(). Even
+  /// shares (local = global / size) change nothing; otherwise each bucket's
+  /// gradients are scaled once on this rank before they leave it. Host
+  /// gradients only.
+  void set_samples(std::size_t local, std::size_t global) {
+    step_.check_group();
+    if (step_.launched() > 0)
+      throw error(error_kind::config,
+                  "rank " + std::to_string(pg_.rank()) +
+                      ": set_samples() after a bucket of this step started its reduction: call it before "
+                      "backward (before the step's first mark_grad_ready)",
+                  pg_.rank());
+    if (on_device_)
+      throw error(error_kind::config,
+                  "rank " + std::to_string(pg_.rank()) +
+                      ": set_samples() needs host gradients; with device gradients, scale the loss by "
+                      "local / global samples and use reduction::sum",
+                  pg_.rank());
+    sample_weight_ = detail::sample_weight(local, global, pg_.size(), Reduction::average, pg_.rank());
+  }
+
 private:
   void synchronize_impl(bool blocking) {
     auto traced = timeline_.synchronizing(/*communicates=*/!step_.accumulating());
@@ -127,8 +155,14 @@ private:
           if (detail::debug() >= detail::debug_level::detail && pg_.rank() == 0)
             engine([&](auto& e) { detail::log_step_timing(e, plan_.buckets.size()); });
         },
-        [&] { engine([](auto& e) { e.wait_all_quietly(); }); });
-    if (communicated) timeline_.step_done();
+        [&] {
+          sample_weight_ = 1.0;
+          engine([](auto& e) { e.wait_all_quietly(); });
+        });
+    if (communicated) {
+      sample_weight_ = 1.0;
+      timeline_.step_done();
+    }
   }
 
 public:
@@ -263,6 +297,8 @@ private:
             if (detail::debug() >= detail::debug_level::detail)
               detail::check_same_bucket_everywhere(comm(), b, plan_.buckets[b]);
             auto traced = timeline_.launching(b);
+            if (sample_weight_ != 1.0)
+              detail::weigh_bucket(plan_.buckets[b], registry_.parameters(), sample_weight_);
             e.launch(b, mean_scale(), /*caller_waits=*/defer_last && b == last);
           },
           in_synchronize || !defer_last ? n : last);
@@ -280,6 +316,7 @@ private:
   detail::step_timeline timeline_;
   detail::bucket_engine<comm_type> engine_;
   detail::step_driver<distributed_data_parallel, comm_type, Model> step_; ///< marks, no_sync, join
+  double sample_weight_ = 1.0; ///< set_samples(): this rank's factor for the next communicated step
 };
 
 template <class M, class B>

@@ -12,6 +12,7 @@
 #include <ddp/data_parallel.hpp>
 #include <ddp/error.hpp>
 #include <ddp/flat_model.hpp>
+#include <ddp/global_batches.hpp>
 #include <ddp/model.hpp>
 #include <ddp/op.hpp>
 #include <ddp/optim/adam.hpp>
@@ -22,6 +23,7 @@
 #include <ddp/sharded_data_parallel.hpp>
 #include <ddp/step_batches.hpp>
 #include <ddp/store.hpp>
+#include <ddp/sync_batch_stats.hpp>
 #include <ddp/tensor.hpp>
 #include <ddp/topology.hpp>
 #include <ddp/work.hpp>

@@ -12296,6 +12296,40 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_DATA_PARALLEL_POLICY_DIAGNOSTICS_HPP
 // ---- end ddp/detail/data_parallel/policy_diagnostics.hpp ----
+// ---- begin ddp/detail/data_parallel/sample_weight.hpp ----
+// distributed_data_parallel::set_samples: the sample-weighted global mean.
+// Each rank's gradient is the mean over its own n_r samples; the global mean
+// over N = sum n_r samples is sum_r n_r g_r / N. Scaling rank r's gradient by
+// w_r = n_r W / N before the usual mean (1/W) gives exactly that, through
+// every bucket path unchanged: the factor is this rank's own, applied before
+// its data leaves it, and the common 1/W stays where the path fuses it. With
+// even shares w_r is 1 and nothing is touched.
+#ifndef DDP_DETAIL_DATA_PARALLEL_SAMPLE_WEIGHT_HPP
+#define DDP_DETAIL_DATA_PARALLEL_SAMPLE_WEIGHT_HPP
+
+
+#include <cstddef>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// The factor for this rank's gradients: n_r W / N for a mean, n_r / N for a
+/// sum. Refuses counts that cannot be one step's (local above global, a global
+/// of zero), naming the rank.
+DDP_INLINE double sample_weight(std::size_t local, std::size_t global, int world, bool average, int rank);
+
+/// Scales bucket b's host gradients by `weight` where they lie; a weight of 0
+/// (a rank without samples this step) writes zeros, so that a mean over no
+/// samples (NaN) contributes nothing.
+DDP_INLINE void weigh_bucket(const planned_bucket& b, const std::vector<tensor_slot>& params, double weight);
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+
+#endif // DDP_DETAIL_DATA_PARALLEL_SAMPLE_WEIGHT_HPP
+// ---- end ddp/detail/data_parallel/sample_weight.hpp ----
 // ---- begin ddp/detail/data_parallel/step_driver.hpp ----
 // One step of a data-parallel class (distributed_data_parallel,
 // sharded_data_parallel), from its first mark to the end of synchronize():
@@ -13351,6 +13385,33 @@ public:
   /// place in device memory (the same as synchronize() for host gradients).
   void synchronize_blocking() { synchronize_impl(/*blocking=*/true); }
 
+  /// Uneven shares of a global batch: this rank's gradients are a mean over
+  /// `local` samples, the step's whole batch has `global` (the sum over the
+  /// ranks; every rank passes the same). The next synchronize() that
+  /// communicates then leaves the sample-weighted global mean, sum_r n_r g_r /
+  /// global, instead of the mean over ranks (with reduction::sum: the same, as
+  /// a sum of n_r g_r / global). Call it before the step's first bucket leaves
+  /// (before backward's first mark); it holds for that one synchronize(). Even
+  /// shares (local = global / size) change nothing; otherwise each bucket's
+  /// gradients are scaled once on this rank before they leave it. Host
+  /// gradients only.
+  void set_samples(std::size_t local, std::size_t global) {
+    step_.check_group();
+    if (step_.launched() > 0)
+      throw error(error_kind::config,
+                  "rank " + std::to_string(pg_.rank()) +
+                      ": set_samples() after a bucket of this step started its reduction: call it before "
+                      "backward (before the step's first mark_grad_ready)",
+                  pg_.rank());
+    if (on_device_)
+      throw error(error_kind::config,
+                  "rank " + std::to_string(pg_.rank()) +
+                      ": set_samples() needs host gradients; with device gradients, scale the loss by "
+                      "local / global samples and use reduction::sum",
+                  pg_.rank());
+    sample_weight_ = detail::sample_weight(local, global, pg_.size(), Reduction::average, pg_.rank());
+  }
+
 private:
   void synchronize_impl(bool blocking) {
     auto traced = timeline_.synchronizing(/*communicates=*/!step_.accumulating());
@@ -13365,8 +13426,14 @@ private:
           if (detail::debug() >= detail::debug_level::detail && pg_.rank() == 0)
             engine([&](auto& e) { detail::log_step_timing(e, plan_.buckets.size()); });
         },
-        [&] { engine([](auto& e) { e.wait_all_quietly(); }); });
-    if (communicated) timeline_.step_done();
+        [&] {
+          sample_weight_ = 1.0;
+          engine([](auto& e) { e.wait_all_quietly(); });
+        });
+    if (communicated) {
+      sample_weight_ = 1.0;
+      timeline_.step_done();
+    }
   }
 
 public:
@@ -13501,6 +13568,8 @@ private:
             if (detail::debug() >= detail::debug_level::detail)
               detail::check_same_bucket_everywhere(comm(), b, plan_.buckets[b]);
             auto traced = timeline_.launching(b);
+            if (sample_weight_ != 1.0)
+              detail::weigh_bucket(plan_.buckets[b], registry_.parameters(), sample_weight_);
             e.launch(b, mean_scale(), /*caller_waits=*/defer_last && b == last);
           },
           in_synchronize || !defer_last ? n : last);
@@ -13518,6 +13587,7 @@ private:
   detail::step_timeline timeline_;
   detail::bucket_engine<comm_type> engine_;
   detail::step_driver<distributed_data_parallel, comm_type, Model> step_; ///< marks, no_sync, join
+  double sample_weight_ = 1.0; ///< set_samples(): this rank's factor for the next communicated step
 };
 
 template <class M, class B>
@@ -13621,343 +13691,22 @@ DDP_END_NAMESPACE
 
 #endif // DDP_FLAT_MODEL_HPP
 // ---- end ddp/flat_model.hpp ----
-// ---- begin ddp/optim/adam.hpp ----
-// ddp::optim::adam — torch.optim.Adam's update (bias correction, eps added
-// after the square root, L2 weight decay) on this rank's shard of a
-// sharded_data_parallel model; step() then all-gathers the parameters.
-#ifndef DDP_OPTIM_ADAM_HPP
-#define DDP_OPTIM_ADAM_HPP
+// ---- begin ddp/global_batches.hpp ----
+// ddp::global_batches — a global batch of fixed size G per step, whatever the
+// world size: step s is batch s % steps_per_epoch() of epoch
+// s / steps_per_epoch(), the global positions [j G, min((j + 1) G, n)) of the
+// epoch's global order (the interleaved sampler's: PyTorch's permutation for
+// `shuffled`), and this rank takes those of them the sampler gives it. The
+// shares of a batch differ by at most one sample (G not a multiple of the
+// world size, the epoch's short last batch, a job resumed at another size):
+// pass local_samples() and global_samples() to
+// distributed_data_parallel::set_samples for the exact sample-weighted mean.
+// The steps, their samples and the learning-rate schedule do not depend on the
+// world size, so a job resized mid-epoch (sampler.set_position) goes on along
+// the same trajectory, up to float summation order. Needs neither Gloo nor NCCL.
+#ifndef DDP_GLOBAL_BATCHES_HPP
+#define DDP_GLOBAL_BATCHES_HPP
 
-// ---- begin ddp/optim/shard_state.hpp ----
-// Per-element optimizer state for this rank's shard (Adam's two moments,
-// SGD's momentum), one array per bucket in the bucket's dtype, and its
-// checkpoint: each rank saves and loads its own file, `<path>.rank<r>`.
-#ifndef DDP_OPTIM_SHARD_STATE_HPP
-#define DDP_OPTIM_SHARD_STATE_HPP
-
-
-#include <cerrno>
-#include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <string>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-namespace optim {
-
-class shard_state {
-public:
-  /// `slots` arrays per bucket, sized as the sharded model's shard of it.
-  template <class Sharded>
-  shard_state(Sharded& s, std::size_t slots)
-      : rank_(s.group().rank()), world_(s.group().size()), data_(slots) {
-    for (std::size_t b = 0; b < s.num_buckets(); ++b) {
-      types_.push_back(s.bucket_type(b));
-      sizes_.push_back(s.shard_size(b));
-    }
-    for (auto& slot : data_)
-      for (std::size_t b = 0; b < types_.size(); ++b)
-        slot.emplace_back(sizes_[b] * size_of(types_[b]), std::byte{0});
-  }
-
-  /// Slot `k`'s elements for a range of bucket `bucket` starting at `offset`.
-  template <class T> T* at(std::size_t k, std::size_t bucket, std::size_t offset) {
-    return reinterpret_cast<T*>(data_[k][bucket].data()) + offset;
-  }
-
-  template <class T> const T* at(std::size_t k, std::size_t bucket, std::size_t offset) const {
-    return reinterpret_cast<const T*>(data_[k][bucket].data()) + offset;
-  }
-
-  /// State arrays per element (Adam: 2, SGD: 1 with momentum, else 0).
-  std::size_t slots() const noexcept { return data_.size(); }
-
-  std::size_t bytes() const {
-    std::size_t n = 0;
-    for (auto& slot : data_)
-      for (auto& b : slot)
-        n += b.size();
-    return n;
-  }
-
-  /// Writes `<path>.rank<r>` (through a temporary file, renamed when complete).
-  void save(const std::string& path, std::uint64_t step, const std::string& kind) const {
-    const std::string file = path + ".rank" + std::to_string(rank_), tmp = file + ".tmp";
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw io_error(tmp, "cannot open it for writing");
-    std::string head = header(step, kind);
-    out.write(head.data(), static_cast<std::streamsize>(head.size()));
-    for (auto& slot : data_)
-      for (auto& b : slot)
-        out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-    out.close();
-    if (!out) throw io_error(tmp, "could not write it completely");
-    if (std::rename(tmp.c_str(), file.c_str()) != 0)
-      throw io_error(file, "could not rename " + tmp + " to it");
-  }
-
-  /// Reads `<path>.rank<r>`; the job must have the world size, buckets and
-  /// optimizer it was saved with. Returns the saved step count.
-  std::uint64_t load(const std::string& path, const std::string& kind) {
-    const std::string file = path + ".rank" + std::to_string(rank_);
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw io_error(file, "cannot open it");
-    std::string magic(8, '\0');
-    std::uint32_t world = 0;
-    in.read(magic.data(), 8);
-    in.read(reinterpret_cast<char*>(&world), sizeof world);
-    if (!in || magic != "DDPOPTV1")
-      throw error(error_kind::data, "optimizer checkpoint " + file + " is not one ddp::optim wrote");
-    if (world != static_cast<std::uint32_t>(world_))
-      throw error(error_kind::config,
-                  "optimizer checkpoint " + file + " was saved by a job of " + std::to_string(world) +
-                      " ranks; this job has " + std::to_string(world_) +
-                      ": each rank's file holds its 1/W of the state, so resume with " +
-                      std::to_string(world) + " ranks (or start the optimizer afresh)",
-                  rank_);
-    std::string rest_expected = header(0, kind).substr(12);
-    std::string rest(rest_expected.size(), '\0');
-    in.read(rest.data(), static_cast<std::streamsize>(rest.size()));
-    std::uint64_t step = 0;
-    std::memcpy(&step, rest.data(), sizeof step);
-    std::memcpy(rest.data(), rest_expected.data(), sizeof step); // compare all but the step
-    if (!in || rest != rest_expected)
-      throw error(error_kind::config,
-                  "optimizer checkpoint " + file +
-                      " does not match this job (another optimizer, rank, "
-                      "model, bucketing or dtype): load it with the job that saved it",
-                  rank_);
-    auto loaded = data_; // read aside: a bad file leaves the state as it was
-    for (auto& slot : loaded)
-      for (auto& b : slot)
-        in.read(reinterpret_cast<char*>(b.data()), static_cast<std::streamsize>(b.size()));
-    if (!in || in.peek() != std::char_traits<char>::eof())
-      throw error(error_kind::data, "optimizer checkpoint " + file + " is truncated or too long", rank_);
-    data_ = std::move(loaded);
-    return step;
-  }
-
-  /// Every rank must have loaded the same step: files from different saves are refused.
-  template <class Group>
-  static void require_same_step(Group& group, std::uint64_t step, const std::string& path) {
-    std::vector<std::int64_t> lo{static_cast<std::int64_t>(step)}, hi{static_cast<std::int64_t>(step)};
-    group.all_reduce(lo, op::min);
-    group.all_reduce(hi, op::max);
-    if (lo[0] != hi[0])
-      throw error(error_kind::mismatch,
-                  "the ranks loaded optimizer checkpoints of different steps (" + std::to_string(lo[0]) +
-                      " to " + std::to_string(hi[0]) + "): the files " + path +
-                      ".rank* come from different saves; load one save's files on every rank",
-                  group.rank());
-  }
-
-private:
-  /// magic, world, step, rank, optimizer, slots, then each bucket's dtype and size.
-  std::string header(std::uint64_t step, const std::string& kind) const {
-    std::string h = "DDPOPTV1";
-    auto put = [&](auto v) { h.append(reinterpret_cast<const char*>(&v), sizeof v); };
-    put(static_cast<std::uint32_t>(world_));
-    put(step);
-    put(static_cast<std::uint32_t>(rank_));
-    put(static_cast<std::uint32_t>(kind.size()));
-    h += kind;
-    put(static_cast<std::uint32_t>(data_.size()));
-    put(static_cast<std::uint32_t>(types_.size()));
-    for (std::size_t b = 0; b < types_.size(); ++b) {
-      put(static_cast<std::uint8_t>(types_[b]));
-      put(static_cast<std::uint64_t>(sizes_[b]));
-    }
-    return h;
-  }
-
-  error io_error(const std::string& file, const std::string& what) const {
-    return error(error_kind::data,
-                 "optimizer checkpoint " + file + ": " + what + " (" + std::strerror(errno) + ")", rank_);
-  }
-
-  int rank_, world_;
-  std::vector<dtype> types_;
-  std::vector<std::size_t> sizes_;
-  std::vector<std::vector<std::vector<std::byte>>> data_; ///< [slot][bucket] bytes
-};
-
-} // namespace optim
-DDP_END_NAMESPACE
-
-#endif // DDP_OPTIM_SHARD_STATE_HPP
-// ---- end ddp/optim/shard_state.hpp ----
-
-#include <cmath>
-#include <cstdint>
-#include <string>
-
-DDP_BEGIN_NAMESPACE
-namespace optim {
-
-struct adam_options {
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-  double weight_decay = 0.0;
-};
-
-template <class Sharded> class adam {
-public:
-  adam(Sharded& model, adam_options o = {}) : model_(model), o_(o), state_(model, 2) {}
-
-  /// One update of this rank's shard with its averaged gradient (after
-  /// synchronize()), then every rank's parameters are whole again.
-  void step() {
-    const std::uint64_t t = step_ + 1; // counted once the update is done
-    const double bias1 = 1 - std::pow(o_.beta1, static_cast<double>(t));
-    const double bias2_sqrt = std::sqrt(1 - std::pow(o_.beta2, static_cast<double>(t)));
-    model_.update_shards([&](auto& r) {
-      using T = typename std::remove_cvref_t<decltype(r.value)>::value_type;
-      T* m = state_.template at<T>(0, r.bucket, r.state_offset);
-      T* v = state_.template at<T>(1, r.bucket, r.state_offset);
-      const T b1 = static_cast<T>(o_.beta1), b2 = static_cast<T>(o_.beta2), eps = static_cast<T>(o_.eps);
-      const T wd = static_cast<T>(o_.weight_decay), one_b1 = static_cast<T>(1 - o_.beta1),
-              one_b2 = static_cast<T>(1 - o_.beta2), bc2 = static_cast<T>(bias2_sqrt),
-              step_size = static_cast<T>(o_.lr / bias1);
-      for (std::size_t i = 0; i < r.value.size(); ++i) {
-        const T g = o_.weight_decay != 0 ? r.grad[i] + wd * r.value[i] : r.grad[i];
-        m[i] = m[i] * b1 + one_b1 * g;
-        v[i] = v[i] * b2 + one_b2 * g * g;
-        const T denom = std::sqrt(v[i]) / bc2 + eps;
-        r.value[i] -= step_size * (m[i] / denom);
-      }
-    });
-    step_ = t;
-  }
-
-  adam_options& options() noexcept { return o_; }
-  std::uint64_t steps() const noexcept { return step_; }
-  /// What ddp::save_checkpoint records and load_checkpoint restores, re-sharded for any world size.
-  static constexpr const char* name() noexcept { return "adam"; }
-  shard_state& state() noexcept { return state_; }
-  const shard_state& state() const noexcept { return state_; }
-  Sharded& model() noexcept { return model_; }
-  void set_steps(std::uint64_t steps) noexcept { step_ = steps; }
-  /// This rank's optimizer memory: two values per owned element.
-  std::size_t state_bytes() const noexcept { return state_.bytes(); }
-
-  /// Each rank writes its own shard of the state to `<path>.rank<r>`.
-  void save(const std::string& path) const { state_.save(path, step_, "adam"); }
-  /// Collective: every rank loads its own file, and all must be of one save.
-  void load(const std::string& path) {
-    const auto step = state_.load(path, "adam");
-    shard_state::require_same_step(model_.group(), step, path);
-    step_ = step;
-  }
-
-private:
-  Sharded& model_;
-  adam_options o_;
-  shard_state state_;
-  std::uint64_t step_ = 0;
-};
-
-template <class S> adam(S&, adam_options) -> adam<S>;
-template <class S> adam(S&) -> adam<S>;
-
-} // namespace optim
-DDP_END_NAMESPACE
-
-#endif // DDP_OPTIM_ADAM_HPP
-// ---- end ddp/optim/adam.hpp ----
-// ---- begin ddp/optim/sgd.hpp ----
-// ddp::optim::sgd — torch.optim.SGD's update (momentum with dampening,
-// Nesterov, L2 weight decay) on this rank's shard of a sharded_data_parallel
-// model; step() then all-gathers the parameters.
-#ifndef DDP_OPTIM_SGD_HPP
-#define DDP_OPTIM_SGD_HPP
-
-
-#include <cstdint>
-#include <string>
-
-DDP_BEGIN_NAMESPACE
-namespace optim {
-
-struct sgd_options {
-  double lr = 0.01;
-  double momentum = 0.0;
-  double dampening = 0.0;
-  double weight_decay = 0.0;
-  bool nesterov = false;
-};
-
-template <class Sharded> class sgd {
-public:
-  sgd(Sharded& model, sgd_options o = {})
-      : model_(model), o_(o), state_(model, o.momentum != 0 ? 1 : 0), has_momentum_(o.momentum != 0) {
-    if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
-      throw error(error_kind::config, "optim::sgd: Nesterov momentum needs a momentum and zero dampening");
-  }
-
-  void step() {
-    if (o_.momentum != 0 && !has_momentum_)
-      throw error(error_kind::config, "optim::sgd: momentum was 0 when the optimizer was built, so it keeps "
-                                      "no momentum buffers: build it with the momentum you will use");
-    if (o_.nesterov && (o_.momentum <= 0 || o_.dampening != 0))
-      throw error(error_kind::config, "optim::sgd: Nesterov momentum needs a momentum and zero dampening");
-    const std::uint64_t t = step_ + 1; // counted once the update is done
-    model_.update_shards([&](auto& r) {
-      using T = typename std::remove_cvref_t<decltype(r.value)>::value_type;
-      const T lr = static_cast<T>(o_.lr), mu = static_cast<T>(o_.momentum),
-              wd = static_cast<T>(o_.weight_decay), keep = static_cast<T>(1 - o_.dampening);
-      T* buf =
-          has_momentum_ && o_.momentum != 0 ? state_.template at<T>(0, r.bucket, r.state_offset) : nullptr;
-      for (std::size_t i = 0; i < r.value.size(); ++i) {
-        T d = o_.weight_decay != 0 ? r.grad[i] + wd * r.value[i] : r.grad[i];
-        if (buf) {
-          buf[i] = t == 1 ? d : buf[i] * mu + keep * d; // the first step clones, as PyTorch's does
-          d = o_.nesterov ? d + mu * buf[i] : buf[i];
-        }
-        r.value[i] -= lr * d;
-      }
-    });
-    step_ = t;
-  }
-
-  sgd_options& options() noexcept { return o_; }
-  std::uint64_t steps() const noexcept { return step_; }
-  /// What ddp::save_checkpoint records and load_checkpoint restores, re-sharded for any world size.
-  static constexpr const char* name() noexcept { return "sgd"; }
-  shard_state& state() noexcept { return state_; }
-  const shard_state& state() const noexcept { return state_; }
-  Sharded& model() noexcept { return model_; }
-  void set_steps(std::uint64_t steps) noexcept { step_ = steps; }
-  /// This rank's optimizer memory: one value per owned element with momentum, else none.
-  std::size_t state_bytes() const noexcept { return state_.bytes(); }
-
-  void save(const std::string& path) const { state_.save(path, step_, "sgd"); }
-  /// Collective: every rank loads its own file, and all must be of one save.
-  void load(const std::string& path) {
-    const auto step = state_.load(path, "sgd");
-    shard_state::require_same_step(model_.group(), step, path);
-    step_ = step;
-  }
-
-private:
-  Sharded& model_;
-  sgd_options o_;
-  shard_state state_;
-  bool has_momentum_; ///< momentum buffers exist (momentum was set at construction)
-  std::uint64_t step_ = 0;
-};
-
-template <class S> sgd(S&, sgd_options) -> sgd<S>;
-template <class S> sgd(S&) -> sgd<S>;
-
-} // namespace optim
-DDP_END_NAMESPACE
-
-#endif // DDP_OPTIM_SGD_HPP
-// ---- end ddp/optim/sgd.hpp ----
 // ---- begin ddp/sampler.hpp ----
 // ddp::distributed_sampler — which sample indices this rank visits each epoch.
 // `shuffled` and `sequential` are index-identical to PyTorch's
@@ -14455,6 +14204,437 @@ DDP_END_NAMESPACE
 
 #endif // DDP_SAMPLER_HPP
 // ---- end ddp/sampler.hpp ----
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+
+/// One global step's batch, as this rank sees it.
+struct global_batch {
+  std::uint64_t step = 0;
+  std::uint64_t epoch = 0;
+  std::uint64_t first = 0;               ///< global position of the batch's first sample in its epoch
+  std::size_t global_size = 0;           ///< samples in the whole global batch (G, or the epoch's rest)
+  std::span<const std::int64_t> indices; ///< this rank's share (may be empty)
+  std::size_t local_samples() const noexcept { return indices.size(); }
+  std::size_t global_samples() const noexcept { return global_size; }
+};
+
+template <sampling_policy Policy> class global_batches {
+  static_assert(
+      requires { Policy::interleaved; },
+      "ddp: global_batches needs an interleaved sampling policy (shuffled, sequential): a global "
+      "position must name the same sample at every world size");
+
+public:
+  /// Batches of `global_batch_size` samples of the whole job per step. Without
+  /// drop_last an epoch's last batch is short (n % G samples); with it, it is
+  /// left out. The sampler must not drop_last itself (that cut depends on the
+  /// world size). The view keeps a reference to `sampler` and sets its epoch
+  /// (and, to go back within an epoch, its position).
+  global_batches(distributed_sampler<Policy>& sampler, std::size_t global_batch_size, bool drop_last = false)
+      : sampler_(&sampler), batch_(global_batch_size) {
+    const auto& c = sampler.context();
+    if (global_batch_size == 0)
+      throw error(error_kind::config, "global_batches: global_batch_size must be at least 1");
+    if (c.drop_last)
+      throw error(
+          error_kind::config,
+          "global_batches: the sampler has drop_last, which cuts each epoch to a multiple of the world "
+          "size; build it without, and pass drop_last to global_batches (it drops the short last "
+          "global batch instead)");
+    n_ = c.n;
+    steps_per_epoch_ = drop_last ? n_ / batch_ : (n_ + batch_ - 1) / batch_;
+    if (steps_per_epoch_ == 0)
+      throw error(error_kind::config, "global_batches: an epoch has no batch (" + std::to_string(n_) +
+                                          " samples, global batch " + std::to_string(batch_) +
+                                          (drop_last ? " with drop_last" : "") +
+                                          "): use a smaller batch or more data");
+  }
+
+  std::size_t steps_per_epoch() const noexcept { return steps_per_epoch_; }
+  std::size_t global_batch_size() const noexcept { return batch_; }
+  std::uint64_t epoch_of(std::uint64_t step) const noexcept { return step / steps_per_epoch_; }
+  /// Samples of its epoch the whole job has consumed before `step`
+  /// (training_progress::samples, distributed_sampler::set_position).
+  std::uint64_t position_of(std::uint64_t step) const noexcept {
+    return (step % steps_per_epoch_) * static_cast<std::uint64_t>(batch_);
+  }
+
+  /// Global step `step`: sets the sampler's epoch and cuts this rank's share
+  /// from its indices (valid until the sampler moves to another epoch or position).
+  global_batch at(std::uint64_t step) const {
+    const std::uint64_t epoch = epoch_of(step);
+    sampler_->set_epoch(epoch);
+    const std::size_t a = static_cast<std::size_t>(position_of(step));
+    const std::size_t b = std::min(a + batch_, n_);
+    // The sampler starts at an earlier batch or at this one; a later start cannot give this batch.
+    if (a < sampler_->position()) sampler_->set_position(0);
+    const auto& c = sampler_->context();
+    const auto all = sampler_->indices();
+    // This rank holds global positions start + rank + k * world, k < size().
+    const std::size_t start = c.start, r = static_cast<std::size_t>(c.rank),
+                      w = static_cast<std::size_t>(c.num_replicas);
+    auto first_k = [&](std::size_t pos) -> std::size_t {
+      const std::size_t off = pos - start; // pos >= start
+      return std::min(off > r ? (off - r + w - 1) / w : 0, all.size());
+    };
+    const std::size_t lo = first_k(a), hi = first_k(b);
+    return {step, epoch, a, b - a, all.subspan(lo, hi - lo)};
+  }
+
+private:
+  distributed_sampler<Policy>* sampler_;
+  std::size_t batch_;
+  std::size_t n_ = 0;
+  std::size_t steps_per_epoch_ = 0;
+};
+
+DDP_END_NAMESPACE
+
+#endif // DDP_GLOBAL_BATCHES_HPP
+// ---- end ddp/global_batches.hpp ----
+// ---- begin ddp/optim/adam.hpp ----
+// ddp::optim::adam — torch.optim.Adam's update (bias correction, eps added
+// after the square root, L2 weight decay) on this rank's shard of a
+// sharded_data_parallel model; step() then all-gathers the parameters.
+#ifndef DDP_OPTIM_ADAM_HPP
+#define DDP_OPTIM_ADAM_HPP
+
+// ---- begin ddp/optim/shard_state.hpp ----
+// Per-element optimizer state for this rank's shard (Adam's two moments,
+// SGD's momentum), one array per bucket in the bucket's dtype, and its
+// checkpoint: each rank saves and loads its own file, `<path>.rank<r>`.
+#ifndef DDP_OPTIM_SHARD_STATE_HPP
+#define DDP_OPTIM_SHARD_STATE_HPP
+
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace optim {
+
+class shard_state {
+public:
+  /// `slots` arrays per bucket, sized as the sharded model's shard of it.
+  template <class Sharded>
+  shard_state(Sharded& s, std::size_t slots)
+      : rank_(s.group().rank()), world_(s.group().size()), data_(slots) {
+    for (std::size_t b = 0; b < s.num_buckets(); ++b) {
+      types_.push_back(s.bucket_type(b));
+      sizes_.push_back(s.shard_size(b));
+    }
+    for (auto& slot : data_)
+      for (std::size_t b = 0; b < types_.size(); ++b)
+        slot.emplace_back(sizes_[b] * size_of(types_[b]), std::byte{0});
+  }
+
+  /// Slot `k`'s elements for a range of bucket `bucket` starting at `offset`.
+  template <class T> T* at(std::size_t k, std::size_t bucket, std::size_t offset) {
+    return reinterpret_cast<T*>(data_[k][bucket].data()) + offset;
+  }
+
+  template <class T> const T* at(std::size_t k, std::size_t bucket, std::size_t offset) const {
+    return reinterpret_cast<const T*>(data_[k][bucket].data()) + offset;
+  }
+
+  /// State arrays per element (Adam: 2, SGD: 1 with momentum, else 0).
+  std::size_t slots() const noexcept { return data_.size(); }
+
+  std::size_t bytes() const {
+    std::size_t n = 0;
+    for (auto& slot : data_)
+      for (auto& b : slot)
+        n += b.size();
+    return n;
+  }
+
+  /// Writes `<path>.rank<r>` (through a temporary file, renamed when complete).
+  void save(const std::string& path, std::uint64_t step, const std::string& kind) const {
+    const std::string file = path + ".rank" + std::to_string(rank_), tmp = file + ".tmp";
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw io_error(tmp, "cannot open it for writing");
+    std::string head = header(step, kind);
+    out.write(head.data(), static_cast<std::streamsize>(head.size()));
+    for (auto& slot : data_)
+      for (auto& b : slot)
+        out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+    out.close();
+    if (!out) throw io_error(tmp, "could not write it completely");
+    if (std::rename(tmp.c_str(), file.c_str()) != 0)
+      throw io_error(file, "could not rename " + tmp + " to it");
+  }
+
+  /// Reads `<path>.rank<r>`; the job must have the world size, buckets and
+  /// optimizer it was saved with. Returns the saved step count.
+  std::uint64_t load(const std::string& path, const std::string& kind) {
+    const std::string file = path + ".rank" + std::to_string(rank_);
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw io_error(file, "cannot open it");
+    std::string magic(8, '\0');
+    std::uint32_t world = 0;
+    in.read(magic.data(), 8);
+    in.read(reinterpret_cast<char*>(&world), sizeof world);
+    if (!in || magic != "DDPOPTV1")
+      throw error(error_kind::data, "optimizer checkpoint " + file + " is not one ddp::optim wrote");
+    if (world != static_cast<std::uint32_t>(world_))
+      throw error(error_kind::config,
+                  "optimizer checkpoint " + file + " was saved by a job of " + std::to_string(world) +
+                      " ranks; this job has " + std::to_string(world_) +
+                      ": each rank's file holds its 1/W of the state, so resume with " +
+                      std::to_string(world) + " ranks (or start the optimizer afresh)",
+                  rank_);
+    std::string rest_expected = header(0, kind).substr(12);
+    std::string rest(rest_expected.size(), '\0');
+    in.read(rest.data(), static_cast<std::streamsize>(rest.size()));
+    std::uint64_t step = 0;
+    std::memcpy(&step, rest.data(), sizeof step);
+    std::memcpy(rest.data(), rest_expected.data(), sizeof step); // compare all but the step
+    if (!in || rest != rest_expected)
+      throw error(error_kind::config,
+                  "optimizer checkpoint " + file +
+                      " does not match this job (another optimizer, rank, "
+                      "model, bucketing or dtype): load it with the job that saved it",
+                  rank_);
+    auto loaded = data_; // read aside: a bad file leaves the state as it was
+    for (auto& slot : loaded)
+      for (auto& b : slot)
+        in.read(reinterpret_cast<char*>(b.data()), static_cast<std::streamsize>(b.size()));
+    if (!in || in.peek() != std::char_traits<char>::eof())
+      throw error(error_kind::data, "optimizer checkpoint " + file + " is truncated or too long", rank_);
+    data_ = std::move(loaded);
+    return step;
+  }
+
+  /// Every rank must have loaded the same step: files from different saves are refused.
+  template <class Group>
+  static void require_same_step(Group& group, std::uint64_t step, const std::string& path) {
+    std::vector<std::int64_t> lo{static_cast<std::int64_t>(step)}, hi{static_cast<std::int64_t>(step)};
+    group.all_reduce(lo, op::min);
+    group.all_reduce(hi, op::max);
+    if (lo[0] != hi[0])
+      throw error(error_kind::mismatch,
+                  "the ranks loaded optimizer checkpoints of different steps (" + std::to_string(lo[0]) +
+                      " to " + std::to_string(hi[0]) + "): the files " + path +
+                      ".rank* come from different saves; load one save's files on every rank",
+                  group.rank());
+  }
+
+private:
+  /// magic, world, step, rank, optimizer, slots, then each bucket's dtype and size.
+  std::string header(std::uint64_t step, const std::string& kind) const {
+    std::string h = "DDPOPTV1";
+    auto put = [&](auto v) { h.append(reinterpret_cast<const char*>(&v), sizeof v); };
+    put(static_cast<std::uint32_t>(world_));
+    put(step);
+    put(static_cast<std::uint32_t>(rank_));
+    put(static_cast<std::uint32_t>(kind.size()));
+    h += kind;
+    put(static_cast<std::uint32_t>(data_.size()));
+    put(static_cast<std::uint32_t>(types_.size()));
+    for (std::size_t b = 0; b < types_.size(); ++b) {
+      put(static_cast<std::uint8_t>(types_[b]));
+      put(static_cast<std::uint64_t>(sizes_[b]));
+    }
+    return h;
+  }
+
+  error io_error(const std::string& file, const std::string& what) const {
+    return error(error_kind::data,
+                 "optimizer checkpoint " + file + ": " + what + " (" + std::strerror(errno) + ")", rank_);
+  }
+
+  int rank_, world_;
+  std::vector<dtype> types_;
+  std::vector<std::size_t> sizes_;
+  std::vector<std::vector<std::vector<std::byte>>> data_; ///< [slot][bucket] bytes
+};
+
+} // namespace optim
+DDP_END_NAMESPACE
+
+#endif // DDP_OPTIM_SHARD_STATE_HPP
+// ---- end ddp/optim/shard_state.hpp ----
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+namespace optim {
+
+struct adam_options {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+};
+
+template <class Sharded> class adam {
+public:
+  adam(Sharded& model, adam_options o = {}) : model_(model), o_(o), state_(model, 2) {}
+
+  /// One update of this rank's shard with its averaged gradient (after
+  /// synchronize()), then every rank's parameters are whole again.
+  void step() {
+    const std::uint64_t t = step_ + 1; // counted once the update is done
+    const double bias1 = 1 - std::pow(o_.beta1, static_cast<double>(t));
+    const double bias2_sqrt = std::sqrt(1 - std::pow(o_.beta2, static_cast<double>(t)));
+    model_.update_shards([&](auto& r) {
+      using T = typename std::remove_cvref_t<decltype(r.value)>::value_type;
+      T* m = state_.template at<T>(0, r.bucket, r.state_offset);
+      T* v = state_.template at<T>(1, r.bucket, r.state_offset);
+      const T b1 = static_cast<T>(o_.beta1), b2 = static_cast<T>(o_.beta2), eps = static_cast<T>(o_.eps);
+      const T wd = static_cast<T>(o_.weight_decay), one_b1 = static_cast<T>(1 - o_.beta1),
+              one_b2 = static_cast<T>(1 - o_.beta2), bc2 = static_cast<T>(bias2_sqrt),
+              step_size = static_cast<T>(o_.lr / bias1);
+      for (std::size_t i = 0; i < r.value.size(); ++i) {
+        const T g = o_.weight_decay != 0 ? r.grad[i] + wd * r.value[i] : r.grad[i];
+        m[i] = m[i] * b1 + one_b1 * g;
+        v[i] = v[i] * b2 + one_b2 * g * g;
+        const T denom = std::sqrt(v[i]) / bc2 + eps;
+        r.value[i] -= step_size * (m[i] / denom);
+      }
+    });
+    step_ = t;
+  }
+
+  adam_options& options() noexcept { return o_; }
+  std::uint64_t steps() const noexcept { return step_; }
+  /// What ddp::save_checkpoint records and load_checkpoint restores, re-sharded for any world size.
+  static constexpr const char* name() noexcept { return "adam"; }
+  shard_state& state() noexcept { return state_; }
+  const shard_state& state() const noexcept { return state_; }
+  Sharded& model() noexcept { return model_; }
+  void set_steps(std::uint64_t steps) noexcept { step_ = steps; }
+  /// This rank's optimizer memory: two values per owned element.
+  std::size_t state_bytes() const noexcept { return state_.bytes(); }
+
+  /// Each rank writes its own shard of the state to `<path>.rank<r>`.
+  void save(const std::string& path) const { state_.save(path, step_, "adam"); }
+  /// Collective: every rank loads its own file, and all must be of one save.
+  void load(const std::string& path) {
+    const auto step = state_.load(path, "adam");
+    shard_state::require_same_step(model_.group(), step, path);
+    step_ = step;
+  }
+
+private:
+  Sharded& model_;
+  adam_options o_;
+  shard_state state_;
+  std::uint64_t step_ = 0;
+};
+
+template <class S> adam(S&, adam_options) -> adam<S>;
+template <class S> adam(S&) -> adam<S>;
+
+} // namespace optim
+DDP_END_NAMESPACE
+
+#endif // DDP_OPTIM_ADAM_HPP
+// ---- end ddp/optim/adam.hpp ----
+// ---- begin ddp/optim/sgd.hpp ----
+// ddp::optim::sgd — torch.optim.SGD's update (momentum with dampening,
+// Nesterov, L2 weight decay) on this rank's shard of a sharded_data_parallel
+// model; step() then all-gathers the parameters.
+#ifndef DDP_OPTIM_SGD_HPP
+#define DDP_OPTIM_SGD_HPP
+
+
+#include <cstdint>
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+namespace optim {
+
+struct sgd_options {
+  double lr = 0.01;
+  double momentum = 0.0;
+  double dampening = 0.0;
+  double weight_decay = 0.0;
+  bool nesterov = false;
+};
+
+template <class Sharded> class sgd {
+public:
+  sgd(Sharded& model, sgd_options o = {})
+      : model_(model), o_(o), state_(model, o.momentum != 0 ? 1 : 0), has_momentum_(o.momentum != 0) {
+    if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
+      throw error(error_kind::config, "optim::sgd: Nesterov momentum needs a momentum and zero dampening");
+  }
+
+  void step() {
+    if (o_.momentum != 0 && !has_momentum_)
+      throw error(error_kind::config, "optim::sgd: momentum was 0 when the optimizer was built, so it keeps "
+                                      "no momentum buffers: build it with the momentum you will use");
+    if (o_.nesterov && (o_.momentum <= 0 || o_.dampening != 0))
+      throw error(error_kind::config, "optim::sgd: Nesterov momentum needs a momentum and zero dampening");
+    const std::uint64_t t = step_ + 1; // counted once the update is done
+    model_.update_shards([&](auto& r) {
+      using T = typename std::remove_cvref_t<decltype(r.value)>::value_type;
+      const T lr = static_cast<T>(o_.lr), mu = static_cast<T>(o_.momentum),
+              wd = static_cast<T>(o_.weight_decay), keep = static_cast<T>(1 - o_.dampening);
+      T* buf =
+          has_momentum_ && o_.momentum != 0 ? state_.template at<T>(0, r.bucket, r.state_offset) : nullptr;
+      for (std::size_t i = 0; i < r.value.size(); ++i) {
+        T d = o_.weight_decay != 0 ? r.grad[i] + wd * r.value[i] : r.grad[i];
+        if (buf) {
+          buf[i] = t == 1 ? d : buf[i] * mu + keep * d; // the first step clones, as PyTorch's does
+          d = o_.nesterov ? d + mu * buf[i] : buf[i];
+        }
+        r.value[i] -= lr * d;
+      }
+    });
+    step_ = t;
+  }
+
+  sgd_options& options() noexcept { return o_; }
+  std::uint64_t steps() const noexcept { return step_; }
+  /// What ddp::save_checkpoint records and load_checkpoint restores, re-sharded for any world size.
+  static constexpr const char* name() noexcept { return "sgd"; }
+  shard_state& state() noexcept { return state_; }
+  const shard_state& state() const noexcept { return state_; }
+  Sharded& model() noexcept { return model_; }
+  void set_steps(std::uint64_t steps) noexcept { step_ = steps; }
+  /// This rank's optimizer memory: one value per owned element with momentum, else none.
+  std::size_t state_bytes() const noexcept { return state_.bytes(); }
+
+  void save(const std::string& path) const { state_.save(path, step_, "sgd"); }
+  /// Collective: every rank loads its own file, and all must be of one save.
+  void load(const std::string& path) {
+    const auto step = state_.load(path, "sgd");
+    shard_state::require_same_step(model_.group(), step, path);
+    step_ = step;
+  }
+
+private:
+  Sharded& model_;
+  sgd_options o_;
+  shard_state state_;
+  bool has_momentum_; ///< momentum buffers exist (momentum was set at construction)
+  std::uint64_t step_ = 0;
+};
+
+template <class S> sgd(S&, sgd_options) -> sgd<S>;
+template <class S> sgd(S&) -> sgd<S>;
+
+} // namespace optim
+DDP_END_NAMESPACE
+
+#endif // DDP_OPTIM_SGD_HPP
+// ---- end ddp/optim/sgd.hpp ----
 // ---- begin ddp/sharded_data_parallel.hpp ----
 // ddp::sharded_data_parallel — ZeRO stage 1: gradients are reduce-scattered
 // in buckets that launch while backward runs, each rank keeps and updates
@@ -15093,6 +15273,169 @@ DDP_END_NAMESPACE
 
 #endif // DDP_STEP_BATCHES_HPP
 // ---- end ddp/step_batches.hpp ----
+// ---- begin ddp/sync_batch_stats.hpp ----
+// SyncBatchNorm's statistics for any model: each rank's per-channel batch
+// statistics combined into those of all ranks' batches together (uneven
+// per-rank batches weighted by their counts), and the two gradient sums its
+// backward needs all-reduced. The LibTorch module built on it is
+// ddp::torch::SyncBatchNorm (ddp/torch/sync_batch_norm.hpp).
+#ifndef DDP_SYNC_BATCH_STATS_HPP
+#define DDP_SYNC_BATCH_STATS_HPP
+
+
+#include <algorithm>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+
+/// The statistics of all ranks' batches together, per channel.
+template <std::floating_point T> struct batch_stats {
+  std::vector<T> mean;         ///< the global mean
+  std::vector<T> var;          ///< biased variance (divided by count): what the forward normalizes with
+  std::vector<T> unbiased_var; ///< divided by count - 1: what running_var follows (NaN when count is 1)
+  std::int64_t count = 0;      ///< elements per channel over all ranks
+};
+
+namespace detail {
+
+/// Combines W per-rank records, each (count, mean[C], M2[C]) with M2 the sum of
+/// squared deviations from that rank's mean, into the global mean, biased and
+/// unbiased variance; returns the total count. The same records in the same
+/// (rank) order give every rank the same bits. Throws if the total count is 0.
+DDP_INLINE std::int64_t combine_batch_moments(std::span<const double> records, std::size_t channels,
+                                              std::span<double> mean, std::span<double> var,
+                                              std::span<double> unbiased_var);
+
+/// Checks a rank's own count before anything goes on the wire.
+DDP_INLINE void check_batch_count(std::int64_t count, int rank, const char* what);
+
+template <class T> void require_host_float_tensor(const char* what) {
+  static_assert(!on_device_v<T>, "ddp::sync_batch_stats works on host tensors: copy device statistics to the "
+                                 "host first (they are C values per tensor, not the batch)");
+  static_assert(std::floating_point<std::remove_cv_t<tensor_value_t<T>>>,
+                "ddp::sync_batch_stats needs float or double statistics");
+  (void)what;
+}
+
+template <std::floating_point T, class B>
+batch_stats<T> sync_moments(process_group<B>& pg, std::vector<double>& record, std::size_t channels) {
+  std::vector<double> all(record.size() * static_cast<std::size_t>(pg.size()));
+  pg.all_gather(record, all);
+  std::vector<double> mean(channels), var(channels), unbiased(channels);
+  batch_stats<T> out;
+  out.count = combine_batch_moments(all, channels, mean, var, unbiased);
+  out.mean.assign(mean.begin(), mean.end());
+  out.var.assign(var.begin(), var.end());
+  out.unbiased_var.assign(unbiased.begin(), unbiased.end());
+  return out;
+}
+
+} // namespace detail
+
+/// SyncBatchNorm's forward statistics from this rank's per-channel batch mean
+/// and biased variance over `count` elements per channel (count may be 0 on
+/// some ranks, not on all). Every rank of `pg` calls it with the same number
+/// of channels; each gets the same result, bit for bit.
+///
+/// Each rank's (count, mean, M2 = var * count) is all-gathered and the records
+/// are combined pairwise in rank order (Chan, Golub and LeVeque's parallel
+/// variance), in double. Not an all-reduce of sums and sums of squares: the
+/// variance from E[x^2] - E[x]^2 loses every digit once the mean is large next
+/// to the spread (a mean of 1e4 and a spread of 1 in float), where M2 keeps
+/// them. It is also what PyTorch's SyncBatchNorm does (it gathers mean,
+/// invstd and count), and W * (2C + 1) doubles cost no more than the
+/// all-reduce would for the C of a BatchNorm layer.
+template <class B, tensor Mean, tensor Var>
+auto sync_batch_stats(process_group<B>& pg, const Mean& mean, const Var& var, std::int64_t count) {
+  using T = std::remove_cv_t<tensor_value_t<Mean>>;
+  detail::require_host_float_tensor<Mean>("mean");
+  detail::require_host_float_tensor<Var>("var");
+  auto m = as_span(mean);
+  auto v = as_span(var);
+  detail::check_batch_count(count, pg.rank(), "sync_batch_stats");
+  if (m.size() != v.size())
+    throw error(error_kind::config, "sync_batch_stats on rank " + std::to_string(pg.rank()) + ": mean has " +
+                                        std::to_string(m.size()) + " channels and var " +
+                                        std::to_string(v.size()) + ": pass one value per channel in each");
+  const std::size_t c = m.size();
+  std::vector<double> record(1 + 2 * c);
+  record[0] = static_cast<double>(count);
+  for (std::size_t i = 0; i < c; ++i) {
+    record[1 + i] = count > 0 ? static_cast<double>(m[i]) : 0.0;
+    record[1 + c + i] = count > 0 ? static_cast<double>(v[i]) * static_cast<double>(count) : 0.0;
+  }
+  return detail::sync_moments<T>(pg, record, c);
+}
+
+/// The same from this rank's per-channel sum and sum of squares over `count`
+/// elements. The local variance is sum_sq / count - mean^2 (in double, clamped
+/// at 0), so it carries the cancellation described above within each rank:
+/// pass mean and variance to the other overload where the data's mean is large
+/// next to its spread.
+template <class B, tensor Sum, tensor SumSq>
+auto sync_batch_stats_from_sums(process_group<B>& pg, const Sum& sum, const SumSq& sum_sq,
+                                std::int64_t count) {
+  using T = std::remove_cv_t<tensor_value_t<Sum>>;
+  detail::require_host_float_tensor<Sum>("sum");
+  detail::require_host_float_tensor<SumSq>("sum_sq");
+  auto s = as_span(sum);
+  auto q = as_span(sum_sq);
+  detail::check_batch_count(count, pg.rank(), "sync_batch_stats_from_sums");
+  if (s.size() != q.size())
+    throw error(error_kind::config, "sync_batch_stats_from_sums on rank " + std::to_string(pg.rank()) +
+                                        ": sum has " + std::to_string(s.size()) + " channels and sum_sq " +
+                                        std::to_string(q.size()) + ": pass one value per channel in each");
+  const std::size_t c = s.size();
+  std::vector<double> record(1 + 2 * c);
+  record[0] = static_cast<double>(count);
+  for (std::size_t i = 0; i < c; ++i) {
+    if (count == 0) continue;
+    const double n = static_cast<double>(count), mu = static_cast<double>(s[i]) / n;
+    const double m2 = static_cast<double>(q[i]) - mu * static_cast<double>(s[i]);
+    record[1 + i] = mu;
+    record[1 + c + i] = m2 > 0.0 ? m2 : 0.0;
+  }
+  return detail::sync_moments<T>(pg, record, c);
+}
+
+/// SyncBatchNorm's backward: all-reduces (sums), in one collective, this rank's
+/// per-channel sum of grad_output and sum of grad_output * (x - mean), in
+/// place. With N the global count, the input gradient is then
+/// (dy - sum_dy / N - (x - mean) * sum_dy_xmu / (N * (var + eps))) * weight / sqrt(var + eps).
+/// (The weight's and bias's gradients are this rank's own sums before the
+/// call: DDP averages those like any other gradient.)
+template <class B, tensor SumDy, tensor SumDyXmu>
+void sync_batch_norm_grad_sums(process_group<B>& pg, SumDy&& sum_dy, SumDyXmu&& sum_dy_xmu) {
+  detail::require_host_float_tensor<std::remove_reference_t<SumDy>>("sum_dy");
+  detail::require_host_float_tensor<std::remove_reference_t<SumDyXmu>>("sum_dy_xmu");
+  static_assert(
+      std::is_same_v<std::remove_cv_t<tensor_value_t<SumDy>>, std::remove_cv_t<tensor_value_t<SumDyXmu>>>,
+      "sync_batch_norm_grad_sums needs sum_dy and sum_dy_xmu of one element type");
+  auto a = as_span(sum_dy);
+  auto b = as_span(sum_dy_xmu);
+  if (a.size() != b.size())
+    throw error(error_kind::config, "sync_batch_norm_grad_sums on rank " + std::to_string(pg.rank()) +
+                                        ": sum_dy has " + std::to_string(a.size()) +
+                                        " channels and sum_dy_xmu " + std::to_string(b.size()) +
+                                        ": pass one value per channel in each");
+  std::vector<std::remove_cv_t<tensor_value_t<SumDy>>> both(a.begin(), a.end());
+  both.insert(both.end(), b.begin(), b.end());
+  pg.all_reduce(both, op::sum);
+  std::copy(both.begin(), both.begin() + static_cast<std::ptrdiff_t>(a.size()), a.begin());
+  std::copy(both.begin() + static_cast<std::ptrdiff_t>(a.size()), both.end(), b.begin());
+}
+
+DDP_END_NAMESPACE
+
+
+#endif // DDP_SYNC_BATCH_STATS_HPP
+// ---- end ddp/sync_batch_stats.hpp ----
 // The NCCL backend joins when the build says so (target ddp::nccl defines DDP_WITH_NCCL).
 #if defined(DDP_WITH_NCCL)
 // ---- begin ddp/backend/nccl.hpp ----
@@ -25339,6 +25682,50 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_DATA_PARALLEL_PARAMETER_REGISTRY_INL_HPP
 // ---- end ddp/detail/data_parallel/parameter_registry-inl.hpp ----
+// ---- begin ddp/detail/data_parallel/sample_weight-inl.hpp ----
+// The definitions behind sample_weight.hpp: compiled in every translation unit
+// when ddp is header-only, once in the runtime when it is compiled separately
+// (detail/common/linkage.hpp).
+#ifndef DDP_DETAIL_DATA_PARALLEL_SAMPLE_WEIGHT_INL_HPP
+#define DDP_DETAIL_DATA_PARALLEL_SAMPLE_WEIGHT_INL_HPP
+
+
+#include <cstring>
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+DDP_INLINE double sample_weight(std::size_t local, std::size_t global, int world, bool average, int rank) {
+  if (global == 0 || local > global)
+    throw error(
+        error_kind::config,
+        "rank " + std::to_string(rank) + ": set_samples(" + std::to_string(local) + ", " +
+            std::to_string(global) +
+            "): the step's global sample count must be at least 1 and at least this rank's own "
+            "count; pass this rank's samples and the whole global batch's (global_batch::local_samples "
+            "and global_samples)",
+        rank);
+  const double n = static_cast<double>(local), total = static_cast<double>(global);
+  return average ? n * static_cast<double>(world) / total : n / total;
+}
+
+DDP_INLINE void weigh_bucket(const planned_bucket& b, const std::vector<tensor_slot>& params, double weight) {
+  for (std::size_t i : b.params) {
+    const auto& p = params[i];
+    if (p.count == 0) continue;
+    if (weight == 0.0)
+      std::memset(p.grad, 0, p.count * size_of(p.type));
+    else
+      scale_in_place(p.grad, p.count, p.type, weight);
+  }
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_DATA_PARALLEL_SAMPLE_WEIGHT_INL_HPP
+// ---- end ddp/detail/data_parallel/sample_weight-inl.hpp ----
 // ---- begin ddp/detail/data_parallel/step_state-inl.hpp ----
 // The definitions behind step_state.hpp: compiled in every translation unit
 // when ddp is header-only, once in the runtime when it is compiled separately
@@ -25788,6 +26175,66 @@ DDP_END_NAMESPACE
 
 #endif // DDP_SAMPLER_INL_HPP
 // ---- end ddp/sampler-inl.hpp ----
+// ---- begin ddp/sync_batch_stats-inl.hpp ----
+// The definitions behind sync_batch_stats.hpp: compiled in every translation
+// unit when ddp is header-only, once in the runtime when it is compiled
+// separately (detail/common/linkage.hpp).
+#ifndef DDP_SYNC_BATCH_STATS_INL_HPP
+#define DDP_SYNC_BATCH_STATS_INL_HPP
+
+
+#include <cmath>
+#include <limits>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+DDP_INLINE void check_batch_count(std::int64_t count, int rank, const char* what) {
+  if (count < 0)
+    throw error(error_kind::config, std::string(what) + " on rank " + std::to_string(rank) + ": count " +
+                                        std::to_string(count) +
+                                        " is negative: pass the elements per channel in this rank's batch "
+                                        "(batch size times the spatial size), 0 for an empty batch");
+}
+
+DDP_INLINE std::int64_t combine_batch_moments(std::span<const double> records, std::size_t channels,
+                                              std::span<double> mean, std::span<double> var,
+                                              std::span<double> unbiased_var) {
+  const std::size_t stride = 1 + 2 * channels;
+  const std::size_t world = stride == 0 ? 0 : records.size() / stride;
+  double n = 0.0;
+  for (std::size_t c = 0; c < channels; ++c)
+    mean[c] = var[c] = 0.0; // var holds M2 until the end
+  for (std::size_t r = 0; r < world; ++r) {
+    const double* rec = records.data() + r * stride;
+    const double nb = rec[0];
+    if (nb <= 0.0) continue; // an empty batch adds nothing (and no 0/0)
+    const double nab = n + nb;
+    for (std::size_t c = 0; c < channels; ++c) {
+      const double delta = rec[1 + c] - mean[c];
+      mean[c] += delta * (nb / nab);
+      var[c] += rec[1 + channels + c] + delta * delta * (n * nb / nab);
+    }
+    n = nab;
+  }
+  if (n <= 0.0)
+    throw error(error_kind::config, "sync_batch_stats: every rank's batch is empty (count 0 on all " +
+                                        std::to_string(world) +
+                                        " ranks): there is nothing to normalize with; skip the step or "
+                                        "give some rank data");
+  for (std::size_t c = 0; c < channels; ++c) {
+    const double m2 = var[c];
+    var[c] = m2 / n;
+    unbiased_var[c] = n > 1.0 ? m2 / (n - 1.0) : std::numeric_limits<double>::quiet_NaN();
+  }
+  return static_cast<std::int64_t>(n);
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_SYNC_BATCH_STATS_INL_HPP
+// ---- end ddp/sync_batch_stats-inl.hpp ----
 // ---- begin ddp/detail/numeric/checksum-inl.hpp ----
 // The definitions behind checksum.hpp: compiled in every translation unit
 // when ddp is header-only, once in the runtime when it is compiled separately

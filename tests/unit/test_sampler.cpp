@@ -1,3 +1,4 @@
+#include <ddp/global_batches.hpp>
 #include <ddp/sampler.hpp>
 #include <ddp/step_batches.hpp>
 
@@ -606,4 +607,88 @@ TEST_CASE("step_batches refuses a batch size that leaves an epoch without a batc
   CHECK_THROWS_WITH_AS(ddp::step_batches(s, 0), doctest::Contains("batch_size must be at least 1"),
                        ddp::error);
   CHECK(ddp::step_batches(s, 6).steps_per_epoch() == 1); // one short batch
+}
+
+namespace {
+/// The samples of global step `step` across all `world` ranks, in the order of the ranks' shares.
+std::vector<std::int64_t> whole_global_batch(std::size_t n, int world, std::size_t g, std::uint64_t step,
+                                             std::uint64_t resumed_at_step = 0) {
+  std::vector<std::int64_t> out;
+  for (int r = 0; r < world; ++r) {
+    ddp::distributed_sampler<ddp::sampling::shuffled> s(n, world, r, {.seed = 3});
+    ddp::global_batches view(s, g);
+    if (resumed_at_step > 0) {
+      s.set_epoch(view.epoch_of(resumed_at_step));
+      s.set_position(view.position_of(resumed_at_step));
+    }
+    auto b = view.at(step);
+    CHECK(b.global_samples() == std::min(g, n - b.first));
+    out.insert(out.end(), b.indices.begin(), b.indices.end());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+} // namespace
+
+TEST_CASE("global_batches: a step's samples are the same at every world size, shares differ by at most one") {
+  const std::size_t n = 23, g = 7; // 4 steps per epoch: 7, 7, 7, 2
+  ddp::distributed_sampler<ddp::sampling::shuffled> one(n, 1, 0, {.seed = 3});
+  ddp::global_batches<ddp::sampling::shuffled> view(one, g);
+  CHECK(view.steps_per_epoch() == 4);
+  for (std::uint64_t step = 0; step < 8; ++step) {
+    const auto whole = view.at(step);
+    // World 1: the global order itself, positions [first, first + size).
+    std::vector<std::int64_t> expect(whole.indices.begin(), whole.indices.end());
+    CHECK(whole.first == view.position_of(step));
+    std::sort(expect.begin(), expect.end());
+    for (int world = 2; world <= 5; ++world) {
+      CHECK(whole_global_batch(n, world, g, step) == expect);
+      std::size_t lo = g, hi = 0;
+      for (int r = 0; r < world; ++r) {
+        ddp::distributed_sampler<ddp::sampling::shuffled> s(n, world, r, {.seed = 3});
+        const auto share = ddp::global_batches(s, g).at(step).local_samples();
+        lo = std::min(lo, share);
+        hi = std::max(hi, share);
+      }
+      CHECK(hi - lo <= 1);
+    }
+  }
+}
+
+TEST_CASE("global_batches: a job resumed mid-epoch at another world size takes the same global batches") {
+  const std::size_t n = 23, g = 7;
+  for (int world = 1; world <= 4; ++world)
+    for (std::uint64_t at : {1u, 2u, 3u, 5u})
+      for (std::uint64_t step = at; step < 8; ++step)
+        CHECK(whole_global_batch(n, world, g, step, at) == whole_global_batch(n, 1, g, step));
+  // Every sample of an epoch once: 2 ranks for steps 0-1, then 3 ranks from step 2.
+  std::vector<std::int64_t> seen;
+  for (std::uint64_t step = 0; step < 4; ++step) {
+    auto b = whole_global_batch(n, step < 2 ? 2 : 3, g, step, step < 2 ? 0 : 2);
+    seen.insert(seen.end(), b.begin(), b.end());
+  }
+  std::sort(seen.begin(), seen.end());
+  std::vector<std::int64_t> all(n);
+  std::iota(all.begin(), all.end(), 0);
+  CHECK(seen == all);
+}
+
+TEST_CASE("global_batches: going back within an epoch, drop_last, and refusals") {
+  ddp::distributed_sampler<ddp::sampling::sequential> s(23, 2, 1);
+  ddp::global_batches view(s, 7, /*drop_last=*/true);
+  CHECK(view.steps_per_epoch() == 3);
+  CHECK(view.epoch_of(3) == 1);
+  s.set_position(14);
+  auto b = view.at(2); // positions 14..20; rank 1 holds 15, 17, 19
+  CHECK(std::vector<std::int64_t>(b.indices.begin(), b.indices.end()) ==
+        std::vector<std::int64_t>{15, 17, 19});
+  b = view.at(0); // before the position: the sampler goes back to the whole epoch
+  CHECK(s.position() == 0);
+  CHECK(std::vector<std::int64_t>(b.indices.begin(), b.indices.end()) == std::vector<std::int64_t>{1, 3, 5});
+  ddp::distributed_sampler<ddp::sampling::sequential> dropping(23, 2, 0, {.drop_last = true});
+  CHECK_THROWS_WITH_AS(ddp::global_batches(dropping, 7), doctest::Contains("the sampler has drop_last"),
+                       ddp::error);
+  CHECK_THROWS_WITH_AS(ddp::global_batches(s, 24, true), doctest::Contains("an epoch has no batch"),
+                       ddp::error);
+  CHECK_THROWS_AS(ddp::global_batches(s, 0), ddp::error);
 }
