@@ -1,5 +1,6 @@
 #!/bin/sh
-# ddp under clang (the main suite builds with GCC): each public header alone, the
+# ddp under clang (the main suite builds with GCC): each public header alone (an -inl
+# header alone is its own header alone: it includes that first), the
 # quick start and the runtime compiled once, both forms, with ddp's warnings as errors.
 # usage: clang.sh CLANGXX DDP_SOURCE_DIR [include flags...]
 set -eu
@@ -9,7 +10,7 @@ flags="-std=c++20 -Wall -Wextra -Wconversion -Wno-sign-conversion -Wshadow -Werr
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0
-for h in $(cd "$src/include" && ls ddp/*.hpp ddp/*/*.hpp | grep -v -e torch -e nccl -e cuda -e device_ -e runtime.hpp); do
+for h in $(cd "$src/include" && ls ddp/*.hpp ddp/*/*.hpp | grep -v -e torch -e nccl -e cuda -e device_ -e runtime.hpp -e -inl.hpp); do
   printf '#include <%s>\n' "$h" > "$tmp/alone.cpp"
   $cxx $flags -fsyntax-only "$tmp/alone.cpp" || { echo "FAIL: <$h> alone"; exit 1; }
   n=$((n + 1))
