@@ -63,26 +63,9 @@ void ring_shift(pg_t& pg, std::size_t n, std::int64_t tag, bool async) {
   CHECK(bad == 0);
 }
 
-/// A fresh group for one case (file:// rendezvous in a directory rank 0 made),
-/// so that poisoning it leaves the suite's own group usable.
+/// A fresh group for one case (ddp_test::fresh_file_group), with this suite's timeout.
 pg_t fresh_group(std::string& dir_out) {
-  static int serial = 0;
-  auto& ctl = group();
-  std::vector<std::uint8_t> dir(512, 0);
-  if (ctl.rank() == 0) {
-    auto base = std::filesystem::temp_directory_path() /
-                ("ddp_extended_" + std::to_string(::getpid()) + "_" + std::to_string(serial));
-    std::filesystem::create_directories(base);
-    std::string s = base.string();
-    std::copy(s.begin(), s.end(), dir.begin());
-  }
-  ++serial;
-  ctl.broadcast(dir, 0);
-  dir_out.assign(reinterpret_cast<const char*>(dir.data()));
-  ddp::init_options opts;
-  opts.init_method = "file://" + dir_out;
-  opts.timeout = case_timeout;
-  return ddp::init_process_group<ddp::gloo>(opts);
+  return ddp_test::fresh_file_group("ddp_extended_", dir_out, case_timeout);
 }
 
 /// Runs `call(pg)` on a fresh group; on the ranks `takes_part` names it must
