@@ -12963,6 +12963,7 @@ enum class kind : std::uint8_t {
   wait,            ///< span: synchronize() blocked on a bucket's collective: bucket, step
   unpack,          ///< span: copying a packed bucket back into the gradients: bucket, bytes
   collective,      ///< span on the thread that ran it: seq, bytes, bucket, queued_us
+  message,         ///< span on a send/recv lane ("send"/"recv"): seq, bytes, peer, queued_us
 };
 
 struct kind_info {
@@ -12982,6 +12983,7 @@ inline const kind_info& info(kind k) noexcept {
       {"wait", 'X', {"bucket", "step", nullptr, nullptr}},
       {"unpack", 'X', {"bucket", "bytes", nullptr, nullptr}},
       {"collective", 'X', {"seq", "bytes", "bucket", "queued_us"}},
+      {"message", 'X', {"seq", "bytes", "peer", "queued_us"}},
   };
   return table[static_cast<std::size_t>(k)];
 }
@@ -13133,7 +13135,7 @@ private:
     j += ",\n{\"name\":\"";
     j += e.label ? e.label : k.name;
     j += "\",\"cat\":\"";
-    j += e.what == kind::collective ? "collective" : "ddp";
+    j += e.what == kind::collective || e.what == kind::message ? "collective" : "ddp";
     j += "\",\"ph\":\"";
     j += k.phase;
     j += "\",\"ts\":";
@@ -16017,7 +16019,8 @@ private:
     }
   };
   static const char* trace_label(std::string_view name) {
-    for (const char* k : {"all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier"})
+    for (const char* k : {"all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier", "all_to_all",
+                          "gather", "scatter", "reduce"})
       if (name == k) return k;
     return "collective";
   }
@@ -19455,7 +19458,8 @@ private:
     }
   };
   static const char* trace_label(std::string_view name) {
-    for (const char* k : {"all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier"})
+    for (const char* k : {"all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier", "all_to_all",
+                          "gather", "scatter", "reduce"})
       if (name == k) return k;
     return "collective";
   }
@@ -22079,8 +22083,9 @@ public:
     rank_ = rank;
   }
 
-  /// Queues `body(seq, what)` in the lane of (peer, sends), named `head #seq tail`.
-  work submit(int peer, bool sends, const std::string& head, const std::string& tail,
+  /// Queues `body(seq, what)` in the lane of (peer, sends), named `head #seq tail`; on the
+  /// timeline, a "send" or "recv" span of `bytes` on the lane's row.
+  work submit(int peer, bool sends, std::int64_t bytes, const std::string& head, const std::string& tail,
               std::chrono::milliseconds timeout, bool blocking,
               std::function<void(std::uint32_t seq, const std::string& what)> body) {
     ordered_queue* q = nullptr;
@@ -22101,14 +22106,21 @@ public:
       l.pending.emplace(seq, what);
     }
     const std::uint64_t id = recorder_ ? recorder_->message_queued(what) : 0;
+    const std::int64_t queued_ns = trace::on() ? trace::now_ns() : -1;
     return q->submit(
-        [this, key, body = std::move(body), seq, what, id](work_state&) {
+        [this, key, body = std::move(body), seq, what, id, queued_ns, bytes](work_state&) {
           struct done_t {
             gloo_p2p_lanes* lanes;
             std::pair<int, bool> key;
             std::uint32_t seq;
-            ~done_t() { lanes->done(key, seq); }
-          } done{this, key, seq};
+            std::int64_t queued_ns, start_ns, bytes;
+            ~done_t() {
+              if (start_ns >= 0)
+                trace::record(trace::kind::message, start_ns, trace::now_ns() - start_ns, seq, bytes,
+                              key.first, start_ns - queued_ns, key.second ? "send" : "recv");
+              lanes->done(key, seq);
+            }
+          } done{this, key, seq, queued_ns, queued_ns >= 0 ? trace::now_ns() : -1, bytes};
           if (recorder_) recorder_->message_running(id);
           try {
             body(seq, what);
@@ -24074,31 +24086,32 @@ private:
     const std::string head = "rank " + std::to_string(rank_) + ": " + (sends ? "send" : "recv");
     const std::string tail = std::string(sends ? " to" : " from") + " rank " + std::to_string(peer) + " (" +
                              std::to_string(n) + " x " + std::string(to_string(dt)) + note_ + ")";
-    return lanes_.submit(
-        peer, sends, head, tail, timeout_, blocking, [=, this](std::uint32_t seq, const std::string& what) {
-          std::shared_ptr<gloo_mesh_context> ctx;
-          {
-            std::unique_lock lock(contexts_mu_);
-            // No context: a collective is failing (close_all), its error on the way to fail_lanes.
-            if (!ctx_) verdict_cv_.wait(lock, [&] { return lanes_.poisoned() != nullptr; });
-            if (auto why = lanes_.poisoned()) std::rethrow_exception(why);
-            if (auto why = queue_.poisoned()) std::rethrow_exception(why);
-            ctx = ctx_;
-          }
-          try {
-            p2p_transfer(ctx, waits_, sends, data, n, dt, peer, tag, seq, timeout_, what);
-          } catch (const ddp::error&) {
-            fail_from_lane(std::current_exception());
-          } catch (const std::exception& e) {
-            await_verdict();
-            fail_from_lane(std::make_exception_ptr(
-                error(error_kind::timeout,
-                      what + " failed: " + e.what() + ". Rank " + std::to_string(peer) +
-                          " did not take its part in time, or failed (its output says why); every "
-                          "later collective of this group throws",
-                      peer)));
-          }
-        });
+    return lanes_.submit(peer, sends, static_cast<std::int64_t>(n * size_of(dt)), head, tail, timeout_,
+                         blocking, [=, this](std::uint32_t seq, const std::string& what) {
+                           std::shared_ptr<gloo_mesh_context> ctx;
+                           {
+                             std::unique_lock lock(contexts_mu_);
+                             // No context: a collective is failing (close_all), its error on the way to
+                             // fail_lanes.
+                             if (!ctx_) verdict_cv_.wait(lock, [&] { return lanes_.poisoned() != nullptr; });
+                             if (auto why = lanes_.poisoned()) std::rethrow_exception(why);
+                             if (auto why = queue_.poisoned()) std::rethrow_exception(why);
+                             ctx = ctx_;
+                           }
+                           try {
+                             p2p_transfer(ctx, waits_, sends, data, n, dt, peer, tag, seq, timeout_, what);
+                           } catch (const ddp::error&) {
+                             fail_from_lane(std::current_exception());
+                           } catch (const std::exception& e) {
+                             await_verdict();
+                             fail_from_lane(std::make_exception_ptr(error(
+                                 error_kind::timeout,
+                                 what + " failed: " + e.what() + ". Rank " + std::to_string(peer) +
+                                     " did not take its part in time, or failed (its output says why); every "
+                                     "later collective of this group throws",
+                                 peer)));
+                           }
+                         });
   }
 
   /// The group goes while sends or recvs it was given have not ended: a
