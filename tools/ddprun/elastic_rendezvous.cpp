@@ -42,7 +42,7 @@ long wait_for_joins(job& j, int round) {
   throw job_ends(1, why.str());
 }
 
-/// The host: members in node-rank order, itself first, then by slot, at most MAX.
+/// The host: members in node-rank order, itself first, at most MAX (the first to join).
 membership close_round(job& j, long host_id, int round) {
   membership m;
   m.joined_at_close = wait_for_joins(j, round);
@@ -66,6 +66,8 @@ membership close_round(job& j, long host_id, int round) {
     }
     m.agents.push_back(id);
   }
+  // By agent id after the host: survivors keep their order from round to round, newcomers come last.
+  std::sort(m.agents.begin() + 1, m.agents.end());
   std::string closed = "ok " + std::to_string(m.joined_at_close);
   for (long id : m.agents)
     closed += " " + std::to_string(id);

@@ -2,7 +2,8 @@
 // the store's host (--node-rank 0) serves. In round k each agent takes a slot (a counter,
 // ddprun/e/r<k>/joined) and writes its id there; the host closes the round once MAX agents have
 // joined, or once at least MIN have and --rdzv-last-call seconds passed without a new one, and
-// publishes the members in node-rank order, itself first (ddprun/e/r<k>/closed). An agent that
+// publishes the members in node-rank order: itself first, then by agent id, so survivors keep
+// their order and newcomers come last (ddprun/e/r<k>/closed). An agent that
 // came too late or found the round full is not a member: it waits for the round's verdict and
 // joins the next. A round that does not reach MIN within --rdzv-join-timeout ends the job,
 // naming how many came. The host decides alone, so agents never race to close a round; it is

@@ -145,7 +145,8 @@ private:
     const auto report = j_.store->try_get("ddprun/r" + std::to_string(round) + "/failed");
     if (report && first_word(*report) != "0") failure = true;
     std::string reason = report ? after_words(*report, 1) : "";
-    if (!lost.empty()) reason += (reason.empty() ? "" : "; ") + lost + " lost";
+    if (!lost.empty() && reason.find(" was lost") == std::string::npos)
+      reason += (reason.empty() ? "" : "; ") + lost + " lost: no heartbeat, no word on the round";
     std::string verdict;
     if (signal)
       verdict = "stop " + std::to_string(code);
