@@ -140,7 +140,8 @@ int visit(const std::string& stage, const std::string& dir, const std::string& t
 int elastic(const std::string& dir, int total, int every, int step_ms) {
   auto pg = ddp::init_process_group<ddp::gloo>();
   const int r = pg.rank(), w = pg.size();
-  if (global_batch % w != 0) return fail("the global batch does not split over " + std::to_string(w) + " ranks");
+  if (global_batch % w != 0)
+    return fail("the global batch does not split over " + std::to_string(w) + " ranks");
   const std::string path = dir + "/elastic.ckpt";
   mlp<float> b(dims, 7u, false);
   ddp::distributed_data_parallel dp(b, pg);
@@ -150,7 +151,8 @@ int elastic(const std::string& dir, int total, int every, int step_ms) {
   if (resume[0]) at = ddp::load_checkpoint(path, dp);
   const char* round = std::getenv("DDP_RESTART_ROUND");
   std::printf("ELASTIC round=%s world=%d rank=%d group_rank=%s from_step=%llu\n", round ? round : "-", w, r,
-              std::getenv("GROUP_RANK") ? std::getenv("GROUP_RANK") : "-", static_cast<unsigned long long>(at.step));
+              std::getenv("GROUP_RANK") ? std::getenv("GROUP_RANK") : "-",
+              static_cast<unsigned long long>(at.step));
   std::fflush(stdout);
   for (int s = static_cast<int>(at.step); s < total; ++s) {
     local_step(b, s, r, w);
@@ -164,7 +166,9 @@ int elastic(const std::string& dir, int total, int every, int step_ms) {
     }
   }
   const double d = ddp_test::relative_difference(b.flat(), oracle(trained::plain_sgd, total));
-  if (d > 1e-5) return fail("rank " + std::to_string(r) + " of " + std::to_string(w) + ": differs by " + std::to_string(d));
+  if (d > 1e-5)
+    return fail("rank " + std::to_string(r) + " of " + std::to_string(w) + ": differs by " +
+                std::to_string(d));
   std::printf("RESULT ok phase=elastic rank=%d size=%d step=%d sgd_diff=%.3g\n", r, w, total, d);
   return 0;
 }

@@ -30,7 +30,8 @@ long wait_for_joins(job& j, int round) {
         const long n = joins_so_far(j, round);
         if (n != joined) changed = steady::now();
         joined = n;
-        return joined >= e.max_nodes || (joined >= e.min_nodes && steady::now() - changed >= seconds(e.last_call));
+        return joined >= e.max_nodes ||
+               (joined >= e.min_nodes && steady::now() - changed >= seconds(e.last_call));
       },
       opened + seconds(e.join_timeout));
   if (closed) return joined;

@@ -51,8 +51,8 @@ public:
       const auto m = join_round(j_, id_, round);
       std::string verdict;
       if (!m) {
-        std::fprintf(stderr, "ddprun: agent %ld: round %d is full or under way; waiting for the next one\n", id_,
-                     round);
+        std::fprintf(stderr, "ddprun: agent %ld: round %d is full or under way; waiting for the next one\n",
+                     id_, round);
         verdict = wait_for_verdict(round, false);
       } else
         verdict = take_part(*m, round);
@@ -65,18 +65,19 @@ public:
         std::fprintf(stderr,
                      "ddprun: agent %ld: round %d ended (%s); the nodes meet again for round %d (failures "
                      "counted: %s of --max-restarts %d)\n",
-                     id_, round, after_words(verdict, 2).c_str(), round + 1, first_word(after_words(verdict, 1)).c_str(),
-                     j_.max_restarts);
+                     id_, round, after_words(verdict, 2).c_str(), round + 1,
+                     first_word(after_words(verdict, 1)).c_str(), j_.max_restarts);
         ++round;
         if (host_) open_round(j_, round);
         continue;
       }
       const int code = code_in(verdict, 1);
       if (kind == "end")
-        std::fprintf(stderr,
-                     "ddprun: the job failed in round %d and --max-restarts %d are spent: %s (ddprun exits with "
-                     "%d)\n",
-                     round, j_.max_restarts, after_words(verdict, 2).c_str(), code);
+        std::fprintf(
+            stderr,
+            "ddprun: the job failed in round %d and --max-restarts %d are spent: %s (ddprun exits with "
+            "%d)\n",
+            round, j_.max_restarts, after_words(verdict, 2).c_str(), code);
       return own_signal_code_ ? own_signal_code_ : code;
     }
   }
@@ -86,14 +87,15 @@ private:
   std::string take_part(const membership& m, int round) {
     j_.nnodes = static_cast<int>(m.agents.size());
     j_.node_rank = m.node_rank_of(id_);
-    std::fprintf(stderr, "ddprun: node %d (agent %ld): round %d: %d nodes, world size %d\n", j_.node_rank, id_,
-                 round, j_.nnodes, j_.nnodes * j_.nproc);
-    const round_outcome out = host_ ? run_round(j_, round, [&](bool finishing) { return check(m, round, finishing); })
-                                    : run_round(j_, round);
+    std::fprintf(stderr, "ddprun: node %d (agent %ld): round %d: %d nodes, world size %d\n", j_.node_rank,
+                 id_, round, j_.nnodes, j_.nnodes * j_.nproc);
+    const round_outcome out =
+        host_ ? run_round(j_, round, [&](bool finishing) { return check(m, round, finishing); })
+              : run_round(j_, round);
     if (out.user_signal) {
       own_signal_code_ = out.exit_code;
-      report_round_failure(j_, round, std::to_string(out.exit_code) + " interrupted on node " +
-                                          std::to_string(j_.node_rank));
+      report_round_failure(
+          j_, round, std::to_string(out.exit_code) + " interrupted on node " + std::to_string(j_.node_rank));
     }
     j_.store->set(elastic_round_key(round, "ended/" + std::to_string(id_)), ended_value(out));
     return host_ ? decide(m, round, ended_value(out)) : wait_for_verdict(round, true);
@@ -174,7 +176,7 @@ private:
   job& j_;
   const long id_;
   const bool host_;
-  std::unique_ptr<agent_heartbeat> beat_; ///< every agent but the host
+  std::unique_ptr<agent_heartbeat> beat_;  ///< every agent but the host
   std::unique_ptr<heartbeat_watch> watch_; ///< the host
   int failures_ = 0;                       ///< the host: rounds that failed, against --max-restarts
   int own_signal_code_ = 0;
@@ -194,11 +196,12 @@ int run_elastic_rounds(job& j) {
       std::fprintf(stderr, "ddprun: node 0 (the store's host): %s\n", e.what());
       return 1;
     }
-    std::fprintf(stderr,
-                 "ddprun: node %d: the store's host (node 0, %s:%d) is gone or does not answer (%s): an elastic "
-                 "job cannot go on without the node that serves its store; ending (docs/elastic.md, The store's "
-                 "host)\n",
-                 j.node_rank, j.master_addr.c_str(), j.store_port, e.what());
+    std::fprintf(
+        stderr,
+        "ddprun: node %d: the store's host (node 0, %s:%d) is gone or does not answer (%s): an elastic "
+        "job cannot go on without the node that serves its store; ending (docs/elastic.md, The store's "
+        "host)\n",
+        j.node_rank, j.master_addr.c_str(), j.store_port, e.what());
     return 1;
   }
 }

@@ -44,7 +44,8 @@ void open_store(job& j) {
     so.timeout = std::chrono::milliseconds(static_cast<long>(j.elastic.join_timeout * 1000));
   if (so.serve || j.max_restarts > 0 || j.is_elastic()) j.store = std::make_unique<ddp::tcp_store>(so);
   if (j.is_elastic() && !so.serve)
-    j.store = j.store->connect_again(std::chrono::milliseconds(static_cast<long>(j.elastic.heartbeat_timeout * 1000)));
+    j.store = j.store->connect_again(
+        std::chrono::milliseconds(static_cast<long>(j.elastic.heartbeat_timeout * 1000)));
   j.store_port = j.store ? j.store->port() : so.port;
   if (j.master_port == 0) j.master_port = j.store_port;
 }

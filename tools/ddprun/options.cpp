@@ -32,9 +32,10 @@ void add_options(CLI::App& app, job& j, std::string& nnodes, int& master_port, b
   app.add_option("--rdzv-join-timeout", j.elastic.join_timeout,
                  "--nnodes MIN:MAX: seconds a round waits for MIN nodes before the job ends")
       ->check(CLI::Range(1.0, 86400.0));
-  app.add_option("--heartbeat-timeout", j.elastic.heartbeat_timeout,
-                 "--nnodes MIN:MAX: an agent whose heartbeat (every third of this) stops for this many seconds "
-                 "is lost, and the round ends")
+  app.add_option(
+         "--heartbeat-timeout", j.elastic.heartbeat_timeout,
+         "--nnodes MIN:MAX: an agent whose heartbeat (every third of this) stops for this many seconds "
+         "is lost, and the round ends")
       ->check(CLI::Range(0.3, 3600.0));
   app.add_option("--master-addr,--master_addr", j.master_addr,
                  "address of node 0, where its ddprun serves the rendezvous store");

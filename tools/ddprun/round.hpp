@@ -14,8 +14,8 @@ namespace ddprun {
 
 /// What one round of the job came to on this node.
 struct round_outcome {
-  bool failed = false;      ///< a local rank failed, or another node reported a failure
-  bool user_signal = false; ///< ddprun itself got SIGINT, SIGTERM or SIGQUIT: no restart
+  bool failed = false;                 ///< a local rank failed, or another node reported a failure
+  bool user_signal = false;            ///< ddprun itself got SIGINT, SIGTERM or SIGQUIT: no restart
   bool stopped_for_other_node = false; ///< failed means: stopped for a report from the store
   int exit_code = 0;
   std::string what; ///< the failure, for the store and the final message
