@@ -76,3 +76,30 @@ for a in h w; do [ "$(rc $a)" -eq 143 ] || fail "$a exited with $(rc $a) after S
 ! grep -q "round=1" "$work/h.out" "$work/w.out" || fail "a round 1 was started after SIGTERM"
 [ $took -le 10000 ] || fail "the job ended $took ms after SIGTERM"
 echo "ok: SIGTERM to an agent ends the job on both nodes in $took ms, no restart"
+
+# SIGSTOP to one of 3 agents whose ranks never fail on their own: only the heartbeat can tell.
+port=$(free_port)
+for a in s0 s1 s2; do
+  [ $a = s0 ] && host="--node-rank 0" || host=""
+  agent $a --nnodes 2:3 $host --max-restarts 1 --rdzv-last-call 0.5 --heartbeat-timeout 1.5 sh -c "$job"
+  [ $a = s0 ] && sleep 0.2
+done
+i=0
+until [ "$(cat "$work"/s?.out 2>/dev/null | grep -c 'round=0 world=3 ')" -eq 3 ]; do
+  i=$((i + 1)); [ $i -lt 300 ] || fail "the 3 ranks of round 0 did not start within 30 s"; sleep 0.1
+done
+spid=$(cat /proc/"$(cat "$work/s2.timeout")"/task/*/children 2>/dev/null | cut -d' ' -f1)
+[ -n "$spid" ] && kill -STOP "$spid" || fail "no ddprun to stop"
+t0=$(now_ms)
+i=0
+until [ "$(cat "$work/s0.out" "$work/s1.out" | grep -c 'round=1 world=2 ')" -eq 2 ]; do
+  i=$((i + 1)); [ $i -lt 200 ] || fail "no round 1 of 2 ranks within 20 s of stopping an agent"; sleep 0.05
+done
+took=$(( $(now_ms) - t0 ))
+grep -q "round 0 ends: node [12] (agent [23]) was lost: no heartbeat for 1500 ms" "$work/s0.out" || fail "node 0 did not name the silent agent"
+# 1.5 s heartbeat + a look (0.1 s) + 2 grace periods (the sleeps ignore nothing: 1 s) + 0.5 s last call
+[ $took -le 8000 ] || fail "round 1 started $took ms after an agent stopped"
+kill -KILL "$spid"
+kill -TERM "$(cat /proc/"$(cat "$work/s0.timeout")"/task/*/children | cut -d' ' -f1)"
+wait_all
+echo "ok: a stopped agent is lost by its heartbeat; round 1 started with 2 nodes $took ms after SIGSTOP"
