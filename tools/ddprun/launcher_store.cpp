@@ -58,6 +58,10 @@ std::optional<int> start_store(job& j) {
     open_store(j);
   } catch (const std::exception& e) {
     std::cerr << "ddprun: " << e.what() << "\n";
+    if (j.is_elastic() && !j.elastic.store_host)
+      std::cerr
+          << "ddprun: with --nnodes MIN:MAX the store is served by the agent started with --node-rank 0 on "
+          << j.master_addr << ": start it there, or give this one a longer --rdzv-join-timeout\n";
     return 2;
   }
   return std::nullopt;
