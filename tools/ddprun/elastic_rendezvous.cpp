@@ -47,13 +47,24 @@ long wait_for_joins(job& j, int round) {
 membership close_round(job& j, long host_id, int round) {
   membership m;
   m.joined_at_close = wait_for_joins(j, round);
-  std::vector<std::string> slots;
-  for (long s = 1; s <= m.joined_at_close; ++s)
-    slots.push_back(elastic_round_key(round, "slot/" + std::to_string(s)));
-  // Each agent writes its slot right after taking it: moments, not a wait.
-  const auto values = j.store->multi_get(slots, std::chrono::seconds(10));
+  // Each agent writes its slot right after taking it: moments, not a wait. One that died in
+  // between never does: after 10 s it is left out.
+  std::vector<std::optional<std::string>> values(static_cast<std::size_t>(m.joined_at_close));
+  poll_until(
+      [&] {
+        bool all = true;
+        for (std::size_t s = 0; s < values.size(); ++s) {
+          if (!values[s])
+            values[s] = j.store->try_get(elastic_round_key(round, "slot/" + std::to_string(s + 1)));
+          all = all && values[s].has_value();
+        }
+        return all;
+      },
+      steady::now() + std::chrono::seconds(10));
   m.agents.push_back(host_id);
-  for (auto& v : values) {
+  for (auto& slot : values) {
+    if (!slot) continue;
+    const std::string& v = *slot;
     long id = 0;
     int nproc = 0;
     std::istringstream(v) >> id >> nproc;
