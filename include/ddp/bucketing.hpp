@@ -38,10 +38,10 @@ concept bucketing_policy = requires(std::span<const parameter_desc> params) {
 /// buckets of such a policy once, after that step (ddp_options::pin_bucket_order
 /// keeps the first ones); a policy without this form keeps its layout.
 template <class B>
-concept reorderable_bucketing_policy =
-    bucketing_policy<B> && requires(std::span<const parameter_desc> params, std::span<const std::size_t> order) {
-      { B::assign(params, order) } -> std::same_as<std::vector<std::vector<std::size_t>>>;
-    };
+concept reorderable_bucketing_policy = bucketing_policy<B> &&
+    requires(std::span<const parameter_desc> params, std::span<const std::size_t> order) {
+  { B::assign(params, order) } -> std::same_as<std::vector<std::vector<std::size_t>>>;
+};
 
 namespace detail {
 /// size_capped's assignment, compiled once for every pair of caps: the

@@ -361,7 +361,7 @@ private:
   detail::step_timeline timeline_;
   detail::bucket_engine<comm_type> engine_;
   detail::step_driver<distributed_data_parallel, comm_type, Model> step_; ///< marks, no_sync, join
-  double sample_weight_ = 1.0; ///< set_samples(): this rank's factor for the next communicated step
+  double sample_weight_ = 1.0;        ///< set_samples(): this rank's factor for the next communicated step
   bool bucket_order_settled_ = false; ///< the buckets were rebuilt in backward's order, or kept
 };
 

@@ -103,7 +103,7 @@ bool within_caps(const std::vector<ddp::bucket_info>& buckets) {
 }
 
 struct run_result {
-  double difference = 0;                    ///< against one process on the whole batches
+  double difference = 0;                     ///< against one process on the whole batches
   std::vector<ddp::bucket_info> first, last; ///< the buckets at construction and after training
   std::vector<std::size_t> launched_early;   ///< per step: buckets launched once the last layer was marked
 };
@@ -123,7 +123,8 @@ run_result train(const std::vector<std::size_t>& reg, ddp::ddp_options opts = {}
   out.first = dp.buckets();
   const std::size_t last_layer = dims.size() - 2;
   for (int step = 0; step < steps; ++step) {
-    auto [x, y] = ddp_test::make_batch<float>(dims.front(), dims.back(), global, 200u + static_cast<unsigned>(step));
+    auto [x, y] =
+        ddp_test::make_batch<float>(dims.front(), dims.back(), global, 200u + static_cast<unsigned>(step));
     reference.zero_grad();
     reference.train_step(x, y);
     reference.sgd(0.1f);
@@ -230,7 +231,7 @@ TEST_CASE("a rank that joins before its first step takes part in the rebuild") {
   const auto reg = registration_as_backward();
   permuted_mlp<float> local{ddp_test::mlp<float>(dims, 5, false), reg};
   ddp::distributed_data_parallel<permuted_mlp<float>, ddp::gloo, small_buckets> dp(local, pg,
-                                                                                {.uneven_inputs = true});
+                                                                                   {.uneven_inputs = true});
   const int my_steps = pg.rank() == pg.size() - 1 && pg.size() > 1 ? 0 : 3;
   for (int step = 0; step < my_steps; ++step) {
     auto [x, y] = ddp_test::make_batch<float>(dims.front(), dims.back(), per_rank_batch,

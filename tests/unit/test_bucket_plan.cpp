@@ -132,7 +132,8 @@ TEST_CASE("size_capped and per_tensor fill buckets in a given order, under the s
   // In backward's order: the first bucket holds the first gradients, at most 40 bytes (a
   // single tensor may exceed it), the others at most 100.
   CHECK(capped::assign(d, order_t{0, 1, 2, 3, 4, 5}) == buckets_t{{0, 1}, {2, 3}, {4, 5}});
-  CHECK(capped::assign(d, order_t{4, 3, 0, 1, 2, 5}) == buckets_t{{4}, {3, 0, 1}, {2, 5}}); // 60 + 16 + 16 + 16 > 100
+  CHECK(capped::assign(d, order_t{4, 3, 0, 1, 2, 5}) ==
+        buckets_t{{4}, {3, 0, 1}, {2, 5}}); // 60 + 16 + 16 + 16 > 100
   CHECK(capped::assign(d, order_t{3, 0, 1, 2, 4, 5}) == buckets_t{{3}, {0, 1, 2, 4, 5}});
   CHECK(capped::assign(d, order_t{3, 4, 5, 0, 1, 2}) == buckets_t{{3}, {4, 5, 0, 1, 2}});
   CHECK(ddp::bucketing::per_tensor::assign(d, order_t{2, 0, 1, 5, 4, 3}) ==

@@ -43,7 +43,8 @@ DDP_INLINE std::size_t laid_out_bytes(const bucket_plan& plan) {
   return bytes;
 }
 
-DDP_INLINE std::string describe_orders(std::span<const tensor_slot> params, std::span<const std::size_t> ready) {
+DDP_INLINE std::string describe_orders(std::span<const tensor_slot> params,
+                                       std::span<const std::size_t> ready) {
   auto names = [&](std::span<const std::size_t> order) {
     std::string s;
     for (std::size_t k = 0; k < order.size(); ++k)
@@ -79,7 +80,8 @@ agree_on_bucket_order(const bucket_order_request& req,
   std::size_t kept_bytes = 0;
   if (req.rank == 0 && !req.pinned) {
     kept_bytes = laid_out_bytes(req.current);
-    verdict = laid_out_bytes(plan_in_order(req, mine_order)) < kept_bytes ? order_verdict::keep_layout : order_verdict::rebuild;
+    verdict = laid_out_bytes(plan_in_order(req, mine_order)) < kept_bytes ? order_verdict::keep_layout
+                                                                          : order_verdict::rebuild;
   }
   std::vector<std::int64_t> mine(row), all(row * w);
   mine[0] = req.pinned ? 1 : 0;
@@ -122,14 +124,14 @@ agree_on_bucket_order(const bucket_order_request& req,
   const std::string after = "distributed_data_parallel: after step " + std::to_string(req.step) + ", ";
   if (all[1] != order_verdict::rebuild) {
     if (log)
-      log_line("rank 0", after + "the buckets stay in registration order: " +
-                             (all[1] == order_verdict::keep_pinned
-                                  ? std::string("ddp_options::pin_bucket_order is set")
-                                  : "the gradients lie in memory for those buckets (" +
-                                        std::to_string(kept_bytes) +
-                                        " bytes reduced in place; ddp::arena, ddp::flat_model, LibTorch's "
-                                        "gradient views), and buckets in backward's order would copy some") +
-                             describe_orders(req.params, req.ready));
+      log_line("rank 0",
+               after + "the buckets stay in registration order: " +
+                   (all[1] == order_verdict::keep_pinned
+                        ? std::string("ddp_options::pin_bucket_order is set")
+                        : "the gradients lie in memory for those buckets (" + std::to_string(kept_bytes) +
+                              " bytes reduced in place; ddp::arena, ddp::flat_model, LibTorch's "
+                              "gradient views), and buckets in backward's order would copy some") +
+                   describe_orders(req.params, req.ready));
     return std::nullopt;
   }
   auto plan = plan_in_order(req, order);
@@ -143,8 +145,8 @@ agree_on_bucket_order(const bucket_order_request& req,
 
 DDP_INLINE void log_bucket_order_kept(std::span<const tensor_slot> params, std::span<const std::size_t> ready,
                                       const char* why) {
-  log_line("rank 0", std::string("distributed_data_parallel: the buckets stay in registration order: ") + why +
-                         describe_orders(params, ready));
+  log_line("rank 0", std::string("distributed_data_parallel: the buckets stay in registration order: ") +
+                         why + describe_orders(params, ready));
 }
 
 } // namespace detail

@@ -65,7 +65,8 @@ inline constexpr std::int64_t keep_pinned = 0, keep_layout = 1, rebuild = 2;
 }
 
 /// Both orders for DDP_DEBUG: registration, and `ready` then the rest.
-DDP_INLINE std::string describe_orders(std::span<const tensor_slot> params, std::span<const std::size_t> ready);
+DDP_INLINE std::string describe_orders(std::span<const tensor_slot> params,
+                                       std::span<const std::size_t> ready);
 
 /// The policy's buckets for `order`, members in memory order, laid out as a plan.
 DDP_INLINE bucket_plan plan_in_order(const bucket_order_request& req, std::span<const std::size_t> order);
