@@ -154,7 +154,8 @@ TEST_CASE("rebuilt buckets keep an arena's contiguity where their members are ne
   fake_model m({4, 6, 2, 8}, {16, 10, 8, 0});
   ddp::detail::bucket_plan first = make_bucket_plan({{3, 2, 1, 0}}, m.params, same, plain);
   REQUIRE(first.buckets[0].path == bucket_path::in_place);
-  CHECK(ddp::detail::laid_out_bytes(first) == 20 * sizeof(float));
+  CHECK(ddp::detail::laid_out_for(first));
+  CHECK(ddp::detail::in_place_bytes(first) == 20 * sizeof(float));
   auto whole = [](std::span<const ddp::parameter_desc> p, std::span<const std::size_t> o) {
     return ddp::bucketing::size_capped<1000, 1000>::assign(p, o);
   };
@@ -174,10 +175,13 @@ TEST_CASE("rebuilt buckets keep an arena's contiguity where their members are ne
   REQUIRE(split.buckets.size() == 2);
   CHECK(split.buckets[0].params == order_t{1, 0});
   CHECK(split.buckets[1].params == order_t{3, 2});
-  CHECK(ddp::detail::laid_out_bytes(split) == 20 * sizeof(float));
+  CHECK(ddp::detail::in_place_bytes(split) == 20 * sizeof(float));
   // Members that are not neighbours are packed: fewer bytes in place, which keeps the first plan.
   auto scattered = ddp::detail::plan_in_order(request(pairs), order_t{0, 2, 1, 3});
   CHECK(scattered.buckets[0].params == order_t{2, 0});
   CHECK(scattered.buckets[0].path == bucket_path::packed);
-  CHECK(ddp::detail::laid_out_bytes(scattered) < ddp::detail::laid_out_bytes(first));
+  CHECK(ddp::detail::in_place_bytes(scattered) < ddp::detail::in_place_bytes(first));
+  // Separate allocations lie for no bucket: their buckets are rebuilt whatever the paths.
+  fake_model apart({4, 6}, {0, 100});
+  CHECK_FALSE(ddp::detail::laid_out_for(make_bucket_plan({{1, 0}}, apart.params, same, plain)));
 }

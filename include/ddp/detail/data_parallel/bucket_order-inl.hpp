@@ -36,10 +36,16 @@ DDP_INLINE void order_members_like_memory(std::vector<std::vector<std::size_t>>&
     std::sort(members.begin(), members.end(), std::greater<>());
 }
 
-DDP_INLINE std::size_t laid_out_bytes(const bucket_plan& plan) {
+DDP_INLINE bool laid_out_for(const bucket_plan& plan) {
+  for (const auto& b : plan.buckets)
+    if (b.params.size() > 1 && b.path == bucket_path::in_place) return true;
+  return false;
+}
+
+DDP_INLINE std::size_t in_place_bytes(const bucket_plan& plan) {
   std::size_t bytes = 0;
   for (const auto& b : plan.buckets)
-    if (b.params.size() > 1 && b.path == bucket_path::in_place) bytes += b.elements * size_of(b.param_type);
+    if (b.path == bucket_path::in_place) bytes += b.elements * size_of(b.param_type);
   return bytes;
 }
 
@@ -79,9 +85,12 @@ agree_on_bucket_order(const bucket_order_request& req,
   std::int64_t verdict = order_verdict::keep_pinned;
   std::size_t kept_bytes = 0;
   if (req.rank == 0 && !req.pinned) {
-    kept_bytes = laid_out_bytes(req.current);
-    verdict = laid_out_bytes(plan_in_order(req, mine_order)) < kept_bytes ? order_verdict::keep_layout
-                                                                          : order_verdict::rebuild;
+    // A layout made for the first buckets is not traded for copies: the new buckets must reduce
+    // as many bytes in place.
+    kept_bytes = in_place_bytes(req.current);
+    verdict = laid_out_for(req.current) && in_place_bytes(plan_in_order(req, mine_order)) < kept_bytes
+                  ? order_verdict::keep_layout
+                  : order_verdict::rebuild;
   }
   std::vector<std::int64_t> mine(row), all(row * w);
   mine[0] = req.pinned ? 1 : 0;

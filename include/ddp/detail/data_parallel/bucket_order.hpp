@@ -41,9 +41,13 @@ DDP_INLINE std::vector<std::size_t> backward_order(std::span<const std::size_t> 
 /// a bucket and when it launches do not depend on this order.
 DDP_INLINE void order_members_like_memory(std::vector<std::vector<std::size_t>>& assignment);
 
-/// Bytes of the buckets of two or more tensors reduced in place: what a
-/// gradient layout made for those buckets buys.
-DDP_INLINE std::size_t laid_out_bytes(const bucket_plan& plan);
+/// Whether the gradients lie in memory for these buckets: some bucket of two
+/// or more tensors is one contiguous range (an arena, a flat_model, LibTorch's
+/// views; separate allocations never are).
+DDP_INLINE bool laid_out_for(const bucket_plan& plan);
+
+/// Bytes of the buckets reduced in place, where they lie.
+DDP_INLINE std::size_t in_place_bytes(const bucket_plan& plan);
 
 /// What one rank brings to the rebuild.
 struct bucket_order_request {
