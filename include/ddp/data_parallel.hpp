@@ -180,29 +180,24 @@ private:
     bucket_order_settled_ = true;
     const auto ready = step_.ready_order();
     step_.record_ready_order(false);
-    const char* fixed = !reorderable_bucketing_policy<Bucketing>
-                            ? "the bucketing policy has no ordered form (ddp::reorderable_bucketing_policy)"
-                        : on_device_ ? "device gradients keep their first buckets"
-                                     : nullptr;
-    if (fixed) {
-      if (detail::debug() >= detail::debug_level::info && pg_.rank() == 0)
-        detail::log_bucket_order_kept(registry_.parameters(), ready, fixed);
-      return;
-    }
     detail::ordered_assign assign = nullptr;
     if constexpr (reorderable_bucketing_policy<Bucketing>)
       assign = [](std::span<const parameter_desc> p, std::span<const std::size_t> o) {
         return Bucketing::assign(p, o);
       };
-    auto rebuilt = detail::agree_on_bucket_order(
-        {plan_, registry_.parameters(), ready, assign, [](dtype d) { return Reduction::wire(d); },
-         detail::bucket_engine_capabilities<comm_type>(on_device_), opts_.pin_bucket_order, pg_.rank(),
+    const char* fixed = !assign
+                            ? "the bucketing policy has no ordered form (ddp::reorderable_bucketing_policy)"
+                        : on_device_ ? "device gradients keep their first buckets"
+                                     : nullptr;
+    const bool replaced = detail::agree_on_bucket_order(
+        plan_,
+        {registry_.parameters(), ready, assign, [](dtype d) { return Reduction::wire(d); },
+         detail::bucket_engine_capabilities<comm_type>(on_device_), fixed, opts_.pin_bucket_order, pg_.rank(),
          pg_.size(), step},
         [&](const std::int64_t* mine, std::int64_t* all, std::size_t n) {
           comm().all_gather(mine, all, n, dtype::i64, true).wait();
         });
-    if (!rebuilt) return;
-    plan_ = std::move(*rebuilt);
+    if (!replaced) return;
     step_.plan_changed();
     timeline_.plan_changed();
     std::get<detail::host_bucket_engine<comm_type>>(engine_).plan_changed();

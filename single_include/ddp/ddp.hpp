@@ -6264,8 +6264,7 @@ public:
   /// buffers for its buckets.
   void plan_changed() {
     wait_all_quietly();
-    state_.clear();
-    state_.resize(plan_.buckets.size());
+    state_ = std::vector<runtime>(plan_.buckets.size());
     layout();
   }
 
@@ -11693,7 +11692,6 @@ DDP_END_NAMESPACE
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -11725,12 +11723,14 @@ DDP_INLINE std::size_t in_place_bytes(const bucket_plan& plan);
 
 /// What one rank brings to the rebuild.
 struct bucket_order_request {
-  const bucket_plan& current;
   std::span<const tensor_slot> params;
   std::span<const std::size_t> ready; ///< this rank's mark_grad_ready order in the recorded step
   ordered_assign assign;              ///< the policy's ordered form
   dtype (*wire)(dtype);
   plan_capabilities caps;
+  /// Why the buckets stay whatever the order (a policy with no ordered form,
+  /// device gradients: every rank alike), or null. No exchange then.
+  const char* fixed;
   bool pinned; ///< ddp_options::pin_bucket_order: every rank must say the same
   int rank;
   int world;
@@ -11749,19 +11749,15 @@ DDP_INLINE std::string describe_orders(std::span<const tensor_slot> params,
 /// The policy's buckets for `order`, members in memory order, laid out as a plan.
 DDP_INLINE bucket_plan plan_in_order(const bucket_order_request& req, std::span<const std::size_t> order);
 
-/// The exchange and the decision, on every rank alike: the plan to use from
-/// now on, or nothing when the buckets stay. Ranks whose pin differs fail
-/// with ddp::error(mismatch) naming the first such rank; a rank at another
-/// collective (a different step, a different parameter count) fails in the
-/// exchange's header check. DDP_DEBUG=INFO: rank 0 logs both orders, once.
-DDP_INLINE std::optional<bucket_plan>
-agree_on_bucket_order(const bucket_order_request& req,
+/// The exchange and the decision, on every rank alike: true when `plan` was
+/// replaced by the one in backward's order (the caller then lays out what
+/// depends on it). Ranks whose pin differs fail with ddp::error(mismatch)
+/// naming the first such rank, `plan` unchanged; a rank at another collective
+/// (a different step, a different parameter count) fails in the exchange's
+/// header check. DDP_DEBUG=INFO: rank 0 logs both orders, once.
+DDP_INLINE bool
+agree_on_bucket_order(bucket_plan& plan, const bucket_order_request& req,
                       function_ref<void(const std::int64_t*, std::int64_t*, std::size_t)> all_gather);
-
-/// DDP_DEBUG=INFO, rank 0: why the buckets stay in the first order when no
-/// exchange is needed to know it (a policy with no ordered form, device gradients).
-DDP_INLINE void log_bucket_order_kept(std::span<const tensor_slot> params, std::span<const std::size_t> ready,
-                                      const char* why);
 
 } // namespace detail
 DDP_END_NAMESPACE
@@ -13611,29 +13607,24 @@ private:
     bucket_order_settled_ = true;
     const auto ready = step_.ready_order();
     step_.record_ready_order(false);
-    const char* fixed = !reorderable_bucketing_policy<Bucketing>
-                            ? "the bucketing policy has no ordered form (ddp::reorderable_bucketing_policy)"
-                        : on_device_ ? "device gradients keep their first buckets"
-                                     : nullptr;
-    if (fixed) {
-      if (detail::debug() >= detail::debug_level::info && pg_.rank() == 0)
-        detail::log_bucket_order_kept(registry_.parameters(), ready, fixed);
-      return;
-    }
     detail::ordered_assign assign = nullptr;
     if constexpr (reorderable_bucketing_policy<Bucketing>)
       assign = [](std::span<const parameter_desc> p, std::span<const std::size_t> o) {
         return Bucketing::assign(p, o);
       };
-    auto rebuilt = detail::agree_on_bucket_order(
-        {plan_, registry_.parameters(), ready, assign, [](dtype d) { return Reduction::wire(d); },
-         detail::bucket_engine_capabilities<comm_type>(on_device_), opts_.pin_bucket_order, pg_.rank(),
+    const char* fixed = !assign
+                            ? "the bucketing policy has no ordered form (ddp::reorderable_bucketing_policy)"
+                        : on_device_ ? "device gradients keep their first buckets"
+                                     : nullptr;
+    const bool replaced = detail::agree_on_bucket_order(
+        plan_,
+        {registry_.parameters(), ready, assign, [](dtype d) { return Reduction::wire(d); },
+         detail::bucket_engine_capabilities<comm_type>(on_device_), fixed, opts_.pin_bucket_order, pg_.rank(),
          pg_.size(), step},
         [&](const std::int64_t* mine, std::int64_t* all, std::size_t n) {
           comm().all_gather(mine, all, n, dtype::i64, true).wait();
         });
-    if (!rebuilt) return;
-    plan_ = std::move(*rebuilt);
+    if (!replaced) return;
     step_.plan_changed();
     timeline_.plan_changed();
     std::get<detail::host_bucket_engine<comm_type>>(engine_).plan_changed();
@@ -25791,9 +25782,17 @@ DDP_INLINE bucket_plan plan_in_order(const bucket_order_request& req, std::span<
   return make_bucket_plan(assignment, req.params, req.wire, req.caps);
 }
 
-DDP_INLINE std::optional<bucket_plan>
-agree_on_bucket_order(const bucket_order_request& req,
+DDP_INLINE bool
+agree_on_bucket_order(bucket_plan& plan, const bucket_order_request& req,
                       function_ref<void(const std::int64_t*, std::int64_t*, std::size_t)> all_gather) {
+  const bool log = req.rank == 0 && debug() >= debug_level::info;
+  const std::string after = "distributed_data_parallel: after step " + std::to_string(req.step) + ", ";
+  if (req.fixed) {
+    if (log)
+      log_line("rank 0", after + "the buckets stay in registration order: " + req.fixed +
+                             describe_orders(req.params, req.ready));
+    return false;
+  }
   const std::size_t n = req.params.size(), w = static_cast<std::size_t>(req.world), row = n + 3;
   const auto mine_order = backward_order(req.ready, n);
   // Only rank 0's verdict counts: it decides from its own layout, the others follow.
@@ -25802,8 +25801,8 @@ agree_on_bucket_order(const bucket_order_request& req,
   if (req.rank == 0 && !req.pinned) {
     // A layout made for the first buckets is not traded for copies: the new buckets must reduce
     // as many bytes in place.
-    kept_bytes = in_place_bytes(req.current);
-    verdict = laid_out_for(req.current) && in_place_bytes(plan_in_order(req, mine_order)) < kept_bytes
+    kept_bytes = in_place_bytes(plan);
+    verdict = laid_out_for(plan) && in_place_bytes(plan_in_order(req, mine_order)) < kept_bytes
                   ? order_verdict::keep_layout
                   : order_verdict::rebuild;
   }
@@ -25844,8 +25843,6 @@ agree_on_bucket_order(const bucket_order_request& req,
     seen[static_cast<std::size_t>(i)] = true;
     order[k] = static_cast<std::size_t>(i);
   }
-  const bool log = req.rank == 0 && debug() >= debug_level::info;
-  const std::string after = "distributed_data_parallel: after step " + std::to_string(req.step) + ", ";
   if (all[1] != order_verdict::rebuild) {
     if (log)
       log_line("rank 0",
@@ -25856,21 +25853,15 @@ agree_on_bucket_order(const bucket_order_request& req,
                               " bytes reduced in place; ddp::arena, ddp::flat_model, LibTorch's "
                               "gradient views), and buckets in backward's order would copy some") +
                    describe_orders(req.params, req.ready));
-    return std::nullopt;
+    return false;
   }
-  auto plan = plan_in_order(req, order);
+  plan = plan_in_order(req, order);
   if (log) {
     log_line("rank 0", after + "buckets rebuilt in the order backward marked the gradients on rank 0" +
                            describe_orders(req.params, req.ready));
     log_bucket_layout(plan, std::vector<tensor_slot>(req.params.begin(), req.params.end()));
   }
-  return plan;
-}
-
-DDP_INLINE void log_bucket_order_kept(std::span<const tensor_slot> params, std::span<const std::size_t> ready,
-                                      const char* why) {
-  log_line("rank 0", std::string("distributed_data_parallel: the buckets stay in registration order: ") +
-                         why + describe_orders(params, ready));
+  return true;
 }
 
 } // namespace detail

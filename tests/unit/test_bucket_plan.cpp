@@ -163,7 +163,7 @@ TEST_CASE("rebuilt buckets keep an arena's contiguity where their members are ne
     return ddp::bucketing::size_capped<40, 40>::assign(p, o);
   };
   auto request = [&](ddp::detail::ordered_assign a) {
-    return ddp::detail::bucket_order_request{first, m.params, {}, a, same, plain, false, 0, 1, 1};
+    return ddp::detail::bucket_order_request{m.params, {}, a, same, plain, nullptr, false, 0, 1, 1};
   };
   // Backward marks 0, 1, 2, 3: one bucket as before, its members in memory order again.
   const order_t forward{0, 1, 2, 3};

@@ -76,9 +76,17 @@ DDP_INLINE bucket_plan plan_in_order(const bucket_order_request& req, std::span<
   return make_bucket_plan(assignment, req.params, req.wire, req.caps);
 }
 
-DDP_INLINE std::optional<bucket_plan>
-agree_on_bucket_order(const bucket_order_request& req,
+DDP_INLINE bool
+agree_on_bucket_order(bucket_plan& plan, const bucket_order_request& req,
                       function_ref<void(const std::int64_t*, std::int64_t*, std::size_t)> all_gather) {
+  const bool log = req.rank == 0 && debug() >= debug_level::info;
+  const std::string after = "distributed_data_parallel: after step " + std::to_string(req.step) + ", ";
+  if (req.fixed) {
+    if (log)
+      log_line("rank 0", after + "the buckets stay in registration order: " + req.fixed +
+                             describe_orders(req.params, req.ready));
+    return false;
+  }
   const std::size_t n = req.params.size(), w = static_cast<std::size_t>(req.world), row = n + 3;
   const auto mine_order = backward_order(req.ready, n);
   // Only rank 0's verdict counts: it decides from its own layout, the others follow.
@@ -87,8 +95,8 @@ agree_on_bucket_order(const bucket_order_request& req,
   if (req.rank == 0 && !req.pinned) {
     // A layout made for the first buckets is not traded for copies: the new buckets must reduce
     // as many bytes in place.
-    kept_bytes = in_place_bytes(req.current);
-    verdict = laid_out_for(req.current) && in_place_bytes(plan_in_order(req, mine_order)) < kept_bytes
+    kept_bytes = in_place_bytes(plan);
+    verdict = laid_out_for(plan) && in_place_bytes(plan_in_order(req, mine_order)) < kept_bytes
                   ? order_verdict::keep_layout
                   : order_verdict::rebuild;
   }
@@ -129,8 +137,6 @@ agree_on_bucket_order(const bucket_order_request& req,
     seen[static_cast<std::size_t>(i)] = true;
     order[k] = static_cast<std::size_t>(i);
   }
-  const bool log = req.rank == 0 && debug() >= debug_level::info;
-  const std::string after = "distributed_data_parallel: after step " + std::to_string(req.step) + ", ";
   if (all[1] != order_verdict::rebuild) {
     if (log)
       log_line("rank 0",
@@ -141,21 +147,15 @@ agree_on_bucket_order(const bucket_order_request& req,
                               " bytes reduced in place; ddp::arena, ddp::flat_model, LibTorch's "
                               "gradient views), and buckets in backward's order would copy some") +
                    describe_orders(req.params, req.ready));
-    return std::nullopt;
+    return false;
   }
-  auto plan = plan_in_order(req, order);
+  plan = plan_in_order(req, order);
   if (log) {
     log_line("rank 0", after + "buckets rebuilt in the order backward marked the gradients on rank 0" +
                            describe_orders(req.params, req.ready));
     log_bucket_layout(plan, std::vector<tensor_slot>(req.params.begin(), req.params.end()));
   }
-  return plan;
-}
-
-DDP_INLINE void log_bucket_order_kept(std::span<const tensor_slot> params, std::span<const std::size_t> ready,
-                                      const char* why) {
-  log_line("rank 0", std::string("distributed_data_parallel: the buckets stay in registration order: ") +
-                         why + describe_orders(params, ready));
+  return true;
 }
 
 } // namespace detail

@@ -19,7 +19,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -51,12 +50,14 @@ DDP_INLINE std::size_t in_place_bytes(const bucket_plan& plan);
 
 /// What one rank brings to the rebuild.
 struct bucket_order_request {
-  const bucket_plan& current;
   std::span<const tensor_slot> params;
   std::span<const std::size_t> ready; ///< this rank's mark_grad_ready order in the recorded step
   ordered_assign assign;              ///< the policy's ordered form
   dtype (*wire)(dtype);
   plan_capabilities caps;
+  /// Why the buckets stay whatever the order (a policy with no ordered form,
+  /// device gradients: every rank alike), or null. No exchange then.
+  const char* fixed;
   bool pinned; ///< ddp_options::pin_bucket_order: every rank must say the same
   int rank;
   int world;
@@ -75,19 +76,15 @@ DDP_INLINE std::string describe_orders(std::span<const tensor_slot> params,
 /// The policy's buckets for `order`, members in memory order, laid out as a plan.
 DDP_INLINE bucket_plan plan_in_order(const bucket_order_request& req, std::span<const std::size_t> order);
 
-/// The exchange and the decision, on every rank alike: the plan to use from
-/// now on, or nothing when the buckets stay. Ranks whose pin differs fail
-/// with ddp::error(mismatch) naming the first such rank; a rank at another
-/// collective (a different step, a different parameter count) fails in the
-/// exchange's header check. DDP_DEBUG=INFO: rank 0 logs both orders, once.
-DDP_INLINE std::optional<bucket_plan>
-agree_on_bucket_order(const bucket_order_request& req,
+/// The exchange and the decision, on every rank alike: true when `plan` was
+/// replaced by the one in backward's order (the caller then lays out what
+/// depends on it). Ranks whose pin differs fail with ddp::error(mismatch)
+/// naming the first such rank, `plan` unchanged; a rank at another collective
+/// (a different step, a different parameter count) fails in the exchange's
+/// header check. DDP_DEBUG=INFO: rank 0 logs both orders, once.
+DDP_INLINE bool
+agree_on_bucket_order(bucket_plan& plan, const bucket_order_request& req,
                       function_ref<void(const std::int64_t*, std::int64_t*, std::size_t)> all_gather);
-
-/// DDP_DEBUG=INFO, rank 0: why the buckets stay in the first order when no
-/// exchange is needed to know it (a policy with no ordered form, device gradients).
-DDP_INLINE void log_bucket_order_kept(std::span<const tensor_slot> params, std::span<const std::size_t> ready,
-                                      const char* why);
 
 } // namespace detail
 DDP_END_NAMESPACE

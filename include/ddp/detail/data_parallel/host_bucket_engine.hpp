@@ -48,8 +48,7 @@ public:
   /// buffers for its buckets.
   void plan_changed() {
     wait_all_quietly();
-    state_.clear();
-    state_.resize(plan_.buckets.size());
+    state_ = std::vector<runtime>(plan_.buckets.size());
     layout();
   }
 
