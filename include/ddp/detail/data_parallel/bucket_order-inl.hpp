@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <functional>
 #include <string>
+#include <utility>
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
@@ -149,7 +150,19 @@ agree_on_bucket_order(bucket_plan& plan, const bucket_order_request& req,
                    describe_orders(req.params, req.ready));
     return false;
   }
-  plan = plan_in_order(req, order);
+  auto rebuilt = plan_in_order(req, order);
+  bool same = rebuilt.buckets.size() == plan.buckets.size();
+  for (std::size_t b = 0; same && b < plan.buckets.size(); ++b)
+    same = rebuilt.buckets[b].params == plan.buckets[b].params;
+  if (same) {
+    if (log)
+      log_line("rank 0", after +
+                             "the buckets in the order backward marked the gradients on rank 0 are the "
+                             "ones in use" +
+                             describe_orders(req.params, req.ready));
+    return false;
+  }
+  plan = std::move(rebuilt);
   if (log) {
     log_line("rank 0", after + "buckets rebuilt in the order backward marked the gradients on rank 0" +
                            describe_orders(req.params, req.ready));
