@@ -232,8 +232,8 @@ public:
       for (auto& w : ws)
         w.wait();
       if (opts_.broadcast_buffers && !registry_.buffers().empty()) sync_buffers();
-      // As the ranks still training do after their first step (this one is counted after it).
-      settle_bucket_order(step_.steps() + 1);
+      // As the ranks still training do after their first step, unnamed (step 0) as the stand-ins.
+      settle_bucket_order(0);
     };
     step_.join(/*prepare=*/[&] { engine([](auto& e) { e.prepare_join(); }); }, shadow_step);
   }

@@ -11734,7 +11734,10 @@ struct bucket_order_request {
   bool pinned; ///< ddp_options::pin_bucket_order: every rank must say the same
   int rank;
   int world;
-  std::uint32_t step; ///< the step just finished (its call site names the exchange)
+  /// The step just finished (its call site names the exchange); 0 for a joined rank's
+  /// stand-in, unnamed as its stand-in collectives are: its count of steps lags the ranks
+  /// that accumulated with no_sync() (Note [step check]).
+  std::uint32_t step;
 };
 
 /// Rank 0's decision, as it travels in the exchange.
@@ -13661,8 +13664,8 @@ public:
       for (auto& w : ws)
         w.wait();
       if (opts_.broadcast_buffers && !registry_.buffers().empty()) sync_buffers();
-      // As the ranks still training do after their first step (this one is counted after it).
-      settle_bucket_order(step_.steps() + 1);
+      // As the ranks still training do after their first step, unnamed (step 0) as the stand-ins.
+      settle_bucket_order(0);
     };
     step_.join(/*prepare=*/[&] { engine([](auto& e) { e.prepare_join(); }); }, shadow_step);
   }
@@ -21611,17 +21614,15 @@ public:
     }
   }
 
-  /// A bucket's fragments summed around ddp's ring, then scaled. Buckets skip
-  /// the header round (a round trip each), but ranks with different pieces
-  /// would cut the ring's messages differently: wrong data, or Gloo aborting
-  /// the process. So the first bucket, and the first after a rank changed its
-  /// piece, compare headers.
+  /// A bucket's fragments summed around ddp's ring, then scaled. The header
+  /// round first, as every collective has: it carries the step check (ranks at
+  /// different steps, check_finite's finding, a repeated synchronize(): Note
+  /// [step check]), and ranks with different pieces would cut the ring's messages
+  /// differently (wrong data, or Gloo aborting the process). One round trip of
+  /// a 56-byte header, beside a bucket's ring of 2(W-1) messages.
   void all_reduce_fragments(const collective_header& h, const std::string& what,
                             const std::vector<fragment>& frags, dtype dt, double scale) {
-    if (h.piece != verified_piece_ && size_ > 1) {
-      exchange_header(h, what);
-      verified_piece_ = h.piece;
-    }
+    if (size_ > 1) exchange_header(h, what);
     fragment_ring(ctx_, waits_, frags, dt, scratch_, h.piece).run(h.tag, scale, timeout_);
   }
 
@@ -21987,7 +21988,6 @@ private:
   std::vector<char>& scratch_;
   header_round headers_;
   exchange_hook before_exchange_;
-  std::size_t verified_piece_ = 0; ///< the piece every rank's buckets last agreed on (worker thread only)
 };
 
 } // namespace detail
@@ -25800,7 +25800,9 @@ DDP_INLINE bool
 agree_on_bucket_order(bucket_plan& plan, const bucket_order_request& req,
                       function_ref<void(const std::int64_t*, std::int64_t*, std::size_t)> all_gather) {
   const bool log = req.rank == 0 && debug() >= debug_level::info;
-  const std::string after = "distributed_data_parallel: after step " + std::to_string(req.step) + ", ";
+  const std::string when =
+      req.step ? "after step " + std::to_string(req.step) : "in a joined rank's stand-in step";
+  const std::string after = "distributed_data_parallel: " + when + ", ";
   if (req.fixed) {
     if (log)
       log_line("rank 0", after + "the buckets stay in registration order: " + req.fixed +
@@ -25827,14 +25829,14 @@ agree_on_bucket_order(bucket_plan& plan, const bucket_order_request& req,
   for (std::size_t k = 0; k < n; ++k)
     mine[3 + k] = static_cast<std::int64_t>(mine_order[k]);
   {
-    call_site site{call_kind::ddp_rebuild_buckets, req.step, 0, 1};
+    call_site site{req.step ? call_kind::ddp_rebuild_buckets : call_kind::none, req.step, 0, 1};
     const call_site_scope named(site);
     all_gather(mine.data(), all.data(), row);
   }
   for (std::size_t r = 1; r < w; ++r)
     if (all[r * row] != all[0])
       throw error(error_kind::mismatch,
-                  "rank " + std::to_string(req.rank) + ": after step " + std::to_string(req.step) +
+                  "rank " + std::to_string(req.rank) + ": " + when +
                       ", distributed_data_parallel's buckets are rebuilt in backward's order unless "
                       "ddp_options::pin_bucket_order is set, but rank " +
                       std::to_string(r) + " has it " + (all[r * row] ? "on" : "off") + " and rank 0 " +

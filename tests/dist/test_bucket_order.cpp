@@ -255,9 +255,7 @@ TEST_CASE("a rank that joins before its first step takes part in the rebuild") {
 
 namespace {
 /// Two small tensors apart in memory: one packed bucket under every policy, so only the
-/// rebuild's exchange can differ. (Packed: its all-reduce opens with the header round that
-/// compares the ranks' collectives; an in-place bucket's ring compares them at the step's
-/// first bucket only, so a rank at another collective there waits for its timeout.)
+/// rebuild's exchange can differ.
 struct one_tensor {
   std::vector<float> v = std::vector<float>(64, 1.f), g = std::vector<float>(64, 0.f);
   std::vector<float> v2 = std::vector<float>(8, 1.f), g2 = std::vector<float>(8, 0.f);

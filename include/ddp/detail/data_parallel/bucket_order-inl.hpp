@@ -81,7 +81,9 @@ DDP_INLINE bool
 agree_on_bucket_order(bucket_plan& plan, const bucket_order_request& req,
                       function_ref<void(const std::int64_t*, std::int64_t*, std::size_t)> all_gather) {
   const bool log = req.rank == 0 && debug() >= debug_level::info;
-  const std::string after = "distributed_data_parallel: after step " + std::to_string(req.step) + ", ";
+  const std::string when =
+      req.step ? "after step " + std::to_string(req.step) : "in a joined rank's stand-in step";
+  const std::string after = "distributed_data_parallel: " + when + ", ";
   if (req.fixed) {
     if (log)
       log_line("rank 0", after + "the buckets stay in registration order: " + req.fixed +
@@ -108,14 +110,14 @@ agree_on_bucket_order(bucket_plan& plan, const bucket_order_request& req,
   for (std::size_t k = 0; k < n; ++k)
     mine[3 + k] = static_cast<std::int64_t>(mine_order[k]);
   {
-    call_site site{call_kind::ddp_rebuild_buckets, req.step, 0, 1};
+    call_site site{req.step ? call_kind::ddp_rebuild_buckets : call_kind::none, req.step, 0, 1};
     const call_site_scope named(site);
     all_gather(mine.data(), all.data(), row);
   }
   for (std::size_t r = 1; r < w; ++r)
     if (all[r * row] != all[0])
       throw error(error_kind::mismatch,
-                  "rank " + std::to_string(req.rank) + ": after step " + std::to_string(req.step) +
+                  "rank " + std::to_string(req.rank) + ": " + when +
                       ", distributed_data_parallel's buckets are rebuilt in backward's order unless "
                       "ddp_options::pin_bucket_order is set, but rank " +
                       std::to_string(r) + " has it " + (all[r * row] ? "on" : "off") + " and rank 0 " +

@@ -61,7 +61,10 @@ struct bucket_order_request {
   bool pinned; ///< ddp_options::pin_bucket_order: every rank must say the same
   int rank;
   int world;
-  std::uint32_t step; ///< the step just finished (its call site names the exchange)
+  /// The step just finished (its call site names the exchange); 0 for a joined rank's
+  /// stand-in, unnamed as its stand-in collectives are: its count of steps lags the ranks
+  /// that accumulated with no_sync() (Note [step check]).
+  std::uint32_t step;
 };
 
 /// Rank 0's decision, as it travels in the exchange.

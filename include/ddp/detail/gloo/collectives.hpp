@@ -67,17 +67,15 @@ public:
     }
   }
 
-  /// A bucket's fragments summed around ddp's ring, then scaled. Buckets skip
-  /// the header round (a round trip each), but ranks with different pieces
-  /// would cut the ring's messages differently: wrong data, or Gloo aborting
-  /// the process. So the first bucket, and the first after a rank changed its
-  /// piece, compare headers.
+  /// A bucket's fragments summed around ddp's ring, then scaled. The header
+  /// round first, as every collective has: it carries the step check (ranks at
+  /// different steps, check_finite's finding, a repeated synchronize(): Note
+  /// [step check]), and ranks with different pieces would cut the ring's messages
+  /// differently (wrong data, or Gloo aborting the process). One round trip of
+  /// a 56-byte header, beside a bucket's ring of 2(W-1) messages.
   void all_reduce_fragments(const collective_header& h, const std::string& what,
                             const std::vector<fragment>& frags, dtype dt, double scale) {
-    if (h.piece != verified_piece_ && size_ > 1) {
-      exchange_header(h, what);
-      verified_piece_ = h.piece;
-    }
+    if (size_ > 1) exchange_header(h, what);
     fragment_ring(ctx_, waits_, frags, dt, scratch_, h.piece).run(h.tag, scale, timeout_);
   }
 
@@ -443,7 +441,6 @@ private:
   std::vector<char>& scratch_;
   header_round headers_;
   exchange_hook before_exchange_;
-  std::size_t verified_piece_ = 0; ///< the piece every rank's buckets last agreed on (worker thread only)
 };
 
 } // namespace detail
