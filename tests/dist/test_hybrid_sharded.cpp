@@ -77,19 +77,17 @@ struct differences {
 /// sharding over shard groups of S ranks; the relative differences of the
 /// hybrid model's parameters on this rank.
 template <class S, class Bucketing = ddp::bucketing::size_capped<>, class Reduction = ddp::reduction::mean>
-differences compare(int shard_size, scenario sc) {
+differences compare(gloo_group& shard, gloo_group& replicate, scenario sc) {
   auto& pg = group();
   const int W = pg.size(), r = pg.rank();
   const unsigned seed =
       r == 0 ? 3u : 3u + 77u * static_cast<unsigned>(r); // the constructors broadcast rank 0's
   mlp<S> a(dims, seed, false), b(dims, seed, false), c(dims, seed, false);
-  explicit_layout layout(pg, shard_size);
   ddp::distributed_data_parallel<mlp<S>, ddp::gloo, Bucketing, Reduction> dp(a, pg);
   ddp::sharded_data_parallel<mlp<S>, ddp::gloo, Bucketing, Reduction> flat(b, pg);
-  ddp::sharded_data_parallel<mlp<S>, ddp::gloo, Bucketing, Reduction> hyb(c, pg, layout.shard->g,
-                                                                          layout.replicate->g);
+  ddp::sharded_data_parallel<mlp<S>, ddp::gloo, Bucketing, Reduction> hyb(c, pg, shard, replicate);
   CHECK(hyb.hybrid());
-  CHECK(hyb.shard_group().size() == shard_size);
+  CHECK(&hyb.shard_group() == &shard);
   whole_optimizer<S> ref{sc.adam};
   ref.a = {.lr = 1e-2, .weight_decay = 1e-3};
   ref.g = {.lr = 0.05, .momentum = 0.9, .weight_decay = 1e-3, .nesterov = true};
@@ -139,6 +137,13 @@ differences compare(int shard_size, scenario sc) {
   }
   return {ddp_test::relative_difference(c.flat(), a.flat()),
           ddp_test::relative_difference(c.flat(), b.flat())};
+}
+
+/// compare() over "nodes" of `shard_size` consecutive ranks, by explicit rank lists.
+template <class S, class Bucketing = ddp::bucketing::size_capped<>, class Reduction = ddp::reduction::mean>
+differences compare(int shard_size, scenario sc) {
+  explicit_layout layout(group(), shard_size);
+  return compare<S, Bucketing, Reduction>(layout.shard->g, layout.replicate->g, sc);
 }
 
 /// Runs `f` and returns its ddp::error's message ("" if it did not throw).
@@ -205,29 +210,32 @@ TEST_CASE("make_hybrid_groups: by shard size, and from the topology (one node: f
     // is made can close its connections while a peer is still connecting to them.
     pg.barrier();
   }
-  auto node = ddp::make_hybrid_groups(pg); // loopback: one node of W ranks
-  CHECK(node.shard.size() == W);
-  CHECK(node.replicate.size() == 1);
-  mlp<float> a(dims, 8, false), b(dims, 8, false);
-  ddp::sharded_data_parallel flat(a, pg);
-  ddp::sharded_data_parallel hyb(b, pg, node);
-  ddp::optim::sgd o1(flat, {.lr = 0.1}), o2(hyb, {.lr = 0.1});
-  for (int step = 0; step < 3; ++step) {
-    auto [x, y] = ddp_test::make_batch<float>(dims.front(), dims.back(), W * per_rank,
-                                              500u + static_cast<unsigned>(step));
-    mlp<float>::mat xs = x.middleCols(r * per_rank, per_rank), ys = y.middleCols(r * per_rank, per_rank);
-    a.zero_grad();
-    b.zero_grad();
-    a.train_step(xs, ys);
-    b.train_step(xs, ys);
-    flat.synchronize();
-    o1.step();
-    hyb.synchronize();
-    o2.step();
-  }
-  CHECK(ddp_test::relative_difference(b.flat(), a.flat()) < 1e-6); // the same shards, one replica each
   const std::string odd = refusal([&] { (void)ddp::make_hybrid_groups(pg, W + 1); });
   CHECK(odd.find("does not divide the group's " + std::to_string(W) + " ranks") != std::string::npos);
+}
+
+// Also what tests/netns/two_nodes.sh runs on 2 nodes x 2 ranks; on loopback, one node.
+TEST_CASE("hybrid from the topology: shard = the node, replicate = the same local rank on every node") {
+  auto& pg = group();
+  const auto& t = pg.topology();
+  auto groups = ddp::make_hybrid_groups(pg);
+  CHECK(groups.shard.size() == t.local_world_size);
+  CHECK(groups.shard.rank() == t.local_rank);
+  CHECK(groups.replicate.size() == t.nnodes);
+  CHECK(groups.replicate.rank() == t.node_rank);
+  // A subgroup collective across the nodes: the job ranks of this local rank on every node.
+  std::vector<std::int64_t> sum{pg.rank()};
+  groups.replicate.all_reduce(sum);
+  std::int64_t expected = 0;
+  for (int n = 0; n < t.nnodes; ++n)
+    expected += n * t.local_world_size + t.local_rank; // ddprun numbers ranks node by node
+  CHECK(sum[0] == expected);
+  auto d = compare<float>(groups.shard, groups.replicate, {.adam = true});
+  CHECK(d.vs_ddp < 1e-5);
+  CHECK(d.vs_flat < 1e-5);
+  d = compare<float, ddp::bucketing::per_tensor>(groups.shard, groups.replicate, {.adam = false});
+  CHECK(d.vs_ddp < 1e-5);
+  CHECK(d.vs_flat < 1e-5);
 }
 
 TEST_CASE("clip_grad_norm under hybrid clips the whole averaged gradient") {
