@@ -309,13 +309,6 @@ private:
                       "(S x R = world), a replicate group holding the same shard rank of every shard group: "
                       "ddp::make_hybrid_groups(pg) builds them from the topology",
                   pg_.rank());
-    if (opts_.uneven_inputs)
-      throw error(error_kind::config,
-                  "sharded_data_parallel on rank " + std::to_string(pg_.rank()) +
-                      ": ddp_options::uneven_inputs (join) is not supported with hybrid sharding yet: "
-                      "give every rank the same number of steps (ddp::distributed_sampler with drop_last), "
-                      "or use flat sharding",
-                  pg_.rank());
   }
 
   detail::bucket_plan verify_then_plan() {
