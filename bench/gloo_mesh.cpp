@@ -20,6 +20,12 @@
 #include "common.hpp"
 
 #include <ddp/ddp.hpp>
+// The two meshes compared: ddp's and a plain Gloo context, on ddp's device.
+#include <ddp/detail/gloo/device.hpp>
+#include <ddp/detail/gloo/mesh.hpp>
+#include <ddp/detail/gloo/store_adapter.hpp>
+
+#include <gloo/rendezvous/context.h>
 
 #include <cstdlib>
 #include <iostream>

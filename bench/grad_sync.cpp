@@ -2,13 +2,16 @@
 // tensors, per bucketing policy, through the node's shared memory (sync_s, the
 // default) and over TCP (tcp_s: today's path before shm), against one raw
 // Gloo allreduce of a flat buffer of the same total size; plus how much communication a (sleeping)
-// backward hides, and what ddp_options::check_finite adds. One JSON line per case from rank 0.
-//   ddprun --nproc-per-node 2 --no-prefix build/bench/bench_grad_sync [overlap]
-// With `overlap`, only the last case (bench/grad_sync_netns.sh runs it over a slow link).
+// backward hides, what ddp_options::check_finite adds, and what buckets rebuilt in
+// backward's order gain over the registration order. One JSON line per case from rank 0.
+//   ddprun --nproc-per-node 2 --no-prefix build/bench/bench_grad_sync [overlap | order]
+// With `overlap`, only that case (bench/grad_sync_netns.sh runs it over a slow link); with
+// `order`, only the bucket-order case.
 #include "common.hpp"
 #include "raw_gloo.hpp"
 #include "shapes.hpp"
 
+#include <algorithm>
 #include <thread>
 
 namespace {
@@ -158,6 +161,61 @@ void overlap(ddp::process_group<ddp::gloo>& pg, const std::vector<std::size_t>& 
   std::fflush(stdout);
 }
 
+/// A model registered in the order backward makes its gradients (ResNet-50's
+/// shapes, listed output layer first), so that the registration-order buckets
+/// are exactly backwards. Its (sleeping) backward marks layer by layer as in
+/// overlap(). Two DDPs on two copies, one with pin_bucket_order, the other
+/// rebuilt after its first step; their steps alternate. step_s: the whole
+/// step; tail_s: from the last mark until synchronize() returns.
+void bucket_order(ddp::process_group<ddp::gloo>& pg, std::vector<std::size_t> sizes, int reps) {
+  std::reverse(sizes.begin(), sizes.end());
+  shape_model pinned_model(sizes, grads_in::vectors, pg), rebuilt_model(sizes, grads_in::vectors, pg);
+  ddp::distributed_data_parallel pinned(pinned_model, pg,
+                                        {.broadcast_buffers = false, .pin_bucket_order = true});
+  ddp::distributed_data_parallel rebuilt(rebuilt_model, pg, {.broadcast_buffers = false});
+  std::vector<double> comm;
+  pinned.synchronize();
+  for (int i = 0; i < reps; ++i) {
+    pg.barrier();
+    comm.push_back(bench::time_once([&] { pinned.synchronize(); }));
+  }
+  const double c = bench::median(comm);
+  const int layers = 16;
+  const auto per_layer = std::chrono::duration<double>(1.2 * c / layers);
+  const std::size_t n = sizes.size();
+  auto step = [&](auto& dp, double& tail) {
+    for (int l = 0; l < layers; ++l) { // parameter k first: registered as backward makes them
+      std::this_thread::sleep_for(per_layer);
+      for (std::size_t k = n * static_cast<std::size_t>(l) / layers;
+           k < n * static_cast<std::size_t>(l + 1) / layers; ++k)
+        dp.mark_grad_ready(k);
+    }
+    tail = bench::time_once([&] { dp.synchronize(); });
+  };
+  double ignored = 0;
+  step(pinned, ignored);
+  step(rebuilt, ignored); // its first step: the buckets are rebuilt after it
+  step(rebuilt, ignored);
+  std::vector<double> pinned_step, rebuilt_step, pinned_tail, rebuilt_tail;
+  for (int i = 0; i < reps; ++i) {
+    double tail = 0;
+    pg.barrier();
+    pinned_step.push_back(bench::time_once([&] { step(pinned, tail); }));
+    pinned_tail.push_back(tail);
+    pg.barrier();
+    rebuilt_step.push_back(bench::time_once([&] { step(rebuilt, tail); }));
+    rebuilt_tail.push_back(tail);
+  }
+  const double ps = bench::median(pinned_step), rs = bench::median(rebuilt_step),
+               pt = bench::median(pinned_tail), rt = bench::median(rebuilt_tail);
+  if (pg.rank() == 0)
+    std::printf("{\"case\":\"bucket_order_resnet50\",\"policy\":\"size_capped\",\"buckets\":%zu,"
+                "\"backward_s\":%.6g,\"comm_s\":%.6g,\"pinned_step_s\":%.6g,\"rebuilt_step_s\":%.6g,"
+                "\"step_ratio\":%.3f,\"pinned_tail_s\":%.6g,\"rebuilt_tail_s\":%.6g,\"tail_ratio\":%.3f}\n",
+                rebuilt.buckets().size(), per_layer.count() * layers, c, ps, rs, ps / rs, pt, rt, pt / rt);
+  std::fflush(stdout);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -165,6 +223,11 @@ int main(int argc, char** argv) {
   const auto resnet = bench::resnet50_sizes();
   if (argc > 1 && std::string(argv[1]) == "overlap") {
     overlap(pg, resnet, 7);
+    pg.barrier();
+    return 0;
+  }
+  if (argc > 1 && std::string(argv[1]) == "order") {
+    bucket_order(pg, resnet, 9);
     pg.barrier();
     return 0;
   }
@@ -185,5 +248,6 @@ int main(int argc, char** argv) {
   report_check_finite(pg, "resnet50", resnet, 5);
   report_check_finite(pg, "many_small", small, 31);
   overlap(pg, resnet, 7);
+  bucket_order(pg, resnet, 9);
   pg.barrier();
 }

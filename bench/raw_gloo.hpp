@@ -3,6 +3,9 @@
 #pragma once
 
 #include <ddp/ddp.hpp>
+// What the baseline borrows from ddp's Gloo backend: its device and its store adapter.
+#include <ddp/detail/gloo/device.hpp>
+#include <ddp/detail/gloo/store_adapter.hpp>
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
@@ -12,6 +15,7 @@
 #include <gloo/gather.h>
 #include <gloo/math.h>
 #include <gloo/reduce.h>
+#include <gloo/rendezvous/context.h>
 #include <gloo/scatter.h>
 
 namespace bench {

@@ -12,6 +12,7 @@ DDP_BEGIN_NAMESPACE
 namespace detail {
 
 DDP_INLINE std::vector<std::vector<std::size_t>> assign_size_capped(std::span<const parameter_desc> params,
+                                                                    std::span<const std::size_t> order,
                                                                     std::size_t cap_bytes,
                                                                     std::size_t first_bucket_bytes) {
   std::vector<std::vector<std::size_t>> buckets;
@@ -21,7 +22,7 @@ DDP_INLINE std::vector<std::vector<std::size_t>> assign_size_capped(std::span<co
     bool first;
   };
   std::map<dtype, open_bucket> open;
-  for (std::size_t k = params.size(); k-- > 0;) {
+  for (std::size_t k : order) {
     const auto& p = params[k];
     auto it = open.find(p.type);
     if (it != open.end()) {
@@ -44,6 +45,13 @@ DDP_INLINE std::vector<std::vector<std::size_t>> assign_size_capped(std::span<co
     }
   }
   return buckets;
+}
+
+DDP_INLINE std::vector<std::size_t> reverse_registration_order(std::size_t n) {
+  std::vector<std::size_t> order(n);
+  for (std::size_t k = 0; k < n; ++k)
+    order[k] = n - 1 - k;
+  return order;
 }
 
 } // namespace detail

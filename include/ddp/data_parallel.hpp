@@ -15,6 +15,7 @@
 #include <ddp/detail/common/log.hpp>
 #include <ddp/detail/data_parallel/attached_model.hpp>
 #include <ddp/detail/data_parallel/bucket_engine.hpp>
+#include <ddp/detail/data_parallel/bucket_order.hpp>
 #include <ddp/detail/data_parallel/bucket_plan.hpp>
 #include <ddp/detail/data_parallel/debug.hpp>
 #include <ddp/detail/data_parallel/device_broadcasts.hpp>
@@ -64,6 +65,7 @@ public:
         step_(*this, pg.communicator(), pg.lifetime(), opts_, attached_, registry_, plan_) {
     if (detail::debug() >= detail::debug_level::info && pg_.rank() == 0)
       detail::log_bucket_layout(plan_, registry_.parameters());
+    step_.record_ready_order(true);
     attached_.connect(gradient_sink(*this));
   }
   distributed_data_parallel(const distributed_data_parallel&) = delete;
@@ -76,6 +78,9 @@ public:
   /// The index of the parameter called `name`.
   std::size_t parameter_index(std::string_view name) const { return registry_.index(name); }
 
+  /// The buckets in launch order: the policy's registration-order layout,
+  /// then, after the first step that communicates, the one rebuilt in
+  /// backward's order (ddp_options::pin_bucket_order; docs/bucketing.md).
   std::vector<bucket_info> buckets() const {
     std::vector<bucket_info> out;
     for (auto& b : plan_.buckets)
@@ -162,7 +167,40 @@ private:
     if (communicated) {
       sample_weight_ = 1.0;
       timeline_.step_done();
+      settle_bucket_order(step_.steps());
     }
+  }
+
+  /// Once, after the first step that communicated (or a joined rank's shadow
+  /// of it), between steps: the buckets are laid out again in the order
+  /// backward marked the gradients on rank 0, every rank alike
+  /// (detail/data_parallel/bucket_order.hpp). `step`: the step just finished.
+  void settle_bucket_order(std::uint32_t step) {
+    if (bucket_order_settled_) return;
+    bucket_order_settled_ = true;
+    const auto ready = step_.ready_order();
+    step_.record_ready_order(false);
+    detail::ordered_assign assign = nullptr;
+    if constexpr (reorderable_bucketing_policy<Bucketing>)
+      assign = [](std::span<const parameter_desc> p, std::span<const std::size_t> o) {
+        return Bucketing::assign(p, o);
+      };
+    const char* fixed = !assign
+                            ? "the bucketing policy has no ordered form (ddp::reorderable_bucketing_policy)"
+                        : on_device_ ? "device gradients keep their first buckets"
+                                     : nullptr;
+    const bool replaced = detail::agree_on_bucket_order(
+        plan_,
+        {registry_.parameters(), ready, assign, [](dtype d) { return Reduction::wire(d); },
+         detail::bucket_engine_capabilities<comm_type>(on_device_), fixed, opts_.pin_bucket_order, pg_.rank(),
+         pg_.size(), step},
+        [&](const std::int64_t* mine, std::int64_t* all, std::size_t n) {
+          comm().all_gather(mine, all, n, dtype::i64, true).wait();
+        });
+    if (!replaced) return;
+    step_.plan_changed();
+    timeline_.plan_changed();
+    std::get<detail::host_bucket_engine<comm_type>>(engine_).plan_changed();
   }
 
 public:
@@ -194,6 +232,8 @@ public:
       for (auto& w : ws)
         w.wait();
       if (opts_.broadcast_buffers && !registry_.buffers().empty()) sync_buffers();
+      // As the ranks still training do after their first step (this one is counted after it).
+      settle_bucket_order(step_.steps() + 1);
     };
     step_.join(/*prepare=*/[&] { engine([](auto& e) { e.prepare_join(); }); }, shadow_step);
   }
@@ -316,7 +356,8 @@ private:
   detail::step_timeline timeline_;
   detail::bucket_engine<comm_type> engine_;
   detail::step_driver<distributed_data_parallel, comm_type, Model> step_; ///< marks, no_sync, join
-  double sample_weight_ = 1.0; ///< set_samples(): this rank's factor for the next communicated step
+  double sample_weight_ = 1.0;        ///< set_samples(): this rank's factor for the next communicated step
+  bool bucket_order_settled_ = false; ///< the buckets were rebuilt in backward's order, or kept
 };
 
 template <class M, class B>

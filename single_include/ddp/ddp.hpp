@@ -4833,7 +4833,9 @@ DDP_END_NAMESPACE
 // ---- begin ddp/bucketing.hpp ----
 // Bucketing policies: which gradients travel together in one all-reduce.
 // Buckets launch in bucket order, so bucket 0 should hold the gradients that
-// backward produces first (the last parameters).
+// backward produces first: at construction, the last parameters; after the
+// first step, distributed_data_parallel asks a reorderable policy again with
+// the order backward really marked them in (docs/bucketing.md).
 #ifndef DDP_BUCKETING_HPP
 #define DDP_BUCKETING_HPP
 
@@ -4861,18 +4863,34 @@ concept bucketing_policy = requires(std::span<const parameter_desc> params) {
   { B::assign(params) } -> std::same_as<std::vector<std::vector<std::size_t>>>;
 };
 
+/// A bucketing policy that can also fill its buckets in a given order:
+/// `order` lists every parameter index once, in the order backward made the
+/// gradients on rank 0's first step. distributed_data_parallel rebuilds the
+/// buckets of such a policy once, after that step (ddp_options::pin_bucket_order
+/// keeps the first ones); a policy without this form keeps its layout.
+template <class B>
+concept reorderable_bucketing_policy = bucketing_policy<B> &&
+    requires(std::span<const parameter_desc> params, std::span<const std::size_t> order) {
+  { B::assign(params, order) } -> std::same_as<std::vector<std::vector<std::size_t>>>;
+};
+
 namespace detail {
-/// size_capped's assignment, compiled once for every pair of caps.
+/// size_capped's assignment, compiled once for every pair of caps: the
+/// parameters taken in `order` (every index once).
 DDP_INLINE std::vector<std::vector<std::size_t>> assign_size_capped(std::span<const parameter_desc> params,
+                                                                    std::span<const std::size_t> order,
                                                                     std::size_t cap_bytes,
                                                                     std::size_t first_bucket_bytes);
+/// Every parameter index, last first: the order backward usually produces gradients in.
+DDP_INLINE std::vector<std::size_t> reverse_registration_order(std::size_t n);
 } // namespace detail
 
 namespace bucketing {
 
 /// PyTorch's default: reverse registration order, one open bucket per dtype,
 /// closed when it would exceed CapBytes (FirstBucketBytes for the first one,
-/// so communication starts early in backward).
+/// so communication starts early in backward). Reorderable: the same caps in
+/// the order backward ran.
 template <std::size_t CapBytes = std::size_t{25} << 20, std::size_t FirstBucketBytes = std::size_t{1} << 20>
 struct size_capped {
   static_assert(CapBytes > 0 && FirstBucketBytes > 0, "ddp: size_capped needs positive caps");
@@ -4880,21 +4898,32 @@ struct size_capped {
   static constexpr std::size_t first_bucket_bytes = FirstBucketBytes;
 
   static std::vector<std::vector<std::size_t>> assign(std::span<const parameter_desc> params) {
-    return detail::assign_size_capped(params, CapBytes, FirstBucketBytes);
+    return assign(params, detail::reverse_registration_order(params.size()));
+  }
+  static std::vector<std::vector<std::size_t>> assign(std::span<const parameter_desc> params,
+                                                      std::span<const std::size_t> order) {
+    return detail::assign_size_capped(params, order, CapBytes, FirstBucketBytes);
   }
 };
 
-/// One bucket per parameter (most collectives, earliest start).
+/// One bucket per parameter (most collectives, earliest start). Reorderable:
+/// one bucket per parameter in the order backward ran.
 struct per_tensor {
   static std::vector<std::vector<std::size_t>> assign(std::span<const parameter_desc> params) {
+    return assign(params, detail::reverse_registration_order(params.size()));
+  }
+  static std::vector<std::vector<std::size_t>> assign(std::span<const parameter_desc>,
+                                                      std::span<const std::size_t> order) {
     std::vector<std::vector<std::size_t>> buckets;
-    for (std::size_t k = params.size(); k-- > 0;)
+    for (std::size_t k : order)
       buckets.push_back({k});
     return buckets;
   }
 };
 
-/// One bucket per dtype (fewest collectives, no overlap with backward).
+/// One bucket per dtype (fewest collectives, no overlap with backward). Not
+/// reorderable: one bucket gains nothing from an order, and its single
+/// buffer may be a layout the user relies on (an arena reduced in place).
 struct single_buffer {
   static std::vector<std::vector<std::size_t>> assign(std::span<const parameter_desc> params) {
     return size_capped<~std::size_t{0}, ~std::size_t{0}>::assign(params);
@@ -5723,6 +5752,12 @@ struct ddp_options {
   /// and under DDP_DEBUG too (dynamic loss scaling expects an Inf now and
   /// then). Costs one read of the gradients per step (docs/performance.md, "Checks").
   bool check_finite = false;
+  /// Keep the buckets in the policy's registration-order layout. Without it,
+  /// distributed_data_parallel rebuilds them once, after the first step that
+  /// communicates, in the order rank 0 marked the gradients ready (a
+  /// reorderable policy, host gradients; docs/bucketing.md). Every rank must
+  /// set the same value.
+  bool pin_bucket_order = false;
   /// Device gradients: the CUDA stream that computes them (a cudaStream_t).
   /// Buckets start after what is queued there when they complete; synchronize()
   /// then makes this stream wait for the reduced gradients instead of blocking
@@ -6229,6 +6264,14 @@ public:
       else
         state_[i].buffer = {};
     }
+  }
+
+  /// The plan was laid out again between steps (nothing in flight): state and
+  /// buffers for its buckets.
+  void plan_changed() {
+    wait_all_quietly();
+    state_ = std::vector<runtime>(plan_.buckets.size());
+    layout();
   }
 
   /// A gradient with no contribution this step.
@@ -11585,6 +11628,149 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_DATA_PARALLEL_BUCKET_ENGINE_HPP
 // ---- end ddp/detail/data_parallel/bucket_engine.hpp ----
+// ---- begin ddp/detail/data_parallel/bucket_order.hpp ----
+// Buckets in the order backward runs (PyTorch's Reducer::rebuild_buckets).
+// The first buckets follow the registration order (reversed), the best guess
+// before any backward ran. During the first step that communicates, the step
+// driver records the order of mark_grad_ready; after it, every rank sends its
+// order and options in one all_gather, and every rank lays the buckets out
+// again from rank 0's order, so that they stay identical everywhere. Once,
+// between steps: nothing is in flight. What keeps the first layout: the
+// user's pin (ddp_options::pin_bucket_order), a policy with no ordered form
+// (reorderable_bucketing_policy), device gradients, and gradients laid out
+// in memory for the first buckets (an arena, a flat_model, LibTorch's views)
+// where the new ones would reduce fewer bytes in place (docs/bucketing.md).
+#ifndef DDP_DETAIL_DATA_PARALLEL_BUCKET_ORDER_HPP
+#define DDP_DETAIL_DATA_PARALLEL_BUCKET_ORDER_HPP
+
+// ---- begin ddp/detail/common/function_ref.hpp ----
+// A non-owning reference to a callable (C++26's std::function_ref, reduced to
+// what ddp needs): code compiled once takes a caller's lambda through it
+// without a template parameter, and without std::function's allocation.
+#ifndef DDP_DETAIL_COMMON_FUNCTION_REF_HPP
+#define DDP_DETAIL_COMMON_FUNCTION_REF_HPP
+
+
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+template <class Signature> class function_ref;
+
+/// What a function_ref<R(Args...)> is made from: a callable object (a lambda),
+/// not a function itself, nor another function_ref (that is a copy).
+template <class F, class Ref, class R, class... Args>
+concept referable_callable =
+    !std::is_same_v<std::remove_cvref_t<F>, Ref> && !std::is_function_v<std::remove_reference_t<F>> &&
+    std::is_invocable_r_v<R, F&, Args...>;
+
+/// Valid while the callable it was made from lives: a parameter, never a member.
+template <class R, class... Args> class function_ref<R(Args...)> {
+public:
+  /// Implicit, as a function pointer converts.
+  template <referable_callable<function_ref, R, Args...> F>
+  function_ref(F&& f) noexcept // NOLINT(google-explicit-constructor)
+      : object_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))), call_(&call<F>) {}
+
+  R operator()(Args... args) const { return call_(object_, std::forward<Args>(args)...); }
+
+private:
+  template <class F> static R call(void* o, Args... args) {
+    auto& callable = *static_cast<std::remove_reference_t<F>*>(o);
+    if constexpr (std::is_void_v<R>)
+      callable(std::forward<Args>(args)...);
+    else
+      return callable(std::forward<Args>(args)...);
+  }
+
+  void* object_;
+  R (*call_)(void*, Args...);
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_COMMON_FUNCTION_REF_HPP
+// ---- end ddp/detail/common/function_ref.hpp ----
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// A reorderable policy's second assign, as a plain function.
+using ordered_assign = std::vector<std::vector<std::size_t>> (*)(std::span<const parameter_desc>,
+                                                                 std::span<const std::size_t>);
+
+/// The order to rebuild in: the parameters marked ready, in mark order, then
+/// every other one (marked unused, never marked, zero-sized), last first.
+DDP_INLINE std::vector<std::size_t> backward_order(std::span<const std::size_t> ready, std::size_t n);
+
+/// Each bucket's members by descending registration index: the memory order
+/// of ddp::arena, ddp::flat_model and LibTorch's gradient views, so that a
+/// bucket of neighbours there is one contiguous range. Which gradients share
+/// a bucket and when it launches do not depend on this order.
+DDP_INLINE void order_members_like_memory(std::vector<std::vector<std::size_t>>& assignment);
+
+/// Whether the gradients lie in memory for these buckets: some bucket of two
+/// or more tensors is one contiguous range (an arena, a flat_model, LibTorch's
+/// views; separate allocations never are).
+DDP_INLINE bool laid_out_for(const bucket_plan& plan);
+
+/// Bytes of the buckets reduced in place, where they lie.
+DDP_INLINE std::size_t in_place_bytes(const bucket_plan& plan);
+
+/// What one rank brings to the rebuild.
+struct bucket_order_request {
+  std::span<const tensor_slot> params;
+  std::span<const std::size_t> ready; ///< this rank's mark_grad_ready order in the recorded step
+  ordered_assign assign;              ///< the policy's ordered form
+  dtype (*wire)(dtype);
+  plan_capabilities caps;
+  /// Why the buckets stay whatever the order (a policy with no ordered form,
+  /// device gradients: every rank alike), or null. No exchange then.
+  const char* fixed;
+  bool pinned; ///< ddp_options::pin_bucket_order: every rank must say the same
+  int rank;
+  int world;
+  std::uint32_t step; ///< the step just finished (its call site names the exchange)
+};
+
+/// Rank 0's decision, as it travels in the exchange.
+namespace order_verdict {
+inline constexpr std::int64_t keep_pinned = 0, keep_layout = 1, rebuild = 2;
+}
+
+/// Both orders for DDP_DEBUG: registration, and `ready` then the rest.
+DDP_INLINE std::string describe_orders(std::span<const tensor_slot> params,
+                                       std::span<const std::size_t> ready);
+
+/// The policy's buckets for `order`, members in memory order, laid out as a plan.
+DDP_INLINE bucket_plan plan_in_order(const bucket_order_request& req, std::span<const std::size_t> order);
+
+/// The exchange and the decision, on every rank alike: true when `plan` was
+/// replaced by the one in backward's order (the caller then lays out what
+/// depends on it). Ranks whose pin differs fail with ddp::error(mismatch)
+/// naming the first such rank, `plan` unchanged; a rank at another collective
+/// (a different step, a different parameter count) fails in the exchange's
+/// header check. DDP_DEBUG=INFO: rank 0 logs both orders, once.
+DDP_INLINE bool
+agree_on_bucket_order(bucket_plan& plan, const bucket_order_request& req,
+                      function_ref<void(const std::int64_t*, std::int64_t*, std::size_t)> all_gather);
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+
+#endif // DDP_DETAIL_DATA_PARALLEL_BUCKET_ORDER_HPP
+// ---- end ddp/detail/data_parallel/bucket_order.hpp ----
 // ---- begin ddp/detail/data_parallel/debug.hpp ----
 // DDP_DEBUG diagnostics for distributed_data_parallel, kept apart from it:
 // INFO logs the bucket layout once, DETAIL adds per-step bucket timings and a
@@ -12383,13 +12569,14 @@ DDP_BEGIN_NAMESPACE
 namespace detail {
 
 /// Which user-level call: sent in headers, so a small fixed code.
-enum class call_kind : std::uint8_t { none = 0, ddp_synchronize, sharded_synchronize };
+enum class call_kind : std::uint8_t { none = 0, ddp_synchronize, sharded_synchronize, ddp_rebuild_buckets };
 
 constexpr const char* to_string(call_kind c) noexcept {
   switch (c) {
   case call_kind::none: return "";
   case call_kind::ddp_synchronize: return "distributed_data_parallel::synchronize";
   case call_kind::sharded_synchronize: return "sharded_data_parallel::synchronize";
+  case call_kind::ddp_rebuild_buckets: return "distributed_data_parallel::synchronize's bucket rebuild";
   }
   return "";
 }
@@ -12440,58 +12627,6 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_BACKEND_CALL_SITE_HPP
 // ---- end ddp/detail/backend/call_site.hpp ----
-// ---- begin ddp/detail/common/function_ref.hpp ----
-// A non-owning reference to a callable (C++26's std::function_ref, reduced to
-// what ddp needs): code compiled once takes a caller's lambda through it
-// without a template parameter, and without std::function's allocation.
-#ifndef DDP_DETAIL_COMMON_FUNCTION_REF_HPP
-#define DDP_DETAIL_COMMON_FUNCTION_REF_HPP
-
-
-#include <memory>
-#include <type_traits>
-#include <utility>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-template <class Signature> class function_ref;
-
-/// What a function_ref<R(Args...)> is made from: a callable object (a lambda),
-/// not a function itself, nor another function_ref (that is a copy).
-template <class F, class Ref, class R, class... Args>
-concept referable_callable =
-    !std::is_same_v<std::remove_cvref_t<F>, Ref> && !std::is_function_v<std::remove_reference_t<F>> &&
-    std::is_invocable_r_v<R, F&, Args...>;
-
-/// Valid while the callable it was made from lives: a parameter, never a member.
-template <class R, class... Args> class function_ref<R(Args...)> {
-public:
-  /// Implicit, as a function pointer converts.
-  template <referable_callable<function_ref, R, Args...> F>
-  function_ref(F&& f) noexcept // NOLINT(google-explicit-constructor)
-      : object_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))), call_(&call<F>) {}
-
-  R operator()(Args... args) const { return call_(object_, std::forward<Args>(args)...); }
-
-private:
-  template <class F> static R call(void* o, Args... args) {
-    auto& callable = *static_cast<std::remove_reference_t<F>*>(o);
-    if constexpr (std::is_void_v<R>)
-      callable(std::forward<Args>(args)...);
-    else
-      return callable(std::forward<Args>(args)...);
-  }
-
-  void* object_;
-  R (*call_)(void*, Args...);
-};
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_COMMON_FUNCTION_REF_HPP
-// ---- end ddp/detail/common/function_ref.hpp ----
 // ---- begin ddp/detail/data_parallel/gradient_fingerprint.hpp ----
 // A few elements (first, middle, last) of each host gradient, read as bits
 // when it is marked ready (before its bucket reduces it) and when
@@ -12695,6 +12830,8 @@ public:
   }
 
   DDP_INLINE void reset();
+  /// The plan was laid out again between steps (bucket_order.hpp): counts per new bucket.
+  DDP_INLINE void plan_changed();
 
 private:
   const bucket_plan& plan_;
@@ -12771,6 +12908,21 @@ public:
   void launch_ready(function_ref<void(std::size_t)> launch, std::size_t limit) {
     if (step_.can_launch(limit)) launch_complete_buckets(launch, limit);
   }
+
+  /// synchronize() calls that did not throw, no_sync() ones included.
+  std::uint32_t steps() const noexcept { return steps_; }
+
+  /// While on, each step that communicates records the order of its
+  /// mark_grad_ready calls (from its beginning): the bucket rebuild reads it.
+  void record_ready_order(bool on) {
+    record_ready_order_ = on;
+    if (!on) ready_order_ = {};
+  }
+  /// The parameters marked ready in the step under way or the last one, in mark order.
+  const std::vector<std::size_t>& ready_order() const noexcept { return ready_order_; }
+
+  /// The owner laid its bucket plan out again, between steps.
+  DDP_INLINE void plan_changed();
 
   /// Follows moved gradient storage: the registry walks the model again and,
   /// if anything moved, the owner lays out what depends on the addresses.
@@ -12873,6 +13025,8 @@ private:
     std::uint32_t step;
   };
   std::optional<non_finite> non_finite_; ///< what find_non_finite found this step
+  bool record_ready_order_ = false;
+  std::vector<std::size_t> ready_order_; ///< record_ready_order(): this step's marks of ready gradients
 };
 
 /// The owner's and the model's side of step_driver_core, for one owner type.
@@ -12969,6 +13123,7 @@ enum class kind : std::uint8_t {
   wait,            ///< span: synchronize() blocked on a bucket's collective: bucket, step
   unpack,          ///< span: copying a packed bucket back into the gradients: bucket, bytes
   collective,      ///< span on the thread that ran it: seq, bytes, bucket, queued_us
+  message,         ///< span on a send/recv lane ("send"/"recv"): seq, bytes, peer, queued_us
 };
 
 struct kind_info {
@@ -12988,6 +13143,7 @@ inline const kind_info& info(kind k) noexcept {
       {"wait", 'X', {"bucket", "step", nullptr, nullptr}},
       {"unpack", 'X', {"bucket", "bytes", nullptr, nullptr}},
       {"collective", 'X', {"seq", "bytes", "bucket", "queued_us"}},
+      {"message", 'X', {"seq", "bytes", "peer", "queued_us"}},
   };
   return table[static_cast<std::size_t>(k)];
 }
@@ -13139,7 +13295,7 @@ private:
     j += ",\n{\"name\":\"";
     j += e.label ? e.label : k.name;
     j += "\",\"cat\":\"";
-    j += e.what == kind::collective ? "collective" : "ddp";
+    j += e.what == kind::collective || e.what == kind::message ? "collective" : "ddp";
     j += "\",\"ph\":\"";
     j += k.phase;
     j += "\",\"ts\":";
@@ -13229,6 +13385,9 @@ namespace detail {
 class step_timeline {
 public:
   explicit step_timeline(const bucket_plan& plan) : plan_(plan), launched_ns_(plan.buckets.size(), 0) {}
+
+  /// The plan was laid out again between steps.
+  void plan_changed() { launched_ns_.assign(plan_.buckets.size(), 0); }
 
   void marked(std::size_t param, bool unused) {
     trace::instant(trace::kind::mark_grad_ready, static_cast<std::int64_t>(param), unused ? 1 : 0);
@@ -13341,6 +13500,7 @@ public:
         step_(*this, pg.communicator(), pg.lifetime(), opts_, attached_, registry_, plan_) {
     if (detail::debug() >= detail::debug_level::info && pg_.rank() == 0)
       detail::log_bucket_layout(plan_, registry_.parameters());
+    step_.record_ready_order(true);
     attached_.connect(gradient_sink(*this));
   }
   distributed_data_parallel(const distributed_data_parallel&) = delete;
@@ -13353,6 +13513,9 @@ public:
   /// The index of the parameter called `name`.
   std::size_t parameter_index(std::string_view name) const { return registry_.index(name); }
 
+  /// The buckets in launch order: the policy's registration-order layout,
+  /// then, after the first step that communicates, the one rebuilt in
+  /// backward's order (ddp_options::pin_bucket_order; docs/bucketing.md).
   std::vector<bucket_info> buckets() const {
     std::vector<bucket_info> out;
     for (auto& b : plan_.buckets)
@@ -13439,7 +13602,40 @@ private:
     if (communicated) {
       sample_weight_ = 1.0;
       timeline_.step_done();
+      settle_bucket_order(step_.steps());
     }
+  }
+
+  /// Once, after the first step that communicated (or a joined rank's shadow
+  /// of it), between steps: the buckets are laid out again in the order
+  /// backward marked the gradients on rank 0, every rank alike
+  /// (detail/data_parallel/bucket_order.hpp). `step`: the step just finished.
+  void settle_bucket_order(std::uint32_t step) {
+    if (bucket_order_settled_) return;
+    bucket_order_settled_ = true;
+    const auto ready = step_.ready_order();
+    step_.record_ready_order(false);
+    detail::ordered_assign assign = nullptr;
+    if constexpr (reorderable_bucketing_policy<Bucketing>)
+      assign = [](std::span<const parameter_desc> p, std::span<const std::size_t> o) {
+        return Bucketing::assign(p, o);
+      };
+    const char* fixed = !assign
+                            ? "the bucketing policy has no ordered form (ddp::reorderable_bucketing_policy)"
+                        : on_device_ ? "device gradients keep their first buckets"
+                                     : nullptr;
+    const bool replaced = detail::agree_on_bucket_order(
+        plan_,
+        {registry_.parameters(), ready, assign, [](dtype d) { return Reduction::wire(d); },
+         detail::bucket_engine_capabilities<comm_type>(on_device_), fixed, opts_.pin_bucket_order, pg_.rank(),
+         pg_.size(), step},
+        [&](const std::int64_t* mine, std::int64_t* all, std::size_t n) {
+          comm().all_gather(mine, all, n, dtype::i64, true).wait();
+        });
+    if (!replaced) return;
+    step_.plan_changed();
+    timeline_.plan_changed();
+    std::get<detail::host_bucket_engine<comm_type>>(engine_).plan_changed();
   }
 
 public:
@@ -13471,6 +13667,8 @@ public:
       for (auto& w : ws)
         w.wait();
       if (opts_.broadcast_buffers && !registry_.buffers().empty()) sync_buffers();
+      // As the ranks still training do after their first step (this one is counted after it).
+      settle_bucket_order(step_.steps() + 1);
     };
     step_.join(/*prepare=*/[&] { engine([](auto& e) { e.prepare_join(); }); }, shadow_step);
   }
@@ -13593,7 +13791,8 @@ private:
   detail::step_timeline timeline_;
   detail::bucket_engine<comm_type> engine_;
   detail::step_driver<distributed_data_parallel, comm_type, Model> step_; ///< marks, no_sync, join
-  double sample_weight_ = 1.0; ///< set_samples(): this rank's factor for the next communicated step
+  double sample_weight_ = 1.0;        ///< set_samples(): this rank's factor for the next communicated step
+  bool bucket_order_settled_ = false; ///< the buckets were rebuilt in backward's order, or kept
 };
 
 template <class M, class B>
@@ -16236,7 +16435,8 @@ private:
     }
   };
   static const char* trace_label(std::string_view name) {
-    for (const char* k : {"all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier"})
+    for (const char* k : {"all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier", "all_to_all",
+                          "gather", "scatter", "reduce"})
       if (name == k) return k;
     return "collective";
   }
@@ -19674,7 +19874,8 @@ private:
     }
   };
   static const char* trace_label(std::string_view name) {
-    for (const char* k : {"all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier"})
+    for (const char* k : {"all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier", "all_to_all",
+                          "gather", "scatter", "reduce"})
       if (name == k) return k;
     return "collective";
   }
@@ -22298,8 +22499,9 @@ public:
     rank_ = rank;
   }
 
-  /// Queues `body(seq, what)` in the lane of (peer, sends), named `head #seq tail`.
-  work submit(int peer, bool sends, const std::string& head, const std::string& tail,
+  /// Queues `body(seq, what)` in the lane of (peer, sends), named `head #seq tail`; on the
+  /// timeline, a "send" or "recv" span of `bytes` on the lane's row.
+  work submit(int peer, bool sends, std::int64_t bytes, const std::string& head, const std::string& tail,
               std::chrono::milliseconds timeout, bool blocking,
               std::function<void(std::uint32_t seq, const std::string& what)> body) {
     ordered_queue* q = nullptr;
@@ -22320,14 +22522,21 @@ public:
       l.pending.emplace(seq, what);
     }
     const std::uint64_t id = recorder_ ? recorder_->message_queued(what) : 0;
+    const std::int64_t queued_ns = trace::on() ? trace::now_ns() : -1;
     return q->submit(
-        [this, key, body = std::move(body), seq, what, id](work_state&) {
+        [this, key, body = std::move(body), seq, what, id, queued_ns, bytes](work_state&) {
           struct done_t {
             gloo_p2p_lanes* lanes;
             std::pair<int, bool> key;
             std::uint32_t seq;
-            ~done_t() { lanes->done(key, seq); }
-          } done{this, key, seq};
+            std::int64_t queued_ns, start_ns, bytes;
+            ~done_t() {
+              if (start_ns >= 0)
+                trace::record(trace::kind::message, start_ns, trace::now_ns() - start_ns, seq, bytes,
+                              key.first, start_ns - queued_ns, key.second ? "send" : "recv");
+              lanes->done(key, seq);
+            }
+          } done{this, key, seq, queued_ns, queued_ns >= 0 ? trace::now_ns() : -1, bytes};
           if (recorder_) recorder_->message_running(id);
           try {
             body(seq, what);
@@ -24293,31 +24502,32 @@ private:
     const std::string head = "rank " + std::to_string(rank_) + ": " + (sends ? "send" : "recv");
     const std::string tail = std::string(sends ? " to" : " from") + " rank " + std::to_string(peer) + " (" +
                              std::to_string(n) + " x " + std::string(to_string(dt)) + note_ + ")";
-    return lanes_.submit(
-        peer, sends, head, tail, timeout_, blocking, [=, this](std::uint32_t seq, const std::string& what) {
-          std::shared_ptr<gloo_mesh_context> ctx;
-          {
-            std::unique_lock lock(contexts_mu_);
-            // No context: a collective is failing (close_all), its error on the way to fail_lanes.
-            if (!ctx_) verdict_cv_.wait(lock, [&] { return lanes_.poisoned() != nullptr; });
-            if (auto why = lanes_.poisoned()) std::rethrow_exception(why);
-            if (auto why = queue_.poisoned()) std::rethrow_exception(why);
-            ctx = ctx_;
-          }
-          try {
-            p2p_transfer(ctx, waits_, sends, data, n, dt, peer, tag, seq, timeout_, what);
-          } catch (const ddp::error&) {
-            fail_from_lane(std::current_exception());
-          } catch (const std::exception& e) {
-            await_verdict();
-            fail_from_lane(std::make_exception_ptr(
-                error(error_kind::timeout,
-                      what + " failed: " + e.what() + ". Rank " + std::to_string(peer) +
-                          " did not take its part in time, or failed (its output says why); every "
-                          "later collective of this group throws",
-                      peer)));
-          }
-        });
+    return lanes_.submit(peer, sends, static_cast<std::int64_t>(n * size_of(dt)), head, tail, timeout_,
+                         blocking, [=, this](std::uint32_t seq, const std::string& what) {
+                           std::shared_ptr<gloo_mesh_context> ctx;
+                           {
+                             std::unique_lock lock(contexts_mu_);
+                             // No context: a collective is failing (close_all), its error on the way to
+                             // fail_lanes.
+                             if (!ctx_) verdict_cv_.wait(lock, [&] { return lanes_.poisoned() != nullptr; });
+                             if (auto why = lanes_.poisoned()) std::rethrow_exception(why);
+                             if (auto why = queue_.poisoned()) std::rethrow_exception(why);
+                             ctx = ctx_;
+                           }
+                           try {
+                             p2p_transfer(ctx, waits_, sends, data, n, dt, peer, tag, seq, timeout_, what);
+                           } catch (const ddp::error&) {
+                             fail_from_lane(std::current_exception());
+                           } catch (const std::exception& e) {
+                             await_verdict();
+                             fail_from_lane(std::make_exception_ptr(error(
+                                 error_kind::timeout,
+                                 what + " failed: " + e.what() + ". Rank " + std::to_string(peer) +
+                                     " did not take its part in time, or failed (its output says why); every "
+                                     "later collective of this group throws",
+                                 peer)));
+                           }
+                         });
   }
 
   /// The group goes while sends or recvs it was given have not ended: a
@@ -25011,6 +25221,7 @@ DDP_BEGIN_NAMESPACE
 namespace detail {
 
 DDP_INLINE std::vector<std::vector<std::size_t>> assign_size_capped(std::span<const parameter_desc> params,
+                                                                    std::span<const std::size_t> order,
                                                                     std::size_t cap_bytes,
                                                                     std::size_t first_bucket_bytes) {
   std::vector<std::vector<std::size_t>> buckets;
@@ -25020,7 +25231,7 @@ DDP_INLINE std::vector<std::vector<std::size_t>> assign_size_capped(std::span<co
     bool first;
   };
   std::map<dtype, open_bucket> open;
-  for (std::size_t k = params.size(); k-- > 0;) {
+  for (std::size_t k : order) {
     const auto& p = params[k];
     auto it = open.find(p.type);
     if (it != open.end()) {
@@ -25043,6 +25254,13 @@ DDP_INLINE std::vector<std::vector<std::size_t>> assign_size_capped(std::span<co
     }
   }
   return buckets;
+}
+
+DDP_INLINE std::vector<std::size_t> reverse_registration_order(std::size_t n) {
+  std::vector<std::size_t> order(n);
+  for (std::size_t k = 0; k < n; ++k)
+    order[k] = n - 1 - k;
+  return order;
 }
 
 } // namespace detail
@@ -25722,6 +25940,180 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_NUMERIC_ELEMENTWISE_INL_HPP
 // ---- end ddp/detail/numeric/elementwise-inl.hpp ----
+// ---- begin ddp/detail/data_parallel/bucket_order-inl.hpp ----
+// The definitions behind bucket_order.hpp: compiled in every translation unit
+// when ddp is header-only, once in the runtime when it is compiled separately
+// (detail/common/linkage.hpp).
+#ifndef DDP_DETAIL_DATA_PARALLEL_BUCKET_ORDER_INL_HPP
+#define DDP_DETAIL_DATA_PARALLEL_BUCKET_ORDER_INL_HPP
+
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <utility>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+DDP_INLINE std::vector<std::size_t> backward_order(std::span<const std::size_t> ready, std::size_t n) {
+  std::vector<std::size_t> order;
+  order.reserve(n);
+  std::vector<bool> placed(n, false);
+  for (std::size_t i : ready)
+    if (i < n && !placed[i]) {
+      placed[i] = true;
+      order.push_back(i);
+    }
+  for (std::size_t i = n; i-- > 0;)
+    if (!placed[i]) order.push_back(i);
+  return order;
+}
+
+DDP_INLINE void order_members_like_memory(std::vector<std::vector<std::size_t>>& assignment) {
+  for (auto& members : assignment)
+    std::sort(members.begin(), members.end(), std::greater<>());
+}
+
+DDP_INLINE bool laid_out_for(const bucket_plan& plan) {
+  for (const auto& b : plan.buckets)
+    if (b.params.size() > 1 && b.path == bucket_path::in_place) return true;
+  return false;
+}
+
+DDP_INLINE std::size_t in_place_bytes(const bucket_plan& plan) {
+  std::size_t bytes = 0;
+  for (const auto& b : plan.buckets)
+    if (b.path == bucket_path::in_place) bytes += b.elements * size_of(b.param_type);
+  return bytes;
+}
+
+DDP_INLINE std::string describe_orders(std::span<const tensor_slot> params,
+                                       std::span<const std::size_t> ready) {
+  auto names = [&](std::span<const std::size_t> order) {
+    std::string s;
+    for (std::size_t k = 0; k < order.size(); ++k)
+      s += (k ? ", " : "") + params[order[k]].name;
+    return s;
+  };
+  std::vector<std::size_t> registration(params.size());
+  for (std::size_t i = 0; i < registration.size(); ++i)
+    registration[i] = i;
+  const auto order = backward_order(ready, params.size());
+  const std::size_t marked = std::min(ready.size(), order.size());
+  std::string s = "\n  registration order: " + names(registration) +
+                  "\n  backward order (marked ready on rank 0): " + names(std::span(order).first(marked));
+  if (marked < order.size())
+    s += "\n  then, never marked ready on rank 0 (last first): " + names(std::span(order).subspan(marked));
+  return s;
+}
+
+DDP_INLINE bucket_plan plan_in_order(const bucket_order_request& req, std::span<const std::size_t> order) {
+  const auto descs = describe_for_bucketing(req.params);
+  auto assignment = req.assign(std::span<const parameter_desc>(descs), order);
+  order_members_like_memory(assignment);
+  return make_bucket_plan(assignment, req.params, req.wire, req.caps);
+}
+
+DDP_INLINE bool
+agree_on_bucket_order(bucket_plan& plan, const bucket_order_request& req,
+                      function_ref<void(const std::int64_t*, std::int64_t*, std::size_t)> all_gather) {
+  const bool log = req.rank == 0 && debug() >= debug_level::info;
+  const std::string after = "distributed_data_parallel: after step " + std::to_string(req.step) + ", ";
+  if (req.fixed) {
+    if (log)
+      log_line("rank 0", after + "the buckets stay in registration order: " + req.fixed +
+                             describe_orders(req.params, req.ready));
+    return false;
+  }
+  const std::size_t n = req.params.size(), w = static_cast<std::size_t>(req.world), row = n + 3;
+  const auto mine_order = backward_order(req.ready, n);
+  // Only rank 0's verdict counts: it decides from its own layout, the others follow.
+  std::int64_t verdict = order_verdict::keep_pinned;
+  std::size_t kept_bytes = 0;
+  if (req.rank == 0 && !req.pinned) {
+    // A layout made for the first buckets is not traded for copies: the new buckets must reduce
+    // as many bytes in place.
+    kept_bytes = in_place_bytes(plan);
+    verdict = laid_out_for(plan) && in_place_bytes(plan_in_order(req, mine_order)) < kept_bytes
+                  ? order_verdict::keep_layout
+                  : order_verdict::rebuild;
+  }
+  std::vector<std::int64_t> mine(row), all(row * w);
+  mine[0] = req.pinned ? 1 : 0;
+  mine[1] = verdict;
+  mine[2] = static_cast<std::int64_t>(n);
+  for (std::size_t k = 0; k < n; ++k)
+    mine[3 + k] = static_cast<std::int64_t>(mine_order[k]);
+  {
+    call_site site{call_kind::ddp_rebuild_buckets, req.step, 0, 1};
+    const call_site_scope named(site);
+    all_gather(mine.data(), all.data(), row);
+  }
+  for (std::size_t r = 1; r < w; ++r)
+    if (all[r * row] != all[0])
+      throw error(error_kind::mismatch,
+                  "rank " + std::to_string(req.rank) + ": after step " + std::to_string(req.step) +
+                      ", distributed_data_parallel's buckets are rebuilt in backward's order unless "
+                      "ddp_options::pin_bucket_order is set, but rank " +
+                      std::to_string(r) + " has it " + (all[r * row] ? "on" : "off") + " and rank 0 " +
+                      (all[0] ? "on" : "off") +
+                      ": set the same options on every rank (the buckets must be the same everywhere). "
+                      "No rank changed its buckets",
+                  static_cast<int>(r));
+  // Rank 0's order, checked: every index once (the header check made the counts equal).
+  std::vector<std::size_t> order(n);
+  std::vector<bool> seen(n, false);
+  for (std::size_t k = 0; k < n; ++k) {
+    const auto i = all[3 + k];
+    if (all[2] != static_cast<std::int64_t>(n) || i < 0 || static_cast<std::size_t>(i) >= n ||
+        seen[static_cast<std::size_t>(i)])
+      throw error(error_kind::mismatch,
+                  "rank " + std::to_string(req.rank) +
+                      ": rank 0 sent a bucket order that is not a permutation of this rank's " +
+                      std::to_string(n) + " parameters: the ranks hold different models",
+                  0);
+    seen[static_cast<std::size_t>(i)] = true;
+    order[k] = static_cast<std::size_t>(i);
+  }
+  if (all[1] != order_verdict::rebuild) {
+    if (log)
+      log_line("rank 0",
+               after + "the buckets stay in registration order: " +
+                   (all[1] == order_verdict::keep_pinned
+                        ? std::string("ddp_options::pin_bucket_order is set")
+                        : "the gradients lie in memory for those buckets (" + std::to_string(kept_bytes) +
+                              " bytes reduced in place; ddp::arena, ddp::flat_model, LibTorch's "
+                              "gradient views), and buckets in backward's order would copy some") +
+                   describe_orders(req.params, req.ready));
+    return false;
+  }
+  auto rebuilt = plan_in_order(req, order);
+  bool same = rebuilt.buckets.size() == plan.buckets.size();
+  for (std::size_t b = 0; same && b < plan.buckets.size(); ++b)
+    same = rebuilt.buckets[b].params == plan.buckets[b].params;
+  if (same) {
+    if (log)
+      log_line("rank 0", after +
+                             "the buckets in the order backward marked the gradients on rank 0 are the "
+                             "ones in use" +
+                             describe_orders(req.params, req.ready));
+    return false;
+  }
+  plan = std::move(rebuilt);
+  if (log) {
+    log_line("rank 0", after + "buckets rebuilt in the order backward marked the gradients on rank 0" +
+                           describe_orders(req.params, req.ready));
+    log_bucket_layout(plan, std::vector<tensor_slot>(req.params.begin(), req.params.end()));
+  }
+  return true;
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_DATA_PARALLEL_BUCKET_ORDER_INL_HPP
+// ---- end ddp/detail/data_parallel/bucket_order-inl.hpp ----
 // ---- begin ddp/detail/data_parallel/debug-inl.hpp ----
 // The definitions behind debug.hpp: compiled in every translation unit
 // when ddp is header-only, once in the runtime when it is compiled separately
@@ -25977,6 +26369,11 @@ DDP_INLINE void step_state::reset() {
   started_ = false;
 }
 
+DDP_INLINE void step_state::plan_changed() {
+  pending_.assign(plan_.buckets.size(), 0);
+  reset();
+}
+
 } // namespace detail
 DDP_END_NAMESPACE
 
@@ -26086,6 +26483,7 @@ DDP_INLINE void step_driver_core::mark(std::size_t index, mark_state how) {
   if (how == mark_state::unused) zero_gradient(index);
   last_reduced_.before_reduction(index, registry_[index]);
   step_.mark(index, how);
+  if (record_ready_order_ && how == mark_state::ready) ready_order_.push_back(index);
   gradient_marked(index, how);
 }
 
@@ -26138,6 +26536,12 @@ DDP_INLINE void step_driver_core::launch_complete_buckets(function_ref<void(std:
         launch(b);
       },
       limit);
+}
+
+DDP_INLINE void step_driver_core::plan_changed() {
+  if (step_.started())
+    throw error(error_kind::config, "internal error: the bucket plan changed in the middle of a step");
+  step_.plan_changed();
 }
 
 DDP_INLINE void step_driver_core::refresh() {
@@ -26205,6 +26609,7 @@ DDP_INLINE void step_driver_core::join(function_ref<void()> prepare, function_re
 DDP_INLINE void step_driver_core::begin_step() {
   if (step_.started()) return;
   step_.start();
+  if (record_ready_order_) ready_order_.clear();
   refresh();
   if (opts_.uneven_inputs) join_begin_step();
 }

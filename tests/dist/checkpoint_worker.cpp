@@ -2,7 +2,8 @@
 // at this world size and saves; `resume DIR S1 S2` loads at this world size, trains S2 more.
 // Each job compares its parameters to single-process training on the whole global batch:
 // sharded_data_parallel + ddp::optim::adam (state re-sharded), and distributed_data_parallel
-// + plain SGD. The global batch (6) splits evenly at 1, 2 and 3 ranks.
+// + plain SGD. The global batch (6) splits evenly at 1, 2 and 3 ranks. `elastic` is one round of
+// the elastic ddprun test (tests/netns/elastic.sh), on the same oracle.
 #include "../support/mlp.hpp"
 #include "../support/whole_optimizer.hpp"
 
@@ -13,7 +14,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
+#include <thread>
 
 using ddp_test::mlp;
 
@@ -130,12 +133,55 @@ int visit(const std::string& stage, const std::string& dir, const std::string& t
   return 0;
 }
 
+/// `elastic DIR TOTAL EVERY STEP_MS`: one round of an elastic job (tests/netns/elastic.sh). Resumes
+/// from DIR/elastic.ckpt when it exists, trains to step TOTAL (DDP, plain SGD, the global batch
+/// split over this round's ranks), saves every EVERY steps, sleeps STEP_MS a step so that a test
+/// can act mid-round, and at the end compares with single-process training to TOTAL.
+int elastic(const std::string& dir, int total, int every, int step_ms) {
+  auto pg = ddp::init_process_group<ddp::gloo>();
+  const int r = pg.rank(), w = pg.size();
+  if (global_batch % w != 0)
+    return fail("the global batch does not split over " + std::to_string(w) + " ranks");
+  const std::string path = dir + "/elastic.ckpt";
+  mlp<float> b(dims, 7u, false);
+  ddp::distributed_data_parallel dp(b, pg);
+  std::vector<std::int32_t> resume{r == 0 && std::ifstream(path).good() ? 1 : 0};
+  pg.broadcast(resume, 0); // only rank 0's node needs the file
+  ddp::training_progress at{};
+  if (resume[0]) at = ddp::load_checkpoint(path, dp);
+  const char* round = std::getenv("DDP_RESTART_ROUND");
+  std::printf("ELASTIC round=%s world=%d rank=%d group_rank=%s from_step=%llu\n", round ? round : "-", w, r,
+              std::getenv("GROUP_RANK") ? std::getenv("GROUP_RANK") : "-",
+              static_cast<unsigned long long>(at.step));
+  std::fflush(stdout);
+  for (int s = static_cast<int>(at.step); s < total; ++s) {
+    local_step(b, s, r, w);
+    dp.synchronize();
+    b.sgd(sgd_lr);
+    std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
+    if ((s + 1) % every == 0) {
+      ddp::save_checkpoint(path, dp, {.step = static_cast<std::uint64_t>(s + 1)});
+      if (r == 0) std::printf("STEP %d world=%d\n", s + 1, w);
+      std::fflush(stdout);
+    }
+  }
+  const double d = ddp_test::relative_difference(b.flat(), oracle(trained::plain_sgd, total));
+  if (d > 1e-5)
+    return fail("rank " + std::to_string(r) + " of " + std::to_string(w) + ": differs by " +
+                std::to_string(d));
+  std::printf("RESULT ok phase=elastic rank=%d size=%d step=%d sgd_diff=%.3g\n", r, w, total, d);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 4)
     return fail("usage: checkpoint_worker save DIR S1 | resume DIR S1 S2 | bench DIR WIDTH | "
-                "visit first|next|last DIR TAG [BATCHES]");
+                "visit first|next|last DIR TAG [BATCHES] | elastic DIR TOTAL EVERY STEP_MS");
   const std::string phase = argv[1], dir = argv[2];
   if (phase == "bench") return bench(dir, std::atoi(argv[3]));
+  if (phase == "elastic" && argc > 5) try {
+      return elastic(dir, std::atoi(argv[3]), std::atoi(argv[4]), std::atoi(argv[5]));
+    } catch (const std::exception& e) { return fail(e.what()); }
   if (phase == "visit") try {
       return visit(argv[2], argv[3], argv[4], argc > 5 ? std::atoi(argv[5]) : 0);
     } catch (const std::exception& e) { return fail(e.what()); }

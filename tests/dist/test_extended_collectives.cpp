@@ -550,3 +550,36 @@ TEST_CASE("send and recv are in the group's flight record") {
   }
   if (ctl.rank() == 0) std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("send, recv and the extended collectives are on the timeline (DDP_TRACE)") {
+  auto& ctl = group();
+  if (ctl.size() == 1) return;
+  // This process's own directory: the trace recorder keeps the first one it is given.
+  const auto trace_dir =
+      std::filesystem::temp_directory_path() / ("ddp_extended_trace_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(trace_dir);
+  ::setenv("DDP_TRACE", trace_dir.c_str(), 1);
+  std::string dir;
+  int rank = -1, right = -1;
+  {
+    auto pg = fresh_group(dir);
+    ::unsetenv("DDP_TRACE"); // read when the group opened; later groups of the suite stay untraced
+    rank = pg.rank();
+    right = (rank + 1) % pg.size();
+    ring_shift(pg, 1000, 5, /*async=*/true);
+    std::vector<float> blocks(static_cast<std::size_t>(pg.size()) * 8, 1.0f), out(blocks.size());
+    pg.all_to_all(blocks, out);
+    ctl.barrier();
+  } // the group's end writes the trace
+  std::ifstream in(trace_dir / ("rank_" + std::to_string(rank) + ".json"));
+  const std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CAPTURE(body.substr(0, 4000));
+  // A span per message on its lane's row, with its peer and bytes (1000 floats).
+  CHECK(body.find("\"name\":\"send\"") != std::string::npos);
+  CHECK(body.find("\"name\":\"recv\"") != std::string::npos);
+  CHECK(body.find("\"bytes\":4000,\"peer\":" + std::to_string(right)) != std::string::npos);
+  CHECK(body.find("comm send to " + std::to_string(right)) != std::string::npos);
+  CHECK(body.find("\"name\":\"all_to_all\"") != std::string::npos);
+  std::filesystem::remove_all(trace_dir);
+  if (ctl.rank() == 0) std::filesystem::remove_all(dir);
+}

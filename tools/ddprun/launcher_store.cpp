@@ -15,10 +15,13 @@ namespace {
 void raise_open_files_limit(const job& j) {
   ddp::detail::open_files_need need;
   need.in_use = ddp::detail::open_files_in_use();
-  need.store_server = j.node_rank == 0 ? ddp::detail::store_server_open_files(j.nnodes * j.nproc) : 0;
-  need.store_client = 2;
+  const bool serves = j.is_elastic() ? j.elastic.store_host : j.node_rank == 0;
+  // Elastic: every other agent has two connections (requests, heartbeat); nnodes is MAX here.
+  const int agents = j.is_elastic() ? 2 : 0;
+  need.store_server = serves ? ddp::detail::store_server_open_files(j.nnodes * (j.nproc + agents)) : 0;
+  need.store_client = 2 + agents / 2;
   need.launcher = 2L * j.nproc + 2; // each rank's stdout and stderr, the signal pipe
-  if (j.node_rank == 0) need.spare += ddp::detail::store_fd_reserve_max; // or the server pauses accepting
+  if (serves) need.spare += ddp::detail::store_fd_reserve_max; // or the server pauses accepting
   ddp::detail::ensure_open_files(need, "node " + std::to_string(j.node_rank),
                                  "a job of " + std::to_string(j.nnodes * j.nproc) + " ranks, " +
                                      std::to_string(j.nproc) + " on this node,");
@@ -33,8 +36,16 @@ void open_store(job& j) {
   if (auto p = ddp::detail::env_int("DDP_STORE_PORT", 1, 65535)) so.port = static_cast<int>(*p);
   so.token = j.token;
   so.timeout = ddp::detail::default_timeout();
-  so.serve = j.node_rank == 0;
-  if (so.serve || j.max_restarts > 0) j.store = std::make_unique<ddp::tcp_store>(so);
+  so.serve = j.is_elastic() ? j.elastic.store_host : j.node_rank == 0;
+  // An elastic agent may start before the store's host: it keeps dialing for the join timeout,
+  // then asks on a connection whose every request is bounded by the heartbeat timeout, so a
+  // host that stops answering is found out within it.
+  if (j.is_elastic() && !so.serve)
+    so.timeout = std::chrono::milliseconds(static_cast<long>(j.elastic.join_timeout * 1000));
+  if (so.serve || j.max_restarts > 0 || j.is_elastic()) j.store = std::make_unique<ddp::tcp_store>(so);
+  if (j.is_elastic() && !so.serve)
+    j.store = j.store->connect_again(
+        std::chrono::milliseconds(static_cast<long>(j.elastic.heartbeat_timeout * 1000)));
   j.store_port = j.store ? j.store->port() : so.port;
   if (j.master_port == 0) j.master_port = j.store_port;
 }
@@ -47,6 +58,10 @@ std::optional<int> start_store(job& j) {
     open_store(j);
   } catch (const std::exception& e) {
     std::cerr << "ddprun: " << e.what() << "\n";
+    if (j.is_elastic() && !j.elastic.store_host)
+      std::cerr
+          << "ddprun: with --nnodes MIN:MAX the store is served by the agent started with --node-rank 0 on "
+          << j.master_addr << ": start it there, or give this one a longer --rdzv-join-timeout\n";
     return 2;
   }
   return std::nullopt;

@@ -1,7 +1,9 @@
 // The rendezvous store: ddprun on node 0 serves it (as torchrun's agent does), so it outlives
 // every rank and is still there to say which rank was lost; the ranks connect to it as clients
 // (DDP_STORE_IN_LAUNCHER=1 tells them not to serve one). With --max-restarts, the other nodes'
-// ddprun are its clients too, to hear of failures elsewhere (restarts.hpp).
+// ddprun are its clients too, to hear of failures elsewhere (restarts.hpp). Under --nnodes
+// MIN:MAX the agent given --node-rank 0 serves it and every other agent is its client
+// (elastic_rounds.hpp).
 #pragma once
 
 #include "options.hpp"

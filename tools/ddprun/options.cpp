@@ -15,12 +15,28 @@
 namespace ddprun {
 namespace {
 
-void add_options(CLI::App& app, job& j, int& master_port, bool& crash_report) {
+void add_options(CLI::App& app, job& j, std::string& nnodes, int& master_port, bool& crash_report) {
   app.add_option("--nproc-per-node,--nproc_per_node", j.nproc, "processes (ranks) on this node")
       ->check(CLI::Range(1, 4096));
-  app.add_option("--nnodes", j.nnodes, "number of nodes in the job")->check(CLI::Range(1, 65536));
-  app.add_option("--node-rank,--node_rank", j.node_rank, "index of this node, 0..nnodes-1")
+  app.add_option("--nnodes", nnodes,
+                 "number of nodes in the job, or an elastic range MIN:MAX: the nodes meet in rounds and the "
+                 "ranks restart at each round's size (docs/elastic.md)");
+  app.add_option("--node-rank,--node_rank", j.node_rank,
+                 "index of this node, 0..nnodes-1; with --nnodes MIN:MAX, 0 on the store's host only and "
+                 "none elsewhere")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--rdzv-last-call", j.elastic.last_call,
+                 "--nnodes MIN:MAX: a round with at least MIN nodes closes this many seconds after its last "
+                 "join (at once with MAX)")
+      ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--rdzv-join-timeout", j.elastic.join_timeout,
+                 "--nnodes MIN:MAX: seconds a round waits for MIN nodes before the job ends")
+      ->check(CLI::Range(1.0, 86400.0));
+  app.add_option(
+         "--heartbeat-timeout", j.elastic.heartbeat_timeout,
+         "--nnodes MIN:MAX: an agent whose heartbeat (every third of this) stops for this many seconds "
+         "is lost, and the round ends")
+      ->check(CLI::Range(0.3, 3600.0));
   app.add_option("--master-addr,--master_addr", j.master_addr,
                  "address of node 0, where its ddprun serves the rendezvous store");
   app.add_option(
@@ -66,10 +82,11 @@ void read_kubeflow_defaults(const CLI::App& app, job& j, int& master_port) {
   auto given = [&](const char* option) { return app.count(option) > 0; };
   if (!given("--nnodes"))
     if (auto v = env_default("PET_NNODES", 1, 65536,
-                             ": ddprun has no elastic node range (MIN:MAX, from an elasticPolicy); give the "
-                             "job a fixed number of workers, or pass --nnodes"))
+                             ": ddprun reads no elastic node range (MIN:MAX, from an elasticPolicy) from "
+                             "the environment; give the job a fixed number of workers, or pass --nnodes "
+                             "MIN:MAX with --node-rank 0 on the store's host (docs/elastic.md)"))
       j.nnodes = *v;
-  if (!given("--node-rank"))
+  if (!given("--node-rank") && !j.is_elastic())
     if (auto v = env_default("PET_NODE_RANK", 0, 65535, "")) j.node_rank = *v;
   if (!given("--nproc-per-node")) {
     const char* raw = std::getenv("PET_NPROC_PER_NODE");
@@ -97,6 +114,41 @@ std::string random_token() {
   return s;
 }
 
+/// --nnodes N, or MIN:MAX (with 1 <= MIN <= MAX). False, the reason printed, when it is neither.
+bool read_nnodes(const std::string& arg, job& j) {
+  auto whole = [](std::string_view s, int& v) {
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    return !s.empty() && ec == std::errc{} && p == s.data() + s.size() && v >= 1 && v <= 65536;
+  };
+  const auto colon = arg.find(':');
+  if (colon == std::string::npos) {
+    if (whole(arg, j.nnodes)) return true;
+  } else if (int lo = 0, hi = 0; whole(std::string_view(arg).substr(0, colon), lo) &&
+                                 whole(std::string_view(arg).substr(colon + 1), hi) && lo <= hi) {
+    j.elastic.min_nodes = lo;
+    j.elastic.max_nodes = hi;
+    j.nnodes = hi; // until the first round: ports and open files are checked for the largest job
+    return true;
+  }
+  std::cerr << "ddprun: --nnodes " << arg
+            << " must be a number of nodes N (1..65536) or an elastic range MIN:MAX with 1 <= MIN <= MAX\n";
+  return false;
+}
+
+/// Under --nnodes MIN:MAX node ranks are handed out per round; only the store's host names itself,
+/// as node 0, which it stays in every round.
+bool read_elastic_node_rank(const CLI::App& app, job& j) {
+  if (app.count("--node-rank") > 0 && j.node_rank != 0) {
+    std::cerr << "ddprun: --node-rank " << j.node_rank
+              << " with --nnodes MIN:MAX: node ranks are handed out per round; give --node-rank 0 to the "
+                 "node whose --master-addr serves the store, and no --node-rank elsewhere\n";
+    return false;
+  }
+  j.elastic.store_host = app.count("--node-rank") > 0;
+  j.node_rank = 0;
+  return true;
+}
+
 /// One node may invent its token; several must share one, which only the user can give them.
 std::optional<int> choose_token(job& j) {
   if (const char* t = std::getenv("DDP_TOKEN"); t && *t)
@@ -117,10 +169,13 @@ std::optional<int> parse_command_line(int argc, char** argv, job& j) {
   CLI::App app{"ddprun: launch the local ranks of a distributed data-parallel job"};
   int master_port = -1;
   bool crash_report = false;
-  add_options(app, j, master_port, crash_report);
+  std::string nnodes;
+  add_options(app, j, nnodes, master_port, crash_report);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) { return app.exit(e); }
+  if (!nnodes.empty() && !read_nnodes(nnodes, j)) return 2;
+  if (j.is_elastic() && !read_elastic_node_rank(app, j)) return 2;
   try {
     read_kubeflow_defaults(app, j, master_port);
   } catch (const std::runtime_error& e) {

@@ -11,8 +11,20 @@
 
 namespace ddprun {
 
+/// --nnodes MIN:MAX (elastic_rounds.hpp): the node range and the rendezvous's clocks.
+struct elastic_settings {
+  int min_nodes = 0, max_nodes = 0; ///< 0: a fixed --nnodes N, no elastic rounds
+  bool store_host = false;          ///< --node-rank 0 was given: this agent serves the store
+  double last_call = 30.0;          ///< --rdzv-last-call: a round closes this long after its last join
+  double join_timeout = 600.0;      ///< --rdzv-join-timeout: how long a round waits for MIN nodes
+  double heartbeat_timeout = 15.0;  ///< --heartbeat-timeout: an agent silent this long is lost
+};
+
 struct job {
+  /// nnodes and node_rank: under --nnodes MIN:MAX, the current round's (set by each rendezvous).
   int nproc = 1, nnodes = 1, node_rank = 0, max_restarts = 0;
+  elastic_settings elastic;
+  bool is_elastic() const { return elastic.max_nodes > 0; }
   /// --master-port after its default: 0 picks a free port (one node only) until the store has
   /// bound one; from then on, the port the ranks are told.
   int master_port = 0;

@@ -1,5 +1,7 @@
 #include "restarts.hpp"
 
+#include "elastic_rounds.hpp"
+
 #include <ddp/detail/common/env.hpp>
 #include <ddp/detail/common/timeout.hpp>
 
@@ -45,6 +47,7 @@ bool agree_on_round(job& j, int round, round_outcome& res) {
 } // namespace
 
 int run_rounds(job& j) {
+  if (j.is_elastic()) return run_elastic_rounds(j);
   for (int round = 0;; ++round) {
     round_outcome res = run_round(j, round);
     if (coordinates_rounds(j) && !agree_on_round(j, round, res)) return res.exit_code ? res.exit_code : 1;
@@ -62,7 +65,9 @@ int run_rounds(job& j) {
   }
 }
 
-bool coordinates_rounds(const job& j) { return j.store && j.nnodes > 1 && j.max_restarts > 0; }
+bool coordinates_rounds(const job& j) {
+  return j.store && (j.is_elastic() || (j.nnodes > 1 && j.max_restarts > 0));
+}
 
 void report_round_failure(job& j, int round, const std::string& report) {
   if (j.store->add(round_key(round, "failures"), 1) == 1) j.store->set(round_key(round, "failed"), report);

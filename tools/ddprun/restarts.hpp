@@ -14,11 +14,11 @@
 namespace ddprun {
 
 /// Runs rounds until one succeeds, the user interrupts, or the restarts are spent; returns
-/// ddprun's exit code.
+/// ddprun's exit code. Under --nnodes MIN:MAX: elastic_rounds.hpp.
 int run_rounds(job& j);
 
 /// Whether this node's ddprun talks with the other nodes' about each round (several nodes,
-/// restarts, and a store).
+/// restarts, and a store; or --nnodes MIN:MAX).
 bool coordinates_rounds(const job& j);
 
 /// Tells the other nodes that this round failed ("<code> <what>"), unless one told them first:

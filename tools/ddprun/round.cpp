@@ -34,8 +34,8 @@ constexpr auto store_check_every = std::chrono::milliseconds(100);
 /// moves the stop schedule on.
 class round_watch {
 public:
-  round_watch(job& j, int round)
-      : j_(j), round_(round), ranks_(start_ranks(j, round, notes_.file())),
+  round_watch(job& j, int round, const membership_check& check)
+      : j_(j), round_(round), check_(check), ranks_(start_ranks(j, round, notes_.file())),
         grace_(std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(j.grace))),
         watch_store_(coordinates_rounds(j)) {}
 
@@ -134,10 +134,16 @@ private:
       return;
     next_store_check_ = clock::now() + store_check_every;
     try {
+      if (check_)
+        if (auto change = check_(any_ended_well())) report_round_failure(j_, round_, *change);
       if (auto v = failure_reported_elsewhere(j_, round_)) {
-        std::fprintf(stderr,
-                     "ddprun: node %d: another node reported a failure (%s); stopping the local ranks\n",
-                     j_.node_rank, v->c_str());
+        if (j_.is_elastic())
+          std::fprintf(stderr, "ddprun: node %d: round %d ends: %s; stopping the local ranks\n", j_.node_rank,
+                       round_, v->substr(v->find(' ') + 1).c_str());
+        else
+          std::fprintf(stderr,
+                       "ddprun: node %d: another node reported a failure (%s); stopping the local ranks\n",
+                       j_.node_rank, v->c_str());
         stop_for_remote_failure("on another node: " + *v, reported_code(*v));
       }
     } catch (const std::exception& e) {
@@ -147,8 +153,15 @@ private:
     }
   }
 
+  bool any_ended_well() const {
+    for (auto& r : ranks_)
+      if (r.exited && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) return true;
+    return false;
+  }
+
   void stop_for_remote_failure(std::string what, int code) {
     remote_failure_ = true;
+    res_.stopped_for_other_node = true;
     res_.what = std::move(what);
     res_.exit_code = code;
     if (term_at_ == never) term_at_ = clock::now() + grace_;
@@ -206,6 +219,7 @@ private:
 
   job& j_;
   const int round_;
+  const membership_check& check_;
   failure_notes notes_; ///< before ranks_: the ranks are told its file
   std::vector<rank_process> ranks_;
   const clock::duration grace_;
@@ -220,6 +234,8 @@ private:
 
 } // namespace
 
-round_outcome run_round(job& j, int round) { return round_watch(j, round).run(); }
+round_outcome run_round(job& j, int round, const membership_check& check) {
+  return round_watch(j, round, check).run();
+}
 
 } // namespace ddprun

@@ -6,20 +6,28 @@
 
 #include "options.hpp"
 
+#include <functional>
+#include <optional>
 #include <string>
 
 namespace ddprun {
 
 /// What one round of the job came to on this node.
 struct round_outcome {
-  bool failed = false;      ///< a local rank failed, or another node reported a failure
-  bool user_signal = false; ///< ddprun itself got SIGINT, SIGTERM or SIGQUIT: no restart
+  bool failed = false;                 ///< a local rank failed, or another node reported a failure
+  bool user_signal = false;            ///< ddprun itself got SIGINT, SIGTERM or SIGQUIT: no restart
+  bool stopped_for_other_node = false; ///< failed means: stopped for a report from the store
   int exit_code = 0;
   std::string what; ///< the failure, for the store and the final message
 };
 
+/// Under --nnodes MIN:MAX, the store's host asks this at every look at the store whether the
+/// round must end (an agent lost, a newcomer waiting): a report "<code> <what>" for every node
+/// (code 0: no failure), or nothing. `finishing`: a local rank has already ended well.
+using membership_check = std::function<std::optional<std::string>(bool finishing)>;
+
 /// Starts this node's ranks for `round`, watches them until every one has
 /// exited, and says how the round went.
-round_outcome run_round(job& j, int round);
+round_outcome run_round(job& j, int round, const membership_check& check = {});
 
 } // namespace ddprun

@@ -24,6 +24,12 @@ struct ddp_options {
   /// and under DDP_DEBUG too (dynamic loss scaling expects an Inf now and
   /// then). Costs one read of the gradients per step (docs/performance.md, "Checks").
   bool check_finite = false;
+  /// Keep the buckets in the policy's registration-order layout. Without it,
+  /// distributed_data_parallel rebuilds them once, after the first step that
+  /// communicates, in the order rank 0 marked the gradients ready (a
+  /// reorderable policy, host gradients; docs/bucketing.md). Every rank must
+  /// set the same value.
+  bool pin_bucket_order = false;
   /// Device gradients: the CUDA stream that computes them (a cudaStream_t).
   /// Buckets start after what is queued there when they complete; synchronize()
   /// then makes this stream wait for the reduced gradients instead of blocking

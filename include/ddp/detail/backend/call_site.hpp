@@ -19,13 +19,14 @@ DDP_BEGIN_NAMESPACE
 namespace detail {
 
 /// Which user-level call: sent in headers, so a small fixed code.
-enum class call_kind : std::uint8_t { none = 0, ddp_synchronize, sharded_synchronize };
+enum class call_kind : std::uint8_t { none = 0, ddp_synchronize, sharded_synchronize, ddp_rebuild_buckets };
 
 constexpr const char* to_string(call_kind c) noexcept {
   switch (c) {
   case call_kind::none: return "";
   case call_kind::ddp_synchronize: return "distributed_data_parallel::synchronize";
   case call_kind::sharded_synchronize: return "sharded_data_parallel::synchronize";
+  case call_kind::ddp_rebuild_buckets: return "distributed_data_parallel::synchronize's bucket rebuild";
   }
   return "";
 }

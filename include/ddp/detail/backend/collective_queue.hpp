@@ -109,7 +109,8 @@ private:
     }
   };
   static const char* trace_label(std::string_view name) {
-    for (const char* k : {"all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier"})
+    for (const char* k : {"all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier", "all_to_all",
+                          "gather", "scatter", "reduce"})
       if (name == k) return k;
     return "collective";
   }

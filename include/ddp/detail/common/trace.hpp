@@ -44,6 +44,7 @@ enum class kind : std::uint8_t {
   wait,            ///< span: synchronize() blocked on a bucket's collective: bucket, step
   unpack,          ///< span: copying a packed bucket back into the gradients: bucket, bytes
   collective,      ///< span on the thread that ran it: seq, bytes, bucket, queued_us
+  message,         ///< span on a send/recv lane ("send"/"recv"): seq, bytes, peer, queued_us
 };
 
 struct kind_info {
@@ -63,6 +64,7 @@ inline const kind_info& info(kind k) noexcept {
       {"wait", 'X', {"bucket", "step", nullptr, nullptr}},
       {"unpack", 'X', {"bucket", "bytes", nullptr, nullptr}},
       {"collective", 'X', {"seq", "bytes", "bucket", "queued_us"}},
+      {"message", 'X', {"seq", "bytes", "peer", "queued_us"}},
   };
   return table[static_cast<std::size_t>(k)];
 }
@@ -214,7 +216,7 @@ private:
     j += ",\n{\"name\":\"";
     j += e.label ? e.label : k.name;
     j += "\",\"cat\":\"";
-    j += e.what == kind::collective ? "collective" : "ddp";
+    j += e.what == kind::collective || e.what == kind::message ? "collective" : "ddp";
     j += "\",\"ph\":\"";
     j += k.phase;
     j += "\",\"ts\":";

@@ -44,6 +44,14 @@ public:
     }
   }
 
+  /// The plan was laid out again between steps (nothing in flight): state and
+  /// buffers for its buckets.
+  void plan_changed() {
+    wait_all_quietly();
+    state_ = std::vector<runtime>(plan_.buckets.size());
+    layout();
+  }
+
   /// A gradient with no contribution this step.
   static void zero(const tensor_slot& p) { std::memset(p.grad, 0, p.count * size_of(p.type)); }
 

@@ -60,6 +60,7 @@ DDP_INLINE void step_driver_core::mark(std::size_t index, mark_state how) {
   if (how == mark_state::unused) zero_gradient(index);
   last_reduced_.before_reduction(index, registry_[index]);
   step_.mark(index, how);
+  if (record_ready_order_ && how == mark_state::ready) ready_order_.push_back(index);
   gradient_marked(index, how);
 }
 
@@ -112,6 +113,12 @@ DDP_INLINE void step_driver_core::launch_complete_buckets(function_ref<void(std:
         launch(b);
       },
       limit);
+}
+
+DDP_INLINE void step_driver_core::plan_changed() {
+  if (step_.started())
+    throw error(error_kind::config, "internal error: the bucket plan changed in the middle of a step");
+  step_.plan_changed();
 }
 
 DDP_INLINE void step_driver_core::refresh() {
@@ -179,6 +186,7 @@ DDP_INLINE void step_driver_core::join(function_ref<void()> prepare, function_re
 DDP_INLINE void step_driver_core::begin_step() {
   if (step_.started()) return;
   step_.start();
+  if (record_ready_order_) ready_order_.clear();
   refresh();
   if (opts_.uneven_inputs) join_begin_step();
 }

@@ -97,6 +97,21 @@ public:
     if (step_.can_launch(limit)) launch_complete_buckets(launch, limit);
   }
 
+  /// synchronize() calls that did not throw, no_sync() ones included.
+  std::uint32_t steps() const noexcept { return steps_; }
+
+  /// While on, each step that communicates records the order of its
+  /// mark_grad_ready calls (from its beginning): the bucket rebuild reads it.
+  void record_ready_order(bool on) {
+    record_ready_order_ = on;
+    if (!on) ready_order_ = {};
+  }
+  /// The parameters marked ready in the step under way or the last one, in mark order.
+  const std::vector<std::size_t>& ready_order() const noexcept { return ready_order_; }
+
+  /// The owner laid its bucket plan out again, between steps.
+  DDP_INLINE void plan_changed();
+
   /// Follows moved gradient storage: the registry walks the model again and,
   /// if anything moved, the owner lays out what depends on the addresses.
   DDP_INLINE void refresh();
@@ -198,6 +213,8 @@ private:
     std::uint32_t step;
   };
   std::optional<non_finite> non_finite_; ///< what find_non_finite found this step
+  bool record_ready_order_ = false;
+  std::vector<std::size_t> ready_order_; ///< record_ready_order(): this step's marks of ready gradients
 };
 
 /// The owner's and the model's side of step_driver_core, for one owner type.

@@ -30,6 +30,11 @@ DDP_INLINE void step_state::reset() {
   started_ = false;
 }
 
+DDP_INLINE void step_state::plan_changed() {
+  pending_.assign(plan_.buckets.size(), 0);
+  reset();
+}
+
 } // namespace detail
 DDP_END_NAMESPACE
 

@@ -61,6 +61,8 @@ public:
   }
 
   DDP_INLINE void reset();
+  /// The plan was laid out again between steps (bucket_order.hpp): counts per new bucket.
+  DDP_INLINE void plan_changed();
 
 private:
   const bucket_plan& plan_;

@@ -20,6 +20,9 @@ class step_timeline {
 public:
   explicit step_timeline(const bucket_plan& plan) : plan_(plan), launched_ns_(plan.buckets.size(), 0) {}
 
+  /// The plan was laid out again between steps.
+  void plan_changed() { launched_ns_.assign(plan_.buckets.size(), 0); }
+
   void marked(std::size_t param, bool unused) {
     trace::instant(trace::kind::mark_grad_ready, static_cast<std::int64_t>(param), unused ? 1 : 0);
   }

@@ -421,31 +421,32 @@ private:
     const std::string head = "rank " + std::to_string(rank_) + ": " + (sends ? "send" : "recv");
     const std::string tail = std::string(sends ? " to" : " from") + " rank " + std::to_string(peer) + " (" +
                              std::to_string(n) + " x " + std::string(to_string(dt)) + note_ + ")";
-    return lanes_.submit(
-        peer, sends, head, tail, timeout_, blocking, [=, this](std::uint32_t seq, const std::string& what) {
-          std::shared_ptr<gloo_mesh_context> ctx;
-          {
-            std::unique_lock lock(contexts_mu_);
-            // No context: a collective is failing (close_all), its error on the way to fail_lanes.
-            if (!ctx_) verdict_cv_.wait(lock, [&] { return lanes_.poisoned() != nullptr; });
-            if (auto why = lanes_.poisoned()) std::rethrow_exception(why);
-            if (auto why = queue_.poisoned()) std::rethrow_exception(why);
-            ctx = ctx_;
-          }
-          try {
-            p2p_transfer(ctx, waits_, sends, data, n, dt, peer, tag, seq, timeout_, what);
-          } catch (const ddp::error&) {
-            fail_from_lane(std::current_exception());
-          } catch (const std::exception& e) {
-            await_verdict();
-            fail_from_lane(std::make_exception_ptr(
-                error(error_kind::timeout,
-                      what + " failed: " + e.what() + ". Rank " + std::to_string(peer) +
-                          " did not take its part in time, or failed (its output says why); every "
-                          "later collective of this group throws",
-                      peer)));
-          }
-        });
+    return lanes_.submit(peer, sends, static_cast<std::int64_t>(n * size_of(dt)), head, tail, timeout_,
+                         blocking, [=, this](std::uint32_t seq, const std::string& what) {
+                           std::shared_ptr<gloo_mesh_context> ctx;
+                           {
+                             std::unique_lock lock(contexts_mu_);
+                             // No context: a collective is failing (close_all), its error on the way to
+                             // fail_lanes.
+                             if (!ctx_) verdict_cv_.wait(lock, [&] { return lanes_.poisoned() != nullptr; });
+                             if (auto why = lanes_.poisoned()) std::rethrow_exception(why);
+                             if (auto why = queue_.poisoned()) std::rethrow_exception(why);
+                             ctx = ctx_;
+                           }
+                           try {
+                             p2p_transfer(ctx, waits_, sends, data, n, dt, peer, tag, seq, timeout_, what);
+                           } catch (const ddp::error&) {
+                             fail_from_lane(std::current_exception());
+                           } catch (const std::exception& e) {
+                             await_verdict();
+                             fail_from_lane(std::make_exception_ptr(error(
+                                 error_kind::timeout,
+                                 what + " failed: " + e.what() + ". Rank " + std::to_string(peer) +
+                                     " did not take its part in time, or failed (its output says why); every "
+                                     "later collective of this group throws",
+                                 peer)));
+                           }
+                         });
   }
 
   /// The group goes while sends or recvs it was given have not ended: a

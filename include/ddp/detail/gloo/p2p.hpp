@@ -13,6 +13,7 @@
 #define DDP_DETAIL_GLOO_P2P_HPP
 
 #include <ddp/detail/backend/ordered_queue.hpp>
+#include <ddp/detail/common/trace.hpp>
 #include <ddp/detail/fault/flight_recorder.hpp>
 #include <ddp/detail/gloo/deadline.hpp>
 #include <ddp/detail/gloo/slots.hpp>
@@ -141,8 +142,9 @@ public:
     rank_ = rank;
   }
 
-  /// Queues `body(seq, what)` in the lane of (peer, sends), named `head #seq tail`.
-  work submit(int peer, bool sends, const std::string& head, const std::string& tail,
+  /// Queues `body(seq, what)` in the lane of (peer, sends), named `head #seq tail`; on the
+  /// timeline, a "send" or "recv" span of `bytes` on the lane's row.
+  work submit(int peer, bool sends, std::int64_t bytes, const std::string& head, const std::string& tail,
               std::chrono::milliseconds timeout, bool blocking,
               std::function<void(std::uint32_t seq, const std::string& what)> body) {
     ordered_queue* q = nullptr;
@@ -163,14 +165,21 @@ public:
       l.pending.emplace(seq, what);
     }
     const std::uint64_t id = recorder_ ? recorder_->message_queued(what) : 0;
+    const std::int64_t queued_ns = trace::on() ? trace::now_ns() : -1;
     return q->submit(
-        [this, key, body = std::move(body), seq, what, id](work_state&) {
+        [this, key, body = std::move(body), seq, what, id, queued_ns, bytes](work_state&) {
           struct done_t {
             gloo_p2p_lanes* lanes;
             std::pair<int, bool> key;
             std::uint32_t seq;
-            ~done_t() { lanes->done(key, seq); }
-          } done{this, key, seq};
+            std::int64_t queued_ns, start_ns, bytes;
+            ~done_t() {
+              if (start_ns >= 0)
+                trace::record(trace::kind::message, start_ns, trace::now_ns() - start_ns, seq, bytes,
+                              key.first, start_ns - queued_ns, key.second ? "send" : "recv");
+              lanes->done(key, seq);
+            }
+          } done{this, key, seq, queued_ns, queued_ns >= 0 ? trace::now_ns() : -1, bytes};
           if (recorder_) recorder_->message_running(id);
           try {
             body(seq, what);

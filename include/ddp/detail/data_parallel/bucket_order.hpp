@@ -1,0 +1,96 @@
+// Buckets in the order backward runs (PyTorch's Reducer::rebuild_buckets).
+// The first buckets follow the registration order (reversed), the best guess
+// before any backward ran. During the first step that communicates, the step
+// driver records the order of mark_grad_ready; after it, every rank sends its
+// order and options in one all_gather, and every rank lays the buckets out
+// again from rank 0's order, so that they stay identical everywhere. Once,
+// between steps: nothing is in flight. What keeps the first layout: the
+// user's pin (ddp_options::pin_bucket_order), a policy with no ordered form
+// (reorderable_bucketing_policy), device gradients, and gradients laid out
+// in memory for the first buckets (an arena, a flat_model, LibTorch's views)
+// where the new ones would reduce fewer bytes in place (docs/bucketing.md).
+#ifndef DDP_DETAIL_DATA_PARALLEL_BUCKET_ORDER_HPP
+#define DDP_DETAIL_DATA_PARALLEL_BUCKET_ORDER_HPP
+
+#include <ddp/bucketing.hpp>
+#include <ddp/detail/common/function_ref.hpp>
+#include <ddp/detail/common/linkage.hpp>
+#include <ddp/detail/data_parallel/bucket_plan.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// A reorderable policy's second assign, as a plain function.
+using ordered_assign = std::vector<std::vector<std::size_t>> (*)(std::span<const parameter_desc>,
+                                                                 std::span<const std::size_t>);
+
+/// The order to rebuild in: the parameters marked ready, in mark order, then
+/// every other one (marked unused, never marked, zero-sized), last first.
+DDP_INLINE std::vector<std::size_t> backward_order(std::span<const std::size_t> ready, std::size_t n);
+
+/// Each bucket's members by descending registration index: the memory order
+/// of ddp::arena, ddp::flat_model and LibTorch's gradient views, so that a
+/// bucket of neighbours there is one contiguous range. Which gradients share
+/// a bucket and when it launches do not depend on this order.
+DDP_INLINE void order_members_like_memory(std::vector<std::vector<std::size_t>>& assignment);
+
+/// Whether the gradients lie in memory for these buckets: some bucket of two
+/// or more tensors is one contiguous range (an arena, a flat_model, LibTorch's
+/// views; separate allocations never are).
+DDP_INLINE bool laid_out_for(const bucket_plan& plan);
+
+/// Bytes of the buckets reduced in place, where they lie.
+DDP_INLINE std::size_t in_place_bytes(const bucket_plan& plan);
+
+/// What one rank brings to the rebuild.
+struct bucket_order_request {
+  std::span<const tensor_slot> params;
+  std::span<const std::size_t> ready; ///< this rank's mark_grad_ready order in the recorded step
+  ordered_assign assign;              ///< the policy's ordered form
+  dtype (*wire)(dtype);
+  plan_capabilities caps;
+  /// Why the buckets stay whatever the order (a policy with no ordered form,
+  /// device gradients: every rank alike), or null. No exchange then.
+  const char* fixed;
+  bool pinned; ///< ddp_options::pin_bucket_order: every rank must say the same
+  int rank;
+  int world;
+  std::uint32_t step; ///< the step just finished (its call site names the exchange)
+};
+
+/// Rank 0's decision, as it travels in the exchange.
+namespace order_verdict {
+inline constexpr std::int64_t keep_pinned = 0, keep_layout = 1, rebuild = 2;
+}
+
+/// Both orders for DDP_DEBUG: registration, and `ready` then the rest.
+DDP_INLINE std::string describe_orders(std::span<const tensor_slot> params,
+                                       std::span<const std::size_t> ready);
+
+/// The policy's buckets for `order`, members in memory order, laid out as a plan.
+DDP_INLINE bucket_plan plan_in_order(const bucket_order_request& req, std::span<const std::size_t> order);
+
+/// The exchange and the decision, on every rank alike: true when `plan` was
+/// replaced by the one in backward's order (the caller then lays out what
+/// depends on it). Ranks whose pin differs fail with ddp::error(mismatch)
+/// naming the first such rank, `plan` unchanged; a rank at another collective
+/// (a different step, a different parameter count) fails in the exchange's
+/// header check. DDP_DEBUG=INFO: rank 0 logs both orders, once.
+DDP_INLINE bool
+agree_on_bucket_order(bucket_plan& plan, const bucket_order_request& req,
+                      function_ref<void(const std::int64_t*, std::int64_t*, std::size_t)> all_gather);
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#if DDP_DETAIL_DEFINE_RUNTIME
+#include <ddp/detail/data_parallel/bucket_order-inl.hpp>
+#endif
+
+#endif // DDP_DETAIL_DATA_PARALLEL_BUCKET_ORDER_HPP

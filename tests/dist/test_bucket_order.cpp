@@ -1,0 +1,332 @@
+// Buckets in the order backward runs: after the first step, distributed_data_parallel
+// lays its buckets out again in the order rank 0 marked the gradients, the same on
+// every rank, at world sizes 1..4, against the single-process oracle.
+#include "../support/mlp.hpp"
+#include "group.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+using ddp_test::group;
+
+namespace {
+
+const std::vector<int> dims{6, 16, 12, 8, 3};
+constexpr int per_rank_batch = 4;
+constexpr int steps = 5;
+/// Caps small enough for several buckets: w0 384 B, b0 64, w1 768, b1 48, w2 384, b2 32, w3 96, b3 12.
+using small_buckets = ddp::bucketing::size_capped<256, 128>;
+
+/// The test MLP with its parameters registered in any order: DDP parameter i is
+/// the MLP's parameter reg[i] (2l: layer l's weight, 2l + 1: its bias).
+template <class S> struct permuted_mlp {
+  ddp_test::mlp<S> m;
+  std::vector<std::size_t> reg;
+  template <class F> void for_each_parameter(F&& f) {
+    for (std::size_t k : reg) {
+      const std::size_t l = k / 2;
+      if (k % 2 == 0)
+        f("fc" + std::to_string(l + 1) + ".weight", m.w[l], m.dw[l]);
+      else
+        f("fc" + std::to_string(l + 1) + ".bias", m.b[l], m.db[l]);
+    }
+  }
+};
+
+/// Backward makes the last layer's weight, then its bias, then the layer before: in
+/// MLP parameter indices for 4 layers, 6 7 4 5 2 3 0 1.
+std::vector<std::size_t> mlp_backward_order() {
+  std::vector<std::size_t> o;
+  for (std::size_t l = dims.size() - 1; l-- > 0;) {
+    o.push_back(2 * l);
+    o.push_back(2 * l + 1);
+  }
+  return o;
+}
+
+/// Where each DDP parameter comes in backward's order.
+std::vector<std::size_t> mark_positions(const std::vector<std::size_t>& reg) {
+  const auto o = mlp_backward_order();
+  std::vector<std::size_t> at(reg.size());
+  for (std::size_t i = 0; i < reg.size(); ++i)
+    at[i] = static_cast<std::size_t>(std::find(o.begin(), o.end(), reg[i]) - o.begin());
+  return at;
+}
+
+/// One number per layout, equal on every rank exactly when the layouts are.
+std::int64_t fingerprint(const std::vector<ddp::bucket_info>& buckets) {
+  std::int64_t h = static_cast<std::int64_t>(buckets.size());
+  for (auto& b : buckets) {
+    h = h * 1000003 + static_cast<std::int64_t>(b.parameters.size());
+    for (auto p : b.parameters)
+      h = h * 31 + static_cast<std::int64_t>(p) + 1;
+  }
+  return h;
+}
+
+template <class PG> bool same_on_every_rank(PG& pg, std::int64_t v) {
+  std::vector<std::int64_t> lo{v}, hi{v};
+  pg.all_reduce(lo, ddp::op::min);
+  pg.all_reduce(hi, ddp::op::max);
+  return lo[0] == v && hi[0] == v;
+}
+
+/// Whether the buckets follow backward's order: each a run of consecutive mark
+/// positions, bucket 0 starting with the first gradient backward makes.
+bool in_backward_order(const std::vector<ddp::bucket_info>& buckets, const std::vector<std::size_t>& at) {
+  std::size_t next = 0;
+  for (auto& b : buckets) {
+    std::vector<std::size_t> pos;
+    for (auto p : b.parameters)
+      pos.push_back(at[p]);
+    std::sort(pos.begin(), pos.end());
+    for (auto q : pos)
+      if (q != next++) return false;
+  }
+  return next == at.size();
+}
+
+/// Every bucket within the policy's caps (a single tensor may exceed them).
+bool within_caps(const std::vector<ddp::bucket_info>& buckets) {
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    const std::size_t bytes = buckets[i].elements * sizeof(float);
+    const std::size_t cap = i == 0 ? small_buckets::first_bucket_bytes : small_buckets::cap_bytes;
+    if (buckets[i].parameters.size() > 1 && bytes > cap) return false;
+  }
+  return true;
+}
+
+struct run_result {
+  double difference = 0;                     ///< against one process on the whole batches
+  std::vector<ddp::bucket_info> first, last; ///< the buckets at construction and after training
+  std::vector<std::size_t> launched_early;   ///< per step: buckets launched once the last layer was marked
+};
+
+/// Trains `steps` steps at every rank with registration `reg`, marking gradients by
+/// tensor as backward makes them; `other_marks`: ranks but 0 mark theirs in reverse
+/// in step 1 (and then as rank 0 does).
+template <class Bucketing>
+run_result train(const std::vector<std::size_t>& reg, ddp::ddp_options opts = {}, bool other_marks = false) {
+  auto& pg = group();
+  const int R = pg.size(), global = R * per_rank_batch;
+  ddp_test::mlp<float> reference(dims, 11, false);
+  const unsigned seed = 11u + 1000u * static_cast<unsigned>(pg.rank()); // rank 0's is broadcast
+  permuted_mlp<float> local{ddp_test::mlp<float>(dims, seed, false), reg};
+  ddp::distributed_data_parallel<permuted_mlp<float>, ddp::gloo, Bucketing> dp(local, pg, opts);
+  run_result out;
+  out.first = dp.buckets();
+  const std::size_t last_layer = dims.size() - 2;
+  for (int step = 0; step < steps; ++step) {
+    auto [x, y] =
+        ddp_test::make_batch<float>(dims.front(), dims.back(), global, 200u + static_cast<unsigned>(step));
+    reference.zero_grad();
+    reference.train_step(x, y);
+    reference.sgd(0.1f);
+    local.m.zero_grad();
+    using mat = typename ddp_test::mlp<float>::mat;
+    mat xs = x.middleCols(pg.rank() * per_rank_batch, per_rank_batch);
+    mat ys = y.middleCols(pg.rank() * per_rank_batch, per_rank_batch);
+    if (other_marks && step == 0 && pg.rank() != 0) {
+      local.m.train_step(xs, ys);
+      for (std::size_t l = 0; l <= last_layer; ++l) { // first layer first: the reverse of rank 0
+        dp.mark_grad_ready(local.m.db[l]);
+        dp.mark_grad_ready(local.m.dw[l]);
+      }
+      out.launched_early.push_back(0);
+    } else {
+      std::size_t early = 0;
+      local.m.train_step(xs, ys, [&](std::size_t l) {
+        dp.mark_grad_ready(local.m.dw[l]);
+        dp.mark_grad_ready(local.m.db[l]);
+        if (l == last_layer) early = dp.buckets_launched();
+      });
+      out.launched_early.push_back(early);
+    }
+    dp.synchronize();
+    local.m.sgd(0.1f);
+  }
+  out.last = dp.buckets();
+  out.difference = ddp_test::relative_difference(local.m.flat(), reference.flat());
+  return out;
+}
+
+/// Registration in backward's own order: reverse-registration buckets are then
+/// exactly backwards, and the first one waits for the last gradient.
+std::vector<std::size_t> registration_as_backward() { return mlp_backward_order(); }
+
+template <class Bucketing> void check_rebuilt(const std::vector<std::size_t>& reg) {
+  auto r = train<Bucketing>(reg);
+  const auto at = mark_positions(reg);
+  CHECK(r.difference < 1e-5);
+  CHECK(same_on_every_rank(group(), fingerprint(r.last)));
+  CHECK(in_backward_order(r.last, at));
+  if constexpr (std::is_same_v<Bucketing, small_buckets>) {
+    CHECK(within_caps(r.first));
+    CHECK(within_caps(r.last));
+  }
+  // After the rebuild, the last layer's bucket leaves while backward still runs (unless it
+  // is the only one: the last bucket waits for synchronize()).
+  if (r.last.size() > 1)
+    for (int s = 1; s < steps; ++s)
+      CHECK(r.launched_early[static_cast<std::size_t>(s)] >= 1);
+}
+
+} // namespace
+
+TEST_CASE("registered in backward's order: rebuilt after step 1, the same everywhere, one process's result") {
+  const auto reg = registration_as_backward();
+  // The first buckets are backwards: the first launches only once backward is over.
+  auto r = train<small_buckets>(reg);
+  CHECK_FALSE(in_backward_order(r.first, mark_positions(reg)));
+  CHECK(r.launched_early[0] == 0);
+  check_rebuilt<small_buckets>(reg);
+  check_rebuilt<ddp::bucketing::per_tensor>(reg);
+  check_rebuilt<ddp::bucketing::size_capped<>>(reg); // one bucket: the same, rebuilt or not
+}
+
+TEST_CASE("registered in a shuffled order: rebuilt in backward's order") {
+  check_rebuilt<small_buckets>({3, 6, 0, 7, 5, 1, 2, 4});
+  check_rebuilt<ddp::bucketing::per_tensor>({3, 6, 0, 7, 5, 1, 2, 4});
+}
+
+// Run alone under DDP_DEBUG=INFO by ctest (dist.bucket_order.debug_log): one DDP, so
+// rank 0 prints both orders exactly once.
+TEST_CASE("DDP_DEBUG=INFO: one rebuild, both orders logged once") {
+  CHECK(train<small_buckets>({3, 6, 0, 7, 5, 1, 2, 4}).difference < 1e-5);
+}
+
+TEST_CASE("pin_bucket_order keeps the registration order") {
+  const auto reg = registration_as_backward();
+  auto r = train<small_buckets>(reg, {.pin_bucket_order = true});
+  CHECK(r.difference < 1e-5);
+  CHECK(fingerprint(r.first) == fingerprint(r.last));
+  CHECK_FALSE(in_backward_order(r.last, mark_positions(reg)));
+  for (auto early : r.launched_early)
+    CHECK(early == 0);
+}
+
+TEST_CASE("single_buffer is not reordered") {
+  const auto reg = registration_as_backward();
+  auto r = train<ddp::bucketing::single_buffer>(reg);
+  CHECK(r.difference < 1e-5);
+  CHECK(fingerprint(r.first) == fingerprint(r.last));
+}
+
+TEST_CASE("ranks that mark in another order get rank 0's buckets") {
+  const auto reg = registration_as_backward();
+  auto r = train<small_buckets>(reg, {}, /*other_marks=*/true);
+  CHECK(r.difference < 1e-5);
+  CHECK(same_on_every_rank(group(), fingerprint(r.last)));
+  CHECK(in_backward_order(r.last, mark_positions(reg))); // rank 0's order, on every rank
+}
+
+TEST_CASE("a rank that joins before its first step takes part in the rebuild") {
+  auto& pg = group();
+  const auto reg = registration_as_backward();
+  permuted_mlp<float> local{ddp_test::mlp<float>(dims, 5, false), reg};
+  ddp::distributed_data_parallel<permuted_mlp<float>, ddp::gloo, small_buckets> dp(local, pg,
+                                                                                   {.uneven_inputs = true});
+  const int my_steps = pg.rank() == pg.size() - 1 && pg.size() > 1 ? 0 : 3;
+  for (int step = 0; step < my_steps; ++step) {
+    auto [x, y] = ddp_test::make_batch<float>(dims.front(), dims.back(), per_rank_batch,
+                                              300u + static_cast<unsigned>(step + 7 * pg.rank()));
+    local.m.zero_grad();
+    local.m.train_step(x, y, [&](std::size_t l) {
+      dp.mark_grad_ready(local.m.dw[l]);
+      dp.mark_grad_ready(local.m.db[l]);
+    });
+    dp.synchronize();
+    local.m.sgd(0.1f);
+  }
+  dp.join();
+  CHECK(same_on_every_rank(pg, fingerprint(dp.buckets())));
+  CHECK(in_backward_order(dp.buckets(), mark_positions(reg)));
+  // The group is in step: a collective after the join lines up on every rank.
+  std::vector<int> one{1};
+  pg.all_reduce(one);
+  CHECK(one[0] == pg.size());
+}
+
+namespace {
+/// Two small tensors apart in memory: one packed bucket under every policy, so only the
+/// rebuild's exchange can differ. (Packed: its all-reduce opens with the header round that
+/// compares the ranks' collectives; an in-place bucket's ring compares them at the step's
+/// first bucket only, so a rank at another collective there waits for its timeout.)
+struct one_tensor {
+  std::vector<float> v = std::vector<float>(64, 1.f), g = std::vector<float>(64, 0.f);
+  std::vector<float> v2 = std::vector<float>(8, 1.f), g2 = std::vector<float>(8, 0.f);
+  template <class F> void for_each_parameter(F&& f) {
+    f("a", v, g);
+    f("b", v2, g2);
+  }
+};
+
+template <class Check> void expect_mismatch_on_every_rank(Check&& check, const std::function<void()>& body) {
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    body();
+    FAIL("the ranks disagreed about the rebuild, and no rank said so");
+  } catch (const ddp::error& e) {
+    const std::string what = e.what();
+    CAPTURE(what);
+    CHECK(e.kind() == ddp::error_kind::mismatch);
+    check(e, what);
+  }
+  // At once, not at the group's timeout.
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(15));
+}
+} // namespace
+
+TEST_CASE("pin_bucket_order set on some ranks only: every rank fails, naming the rank") {
+  if (group().size() == 1) return;
+  std::string dir;
+  auto pg = ddp_test::fresh_file_group("ddp_bucket_order_pin_", dir, std::chrono::seconds(30));
+  one_tensor m;
+  ddp::distributed_data_parallel dp(m, pg, {.pin_bucket_order = pg.rank() == 1});
+  expect_mismatch_on_every_rank(
+      [](const ddp::error& e, const std::string& what) {
+        CHECK(e.rank() == 1);
+        CHECK(what.find("pin_bucket_order") != std::string::npos);
+        CHECK(what.find("rank 1 has it on") != std::string::npos);
+      },
+      [&] { dp.synchronize(); });
+  // No rank changed its buckets, and the group still works.
+  REQUIRE(dp.buckets().size() == 1);
+  CHECK(dp.buckets()[0].path == ddp::bucket_path::packed);
+  dp.synchronize();
+  pg.barrier();
+  if (pg.rank() == 0) std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a rank that skips the rebuild's exchange: a mismatch on every rank, not a hang") {
+  if (group().size() == 1) return;
+  std::string dir;
+  auto pg = ddp_test::fresh_file_group("ddp_bucket_order_skip_", dir, std::chrono::seconds(30));
+  one_tensor m;
+  auto step_twice = [&](auto& dp) {
+    dp.synchronize(); // step 1 lines up: one bucket everywhere
+    std::fill(m.g.begin(), m.g.end(), 1.f);
+    dp.synchronize(); // rank 1 (single_buffer: no ordered form) is here; the others exchange orders
+  };
+  expect_mismatch_on_every_rank(
+      [](const ddp::error&, const std::string& what) {
+        CHECK(what.find("bucket rebuild") != std::string::npos);
+        CHECK(what.find("ranks called different collectives") != std::string::npos);
+      },
+      [&] {
+        if (pg.rank() == 1) {
+          ddp::distributed_data_parallel<one_tensor, ddp::gloo, ddp::bucketing::single_buffer> dp(m, pg);
+          step_twice(dp);
+        } else {
+          ddp::distributed_data_parallel dp(m, pg);
+          step_twice(dp);
+        }
+      });
+  if (pg.rank() == 0) std::filesystem::remove_all(dir);
+}
