@@ -145,9 +145,11 @@ template <class Optimizer> void gather_optimizer_state(Optimizer& opt, checkpoin
       std::memcpy(flat.data() + k * total + offset[r.parameter] + r.offset, src, r.value.size() * sizeof(T));
     }
   });
-  auto& pg = sharded.group();
-  if (!bits32.empty()) pg.all_reduce(bits32, op::sum);
-  if (!bits64.empty()) pg.all_reduce(bits64, op::sum);
+  // Over the shard group: under hybrid sharding each replica holds the same
+  // shards, and one copy of each element makes the whole.
+  auto& shard_group = sharded.shard_group();
+  if (!bits32.empty()) shard_group.all_reduce(bits32, op::sum);
+  if (!bits64.empty()) shard_group.all_reduce(bits64, op::sum);
   for (std::size_t p = 0; p < c.tensors.size() && c.tensors[p].role == checkpoint_role::parameter; ++p) {
     auto& t = c.tensors[p];
     const bool single = t.type == dtype::f32;

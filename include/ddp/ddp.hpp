@@ -13,6 +13,7 @@
 #include <ddp/error.hpp>
 #include <ddp/flat_model.hpp>
 #include <ddp/global_batches.hpp>
+#include <ddp/hybrid_groups.hpp>
 #include <ddp/model.hpp>
 #include <ddp/op.hpp>
 #include <ddp/optim/adam.hpp>

@@ -821,6 +821,10 @@ process_group<Backend>::process_group(subgroup_t, const process_group& parent,
   }
   if constexpr (peer_failure_communicator<typename Backend::communicator>)
     if (relay_) relay_->attach(*comm_);
+  // A member's connect returns once its own pairs are up, maybe before a
+  // slower member's are; one that then dropped the group at once closed pairs
+  // that member was still connecting to. Past this barrier every member is connected.
+  comm_->barrier(true).wait();
 }
 
 template <class Backend>

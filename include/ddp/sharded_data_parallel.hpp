@@ -5,7 +5,9 @@
 // model again. Same models, policies and options as distributed_data_parallel
 // (its step driver: marks, no_sync, strict_marking, join), except
 // compute_stream, for device gradients; the optimizers that go with it are in
-// ddp/optim/.
+// ddp/optim/. Hybrid sharding (FSDP's HSDP): over a shard group and a
+// replicate group (ddp/hybrid_groups.hpp), the state is cut within the shard
+// group and the shards' gradients averaged across the replicate group.
 #ifndef DDP_SHARDED_DATA_PARALLEL_HPP
 #define DDP_SHARDED_DATA_PARALLEL_HPP
 
@@ -19,7 +21,9 @@
 #include <ddp/detail/data_parallel/parameter_registry.hpp>
 #include <ddp/detail/data_parallel/policy_diagnostics.hpp>
 #include <ddp/detail/data_parallel/step_driver.hpp>
+#include <ddp/detail/sharded/hybrid_tiling.hpp>
 #include <ddp/detail/sharded/shard_engine.hpp>
+#include <ddp/hybrid_groups.hpp>
 #include <ddp/model.hpp>
 #include <ddp/process_group.hpp>
 #include <ddp/reduction.hpp>
@@ -35,7 +39,7 @@ template <class T> struct shard_range {
   std::size_t parameter;    ///< registration index
   std::size_t offset;       ///< first element within the parameter
   std::span<T> value;       ///< the parameter's elements, updated in place
-  std::span<const T> grad;  ///< their gradient, averaged over all ranks
+  std::span<const T> grad;  ///< their gradient, averaged over all ranks (the world's, under hybrid)
   std::size_t bucket;       ///< the bucket it belongs to
   std::size_t state_offset; ///< its position in this rank's shard of that bucket (for optimizer state)
 };
@@ -61,23 +65,43 @@ public:
   /// to every rank, and cuts each bucket into W shards. The options are
   /// distributed_data_parallel's; compute_stream, for device gradients, is refused.
   sharded_data_parallel(Model& m, process_group<Backend>& pg, ddp_options o = {})
-      : model_(m), pg_(pg), opts_(o), attached_(m), registry_(attached_.walked(), pg.rank()),
-        plan_(verify_then_plan()), engine_(pg.communicator(), plan_, registry_.parameters()),
-        step_(*this, pg.communicator(), pg.lifetime(), opts_, attached_, registry_, plan_) {
-    attached_.connect(gradient_sink(*this));
-  }
+      : sharded_data_parallel(m, pg, pg, nullptr, o) {}
+
+  /// Hybrid sharding: the state is cut into `shard.size()` shards within
+  /// `shard`; each shard's gradient is reduce-scattered within `shard`, then
+  /// all-reduced across `replicate` (the ranks that hold the same shard in the
+  /// other shard groups): the average is over every rank of `pg`, divided by
+  /// pg.size() once. Parameters are all-gathered within `shard` only.
+  /// Collective over `pg`; the groups must tile it (each rank in one shard group
+  /// of S ranks and one replicate group of R, S × R = pg.size(), a replicate
+  /// group holding the same shard rank of every shard group): otherwise
+  /// ddp::error(config) on every rank, naming the ranks. Every group must
+  /// outlive this object. make_hybrid_groups() builds them from the topology.
+  sharded_data_parallel(Model& m, process_group<Backend>& pg, process_group<Backend>& shard,
+                        process_group<Backend>& replicate, ddp_options o = {})
+      : sharded_data_parallel(m, pg, shard, &replicate, o) {}
+  sharded_data_parallel(Model& m, process_group<Backend>& pg, hybrid_groups<Backend>& groups,
+                        ddp_options o = {})
+      : sharded_data_parallel(m, pg, groups.shard, &groups.replicate, o) {}
   sharded_data_parallel(const sharded_data_parallel&) = delete;
   sharded_data_parallel& operator=(const sharded_data_parallel&) = delete;
 
   Model& module() noexcept { return model_; }
   process_group<Backend>& group() noexcept { return pg_; }
+  /// The group the state is cut within and the parameters gathered over:
+  /// group() itself unless hybrid.
+  process_group<Backend>& shard_group() noexcept { return shard_pg_; }
+  /// The group a shard's gradient is averaged across under hybrid sharding; null otherwise.
+  process_group<Backend>* replicate_group() noexcept { return replicate_pg_; }
+  bool hybrid() const noexcept { return replicate_pg_ != nullptr; }
   std::size_t num_parameters() const noexcept { return registry_.size(); }
   const std::string& parameter_name(std::size_t i) const { return registry_.parameters().at(i).name; }
   std::size_t num_buckets() const noexcept { return plan_.buckets.size(); }
   /// This rank's elements of bucket b (the parameters' dtype: float or double).
   std::size_t shard_size(std::size_t b) const { return engine_.shards(b).size; }
   dtype bucket_type(std::size_t b) const { return plan_.buckets.at(b).param_type; }
-  /// This rank's elements over all buckets: 1/W of the model, within one per bucket.
+  /// This rank's elements over all buckets: 1/S of the model (S: the shard
+  /// group's size, the world's unless hybrid), within one per bucket.
   /// Bytes held for the collectives: the packing/gathering buffers (about one
   /// model's worth in the wire or parameter dtype, whichever is wider) and the shards.
   std::size_t buffer_bytes() const { return engine_.buffer_bytes(); }
@@ -108,8 +132,7 @@ public:
     const bool communicated = step_.synchronize(
         [&] {
           launch_ready();
-          for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
-            engine_.finish(b);
+          engine_.finish_all();
           if (opts_.broadcast_buffers && !registry_.buffers().empty())
             registry_.broadcast_from_rank0(pg_.communicator(), /*buffers_only=*/true, host_only_);
         },
@@ -140,7 +163,7 @@ public:
         for (std::size_t i = 0; i < n; ++i)
           sum[0] += static_cast<double>(g[i]) * static_cast<double>(g[i]);
       });
-    pg_.all_reduce(sum);
+    shard_pg_.all_reduce(sum); // every replica holds the same shards: one of them counts
     const double norm = std::sqrt(sum[0]), factor = max_norm / (norm + 1e-6);
     if (factor < 1.0)
       for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
@@ -175,7 +198,7 @@ public:
       }
     } catch (const std::exception& e) {
       // Peers wait in this step's later all-gathers: fail them now, not at their deadline.
-      pg_.abort("rank " + std::to_string(pg_.rank()) + ": the optimizer step failed: " + e.what());
+      abort_group("rank " + std::to_string(pg_.rank()) + ": the optimizer step failed: " + e.what());
       engine_.wait_all_quietly();
       throw;
     }
@@ -195,8 +218,7 @@ public:
     auto shadow_step = [&] {
       for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
         engine_.launch_zeros(b);
-      for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
-        engine_.finish(b);
+      engine_.finish_all();
       if (opts_.broadcast_buffers && !registry_.buffers().empty()) // as synchronize() does
         registry_.broadcast_from_rank0(pg_.communicator(), /*buffers_only=*/true, host_only_);
       synchronized_ = true;
@@ -231,7 +253,7 @@ private:
       using T = std::remove_pointer_t<decltype(grad_shard)>;
       for (auto& r : sh.owned) {
         auto& p = registry_[r.param];
-        const std::size_t at = r.padded - static_cast<std::size_t>(pg_.rank()) * sh.block;
+        const std::size_t at = r.padded - static_cast<std::size_t>(shard_pg_.rank()) * sh.block;
         shard_range<T> range{r.param,
                              r.param_offset,
                              std::span<T>(static_cast<T*>(p.value) + r.param_offset, r.count),
@@ -257,7 +279,40 @@ private:
     }
   }
 
+  sharded_data_parallel(Model& m, process_group<Backend>& pg, process_group<Backend>& shard,
+                        process_group<Backend>* replicate, ddp_options o)
+      : model_(m), pg_(pg), shard_pg_(shard), replicate_pg_(replicate), opts_(o), attached_(m),
+        registry_(attached_.walked(), pg.rank()), plan_(verify_then_plan()),
+        engine_(shard.communicator(), replicate ? &replicate->communicator() : nullptr, plan_,
+                registry_.parameters()),
+        step_(*this, pg.communicator(), pg.lifetime(), opts_, attached_, registry_, plan_) {
+    attached_.connect(gradient_sink(*this));
+  }
+
+  /// Every rank's view of its two groups, gathered over the world: the same
+  /// verdict on every rank, so a layout that does not tile fails everywhere at once.
+  void check_tiling() {
+    if (!replicate_pg_) return;
+    auto side = [](process_group<Backend>& g) {
+      return detail::hybrid_side{g.is_member(), g.rank(), g.size(), &g.name(), &g.global_ranks()};
+    };
+    auto mine = detail::hybrid_record(side(shard_pg_), side(*replicate_pg_), pg_.global_ranks());
+    std::vector<std::int64_t> all(mine.size() * static_cast<std::size_t>(pg_.size()));
+    pg_.all_gather(mine, all);
+    const std::string problem = detail::hybrid_tiling_problem(all, pg_.size());
+    if (!problem.empty())
+      throw error(error_kind::config,
+                  "sharded_data_parallel on rank " + std::to_string(pg_.rank()) +
+                      ": the shard and replicate groups do not tile the world of " +
+                      std::to_string(pg_.size()) + " ranks: " + problem +
+                      ". Each rank must pass one shard group of S ranks and one replicate group of R ranks "
+                      "(S x R = world), a replicate group holding the same shard rank of every shard group: "
+                      "ddp::make_hybrid_groups(pg) builds them from the topology",
+                  pg_.rank());
+  }
+
   detail::bucket_plan verify_then_plan() {
+    check_tiling();
     if (opts_.compute_stream)
       throw error(error_kind::config,
                   "rank " + std::to_string(pg_.rank()) +
@@ -294,7 +349,14 @@ private:
   friend detail::step_driver<sharded_data_parallel, comm_type, Model>;
   static constexpr detail::call_kind step_call = detail::call_kind::sharded_synchronize;
   /// This rank fails mid-step on its own: the peers in the step's collectives fail now, naming it.
-  void abort_group(const std::string& why) noexcept { pg_.abort(why); }
+  /// Under hybrid, peers may wait in the shard or replicate group's collectives: those fail too.
+  void abort_group(const std::string& why) noexcept {
+    if (replicate_pg_) {
+      shard_pg_.abort(why);
+      replicate_pg_->abort(why);
+    }
+    pg_.abort(why);
+  }
   /// The shard engine reads the registry's addresses at every launch: nothing to lay out again.
   void storage_moved() {}
   void zero_gradient(std::size_t index) { engine_.zero(registry_[index]); }
@@ -306,6 +368,8 @@ private:
 
   Model& model_;
   process_group<Backend>& pg_;
+  process_group<Backend>& shard_pg_;     ///< pg_ unless hybrid
+  process_group<Backend>* replicate_pg_; ///< null unless hybrid
   ddp_options opts_;
   detail::attached_model<Model> attached_;
   detail::parameter_registry<typename detail::attached_model<Model>::walked_type> registry_;
@@ -319,6 +383,16 @@ private:
 template <class M, class B> sharded_data_parallel(M&, process_group<B>&) -> sharded_data_parallel<M, B>;
 template <class M, class B>
 sharded_data_parallel(M&, process_group<B>&, ddp_options) -> sharded_data_parallel<M, B>;
+template <class M, class B>
+sharded_data_parallel(M&, process_group<B>&, hybrid_groups<B>&) -> sharded_data_parallel<M, B>;
+template <class M, class B>
+sharded_data_parallel(M&, process_group<B>&, hybrid_groups<B>&, ddp_options) -> sharded_data_parallel<M, B>;
+template <class M, class B>
+sharded_data_parallel(M&, process_group<B>&, process_group<B>&, process_group<B>&)
+    -> sharded_data_parallel<M, B>;
+template <class M, class B>
+sharded_data_parallel(M&, process_group<B>&, process_group<B>&, process_group<B>&, ddp_options)
+    -> sharded_data_parallel<M, B>;
 
 DDP_END_NAMESPACE
 

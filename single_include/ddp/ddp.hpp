@@ -4618,6 +4618,10 @@ process_group<Backend>::process_group(subgroup_t, const process_group& parent,
   }
   if constexpr (peer_failure_communicator<typename Backend::communicator>)
     if (relay_) relay_->attach(*comm_);
+  // A member's connect returns once its own pairs are up, maybe before a
+  // slower member's are; one that then dropped the group at once closed pairs
+  // that member was still connecting to. Past this barrier every member is connected.
+  comm_->barrier(true).wait();
 }
 
 template <class Backend>
@@ -5386,9 +5390,11 @@ template <class Optimizer> void gather_optimizer_state(Optimizer& opt, checkpoin
       std::memcpy(flat.data() + k * total + offset[r.parameter] + r.offset, src, r.value.size() * sizeof(T));
     }
   });
-  auto& pg = sharded.group();
-  if (!bits32.empty()) pg.all_reduce(bits32, op::sum);
-  if (!bits64.empty()) pg.all_reduce(bits64, op::sum);
+  // Over the shard group: under hybrid sharding each replica holds the same
+  // shards, and one copy of each element makes the whole.
+  auto& shard_group = sharded.shard_group();
+  if (!bits32.empty()) shard_group.all_reduce(bits32, op::sum);
+  if (!bits64.empty()) shard_group.all_reduce(bits64, op::sum);
   for (std::size_t p = 0; p < c.tensors.size() && c.tensors[p].role == checkpoint_role::parameter; ++p) {
     auto& t = c.tensors[p];
     const bool single = t.type == dtype::f32;
@@ -14500,6 +14506,67 @@ DDP_END_NAMESPACE
 
 #endif // DDP_GLOBAL_BATCHES_HPP
 // ---- end ddp/global_batches.hpp ----
+// ---- begin ddp/hybrid_groups.hpp ----
+// ddp::hybrid_groups — the two groups of hybrid sharding (FSDP's HSDP, ZeRO++'s
+// hpZ): a shard group, within which sharded_data_parallel cuts the optimizer's
+// state and gathers the parameters (a node: its shared memory or fast links),
+// and a replicate group, across which each shard's gradient is averaged (the
+// ranks that hold the same shard on the other nodes). make_hybrid_groups(pg)
+// builds them from the topology; any two groups that tile the world do.
+#ifndef DDP_HYBRID_GROUPS_HPP
+#define DDP_HYBRID_GROUPS_HPP
+
+
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+
+template <class Backend> struct hybrid_groups {
+  process_group<Backend> shard;     ///< this rank's shard group (its node), numbered by local rank
+  process_group<Backend> replicate; ///< this rank's place in every shard group, numbered by node
+};
+
+/// Collective over `pg`: shard = the ranks of this rank's node (pg.topology()'s
+/// node_rank), replicate = the ranks with this rank's local rank on every node.
+/// Every node must hold as many ranks of `pg` (else ddp::error(config) on every
+/// rank, naming the counts). On one node the replicate groups have one rank
+/// each: that is flat sharding, with the node's group in place of pg.
+template <class Backend> hybrid_groups<Backend> make_hybrid_groups(process_group<Backend>& pg) {
+  const auto& t = pg.topology();
+  std::vector<std::int64_t> lo{t.local_world_size}, hi{t.local_world_size};
+  pg.all_reduce(lo, op::min);
+  pg.all_reduce(hi, op::max);
+  if (lo[0] != hi[0])
+    throw error(error_kind::config,
+                "make_hybrid_groups on rank " + std::to_string(pg.rank()) + ": the nodes hold " +
+                    std::to_string(lo[0]) + " to " + std::to_string(hi[0]) +
+                    " ranks of the group; hybrid sharding needs as many on each (launch the same "
+                    "--nproc-per-node on every node, or pass a shard size: make_hybrid_groups(pg, n))",
+                pg.rank());
+  return hybrid_groups<Backend>{pg.split(t.node_rank, t.local_rank), pg.split(t.local_rank, t.node_rank)};
+}
+
+/// Collective over `pg`: shard groups of `shard_size` consecutive ranks
+/// (0..n-1, n..2n-1, ...), replicate groups of the ranks with the same place in
+/// theirs. `shard_size` must divide pg.size() (ddp::error(config) otherwise).
+template <class Backend>
+hybrid_groups<Backend> make_hybrid_groups(process_group<Backend>& pg, int shard_size) {
+  if (shard_size < 1 || pg.size() % shard_size != 0)
+    throw error(error_kind::config,
+                "make_hybrid_groups on rank " + std::to_string(pg.rank()) + ": a shard size of " +
+                    std::to_string(shard_size) + " does not divide the group's " + std::to_string(pg.size()) +
+                    " ranks: pass a divisor of the world size (the ranks per node, usually)",
+                pg.rank());
+  const int r = pg.rank();
+  return hybrid_groups<Backend>{pg.split(r / shard_size, r % shard_size),
+                                pg.split(r % shard_size, r / shard_size)};
+}
+
+DDP_END_NAMESPACE
+
+#endif // DDP_HYBRID_GROUPS_HPP
+// ---- end ddp/hybrid_groups.hpp ----
 // ---- begin ddp/optim/adam.hpp ----
 // ddp::optim::adam — torch.optim.Adam's update (bias correction, eps added
 // after the square root, L2 weight decay) on this rank's shard of a
@@ -14845,15 +14912,70 @@ DDP_END_NAMESPACE
 // model again. Same models, policies and options as distributed_data_parallel
 // (its step driver: marks, no_sync, strict_marking, join), except
 // compute_stream, for device gradients; the optimizers that go with it are in
-// ddp/optim/.
+// ddp/optim/. Hybrid sharding (FSDP's HSDP): over a shard group and a
+// replicate group (ddp/hybrid_groups.hpp), the state is cut within the shard
+// group and the shards' gradients averaged across the replicate group.
 #ifndef DDP_SHARDED_DATA_PARALLEL_HPP
 #define DDP_SHARDED_DATA_PARALLEL_HPP
 
+// ---- begin ddp/detail/sharded/hybrid_tiling.hpp ----
+// Whether a shard group and a replicate group tile the world for hybrid
+// sharding: every rank in one shard group of S ranks and one replicate group
+// of R ranks, S × R = W, and each replicate group holding the same shard rank
+// of every shard group. Each rank describes its two groups in a few integers;
+// the records are all-gathered over the world and every rank runs the same
+// check on the same records, so a bad layout is one error, the same text on
+// every rank, and nothing waits on a mesh that cannot complete.
+#ifndef DDP_DETAIL_SHARDED_HYBRID_TILING_HPP
+#define DDP_DETAIL_SHARDED_HYBRID_TILING_HPP
+
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// One group as a rank sees it: whether it is a member, its rank and size
+/// there, the group's name (unique per new_group/split call) and its members
+/// as job ranks.
+struct hybrid_side {
+  bool member = false;
+  int rank = -1;
+  int size = 0;
+  const std::string* name = nullptr;
+  const std::vector<int>* job_ranks = nullptr;
+};
+
+inline constexpr std::size_t hybrid_record_fields = 7;
+
+/// This rank's record: a problem code seen locally (not a member, a member
+/// outside the world), then rank, size and identity of each group.
+DDP_INLINE std::vector<std::int64_t> hybrid_record(const hybrid_side& shard, const hybrid_side& replicate,
+                                                   const std::vector<int>& world_job_ranks);
+
+/// "" when the gathered records (hybrid_record_fields per world rank) tile a
+/// world of `world` ranks; else what is wrong, naming the ranks, the same on every rank.
+DDP_INLINE std::string hybrid_tiling_problem(const std::vector<std::int64_t>& records, int world);
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+
+#endif // DDP_DETAIL_SHARDED_HYBRID_TILING_HPP
+// ---- end ddp/detail/sharded/hybrid_tiling.hpp ----
 // ---- begin ddp/detail/sharded/shard_engine.hpp ----
 // The collectives of sharded_data_parallel on host memory: per bucket, a
 // reduce-scatter of the packed gradients (converted and scaled in the packing
 // pass) into this rank's averaged gradient shard, and after the optimizer
 // step an all-gather of every rank's updated shard back into the parameters.
+// Both run over the shard group (the world, unless hybrid). Under hybrid
+// sharding each reduce-scattered shard is then all-reduced over the replicate
+// group (the ranks that hold the same shard in the other shard groups), in the
+// wire type, before its conversion: the packing pass scaled by 1/world, so the
+// two sums make the world's mean.
 #ifndef DDP_DETAIL_SHARDED_SHARD_ENGINE_HPP
 #define DDP_DETAIL_SHARDED_SHARD_ENGINE_HPP
 
@@ -14934,8 +15056,10 @@ namespace detail {
 
 template <communicator Comm> class shard_engine {
 public:
-  shard_engine(Comm& comm, const bucket_plan& plan, const std::vector<tensor_slot>& params)
-      : comm_(comm), plan_(plan), params_(params) {
+  /// `replicate`: null for flat sharding.
+  shard_engine(Comm& comm, Comm* replicate, const bucket_plan& plan, const std::vector<tensor_slot>& params)
+      : comm_(comm), replicate_(replicate && replicate->size() > 1 ? replicate : nullptr), plan_(plan),
+        params_(params) {
     std::vector<std::size_t> counts;
     for (auto& p : params)
       counts.push_back(p.count);
@@ -14999,16 +15123,26 @@ public:
     s.in_flight = reduce(b, s.shadow.data());
   }
 
-  /// Waits for bucket b's reduce-scatter and keeps this rank's shard of it.
-  void finish(std::size_t b) {
-    auto& s = state_[b];
-    if (!s.in_flight) return;
-    auto w = std::move(*s.in_flight);
-    s.in_flight.reset();
-    w.wait();
-    auto& bk = plan_.buckets[b];
-    if (bk.wire_type != bk.param_type)
-      copy_scaled(s.grad.data(), bk.param_type, s.recv.data(), bk.wire_type, s.shards.size, 1.0);
+  /// Waits for every bucket's reduce-scatter (and, hybrid, starts its
+  /// replicate all-reduce as soon as it is in, beside the next bucket's
+  /// wait), then keeps this rank's averaged shard of each.
+  void finish_all() {
+    for (std::size_t b = 0; b < state_.size(); ++b)
+      if (finish_scatter(b) && replicate_ && state_[b].shards.size > 0)
+        state_[b].replicating = replicate_->all_reduce(state_[b].recv.data(), state_[b].shards.size,
+                                                       plan_.buckets[b].wire_type, op::sum, false);
+    for (std::size_t b = 0; b < state_.size(); ++b) {
+      auto& s = state_[b];
+      if (s.replicating) {
+        auto w = std::move(*s.replicating);
+        s.replicating.reset();
+        w.wait();
+      }
+      auto& bk = plan_.buckets[b];
+      if (s.scattered && bk.wire_type != bk.param_type)
+        copy_scaled(s.grad.data(), bk.param_type, s.recv.data(), bk.wire_type, s.shards.size, 1.0);
+      s.scattered = false;
+    }
   }
 
   /// Starts bucket b's all-gather of this rank's (updated) parameter shard.
@@ -15040,7 +15174,9 @@ public:
   void wait_all_quietly() {
     for (auto& s : state_) {
       wait_quietly(s.in_flight);
+      wait_quietly(s.replicating);
       wait_quietly(s.gathering);
+      s.scattered = false;
     }
   }
 
@@ -15049,8 +15185,20 @@ private:
     bucket_shards shards;
     std::vector<std::byte> staging; ///< packed gradients (wire type), then gathered parameters
     std::vector<std::byte> recv, grad, gather_in, shadow;
-    std::optional<work> in_flight, gathering;
+    std::optional<work> in_flight, replicating, gathering;
+    bool scattered = false; ///< this step's reduce-scatter is in recv, not yet converted
   };
+
+  /// Waits for bucket b's reduce-scatter; false when none was launched.
+  bool finish_scatter(std::size_t b) {
+    auto& s = state_[b];
+    if (!s.in_flight) return false;
+    auto w = std::move(*s.in_flight);
+    s.in_flight.reset();
+    w.wait();
+    s.scattered = true;
+    return true;
+  }
 
   work reduce(std::size_t b, std::byte* data) {
     auto& s = state_[b];
@@ -15059,6 +15207,7 @@ private:
   }
 
   Comm& comm_;
+  Comm* replicate_; ///< null unless hybrid with more than one replica
   const bucket_plan& plan_;
   const std::vector<tensor_slot>& params_;
   std::vector<bucket_state> state_;
@@ -15081,7 +15230,7 @@ template <class T> struct shard_range {
   std::size_t parameter;    ///< registration index
   std::size_t offset;       ///< first element within the parameter
   std::span<T> value;       ///< the parameter's elements, updated in place
-  std::span<const T> grad;  ///< their gradient, averaged over all ranks
+  std::span<const T> grad;  ///< their gradient, averaged over all ranks (the world's, under hybrid)
   std::size_t bucket;       ///< the bucket it belongs to
   std::size_t state_offset; ///< its position in this rank's shard of that bucket (for optimizer state)
 };
@@ -15107,23 +15256,43 @@ public:
   /// to every rank, and cuts each bucket into W shards. The options are
   /// distributed_data_parallel's; compute_stream, for device gradients, is refused.
   sharded_data_parallel(Model& m, process_group<Backend>& pg, ddp_options o = {})
-      : model_(m), pg_(pg), opts_(o), attached_(m), registry_(attached_.walked(), pg.rank()),
-        plan_(verify_then_plan()), engine_(pg.communicator(), plan_, registry_.parameters()),
-        step_(*this, pg.communicator(), pg.lifetime(), opts_, attached_, registry_, plan_) {
-    attached_.connect(gradient_sink(*this));
-  }
+      : sharded_data_parallel(m, pg, pg, nullptr, o) {}
+
+  /// Hybrid sharding: the state is cut into `shard.size()` shards within
+  /// `shard`; each shard's gradient is reduce-scattered within `shard`, then
+  /// all-reduced across `replicate` (the ranks that hold the same shard in the
+  /// other shard groups): the average is over every rank of `pg`, divided by
+  /// pg.size() once. Parameters are all-gathered within `shard` only.
+  /// Collective over `pg`; the groups must tile it (each rank in one shard group
+  /// of S ranks and one replicate group of R, S × R = pg.size(), a replicate
+  /// group holding the same shard rank of every shard group): otherwise
+  /// ddp::error(config) on every rank, naming the ranks. Every group must
+  /// outlive this object. make_hybrid_groups() builds them from the topology.
+  sharded_data_parallel(Model& m, process_group<Backend>& pg, process_group<Backend>& shard,
+                        process_group<Backend>& replicate, ddp_options o = {})
+      : sharded_data_parallel(m, pg, shard, &replicate, o) {}
+  sharded_data_parallel(Model& m, process_group<Backend>& pg, hybrid_groups<Backend>& groups,
+                        ddp_options o = {})
+      : sharded_data_parallel(m, pg, groups.shard, &groups.replicate, o) {}
   sharded_data_parallel(const sharded_data_parallel&) = delete;
   sharded_data_parallel& operator=(const sharded_data_parallel&) = delete;
 
   Model& module() noexcept { return model_; }
   process_group<Backend>& group() noexcept { return pg_; }
+  /// The group the state is cut within and the parameters gathered over:
+  /// group() itself unless hybrid.
+  process_group<Backend>& shard_group() noexcept { return shard_pg_; }
+  /// The group a shard's gradient is averaged across under hybrid sharding; null otherwise.
+  process_group<Backend>* replicate_group() noexcept { return replicate_pg_; }
+  bool hybrid() const noexcept { return replicate_pg_ != nullptr; }
   std::size_t num_parameters() const noexcept { return registry_.size(); }
   const std::string& parameter_name(std::size_t i) const { return registry_.parameters().at(i).name; }
   std::size_t num_buckets() const noexcept { return plan_.buckets.size(); }
   /// This rank's elements of bucket b (the parameters' dtype: float or double).
   std::size_t shard_size(std::size_t b) const { return engine_.shards(b).size; }
   dtype bucket_type(std::size_t b) const { return plan_.buckets.at(b).param_type; }
-  /// This rank's elements over all buckets: 1/W of the model, within one per bucket.
+  /// This rank's elements over all buckets: 1/S of the model (S: the shard
+  /// group's size, the world's unless hybrid), within one per bucket.
   /// Bytes held for the collectives: the packing/gathering buffers (about one
   /// model's worth in the wire or parameter dtype, whichever is wider) and the shards.
   std::size_t buffer_bytes() const { return engine_.buffer_bytes(); }
@@ -15154,8 +15323,7 @@ public:
     const bool communicated = step_.synchronize(
         [&] {
           launch_ready();
-          for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
-            engine_.finish(b);
+          engine_.finish_all();
           if (opts_.broadcast_buffers && !registry_.buffers().empty())
             registry_.broadcast_from_rank0(pg_.communicator(), /*buffers_only=*/true, host_only_);
         },
@@ -15186,7 +15354,7 @@ public:
         for (std::size_t i = 0; i < n; ++i)
           sum[0] += static_cast<double>(g[i]) * static_cast<double>(g[i]);
       });
-    pg_.all_reduce(sum);
+    shard_pg_.all_reduce(sum); // every replica holds the same shards: one of them counts
     const double norm = std::sqrt(sum[0]), factor = max_norm / (norm + 1e-6);
     if (factor < 1.0)
       for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
@@ -15221,7 +15389,7 @@ public:
       }
     } catch (const std::exception& e) {
       // Peers wait in this step's later all-gathers: fail them now, not at their deadline.
-      pg_.abort("rank " + std::to_string(pg_.rank()) + ": the optimizer step failed: " + e.what());
+      abort_group("rank " + std::to_string(pg_.rank()) + ": the optimizer step failed: " + e.what());
       engine_.wait_all_quietly();
       throw;
     }
@@ -15241,8 +15409,7 @@ public:
     auto shadow_step = [&] {
       for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
         engine_.launch_zeros(b);
-      for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
-        engine_.finish(b);
+      engine_.finish_all();
       if (opts_.broadcast_buffers && !registry_.buffers().empty()) // as synchronize() does
         registry_.broadcast_from_rank0(pg_.communicator(), /*buffers_only=*/true, host_only_);
       synchronized_ = true;
@@ -15277,7 +15444,7 @@ private:
       using T = std::remove_pointer_t<decltype(grad_shard)>;
       for (auto& r : sh.owned) {
         auto& p = registry_[r.param];
-        const std::size_t at = r.padded - static_cast<std::size_t>(pg_.rank()) * sh.block;
+        const std::size_t at = r.padded - static_cast<std::size_t>(shard_pg_.rank()) * sh.block;
         shard_range<T> range{r.param,
                              r.param_offset,
                              std::span<T>(static_cast<T*>(p.value) + r.param_offset, r.count),
@@ -15303,7 +15470,40 @@ private:
     }
   }
 
+  sharded_data_parallel(Model& m, process_group<Backend>& pg, process_group<Backend>& shard,
+                        process_group<Backend>* replicate, ddp_options o)
+      : model_(m), pg_(pg), shard_pg_(shard), replicate_pg_(replicate), opts_(o), attached_(m),
+        registry_(attached_.walked(), pg.rank()), plan_(verify_then_plan()),
+        engine_(shard.communicator(), replicate ? &replicate->communicator() : nullptr, plan_,
+                registry_.parameters()),
+        step_(*this, pg.communicator(), pg.lifetime(), opts_, attached_, registry_, plan_) {
+    attached_.connect(gradient_sink(*this));
+  }
+
+  /// Every rank's view of its two groups, gathered over the world: the same
+  /// verdict on every rank, so a layout that does not tile fails everywhere at once.
+  void check_tiling() {
+    if (!replicate_pg_) return;
+    auto side = [](process_group<Backend>& g) {
+      return detail::hybrid_side{g.is_member(), g.rank(), g.size(), &g.name(), &g.global_ranks()};
+    };
+    auto mine = detail::hybrid_record(side(shard_pg_), side(*replicate_pg_), pg_.global_ranks());
+    std::vector<std::int64_t> all(mine.size() * static_cast<std::size_t>(pg_.size()));
+    pg_.all_gather(mine, all);
+    const std::string problem = detail::hybrid_tiling_problem(all, pg_.size());
+    if (!problem.empty())
+      throw error(error_kind::config,
+                  "sharded_data_parallel on rank " + std::to_string(pg_.rank()) +
+                      ": the shard and replicate groups do not tile the world of " +
+                      std::to_string(pg_.size()) + " ranks: " + problem +
+                      ". Each rank must pass one shard group of S ranks and one replicate group of R ranks "
+                      "(S x R = world), a replicate group holding the same shard rank of every shard group: "
+                      "ddp::make_hybrid_groups(pg) builds them from the topology",
+                  pg_.rank());
+  }
+
   detail::bucket_plan verify_then_plan() {
+    check_tiling();
     if (opts_.compute_stream)
       throw error(error_kind::config,
                   "rank " + std::to_string(pg_.rank()) +
@@ -15340,7 +15540,14 @@ private:
   friend detail::step_driver<sharded_data_parallel, comm_type, Model>;
   static constexpr detail::call_kind step_call = detail::call_kind::sharded_synchronize;
   /// This rank fails mid-step on its own: the peers in the step's collectives fail now, naming it.
-  void abort_group(const std::string& why) noexcept { pg_.abort(why); }
+  /// Under hybrid, peers may wait in the shard or replicate group's collectives: those fail too.
+  void abort_group(const std::string& why) noexcept {
+    if (replicate_pg_) {
+      shard_pg_.abort(why);
+      replicate_pg_->abort(why);
+    }
+    pg_.abort(why);
+  }
   /// The shard engine reads the registry's addresses at every launch: nothing to lay out again.
   void storage_moved() {}
   void zero_gradient(std::size_t index) { engine_.zero(registry_[index]); }
@@ -15352,6 +15559,8 @@ private:
 
   Model& model_;
   process_group<Backend>& pg_;
+  process_group<Backend>& shard_pg_;     ///< pg_ unless hybrid
+  process_group<Backend>* replicate_pg_; ///< null unless hybrid
   ddp_options opts_;
   detail::attached_model<Model> attached_;
   detail::parameter_registry<typename detail::attached_model<Model>::walked_type> registry_;
@@ -15365,6 +15574,16 @@ private:
 template <class M, class B> sharded_data_parallel(M&, process_group<B>&) -> sharded_data_parallel<M, B>;
 template <class M, class B>
 sharded_data_parallel(M&, process_group<B>&, ddp_options) -> sharded_data_parallel<M, B>;
+template <class M, class B>
+sharded_data_parallel(M&, process_group<B>&, hybrid_groups<B>&) -> sharded_data_parallel<M, B>;
+template <class M, class B>
+sharded_data_parallel(M&, process_group<B>&, hybrid_groups<B>&, ddp_options) -> sharded_data_parallel<M, B>;
+template <class M, class B>
+sharded_data_parallel(M&, process_group<B>&, process_group<B>&, process_group<B>&)
+    -> sharded_data_parallel<M, B>;
+template <class M, class B>
+sharded_data_parallel(M&, process_group<B>&, process_group<B>&, process_group<B>&, ddp_options)
+    -> sharded_data_parallel<M, B>;
 
 DDP_END_NAMESPACE
 
@@ -26582,6 +26801,127 @@ DDP_END_NAMESPACE
 
 #endif // DDP_SAMPLER_INL_HPP
 // ---- end ddp/sampler-inl.hpp ----
+// ---- begin ddp/detail/sharded/hybrid_tiling-inl.hpp ----
+// The definitions behind hybrid_tiling.hpp: compiled in every translation unit
+// when ddp is header-only, once in the runtime when it is compiled separately
+// (detail/common/linkage.hpp).
+#ifndef DDP_DETAIL_SHARDED_HYBRID_TILING_INL_HPP
+#define DDP_DETAIL_SHARDED_HYBRID_TILING_INL_HPP
+
+
+#include <algorithm>
+#include <map>
+#include <string_view>
+#include <utility>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+namespace hybrid_field {
+enum : std::size_t { problem, shard_rank, shard_size, shard_id, rep_rank, rep_size, rep_id };
+enum : std::int64_t { none, not_in_shard, not_in_replicate, shard_outside, replicate_outside };
+} // namespace hybrid_field
+
+DDP_INLINE std::vector<std::int64_t> hybrid_record(const hybrid_side& shard, const hybrid_side& replicate,
+                                                   const std::vector<int>& world_job_ranks) {
+  // FNV-1a of the name: the name carries the creating call's prefix, so two
+  // groups of the same ranks made by different calls (different meshes) differ.
+  auto id = [](const hybrid_side& s) {
+    std::uint64_t h = 1469598103934665603ULL;
+    for (unsigned char c : *s.name)
+      h = (h ^ c) * 1099511628211ULL;
+    return static_cast<std::int64_t>(h >> 1);
+  };
+  auto outside = [&](const hybrid_side& s) {
+    for (int j : *s.job_ranks)
+      if (std::find(world_job_ranks.begin(), world_job_ranks.end(), j) == world_job_ranks.end()) return true;
+    return false;
+  };
+  std::int64_t problem = hybrid_field::none;
+  if (!shard.member)
+    problem = hybrid_field::not_in_shard;
+  else if (!replicate.member)
+    problem = hybrid_field::not_in_replicate;
+  else if (outside(shard))
+    problem = hybrid_field::shard_outside;
+  else if (outside(replicate))
+    problem = hybrid_field::replicate_outside;
+  return {problem, shard.rank, shard.size, id(shard), replicate.rank, replicate.size, id(replicate)};
+}
+
+DDP_INLINE std::string hybrid_tiling_problem(const std::vector<std::int64_t>& records, int world) {
+  namespace f = hybrid_field;
+  const auto w = static_cast<std::size_t>(world);
+  auto at = [&](std::size_t r, std::size_t k) { return records[r * hybrid_record_fields + k]; };
+  auto rk = [](std::size_t r) { return "rank " + std::to_string(r); };
+  for (std::size_t r = 0; r < w; ++r)
+    switch (at(r, f::problem)) {
+    case f::not_in_shard: return rk(r) + " is not a member of the shard group it passed";
+    case f::not_in_replicate: return rk(r) + " is not a member of the replicate group it passed";
+    case f::shard_outside:
+      return rk(r) + "'s shard group holds ranks outside the world group passed beside it";
+    case f::replicate_outside:
+      return rk(r) + "'s replicate group holds ranks outside the world group passed beside it";
+    default: break;
+    }
+  const std::int64_t S = at(0, f::shard_size), R = at(0, f::rep_size);
+  for (std::size_t r = 1; r < w; ++r) {
+    if (at(r, f::shard_size) != S)
+      return rk(r) + "'s shard group has " + std::to_string(at(r, f::shard_size)) + " ranks and rank 0's " +
+             std::to_string(S) + ": every shard group must have as many";
+    if (at(r, f::rep_size) != R)
+      return rk(r) + "'s replicate group has " + std::to_string(at(r, f::rep_size)) + " ranks and rank 0's " +
+             std::to_string(R) + ": every replicate group must have as many";
+  }
+  if (S * R != world)
+    return "shard groups of " + std::to_string(S) + " ranks and replicate groups of " + std::to_string(R) +
+           " ranks make " + std::to_string(S * R) + " places, not the world's " + std::to_string(world);
+  // Each group's ranks 0..size-1, each claimed by one world rank.
+  auto each_once = [&](std::size_t rank_field, std::size_t id_field, const char* what) -> std::string {
+    std::map<std::pair<std::int64_t, std::int64_t>, std::size_t> seen;
+    for (std::size_t r = 0; r < w; ++r) {
+      auto [it, fresh] = seen.emplace(std::make_pair(at(r, id_field), at(r, rank_field)), r);
+      if (!fresh)
+        return rk(it->second) + " and " + rk(r) + " both say they are rank " +
+               std::to_string(at(r, rank_field)) + " of the same " + what +
+               " group: they passed groups made by different calls";
+    }
+    // A member that passed another group leaves this one's collectives waiting.
+    std::map<std::int64_t, std::pair<std::size_t, std::size_t>> count; // id: (members here, a rank)
+    for (std::size_t r = 0; r < w; ++r)
+      ++count.try_emplace(at(r, id_field), 0, r).first->second.first;
+    const std::int64_t size = std::string_view(what) == "shard" ? S : R;
+    for (auto& [id, c] : count)
+      if (static_cast<std::int64_t>(c.first) != size)
+        return "the " + std::string(what) + " group of " + rk(c.second) + " has " + std::to_string(size) +
+               " members, but only " + std::to_string(c.first) +
+               " ranks passed it: every member must pass the same group";
+    return {};
+  };
+  if (auto p = each_once(f::shard_rank, f::shard_id, "shard"); !p.empty()) return p;
+  if (auto p = each_once(f::rep_rank, f::rep_id, "replicate"); !p.empty()) return p;
+  // Within a replicate group: one shard rank, and every member in another shard group.
+  for (std::size_t a = 0; a < w; ++a)
+    for (std::size_t b = a + 1; b < w; ++b) {
+      if (at(a, f::rep_id) != at(b, f::rep_id)) continue;
+      if (at(a, f::shard_id) == at(b, f::shard_id))
+        return rk(a) + " and " + rk(b) +
+               " share both a shard group and a replicate group: the groups "
+               "overlap, so a shard would be summed twice";
+      if (at(a, f::shard_rank) != at(b, f::shard_rank))
+        return rk(a) + " and " + rk(b) + " share a replicate group but are ranks " +
+               std::to_string(at(a, f::shard_rank)) + " and " + std::to_string(at(b, f::shard_rank)) +
+               " of their shard groups: they hold different shards, so averaging them mixes unrelated "
+               "elements";
+    }
+  return {};
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_SHARDED_HYBRID_TILING_INL_HPP
+// ---- end ddp/detail/sharded/hybrid_tiling-inl.hpp ----
 // ---- begin ddp/sync_batch_stats-inl.hpp ----
 // The definitions behind sync_batch_stats.hpp: compiled in every translation
 // unit when ddp is header-only, once in the runtime when it is compiled

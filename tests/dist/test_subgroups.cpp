@@ -269,3 +269,16 @@ TEST_CASE("a subgroup's topology() describes the subgroup") {
   g.all_reduce(one);
   CHECK(one[0] == g.size());
 }
+
+TEST_CASE("groups dropped as soon as they are made: no member's connect is cut short") {
+  auto& pg = group();
+  // A member that returned from the group's connect and destroyed it at once
+  // closed its pairs while a slower member was still connecting to them.
+  for (int round = 0; round < 12; ++round) {
+    auto halves = pg.split(pg.rank() % 2, pg.rank());
+    auto all = pg.split(0, pg.rank());
+  }
+  std::vector<int> one{1};
+  pg.all_reduce(one);
+  CHECK(one[0] == pg.size());
+}

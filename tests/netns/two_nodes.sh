@@ -5,6 +5,10 @@
 #   tests/netns/netns.sh -- sh tests/netns/two_nodes.sh CASE DDPRUN PROGRAMS...
 #   two_nodes  (PROGRAMS: scenario_worker dist_collectives dist_data_parallel [dist_shm]) a 4-rank all_reduce (scenario_worker ok; dist_collectives' float all_reduce),
 #              and DDP steps equal to one process on the concatenated batch (dist_data_parallel)
+#   hybrid     (dist_hybrid_sharded [dist_subgroups]) hybrid sharding with the shard groups built from the topology (each node's
+#              2 ranks) and the replicate groups across the nodes: a subgroup all_reduce across the nodes, and
+#              steps equal to DDP + the whole optimizer and to flat sharding; then every S x R layout by explicit groups;
+#              and the subgroup suite (new_group, split, nested, in flight beside the job's group) across the nodes
 #   example    (fashion_mnist) examples/fashion_mnist for 200 steps (4 ranks x 16 samples), test accuracy > 0.70
 #   restart    (fashion_mnist) ddprun --max-restarts 1 on both nodes; rank 3 (node 1) is killed (SIGKILL) mid-epoch
 #              2 of 3: both nodes restart, resume from the mid-epoch checkpoint, and the final checkpoint is
@@ -80,6 +84,17 @@ two_nodes)
     [ "$(count shm 'Status: SUCCESS')" -eq 4 ] || fail "dist_shm did not pass on 2 nodes x 2 ranks"
   fi
   echo "ok: two_nodes in $(( $(now_ms) - t0 )) ms"
+  ;;
+hybrid)
+  t0=$(now_ms)
+  run_nodes hyb "$1" -tc='hybrid from the topology*,hybrid equals DDP*'
+  [ "$(count hyb 'test cases: *2 | *2 passed')" -eq 4 ] || fail "dist_hybrid_sharded did not pass 2 cases on 2 nodes x 2 ranks"
+  if [ $# -ge 2 ]; then
+    # Less its one-node topology case (dist_hybrid_sharded checked the subgroups' topology above).
+    run_nodes sub "$2" "--test-case-exclude=*topology() describes the subgroup*"
+    [ "$(count sub 'Status: SUCCESS')" -eq 4 ] || fail "dist_subgroups did not pass on 2 nodes x 2 ranks"
+  fi
+  echo "ok: hybrid on two nodes in $(( $(now_ms) - t0 )) ms"
   ;;
 example)
   data=${DDP_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}

@@ -2,6 +2,11 @@
 // reduce-scatter of the packed gradients (converted and scaled in the packing
 // pass) into this rank's averaged gradient shard, and after the optimizer
 // step an all-gather of every rank's updated shard back into the parameters.
+// Both run over the shard group (the world, unless hybrid). Under hybrid
+// sharding each reduce-scattered shard is then all-reduced over the replicate
+// group (the ranks that hold the same shard in the other shard groups), in the
+// wire type, before its conversion: the packing pass scaled by 1/world, so the
+// two sums make the world's mean.
 #ifndef DDP_DETAIL_SHARDED_SHARD_ENGINE_HPP
 #define DDP_DETAIL_SHARDED_SHARD_ENGINE_HPP
 
@@ -20,8 +25,10 @@ namespace detail {
 
 template <communicator Comm> class shard_engine {
 public:
-  shard_engine(Comm& comm, const bucket_plan& plan, const std::vector<tensor_slot>& params)
-      : comm_(comm), plan_(plan), params_(params) {
+  /// `replicate`: null for flat sharding.
+  shard_engine(Comm& comm, Comm* replicate, const bucket_plan& plan, const std::vector<tensor_slot>& params)
+      : comm_(comm), replicate_(replicate && replicate->size() > 1 ? replicate : nullptr), plan_(plan),
+        params_(params) {
     std::vector<std::size_t> counts;
     for (auto& p : params)
       counts.push_back(p.count);
@@ -85,16 +92,26 @@ public:
     s.in_flight = reduce(b, s.shadow.data());
   }
 
-  /// Waits for bucket b's reduce-scatter and keeps this rank's shard of it.
-  void finish(std::size_t b) {
-    auto& s = state_[b];
-    if (!s.in_flight) return;
-    auto w = std::move(*s.in_flight);
-    s.in_flight.reset();
-    w.wait();
-    auto& bk = plan_.buckets[b];
-    if (bk.wire_type != bk.param_type)
-      copy_scaled(s.grad.data(), bk.param_type, s.recv.data(), bk.wire_type, s.shards.size, 1.0);
+  /// Waits for every bucket's reduce-scatter (and, hybrid, starts its
+  /// replicate all-reduce as soon as it is in, beside the next bucket's
+  /// wait), then keeps this rank's averaged shard of each.
+  void finish_all() {
+    for (std::size_t b = 0; b < state_.size(); ++b)
+      if (finish_scatter(b) && replicate_ && state_[b].shards.size > 0)
+        state_[b].replicating = replicate_->all_reduce(state_[b].recv.data(), state_[b].shards.size,
+                                                       plan_.buckets[b].wire_type, op::sum, false);
+    for (std::size_t b = 0; b < state_.size(); ++b) {
+      auto& s = state_[b];
+      if (s.replicating) {
+        auto w = std::move(*s.replicating);
+        s.replicating.reset();
+        w.wait();
+      }
+      auto& bk = plan_.buckets[b];
+      if (s.scattered && bk.wire_type != bk.param_type)
+        copy_scaled(s.grad.data(), bk.param_type, s.recv.data(), bk.wire_type, s.shards.size, 1.0);
+      s.scattered = false;
+    }
   }
 
   /// Starts bucket b's all-gather of this rank's (updated) parameter shard.
@@ -126,7 +143,9 @@ public:
   void wait_all_quietly() {
     for (auto& s : state_) {
       wait_quietly(s.in_flight);
+      wait_quietly(s.replicating);
       wait_quietly(s.gathering);
+      s.scattered = false;
     }
   }
 
@@ -135,8 +154,20 @@ private:
     bucket_shards shards;
     std::vector<std::byte> staging; ///< packed gradients (wire type), then gathered parameters
     std::vector<std::byte> recv, grad, gather_in, shadow;
-    std::optional<work> in_flight, gathering;
+    std::optional<work> in_flight, replicating, gathering;
+    bool scattered = false; ///< this step's reduce-scatter is in recv, not yet converted
   };
+
+  /// Waits for bucket b's reduce-scatter; false when none was launched.
+  bool finish_scatter(std::size_t b) {
+    auto& s = state_[b];
+    if (!s.in_flight) return false;
+    auto w = std::move(*s.in_flight);
+    s.in_flight.reset();
+    w.wait();
+    s.scattered = true;
+    return true;
+  }
 
   work reduce(std::size_t b, std::byte* data) {
     auto& s = state_[b];
@@ -145,6 +176,7 @@ private:
   }
 
   Comm& comm_;
+  Comm* replicate_; ///< null unless hybrid with more than one replica
   const bucket_plan& plan_;
   const std::vector<tensor_slot>& params_;
   std::vector<bucket_state> state_;
