@@ -84,7 +84,7 @@ agent host --nnodes 2:2 --node-rank 0 --nproc-per-node 1 true
 agent other --nnodes 2:2 --nproc-per-node 2 true
 wait_all
 for a in host other; do
-  [ "$(rc $a)" -ne 0 ] || fail "$a: exit 0 with another --nproc-per-node"
+  [ "$(rc $a)" -eq 2 ] || fail "$a: exit $(rc $a) with another --nproc-per-node, not 2 (every agent says the same)"
   grep -q "give every node the same --nproc-per-node" "$work/$a.out" || fail "$a did not name the mismatch"
 done
 echo "ok: another --nproc-per-node is refused on both nodes"

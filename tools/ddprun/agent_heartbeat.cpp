@@ -34,9 +34,7 @@ void agent_heartbeat::beat() {
     bool beat = true;
     try {
       store.add(key_, 1);
-    } catch (const std::exception&) {
-      beat = false;
-    }
+    } catch (const std::exception&) { beat = false; }
     std::unique_ptr<ddp::tcp_store> again;
     // One late answer marks a connection broken for good: dial again, or the host would count a
     // live agent lost. A store that is really gone fails the agent's own requests, which say so.

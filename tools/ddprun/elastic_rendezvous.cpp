@@ -25,7 +25,8 @@ steady::duration close_patience(const job& j) {
 /// restart it again at once, for ever.
 class awaited_agents {
 public:
-  awaited_agents(job& j, long host_id, int round, heartbeat_watch* watch) : j_(j), round_(round), watch_(watch) {
+  awaited_agents(job& j, long host_id, int round, heartbeat_watch* watch)
+      : j_(j), round_(round), watch_(watch) {
     if (round == 0 || !watch) return;
     const long before = joins_so_far(j, round - 1);
     for (long s = 1; s <= before; ++s)
@@ -72,8 +73,9 @@ long wait_for_joins(job& j, long host_id, int round, heartbeat_watch* watch) {
         const long n = joins_so_far(j, round);
         if (n != joined) changed = steady::now();
         joined = n;
-        return joined >= e.max_nodes || (joined >= e.min_nodes &&
-                                         steady::now() - changed >= seconds(e.last_call) && awaited.all_here());
+        return joined >= e.max_nodes ||
+               (joined >= e.min_nodes && steady::now() - changed >= seconds(e.last_call) &&
+                awaited.all_here());
       },
       opened + seconds(e.join_timeout));
   if (joined >= e.min_nodes) return joined;

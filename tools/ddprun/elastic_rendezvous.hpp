@@ -41,8 +41,8 @@ void open_round(job& j, int round);
 /// A newcomer: the round it should join (waits up to --rdzv-join-timeout for the host to open one).
 int round_to_join(job& j);
 
-/// Joins `round`; on the store's host (which passes its heartbeat watch), also closes it. The membership when this agent is in
-/// the round, nothing when it is not (the round was full or had closed). job_ends when the
+/// Joins `round`; on the store's host (which passes its heartbeat watch), also closes it. The membership when
+/// this agent is in the round, nothing when it is not (the round was full or had closed). job_ends when the
 /// round fails (fewer than MIN nodes in time, a mismatch between nodes) or the host is silent.
 std::optional<membership> join_round(job& j, long agent_id, int round, heartbeat_watch* watch = nullptr);
 
