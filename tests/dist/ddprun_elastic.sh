@@ -200,15 +200,20 @@ port=$(free_port)
 export RANK1_PID="$work/rank1.pid"
 job='if [ "$RANK" = 1 ]; then echo $$ > "$RANK1_PID"; sleep 0.5; kill -SEGV $$; fi
 until [ -s "$RANK1_PID" ]; do sleep 0.02; done; while kill -0 "$(cat "$RANK1_PID")" 2>/dev/null; do sleep 0.02; done
-sleep 0.3; exit 70'
+exit 70'
 agent c0 --nnodes 2:2 --node-rank 0 --max-restarts 0 sh -c "$job"
 agent c1 --nnodes 2:2 --max-restarts 0 sh -c "$job"
 wait_all
+# Node 1 reports first unless a loaded machine delays its agent: either way one failure, quoted with its code.
+[ "$(rc c0)" -eq "$(rc c1)" ] || fail "the agents exited with $(rc c0) and $(rc c1)"
 for a in c0 c1; do
-  [ "$(rc $a)" -eq 139 ] || fail "$a: exit $(rc $a), not 139 (the SIGSEGV reported first)"
-  grep -q "rank 1 was killed by signal 11.*(ddprun exits with 139)" "$work/$a.out" || fail "$a: the message does not match the code"
+  case "$(grep "are spent:" "$work/$a.out")" in
+  *"rank 1 was killed by signal 11"*"(ddprun exits with 139)") ;;
+  *"rank 0 exited with code 70 "*"(ddprun exits with 70)") ;;
+  *) fail "$a: the failure quoted and the exit code ($(rc $a)) do not match" ;;
+  esac
 done
-echo "ok: the first failure reported gives every agent's code and message"
+echo "ok: the failure reported first gives every agent's code and message (exit $(rc c0))"
 
 # SIGSTOP of the store's host: a member finds it silent within --heartbeat-timeout (1 s) and ends.
 port=$(free_port)
