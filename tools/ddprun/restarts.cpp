@@ -76,8 +76,9 @@ bool report_round_failure(job& j, int round, const std::string& report) {
 }
 
 std::optional<std::string> failure_reported_elsewhere(job& j, int round) {
-  // An elastic agent finds a silent store's host within --heartbeat-timeout, as its other requests.
-  const auto bound = j.is_elastic()
+  // An elastic agent finds a silent store's host within --heartbeat-timeout, as its other requests
+  // (the host's own store answers in process: a loaded host keeps the longer bound).
+  const auto bound = j.is_elastic() && !j.elastic.store_host
                          ? std::chrono::milliseconds(static_cast<long>(j.elastic.heartbeat_timeout * 1000))
                          : std::chrono::milliseconds(10000);
   return j.store->try_get(round_key(round, "failed"), bound);
