@@ -81,11 +81,16 @@ netns_more_nodes() {
     export "DDP_NETNS$k" "DDP_NETNS_IF$k" "DDP_NETNS_ADDR$k"
     k=$((k + 1))
   done
-  i=0
-  until [ "$(ip netns exec "$ns" cat "/sys/class/net/$ifk/operstate" 2>/dev/null)" = up ]; do
-    i=$((i + 1))
-    [ $i -lt 50 ] || { echo "netns: $ifk in $ns did not come up"; return 1; }
-    sleep 0.1
+  k=2
+  while [ $k -lt "$nodes" ]; do # every added node's link, not only the last one's
+    eval "ns=\$DDP_NETNS$k; ifk=\$DDP_NETNS_IF$k"
+    i=0
+    until [ "$(ip netns exec "$ns" cat "/sys/class/net/$ifk/operstate" 2>/dev/null)" = up ]; do
+      i=$((i + 1))
+      [ $i -lt 50 ] || { echo "netns: $ifk in $ns did not come up"; return 1; }
+      sleep 0.1
+    done
+    k=$((k + 1))
   done
   export DDP_NETNS_IF0 DDP_NETNS_NODES
   return 0

@@ -14,29 +14,36 @@ std::string heartbeat_key(long agent_id) { return "ddprun/e/hb/" + std::to_strin
 agent_heartbeat::agent_heartbeat(const job& j, long agent_id)
     // Each bump is bounded by the timeout: a store that does not answer within it is gone.
     : store_(j.store->connect_again(heartbeat_timeout(j))), key_(heartbeat_key(agent_id)),
-      every_(heartbeat_timeout(j) / 3), thread_([this] { beat(); }) {}
+      every_(heartbeat_timeout(j) / 3), timeout_(heartbeat_timeout(j)), thread_([this] { beat(); }) {}
 
 agent_heartbeat::~agent_heartbeat() {
   {
     std::lock_guard lock(mu_);
     stop_ = true;
+    store_->shutdown_connection(); // a bump in flight ends at once
   }
   wake_.notify_all();
-  store_->shutdown_connection(); // a bump in flight ends at once
   thread_.join();
 }
 
 void agent_heartbeat::beat() {
   std::unique_lock lock(mu_);
   while (!stop_) {
+    ddp::tcp_store& store = *store_;
     lock.unlock();
+    bool beat = true;
     try {
-      store_->add(key_, 1);
-    } catch (const std::exception&) {
-      return; // the store is gone: the agent's own requests find that out and say so
-    }
+      store.add(key_, 1);
+    } catch (const std::exception&) { beat = false; }
+    std::unique_ptr<ddp::tcp_store> again;
+    // One late answer marks a connection broken for good: dial again, or the host would count a
+    // live agent lost. A store that is really gone fails the agent's own requests, which say so.
+    if (!beat) try {
+        again = store.connect_again(timeout_);
+      } catch (const std::exception&) {}
     lock.lock();
-    wake_.wait_for(lock, every_, [this] { return stop_; });
+    if (again && !stop_) store_ = std::move(again);
+    if (!stop_) wake_.wait_for(lock, beat ? every_ : every_ / 4, [this] { return stop_; });
   }
 }
 

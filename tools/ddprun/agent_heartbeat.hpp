@@ -30,7 +30,8 @@ private:
   std::unique_ptr<ddp::tcp_store> store_;
   const std::string key_;
   const std::chrono::milliseconds every_;
-  std::mutex mu_;
+  const std::chrono::milliseconds timeout_;
+  std::mutex mu_; ///< guards stop_ and store_ (replaced when a bump failed)
   std::condition_variable wake_;
   bool stop_ = false;
   std::thread thread_;

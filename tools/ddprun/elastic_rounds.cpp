@@ -6,6 +6,8 @@
 #include "restarts.hpp"
 #include "round.hpp"
 
+#include <ddp/error.hpp>
+
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -48,12 +50,12 @@ public:
     int round = host_ ? 0 : round_to_join(j_);
     if (host_) open_round(j_, round);
     for (;;) {
-      const auto m = join_round(j_, id_, round);
+      const auto m = join_round(j_, id_, round, watch_.get());
       std::string verdict;
       if (!m) {
         std::fprintf(stderr, "ddprun: agent %ld: round %d is full or under way; waiting for the next one\n",
                      id_, round);
-        verdict = wait_for_verdict(round, false);
+        verdict = wait_for_verdict(round);
       } else
         verdict = take_part(*m, round);
       const std::string kind = first_word(verdict);
@@ -98,25 +100,30 @@ private:
           j_, round, std::to_string(out.exit_code) + " interrupted on node " + std::to_string(j_.node_rank));
     }
     j_.store->set(elastic_round_key(round, "ended/" + std::to_string(id_)), ended_value(out));
-    return host_ ? decide(m, round, ended_value(out)) : wait_for_verdict(round, true);
+    return host_ ? decide(m, round, ended_value(out)) : wait_for_verdict(round);
   }
 
-  /// The host, at each look at the store during a round: must it end?
+  /// The host, at each look at the store during a round: must it end? `finishing`: a local rank
+  /// ended well; so has a member whose word is "ok": the job is ending, and a join must not undo
+  /// finished work (the newcomer learns that the job finished without it).
   std::optional<std::string> check(const membership& m, int round, bool finishing) {
     for (long id : m.agents)
       if (id != id_ && watch_->lapsed(*j_.store, id))
         return "1 node " + std::to_string(m.node_rank_of(id)) + " (agent " + std::to_string(id) +
                ") was lost: no heartbeat for " + std::to_string(watch_->timeout().count()) + " ms";
-    if (!finishing && static_cast<int>(m.agents.size()) < j_.elastic.max_nodes &&
-        joins_so_far(j_, round) > m.joined_at_close)
-      return "0 a new node asked to join; the ranks start again with it";
-    return std::nullopt;
+    if (finishing || static_cast<int>(m.agents.size()) >= j_.elastic.max_nodes ||
+        joins_so_far(j_, round) <= m.joined_at_close)
+      return std::nullopt;
+    for (long id : m.agents)
+      if (id != id_ && j_.store->try_get(elastic_round_key(round, "ended/" + std::to_string(id))) == "ok")
+        return std::nullopt;
+    return "0 a new node asked to join; the ranks start again with it";
   }
 
-  /// The host: waits for every member's word (a lost one's heartbeat lapses), then decides.
+  /// The host: waits for every member's word or for its heartbeat to lapse, then decides. No
+  /// other deadline: a member whose heartbeat beats is alive, its ranks may run for days.
   std::string decide(const membership& m, int round, const std::string& own) {
     std::map<long, std::string> ended{{id_, own}};
-    const auto deadline = steady::now() + watch_->timeout() + seconds(4 * j_.grace + 30.0);
     poll_until(
         [&] {
           bool all = true;
@@ -131,12 +138,12 @@ private:
           }
           return all;
         },
-        deadline);
+        steady::time_point::max());
     bool all_ok = true, failure = false, signal = false;
     int code = 0;
     std::string lost;
     for (long id : m.agents) {
-      const std::string v = ended.count(id) ? ended[id] : "lost"; // silent past the deadline: lost
+      const std::string& v = ended[id];
       const std::string kind = first_word(v);
       all_ok = all_ok && kind == "ok";
       if (kind == "signal" && !signal) signal = true, code = code_in(v, 1);
@@ -145,7 +152,8 @@ private:
       failure = failure || kind == "failed" || kind == "lost";
     }
     const auto report = j_.store->try_get("ddprun/r" + std::to_string(round) + "/failed");
-    if (report && first_word(*report) != "0") failure = true;
+    // The first failure reported is the job's, code and text (a later one is often its echo).
+    if (report && first_word(*report) != "0") failure = true, code = signal ? code : code_in(*report, 0);
     std::string reason = report ? after_words(*report, 1) : "";
     if (!lost.empty() && reason.find(" was lost") == std::string::npos)
       reason += (reason.empty() ? "" : "; ") + lost + " lost: no heartbeat, no word on the round";
@@ -162,14 +170,13 @@ private:
     return verdict;
   }
 
-  /// A member waits as long as the host may take to decide; a newcomer waits for the round to end.
-  std::string wait_for_verdict(int round, bool member) {
-    const auto deadline = member ? steady::now() + seconds(j_.elastic.heartbeat_timeout + 4 * j_.grace + 60.0)
-                                 : steady::time_point::max();
+  /// Waits for the host's verdict as long as the host answers: its own ranks may run for days
+  /// after this node's ended. Each look is bounded by --heartbeat-timeout (the connection's), so a
+  /// silent host ends the wait with a ddp::error (run_elastic_rounds says so).
+  std::string wait_for_verdict(int round) {
     std::optional<std::string> v;
-    if (!poll_until([&] { return (v = j_.store->try_get(elastic_round_key(round, "verdict"))).has_value(); },
-                    deadline))
-      throw job_ends(1, "the store's host gave no verdict on round " + std::to_string(round) + " in time");
+    poll_until([&] { return (v = j_.store->try_get(elastic_round_key(round, "verdict"))).has_value(); },
+               steady::time_point::max());
     return *v;
   }
 
@@ -191,9 +198,10 @@ int run_elastic_rounds(job& j) {
   } catch (const job_ends& e) {
     std::fprintf(stderr, "ddprun: node %d: %s\n", j.node_rank, e.what());
     return e.code;
-  } catch (const std::exception& e) {
-    if (j.elastic.store_host) {
-      std::fprintf(stderr, "ddprun: node 0 (the store's host): %s\n", e.what());
+  } catch (const ddp::error& e) {
+    if (j.elastic.store_host ||
+        (e.kind() != ddp::error_kind::timeout && e.kind() != ddp::error_kind::peer_lost)) {
+      std::fprintf(stderr, "ddprun: node %d: %s\n", j.node_rank, e.what());
       return 1;
     }
     std::fprintf(
@@ -202,6 +210,9 @@ int run_elastic_rounds(job& j) {
         "job cannot go on without the node that serves its store; ending (docs/elastic.md, The store's "
         "host)\n",
         j.node_rank, j.master_addr.c_str(), j.store_port, e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ddprun: node %d: the elastic agent failed: %s\n", j.node_rank, e.what());
     return 1;
   }
 }

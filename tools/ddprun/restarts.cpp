@@ -69,12 +69,19 @@ bool coordinates_rounds(const job& j) {
   return j.store && (j.is_elastic() || (j.nnodes > 1 && j.max_restarts > 0));
 }
 
-void report_round_failure(job& j, int round, const std::string& report) {
-  if (j.store->add(round_key(round, "failures"), 1) == 1) j.store->set(round_key(round, "failed"), report);
+bool report_round_failure(job& j, int round, const std::string& report) {
+  if (j.store->add(round_key(round, "failures"), 1) != 1) return false;
+  j.store->set(round_key(round, "failed"), report);
+  return true;
 }
 
 std::optional<std::string> failure_reported_elsewhere(job& j, int round) {
-  return j.store->try_get(round_key(round, "failed"), std::chrono::seconds(10));
+  // An elastic agent finds a silent store's host within --heartbeat-timeout, as its other requests
+  // (the host's own store answers in process: a loaded host keeps the longer bound).
+  const auto bound = j.is_elastic() && !j.elastic.store_host
+                         ? std::chrono::milliseconds(static_cast<long>(j.elastic.heartbeat_timeout * 1000))
+                         : std::chrono::milliseconds(10000);
+  return j.store->try_get(round_key(round, "failed"), bound);
 }
 
 int reported_code(std::string_view report) {

@@ -22,11 +22,11 @@ int run_rounds(job& j);
 bool coordinates_rounds(const job& j);
 
 /// Tells the other nodes that this round failed ("<code> <what>"), unless one told them first:
-/// the first report is the job's failure, and its code every node's.
-void report_round_failure(job& j, int round, const std::string& report);
+/// the first report is the job's failure, and its code every node's. Whether this one was first.
+bool report_round_failure(job& j, int round, const std::string& report);
 
 /// The failure another node reported for this round, if any (waits up to 10 s for the store's
-/// answer; throws when the store does not answer).
+/// answer, an elastic agent up to --heartbeat-timeout; throws when the store does not answer).
 std::optional<std::string> failure_reported_elsewhere(job& j, int round);
 
 /// The exit code in a failure report "<code> <what>" (1 when unreadable).

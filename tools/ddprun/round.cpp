@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <poll.h>
 #include <sys/wait.h>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -123,10 +124,27 @@ private:
     if (term_at_ == never) term_at_ = clock::now() + grace_;
     if (!watch_store_ || remote_failure_) return;
     try { // tell the other nodes (best effort: they also see our ranks leave the mesh)
-      report_round_failure(j_, round_,
-                           std::to_string(exit_code_of(status)) + " rank " + std::to_string(r.rank) + " " +
-                               describe(status));
+      const bool first = report_round_failure(j_, round_,
+                                              std::to_string(exit_code_of(status)) + " rank " +
+                                                  std::to_string(r.rank) + " " + describe(status));
+      // Elastic: the round's end was reported first (a join, a loss, a failure elsewhere) and
+      // our rank most likely failed on it, as Gloo's peers do: the round is the report's.
+      if (!first && j_.is_elastic())
+        if (auto v = first_report()) {
+          std::fprintf(stderr, "ddprun: node %d: round %d had already ended: %s\n", j_.node_rank, round_,
+                       v->substr(v->find(' ') + 1).c_str());
+          stop_for_remote_failure("on another node: " + *v, reported_code(*v));
+        }
     } catch (const std::exception& e) { std::fprintf(stderr, "ddprun: %s\n", e.what()); }
+  }
+
+  /// The round's first report: its reporter counts it, then writes it a moment later.
+  std::optional<std::string> first_report() {
+    for (int look = 0; look < 50; ++look) {
+      if (auto v = failure_reported_elsewhere(j_, round_)) return v;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return std::nullopt;
   }
 
   void look_for_failure_elsewhere() {
