@@ -1,10 +1,11 @@
 // The step check (Note [step check]) on buckets reduced where the gradients lie: one block of
 // gradients (an arena's layout: slot k below slot k-1) gives in-place buckets, whose ring over
 // TCP once compared headers at the group's first bucket only. Ranks at different steps, a NaN
-// under check_finite: an error on every rank at the next step, over TCP and through the node's
-// shared memory alike. Also a joined rank beside ranks that accumulated with no_sync() before
-// their first step (the bucket rebuild's exchange), and a rebuild over such a block that keeps its
-// buckets in place with exact means. Run by ctest through ddprun at world sizes 1..4.
+// under check_finite: an error on every rank at the next step. (A group joined by file:// has no
+// shared-memory path: these run over TCP, the path that lacked the check.) Also a joined rank
+// beside ranks that accumulated with no_sync() before their first step (the bucket rebuild's
+// exchange), and a rebuild over such a block that keeps its buckets in place with exact means.
+// Run by ctest through ddprun at world sizes 1..4.
 #include "group.hpp"
 
 #include <doctest/doctest.h>
@@ -54,11 +55,9 @@ struct block_model {
 
 constexpr auto case_timeout = std::chrono::seconds(30);
 
-/// A fresh group for one case, over TCP or through the node's shared memory.
-pg_t fresh_group(std::string& dir, bool shm) {
-  auto pg = ddp_test::fresh_file_group("ddp_step_check_", dir, case_timeout);
-  pg.communicator().use_shm(shm);
-  return pg;
+/// A fresh group for one case, over TCP (file:// groups have no shared-memory path).
+pg_t fresh_group(std::string& dir) {
+  return ddp_test::fresh_file_group("ddp_step_check_", dir, case_timeout);
 }
 
 /// Runs `body`; returns the ddp::error it threw (its text), or nothing.
@@ -79,11 +78,11 @@ bool in_place_everywhere(const std::vector<ddp::bucket_info>& buckets) {
 TEST_CASE("ranks at different steps on in-place buckets: an error on every rank, every step") {
   auto& ctl = group();
   if (ctl.size() == 1) return;
-  for (bool shm : {false, true}) {
-    CAPTURE(shm);
+  {
     std::string dir;
     {
-      auto pg = fresh_group(dir, shm);
+      auto pg = fresh_group(dir);
+      REQUIRE_FALSE(pg.communicator().shm_active());
       block_model m({1000, 10});
       ddp::distributed_data_parallel dp(m, pg, {.pin_bucket_order = true});
       REQUIRE(in_place_everywhere(dp.buckets()));
@@ -112,11 +111,11 @@ TEST_CASE("ranks at different steps on in-place buckets: an error on every rank,
 TEST_CASE("check_finite on in-place buckets: a NaN on one rank stops every rank before it spreads") {
   auto& ctl = group();
   if (ctl.size() == 1) return;
-  for (bool shm : {false, true}) {
-    CAPTURE(shm);
+  {
     std::string dir;
     {
-      auto pg = fresh_group(dir, shm);
+      auto pg = fresh_group(dir);
+      REQUIRE_FALSE(pg.communicator().shm_active());
       block_model m({1000, 10});
       ddp::distributed_data_parallel dp(m, pg, {.check_finite = true, .pin_bucket_order = true});
       REQUIRE(in_place_everywhere(dp.buckets()));
@@ -141,7 +140,7 @@ TEST_CASE("a rank that joins before its first step, beside ranks that accumulate
   if (ctl.size() == 1) return;
   std::string dir;
   {
-    auto pg = fresh_group(dir, true);
+    auto pg = fresh_group(dir);
     block_model m({1000, 10});
     ddp::distributed_data_parallel dp(m, pg, {.uneven_inputs = true});
     const std::string said = error_of([&] {
@@ -167,11 +166,11 @@ TEST_CASE("a rank that joins before its first step, beside ranks that accumulate
 
 TEST_CASE("buckets rebuilt over a block of gradients stay in place, with exact means") {
   auto& ctl = group();
-  for (bool shm : {false, true}) {
-    CAPTURE(shm);
+  {
     std::string dir;
     {
-      auto pg = fresh_group(dir, shm);
+      auto pg = fresh_group(dir);
+      REQUIRE_FALSE(pg.communicator().shm_active());
       block_model m({10, 10, 10, 10});
       // Two tensors a bucket: the rebuild regroups them by backward's order 1 0 3 2.
       ddp::distributed_data_parallel<block_model, ddp::gloo, ddp::bucketing::size_capped<80, 80>> dp(m, pg);
