@@ -136,7 +136,12 @@ public:
           if (opts_.broadcast_buffers && !registry_.buffers().empty())
             registry_.broadcast_from_rank0(pg_.communicator(), /*buffers_only=*/true, host_only_);
         },
-        [&] { engine_.wait_all_quietly(); });
+        [&] {
+          // Under hybrid a peer of the other group may be waiting in its collective for this
+          // rank (a replicate all-reduce this rank never starts): fail it now, naming why.
+          if (replicate_pg_) abort_group(failure_text());
+          engine_.wait_all_quietly();
+        });
     synchronized_ = communicated;
   }
 
@@ -344,6 +349,15 @@ private:
   }
 
   double mean_scale() const { return Reduction::average ? 1.0 / pg_.size() : 1.0; }
+  /// What failed this rank's synchronize(), from inside its handler.
+  std::string failure_text() const {
+    std::string why = "rank " + std::to_string(pg_.rank()) + ": sharded_data_parallel::synchronize failed";
+    try {
+      if (auto e = std::current_exception()) std::rethrow_exception(e);
+    } catch (const std::exception& e) { why += std::string(": ") + e.what(); } catch (...) {
+    }
+    return why;
+  }
 
   // The step driver's hooks (detail/data_parallel/step_driver.hpp).
   friend detail::step_driver<sharded_data_parallel, comm_type, Model>;

@@ -15111,6 +15111,7 @@ public:
       copy_scaled(s.staging.data() + r.padded * ws, bk.wire_type,
                   static_cast<std::byte*>(p.grad) + r.param_offset * ps, p.type, r.count, scale);
     }
+    s.site = current_call;
     s.in_flight = reduce(b, s.staging.data());
   }
 
@@ -15120,6 +15121,7 @@ public:
     s.shadow.assign(s.shards.block * static_cast<std::size_t>(comm_.size()) *
                         size_of(plan_.buckets[b].wire_type),
                     std::byte{0});
+    s.site = current_call; // unnamed, as every stand-in
     s.in_flight = reduce(b, s.shadow.data());
   }
 
@@ -15128,9 +15130,11 @@ public:
   /// wait), then keeps this rank's averaged shard of each.
   void finish_all() {
     for (std::size_t b = 0; b < state_.size(); ++b)
-      if (finish_scatter(b) && replicate_ && state_[b].shards.size > 0)
+      if (finish_scatter(b) && replicate_ && state_[b].shards.size > 0) {
+        const call_site_scope named(state_[b].site);
         state_[b].replicating = replicate_->all_reduce(state_[b].recv.data(), state_[b].shards.size,
                                                        plan_.buckets[b].wire_type, op::sum, false);
+      }
     for (std::size_t b = 0; b < state_.size(); ++b) {
       auto& s = state_[b];
       if (s.replicating) {
@@ -15187,6 +15191,10 @@ private:
     std::vector<std::byte> recv, grad, gather_in, shadow;
     std::optional<work> in_flight, replicating, gathering;
     bool scattered = false; ///< this step's reduce-scatter is in recv, not yet converted
+    /// The step and bucket its reduce-scatter was launched for (and this rank's check_finite
+    /// finding): the replicate all-reduce carries them too, so that the step check runs across
+    /// shard groups, and at all with shard groups of one rank (no header round of their own).
+    call_site site;
   };
 
   /// Waits for bucket b's reduce-scatter; false when none was launched.
@@ -15327,7 +15335,12 @@ public:
           if (opts_.broadcast_buffers && !registry_.buffers().empty())
             registry_.broadcast_from_rank0(pg_.communicator(), /*buffers_only=*/true, host_only_);
         },
-        [&] { engine_.wait_all_quietly(); });
+        [&] {
+          // Under hybrid a peer of the other group may be waiting in its collective for this
+          // rank (a replicate all-reduce this rank never starts): fail it now, naming why.
+          if (replicate_pg_) abort_group(failure_text());
+          engine_.wait_all_quietly();
+        });
     synchronized_ = communicated;
   }
 
@@ -15535,6 +15548,15 @@ private:
   }
 
   double mean_scale() const { return Reduction::average ? 1.0 / pg_.size() : 1.0; }
+  /// What failed this rank's synchronize(), from inside its handler.
+  std::string failure_text() const {
+    std::string why = "rank " + std::to_string(pg_.rank()) + ": sharded_data_parallel::synchronize failed";
+    try {
+      if (auto e = std::current_exception()) std::rethrow_exception(e);
+    } catch (const std::exception& e) { why += std::string(": ") + e.what(); } catch (...) {
+    }
+    return why;
+  }
 
   // The step driver's hooks (detail/data_parallel/step_driver.hpp).
   friend detail::step_driver<sharded_data_parallel, comm_type, Model>;

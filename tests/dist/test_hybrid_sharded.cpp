@@ -10,8 +10,12 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <limits>
 #include <optional>
+#include <string>
 
 using ddp_test::group;
 using ddp_test::mlp;
@@ -379,4 +383,58 @@ TEST_CASE("groups that do not tile the world: one error on every rank, no hang")
     CHECK(fine.shard_elements() > 0);
   }
   pg.barrier();
+}
+
+TEST_CASE("under hybrid, a NaN (check_finite) or a one-sided no_sync() is an error on every rank, fast") {
+  // Every layout, shard groups of one rank included (no round of their own in the reduce-scatter:
+  // the replicate all-reduce carries the step check), and S x R with both above one (ranks of the
+  // other shard group wait in the replicate all-reduce: the failing rank aborts it).
+  auto& ctl = group();
+  const int W = ctl.size();
+  if (W == 1) return;
+  for (int S : divisors(W)) {
+    for (bool nan : {true, false}) {
+      CAPTURE(S);
+      CAPTURE(nan);
+      std::string dir;
+      {
+        auto pg = ddp_test::fresh_file_group("ddp_hybrid_check_", dir, std::chrono::seconds(30));
+        auto groups = ddp::make_hybrid_groups(pg, S);
+        mlp<float> m(dims, 6, false);
+        ddp::sharded_data_parallel hyb(m, pg, groups, {.check_finite = true});
+        const int r = pg.rank();
+        auto step = [&](unsigned seed) {
+          auto [x, y] = ddp_test::make_batch<float>(dims.front(), dims.back(), W * per_rank, seed);
+          mlp<float>::mat xs = x.middleCols(r * per_rank, per_rank),
+                          ys = y.middleCols(r * per_rank, per_rank);
+          m.zero_grad();
+          m.train_step(xs, ys);
+        };
+        step(900u);
+        hyb.synchronize();        // one step together
+        if (!nan && r == W - 1) { // the last rank accumulates alone: it is a step ahead
+          auto guard = hyb.no_sync();
+          step(901u);
+          hyb.synchronize();
+        }
+        step(902u);
+        if (nan && r == W - 1)
+          m.for_each_parameter([](auto&& name, auto&, auto& g) {
+            if (std::string(name) == "fc1.weight") g(0, 0) = std::numeric_limits<float>::quiet_NaN();
+          });
+        const auto t0 = std::chrono::steady_clock::now();
+        bool threw = false;
+        try {
+          hyb.synchronize();
+        } catch (const ddp::error& e) {
+          threw = true;
+          MESSAGE(std::string(e.what()));
+        }
+        CHECK(threw);
+        CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10)); // not a timeout
+        ctl.barrier();
+      }
+      if (ctl.rank() == 0) std::filesystem::remove_all(dir);
+    }
+  }
 }

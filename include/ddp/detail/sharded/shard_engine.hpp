@@ -11,6 +11,7 @@
 #define DDP_DETAIL_SHARDED_SHARD_ENGINE_HPP
 
 #include <ddp/backend/communicator.hpp>
+#include <ddp/detail/backend/call_site.hpp>
 #include <ddp/detail/data_parallel/unchecked_works.hpp> // wait_quietly
 #include <ddp/detail/numeric/elementwise.hpp>
 #include <ddp/detail/sharded/shard_layout.hpp>
@@ -80,6 +81,7 @@ public:
       copy_scaled(s.staging.data() + r.padded * ws, bk.wire_type,
                   static_cast<std::byte*>(p.grad) + r.param_offset * ps, p.type, r.count, scale);
     }
+    s.site = current_call;
     s.in_flight = reduce(b, s.staging.data());
   }
 
@@ -89,6 +91,7 @@ public:
     s.shadow.assign(s.shards.block * static_cast<std::size_t>(comm_.size()) *
                         size_of(plan_.buckets[b].wire_type),
                     std::byte{0});
+    s.site = current_call; // unnamed, as every stand-in
     s.in_flight = reduce(b, s.shadow.data());
   }
 
@@ -97,9 +100,11 @@ public:
   /// wait), then keeps this rank's averaged shard of each.
   void finish_all() {
     for (std::size_t b = 0; b < state_.size(); ++b)
-      if (finish_scatter(b) && replicate_ && state_[b].shards.size > 0)
+      if (finish_scatter(b) && replicate_ && state_[b].shards.size > 0) {
+        const call_site_scope named(state_[b].site);
         state_[b].replicating = replicate_->all_reduce(state_[b].recv.data(), state_[b].shards.size,
                                                        plan_.buckets[b].wire_type, op::sum, false);
+      }
     for (std::size_t b = 0; b < state_.size(); ++b) {
       auto& s = state_[b];
       if (s.replicating) {
@@ -156,6 +161,10 @@ private:
     std::vector<std::byte> recv, grad, gather_in, shadow;
     std::optional<work> in_flight, replicating, gathering;
     bool scattered = false; ///< this step's reduce-scatter is in recv, not yet converted
+    /// The step and bucket its reduce-scatter was launched for (and this rank's check_finite
+    /// finding): the replicate all-reduce carries them too, so that the step check runs across
+    /// shard groups, and at all with shard groups of one rank (no header round of their own).
+    call_site site;
   };
 
   /// Waits for bucket b's reduce-scatter; false when none was launched.
