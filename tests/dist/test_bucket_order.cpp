@@ -61,13 +61,13 @@ std::vector<std::size_t> mark_positions(const std::vector<std::size_t>& reg) {
 
 /// One number per layout, equal on every rank exactly when the layouts are.
 std::int64_t fingerprint(const std::vector<ddp::bucket_info>& buckets) {
-  std::int64_t h = static_cast<std::int64_t>(buckets.size());
+  std::uint64_t h = buckets.size(); // unsigned: the hash wraps, which signed arithmetic may not
   for (auto& b : buckets) {
-    h = h * 1000003 + static_cast<std::int64_t>(b.parameters.size());
+    h = h * 1000003 + b.parameters.size();
     for (auto p : b.parameters)
-      h = h * 31 + static_cast<std::int64_t>(p) + 1;
+      h = h * 31 + p + 1;
   }
-  return h;
+  return static_cast<std::int64_t>(h);
 }
 
 template <class PG> bool same_on_every_rank(PG& pg, std::int64_t v) {
