@@ -12,6 +12,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
 rounds=${2:-5}
 limit=${3:-0}
+# fashion_mnist_notrace is header-only (its ABI namespace differs from ddp::runtime's): so must
+# fashion_mnist be, or the comparison measures the build's form as well as the probes.
+if grep -q '^DDP_BUILD_COMPILED_ONCE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
+  echo "trace_overhead.sh: $build links the examples to ddp::runtime (DDP_BUILD_COMPILED_ONCE=ON, as" \
+       "scripts/test configures it): use a build configured without it" >&2
+  exit 2
+fi
 cmake --build "$build" --target fashion_mnist fashion_mnist_notrace bench_trace ddprun > /dev/null
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
