@@ -78,61 +78,57 @@ bool in_place_everywhere(const std::vector<ddp::bucket_info>& buckets) {
 TEST_CASE("ranks at different steps on in-place buckets: an error on every rank, every step") {
   auto& ctl = group();
   if (ctl.size() == 1) return;
+  std::string dir;
   {
-    std::string dir;
-    {
-      auto pg = fresh_group(dir);
-      REQUIRE_FALSE(pg.communicator().shm_active());
-      block_model m({1000, 10});
-      ddp::distributed_data_parallel dp(m, pg, {.pin_bucket_order = true});
-      REQUIRE(in_place_everywhere(dp.buckets()));
-      // Two steps together: the group's first in-place bucket is behind them.
-      for (int step = 0; step < 2; ++step) {
-        m.fill(static_cast<float>(pg.rank() + 1));
-        dp.synchronize();
-      }
-      if (pg.rank() == 1) { // one rank accumulates alone: it is a step ahead
-        auto guard = dp.no_sync();
-        dp.synchronize();
-      }
+    auto pg = fresh_group(dir);
+    REQUIRE_FALSE(pg.communicator().shm_active());
+    block_model m({1000, 10});
+    ddp::distributed_data_parallel dp(m, pg, {.pin_bucket_order = true});
+    REQUIRE(in_place_everywhere(dp.buckets()));
+    // Two steps together: the group's first in-place bucket is behind them.
+    for (int step = 0; step < 2; ++step) {
       m.fill(static_cast<float>(pg.rank() + 1));
-      const auto t0 = std::chrono::steady_clock::now();
-      const std::string said = error_of([&] { dp.synchronize(); });
-      CAPTURE(said);
-      CHECK(said.find("the ranks are at different steps") != std::string::npos);
-      CHECK(said.find("rank 1 is at step 4") != std::string::npos);
-      CHECK(std::chrono::steady_clock::now() - t0 < case_timeout / 3); // at once, not a timeout
-      ctl.barrier();
+      dp.synchronize();
     }
-    if (ctl.rank() == 0) std::filesystem::remove_all(dir);
+    if (pg.rank() == 1) { // one rank accumulates alone: it is a step ahead
+      auto guard = dp.no_sync();
+      dp.synchronize();
+    }
+    m.fill(static_cast<float>(pg.rank() + 1));
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string said = error_of([&] { dp.synchronize(); });
+    CAPTURE(said);
+    CHECK(said.find("the ranks are at different steps") != std::string::npos);
+    CHECK(said.find("rank 1 is at step 4") != std::string::npos);
+    CHECK(std::chrono::steady_clock::now() - t0 < case_timeout / 3); // at once, not a timeout
+    ctl.barrier();
   }
+  if (ctl.rank() == 0) std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("check_finite on in-place buckets: a NaN on one rank stops every rank before it spreads") {
   auto& ctl = group();
   if (ctl.size() == 1) return;
+  std::string dir;
   {
-    std::string dir;
-    {
-      auto pg = fresh_group(dir);
-      REQUIRE_FALSE(pg.communicator().shm_active());
-      block_model m({1000, 10});
-      ddp::distributed_data_parallel dp(m, pg, {.check_finite = true, .pin_bucket_order = true});
-      REQUIRE(in_place_everywhere(dp.buckets()));
-      m.fill(1.0f);
-      dp.synchronize();
-      m.fill(2.0f);
-      if (pg.rank() == 1) m.grad(0)[42] = std::numeric_limits<float>::quiet_NaN();
-      const std::string said = error_of([&] { dp.synchronize(); });
-      CAPTURE(said);
-      CHECK(said.find("'p0'") != std::string::npos);
-      CHECK(said.find("rank 1") != std::string::npos);
-      if (pg.rank() != 1) // the NaN never reached a peer's gradients
-        CHECK(std::none_of(m.block.begin(), m.block.end(), [](float g) { return std::isnan(g); }));
-      ctl.barrier();
-    }
-    if (ctl.rank() == 0) std::filesystem::remove_all(dir);
+    auto pg = fresh_group(dir);
+    REQUIRE_FALSE(pg.communicator().shm_active());
+    block_model m({1000, 10});
+    ddp::distributed_data_parallel dp(m, pg, {.check_finite = true, .pin_bucket_order = true});
+    REQUIRE(in_place_everywhere(dp.buckets()));
+    m.fill(1.0f);
+    dp.synchronize();
+    m.fill(2.0f);
+    if (pg.rank() == 1) m.grad(0)[42] = std::numeric_limits<float>::quiet_NaN();
+    const std::string said = error_of([&] { dp.synchronize(); });
+    CAPTURE(said);
+    CHECK(said.find("'p0'") != std::string::npos);
+    CHECK(said.find("rank 1") != std::string::npos);
+    if (pg.rank() != 1) // the NaN never reached a peer's gradients
+      CHECK(std::none_of(m.block.begin(), m.block.end(), [](float g) { return std::isnan(g); }));
+    ctl.barrier();
   }
+  if (ctl.rank() == 0) std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("a rank that joins before its first step, beside ranks that accumulated with no_sync") {
@@ -166,32 +162,30 @@ TEST_CASE("a rank that joins before its first step, beside ranks that accumulate
 
 TEST_CASE("buckets rebuilt over a block of gradients stay in place, with exact means") {
   auto& ctl = group();
+  std::string dir;
   {
-    std::string dir;
-    {
-      auto pg = fresh_group(dir);
-      REQUIRE_FALSE(pg.communicator().shm_active());
-      block_model m({10, 10, 10, 10});
-      // Two tensors a bucket: the rebuild regroups them by backward's order 1 0 3 2.
-      ddp::distributed_data_parallel<block_model, ddp::gloo, ddp::bucketing::size_capped<80, 80>> dp(m, pg);
-      const float w = static_cast<float>(pg.size());
-      for (int step = 0; step < 3; ++step) {
-        for (std::size_t i = 0; i < m.block.size(); ++i)
-          m.block[i] = static_cast<float>((pg.rank() + 1) * static_cast<int>(i % 7 + 1) + step);
-        for (std::size_t k : {1, 0, 3, 2})
-          dp.mark_grad_ready(m.grad(k));
-        dp.synchronize();
-        std::size_t off = 0;
-        for (std::size_t i = 0; i < m.block.size(); ++i) {
-          const float want = (w + 1) / 2 * static_cast<float>(i % 7 + 1) + static_cast<float>(step);
-          off += std::abs(m.block[i] - want) > 1e-5f * want;
-        }
-        CAPTURE(step);
-        CHECK(off == 0);
+    auto pg = fresh_group(dir);
+    REQUIRE_FALSE(pg.communicator().shm_active());
+    block_model m({10, 10, 10, 10});
+    // Two tensors a bucket: the rebuild regroups them by backward's order 1 0 3 2.
+    ddp::distributed_data_parallel<block_model, ddp::gloo, ddp::bucketing::size_capped<80, 80>> dp(m, pg);
+    const float w = static_cast<float>(pg.size());
+    for (int step = 0; step < 3; ++step) {
+      for (std::size_t i = 0; i < m.block.size(); ++i)
+        m.block[i] = static_cast<float>((pg.rank() + 1) * static_cast<int>(i % 7 + 1) + step);
+      for (std::size_t k : {1, 0, 3, 2})
+        dp.mark_grad_ready(m.grad(k));
+      dp.synchronize();
+      std::size_t off = 0;
+      for (std::size_t i = 0; i < m.block.size(); ++i) {
+        const float want = (w + 1) / 2 * static_cast<float>(i % 7 + 1) + static_cast<float>(step);
+        off += std::abs(m.block[i] - want) > 1e-5f * want;
       }
-      CHECK(in_place_everywhere(dp.buckets()));
-      pg.barrier();
+      CAPTURE(step);
+      CHECK(off == 0);
     }
-    if (ctl.rank() == 0) std::filesystem::remove_all(dir);
+    CHECK(in_place_everywhere(dp.buckets()));
+    pg.barrier();
   }
+  if (ctl.rank() == 0) std::filesystem::remove_all(dir);
 }
