@@ -233,6 +233,28 @@ grep -q "the store's host (node 0, 127.0.0.1:$port) is gone or does not answer" 
 [ $took -le 6000 ] || fail "node 1 ended $took ms after the store's host stopped"
 echo "ok: a stopped store's host is found silent; node 1 ended $took ms later"
 
+# No --node-rank anywhere: the agent on the machine that --master-addr names (here by its host
+# name, which torchrun's rule takes without asking the resolver) serves; a second one there finds
+# the port taken and joins the first. Skipped where the host name does not resolve.
+hn=$(hostname)
+if getent hosts "$hn" > /dev/null 2>&1; then
+  port=$(free_port)
+  for a in h0 h1; do
+    ( timeout -k 5 60 "$ddprun" --nnodes 2:2 --master-addr "$hn" --master-port "$port" --grace-period 1 \
+        --heartbeat-timeout 3 sh -c 'echo "up rank=$RANK world=$WORLD_SIZE"' > "$work/$a.out" 2>&1
+      echo $? > "$work/$a.rc" ) &
+    pids="$pids $!"
+    [ $a = h0 ] && until_seen 1 "serving the store on $hn:$port" "$work/h0.out"
+  done
+  wait_all
+  for a in h0 h1; do [ "$(rc $a)" -eq 0 ] || fail "$a: exit $(rc $a) with the host found by its name"; done
+  grep -q "not serving the store (.*): joining the agent that does" "$work/h1.out" || fail "h1 did not join h0"
+  [ "$(cat "$work/h0.out" "$work/h1.out" | grep -c 'up rank=[01] world=2')" -eq 2 ] || fail "no world of 2"
+  echo "ok: the store's host found by its host name ($hn), a second agent there joined it"
+else
+  echo "skipped: the host name $hn does not resolve"
+fi
+
 for p in $long_pids; do wait "$p"; done
 long_pids=""
 for a in long0 long1; do [ "$(rc $a)" -eq 0 ] || fail "$a: exit $(rc $a) when node 1's rank ran 33 s after node 0's"; done

@@ -1,5 +1,7 @@
 #include "launcher_store.hpp"
 
+#include "local_address.hpp"
+
 #include <ddp/detail/common/env.hpp>
 #include <ddp/detail/common/open_files.hpp>
 #include <ddp/detail/common/timeout.hpp>
@@ -60,7 +62,9 @@ std::optional<int> start_store(job& j) {
     } catch (const std::exception& e) {
       // Two agents on the machine that carries --master-addr both took it for theirs: the one
       // that bound the port serves, the other joins it (as torchrun's c10d rendezvous does).
-      if (!j.elastic.store_host_by_address) throw;
+      if (!j.elastic.store_host_by_address ||
+          !something_listens(j.master_addr, j.master_port, std::chrono::milliseconds(1000)))
+        throw;
       std::cerr << "ddprun: not serving the store (" << e.what() << "): joining the agent that does\n";
       j.elastic.store_host = j.elastic.store_host_by_address = false;
       open_store(j);

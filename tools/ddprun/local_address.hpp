@@ -7,10 +7,13 @@
 
 namespace ddprun {
 
-/// True when `host` (a name or a numeric address) resolves to an address that one of this
+/// True when `host` is this machine's host name, or resolves to an address that one of this
 /// machine's network interfaces carries. Loopback never counts: every agent on a machine would
-/// match it. A name the resolver calls temporarily unresolvable is asked again until `patience`
-/// has passed; one that does not resolve is not this machine.
+/// match it. A name the resolver calls temporarily unresolvable is asked again (said once on
+/// standard error) until `patience` has passed; one that does not resolve is not this machine.
 bool names_this_machine(const std::string& host, std::chrono::milliseconds patience);
+
+/// Whether something accepts TCP connections on `host:port` within `patience`.
+bool something_listens(const std::string& host, int port, std::chrono::milliseconds patience);
 
 } // namespace ddprun

@@ -95,6 +95,9 @@ void read_endpoint(std::string_view value, const char* what, job& j, int* port) 
     port_text = value.substr(colon + 1);
   }
   int p = 0;
+  if (port_text.empty() && !value.empty() && value.back() == ':')
+    throw std::runtime_error(std::string(what) + "='" + std::string(value) +
+                             "': the port after ':' is missing");
   if (!port_text.empty()) {
     auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), p);
     if (ec != std::errc{} || end != port_text.data() + port_text.size() || p < 1 || p > 65535)
@@ -104,7 +107,10 @@ void read_endpoint(std::string_view value, const char* what, job& j, int* port) 
   if (host.empty())
     throw std::runtime_error(std::string(what) + "='" + std::string(value) + "' names no host");
   j.master_addr = std::string(host);
-  if (port && p > 0) *port = p;
+  if (p > 0 && !port)
+    throw std::runtime_error(std::string(what) + "='" + std::string(value) +
+                             "' and --master-port both give the store's port: give it once");
+  if (p > 0) *port = p;
 }
 
 /// Kubeflow's training operator sets PET_* for torchrun (whose options read PET_<OPTION>): the
@@ -135,8 +141,10 @@ void read_kubeflow_defaults(const CLI::App& app, job& j, int& master_port) {
   // An elastic PyTorchJob names its rendezvous (the first worker's service) here, and sets no
   // PET_MASTER_*: ddprun's store is that rendezvous.
   const char* endpoint = std::getenv("PET_RDZV_ENDPOINT");
-  if (endpoint && *endpoint && !given("--master-addr") && !std::getenv("PET_MASTER_ADDR"))
-    read_endpoint(endpoint, "PET_RDZV_ENDPOINT", j, given("--master-port") ? nullptr : &master_port);
+  if (endpoint && *endpoint && !given("--master-addr") && !std::getenv("PET_MASTER_ADDR")) {
+    int ignored = 0; // the command line's --master-port wins over the variable's port
+    read_endpoint(endpoint, "PET_RDZV_ENDPOINT", j, given("--master-port") ? &ignored : &master_port);
+  }
 }
 
 /// PET_RDZV_BACKEND: ddprun's store is torchrun's c10d rendezvous; etcd is not served.
