@@ -19,15 +19,19 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
 class gloo_blame {
 public:
+  /// `job_ranks`: a subgroup's members as the job numbers them, which the
+  /// store's keys use (rendezvous::job_ranks); empty for the job's own group.
   gloo_blame(int rank, int size, std::chrono::milliseconds timeout, std::shared_ptr<tcp_store> store,
-             collective_queue& queue)
-      : rank_(rank), size_(size), timeout_(timeout), store_(std::move(store)), queue_(queue) {}
+             collective_queue& queue, std::vector<int> job_ranks = {})
+      : rank_(rank), size_(size), timeout_(timeout), store_(std::move(store)), queue_(queue),
+        job_ranks_(std::move(job_ranks)) {}
 
   /// Turns a collective's failure into the group's error; every path closes
   /// the connections first (`close_all(with_segment)`), so peers blocked on
@@ -84,10 +88,11 @@ public:
     }
     if (auto peer = finished_peer())
       throw error(error_kind::peer_lost,
-                  what + " failed: " + finished_peer_note(*peer, rank_) + ". Gloo: " + gloo_text, *peer);
+                  what + " failed: " + finished_peer_note(*peer, job_rank(rank_)) + ". Gloo: " + gloo_text,
+                  *peer);
     desync_result d;
     if (store_) {
-      d = exchange_progress(*store_, rank_, size_, queue_.recorder().progress());
+      d = exchange_progress(*store_, rank_, size_, queue_.recorder().progress(), job_ranks_);
       log_line("rank " + std::to_string(rank_), "desync report: " + d.verdict + d.table);
       queue_.recorder().note(d.verdict + d.table);
     }
@@ -133,13 +138,17 @@ private:
     return store_->wait_for_lost_rank(std::chrono::milliseconds(timed_out ? 0 : 1000));
   }
 
-  /// A peer whose process group ended normally (store_finished_prefix), if any.
+  int job_rank(int r) const { return job_ranks_.empty() ? r : job_ranks_[static_cast<std::size_t>(r)]; }
+
+  /// A peer whose process group ended normally (store_finished_prefix), if
+  /// any, by its job rank (as the store's record of lost ranks names them).
   std::optional<int> finished_peer() {
     if (!store_) return std::nullopt;
     for (int p = 0; p < size_; ++p) {
       if (p == rank_) continue;
       try {
-        if (store_->check({std::string(store_finished_prefix) + std::to_string(p)})) return p;
+        if (store_->check({std::string(store_finished_prefix) + std::to_string(job_rank(p))}))
+          return job_rank(p);
       } catch (const ddp::error&) {
         return std::nullopt; // the store gone says nothing about who finished
       }
@@ -151,6 +160,7 @@ private:
   std::chrono::milliseconds timeout_;
   std::shared_ptr<tcp_store> store_;
   collective_queue& queue_; ///< the group's: whether it is poisoned, and its flight recorder
+  std::vector<int> job_ranks_;
 };
 
 } // namespace detail

@@ -62,9 +62,8 @@ public:
         lanes_(rv.key_prefix.empty() ? "comm" : "comm " + rv.key_prefix),
         note_(rv.group_name.empty() ? std::string() : ", " + rv.group_name),
         queue_(rank_, timeout_, note_, rv.key_prefix.empty() ? "comm" : "comm " + rv.key_prefix),
-        // A subgroup's failures are not looked up in the store: its keys (progress
-        // reports, finished ranks) are numbered by the job's ranks, not the group's.
-        blame_(rank_, size_, timeout_, rv.key_prefix.empty() ? store_ : nullptr, queue_) {
+        // A subgroup's failures are looked up in the store by its members' job ranks.
+        blame_(rank_, size_, timeout_, store_, queue_, rv.job_ranks) {
     if (!rv.group_name.empty()) { // rank_<r>_g0c1_.json: one file per group
       std::string tag = "_" + rv.key_prefix;
       for (auto& ch : tag)
@@ -80,7 +79,7 @@ public:
     try {
       if (store_) {
         gloo_store_adapter adapter(*store_, "ddp/gloo/" + rv.key_prefix);
-        ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get());
+        ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get(), rv.job_ranks);
       } else {
         ::gloo::rendezvous::FileStore files(rv.file_path);
         ::gloo::rendezvous::PrefixStore prefixed(
@@ -91,8 +90,8 @@ public:
       blame_.mesh("rank " + std::to_string(rank_) + ": Gloo could not connect to its peers", "", e);
     }
     ctx_ = std::move(ctx);
-    // A subgroup stays on TCP: the node's segment and its vote belong to the job's own group.
-    if (store_ && rv.key_prefix.empty() && shm_path_.vote(rv)) leaders_ = shm_path_.setup(rv, blame_);
+    // A subgroup votes, and maps its segments, under its key prefix (gloo_shm_path::keys).
+    if (store_ && shm_path_.vote(rv)) leaders_ = shm_path_.setup(rv, blame_);
   }
 
   /// Descriptors a rank holds at its peak: one per peer (Debian's Gloo swaps
