@@ -2543,6 +2543,15 @@ struct rendezvous {
   /// A subgroup's name, as its errors and flight recorder give it
   /// ("group 1 of ranks 0, 2"); empty for the job's own group.
   std::string group_name;
+  /// A subgroup's ranks as the job numbers them (the store's keys of lost,
+  /// finished and stalled ranks do), in the subgroup's order; empty for the
+  /// job's own group.
+  std::vector<int> job_ranks;
+  /// A subgroup's own layout (its members on this rank's node, its nodes), as
+  /// its topology() gives it: where the node's shared memory can serve it.
+  /// `topo` keeps the job's layout, which picks the transport's interface.
+  /// Unused for the job's own group.
+  ddp::topology group_layout;
 };
 
 namespace detail {
@@ -2653,8 +2662,8 @@ concept extended_communicator = communicator<C> &&
 
 /// Connects a subgroup from a rendezvous whose key_prefix is set (its mesh on
 /// the parent's store, beside the parent's), so process_group::new_group and
-/// split can make one. ddp::gloo does (over TCP only: the node's shared
-/// memory stays the job's own group's).
+/// split can make one. ddp::gloo does (through the node's shared memory
+/// where the subgroup's members on each node allow it, else over TCP).
 template <class C>
 concept subgroup_communicator = communicator<C> && C::connects_subgroups;
 
@@ -2719,7 +2728,8 @@ public:
   DDP_INLINE ~gloo_communicator(); // the worker stops before the connections go
 
   /// Subgroups connect their own mesh on the parent's store, under the
-  /// rendezvous' key_prefix (TCP only).
+  /// rendezvous' key_prefix, and their own node segments where their
+  /// layout allows (gloo_shm_path::layout_fits).
   static constexpr bool connects_subgroups = true;
 
   /// Descriptors a rank holds at its peak: one per peer, its device's epoll and
@@ -4494,8 +4504,8 @@ private:
 
 template <class Backend>
 process_group<Backend>::process_group(rendezvous rv)
-    : topo_(rv.topo), base_{rv.topo,      rv.timeout, rv.token,      rv.store,
-                            rv.file_path, nullptr,    rv.key_prefix, rv.group_name},
+    : topo_(rv.topo), base_{rv.topo, rv.timeout,    rv.token,      rv.store,     rv.file_path,
+                            nullptr, rv.key_prefix, rv.group_name, rv.job_ranks, rv.group_layout},
       name_(rv.group_name), job_rank_(rv.topo.rank), store_(rv.store) {
   for (int r = 0; r < rv.topo.world_size; ++r)
     global_ranks_.push_back(r);
@@ -4599,6 +4609,8 @@ process_group<Backend>::process_group(subgroup_t, const process_group& parent,
   rv.topo.local_world_size = base_.topo.local_world_size;
   rv.topo.node_rank = base_.topo.node_rank;
   rv.topo.nnodes = base_.topo.nnodes;
+  rv.job_ranks = global_ranks_;
+  rv.group_layout = topo_; // where the node's shared memory can serve the group
   start_peer_watch();
   if (relay_) rv.interrupt = relay_->connecting();
   try {
@@ -4607,7 +4619,7 @@ process_group<Backend>::process_group(subgroup_t, const process_group& parent,
     if constexpr (open_files_communicator<typename Backend::communicator>) {
       detail::open_files_need need;
       need.in_use = detail::open_files_in_use();
-      need.backend = static_cast<long>(Backend::communicator::open_files(rv.topo));
+      need.backend = static_cast<long>(Backend::communicator::open_files(rv.group_layout));
       need.store_client = store_ ? 1 : 0; // the failure watch's
       detail::ensure_open_files(need, "job rank " + std::to_string(job_rank_), name_);
     }
@@ -19966,19 +19978,23 @@ inline std::string progress_key(int rank) {
 /// stalled in the store (store_stalled_prefix); a survivor that came late stops
 /// waiting once every rank it has not heard from is so marked, or it would
 /// outlast the others by its delay (rank 0 then held the job's last process).
-/// Every store call is bounded.
+/// Every store call is bounded. `store_ranks`: rank r of the group is the
+/// job's rank store_ranks[r] (a subgroup's), which its keys and the report
+/// name, as the store's record of lost ranks does; empty: r itself.
 template <class Store>
-desync_result exchange_progress(Store& store, int rank, int size, const flight_progress& mine) {
+desync_result exchange_progress(Store& store, int rank, int size, const flight_progress& mine,
+                                const std::vector<int>& store_ranks = {}) {
+  auto job = [&](int r) { return store_ranks.empty() ? r : store_ranks[static_cast<std::size_t>(r)]; };
   using namespace std::chrono_literals;
   constexpr auto window = 3000ms;
   constexpr auto slice = 250ms; // how often a late survivor looks for the others' marks
   desync_result out;
   std::vector<std::string> keys;
   for (int r = 0; r < size; ++r)
-    keys.push_back(progress_key(r));
+    keys.push_back(progress_key(job(r)));
   std::vector<std::optional<flight_progress>> seen(static_cast<std::size_t>(size));
   std::vector<int> silent;
-  auto stalled_key = [](int r) { return std::string(store_stalled_prefix) + std::to_string(r); };
+  auto stalled_key = [&](int r) { return std::string(store_stalled_prefix) + std::to_string(job(r)); };
   // Reads the reports not seen yet; the ranks still silent go to `silent`.
   auto sweep = [&] {
     silent.clear();
@@ -20007,7 +20023,7 @@ desync_result exchange_progress(Store& store, int rank, int size, const flight_p
     }
   };
   try {
-    store.set(progress_key(rank), mine.encode(), Store::fault_slack);
+    store.set(progress_key(job(rank)), mine.encode(), Store::fault_slack);
     for (int round = 0; round < 2; ++round) {
       await_reports();
       sweep();
@@ -20019,16 +20035,16 @@ desync_result exchange_progress(Store& store, int rank, int size, const flight_p
   }
   try { // so that rank 0's store, on teardown, does not linger for a process that never reads
     for (int r : silent)
-      store.set(stalled_key(r), "named silent by rank " + std::to_string(rank) + "'s desync report",
+      store.set(stalled_key(r), "named silent by rank " + std::to_string(job(rank)) + "'s desync report",
                 Store::fault_slack);
   } catch (const std::exception&) {} // the report stands without the mark
   for (int r = 0; r < size; ++r) {
     auto& s = seen[static_cast<std::size_t>(r)];
-    out.table += "\n  rank " + std::to_string(r) + ": " +
+    out.table += "\n  rank " + std::to_string(job(r)) + ": " +
                  (s ? s->describe() : std::string("no report (stopped, hung, or outside ddp)"));
   }
   if (silent.size() == 1) {
-    out.culprit = silent.front();
+    out.culprit = job(silent.front());
     out.verdict = "rank " + std::to_string(out.culprit) +
                   " sent no progress report: it is stopped or hung (its connections are still open, so it "
                   "did not exit)";
@@ -20039,7 +20055,7 @@ desync_result exchange_progress(Store& store, int rank, int size, const flight_p
     auto behind =
         std::count_if(seen.begin(), seen.end(), [&](const auto& s) { return s->seq == (*lowest)->seq; });
     if (behind == 1) {
-      out.culprit = static_cast<int>(lowest - seen.begin());
+      out.culprit = job(static_cast<int>(lowest - seen.begin()));
       out.verdict = "rank " + std::to_string(out.culprit) + " is behind the others (at " +
                     (*lowest)->describe() + "): it skipped a collective or took another path";
     } else {
@@ -20048,7 +20064,7 @@ desync_result exchange_progress(Store& store, int rank, int size, const flight_p
   } else {
     std::string list;
     for (int r : silent)
-      list += (list.empty() ? "" : ", ") + std::to_string(r);
+      list += (list.empty() ? "" : ", ") + std::to_string(job(r));
     out.verdict = "ranks " + list + " sent no progress report: they are stopped or hung";
   }
   return out;
@@ -20450,16 +20466,16 @@ public:
   /// and a peer's Gloo loop that met the reset between two system calls of
   /// its connect threw on its own thread, which ended that process (3 runs in
   /// 25 of a test interrupting every rank 50 times, beside a CPU hog).
-  /// `peer_step`: this mesh's rank r is the store's (global) rank r ×
-  /// peer_step, so that the news names it (the nodes' leaders' mesh:
-  /// LOCAL_WORLD_SIZE).
+  /// `store_ranks`: this mesh's rank r is the store's (job) rank
+  /// store_ranks[r], so that the news names it (a subgroup's mesh, the nodes'
+  /// leaders' mesh); empty: rank r itself.
   void connect(::gloo::rendezvous::Store& store, const std::shared_ptr<::gloo::transport::Device>& device,
                gloo_mesh_keys keys = gloo_mesh_keys::per_pair, connect_interrupt* interrupt = nullptr,
-               int peer_step = 1) {
+               std::vector<int> store_ranks = {}) {
     ticker_ = std::make_unique<gloo_loop_ticker>(device, batch_loop);
     device_ = device;
     transportContext_ = device->createContext(rank, size);
-    connect_pairs(store, *transportContext_, keys, interrupt, std::max(1, peer_step));
+    connect_pairs(store, *transportContext_, keys, interrupt, store_ranks);
   }
 
   /// Once a lost rank is reported during the connect, how long this rank's
@@ -20502,7 +20518,7 @@ private:
   };
 
   void connect_pairs(::gloo::rendezvous::Store& store, ::gloo::transport::Context& pairs, gloo_mesh_keys keys,
-                     connect_interrupt* interrupt, int peer_step) {
+                     connect_interrupt* interrupt, const std::vector<int>& store_ranks) {
     // Gloo waits five times a pair's timeout for its connection (tcp::Pair::
     // waitUntil, "a longer timeout when waiting for initial connect"): seen as
     // 30 s at DDP_TIMEOUT=6s for a rank whose peer never dialed. Pairs get a
@@ -20523,7 +20539,7 @@ private:
     std::optional<connect_interrupt::registration> stop;
     if (interrupt)
       stop.emplace(*interrupt,
-                   [&](const connect_interrupt::news& n) { on_news(pairs, progress, n, peer_step); });
+                   [&](const connect_interrupt::news& n) { on_news(pairs, progress, n, store_ranks); });
     struct leave_on_return { // destroyed before `stop`: a stop running now returns, none starts a grace
       connect_progress& p;
       ~leave_on_return() {
@@ -20623,13 +20639,15 @@ private:
   /// (docs/design-notes.md, "Note [failing Gloo pairs]"). Then starts
   /// the grace for the rest (news naming no rank of this mesh only that).
   void on_news(::gloo::transport::Context& pairs, connect_progress& progress,
-               const connect_interrupt::news& n, int peer_step) noexcept {
+               const connect_interrupt::news& n, const std::vector<int>& store_ranks) noexcept {
     std::lock_guard lock(progress.mu);
     if (progress.leaving || progress.news) return;
     progress.news = n;
     progress.last_formed = std::chrono::steady_clock::now();
-    if (n.lost_rank >= 0 && n.lost_rank % peer_step == 0) {
-      const int lost = n.lost_rank / peer_step;
+    int lost = store_ranks.empty() ? n.lost_rank : -1;
+    for (std::size_t r = 0; r < store_ranks.size(); ++r)
+      if (store_ranks[r] == n.lost_rank) lost = static_cast<int>(r);
+    if (lost >= 0) {
       if (lost != rank && lost < size) {
         progress.lost = lost;
         if (progress.listening_for == lost) {
@@ -20766,15 +20784,19 @@ DDP_END_NAMESPACE
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
 class gloo_blame {
 public:
+  /// `job_ranks`: a subgroup's members as the job numbers them, which the
+  /// store's keys use (rendezvous::job_ranks); empty for the job's own group.
   gloo_blame(int rank, int size, std::chrono::milliseconds timeout, std::shared_ptr<tcp_store> store,
-             collective_queue& queue)
-      : rank_(rank), size_(size), timeout_(timeout), store_(std::move(store)), queue_(queue) {}
+             collective_queue& queue, std::vector<int> job_ranks = {})
+      : rank_(rank), size_(size), timeout_(timeout), store_(std::move(store)), queue_(queue),
+        job_ranks_(std::move(job_ranks)) {}
 
   /// Turns a collective's failure into the group's error; every path closes
   /// the connections first (`close_all(with_segment)`), so peers blocked on
@@ -20831,10 +20853,11 @@ public:
     }
     if (auto peer = finished_peer())
       throw error(error_kind::peer_lost,
-                  what + " failed: " + finished_peer_note(*peer, rank_) + ". Gloo: " + gloo_text, *peer);
+                  what + " failed: " + finished_peer_note(*peer, job_rank(rank_)) + ". Gloo: " + gloo_text,
+                  *peer);
     desync_result d;
     if (store_) {
-      d = exchange_progress(*store_, rank_, size_, queue_.recorder().progress());
+      d = exchange_progress(*store_, rank_, size_, queue_.recorder().progress(), job_ranks_);
       log_line("rank " + std::to_string(rank_), "desync report: " + d.verdict + d.table);
       queue_.recorder().note(d.verdict + d.table);
     }
@@ -20880,13 +20903,17 @@ private:
     return store_->wait_for_lost_rank(std::chrono::milliseconds(timed_out ? 0 : 1000));
   }
 
-  /// A peer whose process group ended normally (store_finished_prefix), if any.
+  int job_rank(int r) const { return job_ranks_.empty() ? r : job_ranks_[static_cast<std::size_t>(r)]; }
+
+  /// A peer whose process group ended normally (store_finished_prefix), if
+  /// any, by its job rank (as the store's record of lost ranks names them).
   std::optional<int> finished_peer() {
     if (!store_) return std::nullopt;
     for (int p = 0; p < size_; ++p) {
       if (p == rank_) continue;
       try {
-        if (store_->check({std::string(store_finished_prefix) + std::to_string(p)})) return p;
+        if (store_->check({std::string(store_finished_prefix) + std::to_string(job_rank(p))}))
+          return job_rank(p);
       } catch (const ddp::error&) {
         return std::nullopt; // the store gone says nothing about who finished
       }
@@ -20898,6 +20925,7 @@ private:
   std::chrono::milliseconds timeout_;
   std::shared_ptr<tcp_store> store_;
   collective_queue& queue_; ///< the group's: whether it is poisoned, and its flight recorder
+  std::vector<int> job_ranks_;
 };
 
 } // namespace detail
@@ -22819,18 +22847,19 @@ struct shm_control {
   // followed by local_size shm_rank_line
 };
 
-/// The segment's name: a hash of the job's token and store, the node, and 128
-/// random bits drawn by the node's local rank 0, who publishes the name through
-/// the (token-authenticated) store. The random part means a name left behind by
-/// a rank killed inside the setup window never blocks a restart round or a later
-/// job with the same settings (O_EXCL would refuse it), and a local user cannot
-/// pre-create the name of a job whose token is empty (torchrun, tcp://).
-inline std::string shm_segment_name(const std::string& token, const std::string& store_where, int node_rank) {
+/// The segment's name: a hash of the job's token and store, the node, the
+/// setup's store keys (a subgroup's carry its prefix), and 128 random bits drawn by the node's local rank 0,
+/// who publishes the name through the (token-authenticated) store. The random part means a name left behind
+/// by a rank killed inside the setup window never blocks a restart round or a later job with the same
+/// settings (O_EXCL would refuse it), and a local user cannot pre-create the name of a job whose token is
+/// empty (torchrun, tcp://).
+inline std::string shm_segment_name(const std::string& token, const std::string& store_where, int node_rank,
+                                    const std::string& key) {
   unsigned char nonce[16];
   if (::RAND_bytes(nonce, sizeof nonce) != 1)
     throw error(error_kind::backend, "OpenSSL RAND_bytes failed while naming the shm segment");
-  const std::string msg = "ddp shm v2\n" + token + "\n" + store_where + "\n" + std::to_string(node_rank) +
-                          "\n" + std::string(reinterpret_cast<const char*>(nonce), sizeof nonce);
+  const std::string msg = "ddp shm v3\n" + token + "\n" + store_where + "\n" + std::to_string(node_rank) +
+                          "\n" + key + "\n" + std::string(reinterpret_cast<const char*>(nonce), sizeof nonce);
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   if (::EVP_Digest(msg.data(), msg.size(), md, &len, ::EVP_sha256(), nullptr) != 1 || len < 16)
@@ -22901,7 +22930,7 @@ public:
     try {
       try {
         if (a.local_rank == 0) {
-          seg->name_ = shm_segment_name(a.token, a.store_where, a.node_rank);
+          seg->name_ = shm_segment_name(a.token, a.store_where, a.node_rank, a.key);
           seg->create(a.area_bytes);
           store.set(node + "created", "ok " + seg->name_);
         } else {
@@ -23651,11 +23680,12 @@ public:
     std::size_t offset = 0;
   };
 
-  /// The store key prefix and id of the next array (every rank counts alike).
-  std::pair<std::string, std::uint32_t> next() {
+  /// The store key prefix and id of the next array (every rank counts alike),
+  /// under `prefix`, the group's shm keys ("ddp/shm/" for the job's own group).
+  std::pair<std::string, std::uint32_t> next(const std::string& prefix) {
     std::lock_guard lock(mu_);
     const std::uint32_t id = made_++;
-    return {"ddp/shm/array" + std::to_string(id) + "/", id};
+    return {prefix + "array" + std::to_string(id) + "/", id};
   }
 
   void add(std::uint32_t id, const std::shared_ptr<shm_segment>& seg) {
@@ -23829,24 +23859,40 @@ public:
   /// Whether every rank can and wants to reduce through shared memory: DDP_SHM
   /// not 0, more than one rank per node, and the launcher's layout (node_rank,
   /// local_rank: never the hostname) contiguous, as ddprun and torchrun lay
-  /// ranks out. A vote in the store, so that all ranks take the same path.
+  /// ranks out. A subgroup's layout is its members' (rendezvous::group_layout):
+  /// a rank whose node holds another count of members than rank 0's, or not
+  /// a contiguous run of group ranks, votes no. A vote in the store, under the
+  /// group's keys, so that all its ranks take the same path.
   bool vote(const rendezvous& rv) {
-    const auto& t = rv.topo;
+    keys_ = "ddp/shm/" + rv.key_prefix;
+    job_ranks_ = rv.job_ranks;
+    const auto& t = layout(rv);
     const int L = t.local_world_size;
-    bool want = getenv_str("DDP_SHM").value_or("1") != "0" && layout_fits(t) && t.local_rank == rank_ % L &&
-                t.node_rank == rank_ / L;
-    if (!want) store_->add("ddp/shm/no", 1);
-    if (store_->add("ddp/shm/votes", 1) == size_)
-      store_->set("ddp/shm/decision", store_->add("ddp/shm/no", 0) == 0 ? "on" : "off");
-    store_->wait({"ddp/shm/decision"}, timeout_);
-    return store_->get("ddp/shm/decision") == "on";
+    const bool fits = layout_fits(t) && t.local_rank == rank_ % L && t.node_rank == rank_ / L;
+    const bool want = getenv_str("DDP_SHM").value_or("1") != "0" && fits;
+    if (!want) store_->add(keys_ + "no", 1);
+    if (store_->add(keys_ + "votes", 1) == size_)
+      store_->set(keys_ + "decision", store_->add(keys_ + "no", 0) == 0 ? "on" : "off");
+    store_->wait({keys_ + "decision"}, timeout_);
+    const bool on = store_->get(keys_ + "decision") == "on";
+    if (!on && !rv.key_prefix.empty() && debug() >= debug_level::info && size_ > 1)
+      log_line("rank " + std::to_string(job_rank(rank_)),
+               rv.group_name + " reduces over TCP, not the node's shared memory: " +
+                   (!fits ? "its members on this node (" + std::to_string(L) + " of " +
+                                std::to_string(size_) + ", local rank " + std::to_string(t.local_rank) +
+                                " of node " + std::to_string(t.node_rank) +
+                                ") are not a contiguous run of its ranks, as many on every node, with more "
+                                "than one per node"
+                          : std::string(want ? "another member voted against it (its own line says why)"
+                                             : "DDP_SHM=0")));
+    return on;
   }
 
   /// Maps the node's segment; across nodes also connects the nodes' leaders
   /// (local rank 0 of each) in a Gloo context of their own, which it returns
   /// (nullptr on the other ranks, or when the segment could not be made).
   std::shared_ptr<gloo_mesh_context> setup(const rendezvous& rv, gloo_blame& blame) {
-    const auto& t = rv.topo;
+    const auto& t = layout(rv);
     std::shared_ptr<gloo_mesh_context> leaders;
     // The area: on one node the pipelined path needs two of its steps (512 KiB),
     // across nodes the staged path fills it whole (4 MiB). Whole pages: every
@@ -23857,15 +23903,18 @@ public:
         (static_cast<std::size_t>(area_bytes_from_env().value_or(static_cast<std::int64_t>(area_default))) +
          4095) /
         4096 * 4096;
+    // The segment names its ranks as the job does: the store's finished and
+    // lost keys, which its waits read, are by job rank.
     const shm_setup a{.token = rv.token,
-                      .store_where = t.master_addr + ":" + std::to_string(t.store_port),
-                      .rank = rank_,
+                      .store_where = rv.topo.master_addr + ":" + std::to_string(rv.topo.store_port),
+                      .rank = job_rank(rank_),
                       .world_size = size_,
                       .node_rank = t.node_rank,
                       .local_rank = t.local_rank,
                       .local_size = t.local_world_size,
                       .area_bytes = area,
-                      .timeout = timeout_};
+                      .timeout = timeout_,
+                      .key = keys_};
     shm_args_ = a;
     shm_setup_failure failed;
     auto seg = shm_segment::setup(*store_, a, failed);
@@ -23891,11 +23940,13 @@ public:
       auto device =
           make_gloo_device({rv.topo.rank, rv.topo.local_rank, rv.topo.master_addr, rv.topo.master_port});
       auto ctx = std::make_shared<gloo_mesh_context>(t.node_rank, nnodes_, timeout_);
-      gloo_store_adapter adapter(*store_, "ddp/gloo-leaders/");
+      gloo_store_adapter adapter(*store_, "ddp/gloo-leaders/" + rv.key_prefix);
+      std::vector<int> leaders_job_ranks; // the leader of node N is group rank N * L
+      for (int n = 0; n < nnodes_; ++n)
+        leaders_job_ranks.push_back(job_rank(n * t.local_world_size));
       try {
-        ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get(), t.local_world_size);
+        ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get(), leaders_job_ranks);
       } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
-        // Gloo's ranks here are node ranks: the leader of node N is rank N * LOCAL_WORLD_SIZE.
         blame.mesh("rank " + std::to_string(rank_) + ", leader of node " + std::to_string(t.node_rank) +
                        ": Gloo could not connect to the other nodes' leaders",
                    "(Gloo's \"rank N\" is node N's leader; the store's ranks are global) ", e);
@@ -23919,7 +23970,7 @@ public:
         return false; // the store gone says nothing about who finished
       }
     };
-    shm_ = std::make_unique<shm_all_reduce>(std::move(seg), std::move(find_lost), rank_, timeout_,
+    shm_ = std::make_unique<shm_all_reduce>(std::move(seg), std::move(find_lost), job_rank(rank_), timeout_,
                                             std::move(finished));
     return leaders;
   }
@@ -24049,7 +24100,7 @@ private:
   /// the arrays' count would differ between ranks, so the group is poisoned.
   std::shared_ptr<shm_segment> setup_array(std::size_t bytes, const std::string& what,
                                            std::exception_ptr& mismatch) {
-    auto [key, id] = arrays_.next();
+    auto [key, id] = arrays_.next(keys_);
     shm_setup a = shm_args_;
     a.key = key;
     a.result_area = false;
@@ -24109,9 +24160,17 @@ private:
     return arrays_.find(frags.front().data, total_count(frags) * esz);
   }
 
+  /// The layout the path follows: the job's, or a subgroup's own.
+  static const ddp::topology& layout(const rendezvous& rv) {
+    return rv.job_ranks.empty() ? rv.topo : rv.group_layout;
+  }
+  int job_rank(int r) const { return job_ranks_.empty() ? r : job_ranks_[static_cast<std::size_t>(r)]; }
+
   int rank_, size_;
   std::chrono::milliseconds timeout_;
   std::shared_ptr<tcp_store> store_;
+  std::string keys_ = "ddp/shm/"; ///< the group's shm store keys: "ddp/shm/" + its key prefix
+  std::vector<int> job_ranks_;    ///< rendezvous::job_ranks (empty: the job's own group)
   gloo_knobs& knobs_;
   gloo_waits& waits_;
   std::vector<char>& scratch_;
@@ -24165,9 +24224,8 @@ public:
         lanes_(rv.key_prefix.empty() ? "comm" : "comm " + rv.key_prefix),
         note_(rv.group_name.empty() ? std::string() : ", " + rv.group_name),
         queue_(rank_, timeout_, note_, rv.key_prefix.empty() ? "comm" : "comm " + rv.key_prefix),
-        // A subgroup's failures are not looked up in the store: its keys (progress
-        // reports, finished ranks) are numbered by the job's ranks, not the group's.
-        blame_(rank_, size_, timeout_, rv.key_prefix.empty() ? store_ : nullptr, queue_) {
+        // A subgroup's failures are looked up in the store by its members' job ranks.
+        blame_(rank_, size_, timeout_, store_, queue_, rv.job_ranks) {
     if (!rv.group_name.empty()) { // rank_<r>_g0c1_.json: one file per group
       std::string tag = "_" + rv.key_prefix;
       for (auto& ch : tag)
@@ -24183,7 +24241,7 @@ public:
     try {
       if (store_) {
         gloo_store_adapter adapter(*store_, "ddp/gloo/" + rv.key_prefix);
-        ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get());
+        ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get(), rv.job_ranks);
       } else {
         ::gloo::rendezvous::FileStore files(rv.file_path);
         ::gloo::rendezvous::PrefixStore prefixed(
@@ -24194,8 +24252,8 @@ public:
       blame_.mesh("rank " + std::to_string(rank_) + ": Gloo could not connect to its peers", "", e);
     }
     ctx_ = std::move(ctx);
-    // A subgroup stays on TCP: the node's segment and its vote belong to the job's own group.
-    if (store_ && rv.key_prefix.empty() && shm_path_.vote(rv)) leaders_ = shm_path_.setup(rv, blame_);
+    // A subgroup votes, and maps its segments, under its key prefix (gloo_shm_path::keys).
+    if (store_ && shm_path_.vote(rv)) leaders_ = shm_path_.setup(rv, blame_);
   }
 
   /// Descriptors a rank holds at its peak: one per peer (Debian's Gloo swaps
