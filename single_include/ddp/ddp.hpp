@@ -23878,13 +23878,14 @@ public:
     if (!on && !rv.key_prefix.empty() && debug() >= debug_level::info && size_ > 1)
       log_line("rank " + std::to_string(job_rank(rank_)),
                rv.group_name + " reduces over TCP, not the node's shared memory: " +
-                   (!fits ? "its members on this node (" + std::to_string(L) + " of " +
-                                std::to_string(size_) + ", local rank " + std::to_string(t.local_rank) +
-                                " of node " + std::to_string(t.node_rank) +
-                                ") are not a contiguous run of its ranks, as many on every node, with more "
-                                "than one per node"
-                          : std::string(want ? "another member voted against it (its own line says why)"
-                                             : "DDP_SHM=0")));
+                   (!fits
+                        ? "its layout is not whole nodes (this node holds " + std::to_string(L) + " of its " +
+                              std::to_string(size_) + " members, this one its local rank " +
+                              std::to_string(t.local_rank) + " on its node " + std::to_string(t.node_rank) +
+                              "; the path needs as many members on every node, more than one, each node's a "
+                              "contiguous run of its ranks)"
+                        : std::string(want ? "another member voted against it (its own line says why)"
+                                           : "DDP_SHM=0")));
     return on;
   }
 
@@ -23925,11 +23926,12 @@ public:
                     "rank " + std::to_string(rank_) + ": setting up the node's shared-memory segment: rank " +
                         std::to_string(failed.rank) + " " + failed.message,
                     failed.rank);
-      if (rank_ == 0) // one warning for the job, not one per rank
+      if (rank_ == 0) // one warning for the group, not one per rank
         log_line(
-            "rank 0",
-            "warning: the shared-memory all-reduce is off, every rank reduces over TCP (slower): rank " +
-                std::to_string(failed.rank) + " " + failed.message +
+            "rank " + std::to_string(job_rank(0)),
+            "warning: the shared-memory all-reduce is off, every rank" +
+                (rv.group_name.empty() ? std::string() : " of " + rv.group_name) +
+                " reduces over TCP (slower): rank " + std::to_string(failed.rank) + " " + failed.message +
                 ". Enlarge /dev/shm (each node needs (LOCAL_WORLD_SIZE + 1) x DDP_SHM_AREA_BYTES, "
                 "default 512 KiB on one node, 4 MiB across nodes, plus a page) or lower DDP_SHM_AREA_BYTES; "
                 "DDP_SHM=0 silences this.");

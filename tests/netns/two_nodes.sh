@@ -104,7 +104,7 @@ hybrid)
     [ "$(count shm 'Status: SUCCESS')" -eq 4 ] || fail "dist_subgroup_shm did not pass on 2 nodes x 2 ranks"
     # The uneven group's 3 members and 2 of the interleaved one's find their own layout unfit; the
     # interleaved one's other 2 fit alone and say that another member voted no.
-    [ "$(count shm 'reduces over TCP, not the node.s shared memory: its members on this node')" -ge 5 ] &&
+    [ "$(count shm 'reduces over TCP, not the node.s shared memory: its layout is not whole nodes')" -ge 5 ] &&
       [ "$(count shm 'reduces over TCP, not the node.s shared memory: another member voted against it')" -ge 2 ] ||
       fail "expected the uneven and interleaved groups' members to say why they stay on TCP"
   fi
