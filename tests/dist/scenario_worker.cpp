@@ -191,6 +191,23 @@ static int run(ddp::process_group<ddp::gloo>& pg, const std::string& scenario, c
       std::puts("NO ERROR");
       return 0;
     }
+    if (scenario == "subgroup_stall") {
+      // Pairs of neighbours (pg.split(rank / 2)); the job's last rank stalls, so its pair's
+      // other member times out in the pair's all_reduce and its desync report names it.
+      auto g = pg.split(pg.rank() / 2, pg.rank());
+      if (pg.rank() == victim) {
+        std::this_thread::sleep_for(std::chrono::seconds(8)); // far past DDP_TIMEOUT
+        return 0;
+      }
+      t0 = clk::now();
+      try {
+        g.all_reduce(warm);
+      } catch (const ddp::error& e) {
+        return report(e, t0); // before the groups' teardown
+      }
+      std::puts(g.size() == 2 && g.global_ranks()[1] == victim ? "NO ERROR" : "PAIR OK");
+      return 0;
+    }
     if (scenario == "throw_mid") {
       // The victim (DDP_TEST_VICTIM, default 0) throws in its own code between
       // collectives while the others are inside an all_reduce.
