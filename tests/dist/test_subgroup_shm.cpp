@@ -25,7 +25,9 @@ bool shm_wanted() {
 }
 
 /// Member k of `members` contributes (k + 1) * (i % 17) at i: sums stay exact in float.
-float value(int job_rank, std::size_t i) { return static_cast<float>((job_rank + 1) * static_cast<int>(i % 17)); }
+float value(int job_rank, std::size_t i) {
+  return static_cast<float>((job_rank + 1) * static_cast<int>(i % 17));
+}
 
 /// all_reduce, reduce_scatter and all_gather of `g` against their closed forms,
 /// at sizes that cross the (small) step; `path` names the path for failures.
