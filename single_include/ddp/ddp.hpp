@@ -1045,6 +1045,11 @@ inline constexpr std::string_view store_progress_prefix = "ddp/fault/progress/";
 /// reading the failure they would linger for.
 inline constexpr std::string_view store_stalled_prefix = "ddp/fault/stalled/";
 
+/// A rank that leaves a subgroup on an error of its own (the job goes on)
+/// sets `store_left_prefix + key_prefix + rank` to its reason before it
+/// closes the subgroup's connections: its peers there name it at once.
+inline constexpr std::string_view store_left_prefix = "ddp/fault/left/";
+
 /// A rank whose process group ends normally says so under `store_finished_prefix + rank`
 /// before it leaves: a peer still waiting for it in a collective then says that it
 /// finished (the peer called one collective more), not that it failed.
@@ -19964,8 +19969,11 @@ struct desync_result {
   std::string table;   ///< one line per rank: "rank 1: all_reduce #57 (failed)"
 };
 
-inline std::string progress_key(int rank) {
-  return std::string(store_progress_prefix) + std::to_string(rank);
+/// `group_key`: a subgroup's key prefix (empty for the job's own group), so
+/// that each group's reports stay its own: the store outlives a failed
+/// subgroup, and a later report that read its keys named the wrong rank.
+inline std::string progress_key(const std::string& group_key, int rank) {
+  return std::string(store_progress_prefix) + group_key + std::to_string(rank);
 }
 
 /// `Store` is tcp_store (a template so that this internal header stays below
@@ -19980,10 +19988,13 @@ inline std::string progress_key(int rank) {
 /// outlast the others by its delay (rank 0 then held the job's last process).
 /// Every store call is bounded. `store_ranks`: rank r of the group is the
 /// job's rank store_ranks[r] (a subgroup's), which its keys and the report
-/// name, as the store's record of lost ranks does; empty: r itself.
+/// name, as the store's record of lost ranks does; empty: r itself. A
+/// subgroup's keys, its stalled marks included, live under `group_key`: only
+/// the job's own group marks a rank stalled for the whole job (the store then
+/// stops lingering for it at teardown, which a live rank still needs).
 template <class Store>
 desync_result exchange_progress(Store& store, int rank, int size, const flight_progress& mine,
-                                const std::vector<int>& store_ranks = {}) {
+                                const std::vector<int>& store_ranks = {}, const std::string& group_key = {}) {
   auto job = [&](int r) { return store_ranks.empty() ? r : store_ranks[static_cast<std::size_t>(r)]; };
   using namespace std::chrono_literals;
   constexpr auto window = 3000ms;
@@ -19991,10 +20002,12 @@ desync_result exchange_progress(Store& store, int rank, int size, const flight_p
   desync_result out;
   std::vector<std::string> keys;
   for (int r = 0; r < size; ++r)
-    keys.push_back(progress_key(job(r)));
+    keys.push_back(progress_key(group_key, job(r)));
   std::vector<std::optional<flight_progress>> seen(static_cast<std::size_t>(size));
   std::vector<int> silent;
-  auto stalled_key = [&](int r) { return std::string(store_stalled_prefix) + std::to_string(job(r)); };
+  auto stalled_key = [&](int r) {
+    return std::string(store_stalled_prefix) + group_key + std::to_string(job(r));
+  };
   // Reads the reports not seen yet; the ranks still silent go to `silent`.
   auto sweep = [&] {
     silent.clear();
@@ -20023,7 +20036,7 @@ desync_result exchange_progress(Store& store, int rank, int size, const flight_p
     }
   };
   try {
-    store.set(progress_key(job(rank)), mine.encode(), Store::fault_slack);
+    store.set(progress_key(group_key, job(rank)), mine.encode(), Store::fault_slack);
     for (int round = 0; round < 2; ++round) {
       await_reports();
       sweep();
@@ -20793,10 +20806,12 @@ class gloo_blame {
 public:
   /// `job_ranks`: a subgroup's members as the job numbers them, which the
   /// store's keys use (rendezvous::job_ranks); empty for the job's own group.
+  /// `group_key`: a subgroup's key prefix, under which its desync report and
+  /// its members' goodbyes (store_left_prefix) live; empty for the job's group.
   gloo_blame(int rank, int size, std::chrono::milliseconds timeout, std::shared_ptr<tcp_store> store,
-             collective_queue& queue, std::vector<int> job_ranks = {})
+             collective_queue& queue, std::vector<int> job_ranks = {}, std::string group_key = {})
       : rank_(rank), size_(size), timeout_(timeout), store_(std::move(store)), queue_(queue),
-        job_ranks_(std::move(job_ranks)) {}
+        job_ranks_(std::move(job_ranks)), group_key_(std::move(group_key)) {}
 
   /// Turns a collective's failure into the group's error; every path closes
   /// the connections first (`close_all(with_segment)`), so peers blocked on
@@ -20844,6 +20859,11 @@ public:
   /// recorder's JSON (DDP_FLIGHT_RECORDER).
   [[noreturn]] void io(const std::string& what, const std::string& gloo_text) {
     const bool timed_out = gloo_text.find("imed out") != std::string::npos;
+    // First, without the lost-rank search's wait: a member that left this
+    // subgroup on its own error said so before it closed its connections.
+    if (auto left = left_peer())
+      throw error(error_kind::peer_lost, what + " failed: " + left->second + ". Gloo: " + gloo_text,
+                  left->first);
     if (auto lost = find_lost_rank(timed_out)) {
       queue_.recorder().note("rank " + std::to_string(lost.rank) + " " + lost.reason);
       throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
@@ -20857,7 +20877,7 @@ public:
                   *peer);
     desync_result d;
     if (store_) {
-      d = exchange_progress(*store_, rank_, size_, queue_.recorder().progress(), job_ranks_);
+      d = exchange_progress(*store_, rank_, size_, queue_.recorder().progress(), job_ranks_, group_key_);
       log_line("rank " + std::to_string(rank_), "desync report: " + d.verdict + d.table);
       queue_.recorder().note(d.verdict + d.table);
     }
@@ -20905,6 +20925,22 @@ private:
 
   int job_rank(int r) const { return job_ranks_.empty() ? r : job_ranks_[static_cast<std::size_t>(r)]; }
 
+  /// A subgroup's member that left it on an error of its own (store_left_prefix):
+  /// its job rank and its reason.
+  std::optional<std::pair<int, std::string>> left_peer() {
+    if (!store_ || group_key_.empty()) return std::nullopt;
+    for (int p = 0; p < size_; ++p) {
+      if (p == rank_) continue;
+      try {
+        const auto key = std::string(store_left_prefix) + group_key_ + std::to_string(job_rank(p));
+        if (auto why = store_->try_get(key, tcp_store::fault_slack)) return std::pair{job_rank(p), *why};
+      } catch (const ddp::error&) {
+        return std::nullopt; // the store gone: the other searches say what they can
+      }
+    }
+    return std::nullopt;
+  }
+
   /// A peer whose process group ended normally (store_finished_prefix), if
   /// any, by its job rank (as the store's record of lost ranks names them).
   std::optional<int> finished_peer() {
@@ -20926,6 +20962,7 @@ private:
   std::shared_ptr<tcp_store> store_;
   collective_queue& queue_; ///< the group's: whether it is poisoned, and its flight recorder
   std::vector<int> job_ranks_;
+  std::string group_key_;
 };
 
 } // namespace detail
@@ -24227,7 +24264,11 @@ public:
         note_(rv.group_name.empty() ? std::string() : ", " + rv.group_name),
         queue_(rank_, timeout_, note_, rv.key_prefix.empty() ? "comm" : "comm " + rv.key_prefix),
         // A subgroup's failures are looked up in the store by its members' job ranks.
-        blame_(rank_, size_, timeout_, store_, queue_, rv.job_ranks) {
+        blame_(rank_, size_, timeout_, store_, queue_, rv.job_ranks, rv.key_prefix) {
+    if (!rv.key_prefix.empty())
+      left_key_ =
+          std::string(store_left_prefix) + rv.key_prefix +
+          std::to_string(rv.job_ranks.empty() ? rank_ : rv.job_ranks[static_cast<std::size_t>(rank_)]);
     if (!rv.group_name.empty()) { // rank_<r>_g0c1_.json: one file per group
       std::string tag = "_" + rv.key_prefix;
       for (auto& ch : tag)
@@ -24344,7 +24385,20 @@ public:
   /// waiting for it.
   void abort_for_failure(const std::string& reason) {
     poison_for_failure(reason);
+    say_left(reason);
     interrupt_connections(true);
+  }
+
+  /// A subgroup's member leaving on its own error, the job going on: no store
+  /// record of a lost rank will name it, so the peers would search a second
+  /// for one, then wait out a desync report; the key (read by
+  /// gloo_blame::left_peer) lets them name it at once. Before the connections
+  /// close, so that it is there when they fail.
+  void say_left(const std::string& reason) {
+    if (left_key_.empty() || !store_) return;
+    try {
+      store_->set(left_key_, reason, tcp_store::fault_slack);
+    } catch (const std::exception&) {} // the peers' own searches still name whom they can
   }
 
   /// The first half of abort_for_failure: collectives are refused with
@@ -24786,6 +24840,7 @@ private:
   std::string note_;           ///< ", <group name>" for a subgroup: every description carries it
   collective_queue queue_;
   gloo_blame blame_;
+  std::string left_key_; ///< a subgroup's: where this rank says it left (say_left)
 };
 
 } // namespace detail

@@ -28,10 +28,12 @@ class gloo_blame {
 public:
   /// `job_ranks`: a subgroup's members as the job numbers them, which the
   /// store's keys use (rendezvous::job_ranks); empty for the job's own group.
+  /// `group_key`: a subgroup's key prefix, under which its desync report and
+  /// its members' goodbyes (store_left_prefix) live; empty for the job's group.
   gloo_blame(int rank, int size, std::chrono::milliseconds timeout, std::shared_ptr<tcp_store> store,
-             collective_queue& queue, std::vector<int> job_ranks = {})
+             collective_queue& queue, std::vector<int> job_ranks = {}, std::string group_key = {})
       : rank_(rank), size_(size), timeout_(timeout), store_(std::move(store)), queue_(queue),
-        job_ranks_(std::move(job_ranks)) {}
+        job_ranks_(std::move(job_ranks)), group_key_(std::move(group_key)) {}
 
   /// Turns a collective's failure into the group's error; every path closes
   /// the connections first (`close_all(with_segment)`), so peers blocked on
@@ -79,6 +81,11 @@ public:
   /// recorder's JSON (DDP_FLIGHT_RECORDER).
   [[noreturn]] void io(const std::string& what, const std::string& gloo_text) {
     const bool timed_out = gloo_text.find("imed out") != std::string::npos;
+    // First, without the lost-rank search's wait: a member that left this
+    // subgroup on its own error said so before it closed its connections.
+    if (auto left = left_peer())
+      throw error(error_kind::peer_lost, what + " failed: " + left->second + ". Gloo: " + gloo_text,
+                  left->first);
     if (auto lost = find_lost_rank(timed_out)) {
       queue_.recorder().note("rank " + std::to_string(lost.rank) + " " + lost.reason);
       throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
@@ -92,7 +99,7 @@ public:
                   *peer);
     desync_result d;
     if (store_) {
-      d = exchange_progress(*store_, rank_, size_, queue_.recorder().progress(), job_ranks_);
+      d = exchange_progress(*store_, rank_, size_, queue_.recorder().progress(), job_ranks_, group_key_);
       log_line("rank " + std::to_string(rank_), "desync report: " + d.verdict + d.table);
       queue_.recorder().note(d.verdict + d.table);
     }
@@ -140,6 +147,22 @@ private:
 
   int job_rank(int r) const { return job_ranks_.empty() ? r : job_ranks_[static_cast<std::size_t>(r)]; }
 
+  /// A subgroup's member that left it on an error of its own (store_left_prefix):
+  /// its job rank and its reason.
+  std::optional<std::pair<int, std::string>> left_peer() {
+    if (!store_ || group_key_.empty()) return std::nullopt;
+    for (int p = 0; p < size_; ++p) {
+      if (p == rank_) continue;
+      try {
+        const auto key = std::string(store_left_prefix) + group_key_ + std::to_string(job_rank(p));
+        if (auto why = store_->try_get(key, tcp_store::fault_slack)) return std::pair{job_rank(p), *why};
+      } catch (const ddp::error&) {
+        return std::nullopt; // the store gone: the other searches say what they can
+      }
+    }
+    return std::nullopt;
+  }
+
   /// A peer whose process group ended normally (store_finished_prefix), if
   /// any, by its job rank (as the store's record of lost ranks names them).
   std::optional<int> finished_peer() {
@@ -161,6 +184,7 @@ private:
   std::shared_ptr<tcp_store> store_;
   collective_queue& queue_; ///< the group's: whether it is poisoned, and its flight recorder
   std::vector<int> job_ranks_;
+  std::string group_key_;
 };
 
 } // namespace detail

@@ -63,7 +63,11 @@ public:
         note_(rv.group_name.empty() ? std::string() : ", " + rv.group_name),
         queue_(rank_, timeout_, note_, rv.key_prefix.empty() ? "comm" : "comm " + rv.key_prefix),
         // A subgroup's failures are looked up in the store by its members' job ranks.
-        blame_(rank_, size_, timeout_, store_, queue_, rv.job_ranks) {
+        blame_(rank_, size_, timeout_, store_, queue_, rv.job_ranks, rv.key_prefix) {
+    if (!rv.key_prefix.empty())
+      left_key_ =
+          std::string(store_left_prefix) + rv.key_prefix +
+          std::to_string(rv.job_ranks.empty() ? rank_ : rv.job_ranks[static_cast<std::size_t>(rank_)]);
     if (!rv.group_name.empty()) { // rank_<r>_g0c1_.json: one file per group
       std::string tag = "_" + rv.key_prefix;
       for (auto& ch : tag)
@@ -180,7 +184,20 @@ public:
   /// waiting for it.
   void abort_for_failure(const std::string& reason) {
     poison_for_failure(reason);
+    say_left(reason);
     interrupt_connections(true);
+  }
+
+  /// A subgroup's member leaving on its own error, the job going on: no store
+  /// record of a lost rank will name it, so the peers would search a second
+  /// for one, then wait out a desync report; the key (read by
+  /// gloo_blame::left_peer) lets them name it at once. Before the connections
+  /// close, so that it is there when they fail.
+  void say_left(const std::string& reason) {
+    if (left_key_.empty() || !store_) return;
+    try {
+      store_->set(left_key_, reason, tcp_store::fault_slack);
+    } catch (const std::exception&) {} // the peers' own searches still name whom they can
   }
 
   /// The first half of abort_for_failure: collectives are refused with
@@ -622,6 +639,7 @@ private:
   std::string note_;           ///< ", <group name>" for a subgroup: every description carries it
   collective_queue queue_;
   gloo_blame blame_;
+  std::string left_key_; ///< a subgroup's: where this rank says it left (say_left)
 };
 
 } // namespace detail
