@@ -16401,6 +16401,10 @@ public:
       : trace_(rank), rank_(rank), timeout_(timeout), note_(std::move(note)),
         queue_(std::make_unique<ordered_queue>(std::move(label))) {}
 
+  /// The rank descriptions give (a subgroup's job rank); files and the
+  /// timeline keep the rank the queue was made with.
+  void show_rank(int rank) { shown_rank_ = rank; }
+
   /// A collective's work: body(what, state), `state` the returned work's.
   using body_type = std::function<void(const std::string& what, work_state& state)>;
 
@@ -16412,7 +16416,7 @@ public:
   work submit(std::string_view name, std::size_t n, dtype dt, bool blocking, body_type body,
               int bucket = -1) {
     const std::uint64_t seq = seq_++;
-    std::string what = "rank " + std::to_string(rank_) + ": " +
+    std::string what = "rank " + std::to_string(shown_rank_) + ": " +
                        (current_call ? current_call.describe() + ": " : std::string()) + std::string(name) +
                        " #" + std::to_string(seq) + " (" + std::to_string(n) + " x " +
                        std::string(to_string(dt)) + note_ + ")";
@@ -16485,6 +16489,7 @@ private:
 
   trace::session trace_; // first: the trace is written after the worker stopped
   int rank_;
+  int shown_rank_ = rank_;
   std::chrono::milliseconds timeout_;
   std::string note_;
   std::atomic<std::uint64_t> seq_{0};
@@ -19840,6 +19845,10 @@ public:
       : trace_(rank), rank_(rank), timeout_(timeout), note_(std::move(note)),
         queue_(std::make_unique<ordered_queue>(std::move(label))) {}
 
+  /// The rank descriptions give (a subgroup's job rank); files and the
+  /// timeline keep the rank the queue was made with.
+  void show_rank(int rank) { shown_rank_ = rank; }
+
   /// A collective's work: body(what, state), `state` the returned work's.
   using body_type = std::function<void(const std::string& what, work_state& state)>;
 
@@ -19851,7 +19860,7 @@ public:
   work submit(std::string_view name, std::size_t n, dtype dt, bool blocking, body_type body,
               int bucket = -1) {
     const std::uint64_t seq = seq_++;
-    std::string what = "rank " + std::to_string(rank_) + ": " +
+    std::string what = "rank " + std::to_string(shown_rank_) + ": " +
                        (current_call ? current_call.describe() + ": " : std::string()) + std::string(name) +
                        " #" + std::to_string(seq) + " (" + std::to_string(n) + " x " +
                        std::string(to_string(dt)) + note_ + ")";
@@ -19924,6 +19933,7 @@ private:
 
   trace::session trace_; // first: the trace is written after the worker stopped
   int rank_;
+  int shown_rank_ = rank_;
   std::chrono::milliseconds timeout_;
   std::string note_;
   std::atomic<std::uint64_t> seq_{0};
@@ -20841,13 +20851,13 @@ public:
       io(what, e.what());
     } catch (const ::gloo::EnforceNotMet& e) {
       close_all(true);
-      throw error(error_kind::backend, what + " failed inside Gloo: " + e.what(), rank_);
+      throw error(error_kind::backend, what + " failed inside Gloo: " + e.what(), job_rank(rank_));
     } catch (const ddp::error&) {
       close_all(true);
       throw;
     } catch (const std::exception& e) {
       close_all(true);
-      throw error(error_kind::backend, what + " failed: " + e.what(), rank_);
+      throw error(error_kind::backend, what + " failed: " + e.what(), job_rank(rank_));
     }
   }
 
@@ -20878,7 +20888,7 @@ public:
     desync_result d;
     if (store_) {
       d = exchange_progress(*store_, rank_, size_, queue_.recorder().progress(), job_ranks_, group_key_);
-      log_line("rank " + std::to_string(rank_), "desync report: " + d.verdict + d.table);
+      log_line("rank " + std::to_string(job_rank(rank_)), "desync report: " + d.verdict + d.table);
       queue_.recorder().note(d.verdict + d.table);
     }
     std::string blame = d.verdict.empty() ? std::string() : " " + d.verdict + ".";
@@ -20910,7 +20920,8 @@ public:
                   what + ": rank " + std::to_string(lost.rank) + " " + lost.reason + ". Gloo: " + gloo_said,
                   lost.rank);
     const bool timed_out = dynamic_cast<const gloo_mesh_timeout*>(&gloo) != nullptr;
-    throw error(timed_out ? error_kind::timeout : error_kind::backend, what + ": " + gloo_said, rank_);
+    throw error(timed_out ? error_kind::timeout : error_kind::backend, what + ": " + gloo_said,
+                job_rank(rank_));
   }
 
 private:
@@ -21684,15 +21695,19 @@ public:
     for (int p = 0; p + 1 < w; ++p)
       gloo_deadline::check(out->waitSend(deadline.remaining()), "header send");
     all_.clear();
-    all_.emplace_back(r, mine);
+    all_.emplace_back(name(r), mine);
     for (int p = 0; p < w; ++p) {
       if (p == r) continue;
       collective_header theirs;
       std::memcpy(&theirs, recv_.data() + at(p), sizeof theirs);
-      all_.emplace_back(p, theirs);
+      all_.emplace_back(name(p), theirs);
     }
-    collective_header::check_round(what, r, all_);
+    collective_header::check_round(what, name(r), all_);
   }
+
+  /// A subgroup's members as the job numbers them (rendezvous::job_ranks):
+  /// a mismatch's rank and text then name job ranks, as over shared memory.
+  void name_ranks(std::vector<int> job_ranks) { names_ = std::move(job_ranks); }
 
   /// The payload peer p sent, valid until the next run().
   const char* payload(int p) const { return recv_.data() + at(p) + sizeof(collective_header); }
@@ -21701,7 +21716,9 @@ public:
 
 private:
   std::size_t at(int p) const { return static_cast<std::size_t>(p) * slot_; }
+  int name(int p) const { return names_.empty() ? p : names_[static_cast<std::size_t>(p)]; }
   std::vector<char> recv_, send_;
+  std::vector<int> names_;         ///< empty: the context's ranks are the job's
   std::vector<ranked_header> all_; ///< the last round's headers (kept: no allocation per round)
   std::size_t slot_ = 0;           // slot_bytes(w) of the last run
 };
@@ -21893,6 +21910,9 @@ public:
                    std::vector<char>& scratch, exchange_hook before_exchange)
       : rank_(rank), size_(size), timeout_(timeout), ctx_(ctx), waits_(waits), scratch_(scratch),
         before_exchange_(std::move(before_exchange)) {}
+
+  /// A subgroup's job ranks, which its mismatch errors name (header_round::name_ranks).
+  void name_ranks(std::vector<int> job_ranks) { headers_.name_ranks(std::move(job_ranks)); }
 
   /// all_reduce over TCP, once `h` (kind, tag, count, dtype, op, piece) is filled in.
   void all_reduce(const collective_header& h, const std::string& what, void* data, std::size_t n, dtype dt,
@@ -22885,11 +22905,13 @@ struct shm_control {
 };
 
 /// The segment's name: a hash of the job's token and store, the node, the
-/// setup's store keys (a subgroup's carry its prefix), and 128 random bits drawn by the node's local rank 0,
-/// who publishes the name through the (token-authenticated) store. The random part means a name left behind
-/// by a rank killed inside the setup window never blocks a restart round or a later job with the same
-/// settings (O_EXCL would refuse it), and a local user cannot pre-create the name of a job whose token is
-/// empty (torchrun, tcp://).
+/// setup's store keys (a subgroup's carry its prefix), and 128 random bits
+/// drawn by the node's local rank 0, who publishes the name through the
+/// (token-authenticated) store. The random part means a name left behind by
+/// a rank killed inside the setup window never blocks a restart round or a
+/// later job with the same settings (O_EXCL would refuse it), and a local
+/// user cannot pre-create the name of a job whose token is empty (torchrun,
+/// tcp://).
 inline std::string shm_segment_name(const std::string& token, const std::string& store_where, int node_rank,
                                     const std::string& key) {
   unsigned char nonce[16];
@@ -23960,8 +23982,9 @@ public:
       // Every rank got the same outcome: all stay on TCP, or all throw.
       if (failed.kind == error_kind::mismatch)
         throw error(error_kind::mismatch,
-                    "rank " + std::to_string(rank_) + ": setting up the node's shared-memory segment: rank " +
-                        std::to_string(failed.rank) + " " + failed.message,
+                    "rank " + std::to_string(job_rank(rank_)) +
+                        ": setting up the node's shared-memory segment: rank " + std::to_string(failed.rank) +
+                        " " + failed.message,
                     failed.rank);
       if (rank_ == 0) // one warning for the group, not one per rank
         log_line(
@@ -23986,8 +24009,8 @@ public:
       try {
         ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get(), leaders_job_ranks);
       } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
-        blame.mesh("rank " + std::to_string(rank_) + ", leader of node " + std::to_string(t.node_rank) +
-                       ": Gloo could not connect to the other nodes' leaders",
+        blame.mesh("rank " + std::to_string(job_rank(rank_)) + ", leader of node " +
+                       std::to_string(t.node_rank) + ": Gloo could not connect to the other nodes' leaders",
                    "(Gloo's \"rank N\" is node N's leader; the store's ranks are global) ", e);
       }
       leaders = std::move(ctx);
@@ -24099,7 +24122,7 @@ public:
     const std::size_t L = shm_ ? static_cast<std::size_t>(shm_->segment().local_size()) : 1;
     // Every local rank's area in one mapping, whose size must fit size_t and off_t.
     if (n > (std::size_t{1} << 60) / elem_size / L)
-      throw error(error_kind::config, "rank " + std::to_string(rank_) + ": " + what +
+      throw error(error_kind::config, "rank " + std::to_string(job_rank(rank_)) + ": " + what +
                                           ": too many elements for one node's shared memory (" +
                                           std::to_string(L) + " local ranks); make several smaller arrays");
     const std::size_t bytes = std::max<std::size_t>(n * elem_size, 1);
@@ -24126,8 +24149,9 @@ public:
     try {
       return private_shm_memory(bytes);
     } catch (const std::bad_alloc&) {
-      throw error(error_kind::config, "rank " + std::to_string(rank_) + ": " + what + ": cannot allocate " +
-                                          std::to_string(bytes) + " B of private memory");
+      throw error(error_kind::config, "rank " + std::to_string(job_rank(rank_)) + ": " + what +
+                                          ": cannot allocate " + std::to_string(bytes) +
+                                          " B of private memory");
     }
   }
 
@@ -24172,19 +24196,21 @@ private:
       return shared;
     }
     if (failed.kind == error_kind::mismatch) {
-      mismatch = std::make_exception_ptr(error(error_kind::mismatch,
-                                               "rank " + std::to_string(rank_) + ": " + what + ": rank " +
-                                                   std::to_string(failed.rank) + " " + failed.message,
-                                               failed.rank));
+      mismatch =
+          std::make_exception_ptr(error(error_kind::mismatch,
+                                        "rank " + std::to_string(job_rank(rank_)) + ": " + what + ": rank " +
+                                            std::to_string(failed.rank) + " " + failed.message,
+                                        failed.rank));
       return nullptr;
     }
     if (rank_ == 0)
-      log_line("rank 0", "warning: " + what +
-                             " got private memory on every rank, so all-reduces of it copy "
-                             "through the node's segment as usual (slower): rank " +
-                             std::to_string(failed.rank) + " " + failed.message +
-                             ". If /dev/shm is full, enlarge it: each node needs LOCAL_WORLD_SIZE x the "
-                             "array's bytes (docker run --shm-size=...).");
+      log_line("rank " + std::to_string(job_rank(0)),
+               "warning: " + what +
+                   " got private memory on every rank, so all-reduces of it copy "
+                   "through the node's segment as usual (slower): rank " +
+                   std::to_string(failed.rank) + " " + failed.message +
+                   ". If /dev/shm is full, enlarge it: each node needs LOCAL_WORLD_SIZE x the "
+                   "array's bytes (docker run --shm-size=...).");
     return nullptr;
   }
 
@@ -24248,7 +24274,8 @@ namespace detail {
 class gloo_communicator_impl {
 public:
   explicit gloo_communicator_impl(const rendezvous& rv)
-      : rank_(rv.topo.rank), size_(rv.topo.world_size), timeout_(rv.timeout), store_(rv.store),
+      : rank_(checked_rank(rv)), size_(rv.topo.world_size), job_rank_(job_rank_of(rv)), timeout_(rv.timeout),
+        store_(rv.store),
         shm_path_(
             rank_, size_, timeout_, store_, knobs_, waits_, scratch_,
             [this](const collective_header& h, const std::string& what) { mesh_.exchange_header(h, what); },
@@ -24266,9 +24293,11 @@ public:
         // A subgroup's failures are looked up in the store by its members' job ranks.
         blame_(rank_, size_, timeout_, store_, queue_, rv.job_ranks, rv.key_prefix) {
     if (!rv.key_prefix.empty())
-      left_key_ =
-          std::string(store_left_prefix) + rv.key_prefix +
-          std::to_string(rv.job_ranks.empty() ? rank_ : rv.job_ranks[static_cast<std::size_t>(rank_)]);
+      left_key_ = std::string(store_left_prefix) + rv.key_prefix + std::to_string(job_rank_);
+    if (!rv.job_ranks.empty()) { // a subgroup's errors name job ranks on every path
+      mesh_.name_ranks(rv.job_ranks);
+      queue_.show_rank(job_rank_);
+    }
     if (!rv.group_name.empty()) { // rank_<r>_g0c1_.json: one file per group
       std::string tag = "_" + rv.key_prefix;
       for (auto& ch : tag)
@@ -24292,7 +24321,7 @@ public:
         ctx->connect(prefixed, device, gloo_mesh_keys::per_rank);
       }
     } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
-      blame_.mesh("rank " + std::to_string(rank_) + ": Gloo could not connect to its peers", "", e);
+      blame_.mesh("rank " + std::to_string(job_rank_) + ": Gloo could not connect to its peers", "", e);
     }
     ctx_ = std::move(ctx);
     // A subgroup votes, and maps its segments, under its key prefix (gloo_shm_path::keys).
@@ -24407,7 +24436,7 @@ public:
   /// the store, whose news makes the peers close their connections.
   void poison_for_failure(const std::string& reason) {
     std::lock_guard lock(contexts_mu_); // against fail_for_peer: one of them is the group's error
-    queue_.abort(std::make_exception_ptr(error(error_kind::backend, reason, rank_)));
+    queue_.abort(std::make_exception_ptr(error(error_kind::backend, reason, job_rank_)));
     lanes_.abort(queue_.poisoned());
     verdict_cv_.notify_all();
   }
@@ -24420,7 +24449,7 @@ public:
   /// read the store themselves, and aborting it would name this rank.
   void fail_for_peer(const lost_rank& lost) {
     auto why = std::make_exception_ptr(error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
-                                             "rank " + std::to_string(rank_) + ": " + lost_news(lost) +
+                                             "rank " + std::to_string(job_rank_) + ": " + lost_news(lost) +
                                                  "; every collective of this group fails from here on (this "
                                                  "rank heard it from the rendezvous store)",
                                              lost.rank));
@@ -24679,15 +24708,15 @@ private:
       std::string list;
       for (const auto& p : pending)
         list += (list.empty() ? "" : "; ") + p;
-      const std::string why = "rank " + std::to_string(rank_) + ": the process group" + note_ +
+      const std::string why = "rank " + std::to_string(job_rank_) + ": the process group" + note_ +
                               " was destroyed with " + std::to_string(pending.size()) +
                               " send/recv pending: " + list +
                               ". They fail now: wait for every send_async and recv_async (work::wait) "
                               "before the group goes";
-      log_line("rank " + std::to_string(rank_), why);
+      log_line("rank " + std::to_string(job_rank_), why);
       {
         std::lock_guard lock(contexts_mu_);
-        lanes_.abort(std::make_exception_ptr(error(error_kind::backend, why, rank_)));
+        lanes_.abort(std::make_exception_ptr(error(error_kind::backend, why, job_rank_)));
       }
       verdict_cv_.notify_all();
       interrupt_connections(false);
@@ -24812,7 +24841,26 @@ private:
     waits_.interrupt_all(); // after the sockets closed: nothing writes into the buffers any more
   }
 
+  /// A group under a key prefix (a subgroup) names its members by job rank
+  /// (rendezvous::job_ranks), one per rank: indexing a list of another size
+  /// read past it, or named the wrong ranks.
+  static int checked_rank(const rendezvous& rv) {
+    const auto n = rv.job_ranks.size();
+    if ((!rv.key_prefix.empty() || n != 0) && n != static_cast<std::size_t>(rv.topo.world_size))
+      throw error(error_kind::config,
+                  "rank " + std::to_string(rv.topo.rank) + ": the rendezvous of " +
+                      (rv.group_name.empty() ? "group \"" + rv.key_prefix + "\"" : rv.group_name) +
+                      " lists " + std::to_string(n) + " job ranks for " + std::to_string(rv.topo.world_size) +
+                      " members: a group under a key prefix needs one job rank per member "
+                      "(rendezvous::job_ranks, as process_group::new_group and split fill it)");
+    return rv.topo.rank;
+  }
+  static int job_rank_of(const rendezvous& rv) {
+    return rv.job_ranks.empty() ? rv.topo.rank : rv.job_ranks[static_cast<std::size_t>(rv.topo.rank)];
+  }
+
   int rank_, size_;
+  int job_rank_; ///< what errors and messages call this rank (the job's numbering)
   std::chrono::milliseconds timeout_;
   std::shared_ptr<tcp_store> store_;
   std::optional<lost_rank> reported_peer_failure() {

@@ -143,6 +143,11 @@ TEST_CASE("a rank that stalls in a subgroup: its peer's desync report names its 
     CHECK(res.rank == 3);
     CHECK(p.output().find("desync report") != std::string::npos);
     CHECK(p.output().find("rank 3 sent no progress report") != std::string::npos);
+    if (j == 0) // the pair's segment names the job rank it waits for, as the report does
+      CHECK(p.output().find("waiting for rank(s) 3 at the node's shared-memory segment") !=
+            std::string::npos);
+    // The message's own rank is the job's, not the pair's 0.
+    CHECK(p.output().find("MESSAGE ddp timeout error: rank 2: ") != std::string::npos);
     CHECK(res.ms >= 1900);
     CHECK(res.ms < 9000); // 2 s timeout + up to 1 s looking for a lost rank + the 3 s report window
   }

@@ -66,10 +66,10 @@ TEST_CASE("kill -9 of a rank mid-collective: survivors name it, no /dev/shm segm
 }
 
 TEST_CASE("kill -9 of a rank inside a shm subgroup: every survivor names it, well within the timeout") {
-  // World 4 in pairs of neighbours, each pair a subgroup through a segment of its own; rank 1 of
-  // the pair {0, 1} dies. Rank 0 waits for it in the pair's segment; ranks 2 and 3, in the
-  // other pair, hear it from the store.
-  const int world = 4, victim = 1, port = ddp_test::free_port();
+  // World 4 in pairs of neighbours, each pair a subgroup through a segment of its own; job rank 3,
+  // rank 1 of the pair {2, 3}, dies: a group rank taken for a job rank (or back) shows. Job rank 2
+  // waits for it in the pair's segment; ranks 0 and 1, in the other pair, hear it from the store.
+  const int world = 4, victim = 3, port = ddp_test::free_port();
   std::vector<ddp_test::process> ps;
   for (int r = 0; r < world; ++r)
     ps.push_back(ddp_test::spawn({DDP_SCENARIO_WORKER, "subgroup_loop"},
@@ -113,9 +113,12 @@ TEST_CASE("kill -9 of a rank inside a shm subgroup: every survivor names it, wel
     REQUIRE(std::regex_search(out, m, std::regex("RESULT kind=(\\w+) rank=(-?\\d+)")));
     CHECK(m[1] == "peer_lost");
     CHECK(std::stoi(m[2]) == victim); // the job's rank, as the store records it
+    // The message's own rank is the job's too (it was the pair's: "rank 0: all_reduce" on job rank 2).
+    CHECK(out.find("MESSAGE ddp peer_lost error: rank " + std::to_string(r) + ": ") != std::string::npos);
     CHECK(ps[static_cast<std::size_t>(r)].exit_code() == 1);
   }
   CHECK(took < 10s); // well within DDP_TIMEOUT=20s: it was named, not waited out
+  // Names are unlinked once every member mapped them: this checks setup left none, not the kill.
   for (const auto& name : shm)
     CHECK_FALSE(std::filesystem::exists("/dev/shm" + name));
 }

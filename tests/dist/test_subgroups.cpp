@@ -248,7 +248,8 @@ TEST_CASE("a member that left a subgroup on its own error is named at once, by i
       FAIL("the subgroup went on without job rank 0");
     } catch (const ddp::error& e) {
       took = std::chrono::steady_clock::now() - t0;
-      CAPTURE(e.what());
+      const std::string text = e.what();
+      CAPTURE(text);
       CHECK(e.rank() == 0);
       CHECK(e.kind() == ddp::error_kind::peer_lost);
       if (!g.communicator().shm_active()) // over TCP: its own words, not "stopped or hung"
@@ -263,6 +264,30 @@ TEST_CASE("a member that left a subgroup on its own error is named at once, by i
   for (int r = 0; r < pg.size(); ++r) {
     CHECK_FALSE(pg.store()->try_get("ddp/fault/progress/" + std::to_string(r)));
     CHECK_FALSE(pg.store()->try_get("ddp/fault/stalled/" + std::to_string(r)));
+  }
+}
+
+TEST_CASE("a subgroup's mismatch names job ranks, over shm and TCP alike") {
+  // Numbered backwards, so that a group rank given for a job rank shows; the job's last
+  // rank passes one float more. Run over shm and over TCP (dist.subgroups.tcp_w3).
+  auto& pg = group();
+  if (pg.size() < 2) return;
+  const int r = pg.rank(), odd = pg.size() - 1;
+  auto g = pg.split(0, -r);
+  std::vector<float> v(r == odd ? 5 : 4, 1.0f);
+  try {
+    g.all_reduce(v);
+    FAIL("a count mismatch went unnoticed");
+  } catch (const ddp::error& e) {
+    const std::string text = e.what();
+    CAPTURE(text);
+    CHECK(e.kind() == ddp::error_kind::mismatch);
+    CHECK(text.find("rank " + std::to_string(r) + ": all_reduce #") != std::string::npos); // its own rank
+    CHECK(text.find("this rank (" + std::to_string(r) + ")") != std::string::npos);
+    if (r != odd) {
+      CHECK(e.rank() == odd);
+      CHECK(text.find("rank " + std::to_string(odd) + " called") != std::string::npos);
+    }
   }
 }
 

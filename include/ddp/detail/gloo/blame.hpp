@@ -63,13 +63,13 @@ public:
       io(what, e.what());
     } catch (const ::gloo::EnforceNotMet& e) {
       close_all(true);
-      throw error(error_kind::backend, what + " failed inside Gloo: " + e.what(), rank_);
+      throw error(error_kind::backend, what + " failed inside Gloo: " + e.what(), job_rank(rank_));
     } catch (const ddp::error&) {
       close_all(true);
       throw;
     } catch (const std::exception& e) {
       close_all(true);
-      throw error(error_kind::backend, what + " failed: " + e.what(), rank_);
+      throw error(error_kind::backend, what + " failed: " + e.what(), job_rank(rank_));
     }
   }
 
@@ -100,7 +100,7 @@ public:
     desync_result d;
     if (store_) {
       d = exchange_progress(*store_, rank_, size_, queue_.recorder().progress(), job_ranks_, group_key_);
-      log_line("rank " + std::to_string(rank_), "desync report: " + d.verdict + d.table);
+      log_line("rank " + std::to_string(job_rank(rank_)), "desync report: " + d.verdict + d.table);
       queue_.recorder().note(d.verdict + d.table);
     }
     std::string blame = d.verdict.empty() ? std::string() : " " + d.verdict + ".";
@@ -132,7 +132,8 @@ public:
                   what + ": rank " + std::to_string(lost.rank) + " " + lost.reason + ". Gloo: " + gloo_said,
                   lost.rank);
     const bool timed_out = dynamic_cast<const gloo_mesh_timeout*>(&gloo) != nullptr;
-    throw error(timed_out ? error_kind::timeout : error_kind::backend, what + ": " + gloo_said, rank_);
+    throw error(timed_out ? error_kind::timeout : error_kind::backend, what + ": " + gloo_said,
+                job_rank(rank_));
   }
 
 private:

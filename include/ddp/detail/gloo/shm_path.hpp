@@ -143,8 +143,9 @@ public:
       // Every rank got the same outcome: all stay on TCP, or all throw.
       if (failed.kind == error_kind::mismatch)
         throw error(error_kind::mismatch,
-                    "rank " + std::to_string(rank_) + ": setting up the node's shared-memory segment: rank " +
-                        std::to_string(failed.rank) + " " + failed.message,
+                    "rank " + std::to_string(job_rank(rank_)) +
+                        ": setting up the node's shared-memory segment: rank " + std::to_string(failed.rank) +
+                        " " + failed.message,
                     failed.rank);
       if (rank_ == 0) // one warning for the group, not one per rank
         log_line(
@@ -169,8 +170,8 @@ public:
       try {
         ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get(), leaders_job_ranks);
       } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
-        blame.mesh("rank " + std::to_string(rank_) + ", leader of node " + std::to_string(t.node_rank) +
-                       ": Gloo could not connect to the other nodes' leaders",
+        blame.mesh("rank " + std::to_string(job_rank(rank_)) + ", leader of node " +
+                       std::to_string(t.node_rank) + ": Gloo could not connect to the other nodes' leaders",
                    "(Gloo's \"rank N\" is node N's leader; the store's ranks are global) ", e);
       }
       leaders = std::move(ctx);
@@ -282,7 +283,7 @@ public:
     const std::size_t L = shm_ ? static_cast<std::size_t>(shm_->segment().local_size()) : 1;
     // Every local rank's area in one mapping, whose size must fit size_t and off_t.
     if (n > (std::size_t{1} << 60) / elem_size / L)
-      throw error(error_kind::config, "rank " + std::to_string(rank_) + ": " + what +
+      throw error(error_kind::config, "rank " + std::to_string(job_rank(rank_)) + ": " + what +
                                           ": too many elements for one node's shared memory (" +
                                           std::to_string(L) + " local ranks); make several smaller arrays");
     const std::size_t bytes = std::max<std::size_t>(n * elem_size, 1);
@@ -309,8 +310,9 @@ public:
     try {
       return private_shm_memory(bytes);
     } catch (const std::bad_alloc&) {
-      throw error(error_kind::config, "rank " + std::to_string(rank_) + ": " + what + ": cannot allocate " +
-                                          std::to_string(bytes) + " B of private memory");
+      throw error(error_kind::config, "rank " + std::to_string(job_rank(rank_)) + ": " + what +
+                                          ": cannot allocate " + std::to_string(bytes) +
+                                          " B of private memory");
     }
   }
 
@@ -355,19 +357,21 @@ private:
       return shared;
     }
     if (failed.kind == error_kind::mismatch) {
-      mismatch = std::make_exception_ptr(error(error_kind::mismatch,
-                                               "rank " + std::to_string(rank_) + ": " + what + ": rank " +
-                                                   std::to_string(failed.rank) + " " + failed.message,
-                                               failed.rank));
+      mismatch =
+          std::make_exception_ptr(error(error_kind::mismatch,
+                                        "rank " + std::to_string(job_rank(rank_)) + ": " + what + ": rank " +
+                                            std::to_string(failed.rank) + " " + failed.message,
+                                        failed.rank));
       return nullptr;
     }
     if (rank_ == 0)
-      log_line("rank 0", "warning: " + what +
-                             " got private memory on every rank, so all-reduces of it copy "
-                             "through the node's segment as usual (slower): rank " +
-                             std::to_string(failed.rank) + " " + failed.message +
-                             ". If /dev/shm is full, enlarge it: each node needs LOCAL_WORLD_SIZE x the "
-                             "array's bytes (docker run --shm-size=...).");
+      log_line("rank " + std::to_string(job_rank(0)),
+               "warning: " + what +
+                   " got private memory on every rank, so all-reduces of it copy "
+                   "through the node's segment as usual (slower): rank " +
+                   std::to_string(failed.rank) + " " + failed.message +
+                   ". If /dev/shm is full, enlarge it: each node needs LOCAL_WORLD_SIZE x the "
+                   "array's bytes (docker run --shm-size=...).");
     return nullptr;
   }
 

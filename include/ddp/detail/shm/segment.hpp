@@ -74,11 +74,13 @@ struct shm_control {
 };
 
 /// The segment's name: a hash of the job's token and store, the node, the
-/// setup's store keys (a subgroup's carry its prefix), and 128 random bits drawn by the node's local rank 0,
-/// who publishes the name through the (token-authenticated) store. The random part means a name left behind
-/// by a rank killed inside the setup window never blocks a restart round or a later job with the same
-/// settings (O_EXCL would refuse it), and a local user cannot pre-create the name of a job whose token is
-/// empty (torchrun, tcp://).
+/// setup's store keys (a subgroup's carry its prefix), and 128 random bits
+/// drawn by the node's local rank 0, who publishes the name through the
+/// (token-authenticated) store. The random part means a name left behind by
+/// a rank killed inside the setup window never blocks a restart round or a
+/// later job with the same settings (O_EXCL would refuse it), and a local
+/// user cannot pre-create the name of a job whose token is empty (torchrun,
+/// tcp://).
 inline std::string shm_segment_name(const std::string& token, const std::string& store_where, int node_rank,
                                     const std::string& key) {
   unsigned char nonce[16];
