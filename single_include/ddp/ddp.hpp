@@ -4512,8 +4512,15 @@ process_group<Backend>::process_group(rendezvous rv)
     : topo_(rv.topo), base_{rv.topo, rv.timeout,    rv.token,      rv.store,     rv.file_path,
                             nullptr, rv.key_prefix, rv.group_name, rv.job_ranks, rv.group_layout},
       name_(rv.group_name), job_rank_(rv.topo.rank), store_(rv.store) {
-  for (int r = 0; r < rv.topo.world_size; ++r)
-    global_ranks_.push_back(r);
+  // A rendezvous that numbers its ranks for the job (rendezvous::job_ranks) is
+  // believed here as in the backend, which refuses a list of the wrong size.
+  if (rv.job_ranks.size() == static_cast<std::size_t>(rv.topo.world_size) && rv.topo.rank >= 0) {
+    global_ranks_ = rv.job_ranks;
+    job_rank_ = rv.job_ranks[static_cast<std::size_t>(rv.topo.rank)];
+  } else {
+    for (int r = 0; r < rv.topo.world_size; ++r)
+      global_ranks_.push_back(r);
+  }
   start_peer_watch(); // first: a rank failing while the connections form stops this one's waits for it
   if (relay_) rv.interrupt = relay_->connecting();
   try {
