@@ -232,10 +232,11 @@ TEST_CASE("a member that left a subgroup on its own error is named at once, by i
   // given for a job rank shows; run over shm and over TCP (dist.subgroups.tcp_w3).
   auto& pg = group();
   if (pg.size() < 2) return;
-  bool caught = false;
+  bool caught = false, shm = false;
   std::chrono::steady_clock::duration took{};
   try {
     auto g = pg.split(0, -pg.rank());
+    shm = g.communicator().shm_active();
     REQUIRE(g.rank() == pg.size() - 1 - pg.rank());
     std::vector<float> v(4, 1.0f);
     for (int i = 0; i < 5; ++i) // the group's flight recorder gets ahead of the job's
@@ -257,8 +258,10 @@ TEST_CASE("a member that left a subgroup on its own error is named at once, by i
     }
   } catch (const std::runtime_error&) { caught = true; }
   CHECK(caught == (pg.rank() == 0));
-  // Not a lost-rank search and a desync report (4 s over TCP before): at once.
-  CHECK(std::chrono::duration<double>(took).count() < 1.5);
+  // Not a lost-rank search and a desync report (4 s over TCP before): at once. The segment's
+  // reader of an abort first looks a second for a rank the store records lost (1.06 s before).
+  CAPTURE(shm);
+  CHECK(std::chrono::duration<double>(took).count() < (shm ? 3.0 : 1.5));
   pg.barrier();
   // Whatever the subgroup wrote, the job's own report keys and stalled marks are untouched.
   for (int r = 0; r < pg.size(); ++r) {
