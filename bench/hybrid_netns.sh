@@ -1,8 +1,8 @@
 #!/bin/sh
 # Hybrid against flat sharding across two nodes: bench_hybrid_step (Adam, FLOATS floats in 64
 # tensors) on two nodes (network namespaces, tests/netns/netns.sh) of 2 ranks each, Gloo on the
-# veth; each run times both in the same process, alternating, and counts the bytes that cross
-# the veth during their steps. Two links:
+# veth; each run times both (and hybrid with its shard group over TCP, hybrid_tcp) in the same
+# process, alternating, and counts the bytes that cross the veth during their steps. Two links:
 #   veth         the veth pair as it is (about as fast as loopback here)
 #   veth_1gbit   each veth end limited by `tc qdisc ... tbf rate 1gbit` (netns.sh --rate)
 # ROUNDS rounds of one run per link; prints each run's JSON line (with "link"), then a summary
@@ -51,9 +51,12 @@ for link in ("veth", "veth_1gbit"):
     rs = [r for r in runs if r["link"] == link]
     o = {"rounds": len(rs)}
     for k in ("flat_ms", "hybrid_ms", "hybrid_over_flat", "flat_cross_node_bytes", "hybrid_cross_node_bytes",
-              "bytes_hybrid_over_flat"):
+              "bytes_hybrid_over_flat", "hybrid_tcp_ms", "hybrid_tcp_over_flat", "hybrid_over_hybrid_tcp"):
         o[k] = round(statistics.median(r[k] for r in rs), 3)
     o["hybrid_over_flat_range"] = [min(r["hybrid_over_flat"] for r in rs), max(r["hybrid_over_flat"] for r in rs)]
+    o["hybrid_over_hybrid_tcp_range"] = [min(r["hybrid_over_hybrid_tcp"] for r in rs),
+                                         max(r["hybrid_over_hybrid_tcp"] for r in rs)]
+    o["shard_group_shm"] = all(r["shard_group_shm"] for r in rs)
     out[link] = o
 print(json.dumps(out))
 EOP

@@ -6,7 +6,9 @@
 // Besides the time, the bytes that leave each node during the step: the
 // interface GLOO_SOCKET_IFNAME's tx_bytes counter, read by each node's local
 // rank 0 (traffic between a node's own ranks does not cross it), summed over
-// the nodes. One JSON line (rank 0). Run on two nodes by bench/hybrid_netns.sh;
+// the nodes. A third arm runs hybrid with the shard group's collectives over
+// TCP (use_shm(false)), as every subgroup did before subgroups took the node's
+// shared memory. One JSON line (rank 0). Run on two nodes by bench/hybrid_netns.sh;
 //   ddprun ... bench_hybrid_step [REPS [FLOATS [TENSORS]]]   (default 9, 4194304, 64)
 #include "common.hpp"
 
@@ -56,7 +58,9 @@ int main(int argc, char** argv) {
   ddp::sharded_data_parallel flat(a, pg);
   ddp::sharded_data_parallel hybrid(b, pg, groups);
   ddp::optim::adam opt_flat(flat, {}), opt_hybrid(hybrid, {});
-  std::vector<double> t_flat, t_hybrid, bytes_flat, bytes_hybrid;
+  std::vector<double> t_flat, t_hybrid, t_hybrid_tcp, bytes_flat, bytes_hybrid, bytes_hybrid_tcp;
+  auto& shard_comm = groups.shard.communicator();
+  const bool shard_shm = shard_comm.shm_active();
   // Times one step and the bytes that left every node meanwhile (one barrier's included, alike for both).
   auto measure = [&](auto& sdp, auto& opt, std::vector<double>& times, std::vector<double>& bytes,
                      bool keep) {
@@ -77,18 +81,24 @@ int main(int argc, char** argv) {
   for (int r = 0; r < reps + 1; ++r) { // the first round warms up
     measure(flat, opt_flat, t_flat, bytes_flat, r > 0);
     measure(hybrid, opt_hybrid, t_hybrid, bytes_hybrid, r > 0);
+    shard_comm.use_shm(false); // every rank between the same two barriers
+    measure(hybrid, opt_hybrid, t_hybrid_tcp, bytes_hybrid_tcp, r > 0);
+    shard_comm.use_shm(true);
   }
   const double mf = bench::median(t_flat), mh = bench::median(t_hybrid);
   const double bf = bench::median(bytes_flat), bh = bench::median(bytes_hybrid);
+  const double mt = bench::median(t_hybrid_tcp);
   if (pg.rank() == 0)
-    std::printf(
-        "{\"case\":\"hybrid_vs_flat_adam\",\"ranks\":%d,\"nodes\":%d,\"shard\":%d,\"replicas\":%d,"
-        "\"floats\":%zu,\"tensors\":%zu,\"reps\":%d,\"flat_ms\":%.3f,\"hybrid_ms\":%.3f,"
-        "\"hybrid_over_flat\":%.3f,\"flat_cross_node_bytes\":%.0f,\"hybrid_cross_node_bytes\":%.0f,"
-        "\"bytes_hybrid_over_flat\":%.3f,\"flat_optimizer_bytes\":%zu,\"hybrid_optimizer_bytes\":%zu}\n",
-        pg.size(), pg.topology().nnodes, groups.shard.size(), groups.replicate.size(), floats, tensors, reps,
-        1e3 * mf, 1e3 * mh, mh / mf, bf, bh, bf > 0 ? bh / bf : 0.0, opt_flat.state_bytes(),
-        opt_hybrid.state_bytes());
+    std::printf("{\"case\":\"hybrid_vs_flat_adam\",\"ranks\":%d,\"nodes\":%d,\"shard\":%d,\"replicas\":%d,"
+                "\"floats\":%zu,\"tensors\":%zu,\"reps\":%d,\"flat_ms\":%.3f,\"hybrid_ms\":%.3f,"
+                "\"hybrid_over_flat\":%.3f,\"flat_cross_node_bytes\":%.0f,\"hybrid_cross_node_bytes\":%.0f,"
+                "\"bytes_hybrid_over_flat\":%.3f,\"flat_optimizer_bytes\":%zu,\"hybrid_optimizer_bytes\":%zu,"
+                "\"shard_group_shm\":%s,\"hybrid_tcp_ms\":%.3f,\"hybrid_tcp_over_flat\":%.3f,"
+                "\"hybrid_over_hybrid_tcp\":%.3f}\n",
+                pg.size(), pg.topology().nnodes, groups.shard.size(), groups.replicate.size(), floats,
+                tensors, reps, 1e3 * mf, 1e3 * mh, mh / mf, bf, bh, bf > 0 ? bh / bf : 0.0,
+                opt_flat.state_bytes(), opt_hybrid.state_bytes(), shard_shm ? "true" : "false", 1e3 * mt,
+                mt / mf, mh / mt);
   std::fflush(stdout);
   return 0;
 }

@@ -697,11 +697,18 @@ private:
 
 template <class Backend>
 process_group<Backend>::process_group(rendezvous rv)
-    : topo_(rv.topo), base_{rv.topo,      rv.timeout, rv.token,      rv.store,
-                            rv.file_path, nullptr,    rv.key_prefix, rv.group_name},
+    : topo_(rv.topo), base_{rv.topo, rv.timeout,    rv.token,      rv.store,     rv.file_path,
+                            nullptr, rv.key_prefix, rv.group_name, rv.job_ranks, rv.group_layout},
       name_(rv.group_name), job_rank_(rv.topo.rank), store_(rv.store) {
-  for (int r = 0; r < rv.topo.world_size; ++r)
-    global_ranks_.push_back(r);
+  // A rendezvous that numbers its ranks for the job (rendezvous::job_ranks) is
+  // believed here as in the backend, which refuses a list of the wrong size.
+  if (rv.job_ranks.size() == static_cast<std::size_t>(rv.topo.world_size) && rv.topo.rank >= 0) {
+    global_ranks_ = rv.job_ranks;
+    job_rank_ = rv.job_ranks[static_cast<std::size_t>(rv.topo.rank)];
+  } else {
+    for (int r = 0; r < rv.topo.world_size; ++r)
+      global_ranks_.push_back(r);
+  }
   start_peer_watch(); // first: a rank failing while the connections form stops this one's waits for it
   if (relay_) rv.interrupt = relay_->connecting();
   try {
@@ -802,6 +809,8 @@ process_group<Backend>::process_group(subgroup_t, const process_group& parent,
   rv.topo.local_world_size = base_.topo.local_world_size;
   rv.topo.node_rank = base_.topo.node_rank;
   rv.topo.nnodes = base_.topo.nnodes;
+  rv.job_ranks = global_ranks_;
+  rv.group_layout = topo_; // where the node's shared memory can serve the group
   start_peer_watch();
   if (relay_) rv.interrupt = relay_->connecting();
   try {
@@ -810,7 +819,7 @@ process_group<Backend>::process_group(subgroup_t, const process_group& parent,
     if constexpr (open_files_communicator<typename Backend::communicator>) {
       detail::open_files_need need;
       need.in_use = detail::open_files_in_use();
-      need.backend = static_cast<long>(Backend::communicator::open_files(rv.topo));
+      need.backend = static_cast<long>(Backend::communicator::open_files(rv.group_layout));
       need.store_client = store_ ? 1 : 0; // the failure watch's
       detail::ensure_open_files(need, "job rank " + std::to_string(job_rank_), name_);
     }

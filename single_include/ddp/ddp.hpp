@@ -1045,6 +1045,11 @@ inline constexpr std::string_view store_progress_prefix = "ddp/fault/progress/";
 /// reading the failure they would linger for.
 inline constexpr std::string_view store_stalled_prefix = "ddp/fault/stalled/";
 
+/// A rank that leaves a subgroup on an error of its own (the job goes on)
+/// sets `store_left_prefix + key_prefix + rank` to its reason before it
+/// closes the subgroup's connections: its peers there name it at once.
+inline constexpr std::string_view store_left_prefix = "ddp/fault/left/";
+
 /// A rank whose process group ends normally says so under `store_finished_prefix + rank`
 /// before it leaves: a peer still waiting for it in a collective then says that it
 /// finished (the peer called one collective more), not that it failed.
@@ -2543,6 +2548,15 @@ struct rendezvous {
   /// A subgroup's name, as its errors and flight recorder give it
   /// ("group 1 of ranks 0, 2"); empty for the job's own group.
   std::string group_name;
+  /// A subgroup's ranks as the job numbers them (the store's keys of lost,
+  /// finished and stalled ranks do), in the subgroup's order; empty for the
+  /// job's own group.
+  std::vector<int> job_ranks;
+  /// A subgroup's own layout (its members on this rank's node, its nodes), as
+  /// its topology() gives it: where the node's shared memory can serve it.
+  /// `topo` keeps the job's layout, which picks the transport's interface.
+  /// Unused for the job's own group.
+  ddp::topology group_layout;
 };
 
 namespace detail {
@@ -2653,8 +2667,8 @@ concept extended_communicator = communicator<C> &&
 
 /// Connects a subgroup from a rendezvous whose key_prefix is set (its mesh on
 /// the parent's store, beside the parent's), so process_group::new_group and
-/// split can make one. ddp::gloo does (over TCP only: the node's shared
-/// memory stays the job's own group's).
+/// split can make one. ddp::gloo does (through the node's shared memory
+/// where the subgroup's members on each node allow it, else over TCP).
 template <class C>
 concept subgroup_communicator = communicator<C> && C::connects_subgroups;
 
@@ -2719,7 +2733,8 @@ public:
   DDP_INLINE ~gloo_communicator(); // the worker stops before the connections go
 
   /// Subgroups connect their own mesh on the parent's store, under the
-  /// rendezvous' key_prefix (TCP only).
+  /// rendezvous' key_prefix, and their own node segments where their
+  /// layout allows (gloo_shm_path::layout_fits).
   static constexpr bool connects_subgroups = true;
 
   /// Descriptors a rank holds at its peak: one per peer, its device's epoll and
@@ -4494,11 +4509,18 @@ private:
 
 template <class Backend>
 process_group<Backend>::process_group(rendezvous rv)
-    : topo_(rv.topo), base_{rv.topo,      rv.timeout, rv.token,      rv.store,
-                            rv.file_path, nullptr,    rv.key_prefix, rv.group_name},
+    : topo_(rv.topo), base_{rv.topo, rv.timeout,    rv.token,      rv.store,     rv.file_path,
+                            nullptr, rv.key_prefix, rv.group_name, rv.job_ranks, rv.group_layout},
       name_(rv.group_name), job_rank_(rv.topo.rank), store_(rv.store) {
-  for (int r = 0; r < rv.topo.world_size; ++r)
-    global_ranks_.push_back(r);
+  // A rendezvous that numbers its ranks for the job (rendezvous::job_ranks) is
+  // believed here as in the backend, which refuses a list of the wrong size.
+  if (rv.job_ranks.size() == static_cast<std::size_t>(rv.topo.world_size) && rv.topo.rank >= 0) {
+    global_ranks_ = rv.job_ranks;
+    job_rank_ = rv.job_ranks[static_cast<std::size_t>(rv.topo.rank)];
+  } else {
+    for (int r = 0; r < rv.topo.world_size; ++r)
+      global_ranks_.push_back(r);
+  }
   start_peer_watch(); // first: a rank failing while the connections form stops this one's waits for it
   if (relay_) rv.interrupt = relay_->connecting();
   try {
@@ -4599,6 +4621,8 @@ process_group<Backend>::process_group(subgroup_t, const process_group& parent,
   rv.topo.local_world_size = base_.topo.local_world_size;
   rv.topo.node_rank = base_.topo.node_rank;
   rv.topo.nnodes = base_.topo.nnodes;
+  rv.job_ranks = global_ranks_;
+  rv.group_layout = topo_; // where the node's shared memory can serve the group
   start_peer_watch();
   if (relay_) rv.interrupt = relay_->connecting();
   try {
@@ -4607,7 +4631,7 @@ process_group<Backend>::process_group(subgroup_t, const process_group& parent,
     if constexpr (open_files_communicator<typename Backend::communicator>) {
       detail::open_files_need need;
       need.in_use = detail::open_files_in_use();
-      need.backend = static_cast<long>(Backend::communicator::open_files(rv.topo));
+      need.backend = static_cast<long>(Backend::communicator::open_files(rv.group_layout));
       need.store_client = store_ ? 1 : 0; // the failure watch's
       detail::ensure_open_files(need, "job rank " + std::to_string(job_rank_), name_);
     }
@@ -16384,6 +16408,10 @@ public:
       : trace_(rank), rank_(rank), timeout_(timeout), note_(std::move(note)),
         queue_(std::make_unique<ordered_queue>(std::move(label))) {}
 
+  /// The rank descriptions give (a subgroup's job rank); files and the
+  /// timeline keep the rank the queue was made with.
+  void show_rank(int rank) { shown_rank_ = rank; }
+
   /// A collective's work: body(what, state), `state` the returned work's.
   using body_type = std::function<void(const std::string& what, work_state& state)>;
 
@@ -16395,7 +16423,7 @@ public:
   work submit(std::string_view name, std::size_t n, dtype dt, bool blocking, body_type body,
               int bucket = -1) {
     const std::uint64_t seq = seq_++;
-    std::string what = "rank " + std::to_string(rank_) + ": " +
+    std::string what = "rank " + std::to_string(shown_rank_) + ": " +
                        (current_call ? current_call.describe() + ": " : std::string()) + std::string(name) +
                        " #" + std::to_string(seq) + " (" + std::to_string(n) + " x " +
                        std::string(to_string(dt)) + note_ + ")";
@@ -16468,6 +16496,7 @@ private:
 
   trace::session trace_; // first: the trace is written after the worker stopped
   int rank_;
+  int shown_rank_ = rank_;
   std::chrono::milliseconds timeout_;
   std::string note_;
   std::atomic<std::uint64_t> seq_{0};
@@ -19823,6 +19852,10 @@ public:
       : trace_(rank), rank_(rank), timeout_(timeout), note_(std::move(note)),
         queue_(std::make_unique<ordered_queue>(std::move(label))) {}
 
+  /// The rank descriptions give (a subgroup's job rank); files and the
+  /// timeline keep the rank the queue was made with.
+  void show_rank(int rank) { shown_rank_ = rank; }
+
   /// A collective's work: body(what, state), `state` the returned work's.
   using body_type = std::function<void(const std::string& what, work_state& state)>;
 
@@ -19834,7 +19867,7 @@ public:
   work submit(std::string_view name, std::size_t n, dtype dt, bool blocking, body_type body,
               int bucket = -1) {
     const std::uint64_t seq = seq_++;
-    std::string what = "rank " + std::to_string(rank_) + ": " +
+    std::string what = "rank " + std::to_string(shown_rank_) + ": " +
                        (current_call ? current_call.describe() + ": " : std::string()) + std::string(name) +
                        " #" + std::to_string(seq) + " (" + std::to_string(n) + " x " +
                        std::string(to_string(dt)) + note_ + ")";
@@ -19907,6 +19940,7 @@ private:
 
   trace::session trace_; // first: the trace is written after the worker stopped
   int rank_;
+  int shown_rank_ = rank_;
   std::chrono::milliseconds timeout_;
   std::string note_;
   std::atomic<std::uint64_t> seq_{0};
@@ -19952,8 +19986,11 @@ struct desync_result {
   std::string table;   ///< one line per rank: "rank 1: all_reduce #57 (failed)"
 };
 
-inline std::string progress_key(int rank) {
-  return std::string(store_progress_prefix) + std::to_string(rank);
+/// `group_key`: a subgroup's key prefix (empty for the job's own group), so
+/// that each group's reports stay its own: the store outlives a failed
+/// subgroup, and a later report that read its keys named the wrong rank.
+inline std::string progress_key(const std::string& group_key, int rank) {
+  return std::string(store_progress_prefix) + group_key + std::to_string(rank);
 }
 
 /// `Store` is tcp_store (a template so that this internal header stays below
@@ -19966,19 +20003,28 @@ inline std::string progress_key(int rank) {
 /// stalled in the store (store_stalled_prefix); a survivor that came late stops
 /// waiting once every rank it has not heard from is so marked, or it would
 /// outlast the others by its delay (rank 0 then held the job's last process).
-/// Every store call is bounded.
+/// Every store call is bounded. `store_ranks`: rank r of the group is the
+/// job's rank store_ranks[r] (a subgroup's), which its keys and the report
+/// name, as the store's record of lost ranks does; empty: r itself. A
+/// subgroup's keys, its stalled marks included, live under `group_key`: only
+/// the job's own group marks a rank stalled for the whole job (the store then
+/// stops lingering for it at teardown, which a live rank still needs).
 template <class Store>
-desync_result exchange_progress(Store& store, int rank, int size, const flight_progress& mine) {
+desync_result exchange_progress(Store& store, int rank, int size, const flight_progress& mine,
+                                const std::vector<int>& store_ranks = {}, const std::string& group_key = {}) {
+  auto job = [&](int r) { return store_ranks.empty() ? r : store_ranks[static_cast<std::size_t>(r)]; };
   using namespace std::chrono_literals;
   constexpr auto window = 3000ms;
   constexpr auto slice = 250ms; // how often a late survivor looks for the others' marks
   desync_result out;
   std::vector<std::string> keys;
   for (int r = 0; r < size; ++r)
-    keys.push_back(progress_key(r));
+    keys.push_back(progress_key(group_key, job(r)));
   std::vector<std::optional<flight_progress>> seen(static_cast<std::size_t>(size));
   std::vector<int> silent;
-  auto stalled_key = [](int r) { return std::string(store_stalled_prefix) + std::to_string(r); };
+  auto stalled_key = [&](int r) {
+    return std::string(store_stalled_prefix) + group_key + std::to_string(job(r));
+  };
   // Reads the reports not seen yet; the ranks still silent go to `silent`.
   auto sweep = [&] {
     silent.clear();
@@ -20007,7 +20053,7 @@ desync_result exchange_progress(Store& store, int rank, int size, const flight_p
     }
   };
   try {
-    store.set(progress_key(rank), mine.encode(), Store::fault_slack);
+    store.set(progress_key(group_key, job(rank)), mine.encode(), Store::fault_slack);
     for (int round = 0; round < 2; ++round) {
       await_reports();
       sweep();
@@ -20019,16 +20065,16 @@ desync_result exchange_progress(Store& store, int rank, int size, const flight_p
   }
   try { // so that rank 0's store, on teardown, does not linger for a process that never reads
     for (int r : silent)
-      store.set(stalled_key(r), "named silent by rank " + std::to_string(rank) + "'s desync report",
+      store.set(stalled_key(r), "named silent by rank " + std::to_string(job(rank)) + "'s desync report",
                 Store::fault_slack);
   } catch (const std::exception&) {} // the report stands without the mark
   for (int r = 0; r < size; ++r) {
     auto& s = seen[static_cast<std::size_t>(r)];
-    out.table += "\n  rank " + std::to_string(r) + ": " +
+    out.table += "\n  rank " + std::to_string(job(r)) + ": " +
                  (s ? s->describe() : std::string("no report (stopped, hung, or outside ddp)"));
   }
   if (silent.size() == 1) {
-    out.culprit = silent.front();
+    out.culprit = job(silent.front());
     out.verdict = "rank " + std::to_string(out.culprit) +
                   " sent no progress report: it is stopped or hung (its connections are still open, so it "
                   "did not exit)";
@@ -20039,7 +20085,7 @@ desync_result exchange_progress(Store& store, int rank, int size, const flight_p
     auto behind =
         std::count_if(seen.begin(), seen.end(), [&](const auto& s) { return s->seq == (*lowest)->seq; });
     if (behind == 1) {
-      out.culprit = static_cast<int>(lowest - seen.begin());
+      out.culprit = job(static_cast<int>(lowest - seen.begin()));
       out.verdict = "rank " + std::to_string(out.culprit) + " is behind the others (at " +
                     (*lowest)->describe() + "): it skipped a collective or took another path";
     } else {
@@ -20048,7 +20094,7 @@ desync_result exchange_progress(Store& store, int rank, int size, const flight_p
   } else {
     std::string list;
     for (int r : silent)
-      list += (list.empty() ? "" : ", ") + std::to_string(r);
+      list += (list.empty() ? "" : ", ") + std::to_string(job(r));
     out.verdict = "ranks " + list + " sent no progress report: they are stopped or hung";
   }
   return out;
@@ -20450,16 +20496,16 @@ public:
   /// and a peer's Gloo loop that met the reset between two system calls of
   /// its connect threw on its own thread, which ended that process (3 runs in
   /// 25 of a test interrupting every rank 50 times, beside a CPU hog).
-  /// `peer_step`: this mesh's rank r is the store's (global) rank r ×
-  /// peer_step, so that the news names it (the nodes' leaders' mesh:
-  /// LOCAL_WORLD_SIZE).
+  /// `store_ranks`: this mesh's rank r is the store's (job) rank
+  /// store_ranks[r], so that the news names it (a subgroup's mesh, the nodes'
+  /// leaders' mesh); empty: rank r itself.
   void connect(::gloo::rendezvous::Store& store, const std::shared_ptr<::gloo::transport::Device>& device,
                gloo_mesh_keys keys = gloo_mesh_keys::per_pair, connect_interrupt* interrupt = nullptr,
-               int peer_step = 1) {
+               std::vector<int> store_ranks = {}) {
     ticker_ = std::make_unique<gloo_loop_ticker>(device, batch_loop);
     device_ = device;
     transportContext_ = device->createContext(rank, size);
-    connect_pairs(store, *transportContext_, keys, interrupt, std::max(1, peer_step));
+    connect_pairs(store, *transportContext_, keys, interrupt, store_ranks);
   }
 
   /// Once a lost rank is reported during the connect, how long this rank's
@@ -20502,7 +20548,7 @@ private:
   };
 
   void connect_pairs(::gloo::rendezvous::Store& store, ::gloo::transport::Context& pairs, gloo_mesh_keys keys,
-                     connect_interrupt* interrupt, int peer_step) {
+                     connect_interrupt* interrupt, const std::vector<int>& store_ranks) {
     // Gloo waits five times a pair's timeout for its connection (tcp::Pair::
     // waitUntil, "a longer timeout when waiting for initial connect"): seen as
     // 30 s at DDP_TIMEOUT=6s for a rank whose peer never dialed. Pairs get a
@@ -20523,7 +20569,7 @@ private:
     std::optional<connect_interrupt::registration> stop;
     if (interrupt)
       stop.emplace(*interrupt,
-                   [&](const connect_interrupt::news& n) { on_news(pairs, progress, n, peer_step); });
+                   [&](const connect_interrupt::news& n) { on_news(pairs, progress, n, store_ranks); });
     struct leave_on_return { // destroyed before `stop`: a stop running now returns, none starts a grace
       connect_progress& p;
       ~leave_on_return() {
@@ -20623,13 +20669,15 @@ private:
   /// (docs/design-notes.md, "Note [failing Gloo pairs]"). Then starts
   /// the grace for the rest (news naming no rank of this mesh only that).
   void on_news(::gloo::transport::Context& pairs, connect_progress& progress,
-               const connect_interrupt::news& n, int peer_step) noexcept {
+               const connect_interrupt::news& n, const std::vector<int>& store_ranks) noexcept {
     std::lock_guard lock(progress.mu);
     if (progress.leaving || progress.news) return;
     progress.news = n;
     progress.last_formed = std::chrono::steady_clock::now();
-    if (n.lost_rank >= 0 && n.lost_rank % peer_step == 0) {
-      const int lost = n.lost_rank / peer_step;
+    int lost = store_ranks.empty() ? n.lost_rank : -1;
+    for (std::size_t r = 0; r < store_ranks.size(); ++r)
+      if (store_ranks[r] == n.lost_rank) lost = static_cast<int>(r);
+    if (lost >= 0) {
       if (lost != rank && lost < size) {
         progress.lost = lost;
         if (progress.listening_for == lost) {
@@ -20766,15 +20814,21 @@ DDP_END_NAMESPACE
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
 class gloo_blame {
 public:
+  /// `job_ranks`: a subgroup's members as the job numbers them, which the
+  /// store's keys use (rendezvous::job_ranks); empty for the job's own group.
+  /// `group_key`: a subgroup's key prefix, under which its desync report and
+  /// its members' goodbyes (store_left_prefix) live; empty for the job's group.
   gloo_blame(int rank, int size, std::chrono::milliseconds timeout, std::shared_ptr<tcp_store> store,
-             collective_queue& queue)
-      : rank_(rank), size_(size), timeout_(timeout), store_(std::move(store)), queue_(queue) {}
+             collective_queue& queue, std::vector<int> job_ranks = {}, std::string group_key = {})
+      : rank_(rank), size_(size), timeout_(timeout), store_(std::move(store)), queue_(queue),
+        job_ranks_(std::move(job_ranks)), group_key_(std::move(group_key)) {}
 
   /// Turns a collective's failure into the group's error; every path closes
   /// the connections first (`close_all(with_segment)`), so peers blocked on
@@ -20804,13 +20858,13 @@ public:
       io(what, e.what());
     } catch (const ::gloo::EnforceNotMet& e) {
       close_all(true);
-      throw error(error_kind::backend, what + " failed inside Gloo: " + e.what(), rank_);
+      throw error(error_kind::backend, what + " failed inside Gloo: " + e.what(), job_rank(rank_));
     } catch (const ddp::error&) {
       close_all(true);
       throw;
     } catch (const std::exception& e) {
       close_all(true);
-      throw error(error_kind::backend, what + " failed: " + e.what(), rank_);
+      throw error(error_kind::backend, what + " failed: " + e.what(), job_rank(rank_));
     }
   }
 
@@ -20822,6 +20876,11 @@ public:
   /// recorder's JSON (DDP_FLIGHT_RECORDER).
   [[noreturn]] void io(const std::string& what, const std::string& gloo_text) {
     const bool timed_out = gloo_text.find("imed out") != std::string::npos;
+    // First, without the lost-rank search's wait: a member that left this
+    // subgroup on its own error said so before it closed its connections.
+    if (auto left = left_peer())
+      throw error(error_kind::peer_lost, what + " failed: " + left->second + ". Gloo: " + gloo_text,
+                  left->first);
     if (auto lost = find_lost_rank(timed_out)) {
       queue_.recorder().note("rank " + std::to_string(lost.rank) + " " + lost.reason);
       throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
@@ -20831,11 +20890,12 @@ public:
     }
     if (auto peer = finished_peer())
       throw error(error_kind::peer_lost,
-                  what + " failed: " + finished_peer_note(*peer, rank_) + ". Gloo: " + gloo_text, *peer);
+                  what + " failed: " + finished_peer_note(*peer, job_rank(rank_)) + ". Gloo: " + gloo_text,
+                  *peer);
     desync_result d;
     if (store_) {
-      d = exchange_progress(*store_, rank_, size_, queue_.recorder().progress());
-      log_line("rank " + std::to_string(rank_), "desync report: " + d.verdict + d.table);
+      d = exchange_progress(*store_, rank_, size_, queue_.recorder().progress(), job_ranks_, group_key_);
+      log_line("rank " + std::to_string(job_rank(rank_)), "desync report: " + d.verdict + d.table);
       queue_.recorder().note(d.verdict + d.table);
     }
     std::string blame = d.verdict.empty() ? std::string() : " " + d.verdict + ".";
@@ -20867,7 +20927,8 @@ public:
                   what + ": rank " + std::to_string(lost.rank) + " " + lost.reason + ". Gloo: " + gloo_said,
                   lost.rank);
     const bool timed_out = dynamic_cast<const gloo_mesh_timeout*>(&gloo) != nullptr;
-    throw error(timed_out ? error_kind::timeout : error_kind::backend, what + ": " + gloo_said, rank_);
+    throw error(timed_out ? error_kind::timeout : error_kind::backend, what + ": " + gloo_said,
+                job_rank(rank_));
   }
 
 private:
@@ -20880,13 +20941,33 @@ private:
     return store_->wait_for_lost_rank(std::chrono::milliseconds(timed_out ? 0 : 1000));
   }
 
-  /// A peer whose process group ended normally (store_finished_prefix), if any.
+  int job_rank(int r) const { return job_ranks_.empty() ? r : job_ranks_[static_cast<std::size_t>(r)]; }
+
+  /// A subgroup's member that left it on an error of its own (store_left_prefix):
+  /// its job rank and its reason.
+  std::optional<std::pair<int, std::string>> left_peer() {
+    if (!store_ || group_key_.empty()) return std::nullopt;
+    for (int p = 0; p < size_; ++p) {
+      if (p == rank_) continue;
+      try {
+        const auto key = std::string(store_left_prefix) + group_key_ + std::to_string(job_rank(p));
+        if (auto why = store_->try_get(key, tcp_store::fault_slack)) return std::pair{job_rank(p), *why};
+      } catch (const ddp::error&) {
+        return std::nullopt; // the store gone: the other searches say what they can
+      }
+    }
+    return std::nullopt;
+  }
+
+  /// A peer whose process group ended normally (store_finished_prefix), if
+  /// any, by its job rank (as the store's record of lost ranks names them).
   std::optional<int> finished_peer() {
     if (!store_) return std::nullopt;
     for (int p = 0; p < size_; ++p) {
       if (p == rank_) continue;
       try {
-        if (store_->check({std::string(store_finished_prefix) + std::to_string(p)})) return p;
+        if (store_->check({std::string(store_finished_prefix) + std::to_string(job_rank(p))}))
+          return job_rank(p);
       } catch (const ddp::error&) {
         return std::nullopt; // the store gone says nothing about who finished
       }
@@ -20898,6 +20979,8 @@ private:
   std::chrono::milliseconds timeout_;
   std::shared_ptr<tcp_store> store_;
   collective_queue& queue_; ///< the group's: whether it is poisoned, and its flight recorder
+  std::vector<int> job_ranks_;
+  std::string group_key_;
 };
 
 } // namespace detail
@@ -21619,15 +21702,19 @@ public:
     for (int p = 0; p + 1 < w; ++p)
       gloo_deadline::check(out->waitSend(deadline.remaining()), "header send");
     all_.clear();
-    all_.emplace_back(r, mine);
+    all_.emplace_back(name(r), mine);
     for (int p = 0; p < w; ++p) {
       if (p == r) continue;
       collective_header theirs;
       std::memcpy(&theirs, recv_.data() + at(p), sizeof theirs);
-      all_.emplace_back(p, theirs);
+      all_.emplace_back(name(p), theirs);
     }
-    collective_header::check_round(what, r, all_);
+    collective_header::check_round(what, name(r), all_);
   }
+
+  /// A subgroup's members as the job numbers them (rendezvous::job_ranks):
+  /// a mismatch's rank and text then name job ranks, as over shared memory.
+  void name_ranks(std::vector<int> job_ranks) { names_ = std::move(job_ranks); }
 
   /// The payload peer p sent, valid until the next run().
   const char* payload(int p) const { return recv_.data() + at(p) + sizeof(collective_header); }
@@ -21636,7 +21723,9 @@ public:
 
 private:
   std::size_t at(int p) const { return static_cast<std::size_t>(p) * slot_; }
+  int name(int p) const { return names_.empty() ? p : names_[static_cast<std::size_t>(p)]; }
   std::vector<char> recv_, send_;
+  std::vector<int> names_;         ///< empty: the context's ranks are the job's
   std::vector<ranked_header> all_; ///< the last round's headers (kept: no allocation per round)
   std::size_t slot_ = 0;           // slot_bytes(w) of the last run
 };
@@ -21828,6 +21917,9 @@ public:
                    std::vector<char>& scratch, exchange_hook before_exchange)
       : rank_(rank), size_(size), timeout_(timeout), ctx_(ctx), waits_(waits), scratch_(scratch),
         before_exchange_(std::move(before_exchange)) {}
+
+  /// A subgroup's job ranks, which its mismatch errors name (header_round::name_ranks).
+  void name_ranks(std::vector<int> job_ranks) { headers_.name_ranks(std::move(job_ranks)); }
 
   /// all_reduce over TCP, once `h` (kind, tag, count, dtype, op, piece) is filled in.
   void all_reduce(const collective_header& h, const std::string& what, void* data, std::size_t n, dtype dt,
@@ -22819,18 +22911,21 @@ struct shm_control {
   // followed by local_size shm_rank_line
 };
 
-/// The segment's name: a hash of the job's token and store, the node, and 128
-/// random bits drawn by the node's local rank 0, who publishes the name through
-/// the (token-authenticated) store. The random part means a name left behind by
-/// a rank killed inside the setup window never blocks a restart round or a later
-/// job with the same settings (O_EXCL would refuse it), and a local user cannot
-/// pre-create the name of a job whose token is empty (torchrun, tcp://).
-inline std::string shm_segment_name(const std::string& token, const std::string& store_where, int node_rank) {
+/// The segment's name: a hash of the job's token and store, the node, the
+/// setup's store keys (a subgroup's carry its prefix), and 128 random bits
+/// drawn by the node's local rank 0, who publishes the name through the
+/// (token-authenticated) store. The random part means a name left behind by
+/// a rank killed inside the setup window never blocks a restart round or a
+/// later job with the same settings (O_EXCL would refuse it), and a local
+/// user cannot pre-create the name of a job whose token is empty (torchrun,
+/// tcp://).
+inline std::string shm_segment_name(const std::string& token, const std::string& store_where, int node_rank,
+                                    const std::string& key) {
   unsigned char nonce[16];
   if (::RAND_bytes(nonce, sizeof nonce) != 1)
     throw error(error_kind::backend, "OpenSSL RAND_bytes failed while naming the shm segment");
-  const std::string msg = "ddp shm v2\n" + token + "\n" + store_where + "\n" + std::to_string(node_rank) +
-                          "\n" + std::string(reinterpret_cast<const char*>(nonce), sizeof nonce);
+  const std::string msg = "ddp shm v3\n" + token + "\n" + store_where + "\n" + std::to_string(node_rank) +
+                          "\n" + key + "\n" + std::string(reinterpret_cast<const char*>(nonce), sizeof nonce);
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   if (::EVP_Digest(msg.data(), msg.size(), md, &len, ::EVP_sha256(), nullptr) != 1 || len < 16)
@@ -22901,7 +22996,7 @@ public:
     try {
       try {
         if (a.local_rank == 0) {
-          seg->name_ = shm_segment_name(a.token, a.store_where, a.node_rank);
+          seg->name_ = shm_segment_name(a.token, a.store_where, a.node_rank, a.key);
           seg->create(a.area_bytes);
           store.set(node + "created", "ok " + seg->name_);
         } else {
@@ -23651,11 +23746,12 @@ public:
     std::size_t offset = 0;
   };
 
-  /// The store key prefix and id of the next array (every rank counts alike).
-  std::pair<std::string, std::uint32_t> next() {
+  /// The store key prefix and id of the next array (every rank counts alike),
+  /// under `prefix`, the group's shm keys ("ddp/shm/" for the job's own group).
+  std::pair<std::string, std::uint32_t> next(const std::string& prefix) {
     std::lock_guard lock(mu_);
     const std::uint32_t id = made_++;
-    return {"ddp/shm/array" + std::to_string(id) + "/", id};
+    return {prefix + "array" + std::to_string(id) + "/", id};
   }
 
   void add(std::uint32_t id, const std::shared_ptr<shm_segment>& seg) {
@@ -23829,24 +23925,41 @@ public:
   /// Whether every rank can and wants to reduce through shared memory: DDP_SHM
   /// not 0, more than one rank per node, and the launcher's layout (node_rank,
   /// local_rank: never the hostname) contiguous, as ddprun and torchrun lay
-  /// ranks out. A vote in the store, so that all ranks take the same path.
+  /// ranks out. A subgroup's layout is its members' (rendezvous::group_layout):
+  /// a rank whose node holds another count of members than rank 0's, or not
+  /// a contiguous run of group ranks, votes no. A vote in the store, under the
+  /// group's keys, so that all its ranks take the same path.
   bool vote(const rendezvous& rv) {
-    const auto& t = rv.topo;
+    keys_ = "ddp/shm/" + rv.key_prefix;
+    job_ranks_ = rv.job_ranks;
+    const auto& t = layout(rv);
     const int L = t.local_world_size;
-    bool want = getenv_str("DDP_SHM").value_or("1") != "0" && layout_fits(t) && t.local_rank == rank_ % L &&
-                t.node_rank == rank_ / L;
-    if (!want) store_->add("ddp/shm/no", 1);
-    if (store_->add("ddp/shm/votes", 1) == size_)
-      store_->set("ddp/shm/decision", store_->add("ddp/shm/no", 0) == 0 ? "on" : "off");
-    store_->wait({"ddp/shm/decision"}, timeout_);
-    return store_->get("ddp/shm/decision") == "on";
+    const bool fits = layout_fits(t) && t.local_rank == rank_ % L && t.node_rank == rank_ / L;
+    const bool want = getenv_str("DDP_SHM").value_or("1") != "0" && fits;
+    if (!want) store_->add(keys_ + "no", 1);
+    if (store_->add(keys_ + "votes", 1) == size_)
+      store_->set(keys_ + "decision", store_->add(keys_ + "no", 0) == 0 ? "on" : "off");
+    store_->wait({keys_ + "decision"}, timeout_);
+    const bool on = store_->get(keys_ + "decision") == "on";
+    if (!on && !rv.key_prefix.empty() && debug() >= debug_level::info && size_ > 1)
+      log_line("rank " + std::to_string(job_rank(rank_)),
+               rv.group_name + " reduces over TCP, not the node's shared memory: " +
+                   (!fits
+                        ? "its layout is not whole nodes (this node holds " + std::to_string(L) + " of its " +
+                              std::to_string(size_) + " members, this one its local rank " +
+                              std::to_string(t.local_rank) + " on its node " + std::to_string(t.node_rank) +
+                              "; the path needs as many members on every node, more than one, each node's a "
+                              "contiguous run of its ranks)"
+                        : std::string(want ? "another member voted against it (its own line says why)"
+                                           : "DDP_SHM=0")));
+    return on;
   }
 
   /// Maps the node's segment; across nodes also connects the nodes' leaders
   /// (local rank 0 of each) in a Gloo context of their own, which it returns
   /// (nullptr on the other ranks, or when the segment could not be made).
   std::shared_ptr<gloo_mesh_context> setup(const rendezvous& rv, gloo_blame& blame) {
-    const auto& t = rv.topo;
+    const auto& t = layout(rv);
     std::shared_ptr<gloo_mesh_context> leaders;
     // The area: on one node the pipelined path needs two of its steps (512 KiB),
     // across nodes the staged path fills it whole (4 MiB). Whole pages: every
@@ -23857,15 +23970,18 @@ public:
         (static_cast<std::size_t>(area_bytes_from_env().value_or(static_cast<std::int64_t>(area_default))) +
          4095) /
         4096 * 4096;
+    // The segment names its ranks as the job does: the store's finished and
+    // lost keys, which its waits read, are by job rank.
     const shm_setup a{.token = rv.token,
-                      .store_where = t.master_addr + ":" + std::to_string(t.store_port),
-                      .rank = rank_,
+                      .store_where = rv.topo.master_addr + ":" + std::to_string(rv.topo.store_port),
+                      .rank = job_rank(rank_),
                       .world_size = size_,
                       .node_rank = t.node_rank,
                       .local_rank = t.local_rank,
                       .local_size = t.local_world_size,
                       .area_bytes = area,
-                      .timeout = timeout_};
+                      .timeout = timeout_,
+                      .key = keys_};
     shm_args_ = a;
     shm_setup_failure failed;
     auto seg = shm_segment::setup(*store_, a, failed);
@@ -23873,14 +23989,16 @@ public:
       // Every rank got the same outcome: all stay on TCP, or all throw.
       if (failed.kind == error_kind::mismatch)
         throw error(error_kind::mismatch,
-                    "rank " + std::to_string(rank_) + ": setting up the node's shared-memory segment: rank " +
-                        std::to_string(failed.rank) + " " + failed.message,
+                    "rank " + std::to_string(job_rank(rank_)) +
+                        ": setting up the node's shared-memory segment: rank " + std::to_string(failed.rank) +
+                        " " + failed.message,
                     failed.rank);
-      if (rank_ == 0) // one warning for the job, not one per rank
+      if (rank_ == 0) // one warning for the group, not one per rank
         log_line(
-            "rank 0",
-            "warning: the shared-memory all-reduce is off, every rank reduces over TCP (slower): rank " +
-                std::to_string(failed.rank) + " " + failed.message +
+            "rank " + std::to_string(job_rank(0)),
+            "warning: the shared-memory all-reduce is off, every rank" +
+                (rv.group_name.empty() ? std::string() : " of " + rv.group_name) +
+                " reduces over TCP (slower): rank " + std::to_string(failed.rank) + " " + failed.message +
                 ". Enlarge /dev/shm (each node needs (LOCAL_WORLD_SIZE + 1) x DDP_SHM_AREA_BYTES, "
                 "default 512 KiB on one node, 4 MiB across nodes, plus a page) or lower DDP_SHM_AREA_BYTES; "
                 "DDP_SHM=0 silences this.");
@@ -23891,13 +24009,15 @@ public:
       auto device =
           make_gloo_device({rv.topo.rank, rv.topo.local_rank, rv.topo.master_addr, rv.topo.master_port});
       auto ctx = std::make_shared<gloo_mesh_context>(t.node_rank, nnodes_, timeout_);
-      gloo_store_adapter adapter(*store_, "ddp/gloo-leaders/");
+      gloo_store_adapter adapter(*store_, "ddp/gloo-leaders/" + rv.key_prefix);
+      std::vector<int> leaders_job_ranks; // the leader of node N is group rank N * L
+      for (int n = 0; n < nnodes_; ++n)
+        leaders_job_ranks.push_back(job_rank(n * t.local_world_size));
       try {
-        ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get(), t.local_world_size);
+        ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get(), leaders_job_ranks);
       } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
-        // Gloo's ranks here are node ranks: the leader of node N is rank N * LOCAL_WORLD_SIZE.
-        blame.mesh("rank " + std::to_string(rank_) + ", leader of node " + std::to_string(t.node_rank) +
-                       ": Gloo could not connect to the other nodes' leaders",
+        blame.mesh("rank " + std::to_string(job_rank(rank_)) + ", leader of node " +
+                       std::to_string(t.node_rank) + ": Gloo could not connect to the other nodes' leaders",
                    "(Gloo's \"rank N\" is node N's leader; the store's ranks are global) ", e);
       }
       leaders = std::move(ctx);
@@ -23919,7 +24039,7 @@ public:
         return false; // the store gone says nothing about who finished
       }
     };
-    shm_ = std::make_unique<shm_all_reduce>(std::move(seg), std::move(find_lost), rank_, timeout_,
+    shm_ = std::make_unique<shm_all_reduce>(std::move(seg), std::move(find_lost), job_rank(rank_), timeout_,
                                             std::move(finished));
     return leaders;
   }
@@ -24009,7 +24129,7 @@ public:
     const std::size_t L = shm_ ? static_cast<std::size_t>(shm_->segment().local_size()) : 1;
     // Every local rank's area in one mapping, whose size must fit size_t and off_t.
     if (n > (std::size_t{1} << 60) / elem_size / L)
-      throw error(error_kind::config, "rank " + std::to_string(rank_) + ": " + what +
+      throw error(error_kind::config, "rank " + std::to_string(job_rank(rank_)) + ": " + what +
                                           ": too many elements for one node's shared memory (" +
                                           std::to_string(L) + " local ranks); make several smaller arrays");
     const std::size_t bytes = std::max<std::size_t>(n * elem_size, 1);
@@ -24036,8 +24156,9 @@ public:
     try {
       return private_shm_memory(bytes);
     } catch (const std::bad_alloc&) {
-      throw error(error_kind::config, "rank " + std::to_string(rank_) + ": " + what + ": cannot allocate " +
-                                          std::to_string(bytes) + " B of private memory");
+      throw error(error_kind::config, "rank " + std::to_string(job_rank(rank_)) + ": " + what +
+                                          ": cannot allocate " + std::to_string(bytes) +
+                                          " B of private memory");
     }
   }
 
@@ -24049,7 +24170,7 @@ private:
   /// the arrays' count would differ between ranks, so the group is poisoned.
   std::shared_ptr<shm_segment> setup_array(std::size_t bytes, const std::string& what,
                                            std::exception_ptr& mismatch) {
-    auto [key, id] = arrays_.next();
+    auto [key, id] = arrays_.next(keys_);
     shm_setup a = shm_args_;
     a.key = key;
     a.result_area = false;
@@ -24082,19 +24203,21 @@ private:
       return shared;
     }
     if (failed.kind == error_kind::mismatch) {
-      mismatch = std::make_exception_ptr(error(error_kind::mismatch,
-                                               "rank " + std::to_string(rank_) + ": " + what + ": rank " +
-                                                   std::to_string(failed.rank) + " " + failed.message,
-                                               failed.rank));
+      mismatch =
+          std::make_exception_ptr(error(error_kind::mismatch,
+                                        "rank " + std::to_string(job_rank(rank_)) + ": " + what + ": rank " +
+                                            std::to_string(failed.rank) + " " + failed.message,
+                                        failed.rank));
       return nullptr;
     }
     if (rank_ == 0)
-      log_line("rank 0", "warning: " + what +
-                             " got private memory on every rank, so all-reduces of it copy "
-                             "through the node's segment as usual (slower): rank " +
-                             std::to_string(failed.rank) + " " + failed.message +
-                             ". If /dev/shm is full, enlarge it: each node needs LOCAL_WORLD_SIZE x the "
-                             "array's bytes (docker run --shm-size=...).");
+      log_line("rank " + std::to_string(job_rank(0)),
+               "warning: " + what +
+                   " got private memory on every rank, so all-reduces of it copy "
+                   "through the node's segment as usual (slower): rank " +
+                   std::to_string(failed.rank) + " " + failed.message +
+                   ". If /dev/shm is full, enlarge it: each node needs LOCAL_WORLD_SIZE x the "
+                   "array's bytes (docker run --shm-size=...).");
     return nullptr;
   }
 
@@ -24109,9 +24232,17 @@ private:
     return arrays_.find(frags.front().data, total_count(frags) * esz);
   }
 
+  /// The layout the path follows: the job's, or a subgroup's own.
+  static const ddp::topology& layout(const rendezvous& rv) {
+    return rv.job_ranks.empty() ? rv.topo : rv.group_layout;
+  }
+  int job_rank(int r) const { return job_ranks_.empty() ? r : job_ranks_[static_cast<std::size_t>(r)]; }
+
   int rank_, size_;
   std::chrono::milliseconds timeout_;
   std::shared_ptr<tcp_store> store_;
+  std::string keys_ = "ddp/shm/"; ///< the group's shm store keys: "ddp/shm/" + its key prefix
+  std::vector<int> job_ranks_;    ///< rendezvous::job_ranks (empty: the job's own group)
   gloo_knobs& knobs_;
   gloo_waits& waits_;
   std::vector<char>& scratch_;
@@ -24150,7 +24281,8 @@ namespace detail {
 class gloo_communicator_impl {
 public:
   explicit gloo_communicator_impl(const rendezvous& rv)
-      : rank_(rv.topo.rank), size_(rv.topo.world_size), timeout_(rv.timeout), store_(rv.store),
+      : rank_(checked_rank(rv)), size_(rv.topo.world_size), job_rank_(job_rank_of(rv)), timeout_(rv.timeout),
+        store_(rv.store),
         shm_path_(
             rank_, size_, timeout_, store_, knobs_, waits_, scratch_,
             [this](const collective_header& h, const std::string& what) { mesh_.exchange_header(h, what); },
@@ -24165,9 +24297,14 @@ public:
         lanes_(rv.key_prefix.empty() ? "comm" : "comm " + rv.key_prefix),
         note_(rv.group_name.empty() ? std::string() : ", " + rv.group_name),
         queue_(rank_, timeout_, note_, rv.key_prefix.empty() ? "comm" : "comm " + rv.key_prefix),
-        // A subgroup's failures are not looked up in the store: its keys (progress
-        // reports, finished ranks) are numbered by the job's ranks, not the group's.
-        blame_(rank_, size_, timeout_, rv.key_prefix.empty() ? store_ : nullptr, queue_) {
+        // A subgroup's failures are looked up in the store by its members' job ranks.
+        blame_(rank_, size_, timeout_, store_, queue_, rv.job_ranks, rv.key_prefix) {
+    if (!rv.key_prefix.empty())
+      left_key_ = std::string(store_left_prefix) + rv.key_prefix + std::to_string(job_rank_);
+    if (!rv.job_ranks.empty()) { // a subgroup's errors name job ranks on every path
+      mesh_.name_ranks(rv.job_ranks);
+      queue_.show_rank(job_rank_);
+    }
     if (!rv.group_name.empty()) { // rank_<r>_g0c1_.json: one file per group
       std::string tag = "_" + rv.key_prefix;
       for (auto& ch : tag)
@@ -24183,7 +24320,7 @@ public:
     try {
       if (store_) {
         gloo_store_adapter adapter(*store_, "ddp/gloo/" + rv.key_prefix);
-        ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get());
+        ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get(), rv.job_ranks);
       } else {
         ::gloo::rendezvous::FileStore files(rv.file_path);
         ::gloo::rendezvous::PrefixStore prefixed(
@@ -24191,11 +24328,11 @@ public:
         ctx->connect(prefixed, device, gloo_mesh_keys::per_rank);
       }
     } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
-      blame_.mesh("rank " + std::to_string(rank_) + ": Gloo could not connect to its peers", "", e);
+      blame_.mesh("rank " + std::to_string(job_rank_) + ": Gloo could not connect to its peers", "", e);
     }
     ctx_ = std::move(ctx);
-    // A subgroup stays on TCP: the node's segment and its vote belong to the job's own group.
-    if (store_ && rv.key_prefix.empty() && shm_path_.vote(rv)) leaders_ = shm_path_.setup(rv, blame_);
+    // A subgroup votes, and maps its segments, under its key prefix (gloo_shm_path::keys).
+    if (store_ && shm_path_.vote(rv)) leaders_ = shm_path_.setup(rv, blame_);
   }
 
   /// Descriptors a rank holds at its peak: one per peer (Debian's Gloo swaps
@@ -24284,7 +24421,20 @@ public:
   /// waiting for it.
   void abort_for_failure(const std::string& reason) {
     poison_for_failure(reason);
+    say_left(reason);
     interrupt_connections(true);
+  }
+
+  /// A subgroup's member leaving on its own error, the job going on: no store
+  /// record of a lost rank will name it, so the peers would search a second
+  /// for one, then wait out a desync report; the key (read by
+  /// gloo_blame::left_peer) lets them name it at once. Before the connections
+  /// close, so that it is there when they fail.
+  void say_left(const std::string& reason) {
+    if (left_key_.empty() || !store_) return;
+    try {
+      store_->set(left_key_, reason, tcp_store::fault_slack);
+    } catch (const std::exception&) {} // the peers' own searches still name whom they can
   }
 
   /// The first half of abort_for_failure: collectives are refused with
@@ -24293,7 +24443,7 @@ public:
   /// the store, whose news makes the peers close their connections.
   void poison_for_failure(const std::string& reason) {
     std::lock_guard lock(contexts_mu_); // against fail_for_peer: one of them is the group's error
-    queue_.abort(std::make_exception_ptr(error(error_kind::backend, reason, rank_)));
+    queue_.abort(std::make_exception_ptr(error(error_kind::backend, reason, job_rank_)));
     lanes_.abort(queue_.poisoned());
     verdict_cv_.notify_all();
   }
@@ -24306,7 +24456,7 @@ public:
   /// read the store themselves, and aborting it would name this rank.
   void fail_for_peer(const lost_rank& lost) {
     auto why = std::make_exception_ptr(error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
-                                             "rank " + std::to_string(rank_) + ": " + lost_news(lost) +
+                                             "rank " + std::to_string(job_rank_) + ": " + lost_news(lost) +
                                                  "; every collective of this group fails from here on (this "
                                                  "rank heard it from the rendezvous store)",
                                              lost.rank));
@@ -24565,15 +24715,15 @@ private:
       std::string list;
       for (const auto& p : pending)
         list += (list.empty() ? "" : "; ") + p;
-      const std::string why = "rank " + std::to_string(rank_) + ": the process group" + note_ +
+      const std::string why = "rank " + std::to_string(job_rank_) + ": the process group" + note_ +
                               " was destroyed with " + std::to_string(pending.size()) +
                               " send/recv pending: " + list +
                               ". They fail now: wait for every send_async and recv_async (work::wait) "
                               "before the group goes";
-      log_line("rank " + std::to_string(rank_), why);
+      log_line("rank " + std::to_string(job_rank_), why);
       {
         std::lock_guard lock(contexts_mu_);
-        lanes_.abort(std::make_exception_ptr(error(error_kind::backend, why, rank_)));
+        lanes_.abort(std::make_exception_ptr(error(error_kind::backend, why, job_rank_)));
       }
       verdict_cv_.notify_all();
       interrupt_connections(false);
@@ -24698,7 +24848,26 @@ private:
     waits_.interrupt_all(); // after the sockets closed: nothing writes into the buffers any more
   }
 
+  /// A group under a key prefix (a subgroup) names its members by job rank
+  /// (rendezvous::job_ranks), one per rank: indexing a list of another size
+  /// read past it, or named the wrong ranks.
+  static int checked_rank(const rendezvous& rv) {
+    const auto n = rv.job_ranks.size();
+    if ((!rv.key_prefix.empty() || n != 0) && n != static_cast<std::size_t>(rv.topo.world_size))
+      throw error(error_kind::config,
+                  "rank " + std::to_string(rv.topo.rank) + ": the rendezvous of " +
+                      (rv.group_name.empty() ? "group \"" + rv.key_prefix + "\"" : rv.group_name) +
+                      " lists " + std::to_string(n) + " job ranks for " + std::to_string(rv.topo.world_size) +
+                      " members: a group under a key prefix needs one job rank per member "
+                      "(rendezvous::job_ranks, as process_group::new_group and split fill it)");
+    return rv.topo.rank;
+  }
+  static int job_rank_of(const rendezvous& rv) {
+    return rv.job_ranks.empty() ? rv.topo.rank : rv.job_ranks[static_cast<std::size_t>(rv.topo.rank)];
+  }
+
   int rank_, size_;
+  int job_rank_; ///< what errors and messages call this rank (the job's numbering)
   std::chrono::milliseconds timeout_;
   std::shared_ptr<tcp_store> store_;
   std::optional<lost_rank> reported_peer_failure() {
@@ -24726,6 +24895,7 @@ private:
   std::string note_;           ///< ", <group name>" for a subgroup: every description carries it
   collective_queue queue_;
   gloo_blame blame_;
+  std::string left_key_; ///< a subgroup's: where this rank says it left (say_left)
 };
 
 } // namespace detail

@@ -3,8 +3,8 @@
 // (default env://). Prints one line
 // "RESULT kind=<kind> rank=<named rank> ms=<elapsed> wall_ms=<unix ms>" when it
 // catches the expected ddp::error (before the group is torn down, so `ms` is
-// the time to detect, not to leave), and exits 0 (1 in the `loop` scenario,
-// like a training program); anything else exits non-zero.
+// the time to detect, not to leave), and exits 0 (1 in the `loop` and
+// `subgroup_loop` scenarios, like a training program); anything else exits non-zero.
 #include <ddp/ddp.hpp>
 
 #include <chrono>
@@ -168,6 +168,44 @@ static int run(ddp::process_group<ddp::gloo>& pg, const std::string& scenario, c
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
       }
       std::puts("NO ERROR");
+      return 0;
+    }
+    if (scenario == "subgroup_loop") {
+      // The loop in pairs of neighbours (pg.split(rank / 2)), each pair's own
+      // subgroup, through its own segment when the pair shares a node.
+      auto g = pg.split(pg.rank() / 2, pg.rank());
+      std::printf("READY rank=%d pid=%d shm=%s\n", pg.rank(), static_cast<int>(::getpid()),
+                  g.communicator().shm_segment_name().c_str());
+      std::fflush(stdout);
+      std::vector<float> grad(256u << 10, 1.0f);
+      auto end = clk::now() + std::chrono::seconds(env_int_or("DDP_TEST_LOOP_SECONDS", 30));
+      try {
+        while (clk::now() < end) {
+          g.all_reduce(grad);
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+      } catch (const ddp::error& e) {
+        report(e, t0); // before the groups' teardown
+        return 1;
+      }
+      std::puts("NO ERROR");
+      return 0;
+    }
+    if (scenario == "subgroup_stall") {
+      // Pairs of neighbours (pg.split(rank / 2)); the job's last rank stalls, so its pair's
+      // other member times out in the pair's all_reduce and its desync report names it.
+      auto g = pg.split(pg.rank() / 2, pg.rank());
+      if (pg.rank() == victim) {
+        std::this_thread::sleep_for(std::chrono::seconds(8)); // far past DDP_TIMEOUT
+        return 0;
+      }
+      t0 = clk::now();
+      try {
+        g.all_reduce(warm);
+      } catch (const ddp::error& e) {
+        return report(e, t0); // before the groups' teardown
+      }
+      std::puts(g.size() == 2 && g.global_ranks()[1] == victim ? "NO ERROR" : "PAIR OK");
       return 0;
     }
     if (scenario == "throw_mid") {

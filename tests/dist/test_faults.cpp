@@ -38,8 +38,10 @@ result parse(const process& p) {
 }
 
 /// Starts the ranks of a job (only rank `only` when given).
+/// `tag`: in the log files' names, for jobs of one scenario run at once.
 std::vector<process> start_job(int world, const std::string& scenario, int port,
-                               std::map<std::string, std::string> extra = {}, int only = -1) {
+                               std::map<std::string, std::string> extra = {}, int only = -1,
+                               const std::string& tag = "") {
   std::vector<process> ps;
   for (int r = 0; r < world; ++r) {
     if (only >= 0 && r != only) continue;
@@ -51,8 +53,8 @@ std::vector<process> start_job(int world, const std::string& scenario, int port,
     env.emplace("DDP_TOKEN", "job-" + std::to_string(port));
     env.emplace("DDP_TIMEOUT", "20s");
     ps.push_back(ddp_test::spawn({DDP_SCENARIO_WORKER, scenario}, env,
-                                 "fault_" + scenario + "_" + std::to_string(world) + "_" + std::to_string(r) +
-                                     ".log"));
+                                 "fault_" + scenario + tag + "_" + std::to_string(world) + "_" +
+                                     std::to_string(r) + ".log"));
   }
   return ps;
 }
@@ -113,6 +115,41 @@ TEST_CASE("a rank that stalls: the others name it after the configured timeout")
     }
     CHECK(parse(ps[0]).kind == "timeout");
     std::filesystem::remove_all(dir);
+  }
+}
+
+TEST_CASE("a rank that stalls in a subgroup: its peer's desync report names its job rank") {
+  // World 4 in pairs; job rank 3 (rank 1 of the pair {2, 3}) stalls. Through the pair's segment
+  // and, with DDP_SHM=0, over TCP: job rank 2 times out and names job rank 3, which the store's
+  // progress keys are numbered by, not the pair's rank 1. Both jobs at once.
+  std::vector<std::vector<process>> jobs;
+  for (const char* shm : {"1", "0"})
+    jobs.push_back(start_job(4, "subgroup_stall", ddp_test::free_port(),
+                             {{"DDP_TIMEOUT", "2s"}, {"DDP_SHM", shm}}, -1, std::string("_shm") + shm));
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    CAPTURE(j == 0 ? "shm" : "tcp");
+    auto& ps = jobs[j];
+    for (auto& p : ps)
+      REQUIRE(ddp_test::wait_for(p, 60s));
+    for (int r : {0, 1}) {
+      INFO(ps[static_cast<std::size_t>(r)].output());
+      CHECK(ps[static_cast<std::size_t>(r)].output().find("PAIR OK") != std::string::npos);
+    }
+    const auto& p = ps[2];
+    INFO(p.output());
+    CHECK(p.exit_code() == 0);
+    auto res = parse(p);
+    CHECK(res.kind == "timeout");
+    CHECK(res.rank == 3);
+    CHECK(p.output().find("desync report") != std::string::npos);
+    CHECK(p.output().find("rank 3 sent no progress report") != std::string::npos);
+    if (j == 0) // the pair's segment names the job rank it waits for, as the report does
+      CHECK(p.output().find("waiting for rank(s) 3 at the node's shared-memory segment") !=
+            std::string::npos);
+    // The message's own rank is the job's, not the pair's 0.
+    CHECK(p.output().find("MESSAGE ddp timeout error: rank 2: ") != std::string::npos);
+    CHECK(res.ms >= 1900);
+    CHECK(res.ms < 9000); // 2 s timeout + up to 1 s looking for a lost rank + the 3 s report window
   }
 }
 

@@ -1,4 +1,5 @@
-// The shm path's failures: kill -9 of one rank of 3 inside the all_reduce loop
+// The shm path's failures: kill -9 of one rank of 3 inside the all_reduce loop, and of
+// one rank of a subgroup that reduces through its own segment
 // (the survivors must fail naming it, well within the timeout, and the segment
 // must not survive in /dev/shm); a /dev/shm too small for the segment (every
 // rank falls back to TCP); ranks that disagree on the segment; an all_reduce
@@ -62,6 +63,64 @@ TEST_CASE("kill -9 of a rank mid-collective: survivors name it, no /dev/shm segm
   }
   CHECK(took < 10s); // well within DDP_TIMEOUT=20s: it was named, not waited out
   CHECK_FALSE(std::filesystem::exists("/dev/shm" + shm));
+}
+
+TEST_CASE("kill -9 of a rank inside a shm subgroup: every survivor names it, well within the timeout") {
+  // World 4 in pairs of neighbours, each pair a subgroup through a segment of its own; job rank 3,
+  // rank 1 of the pair {2, 3}, dies: a group rank taken for a job rank (or back) shows. Job rank 2
+  // waits for it in the pair's segment; ranks 0 and 1, in the other pair, hear it from the store.
+  const int world = 4, victim = 3, port = ddp_test::free_port();
+  std::vector<ddp_test::process> ps;
+  for (int r = 0; r < world; ++r)
+    ps.push_back(ddp_test::spawn({DDP_SCENARIO_WORKER, "subgroup_loop"},
+                                 {{"RANK", std::to_string(r)},
+                                  {"WORLD_SIZE", std::to_string(world)},
+                                  {"MASTER_ADDR", "127.0.0.1"},
+                                  {"MASTER_PORT", std::to_string(port)},
+                                  {"DDP_TOKEN", "shm-subgroup-" + std::to_string(port)},
+                                  {"DDP_TIMEOUT", "20s"},
+                                  {"DDP_TEST_LOOP_SECONDS", "15"}},
+                                 "shm_subgroup_kill_" + std::to_string(r) + ".log"));
+  const std::regex ready("READY rank=\\d+ pid=\\d+ shm=(\\S*)");
+  std::vector<std::string> shm;
+  for (auto& p : ps) {
+    std::smatch m;
+    auto until = std::chrono::steady_clock::now() + 30s;
+    std::string out;
+    while (!std::regex_search(out = p.output(), m, ready) && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(20ms);
+    INFO(out);
+    REQUIRE(std::regex_search(out, m, ready));
+    shm.push_back(m[1]);
+  }
+  for (const auto& name : shm)
+    REQUIRE(name.rfind("/ddp-", 0) == 0); // each pair's loop goes through shm
+  CHECK(shm[0] == shm[1]);
+  CHECK(shm[2] == shm[3]);
+  CHECK(shm[0] != shm[2]); // a segment per pair
+  std::this_thread::sleep_for(200ms);
+  const auto killed = std::chrono::steady_clock::now();
+  ::kill(ps[victim].pid, SIGKILL);
+  for (auto& p : ps)
+    REQUIRE(ddp_test::wait_for(p, 60s));
+  const auto took = std::chrono::steady_clock::now() - killed;
+  for (int r = 0; r < world; ++r) {
+    if (r == victim) continue;
+    CAPTURE(r);
+    std::string out = ps[static_cast<std::size_t>(r)].output();
+    INFO(out);
+    std::smatch m;
+    REQUIRE(std::regex_search(out, m, std::regex("RESULT kind=(\\w+) rank=(-?\\d+)")));
+    CHECK(m[1] == "peer_lost");
+    CHECK(std::stoi(m[2]) == victim); // the job's rank, as the store records it
+    // The message's own rank is the job's too (it was the pair's: "rank 0: all_reduce" on job rank 2).
+    CHECK(out.find("MESSAGE ddp peer_lost error: rank " + std::to_string(r) + ": ") != std::string::npos);
+    CHECK(ps[static_cast<std::size_t>(r)].exit_code() == 1);
+  }
+  CHECK(took < 10s); // well within DDP_TIMEOUT=20s: it was named, not waited out
+  // Names are unlinked once every member mapped them: this checks setup left none, not the kill.
+  for (const auto& name : shm)
+    CHECK_FALSE(std::filesystem::exists("/dev/shm" + name));
 }
 
 namespace {

@@ -227,6 +227,73 @@ TEST_CASE("a subgroup destroyed while an exception unwinds fails its own mesh, n
   CHECK(one[0] == pg.size());
 }
 
+TEST_CASE("a member that left a subgroup on its own error is named at once, by its job rank") {
+  // Numbered backwards (job rank 0 is the group's last), so that a group rank
+  // given for a job rank shows; run over shm and over TCP (dist.subgroups.tcp_w3).
+  auto& pg = group();
+  if (pg.size() < 2) return;
+  bool caught = false, shm = false;
+  std::chrono::steady_clock::duration took{};
+  try {
+    auto g = pg.split(0, -pg.rank());
+    shm = g.communicator().shm_active();
+    REQUIRE(g.rank() == pg.size() - 1 - pg.rank());
+    std::vector<float> v(4, 1.0f);
+    for (int i = 0; i < 5; ++i) // the group's flight recorder gets ahead of the job's
+      g.all_reduce(v);
+    g.barrier();
+    const auto t0 = std::chrono::steady_clock::now();
+    if (pg.rank() == 0) throw std::runtime_error("an error of rank 0's own"); // unwinds g
+    try {
+      g.all_reduce(v);
+      FAIL("the subgroup went on without job rank 0");
+    } catch (const ddp::error& e) {
+      took = std::chrono::steady_clock::now() - t0;
+      const std::string text = e.what();
+      CAPTURE(text);
+      CHECK(e.rank() == 0);
+      CHECK(e.kind() == ddp::error_kind::peer_lost);
+      if (!g.communicator().shm_active()) // over TCP: its own words, not "stopped or hung"
+        CHECK(std::string(e.what()).find("job rank 0 left") != std::string::npos);
+    }
+  } catch (const std::runtime_error&) { caught = true; }
+  CHECK(caught == (pg.rank() == 0));
+  // Not a lost-rank search and a desync report (4 s over TCP before): at once. The segment's
+  // reader of an abort first looks a second for a rank the store records lost (1.06 s before).
+  CAPTURE(shm);
+  CHECK(std::chrono::duration<double>(took).count() < (shm ? 3.0 : 1.5));
+  pg.barrier();
+  // Whatever the subgroup wrote, the job's own report keys and stalled marks are untouched.
+  for (int r = 0; r < pg.size(); ++r) {
+    CHECK_FALSE(pg.store()->try_get("ddp/fault/progress/" + std::to_string(r)));
+    CHECK_FALSE(pg.store()->try_get("ddp/fault/stalled/" + std::to_string(r)));
+  }
+}
+
+TEST_CASE("a subgroup's mismatch names job ranks, over shm and TCP alike") {
+  // Numbered backwards, so that a group rank given for a job rank shows; the job's last
+  // rank passes one float more. Run over shm and over TCP (dist.subgroups.tcp_w3).
+  auto& pg = group();
+  if (pg.size() < 2) return;
+  const int r = pg.rank(), odd = pg.size() - 1;
+  auto g = pg.split(0, -r);
+  std::vector<float> v(r == odd ? 5 : 4, 1.0f);
+  try {
+    g.all_reduce(v);
+    FAIL("a count mismatch went unnoticed");
+  } catch (const ddp::error& e) {
+    const std::string text = e.what();
+    CAPTURE(text);
+    CHECK(e.kind() == ddp::error_kind::mismatch);
+    CHECK(text.find("rank " + std::to_string(r) + ": all_reduce #") != std::string::npos); // its own rank
+    CHECK(text.find("this rank (" + std::to_string(r) + ")") != std::string::npos);
+    if (r != odd) {
+      CHECK(e.rank() == odd);
+      CHECK(text.find("rank " + std::to_string(odd) + " called") != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("new_group on one rank against split on the others: mismatch on every rank, no group") {
   auto& pg = group();
   if (pg.size() < 2) return;

@@ -8,7 +8,8 @@
 #   hybrid     (dist_hybrid_sharded [dist_subgroups]) hybrid sharding with the shard groups built from the topology (each node's
 #              2 ranks) and the replicate groups across the nodes: a subgroup all_reduce across the nodes, and
 #              steps equal to DDP + the whole optimizer and to flat sharding; then every S x R layout by explicit groups;
-#              and the subgroup suite (new_group, split, nested, in flight beside the job's group) across the nodes
+#              and the subgroup suite (new_group, split, nested, in flight beside the job's group) across the nodes;
+#              [dist_subgroup_shm] subgroups through shared memory across the nodes, and the layouts that stay on TCP
 #   example    (fashion_mnist) examples/fashion_mnist for 200 steps (4 ranks x 16 samples), test accuracy > 0.70
 #   restart    (fashion_mnist) ddprun --max-restarts 1 on both nodes; rank 3 (node 1) is killed (SIGKILL) mid-epoch
 #              2 of 3: both nodes restart, resume from the mid-epoch checkpoint, and the final checkpoint is
@@ -93,6 +94,19 @@ hybrid)
     # Less its one-node topology case (dist_hybrid_sharded checked the subgroups' topology above).
     run_nodes sub "$2" "--test-case-exclude=*topology() describes the subgroup*"
     [ "$(count sub 'Status: SUCCESS')" -eq 4 ] || fail "dist_subgroups did not pass on 2 nodes x 2 ranks"
+  fi
+  if [ $# -ge 3 ]; then
+    # Subgroups through shared memory across the nodes: a group of whole nodes listed backwards
+    # takes it (its own leaders' mesh), an uneven and an interleaved one stay on TCP and say why.
+    export DDP_DEBUG=INFO
+    run_nodes shm "$3"
+    unset DDP_DEBUG
+    [ "$(count shm 'Status: SUCCESS')" -eq 4 ] || fail "dist_subgroup_shm did not pass on 2 nodes x 2 ranks"
+    # The uneven group's 3 members and 2 of the interleaved one's find their own layout unfit; the
+    # interleaved one's other 2 fit alone and say that another member voted no.
+    [ "$(count shm 'reduces over TCP, not the node.s shared memory: its layout is not whole nodes')" -ge 5 ] &&
+      [ "$(count shm 'reduces over TCP, not the node.s shared memory: another member voted against it')" -ge 2 ] ||
+      fail "expected the uneven and interleaved groups' members to say why they stay on TCP"
   fi
   echo "ok: hybrid on two nodes in $(( $(now_ms) - t0 )) ms"
   ;;

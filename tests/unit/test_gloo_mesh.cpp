@@ -294,11 +294,12 @@ TEST_CASE("news naming no rank of this mesh ends its waits once none has ended f
   ddp::detail::connect_interrupt stop;
   auto connecting = std::async(std::launch::async, [&] {
     gloo_mesh_context m(0, 2, 40s);
-    m.connect(prefixed, loopback_device(0), gloo_mesh_keys::per_pair, &stop, 4);
+    m.connect(prefixed, loopback_device(0), gloo_mesh_keys::per_pair, &stop,
+              {0, 4}); // ranks 0 and 4 of the job
   });
   std::this_thread::sleep_for(200ms);
   const auto t0 = std::chrono::steady_clock::now();
-  stop.interrupt(5, "the store reports rank 5 lost (this test)"); // rank 5: no rank of this mesh (step 4)
+  stop.interrupt(5, "the store reports rank 5 lost (this test)"); // rank 5: no rank of this mesh
   const std::string what = error_of([&] { connecting.get(); });
   const auto waited = std::chrono::steady_clock::now() - t0;
   INFO(what);
@@ -308,6 +309,38 @@ TEST_CASE("news naming no rank of this mesh ends its waits once none has ended f
                   "2000 ms after") != std::string::npos);
   CHECK(waited >= gloo_mesh_context::living_peers_grace);
   CHECK(waited < 20s); // not the 40 s timeout
+}
+
+TEST_CASE("a subgroup's mesh maps the news of a lost job rank to its own rank") {
+  // Mesh ranks 0 and 1 are the job's ranks 4 and 9 (store_ranks); rank 1
+  // published an address and never dials.
+  ::gloo::rendezvous::HashStore store;
+  ::gloo::rendezvous::PrefixStore prefixed("mapped", store);
+  prefixed.set(ddp::detail::gloo_mesh_key(1, 0), address_nobody_dials_from());
+  SUBCASE("job rank 9 lost: the wait for mesh rank 1 ends at once, no grace") {
+    ddp::detail::connect_interrupt early;
+    early.interrupt(9, "the store reports rank 9 lost (this test)");
+    gloo_mesh_context m(0, 2, 40s);
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string what = error_of([&] {
+      m.connect(prefixed, loopback_device(0), gloo_mesh_keys::per_pair, &early, {4, 9});
+    });
+    INFO(what);
+    CHECK(what.find("the store reports rank 9 lost (this test)") != std::string::npos);
+    CHECK(std::chrono::steady_clock::now() - t0 < gloo_mesh_context::living_peers_grace);
+  }
+  SUBCASE("job rank 1 lost: no rank of this mesh, though mesh rank 1 is numbered so; the grace runs") {
+    ddp::detail::connect_interrupt early;
+    early.interrupt(1, "the store reports rank 1 lost (this test)");
+    gloo_mesh_context m(0, 2, 40s);
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::string what = error_of([&] {
+      m.connect(prefixed, loopback_device(0), gloo_mesh_keys::per_pair, &early, {4, 9});
+    });
+    INFO(what);
+    CHECK(what.find("no connection formed in the 2000 ms after") != std::string::npos);
+    CHECK(std::chrono::steady_clock::now() - t0 >= gloo_mesh_context::living_peers_grace);
+  }
 }
 
 TEST_CASE("news of a lost rank at any moment of a connect ends it cleanly on every living rank") {

@@ -139,7 +139,7 @@ TEST_CASE("the linger does not wait for a rank the desync report found silent, n
     CHECK(std::chrono::steady_clock::now() - t0 < 1s); // not the 3 s window
   }
   SUBCASE("a rank named silent that reports after all is waited for again, up to the bound") {
-    stopped.set(ddp::detail::progress_key(2), at.encode());
+    stopped.set(ddp::detail::progress_key("", 2), at.encode());
     survivor.reset();
     auto t0 = std::chrono::steady_clock::now();
     server.reset();
@@ -147,6 +147,29 @@ TEST_CASE("the linger does not wait for a rank the desync report found silent, n
     CHECK(took >= 1900ms);
     CHECK(took < 3s);
   }
+}
+
+TEST_CASE(
+    "a subgroup's desync report keeps to its own keys: a later report of the job names the right rank") {
+  auto server = std::make_unique<ddp::tcp_store>(opts(0, 0));
+  auto other = std::make_unique<ddp::tcp_store>(opts(server->port(), 1));
+  ddp::detail::flight_progress sub;
+  sub.seq = 51; // the subgroup got far ahead of the job's group
+  sub.kind = "all_reduce";
+  // Job rank 1 alone reports in the subgroup {0, 1}: job rank 0 is named silent there.
+  CHECK(ddp::detail::exchange_progress(*other, 1, 2, sub, {0, 1}, "g0c1/").culprit == 0);
+  CHECK(other->try_get("ddp/fault/progress/g0c1/1"));
+  CHECK_FALSE(other->try_get("ddp/fault/progress/1")); // the job's keys untouched
+  CHECK_FALSE(other->try_get("ddp/fault/stalled/0"));  // the store still lingers for rank 0
+  // Later the job's own group fails with job rank 1 behind (at #3, rank 0 at #4).
+  ddp::detail::flight_progress behind, ahead;
+  behind.seq = 3;
+  ahead.seq = 4;
+  behind.kind = ahead.kind = "all_reduce";
+  auto late = std::async(std::launch::async,
+                         [&] { return ddp::detail::exchange_progress(*other, 1, 2, behind).culprit; });
+  CHECK(ddp::detail::exchange_progress(*server, 0, 2, ahead).culprit == 1); // before: 0, from #51
+  CHECK(late.get() == 1);
 }
 
 TEST_CASE("the linger is bounded; a rank 0 that failed itself lingers briefly, or not at all") {

@@ -78,6 +78,15 @@ struct rendezvous {
   /// A subgroup's name, as its errors and flight recorder give it
   /// ("group 1 of ranks 0, 2"); empty for the job's own group.
   std::string group_name;
+  /// A subgroup's ranks as the job numbers them (the store's keys of lost,
+  /// finished and stalled ranks do), in the subgroup's order; empty for the
+  /// job's own group.
+  std::vector<int> job_ranks;
+  /// A subgroup's own layout (its members on this rank's node, its nodes), as
+  /// its topology() gives it: where the node's shared memory can serve it.
+  /// `topo` keeps the job's layout, which picks the transport's interface.
+  /// Unused for the job's own group.
+  ddp::topology group_layout;
 };
 
 namespace detail {
@@ -188,8 +197,8 @@ concept extended_communicator = communicator<C> &&
 
 /// Connects a subgroup from a rendezvous whose key_prefix is set (its mesh on
 /// the parent's store, beside the parent's), so process_group::new_group and
-/// split can make one. ddp::gloo does (over TCP only: the node's shared
-/// memory stays the job's own group's).
+/// split can make one. ddp::gloo does (through the node's shared memory
+/// where the subgroup's members on each node allow it, else over TCP).
 template <class C>
 concept subgroup_communicator = communicator<C> && C::connects_subgroups;
 

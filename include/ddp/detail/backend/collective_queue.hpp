@@ -33,6 +33,10 @@ public:
       : trace_(rank), rank_(rank), timeout_(timeout), note_(std::move(note)),
         queue_(std::make_unique<ordered_queue>(std::move(label))) {}
 
+  /// The rank descriptions give (a subgroup's job rank); files and the
+  /// timeline keep the rank the queue was made with.
+  void show_rank(int rank) { shown_rank_ = rank; }
+
   /// A collective's work: body(what, state), `state` the returned work's.
   using body_type = std::function<void(const std::string& what, work_state& state)>;
 
@@ -44,7 +48,7 @@ public:
   work submit(std::string_view name, std::size_t n, dtype dt, bool blocking, body_type body,
               int bucket = -1) {
     const std::uint64_t seq = seq_++;
-    std::string what = "rank " + std::to_string(rank_) + ": " +
+    std::string what = "rank " + std::to_string(shown_rank_) + ": " +
                        (current_call ? current_call.describe() + ": " : std::string()) + std::string(name) +
                        " #" + std::to_string(seq) + " (" + std::to_string(n) + " x " +
                        std::string(to_string(dt)) + note_ + ")";
@@ -117,6 +121,7 @@ private:
 
   trace::session trace_; // first: the trace is written after the worker stopped
   int rank_;
+  int shown_rank_ = rank_;
   std::chrono::milliseconds timeout_;
   std::string note_;
   std::atomic<std::uint64_t> seq_{0};

@@ -25,8 +25,11 @@ struct desync_result {
   std::string table;   ///< one line per rank: "rank 1: all_reduce #57 (failed)"
 };
 
-inline std::string progress_key(int rank) {
-  return std::string(store_progress_prefix) + std::to_string(rank);
+/// `group_key`: a subgroup's key prefix (empty for the job's own group), so
+/// that each group's reports stay its own: the store outlives a failed
+/// subgroup, and a later report that read its keys named the wrong rank.
+inline std::string progress_key(const std::string& group_key, int rank) {
+  return std::string(store_progress_prefix) + group_key + std::to_string(rank);
 }
 
 /// `Store` is tcp_store (a template so that this internal header stays below
@@ -39,19 +42,28 @@ inline std::string progress_key(int rank) {
 /// stalled in the store (store_stalled_prefix); a survivor that came late stops
 /// waiting once every rank it has not heard from is so marked, or it would
 /// outlast the others by its delay (rank 0 then held the job's last process).
-/// Every store call is bounded.
+/// Every store call is bounded. `store_ranks`: rank r of the group is the
+/// job's rank store_ranks[r] (a subgroup's), which its keys and the report
+/// name, as the store's record of lost ranks does; empty: r itself. A
+/// subgroup's keys, its stalled marks included, live under `group_key`: only
+/// the job's own group marks a rank stalled for the whole job (the store then
+/// stops lingering for it at teardown, which a live rank still needs).
 template <class Store>
-desync_result exchange_progress(Store& store, int rank, int size, const flight_progress& mine) {
+desync_result exchange_progress(Store& store, int rank, int size, const flight_progress& mine,
+                                const std::vector<int>& store_ranks = {}, const std::string& group_key = {}) {
+  auto job = [&](int r) { return store_ranks.empty() ? r : store_ranks[static_cast<std::size_t>(r)]; };
   using namespace std::chrono_literals;
   constexpr auto window = 3000ms;
   constexpr auto slice = 250ms; // how often a late survivor looks for the others' marks
   desync_result out;
   std::vector<std::string> keys;
   for (int r = 0; r < size; ++r)
-    keys.push_back(progress_key(r));
+    keys.push_back(progress_key(group_key, job(r)));
   std::vector<std::optional<flight_progress>> seen(static_cast<std::size_t>(size));
   std::vector<int> silent;
-  auto stalled_key = [](int r) { return std::string(store_stalled_prefix) + std::to_string(r); };
+  auto stalled_key = [&](int r) {
+    return std::string(store_stalled_prefix) + group_key + std::to_string(job(r));
+  };
   // Reads the reports not seen yet; the ranks still silent go to `silent`.
   auto sweep = [&] {
     silent.clear();
@@ -80,7 +92,7 @@ desync_result exchange_progress(Store& store, int rank, int size, const flight_p
     }
   };
   try {
-    store.set(progress_key(rank), mine.encode(), Store::fault_slack);
+    store.set(progress_key(group_key, job(rank)), mine.encode(), Store::fault_slack);
     for (int round = 0; round < 2; ++round) {
       await_reports();
       sweep();
@@ -92,16 +104,16 @@ desync_result exchange_progress(Store& store, int rank, int size, const flight_p
   }
   try { // so that rank 0's store, on teardown, does not linger for a process that never reads
     for (int r : silent)
-      store.set(stalled_key(r), "named silent by rank " + std::to_string(rank) + "'s desync report",
+      store.set(stalled_key(r), "named silent by rank " + std::to_string(job(rank)) + "'s desync report",
                 Store::fault_slack);
   } catch (const std::exception&) {} // the report stands without the mark
   for (int r = 0; r < size; ++r) {
     auto& s = seen[static_cast<std::size_t>(r)];
-    out.table += "\n  rank " + std::to_string(r) + ": " +
+    out.table += "\n  rank " + std::to_string(job(r)) + ": " +
                  (s ? s->describe() : std::string("no report (stopped, hung, or outside ddp)"));
   }
   if (silent.size() == 1) {
-    out.culprit = silent.front();
+    out.culprit = job(silent.front());
     out.verdict = "rank " + std::to_string(out.culprit) +
                   " sent no progress report: it is stopped or hung (its connections are still open, so it "
                   "did not exit)";
@@ -112,7 +124,7 @@ desync_result exchange_progress(Store& store, int rank, int size, const flight_p
     auto behind =
         std::count_if(seen.begin(), seen.end(), [&](const auto& s) { return s->seq == (*lowest)->seq; });
     if (behind == 1) {
-      out.culprit = static_cast<int>(lowest - seen.begin());
+      out.culprit = job(static_cast<int>(lowest - seen.begin()));
       out.verdict = "rank " + std::to_string(out.culprit) + " is behind the others (at " +
                     (*lowest)->describe() + "): it skipped a collective or took another path";
     } else {
@@ -121,7 +133,7 @@ desync_result exchange_progress(Store& store, int rank, int size, const flight_p
   } else {
     std::string list;
     for (int r : silent)
-      list += (list.empty() ? "" : ", ") + std::to_string(r);
+      list += (list.empty() ? "" : ", ") + std::to_string(job(r));
     out.verdict = "ranks " + list + " sent no progress report: they are stopped or hung";
   }
   return out;

@@ -19,15 +19,21 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
 class gloo_blame {
 public:
+  /// `job_ranks`: a subgroup's members as the job numbers them, which the
+  /// store's keys use (rendezvous::job_ranks); empty for the job's own group.
+  /// `group_key`: a subgroup's key prefix, under which its desync report and
+  /// its members' goodbyes (store_left_prefix) live; empty for the job's group.
   gloo_blame(int rank, int size, std::chrono::milliseconds timeout, std::shared_ptr<tcp_store> store,
-             collective_queue& queue)
-      : rank_(rank), size_(size), timeout_(timeout), store_(std::move(store)), queue_(queue) {}
+             collective_queue& queue, std::vector<int> job_ranks = {}, std::string group_key = {})
+      : rank_(rank), size_(size), timeout_(timeout), store_(std::move(store)), queue_(queue),
+        job_ranks_(std::move(job_ranks)), group_key_(std::move(group_key)) {}
 
   /// Turns a collective's failure into the group's error; every path closes
   /// the connections first (`close_all(with_segment)`), so peers blocked on
@@ -57,13 +63,13 @@ public:
       io(what, e.what());
     } catch (const ::gloo::EnforceNotMet& e) {
       close_all(true);
-      throw error(error_kind::backend, what + " failed inside Gloo: " + e.what(), rank_);
+      throw error(error_kind::backend, what + " failed inside Gloo: " + e.what(), job_rank(rank_));
     } catch (const ddp::error&) {
       close_all(true);
       throw;
     } catch (const std::exception& e) {
       close_all(true);
-      throw error(error_kind::backend, what + " failed: " + e.what(), rank_);
+      throw error(error_kind::backend, what + " failed: " + e.what(), job_rank(rank_));
     }
   }
 
@@ -75,6 +81,11 @@ public:
   /// recorder's JSON (DDP_FLIGHT_RECORDER).
   [[noreturn]] void io(const std::string& what, const std::string& gloo_text) {
     const bool timed_out = gloo_text.find("imed out") != std::string::npos;
+    // First, without the lost-rank search's wait: a member that left this
+    // subgroup on its own error said so before it closed its connections.
+    if (auto left = left_peer())
+      throw error(error_kind::peer_lost, what + " failed: " + left->second + ". Gloo: " + gloo_text,
+                  left->first);
     if (auto lost = find_lost_rank(timed_out)) {
       queue_.recorder().note("rank " + std::to_string(lost.rank) + " " + lost.reason);
       throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
@@ -84,11 +95,12 @@ public:
     }
     if (auto peer = finished_peer())
       throw error(error_kind::peer_lost,
-                  what + " failed: " + finished_peer_note(*peer, rank_) + ". Gloo: " + gloo_text, *peer);
+                  what + " failed: " + finished_peer_note(*peer, job_rank(rank_)) + ". Gloo: " + gloo_text,
+                  *peer);
     desync_result d;
     if (store_) {
-      d = exchange_progress(*store_, rank_, size_, queue_.recorder().progress());
-      log_line("rank " + std::to_string(rank_), "desync report: " + d.verdict + d.table);
+      d = exchange_progress(*store_, rank_, size_, queue_.recorder().progress(), job_ranks_, group_key_);
+      log_line("rank " + std::to_string(job_rank(rank_)), "desync report: " + d.verdict + d.table);
       queue_.recorder().note(d.verdict + d.table);
     }
     std::string blame = d.verdict.empty() ? std::string() : " " + d.verdict + ".";
@@ -120,7 +132,8 @@ public:
                   what + ": rank " + std::to_string(lost.rank) + " " + lost.reason + ". Gloo: " + gloo_said,
                   lost.rank);
     const bool timed_out = dynamic_cast<const gloo_mesh_timeout*>(&gloo) != nullptr;
-    throw error(timed_out ? error_kind::timeout : error_kind::backend, what + ": " + gloo_said, rank_);
+    throw error(timed_out ? error_kind::timeout : error_kind::backend, what + ": " + gloo_said,
+                job_rank(rank_));
   }
 
 private:
@@ -133,13 +146,33 @@ private:
     return store_->wait_for_lost_rank(std::chrono::milliseconds(timed_out ? 0 : 1000));
   }
 
-  /// A peer whose process group ended normally (store_finished_prefix), if any.
+  int job_rank(int r) const { return job_ranks_.empty() ? r : job_ranks_[static_cast<std::size_t>(r)]; }
+
+  /// A subgroup's member that left it on an error of its own (store_left_prefix):
+  /// its job rank and its reason.
+  std::optional<std::pair<int, std::string>> left_peer() {
+    if (!store_ || group_key_.empty()) return std::nullopt;
+    for (int p = 0; p < size_; ++p) {
+      if (p == rank_) continue;
+      try {
+        const auto key = std::string(store_left_prefix) + group_key_ + std::to_string(job_rank(p));
+        if (auto why = store_->try_get(key, tcp_store::fault_slack)) return std::pair{job_rank(p), *why};
+      } catch (const ddp::error&) {
+        return std::nullopt; // the store gone: the other searches say what they can
+      }
+    }
+    return std::nullopt;
+  }
+
+  /// A peer whose process group ended normally (store_finished_prefix), if
+  /// any, by its job rank (as the store's record of lost ranks names them).
   std::optional<int> finished_peer() {
     if (!store_) return std::nullopt;
     for (int p = 0; p < size_; ++p) {
       if (p == rank_) continue;
       try {
-        if (store_->check({std::string(store_finished_prefix) + std::to_string(p)})) return p;
+        if (store_->check({std::string(store_finished_prefix) + std::to_string(job_rank(p))}))
+          return job_rank(p);
       } catch (const ddp::error&) {
         return std::nullopt; // the store gone says nothing about who finished
       }
@@ -151,6 +184,8 @@ private:
   std::chrono::milliseconds timeout_;
   std::shared_ptr<tcp_store> store_;
   collective_queue& queue_; ///< the group's: whether it is poisoned, and its flight recorder
+  std::vector<int> job_ranks_;
+  std::string group_key_;
 };
 
 } // namespace detail

@@ -41,6 +41,9 @@ public:
       : rank_(rank), size_(size), timeout_(timeout), ctx_(ctx), waits_(waits), scratch_(scratch),
         before_exchange_(std::move(before_exchange)) {}
 
+  /// A subgroup's job ranks, which its mismatch errors name (header_round::name_ranks).
+  void name_ranks(std::vector<int> job_ranks) { headers_.name_ranks(std::move(job_ranks)); }
+
   /// all_reduce over TCP, once `h` (kind, tag, count, dtype, op, piece) is filled in.
   void all_reduce(const collective_header& h, const std::string& what, void* data, std::size_t n, dtype dt,
                   op o) {

@@ -43,7 +43,8 @@ public:
   DDP_INLINE ~gloo_communicator(); // the worker stops before the connections go
 
   /// Subgroups connect their own mesh on the parent's store, under the
-  /// rendezvous' key_prefix (TCP only).
+  /// rendezvous' key_prefix, and their own node segments where their
+  /// layout allows (gloo_shm_path::layout_fits).
   static constexpr bool connects_subgroups = true;
 
   /// Descriptors a rank holds at its peak: one per peer, its device's epoll and

@@ -47,7 +47,8 @@ namespace detail {
 class gloo_communicator_impl {
 public:
   explicit gloo_communicator_impl(const rendezvous& rv)
-      : rank_(rv.topo.rank), size_(rv.topo.world_size), timeout_(rv.timeout), store_(rv.store),
+      : rank_(checked_rank(rv)), size_(rv.topo.world_size), job_rank_(job_rank_of(rv)), timeout_(rv.timeout),
+        store_(rv.store),
         shm_path_(
             rank_, size_, timeout_, store_, knobs_, waits_, scratch_,
             [this](const collective_header& h, const std::string& what) { mesh_.exchange_header(h, what); },
@@ -62,9 +63,14 @@ public:
         lanes_(rv.key_prefix.empty() ? "comm" : "comm " + rv.key_prefix),
         note_(rv.group_name.empty() ? std::string() : ", " + rv.group_name),
         queue_(rank_, timeout_, note_, rv.key_prefix.empty() ? "comm" : "comm " + rv.key_prefix),
-        // A subgroup's failures are not looked up in the store: its keys (progress
-        // reports, finished ranks) are numbered by the job's ranks, not the group's.
-        blame_(rank_, size_, timeout_, rv.key_prefix.empty() ? store_ : nullptr, queue_) {
+        // A subgroup's failures are looked up in the store by its members' job ranks.
+        blame_(rank_, size_, timeout_, store_, queue_, rv.job_ranks, rv.key_prefix) {
+    if (!rv.key_prefix.empty())
+      left_key_ = std::string(store_left_prefix) + rv.key_prefix + std::to_string(job_rank_);
+    if (!rv.job_ranks.empty()) { // a subgroup's errors name job ranks on every path
+      mesh_.name_ranks(rv.job_ranks);
+      queue_.show_rank(job_rank_);
+    }
     if (!rv.group_name.empty()) { // rank_<r>_g0c1_.json: one file per group
       std::string tag = "_" + rv.key_prefix;
       for (auto& ch : tag)
@@ -80,7 +86,7 @@ public:
     try {
       if (store_) {
         gloo_store_adapter adapter(*store_, "ddp/gloo/" + rv.key_prefix);
-        ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get());
+        ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get(), rv.job_ranks);
       } else {
         ::gloo::rendezvous::FileStore files(rv.file_path);
         ::gloo::rendezvous::PrefixStore prefixed(
@@ -88,11 +94,11 @@ public:
         ctx->connect(prefixed, device, gloo_mesh_keys::per_rank);
       }
     } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
-      blame_.mesh("rank " + std::to_string(rank_) + ": Gloo could not connect to its peers", "", e);
+      blame_.mesh("rank " + std::to_string(job_rank_) + ": Gloo could not connect to its peers", "", e);
     }
     ctx_ = std::move(ctx);
-    // A subgroup stays on TCP: the node's segment and its vote belong to the job's own group.
-    if (store_ && rv.key_prefix.empty() && shm_path_.vote(rv)) leaders_ = shm_path_.setup(rv, blame_);
+    // A subgroup votes, and maps its segments, under its key prefix (gloo_shm_path::keys).
+    if (store_ && shm_path_.vote(rv)) leaders_ = shm_path_.setup(rv, blame_);
   }
 
   /// Descriptors a rank holds at its peak: one per peer (Debian's Gloo swaps
@@ -181,7 +187,20 @@ public:
   /// waiting for it.
   void abort_for_failure(const std::string& reason) {
     poison_for_failure(reason);
+    say_left(reason);
     interrupt_connections(true);
+  }
+
+  /// A subgroup's member leaving on its own error, the job going on: no store
+  /// record of a lost rank will name it, so the peers would search a second
+  /// for one, then wait out a desync report; the key (read by
+  /// gloo_blame::left_peer) lets them name it at once. Before the connections
+  /// close, so that it is there when they fail.
+  void say_left(const std::string& reason) {
+    if (left_key_.empty() || !store_) return;
+    try {
+      store_->set(left_key_, reason, tcp_store::fault_slack);
+    } catch (const std::exception&) {} // the peers' own searches still name whom they can
   }
 
   /// The first half of abort_for_failure: collectives are refused with
@@ -190,7 +209,7 @@ public:
   /// the store, whose news makes the peers close their connections.
   void poison_for_failure(const std::string& reason) {
     std::lock_guard lock(contexts_mu_); // against fail_for_peer: one of them is the group's error
-    queue_.abort(std::make_exception_ptr(error(error_kind::backend, reason, rank_)));
+    queue_.abort(std::make_exception_ptr(error(error_kind::backend, reason, job_rank_)));
     lanes_.abort(queue_.poisoned());
     verdict_cv_.notify_all();
   }
@@ -203,7 +222,7 @@ public:
   /// read the store themselves, and aborting it would name this rank.
   void fail_for_peer(const lost_rank& lost) {
     auto why = std::make_exception_ptr(error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
-                                             "rank " + std::to_string(rank_) + ": " + lost_news(lost) +
+                                             "rank " + std::to_string(job_rank_) + ": " + lost_news(lost) +
                                                  "; every collective of this group fails from here on (this "
                                                  "rank heard it from the rendezvous store)",
                                              lost.rank));
@@ -462,15 +481,15 @@ private:
       std::string list;
       for (const auto& p : pending)
         list += (list.empty() ? "" : "; ") + p;
-      const std::string why = "rank " + std::to_string(rank_) + ": the process group" + note_ +
+      const std::string why = "rank " + std::to_string(job_rank_) + ": the process group" + note_ +
                               " was destroyed with " + std::to_string(pending.size()) +
                               " send/recv pending: " + list +
                               ". They fail now: wait for every send_async and recv_async (work::wait) "
                               "before the group goes";
-      log_line("rank " + std::to_string(rank_), why);
+      log_line("rank " + std::to_string(job_rank_), why);
       {
         std::lock_guard lock(contexts_mu_);
-        lanes_.abort(std::make_exception_ptr(error(error_kind::backend, why, rank_)));
+        lanes_.abort(std::make_exception_ptr(error(error_kind::backend, why, job_rank_)));
       }
       verdict_cv_.notify_all();
       interrupt_connections(false);
@@ -595,7 +614,26 @@ private:
     waits_.interrupt_all(); // after the sockets closed: nothing writes into the buffers any more
   }
 
+  /// A group under a key prefix (a subgroup) names its members by job rank
+  /// (rendezvous::job_ranks), one per rank: indexing a list of another size
+  /// read past it, or named the wrong ranks.
+  static int checked_rank(const rendezvous& rv) {
+    const auto n = rv.job_ranks.size();
+    if ((!rv.key_prefix.empty() || n != 0) && n != static_cast<std::size_t>(rv.topo.world_size))
+      throw error(error_kind::config,
+                  "rank " + std::to_string(rv.topo.rank) + ": the rendezvous of " +
+                      (rv.group_name.empty() ? "group \"" + rv.key_prefix + "\"" : rv.group_name) +
+                      " lists " + std::to_string(n) + " job ranks for " + std::to_string(rv.topo.world_size) +
+                      " members: a group under a key prefix needs one job rank per member "
+                      "(rendezvous::job_ranks, as process_group::new_group and split fill it)");
+    return rv.topo.rank;
+  }
+  static int job_rank_of(const rendezvous& rv) {
+    return rv.job_ranks.empty() ? rv.topo.rank : rv.job_ranks[static_cast<std::size_t>(rv.topo.rank)];
+  }
+
   int rank_, size_;
+  int job_rank_; ///< what errors and messages call this rank (the job's numbering)
   std::chrono::milliseconds timeout_;
   std::shared_ptr<tcp_store> store_;
   std::optional<lost_rank> reported_peer_failure() {
@@ -623,6 +661,7 @@ private:
   std::string note_;           ///< ", <group name>" for a subgroup: every description carries it
   collective_queue queue_;
   gloo_blame blame_;
+  std::string left_key_; ///< a subgroup's: where this rank says it left (say_left)
 };
 
 } // namespace detail

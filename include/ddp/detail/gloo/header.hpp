@@ -347,15 +347,19 @@ public:
     for (int p = 0; p + 1 < w; ++p)
       gloo_deadline::check(out->waitSend(deadline.remaining()), "header send");
     all_.clear();
-    all_.emplace_back(r, mine);
+    all_.emplace_back(name(r), mine);
     for (int p = 0; p < w; ++p) {
       if (p == r) continue;
       collective_header theirs;
       std::memcpy(&theirs, recv_.data() + at(p), sizeof theirs);
-      all_.emplace_back(p, theirs);
+      all_.emplace_back(name(p), theirs);
     }
-    collective_header::check_round(what, r, all_);
+    collective_header::check_round(what, name(r), all_);
   }
+
+  /// A subgroup's members as the job numbers them (rendezvous::job_ranks):
+  /// a mismatch's rank and text then name job ranks, as over shared memory.
+  void name_ranks(std::vector<int> job_ranks) { names_ = std::move(job_ranks); }
 
   /// The payload peer p sent, valid until the next run().
   const char* payload(int p) const { return recv_.data() + at(p) + sizeof(collective_header); }
@@ -364,7 +368,9 @@ public:
 
 private:
   std::size_t at(int p) const { return static_cast<std::size_t>(p) * slot_; }
+  int name(int p) const { return names_.empty() ? p : names_[static_cast<std::size_t>(p)]; }
   std::vector<char> recv_, send_;
+  std::vector<int> names_;         ///< empty: the context's ranks are the job's
   std::vector<ranked_header> all_; ///< the last round's headers (kept: no allocation per round)
   std::size_t slot_ = 0;           // slot_bytes(w) of the last run
 };

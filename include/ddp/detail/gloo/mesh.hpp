@@ -165,16 +165,16 @@ public:
   /// and a peer's Gloo loop that met the reset between two system calls of
   /// its connect threw on its own thread, which ended that process (3 runs in
   /// 25 of a test interrupting every rank 50 times, beside a CPU hog).
-  /// `peer_step`: this mesh's rank r is the store's (global) rank r ×
-  /// peer_step, so that the news names it (the nodes' leaders' mesh:
-  /// LOCAL_WORLD_SIZE).
+  /// `store_ranks`: this mesh's rank r is the store's (job) rank
+  /// store_ranks[r], so that the news names it (a subgroup's mesh, the nodes'
+  /// leaders' mesh); empty: rank r itself.
   void connect(::gloo::rendezvous::Store& store, const std::shared_ptr<::gloo::transport::Device>& device,
                gloo_mesh_keys keys = gloo_mesh_keys::per_pair, connect_interrupt* interrupt = nullptr,
-               int peer_step = 1) {
+               std::vector<int> store_ranks = {}) {
     ticker_ = std::make_unique<gloo_loop_ticker>(device, batch_loop);
     device_ = device;
     transportContext_ = device->createContext(rank, size);
-    connect_pairs(store, *transportContext_, keys, interrupt, std::max(1, peer_step));
+    connect_pairs(store, *transportContext_, keys, interrupt, store_ranks);
   }
 
   /// Once a lost rank is reported during the connect, how long this rank's
@@ -217,7 +217,7 @@ private:
   };
 
   void connect_pairs(::gloo::rendezvous::Store& store, ::gloo::transport::Context& pairs, gloo_mesh_keys keys,
-                     connect_interrupt* interrupt, int peer_step) {
+                     connect_interrupt* interrupt, const std::vector<int>& store_ranks) {
     // Gloo waits five times a pair's timeout for its connection (tcp::Pair::
     // waitUntil, "a longer timeout when waiting for initial connect"): seen as
     // 30 s at DDP_TIMEOUT=6s for a rank whose peer never dialed. Pairs get a
@@ -238,7 +238,7 @@ private:
     std::optional<connect_interrupt::registration> stop;
     if (interrupt)
       stop.emplace(*interrupt,
-                   [&](const connect_interrupt::news& n) { on_news(pairs, progress, n, peer_step); });
+                   [&](const connect_interrupt::news& n) { on_news(pairs, progress, n, store_ranks); });
     struct leave_on_return { // destroyed before `stop`: a stop running now returns, none starts a grace
       connect_progress& p;
       ~leave_on_return() {
@@ -338,13 +338,15 @@ private:
   /// (docs/design-notes.md, "Note [failing Gloo pairs]"). Then starts
   /// the grace for the rest (news naming no rank of this mesh only that).
   void on_news(::gloo::transport::Context& pairs, connect_progress& progress,
-               const connect_interrupt::news& n, int peer_step) noexcept {
+               const connect_interrupt::news& n, const std::vector<int>& store_ranks) noexcept {
     std::lock_guard lock(progress.mu);
     if (progress.leaving || progress.news) return;
     progress.news = n;
     progress.last_formed = std::chrono::steady_clock::now();
-    if (n.lost_rank >= 0 && n.lost_rank % peer_step == 0) {
-      const int lost = n.lost_rank / peer_step;
+    int lost = store_ranks.empty() ? n.lost_rank : -1;
+    for (std::size_t r = 0; r < store_ranks.size(); ++r)
+      if (store_ranks[r] == n.lost_rank) lost = static_cast<int>(r);
+    if (lost >= 0) {
       if (lost != rank && lost < size) {
         progress.lost = lost;
         if (progress.listening_for == lost) {

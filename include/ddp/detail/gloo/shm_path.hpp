@@ -79,24 +79,41 @@ public:
   /// Whether every rank can and wants to reduce through shared memory: DDP_SHM
   /// not 0, more than one rank per node, and the launcher's layout (node_rank,
   /// local_rank: never the hostname) contiguous, as ddprun and torchrun lay
-  /// ranks out. A vote in the store, so that all ranks take the same path.
+  /// ranks out. A subgroup's layout is its members' (rendezvous::group_layout):
+  /// a rank whose node holds another count of members than rank 0's, or not
+  /// a contiguous run of group ranks, votes no. A vote in the store, under the
+  /// group's keys, so that all its ranks take the same path.
   bool vote(const rendezvous& rv) {
-    const auto& t = rv.topo;
+    keys_ = "ddp/shm/" + rv.key_prefix;
+    job_ranks_ = rv.job_ranks;
+    const auto& t = layout(rv);
     const int L = t.local_world_size;
-    bool want = getenv_str("DDP_SHM").value_or("1") != "0" && layout_fits(t) && t.local_rank == rank_ % L &&
-                t.node_rank == rank_ / L;
-    if (!want) store_->add("ddp/shm/no", 1);
-    if (store_->add("ddp/shm/votes", 1) == size_)
-      store_->set("ddp/shm/decision", store_->add("ddp/shm/no", 0) == 0 ? "on" : "off");
-    store_->wait({"ddp/shm/decision"}, timeout_);
-    return store_->get("ddp/shm/decision") == "on";
+    const bool fits = layout_fits(t) && t.local_rank == rank_ % L && t.node_rank == rank_ / L;
+    const bool want = getenv_str("DDP_SHM").value_or("1") != "0" && fits;
+    if (!want) store_->add(keys_ + "no", 1);
+    if (store_->add(keys_ + "votes", 1) == size_)
+      store_->set(keys_ + "decision", store_->add(keys_ + "no", 0) == 0 ? "on" : "off");
+    store_->wait({keys_ + "decision"}, timeout_);
+    const bool on = store_->get(keys_ + "decision") == "on";
+    if (!on && !rv.key_prefix.empty() && debug() >= debug_level::info && size_ > 1)
+      log_line("rank " + std::to_string(job_rank(rank_)),
+               rv.group_name + " reduces over TCP, not the node's shared memory: " +
+                   (!fits
+                        ? "its layout is not whole nodes (this node holds " + std::to_string(L) + " of its " +
+                              std::to_string(size_) + " members, this one its local rank " +
+                              std::to_string(t.local_rank) + " on its node " + std::to_string(t.node_rank) +
+                              "; the path needs as many members on every node, more than one, each node's a "
+                              "contiguous run of its ranks)"
+                        : std::string(want ? "another member voted against it (its own line says why)"
+                                           : "DDP_SHM=0")));
+    return on;
   }
 
   /// Maps the node's segment; across nodes also connects the nodes' leaders
   /// (local rank 0 of each) in a Gloo context of their own, which it returns
   /// (nullptr on the other ranks, or when the segment could not be made).
   std::shared_ptr<gloo_mesh_context> setup(const rendezvous& rv, gloo_blame& blame) {
-    const auto& t = rv.topo;
+    const auto& t = layout(rv);
     std::shared_ptr<gloo_mesh_context> leaders;
     // The area: on one node the pipelined path needs two of its steps (512 KiB),
     // across nodes the staged path fills it whole (4 MiB). Whole pages: every
@@ -107,15 +124,18 @@ public:
         (static_cast<std::size_t>(area_bytes_from_env().value_or(static_cast<std::int64_t>(area_default))) +
          4095) /
         4096 * 4096;
+    // The segment names its ranks as the job does: the store's finished and
+    // lost keys, which its waits read, are by job rank.
     const shm_setup a{.token = rv.token,
-                      .store_where = t.master_addr + ":" + std::to_string(t.store_port),
-                      .rank = rank_,
+                      .store_where = rv.topo.master_addr + ":" + std::to_string(rv.topo.store_port),
+                      .rank = job_rank(rank_),
                       .world_size = size_,
                       .node_rank = t.node_rank,
                       .local_rank = t.local_rank,
                       .local_size = t.local_world_size,
                       .area_bytes = area,
-                      .timeout = timeout_};
+                      .timeout = timeout_,
+                      .key = keys_};
     shm_args_ = a;
     shm_setup_failure failed;
     auto seg = shm_segment::setup(*store_, a, failed);
@@ -123,14 +143,16 @@ public:
       // Every rank got the same outcome: all stay on TCP, or all throw.
       if (failed.kind == error_kind::mismatch)
         throw error(error_kind::mismatch,
-                    "rank " + std::to_string(rank_) + ": setting up the node's shared-memory segment: rank " +
-                        std::to_string(failed.rank) + " " + failed.message,
+                    "rank " + std::to_string(job_rank(rank_)) +
+                        ": setting up the node's shared-memory segment: rank " + std::to_string(failed.rank) +
+                        " " + failed.message,
                     failed.rank);
-      if (rank_ == 0) // one warning for the job, not one per rank
+      if (rank_ == 0) // one warning for the group, not one per rank
         log_line(
-            "rank 0",
-            "warning: the shared-memory all-reduce is off, every rank reduces over TCP (slower): rank " +
-                std::to_string(failed.rank) + " " + failed.message +
+            "rank " + std::to_string(job_rank(0)),
+            "warning: the shared-memory all-reduce is off, every rank" +
+                (rv.group_name.empty() ? std::string() : " of " + rv.group_name) +
+                " reduces over TCP (slower): rank " + std::to_string(failed.rank) + " " + failed.message +
                 ". Enlarge /dev/shm (each node needs (LOCAL_WORLD_SIZE + 1) x DDP_SHM_AREA_BYTES, "
                 "default 512 KiB on one node, 4 MiB across nodes, plus a page) or lower DDP_SHM_AREA_BYTES; "
                 "DDP_SHM=0 silences this.");
@@ -141,13 +163,15 @@ public:
       auto device =
           make_gloo_device({rv.topo.rank, rv.topo.local_rank, rv.topo.master_addr, rv.topo.master_port});
       auto ctx = std::make_shared<gloo_mesh_context>(t.node_rank, nnodes_, timeout_);
-      gloo_store_adapter adapter(*store_, "ddp/gloo-leaders/");
+      gloo_store_adapter adapter(*store_, "ddp/gloo-leaders/" + rv.key_prefix);
+      std::vector<int> leaders_job_ranks; // the leader of node N is group rank N * L
+      for (int n = 0; n < nnodes_; ++n)
+        leaders_job_ranks.push_back(job_rank(n * t.local_world_size));
       try {
-        ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get(), t.local_world_size);
+        ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get(), leaders_job_ranks);
       } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
-        // Gloo's ranks here are node ranks: the leader of node N is rank N * LOCAL_WORLD_SIZE.
-        blame.mesh("rank " + std::to_string(rank_) + ", leader of node " + std::to_string(t.node_rank) +
-                       ": Gloo could not connect to the other nodes' leaders",
+        blame.mesh("rank " + std::to_string(job_rank(rank_)) + ", leader of node " +
+                       std::to_string(t.node_rank) + ": Gloo could not connect to the other nodes' leaders",
                    "(Gloo's \"rank N\" is node N's leader; the store's ranks are global) ", e);
       }
       leaders = std::move(ctx);
@@ -169,7 +193,7 @@ public:
         return false; // the store gone says nothing about who finished
       }
     };
-    shm_ = std::make_unique<shm_all_reduce>(std::move(seg), std::move(find_lost), rank_, timeout_,
+    shm_ = std::make_unique<shm_all_reduce>(std::move(seg), std::move(find_lost), job_rank(rank_), timeout_,
                                             std::move(finished));
     return leaders;
   }
@@ -259,7 +283,7 @@ public:
     const std::size_t L = shm_ ? static_cast<std::size_t>(shm_->segment().local_size()) : 1;
     // Every local rank's area in one mapping, whose size must fit size_t and off_t.
     if (n > (std::size_t{1} << 60) / elem_size / L)
-      throw error(error_kind::config, "rank " + std::to_string(rank_) + ": " + what +
+      throw error(error_kind::config, "rank " + std::to_string(job_rank(rank_)) + ": " + what +
                                           ": too many elements for one node's shared memory (" +
                                           std::to_string(L) + " local ranks); make several smaller arrays");
     const std::size_t bytes = std::max<std::size_t>(n * elem_size, 1);
@@ -286,8 +310,9 @@ public:
     try {
       return private_shm_memory(bytes);
     } catch (const std::bad_alloc&) {
-      throw error(error_kind::config, "rank " + std::to_string(rank_) + ": " + what + ": cannot allocate " +
-                                          std::to_string(bytes) + " B of private memory");
+      throw error(error_kind::config, "rank " + std::to_string(job_rank(rank_)) + ": " + what +
+                                          ": cannot allocate " + std::to_string(bytes) +
+                                          " B of private memory");
     }
   }
 
@@ -299,7 +324,7 @@ private:
   /// the arrays' count would differ between ranks, so the group is poisoned.
   std::shared_ptr<shm_segment> setup_array(std::size_t bytes, const std::string& what,
                                            std::exception_ptr& mismatch) {
-    auto [key, id] = arrays_.next();
+    auto [key, id] = arrays_.next(keys_);
     shm_setup a = shm_args_;
     a.key = key;
     a.result_area = false;
@@ -332,19 +357,21 @@ private:
       return shared;
     }
     if (failed.kind == error_kind::mismatch) {
-      mismatch = std::make_exception_ptr(error(error_kind::mismatch,
-                                               "rank " + std::to_string(rank_) + ": " + what + ": rank " +
-                                                   std::to_string(failed.rank) + " " + failed.message,
-                                               failed.rank));
+      mismatch =
+          std::make_exception_ptr(error(error_kind::mismatch,
+                                        "rank " + std::to_string(job_rank(rank_)) + ": " + what + ": rank " +
+                                            std::to_string(failed.rank) + " " + failed.message,
+                                        failed.rank));
       return nullptr;
     }
     if (rank_ == 0)
-      log_line("rank 0", "warning: " + what +
-                             " got private memory on every rank, so all-reduces of it copy "
-                             "through the node's segment as usual (slower): rank " +
-                             std::to_string(failed.rank) + " " + failed.message +
-                             ". If /dev/shm is full, enlarge it: each node needs LOCAL_WORLD_SIZE x the "
-                             "array's bytes (docker run --shm-size=...).");
+      log_line("rank " + std::to_string(job_rank(0)),
+               "warning: " + what +
+                   " got private memory on every rank, so all-reduces of it copy "
+                   "through the node's segment as usual (slower): rank " +
+                   std::to_string(failed.rank) + " " + failed.message +
+                   ". If /dev/shm is full, enlarge it: each node needs LOCAL_WORLD_SIZE x the "
+                   "array's bytes (docker run --shm-size=...).");
     return nullptr;
   }
 
@@ -359,9 +386,17 @@ private:
     return arrays_.find(frags.front().data, total_count(frags) * esz);
   }
 
+  /// The layout the path follows: the job's, or a subgroup's own.
+  static const ddp::topology& layout(const rendezvous& rv) {
+    return rv.job_ranks.empty() ? rv.topo : rv.group_layout;
+  }
+  int job_rank(int r) const { return job_ranks_.empty() ? r : job_ranks_[static_cast<std::size_t>(r)]; }
+
   int rank_, size_;
   std::chrono::milliseconds timeout_;
   std::shared_ptr<tcp_store> store_;
+  std::string keys_ = "ddp/shm/"; ///< the group's shm store keys: "ddp/shm/" + its key prefix
+  std::vector<int> job_ranks_;    ///< rendezvous::job_ranks (empty: the job's own group)
   gloo_knobs& knobs_;
   gloo_waits& waits_;
   std::vector<char>& scratch_;

@@ -29,11 +29,12 @@ public:
     std::size_t offset = 0;
   };
 
-  /// The store key prefix and id of the next array (every rank counts alike).
-  std::pair<std::string, std::uint32_t> next() {
+  /// The store key prefix and id of the next array (every rank counts alike),
+  /// under `prefix`, the group's shm keys ("ddp/shm/" for the job's own group).
+  std::pair<std::string, std::uint32_t> next(const std::string& prefix) {
     std::lock_guard lock(mu_);
     const std::uint32_t id = made_++;
-    return {"ddp/shm/array" + std::to_string(id) + "/", id};
+    return {prefix + "array" + std::to_string(id) + "/", id};
   }
 
   void add(std::uint32_t id, const std::shared_ptr<shm_segment>& seg) {

@@ -73,18 +73,21 @@ struct shm_control {
   // followed by local_size shm_rank_line
 };
 
-/// The segment's name: a hash of the job's token and store, the node, and 128
-/// random bits drawn by the node's local rank 0, who publishes the name through
-/// the (token-authenticated) store. The random part means a name left behind by
-/// a rank killed inside the setup window never blocks a restart round or a later
-/// job with the same settings (O_EXCL would refuse it), and a local user cannot
-/// pre-create the name of a job whose token is empty (torchrun, tcp://).
-inline std::string shm_segment_name(const std::string& token, const std::string& store_where, int node_rank) {
+/// The segment's name: a hash of the job's token and store, the node, the
+/// setup's store keys (a subgroup's carry its prefix), and 128 random bits
+/// drawn by the node's local rank 0, who publishes the name through the
+/// (token-authenticated) store. The random part means a name left behind by
+/// a rank killed inside the setup window never blocks a restart round or a
+/// later job with the same settings (O_EXCL would refuse it), and a local
+/// user cannot pre-create the name of a job whose token is empty (torchrun,
+/// tcp://).
+inline std::string shm_segment_name(const std::string& token, const std::string& store_where, int node_rank,
+                                    const std::string& key) {
   unsigned char nonce[16];
   if (::RAND_bytes(nonce, sizeof nonce) != 1)
     throw error(error_kind::backend, "OpenSSL RAND_bytes failed while naming the shm segment");
-  const std::string msg = "ddp shm v2\n" + token + "\n" + store_where + "\n" + std::to_string(node_rank) +
-                          "\n" + std::string(reinterpret_cast<const char*>(nonce), sizeof nonce);
+  const std::string msg = "ddp shm v3\n" + token + "\n" + store_where + "\n" + std::to_string(node_rank) +
+                          "\n" + key + "\n" + std::string(reinterpret_cast<const char*>(nonce), sizeof nonce);
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   if (::EVP_Digest(msg.data(), msg.size(), md, &len, ::EVP_sha256(), nullptr) != 1 || len < 16)
@@ -155,7 +158,7 @@ public:
     try {
       try {
         if (a.local_rank == 0) {
-          seg->name_ = shm_segment_name(a.token, a.store_where, a.node_rank);
+          seg->name_ = shm_segment_name(a.token, a.store_where, a.node_rank, a.key);
           seg->create(a.area_bytes);
           store.set(node + "created", "ok " + seg->name_);
         } else {

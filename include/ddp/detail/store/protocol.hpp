@@ -71,6 +71,11 @@ inline constexpr std::string_view store_progress_prefix = "ddp/fault/progress/";
 /// reading the failure they would linger for.
 inline constexpr std::string_view store_stalled_prefix = "ddp/fault/stalled/";
 
+/// A rank that leaves a subgroup on an error of its own (the job goes on)
+/// sets `store_left_prefix + key_prefix + rank` to its reason before it
+/// closes the subgroup's connections: its peers there name it at once.
+inline constexpr std::string_view store_left_prefix = "ddp/fault/left/";
+
 /// A rank whose process group ends normally says so under `store_finished_prefix + rank`
 /// before it leaves: a peer still waiting for it in a collective then says that it
 /// finished (the peer called one collective more), not that it failed.
