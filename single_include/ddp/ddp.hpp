@@ -5236,9 +5236,13 @@ DDP_INLINE void check_unique_names(const std::vector<tensor_slot>& slots, const 
 DDP_INLINE std::string describe(const std::vector<tensor_slot>& params,
                                 const std::vector<tensor_slot>& buffers);
 
-/// A description split back into its two sections, one line per entry.
+/// Options every rank must set alike ("name=value" lines) as a description's
+/// last section; empty for none.
+DDP_INLINE std::string describe_settings(std::string_view settings);
+
+/// A description split back into its sections, one line per entry.
 struct described_layout {
-  std::vector<std::string> params, buffers;
+  std::vector<std::string> params, buffers, settings;
 };
 
 DDP_INLINE described_layout parse_description(const std::string& d);
@@ -5250,6 +5254,10 @@ DDP_INLINE std::string pretty_entry(const std::string& line);
 /// Parameters and buffers are compared section by section, each counted from #0 on both sides, so
 /// an extra parameter on rank r is named by its own index whatever rank 0 lists at that line.
 DDP_INLINE std::string first_difference(const std::string& d0, const std::string& dr, int r);
+
+/// The first setting (describe_settings) in which rank r's description differs from rank 0's,
+/// as "ddp_options::NAME differs: rank r has it V and rank 0 U"; empty when equal.
+DDP_INLINE std::string first_setting_difference(const std::string& d0, const std::string& dr, int r);
 
 } // namespace detail
 DDP_END_NAMESPACE
@@ -6240,6 +6248,11 @@ DDP_END_NAMESPACE
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
+/// Test-only: when set, called before the host engine allocates the packing
+/// buffer of bucket `bucket` (a test throws from it, as a failed allocation
+/// would). Null otherwise: one load per packed bucket per layout, never per step.
+inline void (*before_packing_buffer)(std::size_t bucket, std::size_t bytes) = nullptr;
+
 template <communicator Comm> class host_bucket_engine {
 public:
   static constexpr plan_capabilities capabilities{.fragments = fragment_communicator<Comm>};
@@ -6256,22 +6269,22 @@ public:
 
   /// Packing buffers for the packed buckets (kept across steps); call again
   /// when the plan's paths changed.
-  void layout() {
-    for (std::size_t i = 0; i < state_.size(); ++i) {
-      auto& b = plan_.buckets[i];
-      if (b.path == bucket_path::packed)
-        state_[i].buffer.resize(b.elements * size_of(b.wire_type));
-      else
-        state_[i].buffer = {};
-    }
+  void layout() { lay_out(plan_, state_); }
+
+  /// State and buffers for the buckets of `next`, a plan that will replace
+  /// this engine's between steps, made aside: the ones in use stay until
+  /// adopt_prepared(), so a failure here leaves the engine as it was.
+  void prepare_plan(const bucket_plan& next) {
+    std::vector<runtime> state(next.buckets.size());
+    lay_out(next, state);
+    next_state_ = std::move(state);
   }
 
-  /// The plan was laid out again between steps (nothing in flight): state and
-  /// buffers for its buckets.
-  void plan_changed() {
+  /// The plan this engine reads is now the one prepare_plan() saw (nothing in flight).
+  void adopt_prepared() noexcept {
     wait_all_quietly();
-    state_ = std::vector<runtime>(plan_.buckets.size());
-    layout();
+    state_.swap(next_state_);
+    next_state_.clear();
   }
 
   /// A gradient with no contribution this step.
@@ -6371,6 +6384,19 @@ private:
     std::chrono::steady_clock::time_point t_launch, t_done;
   };
 
+  static void lay_out(const bucket_plan& plan, std::vector<runtime>& state) {
+    for (std::size_t i = 0; i < state.size(); ++i) {
+      auto& b = plan.buckets[i];
+      if (b.path == bucket_path::packed) {
+        const std::size_t bytes = b.elements * size_of(b.wire_type);
+        if (before_packing_buffer) before_packing_buffer(i, bytes);
+        state[i].buffer.resize(bytes);
+      } else {
+        state[i].buffer = {};
+      }
+    }
+  }
+
   /// Starts the all-reduce of bucket i on its gradients, its buffer, or
   /// `zeros` in their place (cut into the same fragments).
   work reduce(std::size_t i, std::byte* zeros, double scale, bool caller_waits = false) {
@@ -6400,6 +6426,7 @@ private:
   const bucket_plan& plan_;
   const std::vector<tensor_slot>& params_;
   std::vector<runtime> state_;
+  std::vector<runtime> next_state_; ///< prepare_plan()'s, until adopt_prepared()
 };
 
 } // namespace detail
@@ -11635,7 +11662,9 @@ DDP_END_NAMESPACE
 // driver records the order of mark_grad_ready; after it, every rank sends its
 // order and options in one all_gather, and every rank lays the buckets out
 // again from rank 0's order, so that they stay identical everywhere. Once,
-// between steps: nothing is in flight. What keeps the first layout: the
+// between steps: nothing is in flight. A failure on any rank (the policy's
+// ordered assign, the new buffers) is known to every rank at once, and no
+// rank changes its buckets then (Note [rebuild all or none]). What keeps the first layout: the
 // user's pin (ddp_options::pin_bucket_order), a policy with no ordered form
 // (reorderable_bucketing_policy), device gradients, and gradients laid out
 // in memory for the first buckets (an arena, a flat_model, LibTorch's views)
@@ -11698,6 +11727,7 @@ DDP_END_NAMESPACE
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -11746,9 +11776,10 @@ struct bucket_order_request {
   std::uint32_t step;
 };
 
-/// Rank 0's decision, as it travels in the exchange.
+/// Rank 0's decision, as it travels in the exchange. `same`: backward's buckets are the
+/// ones in use; `refused`: rank 0 could not make them (its policy threw).
 namespace order_verdict {
-inline constexpr std::int64_t keep_pinned = 0, keep_layout = 1, rebuild = 2;
+inline constexpr std::int64_t keep_pinned = 0, keep_layout = 1, rebuild = 2, same = 3, refused = 4;
 }
 
 /// Both orders for DDP_DEBUG: registration, and `ready` then the rest.
@@ -11758,15 +11789,24 @@ DDP_INLINE std::string describe_orders(std::span<const tensor_slot> params,
 /// The policy's buckets for `order`, members in memory order, laid out as a plan.
 DDP_INLINE bucket_plan plan_in_order(const bucket_order_request& req, std::span<const std::size_t> order);
 
-/// The exchange and the decision, on every rank alike: true when `plan` was
-/// replaced by the one in backward's order (the caller then lays out what
-/// depends on it). Ranks whose pin differs fail with ddp::error(mismatch)
-/// naming the first such rank, `plan` unchanged; a rank at another collective
-/// (a different step, a different parameter count) fails in the exchange's
-/// header check. DDP_DEBUG=INFO: rank 0 logs both orders, once.
-DDP_INLINE bool
-agree_on_bucket_order(bucket_plan& plan, const bucket_order_request& req,
-                      function_ref<void(const std::int64_t*, std::int64_t*, std::size_t)> all_gather);
+/// The exchange and the decision, on every rank alike: the plan in backward's
+/// order when the buckets change, after `lay_out_aside(next)` made on every
+/// rank what depends on it without touching what is in use (the caller then
+/// swaps it in with operations that cannot throw); nullopt when they stay.
+/// Every rank throws alike, no rank's buckets changed, when: the pins differ
+/// (ddp::error(mismatch) naming the first such rank); rank 0's policy threw
+/// in its ordered assign (before the exchange: it joins it with a refusal);
+/// a rank's assign or lay_out_aside threw, or its buckets differ from rank
+/// 0's (a second, small exchange, only when the buckets change). A rank at
+/// another collective (a different step, a different parameter count) fails
+/// in the exchange's header check. DDP_DEBUG=INFO: rank 0 logs both orders, once.
+DDP_INLINE std::optional<bucket_plan>
+agree_on_bucket_order(const bucket_plan& plan, const bucket_order_request& req,
+                      function_ref<void(const std::int64_t*, std::int64_t*, std::size_t)> all_gather,
+                      function_ref<void(const bucket_plan&)> lay_out_aside);
+
+/// One number per layout: equal on two ranks when their buckets hold the same parameters.
+DDP_INLINE std::int64_t layout_fingerprint(const bucket_plan& plan);
 
 } // namespace detail
 DDP_END_NAMESPACE
@@ -12081,9 +12121,11 @@ public:
 
   /// Every rank must hold the same parameters and buffers (names, order,
   /// dtypes, sizes): the first difference from rank 0 is an error naming the
-  /// rank and the parameter, on every rank.
-  template <communicator C> void verify_across_ranks(C& comm) const {
-    const std::string desc = describe(params_, buffers_);
+  /// rank and the parameter, on every rank. `settings` ("name=value" lines):
+  /// options every rank must set alike, checked in the same exchange after
+  /// the model (describe_settings).
+  template <communicator C> void verify_across_ranks(C& comm, std::string_view settings = {}) const {
+    const std::string desc = describe(params_, buffers_) + describe_settings(settings);
     const auto w = static_cast<std::size_t>(comm.size());
     std::int64_t len = static_cast<std::int64_t>(desc.size());
     std::vector<std::int64_t> lens(w);
@@ -12188,6 +12230,7 @@ DDP_END_NAMESPACE
 // ---- end ddp/detail/data_parallel/parameter_registry.hpp ----
 
 #include <cstddef>
+#include <string_view>
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
@@ -12205,8 +12248,8 @@ DDP_DETAIL_GLOO_INSTANCE void check_same_bucket_everywhere<gloo_communicator>(gl
 DDP_DETAIL_GLOO_INSTANCE void
 log_step_timing<host_bucket_engine<gloo_communicator>>(const host_bucket_engine<gloo_communicator>&,
                                                        std::size_t);
-DDP_DETAIL_GLOO_INSTANCE void
-parameter_slots::verify_across_ranks<gloo_communicator>(gloo_communicator&) const;
+DDP_DETAIL_GLOO_INSTANCE void parameter_slots::verify_across_ranks<gloo_communicator>(gloo_communicator&,
+                                                                                      std::string_view) const;
 DDP_DETAIL_GLOO_INSTANCE void
 parameter_slots::broadcast_from_rank0<gloo_communicator, device_broadcasts<gloo_communicator>>(
     gloo_communicator&, bool, device_broadcasts<gloo_communicator>&) const;
@@ -12291,9 +12334,11 @@ public:
 
   /// Every rank must hold the same parameters and buffers (names, order,
   /// dtypes, sizes): the first difference from rank 0 is an error naming the
-  /// rank and the parameter, on every rank.
-  template <communicator C> void verify_across_ranks(C& comm) const {
-    const std::string desc = describe(params_, buffers_);
+  /// rank and the parameter, on every rank. `settings` ("name=value" lines):
+  /// options every rank must set alike, checked in the same exchange after
+  /// the model (describe_settings).
+  template <communicator C> void verify_across_ranks(C& comm, std::string_view settings = {}) const {
+    const std::string desc = describe(params_, buffers_) + describe_settings(settings);
     const auto w = static_cast<std::size_t>(comm.size());
     std::int64_t len = static_cast<std::int64_t>(desc.size());
     std::vector<std::int64_t> lens(w);
@@ -12834,7 +12879,9 @@ public:
 
   DDP_INLINE void reset();
   /// The plan was laid out again between steps (bucket_order.hpp): counts per new bucket.
-  DDP_INLINE void plan_changed();
+  DDP_INLINE void plan_changed() noexcept;
+  /// Room for `buckets` buckets, before the plan is replaced (may throw).
+  void reserve(std::size_t buckets) { pending_.reserve(buckets); }
 
 private:
   const bucket_plan& plan_;
@@ -12924,8 +12971,11 @@ public:
   /// The parameters marked ready in the step under way or the last one, in mark order.
   const std::vector<std::size_t>& ready_order() const noexcept { return ready_order_; }
 
-  /// The owner laid its bucket plan out again, between steps.
-  DDP_INLINE void plan_changed();
+  /// Before the owner replaces its bucket plan by `next` (between steps): room
+  /// for it, so that plan_changed() cannot fail. Refused in the middle of a step.
+  DDP_INLINE void prepare_plan(const bucket_plan& next);
+  /// The owner laid its bucket plan out again, after prepare_plan().
+  void plan_changed() noexcept { step_.plan_changed(); }
 
   /// Follows moved gradient storage: the registry walks the model again and,
   /// if anything moved, the owner lays out what depends on the addresses.
@@ -13389,8 +13439,10 @@ class step_timeline {
 public:
   explicit step_timeline(const bucket_plan& plan) : plan_(plan), launched_ns_(plan.buckets.size(), 0) {}
 
-  /// The plan was laid out again between steps.
-  void plan_changed() { launched_ns_.assign(plan_.buckets.size(), 0); }
+  /// Room for `next`'s buckets, before the plan is replaced (may throw).
+  void prepare_plan(const bucket_plan& next) { launched_ns_.reserve(next.buckets.size()); }
+  /// The plan was laid out again between steps, after prepare_plan(): no allocation.
+  void plan_changed() noexcept { launched_ns_.assign(plan_.buckets.size(), 0); }
 
   void marked(std::size_t param, bool unused) {
     trace::instant(trace::kind::mark_grad_ready, static_cast<std::int64_t>(param), unused ? 1 : 0);
@@ -13469,6 +13521,7 @@ DDP_END_NAMESPACE
 
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -13627,18 +13680,26 @@ private:
                             ? "the bucketing policy has no ordered form (ddp::reorderable_bucketing_policy)"
                         : on_device_ ? "device gradients keep their first buckets"
                                      : nullptr;
-    const bool replaced = detail::agree_on_bucket_order(
+    auto next = detail::agree_on_bucket_order(
         plan_,
         {registry_.parameters(), ready, assign, [](dtype d) { return Reduction::wire(d); },
          detail::bucket_engine_capabilities<comm_type>(on_device_), fixed, opts_.pin_bucket_order, pg_.rank(),
          pg_.size(), step},
         [&](const std::int64_t* mine, std::int64_t* all, std::size_t n) {
           comm().all_gather(mine, all, n, dtype::i64, true).wait();
+        },
+        [&](const detail::bucket_plan& p) { // aside: what is in use stays, should this throw
+          step_.prepare_plan(p);
+          timeline_.prepare_plan(p);
+          std::get<detail::host_bucket_engine<comm_type>>(engine_).prepare_plan(p);
         });
-    if (!replaced) return;
+    if (!next) return;
+    // Every rank laid out the new buckets aside: nothing from here on can fail.
+    static_assert(std::is_nothrow_move_assignable_v<detail::bucket_plan>);
+    plan_ = std::move(*next);
     step_.plan_changed();
     timeline_.plan_changed();
-    std::get<detail::host_bucket_engine<comm_type>>(engine_).plan_changed();
+    std::get<detail::host_bucket_engine<comm_type>>(engine_).adopt_prepared();
   }
 
 public:
@@ -13711,11 +13772,15 @@ private:
     return dev;
   }
 
-  /// Construction, in order: the model is checked (the same on every rank;
-  /// descriptions only, no tensor data), rank 0's state is copied everywhere,
-  /// then the buckets are planned.
+  /// Construction, in order: the model and ddp_options::pin_bucket_order are
+  /// checked (the same on every rank; descriptions only, no tensor data), rank 0's state is copied
+  /// everywhere, then the buckets are planned.
   detail::bucket_plan verify_then_plan() {
-    if (opts_.verify_model) registry_.verify_across_ranks(comm());
+    // The options every rank must share travel with the model's description: no collective of
+    // their own. With verify_model off, the bucket rebuild's exchange still checks the pin.
+    if (opts_.verify_model)
+      registry_.verify_across_ranks(comm(), opts_.pin_bucket_order ? "pin_bucket_order=on\n"
+                                                                   : "pin_bucket_order=off\n");
     if (registry_.any_on_device())
       broadcasts_.begin(/*stream_ordered=*/false); // a failure is the constructor's
     registry_.broadcast_from_rank0(comm(), /*buffers_only=*/false, broadcasts_);
@@ -25708,6 +25773,10 @@ DDP_INLINE std::string describe(const std::vector<tensor_slot>& params,
   return d;
 }
 
+DDP_INLINE std::string describe_settings(std::string_view settings) {
+  return settings.empty() ? std::string() : "S\n" + std::string(settings);
+}
+
 DDP_INLINE described_layout parse_description(const std::string& d) {
   described_layout out;
   std::vector<std::string>* section = &out.params;
@@ -25720,6 +25789,8 @@ DDP_INLINE described_layout parse_description(const std::string& d) {
         section = &out.params;
       else if (line == "B")
         section = &out.buffers;
+      else if (line == "S")
+        section = &out.settings;
       else
         section->push_back(std::move(line));
     }
@@ -25753,6 +25824,24 @@ DDP_INLINE std::string first_difference(const std::string& d0, const std::string
                pretty_entry(y[i]);
     }
   }
+  return {};
+}
+
+DDP_INLINE std::string first_setting_difference(const std::string& d0, const std::string& dr, int r) {
+  const auto a = parse_description(d0).settings, b = parse_description(dr).settings;
+  auto value = [](const std::vector<std::string>& lines, const std::string& name) {
+    for (auto& l : lines)
+      if (l.compare(0, name.size() + 1, name + "=") == 0) return l.substr(name.size() + 1);
+    return std::string("unset");
+  };
+  for (const auto* side : {&a, &b})
+    for (auto& line : *side) {
+      const std::string name = line.substr(0, line.find('='));
+      const std::string v0 = value(a, name), vr = value(b, name);
+      if (v0 != vr)
+        return "ddp_options::" + name + " differs: rank " + std::to_string(r) + " has it " + vr +
+               " and rank 0 " + v0;
+    }
   return {};
 }
 
@@ -25971,6 +26060,7 @@ DDP_END_NAMESPACE
 
 
 #include <algorithm>
+#include <exception>
 #include <functional>
 #include <string>
 #include <utility>
@@ -26037,31 +26127,69 @@ DDP_INLINE bucket_plan plan_in_order(const bucket_order_request& req, std::span<
   return make_bucket_plan(assignment, req.params, req.wire, req.caps);
 }
 
-DDP_INLINE bool
-agree_on_bucket_order(bucket_plan& plan, const bucket_order_request& req,
-                      function_ref<void(const std::int64_t*, std::int64_t*, std::size_t)> all_gather) {
+DDP_INLINE std::int64_t layout_fingerprint(const bucket_plan& plan) {
+  std::uint64_t h = plan.buckets.size(); // unsigned: the hash wraps, which signed arithmetic may not
+  for (const auto& b : plan.buckets) {
+    h = h * 1000003u + b.params.size();
+    for (auto p : b.params)
+      h = h * 31u + p + 1u;
+  }
+  return static_cast<std::int64_t>(h);
+}
+
+DDP_INLINE std::optional<bucket_plan>
+agree_on_bucket_order(const bucket_plan& plan, const bucket_order_request& req,
+                      function_ref<void(const std::int64_t*, std::int64_t*, std::size_t)> all_gather,
+                      function_ref<void(const bucket_plan&)> lay_out_aside) {
   const bool log = req.rank == 0 && debug() >= debug_level::info;
+  // What an exception that left the policy (or an allocation) says.
+  auto what_of = [](const std::exception_ptr& e) -> std::string {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) { return x.what(); } catch (...) {
+      return "an exception not derived from std::exception";
+    }
+  };
+  auto same_buckets = [](const bucket_plan& a, const bucket_plan& b) {
+    bool same = a.buckets.size() == b.buckets.size();
+    for (std::size_t k = 0; same && k < a.buckets.size(); ++k)
+      same = a.buckets[k].params == b.buckets[k].params;
+    return same;
+  };
   const std::string when =
       req.step ? "after step " + std::to_string(req.step) : "in a joined rank's stand-in step";
   const std::string after = "distributed_data_parallel: " + when + ", ";
+  const std::string me = "rank " + std::to_string(req.rank) + ": ";
+  const std::string unchanged = ". No rank changed its buckets: the step's gradients are reduced, and "
+                                "the next steps run on the first buckets";
   if (req.fixed) {
     if (log)
       log_line("rank 0", after + "the buckets stay in registration order: " + req.fixed +
                              describe_orders(req.params, req.ready));
-    return false;
+    return std::nullopt;
   }
   const std::size_t n = req.params.size(), w = static_cast<std::size_t>(req.world), row = n + 3;
   const auto mine_order = backward_order(req.ready, n);
-  // Only rank 0's verdict counts: it decides from its own layout, the others follow.
+  // Only rank 0's verdict counts: it decides from its own layout, the others follow. It makes
+  // the new buckets before the exchange, so that a policy that throws there is a refusal every
+  // rank hears in the exchange, not a rank missing from it.
   std::int64_t verdict = order_verdict::keep_pinned;
   std::size_t kept_bytes = 0;
+  std::optional<bucket_plan> rebuilt;
+  std::string refusal;
   if (req.rank == 0 && !req.pinned) {
-    // A layout made for the first buckets is not traded for copies: the new buckets must reduce
-    // as many bytes in place.
-    kept_bytes = in_place_bytes(plan);
-    verdict = laid_out_for(plan) && in_place_bytes(plan_in_order(req, mine_order)) < kept_bytes
-                  ? order_verdict::keep_layout
-                  : order_verdict::rebuild;
+    try {
+      rebuilt = plan_in_order(req, mine_order);
+      // A layout made for the first buckets is not traded for copies: the new buckets must
+      // reduce as many bytes in place.
+      kept_bytes = in_place_bytes(plan);
+      verdict = laid_out_for(plan) && in_place_bytes(*rebuilt) < kept_bytes ? order_verdict::keep_layout
+                : same_buckets(*rebuilt, plan)                              ? order_verdict::same
+                                                                            : order_verdict::rebuild;
+    } catch (...) {
+      verdict = order_verdict::refused;
+      refusal = what_of(std::current_exception());
+    }
   }
   std::vector<std::int64_t> mine(row), all(row * w);
   mine[0] = req.pinned ? 1 : 0;
@@ -26077,7 +26205,7 @@ agree_on_bucket_order(bucket_plan& plan, const bucket_order_request& req,
   for (std::size_t r = 1; r < w; ++r)
     if (all[r * row] != all[0])
       throw error(error_kind::mismatch,
-                  "rank " + std::to_string(req.rank) + ": " + when +
+                  me + when +
                       ", distributed_data_parallel's buckets are rebuilt in backward's order unless "
                       "ddp_options::pin_bucket_order is set, but rank " +
                       std::to_string(r) + " has it " + (all[r * row] ? "on" : "off") + " and rank 0 " +
@@ -26085,6 +26213,14 @@ agree_on_bucket_order(bucket_plan& plan, const bucket_order_request& req,
                       ": set the same options on every rank (the buckets must be the same everywhere). "
                       "No rank changed its buckets",
                   static_cast<int>(r));
+  if (all[1] == order_verdict::refused)
+    throw error(error_kind::config,
+                me + when + ", rebuilding the buckets in backward's order: " +
+                    (req.rank == 0 ? "the bucketing policy's assign(params, order) threw: " + refusal
+                                   : std::string("rank 0's bucketing policy threw in its assign(params, "
+                                                 "order) (rank 0's error says what)")) +
+                    unchanged + "; fix the policy, or set ddp_options::pin_bucket_order on every rank",
+                0);
   // Rank 0's order, checked: every index once (the header check made the counts equal).
   std::vector<std::size_t> order(n);
   std::vector<bool> seen(n, false);
@@ -26093,12 +26229,19 @@ agree_on_bucket_order(bucket_plan& plan, const bucket_order_request& req,
     if (all[2] != static_cast<std::int64_t>(n) || i < 0 || static_cast<std::size_t>(i) >= n ||
         seen[static_cast<std::size_t>(i)])
       throw error(error_kind::mismatch,
-                  "rank " + std::to_string(req.rank) +
-                      ": rank 0 sent a bucket order that is not a permutation of this rank's " +
+                  me + "rank 0 sent a bucket order that is not a permutation of this rank's " +
                       std::to_string(n) + " parameters: the ranks hold different models",
                   0);
     seen[static_cast<std::size_t>(i)] = true;
     order[k] = static_cast<std::size_t>(i);
+  }
+  if (all[1] == order_verdict::same) {
+    if (log)
+      log_line("rank 0", after +
+                             "the buckets in the order backward marked the gradients on rank 0 are the "
+                             "ones in use" +
+                             describe_orders(req.params, req.ready));
+    return std::nullopt;
   }
   if (all[1] != order_verdict::rebuild) {
     if (log)
@@ -26110,27 +26253,50 @@ agree_on_bucket_order(bucket_plan& plan, const bucket_order_request& req,
                               " bytes reduced in place; ddp::arena, ddp::flat_model, LibTorch's "
                               "gradient views), and buckets in backward's order would copy some") +
                    describe_orders(req.params, req.ready));
-    return false;
+    return std::nullopt;
   }
-  auto rebuilt = plan_in_order(req, order);
-  bool same = rebuilt.buckets.size() == plan.buckets.size();
-  for (std::size_t b = 0; same && b < plan.buckets.size(); ++b)
-    same = rebuilt.buckets[b].params == plan.buckets[b].params;
-  if (same) {
-    if (log)
-      log_line("rank 0", after +
-                             "the buckets in the order backward marked the gradients on rank 0 are the "
-                             "ones in use" +
-                             describe_orders(req.params, req.ready));
-    return false;
+  // Every rank makes the new buckets and lays out what depends on them aside; a second exchange
+  // says whether all did, and the same buckets, before any rank takes them
+  // (docs/design-notes.md, "Note [rebuild all or none]").
+  std::exception_ptr failed;
+  try {
+    if (!rebuilt) rebuilt = plan_in_order(req, order);
+    lay_out_aside(*rebuilt);
+  } catch (...) { failed = std::current_exception(); }
+  std::int64_t outcome[2] = {failed ? 1 : 0, failed ? 0 : layout_fingerprint(*rebuilt)};
+  std::vector<std::int64_t> outcomes(2 * w);
+  {
+    call_site site{req.step ? call_kind::ddp_rebuild_buckets : call_kind::none, req.step, 1, 2};
+    const call_site_scope named(site);
+    all_gather(outcome, outcomes.data(), 2);
   }
-  plan = std::move(rebuilt);
+  for (std::size_t r = 0; r < w; ++r)
+    if (outcomes[2 * r])
+      throw error(error_kind::backend,
+                  me + when + ", rebuilding the buckets in backward's order: " +
+                      (static_cast<int>(r) == req.rank
+                           ? "this rank failed to make or lay out the new buckets: " + what_of(failed)
+                           : "rank " + std::to_string(r) +
+                                 " failed to make or lay out the new buckets (its error says why)") +
+                      unchanged,
+                  static_cast<int>(r));
+  for (std::size_t r = 1; r < w; ++r)
+    if (outcomes[2 * r + 1] != outcomes[1])
+      throw error(error_kind::mismatch,
+                  me + when +
+                      ", rebuilding the buckets in backward's order: the bucketing policy made "
+                      "other buckets on rank " +
+                      std::to_string(r) + " than on rank 0 from rank 0's order" + unchanged +
+                      "; a policy's assign must depend on nothing but its arguments",
+                  static_cast<int>(r));
   if (log) {
-    log_line("rank 0", after + "buckets rebuilt in the order backward marked the gradients on rank 0" +
-                           describe_orders(req.params, req.ready));
-    log_bucket_layout(plan, std::vector<tensor_slot>(req.params.begin(), req.params.end()));
+    try { // best effort: every rank takes the new buckets now, whatever a log line does
+      log_line("rank 0", after + "buckets rebuilt in the order backward marked the gradients on rank 0" +
+                             describe_orders(req.params, req.ready));
+      log_bucket_layout(*rebuilt, std::vector<tensor_slot>(req.params.begin(), req.params.end()));
+    } catch (...) {}
   }
-  return true;
+  return rebuilt;
 }
 
 } // namespace detail
@@ -26297,6 +26463,14 @@ DDP_INLINE void parameter_slots::throw_first_difference(const std::vector<std::s
                       "same order, with the same dtypes and sizes).",
                   static_cast<int>(r));
   }
+  for (std::size_t r = 1; r < each.size(); ++r) {
+    auto diff = first_setting_difference(each[0], each[r], static_cast<int>(r));
+    if (!diff.empty())
+      throw error(error_kind::mismatch,
+                  diff + ": set the same options on every rank (the ranks must run the same "
+                         "collectives). No rank went on",
+                  static_cast<int>(r));
+  }
 }
 
 DDP_INLINE void parameter_slots::check_unchanged(const std::vector<tensor_slot>& now,
@@ -26393,7 +26567,8 @@ DDP_INLINE void step_state::reset() {
   started_ = false;
 }
 
-DDP_INLINE void step_state::plan_changed() {
+// After reserve(): assign allocates nothing, and reset() only counts.
+DDP_INLINE void step_state::plan_changed() noexcept {
   pending_.assign(plan_.buckets.size(), 0);
   reset();
 }
@@ -26562,10 +26737,10 @@ DDP_INLINE void step_driver_core::launch_complete_buckets(function_ref<void(std:
       limit);
 }
 
-DDP_INLINE void step_driver_core::plan_changed() {
+DDP_INLINE void step_driver_core::prepare_plan(const bucket_plan& next) {
   if (step_.started())
     throw error(error_kind::config, "internal error: the bucket plan changed in the middle of a step");
-  step_.plan_changed();
+  step_.reserve(next.buckets.size());
 }
 
 DDP_INLINE void step_driver_core::refresh() {

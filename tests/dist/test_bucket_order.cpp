@@ -10,6 +10,9 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <new>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -281,12 +284,31 @@ template <class Check> void expect_mismatch_on_every_rank(Check&& check, const s
 }
 } // namespace
 
-TEST_CASE("pin_bucket_order set on some ranks only: every rank fails, naming the rank") {
+TEST_CASE("pin_bucket_order set on some ranks only: every rank fails at construction, naming the rank") {
   if (group().size() == 1) return;
   std::string dir;
   auto pg = ddp_test::fresh_file_group("ddp_bucket_order_pin_", dir, std::chrono::seconds(30));
   one_tensor m;
-  ddp::distributed_data_parallel dp(m, pg, {.pin_bucket_order = pg.rank() == 1});
+  expect_mismatch_on_every_rank(
+      [](const ddp::error& e, const std::string& what) {
+        CHECK(e.rank() == 1);
+        CHECK(what.find("pin_bucket_order") != std::string::npos);
+        CHECK(what.find("rank 1 has it on") != std::string::npos);
+      },
+      [&] { ddp::distributed_data_parallel dp(m, pg, {.pin_bucket_order = pg.rank() == 1}); });
+  // The check was the model check's own exchange: the group is in step.
+  std::vector<int> one{1};
+  pg.all_reduce(one);
+  CHECK(one[0] == pg.size());
+  if (pg.rank() == 0) std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("pin_bucket_order set on some ranks only, model check off: every rank fails at step 1") {
+  if (group().size() == 1) return;
+  std::string dir;
+  auto pg = ddp_test::fresh_file_group("ddp_bucket_order_pin_late_", dir, std::chrono::seconds(30));
+  one_tensor m;
+  ddp::distributed_data_parallel dp(m, pg, {.verify_model = false, .pin_bucket_order = pg.rank() == 1});
   expect_mismatch_on_every_rank(
       [](const ddp::error& e, const std::string& what) {
         CHECK(e.rank() == 1);
@@ -298,6 +320,155 @@ TEST_CASE("pin_bucket_order set on some ranks only: every rank fails, naming the
   REQUIRE(dp.buckets().size() == 1);
   CHECK(dp.buckets()[0].path == ddp::bucket_path::packed);
   dp.synchronize();
+  pg.barrier();
+  if (pg.rank() == 0) std::filesystem::remove_all(dir);
+}
+
+namespace {
+/// The rank whose policy throws in its ordered assign (-1: none), and this process's rank.
+int throwing_rank = -1, this_rank = -1;
+int ordered_assigns = 0;
+
+/// small_buckets, whose ordered form throws on `throwing_rank`.
+struct throwing_policy {
+  static std::vector<std::vector<std::size_t>> assign(std::span<const ddp::parameter_desc> p) {
+    return small_buckets::assign(p);
+  }
+  static std::vector<std::vector<std::size_t>> assign(std::span<const ddp::parameter_desc> p,
+                                                      std::span<const std::size_t> order) {
+    ++ordered_assigns;
+    if (this_rank == throwing_rank) throw std::runtime_error("the policy's test failure");
+    return small_buckets::assign(p, order);
+  }
+};
+static_assert(ddp::reorderable_bucketing_policy<throwing_policy>);
+
+/// A test hook for as long as it lives.
+struct hook_scope {
+  explicit hook_scope(void (*h)(std::size_t, std::size_t)) { ddp::detail::before_packing_buffer = h; }
+  hook_scope(const hook_scope&) = delete;
+  hook_scope& operator=(const hook_scope&) = delete;
+  ~hook_scope() { ddp::detail::before_packing_buffer = nullptr; }
+};
+int buffers_refused = 0;
+
+struct failed_rebuild {
+  std::vector<std::string> errors; ///< per step: what synchronize() threw ("" for nothing)
+  std::vector<int> error_ranks;    ///< per step: the rank the error named (-2 for none)
+  std::vector<ddp::error_kind> kinds;
+  std::chrono::steady_clock::duration first_step{};
+  run_result r;
+};
+
+/// train(), but synchronize() may throw: what it threw is kept, the step goes on (its
+/// gradients are reduced), as a program that logs the error and carries on would. `hook`:
+/// ddp::detail::before_packing_buffer from the DDP's construction on.
+template <class Bucketing>
+failed_rebuild train_through_errors(ddp::process_group<ddp::gloo>& pg,
+                                    void (*hook)(std::size_t, std::size_t) = nullptr) {
+  const auto reg = registration_as_backward();
+  const int R = pg.size(), global = R * per_rank_batch;
+  ddp_test::mlp<float> reference(dims, 11, false);
+  permuted_mlp<float> local{ddp_test::mlp<float>(dims, 11u + 1000u * static_cast<unsigned>(pg.rank()), false),
+                            reg};
+  ddp::distributed_data_parallel<permuted_mlp<float>, ddp::gloo, Bucketing> dp(local, pg);
+  hook_scope hooked(hook);
+  failed_rebuild out;
+  out.r.first = dp.buckets();
+  for (int step = 0; step < steps; ++step) {
+    auto [x, y] =
+        ddp_test::make_batch<float>(dims.front(), dims.back(), global, 200u + static_cast<unsigned>(step));
+    reference.zero_grad();
+    reference.train_step(x, y);
+    reference.sgd(0.1f);
+    local.m.zero_grad();
+    using mat = typename ddp_test::mlp<float>::mat;
+    mat xs = x.middleCols(pg.rank() * per_rank_batch, per_rank_batch);
+    mat ys = y.middleCols(pg.rank() * per_rank_batch, per_rank_batch);
+    local.m.train_step(xs, ys, [&](std::size_t l) {
+      dp.mark_grad_ready(local.m.dw[l]);
+      dp.mark_grad_ready(local.m.db[l]);
+    });
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      dp.synchronize();
+      out.errors.emplace_back();
+      out.error_ranks.push_back(-2);
+      out.kinds.push_back(ddp::error_kind::config);
+    } catch (const ddp::error& e) {
+      out.errors.emplace_back(e.what());
+      out.error_ranks.push_back(e.rank());
+      out.kinds.push_back(e.kind());
+    }
+    if (step == 0) out.first_step = std::chrono::steady_clock::now() - start;
+    local.m.sgd(0.1f);
+  }
+  out.r.last = dp.buckets();
+  out.r.difference = ddp_test::relative_difference(local.m.flat(), reference.flat());
+  return out;
+}
+} // namespace
+
+TEST_CASE("rank 0's ordered assign throws: every rank fails at once, naming rank 0, and trains on") {
+  std::string dir;
+  auto pg = ddp_test::fresh_file_group("ddp_bucket_order_assign_", dir, std::chrono::seconds(30));
+  this_rank = pg.rank();
+  throwing_rank = 0;
+  ordered_assigns = 0;
+  auto f = train_through_errors<throwing_policy>(pg);
+  throwing_rank = -1;
+  const std::string what = f.errors[0];
+  CAPTURE(what);
+  REQUIRE_FALSE(what.empty());
+  CHECK(f.kinds[0] == ddp::error_kind::config);
+  CHECK(f.error_ranks[0] == 0);
+  CHECK(what.find("assign(params, order)") != std::string::npos);
+  CHECK(what.find(pg.rank() == 0 ? "the policy's test failure" : "rank 0's bucketing policy threw") !=
+        std::string::npos);
+  CHECK(what.find("No rank changed its buckets") != std::string::npos);
+  // At once, not at the group's timeout (30 s).
+  CHECK(f.first_step < std::chrono::seconds(15));
+  // Only rank 0 asked its policy, before the exchange; once.
+  CHECK(ordered_assigns == (pg.rank() == 0 ? 1 : 0));
+  for (int s = 1; s < steps; ++s)
+    CHECK(f.errors[static_cast<std::size_t>(s)].empty());
+  // The first buckets stay, the same everywhere, and the training is one process's.
+  CHECK(fingerprint(f.r.first) == fingerprint(f.r.last));
+  CHECK(same_on_every_rank(pg, fingerprint(f.r.last)));
+  CHECK(f.r.difference < 1e-5);
+  pg.barrier();
+  if (pg.rank() == 0) std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a rank that cannot lay out the rebuilt buckets: every rank keeps the first ones") {
+  std::string dir;
+  auto pg = ddp_test::fresh_file_group("ddp_bucket_order_layout_", dir, std::chrono::seconds(30));
+  const int failing = pg.size() - 1;
+  buffers_refused = 0;
+  auto refuse = [](std::size_t, std::size_t) {
+    ++buffers_refused;
+    throw std::bad_alloc();
+  };
+  auto f = train_through_errors<small_buckets>(pg, pg.rank() == failing ? +refuse : nullptr);
+  const std::string what = f.errors[0];
+  CAPTURE(what);
+  REQUIRE_FALSE(what.empty());
+  CHECK(f.kinds[0] == ddp::error_kind::backend);
+  CHECK(f.error_ranks[0] == failing);
+  CHECK(what.find(pg.rank() == failing ? "this rank failed to make or lay out the new buckets: std::bad_alloc"
+                                       : "rank " + std::to_string(failing) + " failed to make or lay out") !=
+        std::string::npos);
+  CHECK(what.find("No rank changed its buckets") != std::string::npos);
+  CHECK(f.first_step < std::chrono::seconds(15));
+  // The hook ran where it was set (the rebuilt plan has packed buckets), once: the first one threw.
+  CHECK(buffers_refused == (pg.rank() == failing ? 1 : 0));
+  for (int s = 1; s < steps; ++s)
+    CHECK(f.errors[static_cast<std::size_t>(s)].empty());
+  // Every rank keeps its first buckets (a packed bucket with its buffer), and the steps are
+  // one process's.
+  CHECK(fingerprint(f.r.first) == fingerprint(f.r.last));
+  CHECK(same_on_every_rank(pg, fingerprint(f.r.last)));
+  CHECK(f.r.difference < 1e-5);
   pg.barrier();
   if (pg.rank() == 0) std::filesystem::remove_all(dir);
 }

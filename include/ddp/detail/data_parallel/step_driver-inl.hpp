@@ -115,10 +115,10 @@ DDP_INLINE void step_driver_core::launch_complete_buckets(function_ref<void(std:
       limit);
 }
 
-DDP_INLINE void step_driver_core::plan_changed() {
+DDP_INLINE void step_driver_core::prepare_plan(const bucket_plan& next) {
   if (step_.started())
     throw error(error_kind::config, "internal error: the bucket plan changed in the middle of a step");
-  step_.plan_changed();
+  step_.reserve(next.buckets.size());
 }
 
 DDP_INLINE void step_driver_core::refresh() {
