@@ -5,6 +5,7 @@
 // Then checkpoints across hybrid and flat, and layouts that do not tile the
 // world: one error on every rank, and the job's group usable afterwards.
 #include "../support/mlp.hpp"
+#include "../support/spawn.hpp"
 #include "../support/whole_optimizer.hpp"
 #include "group.hpp"
 
@@ -12,9 +13,11 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <optional>
+#include <regex>
 #include <string>
 
 using ddp_test::group;
@@ -385,6 +388,46 @@ TEST_CASE("groups that do not tile the world: one error on every rank, no hang")
   pg.barrier();
 }
 
+namespace {
+/// A fresh group whose store rank 0 serves (tcp://): a case that fails its groups needs its own,
+/// and a store, through which the ranks that only see a connection close learn who failed.
+gloo_group fresh_tcp_group() {
+  auto& ctl = group();
+  std::vector<std::int32_t> port{0};
+  if (ctl.rank() == 0) port[0] = ddp_test::free_port();
+  ctl.broadcast(port, 0);
+  ddp::init_options o;
+  o.init_method = "tcp://127.0.0.1:" + std::to_string(port[0]);
+  o.timeout = std::chrono::seconds(30);
+  return ddp::init_process_group<ddp::gloo>(o);
+}
+
+/// The job rank an error names: e.rank() is a rank of the group the message names
+/// ("group g0c1 (global ranks 2, 3)") when it names one, else of the job.
+int job_rank_named(const ddp::error& e) {
+  const std::string what = e.what();
+  const auto at = what.find("(global ranks ");
+  if (at == std::string::npos || e.rank() < 0) return e.rank();
+  std::vector<int> members;
+  for (std::size_t i = at + 14; i < what.size() && what[i] != ')';) {
+    members.push_back(std::atoi(what.c_str() + i));
+    i = what.find_first_of(",)", i);
+    if (i != std::string::npos && what[i] == ',') i += 2;
+  }
+  return e.rank() < static_cast<int>(members.size()) ? members[static_cast<std::size_t>(e.rank())] : -1;
+}
+} // namespace
+
+namespace {
+/// What the failing rank's check says, on whichever rank reports it.
+bool names_the_check(const std::string& what, bool nan) {
+  return nan ? what.find("holds a NaN or Inf") != std::string::npos &&
+                   what.find("'fc1.weight'") != std::string::npos
+             : what.find("the ranks are at different steps") != std::string::npos &&
+                   what.find("counted 1 synchronize() call(s) more") != std::string::npos;
+}
+} // namespace
+
 TEST_CASE("under hybrid, a NaN (check_finite) or a one-sided no_sync() is an error on every rank, fast") {
   // Every layout, shard groups of one rank included (no round of their own in the reduce-scatter:
   // the replicate all-reduce carries the step check), and S x R with both above one (ranks of the
@@ -392,13 +435,13 @@ TEST_CASE("under hybrid, a NaN (check_finite) or a one-sided no_sync() is an err
   auto& ctl = group();
   const int W = ctl.size();
   if (W == 1) return;
+  const int failing = W - 1;
   for (int S : divisors(W)) {
     for (bool nan : {true, false}) {
       CAPTURE(S);
       CAPTURE(nan);
-      std::string dir;
       {
-        auto pg = ddp_test::fresh_file_group("ddp_hybrid_check_", dir, std::chrono::seconds(30));
+        auto pg = fresh_tcp_group();
         auto groups = ddp::make_hybrid_groups(pg, S);
         mlp<float> m(dims, 6, false);
         ddp::sharded_data_parallel hyb(m, pg, groups, {.check_finite = true});
@@ -411,30 +454,58 @@ TEST_CASE("under hybrid, a NaN (check_finite) or a one-sided no_sync() is an err
           m.train_step(xs, ys);
         };
         step(900u);
-        hyb.synchronize();        // one step together
-        if (!nan && r == W - 1) { // the last rank accumulates alone: it is a step ahead
+        hyb.synchronize();          // one step together
+        if (!nan && r == failing) { // the last rank accumulates alone: it is a step ahead
           auto guard = hyb.no_sync();
           step(901u);
           hyb.synchronize();
         }
         step(902u);
-        if (nan && r == W - 1)
+        if (nan && r == failing)
           m.for_each_parameter([](auto&& name, auto&, auto& g) {
             if (std::string(name) == "fc1.weight") g(0, 0) = std::numeric_limits<float>::quiet_NaN();
           });
         const auto t0 = std::chrono::steady_clock::now();
-        bool threw = false;
+        std::optional<ddp::error> caught;
         try {
           hyb.synchronize();
-        } catch (const ddp::error& e) {
-          threw = true;
-          MESSAGE(std::string(e.what()));
-        }
-        CHECK(threw);
+        } catch (const ddp::error& e) { caught = e; }
         CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10)); // not a timeout
+        REQUIRE(caught);
+        const ddp::error& e = *caught;
+        const std::string what = e.what();
+        CAPTURE(what);
+        CAPTURE(e.rank());
+        const auto expected_kind = nan ? ddp::error_kind::data : ddp::error_kind::mismatch;
+        // Who runs a step check with the failing rank: its shard group (its reduce-scatter's
+        // header), or everyone when shard groups have one rank (the replicate all-reduce's).
+        const bool checks_with_failing = r / S == failing / S || S == 1;
+        if (checks_with_failing) {
+          // The check itself, and the failing rank: e.rank() numbers the ranks of the group the
+          // message names, or of the job (the failing rank's own error names no group).
+          CHECK(e.kind() == expected_kind);
+          CHECK(job_rank_named(e) == failing);
+          CHECK(names_the_check(what, nan));
+          if (r == failing && nan) CHECK(what.find("this rank produced it") != std::string::npos);
+        } else {
+          // The other shard groups' ranks wait in a replicate all-reduce with a rank of the
+          // failing shard group, which aborts it: a lost peer, never a check of their own. When the
+          // store's first report (from either rank of that shard group) reached them before the
+          // closed connection, it names that rank and carries its check.
+          CHECK(e.kind() == ddp::error_kind::peer_lost);
+          std::smatch heard;
+          if (std::regex_search(what, heard, std::regex("failed: rank ([0-9]+) failed: "))) {
+            const int reporter = std::stoi(heard[1].str());
+            CHECK(reporter / S == failing / S);
+            CHECK(e.rank() == reporter);
+            CHECK(names_the_check(what, nan));
+          } else {
+            CHECK(what.find("a peer closed its connection") != std::string::npos);
+            CHECK(what.find(groups.replicate.name()) != std::string::npos);
+          }
+        }
         ctl.barrier();
       }
-      if (ctl.rank() == 0) std::filesystem::remove_all(dir);
     }
   }
 }
