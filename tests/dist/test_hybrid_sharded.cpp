@@ -15,9 +15,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <optional>
 #include <regex>
+#include <sstream>
 #include <string>
 
 using ddp_test::group;
@@ -419,6 +421,22 @@ int job_rank_named(const ddp::error& e) {
 } // namespace
 
 namespace {
+/// How many failures job rank `rank` has noted for the launcher (DDP_FAILURE_FILE, set by
+/// ddprun: "<ns> <rank> <reason>" lines); -1 without the file.
+int failure_notes_of(int rank) {
+  const char* path = std::getenv("DDP_FAILURE_FILE");
+  if (!path || !*path) return -1;
+  std::ifstream in(path);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    long long ns = 0;
+    int r = -1;
+    if (fields >> ns >> r && r == rank) ++n;
+  }
+  return n;
+}
+
 /// What the failing rank's check says, on whichever rank reports it.
 bool names_the_check(const std::string& what, bool nan) {
   return nan ? what.find("holds a NaN or Inf") != std::string::npos &&
@@ -465,6 +483,7 @@ TEST_CASE("under hybrid, a NaN (check_finite) or a one-sided no_sync() is an err
           m.for_each_parameter([](auto&& name, auto&, auto& g) {
             if (std::string(name) == "fc1.weight") g(0, 0) = std::numeric_limits<float>::quiet_NaN();
           });
+        const int notes_before = failure_notes_of(r);
         const auto t0 = std::chrono::steady_clock::now();
         std::optional<ddp::error> caught;
         try {
@@ -472,6 +491,10 @@ TEST_CASE("under hybrid, a NaN (check_finite) or a one-sided no_sync() is an err
         } catch (const ddp::error& e) { caught = e; }
         CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10)); // not a timeout
         REQUIRE(caught);
+        // One failure, noted once for the launcher (and reported once to the store), though it
+        // fails three groups: the shard group, the replicate group and pg. None when pg had
+        // already heard of another rank's failure.
+        if (notes_before >= 0) CHECK(failure_notes_of(r) - notes_before <= 1);
         const ddp::error& e = *caught;
         const std::string what = e.what();
         CAPTURE(what);
