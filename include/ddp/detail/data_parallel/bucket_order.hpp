@@ -5,9 +5,10 @@
 // order and options in one all_gather, and every rank lays the buckets out
 // again from rank 0's order, so that they stay identical everywhere. Once,
 // between steps: nothing is in flight. A failure on any rank (the policy's
-// ordered assign, the new buffers) is known to every rank at once, and no
-// rank changes its buckets then (Note [rebuild all or none]). What keeps the first layout: the
-// user's pin (ddp_options::pin_bucket_order), a policy with no ordered form
+// ordered assign, the new buffers) is known to every rank at once, and then
+// no rank changes its buckets (docs/design-notes.md, "Note [rebuild all or
+// none]"). What keeps the first layout: the user's pin
+// (ddp_options::pin_bucket_order), a policy with no ordered form
 // (reorderable_bucketing_policy), device gradients, and gradients laid out
 // in memory for the first buckets (an arena, a flat_model, LibTorch's views)
 // where the new ones would reduce fewer bytes in place (docs/bucketing.md).
