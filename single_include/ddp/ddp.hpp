@@ -6280,11 +6280,14 @@ public:
     next_state_ = std::move(state);
   }
 
+  /// The plan prepare_plan() saw will not be used: its buffers go now.
+  void discard_prepared() noexcept { std::vector<runtime>().swap(next_state_); }
+
   /// The plan this engine reads is now the one prepare_plan() saw (nothing in flight).
   void adopt_prepared() noexcept {
     wait_all_quietly();
     state_.swap(next_state_);
-    next_state_.clear();
+    discard_prepared();
   }
 
   /// A gradient with no contribution this step.
@@ -11778,9 +11781,11 @@ struct bucket_order_request {
 };
 
 /// Rank 0's decision, as it travels in the exchange. `same`: backward's buckets are the
-/// ones in use; `refused`: rank 0 could not make them (its policy threw).
+/// ones in use; `refused`: rank 0 could not make them (its policy or the plan threw);
+/// `refused_out_of_memory`: the same, for want of memory.
 namespace order_verdict {
-inline constexpr std::int64_t keep_pinned = 0, keep_layout = 1, rebuild = 2, same = 3, refused = 4;
+inline constexpr std::int64_t keep_pinned = 0, keep_layout = 1, rebuild = 2, same = 3, refused = 4,
+                              refused_out_of_memory = 5;
 }
 
 /// Both orders for DDP_DEBUG: registration, and `ready` then the rest.
@@ -11798,7 +11803,8 @@ DDP_INLINE bucket_plan plan_in_order(const bucket_order_request& req, std::span<
 /// (ddp::error(mismatch) naming the first such rank); rank 0's policy threw
 /// in its ordered assign (before the exchange: it joins it with a refusal);
 /// a rank's assign or lay_out_aside threw, or its buckets differ from rank
-/// 0's (a second, small exchange, only when the buckets change). A rank at
+/// 0's (a second exchange of every rank's whole layout, only when the buckets
+/// change). A policy's exception is error_kind::config, std::bad_alloc backend. A rank at
 /// another collective (a different step, a different parameter count) fails
 /// in the exchange's header check. DDP_DEBUG=INFO: rank 0 logs both orders, once.
 DDP_INLINE std::optional<bucket_plan>
@@ -11806,8 +11812,10 @@ agree_on_bucket_order(const bucket_plan& plan, const bucket_order_request& req,
                       function_ref<void(const std::int64_t*, std::int64_t*, std::size_t)> all_gather,
                       function_ref<void(const bucket_plan&)> lay_out_aside);
 
-/// One number per layout: equal on two ranks when their buckets hold the same parameters.
-DDP_INLINE std::int64_t layout_fingerprint(const bucket_plan& plan);
+/// The layout as one exchange row: row[0] the number of buckets, row[1 + p] where parameter p
+/// sits (bucket * (n + 1) + its place there; -1: in none), n = row.size() - 1. Two rows are
+/// equal exactly when the buckets hold the same parameters in the same order.
+DDP_INLINE void write_layout(const bucket_plan& plan, std::span<std::int64_t> row);
 
 } // namespace detail
 DDP_END_NAMESPACE
@@ -13071,6 +13079,9 @@ private:
   bool repeat_ = false;
   bool certain_repeat_ = false;  ///< and this rank marked every gradient last step, none since
   bool storage_checked_ = false; ///< synchronize() looked for moved storage this step
+  /// Storage moved and the owner has not laid its buckets out for it yet (its storage_moved()
+  /// threw): the next refresh() lays out again, though the walk finds nothing new.
+  bool layout_pending_ = false;
   /// mark calls (no_sync() ones too) since the last communicated synchronize()
   std::size_t marks_since_sync_ = 0;
   bool last_step_marked_ = false; ///< every gradient of that synchronize()'s step was marked before it
@@ -13521,6 +13532,7 @@ DDP_END_NAMESPACE
 // ---- end ddp/detail/data_parallel/timeline.hpp ----
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -13681,19 +13693,26 @@ private:
                             ? "the bucketing policy has no ordered form (ddp::reorderable_bucketing_policy)"
                         : on_device_ ? "device gradients keep their first buckets"
                                      : nullptr;
-    auto next = detail::agree_on_bucket_order(
-        plan_,
-        {registry_.parameters(), ready, assign, [](dtype d) { return Reduction::wire(d); },
-         detail::bucket_engine_capabilities<comm_type>(on_device_), fixed, opts_.pin_bucket_order, pg_.rank(),
-         pg_.size(), step},
-        [&](const std::int64_t* mine, std::int64_t* all, std::size_t n) {
-          comm().all_gather(mine, all, n, dtype::i64, true).wait();
-        },
-        [&](const detail::bucket_plan& p) { // aside: what is in use stays, should this throw
-          step_.prepare_plan(p);
-          timeline_.prepare_plan(p);
-          std::get<detail::host_bucket_engine<comm_type>>(engine_).prepare_plan(p);
-        });
+    auto* host = std::get_if<detail::host_bucket_engine<comm_type>>(&engine_); // null: device gradients
+    std::optional<detail::bucket_plan> next;
+    try {
+      next = detail::agree_on_bucket_order(
+          plan_,
+          {registry_.parameters(), ready, assign, [](dtype d) { return Reduction::wire(d); },
+           detail::bucket_engine_capabilities<comm_type>(on_device_), fixed, opts_.pin_bucket_order,
+           pg_.rank(), pg_.size(), step},
+          [&](const std::int64_t* mine, std::int64_t* all, std::size_t n) {
+            comm().all_gather(mine, all, n, dtype::i64, true).wait();
+          },
+          [&](const detail::bucket_plan& p) { // aside: what is in use stays, should this throw
+            step_.prepare_plan(p);
+            timeline_.prepare_plan(p);
+            std::get<detail::host_bucket_engine<comm_type>>(engine_).prepare_plan(p);
+          });
+    } catch (...) {
+      if (host) host->discard_prepared(); // the new buffers go with the new buckets: no rank takes them
+      throw;
+    }
     if (!next) return;
     // Every rank laid out the new buckets aside: nothing from here on can fail.
     static_assert(std::is_nothrow_move_assignable_v<detail::bucket_plan>);
@@ -13799,9 +13818,19 @@ private:
   void abort_group(const std::string& why) noexcept { pg_.abort(why); }
   /// Moved gradient storage: new addresses, maybe new bucket paths.
   void storage_moved() {
-    detail::choose_paths(plan_, registry_.parameters(),
+    auto next = plan_;
+    detail::choose_paths(next, registry_.parameters(),
                          detail::bucket_engine_capabilities<comm_type>(on_device_));
-    engine([](auto& e) { e.layout(); });
+    if (auto* host = std::get_if<detail::host_bucket_engine<comm_type>>(&engine_)) {
+      // Aside, then swapped in: a throw leaves the plan and its buffers as they were (the step
+      // driver lays out again at the next step), never a packed bucket without its buffer.
+      host->prepare_plan(next);
+      plan_ = std::move(next);
+      host->adopt_prepared();
+    } else {
+      plan_ = std::move(next);
+      engine([](auto& e) { e.layout(); });
+    }
   }
   void zero_gradient(std::size_t index) {
     engine([&](auto& e) { e.zero(registry_[index]); });
@@ -26078,6 +26107,8 @@ DDP_END_NAMESPACE
 #include <algorithm>
 #include <exception>
 #include <functional>
+#include <new>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -26143,14 +26174,19 @@ DDP_INLINE bucket_plan plan_in_order(const bucket_order_request& req, std::span<
   return make_bucket_plan(assignment, req.params, req.wire, req.caps);
 }
 
-DDP_INLINE std::int64_t layout_fingerprint(const bucket_plan& plan) {
-  std::uint64_t h = plan.buckets.size(); // unsigned: the hash wraps, which signed arithmetic may not
-  for (const auto& b : plan.buckets) {
-    h = h * 1000003u + b.params.size();
-    for (auto p : b.params)
-      h = h * 31u + p + 1u;
-  }
-  return static_cast<std::int64_t>(h);
+DDP_INLINE void write_layout(const bucket_plan& plan, std::span<std::int64_t> row) {
+  const auto n = static_cast<std::int64_t>(row.size() - 1);
+  std::fill(row.begin(), row.end(), std::int64_t{-1});
+  row[0] = static_cast<std::int64_t>(plan.buckets.size());
+  for (std::size_t b = 0; b < plan.buckets.size(); ++b)
+    for (std::size_t k = 0; k < plan.buckets[b].params.size(); ++k) {
+      const auto p = plan.buckets[b].params[k];
+      // A parameter outside the row (a plan for another model) makes the rows differ.
+      if (p < row.size() - 1)
+        row[1 + p] = static_cast<std::int64_t>(b) * (n + 1) + static_cast<std::int64_t>(k);
+      else
+        row[0] = -2;
+    }
 }
 
 DDP_INLINE std::optional<bucket_plan>
@@ -26202,6 +26238,9 @@ agree_on_bucket_order(const bucket_plan& plan, const bucket_order_request& req,
       verdict = laid_out_for(plan) && in_place_bytes(*rebuilt) < kept_bytes ? order_verdict::keep_layout
                 : same_buckets(*rebuilt, plan)                              ? order_verdict::same
                                                                             : order_verdict::rebuild;
+    } catch (const std::bad_alloc& x) {
+      verdict = order_verdict::refused_out_of_memory;
+      refusal = x.what();
     } catch (...) {
       verdict = order_verdict::refused;
       refusal = what_of(std::current_exception());
@@ -26229,14 +26268,22 @@ agree_on_bucket_order(const bucket_plan& plan, const bucket_order_request& req,
                       ": set the same options on every rank (the buckets must be the same everywhere). "
                       "No rank changed its buckets",
                   static_cast<int>(r));
-  if (all[1] == order_verdict::refused)
-    throw error(error_kind::config,
+  if (all[1] == order_verdict::refused || all[1] == order_verdict::refused_out_of_memory) {
+    // The policy's exception is the user's to fix; running out of memory is the machine's.
+    const bool oom = all[1] == order_verdict::refused_out_of_memory;
+    throw error(oom ? error_kind::backend : error_kind::config,
                 me + when + ", rebuilding the buckets in backward's order: " +
-                    (req.rank == 0 ? "the bucketing policy's assign(params, order) threw: " + refusal
-                                   : std::string("rank 0's bucketing policy threw in its assign(params, "
-                                                 "order) (rank 0's error says what)")) +
+                    (req.rank == 0 ? "making the new buckets (the bucketing policy's assign(params, "
+                                     "order), then their plan) threw: " +
+                                         refusal
+                                   : std::string("rank 0 could not make the new buckets (") +
+                                         (oom ? "out of memory"
+                                              : "its bucketing policy's assign(params, "
+                                                "order) or the plan threw") +
+                                         "; rank 0's error says what)") +
                     unchanged + "; fix the policy, or set ddp_options::pin_bucket_order on every rank",
                 0);
+  }
   // Rank 0's order, checked: every index once (the header check made the counts equal).
   std::vector<std::size_t> order(n);
   std::vector<bool> seen(n, false);
@@ -26275,29 +26322,40 @@ agree_on_bucket_order(const bucket_plan& plan, const bucket_order_request& req,
   // says whether all did, and the same buckets, before any rank takes them
   // (docs/design-notes.md, "Note [rebuild all or none]").
   std::exception_ptr failed;
+  bool out_of_memory = false;
   try {
     if (!rebuilt) rebuilt = plan_in_order(req, order);
     lay_out_aside(*rebuilt);
+  } catch (const std::bad_alloc&) {
+    failed = std::current_exception();
+    out_of_memory = true;
   } catch (...) { failed = std::current_exception(); }
-  std::int64_t outcome[2] = {failed ? 1 : 0, failed ? 0 : layout_fingerprint(*rebuilt)};
-  std::vector<std::int64_t> outcomes(2 * w);
+  // Each rank's whole layout travels, not a hash of it: two layouts that differ are told apart
+  // exactly. Row: how it failed (0: it did not; 1: the policy or the plan threw; 2: out of
+  // memory), then the layout (write_layout).
+  std::vector<std::int64_t> outcome(n + 2), outcomes(outcome.size() * w);
+  const std::size_t orow = outcome.size();
+  outcome[0] = !failed ? 0 : out_of_memory ? 2 : 1;
+  if (!failed) write_layout(*rebuilt, std::span(outcome).subspan(1));
   {
     call_site site{req.step ? call_kind::ddp_rebuild_buckets : call_kind::none, req.step, 1, 2};
     const call_site_scope named(site);
-    all_gather(outcome, outcomes.data(), 2);
+    all_gather(outcome.data(), outcomes.data(), orow);
   }
   for (std::size_t r = 0; r < w; ++r)
-    if (outcomes[2 * r])
-      throw error(error_kind::backend,
+    if (outcomes[orow * r])
+      throw error(outcomes[orow * r] == 2 ? error_kind::backend : error_kind::config,
                   me + when + ", rebuilding the buckets in backward's order: " +
                       (static_cast<int>(r) == req.rank
                            ? "this rank failed to make or lay out the new buckets: " + what_of(failed)
-                           : "rank " + std::to_string(r) +
-                                 " failed to make or lay out the new buckets (its error says why)") +
+                           : "rank " + std::to_string(r) + " failed to make or lay out the new buckets (" +
+                                 (outcomes[orow * r] == 2 ? "out of memory" : "its policy or plan threw") +
+                                 "; its error says what)") +
                       unchanged,
                   static_cast<int>(r));
   for (std::size_t r = 1; r < w; ++r)
-    if (outcomes[2 * r + 1] != outcomes[1])
+    if (!std::equal(outcomes.begin() + static_cast<std::ptrdiff_t>(orow * r + 1),
+                    outcomes.begin() + static_cast<std::ptrdiff_t>(orow * (r + 1)), outcomes.begin() + 1))
       throw error(error_kind::mismatch,
                   me + when +
                       ", rebuilding the buckets in backward's order: the bucketing policy made "
@@ -26760,7 +26818,10 @@ DDP_INLINE void step_driver_core::prepare_plan(const bucket_plan& next) {
 }
 
 DDP_INLINE void step_driver_core::refresh() {
-  if (walk_again()) storage_moved();
+  if (walk_again()) layout_pending_ = true;
+  if (!layout_pending_) return;
+  storage_moved();
+  layout_pending_ = false;
 }
 
 DDP_INLINE bool step_driver_core::synchronize(function_ref<void()> complete,

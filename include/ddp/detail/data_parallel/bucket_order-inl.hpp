@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <exception>
 #include <functional>
+#include <new>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -78,14 +80,19 @@ DDP_INLINE bucket_plan plan_in_order(const bucket_order_request& req, std::span<
   return make_bucket_plan(assignment, req.params, req.wire, req.caps);
 }
 
-DDP_INLINE std::int64_t layout_fingerprint(const bucket_plan& plan) {
-  std::uint64_t h = plan.buckets.size(); // unsigned: the hash wraps, which signed arithmetic may not
-  for (const auto& b : plan.buckets) {
-    h = h * 1000003u + b.params.size();
-    for (auto p : b.params)
-      h = h * 31u + p + 1u;
-  }
-  return static_cast<std::int64_t>(h);
+DDP_INLINE void write_layout(const bucket_plan& plan, std::span<std::int64_t> row) {
+  const auto n = static_cast<std::int64_t>(row.size() - 1);
+  std::fill(row.begin(), row.end(), std::int64_t{-1});
+  row[0] = static_cast<std::int64_t>(plan.buckets.size());
+  for (std::size_t b = 0; b < plan.buckets.size(); ++b)
+    for (std::size_t k = 0; k < plan.buckets[b].params.size(); ++k) {
+      const auto p = plan.buckets[b].params[k];
+      // A parameter outside the row (a plan for another model) makes the rows differ.
+      if (p < row.size() - 1)
+        row[1 + p] = static_cast<std::int64_t>(b) * (n + 1) + static_cast<std::int64_t>(k);
+      else
+        row[0] = -2;
+    }
 }
 
 DDP_INLINE std::optional<bucket_plan>
@@ -137,6 +144,9 @@ agree_on_bucket_order(const bucket_plan& plan, const bucket_order_request& req,
       verdict = laid_out_for(plan) && in_place_bytes(*rebuilt) < kept_bytes ? order_verdict::keep_layout
                 : same_buckets(*rebuilt, plan)                              ? order_verdict::same
                                                                             : order_verdict::rebuild;
+    } catch (const std::bad_alloc& x) {
+      verdict = order_verdict::refused_out_of_memory;
+      refusal = x.what();
     } catch (...) {
       verdict = order_verdict::refused;
       refusal = what_of(std::current_exception());
@@ -164,14 +174,22 @@ agree_on_bucket_order(const bucket_plan& plan, const bucket_order_request& req,
                       ": set the same options on every rank (the buckets must be the same everywhere). "
                       "No rank changed its buckets",
                   static_cast<int>(r));
-  if (all[1] == order_verdict::refused)
-    throw error(error_kind::config,
+  if (all[1] == order_verdict::refused || all[1] == order_verdict::refused_out_of_memory) {
+    // The policy's exception is the user's to fix; running out of memory is the machine's.
+    const bool oom = all[1] == order_verdict::refused_out_of_memory;
+    throw error(oom ? error_kind::backend : error_kind::config,
                 me + when + ", rebuilding the buckets in backward's order: " +
-                    (req.rank == 0 ? "the bucketing policy's assign(params, order) threw: " + refusal
-                                   : std::string("rank 0's bucketing policy threw in its assign(params, "
-                                                 "order) (rank 0's error says what)")) +
+                    (req.rank == 0 ? "making the new buckets (the bucketing policy's assign(params, "
+                                     "order), then their plan) threw: " +
+                                         refusal
+                                   : std::string("rank 0 could not make the new buckets (") +
+                                         (oom ? "out of memory"
+                                              : "its bucketing policy's assign(params, "
+                                                "order) or the plan threw") +
+                                         "; rank 0's error says what)") +
                     unchanged + "; fix the policy, or set ddp_options::pin_bucket_order on every rank",
                 0);
+  }
   // Rank 0's order, checked: every index once (the header check made the counts equal).
   std::vector<std::size_t> order(n);
   std::vector<bool> seen(n, false);
@@ -210,29 +228,40 @@ agree_on_bucket_order(const bucket_plan& plan, const bucket_order_request& req,
   // says whether all did, and the same buckets, before any rank takes them
   // (docs/design-notes.md, "Note [rebuild all or none]").
   std::exception_ptr failed;
+  bool out_of_memory = false;
   try {
     if (!rebuilt) rebuilt = plan_in_order(req, order);
     lay_out_aside(*rebuilt);
+  } catch (const std::bad_alloc&) {
+    failed = std::current_exception();
+    out_of_memory = true;
   } catch (...) { failed = std::current_exception(); }
-  std::int64_t outcome[2] = {failed ? 1 : 0, failed ? 0 : layout_fingerprint(*rebuilt)};
-  std::vector<std::int64_t> outcomes(2 * w);
+  // Each rank's whole layout travels, not a hash of it: two layouts that differ are told apart
+  // exactly. Row: how it failed (0: it did not; 1: the policy or the plan threw; 2: out of
+  // memory), then the layout (write_layout).
+  std::vector<std::int64_t> outcome(n + 2), outcomes(outcome.size() * w);
+  const std::size_t orow = outcome.size();
+  outcome[0] = !failed ? 0 : out_of_memory ? 2 : 1;
+  if (!failed) write_layout(*rebuilt, std::span(outcome).subspan(1));
   {
     call_site site{req.step ? call_kind::ddp_rebuild_buckets : call_kind::none, req.step, 1, 2};
     const call_site_scope named(site);
-    all_gather(outcome, outcomes.data(), 2);
+    all_gather(outcome.data(), outcomes.data(), orow);
   }
   for (std::size_t r = 0; r < w; ++r)
-    if (outcomes[2 * r])
-      throw error(error_kind::backend,
+    if (outcomes[orow * r])
+      throw error(outcomes[orow * r] == 2 ? error_kind::backend : error_kind::config,
                   me + when + ", rebuilding the buckets in backward's order: " +
                       (static_cast<int>(r) == req.rank
                            ? "this rank failed to make or lay out the new buckets: " + what_of(failed)
-                           : "rank " + std::to_string(r) +
-                                 " failed to make or lay out the new buckets (its error says why)") +
+                           : "rank " + std::to_string(r) + " failed to make or lay out the new buckets (" +
+                                 (outcomes[orow * r] == 2 ? "out of memory" : "its policy or plan threw") +
+                                 "; its error says what)") +
                       unchanged,
                   static_cast<int>(r));
   for (std::size_t r = 1; r < w; ++r)
-    if (outcomes[2 * r + 1] != outcomes[1])
+    if (!std::equal(outcomes.begin() + static_cast<std::ptrdiff_t>(orow * r + 1),
+                    outcomes.begin() + static_cast<std::ptrdiff_t>(orow * (r + 1)), outcomes.begin() + 1))
       throw error(error_kind::mismatch,
                   me + when +
                       ", rebuilding the buckets in backward's order: the bucketing policy made "

@@ -72,9 +72,11 @@ struct bucket_order_request {
 };
 
 /// Rank 0's decision, as it travels in the exchange. `same`: backward's buckets are the
-/// ones in use; `refused`: rank 0 could not make them (its policy threw).
+/// ones in use; `refused`: rank 0 could not make them (its policy or the plan threw);
+/// `refused_out_of_memory`: the same, for want of memory.
 namespace order_verdict {
-inline constexpr std::int64_t keep_pinned = 0, keep_layout = 1, rebuild = 2, same = 3, refused = 4;
+inline constexpr std::int64_t keep_pinned = 0, keep_layout = 1, rebuild = 2, same = 3, refused = 4,
+                              refused_out_of_memory = 5;
 }
 
 /// Both orders for DDP_DEBUG: registration, and `ready` then the rest.
@@ -92,7 +94,8 @@ DDP_INLINE bucket_plan plan_in_order(const bucket_order_request& req, std::span<
 /// (ddp::error(mismatch) naming the first such rank); rank 0's policy threw
 /// in its ordered assign (before the exchange: it joins it with a refusal);
 /// a rank's assign or lay_out_aside threw, or its buckets differ from rank
-/// 0's (a second, small exchange, only when the buckets change). A rank at
+/// 0's (a second exchange of every rank's whole layout, only when the buckets
+/// change). A policy's exception is error_kind::config, std::bad_alloc backend. A rank at
 /// another collective (a different step, a different parameter count) fails
 /// in the exchange's header check. DDP_DEBUG=INFO: rank 0 logs both orders, once.
 DDP_INLINE std::optional<bucket_plan>
@@ -100,8 +103,10 @@ agree_on_bucket_order(const bucket_plan& plan, const bucket_order_request& req,
                       function_ref<void(const std::int64_t*, std::int64_t*, std::size_t)> all_gather,
                       function_ref<void(const bucket_plan&)> lay_out_aside);
 
-/// One number per layout: equal on two ranks when their buckets hold the same parameters.
-DDP_INLINE std::int64_t layout_fingerprint(const bucket_plan& plan);
+/// The layout as one exchange row: row[0] the number of buckets, row[1 + p] where parameter p
+/// sits (bucket * (n + 1) + its place there; -1: in none), n = row.size() - 1. Two rows are
+/// equal exactly when the buckets hold the same parameters in the same order.
+DDP_INLINE void write_layout(const bucket_plan& plan, std::span<std::int64_t> row);
 
 } // namespace detail
 DDP_END_NAMESPACE

@@ -50,11 +50,14 @@ public:
     next_state_ = std::move(state);
   }
 
+  /// The plan prepare_plan() saw will not be used: its buffers go now.
+  void discard_prepared() noexcept { std::vector<runtime>().swap(next_state_); }
+
   /// The plan this engine reads is now the one prepare_plan() saw (nothing in flight).
   void adopt_prepared() noexcept {
     wait_all_quietly();
     state_.swap(next_state_);
-    next_state_.clear();
+    discard_prepared();
   }
 
   /// A gradient with no contribution this step.

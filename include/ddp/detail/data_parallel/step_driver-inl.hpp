@@ -122,7 +122,10 @@ DDP_INLINE void step_driver_core::prepare_plan(const bucket_plan& next) {
 }
 
 DDP_INLINE void step_driver_core::refresh() {
-  if (walk_again()) storage_moved();
+  if (walk_again()) layout_pending_ = true;
+  if (!layout_pending_) return;
+  storage_moved();
+  layout_pending_ = false;
 }
 
 DDP_INLINE bool step_driver_core::synchronize(function_ref<void()> complete,

@@ -208,6 +208,9 @@ private:
   bool repeat_ = false;
   bool certain_repeat_ = false;  ///< and this rank marked every gradient last step, none since
   bool storage_checked_ = false; ///< synchronize() looked for moved storage this step
+  /// Storage moved and the owner has not laid its buckets out for it yet (its storage_moved()
+  /// threw): the next refresh() lays out again, though the walk finds nothing new.
+  bool layout_pending_ = false;
   /// mark calls (no_sync() ones too) since the last communicated synchronize()
   std::size_t marks_since_sync_ = 0;
   bool last_step_marked_ = false; ///< every gradient of that synchronize()'s step was marked before it
