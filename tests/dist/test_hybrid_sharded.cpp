@@ -404,19 +404,33 @@ gloo_group fresh_tcp_group() {
   return ddp::init_process_group<ddp::gloo>(o);
 }
 
-/// The job rank an error names: e.rank() is a rank of the group the message names
-/// ("group g0c1 (global ranks 2, 3)") when it names one, else of the job.
-int job_rank_named(const ddp::error& e) {
-  const std::string what = e.what();
-  const auto at = what.find("(global ranks ");
-  if (at == std::string::npos || e.rank() < 0) return e.rank();
+/// The job rank for rank `n` as `text` numbers it. A subgroup's errors number ranks in the
+/// group they name ("group g0c1 (global ranks 2, 3)"), mapped here through its list; the job's
+/// own errors name no group. Should subgroup errors number ranks in the job, this returns n.
+int job_rank_in(const std::string& text, int n) {
+  const auto at = text.find("(global ranks ");
+  if (at == std::string::npos || n < 0) return n;
   std::vector<int> members;
-  for (std::size_t i = at + 14; i < what.size() && what[i] != ')';) {
-    members.push_back(std::atoi(what.c_str() + i));
-    i = what.find_first_of(",)", i);
-    if (i != std::string::npos && what[i] == ',') i += 2;
+  for (std::size_t i = at + 14; i < text.size() && text[i] != ')';) {
+    members.push_back(std::atoi(text.c_str() + i));
+    i = text.find_first_of(",)", i);
+    if (i != std::string::npos && text[i] == ',') i += 2;
   }
-  return e.rank() < static_cast<int>(members.size()) ? members[static_cast<std::size_t>(e.rank())] : -1;
+  return n < static_cast<int>(members.size()) ? members[static_cast<std::size_t>(n)] : -1;
+}
+
+/// The job rank an error names.
+int job_rank_named(const ddp::error& e) { return job_rank_in(e.what(), e.rank()); }
+
+/// The job rank a step check's text blames ("rank N's gradient", "Rank N counted"), or
+/// `self` when it blames the rank that wrote it ("this rank produced it"); -1: none.
+int blamed_in(const std::string& text, int self) {
+  std::smatch m;
+  if (text.find("this rank produced it") != std::string::npos) return self;
+  if (std::regex_search(text, m, std::regex("rank ([0-9]+)'s gradient of parameter")) ||
+      std::regex_search(text, m, std::regex("Rank ([0-9]+) counted")))
+    return job_rank_in(text, std::stoi(m[1].str()));
+  return -1;
 }
 } // namespace
 
@@ -483,7 +497,14 @@ TEST_CASE("under hybrid, a NaN (check_finite) or a one-sided no_sync() is an err
           m.for_each_parameter([](auto&& name, auto&, auto& g) {
             if (std::string(name) == "fc1.weight") g(0, 0) = std::numeric_limits<float>::quiet_NaN();
           });
-        const int notes_before = failure_notes_of(r);
+        // The launcher's failure notes before the failing step, every rank's (the control group
+        // lines the reads up). Under ctest, ddprun sets DDP_FAILURE_FILE: the check must not
+        // vanish silently without it.
+        REQUIRE_MESSAGE(std::getenv("DDP_FAILURE_FILE"), "run under ddprun: DDP_FAILURE_FILE is unset");
+        std::vector<int> notes_before(static_cast<std::size_t>(W));
+        for (int q = 0; q < W; ++q)
+          notes_before[static_cast<std::size_t>(q)] = failure_notes_of(q);
+        ctl.barrier();
         const auto t0 = std::chrono::steady_clock::now();
         std::optional<ddp::error> caught;
         try {
@@ -493,8 +514,20 @@ TEST_CASE("under hybrid, a NaN (check_finite) or a one-sided no_sync() is an err
         REQUIRE(caught);
         // One failure, noted once for the launcher (and reported once to the store), though it
         // fails three groups: the shard group, the replicate group and pg. None when pg had
-        // already heard of another rank's failure.
-        if (notes_before >= 0) CHECK(failure_notes_of(r) - notes_before <= 1);
+        // already heard of another rank's failure; at least one rank notes it. Every rank has
+        // thrown, so written its note, once past the barrier.
+        ctl.barrier();
+        std::vector<int> noted(static_cast<std::size_t>(W));
+        int noted_in_all = 0;
+        for (int q = 0; q < W; ++q) {
+          CAPTURE(q);
+          noted[static_cast<std::size_t>(q)] =
+              failure_notes_of(q) - notes_before[static_cast<std::size_t>(q)];
+          CHECK(noted[static_cast<std::size_t>(q)] >= 0);
+          CHECK(noted[static_cast<std::size_t>(q)] <= 1);
+          noted_in_all += noted[static_cast<std::size_t>(q)];
+        }
+        CHECK(noted_in_all >= 1);
         const ddp::error& e = *caught;
         const std::string what = e.what();
         CAPTURE(what);
@@ -517,10 +550,19 @@ TEST_CASE("under hybrid, a NaN (check_finite) or a one-sided no_sync() is an err
           // before it ("rank N failed: ..."): a lost peer, named, with that rank's error, and so
           // the check, in the message.
           const int reporter = std::stoi(heard[1].str());
+          const std::string reported = heard.suffix().str(); // the reporter's own error
+          CAPTURE(reported);
           CHECK(e.kind() == ddp::error_kind::peer_lost);
           CHECK(reporter != r);
           CHECK(e.rank() == reporter);
-          CHECK(names_the_check(what, nan));
+          CHECK(names_the_check(reported, nan));
+          // The reporter ran the check with the failing rank, which its error blames.
+          CHECK((reporter / S == failing / S || S == 1));
+          CHECK(blamed_in(reported, reporter) == failing);
+          // Its report is the launcher's note of the failure too.
+          REQUIRE(reporter >= 0);
+          REQUIRE(reporter < W);
+          CHECK(noted[static_cast<std::size_t>(reporter)] == 1);
         } else {
           // The other shard groups' ranks wait in a replicate all-reduce with a rank of the
           // failing shard group, which aborts it: without the store's report, a peer of that
