@@ -557,7 +557,9 @@ std::vector<int> peers_of(const std::string& body, const std::string& name) {
   std::vector<int> peers;
   const std::string head = "{\"name\":\"" + name + "\"";
   for (auto at = body.find(head); at != std::string::npos; at = body.find(head, at + 1)) {
-    const auto end = body.find('}', body.find("\"args\":", at));
+    // The span's first closing brace: its args' when it has them, else its own. Searching from
+    // its "args" would run into the next span's when it has none.
+    const auto end = body.find('}', at);
     const auto peer = body.find("\"peer\":", at);
     if (peer != std::string::npos && peer < end) peers.push_back(std::atoi(body.c_str() + peer + 7));
   }

@@ -152,7 +152,11 @@ agree_on_bucket_order(const bucket_plan& plan, const bucket_order_request& req,
       refusal = what_of(std::current_exception());
     }
   }
-  std::vector<std::int64_t> mine(row), all(row * w);
+  // Everything the two exchanges need, allocated before the first: from there to the second,
+  // nothing allocates outside a try, so no rank leaves its peers waiting there.
+  std::vector<std::int64_t> mine(row), all(row * w), outcome(n + 2), outcomes((n + 2) * w);
+  std::vector<std::size_t> order(n);
+  std::vector<bool> seen(n, false);
   mine[0] = req.pinned ? 1 : 0;
   mine[1] = verdict;
   mine[2] = static_cast<std::int64_t>(n);
@@ -191,8 +195,6 @@ agree_on_bucket_order(const bucket_plan& plan, const bucket_order_request& req,
                 0);
   }
   // Rank 0's order, checked: every index once (the header check made the counts equal).
-  std::vector<std::size_t> order(n);
-  std::vector<bool> seen(n, false);
   for (std::size_t k = 0; k < n; ++k) {
     const auto i = all[3 + k];
     if (all[2] != static_cast<std::int64_t>(n) || i < 0 || static_cast<std::size_t>(i) >= n ||
@@ -239,7 +241,6 @@ agree_on_bucket_order(const bucket_plan& plan, const bucket_order_request& req,
   // Each rank's whole layout travels, not a hash of it: two layouts that differ are told apart
   // exactly. Row: how it failed (0: it did not; 1: the policy or the plan threw; 2: out of
   // memory), then the layout (write_layout).
-  std::vector<std::int64_t> outcome(n + 2), outcomes(outcome.size() * w);
   const std::size_t orow = outcome.size();
   outcome[0] = !failed ? 0 : out_of_memory ? 2 : 1;
   if (!failed) write_layout(*rebuilt, std::span(outcome).subspan(1));

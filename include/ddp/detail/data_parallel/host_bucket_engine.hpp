@@ -20,7 +20,9 @@ namespace detail {
 
 /// Test-only: when set, called before the host engine allocates the packing
 /// buffer of bucket `bucket` (a test throws from it, as a failed allocation
-/// would). Null otherwise: one load per packed bucket per layout, never per step.
+/// would); set and read on the training thread only. Null otherwise: one load
+/// per packed bucket per layout, which is per step only where gradient storage
+/// moves every step (and then a buffer's resize costs more than the load).
 inline void (*before_packing_buffer)(std::size_t bucket, std::size_t bytes) = nullptr;
 
 template <communicator Comm> class host_bucket_engine {
