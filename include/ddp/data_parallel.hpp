@@ -30,7 +30,9 @@
 #include <ddp/reduction.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -189,18 +191,33 @@ private:
                             ? "the bucketing policy has no ordered form (ddp::reorderable_bucketing_policy)"
                         : on_device_ ? "device gradients keep their first buckets"
                                      : nullptr;
-    const bool replaced = detail::agree_on_bucket_order(
-        plan_,
-        {registry_.parameters(), ready, assign, [](dtype d) { return Reduction::wire(d); },
-         detail::bucket_engine_capabilities<comm_type>(on_device_), fixed, opts_.pin_bucket_order, pg_.rank(),
-         pg_.size(), step},
-        [&](const std::int64_t* mine, std::int64_t* all, std::size_t n) {
-          comm().all_gather(mine, all, n, dtype::i64, true).wait();
-        });
-    if (!replaced) return;
+    auto* host = std::get_if<detail::host_bucket_engine<comm_type>>(&engine_); // null: device gradients
+    std::optional<detail::bucket_plan> next;
+    try {
+      next = detail::agree_on_bucket_order(
+          plan_,
+          {registry_.parameters(), ready, assign, [](dtype d) { return Reduction::wire(d); },
+           detail::bucket_engine_capabilities<comm_type>(on_device_), fixed, opts_.pin_bucket_order,
+           pg_.rank(), pg_.size(), step},
+          [&](const std::int64_t* mine, std::int64_t* all, std::size_t n) {
+            comm().all_gather(mine, all, n, dtype::i64, true).wait();
+          },
+          [&](const detail::bucket_plan& p) { // aside: what is in use stays, should this throw
+            step_.prepare_plan(p);
+            timeline_.prepare_plan(p);
+            std::get<detail::host_bucket_engine<comm_type>>(engine_).prepare_plan(p);
+          });
+    } catch (...) {
+      if (host) host->discard_prepared(); // the new buffers go with the new buckets: no rank takes them
+      throw;
+    }
+    if (!next) return;
+    // Every rank laid out the new buckets aside: nothing from here on can fail.
+    static_assert(std::is_nothrow_move_assignable_v<detail::bucket_plan>);
+    plan_ = std::move(*next);
     step_.plan_changed();
     timeline_.plan_changed();
-    std::get<detail::host_bucket_engine<comm_type>>(engine_).plan_changed();
+    std::get<detail::host_bucket_engine<comm_type>>(engine_).adopt_prepared();
   }
 
 public:
@@ -273,11 +290,15 @@ private:
     return dev;
   }
 
-  /// Construction, in order: the model is checked (the same on every rank;
-  /// descriptions only, no tensor data), rank 0's state is copied everywhere,
-  /// then the buckets are planned.
+  /// Construction, in order: the model and ddp_options::pin_bucket_order are
+  /// checked (the same on every rank; descriptions only, no tensor data), rank 0's state is copied
+  /// everywhere, then the buckets are planned.
   detail::bucket_plan verify_then_plan() {
-    if (opts_.verify_model) registry_.verify_across_ranks(comm());
+    // The options every rank must share travel with the model's description: no collective of
+    // their own. With verify_model off, the bucket rebuild's exchange still checks the pin.
+    if (opts_.verify_model)
+      registry_.verify_across_ranks(comm(), opts_.pin_bucket_order ? "pin_bucket_order=on\n"
+                                                                   : "pin_bucket_order=off\n");
     if (registry_.any_on_device())
       broadcasts_.begin(/*stream_ordered=*/false); // a failure is the constructor's
     registry_.broadcast_from_rank0(comm(), /*buffers_only=*/false, broadcasts_);
@@ -295,9 +316,19 @@ private:
   void abort_group(const std::string& why) noexcept { pg_.abort(why); }
   /// Moved gradient storage: new addresses, maybe new bucket paths.
   void storage_moved() {
-    detail::choose_paths(plan_, registry_.parameters(),
+    auto next = plan_;
+    detail::choose_paths(next, registry_.parameters(),
                          detail::bucket_engine_capabilities<comm_type>(on_device_));
-    engine([](auto& e) { e.layout(); });
+    if (auto* host = std::get_if<detail::host_bucket_engine<comm_type>>(&engine_)) {
+      // Aside, then swapped in: a throw leaves the plan and its buffers as they were (the step
+      // driver lays out again at the next step), never a packed bucket without its buffer.
+      host->prepare_plan(next);
+      plan_ = std::move(next);
+      host->adopt_prepared();
+    } else {
+      plan_ = std::move(next);
+      engine([](auto& e) { e.layout(); });
+    }
   }
   void zero_gradient(std::size_t index) {
     engine([&](auto& e) { e.zero(registry_[index]); });

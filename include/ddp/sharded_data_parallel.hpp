@@ -363,13 +363,28 @@ private:
   friend detail::step_driver<sharded_data_parallel, comm_type, Model>;
   static constexpr detail::call_kind step_call = detail::call_kind::sharded_synchronize;
   /// This rank fails mid-step on its own: the peers in the step's collectives fail now, naming it.
-  /// Under hybrid, peers may wait in the shard or replicate group's collectives: those fail too.
+  /// Under hybrid, peers may wait in the shard or replicate group's collectives: those fail too,
+  /// but only pg_ reports the failure (the launcher's note, the store, the log): one failure, one
+  /// report. The subgroups share pg_'s store, whose report reaches their peers' failure watches.
+  /// Refused first, interrupted last, as process_group::abort does (docs/design-notes.md,
+  /// "Note [leaving on an error]").
   void abort_group(const std::string& why) noexcept {
-    if (replicate_pg_) {
-      shard_pg_.abort(why);
-      replicate_pg_->abort(why);
-    }
+    if (!replicate_pg_) return pg_.abort(why);
+    using comm_t = typename Backend::communicator;
+    comm_t* subgroups[2] = {&shard_pg_.communicator(), &replicate_pg_->communicator()};
+    for (auto*& c : subgroups)
+      if (c->poisoned()) c = nullptr; // failed already: its peers heard
+    if constexpr (requires(comm_t & c) { c.poison_for_failure(why); })
+      for (auto* c : subgroups)
+        if (c) try {
+            c->poison_for_failure(why);
+          } catch (...) {}
     pg_.abort(why);
+    if constexpr (abortable_communicator<comm_t>)
+      for (auto* c : subgroups)
+        if (c) try {
+            c->abort_for_failure(why);
+          } catch (...) {}
   }
   /// The shard engine reads the registry's addresses at every launch: nothing to lay out again.
   void storage_moved() {}

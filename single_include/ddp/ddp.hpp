@@ -5260,9 +5260,13 @@ DDP_INLINE void check_unique_names(const std::vector<tensor_slot>& slots, const 
 DDP_INLINE std::string describe(const std::vector<tensor_slot>& params,
                                 const std::vector<tensor_slot>& buffers);
 
-/// A description split back into its two sections, one line per entry.
+/// Options every rank must set alike ("name=value" lines) as a description's
+/// last section; empty for none.
+DDP_INLINE std::string describe_settings(std::string_view settings);
+
+/// A description split back into its sections, one line per entry.
 struct described_layout {
-  std::vector<std::string> params, buffers;
+  std::vector<std::string> params, buffers, settings;
 };
 
 DDP_INLINE described_layout parse_description(const std::string& d);
@@ -5274,6 +5278,10 @@ DDP_INLINE std::string pretty_entry(const std::string& line);
 /// Parameters and buffers are compared section by section, each counted from #0 on both sides, so
 /// an extra parameter on rank r is named by its own index whatever rank 0 lists at that line.
 DDP_INLINE std::string first_difference(const std::string& d0, const std::string& dr, int r);
+
+/// The first setting (describe_settings) in which rank r's description differs from rank 0's,
+/// as "ddp_options::NAME differs: rank r has it V and rank 0 U"; empty when equal.
+DDP_INLINE std::string first_setting_difference(const std::string& d0, const std::string& dr, int r);
 
 } // namespace detail
 DDP_END_NAMESPACE
@@ -6264,6 +6272,13 @@ DDP_END_NAMESPACE
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
+/// Test-only: when set, called before the host engine allocates the packing
+/// buffer of bucket `bucket` (a test throws from it, as a failed allocation
+/// would); set and read on the training thread only. Null otherwise: one load
+/// per packed bucket per layout, which is per step only where gradient storage
+/// moves every step (and then a buffer's resize costs more than the load).
+inline void (*before_packing_buffer)(std::size_t bucket, std::size_t bytes) = nullptr;
+
 template <communicator Comm> class host_bucket_engine {
 public:
   static constexpr plan_capabilities capabilities{.fragments = fragment_communicator<Comm>};
@@ -6280,22 +6295,25 @@ public:
 
   /// Packing buffers for the packed buckets (kept across steps); call again
   /// when the plan's paths changed.
-  void layout() {
-    for (std::size_t i = 0; i < state_.size(); ++i) {
-      auto& b = plan_.buckets[i];
-      if (b.path == bucket_path::packed)
-        state_[i].buffer.resize(b.elements * size_of(b.wire_type));
-      else
-        state_[i].buffer = {};
-    }
+  void layout() { lay_out(plan_, state_); }
+
+  /// State and buffers for the buckets of `next`, a plan that will replace
+  /// this engine's between steps, made aside: the ones in use stay until
+  /// adopt_prepared(), so a failure here leaves the engine as it was.
+  void prepare_plan(const bucket_plan& next) {
+    std::vector<runtime> state(next.buckets.size());
+    lay_out(next, state);
+    next_state_ = std::move(state);
   }
 
-  /// The plan was laid out again between steps (nothing in flight): state and
-  /// buffers for its buckets.
-  void plan_changed() {
+  /// The plan prepare_plan() saw will not be used: its buffers go now.
+  void discard_prepared() noexcept { std::vector<runtime>().swap(next_state_); }
+
+  /// The plan this engine reads is now the one prepare_plan() saw (nothing in flight).
+  void adopt_prepared() noexcept {
     wait_all_quietly();
-    state_ = std::vector<runtime>(plan_.buckets.size());
-    layout();
+    state_.swap(next_state_);
+    discard_prepared();
   }
 
   /// A gradient with no contribution this step.
@@ -6395,6 +6413,19 @@ private:
     std::chrono::steady_clock::time_point t_launch, t_done;
   };
 
+  static void lay_out(const bucket_plan& plan, std::vector<runtime>& state) {
+    for (std::size_t i = 0; i < state.size(); ++i) {
+      auto& b = plan.buckets[i];
+      if (b.path == bucket_path::packed) {
+        const std::size_t bytes = b.elements * size_of(b.wire_type);
+        if (before_packing_buffer) before_packing_buffer(i, bytes);
+        state[i].buffer.resize(bytes);
+      } else {
+        state[i].buffer = {};
+      }
+    }
+  }
+
   /// Starts the all-reduce of bucket i on its gradients, its buffer, or
   /// `zeros` in their place (cut into the same fragments).
   work reduce(std::size_t i, std::byte* zeros, double scale, bool caller_waits = false) {
@@ -6424,6 +6455,7 @@ private:
   const bucket_plan& plan_;
   const std::vector<tensor_slot>& params_;
   std::vector<runtime> state_;
+  std::vector<runtime> next_state_; ///< prepare_plan()'s, until adopt_prepared()
 };
 
 } // namespace detail
@@ -11659,8 +11691,11 @@ DDP_END_NAMESPACE
 // driver records the order of mark_grad_ready; after it, every rank sends its
 // order and options in one all_gather, and every rank lays the buckets out
 // again from rank 0's order, so that they stay identical everywhere. Once,
-// between steps: nothing is in flight. What keeps the first layout: the
-// user's pin (ddp_options::pin_bucket_order), a policy with no ordered form
+// between steps: nothing is in flight. A failure on any rank (the policy's
+// ordered assign, the new buffers) is known to every rank at once, and then
+// no rank changes its buckets (docs/design-notes.md, "Note [rebuild all or
+// none]"). What keeps the first layout: the user's pin
+// (ddp_options::pin_bucket_order), a policy with no ordered form
 // (reorderable_bucketing_policy), device gradients, and gradients laid out
 // in memory for the first buckets (an arena, a flat_model, LibTorch's views)
 // where the new ones would reduce fewer bytes in place (docs/bucketing.md).
@@ -11722,6 +11757,7 @@ DDP_END_NAMESPACE
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -11770,9 +11806,12 @@ struct bucket_order_request {
   std::uint32_t step;
 };
 
-/// Rank 0's decision, as it travels in the exchange.
+/// Rank 0's decision, as it travels in the exchange. `same`: backward's buckets are the
+/// ones in use; `refused`: rank 0 could not make them (its policy or the plan threw);
+/// `refused_out_of_memory`: the same, for want of memory.
 namespace order_verdict {
-inline constexpr std::int64_t keep_pinned = 0, keep_layout = 1, rebuild = 2;
+inline constexpr std::int64_t keep_pinned = 0, keep_layout = 1, rebuild = 2, same = 3, refused = 4,
+                              refused_out_of_memory = 5;
 }
 
 /// Both orders for DDP_DEBUG: registration, and `ready` then the rest.
@@ -11782,15 +11821,27 @@ DDP_INLINE std::string describe_orders(std::span<const tensor_slot> params,
 /// The policy's buckets for `order`, members in memory order, laid out as a plan.
 DDP_INLINE bucket_plan plan_in_order(const bucket_order_request& req, std::span<const std::size_t> order);
 
-/// The exchange and the decision, on every rank alike: true when `plan` was
-/// replaced by the one in backward's order (the caller then lays out what
-/// depends on it). Ranks whose pin differs fail with ddp::error(mismatch)
-/// naming the first such rank, `plan` unchanged; a rank at another collective
-/// (a different step, a different parameter count) fails in the exchange's
-/// header check. DDP_DEBUG=INFO: rank 0 logs both orders, once.
-DDP_INLINE bool
-agree_on_bucket_order(bucket_plan& plan, const bucket_order_request& req,
-                      function_ref<void(const std::int64_t*, std::int64_t*, std::size_t)> all_gather);
+/// The exchange and the decision, on every rank alike: the plan in backward's
+/// order when the buckets change, after `lay_out_aside(next)` made on every
+/// rank what depends on it without touching what is in use (the caller then
+/// swaps it in with operations that cannot throw); nullopt when they stay.
+/// Every rank throws alike, no rank's buckets changed, when: the pins differ
+/// (ddp::error(mismatch) naming the first such rank); rank 0's policy threw
+/// in its ordered assign (before the exchange: it joins it with a refusal);
+/// a rank's assign or lay_out_aside threw, or its buckets differ from rank
+/// 0's (a second exchange of every rank's whole layout, only when the buckets
+/// change). A policy's exception is error_kind::config, std::bad_alloc backend. A rank at
+/// another collective (a different step, a different parameter count) fails
+/// in the exchange's header check. DDP_DEBUG=INFO: rank 0 logs both orders, once.
+DDP_INLINE std::optional<bucket_plan>
+agree_on_bucket_order(const bucket_plan& plan, const bucket_order_request& req,
+                      function_ref<void(const std::int64_t*, std::int64_t*, std::size_t)> all_gather,
+                      function_ref<void(const bucket_plan&)> lay_out_aside);
+
+/// The layout as one exchange row: row[0] the number of buckets, row[1 + p] where parameter p
+/// sits (bucket * (n + 1) + its place there; -1: in none), n = row.size() - 1. Two rows are
+/// equal exactly when the buckets hold the same parameters in the same order.
+DDP_INLINE void write_layout(const bucket_plan& plan, std::span<std::int64_t> row);
 
 } // namespace detail
 DDP_END_NAMESPACE
@@ -12105,9 +12156,11 @@ public:
 
   /// Every rank must hold the same parameters and buffers (names, order,
   /// dtypes, sizes): the first difference from rank 0 is an error naming the
-  /// rank and the parameter, on every rank.
-  template <communicator C> void verify_across_ranks(C& comm) const {
-    const std::string desc = describe(params_, buffers_);
+  /// rank and the parameter, on every rank. `settings` ("name=value" lines):
+  /// options every rank must set alike, checked in the same exchange after
+  /// the model (describe_settings).
+  template <communicator C> void verify_across_ranks(C& comm, std::string_view settings = {}) const {
+    const std::string desc = describe(params_, buffers_) + describe_settings(settings);
     const auto w = static_cast<std::size_t>(comm.size());
     std::int64_t len = static_cast<std::int64_t>(desc.size());
     std::vector<std::int64_t> lens(w);
@@ -12212,6 +12265,7 @@ DDP_END_NAMESPACE
 // ---- end ddp/detail/data_parallel/parameter_registry.hpp ----
 
 #include <cstddef>
+#include <string_view>
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
@@ -12229,8 +12283,8 @@ DDP_DETAIL_GLOO_INSTANCE void check_same_bucket_everywhere<gloo_communicator>(gl
 DDP_DETAIL_GLOO_INSTANCE void
 log_step_timing<host_bucket_engine<gloo_communicator>>(const host_bucket_engine<gloo_communicator>&,
                                                        std::size_t);
-DDP_DETAIL_GLOO_INSTANCE void
-parameter_slots::verify_across_ranks<gloo_communicator>(gloo_communicator&) const;
+DDP_DETAIL_GLOO_INSTANCE void parameter_slots::verify_across_ranks<gloo_communicator>(gloo_communicator&,
+                                                                                      std::string_view) const;
 DDP_DETAIL_GLOO_INSTANCE void
 parameter_slots::broadcast_from_rank0<gloo_communicator, device_broadcasts<gloo_communicator>>(
     gloo_communicator&, bool, device_broadcasts<gloo_communicator>&) const;
@@ -12315,9 +12369,11 @@ public:
 
   /// Every rank must hold the same parameters and buffers (names, order,
   /// dtypes, sizes): the first difference from rank 0 is an error naming the
-  /// rank and the parameter, on every rank.
-  template <communicator C> void verify_across_ranks(C& comm) const {
-    const std::string desc = describe(params_, buffers_);
+  /// rank and the parameter, on every rank. `settings` ("name=value" lines):
+  /// options every rank must set alike, checked in the same exchange after
+  /// the model (describe_settings).
+  template <communicator C> void verify_across_ranks(C& comm, std::string_view settings = {}) const {
+    const std::string desc = describe(params_, buffers_) + describe_settings(settings);
     const auto w = static_cast<std::size_t>(comm.size());
     std::int64_t len = static_cast<std::int64_t>(desc.size());
     std::vector<std::int64_t> lens(w);
@@ -12858,7 +12914,9 @@ public:
 
   DDP_INLINE void reset();
   /// The plan was laid out again between steps (bucket_order.hpp): counts per new bucket.
-  DDP_INLINE void plan_changed();
+  DDP_INLINE void plan_changed() noexcept;
+  /// Room for `buckets` buckets, before the plan is replaced (may throw).
+  void reserve(std::size_t buckets) { pending_.reserve(buckets); }
 
 private:
   const bucket_plan& plan_;
@@ -12948,8 +13006,11 @@ public:
   /// The parameters marked ready in the step under way or the last one, in mark order.
   const std::vector<std::size_t>& ready_order() const noexcept { return ready_order_; }
 
-  /// The owner laid its bucket plan out again, between steps.
-  DDP_INLINE void plan_changed();
+  /// Before the owner replaces its bucket plan by `next` (between steps): room
+  /// for it, so that plan_changed() cannot fail. Refused in the middle of a step.
+  DDP_INLINE void prepare_plan(const bucket_plan& next);
+  /// The owner laid its bucket plan out again, after prepare_plan().
+  void plan_changed() noexcept { step_.plan_changed(); }
 
   /// Follows moved gradient storage: the registry walks the model again and,
   /// if anything moved, the owner lays out what depends on the addresses.
@@ -13044,6 +13105,9 @@ private:
   bool repeat_ = false;
   bool certain_repeat_ = false;  ///< and this rank marked every gradient last step, none since
   bool storage_checked_ = false; ///< synchronize() looked for moved storage this step
+  /// Storage moved and the owner has not laid its buckets out for it yet (its storage_moved()
+  /// threw): the next refresh() lays out again, though the walk finds nothing new.
+  bool layout_pending_ = false;
   /// mark calls (no_sync() ones too) since the last communicated synchronize()
   std::size_t marks_since_sync_ = 0;
   bool last_step_marked_ = false; ///< every gradient of that synchronize()'s step was marked before it
@@ -13413,8 +13477,10 @@ class step_timeline {
 public:
   explicit step_timeline(const bucket_plan& plan) : plan_(plan), launched_ns_(plan.buckets.size(), 0) {}
 
-  /// The plan was laid out again between steps.
-  void plan_changed() { launched_ns_.assign(plan_.buckets.size(), 0); }
+  /// Room for `next`'s buckets, before the plan is replaced (may throw).
+  void prepare_plan(const bucket_plan& next) { launched_ns_.reserve(next.buckets.size()); }
+  /// The plan was laid out again between steps, after prepare_plan(): no allocation.
+  void plan_changed() noexcept { launched_ns_.assign(plan_.buckets.size(), 0); }
 
   void marked(std::size_t param, bool unused) {
     trace::instant(trace::kind::mark_grad_ready, static_cast<std::int64_t>(param), unused ? 1 : 0);
@@ -13492,7 +13558,9 @@ DDP_END_NAMESPACE
 // ---- end ddp/detail/data_parallel/timeline.hpp ----
 
 #include <functional>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
@@ -13651,18 +13719,33 @@ private:
                             ? "the bucketing policy has no ordered form (ddp::reorderable_bucketing_policy)"
                         : on_device_ ? "device gradients keep their first buckets"
                                      : nullptr;
-    const bool replaced = detail::agree_on_bucket_order(
-        plan_,
-        {registry_.parameters(), ready, assign, [](dtype d) { return Reduction::wire(d); },
-         detail::bucket_engine_capabilities<comm_type>(on_device_), fixed, opts_.pin_bucket_order, pg_.rank(),
-         pg_.size(), step},
-        [&](const std::int64_t* mine, std::int64_t* all, std::size_t n) {
-          comm().all_gather(mine, all, n, dtype::i64, true).wait();
-        });
-    if (!replaced) return;
+    auto* host = std::get_if<detail::host_bucket_engine<comm_type>>(&engine_); // null: device gradients
+    std::optional<detail::bucket_plan> next;
+    try {
+      next = detail::agree_on_bucket_order(
+          plan_,
+          {registry_.parameters(), ready, assign, [](dtype d) { return Reduction::wire(d); },
+           detail::bucket_engine_capabilities<comm_type>(on_device_), fixed, opts_.pin_bucket_order,
+           pg_.rank(), pg_.size(), step},
+          [&](const std::int64_t* mine, std::int64_t* all, std::size_t n) {
+            comm().all_gather(mine, all, n, dtype::i64, true).wait();
+          },
+          [&](const detail::bucket_plan& p) { // aside: what is in use stays, should this throw
+            step_.prepare_plan(p);
+            timeline_.prepare_plan(p);
+            std::get<detail::host_bucket_engine<comm_type>>(engine_).prepare_plan(p);
+          });
+    } catch (...) {
+      if (host) host->discard_prepared(); // the new buffers go with the new buckets: no rank takes them
+      throw;
+    }
+    if (!next) return;
+    // Every rank laid out the new buckets aside: nothing from here on can fail.
+    static_assert(std::is_nothrow_move_assignable_v<detail::bucket_plan>);
+    plan_ = std::move(*next);
     step_.plan_changed();
     timeline_.plan_changed();
-    std::get<detail::host_bucket_engine<comm_type>>(engine_).plan_changed();
+    std::get<detail::host_bucket_engine<comm_type>>(engine_).adopt_prepared();
   }
 
 public:
@@ -13735,11 +13818,15 @@ private:
     return dev;
   }
 
-  /// Construction, in order: the model is checked (the same on every rank;
-  /// descriptions only, no tensor data), rank 0's state is copied everywhere,
-  /// then the buckets are planned.
+  /// Construction, in order: the model and ddp_options::pin_bucket_order are
+  /// checked (the same on every rank; descriptions only, no tensor data), rank 0's state is copied
+  /// everywhere, then the buckets are planned.
   detail::bucket_plan verify_then_plan() {
-    if (opts_.verify_model) registry_.verify_across_ranks(comm());
+    // The options every rank must share travel with the model's description: no collective of
+    // their own. With verify_model off, the bucket rebuild's exchange still checks the pin.
+    if (opts_.verify_model)
+      registry_.verify_across_ranks(comm(), opts_.pin_bucket_order ? "pin_bucket_order=on\n"
+                                                                   : "pin_bucket_order=off\n");
     if (registry_.any_on_device())
       broadcasts_.begin(/*stream_ordered=*/false); // a failure is the constructor's
     registry_.broadcast_from_rank0(comm(), /*buffers_only=*/false, broadcasts_);
@@ -13757,9 +13844,19 @@ private:
   void abort_group(const std::string& why) noexcept { pg_.abort(why); }
   /// Moved gradient storage: new addresses, maybe new bucket paths.
   void storage_moved() {
-    detail::choose_paths(plan_, registry_.parameters(),
+    auto next = plan_;
+    detail::choose_paths(next, registry_.parameters(),
                          detail::bucket_engine_capabilities<comm_type>(on_device_));
-    engine([](auto& e) { e.layout(); });
+    if (auto* host = std::get_if<detail::host_bucket_engine<comm_type>>(&engine_)) {
+      // Aside, then swapped in: a throw leaves the plan and its buffers as they were (the step
+      // driver lays out again at the next step), never a packed bucket without its buffer.
+      host->prepare_plan(next);
+      plan_ = std::move(next);
+      host->adopt_prepared();
+    } else {
+      plan_ = std::move(next);
+      engine([](auto& e) { e.layout(); });
+    }
   }
   void zero_gradient(std::size_t index) {
     engine([&](auto& e) { e.zero(registry_[index]); });
@@ -15586,13 +15683,28 @@ private:
   friend detail::step_driver<sharded_data_parallel, comm_type, Model>;
   static constexpr detail::call_kind step_call = detail::call_kind::sharded_synchronize;
   /// This rank fails mid-step on its own: the peers in the step's collectives fail now, naming it.
-  /// Under hybrid, peers may wait in the shard or replicate group's collectives: those fail too.
+  /// Under hybrid, peers may wait in the shard or replicate group's collectives: those fail too,
+  /// but only pg_ reports the failure (the launcher's note, the store, the log): one failure, one
+  /// report. The subgroups share pg_'s store, whose report reaches their peers' failure watches.
+  /// Refused first, interrupted last, as process_group::abort does (docs/design-notes.md,
+  /// "Note [leaving on an error]").
   void abort_group(const std::string& why) noexcept {
-    if (replicate_pg_) {
-      shard_pg_.abort(why);
-      replicate_pg_->abort(why);
-    }
+    if (!replicate_pg_) return pg_.abort(why);
+    using comm_t = typename Backend::communicator;
+    comm_t* subgroups[2] = {&shard_pg_.communicator(), &replicate_pg_->communicator()};
+    for (auto*& c : subgroups)
+      if (c->poisoned()) c = nullptr; // failed already: its peers heard
+    if constexpr (requires(comm_t & c) { c.poison_for_failure(why); })
+      for (auto* c : subgroups)
+        if (c) try {
+            c->poison_for_failure(why);
+          } catch (...) {}
     pg_.abort(why);
+    if constexpr (abortable_communicator<comm_t>)
+      for (auto* c : subgroups)
+        if (c) try {
+            c->abort_for_failure(why);
+          } catch (...) {}
   }
   /// The shard engine reads the registry's addresses at every launch: nothing to lay out again.
   void storage_moved() {}
@@ -25878,6 +25990,10 @@ DDP_INLINE std::string describe(const std::vector<tensor_slot>& params,
   return d;
 }
 
+DDP_INLINE std::string describe_settings(std::string_view settings) {
+  return settings.empty() ? std::string() : "S\n" + std::string(settings);
+}
+
 DDP_INLINE described_layout parse_description(const std::string& d) {
   described_layout out;
   std::vector<std::string>* section = &out.params;
@@ -25890,6 +26006,8 @@ DDP_INLINE described_layout parse_description(const std::string& d) {
         section = &out.params;
       else if (line == "B")
         section = &out.buffers;
+      else if (line == "S")
+        section = &out.settings;
       else
         section->push_back(std::move(line));
     }
@@ -25923,6 +26041,24 @@ DDP_INLINE std::string first_difference(const std::string& d0, const std::string
                pretty_entry(y[i]);
     }
   }
+  return {};
+}
+
+DDP_INLINE std::string first_setting_difference(const std::string& d0, const std::string& dr, int r) {
+  const auto a = parse_description(d0).settings, b = parse_description(dr).settings;
+  auto value = [](const std::vector<std::string>& lines, const std::string& name) {
+    for (auto& l : lines)
+      if (l.compare(0, name.size() + 1, name + "=") == 0) return l.substr(name.size() + 1);
+    return std::string("unset");
+  };
+  for (const auto* side : {&a, &b})
+    for (auto& line : *side) {
+      const std::string name = line.substr(0, line.find('='));
+      const std::string v0 = value(a, name), vr = value(b, name);
+      if (v0 != vr)
+        return "ddp_options::" + name + " differs: rank " + std::to_string(r) + " has it " + vr +
+               " and rank 0 " + v0;
+    }
   return {};
 }
 
@@ -26141,7 +26277,10 @@ DDP_END_NAMESPACE
 
 
 #include <algorithm>
+#include <exception>
 #include <functional>
+#include <new>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -26207,33 +26346,83 @@ DDP_INLINE bucket_plan plan_in_order(const bucket_order_request& req, std::span<
   return make_bucket_plan(assignment, req.params, req.wire, req.caps);
 }
 
-DDP_INLINE bool
-agree_on_bucket_order(bucket_plan& plan, const bucket_order_request& req,
-                      function_ref<void(const std::int64_t*, std::int64_t*, std::size_t)> all_gather) {
+DDP_INLINE void write_layout(const bucket_plan& plan, std::span<std::int64_t> row) {
+  const auto n = static_cast<std::int64_t>(row.size() - 1);
+  std::fill(row.begin(), row.end(), std::int64_t{-1});
+  row[0] = static_cast<std::int64_t>(plan.buckets.size());
+  for (std::size_t b = 0; b < plan.buckets.size(); ++b)
+    for (std::size_t k = 0; k < plan.buckets[b].params.size(); ++k) {
+      const auto p = plan.buckets[b].params[k];
+      // A parameter outside the row (a plan for another model) makes the rows differ.
+      if (p < row.size() - 1)
+        row[1 + p] = static_cast<std::int64_t>(b) * (n + 1) + static_cast<std::int64_t>(k);
+      else
+        row[0] = -2;
+    }
+}
+
+DDP_INLINE std::optional<bucket_plan>
+agree_on_bucket_order(const bucket_plan& plan, const bucket_order_request& req,
+                      function_ref<void(const std::int64_t*, std::int64_t*, std::size_t)> all_gather,
+                      function_ref<void(const bucket_plan&)> lay_out_aside) {
   const bool log = req.rank == 0 && debug() >= debug_level::info;
+  // What an exception that left the policy (or an allocation) says.
+  auto what_of = [](const std::exception_ptr& e) -> std::string {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) { return x.what(); } catch (...) {
+      return "an exception not derived from std::exception";
+    }
+  };
+  auto same_buckets = [](const bucket_plan& a, const bucket_plan& b) {
+    bool same = a.buckets.size() == b.buckets.size();
+    for (std::size_t k = 0; same && k < a.buckets.size(); ++k)
+      same = a.buckets[k].params == b.buckets[k].params;
+    return same;
+  };
   const std::string when =
       req.step ? "after step " + std::to_string(req.step) : "in a joined rank's stand-in step";
   const std::string after = "distributed_data_parallel: " + when + ", ";
+  const std::string me = "rank " + std::to_string(req.rank) + ": ";
+  const std::string unchanged = ". No rank changed its buckets: the step's gradients are reduced, and "
+                                "the next steps run on the first buckets";
   if (req.fixed) {
     if (log)
       log_line("rank 0", after + "the buckets stay in registration order: " + req.fixed +
                              describe_orders(req.params, req.ready));
-    return false;
+    return std::nullopt;
   }
   const std::size_t n = req.params.size(), w = static_cast<std::size_t>(req.world), row = n + 3;
   const auto mine_order = backward_order(req.ready, n);
-  // Only rank 0's verdict counts: it decides from its own layout, the others follow.
+  // Only rank 0's verdict counts: it decides from its own layout, the others follow. It makes
+  // the new buckets before the exchange, so that a policy that throws there is a refusal every
+  // rank hears in the exchange, not a rank missing from it.
   std::int64_t verdict = order_verdict::keep_pinned;
   std::size_t kept_bytes = 0;
+  std::optional<bucket_plan> rebuilt;
+  std::string refusal;
   if (req.rank == 0 && !req.pinned) {
-    // A layout made for the first buckets is not traded for copies: the new buckets must reduce
-    // as many bytes in place.
-    kept_bytes = in_place_bytes(plan);
-    verdict = laid_out_for(plan) && in_place_bytes(plan_in_order(req, mine_order)) < kept_bytes
-                  ? order_verdict::keep_layout
-                  : order_verdict::rebuild;
+    try {
+      rebuilt = plan_in_order(req, mine_order);
+      // A layout made for the first buckets is not traded for copies: the new buckets must
+      // reduce as many bytes in place.
+      kept_bytes = in_place_bytes(plan);
+      verdict = laid_out_for(plan) && in_place_bytes(*rebuilt) < kept_bytes ? order_verdict::keep_layout
+                : same_buckets(*rebuilt, plan)                              ? order_verdict::same
+                                                                            : order_verdict::rebuild;
+    } catch (const std::bad_alloc& x) {
+      verdict = order_verdict::refused_out_of_memory;
+      refusal = x.what();
+    } catch (...) {
+      verdict = order_verdict::refused;
+      refusal = what_of(std::current_exception());
+    }
   }
-  std::vector<std::int64_t> mine(row), all(row * w);
+  // Everything the two exchanges need, allocated before the first: from there to the second,
+  // nothing allocates outside a try, so no rank leaves its peers waiting there.
+  std::vector<std::int64_t> mine(row), all(row * w), outcome(n + 2), outcomes((n + 2) * w);
+  std::vector<std::size_t> order(n);
+  std::vector<bool> seen(n, false);
   mine[0] = req.pinned ? 1 : 0;
   mine[1] = verdict;
   mine[2] = static_cast<std::int64_t>(n);
@@ -26247,7 +26436,7 @@ agree_on_bucket_order(bucket_plan& plan, const bucket_order_request& req,
   for (std::size_t r = 1; r < w; ++r)
     if (all[r * row] != all[0])
       throw error(error_kind::mismatch,
-                  "rank " + std::to_string(req.rank) + ": " + when +
+                  me + when +
                       ", distributed_data_parallel's buckets are rebuilt in backward's order unless "
                       "ddp_options::pin_bucket_order is set, but rank " +
                       std::to_string(r) + " has it " + (all[r * row] ? "on" : "off") + " and rank 0 " +
@@ -26255,20 +26444,41 @@ agree_on_bucket_order(bucket_plan& plan, const bucket_order_request& req,
                       ": set the same options on every rank (the buckets must be the same everywhere). "
                       "No rank changed its buckets",
                   static_cast<int>(r));
+  if (all[1] == order_verdict::refused || all[1] == order_verdict::refused_out_of_memory) {
+    // The policy's exception is the user's to fix; running out of memory is the machine's.
+    const bool oom = all[1] == order_verdict::refused_out_of_memory;
+    throw error(oom ? error_kind::backend : error_kind::config,
+                me + when + ", rebuilding the buckets in backward's order: " +
+                    (req.rank == 0 ? "making the new buckets (the bucketing policy's assign(params, "
+                                     "order), then their plan) threw: " +
+                                         refusal
+                                   : std::string("rank 0 could not make the new buckets (") +
+                                         (oom ? "out of memory"
+                                              : "its bucketing policy's assign(params, "
+                                                "order) or the plan threw") +
+                                         "; rank 0's error says what)") +
+                    unchanged + "; fix the policy, or set ddp_options::pin_bucket_order on every rank",
+                0);
+  }
   // Rank 0's order, checked: every index once (the header check made the counts equal).
-  std::vector<std::size_t> order(n);
-  std::vector<bool> seen(n, false);
   for (std::size_t k = 0; k < n; ++k) {
     const auto i = all[3 + k];
     if (all[2] != static_cast<std::int64_t>(n) || i < 0 || static_cast<std::size_t>(i) >= n ||
         seen[static_cast<std::size_t>(i)])
       throw error(error_kind::mismatch,
-                  "rank " + std::to_string(req.rank) +
-                      ": rank 0 sent a bucket order that is not a permutation of this rank's " +
+                  me + "rank 0 sent a bucket order that is not a permutation of this rank's " +
                       std::to_string(n) + " parameters: the ranks hold different models",
                   0);
     seen[static_cast<std::size_t>(i)] = true;
     order[k] = static_cast<std::size_t>(i);
+  }
+  if (all[1] == order_verdict::same) {
+    if (log)
+      log_line("rank 0", after +
+                             "the buckets in the order backward marked the gradients on rank 0 are the "
+                             "ones in use" +
+                             describe_orders(req.params, req.ready));
+    return std::nullopt;
   }
   if (all[1] != order_verdict::rebuild) {
     if (log)
@@ -26280,27 +26490,60 @@ agree_on_bucket_order(bucket_plan& plan, const bucket_order_request& req,
                               " bytes reduced in place; ddp::arena, ddp::flat_model, LibTorch's "
                               "gradient views), and buckets in backward's order would copy some") +
                    describe_orders(req.params, req.ready));
-    return false;
+    return std::nullopt;
   }
-  auto rebuilt = plan_in_order(req, order);
-  bool same = rebuilt.buckets.size() == plan.buckets.size();
-  for (std::size_t b = 0; same && b < plan.buckets.size(); ++b)
-    same = rebuilt.buckets[b].params == plan.buckets[b].params;
-  if (same) {
-    if (log)
-      log_line("rank 0", after +
-                             "the buckets in the order backward marked the gradients on rank 0 are the "
-                             "ones in use" +
-                             describe_orders(req.params, req.ready));
-    return false;
+  // Every rank makes the new buckets and lays out what depends on them aside; a second exchange
+  // says whether all did, and the same buckets, before any rank takes them
+  // (docs/design-notes.md, "Note [rebuild all or none]").
+  std::exception_ptr failed;
+  bool out_of_memory = false;
+  try {
+    if (!rebuilt) rebuilt = plan_in_order(req, order);
+    lay_out_aside(*rebuilt);
+  } catch (const std::bad_alloc&) {
+    failed = std::current_exception();
+    out_of_memory = true;
+  } catch (...) { failed = std::current_exception(); }
+  // Each rank's whole layout travels, not a hash of it: two layouts that differ are told apart
+  // exactly. Row: how it failed (0: it did not; 1: the policy or the plan threw; 2: out of
+  // memory), then the layout (write_layout).
+  const std::size_t orow = outcome.size();
+  outcome[0] = !failed ? 0 : out_of_memory ? 2 : 1;
+  if (!failed) write_layout(*rebuilt, std::span(outcome).subspan(1));
+  {
+    call_site site{req.step ? call_kind::ddp_rebuild_buckets : call_kind::none, req.step, 1, 2};
+    const call_site_scope named(site);
+    all_gather(outcome.data(), outcomes.data(), orow);
   }
-  plan = std::move(rebuilt);
+  for (std::size_t r = 0; r < w; ++r)
+    if (outcomes[orow * r])
+      throw error(outcomes[orow * r] == 2 ? error_kind::backend : error_kind::config,
+                  me + when + ", rebuilding the buckets in backward's order: " +
+                      (static_cast<int>(r) == req.rank
+                           ? "this rank failed to make or lay out the new buckets: " + what_of(failed)
+                           : "rank " + std::to_string(r) + " failed to make or lay out the new buckets (" +
+                                 (outcomes[orow * r] == 2 ? "out of memory" : "its policy or plan threw") +
+                                 "; its error says what)") +
+                      unchanged,
+                  static_cast<int>(r));
+  for (std::size_t r = 1; r < w; ++r)
+    if (!std::equal(outcomes.begin() + static_cast<std::ptrdiff_t>(orow * r + 1),
+                    outcomes.begin() + static_cast<std::ptrdiff_t>(orow * (r + 1)), outcomes.begin() + 1))
+      throw error(error_kind::mismatch,
+                  me + when +
+                      ", rebuilding the buckets in backward's order: the bucketing policy made "
+                      "other buckets on rank " +
+                      std::to_string(r) + " than on rank 0 from rank 0's order" + unchanged +
+                      "; a policy's assign must depend on nothing but its arguments",
+                  static_cast<int>(r));
   if (log) {
-    log_line("rank 0", after + "buckets rebuilt in the order backward marked the gradients on rank 0" +
-                           describe_orders(req.params, req.ready));
-    log_bucket_layout(plan, std::vector<tensor_slot>(req.params.begin(), req.params.end()));
+    try { // best effort: every rank takes the new buckets now, whatever a log line does
+      log_line("rank 0", after + "buckets rebuilt in the order backward marked the gradients on rank 0" +
+                             describe_orders(req.params, req.ready));
+      log_bucket_layout(*rebuilt, std::vector<tensor_slot>(req.params.begin(), req.params.end()));
+    } catch (...) {}
   }
-  return true;
+  return rebuilt;
 }
 
 } // namespace detail
@@ -26467,6 +26710,14 @@ DDP_INLINE void parameter_slots::throw_first_difference(const std::vector<std::s
                       "same order, with the same dtypes and sizes).",
                   static_cast<int>(r));
   }
+  for (std::size_t r = 1; r < each.size(); ++r) {
+    auto diff = first_setting_difference(each[0], each[r], static_cast<int>(r));
+    if (!diff.empty())
+      throw error(error_kind::mismatch,
+                  diff + ": set the same options on every rank (the ranks must run the same "
+                         "collectives). No rank went on",
+                  static_cast<int>(r));
+  }
 }
 
 DDP_INLINE void parameter_slots::check_unchanged(const std::vector<tensor_slot>& now,
@@ -26563,7 +26814,8 @@ DDP_INLINE void step_state::reset() {
   started_ = false;
 }
 
-DDP_INLINE void step_state::plan_changed() {
+// After reserve(): assign allocates nothing, and reset() only counts.
+DDP_INLINE void step_state::plan_changed() noexcept {
   pending_.assign(plan_.buckets.size(), 0);
   reset();
 }
@@ -26732,14 +26984,17 @@ DDP_INLINE void step_driver_core::launch_complete_buckets(function_ref<void(std:
       limit);
 }
 
-DDP_INLINE void step_driver_core::plan_changed() {
+DDP_INLINE void step_driver_core::prepare_plan(const bucket_plan& next) {
   if (step_.started())
     throw error(error_kind::config, "internal error: the bucket plan changed in the middle of a step");
-  step_.plan_changed();
+  step_.reserve(next.buckets.size());
 }
 
 DDP_INLINE void step_driver_core::refresh() {
-  if (walk_again()) storage_moved();
+  if (walk_again()) layout_pending_ = true;
+  if (!layout_pending_) return;
+  storage_moved();
+  layout_pending_ = false;
 }
 
 DDP_INLINE bool step_driver_core::synchronize(function_ref<void()> complete,

@@ -551,31 +551,51 @@ TEST_CASE("send and recv are in the group's flight record") {
   if (ctl.rank() == 0) std::filesystem::remove_all(dir);
 }
 
+namespace {
+/// The "peer" of every span called `name` in a trace file, in file order.
+std::vector<int> peers_of(const std::string& body, const std::string& name) {
+  std::vector<int> peers;
+  const std::string head = "{\"name\":\"" + name + "\"";
+  for (auto at = body.find(head); at != std::string::npos; at = body.find(head, at + 1)) {
+    // The span's first closing brace: its args' when it has them, else its own. Searching from
+    // its "args" would run into the next span's when it has none.
+    const auto end = body.find('}', at);
+    const auto peer = body.find("\"peer\":", at);
+    if (peer != std::string::npos && peer < end) peers.push_back(std::atoi(body.c_str() + peer + 7));
+  }
+  return peers;
+}
+} // namespace
+
 TEST_CASE("send, recv and the extended collectives are on the timeline (DDP_TRACE)") {
-  // DDP_TRACE is set by this case's own ctest run, which runs it alone: its group is then the
-  // process's only one, and its end writes the trace (a test must not setenv beside threads).
+  // DDP_TRACE is set by this case's own ctest run, which runs it alone at 3 ranks (at 2, a
+  // send's peer and a recv's are the same rank): its group is then the process's only one, and
+  // its end writes the trace (a test must not setenv beside threads).
   const char* dir_env = std::getenv("DDP_TRACE");
   if (!dir_env) return;
   const std::filesystem::path trace_dir(dir_env);
-  int rank = -1, right = -1;
+  int rank = -1, right = -1, left = -1;
   {
     auto pg = ddp::init_process_group<ddp::gloo>();
     if (pg.size() == 1) return;
     rank = pg.rank();
     right = (rank + 1) % pg.size();
+    left = (rank + pg.size() - 1) % pg.size();
     std::filesystem::remove(trace_dir / ("rank_" + std::to_string(rank) + ".json"));
     pg.barrier();
-    ring_shift(pg, 1000, 5, /*async=*/true);
+    ring_shift(pg, 1000, 5, /*async=*/true); // sends to the right, receives from the left
     std::vector<float> blocks(static_cast<std::size_t>(pg.size()) * 8, 1.0f), out(blocks.size());
     pg.all_to_all(blocks, out);
   } // the group's end writes the trace
   std::ifstream in(trace_dir / ("rank_" + std::to_string(rank) + ".json"));
   const std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CAPTURE(body.substr(0, 4000));
-  // A span per message on its lane's row, with its peer and bytes (1000 floats).
-  CHECK(body.find("\"name\":\"send\"") != std::string::npos);
-  CHECK(body.find("\"name\":\"recv\"") != std::string::npos);
+  // A span per message on its lane's row, with its peer and bytes (1000 floats): the send's
+  // peer is the rank it went to, the recv's the rank it came from.
+  CHECK(peers_of(body, "send") == std::vector<int>{right});
+  CHECK(peers_of(body, "recv") == std::vector<int>{left});
   CHECK(body.find("\"bytes\":4000,\"peer\":" + std::to_string(right)) != std::string::npos);
   CHECK(body.find("comm send to " + std::to_string(right)) != std::string::npos);
+  CHECK(body.find("comm recv from " + std::to_string(left)) != std::string::npos);
   CHECK(body.find("\"name\":\"all_to_all\"") != std::string::npos);
 }

@@ -5,6 +5,7 @@
 // Then checkpoints across hybrid and flat, and layouts that do not tile the
 // world: one error on every rank, and the job's group usable afterwards.
 #include "../support/mlp.hpp"
+#include "../support/spawn.hpp"
 #include "../support/whole_optimizer.hpp"
 #include "group.hpp"
 
@@ -12,9 +13,13 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <optional>
+#include <regex>
+#include <sstream>
 #include <string>
 
 using ddp_test::group;
@@ -385,6 +390,76 @@ TEST_CASE("groups that do not tile the world: one error on every rank, no hang")
   pg.barrier();
 }
 
+namespace {
+/// A fresh group whose store rank 0 serves (tcp://): a case that fails its groups needs its own,
+/// and a store, through which the ranks that only see a connection close learn who failed.
+gloo_group fresh_tcp_group() {
+  auto& ctl = group();
+  std::vector<std::int32_t> port{0};
+  if (ctl.rank() == 0) port[0] = ddp_test::free_port();
+  ctl.broadcast(port, 0);
+  ddp::init_options o;
+  o.init_method = "tcp://127.0.0.1:" + std::to_string(port[0]);
+  o.timeout = std::chrono::seconds(30);
+  return ddp::init_process_group<ddp::gloo>(o);
+}
+
+/// The job rank for rank `n` as `text` numbers it. A subgroup's errors number ranks in the
+/// group they name ("group g0c1 (global ranks 2, 3)"), mapped here through its list; the job's
+/// own errors name no group. Should subgroup errors number ranks in the job, this returns n.
+int job_rank_in(const std::string& text, int n) {
+  const auto at = text.find("(global ranks ");
+  if (at == std::string::npos || n < 0) return n;
+  std::vector<int> members;
+  for (std::size_t i = at + 14; i < text.size() && text[i] != ')';) {
+    members.push_back(std::atoi(text.c_str() + i));
+    i = text.find_first_of(",)", i);
+    if (i != std::string::npos && text[i] == ',') i += 2;
+  }
+  return n < static_cast<int>(members.size()) ? members[static_cast<std::size_t>(n)] : -1;
+}
+
+/// The job rank an error names.
+int job_rank_named(const ddp::error& e) { return job_rank_in(e.what(), e.rank()); }
+
+/// The job rank a step check's text blames ("rank N's gradient", "Rank N counted"), or
+/// `self` when it blames the rank that wrote it ("this rank produced it"); -1: none.
+int blamed_in(const std::string& text, int self) {
+  std::smatch m;
+  if (text.find("this rank produced it") != std::string::npos) return self;
+  if (std::regex_search(text, m, std::regex("rank ([0-9]+)'s gradient of parameter")) ||
+      std::regex_search(text, m, std::regex("Rank ([0-9]+) counted")))
+    return job_rank_in(text, std::stoi(m[1].str()));
+  return -1;
+}
+} // namespace
+
+namespace {
+/// How many failures job rank `rank` has noted for the launcher (DDP_FAILURE_FILE, set by
+/// ddprun: "<ns> <rank> <reason>" lines); -1 without the file.
+int failure_notes_of(int rank) {
+  const char* path = std::getenv("DDP_FAILURE_FILE");
+  if (!path || !*path) return -1;
+  std::ifstream in(path);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    long long ns = 0;
+    int r = -1;
+    if (fields >> ns >> r && r == rank) ++n;
+  }
+  return n;
+}
+
+/// What the failing rank's check says, on whichever rank reports it.
+bool names_the_check(const std::string& what, bool nan) {
+  return nan ? what.find("holds a NaN or Inf") != std::string::npos &&
+                   what.find("'fc1.weight'") != std::string::npos
+             : what.find("the ranks are at different steps") != std::string::npos &&
+                   what.find("counted 1 synchronize() call(s) more") != std::string::npos;
+}
+} // namespace
+
 TEST_CASE("under hybrid, a NaN (check_finite) or a one-sided no_sync() is an error on every rank, fast") {
   // Every layout, shard groups of one rank included (no round of their own in the reduce-scatter:
   // the replicate all-reduce carries the step check), and S x R with both above one (ranks of the
@@ -392,13 +467,13 @@ TEST_CASE("under hybrid, a NaN (check_finite) or a one-sided no_sync() is an err
   auto& ctl = group();
   const int W = ctl.size();
   if (W == 1) return;
+  const int failing = W - 1;
   for (int S : divisors(W)) {
     for (bool nan : {true, false}) {
       CAPTURE(S);
       CAPTURE(nan);
-      std::string dir;
       {
-        auto pg = ddp_test::fresh_file_group("ddp_hybrid_check_", dir, std::chrono::seconds(30));
+        auto pg = fresh_tcp_group();
         auto groups = ddp::make_hybrid_groups(pg, S);
         mlp<float> m(dims, 6, false);
         ddp::sharded_data_parallel hyb(m, pg, groups, {.check_finite = true});
@@ -411,30 +486,94 @@ TEST_CASE("under hybrid, a NaN (check_finite) or a one-sided no_sync() is an err
           m.train_step(xs, ys);
         };
         step(900u);
-        hyb.synchronize();        // one step together
-        if (!nan && r == W - 1) { // the last rank accumulates alone: it is a step ahead
+        hyb.synchronize();          // one step together
+        if (!nan && r == failing) { // the last rank accumulates alone: it is a step ahead
           auto guard = hyb.no_sync();
           step(901u);
           hyb.synchronize();
         }
         step(902u);
-        if (nan && r == W - 1)
+        if (nan && r == failing)
           m.for_each_parameter([](auto&& name, auto&, auto& g) {
             if (std::string(name) == "fc1.weight") g(0, 0) = std::numeric_limits<float>::quiet_NaN();
           });
+        // The launcher's failure notes before the failing step, every rank's (the control group
+        // lines the reads up). Under ctest, ddprun sets DDP_FAILURE_FILE: the check must not
+        // vanish silently without it.
+        REQUIRE_MESSAGE(std::getenv("DDP_FAILURE_FILE"), "run under ddprun: DDP_FAILURE_FILE is unset");
+        std::vector<int> notes_before(static_cast<std::size_t>(W));
+        for (int q = 0; q < W; ++q)
+          notes_before[static_cast<std::size_t>(q)] = failure_notes_of(q);
+        ctl.barrier();
         const auto t0 = std::chrono::steady_clock::now();
-        bool threw = false;
+        std::optional<ddp::error> caught;
         try {
           hyb.synchronize();
-        } catch (const ddp::error& e) {
-          threw = true;
-          MESSAGE(std::string(e.what()));
-        }
-        CHECK(threw);
+        } catch (const ddp::error& e) { caught = e; }
         CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10)); // not a timeout
+        REQUIRE(caught);
+        // One failure, noted once for the launcher (and reported once to the store), though it
+        // fails three groups: the shard group, the replicate group and pg. None when pg had
+        // already heard of another rank's failure; at least one rank notes it. Every rank has
+        // thrown, so written its note, once past the barrier.
+        ctl.barrier();
+        std::vector<int> noted(static_cast<std::size_t>(W));
+        int noted_in_all = 0;
+        for (int q = 0; q < W; ++q) {
+          CAPTURE(q);
+          noted[static_cast<std::size_t>(q)] =
+              failure_notes_of(q) - notes_before[static_cast<std::size_t>(q)];
+          CHECK(noted[static_cast<std::size_t>(q)] >= 0);
+          CHECK(noted[static_cast<std::size_t>(q)] <= 1);
+          noted_in_all += noted[static_cast<std::size_t>(q)];
+        }
+        CHECK(noted_in_all >= 1);
+        const ddp::error& e = *caught;
+        const std::string what = e.what();
+        CAPTURE(what);
+        CAPTURE(e.rank());
+        const auto expected_kind = nan ? ddp::error_kind::data : ddp::error_kind::mismatch;
+        // Who runs a step check with the failing rank: its shard group (its reduce-scatter's
+        // header), or everyone when shard groups have one rank (the replicate all-reduce's).
+        const bool checks_with_failing = r / S == failing / S || S == 1;
+        std::smatch heard;
+        if (e.kind() == expected_kind) {
+          // The check itself, and the failing rank: e.rank() numbers the ranks of the group the
+          // message names, or of the job (the failing rank's own error names no group).
+          CHECK(checks_with_failing);
+          CHECK(job_rank_named(e) == failing);
+          CHECK(names_the_check(what, nan));
+          if (r == failing && nan) CHECK(what.find("this rank produced it") != std::string::npos);
+        } else if (std::regex_search(what, heard, std::regex("rank ([0-9]+) failed: "))) {
+          // The store's report of a rank that failed first reached this one before its own check
+          // (a slow rank under load) or before the closed connection, in its collective or
+          // before it ("rank N failed: ..."): a lost peer, named, with that rank's error, and so
+          // the check, in the message.
+          const int reporter = std::stoi(heard[1].str());
+          const std::string reported = heard.suffix().str(); // the reporter's own error
+          CAPTURE(reported);
+          CHECK(e.kind() == ddp::error_kind::peer_lost);
+          CHECK(reporter != r);
+          CHECK(e.rank() == reporter);
+          CHECK(names_the_check(reported, nan));
+          // The reporter ran the check with the failing rank, which its error blames.
+          CHECK((reporter / S == failing / S || S == 1));
+          CHECK(blamed_in(reported, reporter) == failing);
+          // Its report is the launcher's note of the failure too.
+          REQUIRE(reporter >= 0);
+          REQUIRE(reporter < W);
+          CHECK(noted[static_cast<std::size_t>(reporter)] == 1);
+        } else {
+          // The other shard groups' ranks wait in a replicate all-reduce with a rank of the
+          // failing shard group, which aborts it: without the store's report, a peer of that
+          // replicate group closed its connection.
+          CHECK_FALSE(checks_with_failing);
+          CHECK(e.kind() == ddp::error_kind::peer_lost);
+          CHECK(what.find("a peer closed its connection") != std::string::npos);
+          CHECK(what.find(groups.replicate.name()) != std::string::npos);
+        }
         ctl.barrier();
       }
-      if (ctl.rank() == 0) std::filesystem::remove_all(dir);
     }
   }
 }

@@ -19,6 +19,7 @@
 #include <ddp/detail/gloo/communicator.hpp>
 
 #include <cstddef>
+#include <string_view>
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
@@ -36,8 +37,8 @@ DDP_DETAIL_GLOO_INSTANCE void check_same_bucket_everywhere<gloo_communicator>(gl
 DDP_DETAIL_GLOO_INSTANCE void
 log_step_timing<host_bucket_engine<gloo_communicator>>(const host_bucket_engine<gloo_communicator>&,
                                                        std::size_t);
-DDP_DETAIL_GLOO_INSTANCE void
-parameter_slots::verify_across_ranks<gloo_communicator>(gloo_communicator&) const;
+DDP_DETAIL_GLOO_INSTANCE void parameter_slots::verify_across_ranks<gloo_communicator>(gloo_communicator&,
+                                                                                      std::string_view) const;
 DDP_DETAIL_GLOO_INSTANCE void
 parameter_slots::broadcast_from_rank0<gloo_communicator, device_broadcasts<gloo_communicator>>(
     gloo_communicator&, bool, device_broadcasts<gloo_communicator>&) const;

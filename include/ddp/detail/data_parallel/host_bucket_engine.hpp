@@ -18,6 +18,13 @@
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
+/// Test-only: when set, called before the host engine allocates the packing
+/// buffer of bucket `bucket` (a test throws from it, as a failed allocation
+/// would); set and read on the training thread only. Null otherwise: one load
+/// per packed bucket per layout, which is per step only where gradient storage
+/// moves every step (and then a buffer's resize costs more than the load).
+inline void (*before_packing_buffer)(std::size_t bucket, std::size_t bytes) = nullptr;
+
 template <communicator Comm> class host_bucket_engine {
 public:
   static constexpr plan_capabilities capabilities{.fragments = fragment_communicator<Comm>};
@@ -34,22 +41,25 @@ public:
 
   /// Packing buffers for the packed buckets (kept across steps); call again
   /// when the plan's paths changed.
-  void layout() {
-    for (std::size_t i = 0; i < state_.size(); ++i) {
-      auto& b = plan_.buckets[i];
-      if (b.path == bucket_path::packed)
-        state_[i].buffer.resize(b.elements * size_of(b.wire_type));
-      else
-        state_[i].buffer = {};
-    }
+  void layout() { lay_out(plan_, state_); }
+
+  /// State and buffers for the buckets of `next`, a plan that will replace
+  /// this engine's between steps, made aside: the ones in use stay until
+  /// adopt_prepared(), so a failure here leaves the engine as it was.
+  void prepare_plan(const bucket_plan& next) {
+    std::vector<runtime> state(next.buckets.size());
+    lay_out(next, state);
+    next_state_ = std::move(state);
   }
 
-  /// The plan was laid out again between steps (nothing in flight): state and
-  /// buffers for its buckets.
-  void plan_changed() {
+  /// The plan prepare_plan() saw will not be used: its buffers go now.
+  void discard_prepared() noexcept { std::vector<runtime>().swap(next_state_); }
+
+  /// The plan this engine reads is now the one prepare_plan() saw (nothing in flight).
+  void adopt_prepared() noexcept {
     wait_all_quietly();
-    state_ = std::vector<runtime>(plan_.buckets.size());
-    layout();
+    state_.swap(next_state_);
+    discard_prepared();
   }
 
   /// A gradient with no contribution this step.
@@ -149,6 +159,19 @@ private:
     std::chrono::steady_clock::time_point t_launch, t_done;
   };
 
+  static void lay_out(const bucket_plan& plan, std::vector<runtime>& state) {
+    for (std::size_t i = 0; i < state.size(); ++i) {
+      auto& b = plan.buckets[i];
+      if (b.path == bucket_path::packed) {
+        const std::size_t bytes = b.elements * size_of(b.wire_type);
+        if (before_packing_buffer) before_packing_buffer(i, bytes);
+        state[i].buffer.resize(bytes);
+      } else {
+        state[i].buffer = {};
+      }
+    }
+  }
+
   /// Starts the all-reduce of bucket i on its gradients, its buffer, or
   /// `zeros` in their place (cut into the same fragments).
   work reduce(std::size_t i, std::byte* zeros, double scale, bool caller_waits = false) {
@@ -178,6 +201,7 @@ private:
   const bucket_plan& plan_;
   const std::vector<tensor_slot>& params_;
   std::vector<runtime> state_;
+  std::vector<runtime> next_state_; ///< prepare_plan()'s, until adopt_prepared()
 };
 
 } // namespace detail

@@ -28,6 +28,10 @@ DDP_INLINE std::string describe(const std::vector<tensor_slot>& params,
   return d;
 }
 
+DDP_INLINE std::string describe_settings(std::string_view settings) {
+  return settings.empty() ? std::string() : "S\n" + std::string(settings);
+}
+
 DDP_INLINE described_layout parse_description(const std::string& d) {
   described_layout out;
   std::vector<std::string>* section = &out.params;
@@ -40,6 +44,8 @@ DDP_INLINE described_layout parse_description(const std::string& d) {
         section = &out.params;
       else if (line == "B")
         section = &out.buffers;
+      else if (line == "S")
+        section = &out.settings;
       else
         section->push_back(std::move(line));
     }
@@ -73,6 +79,24 @@ DDP_INLINE std::string first_difference(const std::string& d0, const std::string
                pretty_entry(y[i]);
     }
   }
+  return {};
+}
+
+DDP_INLINE std::string first_setting_difference(const std::string& d0, const std::string& dr, int r) {
+  const auto a = parse_description(d0).settings, b = parse_description(dr).settings;
+  auto value = [](const std::vector<std::string>& lines, const std::string& name) {
+    for (auto& l : lines)
+      if (l.compare(0, name.size() + 1, name + "=") == 0) return l.substr(name.size() + 1);
+    return std::string("unset");
+  };
+  for (const auto* side : {&a, &b})
+    for (auto& line : *side) {
+      const std::string name = line.substr(0, line.find('='));
+      const std::string v0 = value(a, name), vr = value(b, name);
+      if (v0 != vr)
+        return "ddp_options::" + name + " differs: rank " + std::to_string(r) + " has it " + vr +
+               " and rank 0 " + v0;
+    }
   return {};
 }
 

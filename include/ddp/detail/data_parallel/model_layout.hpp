@@ -146,9 +146,13 @@ DDP_INLINE void check_unique_names(const std::vector<tensor_slot>& slots, const 
 DDP_INLINE std::string describe(const std::vector<tensor_slot>& params,
                                 const std::vector<tensor_slot>& buffers);
 
-/// A description split back into its two sections, one line per entry.
+/// Options every rank must set alike ("name=value" lines) as a description's
+/// last section; empty for none.
+DDP_INLINE std::string describe_settings(std::string_view settings);
+
+/// A description split back into its sections, one line per entry.
 struct described_layout {
-  std::vector<std::string> params, buffers;
+  std::vector<std::string> params, buffers, settings;
 };
 
 DDP_INLINE described_layout parse_description(const std::string& d);
@@ -160,6 +164,10 @@ DDP_INLINE std::string pretty_entry(const std::string& line);
 /// Parameters and buffers are compared section by section, each counted from #0 on both sides, so
 /// an extra parameter on rank r is named by its own index whatever rank 0 lists at that line.
 DDP_INLINE std::string first_difference(const std::string& d0, const std::string& dr, int r);
+
+/// The first setting (describe_settings) in which rank r's description differs from rank 0's,
+/// as "ddp_options::NAME differs: rank r has it V and rank 0 U"; empty when equal.
+DDP_INLINE std::string first_setting_difference(const std::string& d0, const std::string& dr, int r);
 
 } // namespace detail
 DDP_END_NAMESPACE

@@ -68,6 +68,14 @@ DDP_INLINE void parameter_slots::throw_first_difference(const std::vector<std::s
                       "same order, with the same dtypes and sizes).",
                   static_cast<int>(r));
   }
+  for (std::size_t r = 1; r < each.size(); ++r) {
+    auto diff = first_setting_difference(each[0], each[r], static_cast<int>(r));
+    if (!diff.empty())
+      throw error(error_kind::mismatch,
+                  diff + ": set the same options on every rank (the ranks must run the same "
+                         "collectives). No rank went on",
+                  static_cast<int>(r));
+  }
 }
 
 DDP_INLINE void parameter_slots::check_unchanged(const std::vector<tensor_slot>& now,

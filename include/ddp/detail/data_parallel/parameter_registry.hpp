@@ -44,9 +44,11 @@ public:
 
   /// Every rank must hold the same parameters and buffers (names, order,
   /// dtypes, sizes): the first difference from rank 0 is an error naming the
-  /// rank and the parameter, on every rank.
-  template <communicator C> void verify_across_ranks(C& comm) const {
-    const std::string desc = describe(params_, buffers_);
+  /// rank and the parameter, on every rank. `settings` ("name=value" lines):
+  /// options every rank must set alike, checked in the same exchange after
+  /// the model (describe_settings).
+  template <communicator C> void verify_across_ranks(C& comm, std::string_view settings = {}) const {
+    const std::string desc = describe(params_, buffers_) + describe_settings(settings);
     const auto w = static_cast<std::size_t>(comm.size());
     std::int64_t len = static_cast<std::int64_t>(desc.size());
     std::vector<std::int64_t> lens(w);

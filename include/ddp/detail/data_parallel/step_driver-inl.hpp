@@ -115,14 +115,17 @@ DDP_INLINE void step_driver_core::launch_complete_buckets(function_ref<void(std:
       limit);
 }
 
-DDP_INLINE void step_driver_core::plan_changed() {
+DDP_INLINE void step_driver_core::prepare_plan(const bucket_plan& next) {
   if (step_.started())
     throw error(error_kind::config, "internal error: the bucket plan changed in the middle of a step");
-  step_.plan_changed();
+  step_.reserve(next.buckets.size());
 }
 
 DDP_INLINE void step_driver_core::refresh() {
-  if (walk_again()) storage_moved();
+  if (walk_again()) layout_pending_ = true;
+  if (!layout_pending_) return;
+  storage_moved();
+  layout_pending_ = false;
 }
 
 DDP_INLINE bool step_driver_core::synchronize(function_ref<void()> complete,

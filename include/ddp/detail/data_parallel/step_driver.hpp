@@ -109,8 +109,11 @@ public:
   /// The parameters marked ready in the step under way or the last one, in mark order.
   const std::vector<std::size_t>& ready_order() const noexcept { return ready_order_; }
 
-  /// The owner laid its bucket plan out again, between steps.
-  DDP_INLINE void plan_changed();
+  /// Before the owner replaces its bucket plan by `next` (between steps): room
+  /// for it, so that plan_changed() cannot fail. Refused in the middle of a step.
+  DDP_INLINE void prepare_plan(const bucket_plan& next);
+  /// The owner laid its bucket plan out again, after prepare_plan().
+  void plan_changed() noexcept { step_.plan_changed(); }
 
   /// Follows moved gradient storage: the registry walks the model again and,
   /// if anything moved, the owner lays out what depends on the addresses.
@@ -205,6 +208,9 @@ private:
   bool repeat_ = false;
   bool certain_repeat_ = false;  ///< and this rank marked every gradient last step, none since
   bool storage_checked_ = false; ///< synchronize() looked for moved storage this step
+  /// Storage moved and the owner has not laid its buckets out for it yet (its storage_moved()
+  /// threw): the next refresh() lays out again, though the walk finds nothing new.
+  bool layout_pending_ = false;
   /// mark calls (no_sync() ones too) since the last communicated synchronize()
   std::size_t marks_since_sync_ = 0;
   bool last_step_marked_ = false; ///< every gradient of that synchronize()'s step was marked before it

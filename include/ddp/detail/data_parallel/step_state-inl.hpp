@@ -30,7 +30,8 @@ DDP_INLINE void step_state::reset() {
   started_ = false;
 }
 
-DDP_INLINE void step_state::plan_changed() {
+// After reserve(): assign allocates nothing, and reset() only counts.
+DDP_INLINE void step_state::plan_changed() noexcept {
   pending_.assign(plan_.buckets.size(), 0);
   reset();
 }

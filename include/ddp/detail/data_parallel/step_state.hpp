@@ -62,7 +62,9 @@ public:
 
   DDP_INLINE void reset();
   /// The plan was laid out again between steps (bucket_order.hpp): counts per new bucket.
-  DDP_INLINE void plan_changed();
+  DDP_INLINE void plan_changed() noexcept;
+  /// Room for `buckets` buckets, before the plan is replaced (may throw).
+  void reserve(std::size_t buckets) { pending_.reserve(buckets); }
 
 private:
   const bucket_plan& plan_;

@@ -20,8 +20,10 @@ class step_timeline {
 public:
   explicit step_timeline(const bucket_plan& plan) : plan_(plan), launched_ns_(plan.buckets.size(), 0) {}
 
-  /// The plan was laid out again between steps.
-  void plan_changed() { launched_ns_.assign(plan_.buckets.size(), 0); }
+  /// Room for `next`'s buckets, before the plan is replaced (may throw).
+  void prepare_plan(const bucket_plan& next) { launched_ns_.reserve(next.buckets.size()); }
+  /// The plan was laid out again between steps, after prepare_plan(): no allocation.
+  void plan_changed() noexcept { launched_ns_.assign(plan_.buckets.size(), 0); }
 
   void marked(std::size_t param, bool unused) {
     trace::instant(trace::kind::mark_grad_ready, static_cast<std::int64_t>(param), unused ? 1 : 0);
