@@ -13807,6 +13807,242 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DATA_PARALLEL_HPP
 // ---- end ddp/data_parallel.hpp ----
+// ---- begin ddp/elastic.hpp ----
+// ddp::elastic — in-process recovery: ranks that survive a lost peer go on in
+// their own processes. The training loop commits its state (the model's
+// parameters and buffers, and where training stands) to memory every few
+// steps; ddp::elastic::run runs the loop, and when a peer is lost it meets
+// the survivors on the launcher's store, forms a process group of them (ranks
+// renumbered densely), restores the last commit on every one (rank 0's,
+// broadcast) and calls the loop again from there. Needs ddprun
+// --in-process-recovery. Design, waits and figures: docs/elastic.md, "In-process recovery".
+#ifndef DDP_ELASTIC_HPP
+#define DDP_ELASTIC_HPP
+
+// ---- begin ddp/detail/elastic/meeting.hpp ----
+// How the survivors of a failed process group meet and form the next
+// generation's (ddp::elastic::run): model-independent, compiled once under
+// DDP_SEPARATE_COMPILATION. Design and waits: docs/elastic.md, "In-process recovery".
+#ifndef DDP_DETAIL_ELASTIC_MEETING_HPP
+#define DDP_DETAIL_ELASTIC_MEETING_HPP
+
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// Where one survivor stood in the group that failed.
+struct elastic_survivor {
+  int old_rank = 0;
+  int node = 0; ///< its node in the job (the launcher's GROUP_RANK)
+};
+
+/// What the next generation is made of.
+struct elastic_generation {
+  rendezvous rv;                         ///< ready for process_group<gloo>(rv)
+  std::vector<elastic_survivor> members; ///< in their new rank order
+};
+
+/// Whether ddprun --in-process-recovery launched this rank (DDP_IN_PROCESS_RECOVERY=1) with the
+/// store in the launcher, where it outlives every rank: otherwise nothing can be recovered.
+DDP_INLINE bool in_process_recovery_enabled();
+
+/// The store scope of generation `generation` of this launcher round: "r<k>/" for generation 0
+/// (init_process_group's), then "r<k>/e<g>/": each generation's keys, lost ranks included, are
+/// its own.
+DDP_INLINE std::string elastic_scope(const ddp::topology& job, std::uint64_t generation);
+
+/// The survivors of generation `generation - 1` (where this rank was `me` of `old_size`) meet
+/// on the job's store and form generation `generation`: the first to arrive closes the meeting
+/// once every rank the old generation did not lose has arrived, or `last_call` after its own
+/// arrival; the members are numbered by their old ranks. Every wait is bounded (`timeout` for
+/// store requests; the others wait last_call + timeout for the close). A rank that arrives
+/// after the close is told it was left out (ddp::error, peer_lost).
+DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_survivor me, int old_size,
+                                             std::uint64_t generation, std::chrono::milliseconds last_call,
+                                             std::chrono::milliseconds timeout, const std::string& token);
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+
+#endif // DDP_DETAIL_ELASTIC_MEETING_HPP
+// ---- end ddp/detail/elastic/meeting.hpp ----
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace elastic {
+
+struct options {
+  /// How long the first survivor to meet waits for the others, at most, when fewer arrive than
+  /// the ranks the store did not see lost (a survivor that takes longer is left out, with an error).
+  std::chrono::milliseconds last_call{5000};
+  /// Recoveries after which the next lost peer ends the job (its error goes out of run).
+  int max_recoveries = 8;
+  /// Generation 0's process group (init_process_group's options); its timeout serves every generation.
+  init_options init{};
+};
+
+/// The training state that survives a lost peer: `model`'s parameters and buffers (held by
+/// reference; host memory) and the progress, copied to memory at each commit. Replicated state
+/// only: a sharded optimizer's shards die with their rank, so ddp::optim is not held here
+/// (docs/elastic.md, "What in-process recovery keeps").
+template <class Model> class state {
+public:
+  explicit state(Model& model) : model_(model) {}
+
+  /// Copies the model and `at` to memory: the point the survivors go back to. Call it on every
+  /// rank at the same step, after the optimizer's step (the cost: one copy of the model).
+  void commit(const training_progress& at) {
+    previous_ = std::move(latest_);
+    latest_.at = at;
+    latest_.valid = true;
+    latest_.bytes.clear();
+    for_each_tensor(
+        [&](std::byte* p, std::size_t n) { latest_.bytes.insert(latest_.bytes.end(), p, p + n); });
+  }
+
+  /// The progress of the last commit (what a generation starts from).
+  const training_progress& committed() const noexcept { return latest_.at; }
+  /// 0 for the job's start, then one more per recovery.
+  std::uint64_t generation() const noexcept { return generation_; }
+
+  /// Puts every rank of `pg` at the same commit: the survivors agree on the oldest latest commit
+  /// among them (a rank may have committed one step further before the loss reached it), load
+  /// theirs, and take rank 0's copy. Generation 0 commits rank 0's model as step 0.
+  void restore(process_group<gloo>& pg) {
+    std::vector<std::int64_t> step{latest_.valid ? static_cast<std::int64_t>(latest_.at.step) : -1};
+    std::vector<std::int64_t> lo = step;
+    pg.all_reduce(lo, op::min);
+    if (lo[0] >= 0) {
+      auto* pick = latest_.valid && static_cast<std::int64_t>(latest_.at.step) == lo[0]       ? &latest_
+                   : previous_.valid && static_cast<std::int64_t>(previous_.at.step) == lo[0] ? &previous_
+                                                                                              : nullptr;
+      if (pick == nullptr)
+        throw error(error_kind::mismatch,
+                    "rank " + std::to_string(pg.rank()) + ": ddp::elastic: no commit of step " +
+                        std::to_string(lo[0]) + " here (the last is step " + std::to_string(step[0]) +
+                        "): commit on every rank at the same steps",
+                    pg.rank());
+      if (pick != &latest_) latest_ = std::move(*pick);
+      load(latest_.bytes, pg.rank());
+    }
+    previous_ = {};
+    for_each_tensor([&](std::byte* p, std::size_t n) {
+      if (n > 0) pg.broadcast(std::span<std::uint8_t>(reinterpret_cast<std::uint8_t*>(p), n), 0);
+    });
+    std::vector<std::int64_t> at{static_cast<std::int64_t>(latest_.at.step),
+                                 static_cast<std::int64_t>(latest_.at.epoch),
+                                 static_cast<std::int64_t>(latest_.at.samples)};
+    pg.broadcast(at, 0);
+    commit({static_cast<std::uint64_t>(at[0]), static_cast<std::uint64_t>(at[1]),
+            static_cast<std::uint64_t>(at[2])});
+  }
+
+private:
+  template <class Model2, class Loop> friend void run(state<Model2>&, Loop&&, const options&);
+
+  struct snapshot {
+    training_progress at{};
+    std::vector<std::byte> bytes;
+    bool valid = false;
+  };
+
+  template <class F> void for_each_tensor(F&& f) {
+    for (auto* slots : {&parameters_, &buffers_})
+      slots->clear();
+    parameters_ = detail::collect_parameters(model_);
+    buffers_ = detail::collect_buffers(model_);
+    for (auto* slots : {&parameters_, &buffers_})
+      for (auto& s : *slots) {
+        if (s.on_device)
+          throw error(error_kind::config, "ddp::elastic: '" + s.name +
+                                              "' lives in device memory; in-process recovery holds host "
+                                              "tensors (commit a host copy of the model)");
+        f(static_cast<std::byte*>(s.value), s.count * size_of(s.type));
+      }
+  }
+
+  void load(const std::vector<std::byte>& bytes, int rank) {
+    std::size_t at = 0;
+    for_each_tensor([&](std::byte* p, std::size_t n) {
+      if (at + n > bytes.size())
+        throw error(error_kind::mismatch,
+                    "rank " + std::to_string(rank) +
+                        ": ddp::elastic: the model grew since its last commit (its tensors hold more bytes "
+                        "than the commit): keep the model's shapes fixed while training",
+                    rank);
+      std::memcpy(p, bytes.data() + at, n);
+      at += n;
+    });
+  }
+
+  Model& model_;
+  snapshot latest_, previous_;
+  std::vector<detail::tensor_slot> parameters_, buffers_;
+  std::uint64_t generation_ = 0;
+};
+
+/// Runs `loop(pg, from)` (pg: this generation's process_group<gloo>; from: the progress of the
+/// commit every rank now holds) until it returns. Under ddprun --in-process-recovery, a
+/// ddp::error of kind peer_lost out of the loop (a rank died, or its group was aborted)
+/// destroys the failed group, meets the survivors in the next generation, restores the last
+/// commit and calls the loop again; any other error, or one past max_recoveries, goes out. The
+/// loop builds what holds the group (distributed_data_parallel, its sampler for
+/// pg.size()/pg.rank()) inside, and picks up at `from` (global_batches::at(from.step) sets
+/// the sampler's epoch and global position).
+template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const options& o = {}) {
+  long (*files)(const ddp::topology&) = nullptr;
+  if constexpr (open_files_communicator<gloo::communicator>)
+    files = [](const ddp::topology& t) { return static_cast<long>(gloo::communicator::open_files(t)); };
+  const auto job = ddp::topology::from_env();
+  const std::string token =
+      o.init.token.empty() ? detail::getenv_str("DDP_TOKEN").value_or("") : o.init.token;
+  auto pg = std::make_unique<process_group<gloo>>(detail::make_rendezvous(o.init, files));
+  const std::chrono::milliseconds timeout = pg->timeout();
+  const bool enabled = detail::in_process_recovery_enabled();
+  const int job_rank = pg->rank();
+  for (int recoveries = 0;; ++recoveries) {
+    try {
+      st.restore(*pg);
+      const training_progress from = st.committed(); // a copy: the loop's commits move committed()
+      loop(*pg, from);
+      return;
+    } catch (const error& e) {
+      if (e.kind() != error_kind::peer_lost || !enabled || recoveries >= o.max_recoveries) throw;
+      const detail::elastic_survivor me{pg->rank(), pg->topology().node_rank};
+      const int old_size = pg->size();
+      detail::log_line("rank " + std::to_string(job_rank),
+                       "generation " + std::to_string(st.generation_) + " lost a peer (" +
+                           std::string(e.message()) +
+                           "); meeting the survivors to go on from the commit of step " +
+                           std::to_string(st.committed().step));
+      pg.reset(); // already failed: its connections close
+      ++st.generation_;
+      auto g = detail::meet_survivors(job, me, old_size, st.generation_, o.last_call, timeout, token);
+      pg = std::make_unique<process_group<gloo>>(std::move(g.rv));
+    }
+  }
+}
+
+} // namespace elastic
+DDP_END_NAMESPACE
+
+#endif // DDP_ELASTIC_HPP
+// ---- end ddp/elastic.hpp ----
 // ---- begin ddp/flat_model.hpp ----
 // ddp::flat_model — the common C layout as a model: one contiguous block of
 // parameters and one of gradients, each tensor a named (offset, count) range
@@ -26778,6 +27014,174 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_COMMON_TRACE_INL_HPP
 // ---- end ddp/detail/common/trace-inl.hpp ----
+// ---- begin ddp/detail/elastic/meeting-inl.hpp ----
+// Definitions of meeting.hpp.
+#ifndef DDP_DETAIL_ELASTIC_MEETING_INL_HPP
+#define DDP_DETAIL_ELASTIC_MEETING_INL_HPP
+
+
+#include <algorithm>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+DDP_INLINE bool in_process_recovery_enabled() {
+  return getenv_str("DDP_IN_PROCESS_RECOVERY").value_or("") == "1" &&
+         getenv_str("DDP_STORE_IN_LAUNCHER").value_or("") == "1";
+}
+
+DDP_INLINE std::string elastic_scope(const ddp::topology& job, std::uint64_t generation) {
+  std::string scope;
+  if (job.restart_round) {
+    scope.assign(1, 'r');
+    scope += std::to_string(*job.restart_round);
+    scope += '/';
+  }
+  if (generation > 0) {
+    scope += 'e';
+    scope += std::to_string(generation);
+    scope += '/';
+  }
+  return scope;
+}
+
+/// A client of the launcher's store in `scope`, registered as `rank` (-1: no rank).
+inline tcp_store_options elastic_store_options(const ddp::topology& job, std::string scope, int rank,
+                                               std::chrono::milliseconds timeout, const std::string& token) {
+  tcp_store_options so;
+  so.host = job.master_addr.empty() ? "127.0.0.1" : job.master_addr;
+  so.port = job.store_port;
+  so.serve = false;
+  so.timeout = timeout;
+  so.token = token;
+  so.rank = rank;
+  so.scope = std::move(scope);
+  so.served_by_launcher = true;
+  return so;
+}
+
+inline std::string members_text(const std::vector<elastic_survivor>& m) {
+  std::string s;
+  for (const auto& x : m)
+    s += std::to_string(x.old_rank) + " " + std::to_string(x.node) + "\n";
+  return s;
+}
+
+inline std::vector<elastic_survivor> parse_members(const std::string& text) {
+  std::vector<elastic_survivor> m;
+  std::istringstream in(text);
+  elastic_survivor x;
+  while (in >> x.old_rank >> x.node)
+    m.push_back(x);
+  return m;
+}
+
+/// The first survivor to arrive decides who the generation is: the arrivals once they are all
+/// the ranks the old generation did not lose, or at the last call.
+inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& old, const std::string& base,
+                                                   int old_size, std::chrono::milliseconds last_call,
+                                                   std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + last_call;
+  std::int64_t arrived = 0;
+  for (;;) {
+    arrived = meet.add(base + "arrivals", 0);
+    const auto lost = static_cast<std::int64_t>(old.lost_ranks().size());
+    if (arrived >= old_size - lost || std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5)); // a look is one store round trip
+  }
+  std::vector<std::string> keys;
+  for (std::int64_t n = 1; n <= arrived; ++n)
+    keys.push_back(base + "arrival/" + std::to_string(n));
+  std::vector<elastic_survivor> members;
+  for (const auto& v : meet.multi_get(keys, timeout)) {
+    auto one = parse_members(v);
+    members.insert(members.end(), one.begin(), one.end());
+  }
+  std::sort(members.begin(), members.end(),
+            [](const elastic_survivor& a, const elastic_survivor& b) { return a.old_rank < b.old_rank; });
+  meet.set(base + "members", members_text(members));
+  return members;
+}
+
+/// The new generation's layout: ranks by their place in `members`, nodes in order of appearance.
+inline ddp::topology generation_topology(const ddp::topology& job,
+                                         const std::vector<elastic_survivor>& members, int rank) {
+  ddp::topology t = job;
+  t.rank = rank;
+  t.world_size = static_cast<int>(members.size());
+  std::vector<int> nodes;
+  for (const auto& m : members)
+    if (std::find(nodes.begin(), nodes.end(), m.node) == nodes.end()) nodes.push_back(m.node);
+  const int mine = members[static_cast<std::size_t>(rank)].node;
+  t.nnodes = static_cast<int>(nodes.size());
+  t.node_rank = static_cast<int>(std::find(nodes.begin(), nodes.end(), mine) - nodes.begin());
+  t.local_rank = t.local_world_size = 0;
+  for (std::size_t k = 0; k < members.size(); ++k) {
+    if (members[k].node != mine) continue;
+    if (static_cast<int>(k) < rank) ++t.local_rank;
+    ++t.local_world_size;
+  }
+  return t;
+}
+
+DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_survivor me, int old_size,
+                                             std::uint64_t generation, std::chrono::milliseconds last_call,
+                                             std::chrono::milliseconds timeout, const std::string& token) {
+  const std::string who =
+      "rank " + std::to_string(me.old_rank) + " of generation " + std::to_string(generation - 1);
+  const std::string base = "g" + std::to_string(generation) + "/";
+  // The meeting's keys in a scope of their own, where no rank registers: a store wait where a
+  // rank was lost fails at once, naming it, and every generation's scope has its lost rank.
+  tcp_store meet(elastic_store_options(job, elastic_scope(job, 0) + "meet/", -1, timeout, token));
+  tcp_store old(elastic_store_options(job, elastic_scope(job, generation - 1), -1, timeout, token));
+  const auto n = meet.add(base + "arrivals", 1);
+  meet.set(base + "arrival/" + std::to_string(n), members_text({me}));
+  std::vector<elastic_survivor> members;
+  if (n == 1) {
+    members = close_meeting(meet, old, base, old_size, last_call, timeout);
+  } else {
+    if (!meet.try_wait({base + "members"}, last_call + timeout))
+      throw error(error_kind::timeout,
+                  who + ": the survivors' meeting for generation " + std::to_string(generation) +
+                      " did not close within " + std::to_string((last_call + timeout).count()) +
+                      " ms (the first survivor to arrive closes it: it may have died too); the job "
+                      "cannot recover in process: restart it from its checkpoint");
+    members = parse_members(meet.get(base + "members"));
+  }
+  const auto at = std::find_if(members.begin(), members.end(),
+                               [&](const elastic_survivor& m) { return m.old_rank == me.old_rank; });
+  if (at == members.end())
+    throw error(error_kind::peer_lost,
+                who + ": arrived after the survivors' meeting for generation " + std::to_string(generation) +
+                    " closed without it (" + std::to_string(members.size()) + " members; the last call was " +
+                    std::to_string(last_call.count()) +
+                    " ms): raise ddp::elastic::options::last_call if survivors take longer to notice a loss");
+  elastic_generation g;
+  g.members = members;
+  const int rank = static_cast<int>(at - members.begin());
+  g.rv.topo = generation_topology(job, members, rank);
+  g.rv.timeout = timeout;
+  g.rv.token = token;
+  g.rv.store = std::make_shared<tcp_store>(
+      elastic_store_options(job, elastic_scope(job, generation), rank, timeout, token));
+  // Every member arrives before any enters the backend's mesh, as in init_process_group: one
+  // lost meanwhile is named by this wait at once.
+  g.rv.store->set("ddp/arrived/" + std::to_string(rank), "1");
+  std::vector<std::string> arrived;
+  for (int r = 0; r < g.rv.topo.world_size; ++r)
+    arrived.push_back("ddp/arrived/" + std::to_string(r));
+  g.rv.store->wait(arrived);
+  return g;
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_ELASTIC_MEETING_INL_HPP
+// ---- end ddp/detail/elastic/meeting-inl.hpp ----
 // ---- begin ddp/sampler-inl.hpp ----
 // The definitions behind sampler.hpp's policies: compiled in every
 // translation unit when ddp is header-only, once in the runtime when it is

@@ -107,9 +107,18 @@ private:
   void on_exit(rank_process& r, int status, std::int64_t pass_ns) {
     r.exited = true;
     r.status = status;
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+      if (first_success_ns_ == 0) first_success_ns_ = pass_ns;
+      return;
+    }
     failures_.push_back({r.dying_ns ? r.dying_ns : pass_ns, WIFSIGNALED(status) ? 0 : 1, r.rank,
                          describe(status), exit_code_of(status), false});
+    if (j_.in_process_recovery) {
+      // The survivors recover in their own processes (ddp::elastic::run): nobody is stopped.
+      std::fprintf(stderr, "ddprun: rank %d (pid %d) %s; the other ranks go on (--in-process-recovery)\n",
+                   r.rank, r.pid, describe(status).c_str());
+      return;
+    }
     if (failed_) return;
     failed_ = true;
     if (kill_at_ == never) stop_others_after(r, status);
@@ -217,7 +226,25 @@ private:
     notes_.remove();
   }
 
+  /// --in-process-recovery: the job succeeded when a rank finished well and no rank failed after
+  /// that (the survivors had recovered from every earlier failure); otherwise the first failure
+  /// after the last good one is the job's, as usual.
+  bool survivors_finished() const {
+    if (first_success_ns_ == 0) return false;
+    for (const auto& f : failures_)
+      if (f.ns >= first_success_ns_) return false;
+    return true;
+  }
+
   round_outcome conclude() {
+    if (j_.in_process_recovery && !res_.user_signal && !failures_.empty() && survivors_finished()) {
+      std::fprintf(stderr,
+                   "ddprun: %zu rank%s failed (the first: rank %d, which %s); the others recovered in their "
+                   "processes and finished (--in-process-recovery)\n",
+                   failures_.size(), failures_.size() == 1 ? "" : "s", first_failure(failures_).rank,
+                   first_failure(failures_).what.c_str());
+      return res_;
+    }
     if (remote_failure_) {
       res_.failed = true;
       return res_; // our ranks were stopped for another node's failure: that one is the job's
@@ -245,7 +272,8 @@ private:
   const bool watch_store_;
   clock::time_point next_store_check_ = clock::now();
   round_outcome res_;
-  bool failed_ = false; ///< a local rank failed (a failure elsewhere: remote_failure_)
+  bool failed_ = false;               ///< a local rank failed (a failure elsewhere: remote_failure_)
+  std::int64_t first_success_ns_ = 0; ///< when the first rank that exited 0 was reaped
   bool remote_failure_ = false;
   std::vector<failure> failures_;
 };
