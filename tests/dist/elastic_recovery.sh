@@ -5,7 +5,8 @@
 # PIDs they printed at start finish the job), in a second generation of world 2, and end with
 # the parameters of single-process training (the worker's oracle, 1e-5 relative) and of an
 # uninterrupted run at world 3 (TOL below). A worker whose commit claims one step more than
-# its parameters hold (a restore that skips a step) must fail both.
+# its parameters hold (a restore that skips a step) must fail both. Without the flag the loss
+# ends the job; with --max-restarts it is refused.
 #   elastic_recovery.sh DDPRUN ELASTIC_RECOVERY_WORKER
 set -u
 ddprun=$1; worker=$2
@@ -20,13 +21,16 @@ tol=1e-5
 total=120 every=10 step_ms=10
 fail() { echo "FAILED: $*"; for f in "$dir"/*.log; do echo "== $f"; cat "$f"; done; exit 1; }
 
-# kill_one NAME [broken]: the job of 3, rank 2 killed once rank 0 printed step 30; sets rc.
+# kill_one NAME [--plain] [broken]: the job of 3 (--plain: without --in-process-recovery), rank 2
+# killed once rank 0 printed step 30; sets rc.
 kill_one() {
   name=$1; shift
   mkdir -p "$dir/$name"
   log="$dir/$name.log"
-  "$ddprun" --in-process-recovery --no-prefix --nproc-per-node 3 "$worker" recover "$dir/$name" $total $every \
-    $step_ms "$@" >"$log" 2>&1 &
+  recovery=--in-process-recovery
+  [ "${1:-}" = --plain ] && { recovery=; shift; }
+  "$ddprun" $recovery --no-prefix --nproc-per-node 3 "$worker" recover "$dir/$name" $total $every $step_ms "$@" \
+    >"$log" 2>&1 &
   launcher=$!
   i=0
   until grep -q '^STEP 30 world=3' "$log"; do
@@ -65,6 +69,14 @@ for r in 0 1; do
   echo "rank $r: survivors against the uninterrupted run: $d (tolerance $tol)"
   awk -v d="$d" -v t="$tol" 'BEGIN { exit !(d <= t) }' || fail "rank $r differs from the uninterrupted run by $d"
 done
+
+# Opt-in: without --in-process-recovery the loss ends the job, as before.
+kill_one plain_launch --plain
+[ $rc -ne 0 ] || fail "a job without --in-process-recovery survived the loss of a rank"
+grep -q '^RECOVERED' "$dir/plain_launch.log" && fail "a job without --in-process-recovery recovered"
+"$ddprun" --in-process-recovery --max-restarts 1 --nproc-per-node 1 true >"$dir/refused.log" 2>&1
+[ $? -eq 2 ] && grep -q 'goes with neither --max-restarts' "$dir/refused.log" ||
+  fail "--in-process-recovery with --max-restarts was not refused"
 
 kill_one broken broken
 [ $rc -ne 0 ] || fail "a restore that skips a step passed"
