@@ -20,11 +20,15 @@ one() { # kind: prints the milliseconds from the kill to the first step after it
   local kind=$1 log="$tmp/$1.log" mode=recover
   local -a flags=(--in-process-recovery)
   if [ "$kind" = restart ]; then mode=restart; flags=(--max-restarts 1 --grace-period "$grace"); fi
-  rm -rf "$tmp/out" && mkdir -p "$tmp/out"
+  rm -rf "$tmp/out" "$log" && mkdir -p "$tmp/out" # the log too: a stale one would be read before the new one opens
   "$build/tools/ddprun" "${flags[@]}" --no-prefix --nproc-per-node 3 "$build/tests/elastic_recovery_worker" \
     "$mode" "$tmp/out" 120 10 10 > "$log" 2>&1 &
   launcher=$!
-  until grep -q '^STEP 30 world=3' "$log"; do sleep 0.02; done
+  local i=0
+  until grep -q '^STEP 30 world=3' "$log" 2>/dev/null; do
+    i=$((i + 1)); [ $i -le 1500 ] || { cat "$log" >&2; echo "elastic_recovery.sh: no step 30 in 30 s" >&2; exit 1; }
+    sleep 0.02
+  done
   local victim kill_ns first
   victim=$(sed -n 's/^PID rank=2 pid=\([0-9]*\)$/\1/p' "$log" | head -1)
   kill_ns=$(date +%s%N)

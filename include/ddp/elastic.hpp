@@ -19,6 +19,7 @@
 #include <ddp/process_group.hpp>
 
 #include <chrono>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -52,7 +53,7 @@ public:
   /// Copies the model and `at` to memory: the point the survivors go back to. Call it on every
   /// rank at the same step, after the optimizer's step (the cost: one copy of the model).
   void commit(const training_progress& at) {
-    previous_ = std::move(latest_);
+    std::swap(previous_, latest_); // the older buffer is reused
     latest_.at = at;
     latest_.valid = true;
     latest_.bytes.clear();
@@ -65,10 +66,12 @@ public:
   /// 0 for the job's start, then one more per recovery.
   std::uint64_t generation() const noexcept { return generation_; }
 
-  /// Puts every rank of `pg` at the same commit: the survivors agree on the oldest latest commit
-  /// among them (a rank may have committed one step further before the loss reached it), load
-  /// theirs, and take rank 0's copy. Generation 0 commits rank 0's model as step 0.
-  void restore(process_group<gloo>& pg) {
+  /// What run() does at the start of each generation: puts every rank of `pg` at the same
+  /// commit. The survivors agree on the oldest latest commit among them (a rank may have
+  /// committed one step further before the loss reached it), load theirs, and take rank 0's
+  /// copy. Generation 0 commits rank 0's model as step 0.
+  void restore(process_group<gloo>& pg, std::uint64_t generation) {
+    generation_ = generation;
     std::vector<std::int64_t> step{latest_.valid ? static_cast<std::int64_t>(latest_.at.step) : -1};
     std::vector<std::int64_t> lo = step;
     pg.all_reduce(lo, op::min);
@@ -98,17 +101,14 @@ public:
   }
 
 private:
-  template <class Model2, class Loop> friend void run(state<Model2>&, Loop&&, const options&);
-
   struct snapshot {
     training_progress at{};
     std::vector<std::byte> bytes;
     bool valid = false;
   };
 
+  /// f(bytes, count) for each parameter and buffer, walked again each time (storage may move).
   template <class F> void for_each_tensor(F&& f) {
-    for (auto* slots : {&parameters_, &buffers_})
-      slots->clear();
     parameters_ = detail::collect_parameters(model_);
     buffers_ = detail::collect_buffers(model_);
     for (auto* slots : {&parameters_, &buffers_})
@@ -150,6 +150,10 @@ private:
 /// pg.size()/pg.rank()) inside, and picks up at `from` (global_batches::at(from.step) sets
 /// the sampler's epoch and global position).
 template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const options& o = {}) {
+  static_assert(std::invocable<Loop&, process_group<gloo>&, const training_progress&>,
+                "ddp::elastic::run: the loop must be callable as loop(ddp::process_group<ddp::gloo>& pg, "
+                "const ddp::training_progress& from): pg is this generation's group, from the commit it "
+                "starts at");
   long (*files)(const ddp::topology&) = nullptr;
   if constexpr (open_files_communicator<gloo::communicator>)
     files = [](const ddp::topology& t) { return static_cast<long>(gloo::communicator::open_files(t)); };
@@ -160,24 +164,32 @@ template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const
   const std::chrono::milliseconds timeout = pg->timeout();
   const bool enabled = detail::in_process_recovery_enabled();
   const int job_rank = pg->rank();
+  std::uint64_t generation = 0;
   for (int recoveries = 0;; ++recoveries) {
     try {
-      st.restore(*pg);
+      st.restore(*pg, generation);
       const training_progress from = st.committed(); // a copy: the loop's commits move committed()
-      loop(*pg, from);
+      if constexpr (std::invocable<Loop&, process_group<gloo>&, const training_progress&>) loop(*pg, from);
       return;
     } catch (const error& e) {
-      if (e.kind() != error_kind::peer_lost || !enabled || recoveries >= o.max_recoveries) throw;
+      if (e.kind() != error_kind::peer_lost || recoveries >= o.max_recoveries) throw;
+      if (!enabled) {
+        detail::log_line("rank " + std::to_string(job_rank),
+                         "ddp::elastic::run: a peer was lost, and this job was not started with ddprun "
+                         "--in-process-recovery (DDP_IN_PROCESS_RECOVERY=1, the store in the launcher): "
+                         "the error ends this rank");
+        throw;
+      }
       const detail::elastic_survivor me{pg->rank(), pg->topology().node_rank};
       const int old_size = pg->size();
       detail::log_line("rank " + std::to_string(job_rank),
-                       "generation " + std::to_string(st.generation_) + " lost a peer (" +
+                       "generation " + std::to_string(generation) + " lost a peer (" +
                            std::string(e.message()) +
                            "); meeting the survivors to go on from the commit of step " +
                            std::to_string(st.committed().step));
       pg.reset(); // already failed: its connections close
-      ++st.generation_;
-      auto g = detail::meet_survivors(job, me, old_size, st.generation_, o.last_call, timeout, token);
+      ++generation;
+      auto g = detail::meet_survivors(job, me, old_size, generation, o.last_call, timeout, token);
       pg = std::make_unique<process_group<gloo>>(std::move(g.rv));
     }
   }
