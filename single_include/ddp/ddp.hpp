@@ -2118,9 +2118,9 @@ inline topology topology_from_kubeflow() {
                     "PET_MASTER_ADDR and PET_MASTER_PORT");
   if (nnodes_raw && nnodes_raw->find(':') != std::string::npos)
     throw error(error_kind::config, "kubeflow environment with PET_NNODES=" + *nnodes_raw +
-                                        ": an elastic range needs an elastic launcher in the pod; ddp "
-                                        "reads a fixed node count only: give the job a fixed number of "
-                                        "workers (no elasticPolicy min/max)");
+                                        ": an elastic range needs an elastic launcher in the pod: make "
+                                        "the container's command `ddprun ./your_program ...`, which reads "
+                                        "PET_NNODES=MIN:MAX and PET_RDZV_ENDPOINT (docs/elastic.md)");
   auto nnodes = env_int("PET_NNODES", 1, 1 << 20);
   auto node = env_int("PET_NODE_RANK", 0, 1 << 20);
   auto rank = env_int("RANK", 0, 1 << 20);

@@ -54,7 +54,10 @@ case "$mode" in
       [ $code -eq 2 ] || { echo "FAIL: $* gave exit $code: $out"; exit 1; }
       echo "$out" | grep -qF "$want" || { echo "FAIL: $*: no '$want' in: $out"; exit 1; }
     }
-    refused "ddprun: PET_NNODES='1:4' must be a whole number" PET_NNODES=1:4 PET_NODE_RANK=0
+    refused "ddprun: PET_NNODES=1:x must be a number of nodes N" PET_NNODES=1:x PET_NODE_RANK=0
+    refused "ddprun: PET_RDZV_BACKEND='etcd'" PET_RDZV_BACKEND=etcd PET_NNODES=1:2
+    refused "ddprun: PET_RDZV_ENDPOINT='job-worker-0:http': the port" PET_RDZV_ENDPOINT=job-worker-0:http PET_NNODES=1:2
+    refused "ddprun: PET_MAX_RESTARTS='-1' must be a whole number" PET_MAX_RESTARTS=-1 PET_NNODES=1
     refused "ddprun: PET_NPROC_PER_NODE='gpu' must be a whole number" PET_NPROC_PER_NODE=gpu PET_NNODES=1
     refused "from PET_NODE_RANK and PET_NNODES" PET_NODE_RANK=2 PET_NNODES=2
     # The command line wins: a variable behind a given option is not read, not even to refuse it;

@@ -11,6 +11,10 @@
 #               job can finish only if the joins did not count.
 #   host_lost   agents on nodes 0-2; kill -9 of node 0's ddprun (the store's host) mid-round: nodes 1
 #               and 2 end within a bound, non-zero, saying that the store's host is gone.
+#   by_address  an elastic PyTorchJob's variables only (PET_NNODES=2:4, PET_RDZV_ENDPOINT, ...; no
+#               --nnodes, --node-rank or --master-addr): the agent on node 0, whose address the endpoint
+#               is, serves the store; a second agent on node 0 finds the port taken and joins it; with
+#               node 1's agent the job finishes at 3 nodes, equal to one process.
 set -u
 case_=$1; ddprun=$2; worker=$3
 work=$(mktemp -d "${TMPDIR:-/tmp}/ddp-elastic.XXXXXX")
@@ -30,17 +34,21 @@ export DDP_TIMEOUT=30s
 hb=3; last_call=1; grace=1
 # start_node N [--node-rank 0]: ddprun on node N in the background; output in $work/out.N, exit code
 # in $work/rc.N, end time (unix ms) in $work/end.N; its ddprun's pid in $work/pid.N.
+# start_agent N OUT [ddprun options]: as start_node, the job given by the options alone.
 start_node() {
   n=$1; shift
+  start_agent "$n" "$n" --nnodes 2:4 "$@" --max-restarts 1 --master-addr "$DDP_NETNS_ADDR0" --master-port 29500
+}
+start_agent() {
+  n=$1; out=$2; shift 2
   eval "ifc=\$DDP_NETNS_IF$n; ns=\$DDP_NETNS$n"
   (
-    GLOO_SOCKET_IFNAME=$ifc ip netns exec "$ns" timeout -k 5 90 "$ddprun" --nnodes 2:4 "$@" --max-restarts 1 \
-      --master-addr "$DDP_NETNS_ADDR0" --master-port 29500 --rdzv-last-call $last_call --heartbeat-timeout $hb \
-      --grace-period $grace "$worker" elastic "$work" 300 10 15 > "$work/out.$n" 2>&1 &
-    echo $! > "$work/wrapper.$n"
+    GLOO_SOCKET_IFNAME=$ifc ip netns exec "$ns" timeout -k 5 90 "$ddprun" "$@" --rdzv-last-call $last_call \
+      --heartbeat-timeout $hb --grace-period $grace "$worker" elastic "$work" 300 10 15 > "$work/out.$out" 2>&1 &
+    echo $! > "$work/wrapper.$out"
     wait $!
-    echo $? > "$work/rc.$n"
-    now_ms > "$work/end.$n"
+    echo $? > "$work/rc.$out"
+    now_ms > "$work/end.$out"
   ) &
   pids="$pids $!"
 }
@@ -62,6 +70,23 @@ wait_all() { for p in $pids; do wait "$p"; done; pids=""; }
 count() { cat "$work"/out.* | grep -c "$1"; }
 
 t0=$(now_ms)
+if [ "$case_" = by_address ]; then
+  export PET_NNODES=2:4 PET_RDZV_ENDPOINT="$DDP_NETNS_ADDR0:29500" PET_RDZV_BACKEND=c10d PET_RDZV_ID=ddp-test \
+    PET_MAX_RESTARTS=1 PET_NPROC_PER_NODE=1
+  start_agent 0 0
+  until_seen "$work/out.0" "serving the store on $DDP_NETNS_ADDR0:29500" 30
+  start_agent 0 0b
+  start_agent 1 1
+  wait_all
+  for n in 0 0b 1; do [ "$(cat "$work/rc.$n")" -eq 0 ] || fail "agent $n's ddprun exited with $(cat "$work/rc.$n")"; done
+  [ "$(count 'serving the store on')" -eq 1 ] || fail "not exactly one agent served the store"
+  grep -q "not serving the store (.*already in use.*): joining the agent that does" "$work/out.0b" ||
+    fail "the second agent on node 0 did not join the first"
+  # Rounds may have started with fewer agents (a loaded machine); the last has all three.
+  [ "$(count 'RESULT ok phase=elastic rank=[0-2] size=3 step=300 ')" -eq 3 ] || fail "3 ranks did not finish equal to one process"
+  echo "ok: by_address: node 0 served the store by its address, 3 nodes finished ($(( $(now_ms) - t0 )) ms)"
+  exit 0
+fi
 start_node 0 --node-rank 0
 sleep 0.2
 start_node 1

@@ -40,6 +40,9 @@ std::string ended_value(const round_outcome& o) {
 class elastic_agent {
 public:
   explicit elastic_agent(job& j) : j_(j), id_(register_agent(j)), host_(j.elastic.store_host) {
+    if (j.elastic.store_host_by_address)
+      std::fprintf(stderr, "ddprun: serving the store on %s:%d: this machine carries that address\n",
+                   j.master_addr.c_str(), j.store_port);
     if (host_)
       watch_ = std::make_unique<heartbeat_watch>(j);
     else

@@ -55,13 +55,24 @@ void open_store(job& j) {
 std::optional<int> start_store(job& j) {
   try {
     raise_open_files_limit(j);
-    open_store(j);
+    try {
+      open_store(j);
+    } catch (const std::exception& e) {
+      // Two agents on the machine that carries --master-addr both took it for theirs: the one
+      // that bound the port serves, the other joins it (as torchrun's c10d rendezvous does).
+      if (!j.elastic.store_host_by_address) throw;
+      std::cerr << "ddprun: not serving the store (" << e.what() << "): joining the agent that does\n";
+      j.elastic.store_host = j.elastic.store_host_by_address = false;
+      open_store(j);
+    }
   } catch (const std::exception& e) {
     std::cerr << "ddprun: " << e.what() << "\n";
     if (j.is_elastic() && !j.elastic.store_host)
       std::cerr
           << "ddprun: with --nnodes MIN:MAX the store is served by the agent started with --node-rank 0 on "
-          << j.master_addr << ": start it there, or give this one a longer --rdzv-join-timeout\n";
+          << j.master_addr
+          << " (or with no --node-rank, on the machine that carries that address): start it "
+             "there, or give this one a longer --rdzv-join-timeout\n";
     return 2;
   }
   return std::nullopt;

@@ -1,11 +1,13 @@
 #include "options.hpp"
 
 #include "crash_report_library.hpp"
+#include "local_address.hpp"
 
 #include <CLI/CLI.hpp>
 
 #include <array>
 #include <charconv>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -15,7 +17,8 @@
 namespace ddprun {
 namespace {
 
-void add_options(CLI::App& app, job& j, std::string& nnodes, int& master_port, bool& crash_report) {
+void add_options(CLI::App& app, job& j, std::string& nnodes, std::string& endpoint, int& master_port,
+                 bool& crash_report) {
   app.add_option("--nproc-per-node,--nproc_per_node", j.nproc, "processes (ranks) on this node")
       ->check(CLI::Range(1, 4096));
   app.add_option("--nnodes", nnodes,
@@ -39,6 +42,9 @@ void add_options(CLI::App& app, job& j, std::string& nnodes, int& master_port, b
       ->check(CLI::Range(0.3, 3600.0));
   app.add_option("--master-addr,--master_addr", j.master_addr,
                  "address of node 0, where its ddprun serves the rendezvous store");
+  app.add_option("--rdzv-endpoint,--rdzv_endpoint", endpoint,
+                 "HOST[:PORT]: torchrun's spelling of --master-addr and --master-port together")
+      ->excludes("--master-addr");
   app.add_option(
          "--master-port,--master_port", master_port,
          "port of the store; 0 picks a free one (single node only). Default: 0 on one node, 29500 on several")
@@ -76,6 +82,35 @@ std::optional<int> env_default(const char* name, int lo, int hi, const char* hin
   return v;
 }
 
+/// HOST[:PORT] or [IPV6][:PORT], from --rdzv-endpoint or PET_RDZV_ENDPOINT (`what`): the store's
+/// address, and its port where `port` is given a place to go.
+void read_endpoint(std::string_view value, const char* what, job& j, int* port) {
+  std::string_view host = value, port_text;
+  if (!value.empty() && value.front() == '[') {
+    const auto close = value.find(']');
+    if (close == std::string_view::npos || (close + 1 < value.size() && value[close + 1] != ':'))
+      throw std::runtime_error(std::string(what) + "='" + std::string(value) +
+                               "' must be HOST, HOST:PORT or [IPV6]:PORT");
+    host = value.substr(1, close - 1);
+    if (close + 1 < value.size()) port_text = value.substr(close + 2);
+  } else if (const auto colon = value.rfind(':');
+             colon != std::string_view::npos && value.find(':') == colon) {
+    host = value.substr(0, colon);
+    port_text = value.substr(colon + 1);
+  }
+  int p = 0;
+  if (!port_text.empty()) {
+    auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), p);
+    if (ec != std::errc{} || end != port_text.data() + port_text.size() || p < 1 || p > 65535)
+      throw std::runtime_error(std::string(what) + "='" + std::string(value) +
+                               "': the port must be a number in [1, 65535]");
+  }
+  if (host.empty())
+    throw std::runtime_error(std::string(what) + "='" + std::string(value) + "' names no host");
+  j.master_addr = std::string(host);
+  if (port && p > 0) *port = p;
+}
+
 /// Kubeflow's training operator sets PET_* for torchrun (whose options read PET_<OPTION>): the
 /// same variables are ddprun's defaults, so `ddprun ./train` can be a pod's command. The command
 /// line wins over them, as with torchrun: a variable is read (and a bad value reported) only for
@@ -84,12 +119,6 @@ std::optional<int> env_default(const char* name, int lo, int hi, const char* hin
 /// not read: ddprun sets both for each rank it starts.
 void read_kubeflow_defaults(const CLI::App& app, job& j, int& master_port) {
   auto given = [&](const char* option) { return app.count(option) > 0; };
-  if (!given("--nnodes"))
-    if (auto v = env_default("PET_NNODES", 1, 65536,
-                             ": ddprun reads no elastic node range (MIN:MAX, from an elasticPolicy) from "
-                             "the environment; give the job a fixed number of workers, or pass --nnodes "
-                             "MIN:MAX with --node-rank 0 on the store's host (docs/elastic.md)"))
-      j.nnodes = *v;
   if (!given("--node-rank") && !j.is_elastic())
     if (auto v = env_default("PET_NODE_RANK", 0, 65535, "")) j.node_rank = *v;
   if (!given("--nproc-per-node")) {
@@ -100,10 +129,29 @@ void read_kubeflow_defaults(const CLI::App& app, job& j, int& master_port) {
                                "or pass --nproc-per-node"))
         j.nproc = *v;
   }
+  if (!given("--max-restarts"))
+    if (auto v = env_default("PET_MAX_RESTARTS", 0, 1000000, "")) j.max_restarts = *v;
+  if (given("--rdzv-endpoint")) return;
   if (!given("--master-addr"))
     if (const char* a = std::getenv("PET_MASTER_ADDR"); a && *a) j.master_addr = a;
   if (!given("--master-port"))
     if (auto v = env_default("PET_MASTER_PORT", 1, 65535, "")) master_port = *v;
+  // An elastic PyTorchJob names its rendezvous (the first worker's service) here, and sets no
+  // PET_MASTER_*: ddprun's store is that rendezvous.
+  const char* endpoint = std::getenv("PET_RDZV_ENDPOINT");
+  if (endpoint && *endpoint && !given("--master-addr") && !std::getenv("PET_MASTER_ADDR"))
+    read_endpoint(endpoint, "PET_RDZV_ENDPOINT", j, given("--master-port") ? nullptr : &master_port);
+}
+
+/// PET_RDZV_BACKEND: ddprun's store is torchrun's c10d rendezvous; etcd is not served.
+void check_rendezvous_backend() {
+  const char* backend = std::getenv("PET_RDZV_BACKEND");
+  if (!backend || !*backend) return;
+  const std::string_view b = backend;
+  if (b != "c10d" && b != "static")
+    throw std::runtime_error("PET_RDZV_BACKEND='" + std::string(b) +
+                             "': ddprun serves its own store, as torchrun's c10d rendezvous does; set "
+                             "rdzvBackend to c10d (docs/elastic.md)");
 }
 
 std::string random_token() {
@@ -118,8 +166,9 @@ std::string random_token() {
   return s;
 }
 
-/// --nnodes N, or MIN:MAX (with 1 <= MIN <= MAX). False, the reason printed, when it is neither.
-bool read_nnodes(const std::string& arg, job& j) {
+/// --nnodes N, or MIN:MAX (with 1 <= MIN <= MAX), from `what` (the option or PET_NNODES). False,
+/// the reason printed, when it is neither.
+bool read_nnodes(const std::string& arg, const char* what, job& j) {
   auto whole = [](std::string_view s, int& v) {
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     return !s.empty() && ec == std::errc{} && p == s.data() + s.size() && v >= 1 && v <= 65536;
@@ -134,21 +183,29 @@ bool read_nnodes(const std::string& arg, job& j) {
     j.nnodes = hi; // until the first round: ports and open files are checked for the largest job
     return true;
   }
-  std::cerr << "ddprun: --nnodes " << arg
+  std::cerr << "ddprun: " << what << (what[0] == '-' ? " " : "=") << arg
             << " must be a number of nodes N (1..65536) or an elastic range MIN:MAX with 1 <= MIN <= MAX\n";
   return false;
 }
 
-/// Under --nnodes MIN:MAX node ranks are handed out per round; only the store's host names itself,
-/// as node 0, which it stays in every round.
+/// Under --nnodes MIN:MAX node ranks are handed out per round; only the store's host is node 0, which
+/// it stays in every round. It names itself with --node-rank 0, or, with no --node-rank, is the
+/// agent whose machine carries --master-addr (as torchrun's c10d rendezvous finds its host: what an
+/// elastic PyTorchJob, which hands out no node ranks, relies on). On loopback every agent would
+/// match, so there only --node-rank 0 makes the host.
 bool read_elastic_node_rank(const CLI::App& app, job& j) {
   if (app.count("--node-rank") > 0 && j.node_rank != 0) {
     std::cerr << "ddprun: --node-rank " << j.node_rank
               << " with --nnodes MIN:MAX: node ranks are handed out per round; give --node-rank 0 to the "
-                 "node whose --master-addr serves the store, and no --node-rank elsewhere\n";
+                 "node whose --master-addr serves the store (or no --node-rank anywhere: the agent on the "
+                 "machine that carries --master-addr serves it)\n";
     return false;
   }
   j.elastic.store_host = app.count("--node-rank") > 0;
+  if (!j.elastic.store_host) {
+    const auto patience = std::chrono::milliseconds(static_cast<long>(j.elastic.join_timeout * 1000));
+    j.elastic.store_host = j.elastic.store_host_by_address = names_this_machine(j.master_addr, patience);
+  }
   j.node_rank = 0;
   return true;
 }
@@ -173,19 +230,28 @@ std::optional<int> parse_command_line(int argc, char** argv, job& j) {
   CLI::App app{"ddprun: launch the local ranks of a distributed data-parallel job"};
   int master_port = -1;
   bool crash_report = false;
-  std::string nnodes;
-  add_options(app, j, nnodes, master_port, crash_report);
+  std::string nnodes, endpoint;
+  add_options(app, j, nnodes, endpoint, master_port, crash_report);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) { return app.exit(e); }
-  if (!nnodes.empty() && !read_nnodes(nnodes, j)) return 2;
-  if (j.is_elastic() && !read_elastic_node_rank(app, j)) return 2;
+  const char* nnodes_from = "--nnodes";
+  if (nnodes.empty())
+    if (const char* v = std::getenv("PET_NNODES"); v && *v) {
+      nnodes = v;
+      nnodes_from = "PET_NNODES";
+    }
+  if (!nnodes.empty() && !read_nnodes(nnodes, nnodes_from, j)) return 2;
   try {
+    check_rendezvous_backend();
+    if (!endpoint.empty())
+      read_endpoint(endpoint, "--rdzv-endpoint", j, app.count("--master-port") > 0 ? nullptr : &master_port);
     read_kubeflow_defaults(app, j, master_port);
   } catch (const std::runtime_error& e) {
     std::cerr << "ddprun: " << e.what() << "\n";
     return 2;
   }
+  if (j.is_elastic() && !read_elastic_node_rank(app, j)) return 2;
   j.command = app.remaining();
   if (!j.command.empty() && j.command.front() == "--") j.command.erase(j.command.begin());
   if (j.command.empty()) {

@@ -13,11 +13,12 @@ namespace ddprun {
 
 /// --nnodes MIN:MAX (elastic_rounds.hpp): the node range and the rendezvous's clocks.
 struct elastic_settings {
-  int min_nodes = 0, max_nodes = 0; ///< 0: a fixed --nnodes N, no elastic rounds
-  bool store_host = false;          ///< --node-rank 0 was given: this agent serves the store
-  double last_call = 30.0;          ///< --rdzv-last-call: a round closes this long after its last join
-  double join_timeout = 600.0;      ///< --rdzv-join-timeout: how long a round waits for MIN nodes
-  double heartbeat_timeout = 15.0;  ///< --heartbeat-timeout: an agent silent this long is lost
+  int min_nodes = 0, max_nodes = 0;   ///< 0: a fixed --nnodes N, no elastic rounds
+  bool store_host = false;            ///< this agent serves the store: --node-rank 0, or by address
+  bool store_host_by_address = false; ///< no --node-rank, but --master-addr is this machine's
+  double last_call = 30.0;            ///< --rdzv-last-call: a round closes this long after its last join
+  double join_timeout = 600.0;        ///< --rdzv-join-timeout: how long a round waits for MIN nodes
+  double heartbeat_timeout = 15.0;    ///< --heartbeat-timeout: an agent silent this long is lost
 };
 
 struct job {
