@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -43,22 +44,63 @@ struct options {
 };
 
 /// The training state that survives a lost peer: `model`'s parameters and buffers (held by
-/// reference; host memory) and the progress, copied to memory at each commit. Replicated state
-/// only: a sharded optimizer's shards die with their rank, so ddp::optim is not held here
-/// (docs/elastic.md, "What in-process recovery keeps").
+/// reference; host memory), the progress, and the state of a ddp::optim optimizer handed to
+/// hold(), copied to memory at each commit. The optimizer's shards are gathered whole at each
+/// commit, so any survivor holds all of it (docs/elastic.md, "What in-process recovery keeps").
 template <class Model> class state {
 public:
   explicit state(Model& model) : model_(model) {}
 
-  /// Copies the model and `at` to memory: the point the survivors go back to. Call it on every
-  /// rank at the same step, after the optimizer's step (the cost: one copy of the model).
+  /// Hands this generation's ddp::optim optimizer (built on a sharded_data_parallel of this
+  /// state's model) to the state: its moments and step count become the last commit's, cut
+  /// into this generation's shards, and every later commit holds them. Call it in each
+  /// generation, after building the optimizer and before the first step; the optimizer must
+  /// outlive the generation's commits.
+  template <detail::sharded_optimizer Optimizer> void hold(Optimizer& opt) {
+    const std::string what = "ddp::elastic::state::hold(" + std::string(Optimizer::name()) + ")";
+    if (static_cast<const void*>(&opt.model().module()) != static_cast<const void*>(&model_))
+      throw error(error_kind::config,
+                  "rank " + std::to_string(rank_) + ": " + what +
+                      ": the optimizer steps another model than the state's: hand the state the "
+                      "optimizer of its own model",
+                  rank_);
+    auto& c = latest_.optimizer;
+    if (!c.optimizer.empty()) {
+      detail::check_optimizer(opt, c, what);
+      std::vector<detail::tensor_slot> slots;
+      detail::restore_optimizer(opt, c, detail::match_model(model_, c, what, rank_, slots));
+    } else if (latest_.valid && latest_.at.step > 0) {
+      throw error(error_kind::config,
+                  "rank " + std::to_string(rank_) + ": " + what + ": the commit of step " +
+                      std::to_string(latest_.at.step) +
+                      " holds no optimizer state, so the optimizer would start afresh mid-training: hand "
+                      "it to the state in every generation, before the first commit",
+                  rank_);
+    }
+    gather_ = [&opt](detail::checkpoint_contents& into) { detail::gather_optimizer_state(opt, into); };
+  }
+
+  /// Copies the model, the held optimizer's state and `at` to memory: the point the survivors
+  /// go back to. Call it on every rank at the same step, after the optimizer's step (the cost:
+  /// one copy of the model; with an optimizer, a collective over its shard group and two
+  /// more copies of the model, one of them per state slot: docs/elastic.md). A commit without
+  /// an optimizer after one that held one is refused: the moments would restart silently.
   void commit(const training_progress& at) {
-    std::swap(previous_, latest_); // the older buffer is reused
-    latest_.at = at;
-    latest_.valid = true;
-    latest_.bytes.clear();
-    for_each_tensor(
-        [&](std::byte* p, std::size_t n) { latest_.bytes.insert(latest_.bytes.end(), p, p + n); });
+    detail::checkpoint_contents optimizer;
+    if (gather_) { // first: a peer lost in the gather leaves the last commit whole
+      optimizer = detail::checkpoint_of_model(model_, rank_);
+      gather_(optimizer);
+    } else if (!latest_.optimizer.optimizer.empty()) {
+      throw error(error_kind::config,
+                  "rank " + std::to_string(rank_) + ": ddp::elastic::state::commit(step " +
+                      std::to_string(at.step) + "): the commit of step " + std::to_string(latest_.at.step) +
+                      " held " + latest_.optimizer.optimizer +
+                      "'s state, and this generation handed no optimizer to the state: call "
+                      "state.hold(optimizer) after building it, or its moments restart silently",
+                  rank_);
+    }
+    commit_model(at);
+    latest_.optimizer = std::move(optimizer);
   }
 
   /// The progress of the last commit (what a generation starts from).
@@ -72,6 +114,8 @@ public:
   /// copy. Generation 0 commits rank 0's model as step 0.
   void restore(process_group<gloo>& pg, std::uint64_t generation) {
     generation_ = generation;
+    rank_ = pg.rank();
+    gather_ = nullptr; // the last generation's optimizer is gone with its loop
     std::vector<std::int64_t> step{latest_.valid ? static_cast<std::int64_t>(latest_.at.step) : -1};
     std::vector<std::int64_t> lo = step;
     pg.all_reduce(lo, op::min);
@@ -96,16 +140,42 @@ public:
                                  static_cast<std::int64_t>(latest_.at.epoch),
                                  static_cast<std::int64_t>(latest_.at.samples)};
     pg.broadcast(at, 0);
-    commit({static_cast<std::uint64_t>(at[0]), static_cast<std::uint64_t>(at[1]),
-            static_cast<std::uint64_t>(at[2])});
+    auto optimizer = broadcast_optimizer(pg, std::move(latest_.optimizer));
+    commit_model({static_cast<std::uint64_t>(at[0]), static_cast<std::uint64_t>(at[1]),
+                  static_cast<std::uint64_t>(at[2])});
+    latest_.optimizer = std::move(optimizer);
   }
 
 private:
   struct snapshot {
     training_progress at{};
     std::vector<std::byte> bytes;
+    detail::checkpoint_contents optimizer; ///< empty without a held optimizer
     bool valid = false;
   };
+
+  void commit_model(const training_progress& at) {
+    std::swap(previous_, latest_); // the older buffer is reused
+    latest_.at = at;
+    latest_.valid = true;
+    latest_.bytes.clear();
+    for_each_tensor(
+        [&](std::byte* p, std::size_t n) { latest_.bytes.insert(latest_.bytes.end(), p, p + n); });
+  }
+
+  /// Rank 0's optimizer state of the commit, on every rank (in the checkpoint format, checked
+  /// by its SHA-256 like a file): the next generation's optimizers start from it.
+  static detail::checkpoint_contents broadcast_optimizer(process_group<gloo>& pg,
+                                                         detail::checkpoint_contents c) {
+    std::vector<std::uint8_t> bytes;
+    if (pg.rank() == 0 && !c.optimizer.empty()) bytes = detail::encode_checkpoint(c);
+    std::vector<std::int64_t> size{static_cast<std::int64_t>(bytes.size())};
+    pg.broadcast(size, 0);
+    if (size[0] == 0) return {};
+    bytes.resize(static_cast<std::size_t>(size[0]));
+    pg.broadcast(bytes, 0);
+    return pg.rank() == 0 ? std::move(c) : detail::decode_checkpoint(bytes, "ddp::elastic's commit");
+  }
 
   /// f(bytes, count) for each parameter and buffer, walked again each time (storage may move).
   template <class F> void for_each_tensor(F&& f) {
@@ -138,6 +208,8 @@ private:
   Model& model_;
   snapshot latest_, previous_;
   std::vector<detail::tensor_slot> parameters_, buffers_;
+  std::function<void(detail::checkpoint_contents&)> gather_; ///< the held optimizer's, or empty
+  int rank_ = 0;
   std::uint64_t generation_ = 0;
 };
 

@@ -7,7 +7,10 @@
 # the parameters of single-process training (the worker's oracle, 1e-5 relative) and of an
 # uninterrupted run at world 3 (TOL below). A worker whose commit claims one step more than
 # its parameters hold (a restore that skips a step) must fail both. Without the flag the loss
-# ends the job; with --max-restarts it is refused.
+# ends the job; with --max-restarts it is refused. With sharded_data_parallel and Adam handed
+# to the state (state.hold), the survivors match single-process Adam and the uninterrupted run;
+# without hold() the restarted moments must fail the oracle, and holding it in the first
+# generation only must be refused at the next commit.
 #   elastic_recovery.sh DDPRUN ELASTIC_RECOVERY_WORKER
 set -u
 ddprun=$1; worker=$2
@@ -51,17 +54,17 @@ kill_one() {
   launcher=
 }
 
-# survived NAME VICTIM: the two other ranks finished ok in the processes that started, at
-# generation 1 of world 2, and match the uninterrupted run ($dir/params.*).
+# survived NAME VICTIM [REF]: the two other ranks finished ok in the processes that started, at
+# generation 1 of world 2, and match the uninterrupted run (REF/params.*, default $dir).
 survived() {
-  name=$1 victim_rank=$2
+  name=$1 victim_rank=$2 ref=${3:-$dir}
   [ $rc -eq 0 ] || fail "$name: the job that lost rank $victim_rank exited with $rc"
   for r in 0 1 2; do
     [ $r -eq "$victim_rank" ] && continue
     pid=$(sed -n "s/^PID rank=$r pid=\([0-9]*\)\$/\1/p" "$dir/$name.log")
     grep -q "^RESULT ok job_rank=$r pid=$pid generation=1 world=2 " "$dir/$name.log" ||
       fail "$name: rank $r did not finish ok in its own process ($pid) at generation 1 of world 2"
-    d=$("$worker" compare "$dir/$name/params.$r" "$dir/params.$r" | sed -n 's/^DIFF //p')
+    d=$("$worker" compare "$dir/$name/params.$r" "$ref/params.$r" | sed -n 's/^DIFF //p')
     echo "$name: rank $r against the uninterrupted run: $d (tolerance $tol)"
     awk -v d="$d" -v t="$tol" 'BEGIN { exit !(d <= t) }' || fail "$name: rank $r differs from the uninterrupted run by $d"
   done
@@ -94,4 +97,24 @@ kill_one broken 2 broken
 d=$("$worker" compare "$dir/broken/params.0" "$dir/params.0" | sed -n 's/^DIFF //p')
 awk -v d="$d" -v t="$tol" 'BEGIN { exit !(d > t) }' || fail "the broken restore is within the tolerance ($d)"
 echo "broken restore against the uninterrupted run: $d (must exceed $tol)"
+
+# Adam's moments: held, recovered from the survivors' commits.
+mkdir -p "$dir/adam_ref"
+out=$("$ddprun" --no-prefix --nproc-per-node 3 "$worker" recover "$dir/adam_ref" $total $every $step_ms adam 2>&1) ||
+  { echo "$out"; fail "the uninterrupted Adam run failed"; }
+kill_one adam 2 adam
+survived adam 2 "$dir/adam_ref"
+# Not held: the survivors' Adam restarts its moments at step 30, and the oracle must see it.
+kill_one adam_unheld 2 adam-unheld
+[ $rc -ne 0 ] || fail "a recovery that restarted Adam's moments passed"
+[ "$(grep -c '^RESULT fail job_rank=[01] .*generation=1 world=2 ' "$dir/adam_unheld.log")" -eq 2 ] ||
+  fail "the survivors of the recovery without Adam's state did not fail the oracle"
+d=$("$worker" compare "$dir/adam_unheld/params.0" "$dir/adam_ref/params.0" | sed -n 's/^DIFF //p')
+awk -v d="$d" -v t="$tol" 'BEGIN { exit !(d > t) }' || fail "restarted moments are within the tolerance ($d)"
+echo "Adam without its state against the uninterrupted run: $d (must exceed $tol)"
+# Held in generation 0 only: the next generation's first commit refuses to drop the moments.
+kill_one adam_once 2 adam-held-once
+[ $rc -ne 0 ] || fail "a generation that did not hand its optimizer to the state passed"
+grep -q "handed no optimizer to the state" "$dir/adam_once.log" ||
+  fail "a commit without the optimizer after one with it was not refused"
 echo "PASSED"

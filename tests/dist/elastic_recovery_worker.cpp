@@ -1,15 +1,19 @@
 // The ranks of the in-process recovery test (elastic_recovery.sh) and of its timing against a
 // full restart (bench/elastic_recovery.sh). One model and data set: an MLP trained with DDP and
 // plain SGD on a global batch of 6 (ddp::global_batches, sample-weighted) of 60 samples.
-//   recover OUT TOTAL EVERY STEP_MS [broken]  under ddp::elastic::run, committing every EVERY
-//       steps; `broken` commits one step more than the parameters hold (a restore that skips a
-//       step), which the oracle must catch.
+//   recover OUT TOTAL EVERY STEP_MS [broken|adam|adam-unheld]  under ddp::elastic::run,
+//       committing every EVERY steps; `broken` commits one step more than the parameters hold
+//       (a restore that skips a step), which the oracle must catch. `adam`: sharded_data_parallel
+//       and ddp::optim::adam handed to the state (its moments recovered); `adam-unheld`: the
+//       same without state.hold(), so a recovery restarts the moments, which the oracle must catch;
+//       `adam-held-once`: held in generation 0 only, which the next commit must refuse.
 //   restart OUT TOTAL EVERY STEP_MS  the same loop under ddprun --max-restarts: a checkpoint
 //       every EVERY steps, resumed by a restarted round.
 //   compare A B  the relative difference of two parameter dumps.
 // Each training job checks its final parameters against single-process training of the same
 // global batches and dumps them to OUT/params.<rank>.
 #include "../support/mlp.hpp"
+#include "../support/whole_optimizer.hpp"
 
 #include <ddp/ddp.hpp>
 
@@ -28,12 +32,43 @@ namespace {
 const std::vector<int> dims{6, 16, 12, 3};
 constexpr std::size_t samples = 60, global_batch = 6;
 constexpr float lr = 0.05f;
+const ddp::optim::adam_options adam_opts{.lr = 1e-2, .weight_decay = 1e-3};
 const auto data = ddp_test::make_batch<float>(dims.front(), dims.back(), static_cast<int>(samples), 11u);
 
 std::int64_t wall_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+/// This rank's share of global step `step`: its gradients (of the mean loss over the share) in
+/// `net`; returns the share's size.
+std::size_t local_gradients(mlp<float>& net, const ddp::global_batches<ddp::sampling::shuffled>& gb,
+                            std::uint64_t step) {
+  const auto b = gb.at(step);
+  mlp<float>::mat x(dims.front(), static_cast<Eigen::Index>(b.local_samples())),
+      y(dims.back(), static_cast<Eigen::Index>(b.local_samples()));
+  for (std::size_t k = 0; k < b.indices.size(); ++k) {
+    x.col(static_cast<Eigen::Index>(k)) = data.first.col(b.indices[k]);
+    y.col(static_cast<Eigen::Index>(k)) = data.second.col(b.indices[k]);
+  }
+  net.zero_grad();
+  if (b.local_samples() > 0) net.train_step(x, y);
+  return b.local_samples();
+}
+
+/// Single-process Adam on the whole global batches: the trajectory of the `adam` runs.
+std::vector<double> adam_oracle(int total) {
+  mlp<float> net(dims, 7u, false);
+  ddp_test::whole_optimizer<float> ref{true};
+  ref.a = adam_opts;
+  ddp::distributed_sampler<> sampler(samples, 1, 0, {.seed = 3});
+  ddp::global_batches gb(sampler, global_batch);
+  for (int s = 0; s < total; ++s) {
+    local_gradients(net, gb, static_cast<std::uint64_t>(s));
+    ref.step(net);
+  }
+  return net.flat();
 }
 
 /// One step on this rank's share of global step `step`; with `dp`, its gradients averaged by samples.
@@ -80,13 +115,57 @@ std::vector<double> undump(const std::string& path) {
 }
 
 /// The job's end: this rank's parameters against the oracle, dumped.
-int finish(const std::string& out, mlp<float>& net, int job_rank, const std::string& what, int total) {
+int finish(const std::string& out, mlp<float>& net, int job_rank, const std::string& what, int total,
+           bool adam = false) {
   const auto mine = net.flat();
-  const double d = ddp_test::relative_difference(mine, oracle(total));
+  const double d = ddp_test::relative_difference(mine, adam ? adam_oracle(total) : oracle(total));
   dump(out + "/params." + std::to_string(job_rank), mine);
   std::printf("RESULT %s job_rank=%d pid=%d %s oracle_diff=%.3g\n", d <= 1e-5 ? "ok" : "fail", job_rank,
               static_cast<int>(::getpid()), what.c_str(), d);
   return d <= 1e-5 ? 0 : 1;
+}
+
+/// The `adam` variants of recover(): sharded_data_parallel (shares are equal: 2 of 6 at world 3,
+/// 3 at world 2, so its mean is the global batch's) and ddp::optim::adam, handed to the state
+/// in every generation, in none (`never`) or in generation 0 only (`once`).
+enum class held { always, never, once };
+int recover_adam(const std::string& out, int total, int every, int step_ms, held how) {
+  const int job_rank = std::atoi(std::getenv("RANK") ? std::getenv("RANK") : "0");
+  std::printf("PID rank=%d pid=%d\n", job_rank, static_cast<int>(::getpid()));
+  std::fflush(stdout);
+  mlp<float> net(dims, 7u, false);
+  ddp::elastic::state st(net);
+  int world = 0;
+  ddp::elastic::run(st, [&](ddp::process_group<ddp::gloo>& pg, const ddp::training_progress& from) {
+    world = pg.size();
+    ddp::sharded_data_parallel sdp(net, pg);
+    ddp::optim::adam opt(sdp, adam_opts);
+    if (how == held::always || (how == held::once && st.generation() == 0)) st.hold(opt);
+    ddp::distributed_sampler<> sampler(samples, pg, {.seed = 3});
+    ddp::global_batches gb(sampler, global_batch);
+    for (auto s = from.step; s < static_cast<std::uint64_t>(total); ++s) {
+      if (local_gradients(net, gb, s) * static_cast<std::size_t>(pg.size()) != global_batch)
+        throw ddp::error(ddp::error_kind::config, "the adam runs need equal shares of the global batch");
+      sdp.synchronize();
+      opt.step();
+      if (s == from.step && st.generation() > 0)
+        std::printf("RECOVERED generation=%llu world=%d rank=%d from_step=%llu adam_steps=%llu "
+                    "first_step_ns=%lld\n",
+                    static_cast<unsigned long long>(st.generation()), pg.size(), pg.rank(),
+                    static_cast<unsigned long long>(from.step), static_cast<unsigned long long>(opt.steps()),
+                    static_cast<long long>(wall_ns()));
+      std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
+      if ((s + 1) % static_cast<std::uint64_t>(every) == 0) {
+        st.commit({s + 1, gb.epoch_of(s + 1), gb.position_of(s + 1)});
+        if (pg.rank() == 0)
+          std::printf("STEP %llu world=%d\n", static_cast<unsigned long long>(s + 1), pg.size());
+      }
+      std::fflush(stdout);
+    }
+  });
+  return finish(out, net, job_rank,
+                "generation=" + std::to_string(st.generation()) + " world=" + std::to_string(world), total,
+                true);
 }
 
 int recover(const std::string& out, int total, int every, int step_ms, bool broken) {
@@ -162,13 +241,20 @@ int main(int argc, char** argv) {
     if ((mode == "recover" || mode == "restart") && argc >= 6) {
       const int total = std::atoi(argv[3]), every = std::atoi(argv[4]), step_ms = std::atoi(argv[5]);
       if (mode == "restart") return restart(argv[2], total, every, step_ms);
-      return recover(argv[2], total, every, step_ms, argc > 6 && std::string(argv[6]) == "broken");
+      const std::string variant = argc > 6 ? argv[6] : "";
+      if (variant == "adam" || variant == "adam-unheld" || variant == "adam-held-once")
+        return recover_adam(argv[2], total, every, step_ms,
+                            variant == "adam"          ? held::always
+                            : variant == "adam-unheld" ? held::never
+                                                       : held::once);
+      return recover(argv[2], total, every, step_ms, variant == "broken");
     }
   } catch (const std::exception& e) {
     std::printf("RESULT fail pid=%d %s\n", static_cast<int>(::getpid()), e.what());
     return 1;
   }
-  std::fprintf(stderr, "usage: elastic_recovery_worker recover|restart OUT TOTAL EVERY STEP_MS [broken] | "
+  std::fprintf(stderr, "usage: elastic_recovery_worker recover|restart OUT TOTAL EVERY STEP_MS "
+                       "[broken|adam|adam-unheld|adam-held-once] | "
                        "compare A B\n");
   return 2;
 }
