@@ -13810,7 +13810,8 @@ DDP_END_NAMESPACE
 // ---- begin ddp/elastic.hpp ----
 // ddp::elastic — in-process recovery: ranks that survive a lost peer go on in
 // their own processes. The training loop commits its state (the model's
-// parameters and buffers, and where training stands) to memory every few
+// parameters and buffers, a held ddp::optim optimizer's state, and where
+// training stands) to memory every few
 // steps; ddp::elastic::run runs the loop, and when a peer is lost it meets
 // the survivors on the launcher's store, forms a process group of them (ranks
 // renumbered densely), restores the last commit on every one (rank 0's,
