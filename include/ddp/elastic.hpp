@@ -1,11 +1,11 @@
 // ddp::elastic — in-process recovery: ranks that survive a lost peer go on in
 // their own processes. The training loop commits its state (the model's
 // parameters and buffers, a held ddp::optim optimizer's state, and where
-// training stands) to memory every few
-// steps; ddp::elastic::run runs the loop, and when a peer is lost it meets
-// the survivors on the launcher's store, forms a process group of them (ranks
-// renumbered densely), restores the last commit on every one (rank 0's,
-// broadcast) and calls the loop again from there. Needs ddprun
+// training stands) to memory every few steps; ddp::elastic::run runs the
+// loop, and when a peer is lost it meets the survivors on the launcher's
+// store, forms a process group of them (ranks renumbered densely), restores
+// the last commit on every one (rank 0's, broadcast) and calls the loop again
+// from there. Needs ddprun
 // --in-process-recovery. Design, waits and figures: docs/elastic.md, "In-process recovery".
 #ifndef DDP_ELASTIC_HPP
 #define DDP_ELASTIC_HPP
