@@ -240,9 +240,7 @@ private:
 /// commit and calls the loop again; any other error, or one past max_recoveries, goes out. The
 /// loop builds what holds the group (distributed_data_parallel, its sampler for
 /// pg.size()/pg.rank()) inside, and picks up at `from` (global_batches::at(from.step) sets
-/// the sampler's epoch and global position). With options::admit_joiners, a process that runs
-/// with options::join is admitted after the next commit: the generation ends on every rank and
-/// the next one includes it (docs/elastic.md, "A process joins").
+/// the sampler's epoch and global position).
 template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const options& o) {
   static_assert(std::invocable<Loop&, process_group<gloo>&, const training_progress&>,
                 "ddp::elastic::run: the loop must be callable as loop(ddp::process_group<ddp::gloo>& pg, "
