@@ -49,8 +49,7 @@ struct options {
   /// that commit and the next one includes the joiner. Joins do not count against max_recoveries.
   bool admit_joiners = false;
   /// This process joins a running job (whose ranks run with admit_joiners) instead of starting
-  /// it: it waits for their next commit, meets them, and receives the committed state; it then
-  /// admits later joiners as they do.
+  /// it: it waits for their next commit, meets them, and receives the committed state.
   bool join = false;
   /// How long a joining process waits to be admitted.
   std::chrono::milliseconds join_wait{60000};
@@ -274,12 +273,7 @@ template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const
     pg = std::make_unique<process_group<gloo>>(detail::make_rendezvous(o.init, files));
   }
   const int job_rank = job.rank;
-  // Every rank of a generation looks for joiners at the same commits, a joiner too.
-  struct forget_look {
-    std::function<void()>& look;
-    ~forget_look() { look = nullptr; } // it refers to this call's locals
-  } forget{st.after_commit_};
-  if (o.admit_joiners || o.join)
+  if (o.admit_joiners)
     st.after_commit_ = [&] {
       std::vector<std::int64_t> waiting{0};
       if (pg->rank() == 0) waiting[0] = detail::elastic_joiners_asked(*joins) - admitted;
@@ -291,6 +285,7 @@ template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const
       st.restore(*pg, generation);
       const training_progress from = st.committed(); // a copy: the loop's commits move committed()
       if constexpr (std::invocable<Loop&, process_group<gloo>&, const training_progress&>) loop(*pg, from);
+      st.after_commit_ = nullptr;
       return;
     } catch (const detail::elastic_join_signal& j) {
       const detail::elastic_survivor me{pg->rank(), pg->topology().node_rank};
