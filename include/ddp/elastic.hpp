@@ -25,7 +25,6 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
-#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -42,21 +41,8 @@ struct options {
   /// Recoveries after which the next lost peer ends the job (its error goes out of run).
   int max_recoveries = 8;
   /// Generation 0's process group (init_process_group's options); its timeout serves every generation.
-  /// With joiners to come, world_size is the ranks that start the job (the others join).
   init_options init{};
-  /// Admit processes that ask to join (run with `join`): at each commit rank 0 looks at the store
-  /// once and broadcasts what it saw; when a joiner waits, every rank ends the generation after
-  /// that commit and the next one includes the joiner. Joins do not count against max_recoveries.
-  bool admit_joiners = false;
-  /// This process joins a running job (whose ranks run with admit_joiners) instead of starting
-  /// it: it waits for their next commit, meets them, and receives the committed state.
-  bool join = false;
-  /// How long a joining process waits to be admitted.
-  std::chrono::milliseconds join_wait{60000};
 };
-
-template <class Model> class state;
-template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const options& o = {});
 
 /// The training state that survives a lost peer: `model`'s parameters and buffers (held by
 /// reference; host memory), the progress, and the state of a ddp::optim optimizer handed to
@@ -116,7 +102,6 @@ public:
     }
     commit_model(at);
     latest_.optimizer = std::move(optimizer);
-    if (after_commit_) after_commit_();
   }
 
   /// The progress of the last commit (what a generation starts from).
@@ -132,11 +117,10 @@ public:
     generation_ = generation;
     rank_ = pg.rank();
     gather_ = nullptr; // the last generation's optimizer is gone with its loop
-    constexpr auto none = std::numeric_limits<std::int64_t>::max(); // a joiner's: no commit yet
-    std::vector<std::int64_t> step{latest_.valid ? static_cast<std::int64_t>(latest_.at.step) : none};
+    std::vector<std::int64_t> step{latest_.valid ? static_cast<std::int64_t>(latest_.at.step) : -1};
     std::vector<std::int64_t> lo = step;
     pg.all_reduce(lo, op::min);
-    if (lo[0] != none && latest_.valid) {
+    if (lo[0] >= 0) {
       auto* pick = latest_.valid && static_cast<std::int64_t>(latest_.at.step) == lo[0]       ? &latest_
                    : previous_.valid && static_cast<std::int64_t>(previous_.at.step) == lo[0] ? &previous_
                                                                                               : nullptr;
@@ -226,8 +210,6 @@ private:
   snapshot latest_, previous_;
   std::vector<detail::tensor_slot> parameters_, buffers_;
   std::function<void(detail::checkpoint_contents&)> gather_; ///< the held optimizer's, or empty
-  std::function<void()> after_commit_;                       ///< run()'s look for joiners, or empty
-  template <class M, class L> friend void run(state<M>& st, L&& loop, const options& o);
   int rank_ = 0;
   std::uint64_t generation_ = 0;
 };
@@ -240,7 +222,7 @@ private:
 /// loop builds what holds the group (distributed_data_parallel, its sampler for
 /// pg.size()/pg.rank()) inside, and picks up at `from` (global_batches::at(from.step) sets
 /// the sampler's epoch and global position).
-template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const options& o) {
+template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const options& o = {}) {
   static_assert(std::invocable<Loop&, process_group<gloo>&, const training_progress&>,
                 "ddp::elastic::run: the loop must be callable as loop(ddp::process_group<ddp::gloo>& pg, "
                 "const ddp::training_progress& from): pg is this generation's group, from the commit it "
@@ -251,58 +233,19 @@ template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const
   const auto job = ddp::topology::from_env();
   const std::string token =
       o.init.token.empty() ? detail::getenv_str("DDP_TOKEN").value_or("") : o.init.token;
+  auto pg = std::make_unique<process_group<gloo>>(detail::make_rendezvous(o.init, files));
+  const std::chrono::milliseconds timeout = pg->timeout();
   const bool enabled = detail::in_process_recovery_enabled();
-  if ((o.join || o.admit_joiners) && !enabled)
-    throw error(error_kind::config,
-                "ddp::elastic::run: options::join and admit_joiners need the job started with "
-                "ddprun --in-process-recovery (its store outlives every rank)");
-  const std::chrono::milliseconds timeout = o.init.timeout;
-  std::unique_ptr<tcp_store> joins;
-  if (o.join || o.admit_joiners) joins = detail::elastic_join_store(job, timeout, token);
-  std::unique_ptr<process_group<gloo>> pg;
+  const int job_rank = pg->rank();
   std::uint64_t generation = 0;
-  std::int64_t admitted = 0; // joiners admitted so far: every rank counts alike
-  if (o.join) {
-    const auto a = detail::elastic_ask_to_join(*joins, o.join_wait, job.rank);
-    generation = a.generation;
-    admitted = a.admitted;
-    auto g = detail::meet_survivors(job, {detail::elastic_joiner_rank(a.number), job.node_rank}, a.old_size,
-                                    generation, o.last_call, timeout, token, a.joiners);
-    pg = std::make_unique<process_group<gloo>>(std::move(g.rv));
-  } else {
-    pg = std::make_unique<process_group<gloo>>(detail::make_rendezvous(o.init, files));
-  }
-  const int job_rank = job.rank;
-  if (o.admit_joiners)
-    st.after_commit_ = [&] {
-      std::vector<std::int64_t> waiting{0};
-      if (pg->rank() == 0) waiting[0] = detail::elastic_joiners_asked(*joins) - admitted;
-      pg->broadcast(waiting, 0);
-      if (waiting[0] > 0) throw detail::elastic_join_signal{static_cast<int>(waiting[0])};
-    };
-  for (int recoveries = 0;;) {
+  for (int recoveries = 0;; ++recoveries) {
     try {
       st.restore(*pg, generation);
       const training_progress from = st.committed(); // a copy: the loop's commits move committed()
       if constexpr (std::invocable<Loop&, process_group<gloo>&, const training_progress&>) loop(*pg, from);
-      st.after_commit_ = nullptr;
       return;
-    } catch (const detail::elastic_join_signal& j) {
-      const detail::elastic_survivor me{pg->rank(), pg->topology().node_rank};
-      const int old_size = pg->size();
-      detail::log_line("rank " + std::to_string(job_rank),
-                       "generation " + std::to_string(generation) + " admits " + std::to_string(j.joiners) +
-                           " joining process(es) after the commit of step " +
-                           std::to_string(st.committed().step));
-      pg.reset();
-      ++generation;
-      admitted += j.joiners;
-      if (me.old_rank == 0) detail::elastic_admit(*joins, {generation, old_size, j.joiners, admitted});
-      auto g = detail::meet_survivors(job, me, old_size, generation, o.last_call, timeout, token, j.joiners);
-      pg = std::make_unique<process_group<gloo>>(std::move(g.rv));
     } catch (const error& e) {
       if (e.kind() != error_kind::peer_lost || recoveries >= o.max_recoveries) throw;
-      ++recoveries;
       if (!enabled) {
         detail::log_line("rank " + std::to_string(job_rank),
                          "ddp::elastic::run: a peer was lost, and this job was not started with ddprun "

@@ -13830,7 +13830,6 @@ DDP_END_NAMESPACE
 
 #include <chrono>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -13859,44 +13858,14 @@ DDP_INLINE bool in_process_recovery_enabled();
 DDP_INLINE std::string elastic_scope(const ddp::topology& job, std::uint64_t generation);
 
 /// The survivors of generation `generation - 1` (where this rank was `me` of `old_size`) meet
-/// on the job's store, with `joiners` admitted processes, and form generation `generation`: the
-/// first to arrive closes the meeting once every rank the old generation did not lose and every
-/// joiner has arrived, or `last_call` after its own arrival; the members are numbered by their
-/// old ranks (joiners' are elastic_joiner_rank(k): after every survivor). Every wait is bounded (`timeout`
-/// for store requests; the others wait last_call + timeout for the close). A rank that arrives after the
-/// close is told it was left out (ddp::error, peer_lost).
+/// on the job's store and form generation `generation`: the first to arrive closes the meeting
+/// once every rank the old generation did not lose has arrived, or `last_call` after its own
+/// arrival; the members are numbered by their old ranks. Every wait is bounded (`timeout` for
+/// store requests; the others wait last_call + timeout for the close). A rank that arrives
+/// after the close is told it was left out (ddp::error, peer_lost).
 DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_survivor me, int old_size,
                                              std::uint64_t generation, std::chrono::milliseconds last_call,
-                                             std::chrono::milliseconds timeout, const std::string& token,
-                                             int joiners = 0);
-
-/// The "old rank" joiner `k` (1, 2, ...) meets with: above any rank a generation has.
-inline constexpr int elastic_joiner_rank(std::int64_t k) { return (1 << 24) + static_cast<int>(k); }
-
-/// Where a joiner stands once the survivors admitted it: the generation it meets in, the size of
-/// the one before, how many join with it, and how many joiners the job has admitted in all.
-struct elastic_admission {
-  std::uint64_t generation = 0;
-  int old_size = 0, joiners = 0;
-  std::int64_t admitted = 0;
-  std::int64_t number = 0; ///< this joiner's (its elastic_joiner_rank), set by elastic_ask_to_join
-};
-
-/// Thrown out of ddp::elastic::state::commit() through the loop when joiners wait: the
-/// generation ends on every rank, and run() meets them.
-struct elastic_join_signal {
-  int joiners = 0;
-};
-
-/// The job's store, unscoped by generation, where joiners ask and are admitted.
-DDP_INLINE std::unique_ptr<tcp_store>
-elastic_join_store(const ddp::topology& job, std::chrono::milliseconds timeout, const std::string& token);
-/// How many processes have asked to join the job so far (joiner numbers 1..n).
-DDP_INLINE std::int64_t elastic_joiners_asked(tcp_store& s);
-/// A joining process asks (its number, from 1) and waits up to `wait` for its admission.
-DDP_INLINE elastic_admission elastic_ask_to_join(tcp_store& s, std::chrono::milliseconds wait, int job_rank);
-/// The survivors' rank 0 admits joiners `a.admitted - a.joiners + 1` .. `a.admitted`.
-DDP_INLINE void elastic_admit(tcp_store& s, const elastic_admission& a);
+                                             std::chrono::milliseconds timeout, const std::string& token);
 
 } // namespace detail
 DDP_END_NAMESPACE
@@ -13911,7 +13880,6 @@ DDP_END_NAMESPACE
 #include <cstdint>
 #include <cstring>
 #include <functional>
-#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -13928,21 +13896,8 @@ struct options {
   /// Recoveries after which the next lost peer ends the job (its error goes out of run).
   int max_recoveries = 8;
   /// Generation 0's process group (init_process_group's options); its timeout serves every generation.
-  /// With joiners to come, world_size is the ranks that start the job (the others join).
   init_options init{};
-  /// Admit processes that ask to join (run with `join`): at each commit rank 0 looks at the store
-  /// once and broadcasts what it saw; when a joiner waits, every rank ends the generation after
-  /// that commit and the next one includes the joiner. Joins do not count against max_recoveries.
-  bool admit_joiners = false;
-  /// This process joins a running job (whose ranks run with admit_joiners) instead of starting
-  /// it: it waits for their next commit, meets them, and receives the committed state.
-  bool join = false;
-  /// How long a joining process waits to be admitted.
-  std::chrono::milliseconds join_wait{60000};
 };
-
-template <class Model> class state;
-template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const options& o = {});
 
 /// The training state that survives a lost peer: `model`'s parameters and buffers (held by
 /// reference; host memory), the progress, and the state of a ddp::optim optimizer handed to
@@ -14002,7 +13957,6 @@ public:
     }
     commit_model(at);
     latest_.optimizer = std::move(optimizer);
-    if (after_commit_) after_commit_();
   }
 
   /// The progress of the last commit (what a generation starts from).
@@ -14018,11 +13972,10 @@ public:
     generation_ = generation;
     rank_ = pg.rank();
     gather_ = nullptr; // the last generation's optimizer is gone with its loop
-    constexpr auto none = std::numeric_limits<std::int64_t>::max(); // a joiner's: no commit yet
-    std::vector<std::int64_t> step{latest_.valid ? static_cast<std::int64_t>(latest_.at.step) : none};
+    std::vector<std::int64_t> step{latest_.valid ? static_cast<std::int64_t>(latest_.at.step) : -1};
     std::vector<std::int64_t> lo = step;
     pg.all_reduce(lo, op::min);
-    if (lo[0] != none && latest_.valid) {
+    if (lo[0] >= 0) {
       auto* pick = latest_.valid && static_cast<std::int64_t>(latest_.at.step) == lo[0]       ? &latest_
                    : previous_.valid && static_cast<std::int64_t>(previous_.at.step) == lo[0] ? &previous_
                                                                                               : nullptr;
@@ -14112,8 +14065,6 @@ private:
   snapshot latest_, previous_;
   std::vector<detail::tensor_slot> parameters_, buffers_;
   std::function<void(detail::checkpoint_contents&)> gather_; ///< the held optimizer's, or empty
-  std::function<void()> after_commit_;                       ///< run()'s look for joiners, or empty
-  template <class M, class L> friend void run(state<M>& st, L&& loop, const options& o);
   int rank_ = 0;
   std::uint64_t generation_ = 0;
 };
@@ -14126,7 +14077,7 @@ private:
 /// loop builds what holds the group (distributed_data_parallel, its sampler for
 /// pg.size()/pg.rank()) inside, and picks up at `from` (global_batches::at(from.step) sets
 /// the sampler's epoch and global position).
-template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const options& o) {
+template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const options& o = {}) {
   static_assert(std::invocable<Loop&, process_group<gloo>&, const training_progress&>,
                 "ddp::elastic::run: the loop must be callable as loop(ddp::process_group<ddp::gloo>& pg, "
                 "const ddp::training_progress& from): pg is this generation's group, from the commit it "
@@ -14137,58 +14088,19 @@ template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const
   const auto job = ddp::topology::from_env();
   const std::string token =
       o.init.token.empty() ? detail::getenv_str("DDP_TOKEN").value_or("") : o.init.token;
+  auto pg = std::make_unique<process_group<gloo>>(detail::make_rendezvous(o.init, files));
+  const std::chrono::milliseconds timeout = pg->timeout();
   const bool enabled = detail::in_process_recovery_enabled();
-  if ((o.join || o.admit_joiners) && !enabled)
-    throw error(error_kind::config,
-                "ddp::elastic::run: options::join and admit_joiners need the job started with "
-                "ddprun --in-process-recovery (its store outlives every rank)");
-  const std::chrono::milliseconds timeout = o.init.timeout;
-  std::unique_ptr<tcp_store> joins;
-  if (o.join || o.admit_joiners) joins = detail::elastic_join_store(job, timeout, token);
-  std::unique_ptr<process_group<gloo>> pg;
+  const int job_rank = pg->rank();
   std::uint64_t generation = 0;
-  std::int64_t admitted = 0; // joiners admitted so far: every rank counts alike
-  if (o.join) {
-    const auto a = detail::elastic_ask_to_join(*joins, o.join_wait, job.rank);
-    generation = a.generation;
-    admitted = a.admitted;
-    auto g = detail::meet_survivors(job, {detail::elastic_joiner_rank(a.number), job.node_rank}, a.old_size,
-                                    generation, o.last_call, timeout, token, a.joiners);
-    pg = std::make_unique<process_group<gloo>>(std::move(g.rv));
-  } else {
-    pg = std::make_unique<process_group<gloo>>(detail::make_rendezvous(o.init, files));
-  }
-  const int job_rank = job.rank;
-  if (o.admit_joiners)
-    st.after_commit_ = [&] {
-      std::vector<std::int64_t> waiting{0};
-      if (pg->rank() == 0) waiting[0] = detail::elastic_joiners_asked(*joins) - admitted;
-      pg->broadcast(waiting, 0);
-      if (waiting[0] > 0) throw detail::elastic_join_signal{static_cast<int>(waiting[0])};
-    };
-  for (int recoveries = 0;;) {
+  for (int recoveries = 0;; ++recoveries) {
     try {
       st.restore(*pg, generation);
       const training_progress from = st.committed(); // a copy: the loop's commits move committed()
       if constexpr (std::invocable<Loop&, process_group<gloo>&, const training_progress&>) loop(*pg, from);
-      st.after_commit_ = nullptr;
       return;
-    } catch (const detail::elastic_join_signal& j) {
-      const detail::elastic_survivor me{pg->rank(), pg->topology().node_rank};
-      const int old_size = pg->size();
-      detail::log_line("rank " + std::to_string(job_rank),
-                       "generation " + std::to_string(generation) + " admits " + std::to_string(j.joiners) +
-                           " joining process(es) after the commit of step " +
-                           std::to_string(st.committed().step));
-      pg.reset();
-      ++generation;
-      admitted += j.joiners;
-      if (me.old_rank == 0) detail::elastic_admit(*joins, {generation, old_size, j.joiners, admitted});
-      auto g = detail::meet_survivors(job, me, old_size, generation, o.last_call, timeout, token, j.joiners);
-      pg = std::make_unique<process_group<gloo>>(std::move(g.rv));
     } catch (const error& e) {
       if (e.kind() != error_kind::peer_lost || recoveries >= o.max_recoveries) throw;
-      ++recoveries;
       if (!enabled) {
         detail::log_line("rank " + std::to_string(job_rank),
                          "ddp::elastic::run: a peer was lost, and this job was not started with ddprun "
@@ -27255,15 +27167,14 @@ inline std::vector<elastic_survivor> parse_members(const std::string& text) {
 /// The first survivor to arrive decides who the generation is: the arrivals once they are all
 /// the ranks the old generation did not lose, or at the last call.
 inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& old, const std::string& base,
-                                                   int old_size, int joiners,
-                                                   std::chrono::milliseconds last_call,
+                                                   int old_size, std::chrono::milliseconds last_call,
                                                    std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + last_call;
   std::int64_t arrived = 0;
   for (;;) {
     arrived = meet.add(base + "arrivals", 0);
     const auto lost = static_cast<std::int64_t>(old.lost_ranks().size());
-    if (arrived >= old_size - lost + joiners || std::chrono::steady_clock::now() >= deadline) break;
+    if (arrived >= old_size - lost || std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5)); // a look is one store round trip
   }
   std::vector<std::string> keys;
@@ -27303,8 +27214,7 @@ inline ddp::topology generation_topology(const ddp::topology& job,
 
 DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_survivor me, int old_size,
                                              std::uint64_t generation, std::chrono::milliseconds last_call,
-                                             std::chrono::milliseconds timeout, const std::string& token,
-                                             int joiners) {
+                                             std::chrono::milliseconds timeout, const std::string& token) {
   const std::string who =
       "rank " + std::to_string(me.old_rank) + " of generation " + std::to_string(generation - 1);
   const std::string base = "g" + std::to_string(generation) + "/";
@@ -27316,7 +27226,7 @@ DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_s
   meet.set(base + "arrival/" + std::to_string(n), members_text({me}));
   std::vector<elastic_survivor> members;
   if (n == 1) {
-    members = close_meeting(meet, old, base, old_size, joiners, last_call, timeout);
+    members = close_meeting(meet, old, base, old_size, last_call, timeout);
   } else {
     if (!meet.try_wait({base + "members"}, last_call + timeout))
       throw error(error_kind::timeout,
@@ -27350,38 +27260,6 @@ DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_s
     arrived.push_back("ddp/arrived/" + std::to_string(r));
   g.rv.store->wait(arrived);
   return g;
-}
-
-DDP_INLINE std::unique_ptr<tcp_store>
-elastic_join_store(const ddp::topology& job, std::chrono::milliseconds timeout, const std::string& token) {
-  return std::make_unique<tcp_store>(
-      elastic_store_options(job, elastic_scope(job, 0) + "join/", -1, timeout, token));
-}
-
-DDP_INLINE std::int64_t elastic_joiners_asked(tcp_store& s) { return s.add("asked", 0); }
-
-DDP_INLINE elastic_admission elastic_ask_to_join(tcp_store& s, std::chrono::milliseconds wait, int job_rank) {
-  const auto k = s.add("asked", 1);
-  const std::string key = "admitted/" + std::to_string(k);
-  if (!s.try_wait({key}, wait))
-    throw error(error_kind::timeout,
-                "rank " + std::to_string(job_rank) +
-                    ": ddp::elastic: asked to join the running job (joiner " + std::to_string(k) +
-                    ") and was not admitted within " + std::to_string(wait.count()) +
-                    " ms: the survivors admit joiners at their next commit when run with "
-                    "ddp::elastic::options::admit_joiners; raise options::join_wait if commits are rarer");
-  elastic_admission a;
-  std::istringstream in(s.get(key));
-  in >> a.generation >> a.old_size >> a.joiners >> a.admitted;
-  a.number = k;
-  return a;
-}
-
-DDP_INLINE void elastic_admit(tcp_store& s, const elastic_admission& a) {
-  const std::string text = std::to_string(a.generation) + " " + std::to_string(a.old_size) + " " +
-                           std::to_string(a.joiners) + " " + std::to_string(a.admitted);
-  for (std::int64_t k = a.admitted - a.joiners + 1; k <= a.admitted; ++k)
-    s.set("admitted/" + std::to_string(k), text);
 }
 
 } // namespace detail

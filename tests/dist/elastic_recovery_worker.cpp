@@ -7,8 +7,6 @@
 //       and ddp::optim::adam handed to the state (its moments recovered); `adam-unheld`: the
 //       same without state.hold(), so a recovery restarts the moments, which the oracle must catch;
 //       `adam-held-once`: held in generation 0 only, which the next commit must refuse.
-//   join OUT TOTAL EVERY STEP_MS  the `adam` job started by ranks 0 and 1 (world 2, admitting
-//       joiners); rank 2 asks to join after 300 ms and is admitted at their next commit.
 //   restart OUT TOTAL EVERY STEP_MS  the same loop under ddprun --max-restarts: a checkpoint
 //       every EVERY steps, resumed by a restarted round.
 //   compare A B  the relative difference of two parameter dumps.
@@ -131,51 +129,40 @@ int finish(const std::string& out, mlp<float>& net, int job_rank, const std::str
 /// 3 at world 2, so its mean is the global batch's) and ddp::optim::adam, handed to the state
 /// in every generation, in none (`never`) or in generation 0 only (`once`).
 enum class held { always, never, once };
-int recover_adam(const std::string& out, int total, int every, int step_ms, held how, bool join = false) {
+int recover_adam(const std::string& out, int total, int every, int step_ms, held how) {
   const int job_rank = std::atoi(std::getenv("RANK") ? std::getenv("RANK") : "0");
   std::printf("PID rank=%d pid=%d\n", job_rank, static_cast<int>(::getpid()));
   std::fflush(stdout);
-  // The joiner's own initial values differ: the oracle shows it received the survivors'.
-  mlp<float> net(dims, join && job_rank == 2 ? 8u : 7u, false);
+  mlp<float> net(dims, 7u, false);
   ddp::elastic::state st(net);
   int world = 0;
-  ddp::elastic::options o;
-  if (join) {
-    o.admit_joiners = true;
-    o.init.world_size = 2;
-    o.join = job_rank == 2;
-    if (o.join) std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  }
-  ddp::elastic::run(
-      st,
-      [&](ddp::process_group<ddp::gloo>& pg, const ddp::training_progress& from) {
-        world = pg.size();
-        ddp::sharded_data_parallel sdp(net, pg);
-        ddp::optim::adam opt(sdp, adam_opts);
-        if (how == held::always || (how == held::once && st.generation() == 0)) st.hold(opt);
-        ddp::distributed_sampler<> sampler(samples, pg, {.seed = 3});
-        ddp::global_batches gb(sampler, global_batch);
-        for (auto s = from.step; s < static_cast<std::uint64_t>(total); ++s) {
-          if (local_gradients(net, gb, s) * static_cast<std::size_t>(pg.size()) != global_batch)
-            throw ddp::error(ddp::error_kind::config, "the adam runs need equal shares of the global batch");
-          sdp.synchronize();
-          opt.step();
-          if (s == from.step && st.generation() > 0)
-            std::printf("RECOVERED generation=%llu world=%d rank=%d from_step=%llu adam_steps=%llu "
-                        "first_step_ns=%lld\n",
-                        static_cast<unsigned long long>(st.generation()), pg.size(), pg.rank(),
-                        static_cast<unsigned long long>(from.step),
-                        static_cast<unsigned long long>(opt.steps()), static_cast<long long>(wall_ns()));
-          std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
-          if ((s + 1) % static_cast<std::uint64_t>(every) == 0) {
-            st.commit({s + 1, gb.epoch_of(s + 1), gb.position_of(s + 1)});
-            if (pg.rank() == 0)
-              std::printf("STEP %llu world=%d\n", static_cast<unsigned long long>(s + 1), pg.size());
-          }
-          std::fflush(stdout);
-        }
-      },
-      o);
+  ddp::elastic::run(st, [&](ddp::process_group<ddp::gloo>& pg, const ddp::training_progress& from) {
+    world = pg.size();
+    ddp::sharded_data_parallel sdp(net, pg);
+    ddp::optim::adam opt(sdp, adam_opts);
+    if (how == held::always || (how == held::once && st.generation() == 0)) st.hold(opt);
+    ddp::distributed_sampler<> sampler(samples, pg, {.seed = 3});
+    ddp::global_batches gb(sampler, global_batch);
+    for (auto s = from.step; s < static_cast<std::uint64_t>(total); ++s) {
+      if (local_gradients(net, gb, s) * static_cast<std::size_t>(pg.size()) != global_batch)
+        throw ddp::error(ddp::error_kind::config, "the adam runs need equal shares of the global batch");
+      sdp.synchronize();
+      opt.step();
+      if (s == from.step && st.generation() > 0)
+        std::printf("RECOVERED generation=%llu world=%d rank=%d from_step=%llu adam_steps=%llu "
+                    "first_step_ns=%lld\n",
+                    static_cast<unsigned long long>(st.generation()), pg.size(), pg.rank(),
+                    static_cast<unsigned long long>(from.step), static_cast<unsigned long long>(opt.steps()),
+                    static_cast<long long>(wall_ns()));
+      std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
+      if ((s + 1) % static_cast<std::uint64_t>(every) == 0) {
+        st.commit({s + 1, gb.epoch_of(s + 1), gb.position_of(s + 1)});
+        if (pg.rank() == 0)
+          std::printf("STEP %llu world=%d\n", static_cast<unsigned long long>(s + 1), pg.size());
+      }
+      std::fflush(stdout);
+    }
+  });
   return finish(out, net, job_rank,
                 "generation=" + std::to_string(st.generation()) + " world=" + std::to_string(world), total,
                 true);
@@ -251,9 +238,6 @@ int main(int argc, char** argv) {
       std::printf("DIFF %.3g\n", ddp_test::relative_difference(undump(argv[2]), undump(argv[3])));
       return 0;
     }
-    if (mode == "join" && argc == 6)
-      return recover_adam(argv[2], std::atoi(argv[3]), std::atoi(argv[4]), std::atoi(argv[5]), held::always,
-                          true);
     if ((mode == "recover" || mode == "restart") && argc >= 6) {
       const int total = std::atoi(argv[3]), every = std::atoi(argv[4]), step_ms = std::atoi(argv[5]);
       if (mode == "restart") return restart(argv[2], total, every, step_ms);
@@ -270,7 +254,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::fprintf(stderr, "usage: elastic_recovery_worker recover|restart OUT TOTAL EVERY STEP_MS "
-                       "[broken|adam|adam-unheld|adam-held-once] | join OUT TOTAL EVERY STEP_MS | "
+                       "[broken|adam|adam-unheld|adam-held-once] | "
                        "compare A B\n");
   return 2;
 }

@@ -68,15 +68,14 @@ inline std::vector<elastic_survivor> parse_members(const std::string& text) {
 /// The first survivor to arrive decides who the generation is: the arrivals once they are all
 /// the ranks the old generation did not lose, or at the last call.
 inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& old, const std::string& base,
-                                                   int old_size, int joiners,
-                                                   std::chrono::milliseconds last_call,
+                                                   int old_size, std::chrono::milliseconds last_call,
                                                    std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + last_call;
   std::int64_t arrived = 0;
   for (;;) {
     arrived = meet.add(base + "arrivals", 0);
     const auto lost = static_cast<std::int64_t>(old.lost_ranks().size());
-    if (arrived >= old_size - lost + joiners || std::chrono::steady_clock::now() >= deadline) break;
+    if (arrived >= old_size - lost || std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5)); // a look is one store round trip
   }
   std::vector<std::string> keys;
@@ -116,8 +115,7 @@ inline ddp::topology generation_topology(const ddp::topology& job,
 
 DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_survivor me, int old_size,
                                              std::uint64_t generation, std::chrono::milliseconds last_call,
-                                             std::chrono::milliseconds timeout, const std::string& token,
-                                             int joiners) {
+                                             std::chrono::milliseconds timeout, const std::string& token) {
   const std::string who =
       "rank " + std::to_string(me.old_rank) + " of generation " + std::to_string(generation - 1);
   const std::string base = "g" + std::to_string(generation) + "/";
@@ -129,7 +127,7 @@ DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_s
   meet.set(base + "arrival/" + std::to_string(n), members_text({me}));
   std::vector<elastic_survivor> members;
   if (n == 1) {
-    members = close_meeting(meet, old, base, old_size, joiners, last_call, timeout);
+    members = close_meeting(meet, old, base, old_size, last_call, timeout);
   } else {
     if (!meet.try_wait({base + "members"}, last_call + timeout))
       throw error(error_kind::timeout,
@@ -163,38 +161,6 @@ DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_s
     arrived.push_back("ddp/arrived/" + std::to_string(r));
   g.rv.store->wait(arrived);
   return g;
-}
-
-DDP_INLINE std::unique_ptr<tcp_store>
-elastic_join_store(const ddp::topology& job, std::chrono::milliseconds timeout, const std::string& token) {
-  return std::make_unique<tcp_store>(
-      elastic_store_options(job, elastic_scope(job, 0) + "join/", -1, timeout, token));
-}
-
-DDP_INLINE std::int64_t elastic_joiners_asked(tcp_store& s) { return s.add("asked", 0); }
-
-DDP_INLINE elastic_admission elastic_ask_to_join(tcp_store& s, std::chrono::milliseconds wait, int job_rank) {
-  const auto k = s.add("asked", 1);
-  const std::string key = "admitted/" + std::to_string(k);
-  if (!s.try_wait({key}, wait))
-    throw error(error_kind::timeout,
-                "rank " + std::to_string(job_rank) +
-                    ": ddp::elastic: asked to join the running job (joiner " + std::to_string(k) +
-                    ") and was not admitted within " + std::to_string(wait.count()) +
-                    " ms: the survivors admit joiners at their next commit when run with "
-                    "ddp::elastic::options::admit_joiners; raise options::join_wait if commits are rarer");
-  elastic_admission a;
-  std::istringstream in(s.get(key));
-  in >> a.generation >> a.old_size >> a.joiners >> a.admitted;
-  a.number = k;
-  return a;
-}
-
-DDP_INLINE void elastic_admit(tcp_store& s, const elastic_admission& a) {
-  const std::string text = std::to_string(a.generation) + " " + std::to_string(a.old_size) + " " +
-                           std::to_string(a.joiners) + " " + std::to_string(a.admitted);
-  for (std::int64_t k = a.admitted - a.joiners + 1; k <= a.admitted; ++k)
-    s.set("admitted/" + std::to_string(k), text);
 }
 
 } // namespace detail

@@ -11,7 +11,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,44 +39,14 @@ DDP_INLINE bool in_process_recovery_enabled();
 DDP_INLINE std::string elastic_scope(const ddp::topology& job, std::uint64_t generation);
 
 /// The survivors of generation `generation - 1` (where this rank was `me` of `old_size`) meet
-/// on the job's store, with `joiners` admitted processes, and form generation `generation`: the
-/// first to arrive closes the meeting once every rank the old generation did not lose and every
-/// joiner has arrived, or `last_call` after its own arrival; the members are numbered by their
-/// old ranks (joiners' are elastic_joiner_rank(k): after every survivor). Every wait is bounded (`timeout`
-/// for store requests; the others wait last_call + timeout for the close). A rank that arrives after the
-/// close is told it was left out (ddp::error, peer_lost).
+/// on the job's store and form generation `generation`: the first to arrive closes the meeting
+/// once every rank the old generation did not lose has arrived, or `last_call` after its own
+/// arrival; the members are numbered by their old ranks. Every wait is bounded (`timeout` for
+/// store requests; the others wait last_call + timeout for the close). A rank that arrives
+/// after the close is told it was left out (ddp::error, peer_lost).
 DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_survivor me, int old_size,
                                              std::uint64_t generation, std::chrono::milliseconds last_call,
-                                             std::chrono::milliseconds timeout, const std::string& token,
-                                             int joiners = 0);
-
-/// The "old rank" joiner `k` (1, 2, ...) meets with: above any rank a generation has.
-inline constexpr int elastic_joiner_rank(std::int64_t k) { return (1 << 24) + static_cast<int>(k); }
-
-/// Where a joiner stands once the survivors admitted it: the generation it meets in, the size of
-/// the one before, how many join with it, and how many joiners the job has admitted in all.
-struct elastic_admission {
-  std::uint64_t generation = 0;
-  int old_size = 0, joiners = 0;
-  std::int64_t admitted = 0;
-  std::int64_t number = 0; ///< this joiner's (its elastic_joiner_rank), set by elastic_ask_to_join
-};
-
-/// Thrown out of ddp::elastic::state::commit() through the loop when joiners wait: the
-/// generation ends on every rank, and run() meets them.
-struct elastic_join_signal {
-  int joiners = 0;
-};
-
-/// The job's store, unscoped by generation, where joiners ask and are admitted.
-DDP_INLINE std::unique_ptr<tcp_store>
-elastic_join_store(const ddp::topology& job, std::chrono::milliseconds timeout, const std::string& token);
-/// How many processes have asked to join the job so far (joiner numbers 1..n).
-DDP_INLINE std::int64_t elastic_joiners_asked(tcp_store& s);
-/// A joining process asks (its number, from 1) and waits up to `wait` for its admission.
-DDP_INLINE elastic_admission elastic_ask_to_join(tcp_store& s, std::chrono::milliseconds wait, int job_rank);
-/// The survivors' rank 0 admits joiners `a.admitted - a.joiners + 1` .. `a.admitted`.
-DDP_INLINE void elastic_admit(tcp_store& s, const elastic_admission& a);
+                                             std::chrono::milliseconds timeout, const std::string& token);
 
 } // namespace detail
 DDP_END_NAMESPACE
