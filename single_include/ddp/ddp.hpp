@@ -5319,8 +5319,10 @@ inline void check_shard_range(std::size_t offset, std::size_t count, std::size_t
                                           ") runs past its " + std::to_string(parameter_count) + " elements");
 }
 
-/// The checkpoint's records of the model's parameters and buffers (values only).
-template <class Model> checkpoint_contents checkpoint_of_model(Model& m, int rank) {
+/// The checkpoint's records of the model's parameters and buffers (no optimizer state); without
+/// `copy_values`, their names, types and counts only (what gathering and restoring an
+/// optimizer's state needs).
+template <class Model> checkpoint_contents checkpoint_of_model(Model& m, int rank, bool copy_values = true) {
   checkpoint_contents c;
   auto add = [&](const std::vector<tensor_slot>& slots, checkpoint_role role) {
     for (auto& s : slots) {
@@ -5332,7 +5334,7 @@ template <class Model> checkpoint_contents checkpoint_of_model(Model& m, int ran
                     rank);
       checkpoint_tensor t{role, s.name, s.type, s.count, {}, {}};
       const auto* p = static_cast<const std::byte*>(s.value);
-      if (s.count > 0) t.values.assign(p, p + s.count * size_of(s.type));
+      if (s.count > 0 && copy_values) t.values.assign(p, p + s.count * size_of(s.type));
       c.tensors.push_back(std::move(t));
     }
   };
@@ -5359,10 +5361,15 @@ template <class Optimizer> void gather_optimizer_state(Optimizer& opt, checkpoin
   std::size_t n32 = 0, n64 = 0;
   for (std::size_t p = 0; p < c.tensors.size() && c.tensors[p].role == checkpoint_role::parameter; ++p) {
     const auto& t = c.tensors[p];
-    if (t.type != dtype::f32 && t.type != dtype::f64)
+    if (t.type != dtype::f32 && t.type != dtype::f64) {
+      const int rank = sharded.group().rank();
       throw error(error_kind::config,
-                  "save_checkpoint: parameter '" + t.name + "' is " + std::string(to_string(t.type)) +
-                      "; optimizer state is saved for float32 and float64 parameters only");
+                  "rank " + std::to_string(rank) + ": " + Optimizer::name() + "'s state of parameter '" +
+                      t.name + "' (" + std::string(to_string(t.type)) +
+                      ") cannot be gathered: optimizer state is kept for float32 and float64 parameters "
+                      "only; keep such a parameter out of the optimizer or make it float32",
+                  rank);
+    }
     auto& n = t.type == dtype::f32 ? n32 : n64;
     offset[p] = n;
     n += t.count;
@@ -13899,6 +13906,9 @@ struct options {
   init_options init{};
 };
 
+template <class Model> class state;
+template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const options& o = {});
+
 /// The training state that survives a lost peer: `model`'s parameters and buffers (held by
 /// reference; host memory), the progress, and the state of a ddp::optim optimizer handed to
 /// hold(), copied to memory at each commit. The optimizer's shards are gathered whole at each
@@ -13910,19 +13920,32 @@ public:
   /// Hands this generation's ddp::optim optimizer (built on a sharded_data_parallel of this
   /// state's model) to the state: its moments and step count become the last commit's, cut
   /// into this generation's shards, and every later commit holds them. Call it in each
-  /// generation, after building the optimizer and before the first step; the optimizer must
-  /// outlive the generation's commits.
+  /// generation, after building the optimizer and before its first step (an optimizer that
+  /// has stepped is refused: its moments would be overwritten); the optimizer must outlive
+  /// the generation's commits (run() forgets it when it returns).
   template <detail::sharded_optimizer Optimizer> void hold(Optimizer& opt) {
     const std::string what = "ddp::elastic::state::hold(" + std::string(Optimizer::name()) + ")";
+    auto refuse = [&](const std::string& why) {
+      throw error(error_kind::config, "rank " + std::to_string(rank_) + ": " + what + ": " + why, rank_);
+    };
     if (static_cast<const void*>(&opt.model().module()) != static_cast<const void*>(&model_))
-      throw error(error_kind::config,
-                  "rank " + std::to_string(rank_) + ": " + what +
-                      ": the optimizer steps another model than the state's: hand the state the "
-                      "optimizer of its own model",
-                  rank_);
+      refuse("the optimizer steps another model than the state's: hand the state the optimizer of its "
+             "own model");
+    if (opt.steps() != 0)
+      refuse("the optimizer has taken " + std::to_string(opt.steps()) +
+             " steps: hand it to the state once per generation, right after building it, before its first "
+             "step (its state would be overwritten with the commit's)");
+    for (const auto& p : detail::collect_parameters(model_))
+      if (p.type != dtype::f32 && p.type != dtype::f64)
+        refuse("parameter '" + p.name + "' is " + std::string(to_string(p.type)) +
+               "; commits hold optimizer state of float32 and float64 parameters only");
     auto& c = latest_.optimizer;
     if (!c.optimizer.empty()) {
-      detail::check_optimizer(opt, c, what);
+      if (c.optimizer != Optimizer::name() || c.slots != opt.state().slots())
+        refuse("the commit of step " + std::to_string(latest_.at.step) + " holds the state of " +
+               c.optimizer + " (" + std::to_string(c.slots) +
+               " values per element), but this generation's optimizer is " + Optimizer::name() + " (" +
+               std::to_string(opt.state().slots()) + "): build the same optimizer in every generation");
       std::vector<detail::tensor_slot> slots;
       detail::restore_optimizer(opt, c, detail::match_model(model_, c, what, rank_, slots));
     } else if (latest_.valid && latest_.at.step > 0) {
@@ -13938,21 +13961,23 @@ public:
 
   /// Copies the model, the held optimizer's state and `at` to memory: the point the survivors
   /// go back to. Call it on every rank at the same step, after the optimizer's step (the cost:
-  /// one copy of the model; with an optimizer, a collective over its shard group and two
-  /// more copies of the model, one of them per state slot: docs/elastic.md). A commit without
-  /// an optimizer after one that held one is refused: the moments would restart silently.
+  /// one copy of the model; with an optimizer, a collective over its shard group and the
+  /// whole state, one copy of the parameters per state slot: docs/elastic.md). A commit
+  /// without an optimizer after one that held one is refused: the moments would restart silently.
   void commit(const training_progress& at) {
     detail::checkpoint_contents optimizer;
     if (gather_) { // first: a peer lost in the gather leaves the last commit whole
-      optimizer = detail::checkpoint_of_model(model_, rank_);
+      // Names, types and counts only: the values are snapshot::bytes.
+      optimizer = detail::checkpoint_of_model(model_, rank_, /*copy_values=*/false);
       gather_(optimizer);
     } else if (!latest_.optimizer.optimizer.empty()) {
       throw error(error_kind::config,
                   "rank " + std::to_string(rank_) + ": ddp::elastic::state::commit(step " +
                       std::to_string(at.step) + "): the commit of step " + std::to_string(latest_.at.step) +
                       " held " + latest_.optimizer.optimizer +
-                      "'s state, and this generation handed no optimizer to the state: call "
-                      "state.hold(optimizer) after building it, or its moments restart silently",
+                      "'s state, and no optimizer is held now (this generation handed none to the "
+                      "state, or run() has returned): call state.hold(optimizer) after building it in "
+                      "every generation, or its moments restart silently",
                   rank_);
     }
     commit_model(at);
@@ -13996,13 +14021,18 @@ public:
                                  static_cast<std::int64_t>(latest_.at.epoch),
                                  static_cast<std::int64_t>(latest_.at.samples)};
     pg.broadcast(at, 0);
-    auto optimizer = broadcast_optimizer(pg, std::move(latest_.optimizer));
+    auto optimizer = broadcast_optimizer(pg, std::move(latest_.optimizer)); // the model went above
     commit_model({static_cast<std::uint64_t>(at[0]), static_cast<std::uint64_t>(at[1]),
                   static_cast<std::uint64_t>(at[2])});
     latest_.optimizer = std::move(optimizer);
   }
 
 private:
+  template <class M, class L> friend void run(state<M>& st, L&& loop, const options& o);
+
+  /// The loop's optimizer ends with the loop: a later commit must not reach it.
+  void forget_optimizer() noexcept { gather_ = nullptr; }
+
   struct snapshot {
     training_progress at{};
     std::vector<std::byte> bytes;
@@ -14019,18 +14049,32 @@ private:
         [&](std::byte* p, std::size_t n) { latest_.bytes.insert(latest_.bytes.end(), p, p + n); });
   }
 
-  /// Rank 0's optimizer state of the commit, on every rank (in the checkpoint format, checked
-  /// by its SHA-256 like a file): the next generation's optimizers start from it.
-  static detail::checkpoint_contents broadcast_optimizer(process_group<gloo>& pg,
-                                                         detail::checkpoint_contents c) {
-    std::vector<std::uint8_t> bytes;
-    if (pg.rank() == 0 && !c.optimizer.empty()) bytes = detail::encode_checkpoint(c);
-    std::vector<std::int64_t> size{static_cast<std::int64_t>(bytes.size())};
-    pg.broadcast(size, 0);
-    if (size[0] == 0) return {};
-    bytes.resize(static_cast<std::size_t>(size[0]));
-    pg.broadcast(bytes, 0);
-    return pg.rank() == 0 ? std::move(c) : detail::decode_checkpoint(bytes, "ddp::elastic's commit");
+  /// Rank 0's optimizer state of the commit, on every rank: its name, step count and state
+  /// arrays only (the model's values are broadcast on their own). Every rank's model has rank
+  /// 0's names, types and counts, so the others build the records from their own.
+  detail::checkpoint_contents broadcast_optimizer(process_group<gloo>& pg, detail::checkpoint_contents c) {
+    std::vector<std::int64_t> head{static_cast<std::int64_t>(c.optimizer.size()),
+                                   static_cast<std::int64_t>(c.optimizer_steps),
+                                   static_cast<std::int64_t>(c.slots)};
+    pg.broadcast(head, 0);
+    if (head[0] == 0) return {};
+    std::vector<std::uint8_t> name(c.optimizer.begin(), c.optimizer.end());
+    name.resize(static_cast<std::size_t>(head[0]));
+    pg.broadcast(name, 0);
+    if (pg.rank() != 0) {
+      c = detail::checkpoint_of_model(model_, pg.rank(), /*copy_values=*/false);
+      c.optimizer.assign(name.begin(), name.end());
+      c.optimizer_steps = static_cast<std::uint64_t>(head[1]);
+      c.slots = static_cast<std::uint32_t>(head[2]);
+      for (auto& t : c.tensors)
+        if (t.role == detail::checkpoint_role::parameter)
+          t.state.assign(c.slots, std::vector<std::byte>(t.count * size_of(t.type)));
+    }
+    for (auto& t : c.tensors)
+      for (auto& slot : t.state)
+        if (!slot.empty())
+          pg.broadcast(std::span<std::uint8_t>(reinterpret_cast<std::uint8_t*>(slot.data()), slot.size()), 0);
+    return c;
   }
 
   /// f(bytes, count) for each parameter and buffer, walked again each time (storage may move).
@@ -14077,11 +14121,15 @@ private:
 /// loop builds what holds the group (distributed_data_parallel, its sampler for
 /// pg.size()/pg.rank()) inside, and picks up at `from` (global_batches::at(from.step) sets
 /// the sampler's epoch and global position).
-template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const options& o = {}) {
+template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const options& o) {
   static_assert(std::invocable<Loop&, process_group<gloo>&, const training_progress&>,
                 "ddp::elastic::run: the loop must be callable as loop(ddp::process_group<ddp::gloo>& pg, "
                 "const ddp::training_progress& from): pg is this generation's group, from the commit it "
                 "starts at");
+  struct forget_on_exit {
+    state<Model>& st;
+    ~forget_on_exit() { st.forget_optimizer(); }
+  } forget{st};
   long (*files)(const ddp::topology&) = nullptr;
   if constexpr (open_files_communicator<gloo::communicator>)
     files = [](const ddp::topology& t) { return static_cast<long>(gloo::communicator::open_files(t)); };

@@ -10,7 +10,9 @@
 # ends the job; with --max-restarts it is refused. With sharded_data_parallel and Adam handed
 # to the state (state.hold), the survivors match single-process Adam and the uninterrupted run;
 # without hold() the restarted moments must fail the oracle, and holding it in the first
-# generation only must be refused at the next commit.
+# generation only must be refused at the next commit; losing rank 0 with Adam held, the new
+# rank 0's gathered state must be whole. hold() of a stepped optimizer and a commit after
+# run() returned are refused.
 #   elastic_recovery.sh DDPRUN ELASTIC_RECOVERY_WORKER
 set -u
 ddprun=$1; worker=$2
@@ -104,6 +106,9 @@ out=$("$ddprun" --no-prefix --nproc-per-node 3 "$worker" recover "$dir/adam_ref"
   { echo "$out"; fail "the uninterrupted Adam run failed"; }
 kill_one adam 2 adam
 survived adam 2 "$dir/adam_ref"
+# Rank 0 lost: the new rank 0's copy of the gathered state (old rank 1's) must be whole too.
+kill_one adam_rank0 0 adam
+survived adam_rank0 0 "$dir/adam_ref"
 # Not held: the survivors' Adam restarts its moments at step 30, and the oracle must see it.
 kill_one adam_unheld 2 adam-unheld
 [ $rc -ne 0 ] || fail "a recovery that restarted Adam's moments passed"
@@ -115,6 +120,11 @@ echo "Adam without its state against the uninterrupted run: $d (must exceed $tol
 # Held in generation 0 only: the next generation's first commit refuses to drop the moments.
 kill_one adam_once 2 adam-held-once
 [ $rc -ne 0 ] || fail "a generation that did not hand its optimizer to the state passed"
-grep -q "handed no optimizer to the state" "$dir/adam_once.log" ||
+grep -q "no optimizer is held now" "$dir/adam_once.log" ||
   fail "a commit without the optimizer after one with it was not refused"
+# Misuse of hold(): an optimizer that has stepped, and a commit after run() returned (its
+# optimizer is gone), are refused with errors that say so.
+"$ddprun" --no-prefix --nproc-per-node 2 "$worker" misuse >"$dir/misuse.log" 2>&1 ||
+  fail "misuse: a misuse of hold() was not refused as documented"
+[ "$(grep -c '^MISUSE .* refused' "$dir/misuse.log")" -eq 4 ] || fail "misuse: not every rank refused both"
 echo "PASSED"

@@ -1,7 +1,7 @@
 // The ranks of the in-process recovery test (elastic_recovery.sh) and of its timing against a
 // full restart (bench/elastic_recovery.sh). One model and data set: an MLP trained with DDP and
 // plain SGD on a global batch of 6 (ddp::global_batches, sample-weighted) of 60 samples.
-//   recover OUT TOTAL EVERY STEP_MS [broken|adam|adam-unheld]  under ddp::elastic::run,
+//   recover OUT TOTAL EVERY STEP_MS [broken|adam|adam-unheld|adam-held-once]  under ddp::elastic::run,
 //       committing every EVERY steps; `broken` commits one step more than the parameters hold
 //       (a restore that skips a step), which the oracle must catch. `adam`: sharded_data_parallel
 //       and ddp::optim::adam handed to the state (its moments recovered); `adam-unheld`: the
@@ -10,6 +10,8 @@
 //   restart OUT TOTAL EVERY STEP_MS  the same loop under ddprun --max-restarts: a checkpoint
 //       every EVERY steps, resumed by a restarted round.
 //   compare A B  the relative difference of two parameter dumps.
+//   misuse  hold() of an optimizer that has stepped, and a commit after run() returned: both
+//       must be refused with a ddp::error (MISUSE lines).
 // Each training job checks its final parameters against single-process training of the same
 // global batches and dumps them to OUT/params.<rank>.
 #include "../support/mlp.hpp"
@@ -21,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -168,6 +171,49 @@ int recover_adam(const std::string& out, int total, int every, int step_ms, held
                 true);
 }
 
+/// Misuse of hold(), which must be refused with a ddp::error naming it: an optimizer that has
+/// stepped (its moments would be overwritten), and a commit after run() returned (the loop's
+/// optimizer is gone). Prints MISUSE lines; returns 0 when both were refused as documented.
+int misuse() {
+  mlp<float> net(dims, 7u, false);
+  ddp::elastic::state st(net);
+  auto refused = [](const char* what, const std::function<void()>& f, const char* expected) {
+    try {
+      f();
+    } catch (const ddp::error& e) {
+      const bool ok =
+          e.kind() == ddp::error_kind::config && std::string(e.what()).find(expected) != std::string::npos;
+      std::printf("MISUSE %s %s: %s\n", what, ok ? "refused" : "wrong-error", e.what());
+      return ok;
+    }
+    std::printf("MISUSE %s accepted\n", what);
+    return false;
+  };
+  bool ok = true;
+  ddp::elastic::run(st, [&](ddp::process_group<ddp::gloo>& pg, const ddp::training_progress&) {
+    ddp::sharded_data_parallel sdp(net, pg);
+    ddp::optim::adam stepped(sdp, adam_opts);
+    ddp::distributed_sampler<> sampler(samples, pg, {.seed = 3});
+    ddp::global_batches gb(sampler, global_batch);
+    local_gradients(net, gb, 0);
+    sdp.synchronize();
+    stepped.step();
+    ok &= refused(
+        "hold-after-step", [&] { st.hold(stepped); }, "has taken 1 steps");
+    ddp::optim::adam fresh(sdp, adam_opts);
+    st.hold(fresh);
+    fresh.step();
+    st.commit({1, gb.epoch_of(1), gb.position_of(1)});
+  });
+  ok &= refused(
+      "commit-after-run",
+      [&] {
+        st.commit({2, 0, 0});
+      },
+      "no optimizer is held now");
+  return ok ? 0 : 1;
+}
+
 int recover(const std::string& out, int total, int every, int step_ms, bool broken) {
   const int job_rank = std::atoi(std::getenv("RANK") ? std::getenv("RANK") : "0");
   std::printf("PID rank=%d pid=%d\n", job_rank, static_cast<int>(::getpid()));
@@ -238,6 +284,7 @@ int main(int argc, char** argv) {
       std::printf("DIFF %.3g\n", ddp_test::relative_difference(undump(argv[2]), undump(argv[3])));
       return 0;
     }
+    if (mode == "misuse") return misuse();
     if ((mode == "recover" || mode == "restart") && argc >= 6) {
       const int total = std::atoi(argv[3]), every = std::atoi(argv[4]), step_ms = std::atoi(argv[5]);
       if (mode == "restart") return restart(argv[2], total, every, step_ms);
@@ -255,6 +302,6 @@ int main(int argc, char** argv) {
   }
   std::fprintf(stderr, "usage: elastic_recovery_worker recover|restart OUT TOTAL EVERY STEP_MS "
                        "[broken|adam|adam-unheld|adam-held-once] | "
-                       "compare A B\n");
+                       "compare A B | misuse\n");
   return 2;
 }
