@@ -3,7 +3,9 @@
 // sharded_data_parallel: the median time of commit() and of restore(), and the memory each
 // rank's commits hold (resident set growth) and peak at (the high-water mark, reset before
 // each case), in units of the parameters' bytes P. Both cases run in the same processes on the
-// same group, model-only first. One JSON line (rank 0).
+// same group, model-only first. Buffers of 128 KiB and more are mapped and unmapped one by one
+// (a fixed mmap threshold), so the resident set is what is held, not what malloc kept. One
+// JSON line (rank 0).
 //   build/tools/ddprun --nproc-per-node 2 --no-prefix build/bench/bench_elastic_commit [REPS]
 #include "common.hpp"
 
@@ -11,6 +13,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <malloc.h>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -76,6 +79,7 @@ template <class State> measured measure(State& st, ddp::process_group<ddp::gloo>
 
 int main(int argc, char** argv) {
   const int reps = argc > 1 ? std::stoi(argv[1]) : 7;
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
   auto pg = ddp::init_process_group<ddp::gloo>();
   model net(16, std::size_t{1} << 18);
   ddp::sharded_data_parallel sdp(net, pg);

@@ -182,7 +182,10 @@ private:
     std::swap(previous_, latest_); // the older buffer is reused
     latest_.at = at;
     latest_.valid = true;
+    std::size_t total = 0; // reserved first: growing by doubling would hold two copies at once
+    for_each_tensor([&](std::byte*, std::size_t n) { total += n; });
     latest_.bytes.clear();
+    latest_.bytes.reserve(total);
     for_each_tensor(
         [&](std::byte* p, std::size_t n) { latest_.bytes.insert(latest_.bytes.end(), p, p + n); });
   }

@@ -202,6 +202,7 @@ int misuse() {
         "hold-after-step", [&] { st.hold(stepped); }, "has taken 1 steps");
     ddp::optim::adam fresh(sdp, adam_opts);
     st.hold(fresh);
+    sdp.synchronize();
     fresh.step();
     st.commit({1, gb.epoch_of(1), gb.position_of(1)});
   });
