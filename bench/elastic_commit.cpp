@@ -1,6 +1,6 @@
 // The cost of ddp::elastic::state's commit with an optimizer held (state.hold(adam)) against a
 // commit of the model alone, for a model of 4 M floats (16 tensors of 2^18) under
-// sharded_data_parallel: the median time of commit() and of restore(), and the memory each
+// sharded_data_parallel: the median time of commit(), and the memory each
 // rank's commits hold (resident set growth) and peak at (the high-water mark, reset before
 // each case), in units of the parameters' bytes P. Both cases run in the same processes on the
 // same group, model-only first. Buffers of 128 KiB and more are mapped and unmapped one by one
@@ -57,7 +57,7 @@ double peak_bytes() {
 void reset_peak() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
 struct measured {
-  double commit_s, restore_s, held_bytes, peak_bytes;
+  double commit_s, held_bytes, peak_bytes;
 };
 
 template <class State> measured measure(State& st, ddp::process_group<ddp::gloo>& pg, int reps) {
@@ -69,10 +69,7 @@ template <class State> measured measure(State& st, ddp::process_group<ddp::gloo>
     pg.barrier();
     t.push_back(bench::time_once([&] { st.commit({static_cast<std::uint64_t>(r + 1), 0, 0}); }));
   }
-  const double held = resident_bytes() - before, peak = peak_bytes() - before;
-  pg.barrier();
-  const double restore = bench::time_once([&] { st.restore(pg, 1); });
-  return {bench::median(t), restore, held, peak};
+  return {bench::median(t), resident_bytes() - before, peak_bytes() - before};
 }
 
 } // namespace
@@ -94,12 +91,10 @@ int main(int argc, char** argv) {
   if (pg.rank() == 0)
     std::printf("{\"case\":\"commit_4M_floats\",\"ranks\":%d,\"parameter_bytes\":%.0f,\"reps\":%d,"
                 "\"model_commit_ms\":%.2f,\"adam_commit_ms\":%.2f,\"adam_over_model_commit\":%.2f,"
-                "\"model_restore_ms\":%.2f,\"adam_restore_ms\":%.2f,\"adam_over_model_restore\":%.2f,"
                 "\"model_held_over_p\":%.2f,\"adam_held_over_p\":%.2f,\"model_peak_over_p\":%.2f,"
                 "\"adam_peak_over_p\":%.2f}\n",
                 pg.size(), p, reps, 1e3 * a.commit_s, 1e3 * b.commit_s, b.commit_s / a.commit_s,
-                1e3 * a.restore_s, 1e3 * b.restore_s, b.restore_s / a.restore_s, a.held_bytes / p,
-                b.held_bytes / p, a.peak_bytes / p, b.peak_bytes / p);
+                a.held_bytes / p, b.held_bytes / p, a.peak_bytes / p, b.peak_bytes / p);
   std::fflush(stdout);
   return 0;
 }
