@@ -173,14 +173,17 @@ private:
       recovery_deadline_ = never;
       return;
     }
-    if (clock::now() < recovery_deadline_) return;
+    // No rank left running (the others gave up, one is stopped): nobody can answer; stop now.
+    const bool hopeless = std::none_of(ranks_.begin(), ranks_.end(),
+                                       [](const rank_process& r) { return !r.exited && !r.stopped; });
+    if (!hopeless && clock::now() < recovery_deadline_) return;
     recovery_deadline_ = never;
     if (res_.exit_code == 0) res_.exit_code = 1;
     std::fprintf(
         stderr,
-        "ddprun: %zu rank%s failed and the running ranks did not form a generation of their own within "
-        "%lld s (2 x DDP_TIMEOUT + 10 s): a rank is stopped or stuck; stopping the other ranks "
-        "(--in-process-recovery)\n",
+        "ddprun: %zu rank%s failed and the running ranks did not become a generation of their own (none "
+        "is left running, or none formed within %lld s: 2 x DDP_TIMEOUT + 10 s): a rank is stopped or "
+        "stuck; stopping the other ranks (--in-process-recovery)\n",
         failures_.size(), failures_.size() == 1 ? "" : "s",
         static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(recovery_bound()).count()));
     if (term_at_ == never && kill_at_ == never) term_at_ = clock::now() + grace_;
