@@ -8,7 +8,8 @@
 # uninterrupted run at world 3 (TOL below). A worker whose commit claims one step more than
 # its parameters hold (a restore that skips a step) must fail both. The survivors must resume
 # from the last commit before the kill, not an older one. A survivor busy 2.5 s outside
-# collectives (last_call 1 s) is waited for, not left out. ddprun must stop the job when a rank
+# collectives (last_call 1 s) is waited for, not left out. A second loss in generation 1 leaves
+# rank 0 alone in generation 2 (from step 60 or later); with max_recoveries 1 it ends the job. ddprun must stop the job when a rank
 # is stopped (SIGSTOP) or stuck in user code and the others gave up (DDP_TIMEOUT=2s): within
 # the grace period, or 2 x DDP_TIMEOUT + 10 s. Without the flag the loss ends the job; with
 # --max-restarts or --nnodes 2 it is refused.
@@ -97,6 +98,51 @@ grep -q '^RECOVERED' "$dir/plain_launch.log" && fail "a job without --in-process
 "$ddprun" --in-process-recovery --max-restarts 1 --nproc-per-node 1 true >"$dir/refused.log" 2>&1
 [ $? -eq 2 ] && grep -q 'goes with neither --max-restarts' "$dir/refused.log" ||
   fail "--in-process-recovery with --max-restarts was not refused"
+
+# second_loss NAME: rank 2 killed after step 30, then job rank 1 once world 2 printed step 60:
+# rank 0 goes on alone (generation 2, world 1) from a commit at or after step 60; sets rc.
+second_loss() {
+  name=$1
+  mkdir -p "$dir/$name"
+  log="$dir/$name.log"
+  "$ddprun" --in-process-recovery --no-prefix --nproc-per-node 3 "$worker" recover "$dir/$name" $total $every $step_ms \
+    >"$log" 2>&1 &
+  launcher=$!
+  for stage in '30 3 2' '60 2 1'; do
+    set -- $stage
+    i=0
+    until grep -q "^STEP $1 world=$2\$" "$log" 2>/dev/null; do
+      i=$((i + 1)); [ $i -le 600 ] || fail "$name: step $1 of world $2 not seen within 30 s"
+      sleep 0.05
+    done
+    victim=$(sed -n "s/^PID rank=$3 pid=\([0-9]*\)\$/\1/p" "$log")
+    kill -9 "$victim" || fail "$name: rank $3 had ended before the kill (a loaded machine: rerun)"
+  done
+  i=0
+  while kill -0 "$launcher" 2>/dev/null; do
+    i=$((i + 1)); [ $i -le 600 ] || fail "$name: the job did not end within 60 s of the second kill"
+    sleep 0.1
+  done
+  wait "$launcher"; rc=$?
+  launcher=
+}
+second_loss twice
+[ $rc -eq 0 ] || fail "twice: the job that lost two ranks, one per generation, exited with $rc"
+pid=$(sed -n 's/^PID rank=0 pid=\([0-9]*\)$/\1/p' "$dir/twice.log")
+grep -q "^RESULT ok job_rank=0 pid=$pid generation=2 world=1 " "$dir/twice.log" ||
+  fail "twice: rank 0 did not finish ok in its own process at generation 2 of world 1"
+f=$(sed -n 's/^RECOVERED generation=2 .*from_step=\([0-9]*\) .*/\1/p' "$dir/twice.log")
+[ -n "$f" ] && [ "$f" -ge 60 ] || fail "twice: generation 2 resumed from step '$f', before the commit of step 60"
+d=$("$worker" compare "$dir/twice/params.0" "$dir/params.0" | sed -n 's/^DIFF //p')
+awk -v d="$d" -v t="$tol" 'BEGIN { exit !(d <= t) }' || fail "twice: rank 0 differs from the uninterrupted run by $d"
+echo "twice: rank 0 against the uninterrupted run: $d (tolerance $tol)"
+# max_recoveries 1: the second loss ends the job.
+export ELASTIC_MAX_RECOVERIES=1
+second_loss capped
+unset ELASTIC_MAX_RECOVERIES
+[ $rc -ne 0 ] || fail "capped: a second loss past max_recoveries 1 did not end the job"
+grep -q '^RESULT ok' "$dir/capped.log" && fail "capped: a rank finished past max_recoveries"
+grep -q '^RECOVERED generation=2' "$dir/capped.log" && fail "capped: a second recovery past max_recoveries 1"
 
 # A survivor busy outside collectives (rank 0, 2.5 s after its commit of step 30) while rank 2
 # dies is waited for, though the last call (1 s) passes: the store knows it is alive.

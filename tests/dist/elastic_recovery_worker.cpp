@@ -9,7 +9,8 @@
 //   compare A B  the relative difference of two parameter dumps.
 // Under `recover`, ELASTIC_PAUSE=RANK:STEP:MS makes job rank RANK print PAUSED and sleep MS
 // after its commit of STEP (a survivor busy outside collectives, or one stuck), and
-// ELASTIC_LAST_CALL_MS sets ddp::elastic::options::last_call.
+// ELASTIC_LAST_CALL_MS and ELASTIC_MAX_RECOVERIES set ddp::elastic::options' last_call and
+// max_recoveries.
 // Each training job checks its final parameters against single-process training of the same
 // global batches and dumps them to OUT/params.<rank>.
 #include "../support/mlp.hpp"
@@ -105,6 +106,7 @@ int recover(const std::string& out, int total, int every, int step_ms, bool brok
   ddp::elastic::options o;
   if (const char* l = std::getenv("ELASTIC_LAST_CALL_MS"))
     o.last_call = std::chrono::milliseconds(std::atoi(l));
+  if (const char* m = std::getenv("ELASTIC_MAX_RECOVERIES")) o.max_recoveries = std::atoi(m);
   ddp::elastic::run(
       st,
       [&](ddp::process_group<ddp::gloo>& pg, const ddp::training_progress& from) {
