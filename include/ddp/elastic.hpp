@@ -67,9 +67,13 @@ public:
   /// 0 for the job's start, then one more per recovery.
   std::uint64_t generation() const noexcept { return generation_; }
 
+private:
+  // restore is run's step, not the user's: a call of its own would renumber the generation.
+  template <class M, class Loop> friend void run(state<M>&, Loop&&, const options&);
+
   /// What run() does at the start of each generation: puts every rank of `pg` at the same
   /// commit. The survivors agree on the oldest latest commit among them (a rank may have
-  /// committed one step further before the loss reached it), load theirs, and take rank 0's
+  /// committed once more before the loss reached it), load theirs, and take rank 0's
   /// copy. Generation 0 commits rank 0's model as step 0.
   void restore(process_group<gloo>& pg, std::uint64_t generation) {
     generation_ = generation;
@@ -101,7 +105,6 @@ public:
             static_cast<std::uint64_t>(at[2])});
   }
 
-private:
   struct snapshot {
     training_progress at{};
     std::vector<std::byte> bytes;
