@@ -35,8 +35,9 @@ DDP_BEGIN_NAMESPACE
 namespace elastic {
 
 struct options {
-  /// How long the first survivor to meet waits for the others, at most, when fewer arrive than
-  /// the ranks the store did not see lost (a survivor that takes longer is left out, with an error).
+  /// How long the first survivor to meet waits for the others when the store saw no rank lost
+  /// (a peer vanished without closing its connections); a rank alive but busy while the store saw
+  /// another lost is waited for up to the group's timeout. One that takes longer is left out.
   std::chrono::milliseconds last_call{5000};
   /// Recoveries after which the next lost peer ends the job (its error goes out of run).
   int max_recoveries = 8;
@@ -98,9 +99,10 @@ public:
   }
 
   /// Copies the model, the held optimizer's state and `at` to memory: the point the survivors
-  /// go back to. Call it on every rank at the same step, after the optimizer's step (the cost:
-  /// one copy of the model; with an optimizer, a collective over its shard group and the
-  /// whole state, one copy of the parameters per state slot: docs/elastic.md). A commit
+  /// go back to. Call it on every rank at the same step, after the optimizer's step (memory: the
+  /// last two commits, each a copy of the model and, with an optimizer, of its whole state, one
+  /// copy of the parameters per state slot, gathered by a collective over its shard group:
+  /// docs/elastic.md). A commit
   /// without an optimizer after one that held one is refused: the moments would restart silently.
   void commit(const training_progress& at) {
     detail::checkpoint_contents optimizer;
@@ -127,9 +129,13 @@ public:
   /// 0 for the job's start, then one more per recovery.
   std::uint64_t generation() const noexcept { return generation_; }
 
+private:
+  // restore is run's step, not the user's: a call of its own would renumber the generation.
+  template <class M, class Loop> friend void run(state<M>&, Loop&&, const options&);
+
   /// What run() does at the start of each generation: puts every rank of `pg` at the same
   /// commit. The survivors agree on the oldest latest commit among them (a rank may have
-  /// committed one step further before the loss reached it), load theirs, and take rank 0's
+  /// committed once more before the loss reached it), load theirs, and take rank 0's
   /// copy. Generation 0 commits rank 0's model as step 0.
   void restore(process_group<gloo>& pg, std::uint64_t generation) {
     generation_ = generation;
@@ -164,9 +170,6 @@ public:
                   static_cast<std::uint64_t>(at[2])});
     latest_.optimizer = std::move(optimizer);
   }
-
-private:
-  template <class M, class L> friend void run(state<M>& st, L&& loop, const options& o);
 
   /// The loop's optimizer ends with the loop: a later commit must not reach it.
   void forget_optimizer() noexcept { gather_ = nullptr; }
@@ -274,16 +277,37 @@ template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const
   long (*files)(const ddp::topology&) = nullptr;
   if constexpr (open_files_communicator<gloo::communicator>)
     files = [](const ddp::topology& t) { return static_cast<long>(gloo::communicator::open_files(t)); };
+  const bool enabled = detail::in_process_recovery_enabled();
+  if (enabled && o.init.init_method != "env://")
+    throw error(error_kind::config,
+                "ddp::elastic::run: init_method '" + o.init.init_method +
+                    "' under ddprun --in-process-recovery: the survivors meet on the launcher's store, "
+                    "so generation 0 must use it too: leave options::init.init_method at env://");
   const auto job = ddp::topology::from_env();
   const std::string token =
       o.init.token.empty() ? detail::getenv_str("DDP_TOKEN").value_or("") : o.init.token;
   auto pg = std::make_unique<process_group<gloo>>(detail::make_rendezvous(o.init, files));
   const std::chrono::milliseconds timeout = pg->timeout();
-  const bool enabled = detail::in_process_recovery_enabled();
   const int job_rank = pg->rank();
   std::uint64_t generation = 0;
+  // Where this rank stands in the last generation decided (its rank there, its job node): a loss
+  // while the next one meets, or forms its mesh, is one in that generation.
+  detail::elastic_survivor me{pg->rank(), pg->topology().node_rank};
+  int size = pg->size();
   for (int recoveries = 0;; ++recoveries) {
     try {
+      // Note [A loss while recovering]: the meeting and the new mesh run inside the try, so a
+      // peer lost while the next generation forms is one more recovery, from the generation
+      // that was decided (`me`, `size`), not the end of the job.
+      if (!pg) {
+        auto g = detail::meet_survivors(job, me, size, generation + 1, o.last_call, timeout, token);
+        ++generation;
+        me = g.members[static_cast<std::size_t>(g.rv.topo.rank)];
+        me.old_rank = g.rv.topo.rank;
+        size = g.rv.topo.world_size;
+        detail::wait_for_members(g.rv);
+        pg = std::make_unique<process_group<gloo>>(std::move(g.rv));
+      }
       st.restore(*pg, generation);
       const training_progress from = st.committed(); // a copy: the loop's commits move committed()
       if constexpr (std::invocable<Loop&, process_group<gloo>&, const training_progress&>) loop(*pg, from);
@@ -297,17 +321,12 @@ template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const
                          "the error ends this rank");
         throw;
       }
-      const detail::elastic_survivor me{pg->rank(), pg->topology().node_rank};
-      const int old_size = pg->size();
       detail::log_line("rank " + std::to_string(job_rank),
                        "generation " + std::to_string(generation) + " lost a peer (" +
                            std::string(e.message()) +
                            "); meeting the survivors to go on from the commit of step " +
                            std::to_string(st.committed().step));
       pg.reset(); // already failed: its connections close
-      ++generation;
-      auto g = detail::meet_survivors(job, me, old_size, generation, o.last_call, timeout, token);
-      pg = std::make_unique<process_group<gloo>>(std::move(g.rv));
     }
   }
 }

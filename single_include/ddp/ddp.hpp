@@ -13846,7 +13846,7 @@ namespace detail {
 /// Where one survivor stood in the group that failed.
 struct elastic_survivor {
   int old_rank = 0;
-  int node = 0; ///< its node in the job (the launcher's GROUP_RANK)
+  int node = 0; ///< its node in the job (the launcher's GROUP_RANK), in every generation
 };
 
 /// What the next generation is made of.
@@ -13865,14 +13865,19 @@ DDP_INLINE bool in_process_recovery_enabled();
 DDP_INLINE std::string elastic_scope(const ddp::topology& job, std::uint64_t generation);
 
 /// The survivors of generation `generation - 1` (where this rank was `me` of `old_size`) meet
-/// on the job's store and form generation `generation`: the first to arrive closes the meeting
-/// once every rank the old generation did not lose has arrived, or `last_call` after its own
-/// arrival; the members are numbered by their old ranks. Every wait is bounded (`timeout` for
-/// store requests; the others wait last_call + timeout for the close). A rank that arrives
-/// after the close is told it was left out (ddp::error, peer_lost).
+/// on the job's store and decide generation `generation`: the first to arrive closes the meeting
+/// once every rank the old generation did not lose has arrived, waiting for a busy one up to
+/// `timeout` (up to `last_call` when the store saw no rank lost); the members are numbered by
+/// their old ranks. Every wait is bounded (`timeout` for store requests; the others wait
+/// max(last_call, timeout) + timeout for the close). A rank that arrives after the close is told
+/// it was left out (ddp::error, timeout). The mesh is not formed yet: wait_for_members next.
 DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_survivor me, int old_size,
                                              std::uint64_t generation, std::chrono::milliseconds last_call,
                                              std::chrono::milliseconds timeout, const std::string& token);
+
+/// Generation `rv`'s members all say they arrived before any enters the backend's mesh; a member
+/// lost meanwhile fails this wait at once (ddp::error, peer_lost): a loss in generation rv's.
+DDP_INLINE void wait_for_members(const rendezvous& rv);
 
 } // namespace detail
 DDP_END_NAMESPACE
@@ -13897,8 +13902,9 @@ DDP_BEGIN_NAMESPACE
 namespace elastic {
 
 struct options {
-  /// How long the first survivor to meet waits for the others, at most, when fewer arrive than
-  /// the ranks the store did not see lost (a survivor that takes longer is left out, with an error).
+  /// How long the first survivor to meet waits for the others when the store saw no rank lost
+  /// (a peer vanished without closing its connections); a rank alive but busy while the store saw
+  /// another lost is waited for up to the group's timeout. One that takes longer is left out.
   std::chrono::milliseconds last_call{5000};
   /// Recoveries after which the next lost peer ends the job (its error goes out of run).
   int max_recoveries = 8;
@@ -13960,9 +13966,10 @@ public:
   }
 
   /// Copies the model, the held optimizer's state and `at` to memory: the point the survivors
-  /// go back to. Call it on every rank at the same step, after the optimizer's step (the cost:
-  /// one copy of the model; with an optimizer, a collective over its shard group and the
-  /// whole state, one copy of the parameters per state slot: docs/elastic.md). A commit
+  /// go back to. Call it on every rank at the same step, after the optimizer's step (memory: the
+  /// last two commits, each a copy of the model and, with an optimizer, of its whole state, one
+  /// copy of the parameters per state slot, gathered by a collective over its shard group:
+  /// docs/elastic.md). A commit
   /// without an optimizer after one that held one is refused: the moments would restart silently.
   void commit(const training_progress& at) {
     detail::checkpoint_contents optimizer;
@@ -13989,9 +13996,13 @@ public:
   /// 0 for the job's start, then one more per recovery.
   std::uint64_t generation() const noexcept { return generation_; }
 
+private:
+  // restore is run's step, not the user's: a call of its own would renumber the generation.
+  template <class M, class Loop> friend void run(state<M>&, Loop&&, const options&);
+
   /// What run() does at the start of each generation: puts every rank of `pg` at the same
   /// commit. The survivors agree on the oldest latest commit among them (a rank may have
-  /// committed one step further before the loss reached it), load theirs, and take rank 0's
+  /// committed once more before the loss reached it), load theirs, and take rank 0's
   /// copy. Generation 0 commits rank 0's model as step 0.
   void restore(process_group<gloo>& pg, std::uint64_t generation) {
     generation_ = generation;
@@ -14026,9 +14037,6 @@ public:
                   static_cast<std::uint64_t>(at[2])});
     latest_.optimizer = std::move(optimizer);
   }
-
-private:
-  template <class M, class L> friend void run(state<M>& st, L&& loop, const options& o);
 
   /// The loop's optimizer ends with the loop: a later commit must not reach it.
   void forget_optimizer() noexcept { gather_ = nullptr; }
@@ -14136,16 +14144,37 @@ template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const
   long (*files)(const ddp::topology&) = nullptr;
   if constexpr (open_files_communicator<gloo::communicator>)
     files = [](const ddp::topology& t) { return static_cast<long>(gloo::communicator::open_files(t)); };
+  const bool enabled = detail::in_process_recovery_enabled();
+  if (enabled && o.init.init_method != "env://")
+    throw error(error_kind::config,
+                "ddp::elastic::run: init_method '" + o.init.init_method +
+                    "' under ddprun --in-process-recovery: the survivors meet on the launcher's store, "
+                    "so generation 0 must use it too: leave options::init.init_method at env://");
   const auto job = ddp::topology::from_env();
   const std::string token =
       o.init.token.empty() ? detail::getenv_str("DDP_TOKEN").value_or("") : o.init.token;
   auto pg = std::make_unique<process_group<gloo>>(detail::make_rendezvous(o.init, files));
   const std::chrono::milliseconds timeout = pg->timeout();
-  const bool enabled = detail::in_process_recovery_enabled();
   const int job_rank = pg->rank();
   std::uint64_t generation = 0;
+  // Where this rank stands in the last generation decided (its rank there, its job node): a loss
+  // while the next one meets, or forms its mesh, is one in that generation.
+  detail::elastic_survivor me{pg->rank(), pg->topology().node_rank};
+  int size = pg->size();
   for (int recoveries = 0;; ++recoveries) {
     try {
+      // Note [A loss while recovering]: the meeting and the new mesh run inside the try, so a
+      // peer lost while the next generation forms is one more recovery, from the generation
+      // that was decided (`me`, `size`), not the end of the job.
+      if (!pg) {
+        auto g = detail::meet_survivors(job, me, size, generation + 1, o.last_call, timeout, token);
+        ++generation;
+        me = g.members[static_cast<std::size_t>(g.rv.topo.rank)];
+        me.old_rank = g.rv.topo.rank;
+        size = g.rv.topo.world_size;
+        detail::wait_for_members(g.rv);
+        pg = std::make_unique<process_group<gloo>>(std::move(g.rv));
+      }
       st.restore(*pg, generation);
       const training_progress from = st.committed(); // a copy: the loop's commits move committed()
       if constexpr (std::invocable<Loop&, process_group<gloo>&, const training_progress&>) loop(*pg, from);
@@ -14159,17 +14188,12 @@ template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const
                          "the error ends this rank");
         throw;
       }
-      const detail::elastic_survivor me{pg->rank(), pg->topology().node_rank};
-      const int old_size = pg->size();
       detail::log_line("rank " + std::to_string(job_rank),
                        "generation " + std::to_string(generation) + " lost a peer (" +
                            std::string(e.message()) +
                            "); meeting the survivors to go on from the commit of step " +
                            std::to_string(st.committed().step));
       pg.reset(); // already failed: its connections close
-      ++generation;
-      auto g = detail::meet_survivors(job, me, old_size, generation, o.last_call, timeout, token);
-      pg = std::make_unique<process_group<gloo>>(std::move(g.rv));
     }
   }
 }
@@ -27215,26 +27239,37 @@ inline std::vector<elastic_survivor> parse_members(const std::string& text) {
   return m;
 }
 
-/// The first survivor to arrive decides who the generation is: the arrivals once they are all
-/// the ranks the old generation did not lose, or at the last call.
+/// The first survivor to arrive decides who the generation is: the arrivals, once they are
+/// every rank of the old generation but those the store saw lost and that did not arrive (a
+/// survivor whose own store connection broke is recorded lost, yet arrives). A rank neither
+/// arrived nor seen lost is alive but busy (a checkpoint, rank-0-only work): it is waited for
+/// until `timeout`; when the store saw no loss at all, the lost peer vanished without closing
+/// its connections and `last_call` bounds the wait.
 inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& old, const std::string& base,
                                                    int old_size, std::chrono::milliseconds last_call,
                                                    std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + last_call;
-  std::int64_t arrived = 0;
-  for (;;) {
-    arrived = meet.add(base + "arrivals", 0);
-    const auto lost = static_cast<std::int64_t>(old.lost_ranks().size());
-    if (arrived >= old_size - lost || std::chrono::steady_clock::now() >= deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5)); // a look is one store round trip
-  }
-  std::vector<std::string> keys;
-  for (std::int64_t n = 1; n <= arrived; ++n)
-    keys.push_back(base + "arrival/" + std::to_string(n));
+  const auto start = std::chrono::steady_clock::now();
   std::vector<elastic_survivor> members;
-  for (const auto& v : meet.multi_get(keys, timeout)) {
-    auto one = parse_members(v);
-    members.insert(members.end(), one.begin(), one.end());
+  for (;;) {
+    const auto arrived = meet.add(base + "arrivals", 0);
+    std::vector<std::string> keys;
+    for (auto n = static_cast<std::int64_t>(members.size()) + 1; n <= arrived; ++n)
+      keys.push_back(base + "arrival/" + std::to_string(n));
+    if (!keys.empty())
+      for (const auto& v : meet.multi_get(keys, timeout)) {
+        auto one = parse_members(v);
+        members.insert(members.end(), one.begin(), one.end());
+      }
+    const auto lost = old.lost_ranks();
+    const auto lost_away = std::count_if(lost.begin(), lost.end(), [&](int r) {
+      return std::none_of(members.begin(), members.end(),
+                          [&](const elastic_survivor& m) { return m.old_rank == r; });
+    });
+    const auto waited = std::chrono::steady_clock::now() - start;
+    if (static_cast<std::int64_t>(members.size()) + lost_away >= old_size || waited >= timeout ||
+        (lost.empty() && waited >= last_call))
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5)); // a look is a few store round trips
   }
   std::sort(members.begin(), members.end(),
             [](const elastic_survivor& a, const elastic_survivor& b) { return a.old_rank < b.old_rank; });
@@ -27279,10 +27314,11 @@ DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_s
   if (n == 1) {
     members = close_meeting(meet, old, base, old_size, last_call, timeout);
   } else {
-    if (!meet.try_wait({base + "members"}, last_call + timeout))
+    const auto patience = std::max(last_call, timeout) + timeout;
+    if (!meet.try_wait({base + "members"}, patience))
       throw error(error_kind::timeout,
                   who + ": the survivors' meeting for generation " + std::to_string(generation) +
-                      " did not close within " + std::to_string((last_call + timeout).count()) +
+                      " did not close within " + std::to_string(patience.count()) +
                       " ms (the first survivor to arrive closes it: it may have died too); the job "
                       "cannot recover in process: restart it from its checkpoint");
     members = parse_members(meet.get(base + "members"));
@@ -27290,11 +27326,14 @@ DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_s
   const auto at = std::find_if(members.begin(), members.end(),
                                [&](const elastic_survivor& m) { return m.old_rank == me.old_rank; });
   if (at == members.end())
-    throw error(error_kind::peer_lost,
+    throw error(error_kind::timeout,
                 who + ": arrived after the survivors' meeting for generation " + std::to_string(generation) +
-                    " closed without it (" + std::to_string(members.size()) + " members; the last call was " +
+                    " closed without it (" + std::to_string(members.size()) +
+                    " members; the meeting waits for a busy survivor up to DDP_TIMEOUT, " +
+                    std::to_string(timeout.count()) + " ms, and up to ddp::elastic::options::last_call, " +
                     std::to_string(last_call.count()) +
-                    " ms): raise ddp::elastic::options::last_call if survivors take longer to notice a loss");
+                    " ms, when the store saw no rank lost): raise them if survivors take longer to notice a "
+                    "loss");
   elastic_generation g;
   g.members = members;
   const int rank = static_cast<int>(at - members.begin());
@@ -27303,14 +27342,17 @@ DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_s
   g.rv.token = token;
   g.rv.store = std::make_shared<tcp_store>(
       elastic_store_options(job, elastic_scope(job, generation), rank, timeout, token));
+  return g;
+}
+
+DDP_INLINE void wait_for_members(const rendezvous& rv) {
   // Every member arrives before any enters the backend's mesh, as in init_process_group: one
   // lost meanwhile is named by this wait at once.
-  g.rv.store->set("ddp/arrived/" + std::to_string(rank), "1");
+  rv.store->set("ddp/arrived/" + std::to_string(rv.topo.rank), "1");
   std::vector<std::string> arrived;
-  for (int r = 0; r < g.rv.topo.world_size; ++r)
+  for (int r = 0; r < rv.topo.world_size; ++r)
     arrived.push_back("ddp/arrived/" + std::to_string(r));
-  g.rv.store->wait(arrived);
-  return g;
+  rv.store->wait(arrived);
 }
 
 } // namespace detail

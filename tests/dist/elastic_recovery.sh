@@ -6,13 +6,18 @@
 # finish the job), in a second generation of world 2, and end with
 # the parameters of single-process training (the worker's oracle, 1e-5 relative) and of an
 # uninterrupted run at world 3 (TOL below). A worker whose commit claims one step more than
-# its parameters hold (a restore that skips a step) must fail both. Without the flag the loss
-# ends the job; with --max-restarts it is refused. With sharded_data_parallel and Adam handed
-# to the state (state.hold), the survivors match single-process Adam and the uninterrupted run;
-# without hold() the restarted moments must fail the oracle, and holding it in the first
-# generation only must be refused at the next commit; losing rank 0 with Adam held, the new
-# rank 0's gathered state must be whole. hold() of a stepped optimizer and a commit after
-# run() returned are refused.
+# its parameters hold (a restore that skips a step) must fail both. The survivors must resume
+# from the last commit before the kill, not an older one. A survivor busy 2.5 s outside
+# collectives (last_call 1 s) is waited for, not left out. A second loss in generation 1 leaves
+# rank 0 alone in generation 2 (from step 60 or later); with max_recoveries 1 it ends the job. ddprun must stop the job when a rank
+# is stopped (SIGSTOP) or stuck in user code and the others gave up (DDP_TIMEOUT=2s): within
+# the grace period, or 2 x DDP_TIMEOUT + 10 s. Without the flag the loss ends the job; with
+# --max-restarts or --nnodes 2 it is refused. With sharded_data_parallel and Adam handed to the
+# state (state.hold), the survivors match single-process Adam and the uninterrupted run (rank 2
+# lost, then rank 0: the new rank 0's gathered state must be whole); without hold() the
+# restarted moments must fail the oracle, and holding it in the first generation only must be
+# refused at the next commit. hold() of a stepped optimizer and a commit after run() returned
+# are refused.
 #   elastic_recovery.sh DDPRUN ELASTIC_RECOVERY_WORKER
 set -u
 ddprun=$1; worker=$2
@@ -28,28 +33,31 @@ total=120 every=10 step_ms=10
 fail() { echo "FAILED: $*"; for f in "$dir"/*.log; do echo "== $f"; cat "$f"; done; exit 1; }
 
 # kill_one NAME VICTIM [--plain] [broken]: the job of 3 (--plain: without --in-process-recovery),
-# rank VICTIM killed once rank 0 printed step 30; sets rc.
+# rank VICTIM sent $sig (-9) once the log matches $trigger (rank 0 printed step 30); sets rc,
+# and last_step: the last step rank 0 printed before the signal.
+trigger='^STEP 30 world=3' sig=-9 patience=600 ddprun_flags=
 kill_one() {
   name=$1; target=$2; shift 2
   mkdir -p "$dir/$name"
   log="$dir/$name.log"
   recovery=--in-process-recovery
   [ "${1:-}" = --plain ] && { recovery=; shift; }
-  "$ddprun" $recovery --no-prefix --nproc-per-node 3 "$worker" recover "$dir/$name" $total $every $step_ms "$@" \
+  "$ddprun" $recovery $ddprun_flags --no-prefix --nproc-per-node 3 "$worker" recover "$dir/$name" $total $every $step_ms "$@" \
     >"$log" 2>&1 &
   launcher=$!
   i=0
-  until grep -q '^STEP 30 world=3' "$log" 2>/dev/null; do
-    i=$((i + 1)); [ $i -le 600 ] || fail "$name: step 30 not reached within 30 s"
+  until grep -q "$trigger" "$log" 2>/dev/null; do
+    i=$((i + 1)); [ $i -le 600 ] || fail "$name: '$trigger' not seen within 30 s"
     sleep 0.05
   done
   victim=$(sed -n "s/^PID rank=$target pid=\([0-9]*\)\$/\1/p" "$log")
   [ -n "$victim" ] || fail "$name: rank $target printed no PID"
+  last_step=$(sed -n 's/^STEP \([0-9]*\) world=3$/\1/p' "$log" | tail -1)
   kill_ns=$(date +%s%N)
-  kill -9 "$victim"
+  kill $sig "$victim" || fail "$name: rank $target had ended before the signal (a loaded machine: rerun)"
   i=0
   while kill -0 "$launcher" 2>/dev/null; do
-    i=$((i + 1)); [ $i -le 600 ] || fail "$name: the job did not end within 60 s of the kill"
+    i=$((i + 1)); [ $i -le $patience ] || fail "$name: the job did not end within $((patience / 10)) s of the signal"
     sleep 0.1
   done
   wait "$launcher"; rc=$?
@@ -71,6 +79,10 @@ survived() {
     awk -v d="$d" -v t="$tol" 'BEGIN { exit !(d <= t) }' || fail "$name: rank $r differs from the uninterrupted run by $d"
   done
   [ "$(grep -c '^RECOVERED generation=1 world=2 ' "$dir/$name.log")" -eq 2 ] || fail "$name: not both survivors recovered"
+  # From the last commit before the kill (or a later one), never an older one.
+  for f in $(sed -n 's/^RECOVERED .*from_step=\([0-9]*\) .*/\1/p' "$dir/$name.log"); do
+    [ "$f" -ge "$last_step" ] || fail "$name: resumed from step $f, older than the last commit before the kill ($last_step)"
+  done
   grep -q "^RESULT ok job_rank=$victim_rank" "$dir/$name.log" && fail "$name: the killed rank finished"
   first=$(sed -n 's/^RECOVERED .*first_step_ns=\([0-9]*\)$/\1/p' "$dir/$name.log" | sort -n | head -1)
   echo "RECOVERY_MS $(( (first - kill_ns) / 1000000 )) ($name: kill -9 of rank $victim_rank to the first step of world 2)"
@@ -91,6 +103,83 @@ grep -q '^RECOVERED' "$dir/plain_launch.log" && fail "a job without --in-process
 "$ddprun" --in-process-recovery --max-restarts 1 --nproc-per-node 1 true >"$dir/refused.log" 2>&1
 [ $? -eq 2 ] && grep -q 'goes with neither --max-restarts' "$dir/refused.log" ||
   fail "--in-process-recovery with --max-restarts was not refused"
+
+# second_loss NAME: rank 2 killed after step 30, then job rank 1 once world 2 printed step 60:
+# rank 0 goes on alone (generation 2, world 1) from a commit at or after step 60; sets rc.
+second_loss() {
+  name=$1
+  mkdir -p "$dir/$name"
+  log="$dir/$name.log"
+  "$ddprun" --in-process-recovery --no-prefix --nproc-per-node 3 "$worker" recover "$dir/$name" $total $every $step_ms \
+    >"$log" 2>&1 &
+  launcher=$!
+  for stage in '30 3 2' '60 2 1'; do
+    set -- $stage
+    i=0
+    until grep -q "^STEP $1 world=$2\$" "$log" 2>/dev/null; do
+      i=$((i + 1)); [ $i -le 600 ] || fail "$name: step $1 of world $2 not seen within 30 s"
+      sleep 0.05
+    done
+    victim=$(sed -n "s/^PID rank=$3 pid=\([0-9]*\)\$/\1/p" "$log")
+    kill -9 "$victim" || fail "$name: rank $3 had ended before the kill (a loaded machine: rerun)"
+  done
+  i=0
+  while kill -0 "$launcher" 2>/dev/null; do
+    i=$((i + 1)); [ $i -le 600 ] || fail "$name: the job did not end within 60 s of the second kill"
+    sleep 0.1
+  done
+  wait "$launcher"; rc=$?
+  launcher=
+}
+second_loss twice
+[ $rc -eq 0 ] || fail "twice: the job that lost two ranks, one per generation, exited with $rc"
+pid=$(sed -n 's/^PID rank=0 pid=\([0-9]*\)$/\1/p' "$dir/twice.log")
+grep -q "^RESULT ok job_rank=0 pid=$pid generation=2 world=1 " "$dir/twice.log" ||
+  fail "twice: rank 0 did not finish ok in its own process at generation 2 of world 1"
+f=$(sed -n 's/^RECOVERED generation=2 .*from_step=\([0-9]*\) .*/\1/p' "$dir/twice.log")
+[ -n "$f" ] && [ "$f" -ge 60 ] || fail "twice: generation 2 resumed from step '$f', before the commit of step 60"
+d=$("$worker" compare "$dir/twice/params.0" "$dir/params.0" | sed -n 's/^DIFF //p')
+awk -v d="$d" -v t="$tol" 'BEGIN { exit !(d <= t) }' || fail "twice: rank 0 differs from the uninterrupted run by $d"
+echo "twice: rank 0 against the uninterrupted run: $d (tolerance $tol)"
+# max_recoveries 1: the second loss ends the job.
+export ELASTIC_MAX_RECOVERIES=1
+second_loss capped
+unset ELASTIC_MAX_RECOVERIES
+[ $rc -ne 0 ] || fail "capped: a second loss past max_recoveries 1 did not end the job"
+grep -q '^RESULT ok' "$dir/capped.log" && fail "capped: a rank finished past max_recoveries"
+grep -q '^RECOVERED generation=2' "$dir/capped.log" && fail "capped: a second recovery past max_recoveries 1"
+
+# A survivor busy outside collectives (rank 0, 2.5 s after its commit of step 30) while rank 2
+# dies is waited for, though the last call (1 s) passes: the store knows it is alive.
+trigger='^PAUSED rank=0 step=30'
+export ELASTIC_PAUSE=0:30:2500 ELASTIC_LAST_CALL_MS=1000
+kill_one busy 2
+unset ELASTIC_PAUSE ELASTIC_LAST_CALL_MS
+survived busy 2
+
+# A rank stopped (SIGSTOP): the others time out (not peer_lost) and exit 1; ddprun must stop it.
+trigger='^STEP 30 world=3' sig=-STOP patience=300 ddprun_flags='--grace-period 1'
+export DDP_TIMEOUT=2s
+start=$(date +%s)
+kill_one stopped 2
+[ $rc -ne 0 ] || fail "stopped: the job whose rank 2 was stopped exited 0"
+grep -q 'stopping the other ranks (--in-process-recovery)' "$dir/stopped.log" || fail "stopped: ddprun did not stop the ranks"
+echo "stopped: ddprun ended $(( $(date +%s) - start )) s after the start, with $rc"
+# A rank stuck in user code (rank 2 sleeps after step 30): ddprun waits 2 x DDP_TIMEOUT + 10 s.
+trigger='^PAUSED rank=2 step=30' sig=-0 patience=300
+start=$(date +%s)
+export ELASTIC_PAUSE=2:30:600000
+kill_one stuck 2
+unset ELASTIC_PAUSE
+[ $rc -ne 0 ] || fail "stuck: the job whose rank 2 was stuck exited 0"
+grep -q 'none formed within 14 s' "$dir/stuck.log" || fail "stuck: ddprun did not stop the ranks at its bound"
+echo "stuck: ddprun ended $(( $(date +%s) - start )) s after the start, with $rc"
+trigger='^STEP 30 world=3' sig=-9 patience=600 ddprun_flags=
+export DDP_TIMEOUT=60s
+
+"$ddprun" --in-process-recovery --nnodes 2 --node-rank 1 --nproc-per-node 1 true >"$dir/refused2.log" 2>&1
+[ $? -eq 2 ] && grep -q 'runs on one node' "$dir/refused2.log" ||
+  fail "--in-process-recovery with --nnodes 2 was not refused"
 
 kill_one broken 2 broken
 [ $rc -ne 0 ] || fail "a restore that skips a step passed"

@@ -10,6 +10,10 @@
 //   restart OUT TOTAL EVERY STEP_MS  the same loop under ddprun --max-restarts: a checkpoint
 //       every EVERY steps, resumed by a restarted round.
 //   compare A B  the relative difference of two parameter dumps.
+// Under `recover`, ELASTIC_PAUSE=RANK:STEP:MS makes job rank RANK print PAUSED and sleep MS
+// after its commit of STEP (a survivor busy outside collectives, or one stuck), and
+// ELASTIC_LAST_CALL_MS and ELASTIC_MAX_RECOVERIES set ddp::elastic::options' last_call and
+// max_recoveries.
 //   misuse  hold() of an optimizer that has stepped, and a commit after run() returned: both
 //       must be refused with a ddp::error (MISUSE lines).
 // Each training job checks its final parameters against single-process training of the same
@@ -222,27 +226,43 @@ int recover(const std::string& out, int total, int every, int step_ms, bool brok
   mlp<float> net(dims, 7u, false);
   ddp::elastic::state st(net);
   int world = 0;
-  ddp::elastic::run(st, [&](ddp::process_group<ddp::gloo>& pg, const ddp::training_progress& from) {
-    world = pg.size();
-    ddp::distributed_data_parallel dp(net, pg);
-    ddp::distributed_sampler<> sampler(samples, pg, {.seed = 3});
-    ddp::global_batches gb(sampler, global_batch);
-    for (auto s = from.step; s < static_cast<std::uint64_t>(total); ++s) {
-      train_step(net, gb, s, &dp);
-      if (s == from.step && st.generation() > 0)
-        std::printf("RECOVERED generation=%llu world=%d rank=%d from_step=%llu first_step_ns=%lld\n",
-                    static_cast<unsigned long long>(st.generation()), pg.size(), pg.rank(),
-                    static_cast<unsigned long long>(from.step), static_cast<long long>(wall_ns()));
-      std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
-      if ((s + 1) % static_cast<std::uint64_t>(every) == 0) {
-        const std::uint64_t claimed = broken && st.generation() == 0 ? s + 2 : s + 1;
-        st.commit({claimed, gb.epoch_of(claimed), gb.position_of(claimed)});
-        if (pg.rank() == 0)
-          std::printf("STEP %llu world=%d\n", static_cast<unsigned long long>(s + 1), pg.size());
-      }
-      std::fflush(stdout);
-    }
-  });
+  int pause_rank = -1, pause_step = -1, pause_ms = 0;
+  if (const char* p = std::getenv("ELASTIC_PAUSE"))
+    std::sscanf(p, "%d:%d:%d", &pause_rank, &pause_step, &pause_ms);
+  ddp::elastic::options o;
+  if (const char* l = std::getenv("ELASTIC_LAST_CALL_MS"))
+    o.last_call = std::chrono::milliseconds(std::atoi(l));
+  if (const char* m = std::getenv("ELASTIC_MAX_RECOVERIES")) o.max_recoveries = std::atoi(m);
+  ddp::elastic::run(
+      st,
+      [&](ddp::process_group<ddp::gloo>& pg, const ddp::training_progress& from) {
+        world = pg.size();
+        ddp::distributed_data_parallel dp(net, pg);
+        ddp::distributed_sampler<> sampler(samples, pg, {.seed = 3});
+        ddp::global_batches gb(sampler, global_batch);
+        for (auto s = from.step; s < static_cast<std::uint64_t>(total); ++s) {
+          train_step(net, gb, s, &dp);
+          if (s == from.step && st.generation() > 0)
+            std::printf("RECOVERED generation=%llu world=%d rank=%d from_step=%llu first_step_ns=%lld\n",
+                        static_cast<unsigned long long>(st.generation()), pg.size(), pg.rank(),
+                        static_cast<unsigned long long>(from.step), static_cast<long long>(wall_ns()));
+          std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
+          if ((s + 1) % static_cast<std::uint64_t>(every) == 0) {
+            const std::uint64_t claimed = broken && st.generation() == 0 ? s + 2 : s + 1;
+            st.commit({claimed, gb.epoch_of(claimed), gb.position_of(claimed)});
+            if (pg.rank() == 0)
+              std::printf("STEP %llu world=%d\n", static_cast<unsigned long long>(s + 1), pg.size());
+          }
+          if (job_rank == pause_rank && s + 1 == static_cast<std::uint64_t>(pause_step) &&
+              st.generation() == 0) {
+            std::printf("PAUSED rank=%d step=%d\n", job_rank, pause_step);
+            std::fflush(stdout);
+            std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+          }
+          std::fflush(stdout);
+        }
+      },
+      o);
   return finish(out, net, job_rank,
                 "generation=" + std::to_string(st.generation()) + " world=" + std::to_string(world), total);
 }

@@ -269,6 +269,13 @@ std::optional<int> parse_command_line(int argc, char** argv, job& j) {
                  "--nnodes MIN:MAX (docs/elastic.md, In-process recovery)\n";
     return 2;
   }
+  if (j.in_process_recovery && j.nnodes > 1) {
+    // Node 0's ddprun serves the store and exits with its own ranks: survivors elsewhere would lose it.
+    std::cerr << "ddprun: --in-process-recovery runs on one node (--nnodes 1): with --nnodes " << j.nnodes
+              << " node 0's ddprun, which serves the store, would exit once its own ranks are gone and "
+                 "survivors on other nodes could not meet (docs/elastic.md, In-process recovery)\n";
+    return 2;
+  }
   if (master_port < 0) master_port = j.nnodes > 1 ? 29500 : 0;
   if (master_port == 0 && j.nnodes > 1) {
     std::cerr << "ddprun: --master-port 0 (pick a free port) works on one node only: give every node the "

@@ -7,6 +7,8 @@
 #include "restarts.hpp"
 #include "signals.hpp"
 
+#include <ddp/detail/common/timeout.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -49,6 +51,7 @@ public:
         pass_on_output(r);
       reap();
       look_for_failure_elsewhere();
+      watch_recovery();
       if (finished()) break;
       move_stop_schedule_on();
     }
@@ -102,6 +105,7 @@ private:
     r.stopped = true;
     failures_.push_back({pass_ns, 0, r.rank, describe_stop(sig), 128 + sig, false});
     std::fprintf(stderr, "ddprun: rank %d (pid %d) %s\n", r.rank, r.pid, failures_.back().what.c_str());
+    if (j_.in_process_recovery) arm_recovery_watch();
   }
 
   void on_exit(rank_process& r, int status, std::int64_t pass_ns) {
@@ -117,6 +121,7 @@ private:
       // The survivors recover in their own processes (ddp::elastic::run): nobody is stopped.
       std::fprintf(stderr, "ddprun: rank %d (pid %d) %s; the other ranks go on (--in-process-recovery)\n",
                    r.rank, r.pid, describe(status).c_str());
+      arm_recovery_watch();
       return;
     }
     if (failed_) return;
@@ -145,6 +150,66 @@ private:
           stop_for_remote_failure("on another node: " + *v, reported_code(*v));
         }
     } catch (const std::exception& e) { std::fprintf(stderr, "ddprun: %s\n", e.what()); }
+  }
+
+  /// --in-process-recovery: a failure must be answered by a generation of exactly the ranks still
+  /// running (Note [Bounded in-process recovery]); until then, look now and then.
+  void arm_recovery_watch() {
+    if (recovery_deadline_ == never && kill_at_ == never && term_at_ == never)
+      recovery_deadline_ = clock::now() + recovery_bound();
+  }
+
+  /// Every wait of a recovery is bounded by the ranks' DDP_TIMEOUT: noticing a stalled peer, the
+  /// meeting's close, the new mesh; 10 s cover the meeting's last call (5 s by default) and more.
+  clock::duration recovery_bound() const {
+    return 2 * std::chrono::duration_cast<clock::duration>(ddp::detail::default_timeout()) +
+           std::chrono::seconds(10);
+  }
+
+  void watch_recovery() {
+    if (recovery_deadline_ == never || clock::now() < next_recovery_check_) return;
+    next_recovery_check_ = clock::now() + store_check_every;
+    if (recovered()) {
+      recovery_deadline_ = never;
+      return;
+    }
+    // No rank left running (the others gave up, one is stopped): nobody can answer; stop now.
+    const bool hopeless = std::none_of(ranks_.begin(), ranks_.end(),
+                                       [](const rank_process& r) { return !r.exited && !r.stopped; });
+    if (!hopeless && clock::now() < recovery_deadline_) return;
+    recovery_deadline_ = never;
+    if (res_.exit_code == 0) res_.exit_code = 1;
+    std::fprintf(
+        stderr,
+        "ddprun: %zu rank%s failed and the running ranks did not become a generation of their own (none "
+        "is left running, or none formed within %lld s: 2 x DDP_TIMEOUT + 10 s): a rank is stopped or "
+        "stuck; stopping the other ranks (--in-process-recovery)\n",
+        failures_.size(), failures_.size() == 1 ? "" : "s",
+        static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(recovery_bound()).count()));
+    if (term_at_ == never && kill_at_ == never) term_at_ = clock::now() + grace_;
+  }
+
+  /// Whether the ranks running (or finished well) are exactly the last generation's members: the
+  /// meeting publishes each generation's members in the launcher's store.
+  bool recovered() {
+    int running = 0;
+    for (const auto& r : ranks_)
+      if ((!r.exited && !r.stopped) || (r.exited && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0))
+        ++running;
+    if (!j_.store) return false;
+    try {
+      for (;;) {
+        auto v = j_.store->try_get("r" + std::to_string(round_) + "/meet/g" +
+                                   std::to_string(generations_ + 1) + "/members");
+        if (!v) break;
+        ++generations_;
+        members_ = static_cast<int>(std::count(v->begin(), v->end(), '\n'));
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ddprun: the store does not answer: %s\n", e.what());
+      return false;
+    }
+    return running == (generations_ == 0 ? static_cast<int>(ranks_.size()) : members_);
   }
 
   /// The round's first report: its reporter counts it, then writes it a moment later.
@@ -276,6 +341,9 @@ private:
   std::int64_t first_success_ns_ = 0; ///< when the first rank that exited 0 was reaped
   bool remote_failure_ = false;
   std::vector<failure> failures_;
+  /// --in-process-recovery: when an unanswered failure stops the ranks, and what the meeting published.
+  clock::time_point recovery_deadline_ = never, next_recovery_check_ = clock::now();
+  int generations_ = 0, members_ = 0;
 };
 
 } // namespace

@@ -65,26 +65,37 @@ inline std::vector<elastic_survivor> parse_members(const std::string& text) {
   return m;
 }
 
-/// The first survivor to arrive decides who the generation is: the arrivals once they are all
-/// the ranks the old generation did not lose, or at the last call.
+/// The first survivor to arrive decides who the generation is: the arrivals, once they are
+/// every rank of the old generation but those the store saw lost and that did not arrive (a
+/// survivor whose own store connection broke is recorded lost, yet arrives). A rank neither
+/// arrived nor seen lost is alive but busy (a checkpoint, rank-0-only work): it is waited for
+/// until `timeout`; when the store saw no loss at all, the lost peer vanished without closing
+/// its connections and `last_call` bounds the wait.
 inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& old, const std::string& base,
                                                    int old_size, std::chrono::milliseconds last_call,
                                                    std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + last_call;
-  std::int64_t arrived = 0;
-  for (;;) {
-    arrived = meet.add(base + "arrivals", 0);
-    const auto lost = static_cast<std::int64_t>(old.lost_ranks().size());
-    if (arrived >= old_size - lost || std::chrono::steady_clock::now() >= deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5)); // a look is one store round trip
-  }
-  std::vector<std::string> keys;
-  for (std::int64_t n = 1; n <= arrived; ++n)
-    keys.push_back(base + "arrival/" + std::to_string(n));
+  const auto start = std::chrono::steady_clock::now();
   std::vector<elastic_survivor> members;
-  for (const auto& v : meet.multi_get(keys, timeout)) {
-    auto one = parse_members(v);
-    members.insert(members.end(), one.begin(), one.end());
+  for (;;) {
+    const auto arrived = meet.add(base + "arrivals", 0);
+    std::vector<std::string> keys;
+    for (auto n = static_cast<std::int64_t>(members.size()) + 1; n <= arrived; ++n)
+      keys.push_back(base + "arrival/" + std::to_string(n));
+    if (!keys.empty())
+      for (const auto& v : meet.multi_get(keys, timeout)) {
+        auto one = parse_members(v);
+        members.insert(members.end(), one.begin(), one.end());
+      }
+    const auto lost = old.lost_ranks();
+    const auto lost_away = std::count_if(lost.begin(), lost.end(), [&](int r) {
+      return std::none_of(members.begin(), members.end(),
+                          [&](const elastic_survivor& m) { return m.old_rank == r; });
+    });
+    const auto waited = std::chrono::steady_clock::now() - start;
+    if (static_cast<std::int64_t>(members.size()) + lost_away >= old_size || waited >= timeout ||
+        (lost.empty() && waited >= last_call))
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5)); // a look is a few store round trips
   }
   std::sort(members.begin(), members.end(),
             [](const elastic_survivor& a, const elastic_survivor& b) { return a.old_rank < b.old_rank; });
@@ -129,10 +140,11 @@ DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_s
   if (n == 1) {
     members = close_meeting(meet, old, base, old_size, last_call, timeout);
   } else {
-    if (!meet.try_wait({base + "members"}, last_call + timeout))
+    const auto patience = std::max(last_call, timeout) + timeout;
+    if (!meet.try_wait({base + "members"}, patience))
       throw error(error_kind::timeout,
                   who + ": the survivors' meeting for generation " + std::to_string(generation) +
-                      " did not close within " + std::to_string((last_call + timeout).count()) +
+                      " did not close within " + std::to_string(patience.count()) +
                       " ms (the first survivor to arrive closes it: it may have died too); the job "
                       "cannot recover in process: restart it from its checkpoint");
     members = parse_members(meet.get(base + "members"));
@@ -140,11 +152,14 @@ DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_s
   const auto at = std::find_if(members.begin(), members.end(),
                                [&](const elastic_survivor& m) { return m.old_rank == me.old_rank; });
   if (at == members.end())
-    throw error(error_kind::peer_lost,
+    throw error(error_kind::timeout,
                 who + ": arrived after the survivors' meeting for generation " + std::to_string(generation) +
-                    " closed without it (" + std::to_string(members.size()) + " members; the last call was " +
+                    " closed without it (" + std::to_string(members.size()) +
+                    " members; the meeting waits for a busy survivor up to DDP_TIMEOUT, " +
+                    std::to_string(timeout.count()) + " ms, and up to ddp::elastic::options::last_call, " +
                     std::to_string(last_call.count()) +
-                    " ms): raise ddp::elastic::options::last_call if survivors take longer to notice a loss");
+                    " ms, when the store saw no rank lost): raise them if survivors take longer to notice a "
+                    "loss");
   elastic_generation g;
   g.members = members;
   const int rank = static_cast<int>(at - members.begin());
@@ -153,14 +168,17 @@ DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_s
   g.rv.token = token;
   g.rv.store = std::make_shared<tcp_store>(
       elastic_store_options(job, elastic_scope(job, generation), rank, timeout, token));
+  return g;
+}
+
+DDP_INLINE void wait_for_members(const rendezvous& rv) {
   // Every member arrives before any enters the backend's mesh, as in init_process_group: one
   // lost meanwhile is named by this wait at once.
-  g.rv.store->set("ddp/arrived/" + std::to_string(rank), "1");
+  rv.store->set("ddp/arrived/" + std::to_string(rv.topo.rank), "1");
   std::vector<std::string> arrived;
-  for (int r = 0; r < g.rv.topo.world_size; ++r)
+  for (int r = 0; r < rv.topo.world_size; ++r)
     arrived.push_back("ddp/arrived/" + std::to_string(r));
-  g.rv.store->wait(arrived);
-  return g;
+  rv.store->wait(arrived);
 }
 
 } // namespace detail

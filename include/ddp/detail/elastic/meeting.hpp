@@ -20,7 +20,7 @@ namespace detail {
 /// Where one survivor stood in the group that failed.
 struct elastic_survivor {
   int old_rank = 0;
-  int node = 0; ///< its node in the job (the launcher's GROUP_RANK)
+  int node = 0; ///< its node in the job (the launcher's GROUP_RANK), in every generation
 };
 
 /// What the next generation is made of.
@@ -39,14 +39,19 @@ DDP_INLINE bool in_process_recovery_enabled();
 DDP_INLINE std::string elastic_scope(const ddp::topology& job, std::uint64_t generation);
 
 /// The survivors of generation `generation - 1` (where this rank was `me` of `old_size`) meet
-/// on the job's store and form generation `generation`: the first to arrive closes the meeting
-/// once every rank the old generation did not lose has arrived, or `last_call` after its own
-/// arrival; the members are numbered by their old ranks. Every wait is bounded (`timeout` for
-/// store requests; the others wait last_call + timeout for the close). A rank that arrives
-/// after the close is told it was left out (ddp::error, peer_lost).
+/// on the job's store and decide generation `generation`: the first to arrive closes the meeting
+/// once every rank the old generation did not lose has arrived, waiting for a busy one up to
+/// `timeout` (up to `last_call` when the store saw no rank lost); the members are numbered by
+/// their old ranks. Every wait is bounded (`timeout` for store requests; the others wait
+/// max(last_call, timeout) + timeout for the close). A rank that arrives after the close is told
+/// it was left out (ddp::error, timeout). The mesh is not formed yet: wait_for_members next.
 DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_survivor me, int old_size,
                                              std::uint64_t generation, std::chrono::milliseconds last_call,
                                              std::chrono::milliseconds timeout, const std::string& token);
+
+/// Generation `rv`'s members all say they arrived before any enters the backend's mesh; a member
+/// lost meanwhile fails this wait at once (ddp::error, peer_lost): a loss in generation rv's.
+DDP_INLINE void wait_for_members(const rendezvous& rv);
 
 } // namespace detail
 DDP_END_NAMESPACE
