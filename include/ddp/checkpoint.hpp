@@ -74,8 +74,10 @@ inline void check_shard_range(std::size_t offset, std::size_t count, std::size_t
                                           ") runs past its " + std::to_string(parameter_count) + " elements");
 }
 
-/// The checkpoint's records of the model's parameters and buffers (values only).
-template <class Model> checkpoint_contents checkpoint_of_model(Model& m, int rank) {
+/// The checkpoint's records of the model's parameters and buffers (no optimizer state); without
+/// `copy_values`, their names, types and counts only (what gathering and restoring an
+/// optimizer's state needs).
+template <class Model> checkpoint_contents checkpoint_of_model(Model& m, int rank, bool copy_values = true) {
   checkpoint_contents c;
   auto add = [&](const std::vector<tensor_slot>& slots, checkpoint_role role) {
     for (auto& s : slots) {
@@ -87,7 +89,7 @@ template <class Model> checkpoint_contents checkpoint_of_model(Model& m, int ran
                     rank);
       checkpoint_tensor t{role, s.name, s.type, s.count, {}, {}};
       const auto* p = static_cast<const std::byte*>(s.value);
-      if (s.count > 0) t.values.assign(p, p + s.count * size_of(s.type));
+      if (s.count > 0 && copy_values) t.values.assign(p, p + s.count * size_of(s.type));
       c.tensors.push_back(std::move(t));
     }
   };
@@ -114,10 +116,15 @@ template <class Optimizer> void gather_optimizer_state(Optimizer& opt, checkpoin
   std::size_t n32 = 0, n64 = 0;
   for (std::size_t p = 0; p < c.tensors.size() && c.tensors[p].role == checkpoint_role::parameter; ++p) {
     const auto& t = c.tensors[p];
-    if (t.type != dtype::f32 && t.type != dtype::f64)
+    if (t.type != dtype::f32 && t.type != dtype::f64) {
+      const int rank = sharded.group().rank();
       throw error(error_kind::config,
-                  "save_checkpoint: parameter '" + t.name + "' is " + std::string(to_string(t.type)) +
-                      "; optimizer state is saved for float32 and float64 parameters only");
+                  "rank " + std::to_string(rank) + ": " + Optimizer::name() + "'s state of parameter '" +
+                      t.name + "' (" + std::string(to_string(t.type)) +
+                      ") cannot be gathered: optimizer state is kept for float32 and float64 parameters "
+                      "only; keep such a parameter out of the optimizer or make it float32",
+                  rank);
+    }
     auto& n = t.type == dtype::f32 ? n32 : n64;
     offset[p] = n;
     n += t.count;

@@ -10,6 +10,7 @@
 #include <ddp/checkpoint.hpp>
 #include <ddp/config.hpp>
 #include <ddp/data_parallel.hpp>
+#include <ddp/elastic.hpp>
 #include <ddp/error.hpp>
 #include <ddp/flat_model.hpp>
 #include <ddp/global_batches.hpp>

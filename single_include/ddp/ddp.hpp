@@ -5351,8 +5351,10 @@ inline void check_shard_range(std::size_t offset, std::size_t count, std::size_t
                                           ") runs past its " + std::to_string(parameter_count) + " elements");
 }
 
-/// The checkpoint's records of the model's parameters and buffers (values only).
-template <class Model> checkpoint_contents checkpoint_of_model(Model& m, int rank) {
+/// The checkpoint's records of the model's parameters and buffers (no optimizer state); without
+/// `copy_values`, their names, types and counts only (what gathering and restoring an
+/// optimizer's state needs).
+template <class Model> checkpoint_contents checkpoint_of_model(Model& m, int rank, bool copy_values = true) {
   checkpoint_contents c;
   auto add = [&](const std::vector<tensor_slot>& slots, checkpoint_role role) {
     for (auto& s : slots) {
@@ -5364,7 +5366,7 @@ template <class Model> checkpoint_contents checkpoint_of_model(Model& m, int ran
                     rank);
       checkpoint_tensor t{role, s.name, s.type, s.count, {}, {}};
       const auto* p = static_cast<const std::byte*>(s.value);
-      if (s.count > 0) t.values.assign(p, p + s.count * size_of(s.type));
+      if (s.count > 0 && copy_values) t.values.assign(p, p + s.count * size_of(s.type));
       c.tensors.push_back(std::move(t));
     }
   };
@@ -5391,10 +5393,15 @@ template <class Optimizer> void gather_optimizer_state(Optimizer& opt, checkpoin
   std::size_t n32 = 0, n64 = 0;
   for (std::size_t p = 0; p < c.tensors.size() && c.tensors[p].role == checkpoint_role::parameter; ++p) {
     const auto& t = c.tensors[p];
-    if (t.type != dtype::f32 && t.type != dtype::f64)
+    if (t.type != dtype::f32 && t.type != dtype::f64) {
+      const int rank = sharded.group().rank();
       throw error(error_kind::config,
-                  "save_checkpoint: parameter '" + t.name + "' is " + std::string(to_string(t.type)) +
-                      "; optimizer state is saved for float32 and float64 parameters only");
+                  "rank " + std::to_string(rank) + ": " + Optimizer::name() + "'s state of parameter '" +
+                      t.name + "' (" + std::string(to_string(t.type)) +
+                      ") cannot be gathered: optimizer state is kept for float32 and float64 parameters "
+                      "only; keep such a parameter out of the optimizer or make it float32",
+                  rank);
+    }
     auto& n = t.type == dtype::f32 ? n32 : n64;
     offset[p] = n;
     n += t.count;
@@ -13928,6 +13935,395 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DATA_PARALLEL_HPP
 // ---- end ddp/data_parallel.hpp ----
+// ---- begin ddp/elastic.hpp ----
+// ddp::elastic — in-process recovery: ranks that survive a lost peer go on in
+// their own processes. The training loop commits its state (the model's
+// parameters and buffers, a held ddp::optim optimizer's state, and where
+// training stands) to memory every few steps; ddp::elastic::run runs the
+// loop, and when a peer is lost it meets the survivors on the launcher's
+// store, forms a process group of them (ranks renumbered densely), restores
+// the last commit on every one (rank 0's, broadcast) and calls the loop again
+// from there. Needs ddprun
+// --in-process-recovery. Design, waits and figures: docs/elastic.md, "In-process recovery".
+#ifndef DDP_ELASTIC_HPP
+#define DDP_ELASTIC_HPP
+
+// ---- begin ddp/detail/elastic/meeting.hpp ----
+// How the survivors of a failed process group meet and form the next
+// generation's (ddp::elastic::run): model-independent, compiled once under
+// DDP_SEPARATE_COMPILATION. Design and waits: docs/elastic.md, "In-process recovery".
+#ifndef DDP_DETAIL_ELASTIC_MEETING_HPP
+#define DDP_DETAIL_ELASTIC_MEETING_HPP
+
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// Where one survivor stood in the group that failed.
+struct elastic_survivor {
+  int old_rank = 0;
+  int node = 0; ///< its node in the job (the launcher's GROUP_RANK), in every generation
+};
+
+/// What the next generation is made of.
+struct elastic_generation {
+  rendezvous rv;                         ///< ready for process_group<gloo>(rv)
+  std::vector<elastic_survivor> members; ///< in their new rank order
+};
+
+/// Whether ddprun --in-process-recovery launched this rank (DDP_IN_PROCESS_RECOVERY=1) with the
+/// store in the launcher, where it outlives every rank: otherwise nothing can be recovered.
+DDP_INLINE bool in_process_recovery_enabled();
+
+/// The store scope of generation `generation` of this launcher round: "r<k>/" for generation 0
+/// (init_process_group's), then "r<k>/e<g>/": each generation's keys, lost ranks included, are
+/// its own.
+DDP_INLINE std::string elastic_scope(const ddp::topology& job, std::uint64_t generation);
+
+/// The survivors of generation `generation - 1` (where this rank was `me` of `old_size`) meet
+/// on the job's store and decide generation `generation`: the first to arrive closes the meeting
+/// once every rank the old generation did not lose has arrived, waiting for a busy one up to
+/// `timeout` (up to `last_call` when the store saw no rank lost); the members are numbered by
+/// their old ranks. Every wait is bounded (`timeout` for store requests; the others wait
+/// max(last_call, timeout) + timeout for the close). A rank that arrives after the close is told
+/// it was left out (ddp::error, timeout). The mesh is not formed yet: wait_for_members next.
+DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_survivor me, int old_size,
+                                             std::uint64_t generation, std::chrono::milliseconds last_call,
+                                             std::chrono::milliseconds timeout, const std::string& token);
+
+/// Generation `rv`'s members all say they arrived before any enters the backend's mesh; a member
+/// lost meanwhile fails this wait at once (ddp::error, peer_lost): a loss in generation rv's.
+DDP_INLINE void wait_for_members(const rendezvous& rv);
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+
+#endif // DDP_DETAIL_ELASTIC_MEETING_HPP
+// ---- end ddp/detail/elastic/meeting.hpp ----
+
+#include <chrono>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace elastic {
+
+struct options {
+  /// How long the first survivor to meet waits for the others when the store saw no rank lost
+  /// (a peer vanished without closing its connections); a rank alive but busy while the store saw
+  /// another lost is waited for up to the group's timeout. One that takes longer is left out.
+  std::chrono::milliseconds last_call{5000};
+  /// Recoveries after which the next lost peer ends the job (its error goes out of run).
+  int max_recoveries = 8;
+  /// Generation 0's process group (init_process_group's options); its timeout serves every generation.
+  init_options init{};
+};
+
+template <class Model> class state;
+template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const options& o = {});
+
+/// The training state that survives a lost peer: `model`'s parameters and buffers (held by
+/// reference; host memory), the progress, and the state of a ddp::optim optimizer handed to
+/// hold(), copied to memory at each commit. The optimizer's shards are gathered whole at each
+/// commit, so any survivor holds all of it (docs/elastic.md, "What in-process recovery keeps").
+template <class Model> class state {
+public:
+  explicit state(Model& model) : model_(model) {}
+
+  /// Hands this generation's ddp::optim optimizer (built on a sharded_data_parallel of this
+  /// state's model) to the state: its moments and step count become the last commit's, cut
+  /// into this generation's shards, and every later commit holds them. Call it in each
+  /// generation, after building the optimizer and before its first step (an optimizer that
+  /// has stepped is refused: its moments would be overwritten); the optimizer must outlive
+  /// the generation's commits (run() forgets it when it returns).
+  template <detail::sharded_optimizer Optimizer> void hold(Optimizer& opt) {
+    const std::string what = "ddp::elastic::state::hold(" + std::string(Optimizer::name()) + ")";
+    auto refuse = [&](const std::string& why) {
+      throw error(error_kind::config, "rank " + std::to_string(rank_) + ": " + what + ": " + why, rank_);
+    };
+    if (static_cast<const void*>(&opt.model().module()) != static_cast<const void*>(&model_))
+      refuse("the optimizer steps another model than the state's: hand the state the optimizer of its "
+             "own model");
+    if (opt.steps() != 0)
+      refuse("the optimizer has taken " + std::to_string(opt.steps()) +
+             " steps: hand it to the state once per generation, right after building it, before its first "
+             "step (its state would be overwritten with the commit's)");
+    for (const auto& p : detail::collect_parameters(model_))
+      if (p.type != dtype::f32 && p.type != dtype::f64)
+        refuse("parameter '" + p.name + "' is " + std::string(to_string(p.type)) +
+               "; commits hold optimizer state of float32 and float64 parameters only");
+    auto& c = latest_.optimizer;
+    if (!c.optimizer.empty()) {
+      if (c.optimizer != Optimizer::name() || c.slots != opt.state().slots())
+        refuse("the commit of step " + std::to_string(latest_.at.step) + " holds the state of " +
+               c.optimizer + " (" + std::to_string(c.slots) +
+               " values per element), but this generation's optimizer is " + Optimizer::name() + " (" +
+               std::to_string(opt.state().slots()) + "): build the same optimizer in every generation");
+      std::vector<detail::tensor_slot> slots;
+      detail::restore_optimizer(opt, c, detail::match_model(model_, c, what, rank_, slots));
+    } else if (latest_.valid && latest_.at.step > 0) {
+      throw error(error_kind::config,
+                  "rank " + std::to_string(rank_) + ": " + what + ": the commit of step " +
+                      std::to_string(latest_.at.step) +
+                      " holds no optimizer state, so the optimizer would start afresh mid-training: hand "
+                      "it to the state in every generation, before the first commit",
+                  rank_);
+    }
+    gather_ = [&opt](detail::checkpoint_contents& into) { detail::gather_optimizer_state(opt, into); };
+  }
+
+  /// Copies the model, the held optimizer's state and `at` to memory: the point the survivors
+  /// go back to. Call it on every rank at the same step, after the optimizer's step (memory: the
+  /// last two commits, each a copy of the model and, with an optimizer, of its whole state, one
+  /// copy of the parameters per state slot, gathered by a collective over its shard group:
+  /// docs/elastic.md). A commit
+  /// without an optimizer after one that held one is refused: the moments would restart silently.
+  void commit(const training_progress& at) {
+    detail::checkpoint_contents optimizer;
+    if (gather_) { // first: a peer lost in the gather leaves the last commit whole
+      // Names, types and counts only: the values are snapshot::bytes.
+      optimizer = detail::checkpoint_of_model(model_, rank_, /*copy_values=*/false);
+      gather_(optimizer);
+    } else if (!latest_.optimizer.optimizer.empty()) {
+      throw error(error_kind::config,
+                  "rank " + std::to_string(rank_) + ": ddp::elastic::state::commit(step " +
+                      std::to_string(at.step) + "): the commit of step " + std::to_string(latest_.at.step) +
+                      " held " + latest_.optimizer.optimizer +
+                      "'s state, and no optimizer is held now (this generation handed none to the "
+                      "state, or run() has returned): call state.hold(optimizer) after building it in "
+                      "every generation, or its moments restart silently",
+                  rank_);
+    }
+    commit_model(at);
+    latest_.optimizer = std::move(optimizer);
+  }
+
+  /// The progress of the last commit (what a generation starts from).
+  const training_progress& committed() const noexcept { return latest_.at; }
+  /// 0 for the job's start, then one more per recovery.
+  std::uint64_t generation() const noexcept { return generation_; }
+
+private:
+  // restore is run's step, not the user's: a call of its own would renumber the generation.
+  template <class M, class Loop> friend void run(state<M>&, Loop&&, const options&);
+
+  /// What run() does at the start of each generation: puts every rank of `pg` at the same
+  /// commit. The survivors agree on the oldest latest commit among them (a rank may have
+  /// committed once more before the loss reached it), load theirs, and take rank 0's
+  /// copy. Generation 0 commits rank 0's model as step 0.
+  void restore(process_group<gloo>& pg, std::uint64_t generation) {
+    generation_ = generation;
+    rank_ = pg.rank();
+    gather_ = nullptr; // the last generation's optimizer is gone with its loop
+    std::vector<std::int64_t> step{latest_.valid ? static_cast<std::int64_t>(latest_.at.step) : -1};
+    std::vector<std::int64_t> lo = step;
+    pg.all_reduce(lo, op::min);
+    if (lo[0] >= 0) {
+      auto* pick = latest_.valid && static_cast<std::int64_t>(latest_.at.step) == lo[0]       ? &latest_
+                   : previous_.valid && static_cast<std::int64_t>(previous_.at.step) == lo[0] ? &previous_
+                                                                                              : nullptr;
+      if (pick == nullptr)
+        throw error(error_kind::mismatch,
+                    "rank " + std::to_string(pg.rank()) + ": ddp::elastic: no commit of step " +
+                        std::to_string(lo[0]) + " here (the last is step " + std::to_string(step[0]) +
+                        "): commit on every rank at the same steps",
+                    pg.rank());
+      if (pick != &latest_) latest_ = std::move(*pick);
+      load(latest_.bytes, pg.rank());
+    }
+    previous_ = {};
+    for_each_tensor([&](std::byte* p, std::size_t n) {
+      if (n > 0) pg.broadcast(std::span<std::uint8_t>(reinterpret_cast<std::uint8_t*>(p), n), 0);
+    });
+    std::vector<std::int64_t> at{static_cast<std::int64_t>(latest_.at.step),
+                                 static_cast<std::int64_t>(latest_.at.epoch),
+                                 static_cast<std::int64_t>(latest_.at.samples)};
+    pg.broadcast(at, 0);
+    auto optimizer = broadcast_optimizer(pg, std::move(latest_.optimizer)); // the model went above
+    commit_model({static_cast<std::uint64_t>(at[0]), static_cast<std::uint64_t>(at[1]),
+                  static_cast<std::uint64_t>(at[2])});
+    latest_.optimizer = std::move(optimizer);
+  }
+
+  /// The loop's optimizer ends with the loop: a later commit must not reach it.
+  void forget_optimizer() noexcept { gather_ = nullptr; }
+
+  struct snapshot {
+    training_progress at{};
+    std::vector<std::byte> bytes;
+    detail::checkpoint_contents optimizer; ///< empty without a held optimizer
+    bool valid = false;
+  };
+
+  void commit_model(const training_progress& at) {
+    std::swap(previous_, latest_); // the older buffer is reused
+    latest_.at = at;
+    latest_.valid = true;
+    std::size_t total = 0; // reserved first: growing by doubling would hold two copies at once
+    for_each_tensor([&](std::byte*, std::size_t n) { total += n; });
+    latest_.bytes.clear();
+    latest_.bytes.reserve(total);
+    for_each_tensor(
+        [&](std::byte* p, std::size_t n) { latest_.bytes.insert(latest_.bytes.end(), p, p + n); });
+  }
+
+  /// Rank 0's optimizer state of the commit, on every rank: its name, step count and state
+  /// arrays only (the model's values are broadcast on their own). Every rank's model has rank
+  /// 0's names, types and counts, so the others build the records from their own.
+  detail::checkpoint_contents broadcast_optimizer(process_group<gloo>& pg, detail::checkpoint_contents c) {
+    std::vector<std::int64_t> head{static_cast<std::int64_t>(c.optimizer.size()),
+                                   static_cast<std::int64_t>(c.optimizer_steps),
+                                   static_cast<std::int64_t>(c.slots)};
+    pg.broadcast(head, 0);
+    if (head[0] == 0) return {};
+    std::vector<std::uint8_t> name(c.optimizer.begin(), c.optimizer.end());
+    name.resize(static_cast<std::size_t>(head[0]));
+    pg.broadcast(name, 0);
+    if (pg.rank() != 0) {
+      c = detail::checkpoint_of_model(model_, pg.rank(), /*copy_values=*/false);
+      c.optimizer.assign(name.begin(), name.end());
+      c.optimizer_steps = static_cast<std::uint64_t>(head[1]);
+      c.slots = static_cast<std::uint32_t>(head[2]);
+      for (auto& t : c.tensors)
+        if (t.role == detail::checkpoint_role::parameter)
+          t.state.assign(c.slots, std::vector<std::byte>(t.count * size_of(t.type)));
+    }
+    for (auto& t : c.tensors)
+      for (auto& slot : t.state)
+        if (!slot.empty())
+          pg.broadcast(std::span<std::uint8_t>(reinterpret_cast<std::uint8_t*>(slot.data()), slot.size()), 0);
+    return c;
+  }
+
+  /// f(bytes, count) for each parameter and buffer, walked again each time (storage may move).
+  template <class F> void for_each_tensor(F&& f) {
+    parameters_ = detail::collect_parameters(model_);
+    buffers_ = detail::collect_buffers(model_);
+    for (auto* slots : {&parameters_, &buffers_})
+      for (auto& s : *slots) {
+        if (s.on_device)
+          throw error(error_kind::config, "ddp::elastic: '" + s.name +
+                                              "' lives in device memory; in-process recovery holds host "
+                                              "tensors (commit a host copy of the model)");
+        f(static_cast<std::byte*>(s.value), s.count * size_of(s.type));
+      }
+  }
+
+  void load(const std::vector<std::byte>& bytes, int rank) {
+    std::size_t at = 0;
+    for_each_tensor([&](std::byte* p, std::size_t n) {
+      if (at + n > bytes.size())
+        throw error(error_kind::mismatch,
+                    "rank " + std::to_string(rank) +
+                        ": ddp::elastic: the model grew since its last commit (its tensors hold more bytes "
+                        "than the commit): keep the model's shapes fixed while training",
+                    rank);
+      std::memcpy(p, bytes.data() + at, n);
+      at += n;
+    });
+  }
+
+  Model& model_;
+  snapshot latest_, previous_;
+  std::vector<detail::tensor_slot> parameters_, buffers_;
+  std::function<void(detail::checkpoint_contents&)> gather_; ///< the held optimizer's, or empty
+  int rank_ = 0;
+  std::uint64_t generation_ = 0;
+};
+
+/// Runs `loop(pg, from)` (pg: this generation's process_group<gloo>; from: the progress of the
+/// commit every rank now holds) until it returns. Under ddprun --in-process-recovery, a
+/// ddp::error of kind peer_lost out of the loop (a rank died, or its group was aborted)
+/// destroys the failed group, meets the survivors in the next generation, restores the last
+/// commit and calls the loop again; any other error, or one past max_recoveries, goes out. The
+/// loop builds what holds the group (distributed_data_parallel, its sampler for
+/// pg.size()/pg.rank()) inside, and picks up at `from` (global_batches::at(from.step) sets
+/// the sampler's epoch and global position).
+template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const options& o) {
+  static_assert(std::invocable<Loop&, process_group<gloo>&, const training_progress&>,
+                "ddp::elastic::run: the loop must be callable as loop(ddp::process_group<ddp::gloo>& pg, "
+                "const ddp::training_progress& from): pg is this generation's group, from the commit it "
+                "starts at");
+  struct forget_on_exit {
+    state<Model>& st;
+    ~forget_on_exit() { st.forget_optimizer(); }
+  } forget{st};
+  long (*files)(const ddp::topology&) = nullptr;
+  if constexpr (open_files_communicator<gloo::communicator>)
+    files = [](const ddp::topology& t) { return static_cast<long>(gloo::communicator::open_files(t)); };
+  const bool enabled = detail::in_process_recovery_enabled();
+  if (enabled && o.init.init_method != "env://")
+    throw error(error_kind::config,
+                "ddp::elastic::run: init_method '" + o.init.init_method +
+                    "' under ddprun --in-process-recovery: the survivors meet on the launcher's store, "
+                    "so generation 0 must use it too: leave options::init.init_method at env://");
+  const auto job = ddp::topology::from_env();
+  const std::string token =
+      o.init.token.empty() ? detail::getenv_str("DDP_TOKEN").value_or("") : o.init.token;
+  auto pg = std::make_unique<process_group<gloo>>(detail::make_rendezvous(o.init, files));
+  const std::chrono::milliseconds timeout = pg->timeout();
+  const int job_rank = pg->rank();
+  std::uint64_t generation = 0;
+  // Where this rank stands in the last generation decided (its rank there, its job node): a loss
+  // while the next one meets, or forms its mesh, is one in that generation.
+  detail::elastic_survivor me{pg->rank(), pg->topology().node_rank};
+  int size = pg->size();
+  for (int recoveries = 0;; ++recoveries) {
+    try {
+      // Note [A loss while recovering]: the meeting and the new mesh run inside the try, so a
+      // peer lost while the next generation forms is one more recovery, from the generation
+      // that was decided (`me`, `size`), not the end of the job.
+      if (!pg) {
+        auto g = detail::meet_survivors(job, me, size, generation + 1, o.last_call, timeout, token);
+        ++generation;
+        me = g.members[static_cast<std::size_t>(g.rv.topo.rank)];
+        me.old_rank = g.rv.topo.rank;
+        size = g.rv.topo.world_size;
+        detail::wait_for_members(g.rv);
+        pg = std::make_unique<process_group<gloo>>(std::move(g.rv));
+      }
+      st.restore(*pg, generation);
+      const training_progress from = st.committed(); // a copy: the loop's commits move committed()
+      if constexpr (std::invocable<Loop&, process_group<gloo>&, const training_progress&>) loop(*pg, from);
+      return;
+    } catch (const error& e) {
+      if (e.kind() != error_kind::peer_lost || recoveries >= o.max_recoveries) throw;
+      if (!enabled) {
+        detail::log_line("rank " + std::to_string(job_rank),
+                         "ddp::elastic::run: a peer was lost, and this job was not started with ddprun "
+                         "--in-process-recovery (DDP_IN_PROCESS_RECOVERY=1, the store in the launcher): "
+                         "the error ends this rank");
+        throw;
+      }
+      detail::log_line("rank " + std::to_string(job_rank),
+                       "generation " + std::to_string(generation) + " lost a peer (" +
+                           std::string(e.message()) +
+                           "); meeting the survivors to go on from the commit of step " +
+                           std::to_string(st.committed().step));
+      pg.reset(); // already failed: its connections close
+    }
+  }
+}
+
+} // namespace elastic
+DDP_END_NAMESPACE
+
+#endif // DDP_ELASTIC_HPP
+// ---- end ddp/elastic.hpp ----
 // ---- begin ddp/flat_model.hpp ----
 // ddp::flat_model — the common C layout as a model: one contiguous block of
 // parameters and one of gradients, each tensor a named (offset, count) range
@@ -27203,6 +27599,192 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_COMMON_TRACE_INL_HPP
 // ---- end ddp/detail/common/trace-inl.hpp ----
+// ---- begin ddp/detail/elastic/meeting-inl.hpp ----
+// Definitions of meeting.hpp.
+#ifndef DDP_DETAIL_ELASTIC_MEETING_INL_HPP
+#define DDP_DETAIL_ELASTIC_MEETING_INL_HPP
+
+
+#include <algorithm>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+DDP_INLINE bool in_process_recovery_enabled() {
+  return getenv_str("DDP_IN_PROCESS_RECOVERY").value_or("") == "1" &&
+         getenv_str("DDP_STORE_IN_LAUNCHER").value_or("") == "1";
+}
+
+DDP_INLINE std::string elastic_scope(const ddp::topology& job, std::uint64_t generation) {
+  std::string scope;
+  if (job.restart_round) {
+    scope.assign(1, 'r');
+    scope += std::to_string(*job.restart_round);
+    scope += '/';
+  }
+  if (generation > 0) {
+    scope += 'e';
+    scope += std::to_string(generation);
+    scope += '/';
+  }
+  return scope;
+}
+
+/// A client of the launcher's store in `scope`, registered as `rank` (-1: no rank).
+inline tcp_store_options elastic_store_options(const ddp::topology& job, std::string scope, int rank,
+                                               std::chrono::milliseconds timeout, const std::string& token) {
+  tcp_store_options so;
+  so.host = job.master_addr.empty() ? "127.0.0.1" : job.master_addr;
+  so.port = job.store_port;
+  so.serve = false;
+  so.timeout = timeout;
+  so.token = token;
+  so.rank = rank;
+  so.scope = std::move(scope);
+  so.served_by_launcher = true;
+  return so;
+}
+
+inline std::string members_text(const std::vector<elastic_survivor>& m) {
+  std::string s;
+  for (const auto& x : m)
+    s += std::to_string(x.old_rank) + " " + std::to_string(x.node) + "\n";
+  return s;
+}
+
+inline std::vector<elastic_survivor> parse_members(const std::string& text) {
+  std::vector<elastic_survivor> m;
+  std::istringstream in(text);
+  elastic_survivor x;
+  while (in >> x.old_rank >> x.node)
+    m.push_back(x);
+  return m;
+}
+
+/// The first survivor to arrive decides who the generation is: the arrivals, once they are
+/// every rank of the old generation but those the store saw lost and that did not arrive (a
+/// survivor whose own store connection broke is recorded lost, yet arrives). A rank neither
+/// arrived nor seen lost is alive but busy (a checkpoint, rank-0-only work): it is waited for
+/// until `timeout`; when the store saw no loss at all, the lost peer vanished without closing
+/// its connections and `last_call` bounds the wait.
+inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& old, const std::string& base,
+                                                   int old_size, std::chrono::milliseconds last_call,
+                                                   std::chrono::milliseconds timeout) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<elastic_survivor> members;
+  for (;;) {
+    const auto arrived = meet.add(base + "arrivals", 0);
+    std::vector<std::string> keys;
+    for (auto n = static_cast<std::int64_t>(members.size()) + 1; n <= arrived; ++n)
+      keys.push_back(base + "arrival/" + std::to_string(n));
+    if (!keys.empty())
+      for (const auto& v : meet.multi_get(keys, timeout)) {
+        auto one = parse_members(v);
+        members.insert(members.end(), one.begin(), one.end());
+      }
+    const auto lost = old.lost_ranks();
+    const auto lost_away = std::count_if(lost.begin(), lost.end(), [&](int r) {
+      return std::none_of(members.begin(), members.end(),
+                          [&](const elastic_survivor& m) { return m.old_rank == r; });
+    });
+    const auto waited = std::chrono::steady_clock::now() - start;
+    if (static_cast<std::int64_t>(members.size()) + lost_away >= old_size || waited >= timeout ||
+        (lost.empty() && waited >= last_call))
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5)); // a look is a few store round trips
+  }
+  std::sort(members.begin(), members.end(),
+            [](const elastic_survivor& a, const elastic_survivor& b) { return a.old_rank < b.old_rank; });
+  meet.set(base + "members", members_text(members));
+  return members;
+}
+
+/// The new generation's layout: ranks by their place in `members`, nodes in order of appearance.
+inline ddp::topology generation_topology(const ddp::topology& job,
+                                         const std::vector<elastic_survivor>& members, int rank) {
+  ddp::topology t = job;
+  t.rank = rank;
+  t.world_size = static_cast<int>(members.size());
+  std::vector<int> nodes;
+  for (const auto& m : members)
+    if (std::find(nodes.begin(), nodes.end(), m.node) == nodes.end()) nodes.push_back(m.node);
+  const int mine = members[static_cast<std::size_t>(rank)].node;
+  t.nnodes = static_cast<int>(nodes.size());
+  t.node_rank = static_cast<int>(std::find(nodes.begin(), nodes.end(), mine) - nodes.begin());
+  t.local_rank = t.local_world_size = 0;
+  for (std::size_t k = 0; k < members.size(); ++k) {
+    if (members[k].node != mine) continue;
+    if (static_cast<int>(k) < rank) ++t.local_rank;
+    ++t.local_world_size;
+  }
+  return t;
+}
+
+DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_survivor me, int old_size,
+                                             std::uint64_t generation, std::chrono::milliseconds last_call,
+                                             std::chrono::milliseconds timeout, const std::string& token) {
+  const std::string who =
+      "rank " + std::to_string(me.old_rank) + " of generation " + std::to_string(generation - 1);
+  const std::string base = "g" + std::to_string(generation) + "/";
+  // The meeting's keys in a scope of their own, where no rank registers: a store wait where a
+  // rank was lost fails at once, naming it, and every generation's scope has its lost rank.
+  tcp_store meet(elastic_store_options(job, elastic_scope(job, 0) + "meet/", -1, timeout, token));
+  tcp_store old(elastic_store_options(job, elastic_scope(job, generation - 1), -1, timeout, token));
+  const auto n = meet.add(base + "arrivals", 1);
+  meet.set(base + "arrival/" + std::to_string(n), members_text({me}));
+  std::vector<elastic_survivor> members;
+  if (n == 1) {
+    members = close_meeting(meet, old, base, old_size, last_call, timeout);
+  } else {
+    const auto patience = std::max(last_call, timeout) + timeout;
+    if (!meet.try_wait({base + "members"}, patience))
+      throw error(error_kind::timeout,
+                  who + ": the survivors' meeting for generation " + std::to_string(generation) +
+                      " did not close within " + std::to_string(patience.count()) +
+                      " ms (the first survivor to arrive closes it: it may have died too); the job "
+                      "cannot recover in process: restart it from its checkpoint");
+    members = parse_members(meet.get(base + "members"));
+  }
+  const auto at = std::find_if(members.begin(), members.end(),
+                               [&](const elastic_survivor& m) { return m.old_rank == me.old_rank; });
+  if (at == members.end())
+    throw error(error_kind::timeout,
+                who + ": arrived after the survivors' meeting for generation " + std::to_string(generation) +
+                    " closed without it (" + std::to_string(members.size()) +
+                    " members; the meeting waits for a busy survivor up to DDP_TIMEOUT, " +
+                    std::to_string(timeout.count()) + " ms, and up to ddp::elastic::options::last_call, " +
+                    std::to_string(last_call.count()) +
+                    " ms, when the store saw no rank lost): raise them if survivors take longer to notice a "
+                    "loss");
+  elastic_generation g;
+  g.members = members;
+  const int rank = static_cast<int>(at - members.begin());
+  g.rv.topo = generation_topology(job, members, rank);
+  g.rv.timeout = timeout;
+  g.rv.token = token;
+  g.rv.store = std::make_shared<tcp_store>(
+      elastic_store_options(job, elastic_scope(job, generation), rank, timeout, token));
+  return g;
+}
+
+DDP_INLINE void wait_for_members(const rendezvous& rv) {
+  // Every member arrives before any enters the backend's mesh, as in init_process_group: one
+  // lost meanwhile is named by this wait at once.
+  rv.store->set("ddp/arrived/" + std::to_string(rv.topo.rank), "1");
+  std::vector<std::string> arrived;
+  for (int r = 0; r < rv.topo.world_size; ++r)
+    arrived.push_back("ddp/arrived/" + std::to_string(r));
+  rv.store->wait(arrived);
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_ELASTIC_MEETING_INL_HPP
+// ---- end ddp/detail/elastic/meeting-inl.hpp ----
 // ---- begin ddp/sampler-inl.hpp ----
 // The definitions behind sampler.hpp's policies: compiled in every
 // translation unit when ddp is header-only, once in the runtime when it is

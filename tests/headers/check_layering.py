@@ -8,7 +8,8 @@ Rules (exit 1 naming every break):
    and, for the internals of one owner, the public contracts that owner
    implements (OWNER_PUBLIC: the reducer's pieces sit on the communicator
    concept, the bucketing and reduction policies, ddp_options and the gradient sink, as do LibTorch's hooks and the shard engine; the peer-failure watch and the rendezvous
-   building on the store, the topology and the rendezvous; the Gloo
+   building on the store, the topology and the rendezvous, as does the
+   survivors' meeting of in-process recovery; the Gloo
    communicator on the rendezvous, the store and shm_array; NCCL's on the
    rendezvous and the store).
 2. Internals live under detail/: a header outside it may use namespace detail
@@ -42,6 +43,7 @@ OWNER_PUBLIC = {
     "torch": {"ddp/data_parallel/gradient_sink.hpp"},
     "sharded": {"ddp/backend/communicator.hpp"},
     "process_group": {"ddp/backend/communicator.hpp", "ddp/store.hpp", "ddp/topology.hpp"},
+    "elastic": {"ddp/backend/communicator.hpp", "ddp/store.hpp", "ddp/topology.hpp"},
     "gloo": {"ddp/backend/communicator.hpp", "ddp/store.hpp", "ddp/shm_array.hpp"},
     "nccl": {"ddp/backend/communicator.hpp", "ddp/store.hpp"},
 }

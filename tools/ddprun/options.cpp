@@ -56,6 +56,10 @@ void add_options(CLI::App& app, job& j, std::string& nnodes, std::string& endpoi
                  "when a rank fails, stop every rank and start them all again, up to N times (the same N on "
                  "every node); each rank sees the round in DDP_RESTART_ROUND")
       ->check(CLI::Range(0, 1000000));
+  app.add_flag("--in-process-recovery", j.in_process_recovery,
+               "a rank that fails does not stop the others: ranks under ddp::elastic::run go on in their "
+               "processes without it (docs/elastic.md, In-process recovery); the job succeeds when a rank "
+               "finishes after the last failure");
   app.add_flag("--no-prefix", j.no_prefix, "do not prefix output lines with [rank]");
   app.add_flag("--crash-report", crash_report,
                "preload libddp_crash_report.so into every rank: a rank that dies of SIGSEGV, SIGBUS, SIGFPE, "
@@ -266,6 +270,18 @@ std::optional<int> parse_command_line(int argc, char** argv, job& j) {
   if (j.node_rank >= j.nnodes) {
     std::cerr << "ddprun: --node-rank " << j.node_rank << " must be below --nnodes " << j.nnodes
               << " (their defaults come from PET_NODE_RANK and PET_NNODES where set)\n";
+    return 2;
+  }
+  if (j.in_process_recovery && (j.is_elastic() || j.max_restarts > 0)) {
+    std::cerr << "ddprun: --in-process-recovery replaces restarts: it goes with neither --max-restarts nor "
+                 "--nnodes MIN:MAX (docs/elastic.md, In-process recovery)\n";
+    return 2;
+  }
+  if (j.in_process_recovery && j.nnodes > 1) {
+    // Node 0's ddprun serves the store and exits with its own ranks: survivors elsewhere would lose it.
+    std::cerr << "ddprun: --in-process-recovery runs on one node (--nnodes 1): with --nnodes " << j.nnodes
+              << " node 0's ddprun, which serves the store, would exit once its own ranks are gone and "
+                 "survivors on other nodes could not meet (docs/elastic.md, In-process recovery)\n";
     return 2;
   }
   if (master_port < 0) master_port = j.nnodes > 1 ? 29500 : 0;

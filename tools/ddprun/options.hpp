@@ -33,6 +33,9 @@ struct job {
   double grace = 5.0;
   std::string master_addr = "127.0.0.1", token;
   bool no_prefix = false;
+  /// --in-process-recovery: a rank's failure does not stop the others (ddp::elastic::run recovers
+  /// in their processes); the round ends when every rank has exited.
+  bool in_process_recovery = false;
   std::string crash_report; ///< --crash-report: the library preloaded into every rank
   std::vector<std::string> command;
   /// Node 0: serves the store (and is a client of it); other nodes with

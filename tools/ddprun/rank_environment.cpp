@@ -10,9 +10,10 @@ namespace {
 /// What ddprun sets itself, so the user's value does not reach the rank twice; LD_PRELOAD only
 /// under --crash-report (which keeps the user's).
 bool set_by_ddprun(const job& j, std::string_view kv) {
-  for (std::string_view n : {"RANK=", "LOCAL_RANK=", "WORLD_SIZE=", "LOCAL_WORLD_SIZE=", "GROUP_RANK=",
-                             "NODE_RANK=", "MASTER_ADDR=", "MASTER_PORT=", "DDP_TOKEN=", "DDP_FAILURE_FILE=",
-                             "DDP_STORE_IN_LAUNCHER=", "DDP_RESTART_ROUND=", "TORCHELASTIC_USE_AGENT_STORE="})
+  for (std::string_view n :
+       {"RANK=", "LOCAL_RANK=", "WORLD_SIZE=", "LOCAL_WORLD_SIZE=", "GROUP_RANK=", "NODE_RANK=",
+        "MASTER_ADDR=", "MASTER_PORT=", "DDP_TOKEN=", "DDP_FAILURE_FILE=", "DDP_STORE_IN_LAUNCHER=",
+        "DDP_RESTART_ROUND=", "DDP_IN_PROCESS_RECOVERY=", "TORCHELASTIC_USE_AGENT_STORE="})
     if (kv.starts_with(n)) return true;
   return !j.crash_report.empty() && kv.starts_with("LD_PRELOAD=");
 }
@@ -35,6 +36,7 @@ std::vector<std::string> rank_environment(const job& j, int local, int round, co
   set("DDP_TOKEN", j.token);
   set("DDP_STORE_IN_LAUNCHER", "1");
   set("DDP_RESTART_ROUND", std::to_string(round));
+  if (j.in_process_recovery) set("DDP_IN_PROCESS_RECOVERY", "1");
   if (!note_file.empty()) set("DDP_FAILURE_FILE", note_file);
   if (!j.crash_report.empty()) {
     // After whatever the user preloads already: a sanitizer's runtime must come first.

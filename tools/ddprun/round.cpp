@@ -7,6 +7,8 @@
 #include "restarts.hpp"
 #include "signals.hpp"
 
+#include <ddp/detail/common/timeout.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -49,6 +51,7 @@ public:
         pass_on_output(r);
       reap();
       look_for_failure_elsewhere();
+      watch_recovery();
       if (finished()) break;
       move_stop_schedule_on();
     }
@@ -102,14 +105,25 @@ private:
     r.stopped = true;
     failures_.push_back({pass_ns, 0, r.rank, describe_stop(sig), 128 + sig, false});
     std::fprintf(stderr, "ddprun: rank %d (pid %d) %s\n", r.rank, r.pid, failures_.back().what.c_str());
+    if (j_.in_process_recovery) arm_recovery_watch();
   }
 
   void on_exit(rank_process& r, int status, std::int64_t pass_ns) {
     r.exited = true;
     r.status = status;
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+      if (first_success_ns_ == 0) first_success_ns_ = pass_ns;
+      return;
+    }
     failures_.push_back({r.dying_ns ? r.dying_ns : pass_ns, WIFSIGNALED(status) ? 0 : 1, r.rank,
                          describe(status), exit_code_of(status), false});
+    if (j_.in_process_recovery) {
+      // The survivors recover in their own processes (ddp::elastic::run): nobody is stopped.
+      std::fprintf(stderr, "ddprun: rank %d (pid %d) %s; the other ranks go on (--in-process-recovery)\n",
+                   r.rank, r.pid, describe(status).c_str());
+      arm_recovery_watch();
+      return;
+    }
     if (failed_) return;
     failed_ = true;
     if (kill_at_ == never) stop_others_after(r, status);
@@ -136,6 +150,66 @@ private:
           stop_for_remote_failure("on another node: " + *v, reported_code(*v));
         }
     } catch (const std::exception& e) { std::fprintf(stderr, "ddprun: %s\n", e.what()); }
+  }
+
+  /// --in-process-recovery: a failure must be answered by a generation of exactly the ranks still
+  /// running (Note [Bounded in-process recovery]); until then, look now and then.
+  void arm_recovery_watch() {
+    if (recovery_deadline_ == never && kill_at_ == never && term_at_ == never)
+      recovery_deadline_ = clock::now() + recovery_bound();
+  }
+
+  /// Every wait of a recovery is bounded by the ranks' DDP_TIMEOUT: noticing a stalled peer, the
+  /// meeting's close, the new mesh; 10 s cover the meeting's last call (5 s by default) and more.
+  clock::duration recovery_bound() const {
+    return 2 * std::chrono::duration_cast<clock::duration>(ddp::detail::default_timeout()) +
+           std::chrono::seconds(10);
+  }
+
+  void watch_recovery() {
+    if (recovery_deadline_ == never || clock::now() < next_recovery_check_) return;
+    next_recovery_check_ = clock::now() + store_check_every;
+    if (recovered()) {
+      recovery_deadline_ = never;
+      return;
+    }
+    // No rank left running (the others gave up, one is stopped): nobody can answer; stop now.
+    const bool hopeless = std::none_of(ranks_.begin(), ranks_.end(),
+                                       [](const rank_process& r) { return !r.exited && !r.stopped; });
+    if (!hopeless && clock::now() < recovery_deadline_) return;
+    recovery_deadline_ = never;
+    if (res_.exit_code == 0) res_.exit_code = 1;
+    std::fprintf(
+        stderr,
+        "ddprun: %zu rank%s failed and the running ranks did not become a generation of their own (none "
+        "is left running, or none formed within %lld s: 2 x DDP_TIMEOUT + 10 s): a rank is stopped or "
+        "stuck; stopping the other ranks (--in-process-recovery)\n",
+        failures_.size(), failures_.size() == 1 ? "" : "s",
+        static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(recovery_bound()).count()));
+    if (term_at_ == never && kill_at_ == never) term_at_ = clock::now() + grace_;
+  }
+
+  /// Whether the ranks running (or finished well) are exactly the last generation's members: the
+  /// meeting publishes each generation's members in the launcher's store.
+  bool recovered() {
+    int running = 0;
+    for (const auto& r : ranks_)
+      if ((!r.exited && !r.stopped) || (r.exited && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0))
+        ++running;
+    if (!j_.store) return false;
+    try {
+      for (;;) {
+        auto v = j_.store->try_get("r" + std::to_string(round_) + "/meet/g" +
+                                   std::to_string(generations_ + 1) + "/members");
+        if (!v) break;
+        ++generations_;
+        members_ = static_cast<int>(std::count(v->begin(), v->end(), '\n'));
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ddprun: the store does not answer: %s\n", e.what());
+      return false;
+    }
+    return running == (generations_ == 0 ? static_cast<int>(ranks_.size()) : members_);
   }
 
   /// The round's first report: its reporter counts it, then writes it a moment later.
@@ -217,7 +291,25 @@ private:
     notes_.remove();
   }
 
+  /// --in-process-recovery: the job succeeded when a rank finished well and no rank failed after
+  /// that (the survivors had recovered from every earlier failure); otherwise the first failure
+  /// after the last good one is the job's, as usual.
+  bool survivors_finished() const {
+    if (first_success_ns_ == 0) return false;
+    for (const auto& f : failures_)
+      if (f.ns >= first_success_ns_) return false;
+    return true;
+  }
+
   round_outcome conclude() {
+    if (j_.in_process_recovery && !res_.user_signal && !failures_.empty() && survivors_finished()) {
+      std::fprintf(stderr,
+                   "ddprun: %zu rank%s failed (the first: rank %d, which %s); the others recovered in their "
+                   "processes and finished (--in-process-recovery)\n",
+                   failures_.size(), failures_.size() == 1 ? "" : "s", first_failure(failures_).rank,
+                   first_failure(failures_).what.c_str());
+      return res_;
+    }
     if (remote_failure_) {
       res_.failed = true;
       return res_; // our ranks were stopped for another node's failure: that one is the job's
@@ -245,9 +337,13 @@ private:
   const bool watch_store_;
   clock::time_point next_store_check_ = clock::now();
   round_outcome res_;
-  bool failed_ = false; ///< a local rank failed (a failure elsewhere: remote_failure_)
+  bool failed_ = false;               ///< a local rank failed (a failure elsewhere: remote_failure_)
+  std::int64_t first_success_ns_ = 0; ///< when the first rank that exited 0 was reaped
   bool remote_failure_ = false;
   std::vector<failure> failures_;
+  /// --in-process-recovery: when an unanswered failure stops the ranks, and what the meeting published.
+  clock::time_point recovery_deadline_ = never, next_recovery_check_ = clock::now();
+  int generations_ = 0, members_ = 0;
 };
 
 } // namespace

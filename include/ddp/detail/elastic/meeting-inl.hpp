@@ -1,0 +1,187 @@
+// Definitions of meeting.hpp.
+#ifndef DDP_DETAIL_ELASTIC_MEETING_INL_HPP
+#define DDP_DETAIL_ELASTIC_MEETING_INL_HPP
+
+#include <ddp/detail/common/env.hpp>
+#include <ddp/detail/elastic/meeting.hpp>
+#include <ddp/error.hpp>
+
+#include <algorithm>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+DDP_INLINE bool in_process_recovery_enabled() {
+  return getenv_str("DDP_IN_PROCESS_RECOVERY").value_or("") == "1" &&
+         getenv_str("DDP_STORE_IN_LAUNCHER").value_or("") == "1";
+}
+
+DDP_INLINE std::string elastic_scope(const ddp::topology& job, std::uint64_t generation) {
+  std::string scope;
+  if (job.restart_round) {
+    scope.assign(1, 'r');
+    scope += std::to_string(*job.restart_round);
+    scope += '/';
+  }
+  if (generation > 0) {
+    scope += 'e';
+    scope += std::to_string(generation);
+    scope += '/';
+  }
+  return scope;
+}
+
+/// A client of the launcher's store in `scope`, registered as `rank` (-1: no rank).
+inline tcp_store_options elastic_store_options(const ddp::topology& job, std::string scope, int rank,
+                                               std::chrono::milliseconds timeout, const std::string& token) {
+  tcp_store_options so;
+  so.host = job.master_addr.empty() ? "127.0.0.1" : job.master_addr;
+  so.port = job.store_port;
+  so.serve = false;
+  so.timeout = timeout;
+  so.token = token;
+  so.rank = rank;
+  so.scope = std::move(scope);
+  so.served_by_launcher = true;
+  return so;
+}
+
+inline std::string members_text(const std::vector<elastic_survivor>& m) {
+  std::string s;
+  for (const auto& x : m)
+    s += std::to_string(x.old_rank) + " " + std::to_string(x.node) + "\n";
+  return s;
+}
+
+inline std::vector<elastic_survivor> parse_members(const std::string& text) {
+  std::vector<elastic_survivor> m;
+  std::istringstream in(text);
+  elastic_survivor x;
+  while (in >> x.old_rank >> x.node)
+    m.push_back(x);
+  return m;
+}
+
+/// The first survivor to arrive decides who the generation is: the arrivals, once they are
+/// every rank of the old generation but those the store saw lost and that did not arrive (a
+/// survivor whose own store connection broke is recorded lost, yet arrives). A rank neither
+/// arrived nor seen lost is alive but busy (a checkpoint, rank-0-only work): it is waited for
+/// until `timeout`; when the store saw no loss at all, the lost peer vanished without closing
+/// its connections and `last_call` bounds the wait.
+inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& old, const std::string& base,
+                                                   int old_size, std::chrono::milliseconds last_call,
+                                                   std::chrono::milliseconds timeout) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<elastic_survivor> members;
+  for (;;) {
+    const auto arrived = meet.add(base + "arrivals", 0);
+    std::vector<std::string> keys;
+    for (auto n = static_cast<std::int64_t>(members.size()) + 1; n <= arrived; ++n)
+      keys.push_back(base + "arrival/" + std::to_string(n));
+    if (!keys.empty())
+      for (const auto& v : meet.multi_get(keys, timeout)) {
+        auto one = parse_members(v);
+        members.insert(members.end(), one.begin(), one.end());
+      }
+    const auto lost = old.lost_ranks();
+    const auto lost_away = std::count_if(lost.begin(), lost.end(), [&](int r) {
+      return std::none_of(members.begin(), members.end(),
+                          [&](const elastic_survivor& m) { return m.old_rank == r; });
+    });
+    const auto waited = std::chrono::steady_clock::now() - start;
+    if (static_cast<std::int64_t>(members.size()) + lost_away >= old_size || waited >= timeout ||
+        (lost.empty() && waited >= last_call))
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5)); // a look is a few store round trips
+  }
+  std::sort(members.begin(), members.end(),
+            [](const elastic_survivor& a, const elastic_survivor& b) { return a.old_rank < b.old_rank; });
+  meet.set(base + "members", members_text(members));
+  return members;
+}
+
+/// The new generation's layout: ranks by their place in `members`, nodes in order of appearance.
+inline ddp::topology generation_topology(const ddp::topology& job,
+                                         const std::vector<elastic_survivor>& members, int rank) {
+  ddp::topology t = job;
+  t.rank = rank;
+  t.world_size = static_cast<int>(members.size());
+  std::vector<int> nodes;
+  for (const auto& m : members)
+    if (std::find(nodes.begin(), nodes.end(), m.node) == nodes.end()) nodes.push_back(m.node);
+  const int mine = members[static_cast<std::size_t>(rank)].node;
+  t.nnodes = static_cast<int>(nodes.size());
+  t.node_rank = static_cast<int>(std::find(nodes.begin(), nodes.end(), mine) - nodes.begin());
+  t.local_rank = t.local_world_size = 0;
+  for (std::size_t k = 0; k < members.size(); ++k) {
+    if (members[k].node != mine) continue;
+    if (static_cast<int>(k) < rank) ++t.local_rank;
+    ++t.local_world_size;
+  }
+  return t;
+}
+
+DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_survivor me, int old_size,
+                                             std::uint64_t generation, std::chrono::milliseconds last_call,
+                                             std::chrono::milliseconds timeout, const std::string& token) {
+  const std::string who =
+      "rank " + std::to_string(me.old_rank) + " of generation " + std::to_string(generation - 1);
+  const std::string base = "g" + std::to_string(generation) + "/";
+  // The meeting's keys in a scope of their own, where no rank registers: a store wait where a
+  // rank was lost fails at once, naming it, and every generation's scope has its lost rank.
+  tcp_store meet(elastic_store_options(job, elastic_scope(job, 0) + "meet/", -1, timeout, token));
+  tcp_store old(elastic_store_options(job, elastic_scope(job, generation - 1), -1, timeout, token));
+  const auto n = meet.add(base + "arrivals", 1);
+  meet.set(base + "arrival/" + std::to_string(n), members_text({me}));
+  std::vector<elastic_survivor> members;
+  if (n == 1) {
+    members = close_meeting(meet, old, base, old_size, last_call, timeout);
+  } else {
+    const auto patience = std::max(last_call, timeout) + timeout;
+    if (!meet.try_wait({base + "members"}, patience))
+      throw error(error_kind::timeout,
+                  who + ": the survivors' meeting for generation " + std::to_string(generation) +
+                      " did not close within " + std::to_string(patience.count()) +
+                      " ms (the first survivor to arrive closes it: it may have died too); the job "
+                      "cannot recover in process: restart it from its checkpoint");
+    members = parse_members(meet.get(base + "members"));
+  }
+  const auto at = std::find_if(members.begin(), members.end(),
+                               [&](const elastic_survivor& m) { return m.old_rank == me.old_rank; });
+  if (at == members.end())
+    throw error(error_kind::timeout,
+                who + ": arrived after the survivors' meeting for generation " + std::to_string(generation) +
+                    " closed without it (" + std::to_string(members.size()) +
+                    " members; the meeting waits for a busy survivor up to DDP_TIMEOUT, " +
+                    std::to_string(timeout.count()) + " ms, and up to ddp::elastic::options::last_call, " +
+                    std::to_string(last_call.count()) +
+                    " ms, when the store saw no rank lost): raise them if survivors take longer to notice a "
+                    "loss");
+  elastic_generation g;
+  g.members = members;
+  const int rank = static_cast<int>(at - members.begin());
+  g.rv.topo = generation_topology(job, members, rank);
+  g.rv.timeout = timeout;
+  g.rv.token = token;
+  g.rv.store = std::make_shared<tcp_store>(
+      elastic_store_options(job, elastic_scope(job, generation), rank, timeout, token));
+  return g;
+}
+
+DDP_INLINE void wait_for_members(const rendezvous& rv) {
+  // Every member arrives before any enters the backend's mesh, as in init_process_group: one
+  // lost meanwhile is named by this wait at once.
+  rv.store->set("ddp/arrived/" + std::to_string(rv.topo.rank), "1");
+  std::vector<std::string> arrived;
+  for (int r = 0; r < rv.topo.world_size; ++r)
+    arrived.push_back("ddp/arrived/" + std::to_string(r));
+  rv.store->wait(arrived);
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_ELASTIC_MEETING_INL_HPP

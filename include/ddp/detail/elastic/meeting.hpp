@@ -1,0 +1,63 @@
+// How the survivors of a failed process group meet and form the next
+// generation's (ddp::elastic::run): model-independent, compiled once under
+// DDP_SEPARATE_COMPILATION. Design and waits: docs/elastic.md, "In-process recovery".
+#ifndef DDP_DETAIL_ELASTIC_MEETING_HPP
+#define DDP_DETAIL_ELASTIC_MEETING_HPP
+
+#include <ddp/backend/communicator.hpp>
+#include <ddp/detail/common/linkage.hpp>
+#include <ddp/store.hpp>
+#include <ddp/topology.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// Where one survivor stood in the group that failed.
+struct elastic_survivor {
+  int old_rank = 0;
+  int node = 0; ///< its node in the job (the launcher's GROUP_RANK), in every generation
+};
+
+/// What the next generation is made of.
+struct elastic_generation {
+  rendezvous rv;                         ///< ready for process_group<gloo>(rv)
+  std::vector<elastic_survivor> members; ///< in their new rank order
+};
+
+/// Whether ddprun --in-process-recovery launched this rank (DDP_IN_PROCESS_RECOVERY=1) with the
+/// store in the launcher, where it outlives every rank: otherwise nothing can be recovered.
+DDP_INLINE bool in_process_recovery_enabled();
+
+/// The store scope of generation `generation` of this launcher round: "r<k>/" for generation 0
+/// (init_process_group's), then "r<k>/e<g>/": each generation's keys, lost ranks included, are
+/// its own.
+DDP_INLINE std::string elastic_scope(const ddp::topology& job, std::uint64_t generation);
+
+/// The survivors of generation `generation - 1` (where this rank was `me` of `old_size`) meet
+/// on the job's store and decide generation `generation`: the first to arrive closes the meeting
+/// once every rank the old generation did not lose has arrived, waiting for a busy one up to
+/// `timeout` (up to `last_call` when the store saw no rank lost); the members are numbered by
+/// their old ranks. Every wait is bounded (`timeout` for store requests; the others wait
+/// max(last_call, timeout) + timeout for the close). A rank that arrives after the close is told
+/// it was left out (ddp::error, timeout). The mesh is not formed yet: wait_for_members next.
+DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_survivor me, int old_size,
+                                             std::uint64_t generation, std::chrono::milliseconds last_call,
+                                             std::chrono::milliseconds timeout, const std::string& token);
+
+/// Generation `rv`'s members all say they arrived before any enters the backend's mesh; a member
+/// lost meanwhile fails this wait at once (ddp::error, peer_lost): a loss in generation rv's.
+DDP_INLINE void wait_for_members(const rendezvous& rv);
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#if DDP_DETAIL_DEFINE_RUNTIME
+#include <ddp/detail/elastic/meeting-inl.hpp>
+#endif
+
+#endif // DDP_DETAIL_ELASTIC_MEETING_HPP

@@ -1,0 +1,107 @@
+// The survivors' meeting of in-process recovery (ddp::elastic::run), over a real tcp_store in
+// one process: each survivor a thread, a lost rank a connection closed without a goodbye.
+// Who the decider waits for: a busy survivor the store knows alive (up to the timeout), nobody
+// past last_call when the store saw no loss, and a survivor recorded lost that did arrive.
+#include <ddp/detail/elastic/meeting.hpp>
+#include <ddp/detail/store/handshake.hpp>
+#include <ddp/detail/store/socket.hpp>
+#include <ddp/store.hpp>
+
+#include <doctest/doctest.h>
+
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+
+namespace {
+
+ddp::tcp_store_options server_options() {
+  ddp::tcp_store_options o;
+  o.host = "127.0.0.1";
+  o.port = 0;
+  o.serve = true;
+  o.timeout = 5s;
+  o.token = "secret";
+  return o;
+}
+
+ddp::topology job_on(int port) {
+  ddp::topology t;
+  t.master_addr = "127.0.0.1";
+  t.store_port = port;
+  t.world_size = 3;
+  return t;
+}
+
+/// Rank `rank` of generation 0 drops without a goodbye (as a crash), and the store records it.
+void lose(ddp::tcp_store& server, int rank) {
+  {
+    auto fd = ddp::detail::connect_tcp("127.0.0.1", server.port(), ddp::detail::clock::now() + 2s);
+    REQUIRE(ddp::detail::client_handshake(fd.get(), "secret", rank, ddp::detail::clock::now() + 2s) ==
+            ddp::detail::handshake_result::ok);
+  }
+  for (int look = 0; look < 200 && server.lost_ranks().size() < 1; ++look)
+    std::this_thread::sleep_for(10ms);
+}
+
+/// Old rank `old_rank` arrives at the meeting for generation 1 after `delay`; its new rank.
+std::future<int> arrive(const ddp::topology& job, int old_rank, std::chrono::milliseconds delay,
+                        std::chrono::milliseconds last_call) {
+  return std::async(std::launch::async, [=] {
+    std::this_thread::sleep_for(delay);
+    auto g = ddp::detail::meet_survivors(job, {old_rank, 0}, 3, 1, last_call, 5s, "secret");
+    CHECK(g.rv.topo.world_size == static_cast<int>(g.members.size()));
+    return g.rv.topo.rank;
+  });
+}
+
+} // namespace
+
+TEST_CASE("a survivor busy past the last call is waited for while the store knows it alive") {
+  ddp::tcp_store server(server_options());
+  const auto job = job_on(server.port());
+  lose(server, 2);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto decider = arrive(job, 1, 0ms, 300ms);
+  auto busy = arrive(job, 0, 1500ms, 300ms); // as when saving a checkpoint
+  CHECK(busy.get() == 0);
+  CHECK(decider.get() == 1);
+  CHECK(std::chrono::steady_clock::now() - t0 < 4s); // at its arrival, not at the timeout
+}
+
+TEST_CASE("with no loss in the store, the last call closes the meeting with who came") {
+  ddp::tcp_store server(server_options());
+  const auto job = job_on(server.port());
+  const auto t0 = std::chrono::steady_clock::now();
+  auto a = arrive(job, 0, 0ms, 300ms);
+  auto b = arrive(job, 2, 50ms, 300ms);
+  CHECK(a.get() == 0);
+  CHECK(b.get() == 1);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  CHECK(took >= 300ms);
+  CHECK(took < 3s); // not the 5 s timeout
+  try {             // old rank 1 comes after the close: it is told it was left out
+    ddp::detail::meet_survivors(job, {1, 0}, 3, 1, 300ms, 5s, "secret");
+    FAIL("a late survivor joined a closed meeting");
+  } catch (const ddp::error& e) {
+    CHECK(e.kind() == ddp::error_kind::timeout);
+    CHECK(std::string(e.what()).find("arrived after the survivors' meeting") != std::string::npos);
+  }
+}
+
+TEST_CASE("a survivor recorded lost (its store connection broke) still counts once it arrives") {
+  ddp::tcp_store server(server_options());
+  const auto job = job_on(server.port());
+  lose(server, 1); // rank 1's connection broke: the store saw no goodbye
+  lose(server, 2);
+  for (int look = 0; look < 200 && server.lost_ranks().size() < 2; ++look)
+    std::this_thread::sleep_for(10ms);
+  REQUIRE(server.lost_ranks().size() == 2);
+  auto decider = arrive(job, 1, 0ms, 300ms);
+  auto other = arrive(job, 0, 500ms, 300ms); // after the last call, before the timeout
+  CHECK(other.get() == 0);
+  CHECK(decider.get() == 1);
+}
