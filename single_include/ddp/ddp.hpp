@@ -14153,7 +14153,9 @@ private:
                                  static_cast<std::int64_t>(latest_.at.epoch),
                                  static_cast<std::int64_t>(latest_.at.samples)};
     pg.broadcast(at, 0);
-    auto optimizer = broadcast_optimizer(pg, std::move(latest_.optimizer)); // the model went above
+    // A copy, not a move: a peer lost during these broadcasts is one more recovery, which
+    // must find this commit's optimizer state still here (the model went above).
+    auto optimizer = broadcast_optimizer(pg, latest_.optimizer);
     commit_model({static_cast<std::uint64_t>(at[0]), static_cast<std::uint64_t>(at[1]),
                   static_cast<std::uint64_t>(at[2])});
     latest_.optimizer = std::move(optimizer);

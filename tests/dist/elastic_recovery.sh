@@ -165,6 +165,34 @@ kill_one stopped 2
 [ $rc -ne 0 ] || fail "stopped: the job whose rank 2 was stopped exited 0"
 grep -q 'stopping the other ranks (--in-process-recovery)' "$dir/stopped.log" || fail "stopped: ddprun did not stop the ranks"
 echo "stopped: ddprun ended $(( $(date +%s) - start )) s after the start, with $rc"
+# A rank stopped (SIGSTOP) and another killed: rank 0's generation of its own leaves the stopped
+# rank out, and ddprun must end that rank (it takes no SIGTERM while stopped) rather than wait
+# for it for ever; rank 0 finishes alone and the job succeeds.
+name=left_out
+mkdir -p "$dir/$name"
+log="$dir/$name.log"
+"$ddprun" --in-process-recovery --grace-period 1 --no-prefix --nproc-per-node 3 "$worker" recover "$dir/$name" \
+  $total $every $step_ms >"$log" 2>&1 &
+launcher=$!
+i=0
+until grep -q '^STEP 30 world=3$' "$log" 2>/dev/null; do
+  i=$((i + 1)); [ $i -le 600 ] || fail "$name: step 30 not seen within 30 s"
+  sleep 0.05
+done
+stopped=$(sed -n 's/^PID rank=2 pid=\([0-9]*\)$/\1/p' "$log")
+killed=$(sed -n 's/^PID rank=1 pid=\([0-9]*\)$/\1/p' "$log")
+kill -STOP "$stopped" && kill -9 "$killed" || fail "$name: ranks 1 and 2 had ended before the signals (rerun)"
+i=0
+while kill -0 "$launcher" 2>/dev/null; do
+  i=$((i + 1)); [ $i -le 300 ] || { kill -9 "$stopped"; fail "$name: the job did not end within 30 s of the signals"; }
+  sleep 0.1
+done
+wait "$launcher"; rc=$?
+launcher=
+[ $rc -eq 0 ] || fail "$name: the job whose rank 0 finished alone exited with $rc"
+grep -q 'rank 2 (pid [0-9]*) is stopped and not in the survivors' "$log" || fail "$name: ddprun did not end the stopped rank"
+grep -q '^RESULT ok job_rank=0 .* world=1 ' "$log" || fail "$name: rank 0 did not finish alone"
+echo "$name: the stopped rank left out was ended; rank 0 finished alone"
 # A rank stuck in user code (rank 2 sleeps after step 30): ddprun waits 2 x DDP_TIMEOUT + 10 s.
 trigger='^PAUSED rank=2 step=30' sig=-0 patience=300
 start=$(date +%s)

@@ -171,6 +171,7 @@ private:
     next_recovery_check_ = clock::now() + store_check_every;
     if (recovered()) {
       recovery_deadline_ = never;
+      end_ranks_left_out();
       return;
     }
     // No rank left running (the others gave up, one is stopped): nobody can answer; stop now.
@@ -187,6 +188,20 @@ private:
         failures_.size(), failures_.size() == 1 ? "" : "s",
         static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(recovery_bound()).count()));
     if (term_at_ == never && kill_at_ == never) term_at_ = clock::now() + grace_;
+  }
+
+  /// Once the running ranks are the generation, a stopped rank is not of it (the meeting left it
+  /// out): it would keep the job from ending, and takes no SIGTERM while stopped, so SIGKILL.
+  void end_ranks_left_out() {
+    for (auto& r : ranks_)
+      if (!r.exited && r.stopped) {
+        std::fprintf(
+            stderr,
+            "ddprun: rank %d (pid %d) is stopped and not in the survivors' generation %d: killing it "
+            "(--in-process-recovery)\n",
+            r.rank, static_cast<int>(r.pid), generations_);
+        ::kill(r.pid, SIGKILL);
+      }
   }
 
   /// Whether the ranks running (or finished well) are exactly the last generation's members: the
