@@ -647,6 +647,40 @@ TEST_CASE("storage that moved, and a packing buffer that cannot be had: the next
   if (pg.rank() == 0) std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("a layout for moved storage that threw at a mark, caught: the same step lays out first") {
+  std::string dir;
+  auto pg = ddp_test::fresh_file_group("ddp_bucket_order_moved_mark_", dir, std::chrono::seconds(30));
+  moving_gradients m;
+  ddp::distributed_data_parallel dp(m, pg, {.pin_bucket_order = true});
+  REQUIRE(dp.buckets()[0].path == ddp::bucket_path::in_place);
+  auto fill = [&] {
+    for (std::size_t i = 0; i < 2; ++i)
+      for (float& x : m.grad(i))
+        x = static_cast<float>((i + 1) * static_cast<std::size_t>(pg.rank() + 1));
+  };
+  fill();
+  dp.synchronize();
+  m.moved = true;
+  moved_layouts_refused = 0;
+  {
+    hook_scope refuse_once(+[](std::size_t, std::size_t) {
+      if (moved_layouts_refused++ == 0) throw std::bad_alloc();
+    });
+    fill();
+    // The step's first mark walks the new storage and lays out for it: refused, and caught.
+    CHECK_THROWS_AS(dp.mark_grad_ready(std::size_t{1}), std::bad_alloc);
+    // The same step goes on: its buckets must follow the new storage, not the old plan's block.
+    dp.synchronize();
+  }
+  CHECK(moved_layouts_refused == 2);
+  for (std::size_t i = 0; i < 2; ++i)
+    for (float x : m.grad(i))
+      CHECK(x == doctest::Approx(static_cast<float>(i + 1) * static_cast<float>(pg.size() + 1) / 2.f));
+  CHECK(dp.buckets()[0].path == ddp::bucket_path::packed);
+  pg.barrier();
+  if (pg.rank() == 0) std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("another rank's ordered assign throws: a config error on every rank, naming it") {
   if (group().size() == 1) return;
   std::string dir;

@@ -256,6 +256,13 @@ DDP_INLINE void step_driver_core::end_step(bool counted) {
 }
 
 DDP_INLINE void step_driver_core::check_storage_before_launch() {
+  // A layout for moved storage that threw earlier in this step (its caller caught it) is done
+  // now, before a bucket launches: the walk already recorded the new addresses, so nothing
+  // below would see them move, and the old plan would read past the new storage.
+  if (layout_pending_ && !step_.launched_any()) {
+    refresh();
+    return;
+  }
   const auto moved = moved_parameters();
   if (moved.empty()) return;
   if (!step_.launched_any()) {
