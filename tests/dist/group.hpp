@@ -2,6 +2,8 @@
 // from the environment ddprun sets.
 #pragma once
 
+#include "../support/spawn.hpp"
+
 #include <ddp/ddp.hpp>
 
 #include <unistd.h>
@@ -42,6 +44,20 @@ inline ddp::process_group<ddp::gloo> fresh_file_group(const std::string& prefix,
   opts.init_method = "file://" + dir_out;
   opts.timeout = timeout;
   return ddp::init_process_group<ddp::gloo>(opts);
+}
+
+/// A fresh group for one case, joined by tcp:// on a port rank 0 drew: unlike a file:// group it
+/// has a store (the path a launched job takes, shared memory included on one node), so a case
+/// that poisons it can check what the store tells the other ranks.
+inline ddp::process_group<ddp::gloo> fresh_tcp_group(std::chrono::milliseconds timeout) {
+  auto& ctl = group();
+  std::vector<std::int32_t> port{0};
+  if (ctl.rank() == 0) port[0] = free_port();
+  ctl.broadcast(port, 0);
+  ddp::init_options o;
+  o.init_method = "tcp://127.0.0.1:" + std::to_string(port[0]);
+  o.timeout = timeout;
+  return ddp::init_process_group<ddp::gloo>(o);
 }
 
 } // namespace ddp_test

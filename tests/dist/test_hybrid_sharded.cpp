@@ -393,16 +393,7 @@ TEST_CASE("groups that do not tile the world: one error on every rank, no hang")
 namespace {
 /// A fresh group whose store rank 0 serves (tcp://): a case that fails its groups needs its own,
 /// and a store, through which the ranks that only see a connection close learn who failed.
-gloo_group fresh_tcp_group() {
-  auto& ctl = group();
-  std::vector<std::int32_t> port{0};
-  if (ctl.rank() == 0) port[0] = ddp_test::free_port();
-  ctl.broadcast(port, 0);
-  ddp::init_options o;
-  o.init_method = "tcp://127.0.0.1:" + std::to_string(port[0]);
-  o.timeout = std::chrono::seconds(30);
-  return ddp::init_process_group<ddp::gloo>(o);
-}
+gloo_group fresh_tcp_group() { return ddp_test::fresh_tcp_group(std::chrono::seconds(30)); }
 
 /// The job rank for rank `n` as `text` numbers it: every error, a subgroup's included, numbers
 /// ranks in the job (docs/api.md), so this is n; kept as the one place that says so.

@@ -149,16 +149,7 @@ template <class F> void expect_refused(F&& make, const std::string& a, const std
 /// A fresh group for a case that poisons its group (the step check): over the
 /// job's launcher environment, like the suite's own, so on one node it takes
 /// the shared-memory path unless DDP_SHM=0.
-pg_t fresh_group() {
-  auto& ctl = group();
-  std::vector<std::int32_t> port{0};
-  if (ctl.rank() == 0) port[0] = ddp_test::free_port();
-  ctl.broadcast(port, 0);
-  ddp::init_options o;
-  o.init_method = "tcp://127.0.0.1:" + std::to_string(port[0]);
-  o.timeout = std::chrono::seconds(30);
-  return ddp::init_process_group<ddp::gloo>(o);
-}
+pg_t fresh_group() { return ddp_test::fresh_tcp_group(std::chrono::seconds(30)); }
 
 /// A fresh group on the heap, for a case that destroys it when it chooses (a
 /// process group cannot move).
