@@ -19,7 +19,8 @@ int main() {
   dp.synchronize();
   // d loss / d weight = 4 (rank + 1) per element, d loss / d bias = 4 (rank + 1).
   const double mean = 4.0 * (pg.size() + 1) / 2.0;
-  const bool ok = net->weight.grad().eq(mean).all().item<bool>() && net->bias.grad().eq(mean).all().item<bool>() &&
+  const bool ok = net->weight.grad().eq(mean).all().item<bool>() &&
+                  net->bias.grad().eq(mean).all().item<bool>() &&
                   world_size_from_a_second_file(pg) == pg.size();
   std::printf("consumer rank %d/%d ddp %s with LibTorch: %s\n", pg.rank(), pg.size(),
               std::string(ddp::version().string).c_str(), ok ? "ok" : "WRONG");
