@@ -3,8 +3,8 @@
 
 Compiles each unit below with g++ -O2 (the flags a user's Release build has), in
 both of ddp's forms: header-only (the default) and separately compiled
-(DDP_SEPARATE_COMPILATION: the runtime compiled once, in src/runtime.cpp, which
-is timed too). Rounds are interleaved, so every unit sees the same noisy
+(DDP_SEPARATE_COMPILATION: the runtime compiled once, in src/runtime.cpp, and
+for LibTorch files the adapter too, in src/torch_runtime.cpp; both are timed). Rounds are interleaved, so every unit sees the same noisy
 machine; each line is the median of the rounds. The yardstick is a small
 nlohmann/json program (Debian nlohmann-json3-dev), compiled in the same rounds.
 One JSON line per unit and form:
@@ -40,9 +40,11 @@ UNITS = {
     "torch_alone": (HERE / "torch_module.cpp", TORCH, "/usr/include/torch/csrc/api/include/torch/torch.h"),
     "torch_ddp": (HERE / "torch_module.cpp", TORCH + ["-DWITH_DDP"], "/usr/include/torch/csrc/api/include/torch/torch.h"),
     "runtime": (ROOT / "src/runtime.cpp", ["-DDDP_SEPARATE_COMPILATION"], None),
+    "torch_runtime": (ROOT / "src/torch_runtime.cpp", TORCH + ["-DDDP_SEPARATE_COMPILATION"],
+                      "/usr/include/torch/csrc/api/include/torch/torch.h"),
 }
-# Units that do not include ddp, or are the runtime itself, have one form.
-ONE_FORM = {"yardstick_json": "none", "torch_alone": "none", "runtime": "runtime"}
+# Units that do not include ddp, or are a runtime itself, have one form.
+ONE_FORM = {"yardstick_json": "none", "torch_alone": "none", "runtime": "runtime", "torch_runtime": "runtime"}
 
 
 def compile_once(cxx, source, flags, out):

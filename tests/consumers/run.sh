@@ -7,7 +7,10 @@
 #         the single header a file of its own that defines DDP_IMPLEMENTATION), launched
 #         by DDPRUN (the top build's) so that ddprun is compiled once per way, not twice;
 #         add_subdirectory_asked: configure only, with DDP_WITH_CUDA, DDP_WITH_NCCL and
-#         DDP_WITH_TORCH on, to check that asking makes ddp look (and still not enable CUDA).
+#         DDP_WITH_TORCH on, to check that asking makes ddp look (and still not enable CUDA);
+#         find_package_torch_runtime, add_subdirectory_torch_runtime: a LibTorch module under
+#         ddp (common/torch_main.cpp) with the LibTorch adapter compiled once too
+#         (ddp::torch_runtime); skipped without LibTorch.
 #   The single header has no CMake: it is launched by DDPRUN.
 # As a subproject ddp must be a quiet guest: its consumer's configure output has no line of
 # ddp's, and its cache no CUDA, NCCL or LibTorch entry.
@@ -21,6 +24,15 @@ if [ "$kind" != "$1" ]; then
   separate="-DDDP_SEPARATE_COMPILATION"
   launch=OFF
 fi
+torch=""
+case "$kind" in
+  *_torch)
+    kind=${kind%_torch}
+    target="-DDDP_CONSUMER_TARGET=ddp::torch_runtime"
+    torch="-DDDP_CONSUMER_TORCH=ON -DDDP_WITH_TORCH=ON"
+    [ -e /usr/include/torch/csrc/api/include/torch/torch.h ] || { echo "SKIP: LibTorch not found (Debian: libtorch-dev)"; exit 77; }
+    ;;
+esac
 asked=""
 if [ "$kind" = add_subdirectory_asked ]; then
   kind=add_subdirectory
@@ -36,7 +48,7 @@ command -v ninja >/dev/null && gen="-G Ninja"
 # The consumer's configure, timed, its output kept for the checks below.
 configure() {
   start=$(date +%s.%N)
-  if ! cmake "$@" -DCMAKE_CXX_COMPILER="$cxx" "$target" -DDDP_CONSUMER_LAUNCH=$launch $asked \
+  if ! cmake "$@" -DCMAKE_CXX_COMPILER="$cxx" "$target" -DDDP_CONSUMER_LAUNCH=$launch $asked $torch \
        > "$work/configure.txt" 2>&1; then
     cat "$work/configure.txt"; exit 1
   fi
@@ -96,7 +108,7 @@ case "$kind" in
     want_ddprun="$work/build/ddp/tools/ddprun"
     configure -S "$here/add_subdirectory" -B "$work/build" $gen -DDDP_SOURCE_DIR="$src"
     if [ -n "$asked" ]; then asked_for; exit 0; fi
-    quiet_guest
+    [ -n "$torch" ] || quiet_guest # asked for LibTorch, ddp looks for it and says so
     ;;
   fetchcontent)
     if ! git -C "$src" rev-parse HEAD >/dev/null 2>&1; then
@@ -126,6 +138,12 @@ case "$kind" in
 esac
 if [ "$kind" != single_header ]; then
   cmake --build "$work/build" -j1 # one core (the test has PROCESSORS 1); ddprun too with launch
+fi
+if [ -n "$torch" ]; then
+  # Compiled once, the consumer's LibTorch file only declares the adapter: ddp::torch_runtime defines it.
+  obj=$(find "$work/build/CMakeFiles/consumer.dir" -name 'torch_main.cpp.o')
+  nm -C "$obj" | grep -q ' U ddp::.*attached_module::attached_module(' ||
+    { echo "$obj does not take the LibTorch adapter from ddp::torch_runtime:"; nm -C "$obj" | grep attached_module; exit 1; }
 fi
 if [ $launch = ON ]; then
   # The consumer's own test, as its users would run it.

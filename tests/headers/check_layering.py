@@ -24,7 +24,8 @@ Rules (exit 1 naming every break):
 4. The examples are what users copy: they include only public headers (none
    under detail/) and never name ddp::detail.
 5. The runtime's definitions (x-inl.hpp) are reached only through their own
-   header x.hpp, under #if DDP_DETAIL_DEFINE_RUNTIME (or from another -inl.hpp):
+   header x.hpp, under #if DDP_DETAIL_DEFINE_RUNTIME (the LibTorch adapter's
+   under #if DDP_DETAIL_DEFINE_TORCH_RUNTIME) or from another -inl.hpp:
    a file compiled with DDP_SEPARATE_COMPILATION then parses none of them
    (detail/common/linkage.hpp), and tools/amalgamate.py moves them together to
    the end of the single header.
@@ -106,7 +107,8 @@ def detail_classes(text):
     return names
 
 
-RUNTIME_INCLUDE = re.compile(r"^#if DDP_DETAIL_DEFINE_RUNTIME\n#include <(ddp/[^>]+-inl\.hpp)>\n#endif$", re.M)
+# The LibTorch adapter's definitions have a condition of their own (detail/torch/linkage.hpp).
+RUNTIME_INCLUDE = re.compile(r"^#if DDP_DETAIL_DEFINE_(?:TORCH_)?RUNTIME\n#include <(ddp/[^>]+-inl\.hpp)>\n#endif$", re.M)
 
 
 def runtime_include_problems(rel, text):
@@ -117,7 +119,7 @@ def runtime_include_problems(rel, text):
     problems = [f"includes <{t}>, the definitions of another header" for t in guarded if t != f"ddp/{rel[:-4]}-inl.hpp"]
     loose = [t for t in INCLUDE.findall(text) if t.endswith("-inl.hpp")]
     if len(loose) != len(guarded):
-        problems.append("includes an -inl.hpp header outside #if DDP_DETAIL_DEFINE_RUNTIME")
+        problems.append("includes an -inl.hpp header outside #if DDP_DETAIL_DEFINE_RUNTIME (or _TORCH_RUNTIME)")
     if (DDP / f"{rel[:-4]}-inl.hpp").exists() and not guarded:
         problems.append(f"does not include its definitions <ddp/{rel[:-4]}-inl.hpp> under #if DDP_DETAIL_DEFINE_RUNTIME")
     return problems

@@ -6,6 +6,7 @@
 #define DDP_TORCH_MODULE_HPP
 
 #include <ddp/detail/torch/attached_module.hpp>
+#include <ddp/detail/torch/instances.hpp>
 #include <ddp/model.hpp>
 
 #include <torch/torch.h>

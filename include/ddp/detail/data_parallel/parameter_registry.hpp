@@ -113,29 +113,11 @@ public:
   /// Walks the model again when storage moved since the last walk (a resized
   /// Eigen matrix), refusing changed names, sizes or counts. Cheap when nothing
   /// moved (no allocation): it runs at the start of every step. True if it moved.
-  bool refresh(int rank) {
-    if (same_storage(model_, params_, buffers_)) return false;
-    auto params = collect_parameters(model_); // parameters first, then buffers, as at construction
-    replace(std::move(params), collect_buffers(model_), rank);
-    return true;
-  }
+  bool refresh(int rank);
 
   /// The parameters whose value or gradient no longer lies where the last
   /// walk found it (the model is walked again; no allocation when none moved).
-  std::vector<std::size_t> moved() {
-    std::vector<std::size_t> out;
-    std::size_t i = 0;
-    model_traits<Model>::for_each_parameter(model_, [&](auto&&, auto&& value, auto&& grad) {
-      if constexpr (tensor<std::remove_cvref_t<decltype(value)>> &&
-                    tensor<std::remove_cvref_t<decltype(grad)>>) {
-        if (i < params_.size() && (static_cast<const void*>(as_span(value).data()) != params_[i].value ||
-                                   static_cast<const void*>(as_span(grad).data()) != params_[i].grad))
-          out.push_back(i);
-        ++i;
-      }
-    });
-    return out;
-  }
+  std::vector<std::size_t> moved();
 
 private:
   /// The parameters are walked before the buffers (the order a walk's errors and side effects see).
@@ -144,6 +126,32 @@ private:
 
   Model& model_;
 };
+
+// The walks are defined outside the class, so not inline: where a walked type's
+// registry is instantiated once (an explicit instantiation declaration, as
+// detail/torch/instances.hpp has for LibTorch modules), a file that uses it
+// does not instantiate them again.
+template <class Model> bool parameter_registry<Model>::refresh(int rank) {
+  if (same_storage(model_, params_, buffers_)) return false;
+  auto params = collect_parameters(model_); // parameters first, then buffers, as at construction
+  replace(std::move(params), collect_buffers(model_), rank);
+  return true;
+}
+
+template <class Model> std::vector<std::size_t> parameter_registry<Model>::moved() {
+  std::vector<std::size_t> out;
+  std::size_t i = 0;
+  model_traits<Model>::for_each_parameter(model_, [&](auto&&, auto&& value, auto&& grad) {
+    if constexpr (tensor<std::remove_cvref_t<decltype(value)>> &&
+                  tensor<std::remove_cvref_t<decltype(grad)>>) {
+      if (i < params_.size() && (static_cast<const void*>(as_span(value).data()) != params_[i].value ||
+                                 static_cast<const void*>(as_span(grad).data()) != params_[i].grad))
+        out.push_back(i);
+      ++i;
+    }
+  });
+  return out;
+}
 
 } // namespace detail
 DDP_END_NAMESPACE

@@ -3,7 +3,7 @@
 #ifndef DDP_DETAIL_TORCH_ELEMENT_TYPES_HPP
 #define DDP_DETAIL_TORCH_ELEMENT_TYPES_HPP
 
-#include <ddp/error.hpp>
+#include <ddp/detail/torch/linkage.hpp>
 #include <ddp/tensor.hpp>
 
 #include <torch/torch.h>
@@ -20,6 +20,9 @@ namespace detail::libtorch {
 
 template <class T> struct type_tag { using type = T; };
 
+/// The error for a parameter of a dtype ddp does not average.
+[[noreturn]] DDP_INLINE void throw_unsupported_element_type(c10::ScalarType s, const std::string& what);
+
 /// Calls f(type_tag<T>{}) with the C++ element type of a parameter of dtype
 /// `s`: float32, float64, float16 or bfloat16, the dtypes ddp averages.
 template <class F> decltype(auto) with_element_type(c10::ScalarType s, const std::string& what, F&& f) {
@@ -30,10 +33,7 @@ template <class F> decltype(auto) with_element_type(c10::ScalarType s, const std
   case c10::ScalarType::BFloat16: return f(type_tag<c10::BFloat16>{});
   default: break;
   }
-  throw error(error_kind::config,
-              what + " is " + std::string(c10::toString(s)) +
-                  ": ddp averages float32, float64, float16 and bfloat16 parameters; keep "
-                  "this one frozen (requires_grad false) or convert it");
+  throw_unsupported_element_type(s, what);
 }
 
 /// Calls f(value, grad) over a parameter and its gradient (same device).
@@ -50,5 +50,9 @@ void with_parameter(const ::torch::Tensor& value, const ::torch::Tensor& grad, F
 
 } // namespace detail::libtorch
 DDP_END_NAMESPACE
+
+#if DDP_DETAIL_DEFINE_TORCH_RUNTIME
+#include <ddp/detail/torch/element_types-inl.hpp>
+#endif
 
 #endif // DDP_DETAIL_TORCH_ELEMENT_TYPES_HPP

@@ -6,13 +6,10 @@
 #ifndef DDP_DETAIL_TORCH_GRADIENT_VIEWS_HPP
 #define DDP_DETAIL_TORCH_GRADIENT_VIEWS_HPP
 
-#include <ddp/config.hpp>
+#include <ddp/detail/torch/linkage.hpp>
 
 #include <torch/torch.h>
 
-#include <cstdint>
-#include <map>
-#include <tuple>
 #include <vector>
 
 DDP_BEGIN_NAMESPACE
@@ -22,43 +19,13 @@ namespace detail::libtorch {
 /// any gradient a parameter already has copied in; the views are returned in
 /// the order of `params`. A view is a plain tensor over the storage (not an
 /// autograd view), so optimizers may detach_() and zero_() it like any gradient.
-inline std::vector<::torch::Tensor> make_gradient_views(const std::vector<::torch::Tensor>& params) {
-  using group_key = std::tuple<int, int, int>; // dtype, device type, device index
-  auto key_of = [](const ::torch::Tensor& p) {
-    return group_key{static_cast<int>(p.scalar_type()), static_cast<int>(p.device().type()),
-                     p.device().index()};
-  };
-  std::map<group_key, std::int64_t> totals;
-  std::vector<std::int64_t> offsets(params.size());
-  for (std::size_t k = params.size(); k-- > 0;) {
-    auto& total = totals[key_of(params[k])];
-    offsets[k] = total;
-    total += params[k].numel();
-  }
-  std::map<group_key, ::torch::Tensor> storage;
-  for (std::size_t k = 0; k < params.size(); ++k) {
-    auto& flat = storage[key_of(params[k])];
-    if (!flat.defined())
-      flat = ::torch::zeros({totals[key_of(params[k])]}, params[k].options().requires_grad(false));
-  }
-  ::torch::NoGradGuard no_grad;
-  std::vector<::torch::Tensor> views;
-  views.reserve(params.size());
-  for (std::size_t k = 0; k < params.size(); ++k) {
-    const auto& p = params[k];
-    auto flat = storage[key_of(p)];
-    void* at =
-        static_cast<char*>(flat.data_ptr()) + offsets[k] * static_cast<std::int64_t>(flat.element_size());
-    // The deleter owns a reference to the flat storage: a view outlives ddp safely.
-    auto view = ::torch::from_blob(
-        at, p.sizes(), [flat](void*) mutable { flat.reset(); }, flat.options());
-    if (p.grad().defined()) view.copy_(p.grad());
-    views.push_back(std::move(view));
-  }
-  return views;
-}
+DDP_INLINE std::vector<::torch::Tensor> make_gradient_views(const std::vector<::torch::Tensor>& params);
 
 } // namespace detail::libtorch
 DDP_END_NAMESPACE
+
+#if DDP_DETAIL_DEFINE_TORCH_RUNTIME
+#include <ddp/detail/torch/gradient_views-inl.hpp>
+#endif
 
 #endif // DDP_DETAIL_TORCH_GRADIENT_VIEWS_HPP
