@@ -26,6 +26,26 @@ expect_refusal() {
   done
   echo "ok: $name refused in $took s"
 }
+# A free port below the ephemeral range (as tests/support/spawn.hpp's free_port): a port the
+# kernel hands out could be taken by another process's connection before the store binds it.
+free_port() {
+  python3 -c '
+import random, socket
+for _ in range(200):
+    p = random.randrange(20000, 32000)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(p)
+    break
+else:
+    raise SystemExit("free_port: no free port in 20000-31999 after 200 draws")
+'
+}
 json_field() { # json_field FILE EPOCH FIELD
   grep "\"epoch\":$2," "$1" | sed -n "s/.*\"$3\":\([0-9.eE+-]*\).*/\1/p"
 }
@@ -141,7 +161,7 @@ restart)
       rc=$?
       want="at epoch 1, batch 0"
     else
-      port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+      port=$(free_port)
       two="--nnodes 2 --master-port $port --nproc-per-node 1 --max-restarts 1 --grace-period 3"
       DDP_TOKEN=restart-$port $kill_rank1 "$ddprun" $two --node-rank 1 "$bin" $common --checkpoint "$work/ck" \
         --checkpoint-every $every > "$work/o_node1" 2>&1 &

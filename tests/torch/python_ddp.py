@@ -11,6 +11,7 @@ Exit 77 (skipped) without python3-torch.
 """
 import argparse
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -31,9 +32,18 @@ WORLD = 2
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port below the ephemeral range (as tests/support/spawn.hpp's free_port): a port
+    the kernel hands out could be taken by another process's connection before the store binds it."""
+    draw = random.Random()
+    for _ in range(200):
+        port = draw.randrange(20000, 32000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("free_port: no free port in 20000-31999 after 200 draws")
 
 
 def python_rank(rank, workdir, steps, per_rank, port):
