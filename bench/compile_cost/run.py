@@ -4,10 +4,12 @@
 Compiles each unit below with g++ -O2 (the flags a user's Release build has), in
 both of ddp's forms: header-only (the default) and separately compiled
 (DDP_SEPARATE_COMPILATION: the runtime compiled once, in src/runtime.cpp, and
-for LibTorch files the adapter too, in src/torch_runtime.cpp; both are timed). Rounds are interleaved, so every unit sees the same noisy
-machine; each line is the median of the rounds. The yardstick is a small
-nlohmann/json program (Debian nlohmann-json3-dev), compiled in the same rounds.
-One JSON line per unit and form:
+for LibTorch files the adapter too, in src/torch_runtime.cpp; both are timed).
+Rounds are interleaved, so every unit sees the same noisy machine; each line
+is the median of the rounds, and each ratio the median of the rounds' ratios
+(a round's units see the same load; medians of separate samples need not).
+The yardstick is a small nlohmann/json program (Debian nlohmann-json3-dev),
+compiled in the same rounds. One JSON line per unit and form:
   {"unit", "form", "cpu_s", "peak_mib", "ratio" (cpu_s / the yardstick's), "rounds"}
 and, for the LibTorch unit, "ratio_to_torch_alone" (against the same file without ddp).
 
@@ -85,13 +87,16 @@ def main():
             for unit, form, flags in order:
                 samples[(unit, form)].append(compile_once(args.cxx, UNITS[unit][0], flags, f"{tmp}/{unit}.o"))
     med = {k: (statistics.median(c for c, _ in v), max(m for _, m in v)) for k, v in samples.items()}
-    yard = med[("yardstick_json", "none")][0]
+
+    def ratio(key, base):
+        return round(statistics.median(c / b for (c, _), (b, _) in zip(samples[key], samples[base])), 2)
+
     for unit, form, _ in cases:
         cpu, mib = med[(unit, form)]
-        row = {"unit": unit, "form": form, "cpu_s": round(cpu, 2), "peak_mib": round(mib), "ratio": round(cpu / yard, 2),
-               "rounds": args.rounds}
+        row = {"unit": unit, "form": form, "cpu_s": round(cpu, 2), "peak_mib": round(mib),
+               "ratio": ratio((unit, form), ("yardstick_json", "none")), "rounds": args.rounds}
         if unit == "torch_ddp" and ("torch_alone", "none") in med:
-            row["ratio_to_torch_alone"] = round(cpu / med[("torch_alone", "none")][0], 2)
+            row["ratio_to_torch_alone"] = ratio((unit, form), ("torch_alone", "none"))
         print(json.dumps(row), flush=True)
 
 

@@ -144,8 +144,11 @@ fi
 if [ -n "$torch" ]; then
   # Compiled once, the consumer's LibTorch file only declares the adapter: ddp::torch_runtime defines it.
   obj=$(find "$work/build/CMakeFiles/consumer.dir" -name 'torch_main.cpp.o')
-  nm -C "$obj" | grep -q ' U ddp::.*attached_module::attached_module(' ||
-    { echo "$obj does not take the LibTorch adapter from ddp::torch_runtime:"; nm -C "$obj" | grep attached_module; exit 1; }
+  # The adapter's constructor and the registry's walks of it (explicit instantiations).
+  for f in 'attached_module::attached_module(' 'parameter_registry<ddp::[a-z0-9_]*::detail::libtorch::attached_module>::refresh('; do
+    nm -C "$obj" | grep -q " U ddp::.*$f" ||
+      { echo "$obj does not take $f from ddp::torch_runtime:"; nm -C "$obj" | grep attached_module; exit 1; }
+  done
 fi
 if [ $launch = ON ]; then
   # The consumer's own test, as its users would run it.

@@ -107,16 +107,25 @@ def detail_classes(text):
     return names
 
 
-# The LibTorch adapter's definitions have a condition of their own (detail/torch/linkage.hpp).
-RUNTIME_INCLUDE = re.compile(r"^#if DDP_DETAIL_DEFINE_(?:TORCH_)?RUNTIME\n#include <(ddp/[^>]+-inl\.hpp)>\n#endif$", re.M)
+# The LibTorch adapter's definitions have a condition of their own (detail/torch/linkage.hpp):
+# its headers' under DDP_DETAIL_DEFINE_TORCH_RUNTIME, every other's under DDP_DETAIL_DEFINE_RUNTIME.
+RUNTIME_INCLUDE = re.compile(r"^#if DDP_DETAIL_DEFINE_(TORCH_)?RUNTIME\n#include <(ddp/[^>]+-inl\.hpp)>\n#endif$", re.M)
+
+
+def is_torch_header(rel):
+    return rel.startswith(("detail/torch/", "torch/"))
 
 
 def runtime_include_problems(rel, text):
     """Rule 5: where a header reaches -inl.hpp headers other than as rule 5 allows."""
     if rel.endswith("-inl.hpp"):
         return []
-    guarded = RUNTIME_INCLUDE.findall(text)
-    problems = [f"includes <{t}>, the definitions of another header" for t in guarded if t != f"ddp/{rel[:-4]}-inl.hpp"]
+    found = RUNTIME_INCLUDE.findall(text)
+    guarded = [t for _, t in found]
+    want = "DDP_DETAIL_DEFINE_TORCH_RUNTIME" if is_torch_header(rel) else "DDP_DETAIL_DEFINE_RUNTIME"
+    problems = [f"includes <{t}> under DDP_DETAIL_DEFINE_{torch}RUNTIME, not {want}"
+                for torch, t in found if bool(torch) != is_torch_header(rel)]
+    problems += [f"includes <{t}>, the definitions of another header" for t in guarded if t != f"ddp/{rel[:-4]}-inl.hpp"]
     loose = [t for t in INCLUDE.findall(text) if t.endswith("-inl.hpp")]
     if len(loose) != len(guarded):
         problems.append("includes an -inl.hpp header outside #if DDP_DETAIL_DEFINE_RUNTIME (or _TORCH_RUNTIME)")

@@ -21,4 +21,27 @@
 #define DDP_DETAIL_DEFINE_TORCH_RUNTIME 0
 #endif
 
+// Note [A link error that says what to link]: separately compiled, every file
+// that includes a torch header takes the address of this symbol, which only
+// the file that defines the torch runtime defines. A program that links
+// ddp::runtime but not ddp::torch_runtime then fails to link naming, among the
+// adapter's undefined functions, this name, which says what to do.
+#if defined(DDP_SEPARATE_COMPILATION)
+extern "C" const char ddp_torch_runtime_not_linked__link_ddp_torch_runtime_or_include_ddp_torch_runtime_hpp;
+#if defined(DDP_TORCH_IMPLEMENTATION)
+extern "C" const char ddp_torch_runtime_not_linked__link_ddp_torch_runtime_or_include_ddp_torch_runtime_hpp =
+    0;
+#else
+DDP_BEGIN_NAMESPACE
+namespace detail {
+namespace {
+// Kept by `used` although nothing reads it: its relocation is the reference.
+[[gnu::used]] const char* const torch_runtime_linked =
+    &ddp_torch_runtime_not_linked__link_ddp_torch_runtime_or_include_ddp_torch_runtime_hpp;
+} // namespace
+} // namespace detail
+DDP_END_NAMESPACE
+#endif
+#endif
+
 #endif // DDP_DETAIL_TORCH_LINKAGE_HPP
