@@ -4,6 +4,7 @@
 #include "first_failure.hpp"
 #include "output_prefix.hpp"
 #include "rank_processes.hpp"
+#include "recovery_job.hpp"
 #include "restarts.hpp"
 #include "signals.hpp"
 
@@ -40,7 +41,7 @@ public:
   round_watch(job& j, int round, const membership_check& check)
       : j_(j), round_(round), check_(check), ranks_(start_ranks(j, round, notes_.file())),
         grace_(std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(j.grace))),
-        watch_store_(coordinates_rounds(j)) {}
+        watch_store_(coordinates_rounds(j)), generations_(j.nnodes * j.nproc) {}
 
   round_outcome run() {
     for (;;) {
@@ -51,6 +52,7 @@ public:
         pass_on_output(r);
       reap();
       look_for_failure_elsewhere();
+      follow_generations();
       watch_recovery();
       if (finished()) break;
       move_stop_schedule_on();
@@ -117,7 +119,7 @@ private:
     }
     failures_.push_back({r.dying_ns ? r.dying_ns : pass_ns, WIFSIGNALED(status) ? 0 : 1, r.rank,
                          describe(status), exit_code_of(status), false});
-    if (j_.in_process_recovery) {
+    if (j_.in_process_recovery && !store_host_lost_) {
       // The survivors recover in their own processes (ddp::elastic::run): nobody is stopped.
       std::fprintf(stderr, "ddprun: rank %d (pid %d) %s; the other ranks go on (--in-process-recovery)\n",
                    r.rank, r.pid, describe(status).c_str());
@@ -174,6 +176,12 @@ private:
       end_ranks_left_out();
       return;
     }
+    // Across nodes, a node whose ranks have all ended has nothing to stop: the survivors may be
+    // elsewhere, and the job's end is decided once every node's ranks have ended.
+    if (recovers_across_nodes(j_) && all_exited(ranks_)) {
+      recovery_deadline_ = never;
+      return;
+    }
     // No rank left running (the others gave up, one is stopped): nobody can answer; stop now.
     const bool hopeless = std::none_of(ranks_.begin(), ranks_.end(),
                                        [](const rank_process& r) { return !r.exited && !r.stopped; });
@@ -182,12 +190,38 @@ private:
     if (res_.exit_code == 0) res_.exit_code = 1;
     std::fprintf(
         stderr,
-        "ddprun: %zu rank%s failed and the running ranks did not become a generation of their own (none "
-        "is left running, or none formed within %lld s: 2 x DDP_TIMEOUT + 10 s): a rank is stopped or "
+        "ddprun: node %d: %zu rank%s failed and the running ranks did not become a generation of their own "
+        "(none is left running, or none formed within %lld s: 2 x DDP_TIMEOUT + 10 s): a rank is stopped or "
         "stuck; stopping the other ranks (--in-process-recovery)\n",
-        failures_.size(), failures_.size() == 1 ? "" : "s",
+        j_.node_rank, failures_.size(), failures_.size() == 1 ? "" : "s",
         static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(recovery_bound()).count()));
     if (term_at_ == never && kill_at_ == never) term_at_ = clock::now() + grace_;
+  }
+
+  /// Across nodes: a rank lost on another node is answered by a generation that this node's
+  /// ranks must match too, within the same bound; a new generation arms the watch here.
+  void follow_generations() {
+    if (!recovers_across_nodes(j_) || store_host_lost_ || clock::now() < next_generation_check_) return;
+    next_generation_check_ = clock::now() + store_check_every;
+    if (read_generations() && generations_.latest() > 0) arm_recovery_watch();
+  }
+
+  /// Reads the generations the meetings published; false when the store does not answer, which
+  /// across nodes means its host is lost: this node's ranks cannot meet again, so they stop.
+  bool read_generations() {
+    try {
+      return generations_.update(*j_.store, round_);
+    } catch (const std::exception& e) {
+      if (!recovers_across_nodes(j_) || j_.store->is_server()) {
+        std::fprintf(stderr, "ddprun: the store does not answer: %s\n", e.what());
+        return false;
+      }
+      std::fprintf(stderr, "ddprun: %s\n", store_host_lost(j_, e.what()).c_str());
+      store_host_lost_ = res_.store_host_lost = true;
+      recovery_deadline_ = never;
+      stop_for_remote_failure("the store's host (node 0) was lost", 1);
+      return false;
+    }
   }
 
   /// Once the running ranks are the generation, a stopped rank is not of it (the meeting left it
@@ -199,32 +233,22 @@ private:
             stderr,
             "ddprun: rank %d (pid %d) is stopped and not in the survivors' generation %d: killing it "
             "(--in-process-recovery)\n",
-            r.rank, static_cast<int>(r.pid), generations_);
+            r.rank, static_cast<int>(r.pid), generations_.latest());
         ::kill(r.pid, SIGKILL);
       }
   }
 
-  /// Whether the ranks running (or finished well) are exactly the last generation's members: the
-  /// meeting publishes each generation's members in the launcher's store.
+  /// Whether this node's ranks running (or finished well) are exactly its members of the last
+  /// generation: the meeting publishes each generation's members in the launcher's store.
   bool recovered() {
-    int running = 0;
-    for (const auto& r : ranks_)
-      if ((!r.exited && !r.stopped) || (r.exited && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0))
-        ++running;
     if (!j_.store) return false;
-    try {
-      for (;;) {
-        auto v = j_.store->try_get("r" + std::to_string(round_) + "/meet/g" +
-                                   std::to_string(generations_ + 1) + "/members");
-        if (!v) break;
-        ++generations_;
-        members_ = static_cast<int>(std::count(v->begin(), v->end(), '\n'));
-      }
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "ddprun: the store does not answer: %s\n", e.what());
-      return false;
-    }
-    return running == (generations_ == 0 ? static_cast<int>(ranks_.size()) : members_);
+    read_generations();
+    if (store_host_lost_) return false;
+    return std::all_of(ranks_.begin(), ranks_.end(), [&](const rank_process& r) {
+      const bool going =
+          (!r.exited && !r.stopped) || (r.exited && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+      return going == generations_.member(r.rank);
+    });
   }
 
   /// The round's first report: its reporter counts it, then writes it a moment later.
@@ -317,6 +341,10 @@ private:
   }
 
   round_outcome conclude() {
+    for (const auto& r : ranks_)
+      res_.ends.push_back({r.rank,
+                           WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 ? 0 : exit_code_of(r.status),
+                           describe(r.status)});
     if (j_.in_process_recovery && !res_.user_signal && !failures_.empty() && survivors_finished()) {
       std::fprintf(stderr,
                    "ddprun: %zu rank%s failed (the first: rank %d, which %s); the others recovered in their "
@@ -358,7 +386,9 @@ private:
   std::vector<failure> failures_;
   /// --in-process-recovery: when an unanswered failure stops the ranks, and what the meeting published.
   clock::time_point recovery_deadline_ = never, next_recovery_check_ = clock::now();
-  int generations_ = 0, members_ = 0;
+  clock::time_point next_generation_check_ = clock::now();
+  generations generations_;
+  bool store_host_lost_ = false; ///< across nodes: node 0's store stopped answering
 };
 
 } // namespace

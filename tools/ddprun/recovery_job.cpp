@@ -1,0 +1,214 @@
+#include "recovery_job.hpp"
+
+#include "agent_heartbeat.hpp"
+#include "signals.hpp"
+
+#include <ddp/detail/common/env.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+namespace ddprun {
+namespace {
+
+using clock = std::chrono::steady_clock;
+constexpr auto look_every = std::chrono::milliseconds(100);
+
+std::string ipr_key(int round, const std::string& what) {
+  return "ddprun/r" + std::to_string(round) + "/ipr/" + what;
+}
+
+std::string ends_text(const std::vector<rank_end>& ends) {
+  std::string s;
+  for (const auto& e : ends)
+    s += std::to_string(e.rank) + " " + std::to_string(e.code) + " " + e.what + "\n";
+  return s;
+}
+
+void read_ends(const std::string& text, std::map<int, rank_end>& into) {
+  std::istringstream in(text);
+  rank_end e;
+  while (in >> e.rank >> e.code) {
+    std::getline(in, e.what);
+    if (!e.what.empty() && e.what.front() == ' ') e.what.erase(0, 1);
+    into[e.rank] = e;
+  }
+}
+
+std::chrono::milliseconds heartbeat_timeout(const job& j) {
+  return std::chrono::milliseconds(static_cast<long>(j.elastic.heartbeat_timeout * 1000));
+}
+
+/// A user's SIGINT, SIGTERM or SIGQUIT while the agent waits: it ends with 128 + signal.
+std::optional<int> interrupted(const job& j) {
+  auto sig = take_user_signal();
+  if (sig)
+    std::fprintf(stderr, "ddprun: node %d: got signal %d while waiting for the job's end; exiting\n",
+                 j.node_rank, *sig);
+  return sig ? std::optional<int>(128 + *sig) : std::nullopt;
+}
+
+/// The verdict: 0 when every member of the last generation ended with 0, else the lowest
+/// member's that did not (a member of a lost node: 1).
+std::string decide(const job& j, const generations& g, const std::map<int, rank_end>& ends) {
+  for (int r : g.members()) {
+    auto at = ends.find(r);
+    if (at == ends.end())
+      return "1 rank " + std::to_string(r) + " of generation " + std::to_string(g.latest()) +
+             " was on node " + std::to_string(r / j.nproc) + ", which was lost";
+    if (at->second.code != 0)
+      return std::to_string(at->second.code) + " rank " + std::to_string(r) + " of generation " +
+             std::to_string(g.latest()) + " " + at->second.what;
+  }
+  return "0 every rank of generation " + std::to_string(g.latest()) + " (" +
+         std::to_string(g.members().size()) + " ranks) finished well";
+}
+
+int verdict_code(const std::string& v) {
+  auto code = ddp::detail::parse_int(std::string_view(v).substr(0, v.find(' ')));
+  return code && *code >= 0 && *code < 256 ? static_cast<int>(*code) : 1;
+}
+
+int say_verdict(const job& j, const std::string& v) {
+  const int code = verdict_code(v);
+  std::fprintf(stderr, "ddprun: node %d: the job %s: %s (ddprun exits with %d; --in-process-recovery)\n",
+               j.node_rank, code == 0 ? "succeeded" : "failed", v.substr(v.find(' ') + 1).c_str(), code);
+  return code;
+}
+
+int host_end(job& j, int round, const std::vector<rank_end>& own) {
+  ddp::tcp_store& store = *j.store;
+  std::map<int, rank_end> ends;
+  read_ends(ends_text(own), ends);
+  std::vector<int> waiting, live;
+  for (int n = 1; n < j.nnodes; ++n)
+    waiting.push_back(n);
+  heartbeat_watch hb(j);
+  bool said = false;
+  const auto since = clock::now();
+  while (!waiting.empty()) {
+    if (auto code = interrupted(j)) return *code;
+    for (auto it = waiting.begin(); it != waiting.end();) {
+      if (auto v = store.try_get(ipr_key(round, "done/" + std::to_string(*it)))) {
+        read_ends(*v, ends);
+        live.push_back(*it);
+      } else if (hb.lapsed(store, *it)) {
+        std::fprintf(stderr,
+                     "ddprun: node 0: node %d's agent is lost (its heartbeat stood still for %g s, "
+                     "--heartbeat-timeout): its ranks count as failed\n",
+                     *it, j.elastic.heartbeat_timeout);
+      } else {
+        ++it;
+        continue;
+      }
+      it = waiting.erase(it);
+    }
+    if (!said && !waiting.empty() && clock::now() - since > std::chrono::seconds(1)) {
+      std::fprintf(stderr,
+                   "ddprun: node 0: this node's ranks have ended; serving the store until every node's "
+                   "ranks have (--in-process-recovery)\n");
+      said = true;
+    }
+    if (!waiting.empty()) std::this_thread::sleep_for(look_every);
+  }
+  generations g(j.nnodes * j.nproc);
+  g.update(store, round);
+  const auto v = decide(j, g, ends);
+  store.set(ipr_key(round, "verdict"), v);
+  // Each live node reads the verdict from this store: keep serving until it has, or is lost.
+  const auto deadline = clock::now() + heartbeat_timeout(j);
+  for (int n : live)
+    while (!store.check({ipr_key(round, "read/" + std::to_string(n))}) && clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return say_verdict(j, v);
+}
+
+int member_end(job& j, int round, const std::vector<rank_end>& own) {
+  try {
+    j.store->set(ipr_key(round, "done/" + std::to_string(j.node_rank)), ends_text(own));
+    for (;;) {
+      if (auto code = interrupted(j)) return *code;
+      if (auto v = j.store->try_get(ipr_key(round, "verdict"))) {
+        j.store->set(ipr_key(round, "read/" + std::to_string(j.node_rank)), "1");
+        return say_verdict(j, *v);
+      }
+      std::this_thread::sleep_for(look_every);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ddprun: %s\n", store_host_lost(j, e.what()).c_str());
+    return 1;
+  }
+}
+
+} // namespace
+
+bool recovers_across_nodes(const job& j) { return j.in_process_recovery && j.nnodes > 1 && !j.is_elastic(); }
+
+generations::generations(int world_size) {
+  for (int r = 0; r < world_size; ++r)
+    members_.push_back(r);
+}
+
+bool generations::update(ddp::tcp_store& store, int round) {
+  bool fresh = false;
+  for (;;) {
+    auto v =
+        store.try_get("r" + std::to_string(round) + "/meet/g" + std::to_string(latest_ + 1) + "/members");
+    if (!v) return fresh;
+    // Each member is named by its rank in the generation before: follow it back to its job rank.
+    std::vector<int> next;
+    std::istringstream in(*v);
+    for (int old = 0, node = 0; in >> old >> node;)
+      if (old >= 0 && old < static_cast<int>(members_.size()))
+        next.push_back(members_[static_cast<std::size_t>(old)]);
+    members_ = std::move(next);
+    ++latest_;
+    fresh = true;
+  }
+}
+
+bool generations::member(int job_rank) const {
+  return std::find(members_.begin(), members_.end(), job_rank) != members_.end();
+}
+
+int run_recovery_job(job& j) {
+  std::unique_ptr<agent_heartbeat> beat; // node 0 serves the store: its loss is the job's end
+  if (!j.store->is_server()) beat = std::make_unique<agent_heartbeat>(j, j.node_rank);
+  const round_outcome res = run_round(j, 0);
+  if (res.store_host_lost) return 1;
+  if (res.user_signal) {
+    // The user ends this node: node 0 learns of it from the record (or the heartbeat's lapse).
+    if (!j.store->is_server()) try {
+        j.store->set(ipr_key(0, "done/" + std::to_string(j.node_rank)), ends_text(res.ends));
+      } catch (const std::exception&) {}
+    return res.exit_code;
+  }
+  return end_recovery_job(j, 0, res.ends);
+}
+
+int end_recovery_job(job& j, int round, const std::vector<rank_end>& ends) {
+  if (j.store->is_server()) {
+    try {
+      return host_end(j, round, ends);
+    } catch (const std::exception& e) { // its own store, in process: only a bug gets here
+      std::fprintf(stderr, "ddprun: node 0: could not decide how the job ended: %s\n", e.what());
+      return 1;
+    }
+  }
+  return member_end(j, round, ends);
+}
+
+std::string store_host_lost(const job& j, const std::string& why) {
+  return "node " + std::to_string(j.node_rank) + ": the store's host (node 0, " + j.master_addr + ":" +
+         std::to_string(j.store_port) + ") was lost or does not answer (" + why +
+         "): in-process recovery across nodes cannot go on without the node that serves its store; "
+         "ending (docs/elastic.md, In-process recovery)";
+}
+
+} // namespace ddprun
