@@ -8,6 +8,9 @@
 #   rank_node0  kill -9 of rank 1 (node 0, the store's host): ranks 0, 2, 3 go on at world 3
 #   node1_lost  kill -9 of node 1's ddprun and both its ranks: ranks 0 and 1 go on at world 2,
 #               and node 0's ddprun serves until node 1's heartbeat lapses, then exits 0
+#   stuck_left_out  rank 3 stuck outside collectives (DDP_TIMEOUT=2s) when rank 1 is killed: the
+#               meeting leaves it out, node 1's ddprun kills it at its bound (2 x DDP_TIMEOUT +
+#               10 s, ~14 s) while rank 2 goes on: ranks 0 and 2 finish at world 2
 #   host_lost   kill -9 of node 0's ddprun and both its ranks: node 1's ddprun ends its ranks and
 #               exits non-zero, saying the store's host was lost
 # The survivors must finish in the processes that started (PIDs printed at start and at the
@@ -38,6 +41,7 @@ export DDP_TIMEOUT=${DDP_TIMEOUT:-30s}
 # gives ~1e-3 (docs/elastic.md, In-process recovery).
 tol=1e-5
 total=120 every=10 step_ms=10
+trigger_rank=0 # whose line starts the kill: rank 0's STEP 30, or this rank's PAUSED (ELASTIC_PAUSE)
 
 # start NAME: ddprun on both nodes in the background; output in $work/NAME.N, agents' pids in
 # $agent0 and $agent1 (`ip netns exec` execs ddprun in place).
@@ -73,8 +77,9 @@ kill_after_step_30() {
   name=$1; shift
   start "$name"
   i=0
-  until grep -q '^STEP 30 world=4$' "$work/$name.0" 2>/dev/null; do
-    i=$((i + 1)); [ $i -le 600 ] || fail "$name: step 30 not seen within 30 s"
+  if [ "$trigger_rank" = 0 ]; then trigger='^STEP 30 world=4$'; else trigger="^PAUSED rank=$trigger_rank step=30\$"; fi
+  until cat "$work/$name.0" "$work/$name.1" 2>/dev/null | grep -q "$trigger"; do
+    i=$((i + 1)); [ $i -le 600 ] || fail "$name: '$trigger' not seen within 30 s"
     sleep 0.05
   done
   victims=""
@@ -133,6 +138,21 @@ finish 0
 [ $rc -eq 0 ] || fail "node1_lost: node 0's ddprun exited with $rc"
 grep -q "node 1's agent is lost" "$work/node1_lost.0" || fail "node1_lost: node 0's ddprun did not say node 1 was lost"
 survived node1_lost 2 0 1
+
+# A rank stuck outside collectives on node 1 (rank 3 sleeps after its commit of step 30) when
+# rank 1 dies: the meeting closes without it after DDP_TIMEOUT (2 s here), and node 1's ddprun
+# must kill it at its bound (2 x DDP_TIMEOUT + 10 s) while rank 2, a member, goes on.
+trigger_rank=3
+export DDP_TIMEOUT=2s ELASTIC_PAUSE=3:30:600000
+kill_after_step_30 stuck_left_out 1
+unset ELASTIC_PAUSE
+finish 0; rc0=$rc; finish 1
+export DDP_TIMEOUT=30s
+[ $rc0 -eq 0 ] && [ $rc -eq 0 ] || fail "stuck_left_out: the nodes' ddprun exited with $rc0 and $rc"
+grep -q "rank 3 (pid [0-9]*) still runs though generation 1 left it out" "$work/stuck_left_out.1" ||
+  fail "stuck_left_out: node 1's ddprun did not kill the stuck rank the generation left out"
+survived stuck_left_out 2 0 2
+trigger_rank=0
 
 kill_after_step_30 host_lost 0 1 agent0
 finish 0

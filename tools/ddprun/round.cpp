@@ -187,6 +187,7 @@ private:
                                        [](const rank_process& r) { return !r.exited && !r.stopped; });
     if (!hopeless && clock::now() < recovery_deadline_) return;
     recovery_deadline_ = never;
+    if (end_ranks_running_left_out()) return;
     if (res_.exit_code == 0) res_.exit_code = 1;
     std::fprintf(
         stderr,
@@ -196,6 +197,31 @@ private:
         j_.node_rank, failures_.size(), failures_.size() == 1 ? "" : "s",
         static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(recovery_bound()).count()));
     if (term_at_ == never && kill_at_ == never) term_at_ = clock::now() + grace_;
+  }
+
+  /// Across nodes, at the bound: when this node's members of the last generation all go on, what
+  /// keeps the ranks from matching it is a rank the meeting left out that still runs (stuck
+  /// outside collectives: one that merely arrived late ends itself). Only it is killed, or the
+  /// members would be lost too, and the survivors elsewhere would meet once more without them.
+  bool end_ranks_running_left_out() {
+    if (!recovers_across_nodes(j_) || generations_.latest() == 0) return false;
+    for (const auto& r : ranks_)
+      if (generations_.member(r.rank) &&
+          (r.stopped || (r.exited && !(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0))))
+        return false;
+    for (auto& r : ranks_)
+      if (!r.exited && !generations_.member(r.rank)) {
+        std::fprintf(
+            stderr,
+            "ddprun: node %d: rank %d (pid %d) still runs though generation %d left it out, %lld s after the "
+                     "failure (2 x DDP_TIMEOUT + 10 s): killing it; the generation's ranks go on "
+                     "(--in-process-recovery)\n",
+                     j_.node_rank, r.rank, static_cast<int>(r.pid), generations_.latest(),
+                     static_cast<long long>(
+                         std::chrono::duration_cast<std::chrono::seconds>(recovery_bound()).count()));
+        ::kill(r.pid, SIGKILL);
+      }
+    return true;
   }
 
   /// Across nodes: a rank lost on another node is answered by a generation that this node's
