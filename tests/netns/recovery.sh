@@ -17,9 +17,13 @@
 # end), in generation 1, with the parameters of single-process training (the worker's oracle,
 # 1e-5 relative) and of an uninterrupted run on the same two nodes (TOL), and every live
 # node's ddprun must exit 0. Prints RECOVERY_MS: the kill to the survivors' first step.
-#   tests/netns/netns.sh -- sh tests/netns/recovery.sh DDPRUN ELASTIC_RECOVERY_WORKER
+#   link_down   (only when named) node 1's veth goes down: node 0's ranks go on at world 2 and its
+#               ddprun exits 0; node 1's ddprun exits non-zero, saying the store's host was lost
+#   tests/netns/netns.sh -- sh tests/netns/recovery.sh DDPRUN ELASTIC_RECOVERY_WORKER [CASE...]
+# (every case but link_down by default; the uninterrupted run first in any case).
 set -u
-ddprun=$1; worker=$2
+ddprun=$1; worker=$2; shift 2
+cases=$*
 work=$(mktemp -d "${TMPDIR:-/tmp}/ddp-netns-recovery.XXXXXX")
 pids=""
 cleanup() {
@@ -35,7 +39,8 @@ fail() {
 }
 [ -n "${DDP_NETNS0:-}" ] || fail "run me inside tests/netns/netns.sh"
 DDP_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n'); export DDP_TOKEN
-export DDP_TIMEOUT=${DDP_TIMEOUT:-30s}
+timeout=${DDP_TIMEOUT:-30s}
+export DDP_TIMEOUT=$timeout
 # Only float summation order differs from the uninterrupted run (rings of 3 or 2 against 4,
 # uneven sample weights): the single-node test saw up to 1.2e-7; a restore that skips a step
 # gives ~1e-3 (docs/elastic.md, In-process recovery).
@@ -82,16 +87,21 @@ kill_after_step_30() {
     i=$((i + 1)); [ $i -le 600 ] || fail "$name: '$trigger' not seen within 30 s"
     sleep 0.05
   done
-  victims=""
+  victims="" link_down=
   for v in "$@"; do
     case $v in
     agent*) eval "victims=\"\$victims \$$v\"" ;;
+    link1) link_down=1; continue ;;
     *) p=$(pid_of "$v"); [ -n "$p" ] || fail "$name: rank $v printed no PID"; victims="$victims $p" ;;
     esac
   done
   last_step=$(sed -n 's/^STEP \([0-9]*\) world=4$/\1/p' "$work/$name.0" | tail -1)
   kill_ns=$(date +%s%N)
-  kill -9 $victims || fail "$name: a victim had ended before the kill (a loaded machine: rerun)"
+  if [ -n "$link_down" ]; then
+    ip netns exec "$DDP_NETNS1" ip link set "$DDP_NETNS_IF1" down || fail "$name: ip link set $DDP_NETNS_IF1 down"
+  else
+    kill -9 $victims || fail "$name: a victim had ended before the kill (a loaded machine: rerun)"
+  fi
 }
 
 # survived NAME WORLD RANKS...: those ranks finished ok in their own processes at generation 1
@@ -122,48 +132,81 @@ finish 0; rc0=$rc; finish 1
 [ "$(cat "$work/ref.0" "$work/ref.1" | grep -c '^RESULT ok job_rank=[0-3] .*generation=0 world=4 ')" -eq 4 ] ||
   fail "ref: not every rank finished ok at world 4"
 
-kill_after_step_30 rank_node1 3
-finish 0; rc0=$rc; finish 1
-[ $rc0 -eq 0 ] && [ $rc -eq 0 ] || fail "rank_node1: the nodes' ddprun exited with $rc0 and $rc"
-survived rank_node1 3 0 1 2
+case_rank_node1() {
+  kill_after_step_30 rank_node1 3
+  finish 0; rc0=$rc; finish 1
+  [ $rc0 -eq 0 ] && [ $rc -eq 0 ] || fail "rank_node1: the nodes' ddprun exited with $rc0 and $rc"
+  survived rank_node1 3 0 1 2
+}
 
-kill_after_step_30 rank_node0 1
-finish 0; rc0=$rc; finish 1
-[ $rc0 -eq 0 ] && [ $rc -eq 0 ] || fail "rank_node0: the nodes' ddprun exited with $rc0 and $rc"
-survived rank_node0 3 0 2 3
+case_rank_node0() {
+  kill_after_step_30 rank_node0 1
+  finish 0; rc0=$rc; finish 1
+  [ $rc0 -eq 0 ] && [ $rc -eq 0 ] || fail "rank_node0: the nodes' ddprun exited with $rc0 and $rc"
+  survived rank_node0 3 0 2 3
+}
 
-kill_after_step_30 node1_lost 2 3 agent1
-finish 1
-finish 0
-[ $rc -eq 0 ] || fail "node1_lost: node 0's ddprun exited with $rc"
-grep -q "node 1's agent is lost" "$work/node1_lost.0" || fail "node1_lost: node 0's ddprun did not say node 1 was lost"
-survived node1_lost 2 0 1
+case_node1_lost() {
+  kill_after_step_30 node1_lost 2 3 agent1
+  finish 1
+  finish 0
+  [ $rc -eq 0 ] || fail "node1_lost: node 0's ddprun exited with $rc"
+  grep -q "node 1's agent is lost" "$work/node1_lost.0" || fail "node1_lost: node 0's ddprun did not say node 1 was lost"
+  survived node1_lost 2 0 1
+}
 
 # A rank stuck outside collectives on node 1 (rank 3 sleeps after its commit of step 30) when
 # rank 1 dies: the meeting closes without it after DDP_TIMEOUT (2 s here), and node 1's ddprun
 # must kill it at its bound (2 x DDP_TIMEOUT + 10 s) while rank 2, a member, goes on.
-trigger_rank=3
-export DDP_TIMEOUT=2s ELASTIC_PAUSE=3:30:600000
-kill_after_step_30 stuck_left_out 1
-unset ELASTIC_PAUSE
-finish 0; rc0=$rc; finish 1
-export DDP_TIMEOUT=30s
-[ $rc0 -eq 0 ] && [ $rc -eq 0 ] || fail "stuck_left_out: the nodes' ddprun exited with $rc0 and $rc"
-grep -q "rank 3 (pid [0-9]*) still runs though generation 1 left it out" "$work/stuck_left_out.1" ||
-  fail "stuck_left_out: node 1's ddprun did not kill the stuck rank the generation left out"
-survived stuck_left_out 2 0 2
-trigger_rank=0
+case_stuck_left_out() {
+  trigger_rank=3
+  export DDP_TIMEOUT=2s ELASTIC_PAUSE=3:30:600000
+  kill_after_step_30 stuck_left_out 1
+  unset ELASTIC_PAUSE
+  finish 0; rc0=$rc; finish 1
+  export DDP_TIMEOUT=$timeout
+  trigger_rank=0
+  [ $rc0 -eq 0 ] && [ $rc -eq 0 ] || fail "stuck_left_out: the nodes' ddprun exited with $rc0 and $rc"
+  grep -q "rank 3 (pid [0-9]*) still runs though generation 1 left it out" "$work/stuck_left_out.1" ||
+    fail "stuck_left_out: node 1's ddprun did not kill the stuck rank the generation left out"
+  survived stuck_left_out 2 0 2
+}
 
-kill_after_step_30 host_lost 0 1 agent0
-finish 0
-start_ns=$kill_ns
-finish 1
-took=$(( ($(date +%s%N) - start_ns) / 1000000 ))
-[ $rc -ne 0 ] || fail "host_lost: node 1's ddprun exited 0 without the store's host"
-grep -q "the store's host (node 0, .*) was lost" "$work/host_lost.1" ||
-  fail "host_lost: node 1's ddprun did not say the store's host was lost"
-grep -q '^RESULT ok' "$work/host_lost.1" && fail "host_lost: a rank finished without the store's host"
-echo "host_lost: node 1's ddprun exited $rc, $took ms after the kill"
-[ $took -le 10000 ] || fail "host_lost: node 1's ddprun took $took ms to end (bound 10 s: the grace periods)"
+case_host_lost() {
+  kill_after_step_30 host_lost 0 1 agent0
+  finish 0
+  finish 1
+  took=$(( ($(date +%s%N) - kill_ns) / 1000000 ))
+  [ $rc -ne 0 ] || fail "host_lost: node 1's ddprun exited 0 without the store's host"
+  grep -q "the store's host (node 0, .*) was lost" "$work/host_lost.1" ||
+    fail "host_lost: node 1's ddprun did not say the store's host was lost"
+  grep -q '^RESULT ok' "$work/host_lost.1" && fail "host_lost: a rank finished without the store's host"
+  echo "host_lost: node 1's ddprun exited $rc, $took ms after the kill"
+  [ $took -le 10000 ] || fail "host_lost: node 1's ddprun took $took ms to end (bound 10 s: the grace periods)"
+}
+
+# Node 1's link goes down (DDP_TIMEOUT=4s): node 0's ranks find ranks 2 and 3 silent through the
+# store's keepalive and go on at world 2; node 0's ddprun counts node 1 lost when its heartbeat
+# lapses (2 s) and exits 0; node 1's ddprun finds the store's host silent and exits non-zero.
+case_link_down() {
+  export DDP_TIMEOUT=4s
+  kill_after_step_30 link_down link1
+  finish 0; rc0=$rc
+  finish 1
+  took=$(( ($(date +%s%N) - kill_ns) / 1000000 ))
+  ip netns exec "$DDP_NETNS1" ip link set "$DDP_NETNS_IF1" up
+  export DDP_TIMEOUT=$timeout
+  [ $rc0 -eq 0 ] || fail "link_down: node 0's ddprun exited with $rc0"
+  [ $rc -ne 0 ] || fail "link_down: node 1's ddprun exited 0 without the store's host"
+  grep -q "the store's host (node 0, .*) was lost" "$work/link_down.1" ||
+    fail "link_down: node 1's ddprun did not say the store's host was lost"
+  grep -q "node 1's agent is lost" "$work/link_down.0" || fail "link_down: node 0's ddprun did not say node 1 was lost"
+  survived link_down 2 0 1
+  echo "link_down: both ddprun ended $took ms after the link went down"
+}
+
+for c in ${cases:-rank_node1 rank_node0 node1_lost stuck_left_out host_lost}; do
+  "case_$c"
+done
 pids=""
 echo "PASSED"
