@@ -214,11 +214,11 @@ private:
         std::fprintf(
             stderr,
             "ddprun: node %d: rank %d (pid %d) still runs though generation %d left it out, %lld s after the "
-                     "failure (2 x DDP_TIMEOUT + 10 s): killing it; the generation's ranks go on "
-                     "(--in-process-recovery)\n",
-                     j_.node_rank, r.rank, static_cast<int>(r.pid), generations_.latest(),
-                     static_cast<long long>(
-                         std::chrono::duration_cast<std::chrono::seconds>(recovery_bound()).count()));
+            "failure (2 x DDP_TIMEOUT + 10 s): killing it; the generation's ranks go on "
+            "(--in-process-recovery)\n",
+            j_.node_rank, r.rank, static_cast<int>(r.pid), generations_.latest(),
+            static_cast<long long>(
+                std::chrono::duration_cast<std::chrono::seconds>(recovery_bound()).count()));
         ::kill(r.pid, SIGKILL);
       }
     return true;
