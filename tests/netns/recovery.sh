@@ -17,6 +17,8 @@
 # end), in generation 1, with the parameters of single-process training (the worker's oracle,
 # 1e-5 relative) and of an uninterrupted run on the same two nodes (TOL), and every live
 # node's ddprun must exit 0. Prints RECOVERY_MS: the kill to the survivors' first step.
+#   twice       (only when named) rank 2 killed after step 30, then rank 1 after world 3's step 60:
+#               ranks 0 and 3 go on at generation 2 of world 2
 #   link_down   (only when named) node 1's veth goes down: node 0's ranks go on at world 2 and its
 #               ddprun exits 0; node 1's ddprun exits non-zero, saying the store's host was lost
 #   tests/netns/netns.sh -- sh tests/netns/recovery.sh DDPRUN ELASTIC_RECOVERY_WORKER [CASE...]
@@ -46,6 +48,7 @@ export DDP_TIMEOUT=$timeout
 # gives ~1e-3 (docs/elastic.md, In-process recovery).
 tol=1e-5
 total=120 every=10 step_ms=10
+gen=1
 trigger_rank=0 # whose line starts the kill: rank 0's STEP 30, or this rank's PAUSED (ELASTIC_PAUSE)
 
 # start NAME: ddprun on both nodes in the background; output in $work/NAME.N, agents' pids in
@@ -104,24 +107,25 @@ kill_after_step_30() {
   fi
 }
 
-# survived NAME WORLD RANKS...: those ranks finished ok in their own processes at generation 1
-# of WORLD, from the last commit before the kill or a later one, equal to the uninterrupted run.
+# survived NAME WORLD RANKS...: those ranks finished ok in their own processes at generation $gen
+# (1 unless set) of WORLD, from the last commit before the kill or a later one, equal to the
+# uninterrupted run.
 survived() {
   name=$1 world=$2; shift 2
   for r in "$@"; do
     pid=$(pid_of "$r")
-    cat "$work/$name.0" "$work/$name.1" | grep -q "^RESULT ok job_rank=$r pid=$pid generation=1 world=$world " ||
-      fail "$name: rank $r did not finish ok in its own process ($pid) at generation 1 of world $world"
+    cat "$work/$name.0" "$work/$name.1" | grep -q "^RESULT ok job_rank=$r pid=$pid generation=$gen world=$world " ||
+      fail "$name: rank $r did not finish ok in its own process ($pid) at generation $gen of world $world"
     d=$("$worker" compare "$work/$name/params.$r" "$work/ref/params.$r" | sed -n 's/^DIFF //p')
     echo "$name: rank $r against the uninterrupted run: $d (tolerance $tol)"
     awk -v d="$d" -v t="$tol" 'BEGIN { exit !(d <= t) }' || fail "$name: rank $r differs from the uninterrupted run by $d"
   done
-  [ "$(cat "$work/$name.0" "$work/$name.1" | grep -c "^RECOVERED generation=1 world=$world ")" -eq $# ] ||
+  [ "$(cat "$work/$name.0" "$work/$name.1" | grep -c "^RECOVERED generation=$gen world=$world ")" -eq $# ] ||
     fail "$name: not every survivor recovered at world $world"
-  for f in $(cat "$work/$name.0" "$work/$name.1" | sed -n 's/^RECOVERED .*from_step=\([0-9]*\) .*/\1/p'); do
+  for f in $(cat "$work/$name.0" "$work/$name.1" | sed -n "s/^RECOVERED generation=$gen .*from_step=\([0-9]*\) .*/\1/p"); do
     [ "$f" -ge "$last_step" ] || fail "$name: resumed from step $f, older than the last commit before the kill ($last_step)"
   done
-  first=$(cat "$work/$name.0" "$work/$name.1" | sed -n 's/^RECOVERED .*first_step_ns=\([0-9]*\)$/\1/p' | sort -n | head -1)
+  first=$(cat "$work/$name.0" "$work/$name.1" | sed -n "s/^RECOVERED generation=$gen .*first_step_ns=\([0-9]*\)\$/\1/p" | sort -n | head -1)
   echo "RECOVERY_MS $(( (first - kill_ns) / 1000000 )) ($name: the kill to the first step of world $world)"
 }
 
@@ -203,6 +207,30 @@ case_link_down() {
   grep -q "node 1's agent is lost" "$work/link_down.0" || fail "link_down: node 0's ddprun did not say node 1 was lost"
   survived link_down 2 0 1
   echo "link_down: both ddprun ended $took ms after the link went down"
+}
+
+# Two losses, one per generation: rank 2 (node 1) after step 30, then job rank 1 (node 0; rank 1
+# of generation 1 too) once world 3 printed step 60. Generation 2 is job ranks 0 and 3, which each
+# agent learns by following every member back through generation 1 (ranks 0, 1, 3): reading
+# generation 2's ranks as job ranks would make it 0 and 2, and the job's verdict a failure.
+case_twice() {
+  kill_after_step_30 twice 2
+  i=0
+  until grep -q '^STEP 60 world=3$' "$work/twice.0" 2>/dev/null; do
+    i=$((i + 1)); [ $i -le 600 ] || fail "twice: step 60 of world 3 not seen within 30 s"
+    sleep 0.05
+  done
+  p=$(pid_of 1)
+  last_step=60
+  kill_ns=$(date +%s%N)
+  kill -9 "$p" || fail "twice: rank 1 had ended before the second kill (a loaded machine: rerun)"
+  finish 0; rc0=$rc; finish 1
+  [ $rc0 -eq 0 ] && [ $rc -eq 0 ] || fail "twice: the nodes' ddprun exited with $rc0 and $rc"
+  [ "$(cat "$work/twice.0" "$work/twice.1" | grep -c 'the job succeeded: every rank of generation 2 (2 ranks)')" -eq 2 ] ||
+    fail "twice: both nodes' ddprun must take generation 2's 2 ranks for the job's end"
+  gen=2
+  survived twice 2 0 3
+  gen=1
 }
 
 for c in ${cases:-rank_node1 rank_node0 node1_lost stuck_left_out host_lost}; do
