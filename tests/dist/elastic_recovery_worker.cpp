@@ -13,7 +13,8 @@
 // Under `recover`, ELASTIC_PAUSE=RANK:STEP:MS makes job rank RANK print PAUSED and sleep MS
 // after its commit of STEP (a survivor busy outside collectives, or one stuck), and
 // ELASTIC_LAST_CALL_MS and ELASTIC_MAX_RECOVERIES set ddp::elastic::options' last_call and
-// max_recoveries.
+// max_recoveries; ELASTIC_EXIT=RANK:CODE makes job rank RANK exit with CODE once it finished well
+// (a survivor's failure at the very end, which the job's verdict must carry).
 //   misuse  hold() of an optimizer that has stepped, and a commit after run() returned: both
 //       must be refused with a ddp::error (MISUSE lines).
 // Each training job checks its final parameters against single-process training of the same
@@ -263,8 +264,12 @@ int recover(const std::string& out, int total, int every, int step_ms, bool brok
         }
       },
       o);
-  return finish(out, net, job_rank,
-                "generation=" + std::to_string(st.generation()) + " world=" + std::to_string(world), total);
+  const int code =
+      finish(out, net, job_rank,
+             "generation=" + std::to_string(st.generation()) + " world=" + std::to_string(world), total);
+  int exit_rank = -1, exit_code = 0;
+  if (const char* e = std::getenv("ELASTIC_EXIT")) std::sscanf(e, "%d:%d", &exit_rank, &exit_code);
+  return code == 0 && job_rank == exit_rank ? exit_code : code;
 }
 
 int restart(const std::string& out, int total, int every, int step_ms) {

@@ -5,7 +5,6 @@
 
 #include <ddp/detail/common/env.hpp>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -45,18 +44,31 @@ std::chrono::milliseconds heartbeat_timeout(const job& j) {
   return std::chrono::milliseconds(static_cast<long>(j.elastic.heartbeat_timeout * 1000));
 }
 
-/// A user's SIGINT, SIGTERM or SIGQUIT while the agent waits: it ends with 128 + signal.
-std::optional<int> interrupted(const job& j) {
+/// A user's SIGINT, SIGTERM or SIGQUIT while the agent waits for the job's end: the first asks
+/// every node to stop (Note [A user's signal across nodes]); one after that, when the stop was
+/// already recorded, ends this agent at once with 128 + signal. Throws when the store does not answer.
+std::optional<int> interrupted(job& j, int round) {
   auto sig = take_user_signal();
-  if (sig)
-    std::fprintf(stderr, "ddprun: node %d: got signal %d while waiting for the job's end; exiting\n",
+  if (!sig) return std::nullopt;
+  if (!user_stop_recorded(*j.store, round)) {
+    std::fprintf(stderr,
+                 "ddprun: node %d: got signal %d: asking every node to stop its ranks; a second signal "
+                 "ends this node's ddprun at once (--in-process-recovery)\n",
                  j.node_rank, *sig);
-  return sig ? std::optional<int>(128 + *sig) : std::nullopt;
+    record_user_stop(*j.store, round, j.node_rank, *sig);
+    return std::nullopt;
+  }
+  std::fprintf(stderr, "ddprun: node %d: got signal %d while waiting for the job's end; exiting\n",
+               j.node_rank, *sig);
+  return 128 + *sig;
 }
 
-/// The verdict: 0 when every member of the last generation ended with 0, else the lowest
-/// member's that did not (a member of a lost node: 1).
-std::string decide(const job& j, const generations& g, const std::map<int, rank_end>& ends) {
+/// The verdict: a user's stop when one was recorded; else 0 when every member of the last generation ended
+/// with 0, else the lowest member's that did not (a member of a lost node: 1).
+std::string decide(const job& j, int round, const generations& g, const std::map<int, rank_end>& ends) {
+  if (auto stop = user_stop_recorded(*j.store, round))
+    return std::to_string(128 + stop->second) + " node " + std::to_string(stop->first) +
+           "'s ddprun got signal " + std::to_string(stop->second) + " from the user, which stops every node";
   for (int r : g.members()) {
     auto at = ends.find(r);
     if (at == ends.end())
@@ -93,7 +105,7 @@ int host_end(job& j, int round, const std::vector<rank_end>& own) {
   bool said = false;
   const auto since = clock::now();
   while (!waiting.empty()) {
-    if (auto code = interrupted(j)) return *code;
+    if (auto code = interrupted(j, round)) return *code;
     for (auto it = waiting.begin(); it != waiting.end();) {
       if (auto v = store.try_get(ipr_key(round, "done/" + std::to_string(*it)))) {
         read_ends(*v, ends);
@@ -119,7 +131,7 @@ int host_end(job& j, int round, const std::vector<rank_end>& own) {
   }
   generations g(j.nnodes * j.nproc);
   g.update(store, round);
-  const auto v = decide(j, g, ends);
+  const auto v = decide(j, round, g, ends);
   store.set(ipr_key(round, "verdict"), v);
   // Each live node reads the verdict from this store: keep serving until it has, or is lost.
   const auto deadline = clock::now() + heartbeat_timeout(j);
@@ -130,13 +142,14 @@ int host_end(job& j, int round, const std::vector<rank_end>& own) {
 }
 
 int member_end(job& j, int round, const std::vector<rank_end>& own) {
+  std::string v;
   try {
     j.store->set(ipr_key(round, "done/" + std::to_string(j.node_rank)), ends_text(own));
     for (;;) {
-      if (auto code = interrupted(j)) return *code;
-      if (auto v = j.store->try_get(ipr_key(round, "verdict"))) {
-        j.store->set(ipr_key(round, "read/" + std::to_string(j.node_rank)), "1");
-        return say_verdict(j, *v);
+      if (auto code = interrupted(j, round)) return *code;
+      if (auto got = j.store->try_get(ipr_key(round, "verdict"))) {
+        v = *got;
+        break;
       }
       std::this_thread::sleep_for(look_every);
     }
@@ -144,51 +157,22 @@ int member_end(job& j, int round, const std::vector<rank_end>& own) {
     std::fprintf(stderr, "ddprun: %s\n", store_host_lost(j, e.what()).c_str());
     return 1;
   }
+  // The receipt only shortens node 0's wait: it may have stopped waiting (and serving) already.
+  try {
+    j.store->set(ipr_key(round, "read/" + std::to_string(j.node_rank)), "1");
+  } catch (const std::exception&) {}
+  return say_verdict(j, v);
 }
 
 } // namespace
 
 bool recovers_across_nodes(const job& j) { return j.in_process_recovery && j.nnodes > 1 && !j.is_elastic(); }
 
-generations::generations(int world_size) {
-  for (int r = 0; r < world_size; ++r)
-    members_.push_back(r);
-}
-
-bool generations::update(ddp::tcp_store& store, int round) {
-  bool fresh = false;
-  for (;;) {
-    auto v =
-        store.try_get("r" + std::to_string(round) + "/meet/g" + std::to_string(latest_ + 1) + "/members");
-    if (!v) return fresh;
-    // Each member is named by its rank in the generation before: follow it back to its job rank.
-    std::vector<int> next;
-    std::istringstream in(*v);
-    for (int old = 0, node = 0; in >> old >> node;)
-      if (old >= 0 && old < static_cast<int>(members_.size()))
-        next.push_back(members_[static_cast<std::size_t>(old)]);
-    members_ = std::move(next);
-    ++latest_;
-    fresh = true;
-  }
-}
-
-bool generations::member(int job_rank) const {
-  return std::find(members_.begin(), members_.end(), job_rank) != members_.end();
-}
-
 int run_recovery_job(job& j) {
   std::unique_ptr<agent_heartbeat> beat; // node 0 serves the store: its loss is the job's end
   if (!j.store->is_server()) beat = std::make_unique<agent_heartbeat>(j, j.node_rank);
   const round_outcome res = run_round(j, 0);
   if (res.store_host_lost) return 1;
-  if (res.user_signal) {
-    // The user ends this node: node 0 learns of it from the record (or the heartbeat's lapse).
-    if (!j.store->is_server()) try {
-        j.store->set(ipr_key(0, "done/" + std::to_string(j.node_rank)), ends_text(res.ends));
-      } catch (const std::exception&) {}
-    return res.exit_code;
-  }
   return end_recovery_job(j, 0, res.ends);
 }
 
@@ -202,6 +186,19 @@ int end_recovery_job(job& j, int round, const std::vector<rank_end>& ends) {
     }
   }
   return member_end(j, round, ends);
+}
+
+void record_user_stop(ddp::tcp_store& store, int round, int node, int sig) {
+  store.set(ipr_key(round, "user_stop"), std::to_string(node) + " " + std::to_string(sig));
+}
+
+std::optional<std::pair<int, int>> user_stop_recorded(ddp::tcp_store& store, int round) {
+  auto v = store.try_get(ipr_key(round, "user_stop"));
+  if (!v) return std::nullopt;
+  std::istringstream in(*v);
+  std::pair<int, int> stop{0, 0};
+  if (!(in >> stop.first >> stop.second)) return std::nullopt;
+  return stop;
 }
 
 std::string store_host_lost(const job& j, const std::string& why) {

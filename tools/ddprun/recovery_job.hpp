@@ -12,12 +12,25 @@
 // else the code of the lowest such rank that did not; it writes that verdict
 // (ddprun/r<k>/ipr/verdict), waits up to the heartbeat timeout for each live node to say it
 // read it, and exits with it, as every other agent does.
+//
+// Note [A user's signal across nodes]
+// A SIGINT, SIGTERM or SIGQUIT to one agent ends the job on every node with one exit code,
+// 128 + signal: the signalled agent forwards it to its ranks and records "<node> <signal>"
+// (ddprun/r<k>/ipr/user_stop); every agent looks for that record with the generations and stops
+// its own ranks the same way; node 0's verdict names the stop whatever the ranks' codes. Node 0
+// writes that verdict before its store goes, so no node reads the stop as the store's host lost.
+// A signal to an agent waiting for the job's end once a stop is recorded (a second one) ends
+// that agent at once, with 128 + signal. One after the verdict was written changes nothing:
+// the job had ended.
 #pragma once
 
+#include "generations.hpp"
 #include "options.hpp"
 #include "round.hpp"
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ddprun {
@@ -26,22 +39,11 @@ namespace ddprun {
 /// and waits for the job's verdict).
 bool recovers_across_nodes(const job& j);
 
-/// The job ranks of each generation, read from what the survivors' meetings publish
-/// ("r<k>/meet/g<g>/members": one "<rank in generation g-1> <node>" line per member).
-class generations {
-public:
-  explicit generations(int world_size);
-  /// Reads the generations published since the last look; whether there was a new one.
-  /// Throws when the store does not answer.
-  bool update(ddp::tcp_store& store, int round);
-  int latest() const { return latest_; } ///< 0 until a meeting published generation 1
-  bool member(int job_rank) const;
-  const std::vector<int>& members() const { return members_; } ///< the latest's job ranks, in rank order
-
-private:
-  int latest_ = 0;
-  std::vector<int> members_;
-};
+/// A user's signal to one agent stops the whole job (Note [A user's signal across nodes]): the
+/// agent records it in the store, where every other agent looks for it.
+void record_user_stop(ddp::tcp_store& store, int round, int node, int sig);
+/// The recorded stop: {node, signal}, or nothing. Throws when the store does not answer.
+std::optional<std::pair<int, int>> user_stop_recorded(ddp::tcp_store& store, int round);
 
 /// The job on this node: its ranks' one round (run_round), then the job's end below; the other
 /// nodes' agents beat their heartbeat throughout. Returns ddprun's exit code.

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <optional>
 #include <poll.h>
 #include <sys/wait.h>
 #include <thread>
@@ -74,6 +75,19 @@ private:
   /// The user asked: forward at once, and kill after the grace period whatever happens.
   void on_user_signal(int sig) {
     std::fprintf(stderr, "ddprun: got signal %d, forwarding it to every rank\n", sig);
+    if (recovers_across_nodes(j_) && !store_host_lost_ && !res_.user_signal) try {
+        record_user_stop(*j_.store, round_, j_.node_rank, sig);
+        std::fprintf(stderr, "ddprun: node %d: asking every node to stop its ranks (--in-process-recovery)\n",
+                     j_.node_rank);
+      } catch (const std::exception& e) { // the store's host is lost: read_generations says so
+        std::fprintf(stderr, "ddprun: node %d: could not ask the other nodes to stop: %s\n", j_.node_rank,
+                     e.what());
+      }
+    stop_for_user(sig);
+  }
+
+  void stop_for_user(int sig) {
+    recovery_deadline_ = never; // the ranks stop: no generation is awaited
     signal_ranks(ranks_, sig);
     term_at_ = never;
     if (kill_at_ == never) kill_at_ = clock::now() + grace_;
@@ -119,7 +133,7 @@ private:
     }
     failures_.push_back({r.dying_ns ? r.dying_ns : pass_ns, WIFSIGNALED(status) ? 0 : 1, r.rank,
                          describe(status), exit_code_of(status), false});
-    if (j_.in_process_recovery && !store_host_lost_) {
+    if (j_.in_process_recovery && !store_host_lost_ && !res_.user_signal) {
       // The survivors recover in their own processes (ddp::elastic::run): nobody is stopped.
       std::fprintf(stderr, "ddprun: rank %d (pid %d) %s; the other ranks go on (--in-process-recovery)\n",
                    r.rank, r.pid, describe(status).c_str());
@@ -230,6 +244,25 @@ private:
     if (!recovers_across_nodes(j_) || store_host_lost_ || clock::now() < next_generation_check_) return;
     next_generation_check_ = clock::now() + store_check_every;
     if (read_generations() && generations_.latest() > 0) arm_recovery_watch();
+    if (!store_host_lost_ && !res_.user_signal) follow_user_stop();
+  }
+
+  /// Another node's agent got the user's signal: this node's ranks stop the same way
+  /// (Note [A user's signal across nodes]).
+  void follow_user_stop() {
+    std::optional<std::pair<int, int>> stop;
+    try {
+      stop = user_stop_recorded(*j_.store, round_);
+    } catch (const std::exception&) {
+      return; // the next read of the generations says the store's host is lost
+    }
+    if (!stop) return;
+    std::fprintf(
+        stderr,
+        "ddprun: node %d: node %d's ddprun got signal %d from the user: forwarding it to this node's "
+        "ranks (--in-process-recovery)\n",
+        j_.node_rank, stop->first, stop->second);
+    stop_for_user(stop->second);
   }
 
   /// Reads the generations the meetings published; false when the store does not answer, which
@@ -371,6 +404,12 @@ private:
       res_.ends.push_back({r.rank,
                            WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 ? 0 : exit_code_of(r.status),
                            describe(r.status)});
+    // Across nodes the job's end is decided for every node at once (recovery_job.hpp): a
+    // verdict for this node alone would contradict it.
+    if (recovers_across_nodes(j_)) {
+      res_.failed = job_failed(failures_) || res_.user_signal;
+      return res_;
+    }
     if (j_.in_process_recovery && !res_.user_signal && !failures_.empty() && survivors_finished()) {
       std::fprintf(stderr,
                    "ddprun: %zu rank%s failed (the first: rank %d, which %s); the others recovered in their "
