@@ -2,10 +2,13 @@
 # dist.netns.recovery: in-process recovery across two nodes. Runs inside tests/netns/netns.sh
 # (two network namespaces joined by a veth pair): one `ddprun --in-process-recovery --nnodes 2
 # --nproc-per-node 2` per node, 4 ranks of elastic_recovery_worker (ddp::elastic::run, DDP + SGD
-# on a global batch of 6, a commit every 10 steps, Gloo on the veth). After rank 0 printed step
-# 30, one case each:
-#   rank_node1  kill -9 of rank 3 (node 1): ranks 0-2 go on at world 3
-#   rank_node0  kill -9 of rank 1 (node 0, the store's host): ranks 0, 2, 3 go on at world 3
+# on a global batch of 6, a commit every 10 steps, Gloo on the veth). The first victim named
+# pauses after its commit of step 30 (ELASTIC_PAUSE: no rank can finish before the kill, however
+# loaded the machine), then one case each:
+#   rank_node1  kill -9 of rank 3 (node 1): ranks 0-2 go on at world 3; rank 2 then exits 7
+#               after finishing well (ELASTIC_EXIT), and both nodes' ddprun must exit 7
+#   rank_node0  kill -9 of ranks 0 and 1 (all of node 0's, the store's host): ranks 2 and 3 go
+#               on at world 2 while node 0's ddprun serves the store with no rank of its own
 #   node1_lost  kill -9 of node 1's ddprun and both its ranks: ranks 0 and 1 go on at world 2,
 #               and node 0's ddprun serves until node 1's heartbeat lapses, then exits 0
 #   stuck_left_out  rank 3 stuck outside collectives (DDP_TIMEOUT=2s) when rank 1 is killed: the
@@ -16,13 +19,18 @@
 # The survivors must finish in the processes that started (PIDs printed at start and at the
 # end), in generation 1, with the parameters of single-process training (the worker's oracle,
 # 1e-5 relative) and of an uninterrupted run on the same two nodes (TOL), and every live
-# node's ddprun must exit 0. Prints RECOVERY_MS: the kill to the survivors' first step.
+# node's ddprun must exit 0 (7 in rank_node1), with no verdict of its own node's beside the job's.
+# Prints RECOVERY_MS: the kill to the survivors' first step.
 #   twice       (only when named) rank 2 killed after step 30, then rank 1 after world 3's step 60:
 #               ranks 0 and 3 go on at generation 2 of world 2
 #   link_down   (only when named) node 1's veth goes down: node 0's ranks go on at world 2 and its
 #               ddprun exits 0; node 1's ddprun exits non-zero, saying the store's host was lost
+#   user_stop   (only when named) SIGTERM to node 1's ddprun, then in a second job to node 0's,
+#               while rank 3 pauses: every rank stops and both nodes' ddprun exit 143, naming
+#               the user's signal
 #   tests/netns/netns.sh -- sh tests/netns/recovery.sh DDPRUN ELASTIC_RECOVERY_WORKER [CASE...]
-# (every case but link_down by default; the uninterrupted run first in any case).
+# (every case but twice, link_down and user_stop by default; the uninterrupted run first in any
+# case). DDP_KEEP=1 keeps the work folder (the nodes' output: NAME.0, NAME.1) for a look.
 set -u
 ddprun=$1; worker=$2; shift 2
 cases=$*
@@ -30,7 +38,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/ddp-netns-recovery.XXXXXX")
 pids=""
 cleanup() {
   for p in $pids; do kill -9 "$p" 2>/dev/null; done
-  rm -rf "$work"
+  [ -n "${DDP_KEEP:-}" ] || rm -rf "$work"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
@@ -79,13 +87,22 @@ finish() {
 }
 pid_of() { sed -n "s/^PID rank=$1 pid=\([0-9]*\)\$/\1/p" "$work/$name.0" "$work/$name.1"; }
 
-# kill_after_step_30 NAME RANKS... [agent0|agent1]: once rank 0 printed step 30, kill -9 of
-# those ranks (and that node's ddprun); sets last_step and kill_ns.
+# kill_after_step_30 NAME RANKS... [agent0|agent1]: once the first rank named paused after its
+# commit of step 30 (or $trigger_rank did, or rank 0 printed step 30 when no rank is named), kill
+# -9 of those ranks (and that node's ddprun); sets last_step and kill_ns.
 kill_after_step_30() {
   name=$1; shift
+  paused=
+  if [ "$trigger_rank" = 0 ]; then
+    for v in "$@"; do case $v in [0-9]) paused=$v; break ;; esac; done
+  fi
+  if [ -n "$paused" ]; then export ELASTIC_PAUSE=$paused:30:600000; fi
   start "$name"
+  if [ -n "$paused" ]; then unset ELASTIC_PAUSE; fi
   i=0
-  if [ "$trigger_rank" = 0 ]; then trigger='^STEP 30 world=4$'; else trigger="^PAUSED rank=$trigger_rank step=30\$"; fi
+  if [ -n "$paused" ]; then trigger="^PAUSED rank=$paused step=30\$"
+  elif [ "$trigger_rank" = 0 ]; then trigger='^STEP 30 world=4$'
+  else trigger="^PAUSED rank=$trigger_rank step=30\$"; fi
   until cat "$work/$name.0" "$work/$name.1" 2>/dev/null | grep -q "$trigger"; do
     i=$((i + 1)); [ $i -le 600 ] || fail "$name: '$trigger' not seen within 30 s"
     sleep 0.05
@@ -125,8 +142,19 @@ survived() {
   for f in $(cat "$work/$name.0" "$work/$name.1" | sed -n "s/^RECOVERED generation=$gen .*from_step=\([0-9]*\) .*/\1/p"); do
     [ "$f" -ge "$last_step" ] || fail "$name: resumed from step $f, older than the last commit before the kill ($last_step)"
   done
+  one_verdict "$name"
   first=$(cat "$work/$name.0" "$work/$name.1" | sed -n "s/^RECOVERED generation=$gen .*first_step_ns=\([0-9]*\)\$/\1/p" | sort -n | head -1)
   echo "RECOVERY_MS $(( (first - kill_ns) / 1000000 )) ($name: the kill to the first step of world $world)"
+}
+
+# one_verdict NAME: no node's ddprun gave a verdict of its own node's ranks beside the job's.
+one_verdict() {
+  for n in 0 1; do
+    ! grep -E "the first rank to fail was|the others recovered in their processes" "$work/$1.$n" ||
+      fail "$1: node $n's ddprun gave its own node's verdict beside the job's"
+    [ "$(grep -c '(ddprun exits with [0-9]*; --in-process-recovery)' "$work/$1.$n")" -le 1 ] ||
+      fail "$1: node $n's ddprun gave more than one verdict"
+  done
 }
 
 # The uninterrupted run on the same two nodes: the reference parameters.
@@ -136,18 +164,26 @@ finish 0; rc0=$rc; finish 1
 [ "$(cat "$work/ref.0" "$work/ref.1" | grep -c '^RESULT ok job_rank=[0-3] .*generation=0 world=4 ')" -eq 4 ] ||
   fail "ref: not every rank finished ok at world 4"
 
+# A survivor, rank 2, exits 7 after finishing well: the job's verdict, on both nodes, is its code.
 case_rank_node1() {
+  export ELASTIC_EXIT=2:7
   kill_after_step_30 rank_node1 3
+  unset ELASTIC_EXIT
   finish 0; rc0=$rc; finish 1
-  [ $rc0 -eq 0 ] && [ $rc -eq 0 ] || fail "rank_node1: the nodes' ddprun exited with $rc0 and $rc"
+  [ $rc0 -eq 7 ] && [ $rc -eq 7 ] || fail "rank_node1: the nodes' ddprun exited with $rc0 and $rc, not 7 (rank 2's code)"
+  for n in 0 1; do
+    grep -q "the job failed: rank 2 of generation 1 exited with code 7" "$work/rank_node1.$n" ||
+      fail "rank_node1: node $n's ddprun did not name rank 2's exit with 7 as the job's end"
+  done
   survived rank_node1 3 0 1 2
 }
 
+# Every rank of node 0 killed: its ddprun serves the store with no rank of its own until node 1's end.
 case_rank_node0() {
-  kill_after_step_30 rank_node0 1
+  kill_after_step_30 rank_node0 1 0
   finish 0; rc0=$rc; finish 1
   [ $rc0 -eq 0 ] && [ $rc -eq 0 ] || fail "rank_node0: the nodes' ddprun exited with $rc0 and $rc"
-  survived rank_node0 3 0 2 3
+  survived rank_node0 2 2 3
 }
 
 case_node1_lost() {
@@ -231,6 +267,36 @@ case_twice() {
   gen=2
   survived twice 2 0 3
   gen=1
+}
+
+# The user's SIGTERM to one node's ddprun (node 1's, then node 0's, the store's host) while rank 3
+# pauses after step 10: every rank on both nodes stops, and both ddprun exit 143 with one verdict.
+case_user_stop() {
+  for who in 1 0; do
+    name=user_stop$who
+    export ELASTIC_PAUSE=3:10:600000
+    start $name
+    unset ELASTIC_PAUSE
+    i=0
+    until grep -q '^PAUSED rank=3 step=10$' "$work/$name.1" 2>/dev/null; do
+      i=$((i + 1)); [ $i -le 600 ] || fail "$name: rank 3's pause not seen within 30 s"
+      sleep 0.05
+    done
+    eval "kill -TERM \$agent$who"
+    kill_ns=$(date +%s%N)
+    finish 0; rc0=$rc; finish 1
+    took=$(( ($(date +%s%N) - kill_ns) / 1000000 ))
+    [ $rc0 -eq 143 ] && [ $rc -eq 143 ] || fail "$name: the nodes' ddprun exited with $rc0 and $rc, not 143"
+    for m in 0 1; do
+      grep -q "the job failed: node $who's ddprun got signal 15 from the user" "$work/$name.$m" ||
+        fail "$name: node $m's ddprun did not name node $who's signal as the job's end"
+      ! grep -E "the other ranks go on|the store's host .* was lost" "$work/$name.$m" ||
+        fail "$name: node $m's ddprun took the user's signal for a failure"
+    done
+    one_verdict $name
+    grep -q '^RESULT' "$work/$name.0" "$work/$name.1" && fail "$name: a rank finished though the user stopped the job"
+    echo "$name: both ddprun exited 143, $took ms after node $who's SIGTERM"
+  done
 }
 
 for c in ${cases:-rank_node1 rank_node0 node1_lost stuck_left_out host_lost}; do
