@@ -227,8 +227,9 @@ private:
       if (!r.exited && !generations_.member(r.rank)) {
         std::fprintf(
             stderr,
-            "ddprun: node %d: rank %d (pid %d) still runs though generation %d left it out, %lld s after the "
-            "failure (2 x DDP_TIMEOUT + 10 s): killing it; the generation's ranks go on "
+            "ddprun: node %d: rank %d (pid %d) still runs though generation %d left it out, %lld s "
+            "after this node saw a failure or a new generation (2 x DDP_TIMEOUT + 10 s): killing it; the "
+            "generation's ranks go on "
             "(--in-process-recovery)\n",
             j_.node_rank, r.rank, static_cast<int>(r.pid), generations_.latest(),
             static_cast<long long>(
