@@ -24,7 +24,8 @@
 //   elastic_rendezvous   how the agents meet in a round, and who is in it
 //   elastic_wait         the agents' waits between rounds, each with a deadline
 //   agent_heartbeat      agents' liveness, as the store's host sees it
-//   recovery_job         --in-process-recovery across nodes: the generations, the job's end
+//   recovery_job         --in-process-recovery across nodes: the job's end, a user's stop
+//   generations          the generations every node's agent follows in the store
 //   crash_report_library where --crash-report finds libddp_crash_report.so
 //
 // --crash-report preloads libddp_crash_report.so (tools/dev/crash_report.cpp) into every rank: a
