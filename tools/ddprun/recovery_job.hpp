@@ -1,5 +1,5 @@
-// In-process recovery across nodes (--in-process-recovery with --nnodes N > 1): the generations
-// every node's agent follows in the store, and how the agents agree that the job has ended.
+// In-process recovery across nodes (--in-process-recovery with --nnodes N > 1): how the agents
+// agree that the job has ended, and a user's stop; the generations they follow: generations.hpp.
 //
 // Note [The end of a job that recovers across nodes]
 // Node 0's agent serves the store, and its ranks may all be lost while survivors train on other
@@ -9,9 +9,9 @@
 // its agent's heartbeat to lapse (--heartbeat-timeout: a node lost, its ranks count as failed),
 // with no other bound: a live node's ranks may run for days. It then decides for the job: 0
 // when every member of the last generation the survivors' meetings published ended with 0,
-// else the code of the lowest such rank that did not; it writes that verdict
-// (ddprun/r<k>/ipr/verdict), waits up to the heartbeat timeout for each live node to say it
-// read it, and exits with it, as every other agent does.
+// else the code of the lowest such rank that did not (a user's stop comes first: below); it writes that
+// verdict (ddprun/r<k>/ipr/verdict), waits up to the heartbeat timeout for each live node to say it read it,
+// and exits with it, as every other agent does.
 //
 // Note [A user's signal across nodes]
 // A SIGINT, SIGTERM or SIGQUIT to one agent ends the job on every node with one exit code,
