@@ -2,8 +2,7 @@
 
 #include "agent_heartbeat.hpp"
 #include "signals.hpp"
-
-#include <ddp/detail/common/env.hpp>
+#include "verdict.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -44,47 +43,39 @@ std::chrono::milliseconds heartbeat_timeout(const job& j) {
   return std::chrono::milliseconds(static_cast<long>(j.elastic.heartbeat_timeout * 1000));
 }
 
-/// A user's SIGINT, SIGTERM or SIGQUIT while the agent waits for the job's end: the first asks
-/// every node to stop (Note [A user's signal across nodes]); one after that, when the stop was
-/// already recorded, ends this agent at once with 128 + signal. Throws when the store does not answer.
-std::optional<int> interrupted(job& j, int round) {
+/// What an agent waiting for the job's end knows of the user's signals.
+struct end_wait {
+  bool signalled = false;                      ///< this agent got one already (in its round, or here)
+  std::optional<std::pair<int, int>> stop;     ///< the stop recorded: {node, signal}
+};
+
+/// A user's SIGINT, SIGTERM or SIGQUIT while the agent waits for the job's end: this agent's first
+/// asks every node to stop, unless a stop was recorded already (Note [A user's signal across
+/// nodes]); its second ends this agent at once with 128 + signal. Throws when the store does not answer.
+std::optional<int> interrupted(job& j, int round, end_wait& w) {
   auto sig = take_user_signal();
   if (!sig) return std::nullopt;
-  if (!user_stop_recorded(*j.store, round)) {
-    std::fprintf(stderr,
-                 "ddprun: node %d: got signal %d: asking every node to stop its ranks; a second signal "
-                 "ends this node's ddprun at once (--in-process-recovery)\n",
+  if (w.signalled) {
+    std::fprintf(stderr, "ddprun: node %d: got a second signal (%d) while waiting for the job's end; exiting\n",
                  j.node_rank, *sig);
-    record_user_stop(*j.store, round, j.node_rank, *sig);
+    return 128 + *sig;
+  }
+  w.signalled = true;
+  if (!w.stop) w.stop = user_stop_recorded(*j.store, round);
+  if (w.stop) {
+    std::fprintf(stderr,
+                 "ddprun: node %d: got signal %d: the job is stopping already (node %d's signal %d); waiting "
+                 "for its end; a second signal ends this node's ddprun at once (--in-process-recovery)\n",
+                 j.node_rank, *sig, w.stop->first, w.stop->second);
     return std::nullopt;
   }
-  std::fprintf(stderr, "ddprun: node %d: got signal %d while waiting for the job's end; exiting\n",
+  std::fprintf(stderr,
+               "ddprun: node %d: got signal %d: asking every node to stop its ranks; a second signal "
+               "ends this node's ddprun at once (--in-process-recovery)\n",
                j.node_rank, *sig);
-  return 128 + *sig;
-}
-
-/// The verdict: a user's stop when one was recorded; else 0 when every member of the last generation ended
-/// with 0, else the lowest member's that did not (a member of a lost node: 1).
-std::string decide(const job& j, int round, const generations& g, const std::map<int, rank_end>& ends) {
-  if (auto stop = user_stop_recorded(*j.store, round))
-    return std::to_string(128 + stop->second) + " node " + std::to_string(stop->first) +
-           "'s ddprun got signal " + std::to_string(stop->second) + " from the user, which stops every node";
-  for (int r : g.members()) {
-    auto at = ends.find(r);
-    if (at == ends.end())
-      return "1 rank " + std::to_string(r) + " of generation " + std::to_string(g.latest()) +
-             " was on node " + std::to_string(r / j.nproc) + ", which was lost";
-    if (at->second.code != 0)
-      return std::to_string(at->second.code) + " rank " + std::to_string(r) + " of generation " +
-             std::to_string(g.latest()) + " " + at->second.what;
-  }
-  return "0 every rank of generation " + std::to_string(g.latest()) + " (" +
-         std::to_string(g.members().size()) + " ranks) finished well";
-}
-
-int verdict_code(const std::string& v) {
-  auto code = ddp::detail::parse_int(std::string_view(v).substr(0, v.find(' ')));
-  return code && *code >= 0 && *code < 256 ? static_cast<int>(*code) : 1;
+  record_user_stop(*j.store, round, j.node_rank, *sig);
+  w.stop = {j.node_rank, *sig};
+  return std::nullopt;
 }
 
 int say_verdict(const job& j, const std::string& v) {
@@ -94,7 +85,7 @@ int say_verdict(const job& j, const std::string& v) {
   return code;
 }
 
-int host_end(job& j, int round, const std::vector<rank_end>& own) {
+int host_end(job& j, int round, const std::vector<rank_end>& own, end_wait& w) {
   ddp::tcp_store& store = *j.store;
   std::map<int, rank_end> ends;
   read_ends(ends_text(own), ends);
@@ -105,7 +96,7 @@ int host_end(job& j, int round, const std::vector<rank_end>& own) {
   bool said = false;
   const auto since = clock::now();
   while (!waiting.empty()) {
-    if (auto code = interrupted(j, round)) return *code;
+    if (auto code = interrupted(j, round, w)) return *code;
     for (auto it = waiting.begin(); it != waiting.end();) {
       if (auto v = store.try_get(ipr_key(round, "done/" + std::to_string(*it)))) {
         read_ends(*v, ends);
@@ -131,29 +122,35 @@ int host_end(job& j, int round, const std::vector<rank_end>& own) {
   }
   generations g(j.nnodes * j.nproc);
   g.update(store, round);
-  const auto v = decide(j, round, g, ends);
+  const auto v = decide_verdict(user_stop_recorded(store, round), g, ends, j.nproc);
   store.set(ipr_key(round, "verdict"), v);
   // Each live node reads the verdict from this store: keep serving until it has, or is lost.
   const auto deadline = clock::now() + heartbeat_timeout(j);
   for (int n : live)
-    while (!store.check({ipr_key(round, "read/" + std::to_string(n))}) && clock::now() < deadline)
+    while (!store.check({ipr_key(round, "read/" + std::to_string(n))}) && clock::now() < deadline &&
+           !hb.lapsed(store, n))
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
   return say_verdict(j, v);
 }
 
-int member_end(job& j, int round, const std::vector<rank_end>& own) {
+int member_end(job& j, int round, const std::vector<rank_end>& own, end_wait& w) {
   std::string v;
   try {
     j.store->set(ipr_key(round, "done/" + std::to_string(j.node_rank)), ends_text(own));
     for (;;) {
-      if (auto code = interrupted(j, round)) return *code;
+      if (auto code = interrupted(j, round, w)) return *code;
       if (auto got = j.store->try_get(ipr_key(round, "verdict"))) {
         v = *got;
         break;
       }
+      if (!w.stop) w.stop = user_stop_recorded(*j.store, round);
       std::this_thread::sleep_for(look_every);
     }
   } catch (const std::exception& e) {
+    if (w.stop) {
+      std::fprintf(stderr, "ddprun: %s\n", store_host_lost_after_stop(j, *w.stop, e.what()).c_str());
+      return 128 + w.stop->second;
+    }
     std::fprintf(stderr, "ddprun: %s\n", store_host_lost(j, e.what()).c_str());
     return 1;
   }
@@ -172,22 +169,27 @@ int run_recovery_job(job& j) {
   std::unique_ptr<agent_heartbeat> beat; // node 0 serves the store: its loss is the job's end
   if (!j.store->is_server()) beat = std::make_unique<agent_heartbeat>(j, j.node_rank);
   const round_outcome res = run_round(j, 0);
-  if (res.store_host_lost) return 1;
-  return end_recovery_job(j, 0, res.ends);
+  // The round said why: the store's host lost, after the user's stop or not.
+  if (res.store_host_lost) return res.user_stop ? 128 + res.user_stop->second : 1;
+  return end_recovery_job(j, 0, res);
 }
 
-int end_recovery_job(job& j, int round, const std::vector<rank_end>& ends) {
+int end_recovery_job(job& j, int round, const round_outcome& res) {
+  end_wait w{res.signalled_here, res.user_stop};
+  const auto& ends = res.ends;
   if (j.store->is_server()) {
     try {
-      return host_end(j, round, ends);
+      return host_end(j, round, ends, w);
     } catch (const std::exception& e) { // its own store, in process: only a bug gets here
       std::fprintf(stderr, "ddprun: node 0: could not decide how the job ended: %s\n", e.what());
       return 1;
     }
   }
-  return member_end(j, round, ends);
+  return member_end(j, round, ends, w);
 }
 
+// Not restarts' ddprun/stop: that one is a note for a human ("interrupted on node N"), written
+// after the round; this one is read while the ranks run, and carries the signal every node forwards.
 void record_user_stop(ddp::tcp_store& store, int round, int node, int sig) {
   store.set(ipr_key(round, "user_stop"), std::to_string(node) + " " + std::to_string(sig));
 }
@@ -206,6 +208,14 @@ std::string store_host_lost(const job& j, const std::string& why) {
          std::to_string(j.store_port) + ") was lost or does not answer (" + why +
          "): in-process recovery across nodes cannot go on without the node that serves its store; "
          "ending (docs/elastic.md, In-process recovery)";
+}
+
+std::string store_host_lost_after_stop(const job& j, std::pair<int, int> stop, const std::string& why) {
+  return "node " + std::to_string(j.node_rank) + ": the store's host (node 0, " + j.master_addr + ":" +
+         std::to_string(j.store_port) + ") went silent (" + why + ") once node " + std::to_string(stop.first) +
+         "'s ddprun had got signal " + std::to_string(stop.second) +
+         " from the user, which stops every node: ending with " + std::to_string(128 + stop.second) +
+         " (--in-process-recovery)";
 }
 
 } // namespace ddprun

@@ -15,13 +15,15 @@
 //
 // Note [A user's signal across nodes]
 // A SIGINT, SIGTERM or SIGQUIT to one agent ends the job on every node with one exit code,
-// 128 + signal: the signalled agent forwards it to its ranks and records "<node> <signal>"
+// 128 + signal: the signalled agent forwards it to its ranks, then records "<node> <signal>"
 // (ddprun/r<k>/ipr/user_stop); every agent looks for that record with the generations and stops
 // its own ranks the same way; node 0's verdict names the stop whatever the ranks' codes. Node 0
-// writes that verdict before its store goes, so no node reads the stop as the store's host lost.
-// A signal to an agent waiting for the job's end once a stop is recorded (a second one) ends
-// that agent at once, with 128 + signal. One after the verdict was written changes nothing:
-// the job had ended.
+// writes that verdict before its store goes, so no node reads the stop as the store's host lost;
+// a node that knows of the stop and then finds the store's host silent ends with 128 + signal too.
+// An agent whose ranks have all ended takes its first signal the same way (it records the stop,
+// unless one is recorded already) and waits for the verdict; only its own second signal (the
+// first may have come in its round) ends it at once, with 128 + signal. A signal after the
+// verdict was written changes nothing: the job had ended.
 #pragma once
 
 #include "generations.hpp"
@@ -53,9 +55,11 @@ int run_recovery_job(job& j);
 /// store's host decides it (Note [The end of a job that recovers across nodes]). The store's
 /// host first waits for the other nodes; another node waits for the verdict, and ends with 1,
 /// naming the store's host, when it is lost.
-int end_recovery_job(job& j, int round, const std::vector<rank_end>& ends);
+int end_recovery_job(job& j, int round, const round_outcome& res);
 
 /// The message for a store's host that no longer answers (`why`: the store's error).
 std::string store_host_lost(const job& j, const std::string& why);
+/// The same once the user's stop ({node, signal}) was known: the stop is the job's end.
+std::string store_host_lost_after_stop(const job& j, std::pair<int, int> stop, const std::string& why);
 
 } // namespace ddprun

@@ -72,18 +72,23 @@ private:
     ::poll(fds.data(), fds.size(), static_cast<int>(at_most.count()));
   }
 
-  /// The user asked: forward at once, and kill after the grace period whatever happens.
+  /// The user asked: forward at once, and kill after the grace period whatever happens; across
+  /// nodes, then ask the other nodes to stop (the store may be slow to answer: the ranks come first).
   void on_user_signal(int sig) {
     std::fprintf(stderr, "ddprun: got signal %d, forwarding it to every rank\n", sig);
-    if (recovers_across_nodes(j_) && !store_host_lost_ && !res_.user_signal) try {
-        record_user_stop(*j_.store, round_, j_.node_rank, sig);
-        std::fprintf(stderr, "ddprun: node %d: asking every node to stop its ranks (--in-process-recovery)\n",
-                     j_.node_rank);
-      } catch (const std::exception& e) { // the store's host is lost: read_generations says so
-        std::fprintf(stderr, "ddprun: node %d: could not ask the other nodes to stop: %s\n", j_.node_rank,
-                     e.what());
-      }
+    const bool stop_known = res_.user_signal;
     stop_for_user(sig);
+    res_.signalled_here = true;
+    if (!recovers_across_nodes(j_) || stop_known) return;
+    res_.user_stop = {j_.node_rank, sig};
+    if (store_host_lost_) return;
+    try {
+      record_user_stop(*j_.store, round_, j_.node_rank, sig);
+      std::fprintf(stderr, "ddprun: node %d: asking every node to stop its ranks (--in-process-recovery)\n",
+                   j_.node_rank);
+    } catch (const std::exception& e) {
+      lose_store_host(e.what());
+    }
   }
 
   void stop_for_user(int sig) {
@@ -264,6 +269,7 @@ private:
         "ranks (--in-process-recovery)\n",
         j_.node_rank, stop->first, stop->second);
     stop_for_user(stop->second);
+    res_.user_stop = stop;
   }
 
   /// Reads the generations the meetings published; false when the store does not answer, which
@@ -276,12 +282,23 @@ private:
         std::fprintf(stderr, "ddprun: the store does not answer: %s\n", e.what());
         return false;
       }
-      std::fprintf(stderr, "ddprun: %s\n", store_host_lost(j_, e.what()).c_str());
-      store_host_lost_ = res_.store_host_lost = true;
-      recovery_deadline_ = never;
-      stop_for_remote_failure("the store's host (node 0) was lost", 1);
+      lose_store_host(e.what());
       return false;
     }
+  }
+
+  /// Across nodes, node 0's store stopped answering: this node's ranks cannot meet again, so they
+  /// stop, for the user's stop when one is known (its code stays the job's).
+  void lose_store_host(const std::string& why) {
+    if (store_host_lost_) return;
+    store_host_lost_ = res_.store_host_lost = true;
+    recovery_deadline_ = never;
+    if (res_.user_stop) {
+      std::fprintf(stderr, "ddprun: %s\n", store_host_lost_after_stop(j_, *res_.user_stop, why).c_str());
+      return; // the ranks are stopping already
+    }
+    std::fprintf(stderr, "ddprun: %s\n", store_host_lost(j_, why).c_str());
+    stop_for_remote_failure("the store's host (node 0) was lost", 1);
   }
 
   /// Once the running ranks are the generation, a stopped rank is not of it (the meeting left it

@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ddprun {
@@ -29,6 +30,9 @@ struct round_outcome {
   std::string what;             ///< the failure, for the store and the final message
   std::vector<rank_end> ends;   ///< every local rank's end, in rank order
   bool store_host_lost = false; ///< in-process recovery across nodes: node 0's store stopped answering
+  bool signalled_here = false;  ///< this agent got the user's signal (user_signal: here or on another node)
+  /// Across nodes: the user's stop this agent knows of, {node, signal} (its own or another's).
+  std::optional<std::pair<int, int>> user_stop;
 };
 
 /// Under --nnodes MIN:MAX, the store's host asks this at every look at the store whether the
