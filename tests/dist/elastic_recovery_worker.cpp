@@ -32,8 +32,8 @@
 #include <functional>
 #include <string>
 #include <thread>
-#include <vector>
 #include <unistd.h>
+#include <vector>
 
 using ddp_test::mlp;
 
@@ -237,7 +237,8 @@ int recover(const std::string& out, int total, int every, int step_ms, bool brok
     for (std::string rest = p; !rest.empty();) {
       const auto comma = rest.find(',');
       pause_spec one;
-      std::sscanf(rest.substr(0, comma).c_str(), "%d:%d:%d:%d", &one.rank, &one.step, &one.ms, &one.generation);
+      std::sscanf(rest.substr(0, comma).c_str(), "%d:%d:%d:%d", &one.rank, &one.step, &one.ms,
+                  &one.generation);
       pauses.push_back(one);
       rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
     }

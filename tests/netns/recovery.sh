@@ -2,9 +2,9 @@
 # dist.netns.recovery: in-process recovery across two nodes. Runs inside tests/netns/netns.sh
 # (two network namespaces joined by a veth pair): one `ddprun --in-process-recovery --nnodes 2
 # --nproc-per-node 2` per node, 4 ranks of elastic_recovery_worker (ddp::elastic::run, DDP + SGD
-# on a global batch of 6, a commit every 10 steps, Gloo on the veth). The first victim named
-# pauses after its commit of step 30 (ELASTIC_PAUSE: no rank can finish before the kill, however
-# loaded the machine), then one case each:
+# on a global batch of 6, a commit every 10 steps, Gloo on the veth). The first victim named (or
+# $trigger_rank) pauses after its commit of step 30 (ELASTIC_PAUSE: no rank can finish before
+# the kill, however loaded the machine, and step 30 is the last commit), then one case each:
 #   rank_node1  kill -9 of rank 3 (node 1): ranks 0-2 go on at world 3; rank 2 then exits 7
 #               after finishing well (ELASTIC_EXIT), and both nodes' ddprun must exit 7
 #   rank_node0  kill -9 of ranks 0 and 1 (all of node 0's, the store's host): ranks 2 and 3 go
@@ -21,13 +21,17 @@
 # 1e-5 relative) and of an uninterrupted run on the same two nodes (TOL), and every live
 # node's ddprun must exit 0 (7 in rank_node1), with no verdict of its own node's beside the job's.
 # Prints RECOVERY_MS: the kill to the survivors' first step.
-#   twice       (only when named) rank 2 killed after step 30, then rank 1 after world 3's step 60:
-#               ranks 0 and 3 go on at generation 2 of world 2
-#   link_down   (only when named) node 1's veth goes down: node 0's ranks go on at world 2 and its
-#               ddprun exits 0; node 1's ddprun exits non-zero, saying the store's host was lost
-#   user_stop   (only when named) SIGTERM to node 1's ddprun, then in a second job to node 0's,
-#               while rank 3 pauses: every rank stops and both nodes' ddprun exit 143, naming
-#               the user's signal
+#   twice       (only when named) rank 2 killed after step 30, then rank 1 after its commit of
+#               world 3's step 60 (paused there): ranks 0 and 3 go on at generation 2 of world 2
+#   link_down   (only when named) node 1's veth goes down while rank 2 pauses: node 0's ranks go
+#               on at world 2 and its ddprun exits 0; node 1's ddprun exits non-zero, saying the
+#               store's host was lost
+#   user_stop   (only when named) while rank 3 pauses, four jobs: SIGTERM to node 1's ddprun;
+#               to node 0's; to node 0's once its ranks were killed (it waits for the job's end
+#               with none); and, node 0 again rankless and node 1's ranks deaf to SIGTERM, to
+#               node 1's ddprun then node 0's 0.3 s later (each agent its own signal, as a
+#               scheduler sends them): every rank stops and both nodes' ddprun exit 143, naming
+#               the first signal
 #   tests/netns/netns.sh -- sh tests/netns/recovery.sh DDPRUN ELASTIC_RECOVERY_WORKER [CASE...]
 # (every case but twice, link_down and user_stop by default; the uninterrupted run first in any
 # case). DDP_KEEP=1 keeps the work folder (the nodes' output: NAME.0, NAME.1) for a look.
@@ -57,7 +61,10 @@ export DDP_TIMEOUT=$timeout
 tol=1e-5
 total=120 every=10 step_ms=10
 gen=1
-trigger_rank=0 # whose line starts the kill: rank 0's STEP 30, or this rank's PAUSED (ELASTIC_PAUSE)
+trigger_rank= # who pauses after step 30, its PAUSED line starting the kill (unset: the first rank victim)
+more_pauses=  # ELASTIC_PAUSE specs beside that one
+verdict_nodes="0 1" # the nodes whose ddprun lives to give the job's verdict
+wrap=         # a program the worker runs under (deaf.sh: SIGTERM ignored)
 
 # start NAME: ddprun on both nodes in the background; output in $work/NAME.N, agents' pids in
 # $agent0 and $agent1 (`ip netns exec` execs ddprun in place).
@@ -69,7 +76,7 @@ start() {
     eval "ifc=\$DDP_NETNS_IF$n; ns=\$DDP_NETNS$n"
     GLOO_SOCKET_IFNAME=$ifc ip netns exec "$ns" "$ddprun" --in-process-recovery --heartbeat-timeout 2 \
       --grace-period 1 --nnodes 2 --node-rank $n --nproc-per-node 2 --master-addr "$DDP_NETNS_ADDR0" \
-      --master-port 29500 --no-prefix "$worker" recover "$work/$name" $total $every $step_ms \
+      --master-port 29500 --no-prefix $wrap "$worker" recover "$work/$name" $total $every $step_ms \
       >"$work/$name.$n" 2>&1 &
     eval "agent$n=\$!"
     pids="$pids $!"
@@ -87,22 +94,21 @@ finish() {
 }
 pid_of() { sed -n "s/^PID rank=$1 pid=\([0-9]*\)\$/\1/p" "$work/$name.0" "$work/$name.1"; }
 
-# kill_after_step_30 NAME RANKS... [agent0|agent1]: once the first rank named paused after its
-# commit of step 30 (or $trigger_rank did, or rank 0 printed step 30 when no rank is named), kill
-# -9 of those ranks (and that node's ddprun); sets last_step and kill_ns.
+# kill_after_step_30 NAME RANKS... [agent0|agent1|link1]: once the first rank named (or
+# $trigger_rank) paused after its commit of step 30, kill -9 of those ranks (and that node's
+# ddprun), or node 1's link down; sets last_step (30: the pause holds every rank there) and kill_ns.
 kill_after_step_30() {
   name=$1; shift
-  paused=
-  if [ "$trigger_rank" = 0 ]; then
+  paused=$trigger_rank
+  if [ -z "$paused" ]; then
     for v in "$@"; do case $v in [0-9]) paused=$v; break ;; esac; done
   fi
-  if [ -n "$paused" ]; then export ELASTIC_PAUSE=$paused:30:600000; fi
+  [ -n "$paused" ] || fail "$name: no rank to pause after step 30"
+  export ELASTIC_PAUSE=$paused:30:600000${more_pauses:+,$more_pauses}
   start "$name"
-  if [ -n "$paused" ]; then unset ELASTIC_PAUSE; fi
+  unset ELASTIC_PAUSE
   i=0
-  if [ -n "$paused" ]; then trigger="^PAUSED rank=$paused step=30\$"
-  elif [ "$trigger_rank" = 0 ]; then trigger='^STEP 30 world=4$'
-  else trigger="^PAUSED rank=$trigger_rank step=30\$"; fi
+  trigger="^PAUSED rank=$paused step=30\$"
   until cat "$work/$name.0" "$work/$name.1" 2>/dev/null | grep -q "$trigger"; do
     i=$((i + 1)); [ $i -le 600 ] || fail "$name: '$trigger' not seen within 30 s"
     sleep 0.05
@@ -115,7 +121,7 @@ kill_after_step_30() {
     *) p=$(pid_of "$v"); [ -n "$p" ] || fail "$name: rank $v printed no PID"; victims="$victims $p" ;;
     esac
   done
-  last_step=$(sed -n 's/^STEP \([0-9]*\) world=4$/\1/p' "$work/$name.0" | tail -1)
+  last_step=30
   kill_ns=$(date +%s%N)
   if [ -n "$link_down" ]; then
     ip netns exec "$DDP_NETNS1" ip link set "$DDP_NETNS_IF1" down || fail "$name: ip link set $DDP_NETNS_IF1 down"
@@ -142,18 +148,22 @@ survived() {
   for f in $(cat "$work/$name.0" "$work/$name.1" | sed -n "s/^RECOVERED generation=$gen .*from_step=\([0-9]*\) .*/\1/p"); do
     [ "$f" -ge "$last_step" ] || fail "$name: resumed from step $f, older than the last commit before the kill ($last_step)"
   done
-  one_verdict "$name"
+  one_verdict "$name" $verdict_nodes
   first=$(cat "$work/$name.0" "$work/$name.1" | sed -n "s/^RECOVERED generation=$gen .*first_step_ns=\([0-9]*\)\$/\1/p" | sort -n | head -1)
   echo "RECOVERY_MS $(( (first - kill_ns) / 1000000 )) ($name: the kill to the first step of world $world)"
 }
 
-# one_verdict NAME: no node's ddprun gave a verdict of its own node's ranks beside the job's.
+# one_verdict NAME [NODE...]: each node named (both by default) gave the job's verdict exactly once,
+# and no node a verdict of its own node's ranks.
 one_verdict() {
+  v=$1; shift
   for n in 0 1; do
-    ! grep -E "the first rank to fail was|the others recovered in their processes" "$work/$1.$n" ||
-      fail "$1: node $n's ddprun gave its own node's verdict beside the job's"
-    [ "$(grep -c '(ddprun exits with [0-9]*; --in-process-recovery)' "$work/$1.$n")" -le 1 ] ||
-      fail "$1: node $n's ddprun gave more than one verdict"
+    ! grep -E "the first rank to fail was|the others recovered in their processes" "$work/$v.$n" ||
+      fail "$v: node $n's ddprun gave its own node's verdict beside the job's"
+  done
+  for n in ${*:-0 1}; do
+    [ "$(grep -c '(ddprun exits with [0-9]*; --in-process-recovery)' "$work/$v.$n")" -eq 1 ] ||
+      fail "$v: node $n's ddprun did not give the job's verdict exactly once"
   done
 }
 
@@ -192,7 +202,9 @@ case_node1_lost() {
   finish 0
   [ $rc -eq 0 ] || fail "node1_lost: node 0's ddprun exited with $rc"
   grep -q "node 1's agent is lost" "$work/node1_lost.0" || fail "node1_lost: node 0's ddprun did not say node 1 was lost"
+  verdict_nodes=0
   survived node1_lost 2 0 1
+  verdict_nodes="0 1"
 }
 
 # A rank stuck outside collectives on node 1 (rank 3 sleeps after its commit of step 30) when
@@ -200,12 +212,11 @@ case_node1_lost() {
 # must kill it at its bound (2 x DDP_TIMEOUT + 10 s) while rank 2, a member, goes on.
 case_stuck_left_out() {
   trigger_rank=3
-  export DDP_TIMEOUT=2s ELASTIC_PAUSE=3:30:600000
+  export DDP_TIMEOUT=2s
   kill_after_step_30 stuck_left_out 1
-  unset ELASTIC_PAUSE
   finish 0; rc0=$rc; finish 1
   export DDP_TIMEOUT=$timeout
-  trigger_rank=0
+  trigger_rank=
   [ $rc0 -eq 0 ] && [ $rc -eq 0 ] || fail "stuck_left_out: the nodes' ddprun exited with $rc0 and $rc"
   grep -q "rank 3 (pid [0-9]*) still runs though generation 1 left it out" "$work/stuck_left_out.1" ||
     fail "stuck_left_out: node 1's ddprun did not kill the stuck rank the generation left out"
@@ -230,7 +241,9 @@ case_host_lost() {
 # lapses (2 s) and exits 0; node 1's ddprun finds the store's host silent and exits non-zero.
 case_link_down() {
   export DDP_TIMEOUT=4s
+  trigger_rank=2
   kill_after_step_30 link_down link1
+  trigger_rank=
   finish 0; rc0=$rc
   finish 1
   took=$(( ($(date +%s%N) - kill_ns) / 1000000 ))
@@ -241,19 +254,23 @@ case_link_down() {
   grep -q "the store's host (node 0, .*) was lost" "$work/link_down.1" ||
     fail "link_down: node 1's ddprun did not say the store's host was lost"
   grep -q "node 1's agent is lost" "$work/link_down.0" || fail "link_down: node 0's ddprun did not say node 1 was lost"
+  verdict_nodes=0
   survived link_down 2 0 1
+  verdict_nodes="0 1"
   echo "link_down: both ddprun ended $took ms after the link went down"
 }
 
 # Two losses, one per generation: rank 2 (node 1) after step 30, then job rank 1 (node 0; rank 1
-# of generation 1 too) once world 3 printed step 60. Generation 2 is job ranks 0 and 3, which each
+# of generation 1 too) once it paused after world 3's commit of step 60. Generation 2 is job ranks 0 and 3, which each
 # agent learns by following every member back through generation 1 (ranks 0, 1, 3): reading
 # generation 2's ranks as job ranks would make it 0 and 2, and the job's verdict a failure.
 case_twice() {
+  more_pauses=1:60:600000:1
   kill_after_step_30 twice 2
+  more_pauses=
   i=0
-  until grep -q '^STEP 60 world=3$' "$work/twice.0" 2>/dev/null; do
-    i=$((i + 1)); [ $i -le 600 ] || fail "twice: step 60 of world 3 not seen within 30 s"
+  until grep -q '^PAUSED rank=1 step=60$' "$work/twice.0" 2>/dev/null; do
+    i=$((i + 1)); [ $i -le 600 ] || fail "twice: rank 1's pause after step 60 of world 3 not seen within 30 s"
     sleep 0.05
   done
   p=$(pid_of 1)
@@ -269,34 +286,66 @@ case_twice() {
   gen=1
 }
 
-# The user's SIGTERM to one node's ddprun (node 1's, then node 0's, the store's host) while rank 3
-# pauses after step 10: every rank on both nodes stops, and both ddprun exit 143 with one verdict.
-case_user_stop() {
-  for who in 1 0; do
-    name=user_stop$who
-    export ELASTIC_PAUSE=3:10:600000
-    start $name
-    unset ELASTIC_PAUSE
+# user_stop_job NAME RANKLESS WHO...: while rank 3 pauses after step 10 (RANKLESS=1: once node 0's
+# ranks were killed and its ddprun waits for the job's end with none), SIGTERM to each named node's
+# ddprun, 0.3 s apart: every rank stops, and both ddprun exit 143 with one verdict naming the first.
+user_stop_job() {
+  name=$1 rankless=$2; shift 2
+  export ELASTIC_PAUSE=3:10:600000
+  start $name
+  unset ELASTIC_PAUSE
+  i=0
+  until grep -q '^PAUSED rank=3 step=10$' "$work/$name.1" 2>/dev/null; do
+    i=$((i + 1)); [ $i -le 600 ] || fail "$name: rank 3's pause not seen within 30 s"
+    sleep 0.05
+  done
+  taken="the other ranks go on|"
+  if [ "$rankless" = 1 ]; then
+    taken=
+    kill -9 $(pid_of 0) $(pid_of 1) || fail "$name: ranks 0 and 1 had ended before the kill"
     i=0
-    until grep -q '^PAUSED rank=3 step=10$' "$work/$name.1" 2>/dev/null; do
-      i=$((i + 1)); [ $i -le 600 ] || fail "$name: rank 3's pause not seen within 30 s"
+    until grep -q "this node's ranks have ended; serving the store" "$work/$name.0"; do
+      i=$((i + 1)); [ $i -le 600 ] || fail "$name: node 0's ddprun did not wait for the job's end within 30 s"
       sleep 0.05
     done
+  fi
+  first=$1
+  kill_ns=$(date +%s%N)
+  for who; do
+    [ "$who" = "$first" ] || sleep 0.3
     eval "kill -TERM \$agent$who"
-    kill_ns=$(date +%s%N)
-    finish 0; rc0=$rc; finish 1
-    took=$(( ($(date +%s%N) - kill_ns) / 1000000 ))
-    [ $rc0 -eq 143 ] && [ $rc -eq 143 ] || fail "$name: the nodes' ddprun exited with $rc0 and $rc, not 143"
-    for m in 0 1; do
-      grep -q "the job failed: node $who's ddprun got signal 15 from the user" "$work/$name.$m" ||
-        fail "$name: node $m's ddprun did not name node $who's signal as the job's end"
-      ! grep -E "the other ranks go on|the store's host .* was lost" "$work/$name.$m" ||
-        fail "$name: node $m's ddprun took the user's signal for a failure"
-    done
-    one_verdict $name
-    grep -q '^RESULT' "$work/$name.0" "$work/$name.1" && fail "$name: a rank finished though the user stopped the job"
-    echo "$name: both ddprun exited 143, $took ms after node $who's SIGTERM"
   done
+  finish 0; rc0=$rc; finish 1
+  took=$(( ($(date +%s%N) - kill_ns) / 1000000 ))
+  [ $rc0 -eq 143 ] && [ $rc -eq 143 ] || fail "$name: the nodes' ddprun exited with $rc0 and $rc, not 143"
+  for m in 0 1; do
+    grep -q "the job failed: node $first's ddprun got signal 15 from the user" "$work/$name.$m" ||
+      fail "$name: node $m's ddprun did not name node $first's signal as the job's end"
+    ! grep -E "${taken}the store's host .* (was lost|went silent)|a second signal \(" "$work/$name.$m" ||
+      fail "$name: node $m's ddprun took the user's signal for a failure, or for a second one"
+  done
+  one_verdict $name
+  grep -q '^RESULT' "$work/$name.0" "$work/$name.1" && fail "$name: a rank finished though the user stopped the job"
+  echo "$name: both ddprun exited 143, $took ms after node $first's SIGTERM"
+}
+
+# The user's SIGTERM to one node's ddprun: node 1's, then node 0's (the store's host) in a second
+# job, in a third once node 0's ranks were killed (it records the stop while waiting for the job's
+# end), and in a fourth to each node's ddprun (node 1's first; node 0 rankless, node 1's ranks
+# ignore SIGTERM, so node 0 gets its own signal once the stop is recorded and must wait, not exit).
+case_user_stop() {
+  user_stop_job user_stop1 0 1
+  user_stop_job user_stop0 0 0
+  user_stop_job user_stop_rankless 1 0
+  grep -q "got signal 15: asking every node to stop its ranks" "$work/user_stop_rankless.0" ||
+    fail "user_stop_rankless: node 0's ddprun did not ask the nodes to stop from its wait for the job's end"
+  printf '#!/bin/sh\ntrap "" TERM\nexec "$@"\n' >"$work/deaf.sh"
+  chmod +x "$work/deaf.sh"
+  wrap=$work/deaf.sh
+  user_stop_job user_stop_each 1 1 0
+  wrap=
+  grep -q "got signal 15: the job is stopping already (node 1's signal 15)" "$work/user_stop_each.0" ||
+    fail "user_stop_each: node 0's ddprun did not wait for the job's end after its own signal"
 }
 
 for c in ${cases:-rank_node1 rank_node0 node1_lost stuck_left_out host_lost}; do

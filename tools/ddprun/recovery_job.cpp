@@ -45,8 +45,8 @@ std::chrono::milliseconds heartbeat_timeout(const job& j) {
 
 /// What an agent waiting for the job's end knows of the user's signals.
 struct end_wait {
-  bool signalled = false;                      ///< this agent got one already (in its round, or here)
-  std::optional<std::pair<int, int>> stop;     ///< the stop recorded: {node, signal}
+  bool signalled = false;                  ///< this agent got one already (in its round, or here)
+  std::optional<std::pair<int, int>> stop; ///< the stop recorded: {node, signal}
 };
 
 /// A user's SIGINT, SIGTERM or SIGQUIT while the agent waits for the job's end: this agent's first
@@ -56,7 +56,8 @@ std::optional<int> interrupted(job& j, int round, end_wait& w) {
   auto sig = take_user_signal();
   if (!sig) return std::nullopt;
   if (w.signalled) {
-    std::fprintf(stderr, "ddprun: node %d: got a second signal (%d) while waiting for the job's end; exiting\n",
+    std::fprintf(stderr,
+                 "ddprun: node %d: got a second signal (%d) while waiting for the job's end; exiting\n",
                  j.node_rank, *sig);
     return 128 + *sig;
   }
@@ -212,8 +213,8 @@ std::string store_host_lost(const job& j, const std::string& why) {
 
 std::string store_host_lost_after_stop(const job& j, std::pair<int, int> stop, const std::string& why) {
   return "node " + std::to_string(j.node_rank) + ": the store's host (node 0, " + j.master_addr + ":" +
-         std::to_string(j.store_port) + ") went silent (" + why + ") once node " + std::to_string(stop.first) +
-         "'s ddprun had got signal " + std::to_string(stop.second) +
+         std::to_string(j.store_port) + ") went silent (" + why + ") once node " +
+         std::to_string(stop.first) + "'s ddprun had got signal " + std::to_string(stop.second) +
          " from the user, which stops every node: ending with " + std::to_string(128 + stop.second) +
          " (--in-process-recovery)";
 }

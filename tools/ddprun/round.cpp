@@ -86,9 +86,7 @@ private:
       record_user_stop(*j_.store, round_, j_.node_rank, sig);
       std::fprintf(stderr, "ddprun: node %d: asking every node to stop its ranks (--in-process-recovery)\n",
                    j_.node_rank);
-    } catch (const std::exception& e) {
-      lose_store_host(e.what());
-    }
+    } catch (const std::exception& e) { lose_store_host(e.what()); }
   }
 
   void stop_for_user(int sig) {
