@@ -1,5 +1,6 @@
 // In-process recovery across nodes (--in-process-recovery with --nnodes N > 1): how the agents
-// agree that the job has ended, and a user's stop; the generations they follow: generations.hpp.
+// agree that the job has ended, and a user's stop; the generations they follow: generations.hpp;
+// the verdict node 0 decides: verdict.hpp.
 //
 // Note [The end of a job that recovers across nodes]
 // Node 0's agent serves the store, and its ranks may all be lost while survivors train on other
