@@ -4,6 +4,8 @@
 
 #include <doctest/doctest.h>
 
+#include <memory>
+
 using namespace std::chrono_literals;
 
 namespace {
@@ -64,4 +66,27 @@ TEST_CASE("a rank out of the generation before is ignored") {
   ddprun::generations g(2);
   CHECK(g.update(s, 0));
   CHECK(g.members() == std::vector<int>{0, 1});
+}
+
+TEST_CASE("update throws when the store does not answer, and keeps the generation it had") {
+  ddp::tcp_store_options so;
+  so.port = 0;
+  so.serve = true;
+  so.timeout = 2s;
+  so.token = "secret";
+  so.rank = 0;
+  so.linger = 0ms;
+  auto server = std::make_unique<ddp::tcp_store>(so);
+  ddp::tcp_store_options co = so;
+  co.port = server->port();
+  co.serve = false;
+  co.rank = 1;
+  ddp::tcp_store client(co);
+  publish(*server, 1, "0 0\n2 1\n3 1\n");
+  ddprun::generations g(4);
+  CHECK(g.update(client, 0));
+  server.reset(); // node 0's agent gone, its store with it
+  CHECK_THROWS(g.update(client, 0));
+  CHECK(g.latest() == 1);
+  CHECK(g.members() == std::vector<int>{0, 2, 3});
 }

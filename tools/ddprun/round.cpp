@@ -79,9 +79,9 @@ private:
     const bool stop_known = res_.user_signal;
     stop_for_user(sig);
     res_.signalled_here = true;
-    if (!recovers_across_nodes(j_) || stop_known) return;
+    // The store's host lost first: that is the job's end (1), the signal only hastens the stop.
+    if (!recovers_across_nodes(j_) || stop_known || store_host_lost_) return;
     res_.user_stop = {j_.node_rank, sig};
-    if (store_host_lost_) return;
     try {
       record_user_stop(*j_.store, round_, j_.node_rank, sig);
       std::fprintf(stderr, "ddprun: node %d: asking every node to stop its ranks (--in-process-recovery)\n",
