@@ -31,7 +31,8 @@
 #               with none); and, node 0 again rankless and node 1's ranks deaf to SIGTERM, to
 #               node 1's ddprun then node 0's 0.3 s later (each agent its own signal, as a
 #               scheduler sends them): every rank stops and both nodes' ddprun exit 143, naming
-#               the first signal
+#               the first signal; then node 0's ddprun stopped (SIGSTOP) and node 1's signalled:
+#               node 1's ddprun exits 143, naming the stop, not the lost host
 #   tests/netns/netns.sh -- sh tests/netns/recovery.sh DDPRUN ELASTIC_RECOVERY_WORKER [CASE...]
 # (every case but twice, link_down and user_stop by default; the uninterrupted run first in any
 # case). DDP_KEEP=1 keeps the work folder (the nodes' output: NAME.0, NAME.1) for a look.
@@ -346,6 +347,32 @@ case_user_stop() {
   wrap=
   grep -q "got signal 15: the job is stopping already (node 1's signal 15)" "$work/user_stop_each.0" ||
     fail "user_stop_each: node 0's ddprun did not wait for the job's end after its own signal"
+  user_stop_silent_host
+}
+
+# The store's host silent (node 0's ddprun stopped by SIGSTOP) when node 1's ddprun gets SIGTERM:
+# node 1's ranks stop at once, not after the store's bound (--heartbeat-timeout), and its ddprun
+# exits 143 naming the stop, not 1 for a lost host. Last: node 0's ddprun is killed after.
+user_stop_silent_host() {
+  name=user_stop_silent
+  export ELASTIC_PAUSE=3:10:600000
+  start $name
+  unset ELASTIC_PAUSE
+  i=0
+  until grep -q '^PAUSED rank=3 step=10$' "$work/$name.1" 2>/dev/null; do
+    i=$((i + 1)); [ $i -le 600 ] || fail "$name: rank 3's pause not seen within 30 s"
+    sleep 0.05
+  done
+  kill -STOP "$agent0"
+  kill_ns=$(date +%s%N)
+  kill -TERM "$agent1"
+  finish 1
+  took=$(( ($(date +%s%N) - kill_ns) / 1000000 ))
+  kill -9 "$agent0" $(pid_of 0) $(pid_of 1) 2>/dev/null
+  [ $rc -eq 143 ] || fail "$name: node 1's ddprun exited with $rc, not 143, with node 0 silent"
+  grep -q "the store's host (node 0, .*) went silent (.*) once node 1's ddprun had got signal 15" "$work/$name.1" ||
+    fail "$name: node 1's ddprun did not name the user's stop when the store's host went silent"
+  echo "$name: node 1's ddprun exited 143, $took ms after its SIGTERM with node 0 silent"
 }
 
 for c in ${cases:-rank_node1 rank_node0 node1_lost stuck_left_out host_lost}; do
