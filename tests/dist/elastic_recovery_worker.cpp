@@ -10,10 +10,12 @@
 //   restart OUT TOTAL EVERY STEP_MS  the same loop under ddprun --max-restarts: a checkpoint
 //       every EVERY steps, resumed by a restarted round.
 //   compare A B  the relative difference of two parameter dumps.
-// Under `recover`, ELASTIC_PAUSE=RANK:STEP:MS makes job rank RANK print PAUSED and sleep MS
-// after its commit of STEP (a survivor busy outside collectives, or one stuck), and
+// Under `recover`, ELASTIC_PAUSE=RANK:STEP:MS[:GENERATION][,...] makes job rank RANK print PAUSED
+// and sleep MS after its commit of STEP in GENERATION (0 unless named; a survivor busy outside
+// collectives, or one stuck), one pause per comma-separated spec, and
 // ELASTIC_LAST_CALL_MS and ELASTIC_MAX_RECOVERIES set ddp::elastic::options' last_call and
-// max_recoveries.
+// max_recoveries; ELASTIC_EXIT=RANK:CODE makes job rank RANK exit with CODE once it finished well
+// (a survivor's failure at the very end, which the job's verdict must carry).
 //   misuse  hold() of an optimizer that has stepped, and a commit after run() returned: both
 //       must be refused with a ddp::error (MISUSE lines).
 // Each training job checks its final parameters against single-process training of the same
@@ -31,6 +33,7 @@
 #include <string>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 using ddp_test::mlp;
 
@@ -226,9 +229,19 @@ int recover(const std::string& out, int total, int every, int step_ms, bool brok
   mlp<float> net(dims, 7u, false);
   ddp::elastic::state st(net);
   int world = 0;
-  int pause_rank = -1, pause_step = -1, pause_ms = 0;
+  struct pause_spec {
+    int rank = -1, step = -1, ms = 0, generation = 0;
+  };
+  std::vector<pause_spec> pauses;
   if (const char* p = std::getenv("ELASTIC_PAUSE"))
-    std::sscanf(p, "%d:%d:%d", &pause_rank, &pause_step, &pause_ms);
+    for (std::string rest = p; !rest.empty();) {
+      const auto comma = rest.find(',');
+      pause_spec one;
+      std::sscanf(rest.substr(0, comma).c_str(), "%d:%d:%d:%d", &one.rank, &one.step, &one.ms,
+                  &one.generation);
+      pauses.push_back(one);
+      rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+    }
   ddp::elastic::options o;
   if (const char* l = std::getenv("ELASTIC_LAST_CALL_MS"))
     o.last_call = std::chrono::milliseconds(std::atoi(l));
@@ -253,18 +266,23 @@ int recover(const std::string& out, int total, int every, int step_ms, bool brok
             if (pg.rank() == 0)
               std::printf("STEP %llu world=%d\n", static_cast<unsigned long long>(s + 1), pg.size());
           }
-          if (job_rank == pause_rank && s + 1 == static_cast<std::uint64_t>(pause_step) &&
-              st.generation() == 0) {
-            std::printf("PAUSED rank=%d step=%d\n", job_rank, pause_step);
-            std::fflush(stdout);
-            std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
-          }
+          for (const auto& p : pauses)
+            if (job_rank == p.rank && s + 1 == static_cast<std::uint64_t>(p.step) &&
+                static_cast<long long>(st.generation()) == p.generation) {
+              std::printf("PAUSED rank=%d step=%d\n", job_rank, p.step);
+              std::fflush(stdout);
+              std::this_thread::sleep_for(std::chrono::milliseconds(p.ms));
+            }
           std::fflush(stdout);
         }
       },
       o);
-  return finish(out, net, job_rank,
-                "generation=" + std::to_string(st.generation()) + " world=" + std::to_string(world), total);
+  const int code =
+      finish(out, net, job_rank,
+             "generation=" + std::to_string(st.generation()) + " world=" + std::to_string(world), total);
+  int exit_rank = -1, exit_code = 0;
+  if (const char* e = std::getenv("ELASTIC_EXIT")) std::sscanf(e, "%d:%d", &exit_rank, &exit_code);
+  return code == 0 && job_rank == exit_rank ? exit_code : code;
 }
 
 int restart(const std::string& out, int total, int every, int step_ms) {

@@ -1,6 +1,7 @@
 #include "launcher_store.hpp"
 
 #include "local_address.hpp"
+#include "recovery_job.hpp"
 
 #include <ddp/detail/common/env.hpp>
 #include <ddp/detail/common/open_files.hpp>
@@ -18,8 +19,9 @@ void raise_open_files_limit(const job& j) {
   ddp::detail::open_files_need need;
   need.in_use = ddp::detail::open_files_in_use();
   const bool serves = j.is_elastic() ? j.elastic.store_host : j.node_rank == 0;
-  // Elastic: every other agent has two connections (requests, heartbeat); nnodes is MAX here.
-  const int agents = j.is_elastic() ? 2 : 0;
+  // Elastic, or in-process recovery across nodes: every other agent has two connections
+  // (requests, heartbeat); nnodes is MAX here.
+  const int agents = j.is_elastic() || recovers_across_nodes(j) ? 2 : 0;
   need.store_server = serves ? ddp::detail::store_server_open_files(j.nnodes * (j.nproc + agents)) : 0;
   need.store_client = 2 + agents / 2;
   need.launcher = 2L * j.nproc + 2; // each rank's stdout and stderr, the signal pipe
@@ -44,8 +46,10 @@ void open_store(job& j) {
   // host that stops answering is found out within it.
   if (j.is_elastic() && !so.serve)
     so.timeout = std::chrono::milliseconds(static_cast<long>(j.elastic.join_timeout * 1000));
-  if (so.serve || j.max_restarts > 0 || j.is_elastic()) j.store = std::make_unique<ddp::tcp_store>(so);
-  if (j.is_elastic() && !so.serve)
+  if (so.serve || j.max_restarts > 0 || j.is_elastic() || j.in_process_recovery)
+    j.store = std::make_unique<ddp::tcp_store>(so);
+  // Every later request is bounded by the heartbeat timeout: a silent host is found out within it.
+  if ((j.is_elastic() || recovers_across_nodes(j)) && !so.serve)
     j.store = j.store->connect_again(
         std::chrono::milliseconds(static_cast<long>(j.elastic.heartbeat_timeout * 1000)));
   j.store_port = j.store ? j.store->port() : so.port;

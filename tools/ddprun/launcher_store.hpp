@@ -3,7 +3,8 @@
 // (DDP_STORE_IN_LAUNCHER=1 tells them not to serve one). With --max-restarts, the other nodes'
 // ddprun are its clients too, to hear of failures elsewhere (restarts.hpp). Under --nnodes
 // MIN:MAX the agent given --node-rank 0 serves it and every other agent is its client
-// (elastic_rounds.hpp).
+// (elastic_rounds.hpp). Under --in-process-recovery every other node's ddprun is its client too,
+// to follow the generations and agree on the job's end (recovery_job.hpp).
 #pragma once
 
 #include "options.hpp"

@@ -3,6 +3,7 @@
 //   ddprun --nproc-per-node 4 ./train --epochs 3
 //   ddprun --nnodes 2 --node-rank 0 --master-addr node0 --master-port 29500 --nproc-per-node 8 ./train
 //   ddprun --nnodes 2:4 --max-restarts 3 [--node-rank 0 on the store's host] --master-addr node0 ./train
+//   ddprun --in-process-recovery --nnodes 2 --node-rank 0 --master-addr node0 --nproc-per-node 8 ./train
 //
 // Each rank gets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, NODE_RANK,
 // MASTER_ADDR, MASTER_PORT, DDP_TOKEN, DDP_STORE_IN_LAUNCHER=1 and DDP_RESTART_ROUND.
@@ -23,6 +24,8 @@
 //   elastic_rendezvous   how the agents meet in a round, and who is in it
 //   elastic_wait         the agents' waits between rounds, each with a deadline
 //   agent_heartbeat      agents' liveness, as the store's host sees it
+//   recovery_job         --in-process-recovery across nodes: the job's end, a user's stop
+//   generations          the generations every node's agent follows in the store
 //   crash_report_library where --crash-report finds libddp_crash_report.so
 //
 // --crash-report preloads libddp_crash_report.so (tools/dev/crash_report.cpp) into every rank: a

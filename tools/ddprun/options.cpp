@@ -37,8 +37,8 @@ void add_options(CLI::App& app, job& j, std::string& nnodes, std::string& endpoi
       ->check(CLI::Range(1.0, 86400.0));
   app.add_option(
          "--heartbeat-timeout", j.elastic.heartbeat_timeout,
-         "--nnodes MIN:MAX: an agent whose heartbeat (every third of this) stops for this many seconds "
-         "is lost, and the round ends")
+         "--nnodes MIN:MAX, or --in-process-recovery on several nodes: an agent whose heartbeat (every "
+         "third of this) stops for this many seconds is lost")
       ->check(CLI::Range(0.3, 3600.0));
   app.add_option("--master-addr,--master_addr", j.master_addr,
                  "address of node 0, where its ddprun serves the rendezvous store");
@@ -58,8 +58,8 @@ void add_options(CLI::App& app, job& j, std::string& nnodes, std::string& endpoi
       ->check(CLI::Range(0, 1000000));
   app.add_flag("--in-process-recovery", j.in_process_recovery,
                "a rank that fails does not stop the others: ranks under ddp::elastic::run go on in their "
-               "processes without it (docs/elastic.md, In-process recovery); the job succeeds when a rank "
-               "finishes after the last failure");
+               "processes without it (docs/elastic.md, In-process recovery), on every node; the job succeeds "
+               "when the last generation's ranks all finish well");
   app.add_flag("--no-prefix", j.no_prefix, "do not prefix output lines with [rank]");
   app.add_flag("--crash-report", crash_report,
                "preload libddp_crash_report.so into every rank: a rank that dies of SIGSEGV, SIGBUS, SIGFPE, "
@@ -273,15 +273,10 @@ std::optional<int> parse_command_line(int argc, char** argv, job& j) {
     return 2;
   }
   if (j.in_process_recovery && (j.is_elastic() || j.max_restarts > 0)) {
+    // Restarting every rank and keeping the survivors running are two answers to one failure;
+    // the elastic rounds restart at each round's size, which a generation cannot join.
     std::cerr << "ddprun: --in-process-recovery replaces restarts: it goes with neither --max-restarts nor "
-                 "--nnodes MIN:MAX (docs/elastic.md, In-process recovery)\n";
-    return 2;
-  }
-  if (j.in_process_recovery && j.nnodes > 1) {
-    // Node 0's ddprun serves the store and exits with its own ranks: survivors elsewhere would lose it.
-    std::cerr << "ddprun: --in-process-recovery runs on one node (--nnodes 1): with --nnodes " << j.nnodes
-              << " node 0's ddprun, which serves the store, would exit once its own ranks are gone and "
-                 "survivors on other nodes could not meet (docs/elastic.md, In-process recovery)\n";
+                 "--nnodes MIN:MAX (a fixed --nnodes N is fine; docs/elastic.md, In-process recovery)\n";
     return 2;
   }
   if (master_port < 0) master_port = j.nnodes > 1 ? 29500 : 0;

@@ -34,12 +34,12 @@ struct job {
   std::string master_addr = "127.0.0.1", token;
   bool no_prefix = false;
   /// --in-process-recovery: a rank's failure does not stop the others (ddp::elastic::run recovers
-  /// in their processes); the round ends when every rank has exited.
+  /// in their processes); the round ends when every rank has exited. Across nodes: recovery_job.hpp.
   bool in_process_recovery = false;
   std::string crash_report; ///< --crash-report: the library preloaded into every rank
   std::vector<std::string> command;
-  /// Node 0: serves the store (and is a client of it); other nodes with
-  /// restarts: a client, to hear of failures elsewhere. Null otherwise.
+  /// Node 0: serves the store (and is a client of it); other nodes with restarts or in-process
+  /// recovery: a client, to hear of failures or generations elsewhere. Null otherwise.
   std::unique_ptr<ddp::tcp_store> store;
 };
 

@@ -1,6 +1,7 @@
 #include "restarts.hpp"
 
 #include "elastic_rounds.hpp"
+#include "recovery_job.hpp"
 
 #include <ddp/detail/common/env.hpp>
 #include <ddp/detail/common/timeout.hpp>
@@ -48,6 +49,7 @@ bool agree_on_round(job& j, int round, round_outcome& res) {
 
 int run_rounds(job& j) {
   if (j.is_elastic()) return run_elastic_rounds(j);
+  if (recovers_across_nodes(j)) return run_recovery_job(j);
   for (int round = 0;; ++round) {
     round_outcome res = run_round(j, round);
     if (coordinates_rounds(j) && !agree_on_round(j, round, res)) return res.exit_code ? res.exit_code : 1;

@@ -14,7 +14,8 @@
 namespace ddprun {
 
 /// Runs rounds until one succeeds, the user interrupts, or the restarts are spent; returns
-/// ddprun's exit code. Under --nnodes MIN:MAX: elastic_rounds.hpp.
+/// ddprun's exit code. Under --nnodes MIN:MAX: elastic_rounds.hpp; --in-process-recovery on
+/// several nodes: recovery_job.hpp.
 int run_rounds(job& j);
 
 /// Whether this node's ddprun talks with the other nodes' about each round (several nodes,

@@ -4,6 +4,7 @@
 #include "first_failure.hpp"
 #include "output_prefix.hpp"
 #include "rank_processes.hpp"
+#include "recovery_job.hpp"
 #include "restarts.hpp"
 #include "signals.hpp"
 
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <optional>
 #include <poll.h>
 #include <sys/wait.h>
 #include <thread>
@@ -40,7 +42,7 @@ public:
   round_watch(job& j, int round, const membership_check& check)
       : j_(j), round_(round), check_(check), ranks_(start_ranks(j, round, notes_.file())),
         grace_(std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(j.grace))),
-        watch_store_(coordinates_rounds(j)) {}
+        watch_store_(coordinates_rounds(j)), generations_(j.nnodes * j.nproc) {}
 
   round_outcome run() {
     for (;;) {
@@ -51,6 +53,7 @@ public:
         pass_on_output(r);
       reap();
       look_for_failure_elsewhere();
+      follow_generations();
       watch_recovery();
       if (finished()) break;
       move_stop_schedule_on();
@@ -69,9 +72,25 @@ private:
     ::poll(fds.data(), fds.size(), static_cast<int>(at_most.count()));
   }
 
-  /// The user asked: forward at once, and kill after the grace period whatever happens.
+  /// The user asked: forward at once, and kill after the grace period whatever happens; across
+  /// nodes, then ask the other nodes to stop (the store may be slow to answer: the ranks come first).
   void on_user_signal(int sig) {
     std::fprintf(stderr, "ddprun: got signal %d, forwarding it to every rank\n", sig);
+    const bool stop_known = res_.user_signal;
+    stop_for_user(sig);
+    res_.signalled_here = true;
+    // The store's host lost first: that is the job's end (1), the signal only hastens the stop.
+    if (!recovers_across_nodes(j_) || stop_known || store_host_lost_) return;
+    res_.user_stop = {j_.node_rank, sig};
+    try {
+      record_user_stop(*j_.store, round_, j_.node_rank, sig);
+      std::fprintf(stderr, "ddprun: node %d: asking every node to stop its ranks (--in-process-recovery)\n",
+                   j_.node_rank);
+    } catch (const std::exception& e) { lose_store_host(e.what()); }
+  }
+
+  void stop_for_user(int sig) {
+    recovery_deadline_ = never; // the ranks stop: no generation is awaited
     signal_ranks(ranks_, sig);
     term_at_ = never;
     if (kill_at_ == never) kill_at_ = clock::now() + grace_;
@@ -117,7 +136,7 @@ private:
     }
     failures_.push_back({r.dying_ns ? r.dying_ns : pass_ns, WIFSIGNALED(status) ? 0 : 1, r.rank,
                          describe(status), exit_code_of(status), false});
-    if (j_.in_process_recovery) {
+    if (j_.in_process_recovery && !store_host_lost_ && !res_.user_signal) {
       // The survivors recover in their own processes (ddp::elastic::run): nobody is stopped.
       std::fprintf(stderr, "ddprun: rank %d (pid %d) %s; the other ranks go on (--in-process-recovery)\n",
                    r.rank, r.pid, describe(status).c_str());
@@ -174,20 +193,110 @@ private:
       end_ranks_left_out();
       return;
     }
+    // Across nodes, a node whose ranks have all ended has nothing to stop: the survivors may be
+    // elsewhere, and the job's end is decided once every node's ranks have ended.
+    if (recovers_across_nodes(j_) && all_exited(ranks_)) {
+      recovery_deadline_ = never;
+      return;
+    }
     // No rank left running (the others gave up, one is stopped): nobody can answer; stop now.
     const bool hopeless = std::none_of(ranks_.begin(), ranks_.end(),
                                        [](const rank_process& r) { return !r.exited && !r.stopped; });
     if (!hopeless && clock::now() < recovery_deadline_) return;
     recovery_deadline_ = never;
+    if (end_ranks_running_left_out()) return;
     if (res_.exit_code == 0) res_.exit_code = 1;
     std::fprintf(
         stderr,
-        "ddprun: %zu rank%s failed and the running ranks did not become a generation of their own (none "
-        "is left running, or none formed within %lld s: 2 x DDP_TIMEOUT + 10 s): a rank is stopped or "
+        "ddprun: node %d: %zu rank%s failed and the running ranks did not become a generation of their own "
+        "(none is left running, or none formed within %lld s: 2 x DDP_TIMEOUT + 10 s): a rank is stopped or "
         "stuck; stopping the other ranks (--in-process-recovery)\n",
-        failures_.size(), failures_.size() == 1 ? "" : "s",
+        j_.node_rank, failures_.size(), failures_.size() == 1 ? "" : "s",
         static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(recovery_bound()).count()));
     if (term_at_ == never && kill_at_ == never) term_at_ = clock::now() + grace_;
+  }
+
+  /// Across nodes, at the bound: when this node's members of the last generation all go on, what
+  /// keeps the ranks from matching it is a rank the meeting left out that still runs (stuck
+  /// outside collectives: one that merely arrived late ends itself). Only it is killed, or the
+  /// members would be lost too, and the survivors elsewhere would meet once more without them.
+  bool end_ranks_running_left_out() {
+    if (!recovers_across_nodes(j_) || generations_.latest() == 0) return false;
+    for (const auto& r : ranks_)
+      if (generations_.member(r.rank) &&
+          (r.stopped || (r.exited && !(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0))))
+        return false;
+    for (auto& r : ranks_)
+      if (!r.exited && !generations_.member(r.rank)) {
+        std::fprintf(
+            stderr,
+            "ddprun: node %d: rank %d (pid %d) still runs though generation %d left it out, %lld s "
+            "after this node saw a failure or a new generation (2 x DDP_TIMEOUT + 10 s): killing it; the "
+            "generation's ranks go on "
+            "(--in-process-recovery)\n",
+            j_.node_rank, r.rank, static_cast<int>(r.pid), generations_.latest(),
+            static_cast<long long>(
+                std::chrono::duration_cast<std::chrono::seconds>(recovery_bound()).count()));
+        ::kill(r.pid, SIGKILL);
+      }
+    return true;
+  }
+
+  /// Across nodes: a rank lost on another node is answered by a generation that this node's
+  /// ranks must match too, within the same bound; a new generation arms the watch here.
+  void follow_generations() {
+    if (!recovers_across_nodes(j_) || store_host_lost_ || clock::now() < next_generation_check_) return;
+    next_generation_check_ = clock::now() + store_check_every;
+    if (read_generations() && generations_.latest() > 0) arm_recovery_watch();
+    if (!store_host_lost_ && !res_.user_signal) follow_user_stop();
+  }
+
+  /// Another node's agent got the user's signal: this node's ranks stop the same way
+  /// (Note [A user's signal across nodes]).
+  void follow_user_stop() {
+    std::optional<std::pair<int, int>> stop;
+    try {
+      stop = user_stop_recorded(*j_.store, round_);
+    } catch (const std::exception&) {
+      return; // the next read of the generations says the store's host is lost
+    }
+    if (!stop) return;
+    std::fprintf(
+        stderr,
+        "ddprun: node %d: node %d's ddprun got signal %d from the user: forwarding it to this node's "
+        "ranks (--in-process-recovery)\n",
+        j_.node_rank, stop->first, stop->second);
+    stop_for_user(stop->second);
+    res_.user_stop = stop;
+  }
+
+  /// Reads the generations the meetings published; false when the store does not answer, which
+  /// across nodes means its host is lost: this node's ranks cannot meet again, so they stop.
+  bool read_generations() {
+    try {
+      return generations_.update(*j_.store, round_);
+    } catch (const std::exception& e) {
+      if (!recovers_across_nodes(j_) || j_.store->is_server()) {
+        std::fprintf(stderr, "ddprun: the store does not answer: %s\n", e.what());
+        return false;
+      }
+      lose_store_host(e.what());
+      return false;
+    }
+  }
+
+  /// Across nodes, node 0's store stopped answering: this node's ranks cannot meet again, so they
+  /// stop, for the user's stop when one is known (its code stays the job's).
+  void lose_store_host(const std::string& why) {
+    if (store_host_lost_) return;
+    store_host_lost_ = res_.store_host_lost = true;
+    recovery_deadline_ = never;
+    if (res_.user_stop) {
+      std::fprintf(stderr, "ddprun: %s\n", store_host_lost_after_stop(j_, *res_.user_stop, why).c_str());
+      return; // the ranks are stopping already
+    }
+    std::fprintf(stderr, "ddprun: %s\n", store_host_lost(j_, why).c_str());
+    stop_for_remote_failure("the store's host (node 0) was lost", 1);
   }
 
   /// Once the running ranks are the generation, a stopped rank is not of it (the meeting left it
@@ -199,32 +308,22 @@ private:
             stderr,
             "ddprun: rank %d (pid %d) is stopped and not in the survivors' generation %d: killing it "
             "(--in-process-recovery)\n",
-            r.rank, static_cast<int>(r.pid), generations_);
+            r.rank, static_cast<int>(r.pid), generations_.latest());
         ::kill(r.pid, SIGKILL);
       }
   }
 
-  /// Whether the ranks running (or finished well) are exactly the last generation's members: the
-  /// meeting publishes each generation's members in the launcher's store.
+  /// Whether this node's ranks running (or finished well) are exactly its members of the last
+  /// generation: the meeting publishes each generation's members in the launcher's store.
   bool recovered() {
-    int running = 0;
-    for (const auto& r : ranks_)
-      if ((!r.exited && !r.stopped) || (r.exited && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0))
-        ++running;
     if (!j_.store) return false;
-    try {
-      for (;;) {
-        auto v = j_.store->try_get("r" + std::to_string(round_) + "/meet/g" +
-                                   std::to_string(generations_ + 1) + "/members");
-        if (!v) break;
-        ++generations_;
-        members_ = static_cast<int>(std::count(v->begin(), v->end(), '\n'));
-      }
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "ddprun: the store does not answer: %s\n", e.what());
-      return false;
-    }
-    return running == (generations_ == 0 ? static_cast<int>(ranks_.size()) : members_);
+    read_generations();
+    if (store_host_lost_) return false;
+    return std::all_of(ranks_.begin(), ranks_.end(), [&](const rank_process& r) {
+      const bool going =
+          (!r.exited && !r.stopped) || (r.exited && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+      return going == generations_.member(r.rank);
+    });
   }
 
   /// The round's first report: its reporter counts it, then writes it a moment later.
@@ -317,6 +416,16 @@ private:
   }
 
   round_outcome conclude() {
+    for (const auto& r : ranks_)
+      res_.ends.push_back({r.rank,
+                           WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 ? 0 : exit_code_of(r.status),
+                           describe(r.status)});
+    // Across nodes the job's end is decided for every node at once (recovery_job.hpp): a
+    // verdict for this node alone would contradict it.
+    if (recovers_across_nodes(j_)) {
+      res_.failed = job_failed(failures_) || res_.user_signal;
+      return res_;
+    }
     if (j_.in_process_recovery && !res_.user_signal && !failures_.empty() && survivors_finished()) {
       std::fprintf(stderr,
                    "ddprun: %zu rank%s failed (the first: rank %d, which %s); the others recovered in their "
@@ -358,7 +467,9 @@ private:
   std::vector<failure> failures_;
   /// --in-process-recovery: when an unanswered failure stops the ranks, and what the meeting published.
   clock::time_point recovery_deadline_ = never, next_recovery_check_ = clock::now();
-  int generations_ = 0, members_ = 0;
+  clock::time_point next_generation_check_ = clock::now();
+  generations generations_;
+  bool store_host_lost_ = false; ///< across nodes: node 0's store stopped answering
 };
 
 } // namespace

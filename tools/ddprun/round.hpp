@@ -9,8 +9,17 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace ddprun {
+
+/// How one local rank ended: `code` 0 for an exit with 0, else the code ddprun gives it.
+struct rank_end {
+  int rank = 0;
+  int code = 0;
+  std::string what; ///< "exited with code 3", "was killed by signal 9 (SIGKILL)"
+};
 
 /// What one round of the job came to on this node.
 struct round_outcome {
@@ -18,7 +27,12 @@ struct round_outcome {
   bool user_signal = false;            ///< ddprun itself got SIGINT, SIGTERM or SIGQUIT: no restart
   bool stopped_for_other_node = false; ///< failed means: stopped for a report from the store
   int exit_code = 0;
-  std::string what; ///< the failure, for the store and the final message
+  std::string what;             ///< the failure, for the store and the final message
+  std::vector<rank_end> ends;   ///< every local rank's end, in rank order
+  bool store_host_lost = false; ///< in-process recovery across nodes: node 0's store stopped answering
+  bool signalled_here = false;  ///< this agent got the user's signal (user_signal: here or on another node)
+  /// Across nodes: the user's stop this agent knows of, {node, signal} (its own or another's).
+  std::optional<std::pair<int, int>> user_stop;
 };
 
 /// Under --nnodes MIN:MAX, the store's host asks this at every look at the store whether the

@@ -1,0 +1,92 @@
+// ddprun's generations (tools/ddprun/generations.hpp) over a real store served in process: each
+// agent must follow every member back to its job rank through every generation before.
+#include "generations.hpp"
+
+#include <doctest/doctest.h>
+
+#include <memory>
+
+using namespace std::chrono_literals;
+
+namespace {
+ddp::tcp_store serving() {
+  ddp::tcp_store_options o;
+  o.host = "127.0.0.1";
+  o.port = 0;
+  o.serve = true;
+  o.timeout = 5s;
+  o.token = "secret";
+  o.rank = 0;
+  return ddp::tcp_store(o);
+}
+void publish(ddp::tcp_store& s, int generation, const std::string& members) {
+  s.set("r0/meet/g" + std::to_string(generation) + "/members", members);
+}
+} // namespace
+
+TEST_CASE("before any meeting, every job rank is of generation 0") {
+  auto s = serving();
+  ddprun::generations g(4);
+  CHECK_FALSE(g.update(s, 0));
+  CHECK(g.latest() == 0);
+  CHECK(g.members() == std::vector<int>{0, 1, 2, 3});
+}
+
+TEST_CASE("a member is named by its rank in the generation before, followed back to its job rank") {
+  auto s = serving();
+  ddprun::generations g(4);
+  publish(s, 1, "0 0\n2 1\n3 1\n"); // job rank 1 lost: generation 1 is job ranks 0, 2, 3
+  CHECK(g.update(s, 0));
+  CHECK(g.latest() == 1);
+  CHECK(g.members() == std::vector<int>{0, 2, 3});
+  CHECK_FALSE(g.update(s, 0));
+  // Generation 1's rank 1 (job rank 2) lost: generation 2 is job ranks 0 and 3, not 0 and 2.
+  publish(s, 2, "0 0\n2 1\n");
+  CHECK(g.update(s, 0));
+  CHECK(g.latest() == 2);
+  CHECK(g.members() == std::vector<int>{0, 3});
+  CHECK(g.member(3));
+  CHECK_FALSE(g.member(2));
+}
+
+TEST_CASE("generations published between two looks are followed in order; another round's are not") {
+  auto s = serving();
+  publish(s, 1, "1 0\n2 1\n3 1\n");
+  publish(s, 2, "1 1\n2 1\n");
+  s.set("r1/meet/g3/members", "0 0\n");
+  ddprun::generations g(4);
+  CHECK(g.update(s, 0));
+  CHECK(g.latest() == 2);
+  CHECK(g.members() == std::vector<int>{2, 3});
+}
+
+TEST_CASE("a rank out of the generation before is ignored") {
+  auto s = serving();
+  publish(s, 1, "0 0\n7 1\n-1 0\n1 0\n");
+  ddprun::generations g(2);
+  CHECK(g.update(s, 0));
+  CHECK(g.members() == std::vector<int>{0, 1});
+}
+
+TEST_CASE("update throws when the store does not answer, and keeps the generation it had") {
+  ddp::tcp_store_options so;
+  so.port = 0;
+  so.serve = true;
+  so.timeout = 2s;
+  so.token = "secret";
+  so.rank = 0;
+  so.linger = 0ms;
+  auto server = std::make_unique<ddp::tcp_store>(so);
+  ddp::tcp_store_options co = so;
+  co.port = server->port();
+  co.serve = false;
+  co.rank = 1;
+  ddp::tcp_store client(co);
+  publish(*server, 1, "0 0\n2 1\n3 1\n");
+  ddprun::generations g(4);
+  CHECK(g.update(client, 0));
+  server.reset(); // node 0's agent gone, its store with it
+  CHECK_THROWS(g.update(client, 0));
+  CHECK(g.latest() == 1);
+  CHECK(g.members() == std::vector<int>{0, 2, 3});
+}
