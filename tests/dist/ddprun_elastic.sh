@@ -24,22 +24,8 @@ trap cleanup EXIT
 fail() { for f in "$work"/*.out; do [ -f "$f" ] && { echo "--- $f"; cat "$f"; }; done; echo "FAIL: $*"; exit 1; }
 now_ms() { date +%s%3N; }
 export DDP_TOKEN=elastic-test-token
-# A free port below the ephemeral range (as tests/support/spawn.hpp's free_port): a port the
-# kernel hands out could be taken by another process's connection before the store binds it.
-free_port() {
-  python3 -c '
-import random, socket
-for _ in range(200):
-    p = random.randrange(20000, 32000)
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-    except OSError:
-        continue
-    print(p)
-    break
-'
-}
+# A free port below the ephemeral range (tests/support/free_port.py says why).
+free_port() { python3 "$(dirname "$0")/../support/free_port.py"; }
 # agent NAME ARGS...: a ddprun in the background, output in $work/NAME.out, exit code in $work/NAME.rc,
 # the pid of the `timeout` that runs it in $work/NAME.timeout.
 agent() {

@@ -26,26 +26,8 @@ expect_refusal() {
   done
   echo "ok: $name refused in $took s"
 }
-# A free port below the ephemeral range (as tests/support/spawn.hpp's free_port): a port the
-# kernel hands out could be taken by another process's connection before the store binds it.
-free_port() {
-  python3 -c '
-import random, socket
-for _ in range(200):
-    p = random.randrange(20000, 32000)
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    print(p)
-    break
-else:
-    raise SystemExit("free_port: no free port in 20000-31999 after 200 draws")
-'
-}
+# A free port below the ephemeral range (tests/support/free_port.py says why).
+free_port() { python3 "$(dirname "$0")/../support/free_port.py"; }
 json_field() { # json_field FILE EPOCH FIELD
   grep "\"epoch\":$2," "$1" | sed -n "s/.*\"$3\":\([0-9.eE+-]*\).*/\1/p"
 }

@@ -20,7 +20,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,21 +30,9 @@ READY = re.compile(r"^(?:\[\d+\] )?READY rank=(\d+) pid=(\d+)", re.M)
 FIRST = re.compile(r"ddprun: the first rank to fail was rank (\d+)")
 
 
-_PORTS = random.Random()  # its own draws: --seed fixes the trials, not the ports
 
-
-def free_port():
-    """A port free a moment ago, below the ephemeral range (32768-60999): one the kernel
-    hands out could be taken by another test before the job binds it (tests/support/spawn.hpp)."""
-    for _ in range(200):
-        port = _PORTS.randrange(20000, 32000)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        return port
-    raise RuntimeError("no free port in 20000-31999 after 200 draws")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from free_port import free_port  # noqa: E402
 
 
 def parse_seconds(t):

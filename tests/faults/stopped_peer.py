@@ -20,7 +20,6 @@ import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,18 +29,8 @@ RESULT = re.compile(r"^RESULT kind=(\w+) rank=(-?\d+)", re.M)
 READY = re.compile(r"^READY rank=(\d+) pid=(\d+)", re.M)
 SLACK = 5.0  # seconds after DDP_TIMEOUT by which every survivor must have exited
 
-
-def free_port():
-    """A port free a moment ago, below the ephemeral range (as tests/faults/matrix.py)."""
-    for _ in range(200):
-        port = random.randrange(20000, 32000)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        return port
-    raise RuntimeError("no free port in 20000-31999 after 200 draws")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from free_port import free_port  # noqa: E402
 
 
 def read(path):

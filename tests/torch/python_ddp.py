@@ -11,8 +11,6 @@ Exit 77 (skipped) without python3-torch.
 """
 import argparse
 import os
-import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,20 +28,8 @@ from cnn import Cnn  # noqa: E402
 
 WORLD = 2
 
-
-def free_port():
-    """A free port below the ephemeral range (as tests/support/spawn.hpp's free_port): a port
-    the kernel hands out could be taken by another process's connection before the store binds it."""
-    draw = random.Random()
-    for _ in range(200):
-        port = draw.randrange(20000, 32000)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("free_port: no free port in 20000-31999 after 200 draws")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from free_port import free_port  # noqa: E402
 
 
 def python_rank(rank, workdir, steps, per_rank, port):

@@ -2,6 +2,8 @@
 // agent must follow every member back to its job rank through every generation before.
 #include "generations.hpp"
 
+#include "../support/local_store.hpp"
+
 #include <doctest/doctest.h>
 
 #include <memory>
@@ -10,12 +12,7 @@ using namespace std::chrono_literals;
 
 namespace {
 ddp::tcp_store serving() {
-  ddp::tcp_store_options o;
-  o.host = "127.0.0.1";
-  o.port = 0;
-  o.serve = true;
-  o.timeout = 5s;
-  o.token = "secret";
+  auto o = ddp_test::local_server_options();
   o.rank = 0;
   return ddp::tcp_store(o);
 }

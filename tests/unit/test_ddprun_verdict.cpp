@@ -3,18 +3,15 @@
 // lost with its node. The generations come from a real store served in process.
 #include "verdict.hpp"
 
+#include "../support/local_store.hpp"
+
 #include <doctest/doctest.h>
 
 using namespace std::chrono_literals;
 
 namespace {
 ddp::tcp_store serving() {
-  ddp::tcp_store_options o;
-  o.host = "127.0.0.1";
-  o.port = 0;
-  o.serve = true;
-  o.timeout = 5s;
-  o.token = "secret";
+  auto o = ddp_test::local_server_options();
   o.rank = 0;
   return ddp::tcp_store(o);
 }

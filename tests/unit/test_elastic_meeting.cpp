@@ -7,6 +7,8 @@
 #include <ddp/detail/store/socket.hpp>
 #include <ddp/store.hpp>
 
+#include "../support/local_store.hpp"
+
 #include <doctest/doctest.h>
 
 #include <future>
@@ -17,16 +19,6 @@
 using namespace std::chrono_literals;
 
 namespace {
-
-ddp::tcp_store_options server_options() {
-  ddp::tcp_store_options o;
-  o.host = "127.0.0.1";
-  o.port = 0;
-  o.serve = true;
-  o.timeout = 5s;
-  o.token = "secret";
-  return o;
-}
 
 ddp::topology job_on(int port) {
   ddp::topology t;
@@ -61,7 +53,7 @@ std::future<int> arrive(const ddp::topology& job, int old_rank, std::chrono::mil
 } // namespace
 
 TEST_CASE("a survivor busy past the last call is waited for while the store knows it alive") {
-  ddp::tcp_store server(server_options());
+  ddp::tcp_store server(ddp_test::local_server_options());
   const auto job = job_on(server.port());
   lose(server, 2);
   const auto t0 = std::chrono::steady_clock::now();
@@ -73,7 +65,7 @@ TEST_CASE("a survivor busy past the last call is waited for while the store know
 }
 
 TEST_CASE("with no loss in the store, the last call closes the meeting with who came") {
-  ddp::tcp_store server(server_options());
+  ddp::tcp_store server(ddp_test::local_server_options());
   const auto job = job_on(server.port());
   const auto t0 = std::chrono::steady_clock::now();
   auto a = arrive(job, 0, 0ms, 300ms);
@@ -93,7 +85,7 @@ TEST_CASE("with no loss in the store, the last call closes the meeting with who 
 }
 
 TEST_CASE("a survivor recorded lost (its store connection broke) still counts once it arrives") {
-  ddp::tcp_store server(server_options());
+  ddp::tcp_store server(ddp_test::local_server_options());
   const auto job = job_on(server.port());
   lose(server, 1); // rank 1's connection broke: the store saw no goodbye
   lose(server, 2);
