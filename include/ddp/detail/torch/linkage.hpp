@@ -27,21 +27,21 @@
 // ddp::runtime but not ddp::torch_runtime then fails to link naming, among the
 // adapter's undefined functions, this name, which says what to do.
 #if defined(DDP_SEPARATE_COMPILATION)
-extern "C" const char ddp_torch_runtime_not_linked__link_ddp_torch_runtime_or_include_ddp_torch_runtime_hpp;
-#if defined(DDP_TORCH_IMPLEMENTATION)
-extern "C" const char ddp_torch_runtime_not_linked__link_ddp_torch_runtime_or_include_ddp_torch_runtime_hpp =
-    0;
-#else
 DDP_BEGIN_NAMESPACE
 namespace detail {
+// In ddp's ABI namespace like every symbol ddp defines, so two configurations never clash.
+extern const char torch_runtime_not_linked__link_ddp_torch_runtime_or_include_ddp_torch_runtime_hpp;
+#if defined(DDP_TORCH_IMPLEMENTATION)
+const char torch_runtime_not_linked__link_ddp_torch_runtime_or_include_ddp_torch_runtime_hpp = 0;
+#else
 namespace {
 // Kept by `used` although nothing reads it: its relocation is the reference.
 [[gnu::used]] const char* const torch_runtime_linked =
-    &ddp_torch_runtime_not_linked__link_ddp_torch_runtime_or_include_ddp_torch_runtime_hpp;
+    &torch_runtime_not_linked__link_ddp_torch_runtime_or_include_ddp_torch_runtime_hpp;
 } // namespace
+#endif
 } // namespace detail
 DDP_END_NAMESPACE
-#endif
 #endif
 
 #endif // DDP_DETAIL_TORCH_LINKAGE_HPP
