@@ -30,7 +30,6 @@ READY = re.compile(r"^(?:\[\d+\] )?READY rank=(\d+) pid=(\d+)", re.M)
 FIRST = re.compile(r"ddprun: the first rank to fail was rank (\d+)")
 
 
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from free_port import free_port  # noqa: E402
 
