@@ -121,10 +121,17 @@ template <class PG, class F> void on_rank0(PG& pg, const std::string& what, F&& 
     }
   }
   pg.broadcast(outcome, 0);
+  if (!outcome[0]) return;
+  // Rank 0's send can complete before a peer has received it, and an exception leaving a live
+  // group tells every peer to give up its collective: so every rank first waits until all
+  // hold the outcome (a barrier completes only once every rank entered it), then each throws
+  // its own message. A peer that throws first may fail this barrier elsewhere: ignored.
+  try {
+    pg.barrier();
+  } catch (const ddp::error&) {}
   if (failure) throw *failure; // rank 0: its own error, path and offset
-  if (outcome[0])
-    throw ddp::error(static_cast<ddp::error_kind>(outcome[1]),
-                     "rank 0 " + what + ": " + reinterpret_cast<const char*>(outcome.data() + 2));
+  throw ddp::error(static_cast<ddp::error_kind>(outcome[1]),
+                   "rank 0 " + what + ": " + reinterpret_cast<const char*>(outcome.data() + 2));
 }
 
 /// Whether this run resumes from `o.checkpoint`: --resume, or a restart by ddprun
