@@ -287,19 +287,23 @@ case_twice() {
   gen=1
 }
 
+# start_with_rank3_paused NAME: the job NAME started with rank 3 paused after step 10, once it is.
+start_with_rank3_paused() {
+  export ELASTIC_PAUSE=3:10:600000
+  start $1
+  unset ELASTIC_PAUSE
+  i=0
+  until grep -q '^PAUSED rank=3 step=10$' "$work/$1.1" 2>/dev/null; do
+    i=$((i + 1)); [ $i -le 600 ] || fail "$1: rank 3's pause not seen within 30 s"
+    sleep 0.05
+  done
+}
 # user_stop_job NAME RANKLESS WHO...: while rank 3 pauses after step 10 (RANKLESS=1: once node 0's
 # ranks were killed and its ddprun waits for the job's end with none), SIGTERM to each named node's
 # ddprun, 0.3 s apart: every rank stops, and both ddprun exit 143 with one verdict naming the first.
 user_stop_job() {
   name=$1 rankless=$2; shift 2
-  export ELASTIC_PAUSE=3:10:600000
-  start $name
-  unset ELASTIC_PAUSE
-  i=0
-  until grep -q '^PAUSED rank=3 step=10$' "$work/$name.1" 2>/dev/null; do
-    i=$((i + 1)); [ $i -le 600 ] || fail "$name: rank 3's pause not seen within 30 s"
-    sleep 0.05
-  done
+  start_with_rank3_paused $name
   taken="the other ranks go on|"
   if [ "$rankless" = 1 ]; then
     taken=
@@ -355,14 +359,7 @@ case_user_stop() {
 # exits 143 naming the stop, not 1 for a lost host. Last: node 0's ddprun is killed after.
 user_stop_silent_host() {
   name=user_stop_silent
-  export ELASTIC_PAUSE=3:10:600000
-  start $name
-  unset ELASTIC_PAUSE
-  i=0
-  until grep -q '^PAUSED rank=3 step=10$' "$work/$name.1" 2>/dev/null; do
-    i=$((i + 1)); [ $i -le 600 ] || fail "$name: rank 3's pause not seen within 30 s"
-    sleep 0.05
-  done
+  start_with_rank3_paused $name
   kill -STOP "$agent0"
   kill_ns=$(date +%s%N)
   kill -TERM "$agent1"

@@ -18,4 +18,11 @@ inline ddp::tcp_store_options local_server_options() {
   return o;
 }
 
+// A store served in this process, reporting RANK to its own server.
+inline ddp::tcp_store local_server(int rank) {
+  auto o = local_server_options();
+  o.rank = rank;
+  return ddp::tcp_store(o);
+}
+
 } // namespace ddp_test

@@ -11,11 +11,7 @@
 using namespace std::chrono_literals;
 
 namespace {
-ddp::tcp_store serving() {
-  auto o = ddp_test::local_server_options();
-  o.rank = 0;
-  return ddp::tcp_store(o);
-}
+ddp::tcp_store serving() { return ddp_test::local_server(0); }
 void publish(ddp::tcp_store& s, int generation, const std::string& members) {
   s.set("r0/meet/g" + std::to_string(generation) + "/members", members);
 }

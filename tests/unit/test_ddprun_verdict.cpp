@@ -10,11 +10,7 @@
 using namespace std::chrono_literals;
 
 namespace {
-ddp::tcp_store serving() {
-  auto o = ddp_test::local_server_options();
-  o.rank = 0;
-  return ddp::tcp_store(o);
-}
+ddp::tcp_store serving() { return ddp_test::local_server(0); }
 std::map<int, ddprun::rank_end> ends(std::initializer_list<std::pair<int, int>> codes) {
   std::map<int, ddprun::rank_end> m;
   for (auto [rank, code] : codes)
