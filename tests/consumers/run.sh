@@ -93,7 +93,7 @@ asked_for() {
 
 case "$kind" in
   find_package)
-    # Install ddp into a private prefix, with the commands the README gives.
+    # Install ddp into a private prefix, with the commands the README gives (and $unity).
     cmake -S "$src" -B "$work/ddp-build" $gen -DDDP_BUILD_TESTS=OFF -DDDP_BUILD_EXAMPLES=OFF \
           -DDDP_BUILD_BENCHMARKS=OFF -DDDP_BUILD_TOOLS=$launch $unity -DCMAKE_INSTALL_PREFIX="$work/prefix" >/dev/null
     if [ $launch = ON ]; then
