@@ -39,6 +39,12 @@ if [ "$kind" = add_subdirectory_asked ]; then
   asked="-DDDP_WITH_CUDA=ON -DDDP_WITH_NCCL=ON -DDDP_WITH_TORCH=ON"
   launch=OFF
 fi
+# The ddprun a way builds is compiled as one translation unit (CMake's unity build): what is
+# checked is that the way delivers a ddprun that launches, and its files one by one are
+# compiled in every build of ddp itself (see docs/performance.md, Build and test costs). The
+# consumer's own two files stay two (UNITY_BUILD OFF on the consumer target).
+unity=""
+[ $launch = OFF ] || unity="-DCMAKE_UNITY_BUILD=ON"
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ddp-consumer-$kind.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -48,7 +54,7 @@ command -v ninja >/dev/null && gen="-G Ninja"
 # The consumer's configure, timed, its output kept for the checks below.
 configure() {
   start=$(date +%s.%N)
-  if ! cmake "$@" -DCMAKE_CXX_COMPILER="$cxx" "$target" -DDDP_CONSUMER_LAUNCH=$launch $asked $torch \
+  if ! cmake "$@" -DCMAKE_CXX_COMPILER="$cxx" "$target" -DDDP_CONSUMER_LAUNCH=$launch $asked $torch $unity \
        > "$work/configure.txt" 2>&1; then
     cat "$work/configure.txt"; exit 1
   fi
@@ -87,9 +93,9 @@ asked_for() {
 
 case "$kind" in
   find_package)
-    # Install ddp into a private prefix, with the commands the README gives.
+    # Install ddp into a private prefix, with the commands the README gives (and $unity).
     cmake -S "$src" -B "$work/ddp-build" $gen -DDDP_BUILD_TESTS=OFF -DDDP_BUILD_EXAMPLES=OFF \
-          -DDDP_BUILD_BENCHMARKS=OFF -DDDP_BUILD_TOOLS=$launch -DCMAKE_INSTALL_PREFIX="$work/prefix" >/dev/null
+          -DDDP_BUILD_BENCHMARKS=OFF -DDDP_BUILD_TOOLS=$launch $unity -DCMAKE_INSTALL_PREFIX="$work/prefix" >/dev/null
     if [ $launch = ON ]; then
       # An install before the build says what to run, not which file it missed.
       if cmake --install "$work/ddp-build" > "$work/install.txt" 2>&1; then
@@ -140,6 +146,8 @@ case "$kind" in
 esac
 if [ "$kind" != single_header ]; then
   cmake --build "$work/build" -j1 # one core (the test has PROCESSORS 1); ddprun too with launch
+  [ -n "$(find "$work/build/CMakeFiles/consumer.dir" -name 'second.cpp.o')" ] ||
+    { echo "the consumer's second.cpp was not compiled as a translation unit of its own"; exit 1; }
 fi
 if [ -n "$torch" ]; then
   # Compiled once, the consumer's LibTorch file only declares the adapter: ddp::torch_runtime defines it.
