@@ -80,7 +80,9 @@ inline bool wait_for(process& p, std::chrono::milliseconds limit) {
 /// (32768-60999 on Linux by default): a port the kernel hands out for port 0 or
 /// an outgoing connection could be taken by another test between this check and
 /// the job's bind (these tests run beside others, tests/CMakeLists.txt,
-/// ddp_waiting_tests); 20000-32000 is used by no test outside that lock group.
+/// ddp_waiting_tests). The Python and shell tests draw from the same range
+/// (tests/support/free_port.py): two draws of one port at once are possible but
+/// rare (12000 ports), and the second bind then fails with a message naming it.
 inline int free_port() {
   static std::mt19937 draw(std::random_device{}());
   for (int attempt = 0; attempt < 200; ++attempt) {
