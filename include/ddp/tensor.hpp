@@ -18,8 +18,8 @@
 #include <vector>
 
 #if !defined(DDP_NO_EIGEN) && __has_include(<Eigen/Core>)
-#include <Eigen/Core>
 #define DDP_HAS_EIGEN 1
+#include <ddp/detail/common/eigen_declarations.hpp>
 #endif
 
 DDP_BEGIN_NAMESPACE

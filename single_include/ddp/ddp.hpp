@@ -288,8 +288,29 @@ DDP_END_NAMESPACE
 #include <vector>
 
 #if !defined(DDP_NO_EIGEN) && __has_include(<Eigen/Core>)
-#include <Eigen/Core>
 #define DDP_HAS_EIGEN 1
+// ---- begin ddp/detail/common/eigen_declarations.hpp ----
+// Eigen's templates that ddp names, declared as Eigen declares them, so that
+// ddp's traits for Eigen objects cost a file nothing until the file includes
+// Eigen itself (parsing <Eigen/Core> is about a second of every compile, and
+// only a file that holds Eigen objects needs it). The declarations carry no
+// default arguments: Eigen's own give them, before or after these.
+#ifndef DDP_DETAIL_COMMON_EIGEN_DECLARATIONS_HPP
+#define DDP_DETAIL_COMMON_EIGEN_DECLARATIONS_HPP
+
+namespace Eigen {
+template <typename Derived> class DenseBase;
+template <typename Scalar, int Rows, int Cols, int Options, int MaxRows, int MaxCols> class Matrix;
+template <int OuterStrideAtCompileTime, int InnerStrideAtCompileTime> class Stride;
+template <typename PlainObjectType, int MapOptions, typename StrideType> class Map;
+template <typename PlainObjectType, int Options, typename StrideType> class Ref;
+template <typename XprType, int BlockRows, int BlockCols, bool InnerPanel> class Block;
+struct half;
+struct bfloat16;
+} // namespace Eigen
+
+#endif // DDP_DETAIL_COMMON_EIGEN_DECLARATIONS_HPP
+// ---- end ddp/detail/common/eigen_declarations.hpp ----
 #endif
 
 DDP_BEGIN_NAMESPACE
@@ -590,10 +611,6 @@ DDP_END_NAMESPACE
 #include <type_traits>
 #include <vector>
 
-#if !defined(DDP_NO_EIGEN) && __has_include(<Eigen/Core>)
-#include <Eigen/Core>
-#endif
-
 DDP_BEGIN_NAMESPACE
 
 template <class T> class arena {
@@ -641,10 +658,12 @@ public:
     return {storage_.data() + offsets_[k], sizes_[k]};
   }
 
-#ifdef EIGEN_WORLD_VERSION
-  /// Gradient k as a column-major rows x cols Eigen map.
-  Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>> matrix(std::size_t k, Eigen::Index rows,
-                                                                      Eigen::Index cols) {
+#ifdef DDP_HAS_EIGEN
+  /// Gradient k as a column-major rows x cols Eigen map (Eigen::Map<Eigen::MatrixX<T>>), in a
+  /// file that includes Eigen. The type is spelled out (-1: Eigen::Dynamic) because ddp only
+  /// declares Eigen's templates (ddp/tensor.hpp).
+  Eigen::Map<Eigen::Matrix<T, -1, -1, 0, -1, -1>, 0, Eigen::Stride<0, 0>>
+  matrix(std::size_t k, std::ptrdiff_t rows, std::ptrdiff_t cols) {
     auto s = slot(k);
     if (static_cast<std::size_t>(rows * cols) != s.size())
       throw error(error_kind::config, "arena: slot " + std::to_string(k) + " holds " +
