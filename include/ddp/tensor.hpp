@@ -10,8 +10,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
-#include <ranges>
-#include <span>
+#include <span> // std::ranges::enable_borrowed_range too: <span> specializes it
 #include <string>
 #include <string_view>
 #include <type_traits>
