@@ -16,6 +16,7 @@
 
 #include <ddp/error.hpp>
 #include <ddp/shm_array.hpp>
+#include <ddp/tensor.hpp>
 
 #include <algorithm>
 #include <concepts>
@@ -28,10 +29,6 @@
 #include <string>
 #include <type_traits>
 #include <vector>
-
-#if !defined(DDP_NO_EIGEN) && __has_include(<Eigen/Core>)
-#include <Eigen/Core>
-#endif
 
 DDP_BEGIN_NAMESPACE
 
@@ -80,10 +77,12 @@ public:
     return {storage_.data() + offsets_[k], sizes_[k]};
   }
 
-#ifdef EIGEN_WORLD_VERSION
-  /// Gradient k as a column-major rows x cols Eigen map.
-  Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>> matrix(std::size_t k, Eigen::Index rows,
-                                                                      Eigen::Index cols) {
+#ifdef DDP_HAS_EIGEN
+  /// Gradient k as a column-major rows x cols Eigen map (Eigen::Map<Eigen::MatrixX<T>>), in a
+  /// file that includes Eigen. The type is spelled out (-1: Eigen::Dynamic) because ddp only
+  /// declares Eigen's templates (ddp/tensor.hpp).
+  Eigen::Map<Eigen::Matrix<T, -1, -1, 0, -1, -1>, 0, Eigen::Stride<0, 0>>
+  matrix(std::size_t k, std::ptrdiff_t rows, std::ptrdiff_t cols) {
     auto s = slot(k);
     if (static_cast<std::size_t>(rows * cols) != s.size())
       throw error(error_kind::config, "arena: slot " + std::to_string(k) + " holds " +

@@ -9,6 +9,7 @@
 #define DDP_SAMPLER_HPP
 
 #include <ddp/detail/common/linkage.hpp>
+#include <ddp/detail/common/mt19937.hpp>
 #include <ddp/error.hpp>
 
 #include <algorithm>
@@ -19,8 +20,6 @@
 #include <iterator>
 #include <new>
 #include <numeric>
-#include <random>
-#include <ranges>
 #include <span>
 #include <string>
 #include <vector>
@@ -146,8 +145,8 @@ void shuffle_with_lookahead(std::size_t steps, Draw&& draw, Target&& target, Ste
 /// The modulo of a 32-bit draw is biased for large n, and for n > 2^32 never
 /// reaches past i + 2^32 - 1; reproduced as is. Checked against PyTorch 1.13 by
 /// tests/reference/compare_live_large.sh below the switch.
-template <class Index, class Alloc>
-void randperm_forward(std::vector<Index, Alloc>& r, std::size_t n, std::mt19937& gen) {
+template <class Index, class Alloc, class Generator>
+void randperm_forward(std::vector<Index, Alloc>& r, std::size_t n, Generator& gen) {
   r.resize(n);
   std::iota(r.begin(), r.end(), Index{0});
   if (n < 2) return;
@@ -181,8 +180,8 @@ void randperm_forward(std::vector<Index, Alloc>& r, std::size_t n, std::mt19937&
 /// (tests/reference/randperm_model.py); tests/reference/compare_live_large.sh
 /// checks it against a PyTorch 2.6 or later where one is installed (scripts/dev/gpu-check
 /// runs it with the GPU machine's, up to n = 250,000,000: docs/gpu.md).
-template <class Index, class Alloc>
-void randperm_inside_out(std::vector<Index, Alloc>& r, std::size_t n, std::mt19937& gen) {
+template <class Index, class Alloc, class Generator>
+void randperm_inside_out(std::vector<Index, Alloc>& r, std::size_t n, Generator& gen) {
   r.assign(n, Index{0}); // every entry is written before it is read; r[0] = 0 stands for i = 0
   shuffle_with_lookahead<32>(
       n,
@@ -199,14 +198,14 @@ void randperm_inside_out(std::vector<Index, Alloc>& r, std::size_t n, std::mt199
 }
 
 /// PyTorch's torch.randperm(n, generator) on the CPU, with the generator seeded
-/// by `seed`: MT19937 (std::mt19937 gives the same numbers; its result_type may
-/// be wider than 32 bits, so draws are cast), seeded with the low 32 bits of the
+/// by `seed`: MT19937 (detail::mt19937; std::mt19937 gives the same numbers, but its
+/// result_type may be wider than 32 bits, so draws are cast), seeded with the low 32 bits of the
 /// seed, then one of the two shuffles above. Index must hold n - 1 (32 bits are
 /// enough below 2^32: half the memory).
 template <class Index, class Alloc>
 void randperm(std::vector<Index, Alloc>& r, std::size_t n, std::uint64_t seed,
               torch_randperm version = torch_randperm::since_2_6) {
-  std::mt19937 gen(static_cast<std::uint32_t>(seed));
+  mt19937 gen(static_cast<std::uint32_t>(seed));
   if (version == torch_randperm::since_2_6 && n >= randperm_inside_out_from)
     randperm_inside_out(r, n, gen);
   else

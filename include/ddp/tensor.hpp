@@ -10,16 +10,15 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
-#include <ranges>
-#include <span>
+#include <span> // std::ranges::enable_borrowed_range too: <span> specializes it
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <vector>
 
 #if !defined(DDP_NO_EIGEN) && __has_include(<Eigen/Core>)
-#include <Eigen/Core>
 #define DDP_HAS_EIGEN 1
+#include <ddp/detail/common/eigen_declarations.hpp>
 #endif
 
 DDP_BEGIN_NAMESPACE

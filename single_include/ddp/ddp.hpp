@@ -280,16 +280,36 @@ DDP_END_NAMESPACE
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
-#include <ranges>
-#include <span>
+#include <span> // std::ranges::enable_borrowed_range too: <span> specializes it
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <vector>
 
 #if !defined(DDP_NO_EIGEN) && __has_include(<Eigen/Core>)
-#include <Eigen/Core>
 #define DDP_HAS_EIGEN 1
+// ---- begin ddp/detail/common/eigen_declarations.hpp ----
+// Eigen's templates that ddp names, declared as Eigen declares them, so that
+// ddp's traits for Eigen objects cost a file nothing until the file includes
+// Eigen itself (parsing <Eigen/Core> is about a second of every compile, and
+// only a file that holds Eigen objects needs it). The declarations carry no
+// default arguments: Eigen's own give them, before or after these.
+#ifndef DDP_DETAIL_COMMON_EIGEN_DECLARATIONS_HPP
+#define DDP_DETAIL_COMMON_EIGEN_DECLARATIONS_HPP
+
+namespace Eigen {
+template <typename Derived> class DenseBase;
+template <typename Scalar, int Rows, int Cols, int Options, int MaxRows, int MaxCols> class Matrix;
+template <int OuterStrideAtCompileTime, int InnerStrideAtCompileTime> class Stride;
+template <typename PlainObjectType, int MapOptions, typename StrideType> class Map;
+template <typename PlainObjectType, int Options, typename StrideType> class Ref;
+template <typename XprType, int BlockRows, int BlockCols, bool InnerPanel> class Block;
+struct half;
+struct bfloat16;
+} // namespace Eigen
+
+#endif // DDP_DETAIL_COMMON_EIGEN_DECLARATIONS_HPP
+// ---- end ddp/detail/common/eigen_declarations.hpp ----
 #endif
 
 DDP_BEGIN_NAMESPACE
@@ -590,10 +610,6 @@ DDP_END_NAMESPACE
 #include <type_traits>
 #include <vector>
 
-#if !defined(DDP_NO_EIGEN) && __has_include(<Eigen/Core>)
-#include <Eigen/Core>
-#endif
-
 DDP_BEGIN_NAMESPACE
 
 template <class T> class arena {
@@ -641,10 +657,12 @@ public:
     return {storage_.data() + offsets_[k], sizes_[k]};
   }
 
-#ifdef EIGEN_WORLD_VERSION
-  /// Gradient k as a column-major rows x cols Eigen map.
-  Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>> matrix(std::size_t k, Eigen::Index rows,
-                                                                      Eigen::Index cols) {
+#ifdef DDP_HAS_EIGEN
+  /// Gradient k as a column-major rows x cols Eigen map (Eigen::Map<Eigen::MatrixX<T>>), in a
+  /// file that includes Eigen. The type is spelled out (-1: Eigen::Dynamic) because ddp only
+  /// declares Eigen's templates (ddp/tensor.hpp).
+  Eigen::Map<Eigen::Matrix<T, -1, -1, 0, -1, -1>, 0, Eigen::Stride<0, 0>>
+  matrix(std::size_t k, std::ptrdiff_t rows, std::ptrdiff_t cols) {
     auto s = slot(k);
     if (static_cast<std::size_t>(rows * cols) != s.size())
       throw error(error_kind::config, "arena: slot " + std::to_string(k) + " holds " +
@@ -3001,12 +3019,65 @@ DDP_END_NAMESPACE
 #ifndef DDP_DETAIL_COMMON_OPEN_FILES_HPP
 #define DDP_DETAIL_COMMON_OPEN_FILES_HPP
 
+// ---- begin ddp/detail/common/directories.hpp ----
+// Directories through POSIX calls: <filesystem> would cost every file that
+// includes ddp a noticeable share of its parsing for these few lines
+// (docs/performance.md, Compile cost).
+#ifndef DDP_DETAIL_COMMON_DIRECTORIES_HPP
+#define DDP_DETAIL_COMMON_DIRECTORIES_HPP
+
+
+#include <cerrno>
+#include <cstddef>
+#include <string>
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// Whether `path` names a directory (following links).
+inline bool is_directory(const std::string& path) noexcept {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/// Creates `path` and its missing parents, as `mkdir -p`: 0 once `path` is a
+/// directory, else the errno of the step that failed (ENOTDIR where `path`
+/// names something else).
+inline int make_directories(const std::string& path) {
+  if (path.empty()) return ENOENT;
+  for (std::size_t end = 1; end <= path.size(); ++end) {
+    if (end < path.size() && path[end] != '/') continue;
+    if (::mkdir(path.substr(0, end).c_str(), 0777) != 0 && errno != EEXIST) return errno;
+  }
+  return is_directory(path) ? 0 : ENOTDIR;
+}
+
+/// Entries of directory `path` other than "." and "..", or -1 where it cannot be read.
+inline long directory_entries(const char* path) noexcept {
+  DIR* d = ::opendir(path);
+  if (d == nullptr) return -1;
+  long n = 0;
+  while (const dirent* e = ::readdir(d)) {
+    const char* s = e->d_name;
+    if (!(s[0] == '.' && (s[1] == '\0' || (s[1] == '.' && s[2] == '\0')))) ++n;
+  }
+  ::closedir(d);
+  return n;
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_COMMON_DIRECTORIES_HPP
+// ---- end ddp/detail/common/directories.hpp ----
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <sys/resource.h>
 
@@ -3015,11 +3086,8 @@ namespace detail {
 
 /// Descriptors this process has open now (/proc/self/fd; 16 where that cannot be read).
 inline long open_files_in_use() {
-  std::error_code ec;
-  long n = 0;
-  for (std::filesystem::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end; it.increment(ec))
-    ++n;
-  return ec || n == 0 ? 16 : n - 1; // less the iterator's own descriptor
+  const long n = directory_entries("/proc/self/fd");
+  return n <= 0 ? 16 : n - 1; // less the descriptor that read the directory
 }
 
 /// Wanted free beyond the estimate, for the program's own files (checkpoints,
@@ -3060,9 +3128,12 @@ inline long store_server_open_files(int world) { return 3 + 2L * world; }
 
 /// The most the kernel lets a soft limit rise to when the hard one is unlimited.
 inline rlim_t kernel_open_files_max() {
-  std::ifstream f("/proc/sys/fs/nr_open");
   unsigned long long n = 0;
-  return f >> n && n > 0 ? static_cast<rlim_t>(n) : rlim_t{1} << 20;
+  if (std::FILE* f = std::fopen("/proc/sys/fs/nr_open", "r")) {
+    if (std::fscanf(f, "%llu", &n) != 1) n = 0;
+    std::fclose(f);
+  }
+  return n > 0 ? static_cast<rlim_t>(n) : rlim_t{1} << 20;
 }
 
 /// Makes RLIMIT_NOFILE cover `need`: a soft limit below the need with its
@@ -13216,11 +13287,10 @@ DDP_END_NAMESPACE
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <filesystem>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <system_error>
 #include <vector>
 
 DDP_BEGIN_NAMESPACE
@@ -13322,13 +13392,11 @@ public:
     if (!dir || dir->empty() || *dir == "0") return false;
     std::lock_guard lock(mu_);
     if (sessions_++ == 0 && dir_.empty()) {
-      std::error_code ec;
-      std::filesystem::create_directories(*dir, ec);
-      if (!std::filesystem::is_directory(*dir)) {
+      if (const int err = make_directories(*dir); err != 0) {
         --sessions_;
         throw error(error_kind::config,
                     "rank " + std::to_string(rank) + ": DDP_TRACE=" + *dir +
-                        " is not a directory that can be created (" + ec.message() +
+                        " is not a directory that can be created (" + std::strerror(err) +
                         "); point DDP_TRACE at a writable directory or unset it",
                     rank);
       }
@@ -13390,9 +13458,8 @@ private:
     std::FILE* f = std::fopen(tmp.c_str(), "w");
     bool ok = f && std::fwrite(j.data(), 1, j.size(), f) == j.size();
     if (f) ok = (std::fclose(f) == 0) && ok;
-    std::error_code ec;
-    if (ok) std::filesystem::rename(tmp, path, ec);
-    if (!ok || ec)
+    if (ok) ok = std::rename(tmp.c_str(), path.c_str()) == 0;
+    if (!ok)
       log_line("rank " + std::to_string(rank_),
                "DDP_TRACE: could not write " + path + " (is the directory still there and writable?)");
   }
@@ -14461,6 +14528,69 @@ DDP_END_NAMESPACE
 #ifndef DDP_SAMPLER_HPP
 #define DDP_SAMPLER_HPP
 
+// ---- begin ddp/detail/common/mt19937.hpp ----
+// MT19937, the 32-bit Mersenne Twister, seeded as std::mt19937(seed) and giving
+// the same numbers: the samplers need only this engine, and <random> would cost
+// every file that includes ddp a noticeable share of its parsing (docs/performance.md,
+// Compile cost). A unit test checks it against std::mt19937.
+#ifndef DDP_DETAIL_COMMON_MT19937_HPP
+#define DDP_DETAIL_COMMON_MT19937_HPP
+
+
+#include <cstddef>
+#include <cstdint>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+class mt19937 {
+public:
+  using result_type = std::uint32_t;
+
+  explicit mt19937(std::uint32_t seed) noexcept {
+    state_[0] = seed;
+    for (std::size_t i = 1; i < n; ++i)
+      state_[i] = 1812433253u * (state_[i - 1] ^ (state_[i - 1] >> 30)) + static_cast<std::uint32_t>(i);
+    next_ = n;
+  }
+
+  std::uint32_t operator()() noexcept {
+    if (next_ >= n) twist();
+    std::uint32_t y = state_[next_++];
+    y ^= y >> 11;
+    y ^= (y << 7) & 0x9d2c5680u;
+    y ^= (y << 15) & 0xefc60000u;
+    return y ^ (y >> 18);
+  }
+
+private:
+  static constexpr std::size_t n = 624, m = 397;
+
+  static std::uint32_t mix(std::uint32_t upper, std::uint32_t lower, std::uint32_t far) noexcept {
+    const std::uint32_t y = (upper & 0x80000000u) | (lower & 0x7fffffffu);
+    return far ^ (y >> 1) ^ ((y & 1u) ? 0x9908b0dfu : 0u);
+  }
+
+  /// The next 624 words at once, in two loops without a modulo (as libstdc++ does).
+  void twist() noexcept {
+    std::size_t k = 0;
+    for (; k < n - m; ++k)
+      state_[k] = mix(state_[k], state_[k + 1], state_[k + m]);
+    for (; k < n - 1; ++k)
+      state_[k] = mix(state_[k], state_[k + 1], state_[k + m - n]);
+    state_[n - 1] = mix(state_[n - 1], state_[0], state_[m - 1]);
+    next_ = 0;
+  }
+
+  std::uint32_t state_[n];
+  std::size_t next_;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_COMMON_MT19937_HPP
+// ---- end ddp/detail/common/mt19937.hpp ----
 
 #include <algorithm>
 #include <array>
@@ -14470,8 +14600,6 @@ DDP_END_NAMESPACE
 #include <iterator>
 #include <new>
 #include <numeric>
-#include <random>
-#include <ranges>
 #include <span>
 #include <string>
 #include <vector>
@@ -14597,8 +14725,8 @@ void shuffle_with_lookahead(std::size_t steps, Draw&& draw, Target&& target, Ste
 /// The modulo of a 32-bit draw is biased for large n, and for n > 2^32 never
 /// reaches past i + 2^32 - 1; reproduced as is. Checked against PyTorch 1.13 by
 /// tests/reference/compare_live_large.sh below the switch.
-template <class Index, class Alloc>
-void randperm_forward(std::vector<Index, Alloc>& r, std::size_t n, std::mt19937& gen) {
+template <class Index, class Alloc, class Generator>
+void randperm_forward(std::vector<Index, Alloc>& r, std::size_t n, Generator& gen) {
   r.resize(n);
   std::iota(r.begin(), r.end(), Index{0});
   if (n < 2) return;
@@ -14632,8 +14760,8 @@ void randperm_forward(std::vector<Index, Alloc>& r, std::size_t n, std::mt19937&
 /// (tests/reference/randperm_model.py); tests/reference/compare_live_large.sh
 /// checks it against a PyTorch 2.6 or later where one is installed (scripts/dev/gpu-check
 /// runs it with the GPU machine's, up to n = 250,000,000: docs/gpu.md).
-template <class Index, class Alloc>
-void randperm_inside_out(std::vector<Index, Alloc>& r, std::size_t n, std::mt19937& gen) {
+template <class Index, class Alloc, class Generator>
+void randperm_inside_out(std::vector<Index, Alloc>& r, std::size_t n, Generator& gen) {
   r.assign(n, Index{0}); // every entry is written before it is read; r[0] = 0 stands for i = 0
   shuffle_with_lookahead<32>(
       n,
@@ -14650,14 +14778,14 @@ void randperm_inside_out(std::vector<Index, Alloc>& r, std::size_t n, std::mt199
 }
 
 /// PyTorch's torch.randperm(n, generator) on the CPU, with the generator seeded
-/// by `seed`: MT19937 (std::mt19937 gives the same numbers; its result_type may
-/// be wider than 32 bits, so draws are cast), seeded with the low 32 bits of the
+/// by `seed`: MT19937 (detail::mt19937; std::mt19937 gives the same numbers, but its
+/// result_type may be wider than 32 bits, so draws are cast), seeded with the low 32 bits of the
 /// seed, then one of the two shuffles above. Index must hold n - 1 (32 bits are
 /// enough below 2^32: half the memory).
 template <class Index, class Alloc>
 void randperm(std::vector<Index, Alloc>& r, std::size_t n, std::uint64_t seed,
               torch_randperm version = torch_randperm::since_2_6) {
-  std::mt19937 gen(static_cast<std::uint32_t>(seed));
+  mt19937 gen(static_cast<std::uint32_t>(seed));
   if (version == torch_randperm::since_2_6 && n >= randperm_inside_out_from)
     randperm_inside_out(r, n, gen);
   else
@@ -25998,14 +26126,16 @@ DDP_END_NAMESPACE
 #include <array>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
 #include <memory>
-#include <random>
 #include <string_view>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26167,8 +26297,12 @@ inline std::string temporary_name(const std::string& file) {
   if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') std::strcpy(host, "host");
   for (char* c = host; *c; ++c)
     if (*c == '/') *c = '_';
-  std::random_device rd;
-  const std::uint64_t r = (std::uint64_t{rd()} << 32) ^ rd();
+  // The kernel's random bytes (what std::random_device reads, without parsing <random>);
+  // where they fail, the clock and a stack address still differ between writers.
+  std::uint64_t r = 0;
+  if (::getrandom(&r, sizeof r, 0) != static_cast<ssize_t>(sizeof r))
+    r = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+        reinterpret_cast<std::uintptr_t>(&r);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(r));
   return file + ".tmp." + host + "." + std::to_string(::getpid()) + "." + hex;

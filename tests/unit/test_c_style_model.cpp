@@ -2,6 +2,7 @@
 // and trains, and every collective takes a temporary view (world 1, file://).
 #include <ddp/ddp.hpp>
 
+#include <Eigen/Core>
 #include <doctest/doctest.h>
 
 #include <cstdlib>

@@ -5,6 +5,10 @@
 
 #include <doctest/doctest.h>
 
+#if __has_include(<Eigen/Core>) && !defined(DDP_NO_EIGEN)
+#include <Eigen/Core> // ddp declares Eigen's templates; a file with Eigen objects includes Eigen
+#endif
+
 #include <cmath>
 #include <cstdint>
 #include <vector>

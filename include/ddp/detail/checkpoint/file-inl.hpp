@@ -11,14 +11,16 @@
 #include <array>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
 #include <memory>
-#include <random>
 #include <string_view>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -180,8 +182,12 @@ inline std::string temporary_name(const std::string& file) {
   if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') std::strcpy(host, "host");
   for (char* c = host; *c; ++c)
     if (*c == '/') *c = '_';
-  std::random_device rd;
-  const std::uint64_t r = (std::uint64_t{rd()} << 32) ^ rd();
+  // The kernel's random bytes (what std::random_device reads, without parsing <random>);
+  // where they fail, the clock and a stack address still differ between writers.
+  std::uint64_t r = 0;
+  if (::getrandom(&r, sizeof r, 0) != static_cast<ssize_t>(sizeof r))
+    r = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+        reinterpret_cast<std::uintptr_t>(&r);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(r));
   return file + ".tmp." + host + "." + std::to_string(::getpid()) + "." + hex;

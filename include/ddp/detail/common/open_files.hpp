@@ -12,14 +12,14 @@
 #ifndef DDP_DETAIL_COMMON_OPEN_FILES_HPP
 #define DDP_DETAIL_COMMON_OPEN_FILES_HPP
 
+#include <ddp/detail/common/directories.hpp>
 #include <ddp/detail/common/log.hpp>
 #include <ddp/error.hpp>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <sys/resource.h>
 
@@ -28,11 +28,8 @@ namespace detail {
 
 /// Descriptors this process has open now (/proc/self/fd; 16 where that cannot be read).
 inline long open_files_in_use() {
-  std::error_code ec;
-  long n = 0;
-  for (std::filesystem::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end; it.increment(ec))
-    ++n;
-  return ec || n == 0 ? 16 : n - 1; // less the iterator's own descriptor
+  const long n = directory_entries("/proc/self/fd");
+  return n <= 0 ? 16 : n - 1; // less the descriptor that read the directory
 }
 
 /// Wanted free beyond the estimate, for the program's own files (checkpoints,
@@ -73,9 +70,12 @@ inline long store_server_open_files(int world) { return 3 + 2L * world; }
 
 /// The most the kernel lets a soft limit rise to when the hard one is unlimited.
 inline rlim_t kernel_open_files_max() {
-  std::ifstream f("/proc/sys/fs/nr_open");
   unsigned long long n = 0;
-  return f >> n && n > 0 ? static_cast<rlim_t>(n) : rlim_t{1} << 20;
+  if (std::FILE* f = std::fopen("/proc/sys/fs/nr_open", "r")) {
+    if (std::fscanf(f, "%llu", &n) != 1) n = 0;
+    std::fclose(f);
+  }
+  return n > 0 ? static_cast<rlim_t>(n) : rlim_t{1} << 20;
 }
 
 /// Makes RLIMIT_NOFILE cover `need`: a soft limit below the need with its

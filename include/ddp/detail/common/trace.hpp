@@ -15,6 +15,7 @@
 #ifndef DDP_DETAIL_COMMON_TRACE_HPP
 #define DDP_DETAIL_COMMON_TRACE_HPP
 
+#include <ddp/detail/common/directories.hpp>
 #include <ddp/detail/common/env.hpp>
 #include <ddp/detail/common/linkage.hpp>
 #include <ddp/detail/common/log.hpp>
@@ -23,11 +24,10 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <filesystem>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <system_error>
 #include <vector>
 
 DDP_BEGIN_NAMESPACE
@@ -129,13 +129,11 @@ public:
     if (!dir || dir->empty() || *dir == "0") return false;
     std::lock_guard lock(mu_);
     if (sessions_++ == 0 && dir_.empty()) {
-      std::error_code ec;
-      std::filesystem::create_directories(*dir, ec);
-      if (!std::filesystem::is_directory(*dir)) {
+      if (const int err = make_directories(*dir); err != 0) {
         --sessions_;
         throw error(error_kind::config,
                     "rank " + std::to_string(rank) + ": DDP_TRACE=" + *dir +
-                        " is not a directory that can be created (" + ec.message() +
+                        " is not a directory that can be created (" + std::strerror(err) +
                         "); point DDP_TRACE at a writable directory or unset it",
                     rank);
       }
@@ -197,9 +195,8 @@ private:
     std::FILE* f = std::fopen(tmp.c_str(), "w");
     bool ok = f && std::fwrite(j.data(), 1, j.size(), f) == j.size();
     if (f) ok = (std::fclose(f) == 0) && ok;
-    std::error_code ec;
-    if (ok) std::filesystem::rename(tmp, path, ec);
-    if (!ok || ec)
+    if (ok) ok = std::rename(tmp.c_str(), path.c_str()) == 0;
+    if (!ok)
       log_line("rank " + std::to_string(rank_),
                "DDP_TRACE: could not write " + path + " (is the directory still there and writable?)");
   }
