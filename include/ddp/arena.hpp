@@ -78,17 +78,24 @@ public:
   }
 
 #ifdef DDP_HAS_EIGEN
-  /// Gradient k as a column-major rows x cols Eigen map (Eigen::Map<Eigen::MatrixX<T>>), in a
-  /// file that includes Eigen. The type is spelled out (-1: Eigen::Dynamic) because ddp only
-  /// declares Eigen's templates (ddp/tensor.hpp).
+  /// Gradient k as a column-major rows x cols Eigen map, whatever Eigen's default storage
+  /// order, in a file that includes Eigen. The type is spelled out (-1: Eigen::Dynamic,
+  /// 0: column-major) because ddp only declares Eigen's templates (ddp/tensor.hpp).
   Eigen::Map<Eigen::Matrix<T, -1, -1, 0, -1, -1>, 0, Eigen::Stride<0, 0>>
   matrix(std::size_t k, std::ptrdiff_t rows, std::ptrdiff_t cols) {
+    using map_type = Eigen::Map<Eigen::Matrix<T, -1, -1, 0, -1, -1>, 0, Eigen::Stride<0, 0>>;
+    using index = typename map_type::Index; // Eigen's own (EIGEN_DEFAULT_DENSE_INDEX_TYPE)
     auto s = slot(k);
-    if (static_cast<std::size_t>(rows * cols) != s.size())
+    const bool fits =
+        rows >= 0 && cols >= 0 &&
+        (cols == 0 ? s.empty()
+                   : s.size() % static_cast<std::size_t>(cols) == 0 &&
+                         s.size() / static_cast<std::size_t>(cols) == static_cast<std::size_t>(rows));
+    if (!fits)
       throw error(error_kind::config, "arena: slot " + std::to_string(k) + " holds " +
                                           std::to_string(s.size()) + " elements, not " +
                                           std::to_string(rows) + "x" + std::to_string(cols));
-    return {s.data(), rows, cols};
+    return map_type(s.data(), static_cast<index>(rows), static_cast<index>(cols));
   }
 #endif
 

@@ -198,9 +198,9 @@ void randperm_inside_out(std::vector<Index, Alloc>& r, std::size_t n, Generator&
 }
 
 /// PyTorch's torch.randperm(n, generator) on the CPU, with the generator seeded
-/// by `seed`: MT19937 (detail::mt19937; std::mt19937 gives the same numbers, but its
-/// result_type may be wider than 32 bits, so draws are cast), seeded with the low 32 bits of the
-/// seed, then one of the two shuffles above. Index must hold n - 1 (32 bits are
+/// by `seed`: MT19937 (detail::mt19937, which gives std::mt19937's numbers), seeded with the
+/// low 32 bits of the seed, then one of the two shuffles above (which cast each draw to 32
+/// bits, since a Generator's result_type may be wider). Index must hold n - 1 (32 bits are
 /// enough below 2^32: half the memory).
 template <class Index, class Alloc>
 void randperm(std::vector<Index, Alloc>& r, std::size_t n, std::uint64_t seed,

@@ -658,17 +658,24 @@ public:
   }
 
 #ifdef DDP_HAS_EIGEN
-  /// Gradient k as a column-major rows x cols Eigen map (Eigen::Map<Eigen::MatrixX<T>>), in a
-  /// file that includes Eigen. The type is spelled out (-1: Eigen::Dynamic) because ddp only
-  /// declares Eigen's templates (ddp/tensor.hpp).
+  /// Gradient k as a column-major rows x cols Eigen map, whatever Eigen's default storage
+  /// order, in a file that includes Eigen. The type is spelled out (-1: Eigen::Dynamic,
+  /// 0: column-major) because ddp only declares Eigen's templates (ddp/tensor.hpp).
   Eigen::Map<Eigen::Matrix<T, -1, -1, 0, -1, -1>, 0, Eigen::Stride<0, 0>>
   matrix(std::size_t k, std::ptrdiff_t rows, std::ptrdiff_t cols) {
+    using map_type = Eigen::Map<Eigen::Matrix<T, -1, -1, 0, -1, -1>, 0, Eigen::Stride<0, 0>>;
+    using index = typename map_type::Index; // Eigen's own (EIGEN_DEFAULT_DENSE_INDEX_TYPE)
     auto s = slot(k);
-    if (static_cast<std::size_t>(rows * cols) != s.size())
+    const bool fits =
+        rows >= 0 && cols >= 0 &&
+        (cols == 0 ? s.empty()
+                   : s.size() % static_cast<std::size_t>(cols) == 0 &&
+                         s.size() / static_cast<std::size_t>(cols) == static_cast<std::size_t>(rows));
+    if (!fits)
       throw error(error_kind::config, "arena: slot " + std::to_string(k) + " holds " +
                                           std::to_string(s.size()) + " elements, not " +
                                           std::to_string(rows) + "x" + std::to_string(cols));
-    return {s.data(), rows, cols};
+    return map_type(s.data(), static_cast<index>(rows), static_cast<index>(cols));
   }
 #endif
 
@@ -3050,7 +3057,14 @@ inline int make_directories(const std::string& path) {
   if (path.empty()) return ENOENT;
   for (std::size_t end = 1; end <= path.size(); ++end) {
     if (end < path.size() && path[end] != '/') continue;
-    if (::mkdir(path.substr(0, end).c_str(), 0777) != 0 && errno != EEXIST) return errno;
+    const std::string prefix = path.substr(0, end);
+    int rc;
+    do
+      rc = ::mkdir(prefix.c_str(), 0777);
+    while (rc != 0 && errno == EINTR);
+    // Another process (another node, on a shared file system) may have made it first, and a
+    // directory one may not write in may still exist: what counts is that it is there.
+    if (rc != 0 && errno != EEXIST && !is_directory(prefix)) return errno;
   }
   return is_directory(path) ? 0 : ENOTDIR;
 }
@@ -14778,9 +14792,9 @@ void randperm_inside_out(std::vector<Index, Alloc>& r, std::size_t n, Generator&
 }
 
 /// PyTorch's torch.randperm(n, generator) on the CPU, with the generator seeded
-/// by `seed`: MT19937 (detail::mt19937; std::mt19937 gives the same numbers, but its
-/// result_type may be wider than 32 bits, so draws are cast), seeded with the low 32 bits of the
-/// seed, then one of the two shuffles above. Index must hold n - 1 (32 bits are
+/// by `seed`: MT19937 (detail::mt19937, which gives std::mt19937's numbers), seeded with the
+/// low 32 bits of the seed, then one of the two shuffles above (which cast each draw to 32
+/// bits, since a Generator's result_type may be wider). Index must hold n - 1 (32 bits are
 /// enough below 2^32: half the memory).
 template <class Index, class Alloc>
 void randperm(std::vector<Index, Alloc>& r, std::size_t n, std::uint64_t seed,
@@ -26298,9 +26312,10 @@ inline std::string temporary_name(const std::string& file) {
   for (char* c = host; *c; ++c)
     if (*c == '/') *c = '_';
   // The kernel's random bytes (what std::random_device reads, without parsing <random>);
-  // where they fail, the clock and a stack address still differ between writers.
+  // where they fail (or are not seeded yet on a fresh boot: no wait for them), the clock and
+  // a stack address still differ between writers.
   std::uint64_t r = 0;
-  if (::getrandom(&r, sizeof r, 0) != static_cast<ssize_t>(sizeof r))
+  if (::getrandom(&r, sizeof r, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof r))
     r = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
         reinterpret_cast<std::uintptr_t>(&r);
   char hex[17];

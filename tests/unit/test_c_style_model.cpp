@@ -201,3 +201,20 @@ TEST_CASE("flat_model: walks from the highest offset down, finds tensors by name
                        doctest::Contains("tensor 'a' (elements 0..5) overlaps 'b' (from element 4)"),
                        ddp::error);
 }
+
+TEST_CASE("arena::matrix maps a slot column-major and refuses a shape that does not fill it") {
+  ddp::arena<float> a{std::vector<std::size_t>{6, 0}};
+  auto all = a.all();
+  for (std::size_t i = 0; i < all.size(); ++i)
+    all[i] = static_cast<float>(i);
+  auto m = a.matrix(0, 2, 3);
+  CHECK(m.rows() == 2);
+  CHECK(m(1, 0) == doctest::Approx(1.f)); // column-major: (1, 0) is the second element
+  CHECK(m(0, 1) == doctest::Approx(2.f));
+  CHECK(a.matrix(1, 0, 5).size() == 0);
+  CHECK_THROWS_AS(a.matrix(0, 3, 3), ddp::error);
+  CHECK_THROWS_AS(a.matrix(0, -2, -3), ddp::error); // negatives whose product is the size
+  CHECK_THROWS_AS(a.matrix(0, 6, 0), ddp::error);
+  // rows * cols would overflow: the check divides instead of multiplying.
+  CHECK_THROWS_AS(a.matrix(0, std::ptrdiff_t{1} << 62, 8), ddp::error);
+}

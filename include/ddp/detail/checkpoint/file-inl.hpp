@@ -183,9 +183,10 @@ inline std::string temporary_name(const std::string& file) {
   for (char* c = host; *c; ++c)
     if (*c == '/') *c = '_';
   // The kernel's random bytes (what std::random_device reads, without parsing <random>);
-  // where they fail, the clock and a stack address still differ between writers.
+  // where they fail (or are not seeded yet on a fresh boot: no wait for them), the clock and
+  // a stack address still differ between writers.
   std::uint64_t r = 0;
-  if (::getrandom(&r, sizeof r, 0) != static_cast<ssize_t>(sizeof r))
+  if (::getrandom(&r, sizeof r, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof r))
     r = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
         reinterpret_cast<std::uintptr_t>(&r);
   char hex[17];

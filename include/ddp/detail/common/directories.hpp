@@ -29,7 +29,14 @@ inline int make_directories(const std::string& path) {
   if (path.empty()) return ENOENT;
   for (std::size_t end = 1; end <= path.size(); ++end) {
     if (end < path.size() && path[end] != '/') continue;
-    if (::mkdir(path.substr(0, end).c_str(), 0777) != 0 && errno != EEXIST) return errno;
+    const std::string prefix = path.substr(0, end);
+    int rc;
+    do
+      rc = ::mkdir(prefix.c_str(), 0777);
+    while (rc != 0 && errno == EINTR);
+    // Another process (another node, on a shared file system) may have made it first, and a
+    // directory one may not write in may still exist: what counts is that it is there.
+    if (rc != 0 && errno != EEXIST && !is_directory(prefix)) return errno;
   }
   return is_directory(path) ? 0 : ENOTDIR;
 }
