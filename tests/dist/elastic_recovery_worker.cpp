@@ -224,9 +224,15 @@ int misuse() {
 
 int recover(const std::string& out, int total, int every, int step_ms, bool broken) {
   const int job_rank = std::atoi(std::getenv("RANK") ? std::getenv("RANK") : "0");
-  std::printf("PID rank=%d pid=%d\n", job_rank, static_cast<int>(::getpid()));
+  // A joiner (ddprun --max-restarts started it in a dead rank's slot) starts from other values:
+  // only the state the survivors send can put it on the job's trajectory.
+  const char* joiner = std::getenv("DDP_ELASTIC_JOINER");
+  if (joiner)
+    std::printf("JOINER-PID rank=%d pid=%d id=%s\n", job_rank, static_cast<int>(::getpid()), joiner);
+  else
+    std::printf("PID rank=%d pid=%d\n", job_rank, static_cast<int>(::getpid()));
   std::fflush(stdout);
-  mlp<float> net(dims, 7u, false);
+  mlp<float> net(dims, joiner ? 99u : 7u, false);
   ddp::elastic::state st(net);
   int world = 0;
   struct pause_spec {
@@ -246,7 +252,8 @@ int recover(const std::string& out, int total, int every, int step_ms, bool brok
   if (const char* l = std::getenv("ELASTIC_LAST_CALL_MS"))
     o.last_call = std::chrono::milliseconds(std::atoi(l));
   if (const char* m = std::getenv("ELASTIC_MAX_RECOVERIES")) o.max_recoveries = std::atoi(m);
-  ddp::elastic::run(
+  bool joined = false;
+  const bool ran = ddp::elastic::run(
       st,
       [&](ddp::process_group<ddp::gloo>& pg, const ddp::training_progress& from) {
         world = pg.size();
@@ -259,6 +266,12 @@ int recover(const std::string& out, int total, int every, int step_ms, bool brok
             std::printf("RECOVERED generation=%llu world=%d rank=%d from_step=%llu first_step_ns=%lld\n",
                         static_cast<unsigned long long>(st.generation()), pg.size(), pg.rank(),
                         static_cast<unsigned long long>(from.step), static_cast<long long>(wall_ns()));
+          if (s == from.step && joiner && !joined) {
+            joined = true;
+            std::printf("JOINED id=%s generation=%llu world=%d rank=%d received_step=%llu\n", joiner,
+                        static_cast<unsigned long long>(st.generation()), pg.size(), pg.rank(),
+                        static_cast<unsigned long long>(from.step));
+          }
           std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
           if ((s + 1) % static_cast<std::uint64_t>(every) == 0) {
             const std::uint64_t claimed = broken && st.generation() == 0 ? s + 2 : s + 1;
@@ -277,6 +290,11 @@ int recover(const std::string& out, int total, int every, int step_ms, bool brok
         }
       },
       o);
+  if (!ran) {
+    std::printf("JOINER ended-without id=%s rank=%d pid=%d\n", joiner ? joiner : "-", job_rank,
+                static_cast<int>(::getpid()));
+    return 0;
+  }
   const int code =
       finish(out, net, job_rank,
              "generation=" + std::to_string(st.generation()) + " world=" + std::to_string(world), total);

@@ -53,6 +53,27 @@ TEST_CASE("generations published between two looks are followed in order; anothe
   CHECK(g.members() == std::vector<int>{2, 3});
 }
 
+TEST_CASE("a joiner is named by the slot it was started in, and dated by the generation it joined") {
+  auto s = serving();
+  ddprun::generations g(3);
+  publish(s, 1, "0 0\n1 0\n"); // job rank 2 lost
+  CHECK(g.update(s, 0));
+  CHECK_FALSE(g.member(2));
+  const int started_after = g.latest(); // its agent started a joiner in rank 2's slot here
+  publish(s, 2, "0 0\n1 0\n" + std::to_string((1 << 24) + 2) + " 0\n");
+  CHECK(g.update(s, 0));
+  CHECK(g.members() == std::vector<int>{0, 1, 2});
+  CHECK(g.member_since_above(2, started_after));
+  CHECK_FALSE(g.member_since_at_most(2, started_after));
+  CHECK(g.member_since_at_most(0, started_after)); // a survivor since the job's start
+  // Generation 2's rank 2 is the joiner: followed back to job rank 2, still dated generation 2.
+  publish(s, 3, "1 0\n2 0\n");
+  CHECK(g.update(s, 0));
+  CHECK(g.members() == std::vector<int>{1, 2});
+  CHECK(g.member_since_above(2, 1));
+  CHECK_FALSE(g.member_since_above(2, 2));
+}
+
 TEST_CASE("a rank out of the generation before is ignored") {
   auto s = serving();
   publish(s, 1, "0 0\n7 1\n-1 0\n1 0\n");

@@ -9,6 +9,7 @@
 #include "signals.hpp"
 
 #include <ddp/detail/common/timeout.hpp>
+#include <ddp/detail/elastic/joiners.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -51,7 +52,11 @@ public:
         on_user_signal(*sig);
       for (auto& r : ranks_)
         pass_on_output(r);
+      for (auto& r : replaced_)
+        pass_on_output(r);
       reap();
+      start_joiners();
+      end_waiting_joiners();
       look_for_failure_elsewhere();
       follow_generations();
       watch_recovery();
@@ -65,10 +70,11 @@ public:
 private:
   void wait_for_output(std::chrono::milliseconds at_most) {
     std::vector<pollfd> fds{{user_signal_fd(), POLLIN, 0}};
-    for (auto& r : ranks_) {
-      if (r.out >= 0) fds.push_back({r.out, POLLIN, 0});
-      if (r.err >= 0) fds.push_back({r.err, POLLIN, 0});
-    }
+    for (auto* list : {&ranks_, &replaced_})
+      for (auto& r : *list) {
+        if (r.out >= 0) fds.push_back({r.out, POLLIN, 0});
+        if (r.err >= 0) fds.push_back({r.err, POLLIN, 0});
+      }
     ::poll(fds.data(), fds.size(), static_cast<int>(at_most.count()));
   }
 
@@ -130,6 +136,11 @@ private:
   void on_exit(rank_process& r, int status, std::int64_t pass_ns) {
     r.exited = true;
     r.status = status;
+    if (r.ended_by_ddprun) { // a joiner the job ended without (end_waiting_joiners)
+      withdraw_joiner(r);
+      r.status = 0; // the job's end is its members'
+      return;
+    }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
       if (first_success_ns_ == 0) first_success_ns_ = pass_ns;
       return;
@@ -138,8 +149,11 @@ private:
                          describe(status), exit_code_of(status), false});
     if (j_.in_process_recovery && !store_host_lost_ && !res_.user_signal) {
       // The survivors recover in their own processes (ddp::elastic::run): nobody is stopped.
-      std::fprintf(stderr, "ddprun: rank %d (pid %d) %s; the other ranks go on (--in-process-recovery)\n",
-                   r.rank, r.pid, describe(status).c_str());
+      std::fprintf(stderr, "ddprun: %s %d (pid %d) %s; the other ranks go on (--in-process-recovery)\n",
+                   r.joiner.empty() ? "rank" : ("joiner " + r.joiner + " of rank").c_str(), r.rank, r.pid,
+                   describe(status).c_str());
+      if (!r.joiner.empty()) withdraw_joiner(r);
+      if (j_.starts_joiners()) slots_to_fill_.push_back(r.rank - j_.node_rank * j_.nproc);
       arm_recovery_watch();
       return;
     }
@@ -169,6 +183,73 @@ private:
           stop_for_remote_failure("on another node: " + *v, reported_code(*v));
         }
     } catch (const std::exception& e) { std::fprintf(stderr, "ddprun: %s\n", e.what()); }
+  }
+
+  /// A joiner's agent saw it die: it withdraws it, so no rank admits it later; when a rank
+  /// admitted it first, the meeting it was admitted to is told not to wait for it
+  /// (Note [Admission by claim], ddp/detail/elastic/joiners.hpp).
+  void withdraw_joiner(const rank_process& r) {
+    const std::string prefix = "r" + std::to_string(round_) + "/join/";
+    try {
+      const auto c = ddp::detail::settle_claim(*j_.store, r.joiner, ddp::detail::joiner_withdrawn, prefix);
+      if (c.state == ddp::detail::joiner_claim::what::admitted) {
+        ddp::detail::mark_joiner_lost(*j_.store, r.joiner, prefix);
+        std::fprintf(stderr,
+                     "ddprun: joiner %s had been admitted to generation %llu: its meeting goes on without it "
+                     "(--in-process-recovery)\n",
+                     r.joiner.c_str(), static_cast<unsigned long long>(c.generation));
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ddprun: could not withdraw joiner %s: %s\n", r.joiner.c_str(), e.what());
+    }
+  }
+
+  /// --in-process-recovery --max-restarts N: a joiner in the slot of each local rank that died
+  /// while the job goes on, up to N on this node. Not once a rank has finished well (the job
+  /// is ending: a joiner would only withdraw), nor once the user stopped the job or the store's
+  /// host is lost.
+  void start_joiners() {
+    for (int local : slots_to_fill_) {
+      if (joiners_started_ >= j_.max_restarts || first_success_ns_ != 0 || res_.user_signal ||
+          store_host_lost_ || remote_failure_)
+        break;
+      auto& slot = ranks_[static_cast<std::size_t>(local)];
+      const std::string id = "rank" + std::to_string(slot.rank) + "." + std::to_string(++joiners_started_);
+      read_generations();
+      replaced_.push_back(std::move(slot));
+      slot = start_joiner(j_, local, round_, notes_.file(), id);
+      slot.started_after_generation = generations_.latest();
+      std::fprintf(stderr,
+                   "ddprun: started joiner %s (pid %d) in the slot of rank %d: the running ranks admit it at "
+                   "a commit (%d of --max-restarts %d on this node; --in-process-recovery)\n",
+                   id.c_str(), static_cast<int>(slot.pid), slot.rank, joiners_started_, j_.max_restarts);
+    }
+    slots_to_fill_.clear();
+  }
+
+  /// Once a rank has finished well the job is ending, and a joiner that has not joined learns
+  /// it from the store and withdraws at once; one still there after the grace period is stuck
+  /// (or stopped): it is killed, and its end is no failure of the job's.
+  void end_waiting_joiners() {
+    if (first_success_ns_ == 0 || !j_.starts_joiners()) return;
+    if (job_ending_since_ == never) job_ending_since_ = clock::now();
+    if (clock::now() - job_ending_since_ < grace_) return;
+    read_generations();
+    for (auto& r : ranks_)
+      if (!r.exited && !r.joiner.empty() && !in_generation(r) && !r.ended_by_ddprun) {
+        std::fprintf(stderr,
+                     "ddprun: joiner %s (pid %d) is still waiting %g s after a rank finished: the job ended "
+                     "without it; killing it (--in-process-recovery)\n",
+                     r.joiner.c_str(), static_cast<int>(r.pid), j_.grace);
+        r.ended_by_ddprun = true;
+        ::kill(r.pid, SIGKILL);
+      }
+  }
+
+  /// Whether the latest generation holds the process in `r`'s slot: a joiner only once it joined.
+  bool in_generation(const rank_process& r) const {
+    return r.joiner.empty() ? generations_.member(r.rank)
+                            : generations_.member_since_above(r.rank, r.started_after_generation);
   }
 
   /// --in-process-recovery: a failure must be answered by a generation of exactly the ranks still
@@ -223,11 +304,11 @@ private:
   bool end_ranks_running_left_out() {
     if (!recovers_across_nodes(j_) || generations_.latest() == 0) return false;
     for (const auto& r : ranks_)
-      if (generations_.member(r.rank) &&
+      if (in_generation(r) &&
           (r.stopped || (r.exited && !(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0))))
         return false;
     for (auto& r : ranks_)
-      if (!r.exited && !generations_.member(r.rank)) {
+      if (!r.exited && !in_generation(r) && r.joiner.empty()) { // a joiner that waits ends itself
         std::fprintf(
             stderr,
             "ddprun: node %d: rank %d (pid %d) still runs though generation %d left it out, %lld s "
@@ -303,7 +384,8 @@ private:
   /// out): it would keep the job from ending, and takes no SIGTERM while stopped, so SIGKILL.
   void end_ranks_left_out() {
     for (auto& r : ranks_)
-      if (!r.exited && r.stopped) {
+      if (!r.exited && r.stopped &&
+          (r.joiner.empty() || in_generation(r))) { // a waiting joiner: end_waiting_joiners
         std::fprintf(
             stderr,
             "ddprun: rank %d (pid %d) is stopped and not in the survivors' generation %d: killing it "
@@ -322,7 +404,11 @@ private:
     return std::all_of(ranks_.begin(), ranks_.end(), [&](const rank_process& r) {
       const bool going =
           (!r.exited && !r.stopped) || (r.exited && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
-      return going == generations_.member(r.rank);
+      if (r.joiner.empty()) return going == generations_.member(r.rank);
+      // A joiner that has not joined (it waits, or withdrew) is no member and misses from none;
+      // the slot's earlier process must have left the generation.
+      if (in_generation(r)) return going;
+      return !generations_.member_since_at_most(r.rank, r.started_after_generation);
     });
   }
 
@@ -377,7 +463,7 @@ private:
   /// ranks exit: they get a moment, then the reading stops.
   bool finished() {
     if (!all_exited(ranks_)) return false;
-    if (!any_output_open(ranks_)) return true;
+    if (!any_output_open(ranks_) && !any_output_open(replaced_)) return true;
     if (pipes_deadline_ == never) pipes_deadline_ = clock::now() + std::chrono::seconds(1);
     return clock::now() > pipes_deadline_;
   }
@@ -470,6 +556,12 @@ private:
   clock::time_point next_generation_check_ = clock::now();
   generations generations_;
   bool store_host_lost_ = false; ///< across nodes: node 0's store stopped answering
+  /// --in-process-recovery --max-restarts: the local slots whose rank died in this pass, the
+  /// joiners started on this node, and the processes they replaced (their output still drains).
+  std::vector<int> slots_to_fill_;
+  int joiners_started_ = 0;
+  std::vector<rank_process> replaced_;
+  clock::time_point job_ending_since_ = never; ///< when a rank first finished well (joiners' grace)
 };
 
 } // namespace

@@ -1,0 +1,107 @@
+// Processes that join a running in-process-recovery job (ddprun --in-process-recovery
+// --max-restarts N starts them): how one registers, how the group admits it at a commit, how it
+// withdraws, and how it learns that the job ended without it. Model-independent, compiled once
+// under DDP_SEPARATE_COMPILATION. Design: docs/elastic.md, "Joiners".
+//
+// Note [Admission by claim]
+// Each joiner has one counter in the store, its claim, 0 while it waits. The store's one atomic
+// operation is add, so a decision is an add whose delta says what it decides: the group's rank 0
+// adds the generation it admits the joiner to (1 <= g < joiner_withdrawn), the joiner or its
+// agent adds joiner_withdrawn. The add whose result equals its own delta came first and wins;
+// the loser takes its delta back and reads the winner's decision from the rest. So a joiner is
+// admitted or withdrawn, never both, and the claim itself says which, with the generation:
+// the survivors' meeting for that generation expects every joiner whose claim names it, even
+// when the rank that admitted it died before it could tell the others.
+#ifndef DDP_DETAIL_ELASTIC_JOINERS_HPP
+#define DDP_DETAIL_ELASTIC_JOINERS_HPP
+
+#include <ddp/detail/common/linkage.hpp>
+#include <ddp/store.hpp>
+#include <ddp/topology.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// The delta that withdraws a joiner; generations stay below it.
+inline constexpr std::int64_t joiner_withdrawn = std::int64_t{1} << 40;
+/// A joiner meets as "old rank" joiner_rank_base + its job rank: after every survivor, so the
+/// new generation's rank 0, which sends the state, is a survivor.
+inline constexpr int joiner_rank_base = 1 << 24;
+
+/// One registered joiner: its identity (unique in the job), the job rank and node of its slot.
+struct joiner_entry {
+  std::string id;
+  int job_rank = 0;
+  int node = 0;
+};
+
+/// What a joiner's claim says.
+struct joiner_claim {
+  enum class what { waiting, admitted, withdrawn } state = what::waiting;
+  std::uint64_t generation = 0; ///< admitted: the generation it joins
+};
+
+/// Out of ddp::elastic::state::commit() through the loop when the group admitted joiners at that
+/// commit: every rank ends the generation there and run() meets them. Not a std::exception, so
+/// a loop's catch of those lets it through.
+struct joiners_admitted {
+  std::string ids; ///< the identities admitted, as rank 0 broadcast them
+};
+
+/// Whether ddprun may start joiners in this job (DDP_ELASTIC_JOINERS=1): the group then looks
+/// for them at each commit.
+DDP_INLINE bool joiners_possible();
+/// This process's identity when ddprun started it as a joiner (DDP_ELASTIC_JOINER), else nothing.
+DDP_INLINE std::optional<std::string> joiner_identity();
+
+/// A client of the launcher's store in the joiners' scope ("r<k>/join/"), where no rank
+/// registers; the keys below are relative to it (ddprun's agent puts the scope in front).
+DDP_INLINE tcp_store_options joiners_store_options(const ddp::topology& job,
+                                                   std::chrono::milliseconds timeout,
+                                                   const std::string& token);
+DDP_INLINE std::string joiners_scope(const ddp::topology& job);
+
+/// Registers `e` as waiting (its claim untouched: 0).
+DDP_INLINE void register_joiner(tcp_store& s, const joiner_entry& e, const std::string& prefix = "");
+/// Every joiner registered so far, in registration order (one not yet written is skipped).
+DDP_INLINE std::vector<joiner_entry> registered_joiners(tcp_store& s, const std::string& prefix = "");
+/// The claim of joiner `id` now (a contested add being taken back reads as waiting: look again).
+DDP_INLINE joiner_claim read_claim(tcp_store& s, const std::string& id, const std::string& prefix = "");
+/// Decides joiner `id` with `delta` (a generation, or joiner_withdrawn) if it still waits;
+/// returns the claim as it stands: the caller won when it says what `delta` says.
+DDP_INLINE joiner_claim settle_claim(tcp_store& s, const std::string& id, std::int64_t delta,
+                                     const std::string& prefix = "");
+/// An admitted joiner's agent saw it die: the meeting it was admitted to does not wait for it.
+DDP_INLINE void mark_joiner_lost(tcp_store& s, const std::string& id, const std::string& prefix = "");
+DDP_INLINE bool joiner_lost(tcp_store& s, const std::string& id, const std::string& prefix = "");
+
+/// The group's rank 0, at a commit of generation `next_generation - 1`: admits every waiting
+/// joiner to `next_generation`; those it admitted, in registration order.
+DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation);
+/// The joiners admitted to `generation` whose agents did not see them die.
+DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint64_t generation);
+
+/// A rank's loop returned: the job has ended, and waiting joiners withdraw (they poll for it).
+DDP_INLINE void mark_job_ended(tcp_store& s);
+DDP_INLINE bool job_ended(tcp_store& s);
+
+/// The joiner's side: registers, then waits (looking every few tens of milliseconds, up to
+/// `wait`) until it is admitted (the generation) or the job ends (nothing: it withdrew). Not
+/// admitted within `wait`, it withdraws and throws ddp::error (timeout), naming `id`.
+DDP_INLINE std::optional<std::uint64_t> wait_for_admission(tcp_store& s, const joiner_entry& me,
+                                                           std::chrono::milliseconds wait);
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#if DDP_DETAIL_DEFINE_RUNTIME
+#include <ddp/detail/elastic/joiners-inl.hpp>
+#endif
+
+#endif // DDP_DETAIL_ELASTIC_JOINERS_HPP
