@@ -234,6 +234,10 @@ private:
     if (first_success_ns_ == 0 || !j_.starts_joiners()) return;
     if (job_ending_since_ == never) job_ending_since_ = clock::now();
     if (clock::now() - job_ending_since_ < grace_) return;
+    if (std::none_of(ranks_.begin(), ranks_.end(), [](const rank_process& r) {
+          return !r.exited && !r.joiner.empty() && !r.ended_by_ddprun;
+        }))
+      return;
     read_generations();
     for (auto& r : ranks_)
       if (!r.exited && !r.joiner.empty() && !in_generation(r) && !r.ended_by_ddprun) {
