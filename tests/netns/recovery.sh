@@ -10,7 +10,8 @@
 #   rank_node0  kill -9 of ranks 0 and 1 (all of node 0's, the store's host): ranks 2 and 3 go
 #               on at world 2 while node 0's ddprun serves the store with no rank of its own
 #   node1_lost  kill -9 of node 1's ddprun and both its ranks: ranks 0 and 1 go on at world 2,
-#               and node 0's ddprun serves until node 1's heartbeat lapses, then exits 0
+#               and node 0's ddprun serves until node 1's heartbeat lapses, then exits 0; node 1's
+#               agent started again meanwhile is refused (exit 2), starting no rank
 #   stuck_left_out  rank 3 stuck outside collectives (DDP_TIMEOUT=2s) when rank 1 is killed: the
 #               meeting leaves it out, node 1's ddprun kills it at its bound (2 x DDP_TIMEOUT +
 #               10 s, ~14 s) while rank 2 goes on: ranks 0 and 2 finish at world 2
@@ -206,6 +207,15 @@ case_rank_node0() {
 case_node1_lost() {
   kill_after_step_30 node1_lost 2 3 agent1
   finish 1
+  # Node 1's agent started again (the same --node-rank) cannot rejoin the running job: refused.
+  GLOO_SOCKET_IFNAME=$DDP_NETNS_IF1 timeout 20 ip netns exec "$DDP_NETNS1" "$ddprun" --in-process-recovery \
+    --heartbeat-timeout 2 --nnodes 2 --node-rank 1 --nproc-per-node 2 --master-addr "$DDP_NETNS_ADDR0" \
+    --master-port 29500 --no-prefix "$worker" recover "$work/node1_lost" $total $every $step_ms \
+    >"$work/node1_again.1" 2>&1
+  again=$?
+  [ $again -eq 2 ] && grep -q 'cannot rejoin a running in-process-recovery job' "$work/node1_again.1" ||
+    fail "node1_lost: node 1's agent started again was not refused (exit $again)"
+  grep -q '^PID rank=' "$work/node1_again.1" && fail "node1_lost: node 1's agent started again started ranks"
   finish 0
   [ $rc -eq 0 ] || fail "node1_lost: node 0's ddprun exited with $rc"
   grep -q "node 1's agent is lost" "$work/node1_lost.0" || fail "node1_lost: node 0's ddprun did not say node 1 was lost"
