@@ -18,6 +18,10 @@
 // (a survivor's failure at the very end, which the job's verdict must carry).
 //   misuse  hold() of an optimizer that has stepped, and a commit after run() returned: both
 //       must be refused with a ddp::error (MISUSE lines).
+// Under ddprun --max-restarts, a joiner (DDP_ELASTIC_JOINER set) of `recover` prints JOINER-PID
+// instead of PID, starts from other initial values (only the survivors' state can put it on the
+// trajectory), prints JOINED with the step it received, and "JOINER ended-without" (exit 0) when
+// the job ended before admitting it.
 // Each training job checks its final parameters against single-process training of the same
 // global batches and dumps them to OUT/params.<rank>.
 #include "../support/mlp.hpp"
