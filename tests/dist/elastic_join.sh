@@ -3,7 +3,7 @@
 # (ddp::elastic::run, DDP + SGD on a global batch of 6, a commit every 10 steps) loses a rank to
 # kill -9; ddprun starts a joiner in its slot (other initial values than the job's), which the
 # running ranks admit at a commit and send their state.
-#   joined:       rank 2 killed after step 30: the survivors go on at world 2 in their own
+#   joined:       rank 2 killed after step 30 (paused after its commit there, as in every case): the survivors go on at world 2 in their own
 #                 processes, the joiner joins at a later commit (world 3 again) and every rank
 #                 ends on single-process training (the worker's oracle, 1e-5) and on an
 #                 uninterrupted run at world 3 (TOL); the joiner reports the step it received.
@@ -66,9 +66,15 @@ first_ns() { sed -n "s/^RECOVERED generation=$2 world=$3 .*first_step_ns=\([0-9]
 out=$("$ddprun" --no-prefix --nproc-per-node 3 "$worker" recover "$dir" $total $every $step_ms 2>&1) ||
   { echo "$out"; fail "the uninterrupted run failed"; }
 
+# Every case but late pauses rank 2 after its commit of step 30 (in generation 0) and kills it
+# there: no rank can pass step 30 before the kill, however loaded the machine.
+hold_30=2:30:600000
+
 # joined
+export ELASTIC_PAUSE=$hold_30
 start joined $total
-wait_for joined '^STEP 30 world=3$' 30
+unset ELASTIC_PAUSE
+wait_for joined '^PAUSED rank=2 step=30$' 30
 kill_rank joined 2
 finish joined 60
 [ $rc -eq 0 ] || fail "joined: the job exited with $rc"
@@ -96,7 +102,7 @@ echo "RECOVERY_MS $(( ($(first_ns joined 1 2) - kill_ns) / 1000000 )) (joined: k
 echo "RECOVERY_MS $(( ($(first_ns joined 2 3) - kill_ns) / 1000000 )) (joined: kill -9 of rank 2 to the first step of world 3 with the joiner)"
 
 # late: rank 2 paused after the last commit (step 120 of 125), then killed.
-export ELASTIC_PAUSE=2:120:5000
+export ELASTIC_PAUSE=2:120:600000
 start late 125
 wait_for late '^PAUSED rank=2 step=120$' 30
 unset ELASTIC_PAUSE
@@ -113,9 +119,9 @@ grep -q 'killing it' "$dir/late.log" && fail "late: ddprun had to kill the joine
 echo "late: the job ended $secs_ms ms after the kill, the joiner exited 0 on its own"
 
 # killed_waiting: rank 0 busy 3 s after step 31 of generation 1 (no commit meanwhile).
-export ELASTIC_PAUSE=0:31:3000:1
+export ELASTIC_PAUSE=$hold_30,0:31:3000:1
 start killed_waiting $total
-wait_for killed_waiting '^STEP 30 world=3$' 30
+wait_for killed_waiting '^PAUSED rank=2 step=30$' 30
 kill_rank killed_waiting 2
 wait_for killed_waiting 'joiner rank2.1.*registered (job rank 2)' 10
 wait_for killed_waiting '^PAUSED rank=0 step=31$' 20
@@ -130,9 +136,9 @@ grep -q '^RECOVERED generation=2' "$dir/killed_waiting.log" && fail "killed_wait
 echo "killed_waiting: not admitted, generation 1 went on to the end"
 
 # admitted_stopped: the joiner stopped while waiting; admitted at generation 1's next commit.
-export ELASTIC_PAUSE=0:31:2000:1 ELASTIC_LAST_CALL_MS=1000
+export ELASTIC_PAUSE=$hold_30,0:31:2000:1 ELASTIC_LAST_CALL_MS=1000
 start admitted_stopped $total
-wait_for admitted_stopped '^STEP 30 world=3$' 30
+wait_for admitted_stopped '^PAUSED rank=2 step=30$' 30
 kill_rank admitted_stopped 2
 wait_for admitted_stopped 'joiner rank2.1.*registered (job rank 2)' 10
 kill -STOP "$(joiner_pid admitted_stopped)" || fail "admitted_stopped: the joiner had ended before SIGSTOP"
