@@ -14,6 +14,8 @@
 #   admitted_stopped: the joiner stopped (SIGSTOP) while waiting, then admitted at the commit
 #                 of generation 1: the meeting of generation 2 forms without it within the last
 #                 call (1 s), and ddprun ends it once the job has ended; the job succeeds.
+#   joined_adam:  joined with sharded_data_parallel and Adam held by the state: the joiner's Adam
+#                 goes on from the survivors' step count and moments (single-process Adam, 1e-5).
 # Each case prints RECOVERY_MS lines: kill -9 to the survivors' first step at world 2, and to the
 # first step of world 3 with the joiner.
 #   elastic_join.sh DDPRUN ELASTIC_RECOVERY_WORKER
@@ -35,11 +37,11 @@ wait_for() {
     sleep 0.05
   done
 }
-# start NAME TOTAL: the job of 3 with joiners, in the background.
+# start NAME TOTAL [VARIANT]: the job of 3 with joiners, in the background.
 start() {
   mkdir -p "$dir/$1"
   "$ddprun" --in-process-recovery --max-restarts 1 --grace-period 2 --no-prefix --nproc-per-node 3 \
-    "$worker" recover "$dir/$1" "$2" $every $step_ms >"$dir/$1.log" 2>&1 &
+    "$worker" recover "$dir/$1" "$2" $every $step_ms ${3:-} >"$dir/$1.log" 2>&1 &
   launcher=$!
 }
 pid_of() { sed -n "s/^PID rank=$2 pid=\([0-9]*\)\$/\1/p" "$dir/$1.log"; }
@@ -151,4 +153,34 @@ grep -q 'admitted joiner(s) rank2.1' "$dir/admitted_stopped.log" || fail "admitt
 grep -q 'joiner rank2.1 (pid [0-9]*) is still waiting' "$dir/admitted_stopped.log" ||
   fail "admitted_stopped: ddprun did not end the stopped joiner"
 echo "admitted_stopped: generation 2 formed without the admitted joiner; ddprun ended it"
+# joined_adam: the same with sharded_data_parallel and Adam held by the state (state.hold): the
+# joiner receives Adam's moments and step count with the model, cut into world 3's shards, and
+# every rank ends on single-process Adam (the worker's oracle) and the uninterrupted Adam run.
+mkdir -p "$dir/adam_ref"
+out=$("$ddprun" --no-prefix --nproc-per-node 3 "$worker" recover "$dir/adam_ref" $total $every $step_ms adam 2>&1) ||
+  { echo "$out"; fail "the uninterrupted Adam run failed"; }
+export ELASTIC_PAUSE=$hold_30
+start joined_adam $total adam
+unset ELASTIC_PAUSE
+wait_for joined_adam '^PAUSED rank=2 step=30$' 30
+kill_rank joined_adam 2
+finish joined_adam 60
+[ $rc -eq 0 ] || fail "joined_adam: the job exited with $rc"
+[ "$(grep -c '^RECOVERED generation=2 world=3 ' "$dir/joined_adam.log")" -eq 3 ] ||
+  fail "joined_adam: generation 2 is not the world of 3 with the joiner"
+set -- $(sed -n 's/^RECOVERED generation=2 world=3 rank=2 from_step=\([0-9]*\) adam_steps=\([0-9]*\) .*/\1 \2/p' \
+  "$dir/joined_adam.log")
+[ $# -eq 2 ] && [ "$1" -gt 30 ] && [ "$2" -eq $(($1 + 1)) ] ||
+  fail "joined_adam: the joiner's Adam is at step '${2:-}' after its first step from '${1:-}'"
+jpid=$(joiner_pid joined_adam)
+for r in 0 1 2; do
+  pid=$(pid_of joined_adam $r)
+  [ $r -eq 2 ] && pid=$jpid
+  grep -q "^RESULT ok job_rank=$r pid=$pid generation=2 world=3 " "$dir/joined_adam.log" ||
+    fail "joined_adam: rank $r did not finish ok (single-process Adam) in process $pid at generation 2 of world 3"
+  d=$("$worker" compare "$dir/joined_adam/params.$r" "$dir/adam_ref/params.$r" | sed -n 's/^DIFF //p')
+  echo "joined_adam: rank $r against the uninterrupted Adam run: $d (tolerance $tol)"
+  awk -v d="$d" -v t="$tol" 'BEGIN { exit !(d <= t) }' || fail "joined_adam: rank $r differs by $d"
+done
+echo "joined_adam: the joiner's Adam went on from step $1 (its step count $2 after one step)"
 echo "PASSED"
