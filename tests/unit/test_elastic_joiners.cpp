@@ -1,15 +1,21 @@
 // Joiners' admission by claim (ddp/detail/elastic/joiners.hpp) over a real tcp_store in one
 // process: one atomic add decides a claim, so a joiner is admitted or withdrawn, never both,
-// whichever comes first, and every reader learns the decision from the claim alone.
+// whichever comes first, and every reader learns the decision from the claim alone; the meeting
+// after a loss expects the joiners a lost rank 0 admitted, by their claims.
 #include <ddp/detail/elastic/joiners.hpp>
+#include <ddp/detail/elastic/meeting.hpp>
+#include <ddp/detail/store/handshake.hpp>
+#include <ddp/detail/store/socket.hpp>
 #include <ddp/store.hpp>
 
 #include "../support/local_store.hpp"
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace std::chrono_literals;
@@ -82,4 +88,91 @@ TEST_CASE("the job's end is one key every waiting joiner looks at") {
   // A joiner that registers after the end withdraws at once: wait_for_admission says nothing.
   CHECK_FALSE(ddp::detail::wait_for_admission(s, {"rank2.1", 2, 0}, 10s).has_value());
   CHECK(ddp::detail::read_claim(s, "rank2.1").state == joiner_claim::what::withdrawn);
+}
+
+namespace {
+
+ddp::topology job_on(int port, int rank = 0) {
+  ddp::topology t;
+  t.master_addr = "127.0.0.1";
+  t.store_port = port;
+  t.world_size = 3;
+  t.rank = rank;
+  return t;
+}
+
+/// Rank `rank` of generation 0 drops without a goodbye (as a crash), and the store records it.
+void lose(ddp::tcp_store& server, int rank) {
+  {
+    auto fd = ddp::detail::connect_tcp("127.0.0.1", server.port(), ddp::detail::clock::now() + 2s);
+    REQUIRE(ddp::detail::client_handshake(fd.get(), "secret", rank, ddp::detail::clock::now() + 2s) ==
+            ddp::detail::handshake_result::ok);
+  }
+  for (int look = 0; look < 200 && server.lost_ranks().empty(); ++look)
+    std::this_thread::sleep_for(10ms);
+}
+
+/// Rank 0 of generation 0 admitted joiner "rank0.1" (the slot of a rank lost before) to
+/// generation 1, then died before it could tell anyone: only the claim says so.
+void admitted_by_lost_rank_0(ddp::tcp_store& server, const ddp::topology& job) {
+  REQUIRE(::setenv("DDP_ELASTIC_JOINERS", "1", 1) == 0); // the survivors' meeting looks for joiners
+  ddp::tcp_store joins(ddp::detail::joiners_store_options(job, 5s, "secret"));
+  ddp::detail::register_joiner(joins, {"rank0.1", 0, 0});
+  REQUIRE(ddp::detail::admit_waiting_joiners(joins, 1).size() == 1);
+  lose(server, 0);
+}
+
+std::future<ddp::detail::elastic_generation> survivor(const ddp::topology& job, int old_rank,
+                                                      std::chrono::milliseconds last_call) {
+  return std::async(std::launch::async, [=] {
+    return ddp::detail::meet_survivors(job, {old_rank, 0}, 3, 1, last_call, 5s, "secret");
+  });
+}
+
+} // namespace
+
+TEST_CASE("the meeting after rank 0's loss expects the joiner it admitted, by its claim") {
+  ddp::tcp_store server(ddp_test::local_server_options());
+  const auto job = job_on(server.port());
+  admitted_by_lost_rank_0(server, job);
+  auto a = survivor(job, 1, 3s);
+  auto b = survivor(job, 2, 3s);
+  auto joiner = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(200ms); // after the survivors: it is waited for
+    return ddp::detail::meet_as_joiner(job_on(server.port(), 0), "rank0.1", 1, 3s, 5s, "secret");
+  });
+  const auto ga = a.get(), gb = b.get(), gj = joiner.get();
+  CHECK(ga.rv.topo.world_size == 3);
+  CHECK(ga.rv.topo.rank == 0);
+  CHECK(gb.rv.topo.rank == 1);
+  CHECK(gj.rv.topo.rank == 2); // after every survivor: rank 0, which sends the state, is one
+  CHECK(gj.members[2].old_rank == ddp::detail::joiner_rank_base + 0);
+}
+
+TEST_CASE("an admitted joiner that never comes is waited for up to the last call, one seen dead not at all") {
+  ddp::tcp_store server(ddp_test::local_server_options());
+  const auto job = job_on(server.port());
+  admitted_by_lost_rank_0(server, job);
+  SUBCASE("never comes") {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto a = survivor(job, 1, 1s);
+    auto b = survivor(job, 2, 1s);
+    CHECK(a.get().members.size() == 2);
+    CHECK(b.get().rv.topo.world_size == 2);
+    const auto took = std::chrono::steady_clock::now() - t0;
+    CHECK(took >= 1s);
+    CHECK(took < 4s); // the last call, not the 5 s timeout
+  }
+  SUBCASE("its agent saw it die") {
+    ddp::tcp_store joins(ddp::detail::joiners_store_options(job, 5s, "secret"));
+    CHECK(ddp::detail::settle_claim(joins, "rank0.1", ddp::detail::joiner_withdrawn).state ==
+          joiner_claim::what::admitted);
+    ddp::detail::mark_joiner_lost(joins, "rank0.1");
+    const auto t0 = std::chrono::steady_clock::now();
+    auto a = survivor(job, 1, 3s);
+    auto b = survivor(job, 2, 3s);
+    CHECK(a.get().members.size() == 2);
+    CHECK(b.get().members.size() == 2);
+    CHECK(std::chrono::steady_clock::now() - t0 < 2s); // not the 3 s last call
+  }
 }
