@@ -14053,7 +14053,7 @@ DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint
 
 /// A rank's loop returned: the job has ended, and waiting joiners withdraw (they poll for it).
 DDP_INLINE void mark_job_ended(tcp_store& s);
-DDP_INLINE bool job_ended(tcp_store& s);
+DDP_INLINE bool job_ended(tcp_store& s, const std::string& prefix = "");
 
 /// The joiner's side: registers, then waits (looking every few tens of milliseconds, up to
 /// `wait`) until it is admitted (the generation) or the job ends (nothing: it withdrew). Not
@@ -27920,7 +27920,7 @@ DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint
 }
 
 DDP_INLINE void mark_job_ended(tcp_store& s) { s.set("ended", "1"); }
-DDP_INLINE bool job_ended(tcp_store& s) { return s.check({"ended"}); }
+DDP_INLINE bool job_ended(tcp_store& s, const std::string& prefix) { return s.check({prefix + "ended"}); }
 
 DDP_INLINE std::optional<std::uint64_t> wait_for_admission(tcp_store& s, const joiner_entry& me,
                                                            std::chrono::milliseconds wait) {

@@ -74,6 +74,23 @@ TEST_CASE("a joiner is named by the slot it was started in, and dated by the gen
   CHECK_FALSE(g.member_since_above(2, 2));
 }
 
+TEST_CASE("a joiner that joined, then was left out, has still joined: it no longer waits") {
+  auto s = serving();
+  ddprun::generations g(2);
+  publish(s, 1, "0 0\n"); // job rank 1 lost; a joiner started in its slot after generation 1
+  CHECK(g.update(s, 0));
+  CHECK_FALSE(g.joiner_joined_after(1, 1));
+  publish(s, 2, "0 0\n" + std::to_string((1 << 24) + 1) + " 1\n");
+  CHECK(g.update(s, 0));
+  CHECK(g.joiner_joined_after(1, 1));
+  publish(s, 3, "0 0\n"); // the meeting of generation 3 left it out
+  CHECK(g.update(s, 0));
+  CHECK_FALSE(g.member(1));
+  CHECK(g.joiner_joined_after(1, 1));       // joined, then left out: not a joiner that waits
+  CHECK_FALSE(g.joiner_joined_after(1, 3)); // a later joiner in the slot has not joined
+  CHECK_FALSE(g.joiner_joined_after(0, 0)); // no joiner ever entered rank 0's slot
+}
+
 TEST_CASE("a rank out of the generation before is ignored") {
   auto s = serving();
   publish(s, 1, "0 0\n7 1\n-1 0\n1 0\n");

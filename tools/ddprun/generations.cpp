@@ -12,6 +12,7 @@ generations::generations(int world_size) {
   for (int r = 0; r < world_size; ++r)
     members_.push_back(r);
   since_.assign(members_.size(), 0);
+  joiner_entered_.assign(members_.size(), 0);
 }
 
 bool generations::update(ddp::tcp_store& store, int round) {
@@ -29,8 +30,11 @@ bool generations::update(ddp::tcp_store& store, int round) {
         next.push_back(members_[static_cast<std::size_t>(old)]);
         since.push_back(since_[static_cast<std::size_t>(old)]);
       } else if (old >= ddp::detail::joiner_rank_base) {
-        next.push_back(old - ddp::detail::joiner_rank_base);
+        const int job_rank = old - ddp::detail::joiner_rank_base;
+        next.push_back(job_rank);
         since.push_back(latest_ + 1);
+        if (job_rank >= 0 && job_rank < static_cast<int>(joiner_entered_.size()))
+          joiner_entered_[static_cast<std::size_t>(job_rank)] = latest_ + 1;
       }
     members_ = std::move(next);
     since_ = std::move(since);
@@ -53,6 +57,11 @@ bool generations::member_since_at_most(int job_rank, int after) const {
   for (std::size_t k = 0; k < members_.size(); ++k)
     if (members_[k] == job_rank && since_[k] <= after) return true;
   return false;
+}
+
+bool generations::joiner_joined_after(int job_rank, int after) const {
+  return job_rank >= 0 && job_rank < static_cast<int>(joiner_entered_.size()) &&
+         joiner_entered_[static_cast<std::size_t>(job_rank)] > after;
 }
 
 } // namespace ddprun

@@ -23,12 +23,17 @@ public:
   /// above `after` (a joiner started when generation `after` was the latest), or at or below it.
   bool member_since_above(int job_rank, int after) const;
   bool member_since_at_most(int job_rank, int after) const;
+  /// Whether a joiner in `job_rank`'s slot entered some generation above `after`, whether or not
+  /// the latest still holds it: a joiner started when `after` was the latest has joined, and
+  /// left out later it is a left-out rank like any other, no longer one that waits.
+  bool joiner_joined_after(int job_rank, int after) const;
   const std::vector<int>& members() const { return members_; } ///< the latest's job ranks, in rank order
 
 private:
   int latest_ = 0;
   std::vector<int> members_;
-  std::vector<int> since_; ///< the generation each member entered (0: the job's start)
+  std::vector<int> since_;          ///< the generation each member entered (0: the job's start)
+  std::vector<int> joiner_entered_; ///< per job rank: the last generation a joiner entered in its slot
 };
 
 } // namespace ddprun

@@ -189,7 +189,7 @@ private:
   /// admitted it first, the meeting it was admitted to is told not to wait for it
   /// (Note [Admission by claim], ddp/detail/elastic/joiners.hpp).
   void withdraw_joiner(const rank_process& r) {
-    const std::string prefix = "r" + std::to_string(round_) + "/join/";
+    const std::string prefix = joiners_prefix();
     try {
       const auto c = ddp::detail::settle_claim(*j_.store, r.joiner, ddp::detail::joiner_withdrawn, prefix);
       if (c.state == ddp::detail::joiner_claim::what::admitted) {
@@ -205,13 +205,14 @@ private:
   }
 
   /// --in-process-recovery --max-restarts N: a joiner in the slot of each local rank that died
-  /// while the job goes on, up to N on this node. Not once a rank has finished well (the job
-  /// is ending: a joiner would only withdraw), nor once the user stopped the job or the store's
-  /// host is lost.
+  /// while the job goes on, up to N on this node. Not once the job has ended (a rank on any node
+  /// finished its loop: the store says so), nor once the user stopped the job or the store's
+  /// host is lost: a joiner would only withdraw, and its end would stand in the slot for the
+  /// dead rank's.
   void start_joiners() {
     for (int local : slots_to_fill_) {
       if (joiners_started_ >= j_.max_restarts || first_success_ns_ != 0 || res_.user_signal ||
-          store_host_lost_ || remote_failure_)
+          store_host_lost_ || remote_failure_ || job_ended_in_store())
         break;
       auto& slot = ranks_[static_cast<std::size_t>(local)];
       const std::string id = "rank" + std::to_string(slot.rank) + "." + std::to_string(++joiners_started_);
@@ -249,6 +250,18 @@ private:
         ::kill(r.pid, SIGKILL);
       }
   }
+
+  /// Whether a rank's loop returned, on any node (ddp::elastic::run marks it in the joiners'
+  /// scope); a store that does not answer counts as ended: no joiner is started on it.
+  bool job_ended_in_store() {
+    if (job_ended_) return true;
+    try {
+      job_ended_ = ddp::detail::job_ended(*j_.store, joiners_prefix());
+    } catch (const std::exception&) { return true; }
+    return job_ended_;
+  }
+
+  std::string joiners_prefix() const { return "r" + std::to_string(round_) + "/join/"; }
 
   /// Whether the latest generation holds the process in `r`'s slot: a joiner only once it joined.
   bool in_generation(const rank_process& r) const {
@@ -505,11 +518,25 @@ private:
     return true;
   }
 
+  /// The process whose end is the slot's: a joiner that never joined does not stand for the
+  /// member of the latest generation it replaced, whose end (a failure, say) stays the slot's.
+  const rank_process& slot_end(const rank_process& r) const {
+    if (r.joiner.empty() || in_generation(r) || !generations_.member(r.rank)) return r;
+    for (auto it = replaced_.rbegin(); it != replaced_.rend(); ++it)
+      if (it->rank == r.rank) return *it;
+    return r;
+  }
+
   round_outcome conclude() {
-    for (const auto& r : ranks_)
+    if (j_.store && !store_host_lost_) try { // the last generations, for slot_end
+        generations_.update(*j_.store, round_);
+      } catch (const std::exception&) {} // the store's host lost at the very end: what was read stands
+    for (const auto& slot : ranks_) {
+      const rank_process& r = slot_end(slot);
       res_.ends.push_back({r.rank,
                            WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 ? 0 : exit_code_of(r.status),
                            describe(r.status)});
+    }
     // Across nodes the job's end is decided for every node at once (recovery_job.hpp): a
     // verdict for this node alone would contradict it.
     if (recovers_across_nodes(j_)) {
@@ -566,6 +593,7 @@ private:
   int joiners_started_ = 0;
   std::vector<rank_process> replaced_;
   clock::time_point job_ending_since_ = never; ///< when a rank first finished well (joiners' grace)
+  bool job_ended_ = false;                     ///< the store said a rank's loop returned (ddp::elastic::run)
 };
 
 } // namespace

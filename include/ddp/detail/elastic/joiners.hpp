@@ -89,7 +89,7 @@ DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint
 
 /// A rank's loop returned: the job has ended, and waiting joiners withdraw (they poll for it).
 DDP_INLINE void mark_job_ended(tcp_store& s);
-DDP_INLINE bool job_ended(tcp_store& s);
+DDP_INLINE bool job_ended(tcp_store& s, const std::string& prefix = "");
 
 /// The joiner's side: registers, then waits (looking every few tens of milliseconds, up to
 /// `wait`) until it is admitted (the generation) or the job ends (nothing: it withdrew). Not

@@ -1,0 +1,56 @@
+#!/bin/sh
+# dist.elastic.join_nodes: joiners across two agents on loopback (--nnodes 2 --nproc-per-node 1
+# --in-process-recovery --max-restarts 1; node 0 serves the store), where each node's verdict is
+# the whole job's.
+#   member_exit: rank 1 finishes its loop, then exits 7 (ELASTIC_EXIT): it was a member of the
+#                last generation, so both agents exit 7; no joiner stands in for it (the job had
+#                ended), and the run without --max-restarts says the same.
+#   elastic_join_nodes.sh DDPRUN ELASTIC_RECOVERY_WORKER
+set -u
+ddprun=$1; worker=$2
+dir=$(mktemp -d "${TMPDIR:-/tmp}/ddp-elastic-join-nodes.XXXXXX")
+p0= p1=
+trap 'for p in $p0 $p1; do kill -9 "$p" 2>/dev/null; done; rm -rf "$dir"' EXIT
+export DDP_TOKEN=join-nodes-token DDP_TIMEOUT=20s
+total=60 every=10 step_ms=10
+fail() { echo "FAILED: $*"; for f in "$dir"/*.log; do echo "== $f"; cat "$f"; done; exit 1; }
+free_port() { python3 "$(dirname "$0")/../support/free_port.py"; }
+
+# start NAME [FLAGS...]: both agents of the job, in the background.
+start() {
+  name=$1; shift
+  port=$(free_port)
+  mkdir -p "$dir/$name"
+  for n in 0 1; do
+    "$ddprun" --in-process-recovery "$@" --heartbeat-timeout 2 --grace-period 1 --nnodes 2 --node-rank $n \
+      --nproc-per-node 1 --master-addr 127.0.0.1 --master-port "$port" --no-prefix \
+      "$worker" recover "$dir/$name" $total $every $step_ms >"$dir/$name.node$n.log" 2>&1 &
+    eval p$n=\$!
+  done
+}
+# finish NAME SECONDS: waits for both agents (at most SECONDS) and sets rc0 and rc1.
+finish() {
+  i=0
+  while kill -0 "$p0" 2>/dev/null || kill -0 "$p1" 2>/dev/null; do
+    i=$((i + 1)); [ $i -le $(($2 * 10)) ] || fail "$1: the agents did not end within $2 s"
+    sleep 0.1
+  done
+  wait "$p0"; rc0=$?
+  wait "$p1"; rc1=$?
+  p0= p1=
+}
+
+# member_exit, without and with joiners: the verdict is rank 1's exit 7 either way.
+for flags in "" "--max-restarts 1"; do
+  name=member_exit${flags:+_joiners}
+  export ELASTIC_EXIT=1:7
+  start "$name" $flags
+  unset ELASTIC_EXIT
+  finish "$name" 60
+  [ $rc0 -eq 7 ] && [ $rc1 -eq 7 ] || fail "$name: the agents exited with $rc0 and $rc1, not 7 (rank 1's exit)"
+  grep -q 'the job failed: rank 1 of generation 0 exited with code 7' "$dir/$name.node0.log" ||
+    fail "$name: node 0's verdict does not name rank 1's exit 7"
+  grep -q 'started joiner' "$dir/$name.node1.log" && fail "$name: a joiner was started after the job had ended"
+  echo "$name: both agents exited 7, the verdict names rank 1's exit"
+done
+echo "PASSED"
