@@ -5,12 +5,17 @@
 #   member_exit: rank 1 finishes its loop, then exits 7 (ELASTIC_EXIT): it was a member of the
 #                last generation, so both agents exit 7; no joiner stands in for it (the job had
 #                ended), and the run without --max-restarts says the same.
+#   stopped_joiner: node 1's only rank is killed after step 30; its joiner registers and is
+#                stopped (SIGSTOP) before rank 0, held after step 31, may admit it; rank 0
+#                admits it at the next commit, meets without it (last call 1 s) and finishes.
+#                Node 1's agent, whose ranks never finished well, learns the job's end from the
+#                store and kills the joiner: both agents exit 0 well within the bound.
 #   elastic_join_nodes.sh DDPRUN ELASTIC_RECOVERY_WORKER
 set -u
 ddprun=$1; worker=$2
 dir=$(mktemp -d "${TMPDIR:-/tmp}/ddp-elastic-join-nodes.XXXXXX")
-p0= p1=
-trap 'for p in $p0 $p1; do kill -9 "$p" 2>/dev/null; done; rm -rf "$dir"' EXIT
+p0= p1= jp=
+trap 'for p in $p0 $p1 $jp; do kill -9 "$p" 2>/dev/null; done; rm -rf "$dir"' EXIT
 export DDP_TOKEN=join-nodes-token DDP_TIMEOUT=20s
 total=60 every=10 step_ms=10
 fail() { echo "FAILED: $*"; for f in "$dir"/*.log; do echo "== $f"; cat "$f"; done; exit 1; }
@@ -53,4 +58,30 @@ for flags in "" "--max-restarts 1"; do
   grep -q 'started joiner' "$dir/$name.node1.log" && fail "$name: a joiner was started after the job had ended"
   echo "$name: both agents exited 7, the verdict names rank 1's exit"
 done
+
+# stopped_joiner: every step is an event seen in a log (the pauses end on resume files).
+export ELASTIC_PAUSE=1:30:600000,0:31:60000:1 ELASTIC_LAST_CALL_MS=1000
+start stopped_joiner --max-restarts 1
+unset ELASTIC_PAUSE ELASTIC_LAST_CALL_MS
+wait_for() { # LOG PATTERN SECONDS
+  i=0
+  until grep -q "$2" "$dir/$1.log" 2>/dev/null; do
+    i=$((i + 1)); [ $i -le $(($3 * 20)) ] || fail "$1: '$2' not seen within $3 s"
+    sleep 0.05
+  done
+}
+wait_for stopped_joiner.node1 '^PAUSED rank=1 step=30$' 30
+kill -9 "$(sed -n 's/^PID rank=1 pid=\([0-9]*\)$/\1/p' "$dir/stopped_joiner.node1.log")" ||
+  fail "stopped_joiner: rank 1 had ended before the kill"
+wait_for stopped_joiner.node1 'joiner rank1.1.*registered (job rank 1)' 20
+wait_for stopped_joiner.node0 '^PAUSED rank=0 step=31$' 30
+jp=$(sed -n 's/^JOINER-PID rank=1 pid=\([0-9]*\) .*/\1/p' "$dir/stopped_joiner.node1.log")
+kill -STOP "$jp" || fail "stopped_joiner: the joiner had ended before SIGSTOP"
+touch "$dir/stopped_joiner/resume.0.31"
+finish stopped_joiner 60
+[ $rc0 -eq 0 ] && [ $rc1 -eq 0 ] || fail "stopped_joiner: the agents exited with $rc0 and $rc1, not 0"
+grep -q 'admitted joiner(s) rank1.1' "$dir/stopped_joiner.node0.log" || fail "stopped_joiner: rank 0 did not admit the joiner"
+grep -q 'joiner rank1.1 (pid [0-9]*) is still waiting .* killing it' "$dir/stopped_joiner.node1.log" ||
+  fail "stopped_joiner: node 1's agent did not end the stopped joiner"
+echo "stopped_joiner: admitted, left out, killed by node 1's agent once the job had ended; both agents exited 0"
 echo "PASSED"

@@ -12,7 +12,8 @@
 //   compare A B  the relative difference of two parameter dumps.
 // Under `recover`, ELASTIC_PAUSE=RANK:STEP:MS[:GENERATION][,...] makes job rank RANK print PAUSED
 // and sleep MS after its commit of STEP in GENERATION (0 unless named; a survivor busy outside
-// collectives, or one stuck), one pause per comma-separated spec, and
+// collectives, or one stuck), one pause per comma-separated spec; a pause ends early once the
+// file OUT/resume.RANK.STEP exists (a test's event, not a time a loaded machine can miss), and
 // ELASTIC_LAST_CALL_MS and ELASTIC_MAX_RECOVERIES set ddp::elastic::options' last_call and
 // max_recoveries; ELASTIC_EXIT=RANK:CODE makes job rank RANK exit with CODE once it finished well
 // (a survivor's failure at the very end, which the job's verdict must carry).
@@ -156,14 +157,17 @@ std::vector<pause_spec> pauses_from_env() {
     }
   return pauses;
 }
-void pause_if_asked(const std::vector<pause_spec>& pauses, int job_rank, std::uint64_t done,
-                    std::uint64_t generation) {
+void pause_if_asked(const std::vector<pause_spec>& pauses, const std::string& out, int job_rank,
+                    std::uint64_t done, std::uint64_t generation) {
   for (const auto& p : pauses)
     if (job_rank == p.rank && done == static_cast<std::uint64_t>(p.step) &&
         static_cast<long long>(generation) == p.generation) {
       std::printf("PAUSED rank=%d step=%d\n", job_rank, p.step);
       std::fflush(stdout);
-      std::this_thread::sleep_for(std::chrono::milliseconds(p.ms));
+      const std::string resume = out + "/resume." + std::to_string(job_rank) + "." + std::to_string(p.step);
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(p.ms);
+      while (std::chrono::steady_clock::now() < until && ::access(resume.c_str(), F_OK) != 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
 }
 
@@ -214,7 +218,7 @@ int recover_adam(const std::string& out, int total, int every, int step_ms, held
             if (pg.rank() == 0)
               std::printf("STEP %llu world=%d\n", static_cast<unsigned long long>(s + 1), pg.size());
           }
-          pause_if_asked(pauses, job_rank, s + 1, st.generation());
+          pause_if_asked(pauses, out, job_rank, s + 1, st.generation());
           std::fflush(stdout);
         }
       });
@@ -312,7 +316,7 @@ int recover(const std::string& out, int total, int every, int step_ms, bool brok
             if (pg.rank() == 0)
               std::printf("STEP %llu world=%d\n", static_cast<unsigned long long>(s + 1), pg.size());
           }
-          pause_if_asked(pauses, job_rank, s + 1, st.generation());
+          pause_if_asked(pauses, out, job_rank, s + 1, st.generation());
           std::fflush(stdout);
         }
       },

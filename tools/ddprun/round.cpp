@@ -129,7 +129,9 @@ private:
   void on_stop(rank_process& r, int sig, std::int64_t pass_ns) {
     r.stopped = true;
     failures_.push_back({pass_ns, 0, r.rank, describe_stop(sig), 128 + sig, false});
-    std::fprintf(stderr, "ddprun: rank %d (pid %d) %s\n", r.rank, r.pid, failures_.back().what.c_str());
+    std::fprintf(stderr, "ddprun: %s %d (pid %d) %s\n",
+                 r.joiner.empty() ? "rank" : ("joiner " + r.joiner + " of rank").c_str(), r.rank, r.pid,
+                 failures_.back().what.c_str());
     if (j_.in_process_recovery) arm_recovery_watch();
   }
 
@@ -228,27 +230,42 @@ private:
     slots_to_fill_.clear();
   }
 
-  /// Once a rank has finished well the job is ending, and a joiner that has not joined learns
-  /// it from the store and withdraws at once; one still there after the grace period is stuck
-  /// (or stopped): it is killed, and its end is no failure of the job's.
+  /// Once the job has ended (a rank finished well here, or the store's end key says so for a
+  /// rank on any node), a joiner outside the latest generation has no part left: one that waits
+  /// learns it from the store and withdraws at once; one still there after the grace period is
+  /// stuck or stopped (or it joined, then a meeting left it out): it is killed, and its end is no
+  /// failure of the job's. Every node does this, so no node's agent waits on such a joiner.
   void end_waiting_joiners() {
-    if (first_success_ns_ == 0 || !j_.starts_joiners()) return;
-    if (job_ending_since_ == never) job_ending_since_ = clock::now();
+    if (!j_.starts_joiners()) return;
+    const auto outside = [&](const rank_process& r) {
+      return !r.exited && !r.joiner.empty() && !r.ended_by_ddprun && !in_generation(r);
+    };
+    if (std::none_of(ranks_.begin(), ranks_.end(), outside)) return;
+    if (job_ending_since_ == never) {
+      if (first_success_ns_ == 0 && (clock::now() < next_end_check_ || !job_ended_in_store())) {
+        if (clock::now() >= next_end_check_) next_end_check_ = clock::now() + store_check_every;
+        return;
+      }
+      job_ending_since_ = clock::now();
+    }
     if (clock::now() - job_ending_since_ < grace_) return;
-    if (std::none_of(ranks_.begin(), ranks_.end(), [](const rank_process& r) {
-          return !r.exited && !r.joiner.empty() && !r.ended_by_ddprun;
-        }))
-      return;
     read_generations();
     for (auto& r : ranks_)
-      if (!r.exited && !r.joiner.empty() && !in_generation(r) && !r.ended_by_ddprun) {
+      if (outside(r)) {
         std::fprintf(stderr,
-                     "ddprun: joiner %s (pid %d) is still waiting %g s after a rank finished: the job ended "
-                     "without it; killing it (--in-process-recovery)\n",
-                     r.joiner.c_str(), static_cast<int>(r.pid), j_.grace);
+                     "ddprun: joiner %s (pid %d) %s %g s after the job ended: the job ended without it; "
+                     "killing it (--in-process-recovery)\n",
+                     r.joiner.c_str(), static_cast<int>(r.pid),
+                     joined(r) ? "was left out of the latest generation" : "is still waiting", j_.grace);
         r.ended_by_ddprun = true;
         ::kill(r.pid, SIGKILL);
       }
+  }
+
+  /// Whether the joiner in `r` has been a member of some generation: then a meeting that leaves
+  /// it out makes it a left-out rank like any other, not one that waits.
+  bool joined(const rank_process& r) const {
+    return !r.joiner.empty() && generations_.joiner_joined_after(r.rank, r.started_after_generation);
   }
 
   /// Whether a rank's loop returned, on any node (ddp::elastic::run marks it in the joiners'
@@ -325,7 +342,7 @@ private:
           (r.stopped || (r.exited && !(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0))))
         return false;
     for (auto& r : ranks_)
-      if (!r.exited && !in_generation(r) && r.joiner.empty()) { // a joiner that waits ends itself
+      if (!r.exited && !in_generation(r) && (r.joiner.empty() || joined(r))) { // one that waits ends itself
         std::fprintf(
             stderr,
             "ddprun: node %d: rank %d (pid %d) still runs though generation %d left it out, %lld s "
@@ -402,7 +419,7 @@ private:
   void end_ranks_left_out() {
     for (auto& r : ranks_)
       if (!r.exited && r.stopped &&
-          (r.joiner.empty() || in_generation(r))) { // a waiting joiner: end_waiting_joiners
+          (r.joiner.empty() || joined(r))) { // a joiner that never joined: end_waiting_joiners
         std::fprintf(
             stderr,
             "ddprun: rank %d (pid %d) is stopped and not in the survivors' generation %d: killing it "
@@ -421,10 +438,9 @@ private:
     return std::all_of(ranks_.begin(), ranks_.end(), [&](const rank_process& r) {
       const bool going =
           (!r.exited && !r.stopped) || (r.exited && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
-      if (r.joiner.empty()) return going == generations_.member(r.rank);
+      if (r.joiner.empty() || joined(r)) return going == in_generation(r);
       // A joiner that has not joined (it waits, or withdrew) is no member and misses from none;
       // the slot's earlier process must have left the generation.
-      if (in_generation(r)) return going;
       return !generations_.member_since_at_most(r.rank, r.started_after_generation);
     });
   }
@@ -594,6 +610,7 @@ private:
   std::vector<rank_process> replaced_;
   clock::time_point job_ending_since_ = never; ///< when a rank first finished well (joiners' grace)
   bool job_ended_ = false;                     ///< the store said a rank's loop returned (ddp::elastic::run)
+  clock::time_point next_end_check_ = clock::now(); ///< when a node with a waiting joiner looks again
 };
 
 } // namespace
