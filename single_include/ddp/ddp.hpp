@@ -13971,14 +13971,20 @@ DDP_END_NAMESPACE
 // under DDP_SEPARATE_COMPILATION. Design: docs/elastic.md, "Joiners".
 //
 // Note [Admission by claim]
-// Each joiner has one counter in the store, its claim, 0 while it waits. The store's one atomic
-// operation is add, so a decision is an add whose delta says what it decides: the group's rank 0
-// adds the generation it admits the joiner to (1 <= g < joiner_withdrawn), the joiner or its
-// agent adds joiner_withdrawn. The add whose result equals its own delta came first and wins;
-// the loser takes its delta back and reads the winner's decision from the rest. So a joiner is
-// admitted or withdrawn, never both, and the claim itself says which, with the generation:
-// the survivors' meeting for that generation expects every joiner whose claim names it, even
-// when the rank that admitted it died before it could tell the others.
+// Each joiner's claim is decided once. The store's one atomic operation is add, so a decider
+// first adds 1 to the joiner's flag key: the add that returns 1 came first and wins, and only
+// the winner then writes the decision key, once: the generation the group's rank 0 admits the
+// joiner to (1 <= g < joiner_withdrawn), or joiner_withdrawn from the joiner or its agent. A
+// loser, and any reader that finds the flag taken, waits for the decision (its winner is one
+// store round trip from writing it), and never sees a value that is no decision. So a joiner is
+// admitted or withdrawn, never both, and the claim says which, with the generation: the
+// survivors' meeting for that generation expects every joiner whose claim names it, even when
+// the rank that admitted it died before it could tell the others.
+// A winner that dies between its two round trips leaves the flag taken and no decision: readers
+// wait joiner_decision_wait, then write withdrawn for it and take the joiner for withdrawn (it is
+// never admitted; the joiner itself reads the same and ends without joining). A winner alive
+// but slower than that could write an admission after some reader took it for withdrawn; with a
+// store round trip under a millisecond here, two seconds leave a wide margin.
 #ifndef DDP_DETAIL_ELASTIC_JOINERS_HPP
 #define DDP_DETAIL_ELASTIC_JOINERS_HPP
 
@@ -14004,6 +14010,10 @@ struct joiner_entry {
   int job_rank = 0;
   int node = 0;
 };
+
+/// How long a reader waits for the decision of a claim whose flag is taken (Note [Admission by
+/// claim]): past it, the winner is taken for dead and the joiner for withdrawn.
+inline constexpr std::chrono::milliseconds joiner_decision_wait{2000};
 
 /// What a joiner's claim says.
 struct joiner_claim {
@@ -14035,10 +14045,11 @@ DDP_INLINE std::string joiners_scope(const ddp::topology& job);
 DDP_INLINE void register_joiner(tcp_store& s, const joiner_entry& e, const std::string& prefix = "");
 /// Every joiner registered so far, in registration order (one not yet written is skipped).
 DDP_INLINE std::vector<joiner_entry> registered_joiners(tcp_store& s, const std::string& prefix = "");
-/// The claim of joiner `id` now (a contested add being taken back reads as waiting: look again).
+/// The claim of joiner `id` now: waiting while nobody decided it; once a decider took its flag,
+/// the decision (waited for up to joiner_decision_wait).
 DDP_INLINE joiner_claim read_claim(tcp_store& s, const std::string& id, const std::string& prefix = "");
-/// Decides joiner `id` with `delta` (a generation, or joiner_withdrawn) if it still waits;
-/// returns the claim as it stands: the caller won when it says what `delta` says.
+/// Decides joiner `id` with `delta` (a generation, or joiner_withdrawn) if nobody decided it
+/// first; returns the decision as it stands: the caller won when it says what `delta` says.
 DDP_INLINE joiner_claim settle_claim(tcp_store& s, const std::string& id, std::int64_t delta,
                                      const std::string& prefix = "");
 /// An admitted joiner's agent saw it die: the meeting it was admitted to does not wait for it.
@@ -27867,28 +27878,48 @@ DDP_INLINE std::vector<joiner_entry> registered_joiners(tcp_store& s, const std:
   return all;
 }
 
-inline joiner_claim claim_of(std::int64_t v) {
+/// A decision as written: a generation, or joiner_withdrawn (anything else reads as withdrawn:
+/// no generation may be made of it).
+inline joiner_claim claim_of(const std::string& decision) {
   joiner_claim c;
-  if (v == joiner_withdrawn)
-    c.state = joiner_claim::what::withdrawn;
-  else if (v > 0 && v < joiner_withdrawn) {
+  c.state = joiner_claim::what::withdrawn;
+  const auto v = parse_int(decision);
+  if (v && *v > 0 && *v < joiner_withdrawn) {
     c.state = joiner_claim::what::admitted;
-    c.generation = static_cast<std::uint64_t>(v);
+    c.generation = static_cast<std::uint64_t>(*v);
   }
-  return c; // 0, or a contested sum being taken back: waiting for now
+  return c;
+}
+
+/// The decision of a claim whose flag is taken: its winner writes it one round trip later, or
+/// died first (Note [Admission by claim]).
+inline joiner_claim await_decision(tcp_store& s, const std::string& id, const std::string& prefix) {
+  const auto until = std::chrono::steady_clock::now() + joiner_decision_wait;
+  for (;;) {
+    if (auto v = s.try_get(prefix + "decision/" + id)) return claim_of(*v);
+    if (std::chrono::steady_clock::now() >= until) {
+      // Written for the dead winner, so later readers need not wait.
+      s.set(prefix + "decision/" + id, std::to_string(joiner_withdrawn));
+      log_line("joiner " + id, "its claim was taken but no decision written within " +
+                                   std::to_string(joiner_decision_wait.count()) +
+                                   " ms (the deciding process died): it counts as withdrawn");
+      return claim_of("");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
 }
 
 DDP_INLINE joiner_claim read_claim(tcp_store& s, const std::string& id, const std::string& prefix) {
-  return claim_of(s.add(prefix + "claim/" + id, 0));
+  if (auto v = s.try_get(prefix + "decision/" + id)) return claim_of(*v);
+  if (s.add(prefix + "flag/" + id, 0) == 0) return {}; // nobody decided it: waiting
+  return await_decision(s, id, prefix);
 }
 
 DDP_INLINE joiner_claim settle_claim(tcp_store& s, const std::string& id, std::int64_t delta,
                                      const std::string& prefix) {
-  const std::string key = prefix + "claim/" + id;
-  const auto v = s.add(key, delta);
-  if (v == delta) return claim_of(v); // first: this decision stands
-  s.add(key, -delta);                 // Note [Admission by claim]: the loser takes its delta back
-  return claim_of(v - delta);
+  if (s.add(prefix + "flag/" + id, 1) != 1) return await_decision(s, id, prefix);
+  s.set(prefix + "decision/" + id, std::to_string(delta)); // first: this decision stands, once
+  return claim_of(std::to_string(delta));
 }
 
 DDP_INLINE void mark_joiner_lost(tcp_store& s, const std::string& id, const std::string& prefix) {

@@ -32,7 +32,7 @@ TEST_CASE("an admission first: the withdrawal loses and reads the generation") {
   const auto c = ddp::detail::settle_claim(s, "rank2.1", ddp::detail::joiner_withdrawn);
   CHECK(c.state == joiner_claim::what::admitted);
   CHECK(c.generation == 3);
-  // The loser took its delta back: the claim still says generation 3 to every reader.
+  // The loser wrote nothing: the decision still says generation 3 to every reader.
   CHECK(ddp::detail::read_claim(s, "rank2.1").generation == 3);
   CHECK(ddp::detail::joiners_admitted_to(s, 3).size() == 1);
   // Its agent saw it die: the meeting it was admitted to no longer expects it.
@@ -78,6 +78,40 @@ TEST_CASE("an admission and a withdrawal at once: exactly one wins, and both agr
     CHECK((now.state == joiner_claim::what::admitted ? now.generation == 5
                                                      : now.state == joiner_claim::what::withdrawn));
   }
+}
+
+TEST_CASE("a decider that took the flag and died before writing: readers wait, bounded, then withdraw it") {
+  auto s = ddp_test::local_server(-1);
+  ddp::detail::register_joiner(s, {"rank1.1", 1, 0});
+  REQUIRE(s.add("flag/rank1.1", 1) == 1); // the winner's first round trip, and no second
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(ddp::detail::read_claim(s, "rank1.1").state == joiner_claim::what::withdrawn);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  CHECK(took >= ddp::detail::joiner_decision_wait);
+  CHECK(took < ddp::detail::joiner_decision_wait + 2s);
+  // Every later reader and decider reads the same at once; no commit admits it.
+  const auto t1 = std::chrono::steady_clock::now();
+  CHECK(ddp::detail::settle_claim(s, "rank1.1", 4).state == joiner_claim::what::withdrawn);
+  CHECK(ddp::detail::admit_waiting_joiners(s, 4).empty());
+  CHECK(std::chrono::steady_clock::now() - t1 < 1s);
+}
+
+TEST_CASE("a reader that finds the flag taken waits for the value, never reads a half-made one") {
+  auto s = ddp_test::local_server(-1);
+  ddp::detail::register_joiner(s, {"rank2.1", 2, 0});
+  REQUIRE(s.add("flag/rank2.1", 1) == 1);
+  auto writer = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(300ms); // a slow winner, well within joiner_decision_wait
+    auto o = ddp_test::local_server_options();
+    o.serve = false;
+    o.port = s.port();
+    ddp::tcp_store c(o);
+    c.set("decision/rank2.1", "7");
+  });
+  const auto c = ddp::detail::read_claim(s, "rank2.1");
+  writer.get();
+  CHECK(c.state == joiner_claim::what::admitted);
+  CHECK(c.generation == 7);
 }
 
 TEST_CASE("the job's end is one key every waiting joiner looks at") {

@@ -57,28 +57,48 @@ DDP_INLINE std::vector<joiner_entry> registered_joiners(tcp_store& s, const std:
   return all;
 }
 
-inline joiner_claim claim_of(std::int64_t v) {
+/// A decision as written: a generation, or joiner_withdrawn (anything else reads as withdrawn:
+/// no generation may be made of it).
+inline joiner_claim claim_of(const std::string& decision) {
   joiner_claim c;
-  if (v == joiner_withdrawn)
-    c.state = joiner_claim::what::withdrawn;
-  else if (v > 0 && v < joiner_withdrawn) {
+  c.state = joiner_claim::what::withdrawn;
+  const auto v = parse_int(decision);
+  if (v && *v > 0 && *v < joiner_withdrawn) {
     c.state = joiner_claim::what::admitted;
-    c.generation = static_cast<std::uint64_t>(v);
+    c.generation = static_cast<std::uint64_t>(*v);
   }
-  return c; // 0, or a contested sum being taken back: waiting for now
+  return c;
+}
+
+/// The decision of a claim whose flag is taken: its winner writes it one round trip later, or
+/// died first (Note [Admission by claim]).
+inline joiner_claim await_decision(tcp_store& s, const std::string& id, const std::string& prefix) {
+  const auto until = std::chrono::steady_clock::now() + joiner_decision_wait;
+  for (;;) {
+    if (auto v = s.try_get(prefix + "decision/" + id)) return claim_of(*v);
+    if (std::chrono::steady_clock::now() >= until) {
+      // Written for the dead winner, so later readers need not wait.
+      s.set(prefix + "decision/" + id, std::to_string(joiner_withdrawn));
+      log_line("joiner " + id, "its claim was taken but no decision written within " +
+                                   std::to_string(joiner_decision_wait.count()) +
+                                   " ms (the deciding process died): it counts as withdrawn");
+      return claim_of("");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
 }
 
 DDP_INLINE joiner_claim read_claim(tcp_store& s, const std::string& id, const std::string& prefix) {
-  return claim_of(s.add(prefix + "claim/" + id, 0));
+  if (auto v = s.try_get(prefix + "decision/" + id)) return claim_of(*v);
+  if (s.add(prefix + "flag/" + id, 0) == 0) return {}; // nobody decided it: waiting
+  return await_decision(s, id, prefix);
 }
 
 DDP_INLINE joiner_claim settle_claim(tcp_store& s, const std::string& id, std::int64_t delta,
                                      const std::string& prefix) {
-  const std::string key = prefix + "claim/" + id;
-  const auto v = s.add(key, delta);
-  if (v == delta) return claim_of(v); // first: this decision stands
-  s.add(key, -delta);                 // Note [Admission by claim]: the loser takes its delta back
-  return claim_of(v - delta);
+  if (s.add(prefix + "flag/" + id, 1) != 1) return await_decision(s, id, prefix);
+  s.set(prefix + "decision/" + id, std::to_string(delta)); // first: this decision stands, once
+  return claim_of(std::to_string(delta));
 }
 
 DDP_INLINE void mark_joiner_lost(tcp_store& s, const std::string& id, const std::string& prefix) {
