@@ -75,13 +75,16 @@ inline std::vector<elastic_survivor> parse_members(const std::string& text) {
 ///
 /// With joiners (`joins`), the joiners admitted to `generation` are expected too (whatever rank
 /// admitted them: Note [Admission by claim]), each by its identity; an admitted joiner that has
-/// not arrived once the survivors are all there is waited for up to `last_call` (it polls every
-/// few tens of milliseconds), and one its agent saw die not at all.
+/// not arrived once the survivors are all there is waited for up to `last_call` from then (it
+/// polls every few tens of milliseconds), and one its agent saw die not at all. The survivors
+/// keep their own wait: a meeting that admitted joiners was called by an admission, not a loss,
+/// so a survivor not yet there is busy, not vanished, and `last_call` does not drop it.
 inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& old, tcp_store* joins,
                                                    const std::string& base, std::uint64_t generation,
                                                    int old_size, std::chrono::milliseconds last_call,
                                                    std::chrono::milliseconds timeout) {
   const auto start = std::chrono::steady_clock::now();
+  auto survivors_since = std::chrono::steady_clock::time_point::max(); // when the last one came
   std::vector<elastic_survivor> members, joined;
   std::vector<std::string> joined_ids;
   for (;;) {
@@ -99,9 +102,10 @@ inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& o
       return std::none_of(members.begin(), members.end(),
                           [&](const elastic_survivor& m) { return m.old_rank == r; });
     });
-    bool joiners_here = true;
+    bool joiners_here = true, joiners_expected = false;
     if (joins)
       for (const auto& e : joiners_admitted_to(*joins, generation)) {
+        joiners_expected = true;
         if (std::find(joined_ids.begin(), joined_ids.end(), e.id) != joined_ids.end()) continue;
         if (auto v = meet.try_get(base + "joined/" + e.id)) {
           auto one = parse_members(*v);
@@ -111,10 +115,13 @@ inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& o
           joiners_here = false;
         }
       }
-    const auto waited = std::chrono::steady_clock::now() - start;
+    const auto now = std::chrono::steady_clock::now();
+    const auto waited = now - start;
     const bool survivors_here = static_cast<std::int64_t>(members.size()) + lost_away >= old_size;
-    if ((survivors_here && (joiners_here || waited >= last_call)) || waited >= timeout ||
-        (lost.empty() && waited >= last_call))
+    if (survivors_here && survivors_since == std::chrono::steady_clock::time_point::max())
+      survivors_since = now;
+    if ((survivors_here && (joiners_here || now - survivors_since >= last_call)) || waited >= timeout ||
+        (lost.empty() && !joiners_expected && waited >= last_call))
       break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5)); // a look is a few store round trips
   }
@@ -196,8 +203,8 @@ DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_s
                     " members; the meeting waits for a busy survivor up to DDP_TIMEOUT, " +
                     std::to_string(timeout.count()) + " ms, and up to ddp::elastic::options::last_call, " +
                     std::to_string(last_call.count()) +
-                    " ms, when the store saw no rank lost): raise them if survivors take longer to notice a "
-                    "loss");
+                    " ms, when the store saw no rank lost and no joiner was admitted): raise them if "
+                    "survivors take longer to notice a loss");
   const int rank = static_cast<int>(at - members.begin());
   return form_generation(job, std::move(members), rank, generation, timeout, token);
 }
