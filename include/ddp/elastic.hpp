@@ -53,7 +53,8 @@ struct options {
 };
 
 template <class Model> class state;
-template <class Model, class Loop> bool run(state<Model>& st, Loop&& loop, const options& o = {});
+template <class Model, class Loop>
+[[nodiscard]] bool run(state<Model>& st, Loop&& loop, const options& o = {});
 
 /// The training state that survives a lost peer: `model`'s parameters and buffers (held by
 /// reference; host memory), the progress, and the state of a ddp::optim optimizer handed to
@@ -297,8 +298,9 @@ private:
 /// receive the commit from its rank 0 (docs/elastic.md, "Joiners"). Joins count against no
 /// bound. In a joiner, run() waits for its admission first (options::join_wait).
 /// Returns true once the loop has returned; false in a joiner the job ended without (it never
-/// ran the loop: its model is not the job's).
-template <class Model, class Loop> bool run(state<Model>& st, Loop&& loop, const options& o) {
+/// ran the loop: its model is not the job's, so code after run() that saves or reports the model
+/// must not run: hence [[nodiscard]]).
+template <class Model, class Loop> [[nodiscard]] bool run(state<Model>& st, Loop&& loop, const options& o) {
   static_assert(std::invocable<Loop&, process_group<gloo>&, const training_progress&>,
                 "ddp::elastic::run: the loop must be callable as loop(ddp::process_group<ddp::gloo>& pg, "
                 "const ddp::training_progress& from): pg is this generation's group, from the commit it "

@@ -251,22 +251,24 @@ int misuse() {
     return false;
   };
   bool ok = true;
-  ddp::elastic::run(st, [&](ddp::process_group<ddp::gloo>& pg, const ddp::training_progress&) {
-    ddp::sharded_data_parallel sdp(net, pg);
-    ddp::optim::adam stepped(sdp, adam_opts);
-    ddp::distributed_sampler<> sampler(samples, pg, {.seed = 3});
-    ddp::global_batches gb(sampler, global_batch);
-    local_gradients(net, gb, 0);
-    sdp.synchronize();
-    stepped.step();
-    ok &= refused(
-        "hold-after-step", [&] { st.hold(stepped); }, "has taken 1 steps");
-    ddp::optim::adam fresh(sdp, adam_opts);
-    st.hold(fresh);
-    sdp.synchronize();
-    fresh.step();
-    st.commit({1, gb.epoch_of(1), gb.position_of(1)});
-  });
+  const bool ran =
+      ddp::elastic::run(st, [&](ddp::process_group<ddp::gloo>& pg, const ddp::training_progress&) {
+        ddp::sharded_data_parallel sdp(net, pg);
+        ddp::optim::adam stepped(sdp, adam_opts);
+        ddp::distributed_sampler<> sampler(samples, pg, {.seed = 3});
+        ddp::global_batches gb(sampler, global_batch);
+        local_gradients(net, gb, 0);
+        sdp.synchronize();
+        stepped.step();
+        ok &= refused(
+            "hold-after-step", [&] { st.hold(stepped); }, "has taken 1 steps");
+        ddp::optim::adam fresh(sdp, adam_opts);
+        st.hold(fresh);
+        sdp.synchronize();
+        fresh.step();
+        st.commit({1, gb.epoch_of(1), gb.position_of(1)});
+      });
+  ok &= ran; // no joiner here: the loop ran
   ok &= refused(
       "commit-after-run",
       [&] {
