@@ -9,11 +9,14 @@
 #                 uninterrupted run at world 3 (TOL); the joiner reports the step it received.
 #   late:         rank 2 killed after the last commit (step 120 of 125): the job ends at once
 #                 with 0, the joiner exits 0 saying the job ended without it.
-#   killed_waiting: the joiner killed before any commit could admit it (rank 0 busy 3 s
-#                 outside collectives in generation 1): not admitted, no generation after 1.
+#   killed_waiting: the joiner killed before any commit could admit it (rank 0 held outside
+#                 collectives in generation 1 until its agent withdrew it): not admitted, no
+#                 generation after 1.
 #   admitted_stopped: the joiner stopped (SIGSTOP) while waiting, then admitted at the commit
 #                 of generation 1: the meeting of generation 2 forms without it within the last
 #                 call (1 s), and ddprun ends it once the job has ended; the job succeeds.
+# No case waits on a time: rank 0 is held after step 31 of generation 1 until the event the case
+# needs (the joiner registered, withdrawn, stopped) is seen in the log, then a resume file frees it.
 #   joined_adam:  joined with sharded_data_parallel and Adam held by the state: the joiner's Adam
 #                 goes on from the survivors' step count and moments (single-process Adam, 1e-5).
 # Each case prints RECOVERY_MS lines: kill -9 to the survivors' first step at world 2, and to the
@@ -72,12 +75,19 @@ out=$("$ddprun" --no-prefix --nproc-per-node 3 "$worker" recover "$dir" $total $
 # there: no rank can pass step 30 before the kill, however loaded the machine.
 hold_30=2:30:600000
 
-# joined
-export ELASTIC_PAUSE=$hold_30
+# hold_31 holds rank 0 after step 31 of generation 1 until resume NAME (at most 60 s).
+hold_31=0:31:60000:1
+resume() { touch "$dir/$1/resume.0.31"; }
+
+# joined: rank 0 held until the joiner has registered, so a commit after it admits it.
+export ELASTIC_PAUSE=$hold_30,$hold_31
 start joined $total
 unset ELASTIC_PAUSE
 wait_for joined '^PAUSED rank=2 step=30$' 30
 kill_rank joined 2
+wait_for joined 'joiner rank2.1.*registered (job rank 2)' 20
+wait_for joined '^PAUSED rank=0 step=31$' 30
+resume joined
 finish joined 60
 [ $rc -eq 0 ] || fail "joined: the job exited with $rc"
 grep -q '^ddprun: started joiner rank2.1 (pid [0-9]*) in the slot of rank 2' "$dir/joined.log" ||
@@ -120,15 +130,18 @@ grep -q 'the job ended before admitting this joiner' "$dir/late.log" || fail "la
 grep -q 'killing it' "$dir/late.log" && fail "late: ddprun had to kill the joiner (it did not learn of the job's end)"
 echo "late: the job ended $secs_ms ms after the kill, the joiner exited 0 on its own"
 
-# killed_waiting: rank 0 busy 3 s after step 31 of generation 1 (no commit meanwhile).
-export ELASTIC_PAUSE=$hold_30,0:31:3000:1
+# killed_waiting: rank 0 held after step 31 of generation 1 (no commit meanwhile) until the
+# joiner's agent has withdrawn it.
+export ELASTIC_PAUSE=$hold_30,$hold_31
 start killed_waiting $total
 wait_for killed_waiting '^PAUSED rank=2 step=30$' 30
 kill_rank killed_waiting 2
-wait_for killed_waiting 'joiner rank2.1.*registered (job rank 2)' 10
-wait_for killed_waiting '^PAUSED rank=0 step=31$' 20
+wait_for killed_waiting 'joiner rank2.1.*registered (job rank 2)' 20
+wait_for killed_waiting '^PAUSED rank=0 step=31$' 30
 unset ELASTIC_PAUSE
 kill -9 "$(joiner_pid killed_waiting)" || fail "killed_waiting: the joiner had ended before the kill"
+wait_for killed_waiting '^ddprun: joiner rank2.1 is withdrawn' 20
+resume killed_waiting
 finish killed_waiting 60
 [ $rc -eq 0 ] || fail "killed_waiting: the job exited with $rc"
 grep -q 'admitted joiner' "$dir/killed_waiting.log" && fail "killed_waiting: the dead joiner was admitted"
@@ -138,12 +151,14 @@ grep -q '^RECOVERED generation=2' "$dir/killed_waiting.log" && fail "killed_wait
 echo "killed_waiting: not admitted, generation 1 went on to the end"
 
 # admitted_stopped: the joiner stopped while waiting; admitted at generation 1's next commit.
-export ELASTIC_PAUSE=$hold_30,0:31:2000:1 ELASTIC_LAST_CALL_MS=1000
+export ELASTIC_PAUSE=$hold_30,$hold_31 ELASTIC_LAST_CALL_MS=1000
 start admitted_stopped $total
 wait_for admitted_stopped '^PAUSED rank=2 step=30$' 30
 kill_rank admitted_stopped 2
-wait_for admitted_stopped 'joiner rank2.1.*registered (job rank 2)' 10
+wait_for admitted_stopped 'joiner rank2.1.*registered (job rank 2)' 20
+wait_for admitted_stopped '^PAUSED rank=0 step=31$' 30
 kill -STOP "$(joiner_pid admitted_stopped)" || fail "admitted_stopped: the joiner had ended before SIGSTOP"
+resume admitted_stopped
 unset ELASTIC_PAUSE ELASTIC_LAST_CALL_MS
 finish admitted_stopped 60
 [ $rc -eq 0 ] || fail "admitted_stopped: the job exited with $rc"

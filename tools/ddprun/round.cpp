@@ -191,15 +191,19 @@ private:
   /// admitted it first, the meeting it was admitted to is told not to wait for it
   /// (Note [Admission by claim], ddp/detail/elastic/joiners.hpp).
   void withdraw_joiner(const rank_process& r) {
+    if (joined(r)) return; // a member's loss: the survivors' meeting answers it as any rank's
     const std::string prefix = joiners_prefix();
     try {
       const auto c = ddp::detail::settle_claim(*j_.store, r.joiner, ddp::detail::joiner_withdrawn, prefix);
       if (c.state == ddp::detail::joiner_claim::what::admitted) {
         ddp::detail::mark_joiner_lost(*j_.store, r.joiner, prefix);
         std::fprintf(stderr,
-                     "ddprun: joiner %s had been admitted to generation %llu: its meeting goes on without it "
-                     "(--in-process-recovery)\n",
+                     "ddprun: joiner %s was admitted to generation %llu but ended before it joined: that "
+                     "generation's meeting goes on without it (--in-process-recovery)\n",
                      r.joiner.c_str(), static_cast<unsigned long long>(c.generation));
+      } else {
+        std::fprintf(stderr, "ddprun: joiner %s is withdrawn: no commit admits it (--in-process-recovery)\n",
+                     r.joiner.c_str());
       }
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ddprun: could not withdraw joiner %s: %s\n", r.joiner.c_str(), e.what());
