@@ -348,11 +348,12 @@ template <class Model, class Loop> [[nodiscard]] bool run(state<Model>& st, Loop
   detail::elastic_survivor me{pg ? pg->rank() : 0, job.node_rank};
   int size = pg ? pg->size() : 0;
   bool joining = admitted_to > 0; // until its first restore: it holds no commit
+  detail::joiner_registry seen;   // what this rank, as a group's rank 0, read of the registry
   if (joins && detail::joiners_possible())
     st.admit_ = [&] {
       std::string ids;
       if (pg->rank() == 0)
-        for (const auto& e : detail::admit_waiting_joiners(*joins, generation + 1))
+        for (const auto& e : detail::admit_waiting_joiners(*joins, generation + 1, seen))
           ids += (ids.empty() ? "" : " ") + e.id;
       std::vector<std::int64_t> n{static_cast<std::int64_t>(ids.size())};
       pg->broadcast(n, 0); // every rank runs it at the same commit: all agree

@@ -14056,10 +14056,29 @@ DDP_INLINE joiner_claim settle_claim(tcp_store& s, const std::string& id, std::i
 DDP_INLINE void mark_joiner_lost(tcp_store& s, const std::string& id, const std::string& prefix = "");
 DDP_INLINE bool joiner_lost(tcp_store& s, const std::string& id, const std::string& prefix = "");
 
+/// What one process has read of the registry. An entry is written once and a decision is final,
+/// so each is read from the store once: a look costs one round trip for the count, one per new
+/// entry, two per joiner still waiting, and one per joiner admitted to the generation looked for
+/// (its lost mark), not round trips for every joiner ever registered.
+struct joiner_registry {
+  std::int64_t counted = 0;            ///< entries numbered up to this one have been looked at
+  std::vector<std::int64_t> unwritten; ///< counted but not yet written when looked at
+  std::vector<joiner_entry> entries;   ///< in registration order
+  std::vector<joiner_claim> claims;    ///< each entry's decision once known (waiting until then)
+};
+
+/// Reads the entries registered since the last look into `r`.
+DDP_INLINE void refresh_registry(tcp_store& s, joiner_registry& r, const std::string& prefix = "");
+
 /// The group's rank 0, at a commit of generation `next_generation - 1`: admits every waiting
-/// joiner to `next_generation`; those it admitted, in registration order.
+/// joiner to `next_generation`; those it admitted, in registration order. `seen` carries what
+/// earlier commits read (a fresh one reads the whole registry).
+DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation,
+                                                           joiner_registry& seen);
 DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation);
-/// The joiners admitted to `generation` whose agents did not see them die.
+/// The joiners admitted to `generation` whose agents did not see them die (`seen`: as above).
+DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint64_t generation,
+                                                         joiner_registry& seen);
 DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint64_t generation);
 
 /// A rank's loop returned: the job has ended, and waiting joiners withdraw (they poll for it).
@@ -14475,11 +14494,12 @@ template <class Model, class Loop> [[nodiscard]] bool run(state<Model>& st, Loop
   detail::elastic_survivor me{pg ? pg->rank() : 0, job.node_rank};
   int size = pg ? pg->size() : 0;
   bool joining = admitted_to > 0; // until its first restore: it holds no commit
+  detail::joiner_registry seen;   // what this rank, as a group's rank 0, read of the registry
   if (joins && detail::joiners_possible())
     st.admit_ = [&] {
       std::string ids;
       if (pg->rank() == 0)
-        for (const auto& e : detail::admit_waiting_joiners(*joins, generation + 1))
+        for (const auto& e : detail::admit_waiting_joiners(*joins, generation + 1, seen))
           ids += (ids.empty() ? "" : " ") + e.id;
       std::vector<std::int64_t> n{static_cast<std::int64_t>(ids.size())};
       pg->broadcast(n, 0); // every rank runs it at the same commit: all agree
@@ -27831,6 +27851,7 @@ DDP_END_NAMESPACE
 #define DDP_DETAIL_ELASTIC_JOINERS_INL_HPP
 
 
+#include <algorithm>
 #include <sstream>
 #include <thread>
 
@@ -27932,24 +27953,68 @@ DDP_INLINE bool joiner_lost(tcp_store& s, const std::string& id, const std::stri
   return s.check({prefix + "lost/" + id});
 }
 
-DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation) {
+inline std::optional<joiner_entry> read_entry(tcp_store& s, std::int64_t n, const std::string& prefix) {
+  auto v = s.try_get(prefix + "entry/" + std::to_string(n));
+  if (!v) return std::nullopt;
+  std::istringstream in(*v);
+  joiner_entry e;
+  if (!(in >> e.id >> e.job_rank >> e.node)) return std::nullopt;
+  return e;
+}
+
+DDP_INLINE void refresh_registry(tcp_store& s, joiner_registry& r, const std::string& prefix) {
+  std::vector<std::int64_t> look = std::move(r.unwritten);
+  r.unwritten.clear();
+  const auto count = s.add(prefix + "count", 0);
+  for (auto n = r.counted + 1; n <= count; ++n)
+    look.push_back(n);
+  r.counted = std::max(r.counted, count);
+  for (auto n : look)
+    if (auto e = read_entry(s, n, prefix)) {
+      r.entries.push_back(*e);
+      r.claims.emplace_back();
+    } else {
+      r.unwritten.push_back(n); // counted, not written yet: the next look finds it
+    }
+}
+
+DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation,
+                                                           joiner_registry& seen) {
+  refresh_registry(s, seen);
   std::vector<joiner_entry> admitted;
-  for (const auto& e : registered_joiners(s)) {
-    if (read_claim(s, e.id).state != joiner_claim::what::waiting) continue;
-    const auto c = settle_claim(s, e.id, static_cast<std::int64_t>(next_generation));
+  for (std::size_t k = 0; k < seen.entries.size(); ++k) {
+    auto& c = seen.claims[k];
+    if (c.state != joiner_claim::what::waiting) continue; // decided for good
+    const auto& e = seen.entries[k];
+    if ((c = read_claim(s, e.id)).state != joiner_claim::what::waiting) continue;
+    c = settle_claim(s, e.id, static_cast<std::int64_t>(next_generation));
     if (c.state == joiner_claim::what::admitted && c.generation == next_generation) admitted.push_back(e);
   }
   return admitted;
 }
 
-DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint64_t generation) {
+DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation) {
+  joiner_registry fresh;
+  return admit_waiting_joiners(s, next_generation, fresh);
+}
+
+DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint64_t generation,
+                                                         joiner_registry& seen) {
+  refresh_registry(s, seen);
   std::vector<joiner_entry> out;
-  for (const auto& e : registered_joiners(s)) {
-    const auto c = read_claim(s, e.id);
-    if (c.state == joiner_claim::what::admitted && c.generation == generation && !joiner_lost(s, e.id))
-      out.push_back(e);
+  for (std::size_t k = 0; k < seen.entries.size(); ++k) {
+    auto& c = seen.claims[k];
+    if (c.state == joiner_claim::what::waiting) c = read_claim(s, seen.entries[k].id);
+    if (c.state == joiner_claim::what::admitted && c.generation == generation &&
+        !joiner_lost(s, seen.entries[k].id))
+      out.push_back(seen.entries[k]);
   }
   return out;
+}
+
+DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint64_t generation) {
+  joiner_registry fresh;
+  return joiners_admitted_to(s, generation, fresh);
 }
 
 DDP_INLINE void mark_job_ended(tcp_store& s) { s.set("ended", "1"); }
@@ -28076,6 +28141,7 @@ inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& o
   auto survivors_since = std::chrono::steady_clock::time_point::max(); // when the last one came
   std::vector<elastic_survivor> members, joined;
   std::vector<std::string> joined_ids;
+  joiner_registry seen; // each entry and decision read once per meeting, not at every look
   for (;;) {
     const auto arrived = meet.add(base + "arrivals", 0);
     std::vector<std::string> keys;
@@ -28093,7 +28159,7 @@ inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& o
     });
     bool joiners_here = true, joiners_expected = false;
     if (joins)
-      for (const auto& e : joiners_admitted_to(*joins, generation)) {
+      for (const auto& e : joiners_admitted_to(*joins, generation, seen)) {
         joiners_expected = true;
         if (std::find(joined_ids.begin(), joined_ids.end(), e.id) != joined_ids.end()) continue;
         if (auto v = meet.try_get(base + "joined/" + e.id)) {

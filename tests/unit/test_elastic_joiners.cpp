@@ -114,6 +114,30 @@ TEST_CASE("a reader that finds the flag taken waits for the value, never reads a
   CHECK(c.generation == 7);
 }
 
+TEST_CASE("a registry read across commits agrees with a fresh read: decided joiners are kept, not reread") {
+  auto s = ddp_test::local_server(-1);
+  ddp::detail::joiner_registry seen;
+  ddp::detail::register_joiner(s, {"rank1.1", 1, 0});
+  ddp::detail::register_joiner(s, {"rank2.1", 2, 0});
+  CHECK(ddp::detail::settle_claim(s, "rank1.1", ddp::detail::joiner_withdrawn).state ==
+        joiner_claim::what::withdrawn);
+  auto a = ddp::detail::admit_waiting_joiners(s, 2, seen); // the commit of generation 1
+  REQUIRE(a.size() == 1);
+  CHECK(a[0].id == "rank2.1");
+  CHECK(seen.entries.size() == 2);
+  CHECK(seen.claims[0].state == joiner_claim::what::withdrawn);
+  CHECK(seen.claims[1].generation == 2);
+  ddp::detail::register_joiner(s, {"rank0.1", 0, 0}); // a later joiner, admitted at the next commit
+  a = ddp::detail::admit_waiting_joiners(s, 3, seen);
+  REQUIRE(a.size() == 1);
+  CHECK(a[0].id == "rank0.1");
+  CHECK(seen.entries.size() == 3); // the two decided ones were not read again
+  CHECK(ddp::detail::joiners_admitted_to(s, 3, seen).size() == 1);
+  CHECK(ddp::detail::joiners_admitted_to(s, 2).size() == 1); // a fresh read says the same
+  ddp::detail::mark_joiner_lost(s, "rank0.1");
+  CHECK(ddp::detail::joiners_admitted_to(s, 3, seen).empty()); // the lost mark is read every look
+}
+
 TEST_CASE("the job's end is one key every waiting joiner looks at") {
   auto s = ddp_test::local_server(-1);
   CHECK_FALSE(ddp::detail::job_ended(s));

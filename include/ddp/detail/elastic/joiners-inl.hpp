@@ -8,6 +8,7 @@
 #include <ddp/detail/elastic/meeting.hpp>
 #include <ddp/error.hpp>
 
+#include <algorithm>
 #include <sstream>
 #include <thread>
 
@@ -109,24 +110,68 @@ DDP_INLINE bool joiner_lost(tcp_store& s, const std::string& id, const std::stri
   return s.check({prefix + "lost/" + id});
 }
 
-DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation) {
+inline std::optional<joiner_entry> read_entry(tcp_store& s, std::int64_t n, const std::string& prefix) {
+  auto v = s.try_get(prefix + "entry/" + std::to_string(n));
+  if (!v) return std::nullopt;
+  std::istringstream in(*v);
+  joiner_entry e;
+  if (!(in >> e.id >> e.job_rank >> e.node)) return std::nullopt;
+  return e;
+}
+
+DDP_INLINE void refresh_registry(tcp_store& s, joiner_registry& r, const std::string& prefix) {
+  std::vector<std::int64_t> look = std::move(r.unwritten);
+  r.unwritten.clear();
+  const auto count = s.add(prefix + "count", 0);
+  for (auto n = r.counted + 1; n <= count; ++n)
+    look.push_back(n);
+  r.counted = std::max(r.counted, count);
+  for (auto n : look)
+    if (auto e = read_entry(s, n, prefix)) {
+      r.entries.push_back(*e);
+      r.claims.emplace_back();
+    } else {
+      r.unwritten.push_back(n); // counted, not written yet: the next look finds it
+    }
+}
+
+DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation,
+                                                           joiner_registry& seen) {
+  refresh_registry(s, seen);
   std::vector<joiner_entry> admitted;
-  for (const auto& e : registered_joiners(s)) {
-    if (read_claim(s, e.id).state != joiner_claim::what::waiting) continue;
-    const auto c = settle_claim(s, e.id, static_cast<std::int64_t>(next_generation));
+  for (std::size_t k = 0; k < seen.entries.size(); ++k) {
+    auto& c = seen.claims[k];
+    if (c.state != joiner_claim::what::waiting) continue; // decided for good
+    const auto& e = seen.entries[k];
+    if ((c = read_claim(s, e.id)).state != joiner_claim::what::waiting) continue;
+    c = settle_claim(s, e.id, static_cast<std::int64_t>(next_generation));
     if (c.state == joiner_claim::what::admitted && c.generation == next_generation) admitted.push_back(e);
   }
   return admitted;
 }
 
-DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint64_t generation) {
+DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation) {
+  joiner_registry fresh;
+  return admit_waiting_joiners(s, next_generation, fresh);
+}
+
+DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint64_t generation,
+                                                         joiner_registry& seen) {
+  refresh_registry(s, seen);
   std::vector<joiner_entry> out;
-  for (const auto& e : registered_joiners(s)) {
-    const auto c = read_claim(s, e.id);
-    if (c.state == joiner_claim::what::admitted && c.generation == generation && !joiner_lost(s, e.id))
-      out.push_back(e);
+  for (std::size_t k = 0; k < seen.entries.size(); ++k) {
+    auto& c = seen.claims[k];
+    if (c.state == joiner_claim::what::waiting) c = read_claim(s, seen.entries[k].id);
+    if (c.state == joiner_claim::what::admitted && c.generation == generation &&
+        !joiner_lost(s, seen.entries[k].id))
+      out.push_back(seen.entries[k]);
   }
   return out;
+}
+
+DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint64_t generation) {
+  joiner_registry fresh;
+  return joiners_admitted_to(s, generation, fresh);
 }
 
 DDP_INLINE void mark_job_ended(tcp_store& s) { s.set("ended", "1"); }

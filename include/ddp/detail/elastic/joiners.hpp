@@ -92,10 +92,29 @@ DDP_INLINE joiner_claim settle_claim(tcp_store& s, const std::string& id, std::i
 DDP_INLINE void mark_joiner_lost(tcp_store& s, const std::string& id, const std::string& prefix = "");
 DDP_INLINE bool joiner_lost(tcp_store& s, const std::string& id, const std::string& prefix = "");
 
+/// What one process has read of the registry. An entry is written once and a decision is final,
+/// so each is read from the store once: a look costs one round trip for the count, one per new
+/// entry, two per joiner still waiting, and one per joiner admitted to the generation looked for
+/// (its lost mark), not round trips for every joiner ever registered.
+struct joiner_registry {
+  std::int64_t counted = 0;            ///< entries numbered up to this one have been looked at
+  std::vector<std::int64_t> unwritten; ///< counted but not yet written when looked at
+  std::vector<joiner_entry> entries;   ///< in registration order
+  std::vector<joiner_claim> claims;    ///< each entry's decision once known (waiting until then)
+};
+
+/// Reads the entries registered since the last look into `r`.
+DDP_INLINE void refresh_registry(tcp_store& s, joiner_registry& r, const std::string& prefix = "");
+
 /// The group's rank 0, at a commit of generation `next_generation - 1`: admits every waiting
-/// joiner to `next_generation`; those it admitted, in registration order.
+/// joiner to `next_generation`; those it admitted, in registration order. `seen` carries what
+/// earlier commits read (a fresh one reads the whole registry).
+DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation,
+                                                           joiner_registry& seen);
 DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation);
-/// The joiners admitted to `generation` whose agents did not see them die.
+/// The joiners admitted to `generation` whose agents did not see them die (`seen`: as above).
+DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint64_t generation,
+                                                         joiner_registry& seen);
 DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint64_t generation);
 
 /// A rank's loop returned: the job has ended, and waiting joiners withdraw (they poll for it).

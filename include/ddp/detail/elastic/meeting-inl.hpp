@@ -87,6 +87,7 @@ inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& o
   auto survivors_since = std::chrono::steady_clock::time_point::max(); // when the last one came
   std::vector<elastic_survivor> members, joined;
   std::vector<std::string> joined_ids;
+  joiner_registry seen; // each entry and decision read once per meeting, not at every look
   for (;;) {
     const auto arrived = meet.add(base + "arrivals", 0);
     std::vector<std::string> keys;
@@ -104,7 +105,7 @@ inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& o
     });
     bool joiners_here = true, joiners_expected = false;
     if (joins)
-      for (const auto& e : joiners_admitted_to(*joins, generation)) {
+      for (const auto& e : joiners_admitted_to(*joins, generation, seen)) {
         joiners_expected = true;
         if (std::find(joined_ids.begin(), joined_ids.end(), e.id) != joined_ids.end()) continue;
         if (auto v = meet.try_get(base + "joined/" + e.id)) {
