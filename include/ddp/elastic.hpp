@@ -384,7 +384,7 @@ template <class Model, class Loop> [[nodiscard]] bool run(state<Model>& st, Loop
       joining = false;
       const training_progress from = st.committed(); // a copy: the loop's commits move committed()
       if constexpr (std::invocable<Loop&, process_group<gloo>&, const training_progress&>) loop(*pg, from);
-      if (joins) detail::mark_job_ended(*joins); // waiting joiners withdraw: none is admitted now
+      if (joins) detail::end_job_for_joiners(*joins, job_rank); // waiting joiners withdraw
       return true;
     } catch (const detail::joiners_admitted& a) {
       detail::log_line("rank " + std::to_string(job_rank),

@@ -390,9 +390,18 @@ user_stop_silent_host() {
 
 # A joiner on node 1 in the slot of its killed rank 3: admitted at a commit of generation 1.
 case_joiner() {
-  restarts="--max-restarts 1"
+  # Rank 0 held after step 31 of generation 1 until the joiner has registered (an event, not a
+  # time), so a commit after it admits it however loaded the machine.
+  restarts="--max-restarts 1" more_pauses=0:31:60000:1
   kill_after_step_30 joiner 3
-  restarts=
+  restarts= more_pauses=
+  i=0
+  until grep -q 'joiner rank3.1.*registered (job rank 3)' "$work/joiner.1" 2>/dev/null &&
+    grep -q '^PAUSED rank=0 step=31$' "$work/joiner.0" 2>/dev/null; do
+    i=$((i + 1)); [ $i -le 600 ] || fail "joiner: no registered joiner and held rank 0 within 30 s"
+    sleep 0.05
+  done
+  touch "$work/joiner/resume.0.31"
   finish 0; rc0=$rc; finish 1
   [ $rc0 -eq 0 ] && [ $rc -eq 0 ] || fail "joiner: the nodes' ddprun exited with $rc0 and $rc"
   grep -q '^ddprun: started joiner rank3.1 (pid [0-9]*) in the slot of rank 3' "$work/joiner.1" ||

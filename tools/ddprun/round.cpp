@@ -217,8 +217,16 @@ private:
   /// dead rank's.
   void start_joiners() {
     for (int local : slots_to_fill_) {
-      if (joiners_started_ >= j_.max_restarts || first_success_ns_ != 0 || res_.user_signal ||
-          store_host_lost_ || remote_failure_ || job_ended_in_store())
+      if (joiners_started_ >= j_.max_restarts) {
+        std::fprintf(
+            stderr,
+            "ddprun: node %d: no joiner for rank %d: this node started its %d (--max-restarts counts "
+            "joiners per node under --in-process-recovery); the others go on without it\n",
+            j_.node_rank, ranks_[static_cast<std::size_t>(local)].rank, j_.max_restarts);
+        continue;
+      }
+      if (first_success_ns_ != 0 || res_.user_signal || store_host_lost_ || remote_failure_ ||
+          job_ended_in_store())
         break;
       auto& slot = ranks_[static_cast<std::size_t>(local)];
       const std::string id = "rank" + std::to_string(slot.rank) + "." + std::to_string(++joiners_started_);

@@ -175,6 +175,16 @@ DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint
 }
 
 DDP_INLINE void mark_job_ended(tcp_store& s) { s.set("ended", "1"); }
+DDP_INLINE void end_job_for_joiners(tcp_store& s, int job_rank) {
+  try {
+    mark_job_ended(s);
+  } catch (const std::exception& e) {
+    log_line("rank " + std::to_string(job_rank),
+             std::string("could not write the job's end for waiting joiners (") + e.what() +
+                 "): the loop finished all the same; ddprun ends joiners left waiting at the job's end");
+  }
+}
+
 DDP_INLINE bool job_ended(tcp_store& s, const std::string& prefix) { return s.check({prefix + "ended"}); }
 
 DDP_INLINE std::optional<std::uint64_t> wait_for_admission(tcp_store& s, const joiner_entry& me,

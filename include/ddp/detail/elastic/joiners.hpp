@@ -13,6 +13,10 @@
 // admitted or withdrawn, never both, and the claim says which, with the generation: the
 // survivors' meeting for that generation expects every joiner whose claim names it, even when
 // the rank that admitted it died before it could tell the others.
+// Two admitters at once (the rank 0 of generation g, dying after its adds, and the rank 0 of the
+// generation its loss makes, at its first commit) race on the same flag: one wins, the other
+// reads its decision, so a joiner is admitted to one generation only; the loss meeting expects
+// the joiners whose decision names it, and the later admitter takes only those still waiting.
 // A winner that dies between its two round trips leaves the flag taken and no decision: readers
 // wait joiner_decision_wait, then write withdrawn for it and take the joiner for withdrawn (it is
 // never admitted; the joiner itself reads the same and ends without joining). A winner alive
@@ -119,6 +123,9 @@ DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint
 
 /// A rank's loop returned: the job has ended, and waiting joiners withdraw (they poll for it).
 DDP_INLINE void mark_job_ended(tcp_store& s);
+/// mark_job_ended for run() once the loop returned: a store that does not answer then is said,
+/// not thrown (the loop finished; the agents end waiting joiners at the job's end anyway).
+DDP_INLINE void end_job_for_joiners(tcp_store& s, int job_rank);
 DDP_INLINE bool job_ended(tcp_store& s, const std::string& prefix = "");
 
 /// The joiner's side: registers, then waits (looking every few tens of milliseconds, up to
