@@ -4,7 +4,10 @@
 # full restart from a checkpoint (ddprun --max-restarts 1: every rank starts again at world 3
 # and loads the checkpoint of the last 10 steps). The job of tests/dist/elastic_recovery_worker
 # (3 ranks, 120 steps of 10 ms, a commit or checkpoint every 10 steps), rank 2 killed with
-# kill -9 once step 30 is done; the two kinds interleaved round by round. Medians; one JSON line.
+# kill -9 once step 30 is done; the kinds interleaved round by round. A third kind, joiner
+# (--in-process-recovery --max-restarts 1), times the kill to the first step of the world of 3
+# again: the survivors' generation, then the joiner ddprun started, admitted at a commit and
+# sent their state (docs/elastic.md, Joiners). Medians; one JSON line.
 #   bench/elastic_recovery.sh [BUILD_DIR] [ROUNDS] [GRACE_PERIOD]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +22,9 @@ export DDP_TIMEOUT=60s
 one() { # kind: prints the milliseconds from the kill to the first step after it
   local kind=$1 log="$tmp/$1.log" mode=recover
   local -a flags=(--in-process-recovery)
+  local pattern='^RECOVERED '
   if [ "$kind" = restart ]; then mode=restart; flags=(--max-restarts 1 --grace-period "$grace"); fi
+  if [ "$kind" = joiner ]; then flags+=(--max-restarts 1); pattern='^RECOVERED generation=2 world=3 '; fi
   rm -rf "$tmp/out" "$log" && mkdir -p "$tmp/out" # the log too: a stale one would be read before the new one opens
   "$build/tools/ddprun" "${flags[@]}" --no-prefix --nproc-per-node 3 "$build/tests/elastic_recovery_worker" \
     "$mode" "$tmp/out" 120 10 10 > "$log" 2>&1 &
@@ -35,17 +40,20 @@ one() { # kind: prints the milliseconds from the kill to the first step after it
   kill -9 "$victim"
   wait "$launcher" || { cat "$log" >&2; echo "elastic_recovery.sh: the $kind job failed" >&2; exit 1; }
   launcher=
-  first=$(sed -n 's/^RECOVERED .*first_step_ns=\([0-9]*\)$/\1/p' "$log" | sort -n | head -1)
+  first=$(grep "$pattern" "$log" | sed -n 's/.*first_step_ns=\([0-9]*\)$/\1/p' | sort -n | head -1)
+  [ -n "$first" ] || { cat "$log" >&2; echo "elastic_recovery.sh: the $kind job printed no '$pattern' line" >&2; exit 1; }
   echo $(( (first - kill_ns) / 1000000 ))
 }
-inproc=() restart=()
+inproc=() restart=() joiner=()
 for r in $(seq "$rounds"); do
-  if [ $((r % 2)) -eq 0 ]; then inproc+=("$(one inproc)"); restart+=("$(one restart)")
-  else restart+=("$(one restart)"); inproc+=("$(one inproc)"); fi
+  if [ $((r % 2)) -eq 0 ]; then inproc+=("$(one inproc)"); restart+=("$(one restart)"); joiner+=("$(one joiner)")
+  else joiner+=("$(one joiner)"); restart+=("$(one restart)"); inproc+=("$(one inproc)"); fi
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-mi=$(median "${inproc[@]}") mr=$(median "${restart[@]}")
+mi=$(median "${inproc[@]}") mr=$(median "${restart[@]}") mj=$(median "${joiner[@]}")
 echo "{\"bench\":\"elastic_recovery\",\"rounds\":$rounds,\"grace_period_s\":$grace,\"in_process_ms\":$mi," \
      "\"full_restart_ms\":$mr,\"restart_over_in_process\":$(awk -v a="$mr" -v b="$mi" 'BEGIN { printf "%.1f", a / (b > 0 ? b : 1) }')," \
-     "\"in_process_runs_ms\":[$(IFS=,; echo "${inproc[*]}")],\"full_restart_runs_ms\":[$(IFS=,; echo "${restart[*]}")]}" | tr -d '\n'
+     "\"world_3_with_joiner_ms\":$mj,\"restart_over_joiner\":$(awk -v a="$mr" -v b="$mj" 'BEGIN { printf "%.2f", a / (b > 0 ? b : 1) }'),"\
+     "\"in_process_runs_ms\":[$(IFS=,; echo "${inproc[*]}")],\"full_restart_runs_ms\":[$(IFS=,; echo "${restart[*]}")],"\
+     "\"joiner_runs_ms\":[$(IFS=,; echo "${joiner[*]}")]}" | tr -d '\n'
 echo

@@ -15,6 +15,7 @@
 #include <ddp/detail/common/env.hpp>
 #include <ddp/detail/common/log.hpp>
 #include <ddp/detail/data_parallel/model_layout.hpp>
+#include <ddp/detail/elastic/joiners.hpp>
 #include <ddp/detail/elastic/meeting.hpp>
 #include <ddp/error.hpp>
 #include <ddp/process_group.hpp>
@@ -25,7 +26,9 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -43,10 +46,15 @@ struct options {
   int max_recoveries = 8;
   /// Generation 0's process group (init_process_group's options); its timeout serves every generation.
   init_options init{};
+  /// A joiner (a process ddprun --in-process-recovery --max-restarts started in a dead rank's
+  /// slot) waits this long to be admitted at a commit of the running ranks; past it, it
+  /// withdraws and run() throws ddp::error (timeout). It stops waiting at once when the job ends.
+  std::chrono::milliseconds join_wait{std::chrono::minutes(10)};
 };
 
 template <class Model> class state;
-template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const options& o = {});
+template <class Model, class Loop>
+[[nodiscard]] bool run(state<Model>& st, Loop&& loop, const options& o = {});
 
 /// The training state that survives a lost peer: `model`'s parameters and buffers (held by
 /// reference; host memory), the progress, and the state of a ddp::optim optimizer handed to
@@ -122,6 +130,7 @@ public:
     }
     commit_model(at);
     latest_.optimizer = std::move(optimizer);
+    if (admit_) admit_(); // may end the generation here: Note [Admission by claim]
   }
 
   /// The progress of the last commit (what a generation starts from).
@@ -131,20 +140,30 @@ public:
 
 private:
   // restore is run's step, not the user's: a call of its own would renumber the generation.
-  template <class M, class Loop> friend void run(state<M>&, Loop&&, const options&);
+  template <class M, class Loop> friend bool run(state<M>&, Loop&&, const options&);
 
   /// What run() does at the start of each generation: puts every rank of `pg` at the same
   /// commit. The survivors agree on the oldest latest commit among them (a rank may have
   /// committed once more before the loss reached it), load theirs, and take rank 0's
-  /// copy. Generation 0 commits rank 0's model as step 0.
-  void restore(process_group<gloo>& pg, std::uint64_t generation) {
+  /// copy. Generation 0 commits rank 0's model as step 0. A joiner (`joining`) holds no commit
+  /// and takes no part in the choice: it receives rank 0's, and rank 0 is always a survivor.
+  void restore(process_group<gloo>& pg, std::uint64_t generation, bool joining = false) {
     generation_ = generation;
     rank_ = pg.rank();
     gather_ = nullptr; // the last generation's optimizer is gone with its loop
-    std::vector<std::int64_t> step{latest_.valid ? static_cast<std::int64_t>(latest_.at.step) : -1};
+    constexpr auto none = std::numeric_limits<std::int64_t>::max();
+    std::vector<std::int64_t> step{joining         ? none
+                                   : latest_.valid ? static_cast<std::int64_t>(latest_.at.step)
+                                                   : -1};
     std::vector<std::int64_t> lo = step;
     pg.all_reduce(lo, op::min);
-    if (lo[0] >= 0) {
+    if (lo[0] == none)
+      throw error(error_kind::mismatch,
+                  "rank " + std::to_string(pg.rank()) + ": ddp::elastic: generation " +
+                      std::to_string(generation) +
+                      " holds joiners only: no survivor holds a commit to send them",
+                  pg.rank());
+    if (lo[0] >= 0 && !joining) {
       auto* pick = latest_.valid && static_cast<std::int64_t>(latest_.at.step) == lo[0]       ? &latest_
                    : previous_.valid && static_cast<std::int64_t>(previous_.at.step) == lo[0] ? &previous_
                                                                                               : nullptr;
@@ -173,8 +192,12 @@ private:
     latest_.optimizer = std::move(optimizer);
   }
 
-  /// The loop's optimizer ends with the loop: a later commit must not reach it.
-  void forget_optimizer() noexcept { gather_ = nullptr; }
+  /// The loop's optimizer ends with the loop: a later commit must not reach it; nor run()'s look
+  /// for joiners, which refers to run()'s locals.
+  void forget_optimizer() noexcept {
+    gather_ = nullptr;
+    admit_ = nullptr;
+  }
 
   struct snapshot {
     training_progress at{};
@@ -255,6 +278,7 @@ private:
   snapshot latest_, previous_;
   std::vector<detail::tensor_slot> parameters_, buffers_;
   std::function<void(detail::checkpoint_contents&)> gather_; ///< the held optimizer's, or empty
+  std::function<void()> admit_;                              ///< run()'s look for joiners, or empty
   int rank_ = 0;
   std::uint64_t generation_ = 0;
 };
@@ -267,7 +291,16 @@ private:
 /// loop builds what holds the group (distributed_data_parallel, its sampler for
 /// pg.size()/pg.rank()) inside, and picks up at `from` (global_batches::at(from.step) sets
 /// the sampler's epoch and global position).
-template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const options& o) {
+///
+/// Joiners (ddprun --in-process-recovery --max-restarts N starts one in a dead rank's slot):
+/// at each commit the group's rank 0 admits the joiners waiting, tells every rank which, and the
+/// generation ends there on every rank; the next one holds the survivors and the joiners, who
+/// receive the commit from its rank 0 (docs/elastic.md, "Joiners"). Joins count against no
+/// bound. In a joiner, run() waits for its admission first (options::join_wait).
+/// Returns true once the loop has returned; false in a joiner the job ended without (it never
+/// ran the loop: its model is not the job's, so code after run() that saves or reports the model
+/// must not run: hence [[nodiscard]]).
+template <class Model, class Loop> [[nodiscard]] bool run(state<Model>& st, Loop&& loop, const options& o) {
   static_assert(std::invocable<Loop&, process_group<gloo>&, const training_progress&>,
                 "ddp::elastic::run: the loop must be callable as loop(ddp::process_group<ddp::gloo>& pg, "
                 "const ddp::training_progress& from): pg is this generation's group, from the commit it "
@@ -288,34 +321,80 @@ template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const
   const auto job = ddp::topology::from_env();
   const std::string token =
       o.init.token.empty() ? detail::getenv_str("DDP_TOKEN").value_or("") : o.init.token;
-  auto pg = std::make_unique<process_group<gloo>>(detail::make_rendezvous(o.init, files));
-  const std::chrono::milliseconds timeout = pg->timeout();
-  const int job_rank = pg->rank();
+  std::unique_ptr<tcp_store> joins; // where joiners register, are admitted, learn the job's end
+  const auto joiner = enabled ? detail::joiner_identity() : std::nullopt;
+  std::chrono::milliseconds timeout = o.init.timeout.count() > 0 ? o.init.timeout : detail::default_timeout();
+  if (enabled && (joiner || detail::joiners_possible()))
+    joins = std::make_unique<tcp_store>(detail::joiners_store_options(job, timeout, token));
+  std::unique_ptr<process_group<gloo>> pg;
+  std::uint64_t admitted_to = 0; // a joiner's generation (1 or more), until it has met it
+  if (joiner) {
+    const auto a = detail::wait_for_admission(*joins, {*joiner, job.rank, job.node_rank}, o.join_wait);
+    if (!a) {
+      detail::log_line("joiner " + *joiner,
+                       "the job ended before admitting this joiner (job rank " + std::to_string(job.rank) +
+                           "): it withdrew and takes no part (ddprun --in-process-recovery)");
+      return false;
+    }
+    admitted_to = *a;
+  } else {
+    pg = std::make_unique<process_group<gloo>>(detail::make_rendezvous(o.init, files));
+    timeout = pg->timeout();
+  }
+  const int job_rank = job.rank;
   std::uint64_t generation = 0;
   // Where this rank stands in the last generation decided (its rank there, its job node): a loss
   // while the next one meets, or forms its mesh, is one in that generation.
-  detail::elastic_survivor me{pg->rank(), pg->topology().node_rank};
-  int size = pg->size();
-  for (int recoveries = 0;; ++recoveries) {
+  detail::elastic_survivor me{pg ? pg->rank() : 0, job.node_rank};
+  int size = pg ? pg->size() : 0;
+  bool joining = admitted_to > 0; // until its first restore: it holds no commit
+  detail::joiner_registry seen;   // what this rank, as a group's rank 0, read of the registry
+  if (joins && detail::joiners_possible())
+    st.admit_ = [&] {
+      std::string ids;
+      if (pg->rank() == 0)
+        for (const auto& e : detail::admit_waiting_joiners(*joins, generation + 1, seen))
+          ids += (ids.empty() ? "" : " ") + e.id;
+      std::vector<std::int64_t> n{static_cast<std::int64_t>(ids.size())};
+      pg->broadcast(n, 0); // every rank runs it at the same commit: all agree
+      if (n[0] == 0) return;
+      std::vector<std::uint8_t> bytes(ids.begin(), ids.end());
+      bytes.resize(static_cast<std::size_t>(n[0]));
+      pg->broadcast(bytes, 0);
+      throw detail::joiners_admitted{std::string(bytes.begin(), bytes.end())};
+    };
+  for (int recoveries = 0;;) {
     try {
       // Note [A loss while recovering]: the meeting and the new mesh run inside the try, so a
       // peer lost while the next generation forms is one more recovery, from the generation
       // that was decided (`me`, `size`), not the end of the job.
       if (!pg) {
-        auto g = detail::meet_survivors(job, me, size, generation + 1, o.last_call, timeout, token);
-        ++generation;
+        auto g = admitted_to > 0
+                     ? detail::meet_as_joiner(job, *joiner, admitted_to, o.last_call, timeout, token)
+                     : detail::meet_survivors(job, me, size, generation + 1, o.last_call, timeout, token);
+        generation = admitted_to > 0 ? admitted_to : generation + 1;
+        admitted_to = 0;
         me = g.members[static_cast<std::size_t>(g.rv.topo.rank)];
         me.old_rank = g.rv.topo.rank;
         size = g.rv.topo.world_size;
         detail::wait_for_members(g.rv);
         pg = std::make_unique<process_group<gloo>>(std::move(g.rv));
       }
-      st.restore(*pg, generation);
+      st.restore(*pg, generation, joining);
+      joining = false;
       const training_progress from = st.committed(); // a copy: the loop's commits move committed()
       if constexpr (std::invocable<Loop&, process_group<gloo>&, const training_progress&>) loop(*pg, from);
-      return;
+      if (joins) detail::end_job_for_joiners(*joins, job_rank); // waiting joiners withdraw
+      return true;
+    } catch (const detail::joiners_admitted& a) {
+      detail::log_line("rank " + std::to_string(job_rank),
+                       "generation " + std::to_string(generation) + " admitted joiner(s) " + a.ids +
+                           " at the commit of step " + std::to_string(st.committed().step) +
+                           "; meeting them in generation " + std::to_string(generation + 1));
+      pg.reset();
     } catch (const error& e) {
       if (e.kind() != error_kind::peer_lost || recoveries >= o.max_recoveries) throw;
+      ++recoveries;
       if (!enabled) {
         detail::log_line("rank " + std::to_string(job_rank),
                          "ddp::elastic::run: a peer was lost, and this job was not started with ddprun "

@@ -14045,6 +14045,146 @@ DDP_END_NAMESPACE
 #ifndef DDP_ELASTIC_HPP
 #define DDP_ELASTIC_HPP
 
+// ---- begin ddp/detail/elastic/joiners.hpp ----
+// Processes that join a running in-process-recovery job (ddprun --in-process-recovery
+// --max-restarts N starts them): how one registers, how the group admits it at a commit, how it
+// withdraws, and how it learns that the job ended without it. Model-independent, compiled once
+// under DDP_SEPARATE_COMPILATION. Design: docs/elastic.md, "Joiners".
+//
+// Note [Admission by claim]
+// Each joiner's claim is decided once. The store's one atomic operation is add, so a decider
+// first adds 1 to the joiner's flag key: the add that returns 1 came first and wins, and only
+// the winner then writes the decision key, once: the generation the group's rank 0 admits the
+// joiner to (1 <= g < joiner_withdrawn), or joiner_withdrawn from the joiner or its agent. A
+// loser, and any reader that finds the flag taken, waits for the decision (its winner is one
+// store round trip from writing it), and never sees a value that is no decision. So a joiner is
+// admitted or withdrawn, never both, and the claim says which, with the generation: the
+// survivors' meeting for that generation expects every joiner whose claim names it, even when
+// the rank that admitted it died before it could tell the others.
+// Two admitters at once (the rank 0 of generation g, dying after its adds, and the rank 0 of the
+// generation its loss makes, at its first commit) race on the same flag: one wins, the other
+// reads its decision, so a joiner is admitted to one generation only; the loss meeting expects
+// the joiners whose decision names it, and the later admitter takes only those still waiting.
+// A winner that dies between its two round trips leaves the flag taken and no decision: readers
+// wait joiner_decision_wait, then write withdrawn for it and take the joiner for withdrawn (it is
+// never admitted; the joiner itself reads the same and ends without joining). A winner alive
+// but slower than that could write an admission after some reader took it for withdrawn; with a
+// store round trip under a millisecond here, two seconds leave a wide margin.
+#ifndef DDP_DETAIL_ELASTIC_JOINERS_HPP
+#define DDP_DETAIL_ELASTIC_JOINERS_HPP
+
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// The delta that withdraws a joiner; generations stay below it.
+inline constexpr std::int64_t joiner_withdrawn = std::int64_t{1} << 40;
+/// A joiner meets as "old rank" joiner_rank_base + its job rank: after every survivor, so the
+/// new generation's rank 0, which sends the state, is a survivor.
+inline constexpr int joiner_rank_base = 1 << 24;
+
+/// One registered joiner: its identity (unique in the job), the job rank and node of its slot.
+struct joiner_entry {
+  std::string id;
+  int job_rank = 0;
+  int node = 0;
+};
+
+/// How long a reader waits for the decision of a claim whose flag is taken (Note [Admission by
+/// claim]): past it, the winner is taken for dead and the joiner for withdrawn.
+inline constexpr std::chrono::milliseconds joiner_decision_wait{2000};
+
+/// What a joiner's claim says.
+struct joiner_claim {
+  enum class what { waiting, admitted, withdrawn } state = what::waiting;
+  std::uint64_t generation = 0; ///< admitted: the generation it joins
+};
+
+/// Out of ddp::elastic::state::commit() through the loop when the group admitted joiners at that
+/// commit: every rank ends the generation there and run() meets them. Not a std::exception, so
+/// a loop's catch of those lets it through.
+struct joiners_admitted {
+  std::string ids; ///< the identities admitted, as rank 0 broadcast them
+};
+
+/// Whether ddprun may start joiners in this job (DDP_ELASTIC_JOINERS=1): the group then looks
+/// for them at each commit.
+DDP_INLINE bool joiners_possible();
+/// This process's identity when ddprun started it as a joiner (DDP_ELASTIC_JOINER), else nothing.
+DDP_INLINE std::optional<std::string> joiner_identity();
+
+/// A client of the launcher's store in the joiners' scope ("r<k>/join/"), where no rank
+/// registers; the keys below are relative to it (ddprun's agent puts the scope in front).
+DDP_INLINE tcp_store_options joiners_store_options(const ddp::topology& job,
+                                                   std::chrono::milliseconds timeout,
+                                                   const std::string& token);
+DDP_INLINE std::string joiners_scope(const ddp::topology& job);
+
+/// Registers `e` as waiting (its claim untouched: 0).
+DDP_INLINE void register_joiner(tcp_store& s, const joiner_entry& e, const std::string& prefix = "");
+/// Every joiner registered so far, in registration order (one not yet written is skipped).
+DDP_INLINE std::vector<joiner_entry> registered_joiners(tcp_store& s, const std::string& prefix = "");
+/// The claim of joiner `id` now: waiting while nobody decided it; once a decider took its flag,
+/// the decision (waited for up to joiner_decision_wait).
+DDP_INLINE joiner_claim read_claim(tcp_store& s, const std::string& id, const std::string& prefix = "");
+/// Decides joiner `id` with `delta` (a generation, or joiner_withdrawn) if nobody decided it
+/// first; returns the decision as it stands: the caller won when it says what `delta` says.
+DDP_INLINE joiner_claim settle_claim(tcp_store& s, const std::string& id, std::int64_t delta,
+                                     const std::string& prefix = "");
+/// An admitted joiner's agent saw it die: the meeting it was admitted to does not wait for it.
+DDP_INLINE void mark_joiner_lost(tcp_store& s, const std::string& id, const std::string& prefix = "");
+DDP_INLINE bool joiner_lost(tcp_store& s, const std::string& id, const std::string& prefix = "");
+
+/// What one process has read of the registry. An entry is written once and a decision is final,
+/// so each is read from the store once: a look costs one round trip for the count, one per new
+/// entry, two per joiner still waiting, and one per joiner admitted to the generation looked for
+/// (its lost mark), not round trips for every joiner ever registered.
+struct joiner_registry {
+  std::int64_t counted = 0;            ///< entries numbered up to this one have been looked at
+  std::vector<std::int64_t> unwritten; ///< counted but not yet written when looked at
+  std::vector<joiner_entry> entries;   ///< in registration order
+  std::vector<joiner_claim> claims;    ///< each entry's decision once known (waiting until then)
+};
+
+/// Reads the entries registered since the last look into `r`.
+DDP_INLINE void refresh_registry(tcp_store& s, joiner_registry& r, const std::string& prefix = "");
+
+/// The group's rank 0, at a commit of generation `next_generation - 1`: admits every waiting
+/// joiner to `next_generation`; those it admitted, in registration order. `seen` carries what
+/// earlier commits read (a fresh one reads the whole registry).
+DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation,
+                                                           joiner_registry& seen);
+DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation);
+/// The joiners admitted to `generation` whose agents did not see them die (`seen`: as above).
+DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint64_t generation,
+                                                         joiner_registry& seen);
+DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint64_t generation);
+
+/// A rank's loop returned: the job has ended, and waiting joiners withdraw (they poll for it).
+DDP_INLINE void mark_job_ended(tcp_store& s);
+/// mark_job_ended for run() once the loop returned: a store that does not answer then is said,
+/// not thrown (the loop finished; the agents end waiting joiners at the job's end anyway).
+DDP_INLINE void end_job_for_joiners(tcp_store& s, int job_rank);
+DDP_INLINE bool job_ended(tcp_store& s, const std::string& prefix = "");
+
+/// The joiner's side: registers, then waits (looking every few tens of milliseconds, up to
+/// `wait`) until it is admitted (the generation) or the job ends (nothing: it withdrew). Not
+/// admitted within `wait`, it withdraws and throws ddp::error (timeout), naming `id`.
+DDP_INLINE std::optional<std::uint64_t> wait_for_admission(tcp_store& s, const joiner_entry& me,
+                                                           std::chrono::milliseconds wait);
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+
+#endif // DDP_DETAIL_ELASTIC_JOINERS_HPP
+// ---- end ddp/detail/elastic/joiners.hpp ----
 // ---- begin ddp/detail/elastic/meeting.hpp ----
 // How the survivors of a failed process group meet and form the next
 // generation's (ddp::elastic::run): model-independent, compiled once under
@@ -14089,7 +14229,17 @@ DDP_INLINE std::string elastic_scope(const ddp::topology& job, std::uint64_t gen
 /// their old ranks. Every wait is bounded (`timeout` for store requests; the others wait
 /// max(last_call, timeout) + timeout for the close). A rank that arrives after the close is told
 /// it was left out (ddp::error, timeout). The mesh is not formed yet: wait_for_members next.
+/// Under DDP_ELASTIC_JOINERS=1 the joiners admitted to `generation` are members too, after the
+/// survivors (meet_as_joiner).
 DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_survivor me, int old_size,
+                                             std::uint64_t generation, std::chrono::milliseconds last_call,
+                                             std::chrono::milliseconds timeout, const std::string& token);
+
+/// A joiner admitted to `generation` (Note [Admission by claim], joiners.hpp) meets the
+/// survivors there as "old rank" joiner_rank_base + its job rank, under its identity `id`: it
+/// says it arrived and waits (bounded as a survivor that does not close the meeting) for the
+/// members. Told it was left out, or the meeting never closing: ddp::error (timeout).
+DDP_INLINE elastic_generation meet_as_joiner(const ddp::topology& job, const std::string& id,
                                              std::uint64_t generation, std::chrono::milliseconds last_call,
                                              std::chrono::milliseconds timeout, const std::string& token);
 
@@ -14110,7 +14260,9 @@ DDP_END_NAMESPACE
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -14128,10 +14280,15 @@ struct options {
   int max_recoveries = 8;
   /// Generation 0's process group (init_process_group's options); its timeout serves every generation.
   init_options init{};
+  /// A joiner (a process ddprun --in-process-recovery --max-restarts started in a dead rank's
+  /// slot) waits this long to be admitted at a commit of the running ranks; past it, it
+  /// withdraws and run() throws ddp::error (timeout). It stops waiting at once when the job ends.
+  std::chrono::milliseconds join_wait{std::chrono::minutes(10)};
 };
 
 template <class Model> class state;
-template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const options& o = {});
+template <class Model, class Loop>
+[[nodiscard]] bool run(state<Model>& st, Loop&& loop, const options& o = {});
 
 /// The training state that survives a lost peer: `model`'s parameters and buffers (held by
 /// reference; host memory), the progress, and the state of a ddp::optim optimizer handed to
@@ -14207,6 +14364,7 @@ public:
     }
     commit_model(at);
     latest_.optimizer = std::move(optimizer);
+    if (admit_) admit_(); // may end the generation here: Note [Admission by claim]
   }
 
   /// The progress of the last commit (what a generation starts from).
@@ -14216,20 +14374,30 @@ public:
 
 private:
   // restore is run's step, not the user's: a call of its own would renumber the generation.
-  template <class M, class Loop> friend void run(state<M>&, Loop&&, const options&);
+  template <class M, class Loop> friend bool run(state<M>&, Loop&&, const options&);
 
   /// What run() does at the start of each generation: puts every rank of `pg` at the same
   /// commit. The survivors agree on the oldest latest commit among them (a rank may have
   /// committed once more before the loss reached it), load theirs, and take rank 0's
-  /// copy. Generation 0 commits rank 0's model as step 0.
-  void restore(process_group<gloo>& pg, std::uint64_t generation) {
+  /// copy. Generation 0 commits rank 0's model as step 0. A joiner (`joining`) holds no commit
+  /// and takes no part in the choice: it receives rank 0's, and rank 0 is always a survivor.
+  void restore(process_group<gloo>& pg, std::uint64_t generation, bool joining = false) {
     generation_ = generation;
     rank_ = pg.rank();
     gather_ = nullptr; // the last generation's optimizer is gone with its loop
-    std::vector<std::int64_t> step{latest_.valid ? static_cast<std::int64_t>(latest_.at.step) : -1};
+    constexpr auto none = std::numeric_limits<std::int64_t>::max();
+    std::vector<std::int64_t> step{joining         ? none
+                                   : latest_.valid ? static_cast<std::int64_t>(latest_.at.step)
+                                                   : -1};
     std::vector<std::int64_t> lo = step;
     pg.all_reduce(lo, op::min);
-    if (lo[0] >= 0) {
+    if (lo[0] == none)
+      throw error(error_kind::mismatch,
+                  "rank " + std::to_string(pg.rank()) + ": ddp::elastic: generation " +
+                      std::to_string(generation) +
+                      " holds joiners only: no survivor holds a commit to send them",
+                  pg.rank());
+    if (lo[0] >= 0 && !joining) {
       auto* pick = latest_.valid && static_cast<std::int64_t>(latest_.at.step) == lo[0]       ? &latest_
                    : previous_.valid && static_cast<std::int64_t>(previous_.at.step) == lo[0] ? &previous_
                                                                                               : nullptr;
@@ -14258,8 +14426,12 @@ private:
     latest_.optimizer = std::move(optimizer);
   }
 
-  /// The loop's optimizer ends with the loop: a later commit must not reach it.
-  void forget_optimizer() noexcept { gather_ = nullptr; }
+  /// The loop's optimizer ends with the loop: a later commit must not reach it; nor run()'s look
+  /// for joiners, which refers to run()'s locals.
+  void forget_optimizer() noexcept {
+    gather_ = nullptr;
+    admit_ = nullptr;
+  }
 
   struct snapshot {
     training_progress at{};
@@ -14340,6 +14512,7 @@ private:
   snapshot latest_, previous_;
   std::vector<detail::tensor_slot> parameters_, buffers_;
   std::function<void(detail::checkpoint_contents&)> gather_; ///< the held optimizer's, or empty
+  std::function<void()> admit_;                              ///< run()'s look for joiners, or empty
   int rank_ = 0;
   std::uint64_t generation_ = 0;
 };
@@ -14352,7 +14525,16 @@ private:
 /// loop builds what holds the group (distributed_data_parallel, its sampler for
 /// pg.size()/pg.rank()) inside, and picks up at `from` (global_batches::at(from.step) sets
 /// the sampler's epoch and global position).
-template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const options& o) {
+///
+/// Joiners (ddprun --in-process-recovery --max-restarts N starts one in a dead rank's slot):
+/// at each commit the group's rank 0 admits the joiners waiting, tells every rank which, and the
+/// generation ends there on every rank; the next one holds the survivors and the joiners, who
+/// receive the commit from its rank 0 (docs/elastic.md, "Joiners"). Joins count against no
+/// bound. In a joiner, run() waits for its admission first (options::join_wait).
+/// Returns true once the loop has returned; false in a joiner the job ended without (it never
+/// ran the loop: its model is not the job's, so code after run() that saves or reports the model
+/// must not run: hence [[nodiscard]]).
+template <class Model, class Loop> [[nodiscard]] bool run(state<Model>& st, Loop&& loop, const options& o) {
   static_assert(std::invocable<Loop&, process_group<gloo>&, const training_progress&>,
                 "ddp::elastic::run: the loop must be callable as loop(ddp::process_group<ddp::gloo>& pg, "
                 "const ddp::training_progress& from): pg is this generation's group, from the commit it "
@@ -14373,34 +14555,80 @@ template <class Model, class Loop> void run(state<Model>& st, Loop&& loop, const
   const auto job = ddp::topology::from_env();
   const std::string token =
       o.init.token.empty() ? detail::getenv_str("DDP_TOKEN").value_or("") : o.init.token;
-  auto pg = std::make_unique<process_group<gloo>>(detail::make_rendezvous(o.init, files));
-  const std::chrono::milliseconds timeout = pg->timeout();
-  const int job_rank = pg->rank();
+  std::unique_ptr<tcp_store> joins; // where joiners register, are admitted, learn the job's end
+  const auto joiner = enabled ? detail::joiner_identity() : std::nullopt;
+  std::chrono::milliseconds timeout = o.init.timeout.count() > 0 ? o.init.timeout : detail::default_timeout();
+  if (enabled && (joiner || detail::joiners_possible()))
+    joins = std::make_unique<tcp_store>(detail::joiners_store_options(job, timeout, token));
+  std::unique_ptr<process_group<gloo>> pg;
+  std::uint64_t admitted_to = 0; // a joiner's generation (1 or more), until it has met it
+  if (joiner) {
+    const auto a = detail::wait_for_admission(*joins, {*joiner, job.rank, job.node_rank}, o.join_wait);
+    if (!a) {
+      detail::log_line("joiner " + *joiner,
+                       "the job ended before admitting this joiner (job rank " + std::to_string(job.rank) +
+                           "): it withdrew and takes no part (ddprun --in-process-recovery)");
+      return false;
+    }
+    admitted_to = *a;
+  } else {
+    pg = std::make_unique<process_group<gloo>>(detail::make_rendezvous(o.init, files));
+    timeout = pg->timeout();
+  }
+  const int job_rank = job.rank;
   std::uint64_t generation = 0;
   // Where this rank stands in the last generation decided (its rank there, its job node): a loss
   // while the next one meets, or forms its mesh, is one in that generation.
-  detail::elastic_survivor me{pg->rank(), pg->topology().node_rank};
-  int size = pg->size();
-  for (int recoveries = 0;; ++recoveries) {
+  detail::elastic_survivor me{pg ? pg->rank() : 0, job.node_rank};
+  int size = pg ? pg->size() : 0;
+  bool joining = admitted_to > 0; // until its first restore: it holds no commit
+  detail::joiner_registry seen;   // what this rank, as a group's rank 0, read of the registry
+  if (joins && detail::joiners_possible())
+    st.admit_ = [&] {
+      std::string ids;
+      if (pg->rank() == 0)
+        for (const auto& e : detail::admit_waiting_joiners(*joins, generation + 1, seen))
+          ids += (ids.empty() ? "" : " ") + e.id;
+      std::vector<std::int64_t> n{static_cast<std::int64_t>(ids.size())};
+      pg->broadcast(n, 0); // every rank runs it at the same commit: all agree
+      if (n[0] == 0) return;
+      std::vector<std::uint8_t> bytes(ids.begin(), ids.end());
+      bytes.resize(static_cast<std::size_t>(n[0]));
+      pg->broadcast(bytes, 0);
+      throw detail::joiners_admitted{std::string(bytes.begin(), bytes.end())};
+    };
+  for (int recoveries = 0;;) {
     try {
       // Note [A loss while recovering]: the meeting and the new mesh run inside the try, so a
       // peer lost while the next generation forms is one more recovery, from the generation
       // that was decided (`me`, `size`), not the end of the job.
       if (!pg) {
-        auto g = detail::meet_survivors(job, me, size, generation + 1, o.last_call, timeout, token);
-        ++generation;
+        auto g = admitted_to > 0
+                     ? detail::meet_as_joiner(job, *joiner, admitted_to, o.last_call, timeout, token)
+                     : detail::meet_survivors(job, me, size, generation + 1, o.last_call, timeout, token);
+        generation = admitted_to > 0 ? admitted_to : generation + 1;
+        admitted_to = 0;
         me = g.members[static_cast<std::size_t>(g.rv.topo.rank)];
         me.old_rank = g.rv.topo.rank;
         size = g.rv.topo.world_size;
         detail::wait_for_members(g.rv);
         pg = std::make_unique<process_group<gloo>>(std::move(g.rv));
       }
-      st.restore(*pg, generation);
+      st.restore(*pg, generation, joining);
+      joining = false;
       const training_progress from = st.committed(); // a copy: the loop's commits move committed()
       if constexpr (std::invocable<Loop&, process_group<gloo>&, const training_progress&>) loop(*pg, from);
-      return;
+      if (joins) detail::end_job_for_joiners(*joins, job_rank); // waiting joiners withdraw
+      return true;
+    } catch (const detail::joiners_admitted& a) {
+      detail::log_line("rank " + std::to_string(job_rank),
+                       "generation " + std::to_string(generation) + " admitted joiner(s) " + a.ids +
+                           " at the commit of step " + std::to_string(st.committed().step) +
+                           "; meeting them in generation " + std::to_string(generation + 1));
+      pg.reset();
     } catch (const error& e) {
       if (e.kind() != error_kind::peer_lost || recoveries >= o.max_recoveries) throw;
+      ++recoveries;
       if (!enabled) {
         detail::log_line("rank " + std::to_string(job_rank),
                          "ddp::elastic::run: a peer was lost, and this job was not started with ddprun "
@@ -27773,6 +28001,226 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_COMMON_TRACE_INL_HPP
 // ---- end ddp/detail/common/trace-inl.hpp ----
+// ---- begin ddp/detail/elastic/joiners-inl.hpp ----
+// Definitions of joiners.hpp.
+#ifndef DDP_DETAIL_ELASTIC_JOINERS_INL_HPP
+#define DDP_DETAIL_ELASTIC_JOINERS_INL_HPP
+
+
+#include <algorithm>
+#include <sstream>
+#include <thread>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+DDP_INLINE bool joiners_possible() { return getenv_str("DDP_ELASTIC_JOINERS").value_or("") == "1"; }
+
+DDP_INLINE std::optional<std::string> joiner_identity() {
+  auto id = getenv_str("DDP_ELASTIC_JOINER");
+  if (!id || id->empty()) return std::nullopt;
+  return id;
+}
+
+DDP_INLINE std::string joiners_scope(const ddp::topology& job) { return elastic_scope(job, 0) + "join/"; }
+
+DDP_INLINE tcp_store_options joiners_store_options(const ddp::topology& job,
+                                                   std::chrono::milliseconds timeout,
+                                                   const std::string& token) {
+  tcp_store_options so; // as the survivors' meeting's clients, in a scope of its own
+  so.host = job.master_addr.empty() ? "127.0.0.1" : job.master_addr;
+  so.port = job.store_port;
+  so.serve = false;
+  so.timeout = timeout;
+  so.token = token;
+  so.scope = joiners_scope(job);
+  so.served_by_launcher = true;
+  return so;
+}
+
+DDP_INLINE void register_joiner(tcp_store& s, const joiner_entry& e, const std::string& prefix) {
+  const auto n = s.add(prefix + "count", 1);
+  s.set(prefix + "entry/" + std::to_string(n),
+        e.id + " " + std::to_string(e.job_rank) + " " + std::to_string(e.node));
+}
+
+DDP_INLINE std::vector<joiner_entry> registered_joiners(tcp_store& s, const std::string& prefix) {
+  std::vector<joiner_entry> all;
+  const auto count = s.add(prefix + "count", 0);
+  for (std::int64_t n = 1; n <= count; ++n) {
+    auto v = s.try_get(prefix + "entry/" + std::to_string(n));
+    if (!v) continue; // counted, not written yet: the next look finds it
+    std::istringstream in(*v);
+    joiner_entry e;
+    if (in >> e.id >> e.job_rank >> e.node) all.push_back(e);
+  }
+  return all;
+}
+
+/// A decision as written: a generation, or joiner_withdrawn (anything else reads as withdrawn:
+/// no generation may be made of it).
+inline joiner_claim claim_of(const std::string& decision) {
+  joiner_claim c;
+  c.state = joiner_claim::what::withdrawn;
+  const auto v = parse_int(decision);
+  if (v && *v > 0 && *v < joiner_withdrawn) {
+    c.state = joiner_claim::what::admitted;
+    c.generation = static_cast<std::uint64_t>(*v);
+  }
+  return c;
+}
+
+/// The decision of a claim whose flag is taken: its winner writes it one round trip later, or
+/// died first (Note [Admission by claim]).
+inline joiner_claim await_decision(tcp_store& s, const std::string& id, const std::string& prefix) {
+  const auto until = std::chrono::steady_clock::now() + joiner_decision_wait;
+  for (;;) {
+    if (auto v = s.try_get(prefix + "decision/" + id)) return claim_of(*v);
+    if (std::chrono::steady_clock::now() >= until) {
+      // Written for the dead winner, so later readers need not wait.
+      s.set(prefix + "decision/" + id, std::to_string(joiner_withdrawn));
+      log_line("joiner " + id, "its claim was taken but no decision written within " +
+                                   std::to_string(joiner_decision_wait.count()) +
+                                   " ms (the deciding process died): it counts as withdrawn");
+      return claim_of("");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+DDP_INLINE joiner_claim read_claim(tcp_store& s, const std::string& id, const std::string& prefix) {
+  if (auto v = s.try_get(prefix + "decision/" + id)) return claim_of(*v);
+  if (s.add(prefix + "flag/" + id, 0) == 0) return {}; // nobody decided it: waiting
+  return await_decision(s, id, prefix);
+}
+
+DDP_INLINE joiner_claim settle_claim(tcp_store& s, const std::string& id, std::int64_t delta,
+                                     const std::string& prefix) {
+  if (s.add(prefix + "flag/" + id, 1) != 1) return await_decision(s, id, prefix);
+  s.set(prefix + "decision/" + id, std::to_string(delta)); // first: this decision stands, once
+  return claim_of(std::to_string(delta));
+}
+
+DDP_INLINE void mark_joiner_lost(tcp_store& s, const std::string& id, const std::string& prefix) {
+  s.set(prefix + "lost/" + id, "1");
+}
+
+DDP_INLINE bool joiner_lost(tcp_store& s, const std::string& id, const std::string& prefix) {
+  return s.check({prefix + "lost/" + id});
+}
+
+inline std::optional<joiner_entry> read_entry(tcp_store& s, std::int64_t n, const std::string& prefix) {
+  auto v = s.try_get(prefix + "entry/" + std::to_string(n));
+  if (!v) return std::nullopt;
+  std::istringstream in(*v);
+  joiner_entry e;
+  if (!(in >> e.id >> e.job_rank >> e.node)) return std::nullopt;
+  return e;
+}
+
+DDP_INLINE void refresh_registry(tcp_store& s, joiner_registry& r, const std::string& prefix) {
+  std::vector<std::int64_t> look = std::move(r.unwritten);
+  r.unwritten.clear();
+  const auto count = s.add(prefix + "count", 0);
+  for (auto n = r.counted + 1; n <= count; ++n)
+    look.push_back(n);
+  r.counted = std::max(r.counted, count);
+  for (auto n : look)
+    if (auto e = read_entry(s, n, prefix)) {
+      r.entries.push_back(*e);
+      r.claims.emplace_back();
+    } else {
+      r.unwritten.push_back(n); // counted, not written yet: the next look finds it
+    }
+}
+
+DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation,
+                                                           joiner_registry& seen) {
+  refresh_registry(s, seen);
+  std::vector<joiner_entry> admitted;
+  for (std::size_t k = 0; k < seen.entries.size(); ++k) {
+    auto& c = seen.claims[k];
+    if (c.state != joiner_claim::what::waiting) continue; // decided for good
+    const auto& e = seen.entries[k];
+    if ((c = read_claim(s, e.id)).state != joiner_claim::what::waiting) continue;
+    c = settle_claim(s, e.id, static_cast<std::int64_t>(next_generation));
+    if (c.state == joiner_claim::what::admitted && c.generation == next_generation) admitted.push_back(e);
+  }
+  return admitted;
+}
+
+DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation) {
+  joiner_registry fresh;
+  return admit_waiting_joiners(s, next_generation, fresh);
+}
+
+DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint64_t generation,
+                                                         joiner_registry& seen) {
+  refresh_registry(s, seen);
+  std::vector<joiner_entry> out;
+  for (std::size_t k = 0; k < seen.entries.size(); ++k) {
+    auto& c = seen.claims[k];
+    if (c.state == joiner_claim::what::waiting) c = read_claim(s, seen.entries[k].id);
+    if (c.state == joiner_claim::what::admitted && c.generation == generation &&
+        !joiner_lost(s, seen.entries[k].id))
+      out.push_back(seen.entries[k]);
+  }
+  return out;
+}
+
+DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint64_t generation) {
+  joiner_registry fresh;
+  return joiners_admitted_to(s, generation, fresh);
+}
+
+DDP_INLINE void mark_job_ended(tcp_store& s) { s.set("ended", "1"); }
+DDP_INLINE void end_job_for_joiners(tcp_store& s, int job_rank) {
+  try {
+    mark_job_ended(s);
+  } catch (const std::exception& e) {
+    log_line("rank " + std::to_string(job_rank),
+             std::string("could not write the job's end for waiting joiners (") + e.what() +
+                 "): the loop finished all the same; ddprun ends joiners left waiting at the job's end");
+  }
+}
+
+DDP_INLINE bool job_ended(tcp_store& s, const std::string& prefix) { return s.check({prefix + "ended"}); }
+
+DDP_INLINE std::optional<std::uint64_t> wait_for_admission(tcp_store& s, const joiner_entry& me,
+                                                           std::chrono::milliseconds wait) {
+  register_joiner(s, me);
+  log_line("joiner " + me.id, "registered (job rank " + std::to_string(me.job_rank) +
+                                  "); waiting for the running ranks to admit it at a commit (up to " +
+                                  std::to_string(wait.count()) + " ms)");
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    auto c = read_claim(s, me.id);
+    if (c.state == joiner_claim::what::waiting) {
+      const bool ended = job_ended(s);
+      if (ended || std::chrono::steady_clock::now() >= deadline) {
+        c = settle_claim(s, me.id, joiner_withdrawn);
+        if (c.state == joiner_claim::what::withdrawn && ended) return std::nullopt;
+        if (c.state == joiner_claim::what::withdrawn)
+          throw error(error_kind::timeout,
+                      "joiner " + me.id + " (job rank " + std::to_string(me.job_rank) +
+                          "): not admitted within " + std::to_string(wait.count()) +
+                          " ms (ddp::elastic::options::join_wait): the running ranks admit joiners at their "
+                          "commits under ddprun --in-process-recovery --max-restarts; commit more often or "
+                          "raise join_wait. It withdrew: no generation waits for it",
+                      me.job_rank);
+      }
+    }
+    if (c.state == joiner_claim::what::admitted) return c.generation;
+    if (c.state == joiner_claim::what::withdrawn) return std::nullopt; // its agent withdrew it
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));        // two store round trips a look
+  }
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_ELASTIC_JOINERS_INL_HPP
+// ---- end ddp/detail/elastic/joiners-inl.hpp ----
 // ---- begin ddp/detail/elastic/meeting-inl.hpp ----
 // Definitions of meeting.hpp.
 #ifndef DDP_DETAIL_ELASTIC_MEETING_INL_HPP
@@ -27844,11 +28292,22 @@ inline std::vector<elastic_survivor> parse_members(const std::string& text) {
 /// arrived nor seen lost is alive but busy (a checkpoint, rank-0-only work): it is waited for
 /// until `timeout`; when the store saw no loss at all, the lost peer vanished without closing
 /// its connections and `last_call` bounds the wait.
-inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& old, const std::string& base,
+///
+/// With joiners (`joins`), the joiners admitted to `generation` are expected too (whatever rank
+/// admitted them: Note [Admission by claim]), each by its identity; an admitted joiner that has
+/// not arrived once the survivors are all there is waited for up to `last_call` from then (it
+/// polls every few tens of milliseconds), and one its agent saw die not at all. The survivors
+/// keep their own wait: a meeting that admitted joiners was called by an admission, not a loss,
+/// so a survivor not yet there is busy, not vanished, and `last_call` does not drop it.
+inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& old, tcp_store* joins,
+                                                   const std::string& base, std::uint64_t generation,
                                                    int old_size, std::chrono::milliseconds last_call,
                                                    std::chrono::milliseconds timeout) {
   const auto start = std::chrono::steady_clock::now();
-  std::vector<elastic_survivor> members;
+  auto survivors_since = std::chrono::steady_clock::time_point::max(); // when the last one came
+  std::vector<elastic_survivor> members, joined;
+  std::vector<std::string> joined_ids;
+  joiner_registry seen; // each entry and decision read once per meeting, not at every look
   for (;;) {
     const auto arrived = meet.add(base + "arrivals", 0);
     std::vector<std::string> keys;
@@ -27864,12 +28323,30 @@ inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& o
       return std::none_of(members.begin(), members.end(),
                           [&](const elastic_survivor& m) { return m.old_rank == r; });
     });
-    const auto waited = std::chrono::steady_clock::now() - start;
-    if (static_cast<std::int64_t>(members.size()) + lost_away >= old_size || waited >= timeout ||
-        (lost.empty() && waited >= last_call))
+    bool joiners_here = true, joiners_expected = false;
+    if (joins)
+      for (const auto& e : joiners_admitted_to(*joins, generation, seen)) {
+        joiners_expected = true;
+        if (std::find(joined_ids.begin(), joined_ids.end(), e.id) != joined_ids.end()) continue;
+        if (auto v = meet.try_get(base + "joined/" + e.id)) {
+          auto one = parse_members(*v);
+          joined.insert(joined.end(), one.begin(), one.end());
+          joined_ids.push_back(e.id);
+        } else {
+          joiners_here = false;
+        }
+      }
+    const auto now = std::chrono::steady_clock::now();
+    const auto waited = now - start;
+    const bool survivors_here = static_cast<std::int64_t>(members.size()) + lost_away >= old_size;
+    if (survivors_here && survivors_since == std::chrono::steady_clock::time_point::max())
+      survivors_since = now;
+    if ((survivors_here && (joiners_here || now - survivors_since >= last_call)) || waited >= timeout ||
+        (lost.empty() && !joiners_expected && waited >= last_call))
       break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5)); // a look is a few store round trips
   }
+  members.insert(members.end(), joined.begin(), joined.end());
   std::sort(members.begin(), members.end(),
             [](const elastic_survivor& a, const elastic_survivor& b) { return a.old_rank < b.old_rank; });
   meet.set(base + "members", members_text(members));
@@ -27897,6 +28374,20 @@ inline ddp::topology generation_topology(const ddp::topology& job,
   return t;
 }
 
+/// Generation `generation` of `members`, as member `rank` sees it: its layout and its store.
+inline elastic_generation form_generation(const ddp::topology& job, std::vector<elastic_survivor> members,
+                                          int rank, std::uint64_t generation,
+                                          std::chrono::milliseconds timeout, const std::string& token) {
+  elastic_generation g;
+  g.rv.topo = generation_topology(job, members, rank);
+  g.members = std::move(members);
+  g.rv.timeout = timeout;
+  g.rv.token = token;
+  g.rv.store = std::make_shared<tcp_store>(
+      elastic_store_options(job, elastic_scope(job, generation), rank, timeout, token));
+  return g;
+}
+
 DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_survivor me, int old_size,
                                              std::uint64_t generation, std::chrono::milliseconds last_call,
                                              std::chrono::milliseconds timeout, const std::string& token) {
@@ -27911,7 +28402,9 @@ DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_s
   meet.set(base + "arrival/" + std::to_string(n), members_text({me}));
   std::vector<elastic_survivor> members;
   if (n == 1) {
-    members = close_meeting(meet, old, base, old_size, last_call, timeout);
+    std::unique_ptr<tcp_store> joins;
+    if (joiners_possible()) joins = std::make_unique<tcp_store>(joiners_store_options(job, timeout, token));
+    members = close_meeting(meet, old, joins.get(), base, generation, old_size, last_call, timeout);
   } else {
     const auto patience = std::max(last_call, timeout) + timeout;
     if (!meet.try_wait({base + "members"}, patience))
@@ -27931,17 +28424,39 @@ DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_s
                     " members; the meeting waits for a busy survivor up to DDP_TIMEOUT, " +
                     std::to_string(timeout.count()) + " ms, and up to ddp::elastic::options::last_call, " +
                     std::to_string(last_call.count()) +
-                    " ms, when the store saw no rank lost): raise them if survivors take longer to notice a "
-                    "loss");
-  elastic_generation g;
-  g.members = members;
+                    " ms, when the store saw no rank lost and no joiner was admitted): raise them if "
+                    "survivors take longer to notice a loss");
   const int rank = static_cast<int>(at - members.begin());
-  g.rv.topo = generation_topology(job, members, rank);
-  g.rv.timeout = timeout;
-  g.rv.token = token;
-  g.rv.store = std::make_shared<tcp_store>(
-      elastic_store_options(job, elastic_scope(job, generation), rank, timeout, token));
-  return g;
+  return form_generation(job, std::move(members), rank, generation, timeout, token);
+}
+
+DDP_INLINE elastic_generation meet_as_joiner(const ddp::topology& job, const std::string& id,
+                                             std::uint64_t generation, std::chrono::milliseconds last_call,
+                                             std::chrono::milliseconds timeout, const std::string& token) {
+  const std::string who = "joiner " + id + " (job rank " + std::to_string(job.rank) + ")";
+  const std::string base = "g" + std::to_string(generation) + "/";
+  tcp_store meet(elastic_store_options(job, elastic_scope(job, 0) + "meet/", -1, timeout, token));
+  const elastic_survivor me{joiner_rank_base + job.rank, job.node_rank};
+  meet.set(base + "joined/" + id, members_text({me}));
+  const auto patience = std::max(last_call, timeout) + timeout;
+  if (!meet.try_wait({base + "members"}, patience))
+    throw error(error_kind::timeout,
+                who + ": admitted to generation " + std::to_string(generation) +
+                    ", whose meeting did not close within " + std::to_string(patience.count()) +
+                    " ms (a survivor closes it: they may all be lost); ending this joiner",
+                job.rank);
+  auto members = parse_members(meet.get(base + "members"));
+  const auto at = std::find_if(members.begin(), members.end(),
+                               [&](const elastic_survivor& m) { return m.old_rank == me.old_rank; });
+  if (at == members.end())
+    throw error(error_kind::timeout,
+                who + ": admitted to generation " + std::to_string(generation) +
+                    ", arrived after its meeting closed without it (a meeting waits for an admitted "
+                    "joiner up to ddp::elastic::options::last_call, " +
+                    std::to_string(last_call.count()) + " ms, once the survivors are there)",
+                job.rank);
+  const int rank = static_cast<int>(at - members.begin());
+  return form_generation(job, std::move(members), rank, generation, timeout, token);
 }
 
 DDP_INLINE void wait_for_members(const rendezvous& rv) {

@@ -12,12 +12,17 @@
 //   compare A B  the relative difference of two parameter dumps.
 // Under `recover`, ELASTIC_PAUSE=RANK:STEP:MS[:GENERATION][,...] makes job rank RANK print PAUSED
 // and sleep MS after its commit of STEP in GENERATION (0 unless named; a survivor busy outside
-// collectives, or one stuck), one pause per comma-separated spec, and
+// collectives, or one stuck), one pause per comma-separated spec; a pause ends early once the
+// file OUT/resume.RANK.STEP exists (a test's event, not a time a loaded machine can miss), and
 // ELASTIC_LAST_CALL_MS and ELASTIC_MAX_RECOVERIES set ddp::elastic::options' last_call and
 // max_recoveries; ELASTIC_EXIT=RANK:CODE makes job rank RANK exit with CODE once it finished well
 // (a survivor's failure at the very end, which the job's verdict must carry).
 //   misuse  hold() of an optimizer that has stepped, and a commit after run() returned: both
 //       must be refused with a ddp::error (MISUSE lines).
+// Under ddprun --max-restarts, a joiner (DDP_ELASTIC_JOINER set) of `recover` prints JOINER-PID
+// instead of PID, starts from other initial values (only the survivors' state can put it on the
+// trajectory), prints JOINED with the step it received, and "JOINER ended-without" (exit 0) when
+// the job ended before admitting it.
 // Each training job checks its final parameters against single-process training of the same
 // global batches and dumps them to OUT/params.<rank>.
 #include "../support/mlp.hpp"
@@ -135,44 +140,93 @@ int finish(const std::string& out, mlp<float>& net, int job_rank, const std::str
   return d <= 1e-5 ? 0 : 1;
 }
 
+/// ELASTIC_PAUSE's specs (see the header comment).
+struct pause_spec {
+  int rank = -1, step = -1, ms = 0, generation = 0;
+};
+std::vector<pause_spec> pauses_from_env() {
+  std::vector<pause_spec> pauses;
+  if (const char* p = std::getenv("ELASTIC_PAUSE"))
+    for (std::string rest = p; !rest.empty();) {
+      const auto comma = rest.find(',');
+      pause_spec one;
+      std::sscanf(rest.substr(0, comma).c_str(), "%d:%d:%d:%d", &one.rank, &one.step, &one.ms,
+                  &one.generation);
+      pauses.push_back(one);
+      rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+    }
+  return pauses;
+}
+void pause_if_asked(const std::vector<pause_spec>& pauses, const std::string& out, int job_rank,
+                    std::uint64_t done, std::uint64_t generation) {
+  for (const auto& p : pauses)
+    if (job_rank == p.rank && done == static_cast<std::uint64_t>(p.step) &&
+        static_cast<long long>(generation) == p.generation) {
+      std::printf("PAUSED rank=%d step=%d\n", job_rank, p.step);
+      std::fflush(stdout);
+      const std::string resume = out + "/resume." + std::to_string(job_rank) + "." + std::to_string(p.step);
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(p.ms);
+      while (std::chrono::steady_clock::now() < until && ::access(resume.c_str(), F_OK) != 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+}
+
+/// The process's start: its PID line (JOINER-PID for a joiner ddprun started), and whether it is one.
+const char* say_pid(int job_rank) {
+  const char* joiner = std::getenv("DDP_ELASTIC_JOINER");
+  if (joiner)
+    std::printf("JOINER-PID rank=%d pid=%d id=%s\n", job_rank, static_cast<int>(::getpid()), joiner);
+  else
+    std::printf("PID rank=%d pid=%d\n", job_rank, static_cast<int>(::getpid()));
+  std::fflush(stdout);
+  return joiner;
+}
+
 /// The `adam` variants of recover(): sharded_data_parallel (shares are equal: 2 of 6 at world 3,
 /// 3 at world 2, so its mean is the global batch's) and ddp::optim::adam, handed to the state
 /// in every generation, in none (`never`) or in generation 0 only (`once`).
 enum class held { always, never, once };
 int recover_adam(const std::string& out, int total, int every, int step_ms, held how) {
   const int job_rank = std::atoi(std::getenv("RANK") ? std::getenv("RANK") : "0");
-  std::printf("PID rank=%d pid=%d\n", job_rank, static_cast<int>(::getpid()));
-  std::fflush(stdout);
-  mlp<float> net(dims, 7u, false);
+  const char* joiner = say_pid(job_rank);
+  const auto pauses = pauses_from_env();
+  mlp<float> net(dims, joiner ? 99u : 7u, false);
   ddp::elastic::state st(net);
   int world = 0;
-  ddp::elastic::run(st, [&](ddp::process_group<ddp::gloo>& pg, const ddp::training_progress& from) {
-    world = pg.size();
-    ddp::sharded_data_parallel sdp(net, pg);
-    ddp::optim::adam opt(sdp, adam_opts);
-    if (how == held::always || (how == held::once && st.generation() == 0)) st.hold(opt);
-    ddp::distributed_sampler<> sampler(samples, pg, {.seed = 3});
-    ddp::global_batches gb(sampler, global_batch);
-    for (auto s = from.step; s < static_cast<std::uint64_t>(total); ++s) {
-      if (local_gradients(net, gb, s) * static_cast<std::size_t>(pg.size()) != global_batch)
-        throw ddp::error(ddp::error_kind::config, "the adam runs need equal shares of the global batch");
-      sdp.synchronize();
-      opt.step();
-      if (s == from.step && st.generation() > 0)
-        std::printf("RECOVERED generation=%llu world=%d rank=%d from_step=%llu adam_steps=%llu "
-                    "first_step_ns=%lld\n",
-                    static_cast<unsigned long long>(st.generation()), pg.size(), pg.rank(),
-                    static_cast<unsigned long long>(from.step), static_cast<unsigned long long>(opt.steps()),
-                    static_cast<long long>(wall_ns()));
-      std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
-      if ((s + 1) % static_cast<std::uint64_t>(every) == 0) {
-        st.commit({s + 1, gb.epoch_of(s + 1), gb.position_of(s + 1)});
-        if (pg.rank() == 0)
-          std::printf("STEP %llu world=%d\n", static_cast<unsigned long long>(s + 1), pg.size());
-      }
-      std::fflush(stdout);
-    }
-  });
+  const bool ran =
+      ddp::elastic::run(st, [&](ddp::process_group<ddp::gloo>& pg, const ddp::training_progress& from) {
+        world = pg.size();
+        ddp::sharded_data_parallel sdp(net, pg);
+        ddp::optim::adam opt(sdp, adam_opts);
+        if (how == held::always || (how == held::once && st.generation() == 0)) st.hold(opt);
+        ddp::distributed_sampler<> sampler(samples, pg, {.seed = 3});
+        ddp::global_batches gb(sampler, global_batch);
+        for (auto s = from.step; s < static_cast<std::uint64_t>(total); ++s) {
+          if (local_gradients(net, gb, s) * static_cast<std::size_t>(pg.size()) != global_batch)
+            throw ddp::error(ddp::error_kind::config, "the adam runs need equal shares of the global batch");
+          sdp.synchronize();
+          opt.step();
+          if (s == from.step && st.generation() > 0)
+            std::printf("RECOVERED generation=%llu world=%d rank=%d from_step=%llu adam_steps=%llu "
+                        "first_step_ns=%lld\n",
+                        static_cast<unsigned long long>(st.generation()), pg.size(), pg.rank(),
+                        static_cast<unsigned long long>(from.step),
+                        static_cast<unsigned long long>(opt.steps()), static_cast<long long>(wall_ns()));
+          std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
+          if ((s + 1) % static_cast<std::uint64_t>(every) == 0) {
+            st.commit({s + 1, gb.epoch_of(s + 1), gb.position_of(s + 1)});
+            if (pg.rank() == 0)
+              std::printf("STEP %llu world=%d\n", static_cast<unsigned long long>(s + 1), pg.size());
+          }
+          pause_if_asked(pauses, out, job_rank, s + 1, st.generation());
+          std::fflush(stdout);
+        }
+      });
+  if (!ran) {
+    std::printf("JOINER ended-without id=%s rank=%d pid=%d\n", joiner, job_rank,
+                static_cast<int>(::getpid()));
+    return 0;
+  }
   return finish(out, net, job_rank,
                 "generation=" + std::to_string(st.generation()) + " world=" + std::to_string(world), total,
                 true);
@@ -197,22 +251,24 @@ int misuse() {
     return false;
   };
   bool ok = true;
-  ddp::elastic::run(st, [&](ddp::process_group<ddp::gloo>& pg, const ddp::training_progress&) {
-    ddp::sharded_data_parallel sdp(net, pg);
-    ddp::optim::adam stepped(sdp, adam_opts);
-    ddp::distributed_sampler<> sampler(samples, pg, {.seed = 3});
-    ddp::global_batches gb(sampler, global_batch);
-    local_gradients(net, gb, 0);
-    sdp.synchronize();
-    stepped.step();
-    ok &= refused(
-        "hold-after-step", [&] { st.hold(stepped); }, "has taken 1 steps");
-    ddp::optim::adam fresh(sdp, adam_opts);
-    st.hold(fresh);
-    sdp.synchronize();
-    fresh.step();
-    st.commit({1, gb.epoch_of(1), gb.position_of(1)});
-  });
+  const bool ran =
+      ddp::elastic::run(st, [&](ddp::process_group<ddp::gloo>& pg, const ddp::training_progress&) {
+        ddp::sharded_data_parallel sdp(net, pg);
+        ddp::optim::adam stepped(sdp, adam_opts);
+        ddp::distributed_sampler<> sampler(samples, pg, {.seed = 3});
+        ddp::global_batches gb(sampler, global_batch);
+        local_gradients(net, gb, 0);
+        sdp.synchronize();
+        stepped.step();
+        ok &= refused(
+            "hold-after-step", [&] { st.hold(stepped); }, "has taken 1 steps");
+        ddp::optim::adam fresh(sdp, adam_opts);
+        st.hold(fresh);
+        sdp.synchronize();
+        fresh.step();
+        st.commit({1, gb.epoch_of(1), gb.position_of(1)});
+      });
+  ok &= ran; // no joiner here: the loop ran
   ok &= refused(
       "commit-after-run",
       [&] {
@@ -224,29 +280,19 @@ int misuse() {
 
 int recover(const std::string& out, int total, int every, int step_ms, bool broken) {
   const int job_rank = std::atoi(std::getenv("RANK") ? std::getenv("RANK") : "0");
-  std::printf("PID rank=%d pid=%d\n", job_rank, static_cast<int>(::getpid()));
-  std::fflush(stdout);
-  mlp<float> net(dims, 7u, false);
+  // A joiner (ddprun --max-restarts started it in a dead rank's slot) starts from other values:
+  // only the state the survivors send can put it on the job's trajectory.
+  const char* joiner = say_pid(job_rank);
+  mlp<float> net(dims, joiner ? 99u : 7u, false);
   ddp::elastic::state st(net);
   int world = 0;
-  struct pause_spec {
-    int rank = -1, step = -1, ms = 0, generation = 0;
-  };
-  std::vector<pause_spec> pauses;
-  if (const char* p = std::getenv("ELASTIC_PAUSE"))
-    for (std::string rest = p; !rest.empty();) {
-      const auto comma = rest.find(',');
-      pause_spec one;
-      std::sscanf(rest.substr(0, comma).c_str(), "%d:%d:%d:%d", &one.rank, &one.step, &one.ms,
-                  &one.generation);
-      pauses.push_back(one);
-      rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
-    }
+  const auto pauses = pauses_from_env();
   ddp::elastic::options o;
   if (const char* l = std::getenv("ELASTIC_LAST_CALL_MS"))
     o.last_call = std::chrono::milliseconds(std::atoi(l));
   if (const char* m = std::getenv("ELASTIC_MAX_RECOVERIES")) o.max_recoveries = std::atoi(m);
-  ddp::elastic::run(
+  bool joined = false;
+  const bool ran = ddp::elastic::run(
       st,
       [&](ddp::process_group<ddp::gloo>& pg, const ddp::training_progress& from) {
         world = pg.size();
@@ -259,6 +305,12 @@ int recover(const std::string& out, int total, int every, int step_ms, bool brok
             std::printf("RECOVERED generation=%llu world=%d rank=%d from_step=%llu first_step_ns=%lld\n",
                         static_cast<unsigned long long>(st.generation()), pg.size(), pg.rank(),
                         static_cast<unsigned long long>(from.step), static_cast<long long>(wall_ns()));
+          if (s == from.step && joiner && !joined) {
+            joined = true;
+            std::printf("JOINED id=%s generation=%llu world=%d rank=%d received_step=%llu\n", joiner,
+                        static_cast<unsigned long long>(st.generation()), pg.size(), pg.rank(),
+                        static_cast<unsigned long long>(from.step));
+          }
           std::this_thread::sleep_for(std::chrono::milliseconds(step_ms));
           if ((s + 1) % static_cast<std::uint64_t>(every) == 0) {
             const std::uint64_t claimed = broken && st.generation() == 0 ? s + 2 : s + 1;
@@ -266,17 +318,16 @@ int recover(const std::string& out, int total, int every, int step_ms, bool brok
             if (pg.rank() == 0)
               std::printf("STEP %llu world=%d\n", static_cast<unsigned long long>(s + 1), pg.size());
           }
-          for (const auto& p : pauses)
-            if (job_rank == p.rank && s + 1 == static_cast<std::uint64_t>(p.step) &&
-                static_cast<long long>(st.generation()) == p.generation) {
-              std::printf("PAUSED rank=%d step=%d\n", job_rank, p.step);
-              std::fflush(stdout);
-              std::this_thread::sleep_for(std::chrono::milliseconds(p.ms));
-            }
+          pause_if_asked(pauses, out, job_rank, s + 1, st.generation());
           std::fflush(stdout);
         }
       },
       o);
+  if (!ran) {
+    std::printf("JOINER ended-without id=%s rank=%d pid=%d\n", joiner ? joiner : "-", job_rank,
+                static_cast<int>(::getpid()));
+    return 0;
+  }
   const int code =
       finish(out, net, job_rank,
              "generation=" + std::to_string(st.generation()) + " world=" + std::to_string(world), total);

@@ -10,7 +10,8 @@
 #   rank_node0  kill -9 of ranks 0 and 1 (all of node 0's, the store's host): ranks 2 and 3 go
 #               on at world 2 while node 0's ddprun serves the store with no rank of its own
 #   node1_lost  kill -9 of node 1's ddprun and both its ranks: ranks 0 and 1 go on at world 2,
-#               and node 0's ddprun serves until node 1's heartbeat lapses, then exits 0
+#               and node 0's ddprun serves until node 1's heartbeat lapses, then exits 0; node 1's
+#               agent started again meanwhile is refused (exit 2), starting no rank
 #   stuck_left_out  rank 3 stuck outside collectives (DDP_TIMEOUT=2s) when rank 1 is killed: the
 #               meeting leaves it out, node 1's ddprun kills it at its bound (2 x DDP_TIMEOUT +
 #               10 s, ~14 s) while rank 2 goes on: ranks 0 and 2 finish at world 2
@@ -33,8 +34,13 @@
 #               scheduler sends them): every rank stops and both nodes' ddprun exit 143, naming
 #               the first signal; then node 0's ddprun stopped (SIGSTOP) and node 1's signalled:
 #               node 1's ddprun exits 143, naming the stop, not the lost host
+#   joiner      (only when named) --max-restarts 1 on both nodes: rank 3 (node 1) killed after
+#               step 30; ranks 0-2 go on at world 3, node 1's ddprun starts a joiner in rank 3's
+#               slot, the running ranks admit it at a commit and send it their state: generation
+#               2 is world 4 again, every rank (the joiner too) ends on the uninterrupted run, and
+#               both nodes' ddprun give the one verdict, 0, of generation 2's 4 ranks
 #   tests/netns/netns.sh -- sh tests/netns/recovery.sh DDPRUN ELASTIC_RECOVERY_WORKER [CASE...]
-# (every case but twice, link_down and user_stop by default; the uninterrupted run first in any
+# (every case but twice, link_down, user_stop and joiner by default; the uninterrupted run first in any
 # case). DDP_KEEP=1 keeps the work folder (the nodes' output: NAME.0, NAME.1) for a look.
 set -u
 ddprun=$1; worker=$2; shift 2
@@ -66,6 +72,7 @@ trigger_rank= # who pauses after step 30, its PAUSED line starting the kill (uns
 more_pauses=  # ELASTIC_PAUSE specs beside that one
 verdict_nodes="0 1" # the nodes whose ddprun lives to give the job's verdict
 wrap=         # a program the worker runs under (deaf.sh: SIGTERM ignored)
+restarts=     # ddprun flags beside --in-process-recovery (joiner: --max-restarts 1)
 
 # start NAME: ddprun on both nodes in the background; output in $work/NAME.N, agents' pids in
 # $agent0 and $agent1 (`ip netns exec` execs ddprun in place).
@@ -75,7 +82,7 @@ start() {
   pids=""
   for n in 0 1; do
     eval "ifc=\$DDP_NETNS_IF$n; ns=\$DDP_NETNS$n"
-    GLOO_SOCKET_IFNAME=$ifc ip netns exec "$ns" "$ddprun" --in-process-recovery --heartbeat-timeout 2 \
+    GLOO_SOCKET_IFNAME=$ifc ip netns exec "$ns" "$ddprun" --in-process-recovery $restarts --heartbeat-timeout 2 \
       --grace-period 1 --nnodes 2 --node-rank $n --nproc-per-node 2 --master-addr "$DDP_NETNS_ADDR0" \
       --master-port 29500 --no-prefix $wrap "$worker" recover "$work/$name" $total $every $step_ms \
       >"$work/$name.$n" 2>&1 &
@@ -200,6 +207,15 @@ case_rank_node0() {
 case_node1_lost() {
   kill_after_step_30 node1_lost 2 3 agent1
   finish 1
+  # Node 1's agent started again (the same --node-rank) cannot rejoin the running job: refused.
+  GLOO_SOCKET_IFNAME=$DDP_NETNS_IF1 timeout 20 ip netns exec "$DDP_NETNS1" "$ddprun" --in-process-recovery \
+    --heartbeat-timeout 2 --nnodes 2 --node-rank 1 --nproc-per-node 2 --master-addr "$DDP_NETNS_ADDR0" \
+    --master-port 29500 --no-prefix "$worker" recover "$work/node1_lost" $total $every $step_ms \
+    >"$work/node1_again.1" 2>&1
+  again=$?
+  [ $again -eq 2 ] && grep -q 'cannot rejoin a running in-process-recovery job' "$work/node1_again.1" ||
+    fail "node1_lost: node 1's agent started again was not refused (exit $again)"
+  grep -q '^PID rank=' "$work/node1_again.1" && fail "node1_lost: node 1's agent started again started ranks"
   finish 0
   [ $rc -eq 0 ] || fail "node1_lost: node 0's ddprun exited with $rc"
   grep -q "node 1's agent is lost" "$work/node1_lost.0" || fail "node1_lost: node 0's ddprun did not say node 1 was lost"
@@ -370,6 +386,54 @@ user_stop_silent_host() {
   grep -q "the store's host (node 0, .*) went silent (.*) once node 1's ddprun had got signal 15" "$work/$name.1" ||
     fail "$name: node 1's ddprun did not name the user's stop when the store's host went silent"
   echo "$name: node 1's ddprun exited 143, $took ms after its SIGTERM with node 0 silent"
+}
+
+# A joiner on node 1 in the slot of its killed rank 3: admitted at a commit of generation 1.
+case_joiner() {
+  # Rank 0 held after step 31 of generation 1 until the joiner has registered (an event, not a
+  # time), so a commit after it admits it however loaded the machine.
+  restarts="--max-restarts 1" more_pauses=0:31:60000:1
+  kill_after_step_30 joiner 3
+  restarts= more_pauses=
+  i=0
+  until grep -q 'joiner rank3.1.*registered (job rank 3)' "$work/joiner.1" 2>/dev/null &&
+    grep -q '^PAUSED rank=0 step=31$' "$work/joiner.0" 2>/dev/null; do
+    i=$((i + 1)); [ $i -le 600 ] || fail "joiner: no registered joiner and held rank 0 within 30 s"
+    sleep 0.05
+  done
+  touch "$work/joiner/resume.0.31"
+  finish 0; rc0=$rc; finish 1
+  [ $rc0 -eq 0 ] && [ $rc -eq 0 ] || fail "joiner: the nodes' ddprun exited with $rc0 and $rc"
+  grep -q '^ddprun: started joiner rank3.1 (pid [0-9]*) in the slot of rank 3' "$work/joiner.1" ||
+    fail "joiner: node 1's ddprun started no joiner in rank 3's slot"
+  [ "$(cat "$work/joiner.0" "$work/joiner.1" | grep -c '^RECOVERED generation=1 world=3 ')" -eq 3 ] ||
+    fail "joiner: ranks 0-2 did not go on at world 3 (generation 1)"
+  jpid=$(sed -n 's/^JOINER-PID rank=3 pid=\([0-9]*\) .*/\1/p' "$work/joiner.1")
+  got=$(sed -n 's/^JOINED id=rank3.1 generation=2 world=4 rank=3 received_step=\([0-9]*\)$/\1/p' "$work/joiner.1")
+  [ -n "$got" ] && [ "$got" -gt 30 ] || fail "joiner: the joiner received step '$got', not a commit after the kill"
+  grep -q "^RESULT ok job_rank=3 pid=$jpid generation=2 world=4 " "$work/joiner.1" ||
+    fail "joiner: the joiner did not finish ok at generation 2 of world 4"
+  [ "$(cat "$work/joiner.0" "$work/joiner.1" | grep -c '^RECOVERED generation=2 world=4 ')" -eq 4 ] ||
+    fail "joiner: generation 2 is not the world of 4 with the joiner"
+  for r in 0 1 2 3; do
+    pid=$(pid_of $r)
+    [ $r -eq 3 ] && pid=$jpid
+    cat "$work/joiner.0" "$work/joiner.1" | grep -q "^RESULT ok job_rank=$r pid=$pid generation=2 world=4 " ||
+      fail "joiner: rank $r did not finish ok in process $pid at generation 2 of world 4"
+    d=$("$worker" compare "$work/joiner/params.$r" "$work/ref/params.$r" | sed -n 's/^DIFF //p')
+    echo "joiner: rank $r against the uninterrupted run: $d (tolerance $tol)"
+    awk -v d="$d" -v t="$tol" 'BEGIN { exit !(d <= t) }' || fail "joiner: rank $r differs from the uninterrupted run by $d"
+  done
+  one_verdict joiner
+  first=$(cat "$work/joiner.0" "$work/joiner.1" | sed -n 's/^RECOVERED generation=1 .*first_step_ns=\([0-9]*\)$/\1/p' | sort -n | head -1)
+  full=$(cat "$work/joiner.0" "$work/joiner.1" | sed -n 's/^RECOVERED generation=2 .*first_step_ns=\([0-9]*\)$/\1/p' | sort -n | head -1)
+  echo "RECOVERY_MS $(( (first - kill_ns) / 1000000 )) (joiner: the kill to the first step of world 3)"
+  echo "RECOVERY_MS $(( (full - kill_ns) / 1000000 )) (joiner: the kill to the first step of world 4 with the joiner)"
+  for n in 0 1; do
+    grep -q 'the job succeeded: every rank of generation 2 (4 ranks) finished well' "$work/joiner.$n" ||
+      fail "joiner: node $n's verdict is not generation 2's 4 ranks"
+  done
+  echo "joiner: the joiner on node 1 received the commit of step $got"
 }
 
 for c in ${cases:-rank_node1 rank_node0 node1_lost stuck_left_out host_lost}; do

@@ -53,6 +53,44 @@ TEST_CASE("generations published between two looks are followed in order; anothe
   CHECK(g.members() == std::vector<int>{2, 3});
 }
 
+TEST_CASE("a joiner is named by the slot it was started in, and dated by the generation it joined") {
+  auto s = serving();
+  ddprun::generations g(3);
+  publish(s, 1, "0 0\n1 0\n"); // job rank 2 lost
+  CHECK(g.update(s, 0));
+  CHECK_FALSE(g.member(2));
+  const int started_after = g.latest(); // its agent started a joiner in rank 2's slot here
+  publish(s, 2, "0 0\n1 0\n" + std::to_string((1 << 24) + 2) + " 0\n");
+  CHECK(g.update(s, 0));
+  CHECK(g.members() == std::vector<int>{0, 1, 2});
+  CHECK(g.member_since_above(2, started_after));
+  CHECK_FALSE(g.member_since_at_most(2, started_after));
+  CHECK(g.member_since_at_most(0, started_after)); // a survivor since the job's start
+  // Generation 2's rank 2 is the joiner: followed back to job rank 2, still dated generation 2.
+  publish(s, 3, "1 0\n2 0\n");
+  CHECK(g.update(s, 0));
+  CHECK(g.members() == std::vector<int>{1, 2});
+  CHECK(g.member_since_above(2, 1));
+  CHECK_FALSE(g.member_since_above(2, 2));
+}
+
+TEST_CASE("a joiner that joined, then was left out, has still joined: it no longer waits") {
+  auto s = serving();
+  ddprun::generations g(2);
+  publish(s, 1, "0 0\n"); // job rank 1 lost; a joiner started in its slot after generation 1
+  CHECK(g.update(s, 0));
+  CHECK_FALSE(g.joiner_joined_after(1, 1));
+  publish(s, 2, "0 0\n" + std::to_string((1 << 24) + 1) + " 1\n");
+  CHECK(g.update(s, 0));
+  CHECK(g.joiner_joined_after(1, 1));
+  publish(s, 3, "0 0\n"); // the meeting of generation 3 left it out
+  CHECK(g.update(s, 0));
+  CHECK_FALSE(g.member(1));
+  CHECK(g.joiner_joined_after(1, 1));       // joined, then left out: not a joiner that waits
+  CHECK_FALSE(g.joiner_joined_after(1, 3)); // a later joiner in the slot has not joined
+  CHECK_FALSE(g.joiner_joined_after(0, 0)); // no joiner ever entered rank 0's slot
+}
+
 TEST_CASE("a rank out of the generation before is ignored") {
   auto s = serving();
   publish(s, 1, "0 0\n7 1\n-1 0\n1 0\n");

@@ -1,7 +1,10 @@
 // The survivors' meeting of in-process recovery (ddp::elastic::run), over a real tcp_store in
 // one process: each survivor a thread, a lost rank a connection closed without a goodbye.
 // Who the decider waits for: a busy survivor the store knows alive (up to the timeout), nobody
-// past last_call when the store saw no loss, and a survivor recorded lost that did arrive.
+// past last_call when the store saw no loss, and a survivor recorded lost that did arrive. With
+// joiners: the joiners admitted to the generation, by identity, up to last_call counted from when
+// every survivor is there (not one its agent marked lost), and every busy survivor still.
+#include <ddp/detail/elastic/joiners.hpp>
 #include <ddp/detail/elastic/meeting.hpp>
 #include <ddp/detail/store/handshake.hpp>
 #include <ddp/detail/store/socket.hpp>
@@ -11,6 +14,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <future>
 #include <string>
 #include <thread>
@@ -96,4 +100,69 @@ TEST_CASE("a survivor recorded lost (its store connection broke) still counts on
   auto other = arrive(job, 0, 500ms, 300ms); // after the last call, before the timeout
   CHECK(other.get() == 0);
   CHECK(decider.get() == 1);
+}
+
+namespace {
+
+/// Rank 0 of generation 0 (of 2 ranks, no loss) admitted joiner `id`, in the slot of job rank 2,
+/// to generation 1; `lost`: its agent then saw it die.
+void admit_joiner(const ddp::topology& job, const std::string& id, bool lost = false) {
+  REQUIRE(::setenv("DDP_ELASTIC_JOINERS", "1", 1) == 0); // the meeting looks for joiners
+  ddp::tcp_store joins(ddp::detail::joiners_store_options(job, 5s, "secret"));
+  ddp::detail::register_joiner(joins, {id, 2, 0});
+  REQUIRE(ddp::detail::admit_waiting_joiners(joins, 1).size() == 1);
+  if (lost) ddp::detail::mark_joiner_lost(joins, id);
+}
+
+std::future<ddp::detail::elastic_generation> survivor_of_2(const ddp::topology& job, int old_rank,
+                                                           std::chrono::milliseconds delay,
+                                                           std::chrono::milliseconds last_call) {
+  return std::async(std::launch::async, [=] {
+    std::this_thread::sleep_for(delay);
+    return ddp::detail::meet_survivors(job, {old_rank, 0}, 2, 1, last_call, 5s, "secret");
+  });
+}
+
+} // namespace
+
+TEST_CASE("a meeting with joiners expects them by identity and never drops a busy survivor") {
+  ddp::tcp_store server(ddp_test::local_server_options());
+  const auto job = job_on(server.port());
+  SUBCASE("a survivor busy past the last call is still a member, and so is the joiner") {
+    admit_joiner(job, "rank2.1");
+    const auto t0 = std::chrono::steady_clock::now();
+    auto a = survivor_of_2(job, 0, 0ms, 300ms);
+    auto busy = survivor_of_2(job, 1, 1500ms, 300ms); // its own work before the commit's meeting
+    auto joiner = std::async(std::launch::async, [&] {
+      auto me = job;
+      me.rank = 2;
+      return ddp::detail::meet_as_joiner(me, "rank2.1", 1, 300ms, 5s, "secret");
+    });
+    const auto ga = a.get(), gb = busy.get(), gj = joiner.get();
+    CHECK(ga.rv.topo.world_size == 3);
+    CHECK(gb.rv.topo.rank == 1);
+    CHECK(gj.rv.topo.rank == 2);
+    CHECK(gj.members[2].old_rank == ddp::detail::joiner_rank_base + 2); // by its slot, after every survivor
+    CHECK(std::chrono::steady_clock::now() - t0 < 4s); // at the busy one's arrival, not the timeout
+  }
+  SUBCASE("a joiner that never comes: the last call counts from the last survivor's arrival") {
+    admit_joiner(job, "rank2.2");
+    const auto t0 = std::chrono::steady_clock::now();
+    auto a = survivor_of_2(job, 0, 0ms, 500ms);
+    auto late = survivor_of_2(job, 1, 1000ms, 500ms);
+    CHECK(a.get().members.size() == 2);
+    CHECK(late.get().rv.topo.world_size == 2);
+    const auto took = std::chrono::steady_clock::now() - t0;
+    CHECK(took >= 1500ms); // 1 s for the survivors, then the joiner's last call
+    CHECK(took < 4s);      // not the 5 s timeout
+  }
+  SUBCASE("a joiner its agent marked lost is not waited for") {
+    admit_joiner(job, "rank2.3", true);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto a = survivor_of_2(job, 0, 0ms, 3s);
+    auto b = survivor_of_2(job, 1, 0ms, 3s);
+    CHECK(a.get().members.size() == 2);
+    CHECK(b.get().members.size() == 2);
+    CHECK(std::chrono::steady_clock::now() - t0 < 2s); // not the 3 s last call
+  }
 }

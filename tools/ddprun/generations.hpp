@@ -9,7 +9,8 @@
 namespace ddprun {
 
 /// The job ranks of each generation, read from what the survivors' meetings publish
-/// ("r<k>/meet/g<g>/members": one "<rank in generation g-1> <node>" line per member).
+/// ("r<k>/meet/g<g>/members": one "<rank in generation g-1> <node>" line per member; a joiner's
+/// line names ddp::detail::joiner_rank_base + the job rank of the slot it was started in).
 class generations {
 public:
   explicit generations(int world_size);
@@ -18,11 +19,21 @@ public:
   bool update(ddp::tcp_store& store, int round);
   int latest() const { return latest_; } ///< 0 until a meeting published generation 1
   bool member(int job_rank) const;
+  /// Whether the latest generation holds `job_rank` as a member that entered in a generation
+  /// above `after` (a joiner started when generation `after` was the latest), or at or below it.
+  bool member_since_above(int job_rank, int after) const;
+  bool member_since_at_most(int job_rank, int after) const;
+  /// Whether a joiner in `job_rank`'s slot entered some generation above `after`, whether or not
+  /// the latest still holds it: a joiner started when `after` was the latest has joined, and
+  /// left out later it is a left-out rank like any other, no longer one that waits.
+  bool joiner_joined_after(int job_rank, int after) const;
   const std::vector<int>& members() const { return members_; } ///< the latest's job ranks, in rank order
 
 private:
   int latest_ = 0;
   std::vector<int> members_;
+  std::vector<int> since_;          ///< the generation each member entered (0: the job's start)
+  std::vector<int> joiner_entered_; ///< per job rank: the last generation a joiner entered in its slot
 };
 
 } // namespace ddprun

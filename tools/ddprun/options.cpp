@@ -54,7 +54,10 @@ void add_options(CLI::App& app, job& j, std::string& nnodes, std::string& endpoi
       ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--max-restarts,--max_restarts", j.max_restarts,
                  "when a rank fails, stop every rank and start them all again, up to N times (the same N on "
-                 "every node); each rank sees the round in DDP_RESTART_ROUND")
+                 "every node); each rank sees the round in DDP_RESTART_ROUND. With --in-process-recovery: "
+                 "nobody is stopped; a local rank that dies while the job goes on is replaced by a joiner in "
+                 "its slot, which the running ranks admit at a commit and send their state, up to N joiners "
+                 "per node")
       ->check(CLI::Range(0, 1000000));
   app.add_flag("--in-process-recovery", j.in_process_recovery,
                "a rank that fails does not stop the others: ranks under ddp::elastic::run go on in their "
@@ -272,11 +275,11 @@ std::optional<int> parse_command_line(int argc, char** argv, job& j) {
               << " (their defaults come from PET_NODE_RANK and PET_NNODES where set)\n";
     return 2;
   }
-  if (j.in_process_recovery && (j.is_elastic() || j.max_restarts > 0)) {
-    // Restarting every rank and keeping the survivors running are two answers to one failure;
-    // the elastic rounds restart at each round's size, which a generation cannot join.
-    std::cerr << "ddprun: --in-process-recovery replaces restarts: it goes with neither --max-restarts nor "
-                 "--nnodes MIN:MAX (a fixed --nnodes N is fine; docs/elastic.md, In-process recovery)\n";
+  if (j.in_process_recovery && j.is_elastic()) {
+    // The elastic rounds restart every rank at each round's size; a generation goes on in process.
+    std::cerr << "ddprun: --in-process-recovery replaces restarts: it does not go with --nnodes MIN:MAX (a "
+                 "fixed --nnodes N is fine; with --max-restarts N a dead rank's slot gets a joiner instead "
+                 "of a restart; docs/elastic.md, In-process recovery)\n";
     return 2;
   }
   if (master_port < 0) master_port = j.nnodes > 1 ? 29500 : 0;

@@ -36,6 +36,9 @@ struct job {
   /// --in-process-recovery: a rank's failure does not stop the others (ddp::elastic::run recovers
   /// in their processes); the round ends when every rank has exited. Across nodes: recovery_job.hpp.
   bool in_process_recovery = false;
+  /// With --max-restarts N: each node starts at most N joiners, one in the local slot of each of
+  /// its ranks that dies while the job goes on (docs/elastic.md, "Joiners").
+  bool starts_joiners() const { return in_process_recovery && max_restarts > 0; }
   std::string crash_report; ///< --crash-report: the library preloaded into every rank
   std::vector<std::string> command;
   /// Node 0: serves the store (and is a client of it); other nodes with restarts or in-process

@@ -14,6 +14,9 @@ namespace ddprun {
 /// not empty) and, under --crash-report, LD_PRELOAD. Built before fork: the child only execs
 /// (ddprun runs the store's thread, so a child must not allocate: a lock held by that thread at
 /// fork time would never be released in the child).
-std::vector<std::string> rank_environment(const job& j, int local, int round, const std::string& note_file);
+/// Under --in-process-recovery --max-restarts, DDP_ELASTIC_JOINERS=1, and for a joiner started in
+/// a dead rank's slot DDP_ELASTIC_JOINER=`joiner` (its identity in the job).
+std::vector<std::string> rank_environment(const job& j, int local, int round, const std::string& note_file,
+                                          const std::string& joiner = "");
 
 } // namespace ddprun

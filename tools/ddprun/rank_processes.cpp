@@ -55,10 +55,12 @@ constexpr int launcher_death_signal = SIGTERM;
   ::_exit(127);
 }
 
-rank_process start_rank(const job& j, int local, int round, const std::string& note_file) {
+rank_process start_rank(const job& j, int local, int round, const std::string& note_file,
+                        const std::string& joiner = "") {
   rank_process r;
   r.rank = j.node_rank * j.nproc + local;
-  auto env = rank_environment(j, local, round, note_file);
+  r.joiner = joiner;
+  auto env = rank_environment(j, local, round, note_file, joiner);
   auto command = j.command;
   auto envp = exec_list(env), args = exec_list(command);
   const std::string cannot = "ddprun: cannot run '" + j.command.front() + "': ";
@@ -99,6 +101,11 @@ std::vector<rank_process> start_ranks(const job& j, int round, const std::string
   for (int local = 0; local < j.nproc; ++local)
     ranks.push_back(start_rank(j, local, round, note_file));
   return ranks;
+}
+
+rank_process start_joiner(const job& j, int local, int round, const std::string& note_file,
+                          const std::string& joiner) {
+  return start_rank(j, local, round, note_file, joiner);
 }
 
 std::optional<int> status_change(const rank_process& r) {

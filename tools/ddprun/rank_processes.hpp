@@ -26,11 +26,20 @@ struct rank_process {
   /// after the last one. Under load that took over 380 ms (CI, 2026-12-03): a
   /// peer had failed on the loss and been reaped first, and was named first.
   std::int64_t dying_ns = 0;
+  /// A joiner started in a dead rank's slot: its identity, and the last generation published
+  /// when it started (it can be a member only of a later one).
+  std::string joiner;
+  int started_after_generation = 0;
+  bool ended_by_ddprun = false; ///< a joiner killed once the job had ended without it
 };
 
 /// Forks and execs every local rank of `round`; with output prefixing, each one's standard
 /// output and error come back through non-blocking pipes. Exits ddprun when it cannot fork.
 std::vector<rank_process> start_ranks(const job& j, int round, const std::string& note_file);
+
+/// Forks and execs the joiner `joiner` in local slot `local` (its environment: rank_environment).
+rank_process start_joiner(const job& j, int local, int round, const std::string& note_file,
+                          const std::string& joiner);
 
 /// The rank's waitpid status if it stopped, continued or ended since the last look; never waits.
 std::optional<int> status_change(const rank_process& r);

@@ -167,6 +167,23 @@ int member_end(job& j, int round, const std::vector<rank_end>& own, end_wait& w)
 bool recovers_across_nodes(const job& j) { return j.in_process_recovery && j.nnodes > 1 && !j.is_elastic(); }
 
 int run_recovery_job(job& j) {
+  // An agent started again for a node the job had (the same --node-rank) would start a
+  // generation 0 of its own beside the running one: refused (docs/elastic.md, Joiners).
+  try {
+    if (j.store->add(ipr_key(0, "agent/" + std::to_string(j.node_rank)), 1) > 1) {
+      std::fprintf(
+          stderr,
+          "ddprun: node %d: this job already had an agent for --node-rank %d, and its ranks train on "
+          "without that node: an agent started again cannot rejoin a running in-process-recovery job "
+          "(its ranks would start a job of their own). Start it with the next job, or restart the "
+          "job from its checkpoint (docs/elastic.md, Joiners)\n",
+          j.node_rank, j.node_rank);
+      return 2;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ddprun: %s\n", store_host_lost(j, e.what()).c_str());
+    return 1;
+  }
   std::unique_ptr<agent_heartbeat> beat; // node 0 serves the store: its loss is the job's end
   if (!j.store->is_server()) beat = std::make_unique<agent_heartbeat>(j, j.node_rank);
   const round_outcome res = run_round(j, 0);

@@ -50,6 +50,7 @@ bool agree_on_round(job& j, int round, round_outcome& res) {
 int run_rounds(job& j) {
   if (j.is_elastic()) return run_elastic_rounds(j);
   if (recovers_across_nodes(j)) return run_recovery_job(j);
+  if (j.in_process_recovery) return run_round(j, 0).exit_code; // --max-restarts: joiners, not rounds
   for (int round = 0;; ++round) {
     round_outcome res = run_round(j, round);
     if (coordinates_rounds(j) && !agree_on_round(j, round, res)) return res.exit_code ? res.exit_code : 1;
@@ -68,7 +69,7 @@ int run_rounds(job& j) {
 }
 
 bool coordinates_rounds(const job& j) {
-  return j.store && (j.is_elastic() || (j.nnodes > 1 && j.max_restarts > 0));
+  return j.store && !j.in_process_recovery && (j.is_elastic() || (j.nnodes > 1 && j.max_restarts > 0));
 }
 
 bool report_round_failure(job& j, int round, const std::string& report) {

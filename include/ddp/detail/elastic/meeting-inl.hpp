@@ -3,6 +3,7 @@
 #define DDP_DETAIL_ELASTIC_MEETING_INL_HPP
 
 #include <ddp/detail/common/env.hpp>
+#include <ddp/detail/elastic/joiners.hpp>
 #include <ddp/detail/elastic/meeting.hpp>
 #include <ddp/error.hpp>
 
@@ -71,11 +72,22 @@ inline std::vector<elastic_survivor> parse_members(const std::string& text) {
 /// arrived nor seen lost is alive but busy (a checkpoint, rank-0-only work): it is waited for
 /// until `timeout`; when the store saw no loss at all, the lost peer vanished without closing
 /// its connections and `last_call` bounds the wait.
-inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& old, const std::string& base,
+///
+/// With joiners (`joins`), the joiners admitted to `generation` are expected too (whatever rank
+/// admitted them: Note [Admission by claim]), each by its identity; an admitted joiner that has
+/// not arrived once the survivors are all there is waited for up to `last_call` from then (it
+/// polls every few tens of milliseconds), and one its agent saw die not at all. The survivors
+/// keep their own wait: a meeting that admitted joiners was called by an admission, not a loss,
+/// so a survivor not yet there is busy, not vanished, and `last_call` does not drop it.
+inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& old, tcp_store* joins,
+                                                   const std::string& base, std::uint64_t generation,
                                                    int old_size, std::chrono::milliseconds last_call,
                                                    std::chrono::milliseconds timeout) {
   const auto start = std::chrono::steady_clock::now();
-  std::vector<elastic_survivor> members;
+  auto survivors_since = std::chrono::steady_clock::time_point::max(); // when the last one came
+  std::vector<elastic_survivor> members, joined;
+  std::vector<std::string> joined_ids;
+  joiner_registry seen; // each entry and decision read once per meeting, not at every look
   for (;;) {
     const auto arrived = meet.add(base + "arrivals", 0);
     std::vector<std::string> keys;
@@ -91,12 +103,30 @@ inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& o
       return std::none_of(members.begin(), members.end(),
                           [&](const elastic_survivor& m) { return m.old_rank == r; });
     });
-    const auto waited = std::chrono::steady_clock::now() - start;
-    if (static_cast<std::int64_t>(members.size()) + lost_away >= old_size || waited >= timeout ||
-        (lost.empty() && waited >= last_call))
+    bool joiners_here = true, joiners_expected = false;
+    if (joins)
+      for (const auto& e : joiners_admitted_to(*joins, generation, seen)) {
+        joiners_expected = true;
+        if (std::find(joined_ids.begin(), joined_ids.end(), e.id) != joined_ids.end()) continue;
+        if (auto v = meet.try_get(base + "joined/" + e.id)) {
+          auto one = parse_members(*v);
+          joined.insert(joined.end(), one.begin(), one.end());
+          joined_ids.push_back(e.id);
+        } else {
+          joiners_here = false;
+        }
+      }
+    const auto now = std::chrono::steady_clock::now();
+    const auto waited = now - start;
+    const bool survivors_here = static_cast<std::int64_t>(members.size()) + lost_away >= old_size;
+    if (survivors_here && survivors_since == std::chrono::steady_clock::time_point::max())
+      survivors_since = now;
+    if ((survivors_here && (joiners_here || now - survivors_since >= last_call)) || waited >= timeout ||
+        (lost.empty() && !joiners_expected && waited >= last_call))
       break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5)); // a look is a few store round trips
   }
+  members.insert(members.end(), joined.begin(), joined.end());
   std::sort(members.begin(), members.end(),
             [](const elastic_survivor& a, const elastic_survivor& b) { return a.old_rank < b.old_rank; });
   meet.set(base + "members", members_text(members));
@@ -124,6 +154,20 @@ inline ddp::topology generation_topology(const ddp::topology& job,
   return t;
 }
 
+/// Generation `generation` of `members`, as member `rank` sees it: its layout and its store.
+inline elastic_generation form_generation(const ddp::topology& job, std::vector<elastic_survivor> members,
+                                          int rank, std::uint64_t generation,
+                                          std::chrono::milliseconds timeout, const std::string& token) {
+  elastic_generation g;
+  g.rv.topo = generation_topology(job, members, rank);
+  g.members = std::move(members);
+  g.rv.timeout = timeout;
+  g.rv.token = token;
+  g.rv.store = std::make_shared<tcp_store>(
+      elastic_store_options(job, elastic_scope(job, generation), rank, timeout, token));
+  return g;
+}
+
 DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_survivor me, int old_size,
                                              std::uint64_t generation, std::chrono::milliseconds last_call,
                                              std::chrono::milliseconds timeout, const std::string& token) {
@@ -138,7 +182,9 @@ DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_s
   meet.set(base + "arrival/" + std::to_string(n), members_text({me}));
   std::vector<elastic_survivor> members;
   if (n == 1) {
-    members = close_meeting(meet, old, base, old_size, last_call, timeout);
+    std::unique_ptr<tcp_store> joins;
+    if (joiners_possible()) joins = std::make_unique<tcp_store>(joiners_store_options(job, timeout, token));
+    members = close_meeting(meet, old, joins.get(), base, generation, old_size, last_call, timeout);
   } else {
     const auto patience = std::max(last_call, timeout) + timeout;
     if (!meet.try_wait({base + "members"}, patience))
@@ -158,17 +204,39 @@ DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_s
                     " members; the meeting waits for a busy survivor up to DDP_TIMEOUT, " +
                     std::to_string(timeout.count()) + " ms, and up to ddp::elastic::options::last_call, " +
                     std::to_string(last_call.count()) +
-                    " ms, when the store saw no rank lost): raise them if survivors take longer to notice a "
-                    "loss");
-  elastic_generation g;
-  g.members = members;
+                    " ms, when the store saw no rank lost and no joiner was admitted): raise them if "
+                    "survivors take longer to notice a loss");
   const int rank = static_cast<int>(at - members.begin());
-  g.rv.topo = generation_topology(job, members, rank);
-  g.rv.timeout = timeout;
-  g.rv.token = token;
-  g.rv.store = std::make_shared<tcp_store>(
-      elastic_store_options(job, elastic_scope(job, generation), rank, timeout, token));
-  return g;
+  return form_generation(job, std::move(members), rank, generation, timeout, token);
+}
+
+DDP_INLINE elastic_generation meet_as_joiner(const ddp::topology& job, const std::string& id,
+                                             std::uint64_t generation, std::chrono::milliseconds last_call,
+                                             std::chrono::milliseconds timeout, const std::string& token) {
+  const std::string who = "joiner " + id + " (job rank " + std::to_string(job.rank) + ")";
+  const std::string base = "g" + std::to_string(generation) + "/";
+  tcp_store meet(elastic_store_options(job, elastic_scope(job, 0) + "meet/", -1, timeout, token));
+  const elastic_survivor me{joiner_rank_base + job.rank, job.node_rank};
+  meet.set(base + "joined/" + id, members_text({me}));
+  const auto patience = std::max(last_call, timeout) + timeout;
+  if (!meet.try_wait({base + "members"}, patience))
+    throw error(error_kind::timeout,
+                who + ": admitted to generation " + std::to_string(generation) +
+                    ", whose meeting did not close within " + std::to_string(patience.count()) +
+                    " ms (a survivor closes it: they may all be lost); ending this joiner",
+                job.rank);
+  auto members = parse_members(meet.get(base + "members"));
+  const auto at = std::find_if(members.begin(), members.end(),
+                               [&](const elastic_survivor& m) { return m.old_rank == me.old_rank; });
+  if (at == members.end())
+    throw error(error_kind::timeout,
+                who + ": admitted to generation " + std::to_string(generation) +
+                    ", arrived after its meeting closed without it (a meeting waits for an admitted "
+                    "joiner up to ddp::elastic::options::last_call, " +
+                    std::to_string(last_call.count()) + " ms, once the survivors are there)",
+                job.rank);
+  const int rank = static_cast<int>(at - members.begin());
+  return form_generation(job, std::move(members), rank, generation, timeout, token);
 }
 
 DDP_INLINE void wait_for_members(const rendezvous& rv) {

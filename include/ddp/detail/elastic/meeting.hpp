@@ -45,7 +45,17 @@ DDP_INLINE std::string elastic_scope(const ddp::topology& job, std::uint64_t gen
 /// their old ranks. Every wait is bounded (`timeout` for store requests; the others wait
 /// max(last_call, timeout) + timeout for the close). A rank that arrives after the close is told
 /// it was left out (ddp::error, timeout). The mesh is not formed yet: wait_for_members next.
+/// Under DDP_ELASTIC_JOINERS=1 the joiners admitted to `generation` are members too, after the
+/// survivors (meet_as_joiner).
 DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_survivor me, int old_size,
+                                             std::uint64_t generation, std::chrono::milliseconds last_call,
+                                             std::chrono::milliseconds timeout, const std::string& token);
+
+/// A joiner admitted to `generation` (Note [Admission by claim], joiners.hpp) meets the
+/// survivors there as "old rank" joiner_rank_base + its job rank, under its identity `id`: it
+/// says it arrived and waits (bounded as a survivor that does not close the meeting) for the
+/// members. Told it was left out, or the meeting never closing: ddp::error (timeout).
+DDP_INLINE elastic_generation meet_as_joiner(const ddp::topology& job, const std::string& id,
                                              std::uint64_t generation, std::chrono::milliseconds last_call,
                                              std::chrono::milliseconds timeout, const std::string& token);
 

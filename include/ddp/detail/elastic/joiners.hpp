@@ -1,0 +1,144 @@
+// Processes that join a running in-process-recovery job (ddprun --in-process-recovery
+// --max-restarts N starts them): how one registers, how the group admits it at a commit, how it
+// withdraws, and how it learns that the job ended without it. Model-independent, compiled once
+// under DDP_SEPARATE_COMPILATION. Design: docs/elastic.md, "Joiners".
+//
+// Note [Admission by claim]
+// Each joiner's claim is decided once. The store's one atomic operation is add, so a decider
+// first adds 1 to the joiner's flag key: the add that returns 1 came first and wins, and only
+// the winner then writes the decision key, once: the generation the group's rank 0 admits the
+// joiner to (1 <= g < joiner_withdrawn), or joiner_withdrawn from the joiner or its agent. A
+// loser, and any reader that finds the flag taken, waits for the decision (its winner is one
+// store round trip from writing it), and never sees a value that is no decision. So a joiner is
+// admitted or withdrawn, never both, and the claim says which, with the generation: the
+// survivors' meeting for that generation expects every joiner whose claim names it, even when
+// the rank that admitted it died before it could tell the others.
+// Two admitters at once (the rank 0 of generation g, dying after its adds, and the rank 0 of the
+// generation its loss makes, at its first commit) race on the same flag: one wins, the other
+// reads its decision, so a joiner is admitted to one generation only; the loss meeting expects
+// the joiners whose decision names it, and the later admitter takes only those still waiting.
+// A winner that dies between its two round trips leaves the flag taken and no decision: readers
+// wait joiner_decision_wait, then write withdrawn for it and take the joiner for withdrawn (it is
+// never admitted; the joiner itself reads the same and ends without joining). A winner alive
+// but slower than that could write an admission after some reader took it for withdrawn; with a
+// store round trip under a millisecond here, two seconds leave a wide margin.
+#ifndef DDP_DETAIL_ELASTIC_JOINERS_HPP
+#define DDP_DETAIL_ELASTIC_JOINERS_HPP
+
+#include <ddp/detail/common/linkage.hpp>
+#include <ddp/store.hpp>
+#include <ddp/topology.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// The delta that withdraws a joiner; generations stay below it.
+inline constexpr std::int64_t joiner_withdrawn = std::int64_t{1} << 40;
+/// A joiner meets as "old rank" joiner_rank_base + its job rank: after every survivor, so the
+/// new generation's rank 0, which sends the state, is a survivor.
+inline constexpr int joiner_rank_base = 1 << 24;
+
+/// One registered joiner: its identity (unique in the job), the job rank and node of its slot.
+struct joiner_entry {
+  std::string id;
+  int job_rank = 0;
+  int node = 0;
+};
+
+/// How long a reader waits for the decision of a claim whose flag is taken (Note [Admission by
+/// claim]): past it, the winner is taken for dead and the joiner for withdrawn.
+inline constexpr std::chrono::milliseconds joiner_decision_wait{2000};
+
+/// What a joiner's claim says.
+struct joiner_claim {
+  enum class what { waiting, admitted, withdrawn } state = what::waiting;
+  std::uint64_t generation = 0; ///< admitted: the generation it joins
+};
+
+/// Out of ddp::elastic::state::commit() through the loop when the group admitted joiners at that
+/// commit: every rank ends the generation there and run() meets them. Not a std::exception, so
+/// a loop's catch of those lets it through.
+struct joiners_admitted {
+  std::string ids; ///< the identities admitted, as rank 0 broadcast them
+};
+
+/// Whether ddprun may start joiners in this job (DDP_ELASTIC_JOINERS=1): the group then looks
+/// for them at each commit.
+DDP_INLINE bool joiners_possible();
+/// This process's identity when ddprun started it as a joiner (DDP_ELASTIC_JOINER), else nothing.
+DDP_INLINE std::optional<std::string> joiner_identity();
+
+/// A client of the launcher's store in the joiners' scope ("r<k>/join/"), where no rank
+/// registers; the keys below are relative to it (ddprun's agent puts the scope in front).
+DDP_INLINE tcp_store_options joiners_store_options(const ddp::topology& job,
+                                                   std::chrono::milliseconds timeout,
+                                                   const std::string& token);
+DDP_INLINE std::string joiners_scope(const ddp::topology& job);
+
+/// Registers `e` as waiting (its claim untouched: 0).
+DDP_INLINE void register_joiner(tcp_store& s, const joiner_entry& e, const std::string& prefix = "");
+/// Every joiner registered so far, in registration order (one not yet written is skipped).
+DDP_INLINE std::vector<joiner_entry> registered_joiners(tcp_store& s, const std::string& prefix = "");
+/// The claim of joiner `id` now: waiting while nobody decided it; once a decider took its flag,
+/// the decision (waited for up to joiner_decision_wait).
+DDP_INLINE joiner_claim read_claim(tcp_store& s, const std::string& id, const std::string& prefix = "");
+/// Decides joiner `id` with `delta` (a generation, or joiner_withdrawn) if nobody decided it
+/// first; returns the decision as it stands: the caller won when it says what `delta` says.
+DDP_INLINE joiner_claim settle_claim(tcp_store& s, const std::string& id, std::int64_t delta,
+                                     const std::string& prefix = "");
+/// An admitted joiner's agent saw it die: the meeting it was admitted to does not wait for it.
+DDP_INLINE void mark_joiner_lost(tcp_store& s, const std::string& id, const std::string& prefix = "");
+DDP_INLINE bool joiner_lost(tcp_store& s, const std::string& id, const std::string& prefix = "");
+
+/// What one process has read of the registry. An entry is written once and a decision is final,
+/// so each is read from the store once: a look costs one round trip for the count, one per new
+/// entry, two per joiner still waiting, and one per joiner admitted to the generation looked for
+/// (its lost mark), not round trips for every joiner ever registered.
+struct joiner_registry {
+  std::int64_t counted = 0;            ///< entries numbered up to this one have been looked at
+  std::vector<std::int64_t> unwritten; ///< counted but not yet written when looked at
+  std::vector<joiner_entry> entries;   ///< in registration order
+  std::vector<joiner_claim> claims;    ///< each entry's decision once known (waiting until then)
+};
+
+/// Reads the entries registered since the last look into `r`.
+DDP_INLINE void refresh_registry(tcp_store& s, joiner_registry& r, const std::string& prefix = "");
+
+/// The group's rank 0, at a commit of generation `next_generation - 1`: admits every waiting
+/// joiner to `next_generation`; those it admitted, in registration order. `seen` carries what
+/// earlier commits read (a fresh one reads the whole registry).
+DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation,
+                                                           joiner_registry& seen);
+DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation);
+/// The joiners admitted to `generation` whose agents did not see them die (`seen`: as above).
+DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint64_t generation,
+                                                         joiner_registry& seen);
+DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint64_t generation);
+
+/// A rank's loop returned: the job has ended, and waiting joiners withdraw (they poll for it).
+DDP_INLINE void mark_job_ended(tcp_store& s);
+/// mark_job_ended for run() once the loop returned: a store that does not answer then is said,
+/// not thrown (the loop finished; the agents end waiting joiners at the job's end anyway).
+DDP_INLINE void end_job_for_joiners(tcp_store& s, int job_rank);
+DDP_INLINE bool job_ended(tcp_store& s, const std::string& prefix = "");
+
+/// The joiner's side: registers, then waits (looking every few tens of milliseconds, up to
+/// `wait`) until it is admitted (the generation) or the job ends (nothing: it withdrew). Not
+/// admitted within `wait`, it withdraws and throws ddp::error (timeout), naming `id`.
+DDP_INLINE std::optional<std::uint64_t> wait_for_admission(tcp_store& s, const joiner_entry& me,
+                                                           std::chrono::milliseconds wait);
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#if DDP_DETAIL_DEFINE_RUNTIME
+#include <ddp/detail/elastic/joiners-inl.hpp>
+#endif
+
+#endif // DDP_DETAIL_ELASTIC_JOINERS_HPP

@@ -1,0 +1,236 @@
+// Joiners' admission by claim (ddp/detail/elastic/joiners.hpp) over a real tcp_store in one
+// process: one atomic add decides a claim, so a joiner is admitted or withdrawn, never both,
+// whichever comes first, and every reader learns the decision from the claim alone; the meeting
+// after a loss expects the joiners a lost rank 0 admitted, by their claims.
+#include <ddp/detail/elastic/joiners.hpp>
+#include <ddp/detail/elastic/meeting.hpp>
+#include <ddp/detail/store/handshake.hpp>
+#include <ddp/detail/store/socket.hpp>
+#include <ddp/store.hpp>
+
+#include "../support/local_store.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using ddp::detail::joiner_claim;
+
+TEST_CASE("an admission first: the withdrawal loses and reads the generation") {
+  auto s = ddp_test::local_server(-1);
+  ddp::detail::register_joiner(s, {"rank2.1", 2, 0});
+  CHECK(ddp::detail::read_claim(s, "rank2.1").state == joiner_claim::what::waiting);
+  const auto admitted = ddp::detail::admit_waiting_joiners(s, 3);
+  REQUIRE(admitted.size() == 1);
+  CHECK(admitted[0].id == "rank2.1");
+  CHECK(admitted[0].job_rank == 2);
+  const auto c = ddp::detail::settle_claim(s, "rank2.1", ddp::detail::joiner_withdrawn);
+  CHECK(c.state == joiner_claim::what::admitted);
+  CHECK(c.generation == 3);
+  // The loser wrote nothing: the decision still says generation 3 to every reader.
+  CHECK(ddp::detail::read_claim(s, "rank2.1").generation == 3);
+  CHECK(ddp::detail::joiners_admitted_to(s, 3).size() == 1);
+  // Its agent saw it die: the meeting it was admitted to no longer expects it.
+  ddp::detail::mark_joiner_lost(s, "rank2.1");
+  CHECK(ddp::detail::joiners_admitted_to(s, 3).empty());
+}
+
+TEST_CASE("a withdrawal first: no later commit admits the joiner") {
+  auto s = ddp_test::local_server(-1);
+  ddp::detail::register_joiner(s, {"rank1.1", 1, 0});
+  CHECK(ddp::detail::settle_claim(s, "rank1.1", ddp::detail::joiner_withdrawn).state ==
+        joiner_claim::what::withdrawn);
+  CHECK(ddp::detail::admit_waiting_joiners(s, 2).empty());
+  CHECK(ddp::detail::settle_claim(s, "rank1.1", 2).state == joiner_claim::what::withdrawn);
+  CHECK(ddp::detail::read_claim(s, "rank1.1").state == joiner_claim::what::withdrawn);
+  CHECK(ddp::detail::joiners_admitted_to(s, 2).empty());
+}
+
+TEST_CASE("an admission and a withdrawal at once: exactly one wins, and both agree which") {
+  auto o = ddp_test::local_server_options();
+  auto s = ddp_test::local_server(-1);
+  for (int round = 0; round < 50; ++round) {
+    const std::string id = "rank0." + std::to_string(round);
+    ddp::detail::register_joiner(s, {id, 0, 0});
+    auto client = [&] {
+      auto co = o;
+      co.serve = false;
+      co.port = s.port();
+      return co;
+    };
+    auto admit = std::async(std::launch::async, [&] {
+      ddp::tcp_store c(client());
+      return ddp::detail::settle_claim(c, id, 5);
+    });
+    auto withdraw = std::async(std::launch::async, [&] {
+      ddp::tcp_store c(client());
+      return ddp::detail::settle_claim(c, id, ddp::detail::joiner_withdrawn);
+    });
+    const auto a = admit.get(), w = withdraw.get();
+    CHECK(a.state == w.state); // both read the one decision
+    const auto now = ddp::detail::read_claim(s, id);
+    CHECK(now.state == a.state);
+    CHECK((now.state == joiner_claim::what::admitted ? now.generation == 5
+                                                     : now.state == joiner_claim::what::withdrawn));
+  }
+}
+
+TEST_CASE("a decider that took the flag and died before writing: readers wait, bounded, then withdraw it") {
+  auto s = ddp_test::local_server(-1);
+  ddp::detail::register_joiner(s, {"rank1.1", 1, 0});
+  REQUIRE(s.add("flag/rank1.1", 1) == 1); // the winner's first round trip, and no second
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(ddp::detail::read_claim(s, "rank1.1").state == joiner_claim::what::withdrawn);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  CHECK(took >= ddp::detail::joiner_decision_wait);
+  CHECK(took < ddp::detail::joiner_decision_wait + 2s);
+  // Every later reader and decider reads the same at once; no commit admits it.
+  const auto t1 = std::chrono::steady_clock::now();
+  CHECK(ddp::detail::settle_claim(s, "rank1.1", 4).state == joiner_claim::what::withdrawn);
+  CHECK(ddp::detail::admit_waiting_joiners(s, 4).empty());
+  CHECK(std::chrono::steady_clock::now() - t1 < 1s);
+}
+
+TEST_CASE("a reader that finds the flag taken waits for the value, never reads a half-made one") {
+  auto s = ddp_test::local_server(-1);
+  ddp::detail::register_joiner(s, {"rank2.1", 2, 0});
+  REQUIRE(s.add("flag/rank2.1", 1) == 1);
+  auto writer = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(300ms); // a slow winner, well within joiner_decision_wait
+    auto o = ddp_test::local_server_options();
+    o.serve = false;
+    o.port = s.port();
+    ddp::tcp_store c(o);
+    c.set("decision/rank2.1", "7");
+  });
+  const auto c = ddp::detail::read_claim(s, "rank2.1");
+  writer.get();
+  CHECK(c.state == joiner_claim::what::admitted);
+  CHECK(c.generation == 7);
+}
+
+TEST_CASE("a registry read across commits agrees with a fresh read: decided joiners are kept, not reread") {
+  auto s = ddp_test::local_server(-1);
+  ddp::detail::joiner_registry seen;
+  ddp::detail::register_joiner(s, {"rank1.1", 1, 0});
+  ddp::detail::register_joiner(s, {"rank2.1", 2, 0});
+  CHECK(ddp::detail::settle_claim(s, "rank1.1", ddp::detail::joiner_withdrawn).state ==
+        joiner_claim::what::withdrawn);
+  auto a = ddp::detail::admit_waiting_joiners(s, 2, seen); // the commit of generation 1
+  REQUIRE(a.size() == 1);
+  CHECK(a[0].id == "rank2.1");
+  CHECK(seen.entries.size() == 2);
+  CHECK(seen.claims[0].state == joiner_claim::what::withdrawn);
+  CHECK(seen.claims[1].generation == 2);
+  ddp::detail::register_joiner(s, {"rank0.1", 0, 0}); // a later joiner, admitted at the next commit
+  a = ddp::detail::admit_waiting_joiners(s, 3, seen);
+  REQUIRE(a.size() == 1);
+  CHECK(a[0].id == "rank0.1");
+  CHECK(seen.entries.size() == 3); // the two decided ones were not read again
+  CHECK(ddp::detail::joiners_admitted_to(s, 3, seen).size() == 1);
+  CHECK(ddp::detail::joiners_admitted_to(s, 2).size() == 1); // a fresh read says the same
+  ddp::detail::mark_joiner_lost(s, "rank0.1");
+  CHECK(ddp::detail::joiners_admitted_to(s, 3, seen).empty()); // the lost mark is read every look
+}
+
+TEST_CASE("the job's end is one key every waiting joiner looks at") {
+  auto s = ddp_test::local_server(-1);
+  CHECK_FALSE(ddp::detail::job_ended(s));
+  ddp::detail::mark_job_ended(s);
+  CHECK(ddp::detail::job_ended(s));
+  // A joiner that registers after the end withdraws at once: wait_for_admission says nothing.
+  CHECK_FALSE(ddp::detail::wait_for_admission(s, {"rank2.1", 2, 0}, 10s).has_value());
+  CHECK(ddp::detail::read_claim(s, "rank2.1").state == joiner_claim::what::withdrawn);
+}
+
+namespace {
+
+ddp::topology job_on(int port, int rank = 0) {
+  ddp::topology t;
+  t.master_addr = "127.0.0.1";
+  t.store_port = port;
+  t.world_size = 3;
+  t.rank = rank;
+  return t;
+}
+
+/// Rank `rank` of generation 0 drops without a goodbye (as a crash), and the store records it.
+void lose(ddp::tcp_store& server, int rank) {
+  {
+    auto fd = ddp::detail::connect_tcp("127.0.0.1", server.port(), ddp::detail::clock::now() + 2s);
+    REQUIRE(ddp::detail::client_handshake(fd.get(), "secret", rank, ddp::detail::clock::now() + 2s) ==
+            ddp::detail::handshake_result::ok);
+  }
+  for (int look = 0; look < 200 && server.lost_ranks().empty(); ++look)
+    std::this_thread::sleep_for(10ms);
+}
+
+/// Rank 0 of generation 0 admitted joiner "rank0.1" (the slot of a rank lost before) to
+/// generation 1, then died before it could tell anyone: only the claim says so.
+void admitted_by_lost_rank_0(ddp::tcp_store& server, const ddp::topology& job) {
+  REQUIRE(::setenv("DDP_ELASTIC_JOINERS", "1", 1) == 0); // the survivors' meeting looks for joiners
+  ddp::tcp_store joins(ddp::detail::joiners_store_options(job, 5s, "secret"));
+  ddp::detail::register_joiner(joins, {"rank0.1", 0, 0});
+  REQUIRE(ddp::detail::admit_waiting_joiners(joins, 1).size() == 1);
+  lose(server, 0);
+}
+
+std::future<ddp::detail::elastic_generation> survivor(const ddp::topology& job, int old_rank,
+                                                      std::chrono::milliseconds last_call) {
+  return std::async(std::launch::async, [=] {
+    return ddp::detail::meet_survivors(job, {old_rank, 0}, 3, 1, last_call, 5s, "secret");
+  });
+}
+
+} // namespace
+
+TEST_CASE("the meeting after rank 0's loss expects the joiner it admitted, by its claim") {
+  ddp::tcp_store server(ddp_test::local_server_options());
+  const auto job = job_on(server.port());
+  admitted_by_lost_rank_0(server, job);
+  auto a = survivor(job, 1, 3s);
+  auto b = survivor(job, 2, 3s);
+  auto joiner = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(200ms); // after the survivors: it is waited for
+    return ddp::detail::meet_as_joiner(job_on(server.port(), 0), "rank0.1", 1, 3s, 5s, "secret");
+  });
+  const auto ga = a.get(), gb = b.get(), gj = joiner.get();
+  CHECK(ga.rv.topo.world_size == 3);
+  CHECK(ga.rv.topo.rank == 0);
+  CHECK(gb.rv.topo.rank == 1);
+  CHECK(gj.rv.topo.rank == 2); // after every survivor: rank 0, which sends the state, is one
+  CHECK(gj.members[2].old_rank == ddp::detail::joiner_rank_base + 0);
+}
+
+TEST_CASE("an admitted joiner that never comes is waited for up to the last call, one seen dead not at all") {
+  ddp::tcp_store server(ddp_test::local_server_options());
+  const auto job = job_on(server.port());
+  admitted_by_lost_rank_0(server, job);
+  SUBCASE("never comes") {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto a = survivor(job, 1, 1s);
+    auto b = survivor(job, 2, 1s);
+    CHECK(a.get().members.size() == 2);
+    CHECK(b.get().rv.topo.world_size == 2);
+    const auto took = std::chrono::steady_clock::now() - t0;
+    CHECK(took >= 1s);
+    CHECK(took < 4s); // the last call, not the 5 s timeout
+  }
+  SUBCASE("its agent saw it die") {
+    ddp::tcp_store joins(ddp::detail::joiners_store_options(job, 5s, "secret"));
+    CHECK(ddp::detail::settle_claim(joins, "rank0.1", ddp::detail::joiner_withdrawn).state ==
+          joiner_claim::what::admitted);
+    ddp::detail::mark_joiner_lost(joins, "rank0.1");
+    const auto t0 = std::chrono::steady_clock::now();
+    auto a = survivor(job, 1, 3s);
+    auto b = survivor(job, 2, 3s);
+    CHECK(a.get().members.size() == 2);
+    CHECK(b.get().members.size() == 2);
+    CHECK(std::chrono::steady_clock::now() - t0 < 2s); // not the 3 s last call
+  }
+}
