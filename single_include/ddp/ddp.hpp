@@ -14169,7 +14169,9 @@ DDP_INLINE elastic_generation meet_as_joiner(const ddp::topology& job, const std
                                              std::chrono::milliseconds timeout, const std::string& token);
 
 /// Generation `rv`'s members all say they arrived before any enters the backend's mesh; a member
-/// lost meanwhile fails this wait at once (ddp::error, peer_lost): a loss in generation rv's.
+/// lost meanwhile fails this wait at once (ddp::error, peer_lost): a loss in generation rv's. One
+/// that never connects fails it after rv.timeout, as peer_lost too, marked absent in rv's store
+/// so the next meeting does not wait for it.
 DDP_INLINE void wait_for_members(const rendezvous& rv);
 
 } // namespace detail
@@ -28171,9 +28173,11 @@ inline std::vector<elastic_survivor> parse_members(const std::string& text) {
 /// With joiners (`joins`), the joiners admitted to `generation` are expected too (whatever rank
 /// admitted them: Note [Admission by claim]), each by its identity; an admitted joiner that has
 /// not arrived once the survivors are all there is waited for up to `last_call` from then (it
-/// polls every few tens of milliseconds), and one its agent saw die not at all. The survivors
-/// keep their own wait: a meeting that admitted joiners was called by an admission, not a loss,
-/// so a survivor not yet there is busy, not vanished, and `last_call` does not drop it.
+/// polls every few tens of milliseconds), and one its agent saw die not at all, nor kept if it
+/// had arrived. The survivors keep their own wait: a meeting that any decision names (its joiner
+/// lost or not) was called by an admission, not a loss, so a survivor not yet there is busy, not
+/// vanished, and `last_call` does not drop it. Old members marked absent (wait_for_members) count
+/// as lost.
 inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& old, tcp_store* joins,
                                                    const std::string& base, std::uint64_t generation,
                                                    int old_size, std::chrono::milliseconds last_call,
