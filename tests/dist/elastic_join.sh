@@ -17,6 +17,9 @@
 #                 call (1 s), and ddprun ends it once the job has ended; the job succeeds.
 # No case waits on a time: rank 0 is held after step 31 of generation 1 until the event the case
 # needs (the joiner registered, withdrawn, stopped) is seen in the log, then a resume file frees it.
+#   exit0_unjoined: the joiner exits 0 at once without joining while the job runs; rank 1 is
+#                 then killed after step 60 and rank 0 finishes alone: the job succeeds (the
+#                 joiner's exit 0 is no rank that finished, so the later loss is no failure after it).
 #   joined_adam:  joined with sharded_data_parallel and Adam held by the state: the joiner's Adam
 #                 goes on from the survivors' step count and moments (single-process Adam, 1e-5).
 # Each case prints RECOVERY_MS lines: kill -9 to the survivors' first step at world 2, and to the
@@ -168,6 +171,29 @@ grep -q 'admitted joiner(s) rank2.1' "$dir/admitted_stopped.log" || fail "admitt
 grep -q 'joiner rank2.1 (pid [0-9]*) is still waiting' "$dir/admitted_stopped.log" ||
   fail "admitted_stopped: ddprun did not end the stopped joiner"
 echo "admitted_stopped: generation 2 formed without the admitted joiner; ddprun ended it"
+# exit0_unjoined: rank 1 is killed only once ddprun has reaped the joiner.
+export ELASTIC_PAUSE=$hold_30,1:60:600000:1 ELASTIC_JOINER_EXIT0=1
+start exit0_unjoined $total
+unset ELASTIC_PAUSE ELASTIC_JOINER_EXIT0
+wait_for exit0_unjoined '^PAUSED rank=2 step=30$' 30
+kill_rank exit0_unjoined 2
+wait_for exit0_unjoined '^JOINER exit0 id=rank2.1$' 20
+jpid=$(joiner_pid exit0_unjoined)
+i=0
+while kill -0 "$jpid" 2>/dev/null; do
+  i=$((i + 1)); [ $i -le 400 ] || fail "exit0_unjoined: ddprun did not reap the joiner within 20 s"
+  sleep 0.05
+done
+wait_for exit0_unjoined '^PAUSED rank=1 step=60$' 30
+kill_rank exit0_unjoined 1
+finish exit0_unjoined 60
+[ $rc -eq 0 ] || fail "exit0_unjoined: the job exited with $rc (the joiner's exit 0 counted as a rank that finished)"
+grep -q '^RESULT ok job_rank=0 .*generation=2 world=1 ' "$dir/exit0_unjoined.log" ||
+  fail "exit0_unjoined: rank 0 did not finish alone at generation 2"
+grep -q 'joiner rank2.1 (pid [0-9]*) exited 0 without joining while the job runs' "$dir/exit0_unjoined.log" ||
+  fail "exit0_unjoined: ddprun did not say the joiner's exit 0 was no success"
+echo "exit0_unjoined: the job succeeded after the joiner's exit 0 and rank 1's loss"
+
 # joined_adam: the same with sharded_data_parallel and Adam held by the state (state.hold): the
 # joiner receives Adam's moments and step count with the model, cut into world 3's shards, and
 # every rank ends on single-process Adam (the worker's oracle) and the uninterrupted Adam run.

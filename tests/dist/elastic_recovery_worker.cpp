@@ -22,7 +22,7 @@
 // Under ddprun --max-restarts, a joiner (DDP_ELASTIC_JOINER set) of `recover` prints JOINER-PID
 // instead of PID, starts from other initial values (only the survivors' state can put it on the
 // trajectory), prints JOINED with the step it received, and "JOINER ended-without" (exit 0) when
-// the job ended before admitting it.
+// the job ended before admitting it; ELASTIC_JOINER_EXIT0 makes it exit 0 at once, without joining.
 // Each training job checks its final parameters against single-process training of the same
 // global batches and dumps them to OUT/params.<rank>.
 #include "../support/mlp.hpp"
@@ -174,6 +174,12 @@ void pause_if_asked(const std::vector<pause_spec>& pauses, const std::string& ou
 /// The process's start: its PID line (JOINER-PID for a joiner ddprun started), and whether it is one.
 const char* say_pid(int job_rank) {
   const char* joiner = std::getenv("DDP_ELASTIC_JOINER");
+  if (joiner && std::getenv("ELASTIC_JOINER_EXIT0")) { // a joiner that ends well without joining
+    std::printf("JOINER-PID rank=%d pid=%d id=%s\nJOINER exit0 id=%s\n", job_rank,
+                static_cast<int>(::getpid()), joiner, joiner);
+    std::fflush(stdout);
+    std::_Exit(0);
+  }
   if (joiner)
     std::printf("JOINER-PID rank=%d pid=%d id=%s\n", job_rank, static_cast<int>(::getpid()), joiner);
   else

@@ -148,6 +148,21 @@ TEST_CASE("the job's end is one key every waiting joiner looks at") {
   CHECK(ddp::detail::read_claim(s, "rank2.1").state == joiner_claim::what::withdrawn);
 }
 
+TEST_CASE("a joiner whose decider died while the job runs fails; it says nothing only once the job ended") {
+  auto s = ddp_test::local_server(-1);
+  REQUIRE(s.add("flag/rank1.2", 1) == 1); // a rank 0 that took the claim and died before deciding it
+  try {
+    (void)ddp::detail::wait_for_admission(s, {"rank1.2", 1, 0}, 10s);
+    FAIL("wait_for_admission returned while the job runs");
+  } catch (const ddp::error& e) {
+    CHECK(e.kind() == ddp::error_kind::peer_lost);
+    CHECK(std::string(e.what()).find("joiner rank1.2") != std::string::npos);
+  }
+  ddp::detail::mark_job_ended(s);
+  REQUIRE(s.add("flag/rank1.3", 1) == 1);
+  CHECK_FALSE(ddp::detail::wait_for_admission(s, {"rank1.3", 1, 0}, 10s).has_value());
+}
+
 namespace {
 
 ddp::topology job_on(int port, int rank = 0) {

@@ -166,3 +166,74 @@ TEST_CASE("a meeting with joiners expects them by identity and never drops a bus
     CHECK(std::chrono::steady_clock::now() - t0 < 2s); // not the 3 s last call
   }
 }
+
+TEST_CASE("an admission meeting whose joiner died before arriving still waits for a busy survivor") {
+  ddp::tcp_store server(ddp_test::local_server_options());
+  const auto job = job_on(server.port());
+  admit_joiner(job, "rank2.9", true); // admitted, then its agent saw it die
+  auto a = survivor_of_2(job, 0, 0ms, 300ms);
+  auto busy = survivor_of_2(job, 1, 1500ms, 300ms); // past the last call
+  CHECK(a.get().members.size() == 2);
+  CHECK(busy.get().members.size() == 2);
+}
+
+TEST_CASE("a joiner that arrived, then died, is no member; one that never connects is a loss") {
+  ddp::tcp_store server(ddp_test::local_server_options());
+  const auto job = job_on(server.port());
+  // meet_as_joiner's first write, as its process makes it: "old rank, node" under the meeting's scope.
+  const auto arrive_as_joiner = [&](const std::string& id) {
+    ddp::tcp_store_options o;
+    o.host = "127.0.0.1";
+    o.port = job.store_port;
+    o.serve = false;
+    o.timeout = 5s;
+    o.token = "secret";
+    o.scope = ddp::detail::elastic_scope(job, 0) + "meet/";
+    o.served_by_launcher = true;
+    ddp::tcp_store meet(o);
+    meet.set("g1/joined/" + id, std::to_string(ddp::detail::joiner_rank_base + 2) + " 0\n");
+  };
+  SUBCASE("marked lost after it arrived, before the survivors came") {
+    admit_joiner(job, "rank2.8");
+    arrive_as_joiner("rank2.8"); // then its process dies, and its agent marks it lost
+    auto a = survivor_of_2(job, 0, 0ms, 300ms);
+    std::this_thread::sleep_for(200ms);
+    {
+      ddp::tcp_store joins(ddp::detail::joiners_store_options(job, 5s, "secret"));
+      ddp::detail::mark_joiner_lost(joins, "rank2.8");
+    }
+    auto b = survivor_of_2(job, 1, 0ms, 300ms);
+    auto ga = a.get();
+    auto gb = b.get();
+    REQUIRE(ga.members.size() == 2);
+    REQUIRE(gb.members.size() == 2);
+    auto wa = std::async(std::launch::async, [&] { ddp::detail::wait_for_members(ga.rv); });
+    CHECK_NOTHROW(ddp::detail::wait_for_members(gb.rv));
+    CHECK_NOTHROW(wa.get());
+  }
+  SUBCASE("published, then never connected: peer_lost, and the next meeting does not wait for it") {
+    admit_joiner(job, "rank2.7");
+    arrive_as_joiner("rank2.7"); // then dies before it connects to generation 1's store
+    auto a = survivor_of_2(job, 0, 0ms, 300ms);
+    auto b = survivor_of_2(job, 1, 0ms, 300ms);
+    auto ga = a.get();
+    auto gb = b.get();
+    REQUIRE(ga.members.size() == 3);
+    ga.rv.timeout = gb.rv.timeout = 1s; // DDP_TIMEOUT, short here
+    auto wa = std::async(std::launch::async, [&] { ddp::detail::wait_for_members(ga.rv); });
+    try {
+      ddp::detail::wait_for_members(gb.rv);
+      FAIL("a member that never connected was waited for without end");
+    } catch (const ddp::error& e) { CHECK(e.kind() == ddp::error_kind::peer_lost); }
+    CHECK_THROWS_AS(wa.get(), ddp::error);
+    // Generation 2 of the two survivors: the joiner (rank 2 of generation 1) is not waited for.
+    const auto t0 = std::chrono::steady_clock::now();
+    auto c = std::async(std::launch::async, [&] {
+      return ddp::detail::meet_survivors(job, {0, 0}, 3, 2, 3s, 5s, "secret");
+    });
+    auto d = ddp::detail::meet_survivors(job, {1, 0}, 3, 2, 3s, 5s, "secret");
+    CHECK(c.get().members.size() == 2);
+    CHECK(d.members.size() == 2);
+    CHECK(std::chrono::steady_clock::now() - t0 < 2500ms); // not the 3 s last call nor the 5 s timeout
+  }
+}

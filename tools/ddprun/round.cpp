@@ -144,8 +144,17 @@ private:
       return;
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-      if (first_success_ns_ == 0) first_success_ns_ = pass_ns;
-      return;
+      // A joiner's exit 0 is the job's success only once it joined or the job ended: one that
+      // withdrew while the job runs finished nothing.
+      if (r.joiner.empty() || joined(r) || job_ended_in_store()) {
+        if (first_success_ns_ == 0) first_success_ns_ = pass_ns;
+        return;
+      }
+      std::fprintf(stderr,
+                   "ddprun: joiner %s (pid %d) exited 0 without joining while the job runs: counted as "
+                   "a failed joiner, not a rank that finished\n",
+                   r.joiner.c_str(), static_cast<int>(r.pid));
+      status = r.status = 1 << 8; // reads as exit code 1 from here on
     }
     failures_.push_back({r.dying_ns ? r.dying_ns : pass_ns, WIFSIGNALED(status) ? 0 : 1, r.rank,
                          describe(status), exit_code_of(status), false});

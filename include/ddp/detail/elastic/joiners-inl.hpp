@@ -155,17 +155,22 @@ DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::ui
   return admit_waiting_joiners(s, next_generation, fresh);
 }
 
-DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint64_t generation,
+DDP_INLINE std::vector<joiner_entry> joiners_decided_for(tcp_store& s, std::uint64_t generation,
                                                          joiner_registry& seen) {
   refresh_registry(s, seen);
   std::vector<joiner_entry> out;
   for (std::size_t k = 0; k < seen.entries.size(); ++k) {
     auto& c = seen.claims[k];
     if (c.state == joiner_claim::what::waiting) c = read_claim(s, seen.entries[k].id);
-    if (c.state == joiner_claim::what::admitted && c.generation == generation &&
-        !joiner_lost(s, seen.entries[k].id))
-      out.push_back(seen.entries[k]);
+    if (c.state == joiner_claim::what::admitted && c.generation == generation) out.push_back(seen.entries[k]);
   }
+  return out;
+}
+
+DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint64_t generation,
+                                                         joiner_registry& seen) {
+  auto out = joiners_decided_for(s, generation, seen);
+  std::erase_if(out, [&](const joiner_entry& e) { return joiner_lost(s, e.id); });
   return out;
 }
 
@@ -212,8 +217,18 @@ DDP_INLINE std::optional<std::uint64_t> wait_for_admission(tcp_store& s, const j
       }
     }
     if (c.state == joiner_claim::what::admitted) return c.generation;
-    if (c.state == joiner_claim::what::withdrawn) return std::nullopt; // its agent withdrew it
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));        // two store round trips a look
+    if (c.state == joiner_claim::what::withdrawn) {
+      if (job_ended(s)) return std::nullopt; // the job ended without it
+      // Withdrawn while the job runs: the rank that took its claim died before deciding it. An
+      // exit 0 would read as a rank that finished well; failing, its agent may start another.
+      throw error(error_kind::peer_lost,
+                  "joiner " + me.id + " (job rank " + std::to_string(me.job_rank) +
+                      "): withdrawn while the job runs (the rank that took its claim died before "
+                      "deciding it): this joiner ends; ddprun --in-process-recovery --max-restarts "
+                      "starts another in the slot while its budget lasts",
+                  me.job_rank);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20)); // two store round trips a look
   }
 }
 

@@ -116,6 +116,10 @@ DDP_INLINE void refresh_registry(tcp_store& s, joiner_registry& r, const std::st
 DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation,
                                                            joiner_registry& seen);
 DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation);
+/// The joiners whose decision names `generation`, lost or not (`seen`: as above): a meeting
+/// with any was called by an admission.
+DDP_INLINE std::vector<joiner_entry> joiners_decided_for(tcp_store& s, std::uint64_t generation,
+                                                         joiner_registry& seen);
 /// The joiners admitted to `generation` whose agents did not see them die (`seen`: as above).
 DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint64_t generation,
                                                          joiner_registry& seen);
@@ -130,7 +134,9 @@ DDP_INLINE bool job_ended(tcp_store& s, const std::string& prefix = "");
 
 /// The joiner's side: registers, then waits (looking every few tens of milliseconds, up to
 /// `wait`) until it is admitted (the generation) or the job ends (nothing: it withdrew). Not
-/// admitted within `wait`, it withdraws and throws ddp::error (timeout), naming `id`.
+/// admitted within `wait`, it withdraws and throws ddp::error (timeout), naming `id`; withdrawn
+/// while the job runs (the rank that took its claim died before deciding it), it throws too, so
+/// its agent sees a failed joiner and may start another in the slot, not a rank that finished.
 DDP_INLINE std::optional<std::uint64_t> wait_for_admission(tcp_store& s, const joiner_entry& me,
                                                            std::chrono::milliseconds wait);
 

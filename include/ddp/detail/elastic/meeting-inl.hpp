@@ -35,6 +35,9 @@ DDP_INLINE std::string elastic_scope(const ddp::topology& job, std::uint64_t gen
   return scope;
 }
 
+/// Where a generation's members mark member `rank` that never arrived (wait_for_members).
+inline std::string absent_key(int rank) { return "ddp/absent/" + std::to_string(rank); }
+
 /// A client of the launcher's store in `scope`, registered as `rank` (-1: no rank).
 inline tcp_store_options elastic_store_options(const ddp::topology& job, std::string scope, int rank,
                                                std::chrono::milliseconds timeout, const std::string& token) {
@@ -76,18 +79,30 @@ inline std::vector<elastic_survivor> parse_members(const std::string& text) {
 /// With joiners (`joins`), the joiners admitted to `generation` are expected too (whatever rank
 /// admitted them: Note [Admission by claim]), each by its identity; an admitted joiner that has
 /// not arrived once the survivors are all there is waited for up to `last_call` from then (it
-/// polls every few tens of milliseconds), and one its agent saw die not at all. The survivors
-/// keep their own wait: a meeting that admitted joiners was called by an admission, not a loss,
-/// so a survivor not yet there is busy, not vanished, and `last_call` does not drop it.
+/// polls every few tens of milliseconds), and one its agent saw die not at all, nor kept if it
+/// had arrived. The survivors keep their own wait: a meeting that any decision names (its joiner
+/// lost or not) was called by an admission, not a loss, so a survivor not yet there is busy, not
+/// vanished, and `last_call` does not drop it. Old members marked absent (wait_for_members) count
+/// as lost.
 inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& old, tcp_store* joins,
                                                    const std::string& base, std::uint64_t generation,
                                                    int old_size, std::chrono::milliseconds last_call,
                                                    std::chrono::milliseconds timeout) {
   const auto start = std::chrono::steady_clock::now();
   auto survivors_since = std::chrono::steady_clock::time_point::max(); // when the last one came
-  std::vector<elastic_survivor> members, joined;
-  std::vector<std::string> joined_ids;
+  std::vector<elastic_survivor> members;
+  std::vector<std::pair<std::string, elastic_survivor>> joined; // by joiner identity
   joiner_registry seen; // each entry and decision read once per meeting, not at every look
+  // A joiner that arrived and then died is no member: its agent's lost mark is looked at again
+  // on every look and once more before the members are published.
+  const auto drop_lost_joiners = [&] {
+    std::erase_if(joined, [&](const auto& j) { return joiner_lost(*joins, j.first); });
+  };
+  // Members of the old generation that never connected to it: whoever saw it marked them before
+  // coming here, so one look before the first suffices.
+  std::vector<int> never_connected;
+  for (int r = 0; r < old_size; ++r)
+    if (old.check({absent_key(r)})) never_connected.push_back(r);
   for (;;) {
     const auto arrived = meet.add(base + "arrivals", 0);
     std::vector<std::string> keys;
@@ -98,24 +113,30 @@ inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& o
         auto one = parse_members(v);
         members.insert(members.end(), one.begin(), one.end());
       }
-    const auto lost = old.lost_ranks();
+    auto lost = old.lost_ranks();
+    for (int r : never_connected)
+      if (std::find(lost.begin(), lost.end(), r) == lost.end()) lost.push_back(r);
     const auto lost_away = std::count_if(lost.begin(), lost.end(), [&](int r) {
       return std::none_of(members.begin(), members.end(),
                           [&](const elastic_survivor& m) { return m.old_rank == r; });
     });
     bool joiners_here = true, joiners_expected = false;
-    if (joins)
-      for (const auto& e : joiners_admitted_to(*joins, generation, seen)) {
+    if (joins) {
+      drop_lost_joiners();
+      // Any decision naming this generation, lost joiner or not, makes the meeting an admission's.
+      for (const auto& e : joiners_decided_for(*joins, generation, seen)) {
         joiners_expected = true;
-        if (std::find(joined_ids.begin(), joined_ids.end(), e.id) != joined_ids.end()) continue;
+        const bool in =
+            std::any_of(joined.begin(), joined.end(), [&](const auto& j) { return j.first == e.id; });
+        if (in || joiner_lost(*joins, e.id)) continue;
         if (auto v = meet.try_get(base + "joined/" + e.id)) {
-          auto one = parse_members(*v);
-          joined.insert(joined.end(), one.begin(), one.end());
-          joined_ids.push_back(e.id);
+          for (const auto& one : parse_members(*v))
+            joined.emplace_back(e.id, one);
         } else {
           joiners_here = false;
         }
       }
+    }
     const auto now = std::chrono::steady_clock::now();
     const auto waited = now - start;
     const bool survivors_here = static_cast<std::int64_t>(members.size()) + lost_away >= old_size;
@@ -126,7 +147,9 @@ inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& o
       break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5)); // a look is a few store round trips
   }
-  members.insert(members.end(), joined.begin(), joined.end());
+  if (joins) drop_lost_joiners();
+  for (const auto& j : joined)
+    members.push_back(j.second);
   std::sort(members.begin(), members.end(),
             [](const elastic_survivor& a, const elastic_survivor& b) { return a.old_rank < b.old_rank; });
   meet.set(base + "members", members_text(members));
@@ -246,7 +269,20 @@ DDP_INLINE void wait_for_members(const rendezvous& rv) {
   std::vector<std::string> arrived;
   for (int r = 0; r < rv.topo.world_size; ++r)
     arrived.push_back("ddp/arrived/" + std::to_string(r));
-  rv.store->wait(arrived);
+  if (rv.store->try_wait(arrived, rv.timeout)) return;
+  // A member that never connected (a joiner that died after it arrived at the meeting) is lost,
+  // not late: it is marked absent, so the next meeting does not wait for it, and the loss is
+  // one more recovery, not the end of the job.
+  std::string absent;
+  for (int r = 0; r < rv.topo.world_size; ++r)
+    if (!rv.store->check({arrived[static_cast<std::size_t>(r)]})) {
+      rv.store->set(absent_key(r), "1");
+      absent += (absent.empty() ? "" : ", ") + std::to_string(r);
+    }
+  throw error(error_kind::peer_lost,
+              "rank " + std::to_string(rv.topo.rank) + " of a new generation: member(s) " + absent +
+                  " did not arrive within DDP_TIMEOUT (" + std::to_string(rv.timeout.count()) +
+                  " ms) after the survivors' meeting: taken for lost; the survivors meet again");
 }
 
 } // namespace detail

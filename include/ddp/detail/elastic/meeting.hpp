@@ -60,7 +60,9 @@ DDP_INLINE elastic_generation meet_as_joiner(const ddp::topology& job, const std
                                              std::chrono::milliseconds timeout, const std::string& token);
 
 /// Generation `rv`'s members all say they arrived before any enters the backend's mesh; a member
-/// lost meanwhile fails this wait at once (ddp::error, peer_lost): a loss in generation rv's.
+/// lost meanwhile fails this wait at once (ddp::error, peer_lost): a loss in generation rv's. One
+/// that never connects fails it after rv.timeout, as peer_lost too, marked absent in rv's store
+/// so the next meeting does not wait for it.
 DDP_INLINE void wait_for_members(const rendezvous& rv);
 
 } // namespace detail
