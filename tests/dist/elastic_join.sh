@@ -52,6 +52,20 @@ start() {
 }
 pid_of() { sed -n "s/^PID rank=$2 pid=\([0-9]*\)\$/\1/p" "$dir/$1.log"; }
 joiner_pid() { sed -n 's/^JOINER-PID rank=2 pid=\([0-9]*\) .*/\1/p' "$dir/$1.log"; }
+# world3_matches CASE REFERENCE_DIR: every rank of CASE finished ok at generation 2 of world 3,
+# rank 2 in the joiner's process and the others in their first ones, within $tol of REFERENCE_DIR.
+world3_matches() {
+  jpid=$(joiner_pid "$1")
+  for r in 0 1 2; do
+    pid=$(pid_of "$1" $r)
+    [ $r -eq 2 ] && pid=$jpid
+    grep -q "^RESULT ok job_rank=$r pid=$pid generation=2 world=3 " "$dir/$1.log" ||
+      fail "$1: rank $r did not finish ok in process $pid at generation 2 of world 3"
+    d=$("$worker" compare "$dir/$1/params.$r" "$2/params.$r" | sed -n 's/^DIFF //p')
+    echo "$1: rank $r against the uninterrupted run: $d (tolerance $tol)"
+    awk -v d="$d" -v t="$tol" 'BEGIN { exit !(d <= t) }' || fail "$1: rank $r differs from the uninterrupted run by $d"
+  done
+}
 # finish NAME SECONDS: waits for ddprun (at most SECONDS) and sets rc and secs (from the kill).
 finish() {
   i=0
@@ -99,16 +113,7 @@ grep -q '^ddprun: started joiner rank2.1 (pid [0-9]*) in the slot of rank 2' "$d
   fail "joined: the survivors did not go on at world 2 (generation 1)"
 [ "$(grep -c '^RECOVERED generation=2 world=3 ' "$dir/joined.log")" -eq 3 ] ||
   fail "joined: generation 2 is not the world of 3 with the joiner"
-jpid=$(joiner_pid joined)
-for r in 0 1 2; do
-  pid=$(pid_of joined $r)
-  [ $r -eq 2 ] && pid=$jpid
-  grep -q "^RESULT ok job_rank=$r pid=$pid generation=2 world=3 " "$dir/joined.log" ||
-    fail "joined: rank $r did not finish ok in process $pid at generation 2 of world 3"
-  d=$("$worker" compare "$dir/joined/params.$r" "$dir/params.$r" | sed -n 's/^DIFF //p')
-  echo "joined: rank $r against the uninterrupted run: $d (tolerance $tol)"
-  awk -v d="$d" -v t="$tol" 'BEGIN { exit !(d <= t) }' || fail "joined: rank $r differs from the uninterrupted run by $d"
-done
+world3_matches joined "$dir"
 got=$(sed -n 's/^JOINED id=rank2.1 generation=2 world=3 rank=2 received_step=\([0-9]*\)$/\1/p' "$dir/joined.log")
 [ -n "$got" ] && [ "$got" -gt 30 ] && [ $((got % every)) -eq 0 ] ||
   fail "joined: the joiner received step '$got', not a commit after the kill"
@@ -213,15 +218,6 @@ set -- $(sed -n 's/^RECOVERED generation=2 world=3 rank=2 from_step=\([0-9]*\) a
   "$dir/joined_adam.log")
 [ $# -eq 2 ] && [ "$1" -gt 30 ] && [ "$2" -eq $(($1 + 1)) ] ||
   fail "joined_adam: the joiner's Adam is at step '${2:-}' after its first step from '${1:-}'"
-jpid=$(joiner_pid joined_adam)
-for r in 0 1 2; do
-  pid=$(pid_of joined_adam $r)
-  [ $r -eq 2 ] && pid=$jpid
-  grep -q "^RESULT ok job_rank=$r pid=$pid generation=2 world=3 " "$dir/joined_adam.log" ||
-    fail "joined_adam: rank $r did not finish ok (single-process Adam) in process $pid at generation 2 of world 3"
-  d=$("$worker" compare "$dir/joined_adam/params.$r" "$dir/adam_ref/params.$r" | sed -n 's/^DIFF //p')
-  echo "joined_adam: rank $r against the uninterrupted Adam run: $d (tolerance $tol)"
-  awk -v d="$d" -v t="$tol" 'BEGIN { exit !(d <= t) }' || fail "joined_adam: rank $r differs by $d"
-done
+world3_matches joined_adam "$dir/adam_ref"
 echo "joined_adam: the joiner's Adam went on from step $1 (its step count $2 after one step)"
 echo "PASSED"
