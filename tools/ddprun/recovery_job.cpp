@@ -1,6 +1,7 @@
 #include "recovery_job.hpp"
 
 #include "agent_heartbeat.hpp"
+#include "node_rejoin.hpp"
 #include "signals.hpp"
 #include "verdict.hpp"
 
@@ -167,18 +168,14 @@ int member_end(job& j, int round, const std::vector<rank_end>& own, end_wait& w)
 bool recovers_across_nodes(const job& j) { return j.in_process_recovery && j.nnodes > 1 && !j.is_elastic(); }
 
 int run_recovery_job(job& j) {
-  // An agent started again for a node the job had (the same --node-rank) would start a
-  // generation 0 of its own beside the running one: refused (docs/elastic.md, Joiners).
+  // An agent started again for a node the job had (the same --node-rank) rejoins only in the
+  // place of a lost one (Note [A lost node's agent rejoins], node_rejoin.hpp).
+  auto start = round_start::fresh;
   try {
+    if (j.store->is_server()) record_joiners_admitted(j);
     if (j.store->add(ipr_key(0, "agent/" + std::to_string(j.node_rank)), 1) > 1) {
-      std::fprintf(
-          stderr,
-          "ddprun: node %d: this job already had an agent for --node-rank %d, and its ranks train on "
-          "without that node: an agent started again cannot rejoin a running in-process-recovery job "
-          "(its ranks would start a job of their own). Start it with the next job, or restart the "
-          "job from its checkpoint (docs/elastic.md, Joiners)\n",
-          j.node_rank, j.node_rank);
-      return 2;
+      if (auto code = check_node_rejoin(j)) return *code;
+      start = round_start::rejoining_node;
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ddprun: %s\n", store_host_lost(j, e.what()).c_str());
@@ -186,7 +183,7 @@ int run_recovery_job(job& j) {
   }
   std::unique_ptr<agent_heartbeat> beat; // node 0 serves the store: its loss is the job's end
   if (!j.store->is_server()) beat = std::make_unique<agent_heartbeat>(j, j.node_rank);
-  const round_outcome res = run_round(j, 0);
+  const round_outcome res = run_round(j, 0, {}, start);
   // The round said why: the store's host lost, after the user's stop or not.
   if (res.store_host_lost) return res.user_stop ? 128 + res.user_stop->second : 1;
   return end_recovery_job(j, 0, res);
