@@ -11,7 +11,8 @@
 #               on at world 2 while node 0's ddprun serves the store with no rank of its own
 #   node1_lost  kill -9 of node 1's ddprun and both its ranks: ranks 0 and 1 go on at world 2,
 #               and node 0's ddprun serves until node 1's heartbeat lapses, then exits 0; node 1's
-#               agent started again meanwhile is refused (exit 2), starting no rank
+#               agent started again meanwhile, without --max-restarts, is refused (exit 2),
+#               starting no rank
 #   stuck_left_out  rank 3 stuck outside collectives (DDP_TIMEOUT=2s) when rank 1 is killed: the
 #               meeting leaves it out, node 1's ddprun kills it at its bound (2 x DDP_TIMEOUT +
 #               10 s, ~14 s) while rank 2 goes on: ranks 0 and 2 finish at world 2
@@ -39,8 +40,17 @@
 #               slot, the running ranks admit it at a commit and send it their state: generation
 #               2 is world 4 again, every rank (the joiner too) ends on the uninterrupted run, and
 #               both nodes' ddprun give the one verdict, 0, of generation 2's 4 ranks
+#   node_rejoin (only when named) --max-restarts 1: node 1's ddprun and both its ranks killed
+#               after step 30; ranks 0 and 1 go on at world 2, node 1's agent started again
+#               rejoins: its ranks start as joiners, are admitted at a commit and sent the
+#               state; generation 2 is world 4, every rank ends on the uninterrupted run, both
+#               agents give generation 2's verdict. Prints REJOIN_MS: the agent's start to the
+#               first step of world 4
+#   rejoin_ended (only when named) an agent for node 1 started beside the live one is refused
+#               (2); node 1 then lost whole, rank 0 held after its loop returned: node 1's agent
+#               started again exits 3, starting no rank, and node 0's ddprun exits 0
 #   tests/netns/netns.sh -- sh tests/netns/recovery.sh DDPRUN ELASTIC_RECOVERY_WORKER [CASE...]
-# (every case but twice, link_down, user_stop and joiner by default; the uninterrupted run first in any
+# (every case but twice, link_down, user_stop, joiner, node_rejoin and rejoin_ended by default; the uninterrupted run first in any
 # case). DDP_KEEP=1 keeps the work folder (the nodes' output: NAME.0, NAME.1) for a look.
 set -u
 ddprun=$1; worker=$2; shift 2
