@@ -46,11 +46,14 @@
 #               state; generation 2 is world 4, every rank ends on the uninterrupted run, both
 #               agents give generation 2's verdict. Prints REJOIN_MS: the agent's start to the
 #               first step of world 4
+#   rejoined_lost (only when named) node_rejoin's start, then node 1's rejoined agent and its
+#               joiners killed after step 60 (world 4): ranks 0 and 1 go on at world 2
+#               (generation 3), a third agent for node 1 is refused (--max-restarts 1 spent)
 #   rejoin_ended (only when named) an agent for node 1 started beside the live one is refused
 #               (2); node 1 then lost whole, rank 0 held after its loop returned: node 1's agent
 #               started again exits 3, starting no rank, and node 0's ddprun exits 0
 #   tests/netns/netns.sh -- sh tests/netns/recovery.sh DDPRUN ELASTIC_RECOVERY_WORKER [CASE...]
-# (every case but twice, link_down, user_stop, joiner, node_rejoin and rejoin_ended by default; the uninterrupted run first in any
+# (every case but twice, link_down, user_stop, joiner and the rejoins by default; the uninterrupted run first in any
 # case). DDP_KEEP=1 keeps the work folder (the nodes' output: NAME.0, NAME.1) for a look.
 set -u
 ddprun=$1; worker=$2; shift 2
@@ -517,6 +520,67 @@ case_node_rejoin() {
   done
   full=$(cat "$work/node_rejoin.0" "$work/node_rejoin_again.1" | sed -n 's/^RECOVERED generation=2 .*first_step_ns=\([0-9]*\)$/\1/p' | sort -n | head -1)
   echo "REJOIN_MS $(( (full - rejoin_ns) / 1000000 )) (node_rejoin: node 1's agent started again to the first step of world 4)"
+}
+
+# The rejoined node lost again: node 1's agent started again, its joiners in generation 2 (world
+# 4), then that agent and its joiners killed after step 60: ranks 0 and 1 go on at world 2
+# (generation 3), and a third agent for node 1 is refused, --max-restarts 1 spent on the rejoin.
+case_rejoined_lost() {
+  restarts="--max-restarts 1" more_pauses=0:31:60000:1,0:61:60000:3
+  kill_after_step_30 rejoined_lost 2 3 agent1
+  more_pauses=
+  finish 1
+  i=0
+  until grep -q '^PAUSED rank=0 step=31$' "$work/rejoined_lost.0" 2>/dev/null; do
+    i=$((i + 1)); [ $i -le 600 ] || fail "rejoined_lost: ranks 0 and 1 did not reach step 31 at world 2 within 30 s"
+    sleep 0.05
+  done
+  export ELASTIC_PAUSE=2:60:60000:2
+  start_node1_again rejoined_lost_again --max-restarts 1
+  unset ELASTIC_PAUSE
+  restarts=
+  i=0
+  until grep -q 'joiner rank2.1.*registered (job rank 2)' "$work/rejoined_lost_again.1" 2>/dev/null &&
+    grep -q 'joiner rank3.1.*registered (job rank 3)' "$work/rejoined_lost_again.1" 2>/dev/null; do
+    i=$((i + 1)); [ $i -le 600 ] || fail "rejoined_lost: node 1's agent started again registered no joiners within 30 s"
+    sleep 0.05
+  done
+  touch "$work/rejoined_lost/resume.0.31"
+  i=0
+  until grep -q '^PAUSED rank=2 step=60$' "$work/rejoined_lost_again.1" 2>/dev/null; do
+    i=$((i + 1)); [ $i -le 600 ] || fail "rejoined_lost: joiner rank2.1 did not reach step 60 at world 4 within 30 s"
+    sleep 0.05
+  done
+  j2=$(sed -n 's/^JOINER-PID rank=2 pid=\([0-9]*\) .*/\1/p' "$work/rejoined_lost_again.1")
+  j3=$(sed -n 's/^JOINER-PID rank=3 pid=\([0-9]*\) .*/\1/p' "$work/rejoined_lost_again.1")
+  kill_ns=$(date +%s%N)
+  kill -9 "$agent1" $j2 $j3 || fail "rejoined_lost: node 1's rejoined agent or a joiner had ended before the kill"
+  last_step=60
+  finish 1
+  i=0
+  until grep -q '^PAUSED rank=0 step=61$' "$work/rejoined_lost.0" 2>/dev/null; do
+    i=$((i + 1)); [ $i -le 600 ] || fail "rejoined_lost: ranks 0 and 1 did not reach step 61 at world 2 within 30 s"
+    sleep 0.05
+  done
+  GLOO_SOCKET_IFNAME=$DDP_NETNS_IF1 timeout 20 ip netns exec "$DDP_NETNS1" "$ddprun" --in-process-recovery \
+    --max-restarts 1 --heartbeat-timeout 2 --nnodes 2 --node-rank 1 --nproc-per-node 2 \
+    --master-addr "$DDP_NETNS_ADDR0" --master-port 29500 --no-prefix "$worker" recover "$work/$name" \
+    $total $every $step_ms >"$work/third_again.1" 2>&1
+  again=$?
+  touch "$work/rejoined_lost/resume.0.61"
+  [ $again -eq 2 ] && grep -q 'the node has rejoined 1 time already, --max-restarts 1: starting no rank' "$work/third_again.1" ||
+    fail "rejoined_lost: a third agent for node 1 was not refused for --max-restarts 1 (exit $again)"
+  ! grep -q 'PID rank=' "$work/third_again.1" || fail "rejoined_lost: the refused third agent started ranks"
+  finish 0
+  [ $rc -eq 0 ] || fail "rejoined_lost: node 0's ddprun exited with $rc"
+  [ "$(cat "$work/rejoined_lost.0" "$work/rejoined_lost_again.1" | grep -c '^RECOVERED generation=2 world=4 ')" -eq 4 ] ||
+    fail "rejoined_lost: generation 2 is not the world of 4 with node 1's joiners"
+  gen=3
+  verdict_nodes=0
+  survived rejoined_lost 2 0 1
+  gen=1 verdict_nodes="0 1"
+  grep -q 'the job succeeded: every rank of generation 3 (2 ranks) finished well' "$work/rejoined_lost.0" ||
+    fail "rejoined_lost: node 0's verdict is not generation 3's 2 ranks"
 }
 
 # agent1_alive_refused: node 1's agent started again while the first one lives is refused (2).

@@ -73,9 +73,9 @@ std::optional<int> check_node_rejoin(job& j) {
   const auto rejoins = s.add(node_rejoin_key("rejoins/" + std::to_string(n)), 1);
   if (rejoins > j.max_restarts) {
     std::fprintf(stderr,
-                 "ddprun: node %d: the node has rejoined %lld times already, --max-restarts %d: starting no "
+                 "ddprun: node %d: the node has rejoined %lld time%s already, --max-restarts %d: starting no "
                  "rank; the others go on without it\n",
-                 n, static_cast<long long>(rejoins - 1), j.max_restarts);
+                 n, static_cast<long long>(rejoins - 1), rejoins == 2 ? "" : "s", j.max_restarts);
     return 2;
   }
   std::fprintf(stderr,
