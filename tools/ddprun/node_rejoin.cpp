@@ -1,6 +1,7 @@
 #include "node_rejoin.hpp"
 
 #include "agent_heartbeat.hpp"
+#include "signals.hpp"
 
 #include <ddp/detail/elastic/joiners.hpp>
 
@@ -52,6 +53,13 @@ std::optional<int> check_node_rejoin(job& j) {
   for (const auto deadline = std::chrono::steady_clock::now() + timeout;
        std::chrono::steady_clock::now() < deadline;) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (auto sig = take_user_signal()) { // no rank started yet: nothing to forward it to
+      std::fprintf(
+          stderr,
+          "ddprun: node %d: got signal %d while watching the lost agent's heartbeat; starting no rank\n", n,
+          *sig);
+      return 128 + *sig;
+    }
     if (s.add(heartbeat_key(n), 0) != seen) {
       std::fprintf(
           stderr,

@@ -22,7 +22,8 @@
 // generation's rank 0 (a survivor) sends the state: the world grows back. A rejoined node lost
 // again is a lost node like any other, and may rejoin again within --max-restarts. Refused
 // agents start no rank. Every wait above is bounded: the heartbeat watch by --heartbeat-timeout,
-// each store request by it too.
+// each store request by it too; the user's signal during the watch ends the agent at once
+// (128 + signal), starting no rank.
 #pragma once
 
 #include "options.hpp"
