@@ -20,6 +20,9 @@ namespace ddprun {
 /// first, or one started again for it) starts them. Throws when the store does not answer.
 std::string next_joiner_identity(ddp::tcp_store& store, int round, int job_rank);
 
+/// The joiners' scope in the launcher's store for round `round`.
+inline std::string joiners_prefix(int round) { return "r" + std::to_string(round) + "/join/"; }
+
 /// How a process in a slot ended, as the failure records and the verdict name it: a joiner's
 /// exit 0 without joining is said as such, not as the code 1 it counts as.
 std::string describe_end(const rank_process& r);
@@ -33,7 +36,7 @@ public:
                std::vector<rank_process>& ranks, generations& gens, std::function<void()> refresh);
 
   /// The joiners' scope in the launcher's store ("r<k>/join/").
-  std::string prefix() const { return "r" + std::to_string(round_) + "/join/"; }
+  std::string prefix() const { return joiners_prefix(round_); }
 
   /// An agent started again for a lost node: every local slot gets a joiner at once.
   void start_in_every_slot();
