@@ -59,30 +59,35 @@ void joiner_slots::start_in_every_slot() {
 void joiner_slots::start(bool may_start) {
   for (int local : slots_to_fill_) {
     auto& slot = ranks_[static_cast<std::size_t>(local)];
-    if (started_ >= j_.max_restarts) {
-      std::fprintf(stderr,
-                   "ddprun: node %d: no joiner for rank %d: this node started its %d (--max-restarts counts "
-                   "joiners per node under --in-process-recovery); the others go on without it\n",
-                   j_.node_rank, slot.rank, j_.max_restarts);
-      continue;
-    }
     if (!may_start || job_ended_in_store()) break;
     std::string id;
+    std::int64_t nth = 0;
     try {
-      id = next_joiner_identity(*j_.store, round_, slot.rank);
+      // Counted in the store: an agent started again for the node spends the same budget.
+      nth = j_.store->add(
+          "ddprun/r" + std::to_string(round_) + "/joiners_started/" + std::to_string(j_.node_rank), 1);
+      if (nth <= j_.max_restarts) id = next_joiner_identity(*j_.store, round_, slot.rank);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "ddprun: node %d: no joiner for rank %d: the store does not answer: %s\n",
                    j_.node_rank, slot.rank, e.what());
       break;
     }
-    ++started_;
+    if (nth > j_.max_restarts) {
+      std::fprintf(stderr,
+                   "ddprun: node %d: no joiner for rank %d: this node started its %d (--max-restarts counts "
+                   "joiners per node under --in-process-recovery, whichever of its agents started them); the "
+                   "others go on without it\n",
+                   j_.node_rank, slot.rank, j_.max_restarts);
+      continue;
+    }
     rank_process joiner = start_one(local, id);
     replaced_.push_back(std::move(slot));
     slot = std::move(joiner);
     std::fprintf(stderr,
                  "ddprun: started joiner %s (pid %d) in the slot of rank %d: the running ranks admit it at "
-                 "a commit (%d of --max-restarts %d on this node; --in-process-recovery)\n",
-                 id.c_str(), static_cast<int>(slot.pid), slot.rank, started_, j_.max_restarts);
+                 "a commit (%lld of --max-restarts %d on this node; --in-process-recovery)\n",
+                 id.c_str(), static_cast<int>(slot.pid), slot.rank, static_cast<long long>(nth),
+                 j_.max_restarts);
   }
   slots_to_fill_.clear();
 }

@@ -73,7 +73,6 @@ private:
   generations& gens_;
   std::function<void()> refresh_;
   std::vector<int> slots_to_fill_;     ///< local slots whose rank died since the last start()
-  int started_ = 0;                    ///< joiners started for dead ranks, against --max-restarts
   std::vector<rank_process> replaced_; ///< the processes joiners replaced (their output still drains)
   clock::time_point ending_since_ = clock::time_point::max(); ///< when the job's end was first seen
   bool ended_ = false;                                        ///< the store said a rank's loop returned
