@@ -36,4 +36,9 @@ std::string ends_record_key(int round, int node, int incarnation) {
          std::to_string(incarnation);
 }
 
+std::string counted_key(int round, int node, int incarnation) {
+  return "ddprun/r" + std::to_string(round) + "/ipr/counted/" + std::to_string(node) + "/" +
+         std::to_string(incarnation);
+}
+
 } // namespace ddprun

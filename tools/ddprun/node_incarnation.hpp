@@ -40,5 +40,7 @@ bool count_incarnation_lost(ddp::tcp_store& s, int node, int incarnation);
 
 /// The store key of an incarnation's record of its ranks' ends.
 std::string ends_record_key(int round, int node, int incarnation);
+/// The store key node 0 sets, before its verdict, for each record it counted in the verdict.
+std::string counted_key(int round, int node, int incarnation);
 
 } // namespace ddprun

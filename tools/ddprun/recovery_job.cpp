@@ -105,6 +105,7 @@ int host_end(job& j, int round, const std::vector<rank_end>& own, end_wait& w) {
       if (auto v = store.try_get(ends_record_key(round, *it, inc))) {
         read_ends(*v, ends);
         live.push_back(*it);
+        store.set(counted_key(round, *it, inc), "1");
       } else if (!hb.lapsed(store, *it)) {
         ++it;
         continue;
@@ -150,6 +151,15 @@ int member_end(job& j, int round, const std::vector<rank_end>& own, end_wait& w)
       if (auto code = interrupted(j, round, w)) return *code;
       if (auto got = j.store->try_get(ipr_key(round, "verdict"))) {
         v = *got;
+        // An agent that rejoined as the job ended: node 0 decided without its ranks.
+        if (j.incarnation > 1 && !j.store->check({counted_key(round, j.node_rank, j.incarnation)})) {
+          std::fprintf(stderr,
+                       "ddprun: node %d: the job ended as this agent rejoined it: node 0 decided its end "
+                       "without this agent's ranks (ddprun exits with %d; --in-process-recovery, "
+                       "docs/elastic.md, A lost node rejoins)\n",
+                       j.node_rank, rejoin_after_end_exit_code);
+          return rejoin_after_end_exit_code;
+        }
         break;
       }
       if (!w.stop) w.stop = user_stop_recorded(*j.store, round);
