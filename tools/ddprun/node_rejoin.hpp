@@ -9,21 +9,24 @@
 //      no verdict. Otherwise it starts nothing and exits with rejoin_after_end_exit_code (3).
 //   2. the job's ranks admit joiners: node 0's agent ran with --max-restarts >= 1 (it records
 //      so in the store; every agent must give the same N, as for joiners) and so does this one.
-//   3. the node's earlier agent is lost: its heartbeat counter (agent_heartbeat.hpp) stands still
-//      for a whole --heartbeat-timeout, by this agent's clock. One that moves is a live agent:
-//      the node rank is taken, and this one is refused (2), naming it.
-//   4. it wins the rejoin: among agents started at once for the same lost agent, the first to
-//      add to a key named by the heartbeat count it saw standing still goes on; the others are
-//      refused (2). A later rejoin, after this one is lost too, sees another count.
-//   5. the node has rejoined fewer than --max-restarts times (counted in the store, per node).
-// Then it beats the node's heartbeat (node 0 waits for its record of the ranks' ends as for
-// any live node) and starts every local rank as a joiner (joiner_slots.hpp: identities unique
-// in the job), which the running generation's rank 0 admits at its next commit and the new
-// generation's rank 0 (a survivor) sends the state: the world grows back. A rejoined node lost
-// again is a lost node like any other, and may rejoin again within --max-restarts. Refused
-// agents start no rank. Every wait above is bounded: the heartbeat watch by --heartbeat-timeout,
-// each store request by it too; the user's signal during the watch ends the agent at once
-// (128 + signal), starting no rank.
+//   3. no user's stop is recorded, node 0 has not counted the node lost for good
+//      (Note [A node's incarnations]), and the node has rejoined fewer than --max-restarts
+//      times: checked before any key is taken, so a refused agent locks nobody out.
+//   4. the node's agent is lost: its heartbeat counter (agent_heartbeat.hpp) stands still for a
+//      whole --heartbeat-timeout, by this agent's clock, and then no job rank of the node is a
+//      member of the latest generation (a stalled agent's ranks train on: the survivors drop
+//      them within their DDP_TIMEOUT), waited for at most 2 x DDP_TIMEOUT + 10 s. A counter
+//      that moves is a live agent: the node rank is taken, and this one is refused (2).
+//   5. it wins the lost incarnation's place, one atomic key shared with node 0's count of the
+//      node as lost: the others are refused (2), naming which took it.
+// Then it beats the node's heartbeat at once (node 0 waits for the new incarnation's record of
+// the ranks' ends as for any live node) and starts every local rank as a joiner
+// (joiner_slots.hpp: identities unique in the job), which the running generation's rank 0
+// admits at its next commit and the new generation's rank 0 (a survivor) sends the state: the
+// world grows back. A rejoined node lost again is a lost node like any other, and may rejoin
+// again within --max-restarts. Refused agents start no rank. Every wait above is bounded: the
+// watch by --heartbeat-timeout and the members' wait, each store request by its timeout; the
+// user's signal during the watch ends the agent at once (128 + signal), starting no rank.
 #pragma once
 
 #include "options.hpp"
