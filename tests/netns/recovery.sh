@@ -229,7 +229,7 @@ case_node1_lost() {
     --master-port 29500 --no-prefix "$worker" recover "$work/node1_lost" $total $every $step_ms \
     >"$work/node1_again.1" 2>&1
   again=$?
-  [ $again -eq 2 ] && grep -q 'rejoins a running in-process-recovery job only when every agent, this one too, runs with --max-restarts' "$work/node1_again.1" ||
+  [ $again -eq 2 ] && grep -q 'rejoins a running in-process-recovery job only with --max-restarts N >= 1' "$work/node1_again.1" ||
     fail "node1_lost: node 1's agent started again was not refused (exit $again)"
   grep -q '^PID rank=' "$work/node1_again.1" && fail "node1_lost: node 1's agent started again started ranks"
   finish 0
@@ -568,7 +568,7 @@ case_rejoined_lost() {
     $total $every $step_ms >"$work/third_again.1" 2>&1
   again=$?
   touch "$work/rejoined_lost/resume.0.61"
-  [ $again -eq 2 ] && grep -q 'the node has rejoined 1 time already, --max-restarts 1: starting no rank' "$work/third_again.1" ||
+  [ $again -eq 2 ] && grep -q 'the node has rejoined 1 time already, --max-restarts 1; the others go on without it; starting no rank' "$work/third_again.1" ||
     fail "rejoined_lost: a third agent for node 1 was not refused for --max-restarts 1 (exit $again)"
   ! grep -q 'PID rank=' "$work/third_again.1" || fail "rejoined_lost: the refused third agent started ranks"
   finish 0
@@ -590,7 +590,7 @@ agent1_alive_refused() {
     --master-addr "$DDP_NETNS_ADDR0" --master-port 29500 --no-prefix "$worker" recover "$work/$name" \
     $total $every $step_ms >"$work/alive_again.1" 2>&1
   again=$?
-  [ $again -eq 2 ] && grep -q "node 1's agent is alive (its heartbeat moved within 2 s): --node-rank 1 is taken" \
+  [ $again -eq 2 ] && grep -q "node 1's agent is alive (its heartbeat moved): --node-rank 1 is taken" \
     "$work/alive_again.1" || fail "rejoin_ended: node 1's agent started again beside a live one was not refused (exit $again)"
   ! grep -q 'PID rank=' "$work/alive_again.1" || fail "rejoin_ended: node 1's agent refused beside a live one started ranks"
 }
