@@ -491,7 +491,7 @@ case_node_rejoin() {
   touch "$work/node_rejoin/resume.0.31"
   finish 0; rc0=$rc; finish 1
   [ $rc0 -eq 0 ] && [ $rc -eq 0 ] || fail "node_rejoin: node 0's ddprun exited with $rc0, node 1's started again with $rc"
-  grep -q "^ddprun: node 1: node 1's agent is lost (its heartbeat stood still for 2 s): rejoining the running job" \
+  grep -q "^ddprun: node 1: node 1's agent is lost (its heartbeat stood still for 2 s, and none of its ranks is a member): rejoining the running job" \
     "$work/node_rejoin_again.1" || fail "node_rejoin: node 1's agent started again did not say it rejoins"
   [ "$(grep -c '^RECOVERED generation=1 world=2 ' "$work/node_rejoin.0")" -eq 2 ] ||
     fail "node_rejoin: ranks 0 and 1 did not go on at world 2 (generation 1)"
