@@ -148,9 +148,16 @@ bool joiner_slots::joined(rank_process& r) {
   if (r.admitted_to == 0) {
     // No generation since its start took a joiner in its slot: not joined, and no store read.
     if (!gens_.joiner_entered_after(r.rank, r.started_after_generation)) return false;
+    // A claim read as waiting is read again only once a new generation is published: the one it
+    // is admitted to must be published before it counts, so no look in between can change that.
+    auto& read_at = claim_read_at_[r.pid];
+    if (read_at == gens_.latest()) return false;
     try {
       const auto c = ddp::detail::read_claim(*j_.store, r.joiner, prefix());
-      if (c.state == ddp::detail::joiner_claim::what::waiting) return false;
+      if (c.state == ddp::detail::joiner_claim::what::waiting) {
+        read_at = gens_.latest();
+        return false;
+      }
       r.admitted_to =
           c.state == ddp::detail::joiner_claim::what::admitted ? static_cast<int>(c.generation) : -1;
     } catch (const std::exception&) {

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,7 @@ private:
   std::function<void()> refresh_;
   std::vector<int> slots_to_fill_;     ///< local slots whose rank died since the last start()
   std::vector<rank_process> replaced_; ///< the processes joiners replaced (their output still drains)
+  std::map<pid_t, int> claim_read_at_; ///< the latest generation when a joiner's claim read waiting
   clock::time_point ending_since_ = clock::time_point::max(); ///< when the job's end was first seen
   bool ended_ = false;                                        ///< the store said a rank's loop returned
   clock::time_point next_end_check_ = clock::now();           ///< when a waiting joiner looks again
