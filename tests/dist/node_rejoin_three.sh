@@ -10,12 +10,13 @@
 #   lost_first:  node 2's agent and rank are killed, then node 0's rank and its joiner: node 0's
 #                agent, waiting for the job's end, counts node 2 lost. An agent started again
 #                for node 2 after that is refused (exit 2, naming node 0's count), starting no
-#                rank; nodes 0 and 1 exit 0 on rank 1's result.
+#                rank; nodes 0 and 1 exit 0 on rank 1's result. Before, an agent started again
+#                that the user stops (SIGTERM) during its heartbeat watch ends at once, 143.
 #   stalled_agent: node 2's agent is stopped (SIGSTOP) while its rank trains on; an agent started
 #                again for node 2 sees the heartbeat stand still but rank 2 a member, waits, and is
 #                refused (exit 2) once the stopped agent goes on (SIGCONT): never a world of 4.
 # A job rank held at a step (ELASTIC_PAUSE) until the test's event keeps the job running however
-# loaded the machine (~25 s in all).
+# loaded the machine (~35 s in all).
 #   node_rejoin_three.sh DDPRUN ELASTIC_RECOVERY_WORKER [CASE...]
 set -u
 ddprun=$1; worker=$2; shift 2
@@ -100,6 +101,14 @@ case_lost_first() {
   ELASTIC_PAUSE=1:300:20000 start $n
   await "$n: rank 0 did not reach step 30" 30 '^STEP 30 ' $n.node0.log
   kill -9 "$p2" "$(pid_in PID 2 $n.node2.log)"; wait "$p2" 2>/dev/null; p2=
+  # First an agent started again that the user stops during its heartbeat watch: it ends at once.
+  agent $n 2 $n.node2s.log; p3=$agent
+  await "$n: the agent started again did not watch the heartbeat" 20 'watching its heartbeat' $n.node2s.log
+  kill -TERM "$p3"
+  ended "$p3" 5 "$n: the agent started again, stopped by the user during its watch"; p3=
+  [ $rc -eq 143 ] && grep -q 'got signal 15 while watching' "$dir/$n.node2s.log" ||
+    fail "$n: the agent stopped during its watch exited $rc, not 143 with its line"
+  grep -q 'JOINER-PID' "$dir/$n.node2s.log" && fail "$n: the agent stopped during its watch started a joiner"
   kill -9 "$(pid_in PID 0 $n.node0.log)"
   await "$n: node 0 started no joiner" 20 '^JOINER-PID rank=0 ' $n.node0.log
   kill -9 "$(pid_in JOINER-PID 0 $n.node0.log)"
