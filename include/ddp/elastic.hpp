@@ -347,13 +347,21 @@ template <class Model, class Loop> [[nodiscard]] bool run(state<Model>& st, Loop
   // while the next one meets, or forms its mesh, is one in that generation.
   detail::elastic_survivor me{pg ? pg->rank() : 0, job.node_rank};
   int size = pg ? pg->size() : 0;
-  bool joining = admitted_to > 0; // until its first restore: it holds no commit
-  detail::joiner_registry seen;   // what this rank, as a group's rank 0, read of the registry
+  bool joining = admitted_to > 0;             // until its first restore: it holds no commit
+  detail::joiner_registry seen;               // what this rank, as a group's rank 0, read of the registry
+  std::vector<std::int64_t> member_job_ranks; // of generation `members_of`, for rank 0's admissions
+  auto members_of = std::numeric_limits<std::uint64_t>::max();
   if (joins && detail::joiners_possible())
     st.admit_ = [&] {
+      if (members_of != generation) { // every rank runs this at the same commit: all gather
+        const std::vector<std::int64_t> mine{job_rank};
+        member_job_ranks.assign(static_cast<std::size_t>(pg->size()), 0);
+        pg->all_gather(mine, member_job_ranks);
+        members_of = generation;
+      }
       std::string ids;
       if (pg->rank() == 0)
-        for (const auto& e : detail::admit_waiting_joiners(*joins, generation + 1, seen))
+        for (const auto& e : detail::admit_waiting_joiners(*joins, generation + 1, seen, member_job_ranks))
           ids += (ids.empty() ? "" : " ") + e.id;
       std::vector<std::int64_t> n{static_cast<std::int64_t>(ids.size())};
       pg->broadcast(n, 0); // every rank runs it at the same commit: all agree

@@ -14157,9 +14157,12 @@ DDP_INLINE void refresh_registry(tcp_store& s, joiner_registry& r, const std::st
 
 /// The group's rank 0, at a commit of generation `next_generation - 1`: admits every waiting
 /// joiner to `next_generation`; those it admitted, in registration order. `seen` carries what
-/// earlier commits read (a fresh one reads the whole registry).
-DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation,
-                                                           joiner_registry& seen);
+/// earlier commits read (a fresh one reads the whole registry). A joiner whose slot's job rank is
+/// in `member_job_ranks` (the running generation's) stays waiting: that rank is not lost, its
+/// agent only stalled, and two processes must never hold one job rank.
+DDP_INLINE std::vector<joiner_entry>
+admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation, joiner_registry& seen,
+                      const std::vector<std::int64_t>& member_job_ranks = {});
 DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation);
 /// The joiners whose decision names `generation`, lost or not (`seen`: as above): a meeting
 /// with any was called by an admission.
@@ -14589,13 +14592,21 @@ template <class Model, class Loop> [[nodiscard]] bool run(state<Model>& st, Loop
   // while the next one meets, or forms its mesh, is one in that generation.
   detail::elastic_survivor me{pg ? pg->rank() : 0, job.node_rank};
   int size = pg ? pg->size() : 0;
-  bool joining = admitted_to > 0; // until its first restore: it holds no commit
-  detail::joiner_registry seen;   // what this rank, as a group's rank 0, read of the registry
+  bool joining = admitted_to > 0;             // until its first restore: it holds no commit
+  detail::joiner_registry seen;               // what this rank, as a group's rank 0, read of the registry
+  std::vector<std::int64_t> member_job_ranks; // of generation `members_of`, for rank 0's admissions
+  auto members_of = std::numeric_limits<std::uint64_t>::max();
   if (joins && detail::joiners_possible())
     st.admit_ = [&] {
+      if (members_of != generation) { // every rank runs this at the same commit: all gather
+        const std::vector<std::int64_t> mine{job_rank};
+        member_job_ranks.assign(static_cast<std::size_t>(pg->size()), 0);
+        pg->all_gather(mine, member_job_ranks);
+        members_of = generation;
+      }
       std::string ids;
       if (pg->rank() == 0)
-        for (const auto& e : detail::admit_waiting_joiners(*joins, generation + 1, seen))
+        for (const auto& e : detail::admit_waiting_joiners(*joins, generation + 1, seen, member_job_ranks))
           ids += (ids.empty() ? "" : " ") + e.id;
       std::vector<std::int64_t> n{static_cast<std::int64_t>(ids.size())};
       pg->broadcast(n, 0); // every rank runs it at the same commit: all agree
@@ -28142,14 +28153,17 @@ DDP_INLINE void refresh_registry(tcp_store& s, joiner_registry& r, const std::st
     }
 }
 
-DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation,
-                                                           joiner_registry& seen) {
+DDP_INLINE std::vector<joiner_entry>
+admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation, joiner_registry& seen,
+                      const std::vector<std::int64_t>& member_job_ranks) {
   refresh_registry(s, seen);
   std::vector<joiner_entry> admitted;
   for (std::size_t k = 0; k < seen.entries.size(); ++k) {
     auto& c = seen.claims[k];
     if (c.state != joiner_claim::what::waiting) continue; // decided for good
     const auto& e = seen.entries[k];
+    if (std::find(member_job_ranks.begin(), member_job_ranks.end(), e.job_rank) != member_job_ranks.end())
+      continue; // its slot's rank still runs: admitted later, once the job has lost it, or never
     if ((c = read_claim(s, e.id)).state != joiner_claim::what::waiting) continue;
     c = settle_claim(s, e.id, static_cast<std::int64_t>(next_generation));
     if (c.state == joiner_claim::what::admitted && c.generation == next_generation) admitted.push_back(e);

@@ -114,7 +114,7 @@ grep -q '^RESULT ok job_rank=0 .*generation=3 world=1 ' "$dir/joined_left_out.no
   fail "joined_left_out: rank 0 did not finish alone in generation 3"
 grep -q "joiner rank1.1 of rank 1 (pid $jp) was killed by signal \(15\|9\) " "$dir/joined_left_out.node1.log" ||
   fail "joined_left_out: node 1's agent did not end the joined, stopped joiner"
-grep -q 'the job succeeded: every rank of generation 3 (1 ranks) finished well' "$dir/joined_left_out.node1.log" ||
+grep -q 'the job succeeded: every rank of generation 3 (1 rank) finished well' "$dir/joined_left_out.node1.log" ||
   fail "joined_left_out: node 1's verdict is not generation 3's"
 echo "joined_left_out: joined generation 2, stopped, ended by node 1's agent; generation 3 finished, both agents exited 0"
 echo "PASSED"

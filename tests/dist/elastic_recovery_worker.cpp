@@ -23,6 +23,8 @@
 // instead of PID, starts from other initial values (only the survivors' state can put it on the
 // trajectory), prints JOINED with the step it received, and "JOINER ended-without" (exit 0) when
 // the job ended before admitting it; ELASTIC_JOINER_EXIT0 makes it exit 0 at once, without joining.
+// ELASTIC_HOLD_END=RANK holds job rank RANK after its loop returned until OUT/resume.end.RANK
+// exists (60 s at most): the job has ended, and node 0's agent still serves its store.
 // Each training job checks its final parameters against single-process training of the same
 // global batches and dumps them to OUT/params.<rank>.
 #include "../support/mlp.hpp"
@@ -169,6 +171,20 @@ void pause_if_asked(const std::vector<pause_spec>& pauses, const std::string& ou
       while (std::chrono::steady_clock::now() < until && ::access(resume.c_str(), F_OK) != 0)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
+}
+
+/// ELASTIC_HOLD_END=RANK: job rank RANK, its loop returned (the job's end is in the store),
+/// prints HELD-END and stays until OUT/resume.end.RANK exists (60 s at most), so its agent, and
+/// the store it serves on node 0, outlive the job's end for as long as a test needs.
+void hold_end_if_asked(const std::string& out, int job_rank) {
+  const char* h = std::getenv("ELASTIC_HOLD_END");
+  if (!h || std::atoi(h) != job_rank) return;
+  std::printf("HELD-END rank=%d\n", job_rank);
+  std::fflush(stdout);
+  const std::string resume = out + "/resume.end." + std::to_string(job_rank);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < until && ::access(resume.c_str(), F_OK) != 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
 /// The process's start: its PID line (JOINER-PID for a joiner ddprun started), and whether it is one.
@@ -337,6 +353,7 @@ int recover(const std::string& out, int total, int every, int step_ms, bool brok
   const int code =
       finish(out, net, job_rank,
              "generation=" + std::to_string(st.generation()) + " world=" + std::to_string(world), total);
+  hold_end_if_asked(out, job_rank);
   int exit_rank = -1, exit_code = 0;
   if (const char* e = std::getenv("ELASTIC_EXIT")) std::sscanf(e, "%d:%d", &exit_rank, &exit_code);
   return code == 0 && job_rank == exit_rank ? exit_code : code;

@@ -11,7 +11,8 @@
 #               on at world 2 while node 0's ddprun serves the store with no rank of its own
 #   node1_lost  kill -9 of node 1's ddprun and both its ranks: ranks 0 and 1 go on at world 2,
 #               and node 0's ddprun serves until node 1's heartbeat lapses, then exits 0; node 1's
-#               agent started again meanwhile is refused (exit 2), starting no rank
+#               agent started again meanwhile, without --max-restarts, is refused (exit 2),
+#               starting no rank
 #   stuck_left_out  rank 3 stuck outside collectives (DDP_TIMEOUT=2s) when rank 1 is killed: the
 #               meeting leaves it out, node 1's ddprun kills it at its bound (2 x DDP_TIMEOUT +
 #               10 s, ~14 s) while rank 2 goes on: ranks 0 and 2 finish at world 2
@@ -39,8 +40,20 @@
 #               slot, the running ranks admit it at a commit and send it their state: generation
 #               2 is world 4 again, every rank (the joiner too) ends on the uninterrupted run, and
 #               both nodes' ddprun give the one verdict, 0, of generation 2's 4 ranks
+#   node_rejoin (only when named) --max-restarts 1: node 1's ddprun and both its ranks killed
+#               after step 30; ranks 0 and 1 go on at world 2, node 1's agent started again
+#               rejoins: its ranks start as joiners, are admitted at a commit and sent the
+#               state; generation 2 is world 4, every rank ends on the uninterrupted run, both
+#               agents give generation 2's verdict. Prints REJOIN_MS: the agent's start to the
+#               first step of world 4
+#   rejoined_lost (only when named) node_rejoin's start, then node 1's rejoined agent and its
+#               joiners killed after step 60 (world 4): ranks 0 and 1 go on at world 2
+#               (generation 3), a third agent for node 1 is refused (--max-restarts 1 spent)
+#   rejoin_ended (only when named) an agent for node 1 started beside the live one is refused
+#               (2); node 1 then lost whole, rank 0 held after its loop returned: node 1's agent
+#               started again exits 3, starting no rank, and node 0's ddprun exits 0
 #   tests/netns/netns.sh -- sh tests/netns/recovery.sh DDPRUN ELASTIC_RECOVERY_WORKER [CASE...]
-# (every case but twice, link_down, user_stop and joiner by default; the uninterrupted run first in any
+# (every case but twice, link_down, user_stop, joiner and the rejoins by default; the uninterrupted run first in any
 # case). DDP_KEEP=1 keeps the work folder (the nodes' output: NAME.0, NAME.1) for a look.
 set -u
 ddprun=$1; worker=$2; shift 2
@@ -73,6 +86,7 @@ more_pauses=  # ELASTIC_PAUSE specs beside that one
 verdict_nodes="0 1" # the nodes whose ddprun lives to give the job's verdict
 wrap=         # a program the worker runs under (deaf.sh: SIGTERM ignored)
 restarts=     # ddprun flags beside --in-process-recovery (joiner: --max-restarts 1)
+before_kill=  # a function run once the trigger paused, before the kill
 
 # start NAME: ddprun on both nodes in the background; output in $work/NAME.N, agents' pids in
 # $agent0 and $agent1 (`ip netns exec` execs ddprun in place).
@@ -129,6 +143,7 @@ kill_after_step_30() {
     *) p=$(pid_of "$v"); [ -n "$p" ] || fail "$name: rank $v printed no PID"; victims="$victims $p" ;;
     esac
   done
+  [ -z "$before_kill" ] || $before_kill
   last_step=30
   kill_ns=$(date +%s%N)
   if [ -n "$link_down" ]; then
@@ -207,13 +222,14 @@ case_rank_node0() {
 case_node1_lost() {
   kill_after_step_30 node1_lost 2 3 agent1
   finish 1
-  # Node 1's agent started again (the same --node-rank) cannot rejoin the running job: refused.
+  # Node 1's agent started again (the same --node-rank) cannot rejoin a job started without
+  # --max-restarts (its ranks admit no joiners): refused.
   GLOO_SOCKET_IFNAME=$DDP_NETNS_IF1 timeout 20 ip netns exec "$DDP_NETNS1" "$ddprun" --in-process-recovery \
     --heartbeat-timeout 2 --nnodes 2 --node-rank 1 --nproc-per-node 2 --master-addr "$DDP_NETNS_ADDR0" \
     --master-port 29500 --no-prefix "$worker" recover "$work/node1_lost" $total $every $step_ms \
     >"$work/node1_again.1" 2>&1
   again=$?
-  [ $again -eq 2 ] && grep -q 'cannot rejoin a running in-process-recovery job' "$work/node1_again.1" ||
+  [ $again -eq 2 ] && grep -q 'rejoins a running in-process-recovery job only with --max-restarts N >= 1' "$work/node1_again.1" ||
     fail "node1_lost: node 1's agent started again was not refused (exit $again)"
   grep -q '^PID rank=' "$work/node1_again.1" && fail "node1_lost: node 1's agent started again started ranks"
   finish 0
@@ -434,6 +450,180 @@ case_joiner() {
       fail "joiner: node $n's verdict is not generation 2's 4 ranks"
   done
   echo "joiner: the joiner on node 1 received the commit of step $got"
+}
+
+# start_node1_again NAME [FLAGS...]: node 1's ddprun started again, as a scheduler would, with
+# the job's command; output in $work/NAME.1, its pid in $agent1.
+start_node1_again() {
+  again=$1; shift
+  GLOO_SOCKET_IFNAME=$DDP_NETNS_IF1 ip netns exec "$DDP_NETNS1" "$ddprun" --in-process-recovery "$@" \
+    --heartbeat-timeout 2 --grace-period 1 --nnodes 2 --node-rank 1 --nproc-per-node 2 \
+    --master-addr "$DDP_NETNS_ADDR0" --master-port 29500 --no-prefix "$worker" recover "$work/$name" \
+    $total $every $step_ms >"$work/$again.1" 2>&1 &
+  agent1=$!
+  pids="$pids $!"
+}
+
+# Node 1 lost whole (its ddprun and both ranks killed after step 30), then its agent started
+# again: it waits out the lost agent's heartbeat, starts both ranks as joiners, the survivors
+# (ranks 0 and 1, world 2) admit them at a commit and send the state: generation 2 is world 4.
+case_node_rejoin() {
+  # Rank 0 held after step 31 of generation 1 until both joiners registered (an event, not a
+  # time), so a commit after it admits them however loaded the machine.
+  restarts="--max-restarts 1" more_pauses=0:31:60000:1
+  kill_after_step_30 node_rejoin 2 3 agent1
+  more_pauses=
+  finish 1
+  i=0
+  until grep -q '^PAUSED rank=0 step=31$' "$work/node_rejoin.0" 2>/dev/null; do
+    i=$((i + 1)); [ $i -le 600 ] || fail "node_rejoin: ranks 0 and 1 did not reach step 31 at world 2 within 30 s"
+    sleep 0.05
+  done
+  rejoin_ns=$(date +%s%N)
+  start_node1_again node_rejoin_again --max-restarts 1
+  restarts=
+  i=0
+  until grep -q 'joiner rank2.1.*registered (job rank 2)' "$work/node_rejoin_again.1" 2>/dev/null &&
+    grep -q 'joiner rank3.1.*registered (job rank 3)' "$work/node_rejoin_again.1" 2>/dev/null; do
+    i=$((i + 1)); [ $i -le 600 ] || fail "node_rejoin: node 1's agent started again registered no joiners within 30 s"
+    sleep 0.05
+  done
+  touch "$work/node_rejoin/resume.0.31"
+  finish 0; rc0=$rc; finish 1
+  [ $rc0 -eq 0 ] && [ $rc -eq 0 ] || fail "node_rejoin: node 0's ddprun exited with $rc0, node 1's started again with $rc"
+  grep -q "^ddprun: node 1: node 1's agent is lost (its heartbeat stood still for 2 s, and none of its ranks is a member): rejoining the running job" \
+    "$work/node_rejoin_again.1" || fail "node_rejoin: node 1's agent started again did not say it rejoins"
+  [ "$(grep -c '^RECOVERED generation=1 world=2 ' "$work/node_rejoin.0")" -eq 2 ] ||
+    fail "node_rejoin: ranks 0 and 1 did not go on at world 2 (generation 1)"
+  for r in 2 3; do
+    got=$(sed -n "s/^JOINED id=rank$r.1 generation=2 world=4 rank=$r received_step=\([0-9]*\)\$/\1/p" "$work/node_rejoin_again.1")
+    [ -n "$got" ] && [ "$got" -gt 30 ] || fail "node_rejoin: joiner rank$r.1 received step '$got', not a commit after the kill"
+    jpid=$(sed -n "s/^JOINER-PID rank=$r pid=\([0-9]*\) .*/\1/p" "$work/node_rejoin_again.1")
+    grep -q "^RESULT ok job_rank=$r pid=$jpid generation=2 world=4 " "$work/node_rejoin_again.1" ||
+      fail "node_rejoin: joiner rank$r.1 did not finish ok at generation 2 of world 4"
+  done
+  for r in 0 1; do
+    pid=$(sed -n "s/^PID rank=$r pid=\([0-9]*\)\$/\1/p" "$work/node_rejoin.0")
+    grep -q "^RESULT ok job_rank=$r pid=$pid generation=2 world=4 " "$work/node_rejoin.0" ||
+      fail "node_rejoin: rank $r did not finish ok in its own process ($pid) at generation 2 of world 4"
+  done
+  [ "$(cat "$work/node_rejoin.0" "$work/node_rejoin_again.1" | grep -c '^RECOVERED generation=2 world=4 ')" -eq 4 ] ||
+    fail "node_rejoin: generation 2 is not the world of 4 with node 1's joiners"
+  for r in 0 1 2 3; do
+    d=$("$worker" compare "$work/node_rejoin/params.$r" "$work/ref/params.$r" | sed -n 's/^DIFF //p')
+    echo "node_rejoin: rank $r against the uninterrupted run: $d (tolerance $tol)"
+    awk -v d="$d" -v t="$tol" 'BEGIN { exit !(d <= t) }' || fail "node_rejoin: rank $r differs from the uninterrupted run by $d"
+  done
+  for f in node_rejoin.0 node_rejoin_again.1; do
+    [ "$(grep -c 'the job succeeded: every rank of generation 2 (4 ranks) finished well' "$work/$f")" -eq 1 ] ||
+      fail "node_rejoin: $f has not the one verdict of generation 2's 4 ranks"
+  done
+  full=$(cat "$work/node_rejoin.0" "$work/node_rejoin_again.1" | sed -n 's/^RECOVERED generation=2 .*first_step_ns=\([0-9]*\)$/\1/p' | sort -n | head -1)
+  echo "REJOIN_MS $(( (full - rejoin_ns) / 1000000 )) (node_rejoin: node 1's agent started again to the first step of world 4)"
+}
+
+# The rejoined node lost again: node 1's agent started again, its joiners in generation 2 (world
+# 4), then that agent and its joiners killed after step 60: ranks 0 and 1 go on at world 2
+# (generation 3), and a third agent for node 1 is refused, --max-restarts 1 spent on the rejoin.
+case_rejoined_lost() {
+  restarts="--max-restarts 1" more_pauses=0:31:60000:1,0:61:60000:3
+  kill_after_step_30 rejoined_lost 2 3 agent1
+  more_pauses=
+  finish 1
+  i=0
+  until grep -q '^PAUSED rank=0 step=31$' "$work/rejoined_lost.0" 2>/dev/null; do
+    i=$((i + 1)); [ $i -le 600 ] || fail "rejoined_lost: ranks 0 and 1 did not reach step 31 at world 2 within 30 s"
+    sleep 0.05
+  done
+  export ELASTIC_PAUSE=2:60:60000:2
+  start_node1_again rejoined_lost_again --max-restarts 1
+  unset ELASTIC_PAUSE
+  restarts=
+  i=0
+  until grep -q 'joiner rank2.1.*registered (job rank 2)' "$work/rejoined_lost_again.1" 2>/dev/null &&
+    grep -q 'joiner rank3.1.*registered (job rank 3)' "$work/rejoined_lost_again.1" 2>/dev/null; do
+    i=$((i + 1)); [ $i -le 600 ] || fail "rejoined_lost: node 1's agent started again registered no joiners within 30 s"
+    sleep 0.05
+  done
+  touch "$work/rejoined_lost/resume.0.31"
+  i=0
+  until grep -q '^PAUSED rank=2 step=60$' "$work/rejoined_lost_again.1" 2>/dev/null; do
+    i=$((i + 1)); [ $i -le 600 ] || fail "rejoined_lost: joiner rank2.1 did not reach step 60 at world 4 within 30 s"
+    sleep 0.05
+  done
+  j2=$(sed -n 's/^JOINER-PID rank=2 pid=\([0-9]*\) .*/\1/p' "$work/rejoined_lost_again.1")
+  j3=$(sed -n 's/^JOINER-PID rank=3 pid=\([0-9]*\) .*/\1/p' "$work/rejoined_lost_again.1")
+  kill_ns=$(date +%s%N)
+  kill -9 "$agent1" $j2 $j3 || fail "rejoined_lost: node 1's rejoined agent or a joiner had ended before the kill"
+  last_step=60
+  finish 1
+  i=0
+  until grep -q '^PAUSED rank=0 step=61$' "$work/rejoined_lost.0" 2>/dev/null; do
+    i=$((i + 1)); [ $i -le 600 ] || fail "rejoined_lost: ranks 0 and 1 did not reach step 61 at world 2 within 30 s"
+    sleep 0.05
+  done
+  GLOO_SOCKET_IFNAME=$DDP_NETNS_IF1 timeout 20 ip netns exec "$DDP_NETNS1" "$ddprun" --in-process-recovery \
+    --max-restarts 1 --heartbeat-timeout 2 --nnodes 2 --node-rank 1 --nproc-per-node 2 \
+    --master-addr "$DDP_NETNS_ADDR0" --master-port 29500 --no-prefix "$worker" recover "$work/$name" \
+    $total $every $step_ms >"$work/third_again.1" 2>&1
+  again=$?
+  touch "$work/rejoined_lost/resume.0.61"
+  [ $again -eq 2 ] && grep -q 'the node has rejoined 1 time already, --max-restarts 1; the others go on without it; starting no rank' "$work/third_again.1" ||
+    fail "rejoined_lost: a third agent for node 1 was not refused for --max-restarts 1 (exit $again)"
+  ! grep -q 'PID rank=' "$work/third_again.1" || fail "rejoined_lost: the refused third agent started ranks"
+  finish 0
+  [ $rc -eq 0 ] || fail "rejoined_lost: node 0's ddprun exited with $rc"
+  [ "$(cat "$work/rejoined_lost.0" "$work/rejoined_lost_again.1" | grep -c '^RECOVERED generation=2 world=4 ')" -eq 4 ] ||
+    fail "rejoined_lost: generation 2 is not the world of 4 with node 1's joiners"
+  gen=3
+  verdict_nodes=0
+  survived rejoined_lost 2 0 1
+  gen=1 verdict_nodes="0 1"
+  grep -q 'the job succeeded: every rank of generation 3 (2 ranks) finished well' "$work/rejoined_lost.0" ||
+    fail "rejoined_lost: node 0's verdict is not generation 3's 2 ranks"
+}
+
+# agent1_alive_refused: node 1's agent started again while the first one lives is refused (2).
+agent1_alive_refused() {
+  GLOO_SOCKET_IFNAME=$DDP_NETNS_IF1 timeout 20 ip netns exec "$DDP_NETNS1" "$ddprun" --in-process-recovery \
+    --max-restarts 1 --heartbeat-timeout 2 --nnodes 2 --node-rank 1 --nproc-per-node 2 \
+    --master-addr "$DDP_NETNS_ADDR0" --master-port 29500 --no-prefix "$worker" recover "$work/$name" \
+    $total $every $step_ms >"$work/alive_again.1" 2>&1
+  again=$?
+  [ $again -eq 2 ] && grep -q "node 1's agent is alive (its heartbeat moved): --node-rank 1 is taken" \
+    "$work/alive_again.1" || fail "rejoin_ended: node 1's agent started again beside a live one was not refused (exit $again)"
+  ! grep -q 'PID rank=' "$work/alive_again.1" || fail "rejoin_ended: node 1's agent refused beside a live one started ranks"
+}
+
+# Node 1's agent started again beside the live one: refused (2); node 1 then lost whole, ranks
+# 0 and 1 finish at world 2, rank 0 held after its loop (the job's end is in the store, node 0
+# still serves it): node 1's agent started again exits 3, starting nothing.
+case_rejoin_ended() {
+  restarts="--max-restarts 1" before_kill=agent1_alive_refused
+  export ELASTIC_HOLD_END=0
+  kill_after_step_30 rejoin_ended 2 3 agent1
+  unset ELASTIC_HOLD_END
+  restarts= before_kill=
+  finish 1
+  i=0
+  until grep -q '^HELD-END rank=0$' "$work/rejoin_ended.0" 2>/dev/null; do
+    i=$((i + 1)); [ $i -le 600 ] || fail "rejoin_ended: rank 0 did not end its loop within 30 s"
+    sleep 0.05
+  done
+  GLOO_SOCKET_IFNAME=$DDP_NETNS_IF1 timeout 20 ip netns exec "$DDP_NETNS1" "$ddprun" --in-process-recovery \
+    --max-restarts 1 --heartbeat-timeout 2 --nnodes 2 --node-rank 1 --nproc-per-node 2 \
+    --master-addr "$DDP_NETNS_ADDR0" --master-port 29500 --no-prefix "$worker" recover "$work/$name" \
+    $total $every $step_ms >"$work/ended_again.1" 2>&1
+  again=$?
+  touch "$work/rejoin_ended/resume.end.0"
+  [ $again -eq 3 ] && grep -q 'the job this agent would rejoin has ended' "$work/ended_again.1" ||
+    fail "rejoin_ended: node 1's agent started after the job's end exited $again, not 3 with its message"
+  ! grep -q 'PID rank=' "$work/ended_again.1" || fail "rejoin_ended: node 1's agent started after the job's end started ranks"
+  finish 0
+  [ $rc -eq 0 ] || fail "rejoin_ended: node 0's ddprun exited with $rc"
+  verdict_nodes=0
+  survived rejoin_ended 2 0 1
+  verdict_nodes="0 1"
 }
 
 for c in ${cases:-rank_node1 rank_node0 node1_lost stuck_left_out host_lost}; do

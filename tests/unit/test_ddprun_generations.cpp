@@ -74,21 +74,44 @@ TEST_CASE("a joiner is named by the slot it was started in, and dated by the gen
   CHECK_FALSE(g.member_since_above(2, 2));
 }
 
-TEST_CASE("a joiner that joined, then was left out, has still joined: it no longer waits") {
+TEST_CASE("a joiner that joined, then was left out, has still entered: it no longer waits") {
   auto s = serving();
   ddprun::generations g(2);
   publish(s, 1, "0 0\n"); // job rank 1 lost; a joiner started in its slot after generation 1
   CHECK(g.update(s, 0));
-  CHECK_FALSE(g.joiner_joined_after(1, 1));
+  CHECK_FALSE(g.joiner_entered_after(1, 1));
   publish(s, 2, "0 0\n" + std::to_string((1 << 24) + 1) + " 1\n");
   CHECK(g.update(s, 0));
-  CHECK(g.joiner_joined_after(1, 1));
+  CHECK(g.joiner_entered_after(1, 1));
+  CHECK(g.joiner_entered(1, 2));
+  CHECK(g.member_entered_at(1, 2));
   publish(s, 3, "0 0\n"); // the meeting of generation 3 left it out
   CHECK(g.update(s, 0));
   CHECK_FALSE(g.member(1));
-  CHECK(g.joiner_joined_after(1, 1));       // joined, then left out: not a joiner that waits
-  CHECK_FALSE(g.joiner_joined_after(1, 3)); // a later joiner in the slot has not joined
-  CHECK_FALSE(g.joiner_joined_after(0, 0)); // no joiner ever entered rank 0's slot
+  CHECK(g.joiner_entered(1, 2)); // joined, then left out: not a joiner that waits
+  CHECK_FALSE(g.member_entered_at(1, 2));
+  CHECK_FALSE(g.joiner_entered_after(1, 3)); // a later joiner in the slot has not joined
+  CHECK_FALSE(g.joiner_entered_after(0, 0)); // no joiner ever entered rank 0's slot
+}
+
+TEST_CASE("two joiners of one slot entered different generations: each is told by its own") {
+  auto s = serving();
+  ddprun::generations g(2);
+  publish(s, 1, "0 0\n");                                          // job rank 1 lost
+  publish(s, 2, "0 0\n" + std::to_string((1 << 24) + 1) + " 1\n"); // rank1.1 admitted to 2
+  CHECK(g.update(s, 0));
+  // rank1.1 then died; its agent started rank1.2 when generation 2 was the latest, and
+  // generation 3 left rank1.1 out: a generation above rank1.2's start has a joiner in the slot
+  // only if one is rank1.2's own admission.
+  publish(s, 3, "0 0\n");
+  CHECK(g.update(s, 0));
+  CHECK_FALSE(g.joiner_entered_after(1, 2));
+  CHECK_FALSE(g.joiner_entered(1, 3));
+  publish(s, 4, "0 0\n" + std::to_string((1 << 24) + 1) + " 1\n"); // rank1.2 admitted to 4
+  CHECK(g.update(s, 0));
+  CHECK(g.joiner_entered(1, 4));
+  CHECK(g.member_entered_at(1, 4));
+  CHECK_FALSE(g.member_entered_at(1, 2)); // the member of generation 4 is not rank1.1
 }
 
 TEST_CASE("a rank out of the generation before is ignored") {

@@ -249,3 +249,16 @@ TEST_CASE("an admitted joiner that never comes is waited for up to the last call
     CHECK(std::chrono::steady_clock::now() - t0 < 2s); // not the 3 s last call
   }
 }
+
+TEST_CASE(
+    "a joiner whose slot's job rank is still a member stays waiting: a stalled node's, not a lost one's") {
+  auto s = ddp_test::local_server(-1);
+  ddp::detail::register_joiner(s, {"rank2.2", 2, 2});
+  ddp::detail::joiner_registry seen;
+  CHECK(ddp::detail::admit_waiting_joiners(s, 3, seen, {0, 1, 2}).empty());
+  CHECK(ddp::detail::read_claim(s, "rank2.2").state == joiner_claim::what::waiting);
+  // The job lost rank 2: the next commit admits it.
+  const auto admitted = ddp::detail::admit_waiting_joiners(s, 4, seen, {0, 1});
+  REQUIRE(admitted.size() == 1);
+  CHECK(admitted[0].id == "rank2.2");
+}

@@ -12,7 +12,6 @@ generations::generations(int world_size) {
   for (int r = 0; r < world_size; ++r)
     members_.push_back(r);
   since_.assign(members_.size(), 0);
-  joiner_entered_.assign(members_.size(), 0);
 }
 
 bool generations::update(ddp::tcp_store& store, int round) {
@@ -33,8 +32,7 @@ bool generations::update(ddp::tcp_store& store, int round) {
         const int job_rank = old - ddp::detail::joiner_rank_base;
         next.push_back(job_rank);
         since.push_back(latest_ + 1);
-        if (job_rank >= 0 && job_rank < static_cast<int>(joiner_entered_.size()))
-          joiner_entered_[static_cast<std::size_t>(job_rank)] = latest_ + 1;
+        joiners_entered_.emplace_back(latest_ + 1, job_rank);
       }
     members_ = std::move(next);
     since_ = std::move(since);
@@ -59,9 +57,20 @@ bool generations::member_since_at_most(int job_rank, int after) const {
   return false;
 }
 
-bool generations::joiner_joined_after(int job_rank, int after) const {
-  return job_rank >= 0 && job_rank < static_cast<int>(joiner_entered_.size()) &&
-         joiner_entered_[static_cast<std::size_t>(job_rank)] > after;
+bool generations::member_entered_at(int job_rank, int generation) const {
+  for (std::size_t k = 0; k < members_.size(); ++k)
+    if (members_[k] == job_rank && since_[k] == generation) return true;
+  return false;
+}
+
+bool generations::joiner_entered_after(int job_rank, int after) const {
+  return std::any_of(joiners_entered_.begin(), joiners_entered_.end(),
+                     [&](const std::pair<int, int>& e) { return e.second == job_rank && e.first > after; });
+}
+
+bool generations::joiner_entered(int job_rank, int generation) const {
+  return std::find(joiners_entered_.begin(), joiners_entered_.end(), std::pair{generation, job_rank}) !=
+         joiners_entered_.end();
 }
 
 } // namespace ddprun

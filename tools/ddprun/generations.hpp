@@ -4,6 +4,7 @@
 
 #include <ddp/store.hpp>
 
+#include <utility>
 #include <vector>
 
 namespace ddprun {
@@ -23,17 +24,22 @@ public:
   /// above `after` (a joiner started when generation `after` was the latest), or at or below it.
   bool member_since_above(int job_rank, int after) const;
   bool member_since_at_most(int job_rank, int after) const;
-  /// Whether a joiner in `job_rank`'s slot entered some generation above `after`, whether or not
-  /// the latest still holds it: a joiner started when `after` was the latest has joined, and
-  /// left out later it is a left-out rank like any other, no longer one that waits.
-  bool joiner_joined_after(int job_rank, int after) const;
+  /// Whether the latest generation holds `job_rank` as the member that entered in `generation`.
+  bool member_entered_at(int job_rank, int generation) const;
+  /// Whether some joiner in `job_rank`'s slot entered a generation above `after`, whether or not
+  /// the latest still holds it. Only a hint: two joiners of one slot (the first published, then
+  /// dead) enter different generations, and only a joiner's own claim says which one is its.
+  bool joiner_entered_after(int job_rank, int after) const;
+  /// Whether `generation` took in a joiner in `job_rank`'s slot.
+  bool joiner_entered(int job_rank, int generation) const;
   const std::vector<int>& members() const { return members_; } ///< the latest's job ranks, in rank order
 
 private:
   int latest_ = 0;
   std::vector<int> members_;
-  std::vector<int> since_;          ///< the generation each member entered (0: the job's start)
-  std::vector<int> joiner_entered_; ///< per job rank: the last generation a joiner entered in its slot
+  std::vector<int> since_; ///< the generation each member entered (0: the job's start)
+  /// Every joiner that entered: {generation, job rank of its slot}.
+  std::vector<std::pair<int, int>> joiners_entered_;
 };
 
 } // namespace ddprun

@@ -26,6 +26,8 @@
 //   agent_heartbeat      agents' liveness, as the store's host sees it
 //   recovery_job         --in-process-recovery across nodes: the job's end, a user's stop
 //   generations          the generations every node's agent follows in the store
+//   joiner_slots         --max-restarts under --in-process-recovery: the joiners in dead ranks' slots
+//   node_rejoin          a lost node's agent started again: whether it may rejoin
 //   crash_report_library where --crash-report finds libddp_crash_report.so
 //
 // --crash-report preloads libddp_crash_report.so (tools/dev/crash_report.cpp) into every rank: a

@@ -57,7 +57,8 @@ void add_options(CLI::App& app, job& j, std::string& nnodes, std::string& endpoi
                  "every node); each rank sees the round in DDP_RESTART_ROUND. With --in-process-recovery: "
                  "nobody is stopped; a local rank that dies while the job goes on is replaced by a joiner in "
                  "its slot, which the running ranks admit at a commit and send their state, up to N joiners "
-                 "per node")
+                 "per node; and a lost node's agent started again (the same --node-rank) rejoins, its ranks "
+                 "as joiners, up to N times per node (docs/elastic.md, A lost node rejoins)")
       ->check(CLI::Range(0, 1000000));
   app.add_flag("--in-process-recovery", j.in_process_recovery,
                "a rank that fails does not stop the others: ranks under ddp::elastic::run go on in their "

@@ -36,6 +36,9 @@ struct job {
   /// --in-process-recovery: a rank's failure does not stop the others (ddp::elastic::run recovers
   /// in their processes); the round ends when every rank has exited. Across nodes: recovery_job.hpp.
   bool in_process_recovery = false;
+  /// Across nodes, this agent's incarnation of its node (node_incarnation.hpp): 1, or more for an
+  /// agent started again that took a lost one's place.
+  int incarnation = 1;
   /// With --max-restarts N: each node starts at most N joiners, one in the local slot of each of
   /// its ranks that dies while the job goes on (docs/elastic.md, "Joiners").
   bool starts_joiners() const { return in_process_recovery && max_restarts > 0; }

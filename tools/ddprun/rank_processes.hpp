@@ -30,6 +30,9 @@ struct rank_process {
   /// when it started (it can be a member only of a later one).
   std::string joiner;
   int started_after_generation = 0;
+  /// The generation its claim admitted it to, once read (0: not yet; -1: withdrawn, never a member).
+  int admitted_to = 0;
+  bool exit0_unjoined = false;  ///< a joiner that exited 0 without joining while the job ran
   bool ended_by_ddprun = false; ///< a joiner killed once the job had ended without it
 };
 

@@ -1,6 +1,8 @@
 #include "recovery_job.hpp"
 
 #include "agent_heartbeat.hpp"
+#include "node_incarnation.hpp"
+#include "node_rejoin.hpp"
 #include "signals.hpp"
 #include "verdict.hpp"
 
@@ -17,10 +19,6 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 constexpr auto look_every = std::chrono::milliseconds(100);
-
-std::string ipr_key(int round, const std::string& what) {
-  return "ddprun/r" + std::to_string(round) + "/ipr/" + what;
-}
 
 std::string ends_text(const std::vector<rank_end>& ends) {
   std::string s;
@@ -91,25 +89,36 @@ int host_end(job& j, int round, const std::vector<rank_end>& own, end_wait& w) {
   std::map<int, rank_end> ends;
   read_ends(ends_text(own), ends);
   std::vector<int> waiting, live;
-  for (int n = 1; n < j.nnodes; ++n)
+  std::map<int, int> incarnation; // of each node waited for: only its record counts
+  for (int n = 1; n < j.nnodes; ++n) {
     waiting.push_back(n);
+    incarnation[n] = 1;
+  }
   heartbeat_watch hb(j);
   bool said = false;
   const auto since = clock::now();
   while (!waiting.empty()) {
     if (auto code = interrupted(j, round, w)) return *code;
     for (auto it = waiting.begin(); it != waiting.end();) {
-      if (auto v = store.try_get(ipr_key(round, "done/" + std::to_string(*it)))) {
+      int& inc = incarnation[*it];
+      inc = current_incarnation(store, *it, inc).number; // an agent started again took its place
+      if (auto v = store.try_get(ends_record_key(round, *it, inc))) {
         read_ends(*v, ends);
         live.push_back(*it);
-      } else if (hb.lapsed(store, *it)) {
-        std::fprintf(stderr,
-                     "ddprun: node 0: node %d's agent is lost (its heartbeat stood still for %g s, "
-                     "--heartbeat-timeout): its ranks count as failed\n",
-                     *it, j.elastic.heartbeat_timeout);
-      } else {
+        store.set(counted_key(round, *it, inc), "1");
+      } else if (!hb.lapsed(store, *it)) {
         ++it;
         continue;
+      } else if (!count_incarnation_lost(store, *it, inc)) {
+        ++inc; // an agent started again took its place first: wait for that one's record
+        ++it;
+        continue;
+      } else {
+        std::fprintf(stderr,
+                     "ddprun: node 0: node %d's agent is lost (its heartbeat stood still for %g s, "
+                     "--heartbeat-timeout): its ranks count as failed; no agent may rejoin in its place "
+                     "now\n",
+                     *it, j.elastic.heartbeat_timeout);
       }
       it = waiting.erase(it);
     }
@@ -137,11 +146,20 @@ int host_end(job& j, int round, const std::vector<rank_end>& own, end_wait& w) {
 int member_end(job& j, int round, const std::vector<rank_end>& own, end_wait& w) {
   std::string v;
   try {
-    j.store->set(ipr_key(round, "done/" + std::to_string(j.node_rank)), ends_text(own));
+    j.store->set(ends_record_key(round, j.node_rank, j.incarnation), ends_text(own));
     for (;;) {
       if (auto code = interrupted(j, round, w)) return *code;
       if (auto got = j.store->try_get(ipr_key(round, "verdict"))) {
         v = *got;
+        // An agent that rejoined as the job ended: node 0 decided without its ranks.
+        if (j.incarnation > 1 && !j.store->check({counted_key(round, j.node_rank, j.incarnation)})) {
+          std::fprintf(stderr,
+                       "ddprun: node %d: the job ended as this agent rejoined it: node 0 decided its end "
+                       "without this agent's ranks (ddprun exits with %d; --in-process-recovery, "
+                       "docs/elastic.md, A lost node rejoins)\n",
+                       j.node_rank, rejoin_after_end_exit_code);
+          return rejoin_after_end_exit_code;
+        }
         break;
       }
       if (!w.stop) w.stop = user_stop_recorded(*j.store, round);
@@ -164,21 +182,21 @@ int member_end(job& j, int round, const std::vector<rank_end>& own, end_wait& w)
 
 } // namespace
 
+std::string ipr_key(int round, const std::string& what) {
+  return "ddprun/r" + std::to_string(round) + "/ipr/" + what;
+}
+
 bool recovers_across_nodes(const job& j) { return j.in_process_recovery && j.nnodes > 1 && !j.is_elastic(); }
 
 int run_recovery_job(job& j) {
-  // An agent started again for a node the job had (the same --node-rank) would start a
-  // generation 0 of its own beside the running one: refused (docs/elastic.md, Joiners).
+  // An agent started again for a node the job had (the same --node-rank) rejoins only in the
+  // place of a lost one (Note [A lost node's agent rejoins], node_rejoin.hpp).
+  auto start = round_start::fresh;
   try {
+    if (j.store->is_server()) record_joiners_admitted(j);
     if (j.store->add(ipr_key(0, "agent/" + std::to_string(j.node_rank)), 1) > 1) {
-      std::fprintf(
-          stderr,
-          "ddprun: node %d: this job already had an agent for --node-rank %d, and its ranks train on "
-          "without that node: an agent started again cannot rejoin a running in-process-recovery job "
-          "(its ranks would start a job of their own). Start it with the next job, or restart the "
-          "job from its checkpoint (docs/elastic.md, Joiners)\n",
-          j.node_rank, j.node_rank);
-      return 2;
+      if (auto code = check_node_rejoin(j)) return *code;
+      start = round_start::rejoining_node;
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ddprun: %s\n", store_host_lost(j, e.what()).c_str());
@@ -186,7 +204,15 @@ int run_recovery_job(job& j) {
   }
   std::unique_ptr<agent_heartbeat> beat; // node 0 serves the store: its loss is the job's end
   if (!j.store->is_server()) beat = std::make_unique<agent_heartbeat>(j, j.node_rank);
-  const round_outcome res = run_round(j, 0);
+  round_outcome res;
+  try {
+    res = run_round(j, 0, {}, start);
+  } catch (const std::exception& e) {
+    // A rejoin's start asks the store for its joiners' identities before it starts any.
+    if (start != round_start::rejoining_node) throw;
+    std::fprintf(stderr, "ddprun: %s\n", store_host_lost(j, e.what()).c_str());
+    return 1;
+  }
   // The round said why: the store's host lost, after the user's stop or not.
   if (res.store_host_lost) return res.user_stop ? 128 + res.user_stop->second : 1;
   return end_recovery_job(j, 0, res);

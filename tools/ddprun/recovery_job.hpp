@@ -38,6 +38,9 @@
 
 namespace ddprun {
 
+/// The store key of `what` in round `round`'s in-process recovery across nodes.
+std::string ipr_key(int round, const std::string& what);
+
 /// Whether this job recovers in process on several nodes (every agent follows the generations
 /// and waits for the job's verdict).
 bool recovers_across_nodes(const job& j);

@@ -2,6 +2,7 @@
 
 #include "failure_notes.hpp"
 #include "first_failure.hpp"
+#include "joiner_slots.hpp"
 #include "output_prefix.hpp"
 #include "rank_processes.hpp"
 #include "recovery_job.hpp"
@@ -9,7 +10,6 @@
 #include "signals.hpp"
 
 #include <ddp/detail/common/timeout.hpp>
-#include <ddp/detail/elastic/joiners.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -40,10 +40,16 @@ constexpr auto store_check_every = std::chrono::milliseconds(100);
 /// moves the stop schedule on.
 class round_watch {
 public:
-  round_watch(job& j, int round, const membership_check& check)
-      : j_(j), round_(round), check_(check), ranks_(start_ranks(j, round, notes_.file())),
+  round_watch(job& j, int round, const membership_check& check, round_start how)
+      : j_(j), round_(round), check_(check),
         grace_(std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(j.grace))),
-        watch_store_(coordinates_rounds(j)), generations_(j.nnodes * j.nproc) {}
+        watch_store_(coordinates_rounds(j)), generations_(j.nnodes * j.nproc),
+        joiners_(j, round, notes_.file(), grace_, ranks_, generations_, [this] { read_generations(); }) {
+    if (how == round_start::rejoining_node)
+      joiners_.start_in_every_slot();
+    else
+      ranks_ = start_ranks(j, round, notes_.file());
+  }
 
   round_outcome run() {
     for (;;) {
@@ -52,11 +58,11 @@ public:
         on_user_signal(*sig);
       for (auto& r : ranks_)
         pass_on_output(r);
-      for (auto& r : replaced_)
+      for (auto& r : joiners_.replaced())
         pass_on_output(r);
       reap();
-      start_joiners();
-      end_waiting_joiners();
+      joiners_.start(first_success_ns_ == 0 && !res_.user_signal && !store_host_lost_ && !remote_failure_);
+      joiners_.end_waiting(first_success_ns_ != 0);
       look_for_failure_elsewhere();
       follow_generations();
       watch_recovery();
@@ -70,7 +76,7 @@ public:
 private:
   void wait_for_output(std::chrono::milliseconds at_most) {
     std::vector<pollfd> fds{{user_signal_fd(), POLLIN, 0}};
-    for (auto* list : {&ranks_, &replaced_})
+    for (auto* list : {&ranks_, &joiners_.replaced()})
       for (auto& r : *list) {
         if (r.out >= 0) fds.push_back({r.out, POLLIN, 0});
         if (r.err >= 0) fds.push_back({r.err, POLLIN, 0});
@@ -138,15 +144,15 @@ private:
   void on_exit(rank_process& r, int status, std::int64_t pass_ns) {
     r.exited = true;
     r.status = status;
-    if (r.ended_by_ddprun) { // a joiner the job ended without (end_waiting_joiners)
-      withdraw_joiner(r);
+    if (r.ended_by_ddprun) { // a joiner the job ended without (joiner_slots::end_waiting)
+      joiners_.withdraw(r);
       r.status = 0; // the job's end is its members'
       return;
     }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
       // A joiner's exit 0 is the job's success only once it joined or the job ended: one that
       // withdrew while the job runs finished nothing.
-      if (r.joiner.empty() || joined(r) || job_ended_in_store()) {
+      if (r.joiner.empty() || joiners_.joined(r) || joiners_.job_ended_in_store()) {
         if (first_success_ns_ == 0) first_success_ns_ = pass_ns;
         return;
       }
@@ -154,17 +160,18 @@ private:
                    "ddprun: joiner %s (pid %d) exited 0 without joining while the job runs: counted as "
                    "a failed joiner, not a rank that finished\n",
                    r.joiner.c_str(), static_cast<int>(r.pid));
-      status = r.status = 1 << 8; // reads as exit code 1 from here on
+      r.exit0_unjoined = true;
+      status = r.status = 1 << 8; // counts as exit code 1 from here on; describe_end says what it was
     }
     failures_.push_back({r.dying_ns ? r.dying_ns : pass_ns, WIFSIGNALED(status) ? 0 : 1, r.rank,
-                         describe(status), exit_code_of(status), false});
+                         describe_end(r), exit_code_of(status), false});
     if (j_.in_process_recovery && !store_host_lost_ && !res_.user_signal) {
       // The survivors recover in their own processes (ddp::elastic::run): nobody is stopped.
       std::fprintf(stderr, "ddprun: %s %d (pid %d) %s; the other ranks go on (--in-process-recovery)\n",
                    r.joiner.empty() ? "rank" : ("joiner " + r.joiner + " of rank").c_str(), r.rank, r.pid,
-                   describe(status).c_str());
-      if (!r.joiner.empty()) withdraw_joiner(r);
-      if (j_.starts_joiners()) slots_to_fill_.push_back(r.rank - j_.node_rank * j_.nproc);
+                   describe_end(r).c_str());
+      if (!r.joiner.empty()) joiners_.withdraw(r);
+      if (j_.starts_joiners()) joiners_.slot_lost(r.rank - j_.node_rank * j_.nproc);
       arm_recovery_watch();
       return;
     }
@@ -194,117 +201,6 @@ private:
           stop_for_remote_failure("on another node: " + *v, reported_code(*v));
         }
     } catch (const std::exception& e) { std::fprintf(stderr, "ddprun: %s\n", e.what()); }
-  }
-
-  /// A joiner's agent saw it die: it withdraws it, so no rank admits it later; when a rank
-  /// admitted it first, the meeting it was admitted to is told not to wait for it
-  /// (Note [Admission by claim], ddp/detail/elastic/joiners.hpp).
-  void withdraw_joiner(const rank_process& r) {
-    if (joined(r)) return; // a member's loss: the survivors' meeting answers it as any rank's
-    const std::string prefix = joiners_prefix();
-    try {
-      const auto c = ddp::detail::settle_claim(*j_.store, r.joiner, ddp::detail::joiner_withdrawn, prefix);
-      if (c.state == ddp::detail::joiner_claim::what::admitted) {
-        ddp::detail::mark_joiner_lost(*j_.store, r.joiner, prefix);
-        std::fprintf(stderr,
-                     "ddprun: joiner %s was admitted to generation %llu but ended before it joined: that "
-                     "generation's meeting goes on without it (--in-process-recovery)\n",
-                     r.joiner.c_str(), static_cast<unsigned long long>(c.generation));
-      } else {
-        std::fprintf(stderr, "ddprun: joiner %s is withdrawn: no commit admits it (--in-process-recovery)\n",
-                     r.joiner.c_str());
-      }
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "ddprun: could not withdraw joiner %s: %s\n", r.joiner.c_str(), e.what());
-    }
-  }
-
-  /// --in-process-recovery --max-restarts N: a joiner in the slot of each local rank that died
-  /// while the job goes on, up to N on this node. Not once the job has ended (a rank on any node
-  /// finished its loop: the store says so), nor once the user stopped the job or the store's
-  /// host is lost: a joiner would only withdraw, and its end would stand in the slot for the
-  /// dead rank's.
-  void start_joiners() {
-    for (int local : slots_to_fill_) {
-      if (joiners_started_ >= j_.max_restarts) {
-        std::fprintf(
-            stderr,
-            "ddprun: node %d: no joiner for rank %d: this node started its %d (--max-restarts counts "
-            "joiners per node under --in-process-recovery); the others go on without it\n",
-            j_.node_rank, ranks_[static_cast<std::size_t>(local)].rank, j_.max_restarts);
-        continue;
-      }
-      if (first_success_ns_ != 0 || res_.user_signal || store_host_lost_ || remote_failure_ ||
-          job_ended_in_store())
-        break;
-      auto& slot = ranks_[static_cast<std::size_t>(local)];
-      const std::string id = "rank" + std::to_string(slot.rank) + "." + std::to_string(++joiners_started_);
-      read_generations();
-      replaced_.push_back(std::move(slot));
-      slot = start_joiner(j_, local, round_, notes_.file(), id);
-      slot.started_after_generation = generations_.latest();
-      std::fprintf(stderr,
-                   "ddprun: started joiner %s (pid %d) in the slot of rank %d: the running ranks admit it at "
-                   "a commit (%d of --max-restarts %d on this node; --in-process-recovery)\n",
-                   id.c_str(), static_cast<int>(slot.pid), slot.rank, joiners_started_, j_.max_restarts);
-    }
-    slots_to_fill_.clear();
-  }
-
-  /// Once the job has ended (a rank finished well here, or the store's end key says so for a
-  /// rank on any node), a joiner outside the latest generation has no part left: one that waits
-  /// learns it from the store and withdraws at once; one still there after the grace period is
-  /// stuck or stopped (or it joined, then a meeting left it out): it is killed, and its end is no
-  /// failure of the job's. Every node does this, so no node's agent waits on such a joiner.
-  void end_waiting_joiners() {
-    if (!j_.starts_joiners()) return;
-    const auto outside = [&](const rank_process& r) {
-      return !r.exited && !r.joiner.empty() && !r.ended_by_ddprun && !in_generation(r);
-    };
-    if (std::none_of(ranks_.begin(), ranks_.end(), outside)) return;
-    if (job_ending_since_ == never) {
-      if (first_success_ns_ == 0 && (clock::now() < next_end_check_ || !job_ended_in_store())) {
-        if (clock::now() >= next_end_check_) next_end_check_ = clock::now() + store_check_every;
-        return;
-      }
-      job_ending_since_ = clock::now();
-    }
-    if (clock::now() - job_ending_since_ < grace_) return;
-    read_generations();
-    for (auto& r : ranks_)
-      if (outside(r)) {
-        std::fprintf(stderr,
-                     "ddprun: joiner %s (pid %d) %s %g s after the job ended: the job ended without it; "
-                     "killing it (--in-process-recovery)\n",
-                     r.joiner.c_str(), static_cast<int>(r.pid),
-                     joined(r) ? "was left out of the latest generation" : "is still waiting", j_.grace);
-        r.ended_by_ddprun = true;
-        ::kill(r.pid, SIGKILL);
-      }
-  }
-
-  /// Whether the joiner in `r` has been a member of some generation: then a meeting that leaves
-  /// it out makes it a left-out rank like any other, not one that waits.
-  bool joined(const rank_process& r) const {
-    return !r.joiner.empty() && generations_.joiner_joined_after(r.rank, r.started_after_generation);
-  }
-
-  /// Whether a rank's loop returned, on any node (ddp::elastic::run marks it in the joiners'
-  /// scope); a store that does not answer counts as ended: no joiner is started on it.
-  bool job_ended_in_store() {
-    if (job_ended_) return true;
-    try {
-      job_ended_ = ddp::detail::job_ended(*j_.store, joiners_prefix());
-    } catch (const std::exception&) { return true; }
-    return job_ended_;
-  }
-
-  std::string joiners_prefix() const { return "r" + std::to_string(round_) + "/join/"; }
-
-  /// Whether the latest generation holds the process in `r`'s slot: a joiner only once it joined.
-  bool in_generation(const rank_process& r) const {
-    return r.joiner.empty() ? generations_.member(r.rank)
-                            : generations_.member_since_above(r.rank, r.started_after_generation);
   }
 
   /// --in-process-recovery: a failure must be answered by a generation of exactly the ranks still
@@ -358,12 +254,13 @@ private:
   /// members would be lost too, and the survivors elsewhere would meet once more without them.
   bool end_ranks_running_left_out() {
     if (!recovers_across_nodes(j_) || generations_.latest() == 0) return false;
-    for (const auto& r : ranks_)
-      if (in_generation(r) &&
+    for (auto& r : ranks_)
+      if (joiners_.in_generation(r) &&
           (r.stopped || (r.exited && !(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0))))
         return false;
     for (auto& r : ranks_)
-      if (!r.exited && !in_generation(r) && (r.joiner.empty() || joined(r))) { // one that waits ends itself
+      if (!r.exited && !joiners_.in_generation(r) &&
+          (r.joiner.empty() || joiners_.joined(r))) { // one that waits ends itself
         std::fprintf(
             stderr,
             "ddprun: node %d: rank %d (pid %d) still runs though generation %d left it out, %lld s "
@@ -440,7 +337,7 @@ private:
   void end_ranks_left_out() {
     for (auto& r : ranks_)
       if (!r.exited && r.stopped &&
-          (r.joiner.empty() || joined(r))) { // a joiner that never joined: end_waiting_joiners
+          (r.joiner.empty() || joiners_.joined(r))) { // a joiner that never joined: joiner_slots::end_waiting
         std::fprintf(
             stderr,
             "ddprun: rank %d (pid %d) is stopped and not in the survivors' generation %d: killing it "
@@ -456,10 +353,10 @@ private:
     if (!j_.store) return false;
     read_generations();
     if (store_host_lost_) return false;
-    return std::all_of(ranks_.begin(), ranks_.end(), [&](const rank_process& r) {
+    return std::all_of(ranks_.begin(), ranks_.end(), [&](rank_process& r) {
       const bool going =
           (!r.exited && !r.stopped) || (r.exited && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
-      if (r.joiner.empty() || joined(r)) return going == in_generation(r);
+      if (r.joiner.empty() || joiners_.joined(r)) return going == joiners_.in_generation(r);
       // A joiner that has not joined (it waits, or withdrew) is no member and misses from none;
       // the slot's earlier process must have left the generation.
       return !generations_.member_since_at_most(r.rank, r.started_after_generation);
@@ -517,7 +414,7 @@ private:
   /// ranks exit: they get a moment, then the reading stops.
   bool finished() {
     if (!all_exited(ranks_)) return false;
-    if (!any_output_open(ranks_) && !any_output_open(replaced_)) return true;
+    if (!any_output_open(ranks_) && !any_output_open(joiners_.replaced())) return true;
     if (pipes_deadline_ == never) pipes_deadline_ = clock::now() + std::chrono::seconds(1);
     return clock::now() > pipes_deadline_;
   }
@@ -557,9 +454,9 @@ private:
 
   /// The process whose end is the slot's: a joiner that never joined does not stand for the
   /// member of the latest generation it replaced, whose end (a failure, say) stays the slot's.
-  const rank_process& slot_end(const rank_process& r) const {
-    if (r.joiner.empty() || in_generation(r) || !generations_.member(r.rank)) return r;
-    for (auto it = replaced_.rbegin(); it != replaced_.rend(); ++it)
+  const rank_process& slot_end(rank_process& r) {
+    if (r.joiner.empty() || joiners_.in_generation(r) || !generations_.member(r.rank)) return r;
+    for (auto it = joiners_.replaced().rbegin(); it != joiners_.replaced().rend(); ++it)
       if (it->rank == r.rank) return *it;
     return r;
   }
@@ -568,11 +465,11 @@ private:
     if (j_.store && !store_host_lost_) try { // the last generations, for slot_end
         generations_.update(*j_.store, round_);
       } catch (const std::exception&) {} // the store's host lost at the very end: what was read stands
-    for (const auto& slot : ranks_) {
+    for (auto& slot : ranks_) {
       const rank_process& r = slot_end(slot);
       res_.ends.push_back({r.rank,
                            WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 ? 0 : exit_code_of(r.status),
-                           describe(r.status)});
+                           describe_end(r)});
     }
     // Across nodes the job's end is decided for every node at once (recovery_job.hpp): a
     // verdict for this node alone would contradict it.
@@ -624,20 +521,13 @@ private:
   clock::time_point next_generation_check_ = clock::now();
   generations generations_;
   bool store_host_lost_ = false; ///< across nodes: node 0's store stopped answering
-  /// --in-process-recovery --max-restarts: the local slots whose rank died in this pass, the
-  /// joiners started on this node, and the processes they replaced (their output still drains).
-  std::vector<int> slots_to_fill_;
-  int joiners_started_ = 0;
-  std::vector<rank_process> replaced_;
-  clock::time_point job_ending_since_ = never; ///< when a rank first finished well (joiners' grace)
-  bool job_ended_ = false;                     ///< the store said a rank's loop returned (ddp::elastic::run)
-  clock::time_point next_end_check_ = clock::now(); ///< when a node with a waiting joiner looks again
+  joiner_slots joiners_;         ///< --in-process-recovery --max-restarts, or a node's rejoin
 };
 
 } // namespace
 
-round_outcome run_round(job& j, int round, const membership_check& check) {
-  return round_watch(j, round, check).run();
+round_outcome run_round(job& j, int round, const membership_check& check, round_start how) {
+  return round_watch(j, round, check, how).run();
 }
 
 } // namespace ddprun

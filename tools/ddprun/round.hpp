@@ -40,8 +40,13 @@ struct round_outcome {
 /// (code 0: no failure), or nothing. `finishing`: a local rank has already ended well.
 using membership_check = std::function<std::optional<std::string>(bool finishing)>;
 
+/// How a round starts its ranks: as the job's ranks, or, for an agent started again for a lost
+/// node (node_rejoin.hpp), each as a joiner the running ranks admit at a commit.
+enum class round_start { fresh, rejoining_node };
+
 /// Starts this node's ranks for `round`, watches them until every one has
 /// exited, and says how the round went.
-round_outcome run_round(job& j, int round, const membership_check& check = {});
+round_outcome run_round(job& j, int round, const membership_check& check = {},
+                        round_start how = round_start::fresh);
 
 } // namespace ddprun

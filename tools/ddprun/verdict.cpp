@@ -20,8 +20,9 @@ std::string decide_verdict(const std::optional<std::pair<int, int>>& stop, const
       return std::to_string(at->second.code) + " rank " + std::to_string(r) + " of generation " +
              std::to_string(g.latest()) + " " + at->second.what;
   }
-  return "0 every rank of generation " + std::to_string(g.latest()) + " (" +
-         std::to_string(g.members().size()) + " ranks) finished well";
+  const auto n = g.members().size();
+  return "0 every rank of generation " + std::to_string(g.latest()) + " (" + std::to_string(n) +
+         (n == 1 ? " rank" : " ranks") + ") finished well";
 }
 
 int verdict_code(const std::string& verdict) {

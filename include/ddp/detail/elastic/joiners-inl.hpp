@@ -135,14 +135,17 @@ DDP_INLINE void refresh_registry(tcp_store& s, joiner_registry& r, const std::st
     }
 }
 
-DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation,
-                                                           joiner_registry& seen) {
+DDP_INLINE std::vector<joiner_entry>
+admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation, joiner_registry& seen,
+                      const std::vector<std::int64_t>& member_job_ranks) {
   refresh_registry(s, seen);
   std::vector<joiner_entry> admitted;
   for (std::size_t k = 0; k < seen.entries.size(); ++k) {
     auto& c = seen.claims[k];
     if (c.state != joiner_claim::what::waiting) continue; // decided for good
     const auto& e = seen.entries[k];
+    if (std::find(member_job_ranks.begin(), member_job_ranks.end(), e.job_rank) != member_job_ranks.end())
+      continue; // its slot's rank still runs: admitted later, once the job has lost it, or never
     if ((c = read_claim(s, e.id)).state != joiner_claim::what::waiting) continue;
     c = settle_claim(s, e.id, static_cast<std::int64_t>(next_generation));
     if (c.state == joiner_claim::what::admitted && c.generation == next_generation) admitted.push_back(e);

@@ -112,9 +112,12 @@ DDP_INLINE void refresh_registry(tcp_store& s, joiner_registry& r, const std::st
 
 /// The group's rank 0, at a commit of generation `next_generation - 1`: admits every waiting
 /// joiner to `next_generation`; those it admitted, in registration order. `seen` carries what
-/// earlier commits read (a fresh one reads the whole registry).
-DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation,
-                                                           joiner_registry& seen);
+/// earlier commits read (a fresh one reads the whole registry). A joiner whose slot's job rank is
+/// in `member_job_ranks` (the running generation's) stays waiting: that rank is not lost, its
+/// agent only stalled, and two processes must never hold one job rank.
+DDP_INLINE std::vector<joiner_entry>
+admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation, joiner_registry& seen,
+                      const std::vector<std::int64_t>& member_job_ranks = {});
 DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation);
 /// The joiners whose decision names `generation`, lost or not (`seen`: as above): a meeting
 /// with any was called by an admission.
