@@ -9,6 +9,7 @@
 #include <ddp/torch.hpp>
 
 #include <doctest/doctest.h>
+#include <torch/torch.h> // modules, optimizers and data loaders: what a user's file includes
 
 #include <algorithm>
 #include <cstdint>

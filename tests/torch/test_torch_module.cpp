@@ -6,6 +6,7 @@
 #include <ddp/torch.hpp>
 
 #include <doctest/doctest.h>
+#include <torch/torch.h> // modules, optimizers and data loaders: what a user's file includes
 
 #include <cmath>
 #include <vector>

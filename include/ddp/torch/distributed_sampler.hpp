@@ -10,7 +10,9 @@
 #include <ddp/error.hpp>
 #include <ddp/sampler.hpp>
 
-#include <torch/torch.h>
+#include <torch/data/samplers/base.h>
+#include <torch/serialize/archive.h>
+#include <torch/types.h>
 
 #include <algorithm>
 #include <cstdint>

@@ -9,7 +9,8 @@
 #include <ddp/detail/torch/instances.hpp>
 #include <ddp/model.hpp>
 
-#include <torch/torch.h>
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
 
 #include <concepts>
 #include <cstdint>

@@ -11,7 +11,10 @@
 #include <ddp/detail/torch/linkage.hpp>
 #include <ddp/process_group.hpp>
 
-#include <torch/torch.h>
+#include <torch/nn/functional/batchnorm.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/container/any.h>
+#include <torch/nn/modules/container/sequential.h>
 
 #include <ostream>
 

@@ -5,6 +5,9 @@
 #include <ddp/ddp.hpp>
 #include <ddp/torch.hpp>
 
+// What this file uses of LibTorch (ddp's headers include only what they use).
+#include <torch/nn/modules/linear.h>
+
 #include <cstdio>
 #include <string>
 

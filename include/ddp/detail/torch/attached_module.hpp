@@ -10,7 +10,7 @@
 #include <ddp/detail/torch/linkage.hpp>
 
 #include <torch/csrc/autograd/function.h>
-#include <torch/torch.h>
+#include <torch/nn/module.h>
 
 #include <cstdint>
 #include <memory>

@@ -6,7 +6,9 @@
 #include <ddp/detail/torch/linkage.hpp>
 #include <ddp/tensor.hpp>
 
-#include <torch/torch.h>
+// torch::Tensor and c10's scalar types, what a model walk reads: not LibTorch's umbrella
+// header, <torch/torch.h>, which costs users far more to parse (docs/performance.md).
+#include <torch/types.h>
 
 #include <cstdint>
 #include <string>

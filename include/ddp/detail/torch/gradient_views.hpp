@@ -8,7 +8,7 @@
 
 #include <ddp/detail/torch/linkage.hpp>
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include <vector>
 

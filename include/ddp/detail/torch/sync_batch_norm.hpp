@@ -8,7 +8,8 @@
 
 #include <ddp/error.hpp>
 
-#include <torch/torch.h>
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/types.h>
 
 #include <cstdint>
 #include <span>
