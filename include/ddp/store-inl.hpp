@@ -123,6 +123,18 @@ DDP_INLINE std::int64_t tcp_store::add(const std::string& key, std::int64_t delt
   return v;
 }
 
+DDP_INLINE std::optional<std::string>
+tcp_store::compare_set(const std::string& key, std::string_view expected, std::string_view desired) {
+  auto r = request(
+      detail::frame_writer(detail::store_op::compare_set).bytes(scoped(key)).bytes(expected).bytes(desired),
+      "compare_set '" + key + "'");
+  if (static_cast<detail::store_status>(r[0]) == detail::store_status::missing) return std::nullopt;
+  detail::frame_reader fr(std::string_view(r).substr(1));
+  auto v = fr.bytes();
+  if (!fr.ok()) throw protocol_error("compare_set");
+  return v;
+}
+
 DDP_INLINE bool tcp_store::check(const std::vector<std::string>& keys) {
   return every_frame_part(keys, [&](std::span<const std::string> part) {
     detail::frame_writer w(detail::store_op::check);

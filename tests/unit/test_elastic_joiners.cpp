@@ -80,38 +80,27 @@ TEST_CASE("an admission and a withdrawal at once: exactly one wins, and both agr
   }
 }
 
-TEST_CASE("a decider that took the flag and died before writing: readers wait, bounded, then withdraw it") {
+TEST_CASE("compare_set: set-if-absent stands, a wrong expectation changes nothing") {
   auto s = ddp_test::local_server(-1);
-  ddp::detail::register_joiner(s, {"rank1.1", 1, 0});
-  REQUIRE(s.add("flag/rank1.1", 1) == 1); // the winner's first round trip, and no second
-  const auto t0 = std::chrono::steady_clock::now();
-  CHECK(ddp::detail::read_claim(s, "rank1.1").state == joiner_claim::what::withdrawn);
-  const auto took = std::chrono::steady_clock::now() - t0;
-  CHECK(took >= ddp::detail::joiner_decision_wait);
-  CHECK(took < ddp::detail::joiner_decision_wait + 2s);
-  // Every later reader and decider reads the same at once; no commit admits it.
-  const auto t1 = std::chrono::steady_clock::now();
-  CHECK(ddp::detail::settle_claim(s, "rank1.1", 4).state == joiner_claim::what::withdrawn);
-  CHECK(ddp::detail::admit_waiting_joiners(s, 4).empty());
-  CHECK(std::chrono::steady_clock::now() - t1 < 1s);
+  CHECK_FALSE(s.compare_set("k", "x", "y").has_value()); // absent holds "" only: nothing set
+  CHECK_FALSE(s.try_get("k").has_value());
+  CHECK(s.compare_set("k", "", "first") == "first");
+  CHECK(s.compare_set("k", "", "second") == "first"); // set-if-absent: the first value stands
+  CHECK(s.compare_set("k", "other", "third") == "first");
+  CHECK(s.compare_set("k", "first", "fourth") == "fourth"); // the expected value: replaced
+  CHECK(s.get("k") == "fourth");
 }
 
-TEST_CASE("a reader that finds the flag taken waits for the value, never reads a half-made one") {
+TEST_CASE("a decision stands whoever is slow: no later decider or reader overwrites it") {
   auto s = ddp_test::local_server(-1);
-  ddp::detail::register_joiner(s, {"rank2.1", 2, 0});
-  REQUIRE(s.add("flag/rank2.1", 1) == 1);
-  auto writer = std::async(std::launch::async, [&] {
-    std::this_thread::sleep_for(300ms); // a slow winner, well within joiner_decision_wait
-    auto o = ddp_test::local_server_options();
-    o.serve = false;
-    o.port = s.port();
-    ddp::tcp_store c(o);
-    c.set("decision/rank2.1", "7");
-  });
-  const auto c = ddp::detail::read_claim(s, "rank2.1");
-  writer.get();
-  CHECK(c.state == joiner_claim::what::admitted);
-  CHECK(c.generation == 7);
+  ddp::detail::register_joiner(s, {"rank1.1", 1, 0});
+  // A reader that gave up on the joiner withdraws it; a decider slower than any wait comes later
+  // (before compare_set, a winner between its flag and its value could overwrite the withdrawal).
+  CHECK(ddp::detail::settle_claim(s, "rank1.1", ddp::detail::joiner_withdrawn).state ==
+        joiner_claim::what::withdrawn);
+  CHECK(ddp::detail::settle_claim(s, "rank1.1", 4).state == joiner_claim::what::withdrawn);
+  CHECK(ddp::detail::admit_waiting_joiners(s, 4).empty());
+  CHECK(ddp::detail::read_claim(s, "rank1.1").state == joiner_claim::what::withdrawn);
 }
 
 TEST_CASE("a registry read across commits agrees with a fresh read: decided joiners are kept, not reread") {
@@ -148,9 +137,11 @@ TEST_CASE("the job's end is one key every waiting joiner looks at") {
   CHECK(ddp::detail::read_claim(s, "rank2.1").state == joiner_claim::what::withdrawn);
 }
 
-TEST_CASE("a joiner whose decider died while the job runs fails; it says nothing only once the job ended") {
+TEST_CASE("a joiner withdrawn by another while the job runs fails; it says nothing only once the job ended") {
   auto s = ddp_test::local_server(-1);
-  REQUIRE(s.add("flag/rank1.2", 1) == 1); // a rank 0 that took the claim and died before deciding it
+  // Its agent took it for dead and withdrew it (a joiner sees this only when it is not dead).
+  REQUIRE(ddp::detail::settle_claim(s, "rank1.2", ddp::detail::joiner_withdrawn).state ==
+          joiner_claim::what::withdrawn);
   try {
     (void)ddp::detail::wait_for_admission(s, {"rank1.2", 1, 0}, 10s);
     FAIL("wait_for_admission returned while the job runs");
@@ -159,8 +150,32 @@ TEST_CASE("a joiner whose decider died while the job runs fails; it says nothing
     CHECK(std::string(e.what()).find("joiner rank1.2") != std::string::npos);
   }
   ddp::detail::mark_job_ended(s);
-  REQUIRE(s.add("flag/rank1.3", 1) == 1);
+  REQUIRE(ddp::detail::settle_claim(s, "rank1.3", ddp::detail::joiner_withdrawn).state ==
+          joiner_claim::what::withdrawn);
   CHECK_FALSE(ddp::detail::wait_for_admission(s, {"rank1.3", 1, 0}, 10s).has_value());
+}
+
+TEST_CASE("a store error is no end of the job: asked again, and one that lasts names the store") {
+  auto server = std::make_unique<ddp::tcp_store>(ddp_test::local_server_options());
+  auto o = ddp_test::local_server_options();
+  o.serve = false;
+  o.port = server->port();
+  ddp::tcp_store c(o);
+  c.shutdown_connection();                        // a connection broken once: the store is still there
+  CHECK_FALSE(ddp::detail::job_ended(c, "", 5s)); // before: the error went out (ddprun: "ended")
+  ddp::detail::mark_job_ended(*server);
+  CHECK(ddp::detail::job_ended(c, "", 5s));
+  const std::string where = "127.0.0.1:" + std::to_string(server->port());
+  server.reset(); // the store's host gone for good
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    (void)ddp::detail::job_ended(c, "", 300ms);
+    FAIL("a store that is gone said whether the job ended");
+  } catch (const ddp::error& e) {
+    CHECK(e.kind() == ddp::error_kind::backend);
+    CHECK(std::string(e.what()).find(where) != std::string::npos);
+  }
+  CHECK(std::chrono::steady_clock::now() - t0 >= 300ms);
 }
 
 namespace {

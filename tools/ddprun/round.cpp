@@ -200,8 +200,13 @@ private:
   /// admitted it first, the meeting it was admitted to is told not to wait for it
   /// (Note [Admission by claim], ddp/detail/elastic/joiners.hpp).
   void withdraw_joiner(const rank_process& r) {
-    if (joined(r)) return; // a member's loss: the survivors' meeting answers it as any rank's
     const std::string prefix = joiners_prefix();
+    if (joined(r)) { // a member's loss: the meeting answers it; the mark ends a generation's wait for it
+      try {
+        ddp::detail::mark_joiner_lost(*j_.store, r.joiner, prefix);
+      } catch (const std::exception&) {} // only speeds the survivors up: their store tells them too
+      return;
+    }
     try {
       const auto c = ddp::detail::settle_claim(*j_.store, r.joiner, ddp::detail::joiner_withdrawn, prefix);
       if (c.state == ddp::detail::joiner_claim::what::admitted) {
@@ -290,12 +295,19 @@ private:
   }
 
   /// Whether a rank's loop returned, on any node (ddp::elastic::run marks it in the joiners'
-  /// scope); a store that does not answer counts as ended: no joiner is started on it.
+  /// scope). A store error is no end (job_ended asks again for a while); one that lasts is said,
+  /// and across nodes it is the store's host lost. No joiner is started meanwhile.
   bool job_ended_in_store() {
     if (job_ended_) return true;
     try {
       job_ended_ = ddp::detail::job_ended(*j_.store, joiners_prefix());
-    } catch (const std::exception&) { return true; }
+    } catch (const std::exception& e) {
+      if (recovers_across_nodes(j_) && !j_.store->is_server())
+        lose_store_host(e.what());
+      else
+        std::fprintf(stderr, "ddprun: %s\n", e.what());
+      return false;
+    }
     return job_ended_;
   }
 

@@ -38,6 +38,11 @@ enum class store_op : std::uint8_t {
   /// loss, but rank 0's linger stops waiting for it when it stops waiting for
   /// that rank (store_stalled_prefix).
   owner = 10,
+  /// key, expected, desired -> ok, value | missing: sets `desired` when the key holds
+  /// `expected` (absent counts as holding "" only), atomically; answers the value standing
+  /// after it. Set-if-absent is expected "": the first writer's value stands (PyTorch's
+  /// TCPStore compareSet).
+  compare_set = 11,
 };
 
 /// `lost` answers a pending wait (then i32: the rank) as soon as a rank drops
