@@ -1,7 +1,8 @@
 // Joiners' admission by claim (ddp/detail/elastic/joiners.hpp) over a real tcp_store in one
-// process: one atomic add decides a claim, so a joiner is admitted or withdrawn, never both,
-// whichever comes first, and every reader learns the decision from the claim alone; the meeting
-// after a loss expects the joiners a lost rank 0 admitted, by their claims.
+// process: one compare_set (set-if-absent) decides a claim, so a joiner is admitted or
+// withdrawn, never both, whichever comes first, and every reader learns the decision from the
+// claim alone; the meeting after a loss expects the joiners a lost rank 0 admitted, by their
+// claims. Asking whether the job ended, a store error is no end.
 #include <ddp/detail/elastic/joiners.hpp>
 #include <ddp/detail/elastic/meeting.hpp>
 #include <ddp/detail/store/handshake.hpp>

@@ -4,6 +4,8 @@
 // past last_call when the store saw no loss, and a survivor recorded lost that did arrive. With
 // joiners: the joiners admitted to the generation, by identity, up to last_call counted from when
 // every survivor is there (not one its agent marked lost), and every busy survivor still.
+// The members' wait before the mesh: a dead joiner ends it at its lost mark, one verdict holds
+// for every member, and the next meeting does not wait for a dead joiner member.
 #include <ddp/detail/elastic/joiners.hpp>
 #include <ddp/detail/elastic/meeting.hpp>
 #include <ddp/detail/store/handshake.hpp>
