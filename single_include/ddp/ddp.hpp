@@ -28645,10 +28645,14 @@ DDP_INLINE void wait_for_members(const elastic_generation& g) {
   std::vector<std::string> arrived;
   for (int r = 0; r < rv.topo.world_size; ++r)
     arrived.push_back("ddp/arrived/" + std::to_string(r));
-  const auto missing = [&] {
+  // The members not arrived yet: only the joiners among them at every look (a survivor's death
+  // is the store's lost record), every member once a verdict is due.
+  const auto missing = [&](bool joiners_only) {
     std::vector<int> out;
     for (int r = 0; r < rv.topo.world_size; ++r)
-      if (!rv.store->check({arrived[static_cast<std::size_t>(r)]})) out.push_back(r);
+      if ((!joiners_only || !g.joiner_ids[static_cast<std::size_t>(r)].empty()) &&
+          !rv.store->check({arrived[static_cast<std::size_t>(r)]}))
+        out.push_back(r);
     return out;
   };
   std::unique_ptr<tcp_store> joins; // opened at the first look that needs it
@@ -28682,12 +28686,11 @@ DDP_INLINE void wait_for_members(const elastic_generation& g) {
       proposal = *v;
       break;
     }
-    const auto away = missing();
     if (lost) { // ends this generation: the dead joiners among the missing are marked with it
-      proposal = absent_verdict(dead_joiners(away));
+      proposal = absent_verdict(dead_joiners(missing(true)));
       break;
     }
-    if (auto dead = dead_joiners(away); !dead.empty()) {
+    if (auto dead = dead_joiners(missing(true)); !dead.empty()) {
       proposal = absent_verdict(dead);
       break;
     }
@@ -28700,7 +28703,7 @@ DDP_INLINE void wait_for_members(const elastic_generation& g) {
                     rv.topo.rank);
     }
     if (left <= std::chrono::milliseconds(0)) {
-      proposal = absent_verdict(away);
+      proposal = absent_verdict(missing(false));
       break;
     }
   }
