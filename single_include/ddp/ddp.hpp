@@ -28645,8 +28645,8 @@ DDP_INLINE void wait_for_members(const elastic_generation& g) {
   std::vector<std::string> arrived;
   for (int r = 0; r < rv.topo.world_size; ++r)
     arrived.push_back("ddp/arrived/" + std::to_string(r));
-  // The members not arrived yet: only the joiners among them at every look (a survivor's death
-  // is the store's lost record), every member once a verdict is due.
+  // The members not arrived yet: only the joiners among them at every look (only a joiner's
+  // death before it connects leaves a mark to look at, its agent's), every member at the deadline.
   const auto missing = [&](bool joiners_only) {
     std::vector<int> out;
     for (int r = 0; r < rv.topo.world_size; ++r)
