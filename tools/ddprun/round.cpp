@@ -240,7 +240,7 @@ private:
         continue;
       }
       if (first_success_ns_ != 0 || res_.user_signal || store_host_lost_ || remote_failure_ ||
-          job_ended_in_store())
+          job_ended_in_store() || store_host_lost_) // asking the store may find its host lost
         break;
       auto& slot = ranks_[static_cast<std::size_t>(local)];
       const std::string id = "rank" + std::to_string(slot.rank) + "." + std::to_string(++joiners_started_);
