@@ -125,9 +125,20 @@ DDP_INLINE std::int64_t tcp_store::add(const std::string& key, std::int64_t delt
 
 DDP_INLINE std::optional<std::string>
 tcp_store::compare_set(const std::string& key, std::string_view expected, std::string_view desired) {
-  auto r = request(
-      detail::frame_writer(detail::store_op::compare_set).bytes(scoped(key)).bytes(expected).bytes(desired),
-      "compare_set '" + key + "'");
+  const std::string version_hint =
+      "the store at " + where() +
+      " does not know compare_set: ddprun and this program must come from the same ddp version";
+  std::string r;
+  try {
+    r = request(
+        detail::frame_writer(detail::store_op::compare_set).bytes(scoped(key)).bytes(expected).bytes(desired),
+        "compare_set '" + key + "'");
+  } catch (const error& e) {
+    // A store of an older version closes the connection on a request it does not know.
+    throw error(e.kind(), std::string(e.what()) + " (if " + version_hint + ")", e.rank());
+  }
+  if (static_cast<detail::store_status>(r[0]) == detail::store_status::unknown_request)
+    throw error(error_kind::config, version_hint);
   if (static_cast<detail::store_status>(r[0]) == detail::store_status::missing) return std::nullopt;
   detail::frame_reader fr(std::string_view(r).substr(1));
   auto v = fr.bytes();

@@ -1045,8 +1045,17 @@ enum class store_op : std::uint8_t {
 };
 
 /// `lost` answers a pending wait (then i32: the rank) as soon as a rank drops
-/// without a goodbye: the keys it would have set will never come.
-enum class store_status : std::uint8_t { ok = 0, missing = 1, timeout = 2, refused = 3, lost = 4 };
+/// without a goodbye: the keys it would have set will never come. `unknown_request`
+/// answers an opcode this server does not know (a client of a newer version): the
+/// connection stays, and its rank is not lost.
+enum class store_status : std::uint8_t {
+  ok = 0,
+  missing = 1,
+  timeout = 2,
+  refused = 3,
+  lost = 4,
+  unknown_request = 5
+};
 
 /// Frames above this size are malformed by definition and close the connection.
 /// The server records, under this key, each rank whose connection dropped
@@ -19617,7 +19626,12 @@ private:
       return reply(c, frame_writer(store_status::ok).finish());
     }
     case store_op::bye: c.said_bye = true; return;
-    default: return drop(c, "unknown opcode " + std::to_string(static_cast<int>(op)));
+    default:
+      // A whole frame was read, so the connection is still in step: a client of a newer ddp
+      // says which request this store lacks, instead of losing its rank.
+      log_line("store", "unknown request " + std::to_string(static_cast<int>(op)) + " from " + c.peer +
+                            ": a ddp program of another version than this store's");
+      return reply(c, frame_writer(store_status::unknown_request).finish());
     }
   }
 
@@ -19945,9 +19959,20 @@ DDP_INLINE std::int64_t tcp_store::add(const std::string& key, std::int64_t delt
 
 DDP_INLINE std::optional<std::string>
 tcp_store::compare_set(const std::string& key, std::string_view expected, std::string_view desired) {
-  auto r = request(
-      detail::frame_writer(detail::store_op::compare_set).bytes(scoped(key)).bytes(expected).bytes(desired),
-      "compare_set '" + key + "'");
+  const std::string version_hint =
+      "the store at " + where() +
+      " does not know compare_set: ddprun and this program must come from the same ddp version";
+  std::string r;
+  try {
+    r = request(
+        detail::frame_writer(detail::store_op::compare_set).bytes(scoped(key)).bytes(expected).bytes(desired),
+        "compare_set '" + key + "'");
+  } catch (const error& e) {
+    // A store of an older version closes the connection on a request it does not know.
+    throw error(e.kind(), std::string(e.what()) + " (if " + version_hint + ")", e.rank());
+  }
+  if (static_cast<detail::store_status>(r[0]) == detail::store_status::unknown_request)
+    throw error(error_kind::config, version_hint);
   if (static_cast<detail::store_status>(r[0]) == detail::store_status::missing) return std::nullopt;
   detail::frame_reader fr(std::string_view(r).substr(1));
   auto v = fr.bytes();

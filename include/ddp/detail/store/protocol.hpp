@@ -46,8 +46,17 @@ enum class store_op : std::uint8_t {
 };
 
 /// `lost` answers a pending wait (then i32: the rank) as soon as a rank drops
-/// without a goodbye: the keys it would have set will never come.
-enum class store_status : std::uint8_t { ok = 0, missing = 1, timeout = 2, refused = 3, lost = 4 };
+/// without a goodbye: the keys it would have set will never come. `unknown_request`
+/// answers an opcode this server does not know (a client of a newer version): the
+/// connection stays, and its rank is not lost.
+enum class store_status : std::uint8_t {
+  ok = 0,
+  missing = 1,
+  timeout = 2,
+  refused = 3,
+  lost = 4,
+  unknown_request = 5
+};
 
 /// Frames above this size are malformed by definition and close the connection.
 /// The server records, under this key, each rank whose connection dropped

@@ -655,7 +655,12 @@ private:
       return reply(c, frame_writer(store_status::ok).finish());
     }
     case store_op::bye: c.said_bye = true; return;
-    default: return drop(c, "unknown opcode " + std::to_string(static_cast<int>(op)));
+    default:
+      // A whole frame was read, so the connection is still in step: a client of a newer ddp
+      // says which request this store lacks, instead of losing its rank.
+      log_line("store", "unknown request " + std::to_string(static_cast<int>(op)) + " from " + c.peer +
+                            ": a ddp program of another version than this store's");
+      return reply(c, frame_writer(store_status::unknown_request).finish());
     }
   }
 
