@@ -125,6 +125,11 @@ DDP_INLINE std::int64_t tcp_store::add(const std::string& key, std::int64_t delt
 
 DDP_INLINE std::optional<std::string>
 tcp_store::compare_set(const std::string& key, std::string_view expected, std::string_view desired) {
+  if (expected.empty() && desired.empty())
+    throw error(error_kind::config, "compare_set '" + key +
+                                        "': set-if-absent (expected \"\") of an empty value cannot be told "
+                                        "from an absent key, so a later writer would replace it: give a "
+                                        "non-empty desired value");
   const std::string version_hint =
       "the store at " + where() +
       " does not know compare_set: ddprun and this program must come from the same ddp version";

@@ -92,6 +92,20 @@ TEST_CASE("compare_set: set-if-absent stands, a wrong expectation changes nothin
   CHECK(s.get("k") == "fourth");
 }
 
+TEST_CASE("compare_set: set-if-absent of an empty value is refused, since it would not stand") {
+  auto s = ddp_test::local_server(-1);
+  try {
+    (void)s.compare_set("e", "", "");
+    FAIL("an empty set-if-absent was accepted");
+  } catch (const ddp::error& e) {
+    CHECK(e.kind() == ddp::error_kind::config);
+    CHECK(std::string(e.what()).find("'e'") != std::string::npos);
+  }
+  CHECK_FALSE(s.try_get("e").has_value());
+  CHECK(s.compare_set("e", "", "x") == "x"); // the first non-empty value stands
+  CHECK(s.compare_set("e", "x", "") == "");  // an empty value is fine where a value is expected
+}
+
 TEST_CASE("a decision stands whoever is slow: no later decider or reader overwrites it") {
   auto s = ddp_test::local_server(-1);
   ddp::detail::register_joiner(s, {"rank1.1", 1, 0});
