@@ -338,7 +338,7 @@ template <class Model, class Loop> [[nodiscard]] bool run(state<Model>& st, Loop
   std::unique_ptr<process_group<gloo>> pg;
   std::uint64_t admitted_to = 0; // a joiner's generation (1 or more), until it has met it
   if (joiner) {
-    const auto a = detail::wait_for_admission(*joins, {*joiner, job.rank, job.node_rank}, o.join_wait);
+    const auto a = detail::wait_for_admission(joins, {*joiner, job.rank, job.node_rank}, o.join_wait);
     if (!a) {
       detail::log_line("joiner " + *joiner,
                        "the job ended before admitting this joiner (job rank " + std::to_string(job.rank) +

@@ -151,13 +151,13 @@ tcp_store::compare_set(const std::string& key, std::string_view expected, std::s
   return v;
 }
 
-DDP_INLINE bool tcp_store::check(const std::vector<std::string>& keys) {
+DDP_INLINE bool tcp_store::check(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
   return every_frame_part(keys, [&](std::span<const std::string> part) {
     detail::frame_writer w(detail::store_op::check);
     w.u32(static_cast<std::uint32_t>(part.size()));
     for (auto& k : part)
       w.bytes(scoped(k));
-    auto r = request(w, "check");
+    auto r = request(w, "check", timeout);
     return r.size() >= 2 && r[1] == 1;
   });
 }

@@ -1579,12 +1579,15 @@ public:
   DDP_INLINE std::int64_t add(const std::string& key, std::int64_t delta);
 
   /// Atomically sets `desired` under `key` if it holds `expected` (an absent key holds "" only:
-  /// `compare_set(k, "", v)` is set-if-absent, the first writer's value standing); returns the
+  /// `compare_set(k, "", v)` is set-if-absent, the first writer's value standing; an empty `v`
+  /// there is refused, ddp::error config, as it could not be told from absent); returns the
   /// value under `key` after it, nothing while it is absent.
   DDP_INLINE std::optional<std::string> compare_set(const std::string& key, std::string_view expected,
                                                     std::string_view desired);
 
-  DDP_INLINE bool check(const std::vector<std::string>& keys);
+  DDP_INLINE bool check(const std::vector<std::string>& keys) { return check(keys, opts_.timeout); }
+  /// check() that throws once the store took `timeout` to answer (each frame of keys).
+  DDP_INLINE bool check(const std::vector<std::string>& keys, std::chrono::milliseconds timeout);
 
   void wait(const std::vector<std::string>& keys) { wait(keys, opts_.timeout); }
 
@@ -14095,6 +14098,7 @@ DDP_END_NAMESPACE
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14193,19 +14197,24 @@ DDP_INLINE void mark_job_ended(tcp_store& s);
 /// mark_job_ended for run() once the loop returned: a store that does not answer then is said,
 /// not thrown (the loop finished; the agents end waiting joiners at the job's end anyway).
 DDP_INLINE void end_job_for_joiners(tcp_store& s, int job_rank);
-/// Whether a rank wrote the job's end. A store error is no answer: it asks again, on fresh
-/// connections, until `within` has passed; an error that lasts is ddp::error (backend) naming
-/// the store's address, never taken for the end.
-DDP_INLINE bool job_ended(tcp_store& s, const std::string& prefix = "",
+/// Whether a rank wrote the job's end. A store error is no answer: it asks again, on a fresh
+/// connection that then replaces `s` (a broken one stays broken; the server's own client is
+/// kept), until `within` has passed. It returns or throws within `within` + 2 x
+/// job_end_look_floor, each look's wait for the store and connecting again included. An error that lasts is
+/// ddp::error (backend) naming the store's address, never taken for the end.
+DDP_INLINE bool job_ended(std::unique_ptr<tcp_store>& s, const std::string& prefix = "",
                           std::chrono::milliseconds within = joiner_store_patience);
+/// The least time job_ended gives one look (connecting again included): a live store answers
+/// in well under a millisecond, even beside a CPU hog.
+inline constexpr std::chrono::milliseconds job_end_look_floor{100};
 
 /// The joiner's side: registers, then waits (looking every few tens of milliseconds, up to
 /// `wait`) until it is admitted (the generation) or the job ends (nothing: it withdrew). Not
 /// admitted within `wait`, it withdraws and throws ddp::error (timeout), naming `id`; withdrawn
 /// while the job runs by another (its agent took it for dead), it throws too (peer_lost), so
 /// its agent sees a failed joiner and may start another in the slot, not a rank that finished.
-DDP_INLINE std::optional<std::uint64_t> wait_for_admission(tcp_store& s, const joiner_entry& me,
-                                                           std::chrono::milliseconds wait);
+DDP_INLINE std::optional<std::uint64_t>
+wait_for_admission(std::unique_ptr<tcp_store>& s, const joiner_entry& me, std::chrono::milliseconds wait);
 
 } // namespace detail
 DDP_END_NAMESPACE
@@ -14609,7 +14618,7 @@ template <class Model, class Loop> [[nodiscard]] bool run(state<Model>& st, Loop
   std::unique_ptr<process_group<gloo>> pg;
   std::uint64_t admitted_to = 0; // a joiner's generation (1 or more), until it has met it
   if (joiner) {
-    const auto a = detail::wait_for_admission(*joins, {*joiner, job.rank, job.node_rank}, o.join_wait);
+    const auto a = detail::wait_for_admission(joins, {*joiner, job.rank, job.node_rank}, o.join_wait);
     if (!a) {
       detail::log_line("joiner " + *joiner,
                        "the job ended before admitting this joiner (job rank " + std::to_string(job.rank) +
@@ -19985,13 +19994,13 @@ tcp_store::compare_set(const std::string& key, std::string_view expected, std::s
   return v;
 }
 
-DDP_INLINE bool tcp_store::check(const std::vector<std::string>& keys) {
+DDP_INLINE bool tcp_store::check(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
   return every_frame_part(keys, [&](std::span<const std::string> part) {
     detail::frame_writer w(detail::store_op::check);
     w.u32(static_cast<std::uint32_t>(part.size()));
     for (auto& k : part)
       w.bytes(scoped(k));
-    auto r = request(w, "check");
+    auto r = request(w, "check", timeout);
     return r.size() >= 2 && r[1] == 1;
   });
 }
@@ -28264,43 +28273,47 @@ DDP_INLINE void end_job_for_joiners(tcp_store& s, int job_rank) {
   }
 }
 
-DDP_INLINE bool job_ended(tcp_store& s, const std::string& prefix, std::chrono::milliseconds within) {
+DDP_INLINE bool job_ended(std::unique_ptr<tcp_store>& s, const std::string& prefix,
+                          std::chrono::milliseconds within) {
   const auto until = std::chrono::steady_clock::now() + within;
+  const auto left = [&] {
+    return std::max(job_end_look_floor, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            until - std::chrono::steady_clock::now()));
+  };
   std::string why;
   try {
-    return s.check({prefix + "ended"});
+    return s->check({prefix + "ended"}, left());
   } catch (const std::exception& e) { why = e.what(); }
-  // A store error is no end: ask again on fresh connections (a broken one stays broken) until
-  // `within` has passed.
-  for (;;) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
-    if (left <= std::chrono::milliseconds(0)) break;
-    std::this_thread::sleep_for(std::min(left, std::chrono::milliseconds(50)));
+  // A store error is no end: ask again on a fresh connection (a broken one stays broken).
+  while (std::chrono::steady_clock::now() + job_end_look_floor < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
     try {
-      return s.connect_again(std::max(left, std::chrono::milliseconds(100)))->check({prefix + "ended"});
+      auto fresh = s->connect_again(left());
+      const bool ended = fresh->check({prefix + "ended"}, left());
+      if (!s->is_server()) s = std::move(fresh); // the caller's later requests go where this one went
+      return ended;
     } catch (const std::exception& e) { why = e.what(); }
   }
   throw error(error_kind::backend,
-              "the store at " + endpoint(s.host(), s.port()) + " did not say whether the job has ended (" +
+              "the store at " + endpoint(s->host(), s->port()) + " did not say whether the job has ended (" +
                   prefix + "ended) within " + std::to_string(within.count()) + " ms of asking: " + why +
                   "; a store error is no end of the job: check that the launcher serving it (ddprun on node "
                   "0) is alive and reachable");
 }
 
-DDP_INLINE std::optional<std::uint64_t> wait_for_admission(tcp_store& s, const joiner_entry& me,
-                                                           std::chrono::milliseconds wait) {
-  register_joiner(s, me);
+DDP_INLINE std::optional<std::uint64_t>
+wait_for_admission(std::unique_ptr<tcp_store>& s, const joiner_entry& me, std::chrono::milliseconds wait) {
+  register_joiner(*s, me);
   log_line("joiner " + me.id, "registered (job rank " + std::to_string(me.job_rank) +
                                   "); waiting for the running ranks to admit it at a commit (up to " +
                                   std::to_string(wait.count()) + " ms)");
   const auto deadline = std::chrono::steady_clock::now() + wait;
   for (;;) {
-    auto c = read_claim(s, me.id);
+    auto c = read_claim(*s, me.id);
     if (c.state == joiner_claim::what::waiting) {
       const bool ended = job_ended(s, "", joiner_store_patience);
       if (ended || std::chrono::steady_clock::now() >= deadline) {
-        c = settle_claim(s, me.id, joiner_withdrawn);
+        c = settle_claim(*s, me.id, joiner_withdrawn);
         if (c.state == joiner_claim::what::withdrawn && ended) return std::nullopt;
         if (c.state == joiner_claim::what::withdrawn)
           throw error(error_kind::timeout,
@@ -28726,7 +28739,7 @@ DDP_INLINE void wait_for_members(const elastic_generation& g) {
     }
     if (g.joins) {
       if (!joins) joins = std::make_unique<tcp_store>(*g.joins);
-      if (job_ended(*joins))
+      if (job_ended(joins))
         throw error(error_kind::timeout,
                     who + ": the job ended (a rank's loop returned) while this generation formed: "
                           "nothing is left to run in it",

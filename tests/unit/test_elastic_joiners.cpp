@@ -143,19 +143,19 @@ TEST_CASE("a registry read across commits agrees with a fresh read: decided join
 }
 
 TEST_CASE("the job's end is one key every waiting joiner looks at") {
-  auto s = ddp_test::local_server(-1);
+  auto s = std::make_unique<ddp::tcp_store>(ddp_test::local_server_options());
   CHECK_FALSE(ddp::detail::job_ended(s));
-  ddp::detail::mark_job_ended(s);
+  ddp::detail::mark_job_ended(*s);
   CHECK(ddp::detail::job_ended(s));
   // A joiner that registers after the end withdraws at once: wait_for_admission says nothing.
   CHECK_FALSE(ddp::detail::wait_for_admission(s, {"rank2.1", 2, 0}, 10s).has_value());
-  CHECK(ddp::detail::read_claim(s, "rank2.1").state == joiner_claim::what::withdrawn);
+  CHECK(ddp::detail::read_claim(*s, "rank2.1").state == joiner_claim::what::withdrawn);
 }
 
 TEST_CASE("a joiner withdrawn by another while the job runs fails; it says nothing only once the job ended") {
-  auto s = ddp_test::local_server(-1);
+  auto s = std::make_unique<ddp::tcp_store>(ddp_test::local_server_options());
   // Its agent took it for dead and withdrew it (a joiner sees this only when it is not dead).
-  REQUIRE(ddp::detail::settle_claim(s, "rank1.2", ddp::detail::joiner_withdrawn).state ==
+  REQUIRE(ddp::detail::settle_claim(*s, "rank1.2", ddp::detail::joiner_withdrawn).state ==
           joiner_claim::what::withdrawn);
   try {
     (void)ddp::detail::wait_for_admission(s, {"rank1.2", 1, 0}, 10s);
@@ -164,20 +164,23 @@ TEST_CASE("a joiner withdrawn by another while the job runs fails; it says nothi
     CHECK(e.kind() == ddp::error_kind::peer_lost);
     CHECK(std::string(e.what()).find("joiner rank1.2") != std::string::npos);
   }
-  ddp::detail::mark_job_ended(s);
-  REQUIRE(ddp::detail::settle_claim(s, "rank1.3", ddp::detail::joiner_withdrawn).state ==
+  ddp::detail::mark_job_ended(*s);
+  REQUIRE(ddp::detail::settle_claim(*s, "rank1.3", ddp::detail::joiner_withdrawn).state ==
           joiner_claim::what::withdrawn);
   CHECK_FALSE(ddp::detail::wait_for_admission(s, {"rank1.3", 1, 0}, 10s).has_value());
 }
 
-TEST_CASE("a store error is no end of the job: asked again, and one that lasts names the store") {
+TEST_CASE("a store error is no end of the job: asked again on a connection that stays, a lasting one named") {
   auto server = std::make_unique<ddp::tcp_store>(ddp_test::local_server_options());
   auto o = ddp_test::local_server_options();
   o.serve = false;
   o.port = server->port();
-  ddp::tcp_store c(o);
-  c.shutdown_connection();                        // a connection broken once: the store is still there
+  auto c = std::make_unique<ddp::tcp_store>(o);
+  const ddp::tcp_store* broken = c.get();
+  c->shutdown_connection();                       // a connection broken once: the store is still there
   CHECK_FALSE(ddp::detail::job_ended(c, "", 5s)); // before: the error went out (ddprun: "ended")
+  CHECK(c.get() != broken);                       // the caller now holds the connection that answered
+  c->set("usable", "1");                          // and its later requests go through
   ddp::detail::mark_job_ended(*server);
   CHECK(ddp::detail::job_ended(c, "", 5s));
   const std::string where = "127.0.0.1:" + std::to_string(server->port());
@@ -190,7 +193,28 @@ TEST_CASE("a store error is no end of the job: asked again, and one that lasts n
     CHECK(e.kind() == ddp::error_kind::backend);
     CHECK(std::string(e.what()).find(where) != std::string::npos);
   }
-  CHECK(std::chrono::steady_clock::now() - t0 >= 300ms);
+  // The whole call is bounded: 300 ms + 2 x job_end_look_floor, and generous slack for a loaded machine.
+  const auto took = std::chrono::steady_clock::now() - t0;
+  CHECK(took >= 200ms);
+  CHECK(took < 300ms + 2 * ddp::detail::job_end_look_floor + 1500ms);
+}
+
+TEST_CASE("a silent store bounds job_ended hard: no look waits the store's own timeout") {
+  auto server = std::make_unique<ddp::tcp_store>(ddp_test::local_server_options());
+  const int port = server->port();
+  auto o = ddp_test::local_server_options();
+  o.serve = false;
+  o.port = port;
+  o.timeout = 30s; // the store's own timeout, which no look may wait
+  auto c = std::make_unique<ddp::tcp_store>(o);
+  server.reset();
+  // The port listens again but never answers (the kernel accepts; nobody reads): a stopped host.
+  const auto silent = ddp::detail::listen_tcp("127.0.0.1", port);
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS((void)ddp::detail::job_ended(c, "", 500ms), ddp::error);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  CHECK(took >= 400ms);
+  CHECK(took < 500ms + 2 * ddp::detail::job_end_look_floor + 1500ms);
 }
 
 namespace {

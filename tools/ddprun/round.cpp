@@ -15,6 +15,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <poll.h>
 #include <sys/wait.h>
@@ -34,6 +35,8 @@ constexpr clock::duration quit_report_span = std::chrono::seconds(5);
 /// How often another node's failure is looked for in the store (a check is one round trip,
 /// well under a millisecond on a live store).
 constexpr auto store_check_every = std::chrono::milliseconds(100);
+/// One look at the job's end in a supervision pass: short, so that reaping and signals wait little.
+constexpr auto end_look_within = std::chrono::milliseconds(100);
 
 /// One round, from the ranks' start to the last one's end: a pass every 20 ms at most reads
 /// their output, takes the user's signals, reaps ranks, looks for other nodes' failures and
@@ -295,17 +298,24 @@ private:
   }
 
   /// Whether a rank's loop returned, on any node (ddp::elastic::run marks it in the joiners'
-  /// scope). A store error is no end (job_ended asks again for a while); one that lasts is said,
-  /// and across nodes it is the store's host lost. No joiner is started meanwhile.
+  /// scope). One short look a pass, on a connection of its own (the loop goes on reaping and
+  /// forwarding signals): a store error is no end; errors that last end_look_patience across
+  /// passes are said, and across nodes that is the store's host lost. No joiner is started meanwhile.
   bool job_ended_in_store() {
     if (job_ended_) return true;
     try {
-      job_ended_ = ddp::detail::job_ended(*j_.store, joiners_prefix());
+      if (!end_look_) end_look_ = j_.store->connect_again(end_look_within);
+      job_ended_ = ddp::detail::job_ended(end_look_, joiners_prefix(), end_look_within);
+      store_silent_since_ = never;
     } catch (const std::exception& e) {
+      end_look_.reset(); // the next pass connects again
+      if (store_silent_since_ == never) store_silent_since_ = clock::now();
+      if (clock::now() - store_silent_since_ < ddp::detail::joiner_store_patience) return false;
       if (recovers_across_nodes(j_) && !j_.store->is_server())
         lose_store_host(e.what());
       else
-        std::fprintf(stderr, "ddprun: %s\n", e.what());
+        std::fprintf(stderr, "ddprun: %s (for %lld ms of passes)\n", e.what(),
+                     static_cast<long long>(ddp::detail::joiner_store_patience.count()));
       return false;
     }
     return job_ended_;
@@ -644,6 +654,8 @@ private:
   clock::time_point job_ending_since_ = never; ///< when a rank first finished well (joiners' grace)
   bool job_ended_ = false;                     ///< the store said a rank's loop returned (ddp::elastic::run)
   clock::time_point next_end_check_ = clock::now(); ///< when a node with a waiting joiner looks again
+  std::unique_ptr<ddp::tcp_store> end_look_;        ///< job_ended_in_store's connection
+  clock::time_point store_silent_since_ = never;    ///< the first of the job_ended looks failing in a row
 };
 
 } // namespace

@@ -171,43 +171,47 @@ DDP_INLINE void end_job_for_joiners(tcp_store& s, int job_rank) {
   }
 }
 
-DDP_INLINE bool job_ended(tcp_store& s, const std::string& prefix, std::chrono::milliseconds within) {
+DDP_INLINE bool job_ended(std::unique_ptr<tcp_store>& s, const std::string& prefix,
+                          std::chrono::milliseconds within) {
   const auto until = std::chrono::steady_clock::now() + within;
+  const auto left = [&] {
+    return std::max(job_end_look_floor, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            until - std::chrono::steady_clock::now()));
+  };
   std::string why;
   try {
-    return s.check({prefix + "ended"});
+    return s->check({prefix + "ended"}, left());
   } catch (const std::exception& e) { why = e.what(); }
-  // A store error is no end: ask again on fresh connections (a broken one stays broken) until
-  // `within` has passed.
-  for (;;) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
-    if (left <= std::chrono::milliseconds(0)) break;
-    std::this_thread::sleep_for(std::min(left, std::chrono::milliseconds(50)));
+  // A store error is no end: ask again on a fresh connection (a broken one stays broken).
+  while (std::chrono::steady_clock::now() + job_end_look_floor < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
     try {
-      return s.connect_again(std::max(left, std::chrono::milliseconds(100)))->check({prefix + "ended"});
+      auto fresh = s->connect_again(left());
+      const bool ended = fresh->check({prefix + "ended"}, left());
+      if (!s->is_server()) s = std::move(fresh); // the caller's later requests go where this one went
+      return ended;
     } catch (const std::exception& e) { why = e.what(); }
   }
   throw error(error_kind::backend,
-              "the store at " + endpoint(s.host(), s.port()) + " did not say whether the job has ended (" +
+              "the store at " + endpoint(s->host(), s->port()) + " did not say whether the job has ended (" +
                   prefix + "ended) within " + std::to_string(within.count()) + " ms of asking: " + why +
                   "; a store error is no end of the job: check that the launcher serving it (ddprun on node "
                   "0) is alive and reachable");
 }
 
-DDP_INLINE std::optional<std::uint64_t> wait_for_admission(tcp_store& s, const joiner_entry& me,
-                                                           std::chrono::milliseconds wait) {
-  register_joiner(s, me);
+DDP_INLINE std::optional<std::uint64_t>
+wait_for_admission(std::unique_ptr<tcp_store>& s, const joiner_entry& me, std::chrono::milliseconds wait) {
+  register_joiner(*s, me);
   log_line("joiner " + me.id, "registered (job rank " + std::to_string(me.job_rank) +
                                   "); waiting for the running ranks to admit it at a commit (up to " +
                                   std::to_string(wait.count()) + " ms)");
   const auto deadline = std::chrono::steady_clock::now() + wait;
   for (;;) {
-    auto c = read_claim(s, me.id);
+    auto c = read_claim(*s, me.id);
     if (c.state == joiner_claim::what::waiting) {
       const bool ended = job_ended(s, "", joiner_store_patience);
       if (ended || std::chrono::steady_clock::now() >= deadline) {
-        c = settle_claim(s, me.id, joiner_withdrawn);
+        c = settle_claim(*s, me.id, joiner_withdrawn);
         if (c.state == joiner_claim::what::withdrawn && ended) return std::nullopt;
         if (c.state == joiner_claim::what::withdrawn)
           throw error(error_kind::timeout,

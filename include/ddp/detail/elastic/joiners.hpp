@@ -30,6 +30,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -128,19 +129,24 @@ DDP_INLINE void mark_job_ended(tcp_store& s);
 /// mark_job_ended for run() once the loop returned: a store that does not answer then is said,
 /// not thrown (the loop finished; the agents end waiting joiners at the job's end anyway).
 DDP_INLINE void end_job_for_joiners(tcp_store& s, int job_rank);
-/// Whether a rank wrote the job's end. A store error is no answer: it asks again, on fresh
-/// connections, until `within` has passed; an error that lasts is ddp::error (backend) naming
-/// the store's address, never taken for the end.
-DDP_INLINE bool job_ended(tcp_store& s, const std::string& prefix = "",
+/// Whether a rank wrote the job's end. A store error is no answer: it asks again, on a fresh
+/// connection that then replaces `s` (a broken one stays broken; the server's own client is
+/// kept), until `within` has passed. It returns or throws within `within` + 2 x
+/// job_end_look_floor, each look's wait for the store and connecting again included. An error that lasts is
+/// ddp::error (backend) naming the store's address, never taken for the end.
+DDP_INLINE bool job_ended(std::unique_ptr<tcp_store>& s, const std::string& prefix = "",
                           std::chrono::milliseconds within = joiner_store_patience);
+/// The least time job_ended gives one look (connecting again included): a live store answers
+/// in well under a millisecond, even beside a CPU hog.
+inline constexpr std::chrono::milliseconds job_end_look_floor{100};
 
 /// The joiner's side: registers, then waits (looking every few tens of milliseconds, up to
 /// `wait`) until it is admitted (the generation) or the job ends (nothing: it withdrew). Not
 /// admitted within `wait`, it withdraws and throws ddp::error (timeout), naming `id`; withdrawn
 /// while the job runs by another (its agent took it for dead), it throws too (peer_lost), so
 /// its agent sees a failed joiner and may start another in the slot, not a rank that finished.
-DDP_INLINE std::optional<std::uint64_t> wait_for_admission(tcp_store& s, const joiner_entry& me,
-                                                           std::chrono::milliseconds wait);
+DDP_INLINE std::optional<std::uint64_t>
+wait_for_admission(std::unique_ptr<tcp_store>& s, const joiner_entry& me, std::chrono::milliseconds wait);
 
 } // namespace detail
 DDP_END_NAMESPACE

@@ -394,7 +394,7 @@ DDP_INLINE void wait_for_members(const elastic_generation& g) {
     }
     if (g.joins) {
       if (!joins) joins = std::make_unique<tcp_store>(*g.joins);
-      if (job_ended(*joins))
+      if (job_ended(joins))
         throw error(error_kind::timeout,
                     who + ": the job ended (a rank's loop returned) while this generation formed: "
                           "nothing is left to run in it",
