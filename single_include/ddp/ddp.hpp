@@ -14290,7 +14290,10 @@ DDP_INLINE elastic_generation meet_as_joiner(const ddp::topology& job, const std
 /// the first member's to decide (the store's compare_set), which every member then follows:
 /// all there, it returns; else it marks the absent ones in g's store (the next meeting does not
 /// wait for them) and throws ddp::error (peer_lost): one more recovery, not the job's end. A
-/// member that never connects is absent after g.rv.timeout.
+/// member that never connects is absent after g.rv.timeout. A member lost after it arrived is
+/// named in the verdict (peer_lost naming it, on every member). The job's end seen meanwhile
+/// throws ddp::error (timeout); a store that fails throws what its request threw (backend,
+/// peer_lost), and so does job_ended's lasting error (backend).
 DDP_INLINE void wait_for_members(const elastic_generation& g);
 
 } // namespace detail
@@ -28655,21 +28658,38 @@ DDP_INLINE elastic_generation meet_as_joiner(const ddp::topology& job, const std
   return form_generation(job, std::move(members), std::move(ids), rank, generation, timeout, token);
 }
 
-inline std::string absent_verdict(const std::vector<int>& ranks) {
+/// "absent", the ranks taken for absent, then "lost" and the members lost after they arrived
+/// (the store's record), so that every member names the same ranks whichever wrote it.
+inline std::string absent_verdict(const std::vector<int>& ranks, const std::vector<int>& lost = {}) {
   std::string v = "absent";
   for (int r : ranks)
+    v += " " + std::to_string(r);
+  if (!lost.empty()) v += " lost";
+  for (int r : lost)
     v += " " + std::to_string(r);
   return v;
 }
 
-inline std::vector<int> parse_absent(const std::string& verdict) {
+struct absent_members {
+  std::vector<int> absent, lost;
+};
+
+inline absent_members parse_absent(const std::string& verdict) {
   std::istringstream in(verdict);
   std::string word;
   in >> word;
-  std::vector<int> ranks;
-  for (int r = 0; in >> r;)
-    ranks.push_back(r);
-  return ranks;
+  absent_members out;
+  auto* into = &out.absent;
+  while (in >> word) {
+    if (word == "lost") {
+      into = &out.lost;
+      continue;
+    }
+    try {
+      into->push_back(std::stoi(word));
+    } catch (const std::exception&) { break; } // not ours: the ranks read so far
+  }
+  return out;
 }
 
 inline std::string ranks_text(const std::vector<int>& ranks) {
@@ -28730,7 +28750,9 @@ DDP_INLINE void wait_for_members(const elastic_generation& g) {
       break;
     }
     if (lost) { // ends this generation: the dead joiners among the missing are marked with it
-      proposal = absent_verdict(dead_joiners(missing(true)));
+      std::vector<int> lost_ranks;
+      if (lost->rank() >= 0) lost_ranks.push_back(lost->rank());
+      proposal = absent_verdict(dead_joiners(missing(true)), lost_ranks);
       break;
     }
     if (auto dead = dead_joiners(missing(true)); !dead.empty()) {
@@ -28746,7 +28768,8 @@ DDP_INLINE void wait_for_members(const elastic_generation& g) {
                     rv.topo.rank);
     }
     if (left <= std::chrono::milliseconds(0)) {
-      proposal = absent_verdict(missing(false));
+      const auto away = missing(false);
+      proposal = away.empty() ? "all" : absent_verdict(away); // the last one came at the deadline
       break;
     }
   }
@@ -28756,19 +28779,29 @@ DDP_INLINE void wait_for_members(const elastic_generation& g) {
     if (lost) throw *lost; // all came, then one was lost: the mesh cannot form either
     return;
   }
-  const auto absent = parse_absent(verdict);
+  const auto [absent, lost_members] = parse_absent(verdict);
   for (int r : absent)
     rv.store->set(absent_key(r), "1"); // the next meeting does not wait for them
   if (lost) throw *lost;
+  if (absent.empty()) // the verdict of a member that saw a loss this one did not
+    throw error(
+        error_kind::peer_lost,
+        who + ": member(s) " +
+            (lost_members.empty() ? std::string("(unnamed by the store)") : ranks_text(lost_members)) +
+            " lost after arriving (another member's verdict): the survivors meet again without them",
+        lost_members.empty() ? -1 : lost_members.front());
   const bool me_absent = std::find(absent.begin(), absent.end(), rv.topo.rank) != absent.end();
   throw error(error_kind::peer_lost,
               who + ": member(s) " + ranks_text(absent) +
                   " taken for absent (a joiner its agent saw die, or one that did not arrive within "
                   "DDP_TIMEOUT, " +
                   std::to_string(rv.timeout.count()) + " ms, after the survivors' meeting)" +
+                  (lost_members.empty()
+                       ? ""
+                       : ", and member(s) " + ranks_text(lost_members) + " lost after arriving") +
                   (me_absent ? ", this one among them (it arrived after the verdict)" : "") +
                   ": the survivors meet again without them",
-              absent.empty() ? -1 : absent.front());
+              absent.front());
 }
 
 } // namespace detail

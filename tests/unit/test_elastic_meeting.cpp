@@ -322,3 +322,26 @@ TEST_CASE("a joiner that arrived, then died, is no member; one that never connec
     CHECK(std::chrono::steady_clock::now() - t0 < 10s); // before: the 20 s timeout
   }
 }
+
+TEST_CASE("a member lost after arriving is named by every member, whichever wrote the verdict") {
+  ddp::tcp_store server(ddp_test::local_server_options());
+  auto job = job_on(server.port());
+  std::vector<std::future<ddp::detail::elastic_generation>> f;
+  for (int r = 0; r < 3; ++r)
+    f.push_back(std::async(std::launch::async, [&, r] {
+      return ddp::detail::meet_survivors(job, {r, 0}, 3, 1, 300ms, 5s, "secret");
+    }));
+  auto g0 = f[0].get(), g1 = f[1].get(), g2 = f[2].get();
+  REQUIRE(g0.members.size() == 3);
+  g2.rv.store->set("ddp/arrived/2", "1"); // rank 2 arrives, then fails
+  REQUIRE(g2.rv.store->report_failure("failed in this test"));
+  for (auto* g : {&g0, &g1}) // the first sees the loss and writes the verdict; the second reads it
+    try {
+      ddp::detail::wait_for_members(*g);
+      FAIL("a generation formed without its lost member");
+    } catch (const ddp::error& e) {
+      CHECK(e.kind() == ddp::error_kind::peer_lost);
+      CHECK(e.rank() == 2);
+      CHECK(std::string(e.what()).find("taken for absent") == std::string::npos); // not the cause
+    }
+}

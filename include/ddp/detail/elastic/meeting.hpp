@@ -69,7 +69,10 @@ DDP_INLINE elastic_generation meet_as_joiner(const ddp::topology& job, const std
 /// the first member's to decide (the store's compare_set), which every member then follows:
 /// all there, it returns; else it marks the absent ones in g's store (the next meeting does not
 /// wait for them) and throws ddp::error (peer_lost): one more recovery, not the job's end. A
-/// member that never connects is absent after g.rv.timeout.
+/// member that never connects is absent after g.rv.timeout. A member lost after it arrived is
+/// named in the verdict (peer_lost naming it, on every member). The job's end seen meanwhile
+/// throws ddp::error (timeout); a store that fails throws what its request threw (backend,
+/// peer_lost), and so does job_ended's lasting error (backend).
 DDP_INLINE void wait_for_members(const elastic_generation& g);
 
 } // namespace detail
