@@ -53,6 +53,7 @@ struct options {
   /// The step of the loop's last commit (its total steps), when the loop knows it; 0: not known.
   /// No joiner is admitted at a commit of this step or later: a generation formed there would
   /// run no step. Joiners still waiting then end with the job (run() returns false in them).
+  /// 0: no such step. A value at or below the first commit's step admits no joiner at all.
   std::uint64_t last_step = 0;
 };
 

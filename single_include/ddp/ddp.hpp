@@ -14089,9 +14089,6 @@ DDP_END_NAMESPACE
 // the generation its loss makes, at its first commit) race on the same key: one wins, the other
 // reads its decision, so a joiner is admitted to one generation only; the loss meeting expects
 // the joiners whose decision names it, and the later admitter takes only those still waiting.
-// (An earlier form took a flag with add, then wrote the decision in a second request: a winner
-// that died between the two left readers waiting for a value, and a winner slower than their
-// wait could overwrite their "withdrawn". compare_set removed both.)
 #ifndef DDP_DETAIL_ELASTIC_JOINERS_HPP
 #define DDP_DETAIL_ELASTIC_JOINERS_HPP
 
@@ -14336,6 +14333,7 @@ struct options {
   /// The step of the loop's last commit (its total steps), when the loop knows it; 0: not known.
   /// No joiner is admitted at a commit of this step or later: a generation formed there would
   /// run no step. Joiners still waiting then end with the job (run() returns false in them).
+  /// 0: no such step. A value at or below the first commit's step admits no joiner at all.
   std::uint64_t last_step = 0;
 };
 

@@ -294,11 +294,42 @@ TEST_CASE("a joiner that arrived, then died, is no member; one that never connec
     gb.rv.timeout = 20s; // the second, long after the joiner's arrival
     auto wa = std::async(std::launch::async, [&] { ddp::detail::wait_for_members(ga); });
     auto wb = std::async(std::launch::async, [&] { ddp::detail::wait_for_members(gb); });
-    CHECK_THROWS_AS(wa.get(), ddp::error); // its deadline: the joiner is absent, for everyone
+    const auto kind_of = [](auto&& wait) {
+      try {
+        wait();
+      } catch (const ddp::error& e) { return e.kind(); }
+      FAIL("a member went on into a mesh the others had left");
+      return ddp::error_kind::config;
+    };
+    CHECK(kind_of([&] { wa.get(); }) == ddp::error_kind::peer_lost); // its deadline: absent, for everyone
     // The joiner arrives after that verdict, long before the second deadline: before, rank 1 then
     // went on into a mesh rank 0 had left.
-    CHECK_THROWS_AS(ddp::detail::wait_for_members(gj), ddp::error);
-    CHECK_THROWS_AS(wb.get(), ddp::error);
+    CHECK(kind_of([&] { ddp::detail::wait_for_members(gj); }) == ddp::error_kind::peer_lost);
+    CHECK(kind_of([&] { wb.get(); }) == ddp::error_kind::peer_lost);
+  }
+  SUBCASE("an absent joiner that never comes: the late-deadline member follows the verdict at once") {
+    admit_joiner(job, "rank2.3");
+    arrive_as_joiner("rank2.3"); // then never connects to generation 1's store
+    auto a = survivor_of_2(job, 0, 0ms, 300ms);
+    auto b = survivor_of_2(job, 1, 0ms, 300ms);
+    auto ga = a.get();
+    auto gb = b.get();
+    REQUIRE(ga.members.size() == 3);
+    ga.rv.timeout = 1s;  // the first deadline
+    gb.rv.timeout = 20s; // the second: rank 1 must not wait for it
+    const auto t0 = std::chrono::steady_clock::now();
+    auto wa = std::async(std::launch::async, [&] { ddp::detail::wait_for_members(ga); });
+    auto wb = std::async(std::launch::async, [&] { ddp::detail::wait_for_members(gb); });
+    CHECK_THROWS_AS(wa.get(), ddp::error);
+    try {
+      wb.get();
+      FAIL("the late-deadline member formed a generation without the absent joiner");
+    } catch (const ddp::error& e) {
+      CHECK(e.kind() == ddp::error_kind::peer_lost);
+      CHECK(e.rank() == 2);
+      CHECK(std::string(e.what()).find("member(s) 2 taken for absent") != std::string::npos);
+    }
+    CHECK(std::chrono::steady_clock::now() - t0 < 8s); // about 1 s; before: the 20 s deadline
   }
   SUBCASE("a joiner that dies while a survivor is lost: the next meeting does not wait for it") {
     admit_joiner(job, "rank2.4");

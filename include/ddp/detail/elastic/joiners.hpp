@@ -18,9 +18,6 @@
 // the generation its loss makes, at its first commit) race on the same key: one wins, the other
 // reads its decision, so a joiner is admitted to one generation only; the loss meeting expects
 // the joiners whose decision names it, and the later admitter takes only those still waiting.
-// (An earlier form took a flag with add, then wrote the decision in a second request: a winner
-// that died between the two left readers waiting for a value, and a winner slower than their
-// wait could overwrite their "withdrawn". compare_set removed both.)
 #ifndef DDP_DETAIL_ELASTIC_JOINERS_HPP
 #define DDP_DETAIL_ELASTIC_JOINERS_HPP
 
