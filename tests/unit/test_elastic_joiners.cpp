@@ -184,7 +184,8 @@ TEST_CASE("a store error is no end of the job: asked again on a connection that 
   ddp::detail::mark_job_ended(*server);
   CHECK(ddp::detail::job_ended(c, "", 5s));
   const std::string where = "127.0.0.1:" + std::to_string(server->port());
-  server.reset(); // the store's host gone for good
+  server->stop_serving_at_once(); // no linger for the client's live connection
+  server.reset();                 // the store's host gone for good
   const auto t0 = std::chrono::steady_clock::now();
   try {
     (void)ddp::detail::job_ended(c, "", 300ms);
@@ -207,6 +208,7 @@ TEST_CASE("a silent store bounds job_ended hard: no look waits the store's own t
   o.port = port;
   o.timeout = 30s; // the store's own timeout, which no look may wait
   auto c = std::make_unique<ddp::tcp_store>(o);
+  server->stop_serving_at_once(); // no linger for the client's live connection
   server.reset();
   // The port listens again but never answers (the kernel accepts; nobody reads): a stopped host.
   const auto silent = ddp::detail::listen_tcp("127.0.0.1", port);
