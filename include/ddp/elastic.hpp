@@ -50,6 +50,11 @@ struct options {
   /// slot) waits this long to be admitted at a commit of the running ranks; past it, it
   /// withdraws and run() throws ddp::error (timeout). It stops waiting at once when the job ends.
   std::chrono::milliseconds join_wait{std::chrono::minutes(10)};
+  /// The step of the loop's last commit (its total steps), when the loop knows it; 0: not known.
+  /// No joiner is admitted at a commit of this step or later: a generation formed there would
+  /// run no step. Joiners still waiting then end with the job (run() returns false in them).
+  /// 0: no such step. A value at or below the first commit's step admits no joiner at all.
+  std::uint64_t last_step = 0;
 };
 
 template <class Model> class state;
@@ -130,7 +135,7 @@ public:
     }
     commit_model(at);
     latest_.optimizer = std::move(optimizer);
-    if (admit_) admit_(); // may end the generation here: Note [Admission by claim]
+    if (admit_) admit_(at); // may end the generation here: Note [Admission by claim]
   }
 
   /// The progress of the last commit (what a generation starts from).
@@ -278,7 +283,7 @@ private:
   snapshot latest_, previous_;
   std::vector<detail::tensor_slot> parameters_, buffers_;
   std::function<void(detail::checkpoint_contents&)> gather_; ///< the held optimizer's, or empty
-  std::function<void()> admit_;                              ///< run()'s look for joiners, or empty
+  std::function<void(const training_progress&)> admit_;      ///< run()'s look for joiners, or empty
   int rank_ = 0;
   std::uint64_t generation_ = 0;
 };
@@ -300,6 +305,11 @@ private:
 /// Returns true once the loop has returned; false in a joiner the job ended without (it never
 /// ran the loop: its model is not the job's, so code after run() that saves or reports the model
 /// must not run: hence [[nodiscard]]).
+/// A joiner's admission throws ddp::error out of run() too: peer_lost when the joiner is
+/// withdrawn while the job runs (its agent took it for dead, and the claim says so), timeout when
+/// no commit admits it within options::join_wait or when the meeting it was admitted to closed
+/// without it. Let the program exit non-zero on them: ddprun then counts a failed joiner (and may
+/// start another in the slot), not a rank that finished.
 template <class Model, class Loop> [[nodiscard]] bool run(state<Model>& st, Loop&& loop, const options& o) {
   static_assert(std::invocable<Loop&, process_group<gloo>&, const training_progress&>,
                 "ddp::elastic::run: the loop must be callable as loop(ddp::process_group<ddp::gloo>& pg, "
@@ -329,7 +339,7 @@ template <class Model, class Loop> [[nodiscard]] bool run(state<Model>& st, Loop
   std::unique_ptr<process_group<gloo>> pg;
   std::uint64_t admitted_to = 0; // a joiner's generation (1 or more), until it has met it
   if (joiner) {
-    const auto a = detail::wait_for_admission(*joins, {*joiner, job.rank, job.node_rank}, o.join_wait);
+    const auto a = detail::wait_for_admission(joins, {*joiner, job.rank, job.node_rank}, o.join_wait);
     if (!a) {
       detail::log_line("joiner " + *joiner,
                        "the job ended before admitting this joiner (job rank " + std::to_string(job.rank) +
@@ -352,7 +362,8 @@ template <class Model, class Loop> [[nodiscard]] bool run(state<Model>& st, Loop
   std::vector<std::int64_t> member_job_ranks; // of generation `members_of`, for rank 0's admissions
   auto members_of = std::numeric_limits<std::uint64_t>::max();
   if (joins && detail::joiners_possible())
-    st.admit_ = [&] {
+    st.admit_ = [&](const training_progress& at) {
+      if (o.last_step > 0 && at.step >= o.last_step) return; // the same on every rank: no broadcast
       if (members_of != generation) { // every rank runs this at the same commit: all gather
         const std::vector<std::int64_t> mine{job_rank};
         member_job_ranks.assign(static_cast<std::size_t>(pg->size()), 0);
@@ -385,7 +396,7 @@ template <class Model, class Loop> [[nodiscard]] bool run(state<Model>& st, Loop
         me = g.members[static_cast<std::size_t>(g.rv.topo.rank)];
         me.old_rank = g.rv.topo.rank;
         size = g.rv.topo.world_size;
-        detail::wait_for_members(g.rv);
+        detail::wait_for_members(g);
         pg = std::make_unique<process_group<gloo>>(std::move(g.rv));
       }
       st.restore(*pg, generation, joining);

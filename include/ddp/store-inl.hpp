@@ -123,13 +123,41 @@ DDP_INLINE std::int64_t tcp_store::add(const std::string& key, std::int64_t delt
   return v;
 }
 
-DDP_INLINE bool tcp_store::check(const std::vector<std::string>& keys) {
+DDP_INLINE std::optional<std::string>
+tcp_store::compare_set(const std::string& key, std::string_view expected, std::string_view desired) {
+  if (expected.empty() && desired.empty())
+    throw error(error_kind::config, "compare_set '" + key +
+                                        "': set-if-absent (expected \"\") of an empty value cannot be told "
+                                        "from an absent key, so a later writer would replace it: give a "
+                                        "non-empty desired value");
+  const std::string version_hint =
+      "the store at " + where() +
+      " does not know compare_set: ddprun and this program must come from the same ddp version";
+  std::string r;
+  try {
+    r = request(
+        detail::frame_writer(detail::store_op::compare_set).bytes(scoped(key)).bytes(expected).bytes(desired),
+        "compare_set '" + key + "'");
+  } catch (const error& e) {
+    // A store of an older version closes the connection on a request it does not know.
+    throw error(e.kind(), std::string(e.what()) + " (if " + version_hint + ")", e.rank());
+  }
+  if (static_cast<detail::store_status>(r[0]) == detail::store_status::unknown_request)
+    throw error(error_kind::config, version_hint);
+  if (static_cast<detail::store_status>(r[0]) == detail::store_status::missing) return std::nullopt;
+  detail::frame_reader fr(std::string_view(r).substr(1));
+  auto v = fr.bytes();
+  if (!fr.ok()) throw protocol_error("compare_set");
+  return v;
+}
+
+DDP_INLINE bool tcp_store::check(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
   return every_frame_part(keys, [&](std::span<const std::string> part) {
     detail::frame_writer w(detail::store_op::check);
     w.u32(static_cast<std::uint32_t>(part.size()));
     for (auto& k : part)
       w.bytes(scoped(k));
-    auto r = request(w, "check");
+    auto r = request(w, "check", timeout);
     return r.size() >= 2 && r[1] == 1;
   });
 }

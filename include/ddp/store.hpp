@@ -101,7 +101,16 @@ public:
   /// Atomically adds `delta` to the integer under `key` (0 when absent); returns the new value.
   DDP_INLINE std::int64_t add(const std::string& key, std::int64_t delta);
 
-  DDP_INLINE bool check(const std::vector<std::string>& keys);
+  /// Atomically sets `desired` under `key` if it holds `expected` (an absent key holds "" only:
+  /// `compare_set(k, "", v)` is set-if-absent, the first writer's value standing; an empty `v`
+  /// there is refused, ddp::error config, as it could not be told from absent); returns the
+  /// value under `key` after it, nothing while it is absent.
+  DDP_INLINE std::optional<std::string> compare_set(const std::string& key, std::string_view expected,
+                                                    std::string_view desired);
+
+  DDP_INLINE bool check(const std::vector<std::string>& keys) { return check(keys, opts_.timeout); }
+  /// check() that throws once the store took `timeout` to answer (each frame of keys).
+  DDP_INLINE bool check(const std::vector<std::string>& keys, std::chrono::milliseconds timeout);
 
   void wait(const std::vector<std::string>& keys) { wait(keys, opts_.timeout); }
 

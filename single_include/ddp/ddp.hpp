@@ -1037,11 +1037,25 @@ enum class store_op : std::uint8_t {
   /// loss, but rank 0's linger stops waiting for it when it stops waiting for
   /// that rank (store_stalled_prefix).
   owner = 10,
+  /// key, expected, desired -> ok, value | missing: sets `desired` when the key holds
+  /// `expected` (absent counts as holding "" only), atomically; answers the value standing
+  /// after it. Set-if-absent is expected "": the first writer's value stands (PyTorch's
+  /// TCPStore compareSet).
+  compare_set = 11,
 };
 
 /// `lost` answers a pending wait (then i32: the rank) as soon as a rank drops
-/// without a goodbye: the keys it would have set will never come.
-enum class store_status : std::uint8_t { ok = 0, missing = 1, timeout = 2, refused = 3, lost = 4 };
+/// without a goodbye: the keys it would have set will never come. `unknown_request`
+/// answers an opcode this server does not know (a client of a newer version): the
+/// connection stays, and its rank is not lost.
+enum class store_status : std::uint8_t {
+  ok = 0,
+  missing = 1,
+  timeout = 2,
+  refused = 3,
+  lost = 4,
+  unknown_request = 5
+};
 
 /// Frames above this size are malformed by definition and close the connection.
 /// The server records, under this key, each rank whose connection dropped
@@ -1564,7 +1578,16 @@ public:
   /// Atomically adds `delta` to the integer under `key` (0 when absent); returns the new value.
   DDP_INLINE std::int64_t add(const std::string& key, std::int64_t delta);
 
-  DDP_INLINE bool check(const std::vector<std::string>& keys);
+  /// Atomically sets `desired` under `key` if it holds `expected` (an absent key holds "" only:
+  /// `compare_set(k, "", v)` is set-if-absent, the first writer's value standing; an empty `v`
+  /// there is refused, ddp::error config, as it could not be told from absent); returns the
+  /// value under `key` after it, nothing while it is absent.
+  DDP_INLINE std::optional<std::string> compare_set(const std::string& key, std::string_view expected,
+                                                    std::string_view desired);
+
+  DDP_INLINE bool check(const std::vector<std::string>& keys) { return check(keys, opts_.timeout); }
+  /// check() that throws once the store took `timeout` to answer (each frame of keys).
+  DDP_INLINE bool check(const std::vector<std::string>& keys, std::chrono::milliseconds timeout);
 
   void wait(const std::vector<std::string>& keys) { wait(keys, opts_.timeout); }
 
@@ -14052,30 +14075,27 @@ DDP_END_NAMESPACE
 // under DDP_SEPARATE_COMPILATION. Design: docs/elastic.md, "Joiners".
 //
 // Note [Admission by claim]
-// Each joiner's claim is decided once. The store's one atomic operation is add, so a decider
-// first adds 1 to the joiner's flag key: the add that returns 1 came first and wins, and only
-// the winner then writes the decision key, once: the generation the group's rank 0 admits the
-// joiner to (1 <= g < joiner_withdrawn), or joiner_withdrawn from the joiner or its agent. A
-// loser, and any reader that finds the flag taken, waits for the decision (its winner is one
-// store round trip from writing it), and never sees a value that is no decision. So a joiner is
-// admitted or withdrawn, never both, and the claim says which, with the generation: the
-// survivors' meeting for that generation expects every joiner whose claim names it, even when
-// the rank that admitted it died before it could tell the others.
-// Two admitters at once (the rank 0 of generation g, dying after its adds, and the rank 0 of the
-// generation its loss makes, at its first commit) race on the same flag: one wins, the other
+// Each joiner's claim is decided once, by the store's compare_set: a decider sets the joiner's
+// decision key only if it is absent (one request, atomic on the store's host), and the value
+// that stands afterwards is the decision, whoever wrote it: the generation the group's rank 0
+// admits the joiner to (1 <= g < joiner_withdrawn), or joiner_withdrawn from the joiner or its
+// agent. A reader sees no decision (the joiner waits) or the decision, never anything between,
+// and no decider can overwrite another's, however slow or dead: a decider that dies before its
+// request reaches the store decided nothing, one that dies after decided. So a joiner is admitted
+// or withdrawn, never both, and the claim says which, with the generation: the survivors'
+// meeting for that generation expects every joiner whose claim names it, even when the rank that
+// admitted it died before it could tell the others.
+// Two admitters at once (the rank 0 of generation g, dying after its requests, and the rank 0 of
+// the generation its loss makes, at its first commit) race on the same key: one wins, the other
 // reads its decision, so a joiner is admitted to one generation only; the loss meeting expects
 // the joiners whose decision names it, and the later admitter takes only those still waiting.
-// A winner that dies between its two round trips leaves the flag taken and no decision: readers
-// wait joiner_decision_wait, then write withdrawn for it and take the joiner for withdrawn (it is
-// never admitted; the joiner itself reads the same and ends without joining). A winner alive
-// but slower than that could write an admission after some reader took it for withdrawn; with a
-// store round trip under a millisecond here, two seconds leave a wide margin.
 #ifndef DDP_DETAIL_ELASTIC_JOINERS_HPP
 #define DDP_DETAIL_ELASTIC_JOINERS_HPP
 
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14096,9 +14116,9 @@ struct joiner_entry {
   int node = 0;
 };
 
-/// How long a reader waits for the decision of a claim whose flag is taken (Note [Admission by
-/// claim]): past it, the winner is taken for dead and the joiner for withdrawn.
-inline constexpr std::chrono::milliseconds joiner_decision_wait{2000};
+/// How long a waiting joiner asks again when the store errs on whether the job has ended: an
+/// error is no end (job_ended).
+inline constexpr std::chrono::milliseconds joiner_store_patience{5000};
 
 /// What a joiner's claim says.
 struct joiner_claim {
@@ -14130,8 +14150,7 @@ DDP_INLINE std::string joiners_scope(const ddp::topology& job);
 DDP_INLINE void register_joiner(tcp_store& s, const joiner_entry& e, const std::string& prefix = "");
 /// Every joiner registered so far, in registration order (one not yet written is skipped).
 DDP_INLINE std::vector<joiner_entry> registered_joiners(tcp_store& s, const std::string& prefix = "");
-/// The claim of joiner `id` now: waiting while nobody decided it; once a decider took its flag,
-/// the decision (waited for up to joiner_decision_wait).
+/// The claim of joiner `id` now: waiting while nobody decided it, else the decision.
 DDP_INLINE joiner_claim read_claim(tcp_store& s, const std::string& id, const std::string& prefix = "");
 /// Decides joiner `id` with `delta` (a generation, or joiner_withdrawn) if nobody decided it
 /// first; returns the decision as it stands: the caller won when it says what `delta` says.
@@ -14178,15 +14197,24 @@ DDP_INLINE void mark_job_ended(tcp_store& s);
 /// mark_job_ended for run() once the loop returned: a store that does not answer then is said,
 /// not thrown (the loop finished; the agents end waiting joiners at the job's end anyway).
 DDP_INLINE void end_job_for_joiners(tcp_store& s, int job_rank);
-DDP_INLINE bool job_ended(tcp_store& s, const std::string& prefix = "");
+/// Whether a rank wrote the job's end. A store error is no answer: it asks again, on a fresh
+/// connection that then replaces `s` (a broken one stays broken; the server's own client is
+/// kept), until `within` has passed. It returns or throws within `within` + 2 x
+/// job_end_look_floor, each look's wait for the store and connecting again included. An error that lasts is
+/// ddp::error (backend) naming the store's address, never taken for the end.
+DDP_INLINE bool job_ended(std::unique_ptr<tcp_store>& s, const std::string& prefix = "",
+                          std::chrono::milliseconds within = joiner_store_patience);
+/// The least time job_ended gives one look (connecting again included): a live store answers
+/// in well under a millisecond, even beside a CPU hog.
+inline constexpr std::chrono::milliseconds job_end_look_floor{100};
 
 /// The joiner's side: registers, then waits (looking every few tens of milliseconds, up to
 /// `wait`) until it is admitted (the generation) or the job ends (nothing: it withdrew). Not
 /// admitted within `wait`, it withdraws and throws ddp::error (timeout), naming `id`; withdrawn
-/// while the job runs (the rank that took its claim died before deciding it), it throws too, so
+/// while the job runs by another (its agent took it for dead), it throws too (peer_lost), so
 /// its agent sees a failed joiner and may start another in the slot, not a rank that finished.
-DDP_INLINE std::optional<std::uint64_t> wait_for_admission(tcp_store& s, const joiner_entry& me,
-                                                           std::chrono::milliseconds wait);
+DDP_INLINE std::optional<std::uint64_t>
+wait_for_admission(std::unique_ptr<tcp_store>& s, const joiner_entry& me, std::chrono::milliseconds wait);
 
 } // namespace detail
 DDP_END_NAMESPACE
@@ -14204,6 +14232,7 @@ DDP_END_NAMESPACE
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14218,8 +14247,10 @@ struct elastic_survivor {
 
 /// What the next generation is made of.
 struct elastic_generation {
-  rendezvous rv;                         ///< ready for process_group<gloo>(rv)
-  std::vector<elastic_survivor> members; ///< in their new rank order
+  rendezvous rv;                          ///< ready for process_group<gloo>(rv)
+  std::vector<elastic_survivor> members;  ///< in their new rank order
+  std::vector<std::string> joiner_ids;    ///< per member: a joiner's identity, empty for a survivor
+  std::optional<tcp_store_options> joins; ///< the joiners' scope, when ddprun may start joiners
 };
 
 /// Whether ddprun --in-process-recovery launched this rank (DDP_IN_PROCESS_RECOVERY=1) with the
@@ -14252,11 +14283,18 @@ DDP_INLINE elastic_generation meet_as_joiner(const ddp::topology& job, const std
                                              std::uint64_t generation, std::chrono::milliseconds last_call,
                                              std::chrono::milliseconds timeout, const std::string& token);
 
-/// Generation `rv`'s members all say they arrived before any enters the backend's mesh; a member
-/// lost meanwhile fails this wait at once (ddp::error, peer_lost): a loss in generation rv's. One
-/// that never connects fails it after rv.timeout, as peer_lost too, marked absent in rv's store
-/// so the next meeting does not wait for it.
-DDP_INLINE void wait_for_members(const rendezvous& rv);
+/// Generation `g`'s members all say they arrived before any enters the backend's mesh. The wait
+/// looks, every few tens of milliseconds, at what ends it early: a member lost meanwhile (the
+/// store's lost record), a joiner member its agent saw die (its lost mark) and the job's end.
+/// Whether the members are all there or some are absent is one verdict for the generation,
+/// the first member's to decide (the store's compare_set), which every member then follows:
+/// all there, it returns; else it marks the absent ones in g's store (the next meeting does not
+/// wait for them) and throws ddp::error (peer_lost): one more recovery, not the job's end. A
+/// member that never connects is absent after g.rv.timeout. A member lost after it arrived is
+/// named in the verdict (peer_lost naming it, on every member). The job's end seen meanwhile
+/// throws ddp::error (timeout); a store that fails throws what its request threw (backend,
+/// peer_lost), and so does job_ended's lasting error (backend).
+DDP_INLINE void wait_for_members(const elastic_generation& g);
 
 } // namespace detail
 DDP_END_NAMESPACE
@@ -14295,6 +14333,11 @@ struct options {
   /// slot) waits this long to be admitted at a commit of the running ranks; past it, it
   /// withdraws and run() throws ddp::error (timeout). It stops waiting at once when the job ends.
   std::chrono::milliseconds join_wait{std::chrono::minutes(10)};
+  /// The step of the loop's last commit (its total steps), when the loop knows it; 0: not known.
+  /// No joiner is admitted at a commit of this step or later: a generation formed there would
+  /// run no step. Joiners still waiting then end with the job (run() returns false in them).
+  /// 0: no such step. A value at or below the first commit's step admits no joiner at all.
+  std::uint64_t last_step = 0;
 };
 
 template <class Model> class state;
@@ -14375,7 +14418,7 @@ public:
     }
     commit_model(at);
     latest_.optimizer = std::move(optimizer);
-    if (admit_) admit_(); // may end the generation here: Note [Admission by claim]
+    if (admit_) admit_(at); // may end the generation here: Note [Admission by claim]
   }
 
   /// The progress of the last commit (what a generation starts from).
@@ -14523,7 +14566,7 @@ private:
   snapshot latest_, previous_;
   std::vector<detail::tensor_slot> parameters_, buffers_;
   std::function<void(detail::checkpoint_contents&)> gather_; ///< the held optimizer's, or empty
-  std::function<void()> admit_;                              ///< run()'s look for joiners, or empty
+  std::function<void(const training_progress&)> admit_;      ///< run()'s look for joiners, or empty
   int rank_ = 0;
   std::uint64_t generation_ = 0;
 };
@@ -14545,6 +14588,11 @@ private:
 /// Returns true once the loop has returned; false in a joiner the job ended without (it never
 /// ran the loop: its model is not the job's, so code after run() that saves or reports the model
 /// must not run: hence [[nodiscard]]).
+/// A joiner's admission throws ddp::error out of run() too: peer_lost when the joiner is
+/// withdrawn while the job runs (its agent took it for dead, and the claim says so), timeout when
+/// no commit admits it within options::join_wait or when the meeting it was admitted to closed
+/// without it. Let the program exit non-zero on them: ddprun then counts a failed joiner (and may
+/// start another in the slot), not a rank that finished.
 template <class Model, class Loop> [[nodiscard]] bool run(state<Model>& st, Loop&& loop, const options& o) {
   static_assert(std::invocable<Loop&, process_group<gloo>&, const training_progress&>,
                 "ddp::elastic::run: the loop must be callable as loop(ddp::process_group<ddp::gloo>& pg, "
@@ -14574,7 +14622,7 @@ template <class Model, class Loop> [[nodiscard]] bool run(state<Model>& st, Loop
   std::unique_ptr<process_group<gloo>> pg;
   std::uint64_t admitted_to = 0; // a joiner's generation (1 or more), until it has met it
   if (joiner) {
-    const auto a = detail::wait_for_admission(*joins, {*joiner, job.rank, job.node_rank}, o.join_wait);
+    const auto a = detail::wait_for_admission(joins, {*joiner, job.rank, job.node_rank}, o.join_wait);
     if (!a) {
       detail::log_line("joiner " + *joiner,
                        "the job ended before admitting this joiner (job rank " + std::to_string(job.rank) +
@@ -14597,7 +14645,8 @@ template <class Model, class Loop> [[nodiscard]] bool run(state<Model>& st, Loop
   std::vector<std::int64_t> member_job_ranks; // of generation `members_of`, for rank 0's admissions
   auto members_of = std::numeric_limits<std::uint64_t>::max();
   if (joins && detail::joiners_possible())
-    st.admit_ = [&] {
+    st.admit_ = [&](const training_progress& at) {
+      if (o.last_step > 0 && at.step >= o.last_step) return; // the same on every rank: no broadcast
       if (members_of != generation) { // every rank runs this at the same commit: all gather
         const std::vector<std::int64_t> mine{job_rank};
         member_job_ranks.assign(static_cast<std::size_t>(pg->size()), 0);
@@ -14630,7 +14679,7 @@ template <class Model, class Loop> [[nodiscard]] bool run(state<Model>& st, Loop
         me = g.members[static_cast<std::size_t>(g.rv.topo.rank)];
         me.old_rank = g.rv.topo.rank;
         size = g.rv.topo.world_size;
-        detail::wait_for_members(g.rv);
+        detail::wait_for_members(g);
         pg = std::make_unique<process_group<gloo>>(std::move(g.rv));
       }
       st.restore(*pg, generation, joining);
@@ -19554,6 +19603,20 @@ private:
       if (fresh) key_added(key);
       return;
     }
+    case store_op::compare_set: {
+      std::string key = r.bytes(), expected = r.bytes(), desired = r.bytes();
+      if (!r.ok() || !r.at_end()) return drop(c, "malformed compare_set");
+      auto it = data_.find(key);
+      const bool fresh = it == data_.end() && expected.empty();
+      if (fresh)
+        it = data_.emplace(key, std::move(desired)).first;
+      else if (it != data_.end() && it->second == expected)
+        it->second = std::move(desired);
+      if (it == data_.end()) return reply(c, frame_writer(store_status::missing).finish());
+      reply(c, frame_writer(store_status::ok).bytes(it->second).finish());
+      if (fresh) key_added(key);
+      return;
+    }
     case store_op::wait:
     case store_op::check: {
       std::uint32_t count = r.u32();
@@ -19584,7 +19647,12 @@ private:
       return reply(c, frame_writer(store_status::ok).finish());
     }
     case store_op::bye: c.said_bye = true; return;
-    default: return drop(c, "unknown opcode " + std::to_string(static_cast<int>(op)));
+    default:
+      // A whole frame was read, so the connection is still in step: a client of a newer ddp
+      // says which request this store lacks, instead of losing its rank.
+      log_line("store", "unknown request " + std::to_string(static_cast<int>(op)) + " from " + c.peer +
+                            ": a ddp program of another version than this store's");
+      return reply(c, frame_writer(store_status::unknown_request).finish());
     }
   }
 
@@ -19910,13 +19978,41 @@ DDP_INLINE std::int64_t tcp_store::add(const std::string& key, std::int64_t delt
   return v;
 }
 
-DDP_INLINE bool tcp_store::check(const std::vector<std::string>& keys) {
+DDP_INLINE std::optional<std::string>
+tcp_store::compare_set(const std::string& key, std::string_view expected, std::string_view desired) {
+  if (expected.empty() && desired.empty())
+    throw error(error_kind::config, "compare_set '" + key +
+                                        "': set-if-absent (expected \"\") of an empty value cannot be told "
+                                        "from an absent key, so a later writer would replace it: give a "
+                                        "non-empty desired value");
+  const std::string version_hint =
+      "the store at " + where() +
+      " does not know compare_set: ddprun and this program must come from the same ddp version";
+  std::string r;
+  try {
+    r = request(
+        detail::frame_writer(detail::store_op::compare_set).bytes(scoped(key)).bytes(expected).bytes(desired),
+        "compare_set '" + key + "'");
+  } catch (const error& e) {
+    // A store of an older version closes the connection on a request it does not know.
+    throw error(e.kind(), std::string(e.what()) + " (if " + version_hint + ")", e.rank());
+  }
+  if (static_cast<detail::store_status>(r[0]) == detail::store_status::unknown_request)
+    throw error(error_kind::config, version_hint);
+  if (static_cast<detail::store_status>(r[0]) == detail::store_status::missing) return std::nullopt;
+  detail::frame_reader fr(std::string_view(r).substr(1));
+  auto v = fr.bytes();
+  if (!fr.ok()) throw protocol_error("compare_set");
+  return v;
+}
+
+DDP_INLINE bool tcp_store::check(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
   return every_frame_part(keys, [&](std::span<const std::string> part) {
     detail::frame_writer w(detail::store_op::check);
     w.u32(static_cast<std::uint32_t>(part.size()));
     for (auto& k : part)
       w.bytes(scoped(k));
-    auto r = request(w, "check");
+    auto r = request(w, "check", timeout);
     return r.size() >= 2 && r[1] == 1;
   });
 }
@@ -28089,35 +28185,16 @@ inline joiner_claim claim_of(const std::string& decision) {
   return c;
 }
 
-/// The decision of a claim whose flag is taken: its winner writes it one round trip later, or
-/// died first (Note [Admission by claim]).
-inline joiner_claim await_decision(tcp_store& s, const std::string& id, const std::string& prefix) {
-  const auto until = std::chrono::steady_clock::now() + joiner_decision_wait;
-  for (;;) {
-    if (auto v = s.try_get(prefix + "decision/" + id)) return claim_of(*v);
-    if (std::chrono::steady_clock::now() >= until) {
-      // Written for the dead winner, so later readers need not wait.
-      s.set(prefix + "decision/" + id, std::to_string(joiner_withdrawn));
-      log_line("joiner " + id, "its claim was taken but no decision written within " +
-                                   std::to_string(joiner_decision_wait.count()) +
-                                   " ms (the deciding process died): it counts as withdrawn");
-      return claim_of("");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-}
-
 DDP_INLINE joiner_claim read_claim(tcp_store& s, const std::string& id, const std::string& prefix) {
   if (auto v = s.try_get(prefix + "decision/" + id)) return claim_of(*v);
-  if (s.add(prefix + "flag/" + id, 0) == 0) return {}; // nobody decided it: waiting
-  return await_decision(s, id, prefix);
+  return {}; // nobody decided it: waiting
 }
 
 DDP_INLINE joiner_claim settle_claim(tcp_store& s, const std::string& id, std::int64_t delta,
                                      const std::string& prefix) {
-  if (s.add(prefix + "flag/" + id, 1) != 1) return await_decision(s, id, prefix);
-  s.set(prefix + "decision/" + id, std::to_string(delta)); // first: this decision stands, once
-  return claim_of(std::to_string(delta));
+  // Set-if-absent in one request: the first decision stands, and every later decider reads it.
+  const auto standing = s.compare_set(prefix + "decision/" + id, "", std::to_string(delta));
+  return claim_of(standing.value_or(""));
 }
 
 DDP_INLINE void mark_joiner_lost(tcp_store& s, const std::string& id, const std::string& prefix) {
@@ -28211,21 +28288,47 @@ DDP_INLINE void end_job_for_joiners(tcp_store& s, int job_rank) {
   }
 }
 
-DDP_INLINE bool job_ended(tcp_store& s, const std::string& prefix) { return s.check({prefix + "ended"}); }
+DDP_INLINE bool job_ended(std::unique_ptr<tcp_store>& s, const std::string& prefix,
+                          std::chrono::milliseconds within) {
+  const auto until = std::chrono::steady_clock::now() + within;
+  const auto left = [&] {
+    return std::max(job_end_look_floor, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            until - std::chrono::steady_clock::now()));
+  };
+  std::string why;
+  try {
+    return s->check({prefix + "ended"}, left());
+  } catch (const std::exception& e) { why = e.what(); }
+  // A store error is no end: ask again on a fresh connection (a broken one stays broken).
+  while (std::chrono::steady_clock::now() + job_end_look_floor < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    try {
+      auto fresh = s->connect_again(left());
+      const bool ended = fresh->check({prefix + "ended"}, left());
+      if (!s->is_server()) s = std::move(fresh); // the caller's later requests go where this one went
+      return ended;
+    } catch (const std::exception& e) { why = e.what(); }
+  }
+  throw error(error_kind::backend,
+              "the store at " + endpoint(s->host(), s->port()) + " did not say whether the job has ended (" +
+                  prefix + "ended) within " + std::to_string(within.count()) + " ms of asking: " + why +
+                  "; a store error is no end of the job: check that the launcher serving it (ddprun on node "
+                  "0) is alive and reachable");
+}
 
-DDP_INLINE std::optional<std::uint64_t> wait_for_admission(tcp_store& s, const joiner_entry& me,
-                                                           std::chrono::milliseconds wait) {
-  register_joiner(s, me);
+DDP_INLINE std::optional<std::uint64_t>
+wait_for_admission(std::unique_ptr<tcp_store>& s, const joiner_entry& me, std::chrono::milliseconds wait) {
+  register_joiner(*s, me);
   log_line("joiner " + me.id, "registered (job rank " + std::to_string(me.job_rank) +
                                   "); waiting for the running ranks to admit it at a commit (up to " +
                                   std::to_string(wait.count()) + " ms)");
   const auto deadline = std::chrono::steady_clock::now() + wait;
   for (;;) {
-    auto c = read_claim(s, me.id);
+    auto c = read_claim(*s, me.id);
     if (c.state == joiner_claim::what::waiting) {
-      const bool ended = job_ended(s);
+      const bool ended = job_ended(s, "", joiner_store_patience);
       if (ended || std::chrono::steady_clock::now() >= deadline) {
-        c = settle_claim(s, me.id, joiner_withdrawn);
+        c = settle_claim(*s, me.id, joiner_withdrawn);
         if (c.state == joiner_claim::what::withdrawn && ended) return std::nullopt;
         if (c.state == joiner_claim::what::withdrawn)
           throw error(error_kind::timeout,
@@ -28239,14 +28342,14 @@ DDP_INLINE std::optional<std::uint64_t> wait_for_admission(tcp_store& s, const j
     }
     if (c.state == joiner_claim::what::admitted) return c.generation;
     if (c.state == joiner_claim::what::withdrawn) {
-      if (job_ended(s)) return std::nullopt; // the job ended without it
-      // Withdrawn while the job runs: the rank that took its claim died before deciding it. An
-      // exit 0 would read as a rank that finished well; failing, its agent may start another.
+      if (job_ended(s, "", joiner_store_patience)) return std::nullopt; // the job ended without it
+      // Withdrawn while the job runs, by another than this joiner (its agent took it for dead).
+      // An exit 0 would read as a rank that finished well; failing, its agent may start another.
       throw error(error_kind::peer_lost,
                   "joiner " + me.id + " (job rank " + std::to_string(me.job_rank) +
-                      "): withdrawn while the job runs (the rank that took its claim died before "
-                      "deciding it): this joiner ends; ddprun --in-process-recovery --max-restarts "
-                      "starts another in the slot while its budget lasts",
+                      "): withdrawn while the job runs (its agent took it for dead): this joiner ends; "
+                      "ddprun --in-process-recovery --max-restarts starts another in the slot while its "
+                      "budget lasts",
                   me.job_rank);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20)); // two store round trips a look
@@ -28294,6 +28397,31 @@ DDP_INLINE std::string elastic_scope(const ddp::topology& job, std::uint64_t gen
 
 /// Where a generation's members mark member `rank` that never arrived (wait_for_members).
 inline std::string absent_key(int rank) { return "ddp/absent/" + std::to_string(rank); }
+
+/// Where generation g's members record their one verdict on the arrival wait (wait_for_members):
+/// "all", or "absent" and the ranks taken for absent.
+inline constexpr const char* members_verdict_key = "ddp/members_verdict";
+
+/// How often the arrival wait looks at lost marks and the job's end (a few store round trips).
+inline constexpr std::chrono::milliseconds arrival_look_every{50};
+
+/// "<rank> <identity>" lines: the joiners among a generation's members, by their new ranks.
+inline std::string joiner_ids_text(const std::vector<std::string>& ids) {
+  std::string s;
+  for (std::size_t r = 0; r < ids.size(); ++r)
+    if (!ids[r].empty()) s += std::to_string(r) + " " + ids[r] + "\n";
+  return s;
+}
+
+inline std::vector<std::string> parse_joiner_ids(const std::string& text, std::size_t members) {
+  std::vector<std::string> ids(members);
+  std::istringstream in(text);
+  std::size_t r = 0;
+  std::string id;
+  while (in >> r >> id)
+    if (r < members) ids[r] = id;
+  return ids;
+}
 
 /// A client of the launcher's store in `scope`, registered as `rank` (-1: no rank).
 inline tcp_store_options elastic_store_options(const ddp::topology& job, std::string scope, int rank,
@@ -28344,7 +28472,8 @@ inline std::vector<elastic_survivor> parse_members(const std::string& text) {
 inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& old, tcp_store* joins,
                                                    const std::string& base, std::uint64_t generation,
                                                    int old_size, std::chrono::milliseconds last_call,
-                                                   std::chrono::milliseconds timeout) {
+                                                   std::chrono::milliseconds timeout,
+                                                   std::vector<std::string>& ids) {
   const auto start = std::chrono::steady_clock::now();
   auto survivors_since = std::chrono::steady_clock::time_point::max(); // when the last one came
   std::vector<elastic_survivor> members;
@@ -28360,6 +28489,12 @@ inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& o
   std::vector<int> never_connected;
   for (int r = 0; r < old_size; ++r)
     if (old.check({absent_key(r)})) never_connected.push_back(r);
+  // The old generation's joiner members: one its agent saw die (before it connected there, when
+  // no verdict marked it absent: a member lost at the same time ends that wait first) is lost.
+  std::vector<std::string> old_joiners;
+  if (joins && generation >= 2)
+    if (auto v = meet.try_get("g" + std::to_string(generation - 1) + "/joiner_ids"))
+      old_joiners = parse_joiner_ids(*v, static_cast<std::size_t>(std::max(old_size, 0)));
   for (;;) {
     const auto arrived = meet.add(base + "arrivals", 0);
     std::vector<std::string> keys;
@@ -28371,6 +28506,11 @@ inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& o
         members.insert(members.end(), one.begin(), one.end());
       }
     auto lost = old.lost_ranks();
+    for (std::size_t r = 0; r < old_joiners.size(); ++r)
+      if (!old_joiners[r].empty() && joiner_lost(*joins, old_joiners[r])) {
+        never_connected.push_back(static_cast<int>(r));
+        old_joiners[r].clear(); // a lost mark is final: looked at no more
+      }
     for (int r : never_connected)
       if (std::find(lost.begin(), lost.end(), r) == lost.end()) lost.push_back(r);
     const auto lost_away = std::count_if(lost.begin(), lost.end(), [&](int r) {
@@ -28409,6 +28549,11 @@ inline std::vector<elastic_survivor> close_meeting(tcp_store& meet, tcp_store& o
     members.push_back(j.second);
   std::sort(members.begin(), members.end(),
             [](const elastic_survivor& a, const elastic_survivor& b) { return a.old_rank < b.old_rank; });
+  ids.assign(members.size(), std::string());
+  for (std::size_t r = 0; r < members.size(); ++r)
+    for (const auto& j : joined)
+      if (j.second.old_rank == members[r].old_rank) ids[r] = j.first;
+  meet.set(base + "joiner_ids", joiner_ids_text(ids)); // first: "members" is what the others wait for
   meet.set(base + "members", members_text(members));
   return members;
 }
@@ -28436,11 +28581,14 @@ inline ddp::topology generation_topology(const ddp::topology& job,
 
 /// Generation `generation` of `members`, as member `rank` sees it: its layout and its store.
 inline elastic_generation form_generation(const ddp::topology& job, std::vector<elastic_survivor> members,
-                                          int rank, std::uint64_t generation,
+                                          std::vector<std::string> ids, int rank, std::uint64_t generation,
                                           std::chrono::milliseconds timeout, const std::string& token) {
   elastic_generation g;
   g.rv.topo = generation_topology(job, members, rank);
   g.members = std::move(members);
+  g.joiner_ids = std::move(ids);
+  g.joiner_ids.resize(g.members.size());
+  if (joiners_possible()) g.joins = joiners_store_options(job, timeout, token);
   g.rv.timeout = timeout;
   g.rv.token = token;
   g.rv.store = std::make_shared<tcp_store>(
@@ -28461,10 +28609,11 @@ DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_s
   const auto n = meet.add(base + "arrivals", 1);
   meet.set(base + "arrival/" + std::to_string(n), members_text({me}));
   std::vector<elastic_survivor> members;
+  std::vector<std::string> ids;
   if (n == 1) {
     std::unique_ptr<tcp_store> joins;
     if (joiners_possible()) joins = std::make_unique<tcp_store>(joiners_store_options(job, timeout, token));
-    members = close_meeting(meet, old, joins.get(), base, generation, old_size, last_call, timeout);
+    members = close_meeting(meet, old, joins.get(), base, generation, old_size, last_call, timeout, ids);
   } else {
     const auto patience = std::max(last_call, timeout) + timeout;
     if (!meet.try_wait({base + "members"}, patience))
@@ -28474,6 +28623,7 @@ DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_s
                       " ms (the first survivor to arrive closes it: it may have died too); the job "
                       "cannot recover in process: restart it from its checkpoint");
     members = parse_members(meet.get(base + "members"));
+    ids = parse_joiner_ids(meet.try_get(base + "joiner_ids").value_or(""), members.size());
   }
   const auto at = std::find_if(members.begin(), members.end(),
                                [&](const elastic_survivor& m) { return m.old_rank == me.old_rank; });
@@ -28487,7 +28637,7 @@ DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_s
                     " ms, when the store saw no rank lost and no joiner was admitted): raise them if "
                     "survivors take longer to notice a loss");
   const int rank = static_cast<int>(at - members.begin());
-  return form_generation(job, std::move(members), rank, generation, timeout, token);
+  return form_generation(job, std::move(members), std::move(ids), rank, generation, timeout, token);
 }
 
 DDP_INLINE elastic_generation meet_as_joiner(const ddp::topology& job, const std::string& id,
@@ -28506,6 +28656,7 @@ DDP_INLINE elastic_generation meet_as_joiner(const ddp::topology& job, const std
                     " ms (a survivor closes it: they may all be lost); ending this joiner",
                 job.rank);
   auto members = parse_members(meet.get(base + "members"));
+  auto ids = parse_joiner_ids(meet.try_get(base + "joiner_ids").value_or(""), members.size());
   const auto at = std::find_if(members.begin(), members.end(),
                                [&](const elastic_survivor& m) { return m.old_rank == me.old_rank; });
   if (at == members.end())
@@ -28516,30 +28667,153 @@ DDP_INLINE elastic_generation meet_as_joiner(const ddp::topology& job, const std
                     std::to_string(last_call.count()) + " ms, once the survivors are there)",
                 job.rank);
   const int rank = static_cast<int>(at - members.begin());
-  return form_generation(job, std::move(members), rank, generation, timeout, token);
+  return form_generation(job, std::move(members), std::move(ids), rank, generation, timeout, token);
 }
 
-DDP_INLINE void wait_for_members(const rendezvous& rv) {
+/// "absent", the ranks taken for absent, then "lost" and the members lost after they arrived
+/// (the store's record), so that every member names the same ranks whichever wrote it.
+inline std::string absent_verdict(const std::vector<int>& ranks, const std::vector<int>& lost = {}) {
+  std::string v = "absent";
+  for (int r : ranks)
+    v += " " + std::to_string(r);
+  if (!lost.empty()) v += " lost";
+  for (int r : lost)
+    v += " " + std::to_string(r);
+  return v;
+}
+
+struct absent_members {
+  std::vector<int> absent, lost;
+};
+
+inline absent_members parse_absent(const std::string& verdict) {
+  std::istringstream in(verdict);
+  std::string word;
+  in >> word;
+  absent_members out;
+  auto* into = &out.absent;
+  while (in >> word) {
+    if (word == "lost") {
+      into = &out.lost;
+      continue;
+    }
+    try {
+      into->push_back(std::stoi(word));
+    } catch (const std::exception&) { break; } // not ours: the ranks read so far
+  }
+  return out;
+}
+
+inline std::string ranks_text(const std::vector<int>& ranks) {
+  std::string s;
+  for (int r : ranks)
+    s += (s.empty() ? "" : ", ") + std::to_string(r);
+  return s;
+}
+
+DDP_INLINE void wait_for_members(const elastic_generation& g) {
   // Every member arrives before any enters the backend's mesh, as in init_process_group: one
   // lost meanwhile is named by this wait at once.
+  const rendezvous& rv = g.rv;
+  const std::string who = "rank " + std::to_string(rv.topo.rank) + " of a new generation";
   rv.store->set("ddp/arrived/" + std::to_string(rv.topo.rank), "1");
   std::vector<std::string> arrived;
   for (int r = 0; r < rv.topo.world_size; ++r)
     arrived.push_back("ddp/arrived/" + std::to_string(r));
-  if (rv.store->try_wait(arrived, rv.timeout)) return;
-  // A member that never connected (a joiner that died after it arrived at the meeting) is lost,
-  // not late: it is marked absent, so the next meeting does not wait for it, and the loss is
-  // one more recovery, not the end of the job.
-  std::string absent;
-  for (int r = 0; r < rv.topo.world_size; ++r)
-    if (!rv.store->check({arrived[static_cast<std::size_t>(r)]})) {
-      rv.store->set(absent_key(r), "1");
-      absent += (absent.empty() ? "" : ", ") + std::to_string(r);
+  // The members not arrived yet: only the joiners among them at every look (only a joiner's
+  // death before it connects leaves a mark to look at, its agent's), every member at the deadline.
+  const auto missing = [&](bool joiners_only) {
+    std::vector<int> out;
+    for (int r = 0; r < rv.topo.world_size; ++r)
+      if ((!joiners_only || !g.joiner_ids[static_cast<std::size_t>(r)].empty()) &&
+          !rv.store->check({arrived[static_cast<std::size_t>(r)]}))
+        out.push_back(r);
+    return out;
+  };
+  std::unique_ptr<tcp_store> joins; // opened at the first look that needs it
+  const auto dead_joiners = [&](const std::vector<int>& away) {
+    std::vector<int> out;
+    if (!g.joins) return out;
+    for (int r : away) {
+      const auto& id = g.joiner_ids[static_cast<std::size_t>(r)];
+      if (id.empty()) continue;
+      if (!joins) joins = std::make_unique<tcp_store>(*g.joins);
+      if (joiner_lost(*joins, id)) out.push_back(r);
     }
+    return out;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + rv.timeout;
+  std::optional<error> lost; // a member lost after it arrived: the store's record
+  std::string proposal;
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    try {
+      if (rv.store->try_wait(arrived, std::clamp(left, std::chrono::milliseconds(1), arrival_look_every))) {
+        proposal = "all";
+        break;
+      }
+    } catch (const error& e) {
+      if (e.kind() != error_kind::peer_lost) throw;
+      lost = e;
+    }
+    if (auto v = rv.store->try_get(members_verdict_key)) { // another member decided first
+      proposal = *v;
+      break;
+    }
+    if (lost) { // ends this generation: the dead joiners among the missing are marked with it
+      std::vector<int> lost_ranks;
+      if (lost->rank() >= 0) lost_ranks.push_back(lost->rank());
+      proposal = absent_verdict(dead_joiners(missing(true)), lost_ranks);
+      break;
+    }
+    if (auto dead = dead_joiners(missing(true)); !dead.empty()) {
+      proposal = absent_verdict(dead);
+      break;
+    }
+    if (g.joins) {
+      if (!joins) joins = std::make_unique<tcp_store>(*g.joins);
+      if (job_ended(joins))
+        throw error(error_kind::timeout,
+                    who + ": the job ended (a rank's loop returned) while this generation formed: "
+                          "nothing is left to run in it",
+                    rv.topo.rank);
+    }
+    if (left <= std::chrono::milliseconds(0)) {
+      const auto away = missing(false);
+      proposal = away.empty() ? "all" : absent_verdict(away); // the last one came at the deadline
+      break;
+    }
+  }
+  // One verdict for the generation: the first proposal stands, whichever member made it.
+  const auto verdict = rv.store->compare_set(members_verdict_key, "", proposal).value_or(proposal);
+  if (verdict == "all") {
+    if (lost) throw *lost; // all came, then one was lost: the mesh cannot form either
+    return;
+  }
+  const auto [absent, lost_members] = parse_absent(verdict);
+  for (int r : absent)
+    rv.store->set(absent_key(r), "1"); // the next meeting does not wait for them
+  if (lost) throw *lost;
+  if (absent.empty()) // the verdict of a member that saw a loss this one did not
+    throw error(
+        error_kind::peer_lost,
+        who + ": member(s) " +
+            (lost_members.empty() ? std::string("(unnamed by the store)") : ranks_text(lost_members)) +
+            " lost after arriving (another member's verdict): the survivors meet again without them",
+        lost_members.empty() ? -1 : lost_members.front());
+  const bool me_absent = std::find(absent.begin(), absent.end(), rv.topo.rank) != absent.end();
   throw error(error_kind::peer_lost,
-              "rank " + std::to_string(rv.topo.rank) + " of a new generation: member(s) " + absent +
-                  " did not arrive within DDP_TIMEOUT (" + std::to_string(rv.timeout.count()) +
-                  " ms) after the survivors' meeting: taken for lost; the survivors meet again");
+              who + ": member(s) " + ranks_text(absent) +
+                  " taken for absent (a joiner its agent saw die, or one that did not arrive within "
+                  "DDP_TIMEOUT, " +
+                  std::to_string(rv.timeout.count()) + " ms, after the survivors' meeting)" +
+                  (lost_members.empty()
+                       ? ""
+                       : ", and member(s) " + ranks_text(lost_members) + " lost after arriving") +
+                  (me_absent ? ", this one among them (it arrived after the verdict)" : "") +
+                  ": the survivors meet again without them",
+              absent.front());
 }
 
 } // namespace detail

@@ -9,6 +9,10 @@
 #                 uninterrupted run at world 3 (TOL); the joiner reports the step it received.
 #   late:         rank 2 killed after the last commit (step 120 of 125): the job ends at once
 #                 with 0, the joiner exits 0 saying the job ended without it.
+#   last_commit:  rank 2 killed after step 110, the joiner registered before the last commit
+#                 (step 120 of 120) with options::last_step = 120: nobody is admitted there (a
+#                 generation formed for a loop with no step left), the survivors end in
+#                 generation 1 and the joiner's run() returns false.
 #   killed_waiting: the joiner killed before any commit could admit it (rank 0 held outside
 #                 collectives in generation 1 until its agent withdrew it): not admitted, no
 #                 generation after 1.
@@ -137,6 +141,25 @@ grep -q 'the job ended before admitting this joiner' "$dir/late.log" || fail "la
 [ $secs_ms -lt 10000 ] || fail "late: the job took $secs_ms ms after the kill to end (a joiner waited)"
 grep -q 'killing it' "$dir/late.log" && fail "late: ddprun had to kill the joiner (it did not learn of the job's end)"
 echo "late: the job ended $secs_ms ms after the kill, the joiner exited 0 on its own"
+
+# last_commit: rank 0 held after step 111 of generation 1 until the joiner has registered.
+export ELASTIC_PAUSE=2:110:600000,0:111:60000:1 ELASTIC_LAST_STEP=$total
+start last_commit $total
+unset ELASTIC_PAUSE ELASTIC_LAST_STEP
+wait_for last_commit '^PAUSED rank=2 step=110$' 30
+kill_rank last_commit 2
+wait_for last_commit 'joiner rank2.1.*registered (job rank 2)' 20
+wait_for last_commit '^PAUSED rank=0 step=111$' 30
+touch "$dir/last_commit/resume.0.111"
+finish last_commit 60
+[ $rc -eq 0 ] || fail "last_commit: the job exited with $rc"
+grep -q 'admitted joiner' "$dir/last_commit.log" && fail "last_commit: a joiner was admitted at the last commit"
+grep -q '^RECOVERED generation=2' "$dir/last_commit.log" && fail "last_commit: a generation was formed to run no step"
+[ "$(grep -c '^RESULT ok job_rank=[01] .*generation=1 world=2 ' "$dir/last_commit.log")" -eq 2 ] ||
+  fail "last_commit: the survivors did not finish in generation 1 at world 2"
+grep -q '^JOINER ended-without id=rank2.1 rank=2 ' "$dir/last_commit.log" ||
+  fail "last_commit: the joiner's run() did not return false"
+echo "last_commit: nobody admitted at the last commit; the joiner ended with the job"
 
 # killed_waiting: rank 0 held after step 31 of generation 1 (no commit meanwhile) until the
 # joiner's agent has withdrawn it.

@@ -313,6 +313,7 @@ int recover(const std::string& out, int total, int every, int step_ms, bool brok
   if (const char* l = std::getenv("ELASTIC_LAST_CALL_MS"))
     o.last_call = std::chrono::milliseconds(std::atoi(l));
   if (const char* m = std::getenv("ELASTIC_MAX_RECOVERIES")) o.max_recoveries = std::atoi(m);
+  if (const char* l = std::getenv("ELASTIC_LAST_STEP")) o.last_step = std::strtoull(l, nullptr, 10);
   bool joined = false;
   const bool ran = ddp::elastic::run(
       st,

@@ -4,7 +4,7 @@
 //   1: a real store_server, over a socketpair it adopts, as an unauthenticated
 //      client's byte stream;
 //   2: the same after a real handshake (client_handshake), so the stream
-//      reaches set/get/add/check/wait/bye;
+//      reaches set/get/add/compare_set/check/wait/bye;
 //   3: client_handshake reading the input as a hostile server's answers.
 // The server is the production one (its poll loop, handshake and handlers on
 // its own thread); nothing is mocked. Besides crashes and sanitizer reports,

@@ -9,6 +9,7 @@ import struct
 OUT = pathlib.Path(__file__).resolve().parent / "corpus" / "store"
 HELLO, SET, GET, WAIT, ADD, CHECK, BYE, PROOF = 1, 2, 3, 4, 5, 6, 7, 8
 OWNER = 10
+COMPARE_SET = 11
 
 
 def frame(body: bytes) -> bytes:
@@ -46,6 +47,10 @@ seeds = {
     "auth-second-hello": bytes([2]) + op(HELLO, struct.pack("<i", 1), s(b"\x00" * 32)),
     # a connection of rank 1 may not claim an owner: it is dropped (and rank 1 recorded lost)
     "auth-owner": bytes([2]) + op(OWNER, struct.pack("<i", 0)) + op(SET, s(b"k"), s(b"v")),
+    # set-if-absent, a wrong expectation, a swap, and a truncated request (dropped)
+    "auth-compare-set": bytes([2]) + op(COMPARE_SET, s(b"c"), s(b""), s(b"1"))
+    + op(COMPARE_SET, s(b"c"), s(b"x"), s(b"2")) + op(COMPARE_SET, s(b"c"), s(b"1"), s(b"3"))
+    + op(COMPARE_SET, s(b"absent"), s(b"x"), s(b"4")) + op(COMPARE_SET, s(b"c"), s(b"3")),
     # 3: a hostile server's answers
     "hostile-challenge": bytes([3]) + frame(bytes([0]) + s(b"\x33" * 32) + s(b"\x44" * 32)) + frame(bytes([0])),
     "hostile-refused": bytes([3]) + frame(bytes([3])),

@@ -1,7 +1,8 @@
 // Joiners' admission by claim (ddp/detail/elastic/joiners.hpp) over a real tcp_store in one
-// process: one atomic add decides a claim, so a joiner is admitted or withdrawn, never both,
-// whichever comes first, and every reader learns the decision from the claim alone; the meeting
-// after a loss expects the joiners a lost rank 0 admitted, by their claims.
+// process: one compare_set (set-if-absent) decides a claim, so a joiner is admitted or
+// withdrawn, never both, whichever comes first, and every reader learns the decision from the
+// claim alone; the meeting after a loss expects the joiners a lost rank 0 admitted, by their
+// claims. Asking whether the job ended, a store error is no end.
 #include <ddp/detail/elastic/joiners.hpp>
 #include <ddp/detail/elastic/meeting.hpp>
 #include <ddp/detail/store/handshake.hpp>
@@ -80,38 +81,41 @@ TEST_CASE("an admission and a withdrawal at once: exactly one wins, and both agr
   }
 }
 
-TEST_CASE("a decider that took the flag and died before writing: readers wait, bounded, then withdraw it") {
+TEST_CASE("compare_set: set-if-absent stands, a wrong expectation changes nothing") {
   auto s = ddp_test::local_server(-1);
-  ddp::detail::register_joiner(s, {"rank1.1", 1, 0});
-  REQUIRE(s.add("flag/rank1.1", 1) == 1); // the winner's first round trip, and no second
-  const auto t0 = std::chrono::steady_clock::now();
-  CHECK(ddp::detail::read_claim(s, "rank1.1").state == joiner_claim::what::withdrawn);
-  const auto took = std::chrono::steady_clock::now() - t0;
-  CHECK(took >= ddp::detail::joiner_decision_wait);
-  CHECK(took < ddp::detail::joiner_decision_wait + 2s);
-  // Every later reader and decider reads the same at once; no commit admits it.
-  const auto t1 = std::chrono::steady_clock::now();
-  CHECK(ddp::detail::settle_claim(s, "rank1.1", 4).state == joiner_claim::what::withdrawn);
-  CHECK(ddp::detail::admit_waiting_joiners(s, 4).empty());
-  CHECK(std::chrono::steady_clock::now() - t1 < 1s);
+  CHECK_FALSE(s.compare_set("k", "x", "y").has_value()); // absent holds "" only: nothing set
+  CHECK_FALSE(s.try_get("k").has_value());
+  CHECK(s.compare_set("k", "", "first") == "first");
+  CHECK(s.compare_set("k", "", "second") == "first"); // set-if-absent: the first value stands
+  CHECK(s.compare_set("k", "other", "third") == "first");
+  CHECK(s.compare_set("k", "first", "fourth") == "fourth"); // the expected value: replaced
+  CHECK(s.get("k") == "fourth");
 }
 
-TEST_CASE("a reader that finds the flag taken waits for the value, never reads a half-made one") {
+TEST_CASE("compare_set: set-if-absent of an empty value is refused, since it would not stand") {
   auto s = ddp_test::local_server(-1);
-  ddp::detail::register_joiner(s, {"rank2.1", 2, 0});
-  REQUIRE(s.add("flag/rank2.1", 1) == 1);
-  auto writer = std::async(std::launch::async, [&] {
-    std::this_thread::sleep_for(300ms); // a slow winner, well within joiner_decision_wait
-    auto o = ddp_test::local_server_options();
-    o.serve = false;
-    o.port = s.port();
-    ddp::tcp_store c(o);
-    c.set("decision/rank2.1", "7");
-  });
-  const auto c = ddp::detail::read_claim(s, "rank2.1");
-  writer.get();
-  CHECK(c.state == joiner_claim::what::admitted);
-  CHECK(c.generation == 7);
+  try {
+    (void)s.compare_set("e", "", "");
+    FAIL("an empty set-if-absent was accepted");
+  } catch (const ddp::error& e) {
+    CHECK(e.kind() == ddp::error_kind::config);
+    CHECK(std::string(e.what()).find("'e'") != std::string::npos);
+  }
+  CHECK_FALSE(s.try_get("e").has_value());
+  CHECK(s.compare_set("e", "", "x") == "x"); // the first non-empty value stands
+  CHECK(s.compare_set("e", "x", "") == "");  // an empty value is fine where a value is expected
+}
+
+TEST_CASE("a decision stands whoever is slow: no later decider or reader overwrites it") {
+  auto s = ddp_test::local_server(-1);
+  ddp::detail::register_joiner(s, {"rank1.1", 1, 0});
+  // A reader that gave up on the joiner withdraws it; a decider slower than any wait comes later
+  // (before compare_set, a winner between its flag and its value could overwrite the withdrawal).
+  CHECK(ddp::detail::settle_claim(s, "rank1.1", ddp::detail::joiner_withdrawn).state ==
+        joiner_claim::what::withdrawn);
+  CHECK(ddp::detail::settle_claim(s, "rank1.1", 4).state == joiner_claim::what::withdrawn);
+  CHECK(ddp::detail::admit_waiting_joiners(s, 4).empty());
+  CHECK(ddp::detail::read_claim(s, "rank1.1").state == joiner_claim::what::withdrawn);
 }
 
 TEST_CASE("a registry read across commits agrees with a fresh read: decided joiners are kept, not reread") {
@@ -139,18 +143,20 @@ TEST_CASE("a registry read across commits agrees with a fresh read: decided join
 }
 
 TEST_CASE("the job's end is one key every waiting joiner looks at") {
-  auto s = ddp_test::local_server(-1);
+  auto s = std::make_unique<ddp::tcp_store>(ddp_test::local_server_options());
   CHECK_FALSE(ddp::detail::job_ended(s));
-  ddp::detail::mark_job_ended(s);
+  ddp::detail::mark_job_ended(*s);
   CHECK(ddp::detail::job_ended(s));
   // A joiner that registers after the end withdraws at once: wait_for_admission says nothing.
   CHECK_FALSE(ddp::detail::wait_for_admission(s, {"rank2.1", 2, 0}, 10s).has_value());
-  CHECK(ddp::detail::read_claim(s, "rank2.1").state == joiner_claim::what::withdrawn);
+  CHECK(ddp::detail::read_claim(*s, "rank2.1").state == joiner_claim::what::withdrawn);
 }
 
-TEST_CASE("a joiner whose decider died while the job runs fails; it says nothing only once the job ended") {
-  auto s = ddp_test::local_server(-1);
-  REQUIRE(s.add("flag/rank1.2", 1) == 1); // a rank 0 that took the claim and died before deciding it
+TEST_CASE("a joiner withdrawn by another while the job runs fails; it says nothing only once the job ended") {
+  auto s = std::make_unique<ddp::tcp_store>(ddp_test::local_server_options());
+  // Its agent took it for dead and withdrew it (a joiner sees this only when it is not dead).
+  REQUIRE(ddp::detail::settle_claim(*s, "rank1.2", ddp::detail::joiner_withdrawn).state ==
+          joiner_claim::what::withdrawn);
   try {
     (void)ddp::detail::wait_for_admission(s, {"rank1.2", 1, 0}, 10s);
     FAIL("wait_for_admission returned while the job runs");
@@ -158,9 +164,59 @@ TEST_CASE("a joiner whose decider died while the job runs fails; it says nothing
     CHECK(e.kind() == ddp::error_kind::peer_lost);
     CHECK(std::string(e.what()).find("joiner rank1.2") != std::string::npos);
   }
-  ddp::detail::mark_job_ended(s);
-  REQUIRE(s.add("flag/rank1.3", 1) == 1);
+  ddp::detail::mark_job_ended(*s);
+  REQUIRE(ddp::detail::settle_claim(*s, "rank1.3", ddp::detail::joiner_withdrawn).state ==
+          joiner_claim::what::withdrawn);
   CHECK_FALSE(ddp::detail::wait_for_admission(s, {"rank1.3", 1, 0}, 10s).has_value());
+}
+
+TEST_CASE("a store error is no end of the job: asked again on a connection that stays, a lasting one named") {
+  auto server = std::make_unique<ddp::tcp_store>(ddp_test::local_server_options());
+  auto o = ddp_test::local_server_options();
+  o.serve = false;
+  o.port = server->port();
+  auto c = std::make_unique<ddp::tcp_store>(o);
+  const ddp::tcp_store* broken = c.get();
+  c->shutdown_connection();                       // a connection broken once: the store is still there
+  CHECK_FALSE(ddp::detail::job_ended(c, "", 5s)); // before: the error went out (ddprun: "ended")
+  CHECK(c.get() != broken);                       // the caller now holds the connection that answered
+  c->set("usable", "1");                          // and its later requests go through
+  ddp::detail::mark_job_ended(*server);
+  CHECK(ddp::detail::job_ended(c, "", 5s));
+  const std::string where = "127.0.0.1:" + std::to_string(server->port());
+  server->stop_serving_at_once(); // no linger for the client's live connection
+  server.reset();                 // the store's host gone for good
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    (void)ddp::detail::job_ended(c, "", 300ms);
+    FAIL("a store that is gone said whether the job ended");
+  } catch (const ddp::error& e) {
+    CHECK(e.kind() == ddp::error_kind::backend);
+    CHECK(std::string(e.what()).find(where) != std::string::npos);
+  }
+  // The whole call is bounded: 300 ms + 2 x job_end_look_floor, and generous slack for a loaded machine.
+  const auto took = std::chrono::steady_clock::now() - t0;
+  CHECK(took >= 200ms);
+  CHECK(took < 300ms + 2 * ddp::detail::job_end_look_floor + 1500ms);
+}
+
+TEST_CASE("a silent store bounds job_ended hard: no look waits the store's own timeout") {
+  auto server = std::make_unique<ddp::tcp_store>(ddp_test::local_server_options());
+  const int port = server->port();
+  auto o = ddp_test::local_server_options();
+  o.serve = false;
+  o.port = port;
+  o.timeout = 30s; // the store's own timeout, which no look may wait
+  auto c = std::make_unique<ddp::tcp_store>(o);
+  server->stop_serving_at_once(); // no linger for the client's live connection
+  server.reset();
+  // The port listens again but never answers (the kernel accepts; nobody reads): a stopped host.
+  const auto silent = ddp::detail::listen_tcp("127.0.0.1", port);
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS((void)ddp::detail::job_ended(c, "", 500ms), ddp::error);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  CHECK(took >= 400ms);
+  CHECK(took < 500ms + 2 * ddp::detail::job_end_look_floor + 1500ms);
 }
 
 namespace {

@@ -4,6 +4,8 @@
 // past last_call when the store saw no loss, and a survivor recorded lost that did arrive. With
 // joiners: the joiners admitted to the generation, by identity, up to last_call counted from when
 // every survivor is there (not one its agent marked lost), and every busy survivor still.
+// The members' wait before the mesh: a dead joiner ends it at its lost mark, one verdict holds
+// for every member, and the next meeting does not wait for a dead joiner member.
 #include <ddp/detail/elastic/joiners.hpp>
 #include <ddp/detail/elastic/meeting.hpp>
 #include <ddp/detail/store/handshake.hpp>
@@ -207,8 +209,8 @@ TEST_CASE("a joiner that arrived, then died, is no member; one that never connec
     auto gb = b.get();
     REQUIRE(ga.members.size() == 2);
     REQUIRE(gb.members.size() == 2);
-    auto wa = std::async(std::launch::async, [&] { ddp::detail::wait_for_members(ga.rv); });
-    CHECK_NOTHROW(ddp::detail::wait_for_members(gb.rv));
+    auto wa = std::async(std::launch::async, [&] { ddp::detail::wait_for_members(ga); });
+    CHECK_NOTHROW(ddp::detail::wait_for_members(gb));
     CHECK_NOTHROW(wa.get());
   }
   SUBCASE("published, then never connected: peer_lost, and the next meeting does not wait for it") {
@@ -220,9 +222,9 @@ TEST_CASE("a joiner that arrived, then died, is no member; one that never connec
     auto gb = b.get();
     REQUIRE(ga.members.size() == 3);
     ga.rv.timeout = gb.rv.timeout = 1s; // DDP_TIMEOUT, short here
-    auto wa = std::async(std::launch::async, [&] { ddp::detail::wait_for_members(ga.rv); });
+    auto wa = std::async(std::launch::async, [&] { ddp::detail::wait_for_members(ga); });
     try {
-      ddp::detail::wait_for_members(gb.rv);
+      ddp::detail::wait_for_members(gb);
       FAIL("a member that never connected was waited for without end");
     } catch (const ddp::error& e) { CHECK(e.kind() == ddp::error_kind::peer_lost); }
     CHECK_THROWS_AS(wa.get(), ddp::error);
@@ -236,4 +238,141 @@ TEST_CASE("a joiner that arrived, then died, is no member; one that never connec
     CHECK(d.members.size() == 2);
     CHECK(std::chrono::steady_clock::now() - t0 < 2500ms); // not the 3 s last call nor the 5 s timeout
   }
+  SUBCASE("published, then its agent saw it die: the wait ends at the lost mark, not the timeout") {
+    admit_joiner(job, "rank2.6");
+    arrive_as_joiner("rank2.6"); // then dies before it connects to generation 1's store
+    auto a = survivor_of_2(job, 0, 0ms, 300ms);
+    auto b = survivor_of_2(job, 1, 0ms, 300ms);
+    auto ga = a.get();
+    auto gb = b.get();
+    REQUIRE(ga.members.size() == 3);
+    CHECK(ga.joiner_ids[2] == "rank2.6");
+    CHECK(gb.joiner_ids[2] == "rank2.6"); // read from the meeting, not decided here
+    ga.rv.timeout = gb.rv.timeout = 20s;  // DDP_TIMEOUT: the wait must not come near it
+    const auto t0 = std::chrono::steady_clock::now();
+    auto wa = std::async(std::launch::async, [&] { ddp::detail::wait_for_members(ga); });
+    auto wb = std::async(std::launch::async, [&] { ddp::detail::wait_for_members(gb); });
+    std::this_thread::sleep_for(300ms);
+    {
+      ddp::tcp_store joins(ddp::detail::joiners_store_options(job, 5s, "secret"));
+      ddp::detail::mark_joiner_lost(joins, "rank2.6");
+    }
+    for (auto* w : {&wa, &wb})
+      try {
+        w->get();
+        FAIL("a dead joiner's generation formed");
+      } catch (const ddp::error& e) {
+        CHECK(e.kind() == ddp::error_kind::peer_lost);
+        CHECK(std::string(e.what()).find("member(s) 2 taken for absent") != std::string::npos);
+      }
+    CHECK(std::chrono::steady_clock::now() - t0 < 10s); // before: the 20 s timeout
+    // The next meeting does not wait for it either (its 20 s timeout: the bound has a wide margin).
+    const auto t1 = std::chrono::steady_clock::now();
+    auto c = std::async(std::launch::async, [&] {
+      return ddp::detail::meet_survivors(job, {0, 0}, 3, 2, 20s, 20s, "secret");
+    });
+    auto d = ddp::detail::meet_survivors(job, {1, 0}, 3, 2, 20s, 20s, "secret");
+    CHECK(c.get().members.size() == 2);
+    CHECK(d.members.size() == 2);
+    CHECK(std::chrono::steady_clock::now() - t1 < 10s);
+  }
+  SUBCASE("a joiner arriving between two members' deadlines: one verdict, every member follows it") {
+    admit_joiner(job, "rank2.5");
+    arrive_as_joiner("rank2.5");
+    auto joiner = std::async(std::launch::async, [&] {
+      auto me = job;
+      me.rank = 2;
+      return ddp::detail::meet_as_joiner(me, "rank2.5", 1, 300ms, 5s, "secret");
+    });
+    auto a = survivor_of_2(job, 0, 0ms, 300ms);
+    auto b = survivor_of_2(job, 1, 0ms, 300ms);
+    auto ga = a.get();
+    auto gb = b.get();
+    auto gj = joiner.get();
+    REQUIRE(ga.members.size() == 3);
+    ga.rv.timeout = 1s;  // the first deadline
+    gb.rv.timeout = 20s; // the second, long after the joiner's arrival
+    auto wa = std::async(std::launch::async, [&] { ddp::detail::wait_for_members(ga); });
+    auto wb = std::async(std::launch::async, [&] { ddp::detail::wait_for_members(gb); });
+    const auto kind_of = [](auto&& wait) {
+      try {
+        wait();
+      } catch (const ddp::error& e) { return e.kind(); }
+      FAIL("a member went on into a mesh the others had left");
+      return ddp::error_kind::config;
+    };
+    CHECK(kind_of([&] { wa.get(); }) == ddp::error_kind::peer_lost); // its deadline: absent, for everyone
+    // The joiner arrives after that verdict, long before the second deadline: before, rank 1 then
+    // went on into a mesh rank 0 had left.
+    CHECK(kind_of([&] { ddp::detail::wait_for_members(gj); }) == ddp::error_kind::peer_lost);
+    CHECK(kind_of([&] { wb.get(); }) == ddp::error_kind::peer_lost);
+  }
+  SUBCASE("an absent joiner that never comes: the late-deadline member follows the verdict at once") {
+    admit_joiner(job, "rank2.3");
+    arrive_as_joiner("rank2.3"); // then never connects to generation 1's store
+    auto a = survivor_of_2(job, 0, 0ms, 300ms);
+    auto b = survivor_of_2(job, 1, 0ms, 300ms);
+    auto ga = a.get();
+    auto gb = b.get();
+    REQUIRE(ga.members.size() == 3);
+    ga.rv.timeout = 1s;  // the first deadline
+    gb.rv.timeout = 20s; // the second: rank 1 must not wait for it
+    const auto t0 = std::chrono::steady_clock::now();
+    auto wa = std::async(std::launch::async, [&] { ddp::detail::wait_for_members(ga); });
+    auto wb = std::async(std::launch::async, [&] { ddp::detail::wait_for_members(gb); });
+    CHECK_THROWS_AS(wa.get(), ddp::error);
+    try {
+      wb.get();
+      FAIL("the late-deadline member formed a generation without the absent joiner");
+    } catch (const ddp::error& e) {
+      CHECK(e.kind() == ddp::error_kind::peer_lost);
+      CHECK(e.rank() == 2);
+      CHECK(std::string(e.what()).find("member(s) 2 taken for absent") != std::string::npos);
+    }
+    CHECK(std::chrono::steady_clock::now() - t0 < 8s); // about 1 s; before: the 20 s deadline
+  }
+  SUBCASE("a joiner that dies while a survivor is lost: the next meeting does not wait for it") {
+    admit_joiner(job, "rank2.4");
+    arrive_as_joiner("rank2.4"); // then dies before it connects to generation 1's store
+    auto a = survivor_of_2(job, 0, 0ms, 300ms);
+    auto b = survivor_of_2(job, 1, 0ms, 300ms);
+    auto ga = a.get();
+    auto gb = b.get();
+    REQUIRE(ga.members.size() == 3);
+    ga.rv.timeout = 20s;
+    REQUIRE(gb.rv.store->report_failure("lost in this test"));      // rank 1 of generation 1 is lost
+    CHECK_THROWS_AS(ddp::detail::wait_for_members(ga), ddp::error); // at once: a member lost
+    {
+      ddp::tcp_store joins(ddp::detail::joiners_store_options(job, 5s, "secret"));
+      ddp::detail::mark_joiner_lost(joins, "rank2.4"); // its agent's mark comes after that
+    }
+    // Generation 2: old rank 0 alone; 1 is lost in generation 1's store, 2 is a dead joiner.
+    const auto t0 = std::chrono::steady_clock::now();
+    auto g2 = ddp::detail::meet_survivors(job, {0, 0}, 3, 2, 20s, 20s, "secret");
+    CHECK(g2.members.size() == 1);
+    CHECK(std::chrono::steady_clock::now() - t0 < 10s); // before: the 20 s timeout
+  }
+}
+
+TEST_CASE("a member lost after arriving is named by every member, whichever wrote the verdict") {
+  ddp::tcp_store server(ddp_test::local_server_options());
+  auto job = job_on(server.port());
+  std::vector<std::future<ddp::detail::elastic_generation>> f;
+  for (int r = 0; r < 3; ++r)
+    f.push_back(std::async(std::launch::async, [&, r] {
+      return ddp::detail::meet_survivors(job, {r, 0}, 3, 1, 5s, 10s, "secret"); // all three come
+    }));
+  auto g0 = f[0].get(), g1 = f[1].get(), g2 = f[2].get();
+  REQUIRE(g0.members.size() == 3);
+  g2.rv.store->set("ddp/arrived/2", "1"); // rank 2 arrives, then fails
+  REQUIRE(g2.rv.store->report_failure("failed in this test"));
+  for (auto* g : {&g0, &g1}) // the first sees the loss and writes the verdict; the second reads it
+    try {
+      ddp::detail::wait_for_members(*g);
+      FAIL("a generation formed without its lost member");
+    } catch (const ddp::error& e) {
+      CHECK(e.kind() == ddp::error_kind::peer_lost);
+      CHECK(e.rank() == 2);
+      CHECK(std::string(e.what()).find("taken for absent") == std::string::npos); // not the cause
+    }
 }

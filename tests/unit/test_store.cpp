@@ -602,6 +602,40 @@ TEST_CASE("malformed and oversized frames close that connection only") {
   CHECK(good.get("still") == "alive");
 }
 
+TEST_CASE("a request this store does not know is answered, not taken for a lost rank") {
+  // A client of a newer ddp version (an opcode unknown here): the store says so and keeps the
+  // connection; its rank is not lost, so its peers do not begin a recovery over it.
+  ddp::tcp_store server(server_opts());
+  auto fd = ddp::detail::connect_tcp("127.0.0.1", server.port(), ddp::detail::clock::now() + 2s);
+  REQUIRE(ddp::detail::client_handshake(fd.get(), "secret", 3, in(2s)) == ddp::detail::handshake_result::ok);
+  send_frame(fd.get(),
+             ddp::detail::frame_writer(static_cast<ddp::detail::store_op>(200)).bytes("k").finish());
+  auto body = recv_frame(fd.get());
+  CHECK(static_cast<ddp::detail::store_status>(body[0]) == ddp::detail::store_status::unknown_request);
+  send_frame(fd.get(),
+             ddp::detail::frame_writer(ddp::detail::store_op::set).bytes("after").bytes("1").finish());
+  body = recv_frame(fd.get());
+  CHECK(static_cast<ddp::detail::store_status>(body[0]) == ddp::detail::store_status::ok);
+  CHECK(server.get("after") == "1");
+  CHECK(server.lost_ranks().empty());
+  send_frame(fd.get(), ddp::detail::frame_writer(ddp::detail::store_op::bye).finish());
+}
+
+TEST_CASE("a store that does not know compare_set says that the versions differ") {
+  // An older store closed the connection on compare_set: the client's error says why it may have.
+  ddp::tcp_store server(server_opts());
+  ddp::tcp_store client(client_opts(server.port()));
+  client.shutdown_connection();
+  try {
+    (void)client.compare_set("k", "", "v");
+    FAIL("compare_set on a closed connection returned");
+  } catch (const ddp::error& e) {
+    const std::string w = e.what();
+    CHECK(contains(w, "127.0.0.1:" + std::to_string(server.port()) + " does not know compare_set"));
+    CHECK(contains(w, "must come from the same ddp version"));
+  }
+}
+
 TEST_CASE("a client that drops without goodbye is recorded as lost") {
   ddp::tcp_store server(server_opts());
   {

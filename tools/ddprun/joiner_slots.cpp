@@ -10,6 +10,10 @@
 #include <utility>
 
 namespace ddprun {
+namespace {
+/// One look at the job's end in a supervision pass: short, so that reaping and signals wait little.
+constexpr auto end_look_within = std::chrono::milliseconds(100);
+} // namespace
 
 std::string next_joiner_identity(ddp::tcp_store& store, int round, int job_rank) {
   const auto k =
@@ -25,9 +29,10 @@ std::string describe_end(const rank_process& r) {
 }
 
 joiner_slots::joiner_slots(job& j, int round, std::string note_file, clock::duration grace,
-                           std::vector<rank_process>& ranks, generations& gens, std::function<void()> refresh)
+                           std::vector<rank_process>& ranks, generations& gens, std::function<void()> refresh,
+                           std::function<void(const std::string&)> store_silent)
     : j_(j), round_(round), note_file_(std::move(note_file)), grace_(grace), ranks_(ranks), gens_(gens),
-      refresh_(std::move(refresh)) {}
+      refresh_(std::move(refresh)), store_silent_(std::move(store_silent)) {}
 
 rank_process joiner_slots::start_one(int local, const std::string& id) {
   refresh_();
@@ -59,7 +64,7 @@ void joiner_slots::start_in_every_slot() {
 void joiner_slots::start(bool may_start) {
   for (int local : slots_to_fill_) {
     auto& slot = ranks_[static_cast<std::size_t>(local)];
-    if (!may_start || job_ended_in_store()) break;
+    if (!may_start || job_ended_in_store() || store_given_up_) break; // the look may give the store up
     std::string id;
     std::int64_t nth = 0;
     try {
@@ -94,7 +99,12 @@ void joiner_slots::start(bool may_start) {
 
 /// When a rank admitted it first, the meeting it was admitted to is told not to wait for it.
 void joiner_slots::withdraw(rank_process& r) {
-  if (joined(r)) return; // a member's loss: the survivors' meeting answers it as any rank's
+  if (joined(r)) { // a member's loss: the meeting answers it; the mark ends a generation's wait for it
+    try {
+      ddp::detail::mark_joiner_lost(*j_.store, r.joiner, prefix());
+    } catch (const std::exception&) {} // only speeds the survivors up: their store tells them too
+    return;
+  }
   try {
     const auto c = ddp::detail::settle_claim(*j_.store, r.joiner, ddp::detail::joiner_withdrawn, prefix());
     if (c.state == ddp::detail::joiner_claim::what::admitted) {
@@ -175,8 +185,18 @@ bool joiner_slots::in_generation(rank_process& r) {
 bool joiner_slots::job_ended_in_store() {
   if (ended_) return true;
   try {
-    ended_ = ddp::detail::job_ended(*j_.store, prefix());
-  } catch (const std::exception&) { return true; }
+    if (!end_look_) end_look_ = j_.store->connect_again(end_look_within);
+    ended_ = ddp::detail::job_ended(end_look_, prefix(), end_look_within);
+    silent_since_ = clock::time_point::max();
+  } catch (const std::exception& e) {
+    end_look_.reset(); // the next pass connects again
+    if (silent_since_ == clock::time_point::max()) silent_since_ = clock::now();
+    if (!store_given_up_ && clock::now() - silent_since_ >= ddp::detail::joiner_store_patience) {
+      store_given_up_ = true;
+      store_silent_(e.what());
+    }
+    return false;
+  }
   return ended_;
 }
 

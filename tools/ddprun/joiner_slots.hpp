@@ -11,6 +11,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,9 +33,11 @@ class joiner_slots {
 public:
   using clock = std::chrono::steady_clock;
   /// `ranks` and `gens` are the round's; `refresh` reads the generations the way the round does
-  /// (a store that does not answer is the round's business).
+  /// (a store that does not answer is the round's business); `store_silent` is told, once, that
+  /// the looks at the job's end failed for joiner_store_patience in a row.
   joiner_slots(job& j, int round, std::string note_file, clock::duration grace,
-               std::vector<rank_process>& ranks, generations& gens, std::function<void()> refresh);
+               std::vector<rank_process>& ranks, generations& gens, std::function<void()> refresh,
+               std::function<void(const std::string&)> store_silent);
 
   /// The joiners' scope in the launcher's store ("r<k>/join/").
   std::string prefix() const { return joiners_prefix(round_); }
@@ -58,7 +61,9 @@ public:
   /// Whether the latest generation holds the process in `r`'s slot: a joiner only once it joined,
   /// and only as the member that entered with its own admission.
   bool in_generation(rank_process& r);
-  /// Whether a rank's loop returned, on any node; a store that does not answer counts as ended.
+  /// Whether a rank's loop returned, on any node. One short look a pass, on a connection of its
+  /// own (the round goes on reaping and forwarding signals): a store error is no end; errors that
+  /// last joiner_store_patience across passes go to `store_silent`, and no joiner starts after.
   bool job_ended_in_store();
 
   std::vector<rank_process>& replaced() { return replaced_; }
@@ -73,12 +78,16 @@ private:
   std::vector<rank_process>& ranks_;
   generations& gens_;
   std::function<void()> refresh_;
+  std::function<void(const std::string&)> store_silent_;
   std::vector<int> slots_to_fill_;     ///< local slots whose rank died since the last start()
   std::vector<rank_process> replaced_; ///< the processes joiners replaced (their output still drains)
   std::map<pid_t, int> claim_read_at_; ///< the latest generation when a joiner's claim read waiting
   clock::time_point ending_since_ = clock::time_point::max(); ///< when the job's end was first seen
   bool ended_ = false;                                        ///< the store said a rank's loop returned
   clock::time_point next_end_check_ = clock::now();           ///< when a waiting joiner looks again
+  std::unique_ptr<ddp::tcp_store> end_look_;                  ///< job_ended_in_store's connection
+  clock::time_point silent_since_ = clock::time_point::max(); ///< the first of the failing looks in a row
+  bool store_given_up_ = false;                               ///< store_silent_ was told
 };
 
 } // namespace ddprun

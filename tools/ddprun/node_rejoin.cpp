@@ -22,7 +22,8 @@ using clock = std::chrono::steady_clock;
 std::string node_rejoin_key(const std::string& what) { return ipr_key(0, what); }
 
 bool node_rejoin_job_ended(ddp::tcp_store& s) {
-  return ddp::detail::job_ended(s, joiners_prefix(0)) || s.check({node_rejoin_key("verdict")});
+  // A store error throws: the rejoin's caller says so; it is never taken for the end.
+  return s.check({joiners_prefix(0) + "ended"}) || s.check({node_rejoin_key("verdict")});
 }
 
 int node_rejoin_after_end(const job& j) {

@@ -71,35 +71,16 @@ inline joiner_claim claim_of(const std::string& decision) {
   return c;
 }
 
-/// The decision of a claim whose flag is taken: its winner writes it one round trip later, or
-/// died first (Note [Admission by claim]).
-inline joiner_claim await_decision(tcp_store& s, const std::string& id, const std::string& prefix) {
-  const auto until = std::chrono::steady_clock::now() + joiner_decision_wait;
-  for (;;) {
-    if (auto v = s.try_get(prefix + "decision/" + id)) return claim_of(*v);
-    if (std::chrono::steady_clock::now() >= until) {
-      // Written for the dead winner, so later readers need not wait.
-      s.set(prefix + "decision/" + id, std::to_string(joiner_withdrawn));
-      log_line("joiner " + id, "its claim was taken but no decision written within " +
-                                   std::to_string(joiner_decision_wait.count()) +
-                                   " ms (the deciding process died): it counts as withdrawn");
-      return claim_of("");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-}
-
 DDP_INLINE joiner_claim read_claim(tcp_store& s, const std::string& id, const std::string& prefix) {
   if (auto v = s.try_get(prefix + "decision/" + id)) return claim_of(*v);
-  if (s.add(prefix + "flag/" + id, 0) == 0) return {}; // nobody decided it: waiting
-  return await_decision(s, id, prefix);
+  return {}; // nobody decided it: waiting
 }
 
 DDP_INLINE joiner_claim settle_claim(tcp_store& s, const std::string& id, std::int64_t delta,
                                      const std::string& prefix) {
-  if (s.add(prefix + "flag/" + id, 1) != 1) return await_decision(s, id, prefix);
-  s.set(prefix + "decision/" + id, std::to_string(delta)); // first: this decision stands, once
-  return claim_of(std::to_string(delta));
+  // Set-if-absent in one request: the first decision stands, and every later decider reads it.
+  const auto standing = s.compare_set(prefix + "decision/" + id, "", std::to_string(delta));
+  return claim_of(standing.value_or(""));
 }
 
 DDP_INLINE void mark_joiner_lost(tcp_store& s, const std::string& id, const std::string& prefix) {
@@ -193,21 +174,47 @@ DDP_INLINE void end_job_for_joiners(tcp_store& s, int job_rank) {
   }
 }
 
-DDP_INLINE bool job_ended(tcp_store& s, const std::string& prefix) { return s.check({prefix + "ended"}); }
+DDP_INLINE bool job_ended(std::unique_ptr<tcp_store>& s, const std::string& prefix,
+                          std::chrono::milliseconds within) {
+  const auto until = std::chrono::steady_clock::now() + within;
+  const auto left = [&] {
+    return std::max(job_end_look_floor, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                            until - std::chrono::steady_clock::now()));
+  };
+  std::string why;
+  try {
+    return s->check({prefix + "ended"}, left());
+  } catch (const std::exception& e) { why = e.what(); }
+  // A store error is no end: ask again on a fresh connection (a broken one stays broken).
+  while (std::chrono::steady_clock::now() + job_end_look_floor < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    try {
+      auto fresh = s->connect_again(left());
+      const bool ended = fresh->check({prefix + "ended"}, left());
+      if (!s->is_server()) s = std::move(fresh); // the caller's later requests go where this one went
+      return ended;
+    } catch (const std::exception& e) { why = e.what(); }
+  }
+  throw error(error_kind::backend,
+              "the store at " + endpoint(s->host(), s->port()) + " did not say whether the job has ended (" +
+                  prefix + "ended) within " + std::to_string(within.count()) + " ms of asking: " + why +
+                  "; a store error is no end of the job: check that the launcher serving it (ddprun on node "
+                  "0) is alive and reachable");
+}
 
-DDP_INLINE std::optional<std::uint64_t> wait_for_admission(tcp_store& s, const joiner_entry& me,
-                                                           std::chrono::milliseconds wait) {
-  register_joiner(s, me);
+DDP_INLINE std::optional<std::uint64_t>
+wait_for_admission(std::unique_ptr<tcp_store>& s, const joiner_entry& me, std::chrono::milliseconds wait) {
+  register_joiner(*s, me);
   log_line("joiner " + me.id, "registered (job rank " + std::to_string(me.job_rank) +
                                   "); waiting for the running ranks to admit it at a commit (up to " +
                                   std::to_string(wait.count()) + " ms)");
   const auto deadline = std::chrono::steady_clock::now() + wait;
   for (;;) {
-    auto c = read_claim(s, me.id);
+    auto c = read_claim(*s, me.id);
     if (c.state == joiner_claim::what::waiting) {
-      const bool ended = job_ended(s);
+      const bool ended = job_ended(s, "", joiner_store_patience);
       if (ended || std::chrono::steady_clock::now() >= deadline) {
-        c = settle_claim(s, me.id, joiner_withdrawn);
+        c = settle_claim(*s, me.id, joiner_withdrawn);
         if (c.state == joiner_claim::what::withdrawn && ended) return std::nullopt;
         if (c.state == joiner_claim::what::withdrawn)
           throw error(error_kind::timeout,
@@ -221,14 +228,14 @@ DDP_INLINE std::optional<std::uint64_t> wait_for_admission(tcp_store& s, const j
     }
     if (c.state == joiner_claim::what::admitted) return c.generation;
     if (c.state == joiner_claim::what::withdrawn) {
-      if (job_ended(s)) return std::nullopt; // the job ended without it
-      // Withdrawn while the job runs: the rank that took its claim died before deciding it. An
-      // exit 0 would read as a rank that finished well; failing, its agent may start another.
+      if (job_ended(s, "", joiner_store_patience)) return std::nullopt; // the job ended without it
+      // Withdrawn while the job runs, by another than this joiner (its agent took it for dead).
+      // An exit 0 would read as a rank that finished well; failing, its agent may start another.
       throw error(error_kind::peer_lost,
                   "joiner " + me.id + " (job rank " + std::to_string(me.job_rank) +
-                      "): withdrawn while the job runs (the rank that took its claim died before "
-                      "deciding it): this joiner ends; ddprun --in-process-recovery --max-restarts "
-                      "starts another in the slot while its budget lasts",
+                      "): withdrawn while the job runs (its agent took it for dead): this joiner ends; "
+                      "ddprun --in-process-recovery --max-restarts starts another in the slot while its "
+                      "budget lasts",
                   me.job_rank);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20)); // two store round trips a look

@@ -4,24 +4,20 @@
 // under DDP_SEPARATE_COMPILATION. Design: docs/elastic.md, "Joiners".
 //
 // Note [Admission by claim]
-// Each joiner's claim is decided once. The store's one atomic operation is add, so a decider
-// first adds 1 to the joiner's flag key: the add that returns 1 came first and wins, and only
-// the winner then writes the decision key, once: the generation the group's rank 0 admits the
-// joiner to (1 <= g < joiner_withdrawn), or joiner_withdrawn from the joiner or its agent. A
-// loser, and any reader that finds the flag taken, waits for the decision (its winner is one
-// store round trip from writing it), and never sees a value that is no decision. So a joiner is
-// admitted or withdrawn, never both, and the claim says which, with the generation: the
-// survivors' meeting for that generation expects every joiner whose claim names it, even when
-// the rank that admitted it died before it could tell the others.
-// Two admitters at once (the rank 0 of generation g, dying after its adds, and the rank 0 of the
-// generation its loss makes, at its first commit) race on the same flag: one wins, the other
+// Each joiner's claim is decided once, by the store's compare_set: a decider sets the joiner's
+// decision key only if it is absent (one request, atomic on the store's host), and the value
+// that stands afterwards is the decision, whoever wrote it: the generation the group's rank 0
+// admits the joiner to (1 <= g < joiner_withdrawn), or joiner_withdrawn from the joiner or its
+// agent. A reader sees no decision (the joiner waits) or the decision, never anything between,
+// and no decider can overwrite another's, however slow or dead: a decider that dies before its
+// request reaches the store decided nothing, one that dies after decided. So a joiner is admitted
+// or withdrawn, never both, and the claim says which, with the generation: the survivors'
+// meeting for that generation expects every joiner whose claim names it, even when the rank that
+// admitted it died before it could tell the others.
+// Two admitters at once (the rank 0 of generation g, dying after its requests, and the rank 0 of
+// the generation its loss makes, at its first commit) race on the same key: one wins, the other
 // reads its decision, so a joiner is admitted to one generation only; the loss meeting expects
 // the joiners whose decision names it, and the later admitter takes only those still waiting.
-// A winner that dies between its two round trips leaves the flag taken and no decision: readers
-// wait joiner_decision_wait, then write withdrawn for it and take the joiner for withdrawn (it is
-// never admitted; the joiner itself reads the same and ends without joining). A winner alive
-// but slower than that could write an admission after some reader took it for withdrawn; with a
-// store round trip under a millisecond here, two seconds leave a wide margin.
 #ifndef DDP_DETAIL_ELASTIC_JOINERS_HPP
 #define DDP_DETAIL_ELASTIC_JOINERS_HPP
 
@@ -31,6 +27,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,9 +48,9 @@ struct joiner_entry {
   int node = 0;
 };
 
-/// How long a reader waits for the decision of a claim whose flag is taken (Note [Admission by
-/// claim]): past it, the winner is taken for dead and the joiner for withdrawn.
-inline constexpr std::chrono::milliseconds joiner_decision_wait{2000};
+/// How long a waiting joiner asks again when the store errs on whether the job has ended: an
+/// error is no end (job_ended).
+inline constexpr std::chrono::milliseconds joiner_store_patience{5000};
 
 /// What a joiner's claim says.
 struct joiner_claim {
@@ -85,8 +82,7 @@ DDP_INLINE std::string joiners_scope(const ddp::topology& job);
 DDP_INLINE void register_joiner(tcp_store& s, const joiner_entry& e, const std::string& prefix = "");
 /// Every joiner registered so far, in registration order (one not yet written is skipped).
 DDP_INLINE std::vector<joiner_entry> registered_joiners(tcp_store& s, const std::string& prefix = "");
-/// The claim of joiner `id` now: waiting while nobody decided it; once a decider took its flag,
-/// the decision (waited for up to joiner_decision_wait).
+/// The claim of joiner `id` now: waiting while nobody decided it, else the decision.
 DDP_INLINE joiner_claim read_claim(tcp_store& s, const std::string& id, const std::string& prefix = "");
 /// Decides joiner `id` with `delta` (a generation, or joiner_withdrawn) if nobody decided it
 /// first; returns the decision as it stands: the caller won when it says what `delta` says.
@@ -133,15 +129,24 @@ DDP_INLINE void mark_job_ended(tcp_store& s);
 /// mark_job_ended for run() once the loop returned: a store that does not answer then is said,
 /// not thrown (the loop finished; the agents end waiting joiners at the job's end anyway).
 DDP_INLINE void end_job_for_joiners(tcp_store& s, int job_rank);
-DDP_INLINE bool job_ended(tcp_store& s, const std::string& prefix = "");
+/// Whether a rank wrote the job's end. A store error is no answer: it asks again, on a fresh
+/// connection that then replaces `s` (a broken one stays broken; the server's own client is
+/// kept), until `within` has passed. It returns or throws within `within` + 2 x
+/// job_end_look_floor, each look's wait for the store and connecting again included. An error that lasts is
+/// ddp::error (backend) naming the store's address, never taken for the end.
+DDP_INLINE bool job_ended(std::unique_ptr<tcp_store>& s, const std::string& prefix = "",
+                          std::chrono::milliseconds within = joiner_store_patience);
+/// The least time job_ended gives one look (connecting again included): a live store answers
+/// in well under a millisecond, even beside a CPU hog.
+inline constexpr std::chrono::milliseconds job_end_look_floor{100};
 
 /// The joiner's side: registers, then waits (looking every few tens of milliseconds, up to
 /// `wait`) until it is admitted (the generation) or the job ends (nothing: it withdrew). Not
 /// admitted within `wait`, it withdraws and throws ddp::error (timeout), naming `id`; withdrawn
-/// while the job runs (the rank that took its claim died before deciding it), it throws too, so
+/// while the job runs by another (its agent took it for dead), it throws too (peer_lost), so
 /// its agent sees a failed joiner and may start another in the slot, not a rank that finished.
-DDP_INLINE std::optional<std::uint64_t> wait_for_admission(tcp_store& s, const joiner_entry& me,
-                                                           std::chrono::milliseconds wait);
+DDP_INLINE std::optional<std::uint64_t>
+wait_for_admission(std::unique_ptr<tcp_store>& s, const joiner_entry& me, std::chrono::milliseconds wait);
 
 } // namespace detail
 DDP_END_NAMESPACE

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,8 +26,10 @@ struct elastic_survivor {
 
 /// What the next generation is made of.
 struct elastic_generation {
-  rendezvous rv;                         ///< ready for process_group<gloo>(rv)
-  std::vector<elastic_survivor> members; ///< in their new rank order
+  rendezvous rv;                          ///< ready for process_group<gloo>(rv)
+  std::vector<elastic_survivor> members;  ///< in their new rank order
+  std::vector<std::string> joiner_ids;    ///< per member: a joiner's identity, empty for a survivor
+  std::optional<tcp_store_options> joins; ///< the joiners' scope, when ddprun may start joiners
 };
 
 /// Whether ddprun --in-process-recovery launched this rank (DDP_IN_PROCESS_RECOVERY=1) with the
@@ -59,11 +62,18 @@ DDP_INLINE elastic_generation meet_as_joiner(const ddp::topology& job, const std
                                              std::uint64_t generation, std::chrono::milliseconds last_call,
                                              std::chrono::milliseconds timeout, const std::string& token);
 
-/// Generation `rv`'s members all say they arrived before any enters the backend's mesh; a member
-/// lost meanwhile fails this wait at once (ddp::error, peer_lost): a loss in generation rv's. One
-/// that never connects fails it after rv.timeout, as peer_lost too, marked absent in rv's store
-/// so the next meeting does not wait for it.
-DDP_INLINE void wait_for_members(const rendezvous& rv);
+/// Generation `g`'s members all say they arrived before any enters the backend's mesh. The wait
+/// looks, every few tens of milliseconds, at what ends it early: a member lost meanwhile (the
+/// store's lost record), a joiner member its agent saw die (its lost mark) and the job's end.
+/// Whether the members are all there or some are absent is one verdict for the generation,
+/// the first member's to decide (the store's compare_set), which every member then follows:
+/// all there, it returns; else it marks the absent ones in g's store (the next meeting does not
+/// wait for them) and throws ddp::error (peer_lost): one more recovery, not the job's end. A
+/// member that never connects is absent after g.rv.timeout. A member lost after it arrived is
+/// named in the verdict (peer_lost naming it, on every member). The job's end seen meanwhile
+/// throws ddp::error (timeout); a store that fails throws what its request threw (backend,
+/// peer_lost), and so does job_ended's lasting error (backend).
+DDP_INLINE void wait_for_members(const elastic_generation& g);
 
 } // namespace detail
 DDP_END_NAMESPACE

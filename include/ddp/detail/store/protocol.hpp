@@ -38,11 +38,25 @@ enum class store_op : std::uint8_t {
   /// loss, but rank 0's linger stops waiting for it when it stops waiting for
   /// that rank (store_stalled_prefix).
   owner = 10,
+  /// key, expected, desired -> ok, value | missing: sets `desired` when the key holds
+  /// `expected` (absent counts as holding "" only), atomically; answers the value standing
+  /// after it. Set-if-absent is expected "": the first writer's value stands (PyTorch's
+  /// TCPStore compareSet).
+  compare_set = 11,
 };
 
 /// `lost` answers a pending wait (then i32: the rank) as soon as a rank drops
-/// without a goodbye: the keys it would have set will never come.
-enum class store_status : std::uint8_t { ok = 0, missing = 1, timeout = 2, refused = 3, lost = 4 };
+/// without a goodbye: the keys it would have set will never come. `unknown_request`
+/// answers an opcode this server does not know (a client of a newer version): the
+/// connection stays, and its rank is not lost.
+enum class store_status : std::uint8_t {
+  ok = 0,
+  missing = 1,
+  timeout = 2,
+  refused = 3,
+  lost = 4,
+  unknown_request = 5
+};
 
 /// Frames above this size are malformed by definition and close the connection.
 /// The server records, under this key, each rank whose connection dropped

@@ -611,6 +611,20 @@ private:
       if (fresh) key_added(key);
       return;
     }
+    case store_op::compare_set: {
+      std::string key = r.bytes(), expected = r.bytes(), desired = r.bytes();
+      if (!r.ok() || !r.at_end()) return drop(c, "malformed compare_set");
+      auto it = data_.find(key);
+      const bool fresh = it == data_.end() && expected.empty();
+      if (fresh)
+        it = data_.emplace(key, std::move(desired)).first;
+      else if (it != data_.end() && it->second == expected)
+        it->second = std::move(desired);
+      if (it == data_.end()) return reply(c, frame_writer(store_status::missing).finish());
+      reply(c, frame_writer(store_status::ok).bytes(it->second).finish());
+      if (fresh) key_added(key);
+      return;
+    }
     case store_op::wait:
     case store_op::check: {
       std::uint32_t count = r.u32();
@@ -641,7 +655,12 @@ private:
       return reply(c, frame_writer(store_status::ok).finish());
     }
     case store_op::bye: c.said_bye = true; return;
-    default: return drop(c, "unknown opcode " + std::to_string(static_cast<int>(op)));
+    default:
+      // A whole frame was read, so the connection is still in step: a client of a newer ddp
+      // says which request this store lacks, instead of losing its rank.
+      log_line("store", "unknown request " + std::to_string(static_cast<int>(op)) + " from " + c.peer +
+                            ": a ddp program of another version than this store's");
+      return reply(c, frame_writer(store_status::unknown_request).finish());
     }
   }
 
