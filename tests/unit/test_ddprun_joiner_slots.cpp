@@ -25,8 +25,9 @@ struct agent {
     auto o = ddp_test::local_server_options();
     o.rank = 0;
     j.store = std::make_unique<ddp::tcp_store>(o);
-    slots = std::make_unique<ddprun::joiner_slots>(j, 0, "", 1s, ranks, gens,
-                                                   [this] { gens.update(*j.store, 0); });
+    slots = std::make_unique<ddprun::joiner_slots>(
+        j, 0, "", 1s, ranks, gens, [this] { gens.update(*j.store, 0); },
+        [](const std::string& why) { FAIL("store silent: " << why); });
   }
   void publish(int generation, const std::string& members) {
     j.store->set("r0/meet/g" + std::to_string(generation) + "/members", members);
