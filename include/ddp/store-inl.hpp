@@ -40,7 +40,7 @@ DDP_INLINE void tcp_store::wait(const std::vector<std::string>& keys, std::chron
     }
     std::string names = name_keys(missing);
     if (looked < keys.size())
-      names += detail::message({" (and maybe some of the ", keys.size() - looked, " after)"});
+      detail::append_message(names, {" (and maybe some of the ", keys.size() - looked, " after)"});
     detail::throw_error(error_kind::timeout,
                         {"waited ", timeout.count(), " ms for store key(s) ", names, " at ", where(),
                          ": a rank did not arrive (crashed, stuck, or started with other "
@@ -295,7 +295,7 @@ DDP_INLINE std::string tcp_store::name_keys(std::span<const std::string> keys) {
   std::string names;
   for (std::size_t i = 0; i < keys.size() && i < keys_named; ++i)
     names += (names.empty() ? "'" : ", '") + keys[i] + "'";
-  if (keys.size() > keys_named) names += detail::message({" and ", keys.size() - keys_named, " more"});
+  if (keys.size() > keys_named) detail::append_message(names, {" and ", keys.size() - keys_named, " more"});
   return names;
 }
 

@@ -29,10 +29,10 @@
 // Messages built out of line. A throw site that concatenates its message
 // ("rank " + std::to_string(r) + ": ...") expands, in every function that
 // throws, into a chain of temporary strings, each with its own cleanup path;
-// across the runtime that was most of the code a header-only file generates
+// in the quick start's object they were 8% of its code
 // (docs/performance.md, "Compile cost"). Here a site passes its pieces (text
-// and integers) to one cold function that builds the text and throws, so the
-// site is a few stores and a call.
+// and integers) to one function that builds the text and, at a throw, to one
+// cold function that throws, so the site is a few stores and a call.
 #ifndef DDP_DETAIL_COMMON_MESSAGE_HPP
 #define DDP_DETAIL_COMMON_MESSAGE_HPP
 
@@ -267,13 +267,14 @@ DDP_BEGIN_NAMESPACE
 namespace detail {
 
 /// An integer a message prints in decimal, as std::to_string does. Characters and
-/// bool are left out: `text + 'c'` appends a character, to_string(true) prints 1.
+/// bool are left out: `text + 'c'` appends a character, to_string(true) prints 1; so
+/// are integers wider than 64 bits (__int128), which would be cut short.
 template <class T>
 concept message_integer =
     std::integral<T> && !std::same_as<std::remove_cv_t<T>, bool> &&
     !std::same_as<std::remove_cv_t<T>, char> && !std::same_as<std::remove_cv_t<T>, char8_t> &&
     !std::same_as<std::remove_cv_t<T>, char16_t> && !std::same_as<std::remove_cv_t<T>, char32_t> &&
-    !std::same_as<std::remove_cv_t<T>, wchar_t>;
+    !std::same_as<std::remove_cv_t<T>, wchar_t> && sizeof(T) <= sizeof(unsigned long long);
 
 /// One piece of a message: a view of text (which must outlive the call it is
 /// passed to, as a temporary std::string argument does) or an integer.
@@ -301,12 +302,16 @@ private:
   kind kind_;
 };
 
-/// The pieces' text, concatenated. Cold, so that the code around a call is optimized for size:
-/// most messages are built on the way to a throw or a log line, and the few built on every
-/// call (a collective's description) cost an allocation either way.
-[[gnu::cold]] DDP_INLINE std::string message(std::initializer_list<message_part> parts);
+/// The pieces' text, concatenated. Not cold: a message built on every call (a
+/// collective's description, a store key) would make its caller cold too, and
+/// GCC would move that caller out of the hot code and optimize it for size.
+DDP_INLINE std::string message(std::initializer_list<message_part> parts);
 
-/// Throws error(kind, message(parts), rank): one call in place of a string chain at each throw site.
+/// Appends the pieces' text to `out`: `out += message(parts)` without the temporary.
+DDP_INLINE void append_message(std::string& out, std::initializer_list<message_part> parts);
+
+/// Throws error(kind, message(parts), rank): one call in place of a string chain at each throw
+/// site. Cold, as it is only ever reached on the way to a throw: the code around it stays hot.
 [[noreturn, gnu::cold]] DDP_INLINE void throw_error(error_kind kind,
                                                     std::initializer_list<message_part> parts, int rank = -1);
 
@@ -3194,7 +3199,7 @@ struct open_files_need {
   std::string breakdown() const {
     std::string s = detail::message({in_use, " open already"});
     auto part = [&](long n, const char* what) {
-      if (n > 0) s += detail::message({", ", n, " ", what});
+      if (n > 0) detail::append_message(s, {", ", n, " ", what});
     };
     part(backend, "for the backend's connections");
     part(store_server, "for the store served here (two per rank)");
@@ -12030,7 +12035,7 @@ template <class Engine> void log_step_timing(const Engine& engine, std::size_t b
   // gradients over NCCL (stream-ordered), until it was queued there.
   std::string s = "step timing (ms from launch to done, or to queued on the device):";
   for (std::size_t i = 0; i < buckets; ++i)
-    s += detail::message({" b", i, "=", std::to_string(engine.last_duration_ms(i))});
+    detail::append_message(s, {" b", i, "=", std::to_string(engine.last_duration_ms(i))});
   log_line("rank 0", s);
 }
 
@@ -13517,7 +13522,7 @@ private:
       auto n = r->count.load(std::memory_order_acquire);
       if (n > r->capacity) dropped += n - r->capacity;
     }
-    j += detail::message({dropped, "},\"traceEvents\":[\n"});
+    detail::append_message(j, {dropped, "},\"traceEvents\":[\n"});
     const std::string pid = std::to_string(rank_);
     j += R"({"ph":"M","name":"process_name","pid":)" + pid + R"(,"tid":0,"args":{"name":"rank )" + pid +
          "\"}},\n";
@@ -13565,8 +13570,8 @@ private:
       append_us(j, e.dur_ns);
     }
     if (k.phase == 'i') j += ",\"s\":\"t\"";
-    if (k.phase == 'b' || k.phase == 'e') j += detail::message({",\"id\":", e.arg[0]});
-    j += detail::message({",\"pid\":", pid, ",\"tid\":", tid, ",\"args\":{"});
+    if (k.phase == 'b' || k.phase == 'e') detail::append_message(j, {",\"id\":", e.arg[0]});
+    detail::append_message(j, {",\"pid\":", pid, ",\"tid\":", tid, ",\"args\":{"});
     for (int a = 0; a < 4 && k.args[a]; ++a) {
       if (a) j += ",";
       j += "\"";
@@ -17265,34 +17270,35 @@ public:
          ",\n  \"capacity\": ", capacity, ",\n  \"note\": \"", json_escape(note), "\",\n  \"entries\": ["});
     for (std::size_t i = 0; i < entries.size(); ++i) {
       const auto& e = entries[i];
-      j += detail::message({i ? "," : "",
-                            "\n    {\"seq\": ",
-                            e.seq,
-                            ", \"kind\": \"",
-                            json_escape(e.kind),
-                            "\", \"dtype\": \"",
-                            to_string(e.dt),
-                            "\", \"count\": ",
-                            e.count,
-                            ", \"bucket\": ",
-                            (e.bucket < 0 ? std::string("null") : std::to_string(e.bucket)),
-                            ", \"state\": \"",
-                            to_string(e.state),
-                            "\", \"queued_us\": ",
-                            e.queued_us,
-                            ", \"started_us\": ",
-                            e.started_us,
-                            ", \"finished_us\": ",
-                            e.finished_us,
-                            "}"});
+      detail::append_message(j, {i ? "," : "",
+                                 "\n    {\"seq\": ",
+                                 e.seq,
+                                 ", \"kind\": \"",
+                                 json_escape(e.kind),
+                                 "\", \"dtype\": \"",
+                                 to_string(e.dt),
+                                 "\", \"count\": ",
+                                 e.count,
+                                 ", \"bucket\": ",
+                                 (e.bucket < 0 ? std::string("null") : std::to_string(e.bucket)),
+                                 ", \"state\": \"",
+                                 to_string(e.state),
+                                 "\", \"queued_us\": ",
+                                 e.queued_us,
+                                 ", \"started_us\": ",
+                                 e.started_us,
+                                 ", \"finished_us\": ",
+                                 e.finished_us,
+                                 "}"});
     }
     j += "\n  ],\n  \"messages\": [";
     const auto msgs = messages();
     for (std::size_t i = 0; i < msgs.size(); ++i) {
       const auto& m = msgs[i];
-      j += detail::message({i ? "," : "", "\n    {\"id\": ", m.id, ", \"what\": \"", json_escape(m.what),
-                            "\", \"state\": \"", to_string(m.state), "\", \"queued_us\": ", m.queued_us,
-                            ", \"started_us\": ", m.started_us, ", \"finished_us\": ", m.finished_us, "}"});
+      detail::append_message(j,
+                             {i ? "," : "", "\n    {\"id\": ", m.id, ", \"what\": \"", json_escape(m.what),
+                              "\", \"state\": \"", to_string(m.state), "\", \"queued_us\": ", m.queued_us,
+                              ", \"started_us\": ", m.started_us, ", \"finished_us\": ", m.finished_us, "}"});
     }
     j += "\n  ]\n}\n";
     return j;
@@ -18749,14 +18755,19 @@ DDP_INLINE void message_part::append_to(std::string& out) const {
   }
 }
 
-DDP_INLINE std::string message(std::initializer_list<message_part> parts) {
-  std::size_t bound = 0;
+DDP_INLINE void append_message(std::string& out, std::initializer_list<message_part> parts) {
+  std::size_t bound = out.size();
   for (const message_part& p : parts)
     bound += p.size_bound();
-  std::string out;
-  out.reserve(bound);
+  // Doubling, as appends do, so that a document built piece by piece in a loop stays linear.
+  if (bound > out.capacity()) out.reserve(bound > 2 * out.capacity() ? bound : 2 * out.capacity());
   for (const message_part& p : parts)
     p.append_to(out);
+}
+
+DDP_INLINE std::string message(std::initializer_list<message_part> parts) {
+  std::string out;
+  append_message(out, parts);
   return out;
 }
 
@@ -19940,7 +19951,7 @@ DDP_INLINE void tcp_store::wait(const std::vector<std::string>& keys, std::chron
     }
     std::string names = name_keys(missing);
     if (looked < keys.size())
-      names += detail::message({" (and maybe some of the ", keys.size() - looked, " after)"});
+      detail::append_message(names, {" (and maybe some of the ", keys.size() - looked, " after)"});
     detail::throw_error(error_kind::timeout,
                         {"waited ", timeout.count(), " ms for store key(s) ", names, " at ", where(),
                          ": a rank did not arrive (crashed, stuck, or started with other "
@@ -20195,7 +20206,7 @@ DDP_INLINE std::string tcp_store::name_keys(std::span<const std::string> keys) {
   std::string names;
   for (std::size_t i = 0; i < keys.size() && i < keys_named; ++i)
     names += (names.empty() ? "'" : ", '") + keys[i] + "'";
-  if (keys.size() > keys_named) names += detail::message({" and ", keys.size() - keys_named, " more"});
+  if (keys.size() > keys_named) detail::append_message(names, {" and ", keys.size() - keys_named, " more"});
   return names;
 }
 
@@ -20763,34 +20774,35 @@ public:
          ",\n  \"capacity\": ", capacity, ",\n  \"note\": \"", json_escape(note), "\",\n  \"entries\": ["});
     for (std::size_t i = 0; i < entries.size(); ++i) {
       const auto& e = entries[i];
-      j += detail::message({i ? "," : "",
-                            "\n    {\"seq\": ",
-                            e.seq,
-                            ", \"kind\": \"",
-                            json_escape(e.kind),
-                            "\", \"dtype\": \"",
-                            to_string(e.dt),
-                            "\", \"count\": ",
-                            e.count,
-                            ", \"bucket\": ",
-                            (e.bucket < 0 ? std::string("null") : std::to_string(e.bucket)),
-                            ", \"state\": \"",
-                            to_string(e.state),
-                            "\", \"queued_us\": ",
-                            e.queued_us,
-                            ", \"started_us\": ",
-                            e.started_us,
-                            ", \"finished_us\": ",
-                            e.finished_us,
-                            "}"});
+      detail::append_message(j, {i ? "," : "",
+                                 "\n    {\"seq\": ",
+                                 e.seq,
+                                 ", \"kind\": \"",
+                                 json_escape(e.kind),
+                                 "\", \"dtype\": \"",
+                                 to_string(e.dt),
+                                 "\", \"count\": ",
+                                 e.count,
+                                 ", \"bucket\": ",
+                                 (e.bucket < 0 ? std::string("null") : std::to_string(e.bucket)),
+                                 ", \"state\": \"",
+                                 to_string(e.state),
+                                 "\", \"queued_us\": ",
+                                 e.queued_us,
+                                 ", \"started_us\": ",
+                                 e.started_us,
+                                 ", \"finished_us\": ",
+                                 e.finished_us,
+                                 "}"});
     }
     j += "\n  ],\n  \"messages\": [";
     const auto msgs = messages();
     for (std::size_t i = 0; i < msgs.size(); ++i) {
       const auto& m = msgs[i];
-      j += detail::message({i ? "," : "", "\n    {\"id\": ", m.id, ", \"what\": \"", json_escape(m.what),
-                            "\", \"state\": \"", to_string(m.state), "\", \"queued_us\": ", m.queued_us,
-                            ", \"started_us\": ", m.started_us, ", \"finished_us\": ", m.finished_us, "}"});
+      detail::append_message(j,
+                             {i ? "," : "", "\n    {\"id\": ", m.id, ", \"what\": \"", json_escape(m.what),
+                              "\", \"state\": \"", to_string(m.state), "\", \"queued_us\": ", m.queued_us,
+                              ", \"started_us\": ", m.started_us, ", \"finished_us\": ", m.finished_us, "}"});
     }
     j += "\n  ]\n}\n";
     return j;
@@ -22588,22 +22600,22 @@ struct collective_header {
     if (kind == collective_kind::barrier) return s;
     if (kind == collective_kind::all_to_all_v) // its counts travel as the round's payload
       return detail::message({s, " of ", ddp::to_string(static_cast<dtype>(dt))});
-    s += detail::message({" of ", count, " x ", ddp::to_string(static_cast<dtype>(dt))});
+    detail::append_message(s, {" of ", count, " x ", ddp::to_string(static_cast<dtype>(dt))});
     if (kind == collective_kind::all_reduce || kind == collective_kind::reduce_scatter ||
         kind == collective_kind::reduce)
-      s += detail::message({" (op ", ddp::to_string(static_cast<op>(reduce)), ")"});
+      detail::append_message(s, {" (op ", ddp::to_string(static_cast<op>(reduce)), ")"});
     if (kind == collective_kind::broadcast || kind == collective_kind::scatter)
-      s += detail::message({" from root ", root});
+      detail::append_message(s, {" from root ", root});
     if (kind == collective_kind::gather || kind == collective_kind::reduce)
-      s += detail::message({" to root ", root});
+      detail::append_message(s, {" to root ", root});
     if (kind == collective_kind::all_reduce && in_place)
-      s += detail::message({" in place in ddp::shm_array ", root, " at byte ", shm_shape,
-                            " (every rank must pass the same part of its own shm array)"});
+      detail::append_message(s, {" in place in ddp::shm_array ", root, " at byte ", shm_shape,
+                                 " (every rank must pass the same part of its own shm array)"});
     else if (kind == collective_kind::all_reduce && shm_shape)
-      s += detail::message({" (shm step ", shm_shape, " B)"});
+      detail::append_message(s, {" (shm step ", shm_shape, " B)"});
     else if ((kind == collective_kind::reduce_scatter || kind == collective_kind::all_gather) && shm_shape)
       s += " (through the node's shared memory)";
-    if (piece) s += detail::message({" (piece ", piece, " B)"});
+    if (piece) detail::append_message(s, {" (piece ", piece, " B)"});
     return s;
   }
 
@@ -24651,10 +24663,11 @@ private:
     if (pid <= 0) return false;
     if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
     // A killed process its parent has not reaped yet is a zombie: gone too. Its state
-    // follows the command name's last ')', well inside the first line's start.
+    // follows the command name's last ')', well inside the first line's start. Opened
+    // close-on-exec ("e"), so a process the runtime starts meanwhile does not inherit it.
     char buf[1024];
     std::size_t n = 0;
-    if (std::FILE* f = std::fopen(detail::message({"/proc/", pid, "/stat"}).c_str(), "r")) {
+    if (std::FILE* f = std::fopen(detail::message({"/proc/", pid, "/stat"}).c_str(), "re")) {
       n = std::fread(buf, 1, sizeof buf, f);
       std::fclose(f);
     }
@@ -26954,7 +26967,7 @@ DDP_INLINE std::string describe(const std::vector<tensor_slot>& params,
   for (auto* list : {&params, &buffers}) {
     d += list == &params ? "P\n" : "B\n";
     for (auto& s : *list)
-      d += detail::message({s.name, "|", to_string(s.type), "|", s.count, "\n"});
+      detail::append_message(d, {s.name, "|", to_string(s.type), "|", s.count, "\n"});
   }
   return d;
 }
@@ -27544,11 +27557,11 @@ DDP_INLINE void log_bucket_layout(const bucket_plan& plan, const std::vector<ten
                                    plan.buckets.size(), " buckets (launch order):"});
   for (std::size_t i = 0; i < plan.buckets.size(); ++i) {
     auto& b = plan.buckets[i];
-    s += detail::message(
-        {"\n  bucket ", i, ": ", b.params.size(), " tensors, ", b.elements, " x ", to_string(b.param_type),
-         (b.wire_type != b.param_type ? " sent as " + std::string(to_string(b.wire_type)) : ""), ", ",
-         to_string(b.path), " [", params[b.params.front()].name,
-         (b.params.size() > 1 ? " .. " + params[b.params.back()].name : ""), "]"});
+    detail::append_message(
+        s, {"\n  bucket ", i, ": ", b.params.size(), " tensors, ", b.elements, " x ", to_string(b.param_type),
+            (b.wire_type != b.param_type ? " sent as " + std::string(to_string(b.wire_type)) : ""), ", ",
+            to_string(b.path), " [", params[b.params.front()].name,
+            (b.params.size() > 1 ? " .. " + params[b.params.back()].name : ""), "]"});
   }
   log_line("rank 0", s);
 }

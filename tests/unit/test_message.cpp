@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 using ddp::detail::message;
 
@@ -37,6 +38,39 @@ TEST_CASE("characters and bool are no integers: `text + 'c'` appends a character
   static_assert(ddp::detail::message_integer<int> && ddp::detail::message_integer<unsigned long>);
   static_assert(!ddp::detail::message_integer<char> && !ddp::detail::message_integer<bool>);
   static_assert(!ddp::detail::message_integer<double>);
+  // Nor does a message_part take one by another road (a conversion to an integer or a view).
+  using ddp::detail::message_part;
+  static_assert(std::is_constructible_v<message_part, int> &&
+                std::is_constructible_v<message_part, std::size_t>);
+  static_assert(!std::is_constructible_v<message_part, char>);
+  static_assert(!std::is_constructible_v<message_part, bool>);
+  static_assert(!std::is_constructible_v<message_part, double>);
+  static_assert(!std::is_constructible_v<message_part, float>);
+}
+
+TEST_CASE("integers wider than 64 bits do not compile: they would print cut short") {
+  static_assert(ddp::detail::message_integer<long long> && ddp::detail::message_integer<unsigned long long>);
+#ifdef __SIZEOF_INT128__
+  // The tests build as gnu++20, where std::integral<__int128> holds: the size is what rejects it.
+  static_assert(!ddp::detail::message_integer<__int128> && !ddp::detail::message_integer<unsigned __int128>);
+  static_assert(!std::is_constructible_v<ddp::detail::message_part, __int128>);
+  static_assert(!std::is_constructible_v<ddp::detail::message_part, unsigned __int128>);
+#endif
+}
+
+TEST_CASE("append_message appends to what is there, as += message(...) did") {
+  std::string s = "collective 7";
+  ddp::detail::append_message(s, {" of ", std::size_t{1024}, " x ", "float32"});
+  CHECK(s == "collective 7 of 1024 x float32");
+  ddp::detail::append_message(s, {});
+  CHECK(s == "collective 7 of 1024 x float32");
+  // Built piece by piece in a loop, as the trace's JSON is: the same text as one chain.
+  std::string j, expected;
+  for (int i = 0; i < 1000; ++i) {
+    ddp::detail::append_message(j, {i ? "," : "", "{\"id\":", i, "}"});
+    expected += (i ? "," : "") + std::string("{\"id\":") + std::to_string(i) + "}";
+  }
+  CHECK(j == expected);
 }
 
 TEST_CASE("throw_error throws the error the site's own throw made") {

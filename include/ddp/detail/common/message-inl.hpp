@@ -15,14 +15,19 @@ DDP_INLINE void message_part::append_to(std::string& out) const {
   }
 }
 
-DDP_INLINE std::string message(std::initializer_list<message_part> parts) {
-  std::size_t bound = 0;
+DDP_INLINE void append_message(std::string& out, std::initializer_list<message_part> parts) {
+  std::size_t bound = out.size();
   for (const message_part& p : parts)
     bound += p.size_bound();
-  std::string out;
-  out.reserve(bound);
+  // Doubling, as appends do, so that a document built piece by piece in a loop stays linear.
+  if (bound > out.capacity()) out.reserve(bound > 2 * out.capacity() ? bound : 2 * out.capacity());
   for (const message_part& p : parts)
     p.append_to(out);
+}
+
+DDP_INLINE std::string message(std::initializer_list<message_part> parts) {
+  std::string out;
+  append_message(out, parts);
   return out;
 }
 

@@ -1,10 +1,10 @@
 // Messages built out of line. A throw site that concatenates its message
 // ("rank " + std::to_string(r) + ": ...") expands, in every function that
 // throws, into a chain of temporary strings, each with its own cleanup path;
-// across the runtime that was most of the code a header-only file generates
+// in the quick start's object they were 8% of its code
 // (docs/performance.md, "Compile cost"). Here a site passes its pieces (text
-// and integers) to one cold function that builds the text and throws, so the
-// site is a few stores and a call.
+// and integers) to one function that builds the text and, at a throw, to one
+// cold function that throws, so the site is a few stores and a call.
 #ifndef DDP_DETAIL_COMMON_MESSAGE_HPP
 #define DDP_DETAIL_COMMON_MESSAGE_HPP
 
@@ -21,13 +21,14 @@ DDP_BEGIN_NAMESPACE
 namespace detail {
 
 /// An integer a message prints in decimal, as std::to_string does. Characters and
-/// bool are left out: `text + 'c'` appends a character, to_string(true) prints 1.
+/// bool are left out: `text + 'c'` appends a character, to_string(true) prints 1; so
+/// are integers wider than 64 bits (__int128), which would be cut short.
 template <class T>
 concept message_integer =
     std::integral<T> && !std::same_as<std::remove_cv_t<T>, bool> &&
     !std::same_as<std::remove_cv_t<T>, char> && !std::same_as<std::remove_cv_t<T>, char8_t> &&
     !std::same_as<std::remove_cv_t<T>, char16_t> && !std::same_as<std::remove_cv_t<T>, char32_t> &&
-    !std::same_as<std::remove_cv_t<T>, wchar_t>;
+    !std::same_as<std::remove_cv_t<T>, wchar_t> && sizeof(T) <= sizeof(unsigned long long);
 
 /// One piece of a message: a view of text (which must outlive the call it is
 /// passed to, as a temporary std::string argument does) or an integer.
@@ -55,12 +56,16 @@ private:
   kind kind_;
 };
 
-/// The pieces' text, concatenated. Cold, so that the code around a call is optimized for size:
-/// most messages are built on the way to a throw or a log line, and the few built on every
-/// call (a collective's description) cost an allocation either way.
-[[gnu::cold]] DDP_INLINE std::string message(std::initializer_list<message_part> parts);
+/// The pieces' text, concatenated. Not cold: a message built on every call (a
+/// collective's description, a store key) would make its caller cold too, and
+/// GCC would move that caller out of the hot code and optimize it for size.
+DDP_INLINE std::string message(std::initializer_list<message_part> parts);
 
-/// Throws error(kind, message(parts), rank): one call in place of a string chain at each throw site.
+/// Appends the pieces' text to `out`: `out += message(parts)` without the temporary.
+DDP_INLINE void append_message(std::string& out, std::initializer_list<message_part> parts);
+
+/// Throws error(kind, message(parts), rank): one call in place of a string chain at each throw
+/// site. Cold, as it is only ever reached on the way to a throw: the code around it stays hot.
 [[noreturn, gnu::cold]] DDP_INLINE void throw_error(error_kind kind,
                                                     std::initializer_list<message_part> parts, int rank = -1);
 

@@ -56,7 +56,7 @@ struct open_files_need {
   std::string breakdown() const {
     std::string s = detail::message({in_use, " open already"});
     auto part = [&](long n, const char* what) {
-      if (n > 0) s += detail::message({", ", n, " ", what});
+      if (n > 0) detail::append_message(s, {", ", n, " ", what});
     };
     part(backend, "for the backend's connections");
     part(store_server, "for the store served here (two per rank)");

@@ -176,7 +176,7 @@ private:
       auto n = r->count.load(std::memory_order_acquire);
       if (n > r->capacity) dropped += n - r->capacity;
     }
-    j += detail::message({dropped, "},\"traceEvents\":[\n"});
+    detail::append_message(j, {dropped, "},\"traceEvents\":[\n"});
     const std::string pid = std::to_string(rank_);
     j += R"({"ph":"M","name":"process_name","pid":)" + pid + R"(,"tid":0,"args":{"name":"rank )" + pid +
          "\"}},\n";
@@ -224,8 +224,8 @@ private:
       append_us(j, e.dur_ns);
     }
     if (k.phase == 'i') j += ",\"s\":\"t\"";
-    if (k.phase == 'b' || k.phase == 'e') j += detail::message({",\"id\":", e.arg[0]});
-    j += detail::message({",\"pid\":", pid, ",\"tid\":", tid, ",\"args\":{"});
+    if (k.phase == 'b' || k.phase == 'e') detail::append_message(j, {",\"id\":", e.arg[0]});
+    detail::append_message(j, {",\"pid\":", pid, ",\"tid\":", tid, ",\"args\":{"});
     for (int a = 0; a < 4 && k.args[a]; ++a) {
       if (a) j += ",";
       j += "\"";

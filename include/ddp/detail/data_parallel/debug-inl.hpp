@@ -15,11 +15,11 @@ DDP_INLINE void log_bucket_layout(const bucket_plan& plan, const std::vector<ten
                                    plan.buckets.size(), " buckets (launch order):"});
   for (std::size_t i = 0; i < plan.buckets.size(); ++i) {
     auto& b = plan.buckets[i];
-    s += detail::message(
-        {"\n  bucket ", i, ": ", b.params.size(), " tensors, ", b.elements, " x ", to_string(b.param_type),
-         (b.wire_type != b.param_type ? " sent as " + std::string(to_string(b.wire_type)) : ""), ", ",
-         to_string(b.path), " [", params[b.params.front()].name,
-         (b.params.size() > 1 ? " .. " + params[b.params.back()].name : ""), "]"});
+    detail::append_message(
+        s, {"\n  bucket ", i, ": ", b.params.size(), " tensors, ", b.elements, " x ", to_string(b.param_type),
+            (b.wire_type != b.param_type ? " sent as " + std::string(to_string(b.wire_type)) : ""), ", ",
+            to_string(b.path), " [", params[b.params.front()].name,
+            (b.params.size() > 1 ? " .. " + params[b.params.back()].name : ""), "]"});
   }
   log_line("rank 0", s);
 }

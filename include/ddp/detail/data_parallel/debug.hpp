@@ -24,7 +24,7 @@ template <class Engine> void log_step_timing(const Engine& engine, std::size_t b
   // gradients over NCCL (stream-ordered), until it was queued there.
   std::string s = "step timing (ms from launch to done, or to queued on the device):";
   for (std::size_t i = 0; i < buckets; ++i)
-    s += detail::message({" b", i, "=", std::to_string(engine.last_duration_ms(i))});
+    detail::append_message(s, {" b", i, "=", std::to_string(engine.last_duration_ms(i))});
   log_line("rank 0", s);
 }
 

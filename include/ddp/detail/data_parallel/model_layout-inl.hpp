@@ -24,7 +24,7 @@ DDP_INLINE std::string describe(const std::vector<tensor_slot>& params,
   for (auto* list : {&params, &buffers}) {
     d += list == &params ? "P\n" : "B\n";
     for (auto& s : *list)
-      d += detail::message({s.name, "|", to_string(s.type), "|", s.count, "\n"});
+      detail::append_message(d, {s.name, "|", to_string(s.type), "|", s.count, "\n"});
   }
   return d;
 }

@@ -189,34 +189,35 @@ public:
          ",\n  \"capacity\": ", capacity, ",\n  \"note\": \"", json_escape(note), "\",\n  \"entries\": ["});
     for (std::size_t i = 0; i < entries.size(); ++i) {
       const auto& e = entries[i];
-      j += detail::message({i ? "," : "",
-                            "\n    {\"seq\": ",
-                            e.seq,
-                            ", \"kind\": \"",
-                            json_escape(e.kind),
-                            "\", \"dtype\": \"",
-                            to_string(e.dt),
-                            "\", \"count\": ",
-                            e.count,
-                            ", \"bucket\": ",
-                            (e.bucket < 0 ? std::string("null") : std::to_string(e.bucket)),
-                            ", \"state\": \"",
-                            to_string(e.state),
-                            "\", \"queued_us\": ",
-                            e.queued_us,
-                            ", \"started_us\": ",
-                            e.started_us,
-                            ", \"finished_us\": ",
-                            e.finished_us,
-                            "}"});
+      detail::append_message(j, {i ? "," : "",
+                                 "\n    {\"seq\": ",
+                                 e.seq,
+                                 ", \"kind\": \"",
+                                 json_escape(e.kind),
+                                 "\", \"dtype\": \"",
+                                 to_string(e.dt),
+                                 "\", \"count\": ",
+                                 e.count,
+                                 ", \"bucket\": ",
+                                 (e.bucket < 0 ? std::string("null") : std::to_string(e.bucket)),
+                                 ", \"state\": \"",
+                                 to_string(e.state),
+                                 "\", \"queued_us\": ",
+                                 e.queued_us,
+                                 ", \"started_us\": ",
+                                 e.started_us,
+                                 ", \"finished_us\": ",
+                                 e.finished_us,
+                                 "}"});
     }
     j += "\n  ],\n  \"messages\": [";
     const auto msgs = messages();
     for (std::size_t i = 0; i < msgs.size(); ++i) {
       const auto& m = msgs[i];
-      j += detail::message({i ? "," : "", "\n    {\"id\": ", m.id, ", \"what\": \"", json_escape(m.what),
-                            "\", \"state\": \"", to_string(m.state), "\", \"queued_us\": ", m.queued_us,
-                            ", \"started_us\": ", m.started_us, ", \"finished_us\": ", m.finished_us, "}"});
+      detail::append_message(j,
+                             {i ? "," : "", "\n    {\"id\": ", m.id, ", \"what\": \"", json_escape(m.what),
+                              "\", \"state\": \"", to_string(m.state), "\", \"queued_us\": ", m.queued_us,
+                              ", \"started_us\": ", m.started_us, ", \"finished_us\": ", m.finished_us, "}"});
     }
     j += "\n  ]\n}\n";
     return j;

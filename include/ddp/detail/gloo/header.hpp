@@ -194,22 +194,22 @@ struct collective_header {
     if (kind == collective_kind::barrier) return s;
     if (kind == collective_kind::all_to_all_v) // its counts travel as the round's payload
       return detail::message({s, " of ", ddp::to_string(static_cast<dtype>(dt))});
-    s += detail::message({" of ", count, " x ", ddp::to_string(static_cast<dtype>(dt))});
+    detail::append_message(s, {" of ", count, " x ", ddp::to_string(static_cast<dtype>(dt))});
     if (kind == collective_kind::all_reduce || kind == collective_kind::reduce_scatter ||
         kind == collective_kind::reduce)
-      s += detail::message({" (op ", ddp::to_string(static_cast<op>(reduce)), ")"});
+      detail::append_message(s, {" (op ", ddp::to_string(static_cast<op>(reduce)), ")"});
     if (kind == collective_kind::broadcast || kind == collective_kind::scatter)
-      s += detail::message({" from root ", root});
+      detail::append_message(s, {" from root ", root});
     if (kind == collective_kind::gather || kind == collective_kind::reduce)
-      s += detail::message({" to root ", root});
+      detail::append_message(s, {" to root ", root});
     if (kind == collective_kind::all_reduce && in_place)
-      s += detail::message({" in place in ddp::shm_array ", root, " at byte ", shm_shape,
-                            " (every rank must pass the same part of its own shm array)"});
+      detail::append_message(s, {" in place in ddp::shm_array ", root, " at byte ", shm_shape,
+                                 " (every rank must pass the same part of its own shm array)"});
     else if (kind == collective_kind::all_reduce && shm_shape)
-      s += detail::message({" (shm step ", shm_shape, " B)"});
+      detail::append_message(s, {" (shm step ", shm_shape, " B)"});
     else if ((kind == collective_kind::reduce_scatter || kind == collective_kind::all_gather) && shm_shape)
       s += " (through the node's shared memory)";
-    if (piece) s += detail::message({" (piece ", piece, " B)"});
+    if (piece) detail::append_message(s, {" (piece ", piece, " B)"});
     return s;
   }
 

@@ -437,10 +437,11 @@ private:
     if (pid <= 0) return false;
     if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
     // A killed process its parent has not reaped yet is a zombie: gone too. Its state
-    // follows the command name's last ')', well inside the first line's start.
+    // follows the command name's last ')', well inside the first line's start. Opened
+    // close-on-exec ("e"), so a process the runtime starts meanwhile does not inherit it.
     char buf[1024];
     std::size_t n = 0;
-    if (std::FILE* f = std::fopen(detail::message({"/proc/", pid, "/stat"}).c_str(), "r")) {
+    if (std::FILE* f = std::fopen(detail::message({"/proc/", pid, "/stat"}).c_str(), "re")) {
       n = std::fread(buf, 1, sizeof buf, f);
       std::fclose(f);
     }
