@@ -14,6 +14,7 @@
 #ifndef DDP_ARENA_HPP
 #define DDP_ARENA_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/error.hpp>
 #include <ddp/shm_array.hpp>
 #include <ddp/tensor.hpp>
@@ -72,8 +73,8 @@ public:
   /// The storage of gradient k (registration order).
   std::span<T> slot(std::size_t k) {
     if (k >= sizes_.size())
-      throw error(error_kind::config, "arena: slot " + std::to_string(k) + " does not exist (" +
-                                          std::to_string(sizes_.size()) + " slots)");
+      detail::throw_error(error_kind::config,
+                          {"arena: slot ", k, " does not exist (", sizes_.size(), " slots)"});
     return {storage_.data() + offsets_[k], sizes_[k]};
   }
 
@@ -92,9 +93,8 @@ public:
                    : s.size() % static_cast<std::size_t>(cols) == 0 &&
                          s.size() / static_cast<std::size_t>(cols) == static_cast<std::size_t>(rows));
     if (!fits)
-      throw error(error_kind::config, "arena: slot " + std::to_string(k) + " holds " +
-                                          std::to_string(s.size()) + " elements, not " +
-                                          std::to_string(rows) + "x" + std::to_string(cols));
+      detail::throw_error(error_kind::config,
+                          {"arena: slot ", k, " holds ", s.size(), " elements, not ", rows, "x", cols});
     return map_type(s.data(), static_cast<index>(rows), static_cast<index>(cols));
   }
 #endif

@@ -9,6 +9,7 @@
 
 #include <ddp/detail/checkpoint/file.hpp>
 #include <ddp/detail/common/log.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/data_parallel/model_layout.hpp>
 #include <ddp/error.hpp>
 #include <ddp/op.hpp>
@@ -56,12 +57,13 @@ void check_optimizer_of(const Parallel& dp, Optimizer& opt, const std::string& c
   const void* mine = &dp;
   const void* its = &opt.model();
   if (mine != its)
-    throw error(error_kind::config,
-                "rank " + std::to_string(rank) + ": " + call + ": the optimizer (" + Optimizer::name() +
-                    ") was built on another data-parallel object than the one passed: pass the model's own "
-                    "optimizer (ddp::optim::" +
-                    Optimizer::name() + "(dp, ...) with this dp)",
-                rank);
+    detail::throw_error(
+        error_kind::config,
+        {"rank ", rank, ": ", call, ": the optimizer (", Optimizer::name(),
+         ") was built on another data-parallel object than the one passed: pass the model's own "
+         "optimizer (ddp::optim::",
+         Optimizer::name(), "(dp, ...) with this dp)"},
+        rank);
 }
 
 /// A shard's range inside its parameter's record, checked (an internal error, never a write
@@ -69,9 +71,9 @@ void check_optimizer_of(const Parallel& dp, Optimizer& opt, const std::string& c
 inline void check_shard_range(std::size_t offset, std::size_t count, std::size_t parameter_count,
                               const std::string& name) {
   if (offset > parameter_count || count > parameter_count - offset)
-    throw error(error_kind::mismatch, "checkpoint: a shard of '" + name + "' (elements " +
-                                          std::to_string(offset) + ".." + std::to_string(offset + count) +
-                                          ") runs past its " + std::to_string(parameter_count) + " elements");
+    detail::throw_error(error_kind::mismatch,
+                        {"checkpoint: a shard of '", name, "' (elements ", offset, "..", offset + count,
+                         ") runs past its ", parameter_count, " elements"});
 }
 
 /// The checkpoint's records of the model's parameters and buffers (no optimizer state); without
@@ -82,11 +84,12 @@ template <class Model> checkpoint_contents checkpoint_of_model(Model& m, int ran
   auto add = [&](const std::vector<tensor_slot>& slots, checkpoint_role role) {
     for (auto& s : slots) {
       if (s.on_device)
-        throw error(error_kind::config,
-                    "rank " + std::to_string(rank) + ": checkpoint: '" + s.name +
-                        "' lives in device memory; checkpoints hold host tensors for now (copy the model "
-                        "to the host to save it)",
-                    rank);
+        detail::throw_error(
+            error_kind::config,
+            {"rank ", rank, ": checkpoint: '", s.name,
+             "' lives in device memory; checkpoints hold host tensors for now (copy the model "
+             "to the host to save it)"},
+            rank);
       checkpoint_tensor t{role, s.name, s.type, s.count, {}, {}};
       const auto* p = static_cast<const std::byte*>(s.value);
       if (s.count > 0 && copy_values) t.values.assign(p, p + s.count * size_of(s.type));
@@ -118,12 +121,12 @@ template <class Optimizer> void gather_optimizer_state(Optimizer& opt, checkpoin
     const auto& t = c.tensors[p];
     if (t.type != dtype::f32 && t.type != dtype::f64) {
       const int rank = sharded.group().rank();
-      throw error(error_kind::config,
-                  "rank " + std::to_string(rank) + ": " + Optimizer::name() + "'s state of parameter '" +
-                      t.name + "' (" + std::string(to_string(t.type)) +
-                      ") cannot be gathered: optimizer state is kept for float32 and float64 parameters "
-                      "only; keep such a parameter out of the optimizer or make it float32",
-                  rank);
+      detail::throw_error(error_kind::config,
+                          {"rank ", rank, ": ", Optimizer::name(), "'s state of parameter '", t.name, "' (",
+                           to_string(t.type),
+                           ") cannot be gathered: optimizer state is kept for float32 and float64 parameters "
+                           "only; keep such a parameter out of the optimizer or make it float32"},
+                          rank);
     }
     auto& n = t.type == dtype::f32 ? n32 : n64;
     offset[p] = n;
@@ -144,8 +147,8 @@ template <class Optimizer> void gather_optimizer_state(Optimizer& opt, checkpoin
     ();
     const std::size_t total = std::is_same_v<T, float> ? n32 : n64;
     if (r.parameter >= c.tensors.size() || c.tensors[r.parameter].role != checkpoint_role::parameter)
-      throw error(error_kind::mismatch, "checkpoint: a shard names parameter " + std::to_string(r.parameter) +
-                                            ", which the model does not have");
+      detail::throw_error(error_kind::mismatch, {"checkpoint: a shard names parameter ", r.parameter,
+                                                 ", which the model does not have"});
     check_shard_range(r.offset, r.value.size(), c.tensors[r.parameter].count, c.tensors[r.parameter].name);
     for (std::size_t k = 0; k < slots && !r.value.empty(); ++k) {
       const T* src = st.template at<T>(k, r.bucket, r.state_offset);
@@ -177,11 +180,10 @@ template <class Group> void agree_on_rank0(Group& pg, const std::string& failure
   std::vector<std::uint8_t> text(failure.begin(), failure.end());
   text.resize(static_cast<std::size_t>(status[1]));
   pg.broadcast(text, 0);
-  if (pg.rank() == 0) throw error(error_kind::data, "rank 0: " + failure, 0);
-  throw error(error_kind::data,
-              "rank " + std::to_string(pg.rank()) + ": " + what +
-                  " failed on rank 0: " + std::string(text.begin(), text.end()),
-              0);
+  if (pg.rank() == 0) detail::throw_error(error_kind::data, {"rank 0: ", failure}, 0);
+  detail::throw_error(
+      error_kind::data,
+      {"rank ", pg.rank(), ": ", what, " failed on rank 0: ", std::string(text.begin(), text.end())}, 0);
 }
 
 template <class Parallel, class Optimizer>
@@ -193,13 +195,12 @@ void save_checkpoint(const std::string& path, Parallel& dp, Optimizer* opt, cons
   pg.all_reduce(lo, op::min);
   pg.all_reduce(hi, op::max);
   if (lo[0] != hi[0])
-    throw error(error_kind::mismatch,
-                "rank " + std::to_string(pg.rank()) + ": save_checkpoint(" + path + ") called at steps " +
-                    std::to_string(lo[0]) + " to " + std::to_string(hi[0]) +
-                    " on different ranks: call it at the same step on every rank",
-                pg.rank());
+    detail::throw_error(error_kind::mismatch,
+                        {"rank ", pg.rank(), ": save_checkpoint(", path, ") called at steps ", lo[0], " to ",
+                         hi[0], " on different ranks: call it at the same step on every rank"},
+                        pg.rank());
   if constexpr (!std::is_same_v<Optimizer, void>)
-    check_optimizer_of(dp, *opt, "save_checkpoint(" + path + ")", pg.rank());
+    check_optimizer_of(dp, *opt, detail::message({"save_checkpoint(", path, ")"}), pg.rank());
   auto c = checkpoint_of_model(dp.module(), pg.rank());
   if constexpr (!std::is_same_v<Optimizer, void>) gather_optimizer_state(*opt, c);
   c.step = p.step;
@@ -212,7 +213,7 @@ void save_checkpoint(const std::string& path, Parallel& dp, Optimizer* opt, cons
       write_checkpoint_file(path, encode_checkpoint(c), o.keep_previous);
     } catch (const std::exception& e) { failure = e.what(); }
   }
-  agree_on_rank0(pg, failure, "save_checkpoint(" + path + ")");
+  agree_on_rank0(pg, failure, detail::message({"save_checkpoint(", path, ")"}));
 }
 
 /// Rank 0's bytes of `path` (or of `path.prev`), checked, on every rank.
@@ -235,16 +236,18 @@ checkpoint_contents read_on_rank0(Group& pg, const std::string& path, const chec
         try {
           bytes = read_checkpoint_file(prev);
           c = decode_checkpoint(bytes, prev);
-          log_line("rank 0", std::string(first.what()) + "; loading the previous checkpoint, " + prev +
-                                 " (step " + std::to_string(c.step) + "), instead");
+          log_line("rank 0", detail::message({first.what(), "; loading the previous checkpoint, ", prev,
+                                              " (step ", c.step, "), instead"}));
           failure.clear();
         } catch (const std::exception& second) {
           failure += "; and the previous one: " + std::string(second.what());
         }
       }
-    } catch (const std::exception& e) { failure = "checkpoint " + path + " cannot be loaded: " + e.what(); }
+    } catch (const std::exception& e) {
+      failure = detail::message({"checkpoint ", path, " cannot be loaded: ", e.what()});
+    }
   }
-  agree_on_rank0(pg, failure, "load_checkpoint(" + path + ")");
+  agree_on_rank0(pg, failure, detail::message({"load_checkpoint(", path, ")"}));
   std::vector<std::int64_t> size{static_cast<std::int64_t>(bytes.size())};
   pg.broadcast(size, 0);
   bytes.resize(static_cast<std::size_t>(size[0]));
@@ -273,33 +276,32 @@ std::vector<const checkpoint_tensor*> match_model(Model& m, const checkpoint_con
     auto& names = by_name[static_cast<int>(role)];
     auto it = names.find(s.name);
     if (it == names.end())
-      throw error(error_kind::mismatch,
-                  "rank " + std::to_string(rank) + ": checkpoint " + path + " has no " + what(role) + " '" +
-                      s.name + "': it was saved from another model; load it into the model that saved it",
-                  rank);
+      detail::throw_error(error_kind::mismatch,
+                          {"rank ", rank, ": checkpoint ", path, " has no ", what(role), " '", s.name,
+                           "': it was saved from another model; load it into the model that saved it"},
+                          rank);
     const auto& t = *it->second;
     if (t.type != s.type || t.count != s.count)
-      throw error(error_kind::mismatch,
-                  "rank " + std::to_string(rank) + ": " + what(role) + " '" + s.name + "' is " +
-                      std::to_string(s.count) + " × " + std::string(to_string(s.type)) + " here but " +
-                      std::to_string(t.count) + " × " + std::string(to_string(t.type)) + " in checkpoint " +
-                      path + ": load it into the model that saved it",
-                  rank);
+      detail::throw_error(error_kind::mismatch,
+                          {"rank ", rank, ": ", what(role), " '", s.name, "' is ", s.count, " × ",
+                           to_string(s.type), " here but ", t.count, " × ", to_string(t.type),
+                           " in checkpoint ", path, ": load it into the model that saved it"},
+                          rank);
     if (s.on_device)
-      throw error(error_kind::config,
-                  "rank " + std::to_string(rank) + ": checkpoint: '" + s.name +
-                      "' lives in device memory; checkpoints load host tensors for now",
-                  rank);
+      detail::throw_error(error_kind::config,
+                          {"rank ", rank, ": checkpoint: '", s.name,
+                           "' lives in device memory; checkpoints load host tensors for now"},
+                          rank);
     names.erase(it);
     out.push_back(&t);
   }
   for (int r = 0; r < 2; ++r)
     if (!by_name[r].empty())
-      throw error(error_kind::mismatch,
-                  "rank " + std::to_string(rank) + ": checkpoint " + path + " holds " +
-                      what(static_cast<checkpoint_role>(r)) + " '" + by_name[r].begin()->first +
-                      "', which this model lacks: load it into the model that saved it",
-                  rank);
+      detail::throw_error(error_kind::mismatch,
+                          {"rank ", rank, ": checkpoint ", path, " holds ",
+                           what(static_cast<checkpoint_role>(r)), " '", by_name[r].begin()->first,
+                           "', which this model lacks: load it into the model that saved it"},
+                          rank);
   return out;
 }
 
@@ -309,15 +311,16 @@ void check_optimizer(Optimizer& opt, const checkpoint_contents& c, const std::st
   const auto slots = opt.state().slots();
   const int rank = opt.model().group().rank();
   if (c.optimizer != Optimizer::name() || c.slots != slots)
-    throw error(error_kind::config,
-                "rank " + std::to_string(rank) + ": checkpoint " + path + " holds " +
-                    (c.optimizer.empty() ? std::string("no optimizer state")
-                                         : "the state of " + c.optimizer + " (" + std::to_string(c.slots) +
-                                               " values per element)") +
-                    ", but this job's optimizer is " + Optimizer::name() + " (" + std::to_string(slots) +
-                    "): build the optimizer the job saved (for sgd, with momentum if it had one), or load "
-                    "without one",
-                rank);
+    detail::throw_error(
+        error_kind::config,
+        {"rank ", rank, ": checkpoint ", path, " holds ",
+         (c.optimizer.empty()
+              ? std::string("no optimizer state")
+              : detail::message({"the state of ", c.optimizer, " (", c.slots, " values per element)"})),
+         ", but this job's optimizer is ", Optimizer::name(), " (", slots,
+         "): build the optimizer the job saved (for sgd, with momentum if it had one), or load "
+         "without one"},
+        rank);
 }
 
 /// Each rank copies the elements it owns, in this job's shards, from the whole arrays.
@@ -341,7 +344,7 @@ training_progress load_checkpoint(const std::string& path, Parallel& dp, Optimiz
                                   const checkpoint_options& o) {
   auto& pg = dp.group();
   if constexpr (!std::is_same_v<Optimizer, void>)
-    check_optimizer_of(dp, *opt, "load_checkpoint(" + path + ")", pg.rank());
+    check_optimizer_of(dp, *opt, detail::message({"load_checkpoint(", path, ")"}), pg.rank());
   const auto c = read_on_rank0(pg, path, o);
   std::vector<tensor_slot> slots;
   const auto rec = match_model(dp.module(), c, path, pg.rank(), slots);

@@ -13,6 +13,7 @@
 #include <ddp/data_parallel/no_sync.hpp>
 #include <ddp/data_parallel/options.hpp>
 #include <ddp/detail/common/log.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/data_parallel/attached_model.hpp>
 #include <ddp/detail/data_parallel/bucket_engine.hpp>
 #include <ddp/detail/data_parallel/bucket_order.hpp>
@@ -134,17 +135,18 @@ public:
   void set_samples(std::size_t local, std::size_t global) {
     step_.check_group();
     if (step_.launched() > 0)
-      throw error(error_kind::config,
-                  "rank " + std::to_string(pg_.rank()) +
-                      ": set_samples() after a bucket of this step started its reduction: call it before "
-                      "backward (before the step's first mark_grad_ready)",
-                  pg_.rank());
+      detail::throw_error(
+          error_kind::config,
+          {"rank ", pg_.rank(),
+           ": set_samples() after a bucket of this step started its reduction: call it before "
+           "backward (before the step's first mark_grad_ready)"},
+          pg_.rank());
     if (on_device_)
-      throw error(error_kind::config,
-                  "rank " + std::to_string(pg_.rank()) +
-                      ": set_samples() needs host gradients; with device gradients, scale the loss by "
-                      "local / global samples and use reduction::sum",
-                  pg_.rank());
+      detail::throw_error(error_kind::config,
+                          {"rank ", pg_.rank(),
+                           ": set_samples() needs host gradients; with device gradients, scale the loss by "
+                           "local / global samples and use reduction::sum"},
+                          pg_.rank());
     sample_weight_ = detail::sample_weight(local, global, pg_.size(), Reduction::average, pg_.rank());
   }
 
@@ -281,11 +283,11 @@ private:
   bool gradients_on_device() const {
     const bool dev = registry_.gradients_on_device(pg_.rank());
     if (registry_.any_on_device() && !detail::cuda_engine_available)
-      throw error(
+      detail::throw_error(
           error_kind::config,
-          "rank " + std::to_string(pg_.rank()) +
-              ": the model has tensors in device memory but ddp was compiled without its CUDA engine: "
-              "link ddp::cuda or ddp::nccl (they define DDP_WITH_CUDA)",
+          {"rank ", pg_.rank(),
+           ": the model has tensors in device memory but ddp was compiled without its CUDA engine: "
+           "link ddp::cuda or ddp::nccl (they define DDP_WITH_CUDA)"},
           pg_.rank());
     return dev;
   }

@@ -6,6 +6,7 @@
 #ifndef DDP_DEVICE_ARENA_HPP
 #define DDP_DEVICE_ARENA_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/cuda/runtime.hpp>
 #include <ddp/error.hpp>
 #include <ddp/tensor.hpp>
@@ -46,8 +47,8 @@ public:
   /// The device storage of gradient k (registration order).
   device_span<T> slot(std::size_t k) {
     if (k >= sizes_.size())
-      throw error(error_kind::config, "device_arena: slot " + std::to_string(k) + " does not exist (" +
-                                          std::to_string(sizes_.size()) + " slots)");
+      detail::throw_error(error_kind::config,
+                          {"device_arena: slot ", k, " does not exist (", sizes_.size(), " slots)"});
     return {static_cast<T*>(storage_.get()) + offsets_[k], sizes_[k]};
   }
 

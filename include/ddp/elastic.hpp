@@ -14,6 +14,7 @@
 #include <ddp/checkpoint.hpp>
 #include <ddp/detail/common/env.hpp>
 #include <ddp/detail/common/log.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/data_parallel/model_layout.hpp>
 #include <ddp/detail/elastic/joiners.hpp>
 #include <ddp/detail/elastic/meeting.hpp>
@@ -76,37 +77,38 @@ public:
   /// has stepped is refused: its moments would be overwritten); the optimizer must outlive
   /// the generation's commits (run() forgets it when it returns).
   template <detail::sharded_optimizer Optimizer> void hold(Optimizer& opt) {
-    const std::string what = "ddp::elastic::state::hold(" + std::string(Optimizer::name()) + ")";
+    const std::string what = detail::message({"ddp::elastic::state::hold(", Optimizer::name(), ")"});
     auto refuse = [&](const std::string& why) {
-      throw error(error_kind::config, "rank " + std::to_string(rank_) + ": " + what + ": " + why, rank_);
+      detail::throw_error(error_kind::config, {"rank ", rank_, ": ", what, ": ", why}, rank_);
     };
     if (static_cast<const void*>(&opt.model().module()) != static_cast<const void*>(&model_))
       refuse("the optimizer steps another model than the state's: hand the state the optimizer of its "
              "own model");
     if (opt.steps() != 0)
-      refuse("the optimizer has taken " + std::to_string(opt.steps()) +
-             " steps: hand it to the state once per generation, right after building it, before its first "
-             "step (its state would be overwritten with the commit's)");
+      refuse(detail::message(
+          {"the optimizer has taken ", opt.steps(),
+           " steps: hand it to the state once per generation, right after building it, before its first "
+           "step (its state would be overwritten with the commit's)"}));
     for (const auto& p : detail::collect_parameters(model_))
       if (p.type != dtype::f32 && p.type != dtype::f64)
-        refuse("parameter '" + p.name + "' is " + std::string(to_string(p.type)) +
-               "; commits hold optimizer state of float32 and float64 parameters only");
+        refuse(detail::message({"parameter '", p.name, "' is ", to_string(p.type),
+                                "; commits hold optimizer state of float32 and float64 parameters only"}));
     auto& c = latest_.optimizer;
     if (!c.optimizer.empty()) {
       if (c.optimizer != Optimizer::name() || c.slots != opt.state().slots())
-        refuse("the commit of step " + std::to_string(latest_.at.step) + " holds the state of " +
-               c.optimizer + " (" + std::to_string(c.slots) +
-               " values per element), but this generation's optimizer is " + Optimizer::name() + " (" +
-               std::to_string(opt.state().slots()) + "): build the same optimizer in every generation");
+        refuse(detail::message({"the commit of step ", latest_.at.step, " holds the state of ", c.optimizer,
+                                " (", c.slots, " values per element), but this generation's optimizer is ",
+                                Optimizer::name(), " (", opt.state().slots(),
+                                "): build the same optimizer in every generation"}));
       std::vector<detail::tensor_slot> slots;
       detail::restore_optimizer(opt, c, detail::match_model(model_, c, what, rank_, slots));
     } else if (latest_.valid && latest_.at.step > 0) {
-      throw error(error_kind::config,
-                  "rank " + std::to_string(rank_) + ": " + what + ": the commit of step " +
-                      std::to_string(latest_.at.step) +
-                      " holds no optimizer state, so the optimizer would start afresh mid-training: hand "
-                      "it to the state in every generation, before the first commit",
-                  rank_);
+      detail::throw_error(
+          error_kind::config,
+          {"rank ", rank_, ": ", what, ": the commit of step ", latest_.at.step,
+           " holds no optimizer state, so the optimizer would start afresh mid-training: hand "
+           "it to the state in every generation, before the first commit"},
+          rank_);
     }
     gather_ = [&opt](detail::checkpoint_contents& into) { detail::gather_optimizer_state(opt, into); };
   }
@@ -124,14 +126,13 @@ public:
       optimizer = detail::checkpoint_of_model(model_, rank_, /*copy_values=*/false);
       gather_(optimizer);
     } else if (!latest_.optimizer.optimizer.empty()) {
-      throw error(error_kind::config,
-                  "rank " + std::to_string(rank_) + ": ddp::elastic::state::commit(step " +
-                      std::to_string(at.step) + "): the commit of step " + std::to_string(latest_.at.step) +
-                      " held " + latest_.optimizer.optimizer +
-                      "'s state, and no optimizer is held now (this generation handed none to the "
-                      "state, or run() has returned): call state.hold(optimizer) after building it in "
-                      "every generation, or its moments restart silently",
-                  rank_);
+      detail::throw_error(error_kind::config,
+                          {"rank ", rank_, ": ddp::elastic::state::commit(step ", at.step,
+                           "): the commit of step ", latest_.at.step, " held ", latest_.optimizer.optimizer,
+                           "'s state, and no optimizer is held now (this generation handed none to the "
+                           "state, or run() has returned): call state.hold(optimizer) after building it in "
+                           "every generation, or its moments restart silently"},
+                          rank_);
     }
     commit_model(at);
     latest_.optimizer = std::move(optimizer);
@@ -163,21 +164,20 @@ private:
     std::vector<std::int64_t> lo = step;
     pg.all_reduce(lo, op::min);
     if (lo[0] == none)
-      throw error(error_kind::mismatch,
-                  "rank " + std::to_string(pg.rank()) + ": ddp::elastic: generation " +
-                      std::to_string(generation) +
-                      " holds joiners only: no survivor holds a commit to send them",
-                  pg.rank());
+      detail::throw_error(error_kind::mismatch,
+                          {"rank ", pg.rank(), ": ddp::elastic: generation ", generation,
+                           " holds joiners only: no survivor holds a commit to send them"},
+                          pg.rank());
     if (lo[0] >= 0 && !joining) {
       auto* pick = latest_.valid && static_cast<std::int64_t>(latest_.at.step) == lo[0]       ? &latest_
                    : previous_.valid && static_cast<std::int64_t>(previous_.at.step) == lo[0] ? &previous_
                                                                                               : nullptr;
       if (pick == nullptr)
-        throw error(error_kind::mismatch,
-                    "rank " + std::to_string(pg.rank()) + ": ddp::elastic: no commit of step " +
-                        std::to_string(lo[0]) + " here (the last is step " + std::to_string(step[0]) +
-                        "): commit on every rank at the same steps",
-                    pg.rank());
+        detail::throw_error(error_kind::mismatch,
+                            {"rank ", pg.rank(), ": ddp::elastic: no commit of step ", lo[0],
+                             " here (the last is step ", step[0],
+                             "): commit on every rank at the same steps"},
+                            pg.rank());
       if (pick != &latest_) latest_ = std::move(*pick);
       load(latest_.bytes, pg.rank());
     }
@@ -258,9 +258,9 @@ private:
     for (auto* slots : {&parameters_, &buffers_})
       for (auto& s : *slots) {
         if (s.on_device)
-          throw error(error_kind::config, "ddp::elastic: '" + s.name +
-                                              "' lives in device memory; in-process recovery holds host "
-                                              "tensors (commit a host copy of the model)");
+          detail::throw_error(error_kind::config, {"ddp::elastic: '", s.name,
+                                                   "' lives in device memory; in-process recovery holds host "
+                                                   "tensors (commit a host copy of the model)"});
         f(static_cast<std::byte*>(s.value), s.count * size_of(s.type));
       }
   }
@@ -269,11 +269,12 @@ private:
     std::size_t at = 0;
     for_each_tensor([&](std::byte* p, std::size_t n) {
       if (at + n > bytes.size())
-        throw error(error_kind::mismatch,
-                    "rank " + std::to_string(rank) +
-                        ": ddp::elastic: the model grew since its last commit (its tensors hold more bytes "
-                        "than the commit): keep the model's shapes fixed while training",
-                    rank);
+        detail::throw_error(
+            error_kind::mismatch,
+            {"rank ", rank,
+             ": ddp::elastic: the model grew since its last commit (its tensors hold more bytes "
+             "than the commit): keep the model's shapes fixed while training"},
+            rank);
       std::memcpy(p, bytes.data() + at, n);
       at += n;
     });
@@ -324,10 +325,10 @@ template <class Model, class Loop> [[nodiscard]] bool run(state<Model>& st, Loop
     files = [](const ddp::topology& t) { return static_cast<long>(gloo::communicator::open_files(t)); };
   const bool enabled = detail::in_process_recovery_enabled();
   if (enabled && o.init.init_method != "env://")
-    throw error(error_kind::config,
-                "ddp::elastic::run: init_method '" + o.init.init_method +
-                    "' under ddprun --in-process-recovery: the survivors meet on the launcher's store, "
-                    "so generation 0 must use it too: leave options::init.init_method at env://");
+    detail::throw_error(error_kind::config,
+                        {"ddp::elastic::run: init_method '", o.init.init_method,
+                         "' under ddprun --in-process-recovery: the survivors meet on the launcher's store, "
+                         "so generation 0 must use it too: leave options::init.init_method at env://"});
   const auto job = ddp::topology::from_env();
   const std::string token =
       o.init.token.empty() ? detail::getenv_str("DDP_TOKEN").value_or("") : o.init.token;
@@ -342,8 +343,8 @@ template <class Model, class Loop> [[nodiscard]] bool run(state<Model>& st, Loop
     const auto a = detail::wait_for_admission(joins, {*joiner, job.rank, job.node_rank}, o.join_wait);
     if (!a) {
       detail::log_line("joiner " + *joiner,
-                       "the job ended before admitting this joiner (job rank " + std::to_string(job.rank) +
-                           "): it withdrew and takes no part (ddprun --in-process-recovery)");
+                       detail::message({"the job ended before admitting this joiner (job rank ", job.rank,
+                                        "): it withdrew and takes no part (ddprun --in-process-recovery)"}));
       return false;
     }
     admitted_to = *a;
@@ -406,26 +407,25 @@ template <class Model, class Loop> [[nodiscard]] bool run(state<Model>& st, Loop
       if (joins) detail::end_job_for_joiners(*joins, job_rank); // waiting joiners withdraw
       return true;
     } catch (const detail::joiners_admitted& a) {
-      detail::log_line("rank " + std::to_string(job_rank),
-                       "generation " + std::to_string(generation) + " admitted joiner(s) " + a.ids +
-                           " at the commit of step " + std::to_string(st.committed().step) +
-                           "; meeting them in generation " + std::to_string(generation + 1));
+      detail::log_line(detail::message({"rank ", job_rank}),
+                       detail::message({"generation ", generation, " admitted joiner(s) ", a.ids,
+                                        " at the commit of step ", st.committed().step,
+                                        "; meeting them in generation ", generation + 1}));
       pg.reset();
     } catch (const error& e) {
       if (e.kind() != error_kind::peer_lost || recoveries >= o.max_recoveries) throw;
       ++recoveries;
       if (!enabled) {
-        detail::log_line("rank " + std::to_string(job_rank),
+        detail::log_line(detail::message({"rank ", job_rank}),
                          "ddp::elastic::run: a peer was lost, and this job was not started with ddprun "
                          "--in-process-recovery (DDP_IN_PROCESS_RECOVERY=1, the store in the launcher): "
                          "the error ends this rank");
         throw;
       }
-      detail::log_line("rank " + std::to_string(job_rank),
-                       "generation " + std::to_string(generation) + " lost a peer (" +
-                           std::string(e.message()) +
-                           "); meeting the survivors to go on from the commit of step " +
-                           std::to_string(st.committed().step));
+      detail::log_line(detail::message({"rank ", job_rank}),
+                       detail::message({"generation ", generation, " lost a peer (", e.message(),
+                                        "); meeting the survivors to go on from the commit of step ",
+                                        st.committed().step}));
       pg.reset(); // already failed: its connections close
     }
   }

@@ -8,6 +8,7 @@
 #ifndef DDP_FLAT_MODEL_HPP
 #define DDP_FLAT_MODEL_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/error.hpp>
 #include <ddp/tensor.hpp>
 
@@ -50,10 +51,10 @@ public:
       const auto& hi = tensors_[k];
       const auto& lo = tensors_[k + 1];
       if (lo.offset + lo.count > hi.offset)
-        throw error(error_kind::config,
-                    "flat_model: tensor '" + lo.name + "' (elements " + std::to_string(lo.offset) + ".." +
-                        std::to_string(lo.offset + lo.count) + ") overlaps '" + hi.name + "' (from element " +
-                        std::to_string(hi.offset) + "): give each tensor its own range of the blocks");
+        detail::throw_error(error_kind::config,
+                            {"flat_model: tensor '", lo.name, "' (elements ", lo.offset, "..",
+                             lo.offset + lo.count, ") overlaps '", hi.name, "' (from element ", hi.offset,
+                             "): give each tensor its own range of the blocks"});
     }
   }
 
@@ -79,7 +80,7 @@ private:
   const flat_tensor& find(std::string_view name) const {
     for (const auto& t : tensors_)
       if (t.name == name) return t;
-    throw error(error_kind::config, "flat_model: no tensor is named '" + std::string(name) + "'");
+    detail::throw_error(error_kind::config, {"flat_model: no tensor is named '", name, "'"});
   }
 
   T* params_;

@@ -13,6 +13,7 @@
 #ifndef DDP_GLOBAL_BATCHES_HPP
 #define DDP_GLOBAL_BATCHES_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/error.hpp>
 #include <ddp/sampler.hpp>
 
@@ -51,20 +52,19 @@ public:
       : sampler_(&sampler), batch_(global_batch_size) {
     const auto& c = sampler.context();
     if (global_batch_size == 0)
-      throw error(error_kind::config, "global_batches: global_batch_size must be at least 1");
+      detail::throw_error(error_kind::config, {"global_batches: global_batch_size must be at least 1"});
     if (c.drop_last)
-      throw error(
+      detail::throw_error(
           error_kind::config,
-          "global_batches: the sampler has drop_last, which cuts each epoch to a multiple of the world "
-          "size; build it without, and pass drop_last to global_batches (it drops the short last "
-          "global batch instead)");
+          {"global_batches: the sampler has drop_last, which cuts each epoch to a multiple of the world "
+           "size; build it without, and pass drop_last to global_batches (it drops the short last "
+           "global batch instead)"});
     n_ = c.n;
     steps_per_epoch_ = drop_last ? n_ / batch_ : (n_ + batch_ - 1) / batch_;
     if (steps_per_epoch_ == 0)
-      throw error(error_kind::config, "global_batches: an epoch has no batch (" + std::to_string(n_) +
-                                          " samples, global batch " + std::to_string(batch_) +
-                                          (drop_last ? " with drop_last" : "") +
-                                          "): use a smaller batch or more data");
+      detail::throw_error(error_kind::config,
+                          {"global_batches: an epoch has no batch (", n_, " samples, global batch ", batch_,
+                           (drop_last ? " with drop_last" : ""), "): use a smaller batch or more data"});
   }
 
   std::size_t steps_per_epoch() const noexcept { return steps_per_epoch_; }

@@ -7,6 +7,7 @@
 #ifndef DDP_HYBRID_GROUPS_HPP
 #define DDP_HYBRID_GROUPS_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/error.hpp>
 #include <ddp/op.hpp>
 #include <ddp/process_group.hpp>
@@ -32,12 +33,11 @@ template <class Backend> hybrid_groups<Backend> make_hybrid_groups(process_group
   pg.all_reduce(lo, op::min);
   pg.all_reduce(hi, op::max);
   if (lo[0] != hi[0])
-    throw error(error_kind::config,
-                "make_hybrid_groups on rank " + std::to_string(pg.rank()) + ": the nodes hold " +
-                    std::to_string(lo[0]) + " to " + std::to_string(hi[0]) +
-                    " ranks of the group; hybrid sharding needs as many on each (launch the same "
-                    "--nproc-per-node on every node, or pass a shard size: make_hybrid_groups(pg, n))",
-                pg.rank());
+    detail::throw_error(error_kind::config,
+                        {"make_hybrid_groups on rank ", pg.rank(), ": the nodes hold ", lo[0], " to ", hi[0],
+                         " ranks of the group; hybrid sharding needs as many on each (launch the same "
+                         "--nproc-per-node on every node, or pass a shard size: make_hybrid_groups(pg, n))"},
+                        pg.rank());
   return hybrid_groups<Backend>{pg.split(t.node_rank, t.local_rank), pg.split(t.local_rank, t.node_rank)};
 }
 
@@ -47,11 +47,11 @@ template <class Backend> hybrid_groups<Backend> make_hybrid_groups(process_group
 template <class Backend>
 hybrid_groups<Backend> make_hybrid_groups(process_group<Backend>& pg, int shard_size) {
   if (shard_size < 1 || pg.size() % shard_size != 0)
-    throw error(error_kind::config,
-                "make_hybrid_groups on rank " + std::to_string(pg.rank()) + ": a shard size of " +
-                    std::to_string(shard_size) + " does not divide the group's " + std::to_string(pg.size()) +
-                    " ranks: pass a divisor of the world size (the ranks per node, usually)",
-                pg.rank());
+    detail::throw_error(error_kind::config,
+                        {"make_hybrid_groups on rank ", pg.rank(), ": a shard size of ", shard_size,
+                         " does not divide the group's ", pg.size(),
+                         " ranks: pass a divisor of the world size (the ranks per node, usually)"},
+                        pg.rank());
   const int r = pg.rank();
   return hybrid_groups<Backend>{pg.split(r / shard_size, r % shard_size),
                                 pg.split(r % shard_size, r / shard_size)};

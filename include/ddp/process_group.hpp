@@ -37,6 +37,7 @@
 // Device tensors on a host-only backend are staged through pinned memory where
 // ddp is built with CUDA (ddp::cuda and ddp::nccl define these).
 #if defined(DDP_WITH_CUDA) || defined(DDP_WITH_NCCL)
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/cuda/pinned_staging.hpp>
 #define DDP_DETAIL_PINNED_STAGING 1
 #endif
@@ -342,9 +343,9 @@ private:
     return *comm_;
   }
   [[noreturn]] void not_a_member(const char* what) const {
-    throw error(error_kind::config, std::string(what) + " on job rank " + std::to_string(job_rank_) +
-                                        ": this rank is not a member of " + name_ +
-                                        " (new_group or split left it out): only its members may use it");
+    detail::throw_error(error_kind::config,
+                        {what, " on job rank ", job_rank_, ": this rank is not a member of ", name_,
+                         " (new_group or split left it out): only its members may use it"});
   }
 
   /// Another rank's failure, as the store records it, fails this group at
@@ -416,9 +417,9 @@ private:
       auto i = as_span(in);
       auto o = as_span(out);
       if (o.size() != i.size() * static_cast<std::size_t>(size()))
-        throw error(error_kind::config, "all_gather on rank " + std::to_string(rank()) + ": output has " +
-                                            std::to_string(o.size()) + " elements, expected world size " +
-                                            std::to_string(size()) + " x input " + std::to_string(i.size()));
+        detail::throw_error(error_kind::config,
+                            {"all_gather on rank ", rank(), ": output has ", o.size(),
+                             " elements, expected world size ", size(), " x input ", i.size()});
       if constexpr (staged<const In, Out>()) {
         staging().all_gather(i.data(), o.data(), i.size(), dtype_v<tensor_value_t<Out>>);
         return {};
@@ -440,9 +441,9 @@ private:
       auto i = as_span(in);
       auto s = as_span(out);
       if (i.size() != s.size() * static_cast<std::size_t>(size()))
-        throw error(error_kind::config, "reduce_scatter on rank " + std::to_string(rank()) + ": input has " +
-                                            std::to_string(i.size()) + " elements, expected world size " +
-                                            std::to_string(size()) + " x output " + std::to_string(s.size()));
+        detail::throw_error(error_kind::config,
+                            {"reduce_scatter on rank ", rank(), ": input has ", i.size(),
+                             " elements, expected world size ", size(), " x output ", s.size()});
       if constexpr (staged<const In, Out>()) {
         staging().reduce_scatter(i.data(), s.data(), s.size(), dtype_v<tensor_value_t<Out>>, o);
         return {};
@@ -490,13 +491,13 @@ private:
           auto o = as_span(out);
           // Refused in the group's header round: every rank fails now, not its peers at their timeout.
           if (i.size() != o.size() || i.size() % static_cast<std::size_t>(size()) != 0)
-            return c.refuse("all_to_all", dt, 0,
-                            "all_to_all on rank " + std::to_string(rank()) + ": input has " +
-                                std::to_string(i.size()) + " elements, output " + std::to_string(o.size()) +
-                                "; both must hold world size " + std::to_string(size()) +
-                                " blocks of the same count (for other splits pass send_counts and "
-                                "recv_counts)",
-                            blocking);
+            return c.refuse(
+                "all_to_all", dt, 0,
+                detail::message({"all_to_all on rank ", rank(), ": input has ", i.size(),
+                                 " elements, output ", o.size(), "; both must hold world size ", size(),
+                                 " blocks of the same count (for other splits pass send_counts and "
+                                 "recv_counts)"}),
+                blocking);
           return c.all_to_all(i.data(), o.data(), i.size() / static_cast<std::size_t>(size()), dt, blocking);
         },
         in);
@@ -536,12 +537,12 @@ private:
           const std::size_t whole = to_root ? o.size() : i.size();
           // Refused in the header round: the other ranks fail now too, not at their timeout.
           if (rank() == root && whole != n * static_cast<std::size_t>(size()))
-            return c.refuse(name, dt, root,
-                            std::string(name) + " on root " + std::to_string(root) + name_note() + ": " +
-                                (to_root ? "output" : "input") + " has " + std::to_string(whole) +
-                                " elements, expected world size " + std::to_string(size()) + " x " +
-                                (to_root ? "input " : "output ") + std::to_string(n),
-                            blocking);
+            return c.refuse(
+                name, dt, root,
+                detail::message({name, " on root ", root, name_note(), ": ", (to_root ? "output" : "input"),
+                                 " has ", whole, " elements, expected world size ", size(), " x ",
+                                 (to_root ? "input " : "output "), n}),
+                blocking);
           if constexpr (to_root)
             return c.gather(i.data(), o.data(), n, dt, root, blocking);
           else
@@ -669,10 +670,8 @@ private:
 
   void check_root(int root, const char* what) const {
     if (root < 0 || root >= size())
-      throw error(error_kind::config, std::string(what) + " on rank " + std::to_string(rank()) + name_note() +
-                                          ": root " + std::to_string(root) +
-                                          " is not a rank of this group (0.." + std::to_string(size() - 1) +
-                                          ")");
+      detail::throw_error(error_kind::config, {what, " on rank ", rank(), name_note(), ": root ", root,
+                                               " is not a rank of this group (0..", size() - 1, ")"});
   }
   /// " of <group name>" for a subgroup, for errors raised here.
   std::string name_note() const { return name_.empty() ? std::string() : " of " + name_; }
@@ -729,17 +728,18 @@ template <class Backend> process_group<Backend>::~process_group() {
       // Unwinding: an exception may be caught further up and the job go on,
       // so only this subgroup's mesh fails (its members blocked on this rank
       // fail now, naming a closed connection), not the job (leave_on_own_failure).
-      const std::string why = "job rank " + std::to_string(job_rank_) + " left " + name_ +
-                              " while an exception unwound it (an error of its own: see its output); "
-                              "this group is unusable, the job's own group goes on";
-      detail::log_line("rank " + std::to_string(job_rank_), why);
+      const std::string why =
+          detail::message({"job rank ", job_rank_, " left ", name_,
+                           " while an exception unwound it (an error of its own: see its output); "
+                           "this group is unusable, the job's own group goes on"});
+      detail::log_line(detail::message({"rank ", job_rank_}), why);
       if constexpr (abortable_communicator<typename Backend::communicator>) comm_->abort_for_failure(why);
     } else {
       try {
         comm_->drain();
       } catch (const std::exception& e) {
-        detail::log_line("rank " + std::to_string(job_rank_),
-                         std::string("teardown of ") + name_ + ": " + e.what());
+        detail::log_line(detail::message({"rank ", job_rank_}),
+                         detail::message({"teardown of ", name_, ": ", e.what()}));
       }
     }
     peer_watch_.reset();
@@ -761,7 +761,7 @@ template <class Backend> process_group<Backend>::~process_group() {
         detail::log_line("rank 0", "not every rank reached process_group teardown; closing the store anyway");
     }
   } catch (const std::exception& e) {
-    detail::log_line("rank " + std::to_string(rank()), std::string("teardown: ") + e.what());
+    detail::log_line(detail::message({"rank ", rank()}), std::string("teardown: ") + e.what());
   }
   peer_watch_.reset();
   comm_.reset();
@@ -821,7 +821,7 @@ process_group<Backend>::process_group(subgroup_t, const process_group& parent,
       need.in_use = detail::open_files_in_use();
       need.backend = static_cast<long>(Backend::communicator::open_files(rv.group_layout));
       need.store_client = store_ ? 1 : 0; // the failure watch's
-      detail::ensure_open_files(need, "job rank " + std::to_string(job_rank_), name_);
+      detail::ensure_open_files(need, detail::message({"job rank ", job_rank_}), name_);
     }
     comm_ = std::make_unique<typename Backend::communicator>(rv);
   } catch (const std::exception& e) {
@@ -856,23 +856,23 @@ process_group<Backend> process_group<Backend>::make_subgroup(int color, int key,
   auto at = [&](int r, std::size_t k) { return all[fields * static_cast<std::size_t>(r) + k]; };
   for (int r = 1; r < size(); ++r)
     if (at(r, 3) != at(0, 3) || at(r, 4) != at(0, 4))
-      throw error(error_kind::mismatch,
-                  std::string(call) + " on rank " + std::to_string(rank()) + name_note() + ": rank " +
-                      std::to_string(r) + " called " + (at(r, 4) == 1 ? "new_group" : "split") +
-                      " as its group #" + std::to_string(at(r, 3)) + " made from this group, rank 0 " +
-                      (at(0, 4) == 1 ? "new_group" : "split") + " as its #" + std::to_string(at(0, 3)) +
-                      ". Every rank must make groups from one thread, in the same order. No group was "
-                      "made.",
-                  r);
+      detail::throw_error(error_kind::mismatch,
+                          {call, " on rank ", rank(), name_note(), ": rank ", r, " called ",
+                           (at(r, 4) == 1 ? "new_group" : "split"), " as its group #", at(r, 3),
+                           " made from this group, rank 0 ", (at(0, 4) == 1 ? "new_group" : "split"),
+                           " as its #", at(0, 3),
+                           ". Every rank must make groups from one thread, in the same order. No group was "
+                           "made."},
+                          r);
   for (int r = 1; r < size(); ++r)
     if (at(r, 2) != at(0, 2))
-      throw error(error_kind::mismatch,
-                  std::string(call) + " on rank " + std::to_string(rank()) +
-                      (name_.empty() ? std::string() : " of " + name_) + ": rank " + std::to_string(r) +
-                      " passed other ranks than rank 0 did. Every rank of the " + "group must call " + call +
-                      " with the same ranks, in the same order (the order numbers " +
-                      "them in the new group). No group was made.",
-                  r);
+      detail::throw_error(error_kind::mismatch,
+                          {call, " on rank ", rank(), (name_.empty() ? std::string() : " of " + name_),
+                           ": rank ", r, " passed other ranks than rank 0 did. Every rank of the ",
+                           "group must call ", call,
+                           " with the same ranks, in the same order (the order numbers ",
+                           "them in the new group). No group was made."},
+                          r);
   std::vector<int> members;
   const std::int64_t c = color;
   if (listed) {
@@ -882,12 +882,12 @@ process_group<Backend> process_group<Backend>::make_subgroup(int color, int key,
       if (at(r, 0) == c) members.push_back(r);
     std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return at(a, 1) < at(b, 1); });
   }
-  const std::string prefix = base_.key_prefix + "g" + std::to_string(id) + "c" + std::to_string(c) + "/";
-  std::string name = "group " + prefix.substr(0, prefix.size() - 1) + " (global ranks";
+  const std::string prefix = detail::message({base_.key_prefix, "g", id, "c", c, "/"});
+  std::string name = detail::message({"group ", prefix.substr(0, prefix.size() - 1), " (global ranks"});
   for (std::size_t k = 0; k < members.size(); ++k)
     name += (k ? ", " : " ") + std::to_string(global_ranks_[static_cast<std::size_t>(members[k])]);
   name += ")";
-  if (c < 0) name = "no group (split with a negative color on job rank " + std::to_string(job_rank_) + ")";
+  if (c < 0) name = detail::message({"no group (split with a negative color on job rank ", job_rank_, ")"});
   std::vector<int> nodes; // each member's node in the job
   for (int m : members)
     nodes.push_back(static_cast<int>(at(m, 5)));
@@ -902,19 +902,19 @@ process_group<Backend> process_group<Backend>::new_group(const std::vector<int>&
   for (std::size_t k = 0; k < ranks.size(); ++k) {
     const int r = ranks[k];
     if (r < 0 || r >= size() || seen[static_cast<std::size_t>(r)])
-      throw error(error_kind::config,
-                  "new_group on rank " + std::to_string(rank()) + ": rank " + std::to_string(r) +
-                      (r < 0 || r >= size()
-                           ? " is not a rank of this group (0.." + std::to_string(size() - 1) + ")"
-                           : " is listed twice") +
-                      ": list each rank of this group at most once");
+      detail::throw_error(
+          error_kind::config,
+          {"new_group on rank ", rank(), ": rank ", r,
+           (r < 0 || r >= size() ? detail::message({" is not a rank of this group (0..", size() - 1, ")"})
+                                 : " is listed twice"),
+           ": list each rank of this group at most once"});
     seen[static_cast<std::size_t>(r)] = true;
     if (r == rank()) key = static_cast<int>(k);
     hash = static_cast<std::int64_t>((static_cast<std::uint64_t>(hash) ^ static_cast<std::uint64_t>(r)) *
                                      1099511628211ULL);
   }
   if (ranks.empty())
-    throw error(error_kind::config, "new_group on rank " + std::to_string(rank()) + ": no ranks given");
+    detail::throw_error(error_kind::config, {"new_group on rank ", rank(), ": no ranks given"});
   // The listed ranks, numbered by their place in the list; the others are told the group they are not in.
   return make_subgroup(0, key, hash, "new_group", &ranks);
 }
@@ -932,11 +932,12 @@ template <class Backend> void process_group<Backend>::start_peer_watch() {
           *store_, job_rank_, [r = relay.get()](const lost_rank& lost) { r->deliver(lost); });
       relay_ = std::move(relay);
     } catch (const std::exception& e) {
-      detail::log_line("rank " + std::to_string(rank()),
-                       std::string("warning: no watch for other ranks' failures (") + e.what() +
+      detail::log_line(
+          detail::message({"rank ", rank()}),
+          detail::message({"warning: no watch for other ranks' failures (", e.what(),
                            "): a rank that fails reaches this one through its collectives only, over TCP "
                            "possibly at the timeout. Raise the open-file limit (ulimit -n) of the store "
-                           "(rank 0, or ddprun on node 0)");
+                           "(rank 0, or ddprun on node 0)"}));
     }
   }
 }
@@ -965,11 +966,11 @@ template <class Backend> void process_group<Backend>::leave_on_own_failure() noe
 
 template <class Backend>
 void process_group<Backend>::fail_job(const std::string& reason, const char* what_happened) noexcept {
-  const std::string who = "rank " + std::to_string(rank());
+  const std::string who = detail::message({"rank ", rank()});
   detail::note_failure_for_launcher(job_rank_, reason);
   detail::log_line(who, std::string(what_happened) + " on an error of its own: telling the other ranks");
   try {
-    const std::string why = who + " " + what_happened + ": " + reason;
+    const std::string why = detail::message({who, " ", what_happened, ": ", reason});
     // Refused first, interrupted last: the store tells the peers, who close
     // their connections, and a collective running here that fails of that
     // must fail with `why`, not name this rank as the peer it lost
@@ -994,7 +995,7 @@ template <class Backend> std::unique_ptr<detail::staged_collectives> process_gro
   auto fail_group = [this](const std::string& why) { fail_job(why, "failed its part of a collective"); };
   return std::make_unique<detail::cuda::pinned_staging<typename Backend::communicator>>(*comm_, fail_group);
 #else
-  throw error(error_kind::config, "ddp was built without CUDA: device tensors cannot be staged");
+  detail::throw_error(error_kind::config, {"ddp was built without CUDA: device tensors cannot be staged"});
 #endif
 }
 

@@ -9,6 +9,7 @@
 #define DDP_SAMPLER_HPP
 
 #include <ddp/detail/common/linkage.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/common/mt19937.hpp>
 #include <ddp/error.hpp>
 
@@ -295,12 +296,11 @@ public:
 
   distributed_sampler(std::size_t n, int num_replicas, int rank, sampler_options o = {}) {
     if (num_replicas < 1)
-      throw error(error_kind::config, "distributed_sampler: num_replicas=" + std::to_string(num_replicas) +
-                                          " must be at least 1");
+      detail::throw_error(error_kind::config,
+                          {"distributed_sampler: num_replicas=", num_replicas, " must be at least 1"});
     if (rank < 0 || rank >= num_replicas)
-      throw error(error_kind::config, "distributed_sampler: rank=" + std::to_string(rank) +
-                                          " must be in [0, num_replicas=" + std::to_string(num_replicas) +
-                                          ")");
+      detail::throw_error(error_kind::config, {"distributed_sampler: rank=", rank,
+                                               " must be in [0, num_replicas=", num_replicas, ")"});
     ctx_.n = n;
     ctx_.num_replicas = num_replicas;
     ctx_.rank = rank;
@@ -377,9 +377,9 @@ public:
     if (!valid_) {
       Policy::rank_indices(ctx_, cache_);
       if (cache_.size() != ctx_.num_samples)
-        throw error(error_kind::config, "sampling policy produced " + std::to_string(cache_.size()) +
-                                            " indices for rank " + std::to_string(ctx_.rank) + ", expected " +
-                                            std::to_string(ctx_.num_samples));
+        detail::throw_error(error_kind::config,
+                            {"sampling policy produced ", cache_.size(), " indices for rank ", ctx_.rank,
+                             ", expected ", ctx_.num_samples});
       valid_ = true;
     }
     return cache_;
@@ -409,7 +409,7 @@ class batch_range {
 public:
   batch_range(std::span<const std::int64_t> all, std::size_t batch_size, bool drop_last)
       : all_(all), batch_(batch_size), drop_last_(drop_last) {
-    if (batch_size == 0) throw error(error_kind::config, "batches: batch_size must be at least 1");
+    if (batch_size == 0) detail::throw_error(error_kind::config, {"batches: batch_size must be at least 1"});
   }
 
   class iterator {
@@ -452,10 +452,10 @@ public:
   /// are exactly those an uninterrupted epoch would have seen.
   batch_range from(std::size_t first) const {
     if (first > epoch_batches())
-      throw error(error_kind::config, "batches: cannot start at batch " + std::to_string(first) +
-                                          " of an epoch of " + std::to_string(epoch_batches()) +
-                                          " batches (was the position saved with another batch size, "
-                                          "data set size or world size?)");
+      detail::throw_error(error_kind::config,
+                          {"batches: cannot start at batch ", first, " of an epoch of ", epoch_batches(),
+                           " batches (was the position saved with another batch size, "
+                           "data set size or world size?)"});
     batch_range r = *this;
     r.first_ = first;
     return r;

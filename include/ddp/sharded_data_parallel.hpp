@@ -15,6 +15,7 @@
 #include <ddp/data_parallel/gradient_sink.hpp>
 #include <ddp/data_parallel/no_sync.hpp>
 #include <ddp/data_parallel/options.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/data_parallel/attached_model.hpp>
 #include <ddp/detail/data_parallel/bucket_plan.hpp>
 #include <ddp/detail/data_parallel/gloo_instances.hpp>
@@ -159,9 +160,9 @@ public:
   double clip_grad_norm(double max_norm) {
     step_.check_group();
     if (!synchronized_)
-      throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) +
-                                          ": clip_grad_norm() before synchronize(): the shards hold no "
-                                          "averaged gradient yet");
+      detail::throw_error(error_kind::config, {"rank ", pg_.rank(),
+                                               ": clip_grad_norm() before synchronize(): the shards hold no "
+                                               "averaged gradient yet"});
     std::vector<double> sum{0.0};
     for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
       with_grad_shard(b, [&](auto* g, std::size_t n) {
@@ -192,9 +193,9 @@ public:
   /// with the parameters whole on every rank. What ddp::optim's step() calls.
   template <class F> void update_shards(F&& f) {
     if (!synchronized_)
-      throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) +
-                                          ": an optimizer step before synchronize(): the shards hold no "
-                                          "averaged gradient yet");
+      detail::throw_error(error_kind::config, {"rank ", pg_.rank(),
+                                               ": an optimizer step before synchronize(): the shards hold no "
+                                               "averaged gradient yet"});
     synchronized_ = false; // a failed update is not retried on the same gradients
     try {
       for (std::size_t b = 0; b < plan_.buckets.size(); ++b) {
@@ -203,7 +204,7 @@ public:
       }
     } catch (const std::exception& e) {
       // Peers wait in this step's later all-gathers: fail them now, not at their deadline.
-      abort_group("rank " + std::to_string(pg_.rank()) + ": the optimizer step failed: " + e.what());
+      abort_group(detail::message({"rank ", pg_.rank(), ": the optimizer step failed: ", e.what()}));
       engine_.wait_all_quietly();
       throw;
     }
@@ -236,7 +237,8 @@ private:
   /// Buffers are host memory here: broadcast directly.
   struct host_broadcasts {
     static work broadcast(const detail::tensor_slot&) {
-      throw error(error_kind::config, "sharded_data_parallel: device tensors are not supported yet");
+      detail::throw_error(error_kind::config,
+                          {"sharded_data_parallel: device tensors are not supported yet"});
     }
     static void complete(std::vector<work>& ws) {
       for (auto& w : ws)
@@ -306,41 +308,43 @@ private:
     pg_.all_gather(mine, all);
     const std::string problem = detail::hybrid_tiling_problem(all, pg_.size());
     if (!problem.empty())
-      throw error(error_kind::config,
-                  "sharded_data_parallel on rank " + std::to_string(pg_.rank()) +
-                      ": the shard and replicate groups do not tile the world of " +
-                      std::to_string(pg_.size()) + " ranks: " + problem +
-                      ". Each rank must pass one shard group of S ranks and one replicate group of R ranks "
-                      "(S x R = world), a replicate group holding the same shard rank of every shard group: "
-                      "ddp::make_hybrid_groups(pg) builds them from the topology",
-                  pg_.rank());
+      detail::throw_error(
+          error_kind::config,
+          {"sharded_data_parallel on rank ", pg_.rank(),
+           ": the shard and replicate groups do not tile the world of ", pg_.size(), " ranks: ", problem,
+           ". Each rank must pass one shard group of S ranks and one replicate group of R ranks "
+           "(S x R = world), a replicate group holding the same shard rank of every shard group: "
+           "ddp::make_hybrid_groups(pg) builds them from the topology"},
+          pg_.rank());
   }
 
   detail::bucket_plan verify_then_plan() {
     check_tiling();
     if (opts_.compute_stream)
-      throw error(error_kind::config,
-                  "rank " + std::to_string(pg_.rank()) +
-                      ": ddp_options::compute_stream is for gradients in device memory, and "
-                      "sharded_data_parallel takes host tensors: leave it null (use "
-                      "distributed_data_parallel on the GPU)",
-                  pg_.rank());
+      detail::throw_error(error_kind::config,
+                          {"rank ", pg_.rank(),
+                           ": ddp_options::compute_stream is for gradients in device memory, and "
+                           "sharded_data_parallel takes host tensors: leave it null (use "
+                           "distributed_data_parallel on the GPU)"},
+                          pg_.rank());
     for (auto& p : registry_.parameters()) {
       if (p.on_device)
-        throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) + ": parameter '" + p.name +
-                                            "' lives in device memory: sharded_data_parallel takes host "
-                                            "tensors for now (use distributed_data_parallel on the GPU)");
+        detail::throw_error(error_kind::config,
+                            {"rank ", pg_.rank(), ": parameter '", p.name,
+                             "' lives in device memory: sharded_data_parallel takes host "
+                             "tensors for now (use distributed_data_parallel on the GPU)"});
       if (p.type != dtype::f32 && p.type != dtype::f64)
-        throw error(error_kind::config,
-                    "rank " + std::to_string(pg_.rank()) + ": parameter '" + p.name + "' is " +
-                        std::string(to_string(p.type)) +
-                        ": sharded_data_parallel updates float32 or float64 parameters (keep half-precision "
-                        "parameters as float32 and use reduction::fp16_compressed_mean or "
-                        "bf16_compressed_mean to halve the traffic)");
+        detail::throw_error(
+            error_kind::config,
+            {"rank ", pg_.rank(), ": parameter '", p.name, "' is ", to_string(p.type),
+             ": sharded_data_parallel updates float32 or float64 parameters (keep half-precision "
+             "parameters as float32 and use reduction::fp16_compressed_mean or "
+             "bf16_compressed_mean to halve the traffic)"});
     }
     for (auto& s : registry_.buffers())
       if (s.on_device)
-        throw error(error_kind::config, "buffer '" + s.name + "' lives in device memory: not supported yet");
+        detail::throw_error(error_kind::config,
+                            {"buffer '", s.name, "' lives in device memory: not supported yet"});
     if (opts_.verify_model) registry_.verify_across_ranks(pg_.communicator());
     registry_.broadcast_from_rank0(pg_.communicator(), /*buffers_only=*/false, host_only_);
     auto descs = detail::describe_for_bucketing(registry_.parameters());
@@ -351,7 +355,7 @@ private:
   double mean_scale() const { return Reduction::average ? 1.0 / pg_.size() : 1.0; }
   /// What failed this rank's synchronize(), from inside its handler.
   std::string failure_text() const {
-    std::string why = "rank " + std::to_string(pg_.rank()) + ": sharded_data_parallel::synchronize failed";
+    std::string why = detail::message({"rank ", pg_.rank(), ": sharded_data_parallel::synchronize failed"});
     try {
       if (auto e = std::current_exception()) std::rethrow_exception(e);
     } catch (const std::exception& e) { why += std::string(": ") + e.what(); } catch (...) {

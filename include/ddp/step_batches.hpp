@@ -7,6 +7,7 @@
 #ifndef DDP_STEP_BATCHES_HPP
 #define DDP_STEP_BATCHES_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/error.hpp>
 #include <ddp/sampler.hpp>
 
@@ -33,14 +34,15 @@ public:
   /// view keeps a reference to `sampler` and sets its epoch.
   step_batches(distributed_sampler<Policy>& sampler, std::size_t batch_size, bool drop_last = false)
       : sampler_(&sampler), batch_(batch_size) {
-    if (batch_size == 0) throw error(error_kind::config, "step_batches: batch_size must be at least 1");
+    if (batch_size == 0)
+      detail::throw_error(error_kind::config, {"step_batches: batch_size must be at least 1"});
     const std::size_t n = sampler.size();
     steps_per_epoch_ = drop_last ? n / batch_size : (n + batch_size - 1) / batch_size;
     if (steps_per_epoch_ == 0)
-      throw error(error_kind::config, "step_batches: an epoch has no batch (this rank's share is " +
-                                          std::to_string(n) + " samples, batch_size " +
-                                          std::to_string(batch_size) + (drop_last ? " with drop_last" : "") +
-                                          "): use a smaller batch or more data");
+      detail::throw_error(error_kind::config,
+                          {"step_batches: an epoch has no batch (this rank's share is ", n,
+                           " samples, batch_size ", batch_size, (drop_last ? " with drop_last" : ""),
+                           "): use a smaller batch or more data"});
   }
 
   /// Batches per epoch (the same every epoch).

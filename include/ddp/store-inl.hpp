@@ -4,6 +4,7 @@
 #ifndef DDP_STORE_INL_HPP
 #define DDP_STORE_INL_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/store/handshake.hpp>
 #include <ddp/detail/store/server.hpp>
 #include <ddp/store.hpp>
@@ -12,8 +13,8 @@ DDP_BEGIN_NAMESPACE
 
 DDP_INLINE tcp_store::tcp_store(const tcp_store_options& o) : opts_(o) {
   if (o.port < 0 || o.port > 65535 || (!o.serve && o.port == 0))
-    throw error(error_kind::config, "tcp_store: port " + std::to_string(o.port) +
-                                        " is not a valid port to connect to (1..65535)");
+    detail::throw_error(error_kind::config,
+                        {"tcp_store: port ", o.port, " is not a valid port to connect to (1..65535)"});
   auto deadline = detail::clock::now() + o.timeout;
   if (o.serve) {
     server_ =
@@ -39,11 +40,11 @@ DDP_INLINE void tcp_store::wait(const std::vector<std::string>& keys, std::chron
     }
     std::string names = name_keys(missing);
     if (looked < keys.size())
-      names += " (and maybe some of the " + std::to_string(keys.size() - looked) + " after)";
-    throw error(error_kind::timeout, "waited " + std::to_string(timeout.count()) + " ms for store key(s) " +
-                                         names + " at " + where() +
-                                         ": a rank did not arrive (crashed, stuck, or started with other "
-                                         "arguments). Raise DDP_TIMEOUT if startup is just slow.");
+      detail::append_message(names, {" (and maybe some of the ", keys.size() - looked, " after)"});
+    detail::throw_error(error_kind::timeout,
+                        {"waited ", timeout.count(), " ms for store key(s) ", names, " at ", where(),
+                         ": a rank did not arrive (crashed, stuck, or started with other "
+                         "arguments). Raise DDP_TIMEOUT if startup is just slow."});
   }
 }
 
@@ -56,21 +57,21 @@ DDP_INLINE tcp_store::~tcp_store() {
 
 DDP_INLINE void tcp_store::set(const std::string& key, std::string_view value,
                                std::optional<std::chrono::milliseconds> io_timeout) {
-  request(detail::frame_writer(detail::store_op::set).bytes(scoped(key)).bytes(value), "set '" + key + "'",
-          io_timeout);
+  request(detail::frame_writer(detail::store_op::set).bytes(scoped(key)).bytes(value),
+          detail::message({"set '", key, "'"}), io_timeout);
 }
 
 DDP_INLINE std::string tcp_store::get(const std::string& key) {
   wait({key});
   auto v = try_get(key);
-  if (!v) throw error(error_kind::backend, "store key '" + key + "' vanished");
+  if (!v) detail::throw_error(error_kind::backend, {"store key '", key, "' vanished"});
   return *v;
 }
 
 DDP_INLINE std::optional<std::string>
 tcp_store::try_get(const std::string& key, std::optional<std::chrono::milliseconds> io_timeout) {
-  auto r = request(detail::frame_writer(detail::store_op::get).bytes(scoped(key)), "get '" + key + "'",
-                   io_timeout);
+  auto r = request(detail::frame_writer(detail::store_op::get).bytes(scoped(key)),
+                   detail::message({"get '", key, "'"}), io_timeout);
   if (static_cast<detail::store_status>(r[0]) == detail::store_status::missing) return std::nullopt;
   detail::frame_reader fr(std::string_view(r).substr(1));
   auto v = fr.bytes();
@@ -90,7 +91,7 @@ DDP_INLINE std::vector<std::string> tcp_store::multi_get(const std::vector<std::
   const auto replies = pipelined(frames, "get " + name_keys(keys));
   for (std::size_t i = 0; i < replies.size(); ++i) {
     if (static_cast<detail::store_status>(replies[i][0]) == detail::store_status::missing)
-      throw error(error_kind::backend, "store key '" + keys[i] + "' vanished");
+      detail::throw_error(error_kind::backend, {"store key '", keys[i], "' vanished"});
     detail::frame_reader fr(std::string_view(replies[i]).substr(1));
     values.push_back(fr.bytes());
     if (!fr.ok()) throw protocol_error("get");
@@ -101,8 +102,8 @@ DDP_INLINE std::vector<std::string> tcp_store::multi_get(const std::vector<std::
 DDP_INLINE void tcp_store::multi_set(const std::vector<std::string>& keys,
                                      const std::vector<std::string>& values) {
   if (keys.size() != values.size())
-    throw error(error_kind::config, "tcp_store::multi_set: " + std::to_string(keys.size()) + " keys but " +
-                                        std::to_string(values.size()) + " values");
+    detail::throw_error(error_kind::config,
+                        {"tcp_store::multi_set: ", keys.size(), " keys but ", values.size(), " values"});
   std::vector<std::vector<char>> frames;
   frames.reserve(keys.size());
   for (std::size_t i = 0; i < keys.size(); ++i)
@@ -111,12 +112,12 @@ DDP_INLINE void tcp_store::multi_set(const std::vector<std::string>& keys,
   const auto replies = pipelined(frames, "set " + name_keys(keys));
   for (std::size_t i = 0; i < replies.size(); ++i)
     if (static_cast<detail::store_status>(replies[i][0]) != detail::store_status::ok)
-      throw protocol_error(("set '" + keys[i] + "'").c_str());
+      throw protocol_error((detail::message({"set '", keys[i], "'"})).c_str());
 }
 
 DDP_INLINE std::int64_t tcp_store::add(const std::string& key, std::int64_t delta) {
-  auto r =
-      request(detail::frame_writer(detail::store_op::add).bytes(scoped(key)).i64(delta), "add '" + key + "'");
+  auto r = request(detail::frame_writer(detail::store_op::add).bytes(scoped(key)).i64(delta),
+                   detail::message({"add '", key, "'"}));
   detail::frame_reader fr(std::string_view(r).substr(1));
   auto v = fr.i64();
   if (!fr.ok()) throw protocol_error("add");
@@ -190,12 +191,11 @@ DDP_INLINE bool tcp_store::try_wait_frame(std::span<const std::string> keys,
     detail::frame_reader fr(std::string_view(r).substr(1));
     int lost = fr.i32();
     if (!fr.ok()) throw protocol_error("wait");
-    throw error(error_kind::peer_lost,
-                "rank " + std::to_string(lost) + " " + describe_lost(lost) + " while rank " +
-                    std::to_string(opts_.rank) + " waited for store key(s) " + name_keys(all_keys) + " at " +
-                    where() + ": it will never set them. Look at rank " + std::to_string(lost) +
-                    "'s output first.",
-                lost);
+    detail::throw_error(error_kind::peer_lost,
+                        {"rank ", lost, " ", describe_lost(lost), " while rank ", opts_.rank,
+                         " waited for store key(s) ", name_keys(all_keys), " at ", where(),
+                         ": it will never set them. Look at rank ", lost, "'s output first."},
+                        lost);
   }
   return st == detail::store_status::ok;
 }
@@ -222,26 +222,28 @@ DDP_INLINE lost_rank tcp_store::wait_for_lost_rank(std::chrono::milliseconds gra
     return {lost.front(), describe_lost(lost.front())};
   } catch (const ddp::error& e) {
     if (unreachable_) // our own connection timed out: the store's host is cut off, not just slow
-      return {0, std::string("is unreachable: its host acknowledged nothing on the connection to the "
-                             "rendezvous store ") +
-                     (opts_.served_by_launcher ? "its node's ddprun serves" : "it serves") + " for " +
-                     std::to_string(peer_timeout(opts_.timeout).count()) + " ms (network cut or host down)"};
+      return {0,
+              detail::message({"is unreachable: its host acknowledged nothing on the connection to the "
+                               "rendezvous store ",
+                               (opts_.served_by_launcher ? "its node's ddprun serves" : "it serves"), " for ",
+                               peer_timeout(opts_.timeout).count(), " ms (network cut or host down)"})};
     if (opts_.served_by_launcher) // the launcher died, not a rank: no rank to name, but news
       return e.kind() == error_kind::peer_lost ? lost_rank{-1, launcher_gone(), false} : lost_rank{};
     if (e.kind() == error_kind::timeout)
       return {0,
-              "does not answer: the rendezvous store it serves did not reply within " +
-                  std::to_string((grace + fault_slack).count()) + " ms (rank 0 is stopped or hung)",
+              detail::message({"does not answer: the rendezvous store it serves did not reply within ",
+                               (grace + fault_slack).count(), " ms (rank 0 is stopped or hung)"}),
               true};
     return {0, "exited: the rendezvous store it serves is gone"};
   }
 }
 
 DDP_INLINE std::string tcp_store::launcher_gone() const {
-  return "the rendezvous store at " + where() +
-         ", which ddprun serves on the master node, closed its connection: the launcher is gone (killed by "
-         "SIGKILL, the OOM killer or the job's time limit), so no rank of this job can go on. Look at how "
-         "ddprun ended";
+  return detail::message(
+      {"the rendezvous store at ", where(),
+       ", which ddprun serves on the master node, closed its connection: the launcher is gone (killed by "
+       "SIGKILL, the OOM killer or the job's time limit), so no rank of this job can go on. Look at how "
+       "ddprun ended"});
 }
 
 DDP_INLINE bool tcp_store::report_failure(std::string_view reason) noexcept {
@@ -321,7 +323,7 @@ DDP_INLINE std::string tcp_store::name_keys(std::span<const std::string> keys) {
   std::string names;
   for (std::size_t i = 0; i < keys.size() && i < keys_named; ++i)
     names += (names.empty() ? "'" : ", '") + keys[i] + "'";
-  if (keys.size() > keys_named) names += " and " + std::to_string(keys.size() - keys_named) + " more";
+  if (keys.size() > keys_named) detail::append_message(names, {" and ", keys.size() - keys_named, " more"});
   return names;
 }
 
@@ -355,22 +357,22 @@ DDP_INLINE void tcp_store::open_connection(detail::clock::time_point deadline) {
     if (res == handshake_result::ok) return declare_scope(deadline);
     fd_.reset();
     if (res == handshake_result::refused)
-      throw error(error_kind::config, "the rendezvous store at " + where() +
-                                          " refused this process: its job token differs (set the same "
-                                          "DDP_TOKEN on every rank, or let the launcher set it)");
+      detail::throw_error(error_kind::config, {"the rendezvous store at ", where(),
+                                               " refused this process: its job token differs (set the same "
+                                               "DDP_TOKEN on every rank, or let the launcher set it)"});
     if (res == handshake_result::server_unproven || res == handshake_result::malformed)
-      throw error(error_kind::config,
-                  "the process listening on " + where() + " is not this job's rendezvous store: it " +
-                      (res == handshake_result::malformed ? "does not speak ddp's store protocol"
-                                                          : "could not prove it knows the job token") +
-                      ". DDP_TOKEN differs between this rank and rank 0, or another program holds the "
-                      "port (check MASTER_ADDR/MASTER_PORT; the token was not sent)");
+      detail::throw_error(error_kind::config,
+                          {"the process listening on ", where(), " is not this job's rendezvous store: it ",
+                           (res == handshake_result::malformed ? "does not speak ddp's store protocol"
+                                                               : "could not prove it knows the job token"),
+                           ". DDP_TOKEN differs between this rank and rank 0, or another program holds the "
+                           "port (check MASTER_ADDR/MASTER_PORT; the token was not sent)"});
     if (detail::clock::now() + backoff > deadline)
-      throw error(error_kind::timeout,
-                  "the rendezvous store at " + where() + " accepted the connection but " +
-                      (res == handshake_result::closed ? "closed it" : "did not answer") +
-                      " during the handshake, until the timeout. Is that rank 0's store (check "
-                      "MASTER_ADDR/MASTER_PORT), and is rank 0 alive and not out of file descriptors?");
+      detail::throw_error(error_kind::timeout,
+                          {"the rendezvous store at ", where(), " accepted the connection but ",
+                           (res == handshake_result::closed ? "closed it" : "did not answer"),
+                           " during the handshake, until the timeout. Is that rank 0's store (check "
+                           "MASTER_ADDR/MASTER_PORT), and is rank 0 alive and not out of file descriptors?"});
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
@@ -423,10 +425,10 @@ DDP_INLINE std::vector<std::string> tcp_store::pipelined(const std::vector<std::
 
 DDP_INLINE void tcp_store::throw_if_broken() const {
   if (broken_)
-    throw error(broken_kind_,
-                "the rendezvous store at " + where() + " is gone or silent (" + server_name() +
-                    " exited or stopped)",
-                opts_.served_by_launcher ? -1 : 0);
+    detail::throw_error(
+        broken_kind_,
+        {"the rendezvous store at ", where(), " is gone or silent (", server_name(), " exited or stopped)"},
+        opts_.served_by_launcher ? -1 : 0);
 }
 
 DDP_INLINE void tcp_store::send_frame(const std::vector<char>& f, detail::clock::time_point deadline) {
@@ -452,21 +454,21 @@ DDP_INLINE void tcp_store::fail(detail::io_status st, const std::string& what) {
   broken_ = true;
   if (st == detail::io_status::unreachable) {
     unreachable_ = true;
-    throw error(error_kind::peer_lost,
-                "lost the connection to the rendezvous store at " + where() + " (" + what +
-                    "): the host of rank 0, which serves it, acknowledged nothing for " +
-                    std::to_string(peer_timeout(opts_.timeout).count()) +
-                    " ms (network cut or host down; check the link and GLOO_SOCKET_IFNAME)",
-                0);
+    detail::throw_error(error_kind::peer_lost,
+                        {"lost the connection to the rendezvous store at ", where(), " (", what,
+                         "): the host of rank 0, which serves it, acknowledged nothing for ",
+                         peer_timeout(opts_.timeout).count(),
+                         " ms (network cut or host down; check the link and GLOO_SOCKET_IFNAME)"},
+                        0);
   }
   broken_kind_ = st == detail::io_status::timeout ? error_kind::timeout : error_kind::peer_lost;
   if (st == detail::io_status::timeout)
-    throw error(error_kind::timeout,
-                "the rendezvous store at " + where() + " did not answer (" + what + ") within the timeout");
-  throw error(error_kind::peer_lost,
-              "lost the connection to the rendezvous store at " + where() + " (" + what +
-                  "): " + server_name() + " has probably exited",
-              opts_.served_by_launcher ? -1 : 0);
+    detail::throw_error(error_kind::timeout, {"the rendezvous store at ", where(), " did not answer (", what,
+                                              ") within the timeout"});
+  detail::throw_error(error_kind::peer_lost,
+                      {"lost the connection to the rendezvous store at ", where(), " (", what,
+                       "): ", server_name(), " has probably exited"},
+                      opts_.served_by_launcher ? -1 : 0);
 }
 
 DDP_END_NAMESPACE

@@ -10,6 +10,7 @@
 #define DDP_STORE_HPP
 
 #include <ddp/detail/common/linkage.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/store/protocol.hpp>
 #include <ddp/detail/store/socket.hpp>
 
@@ -56,7 +57,7 @@ class store_server;
 
 /// "rank R <reason>", or the reason alone where no rank is named (the launcher is gone).
 inline std::string lost_news(const lost_rank& lost) {
-  return lost.rank >= 0 ? "rank " + std::to_string(lost.rank) + " " + lost.reason : lost.reason;
+  return lost.rank >= 0 ? detail::message({"rank ", lost.rank, " ", lost.reason}) : lost.reason;
 }
 } // namespace detail
 

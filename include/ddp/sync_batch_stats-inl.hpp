@@ -4,6 +4,7 @@
 #ifndef DDP_SYNC_BATCH_STATS_INL_HPP
 #define DDP_SYNC_BATCH_STATS_INL_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/sync_batch_stats.hpp>
 
 #include <cmath>
@@ -14,10 +15,10 @@ namespace detail {
 
 DDP_INLINE void check_batch_count(std::int64_t count, int rank, const char* what) {
   if (count < 0)
-    throw error(error_kind::config, std::string(what) + " on rank " + std::to_string(rank) + ": count " +
-                                        std::to_string(count) +
-                                        " is negative: pass the elements per channel in this rank's batch "
-                                        "(batch size times the spatial size), 0 for an empty batch");
+    detail::throw_error(error_kind::config,
+                        {what, " on rank ", rank, ": count ", count,
+                         " is negative: pass the elements per channel in this rank's batch "
+                         "(batch size times the spatial size), 0 for an empty batch"});
 }
 
 DDP_INLINE std::int64_t combine_batch_moments(std::span<const double> records, std::size_t channels,
@@ -41,10 +42,10 @@ DDP_INLINE std::int64_t combine_batch_moments(std::span<const double> records, s
     n = nab;
   }
   if (n <= 0.0)
-    throw error(error_kind::config, "sync_batch_stats: every rank's batch is empty (count 0 on all " +
-                                        std::to_string(world) +
-                                        " ranks): there is nothing to normalize with; skip the step or "
-                                        "give some rank data");
+    detail::throw_error(error_kind::config,
+                        {"sync_batch_stats: every rank's batch is empty (count 0 on all ", world,
+                         " ranks): there is nothing to normalize with; skip the step or "
+                         "give some rank data"});
   for (std::size_t c = 0; c < channels; ++c) {
     const double m2 = var[c];
     var[c] = m2 / n;

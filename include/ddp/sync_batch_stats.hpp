@@ -7,6 +7,7 @@
 #define DDP_SYNC_BATCH_STATS_HPP
 
 #include <ddp/detail/common/linkage.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/error.hpp>
 #include <ddp/op.hpp>
 #include <ddp/process_group.hpp>
@@ -89,9 +90,9 @@ auto sync_batch_stats(process_group<B>& pg, const Mean& mean, const Var& var, st
   auto v = as_span(var);
   detail::check_batch_count(count, pg.rank(), "sync_batch_stats");
   if (m.size() != v.size())
-    throw error(error_kind::config, "sync_batch_stats on rank " + std::to_string(pg.rank()) + ": mean has " +
-                                        std::to_string(m.size()) + " channels and var " +
-                                        std::to_string(v.size()) + ": pass one value per channel in each");
+    detail::throw_error(error_kind::config,
+                        {"sync_batch_stats on rank ", pg.rank(), ": mean has ", m.size(),
+                         " channels and var ", v.size(), ": pass one value per channel in each"});
   const std::size_t c = m.size();
   std::vector<double> record(1 + 2 * c);
   record[0] = static_cast<double>(count);
@@ -117,9 +118,9 @@ auto sync_batch_stats_from_sums(process_group<B>& pg, const Sum& sum, const SumS
   auto q = as_span(sum_sq);
   detail::check_batch_count(count, pg.rank(), "sync_batch_stats_from_sums");
   if (s.size() != q.size())
-    throw error(error_kind::config, "sync_batch_stats_from_sums on rank " + std::to_string(pg.rank()) +
-                                        ": sum has " + std::to_string(s.size()) + " channels and sum_sq " +
-                                        std::to_string(q.size()) + ": pass one value per channel in each");
+    detail::throw_error(error_kind::config,
+                        {"sync_batch_stats_from_sums on rank ", pg.rank(), ": sum has ", s.size(),
+                         " channels and sum_sq ", q.size(), ": pass one value per channel in each"});
   const std::size_t c = s.size();
   std::vector<double> record(1 + 2 * c);
   record[0] = static_cast<double>(count);
@@ -149,10 +150,9 @@ void sync_batch_norm_grad_sums(process_group<B>& pg, SumDy&& sum_dy, SumDyXmu&& 
   auto a = as_span(sum_dy);
   auto b = as_span(sum_dy_xmu);
   if (a.size() != b.size())
-    throw error(error_kind::config, "sync_batch_norm_grad_sums on rank " + std::to_string(pg.rank()) +
-                                        ": sum_dy has " + std::to_string(a.size()) +
-                                        " channels and sum_dy_xmu " + std::to_string(b.size()) +
-                                        ": pass one value per channel in each");
+    detail::throw_error(error_kind::config,
+                        {"sync_batch_norm_grad_sums on rank ", pg.rank(), ": sum_dy has ", a.size(),
+                         " channels and sum_dy_xmu ", b.size(), ": pass one value per channel in each"});
   std::vector<std::remove_cv_t<tensor_value_t<SumDy>>> both(a.begin(), a.end());
   both.insert(both.end(), b.begin(), b.end());
   pg.all_reduce(both, op::sum);

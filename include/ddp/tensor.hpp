@@ -19,6 +19,7 @@
 #if !defined(DDP_NO_EIGEN) && __has_include(<Eigen/Core>)
 #define DDP_HAS_EIGEN 1
 #include <ddp/detail/common/eigen_declarations.hpp>
+#include <ddp/detail/common/message.hpp>
 #endif
 
 DDP_BEGIN_NAMESPACE
@@ -136,10 +137,10 @@ requires detail::eigen_dense<T> &&
   static value_type* data(T& t) noexcept { return t.data(); }
   static std::size_t size(const T& t) {
     if (t.size() > 1 && t.outerStride() != t.innerSize() && t.outerSize() > 1)
-      throw error(error_kind::config,
-                  "an Eigen object with outer stride " + std::to_string(t.outerStride()) +
-                      " and inner size " + std::to_string(t.innerSize()) +
-                      " is not contiguous: copy it into a Matrix, or use a Map over contiguous storage");
+      detail::throw_error(
+          error_kind::config,
+          {"an Eigen object with outer stride ", t.outerStride(), " and inner size ", t.innerSize(),
+           " is not contiguous: copy it into a Matrix, or use a Map over contiguous storage"});
     return static_cast<std::size_t>(t.size());
   }
 };

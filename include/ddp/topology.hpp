@@ -3,6 +3,7 @@
 #define DDP_TOPOLOGY_HPP
 
 #include <ddp/detail/common/env.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/topology/nodelist.hpp>
 
 #include <cstdint>
@@ -67,7 +68,7 @@ inline void read_master(topology& t) {
     auto a = getenv_str(name);
     if (!a) continue;
     if (a->empty())
-      throw error(error_kind::config, std::string("environment variable ") + name + " is set but empty");
+      detail::throw_error(error_kind::config, {"environment variable ", name, " is set but empty"});
     t.master_addr = *a;
     break;
   }
@@ -79,20 +80,18 @@ inline void read_master(topology& t) {
 inline void check_topology(const topology& t, const char* rank_var, const char* world_var,
                            const char* local_var, const char* local_world_var) {
   auto fail = [&](const std::string& what) {
-    throw error(error_kind::config, "contradictory " + t.source + " environment: " + what);
+    detail::throw_error(error_kind::config, {"contradictory ", t.source, " environment: ", what});
   };
   if (t.rank >= t.world_size)
-    fail(std::string(rank_var) + "=" + std::to_string(t.rank) + " is not below " + world_var + "=" +
-         std::to_string(t.world_size));
+    fail(detail::message({rank_var, "=", t.rank, " is not below ", world_var, "=", t.world_size}));
   if (t.local_rank >= t.local_world_size)
-    fail(std::string(local_var) + "=" + std::to_string(t.local_rank) + " is not below " + local_world_var +
-         "=" + std::to_string(t.local_world_size));
+    fail(detail::message(
+        {local_var, "=", t.local_rank, " is not below ", local_world_var, "=", t.local_world_size}));
   if (t.local_world_size > t.world_size)
-    fail(std::string(local_world_var) + "=" + std::to_string(t.local_world_size) + " exceeds " + world_var +
-         "=" + std::to_string(t.world_size));
+    fail(detail::message(
+        {local_world_var, "=", t.local_world_size, " exceeds ", world_var, "=", t.world_size}));
   if (t.node_rank >= t.nnodes)
-    fail("node rank " + std::to_string(t.node_rank) + " is not below the node count " +
-         std::to_string(t.nnodes));
+    fail(detail::message({"node rank ", t.node_rank, " is not below the node count ", t.nnodes}));
 }
 
 /// True when torch's elastic agent serves its own store on MASTER_PORT (torch sets "True"/"False").
@@ -105,8 +104,8 @@ inline bool agent_holds_master_port() {
 inline void read_launcher(topology& t) {
   if (auto v = getenv_str("DDP_STORE_IN_LAUNCHER")) {
     if (*v != "0" && *v != "1")
-      throw error(error_kind::config,
-                  "environment variable DDP_STORE_IN_LAUNCHER='" + *v + "' must be 0 or 1 (ddprun sets it)");
+      detail::throw_error(error_kind::config, {"environment variable DDP_STORE_IN_LAUNCHER='", *v,
+                                               "' must be 0 or 1 (ddprun sets it)"});
     t.store_in_launcher = *v == "1";
   }
   if (auto r = env_int("DDP_RESTART_ROUND", 0, 1 << 30)) t.restart_round = static_cast<int>(*r);
@@ -117,10 +116,11 @@ inline void read_store_port(topology& t) {
     t.store_port = static_cast<int>(*p);
   } else if (t.master_port != 0 && agent_holds_master_port()) {
     if (t.master_port == 65535)
-      throw error(error_kind::config,
-                  "MASTER_PORT=65535 and torch's elastic agent holds it (TORCHELASTIC_USE_AGENT_STORE=True), "
-                  "so ddp's store has no MASTER_PORT+1 to use: choose a lower --master_port, or set "
-                  "DDP_STORE_PORT to a free port");
+      detail::throw_error(
+          error_kind::config,
+          {"MASTER_PORT=65535 and torch's elastic agent holds it (TORCHELASTIC_USE_AGENT_STORE=True), "
+           "so ddp's store has no MASTER_PORT+1 to use: choose a lower --master_port, or set "
+           "DDP_STORE_PORT to a free port"});
     t.store_port = t.master_port + 1;
   } else {
     t.store_port = t.master_port;
@@ -129,12 +129,13 @@ inline void read_store_port(topology& t) {
 
 /// Where the store port came from, for error messages.
 inline std::string store_port_origin(const topology& t) {
-  if (getenv_str("DDP_STORE_PORT")) return "DDP_STORE_PORT=" + std::to_string(t.store_port);
+  if (getenv_str("DDP_STORE_PORT")) return detail::message({"DDP_STORE_PORT=", t.store_port});
   if (t.store_port != t.master_port)
-    return "port " + std::to_string(t.store_port) +
-           " = MASTER_PORT+1, because torch's elastic agent serves its own store on MASTER_PORT=" +
-           std::to_string(t.master_port) + " (TORCHELASTIC_USE_AGENT_STORE=True)";
-  return "MASTER_PORT=" + std::to_string(t.master_port);
+    return detail::message(
+        {"port ", t.store_port,
+         " = MASTER_PORT+1, because torch's elastic agent serves its own store on MASTER_PORT=",
+         t.master_port, " (TORCHELASTIC_USE_AGENT_STORE=True)"});
+  return detail::message({"MASTER_PORT=", t.master_port});
 }
 
 inline topology topology_from_torchrun() {
@@ -148,13 +149,12 @@ inline topology topology_from_torchrun() {
   auto group = env_int("GROUP_RANK", 0, 1 << 20);
   auto node = env_int("NODE_RANK", 0, 1 << 20);
   if (group && node && *group != *node)
-    throw error(error_kind::config, "contradictory environment: GROUP_RANK=" + std::to_string(*group) +
-                                        " but NODE_RANK=" + std::to_string(*node));
+    detail::throw_error(error_kind::config,
+                        {"contradictory environment: GROUP_RANK=", *group, " but NODE_RANK=", *node});
   t.node_rank = static_cast<int>(group ? *group : node.value_or(0));
   if (t.world_size % t.local_world_size != 0)
-    throw error(error_kind::config,
-                "contradictory environment: WORLD_SIZE=" + std::to_string(t.world_size) +
-                    " is not a multiple of LOCAL_WORLD_SIZE=" + std::to_string(t.local_world_size));
+    detail::throw_error(error_kind::config, {"contradictory environment: WORLD_SIZE=", t.world_size,
+                                             " is not a multiple of LOCAL_WORLD_SIZE=", t.local_world_size});
   t.nnodes = t.world_size / t.local_world_size;
   read_master(t);
   check_topology(t, "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE");
@@ -167,10 +167,10 @@ inline void read_local_pair(topology& t, const char* rank_var, const char* size_
   auto r = env_int(rank_var, 0, 1 << 20);
   auto n = env_int(size_var, 1, 1 << 20);
   if (r.has_value() != n.has_value())
-    throw error(error_kind::config,
-                "incomplete " + t.source +
-                    " environment: " + (r ? std::string(rank_var) : std::string(size_var)) + " is set but " +
-                    (r ? size_var : rank_var) + " is not; a launcher sets both, so export both or neither");
+    detail::throw_error(error_kind::config, {"incomplete ", t.source, " environment: ",
+                                             (r ? std::string(rank_var) : std::string(size_var)),
+                                             " is set but ", (r ? size_var : rank_var),
+                                             " is not; a launcher sets both, so export both or neither"});
   if (r) {
     t.local_rank = static_cast<int>(*r);
     t.local_world_size = static_cast<int>(*n);
@@ -228,11 +228,12 @@ inline topology topology_from_mpich() {
 /// API, which ddp does not link. WORLD_SIZE (and LOCAL_RANK/LOCAL_WORLD_SIZE) fill the gap.
 inline topology topology_from_pmix() {
   if (!getenv_str("WORLD_SIZE"))
-    throw error(error_kind::config,
-                "incomplete pmix environment: PMIX_RANK=" + getenv_str("PMIX_RANK").value_or("") +
-                    " is set but nothing gives the job's size (PMIx hands it out through its API only): "
-                    "export WORLD_SIZE (and LOCAL_RANK, LOCAL_WORLD_SIZE), or launch with OpenMPI's mpirun, "
-                    "srun or ddprun, which set it");
+    detail::throw_error(
+        error_kind::config,
+        {"incomplete pmix environment: PMIX_RANK=", getenv_str("PMIX_RANK").value_or(""),
+         " is set but nothing gives the job's size (PMIx hands it out through its API only): "
+         "export WORLD_SIZE (and LOCAL_RANK, LOCAL_WORLD_SIZE), or launch with OpenMPI's mpirun, "
+         "srun or ddprun, which set it"});
   return topology_from_mpi("pmix", "PMIX_RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE");
 }
 
@@ -263,40 +264,41 @@ inline topology topology_from_kubeflow() {
   if (nproc_raw && !nproc && world_raw && nnodes_raw && *world_raw == *nnodes_raw && parse_int(*world_raw))
     nproc = 1;
   if (!nproc || *nproc != 1)
-    throw error(error_kind::config,
-                "kubeflow environment with PET_NPROC_PER_NODE=" + nproc_raw.value_or("") +
-                    ": this pod is to run that many processes" +
-                    (rank_raw ? ", and RANK=" + *rank_raw + " is the pod's index while WORLD_SIZE=" +
-                                    world_raw.value_or("?") + " counts processes"
-                              : std::string()) +
-                    ", but no launcher started them (LOCAL_RANK is not set): make the container's command "
-                    "`ddprun ./your_program ...`, which reads PET_NNODES, PET_NODE_RANK, PET_NPROC_PER_NODE, "
-                    "PET_MASTER_ADDR and PET_MASTER_PORT");
+    detail::throw_error(
+        error_kind::config,
+        {"kubeflow environment with PET_NPROC_PER_NODE=", nproc_raw.value_or(""),
+         ": this pod is to run that many processes",
+         (rank_raw ? detail::message({", and RANK=", *rank_raw, " is the pod's index while WORLD_SIZE=",
+                                      world_raw.value_or("?"), " counts processes"})
+                   : std::string()),
+         ", but no launcher started them (LOCAL_RANK is not set): make the container's command "
+         "`ddprun ./your_program ...`, which reads PET_NNODES, PET_NODE_RANK, PET_NPROC_PER_NODE, "
+         "PET_MASTER_ADDR and PET_MASTER_PORT"});
   if (nnodes_raw && nnodes_raw->find(':') != std::string::npos)
-    throw error(error_kind::config, "kubeflow environment with PET_NNODES=" + *nnodes_raw +
-                                        ": an elastic range needs an elastic launcher in the pod: make "
-                                        "the container's command `ddprun ./your_program ...`, which reads "
-                                        "PET_NNODES=MIN:MAX and PET_RDZV_ENDPOINT (docs/elastic.md)");
+    detail::throw_error(error_kind::config,
+                        {"kubeflow environment with PET_NNODES=", *nnodes_raw,
+                         ": an elastic range needs an elastic launcher in the pod: make "
+                         "the container's command `ddprun ./your_program ...`, which reads "
+                         "PET_NNODES=MIN:MAX and PET_RDZV_ENDPOINT (docs/elastic.md)"});
   auto nnodes = env_int("PET_NNODES", 1, 1 << 20);
   auto node = env_int("PET_NODE_RANK", 0, 1 << 20);
   auto rank = env_int("RANK", 0, 1 << 20);
   auto world = env_int("WORLD_SIZE", 1, 1 << 20);
   // One process per pod: the pod's index is the rank, the pod count the world size.
   if (rank && node && *rank != *node)
-    throw error(error_kind::config, "contradictory kubeflow environment: RANK=" + std::to_string(*rank) +
-                                        " but PET_NODE_RANK=" + std::to_string(*node) +
-                                        " with one process per pod (PET_NPROC_PER_NODE=1)");
+    detail::throw_error(error_kind::config,
+                        {"contradictory kubeflow environment: RANK=", *rank, " but PET_NODE_RANK=", *node,
+                         " with one process per pod (PET_NPROC_PER_NODE=1)"});
   if (world && nnodes && *world != *nnodes)
-    throw error(error_kind::config,
-                "contradictory kubeflow environment: WORLD_SIZE=" + std::to_string(*world) +
-                    " but PET_NNODES=" + std::to_string(*nnodes) +
-                    " with one process per pod (PET_NPROC_PER_NODE=1)");
+    detail::throw_error(error_kind::config,
+                        {"contradictory kubeflow environment: WORLD_SIZE=", *world,
+                         " but PET_NNODES=", *nnodes, " with one process per pod (PET_NPROC_PER_NODE=1)"});
   if (!(rank || node) || !(world || nnodes))
-    throw error(
+    detail::throw_error(
         error_kind::config,
-        std::string("incomplete kubeflow environment: ") +
-            (!(rank || node) ? "neither RANK nor PET_NODE_RANK" : "neither WORLD_SIZE nor PET_NNODES") +
-            " is set (the training operator sets them): set both in the pod's env");
+        {"incomplete kubeflow environment: ",
+         (!(rank || node) ? "neither RANK nor PET_NODE_RANK" : "neither WORLD_SIZE nor PET_NNODES"),
+         " is set (the training operator sets them): set both in the pod's env"});
   t.rank = static_cast<int>(rank ? *rank : *node);
   t.world_size = static_cast<int>(world ? *world : *nnodes);
   t.node_rank = t.rank;
@@ -330,16 +332,15 @@ inline int slurm_tasks_on_node(int node, int ntasks, int nnodes) {
     }
     const std::int64_t tasks = count.value_or(0);
     if (tasks < 1)
-      throw error(error_kind::config,
-                  "environment variable SLURM_STEP_TASKS_PER_NODE='" + *spec + "' cannot be parsed");
+      detail::throw_error(error_kind::config,
+                          {"environment variable SLURM_STEP_TASKS_PER_NODE='", *spec, "' cannot be parsed"});
     if (node < seen + repeat) return static_cast<int>(tasks);
     seen += repeat;
     if (comma == std::string_view::npos) break;
     s.remove_prefix(comma + 1);
   }
-  throw error(error_kind::config, "environment variable SLURM_STEP_TASKS_PER_NODE='" + *spec +
-                                      "' names fewer nodes than SLURM_NODEID=" + std::to_string(node) +
-                                      " needs");
+  detail::throw_error(error_kind::config, {"environment variable SLURM_STEP_TASKS_PER_NODE='", *spec,
+                                           "' names fewer nodes than SLURM_NODEID=", node, " needs"});
 }
 
 inline topology topology_from_slurm() {
@@ -351,18 +352,17 @@ inline topology topology_from_slurm() {
   t.nnodes = static_cast<int>(env_int("SLURM_NNODES", 1, 1 << 20).value_or(1));
   t.node_rank = static_cast<int>(env_int("SLURM_NODEID", 0, 1 << 20).value_or(0));
   if (t.node_rank >= t.nnodes)
-    throw error(error_kind::config,
-                "contradictory slurm environment: SLURM_NODEID=" + std::to_string(t.node_rank) +
-                    " is not below SLURM_NNODES=" + std::to_string(t.nnodes));
+    detail::throw_error(error_kind::config, {"contradictory slurm environment: SLURM_NODEID=", t.node_rank,
+                                             " is not below SLURM_NNODES=", t.nnodes});
   t.local_world_size = slurm_tasks_on_node(t.node_rank, t.world_size, t.nnodes);
   read_master(t);
   if (t.master_addr.empty()) {
     auto list = getenv_str("SLURM_STEP_NODELIST");
     if (!list) list = getenv_str("SLURM_JOB_NODELIST");
     if (!list)
-      throw error(error_kind::config,
-                  "SLURM_PROCID is set but neither MASTER_ADDR nor SLURM_STEP_NODELIST is: "
-                  "run under srun, or export MASTER_ADDR");
+      detail::throw_error(error_kind::config,
+                          {"SLURM_PROCID is set but neither MASTER_ADDR nor SLURM_STEP_NODELIST is: "
+                           "run under srun, or export MASTER_ADDR"});
     t.master_addr = first_node(*list);
   }
   if (t.master_port == 0) {
@@ -410,12 +410,13 @@ inline topology topology::from_env() {
   topology t;
   const bool kubeflow = detail::kubeflow_without_launcher() && !detail::mpi_launcher_rank();
   if (kubeflow && !getenv_str("RANK") && !getenv_str("PET_NODE_RANK"))
-    throw error(error_kind::config,
-                "kubeflow environment (PET_NNODES=" + getenv_str("PET_NNODES").value_or("") +
-                    ", PET_NPROC_PER_NODE=" + getenv_str("PET_NPROC_PER_NODE").value_or("") +
-                    ") with neither RANK nor PET_NODE_RANK: an elastic PyTorchJob (elasticPolicy) hands "
-                    "ranks out through torchrun's rendezvous only, which ddp does not run; give the job a "
-                    "fixed number of workers (no elasticPolicy), or set RANK and WORLD_SIZE");
+    detail::throw_error(
+        error_kind::config,
+        {"kubeflow environment (PET_NNODES=", getenv_str("PET_NNODES").value_or(""),
+         ", PET_NPROC_PER_NODE=", getenv_str("PET_NPROC_PER_NODE").value_or(""),
+         ") with neither RANK nor PET_NODE_RANK: an elastic PyTorchJob (elasticPolicy) hands "
+         "ranks out through torchrun's rendezvous only, which ddp does not run; give the job a "
+         "fixed number of workers (no elasticPolicy), or set RANK and WORLD_SIZE"});
   if (kubeflow)
     t = detail::topology_from_kubeflow();
   else if (getenv_str("RANK") && !(detail::kubeflow_without_launcher() && detail::mpi_launcher_rank()))
@@ -449,21 +450,20 @@ inline topology topology::from_env() {
 ///   refuses two ranks on one GPU. Every rank of the node fails alike, before NCCL starts.
 inline int cuda_device_for(const topology& t, int visible_devices) {
   if (visible_devices < 1)
-    throw error(error_kind::backend,
-                "rank " + std::to_string(t.rank) + ": no visible CUDA device (check CUDA_VISIBLE_DEVICES)",
-                t.rank);
+    detail::throw_error(error_kind::backend,
+                        {"rank ", t.rank, ": no visible CUDA device (check CUDA_VISIBLE_DEVICES)"}, t.rank);
   if (t.local_world_size <= visible_devices) return t.local_rank;
   if (visible_devices == 1) return 0;
-  throw error(error_kind::config,
-              "rank " + std::to_string(t.rank) + " (local rank " + std::to_string(t.local_rank) +
-                  "): " + std::to_string(t.local_world_size) + " ranks on this node but only " +
-                  std::to_string(visible_devices) +
-                  " CUDA devices visible (CUDA_VISIBLE_DEVICES), and NCCL needs one GPU per rank: start "
-                  "at most " +
-                  std::to_string(visible_devices) +
-                  " ranks per node, make one device visible to each rank (SLURM --gpus-per-task=1), or use "
-                  "ddp::gloo, whose ranks may share a GPU",
-              t.rank);
+  detail::throw_error(
+      error_kind::config,
+      {"rank ", t.rank, " (local rank ", t.local_rank, "): ", t.local_world_size,
+       " ranks on this node but only ", visible_devices,
+       " CUDA devices visible (CUDA_VISIBLE_DEVICES), and NCCL needs one GPU per rank: start "
+       "at most ",
+       visible_devices,
+       " ranks per node, make one device visible to each rank (SLURM --gpus-per-task=1), or use "
+       "ddp::gloo, whose ranks may share a GPU"},
+      t.rank);
 }
 
 /// Removes the local-rank option that torch.distributed.launch (without --use_env) passes to
@@ -482,11 +482,11 @@ inline std::optional<int> consume_local_rank_arg(int& argc, char** argv) {
   auto take = [&](std::string_view opt, std::string_view value) {
     auto v = detail::parse_int(value);
     if (!v || *v < 0 || *v > (1 << 20))
-      throw error(error_kind::config, "command line: " + std::string(opt) + " needs a local rank (a " +
-                                          "non-negative integer), got '" + std::string(value) + "'");
+      detail::throw_error(error_kind::config, {"command line: ", opt, " needs a local rank (a ",
+                                               "non-negative integer), got '", value, "'"});
     if (found && *found != *v)
-      throw error(error_kind::config, "command line: the local rank is given twice, as " +
-                                          std::to_string(*found) + " and " + std::to_string(*v));
+      detail::throw_error(error_kind::config,
+                          {"command line: the local rank is given twice, as ", *found, " and ", *v});
     found = static_cast<int>(*v);
   };
   for (; i < argc; ++i) {
@@ -512,10 +512,9 @@ inline std::optional<int> consume_local_rank_arg(int& argc, char** argv) {
   argv[argc] = nullptr;
   if (found) {
     if (auto env = detail::env_int("LOCAL_RANK", 0, 1 << 20); env && *env != *found)
-      throw error(error_kind::config,
-                  "command line says --local_rank=" + std::to_string(*found) +
-                      " but LOCAL_RANK=" + std::to_string(*env) +
-                      ": the option and the environment must come from the same launcher");
+      detail::throw_error(error_kind::config,
+                          {"command line says --local_rank=", *found, " but LOCAL_RANK=", *env,
+                           ": the option and the environment must come from the same launcher"});
   }
   return found;
 }

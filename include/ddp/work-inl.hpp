@@ -4,6 +4,7 @@
 #ifndef DDP_WORK_INL_HPP
 #define DDP_WORK_INL_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/work.hpp>
 
 DDP_BEGIN_NAMESPACE
@@ -13,8 +14,7 @@ DDP_INLINE void work::wait() const {
   std::unique_lock lock(s_->mu);
   auto limit = s_->timeout + std::chrono::seconds(30);
   if (!s_->cv.wait_for(lock, limit, [&] { return s_->finished; }))
-    throw error(error_kind::timeout,
-                s_->what + " did not complete within " + std::to_string(limit.count()) + " ms");
+    detail::throw_error(error_kind::timeout, {s_->what, " did not complete within ", limit.count(), " ms"});
   if (s_->failure) std::rethrow_exception(s_->failure);
 }
 
@@ -23,8 +23,7 @@ DDP_INLINE void work::stream_wait(CUstream_st* stream) const {
   std::unique_lock lock(s_->mu);
   auto limit = s_->timeout + std::chrono::seconds(30);
   if (!s_->cv.wait_for(lock, limit, [&] { return s_->finished || s_->order_stream; }))
-    throw error(error_kind::timeout,
-                s_->what + " was not queued within " + std::to_string(limit.count()) + " ms");
+    detail::throw_error(error_kind::timeout, {s_->what, " was not queued within ", limit.count(), " ms"});
   if (s_->failure) std::rethrow_exception(s_->failure);
   // A finished collective needs no device wait, and a backend may reuse what
   // order_stream waits on (a pooled event) once the work finished: so it is

@@ -25,10 +25,29 @@
 #ifndef DDP_ARENA_HPP
 #define DDP_ARENA_HPP
 
-// ---- begin ddp/error.hpp ----
-// ddp::error — the one exception type ddp throws, with a kind to branch on.
-#ifndef DDP_ERROR_HPP
-#define DDP_ERROR_HPP
+// ---- begin ddp/detail/common/message.hpp ----
+// Messages built out of line. A throw site that concatenates its message
+// ("rank " + std::to_string(r) + ": ...") expands, in every function that
+// throws, into a chain of temporary strings, each with its own cleanup path;
+// in the quick start's object they were 8% of its code
+// (docs/performance.md, "Compile cost"). Here a site passes its pieces (text
+// and integers) to one function that builds the text and, at a throw, to one
+// cold function that throws, so the site is a few stores and a call.
+#ifndef DDP_DETAIL_COMMON_MESSAGE_HPP
+#define DDP_DETAIL_COMMON_MESSAGE_HPP
+
+// ---- begin ddp/detail/common/linkage.hpp ----
+// How ddp's model-independent runtime (the store, the Gloo communicator, the
+// rendezvous, ...) is defined. Header-only (the default): its functions are
+// `inline` and their definitions, in the `-inl.hpp` headers, come with the
+// headers that declare them. Separately compiled (DDP_SEPARATE_COMPILATION in
+// every translation unit, as target ddp::runtime does): the headers only
+// declare them, and one translation unit defines them once (the ddp::runtime
+// library, or a user's own file that includes <ddp/runtime.hpp>), so a
+// program's other files do not generate that code again
+// (docs/performance.md, "Compile cost").
+#ifndef DDP_DETAIL_COMMON_LINKAGE_HPP
+#define DDP_DETAIL_COMMON_LINKAGE_HPP
 
 // ---- begin ddp/config.hpp ----
 // ddp — version, ABI namespace and the few macros every header uses.
@@ -135,19 +154,6 @@ DDP_END_NAMESPACE
 
 #endif // DDP_CONFIG_HPP
 // ---- end ddp/config.hpp ----
-// ---- begin ddp/detail/common/linkage.hpp ----
-// How ddp's model-independent runtime (the store, the Gloo communicator, the
-// rendezvous, ...) is defined. Header-only (the default): its functions are
-// `inline` and their definitions, in the `-inl.hpp` headers, come with the
-// headers that declare them. Separately compiled (DDP_SEPARATE_COMPILATION in
-// every translation unit, as target ddp::runtime does): the headers only
-// declare them, and one translation unit defines them once (the ddp::runtime
-// library, or a user's own file that includes <ddp/runtime.hpp>), so a
-// program's other files do not generate that code again
-// (docs/performance.md, "Compile cost").
-#ifndef DDP_DETAIL_COMMON_LINKAGE_HPP
-#define DDP_DETAIL_COMMON_LINKAGE_HPP
-
 
 /// 1 where the runtime's definitions are compiled in this translation unit:
 /// header-only, or the one file that defines the separately compiled runtime.
@@ -185,6 +191,11 @@ DDP_END_NAMESPACE
     "ddp: DDP_TRACE_DISABLED changed after the first ddp header: define it for the whole file, or not at all"
 #endif
 // ---- end ddp/detail/common/linkage.hpp ----
+// ---- begin ddp/error.hpp ----
+// ddp::error — the one exception type ddp throws, with a kind to branch on.
+#ifndef DDP_ERROR_HPP
+#define DDP_ERROR_HPP
+
 
 #include <stdexcept>
 #include <string>
@@ -245,6 +256,71 @@ DDP_END_NAMESPACE
 
 #endif // DDP_ERROR_HPP
 // ---- end ddp/error.hpp ----
+
+#include <concepts>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// An integer a message prints in decimal, as std::to_string does. Characters and
+/// bool are left out: `text + 'c'` appends a character, to_string(true) prints 1; so
+/// are integers wider than 64 bits (__int128), which would be cut short.
+template <class T>
+concept message_integer =
+    std::integral<T> && !std::same_as<std::remove_cv_t<T>, bool> &&
+    !std::same_as<std::remove_cv_t<T>, char> && !std::same_as<std::remove_cv_t<T>, char8_t> &&
+    !std::same_as<std::remove_cv_t<T>, char16_t> && !std::same_as<std::remove_cv_t<T>, char32_t> &&
+    !std::same_as<std::remove_cv_t<T>, wchar_t> && sizeof(T) <= sizeof(unsigned long long);
+
+/// One piece of a message: a view of text (which must outlive the call it is
+/// passed to, as a temporary std::string argument does) or an integer.
+class message_part {
+public:
+  enum class kind : unsigned char { text, signed_integer, unsigned_integer };
+
+  constexpr message_part(std::string_view text) noexcept : text_(text), kind_(kind::text) {}
+  constexpr message_part(const char* text) noexcept : text_(text), kind_(kind::text) {}
+  message_part(const std::string& text) noexcept : text_(text), kind_(kind::text) {}
+  template <message_integer I>
+  constexpr message_part(I value) noexcept
+      : integer_(std::is_signed_v<I> ? static_cast<unsigned long long>(static_cast<long long>(value))
+                                     : static_cast<unsigned long long>(value)),
+        kind_(std::is_signed_v<I> ? kind::signed_integer : kind::unsigned_integer) {}
+
+  /// Appends this piece to `out`.
+  DDP_INLINE void append_to(std::string& out) const;
+  /// The bytes it appends, or at most that (an integer's widest decimal).
+  constexpr std::size_t size_bound() const noexcept { return kind_ == kind::text ? text_.size() : 20; }
+
+private:
+  std::string_view text_;
+  unsigned long long integer_ = 0;
+  kind kind_;
+};
+
+/// The pieces' text, concatenated. Not cold: a message built on every call (a
+/// collective's description, a store key) would make its caller cold too, and
+/// GCC would move that caller out of the hot code and optimize it for size.
+DDP_INLINE std::string message(std::initializer_list<message_part> parts);
+
+/// Appends the pieces' text to `out`: `out += message(parts)` without the temporary.
+DDP_INLINE void append_message(std::string& out, std::initializer_list<message_part> parts);
+
+/// Throws error(kind, message(parts), rank): one call in place of a string chain at each throw
+/// site. Cold, as it is only ever reached on the way to a throw: the code around it stays hot.
+[[noreturn, gnu::cold]] DDP_INLINE void throw_error(error_kind kind,
+                                                    std::initializer_list<message_part> parts, int rank = -1);
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+
+#endif // DDP_DETAIL_COMMON_MESSAGE_HPP
+// ---- end ddp/detail/common/message.hpp ----
 // ---- begin ddp/shm_array.hpp ----
 // ddp::shm_array — host memory the ranks of one node can all see, made by
 // process_group<gloo>::make_shm_array (collective). An all_reduce of a range
@@ -427,10 +503,10 @@ requires detail::eigen_dense<T> &&
   static value_type* data(T& t) noexcept { return t.data(); }
   static std::size_t size(const T& t) {
     if (t.size() > 1 && t.outerStride() != t.innerSize() && t.outerSize() > 1)
-      throw error(error_kind::config,
-                  "an Eigen object with outer stride " + std::to_string(t.outerStride()) +
-                      " and inner size " + std::to_string(t.innerSize()) +
-                      " is not contiguous: copy it into a Matrix, or use a Map over contiguous storage");
+      detail::throw_error(
+          error_kind::config,
+          {"an Eigen object with outer stride ", t.outerStride(), " and inner size ", t.innerSize(),
+           " is not contiguous: copy it into a Matrix, or use a Map over contiguous storage"});
     return static_cast<std::size_t>(t.size());
   }
 };
@@ -652,8 +728,8 @@ public:
   /// The storage of gradient k (registration order).
   std::span<T> slot(std::size_t k) {
     if (k >= sizes_.size())
-      throw error(error_kind::config, "arena: slot " + std::to_string(k) + " does not exist (" +
-                                          std::to_string(sizes_.size()) + " slots)");
+      detail::throw_error(error_kind::config,
+                          {"arena: slot ", k, " does not exist (", sizes_.size(), " slots)"});
     return {storage_.data() + offsets_[k], sizes_[k]};
   }
 
@@ -672,9 +748,8 @@ public:
                    : s.size() % static_cast<std::size_t>(cols) == 0 &&
                          s.size() / static_cast<std::size_t>(cols) == static_cast<std::size_t>(rows));
     if (!fits)
-      throw error(error_kind::config, "arena: slot " + std::to_string(k) + " holds " +
-                                          std::to_string(s.size()) + " elements, not " +
-                                          std::to_string(rows) + "x" + std::to_string(cols));
+      detail::throw_error(error_kind::config,
+                          {"arena: slot ", k, " holds ", s.size(), " elements, not ", rows, "x", cols});
     return map_type(s.data(), static_cast<index>(rows), static_cast<index>(cols));
   }
 #endif
@@ -826,21 +901,18 @@ inline std::optional<std::int64_t> env_int(const char* name, std::int64_t lo, st
   if (!raw) return std::nullopt;
   auto v = parse_int(*raw);
   if (!v)
-    throw error(error_kind::config,
-                std::string("environment variable ") + name + "='" + *raw + "' is not an integer");
+    detail::throw_error(error_kind::config,
+                        {"environment variable ", name, "='", *raw, "' is not an integer"});
   if (*v < lo || *v > hi)
-    throw error(error_kind::config, std::string("environment variable ") + name + "=" + *raw +
-                                        " is out of range [" + std::to_string(lo) + ", " +
-                                        std::to_string(hi) + "]");
+    detail::throw_error(error_kind::config,
+                        {"environment variable ", name, "=", *raw, " is out of range [", lo, ", ", hi, "]"});
   return v;
 }
 
 inline std::int64_t require_env_int(const char* name, std::int64_t lo, std::int64_t hi,
                                     std::string_view why) {
   auto v = env_int(name, lo, hi);
-  if (!v)
-    throw error(error_kind::config,
-                std::string("environment variable ") + name + " is not set (" + std::string(why) + ")");
+  if (!v) detail::throw_error(error_kind::config, {"environment variable ", name, " is not set (", why, ")"});
   return *v;
 }
 
@@ -1098,10 +1170,11 @@ inline constexpr std::string_view store_finished_prefix = "ddp/finished/";
 /// (store_finished_prefix): not a failure of the peer, and not a verdict.
 inline std::string finished_peer_note(int peer, int rank) {
   const std::string p = std::to_string(peer), r = std::to_string(rank);
-  return "rank " + p + " left: its process group ended without an exception in flight (it finished, or " +
-         "caught an error of its own: see its output) while rank " + r +
-         " was still in this call. The ranks called different numbers of collectives (or synchronize()): " +
-         "rank " + r + " at least one more than rank " + p;
+  return detail::message(
+      {"rank ", p, " left: its process group ended without an exception in flight (it finished, or ",
+       "caught an error of its own: see its output) while rank ", r,
+       " was still in this call. The ranks called different numbers of collectives (or synchronize()): ",
+       "rank ", r, " at least one more than rank ", p});
 }
 
 inline constexpr std::uint32_t store_max_frame = 256u << 20;
@@ -1246,7 +1319,8 @@ private:
 inline std::string errno_text(int e) { return std::string(std::strerror(e)); }
 
 inline std::string endpoint(const std::string& host, int port) {
-  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  return detail::message(
+      {(host.find(':') != std::string::npos ? detail::message({"[", host, "]"}) : host), ":", port});
 }
 
 struct addrinfo_list {
@@ -1277,7 +1351,7 @@ inline int try_resolve(const std::string& host, int port, bool passive, addrinfo
 inline bool resolve_failure_is_temporary(int gai_code) { return gai_code == EAI_AGAIN; }
 
 inline std::string resolve_failure_text(const std::string& host, int gai_code) {
-  return "cannot resolve address '" + host + "': " + ::gai_strerror(gai_code);
+  return detail::message({"cannot resolve address '", host, "': ", ::gai_strerror(gai_code)});
 }
 
 inline error resolve_error(const std::string& host, int gai_code) {
@@ -1301,9 +1375,9 @@ inline void resolve(const std::string& host, int port, bool passive, addrinfo_li
     if (!resolve_failure_is_temporary(rc) || (first && clock::now() + backoff > deadline))
       throw resolve_error(host, rc);
     if (clock::now() + backoff > deadline)
-      throw error(error_kind::timeout, resolve_failure_text(host, rc) +
-                                           ", still at the timeout: check the DNS server, or give "
-                                           "MASTER_ADDR as an IP address");
+      detail::throw_error(error_kind::timeout, {resolve_failure_text(host, rc),
+                                                ", still at the timeout: check the DNS server, or give "
+                                                "MASTER_ADDR as an IP address"});
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
@@ -1362,13 +1436,13 @@ inline unique_fd listen_tcp(const std::string& host, int port, clock::time_point
     return fd;
   }
   if (last == EADDRINUSE)
-    throw error(error_kind::config, "cannot serve the rendezvous store on " + endpoint(host, port) +
-                                        ": port " + std::to_string(port) +
-                                        " is already in use (another job still running? choose another "
-                                        "MASTER_PORT, or --master-port 0 with ddprun)");
-  throw error(error_kind::config, "cannot serve the rendezvous store on " + endpoint(host, port) + ": " +
-                                      errno_text(last) +
-                                      " (MASTER_ADDR must be an address of rank 0's host)");
+    detail::throw_error(error_kind::config,
+                        {"cannot serve the rendezvous store on ", endpoint(host, port), ": port ", port,
+                         " is already in use (another job still running? choose another "
+                         "MASTER_PORT, or --master-port 0 with ddprun)"});
+  detail::throw_error(error_kind::config,
+                      {"cannot serve the rendezvous store on ", endpoint(host, port), ": ", errno_text(last),
+                       " (MASTER_ADDR must be an address of rank 0's host)"});
 }
 
 inline void set_nodelay(int fd) {
@@ -1425,9 +1499,10 @@ inline unique_fd connect_tcp(const std::string& host, int port, clock::time_poin
       last = errno_text(errno);
     }
     if (clock::now() + backoff > deadline)
-      throw error(error_kind::timeout, "could not reach the rendezvous store at " + endpoint(host, port) +
-                                           " before the timeout (last error: " + last +
-                                           "). Is rank 0 running, and are MASTER_ADDR/MASTER_PORT right?");
+      detail::throw_error(error_kind::timeout,
+                          {"could not reach the rendezvous store at ", endpoint(host, port),
+                           " before the timeout (last error: ", last,
+                           "). Is rank 0 running, and are MASTER_ADDR/MASTER_PORT right?"});
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
@@ -1533,7 +1608,7 @@ class store_server;
 
 /// "rank R <reason>", or the reason alone where no rank is named (the launcher is gone).
 inline std::string lost_news(const lost_rank& lost) {
-  return lost.rank >= 0 ? "rank " + std::to_string(lost.rank) + " " + lost.reason : lost.reason;
+  return lost.rank >= 0 ? detail::message({"rank ", lost.rank, " ", lost.reason}) : lost.reason;
 }
 } // namespace detail
 
@@ -1804,8 +1879,7 @@ DDP_BEGIN_NAMESPACE
 namespace detail {
 
 inline error nodelist_error(std::string_view list, std::string_view why) {
-  return error(error_kind::config,
-               "SLURM node list '" + std::string(list) + "' cannot be parsed: " + std::string(why));
+  return error(error_kind::config, detail::message({"SLURM node list '", list, "' cannot be parsed: ", why}));
 }
 
 /// Expands the inside of one bracket group ("01-03,07") into its tokens,
@@ -1820,13 +1894,13 @@ inline std::vector<std::string> expand_bracket(std::string_view body, std::strin
     if (item.empty()) throw nodelist_error(whole, "empty item inside brackets");
     std::size_t dash = item.find('-');
     if (dash == std::string_view::npos) {
-      if (!parse_int(item)) throw nodelist_error(whole, "'" + std::string(item) + "' is not a number");
+      if (!parse_int(item)) throw nodelist_error(whole, detail::message({"'", item, "' is not a number"}));
       out.emplace_back(item);
     } else {
       std::string_view lo_s = item.substr(0, dash), hi_s = item.substr(dash + 1);
       auto lo = parse_int(lo_s), hi = parse_int(hi_s);
       if (!lo || !hi || *lo < 0 || *hi < *lo)
-        throw nodelist_error(whole, "bad range '" + std::string(item) + "'");
+        throw nodelist_error(whole, detail::message({"bad range '", item, "'"}));
       if (*hi - *lo > 100000) throw nodelist_error(whole, "range too large");
       for (auto v = *lo; v <= *hi; ++v) {
         std::string s = std::to_string(v);
@@ -1964,7 +2038,7 @@ inline void read_master(topology& t) {
     auto a = getenv_str(name);
     if (!a) continue;
     if (a->empty())
-      throw error(error_kind::config, std::string("environment variable ") + name + " is set but empty");
+      detail::throw_error(error_kind::config, {"environment variable ", name, " is set but empty"});
     t.master_addr = *a;
     break;
   }
@@ -1976,20 +2050,18 @@ inline void read_master(topology& t) {
 inline void check_topology(const topology& t, const char* rank_var, const char* world_var,
                            const char* local_var, const char* local_world_var) {
   auto fail = [&](const std::string& what) {
-    throw error(error_kind::config, "contradictory " + t.source + " environment: " + what);
+    detail::throw_error(error_kind::config, {"contradictory ", t.source, " environment: ", what});
   };
   if (t.rank >= t.world_size)
-    fail(std::string(rank_var) + "=" + std::to_string(t.rank) + " is not below " + world_var + "=" +
-         std::to_string(t.world_size));
+    fail(detail::message({rank_var, "=", t.rank, " is not below ", world_var, "=", t.world_size}));
   if (t.local_rank >= t.local_world_size)
-    fail(std::string(local_var) + "=" + std::to_string(t.local_rank) + " is not below " + local_world_var +
-         "=" + std::to_string(t.local_world_size));
+    fail(detail::message(
+        {local_var, "=", t.local_rank, " is not below ", local_world_var, "=", t.local_world_size}));
   if (t.local_world_size > t.world_size)
-    fail(std::string(local_world_var) + "=" + std::to_string(t.local_world_size) + " exceeds " + world_var +
-         "=" + std::to_string(t.world_size));
+    fail(detail::message(
+        {local_world_var, "=", t.local_world_size, " exceeds ", world_var, "=", t.world_size}));
   if (t.node_rank >= t.nnodes)
-    fail("node rank " + std::to_string(t.node_rank) + " is not below the node count " +
-         std::to_string(t.nnodes));
+    fail(detail::message({"node rank ", t.node_rank, " is not below the node count ", t.nnodes}));
 }
 
 /// True when torch's elastic agent serves its own store on MASTER_PORT (torch sets "True"/"False").
@@ -2002,8 +2074,8 @@ inline bool agent_holds_master_port() {
 inline void read_launcher(topology& t) {
   if (auto v = getenv_str("DDP_STORE_IN_LAUNCHER")) {
     if (*v != "0" && *v != "1")
-      throw error(error_kind::config,
-                  "environment variable DDP_STORE_IN_LAUNCHER='" + *v + "' must be 0 or 1 (ddprun sets it)");
+      detail::throw_error(error_kind::config, {"environment variable DDP_STORE_IN_LAUNCHER='", *v,
+                                               "' must be 0 or 1 (ddprun sets it)"});
     t.store_in_launcher = *v == "1";
   }
   if (auto r = env_int("DDP_RESTART_ROUND", 0, 1 << 30)) t.restart_round = static_cast<int>(*r);
@@ -2014,10 +2086,11 @@ inline void read_store_port(topology& t) {
     t.store_port = static_cast<int>(*p);
   } else if (t.master_port != 0 && agent_holds_master_port()) {
     if (t.master_port == 65535)
-      throw error(error_kind::config,
-                  "MASTER_PORT=65535 and torch's elastic agent holds it (TORCHELASTIC_USE_AGENT_STORE=True), "
-                  "so ddp's store has no MASTER_PORT+1 to use: choose a lower --master_port, or set "
-                  "DDP_STORE_PORT to a free port");
+      detail::throw_error(
+          error_kind::config,
+          {"MASTER_PORT=65535 and torch's elastic agent holds it (TORCHELASTIC_USE_AGENT_STORE=True), "
+           "so ddp's store has no MASTER_PORT+1 to use: choose a lower --master_port, or set "
+           "DDP_STORE_PORT to a free port"});
     t.store_port = t.master_port + 1;
   } else {
     t.store_port = t.master_port;
@@ -2026,12 +2099,13 @@ inline void read_store_port(topology& t) {
 
 /// Where the store port came from, for error messages.
 inline std::string store_port_origin(const topology& t) {
-  if (getenv_str("DDP_STORE_PORT")) return "DDP_STORE_PORT=" + std::to_string(t.store_port);
+  if (getenv_str("DDP_STORE_PORT")) return detail::message({"DDP_STORE_PORT=", t.store_port});
   if (t.store_port != t.master_port)
-    return "port " + std::to_string(t.store_port) +
-           " = MASTER_PORT+1, because torch's elastic agent serves its own store on MASTER_PORT=" +
-           std::to_string(t.master_port) + " (TORCHELASTIC_USE_AGENT_STORE=True)";
-  return "MASTER_PORT=" + std::to_string(t.master_port);
+    return detail::message(
+        {"port ", t.store_port,
+         " = MASTER_PORT+1, because torch's elastic agent serves its own store on MASTER_PORT=",
+         t.master_port, " (TORCHELASTIC_USE_AGENT_STORE=True)"});
+  return detail::message({"MASTER_PORT=", t.master_port});
 }
 
 inline topology topology_from_torchrun() {
@@ -2045,13 +2119,12 @@ inline topology topology_from_torchrun() {
   auto group = env_int("GROUP_RANK", 0, 1 << 20);
   auto node = env_int("NODE_RANK", 0, 1 << 20);
   if (group && node && *group != *node)
-    throw error(error_kind::config, "contradictory environment: GROUP_RANK=" + std::to_string(*group) +
-                                        " but NODE_RANK=" + std::to_string(*node));
+    detail::throw_error(error_kind::config,
+                        {"contradictory environment: GROUP_RANK=", *group, " but NODE_RANK=", *node});
   t.node_rank = static_cast<int>(group ? *group : node.value_or(0));
   if (t.world_size % t.local_world_size != 0)
-    throw error(error_kind::config,
-                "contradictory environment: WORLD_SIZE=" + std::to_string(t.world_size) +
-                    " is not a multiple of LOCAL_WORLD_SIZE=" + std::to_string(t.local_world_size));
+    detail::throw_error(error_kind::config, {"contradictory environment: WORLD_SIZE=", t.world_size,
+                                             " is not a multiple of LOCAL_WORLD_SIZE=", t.local_world_size});
   t.nnodes = t.world_size / t.local_world_size;
   read_master(t);
   check_topology(t, "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE");
@@ -2064,10 +2137,10 @@ inline void read_local_pair(topology& t, const char* rank_var, const char* size_
   auto r = env_int(rank_var, 0, 1 << 20);
   auto n = env_int(size_var, 1, 1 << 20);
   if (r.has_value() != n.has_value())
-    throw error(error_kind::config,
-                "incomplete " + t.source +
-                    " environment: " + (r ? std::string(rank_var) : std::string(size_var)) + " is set but " +
-                    (r ? size_var : rank_var) + " is not; a launcher sets both, so export both or neither");
+    detail::throw_error(error_kind::config, {"incomplete ", t.source, " environment: ",
+                                             (r ? std::string(rank_var) : std::string(size_var)),
+                                             " is set but ", (r ? size_var : rank_var),
+                                             " is not; a launcher sets both, so export both or neither"});
   if (r) {
     t.local_rank = static_cast<int>(*r);
     t.local_world_size = static_cast<int>(*n);
@@ -2125,11 +2198,12 @@ inline topology topology_from_mpich() {
 /// API, which ddp does not link. WORLD_SIZE (and LOCAL_RANK/LOCAL_WORLD_SIZE) fill the gap.
 inline topology topology_from_pmix() {
   if (!getenv_str("WORLD_SIZE"))
-    throw error(error_kind::config,
-                "incomplete pmix environment: PMIX_RANK=" + getenv_str("PMIX_RANK").value_or("") +
-                    " is set but nothing gives the job's size (PMIx hands it out through its API only): "
-                    "export WORLD_SIZE (and LOCAL_RANK, LOCAL_WORLD_SIZE), or launch with OpenMPI's mpirun, "
-                    "srun or ddprun, which set it");
+    detail::throw_error(
+        error_kind::config,
+        {"incomplete pmix environment: PMIX_RANK=", getenv_str("PMIX_RANK").value_or(""),
+         " is set but nothing gives the job's size (PMIx hands it out through its API only): "
+         "export WORLD_SIZE (and LOCAL_RANK, LOCAL_WORLD_SIZE), or launch with OpenMPI's mpirun, "
+         "srun or ddprun, which set it"});
   return topology_from_mpi("pmix", "PMIX_RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE");
 }
 
@@ -2160,40 +2234,41 @@ inline topology topology_from_kubeflow() {
   if (nproc_raw && !nproc && world_raw && nnodes_raw && *world_raw == *nnodes_raw && parse_int(*world_raw))
     nproc = 1;
   if (!nproc || *nproc != 1)
-    throw error(error_kind::config,
-                "kubeflow environment with PET_NPROC_PER_NODE=" + nproc_raw.value_or("") +
-                    ": this pod is to run that many processes" +
-                    (rank_raw ? ", and RANK=" + *rank_raw + " is the pod's index while WORLD_SIZE=" +
-                                    world_raw.value_or("?") + " counts processes"
-                              : std::string()) +
-                    ", but no launcher started them (LOCAL_RANK is not set): make the container's command "
-                    "`ddprun ./your_program ...`, which reads PET_NNODES, PET_NODE_RANK, PET_NPROC_PER_NODE, "
-                    "PET_MASTER_ADDR and PET_MASTER_PORT");
+    detail::throw_error(
+        error_kind::config,
+        {"kubeflow environment with PET_NPROC_PER_NODE=", nproc_raw.value_or(""),
+         ": this pod is to run that many processes",
+         (rank_raw ? detail::message({", and RANK=", *rank_raw, " is the pod's index while WORLD_SIZE=",
+                                      world_raw.value_or("?"), " counts processes"})
+                   : std::string()),
+         ", but no launcher started them (LOCAL_RANK is not set): make the container's command "
+         "`ddprun ./your_program ...`, which reads PET_NNODES, PET_NODE_RANK, PET_NPROC_PER_NODE, "
+         "PET_MASTER_ADDR and PET_MASTER_PORT"});
   if (nnodes_raw && nnodes_raw->find(':') != std::string::npos)
-    throw error(error_kind::config, "kubeflow environment with PET_NNODES=" + *nnodes_raw +
-                                        ": an elastic range needs an elastic launcher in the pod: make "
-                                        "the container's command `ddprun ./your_program ...`, which reads "
-                                        "PET_NNODES=MIN:MAX and PET_RDZV_ENDPOINT (docs/elastic.md)");
+    detail::throw_error(error_kind::config,
+                        {"kubeflow environment with PET_NNODES=", *nnodes_raw,
+                         ": an elastic range needs an elastic launcher in the pod: make "
+                         "the container's command `ddprun ./your_program ...`, which reads "
+                         "PET_NNODES=MIN:MAX and PET_RDZV_ENDPOINT (docs/elastic.md)"});
   auto nnodes = env_int("PET_NNODES", 1, 1 << 20);
   auto node = env_int("PET_NODE_RANK", 0, 1 << 20);
   auto rank = env_int("RANK", 0, 1 << 20);
   auto world = env_int("WORLD_SIZE", 1, 1 << 20);
   // One process per pod: the pod's index is the rank, the pod count the world size.
   if (rank && node && *rank != *node)
-    throw error(error_kind::config, "contradictory kubeflow environment: RANK=" + std::to_string(*rank) +
-                                        " but PET_NODE_RANK=" + std::to_string(*node) +
-                                        " with one process per pod (PET_NPROC_PER_NODE=1)");
+    detail::throw_error(error_kind::config,
+                        {"contradictory kubeflow environment: RANK=", *rank, " but PET_NODE_RANK=", *node,
+                         " with one process per pod (PET_NPROC_PER_NODE=1)"});
   if (world && nnodes && *world != *nnodes)
-    throw error(error_kind::config,
-                "contradictory kubeflow environment: WORLD_SIZE=" + std::to_string(*world) +
-                    " but PET_NNODES=" + std::to_string(*nnodes) +
-                    " with one process per pod (PET_NPROC_PER_NODE=1)");
+    detail::throw_error(error_kind::config,
+                        {"contradictory kubeflow environment: WORLD_SIZE=", *world,
+                         " but PET_NNODES=", *nnodes, " with one process per pod (PET_NPROC_PER_NODE=1)"});
   if (!(rank || node) || !(world || nnodes))
-    throw error(
+    detail::throw_error(
         error_kind::config,
-        std::string("incomplete kubeflow environment: ") +
-            (!(rank || node) ? "neither RANK nor PET_NODE_RANK" : "neither WORLD_SIZE nor PET_NNODES") +
-            " is set (the training operator sets them): set both in the pod's env");
+        {"incomplete kubeflow environment: ",
+         (!(rank || node) ? "neither RANK nor PET_NODE_RANK" : "neither WORLD_SIZE nor PET_NNODES"),
+         " is set (the training operator sets them): set both in the pod's env"});
   t.rank = static_cast<int>(rank ? *rank : *node);
   t.world_size = static_cast<int>(world ? *world : *nnodes);
   t.node_rank = t.rank;
@@ -2227,16 +2302,15 @@ inline int slurm_tasks_on_node(int node, int ntasks, int nnodes) {
     }
     const std::int64_t tasks = count.value_or(0);
     if (tasks < 1)
-      throw error(error_kind::config,
-                  "environment variable SLURM_STEP_TASKS_PER_NODE='" + *spec + "' cannot be parsed");
+      detail::throw_error(error_kind::config,
+                          {"environment variable SLURM_STEP_TASKS_PER_NODE='", *spec, "' cannot be parsed"});
     if (node < seen + repeat) return static_cast<int>(tasks);
     seen += repeat;
     if (comma == std::string_view::npos) break;
     s.remove_prefix(comma + 1);
   }
-  throw error(error_kind::config, "environment variable SLURM_STEP_TASKS_PER_NODE='" + *spec +
-                                      "' names fewer nodes than SLURM_NODEID=" + std::to_string(node) +
-                                      " needs");
+  detail::throw_error(error_kind::config, {"environment variable SLURM_STEP_TASKS_PER_NODE='", *spec,
+                                           "' names fewer nodes than SLURM_NODEID=", node, " needs"});
 }
 
 inline topology topology_from_slurm() {
@@ -2248,18 +2322,17 @@ inline topology topology_from_slurm() {
   t.nnodes = static_cast<int>(env_int("SLURM_NNODES", 1, 1 << 20).value_or(1));
   t.node_rank = static_cast<int>(env_int("SLURM_NODEID", 0, 1 << 20).value_or(0));
   if (t.node_rank >= t.nnodes)
-    throw error(error_kind::config,
-                "contradictory slurm environment: SLURM_NODEID=" + std::to_string(t.node_rank) +
-                    " is not below SLURM_NNODES=" + std::to_string(t.nnodes));
+    detail::throw_error(error_kind::config, {"contradictory slurm environment: SLURM_NODEID=", t.node_rank,
+                                             " is not below SLURM_NNODES=", t.nnodes});
   t.local_world_size = slurm_tasks_on_node(t.node_rank, t.world_size, t.nnodes);
   read_master(t);
   if (t.master_addr.empty()) {
     auto list = getenv_str("SLURM_STEP_NODELIST");
     if (!list) list = getenv_str("SLURM_JOB_NODELIST");
     if (!list)
-      throw error(error_kind::config,
-                  "SLURM_PROCID is set but neither MASTER_ADDR nor SLURM_STEP_NODELIST is: "
-                  "run under srun, or export MASTER_ADDR");
+      detail::throw_error(error_kind::config,
+                          {"SLURM_PROCID is set but neither MASTER_ADDR nor SLURM_STEP_NODELIST is: "
+                           "run under srun, or export MASTER_ADDR"});
     t.master_addr = first_node(*list);
   }
   if (t.master_port == 0) {
@@ -2307,12 +2380,13 @@ inline topology topology::from_env() {
   topology t;
   const bool kubeflow = detail::kubeflow_without_launcher() && !detail::mpi_launcher_rank();
   if (kubeflow && !getenv_str("RANK") && !getenv_str("PET_NODE_RANK"))
-    throw error(error_kind::config,
-                "kubeflow environment (PET_NNODES=" + getenv_str("PET_NNODES").value_or("") +
-                    ", PET_NPROC_PER_NODE=" + getenv_str("PET_NPROC_PER_NODE").value_or("") +
-                    ") with neither RANK nor PET_NODE_RANK: an elastic PyTorchJob (elasticPolicy) hands "
-                    "ranks out through torchrun's rendezvous only, which ddp does not run; give the job a "
-                    "fixed number of workers (no elasticPolicy), or set RANK and WORLD_SIZE");
+    detail::throw_error(
+        error_kind::config,
+        {"kubeflow environment (PET_NNODES=", getenv_str("PET_NNODES").value_or(""),
+         ", PET_NPROC_PER_NODE=", getenv_str("PET_NPROC_PER_NODE").value_or(""),
+         ") with neither RANK nor PET_NODE_RANK: an elastic PyTorchJob (elasticPolicy) hands "
+         "ranks out through torchrun's rendezvous only, which ddp does not run; give the job a "
+         "fixed number of workers (no elasticPolicy), or set RANK and WORLD_SIZE"});
   if (kubeflow)
     t = detail::topology_from_kubeflow();
   else if (getenv_str("RANK") && !(detail::kubeflow_without_launcher() && detail::mpi_launcher_rank()))
@@ -2346,21 +2420,20 @@ inline topology topology::from_env() {
 ///   refuses two ranks on one GPU. Every rank of the node fails alike, before NCCL starts.
 inline int cuda_device_for(const topology& t, int visible_devices) {
   if (visible_devices < 1)
-    throw error(error_kind::backend,
-                "rank " + std::to_string(t.rank) + ": no visible CUDA device (check CUDA_VISIBLE_DEVICES)",
-                t.rank);
+    detail::throw_error(error_kind::backend,
+                        {"rank ", t.rank, ": no visible CUDA device (check CUDA_VISIBLE_DEVICES)"}, t.rank);
   if (t.local_world_size <= visible_devices) return t.local_rank;
   if (visible_devices == 1) return 0;
-  throw error(error_kind::config,
-              "rank " + std::to_string(t.rank) + " (local rank " + std::to_string(t.local_rank) +
-                  "): " + std::to_string(t.local_world_size) + " ranks on this node but only " +
-                  std::to_string(visible_devices) +
-                  " CUDA devices visible (CUDA_VISIBLE_DEVICES), and NCCL needs one GPU per rank: start "
-                  "at most " +
-                  std::to_string(visible_devices) +
-                  " ranks per node, make one device visible to each rank (SLURM --gpus-per-task=1), or use "
-                  "ddp::gloo, whose ranks may share a GPU",
-              t.rank);
+  detail::throw_error(
+      error_kind::config,
+      {"rank ", t.rank, " (local rank ", t.local_rank, "): ", t.local_world_size,
+       " ranks on this node but only ", visible_devices,
+       " CUDA devices visible (CUDA_VISIBLE_DEVICES), and NCCL needs one GPU per rank: start "
+       "at most ",
+       visible_devices,
+       " ranks per node, make one device visible to each rank (SLURM --gpus-per-task=1), or use "
+       "ddp::gloo, whose ranks may share a GPU"},
+      t.rank);
 }
 
 /// Removes the local-rank option that torch.distributed.launch (without --use_env) passes to
@@ -2379,11 +2452,11 @@ inline std::optional<int> consume_local_rank_arg(int& argc, char** argv) {
   auto take = [&](std::string_view opt, std::string_view value) {
     auto v = detail::parse_int(value);
     if (!v || *v < 0 || *v > (1 << 20))
-      throw error(error_kind::config, "command line: " + std::string(opt) + " needs a local rank (a " +
-                                          "non-negative integer), got '" + std::string(value) + "'");
+      detail::throw_error(error_kind::config, {"command line: ", opt, " needs a local rank (a ",
+                                               "non-negative integer), got '", value, "'"});
     if (found && *found != *v)
-      throw error(error_kind::config, "command line: the local rank is given twice, as " +
-                                          std::to_string(*found) + " and " + std::to_string(*v));
+      detail::throw_error(error_kind::config,
+                          {"command line: the local rank is given twice, as ", *found, " and ", *v});
     found = static_cast<int>(*v);
   };
   for (; i < argc; ++i) {
@@ -2409,10 +2482,9 @@ inline std::optional<int> consume_local_rank_arg(int& argc, char** argv) {
   argv[argc] = nullptr;
   if (found) {
     if (auto env = detail::env_int("LOCAL_RANK", 0, 1 << 20); env && *env != *found)
-      throw error(error_kind::config,
-                  "command line says --local_rank=" + std::to_string(*found) +
-                      " but LOCAL_RANK=" + std::to_string(*env) +
-                      ": the option and the environment must come from the same launcher");
+      detail::throw_error(error_kind::config,
+                          {"command line says --local_rank=", *found, " but LOCAL_RANK=", *env,
+                           ": the option and the environment must come from the same launcher"});
   }
   return found;
 }
@@ -2988,7 +3060,7 @@ inline void note_failure_for_launcher(int rank, std::string_view reason) noexcep
     auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                   std::chrono::system_clock::now().time_since_epoch())
                   .count();
-    std::string line = std::to_string(ns) + " " + std::to_string(rank) + " ";
+    std::string line = detail::message({ns, " ", rank, " "});
     for (char c : reason.substr(0, 400))
       line += c == '\n' ? ' ' : c;
     line += '\n';
@@ -3148,9 +3220,9 @@ struct open_files_need {
   long wanted() const { return needed() + spare; }
 
   std::string breakdown() const {
-    std::string s = std::to_string(in_use) + " open already";
+    std::string s = detail::message({in_use, " open already"});
     auto part = [&](long n, const char* what) {
-      if (n > 0) s += ", " + std::to_string(n) + " " + what;
+      if (n > 0) detail::append_message(s, {", ", n, " ", what});
     };
     part(backend, "for the backend's connections");
     part(store_server, "for the store served here (two per rank)");
@@ -3185,36 +3257,34 @@ inline void ensure_open_files(const open_files_need& need, const std::string& wh
   auto covers = [](rlim_t v, long n) { return v == RLIM_INFINITY || v >= static_cast<rlim_t>(n); };
   if (covers(lim.rlim_cur, want)) return;
   const std::string limit = lim.rlim_max == RLIM_INFINITY ? "unlimited" : std::to_string(lim.rlim_max);
-  const std::string how =
-      "Raise it to " + std::to_string(want) + " (" + std::to_string(need.spare) +
-      " to spare) where the job starts: `ulimit -n " + std::to_string(want) +
-      "` in the job script (above the hard limit as root), `nofile` in "
-      "/etc/security/limits.conf, LimitNOFILE= in a systemd unit, or `docker run --ulimit "
-      "nofile=" +
-      std::to_string(want) + "`";
-  const std::string needs = who + ": " + job + " needs about " + std::to_string(must) +
-                            " open files in this process (" + need.breakdown() + ")";
+  const std::string how = detail::message(
+      {"Raise it to ", want, " (", need.spare, " to spare) where the job starts: `ulimit -n ", want,
+       "` in the job script (above the hard limit as root), `nofile` in "
+       "/etc/security/limits.conf, LimitNOFILE= in a systemd unit, or `docker run --ulimit "
+       "nofile=",
+       want, "`"});
+  const std::string needs = detail::message(
+      {who, ": ", job, " needs about ", must, " open files in this process (", need.breakdown(), ")"});
   if (!covers(lim.rlim_max, must))
-    throw error(error_kind::config,
-                needs + ", but its hard open-files limit (RLIMIT_NOFILE) is " + limit + ". " + how);
+    detail::throw_error(error_kind::config,
+                        {needs, ", but its hard open-files limit (RLIMIT_NOFILE) is ", limit, ". ", how});
   const rlim_t before = lim.rlim_cur;
   if (lim.rlim_max == RLIM_INFINITY)
     lim.rlim_cur = std::max<rlim_t>(kernel_open_files_max(), static_cast<rlim_t>(want));
   else
     lim.rlim_cur = lim.rlim_max;
   if (::setrlimit(RLIMIT_NOFILE, &lim) != 0)
-    throw error(error_kind::config, needs + "; raising the soft open-files limit from " +
-                                        std::to_string(before) + " to " + std::to_string(lim.rlim_cur) +
-                                        " failed (" + std::strerror(errno) + "). " + how);
+    detail::throw_error(error_kind::config,
+                        {needs, "; raising the soft open-files limit from ", before, " to ", lim.rlim_cur,
+                         " failed (", std::strerror(errno), "). ", how});
   if (!covers(lim.rlim_cur, want))
-    log_line(who, "warning: the open-files limit " + std::to_string(lim.rlim_cur) + " leaves " +
-                      std::to_string(static_cast<long>(lim.rlim_cur) - must) + " spare beyond the about " +
-                      std::to_string(must) + " that " + job + " needs in this process (" + need.breakdown() +
-                      "): files the program opens may fail. " + how);
+    log_line(who, detail::message({"warning: the open-files limit ", lim.rlim_cur, " leaves ",
+                                   static_cast<long>(lim.rlim_cur) - must, " spare beyond the about ", must,
+                                   " that ", job, " needs in this process (", need.breakdown(),
+                                   "): files the program opens may fail. ", how}));
   else if (debug() >= debug_level::info)
-    log_line(who, "raised the soft open-files limit from " + std::to_string(before) + " to " +
-                      std::to_string(lim.rlim_cur) + ": " + job + " needs about " + std::to_string(must) +
-                      " (" + need.breakdown() + ")");
+    log_line(who, detail::message({"raised the soft open-files limit from ", before, " to ", lim.rlim_cur,
+                                   ": ", job, " needs about ", must, " (", need.breakdown(), ")"}));
 }
 
 } // namespace detail
@@ -3284,7 +3354,7 @@ public:
     }
     kept_ = lost;
     connecting_->interrupt(lost.rank, lost.rank >= 0
-                                          ? "the store reports rank " + std::to_string(lost.rank) + " lost"
+                                          ? detail::message({"the store reports rank ", lost.rank, " lost"})
                                           : lost.reason); // the reason: in the error
   }
 
@@ -4262,9 +4332,9 @@ private:
     return *comm_;
   }
   [[noreturn]] void not_a_member(const char* what) const {
-    throw error(error_kind::config, std::string(what) + " on job rank " + std::to_string(job_rank_) +
-                                        ": this rank is not a member of " + name_ +
-                                        " (new_group or split left it out): only its members may use it");
+    detail::throw_error(error_kind::config,
+                        {what, " on job rank ", job_rank_, ": this rank is not a member of ", name_,
+                         " (new_group or split left it out): only its members may use it"});
   }
 
   /// Another rank's failure, as the store records it, fails this group at
@@ -4336,9 +4406,9 @@ private:
       auto i = as_span(in);
       auto o = as_span(out);
       if (o.size() != i.size() * static_cast<std::size_t>(size()))
-        throw error(error_kind::config, "all_gather on rank " + std::to_string(rank()) + ": output has " +
-                                            std::to_string(o.size()) + " elements, expected world size " +
-                                            std::to_string(size()) + " x input " + std::to_string(i.size()));
+        detail::throw_error(error_kind::config,
+                            {"all_gather on rank ", rank(), ": output has ", o.size(),
+                             " elements, expected world size ", size(), " x input ", i.size()});
       if constexpr (staged<const In, Out>()) {
         staging().all_gather(i.data(), o.data(), i.size(), dtype_v<tensor_value_t<Out>>);
         return {};
@@ -4360,9 +4430,9 @@ private:
       auto i = as_span(in);
       auto s = as_span(out);
       if (i.size() != s.size() * static_cast<std::size_t>(size()))
-        throw error(error_kind::config, "reduce_scatter on rank " + std::to_string(rank()) + ": input has " +
-                                            std::to_string(i.size()) + " elements, expected world size " +
-                                            std::to_string(size()) + " x output " + std::to_string(s.size()));
+        detail::throw_error(error_kind::config,
+                            {"reduce_scatter on rank ", rank(), ": input has ", i.size(),
+                             " elements, expected world size ", size(), " x output ", s.size()});
       if constexpr (staged<const In, Out>()) {
         staging().reduce_scatter(i.data(), s.data(), s.size(), dtype_v<tensor_value_t<Out>>, o);
         return {};
@@ -4410,13 +4480,13 @@ private:
           auto o = as_span(out);
           // Refused in the group's header round: every rank fails now, not its peers at their timeout.
           if (i.size() != o.size() || i.size() % static_cast<std::size_t>(size()) != 0)
-            return c.refuse("all_to_all", dt, 0,
-                            "all_to_all on rank " + std::to_string(rank()) + ": input has " +
-                                std::to_string(i.size()) + " elements, output " + std::to_string(o.size()) +
-                                "; both must hold world size " + std::to_string(size()) +
-                                " blocks of the same count (for other splits pass send_counts and "
-                                "recv_counts)",
-                            blocking);
+            return c.refuse(
+                "all_to_all", dt, 0,
+                detail::message({"all_to_all on rank ", rank(), ": input has ", i.size(),
+                                 " elements, output ", o.size(), "; both must hold world size ", size(),
+                                 " blocks of the same count (for other splits pass send_counts and "
+                                 "recv_counts)"}),
+                blocking);
           return c.all_to_all(i.data(), o.data(), i.size() / static_cast<std::size_t>(size()), dt, blocking);
         },
         in);
@@ -4456,12 +4526,12 @@ private:
           const std::size_t whole = to_root ? o.size() : i.size();
           // Refused in the header round: the other ranks fail now too, not at their timeout.
           if (rank() == root && whole != n * static_cast<std::size_t>(size()))
-            return c.refuse(name, dt, root,
-                            std::string(name) + " on root " + std::to_string(root) + name_note() + ": " +
-                                (to_root ? "output" : "input") + " has " + std::to_string(whole) +
-                                " elements, expected world size " + std::to_string(size()) + " x " +
-                                (to_root ? "input " : "output ") + std::to_string(n),
-                            blocking);
+            return c.refuse(
+                name, dt, root,
+                detail::message({name, " on root ", root, name_note(), ": ", (to_root ? "output" : "input"),
+                                 " has ", whole, " elements, expected world size ", size(), " x ",
+                                 (to_root ? "input " : "output "), n}),
+                blocking);
           if constexpr (to_root)
             return c.gather(i.data(), o.data(), n, dt, root, blocking);
           else
@@ -4589,10 +4659,8 @@ private:
 
   void check_root(int root, const char* what) const {
     if (root < 0 || root >= size())
-      throw error(error_kind::config, std::string(what) + " on rank " + std::to_string(rank()) + name_note() +
-                                          ": root " + std::to_string(root) +
-                                          " is not a rank of this group (0.." + std::to_string(size() - 1) +
-                                          ")");
+      detail::throw_error(error_kind::config, {what, " on rank ", rank(), name_note(), ": root ", root,
+                                               " is not a rank of this group (0..", size() - 1, ")"});
   }
   /// " of <group name>" for a subgroup, for errors raised here.
   std::string name_note() const { return name_.empty() ? std::string() : " of " + name_; }
@@ -4649,17 +4717,18 @@ template <class Backend> process_group<Backend>::~process_group() {
       // Unwinding: an exception may be caught further up and the job go on,
       // so only this subgroup's mesh fails (its members blocked on this rank
       // fail now, naming a closed connection), not the job (leave_on_own_failure).
-      const std::string why = "job rank " + std::to_string(job_rank_) + " left " + name_ +
-                              " while an exception unwound it (an error of its own: see its output); "
-                              "this group is unusable, the job's own group goes on";
-      detail::log_line("rank " + std::to_string(job_rank_), why);
+      const std::string why =
+          detail::message({"job rank ", job_rank_, " left ", name_,
+                           " while an exception unwound it (an error of its own: see its output); "
+                           "this group is unusable, the job's own group goes on"});
+      detail::log_line(detail::message({"rank ", job_rank_}), why);
       if constexpr (abortable_communicator<typename Backend::communicator>) comm_->abort_for_failure(why);
     } else {
       try {
         comm_->drain();
       } catch (const std::exception& e) {
-        detail::log_line("rank " + std::to_string(job_rank_),
-                         std::string("teardown of ") + name_ + ": " + e.what());
+        detail::log_line(detail::message({"rank ", job_rank_}),
+                         detail::message({"teardown of ", name_, ": ", e.what()}));
       }
     }
     peer_watch_.reset();
@@ -4681,7 +4750,7 @@ template <class Backend> process_group<Backend>::~process_group() {
         detail::log_line("rank 0", "not every rank reached process_group teardown; closing the store anyway");
     }
   } catch (const std::exception& e) {
-    detail::log_line("rank " + std::to_string(rank()), std::string("teardown: ") + e.what());
+    detail::log_line(detail::message({"rank ", rank()}), std::string("teardown: ") + e.what());
   }
   peer_watch_.reset();
   comm_.reset();
@@ -4741,7 +4810,7 @@ process_group<Backend>::process_group(subgroup_t, const process_group& parent,
       need.in_use = detail::open_files_in_use();
       need.backend = static_cast<long>(Backend::communicator::open_files(rv.group_layout));
       need.store_client = store_ ? 1 : 0; // the failure watch's
-      detail::ensure_open_files(need, "job rank " + std::to_string(job_rank_), name_);
+      detail::ensure_open_files(need, detail::message({"job rank ", job_rank_}), name_);
     }
     comm_ = std::make_unique<typename Backend::communicator>(rv);
   } catch (const std::exception& e) {
@@ -4776,23 +4845,23 @@ process_group<Backend> process_group<Backend>::make_subgroup(int color, int key,
   auto at = [&](int r, std::size_t k) { return all[fields * static_cast<std::size_t>(r) + k]; };
   for (int r = 1; r < size(); ++r)
     if (at(r, 3) != at(0, 3) || at(r, 4) != at(0, 4))
-      throw error(error_kind::mismatch,
-                  std::string(call) + " on rank " + std::to_string(rank()) + name_note() + ": rank " +
-                      std::to_string(r) + " called " + (at(r, 4) == 1 ? "new_group" : "split") +
-                      " as its group #" + std::to_string(at(r, 3)) + " made from this group, rank 0 " +
-                      (at(0, 4) == 1 ? "new_group" : "split") + " as its #" + std::to_string(at(0, 3)) +
-                      ". Every rank must make groups from one thread, in the same order. No group was "
-                      "made.",
-                  r);
+      detail::throw_error(error_kind::mismatch,
+                          {call, " on rank ", rank(), name_note(), ": rank ", r, " called ",
+                           (at(r, 4) == 1 ? "new_group" : "split"), " as its group #", at(r, 3),
+                           " made from this group, rank 0 ", (at(0, 4) == 1 ? "new_group" : "split"),
+                           " as its #", at(0, 3),
+                           ". Every rank must make groups from one thread, in the same order. No group was "
+                           "made."},
+                          r);
   for (int r = 1; r < size(); ++r)
     if (at(r, 2) != at(0, 2))
-      throw error(error_kind::mismatch,
-                  std::string(call) + " on rank " + std::to_string(rank()) +
-                      (name_.empty() ? std::string() : " of " + name_) + ": rank " + std::to_string(r) +
-                      " passed other ranks than rank 0 did. Every rank of the " + "group must call " + call +
-                      " with the same ranks, in the same order (the order numbers " +
-                      "them in the new group). No group was made.",
-                  r);
+      detail::throw_error(error_kind::mismatch,
+                          {call, " on rank ", rank(), (name_.empty() ? std::string() : " of " + name_),
+                           ": rank ", r, " passed other ranks than rank 0 did. Every rank of the ",
+                           "group must call ", call,
+                           " with the same ranks, in the same order (the order numbers ",
+                           "them in the new group). No group was made."},
+                          r);
   std::vector<int> members;
   const std::int64_t c = color;
   if (listed) {
@@ -4802,12 +4871,12 @@ process_group<Backend> process_group<Backend>::make_subgroup(int color, int key,
       if (at(r, 0) == c) members.push_back(r);
     std::stable_sort(members.begin(), members.end(), [&](int a, int b) { return at(a, 1) < at(b, 1); });
   }
-  const std::string prefix = base_.key_prefix + "g" + std::to_string(id) + "c" + std::to_string(c) + "/";
-  std::string name = "group " + prefix.substr(0, prefix.size() - 1) + " (global ranks";
+  const std::string prefix = detail::message({base_.key_prefix, "g", id, "c", c, "/"});
+  std::string name = detail::message({"group ", prefix.substr(0, prefix.size() - 1), " (global ranks"});
   for (std::size_t k = 0; k < members.size(); ++k)
     name += (k ? ", " : " ") + std::to_string(global_ranks_[static_cast<std::size_t>(members[k])]);
   name += ")";
-  if (c < 0) name = "no group (split with a negative color on job rank " + std::to_string(job_rank_) + ")";
+  if (c < 0) name = detail::message({"no group (split with a negative color on job rank ", job_rank_, ")"});
   std::vector<int> nodes; // each member's node in the job
   for (int m : members)
     nodes.push_back(static_cast<int>(at(m, 5)));
@@ -4822,19 +4891,19 @@ process_group<Backend> process_group<Backend>::new_group(const std::vector<int>&
   for (std::size_t k = 0; k < ranks.size(); ++k) {
     const int r = ranks[k];
     if (r < 0 || r >= size() || seen[static_cast<std::size_t>(r)])
-      throw error(error_kind::config,
-                  "new_group on rank " + std::to_string(rank()) + ": rank " + std::to_string(r) +
-                      (r < 0 || r >= size()
-                           ? " is not a rank of this group (0.." + std::to_string(size() - 1) + ")"
-                           : " is listed twice") +
-                      ": list each rank of this group at most once");
+      detail::throw_error(
+          error_kind::config,
+          {"new_group on rank ", rank(), ": rank ", r,
+           (r < 0 || r >= size() ? detail::message({" is not a rank of this group (0..", size() - 1, ")"})
+                                 : " is listed twice"),
+           ": list each rank of this group at most once"});
     seen[static_cast<std::size_t>(r)] = true;
     if (r == rank()) key = static_cast<int>(k);
     hash = static_cast<std::int64_t>((static_cast<std::uint64_t>(hash) ^ static_cast<std::uint64_t>(r)) *
                                      1099511628211ULL);
   }
   if (ranks.empty())
-    throw error(error_kind::config, "new_group on rank " + std::to_string(rank()) + ": no ranks given");
+    detail::throw_error(error_kind::config, {"new_group on rank ", rank(), ": no ranks given"});
   // The listed ranks, numbered by their place in the list; the others are told the group they are not in.
   return make_subgroup(0, key, hash, "new_group", &ranks);
 }
@@ -4852,11 +4921,12 @@ template <class Backend> void process_group<Backend>::start_peer_watch() {
           *store_, job_rank_, [r = relay.get()](const lost_rank& lost) { r->deliver(lost); });
       relay_ = std::move(relay);
     } catch (const std::exception& e) {
-      detail::log_line("rank " + std::to_string(rank()),
-                       std::string("warning: no watch for other ranks' failures (") + e.what() +
+      detail::log_line(
+          detail::message({"rank ", rank()}),
+          detail::message({"warning: no watch for other ranks' failures (", e.what(),
                            "): a rank that fails reaches this one through its collectives only, over TCP "
                            "possibly at the timeout. Raise the open-file limit (ulimit -n) of the store "
-                           "(rank 0, or ddprun on node 0)");
+                           "(rank 0, or ddprun on node 0)"}));
     }
   }
 }
@@ -4885,11 +4955,11 @@ template <class Backend> void process_group<Backend>::leave_on_own_failure() noe
 
 template <class Backend>
 void process_group<Backend>::fail_job(const std::string& reason, const char* what_happened) noexcept {
-  const std::string who = "rank " + std::to_string(rank());
+  const std::string who = detail::message({"rank ", rank()});
   detail::note_failure_for_launcher(job_rank_, reason);
   detail::log_line(who, std::string(what_happened) + " on an error of its own: telling the other ranks");
   try {
-    const std::string why = who + " " + what_happened + ": " + reason;
+    const std::string why = detail::message({who, " ", what_happened, ": ", reason});
     // Refused first, interrupted last: the store tells the peers, who close
     // their connections, and a collective running here that fails of that
     // must fail with `why`, not name this rank as the peer it lost
@@ -4914,7 +4984,7 @@ template <class Backend> std::unique_ptr<detail::staged_collectives> process_gro
   auto fail_group = [this](const std::string& why) { fail_job(why, "failed its part of a collective"); };
   return std::make_unique<detail::cuda::pinned_staging<typename Backend::communicator>>(*comm_, fail_group);
 #else
-  throw error(error_kind::config, "ddp was built without CUDA: device tensors cannot be staged");
+  detail::throw_error(error_kind::config, {"ddp was built without CUDA: device tensors cannot be staged"});
 #endif
 }
 
@@ -5302,12 +5372,12 @@ template <class M> std::vector<tensor_slot> collect_parameters(M& m) {
       auto g = as_span(grad);
       std::string n(name);
       if (v.size() != g.size())
-        throw error(error_kind::config, "parameter '" + n + "' has " + std::to_string(v.size()) +
-                                            " elements but its gradient has " + std::to_string(g.size()));
+        detail::throw_error(error_kind::config, {"parameter '", n, "' has ", v.size(),
+                                                 " elements but its gradient has ", g.size()});
       if (!is_floating(dtype_v<tensor_value_t<V>>))
-        throw error(error_kind::config, "parameter '" + n + "' is " +
-                                            std::string(to_string(dtype_v<tensor_value_t<V>>)) +
-                                            ": gradients must be floating point");
+        detail::throw_error(error_kind::config,
+                            {"parameter '", n, "' is ", to_string(dtype_v<tensor_value_t<V>>),
+                             ": gradients must be floating point"});
       out.push_back({std::move(n), dtype_v<tensor_value_t<V>>, v.data(), g.data(), v.size(), on_device_v<V>});
     }
   });
@@ -5441,12 +5511,13 @@ void check_optimizer_of(const Parallel& dp, Optimizer& opt, const std::string& c
   const void* mine = &dp;
   const void* its = &opt.model();
   if (mine != its)
-    throw error(error_kind::config,
-                "rank " + std::to_string(rank) + ": " + call + ": the optimizer (" + Optimizer::name() +
-                    ") was built on another data-parallel object than the one passed: pass the model's own "
-                    "optimizer (ddp::optim::" +
-                    Optimizer::name() + "(dp, ...) with this dp)",
-                rank);
+    detail::throw_error(
+        error_kind::config,
+        {"rank ", rank, ": ", call, ": the optimizer (", Optimizer::name(),
+         ") was built on another data-parallel object than the one passed: pass the model's own "
+         "optimizer (ddp::optim::",
+         Optimizer::name(), "(dp, ...) with this dp)"},
+        rank);
 }
 
 /// A shard's range inside its parameter's record, checked (an internal error, never a write
@@ -5454,9 +5525,9 @@ void check_optimizer_of(const Parallel& dp, Optimizer& opt, const std::string& c
 inline void check_shard_range(std::size_t offset, std::size_t count, std::size_t parameter_count,
                               const std::string& name) {
   if (offset > parameter_count || count > parameter_count - offset)
-    throw error(error_kind::mismatch, "checkpoint: a shard of '" + name + "' (elements " +
-                                          std::to_string(offset) + ".." + std::to_string(offset + count) +
-                                          ") runs past its " + std::to_string(parameter_count) + " elements");
+    detail::throw_error(error_kind::mismatch,
+                        {"checkpoint: a shard of '", name, "' (elements ", offset, "..", offset + count,
+                         ") runs past its ", parameter_count, " elements"});
 }
 
 /// The checkpoint's records of the model's parameters and buffers (no optimizer state); without
@@ -5467,11 +5538,12 @@ template <class Model> checkpoint_contents checkpoint_of_model(Model& m, int ran
   auto add = [&](const std::vector<tensor_slot>& slots, checkpoint_role role) {
     for (auto& s : slots) {
       if (s.on_device)
-        throw error(error_kind::config,
-                    "rank " + std::to_string(rank) + ": checkpoint: '" + s.name +
-                        "' lives in device memory; checkpoints hold host tensors for now (copy the model "
-                        "to the host to save it)",
-                    rank);
+        detail::throw_error(
+            error_kind::config,
+            {"rank ", rank, ": checkpoint: '", s.name,
+             "' lives in device memory; checkpoints hold host tensors for now (copy the model "
+             "to the host to save it)"},
+            rank);
       checkpoint_tensor t{role, s.name, s.type, s.count, {}, {}};
       const auto* p = static_cast<const std::byte*>(s.value);
       if (s.count > 0 && copy_values) t.values.assign(p, p + s.count * size_of(s.type));
@@ -5503,12 +5575,12 @@ template <class Optimizer> void gather_optimizer_state(Optimizer& opt, checkpoin
     const auto& t = c.tensors[p];
     if (t.type != dtype::f32 && t.type != dtype::f64) {
       const int rank = sharded.group().rank();
-      throw error(error_kind::config,
-                  "rank " + std::to_string(rank) + ": " + Optimizer::name() + "'s state of parameter '" +
-                      t.name + "' (" + std::string(to_string(t.type)) +
-                      ") cannot be gathered: optimizer state is kept for float32 and float64 parameters "
-                      "only; keep such a parameter out of the optimizer or make it float32",
-                  rank);
+      detail::throw_error(error_kind::config,
+                          {"rank ", rank, ": ", Optimizer::name(), "'s state of parameter '", t.name, "' (",
+                           to_string(t.type),
+                           ") cannot be gathered: optimizer state is kept for float32 and float64 parameters "
+                           "only; keep such a parameter out of the optimizer or make it float32"},
+                          rank);
     }
     auto& n = t.type == dtype::f32 ? n32 : n64;
     offset[p] = n;
@@ -5529,8 +5601,8 @@ template <class Optimizer> void gather_optimizer_state(Optimizer& opt, checkpoin
     ();
     const std::size_t total = std::is_same_v<T, float> ? n32 : n64;
     if (r.parameter >= c.tensors.size() || c.tensors[r.parameter].role != checkpoint_role::parameter)
-      throw error(error_kind::mismatch, "checkpoint: a shard names parameter " + std::to_string(r.parameter) +
-                                            ", which the model does not have");
+      detail::throw_error(error_kind::mismatch, {"checkpoint: a shard names parameter ", r.parameter,
+                                                 ", which the model does not have"});
     check_shard_range(r.offset, r.value.size(), c.tensors[r.parameter].count, c.tensors[r.parameter].name);
     for (std::size_t k = 0; k < slots && !r.value.empty(); ++k) {
       const T* src = st.template at<T>(k, r.bucket, r.state_offset);
@@ -5562,11 +5634,10 @@ template <class Group> void agree_on_rank0(Group& pg, const std::string& failure
   std::vector<std::uint8_t> text(failure.begin(), failure.end());
   text.resize(static_cast<std::size_t>(status[1]));
   pg.broadcast(text, 0);
-  if (pg.rank() == 0) throw error(error_kind::data, "rank 0: " + failure, 0);
-  throw error(error_kind::data,
-              "rank " + std::to_string(pg.rank()) + ": " + what +
-                  " failed on rank 0: " + std::string(text.begin(), text.end()),
-              0);
+  if (pg.rank() == 0) detail::throw_error(error_kind::data, {"rank 0: ", failure}, 0);
+  detail::throw_error(
+      error_kind::data,
+      {"rank ", pg.rank(), ": ", what, " failed on rank 0: ", std::string(text.begin(), text.end())}, 0);
 }
 
 template <class Parallel, class Optimizer>
@@ -5578,13 +5649,12 @@ void save_checkpoint(const std::string& path, Parallel& dp, Optimizer* opt, cons
   pg.all_reduce(lo, op::min);
   pg.all_reduce(hi, op::max);
   if (lo[0] != hi[0])
-    throw error(error_kind::mismatch,
-                "rank " + std::to_string(pg.rank()) + ": save_checkpoint(" + path + ") called at steps " +
-                    std::to_string(lo[0]) + " to " + std::to_string(hi[0]) +
-                    " on different ranks: call it at the same step on every rank",
-                pg.rank());
+    detail::throw_error(error_kind::mismatch,
+                        {"rank ", pg.rank(), ": save_checkpoint(", path, ") called at steps ", lo[0], " to ",
+                         hi[0], " on different ranks: call it at the same step on every rank"},
+                        pg.rank());
   if constexpr (!std::is_same_v<Optimizer, void>)
-    check_optimizer_of(dp, *opt, "save_checkpoint(" + path + ")", pg.rank());
+    check_optimizer_of(dp, *opt, detail::message({"save_checkpoint(", path, ")"}), pg.rank());
   auto c = checkpoint_of_model(dp.module(), pg.rank());
   if constexpr (!std::is_same_v<Optimizer, void>) gather_optimizer_state(*opt, c);
   c.step = p.step;
@@ -5597,7 +5667,7 @@ void save_checkpoint(const std::string& path, Parallel& dp, Optimizer* opt, cons
       write_checkpoint_file(path, encode_checkpoint(c), o.keep_previous);
     } catch (const std::exception& e) { failure = e.what(); }
   }
-  agree_on_rank0(pg, failure, "save_checkpoint(" + path + ")");
+  agree_on_rank0(pg, failure, detail::message({"save_checkpoint(", path, ")"}));
 }
 
 /// Rank 0's bytes of `path` (or of `path.prev`), checked, on every rank.
@@ -5620,16 +5690,18 @@ checkpoint_contents read_on_rank0(Group& pg, const std::string& path, const chec
         try {
           bytes = read_checkpoint_file(prev);
           c = decode_checkpoint(bytes, prev);
-          log_line("rank 0", std::string(first.what()) + "; loading the previous checkpoint, " + prev +
-                                 " (step " + std::to_string(c.step) + "), instead");
+          log_line("rank 0", detail::message({first.what(), "; loading the previous checkpoint, ", prev,
+                                              " (step ", c.step, "), instead"}));
           failure.clear();
         } catch (const std::exception& second) {
           failure += "; and the previous one: " + std::string(second.what());
         }
       }
-    } catch (const std::exception& e) { failure = "checkpoint " + path + " cannot be loaded: " + e.what(); }
+    } catch (const std::exception& e) {
+      failure = detail::message({"checkpoint ", path, " cannot be loaded: ", e.what()});
+    }
   }
-  agree_on_rank0(pg, failure, "load_checkpoint(" + path + ")");
+  agree_on_rank0(pg, failure, detail::message({"load_checkpoint(", path, ")"}));
   std::vector<std::int64_t> size{static_cast<std::int64_t>(bytes.size())};
   pg.broadcast(size, 0);
   bytes.resize(static_cast<std::size_t>(size[0]));
@@ -5658,33 +5730,32 @@ std::vector<const checkpoint_tensor*> match_model(Model& m, const checkpoint_con
     auto& names = by_name[static_cast<int>(role)];
     auto it = names.find(s.name);
     if (it == names.end())
-      throw error(error_kind::mismatch,
-                  "rank " + std::to_string(rank) + ": checkpoint " + path + " has no " + what(role) + " '" +
-                      s.name + "': it was saved from another model; load it into the model that saved it",
-                  rank);
+      detail::throw_error(error_kind::mismatch,
+                          {"rank ", rank, ": checkpoint ", path, " has no ", what(role), " '", s.name,
+                           "': it was saved from another model; load it into the model that saved it"},
+                          rank);
     const auto& t = *it->second;
     if (t.type != s.type || t.count != s.count)
-      throw error(error_kind::mismatch,
-                  "rank " + std::to_string(rank) + ": " + what(role) + " '" + s.name + "' is " +
-                      std::to_string(s.count) + " × " + std::string(to_string(s.type)) + " here but " +
-                      std::to_string(t.count) + " × " + std::string(to_string(t.type)) + " in checkpoint " +
-                      path + ": load it into the model that saved it",
-                  rank);
+      detail::throw_error(error_kind::mismatch,
+                          {"rank ", rank, ": ", what(role), " '", s.name, "' is ", s.count, " × ",
+                           to_string(s.type), " here but ", t.count, " × ", to_string(t.type),
+                           " in checkpoint ", path, ": load it into the model that saved it"},
+                          rank);
     if (s.on_device)
-      throw error(error_kind::config,
-                  "rank " + std::to_string(rank) + ": checkpoint: '" + s.name +
-                      "' lives in device memory; checkpoints load host tensors for now",
-                  rank);
+      detail::throw_error(error_kind::config,
+                          {"rank ", rank, ": checkpoint: '", s.name,
+                           "' lives in device memory; checkpoints load host tensors for now"},
+                          rank);
     names.erase(it);
     out.push_back(&t);
   }
   for (int r = 0; r < 2; ++r)
     if (!by_name[r].empty())
-      throw error(error_kind::mismatch,
-                  "rank " + std::to_string(rank) + ": checkpoint " + path + " holds " +
-                      what(static_cast<checkpoint_role>(r)) + " '" + by_name[r].begin()->first +
-                      "', which this model lacks: load it into the model that saved it",
-                  rank);
+      detail::throw_error(error_kind::mismatch,
+                          {"rank ", rank, ": checkpoint ", path, " holds ",
+                           what(static_cast<checkpoint_role>(r)), " '", by_name[r].begin()->first,
+                           "', which this model lacks: load it into the model that saved it"},
+                          rank);
   return out;
 }
 
@@ -5694,15 +5765,16 @@ void check_optimizer(Optimizer& opt, const checkpoint_contents& c, const std::st
   const auto slots = opt.state().slots();
   const int rank = opt.model().group().rank();
   if (c.optimizer != Optimizer::name() || c.slots != slots)
-    throw error(error_kind::config,
-                "rank " + std::to_string(rank) + ": checkpoint " + path + " holds " +
-                    (c.optimizer.empty() ? std::string("no optimizer state")
-                                         : "the state of " + c.optimizer + " (" + std::to_string(c.slots) +
-                                               " values per element)") +
-                    ", but this job's optimizer is " + Optimizer::name() + " (" + std::to_string(slots) +
-                    "): build the optimizer the job saved (for sgd, with momentum if it had one), or load "
-                    "without one",
-                rank);
+    detail::throw_error(
+        error_kind::config,
+        {"rank ", rank, ": checkpoint ", path, " holds ",
+         (c.optimizer.empty()
+              ? std::string("no optimizer state")
+              : detail::message({"the state of ", c.optimizer, " (", c.slots, " values per element)"})),
+         ", but this job's optimizer is ", Optimizer::name(), " (", slots,
+         "): build the optimizer the job saved (for sgd, with momentum if it had one), or load "
+         "without one"},
+        rank);
 }
 
 /// Each rank copies the elements it owns, in this job's shards, from the whole arrays.
@@ -5726,7 +5798,7 @@ training_progress load_checkpoint(const std::string& path, Parallel& dp, Optimiz
                                   const checkpoint_options& o) {
   auto& pg = dp.group();
   if constexpr (!std::is_same_v<Optimizer, void>)
-    check_optimizer_of(dp, *opt, "load_checkpoint(" + path + ")", pg.rank());
+    check_optimizer_of(dp, *opt, detail::message({"load_checkpoint(", path, ")"}), pg.rank());
   const auto c = read_on_rank0(pg, path, o);
   std::vector<tensor_slot> slots;
   const auto rec = match_model(dp.module(), c, path, pg.rank(), slots);
@@ -6364,7 +6436,7 @@ template <class From> void convert_from(void* dst, dtype to, const void* src, st
   case dtype::f64: return convert_kernel<plain_codec<double>, From>(dst, src, n, factor);
   case dtype::f16: return convert_kernel<f16_codec, From>(dst, src, n, factor);
   case dtype::bf16: return convert_kernel<bf16_codec, From>(dst, src, n, factor);
-  default: throw error(error_kind::config, "cannot convert to " + std::string(to_string(to)));
+  default: detail::throw_error(error_kind::config, {"cannot convert to ", to_string(to)});
   }
 }
 
@@ -11986,7 +12058,7 @@ template <class Engine> void log_step_timing(const Engine& engine, std::size_t b
   // gradients over NCCL (stream-ordered), until it was queued there.
   std::string s = "step timing (ms from launch to done, or to queued on the device):";
   for (std::size_t i = 0; i < buckets; ++i)
-    s += " b" + std::to_string(i) + "=" + std::to_string(engine.last_duration_ms(i));
+    detail::append_message(s, {" b", i, "=", std::to_string(engine.last_duration_ms(i))});
   log_line("rank 0", s);
 }
 
@@ -12000,13 +12072,11 @@ void check_same_bucket_everywhere(Comm& comm, std::size_t index, const planned_b
   comm.all_gather(mine, all.data(), 3, dtype::i64, true).wait();
   for (std::size_t r = 1; r < w; ++r)
     if (all[3 * r] != all[0] || all[3 * r + 1] != all[1] || all[3 * r + 2] != all[2])
-      throw error(error_kind::mismatch,
-                  "collective mismatch: rank 0 launches bucket " + std::to_string(all[0]) + " (" +
-                      std::to_string(all[1]) + " elements) but rank " + std::to_string(r) +
-                      " launches bucket " + std::to_string(all[3 * r]) + " (" +
-                      std::to_string(all[3 * r + 1]) +
-                      " elements): the ranks disagree on this step's gradients",
-                  static_cast<int>(r));
+      detail::throw_error(error_kind::mismatch,
+                          {"collective mismatch: rank 0 launches bucket ", all[0], " (", all[1],
+                           " elements) but rank ", r, " launches bucket ", all[3 * r], " (", all[3 * r + 1],
+                           " elements): the ranks disagree on this step's gradients"},
+                          static_cast<int>(r));
 }
 
 } // namespace detail
@@ -12091,9 +12161,10 @@ public:
       return work{};
     }
 #else
-    throw error(error_kind::config, "rank " + std::to_string(comm_.rank()) + ": '" + s.name +
-                                        "' lives in device memory but ddp was compiled without CUDA: link "
-                                        "ddp::cuda or ddp::nccl (they define DDP_WITH_CUDA)");
+    detail::throw_error(error_kind::config,
+                        {"rank ", comm_.rank(), ": '", s.name,
+                         "' lives in device memory but ddp was compiled without CUDA: link "
+                         "ddp::cuda or ddp::nccl (they define DDP_WITH_CUDA)"});
 #endif
   }
 
@@ -12815,8 +12886,7 @@ struct call_site {
   explicit operator bool() const noexcept { return call != call_kind::none; }
   /// "distributed_data_parallel::synchronize, step 7, bucket 2 of 3"
   std::string describe() const {
-    return std::string(to_string(call)) + ", step " + std::to_string(step) + ", bucket " +
-           std::to_string(bucket) + " of " + std::to_string(buckets);
+    return detail::message({to_string(call), ", step ", step, ", bucket ", bucket, " of ", buckets});
   }
 };
 
@@ -13431,11 +13501,10 @@ public:
     if (sessions_++ == 0 && dir_.empty()) {
       if (const int err = make_directories(*dir); err != 0) {
         --sessions_;
-        throw error(error_kind::config,
-                    "rank " + std::to_string(rank) + ": DDP_TRACE=" + *dir +
-                        " is not a directory that can be created (" + std::strerror(err) +
-                        "); point DDP_TRACE at a writable directory or unset it",
-                    rank);
+        detail::throw_error(error_kind::config,
+                            {"rank ", rank, ": DDP_TRACE=", *dir, " is not a directory that can be created (",
+                             std::strerror(err), "); point DDP_TRACE at a writable directory or unset it"},
+                            rank);
       }
       dir_ = *dir;
       rank_ = rank;
@@ -13462,21 +13531,21 @@ public:
   /// The path the trace goes to ("" before a traced group opened).
   std::string path() const {
     std::lock_guard lock(mu_);
-    return dir_.empty() ? std::string() : dir_ + "/rank_" + std::to_string(rank_) + ".json";
+    return dir_.empty() ? std::string() : detail::message({dir_, "/rank_", rank_, ".json"});
   }
 
 private:
   void write_locked() {
-    const std::string path = dir_ + "/rank_" + std::to_string(rank_) + ".json";
+    const std::string path = detail::message({dir_, "/rank_", rank_, ".json"});
     const std::string tmp = path + ".tmp";
-    std::string j = "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"rank\":" + std::to_string(rank_) +
-                    ",\"clock\":\"steady_clock\",\"dropped\":";
+    std::string j = detail::message({"{\"displayTimeUnit\":\"ms\",\"otherData\":{\"rank\":", rank_,
+                                     ",\"clock\":\"steady_clock\",\"dropped\":"});
     std::uint64_t dropped = 0;
     for (auto& r : rings_) {
       auto n = r->count.load(std::memory_order_acquire);
       if (n > r->capacity) dropped += n - r->capacity;
     }
-    j += std::to_string(dropped) + "},\"traceEvents\":[\n";
+    detail::append_message(j, {dropped, "},\"traceEvents\":[\n"});
     const std::string pid = std::to_string(rank_);
     j += R"({"ph":"M","name":"process_name","pid":)" + pid + R"(,"tid":0,"args":{"name":"rank )" + pid +
          "\"}},\n";
@@ -13497,8 +13566,9 @@ private:
     if (f) ok = (std::fclose(f) == 0) && ok;
     if (ok) ok = std::rename(tmp.c_str(), path.c_str()) == 0;
     if (!ok)
-      log_line("rank " + std::to_string(rank_),
-               "DDP_TRACE: could not write " + path + " (is the directory still there and writable?)");
+      log_line(detail::message({"rank ", rank_}),
+               detail::message(
+                   {"DDP_TRACE: could not write ", path, " (is the directory still there and writable?)"}));
   }
 
   static void append_us(std::string& j, std::int64_t ns) {
@@ -13523,8 +13593,8 @@ private:
       append_us(j, e.dur_ns);
     }
     if (k.phase == 'i') j += ",\"s\":\"t\"";
-    if (k.phase == 'b' || k.phase == 'e') j += ",\"id\":" + std::to_string(e.arg[0]);
-    j += ",\"pid\":" + pid + ",\"tid\":" + tid + ",\"args\":{";
+    if (k.phase == 'b' || k.phase == 'e') detail::append_message(j, {",\"id\":", e.arg[0]});
+    detail::append_message(j, {",\"pid\":", pid, ",\"tid\":", tid, ",\"args\":{"});
     for (int a = 0; a < 4 && k.args[a]; ++a) {
       if (a) j += ",";
       j += "\"";
@@ -13789,17 +13859,18 @@ public:
   void set_samples(std::size_t local, std::size_t global) {
     step_.check_group();
     if (step_.launched() > 0)
-      throw error(error_kind::config,
-                  "rank " + std::to_string(pg_.rank()) +
-                      ": set_samples() after a bucket of this step started its reduction: call it before "
-                      "backward (before the step's first mark_grad_ready)",
-                  pg_.rank());
+      detail::throw_error(
+          error_kind::config,
+          {"rank ", pg_.rank(),
+           ": set_samples() after a bucket of this step started its reduction: call it before "
+           "backward (before the step's first mark_grad_ready)"},
+          pg_.rank());
     if (on_device_)
-      throw error(error_kind::config,
-                  "rank " + std::to_string(pg_.rank()) +
-                      ": set_samples() needs host gradients; with device gradients, scale the loss by "
-                      "local / global samples and use reduction::sum",
-                  pg_.rank());
+      detail::throw_error(error_kind::config,
+                          {"rank ", pg_.rank(),
+                           ": set_samples() needs host gradients; with device gradients, scale the loss by "
+                           "local / global samples and use reduction::sum"},
+                          pg_.rank());
     sample_weight_ = detail::sample_weight(local, global, pg_.size(), Reduction::average, pg_.rank());
   }
 
@@ -13936,11 +14007,11 @@ private:
   bool gradients_on_device() const {
     const bool dev = registry_.gradients_on_device(pg_.rank());
     if (registry_.any_on_device() && !detail::cuda_engine_available)
-      throw error(
+      detail::throw_error(
           error_kind::config,
-          "rank " + std::to_string(pg_.rank()) +
-              ": the model has tensors in device memory but ddp was compiled without its CUDA engine: "
-              "link ddp::cuda or ddp::nccl (they define DDP_WITH_CUDA)",
+          {"rank ", pg_.rank(),
+           ": the model has tensors in device memory but ddp was compiled without its CUDA engine: "
+           "link ddp::cuda or ddp::nccl (they define DDP_WITH_CUDA)"},
           pg_.rank());
     return dev;
   }
@@ -14359,37 +14430,38 @@ public:
   /// has stepped is refused: its moments would be overwritten); the optimizer must outlive
   /// the generation's commits (run() forgets it when it returns).
   template <detail::sharded_optimizer Optimizer> void hold(Optimizer& opt) {
-    const std::string what = "ddp::elastic::state::hold(" + std::string(Optimizer::name()) + ")";
+    const std::string what = detail::message({"ddp::elastic::state::hold(", Optimizer::name(), ")"});
     auto refuse = [&](const std::string& why) {
-      throw error(error_kind::config, "rank " + std::to_string(rank_) + ": " + what + ": " + why, rank_);
+      detail::throw_error(error_kind::config, {"rank ", rank_, ": ", what, ": ", why}, rank_);
     };
     if (static_cast<const void*>(&opt.model().module()) != static_cast<const void*>(&model_))
       refuse("the optimizer steps another model than the state's: hand the state the optimizer of its "
              "own model");
     if (opt.steps() != 0)
-      refuse("the optimizer has taken " + std::to_string(opt.steps()) +
-             " steps: hand it to the state once per generation, right after building it, before its first "
-             "step (its state would be overwritten with the commit's)");
+      refuse(detail::message(
+          {"the optimizer has taken ", opt.steps(),
+           " steps: hand it to the state once per generation, right after building it, before its first "
+           "step (its state would be overwritten with the commit's)"}));
     for (const auto& p : detail::collect_parameters(model_))
       if (p.type != dtype::f32 && p.type != dtype::f64)
-        refuse("parameter '" + p.name + "' is " + std::string(to_string(p.type)) +
-               "; commits hold optimizer state of float32 and float64 parameters only");
+        refuse(detail::message({"parameter '", p.name, "' is ", to_string(p.type),
+                                "; commits hold optimizer state of float32 and float64 parameters only"}));
     auto& c = latest_.optimizer;
     if (!c.optimizer.empty()) {
       if (c.optimizer != Optimizer::name() || c.slots != opt.state().slots())
-        refuse("the commit of step " + std::to_string(latest_.at.step) + " holds the state of " +
-               c.optimizer + " (" + std::to_string(c.slots) +
-               " values per element), but this generation's optimizer is " + Optimizer::name() + " (" +
-               std::to_string(opt.state().slots()) + "): build the same optimizer in every generation");
+        refuse(detail::message({"the commit of step ", latest_.at.step, " holds the state of ", c.optimizer,
+                                " (", c.slots, " values per element), but this generation's optimizer is ",
+                                Optimizer::name(), " (", opt.state().slots(),
+                                "): build the same optimizer in every generation"}));
       std::vector<detail::tensor_slot> slots;
       detail::restore_optimizer(opt, c, detail::match_model(model_, c, what, rank_, slots));
     } else if (latest_.valid && latest_.at.step > 0) {
-      throw error(error_kind::config,
-                  "rank " + std::to_string(rank_) + ": " + what + ": the commit of step " +
-                      std::to_string(latest_.at.step) +
-                      " holds no optimizer state, so the optimizer would start afresh mid-training: hand "
-                      "it to the state in every generation, before the first commit",
-                  rank_);
+      detail::throw_error(
+          error_kind::config,
+          {"rank ", rank_, ": ", what, ": the commit of step ", latest_.at.step,
+           " holds no optimizer state, so the optimizer would start afresh mid-training: hand "
+           "it to the state in every generation, before the first commit"},
+          rank_);
     }
     gather_ = [&opt](detail::checkpoint_contents& into) { detail::gather_optimizer_state(opt, into); };
   }
@@ -14407,14 +14479,13 @@ public:
       optimizer = detail::checkpoint_of_model(model_, rank_, /*copy_values=*/false);
       gather_(optimizer);
     } else if (!latest_.optimizer.optimizer.empty()) {
-      throw error(error_kind::config,
-                  "rank " + std::to_string(rank_) + ": ddp::elastic::state::commit(step " +
-                      std::to_string(at.step) + "): the commit of step " + std::to_string(latest_.at.step) +
-                      " held " + latest_.optimizer.optimizer +
-                      "'s state, and no optimizer is held now (this generation handed none to the "
-                      "state, or run() has returned): call state.hold(optimizer) after building it in "
-                      "every generation, or its moments restart silently",
-                  rank_);
+      detail::throw_error(error_kind::config,
+                          {"rank ", rank_, ": ddp::elastic::state::commit(step ", at.step,
+                           "): the commit of step ", latest_.at.step, " held ", latest_.optimizer.optimizer,
+                           "'s state, and no optimizer is held now (this generation handed none to the "
+                           "state, or run() has returned): call state.hold(optimizer) after building it in "
+                           "every generation, or its moments restart silently"},
+                          rank_);
     }
     commit_model(at);
     latest_.optimizer = std::move(optimizer);
@@ -14446,21 +14517,20 @@ private:
     std::vector<std::int64_t> lo = step;
     pg.all_reduce(lo, op::min);
     if (lo[0] == none)
-      throw error(error_kind::mismatch,
-                  "rank " + std::to_string(pg.rank()) + ": ddp::elastic: generation " +
-                      std::to_string(generation) +
-                      " holds joiners only: no survivor holds a commit to send them",
-                  pg.rank());
+      detail::throw_error(error_kind::mismatch,
+                          {"rank ", pg.rank(), ": ddp::elastic: generation ", generation,
+                           " holds joiners only: no survivor holds a commit to send them"},
+                          pg.rank());
     if (lo[0] >= 0 && !joining) {
       auto* pick = latest_.valid && static_cast<std::int64_t>(latest_.at.step) == lo[0]       ? &latest_
                    : previous_.valid && static_cast<std::int64_t>(previous_.at.step) == lo[0] ? &previous_
                                                                                               : nullptr;
       if (pick == nullptr)
-        throw error(error_kind::mismatch,
-                    "rank " + std::to_string(pg.rank()) + ": ddp::elastic: no commit of step " +
-                        std::to_string(lo[0]) + " here (the last is step " + std::to_string(step[0]) +
-                        "): commit on every rank at the same steps",
-                    pg.rank());
+        detail::throw_error(error_kind::mismatch,
+                            {"rank ", pg.rank(), ": ddp::elastic: no commit of step ", lo[0],
+                             " here (the last is step ", step[0],
+                             "): commit on every rank at the same steps"},
+                            pg.rank());
       if (pick != &latest_) latest_ = std::move(*pick);
       load(latest_.bytes, pg.rank());
     }
@@ -14541,9 +14611,9 @@ private:
     for (auto* slots : {&parameters_, &buffers_})
       for (auto& s : *slots) {
         if (s.on_device)
-          throw error(error_kind::config, "ddp::elastic: '" + s.name +
-                                              "' lives in device memory; in-process recovery holds host "
-                                              "tensors (commit a host copy of the model)");
+          detail::throw_error(error_kind::config, {"ddp::elastic: '", s.name,
+                                                   "' lives in device memory; in-process recovery holds host "
+                                                   "tensors (commit a host copy of the model)"});
         f(static_cast<std::byte*>(s.value), s.count * size_of(s.type));
       }
   }
@@ -14552,11 +14622,12 @@ private:
     std::size_t at = 0;
     for_each_tensor([&](std::byte* p, std::size_t n) {
       if (at + n > bytes.size())
-        throw error(error_kind::mismatch,
-                    "rank " + std::to_string(rank) +
-                        ": ddp::elastic: the model grew since its last commit (its tensors hold more bytes "
-                        "than the commit): keep the model's shapes fixed while training",
-                    rank);
+        detail::throw_error(
+            error_kind::mismatch,
+            {"rank ", rank,
+             ": ddp::elastic: the model grew since its last commit (its tensors hold more bytes "
+             "than the commit): keep the model's shapes fixed while training"},
+            rank);
       std::memcpy(p, bytes.data() + at, n);
       at += n;
     });
@@ -14607,10 +14678,10 @@ template <class Model, class Loop> [[nodiscard]] bool run(state<Model>& st, Loop
     files = [](const ddp::topology& t) { return static_cast<long>(gloo::communicator::open_files(t)); };
   const bool enabled = detail::in_process_recovery_enabled();
   if (enabled && o.init.init_method != "env://")
-    throw error(error_kind::config,
-                "ddp::elastic::run: init_method '" + o.init.init_method +
-                    "' under ddprun --in-process-recovery: the survivors meet on the launcher's store, "
-                    "so generation 0 must use it too: leave options::init.init_method at env://");
+    detail::throw_error(error_kind::config,
+                        {"ddp::elastic::run: init_method '", o.init.init_method,
+                         "' under ddprun --in-process-recovery: the survivors meet on the launcher's store, "
+                         "so generation 0 must use it too: leave options::init.init_method at env://"});
   const auto job = ddp::topology::from_env();
   const std::string token =
       o.init.token.empty() ? detail::getenv_str("DDP_TOKEN").value_or("") : o.init.token;
@@ -14625,8 +14696,8 @@ template <class Model, class Loop> [[nodiscard]] bool run(state<Model>& st, Loop
     const auto a = detail::wait_for_admission(joins, {*joiner, job.rank, job.node_rank}, o.join_wait);
     if (!a) {
       detail::log_line("joiner " + *joiner,
-                       "the job ended before admitting this joiner (job rank " + std::to_string(job.rank) +
-                           "): it withdrew and takes no part (ddprun --in-process-recovery)");
+                       detail::message({"the job ended before admitting this joiner (job rank ", job.rank,
+                                        "): it withdrew and takes no part (ddprun --in-process-recovery)"}));
       return false;
     }
     admitted_to = *a;
@@ -14689,26 +14760,25 @@ template <class Model, class Loop> [[nodiscard]] bool run(state<Model>& st, Loop
       if (joins) detail::end_job_for_joiners(*joins, job_rank); // waiting joiners withdraw
       return true;
     } catch (const detail::joiners_admitted& a) {
-      detail::log_line("rank " + std::to_string(job_rank),
-                       "generation " + std::to_string(generation) + " admitted joiner(s) " + a.ids +
-                           " at the commit of step " + std::to_string(st.committed().step) +
-                           "; meeting them in generation " + std::to_string(generation + 1));
+      detail::log_line(detail::message({"rank ", job_rank}),
+                       detail::message({"generation ", generation, " admitted joiner(s) ", a.ids,
+                                        " at the commit of step ", st.committed().step,
+                                        "; meeting them in generation ", generation + 1}));
       pg.reset();
     } catch (const error& e) {
       if (e.kind() != error_kind::peer_lost || recoveries >= o.max_recoveries) throw;
       ++recoveries;
       if (!enabled) {
-        detail::log_line("rank " + std::to_string(job_rank),
+        detail::log_line(detail::message({"rank ", job_rank}),
                          "ddp::elastic::run: a peer was lost, and this job was not started with ddprun "
                          "--in-process-recovery (DDP_IN_PROCESS_RECOVERY=1, the store in the launcher): "
                          "the error ends this rank");
         throw;
       }
-      detail::log_line("rank " + std::to_string(job_rank),
-                       "generation " + std::to_string(generation) + " lost a peer (" +
-                           std::string(e.message()) +
-                           "); meeting the survivors to go on from the commit of step " +
-                           std::to_string(st.committed().step));
+      detail::log_line(detail::message({"rank ", job_rank}),
+                       detail::message({"generation ", generation, " lost a peer (", e.message(),
+                                        "); meeting the survivors to go on from the commit of step ",
+                                        st.committed().step}));
       pg.reset(); // already failed: its connections close
     }
   }
@@ -14770,10 +14840,10 @@ public:
       const auto& hi = tensors_[k];
       const auto& lo = tensors_[k + 1];
       if (lo.offset + lo.count > hi.offset)
-        throw error(error_kind::config,
-                    "flat_model: tensor '" + lo.name + "' (elements " + std::to_string(lo.offset) + ".." +
-                        std::to_string(lo.offset + lo.count) + ") overlaps '" + hi.name + "' (from element " +
-                        std::to_string(hi.offset) + "): give each tensor its own range of the blocks");
+        detail::throw_error(error_kind::config,
+                            {"flat_model: tensor '", lo.name, "' (elements ", lo.offset, "..",
+                             lo.offset + lo.count, ") overlaps '", hi.name, "' (from element ", hi.offset,
+                             "): give each tensor its own range of the blocks"});
     }
   }
 
@@ -14799,7 +14869,7 @@ private:
   const flat_tensor& find(std::string_view name) const {
     for (const auto& t : tensors_)
       if (t.name == name) return t;
-    throw error(error_kind::config, "flat_model: no tensor is named '" + std::string(name) + "'");
+    detail::throw_error(error_kind::config, {"flat_model: no tensor is named '", name, "'"});
   }
 
   T* params_;
@@ -15185,12 +15255,11 @@ public:
 
   distributed_sampler(std::size_t n, int num_replicas, int rank, sampler_options o = {}) {
     if (num_replicas < 1)
-      throw error(error_kind::config, "distributed_sampler: num_replicas=" + std::to_string(num_replicas) +
-                                          " must be at least 1");
+      detail::throw_error(error_kind::config,
+                          {"distributed_sampler: num_replicas=", num_replicas, " must be at least 1"});
     if (rank < 0 || rank >= num_replicas)
-      throw error(error_kind::config, "distributed_sampler: rank=" + std::to_string(rank) +
-                                          " must be in [0, num_replicas=" + std::to_string(num_replicas) +
-                                          ")");
+      detail::throw_error(error_kind::config, {"distributed_sampler: rank=", rank,
+                                               " must be in [0, num_replicas=", num_replicas, ")"});
     ctx_.n = n;
     ctx_.num_replicas = num_replicas;
     ctx_.rank = rank;
@@ -15267,9 +15336,9 @@ public:
     if (!valid_) {
       Policy::rank_indices(ctx_, cache_);
       if (cache_.size() != ctx_.num_samples)
-        throw error(error_kind::config, "sampling policy produced " + std::to_string(cache_.size()) +
-                                            " indices for rank " + std::to_string(ctx_.rank) + ", expected " +
-                                            std::to_string(ctx_.num_samples));
+        detail::throw_error(error_kind::config,
+                            {"sampling policy produced ", cache_.size(), " indices for rank ", ctx_.rank,
+                             ", expected ", ctx_.num_samples});
       valid_ = true;
     }
     return cache_;
@@ -15299,7 +15368,7 @@ class batch_range {
 public:
   batch_range(std::span<const std::int64_t> all, std::size_t batch_size, bool drop_last)
       : all_(all), batch_(batch_size), drop_last_(drop_last) {
-    if (batch_size == 0) throw error(error_kind::config, "batches: batch_size must be at least 1");
+    if (batch_size == 0) detail::throw_error(error_kind::config, {"batches: batch_size must be at least 1"});
   }
 
   class iterator {
@@ -15342,10 +15411,10 @@ public:
   /// are exactly those an uninterrupted epoch would have seen.
   batch_range from(std::size_t first) const {
     if (first > epoch_batches())
-      throw error(error_kind::config, "batches: cannot start at batch " + std::to_string(first) +
-                                          " of an epoch of " + std::to_string(epoch_batches()) +
-                                          " batches (was the position saved with another batch size, "
-                                          "data set size or world size?)");
+      detail::throw_error(error_kind::config,
+                          {"batches: cannot start at batch ", first, " of an epoch of ", epoch_batches(),
+                           " batches (was the position saved with another batch size, "
+                           "data set size or world size?)"});
     batch_range r = *this;
     r.first_ = first;
     return r;
@@ -15421,20 +15490,19 @@ public:
       : sampler_(&sampler), batch_(global_batch_size) {
     const auto& c = sampler.context();
     if (global_batch_size == 0)
-      throw error(error_kind::config, "global_batches: global_batch_size must be at least 1");
+      detail::throw_error(error_kind::config, {"global_batches: global_batch_size must be at least 1"});
     if (c.drop_last)
-      throw error(
+      detail::throw_error(
           error_kind::config,
-          "global_batches: the sampler has drop_last, which cuts each epoch to a multiple of the world "
-          "size; build it without, and pass drop_last to global_batches (it drops the short last "
-          "global batch instead)");
+          {"global_batches: the sampler has drop_last, which cuts each epoch to a multiple of the world "
+           "size; build it without, and pass drop_last to global_batches (it drops the short last "
+           "global batch instead)"});
     n_ = c.n;
     steps_per_epoch_ = drop_last ? n_ / batch_ : (n_ + batch_ - 1) / batch_;
     if (steps_per_epoch_ == 0)
-      throw error(error_kind::config, "global_batches: an epoch has no batch (" + std::to_string(n_) +
-                                          " samples, global batch " + std::to_string(batch_) +
-                                          (drop_last ? " with drop_last" : "") +
-                                          "): use a smaller batch or more data");
+      detail::throw_error(error_kind::config,
+                          {"global_batches: an epoch has no batch (", n_, " samples, global batch ", batch_,
+                           (drop_last ? " with drop_last" : ""), "): use a smaller batch or more data"});
   }
 
   std::size_t steps_per_epoch() const noexcept { return steps_per_epoch_; }
@@ -15511,12 +15579,11 @@ template <class Backend> hybrid_groups<Backend> make_hybrid_groups(process_group
   pg.all_reduce(lo, op::min);
   pg.all_reduce(hi, op::max);
   if (lo[0] != hi[0])
-    throw error(error_kind::config,
-                "make_hybrid_groups on rank " + std::to_string(pg.rank()) + ": the nodes hold " +
-                    std::to_string(lo[0]) + " to " + std::to_string(hi[0]) +
-                    " ranks of the group; hybrid sharding needs as many on each (launch the same "
-                    "--nproc-per-node on every node, or pass a shard size: make_hybrid_groups(pg, n))",
-                pg.rank());
+    detail::throw_error(error_kind::config,
+                        {"make_hybrid_groups on rank ", pg.rank(), ": the nodes hold ", lo[0], " to ", hi[0],
+                         " ranks of the group; hybrid sharding needs as many on each (launch the same "
+                         "--nproc-per-node on every node, or pass a shard size: make_hybrid_groups(pg, n))"},
+                        pg.rank());
   return hybrid_groups<Backend>{pg.split(t.node_rank, t.local_rank), pg.split(t.local_rank, t.node_rank)};
 }
 
@@ -15526,11 +15593,11 @@ template <class Backend> hybrid_groups<Backend> make_hybrid_groups(process_group
 template <class Backend>
 hybrid_groups<Backend> make_hybrid_groups(process_group<Backend>& pg, int shard_size) {
   if (shard_size < 1 || pg.size() % shard_size != 0)
-    throw error(error_kind::config,
-                "make_hybrid_groups on rank " + std::to_string(pg.rank()) + ": a shard size of " +
-                    std::to_string(shard_size) + " does not divide the group's " + std::to_string(pg.size()) +
-                    " ranks: pass a divisor of the world size (the ranks per node, usually)",
-                pg.rank());
+    detail::throw_error(error_kind::config,
+                        {"make_hybrid_groups on rank ", pg.rank(), ": a shard size of ", shard_size,
+                         " does not divide the group's ", pg.size(),
+                         " ranks: pass a divisor of the world size (the ranks per node, usually)"},
+                        pg.rank());
   const int r = pg.rank();
   return hybrid_groups<Backend>{pg.split(r / shard_size, r % shard_size),
                                 pg.split(r % shard_size, r / shard_size)};
@@ -15603,7 +15670,7 @@ public:
 
   /// Writes `<path>.rank<r>` (through a temporary file, renamed when complete).
   void save(const std::string& path, std::uint64_t step, const std::string& kind) const {
-    const std::string file = path + ".rank" + std::to_string(rank_), tmp = file + ".tmp";
+    const std::string file = detail::message({path, ".rank", rank_}), tmp = file + ".tmp";
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw io_error(tmp, "cannot open it for writing");
     std::string head = header(step, kind);
@@ -15614,13 +15681,13 @@ public:
     out.close();
     if (!out) throw io_error(tmp, "could not write it completely");
     if (std::rename(tmp.c_str(), file.c_str()) != 0)
-      throw io_error(file, "could not rename " + tmp + " to it");
+      throw io_error(file, detail::message({"could not rename ", tmp, " to it"}));
   }
 
   /// Reads `<path>.rank<r>`; the job must have the world size, buckets and
   /// optimizer it was saved with. Returns the saved step count.
   std::uint64_t load(const std::string& path, const std::string& kind) {
-    const std::string file = path + ".rank" + std::to_string(rank_);
+    const std::string file = detail::message({path, ".rank", rank_});
     std::ifstream in(file, std::ios::binary);
     if (!in) throw io_error(file, "cannot open it");
     std::string magic(8, '\0');
@@ -15628,14 +15695,14 @@ public:
     in.read(magic.data(), 8);
     in.read(reinterpret_cast<char*>(&world), sizeof world);
     if (!in || magic != "DDPOPTV1")
-      throw error(error_kind::data, "optimizer checkpoint " + file + " is not one ddp::optim wrote");
+      detail::throw_error(error_kind::data, {"optimizer checkpoint ", file, " is not one ddp::optim wrote"});
     if (world != static_cast<std::uint32_t>(world_))
-      throw error(error_kind::config,
-                  "optimizer checkpoint " + file + " was saved by a job of " + std::to_string(world) +
-                      " ranks; this job has " + std::to_string(world_) +
-                      ": each rank's file holds its 1/W of the state, so resume with " +
-                      std::to_string(world) + " ranks (or start the optimizer afresh)",
-                  rank_);
+      detail::throw_error(error_kind::config,
+                          {"optimizer checkpoint ", file, " was saved by a job of ", world,
+                           " ranks; this job has ", world_,
+                           ": each rank's file holds its 1/W of the state, so resume with ", world,
+                           " ranks (or start the optimizer afresh)"},
+                          rank_);
     std::string rest_expected = header(0, kind).substr(12);
     std::string rest(rest_expected.size(), '\0');
     in.read(rest.data(), static_cast<std::streamsize>(rest.size()));
@@ -15643,17 +15710,18 @@ public:
     std::memcpy(&step, rest.data(), sizeof step);
     std::memcpy(rest.data(), rest_expected.data(), sizeof step); // compare all but the step
     if (!in || rest != rest_expected)
-      throw error(error_kind::config,
-                  "optimizer checkpoint " + file +
-                      " does not match this job (another optimizer, rank, "
-                      "model, bucketing or dtype): load it with the job that saved it",
-                  rank_);
+      detail::throw_error(error_kind::config,
+                          {"optimizer checkpoint ", file,
+                           " does not match this job (another optimizer, rank, "
+                           "model, bucketing or dtype): load it with the job that saved it"},
+                          rank_);
     auto loaded = data_; // read aside: a bad file leaves the state as it was
     for (auto& slot : loaded)
       for (auto& b : slot)
         in.read(reinterpret_cast<char*>(b.data()), static_cast<std::streamsize>(b.size()));
     if (!in || in.peek() != std::char_traits<char>::eof())
-      throw error(error_kind::data, "optimizer checkpoint " + file + " is truncated or too long", rank_);
+      detail::throw_error(error_kind::data, {"optimizer checkpoint ", file, " is truncated or too long"},
+                          rank_);
     data_ = std::move(loaded);
     return step;
   }
@@ -15665,11 +15733,11 @@ public:
     group.all_reduce(lo, op::min);
     group.all_reduce(hi, op::max);
     if (lo[0] != hi[0])
-      throw error(error_kind::mismatch,
-                  "the ranks loaded optimizer checkpoints of different steps (" + std::to_string(lo[0]) +
-                      " to " + std::to_string(hi[0]) + "): the files " + path +
-                      ".rank* come from different saves; load one save's files on every rank",
-                  group.rank());
+      detail::throw_error(error_kind::mismatch,
+                          {"the ranks loaded optimizer checkpoints of different steps (", lo[0], " to ",
+                           hi[0], "): the files ", path,
+                           ".rank* come from different saves; load one save's files on every rank"},
+                          group.rank());
   }
 
 private:
@@ -15692,8 +15760,9 @@ private:
   }
 
   error io_error(const std::string& file, const std::string& what) const {
-    return error(error_kind::data,
-                 "optimizer checkpoint " + file + ": " + what + " (" + std::strerror(errno) + ")", rank_);
+    return error(
+        error_kind::data,
+        detail::message({"optimizer checkpoint ", file, ": ", what, " (", std::strerror(errno), ")"}), rank_);
   }
 
   int rank_, world_;
@@ -15814,15 +15883,18 @@ public:
   sgd(Sharded& model, sgd_options o = {})
       : model_(model), o_(o), state_(model, o.momentum != 0 ? 1 : 0), has_momentum_(o.momentum != 0) {
     if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
-      throw error(error_kind::config, "optim::sgd: Nesterov momentum needs a momentum and zero dampening");
+      detail::throw_error(error_kind::config,
+                          {"optim::sgd: Nesterov momentum needs a momentum and zero dampening"});
   }
 
   void step() {
     if (o_.momentum != 0 && !has_momentum_)
-      throw error(error_kind::config, "optim::sgd: momentum was 0 when the optimizer was built, so it keeps "
-                                      "no momentum buffers: build it with the momentum you will use");
+      detail::throw_error(error_kind::config,
+                          {"optim::sgd: momentum was 0 when the optimizer was built, so it keeps "
+                           "no momentum buffers: build it with the momentum you will use"});
     if (o_.nesterov && (o_.momentum <= 0 || o_.dampening != 0))
-      throw error(error_kind::config, "optim::sgd: Nesterov momentum needs a momentum and zero dampening");
+      detail::throw_error(error_kind::config,
+                          {"optim::sgd: Nesterov momentum needs a momentum and zero dampening"});
     const std::uint64_t t = step_ + 1; // counted once the update is done
     model_.update_shards([&](auto& r) {
       using T = typename std::remove_cvref_t<decltype(r.value)>::value_type;
@@ -16331,9 +16403,9 @@ public:
   double clip_grad_norm(double max_norm) {
     step_.check_group();
     if (!synchronized_)
-      throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) +
-                                          ": clip_grad_norm() before synchronize(): the shards hold no "
-                                          "averaged gradient yet");
+      detail::throw_error(error_kind::config, {"rank ", pg_.rank(),
+                                               ": clip_grad_norm() before synchronize(): the shards hold no "
+                                               "averaged gradient yet"});
     std::vector<double> sum{0.0};
     for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
       with_grad_shard(b, [&](auto* g, std::size_t n) {
@@ -16364,9 +16436,9 @@ public:
   /// with the parameters whole on every rank. What ddp::optim's step() calls.
   template <class F> void update_shards(F&& f) {
     if (!synchronized_)
-      throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) +
-                                          ": an optimizer step before synchronize(): the shards hold no "
-                                          "averaged gradient yet");
+      detail::throw_error(error_kind::config, {"rank ", pg_.rank(),
+                                               ": an optimizer step before synchronize(): the shards hold no "
+                                               "averaged gradient yet"});
     synchronized_ = false; // a failed update is not retried on the same gradients
     try {
       for (std::size_t b = 0; b < plan_.buckets.size(); ++b) {
@@ -16375,7 +16447,7 @@ public:
       }
     } catch (const std::exception& e) {
       // Peers wait in this step's later all-gathers: fail them now, not at their deadline.
-      abort_group("rank " + std::to_string(pg_.rank()) + ": the optimizer step failed: " + e.what());
+      abort_group(detail::message({"rank ", pg_.rank(), ": the optimizer step failed: ", e.what()}));
       engine_.wait_all_quietly();
       throw;
     }
@@ -16408,7 +16480,8 @@ private:
   /// Buffers are host memory here: broadcast directly.
   struct host_broadcasts {
     static work broadcast(const detail::tensor_slot&) {
-      throw error(error_kind::config, "sharded_data_parallel: device tensors are not supported yet");
+      detail::throw_error(error_kind::config,
+                          {"sharded_data_parallel: device tensors are not supported yet"});
     }
     static void complete(std::vector<work>& ws) {
       for (auto& w : ws)
@@ -16478,41 +16551,43 @@ private:
     pg_.all_gather(mine, all);
     const std::string problem = detail::hybrid_tiling_problem(all, pg_.size());
     if (!problem.empty())
-      throw error(error_kind::config,
-                  "sharded_data_parallel on rank " + std::to_string(pg_.rank()) +
-                      ": the shard and replicate groups do not tile the world of " +
-                      std::to_string(pg_.size()) + " ranks: " + problem +
-                      ". Each rank must pass one shard group of S ranks and one replicate group of R ranks "
-                      "(S x R = world), a replicate group holding the same shard rank of every shard group: "
-                      "ddp::make_hybrid_groups(pg) builds them from the topology",
-                  pg_.rank());
+      detail::throw_error(
+          error_kind::config,
+          {"sharded_data_parallel on rank ", pg_.rank(),
+           ": the shard and replicate groups do not tile the world of ", pg_.size(), " ranks: ", problem,
+           ". Each rank must pass one shard group of S ranks and one replicate group of R ranks "
+           "(S x R = world), a replicate group holding the same shard rank of every shard group: "
+           "ddp::make_hybrid_groups(pg) builds them from the topology"},
+          pg_.rank());
   }
 
   detail::bucket_plan verify_then_plan() {
     check_tiling();
     if (opts_.compute_stream)
-      throw error(error_kind::config,
-                  "rank " + std::to_string(pg_.rank()) +
-                      ": ddp_options::compute_stream is for gradients in device memory, and "
-                      "sharded_data_parallel takes host tensors: leave it null (use "
-                      "distributed_data_parallel on the GPU)",
-                  pg_.rank());
+      detail::throw_error(error_kind::config,
+                          {"rank ", pg_.rank(),
+                           ": ddp_options::compute_stream is for gradients in device memory, and "
+                           "sharded_data_parallel takes host tensors: leave it null (use "
+                           "distributed_data_parallel on the GPU)"},
+                          pg_.rank());
     for (auto& p : registry_.parameters()) {
       if (p.on_device)
-        throw error(error_kind::config, "rank " + std::to_string(pg_.rank()) + ": parameter '" + p.name +
-                                            "' lives in device memory: sharded_data_parallel takes host "
-                                            "tensors for now (use distributed_data_parallel on the GPU)");
+        detail::throw_error(error_kind::config,
+                            {"rank ", pg_.rank(), ": parameter '", p.name,
+                             "' lives in device memory: sharded_data_parallel takes host "
+                             "tensors for now (use distributed_data_parallel on the GPU)"});
       if (p.type != dtype::f32 && p.type != dtype::f64)
-        throw error(error_kind::config,
-                    "rank " + std::to_string(pg_.rank()) + ": parameter '" + p.name + "' is " +
-                        std::string(to_string(p.type)) +
-                        ": sharded_data_parallel updates float32 or float64 parameters (keep half-precision "
-                        "parameters as float32 and use reduction::fp16_compressed_mean or "
-                        "bf16_compressed_mean to halve the traffic)");
+        detail::throw_error(
+            error_kind::config,
+            {"rank ", pg_.rank(), ": parameter '", p.name, "' is ", to_string(p.type),
+             ": sharded_data_parallel updates float32 or float64 parameters (keep half-precision "
+             "parameters as float32 and use reduction::fp16_compressed_mean or "
+             "bf16_compressed_mean to halve the traffic)"});
     }
     for (auto& s : registry_.buffers())
       if (s.on_device)
-        throw error(error_kind::config, "buffer '" + s.name + "' lives in device memory: not supported yet");
+        detail::throw_error(error_kind::config,
+                            {"buffer '", s.name, "' lives in device memory: not supported yet"});
     if (opts_.verify_model) registry_.verify_across_ranks(pg_.communicator());
     registry_.broadcast_from_rank0(pg_.communicator(), /*buffers_only=*/false, host_only_);
     auto descs = detail::describe_for_bucketing(registry_.parameters());
@@ -16523,7 +16598,7 @@ private:
   double mean_scale() const { return Reduction::average ? 1.0 / pg_.size() : 1.0; }
   /// What failed this rank's synchronize(), from inside its handler.
   std::string failure_text() const {
-    std::string why = "rank " + std::to_string(pg_.rank()) + ": sharded_data_parallel::synchronize failed";
+    std::string why = detail::message({"rank ", pg_.rank(), ": sharded_data_parallel::synchronize failed"});
     try {
       if (auto e = std::current_exception()) std::rethrow_exception(e);
     } catch (const std::exception& e) { why += std::string(": ") + e.what(); } catch (...) {
@@ -16633,14 +16708,15 @@ public:
   /// view keeps a reference to `sampler` and sets its epoch.
   step_batches(distributed_sampler<Policy>& sampler, std::size_t batch_size, bool drop_last = false)
       : sampler_(&sampler), batch_(batch_size) {
-    if (batch_size == 0) throw error(error_kind::config, "step_batches: batch_size must be at least 1");
+    if (batch_size == 0)
+      detail::throw_error(error_kind::config, {"step_batches: batch_size must be at least 1"});
     const std::size_t n = sampler.size();
     steps_per_epoch_ = drop_last ? n / batch_size : (n + batch_size - 1) / batch_size;
     if (steps_per_epoch_ == 0)
-      throw error(error_kind::config, "step_batches: an epoch has no batch (this rank's share is " +
-                                          std::to_string(n) + " samples, batch_size " +
-                                          std::to_string(batch_size) + (drop_last ? " with drop_last" : "") +
-                                          "): use a smaller batch or more data");
+      detail::throw_error(error_kind::config,
+                          {"step_batches: an epoch has no batch (this rank's share is ", n,
+                           " samples, batch_size ", batch_size, (drop_last ? " with drop_last" : ""),
+                           "): use a smaller batch or more data"});
   }
 
   /// Batches per epoch (the same every epoch).
@@ -16791,9 +16867,9 @@ auto sync_batch_stats(process_group<B>& pg, const Mean& mean, const Var& var, st
   auto v = as_span(var);
   detail::check_batch_count(count, pg.rank(), "sync_batch_stats");
   if (m.size() != v.size())
-    throw error(error_kind::config, "sync_batch_stats on rank " + std::to_string(pg.rank()) + ": mean has " +
-                                        std::to_string(m.size()) + " channels and var " +
-                                        std::to_string(v.size()) + ": pass one value per channel in each");
+    detail::throw_error(error_kind::config,
+                        {"sync_batch_stats on rank ", pg.rank(), ": mean has ", m.size(),
+                         " channels and var ", v.size(), ": pass one value per channel in each"});
   const std::size_t c = m.size();
   std::vector<double> record(1 + 2 * c);
   record[0] = static_cast<double>(count);
@@ -16819,9 +16895,9 @@ auto sync_batch_stats_from_sums(process_group<B>& pg, const Sum& sum, const SumS
   auto q = as_span(sum_sq);
   detail::check_batch_count(count, pg.rank(), "sync_batch_stats_from_sums");
   if (s.size() != q.size())
-    throw error(error_kind::config, "sync_batch_stats_from_sums on rank " + std::to_string(pg.rank()) +
-                                        ": sum has " + std::to_string(s.size()) + " channels and sum_sq " +
-                                        std::to_string(q.size()) + ": pass one value per channel in each");
+    detail::throw_error(error_kind::config,
+                        {"sync_batch_stats_from_sums on rank ", pg.rank(), ": sum has ", s.size(),
+                         " channels and sum_sq ", q.size(), ": pass one value per channel in each"});
   const std::size_t c = s.size();
   std::vector<double> record(1 + 2 * c);
   record[0] = static_cast<double>(count);
@@ -16851,10 +16927,9 @@ void sync_batch_norm_grad_sums(process_group<B>& pg, SumDy&& sum_dy, SumDyXmu&& 
   auto a = as_span(sum_dy);
   auto b = as_span(sum_dy_xmu);
   if (a.size() != b.size())
-    throw error(error_kind::config, "sync_batch_norm_grad_sums on rank " + std::to_string(pg.rank()) +
-                                        ": sum_dy has " + std::to_string(a.size()) +
-                                        " channels and sum_dy_xmu " + std::to_string(b.size()) +
-                                        ": pass one value per channel in each");
+    detail::throw_error(error_kind::config,
+                        {"sync_batch_norm_grad_sums on rank ", pg.rank(), ": sum_dy has ", a.size(),
+                         " channels and sum_dy_xmu ", b.size(), ": pass one value per channel in each"});
   std::vector<std::remove_cv_t<tensor_value_t<SumDy>>> both(a.begin(), a.end());
   both.insert(both.end(), b.begin(), b.end());
   pg.all_reduce(both, op::sum);
@@ -17130,7 +17205,7 @@ struct flight_progress {
   flight_state state = flight_state::queued;
 
   std::string encode() const {
-    return std::to_string(seq) + " " + (kind.empty() ? "-" : kind) + " " + std::string(to_string(state));
+    return detail::message({seq, " ", (kind.empty() ? "-" : kind), " ", to_string(state)});
   }
   static flight_progress decode(std::string_view s) {
     flight_progress p;
@@ -17146,7 +17221,7 @@ struct flight_progress {
   }
   std::string describe() const {
     if (seq < 0) return "no collective started yet";
-    return kind + " #" + std::to_string(seq) + " (" + std::string(to_string(state)) + ")";
+    return detail::message({kind, " #", seq, " (", to_string(state), ")"});
   }
 };
 
@@ -17249,30 +17324,41 @@ public:
       note = note_;
       group = group_;
     }
-    std::string j = "{\n  \"rank\": " + std::to_string(rank) +
-                    (group.empty() ? std::string() : ",\n  \"group\": \"" + json_escape(group) + "\"") +
-                    ",\n  \"capacity\": " + std::to_string(capacity) + ",\n  \"note\": \"" +
-                    json_escape(note) + "\",\n  \"entries\": [";
+    std::string j = detail::message(
+        {"{\n  \"rank\": ", rank,
+         (group.empty() ? std::string() : detail::message({",\n  \"group\": \"", json_escape(group), "\""})),
+         ",\n  \"capacity\": ", capacity, ",\n  \"note\": \"", json_escape(note), "\",\n  \"entries\": ["});
     for (std::size_t i = 0; i < entries.size(); ++i) {
       const auto& e = entries[i];
-      j += std::string(i ? "," : "") + "\n    {\"seq\": " + std::to_string(e.seq) + ", \"kind\": \"" +
-           json_escape(e.kind) + "\", \"dtype\": \"" + std::string(to_string(e.dt)) +
-           "\", \"count\": " + std::to_string(e.count) +
-           ", \"bucket\": " + (e.bucket < 0 ? std::string("null") : std::to_string(e.bucket)) +
-           ", \"state\": \"" + std::string(to_string(e.state)) +
-           "\", \"queued_us\": " + std::to_string(e.queued_us) +
-           ", \"started_us\": " + std::to_string(e.started_us) +
-           ", \"finished_us\": " + std::to_string(e.finished_us) + "}";
+      detail::append_message(j, {i ? "," : "",
+                                 "\n    {\"seq\": ",
+                                 e.seq,
+                                 ", \"kind\": \"",
+                                 json_escape(e.kind),
+                                 "\", \"dtype\": \"",
+                                 to_string(e.dt),
+                                 "\", \"count\": ",
+                                 e.count,
+                                 ", \"bucket\": ",
+                                 (e.bucket < 0 ? std::string("null") : std::to_string(e.bucket)),
+                                 ", \"state\": \"",
+                                 to_string(e.state),
+                                 "\", \"queued_us\": ",
+                                 e.queued_us,
+                                 ", \"started_us\": ",
+                                 e.started_us,
+                                 ", \"finished_us\": ",
+                                 e.finished_us,
+                                 "}"});
     }
     j += "\n  ],\n  \"messages\": [";
     const auto msgs = messages();
     for (std::size_t i = 0; i < msgs.size(); ++i) {
       const auto& m = msgs[i];
-      j += std::string(i ? "," : "") + "\n    {\"id\": " + std::to_string(m.id) + ", \"what\": \"" +
-           json_escape(m.what) + "\", \"state\": \"" + std::string(to_string(m.state)) +
-           "\", \"queued_us\": " + std::to_string(m.queued_us) +
-           ", \"started_us\": " + std::to_string(m.started_us) +
-           ", \"finished_us\": " + std::to_string(m.finished_us) + "}";
+      detail::append_message(j,
+                             {i ? "," : "", "\n    {\"id\": ", m.id, ", \"what\": \"", json_escape(m.what),
+                              "\", \"state\": \"", to_string(m.state), "\", \"queued_us\": ", m.queued_us,
+                              ", \"started_us\": ", m.started_us, ", \"finished_us\": ", m.finished_us, "}"});
     }
     j += "\n  ]\n}\n";
     return j;
@@ -17294,14 +17380,14 @@ public:
       std::lock_guard lock(mu_);
       tag = file_tag_;
     }
-    std::string path = *dir + "/rank_" + std::to_string(rank) + tag + ".json";
+    std::string path = detail::message({*dir, "/rank_", rank, tag, ".json"});
     std::string body = to_json(rank);
     std::FILE* f = std::fopen(path.c_str(), "w");
     bool ok = f && std::fwrite(body.data(), 1, body.size(), f) == body.size();
     if (f) ok = (std::fclose(f) == 0) && ok;
     if (!ok) {
-      std::string line = "[ddp rank " + std::to_string(rank) + "] DDP_FLIGHT_RECORDER: could not write " +
-                         path + " (does the directory exist and is it writable?)\n";
+      std::string line = detail::message({"[ddp rank ", rank, "] DDP_FLIGHT_RECORDER: could not write ", path,
+                                          " (does the directory exist and is it writable?)\n"});
       std::fwrite(line.data(), 1, line.size(), stderr);
       return {};
     }
@@ -17387,10 +17473,9 @@ public:
   work submit(std::string_view name, std::size_t n, dtype dt, bool blocking, body_type body,
               int bucket = -1) {
     const std::uint64_t seq = seq_++;
-    std::string what = "rank " + std::to_string(shown_rank_) + ": " +
-                       (current_call ? current_call.describe() + ": " : std::string()) + std::string(name) +
-                       " #" + std::to_string(seq) + " (" + std::to_string(n) + " x " +
-                       std::string(to_string(dt)) + note_ + ")";
+    std::string what = detail::message({"rank ", shown_rank_, ": ",
+                                        (current_call ? current_call.describe() + ": " : std::string()), name,
+                                        " #", seq, " (", n, " x ", to_string(dt), note_, ")"});
     if (bucket < 0) bucket = trace::submitting_bucket;
     recorder_.queued(seq, name, dt, n, bucket);
     traced t{-1, 0, bucket, nullptr};
@@ -18713,6 +18798,48 @@ DDP_END_NAMESPACE
 
 #endif // DDP_ERROR_INL_HPP
 // ---- end ddp/error-inl.hpp ----
+// ---- begin ddp/detail/common/message-inl.hpp ----
+// The definitions behind detail/common/message.hpp (detail/common/linkage.hpp).
+#ifndef DDP_DETAIL_COMMON_MESSAGE_INL_HPP
+#define DDP_DETAIL_COMMON_MESSAGE_INL_HPP
+
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+DDP_INLINE void message_part::append_to(std::string& out) const {
+  switch (kind_) {
+  case kind::text: out += text_; return;
+  case kind::signed_integer: out += std::to_string(static_cast<long long>(integer_)); return;
+  case kind::unsigned_integer: out += std::to_string(integer_); return;
+  }
+}
+
+DDP_INLINE void append_message(std::string& out, std::initializer_list<message_part> parts) {
+  std::size_t bound = out.size();
+  for (const message_part& p : parts)
+    bound += p.size_bound();
+  // Doubling, as appends do, so that a document built piece by piece in a loop stays linear.
+  if (bound > out.capacity()) out.reserve(bound > 2 * out.capacity() ? bound : 2 * out.capacity());
+  for (const message_part& p : parts)
+    p.append_to(out);
+}
+
+DDP_INLINE std::string message(std::initializer_list<message_part> parts) {
+  std::string out;
+  append_message(out, parts);
+  return out;
+}
+
+DDP_INLINE void throw_error(error_kind kind, std::initializer_list<message_part> parts, int rank) {
+  throw error(kind, message(parts), rank);
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_COMMON_MESSAGE_INL_HPP
+// ---- end ddp/detail/common/message-inl.hpp ----
 // ---- begin ddp/detail/common/timeout-inl.hpp ----
 // The definitions behind timeout.hpp: compiled in every translation unit when
 // ddp is header-only, once in the runtime when it is compiled separately
@@ -18726,8 +18853,9 @@ namespace detail {
 
 DDP_INLINE std::chrono::milliseconds parse_timeout(std::string_view v) {
   auto bad = [&] {
-    return error(error_kind::config, "environment variable DDP_TIMEOUT='" + std::string(v) +
-                                         "' is not a positive duration like 600, 30s, 500ms or 10m");
+    return error(error_kind::config,
+                 detail::message({"environment variable DDP_TIMEOUT='", v,
+                                  "' is not a positive duration like 600, 30s, 500ms or 10m"}));
   };
   std::int64_t scale = 1000;
   if (v.ends_with("ms")) {
@@ -18840,9 +18968,9 @@ inline std::string openssl_error_text() {
 inline auth_nonce auth_random_nonce() {
   auth_nonce n{};
   if (::RAND_bytes(n.data(), static_cast<int>(n.size())) != 1)
-    throw error(error_kind::backend,
-                "OpenSSL RAND_bytes failed to draw a nonce for the rendezvous store handshake: " +
-                    openssl_error_text());
+    detail::throw_error(error_kind::backend,
+                        {"OpenSSL RAND_bytes failed to draw a nonce for the rendezvous store handshake: ",
+                         openssl_error_text()});
   return n;
 }
 
@@ -18866,7 +18994,7 @@ inline auth_mac auth_proof(std::string_view token, auth_role who, const auth_non
   for (int i = 0; i < 4; ++i) // little-endian, as every integer on the wire
     *p++ = static_cast<unsigned char>(r >> (8 * i));
   if (token.size() > INT_MAX)
-    throw error(error_kind::config, "DDP_TOKEN is too long (" + std::to_string(token.size()) + " bytes)");
+    detail::throw_error(error_kind::config, {"DDP_TOKEN is too long (", token.size(), " bytes)"});
   static const unsigned char no_key = 0; // OpenSSL wants a non-null key pointer even for an empty key
   auth_mac out{};
   unsigned int len = 0;
@@ -18874,8 +19002,9 @@ inline auth_mac auth_proof(std::string_view token, auth_role who, const auth_non
   if (!::HMAC(::EVP_sha256(), key, static_cast<int>(token.size()), msg.data(), msg.size(), out.data(),
               &len) ||
       len != out.size())
-    throw error(error_kind::backend,
-                "OpenSSL HMAC-SHA256 failed in the rendezvous store handshake: " + openssl_error_text());
+    detail::throw_error(
+        error_kind::backend,
+        {"OpenSSL HMAC-SHA256 failed in the rendezvous store handshake: ", openssl_error_text()});
   return out;
 }
 
@@ -19093,7 +19222,7 @@ public:
     if (now - window_ > std::chrono::seconds(10)) {
       if (suppressed_ > 0)
         log_line("store",
-                 std::to_string(suppressed_) + " more such message(s) in the last 10 s were not shown");
+                 detail::message({suppressed_, " more such message(s) in the last 10 s were not shown"}));
       window_ = now;
       shown_ = 0;
       suppressed_ = 0;
@@ -19127,11 +19256,11 @@ public:
     // Non-blocking, so the loop can accept a burst of connections at once.
     if (int fl = ::fcntl(listener_.get(), F_GETFL);
         fl < 0 || ::fcntl(listener_.get(), F_SETFL, fl | O_NONBLOCK) != 0)
-      throw error(error_kind::backend,
-                  "fcntl(O_NONBLOCK) on the store's listener failed: " + errno_text(errno));
+      detail::throw_error(error_kind::backend,
+                          {"fcntl(O_NONBLOCK) on the store's listener failed: ", errno_text(errno)});
     int p[2];
     if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0)
-      throw error(error_kind::backend, "pipe2 failed: " + errno_text(errno));
+      detail::throw_error(error_kind::backend, {"pipe2 failed: ", errno_text(errno)});
     wake_r_.reset(p[0]);
     wake_w_.reset(p[1]);
     thread_ = std::thread([this] { loop(); });
@@ -19290,7 +19419,8 @@ private:
             --pending;
             continue;
           }
-          pause_accepting(now, "accept failed (" + errno_text(e) + ") and no pending handshake to close");
+          pause_accepting(now, detail::message({"accept failed (", errno_text(e),
+                                                ") and no pending handshake to close"}));
         }
         return; // EAGAIN: nothing more queued
       }
@@ -19301,9 +19431,10 @@ private:
         if (shed_pending(now, store_shed_min_age)) {
           --pending;
         } else {
-          pause_accepting(now, pending > store_max_pending_handshakes
-                                   ? std::to_string(pending) + " connections are in their handshake"
-                                   : "descriptors nearly spent (RLIMIT_NOFILE " + std::to_string(soft) + ")");
+          pause_accepting(now,
+                          pending > store_max_pending_handshakes
+                              ? detail::message({pending, " connections are in their handshake"})
+                              : detail::message({"descriptors nearly spent (RLIMIT_NOFILE ", soft, ")"}));
           return;
         }
       }
@@ -19353,14 +19484,15 @@ private:
 
   void pause_accepting(clock::time_point now, const std::string& why) {
     listen_paused_until_ = now + store_accept_backoff;
-    auth_log_.line("not accepting connections for " + std::to_string(store_accept_backoff.count()) +
-                       " ms: " + why + ". If ranks are many, raise the open-files limit (ulimit -n).",
+    auth_log_.line(detail::message({"not accepting connections for ", store_accept_backoff.count(), " ms: ",
+                                    why, ". If ranks are many, raise the open-files limit (ulimit -n)."}),
                    now);
   }
 
   /// Closes a connection that has not authenticated, through the log throttle.
   void drop_pending(connection& c, const std::string& why) {
-    auth_log_.line("closing connection from " + c.peer + " during the handshake: " + why, clock::now());
+    auth_log_.line(detail::message({"closing connection from ", c.peer, " during the handshake: ", why}),
+                   clock::now());
     c.fd.reset();
   }
 
@@ -19376,7 +19508,7 @@ private:
   }
 
   void drop(connection& c, const std::string& why) {
-    if (!why.empty()) log_line("store", "closing connection from " + c.peer + ": " + why);
+    if (!why.empty()) log_line("store", detail::message({"closing connection from ", c.peer, ": ", why}));
     if (c.authed && !c.said_bye && c.rank >= 0) record_lost(c.scope, c.rank);
     c.fd.reset();
   }
@@ -19455,20 +19587,22 @@ private:
     if (eof && c.fd && !c.authed && c.challenged)
       // A rank whose token differs says so before it hangs up (handshake()); one
       // that hangs up without a word gave up for another reason.
-      auth_log_.line("connection from " + c.peer + " (claiming rank " + std::to_string(c.rank) +
-                         ") closed after the challenge without its proof: it gave up waiting for the store "
-                         "(a loaded machine), ran out of file descriptors, or is a ddp too old to say why",
+      auth_log_.line(detail::message(
+                         {"connection from ", c.peer, " (claiming rank ", c.rank,
+                          ") closed after the challenge without its proof: it gave up waiting for the store "
+                          "(a loaded machine), ran out of file descriptors, or is a ddp too old to say why"}),
                      clock::now());
     if (eof && c.fd && unreachable)
       // Its host stopped acknowledging (set_keepalive): a cut link or a host down, not
       // an exit. With replies waiting, the kernel ends a connection whose reader takes
       // nothing (a zero window) after the same time: the process may be stopped.
       say_why_lost(
-          c, (replies_waited
-                  ? "is unreachable or stopped: it took none of the store's replies for "
-                  : "is unreachable: its host acknowledged nothing on its connection to the store for ") +
-                 std::to_string(peer_timeout_ms_) + " ms (" + (replies_waited ? "process stopped, " : "") +
-                 "network cut or host down)");
+          c, detail::message(
+                 {(replies_waited
+                       ? "is unreachable or stopped: it took none of the store's replies for "
+                       : "is unreachable: its host acknowledged nothing on its connection to the store for "),
+                  peer_timeout_ms_, " ms (", (replies_waited ? "process stopped, " : ""),
+                  "network cut or host down)"}));
     if (eof && c.fd) drop(c, "");
   }
 
@@ -19490,7 +19624,7 @@ private:
       std::uint32_t n;
       std::memcpy(&n, c.in.data() + handled, 4);
       if (n == 0 || n > store_max_frame || (!c.authed && n > store_max_handshake_frame)) {
-        std::string why = "oversized or empty frame (" + std::to_string(n) + " bytes)";
+        std::string why = detail::message({"oversized or empty frame (", n, " bytes)"});
         if (c.authed)
           drop(c, why);
         else
@@ -19650,8 +19784,8 @@ private:
     default:
       // A whole frame was read, so the connection is still in step: a client of a newer ddp
       // says which request this store lacks, instead of losing its rank.
-      log_line("store", "unknown request " + std::to_string(static_cast<int>(op)) + " from " + c.peer +
-                            ": a ddp program of another version than this store's");
+      log_line("store", detail::message({"unknown request ", static_cast<int>(op), " from ", c.peer,
+                                         ": a ddp program of another version than this store's"}));
       return reply(c, frame_writer(store_status::unknown_request).finish());
     }
   }
@@ -19673,10 +19807,11 @@ private:
             c, frame_writer(store_status::ok).bytes(as_view(c.server_nonce)).bytes(as_view(proof)).finish());
       }
       if (op == store_op::bye) { // the client found the store's proof wrong (handshake.hpp)
-        auth_log_.line("refused a connection from " + c.peer + " (claiming rank " + std::to_string(c.rank) +
-                           "): it found the store's proof wrong, so its job token differs (a process of "
-                           "another job, or DDP_TOKEN differs between ranks)",
-                       clock::now());
+        auth_log_.line(
+            detail::message({"refused a connection from ", c.peer, " (claiming rank ", c.rank,
+                             "): it found the store's proof wrong, so its job token differs (a process of "
+                             "another job, or DDP_TOKEN differs between ranks)"}),
+            clock::now());
         note_refusal(c);
         c.fd.reset();
         return;
@@ -19686,10 +19821,11 @@ private:
       if (!r.ok() || !r.at_end()) return drop_pending(c, "malformed proof");
       if (!auth_proof_matches(auth_proof(token_, auth_role::client, c.client_nonce, c.server_nonce, c.rank),
                               proof)) {
-        auth_log_.line("refused a connection from " + c.peer + " (claiming rank " + std::to_string(c.rank) +
-                           "): it could not prove it knows the job token (a process of another job, or "
-                           "DDP_TOKEN differs between ranks)",
-                       clock::now());
+        auth_log_.line(
+            detail::message({"refused a connection from ", c.peer, " (claiming rank ", c.rank,
+                             "): it could not prove it knows the job token (a process of another job, or "
+                             "DDP_TOKEN differs between ranks)"}),
+            clock::now());
         note_refusal(c);
         reply(c, frame_writer(store_status::refused).finish());
         c.replies_held = false;
@@ -19779,11 +19915,11 @@ private:
         continue;
       }
       const int rank = it->first;
-      const std::string why = "was refused by the rendezvous store: its connection (from " + it->second.peer +
-                              ") could not prove it knows the job token, and no process of rank " +
-                              std::to_string(rank) +
-                              " with the right token came (set the same DDP_TOKEN on every rank, or let "
-                              "the launcher set it)";
+      const std::string why =
+          detail::message({"was refused by the rendezvous store: its connection (from ", it->second.peer,
+                           ") could not prove it knows the job token, and no process of rank ", rank,
+                           " with the right token came (set the same DDP_TOKEN on every rank, or let "
+                           "the launcher set it)"});
       std::set<std::string> scopes; // the ranks' (a launcher's own waits are in no round)
       for (auto& c : conns_)
         if (c->fd && c->authed && c->rank >= 0) scopes.insert(c->scope);
@@ -19811,16 +19947,16 @@ private:
         }
       }
       if (c->fd && replies_pending(*c) && now - c->out_moved >= store_reply_stall) {
-        say_why_lost(*c, "is stopped or unreachable: it took none of the store's replies for " +
-                             std::to_string(store_reply_stall.count()) +
-                             " s (process stopped, or network cut)");
-        drop(*c, "client does not read its replies (" + std::to_string(c->out.size() - c->out_sent) +
-                     " bytes waited " + std::to_string(store_reply_stall.count()) +
-                     " s): it is stopped, or its host is cut off");
+        say_why_lost(*c,
+                     detail::message({"is stopped or unreachable: it took none of the store's replies for ",
+                                      store_reply_stall.count(), " s (process stopped, or network cut)"}));
+        drop(*c, detail::message({"client does not read its replies (", c->out.size() - c->out_sent,
+                                  " bytes waited ", store_reply_stall.count(),
+                                  " s): it is stopped, or its host is cut off"}));
       }
       if (!c->fd) continue;
       if (!c->authed && now > c->hello_deadline)
-        drop_pending(*c, "no handshake within " + std::to_string(store_handshake_timeout.count()) + " s");
+        drop_pending(*c, detail::message({"no handshake within ", store_handshake_timeout.count(), " s"}));
       else if (c->waiting && now >= c->wait_deadline) {
         c->waiting = false;
         reply(*c, frame_writer(store_status::timeout).finish());
@@ -19867,8 +20003,8 @@ DDP_BEGIN_NAMESPACE
 
 DDP_INLINE tcp_store::tcp_store(const tcp_store_options& o) : opts_(o) {
   if (o.port < 0 || o.port > 65535 || (!o.serve && o.port == 0))
-    throw error(error_kind::config, "tcp_store: port " + std::to_string(o.port) +
-                                        " is not a valid port to connect to (1..65535)");
+    detail::throw_error(error_kind::config,
+                        {"tcp_store: port ", o.port, " is not a valid port to connect to (1..65535)"});
   auto deadline = detail::clock::now() + o.timeout;
   if (o.serve) {
     server_ =
@@ -19894,11 +20030,11 @@ DDP_INLINE void tcp_store::wait(const std::vector<std::string>& keys, std::chron
     }
     std::string names = name_keys(missing);
     if (looked < keys.size())
-      names += " (and maybe some of the " + std::to_string(keys.size() - looked) + " after)";
-    throw error(error_kind::timeout, "waited " + std::to_string(timeout.count()) + " ms for store key(s) " +
-                                         names + " at " + where() +
-                                         ": a rank did not arrive (crashed, stuck, or started with other "
-                                         "arguments). Raise DDP_TIMEOUT if startup is just slow.");
+      detail::append_message(names, {" (and maybe some of the ", keys.size() - looked, " after)"});
+    detail::throw_error(error_kind::timeout,
+                        {"waited ", timeout.count(), " ms for store key(s) ", names, " at ", where(),
+                         ": a rank did not arrive (crashed, stuck, or started with other "
+                         "arguments). Raise DDP_TIMEOUT if startup is just slow."});
   }
 }
 
@@ -19911,21 +20047,21 @@ DDP_INLINE tcp_store::~tcp_store() {
 
 DDP_INLINE void tcp_store::set(const std::string& key, std::string_view value,
                                std::optional<std::chrono::milliseconds> io_timeout) {
-  request(detail::frame_writer(detail::store_op::set).bytes(scoped(key)).bytes(value), "set '" + key + "'",
-          io_timeout);
+  request(detail::frame_writer(detail::store_op::set).bytes(scoped(key)).bytes(value),
+          detail::message({"set '", key, "'"}), io_timeout);
 }
 
 DDP_INLINE std::string tcp_store::get(const std::string& key) {
   wait({key});
   auto v = try_get(key);
-  if (!v) throw error(error_kind::backend, "store key '" + key + "' vanished");
+  if (!v) detail::throw_error(error_kind::backend, {"store key '", key, "' vanished"});
   return *v;
 }
 
 DDP_INLINE std::optional<std::string>
 tcp_store::try_get(const std::string& key, std::optional<std::chrono::milliseconds> io_timeout) {
-  auto r = request(detail::frame_writer(detail::store_op::get).bytes(scoped(key)), "get '" + key + "'",
-                   io_timeout);
+  auto r = request(detail::frame_writer(detail::store_op::get).bytes(scoped(key)),
+                   detail::message({"get '", key, "'"}), io_timeout);
   if (static_cast<detail::store_status>(r[0]) == detail::store_status::missing) return std::nullopt;
   detail::frame_reader fr(std::string_view(r).substr(1));
   auto v = fr.bytes();
@@ -19945,7 +20081,7 @@ DDP_INLINE std::vector<std::string> tcp_store::multi_get(const std::vector<std::
   const auto replies = pipelined(frames, "get " + name_keys(keys));
   for (std::size_t i = 0; i < replies.size(); ++i) {
     if (static_cast<detail::store_status>(replies[i][0]) == detail::store_status::missing)
-      throw error(error_kind::backend, "store key '" + keys[i] + "' vanished");
+      detail::throw_error(error_kind::backend, {"store key '", keys[i], "' vanished"});
     detail::frame_reader fr(std::string_view(replies[i]).substr(1));
     values.push_back(fr.bytes());
     if (!fr.ok()) throw protocol_error("get");
@@ -19956,8 +20092,8 @@ DDP_INLINE std::vector<std::string> tcp_store::multi_get(const std::vector<std::
 DDP_INLINE void tcp_store::multi_set(const std::vector<std::string>& keys,
                                      const std::vector<std::string>& values) {
   if (keys.size() != values.size())
-    throw error(error_kind::config, "tcp_store::multi_set: " + std::to_string(keys.size()) + " keys but " +
-                                        std::to_string(values.size()) + " values");
+    detail::throw_error(error_kind::config,
+                        {"tcp_store::multi_set: ", keys.size(), " keys but ", values.size(), " values"});
   std::vector<std::vector<char>> frames;
   frames.reserve(keys.size());
   for (std::size_t i = 0; i < keys.size(); ++i)
@@ -19966,12 +20102,12 @@ DDP_INLINE void tcp_store::multi_set(const std::vector<std::string>& keys,
   const auto replies = pipelined(frames, "set " + name_keys(keys));
   for (std::size_t i = 0; i < replies.size(); ++i)
     if (static_cast<detail::store_status>(replies[i][0]) != detail::store_status::ok)
-      throw protocol_error(("set '" + keys[i] + "'").c_str());
+      throw protocol_error((detail::message({"set '", keys[i], "'"})).c_str());
 }
 
 DDP_INLINE std::int64_t tcp_store::add(const std::string& key, std::int64_t delta) {
-  auto r =
-      request(detail::frame_writer(detail::store_op::add).bytes(scoped(key)).i64(delta), "add '" + key + "'");
+  auto r = request(detail::frame_writer(detail::store_op::add).bytes(scoped(key)).i64(delta),
+                   detail::message({"add '", key, "'"}));
   detail::frame_reader fr(std::string_view(r).substr(1));
   auto v = fr.i64();
   if (!fr.ok()) throw protocol_error("add");
@@ -20045,12 +20181,11 @@ DDP_INLINE bool tcp_store::try_wait_frame(std::span<const std::string> keys,
     detail::frame_reader fr(std::string_view(r).substr(1));
     int lost = fr.i32();
     if (!fr.ok()) throw protocol_error("wait");
-    throw error(error_kind::peer_lost,
-                "rank " + std::to_string(lost) + " " + describe_lost(lost) + " while rank " +
-                    std::to_string(opts_.rank) + " waited for store key(s) " + name_keys(all_keys) + " at " +
-                    where() + ": it will never set them. Look at rank " + std::to_string(lost) +
-                    "'s output first.",
-                lost);
+    detail::throw_error(error_kind::peer_lost,
+                        {"rank ", lost, " ", describe_lost(lost), " while rank ", opts_.rank,
+                         " waited for store key(s) ", name_keys(all_keys), " at ", where(),
+                         ": it will never set them. Look at rank ", lost, "'s output first."},
+                        lost);
   }
   return st == detail::store_status::ok;
 }
@@ -20077,26 +20212,28 @@ DDP_INLINE lost_rank tcp_store::wait_for_lost_rank(std::chrono::milliseconds gra
     return {lost.front(), describe_lost(lost.front())};
   } catch (const ddp::error& e) {
     if (unreachable_) // our own connection timed out: the store's host is cut off, not just slow
-      return {0, std::string("is unreachable: its host acknowledged nothing on the connection to the "
-                             "rendezvous store ") +
-                     (opts_.served_by_launcher ? "its node's ddprun serves" : "it serves") + " for " +
-                     std::to_string(peer_timeout(opts_.timeout).count()) + " ms (network cut or host down)"};
+      return {0,
+              detail::message({"is unreachable: its host acknowledged nothing on the connection to the "
+                               "rendezvous store ",
+                               (opts_.served_by_launcher ? "its node's ddprun serves" : "it serves"), " for ",
+                               peer_timeout(opts_.timeout).count(), " ms (network cut or host down)"})};
     if (opts_.served_by_launcher) // the launcher died, not a rank: no rank to name, but news
       return e.kind() == error_kind::peer_lost ? lost_rank{-1, launcher_gone(), false} : lost_rank{};
     if (e.kind() == error_kind::timeout)
       return {0,
-              "does not answer: the rendezvous store it serves did not reply within " +
-                  std::to_string((grace + fault_slack).count()) + " ms (rank 0 is stopped or hung)",
+              detail::message({"does not answer: the rendezvous store it serves did not reply within ",
+                               (grace + fault_slack).count(), " ms (rank 0 is stopped or hung)"}),
               true};
     return {0, "exited: the rendezvous store it serves is gone"};
   }
 }
 
 DDP_INLINE std::string tcp_store::launcher_gone() const {
-  return "the rendezvous store at " + where() +
-         ", which ddprun serves on the master node, closed its connection: the launcher is gone (killed by "
-         "SIGKILL, the OOM killer or the job's time limit), so no rank of this job can go on. Look at how "
-         "ddprun ended";
+  return detail::message(
+      {"the rendezvous store at ", where(),
+       ", which ddprun serves on the master node, closed its connection: the launcher is gone (killed by "
+       "SIGKILL, the OOM killer or the job's time limit), so no rank of this job can go on. Look at how "
+       "ddprun ended"});
 }
 
 DDP_INLINE bool tcp_store::report_failure(std::string_view reason) noexcept {
@@ -20176,7 +20313,7 @@ DDP_INLINE std::string tcp_store::name_keys(std::span<const std::string> keys) {
   std::string names;
   for (std::size_t i = 0; i < keys.size() && i < keys_named; ++i)
     names += (names.empty() ? "'" : ", '") + keys[i] + "'";
-  if (keys.size() > keys_named) names += " and " + std::to_string(keys.size() - keys_named) + " more";
+  if (keys.size() > keys_named) detail::append_message(names, {" and ", keys.size() - keys_named, " more"});
   return names;
 }
 
@@ -20210,22 +20347,22 @@ DDP_INLINE void tcp_store::open_connection(detail::clock::time_point deadline) {
     if (res == handshake_result::ok) return declare_scope(deadline);
     fd_.reset();
     if (res == handshake_result::refused)
-      throw error(error_kind::config, "the rendezvous store at " + where() +
-                                          " refused this process: its job token differs (set the same "
-                                          "DDP_TOKEN on every rank, or let the launcher set it)");
+      detail::throw_error(error_kind::config, {"the rendezvous store at ", where(),
+                                               " refused this process: its job token differs (set the same "
+                                               "DDP_TOKEN on every rank, or let the launcher set it)"});
     if (res == handshake_result::server_unproven || res == handshake_result::malformed)
-      throw error(error_kind::config,
-                  "the process listening on " + where() + " is not this job's rendezvous store: it " +
-                      (res == handshake_result::malformed ? "does not speak ddp's store protocol"
-                                                          : "could not prove it knows the job token") +
-                      ". DDP_TOKEN differs between this rank and rank 0, or another program holds the "
-                      "port (check MASTER_ADDR/MASTER_PORT; the token was not sent)");
+      detail::throw_error(error_kind::config,
+                          {"the process listening on ", where(), " is not this job's rendezvous store: it ",
+                           (res == handshake_result::malformed ? "does not speak ddp's store protocol"
+                                                               : "could not prove it knows the job token"),
+                           ". DDP_TOKEN differs between this rank and rank 0, or another program holds the "
+                           "port (check MASTER_ADDR/MASTER_PORT; the token was not sent)"});
     if (detail::clock::now() + backoff > deadline)
-      throw error(error_kind::timeout,
-                  "the rendezvous store at " + where() + " accepted the connection but " +
-                      (res == handshake_result::closed ? "closed it" : "did not answer") +
-                      " during the handshake, until the timeout. Is that rank 0's store (check "
-                      "MASTER_ADDR/MASTER_PORT), and is rank 0 alive and not out of file descriptors?");
+      detail::throw_error(error_kind::timeout,
+                          {"the rendezvous store at ", where(), " accepted the connection but ",
+                           (res == handshake_result::closed ? "closed it" : "did not answer"),
+                           " during the handshake, until the timeout. Is that rank 0's store (check "
+                           "MASTER_ADDR/MASTER_PORT), and is rank 0 alive and not out of file descriptors?"});
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
@@ -20278,10 +20415,10 @@ DDP_INLINE std::vector<std::string> tcp_store::pipelined(const std::vector<std::
 
 DDP_INLINE void tcp_store::throw_if_broken() const {
   if (broken_)
-    throw error(broken_kind_,
-                "the rendezvous store at " + where() + " is gone or silent (" + server_name() +
-                    " exited or stopped)",
-                opts_.served_by_launcher ? -1 : 0);
+    detail::throw_error(
+        broken_kind_,
+        {"the rendezvous store at ", where(), " is gone or silent (", server_name(), " exited or stopped)"},
+        opts_.served_by_launcher ? -1 : 0);
 }
 
 DDP_INLINE void tcp_store::send_frame(const std::vector<char>& f, detail::clock::time_point deadline) {
@@ -20307,21 +20444,21 @@ DDP_INLINE void tcp_store::fail(detail::io_status st, const std::string& what) {
   broken_ = true;
   if (st == detail::io_status::unreachable) {
     unreachable_ = true;
-    throw error(error_kind::peer_lost,
-                "lost the connection to the rendezvous store at " + where() + " (" + what +
-                    "): the host of rank 0, which serves it, acknowledged nothing for " +
-                    std::to_string(peer_timeout(opts_.timeout).count()) +
-                    " ms (network cut or host down; check the link and GLOO_SOCKET_IFNAME)",
-                0);
+    detail::throw_error(error_kind::peer_lost,
+                        {"lost the connection to the rendezvous store at ", where(), " (", what,
+                         "): the host of rank 0, which serves it, acknowledged nothing for ",
+                         peer_timeout(opts_.timeout).count(),
+                         " ms (network cut or host down; check the link and GLOO_SOCKET_IFNAME)"},
+                        0);
   }
   broken_kind_ = st == detail::io_status::timeout ? error_kind::timeout : error_kind::peer_lost;
   if (st == detail::io_status::timeout)
-    throw error(error_kind::timeout,
-                "the rendezvous store at " + where() + " did not answer (" + what + ") within the timeout");
-  throw error(error_kind::peer_lost,
-              "lost the connection to the rendezvous store at " + where() + " (" + what +
-                  "): " + server_name() + " has probably exited",
-              opts_.served_by_launcher ? -1 : 0);
+    detail::throw_error(error_kind::timeout, {"the rendezvous store at ", where(), " did not answer (", what,
+                                              ") within the timeout"});
+  detail::throw_error(error_kind::peer_lost,
+                      {"lost the connection to the rendezvous store at ", where(), " (", what,
+                       "): ", server_name(), " has probably exited"},
+                      opts_.served_by_launcher ? -1 : 0);
 }
 
 DDP_END_NAMESPACE
@@ -20343,8 +20480,7 @@ DDP_INLINE void work::wait() const {
   std::unique_lock lock(s_->mu);
   auto limit = s_->timeout + std::chrono::seconds(30);
   if (!s_->cv.wait_for(lock, limit, [&] { return s_->finished; }))
-    throw error(error_kind::timeout,
-                s_->what + " did not complete within " + std::to_string(limit.count()) + " ms");
+    detail::throw_error(error_kind::timeout, {s_->what, " did not complete within ", limit.count(), " ms"});
   if (s_->failure) std::rethrow_exception(s_->failure);
 }
 
@@ -20353,8 +20489,7 @@ DDP_INLINE void work::stream_wait(CUstream_st* stream) const {
   std::unique_lock lock(s_->mu);
   auto limit = s_->timeout + std::chrono::seconds(30);
   if (!s_->cv.wait_for(lock, limit, [&] { return s_->finished || s_->order_stream; }))
-    throw error(error_kind::timeout,
-                s_->what + " was not queued within " + std::to_string(limit.count()) + " ms");
+    detail::throw_error(error_kind::timeout, {s_->what, " was not queued within ", limit.count(), " ms"});
   if (s_->failure) std::rethrow_exception(s_->failure);
   // A finished collective needs no device wait, and a backend may reuse what
   // order_stream waits on (a pooled event) once the work finished: so it is
@@ -20621,7 +20756,7 @@ struct flight_progress {
   flight_state state = flight_state::queued;
 
   std::string encode() const {
-    return std::to_string(seq) + " " + (kind.empty() ? "-" : kind) + " " + std::string(to_string(state));
+    return detail::message({seq, " ", (kind.empty() ? "-" : kind), " ", to_string(state)});
   }
   static flight_progress decode(std::string_view s) {
     flight_progress p;
@@ -20637,7 +20772,7 @@ struct flight_progress {
   }
   std::string describe() const {
     if (seq < 0) return "no collective started yet";
-    return kind + " #" + std::to_string(seq) + " (" + std::string(to_string(state)) + ")";
+    return detail::message({kind, " #", seq, " (", to_string(state), ")"});
   }
 };
 
@@ -20740,30 +20875,41 @@ public:
       note = note_;
       group = group_;
     }
-    std::string j = "{\n  \"rank\": " + std::to_string(rank) +
-                    (group.empty() ? std::string() : ",\n  \"group\": \"" + json_escape(group) + "\"") +
-                    ",\n  \"capacity\": " + std::to_string(capacity) + ",\n  \"note\": \"" +
-                    json_escape(note) + "\",\n  \"entries\": [";
+    std::string j = detail::message(
+        {"{\n  \"rank\": ", rank,
+         (group.empty() ? std::string() : detail::message({",\n  \"group\": \"", json_escape(group), "\""})),
+         ",\n  \"capacity\": ", capacity, ",\n  \"note\": \"", json_escape(note), "\",\n  \"entries\": ["});
     for (std::size_t i = 0; i < entries.size(); ++i) {
       const auto& e = entries[i];
-      j += std::string(i ? "," : "") + "\n    {\"seq\": " + std::to_string(e.seq) + ", \"kind\": \"" +
-           json_escape(e.kind) + "\", \"dtype\": \"" + std::string(to_string(e.dt)) +
-           "\", \"count\": " + std::to_string(e.count) +
-           ", \"bucket\": " + (e.bucket < 0 ? std::string("null") : std::to_string(e.bucket)) +
-           ", \"state\": \"" + std::string(to_string(e.state)) +
-           "\", \"queued_us\": " + std::to_string(e.queued_us) +
-           ", \"started_us\": " + std::to_string(e.started_us) +
-           ", \"finished_us\": " + std::to_string(e.finished_us) + "}";
+      detail::append_message(j, {i ? "," : "",
+                                 "\n    {\"seq\": ",
+                                 e.seq,
+                                 ", \"kind\": \"",
+                                 json_escape(e.kind),
+                                 "\", \"dtype\": \"",
+                                 to_string(e.dt),
+                                 "\", \"count\": ",
+                                 e.count,
+                                 ", \"bucket\": ",
+                                 (e.bucket < 0 ? std::string("null") : std::to_string(e.bucket)),
+                                 ", \"state\": \"",
+                                 to_string(e.state),
+                                 "\", \"queued_us\": ",
+                                 e.queued_us,
+                                 ", \"started_us\": ",
+                                 e.started_us,
+                                 ", \"finished_us\": ",
+                                 e.finished_us,
+                                 "}"});
     }
     j += "\n  ],\n  \"messages\": [";
     const auto msgs = messages();
     for (std::size_t i = 0; i < msgs.size(); ++i) {
       const auto& m = msgs[i];
-      j += std::string(i ? "," : "") + "\n    {\"id\": " + std::to_string(m.id) + ", \"what\": \"" +
-           json_escape(m.what) + "\", \"state\": \"" + std::string(to_string(m.state)) +
-           "\", \"queued_us\": " + std::to_string(m.queued_us) +
-           ", \"started_us\": " + std::to_string(m.started_us) +
-           ", \"finished_us\": " + std::to_string(m.finished_us) + "}";
+      detail::append_message(j,
+                             {i ? "," : "", "\n    {\"id\": ", m.id, ", \"what\": \"", json_escape(m.what),
+                              "\", \"state\": \"", to_string(m.state), "\", \"queued_us\": ", m.queued_us,
+                              ", \"started_us\": ", m.started_us, ", \"finished_us\": ", m.finished_us, "}"});
     }
     j += "\n  ]\n}\n";
     return j;
@@ -20785,14 +20931,14 @@ public:
       std::lock_guard lock(mu_);
       tag = file_tag_;
     }
-    std::string path = *dir + "/rank_" + std::to_string(rank) + tag + ".json";
+    std::string path = detail::message({*dir, "/rank_", rank, tag, ".json"});
     std::string body = to_json(rank);
     std::FILE* f = std::fopen(path.c_str(), "w");
     bool ok = f && std::fwrite(body.data(), 1, body.size(), f) == body.size();
     if (f) ok = (std::fclose(f) == 0) && ok;
     if (!ok) {
-      std::string line = "[ddp rank " + std::to_string(rank) + "] DDP_FLIGHT_RECORDER: could not write " +
-                         path + " (does the directory exist and is it writable?)\n";
+      std::string line = detail::message({"[ddp rank ", rank, "] DDP_FLIGHT_RECORDER: could not write ", path,
+                                          " (does the directory exist and is it writable?)\n"});
       std::fwrite(line.data(), 1, line.size(), stderr);
       return {};
     }
@@ -20878,10 +21024,9 @@ public:
   work submit(std::string_view name, std::size_t n, dtype dt, bool blocking, body_type body,
               int bucket = -1) {
     const std::uint64_t seq = seq_++;
-    std::string what = "rank " + std::to_string(shown_rank_) + ": " +
-                       (current_call ? current_call.describe() + ": " : std::string()) + std::string(name) +
-                       " #" + std::to_string(seq) + " (" + std::to_string(n) + " x " +
-                       std::string(to_string(dt)) + note_ + ")";
+    std::string what = detail::message({"rank ", shown_rank_, ": ",
+                                        (current_call ? current_call.describe() + ": " : std::string()), name,
+                                        " #", seq, " (", n, " x ", to_string(dt), note_, ")"});
     if (bucket < 0) bucket = trace::submitting_bucket;
     recorder_.queued(seq, name, dt, n, bucket);
     traced t{-1, 0, bucket, nullptr};
@@ -21071,24 +21216,26 @@ desync_result exchange_progress(Store& store, int rank, int size, const flight_p
       if (silent.size() <= 1) break;
     }
   } catch (const std::exception& e) {
-    out.verdict = std::string("no desync report: the store did not answer (") + e.what() + ")";
+    out.verdict = detail::message({"no desync report: the store did not answer (", e.what(), ")"});
     return out;
   }
   try { // so that rank 0's store, on teardown, does not linger for a process that never reads
     for (int r : silent)
-      store.set(stalled_key(r), "named silent by rank " + std::to_string(job(rank)) + "'s desync report",
+      store.set(stalled_key(r), detail::message({"named silent by rank ", job(rank), "'s desync report"}),
                 Store::fault_slack);
   } catch (const std::exception&) {} // the report stands without the mark
   for (int r = 0; r < size; ++r) {
     auto& s = seen[static_cast<std::size_t>(r)];
-    out.table += "\n  rank " + std::to_string(job(r)) + ": " +
-                 (s ? s->describe() : std::string("no report (stopped, hung, or outside ddp)"));
+    out.table +=
+        detail::message({"\n  rank ", job(r), ": ",
+                         (s ? s->describe() : std::string("no report (stopped, hung, or outside ddp)"))});
   }
   if (silent.size() == 1) {
     out.culprit = job(silent.front());
-    out.verdict = "rank " + std::to_string(out.culprit) +
-                  " sent no progress report: it is stopped or hung (its connections are still open, so it "
-                  "did not exit)";
+    out.verdict = detail::message(
+        {"rank ", out.culprit,
+         " sent no progress report: it is stopped or hung (its connections are still open, so it "
+         "did not exit)"});
   } else if (silent.empty()) {
     // Everyone is alive: the rank furthest behind skipped or never reached a collective.
     auto lowest = std::min_element(seen.begin(), seen.end(),
@@ -21097,8 +21244,9 @@ desync_result exchange_progress(Store& store, int rank, int size, const flight_p
         std::count_if(seen.begin(), seen.end(), [&](const auto& s) { return s->seq == (*lowest)->seq; });
     if (behind == 1) {
       out.culprit = job(static_cast<int>(lowest - seen.begin()));
-      out.verdict = "rank " + std::to_string(out.culprit) + " is behind the others (at " +
-                    (*lowest)->describe() + "): it skipped a collective or took another path";
+      out.verdict =
+          detail::message({"rank ", out.culprit, " is behind the others (at ", (*lowest)->describe(),
+                           "): it skipped a collective or took another path"});
     } else {
       out.verdict = "every rank reported and none is behind: the collectives themselves differ";
     }
@@ -21106,7 +21254,7 @@ desync_result exchange_progress(Store& store, int rank, int size, const flight_p
     std::string list;
     for (int r : silent)
       list += (list.empty() ? "" : ", ") + std::to_string(job(r));
-    out.verdict = "ranks " + list + " sent no progress report: they are stopped or hung";
+    out.verdict = detail::message({"ranks ", list, " sent no progress report: they are stopped or hung"});
   }
   return out;
 }
@@ -21392,7 +21540,7 @@ DDP_BEGIN_NAMESPACE
 namespace detail {
 
 /// The store key under which rank `from` publishes its pair's address for `to`.
-inline std::string gloo_mesh_key(int from, int to) { return std::to_string(from) + "/" + std::to_string(to); }
+inline std::string gloo_mesh_key(int from, int to) { return detail::message({from, "/", to}); }
 
 /// The IP part of a socket address: its family, address bytes and port (in
 /// network byte order); an empty address for other families.
@@ -21600,10 +21748,10 @@ private:
       return gloo_pair_dials(mine[static_cast<std::size_t>(peer)], address[static_cast<std::size_t>(peer)]);
     };
     auto failed = [&](int peer, const std::string& what) {
-      return std::string(dials(peer) ? "connecting to" : "waiting for a connection from") + " rank " +
-             std::to_string(peer) + " (its pair at " +
-             gloo_address_text(address[static_cast<std::size_t>(peer)]) + ", this rank's at " +
-             gloo_address_text(mine[static_cast<std::size_t>(peer)]) + "): " + what;
+      return detail::message({dials(peer) ? "connecting to" : "waiting for a connection from", " rank ", peer,
+                              " (its pair at ", gloo_address_text(address[static_cast<std::size_t>(peer)]),
+                              ", this rank's at ", gloo_address_text(mine[static_cast<std::size_t>(peer)]),
+                              "): ", what});
     };
     // The error once the news came: the lost rank's pair (this rank's own
     // failure after the news, if any, goes with it).
@@ -21646,8 +21794,9 @@ private:
           lock.lock();
         }
         if (progress.failed_all)
-          throw stopped(failed(peer, "stopped: " + progress.news->why + ", and no connection formed in the " +
-                                         std::to_string(grace().count()) + " ms after"));
+          throw stopped(failed(
+              peer, detail::message({"stopped: ", progress.news->why, ", and no connection formed in the ",
+                                     grace().count(), " ms after"})));
         if (progress.news) {
           // The waits for the other peers go on, so that a living peer still
           // dialing this rank does not find its listener closed (see connect).
@@ -21797,8 +21946,8 @@ private:
       auto list = store.get(std::to_string(peer));
       const std::size_t entry = list.size() / static_cast<std::size_t>(size - 1);
       if (entry == 0 || entry * static_cast<std::size_t>(size - 1) != list.size())
-        throw std::runtime_error("rank " + std::to_string(peer) + "'s list of pair addresses has " +
-                                 std::to_string(list.size()) + " bytes, not one entry per peer");
+        throw std::runtime_error(detail::message({"rank ", peer, "'s list of pair addresses has ",
+                                                  list.size(), " bytes, not one entry per peer"}));
       const std::size_t slot =
           static_cast<std::size_t>(rank < peer ? rank : rank - 1); // peers skip themselves
       at[static_cast<std::size_t>(peer)].assign(list.begin() + static_cast<std::ptrdiff_t>(slot * entry),
@@ -21855,10 +22004,10 @@ public:
       auto lost = reported();
       close_all(!lost); // a peer's failure: aborting the segment would name this rank
       if (lost)
-        throw error(
+        detail::throw_error(
             lost->silent ? error_kind::timeout : error_kind::peer_lost,
-            what + " failed: " + lost_news(*lost) +
-                " (this rank heard it from the rendezvous store while it waited, and closed its connections)",
+            {what, " failed: ", lost_news(*lost),
+             " (this rank heard it from the rendezvous store while it waited, and closed its connections)"},
             lost->rank);
       std::rethrow_exception(why);
     }
@@ -21869,13 +22018,13 @@ public:
       io(what, e.what());
     } catch (const ::gloo::EnforceNotMet& e) {
       close_all(true);
-      throw error(error_kind::backend, what + " failed inside Gloo: " + e.what(), job_rank(rank_));
+      detail::throw_error(error_kind::backend, {what, " failed inside Gloo: ", e.what()}, job_rank(rank_));
     } catch (const ddp::error&) {
       close_all(true);
       throw;
     } catch (const std::exception& e) {
       close_all(true);
-      throw error(error_kind::backend, what + " failed: " + e.what(), job_rank(rank_));
+      detail::throw_error(error_kind::backend, {what, " failed: ", e.what()}, job_rank(rank_));
     }
   }
 
@@ -21890,38 +22039,38 @@ public:
     // First, without the lost-rank search's wait: a member that left this
     // subgroup on its own error said so before it closed its connections.
     if (auto left = left_peer())
-      throw error(error_kind::peer_lost, what + " failed: " + left->second + ". Gloo: " + gloo_text,
-                  left->first);
+      detail::throw_error(error_kind::peer_lost, {what, " failed: ", left->second, ". Gloo: ", gloo_text},
+                          left->first);
     if (auto lost = find_lost_rank(timed_out)) {
-      queue_.recorder().note("rank " + std::to_string(lost.rank) + " " + lost.reason);
-      throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
-                  what + " failed: rank " + std::to_string(lost.rank) + " " + lost.reason +
-                      ". Gloo: " + gloo_text,
-                  lost.rank);
+      queue_.recorder().note(detail::message({"rank ", lost.rank, " ", lost.reason}));
+      detail::throw_error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
+                          {what, " failed: rank ", lost.rank, " ", lost.reason, ". Gloo: ", gloo_text},
+                          lost.rank);
     }
     if (auto peer = finished_peer())
-      throw error(error_kind::peer_lost,
-                  what + " failed: " + finished_peer_note(*peer, job_rank(rank_)) + ". Gloo: " + gloo_text,
-                  *peer);
+      detail::throw_error(
+          error_kind::peer_lost,
+          {what, " failed: ", finished_peer_note(*peer, job_rank(rank_)), ". Gloo: ", gloo_text}, *peer);
     desync_result d;
     if (store_) {
       d = exchange_progress(*store_, rank_, size_, queue_.recorder().progress(), job_ranks_, group_key_);
-      log_line("rank " + std::to_string(job_rank(rank_)), "desync report: " + d.verdict + d.table);
+      log_line(detail::message({"rank ", job_rank(rank_)}),
+               detail::message({"desync report: ", d.verdict, d.table}));
       queue_.recorder().note(d.verdict + d.table);
     }
-    std::string blame = d.verdict.empty() ? std::string() : " " + d.verdict + ".";
+    std::string blame = d.verdict.empty() ? std::string() : detail::message({" ", d.verdict, "."});
     if (timed_out)
-      throw error(error_kind::timeout,
-                  what + " timed out after " + std::to_string(timeout_.count()) + " ms waiting for a peer." +
-                      blame +
-                      " (A rank stalled, is far behind, or skipped this collective; raise DDP_TIMEOUT if "
-                      "that is expected.) Gloo: " +
-                      gloo_text,
-                  d.culprit);
-    throw error(error_kind::peer_lost,
-                what + " failed: a peer closed its connection (it failed or timed out)." + blame +
-                    " Gloo: " + gloo_text,
-                d.culprit);
+      detail::throw_error(
+          error_kind::timeout,
+          {what, " timed out after ", timeout_.count(), " ms waiting for a peer.", blame,
+           " (A rank stalled, is far behind, or skipped this collective; raise DDP_TIMEOUT if "
+           "that is expected.) Gloo: ",
+           gloo_text},
+          d.culprit);
+    detail::throw_error(error_kind::peer_lost,
+                        {what, " failed: a peer closed its connection (it failed or timed out).", blame,
+                         " Gloo: ", gloo_text},
+                        d.culprit);
   }
 
   /// A mesh that did not form. A peer that died meanwhile refused or dropped
@@ -21934,12 +22083,11 @@ public:
   [[noreturn]] void mesh(const std::string& what, const std::string& note, const std::exception& gloo) {
     const std::string gloo_said = note + gloo.what();
     if (auto lost = find_lost_rank(false))
-      throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
-                  what + ": rank " + std::to_string(lost.rank) + " " + lost.reason + ". Gloo: " + gloo_said,
-                  lost.rank);
+      detail::throw_error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
+                          {what, ": rank ", lost.rank, " ", lost.reason, ". Gloo: ", gloo_said}, lost.rank);
     const bool timed_out = dynamic_cast<const gloo_mesh_timeout*>(&gloo) != nullptr;
-    throw error(timed_out ? error_kind::timeout : error_kind::backend, what + ": " + gloo_said,
-                job_rank(rank_));
+    detail::throw_error(timed_out ? error_kind::timeout : error_kind::backend, {what, ": ", gloo_said},
+                        job_rank(rank_));
   }
 
 private:
@@ -22509,13 +22657,13 @@ struct collective_header {
     if (!mine) return;
     for (auto& [r, h] : all)
       if (h.flags & flag_refused)
-        throw error(error_kind::mismatch,
-                    what + ": rank " + std::to_string(r) + " refused its part of " + to_string(h.kind) +
-                        ": its arguments do not fit it (rank " + std::to_string(r) +
-                        "'s error says how: a buffer of the wrong size, or counts per peer that do not "
-                        "add up). Nothing moved. This group is unusable now: every later collective "
-                        "throws; create a new group.",
-                    r);
+        detail::throw_error(error_kind::mismatch,
+                            {what, ": rank ", r, " refused its part of ", to_string(h.kind),
+                             ": its arguments do not fit it (rank ", r,
+                             "'s error says how: a buffer of the wrong size, or counts per peer that do not "
+                             "add up). Nothing moved. This group is unusable now: every later collective "
+                             "throws; create a new group."},
+                            r);
     for (auto& [r, h] : all)
       if (h.non_finite) throw non_finite_error(what, r, h);
     for (auto& [r, h] : all) {
@@ -22530,53 +22678,51 @@ struct collective_header {
     if (!every_rank_repeats)
       for (auto& [r, h] : all)
         if (h.flags & flag_certain_repeat)
-          throw error(
+          detail::throw_error(
               error_kind::mismatch,
-              what + ": rank " + std::to_string(r) +
-                  " called synchronize() again with no new gradients (it marked every gradient of "
-                  "its last step and none since, and they hold what that synchronize() left), "
-                  "while other ranks are at their next step: rank " +
-                  std::to_string(r) +
-                  " called synchronize() once more than they did. Nothing was reduced. Look at rank " +
-                  std::to_string(r) +
-                  "'s code first. This group is unusable now: every later collective throws; create "
-                  "a new group.",
+              {what, ": rank ", r,
+               " called synchronize() again with no new gradients (it marked every gradient of "
+               "its last step and none since, and they hold what that synchronize() left), "
+               "while other ranks are at their next step: rank ",
+               r, " called synchronize() once more than they did. Nothing was reduced. Look at rank ", r,
+               "'s code first. This group is unusable now: every later collective throws; create "
+               "a new group."},
               r);
     if (every_rank_repeats && mine->call != call_kind::none)
-      throw error(error_kind::config,
-                  what + ": synchronize() was called again on every rank with no new gradients: each rank's "
-                         "gradients still hold what the last synchronize() left, so this one would reduce "
-                         "reduced gradients (reduction::sum would double them). Nothing was reduced. Call "
-                         "synchronize() once per step, after backward (or inside no_sync() to only "
-                         "accumulate). This group is unusable now: every later collective throws; create a "
-                         "new group.");
+      detail::throw_error(
+          error_kind::config,
+          {what, ": synchronize() was called again on every rank with no new gradients: each rank's "
+                 "gradients still hold what the last synchronize() left, so this one would reduce "
+                 "reduced gradients (reduction::sum would double them). Nothing was reduced. Call "
+                 "synchronize() once per step, after backward (or inside no_sync() to only "
+                 "accumulate). This group is unusable now: every later collective throws; create a "
+                 "new group."});
   }
 
   std::string describe() const {
     if (magic != expected_magic) return "something that is not a ddp collective header";
     std::string s = to_string(kind);
     if (call != call_kind::none)
-      s = std::string(to_string(call)) + " (step " + std::to_string(step) + ", bucket " +
-          std::to_string(bucket) + ") " + s;
+      s = detail::message({to_string(call), " (step ", step, ", bucket ", bucket, ") ", s});
     if (kind == collective_kind::barrier) return s;
     if (kind == collective_kind::all_to_all_v) // its counts travel as the round's payload
-      return s + " of " + std::string(ddp::to_string(static_cast<dtype>(dt)));
-    s += " of " + std::to_string(count) + " x " + std::string(ddp::to_string(static_cast<dtype>(dt)));
+      return detail::message({s, " of ", ddp::to_string(static_cast<dtype>(dt))});
+    detail::append_message(s, {" of ", count, " x ", ddp::to_string(static_cast<dtype>(dt))});
     if (kind == collective_kind::all_reduce || kind == collective_kind::reduce_scatter ||
         kind == collective_kind::reduce)
-      s += " (op " + std::string(ddp::to_string(static_cast<op>(reduce))) + ")";
+      detail::append_message(s, {" (op ", ddp::to_string(static_cast<op>(reduce)), ")"});
     if (kind == collective_kind::broadcast || kind == collective_kind::scatter)
-      s += " from root " + std::to_string(root);
+      detail::append_message(s, {" from root ", root});
     if (kind == collective_kind::gather || kind == collective_kind::reduce)
-      s += " to root " + std::to_string(root);
+      detail::append_message(s, {" to root ", root});
     if (kind == collective_kind::all_reduce && in_place)
-      s += " in place in ddp::shm_array " + std::to_string(root) + " at byte " + std::to_string(shm_shape) +
-           " (every rank must pass the same part of its own shm array)";
+      detail::append_message(s, {" in place in ddp::shm_array ", root, " at byte ", shm_shape,
+                                 " (every rank must pass the same part of its own shm array)"});
     else if (kind == collective_kind::all_reduce && shm_shape)
-      s += " (shm step " + std::to_string(shm_shape) + " B)";
+      detail::append_message(s, {" (shm step ", shm_shape, " B)"});
     else if ((kind == collective_kind::reduce_scatter || kind == collective_kind::all_gather) && shm_shape)
       s += " (through the node's shared memory)";
-    if (piece) s += " (piece " + std::to_string(piece) + " B)";
+    if (piece) detail::append_message(s, {" (piece ", piece, " B)"});
     return s;
   }
 
@@ -22601,12 +22747,13 @@ struct collective_header {
   error mismatch(const std::string& what, int rank, int peer, const collective_header& theirs) const {
     return error(
         error_kind::mismatch,
-        what + ": ranks called different collectives: this rank (" + std::to_string(rank) + ") called " +
-            describe() + ", rank " + std::to_string(peer) + " called " + theirs.describe() +
-            ". Every rank must call the same collectives in the same order with the same counts, "
-            "dtypes, ops and roots." +
-            hint_against(theirs) +
-            " This group is unusable now: every later collective throws this error; create a new group.",
+        detail::message(
+            {what, ": ranks called different collectives: this rank (", rank, ") called ", describe(),
+             ", rank ", peer, " called ", theirs.describe(),
+             ". Every rank must call the same collectives in the same order with the same counts, "
+             "dtypes, ops and roots.",
+             hint_against(theirs),
+             " This group is unusable now: every later collective throws this error; create a new group."}),
         peer);
   }
 
@@ -22630,33 +22777,46 @@ struct collective_header {
     const auto gap = ahead ? theirs - most : most - theirs;
     const auto call = all.front().second.call;
     return error(error_kind::mismatch,
-                 what + ": the ranks are at different steps of " + to_string(call) + ": rank " +
-                     std::to_string(culprit) + " is at step " + std::to_string(theirs) + ", " +
-                     (count > 1 ? std::to_string(count) + " ranks" : std::string("the other")) + " at step " +
-                     std::to_string(most) + ". Rank " + std::to_string(culprit) + " counted " +
-                     std::to_string(gap) + " synchronize() call(s) " + (ahead ? "more" : "fewer") +
-                     ": no_sync() entered, or synchronize() called, on some ranks only, or a different "
-                     "number of times. Every rank must enter no_sync() and call synchronize() for the same "
-                     "steps; look at rank " +
-                     std::to_string(culprit) +
-                     "'s code first. This group is unusable now: every later collective throws this error; "
-                     "create a new group.",
+                 detail::message(
+                     {what,
+                      ": the ranks are at different steps of ",
+                      to_string(call),
+                      ": rank ",
+                      culprit,
+                      " is at step ",
+                      theirs,
+                      ", ",
+                      (count > 1 ? detail::message({count, " ranks"}) : std::string("the other")),
+                      " at step ",
+                      most,
+                      ". Rank ",
+                      culprit,
+                      " counted ",
+                      gap,
+                      " synchronize() call(s) ",
+                      (ahead ? "more" : "fewer"),
+                      ": no_sync() entered, or synchronize() called, on some ranks only, or a different "
+                      "number of times. Every rank must enter no_sync() and call synchronize() for the same "
+                      "steps; look at rank ",
+                      culprit,
+                      "'s code first. This group is unusable now: every later collective throws this error; "
+                      "create a new group."}),
                  culprit);
   }
 
   /// A rank found NaN or Inf in its gradients (ddp_options::check_finite).
   static error non_finite_error(const std::string& what, int culprit, const collective_header& h) {
-    std::string name = "#" + std::to_string(h.non_finite - 1);
+    std::string name = detail::message({"#", h.non_finite - 1});
     if (current_call.parameter_name)
-      name = "'" + current_call.parameter_name(current_call.names, h.non_finite - 1) + "'";
-    return error(error_kind::data,
-                 what + ": rank " + std::to_string(culprit) + "'s gradient of parameter " + name +
-                     " holds a NaN or Inf at step " + std::to_string(h.step) +
-                     ", found before its reduction (ddp_options::check_finite): rank " +
-                     std::to_string(culprit) + " produced it, and no rank reduced it. Look at rank " +
-                     std::to_string(culprit) +
-                     "'s loss and inputs of that step. This group is unusable now; create a new group.",
-                 culprit);
+      name = detail::message({"'", current_call.parameter_name(current_call.names, h.non_finite - 1), "'"});
+    return error(
+        error_kind::data,
+        detail::message({what, ": rank ", culprit, "'s gradient of parameter ", name,
+                         " holds a NaN or Inf at step ", h.step,
+                         ", found before its reduction (ddp_options::check_finite): rank ", culprit,
+                         " produced it, and no rank reduced it. Look at rank ", culprit,
+                         "'s loss and inputs of that step. This group is unusable now; create a new group."}),
+        culprit);
   }
 };
 using ranked_header = collective_header::ranked;
@@ -22702,7 +22862,7 @@ public:
       if (p == r) continue;
       auto [data, bytes] = payload_for(p);
       if (bytes > inline_cap(w))
-        throw error(error_kind::backend, what + ": internal error: inline payload over the cap");
+        detail::throw_error(error_kind::backend, {what, ": internal error: inline payload over the cap"});
       char* dst = send_.data() + at(p);
       std::memcpy(dst, &mine, sizeof mine);
       if (bytes) std::memcpy(dst + sizeof mine, data, bytes);
@@ -23108,16 +23268,15 @@ public:
     for (std::size_t i = 0; i < w; ++i)
       for (std::size_t j = 0; j < w; ++j)
         if (all[i][j] != all[j][w + i])
-          throw error(error_kind::mismatch,
-                      what + ": rank " + std::to_string(i) + " sends " + std::to_string(all[i][j]) +
-                          " elements to rank " + std::to_string(j) + ", which expects " +
-                          std::to_string(all[j][w + i]) + " from it (send_counts[" + std::to_string(j) +
-                          "] on rank " + std::to_string(i) + " against recv_counts[" + std::to_string(i) +
-                          "] on rank " + std::to_string(j) +
-                          "). Every rank's send_counts[p] must equal rank p's recv_counts for it. This "
-                          "group is unusable now: every later collective throws this error; create a new "
-                          "group.",
-                      static_cast<int>(i));
+          detail::throw_error(
+              error_kind::mismatch,
+              {what, ": rank ", i, " sends ", all[i][j], " elements to rank ", j, ", which expects ",
+               all[j][w + i], " from it (send_counts[", j, "] on rank ", i, " against recv_counts[", i,
+               "] on rank ", j,
+               "). Every rank's send_counts[p] must equal rank p's recv_counts for it. This "
+               "group is unusable now: every later collective throws this error; create a new "
+               "group."},
+              static_cast<int>(i));
     exchange_blocks_v(tag, static_cast<const char*>(in), send_counts, static_cast<char*>(out), recv_counts,
                       dt);
   }
@@ -23275,10 +23434,11 @@ public:
   /// rank until its timeout; this rank's error says why.
   [[noreturn]] void refuse(collective_kind kind, std::uint32_t tag, const std::string& what, dtype dt,
                            int root, const std::string& why) {
-    const std::string mine = what + ": " + why +
-                             ". Every rank of the group fails this collective (ddp::error(mismatch) naming "
-                             "this rank); nothing moved. This group is unusable now: every later collective "
-                             "throws; create a new group.";
+    const std::string mine =
+        detail::message({what, ": ", why,
+                         ". Every rank of the group fails this collective (ddp::error(mismatch) naming "
+                         "this rank); nothing moved. This group is unusable now: every later collective "
+                         "throws; create a new group."});
     if (size_ > 1) {
       auto h = header(kind, tag, 0, dt);
       h.root = root;
@@ -23289,7 +23449,7 @@ public:
         if (e.kind() != error_kind::mismatch) throw; // the round itself failed: that error stands
       }
     }
-    throw error(error_kind::mismatch, mine, rank_);
+    detail::throw_error(error_kind::mismatch, {mine}, rank_);
   }
 
   /// The header round alone: no payload.
@@ -23374,8 +23534,8 @@ inline std::string local_address_towards(const std::string& host, int port) {
         0)
       return buf;
   }
-  throw error(error_kind::config, "no local address routes to MASTER_ADDR=" + host +
-                                      ": set GLOO_SOCKET_IFNAME to the interface to use");
+  detail::throw_error(error_kind::config, {"no local address routes to MASTER_ADDR=", host,
+                                           ": set GLOO_SOCKET_IFNAME to the interface to use"});
 }
 
 /// Where this process's Gloo endpoint listens.
@@ -23398,17 +23558,17 @@ inline std::shared_ptr<::gloo::transport::Device> make_gloo_device(const gloo_en
       auto name = std::string(s.substr(0, comma));
       if (!name.empty()) {
         if (::if_nametoindex(name.c_str()) == 0)
-          throw error(error_kind::config,
-                      "GLOO_SOCKET_IFNAME='" + *names + "' names interface '" + name +
-                          "', which this host does not have (see `ip link`)",
-                      at.rank);
+          detail::throw_error(error_kind::config,
+                              {"GLOO_SOCKET_IFNAME='", *names, "' names interface '", name,
+                               "', which this host does not have (see `ip link`)"},
+                              at.rank);
         list.push_back(name);
       }
       if (comma == std::string_view::npos) break;
       s.remove_prefix(comma + 1);
     }
     if (list.empty())
-      throw error(error_kind::config, "GLOO_SOCKET_IFNAME='" + *names + "' names no interface");
+      detail::throw_error(error_kind::config, {"GLOO_SOCKET_IFNAME='", *names, "' names no interface"});
     attr.iface = list[static_cast<std::size_t>(at.local_rank) % list.size()];
   } else if (!at.master_addr.empty()) {
     attr.hostname = local_address_towards(at.master_addr, at.master_port);
@@ -23418,11 +23578,11 @@ inline std::shared_ptr<::gloo::transport::Device> make_gloo_device(const gloo_en
   try {
     return ::gloo::transport::tcp::CreateDevice(attr);
   } catch (const std::exception& e) {
-    throw error(error_kind::config,
-                std::string("cannot create the Gloo TCP device (") +
-                    (attr.iface.empty() ? "address " + attr.hostname : "interface " + attr.iface) +
-                    "): " + e.what(),
-                at.rank);
+    detail::throw_error(error_kind::config,
+                        {"cannot create the Gloo TCP device (",
+                         (attr.iface.empty() ? "address " + attr.hostname : "interface " + attr.iface),
+                         "): ", e.what()},
+                        at.rank);
   }
 }
 
@@ -23469,9 +23629,9 @@ struct gloo_knobs {
   /// gloo_communicator::set_ring_piece_bytes, checked for `rank`.
   void set_ring_piece_bytes(int rank, std::size_t bytes) {
     if (bytes == 0 || bytes > max_piece_bytes)
-      throw error(error_kind::config, "rank " + std::to_string(rank) + ": set_ring_piece_bytes(" +
-                                          std::to_string(bytes) + "): the piece size must be 1 B to " +
-                                          std::to_string(max_piece_bytes) + " B (1 GiB)");
+      detail::throw_error(error_kind::config,
+                          {"rank ", rank, ": set_ring_piece_bytes(", bytes,
+                           "): the piece size must be 1 B to ", max_piece_bytes, " B (1 GiB)"});
     ring_piece_bytes = bytes;
   }
 
@@ -23536,9 +23696,8 @@ struct p2p_header {
   /// As its rank called it, with rank `other`.
   std::string describe(int other) const {
     if (magic != expected_magic) return "something that is not a ddp send/recv header";
-    return std::string(sends ? "send to rank " : "recv from rank ") + std::to_string(other) + " of " +
-           std::to_string(count) + " x " + std::string(ddp::to_string(static_cast<dtype>(dt))) + " (tag " +
-           std::to_string(tag) + ")";
+    return detail::message({sends ? "send to rank " : "recv from rank ", other, " of ", count, " x ",
+                            ddp::to_string(static_cast<dtype>(dt)), " (tag ", tag, ")"});
   }
 };
 static_assert(sizeof(p2p_header) == 24, "p2p_header is sent as raw bytes: keep it padding-free");
@@ -23585,16 +23744,31 @@ inline void p2p_transfer(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits
   const bool agree = theirs.magic == p2p_header::expected_magic && theirs.sends != mine.sends &&
                      theirs.dt == mine.dt && theirs.tag == mine.tag && theirs.count == mine.count;
   if (!agree)
-    throw error(error_kind::mismatch,
-                what + ": rank " + std::to_string(r) + " and rank " + std::to_string(peer) +
-                    " disagree on message #" + std::to_string(seq) + " from rank " +
-                    std::to_string(sends ? r : peer) + " to rank " + std::to_string(sends ? peer : r) +
-                    ": this rank (" + std::to_string(r) + ") called " + mine.describe(peer) + ", rank " +
-                    std::to_string(peer) + " called " + theirs.describe(r) +
-                    ". The k-th send of a rank to a peer meets the peer's k-th recv from that rank: they "
-                    "must agree on count, dtype and tag. This group is unusable now: every later "
-                    "collective throws; create a new group.",
-                peer);
+    detail::throw_error(
+        error_kind::mismatch,
+        {what,
+         ": rank ",
+         r,
+         " and rank ",
+         peer,
+         " disagree on message #",
+         seq,
+         " from rank ",
+         sends ? r : peer,
+         " to rank ",
+         sends ? peer : r,
+         ": this rank (",
+         r,
+         ") called ",
+         mine.describe(peer),
+         ", rank ",
+         peer,
+         " called ",
+         theirs.describe(r),
+         ". The k-th send of a rank to a peer meets the peer's k-th recv from that rank: they "
+         "must agree on count, dtype and tag. This group is unusable now: every later "
+         "collective throws; create a new group."},
+        peer);
   if (n == 0) return;
   if (small) {
     if (!sends) std::memcpy(data, in_buf.data() + sizeof theirs, bytes);
@@ -23643,7 +23817,7 @@ public:
       }
       q = l.queue.get();
       seq = l.next++;
-      what = head + " #" + std::to_string(seq) + tail;
+      what = detail::message({head, " #", seq, tail});
       l.pending.emplace(seq, what);
     }
     const std::uint64_t id = recorder_ ? recorder_->message_queued(what) : 0;
@@ -23934,13 +24108,15 @@ inline std::string shm_segment_name(const std::string& token, const std::string&
                                     const std::string& key) {
   unsigned char nonce[16];
   if (::RAND_bytes(nonce, sizeof nonce) != 1)
-    throw error(error_kind::backend, "OpenSSL RAND_bytes failed while naming the shm segment");
-  const std::string msg = "ddp shm v3\n" + token + "\n" + store_where + "\n" + std::to_string(node_rank) +
-                          "\n" + key + "\n" + std::string(reinterpret_cast<const char*>(nonce), sizeof nonce);
+    detail::throw_error(error_kind::backend, {"OpenSSL RAND_bytes failed while naming the shm segment"});
+  const std::string msg =
+      detail::message({"ddp shm v3\n", token, "\n", store_where, "\n", node_rank, "\n", key, "\n",
+                       std::string(reinterpret_cast<const char*>(nonce), sizeof nonce)});
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   if (::EVP_Digest(msg.data(), msg.size(), md, &len, ::EVP_sha256(), nullptr) != 1 || len < 16)
-    throw error(error_kind::backend, "OpenSSL EVP_Digest(SHA-256) failed while naming the shm segment");
+    detail::throw_error(error_kind::backend,
+                        {"OpenSSL EVP_Digest(SHA-256) failed while naming the shm segment"});
   static constexpr char hex[] = "0123456789abcdef";
   std::string name = "/ddp-";
   for (unsigned i = 0; i < 16; ++i) {
@@ -23999,7 +24175,7 @@ public:
   /// ddp::error only when the store fails (a rank died or stalled meanwhile).
   template <class Store>
   static std::unique_ptr<shm_segment> setup(Store& store, const shm_setup& a, shm_setup_failure& failed) {
-    const std::string node = a.key + std::to_string(a.node_rank) + "/";
+    const std::string node = detail::message({a.key, a.node_rank, "/"});
     std::unique_ptr<shm_segment> seg(
         new shm_segment(a.local_rank, a.local_size, a.area_bytes, a.result_area));
     std::string mine; // this rank's failure, "" for none
@@ -24023,8 +24199,7 @@ public:
         // A resource failure of this rank's own (not the store's): report it, decide below.
         if (e.kind() == error_kind::timeout || e.kind() == error_kind::peer_lost) throw;
         // Without "ddp <kind> error: ": the kind is said again when the outcome is reported.
-        mine = "(node " + std::to_string(a.node_rank) + ", local rank " + std::to_string(a.local_rank) +
-               ") " + std::string(e.message());
+        mine = detail::message({"(node ", a.node_rank, ", local rank ", a.local_rank, ") ", e.message()});
         mine_kind = e.kind();
         if (a.local_rank == 0) {
           seg->discard(); // nobody else will open it
@@ -24047,7 +24222,7 @@ public:
       // records its failure before it reports, so the last one sees it.
       if (!mine.empty() && store.add(a.key + "failures", 1) == 1)
         store.set(a.key + "first-failure",
-                  std::to_string(a.rank) + " " + std::to_string(static_cast<int>(mine_kind)) + " " + mine);
+                  detail::message({a.rank, " ", static_cast<int>(mine_kind), " ", mine}));
       if (store.add(a.key + "reported", 1) == a.world_size)
         store.set(a.key + "outcome", store.add(a.key + "failures", 0) == 0
                                          ? "ok"
@@ -24120,8 +24295,8 @@ private:
   }
 
   [[noreturn]] void fail(const std::string& what, int err) const {
-    throw error(error_kind::backend, what + " shared-memory segment /dev/shm" + name_ + " (" +
-                                         std::to_string(bytes_) + " B): " + std::strerror(err));
+    detail::throw_error(error_kind::backend, {what, " shared-memory segment /dev/shm", name_, " (", bytes_,
+                                              " B): ", std::strerror(err)});
   }
 
   void create(std::size_t area_bytes) {
@@ -24149,21 +24324,20 @@ private:
     struct stat st {};
     if (::fstat(fd, &st) == 0 && (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0)) {
       ::close(fd);
-      throw error(error_kind::backend, "shared-memory segment " + name_ +
-                                           " is not this user's private segment (owner or mode differ): "
-                                           "refusing to use it");
+      detail::throw_error(error_kind::backend, {"shared-memory segment ", name_,
+                                                " is not this user's private segment (owner or mode differ): "
+                                                "refusing to use it"});
     }
     if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) != bytes_) {
       ::close(fd);
-      throw error(error_kind::mismatch, "shared-memory segment " + name_ + " has " +
-                                            std::to_string(st.st_size) +
-                                            " B, but the rank opening it expected " + std::to_string(bytes_) +
-                                            " B: " + size_mismatch_hint);
+      detail::throw_error(error_kind::mismatch,
+                          {"shared-memory segment ", name_, " has ", st.st_size,
+                           " B, but the rank opening it expected ", bytes_, " B: ", size_mismatch_hint});
     }
     map(fd);
     if (std::atomic_ref<std::uint64_t>(ctl().magic).load(std::memory_order_acquire) !=
         shm_control::expected_magic)
-      throw error(error_kind::backend, "shared-memory segment " + name_ + " is not initialized");
+      detail::throw_error(error_kind::backend, {"shared-memory segment ", name_, " is not initialized"});
   }
 
   void map(int fd) {
@@ -24192,10 +24366,12 @@ DDP_END_NAMESPACE
 // ---- end ddp/detail/shm/segment.hpp ----
 
 #include <algorithm>
-#include <fstream>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <new>
+#include <string>
+#include <string_view>
 #include <vector>
 
 DDP_BEGIN_NAMESPACE
@@ -24217,7 +24393,7 @@ public:
     int rank = -1;
     std::string reason;
     bool silent = false;
-    std::string news() const { return rank >= 0 ? "rank " + std::to_string(rank) + " " + reason : reason; }
+    std::string news() const { return rank >= 0 ? detail::message({"rank ", rank, " ", reason}) : reason; }
   };
   /// `find_lost(grace)`: asks the store for a lost rank, waiting up to `grace`.
   using lost_finder = std::function<lost_peer(std::chrono::milliseconds grace)>;
@@ -24593,12 +24769,20 @@ private:
   static bool process_gone(int pid) {
     if (pid <= 0) return false;
     if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
-    // A killed process its parent has not reaped yet is a zombie: gone too.
-    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-    std::string s;
-    std::getline(f, s);
+    // A killed process its parent has not reaped yet is a zombie: gone too. Its state
+    // follows the command name's last ')', well inside the first line's start. Opened
+    // close-on-exec ("e"), so a process the runtime starts meanwhile does not inherit it.
+    char buf[1024];
+    std::size_t n = 0;
+    if (std::FILE* f = std::fopen(detail::message({"/proc/", pid, "/stat"}).c_str(), "re")) {
+      n = std::fread(buf, 1, sizeof buf, f);
+      std::fclose(f);
+    }
+    std::string_view s(buf, n);
+    s = s.substr(0, s.find('\n'));
     auto close = s.rfind(')');
-    return close != std::string::npos && close + 2 < s.size() && (s[close + 2] == 'Z' || s[close + 2] == 'X');
+    return close != std::string_view::npos && close + 2 < s.size() &&
+           (s[close + 2] == 'Z' || s[close + 2] == 'X');
   }
 
   /// Throws when a rank this one still waits for at the barrier is gone: its
@@ -24622,42 +24806,40 @@ private:
       // every look would slow each barrier wait.
       if (finished_ && finished_(sl.global)) {
         abort();
-        throw error(error_kind::peer_lost, *what_ + " failed: " + finished_peer_note(sl.global, rank_) + ".",
-                    sl.global);
+        detail::throw_error(error_kind::peer_lost,
+                            {*what_, " failed: ", finished_peer_note(sl.global, rank_), "."}, sl.global);
       }
       if (left) { // after the others: a dead rank, or the store's reason, is the better name
         if (first_left < 0) first_left = l;
         continue;
       }
       abort();
-      throw error(error_kind::peer_lost,
-                  *what_ + " failed: rank " + std::to_string(sl.global) + " (local rank " +
-                      std::to_string(l) + ", pid " + std::to_string(sl.pid) + ") exited while rank " +
-                      std::to_string(rank_) +
-                      " waited for it at the node's shared-memory segment. Look at rank " +
-                      std::to_string(sl.global) + "'s output first.",
-                  sl.global);
+      detail::throw_error(error_kind::peer_lost,
+                          {*what_, " failed: rank ", sl.global, " (local rank ", l, ", pid ", sl.pid,
+                           ") exited while rank ", rank_,
+                           " waited for it at the node's shared-memory segment. Look at rank ", sl.global,
+                           "'s output first."},
+                          sl.global);
     }
     if ((ask_store || first_left >= 0) && find_lost_) {
       auto lost = find_lost_(std::chrono::milliseconds(0));
       if (lost.rank >= 0 || !lost.reason.empty()) { // no rank, with a reason: the launcher is gone
         abort();
-        throw error(error_kind::peer_lost,
-                    *what_ + " failed: " + lost.news() + " while rank " + std::to_string(rank_) +
-                        " waited at the node's shared-memory segment.",
-                    lost.rank);
+        detail::throw_error(error_kind::peer_lost,
+                            {*what_, " failed: ", lost.news(), " while rank ", rank_,
+                             " waited at the node's shared-memory segment."},
+                            lost.rank);
       }
     }
     if (first_left >= 0 && blame_left) {
       const int g = seg_->line(first_left).global;
       abort();
-      throw error(error_kind::peer_lost,
-                  *what_ + " failed: rank " + std::to_string(g) + " (local rank " +
-                      std::to_string(first_left) + ") destroyed its process group while rank " +
-                      std::to_string(rank_) +
-                      " waited for it at the node's shared-memory segment. Look at rank " +
-                      std::to_string(g) + "'s output first.",
-                  g);
+      detail::throw_error(error_kind::peer_lost,
+                          {*what_, " failed: rank ", g, " (local rank ", first_left,
+                           ") destroyed its process group while rank ", rank_,
+                           " waited for it at the node's shared-memory segment. Look at rank ", g,
+                           "'s output first."},
+                          g);
     }
   }
 
@@ -24670,13 +24852,14 @@ private:
       if (seg_->line(l).global != by) fail_timeout(by);
     if (find_lost_)
       if (auto lost = find_lost_(std::chrono::milliseconds(1000)); lost.rank >= 0 || !lost.reason.empty())
-        throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
-                    *what_ + " failed: " + lost.news(), lost.rank);
-    throw error(error_kind::peer_lost,
-                *what_ + " failed: rank " + std::to_string(by) +
-                    " failed inside this collective and left the node's shared-memory segment; look at its "
-                    "output first.",
-                by);
+        detail::throw_error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
+                            {*what_, " failed: ", lost.news()}, lost.rank);
+    detail::throw_error(
+        error_kind::peer_lost,
+        {*what_, " failed: rank ", by,
+         " failed inside this collective and left the node's shared-memory segment; look at its "
+         "output first."},
+        by);
   }
 
   /// `gave_up_by`: the rank that aborted the collective, when not this one
@@ -24690,16 +24873,18 @@ private:
     for (int l : late)
       names += (names.empty() ? "" : ", ") + std::to_string(seg_->line(l).global);
     const std::string text =
-        gave_up_by < 0 ? " timed out after " + std::to_string(timeout_.count()) + " ms waiting for rank(s) " +
-                             names + " at the node's shared-memory segment"
-                       : " failed: rank " + std::to_string(gave_up_by) +
-                             " gave up on it (its own timeout or a failure: see its output) while rank(s) " +
-                             names + " had not yet reached the node's shared-memory segment";
-    throw error(error_kind::timeout,
-                *what_ + text +
-                    " (a rank stalled, is far behind, or skipped this collective; raise DDP_TIMEOUT if that "
-                    "is expected).",
-                culprit);
+        gave_up_by < 0
+            ? detail::message({" timed out after ", timeout_.count(), " ms waiting for rank(s) ", names,
+                               " at the node's shared-memory segment"})
+            : detail::message({" failed: rank ", gave_up_by,
+                               " gave up on it (its own timeout or a failure: see its output) while rank(s) ",
+                               names, " had not yet reached the node's shared-memory segment"});
+    detail::throw_error(
+        error_kind::timeout,
+        {*what_, text,
+         " (a rank stalled, is far behind, or skipped this collective; raise DDP_TIMEOUT if that "
+         "is expected)."},
+        culprit);
   }
 
   std::unique_ptr<shm_segment> seg_;
@@ -24762,7 +24947,7 @@ public:
   std::pair<std::string, std::uint32_t> next(const std::string& prefix) {
     std::lock_guard lock(mu_);
     const std::uint32_t id = made_++;
-    return {prefix + "array" + std::to_string(id) + "/", id};
+    return {detail::message({prefix, "array", id, "/"}), id};
   }
 
   void add(std::uint32_t id, const std::shared_ptr<shm_segment>& seg) {
@@ -24953,16 +25138,17 @@ public:
     store_->wait({keys_ + "decision"}, timeout_);
     const bool on = store_->get(keys_ + "decision") == "on";
     if (!on && !rv.key_prefix.empty() && debug() >= debug_level::info && size_ > 1)
-      log_line("rank " + std::to_string(job_rank(rank_)),
-               rv.group_name + " reduces over TCP, not the node's shared memory: " +
-                   (!fits
-                        ? "its layout is not whole nodes (this node holds " + std::to_string(L) + " of its " +
-                              std::to_string(size_) + " members, this one its local rank " +
-                              std::to_string(t.local_rank) + " on its node " + std::to_string(t.node_rank) +
-                              "; the path needs as many members on every node, more than one, each node's a "
-                              "contiguous run of its ranks)"
-                        : std::string(want ? "another member voted against it (its own line says why)"
-                                           : "DDP_SHM=0")));
+      log_line(
+          detail::message({"rank ", job_rank(rank_)}),
+          detail::message(
+              {rv.group_name, " reduces over TCP, not the node's shared memory: ",
+               (!fits ? detail::message(
+                            {"its layout is not whole nodes (this node holds ", L, " of its ", size_,
+                             " members, this one its local rank ", t.local_rank, " on its node ", t.node_rank,
+                             "; the path needs as many members on every node, more than one, each node's a "
+                             "contiguous run of its ranks)"})
+                      : std::string(want ? "another member voted against it (its own line says why)"
+                                         : "DDP_SHM=0"))}));
     return on;
   }
 
@@ -24984,7 +25170,7 @@ public:
     // The segment names its ranks as the job does: the store's finished and
     // lost keys, which its waits read, are by job rank.
     const shm_setup a{.token = rv.token,
-                      .store_where = rv.topo.master_addr + ":" + std::to_string(rv.topo.store_port),
+                      .store_where = detail::message({rv.topo.master_addr, ":", rv.topo.store_port}),
                       .rank = job_rank(rank_),
                       .world_size = size_,
                       .node_rank = t.node_rank,
@@ -24999,20 +25185,20 @@ public:
     if (!seg) {
       // Every rank got the same outcome: all stay on TCP, or all throw.
       if (failed.kind == error_kind::mismatch)
-        throw error(error_kind::mismatch,
-                    "rank " + std::to_string(job_rank(rank_)) +
-                        ": setting up the node's shared-memory segment: rank " + std::to_string(failed.rank) +
-                        " " + failed.message,
-                    failed.rank);
+        detail::throw_error(error_kind::mismatch,
+                            {"rank ", job_rank(rank_), ": setting up the node's shared-memory segment: rank ",
+                             failed.rank, " ", failed.message},
+                            failed.rank);
       if (rank_ == 0) // one warning for the group, not one per rank
         log_line(
-            "rank " + std::to_string(job_rank(0)),
-            "warning: the shared-memory all-reduce is off, every rank" +
-                (rv.group_name.empty() ? std::string() : " of " + rv.group_name) +
-                " reduces over TCP (slower): rank " + std::to_string(failed.rank) + " " + failed.message +
-                ". Enlarge /dev/shm (each node needs (LOCAL_WORLD_SIZE + 1) x DDP_SHM_AREA_BYTES, "
-                "default 512 KiB on one node, 4 MiB across nodes, plus a page) or lower DDP_SHM_AREA_BYTES; "
-                "DDP_SHM=0 silences this.");
+            detail::message({"rank ", job_rank(0)}),
+            detail::message(
+                {"warning: the shared-memory all-reduce is off, every rank",
+                 (rv.group_name.empty() ? std::string() : " of " + rv.group_name),
+                 " reduces over TCP (slower): rank ", failed.rank, " ", failed.message,
+                 ". Enlarge /dev/shm (each node needs (LOCAL_WORLD_SIZE + 1) x DDP_SHM_AREA_BYTES, "
+                 "default 512 KiB on one node, 4 MiB across nodes, plus a page) or lower DDP_SHM_AREA_BYTES; "
+                 "DDP_SHM=0 silences this."}));
       return leaders;
     }
     nnodes_ = size_ / t.local_world_size;
@@ -25027,8 +25213,8 @@ public:
       try {
         ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get(), leaders_job_ranks);
       } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
-        blame.mesh("rank " + std::to_string(job_rank(rank_)) + ", leader of node " +
-                       std::to_string(t.node_rank) + ": Gloo could not connect to the other nodes' leaders",
+        blame.mesh(detail::message({"rank ", job_rank(rank_), ", leader of node ", t.node_rank,
+                                    ": Gloo could not connect to the other nodes' leaders"}),
                    "(Gloo's \"rank N\" is node N's leader; the store's ranks are global) ", e);
       }
       leaders = std::move(ctx);
@@ -25135,14 +25321,13 @@ public:
   /// Not a template: `dt` and `elem_size` are all it needs of the element type.
   template <class InQueue>
   shm_memory make_array(std::size_t n, dtype dt, std::size_t elem_size, InQueue&& in_queue) {
-    const std::string what =
-        "make_shm_array<" + std::string(ddp::to_string(dt)) + ">(" + std::to_string(n) + ")";
+    const std::string what = detail::message({"make_shm_array<", ddp::to_string(dt), ">(", n, ")"});
     const std::size_t L = shm_ ? static_cast<std::size_t>(shm_->segment().local_size()) : 1;
     // Every local rank's area in one mapping, whose size must fit size_t and off_t.
     if (n > (std::size_t{1} << 60) / elem_size / L)
-      throw error(error_kind::config, "rank " + std::to_string(job_rank(rank_)) + ": " + what +
-                                          ": too many elements for one node's shared memory (" +
-                                          std::to_string(L) + " local ranks); make several smaller arrays");
+      detail::throw_error(error_kind::config, {"rank ", job_rank(rank_), ": ", what,
+                                               ": too many elements for one node's shared memory (", L,
+                                               " local ranks); make several smaller arrays"});
     const std::size_t bytes = std::max<std::size_t>(n * elem_size, 1);
     std::shared_ptr<shm_segment> shared;
     if (shm_ && nnodes_ == 1) {
@@ -25167,9 +25352,8 @@ public:
     try {
       return private_shm_memory(bytes);
     } catch (const std::bad_alloc&) {
-      throw error(error_kind::config, "rank " + std::to_string(job_rank(rank_)) + ": " + what +
-                                          ": cannot allocate " + std::to_string(bytes) +
-                                          " B of private memory");
+      detail::throw_error(error_kind::config, {"rank ", job_rank(rank_), ": ", what, ": cannot allocate ",
+                                               bytes, " B of private memory"});
     }
   }
 
@@ -25189,9 +25373,9 @@ private:
     // than 64 B get segments of different sizes, which is how they are caught.
     a.area_bytes = (bytes + 63) / 64 * 64;
     a.size_mismatch_hint =
-        "the node's ranks asked for different sizes (" + what +
-        " here): call make_shm_array with the same element count and type on every rank, in "
-        "the same order.";
+        detail::message({"the node's ranks asked for different sizes (", what,
+                         " here): call make_shm_array with the same element count and type on every rank, in "
+                         "the same order."});
     shm_setup_failure failed;
     std::unique_ptr<shm_segment> seg;
     try {
@@ -25199,14 +25383,13 @@ private:
     } catch (const error& e) {
       // A rank that failed: its name and reason are the whole story.
       if (e.kind() == error_kind::peer_lost)
-        throw error(e.kind(), what + " failed: " + std::string(e.message()), e.rank());
-      const std::string text = what +
-                               " is collective: every rank of the group calls it, in the same order. " +
-                               std::string(e.message());
+        detail::throw_error(e.kind(), {what, " failed: ", e.message()}, e.rank());
+      const std::string text = detail::message(
+          {what, " is collective: every rank of the group calls it, in the same order. ", e.message()});
       // A rank that skipped the call, or is far behind: the lost-rank search
       // and the desync report name it, as for a collective that timed out.
       if (e.kind() == error_kind::timeout) fail_io_(what, "Timed out: " + text);
-      throw error(e.kind(), text, e.rank());
+      detail::throw_error(e.kind(), {text}, e.rank());
     }
     if (seg) {
       std::shared_ptr<shm_segment> shared(std::move(seg));
@@ -25214,21 +25397,20 @@ private:
       return shared;
     }
     if (failed.kind == error_kind::mismatch) {
-      mismatch =
-          std::make_exception_ptr(error(error_kind::mismatch,
-                                        "rank " + std::to_string(job_rank(rank_)) + ": " + what + ": rank " +
-                                            std::to_string(failed.rank) + " " + failed.message,
-                                        failed.rank));
+      mismatch = std::make_exception_ptr(error(error_kind::mismatch,
+                                               detail::message({"rank ", job_rank(rank_), ": ", what,
+                                                                ": rank ", failed.rank, " ", failed.message}),
+                                               failed.rank));
       return nullptr;
     }
     if (rank_ == 0)
-      log_line("rank " + std::to_string(job_rank(0)),
-               "warning: " + what +
-                   " got private memory on every rank, so all-reduces of it copy "
-                   "through the node's segment as usual (slower): rank " +
-                   std::to_string(failed.rank) + " " + failed.message +
-                   ". If /dev/shm is full, enlarge it: each node needs LOCAL_WORLD_SIZE x the "
-                   "array's bytes (docker run --shm-size=...).");
+      log_line(detail::message({"rank ", job_rank(0)}),
+               detail::message({"warning: ", what,
+                                " got private memory on every rank, so all-reduces of it copy "
+                                "through the node's segment as usual (slower): rank ",
+                                failed.rank, " ", failed.message,
+                                ". If /dev/shm is full, enlarge it: each node needs LOCAL_WORLD_SIZE x the "
+                                "array's bytes (docker run --shm-size=...)."}));
     return nullptr;
   }
 
@@ -25339,7 +25521,7 @@ public:
         ctx->connect(prefixed, device, gloo_mesh_keys::per_rank);
       }
     } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
-      blame_.mesh("rank " + std::to_string(job_rank_) + ": Gloo could not connect to its peers", "", e);
+      blame_.mesh(detail::message({"rank ", job_rank_, ": Gloo could not connect to its peers"}), "", e);
     }
     ctx_ = std::move(ctx);
     // A subgroup votes, and maps its segments, under its key prefix (gloo_shm_path::keys).
@@ -25466,11 +25648,12 @@ public:
   /// operations posted on it). The node's segment is left alone: its waits
   /// read the store themselves, and aborting it would name this rank.
   void fail_for_peer(const lost_rank& lost) {
-    auto why = std::make_exception_ptr(error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
-                                             "rank " + std::to_string(job_rank_) + ": " + lost_news(lost) +
-                                                 "; every collective of this group fails from here on (this "
-                                                 "rank heard it from the rendezvous store)",
-                                             lost.rank));
+    auto why = std::make_exception_ptr(
+        error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
+              detail::message({"rank ", job_rank_, ": ", lost_news(lost),
+                               "; every collective of this group fails from here on (this "
+                               "rank heard it from the rendezvous store)"}),
+              lost.rank));
     {
       std::lock_guard lock(contexts_mu_);
       if (queue_.poisoned()) return; // the group failed already: its error stands
@@ -25500,8 +25683,8 @@ public:
   /// faster (docs/performance.md, Collectives).
   work all_reduce(void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
-      throw error(error_kind::config, "op::avg needs a floating-point tensor, got " +
-                                          std::string(to_string(dt)) + ": use op::sum and divide yourself");
+      detail::throw_error(error_kind::config, {"op::avg needs a floating-point tensor, got ", to_string(dt),
+                                               ": use op::sum and divide yourself"});
     return submit("all_reduce", n, dt, blocking,
                   [=, this, piece = knobs_.ring_piece_bytes,
                    shm = shm_path_.get() && knobs_.shm_on](std::uint32_t tag, const std::string& what) {
@@ -25522,8 +25705,7 @@ public:
   /// then multiplies it by `scale`: no packing, and the averaging fused in.
   work all_reduce_fragments(std::vector<fragment> frags, dtype dt, double scale, bool blocking = false) {
     if (!is_floating(dt) && scale != 1.0)
-      throw error(error_kind::config,
-                  "scaling needs a floating-point tensor, got " + std::string(to_string(dt)));
+      detail::throw_error(error_kind::config, {"scaling needs a floating-point tensor, got ", to_string(dt)});
     const std::size_t n = total_count(frags);
     // The piece size as of submission: a later set_ring_piece_bytes() does not
     // reach a collective already queued.
@@ -25572,8 +25754,7 @@ public:
   /// order. `out` may be this rank's own block of `in`.
   work reduce_scatter(const void* in, void* out, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
-      throw error(error_kind::config,
-                  "op::avg needs a floating-point tensor, got " + std::string(to_string(dt)));
+      detail::throw_error(error_kind::config, {"op::avg needs a floating-point tensor, got ", to_string(dt)});
     return submit("reduce_scatter", n, dt, blocking,
                   [=, this, shm = one_node_shm()](std::uint32_t tag, const std::string& what) {
                     if (shm) {
@@ -25634,8 +25815,7 @@ public:
   /// Root's `data` becomes the reduction of every rank's; the others' stays.
   work reduce(void* data, std::size_t n, dtype dt, op o, int root, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
-      throw error(error_kind::config,
-                  "op::avg needs a floating-point tensor, got " + std::string(to_string(dt)));
+      detail::throw_error(error_kind::config, {"op::avg needs a floating-point tensor, got ", to_string(dt)});
     return submit("reduce", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
       mesh_.reduce(tag, what, data, n, dt, o, root);
     });
@@ -25645,7 +25825,7 @@ public:
   /// arguments do not fit it (`why`): its queue slot joins the header round
   /// flagged, so every rank fails at once (gloo_collectives::refuse).
   work refuse(const char* name, dtype dt, int root, std::string why, bool blocking = false) {
-    if (size_ == 1) throw error(error_kind::config, why); // nobody waits: the group goes on
+    if (size_ == 1) detail::throw_error(error_kind::config, {why}); // nobody waits: the group goes on
     const std::string n = name;
     const auto kind = n == "gather"    ? collective_kind::gather
                       : n == "scatter" ? collective_kind::scatter
@@ -25677,40 +25857,40 @@ private:
 
   work p2p(bool sends, void* data, std::size_t n, dtype dt, int peer, std::int64_t tag, bool blocking) {
     if (peer < 0 || peer >= size_ || peer == rank_)
-      throw error(error_kind::config, std::string(sends ? "send" : "recv") + " on rank " +
-                                          std::to_string(rank_) + ": peer " + std::to_string(peer) +
-                                          " is not another rank of this group" + note_ + " (0.." +
-                                          std::to_string(size_ - 1) + ", not this rank)");
+      detail::throw_error(error_kind::config, {sends ? "send" : "recv", " on rank ", rank_, ": peer ", peer,
+                                               " is not another rank of this group", note_, " (0..",
+                                               size_ - 1, ", not this rank)"});
     if (auto why = queue_.poisoned()) std::rethrow_exception(why);
-    const std::string head = "rank " + std::to_string(rank_) + ": " + (sends ? "send" : "recv");
-    const std::string tail = std::string(sends ? " to" : " from") + " rank " + std::to_string(peer) + " (" +
-                             std::to_string(n) + " x " + std::string(to_string(dt)) + note_ + ")";
-    return lanes_.submit(peer, sends, static_cast<std::int64_t>(n * size_of(dt)), head, tail, timeout_,
-                         blocking, [=, this](std::uint32_t seq, const std::string& what) {
-                           std::shared_ptr<gloo_mesh_context> ctx;
-                           {
-                             std::unique_lock lock(contexts_mu_);
-                             // No context: a collective is failing (close_all), its error on the way to
-                             // fail_lanes.
-                             if (!ctx_) verdict_cv_.wait(lock, [&] { return lanes_.poisoned() != nullptr; });
-                             if (auto why = lanes_.poisoned()) std::rethrow_exception(why);
-                             if (auto why = queue_.poisoned()) std::rethrow_exception(why);
-                             ctx = ctx_;
-                           }
-                           try {
-                             p2p_transfer(ctx, waits_, sends, data, n, dt, peer, tag, seq, timeout_, what);
-                           } catch (const ddp::error&) {
-                             fail_from_lane(std::current_exception());
-                           } catch (const std::exception& e) {
-                             await_verdict();
-                             fail_from_lane(std::make_exception_ptr(error(
-                                 error_kind::timeout,
-                                 what + " failed: " + e.what() + ". Rank " + std::to_string(peer) +
-                                     " did not take its part in time, or failed (its output says why); every "
-                                     "later collective of this group throws",
-                                 peer)));
-                           }
-                         });
+    const std::string head = detail::message({"rank ", rank_, ": ", (sends ? "send" : "recv")});
+    const std::string tail =
+        detail::message({sends ? " to" : " from", " rank ", peer, " (", n, " x ", to_string(dt), note_, ")"});
+    return lanes_.submit(
+        peer, sends, static_cast<std::int64_t>(n * size_of(dt)), head, tail, timeout_, blocking,
+        [=, this](std::uint32_t seq, const std::string& what) {
+          std::shared_ptr<gloo_mesh_context> ctx;
+          {
+            std::unique_lock lock(contexts_mu_);
+            // No context: a collective is failing (close_all), its error on the way to
+            // fail_lanes.
+            if (!ctx_) verdict_cv_.wait(lock, [&] { return lanes_.poisoned() != nullptr; });
+            if (auto why = lanes_.poisoned()) std::rethrow_exception(why);
+            if (auto why = queue_.poisoned()) std::rethrow_exception(why);
+            ctx = ctx_;
+          }
+          try {
+            p2p_transfer(ctx, waits_, sends, data, n, dt, peer, tag, seq, timeout_, what);
+          } catch (const ddp::error&) {
+            fail_from_lane(std::current_exception());
+          } catch (const std::exception& e) {
+            await_verdict();
+            fail_from_lane(std::make_exception_ptr(error(
+                error_kind::timeout,
+                detail::message({what, " failed: ", e.what(), ". Rank ", peer,
+                                 " did not take its part in time, or failed (its output says why); every "
+                                 "later collective of this group throws"}),
+                peer)));
+          }
+        });
   }
 
   /// The group goes while sends or recvs it was given have not ended: a
@@ -25726,12 +25906,12 @@ private:
       std::string list;
       for (const auto& p : pending)
         list += (list.empty() ? "" : "; ") + p;
-      const std::string why = "rank " + std::to_string(job_rank_) + ": the process group" + note_ +
-                              " was destroyed with " + std::to_string(pending.size()) +
-                              " send/recv pending: " + list +
-                              ". They fail now: wait for every send_async and recv_async (work::wait) "
-                              "before the group goes";
-      log_line("rank " + std::to_string(job_rank_), why);
+      const std::string why =
+          detail::message({"rank ", job_rank_, ": the process group", note_, " was destroyed with ",
+                           pending.size(), " send/recv pending: ", list,
+                           ". They fail now: wait for every send_async and recv_async (work::wait) "
+                           "before the group goes"});
+      log_line(detail::message({"rank ", job_rank_}), why);
       {
         std::lock_guard lock(contexts_mu_);
         lanes_.abort(std::make_exception_ptr(error(error_kind::backend, why, job_rank_)));
@@ -25865,12 +26045,13 @@ private:
   static int checked_rank(const rendezvous& rv) {
     const auto n = rv.job_ranks.size();
     if ((!rv.key_prefix.empty() || n != 0) && n != static_cast<std::size_t>(rv.topo.world_size))
-      throw error(error_kind::config,
-                  "rank " + std::to_string(rv.topo.rank) + ": the rendezvous of " +
-                      (rv.group_name.empty() ? "group \"" + rv.key_prefix + "\"" : rv.group_name) +
-                      " lists " + std::to_string(n) + " job ranks for " + std::to_string(rv.topo.world_size) +
-                      " members: a group under a key prefix needs one job rank per member "
-                      "(rendezvous::job_ranks, as process_group::new_group and split fill it)");
+      detail::throw_error(
+          error_kind::config,
+          {"rank ", rv.topo.rank, ": the rendezvous of ",
+           (rv.group_name.empty() ? detail::message({"group \"", rv.key_prefix, "\""}) : rv.group_name),
+           " lists ", n, " job ranks for ", rv.topo.world_size,
+           " members: a group under a key prefix needs one job rank per member "
+           "(rendezvous::job_ranks, as process_group::new_group and split fill it)"});
     return rv.topo.rank;
   }
   static int job_rank_of(const rendezvous& rv) {
@@ -26033,8 +26214,8 @@ DDP_INLINE debug_level parse_debug_level(std::string_view v) {
   if (v.empty() || v == "OFF" || v == "off" || v == "0") return debug_level::off;
   if (v == "INFO" || v == "info" || v == "1") return debug_level::info;
   if (v == "DETAIL" || v == "detail" || v == "2") return debug_level::detail;
-  throw error(error_kind::config,
-              "environment variable DDP_DEBUG='" + std::string(v) + "' is not one of OFF, INFO, DETAIL");
+  detail::throw_error(error_kind::config,
+                      {"environment variable DDP_DEBUG='", v, "' is not one of OFF, INFO, DETAIL"});
 }
 
 DDP_INLINE debug_level debug() {
@@ -26089,7 +26270,7 @@ inline std::terminate_handler uncaught_error_previous = nullptr;
 
 /// `e`'s message without a leading "rank R: " of this rank's own (the line names it).
 inline std::string_view uncaught_error_message(const error& e, int rank) {
-  const std::string self = "rank " + std::to_string(rank) + ": ";
+  const std::string self = detail::message({"rank ", rank, ": "});
   std::string_view message = e.message();
   if (message.starts_with(self)) message.remove_prefix(self.size());
   return message;
@@ -26103,10 +26284,9 @@ inline std::string_view uncaught_error_message(const error& e, int rank) {
       const int rank = uncaught_error_rank.load();
       try {
         const auto message = uncaught_error_message(e, rank);
-        const std::string line = "ddp: rank " + std::to_string(rank) + ": ddp " +
-                                 std::string(to_string(e.kind())) + " error: " + std::string(message) +
-                                 " (an uncaught ddp::error: the rank exits with code " +
-                                 std::to_string(uncaught_error_exit_code) + ")\n";
+        const std::string line = detail::message(
+            {"ddp: rank ", rank, ": ddp ", to_string(e.kind()), " error: ", message,
+             " (an uncaught ddp::error: the rank exits with code ", uncaught_error_exit_code, ")\n"});
         std::fflush(stdout);                              // what the rank printed before comes first
         std::fwrite(line.data(), 1, line.size(), stderr); // one write: lines do not interleave
         note_failure_for_launcher(rank, message);
@@ -26151,7 +26331,7 @@ namespace detail {
 DDP_INLINE void report_own_failure(tcp_store& store, int rank, std::string_view why) noexcept {
   try {
     std::string reason(why);
-    const std::string self = "rank " + std::to_string(rank) + ": ";
+    const std::string self = detail::message({"rank ", rank, ": "});
     if (reason.starts_with(self)) reason.erase(0, self.size());
     note_failure_for_launcher(rank, reason);
     store.report_failure(reason);
@@ -26166,12 +26346,12 @@ inline std::string token_or_env(const std::string& token) {
 inline void parse_host_port(std::string_view hp, std::string_view method, std::string& host, int& port) {
   auto colon = hp.rfind(':');
   if (colon == std::string_view::npos || colon == 0)
-    throw error(error_kind::config, "init_method '" + std::string(method) + "' must be tcp://host:port");
+    detail::throw_error(error_kind::config, {"init_method '", method, "' must be tcp://host:port"});
   host = std::string(hp.substr(0, colon));
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   auto p = parse_int(hp.substr(colon + 1));
   if (!p || *p < 1 || *p > 65535)
-    throw error(error_kind::config, "init_method '" + std::string(method) + "': port is not in 1..65535");
+    detail::throw_error(error_kind::config, {"init_method '", method, "': port is not in 1..65535"});
   port = static_cast<int>(*p);
 }
 
@@ -26185,11 +26365,11 @@ inline std::shared_ptr<tcp_store> make_store(const tcp_store_options& so, const 
     std::string_view what = e.what();
     what.remove_prefix(std::min(what.size(), what.find(": ") + 2)); // "ddp <kind> error: "
     what = what.substr(0, what.find(" (another job"));              // its MASTER_PORT advice
-    throw error(e.kind(),
-                std::string(what) + ". ddp's rendezvous store uses " + origin +
-                    ": that port must be free on the master node and reachable from every node; "
-                    "set DDP_STORE_PORT (the same on every node) to choose another",
-                e.rank());
+    detail::throw_error(e.kind(),
+                        {what, ". ddp's rendezvous store uses ", origin,
+                         ": that port must be free on the master node and reachable from every node; "
+                         "set DDP_STORE_PORT (the same on every node) to choose another"},
+                        e.rank());
   }
 }
 
@@ -26214,7 +26394,7 @@ inline void report_failure_before_store(tcp_store_options so, const error& e) no
     so.timeout = std::min(so.timeout, report_before_store_patience);
     so.linger.reset();
     tcp_store store(so);
-    if (store.add("ddp/rank/" + std::to_string(so.rank), 1) == 1)
+    if (store.add(detail::message({"ddp/rank/", so.rank}), 1) == 1)
       report_own_failure(store, so.rank, e.message());
   } catch (...) {}
 }
@@ -26229,8 +26409,8 @@ inline void ensure_rank_open_files(const ddp::topology& t, long backend_files, b
   need.store_client = uses_store ? 3 : 0; // its own, the failure watch's, one to report a failure
   need.store_server = serves_store ? store_server_open_files(t.world_size) : 0;
   if (serves_store) need.spare += store_fd_reserve_max; // or the server pauses its accepts
-  ensure_open_files(need, "rank " + std::to_string(t.rank),
-                    "a job of " + std::to_string(t.world_size) + " rank" + (t.world_size == 1 ? "" : "s"));
+  ensure_open_files(need, detail::message({"rank ", t.rank}),
+                    detail::message({"a job of ", t.world_size, " rank", (t.world_size == 1 ? "" : "s")}));
 }
 
 /// One line on stderr, once per process, when the job is one process only because no
@@ -26255,27 +26435,28 @@ DDP_INLINE ddp::rendezvous make_rendezvous(const init_options& o,
   ddp::rendezvous rv;
   rv.topo = topology::from_env();
   if (o.world_size == 0 || o.world_size < -1)
-    throw error(error_kind::config,
-                "init_options::world_size=" + std::to_string(o.world_size) + " must be >= 1");
+    detail::throw_error(error_kind::config, {"init_options::world_size=", o.world_size, " must be >= 1"});
   if (o.world_size > 0) rv.topo.world_size = o.world_size;
   if (o.rank >= 0) rv.topo.rank = o.rank;
   install_uncaught_error_handler(rv.topo.rank);
   say_single_process(rv.topo, o);
   if (o.rank < -1 || rv.topo.rank >= rv.topo.world_size)
-    throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) + " is not below world size " +
-                                        std::to_string(rv.topo.world_size));
+    detail::throw_error(error_kind::config,
+                        {"rank ", rv.topo.rank, " is not below world size ", rv.topo.world_size});
   if (rv.topo.local_world_size > rv.topo.world_size) {
     rv.topo.local_world_size = rv.topo.world_size;
     rv.topo.local_rank = rv.topo.rank;
   }
-  if (o.timeout.count() <= 0) throw error(error_kind::config, "init_options::timeout must be positive");
+  if (o.timeout.count() <= 0)
+    detail::throw_error(error_kind::config, {"init_options::timeout must be positive"});
   rv.timeout = o.timeout;
   rv.token = token_or_env(o.token);
 
   std::string_view m = o.init_method;
   if (m.starts_with("file://")) {
     rv.file_path = std::string(m.substr(7));
-    if (rv.file_path.empty()) throw error(error_kind::config, "init_method 'file://' needs a directory path");
+    if (rv.file_path.empty())
+      detail::throw_error(error_kind::config, {"init_method 'file://' needs a directory path"});
     ensure_rank_open_files(rv.topo, backend_files ? backend_files(rv.topo) : 0, false, false);
     return rv;
   }
@@ -26289,17 +26470,18 @@ DDP_INLINE ddp::rendezvous make_rendezvous(const init_options& o,
     host = rv.topo.master_addr;
     port = rv.topo.store_port; // MASTER_PORT, or beside it under torch's elastic agent (see topology)
     if (rv.topo.world_size > 1 && host.empty())
-      throw error(error_kind::config,
-                  "env:// needs MASTER_ADDR (rank " + std::to_string(rv.topo.rank) + " of " +
-                      std::to_string(rv.topo.world_size) +
-                      "): launch with ddprun/torchrun, or export MASTER_ADDR and MASTER_PORT");
+      detail::throw_error(error_kind::config,
+                          {"env:// needs MASTER_ADDR (rank ", rv.topo.rank, " of ", rv.topo.world_size,
+                           "): launch with ddprun/torchrun, or export MASTER_ADDR and MASTER_PORT"});
     if (rv.topo.world_size > 1 && port == 0)
-      throw error(error_kind::config,
-                  "env:// needs MASTER_PORT (or DDP_STORE_PORT): launch with ddprun/torchrun, or export it");
+      detail::throw_error(
+          error_kind::config,
+          {"env:// needs MASTER_PORT (or DDP_STORE_PORT): launch with ddprun/torchrun, or export it"});
     if (host.empty()) host = "127.0.0.1"; // a single process serves itself on a free port
   } else {
-    throw error(error_kind::config, "init_method '" + o.init_method +
-                                        "' is not supported: use env://, tcp://host:port or file:///dir");
+    detail::throw_error(
+        error_kind::config,
+        {"init_method '", o.init_method, "' is not supported: use env://, tcp://host:port or file:///dir"});
   }
   tcp_store_options so;
   so.host = host;
@@ -26328,29 +26510,29 @@ DDP_INLINE ddp::rendezvous make_rendezvous(const init_options& o,
   // Two processes claiming one rank would corrupt the mesh: refuse clearly.
   // Not reported: the rank is the other process's (maybe of another job
   // sharing the port and token, running fine).
-  if (rv.store->add("ddp/rank/" + std::to_string(rv.topo.rank), 1) != 1)
-    throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) +
-                                        " joined twice: two processes have the same RANK in this job");
+  if (rv.store->add(detail::message({"ddp/rank/", rv.topo.rank}), 1) != 1)
+    detail::throw_error(error_kind::config, {"rank ", rv.topo.rank,
+                                             " joined twice: two processes have the same RANK in this job"});
   auto refuse = [&](const std::string& why) { // this process holds the rank: it may report
     error e(error_kind::config, why);
     report_own_failure(*rv.store, rv.topo.rank, e.message());
     return e;
   };
-  rv.store->set("ddp/world/" + std::to_string(rv.topo.rank), std::to_string(rv.topo.world_size));
+  rv.store->set(detail::message({"ddp/world/", rv.topo.rank}), std::to_string(rv.topo.world_size));
   if (rv.topo.rank != 0) {
     auto w0 = rv.store->get("ddp/world/0");
     if (w0 != std::to_string(rv.topo.world_size))
-      throw refuse("rank " + std::to_string(rv.topo.rank) + " was started with world size " +
-                   std::to_string(rv.topo.world_size) + " but rank 0 with " + w0);
+      throw refuse(detail::message({"rank ", rv.topo.rank, " was started with world size ",
+                                    rv.topo.world_size, " but rank 0 with ", w0}));
   }
   // Every rank arrives before any enters the backend's mesh: a rank lost
   // until here is named by this wait at once (the store answers "lost").
   // Without it, Gloo's connectFullMesh, interrupted by that answer, took the
   // full timeout to unwind (seen: 4 s at DDP_TIMEOUT=4s, 1 run in 2).
-  rv.store->set("ddp/arrived/" + std::to_string(rv.topo.rank), "1");
+  rv.store->set(detail::message({"ddp/arrived/", rv.topo.rank}), "1");
   std::vector<std::string> arrived;
   for (int r = 0; r < rv.topo.world_size; ++r)
-    arrived.push_back("ddp/arrived/" + std::to_string(r));
+    arrived.push_back(detail::message({"ddp/arrived/", r}));
   try {
     rv.store->wait(arrived);
   } catch (const error& e) {
@@ -26381,28 +26563,26 @@ namespace detail {
 DDP_INLINE void check_split_counts(const char* what, int rank, int world, std::size_t in_size,
                                    const std::vector<std::size_t>& send_counts, std::size_t out_size,
                                    const std::vector<std::size_t>& recv_counts) {
-  const std::string who = std::string(what) + " on rank " + std::to_string(rank) + ": ";
+  const std::string who = detail::message({what, " on rank ", rank, ": "});
   const auto w = static_cast<std::size_t>(world);
   if (send_counts.size() != w || recv_counts.size() != w)
-    throw error(error_kind::config, who + "send_counts has " + std::to_string(send_counts.size()) +
-                                        " entries and recv_counts " + std::to_string(recv_counts.size()) +
-                                        "; each needs one per rank (" + std::to_string(world) + ")");
+    detail::throw_error(error_kind::config,
+                        {who, "send_counts has ", send_counts.size(), " entries and recv_counts ",
+                         recv_counts.size(), "; each needs one per rank (", world, ")"});
   // Every rank's counts travel with the header round (header_round::inline_cap: at least 4 KiB).
   if (w > 256)
-    throw error(error_kind::config, who +
-                                        "counts per peer are checked across ranks up to 256 ranks; this "
-                                        "group has " +
-                                        std::to_string(world) +
-                                        ": use equal splits (all_to_all without counts)");
+    detail::throw_error(error_kind::config, {who,
+                                             "counts per peer are checked across ranks up to 256 ranks; this "
+                                             "group has ",
+                                             world, ": use equal splits (all_to_all without counts)"});
   std::size_t s = 0, r = 0;
   for (std::size_t p = 0; p < w; ++p)
     s += send_counts[p], r += recv_counts[p];
   if (s != in_size || r != out_size)
-    throw error(error_kind::config, who + "the counts add up to " + std::to_string(s) + " to send and " +
-                                        std::to_string(r) + " to receive, but the input has " +
-                                        std::to_string(in_size) + " elements and the output " +
-                                        std::to_string(out_size) +
-                                        ": make each tensor as long as its counts' sum");
+    detail::throw_error(error_kind::config,
+                        {who, "the counts add up to ", s, " to send and ", r,
+                         " to receive, but the input has ", in_size, " elements and the output ", out_size,
+                         ": make each tensor as long as its counts' sum"});
 }
 
 } // namespace detail
@@ -26507,7 +26687,8 @@ inline std::array<std::uint8_t, checkpoint_digest_bytes> sha256(const std::uint8
   if (!ctx || ::EVP_DigestInit_ex(ctx.get(), ::EVP_sha256(), nullptr) != 1 ||
       ::EVP_DigestUpdate(ctx.get(), data, n) != 1 || ::EVP_DigestFinal_ex(ctx.get(), md.data(), &len) != 1 ||
       len != md.size())
-    throw error(error_kind::backend, "OpenSSL's SHA-256 failed while sealing or checking a checkpoint");
+    detail::throw_error(error_kind::backend,
+                        {"OpenSSL's SHA-256 failed while sealing or checking a checkpoint"});
   return md;
 }
 
@@ -26549,10 +26730,9 @@ public:
   }
   bool done() const { return at_ == end_; }
   [[noreturn]] void malformed(const std::string& what) const {
-    throw error(error_kind::data, "checkpoint " + file_ + " is malformed (" + what + ", at byte " +
-                                      std::to_string(at_) +
-                                      ") although its checksum holds: it was not written by this "
-                                      "version of ddp; save it again with the job that made it");
+    detail::throw_error(error_kind::data, {"checkpoint ", file_, " is malformed (", what, ", at byte ", at_,
+                                           ") although its checksum holds: it was not written by this "
+                                           "version of ddp; save it again with the job that made it"});
   }
 
 private:
@@ -26574,8 +26754,8 @@ inline void write_all(int fd, const std::uint8_t* p, std::size_t n, const std::s
     const ssize_t w = ::write(fd, p, n);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0)
-      throw error(error_kind::data, "checkpoint " + file + ": writing it failed (" + errno_text() +
-                                        "); the previous one is untouched");
+      detail::throw_error(error_kind::data, {"checkpoint ", file, ": writing it failed (", errno_text(),
+                                             "); the previous one is untouched"});
     p += w;
     n -= static_cast<std::size_t>(w);
   }
@@ -26615,17 +26795,18 @@ inline fd_holder lock_checkpoint(const std::string& file) {
   const std::string lock = file + ".lock";
   fd_holder fd(::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
   if (fd.get() < 0)
-    throw error(error_kind::data, "checkpoint " + file + ": cannot create its lock file " + lock + " (" +
-                                      errno_text() + "); check that the directory exists and is writable");
+    detail::throw_error(error_kind::data,
+                        {"checkpoint ", file, ": cannot create its lock file ", lock, " (", errno_text(),
+                         "); check that the directory exists and is writable"});
   while (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
     if (errno == EINTR) continue;
     if (errno == EWOULDBLOCK)
-      throw error(error_kind::data, "checkpoint " + file + ": another process is writing it (it holds " +
-                                        lock +
-                                        "): two jobs save to one path (an earlier incarnation of this job "
-                                        "still running?); the file is untouched");
-    throw error(error_kind::data, "checkpoint " + file + ": cannot lock " + lock + " (" + errno_text() +
-                                      "); the file is untouched");
+      detail::throw_error(error_kind::data,
+                          {"checkpoint ", file, ": another process is writing it (it holds ", lock,
+                           "): two jobs save to one path (an earlier incarnation of this job "
+                           "still running?); the file is untouched"});
+    detail::throw_error(error_kind::data, {"checkpoint ", file, ": cannot lock ", lock, " (", errno_text(),
+                                           "); the file is untouched"});
   }
   return fd;
 }
@@ -26645,7 +26826,7 @@ inline void remove_stale_temporaries(const std::string& file) {
   while (const dirent* e = ::readdir(d.get()))
     if (std::string_view(e->d_name).starts_with(prefix)) stale.emplace_back(e->d_name);
   for (auto& name : stale)
-    ::unlink((dir + "/" + name).c_str());
+    ::unlink((detail::message({dir, "/", name})).c_str());
 }
 
 /// A name no other writer uses, even one with this pid in another container on a shared volume.
@@ -26663,7 +26844,7 @@ inline std::string temporary_name(const std::string& file) {
         reinterpret_cast<std::uintptr_t>(&r);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(r));
-  return file + ".tmp." + host + "." + std::to_string(::getpid()) + "." + hex;
+  return detail::message({file, ".tmp.", host, ".", ::getpid(), ".", hex});
 }
 
 /// Whether `file` is a whole checkpoint (header, length, SHA-256): only such a file becomes .prev.
@@ -26679,37 +26860,36 @@ inline bool checkpoint_intact(const std::string& file) {
 DDP_INLINE void check_checkpoint_integrity(const std::vector<std::uint8_t>& b, const std::string& file) {
   using namespace checkpoint_io;
   auto refuse = [&](const std::string& what) {
-    throw error(error_kind::data, "checkpoint " + file + " " + what);
+    detail::throw_error(error_kind::data, {"checkpoint ", file, " ", what});
   };
   if (b.size() < sizeof checkpoint_magic)
-    refuse("is truncated: " + std::to_string(b.size()) + " bytes, fewer than a header and checksum (" +
-           std::to_string(checkpoint_header_bytes + checkpoint_digest_bytes) +
-           "); use an earlier checkpoint");
+    refuse(
+        detail::message({"is truncated: ", b.size(), " bytes, fewer than a header and checksum (",
+                         checkpoint_header_bytes + checkpoint_digest_bytes, "); use an earlier checkpoint"}));
   if (std::memcmp(b.data(), checkpoint_magic, sizeof checkpoint_magic) != 0)
     refuse("is not a ddp checkpoint (it does not begin with \"DDPCKPT\"): check the path");
   if (b.size() < checkpoint_header_bytes + checkpoint_digest_bytes)
-    refuse("is truncated: " + std::to_string(b.size()) + " bytes, fewer than a header and checksum (" +
-           std::to_string(checkpoint_header_bytes + checkpoint_digest_bytes) +
-           "); use an earlier checkpoint");
+    refuse(
+        detail::message({"is truncated: ", b.size(), " bytes, fewer than a header and checksum (",
+                         checkpoint_header_bytes + checkpoint_digest_bytes, "); use an earlier checkpoint"}));
   std::uint32_t version = 0, order = 0;
   std::uint64_t body = 0;
   std::memcpy(&version, b.data() + 8, 4);
   std::memcpy(&order, b.data() + 12, 4);
   std::memcpy(&body, b.data() + 16, 8);
   if (order != 0x01020304)
-    throw checkpoint_unreadable(
-        "checkpoint " + file +
-        " was written by a host of the other byte order: load it on a host like the one that saved it");
+    throw checkpoint_unreadable(detail::message(
+        {"checkpoint ", file,
+         " was written by a host of the other byte order: load it on a host like the one that saved it"}));
   if (version != checkpoint_version)
-    throw checkpoint_unreadable("checkpoint " + file + " has format version " + std::to_string(version) +
-                                "; this ddp reads version " + std::to_string(checkpoint_version) +
-                                ": load it with the ddp that wrote it");
+    throw checkpoint_unreadable(
+        detail::message({"checkpoint ", file, " has format version ", version, "; this ddp reads version ",
+                         checkpoint_version, ": load it with the ddp that wrote it"}));
   const std::uint64_t want = checkpoint_header_bytes + body + checkpoint_digest_bytes;
   if (body > b.size() || want != b.size())
-    refuse(std::string(want > b.size() ? "is truncated" : "has bytes past its end") +
-           ": its header promises " + std::to_string(want) + " bytes, the file has " +
-           std::to_string(b.size()) +
-           " (a write cut short, or a file copied in part); use an earlier checkpoint");
+    refuse(detail::message({want > b.size() ? "is truncated" : "has bytes past its end",
+                            ": its header promises ", want, " bytes, the file has ", b.size(),
+                            " (a write cut short, or a file copied in part); use an earlier checkpoint"}));
   const auto md = sha256(b.data(), b.size() - checkpoint_digest_bytes);
   if (std::memcmp(md.data(), b.data() + b.size() - checkpoint_digest_bytes, md.size()) != 0)
     refuse("fails its SHA-256 check: its bytes changed after it was written (a torn write, a bit flip, "
@@ -26764,17 +26944,17 @@ DDP_INLINE checkpoint_contents decode_checkpoint(const std::vector<std::uint8_t>
   for (std::uint32_t i = 0; i < n; ++i) {
     checkpoint_tensor t;
     const auto role = r.get<std::uint8_t>();
-    if (role > 1) r.malformed("a tensor's role is " + std::to_string(role));
+    if (role > 1) r.malformed(detail::message({"a tensor's role is ", role}));
     t.role = static_cast<checkpoint_role>(role);
     t.name = r.get_string();
     const auto type = r.get<std::uint8_t>();
     if (type > static_cast<std::uint8_t>(dtype::i8))
-      r.malformed("tensor '" + t.name + "' has dtype code " + std::to_string(type));
+      r.malformed(detail::message({"tensor '", t.name, "' has dtype code ", type}));
     t.type = static_cast<dtype>(type);
     t.count = r.get<std::uint64_t>();
     const std::uint64_t bytes = t.count * size_of(t.type);
     if (t.count > (std::uint64_t{1} << 48))
-      r.malformed("tensor '" + t.name + "' claims " + std::to_string(t.count) + " elements");
+      r.malformed(detail::message({"tensor '", t.name, "' claims ", t.count, " elements"}));
     t.values = r.get_bytes(bytes);
     if (t.role == checkpoint_role::parameter)
       for (std::uint32_t k = 0; k < c.slots; ++k)
@@ -26788,8 +26968,8 @@ DDP_INLINE checkpoint_contents decode_checkpoint(const std::vector<std::uint8_t>
 DDP_INLINE std::vector<std::uint8_t> read_checkpoint_file(const std::string& file) {
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    throw error(error_kind::data,
-                "checkpoint " + file + " cannot be opened (" + checkpoint_io::errno_text() + ")");
+    detail::throw_error(error_kind::data,
+                        {"checkpoint ", file, " cannot be opened (", checkpoint_io::errno_text(), ")"});
   std::vector<std::uint8_t> out;
   std::uint8_t buf[1 << 16];
   for (;;) {
@@ -26798,7 +26978,7 @@ DDP_INLINE std::vector<std::uint8_t> read_checkpoint_file(const std::string& fil
     if (n < 0) {
       const std::string why = checkpoint_io::errno_text();
       ::close(fd);
-      throw error(error_kind::data, "checkpoint " + file + " cannot be read (" + why + ")");
+      detail::throw_error(error_kind::data, {"checkpoint ", file, " cannot be read (", why, ")"});
     }
     if (n == 0) break;
     out.insert(out.end(), buf, buf + n);
@@ -26816,16 +26996,17 @@ DDP_INLINE void write_checkpoint_file(const std::string& file, const std::vector
   const std::string tmp = temporary_name(file);
   fd_holder fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
   if (fd.get() < 0)
-    throw error(error_kind::data, "checkpoint " + file + ": cannot create " + tmp + " beside it (" +
-                                      errno_text() + "); check that the directory exists and is writable");
+    detail::throw_error(error_kind::data,
+                        {"checkpoint ", file, ": cannot create ", tmp, " beside it (", errno_text(),
+                         "); check that the directory exists and is writable"});
   try {
     write_all(fd.get(), bytes.data(), bytes.size(), file);
     if (::fsync(fd.get()) != 0)
-      throw error(error_kind::data, "checkpoint " + file + ": fsync of " + tmp + " failed (" + errno_text() +
-                                        "); the previous one is untouched");
+      detail::throw_error(error_kind::data, {"checkpoint ", file, ": fsync of ", tmp, " failed (",
+                                             errno_text(), "); the previous one is untouched"});
     if (fd.close() != 0)
-      throw error(error_kind::data, "checkpoint " + file + ": closing " + tmp + " failed (" + errno_text() +
-                                        "); the previous one is untouched");
+      detail::throw_error(error_kind::data, {"checkpoint ", file, ": closing ", tmp, " failed (",
+                                             errno_text(), "); the previous one is untouched"});
   } catch (...) {
     ::unlink(tmp.c_str());
     throw;
@@ -26839,26 +27020,28 @@ DDP_INLINE void write_checkpoint_file(const std::string& file, const std::vector
     if (std::rename(file.c_str(), to.c_str()) != 0) {
       const std::string why = errno_text();
       ::unlink(tmp.c_str());
-      throw error(error_kind::data, "checkpoint " + file + ": cannot move the previous one to " + to + " (" +
-                                        why + "); it is untouched");
+      detail::throw_error(error_kind::data, {"checkpoint ", file, ": cannot move the previous one to ", to,
+                                             " (", why, "); it is untouched"});
     }
     if (!intact)
-      log_line("checkpoint",
-               file + " was not a whole checkpoint: kept as " + to + ", " + file + ".prev left as it was");
+      log_line("checkpoint", detail::message({file, " was not a whole checkpoint: kept as ", to, ", ", file,
+                                              ".prev left as it was"}));
   }
   if (std::rename(tmp.c_str(), file.c_str()) != 0) {
     const std::string why = errno_text();
     ::unlink(tmp.c_str());
-    throw error(error_kind::data, "checkpoint " + file + ": cannot rename " + tmp + " to it (" + why + ")" +
-                                      (keep_previous ? "; the previous one is " + file + ".prev" : ""));
+    detail::throw_error(error_kind::data,
+                        {"checkpoint ", file, ": cannot rename ", tmp, " to it (", why, ")",
+                         (keep_previous ? detail::message({"; the previous one is ", file, ".prev"}) : "")});
   }
   // The renames are durable only once the directory is.
   const std::string dir = directory_of(file);
   fd_holder d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (d.get() < 0 || ::fsync(d.get()) != 0 || d.close() != 0)
-    throw error(error_kind::data, "checkpoint " + file + ": written and renamed, but syncing its directory " +
-                                      dir + " failed (" + errno_text() +
-                                      "): after a crash of this host the file may be the previous one");
+    detail::throw_error(error_kind::data,
+                        {"checkpoint ", file, ": written and renamed, but syncing its directory ", dir,
+                         " failed (", errno_text(),
+                         "): after a crash of this host the file may be the previous one"});
 }
 
 } // namespace detail
@@ -26881,8 +27064,8 @@ DDP_INLINE void check_unique_names(const std::vector<tensor_slot>& slots, const 
   std::unordered_set<std::string> seen;
   for (auto& s : slots)
     if (!seen.insert(s.name).second)
-      throw error(error_kind::config, std::string("two ") + what + " are named '" + s.name +
-                                          "': names identify them across ranks, make them unique");
+      detail::throw_error(error_kind::config, {"two ", what, " are named '", s.name,
+                                               "': names identify them across ranks, make them unique"});
 }
 
 DDP_INLINE std::string describe(const std::vector<tensor_slot>& params,
@@ -26891,7 +27074,7 @@ DDP_INLINE std::string describe(const std::vector<tensor_slot>& params,
   for (auto* list : {&params, &buffers}) {
     d += list == &params ? "P\n" : "B\n";
     for (auto& s : *list)
-      d += s.name + "|" + std::string(to_string(s.type)) + "|" + std::to_string(s.count) + "\n";
+      detail::append_message(d, {s.name, "|", to_string(s.type), "|", s.count, "\n"});
   }
   return d;
 }
@@ -26922,29 +27105,30 @@ DDP_INLINE described_layout parse_description(const std::string& d) {
 
 DDP_INLINE std::string pretty_entry(const std::string& line) {
   auto a = line.find('|'), b = line.rfind('|');
-  if (a == std::string::npos || a == b) return "'" + line + "'";
-  return "'" + line.substr(0, a) + "' " + line.substr(a + 1, b - a - 1) + " x " + line.substr(b + 1);
+  if (a == std::string::npos || a == b) return detail::message({"'", line, "'"});
+  return detail::message(
+      {"'", line.substr(0, a), "' ", line.substr(a + 1, b - a - 1), " x ", line.substr(b + 1)});
 }
 
 DDP_INLINE std::string first_difference(const std::string& d0, const std::string& dr, int r) {
   const auto a = parse_description(d0), b = parse_description(dr);
-  const std::string rank = "rank " + std::to_string(r);
+  const std::string rank = detail::message({"rank ", r});
   for (const bool buffers : {false, true}) {
     const auto& x = buffers ? a.buffers : a.params;
     const auto& y = buffers ? b.buffers : b.params;
     const std::string kind = buffers ? "buffer" : "parameter";
-    const std::string counts = " (rank 0 has " + std::to_string(x.size()) + " " + kind + "s, " + rank +
-                               " has " + std::to_string(y.size()) + ")";
+    const std::string counts =
+        detail::message({" (rank 0 has ", x.size(), " ", kind, "s, ", rank, " has ", y.size(), ")"});
     for (std::size_t i = 0; i < std::max(x.size(), y.size()); ++i) {
-      const std::string where = kind + " #" + std::to_string(i);
+      const std::string where = detail::message({kind, " #", i});
       if (i >= x.size())
-        return rank + " has an extra " + where + " " + pretty_entry(y[i]) + " that rank 0 does not have" +
-               counts;
+        return detail::message(
+            {rank, " has an extra ", where, " ", pretty_entry(y[i]), " that rank 0 does not have", counts});
       if (i >= y.size())
-        return rank + " lacks " + where + " " + pretty_entry(x[i]) + " that rank 0 has" + counts;
+        return detail::message({rank, " lacks ", where, " ", pretty_entry(x[i]), " that rank 0 has", counts});
       if (x[i] != y[i])
-        return where + " differs: rank 0 has " + pretty_entry(x[i]) + ", " + rank + " has " +
-               pretty_entry(y[i]);
+        return detail::message(
+            {where, " differs: rank 0 has ", pretty_entry(x[i]), ", ", rank, " has ", pretty_entry(y[i])});
     }
   }
   return {};
@@ -26962,8 +27146,8 @@ DDP_INLINE std::string first_setting_difference(const std::string& d0, const std
       const std::string name = line.substr(0, line.find('='));
       const std::string v0 = value(a, name), vr = value(b, name);
       if (v0 != vr)
-        return "ddp_options::" + name + " differs: rank " + std::to_string(r) + " has it " + vr +
-               " and rank 0 " + v0;
+        return detail::message(
+            {"ddp_options::", name, " differs: rank ", r, " has it ", vr, " and rank 0 ", v0});
     }
   return {};
 }
@@ -26991,20 +27175,20 @@ DDP_INLINE bucket_plan make_bucket_plan(const std::vector<std::vector<std::size_
   std::vector<int> seen(params.size(), 0);
   plan.bucket_of.assign(params.size(), 0);
   for (auto& members : assignment) {
-    if (members.empty()) throw error(error_kind::config, "the bucketing policy produced an empty bucket");
+    if (members.empty())
+      detail::throw_error(error_kind::config, {"the bucketing policy produced an empty bucket"});
     planned_bucket b;
     b.params = members;
     for (auto i : members) {
       if (i >= params.size())
-        throw error(error_kind::config, "the bucketing policy named parameter " + std::to_string(i) + " of " +
-                                            std::to_string(params.size()));
+        detail::throw_error(error_kind::config,
+                            {"the bucketing policy named parameter ", i, " of ", params.size()});
       if (seen[i]++)
-        throw error(error_kind::config,
-                    "the bucketing policy put parameter '" + params[i].name + "' in two buckets");
+        detail::throw_error(error_kind::config,
+                            {"the bucketing policy put parameter '", params[i].name, "' in two buckets"});
       if (params[i].type != params[members.front()].type)
-        throw error(error_kind::config, "the bucketing policy mixed dtypes in one bucket ('" +
-                                            params[i].name + "' is " +
-                                            std::string(to_string(params[i].type)) + ")");
+        detail::throw_error(error_kind::config, {"the bucketing policy mixed dtypes in one bucket ('",
+                                                 params[i].name, "' is ", to_string(params[i].type), ")"});
       b.offsets.push_back(b.elements);
       b.elements += params[i].count;
       plan.bucket_of[i] = plan.buckets.size();
@@ -27015,7 +27199,8 @@ DDP_INLINE bucket_plan make_bucket_plan(const std::vector<std::vector<std::size_
   }
   for (std::size_t i = 0; i < params.size(); ++i)
     if (!seen[i])
-      throw error(error_kind::config, "the bucketing policy left parameter '" + params[i].name + "' out");
+      detail::throw_error(error_kind::config,
+                          {"the bucketing policy left parameter '", params[i].name, "' out"});
   choose_paths(plan, params, caps);
   return plan;
 }
@@ -27094,11 +27279,12 @@ DDP_INLINE void unchecked_works::log_all() noexcept {
     } catch (...) {}
   works_.clear();
   for (auto& [what, times] : seen)
-    log_line("rank " + std::to_string(rank_),
-             (times > 1 ? std::to_string(times) + " collectives" : std::string("a collective")) +
-                 " whose results a stream waited for failed after synchronize() returned (the values left "
-                 "on the device are not valid): " +
-                 what);
+    log_line(detail::message({"rank ", rank_}),
+             detail::message(
+                 {(times > 1 ? detail::message({times, " collectives"}) : std::string("a collective")),
+                  " whose results a stream waited for failed after synchronize() returned (the values left "
+                  "on the device are not valid): ",
+                  what}));
 }
 
 } // namespace detail
@@ -27138,8 +27324,7 @@ DDP_INLINE void sum_scaled(void* out, const void* a, const void* b, std::size_t 
   case dtype::f16: return sum_scaled_kernel<f16_codec>(out, a, b, n, factor);
   case dtype::bf16: return sum_scaled_kernel<bf16_codec>(out, a, b, n, factor);
   default:
-    throw error(error_kind::config,
-                "scaling needs a floating-point tensor, got " + std::string(to_string(d)));
+    detail::throw_error(error_kind::config, {"scaling needs a floating-point tensor, got ", to_string(d)});
   }
 }
 
@@ -27150,8 +27335,8 @@ DDP_INLINE void scale_in_place(void* data, std::size_t n, dtype d, double factor
   case dtype::f16: return scale_kernel<f16_codec>(data, n, static_cast<float>(factor));
   case dtype::bf16: return scale_kernel<bf16_codec>(data, n, static_cast<float>(factor));
   default:
-    throw error(error_kind::config, "op::avg needs a floating-point tensor, got " +
-                                        std::string(to_string(d)) + ": use op::sum and divide yourself");
+    detail::throw_error(error_kind::config, {"op::avg needs a floating-point tensor, got ", to_string(d),
+                                             ": use op::sum and divide yourself"});
   }
 }
 
@@ -27165,7 +27350,7 @@ DDP_INLINE void copy_scaled(void* dst, dtype to, const void* src, dtype from, st
   case dtype::f64: return convert_from<plain_codec<double>>(dst, to, src, n, factor);
   case dtype::f16: return convert_from<f16_codec>(dst, to, src, n, factor);
   case dtype::bf16: return convert_from<bf16_codec>(dst, to, src, n, factor);
-  default: throw error(error_kind::config, "cannot convert from " + std::string(to_string(from)));
+  default: detail::throw_error(error_kind::config, {"cannot convert from ", to_string(from)});
   }
 }
 
@@ -27238,8 +27423,9 @@ DDP_INLINE std::string describe_orders(std::span<const tensor_slot> params,
     registration[i] = i;
   const auto order = backward_order(ready, params.size());
   const std::size_t marked = std::min(ready.size(), order.size());
-  std::string s = "\n  registration order: " + names(registration) +
-                  "\n  backward order (marked ready on rank 0): " + names(std::span(order).first(marked));
+  std::string s = detail::message(
+      {"\n  registration order: ", names(registration),
+       "\n  backward order (marked ready on rank 0): ", names(std::span(order).first(marked))});
   if (marked < order.size())
     s += "\n  then, never marked ready on rank 0 (last first): " + names(std::span(order).subspan(marked));
   return s;
@@ -27287,15 +27473,15 @@ agree_on_bucket_order(const bucket_plan& plan, const bucket_order_request& req,
     return same;
   };
   const std::string when =
-      req.step ? "after step " + std::to_string(req.step) : "in a joined rank's stand-in step";
-  const std::string after = "distributed_data_parallel: " + when + ", ";
-  const std::string me = "rank " + std::to_string(req.rank) + ": ";
+      req.step ? detail::message({"after step ", req.step}) : "in a joined rank's stand-in step";
+  const std::string after = detail::message({"distributed_data_parallel: ", when, ", "});
+  const std::string me = detail::message({"rank ", req.rank, ": "});
   const std::string unchanged = ". No rank changed its buckets: the step's gradients are reduced, and "
                                 "the next steps run on the first buckets";
   if (req.fixed) {
     if (log)
-      log_line("rank 0", after + "the buckets stay in registration order: " + req.fixed +
-                             describe_orders(req.params, req.ready));
+      log_line("rank 0", detail::message({after, "the buckets stay in registration order: ", req.fixed,
+                                          describe_orders(req.params, req.ready)}));
     return std::nullopt;
   }
   const std::size_t n = req.params.size(), w = static_cast<std::size_t>(req.world), row = n + 3;
@@ -27341,61 +27527,64 @@ agree_on_bucket_order(const bucket_plan& plan, const bucket_order_request& req,
   }
   for (std::size_t r = 1; r < w; ++r)
     if (all[r * row] != all[0])
-      throw error(error_kind::mismatch,
-                  me + when +
-                      ", distributed_data_parallel's buckets are rebuilt in backward's order unless "
-                      "ddp_options::pin_bucket_order is set, but rank " +
-                      std::to_string(r) + " has it " + (all[r * row] ? "on" : "off") + " and rank 0 " +
-                      (all[0] ? "on" : "off") +
-                      ": set the same options on every rank (the buckets must be the same everywhere). "
-                      "No rank changed its buckets",
-                  static_cast<int>(r));
+      detail::throw_error(error_kind::mismatch,
+                          {me, when,
+                           ", distributed_data_parallel's buckets are rebuilt in backward's order unless "
+                           "ddp_options::pin_bucket_order is set, but rank ",
+                           r, " has it ", (all[r * row] ? "on" : "off"), " and rank 0 ",
+                           (all[0] ? "on" : "off"),
+                           ": set the same options on every rank (the buckets must be the same everywhere). "
+                           "No rank changed its buckets"},
+                          static_cast<int>(r));
   if (all[1] == order_verdict::refused || all[1] == order_verdict::refused_out_of_memory) {
     // The policy's exception is the user's to fix; running out of memory is the machine's.
     const bool oom = all[1] == order_verdict::refused_out_of_memory;
-    throw error(oom ? error_kind::backend : error_kind::config,
-                me + when + ", rebuilding the buckets in backward's order: " +
-                    (req.rank == 0 ? "making the new buckets (the bucketing policy's assign(params, "
-                                     "order), then their plan) threw: " +
-                                         refusal
-                                   : std::string("rank 0 could not make the new buckets (") +
-                                         (oom ? "out of memory"
-                                              : "its bucketing policy's assign(params, "
-                                                "order) or the plan threw") +
-                                         "; rank 0's error says what)") +
-                    unchanged + "; fix the policy, or set ddp_options::pin_bucket_order on every rank",
-                0);
+    detail::throw_error(oom ? error_kind::backend : error_kind::config,
+                        {me, when, ", rebuilding the buckets in backward's order: ",
+                         (req.rank == 0 ? "making the new buckets (the bucketing policy's assign(params, "
+                                          "order), then their plan) threw: " +
+                                              refusal
+                                        : detail::message({"rank 0 could not make the new buckets (",
+                                                           (oom ? "out of memory"
+                                                                : "its bucketing policy's assign(params, "
+                                                                  "order) or the plan threw"),
+                                                           "; rank 0's error says what)"})),
+                         unchanged, "; fix the policy, or set ddp_options::pin_bucket_order on every rank"},
+                        0);
   }
   // Rank 0's order, checked: every index once (the header check made the counts equal).
   for (std::size_t k = 0; k < n; ++k) {
     const auto i = all[3 + k];
     if (all[2] != static_cast<std::int64_t>(n) || i < 0 || static_cast<std::size_t>(i) >= n ||
         seen[static_cast<std::size_t>(i)])
-      throw error(error_kind::mismatch,
-                  me + "rank 0 sent a bucket order that is not a permutation of this rank's " +
-                      std::to_string(n) + " parameters: the ranks hold different models",
-                  0);
+      detail::throw_error(error_kind::mismatch,
+                          {me, "rank 0 sent a bucket order that is not a permutation of this rank's ", n,
+                           " parameters: the ranks hold different models"},
+                          0);
     seen[static_cast<std::size_t>(i)] = true;
     order[k] = static_cast<std::size_t>(i);
   }
   if (all[1] == order_verdict::same) {
     if (log)
-      log_line("rank 0", after +
-                             "the buckets in the order backward marked the gradients on rank 0 are the "
-                             "ones in use" +
-                             describe_orders(req.params, req.ready));
+      log_line("rank 0",
+               detail::message({after,
+                                "the buckets in the order backward marked the gradients on rank 0 are the "
+                                "ones in use",
+                                describe_orders(req.params, req.ready)}));
     return std::nullopt;
   }
   if (all[1] != order_verdict::rebuild) {
     if (log)
-      log_line("rank 0",
-               after + "the buckets stay in registration order: " +
-                   (all[1] == order_verdict::keep_pinned
-                        ? std::string("ddp_options::pin_bucket_order is set")
-                        : "the gradients lie in memory for those buckets (" + std::to_string(kept_bytes) +
-                              " bytes reduced in place; ddp::arena, ddp::flat_model, LibTorch's "
-                              "gradient views), and buckets in backward's order would copy some") +
-                   describe_orders(req.params, req.ready));
+      log_line(
+          "rank 0",
+          detail::message(
+              {after, "the buckets stay in registration order: ",
+               (all[1] == order_verdict::keep_pinned
+                    ? std::string("ddp_options::pin_bucket_order is set")
+                    : detail::message({"the gradients lie in memory for those buckets (", kept_bytes,
+                                       " bytes reduced in place; ddp::arena, ddp::flat_model, LibTorch's "
+                                       "gradient views), and buckets in backward's order would copy some"})),
+               describe_orders(req.params, req.ready)}));
     return std::nullopt;
   }
   // Every rank makes the new buckets and lays out what depends on them aside; a second exchange
@@ -27423,29 +27612,31 @@ agree_on_bucket_order(const bucket_plan& plan, const bucket_order_request& req,
   }
   for (std::size_t r = 0; r < w; ++r)
     if (outcomes[orow * r])
-      throw error(outcomes[orow * r] == 2 ? error_kind::backend : error_kind::config,
-                  me + when + ", rebuilding the buckets in backward's order: " +
-                      (static_cast<int>(r) == req.rank
-                           ? "this rank failed to make or lay out the new buckets: " + what_of(failed)
-                           : "rank " + std::to_string(r) + " failed to make or lay out the new buckets (" +
-                                 (outcomes[orow * r] == 2 ? "out of memory" : "its policy or plan threw") +
-                                 "; its error says what)") +
-                      unchanged,
-                  static_cast<int>(r));
+      detail::throw_error(
+          outcomes[orow * r] == 2 ? error_kind::backend : error_kind::config,
+          {me, when, ", rebuilding the buckets in backward's order: ",
+           (static_cast<int>(r) == req.rank
+                ? "this rank failed to make or lay out the new buckets: " + what_of(failed)
+                : detail::message({"rank ", r, " failed to make or lay out the new buckets (",
+                                   (outcomes[orow * r] == 2 ? "out of memory" : "its policy or plan threw"),
+                                   "; its error says what)"})),
+           unchanged},
+          static_cast<int>(r));
   for (std::size_t r = 1; r < w; ++r)
     if (!std::equal(outcomes.begin() + static_cast<std::ptrdiff_t>(orow * r + 1),
                     outcomes.begin() + static_cast<std::ptrdiff_t>(orow * (r + 1)), outcomes.begin() + 1))
-      throw error(error_kind::mismatch,
-                  me + when +
-                      ", rebuilding the buckets in backward's order: the bucketing policy made "
-                      "other buckets on rank " +
-                      std::to_string(r) + " than on rank 0 from rank 0's order" + unchanged +
-                      "; a policy's assign must depend on nothing but its arguments",
-                  static_cast<int>(r));
+      detail::throw_error(error_kind::mismatch,
+                          {me, when,
+                           ", rebuilding the buckets in backward's order: the bucketing policy made "
+                           "other buckets on rank ",
+                           r, " than on rank 0 from rank 0's order", unchanged,
+                           "; a policy's assign must depend on nothing but its arguments"},
+                          static_cast<int>(r));
   if (log) {
     try { // best effort: every rank takes the new buckets now, whatever a log line does
-      log_line("rank 0", after + "buckets rebuilt in the order backward marked the gradients on rank 0" +
-                             describe_orders(req.params, req.ready));
+      log_line("rank 0",
+               detail::message({after, "buckets rebuilt in the order backward marked the gradients on rank 0",
+                                describe_orders(req.params, req.ready)}));
       log_bucket_layout(*rebuilt, std::vector<tensor_slot>(req.params.begin(), req.params.end()));
     } catch (...) {}
   }
@@ -27469,15 +27660,15 @@ DDP_BEGIN_NAMESPACE
 namespace detail {
 
 DDP_INLINE void log_bucket_layout(const bucket_plan& plan, const std::vector<tensor_slot>& params) {
-  std::string s = "distributed_data_parallel: " + std::to_string(params.size()) + " parameters in " +
-                  std::to_string(plan.buckets.size()) + " buckets (launch order):";
+  std::string s = detail::message({"distributed_data_parallel: ", params.size(), " parameters in ",
+                                   plan.buckets.size(), " buckets (launch order):"});
   for (std::size_t i = 0; i < plan.buckets.size(); ++i) {
     auto& b = plan.buckets[i];
-    s += "\n  bucket " + std::to_string(i) + ": " + std::to_string(b.params.size()) + " tensors, " +
-         std::to_string(b.elements) + " x " + std::string(to_string(b.param_type)) +
-         (b.wire_type != b.param_type ? " sent as " + std::string(to_string(b.wire_type)) : "") + ", " +
-         to_string(b.path) + " [" + params[b.params.front()].name +
-         (b.params.size() > 1 ? " .. " + params[b.params.back()].name : "") + "]";
+    detail::append_message(
+        s, {"\n  bucket ", i, ": ", b.params.size(), " tensors, ", b.elements, " x ", to_string(b.param_type),
+            (b.wire_type != b.param_type ? " sent as " + std::string(to_string(b.wire_type)) : ""), ", ",
+            to_string(b.path), " [", params[b.params.front()].name,
+            (b.params.size() > 1 ? " .. " + params[b.params.back()].name : ""), "]"});
   }
   log_line("rank 0", s);
 }
@@ -27503,19 +27694,19 @@ DDP_BEGIN_NAMESPACE
 namespace detail {
 
 DDP_INLINE void check_gradient_storage(const std::vector<tensor_slot>& params, int rank) {
-  const std::string who = "rank " + std::to_string(rank) + ": ";
+  const std::string who = detail::message({"rank ", rank, ": "});
   std::vector<std::size_t> order;
   for (std::size_t i = 0; i < params.size(); ++i) {
     auto& p = params[i];
     if (p.count == 0) continue;
     if (!p.value || !p.grad)
-      throw error(error_kind::config,
-                  who + "parameter '" + p.name + "' has " + std::to_string(p.count) + " elements but its " +
-                      (p.value ? "gradient" : "value") +
-                      " pointer is null: allocate parameters and gradients before building the "
-                      "data-parallel object (a trainer that allocates gradients in its first backward "
-                      "must allocate them first)",
-                  rank);
+      detail::throw_error(error_kind::config,
+                          {who, "parameter '", p.name, "' has ", p.count, " elements but its ",
+                           (p.value ? "gradient" : "value"),
+                           " pointer is null: allocate parameters and gradients before building the "
+                           "data-parallel object (a trainer that allocates gradients in its first backward "
+                           "must allocate them first)"},
+                          rank);
     order.push_back(i);
   }
   auto begin = [&](std::size_t i) { return reinterpret_cast<std::uintptr_t>(params[i].grad); };
@@ -27529,12 +27720,12 @@ DDP_INLINE void check_gradient_storage(const std::vector<tensor_slot>& params, i
       const bool same = begin(cur) == begin(prev) && end(cur) == end(prev);
       const auto& a = params[std::min(prev, cur)];
       const auto& b = params[std::max(prev, cur)];
-      throw error(
+      detail::throw_error(
           error_kind::config,
-          who + "parameters '" + a.name + "' and '" + b.name + "' " +
-              (same ? "have the same gradient (a parameter listed twice?)" : "have overlapping gradients") +
-              ": the shared elements would be reduced twice. List a tied parameter once; give "
-              "every other parameter a gradient buffer of its own",
+          {who, "parameters '", a.name, "' and '", b.name, "' ",
+           (same ? "have the same gradient (a parameter listed twice?)" : "have overlapping gradients"),
+           ": the shared elements would be reduced twice. List a tied parameter once; give "
+           "every other parameter a gradient buffer of its own"},
           rank);
     }
     if (end(cur) > end(prev)) reach = k;
@@ -27579,17 +27770,17 @@ DDP_INLINE void parameter_slots::replace(std::vector<tensor_slot> params, std::v
 DDP_INLINE std::size_t parameter_slots::index(std::string_view name) const {
   for (std::size_t i = 0; i < params_.size(); ++i)
     if (params_[i].name == name) return i;
-  throw error(error_kind::config, "no parameter named '" + std::string(name) + "'");
+  detail::throw_error(error_kind::config, {"no parameter named '", name, "'"});
 }
 
 DDP_INLINE bool parameter_slots::gradients_on_device(int rank) const {
   for (auto& p : params_)
     if (p.on_device != params_.front().on_device)
-      throw error(error_kind::config,
-                  "rank " + std::to_string(rank) + ": parameter '" + p.name + "' lives in " +
-                      (p.on_device ? "device" : "host") + " memory but parameter '" + params_.front().name +
-                      "' does not: distributed_data_parallel needs every gradient in one memory space",
-                  rank);
+      detail::throw_error(error_kind::config,
+                          {"rank ", rank, ": parameter '", p.name, "' lives in ",
+                           (p.on_device ? "device" : "host"), " memory but parameter '", params_.front().name,
+                           "' does not: distributed_data_parallel needs every gradient in one memory space"},
+                          rank);
   return !params_.empty() && params_.front().on_device;
 }
 
@@ -27610,19 +27801,19 @@ DDP_INLINE void parameter_slots::throw_first_difference(const std::vector<std::s
   for (std::size_t r = 1; r < each.size(); ++r) {
     auto diff = first_difference(each[0], each[r], static_cast<int>(r));
     if (!diff.empty())
-      throw error(error_kind::mismatch,
-                  "the model differs between ranks: " + diff +
-                      ". Every rank must build the same model (same parameters, in the "
-                      "same order, with the same dtypes and sizes).",
-                  static_cast<int>(r));
+      detail::throw_error(error_kind::mismatch,
+                          {"the model differs between ranks: ", diff,
+                           ". Every rank must build the same model (same parameters, in the "
+                           "same order, with the same dtypes and sizes)."},
+                          static_cast<int>(r));
   }
   for (std::size_t r = 1; r < each.size(); ++r) {
     auto diff = first_setting_difference(each[0], each[r], static_cast<int>(r));
     if (!diff.empty())
-      throw error(error_kind::mismatch,
-                  diff + ": set the same options on every rank (the ranks must run the same "
-                         "collectives). No rank went on",
-                  static_cast<int>(r));
+      detail::throw_error(error_kind::mismatch,
+                          {diff, ": set the same options on every rank (the ranks must run the same "
+                                 "collectives). No rank went on"},
+                          static_cast<int>(r));
   }
 }
 
@@ -27631,12 +27822,12 @@ DDP_INLINE void parameter_slots::check_unchanged(const std::vector<tensor_slot>&
                                                  int rank) {
   for (std::size_t i = 0; i < before.size(); ++i)
     if (i >= now.size() || now[i].count != before[i].count || now[i].name != before[i].name)
-      throw error(error_kind::config,
-                  "rank " + std::to_string(rank) + ": " + what + " '" + before[i].name +
-                      "' changed its name or size after distributed_data_parallel was built");
+      detail::throw_error(error_kind::config,
+                          {"rank ", rank, ": ", what, " '", before[i].name,
+                           "' changed its name or size after distributed_data_parallel was built"});
   if (now.size() != before.size())
-    throw error(error_kind::config, std::string("the model's ") + what +
-                                        " count changed after distributed_data_parallel was built");
+    detail::throw_error(error_kind::config,
+                        {"the model's ", what, " count changed after distributed_data_parallel was built"});
 }
 
 } // namespace detail
@@ -27660,13 +27851,12 @@ namespace detail {
 
 DDP_INLINE double sample_weight(std::size_t local, std::size_t global, int world, bool average, int rank) {
   if (global == 0 || local > global)
-    throw error(
+    detail::throw_error(
         error_kind::config,
-        "rank " + std::to_string(rank) + ": set_samples(" + std::to_string(local) + ", " +
-            std::to_string(global) +
-            "): the step's global sample count must be at least 1 and at least this rank's own "
-            "count; pass this rank's samples and the whole global batch's (global_batch::local_samples "
-            "and global_samples)",
+        {"rank ", rank, ": set_samples(", local, ", ", global,
+         "): the step's global sample count must be at least 1 and at least this rank's own "
+         "count; pass this rank's samples and the whole global batch's (global_batch::local_samples "
+         "and global_samples)"},
         rank);
   const double n = static_cast<double>(local), total = static_cast<double>(global);
   return average ? n * static_cast<double>(world) / total : n / total;
@@ -27801,18 +27991,19 @@ DDP_INLINE step_driver_core::step_driver_core(call_kind step_call, int rank, int
 
 DDP_INLINE void step_driver_core::check_group() const {
   if (group_.expired())
-    throw error(error_kind::config,
-                "rank " + std::to_string(rank()) + ": " + to_string(step_call_) +
-                    " (or another call of that object) ran after its process_group was destroyed: "
-                    "declare the process group before the data-parallel object, so that it outlives it",
-                rank());
+    detail::throw_error(error_kind::config,
+                        {"rank ", rank(), ": ", to_string(step_call_),
+                         " (or another call of that object) ran after its process_group was destroyed: "
+                         "declare the process group before the data-parallel object, so that it outlives it"},
+                        rank());
 }
 
 DDP_INLINE int& step_driver_core::no_sync_depth() {
   check_group();
   if (step_.started())
-    throw error(error_kind::config, "no_sync() entered in the middle of a step (gradients already marked): "
-                                    "enter it before backward");
+    detail::throw_error(error_kind::config,
+                        {"no_sync() entered in the middle of a step (gradients already marked): "
+                         "enter it before backward"});
   return no_sync_depth_;
 }
 
@@ -27820,18 +28011,18 @@ DDP_INLINE void step_driver_core::mark(std::size_t index, mark_state how) {
   check_group();
   ++marks_since_sync_;
   if (index >= registry_.size())
-    throw error(error_kind::config,
-                "rank " + std::to_string(rank()) + ": parameter index " + std::to_string(index) +
-                    " is out of range (" + std::to_string(registry_.size()) + " parameters)",
-                rank());
+    detail::throw_error(error_kind::config,
+                        {"rank ", rank(), ": parameter index ", index, " is out of range (", registry_.size(),
+                         " parameters)"},
+                        rank());
   if (accumulating()) return;
   begin_step();
   if (step_.is_empty(index)) return;
   if (!step_.is_pending(index))
-    throw error(error_kind::config,
-                "rank " + std::to_string(rank()) + ": gradient of parameter '" + registry_[index].name +
-                    "' was marked twice in one step",
-                rank());
+    detail::throw_error(error_kind::config,
+                        {"rank ", rank(), ": gradient of parameter '", registry_[index].name,
+                         "' was marked twice in one step"},
+                        rank());
   if (how == mark_state::unused) zero_gradient(index);
   last_reduced_.before_reduction(index, registry_[index]);
   step_.mark(index, how);
@@ -27858,15 +28049,15 @@ DDP_INLINE std::size_t step_driver_core::index_of_storage(const void* grad) {
     i = registry_.find_gradient(grad);
   }
   if (!i)
-    throw error(error_kind::config,
-                "rank " + std::to_string(rank()) +
-                    ": mark_grad_ready/mark_unused got a tensor that is not the gradient "
-                    "of any parameter (pass the gradient tensor itself, or an index)" +
-                    (step_.launched_any()
-                         ? "; if its storage moved, move it before backward: buckets of this "
-                           "step already launched with the old addresses"
-                         : ""),
-                rank());
+    detail::throw_error(
+        error_kind::config,
+        {"rank ", rank(),
+         ": mark_grad_ready/mark_unused got a tensor that is not the gradient "
+         "of any parameter (pass the gradient tensor itself, or an index)",
+         (step_.launched_any() ? "; if its storage moved, move it before backward: buckets of this "
+                                 "step already launched with the old addresses"
+                               : "")},
+        rank());
   return *i;
 }
 
@@ -27892,7 +28083,8 @@ DDP_INLINE void step_driver_core::launch_complete_buckets(function_ref<void(std:
 
 DDP_INLINE void step_driver_core::prepare_plan(const bucket_plan& next) {
   if (step_.started())
-    throw error(error_kind::config, "internal error: the bucket plan changed in the middle of a step");
+    detail::throw_error(error_kind::config,
+                        {"internal error: the bucket plan changed in the middle of a step"});
   step_.reserve(next.buckets.size());
 }
 
@@ -27951,8 +28143,8 @@ DDP_INLINE bool step_driver_core::synchronize(function_ref<void()> complete,
 DDP_INLINE void step_driver_core::join(function_ref<void()> prepare, function_ref<void()> shadow_step) {
   check_group();
   if (!opts_.uneven_inputs)
-    throw error(error_kind::config, "join() needs ddp_options::uneven_inputs = true on every rank");
-  if (step_.started()) throw error(error_kind::config, "join() called in the middle of a step");
+    detail::throw_error(error_kind::config, {"join() needs ddp_options::uneven_inputs = true on every rank"});
+  if (step_.started()) detail::throw_error(error_kind::config, {"join() called in the middle of a step"});
   prepare();
   // A shadowed step is a step: the counter stays with the ranks still training.
   join_shadow_until_all_joined([&] {
@@ -27984,21 +28176,21 @@ DDP_INLINE std::uint32_t step_driver_core::find_non_finite(std::size_t b) {
 
 DDP_INLINE std::string step_driver_core::name_of(const void* registry, std::uint32_t index) {
   const auto& r = *static_cast<const parameter_slots*>(registry);
-  return index < r.size() ? r[index].name : "#" + std::to_string(index);
+  return index < r.size() ? r[index].name : detail::message({"#", index});
 }
 
 DDP_INLINE void step_driver_core::throw_non_finite() {
   const auto f = *non_finite_;
   non_finite_.reset();
   const auto& p = registry_[f.param];
-  throw error(error_kind::data,
-              "rank " + std::to_string(rank()) + ": the gradient of parameter '" + p.name +
-                  "' holds a NaN or Inf (element " + std::to_string(f.element) + " of " +
-                  std::to_string(p.count) + ") at step " + std::to_string(f.step) +
-                  ", before its reduction (ddp_options::check_finite): this rank produced it, and no rank "
-                  "reduced it. Look at this rank's loss and inputs of that step (a learning rate too high, "
-                  "a log of zero, a division by zero). This group is unusable now; create a new group.",
-              rank());
+  detail::throw_error(
+      error_kind::data,
+      {"rank ", rank(), ": the gradient of parameter '", p.name, "' holds a NaN or Inf (element ", f.element,
+       " of ", p.count, ") at step ", f.step,
+       ", before its reduction (ddp_options::check_finite): this rank produced it, and no rank "
+       "reduced it. Look at this rank's loss and inputs of that step (a learning rate too high, "
+       "a log of zero, a division by zero). This group is unusable now; create a new group."},
+      rank());
 }
 
 DDP_INLINE void step_driver_core::compare_parameters_across_ranks() {
@@ -28012,15 +28204,15 @@ DDP_INLINE void step_driver_core::compare_parameters_across_ranks() {
   for (std::size_t r = 1; r < w; ++r)
     for (std::size_t i = 0; i < n; ++i)
       if (all[r * n + i] != all[i])
-        throw error(error_kind::mismatch,
-                    "rank " + std::to_string(rank()) + ": DDP_DEBUG=DETAIL: parameter '" + ps[i].name +
-                        "' differs between rank 0 and rank " + std::to_string(r) + " at step " +
-                        std::to_string(steps_ + 1) + " of " + to_string(step_call_) +
-                        ": the ranks' models drifted apart. A synchronize() forgotten or called on some "
-                        "ranks only (an optimizer step on gradients not averaged), or an optimizer step "
-                        "on some ranks only; look at rank " +
-                        std::to_string(r) + "'s code",
-                    static_cast<int>(r));
+        detail::throw_error(error_kind::mismatch,
+                            {"rank ", rank(), ": DDP_DEBUG=DETAIL: parameter '", ps[i].name,
+                             "' differs between rank 0 and rank ", r, " at step ", steps_ + 1, " of ",
+                             to_string(step_call_),
+                             ": the ranks' models drifted apart. A synchronize() forgotten or called on some "
+                             "ranks only (an optimizer step on gradients not averaged), or an optimizer step "
+                             "on some ranks only; look at rank ",
+                             r, "'s code"},
+                            static_cast<int>(r));
 }
 
 DDP_INLINE void step_driver_core::end_step(bool counted) {
@@ -28044,26 +28236,25 @@ DDP_INLINE void step_driver_core::check_storage_before_launch() {
     refresh(); // nothing read the old storage yet: follow the new
     return;
   }
-  const std::string why =
-      "rank " + std::to_string(rank()) + ": the gradient (or value) of parameter '" +
-      registry_[moved.front()].name +
-      "' was replaced by new storage after this step's first bucket started (a vector reassigned or "
-      "resized, a matrix resized): its bucket would read or write the old storage. Replace or resize "
-      "gradients before backward or between steps, never while a step's buckets are under way";
+  const std::string why = detail::message(
+      {"rank ", rank(), ": the gradient (or value) of parameter '", registry_[moved.front()].name,
+       "' was replaced by new storage after this step's first bucket started (a vector reassigned or "
+       "resized, a matrix resized): its bucket would read or write the old storage. Replace or resize "
+       "gradients before backward or between steps, never while a step's buckets are under way"});
   // The other ranks are in this step's collectives already: they fail now, naming this rank.
   abort_group(why);
-  throw error(error_kind::config, why, rank());
+  detail::throw_error(error_kind::config, {why}, rank());
 }
 
 DDP_INLINE void step_driver_core::mark_the_rest_ready() {
   for (std::size_t i = 0; i < registry_.size(); ++i) {
     if (!step_.is_pending(i)) continue;
     if (opts_.strict_marking)
-      throw error(error_kind::config,
-                  "rank " + std::to_string(rank()) + ": gradient of parameter '" + registry_[i].name +
-                      "' was not marked ready before synchronize() (strict_marking is on: "
-                      "call mark_grad_ready or mark_unused for it)",
-                  rank());
+      detail::throw_error(error_kind::config,
+                          {"rank ", rank(), ": gradient of parameter '", registry_[i].name,
+                           "' was not marked ready before synchronize() (strict_marking is on: "
+                           "call mark_grad_ready or mark_unused for it)"},
+                          rank());
     last_reduced_.before_reduction(i, registry_[i]);
     step_.mark(i, mark_state::ready);
   }
@@ -28918,7 +29109,7 @@ DDP_INLINE std::string hybrid_tiling_problem(const std::vector<std::int64_t>& re
   namespace f = hybrid_field;
   const auto w = static_cast<std::size_t>(world);
   auto at = [&](std::size_t r, std::size_t k) { return records[r * hybrid_record_fields + k]; };
-  auto rk = [](std::size_t r) { return "rank " + std::to_string(r); };
+  auto rk = [](std::size_t r) { return detail::message({"rank ", r}); };
   for (std::size_t r = 0; r < w; ++r)
     switch (at(r, f::problem)) {
     case f::not_in_shard: return rk(r) + " is not a member of the shard group it passed";
@@ -28932,24 +29123,23 @@ DDP_INLINE std::string hybrid_tiling_problem(const std::vector<std::int64_t>& re
   const std::int64_t S = at(0, f::shard_size), R = at(0, f::rep_size);
   for (std::size_t r = 1; r < w; ++r) {
     if (at(r, f::shard_size) != S)
-      return rk(r) + "'s shard group has " + std::to_string(at(r, f::shard_size)) + " ranks and rank 0's " +
-             std::to_string(S) + ": every shard group must have as many";
+      return detail::message({rk(r), "'s shard group has ", at(r, f::shard_size), " ranks and rank 0's ", S,
+                              ": every shard group must have as many"});
     if (at(r, f::rep_size) != R)
-      return rk(r) + "'s replicate group has " + std::to_string(at(r, f::rep_size)) + " ranks and rank 0's " +
-             std::to_string(R) + ": every replicate group must have as many";
+      return detail::message({rk(r), "'s replicate group has ", at(r, f::rep_size), " ranks and rank 0's ", R,
+                              ": every replicate group must have as many"});
   }
   if (S * R != world)
-    return "shard groups of " + std::to_string(S) + " ranks and replicate groups of " + std::to_string(R) +
-           " ranks make " + std::to_string(S * R) + " places, not the world's " + std::to_string(world);
+    return detail::message({"shard groups of ", S, " ranks and replicate groups of ", R, " ranks make ",
+                            S * R, " places, not the world's ", world});
   // Each group's ranks 0..size-1, each claimed by one world rank.
   auto each_once = [&](std::size_t rank_field, std::size_t id_field, const char* what) -> std::string {
     std::map<std::pair<std::int64_t, std::int64_t>, std::size_t> seen;
     for (std::size_t r = 0; r < w; ++r) {
       auto [it, fresh] = seen.emplace(std::make_pair(at(r, id_field), at(r, rank_field)), r);
       if (!fresh)
-        return rk(it->second) + " and " + rk(r) + " both say they are rank " +
-               std::to_string(at(r, rank_field)) + " of the same " + what +
-               " group: they passed groups made by different calls";
+        return detail::message({rk(it->second), " and ", rk(r), " both say they are rank ", at(r, rank_field),
+                                " of the same ", what, " group: they passed groups made by different calls"});
     }
     // A member that passed another group leaves this one's collectives waiting.
     std::map<std::int64_t, std::pair<std::size_t, std::size_t>> count; // id: (members here, a rank)
@@ -28958,9 +29148,9 @@ DDP_INLINE std::string hybrid_tiling_problem(const std::vector<std::int64_t>& re
     const std::int64_t size = std::string_view(what) == "shard" ? S : R;
     for (auto& [id, c] : count)
       if (static_cast<std::int64_t>(c.first) != size)
-        return "the " + std::string(what) + " group of " + rk(c.second) + " has " + std::to_string(size) +
-               " members, but only " + std::to_string(c.first) +
-               " ranks passed it: every member must pass the same group";
+        return detail::message({"the ", what, " group of ", rk(c.second), " has ", size,
+                                " members, but only ", c.first,
+                                " ranks passed it: every member must pass the same group"});
     return {};
   };
   if (auto p = each_once(f::shard_rank, f::shard_id, "shard"); !p.empty()) return p;
@@ -28970,14 +29160,15 @@ DDP_INLINE std::string hybrid_tiling_problem(const std::vector<std::int64_t>& re
     for (std::size_t b = a + 1; b < w; ++b) {
       if (at(a, f::rep_id) != at(b, f::rep_id)) continue;
       if (at(a, f::shard_id) == at(b, f::shard_id))
-        return rk(a) + " and " + rk(b) +
-               " share both a shard group and a replicate group: the groups "
-               "overlap, so a shard would be summed twice";
+        return detail::message({rk(a), " and ", rk(b),
+                                " share both a shard group and a replicate group: the groups "
+                                "overlap, so a shard would be summed twice"});
       if (at(a, f::shard_rank) != at(b, f::shard_rank))
-        return rk(a) + " and " + rk(b) + " share a replicate group but are ranks " +
-               std::to_string(at(a, f::shard_rank)) + " and " + std::to_string(at(b, f::shard_rank)) +
-               " of their shard groups: they hold different shards, so averaging them mixes unrelated "
-               "elements";
+        return detail::message(
+            {rk(a), " and ", rk(b), " share a replicate group but are ranks ", at(a, f::shard_rank), " and ",
+             at(b, f::shard_rank),
+             " of their shard groups: they hold different shards, so averaging them mixes unrelated "
+             "elements"});
     }
   return {};
 }
@@ -29003,10 +29194,10 @@ namespace detail {
 
 DDP_INLINE void check_batch_count(std::int64_t count, int rank, const char* what) {
   if (count < 0)
-    throw error(error_kind::config, std::string(what) + " on rank " + std::to_string(rank) + ": count " +
-                                        std::to_string(count) +
-                                        " is negative: pass the elements per channel in this rank's batch "
-                                        "(batch size times the spatial size), 0 for an empty batch");
+    detail::throw_error(error_kind::config,
+                        {what, " on rank ", rank, ": count ", count,
+                         " is negative: pass the elements per channel in this rank's batch "
+                         "(batch size times the spatial size), 0 for an empty batch"});
 }
 
 DDP_INLINE std::int64_t combine_batch_moments(std::span<const double> records, std::size_t channels,
@@ -29030,10 +29221,10 @@ DDP_INLINE std::int64_t combine_batch_moments(std::span<const double> records, s
     n = nab;
   }
   if (n <= 0.0)
-    throw error(error_kind::config, "sync_batch_stats: every rank's batch is empty (count 0 on all " +
-                                        std::to_string(world) +
-                                        " ranks): there is nothing to normalize with; skip the step or "
-                                        "give some rank data");
+    detail::throw_error(error_kind::config,
+                        {"sync_batch_stats: every rank's batch is empty (count 0 on all ", world,
+                         " ranks): there is nothing to normalize with; skip the step or "
+                         "give some rank data"});
   for (std::size_t c = 0; c < channels; ++c) {
     const double m2 = var[c];
     var[c] = m2 / n;

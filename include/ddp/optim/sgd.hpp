@@ -4,6 +4,7 @@
 #ifndef DDP_OPTIM_SGD_HPP
 #define DDP_OPTIM_SGD_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/optim/shard_state.hpp>
 
 #include <cstdint>
@@ -25,15 +26,18 @@ public:
   sgd(Sharded& model, sgd_options o = {})
       : model_(model), o_(o), state_(model, o.momentum != 0 ? 1 : 0), has_momentum_(o.momentum != 0) {
     if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
-      throw error(error_kind::config, "optim::sgd: Nesterov momentum needs a momentum and zero dampening");
+      detail::throw_error(error_kind::config,
+                          {"optim::sgd: Nesterov momentum needs a momentum and zero dampening"});
   }
 
   void step() {
     if (o_.momentum != 0 && !has_momentum_)
-      throw error(error_kind::config, "optim::sgd: momentum was 0 when the optimizer was built, so it keeps "
-                                      "no momentum buffers: build it with the momentum you will use");
+      detail::throw_error(error_kind::config,
+                          {"optim::sgd: momentum was 0 when the optimizer was built, so it keeps "
+                           "no momentum buffers: build it with the momentum you will use"});
     if (o_.nesterov && (o_.momentum <= 0 || o_.dampening != 0))
-      throw error(error_kind::config, "optim::sgd: Nesterov momentum needs a momentum and zero dampening");
+      detail::throw_error(error_kind::config,
+                          {"optim::sgd: Nesterov momentum needs a momentum and zero dampening"});
     const std::uint64_t t = step_ + 1; // counted once the update is done
     model_.update_shards([&](auto& r) {
       using T = typename std::remove_cvref_t<decltype(r.value)>::value_type;

@@ -4,6 +4,7 @@
 #ifndef DDP_OPTIM_SHARD_STATE_HPP
 #define DDP_OPTIM_SHARD_STATE_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/error.hpp>
 #include <ddp/op.hpp>
 #include <ddp/tensor.hpp>
@@ -56,7 +57,7 @@ public:
 
   /// Writes `<path>.rank<r>` (through a temporary file, renamed when complete).
   void save(const std::string& path, std::uint64_t step, const std::string& kind) const {
-    const std::string file = path + ".rank" + std::to_string(rank_), tmp = file + ".tmp";
+    const std::string file = detail::message({path, ".rank", rank_}), tmp = file + ".tmp";
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw io_error(tmp, "cannot open it for writing");
     std::string head = header(step, kind);
@@ -67,13 +68,13 @@ public:
     out.close();
     if (!out) throw io_error(tmp, "could not write it completely");
     if (std::rename(tmp.c_str(), file.c_str()) != 0)
-      throw io_error(file, "could not rename " + tmp + " to it");
+      throw io_error(file, detail::message({"could not rename ", tmp, " to it"}));
   }
 
   /// Reads `<path>.rank<r>`; the job must have the world size, buckets and
   /// optimizer it was saved with. Returns the saved step count.
   std::uint64_t load(const std::string& path, const std::string& kind) {
-    const std::string file = path + ".rank" + std::to_string(rank_);
+    const std::string file = detail::message({path, ".rank", rank_});
     std::ifstream in(file, std::ios::binary);
     if (!in) throw io_error(file, "cannot open it");
     std::string magic(8, '\0');
@@ -81,14 +82,14 @@ public:
     in.read(magic.data(), 8);
     in.read(reinterpret_cast<char*>(&world), sizeof world);
     if (!in || magic != "DDPOPTV1")
-      throw error(error_kind::data, "optimizer checkpoint " + file + " is not one ddp::optim wrote");
+      detail::throw_error(error_kind::data, {"optimizer checkpoint ", file, " is not one ddp::optim wrote"});
     if (world != static_cast<std::uint32_t>(world_))
-      throw error(error_kind::config,
-                  "optimizer checkpoint " + file + " was saved by a job of " + std::to_string(world) +
-                      " ranks; this job has " + std::to_string(world_) +
-                      ": each rank's file holds its 1/W of the state, so resume with " +
-                      std::to_string(world) + " ranks (or start the optimizer afresh)",
-                  rank_);
+      detail::throw_error(error_kind::config,
+                          {"optimizer checkpoint ", file, " was saved by a job of ", world,
+                           " ranks; this job has ", world_,
+                           ": each rank's file holds its 1/W of the state, so resume with ", world,
+                           " ranks (or start the optimizer afresh)"},
+                          rank_);
     std::string rest_expected = header(0, kind).substr(12);
     std::string rest(rest_expected.size(), '\0');
     in.read(rest.data(), static_cast<std::streamsize>(rest.size()));
@@ -96,17 +97,18 @@ public:
     std::memcpy(&step, rest.data(), sizeof step);
     std::memcpy(rest.data(), rest_expected.data(), sizeof step); // compare all but the step
     if (!in || rest != rest_expected)
-      throw error(error_kind::config,
-                  "optimizer checkpoint " + file +
-                      " does not match this job (another optimizer, rank, "
-                      "model, bucketing or dtype): load it with the job that saved it",
-                  rank_);
+      detail::throw_error(error_kind::config,
+                          {"optimizer checkpoint ", file,
+                           " does not match this job (another optimizer, rank, "
+                           "model, bucketing or dtype): load it with the job that saved it"},
+                          rank_);
     auto loaded = data_; // read aside: a bad file leaves the state as it was
     for (auto& slot : loaded)
       for (auto& b : slot)
         in.read(reinterpret_cast<char*>(b.data()), static_cast<std::streamsize>(b.size()));
     if (!in || in.peek() != std::char_traits<char>::eof())
-      throw error(error_kind::data, "optimizer checkpoint " + file + " is truncated or too long", rank_);
+      detail::throw_error(error_kind::data, {"optimizer checkpoint ", file, " is truncated or too long"},
+                          rank_);
     data_ = std::move(loaded);
     return step;
   }
@@ -118,11 +120,11 @@ public:
     group.all_reduce(lo, op::min);
     group.all_reduce(hi, op::max);
     if (lo[0] != hi[0])
-      throw error(error_kind::mismatch,
-                  "the ranks loaded optimizer checkpoints of different steps (" + std::to_string(lo[0]) +
-                      " to " + std::to_string(hi[0]) + "): the files " + path +
-                      ".rank* come from different saves; load one save's files on every rank",
-                  group.rank());
+      detail::throw_error(error_kind::mismatch,
+                          {"the ranks loaded optimizer checkpoints of different steps (", lo[0], " to ",
+                           hi[0], "): the files ", path,
+                           ".rank* come from different saves; load one save's files on every rank"},
+                          group.rank());
   }
 
 private:
@@ -145,8 +147,9 @@ private:
   }
 
   error io_error(const std::string& file, const std::string& what) const {
-    return error(error_kind::data,
-                 "optimizer checkpoint " + file + ": " + what + " (" + std::strerror(errno) + ")", rank_);
+    return error(
+        error_kind::data,
+        detail::message({"optimizer checkpoint ", file, ": ", what, " (", std::strerror(errno), ")"}), rank_);
   }
 
   int rank_, world_;

@@ -11,6 +11,7 @@
 #define DDP_DETAIL_BACKEND_CALL_SITE_HPP
 
 #include <ddp/config.hpp>
+#include <ddp/detail/common/message.hpp>
 
 #include <cstdint>
 #include <string>
@@ -51,8 +52,7 @@ struct call_site {
   explicit operator bool() const noexcept { return call != call_kind::none; }
   /// "distributed_data_parallel::synchronize, step 7, bucket 2 of 3"
   std::string describe() const {
-    return std::string(to_string(call)) + ", step " + std::to_string(step) + ", bucket " +
-           std::to_string(bucket) + " of " + std::to_string(buckets);
+    return detail::message({to_string(call), ", step ", step, ", bucket ", bucket, " of ", buckets});
   }
 };
 

@@ -9,6 +9,7 @@
 
 #include <ddp/detail/backend/call_site.hpp>
 #include <ddp/detail/backend/ordered_queue.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/common/trace.hpp>
 #include <ddp/detail/fault/flight_recorder.hpp>
 #include <ddp/tensor.hpp>
@@ -48,10 +49,9 @@ public:
   work submit(std::string_view name, std::size_t n, dtype dt, bool blocking, body_type body,
               int bucket = -1) {
     const std::uint64_t seq = seq_++;
-    std::string what = "rank " + std::to_string(shown_rank_) + ": " +
-                       (current_call ? current_call.describe() + ": " : std::string()) + std::string(name) +
-                       " #" + std::to_string(seq) + " (" + std::to_string(n) + " x " +
-                       std::string(to_string(dt)) + note_ + ")";
+    std::string what = detail::message({"rank ", shown_rank_, ": ",
+                                        (current_call ? current_call.describe() + ": " : std::string()), name,
+                                        " #", seq, " (", n, " x ", to_string(dt), note_, ")"});
     if (bucket < 0) bucket = trace::submitting_bucket;
     recorder_.queued(seq, name, dt, n, bucket);
     traced t{-1, 0, bucket, nullptr};

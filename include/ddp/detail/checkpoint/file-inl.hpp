@@ -5,6 +5,7 @@
 
 #include <ddp/detail/checkpoint/file.hpp>
 #include <ddp/detail/common/log.hpp>
+#include <ddp/detail/common/message.hpp>
 
 #include <openssl/evp.h>
 
@@ -35,7 +36,8 @@ inline std::array<std::uint8_t, checkpoint_digest_bytes> sha256(const std::uint8
   if (!ctx || ::EVP_DigestInit_ex(ctx.get(), ::EVP_sha256(), nullptr) != 1 ||
       ::EVP_DigestUpdate(ctx.get(), data, n) != 1 || ::EVP_DigestFinal_ex(ctx.get(), md.data(), &len) != 1 ||
       len != md.size())
-    throw error(error_kind::backend, "OpenSSL's SHA-256 failed while sealing or checking a checkpoint");
+    detail::throw_error(error_kind::backend,
+                        {"OpenSSL's SHA-256 failed while sealing or checking a checkpoint"});
   return md;
 }
 
@@ -77,10 +79,9 @@ public:
   }
   bool done() const { return at_ == end_; }
   [[noreturn]] void malformed(const std::string& what) const {
-    throw error(error_kind::data, "checkpoint " + file_ + " is malformed (" + what + ", at byte " +
-                                      std::to_string(at_) +
-                                      ") although its checksum holds: it was not written by this "
-                                      "version of ddp; save it again with the job that made it");
+    detail::throw_error(error_kind::data, {"checkpoint ", file_, " is malformed (", what, ", at byte ", at_,
+                                           ") although its checksum holds: it was not written by this "
+                                           "version of ddp; save it again with the job that made it"});
   }
 
 private:
@@ -102,8 +103,8 @@ inline void write_all(int fd, const std::uint8_t* p, std::size_t n, const std::s
     const ssize_t w = ::write(fd, p, n);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0)
-      throw error(error_kind::data, "checkpoint " + file + ": writing it failed (" + errno_text() +
-                                        "); the previous one is untouched");
+      detail::throw_error(error_kind::data, {"checkpoint ", file, ": writing it failed (", errno_text(),
+                                             "); the previous one is untouched"});
     p += w;
     n -= static_cast<std::size_t>(w);
   }
@@ -143,17 +144,18 @@ inline fd_holder lock_checkpoint(const std::string& file) {
   const std::string lock = file + ".lock";
   fd_holder fd(::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
   if (fd.get() < 0)
-    throw error(error_kind::data, "checkpoint " + file + ": cannot create its lock file " + lock + " (" +
-                                      errno_text() + "); check that the directory exists and is writable");
+    detail::throw_error(error_kind::data,
+                        {"checkpoint ", file, ": cannot create its lock file ", lock, " (", errno_text(),
+                         "); check that the directory exists and is writable"});
   while (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
     if (errno == EINTR) continue;
     if (errno == EWOULDBLOCK)
-      throw error(error_kind::data, "checkpoint " + file + ": another process is writing it (it holds " +
-                                        lock +
-                                        "): two jobs save to one path (an earlier incarnation of this job "
-                                        "still running?); the file is untouched");
-    throw error(error_kind::data, "checkpoint " + file + ": cannot lock " + lock + " (" + errno_text() +
-                                      "); the file is untouched");
+      detail::throw_error(error_kind::data,
+                          {"checkpoint ", file, ": another process is writing it (it holds ", lock,
+                           "): two jobs save to one path (an earlier incarnation of this job "
+                           "still running?); the file is untouched"});
+    detail::throw_error(error_kind::data, {"checkpoint ", file, ": cannot lock ", lock, " (", errno_text(),
+                                           "); the file is untouched"});
   }
   return fd;
 }
@@ -173,7 +175,7 @@ inline void remove_stale_temporaries(const std::string& file) {
   while (const dirent* e = ::readdir(d.get()))
     if (std::string_view(e->d_name).starts_with(prefix)) stale.emplace_back(e->d_name);
   for (auto& name : stale)
-    ::unlink((dir + "/" + name).c_str());
+    ::unlink((detail::message({dir, "/", name})).c_str());
 }
 
 /// A name no other writer uses, even one with this pid in another container on a shared volume.
@@ -191,7 +193,7 @@ inline std::string temporary_name(const std::string& file) {
         reinterpret_cast<std::uintptr_t>(&r);
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(r));
-  return file + ".tmp." + host + "." + std::to_string(::getpid()) + "." + hex;
+  return detail::message({file, ".tmp.", host, ".", ::getpid(), ".", hex});
 }
 
 /// Whether `file` is a whole checkpoint (header, length, SHA-256): only such a file becomes .prev.
@@ -207,37 +209,36 @@ inline bool checkpoint_intact(const std::string& file) {
 DDP_INLINE void check_checkpoint_integrity(const std::vector<std::uint8_t>& b, const std::string& file) {
   using namespace checkpoint_io;
   auto refuse = [&](const std::string& what) {
-    throw error(error_kind::data, "checkpoint " + file + " " + what);
+    detail::throw_error(error_kind::data, {"checkpoint ", file, " ", what});
   };
   if (b.size() < sizeof checkpoint_magic)
-    refuse("is truncated: " + std::to_string(b.size()) + " bytes, fewer than a header and checksum (" +
-           std::to_string(checkpoint_header_bytes + checkpoint_digest_bytes) +
-           "); use an earlier checkpoint");
+    refuse(
+        detail::message({"is truncated: ", b.size(), " bytes, fewer than a header and checksum (",
+                         checkpoint_header_bytes + checkpoint_digest_bytes, "); use an earlier checkpoint"}));
   if (std::memcmp(b.data(), checkpoint_magic, sizeof checkpoint_magic) != 0)
     refuse("is not a ddp checkpoint (it does not begin with \"DDPCKPT\"): check the path");
   if (b.size() < checkpoint_header_bytes + checkpoint_digest_bytes)
-    refuse("is truncated: " + std::to_string(b.size()) + " bytes, fewer than a header and checksum (" +
-           std::to_string(checkpoint_header_bytes + checkpoint_digest_bytes) +
-           "); use an earlier checkpoint");
+    refuse(
+        detail::message({"is truncated: ", b.size(), " bytes, fewer than a header and checksum (",
+                         checkpoint_header_bytes + checkpoint_digest_bytes, "); use an earlier checkpoint"}));
   std::uint32_t version = 0, order = 0;
   std::uint64_t body = 0;
   std::memcpy(&version, b.data() + 8, 4);
   std::memcpy(&order, b.data() + 12, 4);
   std::memcpy(&body, b.data() + 16, 8);
   if (order != 0x01020304)
-    throw checkpoint_unreadable(
-        "checkpoint " + file +
-        " was written by a host of the other byte order: load it on a host like the one that saved it");
+    throw checkpoint_unreadable(detail::message(
+        {"checkpoint ", file,
+         " was written by a host of the other byte order: load it on a host like the one that saved it"}));
   if (version != checkpoint_version)
-    throw checkpoint_unreadable("checkpoint " + file + " has format version " + std::to_string(version) +
-                                "; this ddp reads version " + std::to_string(checkpoint_version) +
-                                ": load it with the ddp that wrote it");
+    throw checkpoint_unreadable(
+        detail::message({"checkpoint ", file, " has format version ", version, "; this ddp reads version ",
+                         checkpoint_version, ": load it with the ddp that wrote it"}));
   const std::uint64_t want = checkpoint_header_bytes + body + checkpoint_digest_bytes;
   if (body > b.size() || want != b.size())
-    refuse(std::string(want > b.size() ? "is truncated" : "has bytes past its end") +
-           ": its header promises " + std::to_string(want) + " bytes, the file has " +
-           std::to_string(b.size()) +
-           " (a write cut short, or a file copied in part); use an earlier checkpoint");
+    refuse(detail::message({want > b.size() ? "is truncated" : "has bytes past its end",
+                            ": its header promises ", want, " bytes, the file has ", b.size(),
+                            " (a write cut short, or a file copied in part); use an earlier checkpoint"}));
   const auto md = sha256(b.data(), b.size() - checkpoint_digest_bytes);
   if (std::memcmp(md.data(), b.data() + b.size() - checkpoint_digest_bytes, md.size()) != 0)
     refuse("fails its SHA-256 check: its bytes changed after it was written (a torn write, a bit flip, "
@@ -292,17 +293,17 @@ DDP_INLINE checkpoint_contents decode_checkpoint(const std::vector<std::uint8_t>
   for (std::uint32_t i = 0; i < n; ++i) {
     checkpoint_tensor t;
     const auto role = r.get<std::uint8_t>();
-    if (role > 1) r.malformed("a tensor's role is " + std::to_string(role));
+    if (role > 1) r.malformed(detail::message({"a tensor's role is ", role}));
     t.role = static_cast<checkpoint_role>(role);
     t.name = r.get_string();
     const auto type = r.get<std::uint8_t>();
     if (type > static_cast<std::uint8_t>(dtype::i8))
-      r.malformed("tensor '" + t.name + "' has dtype code " + std::to_string(type));
+      r.malformed(detail::message({"tensor '", t.name, "' has dtype code ", type}));
     t.type = static_cast<dtype>(type);
     t.count = r.get<std::uint64_t>();
     const std::uint64_t bytes = t.count * size_of(t.type);
     if (t.count > (std::uint64_t{1} << 48))
-      r.malformed("tensor '" + t.name + "' claims " + std::to_string(t.count) + " elements");
+      r.malformed(detail::message({"tensor '", t.name, "' claims ", t.count, " elements"}));
     t.values = r.get_bytes(bytes);
     if (t.role == checkpoint_role::parameter)
       for (std::uint32_t k = 0; k < c.slots; ++k)
@@ -316,8 +317,8 @@ DDP_INLINE checkpoint_contents decode_checkpoint(const std::vector<std::uint8_t>
 DDP_INLINE std::vector<std::uint8_t> read_checkpoint_file(const std::string& file) {
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    throw error(error_kind::data,
-                "checkpoint " + file + " cannot be opened (" + checkpoint_io::errno_text() + ")");
+    detail::throw_error(error_kind::data,
+                        {"checkpoint ", file, " cannot be opened (", checkpoint_io::errno_text(), ")"});
   std::vector<std::uint8_t> out;
   std::uint8_t buf[1 << 16];
   for (;;) {
@@ -326,7 +327,7 @@ DDP_INLINE std::vector<std::uint8_t> read_checkpoint_file(const std::string& fil
     if (n < 0) {
       const std::string why = checkpoint_io::errno_text();
       ::close(fd);
-      throw error(error_kind::data, "checkpoint " + file + " cannot be read (" + why + ")");
+      detail::throw_error(error_kind::data, {"checkpoint ", file, " cannot be read (", why, ")"});
     }
     if (n == 0) break;
     out.insert(out.end(), buf, buf + n);
@@ -344,16 +345,17 @@ DDP_INLINE void write_checkpoint_file(const std::string& file, const std::vector
   const std::string tmp = temporary_name(file);
   fd_holder fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
   if (fd.get() < 0)
-    throw error(error_kind::data, "checkpoint " + file + ": cannot create " + tmp + " beside it (" +
-                                      errno_text() + "); check that the directory exists and is writable");
+    detail::throw_error(error_kind::data,
+                        {"checkpoint ", file, ": cannot create ", tmp, " beside it (", errno_text(),
+                         "); check that the directory exists and is writable"});
   try {
     write_all(fd.get(), bytes.data(), bytes.size(), file);
     if (::fsync(fd.get()) != 0)
-      throw error(error_kind::data, "checkpoint " + file + ": fsync of " + tmp + " failed (" + errno_text() +
-                                        "); the previous one is untouched");
+      detail::throw_error(error_kind::data, {"checkpoint ", file, ": fsync of ", tmp, " failed (",
+                                             errno_text(), "); the previous one is untouched"});
     if (fd.close() != 0)
-      throw error(error_kind::data, "checkpoint " + file + ": closing " + tmp + " failed (" + errno_text() +
-                                        "); the previous one is untouched");
+      detail::throw_error(error_kind::data, {"checkpoint ", file, ": closing ", tmp, " failed (",
+                                             errno_text(), "); the previous one is untouched"});
   } catch (...) {
     ::unlink(tmp.c_str());
     throw;
@@ -367,26 +369,28 @@ DDP_INLINE void write_checkpoint_file(const std::string& file, const std::vector
     if (std::rename(file.c_str(), to.c_str()) != 0) {
       const std::string why = errno_text();
       ::unlink(tmp.c_str());
-      throw error(error_kind::data, "checkpoint " + file + ": cannot move the previous one to " + to + " (" +
-                                        why + "); it is untouched");
+      detail::throw_error(error_kind::data, {"checkpoint ", file, ": cannot move the previous one to ", to,
+                                             " (", why, "); it is untouched"});
     }
     if (!intact)
-      log_line("checkpoint",
-               file + " was not a whole checkpoint: kept as " + to + ", " + file + ".prev left as it was");
+      log_line("checkpoint", detail::message({file, " was not a whole checkpoint: kept as ", to, ", ", file,
+                                              ".prev left as it was"}));
   }
   if (std::rename(tmp.c_str(), file.c_str()) != 0) {
     const std::string why = errno_text();
     ::unlink(tmp.c_str());
-    throw error(error_kind::data, "checkpoint " + file + ": cannot rename " + tmp + " to it (" + why + ")" +
-                                      (keep_previous ? "; the previous one is " + file + ".prev" : ""));
+    detail::throw_error(error_kind::data,
+                        {"checkpoint ", file, ": cannot rename ", tmp, " to it (", why, ")",
+                         (keep_previous ? detail::message({"; the previous one is ", file, ".prev"}) : "")});
   }
   // The renames are durable only once the directory is.
   const std::string dir = directory_of(file);
   fd_holder d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (d.get() < 0 || ::fsync(d.get()) != 0 || d.close() != 0)
-    throw error(error_kind::data, "checkpoint " + file + ": written and renamed, but syncing its directory " +
-                                      dir + " failed (" + errno_text() +
-                                      "): after a crash of this host the file may be the previous one");
+    detail::throw_error(error_kind::data,
+                        {"checkpoint ", file, ": written and renamed, but syncing its directory ", dir,
+                         " failed (", errno_text(),
+                         "): after a crash of this host the file may be the previous one"});
 }
 
 } // namespace detail

@@ -3,6 +3,7 @@
 #ifndef DDP_DETAIL_COMMON_ENV_HPP
 #define DDP_DETAIL_COMMON_ENV_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/error.hpp>
 
 #include <charconv>
@@ -40,21 +41,18 @@ inline std::optional<std::int64_t> env_int(const char* name, std::int64_t lo, st
   if (!raw) return std::nullopt;
   auto v = parse_int(*raw);
   if (!v)
-    throw error(error_kind::config,
-                std::string("environment variable ") + name + "='" + *raw + "' is not an integer");
+    detail::throw_error(error_kind::config,
+                        {"environment variable ", name, "='", *raw, "' is not an integer"});
   if (*v < lo || *v > hi)
-    throw error(error_kind::config, std::string("environment variable ") + name + "=" + *raw +
-                                        " is out of range [" + std::to_string(lo) + ", " +
-                                        std::to_string(hi) + "]");
+    detail::throw_error(error_kind::config,
+                        {"environment variable ", name, "=", *raw, " is out of range [", lo, ", ", hi, "]"});
   return v;
 }
 
 inline std::int64_t require_env_int(const char* name, std::int64_t lo, std::int64_t hi,
                                     std::string_view why) {
   auto v = env_int(name, lo, hi);
-  if (!v)
-    throw error(error_kind::config,
-                std::string("environment variable ") + name + " is not set (" + std::string(why) + ")");
+  if (!v) detail::throw_error(error_kind::config, {"environment variable ", name, " is not set (", why, ")"});
   return *v;
 }
 

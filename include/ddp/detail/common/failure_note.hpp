@@ -9,6 +9,7 @@
 #define DDP_DETAIL_COMMON_FAILURE_NOTE_HPP
 
 #include <ddp/detail/common/env.hpp>
+#include <ddp/detail/common/message.hpp>
 
 #include <chrono>
 #include <fcntl.h>
@@ -26,7 +27,7 @@ inline void note_failure_for_launcher(int rank, std::string_view reason) noexcep
     auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                   std::chrono::system_clock::now().time_since_epoch())
                   .count();
-    std::string line = std::to_string(ns) + " " + std::to_string(rank) + " ";
+    std::string line = detail::message({ns, " ", rank, " "});
     for (char c : reason.substr(0, 400))
       line += c == '\n' ? ' ' : c;
     line += '\n';

@@ -5,6 +5,7 @@
 #define DDP_DETAIL_COMMON_LOG_INL_HPP
 
 #include <ddp/detail/common/log.hpp>
+#include <ddp/detail/common/message.hpp>
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
@@ -13,8 +14,8 @@ DDP_INLINE debug_level parse_debug_level(std::string_view v) {
   if (v.empty() || v == "OFF" || v == "off" || v == "0") return debug_level::off;
   if (v == "INFO" || v == "info" || v == "1") return debug_level::info;
   if (v == "DETAIL" || v == "detail" || v == "2") return debug_level::detail;
-  throw error(error_kind::config,
-              "environment variable DDP_DEBUG='" + std::string(v) + "' is not one of OFF, INFO, DETAIL");
+  detail::throw_error(error_kind::config,
+                      {"environment variable DDP_DEBUG='", v, "' is not one of OFF, INFO, DETAIL"});
 }
 
 DDP_INLINE debug_level debug() {

@@ -14,6 +14,7 @@
 
 #include <ddp/detail/common/directories.hpp>
 #include <ddp/detail/common/log.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/error.hpp>
 
 #include <algorithm>
@@ -53,9 +54,9 @@ struct open_files_need {
   long wanted() const { return needed() + spare; }
 
   std::string breakdown() const {
-    std::string s = std::to_string(in_use) + " open already";
+    std::string s = detail::message({in_use, " open already"});
     auto part = [&](long n, const char* what) {
-      if (n > 0) s += ", " + std::to_string(n) + " " + what;
+      if (n > 0) detail::append_message(s, {", ", n, " ", what});
     };
     part(backend, "for the backend's connections");
     part(store_server, "for the store served here (two per rank)");
@@ -90,36 +91,34 @@ inline void ensure_open_files(const open_files_need& need, const std::string& wh
   auto covers = [](rlim_t v, long n) { return v == RLIM_INFINITY || v >= static_cast<rlim_t>(n); };
   if (covers(lim.rlim_cur, want)) return;
   const std::string limit = lim.rlim_max == RLIM_INFINITY ? "unlimited" : std::to_string(lim.rlim_max);
-  const std::string how =
-      "Raise it to " + std::to_string(want) + " (" + std::to_string(need.spare) +
-      " to spare) where the job starts: `ulimit -n " + std::to_string(want) +
-      "` in the job script (above the hard limit as root), `nofile` in "
-      "/etc/security/limits.conf, LimitNOFILE= in a systemd unit, or `docker run --ulimit "
-      "nofile=" +
-      std::to_string(want) + "`";
-  const std::string needs = who + ": " + job + " needs about " + std::to_string(must) +
-                            " open files in this process (" + need.breakdown() + ")";
+  const std::string how = detail::message(
+      {"Raise it to ", want, " (", need.spare, " to spare) where the job starts: `ulimit -n ", want,
+       "` in the job script (above the hard limit as root), `nofile` in "
+       "/etc/security/limits.conf, LimitNOFILE= in a systemd unit, or `docker run --ulimit "
+       "nofile=",
+       want, "`"});
+  const std::string needs = detail::message(
+      {who, ": ", job, " needs about ", must, " open files in this process (", need.breakdown(), ")"});
   if (!covers(lim.rlim_max, must))
-    throw error(error_kind::config,
-                needs + ", but its hard open-files limit (RLIMIT_NOFILE) is " + limit + ". " + how);
+    detail::throw_error(error_kind::config,
+                        {needs, ", but its hard open-files limit (RLIMIT_NOFILE) is ", limit, ". ", how});
   const rlim_t before = lim.rlim_cur;
   if (lim.rlim_max == RLIM_INFINITY)
     lim.rlim_cur = std::max<rlim_t>(kernel_open_files_max(), static_cast<rlim_t>(want));
   else
     lim.rlim_cur = lim.rlim_max;
   if (::setrlimit(RLIMIT_NOFILE, &lim) != 0)
-    throw error(error_kind::config, needs + "; raising the soft open-files limit from " +
-                                        std::to_string(before) + " to " + std::to_string(lim.rlim_cur) +
-                                        " failed (" + std::strerror(errno) + "). " + how);
+    detail::throw_error(error_kind::config,
+                        {needs, "; raising the soft open-files limit from ", before, " to ", lim.rlim_cur,
+                         " failed (", std::strerror(errno), "). ", how});
   if (!covers(lim.rlim_cur, want))
-    log_line(who, "warning: the open-files limit " + std::to_string(lim.rlim_cur) + " leaves " +
-                      std::to_string(static_cast<long>(lim.rlim_cur) - must) + " spare beyond the about " +
-                      std::to_string(must) + " that " + job + " needs in this process (" + need.breakdown() +
-                      "): files the program opens may fail. " + how);
+    log_line(who, detail::message({"warning: the open-files limit ", lim.rlim_cur, " leaves ",
+                                   static_cast<long>(lim.rlim_cur) - must, " spare beyond the about ", must,
+                                   " that ", job, " needs in this process (", need.breakdown(),
+                                   "): files the program opens may fail. ", how}));
   else if (debug() >= debug_level::info)
-    log_line(who, "raised the soft open-files limit from " + std::to_string(before) + " to " +
-                      std::to_string(lim.rlim_cur) + ": " + job + " needs about " + std::to_string(must) +
-                      " (" + need.breakdown() + ")");
+    log_line(who, detail::message({"raised the soft open-files limit from ", before, " to ", lim.rlim_cur,
+                                   ": ", job, " needs about ", must, " (", need.breakdown(), ")"}));
 }
 
 } // namespace detail

@@ -4,6 +4,7 @@
 #ifndef DDP_DETAIL_COMMON_TIMEOUT_INL_HPP
 #define DDP_DETAIL_COMMON_TIMEOUT_INL_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/common/timeout.hpp>
 
 DDP_BEGIN_NAMESPACE
@@ -11,8 +12,9 @@ namespace detail {
 
 DDP_INLINE std::chrono::milliseconds parse_timeout(std::string_view v) {
   auto bad = [&] {
-    return error(error_kind::config, "environment variable DDP_TIMEOUT='" + std::string(v) +
-                                         "' is not a positive duration like 600, 30s, 500ms or 10m");
+    return error(error_kind::config,
+                 detail::message({"environment variable DDP_TIMEOUT='", v,
+                                  "' is not a positive duration like 600, 30s, 500ms or 10m"}));
   };
   std::int64_t scale = 1000;
   if (v.ends_with("ms")) {

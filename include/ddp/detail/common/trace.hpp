@@ -19,6 +19,7 @@
 #include <ddp/detail/common/env.hpp>
 #include <ddp/detail/common/linkage.hpp>
 #include <ddp/detail/common/log.hpp>
+#include <ddp/detail/common/message.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -131,11 +132,10 @@ public:
     if (sessions_++ == 0 && dir_.empty()) {
       if (const int err = make_directories(*dir); err != 0) {
         --sessions_;
-        throw error(error_kind::config,
-                    "rank " + std::to_string(rank) + ": DDP_TRACE=" + *dir +
-                        " is not a directory that can be created (" + std::strerror(err) +
-                        "); point DDP_TRACE at a writable directory or unset it",
-                    rank);
+        detail::throw_error(error_kind::config,
+                            {"rank ", rank, ": DDP_TRACE=", *dir, " is not a directory that can be created (",
+                             std::strerror(err), "); point DDP_TRACE at a writable directory or unset it"},
+                            rank);
       }
       dir_ = *dir;
       rank_ = rank;
@@ -162,21 +162,21 @@ public:
   /// The path the trace goes to ("" before a traced group opened).
   std::string path() const {
     std::lock_guard lock(mu_);
-    return dir_.empty() ? std::string() : dir_ + "/rank_" + std::to_string(rank_) + ".json";
+    return dir_.empty() ? std::string() : detail::message({dir_, "/rank_", rank_, ".json"});
   }
 
 private:
   void write_locked() {
-    const std::string path = dir_ + "/rank_" + std::to_string(rank_) + ".json";
+    const std::string path = detail::message({dir_, "/rank_", rank_, ".json"});
     const std::string tmp = path + ".tmp";
-    std::string j = "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"rank\":" + std::to_string(rank_) +
-                    ",\"clock\":\"steady_clock\",\"dropped\":";
+    std::string j = detail::message({"{\"displayTimeUnit\":\"ms\",\"otherData\":{\"rank\":", rank_,
+                                     ",\"clock\":\"steady_clock\",\"dropped\":"});
     std::uint64_t dropped = 0;
     for (auto& r : rings_) {
       auto n = r->count.load(std::memory_order_acquire);
       if (n > r->capacity) dropped += n - r->capacity;
     }
-    j += std::to_string(dropped) + "},\"traceEvents\":[\n";
+    detail::append_message(j, {dropped, "},\"traceEvents\":[\n"});
     const std::string pid = std::to_string(rank_);
     j += R"({"ph":"M","name":"process_name","pid":)" + pid + R"(,"tid":0,"args":{"name":"rank )" + pid +
          "\"}},\n";
@@ -197,8 +197,9 @@ private:
     if (f) ok = (std::fclose(f) == 0) && ok;
     if (ok) ok = std::rename(tmp.c_str(), path.c_str()) == 0;
     if (!ok)
-      log_line("rank " + std::to_string(rank_),
-               "DDP_TRACE: could not write " + path + " (is the directory still there and writable?)");
+      log_line(detail::message({"rank ", rank_}),
+               detail::message(
+                   {"DDP_TRACE: could not write ", path, " (is the directory still there and writable?)"}));
   }
 
   static void append_us(std::string& j, std::int64_t ns) {
@@ -223,8 +224,8 @@ private:
       append_us(j, e.dur_ns);
     }
     if (k.phase == 'i') j += ",\"s\":\"t\"";
-    if (k.phase == 'b' || k.phase == 'e') j += ",\"id\":" + std::to_string(e.arg[0]);
-    j += ",\"pid\":" + pid + ",\"tid\":" + tid + ",\"args\":{";
+    if (k.phase == 'b' || k.phase == 'e') detail::append_message(j, {",\"id\":", e.arg[0]});
+    detail::append_message(j, {",\"pid\":", pid, ",\"tid\":", tid, ",\"args\":{"});
     for (int a = 0; a < 4 && k.args[a]; ++a) {
       if (a) j += ",";
       j += "\"";

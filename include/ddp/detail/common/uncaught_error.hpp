@@ -8,6 +8,7 @@
 #define DDP_DETAIL_COMMON_UNCAUGHT_ERROR_HPP
 
 #include <ddp/detail/common/failure_note.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/error.hpp>
 
 #include <atomic>
@@ -27,7 +28,7 @@ inline std::terminate_handler uncaught_error_previous = nullptr;
 
 /// `e`'s message without a leading "rank R: " of this rank's own (the line names it).
 inline std::string_view uncaught_error_message(const error& e, int rank) {
-  const std::string self = "rank " + std::to_string(rank) + ": ";
+  const std::string self = detail::message({"rank ", rank, ": "});
   std::string_view message = e.message();
   if (message.starts_with(self)) message.remove_prefix(self.size());
   return message;
@@ -41,10 +42,9 @@ inline std::string_view uncaught_error_message(const error& e, int rank) {
       const int rank = uncaught_error_rank.load();
       try {
         const auto message = uncaught_error_message(e, rank);
-        const std::string line = "ddp: rank " + std::to_string(rank) + ": ddp " +
-                                 std::string(to_string(e.kind())) + " error: " + std::string(message) +
-                                 " (an uncaught ddp::error: the rank exits with code " +
-                                 std::to_string(uncaught_error_exit_code) + ")\n";
+        const std::string line = detail::message(
+            {"ddp: rank ", rank, ": ddp ", to_string(e.kind()), " error: ", message,
+             " (an uncaught ddp::error: the rank exits with code ", uncaught_error_exit_code, ")\n"});
         std::fflush(stdout);                              // what the rank printed before comes first
         std::fwrite(line.data(), 1, line.size(), stderr); // one write: lines do not interleave
         note_failure_for_launcher(rank, message);

@@ -6,6 +6,7 @@
 
 #include <ddp/detail/backend/call_site.hpp>
 #include <ddp/detail/common/log.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/data_parallel/bucket_order.hpp>
 #include <ddp/detail/data_parallel/debug.hpp>
 #include <ddp/error.hpp>
@@ -66,8 +67,9 @@ DDP_INLINE std::string describe_orders(std::span<const tensor_slot> params,
     registration[i] = i;
   const auto order = backward_order(ready, params.size());
   const std::size_t marked = std::min(ready.size(), order.size());
-  std::string s = "\n  registration order: " + names(registration) +
-                  "\n  backward order (marked ready on rank 0): " + names(std::span(order).first(marked));
+  std::string s = detail::message(
+      {"\n  registration order: ", names(registration),
+       "\n  backward order (marked ready on rank 0): ", names(std::span(order).first(marked))});
   if (marked < order.size())
     s += "\n  then, never marked ready on rank 0 (last first): " + names(std::span(order).subspan(marked));
   return s;
@@ -115,15 +117,15 @@ agree_on_bucket_order(const bucket_plan& plan, const bucket_order_request& req,
     return same;
   };
   const std::string when =
-      req.step ? "after step " + std::to_string(req.step) : "in a joined rank's stand-in step";
-  const std::string after = "distributed_data_parallel: " + when + ", ";
-  const std::string me = "rank " + std::to_string(req.rank) + ": ";
+      req.step ? detail::message({"after step ", req.step}) : "in a joined rank's stand-in step";
+  const std::string after = detail::message({"distributed_data_parallel: ", when, ", "});
+  const std::string me = detail::message({"rank ", req.rank, ": "});
   const std::string unchanged = ". No rank changed its buckets: the step's gradients are reduced, and "
                                 "the next steps run on the first buckets";
   if (req.fixed) {
     if (log)
-      log_line("rank 0", after + "the buckets stay in registration order: " + req.fixed +
-                             describe_orders(req.params, req.ready));
+      log_line("rank 0", detail::message({after, "the buckets stay in registration order: ", req.fixed,
+                                          describe_orders(req.params, req.ready)}));
     return std::nullopt;
   }
   const std::size_t n = req.params.size(), w = static_cast<std::size_t>(req.world), row = n + 3;
@@ -169,61 +171,64 @@ agree_on_bucket_order(const bucket_plan& plan, const bucket_order_request& req,
   }
   for (std::size_t r = 1; r < w; ++r)
     if (all[r * row] != all[0])
-      throw error(error_kind::mismatch,
-                  me + when +
-                      ", distributed_data_parallel's buckets are rebuilt in backward's order unless "
-                      "ddp_options::pin_bucket_order is set, but rank " +
-                      std::to_string(r) + " has it " + (all[r * row] ? "on" : "off") + " and rank 0 " +
-                      (all[0] ? "on" : "off") +
-                      ": set the same options on every rank (the buckets must be the same everywhere). "
-                      "No rank changed its buckets",
-                  static_cast<int>(r));
+      detail::throw_error(error_kind::mismatch,
+                          {me, when,
+                           ", distributed_data_parallel's buckets are rebuilt in backward's order unless "
+                           "ddp_options::pin_bucket_order is set, but rank ",
+                           r, " has it ", (all[r * row] ? "on" : "off"), " and rank 0 ",
+                           (all[0] ? "on" : "off"),
+                           ": set the same options on every rank (the buckets must be the same everywhere). "
+                           "No rank changed its buckets"},
+                          static_cast<int>(r));
   if (all[1] == order_verdict::refused || all[1] == order_verdict::refused_out_of_memory) {
     // The policy's exception is the user's to fix; running out of memory is the machine's.
     const bool oom = all[1] == order_verdict::refused_out_of_memory;
-    throw error(oom ? error_kind::backend : error_kind::config,
-                me + when + ", rebuilding the buckets in backward's order: " +
-                    (req.rank == 0 ? "making the new buckets (the bucketing policy's assign(params, "
-                                     "order), then their plan) threw: " +
-                                         refusal
-                                   : std::string("rank 0 could not make the new buckets (") +
-                                         (oom ? "out of memory"
-                                              : "its bucketing policy's assign(params, "
-                                                "order) or the plan threw") +
-                                         "; rank 0's error says what)") +
-                    unchanged + "; fix the policy, or set ddp_options::pin_bucket_order on every rank",
-                0);
+    detail::throw_error(oom ? error_kind::backend : error_kind::config,
+                        {me, when, ", rebuilding the buckets in backward's order: ",
+                         (req.rank == 0 ? "making the new buckets (the bucketing policy's assign(params, "
+                                          "order), then their plan) threw: " +
+                                              refusal
+                                        : detail::message({"rank 0 could not make the new buckets (",
+                                                           (oom ? "out of memory"
+                                                                : "its bucketing policy's assign(params, "
+                                                                  "order) or the plan threw"),
+                                                           "; rank 0's error says what)"})),
+                         unchanged, "; fix the policy, or set ddp_options::pin_bucket_order on every rank"},
+                        0);
   }
   // Rank 0's order, checked: every index once (the header check made the counts equal).
   for (std::size_t k = 0; k < n; ++k) {
     const auto i = all[3 + k];
     if (all[2] != static_cast<std::int64_t>(n) || i < 0 || static_cast<std::size_t>(i) >= n ||
         seen[static_cast<std::size_t>(i)])
-      throw error(error_kind::mismatch,
-                  me + "rank 0 sent a bucket order that is not a permutation of this rank's " +
-                      std::to_string(n) + " parameters: the ranks hold different models",
-                  0);
+      detail::throw_error(error_kind::mismatch,
+                          {me, "rank 0 sent a bucket order that is not a permutation of this rank's ", n,
+                           " parameters: the ranks hold different models"},
+                          0);
     seen[static_cast<std::size_t>(i)] = true;
     order[k] = static_cast<std::size_t>(i);
   }
   if (all[1] == order_verdict::same) {
     if (log)
-      log_line("rank 0", after +
-                             "the buckets in the order backward marked the gradients on rank 0 are the "
-                             "ones in use" +
-                             describe_orders(req.params, req.ready));
+      log_line("rank 0",
+               detail::message({after,
+                                "the buckets in the order backward marked the gradients on rank 0 are the "
+                                "ones in use",
+                                describe_orders(req.params, req.ready)}));
     return std::nullopt;
   }
   if (all[1] != order_verdict::rebuild) {
     if (log)
-      log_line("rank 0",
-               after + "the buckets stay in registration order: " +
-                   (all[1] == order_verdict::keep_pinned
-                        ? std::string("ddp_options::pin_bucket_order is set")
-                        : "the gradients lie in memory for those buckets (" + std::to_string(kept_bytes) +
-                              " bytes reduced in place; ddp::arena, ddp::flat_model, LibTorch's "
-                              "gradient views), and buckets in backward's order would copy some") +
-                   describe_orders(req.params, req.ready));
+      log_line(
+          "rank 0",
+          detail::message(
+              {after, "the buckets stay in registration order: ",
+               (all[1] == order_verdict::keep_pinned
+                    ? std::string("ddp_options::pin_bucket_order is set")
+                    : detail::message({"the gradients lie in memory for those buckets (", kept_bytes,
+                                       " bytes reduced in place; ddp::arena, ddp::flat_model, LibTorch's "
+                                       "gradient views), and buckets in backward's order would copy some"})),
+               describe_orders(req.params, req.ready)}));
     return std::nullopt;
   }
   // Every rank makes the new buckets and lays out what depends on them aside; a second exchange
@@ -251,29 +256,31 @@ agree_on_bucket_order(const bucket_plan& plan, const bucket_order_request& req,
   }
   for (std::size_t r = 0; r < w; ++r)
     if (outcomes[orow * r])
-      throw error(outcomes[orow * r] == 2 ? error_kind::backend : error_kind::config,
-                  me + when + ", rebuilding the buckets in backward's order: " +
-                      (static_cast<int>(r) == req.rank
-                           ? "this rank failed to make or lay out the new buckets: " + what_of(failed)
-                           : "rank " + std::to_string(r) + " failed to make or lay out the new buckets (" +
-                                 (outcomes[orow * r] == 2 ? "out of memory" : "its policy or plan threw") +
-                                 "; its error says what)") +
-                      unchanged,
-                  static_cast<int>(r));
+      detail::throw_error(
+          outcomes[orow * r] == 2 ? error_kind::backend : error_kind::config,
+          {me, when, ", rebuilding the buckets in backward's order: ",
+           (static_cast<int>(r) == req.rank
+                ? "this rank failed to make or lay out the new buckets: " + what_of(failed)
+                : detail::message({"rank ", r, " failed to make or lay out the new buckets (",
+                                   (outcomes[orow * r] == 2 ? "out of memory" : "its policy or plan threw"),
+                                   "; its error says what)"})),
+           unchanged},
+          static_cast<int>(r));
   for (std::size_t r = 1; r < w; ++r)
     if (!std::equal(outcomes.begin() + static_cast<std::ptrdiff_t>(orow * r + 1),
                     outcomes.begin() + static_cast<std::ptrdiff_t>(orow * (r + 1)), outcomes.begin() + 1))
-      throw error(error_kind::mismatch,
-                  me + when +
-                      ", rebuilding the buckets in backward's order: the bucketing policy made "
-                      "other buckets on rank " +
-                      std::to_string(r) + " than on rank 0 from rank 0's order" + unchanged +
-                      "; a policy's assign must depend on nothing but its arguments",
-                  static_cast<int>(r));
+      detail::throw_error(error_kind::mismatch,
+                          {me, when,
+                           ", rebuilding the buckets in backward's order: the bucketing policy made "
+                           "other buckets on rank ",
+                           r, " than on rank 0 from rank 0's order", unchanged,
+                           "; a policy's assign must depend on nothing but its arguments"},
+                          static_cast<int>(r));
   if (log) {
     try { // best effort: every rank takes the new buckets now, whatever a log line does
-      log_line("rank 0", after + "buckets rebuilt in the order backward marked the gradients on rank 0" +
-                             describe_orders(req.params, req.ready));
+      log_line("rank 0",
+               detail::message({after, "buckets rebuilt in the order backward marked the gradients on rank 0",
+                                describe_orders(req.params, req.ready)}));
       log_bucket_layout(*rebuilt, std::vector<tensor_slot>(req.params.begin(), req.params.end()));
     } catch (...) {}
   }

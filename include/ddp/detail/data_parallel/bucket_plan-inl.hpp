@@ -4,6 +4,7 @@
 #ifndef DDP_DETAIL_DATA_PARALLEL_BUCKET_PLAN_INL_HPP
 #define DDP_DETAIL_DATA_PARALLEL_BUCKET_PLAN_INL_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/data_parallel/bucket_plan.hpp>
 
 DDP_BEGIN_NAMESPACE
@@ -16,20 +17,20 @@ DDP_INLINE bucket_plan make_bucket_plan(const std::vector<std::vector<std::size_
   std::vector<int> seen(params.size(), 0);
   plan.bucket_of.assign(params.size(), 0);
   for (auto& members : assignment) {
-    if (members.empty()) throw error(error_kind::config, "the bucketing policy produced an empty bucket");
+    if (members.empty())
+      detail::throw_error(error_kind::config, {"the bucketing policy produced an empty bucket"});
     planned_bucket b;
     b.params = members;
     for (auto i : members) {
       if (i >= params.size())
-        throw error(error_kind::config, "the bucketing policy named parameter " + std::to_string(i) + " of " +
-                                            std::to_string(params.size()));
+        detail::throw_error(error_kind::config,
+                            {"the bucketing policy named parameter ", i, " of ", params.size()});
       if (seen[i]++)
-        throw error(error_kind::config,
-                    "the bucketing policy put parameter '" + params[i].name + "' in two buckets");
+        detail::throw_error(error_kind::config,
+                            {"the bucketing policy put parameter '", params[i].name, "' in two buckets"});
       if (params[i].type != params[members.front()].type)
-        throw error(error_kind::config, "the bucketing policy mixed dtypes in one bucket ('" +
-                                            params[i].name + "' is " +
-                                            std::string(to_string(params[i].type)) + ")");
+        detail::throw_error(error_kind::config, {"the bucketing policy mixed dtypes in one bucket ('",
+                                                 params[i].name, "' is ", to_string(params[i].type), ")"});
       b.offsets.push_back(b.elements);
       b.elements += params[i].count;
       plan.bucket_of[i] = plan.buckets.size();
@@ -40,7 +41,8 @@ DDP_INLINE bucket_plan make_bucket_plan(const std::vector<std::vector<std::size_
   }
   for (std::size_t i = 0; i < params.size(); ++i)
     if (!seen[i])
-      throw error(error_kind::config, "the bucketing policy left parameter '" + params[i].name + "' out");
+      detail::throw_error(error_kind::config,
+                          {"the bucketing policy left parameter '", params[i].name, "' out"});
   choose_paths(plan, params, caps);
   return plan;
 }

@@ -4,21 +4,22 @@
 #ifndef DDP_DETAIL_DATA_PARALLEL_DEBUG_INL_HPP
 #define DDP_DETAIL_DATA_PARALLEL_DEBUG_INL_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/data_parallel/debug.hpp>
 
 DDP_BEGIN_NAMESPACE
 namespace detail {
 
 DDP_INLINE void log_bucket_layout(const bucket_plan& plan, const std::vector<tensor_slot>& params) {
-  std::string s = "distributed_data_parallel: " + std::to_string(params.size()) + " parameters in " +
-                  std::to_string(plan.buckets.size()) + " buckets (launch order):";
+  std::string s = detail::message({"distributed_data_parallel: ", params.size(), " parameters in ",
+                                   plan.buckets.size(), " buckets (launch order):"});
   for (std::size_t i = 0; i < plan.buckets.size(); ++i) {
     auto& b = plan.buckets[i];
-    s += "\n  bucket " + std::to_string(i) + ": " + std::to_string(b.params.size()) + " tensors, " +
-         std::to_string(b.elements) + " x " + std::string(to_string(b.param_type)) +
-         (b.wire_type != b.param_type ? " sent as " + std::string(to_string(b.wire_type)) : "") + ", " +
-         to_string(b.path) + " [" + params[b.params.front()].name +
-         (b.params.size() > 1 ? " .. " + params[b.params.back()].name : "") + "]";
+    detail::append_message(
+        s, {"\n  bucket ", i, ": ", b.params.size(), " tensors, ", b.elements, " x ", to_string(b.param_type),
+            (b.wire_type != b.param_type ? " sent as " + std::string(to_string(b.wire_type)) : ""), ", ",
+            to_string(b.path), " [", params[b.params.front()].name,
+            (b.params.size() > 1 ? " .. " + params[b.params.back()].name : ""), "]"});
   }
   log_line("rank 0", s);
 }

@@ -7,6 +7,7 @@
 #include <ddp/backend/communicator.hpp>
 #include <ddp/detail/common/linkage.hpp>
 #include <ddp/detail/common/log.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/data_parallel/bucket_plan.hpp>
 
 #include <cstdint>
@@ -23,7 +24,7 @@ template <class Engine> void log_step_timing(const Engine& engine, std::size_t b
   // gradients over NCCL (stream-ordered), until it was queued there.
   std::string s = "step timing (ms from launch to done, or to queued on the device):";
   for (std::size_t i = 0; i < buckets; ++i)
-    s += " b" + std::to_string(i) + "=" + std::to_string(engine.last_duration_ms(i));
+    detail::append_message(s, {" b", i, "=", std::to_string(engine.last_duration_ms(i))});
   log_line("rank 0", s);
 }
 
@@ -37,13 +38,11 @@ void check_same_bucket_everywhere(Comm& comm, std::size_t index, const planned_b
   comm.all_gather(mine, all.data(), 3, dtype::i64, true).wait();
   for (std::size_t r = 1; r < w; ++r)
     if (all[3 * r] != all[0] || all[3 * r + 1] != all[1] || all[3 * r + 2] != all[2])
-      throw error(error_kind::mismatch,
-                  "collective mismatch: rank 0 launches bucket " + std::to_string(all[0]) + " (" +
-                      std::to_string(all[1]) + " elements) but rank " + std::to_string(r) +
-                      " launches bucket " + std::to_string(all[3 * r]) + " (" +
-                      std::to_string(all[3 * r + 1]) +
-                      " elements): the ranks disagree on this step's gradients",
-                  static_cast<int>(r));
+      detail::throw_error(error_kind::mismatch,
+                          {"collective mismatch: rank 0 launches bucket ", all[0], " (", all[1],
+                           " elements) but rank ", r, " launches bucket ", all[3 * r], " (", all[3 * r + 1],
+                           " elements): the ranks disagree on this step's gradients"},
+                          static_cast<int>(r));
 }
 
 } // namespace detail

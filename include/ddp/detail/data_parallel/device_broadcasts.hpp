@@ -10,6 +10,7 @@
 #ifndef DDP_DETAIL_DATA_PARALLEL_DEVICE_BROADCASTS_HPP
 #define DDP_DETAIL_DATA_PARALLEL_DEVICE_BROADCASTS_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/data_parallel/bucket_engine.hpp> // DDP_DETAIL_DEVICE_ENGINE, the CUDA engine's helpers
 #include <ddp/detail/data_parallel/unchecked_works.hpp>
 
@@ -75,9 +76,10 @@ public:
       return work{};
     }
 #else
-    throw error(error_kind::config, "rank " + std::to_string(comm_.rank()) + ": '" + s.name +
-                                        "' lives in device memory but ddp was compiled without CUDA: link "
-                                        "ddp::cuda or ddp::nccl (they define DDP_WITH_CUDA)");
+    detail::throw_error(error_kind::config,
+                        {"rank ", comm_.rank(), ": '", s.name,
+                         "' lives in device memory but ddp was compiled without CUDA: link "
+                         "ddp::cuda or ddp::nccl (they define DDP_WITH_CUDA)"});
 #endif
   }
 

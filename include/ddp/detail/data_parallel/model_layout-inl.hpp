@@ -4,6 +4,7 @@
 #ifndef DDP_DETAIL_DATA_PARALLEL_MODEL_LAYOUT_INL_HPP
 #define DDP_DETAIL_DATA_PARALLEL_MODEL_LAYOUT_INL_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/data_parallel/model_layout.hpp>
 
 DDP_BEGIN_NAMESPACE
@@ -13,8 +14,8 @@ DDP_INLINE void check_unique_names(const std::vector<tensor_slot>& slots, const 
   std::unordered_set<std::string> seen;
   for (auto& s : slots)
     if (!seen.insert(s.name).second)
-      throw error(error_kind::config, std::string("two ") + what + " are named '" + s.name +
-                                          "': names identify them across ranks, make them unique");
+      detail::throw_error(error_kind::config, {"two ", what, " are named '", s.name,
+                                               "': names identify them across ranks, make them unique"});
 }
 
 DDP_INLINE std::string describe(const std::vector<tensor_slot>& params,
@@ -23,7 +24,7 @@ DDP_INLINE std::string describe(const std::vector<tensor_slot>& params,
   for (auto* list : {&params, &buffers}) {
     d += list == &params ? "P\n" : "B\n";
     for (auto& s : *list)
-      d += s.name + "|" + std::string(to_string(s.type)) + "|" + std::to_string(s.count) + "\n";
+      detail::append_message(d, {s.name, "|", to_string(s.type), "|", s.count, "\n"});
   }
   return d;
 }
@@ -54,29 +55,30 @@ DDP_INLINE described_layout parse_description(const std::string& d) {
 
 DDP_INLINE std::string pretty_entry(const std::string& line) {
   auto a = line.find('|'), b = line.rfind('|');
-  if (a == std::string::npos || a == b) return "'" + line + "'";
-  return "'" + line.substr(0, a) + "' " + line.substr(a + 1, b - a - 1) + " x " + line.substr(b + 1);
+  if (a == std::string::npos || a == b) return detail::message({"'", line, "'"});
+  return detail::message(
+      {"'", line.substr(0, a), "' ", line.substr(a + 1, b - a - 1), " x ", line.substr(b + 1)});
 }
 
 DDP_INLINE std::string first_difference(const std::string& d0, const std::string& dr, int r) {
   const auto a = parse_description(d0), b = parse_description(dr);
-  const std::string rank = "rank " + std::to_string(r);
+  const std::string rank = detail::message({"rank ", r});
   for (const bool buffers : {false, true}) {
     const auto& x = buffers ? a.buffers : a.params;
     const auto& y = buffers ? b.buffers : b.params;
     const std::string kind = buffers ? "buffer" : "parameter";
-    const std::string counts = " (rank 0 has " + std::to_string(x.size()) + " " + kind + "s, " + rank +
-                               " has " + std::to_string(y.size()) + ")";
+    const std::string counts =
+        detail::message({" (rank 0 has ", x.size(), " ", kind, "s, ", rank, " has ", y.size(), ")"});
     for (std::size_t i = 0; i < std::max(x.size(), y.size()); ++i) {
-      const std::string where = kind + " #" + std::to_string(i);
+      const std::string where = detail::message({kind, " #", i});
       if (i >= x.size())
-        return rank + " has an extra " + where + " " + pretty_entry(y[i]) + " that rank 0 does not have" +
-               counts;
+        return detail::message(
+            {rank, " has an extra ", where, " ", pretty_entry(y[i]), " that rank 0 does not have", counts});
       if (i >= y.size())
-        return rank + " lacks " + where + " " + pretty_entry(x[i]) + " that rank 0 has" + counts;
+        return detail::message({rank, " lacks ", where, " ", pretty_entry(x[i]), " that rank 0 has", counts});
       if (x[i] != y[i])
-        return where + " differs: rank 0 has " + pretty_entry(x[i]) + ", " + rank + " has " +
-               pretty_entry(y[i]);
+        return detail::message(
+            {where, " differs: rank 0 has ", pretty_entry(x[i]), ", ", rank, " has ", pretty_entry(y[i])});
     }
   }
   return {};
@@ -94,8 +96,8 @@ DDP_INLINE std::string first_setting_difference(const std::string& d0, const std
       const std::string name = line.substr(0, line.find('='));
       const std::string v0 = value(a, name), vr = value(b, name);
       if (v0 != vr)
-        return "ddp_options::" + name + " differs: rank " + std::to_string(r) + " has it " + vr +
-               " and rank 0 " + v0;
+        return detail::message(
+            {"ddp_options::", name, " differs: rank ", r, " has it ", vr, " and rank 0 ", v0});
     }
   return {};
 }

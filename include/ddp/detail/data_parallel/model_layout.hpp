@@ -4,6 +4,7 @@
 #define DDP_DETAIL_DATA_PARALLEL_MODEL_LAYOUT_HPP
 
 #include <ddp/detail/common/linkage.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/error.hpp>
 #include <ddp/model.hpp>
 #include <ddp/tensor.hpp>
@@ -80,12 +81,12 @@ template <class M> std::vector<tensor_slot> collect_parameters(M& m) {
       auto g = as_span(grad);
       std::string n(name);
       if (v.size() != g.size())
-        throw error(error_kind::config, "parameter '" + n + "' has " + std::to_string(v.size()) +
-                                            " elements but its gradient has " + std::to_string(g.size()));
+        detail::throw_error(error_kind::config, {"parameter '", n, "' has ", v.size(),
+                                                 " elements but its gradient has ", g.size()});
       if (!is_floating(dtype_v<tensor_value_t<V>>))
-        throw error(error_kind::config, "parameter '" + n + "' is " +
-                                            std::string(to_string(dtype_v<tensor_value_t<V>>)) +
-                                            ": gradients must be floating point");
+        detail::throw_error(error_kind::config,
+                            {"parameter '", n, "' is ", to_string(dtype_v<tensor_value_t<V>>),
+                             ": gradients must be floating point"});
       out.push_back({std::move(n), dtype_v<tensor_value_t<V>>, v.data(), g.data(), v.size(), on_device_v<V>});
     }
   });

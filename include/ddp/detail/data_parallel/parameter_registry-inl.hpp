@@ -4,6 +4,7 @@
 #ifndef DDP_DETAIL_DATA_PARALLEL_PARAMETER_REGISTRY_INL_HPP
 #define DDP_DETAIL_DATA_PARALLEL_PARAMETER_REGISTRY_INL_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/data_parallel/parameter_registry.hpp>
 
 DDP_BEGIN_NAMESPACE
@@ -31,17 +32,17 @@ DDP_INLINE void parameter_slots::replace(std::vector<tensor_slot> params, std::v
 DDP_INLINE std::size_t parameter_slots::index(std::string_view name) const {
   for (std::size_t i = 0; i < params_.size(); ++i)
     if (params_[i].name == name) return i;
-  throw error(error_kind::config, "no parameter named '" + std::string(name) + "'");
+  detail::throw_error(error_kind::config, {"no parameter named '", name, "'"});
 }
 
 DDP_INLINE bool parameter_slots::gradients_on_device(int rank) const {
   for (auto& p : params_)
     if (p.on_device != params_.front().on_device)
-      throw error(error_kind::config,
-                  "rank " + std::to_string(rank) + ": parameter '" + p.name + "' lives in " +
-                      (p.on_device ? "device" : "host") + " memory but parameter '" + params_.front().name +
-                      "' does not: distributed_data_parallel needs every gradient in one memory space",
-                  rank);
+      detail::throw_error(error_kind::config,
+                          {"rank ", rank, ": parameter '", p.name, "' lives in ",
+                           (p.on_device ? "device" : "host"), " memory but parameter '", params_.front().name,
+                           "' does not: distributed_data_parallel needs every gradient in one memory space"},
+                          rank);
   return !params_.empty() && params_.front().on_device;
 }
 
@@ -62,19 +63,19 @@ DDP_INLINE void parameter_slots::throw_first_difference(const std::vector<std::s
   for (std::size_t r = 1; r < each.size(); ++r) {
     auto diff = first_difference(each[0], each[r], static_cast<int>(r));
     if (!diff.empty())
-      throw error(error_kind::mismatch,
-                  "the model differs between ranks: " + diff +
-                      ". Every rank must build the same model (same parameters, in the "
-                      "same order, with the same dtypes and sizes).",
-                  static_cast<int>(r));
+      detail::throw_error(error_kind::mismatch,
+                          {"the model differs between ranks: ", diff,
+                           ". Every rank must build the same model (same parameters, in the "
+                           "same order, with the same dtypes and sizes)."},
+                          static_cast<int>(r));
   }
   for (std::size_t r = 1; r < each.size(); ++r) {
     auto diff = first_setting_difference(each[0], each[r], static_cast<int>(r));
     if (!diff.empty())
-      throw error(error_kind::mismatch,
-                  diff + ": set the same options on every rank (the ranks must run the same "
-                         "collectives). No rank went on",
-                  static_cast<int>(r));
+      detail::throw_error(error_kind::mismatch,
+                          {diff, ": set the same options on every rank (the ranks must run the same "
+                                 "collectives). No rank went on"},
+                          static_cast<int>(r));
   }
 }
 
@@ -83,12 +84,12 @@ DDP_INLINE void parameter_slots::check_unchanged(const std::vector<tensor_slot>&
                                                  int rank) {
   for (std::size_t i = 0; i < before.size(); ++i)
     if (i >= now.size() || now[i].count != before[i].count || now[i].name != before[i].name)
-      throw error(error_kind::config,
-                  "rank " + std::to_string(rank) + ": " + what + " '" + before[i].name +
-                      "' changed its name or size after distributed_data_parallel was built");
+      detail::throw_error(error_kind::config,
+                          {"rank ", rank, ": ", what, " '", before[i].name,
+                           "' changed its name or size after distributed_data_parallel was built"});
   if (now.size() != before.size())
-    throw error(error_kind::config, std::string("the model's ") + what +
-                                        " count changed after distributed_data_parallel was built");
+    detail::throw_error(error_kind::config,
+                        {"the model's ", what, " count changed after distributed_data_parallel was built"});
 }
 
 } // namespace detail

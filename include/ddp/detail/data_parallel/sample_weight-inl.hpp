@@ -4,6 +4,7 @@
 #ifndef DDP_DETAIL_DATA_PARALLEL_SAMPLE_WEIGHT_INL_HPP
 #define DDP_DETAIL_DATA_PARALLEL_SAMPLE_WEIGHT_INL_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/data_parallel/sample_weight.hpp>
 #include <ddp/detail/numeric/elementwise.hpp>
 #include <ddp/error.hpp>
@@ -16,13 +17,12 @@ namespace detail {
 
 DDP_INLINE double sample_weight(std::size_t local, std::size_t global, int world, bool average, int rank) {
   if (global == 0 || local > global)
-    throw error(
+    detail::throw_error(
         error_kind::config,
-        "rank " + std::to_string(rank) + ": set_samples(" + std::to_string(local) + ", " +
-            std::to_string(global) +
-            "): the step's global sample count must be at least 1 and at least this rank's own "
-            "count; pass this rank's samples and the whole global batch's (global_batch::local_samples "
-            "and global_samples)",
+        {"rank ", rank, ": set_samples(", local, ", ", global,
+         "): the step's global sample count must be at least 1 and at least this rank's own "
+         "count; pass this rank's samples and the whole global batch's (global_batch::local_samples "
+         "and global_samples)"},
         rank);
   const double n = static_cast<double>(local), total = static_cast<double>(global);
   return average ? n * static_cast<double>(world) / total : n / total;

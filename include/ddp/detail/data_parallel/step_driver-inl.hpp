@@ -5,6 +5,7 @@
 #define DDP_DETAIL_DATA_PARALLEL_STEP_DRIVER_INL_HPP
 
 #include <ddp/detail/common/log.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/data_parallel/step_driver.hpp>
 #include <ddp/detail/numeric/checksum.hpp>
 #include <ddp/detail/numeric/finite.hpp>
@@ -26,18 +27,19 @@ DDP_INLINE step_driver_core::step_driver_core(call_kind step_call, int rank, int
 
 DDP_INLINE void step_driver_core::check_group() const {
   if (group_.expired())
-    throw error(error_kind::config,
-                "rank " + std::to_string(rank()) + ": " + to_string(step_call_) +
-                    " (or another call of that object) ran after its process_group was destroyed: "
-                    "declare the process group before the data-parallel object, so that it outlives it",
-                rank());
+    detail::throw_error(error_kind::config,
+                        {"rank ", rank(), ": ", to_string(step_call_),
+                         " (or another call of that object) ran after its process_group was destroyed: "
+                         "declare the process group before the data-parallel object, so that it outlives it"},
+                        rank());
 }
 
 DDP_INLINE int& step_driver_core::no_sync_depth() {
   check_group();
   if (step_.started())
-    throw error(error_kind::config, "no_sync() entered in the middle of a step (gradients already marked): "
-                                    "enter it before backward");
+    detail::throw_error(error_kind::config,
+                        {"no_sync() entered in the middle of a step (gradients already marked): "
+                         "enter it before backward"});
   return no_sync_depth_;
 }
 
@@ -45,18 +47,18 @@ DDP_INLINE void step_driver_core::mark(std::size_t index, mark_state how) {
   check_group();
   ++marks_since_sync_;
   if (index >= registry_.size())
-    throw error(error_kind::config,
-                "rank " + std::to_string(rank()) + ": parameter index " + std::to_string(index) +
-                    " is out of range (" + std::to_string(registry_.size()) + " parameters)",
-                rank());
+    detail::throw_error(error_kind::config,
+                        {"rank ", rank(), ": parameter index ", index, " is out of range (", registry_.size(),
+                         " parameters)"},
+                        rank());
   if (accumulating()) return;
   begin_step();
   if (step_.is_empty(index)) return;
   if (!step_.is_pending(index))
-    throw error(error_kind::config,
-                "rank " + std::to_string(rank()) + ": gradient of parameter '" + registry_[index].name +
-                    "' was marked twice in one step",
-                rank());
+    detail::throw_error(error_kind::config,
+                        {"rank ", rank(), ": gradient of parameter '", registry_[index].name,
+                         "' was marked twice in one step"},
+                        rank());
   if (how == mark_state::unused) zero_gradient(index);
   last_reduced_.before_reduction(index, registry_[index]);
   step_.mark(index, how);
@@ -83,15 +85,15 @@ DDP_INLINE std::size_t step_driver_core::index_of_storage(const void* grad) {
     i = registry_.find_gradient(grad);
   }
   if (!i)
-    throw error(error_kind::config,
-                "rank " + std::to_string(rank()) +
-                    ": mark_grad_ready/mark_unused got a tensor that is not the gradient "
-                    "of any parameter (pass the gradient tensor itself, or an index)" +
-                    (step_.launched_any()
-                         ? "; if its storage moved, move it before backward: buckets of this "
-                           "step already launched with the old addresses"
-                         : ""),
-                rank());
+    detail::throw_error(
+        error_kind::config,
+        {"rank ", rank(),
+         ": mark_grad_ready/mark_unused got a tensor that is not the gradient "
+         "of any parameter (pass the gradient tensor itself, or an index)",
+         (step_.launched_any() ? "; if its storage moved, move it before backward: buckets of this "
+                                 "step already launched with the old addresses"
+                               : "")},
+        rank());
   return *i;
 }
 
@@ -117,7 +119,8 @@ DDP_INLINE void step_driver_core::launch_complete_buckets(function_ref<void(std:
 
 DDP_INLINE void step_driver_core::prepare_plan(const bucket_plan& next) {
   if (step_.started())
-    throw error(error_kind::config, "internal error: the bucket plan changed in the middle of a step");
+    detail::throw_error(error_kind::config,
+                        {"internal error: the bucket plan changed in the middle of a step"});
   step_.reserve(next.buckets.size());
 }
 
@@ -176,8 +179,8 @@ DDP_INLINE bool step_driver_core::synchronize(function_ref<void()> complete,
 DDP_INLINE void step_driver_core::join(function_ref<void()> prepare, function_ref<void()> shadow_step) {
   check_group();
   if (!opts_.uneven_inputs)
-    throw error(error_kind::config, "join() needs ddp_options::uneven_inputs = true on every rank");
-  if (step_.started()) throw error(error_kind::config, "join() called in the middle of a step");
+    detail::throw_error(error_kind::config, {"join() needs ddp_options::uneven_inputs = true on every rank"});
+  if (step_.started()) detail::throw_error(error_kind::config, {"join() called in the middle of a step"});
   prepare();
   // A shadowed step is a step: the counter stays with the ranks still training.
   join_shadow_until_all_joined([&] {
@@ -209,21 +212,21 @@ DDP_INLINE std::uint32_t step_driver_core::find_non_finite(std::size_t b) {
 
 DDP_INLINE std::string step_driver_core::name_of(const void* registry, std::uint32_t index) {
   const auto& r = *static_cast<const parameter_slots*>(registry);
-  return index < r.size() ? r[index].name : "#" + std::to_string(index);
+  return index < r.size() ? r[index].name : detail::message({"#", index});
 }
 
 DDP_INLINE void step_driver_core::throw_non_finite() {
   const auto f = *non_finite_;
   non_finite_.reset();
   const auto& p = registry_[f.param];
-  throw error(error_kind::data,
-              "rank " + std::to_string(rank()) + ": the gradient of parameter '" + p.name +
-                  "' holds a NaN or Inf (element " + std::to_string(f.element) + " of " +
-                  std::to_string(p.count) + ") at step " + std::to_string(f.step) +
-                  ", before its reduction (ddp_options::check_finite): this rank produced it, and no rank "
-                  "reduced it. Look at this rank's loss and inputs of that step (a learning rate too high, "
-                  "a log of zero, a division by zero). This group is unusable now; create a new group.",
-              rank());
+  detail::throw_error(
+      error_kind::data,
+      {"rank ", rank(), ": the gradient of parameter '", p.name, "' holds a NaN or Inf (element ", f.element,
+       " of ", p.count, ") at step ", f.step,
+       ", before its reduction (ddp_options::check_finite): this rank produced it, and no rank "
+       "reduced it. Look at this rank's loss and inputs of that step (a learning rate too high, "
+       "a log of zero, a division by zero). This group is unusable now; create a new group."},
+      rank());
 }
 
 DDP_INLINE void step_driver_core::compare_parameters_across_ranks() {
@@ -237,15 +240,15 @@ DDP_INLINE void step_driver_core::compare_parameters_across_ranks() {
   for (std::size_t r = 1; r < w; ++r)
     for (std::size_t i = 0; i < n; ++i)
       if (all[r * n + i] != all[i])
-        throw error(error_kind::mismatch,
-                    "rank " + std::to_string(rank()) + ": DDP_DEBUG=DETAIL: parameter '" + ps[i].name +
-                        "' differs between rank 0 and rank " + std::to_string(r) + " at step " +
-                        std::to_string(steps_ + 1) + " of " + to_string(step_call_) +
-                        ": the ranks' models drifted apart. A synchronize() forgotten or called on some "
-                        "ranks only (an optimizer step on gradients not averaged), or an optimizer step "
-                        "on some ranks only; look at rank " +
-                        std::to_string(r) + "'s code",
-                    static_cast<int>(r));
+        detail::throw_error(error_kind::mismatch,
+                            {"rank ", rank(), ": DDP_DEBUG=DETAIL: parameter '", ps[i].name,
+                             "' differs between rank 0 and rank ", r, " at step ", steps_ + 1, " of ",
+                             to_string(step_call_),
+                             ": the ranks' models drifted apart. A synchronize() forgotten or called on some "
+                             "ranks only (an optimizer step on gradients not averaged), or an optimizer step "
+                             "on some ranks only; look at rank ",
+                             r, "'s code"},
+                            static_cast<int>(r));
 }
 
 DDP_INLINE void step_driver_core::end_step(bool counted) {
@@ -269,26 +272,25 @@ DDP_INLINE void step_driver_core::check_storage_before_launch() {
     refresh(); // nothing read the old storage yet: follow the new
     return;
   }
-  const std::string why =
-      "rank " + std::to_string(rank()) + ": the gradient (or value) of parameter '" +
-      registry_[moved.front()].name +
-      "' was replaced by new storage after this step's first bucket started (a vector reassigned or "
-      "resized, a matrix resized): its bucket would read or write the old storage. Replace or resize "
-      "gradients before backward or between steps, never while a step's buckets are under way";
+  const std::string why = detail::message(
+      {"rank ", rank(), ": the gradient (or value) of parameter '", registry_[moved.front()].name,
+       "' was replaced by new storage after this step's first bucket started (a vector reassigned or "
+       "resized, a matrix resized): its bucket would read or write the old storage. Replace or resize "
+       "gradients before backward or between steps, never while a step's buckets are under way"});
   // The other ranks are in this step's collectives already: they fail now, naming this rank.
   abort_group(why);
-  throw error(error_kind::config, why, rank());
+  detail::throw_error(error_kind::config, {why}, rank());
 }
 
 DDP_INLINE void step_driver_core::mark_the_rest_ready() {
   for (std::size_t i = 0; i < registry_.size(); ++i) {
     if (!step_.is_pending(i)) continue;
     if (opts_.strict_marking)
-      throw error(error_kind::config,
-                  "rank " + std::to_string(rank()) + ": gradient of parameter '" + registry_[i].name +
-                      "' was not marked ready before synchronize() (strict_marking is on: "
-                      "call mark_grad_ready or mark_unused for it)",
-                  rank());
+      detail::throw_error(error_kind::config,
+                          {"rank ", rank(), ": gradient of parameter '", registry_[i].name,
+                           "' was not marked ready before synchronize() (strict_marking is on: "
+                           "call mark_grad_ready or mark_unused for it)"},
+                          rank());
     last_reduced_.before_reduction(i, registry_[i]);
     step_.mark(i, mark_state::ready);
   }

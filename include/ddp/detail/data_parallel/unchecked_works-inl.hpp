@@ -4,6 +4,7 @@
 #ifndef DDP_DETAIL_DATA_PARALLEL_UNCHECKED_WORKS_INL_HPP
 #define DDP_DETAIL_DATA_PARALLEL_UNCHECKED_WORKS_INL_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/data_parallel/unchecked_works.hpp>
 
 DDP_BEGIN_NAMESPACE
@@ -59,11 +60,12 @@ DDP_INLINE void unchecked_works::log_all() noexcept {
     } catch (...) {}
   works_.clear();
   for (auto& [what, times] : seen)
-    log_line("rank " + std::to_string(rank_),
-             (times > 1 ? std::to_string(times) + " collectives" : std::string("a collective")) +
-                 " whose results a stream waited for failed after synchronize() returned (the values left "
-                 "on the device are not valid): " +
-                 what);
+    log_line(detail::message({"rank ", rank_}),
+             detail::message(
+                 {(times > 1 ? detail::message({times, " collectives"}) : std::string("a collective")),
+                  " whose results a stream waited for failed after synchronize() returned (the values left "
+                  "on the device are not valid): ",
+                  what}));
 }
 
 } // namespace detail

@@ -7,6 +7,7 @@
 #ifndef DDP_DETAIL_FAULT_DESYNC_HPP
 #define DDP_DETAIL_FAULT_DESYNC_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/fault/flight_recorder.hpp>
 #include <ddp/detail/store/protocol.hpp>
 
@@ -99,24 +100,26 @@ desync_result exchange_progress(Store& store, int rank, int size, const flight_p
       if (silent.size() <= 1) break;
     }
   } catch (const std::exception& e) {
-    out.verdict = std::string("no desync report: the store did not answer (") + e.what() + ")";
+    out.verdict = detail::message({"no desync report: the store did not answer (", e.what(), ")"});
     return out;
   }
   try { // so that rank 0's store, on teardown, does not linger for a process that never reads
     for (int r : silent)
-      store.set(stalled_key(r), "named silent by rank " + std::to_string(job(rank)) + "'s desync report",
+      store.set(stalled_key(r), detail::message({"named silent by rank ", job(rank), "'s desync report"}),
                 Store::fault_slack);
   } catch (const std::exception&) {} // the report stands without the mark
   for (int r = 0; r < size; ++r) {
     auto& s = seen[static_cast<std::size_t>(r)];
-    out.table += "\n  rank " + std::to_string(job(r)) + ": " +
-                 (s ? s->describe() : std::string("no report (stopped, hung, or outside ddp)"));
+    out.table +=
+        detail::message({"\n  rank ", job(r), ": ",
+                         (s ? s->describe() : std::string("no report (stopped, hung, or outside ddp)"))});
   }
   if (silent.size() == 1) {
     out.culprit = job(silent.front());
-    out.verdict = "rank " + std::to_string(out.culprit) +
-                  " sent no progress report: it is stopped or hung (its connections are still open, so it "
-                  "did not exit)";
+    out.verdict = detail::message(
+        {"rank ", out.culprit,
+         " sent no progress report: it is stopped or hung (its connections are still open, so it "
+         "did not exit)"});
   } else if (silent.empty()) {
     // Everyone is alive: the rank furthest behind skipped or never reached a collective.
     auto lowest = std::min_element(seen.begin(), seen.end(),
@@ -125,8 +128,9 @@ desync_result exchange_progress(Store& store, int rank, int size, const flight_p
         std::count_if(seen.begin(), seen.end(), [&](const auto& s) { return s->seq == (*lowest)->seq; });
     if (behind == 1) {
       out.culprit = job(static_cast<int>(lowest - seen.begin()));
-      out.verdict = "rank " + std::to_string(out.culprit) + " is behind the others (at " +
-                    (*lowest)->describe() + "): it skipped a collective or took another path";
+      out.verdict =
+          detail::message({"rank ", out.culprit, " is behind the others (at ", (*lowest)->describe(),
+                           "): it skipped a collective or took another path"});
     } else {
       out.verdict = "every rank reported and none is behind: the collectives themselves differ";
     }
@@ -134,7 +138,7 @@ desync_result exchange_progress(Store& store, int rank, int size, const flight_p
     std::string list;
     for (int r : silent)
       list += (list.empty() ? "" : ", ") + std::to_string(job(r));
-    out.verdict = "ranks " + list + " sent no progress report: they are stopped or hung";
+    out.verdict = detail::message({"ranks ", list, " sent no progress report: they are stopped or hung"});
   }
   return out;
 }

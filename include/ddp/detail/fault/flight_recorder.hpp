@@ -7,6 +7,7 @@
 #define DDP_DETAIL_FAULT_FLIGHT_RECORDER_HPP
 
 #include <ddp/detail/common/env.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/tensor.hpp>
 
 #include <array>
@@ -63,7 +64,7 @@ struct flight_progress {
   flight_state state = flight_state::queued;
 
   std::string encode() const {
-    return std::to_string(seq) + " " + (kind.empty() ? "-" : kind) + " " + std::string(to_string(state));
+    return detail::message({seq, " ", (kind.empty() ? "-" : kind), " ", to_string(state)});
   }
   static flight_progress decode(std::string_view s) {
     flight_progress p;
@@ -79,7 +80,7 @@ struct flight_progress {
   }
   std::string describe() const {
     if (seq < 0) return "no collective started yet";
-    return kind + " #" + std::to_string(seq) + " (" + std::string(to_string(state)) + ")";
+    return detail::message({kind, " #", seq, " (", to_string(state), ")"});
   }
 };
 
@@ -182,30 +183,41 @@ public:
       note = note_;
       group = group_;
     }
-    std::string j = "{\n  \"rank\": " + std::to_string(rank) +
-                    (group.empty() ? std::string() : ",\n  \"group\": \"" + json_escape(group) + "\"") +
-                    ",\n  \"capacity\": " + std::to_string(capacity) + ",\n  \"note\": \"" +
-                    json_escape(note) + "\",\n  \"entries\": [";
+    std::string j = detail::message(
+        {"{\n  \"rank\": ", rank,
+         (group.empty() ? std::string() : detail::message({",\n  \"group\": \"", json_escape(group), "\""})),
+         ",\n  \"capacity\": ", capacity, ",\n  \"note\": \"", json_escape(note), "\",\n  \"entries\": ["});
     for (std::size_t i = 0; i < entries.size(); ++i) {
       const auto& e = entries[i];
-      j += std::string(i ? "," : "") + "\n    {\"seq\": " + std::to_string(e.seq) + ", \"kind\": \"" +
-           json_escape(e.kind) + "\", \"dtype\": \"" + std::string(to_string(e.dt)) +
-           "\", \"count\": " + std::to_string(e.count) +
-           ", \"bucket\": " + (e.bucket < 0 ? std::string("null") : std::to_string(e.bucket)) +
-           ", \"state\": \"" + std::string(to_string(e.state)) +
-           "\", \"queued_us\": " + std::to_string(e.queued_us) +
-           ", \"started_us\": " + std::to_string(e.started_us) +
-           ", \"finished_us\": " + std::to_string(e.finished_us) + "}";
+      detail::append_message(j, {i ? "," : "",
+                                 "\n    {\"seq\": ",
+                                 e.seq,
+                                 ", \"kind\": \"",
+                                 json_escape(e.kind),
+                                 "\", \"dtype\": \"",
+                                 to_string(e.dt),
+                                 "\", \"count\": ",
+                                 e.count,
+                                 ", \"bucket\": ",
+                                 (e.bucket < 0 ? std::string("null") : std::to_string(e.bucket)),
+                                 ", \"state\": \"",
+                                 to_string(e.state),
+                                 "\", \"queued_us\": ",
+                                 e.queued_us,
+                                 ", \"started_us\": ",
+                                 e.started_us,
+                                 ", \"finished_us\": ",
+                                 e.finished_us,
+                                 "}"});
     }
     j += "\n  ],\n  \"messages\": [";
     const auto msgs = messages();
     for (std::size_t i = 0; i < msgs.size(); ++i) {
       const auto& m = msgs[i];
-      j += std::string(i ? "," : "") + "\n    {\"id\": " + std::to_string(m.id) + ", \"what\": \"" +
-           json_escape(m.what) + "\", \"state\": \"" + std::string(to_string(m.state)) +
-           "\", \"queued_us\": " + std::to_string(m.queued_us) +
-           ", \"started_us\": " + std::to_string(m.started_us) +
-           ", \"finished_us\": " + std::to_string(m.finished_us) + "}";
+      detail::append_message(j,
+                             {i ? "," : "", "\n    {\"id\": ", m.id, ", \"what\": \"", json_escape(m.what),
+                              "\", \"state\": \"", to_string(m.state), "\", \"queued_us\": ", m.queued_us,
+                              ", \"started_us\": ", m.started_us, ", \"finished_us\": ", m.finished_us, "}"});
     }
     j += "\n  ]\n}\n";
     return j;
@@ -227,14 +239,14 @@ public:
       std::lock_guard lock(mu_);
       tag = file_tag_;
     }
-    std::string path = *dir + "/rank_" + std::to_string(rank) + tag + ".json";
+    std::string path = detail::message({*dir, "/rank_", rank, tag, ".json"});
     std::string body = to_json(rank);
     std::FILE* f = std::fopen(path.c_str(), "w");
     bool ok = f && std::fwrite(body.data(), 1, body.size(), f) == body.size();
     if (f) ok = (std::fclose(f) == 0) && ok;
     if (!ok) {
-      std::string line = "[ddp rank " + std::to_string(rank) + "] DDP_FLIGHT_RECORDER: could not write " +
-                         path + " (does the directory exist and is it writable?)\n";
+      std::string line = detail::message({"[ddp rank ", rank, "] DDP_FLIGHT_RECORDER: could not write ", path,
+                                          " (does the directory exist and is it writable?)\n"});
       std::fwrite(line.data(), 1, line.size(), stderr);
       return {};
     }

@@ -6,6 +6,7 @@
 
 #include <ddp/detail/backend/collective_queue.hpp>
 #include <ddp/detail/common/log.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/fault/desync.hpp>
 #include <ddp/detail/gloo/mesh.hpp>
 #include <ddp/error.hpp>
@@ -49,10 +50,10 @@ public:
       auto lost = reported();
       close_all(!lost); // a peer's failure: aborting the segment would name this rank
       if (lost)
-        throw error(
+        detail::throw_error(
             lost->silent ? error_kind::timeout : error_kind::peer_lost,
-            what + " failed: " + lost_news(*lost) +
-                " (this rank heard it from the rendezvous store while it waited, and closed its connections)",
+            {what, " failed: ", lost_news(*lost),
+             " (this rank heard it from the rendezvous store while it waited, and closed its connections)"},
             lost->rank);
       std::rethrow_exception(why);
     }
@@ -63,13 +64,13 @@ public:
       io(what, e.what());
     } catch (const ::gloo::EnforceNotMet& e) {
       close_all(true);
-      throw error(error_kind::backend, what + " failed inside Gloo: " + e.what(), job_rank(rank_));
+      detail::throw_error(error_kind::backend, {what, " failed inside Gloo: ", e.what()}, job_rank(rank_));
     } catch (const ddp::error&) {
       close_all(true);
       throw;
     } catch (const std::exception& e) {
       close_all(true);
-      throw error(error_kind::backend, what + " failed: " + e.what(), job_rank(rank_));
+      detail::throw_error(error_kind::backend, {what, " failed: ", e.what()}, job_rank(rank_));
     }
   }
 
@@ -84,38 +85,38 @@ public:
     // First, without the lost-rank search's wait: a member that left this
     // subgroup on its own error said so before it closed its connections.
     if (auto left = left_peer())
-      throw error(error_kind::peer_lost, what + " failed: " + left->second + ". Gloo: " + gloo_text,
-                  left->first);
+      detail::throw_error(error_kind::peer_lost, {what, " failed: ", left->second, ". Gloo: ", gloo_text},
+                          left->first);
     if (auto lost = find_lost_rank(timed_out)) {
-      queue_.recorder().note("rank " + std::to_string(lost.rank) + " " + lost.reason);
-      throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
-                  what + " failed: rank " + std::to_string(lost.rank) + " " + lost.reason +
-                      ". Gloo: " + gloo_text,
-                  lost.rank);
+      queue_.recorder().note(detail::message({"rank ", lost.rank, " ", lost.reason}));
+      detail::throw_error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
+                          {what, " failed: rank ", lost.rank, " ", lost.reason, ". Gloo: ", gloo_text},
+                          lost.rank);
     }
     if (auto peer = finished_peer())
-      throw error(error_kind::peer_lost,
-                  what + " failed: " + finished_peer_note(*peer, job_rank(rank_)) + ". Gloo: " + gloo_text,
-                  *peer);
+      detail::throw_error(
+          error_kind::peer_lost,
+          {what, " failed: ", finished_peer_note(*peer, job_rank(rank_)), ". Gloo: ", gloo_text}, *peer);
     desync_result d;
     if (store_) {
       d = exchange_progress(*store_, rank_, size_, queue_.recorder().progress(), job_ranks_, group_key_);
-      log_line("rank " + std::to_string(job_rank(rank_)), "desync report: " + d.verdict + d.table);
+      log_line(detail::message({"rank ", job_rank(rank_)}),
+               detail::message({"desync report: ", d.verdict, d.table}));
       queue_.recorder().note(d.verdict + d.table);
     }
-    std::string blame = d.verdict.empty() ? std::string() : " " + d.verdict + ".";
+    std::string blame = d.verdict.empty() ? std::string() : detail::message({" ", d.verdict, "."});
     if (timed_out)
-      throw error(error_kind::timeout,
-                  what + " timed out after " + std::to_string(timeout_.count()) + " ms waiting for a peer." +
-                      blame +
-                      " (A rank stalled, is far behind, or skipped this collective; raise DDP_TIMEOUT if "
-                      "that is expected.) Gloo: " +
-                      gloo_text,
-                  d.culprit);
-    throw error(error_kind::peer_lost,
-                what + " failed: a peer closed its connection (it failed or timed out)." + blame +
-                    " Gloo: " + gloo_text,
-                d.culprit);
+      detail::throw_error(
+          error_kind::timeout,
+          {what, " timed out after ", timeout_.count(), " ms waiting for a peer.", blame,
+           " (A rank stalled, is far behind, or skipped this collective; raise DDP_TIMEOUT if "
+           "that is expected.) Gloo: ",
+           gloo_text},
+          d.culprit);
+    detail::throw_error(error_kind::peer_lost,
+                        {what, " failed: a peer closed its connection (it failed or timed out).", blame,
+                         " Gloo: ", gloo_text},
+                        d.culprit);
   }
 
   /// A mesh that did not form. A peer that died meanwhile refused or dropped
@@ -128,12 +129,11 @@ public:
   [[noreturn]] void mesh(const std::string& what, const std::string& note, const std::exception& gloo) {
     const std::string gloo_said = note + gloo.what();
     if (auto lost = find_lost_rank(false))
-      throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
-                  what + ": rank " + std::to_string(lost.rank) + " " + lost.reason + ". Gloo: " + gloo_said,
-                  lost.rank);
+      detail::throw_error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
+                          {what, ": rank ", lost.rank, " ", lost.reason, ". Gloo: ", gloo_said}, lost.rank);
     const bool timed_out = dynamic_cast<const gloo_mesh_timeout*>(&gloo) != nullptr;
-    throw error(timed_out ? error_kind::timeout : error_kind::backend, what + ": " + gloo_said,
-                job_rank(rank_));
+    detail::throw_error(timed_out ? error_kind::timeout : error_kind::backend, {what, ": ", gloo_said},
+                        job_rank(rank_));
   }
 
 private:

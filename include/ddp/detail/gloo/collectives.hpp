@@ -5,6 +5,7 @@
 #define DDP_DETAIL_GLOO_COLLECTIVES_HPP
 
 #include <ddp/detail/backend/fragment.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/gloo/chain.hpp>
 #include <ddp/detail/gloo/exchange.hpp>
 #include <ddp/detail/gloo/header.hpp>
@@ -220,16 +221,15 @@ public:
     for (std::size_t i = 0; i < w; ++i)
       for (std::size_t j = 0; j < w; ++j)
         if (all[i][j] != all[j][w + i])
-          throw error(error_kind::mismatch,
-                      what + ": rank " + std::to_string(i) + " sends " + std::to_string(all[i][j]) +
-                          " elements to rank " + std::to_string(j) + ", which expects " +
-                          std::to_string(all[j][w + i]) + " from it (send_counts[" + std::to_string(j) +
-                          "] on rank " + std::to_string(i) + " against recv_counts[" + std::to_string(i) +
-                          "] on rank " + std::to_string(j) +
-                          "). Every rank's send_counts[p] must equal rank p's recv_counts for it. This "
-                          "group is unusable now: every later collective throws this error; create a new "
-                          "group.",
-                      static_cast<int>(i));
+          detail::throw_error(
+              error_kind::mismatch,
+              {what, ": rank ", i, " sends ", all[i][j], " elements to rank ", j, ", which expects ",
+               all[j][w + i], " from it (send_counts[", j, "] on rank ", i, " against recv_counts[", i,
+               "] on rank ", j,
+               "). Every rank's send_counts[p] must equal rank p's recv_counts for it. This "
+               "group is unusable now: every later collective throws this error; create a new "
+               "group."},
+              static_cast<int>(i));
     exchange_blocks_v(tag, static_cast<const char*>(in), send_counts, static_cast<char*>(out), recv_counts,
                       dt);
   }
@@ -387,10 +387,11 @@ public:
   /// rank until its timeout; this rank's error says why.
   [[noreturn]] void refuse(collective_kind kind, std::uint32_t tag, const std::string& what, dtype dt,
                            int root, const std::string& why) {
-    const std::string mine = what + ": " + why +
-                             ". Every rank of the group fails this collective (ddp::error(mismatch) naming "
-                             "this rank); nothing moved. This group is unusable now: every later collective "
-                             "throws; create a new group.";
+    const std::string mine =
+        detail::message({what, ": ", why,
+                         ". Every rank of the group fails this collective (ddp::error(mismatch) naming "
+                         "this rank); nothing moved. This group is unusable now: every later collective "
+                         "throws; create a new group."});
     if (size_ > 1) {
       auto h = header(kind, tag, 0, dt);
       h.root = root;
@@ -401,7 +402,7 @@ public:
         if (e.kind() != error_kind::mismatch) throw; // the round itself failed: that error stands
       }
     }
-    throw error(error_kind::mismatch, mine, rank_);
+    detail::throw_error(error_kind::mismatch, {mine}, rank_);
   }
 
   /// The header round alone: no payload.

@@ -11,6 +11,7 @@
 #include <ddp/detail/backend/call_site.hpp>
 #include <ddp/detail/backend/collective_queue.hpp>
 #include <ddp/detail/common/log.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/gloo/blame.hpp>
 #include <ddp/detail/gloo/collectives.hpp>
 #include <ddp/detail/gloo/device.hpp>
@@ -94,7 +95,7 @@ public:
         ctx->connect(prefixed, device, gloo_mesh_keys::per_rank);
       }
     } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
-      blame_.mesh("rank " + std::to_string(job_rank_) + ": Gloo could not connect to its peers", "", e);
+      blame_.mesh(detail::message({"rank ", job_rank_, ": Gloo could not connect to its peers"}), "", e);
     }
     ctx_ = std::move(ctx);
     // A subgroup votes, and maps its segments, under its key prefix (gloo_shm_path::keys).
@@ -221,11 +222,12 @@ public:
   /// operations posted on it). The node's segment is left alone: its waits
   /// read the store themselves, and aborting it would name this rank.
   void fail_for_peer(const lost_rank& lost) {
-    auto why = std::make_exception_ptr(error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
-                                             "rank " + std::to_string(job_rank_) + ": " + lost_news(lost) +
-                                                 "; every collective of this group fails from here on (this "
-                                                 "rank heard it from the rendezvous store)",
-                                             lost.rank));
+    auto why = std::make_exception_ptr(
+        error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
+              detail::message({"rank ", job_rank_, ": ", lost_news(lost),
+                               "; every collective of this group fails from here on (this "
+                               "rank heard it from the rendezvous store)"}),
+              lost.rank));
     {
       std::lock_guard lock(contexts_mu_);
       if (queue_.poisoned()) return; // the group failed already: its error stands
@@ -255,8 +257,8 @@ public:
   /// faster (docs/performance.md, Collectives).
   work all_reduce(void* data, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
-      throw error(error_kind::config, "op::avg needs a floating-point tensor, got " +
-                                          std::string(to_string(dt)) + ": use op::sum and divide yourself");
+      detail::throw_error(error_kind::config, {"op::avg needs a floating-point tensor, got ", to_string(dt),
+                                               ": use op::sum and divide yourself"});
     return submit("all_reduce", n, dt, blocking,
                   [=, this, piece = knobs_.ring_piece_bytes,
                    shm = shm_path_.get() && knobs_.shm_on](std::uint32_t tag, const std::string& what) {
@@ -277,8 +279,7 @@ public:
   /// then multiplies it by `scale`: no packing, and the averaging fused in.
   work all_reduce_fragments(std::vector<fragment> frags, dtype dt, double scale, bool blocking = false) {
     if (!is_floating(dt) && scale != 1.0)
-      throw error(error_kind::config,
-                  "scaling needs a floating-point tensor, got " + std::string(to_string(dt)));
+      detail::throw_error(error_kind::config, {"scaling needs a floating-point tensor, got ", to_string(dt)});
     const std::size_t n = total_count(frags);
     // The piece size as of submission: a later set_ring_piece_bytes() does not
     // reach a collective already queued.
@@ -327,8 +328,7 @@ public:
   /// order. `out` may be this rank's own block of `in`.
   work reduce_scatter(const void* in, void* out, std::size_t n, dtype dt, op o, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
-      throw error(error_kind::config,
-                  "op::avg needs a floating-point tensor, got " + std::string(to_string(dt)));
+      detail::throw_error(error_kind::config, {"op::avg needs a floating-point tensor, got ", to_string(dt)});
     return submit("reduce_scatter", n, dt, blocking,
                   [=, this, shm = one_node_shm()](std::uint32_t tag, const std::string& what) {
                     if (shm) {
@@ -389,8 +389,7 @@ public:
   /// Root's `data` becomes the reduction of every rank's; the others' stays.
   work reduce(void* data, std::size_t n, dtype dt, op o, int root, bool blocking = false) {
     if (o == op::avg && !is_floating(dt))
-      throw error(error_kind::config,
-                  "op::avg needs a floating-point tensor, got " + std::string(to_string(dt)));
+      detail::throw_error(error_kind::config, {"op::avg needs a floating-point tensor, got ", to_string(dt)});
     return submit("reduce", n, dt, blocking, [=, this](std::uint32_t tag, const std::string& what) {
       mesh_.reduce(tag, what, data, n, dt, o, root);
     });
@@ -400,7 +399,7 @@ public:
   /// arguments do not fit it (`why`): its queue slot joins the header round
   /// flagged, so every rank fails at once (gloo_collectives::refuse).
   work refuse(const char* name, dtype dt, int root, std::string why, bool blocking = false) {
-    if (size_ == 1) throw error(error_kind::config, why); // nobody waits: the group goes on
+    if (size_ == 1) detail::throw_error(error_kind::config, {why}); // nobody waits: the group goes on
     const std::string n = name;
     const auto kind = n == "gather"    ? collective_kind::gather
                       : n == "scatter" ? collective_kind::scatter
@@ -432,40 +431,40 @@ private:
 
   work p2p(bool sends, void* data, std::size_t n, dtype dt, int peer, std::int64_t tag, bool blocking) {
     if (peer < 0 || peer >= size_ || peer == rank_)
-      throw error(error_kind::config, std::string(sends ? "send" : "recv") + " on rank " +
-                                          std::to_string(rank_) + ": peer " + std::to_string(peer) +
-                                          " is not another rank of this group" + note_ + " (0.." +
-                                          std::to_string(size_ - 1) + ", not this rank)");
+      detail::throw_error(error_kind::config, {sends ? "send" : "recv", " on rank ", rank_, ": peer ", peer,
+                                               " is not another rank of this group", note_, " (0..",
+                                               size_ - 1, ", not this rank)"});
     if (auto why = queue_.poisoned()) std::rethrow_exception(why);
-    const std::string head = "rank " + std::to_string(rank_) + ": " + (sends ? "send" : "recv");
-    const std::string tail = std::string(sends ? " to" : " from") + " rank " + std::to_string(peer) + " (" +
-                             std::to_string(n) + " x " + std::string(to_string(dt)) + note_ + ")";
-    return lanes_.submit(peer, sends, static_cast<std::int64_t>(n * size_of(dt)), head, tail, timeout_,
-                         blocking, [=, this](std::uint32_t seq, const std::string& what) {
-                           std::shared_ptr<gloo_mesh_context> ctx;
-                           {
-                             std::unique_lock lock(contexts_mu_);
-                             // No context: a collective is failing (close_all), its error on the way to
-                             // fail_lanes.
-                             if (!ctx_) verdict_cv_.wait(lock, [&] { return lanes_.poisoned() != nullptr; });
-                             if (auto why = lanes_.poisoned()) std::rethrow_exception(why);
-                             if (auto why = queue_.poisoned()) std::rethrow_exception(why);
-                             ctx = ctx_;
-                           }
-                           try {
-                             p2p_transfer(ctx, waits_, sends, data, n, dt, peer, tag, seq, timeout_, what);
-                           } catch (const ddp::error&) {
-                             fail_from_lane(std::current_exception());
-                           } catch (const std::exception& e) {
-                             await_verdict();
-                             fail_from_lane(std::make_exception_ptr(error(
-                                 error_kind::timeout,
-                                 what + " failed: " + e.what() + ". Rank " + std::to_string(peer) +
-                                     " did not take its part in time, or failed (its output says why); every "
-                                     "later collective of this group throws",
-                                 peer)));
-                           }
-                         });
+    const std::string head = detail::message({"rank ", rank_, ": ", (sends ? "send" : "recv")});
+    const std::string tail =
+        detail::message({sends ? " to" : " from", " rank ", peer, " (", n, " x ", to_string(dt), note_, ")"});
+    return lanes_.submit(
+        peer, sends, static_cast<std::int64_t>(n * size_of(dt)), head, tail, timeout_, blocking,
+        [=, this](std::uint32_t seq, const std::string& what) {
+          std::shared_ptr<gloo_mesh_context> ctx;
+          {
+            std::unique_lock lock(contexts_mu_);
+            // No context: a collective is failing (close_all), its error on the way to
+            // fail_lanes.
+            if (!ctx_) verdict_cv_.wait(lock, [&] { return lanes_.poisoned() != nullptr; });
+            if (auto why = lanes_.poisoned()) std::rethrow_exception(why);
+            if (auto why = queue_.poisoned()) std::rethrow_exception(why);
+            ctx = ctx_;
+          }
+          try {
+            p2p_transfer(ctx, waits_, sends, data, n, dt, peer, tag, seq, timeout_, what);
+          } catch (const ddp::error&) {
+            fail_from_lane(std::current_exception());
+          } catch (const std::exception& e) {
+            await_verdict();
+            fail_from_lane(std::make_exception_ptr(error(
+                error_kind::timeout,
+                detail::message({what, " failed: ", e.what(), ". Rank ", peer,
+                                 " did not take its part in time, or failed (its output says why); every "
+                                 "later collective of this group throws"}),
+                peer)));
+          }
+        });
   }
 
   /// The group goes while sends or recvs it was given have not ended: a
@@ -481,12 +480,12 @@ private:
       std::string list;
       for (const auto& p : pending)
         list += (list.empty() ? "" : "; ") + p;
-      const std::string why = "rank " + std::to_string(job_rank_) + ": the process group" + note_ +
-                              " was destroyed with " + std::to_string(pending.size()) +
-                              " send/recv pending: " + list +
-                              ". They fail now: wait for every send_async and recv_async (work::wait) "
-                              "before the group goes";
-      log_line("rank " + std::to_string(job_rank_), why);
+      const std::string why =
+          detail::message({"rank ", job_rank_, ": the process group", note_, " was destroyed with ",
+                           pending.size(), " send/recv pending: ", list,
+                           ". They fail now: wait for every send_async and recv_async (work::wait) "
+                           "before the group goes"});
+      log_line(detail::message({"rank ", job_rank_}), why);
       {
         std::lock_guard lock(contexts_mu_);
         lanes_.abort(std::make_exception_ptr(error(error_kind::backend, why, job_rank_)));
@@ -620,12 +619,13 @@ private:
   static int checked_rank(const rendezvous& rv) {
     const auto n = rv.job_ranks.size();
     if ((!rv.key_prefix.empty() || n != 0) && n != static_cast<std::size_t>(rv.topo.world_size))
-      throw error(error_kind::config,
-                  "rank " + std::to_string(rv.topo.rank) + ": the rendezvous of " +
-                      (rv.group_name.empty() ? "group \"" + rv.key_prefix + "\"" : rv.group_name) +
-                      " lists " + std::to_string(n) + " job ranks for " + std::to_string(rv.topo.world_size) +
-                      " members: a group under a key prefix needs one job rank per member "
-                      "(rendezvous::job_ranks, as process_group::new_group and split fill it)");
+      detail::throw_error(
+          error_kind::config,
+          {"rank ", rv.topo.rank, ": the rendezvous of ",
+           (rv.group_name.empty() ? detail::message({"group \"", rv.key_prefix, "\""}) : rv.group_name),
+           " lists ", n, " job ranks for ", rv.topo.world_size,
+           " members: a group under a key prefix needs one job rank per member "
+           "(rendezvous::job_ranks, as process_group::new_group and split fill it)"});
     return rv.topo.rank;
   }
   static int job_rank_of(const rendezvous& rv) {

@@ -4,6 +4,7 @@
 #define DDP_DETAIL_GLOO_DEVICE_HPP
 
 #include <ddp/detail/common/env.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/store/socket.hpp>
 
 #include <gloo/transport/tcp/device.h>
@@ -34,8 +35,8 @@ inline std::string local_address_towards(const std::string& host, int port) {
         0)
       return buf;
   }
-  throw error(error_kind::config, "no local address routes to MASTER_ADDR=" + host +
-                                      ": set GLOO_SOCKET_IFNAME to the interface to use");
+  detail::throw_error(error_kind::config, {"no local address routes to MASTER_ADDR=", host,
+                                           ": set GLOO_SOCKET_IFNAME to the interface to use"});
 }
 
 /// Where this process's Gloo endpoint listens.
@@ -58,17 +59,17 @@ inline std::shared_ptr<::gloo::transport::Device> make_gloo_device(const gloo_en
       auto name = std::string(s.substr(0, comma));
       if (!name.empty()) {
         if (::if_nametoindex(name.c_str()) == 0)
-          throw error(error_kind::config,
-                      "GLOO_SOCKET_IFNAME='" + *names + "' names interface '" + name +
-                          "', which this host does not have (see `ip link`)",
-                      at.rank);
+          detail::throw_error(error_kind::config,
+                              {"GLOO_SOCKET_IFNAME='", *names, "' names interface '", name,
+                               "', which this host does not have (see `ip link`)"},
+                              at.rank);
         list.push_back(name);
       }
       if (comma == std::string_view::npos) break;
       s.remove_prefix(comma + 1);
     }
     if (list.empty())
-      throw error(error_kind::config, "GLOO_SOCKET_IFNAME='" + *names + "' names no interface");
+      detail::throw_error(error_kind::config, {"GLOO_SOCKET_IFNAME='", *names, "' names no interface"});
     attr.iface = list[static_cast<std::size_t>(at.local_rank) % list.size()];
   } else if (!at.master_addr.empty()) {
     attr.hostname = local_address_towards(at.master_addr, at.master_port);
@@ -78,11 +79,11 @@ inline std::shared_ptr<::gloo::transport::Device> make_gloo_device(const gloo_en
   try {
     return ::gloo::transport::tcp::CreateDevice(attr);
   } catch (const std::exception& e) {
-    throw error(error_kind::config,
-                std::string("cannot create the Gloo TCP device (") +
-                    (attr.iface.empty() ? "address " + attr.hostname : "interface " + attr.iface) +
-                    "): " + e.what(),
-                at.rank);
+    detail::throw_error(error_kind::config,
+                        {"cannot create the Gloo TCP device (",
+                         (attr.iface.empty() ? "address " + attr.hostname : "interface " + attr.iface),
+                         "): ", e.what()},
+                        at.rank);
   }
 }
 

@@ -20,6 +20,7 @@
 #define DDP_DETAIL_GLOO_HEADER_HPP
 
 #include <ddp/detail/backend/call_site.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/gloo/deadline.hpp>
 #include <ddp/detail/gloo/slots.hpp>
 #include <ddp/detail/gloo/waits.hpp>
@@ -143,13 +144,13 @@ struct collective_header {
     if (!mine) return;
     for (auto& [r, h] : all)
       if (h.flags & flag_refused)
-        throw error(error_kind::mismatch,
-                    what + ": rank " + std::to_string(r) + " refused its part of " + to_string(h.kind) +
-                        ": its arguments do not fit it (rank " + std::to_string(r) +
-                        "'s error says how: a buffer of the wrong size, or counts per peer that do not "
-                        "add up). Nothing moved. This group is unusable now: every later collective "
-                        "throws; create a new group.",
-                    r);
+        detail::throw_error(error_kind::mismatch,
+                            {what, ": rank ", r, " refused its part of ", to_string(h.kind),
+                             ": its arguments do not fit it (rank ", r,
+                             "'s error says how: a buffer of the wrong size, or counts per peer that do not "
+                             "add up). Nothing moved. This group is unusable now: every later collective "
+                             "throws; create a new group."},
+                            r);
     for (auto& [r, h] : all)
       if (h.non_finite) throw non_finite_error(what, r, h);
     for (auto& [r, h] : all) {
@@ -164,53 +165,51 @@ struct collective_header {
     if (!every_rank_repeats)
       for (auto& [r, h] : all)
         if (h.flags & flag_certain_repeat)
-          throw error(
+          detail::throw_error(
               error_kind::mismatch,
-              what + ": rank " + std::to_string(r) +
-                  " called synchronize() again with no new gradients (it marked every gradient of "
-                  "its last step and none since, and they hold what that synchronize() left), "
-                  "while other ranks are at their next step: rank " +
-                  std::to_string(r) +
-                  " called synchronize() once more than they did. Nothing was reduced. Look at rank " +
-                  std::to_string(r) +
-                  "'s code first. This group is unusable now: every later collective throws; create "
-                  "a new group.",
+              {what, ": rank ", r,
+               " called synchronize() again with no new gradients (it marked every gradient of "
+               "its last step and none since, and they hold what that synchronize() left), "
+               "while other ranks are at their next step: rank ",
+               r, " called synchronize() once more than they did. Nothing was reduced. Look at rank ", r,
+               "'s code first. This group is unusable now: every later collective throws; create "
+               "a new group."},
               r);
     if (every_rank_repeats && mine->call != call_kind::none)
-      throw error(error_kind::config,
-                  what + ": synchronize() was called again on every rank with no new gradients: each rank's "
-                         "gradients still hold what the last synchronize() left, so this one would reduce "
-                         "reduced gradients (reduction::sum would double them). Nothing was reduced. Call "
-                         "synchronize() once per step, after backward (or inside no_sync() to only "
-                         "accumulate). This group is unusable now: every later collective throws; create a "
-                         "new group.");
+      detail::throw_error(
+          error_kind::config,
+          {what, ": synchronize() was called again on every rank with no new gradients: each rank's "
+                 "gradients still hold what the last synchronize() left, so this one would reduce "
+                 "reduced gradients (reduction::sum would double them). Nothing was reduced. Call "
+                 "synchronize() once per step, after backward (or inside no_sync() to only "
+                 "accumulate). This group is unusable now: every later collective throws; create a "
+                 "new group."});
   }
 
   std::string describe() const {
     if (magic != expected_magic) return "something that is not a ddp collective header";
     std::string s = to_string(kind);
     if (call != call_kind::none)
-      s = std::string(to_string(call)) + " (step " + std::to_string(step) + ", bucket " +
-          std::to_string(bucket) + ") " + s;
+      s = detail::message({to_string(call), " (step ", step, ", bucket ", bucket, ") ", s});
     if (kind == collective_kind::barrier) return s;
     if (kind == collective_kind::all_to_all_v) // its counts travel as the round's payload
-      return s + " of " + std::string(ddp::to_string(static_cast<dtype>(dt)));
-    s += " of " + std::to_string(count) + " x " + std::string(ddp::to_string(static_cast<dtype>(dt)));
+      return detail::message({s, " of ", ddp::to_string(static_cast<dtype>(dt))});
+    detail::append_message(s, {" of ", count, " x ", ddp::to_string(static_cast<dtype>(dt))});
     if (kind == collective_kind::all_reduce || kind == collective_kind::reduce_scatter ||
         kind == collective_kind::reduce)
-      s += " (op " + std::string(ddp::to_string(static_cast<op>(reduce))) + ")";
+      detail::append_message(s, {" (op ", ddp::to_string(static_cast<op>(reduce)), ")"});
     if (kind == collective_kind::broadcast || kind == collective_kind::scatter)
-      s += " from root " + std::to_string(root);
+      detail::append_message(s, {" from root ", root});
     if (kind == collective_kind::gather || kind == collective_kind::reduce)
-      s += " to root " + std::to_string(root);
+      detail::append_message(s, {" to root ", root});
     if (kind == collective_kind::all_reduce && in_place)
-      s += " in place in ddp::shm_array " + std::to_string(root) + " at byte " + std::to_string(shm_shape) +
-           " (every rank must pass the same part of its own shm array)";
+      detail::append_message(s, {" in place in ddp::shm_array ", root, " at byte ", shm_shape,
+                                 " (every rank must pass the same part of its own shm array)"});
     else if (kind == collective_kind::all_reduce && shm_shape)
-      s += " (shm step " + std::to_string(shm_shape) + " B)";
+      detail::append_message(s, {" (shm step ", shm_shape, " B)"});
     else if ((kind == collective_kind::reduce_scatter || kind == collective_kind::all_gather) && shm_shape)
       s += " (through the node's shared memory)";
-    if (piece) s += " (piece " + std::to_string(piece) + " B)";
+    if (piece) detail::append_message(s, {" (piece ", piece, " B)"});
     return s;
   }
 
@@ -235,12 +234,13 @@ struct collective_header {
   error mismatch(const std::string& what, int rank, int peer, const collective_header& theirs) const {
     return error(
         error_kind::mismatch,
-        what + ": ranks called different collectives: this rank (" + std::to_string(rank) + ") called " +
-            describe() + ", rank " + std::to_string(peer) + " called " + theirs.describe() +
-            ". Every rank must call the same collectives in the same order with the same counts, "
-            "dtypes, ops and roots." +
-            hint_against(theirs) +
-            " This group is unusable now: every later collective throws this error; create a new group.",
+        detail::message(
+            {what, ": ranks called different collectives: this rank (", rank, ") called ", describe(),
+             ", rank ", peer, " called ", theirs.describe(),
+             ". Every rank must call the same collectives in the same order with the same counts, "
+             "dtypes, ops and roots.",
+             hint_against(theirs),
+             " This group is unusable now: every later collective throws this error; create a new group."}),
         peer);
   }
 
@@ -264,33 +264,46 @@ struct collective_header {
     const auto gap = ahead ? theirs - most : most - theirs;
     const auto call = all.front().second.call;
     return error(error_kind::mismatch,
-                 what + ": the ranks are at different steps of " + to_string(call) + ": rank " +
-                     std::to_string(culprit) + " is at step " + std::to_string(theirs) + ", " +
-                     (count > 1 ? std::to_string(count) + " ranks" : std::string("the other")) + " at step " +
-                     std::to_string(most) + ". Rank " + std::to_string(culprit) + " counted " +
-                     std::to_string(gap) + " synchronize() call(s) " + (ahead ? "more" : "fewer") +
-                     ": no_sync() entered, or synchronize() called, on some ranks only, or a different "
-                     "number of times. Every rank must enter no_sync() and call synchronize() for the same "
-                     "steps; look at rank " +
-                     std::to_string(culprit) +
-                     "'s code first. This group is unusable now: every later collective throws this error; "
-                     "create a new group.",
+                 detail::message(
+                     {what,
+                      ": the ranks are at different steps of ",
+                      to_string(call),
+                      ": rank ",
+                      culprit,
+                      " is at step ",
+                      theirs,
+                      ", ",
+                      (count > 1 ? detail::message({count, " ranks"}) : std::string("the other")),
+                      " at step ",
+                      most,
+                      ". Rank ",
+                      culprit,
+                      " counted ",
+                      gap,
+                      " synchronize() call(s) ",
+                      (ahead ? "more" : "fewer"),
+                      ": no_sync() entered, or synchronize() called, on some ranks only, or a different "
+                      "number of times. Every rank must enter no_sync() and call synchronize() for the same "
+                      "steps; look at rank ",
+                      culprit,
+                      "'s code first. This group is unusable now: every later collective throws this error; "
+                      "create a new group."}),
                  culprit);
   }
 
   /// A rank found NaN or Inf in its gradients (ddp_options::check_finite).
   static error non_finite_error(const std::string& what, int culprit, const collective_header& h) {
-    std::string name = "#" + std::to_string(h.non_finite - 1);
+    std::string name = detail::message({"#", h.non_finite - 1});
     if (current_call.parameter_name)
-      name = "'" + current_call.parameter_name(current_call.names, h.non_finite - 1) + "'";
-    return error(error_kind::data,
-                 what + ": rank " + std::to_string(culprit) + "'s gradient of parameter " + name +
-                     " holds a NaN or Inf at step " + std::to_string(h.step) +
-                     ", found before its reduction (ddp_options::check_finite): rank " +
-                     std::to_string(culprit) + " produced it, and no rank reduced it. Look at rank " +
-                     std::to_string(culprit) +
-                     "'s loss and inputs of that step. This group is unusable now; create a new group.",
-                 culprit);
+      name = detail::message({"'", current_call.parameter_name(current_call.names, h.non_finite - 1), "'"});
+    return error(
+        error_kind::data,
+        detail::message({what, ": rank ", culprit, "'s gradient of parameter ", name,
+                         " holds a NaN or Inf at step ", h.step,
+                         ", found before its reduction (ddp_options::check_finite): rank ", culprit,
+                         " produced it, and no rank reduced it. Look at rank ", culprit,
+                         "'s loss and inputs of that step. This group is unusable now; create a new group."}),
+        culprit);
   }
 };
 using ranked_header = collective_header::ranked;
@@ -336,7 +349,7 @@ public:
       if (p == r) continue;
       auto [data, bytes] = payload_for(p);
       if (bytes > inline_cap(w))
-        throw error(error_kind::backend, what + ": internal error: inline payload over the cap");
+        detail::throw_error(error_kind::backend, {what, ": internal error: inline payload over the cap"});
       char* dst = send_.data() + at(p);
       std::memcpy(dst, &mine, sizeof mine);
       if (bytes) std::memcpy(dst + sizeof mine, data, bytes);

@@ -4,6 +4,7 @@
 #ifndef DDP_DETAIL_GLOO_KNOBS_HPP
 #define DDP_DETAIL_GLOO_KNOBS_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/gloo/ring.hpp>
 #include <ddp/error.hpp>
 
@@ -22,9 +23,9 @@ struct gloo_knobs {
   /// gloo_communicator::set_ring_piece_bytes, checked for `rank`.
   void set_ring_piece_bytes(int rank, std::size_t bytes) {
     if (bytes == 0 || bytes > max_piece_bytes)
-      throw error(error_kind::config, "rank " + std::to_string(rank) + ": set_ring_piece_bytes(" +
-                                          std::to_string(bytes) + "): the piece size must be 1 B to " +
-                                          std::to_string(max_piece_bytes) + " B (1 GiB)");
+      detail::throw_error(error_kind::config,
+                          {"rank ", rank, ": set_ring_piece_bytes(", bytes,
+                           "): the piece size must be 1 B to ", max_piece_bytes, " B (1 GiB)"});
     ring_piece_bytes = bytes;
   }
 

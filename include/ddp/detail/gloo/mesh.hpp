@@ -21,6 +21,7 @@
 #define DDP_DETAIL_GLOO_MESH_HPP
 
 #include <ddp/detail/common/env.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/fault/connect_interrupt.hpp>
 #include <ddp/detail/gloo/batch_store.hpp>
 #include <ddp/detail/gloo/loop_ticker.hpp>
@@ -50,7 +51,7 @@ DDP_BEGIN_NAMESPACE
 namespace detail {
 
 /// The store key under which rank `from` publishes its pair's address for `to`.
-inline std::string gloo_mesh_key(int from, int to) { return std::to_string(from) + "/" + std::to_string(to); }
+inline std::string gloo_mesh_key(int from, int to) { return detail::message({from, "/", to}); }
 
 /// The IP part of a socket address: its family, address bytes and port (in
 /// network byte order); an empty address for other families.
@@ -258,10 +259,10 @@ private:
       return gloo_pair_dials(mine[static_cast<std::size_t>(peer)], address[static_cast<std::size_t>(peer)]);
     };
     auto failed = [&](int peer, const std::string& what) {
-      return std::string(dials(peer) ? "connecting to" : "waiting for a connection from") + " rank " +
-             std::to_string(peer) + " (its pair at " +
-             gloo_address_text(address[static_cast<std::size_t>(peer)]) + ", this rank's at " +
-             gloo_address_text(mine[static_cast<std::size_t>(peer)]) + "): " + what;
+      return detail::message({dials(peer) ? "connecting to" : "waiting for a connection from", " rank ", peer,
+                              " (its pair at ", gloo_address_text(address[static_cast<std::size_t>(peer)]),
+                              ", this rank's at ", gloo_address_text(mine[static_cast<std::size_t>(peer)]),
+                              "): ", what});
     };
     // The error once the news came: the lost rank's pair (this rank's own
     // failure after the news, if any, goes with it).
@@ -304,8 +305,9 @@ private:
           lock.lock();
         }
         if (progress.failed_all)
-          throw stopped(failed(peer, "stopped: " + progress.news->why + ", and no connection formed in the " +
-                                         std::to_string(grace().count()) + " ms after"));
+          throw stopped(failed(
+              peer, detail::message({"stopped: ", progress.news->why, ", and no connection formed in the ",
+                                     grace().count(), " ms after"})));
         if (progress.news) {
           // The waits for the other peers go on, so that a living peer still
           // dialing this rank does not find its listener closed (see connect).
@@ -455,8 +457,8 @@ private:
       auto list = store.get(std::to_string(peer));
       const std::size_t entry = list.size() / static_cast<std::size_t>(size - 1);
       if (entry == 0 || entry * static_cast<std::size_t>(size - 1) != list.size())
-        throw std::runtime_error("rank " + std::to_string(peer) + "'s list of pair addresses has " +
-                                 std::to_string(list.size()) + " bytes, not one entry per peer");
+        throw std::runtime_error(detail::message({"rank ", peer, "'s list of pair addresses has ",
+                                                  list.size(), " bytes, not one entry per peer"}));
       const std::size_t slot =
           static_cast<std::size_t>(rank < peer ? rank : rank - 1); // peers skip themselves
       at[static_cast<std::size_t>(peer)].assign(list.begin() + static_cast<std::ptrdiff_t>(slot * entry),

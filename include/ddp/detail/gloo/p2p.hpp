@@ -13,6 +13,7 @@
 #define DDP_DETAIL_GLOO_P2P_HPP
 
 #include <ddp/detail/backend/ordered_queue.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/common/trace.hpp>
 #include <ddp/detail/fault/flight_recorder.hpp>
 #include <ddp/detail/gloo/deadline.hpp>
@@ -54,9 +55,8 @@ struct p2p_header {
   /// As its rank called it, with rank `other`.
   std::string describe(int other) const {
     if (magic != expected_magic) return "something that is not a ddp send/recv header";
-    return std::string(sends ? "send to rank " : "recv from rank ") + std::to_string(other) + " of " +
-           std::to_string(count) + " x " + std::string(ddp::to_string(static_cast<dtype>(dt))) + " (tag " +
-           std::to_string(tag) + ")";
+    return detail::message({sends ? "send to rank " : "recv from rank ", other, " of ", count, " x ",
+                            ddp::to_string(static_cast<dtype>(dt)), " (tag ", tag, ")"});
   }
 };
 static_assert(sizeof(p2p_header) == 24, "p2p_header is sent as raw bytes: keep it padding-free");
@@ -103,16 +103,31 @@ inline void p2p_transfer(const std::shared_ptr<::gloo::Context>& ctx, gloo_waits
   const bool agree = theirs.magic == p2p_header::expected_magic && theirs.sends != mine.sends &&
                      theirs.dt == mine.dt && theirs.tag == mine.tag && theirs.count == mine.count;
   if (!agree)
-    throw error(error_kind::mismatch,
-                what + ": rank " + std::to_string(r) + " and rank " + std::to_string(peer) +
-                    " disagree on message #" + std::to_string(seq) + " from rank " +
-                    std::to_string(sends ? r : peer) + " to rank " + std::to_string(sends ? peer : r) +
-                    ": this rank (" + std::to_string(r) + ") called " + mine.describe(peer) + ", rank " +
-                    std::to_string(peer) + " called " + theirs.describe(r) +
-                    ". The k-th send of a rank to a peer meets the peer's k-th recv from that rank: they "
-                    "must agree on count, dtype and tag. This group is unusable now: every later "
-                    "collective throws; create a new group.",
-                peer);
+    detail::throw_error(
+        error_kind::mismatch,
+        {what,
+         ": rank ",
+         r,
+         " and rank ",
+         peer,
+         " disagree on message #",
+         seq,
+         " from rank ",
+         sends ? r : peer,
+         " to rank ",
+         sends ? peer : r,
+         ": this rank (",
+         r,
+         ") called ",
+         mine.describe(peer),
+         ", rank ",
+         peer,
+         " called ",
+         theirs.describe(r),
+         ". The k-th send of a rank to a peer meets the peer's k-th recv from that rank: they "
+         "must agree on count, dtype and tag. This group is unusable now: every later "
+         "collective throws; create a new group."},
+        peer);
   if (n == 0) return;
   if (small) {
     if (!sends) std::memcpy(data, in_buf.data() + sizeof theirs, bytes);
@@ -161,7 +176,7 @@ public:
       }
       q = l.queue.get();
       seq = l.next++;
-      what = head + " #" + std::to_string(seq) + tail;
+      what = detail::message({head, " #", seq, tail});
       l.pending.emplace(seq, what);
     }
     const std::uint64_t id = recorder_ ? recorder_->message_queued(what) : 0;

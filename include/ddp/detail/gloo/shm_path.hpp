@@ -10,6 +10,7 @@
 #include <ddp/detail/backend/fragment.hpp>
 #include <ddp/detail/common/env.hpp>
 #include <ddp/detail/common/log.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/gloo/blame.hpp>
 #include <ddp/detail/gloo/device.hpp>
 #include <ddp/detail/gloo/header.hpp>
@@ -96,16 +97,17 @@ public:
     store_->wait({keys_ + "decision"}, timeout_);
     const bool on = store_->get(keys_ + "decision") == "on";
     if (!on && !rv.key_prefix.empty() && debug() >= debug_level::info && size_ > 1)
-      log_line("rank " + std::to_string(job_rank(rank_)),
-               rv.group_name + " reduces over TCP, not the node's shared memory: " +
-                   (!fits
-                        ? "its layout is not whole nodes (this node holds " + std::to_string(L) + " of its " +
-                              std::to_string(size_) + " members, this one its local rank " +
-                              std::to_string(t.local_rank) + " on its node " + std::to_string(t.node_rank) +
-                              "; the path needs as many members on every node, more than one, each node's a "
-                              "contiguous run of its ranks)"
-                        : std::string(want ? "another member voted against it (its own line says why)"
-                                           : "DDP_SHM=0")));
+      log_line(
+          detail::message({"rank ", job_rank(rank_)}),
+          detail::message(
+              {rv.group_name, " reduces over TCP, not the node's shared memory: ",
+               (!fits ? detail::message(
+                            {"its layout is not whole nodes (this node holds ", L, " of its ", size_,
+                             " members, this one its local rank ", t.local_rank, " on its node ", t.node_rank,
+                             "; the path needs as many members on every node, more than one, each node's a "
+                             "contiguous run of its ranks)"})
+                      : std::string(want ? "another member voted against it (its own line says why)"
+                                         : "DDP_SHM=0"))}));
     return on;
   }
 
@@ -127,7 +129,7 @@ public:
     // The segment names its ranks as the job does: the store's finished and
     // lost keys, which its waits read, are by job rank.
     const shm_setup a{.token = rv.token,
-                      .store_where = rv.topo.master_addr + ":" + std::to_string(rv.topo.store_port),
+                      .store_where = detail::message({rv.topo.master_addr, ":", rv.topo.store_port}),
                       .rank = job_rank(rank_),
                       .world_size = size_,
                       .node_rank = t.node_rank,
@@ -142,20 +144,20 @@ public:
     if (!seg) {
       // Every rank got the same outcome: all stay on TCP, or all throw.
       if (failed.kind == error_kind::mismatch)
-        throw error(error_kind::mismatch,
-                    "rank " + std::to_string(job_rank(rank_)) +
-                        ": setting up the node's shared-memory segment: rank " + std::to_string(failed.rank) +
-                        " " + failed.message,
-                    failed.rank);
+        detail::throw_error(error_kind::mismatch,
+                            {"rank ", job_rank(rank_), ": setting up the node's shared-memory segment: rank ",
+                             failed.rank, " ", failed.message},
+                            failed.rank);
       if (rank_ == 0) // one warning for the group, not one per rank
         log_line(
-            "rank " + std::to_string(job_rank(0)),
-            "warning: the shared-memory all-reduce is off, every rank" +
-                (rv.group_name.empty() ? std::string() : " of " + rv.group_name) +
-                " reduces over TCP (slower): rank " + std::to_string(failed.rank) + " " + failed.message +
-                ". Enlarge /dev/shm (each node needs (LOCAL_WORLD_SIZE + 1) x DDP_SHM_AREA_BYTES, "
-                "default 512 KiB on one node, 4 MiB across nodes, plus a page) or lower DDP_SHM_AREA_BYTES; "
-                "DDP_SHM=0 silences this.");
+            detail::message({"rank ", job_rank(0)}),
+            detail::message(
+                {"warning: the shared-memory all-reduce is off, every rank",
+                 (rv.group_name.empty() ? std::string() : " of " + rv.group_name),
+                 " reduces over TCP (slower): rank ", failed.rank, " ", failed.message,
+                 ". Enlarge /dev/shm (each node needs (LOCAL_WORLD_SIZE + 1) x DDP_SHM_AREA_BYTES, "
+                 "default 512 KiB on one node, 4 MiB across nodes, plus a page) or lower DDP_SHM_AREA_BYTES; "
+                 "DDP_SHM=0 silences this."}));
       return leaders;
     }
     nnodes_ = size_ / t.local_world_size;
@@ -170,8 +172,8 @@ public:
       try {
         ctx->connect(adapter, device, gloo_mesh_keys::per_pair, rv.interrupt.get(), leaders_job_ranks);
       } catch (const ddp::error&) { throw; } catch (const std::exception& e) {
-        blame.mesh("rank " + std::to_string(job_rank(rank_)) + ", leader of node " +
-                       std::to_string(t.node_rank) + ": Gloo could not connect to the other nodes' leaders",
+        blame.mesh(detail::message({"rank ", job_rank(rank_), ", leader of node ", t.node_rank,
+                                    ": Gloo could not connect to the other nodes' leaders"}),
                    "(Gloo's \"rank N\" is node N's leader; the store's ranks are global) ", e);
       }
       leaders = std::move(ctx);
@@ -278,14 +280,13 @@ public:
   /// Not a template: `dt` and `elem_size` are all it needs of the element type.
   template <class InQueue>
   shm_memory make_array(std::size_t n, dtype dt, std::size_t elem_size, InQueue&& in_queue) {
-    const std::string what =
-        "make_shm_array<" + std::string(ddp::to_string(dt)) + ">(" + std::to_string(n) + ")";
+    const std::string what = detail::message({"make_shm_array<", ddp::to_string(dt), ">(", n, ")"});
     const std::size_t L = shm_ ? static_cast<std::size_t>(shm_->segment().local_size()) : 1;
     // Every local rank's area in one mapping, whose size must fit size_t and off_t.
     if (n > (std::size_t{1} << 60) / elem_size / L)
-      throw error(error_kind::config, "rank " + std::to_string(job_rank(rank_)) + ": " + what +
-                                          ": too many elements for one node's shared memory (" +
-                                          std::to_string(L) + " local ranks); make several smaller arrays");
+      detail::throw_error(error_kind::config, {"rank ", job_rank(rank_), ": ", what,
+                                               ": too many elements for one node's shared memory (", L,
+                                               " local ranks); make several smaller arrays"});
     const std::size_t bytes = std::max<std::size_t>(n * elem_size, 1);
     std::shared_ptr<shm_segment> shared;
     if (shm_ && nnodes_ == 1) {
@@ -310,9 +311,8 @@ public:
     try {
       return private_shm_memory(bytes);
     } catch (const std::bad_alloc&) {
-      throw error(error_kind::config, "rank " + std::to_string(job_rank(rank_)) + ": " + what +
-                                          ": cannot allocate " + std::to_string(bytes) +
-                                          " B of private memory");
+      detail::throw_error(error_kind::config, {"rank ", job_rank(rank_), ": ", what, ": cannot allocate ",
+                                               bytes, " B of private memory"});
     }
   }
 
@@ -332,9 +332,9 @@ private:
     // than 64 B get segments of different sizes, which is how they are caught.
     a.area_bytes = (bytes + 63) / 64 * 64;
     a.size_mismatch_hint =
-        "the node's ranks asked for different sizes (" + what +
-        " here): call make_shm_array with the same element count and type on every rank, in "
-        "the same order.";
+        detail::message({"the node's ranks asked for different sizes (", what,
+                         " here): call make_shm_array with the same element count and type on every rank, in "
+                         "the same order."});
     shm_setup_failure failed;
     std::unique_ptr<shm_segment> seg;
     try {
@@ -342,14 +342,13 @@ private:
     } catch (const error& e) {
       // A rank that failed: its name and reason are the whole story.
       if (e.kind() == error_kind::peer_lost)
-        throw error(e.kind(), what + " failed: " + std::string(e.message()), e.rank());
-      const std::string text = what +
-                               " is collective: every rank of the group calls it, in the same order. " +
-                               std::string(e.message());
+        detail::throw_error(e.kind(), {what, " failed: ", e.message()}, e.rank());
+      const std::string text = detail::message(
+          {what, " is collective: every rank of the group calls it, in the same order. ", e.message()});
       // A rank that skipped the call, or is far behind: the lost-rank search
       // and the desync report name it, as for a collective that timed out.
       if (e.kind() == error_kind::timeout) fail_io_(what, "Timed out: " + text);
-      throw error(e.kind(), text, e.rank());
+      detail::throw_error(e.kind(), {text}, e.rank());
     }
     if (seg) {
       std::shared_ptr<shm_segment> shared(std::move(seg));
@@ -357,21 +356,20 @@ private:
       return shared;
     }
     if (failed.kind == error_kind::mismatch) {
-      mismatch =
-          std::make_exception_ptr(error(error_kind::mismatch,
-                                        "rank " + std::to_string(job_rank(rank_)) + ": " + what + ": rank " +
-                                            std::to_string(failed.rank) + " " + failed.message,
-                                        failed.rank));
+      mismatch = std::make_exception_ptr(error(error_kind::mismatch,
+                                               detail::message({"rank ", job_rank(rank_), ": ", what,
+                                                                ": rank ", failed.rank, " ", failed.message}),
+                                               failed.rank));
       return nullptr;
     }
     if (rank_ == 0)
-      log_line("rank " + std::to_string(job_rank(0)),
-               "warning: " + what +
-                   " got private memory on every rank, so all-reduces of it copy "
-                   "through the node's segment as usual (slower): rank " +
-                   std::to_string(failed.rank) + " " + failed.message +
-                   ". If /dev/shm is full, enlarge it: each node needs LOCAL_WORLD_SIZE x the "
-                   "array's bytes (docker run --shm-size=...).");
+      log_line(detail::message({"rank ", job_rank(0)}),
+               detail::message({"warning: ", what,
+                                " got private memory on every rank, so all-reduces of it copy "
+                                "through the node's segment as usual (slower): rank ",
+                                failed.rank, " ", failed.message,
+                                ". If /dev/shm is full, enlarge it: each node needs LOCAL_WORLD_SIZE x the "
+                                "array's bytes (docker run --shm-size=...)."}));
     return nullptr;
   }
 

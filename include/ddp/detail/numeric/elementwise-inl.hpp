@@ -4,6 +4,7 @@
 #ifndef DDP_DETAIL_NUMERIC_ELEMENTWISE_INL_HPP
 #define DDP_DETAIL_NUMERIC_ELEMENTWISE_INL_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/numeric/elementwise.hpp>
 
 DDP_BEGIN_NAMESPACE
@@ -30,8 +31,7 @@ DDP_INLINE void sum_scaled(void* out, const void* a, const void* b, std::size_t 
   case dtype::f16: return sum_scaled_kernel<f16_codec>(out, a, b, n, factor);
   case dtype::bf16: return sum_scaled_kernel<bf16_codec>(out, a, b, n, factor);
   default:
-    throw error(error_kind::config,
-                "scaling needs a floating-point tensor, got " + std::string(to_string(d)));
+    detail::throw_error(error_kind::config, {"scaling needs a floating-point tensor, got ", to_string(d)});
   }
 }
 
@@ -42,8 +42,8 @@ DDP_INLINE void scale_in_place(void* data, std::size_t n, dtype d, double factor
   case dtype::f16: return scale_kernel<f16_codec>(data, n, static_cast<float>(factor));
   case dtype::bf16: return scale_kernel<bf16_codec>(data, n, static_cast<float>(factor));
   default:
-    throw error(error_kind::config, "op::avg needs a floating-point tensor, got " +
-                                        std::string(to_string(d)) + ": use op::sum and divide yourself");
+    detail::throw_error(error_kind::config, {"op::avg needs a floating-point tensor, got ", to_string(d),
+                                             ": use op::sum and divide yourself"});
   }
 }
 
@@ -57,7 +57,7 @@ DDP_INLINE void copy_scaled(void* dst, dtype to, const void* src, dtype from, st
   case dtype::f64: return convert_from<plain_codec<double>>(dst, to, src, n, factor);
   case dtype::f16: return convert_from<f16_codec>(dst, to, src, n, factor);
   case dtype::bf16: return convert_from<bf16_codec>(dst, to, src, n, factor);
-  default: throw error(error_kind::config, "cannot convert from " + std::string(to_string(from)));
+  default: detail::throw_error(error_kind::config, {"cannot convert from ", to_string(from)});
   }
 }
 

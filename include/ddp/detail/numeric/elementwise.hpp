@@ -5,6 +5,7 @@
 #define DDP_DETAIL_NUMERIC_ELEMENTWISE_HPP
 
 #include <ddp/detail/common/linkage.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/numeric/half.hpp>
 #include <ddp/op.hpp>
 #include <ddp/tensor.hpp>
@@ -129,7 +130,7 @@ template <class From> void convert_from(void* dst, dtype to, const void* src, st
   case dtype::f64: return convert_kernel<plain_codec<double>, From>(dst, src, n, factor);
   case dtype::f16: return convert_kernel<f16_codec, From>(dst, src, n, factor);
   case dtype::bf16: return convert_kernel<bf16_codec, From>(dst, src, n, factor);
-  default: throw error(error_kind::config, "cannot convert to " + std::string(to_string(to)));
+  default: detail::throw_error(error_kind::config, {"cannot convert to ", to_string(to)});
   }
 }
 

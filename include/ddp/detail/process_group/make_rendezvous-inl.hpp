@@ -7,6 +7,7 @@
 #include <ddp/detail/common/env.hpp>
 #include <ddp/detail/common/failure_note.hpp>
 #include <ddp/detail/common/log.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/common/open_files.hpp>
 #include <ddp/detail/common/uncaught_error.hpp>
 #include <ddp/detail/process_group/make_rendezvous.hpp>
@@ -31,7 +32,7 @@ namespace detail {
 DDP_INLINE void report_own_failure(tcp_store& store, int rank, std::string_view why) noexcept {
   try {
     std::string reason(why);
-    const std::string self = "rank " + std::to_string(rank) + ": ";
+    const std::string self = detail::message({"rank ", rank, ": "});
     if (reason.starts_with(self)) reason.erase(0, self.size());
     note_failure_for_launcher(rank, reason);
     store.report_failure(reason);
@@ -46,12 +47,12 @@ inline std::string token_or_env(const std::string& token) {
 inline void parse_host_port(std::string_view hp, std::string_view method, std::string& host, int& port) {
   auto colon = hp.rfind(':');
   if (colon == std::string_view::npos || colon == 0)
-    throw error(error_kind::config, "init_method '" + std::string(method) + "' must be tcp://host:port");
+    detail::throw_error(error_kind::config, {"init_method '", method, "' must be tcp://host:port"});
   host = std::string(hp.substr(0, colon));
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   auto p = parse_int(hp.substr(colon + 1));
   if (!p || *p < 1 || *p > 65535)
-    throw error(error_kind::config, "init_method '" + std::string(method) + "': port is not in 1..65535");
+    detail::throw_error(error_kind::config, {"init_method '", method, "': port is not in 1..65535"});
   port = static_cast<int>(*p);
 }
 
@@ -65,11 +66,11 @@ inline std::shared_ptr<tcp_store> make_store(const tcp_store_options& so, const 
     std::string_view what = e.what();
     what.remove_prefix(std::min(what.size(), what.find(": ") + 2)); // "ddp <kind> error: "
     what = what.substr(0, what.find(" (another job"));              // its MASTER_PORT advice
-    throw error(e.kind(),
-                std::string(what) + ". ddp's rendezvous store uses " + origin +
-                    ": that port must be free on the master node and reachable from every node; "
-                    "set DDP_STORE_PORT (the same on every node) to choose another",
-                e.rank());
+    detail::throw_error(e.kind(),
+                        {what, ". ddp's rendezvous store uses ", origin,
+                         ": that port must be free on the master node and reachable from every node; "
+                         "set DDP_STORE_PORT (the same on every node) to choose another"},
+                        e.rank());
   }
 }
 
@@ -94,7 +95,7 @@ inline void report_failure_before_store(tcp_store_options so, const error& e) no
     so.timeout = std::min(so.timeout, report_before_store_patience);
     so.linger.reset();
     tcp_store store(so);
-    if (store.add("ddp/rank/" + std::to_string(so.rank), 1) == 1)
+    if (store.add(detail::message({"ddp/rank/", so.rank}), 1) == 1)
       report_own_failure(store, so.rank, e.message());
   } catch (...) {}
 }
@@ -109,8 +110,8 @@ inline void ensure_rank_open_files(const ddp::topology& t, long backend_files, b
   need.store_client = uses_store ? 3 : 0; // its own, the failure watch's, one to report a failure
   need.store_server = serves_store ? store_server_open_files(t.world_size) : 0;
   if (serves_store) need.spare += store_fd_reserve_max; // or the server pauses its accepts
-  ensure_open_files(need, "rank " + std::to_string(t.rank),
-                    "a job of " + std::to_string(t.world_size) + " rank" + (t.world_size == 1 ? "" : "s"));
+  ensure_open_files(need, detail::message({"rank ", t.rank}),
+                    detail::message({"a job of ", t.world_size, " rank", (t.world_size == 1 ? "" : "s")}));
 }
 
 /// One line on stderr, once per process, when the job is one process only because no
@@ -135,27 +136,28 @@ DDP_INLINE ddp::rendezvous make_rendezvous(const init_options& o,
   ddp::rendezvous rv;
   rv.topo = topology::from_env();
   if (o.world_size == 0 || o.world_size < -1)
-    throw error(error_kind::config,
-                "init_options::world_size=" + std::to_string(o.world_size) + " must be >= 1");
+    detail::throw_error(error_kind::config, {"init_options::world_size=", o.world_size, " must be >= 1"});
   if (o.world_size > 0) rv.topo.world_size = o.world_size;
   if (o.rank >= 0) rv.topo.rank = o.rank;
   install_uncaught_error_handler(rv.topo.rank);
   say_single_process(rv.topo, o);
   if (o.rank < -1 || rv.topo.rank >= rv.topo.world_size)
-    throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) + " is not below world size " +
-                                        std::to_string(rv.topo.world_size));
+    detail::throw_error(error_kind::config,
+                        {"rank ", rv.topo.rank, " is not below world size ", rv.topo.world_size});
   if (rv.topo.local_world_size > rv.topo.world_size) {
     rv.topo.local_world_size = rv.topo.world_size;
     rv.topo.local_rank = rv.topo.rank;
   }
-  if (o.timeout.count() <= 0) throw error(error_kind::config, "init_options::timeout must be positive");
+  if (o.timeout.count() <= 0)
+    detail::throw_error(error_kind::config, {"init_options::timeout must be positive"});
   rv.timeout = o.timeout;
   rv.token = token_or_env(o.token);
 
   std::string_view m = o.init_method;
   if (m.starts_with("file://")) {
     rv.file_path = std::string(m.substr(7));
-    if (rv.file_path.empty()) throw error(error_kind::config, "init_method 'file://' needs a directory path");
+    if (rv.file_path.empty())
+      detail::throw_error(error_kind::config, {"init_method 'file://' needs a directory path"});
     ensure_rank_open_files(rv.topo, backend_files ? backend_files(rv.topo) : 0, false, false);
     return rv;
   }
@@ -169,17 +171,18 @@ DDP_INLINE ddp::rendezvous make_rendezvous(const init_options& o,
     host = rv.topo.master_addr;
     port = rv.topo.store_port; // MASTER_PORT, or beside it under torch's elastic agent (see topology)
     if (rv.topo.world_size > 1 && host.empty())
-      throw error(error_kind::config,
-                  "env:// needs MASTER_ADDR (rank " + std::to_string(rv.topo.rank) + " of " +
-                      std::to_string(rv.topo.world_size) +
-                      "): launch with ddprun/torchrun, or export MASTER_ADDR and MASTER_PORT");
+      detail::throw_error(error_kind::config,
+                          {"env:// needs MASTER_ADDR (rank ", rv.topo.rank, " of ", rv.topo.world_size,
+                           "): launch with ddprun/torchrun, or export MASTER_ADDR and MASTER_PORT"});
     if (rv.topo.world_size > 1 && port == 0)
-      throw error(error_kind::config,
-                  "env:// needs MASTER_PORT (or DDP_STORE_PORT): launch with ddprun/torchrun, or export it");
+      detail::throw_error(
+          error_kind::config,
+          {"env:// needs MASTER_PORT (or DDP_STORE_PORT): launch with ddprun/torchrun, or export it"});
     if (host.empty()) host = "127.0.0.1"; // a single process serves itself on a free port
   } else {
-    throw error(error_kind::config, "init_method '" + o.init_method +
-                                        "' is not supported: use env://, tcp://host:port or file:///dir");
+    detail::throw_error(
+        error_kind::config,
+        {"init_method '", o.init_method, "' is not supported: use env://, tcp://host:port or file:///dir"});
   }
   tcp_store_options so;
   so.host = host;
@@ -208,29 +211,29 @@ DDP_INLINE ddp::rendezvous make_rendezvous(const init_options& o,
   // Two processes claiming one rank would corrupt the mesh: refuse clearly.
   // Not reported: the rank is the other process's (maybe of another job
   // sharing the port and token, running fine).
-  if (rv.store->add("ddp/rank/" + std::to_string(rv.topo.rank), 1) != 1)
-    throw error(error_kind::config, "rank " + std::to_string(rv.topo.rank) +
-                                        " joined twice: two processes have the same RANK in this job");
+  if (rv.store->add(detail::message({"ddp/rank/", rv.topo.rank}), 1) != 1)
+    detail::throw_error(error_kind::config, {"rank ", rv.topo.rank,
+                                             " joined twice: two processes have the same RANK in this job"});
   auto refuse = [&](const std::string& why) { // this process holds the rank: it may report
     error e(error_kind::config, why);
     report_own_failure(*rv.store, rv.topo.rank, e.message());
     return e;
   };
-  rv.store->set("ddp/world/" + std::to_string(rv.topo.rank), std::to_string(rv.topo.world_size));
+  rv.store->set(detail::message({"ddp/world/", rv.topo.rank}), std::to_string(rv.topo.world_size));
   if (rv.topo.rank != 0) {
     auto w0 = rv.store->get("ddp/world/0");
     if (w0 != std::to_string(rv.topo.world_size))
-      throw refuse("rank " + std::to_string(rv.topo.rank) + " was started with world size " +
-                   std::to_string(rv.topo.world_size) + " but rank 0 with " + w0);
+      throw refuse(detail::message({"rank ", rv.topo.rank, " was started with world size ",
+                                    rv.topo.world_size, " but rank 0 with ", w0}));
   }
   // Every rank arrives before any enters the backend's mesh: a rank lost
   // until here is named by this wait at once (the store answers "lost").
   // Without it, Gloo's connectFullMesh, interrupted by that answer, took the
   // full timeout to unwind (seen: 4 s at DDP_TIMEOUT=4s, 1 run in 2).
-  rv.store->set("ddp/arrived/" + std::to_string(rv.topo.rank), "1");
+  rv.store->set(detail::message({"ddp/arrived/", rv.topo.rank}), "1");
   std::vector<std::string> arrived;
   for (int r = 0; r < rv.topo.world_size; ++r)
-    arrived.push_back("ddp/arrived/" + std::to_string(r));
+    arrived.push_back(detail::message({"ddp/arrived/", r}));
   try {
     rv.store->wait(arrived);
   } catch (const error& e) {

@@ -6,6 +6,7 @@
 #ifndef DDP_DETAIL_PROCESS_GROUP_PEER_FAILURE_RELAY_HPP
 #define DDP_DETAIL_PROCESS_GROUP_PEER_FAILURE_RELAY_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/fault/connect_interrupt.hpp>
 #include <ddp/store.hpp>
 
@@ -31,7 +32,7 @@ public:
     }
     kept_ = lost;
     connecting_->interrupt(lost.rank, lost.rank >= 0
-                                          ? "the store reports rank " + std::to_string(lost.rank) + " lost"
+                                          ? detail::message({"the store reports rank ", lost.rank, " lost"})
                                           : lost.reason); // the reason: in the error
   }
 

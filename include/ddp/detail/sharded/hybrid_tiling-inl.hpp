@@ -4,6 +4,7 @@
 #ifndef DDP_DETAIL_SHARDED_HYBRID_TILING_INL_HPP
 #define DDP_DETAIL_SHARDED_HYBRID_TILING_INL_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/sharded/hybrid_tiling.hpp>
 
 #include <algorithm>
@@ -50,7 +51,7 @@ DDP_INLINE std::string hybrid_tiling_problem(const std::vector<std::int64_t>& re
   namespace f = hybrid_field;
   const auto w = static_cast<std::size_t>(world);
   auto at = [&](std::size_t r, std::size_t k) { return records[r * hybrid_record_fields + k]; };
-  auto rk = [](std::size_t r) { return "rank " + std::to_string(r); };
+  auto rk = [](std::size_t r) { return detail::message({"rank ", r}); };
   for (std::size_t r = 0; r < w; ++r)
     switch (at(r, f::problem)) {
     case f::not_in_shard: return rk(r) + " is not a member of the shard group it passed";
@@ -64,24 +65,23 @@ DDP_INLINE std::string hybrid_tiling_problem(const std::vector<std::int64_t>& re
   const std::int64_t S = at(0, f::shard_size), R = at(0, f::rep_size);
   for (std::size_t r = 1; r < w; ++r) {
     if (at(r, f::shard_size) != S)
-      return rk(r) + "'s shard group has " + std::to_string(at(r, f::shard_size)) + " ranks and rank 0's " +
-             std::to_string(S) + ": every shard group must have as many";
+      return detail::message({rk(r), "'s shard group has ", at(r, f::shard_size), " ranks and rank 0's ", S,
+                              ": every shard group must have as many"});
     if (at(r, f::rep_size) != R)
-      return rk(r) + "'s replicate group has " + std::to_string(at(r, f::rep_size)) + " ranks and rank 0's " +
-             std::to_string(R) + ": every replicate group must have as many";
+      return detail::message({rk(r), "'s replicate group has ", at(r, f::rep_size), " ranks and rank 0's ", R,
+                              ": every replicate group must have as many"});
   }
   if (S * R != world)
-    return "shard groups of " + std::to_string(S) + " ranks and replicate groups of " + std::to_string(R) +
-           " ranks make " + std::to_string(S * R) + " places, not the world's " + std::to_string(world);
+    return detail::message({"shard groups of ", S, " ranks and replicate groups of ", R, " ranks make ",
+                            S * R, " places, not the world's ", world});
   // Each group's ranks 0..size-1, each claimed by one world rank.
   auto each_once = [&](std::size_t rank_field, std::size_t id_field, const char* what) -> std::string {
     std::map<std::pair<std::int64_t, std::int64_t>, std::size_t> seen;
     for (std::size_t r = 0; r < w; ++r) {
       auto [it, fresh] = seen.emplace(std::make_pair(at(r, id_field), at(r, rank_field)), r);
       if (!fresh)
-        return rk(it->second) + " and " + rk(r) + " both say they are rank " +
-               std::to_string(at(r, rank_field)) + " of the same " + what +
-               " group: they passed groups made by different calls";
+        return detail::message({rk(it->second), " and ", rk(r), " both say they are rank ", at(r, rank_field),
+                                " of the same ", what, " group: they passed groups made by different calls"});
     }
     // A member that passed another group leaves this one's collectives waiting.
     std::map<std::int64_t, std::pair<std::size_t, std::size_t>> count; // id: (members here, a rank)
@@ -90,9 +90,9 @@ DDP_INLINE std::string hybrid_tiling_problem(const std::vector<std::int64_t>& re
     const std::int64_t size = std::string_view(what) == "shard" ? S : R;
     for (auto& [id, c] : count)
       if (static_cast<std::int64_t>(c.first) != size)
-        return "the " + std::string(what) + " group of " + rk(c.second) + " has " + std::to_string(size) +
-               " members, but only " + std::to_string(c.first) +
-               " ranks passed it: every member must pass the same group";
+        return detail::message({"the ", what, " group of ", rk(c.second), " has ", size,
+                                " members, but only ", c.first,
+                                " ranks passed it: every member must pass the same group"});
     return {};
   };
   if (auto p = each_once(f::shard_rank, f::shard_id, "shard"); !p.empty()) return p;
@@ -102,14 +102,15 @@ DDP_INLINE std::string hybrid_tiling_problem(const std::vector<std::int64_t>& re
     for (std::size_t b = a + 1; b < w; ++b) {
       if (at(a, f::rep_id) != at(b, f::rep_id)) continue;
       if (at(a, f::shard_id) == at(b, f::shard_id))
-        return rk(a) + " and " + rk(b) +
-               " share both a shard group and a replicate group: the groups "
-               "overlap, so a shard would be summed twice";
+        return detail::message({rk(a), " and ", rk(b),
+                                " share both a shard group and a replicate group: the groups "
+                                "overlap, so a shard would be summed twice"});
       if (at(a, f::shard_rank) != at(b, f::shard_rank))
-        return rk(a) + " and " + rk(b) + " share a replicate group but are ranks " +
-               std::to_string(at(a, f::shard_rank)) + " and " + std::to_string(at(b, f::shard_rank)) +
-               " of their shard groups: they hold different shards, so averaging them mixes unrelated "
-               "elements";
+        return detail::message(
+            {rk(a), " and ", rk(b), " share a replicate group but are ranks ", at(a, f::shard_rank), " and ",
+             at(b, f::shard_rank),
+             " of their shard groups: they hold different shards, so averaging them mixes unrelated "
+             "elements"});
     }
   return {};
 }

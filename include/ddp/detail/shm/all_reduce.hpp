@@ -27,15 +27,18 @@
 #define DDP_DETAIL_SHM_ALL_REDUCE_HPP
 
 #include <ddp/detail/backend/fragment.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/numeric/elementwise.hpp>
 #include <ddp/detail/shm/segment.hpp>
 #include <ddp/detail/store/protocol.hpp>
 
 #include <algorithm>
-#include <fstream>
+#include <cstdio>
 #include <functional>
 #include <memory>
 #include <new>
+#include <string>
+#include <string_view>
 #include <vector>
 
 DDP_BEGIN_NAMESPACE
@@ -57,7 +60,7 @@ public:
     int rank = -1;
     std::string reason;
     bool silent = false;
-    std::string news() const { return rank >= 0 ? "rank " + std::to_string(rank) + " " + reason : reason; }
+    std::string news() const { return rank >= 0 ? detail::message({"rank ", rank, " ", reason}) : reason; }
   };
   /// `find_lost(grace)`: asks the store for a lost rank, waiting up to `grace`.
   using lost_finder = std::function<lost_peer(std::chrono::milliseconds grace)>;
@@ -433,12 +436,20 @@ private:
   static bool process_gone(int pid) {
     if (pid <= 0) return false;
     if (::kill(pid, 0) != 0 && errno == ESRCH) return true;
-    // A killed process its parent has not reaped yet is a zombie: gone too.
-    std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
-    std::string s;
-    std::getline(f, s);
+    // A killed process its parent has not reaped yet is a zombie: gone too. Its state
+    // follows the command name's last ')', well inside the first line's start. Opened
+    // close-on-exec ("e"), so a process the runtime starts meanwhile does not inherit it.
+    char buf[1024];
+    std::size_t n = 0;
+    if (std::FILE* f = std::fopen(detail::message({"/proc/", pid, "/stat"}).c_str(), "re")) {
+      n = std::fread(buf, 1, sizeof buf, f);
+      std::fclose(f);
+    }
+    std::string_view s(buf, n);
+    s = s.substr(0, s.find('\n'));
     auto close = s.rfind(')');
-    return close != std::string::npos && close + 2 < s.size() && (s[close + 2] == 'Z' || s[close + 2] == 'X');
+    return close != std::string_view::npos && close + 2 < s.size() &&
+           (s[close + 2] == 'Z' || s[close + 2] == 'X');
   }
 
   /// Throws when a rank this one still waits for at the barrier is gone: its
@@ -462,42 +473,40 @@ private:
       // every look would slow each barrier wait.
       if (finished_ && finished_(sl.global)) {
         abort();
-        throw error(error_kind::peer_lost, *what_ + " failed: " + finished_peer_note(sl.global, rank_) + ".",
-                    sl.global);
+        detail::throw_error(error_kind::peer_lost,
+                            {*what_, " failed: ", finished_peer_note(sl.global, rank_), "."}, sl.global);
       }
       if (left) { // after the others: a dead rank, or the store's reason, is the better name
         if (first_left < 0) first_left = l;
         continue;
       }
       abort();
-      throw error(error_kind::peer_lost,
-                  *what_ + " failed: rank " + std::to_string(sl.global) + " (local rank " +
-                      std::to_string(l) + ", pid " + std::to_string(sl.pid) + ") exited while rank " +
-                      std::to_string(rank_) +
-                      " waited for it at the node's shared-memory segment. Look at rank " +
-                      std::to_string(sl.global) + "'s output first.",
-                  sl.global);
+      detail::throw_error(error_kind::peer_lost,
+                          {*what_, " failed: rank ", sl.global, " (local rank ", l, ", pid ", sl.pid,
+                           ") exited while rank ", rank_,
+                           " waited for it at the node's shared-memory segment. Look at rank ", sl.global,
+                           "'s output first."},
+                          sl.global);
     }
     if ((ask_store || first_left >= 0) && find_lost_) {
       auto lost = find_lost_(std::chrono::milliseconds(0));
       if (lost.rank >= 0 || !lost.reason.empty()) { // no rank, with a reason: the launcher is gone
         abort();
-        throw error(error_kind::peer_lost,
-                    *what_ + " failed: " + lost.news() + " while rank " + std::to_string(rank_) +
-                        " waited at the node's shared-memory segment.",
-                    lost.rank);
+        detail::throw_error(error_kind::peer_lost,
+                            {*what_, " failed: ", lost.news(), " while rank ", rank_,
+                             " waited at the node's shared-memory segment."},
+                            lost.rank);
       }
     }
     if (first_left >= 0 && blame_left) {
       const int g = seg_->line(first_left).global;
       abort();
-      throw error(error_kind::peer_lost,
-                  *what_ + " failed: rank " + std::to_string(g) + " (local rank " +
-                      std::to_string(first_left) + ") destroyed its process group while rank " +
-                      std::to_string(rank_) +
-                      " waited for it at the node's shared-memory segment. Look at rank " +
-                      std::to_string(g) + "'s output first.",
-                  g);
+      detail::throw_error(error_kind::peer_lost,
+                          {*what_, " failed: rank ", g, " (local rank ", first_left,
+                           ") destroyed its process group while rank ", rank_,
+                           " waited for it at the node's shared-memory segment. Look at rank ", g,
+                           "'s output first."},
+                          g);
     }
   }
 
@@ -510,13 +519,14 @@ private:
       if (seg_->line(l).global != by) fail_timeout(by);
     if (find_lost_)
       if (auto lost = find_lost_(std::chrono::milliseconds(1000)); lost.rank >= 0 || !lost.reason.empty())
-        throw error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
-                    *what_ + " failed: " + lost.news(), lost.rank);
-    throw error(error_kind::peer_lost,
-                *what_ + " failed: rank " + std::to_string(by) +
-                    " failed inside this collective and left the node's shared-memory segment; look at its "
-                    "output first.",
-                by);
+        detail::throw_error(lost.silent ? error_kind::timeout : error_kind::peer_lost,
+                            {*what_, " failed: ", lost.news()}, lost.rank);
+    detail::throw_error(
+        error_kind::peer_lost,
+        {*what_, " failed: rank ", by,
+         " failed inside this collective and left the node's shared-memory segment; look at its "
+         "output first."},
+        by);
   }
 
   /// `gave_up_by`: the rank that aborted the collective, when not this one
@@ -530,16 +540,18 @@ private:
     for (int l : late)
       names += (names.empty() ? "" : ", ") + std::to_string(seg_->line(l).global);
     const std::string text =
-        gave_up_by < 0 ? " timed out after " + std::to_string(timeout_.count()) + " ms waiting for rank(s) " +
-                             names + " at the node's shared-memory segment"
-                       : " failed: rank " + std::to_string(gave_up_by) +
-                             " gave up on it (its own timeout or a failure: see its output) while rank(s) " +
-                             names + " had not yet reached the node's shared-memory segment";
-    throw error(error_kind::timeout,
-                *what_ + text +
-                    " (a rank stalled, is far behind, or skipped this collective; raise DDP_TIMEOUT if that "
-                    "is expected).",
-                culprit);
+        gave_up_by < 0
+            ? detail::message({" timed out after ", timeout_.count(), " ms waiting for rank(s) ", names,
+                               " at the node's shared-memory segment"})
+            : detail::message({" failed: rank ", gave_up_by,
+                               " gave up on it (its own timeout or a failure: see its output) while rank(s) ",
+                               names, " had not yet reached the node's shared-memory segment"});
+    detail::throw_error(
+        error_kind::timeout,
+        {*what_, text,
+         " (a rank stalled, is far behind, or skipped this collective; raise DDP_TIMEOUT if that "
+         "is expected)."},
+        culprit);
   }
 
   std::unique_ptr<shm_segment> seg_;

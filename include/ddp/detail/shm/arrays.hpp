@@ -7,6 +7,7 @@
 #ifndef DDP_DETAIL_SHM_ARRAYS_HPP
 #define DDP_DETAIL_SHM_ARRAYS_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/shm/segment.hpp>
 
 #include <cstdint>
@@ -34,7 +35,7 @@ public:
   std::pair<std::string, std::uint32_t> next(const std::string& prefix) {
     std::lock_guard lock(mu_);
     const std::uint32_t id = made_++;
-    return {prefix + "array" + std::to_string(id) + "/", id};
+    return {detail::message({prefix, "array", id, "/"}), id};
   }
 
   void add(std::uint32_t id, const std::shared_ptr<shm_segment>& seg) {

@@ -18,6 +18,7 @@
 #ifndef DDP_DETAIL_SHM_SEGMENT_HPP
 #define DDP_DETAIL_SHM_SEGMENT_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/gloo/header.hpp>
 #include <ddp/error.hpp>
 
@@ -85,13 +86,15 @@ inline std::string shm_segment_name(const std::string& token, const std::string&
                                     const std::string& key) {
   unsigned char nonce[16];
   if (::RAND_bytes(nonce, sizeof nonce) != 1)
-    throw error(error_kind::backend, "OpenSSL RAND_bytes failed while naming the shm segment");
-  const std::string msg = "ddp shm v3\n" + token + "\n" + store_where + "\n" + std::to_string(node_rank) +
-                          "\n" + key + "\n" + std::string(reinterpret_cast<const char*>(nonce), sizeof nonce);
+    detail::throw_error(error_kind::backend, {"OpenSSL RAND_bytes failed while naming the shm segment"});
+  const std::string msg =
+      detail::message({"ddp shm v3\n", token, "\n", store_where, "\n", node_rank, "\n", key, "\n",
+                       std::string(reinterpret_cast<const char*>(nonce), sizeof nonce)});
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   if (::EVP_Digest(msg.data(), msg.size(), md, &len, ::EVP_sha256(), nullptr) != 1 || len < 16)
-    throw error(error_kind::backend, "OpenSSL EVP_Digest(SHA-256) failed while naming the shm segment");
+    detail::throw_error(error_kind::backend,
+                        {"OpenSSL EVP_Digest(SHA-256) failed while naming the shm segment"});
   static constexpr char hex[] = "0123456789abcdef";
   std::string name = "/ddp-";
   for (unsigned i = 0; i < 16; ++i) {
@@ -150,7 +153,7 @@ public:
   /// ddp::error only when the store fails (a rank died or stalled meanwhile).
   template <class Store>
   static std::unique_ptr<shm_segment> setup(Store& store, const shm_setup& a, shm_setup_failure& failed) {
-    const std::string node = a.key + std::to_string(a.node_rank) + "/";
+    const std::string node = detail::message({a.key, a.node_rank, "/"});
     std::unique_ptr<shm_segment> seg(
         new shm_segment(a.local_rank, a.local_size, a.area_bytes, a.result_area));
     std::string mine; // this rank's failure, "" for none
@@ -174,8 +177,7 @@ public:
         // A resource failure of this rank's own (not the store's): report it, decide below.
         if (e.kind() == error_kind::timeout || e.kind() == error_kind::peer_lost) throw;
         // Without "ddp <kind> error: ": the kind is said again when the outcome is reported.
-        mine = "(node " + std::to_string(a.node_rank) + ", local rank " + std::to_string(a.local_rank) +
-               ") " + std::string(e.message());
+        mine = detail::message({"(node ", a.node_rank, ", local rank ", a.local_rank, ") ", e.message()});
         mine_kind = e.kind();
         if (a.local_rank == 0) {
           seg->discard(); // nobody else will open it
@@ -198,7 +200,7 @@ public:
       // records its failure before it reports, so the last one sees it.
       if (!mine.empty() && store.add(a.key + "failures", 1) == 1)
         store.set(a.key + "first-failure",
-                  std::to_string(a.rank) + " " + std::to_string(static_cast<int>(mine_kind)) + " " + mine);
+                  detail::message({a.rank, " ", static_cast<int>(mine_kind), " ", mine}));
       if (store.add(a.key + "reported", 1) == a.world_size)
         store.set(a.key + "outcome", store.add(a.key + "failures", 0) == 0
                                          ? "ok"
@@ -271,8 +273,8 @@ private:
   }
 
   [[noreturn]] void fail(const std::string& what, int err) const {
-    throw error(error_kind::backend, what + " shared-memory segment /dev/shm" + name_ + " (" +
-                                         std::to_string(bytes_) + " B): " + std::strerror(err));
+    detail::throw_error(error_kind::backend, {what, " shared-memory segment /dev/shm", name_, " (", bytes_,
+                                              " B): ", std::strerror(err)});
   }
 
   void create(std::size_t area_bytes) {
@@ -300,21 +302,20 @@ private:
     struct stat st {};
     if (::fstat(fd, &st) == 0 && (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0)) {
       ::close(fd);
-      throw error(error_kind::backend, "shared-memory segment " + name_ +
-                                           " is not this user's private segment (owner or mode differ): "
-                                           "refusing to use it");
+      detail::throw_error(error_kind::backend, {"shared-memory segment ", name_,
+                                                " is not this user's private segment (owner or mode differ): "
+                                                "refusing to use it"});
     }
     if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) != bytes_) {
       ::close(fd);
-      throw error(error_kind::mismatch, "shared-memory segment " + name_ + " has " +
-                                            std::to_string(st.st_size) +
-                                            " B, but the rank opening it expected " + std::to_string(bytes_) +
-                                            " B: " + size_mismatch_hint);
+      detail::throw_error(error_kind::mismatch,
+                          {"shared-memory segment ", name_, " has ", st.st_size,
+                           " B, but the rank opening it expected ", bytes_, " B: ", size_mismatch_hint});
     }
     map(fd);
     if (std::atomic_ref<std::uint64_t>(ctl().magic).load(std::memory_order_acquire) !=
         shm_control::expected_magic)
-      throw error(error_kind::backend, "shared-memory segment " + name_ + " is not initialized");
+      detail::throw_error(error_kind::backend, {"shared-memory segment ", name_, " is not initialized"});
   }
 
   void map(int fd) {

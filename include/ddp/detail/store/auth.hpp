@@ -36,6 +36,7 @@
 #ifndef DDP_DETAIL_STORE_AUTH_HPP
 #define DDP_DETAIL_STORE_AUTH_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/error.hpp>
 
 #include <openssl/crypto.h>
@@ -71,9 +72,9 @@ inline std::string openssl_error_text() {
 inline auth_nonce auth_random_nonce() {
   auth_nonce n{};
   if (::RAND_bytes(n.data(), static_cast<int>(n.size())) != 1)
-    throw error(error_kind::backend,
-                "OpenSSL RAND_bytes failed to draw a nonce for the rendezvous store handshake: " +
-                    openssl_error_text());
+    detail::throw_error(error_kind::backend,
+                        {"OpenSSL RAND_bytes failed to draw a nonce for the rendezvous store handshake: ",
+                         openssl_error_text()});
   return n;
 }
 
@@ -97,7 +98,7 @@ inline auth_mac auth_proof(std::string_view token, auth_role who, const auth_non
   for (int i = 0; i < 4; ++i) // little-endian, as every integer on the wire
     *p++ = static_cast<unsigned char>(r >> (8 * i));
   if (token.size() > INT_MAX)
-    throw error(error_kind::config, "DDP_TOKEN is too long (" + std::to_string(token.size()) + " bytes)");
+    detail::throw_error(error_kind::config, {"DDP_TOKEN is too long (", token.size(), " bytes)"});
   static const unsigned char no_key = 0; // OpenSSL wants a non-null key pointer even for an empty key
   auth_mac out{};
   unsigned int len = 0;
@@ -105,8 +106,9 @@ inline auth_mac auth_proof(std::string_view token, auth_role who, const auth_non
   if (!::HMAC(::EVP_sha256(), key, static_cast<int>(token.size()), msg.data(), msg.size(), out.data(),
               &len) ||
       len != out.size())
-    throw error(error_kind::backend,
-                "OpenSSL HMAC-SHA256 failed in the rendezvous store handshake: " + openssl_error_text());
+    detail::throw_error(
+        error_kind::backend,
+        {"OpenSSL HMAC-SHA256 failed in the rendezvous store handshake: ", openssl_error_text()});
   return out;
 }
 

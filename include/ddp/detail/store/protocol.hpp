@@ -5,6 +5,7 @@
 #define DDP_DETAIL_STORE_PROTOCOL_HPP
 
 #include <ddp/config.hpp>
+#include <ddp/detail/common/message.hpp>
 
 #include <cstdint>
 #include <cstring>
@@ -99,10 +100,11 @@ inline constexpr std::string_view store_finished_prefix = "ddp/finished/";
 /// (store_finished_prefix): not a failure of the peer, and not a verdict.
 inline std::string finished_peer_note(int peer, int rank) {
   const std::string p = std::to_string(peer), r = std::to_string(rank);
-  return "rank " + p + " left: its process group ended without an exception in flight (it finished, or " +
-         "caught an error of its own: see its output) while rank " + r +
-         " was still in this call. The ranks called different numbers of collectives (or synchronize()): " +
-         "rank " + r + " at least one more than rank " + p;
+  return detail::message(
+      {"rank ", p, " left: its process group ended without an exception in flight (it finished, or ",
+       "caught an error of its own: see its output) while rank ", r,
+       " was still in this call. The ranks called different numbers of collectives (or synchronize()): ",
+       "rank ", r, " at least one more than rank ", p});
 }
 
 inline constexpr std::uint32_t store_max_frame = 256u << 20;

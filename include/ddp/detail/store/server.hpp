@@ -26,6 +26,7 @@
 #define DDP_DETAIL_STORE_SERVER_HPP
 
 #include <ddp/detail/common/log.hpp>
+#include <ddp/detail/common/message.hpp>
 #include <ddp/detail/store/auth.hpp>
 #include <ddp/detail/store/handshake.hpp>
 #include <ddp/detail/store/protocol.hpp>
@@ -101,7 +102,7 @@ public:
     if (now - window_ > std::chrono::seconds(10)) {
       if (suppressed_ > 0)
         log_line("store",
-                 std::to_string(suppressed_) + " more such message(s) in the last 10 s were not shown");
+                 detail::message({suppressed_, " more such message(s) in the last 10 s were not shown"}));
       window_ = now;
       shown_ = 0;
       suppressed_ = 0;
@@ -135,11 +136,11 @@ public:
     // Non-blocking, so the loop can accept a burst of connections at once.
     if (int fl = ::fcntl(listener_.get(), F_GETFL);
         fl < 0 || ::fcntl(listener_.get(), F_SETFL, fl | O_NONBLOCK) != 0)
-      throw error(error_kind::backend,
-                  "fcntl(O_NONBLOCK) on the store's listener failed: " + errno_text(errno));
+      detail::throw_error(error_kind::backend,
+                          {"fcntl(O_NONBLOCK) on the store's listener failed: ", errno_text(errno)});
     int p[2];
     if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0)
-      throw error(error_kind::backend, "pipe2 failed: " + errno_text(errno));
+      detail::throw_error(error_kind::backend, {"pipe2 failed: ", errno_text(errno)});
     wake_r_.reset(p[0]);
     wake_w_.reset(p[1]);
     thread_ = std::thread([this] { loop(); });
@@ -298,7 +299,8 @@ private:
             --pending;
             continue;
           }
-          pause_accepting(now, "accept failed (" + errno_text(e) + ") and no pending handshake to close");
+          pause_accepting(now, detail::message({"accept failed (", errno_text(e),
+                                                ") and no pending handshake to close"}));
         }
         return; // EAGAIN: nothing more queued
       }
@@ -309,9 +311,10 @@ private:
         if (shed_pending(now, store_shed_min_age)) {
           --pending;
         } else {
-          pause_accepting(now, pending > store_max_pending_handshakes
-                                   ? std::to_string(pending) + " connections are in their handshake"
-                                   : "descriptors nearly spent (RLIMIT_NOFILE " + std::to_string(soft) + ")");
+          pause_accepting(now,
+                          pending > store_max_pending_handshakes
+                              ? detail::message({pending, " connections are in their handshake"})
+                              : detail::message({"descriptors nearly spent (RLIMIT_NOFILE ", soft, ")"}));
           return;
         }
       }
@@ -361,14 +364,15 @@ private:
 
   void pause_accepting(clock::time_point now, const std::string& why) {
     listen_paused_until_ = now + store_accept_backoff;
-    auth_log_.line("not accepting connections for " + std::to_string(store_accept_backoff.count()) +
-                       " ms: " + why + ". If ranks are many, raise the open-files limit (ulimit -n).",
+    auth_log_.line(detail::message({"not accepting connections for ", store_accept_backoff.count(), " ms: ",
+                                    why, ". If ranks are many, raise the open-files limit (ulimit -n)."}),
                    now);
   }
 
   /// Closes a connection that has not authenticated, through the log throttle.
   void drop_pending(connection& c, const std::string& why) {
-    auth_log_.line("closing connection from " + c.peer + " during the handshake: " + why, clock::now());
+    auth_log_.line(detail::message({"closing connection from ", c.peer, " during the handshake: ", why}),
+                   clock::now());
     c.fd.reset();
   }
 
@@ -384,7 +388,7 @@ private:
   }
 
   void drop(connection& c, const std::string& why) {
-    if (!why.empty()) log_line("store", "closing connection from " + c.peer + ": " + why);
+    if (!why.empty()) log_line("store", detail::message({"closing connection from ", c.peer, ": ", why}));
     if (c.authed && !c.said_bye && c.rank >= 0) record_lost(c.scope, c.rank);
     c.fd.reset();
   }
@@ -463,20 +467,22 @@ private:
     if (eof && c.fd && !c.authed && c.challenged)
       // A rank whose token differs says so before it hangs up (handshake()); one
       // that hangs up without a word gave up for another reason.
-      auth_log_.line("connection from " + c.peer + " (claiming rank " + std::to_string(c.rank) +
-                         ") closed after the challenge without its proof: it gave up waiting for the store "
-                         "(a loaded machine), ran out of file descriptors, or is a ddp too old to say why",
+      auth_log_.line(detail::message(
+                         {"connection from ", c.peer, " (claiming rank ", c.rank,
+                          ") closed after the challenge without its proof: it gave up waiting for the store "
+                          "(a loaded machine), ran out of file descriptors, or is a ddp too old to say why"}),
                      clock::now());
     if (eof && c.fd && unreachable)
       // Its host stopped acknowledging (set_keepalive): a cut link or a host down, not
       // an exit. With replies waiting, the kernel ends a connection whose reader takes
       // nothing (a zero window) after the same time: the process may be stopped.
       say_why_lost(
-          c, (replies_waited
-                  ? "is unreachable or stopped: it took none of the store's replies for "
-                  : "is unreachable: its host acknowledged nothing on its connection to the store for ") +
-                 std::to_string(peer_timeout_ms_) + " ms (" + (replies_waited ? "process stopped, " : "") +
-                 "network cut or host down)");
+          c, detail::message(
+                 {(replies_waited
+                       ? "is unreachable or stopped: it took none of the store's replies for "
+                       : "is unreachable: its host acknowledged nothing on its connection to the store for "),
+                  peer_timeout_ms_, " ms (", (replies_waited ? "process stopped, " : ""),
+                  "network cut or host down)"}));
     if (eof && c.fd) drop(c, "");
   }
 
@@ -498,7 +504,7 @@ private:
       std::uint32_t n;
       std::memcpy(&n, c.in.data() + handled, 4);
       if (n == 0 || n > store_max_frame || (!c.authed && n > store_max_handshake_frame)) {
-        std::string why = "oversized or empty frame (" + std::to_string(n) + " bytes)";
+        std::string why = detail::message({"oversized or empty frame (", n, " bytes)"});
         if (c.authed)
           drop(c, why);
         else
@@ -658,8 +664,8 @@ private:
     default:
       // A whole frame was read, so the connection is still in step: a client of a newer ddp
       // says which request this store lacks, instead of losing its rank.
-      log_line("store", "unknown request " + std::to_string(static_cast<int>(op)) + " from " + c.peer +
-                            ": a ddp program of another version than this store's");
+      log_line("store", detail::message({"unknown request ", static_cast<int>(op), " from ", c.peer,
+                                         ": a ddp program of another version than this store's"}));
       return reply(c, frame_writer(store_status::unknown_request).finish());
     }
   }
@@ -681,10 +687,11 @@ private:
             c, frame_writer(store_status::ok).bytes(as_view(c.server_nonce)).bytes(as_view(proof)).finish());
       }
       if (op == store_op::bye) { // the client found the store's proof wrong (handshake.hpp)
-        auth_log_.line("refused a connection from " + c.peer + " (claiming rank " + std::to_string(c.rank) +
-                           "): it found the store's proof wrong, so its job token differs (a process of "
-                           "another job, or DDP_TOKEN differs between ranks)",
-                       clock::now());
+        auth_log_.line(
+            detail::message({"refused a connection from ", c.peer, " (claiming rank ", c.rank,
+                             "): it found the store's proof wrong, so its job token differs (a process of "
+                             "another job, or DDP_TOKEN differs between ranks)"}),
+            clock::now());
         note_refusal(c);
         c.fd.reset();
         return;
@@ -694,10 +701,11 @@ private:
       if (!r.ok() || !r.at_end()) return drop_pending(c, "malformed proof");
       if (!auth_proof_matches(auth_proof(token_, auth_role::client, c.client_nonce, c.server_nonce, c.rank),
                               proof)) {
-        auth_log_.line("refused a connection from " + c.peer + " (claiming rank " + std::to_string(c.rank) +
-                           "): it could not prove it knows the job token (a process of another job, or "
-                           "DDP_TOKEN differs between ranks)",
-                       clock::now());
+        auth_log_.line(
+            detail::message({"refused a connection from ", c.peer, " (claiming rank ", c.rank,
+                             "): it could not prove it knows the job token (a process of another job, or "
+                             "DDP_TOKEN differs between ranks)"}),
+            clock::now());
         note_refusal(c);
         reply(c, frame_writer(store_status::refused).finish());
         c.replies_held = false;
@@ -787,11 +795,11 @@ private:
         continue;
       }
       const int rank = it->first;
-      const std::string why = "was refused by the rendezvous store: its connection (from " + it->second.peer +
-                              ") could not prove it knows the job token, and no process of rank " +
-                              std::to_string(rank) +
-                              " with the right token came (set the same DDP_TOKEN on every rank, or let "
-                              "the launcher set it)";
+      const std::string why =
+          detail::message({"was refused by the rendezvous store: its connection (from ", it->second.peer,
+                           ") could not prove it knows the job token, and no process of rank ", rank,
+                           " with the right token came (set the same DDP_TOKEN on every rank, or let "
+                           "the launcher set it)"});
       std::set<std::string> scopes; // the ranks' (a launcher's own waits are in no round)
       for (auto& c : conns_)
         if (c->fd && c->authed && c->rank >= 0) scopes.insert(c->scope);
@@ -819,16 +827,16 @@ private:
         }
       }
       if (c->fd && replies_pending(*c) && now - c->out_moved >= store_reply_stall) {
-        say_why_lost(*c, "is stopped or unreachable: it took none of the store's replies for " +
-                             std::to_string(store_reply_stall.count()) +
-                             " s (process stopped, or network cut)");
-        drop(*c, "client does not read its replies (" + std::to_string(c->out.size() - c->out_sent) +
-                     " bytes waited " + std::to_string(store_reply_stall.count()) +
-                     " s): it is stopped, or its host is cut off");
+        say_why_lost(*c,
+                     detail::message({"is stopped or unreachable: it took none of the store's replies for ",
+                                      store_reply_stall.count(), " s (process stopped, or network cut)"}));
+        drop(*c, detail::message({"client does not read its replies (", c->out.size() - c->out_sent,
+                                  " bytes waited ", store_reply_stall.count(),
+                                  " s): it is stopped, or its host is cut off"}));
       }
       if (!c->fd) continue;
       if (!c->authed && now > c->hello_deadline)
-        drop_pending(*c, "no handshake within " + std::to_string(store_handshake_timeout.count()) + " s");
+        drop_pending(*c, detail::message({"no handshake within ", store_handshake_timeout.count(), " s"}));
       else if (c->waiting && now >= c->wait_deadline) {
         c->waiting = false;
         reply(*c, frame_writer(store_status::timeout).finish());

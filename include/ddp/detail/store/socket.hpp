@@ -3,6 +3,7 @@
 #ifndef DDP_DETAIL_STORE_SOCKET_HPP
 #define DDP_DETAIL_STORE_SOCKET_HPP
 
+#include <ddp/detail/common/message.hpp>
 #include <ddp/error.hpp>
 
 #include <algorithm>
@@ -53,7 +54,8 @@ private:
 inline std::string errno_text(int e) { return std::string(std::strerror(e)); }
 
 inline std::string endpoint(const std::string& host, int port) {
-  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  return detail::message(
+      {(host.find(':') != std::string::npos ? detail::message({"[", host, "]"}) : host), ":", port});
 }
 
 struct addrinfo_list {
@@ -84,7 +86,7 @@ inline int try_resolve(const std::string& host, int port, bool passive, addrinfo
 inline bool resolve_failure_is_temporary(int gai_code) { return gai_code == EAI_AGAIN; }
 
 inline std::string resolve_failure_text(const std::string& host, int gai_code) {
-  return "cannot resolve address '" + host + "': " + ::gai_strerror(gai_code);
+  return detail::message({"cannot resolve address '", host, "': ", ::gai_strerror(gai_code)});
 }
 
 inline error resolve_error(const std::string& host, int gai_code) {
@@ -108,9 +110,9 @@ inline void resolve(const std::string& host, int port, bool passive, addrinfo_li
     if (!resolve_failure_is_temporary(rc) || (first && clock::now() + backoff > deadline))
       throw resolve_error(host, rc);
     if (clock::now() + backoff > deadline)
-      throw error(error_kind::timeout, resolve_failure_text(host, rc) +
-                                           ", still at the timeout: check the DNS server, or give "
-                                           "MASTER_ADDR as an IP address");
+      detail::throw_error(error_kind::timeout, {resolve_failure_text(host, rc),
+                                                ", still at the timeout: check the DNS server, or give "
+                                                "MASTER_ADDR as an IP address"});
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }
@@ -169,13 +171,13 @@ inline unique_fd listen_tcp(const std::string& host, int port, clock::time_point
     return fd;
   }
   if (last == EADDRINUSE)
-    throw error(error_kind::config, "cannot serve the rendezvous store on " + endpoint(host, port) +
-                                        ": port " + std::to_string(port) +
-                                        " is already in use (another job still running? choose another "
-                                        "MASTER_PORT, or --master-port 0 with ddprun)");
-  throw error(error_kind::config, "cannot serve the rendezvous store on " + endpoint(host, port) + ": " +
-                                      errno_text(last) +
-                                      " (MASTER_ADDR must be an address of rank 0's host)");
+    detail::throw_error(error_kind::config,
+                        {"cannot serve the rendezvous store on ", endpoint(host, port), ": port ", port,
+                         " is already in use (another job still running? choose another "
+                         "MASTER_PORT, or --master-port 0 with ddprun)"});
+  detail::throw_error(error_kind::config,
+                      {"cannot serve the rendezvous store on ", endpoint(host, port), ": ", errno_text(last),
+                       " (MASTER_ADDR must be an address of rank 0's host)"});
 }
 
 inline void set_nodelay(int fd) {
@@ -232,9 +234,10 @@ inline unique_fd connect_tcp(const std::string& host, int port, clock::time_poin
       last = errno_text(errno);
     }
     if (clock::now() + backoff > deadline)
-      throw error(error_kind::timeout, "could not reach the rendezvous store at " + endpoint(host, port) +
-                                           " before the timeout (last error: " + last +
-                                           "). Is rank 0 running, and are MASTER_ADDR/MASTER_PORT right?");
+      detail::throw_error(error_kind::timeout,
+                          {"could not reach the rendezvous store at ", endpoint(host, port),
+                           " before the timeout (last error: ", last,
+                           "). Is rank 0 running, and are MASTER_ADDR/MASTER_PORT right?"});
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
   }

@@ -4,6 +4,7 @@
 #define DDP_DETAIL_TOPOLOGY_NODELIST_HPP
 
 #include <ddp/detail/common/env.hpp>
+#include <ddp/detail/common/message.hpp>
 
 #include <string>
 #include <string_view>
@@ -13,8 +14,7 @@ DDP_BEGIN_NAMESPACE
 namespace detail {
 
 inline error nodelist_error(std::string_view list, std::string_view why) {
-  return error(error_kind::config,
-               "SLURM node list '" + std::string(list) + "' cannot be parsed: " + std::string(why));
+  return error(error_kind::config, detail::message({"SLURM node list '", list, "' cannot be parsed: ", why}));
 }
 
 /// Expands the inside of one bracket group ("01-03,07") into its tokens,
@@ -29,13 +29,13 @@ inline std::vector<std::string> expand_bracket(std::string_view body, std::strin
     if (item.empty()) throw nodelist_error(whole, "empty item inside brackets");
     std::size_t dash = item.find('-');
     if (dash == std::string_view::npos) {
-      if (!parse_int(item)) throw nodelist_error(whole, "'" + std::string(item) + "' is not a number");
+      if (!parse_int(item)) throw nodelist_error(whole, detail::message({"'", item, "' is not a number"}));
       out.emplace_back(item);
     } else {
       std::string_view lo_s = item.substr(0, dash), hi_s = item.substr(dash + 1);
       auto lo = parse_int(lo_s), hi = parse_int(hi_s);
       if (!lo || !hi || *lo < 0 || *hi < *lo)
-        throw nodelist_error(whole, "bad range '" + std::string(item) + "'");
+        throw nodelist_error(whole, detail::message({"bad range '", item, "'"}));
       if (*hi - *lo > 100000) throw nodelist_error(whole, "range too large");
       for (auto v = *lo; v <= *hi; ++v) {
         std::string s = std::to_string(v);
