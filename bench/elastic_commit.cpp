@@ -10,6 +10,8 @@
 #include "common.hpp"
 
 #include <ddp/ddp.hpp>
+#include <ddp/elastic.hpp>
+#include <ddp/sharded_data_parallel.hpp>
 
 #include <cstdio>
 #include <fstream>

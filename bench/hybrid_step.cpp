@@ -13,6 +13,8 @@
 #include "common.hpp"
 
 #include <ddp/ddp.hpp>
+#include <ddp/hybrid_groups.hpp>
+#include <ddp/sharded_data_parallel.hpp>
 
 #include <cstdio>
 #include <cstdlib>

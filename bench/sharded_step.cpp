@@ -9,6 +9,7 @@
 #include "shapes.hpp"
 
 #include <ddp/ddp.hpp>
+#include <ddp/sharded_data_parallel.hpp>
 
 #include <cmath>
 #include <cstdio>

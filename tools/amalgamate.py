@@ -1,5 +1,9 @@
 #!/usr/bin/env python3
-"""Builds single_include/ddp/ddp.hpp from include/ddp/ddp.hpp.
+"""Builds single_include/ddp/ddp.hpp from include/ddp/all.hpp.
+
+The single header offers everything: the core (<ddp/ddp.hpp>) and every optional
+feature, as <ddp/all.hpp> does; it keeps the name ddp.hpp so that users of it
+change nothing.
 
 Every `#include <ddp/...>` is replaced by that header's text, each header once,
 in the order the umbrella first reaches it (so dependencies come first). System
@@ -80,13 +84,14 @@ def inline(rel: str, seen: set, out: list, deferred: list, region: set | None = 
 
 def amalgamate() -> str:
     out = [
-        f"// ddp {version()} — single-header edition, generated from include/ddp/ddp.hpp.\n",
+        f"// ddp {version()} — single-header edition, generated from include/ddp/all.hpp:\n",
+        "// everything, the core of <ddp/ddp.hpp> and every optional feature.\n",
         "// Do not edit: change include/ddp/ and run `python3 tools/amalgamate.py`.\n",
         "// Header-only distributed data-parallel training for C++20; needs Gloo and\n",
         "// OpenSSL's libcrypto (and optionally Eigen). Link: -lgloo -lcrypto -pthread.\n",
     ]
     seen, deferred = set(), []
-    inline("ddp/ddp.hpp", seen, out, deferred)
+    inline("ddp/all.hpp", seen, out, deferred)
     out.append("\n// The runtime's definitions: header-only, or the one file that defines it\n")
     out.append("// (ddp/detail/common/linkage.hpp).\n")
     out.append(RUNTIME_IF)

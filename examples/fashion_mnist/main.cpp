@@ -12,6 +12,8 @@
 
 #include <ddp/data/idx.hpp>
 #include <ddp/ddp.hpp>
+#include <ddp/global_batches.hpp>
+#include <ddp/sharded_data_parallel.hpp>
 #ifdef DDP_EXAMPLE_NCCL
 #include <ddp/backend/nccl.hpp>
 #endif

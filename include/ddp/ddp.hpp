@@ -1,5 +1,7 @@
 // ddp — header-only distributed data-parallel training for C++20.
-// The umbrella header: everything for the Gloo backend.
+// The umbrella header: the core of data-parallel training for the Gloo backend.
+// Optional features have their own headers (<ddp/elastic.hpp>, <ddp/checkpoint.hpp>,
+// <ddp/sharded_data_parallel.hpp>, ...); <ddp/all.hpp> includes every one.
 #ifndef DDP_DDP_HPP
 #define DDP_DDP_HPP
 
@@ -7,14 +9,10 @@
 #include <ddp/backend/communicator.hpp>
 #include <ddp/backend/gloo.hpp>
 #include <ddp/bucketing.hpp>
-#include <ddp/checkpoint.hpp>
 #include <ddp/config.hpp>
 #include <ddp/data_parallel.hpp>
-#include <ddp/elastic.hpp>
 #include <ddp/error.hpp>
 #include <ddp/flat_model.hpp>
-#include <ddp/global_batches.hpp>
-#include <ddp/hybrid_groups.hpp>
 #include <ddp/model.hpp>
 #include <ddp/op.hpp>
 #include <ddp/optim/adam.hpp>
@@ -22,10 +20,7 @@
 #include <ddp/process_group.hpp>
 #include <ddp/reduction.hpp>
 #include <ddp/sampler.hpp>
-#include <ddp/sharded_data_parallel.hpp>
-#include <ddp/step_batches.hpp>
 #include <ddp/store.hpp>
-#include <ddp/sync_batch_stats.hpp>
 #include <ddp/tensor.hpp>
 #include <ddp/topology.hpp>
 #include <ddp/work.hpp>

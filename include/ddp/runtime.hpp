@@ -18,6 +18,6 @@
 #define DDP_IMPLEMENTATION 1
 #endif
 
-#include <ddp/ddp.hpp>
+#include <ddp/all.hpp>
 
 #endif // DDP_RUNTIME_HPP

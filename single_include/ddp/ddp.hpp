@@ -1,10 +1,20 @@
-// ddp 0.1.0 — single-header edition, generated from include/ddp/ddp.hpp.
+// ddp 0.1.0 — single-header edition, generated from include/ddp/all.hpp:
+// everything, the core of <ddp/ddp.hpp> and every optional feature.
 // Do not edit: change include/ddp/ and run `python3 tools/amalgamate.py`.
 // Header-only distributed data-parallel training for C++20; needs Gloo and
 // OpenSSL's libcrypto (and optionally Eigen). Link: -lgloo -lcrypto -pthread.
+// ---- begin ddp/all.hpp ----
+// ddp — header-only distributed data-parallel training for C++20.
+// The convenience header: the core (<ddp/ddp.hpp>) and every optional feature.
+// Each feature's own header is cheaper to compile where only it is needed.
+#ifndef DDP_ALL_HPP
+#define DDP_ALL_HPP
+
 // ---- begin ddp/ddp.hpp ----
 // ddp — header-only distributed data-parallel training for C++20.
-// The umbrella header: everything for the Gloo backend.
+// The umbrella header: the core of data-parallel training for the Gloo backend.
+// Optional features have their own headers (<ddp/elastic.hpp>, <ddp/checkpoint.hpp>,
+// <ddp/sharded_data_parallel.hpp>, ...); <ddp/all.hpp> includes every one.
 #ifndef DDP_DDP_HPP
 #define DDP_DDP_HPP
 
@@ -5138,720 +5148,6 @@ DDP_END_NAMESPACE
 
 #endif // DDP_BUCKETING_HPP
 // ---- end ddp/bucketing.hpp ----
-// ---- begin ddp/checkpoint.hpp ----
-// ddp::save_checkpoint / ddp::load_checkpoint — a job's training state in one file that a job
-// of any world size loads: the model's parameters and buffers, a ddp::optim optimizer's state
-// (gathered whole from the ranks' shards, cut again into the loading job's shards), the step
-// and the sampler's position (epoch, samples of it the whole job has consumed). Rank 0 writes
-// the file atomically and seals it with SHA-256; rank 0 reads and checks it and broadcasts it,
-// so only rank 0's node needs the file. Format and choices: docs/checkpoints.md.
-#ifndef DDP_CHECKPOINT_HPP
-#define DDP_CHECKPOINT_HPP
-
-// ---- begin ddp/detail/checkpoint/file.hpp ----
-// The checkpoint file: its records, their encoding (version 1, docs/checkpoints.md), the
-// SHA-256 that seals it, and the atomic write and checked read of one file. Independent of
-// the model's and the optimizer's types: ddp/checkpoint.hpp fills and applies the records.
-#ifndef DDP_DETAIL_CHECKPOINT_FILE_HPP
-#define DDP_DETAIL_CHECKPOINT_FILE_HPP
-
-
-#include <cstddef>
-#include <cstdint>
-#include <string>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-enum class checkpoint_role : std::uint8_t { parameter = 0, buffer = 1 };
-
-/// One tensor: its values and, for a parameter under a ddp::optim optimizer, one array of
-/// per-element optimizer state per slot (Adam: two moments; SGD: momentum), in the
-/// parameter's element order and dtype, whole (never a rank's shard).
-struct checkpoint_tensor {
-  checkpoint_role role = checkpoint_role::parameter;
-  std::string name;
-  dtype type = dtype::f32;
-  std::uint64_t count = 0;
-  std::vector<std::byte> values;
-  std::vector<std::vector<std::byte>> state; ///< [slot], each count elements of `type`
-};
-
-struct checkpoint_contents {
-  std::uint64_t step = 0, epoch = 0, samples = 0;
-  std::uint32_t saved_world_size = 0; ///< informative: any world size loads the file
-  std::string optimizer;              ///< "" (none), "adam", "sgd"
-  std::uint64_t optimizer_steps = 0;
-  std::uint32_t slots = 0; ///< optimizer state arrays per parameter
-  std::vector<checkpoint_tensor> tensors;
-};
-
-inline constexpr char checkpoint_magic[8] = {'D', 'D', 'P', 'C', 'K', 'P', 'T', '\n'};
-inline constexpr std::uint32_t checkpoint_version = 1;
-inline constexpr std::size_t checkpoint_header_bytes = 24; ///< magic, version, byte order, body size
-inline constexpr std::size_t checkpoint_digest_bytes = 32; ///< SHA-256 of header and body
-
-/// A file that is whole but that this ddp cannot read (another format version or byte order):
-/// loading does not fall back to an earlier checkpoint for it.
-class checkpoint_unreadable : public error {
-public:
-  explicit checkpoint_unreadable(const std::string& what) : error(error_kind::data, what) {}
-};
-
-/// The checks of the header, the length and the SHA-256: a ddp::error (data) naming `file`
-/// (checkpoint_unreadable for another version or byte order) when one fails.
-DDP_INLINE void check_checkpoint_integrity(const std::vector<std::uint8_t>& bytes, const std::string& file);
-/// The whole file's bytes: header, body, SHA-256.
-DDP_INLINE std::vector<std::uint8_t> encode_checkpoint(const checkpoint_contents& c);
-/// Checks the header, the length and the SHA-256, then parses the body; every failure is a
-/// ddp::error (data) that names `file` and says what is wrong with it.
-DDP_INLINE checkpoint_contents decode_checkpoint(const std::vector<std::uint8_t>& bytes,
-                                                 const std::string& file);
-/// The file's bytes; a ddp::error naming it when it cannot be read.
-DDP_INLINE std::vector<std::uint8_t> read_checkpoint_file(const std::string& file);
-/// Writes `file` so that it is either the old file or the whole new one, whatever happens:
-/// under flock(2) on `file.lock` (a second writer is refused, naming it), stale `file.tmp.*`
-/// removed, a temporary file of its own beside it (O_EXCL; host, pid, random), fsync, close,
-/// rename over it, fsync of the directory (each failure an error naming the file or directory).
-/// With `keep_previous`, the file it replaces becomes `file.prev` first if it is a whole
-/// checkpoint, else `file.bad` (.prev is then left as it was).
-DDP_INLINE void write_checkpoint_file(const std::string& file, const std::vector<std::uint8_t>& bytes,
-                                      bool keep_previous);
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-
-#endif // DDP_DETAIL_CHECKPOINT_FILE_HPP
-// ---- end ddp/detail/checkpoint/file.hpp ----
-// ---- begin ddp/detail/data_parallel/model_layout.hpp ----
-// The parameters and buffers of a model, walked once into type-erased slots,
-// plus the description that ranks compare to prove they hold the same model.
-#ifndef DDP_DETAIL_DATA_PARALLEL_MODEL_LAYOUT_HPP
-#define DDP_DETAIL_DATA_PARALLEL_MODEL_LAYOUT_HPP
-
-// ---- begin ddp/model.hpp ----
-// The model concept: any type that can list its parameters (value and gradient
-// tensors, in forward/registration order) and, optionally, its buffers.
-#ifndef DDP_MODEL_HPP
-#define DDP_MODEL_HPP
-
-
-#include <string_view>
-#include <type_traits>
-
-DDP_BEGIN_NAMESPACE
-
-/// Customization point for model types you cannot change: specialize with
-///   template <class F> static void for_each_parameter(M& m, F&& f);  // f(name, value, grad)
-///   template <class F> static void for_each_buffer(M& m, F&& f);     // optional: f(name, value)
-/// Optionally, for models whose framework knows when each gradient is final
-/// (an autograd engine, as in ddp/torch.hpp):
-///   static A attach(M& m);
-/// distributed_data_parallel then keeps the returned A for its lifetime and
-/// walks A instead of m (A is a model: its gradients may be storage it owns,
-/// laid out so buckets reduce in place), calls a.connect(sink) once built, so
-/// that A reports each gradient through ddp::gradient_sink as backward makes
-/// it, and a.before_synchronize(sink) at each synchronize(), where A reports
-/// the gradients that got none since the last one as unused.
-/// The primary template forwards to the model's own member functions.
-template <class M> struct model_traits {
-  // MM = M keeps the member lookup in the immediate context: a model without
-  // for_each_buffer makes this overload vanish instead of a hard error.
-  template <class F, class MM = M>
-  static auto for_each_parameter(MM& m, F&& f) -> decltype(m.for_each_parameter(static_cast<F&&>(f))) {
-    return m.for_each_parameter(static_cast<F&&>(f));
-  }
-  template <class F, class MM = M>
-  static auto for_each_buffer(MM& m, F&& f) -> decltype(m.for_each_buffer(static_cast<F&&>(f))) {
-    return m.for_each_buffer(static_cast<F&&>(f));
-  }
-};
-
-namespace detail {
-/// Stands in for ddp's visitor when checking the concept.
-struct parameter_probe {
-  template <class N, class V, class G> void operator()(N&&, V&&, G&&) const {}
-};
-struct buffer_probe {
-  template <class N, class V> void operator()(N&&, V&&) const {}
-};
-} // namespace detail
-
-template <class M>
-concept model = requires(M& m) {
-  model_traits<M>::for_each_parameter(m, detail::parameter_probe{});
-};
-
-/// A model whose traits attach an adapter that marks gradients by itself.
-template <class M>
-concept attachable_model = model<M> && requires(M& m) {
-  model_traits<M>::attach(m);
-};
-
-template <class M>
-concept model_with_buffers = model<M> && requires(M& m) {
-  model_traits<M>::for_each_buffer(m, detail::buffer_probe{});
-};
-
-DDP_END_NAMESPACE
-
-#endif // DDP_MODEL_HPP
-// ---- end ddp/model.hpp ----
-
-#include <cstdint>
-#include <string>
-#include <string_view>
-#include <unordered_set>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-struct tensor_slot {
-  std::string name;
-  dtype type = dtype::f32;
-  void* value = nullptr;
-  void* grad = nullptr; ///< null for buffers
-  std::size_t count = 0;
-  bool on_device = false; ///< value (and grad) in device memory
-};
-
-/// Whether the walk can keep a value, gradient or buffer passed as `T` (the
-/// forwarded type: `X&` for a named tensor, `X&&` for a temporary); otherwise
-/// one static_assert says why and the caller compiles nothing else with it.
-/// ddp keeps the elements' address and writes through it (rank 0's values,
-/// the averaged gradients), so they must be writable and outlive the walk: a
-/// named tensor, or a view (ddp::tensor_view) of storage that does.
-template <class T> constexpr bool walkable_tensor() {
-  using U = std::remove_cvref_t<T>;
-  if constexpr (!tensor<U>) {
-    static_assert(tensor<U>,
-                  "ddp: for_each_parameter passed a value or gradient that is not a contiguous tensor: "
-                  "use std::vector, std::span, an Eigen Matrix/Array/Map, or specialize ddp::tensor_traits");
-    return false;
-  } else if constexpr (std::is_const_v<tensor_value_t<U>>) {
-    static_assert(
-        !std::is_const_v<tensor_value_t<U>>,
-        "ddp: for_each_parameter (or for_each_buffer) passed a tensor of const elements: ddp writes "
-        "rank 0's values into parameters and buffers and the averaged gradients into gradients; "
-        "pass them non-const");
-    return false;
-  } else if constexpr (!std::is_lvalue_reference_v<T> && !tensor_view<U>) {
-    static_assert(std::is_lvalue_reference_v<T> || tensor_view<U>,
-                  "ddp: for_each_parameter (or for_each_buffer) passed a temporary that owns its elements "
-                  "(a std::vector, std::array or Eigen Matrix made in the call): ddp keeps their address, "
-                  "which dies with it; pass the model's member, or a view of storage the model owns "
-                  "(std::span, ddp::device_span, Eigen::Map; see ddp::enable_tensor_view)");
-    return false;
-  } else {
-    return true;
-  }
-}
-
-/// walkable_tensor of a parameter's value, then (only if it passed) of its gradient: one message.
-template <class V, class G> constexpr bool walkable_parameter() {
-  if constexpr (walkable_tensor<V>())
-    return walkable_tensor<G>();
-  else
-    return false;
-}
-
-template <class M> std::vector<tensor_slot> collect_parameters(M& m) {
-  std::vector<tensor_slot> out;
-  model_traits<M>::for_each_parameter(m, [&](auto&& name, auto&& value, auto&& grad) {
-    using V = std::remove_cvref_t<decltype(value)>;
-    using G = std::remove_cvref_t<decltype(grad)>;
-    if constexpr (walkable_parameter<decltype(value), decltype(grad)>()) {
-      static_assert(std::is_same_v<tensor_value_t<V>, tensor_value_t<G>>,
-                    "ddp: a parameter and its gradient must have the same element type");
-      static_assert(on_device_v<V> == on_device_v<G>,
-                    "ddp: a parameter and its gradient must live in the same memory space (host or device)");
-      auto v = as_span(value);
-      auto g = as_span(grad);
-      std::string n(name);
-      if (v.size() != g.size())
-        detail::throw_error(error_kind::config, {"parameter '", n, "' has ", v.size(),
-                                                 " elements but its gradient has ", g.size()});
-      if (!is_floating(dtype_v<tensor_value_t<V>>))
-        detail::throw_error(error_kind::config,
-                            {"parameter '", n, "' is ", to_string(dtype_v<tensor_value_t<V>>),
-                             ": gradients must be floating point"});
-      out.push_back({std::move(n), dtype_v<tensor_value_t<V>>, v.data(), g.data(), v.size(), on_device_v<V>});
-    }
-  });
-  return out;
-}
-
-template <class M> std::vector<tensor_slot> collect_buffers(M& m) {
-  std::vector<tensor_slot> out;
-  if constexpr (model_with_buffers<M>) {
-    model_traits<M>::for_each_buffer(m, [&](auto&& name, auto&& value) {
-      using V = std::remove_cvref_t<decltype(value)>;
-      if constexpr (walkable_tensor<decltype(value)>()) {
-        auto v = as_span(value);
-        out.push_back(
-            {std::string(name), dtype_v<tensor_value_t<V>>, v.data(), nullptr, v.size(), on_device_v<V>});
-      }
-    });
-  }
-  return out;
-}
-
-/// Whether the model still lists the same parameters and buffers (names, sizes)
-/// at the same addresses as `params` and `buffers`. Walks the model without
-/// allocating: it runs at the start of every step.
-template <class M>
-bool same_storage(M& m, const std::vector<tensor_slot>& params, const std::vector<tensor_slot>& buffers) {
-  bool same = true;
-  std::size_t i = 0;
-  model_traits<M>::for_each_parameter(m, [&](auto&& name, auto&& value, auto&& grad) {
-    if constexpr (walkable_parameter<decltype(value), decltype(grad)>()) {
-      auto v = as_span(value);
-      auto g = as_span(grad);
-      same = same && i < params.size() && std::string_view(name) == params[i].name &&
-             v.size() == params[i].count && static_cast<void*>(v.data()) == params[i].value &&
-             static_cast<void*>(g.data()) == params[i].grad;
-      ++i;
-    }
-  });
-  same = same && i == params.size();
-  if constexpr (model_with_buffers<M>) {
-    std::size_t j = 0;
-    model_traits<M>::for_each_buffer(m, [&](auto&& name, auto&& value) {
-      if constexpr (walkable_tensor<decltype(value)>()) {
-        auto v = as_span(value);
-        same = same && j < buffers.size() && std::string_view(name) == buffers[j].name &&
-               v.size() == buffers[j].count && static_cast<void*>(v.data()) == buffers[j].value;
-        ++j;
-      }
-    });
-    same = same && j == buffers.size();
-  }
-  return same;
-}
-
-DDP_INLINE void check_unique_names(const std::vector<tensor_slot>& slots, const char* what);
-
-/// "name|dtype|count\n" per parameter, then per buffer: what ranks compare.
-DDP_INLINE std::string describe(const std::vector<tensor_slot>& params,
-                                const std::vector<tensor_slot>& buffers);
-
-/// Options every rank must set alike ("name=value" lines) as a description's
-/// last section; empty for none.
-DDP_INLINE std::string describe_settings(std::string_view settings);
-
-/// A description split back into its sections, one line per entry.
-struct described_layout {
-  std::vector<std::string> params, buffers, settings;
-};
-
-DDP_INLINE described_layout parse_description(const std::string& d);
-
-/// "'fc1.weight' float32 x 100" from a description line.
-DDP_INLINE std::string pretty_entry(const std::string& line);
-
-/// The first difference between rank 0's description and rank r's, as a sentence; empty when equal.
-/// Parameters and buffers are compared section by section, each counted from #0 on both sides, so
-/// an extra parameter on rank r is named by its own index whatever rank 0 lists at that line.
-DDP_INLINE std::string first_difference(const std::string& d0, const std::string& dr, int r);
-
-/// The first setting (describe_settings) in which rank r's description differs from rank 0's,
-/// as "ddp_options::NAME differs: rank r has it V and rank 0 U"; empty when equal.
-DDP_INLINE std::string first_setting_difference(const std::string& d0, const std::string& dr, int r);
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-
-#endif // DDP_DETAIL_DATA_PARALLEL_MODEL_LAYOUT_HPP
-// ---- end ddp/detail/data_parallel/model_layout.hpp ----
-
-#include <cstdint>
-#include <cstring>
-#include <map>
-#include <string>
-#include <type_traits>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-
-/// Where training stands, saved beside the tensors.
-struct training_progress {
-  std::uint64_t step = 0;    ///< optimizer steps done
-  std::uint64_t epoch = 0;   ///< the epoch under way
-  std::uint64_t samples = 0; ///< samples of that epoch consumed by the whole job (all ranks together)
-};
-
-struct checkpoint_options {
-  /// save: the file replaced becomes `path.prev`.
-  bool keep_previous = true;
-  /// load: when `path` is refused (missing, truncated, damaged, foreign), load `path.prev`
-  /// instead, and say so on rank 0's stderr; without it, the refusal is the error.
-  bool fall_back_to_previous = true;
-};
-
-namespace detail {
-
-/// A type that ddp::optim's optimizers are: its sharded state, restorable for any world size.
-template <class O>
-concept sharded_optimizer = requires(O& o, const O& c) {
-  {O::name()};
-  o.state();
-  o.model();
-  { c.steps() } -> std::convertible_to<std::uint64_t>;
-  o.set_steps(std::uint64_t{});
-};
-
-/// The optimizer must step `dp` itself: its shards index dp's parameters, and those of another
-/// model would be read and written out of bounds.
-template <class Parallel, class Optimizer>
-void check_optimizer_of(const Parallel& dp, Optimizer& opt, const std::string& call, int rank) {
-  const void* mine = &dp;
-  const void* its = &opt.model();
-  if (mine != its)
-    detail::throw_error(
-        error_kind::config,
-        {"rank ", rank, ": ", call, ": the optimizer (", Optimizer::name(),
-         ") was built on another data-parallel object than the one passed: pass the model's own "
-         "optimizer (ddp::optim::",
-         Optimizer::name(), "(dp, ...) with this dp)"},
-        rank);
-}
-
-/// A shard's range inside its parameter's record, checked (an internal error, never a write
-/// past the end).
-inline void check_shard_range(std::size_t offset, std::size_t count, std::size_t parameter_count,
-                              const std::string& name) {
-  if (offset > parameter_count || count > parameter_count - offset)
-    detail::throw_error(error_kind::mismatch,
-                        {"checkpoint: a shard of '", name, "' (elements ", offset, "..", offset + count,
-                         ") runs past its ", parameter_count, " elements"});
-}
-
-/// The checkpoint's records of the model's parameters and buffers (no optimizer state); without
-/// `copy_values`, their names, types and counts only (what gathering and restoring an
-/// optimizer's state needs).
-template <class Model> checkpoint_contents checkpoint_of_model(Model& m, int rank, bool copy_values = true) {
-  checkpoint_contents c;
-  auto add = [&](const std::vector<tensor_slot>& slots, checkpoint_role role) {
-    for (auto& s : slots) {
-      if (s.on_device)
-        detail::throw_error(
-            error_kind::config,
-            {"rank ", rank, ": checkpoint: '", s.name,
-             "' lives in device memory; checkpoints hold host tensors for now (copy the model "
-             "to the host to save it)"},
-            rank);
-      checkpoint_tensor t{role, s.name, s.type, s.count, {}, {}};
-      const auto* p = static_cast<const std::byte*>(s.value);
-      if (s.count > 0 && copy_values) t.values.assign(p, p + s.count * size_of(s.type));
-      c.tensors.push_back(std::move(t));
-    }
-  };
-  add(collect_parameters(m), checkpoint_role::parameter);
-  add(collect_buffers(m), checkpoint_role::buffer);
-  return c;
-}
-
-/// The optimizer's whole state, per parameter: every rank fills the bit patterns of the elements
-/// it owns into zeros, and an integer sum over the ranks completes it. Each element has one
-/// owner, so the sum is that owner's bits exactly, whatever the value (-0.0, a denormal under
-/// FTZ/DAZ, a signalling NaN) and whatever the world size and bucketing: a float sum would
-/// change those. Optimizer state is float32 or float64; any other dtype is refused.
-template <class Optimizer> void gather_optimizer_state(Optimizer& opt, checkpoint_contents& c) {
-  auto& sharded = opt.model();
-  auto& st = opt.state();
-  const std::size_t slots = st.slots();
-  c.optimizer = Optimizer::name();
-  c.optimizer_steps = opt.steps();
-  c.slots = static_cast<std::uint32_t>(slots);
-  // Parameters in registration order come first among the tensors; their offsets in one
-  // flat array per dtype.
-  std::vector<std::size_t> offset(c.tensors.size(), 0);
-  std::size_t n32 = 0, n64 = 0;
-  for (std::size_t p = 0; p < c.tensors.size() && c.tensors[p].role == checkpoint_role::parameter; ++p) {
-    const auto& t = c.tensors[p];
-    if (t.type != dtype::f32 && t.type != dtype::f64) {
-      const int rank = sharded.group().rank();
-      detail::throw_error(error_kind::config,
-                          {"rank ", rank, ": ", Optimizer::name(), "'s state of parameter '", t.name, "' (",
-                           to_string(t.type),
-                           ") cannot be gathered: optimizer state is kept for float32 and float64 parameters "
-                           "only; keep such a parameter out of the optimizer or make it float32"},
-                          rank);
-    }
-    auto& n = t.type == dtype::f32 ? n32 : n64;
-    offset[p] = n;
-    n += t.count;
-  }
-  std::vector<std::int32_t> bits32(slots * n32, 0);
-  std::vector<std::int64_t> bits64(slots * n64, 0);
-  sharded.for_each_shard([&](auto& r) {
-    using T = typename std::remove_cvref_t<decltype(r.value)>::value_type;
-    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
-    static_assert(sizeof(float) == sizeof(std::int32_t) && sizeof(double) == sizeof(std::int64_t));
-    auto& flat = [&]() -> auto& {
-      if constexpr (std::is_same_v<T, float>)
-        return bits32;
-      else
-        return bits64;
-    }
-    ();
-    const std::size_t total = std::is_same_v<T, float> ? n32 : n64;
-    if (r.parameter >= c.tensors.size() || c.tensors[r.parameter].role != checkpoint_role::parameter)
-      detail::throw_error(error_kind::mismatch, {"checkpoint: a shard names parameter ", r.parameter,
-                                                 ", which the model does not have"});
-    check_shard_range(r.offset, r.value.size(), c.tensors[r.parameter].count, c.tensors[r.parameter].name);
-    for (std::size_t k = 0; k < slots && !r.value.empty(); ++k) {
-      const T* src = st.template at<T>(k, r.bucket, r.state_offset);
-      std::memcpy(flat.data() + k * total + offset[r.parameter] + r.offset, src, r.value.size() * sizeof(T));
-    }
-  });
-  // Over the shard group: under hybrid sharding each replica holds the same
-  // shards, and one copy of each element makes the whole.
-  auto& shard_group = sharded.shard_group();
-  if (!bits32.empty()) shard_group.all_reduce(bits32, op::sum);
-  if (!bits64.empty()) shard_group.all_reduce(bits64, op::sum);
-  for (std::size_t p = 0; p < c.tensors.size() && c.tensors[p].role == checkpoint_role::parameter; ++p) {
-    auto& t = c.tensors[p];
-    const bool single = t.type == dtype::f32;
-    const std::size_t total = single ? n32 : n64, bytes = t.count * size_of(t.type);
-    for (std::size_t k = 0; k < slots; ++k) {
-      const auto* src = single ? reinterpret_cast<const std::byte*>(bits32.data() + k * total + offset[p])
-                               : reinterpret_cast<const std::byte*>(bits64.data() + k * total + offset[p]);
-      t.state.emplace_back(src, src + bytes);
-    }
-  }
-}
-
-/// Rank 0's outcome, broadcast: every rank fails alike, with rank 0's message.
-template <class Group> void agree_on_rank0(Group& pg, const std::string& failure, const std::string& what) {
-  std::vector<std::int64_t> status{failure.empty() ? 0 : 1, static_cast<std::int64_t>(failure.size())};
-  pg.broadcast(status, 0);
-  if (status[0] == 0) return;
-  std::vector<std::uint8_t> text(failure.begin(), failure.end());
-  text.resize(static_cast<std::size_t>(status[1]));
-  pg.broadcast(text, 0);
-  if (pg.rank() == 0) detail::throw_error(error_kind::data, {"rank 0: ", failure}, 0);
-  detail::throw_error(
-      error_kind::data,
-      {"rank ", pg.rank(), ": ", what, " failed on rank 0: ", std::string(text.begin(), text.end())}, 0);
-}
-
-template <class Parallel, class Optimizer>
-void save_checkpoint(const std::string& path, Parallel& dp, Optimizer* opt, const training_progress& p,
-                     const checkpoint_options& o) {
-  auto& pg = dp.group();
-  // Every rank must mean the same step: a rank a step behind would save another state.
-  std::vector<std::int64_t> lo{static_cast<std::int64_t>(p.step)}, hi = lo;
-  pg.all_reduce(lo, op::min);
-  pg.all_reduce(hi, op::max);
-  if (lo[0] != hi[0])
-    detail::throw_error(error_kind::mismatch,
-                        {"rank ", pg.rank(), ": save_checkpoint(", path, ") called at steps ", lo[0], " to ",
-                         hi[0], " on different ranks: call it at the same step on every rank"},
-                        pg.rank());
-  if constexpr (!std::is_same_v<Optimizer, void>)
-    check_optimizer_of(dp, *opt, detail::message({"save_checkpoint(", path, ")"}), pg.rank());
-  auto c = checkpoint_of_model(dp.module(), pg.rank());
-  if constexpr (!std::is_same_v<Optimizer, void>) gather_optimizer_state(*opt, c);
-  c.step = p.step;
-  c.epoch = p.epoch;
-  c.samples = p.samples;
-  c.saved_world_size = static_cast<std::uint32_t>(pg.size());
-  std::string failure;
-  if (pg.rank() == 0) {
-    try {
-      write_checkpoint_file(path, encode_checkpoint(c), o.keep_previous);
-    } catch (const std::exception& e) { failure = e.what(); }
-  }
-  agree_on_rank0(pg, failure, detail::message({"save_checkpoint(", path, ")"}));
-}
-
-/// Rank 0's bytes of `path` (or of `path.prev`), checked, on every rank.
-template <class Group>
-checkpoint_contents read_on_rank0(Group& pg, const std::string& path, const checkpoint_options& o) {
-  std::vector<std::uint8_t> bytes;
-  std::string failure;
-  checkpoint_contents c;
-  if (pg.rank() == 0) {
-    // Whatever fails here (bad_alloc too) is relayed: the other ranks wait in the broadcast.
-    try {
-      bytes = read_checkpoint_file(path);
-      c = decode_checkpoint(bytes, path);
-    } catch (const checkpoint_unreadable& e) {
-      failure = e.what(); // whole, of another format: an older checkpoint is no answer
-    } catch (const error& first) {
-      failure = first.what();
-      if (o.fall_back_to_previous) {
-        const std::string prev = path + ".prev";
-        try {
-          bytes = read_checkpoint_file(prev);
-          c = decode_checkpoint(bytes, prev);
-          log_line("rank 0", detail::message({first.what(), "; loading the previous checkpoint, ", prev,
-                                              " (step ", c.step, "), instead"}));
-          failure.clear();
-        } catch (const std::exception& second) {
-          failure += "; and the previous one: " + std::string(second.what());
-        }
-      }
-    } catch (const std::exception& e) {
-      failure = detail::message({"checkpoint ", path, " cannot be loaded: ", e.what()});
-    }
-  }
-  agree_on_rank0(pg, failure, detail::message({"load_checkpoint(", path, ")"}));
-  std::vector<std::int64_t> size{static_cast<std::int64_t>(bytes.size())};
-  pg.broadcast(size, 0);
-  bytes.resize(static_cast<std::size_t>(size[0]));
-  pg.broadcast(bytes, 0);
-  if (pg.rank() != 0) c = decode_checkpoint(bytes, path);
-  return c;
-}
-
-/// The records that match the model's tensors, checked by name, role, dtype and size.
-template <class Model>
-std::vector<const checkpoint_tensor*> match_model(Model& m, const checkpoint_contents& c,
-                                                  const std::string& path, int rank,
-                                                  std::vector<tensor_slot>& slots) {
-  slots = collect_parameters(m);
-  const std::size_t nparams = slots.size();
-  for (auto& b : collect_buffers(m))
-    slots.push_back(b);
-  std::map<std::string, const checkpoint_tensor*> by_name[2];
-  for (auto& t : c.tensors)
-    by_name[static_cast<int>(t.role)][t.name] = &t;
-  std::vector<const checkpoint_tensor*> out;
-  auto what = [](checkpoint_role r) { return r == checkpoint_role::parameter ? "parameter" : "buffer"; };
-  for (std::size_t i = 0; i < slots.size(); ++i) {
-    const auto role = i < nparams ? checkpoint_role::parameter : checkpoint_role::buffer;
-    auto& s = slots[i];
-    auto& names = by_name[static_cast<int>(role)];
-    auto it = names.find(s.name);
-    if (it == names.end())
-      detail::throw_error(error_kind::mismatch,
-                          {"rank ", rank, ": checkpoint ", path, " has no ", what(role), " '", s.name,
-                           "': it was saved from another model; load it into the model that saved it"},
-                          rank);
-    const auto& t = *it->second;
-    if (t.type != s.type || t.count != s.count)
-      detail::throw_error(error_kind::mismatch,
-                          {"rank ", rank, ": ", what(role), " '", s.name, "' is ", s.count, " × ",
-                           to_string(s.type), " here but ", t.count, " × ", to_string(t.type),
-                           " in checkpoint ", path, ": load it into the model that saved it"},
-                          rank);
-    if (s.on_device)
-      detail::throw_error(error_kind::config,
-                          {"rank ", rank, ": checkpoint: '", s.name,
-                           "' lives in device memory; checkpoints load host tensors for now"},
-                          rank);
-    names.erase(it);
-    out.push_back(&t);
-  }
-  for (int r = 0; r < 2; ++r)
-    if (!by_name[r].empty())
-      detail::throw_error(error_kind::mismatch,
-                          {"rank ", rank, ": checkpoint ", path, " holds ",
-                           what(static_cast<checkpoint_role>(r)), " '", by_name[r].begin()->first,
-                           "', which this model lacks: load it into the model that saved it"},
-                          rank);
-  return out;
-}
-
-/// Whether `c` holds state for this optimizer; checked before anything is changed.
-template <class Optimizer>
-void check_optimizer(Optimizer& opt, const checkpoint_contents& c, const std::string& path) {
-  const auto slots = opt.state().slots();
-  const int rank = opt.model().group().rank();
-  if (c.optimizer != Optimizer::name() || c.slots != slots)
-    detail::throw_error(
-        error_kind::config,
-        {"rank ", rank, ": checkpoint ", path, " holds ",
-         (c.optimizer.empty()
-              ? std::string("no optimizer state")
-              : detail::message({"the state of ", c.optimizer, " (", c.slots, " values per element)"})),
-         ", but this job's optimizer is ", Optimizer::name(), " (", slots,
-         "): build the optimizer the job saved (for sgd, with momentum if it had one), or load "
-         "without one"},
-        rank);
-}
-
-/// Each rank copies the elements it owns, in this job's shards, from the whole arrays.
-template <class Optimizer>
-void restore_optimizer(Optimizer& opt, const checkpoint_contents& c,
-                       const std::vector<const checkpoint_tensor*>& rec) {
-  auto& st = opt.state();
-  opt.model().for_each_shard([&](auto& r) {
-    using T = typename std::remove_cvref_t<decltype(r.value)>::value_type;
-    const auto& t = *rec.at(r.parameter);
-    check_shard_range(r.offset, r.value.size(), t.count, t.name);
-    for (std::size_t k = 0; k < st.slots() && !r.value.empty(); ++k)
-      std::memcpy(st.template at<T>(k, r.bucket, r.state_offset),
-                  reinterpret_cast<const T*>(t.state[k].data()) + r.offset, r.value.size() * sizeof(T));
-  });
-  opt.set_steps(c.optimizer_steps);
-}
-
-template <class Parallel, class Optimizer>
-training_progress load_checkpoint(const std::string& path, Parallel& dp, Optimizer* opt,
-                                  const checkpoint_options& o) {
-  auto& pg = dp.group();
-  if constexpr (!std::is_same_v<Optimizer, void>)
-    check_optimizer_of(dp, *opt, detail::message({"load_checkpoint(", path, ")"}), pg.rank());
-  const auto c = read_on_rank0(pg, path, o);
-  std::vector<tensor_slot> slots;
-  const auto rec = match_model(dp.module(), c, path, pg.rank(), slots);
-  if constexpr (!std::is_same_v<Optimizer, void>) check_optimizer(*opt, c, path);
-  for (std::size_t i = 0; i < slots.size(); ++i)
-    if (!rec[i]->values.empty()) std::memcpy(slots[i].value, rec[i]->values.data(), rec[i]->values.size());
-  if constexpr (!std::is_same_v<Optimizer, void>) restore_optimizer(*opt, c, rec);
-  return {c.step, c.epoch, c.samples};
-}
-
-} // namespace detail
-
-/// Collective (every rank calls it at the same step): rank 0 writes `path` with the model's
-/// parameters and buffers (rank 0's: they are every rank's after a step) and `progress`. The
-/// file is the old one or the whole new one whatever happens (temporary file, fsync,
-/// rename); with keep_previous the old one stays as `path.prev`. A failure on rank 0 is a
-/// ddp::error (data) on every rank, with rank 0's message.
-template <class Parallel>
-void save_checkpoint(const std::string& path, Parallel& dp, const training_progress& progress,
-                     const checkpoint_options& o = {}) {
-  detail::save_checkpoint<Parallel, void>(path, dp, nullptr, progress, o);
-}
-
-/// The same, with a ddp::optim optimizer's state: each rank's shard is gathered into whole
-/// per-parameter arrays (a sum over the ranks of the size of the state), so that a job of
-/// another world size can cut its own shards from them.
-template <class Parallel, detail::sharded_optimizer Optimizer>
-void save_checkpoint(const std::string& path, Parallel& dp, Optimizer& opt, const training_progress& progress,
-                     const checkpoint_options& o = {}) {
-  detail::save_checkpoint(path, dp, &opt, progress, o);
-}
-
-/// Collective, at any world size: rank 0 reads and checks `path` (or `path.prev`, see
-/// checkpoint_options) and broadcasts it; every rank sets its parameters and buffers.
-/// Returns the saved progress. A missing, truncated, damaged or foreign file, or one of
-/// another model, is a ddp::error naming the file and what is wrong, on every rank, and
-/// changes nothing.
-template <class Parallel>
-training_progress load_checkpoint(const std::string& path, Parallel& dp, const checkpoint_options& o = {}) {
-  return detail::load_checkpoint<Parallel, void>(path, dp, nullptr, o);
-}
-
-/// The same, restoring the optimizer's state (cut into this job's shards) and step count.
-template <class Parallel, detail::sharded_optimizer Optimizer>
-training_progress load_checkpoint(const std::string& path, Parallel& dp, Optimizer& opt,
-                                  const checkpoint_options& o = {}) {
-  return detail::load_checkpoint(path, dp, &opt, o);
-}
-
-DDP_END_NAMESPACE
-
-#endif // DDP_CHECKPOINT_HPP
-// ---- end ddp/checkpoint.hpp ----
 // ---- begin ddp/data_parallel.hpp ----
 // ddp::distributed_data_parallel — gradient averaging for any model type, in
 // buckets that launch while backward is still running. The class coordinates;
@@ -6021,6 +5317,74 @@ DDP_END_NAMESPACE
 #ifndef DDP_DETAIL_DATA_PARALLEL_ATTACHED_MODEL_HPP
 #define DDP_DETAIL_DATA_PARALLEL_ATTACHED_MODEL_HPP
 
+// ---- begin ddp/model.hpp ----
+// The model concept: any type that can list its parameters (value and gradient
+// tensors, in forward/registration order) and, optionally, its buffers.
+#ifndef DDP_MODEL_HPP
+#define DDP_MODEL_HPP
+
+
+#include <string_view>
+#include <type_traits>
+
+DDP_BEGIN_NAMESPACE
+
+/// Customization point for model types you cannot change: specialize with
+///   template <class F> static void for_each_parameter(M& m, F&& f);  // f(name, value, grad)
+///   template <class F> static void for_each_buffer(M& m, F&& f);     // optional: f(name, value)
+/// Optionally, for models whose framework knows when each gradient is final
+/// (an autograd engine, as in ddp/torch.hpp):
+///   static A attach(M& m);
+/// distributed_data_parallel then keeps the returned A for its lifetime and
+/// walks A instead of m (A is a model: its gradients may be storage it owns,
+/// laid out so buckets reduce in place), calls a.connect(sink) once built, so
+/// that A reports each gradient through ddp::gradient_sink as backward makes
+/// it, and a.before_synchronize(sink) at each synchronize(), where A reports
+/// the gradients that got none since the last one as unused.
+/// The primary template forwards to the model's own member functions.
+template <class M> struct model_traits {
+  // MM = M keeps the member lookup in the immediate context: a model without
+  // for_each_buffer makes this overload vanish instead of a hard error.
+  template <class F, class MM = M>
+  static auto for_each_parameter(MM& m, F&& f) -> decltype(m.for_each_parameter(static_cast<F&&>(f))) {
+    return m.for_each_parameter(static_cast<F&&>(f));
+  }
+  template <class F, class MM = M>
+  static auto for_each_buffer(MM& m, F&& f) -> decltype(m.for_each_buffer(static_cast<F&&>(f))) {
+    return m.for_each_buffer(static_cast<F&&>(f));
+  }
+};
+
+namespace detail {
+/// Stands in for ddp's visitor when checking the concept.
+struct parameter_probe {
+  template <class N, class V, class G> void operator()(N&&, V&&, G&&) const {}
+};
+struct buffer_probe {
+  template <class N, class V> void operator()(N&&, V&&) const {}
+};
+} // namespace detail
+
+template <class M>
+concept model = requires(M& m) {
+  model_traits<M>::for_each_parameter(m, detail::parameter_probe{});
+};
+
+/// A model whose traits attach an adapter that marks gradients by itself.
+template <class M>
+concept attachable_model = model<M> && requires(M& m) {
+  model_traits<M>::attach(m);
+};
+
+template <class M>
+concept model_with_buffers = model<M> && requires(M& m) {
+  model_traits<M>::for_each_buffer(m, detail::buffer_probe{});
+};
+
+DDP_END_NAMESPACE
+
+#endif // DDP_MODEL_HPP
+// ---- end ddp/model.hpp ----
 
 #include <type_traits>
 
@@ -6094,6 +5458,180 @@ DDP_END_NAMESPACE
 #ifndef DDP_DETAIL_DATA_PARALLEL_BUCKET_PLAN_HPP
 #define DDP_DETAIL_DATA_PARALLEL_BUCKET_PLAN_HPP
 
+// ---- begin ddp/detail/data_parallel/model_layout.hpp ----
+// The parameters and buffers of a model, walked once into type-erased slots,
+// plus the description that ranks compare to prove they hold the same model.
+#ifndef DDP_DETAIL_DATA_PARALLEL_MODEL_LAYOUT_HPP
+#define DDP_DETAIL_DATA_PARALLEL_MODEL_LAYOUT_HPP
+
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+struct tensor_slot {
+  std::string name;
+  dtype type = dtype::f32;
+  void* value = nullptr;
+  void* grad = nullptr; ///< null for buffers
+  std::size_t count = 0;
+  bool on_device = false; ///< value (and grad) in device memory
+};
+
+/// Whether the walk can keep a value, gradient or buffer passed as `T` (the
+/// forwarded type: `X&` for a named tensor, `X&&` for a temporary); otherwise
+/// one static_assert says why and the caller compiles nothing else with it.
+/// ddp keeps the elements' address and writes through it (rank 0's values,
+/// the averaged gradients), so they must be writable and outlive the walk: a
+/// named tensor, or a view (ddp::tensor_view) of storage that does.
+template <class T> constexpr bool walkable_tensor() {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (!tensor<U>) {
+    static_assert(tensor<U>,
+                  "ddp: for_each_parameter passed a value or gradient that is not a contiguous tensor: "
+                  "use std::vector, std::span, an Eigen Matrix/Array/Map, or specialize ddp::tensor_traits");
+    return false;
+  } else if constexpr (std::is_const_v<tensor_value_t<U>>) {
+    static_assert(
+        !std::is_const_v<tensor_value_t<U>>,
+        "ddp: for_each_parameter (or for_each_buffer) passed a tensor of const elements: ddp writes "
+        "rank 0's values into parameters and buffers and the averaged gradients into gradients; "
+        "pass them non-const");
+    return false;
+  } else if constexpr (!std::is_lvalue_reference_v<T> && !tensor_view<U>) {
+    static_assert(std::is_lvalue_reference_v<T> || tensor_view<U>,
+                  "ddp: for_each_parameter (or for_each_buffer) passed a temporary that owns its elements "
+                  "(a std::vector, std::array or Eigen Matrix made in the call): ddp keeps their address, "
+                  "which dies with it; pass the model's member, or a view of storage the model owns "
+                  "(std::span, ddp::device_span, Eigen::Map; see ddp::enable_tensor_view)");
+    return false;
+  } else {
+    return true;
+  }
+}
+
+/// walkable_tensor of a parameter's value, then (only if it passed) of its gradient: one message.
+template <class V, class G> constexpr bool walkable_parameter() {
+  if constexpr (walkable_tensor<V>())
+    return walkable_tensor<G>();
+  else
+    return false;
+}
+
+template <class M> std::vector<tensor_slot> collect_parameters(M& m) {
+  std::vector<tensor_slot> out;
+  model_traits<M>::for_each_parameter(m, [&](auto&& name, auto&& value, auto&& grad) {
+    using V = std::remove_cvref_t<decltype(value)>;
+    using G = std::remove_cvref_t<decltype(grad)>;
+    if constexpr (walkable_parameter<decltype(value), decltype(grad)>()) {
+      static_assert(std::is_same_v<tensor_value_t<V>, tensor_value_t<G>>,
+                    "ddp: a parameter and its gradient must have the same element type");
+      static_assert(on_device_v<V> == on_device_v<G>,
+                    "ddp: a parameter and its gradient must live in the same memory space (host or device)");
+      auto v = as_span(value);
+      auto g = as_span(grad);
+      std::string n(name);
+      if (v.size() != g.size())
+        detail::throw_error(error_kind::config, {"parameter '", n, "' has ", v.size(),
+                                                 " elements but its gradient has ", g.size()});
+      if (!is_floating(dtype_v<tensor_value_t<V>>))
+        detail::throw_error(error_kind::config,
+                            {"parameter '", n, "' is ", to_string(dtype_v<tensor_value_t<V>>),
+                             ": gradients must be floating point"});
+      out.push_back({std::move(n), dtype_v<tensor_value_t<V>>, v.data(), g.data(), v.size(), on_device_v<V>});
+    }
+  });
+  return out;
+}
+
+template <class M> std::vector<tensor_slot> collect_buffers(M& m) {
+  std::vector<tensor_slot> out;
+  if constexpr (model_with_buffers<M>) {
+    model_traits<M>::for_each_buffer(m, [&](auto&& name, auto&& value) {
+      using V = std::remove_cvref_t<decltype(value)>;
+      if constexpr (walkable_tensor<decltype(value)>()) {
+        auto v = as_span(value);
+        out.push_back(
+            {std::string(name), dtype_v<tensor_value_t<V>>, v.data(), nullptr, v.size(), on_device_v<V>});
+      }
+    });
+  }
+  return out;
+}
+
+/// Whether the model still lists the same parameters and buffers (names, sizes)
+/// at the same addresses as `params` and `buffers`. Walks the model without
+/// allocating: it runs at the start of every step.
+template <class M>
+bool same_storage(M& m, const std::vector<tensor_slot>& params, const std::vector<tensor_slot>& buffers) {
+  bool same = true;
+  std::size_t i = 0;
+  model_traits<M>::for_each_parameter(m, [&](auto&& name, auto&& value, auto&& grad) {
+    if constexpr (walkable_parameter<decltype(value), decltype(grad)>()) {
+      auto v = as_span(value);
+      auto g = as_span(grad);
+      same = same && i < params.size() && std::string_view(name) == params[i].name &&
+             v.size() == params[i].count && static_cast<void*>(v.data()) == params[i].value &&
+             static_cast<void*>(g.data()) == params[i].grad;
+      ++i;
+    }
+  });
+  same = same && i == params.size();
+  if constexpr (model_with_buffers<M>) {
+    std::size_t j = 0;
+    model_traits<M>::for_each_buffer(m, [&](auto&& name, auto&& value) {
+      if constexpr (walkable_tensor<decltype(value)>()) {
+        auto v = as_span(value);
+        same = same && j < buffers.size() && std::string_view(name) == buffers[j].name &&
+               v.size() == buffers[j].count && static_cast<void*>(v.data()) == buffers[j].value;
+        ++j;
+      }
+    });
+    same = same && j == buffers.size();
+  }
+  return same;
+}
+
+DDP_INLINE void check_unique_names(const std::vector<tensor_slot>& slots, const char* what);
+
+/// "name|dtype|count\n" per parameter, then per buffer: what ranks compare.
+DDP_INLINE std::string describe(const std::vector<tensor_slot>& params,
+                                const std::vector<tensor_slot>& buffers);
+
+/// Options every rank must set alike ("name=value" lines) as a description's
+/// last section; empty for none.
+DDP_INLINE std::string describe_settings(std::string_view settings);
+
+/// A description split back into its sections, one line per entry.
+struct described_layout {
+  std::vector<std::string> params, buffers, settings;
+};
+
+DDP_INLINE described_layout parse_description(const std::string& d);
+
+/// "'fc1.weight' float32 x 100" from a description line.
+DDP_INLINE std::string pretty_entry(const std::string& line);
+
+/// The first difference between rank 0's description and rank r's, as a sentence; empty when equal.
+/// Parameters and buffers are compared section by section, each counted from #0 on both sides, so
+/// an extra parameter on rank r is named by its own index whatever rank 0 lists at that line.
+DDP_INLINE std::string first_difference(const std::string& d0, const std::string& dr, int r);
+
+/// The first setting (describe_settings) in which rank r's description differs from rank 0's,
+/// as "ddp_options::NAME differs: rank r has it V and rank 0 U"; empty when equal.
+DDP_INLINE std::string first_setting_difference(const std::string& d0, const std::string& dr, int r);
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+
+#endif // DDP_DETAIL_DATA_PARALLEL_MODEL_LAYOUT_HPP
+// ---- end ddp/detail/data_parallel/model_layout.hpp ----
 
 #include <cstddef>
 #include <span>
@@ -14126,669 +13664,6 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DATA_PARALLEL_HPP
 // ---- end ddp/data_parallel.hpp ----
-// ---- begin ddp/elastic.hpp ----
-// ddp::elastic — in-process recovery: ranks that survive a lost peer go on in
-// their own processes. The training loop commits its state (the model's
-// parameters and buffers, a held ddp::optim optimizer's state, and where
-// training stands) to memory every few steps; ddp::elastic::run runs the
-// loop, and when a peer is lost it meets the survivors on the launcher's
-// store, forms a process group of them (ranks renumbered densely), restores
-// the last commit on every one (rank 0's, broadcast) and calls the loop again
-// from there. Needs ddprun
-// --in-process-recovery. Design, waits and figures: docs/elastic.md, "In-process recovery".
-#ifndef DDP_ELASTIC_HPP
-#define DDP_ELASTIC_HPP
-
-// ---- begin ddp/detail/elastic/joiners.hpp ----
-// Processes that join a running in-process-recovery job (ddprun --in-process-recovery
-// --max-restarts N starts them): how one registers, how the group admits it at a commit, how it
-// withdraws, and how it learns that the job ended without it. Model-independent, compiled once
-// under DDP_SEPARATE_COMPILATION. Design: docs/elastic.md, "Joiners".
-//
-// Note [Admission by claim]
-// Each joiner's claim is decided once, by the store's compare_set: a decider sets the joiner's
-// decision key only if it is absent (one request, atomic on the store's host), and the value
-// that stands afterwards is the decision, whoever wrote it: the generation the group's rank 0
-// admits the joiner to (1 <= g < joiner_withdrawn), or joiner_withdrawn from the joiner or its
-// agent. A reader sees no decision (the joiner waits) or the decision, never anything between,
-// and no decider can overwrite another's, however slow or dead: a decider that dies before its
-// request reaches the store decided nothing, one that dies after decided. So a joiner is admitted
-// or withdrawn, never both, and the claim says which, with the generation: the survivors'
-// meeting for that generation expects every joiner whose claim names it, even when the rank that
-// admitted it died before it could tell the others.
-// Two admitters at once (the rank 0 of generation g, dying after its requests, and the rank 0 of
-// the generation its loss makes, at its first commit) race on the same key: one wins, the other
-// reads its decision, so a joiner is admitted to one generation only; the loss meeting expects
-// the joiners whose decision names it, and the later admitter takes only those still waiting.
-#ifndef DDP_DETAIL_ELASTIC_JOINERS_HPP
-#define DDP_DETAIL_ELASTIC_JOINERS_HPP
-
-
-#include <chrono>
-#include <cstdint>
-#include <memory>
-#include <optional>
-#include <string>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-/// The delta that withdraws a joiner; generations stay below it.
-inline constexpr std::int64_t joiner_withdrawn = std::int64_t{1} << 40;
-/// A joiner meets as "old rank" joiner_rank_base + its job rank: after every survivor, so the
-/// new generation's rank 0, which sends the state, is a survivor.
-inline constexpr int joiner_rank_base = 1 << 24;
-
-/// One registered joiner: its identity (unique in the job), the job rank and node of its slot.
-struct joiner_entry {
-  std::string id;
-  int job_rank = 0;
-  int node = 0;
-};
-
-/// How long a waiting joiner asks again when the store errs on whether the job has ended: an
-/// error is no end (job_ended).
-inline constexpr std::chrono::milliseconds joiner_store_patience{5000};
-
-/// What a joiner's claim says.
-struct joiner_claim {
-  enum class what { waiting, admitted, withdrawn } state = what::waiting;
-  std::uint64_t generation = 0; ///< admitted: the generation it joins
-};
-
-/// Out of ddp::elastic::state::commit() through the loop when the group admitted joiners at that
-/// commit: every rank ends the generation there and run() meets them. Not a std::exception, so
-/// a loop's catch of those lets it through.
-struct joiners_admitted {
-  std::string ids; ///< the identities admitted, as rank 0 broadcast them
-};
-
-/// Whether ddprun may start joiners in this job (DDP_ELASTIC_JOINERS=1): the group then looks
-/// for them at each commit.
-DDP_INLINE bool joiners_possible();
-/// This process's identity when ddprun started it as a joiner (DDP_ELASTIC_JOINER), else nothing.
-DDP_INLINE std::optional<std::string> joiner_identity();
-
-/// A client of the launcher's store in the joiners' scope ("r<k>/join/"), where no rank
-/// registers; the keys below are relative to it (ddprun's agent puts the scope in front).
-DDP_INLINE tcp_store_options joiners_store_options(const ddp::topology& job,
-                                                   std::chrono::milliseconds timeout,
-                                                   const std::string& token);
-DDP_INLINE std::string joiners_scope(const ddp::topology& job);
-
-/// Registers `e` as waiting (its claim untouched: 0).
-DDP_INLINE void register_joiner(tcp_store& s, const joiner_entry& e, const std::string& prefix = "");
-/// Every joiner registered so far, in registration order (one not yet written is skipped).
-DDP_INLINE std::vector<joiner_entry> registered_joiners(tcp_store& s, const std::string& prefix = "");
-/// The claim of joiner `id` now: waiting while nobody decided it, else the decision.
-DDP_INLINE joiner_claim read_claim(tcp_store& s, const std::string& id, const std::string& prefix = "");
-/// Decides joiner `id` with `delta` (a generation, or joiner_withdrawn) if nobody decided it
-/// first; returns the decision as it stands: the caller won when it says what `delta` says.
-DDP_INLINE joiner_claim settle_claim(tcp_store& s, const std::string& id, std::int64_t delta,
-                                     const std::string& prefix = "");
-/// An admitted joiner's agent saw it die: the meeting it was admitted to does not wait for it.
-DDP_INLINE void mark_joiner_lost(tcp_store& s, const std::string& id, const std::string& prefix = "");
-DDP_INLINE bool joiner_lost(tcp_store& s, const std::string& id, const std::string& prefix = "");
-
-/// What one process has read of the registry. An entry is written once and a decision is final,
-/// so each is read from the store once: a look costs one round trip for the count, one per new
-/// entry, two per joiner still waiting, and one per joiner admitted to the generation looked for
-/// (its lost mark), not round trips for every joiner ever registered.
-struct joiner_registry {
-  std::int64_t counted = 0;            ///< entries numbered up to this one have been looked at
-  std::vector<std::int64_t> unwritten; ///< counted but not yet written when looked at
-  std::vector<joiner_entry> entries;   ///< in registration order
-  std::vector<joiner_claim> claims;    ///< each entry's decision once known (waiting until then)
-};
-
-/// Reads the entries registered since the last look into `r`.
-DDP_INLINE void refresh_registry(tcp_store& s, joiner_registry& r, const std::string& prefix = "");
-
-/// The group's rank 0, at a commit of generation `next_generation - 1`: admits every waiting
-/// joiner to `next_generation`; those it admitted, in registration order. `seen` carries what
-/// earlier commits read (a fresh one reads the whole registry). A joiner whose slot's job rank is
-/// in `member_job_ranks` (the running generation's) stays waiting: that rank is not lost, its
-/// agent only stalled, and two processes must never hold one job rank.
-DDP_INLINE std::vector<joiner_entry>
-admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation, joiner_registry& seen,
-                      const std::vector<std::int64_t>& member_job_ranks = {});
-DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation);
-/// The joiners whose decision names `generation`, lost or not (`seen`: as above): a meeting
-/// with any was called by an admission.
-DDP_INLINE std::vector<joiner_entry> joiners_decided_for(tcp_store& s, std::uint64_t generation,
-                                                         joiner_registry& seen);
-/// The joiners admitted to `generation` whose agents did not see them die (`seen`: as above).
-DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint64_t generation,
-                                                         joiner_registry& seen);
-DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint64_t generation);
-
-/// A rank's loop returned: the job has ended, and waiting joiners withdraw (they poll for it).
-DDP_INLINE void mark_job_ended(tcp_store& s);
-/// mark_job_ended for run() once the loop returned: a store that does not answer then is said,
-/// not thrown (the loop finished; the agents end waiting joiners at the job's end anyway).
-DDP_INLINE void end_job_for_joiners(tcp_store& s, int job_rank);
-/// Whether a rank wrote the job's end. A store error is no answer: it asks again, on a fresh
-/// connection that then replaces `s` (a broken one stays broken; the server's own client is
-/// kept), until `within` has passed. It returns or throws within `within` + 2 x
-/// job_end_look_floor, each look's wait for the store and connecting again included. An error that lasts is
-/// ddp::error (backend) naming the store's address, never taken for the end.
-DDP_INLINE bool job_ended(std::unique_ptr<tcp_store>& s, const std::string& prefix = "",
-                          std::chrono::milliseconds within = joiner_store_patience);
-/// The least time job_ended gives one look (connecting again included): a live store answers
-/// in well under a millisecond, even beside a CPU hog.
-inline constexpr std::chrono::milliseconds job_end_look_floor{100};
-
-/// The joiner's side: registers, then waits (looking every few tens of milliseconds, up to
-/// `wait`) until it is admitted (the generation) or the job ends (nothing: it withdrew). Not
-/// admitted within `wait`, it withdraws and throws ddp::error (timeout), naming `id`; withdrawn
-/// while the job runs by another (its agent took it for dead), it throws too (peer_lost), so
-/// its agent sees a failed joiner and may start another in the slot, not a rank that finished.
-DDP_INLINE std::optional<std::uint64_t>
-wait_for_admission(std::unique_ptr<tcp_store>& s, const joiner_entry& me, std::chrono::milliseconds wait);
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-
-#endif // DDP_DETAIL_ELASTIC_JOINERS_HPP
-// ---- end ddp/detail/elastic/joiners.hpp ----
-// ---- begin ddp/detail/elastic/meeting.hpp ----
-// How the survivors of a failed process group meet and form the next
-// generation's (ddp::elastic::run): model-independent, compiled once under
-// DDP_SEPARATE_COMPILATION. Design and waits: docs/elastic.md, "In-process recovery".
-#ifndef DDP_DETAIL_ELASTIC_MEETING_HPP
-#define DDP_DETAIL_ELASTIC_MEETING_HPP
-
-
-#include <chrono>
-#include <cstdint>
-#include <optional>
-#include <string>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-/// Where one survivor stood in the group that failed.
-struct elastic_survivor {
-  int old_rank = 0;
-  int node = 0; ///< its node in the job (the launcher's GROUP_RANK), in every generation
-};
-
-/// What the next generation is made of.
-struct elastic_generation {
-  rendezvous rv;                          ///< ready for process_group<gloo>(rv)
-  std::vector<elastic_survivor> members;  ///< in their new rank order
-  std::vector<std::string> joiner_ids;    ///< per member: a joiner's identity, empty for a survivor
-  std::optional<tcp_store_options> joins; ///< the joiners' scope, when ddprun may start joiners
-};
-
-/// Whether ddprun --in-process-recovery launched this rank (DDP_IN_PROCESS_RECOVERY=1) with the
-/// store in the launcher, where it outlives every rank: otherwise nothing can be recovered.
-DDP_INLINE bool in_process_recovery_enabled();
-
-/// The store scope of generation `generation` of this launcher round: "r<k>/" for generation 0
-/// (init_process_group's), then "r<k>/e<g>/": each generation's keys, lost ranks included, are
-/// its own.
-DDP_INLINE std::string elastic_scope(const ddp::topology& job, std::uint64_t generation);
-
-/// The survivors of generation `generation - 1` (where this rank was `me` of `old_size`) meet
-/// on the job's store and decide generation `generation`: the first to arrive closes the meeting
-/// once every rank the old generation did not lose has arrived, waiting for a busy one up to
-/// `timeout` (up to `last_call` when the store saw no rank lost); the members are numbered by
-/// their old ranks. Every wait is bounded (`timeout` for store requests; the others wait
-/// max(last_call, timeout) + timeout for the close). A rank that arrives after the close is told
-/// it was left out (ddp::error, timeout). The mesh is not formed yet: wait_for_members next.
-/// Under DDP_ELASTIC_JOINERS=1 the joiners admitted to `generation` are members too, after the
-/// survivors (meet_as_joiner).
-DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_survivor me, int old_size,
-                                             std::uint64_t generation, std::chrono::milliseconds last_call,
-                                             std::chrono::milliseconds timeout, const std::string& token);
-
-/// A joiner admitted to `generation` (Note [Admission by claim], joiners.hpp) meets the
-/// survivors there as "old rank" joiner_rank_base + its job rank, under its identity `id`: it
-/// says it arrived and waits (bounded as a survivor that does not close the meeting) for the
-/// members. Told it was left out, or the meeting never closing: ddp::error (timeout).
-DDP_INLINE elastic_generation meet_as_joiner(const ddp::topology& job, const std::string& id,
-                                             std::uint64_t generation, std::chrono::milliseconds last_call,
-                                             std::chrono::milliseconds timeout, const std::string& token);
-
-/// Generation `g`'s members all say they arrived before any enters the backend's mesh. The wait
-/// looks, every few tens of milliseconds, at what ends it early: a member lost meanwhile (the
-/// store's lost record), a joiner member its agent saw die (its lost mark) and the job's end.
-/// Whether the members are all there or some are absent is one verdict for the generation,
-/// the first member's to decide (the store's compare_set), which every member then follows:
-/// all there, it returns; else it marks the absent ones in g's store (the next meeting does not
-/// wait for them) and throws ddp::error (peer_lost): one more recovery, not the job's end. A
-/// member that never connects is absent after g.rv.timeout. A member lost after it arrived is
-/// named in the verdict (peer_lost naming it, on every member). The job's end seen meanwhile
-/// throws ddp::error (timeout); a store that fails throws what its request threw (backend,
-/// peer_lost), and so does job_ended's lasting error (backend).
-DDP_INLINE void wait_for_members(const elastic_generation& g);
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-
-#endif // DDP_DETAIL_ELASTIC_MEETING_HPP
-// ---- end ddp/detail/elastic/meeting.hpp ----
-
-#include <chrono>
-#include <concepts>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <functional>
-#include <limits>
-#include <memory>
-#include <optional>
-#include <span>
-#include <string>
-#include <utility>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-namespace elastic {
-
-struct options {
-  /// How long the first survivor to meet waits for the others when the store saw no rank lost
-  /// (a peer vanished without closing its connections); a rank alive but busy while the store saw
-  /// another lost is waited for up to the group's timeout. One that takes longer is left out.
-  std::chrono::milliseconds last_call{5000};
-  /// Recoveries after which the next lost peer ends the job (its error goes out of run).
-  int max_recoveries = 8;
-  /// Generation 0's process group (init_process_group's options); its timeout serves every generation.
-  init_options init{};
-  /// A joiner (a process ddprun --in-process-recovery --max-restarts started in a dead rank's
-  /// slot) waits this long to be admitted at a commit of the running ranks; past it, it
-  /// withdraws and run() throws ddp::error (timeout). It stops waiting at once when the job ends.
-  std::chrono::milliseconds join_wait{std::chrono::minutes(10)};
-  /// The step of the loop's last commit (its total steps), when the loop knows it; 0: not known.
-  /// No joiner is admitted at a commit of this step or later: a generation formed there would
-  /// run no step. Joiners still waiting then end with the job (run() returns false in them).
-  /// 0: no such step. A value at or below the first commit's step admits no joiner at all.
-  std::uint64_t last_step = 0;
-};
-
-template <class Model> class state;
-template <class Model, class Loop>
-[[nodiscard]] bool run(state<Model>& st, Loop&& loop, const options& o = {});
-
-/// The training state that survives a lost peer: `model`'s parameters and buffers (held by
-/// reference; host memory), the progress, and the state of a ddp::optim optimizer handed to
-/// hold(), copied to memory at each commit. The optimizer's shards are gathered whole at each
-/// commit, so any survivor holds all of it (docs/elastic.md, "What in-process recovery keeps").
-template <class Model> class state {
-public:
-  explicit state(Model& model) : model_(model) {}
-
-  /// Hands this generation's ddp::optim optimizer (built on a sharded_data_parallel of this
-  /// state's model) to the state: its moments and step count become the last commit's, cut
-  /// into this generation's shards, and every later commit holds them. Call it in each
-  /// generation, after building the optimizer and before its first step (an optimizer that
-  /// has stepped is refused: its moments would be overwritten); the optimizer must outlive
-  /// the generation's commits (run() forgets it when it returns).
-  template <detail::sharded_optimizer Optimizer> void hold(Optimizer& opt) {
-    const std::string what = detail::message({"ddp::elastic::state::hold(", Optimizer::name(), ")"});
-    auto refuse = [&](const std::string& why) {
-      detail::throw_error(error_kind::config, {"rank ", rank_, ": ", what, ": ", why}, rank_);
-    };
-    if (static_cast<const void*>(&opt.model().module()) != static_cast<const void*>(&model_))
-      refuse("the optimizer steps another model than the state's: hand the state the optimizer of its "
-             "own model");
-    if (opt.steps() != 0)
-      refuse(detail::message(
-          {"the optimizer has taken ", opt.steps(),
-           " steps: hand it to the state once per generation, right after building it, before its first "
-           "step (its state would be overwritten with the commit's)"}));
-    for (const auto& p : detail::collect_parameters(model_))
-      if (p.type != dtype::f32 && p.type != dtype::f64)
-        refuse(detail::message({"parameter '", p.name, "' is ", to_string(p.type),
-                                "; commits hold optimizer state of float32 and float64 parameters only"}));
-    auto& c = latest_.optimizer;
-    if (!c.optimizer.empty()) {
-      if (c.optimizer != Optimizer::name() || c.slots != opt.state().slots())
-        refuse(detail::message({"the commit of step ", latest_.at.step, " holds the state of ", c.optimizer,
-                                " (", c.slots, " values per element), but this generation's optimizer is ",
-                                Optimizer::name(), " (", opt.state().slots(),
-                                "): build the same optimizer in every generation"}));
-      std::vector<detail::tensor_slot> slots;
-      detail::restore_optimizer(opt, c, detail::match_model(model_, c, what, rank_, slots));
-    } else if (latest_.valid && latest_.at.step > 0) {
-      detail::throw_error(
-          error_kind::config,
-          {"rank ", rank_, ": ", what, ": the commit of step ", latest_.at.step,
-           " holds no optimizer state, so the optimizer would start afresh mid-training: hand "
-           "it to the state in every generation, before the first commit"},
-          rank_);
-    }
-    gather_ = [&opt](detail::checkpoint_contents& into) { detail::gather_optimizer_state(opt, into); };
-  }
-
-  /// Copies the model, the held optimizer's state and `at` to memory: the point the survivors
-  /// go back to. Call it on every rank at the same step, after the optimizer's step (memory: the
-  /// last two commits, each a copy of the model and, with an optimizer, of its whole state, one
-  /// copy of the parameters per state slot, gathered by a collective over its shard group:
-  /// docs/elastic.md). A commit
-  /// without an optimizer after one that held one is refused: the moments would restart silently.
-  void commit(const training_progress& at) {
-    detail::checkpoint_contents optimizer;
-    if (gather_) { // first: a peer lost in the gather leaves the last commit whole
-      // Names, types and counts only: the values are snapshot::bytes.
-      optimizer = detail::checkpoint_of_model(model_, rank_, /*copy_values=*/false);
-      gather_(optimizer);
-    } else if (!latest_.optimizer.optimizer.empty()) {
-      detail::throw_error(error_kind::config,
-                          {"rank ", rank_, ": ddp::elastic::state::commit(step ", at.step,
-                           "): the commit of step ", latest_.at.step, " held ", latest_.optimizer.optimizer,
-                           "'s state, and no optimizer is held now (this generation handed none to the "
-                           "state, or run() has returned): call state.hold(optimizer) after building it in "
-                           "every generation, or its moments restart silently"},
-                          rank_);
-    }
-    commit_model(at);
-    latest_.optimizer = std::move(optimizer);
-    if (admit_) admit_(at); // may end the generation here: Note [Admission by claim]
-  }
-
-  /// The progress of the last commit (what a generation starts from).
-  const training_progress& committed() const noexcept { return latest_.at; }
-  /// 0 for the job's start, then one more per recovery.
-  std::uint64_t generation() const noexcept { return generation_; }
-
-private:
-  // restore is run's step, not the user's: a call of its own would renumber the generation.
-  template <class M, class Loop> friend bool run(state<M>&, Loop&&, const options&);
-
-  /// What run() does at the start of each generation: puts every rank of `pg` at the same
-  /// commit. The survivors agree on the oldest latest commit among them (a rank may have
-  /// committed once more before the loss reached it), load theirs, and take rank 0's
-  /// copy. Generation 0 commits rank 0's model as step 0. A joiner (`joining`) holds no commit
-  /// and takes no part in the choice: it receives rank 0's, and rank 0 is always a survivor.
-  void restore(process_group<gloo>& pg, std::uint64_t generation, bool joining = false) {
-    generation_ = generation;
-    rank_ = pg.rank();
-    gather_ = nullptr; // the last generation's optimizer is gone with its loop
-    constexpr auto none = std::numeric_limits<std::int64_t>::max();
-    std::vector<std::int64_t> step{joining         ? none
-                                   : latest_.valid ? static_cast<std::int64_t>(latest_.at.step)
-                                                   : -1};
-    std::vector<std::int64_t> lo = step;
-    pg.all_reduce(lo, op::min);
-    if (lo[0] == none)
-      detail::throw_error(error_kind::mismatch,
-                          {"rank ", pg.rank(), ": ddp::elastic: generation ", generation,
-                           " holds joiners only: no survivor holds a commit to send them"},
-                          pg.rank());
-    if (lo[0] >= 0 && !joining) {
-      auto* pick = latest_.valid && static_cast<std::int64_t>(latest_.at.step) == lo[0]       ? &latest_
-                   : previous_.valid && static_cast<std::int64_t>(previous_.at.step) == lo[0] ? &previous_
-                                                                                              : nullptr;
-      if (pick == nullptr)
-        detail::throw_error(error_kind::mismatch,
-                            {"rank ", pg.rank(), ": ddp::elastic: no commit of step ", lo[0],
-                             " here (the last is step ", step[0],
-                             "): commit on every rank at the same steps"},
-                            pg.rank());
-      if (pick != &latest_) latest_ = std::move(*pick);
-      load(latest_.bytes, pg.rank());
-    }
-    previous_ = {};
-    for_each_tensor([&](std::byte* p, std::size_t n) {
-      if (n > 0) pg.broadcast(std::span<std::uint8_t>(reinterpret_cast<std::uint8_t*>(p), n), 0);
-    });
-    std::vector<std::int64_t> at{static_cast<std::int64_t>(latest_.at.step),
-                                 static_cast<std::int64_t>(latest_.at.epoch),
-                                 static_cast<std::int64_t>(latest_.at.samples)};
-    pg.broadcast(at, 0);
-    // A copy, not a move: a peer lost during these broadcasts is one more recovery, which
-    // must find this commit's optimizer state still here (the model went above).
-    auto optimizer = broadcast_optimizer(pg, latest_.optimizer);
-    commit_model({static_cast<std::uint64_t>(at[0]), static_cast<std::uint64_t>(at[1]),
-                  static_cast<std::uint64_t>(at[2])});
-    latest_.optimizer = std::move(optimizer);
-  }
-
-  /// The loop's optimizer ends with the loop: a later commit must not reach it; nor run()'s look
-  /// for joiners, which refers to run()'s locals.
-  void forget_optimizer() noexcept {
-    gather_ = nullptr;
-    admit_ = nullptr;
-  }
-
-  struct snapshot {
-    training_progress at{};
-    std::vector<std::byte> bytes;
-    detail::checkpoint_contents optimizer; ///< empty without a held optimizer
-    bool valid = false;
-  };
-
-  void commit_model(const training_progress& at) {
-    std::swap(previous_, latest_); // the older buffer is reused
-    latest_.at = at;
-    latest_.valid = true;
-    std::size_t total = 0; // reserved first: growing by doubling would hold two copies at once
-    for_each_tensor([&](std::byte*, std::size_t n) { total += n; });
-    latest_.bytes.clear();
-    latest_.bytes.reserve(total);
-    for_each_tensor(
-        [&](std::byte* p, std::size_t n) { latest_.bytes.insert(latest_.bytes.end(), p, p + n); });
-  }
-
-  /// Rank 0's optimizer state of the commit, on every rank: its name, step count and state
-  /// arrays only (the model's values are broadcast on their own). Every rank's model has rank
-  /// 0's names, types and counts, so the others build the records from their own.
-  detail::checkpoint_contents broadcast_optimizer(process_group<gloo>& pg, detail::checkpoint_contents c) {
-    std::vector<std::int64_t> head{static_cast<std::int64_t>(c.optimizer.size()),
-                                   static_cast<std::int64_t>(c.optimizer_steps),
-                                   static_cast<std::int64_t>(c.slots)};
-    pg.broadcast(head, 0);
-    if (head[0] == 0) return {};
-    std::vector<std::uint8_t> name(c.optimizer.begin(), c.optimizer.end());
-    name.resize(static_cast<std::size_t>(head[0]));
-    pg.broadcast(name, 0);
-    if (pg.rank() != 0) {
-      c = detail::checkpoint_of_model(model_, pg.rank(), /*copy_values=*/false);
-      c.optimizer.assign(name.begin(), name.end());
-      c.optimizer_steps = static_cast<std::uint64_t>(head[1]);
-      c.slots = static_cast<std::uint32_t>(head[2]);
-      for (auto& t : c.tensors)
-        if (t.role == detail::checkpoint_role::parameter)
-          t.state.assign(c.slots, std::vector<std::byte>(t.count * size_of(t.type)));
-    }
-    for (auto& t : c.tensors)
-      for (auto& slot : t.state)
-        if (!slot.empty())
-          pg.broadcast(std::span<std::uint8_t>(reinterpret_cast<std::uint8_t*>(slot.data()), slot.size()), 0);
-    return c;
-  }
-
-  /// f(bytes, count) for each parameter and buffer, walked again each time (storage may move).
-  template <class F> void for_each_tensor(F&& f) {
-    parameters_ = detail::collect_parameters(model_);
-    buffers_ = detail::collect_buffers(model_);
-    for (auto* slots : {&parameters_, &buffers_})
-      for (auto& s : *slots) {
-        if (s.on_device)
-          detail::throw_error(error_kind::config, {"ddp::elastic: '", s.name,
-                                                   "' lives in device memory; in-process recovery holds host "
-                                                   "tensors (commit a host copy of the model)"});
-        f(static_cast<std::byte*>(s.value), s.count * size_of(s.type));
-      }
-  }
-
-  void load(const std::vector<std::byte>& bytes, int rank) {
-    std::size_t at = 0;
-    for_each_tensor([&](std::byte* p, std::size_t n) {
-      if (at + n > bytes.size())
-        detail::throw_error(
-            error_kind::mismatch,
-            {"rank ", rank,
-             ": ddp::elastic: the model grew since its last commit (its tensors hold more bytes "
-             "than the commit): keep the model's shapes fixed while training"},
-            rank);
-      std::memcpy(p, bytes.data() + at, n);
-      at += n;
-    });
-  }
-
-  Model& model_;
-  snapshot latest_, previous_;
-  std::vector<detail::tensor_slot> parameters_, buffers_;
-  std::function<void(detail::checkpoint_contents&)> gather_; ///< the held optimizer's, or empty
-  std::function<void(const training_progress&)> admit_;      ///< run()'s look for joiners, or empty
-  int rank_ = 0;
-  std::uint64_t generation_ = 0;
-};
-
-/// Runs `loop(pg, from)` (pg: this generation's process_group<gloo>; from: the progress of the
-/// commit every rank now holds) until it returns. Under ddprun --in-process-recovery, a
-/// ddp::error of kind peer_lost out of the loop (a rank died, or its group was aborted)
-/// destroys the failed group, meets the survivors in the next generation, restores the last
-/// commit and calls the loop again; any other error, or one past max_recoveries, goes out. The
-/// loop builds what holds the group (distributed_data_parallel, its sampler for
-/// pg.size()/pg.rank()) inside, and picks up at `from` (global_batches::at(from.step) sets
-/// the sampler's epoch and global position).
-///
-/// Joiners (ddprun --in-process-recovery --max-restarts N starts one in a dead rank's slot):
-/// at each commit the group's rank 0 admits the joiners waiting, tells every rank which, and the
-/// generation ends there on every rank; the next one holds the survivors and the joiners, who
-/// receive the commit from its rank 0 (docs/elastic.md, "Joiners"). Joins count against no
-/// bound. In a joiner, run() waits for its admission first (options::join_wait).
-/// Returns true once the loop has returned; false in a joiner the job ended without (it never
-/// ran the loop: its model is not the job's, so code after run() that saves or reports the model
-/// must not run: hence [[nodiscard]]).
-/// A joiner's admission throws ddp::error out of run() too: peer_lost when the joiner is
-/// withdrawn while the job runs (its agent took it for dead, and the claim says so), timeout when
-/// no commit admits it within options::join_wait or when the meeting it was admitted to closed
-/// without it. Let the program exit non-zero on them: ddprun then counts a failed joiner (and may
-/// start another in the slot), not a rank that finished.
-template <class Model, class Loop> [[nodiscard]] bool run(state<Model>& st, Loop&& loop, const options& o) {
-  static_assert(std::invocable<Loop&, process_group<gloo>&, const training_progress&>,
-                "ddp::elastic::run: the loop must be callable as loop(ddp::process_group<ddp::gloo>& pg, "
-                "const ddp::training_progress& from): pg is this generation's group, from the commit it "
-                "starts at");
-  struct forget_on_exit {
-    state<Model>& st;
-    ~forget_on_exit() { st.forget_optimizer(); }
-  } forget{st};
-  long (*files)(const ddp::topology&) = nullptr;
-  if constexpr (open_files_communicator<gloo::communicator>)
-    files = [](const ddp::topology& t) { return static_cast<long>(gloo::communicator::open_files(t)); };
-  const bool enabled = detail::in_process_recovery_enabled();
-  if (enabled && o.init.init_method != "env://")
-    detail::throw_error(error_kind::config,
-                        {"ddp::elastic::run: init_method '", o.init.init_method,
-                         "' under ddprun --in-process-recovery: the survivors meet on the launcher's store, "
-                         "so generation 0 must use it too: leave options::init.init_method at env://"});
-  const auto job = ddp::topology::from_env();
-  const std::string token =
-      o.init.token.empty() ? detail::getenv_str("DDP_TOKEN").value_or("") : o.init.token;
-  std::unique_ptr<tcp_store> joins; // where joiners register, are admitted, learn the job's end
-  const auto joiner = enabled ? detail::joiner_identity() : std::nullopt;
-  std::chrono::milliseconds timeout = o.init.timeout.count() > 0 ? o.init.timeout : detail::default_timeout();
-  if (enabled && (joiner || detail::joiners_possible()))
-    joins = std::make_unique<tcp_store>(detail::joiners_store_options(job, timeout, token));
-  std::unique_ptr<process_group<gloo>> pg;
-  std::uint64_t admitted_to = 0; // a joiner's generation (1 or more), until it has met it
-  if (joiner) {
-    const auto a = detail::wait_for_admission(joins, {*joiner, job.rank, job.node_rank}, o.join_wait);
-    if (!a) {
-      detail::log_line("joiner " + *joiner,
-                       detail::message({"the job ended before admitting this joiner (job rank ", job.rank,
-                                        "): it withdrew and takes no part (ddprun --in-process-recovery)"}));
-      return false;
-    }
-    admitted_to = *a;
-  } else {
-    pg = std::make_unique<process_group<gloo>>(detail::make_rendezvous(o.init, files));
-    timeout = pg->timeout();
-  }
-  const int job_rank = job.rank;
-  std::uint64_t generation = 0;
-  // Where this rank stands in the last generation decided (its rank there, its job node): a loss
-  // while the next one meets, or forms its mesh, is one in that generation.
-  detail::elastic_survivor me{pg ? pg->rank() : 0, job.node_rank};
-  int size = pg ? pg->size() : 0;
-  bool joining = admitted_to > 0;             // until its first restore: it holds no commit
-  detail::joiner_registry seen;               // what this rank, as a group's rank 0, read of the registry
-  std::vector<std::int64_t> member_job_ranks; // of generation `members_of`, for rank 0's admissions
-  auto members_of = std::numeric_limits<std::uint64_t>::max();
-  if (joins && detail::joiners_possible())
-    st.admit_ = [&](const training_progress& at) {
-      if (o.last_step > 0 && at.step >= o.last_step) return; // the same on every rank: no broadcast
-      if (members_of != generation) { // every rank runs this at the same commit: all gather
-        const std::vector<std::int64_t> mine{job_rank};
-        member_job_ranks.assign(static_cast<std::size_t>(pg->size()), 0);
-        pg->all_gather(mine, member_job_ranks);
-        members_of = generation;
-      }
-      std::string ids;
-      if (pg->rank() == 0)
-        for (const auto& e : detail::admit_waiting_joiners(*joins, generation + 1, seen, member_job_ranks))
-          ids += (ids.empty() ? "" : " ") + e.id;
-      std::vector<std::int64_t> n{static_cast<std::int64_t>(ids.size())};
-      pg->broadcast(n, 0); // every rank runs it at the same commit: all agree
-      if (n[0] == 0) return;
-      std::vector<std::uint8_t> bytes(ids.begin(), ids.end());
-      bytes.resize(static_cast<std::size_t>(n[0]));
-      pg->broadcast(bytes, 0);
-      throw detail::joiners_admitted{std::string(bytes.begin(), bytes.end())};
-    };
-  for (int recoveries = 0;;) {
-    try {
-      // Note [A loss while recovering]: the meeting and the new mesh run inside the try, so a
-      // peer lost while the next generation forms is one more recovery, from the generation
-      // that was decided (`me`, `size`), not the end of the job.
-      if (!pg) {
-        auto g = admitted_to > 0
-                     ? detail::meet_as_joiner(job, *joiner, admitted_to, o.last_call, timeout, token)
-                     : detail::meet_survivors(job, me, size, generation + 1, o.last_call, timeout, token);
-        generation = admitted_to > 0 ? admitted_to : generation + 1;
-        admitted_to = 0;
-        me = g.members[static_cast<std::size_t>(g.rv.topo.rank)];
-        me.old_rank = g.rv.topo.rank;
-        size = g.rv.topo.world_size;
-        detail::wait_for_members(g);
-        pg = std::make_unique<process_group<gloo>>(std::move(g.rv));
-      }
-      st.restore(*pg, generation, joining);
-      joining = false;
-      const training_progress from = st.committed(); // a copy: the loop's commits move committed()
-      if constexpr (std::invocable<Loop&, process_group<gloo>&, const training_progress&>) loop(*pg, from);
-      if (joins) detail::end_job_for_joiners(*joins, job_rank); // waiting joiners withdraw
-      return true;
-    } catch (const detail::joiners_admitted& a) {
-      detail::log_line(detail::message({"rank ", job_rank}),
-                       detail::message({"generation ", generation, " admitted joiner(s) ", a.ids,
-                                        " at the commit of step ", st.committed().step,
-                                        "; meeting them in generation ", generation + 1}));
-      pg.reset();
-    } catch (const error& e) {
-      if (e.kind() != error_kind::peer_lost || recoveries >= o.max_recoveries) throw;
-      ++recoveries;
-      if (!enabled) {
-        detail::log_line(detail::message({"rank ", job_rank}),
-                         "ddp::elastic::run: a peer was lost, and this job was not started with ddprun "
-                         "--in-process-recovery (DDP_IN_PROCESS_RECOVERY=1, the store in the launcher): "
-                         "the error ends this rank");
-        throw;
-      }
-      detail::log_line(detail::message({"rank ", job_rank}),
-                       detail::message({"generation ", generation, " lost a peer (", e.message(),
-                                        "); meeting the survivors to go on from the commit of step ",
-                                        st.committed().step}));
-      pg.reset(); // already failed: its connections close
-    }
-  }
-}
-
-} // namespace elastic
-DDP_END_NAMESPACE
-
-#endif // DDP_ELASTIC_HPP
-// ---- end ddp/elastic.hpp ----
 // ---- begin ddp/flat_model.hpp ----
 // ddp::flat_model — the common C layout as a model: one contiguous block of
 // parameters and one of gradients, each tensor a named (offset, count) range
@@ -14881,22 +13756,348 @@ DDP_END_NAMESPACE
 
 #endif // DDP_FLAT_MODEL_HPP
 // ---- end ddp/flat_model.hpp ----
-// ---- begin ddp/global_batches.hpp ----
-// ddp::global_batches — a global batch of fixed size G per step, whatever the
-// world size: step s is batch s % steps_per_epoch() of epoch
-// s / steps_per_epoch(), the global positions [j G, min((j + 1) G, n)) of the
-// epoch's global order (the interleaved sampler's: PyTorch's permutation for
-// `shuffled`), and this rank takes those of them the sampler gives it. The
-// shares of a batch differ by at most one sample (G not a multiple of the
-// world size, the epoch's short last batch, a job resumed at another size):
-// pass local_samples() and global_samples() to
-// distributed_data_parallel::set_samples for the exact sample-weighted mean.
-// The steps, their samples and the learning-rate schedule do not depend on the
-// world size, so a job resized mid-epoch (sampler.set_position) goes on along
-// the same trajectory, up to float summation order. Needs neither Gloo nor NCCL.
-#ifndef DDP_GLOBAL_BATCHES_HPP
-#define DDP_GLOBAL_BATCHES_HPP
+// ---- begin ddp/optim/adam.hpp ----
+// ddp::optim::adam — torch.optim.Adam's update (bias correction, eps added
+// after the square root, L2 weight decay) on this rank's shard of a
+// sharded_data_parallel model; step() then all-gathers the parameters.
+#ifndef DDP_OPTIM_ADAM_HPP
+#define DDP_OPTIM_ADAM_HPP
 
+// ---- begin ddp/optim/shard_state.hpp ----
+// Per-element optimizer state for this rank's shard (Adam's two moments,
+// SGD's momentum), one array per bucket in the bucket's dtype, and its
+// checkpoint: each rank saves and loads its own file, `<path>.rank<r>`.
+#ifndef DDP_OPTIM_SHARD_STATE_HPP
+#define DDP_OPTIM_SHARD_STATE_HPP
+
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace optim {
+
+class shard_state {
+public:
+  /// `slots` arrays per bucket, sized as the sharded model's shard of it.
+  template <class Sharded>
+  shard_state(Sharded& s, std::size_t slots)
+      : rank_(s.group().rank()), world_(s.group().size()), data_(slots) {
+    for (std::size_t b = 0; b < s.num_buckets(); ++b) {
+      types_.push_back(s.bucket_type(b));
+      sizes_.push_back(s.shard_size(b));
+    }
+    for (auto& slot : data_)
+      for (std::size_t b = 0; b < types_.size(); ++b)
+        slot.emplace_back(sizes_[b] * size_of(types_[b]), std::byte{0});
+  }
+
+  /// Slot `k`'s elements for a range of bucket `bucket` starting at `offset`.
+  template <class T> T* at(std::size_t k, std::size_t bucket, std::size_t offset) {
+    return reinterpret_cast<T*>(data_[k][bucket].data()) + offset;
+  }
+
+  template <class T> const T* at(std::size_t k, std::size_t bucket, std::size_t offset) const {
+    return reinterpret_cast<const T*>(data_[k][bucket].data()) + offset;
+  }
+
+  /// State arrays per element (Adam: 2, SGD: 1 with momentum, else 0).
+  std::size_t slots() const noexcept { return data_.size(); }
+
+  std::size_t bytes() const {
+    std::size_t n = 0;
+    for (auto& slot : data_)
+      for (auto& b : slot)
+        n += b.size();
+    return n;
+  }
+
+  /// Writes `<path>.rank<r>` (through a temporary file, renamed when complete).
+  void save(const std::string& path, std::uint64_t step, const std::string& kind) const {
+    const std::string file = detail::message({path, ".rank", rank_}), tmp = file + ".tmp";
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw io_error(tmp, "cannot open it for writing");
+    std::string head = header(step, kind);
+    out.write(head.data(), static_cast<std::streamsize>(head.size()));
+    for (auto& slot : data_)
+      for (auto& b : slot)
+        out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+    out.close();
+    if (!out) throw io_error(tmp, "could not write it completely");
+    if (std::rename(tmp.c_str(), file.c_str()) != 0)
+      throw io_error(file, detail::message({"could not rename ", tmp, " to it"}));
+  }
+
+  /// Reads `<path>.rank<r>`; the job must have the world size, buckets and
+  /// optimizer it was saved with. Returns the saved step count.
+  std::uint64_t load(const std::string& path, const std::string& kind) {
+    const std::string file = detail::message({path, ".rank", rank_});
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw io_error(file, "cannot open it");
+    std::string magic(8, '\0');
+    std::uint32_t world = 0;
+    in.read(magic.data(), 8);
+    in.read(reinterpret_cast<char*>(&world), sizeof world);
+    if (!in || magic != "DDPOPTV1")
+      detail::throw_error(error_kind::data, {"optimizer checkpoint ", file, " is not one ddp::optim wrote"});
+    if (world != static_cast<std::uint32_t>(world_))
+      detail::throw_error(error_kind::config,
+                          {"optimizer checkpoint ", file, " was saved by a job of ", world,
+                           " ranks; this job has ", world_,
+                           ": each rank's file holds its 1/W of the state, so resume with ", world,
+                           " ranks (or start the optimizer afresh)"},
+                          rank_);
+    std::string rest_expected = header(0, kind).substr(12);
+    std::string rest(rest_expected.size(), '\0');
+    in.read(rest.data(), static_cast<std::streamsize>(rest.size()));
+    std::uint64_t step = 0;
+    std::memcpy(&step, rest.data(), sizeof step);
+    std::memcpy(rest.data(), rest_expected.data(), sizeof step); // compare all but the step
+    if (!in || rest != rest_expected)
+      detail::throw_error(error_kind::config,
+                          {"optimizer checkpoint ", file,
+                           " does not match this job (another optimizer, rank, "
+                           "model, bucketing or dtype): load it with the job that saved it"},
+                          rank_);
+    auto loaded = data_; // read aside: a bad file leaves the state as it was
+    for (auto& slot : loaded)
+      for (auto& b : slot)
+        in.read(reinterpret_cast<char*>(b.data()), static_cast<std::streamsize>(b.size()));
+    if (!in || in.peek() != std::char_traits<char>::eof())
+      detail::throw_error(error_kind::data, {"optimizer checkpoint ", file, " is truncated or too long"},
+                          rank_);
+    data_ = std::move(loaded);
+    return step;
+  }
+
+  /// Every rank must have loaded the same step: files from different saves are refused.
+  template <class Group>
+  static void require_same_step(Group& group, std::uint64_t step, const std::string& path) {
+    std::vector<std::int64_t> lo{static_cast<std::int64_t>(step)}, hi{static_cast<std::int64_t>(step)};
+    group.all_reduce(lo, op::min);
+    group.all_reduce(hi, op::max);
+    if (lo[0] != hi[0])
+      detail::throw_error(error_kind::mismatch,
+                          {"the ranks loaded optimizer checkpoints of different steps (", lo[0], " to ",
+                           hi[0], "): the files ", path,
+                           ".rank* come from different saves; load one save's files on every rank"},
+                          group.rank());
+  }
+
+private:
+  /// magic, world, step, rank, optimizer, slots, then each bucket's dtype and size.
+  std::string header(std::uint64_t step, const std::string& kind) const {
+    std::string h = "DDPOPTV1";
+    auto put = [&](auto v) { h.append(reinterpret_cast<const char*>(&v), sizeof v); };
+    put(static_cast<std::uint32_t>(world_));
+    put(step);
+    put(static_cast<std::uint32_t>(rank_));
+    put(static_cast<std::uint32_t>(kind.size()));
+    h += kind;
+    put(static_cast<std::uint32_t>(data_.size()));
+    put(static_cast<std::uint32_t>(types_.size()));
+    for (std::size_t b = 0; b < types_.size(); ++b) {
+      put(static_cast<std::uint8_t>(types_[b]));
+      put(static_cast<std::uint64_t>(sizes_[b]));
+    }
+    return h;
+  }
+
+  error io_error(const std::string& file, const std::string& what) const {
+    return error(
+        error_kind::data,
+        detail::message({"optimizer checkpoint ", file, ": ", what, " (", std::strerror(errno), ")"}), rank_);
+  }
+
+  int rank_, world_;
+  std::vector<dtype> types_;
+  std::vector<std::size_t> sizes_;
+  std::vector<std::vector<std::vector<std::byte>>> data_; ///< [slot][bucket] bytes
+};
+
+} // namespace optim
+DDP_END_NAMESPACE
+
+#endif // DDP_OPTIM_SHARD_STATE_HPP
+// ---- end ddp/optim/shard_state.hpp ----
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+namespace optim {
+
+struct adam_options {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+};
+
+template <class Sharded> class adam {
+public:
+  adam(Sharded& model, adam_options o = {}) : model_(model), o_(o), state_(model, 2) {}
+
+  /// One update of this rank's shard with its averaged gradient (after
+  /// synchronize()), then every rank's parameters are whole again.
+  void step() {
+    const std::uint64_t t = step_ + 1; // counted once the update is done
+    const double bias1 = 1 - std::pow(o_.beta1, static_cast<double>(t));
+    const double bias2_sqrt = std::sqrt(1 - std::pow(o_.beta2, static_cast<double>(t)));
+    model_.update_shards([&](auto& r) {
+      using T = typename std::remove_cvref_t<decltype(r.value)>::value_type;
+      T* m = state_.template at<T>(0, r.bucket, r.state_offset);
+      T* v = state_.template at<T>(1, r.bucket, r.state_offset);
+      const T b1 = static_cast<T>(o_.beta1), b2 = static_cast<T>(o_.beta2), eps = static_cast<T>(o_.eps);
+      const T wd = static_cast<T>(o_.weight_decay), one_b1 = static_cast<T>(1 - o_.beta1),
+              one_b2 = static_cast<T>(1 - o_.beta2), bc2 = static_cast<T>(bias2_sqrt),
+              step_size = static_cast<T>(o_.lr / bias1);
+      for (std::size_t i = 0; i < r.value.size(); ++i) {
+        const T g = o_.weight_decay != 0 ? r.grad[i] + wd * r.value[i] : r.grad[i];
+        m[i] = m[i] * b1 + one_b1 * g;
+        v[i] = v[i] * b2 + one_b2 * g * g;
+        const T denom = std::sqrt(v[i]) / bc2 + eps;
+        r.value[i] -= step_size * (m[i] / denom);
+      }
+    });
+    step_ = t;
+  }
+
+  adam_options& options() noexcept { return o_; }
+  std::uint64_t steps() const noexcept { return step_; }
+  /// What ddp::save_checkpoint records and load_checkpoint restores, re-sharded for any world size.
+  static constexpr const char* name() noexcept { return "adam"; }
+  shard_state& state() noexcept { return state_; }
+  const shard_state& state() const noexcept { return state_; }
+  Sharded& model() noexcept { return model_; }
+  void set_steps(std::uint64_t steps) noexcept { step_ = steps; }
+  /// This rank's optimizer memory: two values per owned element.
+  std::size_t state_bytes() const noexcept { return state_.bytes(); }
+
+  /// Each rank writes its own shard of the state to `<path>.rank<r>`.
+  void save(const std::string& path) const { state_.save(path, step_, "adam"); }
+  /// Collective: every rank loads its own file, and all must be of one save.
+  void load(const std::string& path) {
+    const auto step = state_.load(path, "adam");
+    shard_state::require_same_step(model_.group(), step, path);
+    step_ = step;
+  }
+
+private:
+  Sharded& model_;
+  adam_options o_;
+  shard_state state_;
+  std::uint64_t step_ = 0;
+};
+
+template <class S> adam(S&, adam_options) -> adam<S>;
+template <class S> adam(S&) -> adam<S>;
+
+} // namespace optim
+DDP_END_NAMESPACE
+
+#endif // DDP_OPTIM_ADAM_HPP
+// ---- end ddp/optim/adam.hpp ----
+// ---- begin ddp/optim/sgd.hpp ----
+// ddp::optim::sgd — torch.optim.SGD's update (momentum with dampening,
+// Nesterov, L2 weight decay) on this rank's shard of a sharded_data_parallel
+// model; step() then all-gathers the parameters.
+#ifndef DDP_OPTIM_SGD_HPP
+#define DDP_OPTIM_SGD_HPP
+
+
+#include <cstdint>
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+namespace optim {
+
+struct sgd_options {
+  double lr = 0.01;
+  double momentum = 0.0;
+  double dampening = 0.0;
+  double weight_decay = 0.0;
+  bool nesterov = false;
+};
+
+template <class Sharded> class sgd {
+public:
+  sgd(Sharded& model, sgd_options o = {})
+      : model_(model), o_(o), state_(model, o.momentum != 0 ? 1 : 0), has_momentum_(o.momentum != 0) {
+    if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
+      detail::throw_error(error_kind::config,
+                          {"optim::sgd: Nesterov momentum needs a momentum and zero dampening"});
+  }
+
+  void step() {
+    if (o_.momentum != 0 && !has_momentum_)
+      detail::throw_error(error_kind::config,
+                          {"optim::sgd: momentum was 0 when the optimizer was built, so it keeps "
+                           "no momentum buffers: build it with the momentum you will use"});
+    if (o_.nesterov && (o_.momentum <= 0 || o_.dampening != 0))
+      detail::throw_error(error_kind::config,
+                          {"optim::sgd: Nesterov momentum needs a momentum and zero dampening"});
+    const std::uint64_t t = step_ + 1; // counted once the update is done
+    model_.update_shards([&](auto& r) {
+      using T = typename std::remove_cvref_t<decltype(r.value)>::value_type;
+      const T lr = static_cast<T>(o_.lr), mu = static_cast<T>(o_.momentum),
+              wd = static_cast<T>(o_.weight_decay), keep = static_cast<T>(1 - o_.dampening);
+      T* buf =
+          has_momentum_ && o_.momentum != 0 ? state_.template at<T>(0, r.bucket, r.state_offset) : nullptr;
+      for (std::size_t i = 0; i < r.value.size(); ++i) {
+        T d = o_.weight_decay != 0 ? r.grad[i] + wd * r.value[i] : r.grad[i];
+        if (buf) {
+          buf[i] = t == 1 ? d : buf[i] * mu + keep * d; // the first step clones, as PyTorch's does
+          d = o_.nesterov ? d + mu * buf[i] : buf[i];
+        }
+        r.value[i] -= lr * d;
+      }
+    });
+    step_ = t;
+  }
+
+  sgd_options& options() noexcept { return o_; }
+  std::uint64_t steps() const noexcept { return step_; }
+  /// What ddp::save_checkpoint records and load_checkpoint restores, re-sharded for any world size.
+  static constexpr const char* name() noexcept { return "sgd"; }
+  shard_state& state() noexcept { return state_; }
+  const shard_state& state() const noexcept { return state_; }
+  Sharded& model() noexcept { return model_; }
+  void set_steps(std::uint64_t steps) noexcept { step_ = steps; }
+  /// This rank's optimizer memory: one value per owned element with momentum, else none.
+  std::size_t state_bytes() const noexcept { return state_.bytes(); }
+
+  void save(const std::string& path) const { state_.save(path, step_, "sgd"); }
+  /// Collective: every rank loads its own file, and all must be of one save.
+  void load(const std::string& path) {
+    const auto step = state_.load(path, "sgd");
+    shard_state::require_same_step(model_.group(), step, path);
+    step_ = step;
+  }
+
+private:
+  Sharded& model_;
+  sgd_options o_;
+  shard_state state_;
+  bool has_momentum_; ///< momentum buffers exist (momentum was set at construction)
+  std::uint64_t step_ = 0;
+};
+
+template <class S> sgd(S&, sgd_options) -> sgd<S>;
+template <class S> sgd(S&) -> sgd<S>;
+
+} // namespace optim
+DDP_END_NAMESPACE
+
+#endif // DDP_OPTIM_SGD_HPP
+// ---- end ddp/optim/sgd.hpp ----
 // ---- begin ddp/sampler.hpp ----
 // ddp::distributed_sampler — which sample indices this rank visits each epoch.
 // `shuffled` and `sequential` are index-identical to PyTorch's
@@ -15454,1494 +14655,6 @@ DDP_END_NAMESPACE
 
 #endif // DDP_SAMPLER_HPP
 // ---- end ddp/sampler.hpp ----
-
-#include <algorithm>
-#include <cstddef>
-#include <cstdint>
-#include <span>
-#include <string>
-
-DDP_BEGIN_NAMESPACE
-
-/// One global step's batch, as this rank sees it.
-struct global_batch {
-  std::uint64_t step = 0;
-  std::uint64_t epoch = 0;
-  std::uint64_t first = 0;               ///< global position of the batch's first sample in its epoch
-  std::size_t global_size = 0;           ///< samples in the whole global batch (G, or the epoch's rest)
-  std::span<const std::int64_t> indices; ///< this rank's share (may be empty)
-  std::size_t local_samples() const noexcept { return indices.size(); }
-  std::size_t global_samples() const noexcept { return global_size; }
-};
-
-template <sampling_policy Policy> class global_batches {
-  static_assert(
-      requires { Policy::interleaved; },
-      "ddp: global_batches needs an interleaved sampling policy (shuffled, sequential): a global "
-      "position must name the same sample at every world size");
-
-public:
-  /// Batches of `global_batch_size` samples of the whole job per step. Without
-  /// drop_last an epoch's last batch is short (n % G samples); with it, it is
-  /// left out. The sampler must not drop_last itself (that cut depends on the
-  /// world size). The view keeps a reference to `sampler` and sets its epoch
-  /// (and, to go back within an epoch, its position).
-  global_batches(distributed_sampler<Policy>& sampler, std::size_t global_batch_size, bool drop_last = false)
-      : sampler_(&sampler), batch_(global_batch_size) {
-    const auto& c = sampler.context();
-    if (global_batch_size == 0)
-      detail::throw_error(error_kind::config, {"global_batches: global_batch_size must be at least 1"});
-    if (c.drop_last)
-      detail::throw_error(
-          error_kind::config,
-          {"global_batches: the sampler has drop_last, which cuts each epoch to a multiple of the world "
-           "size; build it without, and pass drop_last to global_batches (it drops the short last "
-           "global batch instead)"});
-    n_ = c.n;
-    steps_per_epoch_ = drop_last ? n_ / batch_ : (n_ + batch_ - 1) / batch_;
-    if (steps_per_epoch_ == 0)
-      detail::throw_error(error_kind::config,
-                          {"global_batches: an epoch has no batch (", n_, " samples, global batch ", batch_,
-                           (drop_last ? " with drop_last" : ""), "): use a smaller batch or more data"});
-  }
-
-  std::size_t steps_per_epoch() const noexcept { return steps_per_epoch_; }
-  std::size_t global_batch_size() const noexcept { return batch_; }
-  std::uint64_t epoch_of(std::uint64_t step) const noexcept { return step / steps_per_epoch_; }
-  /// Samples of its epoch the whole job has consumed before `step`
-  /// (training_progress::samples, distributed_sampler::set_position).
-  std::uint64_t position_of(std::uint64_t step) const noexcept {
-    return (step % steps_per_epoch_) * static_cast<std::uint64_t>(batch_);
-  }
-
-  /// Global step `step`: sets the sampler's epoch and cuts this rank's share
-  /// from its indices (valid until the sampler moves to another epoch or position).
-  global_batch at(std::uint64_t step) const {
-    const std::uint64_t epoch = epoch_of(step);
-    sampler_->set_epoch(epoch);
-    const std::size_t a = static_cast<std::size_t>(position_of(step));
-    const std::size_t b = std::min(a + batch_, n_);
-    // The sampler starts at an earlier batch or at this one; a later start cannot give this batch.
-    if (a < sampler_->position()) sampler_->set_position(0);
-    const auto& c = sampler_->context();
-    const auto all = sampler_->indices();
-    // This rank holds global positions start + rank + k * world, k < size().
-    const std::size_t start = c.start, r = static_cast<std::size_t>(c.rank),
-                      w = static_cast<std::size_t>(c.num_replicas);
-    auto first_k = [&](std::size_t pos) -> std::size_t {
-      const std::size_t off = pos - start; // pos >= start
-      return std::min(off > r ? (off - r + w - 1) / w : 0, all.size());
-    };
-    const std::size_t lo = first_k(a), hi = first_k(b);
-    return {step, epoch, a, b - a, all.subspan(lo, hi - lo)};
-  }
-
-private:
-  distributed_sampler<Policy>* sampler_;
-  std::size_t batch_;
-  std::size_t n_ = 0;
-  std::size_t steps_per_epoch_ = 0;
-};
-
-DDP_END_NAMESPACE
-
-#endif // DDP_GLOBAL_BATCHES_HPP
-// ---- end ddp/global_batches.hpp ----
-// ---- begin ddp/hybrid_groups.hpp ----
-// ddp::hybrid_groups — the two groups of hybrid sharding (FSDP's HSDP, ZeRO++'s
-// hpZ): a shard group, within which sharded_data_parallel cuts the optimizer's
-// state and gathers the parameters (a node: its shared memory or fast links),
-// and a replicate group, across which each shard's gradient is averaged (the
-// ranks that hold the same shard on the other nodes). make_hybrid_groups(pg)
-// builds them from the topology; any two groups that tile the world do.
-#ifndef DDP_HYBRID_GROUPS_HPP
-#define DDP_HYBRID_GROUPS_HPP
-
-
-#include <string>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-
-template <class Backend> struct hybrid_groups {
-  process_group<Backend> shard;     ///< this rank's shard group (its node), numbered by local rank
-  process_group<Backend> replicate; ///< this rank's place in every shard group, numbered by node
-};
-
-/// Collective over `pg`: shard = the ranks of this rank's node (pg.topology()'s
-/// node_rank), replicate = the ranks with this rank's local rank on every node.
-/// Every node must hold as many ranks of `pg` (else ddp::error(config) on every
-/// rank, naming the counts). On one node the replicate groups have one rank
-/// each: that is flat sharding, with the node's group in place of pg.
-template <class Backend> hybrid_groups<Backend> make_hybrid_groups(process_group<Backend>& pg) {
-  const auto& t = pg.topology();
-  std::vector<std::int64_t> lo{t.local_world_size}, hi{t.local_world_size};
-  pg.all_reduce(lo, op::min);
-  pg.all_reduce(hi, op::max);
-  if (lo[0] != hi[0])
-    detail::throw_error(error_kind::config,
-                        {"make_hybrid_groups on rank ", pg.rank(), ": the nodes hold ", lo[0], " to ", hi[0],
-                         " ranks of the group; hybrid sharding needs as many on each (launch the same "
-                         "--nproc-per-node on every node, or pass a shard size: make_hybrid_groups(pg, n))"},
-                        pg.rank());
-  return hybrid_groups<Backend>{pg.split(t.node_rank, t.local_rank), pg.split(t.local_rank, t.node_rank)};
-}
-
-/// Collective over `pg`: shard groups of `shard_size` consecutive ranks
-/// (0..n-1, n..2n-1, ...), replicate groups of the ranks with the same place in
-/// theirs. `shard_size` must divide pg.size() (ddp::error(config) otherwise).
-template <class Backend>
-hybrid_groups<Backend> make_hybrid_groups(process_group<Backend>& pg, int shard_size) {
-  if (shard_size < 1 || pg.size() % shard_size != 0)
-    detail::throw_error(error_kind::config,
-                        {"make_hybrid_groups on rank ", pg.rank(), ": a shard size of ", shard_size,
-                         " does not divide the group's ", pg.size(),
-                         " ranks: pass a divisor of the world size (the ranks per node, usually)"},
-                        pg.rank());
-  const int r = pg.rank();
-  return hybrid_groups<Backend>{pg.split(r / shard_size, r % shard_size),
-                                pg.split(r % shard_size, r / shard_size)};
-}
-
-DDP_END_NAMESPACE
-
-#endif // DDP_HYBRID_GROUPS_HPP
-// ---- end ddp/hybrid_groups.hpp ----
-// ---- begin ddp/optim/adam.hpp ----
-// ddp::optim::adam — torch.optim.Adam's update (bias correction, eps added
-// after the square root, L2 weight decay) on this rank's shard of a
-// sharded_data_parallel model; step() then all-gathers the parameters.
-#ifndef DDP_OPTIM_ADAM_HPP
-#define DDP_OPTIM_ADAM_HPP
-
-// ---- begin ddp/optim/shard_state.hpp ----
-// Per-element optimizer state for this rank's shard (Adam's two moments,
-// SGD's momentum), one array per bucket in the bucket's dtype, and its
-// checkpoint: each rank saves and loads its own file, `<path>.rank<r>`.
-#ifndef DDP_OPTIM_SHARD_STATE_HPP
-#define DDP_OPTIM_SHARD_STATE_HPP
-
-
-#include <cerrno>
-#include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <string>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-namespace optim {
-
-class shard_state {
-public:
-  /// `slots` arrays per bucket, sized as the sharded model's shard of it.
-  template <class Sharded>
-  shard_state(Sharded& s, std::size_t slots)
-      : rank_(s.group().rank()), world_(s.group().size()), data_(slots) {
-    for (std::size_t b = 0; b < s.num_buckets(); ++b) {
-      types_.push_back(s.bucket_type(b));
-      sizes_.push_back(s.shard_size(b));
-    }
-    for (auto& slot : data_)
-      for (std::size_t b = 0; b < types_.size(); ++b)
-        slot.emplace_back(sizes_[b] * size_of(types_[b]), std::byte{0});
-  }
-
-  /// Slot `k`'s elements for a range of bucket `bucket` starting at `offset`.
-  template <class T> T* at(std::size_t k, std::size_t bucket, std::size_t offset) {
-    return reinterpret_cast<T*>(data_[k][bucket].data()) + offset;
-  }
-
-  template <class T> const T* at(std::size_t k, std::size_t bucket, std::size_t offset) const {
-    return reinterpret_cast<const T*>(data_[k][bucket].data()) + offset;
-  }
-
-  /// State arrays per element (Adam: 2, SGD: 1 with momentum, else 0).
-  std::size_t slots() const noexcept { return data_.size(); }
-
-  std::size_t bytes() const {
-    std::size_t n = 0;
-    for (auto& slot : data_)
-      for (auto& b : slot)
-        n += b.size();
-    return n;
-  }
-
-  /// Writes `<path>.rank<r>` (through a temporary file, renamed when complete).
-  void save(const std::string& path, std::uint64_t step, const std::string& kind) const {
-    const std::string file = detail::message({path, ".rank", rank_}), tmp = file + ".tmp";
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw io_error(tmp, "cannot open it for writing");
-    std::string head = header(step, kind);
-    out.write(head.data(), static_cast<std::streamsize>(head.size()));
-    for (auto& slot : data_)
-      for (auto& b : slot)
-        out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-    out.close();
-    if (!out) throw io_error(tmp, "could not write it completely");
-    if (std::rename(tmp.c_str(), file.c_str()) != 0)
-      throw io_error(file, detail::message({"could not rename ", tmp, " to it"}));
-  }
-
-  /// Reads `<path>.rank<r>`; the job must have the world size, buckets and
-  /// optimizer it was saved with. Returns the saved step count.
-  std::uint64_t load(const std::string& path, const std::string& kind) {
-    const std::string file = detail::message({path, ".rank", rank_});
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw io_error(file, "cannot open it");
-    std::string magic(8, '\0');
-    std::uint32_t world = 0;
-    in.read(magic.data(), 8);
-    in.read(reinterpret_cast<char*>(&world), sizeof world);
-    if (!in || magic != "DDPOPTV1")
-      detail::throw_error(error_kind::data, {"optimizer checkpoint ", file, " is not one ddp::optim wrote"});
-    if (world != static_cast<std::uint32_t>(world_))
-      detail::throw_error(error_kind::config,
-                          {"optimizer checkpoint ", file, " was saved by a job of ", world,
-                           " ranks; this job has ", world_,
-                           ": each rank's file holds its 1/W of the state, so resume with ", world,
-                           " ranks (or start the optimizer afresh)"},
-                          rank_);
-    std::string rest_expected = header(0, kind).substr(12);
-    std::string rest(rest_expected.size(), '\0');
-    in.read(rest.data(), static_cast<std::streamsize>(rest.size()));
-    std::uint64_t step = 0;
-    std::memcpy(&step, rest.data(), sizeof step);
-    std::memcpy(rest.data(), rest_expected.data(), sizeof step); // compare all but the step
-    if (!in || rest != rest_expected)
-      detail::throw_error(error_kind::config,
-                          {"optimizer checkpoint ", file,
-                           " does not match this job (another optimizer, rank, "
-                           "model, bucketing or dtype): load it with the job that saved it"},
-                          rank_);
-    auto loaded = data_; // read aside: a bad file leaves the state as it was
-    for (auto& slot : loaded)
-      for (auto& b : slot)
-        in.read(reinterpret_cast<char*>(b.data()), static_cast<std::streamsize>(b.size()));
-    if (!in || in.peek() != std::char_traits<char>::eof())
-      detail::throw_error(error_kind::data, {"optimizer checkpoint ", file, " is truncated or too long"},
-                          rank_);
-    data_ = std::move(loaded);
-    return step;
-  }
-
-  /// Every rank must have loaded the same step: files from different saves are refused.
-  template <class Group>
-  static void require_same_step(Group& group, std::uint64_t step, const std::string& path) {
-    std::vector<std::int64_t> lo{static_cast<std::int64_t>(step)}, hi{static_cast<std::int64_t>(step)};
-    group.all_reduce(lo, op::min);
-    group.all_reduce(hi, op::max);
-    if (lo[0] != hi[0])
-      detail::throw_error(error_kind::mismatch,
-                          {"the ranks loaded optimizer checkpoints of different steps (", lo[0], " to ",
-                           hi[0], "): the files ", path,
-                           ".rank* come from different saves; load one save's files on every rank"},
-                          group.rank());
-  }
-
-private:
-  /// magic, world, step, rank, optimizer, slots, then each bucket's dtype and size.
-  std::string header(std::uint64_t step, const std::string& kind) const {
-    std::string h = "DDPOPTV1";
-    auto put = [&](auto v) { h.append(reinterpret_cast<const char*>(&v), sizeof v); };
-    put(static_cast<std::uint32_t>(world_));
-    put(step);
-    put(static_cast<std::uint32_t>(rank_));
-    put(static_cast<std::uint32_t>(kind.size()));
-    h += kind;
-    put(static_cast<std::uint32_t>(data_.size()));
-    put(static_cast<std::uint32_t>(types_.size()));
-    for (std::size_t b = 0; b < types_.size(); ++b) {
-      put(static_cast<std::uint8_t>(types_[b]));
-      put(static_cast<std::uint64_t>(sizes_[b]));
-    }
-    return h;
-  }
-
-  error io_error(const std::string& file, const std::string& what) const {
-    return error(
-        error_kind::data,
-        detail::message({"optimizer checkpoint ", file, ": ", what, " (", std::strerror(errno), ")"}), rank_);
-  }
-
-  int rank_, world_;
-  std::vector<dtype> types_;
-  std::vector<std::size_t> sizes_;
-  std::vector<std::vector<std::vector<std::byte>>> data_; ///< [slot][bucket] bytes
-};
-
-} // namespace optim
-DDP_END_NAMESPACE
-
-#endif // DDP_OPTIM_SHARD_STATE_HPP
-// ---- end ddp/optim/shard_state.hpp ----
-
-#include <cmath>
-#include <cstdint>
-#include <string>
-
-DDP_BEGIN_NAMESPACE
-namespace optim {
-
-struct adam_options {
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-  double weight_decay = 0.0;
-};
-
-template <class Sharded> class adam {
-public:
-  adam(Sharded& model, adam_options o = {}) : model_(model), o_(o), state_(model, 2) {}
-
-  /// One update of this rank's shard with its averaged gradient (after
-  /// synchronize()), then every rank's parameters are whole again.
-  void step() {
-    const std::uint64_t t = step_ + 1; // counted once the update is done
-    const double bias1 = 1 - std::pow(o_.beta1, static_cast<double>(t));
-    const double bias2_sqrt = std::sqrt(1 - std::pow(o_.beta2, static_cast<double>(t)));
-    model_.update_shards([&](auto& r) {
-      using T = typename std::remove_cvref_t<decltype(r.value)>::value_type;
-      T* m = state_.template at<T>(0, r.bucket, r.state_offset);
-      T* v = state_.template at<T>(1, r.bucket, r.state_offset);
-      const T b1 = static_cast<T>(o_.beta1), b2 = static_cast<T>(o_.beta2), eps = static_cast<T>(o_.eps);
-      const T wd = static_cast<T>(o_.weight_decay), one_b1 = static_cast<T>(1 - o_.beta1),
-              one_b2 = static_cast<T>(1 - o_.beta2), bc2 = static_cast<T>(bias2_sqrt),
-              step_size = static_cast<T>(o_.lr / bias1);
-      for (std::size_t i = 0; i < r.value.size(); ++i) {
-        const T g = o_.weight_decay != 0 ? r.grad[i] + wd * r.value[i] : r.grad[i];
-        m[i] = m[i] * b1 + one_b1 * g;
-        v[i] = v[i] * b2 + one_b2 * g * g;
-        const T denom = std::sqrt(v[i]) / bc2 + eps;
-        r.value[i] -= step_size * (m[i] / denom);
-      }
-    });
-    step_ = t;
-  }
-
-  adam_options& options() noexcept { return o_; }
-  std::uint64_t steps() const noexcept { return step_; }
-  /// What ddp::save_checkpoint records and load_checkpoint restores, re-sharded for any world size.
-  static constexpr const char* name() noexcept { return "adam"; }
-  shard_state& state() noexcept { return state_; }
-  const shard_state& state() const noexcept { return state_; }
-  Sharded& model() noexcept { return model_; }
-  void set_steps(std::uint64_t steps) noexcept { step_ = steps; }
-  /// This rank's optimizer memory: two values per owned element.
-  std::size_t state_bytes() const noexcept { return state_.bytes(); }
-
-  /// Each rank writes its own shard of the state to `<path>.rank<r>`.
-  void save(const std::string& path) const { state_.save(path, step_, "adam"); }
-  /// Collective: every rank loads its own file, and all must be of one save.
-  void load(const std::string& path) {
-    const auto step = state_.load(path, "adam");
-    shard_state::require_same_step(model_.group(), step, path);
-    step_ = step;
-  }
-
-private:
-  Sharded& model_;
-  adam_options o_;
-  shard_state state_;
-  std::uint64_t step_ = 0;
-};
-
-template <class S> adam(S&, adam_options) -> adam<S>;
-template <class S> adam(S&) -> adam<S>;
-
-} // namespace optim
-DDP_END_NAMESPACE
-
-#endif // DDP_OPTIM_ADAM_HPP
-// ---- end ddp/optim/adam.hpp ----
-// ---- begin ddp/optim/sgd.hpp ----
-// ddp::optim::sgd — torch.optim.SGD's update (momentum with dampening,
-// Nesterov, L2 weight decay) on this rank's shard of a sharded_data_parallel
-// model; step() then all-gathers the parameters.
-#ifndef DDP_OPTIM_SGD_HPP
-#define DDP_OPTIM_SGD_HPP
-
-
-#include <cstdint>
-#include <string>
-
-DDP_BEGIN_NAMESPACE
-namespace optim {
-
-struct sgd_options {
-  double lr = 0.01;
-  double momentum = 0.0;
-  double dampening = 0.0;
-  double weight_decay = 0.0;
-  bool nesterov = false;
-};
-
-template <class Sharded> class sgd {
-public:
-  sgd(Sharded& model, sgd_options o = {})
-      : model_(model), o_(o), state_(model, o.momentum != 0 ? 1 : 0), has_momentum_(o.momentum != 0) {
-    if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
-      detail::throw_error(error_kind::config,
-                          {"optim::sgd: Nesterov momentum needs a momentum and zero dampening"});
-  }
-
-  void step() {
-    if (o_.momentum != 0 && !has_momentum_)
-      detail::throw_error(error_kind::config,
-                          {"optim::sgd: momentum was 0 when the optimizer was built, so it keeps "
-                           "no momentum buffers: build it with the momentum you will use"});
-    if (o_.nesterov && (o_.momentum <= 0 || o_.dampening != 0))
-      detail::throw_error(error_kind::config,
-                          {"optim::sgd: Nesterov momentum needs a momentum and zero dampening"});
-    const std::uint64_t t = step_ + 1; // counted once the update is done
-    model_.update_shards([&](auto& r) {
-      using T = typename std::remove_cvref_t<decltype(r.value)>::value_type;
-      const T lr = static_cast<T>(o_.lr), mu = static_cast<T>(o_.momentum),
-              wd = static_cast<T>(o_.weight_decay), keep = static_cast<T>(1 - o_.dampening);
-      T* buf =
-          has_momentum_ && o_.momentum != 0 ? state_.template at<T>(0, r.bucket, r.state_offset) : nullptr;
-      for (std::size_t i = 0; i < r.value.size(); ++i) {
-        T d = o_.weight_decay != 0 ? r.grad[i] + wd * r.value[i] : r.grad[i];
-        if (buf) {
-          buf[i] = t == 1 ? d : buf[i] * mu + keep * d; // the first step clones, as PyTorch's does
-          d = o_.nesterov ? d + mu * buf[i] : buf[i];
-        }
-        r.value[i] -= lr * d;
-      }
-    });
-    step_ = t;
-  }
-
-  sgd_options& options() noexcept { return o_; }
-  std::uint64_t steps() const noexcept { return step_; }
-  /// What ddp::save_checkpoint records and load_checkpoint restores, re-sharded for any world size.
-  static constexpr const char* name() noexcept { return "sgd"; }
-  shard_state& state() noexcept { return state_; }
-  const shard_state& state() const noexcept { return state_; }
-  Sharded& model() noexcept { return model_; }
-  void set_steps(std::uint64_t steps) noexcept { step_ = steps; }
-  /// This rank's optimizer memory: one value per owned element with momentum, else none.
-  std::size_t state_bytes() const noexcept { return state_.bytes(); }
-
-  void save(const std::string& path) const { state_.save(path, step_, "sgd"); }
-  /// Collective: every rank loads its own file, and all must be of one save.
-  void load(const std::string& path) {
-    const auto step = state_.load(path, "sgd");
-    shard_state::require_same_step(model_.group(), step, path);
-    step_ = step;
-  }
-
-private:
-  Sharded& model_;
-  sgd_options o_;
-  shard_state state_;
-  bool has_momentum_; ///< momentum buffers exist (momentum was set at construction)
-  std::uint64_t step_ = 0;
-};
-
-template <class S> sgd(S&, sgd_options) -> sgd<S>;
-template <class S> sgd(S&) -> sgd<S>;
-
-} // namespace optim
-DDP_END_NAMESPACE
-
-#endif // DDP_OPTIM_SGD_HPP
-// ---- end ddp/optim/sgd.hpp ----
-// ---- begin ddp/sharded_data_parallel.hpp ----
-// ddp::sharded_data_parallel — ZeRO stage 1: gradients are reduce-scattered
-// in buckets that launch while backward runs, each rank keeps and updates
-// only its 1/W of the parameters' elements (and so of the optimizer's state),
-// and the updated shards are all-gathered so that every rank holds the whole
-// model again. Same models, policies and options as distributed_data_parallel
-// (its step driver: marks, no_sync, strict_marking, join), except
-// compute_stream, for device gradients; the optimizers that go with it are in
-// ddp/optim/. Hybrid sharding (FSDP's HSDP): over a shard group and a
-// replicate group (ddp/hybrid_groups.hpp), the state is cut within the shard
-// group and the shards' gradients averaged across the replicate group.
-#ifndef DDP_SHARDED_DATA_PARALLEL_HPP
-#define DDP_SHARDED_DATA_PARALLEL_HPP
-
-// ---- begin ddp/detail/sharded/hybrid_tiling.hpp ----
-// Whether a shard group and a replicate group tile the world for hybrid
-// sharding: every rank in one shard group of S ranks and one replicate group
-// of R ranks, S × R = W, and each replicate group holding the same shard rank
-// of every shard group. Each rank describes its two groups in a few integers;
-// the records are all-gathered over the world and every rank runs the same
-// check on the same records, so a bad layout is one error, the same text on
-// every rank, and nothing waits on a mesh that cannot complete.
-#ifndef DDP_DETAIL_SHARDED_HYBRID_TILING_HPP
-#define DDP_DETAIL_SHARDED_HYBRID_TILING_HPP
-
-
-#include <cstddef>
-#include <cstdint>
-#include <string>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-/// One group as a rank sees it: whether it is a member, its rank and size
-/// there, the group's name (unique per new_group/split call) and its members
-/// as job ranks.
-struct hybrid_side {
-  bool member = false;
-  int rank = -1;
-  int size = 0;
-  const std::string* name = nullptr;
-  const std::vector<int>* job_ranks = nullptr;
-};
-
-inline constexpr std::size_t hybrid_record_fields = 7;
-
-/// This rank's record: a problem code seen locally (not a member, a member
-/// outside the world), then rank, size and identity of each group.
-DDP_INLINE std::vector<std::int64_t> hybrid_record(const hybrid_side& shard, const hybrid_side& replicate,
-                                                   const std::vector<int>& world_job_ranks);
-
-/// "" when the gathered records (hybrid_record_fields per world rank) tile a
-/// world of `world` ranks; else what is wrong, naming the ranks, the same on every rank.
-DDP_INLINE std::string hybrid_tiling_problem(const std::vector<std::int64_t>& records, int world);
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-
-#endif // DDP_DETAIL_SHARDED_HYBRID_TILING_HPP
-// ---- end ddp/detail/sharded/hybrid_tiling.hpp ----
-// ---- begin ddp/detail/sharded/shard_engine.hpp ----
-// The collectives of sharded_data_parallel on host memory: per bucket, a
-// reduce-scatter of the packed gradients (converted and scaled in the packing
-// pass) into this rank's averaged gradient shard, and after the optimizer
-// step an all-gather of every rank's updated shard back into the parameters.
-// Both run over the shard group (the world, unless hybrid). Under hybrid
-// sharding each reduce-scattered shard is then all-reduced over the replicate
-// group (the ranks that hold the same shard in the other shard groups), in the
-// wire type, before its conversion: the packing pass scaled by 1/world, so the
-// two sums make the world's mean.
-#ifndef DDP_DETAIL_SHARDED_SHARD_ENGINE_HPP
-#define DDP_DETAIL_SHARDED_SHARD_ENGINE_HPP
-
-// ---- begin ddp/detail/sharded/shard_layout.hpp ----
-// Which elements of each bucket a rank owns under sharded_data_parallel, and
-// where they travel. A bucket of n elements is cut into W contiguous shards
-// whose sizes differ by at most one (the first n % W ranks own one more); on
-// the wire each shard is padded to c = ceil(n / W) elements, since the
-// backends' reduce_scatter and all_gather move equal blocks. A pure function
-// of the plan, the world size and the rank (tests/unit/test_shard_layout.cpp).
-#ifndef DDP_DETAIL_SHARDED_SHARD_LAYOUT_HPP
-#define DDP_DETAIL_SHARDED_SHARD_LAYOUT_HPP
-
-
-#include <algorithm>
-#include <cstddef>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-/// A run of one parameter's elements inside one shard.
-struct shard_run {
-  std::size_t param;        ///< registration index
-  std::size_t param_offset; ///< first element within the parameter
-  std::size_t padded;       ///< its position in the padded wire layout (W blocks of `block`)
-  std::size_t count;
-  int owner; ///< the rank whose shard holds it
-};
-
-struct bucket_shards {
-  std::size_t block = 0;        ///< c: elements per rank on the wire
-  std::size_t begin = 0;        ///< this rank's first element of the bucket
-  std::size_t size = 0;         ///< this rank's elements (block or block - 1, or 0)
-  std::vector<shard_run> runs;  ///< every run, in bucket order
-  std::vector<shard_run> owned; ///< this rank's runs
-};
-
-inline std::size_t shard_begin(std::size_t n, std::size_t world, std::size_t r) {
-  return r * (n / world) + std::min(r, n % world);
-}
-
-inline bucket_shards shard_bucket(const planned_bucket& b, const std::vector<std::size_t>& counts, int world,
-                                  int rank) {
-  const auto w = static_cast<std::size_t>(world), n = b.elements;
-  bucket_shards s;
-  s.block = (n + w - 1) / w;
-  s.begin = shard_begin(n, w, static_cast<std::size_t>(rank));
-  s.size = shard_begin(n, w, static_cast<std::size_t>(rank) + 1) - s.begin;
-  for (std::size_t k = 0; k < b.params.size(); ++k) {
-    const std::size_t first = b.offsets[k], last = first + counts[b.params[k]];
-    for (std::size_t r = 0; r < w; ++r) {
-      const std::size_t lo = std::max(first, shard_begin(n, w, r)),
-                        hi = std::min(last, shard_begin(n, w, r + 1));
-      if (lo >= hi) continue;
-      shard_run run{b.params[k], lo - first, r * s.block + (lo - shard_begin(n, w, r)), hi - lo,
-                    static_cast<int>(r)};
-      s.runs.push_back(run);
-      if (static_cast<int>(r) == rank) s.owned.push_back(run);
-    }
-  }
-  return s;
-}
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_SHARDED_SHARD_LAYOUT_HPP
-// ---- end ddp/detail/sharded/shard_layout.hpp ----
-
-#include <algorithm>
-#include <cstring>
-#include <optional>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-
-template <communicator Comm> class shard_engine {
-public:
-  /// `replicate`: null for flat sharding.
-  shard_engine(Comm& comm, Comm* replicate, const bucket_plan& plan, const std::vector<tensor_slot>& params)
-      : comm_(comm), replicate_(replicate && replicate->size() > 1 ? replicate : nullptr), plan_(plan),
-        params_(params) {
-    std::vector<std::size_t> counts;
-    for (auto& p : params)
-      counts.push_back(p.count);
-    for (auto& b : plan.buckets) {
-      bucket_state s;
-      s.shards = shard_bucket(b, counts, comm.size(), comm.rank());
-      const std::size_t padded = s.shards.block * static_cast<std::size_t>(comm.size());
-      // The reduce-scatter's input and the all-gather's output are never live at
-      // once (synchronize() ends one before step() starts the other): one buffer.
-      s.staging.assign(padded * std::max(size_of(b.wire_type), size_of(b.param_type)), std::byte{0});
-      s.recv.assign(s.shards.block * size_of(b.wire_type), std::byte{0});
-      if (b.wire_type != b.param_type) s.grad.assign(s.shards.size * size_of(b.param_type), std::byte{0});
-      s.gather_in.assign(s.shards.block * size_of(b.param_type), std::byte{0});
-      state_.push_back(std::move(s));
-    }
-  }
-  shard_engine(const shard_engine&) = delete;
-  shard_engine& operator=(const shard_engine&) = delete;
-  ~shard_engine() { wait_all_quietly(); }
-
-  const bucket_shards& shards(std::size_t b) const { return state_[b].shards; }
-  /// This rank's averaged gradient of bucket b (param type, shards(b).size
-  /// elements): the reduce-scatter's output itself where no conversion is needed.
-  std::byte* grad_shard(std::size_t b) {
-    auto& s = state_[b];
-    return plan_.buckets[b].wire_type == plan_.buckets[b].param_type ? s.recv.data() : s.grad.data();
-  }
-
-  /// Bytes this engine holds for its collectives (staging, not optimizer state).
-  std::size_t buffer_bytes() const {
-    std::size_t n = 0;
-    for (auto& s : state_)
-      n += s.staging.size() + s.recv.size() + s.grad.size() + s.gather_in.size() + s.shadow.size();
-    return n;
-  }
-
-  static void zero(const tensor_slot& p) { std::memset(p.grad, 0, p.count * size_of(p.type)); }
-
-  /// Packs bucket b's gradients (times `scale`, in the wire type) and starts
-  /// its reduce-scatter.
-  void launch(std::size_t b, double scale) {
-    auto& bk = plan_.buckets[b];
-    auto& s = state_[b];
-    const std::size_t ws = size_of(bk.wire_type), ps = size_of(bk.param_type);
-    // Packing writes only the runs: a block's padding holds whatever staging
-    // held, and its sum lands past the owner's shard, where nobody reads it.
-    for (auto& r : s.shards.runs) {
-      auto& p = params_[r.param];
-      copy_scaled(s.staging.data() + r.padded * ws, bk.wire_type,
-                  static_cast<std::byte*>(p.grad) + r.param_offset * ps, p.type, r.count, scale);
-    }
-    s.site = current_call;
-    s.in_flight = reduce(b, s.staging.data());
-  }
-
-  /// A joined rank's stand-in: the same reduce-scatter, on zeros.
-  void launch_zeros(std::size_t b) {
-    auto& s = state_[b];
-    s.shadow.assign(s.shards.block * static_cast<std::size_t>(comm_.size()) *
-                        size_of(plan_.buckets[b].wire_type),
-                    std::byte{0});
-    s.site = current_call; // unnamed, as every stand-in
-    s.in_flight = reduce(b, s.shadow.data());
-  }
-
-  /// Waits for every bucket's reduce-scatter (and, hybrid, starts its
-  /// replicate all-reduce as soon as it is in, beside the next bucket's
-  /// wait), then keeps this rank's averaged shard of each.
-  void finish_all() {
-    for (std::size_t b = 0; b < state_.size(); ++b)
-      if (finish_scatter(b) && replicate_ && state_[b].shards.size > 0) {
-        const call_site_scope named(state_[b].site);
-        state_[b].replicating = replicate_->all_reduce(state_[b].recv.data(), state_[b].shards.size,
-                                                       plan_.buckets[b].wire_type, op::sum, false);
-      }
-    for (std::size_t b = 0; b < state_.size(); ++b) {
-      auto& s = state_[b];
-      if (s.replicating) {
-        auto w = std::move(*s.replicating);
-        s.replicating.reset();
-        w.wait();
-      }
-      auto& bk = plan_.buckets[b];
-      if (s.scattered && bk.wire_type != bk.param_type)
-        copy_scaled(s.grad.data(), bk.param_type, s.recv.data(), bk.wire_type, s.shards.size, 1.0);
-      s.scattered = false;
-    }
-  }
-
-  /// Starts bucket b's all-gather of this rank's (updated) parameter shard.
-  void start_gather(std::size_t b) {
-    auto& bk = plan_.buckets[b];
-    auto& s = state_[b];
-    const std::size_t ps = size_of(bk.param_type);
-    const std::size_t mine = static_cast<std::size_t>(comm_.rank()) * s.shards.block;
-    for (auto& r : s.shards.owned)
-      std::memcpy(s.gather_in.data() + (r.padded - mine) * ps,
-                  static_cast<const std::byte*>(params_[r.param].value) + r.param_offset * ps, r.count * ps);
-    s.gathering =
-        comm_.all_gather(s.gather_in.data(), s.staging.data(), s.shards.block, bk.param_type, false);
-  }
-
-  /// Waits for bucket b's all-gather and writes every rank's shard into the parameters.
-  void finish_gather(std::size_t b) {
-    auto& s = state_[b];
-    if (!s.gathering) return;
-    auto w = std::move(*s.gathering);
-    s.gathering.reset();
-    w.wait();
-    const std::size_t ps = size_of(plan_.buckets[b].param_type);
-    for (auto& r : s.shards.runs)
-      std::memcpy(static_cast<std::byte*>(params_[r.param].value) + r.param_offset * ps,
-                  s.staging.data() + r.padded * ps, r.count * ps);
-  }
-
-  void wait_all_quietly() {
-    for (auto& s : state_) {
-      wait_quietly(s.in_flight);
-      wait_quietly(s.replicating);
-      wait_quietly(s.gathering);
-      s.scattered = false;
-    }
-  }
-
-private:
-  struct bucket_state {
-    bucket_shards shards;
-    std::vector<std::byte> staging; ///< packed gradients (wire type), then gathered parameters
-    std::vector<std::byte> recv, grad, gather_in, shadow;
-    std::optional<work> in_flight, replicating, gathering;
-    bool scattered = false; ///< this step's reduce-scatter is in recv, not yet converted
-    /// The step and bucket its reduce-scatter was launched for (and this rank's check_finite
-    /// finding): the replicate all-reduce carries them too, so that the step check runs across
-    /// shard groups, and at all with shard groups of one rank (no header round of their own).
-    call_site site;
-  };
-
-  /// Waits for bucket b's reduce-scatter; false when none was launched.
-  bool finish_scatter(std::size_t b) {
-    auto& s = state_[b];
-    if (!s.in_flight) return false;
-    auto w = std::move(*s.in_flight);
-    s.in_flight.reset();
-    w.wait();
-    s.scattered = true;
-    return true;
-  }
-
-  work reduce(std::size_t b, std::byte* data) {
-    auto& s = state_[b];
-    return comm_.reduce_scatter(data, s.recv.data(), s.shards.block, plan_.buckets[b].wire_type, op::sum,
-                                false);
-  }
-
-  Comm& comm_;
-  Comm* replicate_; ///< null unless hybrid with more than one replica
-  const bucket_plan& plan_;
-  const std::vector<tensor_slot>& params_;
-  std::vector<bucket_state> state_;
-};
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_SHARDED_SHARD_ENGINE_HPP
-// ---- end ddp/detail/sharded/shard_engine.hpp ----
-
-#include <cmath>
-#include <span>
-#include <string>
-
-DDP_BEGIN_NAMESPACE
-
-/// One range of parameter elements this rank owns: what an optimizer updates.
-template <class T> struct shard_range {
-  std::size_t parameter;    ///< registration index
-  std::size_t offset;       ///< first element within the parameter
-  std::span<T> value;       ///< the parameter's elements, updated in place
-  std::span<const T> grad;  ///< their gradient, averaged over all ranks (the world's, under hybrid)
-  std::size_t bucket;       ///< the bucket it belongs to
-  std::size_t state_offset; ///< its position in this rank's shard of that bucket (for optimizer state)
-};
-
-/// The primary template only diagnoses, as distributed_data_parallel's does.
-template <class Model, class Backend, class Bucketing = bucketing::size_capped<>,
-          class Reduction = reduction::mean>
-class sharded_data_parallel : detail::policy_diagnostics<Model, Backend, Bucketing, Reduction> {
-public:
-  template <class... Args> explicit sharded_data_parallel(Args&&...) {}
-};
-
-template <class Model, class Backend, class Bucketing, class Reduction>
-requires model<Model> && backend_policy<Backend> && bucketing_policy<Bucketing> && reduction_policy<Reduction>
-class sharded_data_parallel<Model, Backend, Bucketing, Reduction> {
-  using comm_type = typename Backend::communicator;
-
-public:
-  using model_type = Model;
-  using backend_type = Backend;
-
-  /// Verifies the model across ranks, copies rank 0's parameters and buffers
-  /// to every rank, and cuts each bucket into W shards. The options are
-  /// distributed_data_parallel's; compute_stream, for device gradients, is refused.
-  sharded_data_parallel(Model& m, process_group<Backend>& pg, ddp_options o = {})
-      : sharded_data_parallel(m, pg, pg, nullptr, o) {}
-
-  /// Hybrid sharding: the state is cut into `shard.size()` shards within
-  /// `shard`; each shard's gradient is reduce-scattered within `shard`, then
-  /// all-reduced across `replicate` (the ranks that hold the same shard in the
-  /// other shard groups): the average is over every rank of `pg`, divided by
-  /// pg.size() once. Parameters are all-gathered within `shard` only.
-  /// Collective over `pg`; the groups must tile it (each rank in one shard group
-  /// of S ranks and one replicate group of R, S × R = pg.size(), a replicate
-  /// group holding the same shard rank of every shard group): otherwise
-  /// ddp::error(config) on every rank, naming the ranks. Every group must
-  /// outlive this object. make_hybrid_groups() builds them from the topology.
-  sharded_data_parallel(Model& m, process_group<Backend>& pg, process_group<Backend>& shard,
-                        process_group<Backend>& replicate, ddp_options o = {})
-      : sharded_data_parallel(m, pg, shard, &replicate, o) {}
-  sharded_data_parallel(Model& m, process_group<Backend>& pg, hybrid_groups<Backend>& groups,
-                        ddp_options o = {})
-      : sharded_data_parallel(m, pg, groups.shard, &groups.replicate, o) {}
-  sharded_data_parallel(const sharded_data_parallel&) = delete;
-  sharded_data_parallel& operator=(const sharded_data_parallel&) = delete;
-
-  Model& module() noexcept { return model_; }
-  process_group<Backend>& group() noexcept { return pg_; }
-  /// The group the state is cut within and the parameters gathered over:
-  /// group() itself unless hybrid.
-  process_group<Backend>& shard_group() noexcept { return shard_pg_; }
-  /// The group a shard's gradient is averaged across under hybrid sharding; null otherwise.
-  process_group<Backend>* replicate_group() noexcept { return replicate_pg_; }
-  bool hybrid() const noexcept { return replicate_pg_ != nullptr; }
-  std::size_t num_parameters() const noexcept { return registry_.size(); }
-  const std::string& parameter_name(std::size_t i) const { return registry_.parameters().at(i).name; }
-  std::size_t num_buckets() const noexcept { return plan_.buckets.size(); }
-  /// This rank's elements of bucket b (the parameters' dtype: float or double).
-  std::size_t shard_size(std::size_t b) const { return engine_.shards(b).size; }
-  dtype bucket_type(std::size_t b) const { return plan_.buckets.at(b).param_type; }
-  /// This rank's elements over all buckets: 1/S of the model (S: the shard
-  /// group's size, the world's unless hybrid), within one per bucket.
-  /// Bytes held for the collectives: the packing/gathering buffers (about one
-  /// model's worth in the wire or parameter dtype, whichever is wider) and the shards.
-  std::size_t buffer_bytes() const { return engine_.buffer_bytes(); }
-  std::size_t shard_elements() const {
-    std::size_t n = 0;
-    for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
-      n += engine_.shards(b).size;
-    return n;
-  }
-
-  /// As distributed_data_parallel's: gradient `index` (or `grad`) is final
-  /// for this step; a bucket whose gradients are all final starts its reduce-scatter.
-  void mark_grad_ready(std::size_t index) { step_.mark(index, detail::mark_state::ready); }
-  template <tensor G> void mark_grad_ready(const G& grad) { step_.mark(grad, detail::mark_state::ready); }
-  /// This rank has no gradient for `index` this step: it contributes zeros.
-  void mark_unused(std::size_t index) { step_.mark(index, detail::mark_state::unused); }
-  /// Whether gradient `index` was marked (ready or unused) in the step under way.
-  bool marked(std::size_t index) const { return step_.marked(index); }
-  template <tensor G> void mark_unused(const G& grad) { step_.mark(grad, detail::mark_state::unused); }
-
-  /// Launches what is left (unmarked gradients count as ready unless
-  /// strict_marking) and waits: each rank then holds the averaged gradient of
-  /// its shard, for for_each_shard(). The model's own gradients are left as
-  /// backward made them. Inside no_sync(), does nothing but end the step.
-  /// After one that failed, the optimizer's step is refused.
-  void synchronize() {
-    synchronized_ = false;
-    const bool communicated = step_.synchronize(
-        [&] {
-          launch_ready();
-          engine_.finish_all();
-          if (opts_.broadcast_buffers && !registry_.buffers().empty())
-            registry_.broadcast_from_rank0(pg_.communicator(), /*buffers_only=*/true, host_only_);
-        },
-        [&] {
-          // Under hybrid a peer of the other group may be waiting in its collective for this
-          // rank (a replicate all-reduce this rank never starts): fail it now, naming why.
-          if (replicate_pg_) abort_group(failure_text());
-          engine_.wait_all_quietly();
-        });
-    synchronized_ = communicated;
-  }
-
-  /// Calls f(shard_range<T>&) for every range this rank owns (T: float or
-  /// double, the parameter's type), bucket by bucket.
-  template <class F> void for_each_shard(F&& f) {
-    for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
-      visit_bucket(b, f);
-  }
-
-  /// Scales the averaged gradient shards so that the whole gradient's 2-norm
-  /// (over all ranks) is at most `max_norm` (torch.nn.utils.clip_grad_norm_);
-  /// returns the norm before clipping. Between synchronize() and the step: the
-  /// model's own gradients are not the averaged ones here.
-  double clip_grad_norm(double max_norm) {
-    step_.check_group();
-    if (!synchronized_)
-      detail::throw_error(error_kind::config, {"rank ", pg_.rank(),
-                                               ": clip_grad_norm() before synchronize(): the shards hold no "
-                                               "averaged gradient yet"});
-    std::vector<double> sum{0.0};
-    for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
-      with_grad_shard(b, [&](auto* g, std::size_t n) {
-        for (std::size_t i = 0; i < n; ++i)
-          sum[0] += static_cast<double>(g[i]) * static_cast<double>(g[i]);
-      });
-    shard_pg_.all_reduce(sum); // every replica holds the same shards: one of them counts
-    const double norm = std::sqrt(sum[0]), factor = max_norm / (norm + 1e-6);
-    if (factor < 1.0)
-      for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
-        with_grad_shard(b, [&](auto* g, std::size_t n) {
-          using T = std::remove_pointer_t<decltype(g)>;
-          for (std::size_t i = 0; i < n; ++i)
-            g[i] = static_cast<T>(g[i] * static_cast<T>(factor));
-        });
-    return norm;
-  }
-
-  /// Copies every rank's shard of the parameters to every rank.
-  void gather_parameters() {
-    for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
-      engine_.start_gather(b);
-    finish_gathers();
-  }
-
-  /// for_each_shard(f), starting each bucket's all-gather as soon as its
-  /// ranges are updated (it overlaps the updates of the next bucket); returns
-  /// with the parameters whole on every rank. What ddp::optim's step() calls.
-  template <class F> void update_shards(F&& f) {
-    if (!synchronized_)
-      detail::throw_error(error_kind::config, {"rank ", pg_.rank(),
-                                               ": an optimizer step before synchronize(): the shards hold no "
-                                               "averaged gradient yet"});
-    synchronized_ = false; // a failed update is not retried on the same gradients
-    try {
-      for (std::size_t b = 0; b < plan_.buckets.size(); ++b) {
-        visit_bucket(b, f);
-        engine_.start_gather(b);
-      }
-    } catch (const std::exception& e) {
-      // Peers wait in this step's later all-gathers: fail them now, not at their deadline.
-      abort_group(detail::message({"rank ", pg_.rank(), ": the optimizer step failed: ", e.what()}));
-      engine_.wait_all_quietly();
-      throw;
-    }
-    finish_gathers();
-  }
-
-  /// While the guard lives, gradients accumulate locally: marks are ignored
-  /// and synchronize() communicates nothing.
-  using no_sync_guard = ddp::no_sync_guard;
-  [[nodiscard]] no_sync_guard no_sync() { return no_sync_guard(step_.no_sync_depth()); }
-
-  /// For uneven inputs (options.uneven_inputs on every rank): a rank out of
-  /// data calls join(optimizer). Until every rank has joined it shadows the
-  /// others' steps: zeros into their reduce-scatters, and its optimizer's
-  /// step on its own shard, whose all-gather the others wait for.
-  template <class Optimizer> void join(Optimizer& opt) {
-    auto shadow_step = [&] {
-      for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
-        engine_.launch_zeros(b);
-      engine_.finish_all();
-      if (opts_.broadcast_buffers && !registry_.buffers().empty()) // as synchronize() does
-        registry_.broadcast_from_rank0(pg_.communicator(), /*buffers_only=*/true, host_only_);
-      synchronized_ = true;
-      opt.step();
-    };
-    step_.join(/*prepare=*/[] {}, shadow_step);
-  }
-
-private:
-  /// Buffers are host memory here: broadcast directly.
-  struct host_broadcasts {
-    static work broadcast(const detail::tensor_slot&) {
-      detail::throw_error(error_kind::config,
-                          {"sharded_data_parallel: device tensors are not supported yet"});
-    }
-    static void complete(std::vector<work>& ws) {
-      for (auto& w : ws)
-        w.wait();
-    }
-  };
-
-  template <class F> void with_grad_shard(std::size_t b, F&& f) {
-    if (plan_.buckets[b].param_type == dtype::f32)
-      f(reinterpret_cast<float*>(engine_.grad_shard(b)), engine_.shards(b).size);
-    else
-      f(reinterpret_cast<double*>(engine_.grad_shard(b)), engine_.shards(b).size);
-  }
-
-  template <class F> void visit_bucket(std::size_t b, F& f) {
-    auto& bk = plan_.buckets[b];
-    auto& sh = engine_.shards(b);
-    auto visit = [&](auto* grad_shard) {
-      using T = std::remove_pointer_t<decltype(grad_shard)>;
-      for (auto& r : sh.owned) {
-        auto& p = registry_[r.param];
-        const std::size_t at = r.padded - static_cast<std::size_t>(shard_pg_.rank()) * sh.block;
-        shard_range<T> range{r.param,
-                             r.param_offset,
-                             std::span<T>(static_cast<T*>(p.value) + r.param_offset, r.count),
-                             std::span<const T>(grad_shard + at, r.count),
-                             b,
-                             at};
-        f(range);
-      }
-    };
-    if (bk.param_type == dtype::f32)
-      visit(reinterpret_cast<float*>(engine_.grad_shard(b)));
-    else
-      visit(reinterpret_cast<double*>(engine_.grad_shard(b)));
-  }
-
-  void finish_gathers() {
-    try {
-      for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
-        engine_.finish_gather(b);
-    } catch (...) {
-      engine_.wait_all_quietly();
-      throw;
-    }
-  }
-
-  sharded_data_parallel(Model& m, process_group<Backend>& pg, process_group<Backend>& shard,
-                        process_group<Backend>* replicate, ddp_options o)
-      : model_(m), pg_(pg), shard_pg_(shard), replicate_pg_(replicate), opts_(o), attached_(m),
-        registry_(attached_.walked(), pg.rank()), plan_(verify_then_plan()),
-        engine_(shard.communicator(), replicate ? &replicate->communicator() : nullptr, plan_,
-                registry_.parameters()),
-        step_(*this, pg.communicator(), pg.lifetime(), opts_, attached_, registry_, plan_) {
-    attached_.connect(gradient_sink(*this));
-  }
-
-  /// Every rank's view of its two groups, gathered over the world: the same
-  /// verdict on every rank, so a layout that does not tile fails everywhere at once.
-  void check_tiling() {
-    if (!replicate_pg_) return;
-    auto side = [](process_group<Backend>& g) {
-      return detail::hybrid_side{g.is_member(), g.rank(), g.size(), &g.name(), &g.global_ranks()};
-    };
-    auto mine = detail::hybrid_record(side(shard_pg_), side(*replicate_pg_), pg_.global_ranks());
-    std::vector<std::int64_t> all(mine.size() * static_cast<std::size_t>(pg_.size()));
-    pg_.all_gather(mine, all);
-    const std::string problem = detail::hybrid_tiling_problem(all, pg_.size());
-    if (!problem.empty())
-      detail::throw_error(
-          error_kind::config,
-          {"sharded_data_parallel on rank ", pg_.rank(),
-           ": the shard and replicate groups do not tile the world of ", pg_.size(), " ranks: ", problem,
-           ". Each rank must pass one shard group of S ranks and one replicate group of R ranks "
-           "(S x R = world), a replicate group holding the same shard rank of every shard group: "
-           "ddp::make_hybrid_groups(pg) builds them from the topology"},
-          pg_.rank());
-  }
-
-  detail::bucket_plan verify_then_plan() {
-    check_tiling();
-    if (opts_.compute_stream)
-      detail::throw_error(error_kind::config,
-                          {"rank ", pg_.rank(),
-                           ": ddp_options::compute_stream is for gradients in device memory, and "
-                           "sharded_data_parallel takes host tensors: leave it null (use "
-                           "distributed_data_parallel on the GPU)"},
-                          pg_.rank());
-    for (auto& p : registry_.parameters()) {
-      if (p.on_device)
-        detail::throw_error(error_kind::config,
-                            {"rank ", pg_.rank(), ": parameter '", p.name,
-                             "' lives in device memory: sharded_data_parallel takes host "
-                             "tensors for now (use distributed_data_parallel on the GPU)"});
-      if (p.type != dtype::f32 && p.type != dtype::f64)
-        detail::throw_error(
-            error_kind::config,
-            {"rank ", pg_.rank(), ": parameter '", p.name, "' is ", to_string(p.type),
-             ": sharded_data_parallel updates float32 or float64 parameters (keep half-precision "
-             "parameters as float32 and use reduction::fp16_compressed_mean or "
-             "bf16_compressed_mean to halve the traffic)"});
-    }
-    for (auto& s : registry_.buffers())
-      if (s.on_device)
-        detail::throw_error(error_kind::config,
-                            {"buffer '", s.name, "' lives in device memory: not supported yet"});
-    if (opts_.verify_model) registry_.verify_across_ranks(pg_.communicator());
-    registry_.broadcast_from_rank0(pg_.communicator(), /*buffers_only=*/false, host_only_);
-    auto descs = detail::describe_for_bucketing(registry_.parameters());
-    return detail::make_bucket_plan(Bucketing::assign(std::span<const parameter_desc>(descs)),
-                                    registry_.parameters(), [](dtype d) { return Reduction::wire(d); }, {});
-  }
-
-  double mean_scale() const { return Reduction::average ? 1.0 / pg_.size() : 1.0; }
-  /// What failed this rank's synchronize(), from inside its handler.
-  std::string failure_text() const {
-    std::string why = detail::message({"rank ", pg_.rank(), ": sharded_data_parallel::synchronize failed"});
-    try {
-      if (auto e = std::current_exception()) std::rethrow_exception(e);
-    } catch (const std::exception& e) { why += std::string(": ") + e.what(); } catch (...) {
-    }
-    return why;
-  }
-
-  // The step driver's hooks (detail/data_parallel/step_driver.hpp).
-  friend detail::step_driver<sharded_data_parallel, comm_type, Model>;
-  static constexpr detail::call_kind step_call = detail::call_kind::sharded_synchronize;
-  /// This rank fails mid-step on its own: the peers in the step's collectives fail now, naming it.
-  /// Under hybrid, peers may wait in the shard or replicate group's collectives: those fail too,
-  /// but only pg_ reports the failure (the launcher's note, the store, the log): one failure, one
-  /// report. The subgroups share pg_'s store, whose report reaches their peers' failure watches.
-  /// Refused first, interrupted last, as process_group::abort does (docs/design-notes.md,
-  /// "Note [leaving on an error]").
-  void abort_group(const std::string& why) noexcept {
-    if (!replicate_pg_) return pg_.abort(why);
-    using comm_t = typename Backend::communicator;
-    comm_t* subgroups[2] = {&shard_pg_.communicator(), &replicate_pg_->communicator()};
-    for (auto*& c : subgroups)
-      if (c->poisoned()) c = nullptr; // failed already: its peers heard
-    if constexpr (requires(comm_t & c) { c.poison_for_failure(why); })
-      for (auto* c : subgroups)
-        if (c) try {
-            c->poison_for_failure(why);
-          } catch (...) {}
-    pg_.abort(why);
-    if constexpr (abortable_communicator<comm_t>)
-      for (auto* c : subgroups)
-        if (c) try {
-            c->abort_for_failure(why);
-          } catch (...) {}
-  }
-  /// The shard engine reads the registry's addresses at every launch: nothing to lay out again.
-  void storage_moved() {}
-  void zero_gradient(std::size_t index) { engine_.zero(registry_[index]); }
-  void gradient_marked(std::size_t, detail::mark_state) { launch_ready(); }
-
-  void launch_ready() {
-    step_.launch_ready([&](std::size_t b) { engine_.launch(b, mean_scale()); }, plan_.buckets.size());
-  }
-
-  Model& model_;
-  process_group<Backend>& pg_;
-  process_group<Backend>& shard_pg_;     ///< pg_ unless hybrid
-  process_group<Backend>* replicate_pg_; ///< null unless hybrid
-  ddp_options opts_;
-  detail::attached_model<Model> attached_;
-  detail::parameter_registry<typename detail::attached_model<Model>::walked_type> registry_;
-  host_broadcasts host_only_;
-  detail::bucket_plan plan_;
-  detail::shard_engine<comm_type> engine_;
-  detail::step_driver<sharded_data_parallel, comm_type, Model> step_; ///< marks, no_sync, join
-  bool synchronized_ = false; ///< the shards hold this step's averaged gradients
-};
-
-template <class M, class B> sharded_data_parallel(M&, process_group<B>&) -> sharded_data_parallel<M, B>;
-template <class M, class B>
-sharded_data_parallel(M&, process_group<B>&, ddp_options) -> sharded_data_parallel<M, B>;
-template <class M, class B>
-sharded_data_parallel(M&, process_group<B>&, hybrid_groups<B>&) -> sharded_data_parallel<M, B>;
-template <class M, class B>
-sharded_data_parallel(M&, process_group<B>&, hybrid_groups<B>&, ddp_options) -> sharded_data_parallel<M, B>;
-template <class M, class B>
-sharded_data_parallel(M&, process_group<B>&, process_group<B>&, process_group<B>&)
-    -> sharded_data_parallel<M, B>;
-template <class M, class B>
-sharded_data_parallel(M&, process_group<B>&, process_group<B>&, process_group<B>&, ddp_options)
-    -> sharded_data_parallel<M, B>;
-
-DDP_END_NAMESPACE
-
-#endif // DDP_SHARDED_DATA_PARALLEL_HPP
-// ---- end ddp/sharded_data_parallel.hpp ----
-// ---- begin ddp/step_batches.hpp ----
-// ddp::step_batches — a distributed_sampler's batches numbered by global step,
-// for trainers that count steps rather than epochs (language models, llm.c).
-// Step s is batch s % steps_per_epoch() of epoch s / steps_per_epoch(): the
-// view calls the sampler's set_epoch itself, so every epoch is the one an
-// epoch loop over ddp::batches (and PyTorch's DistributedSampler) would give,
-// and resuming at step k needs nothing but k. Needs neither Gloo nor NCCL.
-#ifndef DDP_STEP_BATCHES_HPP
-#define DDP_STEP_BATCHES_HPP
-
-
-#include <algorithm>
-#include <cstddef>
-#include <cstdint>
-#include <iterator>
-#include <span>
-#include <string>
-
-DDP_BEGIN_NAMESPACE
-
-/// One step's batch: which step, which epoch, and this rank's sample indices.
-struct step_batch {
-  std::uint64_t step = 0;
-  std::uint64_t epoch = 0;
-  std::span<const std::int64_t> indices;
-};
-
-template <sampling_policy Policy> class step_batches {
-public:
-  /// Batches of `batch_size` of the sampler's indices, as ddp::batches cuts
-  /// each epoch: the last batch of an epoch is short unless drop_last. The
-  /// view keeps a reference to `sampler` and sets its epoch.
-  step_batches(distributed_sampler<Policy>& sampler, std::size_t batch_size, bool drop_last = false)
-      : sampler_(&sampler), batch_(batch_size) {
-    if (batch_size == 0)
-      detail::throw_error(error_kind::config, {"step_batches: batch_size must be at least 1"});
-    const std::size_t n = sampler.size();
-    steps_per_epoch_ = drop_last ? n / batch_size : (n + batch_size - 1) / batch_size;
-    if (steps_per_epoch_ == 0)
-      detail::throw_error(error_kind::config,
-                          {"step_batches: an epoch has no batch (this rank's share is ", n,
-                           " samples, batch_size ", batch_size, (drop_last ? " with drop_last" : ""),
-                           "): use a smaller batch or more data"});
-  }
-
-  /// Batches per epoch (the same every epoch).
-  std::size_t steps_per_epoch() const noexcept { return steps_per_epoch_; }
-  std::uint64_t epoch_of(std::uint64_t step) const noexcept { return step / steps_per_epoch_; }
-
-  /// This rank's indices for global step `step` (sets the sampler's epoch).
-  /// The span lies in the sampler's index list: valid until the sampler moves to another epoch.
-  std::span<const std::int64_t> at(std::uint64_t step) const {
-    sampler_->set_epoch(epoch_of(step));
-    const auto all = sampler_->indices();
-    const std::size_t first = static_cast<std::size_t>(step % steps_per_epoch_) * batch_;
-    return all.subspan(first, std::min(batch_, all.size() - first));
-  }
-
-  class iterator {
-  public:
-    using value_type = step_batch;
-    using difference_type = std::ptrdiff_t;
-    iterator() = default;
-    iterator(const step_batches* view, std::uint64_t step) : view_(view), step_(step) {}
-    value_type operator*() const { return {step_, view_->epoch_of(step_), view_->at(step_)}; }
-    iterator& operator++() {
-      ++step_;
-      return *this;
-    }
-    iterator operator++(int) {
-      auto t = *this;
-      ++*this;
-      return t;
-    }
-    bool operator==(const iterator& o) const { return step_ == o.step_; }
-
-  private:
-    const step_batches* view_ = nullptr;
-    std::uint64_t step_ = 0;
-  };
-
-  /// Every step from first() on, without end: stop at your step count
-  /// (or `| std::views::take(n)`).
-  iterator begin() const { return {this, first_}; }
-  std::unreachable_sentinel_t end() const noexcept { return {}; }
-  std::uint64_t first() const noexcept { return first_; }
-
-  /// The same view from step `step` on: resuming a run at step k yields what
-  /// the run would have seen from k on.
-  step_batches from(std::uint64_t step) const {
-    step_batches r = *this;
-    r.first_ = step;
-    return r;
-  }
-
-private:
-  distributed_sampler<Policy>* sampler_;
-  std::size_t batch_;
-  std::size_t steps_per_epoch_ = 0;
-  std::uint64_t first_ = 0;
-};
-
-DDP_END_NAMESPACE
-
-#endif // DDP_STEP_BATCHES_HPP
-// ---- end ddp/step_batches.hpp ----
-// ---- begin ddp/sync_batch_stats.hpp ----
-// SyncBatchNorm's statistics for any model: each rank's per-channel batch
-// statistics combined into those of all ranks' batches together (uneven
-// per-rank batches weighted by their counts), and the two gradient sums its
-// backward needs all-reduced. The LibTorch module built on it is
-// ddp::torch::SyncBatchNorm (ddp/torch/sync_batch_norm.hpp).
-#ifndef DDP_SYNC_BATCH_STATS_HPP
-#define DDP_SYNC_BATCH_STATS_HPP
-
-
-#include <algorithm>
-#include <concepts>
-#include <cstddef>
-#include <cstdint>
-#include <span>
-#include <string>
-#include <type_traits>
-#include <vector>
-
-DDP_BEGIN_NAMESPACE
-
-/// The statistics of all ranks' batches together, per channel.
-template <std::floating_point T> struct batch_stats {
-  std::vector<T> mean;         ///< the global mean
-  std::vector<T> var;          ///< biased variance (divided by count): what the forward normalizes with
-  std::vector<T> unbiased_var; ///< divided by count - 1: what running_var follows (NaN when count is 1)
-  std::int64_t count = 0;      ///< elements per channel over all ranks
-};
-
-namespace detail {
-
-/// Combines W per-rank records, each (count, mean[C], M2[C]) with M2 the sum of
-/// squared deviations from that rank's mean, into the global mean, biased and
-/// unbiased variance; returns the total count. The same records in the same
-/// (rank) order give every rank the same bits. Throws if the total count is 0.
-DDP_INLINE std::int64_t combine_batch_moments(std::span<const double> records, std::size_t channels,
-                                              std::span<double> mean, std::span<double> var,
-                                              std::span<double> unbiased_var);
-
-/// Checks a rank's own count before anything goes on the wire.
-DDP_INLINE void check_batch_count(std::int64_t count, int rank, const char* what);
-
-template <class T> void require_host_float_tensor(const char* what) {
-  static_assert(!on_device_v<T>, "ddp::sync_batch_stats works on host tensors: copy device statistics to the "
-                                 "host first (they are C values per tensor, not the batch)");
-  static_assert(std::floating_point<std::remove_cv_t<tensor_value_t<T>>>,
-                "ddp::sync_batch_stats needs float or double statistics");
-  (void)what;
-}
-
-template <std::floating_point T, class B>
-batch_stats<T> sync_moments(process_group<B>& pg, std::vector<double>& record, std::size_t channels) {
-  std::vector<double> all(record.size() * static_cast<std::size_t>(pg.size()));
-  pg.all_gather(record, all);
-  std::vector<double> mean(channels), var(channels), unbiased(channels);
-  batch_stats<T> out;
-  out.count = combine_batch_moments(all, channels, mean, var, unbiased);
-  out.mean.assign(mean.begin(), mean.end());
-  out.var.assign(var.begin(), var.end());
-  out.unbiased_var.assign(unbiased.begin(), unbiased.end());
-  return out;
-}
-
-} // namespace detail
-
-/// SyncBatchNorm's forward statistics from this rank's per-channel batch mean
-/// and biased variance over `count` elements per channel (count may be 0 on
-/// some ranks, not on all). Every rank of `pg` calls it with the same number
-/// of channels; each gets the same result, bit for bit.
-///
-/// Each rank's (count, mean, M2 = var * count) is all-gathered and the records
-/// are combined pairwise in rank order (Chan, Golub and LeVeque's parallel
-/// variance), in double. Not an all-reduce of sums and sums of squares: the
-/// variance from E[x^2] - E[x]^2 loses every digit once the mean is large next
-/// to the spread (a mean of 1e4 and a spread of 1 in float), where M2 keeps
-/// them. It is also what PyTorch's SyncBatchNorm does (it gathers mean,
-/// invstd and count), and W * (2C + 1) doubles cost no more than the
-/// all-reduce would for the C of a BatchNorm layer.
-template <class B, tensor Mean, tensor Var>
-auto sync_batch_stats(process_group<B>& pg, const Mean& mean, const Var& var, std::int64_t count) {
-  using T = std::remove_cv_t<tensor_value_t<Mean>>;
-  detail::require_host_float_tensor<Mean>("mean");
-  detail::require_host_float_tensor<Var>("var");
-  auto m = as_span(mean);
-  auto v = as_span(var);
-  detail::check_batch_count(count, pg.rank(), "sync_batch_stats");
-  if (m.size() != v.size())
-    detail::throw_error(error_kind::config,
-                        {"sync_batch_stats on rank ", pg.rank(), ": mean has ", m.size(),
-                         " channels and var ", v.size(), ": pass one value per channel in each"});
-  const std::size_t c = m.size();
-  std::vector<double> record(1 + 2 * c);
-  record[0] = static_cast<double>(count);
-  for (std::size_t i = 0; i < c; ++i) {
-    record[1 + i] = count > 0 ? static_cast<double>(m[i]) : 0.0;
-    record[1 + c + i] = count > 0 ? static_cast<double>(v[i]) * static_cast<double>(count) : 0.0;
-  }
-  return detail::sync_moments<T>(pg, record, c);
-}
-
-/// The same from this rank's per-channel sum and sum of squares over `count`
-/// elements. The local variance is sum_sq / count - mean^2 (in double, clamped
-/// at 0), so it carries the cancellation described above within each rank:
-/// pass mean and variance to the other overload where the data's mean is large
-/// next to its spread.
-template <class B, tensor Sum, tensor SumSq>
-auto sync_batch_stats_from_sums(process_group<B>& pg, const Sum& sum, const SumSq& sum_sq,
-                                std::int64_t count) {
-  using T = std::remove_cv_t<tensor_value_t<Sum>>;
-  detail::require_host_float_tensor<Sum>("sum");
-  detail::require_host_float_tensor<SumSq>("sum_sq");
-  auto s = as_span(sum);
-  auto q = as_span(sum_sq);
-  detail::check_batch_count(count, pg.rank(), "sync_batch_stats_from_sums");
-  if (s.size() != q.size())
-    detail::throw_error(error_kind::config,
-                        {"sync_batch_stats_from_sums on rank ", pg.rank(), ": sum has ", s.size(),
-                         " channels and sum_sq ", q.size(), ": pass one value per channel in each"});
-  const std::size_t c = s.size();
-  std::vector<double> record(1 + 2 * c);
-  record[0] = static_cast<double>(count);
-  for (std::size_t i = 0; i < c; ++i) {
-    if (count == 0) continue;
-    const double n = static_cast<double>(count), mu = static_cast<double>(s[i]) / n;
-    const double m2 = static_cast<double>(q[i]) - mu * static_cast<double>(s[i]);
-    record[1 + i] = mu;
-    record[1 + c + i] = m2 > 0.0 ? m2 : 0.0;
-  }
-  return detail::sync_moments<T>(pg, record, c);
-}
-
-/// SyncBatchNorm's backward: all-reduces (sums), in one collective, this rank's
-/// per-channel sum of grad_output and sum of grad_output * (x - mean), in
-/// place. With N the global count, the input gradient is then
-/// (dy - sum_dy / N - (x - mean) * sum_dy_xmu / (N * (var + eps))) * weight / sqrt(var + eps).
-/// (The weight's and bias's gradients are this rank's own sums before the
-/// call: DDP averages those like any other gradient.)
-template <class B, tensor SumDy, tensor SumDyXmu>
-void sync_batch_norm_grad_sums(process_group<B>& pg, SumDy&& sum_dy, SumDyXmu&& sum_dy_xmu) {
-  detail::require_host_float_tensor<std::remove_reference_t<SumDy>>("sum_dy");
-  detail::require_host_float_tensor<std::remove_reference_t<SumDyXmu>>("sum_dy_xmu");
-  static_assert(
-      std::is_same_v<std::remove_cv_t<tensor_value_t<SumDy>>, std::remove_cv_t<tensor_value_t<SumDyXmu>>>,
-      "sync_batch_norm_grad_sums needs sum_dy and sum_dy_xmu of one element type");
-  auto a = as_span(sum_dy);
-  auto b = as_span(sum_dy_xmu);
-  if (a.size() != b.size())
-    detail::throw_error(error_kind::config,
-                        {"sync_batch_norm_grad_sums on rank ", pg.rank(), ": sum_dy has ", a.size(),
-                         " channels and sum_dy_xmu ", b.size(), ": pass one value per channel in each"});
-  std::vector<std::remove_cv_t<tensor_value_t<SumDy>>> both(a.begin(), a.end());
-  both.insert(both.end(), b.begin(), b.end());
-  pg.all_reduce(both, op::sum);
-  std::copy(both.begin(), both.begin() + static_cast<std::ptrdiff_t>(a.size()), a.begin());
-  std::copy(both.begin() + static_cast<std::ptrdiff_t>(a.size()), both.end(), b.begin());
-}
-
-DDP_END_NAMESPACE
-
-
-#endif // DDP_SYNC_BATCH_STATS_HPP
-// ---- end ddp/sync_batch_stats.hpp ----
 // The NCCL backend joins when the build says so (target ddp::nccl defines DDP_WITH_NCCL).
 #if defined(DDP_WITH_NCCL)
 // ---- begin ddp/backend/nccl.hpp ----
@@ -18764,6 +16477,2307 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DDP_HPP
 // ---- end ddp/ddp.hpp ----
+
+// ---- begin ddp/checkpoint.hpp ----
+// ddp::save_checkpoint / ddp::load_checkpoint — a job's training state in one file that a job
+// of any world size loads: the model's parameters and buffers, a ddp::optim optimizer's state
+// (gathered whole from the ranks' shards, cut again into the loading job's shards), the step
+// and the sampler's position (epoch, samples of it the whole job has consumed). Rank 0 writes
+// the file atomically and seals it with SHA-256; rank 0 reads and checks it and broadcasts it,
+// so only rank 0's node needs the file. Format and choices: docs/checkpoints.md.
+#ifndef DDP_CHECKPOINT_HPP
+#define DDP_CHECKPOINT_HPP
+
+// ---- begin ddp/detail/checkpoint/file.hpp ----
+// The checkpoint file: its records, their encoding (version 1, docs/checkpoints.md), the
+// SHA-256 that seals it, and the atomic write and checked read of one file. Independent of
+// the model's and the optimizer's types: ddp/checkpoint.hpp fills and applies the records.
+#ifndef DDP_DETAIL_CHECKPOINT_FILE_HPP
+#define DDP_DETAIL_CHECKPOINT_FILE_HPP
+
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+enum class checkpoint_role : std::uint8_t { parameter = 0, buffer = 1 };
+
+/// One tensor: its values and, for a parameter under a ddp::optim optimizer, one array of
+/// per-element optimizer state per slot (Adam: two moments; SGD: momentum), in the
+/// parameter's element order and dtype, whole (never a rank's shard).
+struct checkpoint_tensor {
+  checkpoint_role role = checkpoint_role::parameter;
+  std::string name;
+  dtype type = dtype::f32;
+  std::uint64_t count = 0;
+  std::vector<std::byte> values;
+  std::vector<std::vector<std::byte>> state; ///< [slot], each count elements of `type`
+};
+
+struct checkpoint_contents {
+  std::uint64_t step = 0, epoch = 0, samples = 0;
+  std::uint32_t saved_world_size = 0; ///< informative: any world size loads the file
+  std::string optimizer;              ///< "" (none), "adam", "sgd"
+  std::uint64_t optimizer_steps = 0;
+  std::uint32_t slots = 0; ///< optimizer state arrays per parameter
+  std::vector<checkpoint_tensor> tensors;
+};
+
+inline constexpr char checkpoint_magic[8] = {'D', 'D', 'P', 'C', 'K', 'P', 'T', '\n'};
+inline constexpr std::uint32_t checkpoint_version = 1;
+inline constexpr std::size_t checkpoint_header_bytes = 24; ///< magic, version, byte order, body size
+inline constexpr std::size_t checkpoint_digest_bytes = 32; ///< SHA-256 of header and body
+
+/// A file that is whole but that this ddp cannot read (another format version or byte order):
+/// loading does not fall back to an earlier checkpoint for it.
+class checkpoint_unreadable : public error {
+public:
+  explicit checkpoint_unreadable(const std::string& what) : error(error_kind::data, what) {}
+};
+
+/// The checks of the header, the length and the SHA-256: a ddp::error (data) naming `file`
+/// (checkpoint_unreadable for another version or byte order) when one fails.
+DDP_INLINE void check_checkpoint_integrity(const std::vector<std::uint8_t>& bytes, const std::string& file);
+/// The whole file's bytes: header, body, SHA-256.
+DDP_INLINE std::vector<std::uint8_t> encode_checkpoint(const checkpoint_contents& c);
+/// Checks the header, the length and the SHA-256, then parses the body; every failure is a
+/// ddp::error (data) that names `file` and says what is wrong with it.
+DDP_INLINE checkpoint_contents decode_checkpoint(const std::vector<std::uint8_t>& bytes,
+                                                 const std::string& file);
+/// The file's bytes; a ddp::error naming it when it cannot be read.
+DDP_INLINE std::vector<std::uint8_t> read_checkpoint_file(const std::string& file);
+/// Writes `file` so that it is either the old file or the whole new one, whatever happens:
+/// under flock(2) on `file.lock` (a second writer is refused, naming it), stale `file.tmp.*`
+/// removed, a temporary file of its own beside it (O_EXCL; host, pid, random), fsync, close,
+/// rename over it, fsync of the directory (each failure an error naming the file or directory).
+/// With `keep_previous`, the file it replaces becomes `file.prev` first if it is a whole
+/// checkpoint, else `file.bad` (.prev is then left as it was).
+DDP_INLINE void write_checkpoint_file(const std::string& file, const std::vector<std::uint8_t>& bytes,
+                                      bool keep_previous);
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+
+#endif // DDP_DETAIL_CHECKPOINT_FILE_HPP
+// ---- end ddp/detail/checkpoint/file.hpp ----
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+
+/// Where training stands, saved beside the tensors.
+struct training_progress {
+  std::uint64_t step = 0;    ///< optimizer steps done
+  std::uint64_t epoch = 0;   ///< the epoch under way
+  std::uint64_t samples = 0; ///< samples of that epoch consumed by the whole job (all ranks together)
+};
+
+struct checkpoint_options {
+  /// save: the file replaced becomes `path.prev`.
+  bool keep_previous = true;
+  /// load: when `path` is refused (missing, truncated, damaged, foreign), load `path.prev`
+  /// instead, and say so on rank 0's stderr; without it, the refusal is the error.
+  bool fall_back_to_previous = true;
+};
+
+namespace detail {
+
+/// A type that ddp::optim's optimizers are: its sharded state, restorable for any world size.
+template <class O>
+concept sharded_optimizer = requires(O& o, const O& c) {
+  {O::name()};
+  o.state();
+  o.model();
+  { c.steps() } -> std::convertible_to<std::uint64_t>;
+  o.set_steps(std::uint64_t{});
+};
+
+/// The optimizer must step `dp` itself: its shards index dp's parameters, and those of another
+/// model would be read and written out of bounds.
+template <class Parallel, class Optimizer>
+void check_optimizer_of(const Parallel& dp, Optimizer& opt, const std::string& call, int rank) {
+  const void* mine = &dp;
+  const void* its = &opt.model();
+  if (mine != its)
+    detail::throw_error(
+        error_kind::config,
+        {"rank ", rank, ": ", call, ": the optimizer (", Optimizer::name(),
+         ") was built on another data-parallel object than the one passed: pass the model's own "
+         "optimizer (ddp::optim::",
+         Optimizer::name(), "(dp, ...) with this dp)"},
+        rank);
+}
+
+/// A shard's range inside its parameter's record, checked (an internal error, never a write
+/// past the end).
+inline void check_shard_range(std::size_t offset, std::size_t count, std::size_t parameter_count,
+                              const std::string& name) {
+  if (offset > parameter_count || count > parameter_count - offset)
+    detail::throw_error(error_kind::mismatch,
+                        {"checkpoint: a shard of '", name, "' (elements ", offset, "..", offset + count,
+                         ") runs past its ", parameter_count, " elements"});
+}
+
+/// The checkpoint's records of the model's parameters and buffers (no optimizer state); without
+/// `copy_values`, their names, types and counts only (what gathering and restoring an
+/// optimizer's state needs).
+template <class Model> checkpoint_contents checkpoint_of_model(Model& m, int rank, bool copy_values = true) {
+  checkpoint_contents c;
+  auto add = [&](const std::vector<tensor_slot>& slots, checkpoint_role role) {
+    for (auto& s : slots) {
+      if (s.on_device)
+        detail::throw_error(
+            error_kind::config,
+            {"rank ", rank, ": checkpoint: '", s.name,
+             "' lives in device memory; checkpoints hold host tensors for now (copy the model "
+             "to the host to save it)"},
+            rank);
+      checkpoint_tensor t{role, s.name, s.type, s.count, {}, {}};
+      const auto* p = static_cast<const std::byte*>(s.value);
+      if (s.count > 0 && copy_values) t.values.assign(p, p + s.count * size_of(s.type));
+      c.tensors.push_back(std::move(t));
+    }
+  };
+  add(collect_parameters(m), checkpoint_role::parameter);
+  add(collect_buffers(m), checkpoint_role::buffer);
+  return c;
+}
+
+/// The optimizer's whole state, per parameter: every rank fills the bit patterns of the elements
+/// it owns into zeros, and an integer sum over the ranks completes it. Each element has one
+/// owner, so the sum is that owner's bits exactly, whatever the value (-0.0, a denormal under
+/// FTZ/DAZ, a signalling NaN) and whatever the world size and bucketing: a float sum would
+/// change those. Optimizer state is float32 or float64; any other dtype is refused.
+template <class Optimizer> void gather_optimizer_state(Optimizer& opt, checkpoint_contents& c) {
+  auto& sharded = opt.model();
+  auto& st = opt.state();
+  const std::size_t slots = st.slots();
+  c.optimizer = Optimizer::name();
+  c.optimizer_steps = opt.steps();
+  c.slots = static_cast<std::uint32_t>(slots);
+  // Parameters in registration order come first among the tensors; their offsets in one
+  // flat array per dtype.
+  std::vector<std::size_t> offset(c.tensors.size(), 0);
+  std::size_t n32 = 0, n64 = 0;
+  for (std::size_t p = 0; p < c.tensors.size() && c.tensors[p].role == checkpoint_role::parameter; ++p) {
+    const auto& t = c.tensors[p];
+    if (t.type != dtype::f32 && t.type != dtype::f64) {
+      const int rank = sharded.group().rank();
+      detail::throw_error(error_kind::config,
+                          {"rank ", rank, ": ", Optimizer::name(), "'s state of parameter '", t.name, "' (",
+                           to_string(t.type),
+                           ") cannot be gathered: optimizer state is kept for float32 and float64 parameters "
+                           "only; keep such a parameter out of the optimizer or make it float32"},
+                          rank);
+    }
+    auto& n = t.type == dtype::f32 ? n32 : n64;
+    offset[p] = n;
+    n += t.count;
+  }
+  std::vector<std::int32_t> bits32(slots * n32, 0);
+  std::vector<std::int64_t> bits64(slots * n64, 0);
+  sharded.for_each_shard([&](auto& r) {
+    using T = typename std::remove_cvref_t<decltype(r.value)>::value_type;
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+    static_assert(sizeof(float) == sizeof(std::int32_t) && sizeof(double) == sizeof(std::int64_t));
+    auto& flat = [&]() -> auto& {
+      if constexpr (std::is_same_v<T, float>)
+        return bits32;
+      else
+        return bits64;
+    }
+    ();
+    const std::size_t total = std::is_same_v<T, float> ? n32 : n64;
+    if (r.parameter >= c.tensors.size() || c.tensors[r.parameter].role != checkpoint_role::parameter)
+      detail::throw_error(error_kind::mismatch, {"checkpoint: a shard names parameter ", r.parameter,
+                                                 ", which the model does not have"});
+    check_shard_range(r.offset, r.value.size(), c.tensors[r.parameter].count, c.tensors[r.parameter].name);
+    for (std::size_t k = 0; k < slots && !r.value.empty(); ++k) {
+      const T* src = st.template at<T>(k, r.bucket, r.state_offset);
+      std::memcpy(flat.data() + k * total + offset[r.parameter] + r.offset, src, r.value.size() * sizeof(T));
+    }
+  });
+  // Over the shard group: under hybrid sharding each replica holds the same
+  // shards, and one copy of each element makes the whole.
+  auto& shard_group = sharded.shard_group();
+  if (!bits32.empty()) shard_group.all_reduce(bits32, op::sum);
+  if (!bits64.empty()) shard_group.all_reduce(bits64, op::sum);
+  for (std::size_t p = 0; p < c.tensors.size() && c.tensors[p].role == checkpoint_role::parameter; ++p) {
+    auto& t = c.tensors[p];
+    const bool single = t.type == dtype::f32;
+    const std::size_t total = single ? n32 : n64, bytes = t.count * size_of(t.type);
+    for (std::size_t k = 0; k < slots; ++k) {
+      const auto* src = single ? reinterpret_cast<const std::byte*>(bits32.data() + k * total + offset[p])
+                               : reinterpret_cast<const std::byte*>(bits64.data() + k * total + offset[p]);
+      t.state.emplace_back(src, src + bytes);
+    }
+  }
+}
+
+/// Rank 0's outcome, broadcast: every rank fails alike, with rank 0's message.
+template <class Group> void agree_on_rank0(Group& pg, const std::string& failure, const std::string& what) {
+  std::vector<std::int64_t> status{failure.empty() ? 0 : 1, static_cast<std::int64_t>(failure.size())};
+  pg.broadcast(status, 0);
+  if (status[0] == 0) return;
+  std::vector<std::uint8_t> text(failure.begin(), failure.end());
+  text.resize(static_cast<std::size_t>(status[1]));
+  pg.broadcast(text, 0);
+  if (pg.rank() == 0) detail::throw_error(error_kind::data, {"rank 0: ", failure}, 0);
+  detail::throw_error(
+      error_kind::data,
+      {"rank ", pg.rank(), ": ", what, " failed on rank 0: ", std::string(text.begin(), text.end())}, 0);
+}
+
+template <class Parallel, class Optimizer>
+void save_checkpoint(const std::string& path, Parallel& dp, Optimizer* opt, const training_progress& p,
+                     const checkpoint_options& o) {
+  auto& pg = dp.group();
+  // Every rank must mean the same step: a rank a step behind would save another state.
+  std::vector<std::int64_t> lo{static_cast<std::int64_t>(p.step)}, hi = lo;
+  pg.all_reduce(lo, op::min);
+  pg.all_reduce(hi, op::max);
+  if (lo[0] != hi[0])
+    detail::throw_error(error_kind::mismatch,
+                        {"rank ", pg.rank(), ": save_checkpoint(", path, ") called at steps ", lo[0], " to ",
+                         hi[0], " on different ranks: call it at the same step on every rank"},
+                        pg.rank());
+  if constexpr (!std::is_same_v<Optimizer, void>)
+    check_optimizer_of(dp, *opt, detail::message({"save_checkpoint(", path, ")"}), pg.rank());
+  auto c = checkpoint_of_model(dp.module(), pg.rank());
+  if constexpr (!std::is_same_v<Optimizer, void>) gather_optimizer_state(*opt, c);
+  c.step = p.step;
+  c.epoch = p.epoch;
+  c.samples = p.samples;
+  c.saved_world_size = static_cast<std::uint32_t>(pg.size());
+  std::string failure;
+  if (pg.rank() == 0) {
+    try {
+      write_checkpoint_file(path, encode_checkpoint(c), o.keep_previous);
+    } catch (const std::exception& e) { failure = e.what(); }
+  }
+  agree_on_rank0(pg, failure, detail::message({"save_checkpoint(", path, ")"}));
+}
+
+/// Rank 0's bytes of `path` (or of `path.prev`), checked, on every rank.
+template <class Group>
+checkpoint_contents read_on_rank0(Group& pg, const std::string& path, const checkpoint_options& o) {
+  std::vector<std::uint8_t> bytes;
+  std::string failure;
+  checkpoint_contents c;
+  if (pg.rank() == 0) {
+    // Whatever fails here (bad_alloc too) is relayed: the other ranks wait in the broadcast.
+    try {
+      bytes = read_checkpoint_file(path);
+      c = decode_checkpoint(bytes, path);
+    } catch (const checkpoint_unreadable& e) {
+      failure = e.what(); // whole, of another format: an older checkpoint is no answer
+    } catch (const error& first) {
+      failure = first.what();
+      if (o.fall_back_to_previous) {
+        const std::string prev = path + ".prev";
+        try {
+          bytes = read_checkpoint_file(prev);
+          c = decode_checkpoint(bytes, prev);
+          log_line("rank 0", detail::message({first.what(), "; loading the previous checkpoint, ", prev,
+                                              " (step ", c.step, "), instead"}));
+          failure.clear();
+        } catch (const std::exception& second) {
+          failure += "; and the previous one: " + std::string(second.what());
+        }
+      }
+    } catch (const std::exception& e) {
+      failure = detail::message({"checkpoint ", path, " cannot be loaded: ", e.what()});
+    }
+  }
+  agree_on_rank0(pg, failure, detail::message({"load_checkpoint(", path, ")"}));
+  std::vector<std::int64_t> size{static_cast<std::int64_t>(bytes.size())};
+  pg.broadcast(size, 0);
+  bytes.resize(static_cast<std::size_t>(size[0]));
+  pg.broadcast(bytes, 0);
+  if (pg.rank() != 0) c = decode_checkpoint(bytes, path);
+  return c;
+}
+
+/// The records that match the model's tensors, checked by name, role, dtype and size.
+template <class Model>
+std::vector<const checkpoint_tensor*> match_model(Model& m, const checkpoint_contents& c,
+                                                  const std::string& path, int rank,
+                                                  std::vector<tensor_slot>& slots) {
+  slots = collect_parameters(m);
+  const std::size_t nparams = slots.size();
+  for (auto& b : collect_buffers(m))
+    slots.push_back(b);
+  std::map<std::string, const checkpoint_tensor*> by_name[2];
+  for (auto& t : c.tensors)
+    by_name[static_cast<int>(t.role)][t.name] = &t;
+  std::vector<const checkpoint_tensor*> out;
+  auto what = [](checkpoint_role r) { return r == checkpoint_role::parameter ? "parameter" : "buffer"; };
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    const auto role = i < nparams ? checkpoint_role::parameter : checkpoint_role::buffer;
+    auto& s = slots[i];
+    auto& names = by_name[static_cast<int>(role)];
+    auto it = names.find(s.name);
+    if (it == names.end())
+      detail::throw_error(error_kind::mismatch,
+                          {"rank ", rank, ": checkpoint ", path, " has no ", what(role), " '", s.name,
+                           "': it was saved from another model; load it into the model that saved it"},
+                          rank);
+    const auto& t = *it->second;
+    if (t.type != s.type || t.count != s.count)
+      detail::throw_error(error_kind::mismatch,
+                          {"rank ", rank, ": ", what(role), " '", s.name, "' is ", s.count, " × ",
+                           to_string(s.type), " here but ", t.count, " × ", to_string(t.type),
+                           " in checkpoint ", path, ": load it into the model that saved it"},
+                          rank);
+    if (s.on_device)
+      detail::throw_error(error_kind::config,
+                          {"rank ", rank, ": checkpoint: '", s.name,
+                           "' lives in device memory; checkpoints load host tensors for now"},
+                          rank);
+    names.erase(it);
+    out.push_back(&t);
+  }
+  for (int r = 0; r < 2; ++r)
+    if (!by_name[r].empty())
+      detail::throw_error(error_kind::mismatch,
+                          {"rank ", rank, ": checkpoint ", path, " holds ",
+                           what(static_cast<checkpoint_role>(r)), " '", by_name[r].begin()->first,
+                           "', which this model lacks: load it into the model that saved it"},
+                          rank);
+  return out;
+}
+
+/// Whether `c` holds state for this optimizer; checked before anything is changed.
+template <class Optimizer>
+void check_optimizer(Optimizer& opt, const checkpoint_contents& c, const std::string& path) {
+  const auto slots = opt.state().slots();
+  const int rank = opt.model().group().rank();
+  if (c.optimizer != Optimizer::name() || c.slots != slots)
+    detail::throw_error(
+        error_kind::config,
+        {"rank ", rank, ": checkpoint ", path, " holds ",
+         (c.optimizer.empty()
+              ? std::string("no optimizer state")
+              : detail::message({"the state of ", c.optimizer, " (", c.slots, " values per element)"})),
+         ", but this job's optimizer is ", Optimizer::name(), " (", slots,
+         "): build the optimizer the job saved (for sgd, with momentum if it had one), or load "
+         "without one"},
+        rank);
+}
+
+/// Each rank copies the elements it owns, in this job's shards, from the whole arrays.
+template <class Optimizer>
+void restore_optimizer(Optimizer& opt, const checkpoint_contents& c,
+                       const std::vector<const checkpoint_tensor*>& rec) {
+  auto& st = opt.state();
+  opt.model().for_each_shard([&](auto& r) {
+    using T = typename std::remove_cvref_t<decltype(r.value)>::value_type;
+    const auto& t = *rec.at(r.parameter);
+    check_shard_range(r.offset, r.value.size(), t.count, t.name);
+    for (std::size_t k = 0; k < st.slots() && !r.value.empty(); ++k)
+      std::memcpy(st.template at<T>(k, r.bucket, r.state_offset),
+                  reinterpret_cast<const T*>(t.state[k].data()) + r.offset, r.value.size() * sizeof(T));
+  });
+  opt.set_steps(c.optimizer_steps);
+}
+
+template <class Parallel, class Optimizer>
+training_progress load_checkpoint(const std::string& path, Parallel& dp, Optimizer* opt,
+                                  const checkpoint_options& o) {
+  auto& pg = dp.group();
+  if constexpr (!std::is_same_v<Optimizer, void>)
+    check_optimizer_of(dp, *opt, detail::message({"load_checkpoint(", path, ")"}), pg.rank());
+  const auto c = read_on_rank0(pg, path, o);
+  std::vector<tensor_slot> slots;
+  const auto rec = match_model(dp.module(), c, path, pg.rank(), slots);
+  if constexpr (!std::is_same_v<Optimizer, void>) check_optimizer(*opt, c, path);
+  for (std::size_t i = 0; i < slots.size(); ++i)
+    if (!rec[i]->values.empty()) std::memcpy(slots[i].value, rec[i]->values.data(), rec[i]->values.size());
+  if constexpr (!std::is_same_v<Optimizer, void>) restore_optimizer(*opt, c, rec);
+  return {c.step, c.epoch, c.samples};
+}
+
+} // namespace detail
+
+/// Collective (every rank calls it at the same step): rank 0 writes `path` with the model's
+/// parameters and buffers (rank 0's: they are every rank's after a step) and `progress`. The
+/// file is the old one or the whole new one whatever happens (temporary file, fsync,
+/// rename); with keep_previous the old one stays as `path.prev`. A failure on rank 0 is a
+/// ddp::error (data) on every rank, with rank 0's message.
+template <class Parallel>
+void save_checkpoint(const std::string& path, Parallel& dp, const training_progress& progress,
+                     const checkpoint_options& o = {}) {
+  detail::save_checkpoint<Parallel, void>(path, dp, nullptr, progress, o);
+}
+
+/// The same, with a ddp::optim optimizer's state: each rank's shard is gathered into whole
+/// per-parameter arrays (a sum over the ranks of the size of the state), so that a job of
+/// another world size can cut its own shards from them.
+template <class Parallel, detail::sharded_optimizer Optimizer>
+void save_checkpoint(const std::string& path, Parallel& dp, Optimizer& opt, const training_progress& progress,
+                     const checkpoint_options& o = {}) {
+  detail::save_checkpoint(path, dp, &opt, progress, o);
+}
+
+/// Collective, at any world size: rank 0 reads and checks `path` (or `path.prev`, see
+/// checkpoint_options) and broadcasts it; every rank sets its parameters and buffers.
+/// Returns the saved progress. A missing, truncated, damaged or foreign file, or one of
+/// another model, is a ddp::error naming the file and what is wrong, on every rank, and
+/// changes nothing.
+template <class Parallel>
+training_progress load_checkpoint(const std::string& path, Parallel& dp, const checkpoint_options& o = {}) {
+  return detail::load_checkpoint<Parallel, void>(path, dp, nullptr, o);
+}
+
+/// The same, restoring the optimizer's state (cut into this job's shards) and step count.
+template <class Parallel, detail::sharded_optimizer Optimizer>
+training_progress load_checkpoint(const std::string& path, Parallel& dp, Optimizer& opt,
+                                  const checkpoint_options& o = {}) {
+  return detail::load_checkpoint(path, dp, &opt, o);
+}
+
+DDP_END_NAMESPACE
+
+#endif // DDP_CHECKPOINT_HPP
+// ---- end ddp/checkpoint.hpp ----
+// ---- begin ddp/elastic.hpp ----
+// ddp::elastic — in-process recovery: ranks that survive a lost peer go on in
+// their own processes. The training loop commits its state (the model's
+// parameters and buffers, a held ddp::optim optimizer's state, and where
+// training stands) to memory every few steps; ddp::elastic::run runs the
+// loop, and when a peer is lost it meets the survivors on the launcher's
+// store, forms a process group of them (ranks renumbered densely), restores
+// the last commit on every one (rank 0's, broadcast) and calls the loop again
+// from there. Needs ddprun
+// --in-process-recovery. Design, waits and figures: docs/elastic.md, "In-process recovery".
+#ifndef DDP_ELASTIC_HPP
+#define DDP_ELASTIC_HPP
+
+// ---- begin ddp/detail/elastic/joiners.hpp ----
+// Processes that join a running in-process-recovery job (ddprun --in-process-recovery
+// --max-restarts N starts them): how one registers, how the group admits it at a commit, how it
+// withdraws, and how it learns that the job ended without it. Model-independent, compiled once
+// under DDP_SEPARATE_COMPILATION. Design: docs/elastic.md, "Joiners".
+//
+// Note [Admission by claim]
+// Each joiner's claim is decided once, by the store's compare_set: a decider sets the joiner's
+// decision key only if it is absent (one request, atomic on the store's host), and the value
+// that stands afterwards is the decision, whoever wrote it: the generation the group's rank 0
+// admits the joiner to (1 <= g < joiner_withdrawn), or joiner_withdrawn from the joiner or its
+// agent. A reader sees no decision (the joiner waits) or the decision, never anything between,
+// and no decider can overwrite another's, however slow or dead: a decider that dies before its
+// request reaches the store decided nothing, one that dies after decided. So a joiner is admitted
+// or withdrawn, never both, and the claim says which, with the generation: the survivors'
+// meeting for that generation expects every joiner whose claim names it, even when the rank that
+// admitted it died before it could tell the others.
+// Two admitters at once (the rank 0 of generation g, dying after its requests, and the rank 0 of
+// the generation its loss makes, at its first commit) race on the same key: one wins, the other
+// reads its decision, so a joiner is admitted to one generation only; the loss meeting expects
+// the joiners whose decision names it, and the later admitter takes only those still waiting.
+#ifndef DDP_DETAIL_ELASTIC_JOINERS_HPP
+#define DDP_DETAIL_ELASTIC_JOINERS_HPP
+
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// The delta that withdraws a joiner; generations stay below it.
+inline constexpr std::int64_t joiner_withdrawn = std::int64_t{1} << 40;
+/// A joiner meets as "old rank" joiner_rank_base + its job rank: after every survivor, so the
+/// new generation's rank 0, which sends the state, is a survivor.
+inline constexpr int joiner_rank_base = 1 << 24;
+
+/// One registered joiner: its identity (unique in the job), the job rank and node of its slot.
+struct joiner_entry {
+  std::string id;
+  int job_rank = 0;
+  int node = 0;
+};
+
+/// How long a waiting joiner asks again when the store errs on whether the job has ended: an
+/// error is no end (job_ended).
+inline constexpr std::chrono::milliseconds joiner_store_patience{5000};
+
+/// What a joiner's claim says.
+struct joiner_claim {
+  enum class what { waiting, admitted, withdrawn } state = what::waiting;
+  std::uint64_t generation = 0; ///< admitted: the generation it joins
+};
+
+/// Out of ddp::elastic::state::commit() through the loop when the group admitted joiners at that
+/// commit: every rank ends the generation there and run() meets them. Not a std::exception, so
+/// a loop's catch of those lets it through.
+struct joiners_admitted {
+  std::string ids; ///< the identities admitted, as rank 0 broadcast them
+};
+
+/// Whether ddprun may start joiners in this job (DDP_ELASTIC_JOINERS=1): the group then looks
+/// for them at each commit.
+DDP_INLINE bool joiners_possible();
+/// This process's identity when ddprun started it as a joiner (DDP_ELASTIC_JOINER), else nothing.
+DDP_INLINE std::optional<std::string> joiner_identity();
+
+/// A client of the launcher's store in the joiners' scope ("r<k>/join/"), where no rank
+/// registers; the keys below are relative to it (ddprun's agent puts the scope in front).
+DDP_INLINE tcp_store_options joiners_store_options(const ddp::topology& job,
+                                                   std::chrono::milliseconds timeout,
+                                                   const std::string& token);
+DDP_INLINE std::string joiners_scope(const ddp::topology& job);
+
+/// Registers `e` as waiting (its claim untouched: 0).
+DDP_INLINE void register_joiner(tcp_store& s, const joiner_entry& e, const std::string& prefix = "");
+/// Every joiner registered so far, in registration order (one not yet written is skipped).
+DDP_INLINE std::vector<joiner_entry> registered_joiners(tcp_store& s, const std::string& prefix = "");
+/// The claim of joiner `id` now: waiting while nobody decided it, else the decision.
+DDP_INLINE joiner_claim read_claim(tcp_store& s, const std::string& id, const std::string& prefix = "");
+/// Decides joiner `id` with `delta` (a generation, or joiner_withdrawn) if nobody decided it
+/// first; returns the decision as it stands: the caller won when it says what `delta` says.
+DDP_INLINE joiner_claim settle_claim(tcp_store& s, const std::string& id, std::int64_t delta,
+                                     const std::string& prefix = "");
+/// An admitted joiner's agent saw it die: the meeting it was admitted to does not wait for it.
+DDP_INLINE void mark_joiner_lost(tcp_store& s, const std::string& id, const std::string& prefix = "");
+DDP_INLINE bool joiner_lost(tcp_store& s, const std::string& id, const std::string& prefix = "");
+
+/// What one process has read of the registry. An entry is written once and a decision is final,
+/// so each is read from the store once: a look costs one round trip for the count, one per new
+/// entry, two per joiner still waiting, and one per joiner admitted to the generation looked for
+/// (its lost mark), not round trips for every joiner ever registered.
+struct joiner_registry {
+  std::int64_t counted = 0;            ///< entries numbered up to this one have been looked at
+  std::vector<std::int64_t> unwritten; ///< counted but not yet written when looked at
+  std::vector<joiner_entry> entries;   ///< in registration order
+  std::vector<joiner_claim> claims;    ///< each entry's decision once known (waiting until then)
+};
+
+/// Reads the entries registered since the last look into `r`.
+DDP_INLINE void refresh_registry(tcp_store& s, joiner_registry& r, const std::string& prefix = "");
+
+/// The group's rank 0, at a commit of generation `next_generation - 1`: admits every waiting
+/// joiner to `next_generation`; those it admitted, in registration order. `seen` carries what
+/// earlier commits read (a fresh one reads the whole registry). A joiner whose slot's job rank is
+/// in `member_job_ranks` (the running generation's) stays waiting: that rank is not lost, its
+/// agent only stalled, and two processes must never hold one job rank.
+DDP_INLINE std::vector<joiner_entry>
+admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation, joiner_registry& seen,
+                      const std::vector<std::int64_t>& member_job_ranks = {});
+DDP_INLINE std::vector<joiner_entry> admit_waiting_joiners(tcp_store& s, std::uint64_t next_generation);
+/// The joiners whose decision names `generation`, lost or not (`seen`: as above): a meeting
+/// with any was called by an admission.
+DDP_INLINE std::vector<joiner_entry> joiners_decided_for(tcp_store& s, std::uint64_t generation,
+                                                         joiner_registry& seen);
+/// The joiners admitted to `generation` whose agents did not see them die (`seen`: as above).
+DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint64_t generation,
+                                                         joiner_registry& seen);
+DDP_INLINE std::vector<joiner_entry> joiners_admitted_to(tcp_store& s, std::uint64_t generation);
+
+/// A rank's loop returned: the job has ended, and waiting joiners withdraw (they poll for it).
+DDP_INLINE void mark_job_ended(tcp_store& s);
+/// mark_job_ended for run() once the loop returned: a store that does not answer then is said,
+/// not thrown (the loop finished; the agents end waiting joiners at the job's end anyway).
+DDP_INLINE void end_job_for_joiners(tcp_store& s, int job_rank);
+/// Whether a rank wrote the job's end. A store error is no answer: it asks again, on a fresh
+/// connection that then replaces `s` (a broken one stays broken; the server's own client is
+/// kept), until `within` has passed. It returns or throws within `within` + 2 x
+/// job_end_look_floor, each look's wait for the store and connecting again included. An error that lasts is
+/// ddp::error (backend) naming the store's address, never taken for the end.
+DDP_INLINE bool job_ended(std::unique_ptr<tcp_store>& s, const std::string& prefix = "",
+                          std::chrono::milliseconds within = joiner_store_patience);
+/// The least time job_ended gives one look (connecting again included): a live store answers
+/// in well under a millisecond, even beside a CPU hog.
+inline constexpr std::chrono::milliseconds job_end_look_floor{100};
+
+/// The joiner's side: registers, then waits (looking every few tens of milliseconds, up to
+/// `wait`) until it is admitted (the generation) or the job ends (nothing: it withdrew). Not
+/// admitted within `wait`, it withdraws and throws ddp::error (timeout), naming `id`; withdrawn
+/// while the job runs by another (its agent took it for dead), it throws too (peer_lost), so
+/// its agent sees a failed joiner and may start another in the slot, not a rank that finished.
+DDP_INLINE std::optional<std::uint64_t>
+wait_for_admission(std::unique_ptr<tcp_store>& s, const joiner_entry& me, std::chrono::milliseconds wait);
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+
+#endif // DDP_DETAIL_ELASTIC_JOINERS_HPP
+// ---- end ddp/detail/elastic/joiners.hpp ----
+// ---- begin ddp/detail/elastic/meeting.hpp ----
+// How the survivors of a failed process group meet and form the next
+// generation's (ddp::elastic::run): model-independent, compiled once under
+// DDP_SEPARATE_COMPILATION. Design and waits: docs/elastic.md, "In-process recovery".
+#ifndef DDP_DETAIL_ELASTIC_MEETING_HPP
+#define DDP_DETAIL_ELASTIC_MEETING_HPP
+
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// Where one survivor stood in the group that failed.
+struct elastic_survivor {
+  int old_rank = 0;
+  int node = 0; ///< its node in the job (the launcher's GROUP_RANK), in every generation
+};
+
+/// What the next generation is made of.
+struct elastic_generation {
+  rendezvous rv;                          ///< ready for process_group<gloo>(rv)
+  std::vector<elastic_survivor> members;  ///< in their new rank order
+  std::vector<std::string> joiner_ids;    ///< per member: a joiner's identity, empty for a survivor
+  std::optional<tcp_store_options> joins; ///< the joiners' scope, when ddprun may start joiners
+};
+
+/// Whether ddprun --in-process-recovery launched this rank (DDP_IN_PROCESS_RECOVERY=1) with the
+/// store in the launcher, where it outlives every rank: otherwise nothing can be recovered.
+DDP_INLINE bool in_process_recovery_enabled();
+
+/// The store scope of generation `generation` of this launcher round: "r<k>/" for generation 0
+/// (init_process_group's), then "r<k>/e<g>/": each generation's keys, lost ranks included, are
+/// its own.
+DDP_INLINE std::string elastic_scope(const ddp::topology& job, std::uint64_t generation);
+
+/// The survivors of generation `generation - 1` (where this rank was `me` of `old_size`) meet
+/// on the job's store and decide generation `generation`: the first to arrive closes the meeting
+/// once every rank the old generation did not lose has arrived, waiting for a busy one up to
+/// `timeout` (up to `last_call` when the store saw no rank lost); the members are numbered by
+/// their old ranks. Every wait is bounded (`timeout` for store requests; the others wait
+/// max(last_call, timeout) + timeout for the close). A rank that arrives after the close is told
+/// it was left out (ddp::error, timeout). The mesh is not formed yet: wait_for_members next.
+/// Under DDP_ELASTIC_JOINERS=1 the joiners admitted to `generation` are members too, after the
+/// survivors (meet_as_joiner).
+DDP_INLINE elastic_generation meet_survivors(const ddp::topology& job, elastic_survivor me, int old_size,
+                                             std::uint64_t generation, std::chrono::milliseconds last_call,
+                                             std::chrono::milliseconds timeout, const std::string& token);
+
+/// A joiner admitted to `generation` (Note [Admission by claim], joiners.hpp) meets the
+/// survivors there as "old rank" joiner_rank_base + its job rank, under its identity `id`: it
+/// says it arrived and waits (bounded as a survivor that does not close the meeting) for the
+/// members. Told it was left out, or the meeting never closing: ddp::error (timeout).
+DDP_INLINE elastic_generation meet_as_joiner(const ddp::topology& job, const std::string& id,
+                                             std::uint64_t generation, std::chrono::milliseconds last_call,
+                                             std::chrono::milliseconds timeout, const std::string& token);
+
+/// Generation `g`'s members all say they arrived before any enters the backend's mesh. The wait
+/// looks, every few tens of milliseconds, at what ends it early: a member lost meanwhile (the
+/// store's lost record), a joiner member its agent saw die (its lost mark) and the job's end.
+/// Whether the members are all there or some are absent is one verdict for the generation,
+/// the first member's to decide (the store's compare_set), which every member then follows:
+/// all there, it returns; else it marks the absent ones in g's store (the next meeting does not
+/// wait for them) and throws ddp::error (peer_lost): one more recovery, not the job's end. A
+/// member that never connects is absent after g.rv.timeout. A member lost after it arrived is
+/// named in the verdict (peer_lost naming it, on every member). The job's end seen meanwhile
+/// throws ddp::error (timeout); a store that fails throws what its request threw (backend,
+/// peer_lost), and so does job_ended's lasting error (backend).
+DDP_INLINE void wait_for_members(const elastic_generation& g);
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+
+#endif // DDP_DETAIL_ELASTIC_MEETING_HPP
+// ---- end ddp/detail/elastic/meeting.hpp ----
+
+#include <chrono>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace elastic {
+
+struct options {
+  /// How long the first survivor to meet waits for the others when the store saw no rank lost
+  /// (a peer vanished without closing its connections); a rank alive but busy while the store saw
+  /// another lost is waited for up to the group's timeout. One that takes longer is left out.
+  std::chrono::milliseconds last_call{5000};
+  /// Recoveries after which the next lost peer ends the job (its error goes out of run).
+  int max_recoveries = 8;
+  /// Generation 0's process group (init_process_group's options); its timeout serves every generation.
+  init_options init{};
+  /// A joiner (a process ddprun --in-process-recovery --max-restarts started in a dead rank's
+  /// slot) waits this long to be admitted at a commit of the running ranks; past it, it
+  /// withdraws and run() throws ddp::error (timeout). It stops waiting at once when the job ends.
+  std::chrono::milliseconds join_wait{std::chrono::minutes(10)};
+  /// The step of the loop's last commit (its total steps), when the loop knows it; 0: not known.
+  /// No joiner is admitted at a commit of this step or later: a generation formed there would
+  /// run no step. Joiners still waiting then end with the job (run() returns false in them).
+  /// 0: no such step. A value at or below the first commit's step admits no joiner at all.
+  std::uint64_t last_step = 0;
+};
+
+template <class Model> class state;
+template <class Model, class Loop>
+[[nodiscard]] bool run(state<Model>& st, Loop&& loop, const options& o = {});
+
+/// The training state that survives a lost peer: `model`'s parameters and buffers (held by
+/// reference; host memory), the progress, and the state of a ddp::optim optimizer handed to
+/// hold(), copied to memory at each commit. The optimizer's shards are gathered whole at each
+/// commit, so any survivor holds all of it (docs/elastic.md, "What in-process recovery keeps").
+template <class Model> class state {
+public:
+  explicit state(Model& model) : model_(model) {}
+
+  /// Hands this generation's ddp::optim optimizer (built on a sharded_data_parallel of this
+  /// state's model) to the state: its moments and step count become the last commit's, cut
+  /// into this generation's shards, and every later commit holds them. Call it in each
+  /// generation, after building the optimizer and before its first step (an optimizer that
+  /// has stepped is refused: its moments would be overwritten); the optimizer must outlive
+  /// the generation's commits (run() forgets it when it returns).
+  template <detail::sharded_optimizer Optimizer> void hold(Optimizer& opt) {
+    const std::string what = detail::message({"ddp::elastic::state::hold(", Optimizer::name(), ")"});
+    auto refuse = [&](const std::string& why) {
+      detail::throw_error(error_kind::config, {"rank ", rank_, ": ", what, ": ", why}, rank_);
+    };
+    if (static_cast<const void*>(&opt.model().module()) != static_cast<const void*>(&model_))
+      refuse("the optimizer steps another model than the state's: hand the state the optimizer of its "
+             "own model");
+    if (opt.steps() != 0)
+      refuse(detail::message(
+          {"the optimizer has taken ", opt.steps(),
+           " steps: hand it to the state once per generation, right after building it, before its first "
+           "step (its state would be overwritten with the commit's)"}));
+    for (const auto& p : detail::collect_parameters(model_))
+      if (p.type != dtype::f32 && p.type != dtype::f64)
+        refuse(detail::message({"parameter '", p.name, "' is ", to_string(p.type),
+                                "; commits hold optimizer state of float32 and float64 parameters only"}));
+    auto& c = latest_.optimizer;
+    if (!c.optimizer.empty()) {
+      if (c.optimizer != Optimizer::name() || c.slots != opt.state().slots())
+        refuse(detail::message({"the commit of step ", latest_.at.step, " holds the state of ", c.optimizer,
+                                " (", c.slots, " values per element), but this generation's optimizer is ",
+                                Optimizer::name(), " (", opt.state().slots(),
+                                "): build the same optimizer in every generation"}));
+      std::vector<detail::tensor_slot> slots;
+      detail::restore_optimizer(opt, c, detail::match_model(model_, c, what, rank_, slots));
+    } else if (latest_.valid && latest_.at.step > 0) {
+      detail::throw_error(
+          error_kind::config,
+          {"rank ", rank_, ": ", what, ": the commit of step ", latest_.at.step,
+           " holds no optimizer state, so the optimizer would start afresh mid-training: hand "
+           "it to the state in every generation, before the first commit"},
+          rank_);
+    }
+    gather_ = [&opt](detail::checkpoint_contents& into) { detail::gather_optimizer_state(opt, into); };
+  }
+
+  /// Copies the model, the held optimizer's state and `at` to memory: the point the survivors
+  /// go back to. Call it on every rank at the same step, after the optimizer's step (memory: the
+  /// last two commits, each a copy of the model and, with an optimizer, of its whole state, one
+  /// copy of the parameters per state slot, gathered by a collective over its shard group:
+  /// docs/elastic.md). A commit
+  /// without an optimizer after one that held one is refused: the moments would restart silently.
+  void commit(const training_progress& at) {
+    detail::checkpoint_contents optimizer;
+    if (gather_) { // first: a peer lost in the gather leaves the last commit whole
+      // Names, types and counts only: the values are snapshot::bytes.
+      optimizer = detail::checkpoint_of_model(model_, rank_, /*copy_values=*/false);
+      gather_(optimizer);
+    } else if (!latest_.optimizer.optimizer.empty()) {
+      detail::throw_error(error_kind::config,
+                          {"rank ", rank_, ": ddp::elastic::state::commit(step ", at.step,
+                           "): the commit of step ", latest_.at.step, " held ", latest_.optimizer.optimizer,
+                           "'s state, and no optimizer is held now (this generation handed none to the "
+                           "state, or run() has returned): call state.hold(optimizer) after building it in "
+                           "every generation, or its moments restart silently"},
+                          rank_);
+    }
+    commit_model(at);
+    latest_.optimizer = std::move(optimizer);
+    if (admit_) admit_(at); // may end the generation here: Note [Admission by claim]
+  }
+
+  /// The progress of the last commit (what a generation starts from).
+  const training_progress& committed() const noexcept { return latest_.at; }
+  /// 0 for the job's start, then one more per recovery.
+  std::uint64_t generation() const noexcept { return generation_; }
+
+private:
+  // restore is run's step, not the user's: a call of its own would renumber the generation.
+  template <class M, class Loop> friend bool run(state<M>&, Loop&&, const options&);
+
+  /// What run() does at the start of each generation: puts every rank of `pg` at the same
+  /// commit. The survivors agree on the oldest latest commit among them (a rank may have
+  /// committed once more before the loss reached it), load theirs, and take rank 0's
+  /// copy. Generation 0 commits rank 0's model as step 0. A joiner (`joining`) holds no commit
+  /// and takes no part in the choice: it receives rank 0's, and rank 0 is always a survivor.
+  void restore(process_group<gloo>& pg, std::uint64_t generation, bool joining = false) {
+    generation_ = generation;
+    rank_ = pg.rank();
+    gather_ = nullptr; // the last generation's optimizer is gone with its loop
+    constexpr auto none = std::numeric_limits<std::int64_t>::max();
+    std::vector<std::int64_t> step{joining         ? none
+                                   : latest_.valid ? static_cast<std::int64_t>(latest_.at.step)
+                                                   : -1};
+    std::vector<std::int64_t> lo = step;
+    pg.all_reduce(lo, op::min);
+    if (lo[0] == none)
+      detail::throw_error(error_kind::mismatch,
+                          {"rank ", pg.rank(), ": ddp::elastic: generation ", generation,
+                           " holds joiners only: no survivor holds a commit to send them"},
+                          pg.rank());
+    if (lo[0] >= 0 && !joining) {
+      auto* pick = latest_.valid && static_cast<std::int64_t>(latest_.at.step) == lo[0]       ? &latest_
+                   : previous_.valid && static_cast<std::int64_t>(previous_.at.step) == lo[0] ? &previous_
+                                                                                              : nullptr;
+      if (pick == nullptr)
+        detail::throw_error(error_kind::mismatch,
+                            {"rank ", pg.rank(), ": ddp::elastic: no commit of step ", lo[0],
+                             " here (the last is step ", step[0],
+                             "): commit on every rank at the same steps"},
+                            pg.rank());
+      if (pick != &latest_) latest_ = std::move(*pick);
+      load(latest_.bytes, pg.rank());
+    }
+    previous_ = {};
+    for_each_tensor([&](std::byte* p, std::size_t n) {
+      if (n > 0) pg.broadcast(std::span<std::uint8_t>(reinterpret_cast<std::uint8_t*>(p), n), 0);
+    });
+    std::vector<std::int64_t> at{static_cast<std::int64_t>(latest_.at.step),
+                                 static_cast<std::int64_t>(latest_.at.epoch),
+                                 static_cast<std::int64_t>(latest_.at.samples)};
+    pg.broadcast(at, 0);
+    // A copy, not a move: a peer lost during these broadcasts is one more recovery, which
+    // must find this commit's optimizer state still here (the model went above).
+    auto optimizer = broadcast_optimizer(pg, latest_.optimizer);
+    commit_model({static_cast<std::uint64_t>(at[0]), static_cast<std::uint64_t>(at[1]),
+                  static_cast<std::uint64_t>(at[2])});
+    latest_.optimizer = std::move(optimizer);
+  }
+
+  /// The loop's optimizer ends with the loop: a later commit must not reach it; nor run()'s look
+  /// for joiners, which refers to run()'s locals.
+  void forget_optimizer() noexcept {
+    gather_ = nullptr;
+    admit_ = nullptr;
+  }
+
+  struct snapshot {
+    training_progress at{};
+    std::vector<std::byte> bytes;
+    detail::checkpoint_contents optimizer; ///< empty without a held optimizer
+    bool valid = false;
+  };
+
+  void commit_model(const training_progress& at) {
+    std::swap(previous_, latest_); // the older buffer is reused
+    latest_.at = at;
+    latest_.valid = true;
+    std::size_t total = 0; // reserved first: growing by doubling would hold two copies at once
+    for_each_tensor([&](std::byte*, std::size_t n) { total += n; });
+    latest_.bytes.clear();
+    latest_.bytes.reserve(total);
+    for_each_tensor(
+        [&](std::byte* p, std::size_t n) { latest_.bytes.insert(latest_.bytes.end(), p, p + n); });
+  }
+
+  /// Rank 0's optimizer state of the commit, on every rank: its name, step count and state
+  /// arrays only (the model's values are broadcast on their own). Every rank's model has rank
+  /// 0's names, types and counts, so the others build the records from their own.
+  detail::checkpoint_contents broadcast_optimizer(process_group<gloo>& pg, detail::checkpoint_contents c) {
+    std::vector<std::int64_t> head{static_cast<std::int64_t>(c.optimizer.size()),
+                                   static_cast<std::int64_t>(c.optimizer_steps),
+                                   static_cast<std::int64_t>(c.slots)};
+    pg.broadcast(head, 0);
+    if (head[0] == 0) return {};
+    std::vector<std::uint8_t> name(c.optimizer.begin(), c.optimizer.end());
+    name.resize(static_cast<std::size_t>(head[0]));
+    pg.broadcast(name, 0);
+    if (pg.rank() != 0) {
+      c = detail::checkpoint_of_model(model_, pg.rank(), /*copy_values=*/false);
+      c.optimizer.assign(name.begin(), name.end());
+      c.optimizer_steps = static_cast<std::uint64_t>(head[1]);
+      c.slots = static_cast<std::uint32_t>(head[2]);
+      for (auto& t : c.tensors)
+        if (t.role == detail::checkpoint_role::parameter)
+          t.state.assign(c.slots, std::vector<std::byte>(t.count * size_of(t.type)));
+    }
+    for (auto& t : c.tensors)
+      for (auto& slot : t.state)
+        if (!slot.empty())
+          pg.broadcast(std::span<std::uint8_t>(reinterpret_cast<std::uint8_t*>(slot.data()), slot.size()), 0);
+    return c;
+  }
+
+  /// f(bytes, count) for each parameter and buffer, walked again each time (storage may move).
+  template <class F> void for_each_tensor(F&& f) {
+    parameters_ = detail::collect_parameters(model_);
+    buffers_ = detail::collect_buffers(model_);
+    for (auto* slots : {&parameters_, &buffers_})
+      for (auto& s : *slots) {
+        if (s.on_device)
+          detail::throw_error(error_kind::config, {"ddp::elastic: '", s.name,
+                                                   "' lives in device memory; in-process recovery holds host "
+                                                   "tensors (commit a host copy of the model)"});
+        f(static_cast<std::byte*>(s.value), s.count * size_of(s.type));
+      }
+  }
+
+  void load(const std::vector<std::byte>& bytes, int rank) {
+    std::size_t at = 0;
+    for_each_tensor([&](std::byte* p, std::size_t n) {
+      if (at + n > bytes.size())
+        detail::throw_error(
+            error_kind::mismatch,
+            {"rank ", rank,
+             ": ddp::elastic: the model grew since its last commit (its tensors hold more bytes "
+             "than the commit): keep the model's shapes fixed while training"},
+            rank);
+      std::memcpy(p, bytes.data() + at, n);
+      at += n;
+    });
+  }
+
+  Model& model_;
+  snapshot latest_, previous_;
+  std::vector<detail::tensor_slot> parameters_, buffers_;
+  std::function<void(detail::checkpoint_contents&)> gather_; ///< the held optimizer's, or empty
+  std::function<void(const training_progress&)> admit_;      ///< run()'s look for joiners, or empty
+  int rank_ = 0;
+  std::uint64_t generation_ = 0;
+};
+
+/// Runs `loop(pg, from)` (pg: this generation's process_group<gloo>; from: the progress of the
+/// commit every rank now holds) until it returns. Under ddprun --in-process-recovery, a
+/// ddp::error of kind peer_lost out of the loop (a rank died, or its group was aborted)
+/// destroys the failed group, meets the survivors in the next generation, restores the last
+/// commit and calls the loop again; any other error, or one past max_recoveries, goes out. The
+/// loop builds what holds the group (distributed_data_parallel, its sampler for
+/// pg.size()/pg.rank()) inside, and picks up at `from` (global_batches::at(from.step) sets
+/// the sampler's epoch and global position).
+///
+/// Joiners (ddprun --in-process-recovery --max-restarts N starts one in a dead rank's slot):
+/// at each commit the group's rank 0 admits the joiners waiting, tells every rank which, and the
+/// generation ends there on every rank; the next one holds the survivors and the joiners, who
+/// receive the commit from its rank 0 (docs/elastic.md, "Joiners"). Joins count against no
+/// bound. In a joiner, run() waits for its admission first (options::join_wait).
+/// Returns true once the loop has returned; false in a joiner the job ended without (it never
+/// ran the loop: its model is not the job's, so code after run() that saves or reports the model
+/// must not run: hence [[nodiscard]]).
+/// A joiner's admission throws ddp::error out of run() too: peer_lost when the joiner is
+/// withdrawn while the job runs (its agent took it for dead, and the claim says so), timeout when
+/// no commit admits it within options::join_wait or when the meeting it was admitted to closed
+/// without it. Let the program exit non-zero on them: ddprun then counts a failed joiner (and may
+/// start another in the slot), not a rank that finished.
+template <class Model, class Loop> [[nodiscard]] bool run(state<Model>& st, Loop&& loop, const options& o) {
+  static_assert(std::invocable<Loop&, process_group<gloo>&, const training_progress&>,
+                "ddp::elastic::run: the loop must be callable as loop(ddp::process_group<ddp::gloo>& pg, "
+                "const ddp::training_progress& from): pg is this generation's group, from the commit it "
+                "starts at");
+  struct forget_on_exit {
+    state<Model>& st;
+    ~forget_on_exit() { st.forget_optimizer(); }
+  } forget{st};
+  long (*files)(const ddp::topology&) = nullptr;
+  if constexpr (open_files_communicator<gloo::communicator>)
+    files = [](const ddp::topology& t) { return static_cast<long>(gloo::communicator::open_files(t)); };
+  const bool enabled = detail::in_process_recovery_enabled();
+  if (enabled && o.init.init_method != "env://")
+    detail::throw_error(error_kind::config,
+                        {"ddp::elastic::run: init_method '", o.init.init_method,
+                         "' under ddprun --in-process-recovery: the survivors meet on the launcher's store, "
+                         "so generation 0 must use it too: leave options::init.init_method at env://"});
+  const auto job = ddp::topology::from_env();
+  const std::string token =
+      o.init.token.empty() ? detail::getenv_str("DDP_TOKEN").value_or("") : o.init.token;
+  std::unique_ptr<tcp_store> joins; // where joiners register, are admitted, learn the job's end
+  const auto joiner = enabled ? detail::joiner_identity() : std::nullopt;
+  std::chrono::milliseconds timeout = o.init.timeout.count() > 0 ? o.init.timeout : detail::default_timeout();
+  if (enabled && (joiner || detail::joiners_possible()))
+    joins = std::make_unique<tcp_store>(detail::joiners_store_options(job, timeout, token));
+  std::unique_ptr<process_group<gloo>> pg;
+  std::uint64_t admitted_to = 0; // a joiner's generation (1 or more), until it has met it
+  if (joiner) {
+    const auto a = detail::wait_for_admission(joins, {*joiner, job.rank, job.node_rank}, o.join_wait);
+    if (!a) {
+      detail::log_line("joiner " + *joiner,
+                       detail::message({"the job ended before admitting this joiner (job rank ", job.rank,
+                                        "): it withdrew and takes no part (ddprun --in-process-recovery)"}));
+      return false;
+    }
+    admitted_to = *a;
+  } else {
+    pg = std::make_unique<process_group<gloo>>(detail::make_rendezvous(o.init, files));
+    timeout = pg->timeout();
+  }
+  const int job_rank = job.rank;
+  std::uint64_t generation = 0;
+  // Where this rank stands in the last generation decided (its rank there, its job node): a loss
+  // while the next one meets, or forms its mesh, is one in that generation.
+  detail::elastic_survivor me{pg ? pg->rank() : 0, job.node_rank};
+  int size = pg ? pg->size() : 0;
+  bool joining = admitted_to > 0;             // until its first restore: it holds no commit
+  detail::joiner_registry seen;               // what this rank, as a group's rank 0, read of the registry
+  std::vector<std::int64_t> member_job_ranks; // of generation `members_of`, for rank 0's admissions
+  auto members_of = std::numeric_limits<std::uint64_t>::max();
+  if (joins && detail::joiners_possible())
+    st.admit_ = [&](const training_progress& at) {
+      if (o.last_step > 0 && at.step >= o.last_step) return; // the same on every rank: no broadcast
+      if (members_of != generation) { // every rank runs this at the same commit: all gather
+        const std::vector<std::int64_t> mine{job_rank};
+        member_job_ranks.assign(static_cast<std::size_t>(pg->size()), 0);
+        pg->all_gather(mine, member_job_ranks);
+        members_of = generation;
+      }
+      std::string ids;
+      if (pg->rank() == 0)
+        for (const auto& e : detail::admit_waiting_joiners(*joins, generation + 1, seen, member_job_ranks))
+          ids += (ids.empty() ? "" : " ") + e.id;
+      std::vector<std::int64_t> n{static_cast<std::int64_t>(ids.size())};
+      pg->broadcast(n, 0); // every rank runs it at the same commit: all agree
+      if (n[0] == 0) return;
+      std::vector<std::uint8_t> bytes(ids.begin(), ids.end());
+      bytes.resize(static_cast<std::size_t>(n[0]));
+      pg->broadcast(bytes, 0);
+      throw detail::joiners_admitted{std::string(bytes.begin(), bytes.end())};
+    };
+  for (int recoveries = 0;;) {
+    try {
+      // Note [A loss while recovering]: the meeting and the new mesh run inside the try, so a
+      // peer lost while the next generation forms is one more recovery, from the generation
+      // that was decided (`me`, `size`), not the end of the job.
+      if (!pg) {
+        auto g = admitted_to > 0
+                     ? detail::meet_as_joiner(job, *joiner, admitted_to, o.last_call, timeout, token)
+                     : detail::meet_survivors(job, me, size, generation + 1, o.last_call, timeout, token);
+        generation = admitted_to > 0 ? admitted_to : generation + 1;
+        admitted_to = 0;
+        me = g.members[static_cast<std::size_t>(g.rv.topo.rank)];
+        me.old_rank = g.rv.topo.rank;
+        size = g.rv.topo.world_size;
+        detail::wait_for_members(g);
+        pg = std::make_unique<process_group<gloo>>(std::move(g.rv));
+      }
+      st.restore(*pg, generation, joining);
+      joining = false;
+      const training_progress from = st.committed(); // a copy: the loop's commits move committed()
+      if constexpr (std::invocable<Loop&, process_group<gloo>&, const training_progress&>) loop(*pg, from);
+      if (joins) detail::end_job_for_joiners(*joins, job_rank); // waiting joiners withdraw
+      return true;
+    } catch (const detail::joiners_admitted& a) {
+      detail::log_line(detail::message({"rank ", job_rank}),
+                       detail::message({"generation ", generation, " admitted joiner(s) ", a.ids,
+                                        " at the commit of step ", st.committed().step,
+                                        "; meeting them in generation ", generation + 1}));
+      pg.reset();
+    } catch (const error& e) {
+      if (e.kind() != error_kind::peer_lost || recoveries >= o.max_recoveries) throw;
+      ++recoveries;
+      if (!enabled) {
+        detail::log_line(detail::message({"rank ", job_rank}),
+                         "ddp::elastic::run: a peer was lost, and this job was not started with ddprun "
+                         "--in-process-recovery (DDP_IN_PROCESS_RECOVERY=1, the store in the launcher): "
+                         "the error ends this rank");
+        throw;
+      }
+      detail::log_line(detail::message({"rank ", job_rank}),
+                       detail::message({"generation ", generation, " lost a peer (", e.message(),
+                                        "); meeting the survivors to go on from the commit of step ",
+                                        st.committed().step}));
+      pg.reset(); // already failed: its connections close
+    }
+  }
+}
+
+} // namespace elastic
+DDP_END_NAMESPACE
+
+#endif // DDP_ELASTIC_HPP
+// ---- end ddp/elastic.hpp ----
+// ---- begin ddp/global_batches.hpp ----
+// ddp::global_batches — a global batch of fixed size G per step, whatever the
+// world size: step s is batch s % steps_per_epoch() of epoch
+// s / steps_per_epoch(), the global positions [j G, min((j + 1) G, n)) of the
+// epoch's global order (the interleaved sampler's: PyTorch's permutation for
+// `shuffled`), and this rank takes those of them the sampler gives it. The
+// shares of a batch differ by at most one sample (G not a multiple of the
+// world size, the epoch's short last batch, a job resumed at another size):
+// pass local_samples() and global_samples() to
+// distributed_data_parallel::set_samples for the exact sample-weighted mean.
+// The steps, their samples and the learning-rate schedule do not depend on the
+// world size, so a job resized mid-epoch (sampler.set_position) goes on along
+// the same trajectory, up to float summation order. Needs neither Gloo nor NCCL.
+#ifndef DDP_GLOBAL_BATCHES_HPP
+#define DDP_GLOBAL_BATCHES_HPP
+
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+
+/// One global step's batch, as this rank sees it.
+struct global_batch {
+  std::uint64_t step = 0;
+  std::uint64_t epoch = 0;
+  std::uint64_t first = 0;               ///< global position of the batch's first sample in its epoch
+  std::size_t global_size = 0;           ///< samples in the whole global batch (G, or the epoch's rest)
+  std::span<const std::int64_t> indices; ///< this rank's share (may be empty)
+  std::size_t local_samples() const noexcept { return indices.size(); }
+  std::size_t global_samples() const noexcept { return global_size; }
+};
+
+template <sampling_policy Policy> class global_batches {
+  static_assert(
+      requires { Policy::interleaved; },
+      "ddp: global_batches needs an interleaved sampling policy (shuffled, sequential): a global "
+      "position must name the same sample at every world size");
+
+public:
+  /// Batches of `global_batch_size` samples of the whole job per step. Without
+  /// drop_last an epoch's last batch is short (n % G samples); with it, it is
+  /// left out. The sampler must not drop_last itself (that cut depends on the
+  /// world size). The view keeps a reference to `sampler` and sets its epoch
+  /// (and, to go back within an epoch, its position).
+  global_batches(distributed_sampler<Policy>& sampler, std::size_t global_batch_size, bool drop_last = false)
+      : sampler_(&sampler), batch_(global_batch_size) {
+    const auto& c = sampler.context();
+    if (global_batch_size == 0)
+      detail::throw_error(error_kind::config, {"global_batches: global_batch_size must be at least 1"});
+    if (c.drop_last)
+      detail::throw_error(
+          error_kind::config,
+          {"global_batches: the sampler has drop_last, which cuts each epoch to a multiple of the world "
+           "size; build it without, and pass drop_last to global_batches (it drops the short last "
+           "global batch instead)"});
+    n_ = c.n;
+    steps_per_epoch_ = drop_last ? n_ / batch_ : (n_ + batch_ - 1) / batch_;
+    if (steps_per_epoch_ == 0)
+      detail::throw_error(error_kind::config,
+                          {"global_batches: an epoch has no batch (", n_, " samples, global batch ", batch_,
+                           (drop_last ? " with drop_last" : ""), "): use a smaller batch or more data"});
+  }
+
+  std::size_t steps_per_epoch() const noexcept { return steps_per_epoch_; }
+  std::size_t global_batch_size() const noexcept { return batch_; }
+  std::uint64_t epoch_of(std::uint64_t step) const noexcept { return step / steps_per_epoch_; }
+  /// Samples of its epoch the whole job has consumed before `step`
+  /// (training_progress::samples, distributed_sampler::set_position).
+  std::uint64_t position_of(std::uint64_t step) const noexcept {
+    return (step % steps_per_epoch_) * static_cast<std::uint64_t>(batch_);
+  }
+
+  /// Global step `step`: sets the sampler's epoch and cuts this rank's share
+  /// from its indices (valid until the sampler moves to another epoch or position).
+  global_batch at(std::uint64_t step) const {
+    const std::uint64_t epoch = epoch_of(step);
+    sampler_->set_epoch(epoch);
+    const std::size_t a = static_cast<std::size_t>(position_of(step));
+    const std::size_t b = std::min(a + batch_, n_);
+    // The sampler starts at an earlier batch or at this one; a later start cannot give this batch.
+    if (a < sampler_->position()) sampler_->set_position(0);
+    const auto& c = sampler_->context();
+    const auto all = sampler_->indices();
+    // This rank holds global positions start + rank + k * world, k < size().
+    const std::size_t start = c.start, r = static_cast<std::size_t>(c.rank),
+                      w = static_cast<std::size_t>(c.num_replicas);
+    auto first_k = [&](std::size_t pos) -> std::size_t {
+      const std::size_t off = pos - start; // pos >= start
+      return std::min(off > r ? (off - r + w - 1) / w : 0, all.size());
+    };
+    const std::size_t lo = first_k(a), hi = first_k(b);
+    return {step, epoch, a, b - a, all.subspan(lo, hi - lo)};
+  }
+
+private:
+  distributed_sampler<Policy>* sampler_;
+  std::size_t batch_;
+  std::size_t n_ = 0;
+  std::size_t steps_per_epoch_ = 0;
+};
+
+DDP_END_NAMESPACE
+
+#endif // DDP_GLOBAL_BATCHES_HPP
+// ---- end ddp/global_batches.hpp ----
+// ---- begin ddp/hybrid_groups.hpp ----
+// ddp::hybrid_groups — the two groups of hybrid sharding (FSDP's HSDP, ZeRO++'s
+// hpZ): a shard group, within which sharded_data_parallel cuts the optimizer's
+// state and gathers the parameters (a node: its shared memory or fast links),
+// and a replicate group, across which each shard's gradient is averaged (the
+// ranks that hold the same shard on the other nodes). make_hybrid_groups(pg)
+// builds them from the topology; any two groups that tile the world do.
+#ifndef DDP_HYBRID_GROUPS_HPP
+#define DDP_HYBRID_GROUPS_HPP
+
+
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+
+template <class Backend> struct hybrid_groups {
+  process_group<Backend> shard;     ///< this rank's shard group (its node), numbered by local rank
+  process_group<Backend> replicate; ///< this rank's place in every shard group, numbered by node
+};
+
+/// Collective over `pg`: shard = the ranks of this rank's node (pg.topology()'s
+/// node_rank), replicate = the ranks with this rank's local rank on every node.
+/// Every node must hold as many ranks of `pg` (else ddp::error(config) on every
+/// rank, naming the counts). On one node the replicate groups have one rank
+/// each: that is flat sharding, with the node's group in place of pg.
+template <class Backend> hybrid_groups<Backend> make_hybrid_groups(process_group<Backend>& pg) {
+  const auto& t = pg.topology();
+  std::vector<std::int64_t> lo{t.local_world_size}, hi{t.local_world_size};
+  pg.all_reduce(lo, op::min);
+  pg.all_reduce(hi, op::max);
+  if (lo[0] != hi[0])
+    detail::throw_error(error_kind::config,
+                        {"make_hybrid_groups on rank ", pg.rank(), ": the nodes hold ", lo[0], " to ", hi[0],
+                         " ranks of the group; hybrid sharding needs as many on each (launch the same "
+                         "--nproc-per-node on every node, or pass a shard size: make_hybrid_groups(pg, n))"},
+                        pg.rank());
+  return hybrid_groups<Backend>{pg.split(t.node_rank, t.local_rank), pg.split(t.local_rank, t.node_rank)};
+}
+
+/// Collective over `pg`: shard groups of `shard_size` consecutive ranks
+/// (0..n-1, n..2n-1, ...), replicate groups of the ranks with the same place in
+/// theirs. `shard_size` must divide pg.size() (ddp::error(config) otherwise).
+template <class Backend>
+hybrid_groups<Backend> make_hybrid_groups(process_group<Backend>& pg, int shard_size) {
+  if (shard_size < 1 || pg.size() % shard_size != 0)
+    detail::throw_error(error_kind::config,
+                        {"make_hybrid_groups on rank ", pg.rank(), ": a shard size of ", shard_size,
+                         " does not divide the group's ", pg.size(),
+                         " ranks: pass a divisor of the world size (the ranks per node, usually)"},
+                        pg.rank());
+  const int r = pg.rank();
+  return hybrid_groups<Backend>{pg.split(r / shard_size, r % shard_size),
+                                pg.split(r % shard_size, r / shard_size)};
+}
+
+DDP_END_NAMESPACE
+
+#endif // DDP_HYBRID_GROUPS_HPP
+// ---- end ddp/hybrid_groups.hpp ----
+// ---- begin ddp/sharded_data_parallel.hpp ----
+// ddp::sharded_data_parallel — ZeRO stage 1: gradients are reduce-scattered
+// in buckets that launch while backward runs, each rank keeps and updates
+// only its 1/W of the parameters' elements (and so of the optimizer's state),
+// and the updated shards are all-gathered so that every rank holds the whole
+// model again. Same models, policies and options as distributed_data_parallel
+// (its step driver: marks, no_sync, strict_marking, join), except
+// compute_stream, for device gradients; the optimizers that go with it are in
+// ddp/optim/. Hybrid sharding (FSDP's HSDP): over a shard group and a
+// replicate group (ddp/hybrid_groups.hpp), the state is cut within the shard
+// group and the shards' gradients averaged across the replicate group.
+#ifndef DDP_SHARDED_DATA_PARALLEL_HPP
+#define DDP_SHARDED_DATA_PARALLEL_HPP
+
+// ---- begin ddp/detail/sharded/hybrid_tiling.hpp ----
+// Whether a shard group and a replicate group tile the world for hybrid
+// sharding: every rank in one shard group of S ranks and one replicate group
+// of R ranks, S × R = W, and each replicate group holding the same shard rank
+// of every shard group. Each rank describes its two groups in a few integers;
+// the records are all-gathered over the world and every rank runs the same
+// check on the same records, so a bad layout is one error, the same text on
+// every rank, and nothing waits on a mesh that cannot complete.
+#ifndef DDP_DETAIL_SHARDED_HYBRID_TILING_HPP
+#define DDP_DETAIL_SHARDED_HYBRID_TILING_HPP
+
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// One group as a rank sees it: whether it is a member, its rank and size
+/// there, the group's name (unique per new_group/split call) and its members
+/// as job ranks.
+struct hybrid_side {
+  bool member = false;
+  int rank = -1;
+  int size = 0;
+  const std::string* name = nullptr;
+  const std::vector<int>* job_ranks = nullptr;
+};
+
+inline constexpr std::size_t hybrid_record_fields = 7;
+
+/// This rank's record: a problem code seen locally (not a member, a member
+/// outside the world), then rank, size and identity of each group.
+DDP_INLINE std::vector<std::int64_t> hybrid_record(const hybrid_side& shard, const hybrid_side& replicate,
+                                                   const std::vector<int>& world_job_ranks);
+
+/// "" when the gathered records (hybrid_record_fields per world rank) tile a
+/// world of `world` ranks; else what is wrong, naming the ranks, the same on every rank.
+DDP_INLINE std::string hybrid_tiling_problem(const std::vector<std::int64_t>& records, int world);
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+
+#endif // DDP_DETAIL_SHARDED_HYBRID_TILING_HPP
+// ---- end ddp/detail/sharded/hybrid_tiling.hpp ----
+// ---- begin ddp/detail/sharded/shard_engine.hpp ----
+// The collectives of sharded_data_parallel on host memory: per bucket, a
+// reduce-scatter of the packed gradients (converted and scaled in the packing
+// pass) into this rank's averaged gradient shard, and after the optimizer
+// step an all-gather of every rank's updated shard back into the parameters.
+// Both run over the shard group (the world, unless hybrid). Under hybrid
+// sharding each reduce-scattered shard is then all-reduced over the replicate
+// group (the ranks that hold the same shard in the other shard groups), in the
+// wire type, before its conversion: the packing pass scaled by 1/world, so the
+// two sums make the world's mean.
+#ifndef DDP_DETAIL_SHARDED_SHARD_ENGINE_HPP
+#define DDP_DETAIL_SHARDED_SHARD_ENGINE_HPP
+
+// ---- begin ddp/detail/sharded/shard_layout.hpp ----
+// Which elements of each bucket a rank owns under sharded_data_parallel, and
+// where they travel. A bucket of n elements is cut into W contiguous shards
+// whose sizes differ by at most one (the first n % W ranks own one more); on
+// the wire each shard is padded to c = ceil(n / W) elements, since the
+// backends' reduce_scatter and all_gather move equal blocks. A pure function
+// of the plan, the world size and the rank (tests/unit/test_shard_layout.cpp).
+#ifndef DDP_DETAIL_SHARDED_SHARD_LAYOUT_HPP
+#define DDP_DETAIL_SHARDED_SHARD_LAYOUT_HPP
+
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+/// A run of one parameter's elements inside one shard.
+struct shard_run {
+  std::size_t param;        ///< registration index
+  std::size_t param_offset; ///< first element within the parameter
+  std::size_t padded;       ///< its position in the padded wire layout (W blocks of `block`)
+  std::size_t count;
+  int owner; ///< the rank whose shard holds it
+};
+
+struct bucket_shards {
+  std::size_t block = 0;        ///< c: elements per rank on the wire
+  std::size_t begin = 0;        ///< this rank's first element of the bucket
+  std::size_t size = 0;         ///< this rank's elements (block or block - 1, or 0)
+  std::vector<shard_run> runs;  ///< every run, in bucket order
+  std::vector<shard_run> owned; ///< this rank's runs
+};
+
+inline std::size_t shard_begin(std::size_t n, std::size_t world, std::size_t r) {
+  return r * (n / world) + std::min(r, n % world);
+}
+
+inline bucket_shards shard_bucket(const planned_bucket& b, const std::vector<std::size_t>& counts, int world,
+                                  int rank) {
+  const auto w = static_cast<std::size_t>(world), n = b.elements;
+  bucket_shards s;
+  s.block = (n + w - 1) / w;
+  s.begin = shard_begin(n, w, static_cast<std::size_t>(rank));
+  s.size = shard_begin(n, w, static_cast<std::size_t>(rank) + 1) - s.begin;
+  for (std::size_t k = 0; k < b.params.size(); ++k) {
+    const std::size_t first = b.offsets[k], last = first + counts[b.params[k]];
+    for (std::size_t r = 0; r < w; ++r) {
+      const std::size_t lo = std::max(first, shard_begin(n, w, r)),
+                        hi = std::min(last, shard_begin(n, w, r + 1));
+      if (lo >= hi) continue;
+      shard_run run{b.params[k], lo - first, r * s.block + (lo - shard_begin(n, w, r)), hi - lo,
+                    static_cast<int>(r)};
+      s.runs.push_back(run);
+      if (static_cast<int>(r) == rank) s.owned.push_back(run);
+    }
+  }
+  return s;
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_SHARDED_SHARD_LAYOUT_HPP
+// ---- end ddp/detail/sharded/shard_layout.hpp ----
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+
+template <communicator Comm> class shard_engine {
+public:
+  /// `replicate`: null for flat sharding.
+  shard_engine(Comm& comm, Comm* replicate, const bucket_plan& plan, const std::vector<tensor_slot>& params)
+      : comm_(comm), replicate_(replicate && replicate->size() > 1 ? replicate : nullptr), plan_(plan),
+        params_(params) {
+    std::vector<std::size_t> counts;
+    for (auto& p : params)
+      counts.push_back(p.count);
+    for (auto& b : plan.buckets) {
+      bucket_state s;
+      s.shards = shard_bucket(b, counts, comm.size(), comm.rank());
+      const std::size_t padded = s.shards.block * static_cast<std::size_t>(comm.size());
+      // The reduce-scatter's input and the all-gather's output are never live at
+      // once (synchronize() ends one before step() starts the other): one buffer.
+      s.staging.assign(padded * std::max(size_of(b.wire_type), size_of(b.param_type)), std::byte{0});
+      s.recv.assign(s.shards.block * size_of(b.wire_type), std::byte{0});
+      if (b.wire_type != b.param_type) s.grad.assign(s.shards.size * size_of(b.param_type), std::byte{0});
+      s.gather_in.assign(s.shards.block * size_of(b.param_type), std::byte{0});
+      state_.push_back(std::move(s));
+    }
+  }
+  shard_engine(const shard_engine&) = delete;
+  shard_engine& operator=(const shard_engine&) = delete;
+  ~shard_engine() { wait_all_quietly(); }
+
+  const bucket_shards& shards(std::size_t b) const { return state_[b].shards; }
+  /// This rank's averaged gradient of bucket b (param type, shards(b).size
+  /// elements): the reduce-scatter's output itself where no conversion is needed.
+  std::byte* grad_shard(std::size_t b) {
+    auto& s = state_[b];
+    return plan_.buckets[b].wire_type == plan_.buckets[b].param_type ? s.recv.data() : s.grad.data();
+  }
+
+  /// Bytes this engine holds for its collectives (staging, not optimizer state).
+  std::size_t buffer_bytes() const {
+    std::size_t n = 0;
+    for (auto& s : state_)
+      n += s.staging.size() + s.recv.size() + s.grad.size() + s.gather_in.size() + s.shadow.size();
+    return n;
+  }
+
+  static void zero(const tensor_slot& p) { std::memset(p.grad, 0, p.count * size_of(p.type)); }
+
+  /// Packs bucket b's gradients (times `scale`, in the wire type) and starts
+  /// its reduce-scatter.
+  void launch(std::size_t b, double scale) {
+    auto& bk = plan_.buckets[b];
+    auto& s = state_[b];
+    const std::size_t ws = size_of(bk.wire_type), ps = size_of(bk.param_type);
+    // Packing writes only the runs: a block's padding holds whatever staging
+    // held, and its sum lands past the owner's shard, where nobody reads it.
+    for (auto& r : s.shards.runs) {
+      auto& p = params_[r.param];
+      copy_scaled(s.staging.data() + r.padded * ws, bk.wire_type,
+                  static_cast<std::byte*>(p.grad) + r.param_offset * ps, p.type, r.count, scale);
+    }
+    s.site = current_call;
+    s.in_flight = reduce(b, s.staging.data());
+  }
+
+  /// A joined rank's stand-in: the same reduce-scatter, on zeros.
+  void launch_zeros(std::size_t b) {
+    auto& s = state_[b];
+    s.shadow.assign(s.shards.block * static_cast<std::size_t>(comm_.size()) *
+                        size_of(plan_.buckets[b].wire_type),
+                    std::byte{0});
+    s.site = current_call; // unnamed, as every stand-in
+    s.in_flight = reduce(b, s.shadow.data());
+  }
+
+  /// Waits for every bucket's reduce-scatter (and, hybrid, starts its
+  /// replicate all-reduce as soon as it is in, beside the next bucket's
+  /// wait), then keeps this rank's averaged shard of each.
+  void finish_all() {
+    for (std::size_t b = 0; b < state_.size(); ++b)
+      if (finish_scatter(b) && replicate_ && state_[b].shards.size > 0) {
+        const call_site_scope named(state_[b].site);
+        state_[b].replicating = replicate_->all_reduce(state_[b].recv.data(), state_[b].shards.size,
+                                                       plan_.buckets[b].wire_type, op::sum, false);
+      }
+    for (std::size_t b = 0; b < state_.size(); ++b) {
+      auto& s = state_[b];
+      if (s.replicating) {
+        auto w = std::move(*s.replicating);
+        s.replicating.reset();
+        w.wait();
+      }
+      auto& bk = plan_.buckets[b];
+      if (s.scattered && bk.wire_type != bk.param_type)
+        copy_scaled(s.grad.data(), bk.param_type, s.recv.data(), bk.wire_type, s.shards.size, 1.0);
+      s.scattered = false;
+    }
+  }
+
+  /// Starts bucket b's all-gather of this rank's (updated) parameter shard.
+  void start_gather(std::size_t b) {
+    auto& bk = plan_.buckets[b];
+    auto& s = state_[b];
+    const std::size_t ps = size_of(bk.param_type);
+    const std::size_t mine = static_cast<std::size_t>(comm_.rank()) * s.shards.block;
+    for (auto& r : s.shards.owned)
+      std::memcpy(s.gather_in.data() + (r.padded - mine) * ps,
+                  static_cast<const std::byte*>(params_[r.param].value) + r.param_offset * ps, r.count * ps);
+    s.gathering =
+        comm_.all_gather(s.gather_in.data(), s.staging.data(), s.shards.block, bk.param_type, false);
+  }
+
+  /// Waits for bucket b's all-gather and writes every rank's shard into the parameters.
+  void finish_gather(std::size_t b) {
+    auto& s = state_[b];
+    if (!s.gathering) return;
+    auto w = std::move(*s.gathering);
+    s.gathering.reset();
+    w.wait();
+    const std::size_t ps = size_of(plan_.buckets[b].param_type);
+    for (auto& r : s.shards.runs)
+      std::memcpy(static_cast<std::byte*>(params_[r.param].value) + r.param_offset * ps,
+                  s.staging.data() + r.padded * ps, r.count * ps);
+  }
+
+  void wait_all_quietly() {
+    for (auto& s : state_) {
+      wait_quietly(s.in_flight);
+      wait_quietly(s.replicating);
+      wait_quietly(s.gathering);
+      s.scattered = false;
+    }
+  }
+
+private:
+  struct bucket_state {
+    bucket_shards shards;
+    std::vector<std::byte> staging; ///< packed gradients (wire type), then gathered parameters
+    std::vector<std::byte> recv, grad, gather_in, shadow;
+    std::optional<work> in_flight, replicating, gathering;
+    bool scattered = false; ///< this step's reduce-scatter is in recv, not yet converted
+    /// The step and bucket its reduce-scatter was launched for (and this rank's check_finite
+    /// finding): the replicate all-reduce carries them too, so that the step check runs across
+    /// shard groups, and at all with shard groups of one rank (no header round of their own).
+    call_site site;
+  };
+
+  /// Waits for bucket b's reduce-scatter; false when none was launched.
+  bool finish_scatter(std::size_t b) {
+    auto& s = state_[b];
+    if (!s.in_flight) return false;
+    auto w = std::move(*s.in_flight);
+    s.in_flight.reset();
+    w.wait();
+    s.scattered = true;
+    return true;
+  }
+
+  work reduce(std::size_t b, std::byte* data) {
+    auto& s = state_[b];
+    return comm_.reduce_scatter(data, s.recv.data(), s.shards.block, plan_.buckets[b].wire_type, op::sum,
+                                false);
+  }
+
+  Comm& comm_;
+  Comm* replicate_; ///< null unless hybrid with more than one replica
+  const bucket_plan& plan_;
+  const std::vector<tensor_slot>& params_;
+  std::vector<bucket_state> state_;
+};
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_SHARDED_SHARD_ENGINE_HPP
+// ---- end ddp/detail/sharded/shard_engine.hpp ----
+
+#include <cmath>
+#include <span>
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+
+/// One range of parameter elements this rank owns: what an optimizer updates.
+template <class T> struct shard_range {
+  std::size_t parameter;    ///< registration index
+  std::size_t offset;       ///< first element within the parameter
+  std::span<T> value;       ///< the parameter's elements, updated in place
+  std::span<const T> grad;  ///< their gradient, averaged over all ranks (the world's, under hybrid)
+  std::size_t bucket;       ///< the bucket it belongs to
+  std::size_t state_offset; ///< its position in this rank's shard of that bucket (for optimizer state)
+};
+
+/// The primary template only diagnoses, as distributed_data_parallel's does.
+template <class Model, class Backend, class Bucketing = bucketing::size_capped<>,
+          class Reduction = reduction::mean>
+class sharded_data_parallel : detail::policy_diagnostics<Model, Backend, Bucketing, Reduction> {
+public:
+  template <class... Args> explicit sharded_data_parallel(Args&&...) {}
+};
+
+template <class Model, class Backend, class Bucketing, class Reduction>
+requires model<Model> && backend_policy<Backend> && bucketing_policy<Bucketing> && reduction_policy<Reduction>
+class sharded_data_parallel<Model, Backend, Bucketing, Reduction> {
+  using comm_type = typename Backend::communicator;
+
+public:
+  using model_type = Model;
+  using backend_type = Backend;
+
+  /// Verifies the model across ranks, copies rank 0's parameters and buffers
+  /// to every rank, and cuts each bucket into W shards. The options are
+  /// distributed_data_parallel's; compute_stream, for device gradients, is refused.
+  sharded_data_parallel(Model& m, process_group<Backend>& pg, ddp_options o = {})
+      : sharded_data_parallel(m, pg, pg, nullptr, o) {}
+
+  /// Hybrid sharding: the state is cut into `shard.size()` shards within
+  /// `shard`; each shard's gradient is reduce-scattered within `shard`, then
+  /// all-reduced across `replicate` (the ranks that hold the same shard in the
+  /// other shard groups): the average is over every rank of `pg`, divided by
+  /// pg.size() once. Parameters are all-gathered within `shard` only.
+  /// Collective over `pg`; the groups must tile it (each rank in one shard group
+  /// of S ranks and one replicate group of R, S × R = pg.size(), a replicate
+  /// group holding the same shard rank of every shard group): otherwise
+  /// ddp::error(config) on every rank, naming the ranks. Every group must
+  /// outlive this object. make_hybrid_groups() builds them from the topology.
+  sharded_data_parallel(Model& m, process_group<Backend>& pg, process_group<Backend>& shard,
+                        process_group<Backend>& replicate, ddp_options o = {})
+      : sharded_data_parallel(m, pg, shard, &replicate, o) {}
+  sharded_data_parallel(Model& m, process_group<Backend>& pg, hybrid_groups<Backend>& groups,
+                        ddp_options o = {})
+      : sharded_data_parallel(m, pg, groups.shard, &groups.replicate, o) {}
+  sharded_data_parallel(const sharded_data_parallel&) = delete;
+  sharded_data_parallel& operator=(const sharded_data_parallel&) = delete;
+
+  Model& module() noexcept { return model_; }
+  process_group<Backend>& group() noexcept { return pg_; }
+  /// The group the state is cut within and the parameters gathered over:
+  /// group() itself unless hybrid.
+  process_group<Backend>& shard_group() noexcept { return shard_pg_; }
+  /// The group a shard's gradient is averaged across under hybrid sharding; null otherwise.
+  process_group<Backend>* replicate_group() noexcept { return replicate_pg_; }
+  bool hybrid() const noexcept { return replicate_pg_ != nullptr; }
+  std::size_t num_parameters() const noexcept { return registry_.size(); }
+  const std::string& parameter_name(std::size_t i) const { return registry_.parameters().at(i).name; }
+  std::size_t num_buckets() const noexcept { return plan_.buckets.size(); }
+  /// This rank's elements of bucket b (the parameters' dtype: float or double).
+  std::size_t shard_size(std::size_t b) const { return engine_.shards(b).size; }
+  dtype bucket_type(std::size_t b) const { return plan_.buckets.at(b).param_type; }
+  /// This rank's elements over all buckets: 1/S of the model (S: the shard
+  /// group's size, the world's unless hybrid), within one per bucket.
+  /// Bytes held for the collectives: the packing/gathering buffers (about one
+  /// model's worth in the wire or parameter dtype, whichever is wider) and the shards.
+  std::size_t buffer_bytes() const { return engine_.buffer_bytes(); }
+  std::size_t shard_elements() const {
+    std::size_t n = 0;
+    for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+      n += engine_.shards(b).size;
+    return n;
+  }
+
+  /// As distributed_data_parallel's: gradient `index` (or `grad`) is final
+  /// for this step; a bucket whose gradients are all final starts its reduce-scatter.
+  void mark_grad_ready(std::size_t index) { step_.mark(index, detail::mark_state::ready); }
+  template <tensor G> void mark_grad_ready(const G& grad) { step_.mark(grad, detail::mark_state::ready); }
+  /// This rank has no gradient for `index` this step: it contributes zeros.
+  void mark_unused(std::size_t index) { step_.mark(index, detail::mark_state::unused); }
+  /// Whether gradient `index` was marked (ready or unused) in the step under way.
+  bool marked(std::size_t index) const { return step_.marked(index); }
+  template <tensor G> void mark_unused(const G& grad) { step_.mark(grad, detail::mark_state::unused); }
+
+  /// Launches what is left (unmarked gradients count as ready unless
+  /// strict_marking) and waits: each rank then holds the averaged gradient of
+  /// its shard, for for_each_shard(). The model's own gradients are left as
+  /// backward made them. Inside no_sync(), does nothing but end the step.
+  /// After one that failed, the optimizer's step is refused.
+  void synchronize() {
+    synchronized_ = false;
+    const bool communicated = step_.synchronize(
+        [&] {
+          launch_ready();
+          engine_.finish_all();
+          if (opts_.broadcast_buffers && !registry_.buffers().empty())
+            registry_.broadcast_from_rank0(pg_.communicator(), /*buffers_only=*/true, host_only_);
+        },
+        [&] {
+          // Under hybrid a peer of the other group may be waiting in its collective for this
+          // rank (a replicate all-reduce this rank never starts): fail it now, naming why.
+          if (replicate_pg_) abort_group(failure_text());
+          engine_.wait_all_quietly();
+        });
+    synchronized_ = communicated;
+  }
+
+  /// Calls f(shard_range<T>&) for every range this rank owns (T: float or
+  /// double, the parameter's type), bucket by bucket.
+  template <class F> void for_each_shard(F&& f) {
+    for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+      visit_bucket(b, f);
+  }
+
+  /// Scales the averaged gradient shards so that the whole gradient's 2-norm
+  /// (over all ranks) is at most `max_norm` (torch.nn.utils.clip_grad_norm_);
+  /// returns the norm before clipping. Between synchronize() and the step: the
+  /// model's own gradients are not the averaged ones here.
+  double clip_grad_norm(double max_norm) {
+    step_.check_group();
+    if (!synchronized_)
+      detail::throw_error(error_kind::config, {"rank ", pg_.rank(),
+                                               ": clip_grad_norm() before synchronize(): the shards hold no "
+                                               "averaged gradient yet"});
+    std::vector<double> sum{0.0};
+    for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+      with_grad_shard(b, [&](auto* g, std::size_t n) {
+        for (std::size_t i = 0; i < n; ++i)
+          sum[0] += static_cast<double>(g[i]) * static_cast<double>(g[i]);
+      });
+    shard_pg_.all_reduce(sum); // every replica holds the same shards: one of them counts
+    const double norm = std::sqrt(sum[0]), factor = max_norm / (norm + 1e-6);
+    if (factor < 1.0)
+      for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+        with_grad_shard(b, [&](auto* g, std::size_t n) {
+          using T = std::remove_pointer_t<decltype(g)>;
+          for (std::size_t i = 0; i < n; ++i)
+            g[i] = static_cast<T>(g[i] * static_cast<T>(factor));
+        });
+    return norm;
+  }
+
+  /// Copies every rank's shard of the parameters to every rank.
+  void gather_parameters() {
+    for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+      engine_.start_gather(b);
+    finish_gathers();
+  }
+
+  /// for_each_shard(f), starting each bucket's all-gather as soon as its
+  /// ranges are updated (it overlaps the updates of the next bucket); returns
+  /// with the parameters whole on every rank. What ddp::optim's step() calls.
+  template <class F> void update_shards(F&& f) {
+    if (!synchronized_)
+      detail::throw_error(error_kind::config, {"rank ", pg_.rank(),
+                                               ": an optimizer step before synchronize(): the shards hold no "
+                                               "averaged gradient yet"});
+    synchronized_ = false; // a failed update is not retried on the same gradients
+    try {
+      for (std::size_t b = 0; b < plan_.buckets.size(); ++b) {
+        visit_bucket(b, f);
+        engine_.start_gather(b);
+      }
+    } catch (const std::exception& e) {
+      // Peers wait in this step's later all-gathers: fail them now, not at their deadline.
+      abort_group(detail::message({"rank ", pg_.rank(), ": the optimizer step failed: ", e.what()}));
+      engine_.wait_all_quietly();
+      throw;
+    }
+    finish_gathers();
+  }
+
+  /// While the guard lives, gradients accumulate locally: marks are ignored
+  /// and synchronize() communicates nothing.
+  using no_sync_guard = ddp::no_sync_guard;
+  [[nodiscard]] no_sync_guard no_sync() { return no_sync_guard(step_.no_sync_depth()); }
+
+  /// For uneven inputs (options.uneven_inputs on every rank): a rank out of
+  /// data calls join(optimizer). Until every rank has joined it shadows the
+  /// others' steps: zeros into their reduce-scatters, and its optimizer's
+  /// step on its own shard, whose all-gather the others wait for.
+  template <class Optimizer> void join(Optimizer& opt) {
+    auto shadow_step = [&] {
+      for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+        engine_.launch_zeros(b);
+      engine_.finish_all();
+      if (opts_.broadcast_buffers && !registry_.buffers().empty()) // as synchronize() does
+        registry_.broadcast_from_rank0(pg_.communicator(), /*buffers_only=*/true, host_only_);
+      synchronized_ = true;
+      opt.step();
+    };
+    step_.join(/*prepare=*/[] {}, shadow_step);
+  }
+
+private:
+  /// Buffers are host memory here: broadcast directly.
+  struct host_broadcasts {
+    static work broadcast(const detail::tensor_slot&) {
+      detail::throw_error(error_kind::config,
+                          {"sharded_data_parallel: device tensors are not supported yet"});
+    }
+    static void complete(std::vector<work>& ws) {
+      for (auto& w : ws)
+        w.wait();
+    }
+  };
+
+  template <class F> void with_grad_shard(std::size_t b, F&& f) {
+    if (plan_.buckets[b].param_type == dtype::f32)
+      f(reinterpret_cast<float*>(engine_.grad_shard(b)), engine_.shards(b).size);
+    else
+      f(reinterpret_cast<double*>(engine_.grad_shard(b)), engine_.shards(b).size);
+  }
+
+  template <class F> void visit_bucket(std::size_t b, F& f) {
+    auto& bk = plan_.buckets[b];
+    auto& sh = engine_.shards(b);
+    auto visit = [&](auto* grad_shard) {
+      using T = std::remove_pointer_t<decltype(grad_shard)>;
+      for (auto& r : sh.owned) {
+        auto& p = registry_[r.param];
+        const std::size_t at = r.padded - static_cast<std::size_t>(shard_pg_.rank()) * sh.block;
+        shard_range<T> range{r.param,
+                             r.param_offset,
+                             std::span<T>(static_cast<T*>(p.value) + r.param_offset, r.count),
+                             std::span<const T>(grad_shard + at, r.count),
+                             b,
+                             at};
+        f(range);
+      }
+    };
+    if (bk.param_type == dtype::f32)
+      visit(reinterpret_cast<float*>(engine_.grad_shard(b)));
+    else
+      visit(reinterpret_cast<double*>(engine_.grad_shard(b)));
+  }
+
+  void finish_gathers() {
+    try {
+      for (std::size_t b = 0; b < plan_.buckets.size(); ++b)
+        engine_.finish_gather(b);
+    } catch (...) {
+      engine_.wait_all_quietly();
+      throw;
+    }
+  }
+
+  sharded_data_parallel(Model& m, process_group<Backend>& pg, process_group<Backend>& shard,
+                        process_group<Backend>* replicate, ddp_options o)
+      : model_(m), pg_(pg), shard_pg_(shard), replicate_pg_(replicate), opts_(o), attached_(m),
+        registry_(attached_.walked(), pg.rank()), plan_(verify_then_plan()),
+        engine_(shard.communicator(), replicate ? &replicate->communicator() : nullptr, plan_,
+                registry_.parameters()),
+        step_(*this, pg.communicator(), pg.lifetime(), opts_, attached_, registry_, plan_) {
+    attached_.connect(gradient_sink(*this));
+  }
+
+  /// Every rank's view of its two groups, gathered over the world: the same
+  /// verdict on every rank, so a layout that does not tile fails everywhere at once.
+  void check_tiling() {
+    if (!replicate_pg_) return;
+    auto side = [](process_group<Backend>& g) {
+      return detail::hybrid_side{g.is_member(), g.rank(), g.size(), &g.name(), &g.global_ranks()};
+    };
+    auto mine = detail::hybrid_record(side(shard_pg_), side(*replicate_pg_), pg_.global_ranks());
+    std::vector<std::int64_t> all(mine.size() * static_cast<std::size_t>(pg_.size()));
+    pg_.all_gather(mine, all);
+    const std::string problem = detail::hybrid_tiling_problem(all, pg_.size());
+    if (!problem.empty())
+      detail::throw_error(
+          error_kind::config,
+          {"sharded_data_parallel on rank ", pg_.rank(),
+           ": the shard and replicate groups do not tile the world of ", pg_.size(), " ranks: ", problem,
+           ". Each rank must pass one shard group of S ranks and one replicate group of R ranks "
+           "(S x R = world), a replicate group holding the same shard rank of every shard group: "
+           "ddp::make_hybrid_groups(pg) builds them from the topology"},
+          pg_.rank());
+  }
+
+  detail::bucket_plan verify_then_plan() {
+    check_tiling();
+    if (opts_.compute_stream)
+      detail::throw_error(error_kind::config,
+                          {"rank ", pg_.rank(),
+                           ": ddp_options::compute_stream is for gradients in device memory, and "
+                           "sharded_data_parallel takes host tensors: leave it null (use "
+                           "distributed_data_parallel on the GPU)"},
+                          pg_.rank());
+    for (auto& p : registry_.parameters()) {
+      if (p.on_device)
+        detail::throw_error(error_kind::config,
+                            {"rank ", pg_.rank(), ": parameter '", p.name,
+                             "' lives in device memory: sharded_data_parallel takes host "
+                             "tensors for now (use distributed_data_parallel on the GPU)"});
+      if (p.type != dtype::f32 && p.type != dtype::f64)
+        detail::throw_error(
+            error_kind::config,
+            {"rank ", pg_.rank(), ": parameter '", p.name, "' is ", to_string(p.type),
+             ": sharded_data_parallel updates float32 or float64 parameters (keep half-precision "
+             "parameters as float32 and use reduction::fp16_compressed_mean or "
+             "bf16_compressed_mean to halve the traffic)"});
+    }
+    for (auto& s : registry_.buffers())
+      if (s.on_device)
+        detail::throw_error(error_kind::config,
+                            {"buffer '", s.name, "' lives in device memory: not supported yet"});
+    if (opts_.verify_model) registry_.verify_across_ranks(pg_.communicator());
+    registry_.broadcast_from_rank0(pg_.communicator(), /*buffers_only=*/false, host_only_);
+    auto descs = detail::describe_for_bucketing(registry_.parameters());
+    return detail::make_bucket_plan(Bucketing::assign(std::span<const parameter_desc>(descs)),
+                                    registry_.parameters(), [](dtype d) { return Reduction::wire(d); }, {});
+  }
+
+  double mean_scale() const { return Reduction::average ? 1.0 / pg_.size() : 1.0; }
+  /// What failed this rank's synchronize(), from inside its handler.
+  std::string failure_text() const {
+    std::string why = detail::message({"rank ", pg_.rank(), ": sharded_data_parallel::synchronize failed"});
+    try {
+      if (auto e = std::current_exception()) std::rethrow_exception(e);
+    } catch (const std::exception& e) { why += std::string(": ") + e.what(); } catch (...) {
+    }
+    return why;
+  }
+
+  // The step driver's hooks (detail/data_parallel/step_driver.hpp).
+  friend detail::step_driver<sharded_data_parallel, comm_type, Model>;
+  static constexpr detail::call_kind step_call = detail::call_kind::sharded_synchronize;
+  /// This rank fails mid-step on its own: the peers in the step's collectives fail now, naming it.
+  /// Under hybrid, peers may wait in the shard or replicate group's collectives: those fail too,
+  /// but only pg_ reports the failure (the launcher's note, the store, the log): one failure, one
+  /// report. The subgroups share pg_'s store, whose report reaches their peers' failure watches.
+  /// Refused first, interrupted last, as process_group::abort does (docs/design-notes.md,
+  /// "Note [leaving on an error]").
+  void abort_group(const std::string& why) noexcept {
+    if (!replicate_pg_) return pg_.abort(why);
+    using comm_t = typename Backend::communicator;
+    comm_t* subgroups[2] = {&shard_pg_.communicator(), &replicate_pg_->communicator()};
+    for (auto*& c : subgroups)
+      if (c->poisoned()) c = nullptr; // failed already: its peers heard
+    if constexpr (requires(comm_t & c) { c.poison_for_failure(why); })
+      for (auto* c : subgroups)
+        if (c) try {
+            c->poison_for_failure(why);
+          } catch (...) {}
+    pg_.abort(why);
+    if constexpr (abortable_communicator<comm_t>)
+      for (auto* c : subgroups)
+        if (c) try {
+            c->abort_for_failure(why);
+          } catch (...) {}
+  }
+  /// The shard engine reads the registry's addresses at every launch: nothing to lay out again.
+  void storage_moved() {}
+  void zero_gradient(std::size_t index) { engine_.zero(registry_[index]); }
+  void gradient_marked(std::size_t, detail::mark_state) { launch_ready(); }
+
+  void launch_ready() {
+    step_.launch_ready([&](std::size_t b) { engine_.launch(b, mean_scale()); }, plan_.buckets.size());
+  }
+
+  Model& model_;
+  process_group<Backend>& pg_;
+  process_group<Backend>& shard_pg_;     ///< pg_ unless hybrid
+  process_group<Backend>* replicate_pg_; ///< null unless hybrid
+  ddp_options opts_;
+  detail::attached_model<Model> attached_;
+  detail::parameter_registry<typename detail::attached_model<Model>::walked_type> registry_;
+  host_broadcasts host_only_;
+  detail::bucket_plan plan_;
+  detail::shard_engine<comm_type> engine_;
+  detail::step_driver<sharded_data_parallel, comm_type, Model> step_; ///< marks, no_sync, join
+  bool synchronized_ = false; ///< the shards hold this step's averaged gradients
+};
+
+template <class M, class B> sharded_data_parallel(M&, process_group<B>&) -> sharded_data_parallel<M, B>;
+template <class M, class B>
+sharded_data_parallel(M&, process_group<B>&, ddp_options) -> sharded_data_parallel<M, B>;
+template <class M, class B>
+sharded_data_parallel(M&, process_group<B>&, hybrid_groups<B>&) -> sharded_data_parallel<M, B>;
+template <class M, class B>
+sharded_data_parallel(M&, process_group<B>&, hybrid_groups<B>&, ddp_options) -> sharded_data_parallel<M, B>;
+template <class M, class B>
+sharded_data_parallel(M&, process_group<B>&, process_group<B>&, process_group<B>&)
+    -> sharded_data_parallel<M, B>;
+template <class M, class B>
+sharded_data_parallel(M&, process_group<B>&, process_group<B>&, process_group<B>&, ddp_options)
+    -> sharded_data_parallel<M, B>;
+
+DDP_END_NAMESPACE
+
+#endif // DDP_SHARDED_DATA_PARALLEL_HPP
+// ---- end ddp/sharded_data_parallel.hpp ----
+// ---- begin ddp/step_batches.hpp ----
+// ddp::step_batches — a distributed_sampler's batches numbered by global step,
+// for trainers that count steps rather than epochs (language models, llm.c).
+// Step s is batch s % steps_per_epoch() of epoch s / steps_per_epoch(): the
+// view calls the sampler's set_epoch itself, so every epoch is the one an
+// epoch loop over ddp::batches (and PyTorch's DistributedSampler) would give,
+// and resuming at step k needs nothing but k. Needs neither Gloo nor NCCL.
+#ifndef DDP_STEP_BATCHES_HPP
+#define DDP_STEP_BATCHES_HPP
+
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <span>
+#include <string>
+
+DDP_BEGIN_NAMESPACE
+
+/// One step's batch: which step, which epoch, and this rank's sample indices.
+struct step_batch {
+  std::uint64_t step = 0;
+  std::uint64_t epoch = 0;
+  std::span<const std::int64_t> indices;
+};
+
+template <sampling_policy Policy> class step_batches {
+public:
+  /// Batches of `batch_size` of the sampler's indices, as ddp::batches cuts
+  /// each epoch: the last batch of an epoch is short unless drop_last. The
+  /// view keeps a reference to `sampler` and sets its epoch.
+  step_batches(distributed_sampler<Policy>& sampler, std::size_t batch_size, bool drop_last = false)
+      : sampler_(&sampler), batch_(batch_size) {
+    if (batch_size == 0)
+      detail::throw_error(error_kind::config, {"step_batches: batch_size must be at least 1"});
+    const std::size_t n = sampler.size();
+    steps_per_epoch_ = drop_last ? n / batch_size : (n + batch_size - 1) / batch_size;
+    if (steps_per_epoch_ == 0)
+      detail::throw_error(error_kind::config,
+                          {"step_batches: an epoch has no batch (this rank's share is ", n,
+                           " samples, batch_size ", batch_size, (drop_last ? " with drop_last" : ""),
+                           "): use a smaller batch or more data"});
+  }
+
+  /// Batches per epoch (the same every epoch).
+  std::size_t steps_per_epoch() const noexcept { return steps_per_epoch_; }
+  std::uint64_t epoch_of(std::uint64_t step) const noexcept { return step / steps_per_epoch_; }
+
+  /// This rank's indices for global step `step` (sets the sampler's epoch).
+  /// The span lies in the sampler's index list: valid until the sampler moves to another epoch.
+  std::span<const std::int64_t> at(std::uint64_t step) const {
+    sampler_->set_epoch(epoch_of(step));
+    const auto all = sampler_->indices();
+    const std::size_t first = static_cast<std::size_t>(step % steps_per_epoch_) * batch_;
+    return all.subspan(first, std::min(batch_, all.size() - first));
+  }
+
+  class iterator {
+  public:
+    using value_type = step_batch;
+    using difference_type = std::ptrdiff_t;
+    iterator() = default;
+    iterator(const step_batches* view, std::uint64_t step) : view_(view), step_(step) {}
+    value_type operator*() const { return {step_, view_->epoch_of(step_), view_->at(step_)}; }
+    iterator& operator++() {
+      ++step_;
+      return *this;
+    }
+    iterator operator++(int) {
+      auto t = *this;
+      ++*this;
+      return t;
+    }
+    bool operator==(const iterator& o) const { return step_ == o.step_; }
+
+  private:
+    const step_batches* view_ = nullptr;
+    std::uint64_t step_ = 0;
+  };
+
+  /// Every step from first() on, without end: stop at your step count
+  /// (or `| std::views::take(n)`).
+  iterator begin() const { return {this, first_}; }
+  std::unreachable_sentinel_t end() const noexcept { return {}; }
+  std::uint64_t first() const noexcept { return first_; }
+
+  /// The same view from step `step` on: resuming a run at step k yields what
+  /// the run would have seen from k on.
+  step_batches from(std::uint64_t step) const {
+    step_batches r = *this;
+    r.first_ = step;
+    return r;
+  }
+
+private:
+  distributed_sampler<Policy>* sampler_;
+  std::size_t batch_;
+  std::size_t steps_per_epoch_ = 0;
+  std::uint64_t first_ = 0;
+};
+
+DDP_END_NAMESPACE
+
+#endif // DDP_STEP_BATCHES_HPP
+// ---- end ddp/step_batches.hpp ----
+// ---- begin ddp/sync_batch_stats.hpp ----
+// SyncBatchNorm's statistics for any model: each rank's per-channel batch
+// statistics combined into those of all ranks' batches together (uneven
+// per-rank batches weighted by their counts), and the two gradient sums its
+// backward needs all-reduced. The LibTorch module built on it is
+// ddp::torch::SyncBatchNorm (ddp/torch/sync_batch_norm.hpp).
+#ifndef DDP_SYNC_BATCH_STATS_HPP
+#define DDP_SYNC_BATCH_STATS_HPP
+
+
+#include <algorithm>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+DDP_BEGIN_NAMESPACE
+
+/// The statistics of all ranks' batches together, per channel.
+template <std::floating_point T> struct batch_stats {
+  std::vector<T> mean;         ///< the global mean
+  std::vector<T> var;          ///< biased variance (divided by count): what the forward normalizes with
+  std::vector<T> unbiased_var; ///< divided by count - 1: what running_var follows (NaN when count is 1)
+  std::int64_t count = 0;      ///< elements per channel over all ranks
+};
+
+namespace detail {
+
+/// Combines W per-rank records, each (count, mean[C], M2[C]) with M2 the sum of
+/// squared deviations from that rank's mean, into the global mean, biased and
+/// unbiased variance; returns the total count. The same records in the same
+/// (rank) order give every rank the same bits. Throws if the total count is 0.
+DDP_INLINE std::int64_t combine_batch_moments(std::span<const double> records, std::size_t channels,
+                                              std::span<double> mean, std::span<double> var,
+                                              std::span<double> unbiased_var);
+
+/// Checks a rank's own count before anything goes on the wire.
+DDP_INLINE void check_batch_count(std::int64_t count, int rank, const char* what);
+
+template <class T> void require_host_float_tensor(const char* what) {
+  static_assert(!on_device_v<T>, "ddp::sync_batch_stats works on host tensors: copy device statistics to the "
+                                 "host first (they are C values per tensor, not the batch)");
+  static_assert(std::floating_point<std::remove_cv_t<tensor_value_t<T>>>,
+                "ddp::sync_batch_stats needs float or double statistics");
+  (void)what;
+}
+
+template <std::floating_point T, class B>
+batch_stats<T> sync_moments(process_group<B>& pg, std::vector<double>& record, std::size_t channels) {
+  std::vector<double> all(record.size() * static_cast<std::size_t>(pg.size()));
+  pg.all_gather(record, all);
+  std::vector<double> mean(channels), var(channels), unbiased(channels);
+  batch_stats<T> out;
+  out.count = combine_batch_moments(all, channels, mean, var, unbiased);
+  out.mean.assign(mean.begin(), mean.end());
+  out.var.assign(var.begin(), var.end());
+  out.unbiased_var.assign(unbiased.begin(), unbiased.end());
+  return out;
+}
+
+} // namespace detail
+
+/// SyncBatchNorm's forward statistics from this rank's per-channel batch mean
+/// and biased variance over `count` elements per channel (count may be 0 on
+/// some ranks, not on all). Every rank of `pg` calls it with the same number
+/// of channels; each gets the same result, bit for bit.
+///
+/// Each rank's (count, mean, M2 = var * count) is all-gathered and the records
+/// are combined pairwise in rank order (Chan, Golub and LeVeque's parallel
+/// variance), in double. Not an all-reduce of sums and sums of squares: the
+/// variance from E[x^2] - E[x]^2 loses every digit once the mean is large next
+/// to the spread (a mean of 1e4 and a spread of 1 in float), where M2 keeps
+/// them. It is also what PyTorch's SyncBatchNorm does (it gathers mean,
+/// invstd and count), and W * (2C + 1) doubles cost no more than the
+/// all-reduce would for the C of a BatchNorm layer.
+template <class B, tensor Mean, tensor Var>
+auto sync_batch_stats(process_group<B>& pg, const Mean& mean, const Var& var, std::int64_t count) {
+  using T = std::remove_cv_t<tensor_value_t<Mean>>;
+  detail::require_host_float_tensor<Mean>("mean");
+  detail::require_host_float_tensor<Var>("var");
+  auto m = as_span(mean);
+  auto v = as_span(var);
+  detail::check_batch_count(count, pg.rank(), "sync_batch_stats");
+  if (m.size() != v.size())
+    detail::throw_error(error_kind::config,
+                        {"sync_batch_stats on rank ", pg.rank(), ": mean has ", m.size(),
+                         " channels and var ", v.size(), ": pass one value per channel in each"});
+  const std::size_t c = m.size();
+  std::vector<double> record(1 + 2 * c);
+  record[0] = static_cast<double>(count);
+  for (std::size_t i = 0; i < c; ++i) {
+    record[1 + i] = count > 0 ? static_cast<double>(m[i]) : 0.0;
+    record[1 + c + i] = count > 0 ? static_cast<double>(v[i]) * static_cast<double>(count) : 0.0;
+  }
+  return detail::sync_moments<T>(pg, record, c);
+}
+
+/// The same from this rank's per-channel sum and sum of squares over `count`
+/// elements. The local variance is sum_sq / count - mean^2 (in double, clamped
+/// at 0), so it carries the cancellation described above within each rank:
+/// pass mean and variance to the other overload where the data's mean is large
+/// next to its spread.
+template <class B, tensor Sum, tensor SumSq>
+auto sync_batch_stats_from_sums(process_group<B>& pg, const Sum& sum, const SumSq& sum_sq,
+                                std::int64_t count) {
+  using T = std::remove_cv_t<tensor_value_t<Sum>>;
+  detail::require_host_float_tensor<Sum>("sum");
+  detail::require_host_float_tensor<SumSq>("sum_sq");
+  auto s = as_span(sum);
+  auto q = as_span(sum_sq);
+  detail::check_batch_count(count, pg.rank(), "sync_batch_stats_from_sums");
+  if (s.size() != q.size())
+    detail::throw_error(error_kind::config,
+                        {"sync_batch_stats_from_sums on rank ", pg.rank(), ": sum has ", s.size(),
+                         " channels and sum_sq ", q.size(), ": pass one value per channel in each"});
+  const std::size_t c = s.size();
+  std::vector<double> record(1 + 2 * c);
+  record[0] = static_cast<double>(count);
+  for (std::size_t i = 0; i < c; ++i) {
+    if (count == 0) continue;
+    const double n = static_cast<double>(count), mu = static_cast<double>(s[i]) / n;
+    const double m2 = static_cast<double>(q[i]) - mu * static_cast<double>(s[i]);
+    record[1 + i] = mu;
+    record[1 + c + i] = m2 > 0.0 ? m2 : 0.0;
+  }
+  return detail::sync_moments<T>(pg, record, c);
+}
+
+/// SyncBatchNorm's backward: all-reduces (sums), in one collective, this rank's
+/// per-channel sum of grad_output and sum of grad_output * (x - mean), in
+/// place. With N the global count, the input gradient is then
+/// (dy - sum_dy / N - (x - mean) * sum_dy_xmu / (N * (var + eps))) * weight / sqrt(var + eps).
+/// (The weight's and bias's gradients are this rank's own sums before the
+/// call: DDP averages those like any other gradient.)
+template <class B, tensor SumDy, tensor SumDyXmu>
+void sync_batch_norm_grad_sums(process_group<B>& pg, SumDy&& sum_dy, SumDyXmu&& sum_dy_xmu) {
+  detail::require_host_float_tensor<std::remove_reference_t<SumDy>>("sum_dy");
+  detail::require_host_float_tensor<std::remove_reference_t<SumDyXmu>>("sum_dy_xmu");
+  static_assert(
+      std::is_same_v<std::remove_cv_t<tensor_value_t<SumDy>>, std::remove_cv_t<tensor_value_t<SumDyXmu>>>,
+      "sync_batch_norm_grad_sums needs sum_dy and sum_dy_xmu of one element type");
+  auto a = as_span(sum_dy);
+  auto b = as_span(sum_dy_xmu);
+  if (a.size() != b.size())
+    detail::throw_error(error_kind::config,
+                        {"sync_batch_norm_grad_sums on rank ", pg.rank(), ": sum_dy has ", a.size(),
+                         " channels and sum_dy_xmu ", b.size(), ": pass one value per channel in each"});
+  std::vector<std::remove_cv_t<tensor_value_t<SumDy>>> both(a.begin(), a.end());
+  both.insert(both.end(), b.begin(), b.end());
+  pg.all_reduce(both, op::sum);
+  std::copy(both.begin(), both.begin() + static_cast<std::ptrdiff_t>(a.size()), a.begin());
+  std::copy(both.begin() + static_cast<std::ptrdiff_t>(a.size()), both.end(), b.begin());
+}
+
+DDP_END_NAMESPACE
+
+
+#endif // DDP_SYNC_BATCH_STATS_HPP
+// ---- end ddp/sync_batch_stats.hpp ----
+
+#endif // DDP_ALL_HPP
+// ---- end ddp/all.hpp ----
 
 // The runtime's definitions: header-only, or the one file that defines it
 // (ddp/detail/common/linkage.hpp).
@@ -26651,404 +26665,6 @@ DDP_END_NAMESPACE
 
 #endif // DDP_BUCKETING_INL_HPP
 // ---- end ddp/bucketing-inl.hpp ----
-// ---- begin ddp/detail/checkpoint/file-inl.hpp ----
-// The definitions behind detail/checkpoint/file.hpp: compiled in every translation unit
-// when ddp is header-only, once in the runtime when it is compiled separately.
-#ifndef DDP_DETAIL_CHECKPOINT_FILE_INL_HPP
-#define DDP_DETAIL_CHECKPOINT_FILE_INL_HPP
-
-
-#include <openssl/evp.h>
-
-#include <array>
-
-#include <cerrno>
-#include <chrono>
-#include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <dirent.h>
-#include <fcntl.h>
-#include <memory>
-#include <string_view>
-#include <sys/file.h>
-#include <sys/random.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-DDP_BEGIN_NAMESPACE
-namespace detail {
-namespace checkpoint_io {
-
-inline std::array<std::uint8_t, checkpoint_digest_bytes> sha256(const std::uint8_t* data, std::size_t n) {
-  std::array<std::uint8_t, checkpoint_digest_bytes> md{};
-  unsigned int len = 0;
-  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(::EVP_MD_CTX_new(), ::EVP_MD_CTX_free);
-  if (!ctx || ::EVP_DigestInit_ex(ctx.get(), ::EVP_sha256(), nullptr) != 1 ||
-      ::EVP_DigestUpdate(ctx.get(), data, n) != 1 || ::EVP_DigestFinal_ex(ctx.get(), md.data(), &len) != 1 ||
-      len != md.size())
-    detail::throw_error(error_kind::backend,
-                        {"OpenSSL's SHA-256 failed while sealing or checking a checkpoint"});
-  return md;
-}
-
-template <class T> void put(std::vector<std::uint8_t>& out, T v) {
-  const auto* p = reinterpret_cast<const std::uint8_t*>(&v);
-  out.insert(out.end(), p, p + sizeof v);
-}
-
-inline void put_bytes(std::vector<std::uint8_t>& out, const void* data, std::size_t n) {
-  const auto* p = static_cast<const std::uint8_t*>(data);
-  out.insert(out.end(), p, p + n);
-}
-
-inline void put_string(std::vector<std::uint8_t>& out, const std::string& s) {
-  put(out, static_cast<std::uint32_t>(s.size()));
-  put_bytes(out, s.data(), s.size());
-}
-
-/// Reads the body; a record that runs past the end is a malformed file.
-class reader {
-public:
-  reader(const std::vector<std::uint8_t>& b, std::size_t at, std::size_t end, const std::string& file)
-      : b_(b), at_(at), end_(end), file_(file) {}
-  template <class T> T get() {
-    T v{};
-    std::memcpy(&v, take(sizeof v), sizeof v);
-    return v;
-  }
-  std::string get_string() {
-    const auto n = get<std::uint32_t>();
-    const auto* p = take(n);
-    return std::string(reinterpret_cast<const char*>(p), n);
-  }
-  std::vector<std::byte> get_bytes(std::uint64_t n) {
-    if (n > end_ - at_) malformed("a tensor runs past the end of the body");
-    const auto* p = take(static_cast<std::size_t>(n));
-    return std::vector<std::byte>(reinterpret_cast<const std::byte*>(p),
-                                  reinterpret_cast<const std::byte*>(p) + n);
-  }
-  bool done() const { return at_ == end_; }
-  [[noreturn]] void malformed(const std::string& what) const {
-    detail::throw_error(error_kind::data, {"checkpoint ", file_, " is malformed (", what, ", at byte ", at_,
-                                           ") although its checksum holds: it was not written by this "
-                                           "version of ddp; save it again with the job that made it"});
-  }
-
-private:
-  const std::uint8_t* take(std::size_t n) {
-    if (n > end_ - at_) malformed("a record runs past the end of the body");
-    const auto* p = b_.data() + at_;
-    at_ += n;
-    return p;
-  }
-  const std::vector<std::uint8_t>& b_;
-  std::size_t at_, end_;
-  const std::string& file_;
-};
-
-inline std::string errno_text() { return std::strerror(errno); }
-
-inline void write_all(int fd, const std::uint8_t* p, std::size_t n, const std::string& file) {
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0)
-      detail::throw_error(error_kind::data, {"checkpoint ", file, ": writing it failed (", errno_text(),
-                                             "); the previous one is untouched"});
-    p += w;
-    n -= static_cast<std::size_t>(w);
-  }
-}
-
-inline std::string directory_of(const std::string& file) {
-  const auto slash = file.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : file.substr(0, slash);
-}
-
-/// A file descriptor closed on every path; close() errors matter only where checked by hand.
-class fd_holder {
-public:
-  explicit fd_holder(int fd) : fd_(fd) {}
-  fd_holder(fd_holder&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  fd_holder(const fd_holder&) = delete;
-  fd_holder& operator=(const fd_holder&) = delete;
-  ~fd_holder() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-  /// close(2)'s result (NFS reports a failed write-back here).
-  int close() {
-    const int fd = fd_;
-    fd_ = -1;
-    return ::close(fd);
-  }
-
-private:
-  int fd_;
-};
-
-/// `file.lock`, created if need be and held with flock(2) until the holder goes: one writer of
-/// `file` at a time, across processes and (flock over NFS is a POSIX lock there) hosts.
-inline fd_holder lock_checkpoint(const std::string& file) {
-  const std::string lock = file + ".lock";
-  fd_holder fd(::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
-  if (fd.get() < 0)
-    detail::throw_error(error_kind::data,
-                        {"checkpoint ", file, ": cannot create its lock file ", lock, " (", errno_text(),
-                         "); check that the directory exists and is writable"});
-  while (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-    if (errno == EINTR) continue;
-    if (errno == EWOULDBLOCK)
-      detail::throw_error(error_kind::data,
-                          {"checkpoint ", file, ": another process is writing it (it holds ", lock,
-                           "): two jobs save to one path (an earlier incarnation of this job "
-                           "still running?); the file is untouched"});
-    detail::throw_error(error_kind::data, {"checkpoint ", file, ": cannot lock ", lock, " (", errno_text(),
-                                           "); the file is untouched"});
-  }
-  return fd;
-}
-
-inline std::string base_name(const std::string& file) {
-  const auto slash = file.rfind('/');
-  return slash == std::string::npos ? file : file.substr(slash + 1);
-}
-
-/// Removes `file.tmp.*` left by writers that died (SIGKILL) before their rename; under the lock,
-/// no live writer owns one.
-inline void remove_stale_temporaries(const std::string& file) {
-  const std::string dir = directory_of(file), prefix = base_name(file) + ".tmp.";
-  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
-  if (!d) return; // creating the temporary file reports an unusable directory
-  std::vector<std::string> stale;
-  while (const dirent* e = ::readdir(d.get()))
-    if (std::string_view(e->d_name).starts_with(prefix)) stale.emplace_back(e->d_name);
-  for (auto& name : stale)
-    ::unlink((detail::message({dir, "/", name})).c_str());
-}
-
-/// A name no other writer uses, even one with this pid in another container on a shared volume.
-inline std::string temporary_name(const std::string& file) {
-  char host[256] = {};
-  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') std::strcpy(host, "host");
-  for (char* c = host; *c; ++c)
-    if (*c == '/') *c = '_';
-  // The kernel's random bytes (what std::random_device reads, without parsing <random>);
-  // where they fail (or are not seeded yet on a fresh boot: no wait for them), the clock and
-  // a stack address still differ between writers.
-  std::uint64_t r = 0;
-  if (::getrandom(&r, sizeof r, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof r))
-    r = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
-        reinterpret_cast<std::uintptr_t>(&r);
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(r));
-  return detail::message({file, ".tmp.", host, ".", ::getpid(), ".", hex});
-}
-
-/// Whether `file` is a whole checkpoint (header, length, SHA-256): only such a file becomes .prev.
-inline bool checkpoint_intact(const std::string& file) {
-  try {
-    check_checkpoint_integrity(read_checkpoint_file(file), file);
-    return true;
-  } catch (const error&) { return false; }
-}
-
-} // namespace checkpoint_io
-
-DDP_INLINE void check_checkpoint_integrity(const std::vector<std::uint8_t>& b, const std::string& file) {
-  using namespace checkpoint_io;
-  auto refuse = [&](const std::string& what) {
-    detail::throw_error(error_kind::data, {"checkpoint ", file, " ", what});
-  };
-  if (b.size() < sizeof checkpoint_magic)
-    refuse(
-        detail::message({"is truncated: ", b.size(), " bytes, fewer than a header and checksum (",
-                         checkpoint_header_bytes + checkpoint_digest_bytes, "); use an earlier checkpoint"}));
-  if (std::memcmp(b.data(), checkpoint_magic, sizeof checkpoint_magic) != 0)
-    refuse("is not a ddp checkpoint (it does not begin with \"DDPCKPT\"): check the path");
-  if (b.size() < checkpoint_header_bytes + checkpoint_digest_bytes)
-    refuse(
-        detail::message({"is truncated: ", b.size(), " bytes, fewer than a header and checksum (",
-                         checkpoint_header_bytes + checkpoint_digest_bytes, "); use an earlier checkpoint"}));
-  std::uint32_t version = 0, order = 0;
-  std::uint64_t body = 0;
-  std::memcpy(&version, b.data() + 8, 4);
-  std::memcpy(&order, b.data() + 12, 4);
-  std::memcpy(&body, b.data() + 16, 8);
-  if (order != 0x01020304)
-    throw checkpoint_unreadable(detail::message(
-        {"checkpoint ", file,
-         " was written by a host of the other byte order: load it on a host like the one that saved it"}));
-  if (version != checkpoint_version)
-    throw checkpoint_unreadable(
-        detail::message({"checkpoint ", file, " has format version ", version, "; this ddp reads version ",
-                         checkpoint_version, ": load it with the ddp that wrote it"}));
-  const std::uint64_t want = checkpoint_header_bytes + body + checkpoint_digest_bytes;
-  if (body > b.size() || want != b.size())
-    refuse(detail::message({want > b.size() ? "is truncated" : "has bytes past its end",
-                            ": its header promises ", want, " bytes, the file has ", b.size(),
-                            " (a write cut short, or a file copied in part); use an earlier checkpoint"}));
-  const auto md = sha256(b.data(), b.size() - checkpoint_digest_bytes);
-  if (std::memcmp(md.data(), b.data() + b.size() - checkpoint_digest_bytes, md.size()) != 0)
-    refuse("fails its SHA-256 check: its bytes changed after it was written (a torn write, a bit flip, "
-           "an edit); use an earlier checkpoint");
-}
-
-DDP_INLINE std::vector<std::uint8_t> encode_checkpoint(const checkpoint_contents& c) {
-  using namespace checkpoint_io;
-  std::vector<std::uint8_t> out;
-  put_bytes(out, checkpoint_magic, sizeof checkpoint_magic);
-  put(out, checkpoint_version);
-  put(out, std::uint32_t{0x01020304}); // byte order: the file is read back by the same kind of host
-  put(out, std::uint64_t{0});          // body size, filled below
-  put(out, c.step);
-  put(out, c.epoch);
-  put(out, c.samples);
-  put(out, c.saved_world_size);
-  put_string(out, c.optimizer);
-  put(out, c.optimizer_steps);
-  put(out, c.slots);
-  put(out, static_cast<std::uint32_t>(c.tensors.size()));
-  for (auto& t : c.tensors) {
-    put(out, static_cast<std::uint8_t>(t.role));
-    put_string(out, t.name);
-    put(out, static_cast<std::uint8_t>(t.type));
-    put(out, t.count);
-    put_bytes(out, t.values.data(), t.values.size());
-    for (auto& s : t.state)
-      put_bytes(out, s.data(), s.size());
-  }
-  const std::uint64_t body = out.size() - checkpoint_header_bytes;
-  std::memcpy(out.data() + 16, &body, sizeof body);
-  const auto md = sha256(out.data(), out.size());
-  out.insert(out.end(), md.begin(), md.end());
-  return out;
-}
-
-DDP_INLINE checkpoint_contents decode_checkpoint(const std::vector<std::uint8_t>& b,
-                                                 const std::string& file) {
-  using namespace checkpoint_io;
-  check_checkpoint_integrity(b, file);
-  reader r(b, checkpoint_header_bytes, b.size() - checkpoint_digest_bytes, file);
-  checkpoint_contents c;
-  c.step = r.get<std::uint64_t>();
-  c.epoch = r.get<std::uint64_t>();
-  c.samples = r.get<std::uint64_t>();
-  c.saved_world_size = r.get<std::uint32_t>();
-  c.optimizer = r.get_string();
-  c.optimizer_steps = r.get<std::uint64_t>();
-  c.slots = r.get<std::uint32_t>();
-  const auto n = r.get<std::uint32_t>();
-  for (std::uint32_t i = 0; i < n; ++i) {
-    checkpoint_tensor t;
-    const auto role = r.get<std::uint8_t>();
-    if (role > 1) r.malformed(detail::message({"a tensor's role is ", role}));
-    t.role = static_cast<checkpoint_role>(role);
-    t.name = r.get_string();
-    const auto type = r.get<std::uint8_t>();
-    if (type > static_cast<std::uint8_t>(dtype::i8))
-      r.malformed(detail::message({"tensor '", t.name, "' has dtype code ", type}));
-    t.type = static_cast<dtype>(type);
-    t.count = r.get<std::uint64_t>();
-    const std::uint64_t bytes = t.count * size_of(t.type);
-    if (t.count > (std::uint64_t{1} << 48))
-      r.malformed(detail::message({"tensor '", t.name, "' claims ", t.count, " elements"}));
-    t.values = r.get_bytes(bytes);
-    if (t.role == checkpoint_role::parameter)
-      for (std::uint32_t k = 0; k < c.slots; ++k)
-        t.state.push_back(r.get_bytes(bytes));
-    c.tensors.push_back(std::move(t));
-  }
-  if (!r.done()) r.malformed("bytes follow the last tensor");
-  return c;
-}
-
-DDP_INLINE std::vector<std::uint8_t> read_checkpoint_file(const std::string& file) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    detail::throw_error(error_kind::data,
-                        {"checkpoint ", file, " cannot be opened (", checkpoint_io::errno_text(), ")"});
-  std::vector<std::uint8_t> out;
-  std::uint8_t buf[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const std::string why = checkpoint_io::errno_text();
-      ::close(fd);
-      detail::throw_error(error_kind::data, {"checkpoint ", file, " cannot be read (", why, ")"});
-    }
-    if (n == 0) break;
-    out.insert(out.end(), buf, buf + n);
-  }
-  ::close(fd);
-  return out;
-}
-
-DDP_INLINE void write_checkpoint_file(const std::string& file, const std::vector<std::uint8_t>& bytes,
-                                      bool keep_previous) {
-  using namespace checkpoint_io;
-  // Held across the temporary file, the rotation and the rename: a second writer is refused.
-  fd_holder lock = lock_checkpoint(file);
-  remove_stale_temporaries(file);
-  const std::string tmp = temporary_name(file);
-  fd_holder fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-  if (fd.get() < 0)
-    detail::throw_error(error_kind::data,
-                        {"checkpoint ", file, ": cannot create ", tmp, " beside it (", errno_text(),
-                         "); check that the directory exists and is writable"});
-  try {
-    write_all(fd.get(), bytes.data(), bytes.size(), file);
-    if (::fsync(fd.get()) != 0)
-      detail::throw_error(error_kind::data, {"checkpoint ", file, ": fsync of ", tmp, " failed (",
-                                             errno_text(), "); the previous one is untouched"});
-    if (fd.close() != 0)
-      detail::throw_error(error_kind::data, {"checkpoint ", file, ": closing ", tmp, " failed (",
-                                             errno_text(), "); the previous one is untouched"});
-  } catch (...) {
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  struct stat st {};
-  if (keep_previous && ::stat(file.c_str(), &st) == 0) {
-    // Only a whole checkpoint becomes .prev: a torn one (the reason a load fell back to .prev)
-    // is set aside as file.bad, and .prev stays the last good one.
-    const bool intact = checkpoint_intact(file);
-    const std::string to = file + (intact ? ".prev" : ".bad");
-    if (std::rename(file.c_str(), to.c_str()) != 0) {
-      const std::string why = errno_text();
-      ::unlink(tmp.c_str());
-      detail::throw_error(error_kind::data, {"checkpoint ", file, ": cannot move the previous one to ", to,
-                                             " (", why, "); it is untouched"});
-    }
-    if (!intact)
-      log_line("checkpoint", detail::message({file, " was not a whole checkpoint: kept as ", to, ", ", file,
-                                              ".prev left as it was"}));
-  }
-  if (std::rename(tmp.c_str(), file.c_str()) != 0) {
-    const std::string why = errno_text();
-    ::unlink(tmp.c_str());
-    detail::throw_error(error_kind::data,
-                        {"checkpoint ", file, ": cannot rename ", tmp, " to it (", why, ")",
-                         (keep_previous ? detail::message({"; the previous one is ", file, ".prev"}) : "")});
-  }
-  // The renames are durable only once the directory is.
-  const std::string dir = directory_of(file);
-  fd_holder d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (d.get() < 0 || ::fsync(d.get()) != 0 || d.close() != 0)
-    detail::throw_error(error_kind::data,
-                        {"checkpoint ", file, ": written and renamed, but syncing its directory ", dir,
-                         " failed (", errno_text(),
-                         "): after a crash of this host the file may be the previous one"});
-}
-
-} // namespace detail
-DDP_END_NAMESPACE
-
-#endif // DDP_DETAIL_CHECKPOINT_FILE_INL_HPP
-// ---- end ddp/detail/checkpoint/file-inl.hpp ----
 // ---- begin ddp/detail/data_parallel/model_layout-inl.hpp ----
 // The definitions behind model_layout.hpp: compiled in every translation unit
 // when ddp is header-only, once in the runtime when it is compiled separately
@@ -28307,6 +27923,449 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_COMMON_TRACE_INL_HPP
 // ---- end ddp/detail/common/trace-inl.hpp ----
+// ---- begin ddp/sampler-inl.hpp ----
+// The definitions behind sampler.hpp's policies: compiled in every
+// translation unit when ddp is header-only, once in the runtime when it is
+// compiled separately (detail/common/linkage.hpp).
+#ifndef DDP_SAMPLER_INL_HPP
+#define DDP_SAMPLER_INL_HPP
+
+
+DDP_BEGIN_NAMESPACE
+namespace sampling {
+
+DDP_INLINE void shuffled::rank_indices(const sampler_context& c, std::vector<std::int64_t>& out) {
+  if (c.n == 0) {
+    out.clear();
+    return;
+  }
+  // The permutation is the one O(n) buffer besides `out`; 32-bit entries
+  // when they fit (n <= 2^32 - 1), which halves it: 4n + 8n/num_replicas
+  // bytes at the peak. It cannot be avoided: in either shuffle an element's
+  // final value depends on swaps with positions anywhere in the array, so a
+  // rank's share needs the whole permutation.
+  if (c.n <= 0xffffffffu) {
+    detail::shuffle_buffer<std::uint32_t> perm;
+    detail::randperm(perm, c.n, c.seed + c.epoch, c.randperm);
+    detail::strided_share(c, out, [&](std::size_t j) { return perm[j]; });
+  } else {
+    detail::shuffle_buffer<std::uint64_t> perm;
+    detail::randperm(perm, c.n, c.seed + c.epoch, c.randperm);
+    detail::strided_share(c, out, [&](std::size_t j) { return perm[j]; });
+  }
+}
+
+DDP_INLINE void sequential::rank_indices(const sampler_context& c, std::vector<std::int64_t>& out) {
+  if (c.n == 0) {
+    out.clear();
+    return;
+  }
+  detail::strided_share(c, out, [](std::size_t j) { return j; });
+}
+
+} // namespace sampling
+DDP_END_NAMESPACE
+
+#endif // DDP_SAMPLER_INL_HPP
+// ---- end ddp/sampler-inl.hpp ----
+// ---- begin ddp/detail/checkpoint/file-inl.hpp ----
+// The definitions behind detail/checkpoint/file.hpp: compiled in every translation unit
+// when ddp is header-only, once in the runtime when it is compiled separately.
+#ifndef DDP_DETAIL_CHECKPOINT_FILE_INL_HPP
+#define DDP_DETAIL_CHECKPOINT_FILE_INL_HPP
+
+
+#include <openssl/evp.h>
+
+#include <array>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <memory>
+#include <string_view>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+DDP_BEGIN_NAMESPACE
+namespace detail {
+namespace checkpoint_io {
+
+inline std::array<std::uint8_t, checkpoint_digest_bytes> sha256(const std::uint8_t* data, std::size_t n) {
+  std::array<std::uint8_t, checkpoint_digest_bytes> md{};
+  unsigned int len = 0;
+  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(::EVP_MD_CTX_new(), ::EVP_MD_CTX_free);
+  if (!ctx || ::EVP_DigestInit_ex(ctx.get(), ::EVP_sha256(), nullptr) != 1 ||
+      ::EVP_DigestUpdate(ctx.get(), data, n) != 1 || ::EVP_DigestFinal_ex(ctx.get(), md.data(), &len) != 1 ||
+      len != md.size())
+    detail::throw_error(error_kind::backend,
+                        {"OpenSSL's SHA-256 failed while sealing or checking a checkpoint"});
+  return md;
+}
+
+template <class T> void put(std::vector<std::uint8_t>& out, T v) {
+  const auto* p = reinterpret_cast<const std::uint8_t*>(&v);
+  out.insert(out.end(), p, p + sizeof v);
+}
+
+inline void put_bytes(std::vector<std::uint8_t>& out, const void* data, std::size_t n) {
+  const auto* p = static_cast<const std::uint8_t*>(data);
+  out.insert(out.end(), p, p + n);
+}
+
+inline void put_string(std::vector<std::uint8_t>& out, const std::string& s) {
+  put(out, static_cast<std::uint32_t>(s.size()));
+  put_bytes(out, s.data(), s.size());
+}
+
+/// Reads the body; a record that runs past the end is a malformed file.
+class reader {
+public:
+  reader(const std::vector<std::uint8_t>& b, std::size_t at, std::size_t end, const std::string& file)
+      : b_(b), at_(at), end_(end), file_(file) {}
+  template <class T> T get() {
+    T v{};
+    std::memcpy(&v, take(sizeof v), sizeof v);
+    return v;
+  }
+  std::string get_string() {
+    const auto n = get<std::uint32_t>();
+    const auto* p = take(n);
+    return std::string(reinterpret_cast<const char*>(p), n);
+  }
+  std::vector<std::byte> get_bytes(std::uint64_t n) {
+    if (n > end_ - at_) malformed("a tensor runs past the end of the body");
+    const auto* p = take(static_cast<std::size_t>(n));
+    return std::vector<std::byte>(reinterpret_cast<const std::byte*>(p),
+                                  reinterpret_cast<const std::byte*>(p) + n);
+  }
+  bool done() const { return at_ == end_; }
+  [[noreturn]] void malformed(const std::string& what) const {
+    detail::throw_error(error_kind::data, {"checkpoint ", file_, " is malformed (", what, ", at byte ", at_,
+                                           ") although its checksum holds: it was not written by this "
+                                           "version of ddp; save it again with the job that made it"});
+  }
+
+private:
+  const std::uint8_t* take(std::size_t n) {
+    if (n > end_ - at_) malformed("a record runs past the end of the body");
+    const auto* p = b_.data() + at_;
+    at_ += n;
+    return p;
+  }
+  const std::vector<std::uint8_t>& b_;
+  std::size_t at_, end_;
+  const std::string& file_;
+};
+
+inline std::string errno_text() { return std::strerror(errno); }
+
+inline void write_all(int fd, const std::uint8_t* p, std::size_t n, const std::string& file) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0)
+      detail::throw_error(error_kind::data, {"checkpoint ", file, ": writing it failed (", errno_text(),
+                                             "); the previous one is untouched"});
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+inline std::string directory_of(const std::string& file) {
+  const auto slash = file.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : file.substr(0, slash);
+}
+
+/// A file descriptor closed on every path; close() errors matter only where checked by hand.
+class fd_holder {
+public:
+  explicit fd_holder(int fd) : fd_(fd) {}
+  fd_holder(fd_holder&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  fd_holder(const fd_holder&) = delete;
+  fd_holder& operator=(const fd_holder&) = delete;
+  ~fd_holder() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+  /// close(2)'s result (NFS reports a failed write-back here).
+  int close() {
+    const int fd = fd_;
+    fd_ = -1;
+    return ::close(fd);
+  }
+
+private:
+  int fd_;
+};
+
+/// `file.lock`, created if need be and held with flock(2) until the holder goes: one writer of
+/// `file` at a time, across processes and (flock over NFS is a POSIX lock there) hosts.
+inline fd_holder lock_checkpoint(const std::string& file) {
+  const std::string lock = file + ".lock";
+  fd_holder fd(::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  if (fd.get() < 0)
+    detail::throw_error(error_kind::data,
+                        {"checkpoint ", file, ": cannot create its lock file ", lock, " (", errno_text(),
+                         "); check that the directory exists and is writable"});
+  while (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    if (errno == EWOULDBLOCK)
+      detail::throw_error(error_kind::data,
+                          {"checkpoint ", file, ": another process is writing it (it holds ", lock,
+                           "): two jobs save to one path (an earlier incarnation of this job "
+                           "still running?); the file is untouched"});
+    detail::throw_error(error_kind::data, {"checkpoint ", file, ": cannot lock ", lock, " (", errno_text(),
+                                           "); the file is untouched"});
+  }
+  return fd;
+}
+
+inline std::string base_name(const std::string& file) {
+  const auto slash = file.rfind('/');
+  return slash == std::string::npos ? file : file.substr(slash + 1);
+}
+
+/// Removes `file.tmp.*` left by writers that died (SIGKILL) before their rename; under the lock,
+/// no live writer owns one.
+inline void remove_stale_temporaries(const std::string& file) {
+  const std::string dir = directory_of(file), prefix = base_name(file) + ".tmp.";
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
+  if (!d) return; // creating the temporary file reports an unusable directory
+  std::vector<std::string> stale;
+  while (const dirent* e = ::readdir(d.get()))
+    if (std::string_view(e->d_name).starts_with(prefix)) stale.emplace_back(e->d_name);
+  for (auto& name : stale)
+    ::unlink((detail::message({dir, "/", name})).c_str());
+}
+
+/// A name no other writer uses, even one with this pid in another container on a shared volume.
+inline std::string temporary_name(const std::string& file) {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') std::strcpy(host, "host");
+  for (char* c = host; *c; ++c)
+    if (*c == '/') *c = '_';
+  // The kernel's random bytes (what std::random_device reads, without parsing <random>);
+  // where they fail (or are not seeded yet on a fresh boot: no wait for them), the clock and
+  // a stack address still differ between writers.
+  std::uint64_t r = 0;
+  if (::getrandom(&r, sizeof r, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof r))
+    r = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+        reinterpret_cast<std::uintptr_t>(&r);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(r));
+  return detail::message({file, ".tmp.", host, ".", ::getpid(), ".", hex});
+}
+
+/// Whether `file` is a whole checkpoint (header, length, SHA-256): only such a file becomes .prev.
+inline bool checkpoint_intact(const std::string& file) {
+  try {
+    check_checkpoint_integrity(read_checkpoint_file(file), file);
+    return true;
+  } catch (const error&) { return false; }
+}
+
+} // namespace checkpoint_io
+
+DDP_INLINE void check_checkpoint_integrity(const std::vector<std::uint8_t>& b, const std::string& file) {
+  using namespace checkpoint_io;
+  auto refuse = [&](const std::string& what) {
+    detail::throw_error(error_kind::data, {"checkpoint ", file, " ", what});
+  };
+  if (b.size() < sizeof checkpoint_magic)
+    refuse(
+        detail::message({"is truncated: ", b.size(), " bytes, fewer than a header and checksum (",
+                         checkpoint_header_bytes + checkpoint_digest_bytes, "); use an earlier checkpoint"}));
+  if (std::memcmp(b.data(), checkpoint_magic, sizeof checkpoint_magic) != 0)
+    refuse("is not a ddp checkpoint (it does not begin with \"DDPCKPT\"): check the path");
+  if (b.size() < checkpoint_header_bytes + checkpoint_digest_bytes)
+    refuse(
+        detail::message({"is truncated: ", b.size(), " bytes, fewer than a header and checksum (",
+                         checkpoint_header_bytes + checkpoint_digest_bytes, "); use an earlier checkpoint"}));
+  std::uint32_t version = 0, order = 0;
+  std::uint64_t body = 0;
+  std::memcpy(&version, b.data() + 8, 4);
+  std::memcpy(&order, b.data() + 12, 4);
+  std::memcpy(&body, b.data() + 16, 8);
+  if (order != 0x01020304)
+    throw checkpoint_unreadable(detail::message(
+        {"checkpoint ", file,
+         " was written by a host of the other byte order: load it on a host like the one that saved it"}));
+  if (version != checkpoint_version)
+    throw checkpoint_unreadable(
+        detail::message({"checkpoint ", file, " has format version ", version, "; this ddp reads version ",
+                         checkpoint_version, ": load it with the ddp that wrote it"}));
+  const std::uint64_t want = checkpoint_header_bytes + body + checkpoint_digest_bytes;
+  if (body > b.size() || want != b.size())
+    refuse(detail::message({want > b.size() ? "is truncated" : "has bytes past its end",
+                            ": its header promises ", want, " bytes, the file has ", b.size(),
+                            " (a write cut short, or a file copied in part); use an earlier checkpoint"}));
+  const auto md = sha256(b.data(), b.size() - checkpoint_digest_bytes);
+  if (std::memcmp(md.data(), b.data() + b.size() - checkpoint_digest_bytes, md.size()) != 0)
+    refuse("fails its SHA-256 check: its bytes changed after it was written (a torn write, a bit flip, "
+           "an edit); use an earlier checkpoint");
+}
+
+DDP_INLINE std::vector<std::uint8_t> encode_checkpoint(const checkpoint_contents& c) {
+  using namespace checkpoint_io;
+  std::vector<std::uint8_t> out;
+  put_bytes(out, checkpoint_magic, sizeof checkpoint_magic);
+  put(out, checkpoint_version);
+  put(out, std::uint32_t{0x01020304}); // byte order: the file is read back by the same kind of host
+  put(out, std::uint64_t{0});          // body size, filled below
+  put(out, c.step);
+  put(out, c.epoch);
+  put(out, c.samples);
+  put(out, c.saved_world_size);
+  put_string(out, c.optimizer);
+  put(out, c.optimizer_steps);
+  put(out, c.slots);
+  put(out, static_cast<std::uint32_t>(c.tensors.size()));
+  for (auto& t : c.tensors) {
+    put(out, static_cast<std::uint8_t>(t.role));
+    put_string(out, t.name);
+    put(out, static_cast<std::uint8_t>(t.type));
+    put(out, t.count);
+    put_bytes(out, t.values.data(), t.values.size());
+    for (auto& s : t.state)
+      put_bytes(out, s.data(), s.size());
+  }
+  const std::uint64_t body = out.size() - checkpoint_header_bytes;
+  std::memcpy(out.data() + 16, &body, sizeof body);
+  const auto md = sha256(out.data(), out.size());
+  out.insert(out.end(), md.begin(), md.end());
+  return out;
+}
+
+DDP_INLINE checkpoint_contents decode_checkpoint(const std::vector<std::uint8_t>& b,
+                                                 const std::string& file) {
+  using namespace checkpoint_io;
+  check_checkpoint_integrity(b, file);
+  reader r(b, checkpoint_header_bytes, b.size() - checkpoint_digest_bytes, file);
+  checkpoint_contents c;
+  c.step = r.get<std::uint64_t>();
+  c.epoch = r.get<std::uint64_t>();
+  c.samples = r.get<std::uint64_t>();
+  c.saved_world_size = r.get<std::uint32_t>();
+  c.optimizer = r.get_string();
+  c.optimizer_steps = r.get<std::uint64_t>();
+  c.slots = r.get<std::uint32_t>();
+  const auto n = r.get<std::uint32_t>();
+  for (std::uint32_t i = 0; i < n; ++i) {
+    checkpoint_tensor t;
+    const auto role = r.get<std::uint8_t>();
+    if (role > 1) r.malformed(detail::message({"a tensor's role is ", role}));
+    t.role = static_cast<checkpoint_role>(role);
+    t.name = r.get_string();
+    const auto type = r.get<std::uint8_t>();
+    if (type > static_cast<std::uint8_t>(dtype::i8))
+      r.malformed(detail::message({"tensor '", t.name, "' has dtype code ", type}));
+    t.type = static_cast<dtype>(type);
+    t.count = r.get<std::uint64_t>();
+    const std::uint64_t bytes = t.count * size_of(t.type);
+    if (t.count > (std::uint64_t{1} << 48))
+      r.malformed(detail::message({"tensor '", t.name, "' claims ", t.count, " elements"}));
+    t.values = r.get_bytes(bytes);
+    if (t.role == checkpoint_role::parameter)
+      for (std::uint32_t k = 0; k < c.slots; ++k)
+        t.state.push_back(r.get_bytes(bytes));
+    c.tensors.push_back(std::move(t));
+  }
+  if (!r.done()) r.malformed("bytes follow the last tensor");
+  return c;
+}
+
+DDP_INLINE std::vector<std::uint8_t> read_checkpoint_file(const std::string& file) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    detail::throw_error(error_kind::data,
+                        {"checkpoint ", file, " cannot be opened (", checkpoint_io::errno_text(), ")"});
+  std::vector<std::uint8_t> out;
+  std::uint8_t buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const std::string why = checkpoint_io::errno_text();
+      ::close(fd);
+      detail::throw_error(error_kind::data, {"checkpoint ", file, " cannot be read (", why, ")"});
+    }
+    if (n == 0) break;
+    out.insert(out.end(), buf, buf + n);
+  }
+  ::close(fd);
+  return out;
+}
+
+DDP_INLINE void write_checkpoint_file(const std::string& file, const std::vector<std::uint8_t>& bytes,
+                                      bool keep_previous) {
+  using namespace checkpoint_io;
+  // Held across the temporary file, the rotation and the rename: a second writer is refused.
+  fd_holder lock = lock_checkpoint(file);
+  remove_stale_temporaries(file);
+  const std::string tmp = temporary_name(file);
+  fd_holder fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (fd.get() < 0)
+    detail::throw_error(error_kind::data,
+                        {"checkpoint ", file, ": cannot create ", tmp, " beside it (", errno_text(),
+                         "); check that the directory exists and is writable"});
+  try {
+    write_all(fd.get(), bytes.data(), bytes.size(), file);
+    if (::fsync(fd.get()) != 0)
+      detail::throw_error(error_kind::data, {"checkpoint ", file, ": fsync of ", tmp, " failed (",
+                                             errno_text(), "); the previous one is untouched"});
+    if (fd.close() != 0)
+      detail::throw_error(error_kind::data, {"checkpoint ", file, ": closing ", tmp, " failed (",
+                                             errno_text(), "); the previous one is untouched"});
+  } catch (...) {
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  struct stat st {};
+  if (keep_previous && ::stat(file.c_str(), &st) == 0) {
+    // Only a whole checkpoint becomes .prev: a torn one (the reason a load fell back to .prev)
+    // is set aside as file.bad, and .prev stays the last good one.
+    const bool intact = checkpoint_intact(file);
+    const std::string to = file + (intact ? ".prev" : ".bad");
+    if (std::rename(file.c_str(), to.c_str()) != 0) {
+      const std::string why = errno_text();
+      ::unlink(tmp.c_str());
+      detail::throw_error(error_kind::data, {"checkpoint ", file, ": cannot move the previous one to ", to,
+                                             " (", why, "); it is untouched"});
+    }
+    if (!intact)
+      log_line("checkpoint", detail::message({file, " was not a whole checkpoint: kept as ", to, ", ", file,
+                                              ".prev left as it was"}));
+  }
+  if (std::rename(tmp.c_str(), file.c_str()) != 0) {
+    const std::string why = errno_text();
+    ::unlink(tmp.c_str());
+    detail::throw_error(error_kind::data,
+                        {"checkpoint ", file, ": cannot rename ", tmp, " to it (", why, ")",
+                         (keep_previous ? detail::message({"; the previous one is ", file, ".prev"}) : "")});
+  }
+  // The renames are durable only once the directory is.
+  const std::string dir = directory_of(file);
+  fd_holder d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (d.get() < 0 || ::fsync(d.get()) != 0 || d.close() != 0)
+    detail::throw_error(error_kind::data,
+                        {"checkpoint ", file, ": written and renamed, but syncing its directory ", dir,
+                         " failed (", errno_text(),
+                         "): after a crash of this host the file may be the previous one"});
+}
+
+} // namespace detail
+DDP_END_NAMESPACE
+
+#endif // DDP_DETAIL_CHECKPOINT_FILE_INL_HPP
+// ---- end ddp/detail/checkpoint/file-inl.hpp ----
 // ---- begin ddp/detail/elastic/joiners-inl.hpp ----
 // Definitions of joiners.hpp.
 #ifndef DDP_DETAIL_ELASTIC_JOINERS_INL_HPP
@@ -29012,51 +29071,6 @@ DDP_END_NAMESPACE
 
 #endif // DDP_DETAIL_ELASTIC_MEETING_INL_HPP
 // ---- end ddp/detail/elastic/meeting-inl.hpp ----
-// ---- begin ddp/sampler-inl.hpp ----
-// The definitions behind sampler.hpp's policies: compiled in every
-// translation unit when ddp is header-only, once in the runtime when it is
-// compiled separately (detail/common/linkage.hpp).
-#ifndef DDP_SAMPLER_INL_HPP
-#define DDP_SAMPLER_INL_HPP
-
-
-DDP_BEGIN_NAMESPACE
-namespace sampling {
-
-DDP_INLINE void shuffled::rank_indices(const sampler_context& c, std::vector<std::int64_t>& out) {
-  if (c.n == 0) {
-    out.clear();
-    return;
-  }
-  // The permutation is the one O(n) buffer besides `out`; 32-bit entries
-  // when they fit (n <= 2^32 - 1), which halves it: 4n + 8n/num_replicas
-  // bytes at the peak. It cannot be avoided: in either shuffle an element's
-  // final value depends on swaps with positions anywhere in the array, so a
-  // rank's share needs the whole permutation.
-  if (c.n <= 0xffffffffu) {
-    detail::shuffle_buffer<std::uint32_t> perm;
-    detail::randperm(perm, c.n, c.seed + c.epoch, c.randperm);
-    detail::strided_share(c, out, [&](std::size_t j) { return perm[j]; });
-  } else {
-    detail::shuffle_buffer<std::uint64_t> perm;
-    detail::randperm(perm, c.n, c.seed + c.epoch, c.randperm);
-    detail::strided_share(c, out, [&](std::size_t j) { return perm[j]; });
-  }
-}
-
-DDP_INLINE void sequential::rank_indices(const sampler_context& c, std::vector<std::int64_t>& out) {
-  if (c.n == 0) {
-    out.clear();
-    return;
-  }
-  detail::strided_share(c, out, [](std::size_t j) { return j; });
-}
-
-} // namespace sampling
-DDP_END_NAMESPACE
-
-#endif // DDP_SAMPLER_INL_HPP
-// ---- end ddp/sampler-inl.hpp ----
 // ---- begin ddp/detail/sharded/hybrid_tiling-inl.hpp ----
 // The definitions behind hybrid_tiling.hpp: compiled in every translation unit
 // when ddp is header-only, once in the runtime when it is compiled separately

@@ -9,6 +9,7 @@
 
 #include <ddp/checkpoint.hpp>
 #include <ddp/ddp.hpp>
+#include <ddp/sharded_data_parallel.hpp>
 
 #include <algorithm>
 #include <chrono>

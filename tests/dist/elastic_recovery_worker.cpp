@@ -30,7 +30,11 @@
 #include "../support/mlp.hpp"
 #include "../support/whole_optimizer.hpp"
 
+#include <ddp/checkpoint.hpp>
 #include <ddp/ddp.hpp>
+#include <ddp/elastic.hpp>
+#include <ddp/global_batches.hpp>
+#include <ddp/sharded_data_parallel.hpp>
 
 #include <chrono>
 #include <cstdio>

@@ -6,6 +6,7 @@
 #include "group.hpp"
 
 #include <ddp/checkpoint.hpp>
+#include <ddp/sharded_data_parallel.hpp>
 
 #include <doctest/doctest.h>
 

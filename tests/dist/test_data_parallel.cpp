@@ -2,6 +2,8 @@
 #include "../support/mlp.hpp"
 #include "group.hpp"
 
+#include <ddp/sharded_data_parallel.hpp>
+
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -9,6 +9,10 @@
 #include "../support/whole_optimizer.hpp"
 #include "group.hpp"
 
+#include <ddp/checkpoint.hpp>
+#include <ddp/hybrid_groups.hpp>
+#include <ddp/sharded_data_parallel.hpp>
+
 #include <doctest/doctest.h>
 
 #include <chrono>

@@ -6,6 +6,8 @@
 #include "../support/spawn.hpp"
 #include "group.hpp"
 
+#include <ddp/sharded_data_parallel.hpp>
+
 #include <doctest/doctest.h>
 
 #include <cmath>

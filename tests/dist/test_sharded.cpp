@@ -5,6 +5,8 @@
 #include "../support/whole_optimizer.hpp"
 #include "group.hpp"
 
+#include <ddp/sharded_data_parallel.hpp>
+
 #include <doctest/doctest.h>
 
 #include <cmath>

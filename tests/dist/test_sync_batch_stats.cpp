@@ -6,6 +6,8 @@
 // ctest through ddprun at world sizes 1..4.
 #include "group.hpp"
 
+#include <ddp/sync_batch_stats.hpp>
+
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -29,6 +29,10 @@ Rules (exit 1 naming every break):
    a file compiled with DDP_SEPARATE_COMPILATION then parses none of them
    (detail/common/linkage.hpp), and tools/amalgamate.py moves them together to
    the end of the single header.
+6. <ddp/ddp.hpp> is the core: it reaches none of the optional features
+   (OPTIONAL_FEATURES, each in its own header, which a file that uses it
+   includes), and <ddp/all.hpp> includes every one of them, so that it and the
+   single header built from it still offer everything.
 """
 import pathlib
 import re
@@ -58,6 +62,9 @@ DETAIL_CLASS_EXCEPTIONS = {
     ("tensor.hpp", "contiguous_container_traits"): "the base the public tensor_traits specializations derive from",
     ("work.hpp", "work_state"): "the shared state of ddp::work, defined beside it (a base header detail/ uses)",
 }
+# Rule 6: features outside the core umbrella, each reached through its own header.
+OPTIONAL_FEATURES = {"ddp/checkpoint.hpp", "ddp/elastic.hpp", "ddp/global_batches.hpp", "ddp/hybrid_groups.hpp",
+                     "ddp/sharded_data_parallel.hpp", "ddp/step_batches.hpp", "ddp/sync_batch_stats.hpp"}
 # Headers with a check after their guard (it runs again each time they are included), and
 # the comment that opens it.
 CHECKED_AFTER_GUARD = {"ddp/detail/common/linkage.hpp": "// Outside the guard"}
@@ -164,12 +171,30 @@ for source in sorted((REPO / "examples").rglob("*")):
             bad.append(f"{source.relative_to(REPO)} includes <{target}>: examples include only public headers")
     if "ddp::detail" in text:
         bad.append(f"{source.relative_to(REPO)} names ddp::detail: examples use only the public API")
+
+
+def reached(rel):
+    """Every ddp header that `rel` includes, directly or not (conditional includes too)."""
+    seen, todo = set(), [rel]
+    while todo:
+        for target in INCLUDE.findall((ROOT / todo.pop()).read_text()):
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+for feature in sorted(reached("ddp/ddp.hpp") & OPTIONAL_FEATURES):
+    bad.append(f"ddp/ddp.hpp reaches <{feature}>, an optional feature: include it from <ddp/all.hpp> instead")
+for feature in sorted(OPTIONAL_FEATURES - set(INCLUDE.findall((DDP / "all.hpp").read_text()))):
+    bad.append(f"ddp/all.hpp does not include <{feature}>: the convenience header offers every feature")
 for line in bad:
     print(line)
 print(
     f"{len(bad)} layering violation(s)"
     if bad
     else f"layering ok: detail/ stays below the API, no detail class outside it beyond "
-    f"{len(DETAIL_CLASS_EXCEPTIONS)} listed, {len(headers)} include guards spell their paths, definitions behind their headers, examples public only"
+    f"{len(DETAIL_CLASS_EXCEPTIONS)} listed, {len(headers)} include guards spell their paths, definitions behind their headers, examples public only, "
+    f"the core umbrella without the {len(OPTIONAL_FEATURES)} optional features"
 )
 sys.exit(1 if bad else 0)

@@ -3,6 +3,7 @@
 // gradients (no mark_grad_ready calls anywhere here).
 #include "../dist/group.hpp"
 
+#include <ddp/sharded_data_parallel.hpp>
 #include <ddp/torch.hpp>
 
 #include <doctest/doctest.h>
