@@ -55,6 +55,8 @@ struct options {
   /// No joiner is admitted at a commit of this step or later: a generation formed there would
   /// run no step. Joiners still waiting then end with the job (run() returns false in them).
   /// 0: no such step. A value at or below the first commit's step admits no joiner at all.
+  /// It must be the same on every rank (the admission is skipped without a collective): derive
+  /// it from what every rank shares (the global sample count, the epochs), not a rank's shard.
   std::uint64_t last_step = 0;
 };
 

@@ -3,7 +3,7 @@
 # reached through its own header) in one translation unit, the quick start and the runtime
 # compiled once, both forms, with ddp's warnings as errors. That each header compiles alone
 # is checked with GCC by the header_alone targets, on the same standard library: one clang
-# parse of them all costs about what <ddp/ddp.hpp> alone does, where 35 parses cost most of
+# parse of them all costs about what <ddp/all.hpp> alone does, where 35 parses cost most of
 # this test (see docs/performance.md, Build and test costs).
 # usage: clang.sh CLANGXX DDP_SOURCE_DIR [include flags...]
 set -eu

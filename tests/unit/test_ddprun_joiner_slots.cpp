@@ -27,7 +27,10 @@ struct agent {
     j.store = std::make_unique<ddp::tcp_store>(o);
     slots = std::make_unique<ddprun::joiner_slots>(
         j, 0, "", 1s, ranks, gens, [this] { gens.update(*j.store, 0); },
-        [](const std::string& why) { FAIL("store silent: " << why); });
+        [](const std::string& why) {
+          FAIL("store silent: " << why);
+          return true;
+        });
   }
   void publish(int generation, const std::string& members) {
     j.store->set("r0/meet/g" + std::to_string(generation) + "/members", members);

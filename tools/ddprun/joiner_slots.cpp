@@ -13,6 +13,8 @@ namespace ddprun {
 namespace {
 /// One look at the job's end in a supervision pass: short, so that reaping and signals wait little.
 constexpr auto end_look_within = std::chrono::milliseconds(100);
+/// Failing looks further apart than this are not one silence (a pass is 20 ms, a look 100 ms).
+constexpr auto silence_gap = std::chrono::seconds(1);
 } // namespace
 
 std::string next_joiner_identity(ddp::tcp_store& store, int round, int job_rank) {
@@ -30,7 +32,7 @@ std::string describe_end(const rank_process& r) {
 
 joiner_slots::joiner_slots(job& j, int round, std::string note_file, clock::duration grace,
                            std::vector<rank_process>& ranks, generations& gens, std::function<void()> refresh,
-                           std::function<void(const std::string&)> store_silent)
+                           std::function<bool(const std::string&)> store_silent)
     : j_(j), round_(round), note_file_(std::move(note_file)), grace_(grace), ranks_(ranks), gens_(gens),
       refresh_(std::move(refresh)), store_silent_(std::move(store_silent)) {}
 
@@ -64,7 +66,8 @@ void joiner_slots::start_in_every_slot() {
 void joiner_slots::start(bool may_start) {
   for (int local : slots_to_fill_) {
     auto& slot = ranks_[static_cast<std::size_t>(local)];
-    if (!may_start || job_ended_in_store() || store_given_up_) break; // the look may give the store up
+    if (!may_start || store_given_up_ || job_ended_in_store() || store_given_up_)
+      break; // a look may give it up
     std::string id;
     std::int64_t nth = 0;
     try {
@@ -184,16 +187,22 @@ bool joiner_slots::in_generation(rank_process& r) {
 
 bool joiner_slots::job_ended_in_store() {
   if (ended_) return true;
+  const auto now = clock::now();
+  // Looks come a pass apart only while a joiner waits or a slot is to be filled: a failure after
+  // a pause starts a new silence, never one timed from a failure long ago.
+  const bool in_a_row = now - last_look_ < silence_gap;
+  last_look_ = now;
   try {
     if (!end_look_) end_look_ = j_.store->connect_again(end_look_within);
     ended_ = ddp::detail::job_ended(end_look_, prefix(), end_look_within);
     silent_since_ = clock::time_point::max();
+    silence_said_ = false;
   } catch (const std::exception& e) {
     end_look_.reset(); // the next pass connects again
-    if (silent_since_ == clock::time_point::max()) silent_since_ = clock::now();
-    if (!store_given_up_ && clock::now() - silent_since_ >= ddp::detail::joiner_store_patience) {
-      store_given_up_ = true;
-      store_silent_(e.what());
+    if (silent_since_ == clock::time_point::max() || !in_a_row) silent_since_ = now;
+    if (!silence_said_ && now - silent_since_ >= ddp::detail::joiner_store_patience) {
+      silence_said_ = true;
+      if (store_silent_(e.what())) store_given_up_ = true;
     }
     return false;
   }

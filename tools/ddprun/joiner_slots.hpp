@@ -33,11 +33,12 @@ class joiner_slots {
 public:
   using clock = std::chrono::steady_clock;
   /// `ranks` and `gens` are the round's; `refresh` reads the generations the way the round does
-  /// (a store that does not answer is the round's business); `store_silent` is told, once, that
-  /// the looks at the job's end failed for joiner_store_patience in a row.
+  /// (a store that does not answer is the round's business); `store_silent` is told that the looks
+  /// at the job's end failed for joiner_store_patience in a row (once a silence), and answers
+  /// whether to start no joiner from then on (the store's host is lost).
   joiner_slots(job& j, int round, std::string note_file, clock::duration grace,
                std::vector<rank_process>& ranks, generations& gens, std::function<void()> refresh,
-               std::function<void(const std::string&)> store_silent);
+               std::function<bool(const std::string&)> store_silent);
 
   /// The joiners' scope in the launcher's store ("r<k>/join/").
   std::string prefix() const { return joiners_prefix(round_); }
@@ -78,7 +79,7 @@ private:
   std::vector<rank_process>& ranks_;
   generations& gens_;
   std::function<void()> refresh_;
-  std::function<void(const std::string&)> store_silent_;
+  std::function<bool(const std::string&)> store_silent_;
   std::vector<int> slots_to_fill_;     ///< local slots whose rank died since the last start()
   std::vector<rank_process> replaced_; ///< the processes joiners replaced (their output still drains)
   std::map<pid_t, int> claim_read_at_; ///< the latest generation when a joiner's claim read waiting
@@ -87,7 +88,9 @@ private:
   clock::time_point next_end_check_ = clock::now();           ///< when a waiting joiner looks again
   std::unique_ptr<ddp::tcp_store> end_look_;                  ///< job_ended_in_store's connection
   clock::time_point silent_since_ = clock::time_point::max(); ///< the first of the failing looks in a row
-  bool store_given_up_ = false;                               ///< store_silent_ was told
+  clock::time_point last_look_ = clock::time_point::min();    ///< when the job's end was last looked at
+  bool silence_said_ = false;                                 ///< store_silent_ was told of this silence
+  bool store_given_up_ = false;                               ///< the store's host is lost: no joiner starts
 };
 
 } // namespace ddprun

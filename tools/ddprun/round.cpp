@@ -46,7 +46,7 @@ public:
         watch_store_(coordinates_rounds(j)), generations_(j.nnodes * j.nproc),
         joiners_(
             j, round, notes_.file(), grace_, ranks_, generations_, [this] { read_generations(); },
-            [this](const std::string& why) { joiners_store_silent(why); }) {
+            [this](const std::string& why) { return joiners_store_silent(why); }) {
     if (how == round_start::rejoining_node)
       joiners_.start_in_every_slot();
     else
@@ -320,18 +320,20 @@ private:
     }
   }
 
-  /// Across nodes, node 0's store stopped answering: this node's ranks cannot meet again, so they
-  /// stop, for the user's stop when one is known (its code stays the job's).
   /// The joiners' looks at the job's end failed for a while in a row (joiner_slots): across nodes
-  /// that is the store's host lost; where this agent hosts the store, it is only said.
-  void joiners_store_silent(const std::string& why) {
-    if (recovers_across_nodes(j_) && !j_.store->is_server())
+  /// that is the store's host lost, and the answer is true (start no joiner); where this agent
+  /// hosts the store, it is only said, and joiners start again once the store answers.
+  bool joiners_store_silent(const std::string& why) {
+    if (recovers_across_nodes(j_) && !j_.store->is_server()) {
       lose_store_host(why);
-    else
-      std::fprintf(stderr, "ddprun: the launcher's store did not answer the joiners' looks: %s\n",
-                   why.c_str());
+      return true;
+    }
+    std::fprintf(stderr, "ddprun: the launcher's store did not answer the joiners' looks: %s\n", why.c_str());
+    return false;
   }
 
+  /// Across nodes, node 0's store stopped answering: this node's ranks cannot meet again, so they
+  /// stop, for the user's stop when one is known (its code stays the job's).
   void lose_store_host(const std::string& why) {
     if (store_host_lost_) return;
     store_host_lost_ = res_.store_host_lost = true;
