@@ -190,7 +190,7 @@ bool joiner_slots::job_ended_in_store() {
   const auto now = clock::now();
   // Looks come a pass apart only while a joiner waits or a slot is to be filled: a failure after
   // a pause starts a new silence, never one timed from a failure long ago.
-  const bool in_a_row = now - last_look_ < silence_gap;
+  const bool in_a_row = last_look_ != clock::time_point::min() && now - last_look_ < silence_gap;
   last_look_ = now;
   try {
     if (!end_look_) end_look_ = j_.store->connect_again(end_look_within);
