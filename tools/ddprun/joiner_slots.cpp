@@ -198,8 +198,11 @@ bool joiner_slots::job_ended_in_store() {
     silent_since_ = clock::time_point::max();
     silence_said_ = false;
   } catch (const std::exception& e) {
-    end_look_.reset(); // the next pass connects again
-    if (silent_since_ == clock::time_point::max() || !in_a_row) silent_since_ = now;
+    end_look_.reset();                                            // the next pass connects again
+    if (silent_since_ == clock::time_point::max() || !in_a_row) { // a new silence, said anew
+      silent_since_ = now;
+      silence_said_ = false;
+    }
     if (!silence_said_ && now - silent_since_ >= ddp::detail::joiner_store_patience) {
       silence_said_ = true;
       if (store_silent_(e.what())) store_given_up_ = true;
