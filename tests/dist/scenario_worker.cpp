@@ -49,6 +49,13 @@ static void abort_and_report(ddp::process_group<ddp::gloo>& pg) {
   std::fflush(stdout);
 }
 
+/// "POISONED 1" when the group has failed already, so that a later call is refused before it
+/// reaches the network: what the tests check for "at once", a time bound alone being load-bound.
+static void report_poisoned(ddp::process_group<ddp::gloo>& pg) {
+  std::printf("POISONED %d\n", pg.communicator().poisoned() ? 1 : 0);
+  std::fflush(stdout);
+}
+
 /// On the victim only (DDP_TEST_VICTIM, default 0): abort_and_report from a
 /// thread of its own 500 ms from now, while the main thread is in a collective.
 class abort_from_thread_later {
@@ -229,6 +236,7 @@ static int run(ddp::process_group<ddp::gloo>& pg, const std::string& scenario, c
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
         pg.abort("batch 7 could not be read (the test's own reason)");
         pg.abort("a second call changes nothing");
+        report_poisoned(pg);
         t0 = clk::now();
       }
       if (pg.rank() != env_int_or("DDP_TEST_VICTIM", 0)) t0 = clk::now();
@@ -246,6 +254,7 @@ static int run(ddp::process_group<ddp::gloo>& pg, const std::string& scenario, c
         auto running = pg.all_reduce_async(warm);
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
         abort_and_report(pg);
+        report_poisoned(pg);
         t0 = clk::now();
         running.wait();
         std::puts("NO ERROR");
@@ -327,6 +336,7 @@ static int run(ddp::process_group<ddp::gloo>& pg, const std::string& scenario, c
         for (int i = 0; i < 1000; ++i)
           pg.all_reduce(warm);
       } catch (const ddp::error&) {}
+      report_poisoned(pg);
       t0 = clk::now();
       pg.barrier();
       std::puts("NO ERROR");
