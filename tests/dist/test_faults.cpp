@@ -448,10 +448,11 @@ TEST_CASE("after a failure every call throws at once") {
   for (auto& p : ps)
     REQUIRE(ddp_test::wait_for(p, 60s));
   for (int r = 0; r < 2; ++r) {
-    auto res = parse(ps[static_cast<std::size_t>(r)]);
-    INFO(ps[static_cast<std::size_t>(r)].output());
+    auto& p = ps[static_cast<std::size_t>(r)];
+    auto res = parse(p);
+    INFO(p.output());
     CHECK(res.kind == "peer_lost");
-    CHECK(ps[static_cast<std::size_t>(r)].output().find("POISONED 1") != std::string::npos);
+    CHECK(p.output().find("POISONED 1") != std::string::npos);
     CHECK(res.ms < 1000); // at once: far below the 20 s timeout, above a loaded machine's delay
   }
 }
