@@ -262,4 +262,12 @@ std::string store_host_lost_after_stop(const job& j, std::pair<int, int> stop, c
          " (--in-process-recovery)";
 }
 
+std::string store_host_silent_at_signal(const job& j, int sig, const std::string& why) {
+  return "node " + std::to_string(j.node_rank) + ": the store's host (node 0, " + j.master_addr + ":" +
+         std::to_string(j.store_port) + ") did not answer (" + why +
+         ") while this node's ddprun got signal " + std::to_string(sig) +
+         " from the user, which stops every node: ending with " + std::to_string(128 + sig) +
+         " (--in-process-recovery)";
+}
+
 } // namespace ddprun

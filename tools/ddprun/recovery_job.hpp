@@ -65,5 +65,7 @@ int end_recovery_job(job& j, int round, const round_outcome& res);
 std::string store_host_lost(const job& j, const std::string& why);
 /// The same once the user's stop ({node, signal}) was known: the stop is the job's end.
 std::string store_host_lost_after_stop(const job& j, std::pair<int, int> stop, const std::string& why);
+/// The same when this node's signal `sig` came while its look at the silent store was under way.
+std::string store_host_silent_at_signal(const job& j, int sig, const std::string& why);
 
 } // namespace ddprun
