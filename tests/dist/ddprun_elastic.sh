@@ -21,6 +21,9 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+# A signal (ctest's timeout, ^C, scripts/test stopping its waiting tests) runs the EXIT trap too.
+trap 'exit 143' TERM HUP
+trap 'exit 130' INT
 fail() { for f in "$work"/*.out; do [ -f "$f" ] && { echo "--- $f"; cat "$f"; }; done; echo "FAIL: $*"; exit 1; }
 now_ms() { date +%s%3N; }
 export DDP_TOKEN=elastic-test-token

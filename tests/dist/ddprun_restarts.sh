@@ -7,6 +7,9 @@ set -u
 ddprun=$1
 out=$(mktemp "${TMPDIR:-/tmp}/ddprun-restarts.XXXXXX")
 trap 'rm -f "$out"' EXIT
+# A signal (ctest's timeout, ^C, scripts/test stopping its waiting tests) runs the EXIT trap too.
+trap 'exit 143' TERM HUP
+trap 'exit 130' INT
 fail() { echo "FAIL: $*"; exit 1; }
 # Rank 1 fails with 40 + round; rank 0 would run on, so ddprun must stop it each round.
 job='echo "started round $DDP_RESTART_ROUND store_in_launcher=$DDP_STORE_IN_LAUNCHER"

@@ -12,6 +12,9 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+# A signal (ctest's timeout, ^C, scripts/test stopping its waiting tests) runs the EXIT trap too.
+trap 'exit 143' TERM HUP
+trap 'exit 130' INT
 export DDP_TIMEOUT=60s
 case "$launcher" in
   torchrun)

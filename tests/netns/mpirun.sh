@@ -12,6 +12,9 @@ command -v mpirun >/dev/null || { echo "SKIP: mpirun is missing (apt-get install
 [ -n "${DDP_NETNS0:-}" ] || fail "run me inside tests/netns/netns.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/ddp-mpinetns.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+# A signal (ctest's timeout, ^C, scripts/test stopping its waiting tests) runs the EXIT trap too.
+trap 'exit 143' TERM HUP
+trap 'exit 130' INT
 subnet=${DDP_NETNS_ADDR0%.1}.0/24
 DDP_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n'); export DDP_TOKEN
 export DDP_TIMEOUT=30s OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
