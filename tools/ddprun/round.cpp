@@ -340,12 +340,11 @@ private:
     recovery_deadline_ = never;
     // A signal that came while the store's answer was awaited is the user's stop, not a failure:
     // the store going silent (a stopped host) must not win that race. The ranks get it now, the
-    // look having held it up to the store's bound; no other node can be asked to stop.
+    // look having held it up to the store's bound; no other node can be asked to stop (with the
+    // host lost, on_user_signal records nothing).
     if (!res_.user_signal)
       if (auto sig = take_user_signal()) {
-        std::fprintf(stderr, "ddprun: got signal %d, forwarding it to every rank\n", *sig);
-        stop_for_user(*sig);
-        res_.signalled_here = true;
+        on_user_signal(*sig);
         res_.user_stop = {j_.node_rank, *sig};
         std::fprintf(stderr, "ddprun: %s\n", store_host_silent_at_signal(j_, *sig, why).c_str());
         return;
